@@ -1,0 +1,191 @@
+"""Catalog loading and lookup: the only module that reads catalog files.
+
+Built-in entries ship inside the package (``optimus_calc/hardware_catalog``, found through
+``importlib.resources``); in a source checkout they are read from the repository's top-level
+``hardware_catalog/``. Users add directories with ``--catalog-dir`` (repeatable) or the
+``OPTIMUS_CALC_CATALOG`` environment variable (``os.pathsep``-separated). Loading is lazy and
+cached; every error names the file (and line, or entry and field).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Iterable
+
+from pydantic import ValidationError
+
+from optimus_calc.errors import CatalogError, UnknownNameError
+from optimus_calc.specs.base import CatalogEntry
+from optimus_calc.specs.hardware import CPU, GPU, NIC, Link, Node, NVMe, SmartNIC
+from optimus_calc.specs.model import Model
+
+ENV_VAR = "OPTIMUS_CALC_CATALOG"
+
+KINDS: dict[str, type[CatalogEntry]] = {
+    "gpu": GPU, "cpu": CPU, "smartnic": SmartNIC, "nic": NIC, "link": Link,
+    "nvme": NVMe, "node": Node, "model": Model,
+}
+
+# Cross references checked at load time: (kind, field, referenced kind).
+_REFS = [
+    ("gpu", "scale_up_link", "link"), ("gpu", "host_link", "link"),
+    ("smartnic", "host_link", "link"), ("nic", "host_link", "link"),
+    ("node", "gpu", "gpu"), ("node", "cpu", "cpu"), ("node", "nic", "nic"),
+    ("node", "smartnic", "smartnic"), ("node", "nvme", "nvme"),
+    ("node", "intra_link", "link"), ("node", "gpu_host_link", "link"),
+]
+
+
+def builtin_dir() -> Path:
+    """Directory of the built-in catalog: inside the installed package, else the repo's."""
+    packaged = resources.files("optimus_calc") / "hardware_catalog"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "hardware_catalog"
+
+
+def normalize(name: str) -> str:
+    return str(name).strip().lower().replace("_", "-").replace(" ", "-")
+
+
+@dataclass
+class Catalog:
+    entries: dict[str, dict[str, CatalogEntry]] = field(default_factory=dict)
+    aliases: dict[str, tuple[str, str]] = field(default_factory=dict)  # alias -> (kind, name)
+    files: dict[str, Path] = field(default_factory=dict)  # name -> file it came from
+
+    def kinds(self) -> list[str]:
+        return list(KINDS)
+
+    def all(self, kind: str | None = None) -> list[CatalogEntry]:
+        kinds = [kind] if kind else list(KINDS)
+        out: list[CatalogEntry] = []
+        for k in kinds:
+            out.extend(sorted(self.entries.get(k, {}).values(), key=lambda e: e.name))
+        return out
+
+    def find(self, name: str, kind: str | None = None) -> CatalogEntry | None:
+        key = normalize(name)
+        kinds = [kind] if kind else list(KINDS)
+        for k in kinds:
+            if key in self.entries.get(k, {}):
+                return self.entries[k][key]
+        if key in self.aliases:
+            k, real = self.aliases[key]
+            if kind is None or k == kind:
+                return self.entries[k][real]
+        return None
+
+    def get(self, name: str, kind: str | None = None, what: str | None = None) -> CatalogEntry:
+        entry = self.find(name, kind)
+        if entry is not None:
+            return entry
+        label = what or (kind or "catalog entry")
+        pool = [e.name for e in self.all(kind)] + [
+            a for a, (k, _) in self.aliases.items() if kind is None or k == kind]
+        close = difflib.get_close_matches(normalize(name), pool, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else (
+            f"; see 'optimus-calc catalog list --kind {kind}'" if kind else "")
+        raise UnknownNameError(f"unknown {label} {str(name)[:80]!r}{hint}")
+
+    def resolves_alias(self, name: str) -> str | None:
+        """If ``name`` is an alias, the canonical name it stands for."""
+        key = normalize(name)
+        if key in self.aliases:
+            return self.aliases[key][1]
+        return None
+
+
+def _format_validation(err: ValidationError) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "(entry)"
+    msg = first["msg"]
+    if first["type"] == "extra_forbidden":
+        msg = "unknown key"
+    elif first["type"] == "missing":
+        msg = "missing required field"
+    more = f" (+{len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
+    return f"field {loc!r}: {msg}{more}"
+
+
+def _read_file(path: Path) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def _load_dir(directory: Path, cat: Catalog, builtin: bool) -> None:
+    if not directory.is_dir():
+        raise CatalogError(f"catalog directory {str(directory)!r} does not exist")
+    for path in sorted(directory.rglob("*.toml")):
+        data = _read_file(path)
+        for kind, items in data.items():
+            if kind not in KINDS:
+                raise CatalogError(
+                    f"{path}: unknown table [[{kind}]]; expected one of {', '.join(KINDS)}")
+            if not isinstance(items, list):
+                raise CatalogError(f"{path}: [{kind}] must be an array of tables [[{kind}]]")
+            for i, raw in enumerate(items):
+                label = raw.get("name", f"#{i + 1}") if isinstance(raw, dict) else f"#{i + 1}"
+                try:
+                    entry = KINDS[kind].model_validate(raw)
+                except ValidationError as exc:
+                    raise CatalogError(
+                        f"{path}: [[{kind}]] {label!s}: {_format_validation(exc)}") from None
+                _register(cat, kind, entry, path, builtin)
+
+
+def _register(cat: Catalog, kind: str, entry: CatalogEntry, path: Path, builtin: bool) -> None:
+    names = (entry.name, *entry.aliases)
+    for n in names:
+        clash = None
+        for k, table in cat.entries.items():
+            if n in table:
+                clash = (k, n)
+        if n in cat.aliases:
+            clash = cat.aliases[n]
+        if clash:
+            where = cat.files.get(clash[1], "?")
+            origin = "a built-in entry" if not builtin and str(where).startswith(
+                str(builtin_dir())) else f"{clash[0]} {clash[1]!r} in {where}"
+            raise CatalogError(f"{path}: [[{kind}]] name {n!r} clashes with {origin}")
+    cat.entries.setdefault(kind, {})[entry.name] = entry
+    for a in entry.aliases:
+        cat.aliases[a] = (kind, entry.name)
+    cat.files[entry.name] = path
+
+
+def _check_refs(cat: Catalog) -> None:
+    for kind, attr, target in _REFS:
+        for entry in cat.entries.get(kind, {}).values():
+            ref = getattr(entry, attr)
+            if ref is not None and ref not in cat.entries.get(target, {}):
+                raise CatalogError(
+                    f"{cat.files[entry.name]}: [[{kind}]] {entry.name}: field {attr!r}: "
+                    f"no {target} named {ref!r}")
+
+
+def user_dirs(extra: Iterable[str] = ()) -> tuple[str, ...]:
+    env = [p for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
+    return tuple(env) + tuple(extra)
+
+
+@lru_cache(maxsize=8)
+def load(extra_dirs: tuple[str, ...] = ()) -> Catalog:
+    """Load the built-in catalog plus ``extra_dirs`` (already including the env variable)."""
+    cat = Catalog()
+    _load_dir(builtin_dir(), cat, builtin=True)
+    for d in extra_dirs:
+        _load_dir(Path(d).expanduser(), cat, builtin=False)
+    _check_refs(cat)
+    return cat

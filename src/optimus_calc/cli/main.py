@@ -1,0 +1,102 @@
+"""Entry point: the click group, lazy sub-command loading and the error contract.
+
+Exit status: 0 success; 2 input or usage error (one line on stderr, ``error: ...``);
+1 unexpected internal error (short message and a hint to rerun with ``--debug``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from optimus_calc import __version__
+from optimus_calc.errors import InputError
+
+# name -> (module, attribute, short help). Modules are imported only when the command runs.
+COMMANDS = {
+    "catalog": ("optimus_calc.cli.catalog_cmd", "catalog", "List and show catalog entries."),
+}
+
+
+class App:
+    """Shared state handed to every command with ``@click.pass_obj``."""
+
+    def __init__(self, catalog_dirs: tuple[str, ...], debug: bool):
+        self.catalog_dirs = catalog_dirs
+        self.debug = debug
+        self._catalog = None
+
+    @property
+    def catalog(self):
+        if self._catalog is None:
+            from optimus_calc import catalog
+            self._catalog = catalog.load(catalog.user_dirs(self.catalog_dirs))
+        return self._catalog
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attr, _ = COMMANDS[name]
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="optimus-calc")
+@click.option("--catalog-dir", "catalog_dirs", multiple=True, metavar="DIR",
+              help="Extra catalog directory of TOML files (repeatable; also the "
+                   "OPTIMUS_CALC_CATALOG environment variable).")
+@click.option("--debug", is_flag=True, help="Show a traceback on internal errors.")
+@click.pass_context
+def cli(ctx: click.Context, catalog_dirs: tuple[str, ...], debug: bool) -> None:
+    """optimus-calc: memory, communication and optimizer-offload arithmetic for LLM training.
+
+    Every number comes from a closed-form equation (see `optimus-calc explain`) and a sourced
+    catalog entry (see `optimus-calc catalog list`).
+    """
+    ctx.obj = App(catalog_dirs, debug)
+
+
+def _fail(message: str, code: int) -> None:
+    first = " ".join(str(message).split())
+    click.echo(f"error: {first}", err=True)
+    sys.exit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        cli.main(args=args, prog_name="optimus-calc", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        _fail("aborted", 1)
+    except click.exceptions.NoSuchOption as exc:
+        hint = f" (did you mean {', '.join(exc.possibilities)}?)" if exc.possibilities else ""
+        _fail(f"no such option {exc.option_name}{hint}; see --help", 2)
+    except click.UsageError as exc:
+        _fail(f"{exc.format_message().rstrip('.')}; see --help", 2)
+    except click.ClickException as exc:
+        _fail(exc.format_message(), exc.exit_code or 1)
+    except InputError as exc:
+        _fail(str(exc), 2)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # noqa: BLE001 - the contract: no traceback without --debug
+        if debug:
+            raise
+        _fail(f"internal error: {type(exc).__name__}: {str(exc)[:200]} "
+              "(rerun with --debug for a traceback and please report it)", 1)
+    sys.exit(0)

@@ -1,0 +1,31 @@
+"""Resolve what the user typed into specs: a model name, a config.json path, or a count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from optimus_calc.catalog import Catalog
+from optimus_calc.errors import InputError
+from optimus_calc.specs.model import BareModel, Model
+from optimus_calc.units import looks_like_count, parse_count
+
+
+def resolve_model(text: str, cat: Catalog) -> Model | BareModel:
+    """A catalog name or alias, a path to a Hugging Face config.json, or a parameter count."""
+    raw = str(text).strip()
+    if not raw:
+        raise InputError("MODEL is empty; give a catalog name, a config.json path or a count")
+    entry = cat.find(raw, "model")
+    if entry is not None:
+        return entry  # type: ignore[return-value]
+    if raw.endswith(".json") or "/" in raw or Path(raw).is_file():
+        from optimus_calc.hf_import import load_hf_config
+        if Path(raw).is_dir():
+            raw = str(Path(raw) / "config.json")
+        if not Path(raw).exists():
+            raise InputError(f"MODEL {raw!r}: no such file")
+        return load_hf_config(raw)
+    if looks_like_count(raw):
+        return BareModel(name=raw, total_params=parse_count(raw, "MODEL"))
+    cat.get(raw, "model", what="model")  # raises with did-you-mean
+    raise AssertionError("unreachable")

@@ -1,0 +1,1 @@
+"""Output formats (table, JSON, CSV) for every command."""

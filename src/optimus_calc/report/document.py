@@ -1,0 +1,35 @@
+"""A command's result as plain data: what every output format renders.
+
+Pure: no rich, no click, no files. Each command builds one :class:`Document`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Column:
+    key: str
+    header: str
+    fmt: str = ""  # python format spec for the table view, e.g. ".2f"; CSV/JSON get raw values
+    align: str = "right"
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[Column]
+    rows: list[dict[str, Any]]
+
+
+@dataclass
+class Document:
+    title: str
+    data: dict[str, Any]  # the JSON payload
+    tables: list[Table] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # shown under the tables in table view
+    header: list[tuple[str, str]] = field(default_factory=list)  # key/value lines on top
+    csv_table: int = 0  # which table is the CSV output
+    csv: Table | None = None  # a CSV-only table (wider than the terminal view); overrides csv_table

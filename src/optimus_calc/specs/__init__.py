@@ -1,0 +1,1 @@
+"""Validated, immutable inputs: hardware, models, layouts. Pure data, no I/O."""

@@ -1,0 +1,46 @@
+"""Shared base for catalog entries: name, aliases and provenance."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.+-]*$")
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+class CatalogEntry(Frozen):
+    """Every catalog entry names itself and says where its numbers come from."""
+
+    name: str = Field(description="canonical lowercase-hyphenated name, e.g. a100-80gb")
+    aliases: tuple[str, ...] = Field(default=(), description="other accepted spellings")
+    title: str = Field(default="", description="human-readable name")
+    source: str = Field(min_length=3, description="URL or paper + table the numbers come from")
+    notes: str = Field(default="", description="free text: caveats, derivations")
+    unverified: tuple[str, ...] = Field(
+        default=(), description="fields not checked against a vendor-grade source")
+    assumed: tuple[str, ...] = Field(
+        default=(), description="fields that are assumptions, not measurements or datasheet values")
+
+    @field_validator("name")
+    @classmethod
+    def _name_format(cls, v: str) -> str:
+        if not NAME_RE.match(v):
+            raise ValueError(f"name {v!r} must be lowercase letters, digits and hyphens")
+        return v
+
+    @field_validator("aliases")
+    @classmethod
+    def _alias_format(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for a in v:
+            if not NAME_RE.match(a):
+                raise ValueError(f"alias {a!r} must be lowercase letters, digits and hyphens")
+        return v
+
+    @property
+    def kind(self) -> str:  # overridden by subclasses as a class attribute
+        return type(self).__name__.lower()

@@ -1,0 +1,220 @@
+"""Hardware specs: GPU, CPU, SmartNIC/DPU/FPGA card, NIC, link, NVMe drive, node, cluster.
+
+Field names carry their units: ``_GB`` (1e9 bytes), ``_GBps`` (1e9 bytes/s per direction unless
+``_bidir``), ``_Gbps`` (1e9 bits/s, network line rates only), ``_TFLOPS`` (1e12 FLOP/s, dense),
+``_us`` (microseconds), ``_GHz``. Conversions to SI base units are the ``*_bytes``/``*_Bps``
+properties, so the rest of the code works in bytes, seconds and FLOP/s only.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from optimus_calc.specs.base import CatalogEntry, Frozen
+from optimus_calc.units import GB, TFLOPS, gbps_to_bytes_per_s
+
+
+class Dtype(str, Enum):
+    FP64 = "fp64"
+    FP32 = "fp32"
+    TF32 = "tf32"
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP8 = "fp8"
+
+
+class Flops(Frozen):
+    """Dense peak TFLOP/s per data type (datasheets print sparse FP16/FP8: halve those)."""
+
+    fp64: float = Field(default=0.0, ge=0, le=1e6, description="dense FP64 TFLOP/s")
+    fp32: float = Field(default=0.0, ge=0, le=1e6, description="dense FP32 TFLOP/s")
+    tf32: float = Field(default=0.0, ge=0, le=1e6, description="dense TF32 TFLOP/s")
+    bf16: float = Field(default=0.0, ge=0, le=1e6, description="dense BF16 TFLOP/s")
+    fp16: float = Field(default=0.0, ge=0, le=1e6, description="dense FP16 TFLOP/s")
+    fp8: float = Field(default=0.0, ge=0, le=1e6, description="dense FP8 TFLOP/s")
+
+    def flops_per_s(self, dtype: Dtype | str) -> float:
+        return float(getattr(self, Dtype(dtype).value)) * TFLOPS
+
+
+class LinkKind(str, Enum):
+    NVLINK = "nvlink"
+    NVSWITCH = "nvswitch"
+    PCIE = "pcie"
+    C2C = "nvlink-c2c"
+    INFINITY_FABRIC = "infinity-fabric"
+    NETWORK = "network"
+    DDR = "ddr"
+
+
+class Link(CatalogEntry):
+    """A point-to-point or switched link, alpha-beta model: T(z) = alpha + z / (B * efficiency)."""
+
+    kind: ClassVar[str] = "link"
+    link_kind: LinkKind = Field(description="family of the link")
+    bandwidth_GBps: float = Field(gt=0, le=1e5, description="peak bandwidth per direction, GB/s")
+    alpha_us: float = Field(ge=0, le=1e4, description="per-message latency alpha, microseconds")
+    efficiency: float = Field(gt=0, le=1, description="achievable fraction of peak bandwidth")
+
+    @property
+    def bandwidth_Bps(self) -> float:
+        return self.bandwidth_GBps * GB
+
+    @property
+    def alpha_s(self) -> float:
+        return self.alpha_us * 1e-6
+
+
+class GPU(CatalogEntry):
+    kind: ClassVar[str] = "gpu"
+    vendor: Literal["nvidia", "amd", "intel"] = Field(description="vendor")
+    memory_GB: float = Field(gt=0, le=1e4, description="usable device memory, GB")
+    hbm_bandwidth_GBps: float = Field(gt=0, le=1e5, description="peak HBM bandwidth, GB/s")
+    peak_TFLOPS: Flops = Field(description="dense peak TFLOP/s by data type")
+    scale_up_link: str = Field(description="catalog link name of the GPU's scale-up fabric")
+    scale_up_GBps: float = Field(gt=0, le=1e5, description="scale-up bandwidth per direction, GB/s")
+    host_link: str = Field(description="catalog link name of the GPU-to-host link")
+    tdp_W: float = Field(default=0, ge=0, le=1e4, description="board power, W")
+    cpu_memory_GB: float = Field(
+        default=0, ge=0, le=1e5,
+        description="memory of a tightly coupled CPU (superchip / APU), GB; 0 if none")
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.memory_GB * GB
+
+    @property
+    def hbm_Bps(self) -> float:
+        return self.hbm_bandwidth_GBps * GB
+
+
+class CPU(CatalogEntry):
+    kind: ClassVar[str] = "cpu"
+    vendor: Literal["amd", "intel", "nvidia", "arm"] = Field(description="vendor")
+    cores: int = Field(gt=0, le=4096, description="physical cores per socket")
+    base_GHz: float = Field(gt=0, le=10, description="base clock, GHz")
+    fp32_flops_per_cycle: int = Field(gt=0, le=1024, description="FP32 FLOPs per cycle per core")
+    memory_channels: int = Field(gt=0, le=64, description="memory channels per socket")
+    memory_bandwidth_GBps: float = Field(gt=0, le=1e5, description="peak memory bandwidth, GB/s")
+    stream_efficiency: float = Field(
+        gt=0, le=1, description="achievable fraction of peak memory bandwidth (STREAM triad)")
+    core_bandwidth_GBps: float = Field(
+        gt=0, le=1e4, description="memory bandwidth one thread can draw, GB/s (thread scaling)")
+
+    @property
+    def fp32_flops_per_s(self) -> float:
+        return self.cores * self.base_GHz * 1e9 * self.fp32_flops_per_cycle
+
+    @property
+    def memory_Bps(self) -> float:
+        return self.memory_bandwidth_GBps * GB
+
+
+class SmartNIC(CatalogEntry):
+    """A SmartNIC, DPU or FPGA card that can hold optimizer state and run the update."""
+
+    kind: ClassVar[str] = "smartnic"
+    device_type: Literal["dpu", "fpga", "ipu"] = Field(description="SoC DPU, FPGA card or IPU")
+    cores: int = Field(default=0, ge=0, le=4096, description="general-purpose cores (0 for FPGA)")
+    core_GHz: float = Field(default=0, ge=0, le=10, description="core clock, GHz")
+    fp32_flops_per_cycle: int = Field(
+        default=0, ge=0, le=1024, description="FP32 FLOPs per cycle per core")
+    fabric_fp32_TFLOPS: float = Field(
+        default=0, ge=0, le=1e4, description="FPGA fabric FP32 throughput for the optimizer, TFLOP/s")
+    memory_GB: float = Field(gt=0, le=1e4, description="on-board memory usable for state, GB")
+    memory_bandwidth_GBps: float = Field(gt=0, le=1e5, description="peak on-board memory BW, GB/s")
+    memory_efficiency: float = Field(
+        gt=0, le=1, description="achievable fraction of on-board memory bandwidth")
+    core_bandwidth_GBps: float = Field(
+        default=0, ge=0, le=1e4,
+        description="memory bandwidth one core can draw, GB/s (0 for FPGA fabric)")
+    expansion_memory_GB: float = Field(
+        default=0, ge=0, le=1e4, description="second memory tier (e.g. DDR4 DIMM on V80), GB")
+    expansion_bandwidth_GBps: float = Field(
+        default=0, ge=0, le=1e5, description="bandwidth of the second tier, GB/s")
+    line_rate_Gbps: float = Field(gt=0, le=1e5, description="network line rate, Gb/s (bits)")
+    host_link: str = Field(description="catalog link name of the card's host interface")
+
+    @property
+    def memory_bytes(self) -> float:
+        """Capacity for offloaded state: both memory tiers."""
+        return (self.memory_GB + self.expansion_memory_GB) * GB
+
+    @property
+    def memory_Bps(self) -> float:
+        return self.memory_bandwidth_GBps * GB
+
+    @property
+    def fp32_flops_per_s(self) -> float:
+        if self.fabric_fp32_TFLOPS:
+            return self.fabric_fp32_TFLOPS * TFLOPS
+        return self.cores * self.core_GHz * 1e9 * self.fp32_flops_per_cycle
+
+    @property
+    def network_Bps(self) -> float:
+        return gbps_to_bytes_per_s(self.line_rate_Gbps)
+
+
+class NIC(CatalogEntry):
+    kind: ClassVar[str] = "nic"
+    line_rate_Gbps: float = Field(gt=0, le=1e5, description="line rate, Gb/s (bits)")
+    host_link: str = Field(description="catalog link name of the NIC's host interface")
+    alpha_us: float = Field(ge=0, le=1e4, description="network per-message latency, microseconds")
+    efficiency: float = Field(gt=0, le=1, description="achievable fraction of line rate")
+
+    @property
+    def line_rate_Bps(self) -> float:
+        return gbps_to_bytes_per_s(self.line_rate_Gbps)
+
+
+class NVMe(CatalogEntry):
+    kind: ClassVar[str] = "nvme"
+    capacity_GB: float = Field(gt=0, le=1e6, description="capacity, GB")
+    read_GBps: float = Field(gt=0, le=1e3, description="sequential read, GB/s")
+    write_GBps: float = Field(gt=0, le=1e3, description="sequential write, GB/s")
+
+
+class Node(CatalogEntry):
+    kind: ClassVar[str] = "node"
+    gpu: str = Field(description="catalog GPU name")
+    gpus: int = Field(gt=0, le=1024, description="GPUs per node")
+    cpu: str = Field(description="catalog CPU name")
+    cpus: int = Field(gt=0, le=64, description="CPU sockets per node")
+    host_memory_GB: float = Field(gt=0, le=1e6, description="host DRAM per node, GB")
+    nic: str = Field(description="catalog NIC name of the compute fabric")
+    nics: int = Field(ge=0, le=1024, description="compute NICs per node")
+    smartnic: str | None = Field(default=None, description="catalog SmartNIC name, if fitted")
+    smartnics: int = Field(default=0, ge=0, le=1024, description="SmartNICs per node")
+    smartnic_gpu_affinity: Literal["per-gpu", "shared"] = Field(
+        default="per-gpu", description="SmartNIC pairing: one per GPU, or shared by the node")
+    nvme: str | None = Field(default=None, description="catalog NVMe drive name")
+    nvme_drives: int = Field(default=0, ge=0, le=1024, description="NVMe drives for offload")
+    intra_link: str = Field(description="catalog link name of the intra-node GPU fabric")
+    gpu_host_link: str = Field(description="catalog link name GPU-to-host (PCIe or NVLink-C2C)")
+    superchip: bool = Field(default=False, description="GPU and CPU share a coherent C2C link")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Node":
+        if self.smartnics and not self.smartnic:
+            raise ValueError("smartnics > 0 needs a smartnic name")
+        if self.nvme_drives and not self.nvme:
+            raise ValueError("nvme_drives > 0 needs an nvme name")
+        return self
+
+    @property
+    def host_memory_bytes(self) -> float:
+        return self.host_memory_GB * GB
+
+
+class Cluster(Frozen):
+    """A node type times a count, plus the inter-node fabric built from the node's NICs."""
+
+    node: Node
+    count: int = Field(gt=0, le=1_000_000, description="number of nodes")
+
+    @property
+    def gpus(self) -> int:
+        return self.node.gpus * self.count

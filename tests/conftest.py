@@ -1,0 +1,35 @@
+import json
+
+import pytest
+
+from optimus_calc import catalog as catalog_mod
+from optimus_calc.cli.main import main
+
+
+@pytest.fixture(scope="session")
+def cat():
+    return catalog_mod.load(())
+
+
+class Result:
+    def __init__(self, code, out, err):
+        self.code, self.out, self.err = code, out, err
+
+    def json(self):
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def run(capsys, monkeypatch):
+    """Run the CLI in-process; returns exit code, stdout and stderr."""
+    monkeypatch.delenv(catalog_mod.ENV_VAR, raising=False)
+
+    def _run(*args):
+        code = 0
+        try:
+            main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        out, err = capsys.readouterr()
+        return Result(code, out, err)
+    return _run

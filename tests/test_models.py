@@ -1,0 +1,63 @@
+"""Parameter counts derived from the architecture against published counts."""
+
+import pytest
+
+from optimus_calc.specs.model import Model
+
+
+def test_llama2_70b_by_hand(cat):
+    m = cat.get("llama-2-70b", "model")
+    # attention: q 8192*8192 + k,v 2*8192*1024 + o 8192*8192 = 150,994,944
+    assert m.attention_params == 150_994_944
+    # SwiGLU MLP: 3 * 8192 * 28672 = 704,643,072; two RMSNorms 2*8192
+    assert m.dense_layer_params == 150_994_944 + 704_643_072 + 16_384
+    # 80 layers + embeddings 32000*8192 + untied head 32000*8192 + final norm 8192
+    assert m.total_params == 80 * 855_654_400 + 2 * 262_144_000 + 8192 == 68_976_648_192
+
+
+def _published_ok(m: Model, value: float, published: float) -> bool:
+    if m.published_params_digits:
+        # the paper prints N decimals of billions: the derived count must round to it
+        return round(value / 1e9, m.published_params_digits) == round(
+            published / 1e9, m.published_params_digits)
+    return abs(value / published - 1) <= 0.01
+
+
+def test_every_model_matches_its_published_count(cat):
+    for m in cat.all("model"):
+        assert m.published_params, f"{m.name} has no published count to check"
+        assert _published_ok(m, m.total_params, m.published_params), (
+            f"{m.name}: derived {m.total_params / 1e9:.3f}B vs {m.published_params / 1e9}B")
+
+
+@pytest.mark.parametrize("name,total,active", [
+    ("llama-2-70b", 68.98e9, None),       # issue 2
+    ("llama-3-70b", 70.55e9, None),
+    ("llama-3-405b", 405.9e9, None),
+    ("gpt3-175b", 175e9, None),            # Brown et al. Table 2.1
+    ("mixtral-8x7b", 46.7e9, 12.9e9),      # Mistral AI
+    ("qwen3-30b-a3b", 30.5e9, 3.3e9),      # model card
+])
+def test_issue_counts_within_one_percent(cat, name, total, active):
+    m = cat.get(name, "model")
+    assert abs(m.total_params / total - 1) < 0.01
+    if active:
+        assert abs(m.active_params / active - 1) < 0.02
+
+
+@pytest.mark.parametrize("name,active", [("gpt-oss-20b", 3.61e9), ("gpt-oss-120b", 5.13e9)])
+def test_gpt_oss_active_uses_openais_convention(cat, name, active):
+    # OpenAI's model card counts active parameters without the input embedding table.
+    m = cat.get(name, "model")
+    assert abs((m.active_params - m.vocab * m.hidden) / active - 1) < 0.005
+
+
+def test_model_validation_rejects_inconsistent_shapes():
+    base = dict(name="x", source="test case", layers=2, hidden=64, heads=8, ffn_hidden=256,
+                ffn_type="gelu", vocab=100, tied_embeddings=True, position_embedding="rope",
+                norm="layernorm")
+    Model(**base)
+    with pytest.raises(ValueError, match="kv_heads"):
+        Model(**{**base, "kv_heads": 3})
+    with pytest.raises(ValueError, match="top_k"):
+        Model(**{**base, "experts": 4, "top_k": 5})

@@ -1,0 +1,41 @@
+import pytest
+
+from optimus_calc.errors import InputError
+from optimus_calc.units import fmt_bytes, gbps_to_bytes_per_s, parse_count, parse_size
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("4096", 4096.0),
+    ("1.5GB", 1.5e9),           # decimal GB = 1e9
+    ("256MiB", 256 * 2**20),    # binary MiB = 2^20
+    ("1GiB", 2**30),
+    ("1KB", 1e3),
+    ("8 GB", 8e9),
+    (".5GB", 5e8),
+    ("2e3", 2000.0),
+])
+def test_parse_size(text, expected):
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["abc", "1e", "1e400", "-1", "0", "nan", "inf", "1GiiB",
+                                  '__import__("os").system("echo pwned")', "1.2.3GB", ""])
+def test_parse_size_rejects(text):
+    with pytest.raises(InputError):
+        parse_size(text)
+
+
+@pytest.mark.parametrize("text,expected", [("70e9", 70e9), ("70B", 70e9), ("302M", 302e6),
+                                           ("1.5T", 1.5e12), ("7000", 7000.0)])
+def test_parse_count(text, expected):
+    assert parse_count(text) == expected
+
+
+def test_line_rate_bits_to_bytes():
+    # 200 Gb/s = 200e9 bits/s / 8 = 25e9 bytes/s (ConnectX-6 HDR: 25 GB/s per direction)
+    assert gbps_to_bytes_per_s(200) == 25e9
+
+
+def test_fmt_bytes_decimal_and_binary():
+    assert fmt_bytes(52.5e9) == "52.50 GB"
+    assert fmt_bytes(2**30, binary=True) == "1.00 GiB"

@@ -1,0 +1,41 @@
+"""The catalog ships inside the wheel and is found from a non-editable install elsewhere."""
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheel")
+    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out),
+                        str(ROOT)], capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.fail(f"wheel build failed: {p.stderr[-2000:]}")
+    return next(out.glob("optimus_calc-*.whl"))
+
+
+def test_wheel_contains_catalog(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "optimus_calc/hardware_catalog/gpus/nvidia.toml" in names
+    assert any(n.startswith("optimus_calc/hardware_catalog/models/") for n in names)
+
+
+def test_installed_wheel_lists_catalog_from_tmp(wheel, tmp_path):
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(target), str(wheel)], check=True, capture_output=True)
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    code = ("import optimus_calc, sys; assert optimus_calc.__file__.startswith(sys.argv[1]), "
+            "optimus_calc.__file__; from optimus_calc.cli.main import main; "
+            "main(['catalog', 'list', '--kind', 'node', '--format', 'csv'])")
+    p = subprocess.run([sys.executable, "-c", code, str(target)], cwd="/tmp", env=env,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "dgx-a100" in p.stdout and "xe8545" in p.stdout
