@@ -17,6 +17,12 @@ from optimus_calc.errors import InputError
 # name -> (module, attribute, short help). Modules are imported only when the command runs.
 COMMANDS = {
     "catalog": ("optimus_calc.cli.catalog_cmd", "catalog", "List and show catalog entries."),
+    "memory": ("optimus_calc.cli.memory_cmd", "memory",
+               "Bytes per GPU and per offload device for one layout."),
+    "fit": ("optimus_calc.cli.fit_cmd", "fit",
+            "Largest model, fewest nodes or largest micro-batch that fits."),
+    "explain": ("optimus_calc.cli.explain_cmd", "explain",
+                "The equations, their sources and, for a layout, their values."),
 }
 
 

@@ -1,0 +1,30 @@
+"""`optimus-calc memory MODEL ...`."""
+
+from __future__ import annotations
+
+import click
+
+from optimus_calc.cli.common import emit, output_options
+from optimus_calc.cli.options import hardware_options, layout_options, training_options
+
+
+@click.command()
+@click.argument("model")
+@hardware_options
+@layout_options
+@training_options
+@click.option("--gib", is_flag=True, help="Show GiB (2^30) instead of GB (1e9) in tables.")
+@output_options
+@click.pass_obj
+def memory(app, model: str, fmt: str, output: str | None, gib: bool, **kw) -> None:
+    """Bytes per GPU and per offload device for one layout, and whether it fits.
+
+    MODEL is a catalog name, a Hugging Face config.json path, or a parameter count (70e9).
+    """
+    from optimus_calc.cli.options import build_inputs
+    from optimus_calc.evaluate.memory import estimate_memory
+    from optimus_calc.report.memory_view import memory_document
+
+    inp = build_inputs(app, model, kw)
+    est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
+    emit(memory_document(inp, est, binary=gib), fmt, output)

@@ -1,0 +1,164 @@
+"""Memory equations: model states per GPU (ZeRO 0-3), offload targets, activations, overheads.
+
+Bytes per parameter: b_w weights, b_g gradients, b_o optimizer state (mixed-precision Adam:
+fp32 master + momentum + variance = 12; Rajbhandari et al., ZeRO, SC'20, section 3.1).
+Offload flags o_w, o_g, o_o are 1 when weights, gradients or optimizer state leave the GPU.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from optimus_calc.equations.registry import equation, sym
+
+# ---- symbols ---------------------------------------------------------------------------------
+P = sym("P", "parameters held by one GPU before ZeRO partitioning (after TP/PP/EP)")
+A = sym("A", "TP-sharded non-expert parameters of the pipeline stage (matrices, vocab embedding)")
+X = sym("X", "expert parameters of the pipeline stage (all experts)")
+R = sym("R", "replicated parameters of the stage (norms, routers)")
+t = sym("t", "tensor-parallel degree", positive=True)
+e = sym("e", "expert-parallel degree", positive=True)
+N_d = sym("N_d", "data-parallel degree (ZeRO partitions over it)", positive=True)
+Z = sym("Z", "ZeRO stage 0..3")
+b_w = sym("b_w", "bytes per weight (2 for bf16/fp16)")
+b_g = sym("b_g", "bytes per gradient on the GPU (2; 4 = DeepSpeed/Megatron's 18 B/param)")
+b_o = sym("b_o", "bytes of optimizer state per parameter (Adam 12, SGD+momentum 8)")
+b_h = sym("b_h", "bytes per gradient held on the host by ZeRO-Offload (fp32: 4)")
+o_w = sym("o_w", "1 if weights are offloaded (ZeRO-3 --offload-params), else 0")
+o_g = sym("o_g", "1 if gradients are offloaded to the host (ZeRO-Offload), else 0")
+o_o = sym("o_o", "1 if optimizer state is offloaded, else 0")
+f_k = sym("f_k", "fraction of optimizer state kept on the GPU (SuperOffload tail buckets)")
+G_n = sym("G_n", "GPUs per node", positive=True)
+K_n = sym("K_n", "offload devices per node sharing the node's optimizer state", positive=True)
+C = sym("C", "capacity of one offload device, bytes")
+s = sym("s", "sequence length, tokens", positive=True)
+b = sym("b", "micro-batch size, sequences", positive=True)
+h = sym("h", "hidden size", positive=True)
+a = sym("a", "attention heads", positive=True)
+c = sym("c", "context-parallel degree (divides s)", positive=True)
+V = sym("V", "vocabulary size", positive=True)
+sigma = sym("sigma", "1 with sequence parallelism, else 0")
+phi = sym("phi", "1 with FlashAttention (no s^2 score matrices stored), else 0")
+d = sym("d", "1 if dropout is used (1-byte masks stored), else 0")
+r = sym("r", "recompute mode: 0 none, 1 selective, 2 full")
+q_c = sym("q_c", "attention activation coefficient (4 q_dim + 4 kv_dim)/h; 8 for MHA")
+m_c = sym("m_c", "MLP activation coefficient x active experts; 16 for a 4h GELU MLP")
+L_s = sym("L_s", "layers on the pipeline stage")
+n_f = sym("n_f", "micro-batches in flight on the stage (1F1B: min(p - i, micro-batches))")
+p = sym("p", "pipeline-parallel degree", positive=True)
+v = sym("v", "interleaved schedule: model chunks per GPU (1 = plain 1F1B)", positive=True)
+lam = sym("lambda_l", "1 on the last pipeline stage (holds the logits), else 0")
+beta_l = sym("beta_l", "bytes per logit element held for the loss (bf16 logits + fp32 copy: 6)")
+M_ctx = sym("M_ctx", "CUDA context and library workspaces, bytes (assumed)")
+M_bkt = sym("M_bkt", "gradient communication buckets, bytes")
+P_big = sym("P_big", "parameters of the largest layer")
+f_frag = sym("f_frag", "allocator fragmentation, fraction of allocated bytes (assumed)")
+W = sym("W", "weights on the GPU, bytes")
+G = sym("G", "gradients on the GPU, bytes")
+O = sym("O", "optimizer state on the GPU, bytes")
+M_act = sym("M_act", "activations on the GPU, bytes")
+M_over = sym("M_over", "overheads on the GPU, bytes")
+M_layer = sym("M_layer", "activation bytes of one layer for one micro-batch")
+B_gpu = sym("B_gpu", "offloaded bytes of one GPU")
+B_dev = sym("B_dev", "bytes assigned to one offload device")
+
+
+def _div(stage: int) -> sp.Expr:
+    """ZeRO partitions a state over N_d from this stage on (ZeRO paper section 5)."""
+    return sp.Piecewise((N_d, Z >= stage), (1, True))
+
+
+# ---- model states ------------------------------------------------------------------------------
+params_per_gpu = equation(
+    "memory.params_per_gpu", (A + X / e) / t + R, "parameters",
+    "Shoeybi et al. 2019 (Megatron-LM) section 3: TP splits every matrix and the vocab "
+    "embedding; Lepikhin et al. 2020 (GShard): EP splits the experts",
+    "Parameters one GPU holds for its pipeline stage, before ZeRO partitioning.")
+
+weights_bytes = equation(
+    "memory.weights_bytes", b_w * P / _div(3) * (1 - o_w), "bytes",
+    "Rajbhandari et al. 2020 (ZeRO) section 5.3, P_os+g+p; seeds/optimusnic.md section 2.2",
+    "16-bit weights on the GPU; ZeRO-3 partitions them over the data-parallel group.")
+
+gradients_bytes = equation(
+    "memory.gradients_bytes", b_g * P / _div(2) * (1 - o_g), "bytes",
+    "Rajbhandari et al. 2020 (ZeRO) section 5.2, P_os+g",
+    "Gradients on the GPU; ZeRO-2 and -3 partition them; ZeRO-Offload moves them to the host.")
+
+optimizer_bytes = equation(
+    "memory.optimizer_bytes", b_o * P / _div(1) * (1 - o_o * (1 - f_k)), "bytes",
+    "Rajbhandari et al. 2020 (ZeRO) section 5.1, P_os; seeds/optimusnic.md section 3.1 (12D/N_p)",
+    "Optimizer state (fp32 master, momentum, variance) on the GPU; offloading removes it "
+    "except the fraction f_k that SuperOffload keeps for the last buckets.")
+
+optimizer_offloaded_bytes = equation(
+    "memory.optimizer_offloaded_bytes", b_o * P / _div(1) * o_o * (1 - f_k), "bytes",
+    "seeds/optimusnic.md section 3.1 and 4.1: the 12D/N_p optimizer shard of each GPU",
+    "Optimizer state that one GPU moves to its offload target.")
+
+host_gradients_bytes = equation(
+    "memory.host_gradients_bytes", b_h * P / _div(2) * o_g, "bytes",
+    "Ren et al. 2021 (ZeRO-Offload) section 4.1: fp32 gradients and optimizer state on the CPU",
+    "Gradients one GPU keeps in host memory under ZeRO-Offload (fp32, for the CPU step).")
+
+host_weights_bytes = equation(
+    "memory.host_weights_bytes", b_w * P / _div(3) * o_w, "bytes",
+    "Rajbhandari et al. 2021 (ZeRO-Infinity) section 5: parameter offload with ZeRO-3",
+    "16-bit weights one GPU keeps in host memory (or NVMe) when parameters are offloaded.")
+
+bytes_per_offload_device = equation(
+    "memory.bytes_per_offload_device", B_gpu * G_n / K_n,
+    "bytes", "seeds/optimusnic.md section 4.1: a SmartNIC paired with each GPU (K_n = G_n)",
+    "Offloaded bytes per device when K_n devices in a node share the state of its G_n GPUs.")
+
+spill_bytes = equation(
+    "memory.spill_bytes",
+    sp.Max(0, B_dev - C), "bytes",
+    "seeds/optimusnic.md section 4.1: what does not fit on the card goes to host memory",
+    "Bytes that exceed an offload device's capacity and spill to host memory.")
+
+# ---- activations (Korthikanti et al. 2022, arXiv 2205.05198, Table 2, generalised) ----------
+_s_loc = s / c
+_rep = (8 + 2 * d) / (1 + sigma * (t - 1))  # replicated part: 10 with dropout, shards with SP
+_scores = sp.Piecewise((0, r >= 1), ((1 - phi) * (2 + 3 * d) * a * _s_loc * s * b / t, True))
+activation_layer_bytes = equation(
+    "memory.activation_layer_bytes",
+    sp.Piecewise(
+        (2 * _s_loc * b * h / (1 + sigma * (t - 1)), sp.Eq(r, 2)),
+        (_s_loc * b * h * (_rep + (q_c + m_c) / t) + _scores, True)),
+    "bytes",
+    "Korthikanti et al. 2022 (arXiv 2205.05198) Table 2; coefficients generalised here: "
+    "attention (4 q_dim + 4 kv_dim)/h for GQA, MLP 4f/h (2-matrix) or 6f/h (SwiGLU, fused "
+    "kernel keeps gate and up), x (top-k + shared) experts for MoE; dropout masks only with "
+    "dropout; FlashAttention drops the score matrices; context parallelism divides s",
+    "Activation bytes one transformer layer stores for one micro-batch. With d=1, MHA and a 4h "
+    "GELU MLP this is s*b*h*(10 + 24/t + 5*a*s/(h*t)) (Korthikanti's TP row); SP shards the 10; "
+    "selective recompute drops the score term; full recompute keeps only the layer input 2sbh.")
+
+stage_activation_bytes = equation(
+    "memory.stage_activation_bytes",
+    n_f * sp.Piecewise((1, v <= 1), (1 + (p - 1) / (p * v), True)) * L_s
+    * M_layer
+    + lam * _s_loc * b * V * beta_l / t,
+    "bytes",
+    "Korthikanti et al. 2022 section 4.2.3: 1F1B keeps p micro-batches on the first stage, the "
+    "interleaved schedule multiplies by 1 + (p-1)/(p*v); logits and loss held in fp32 on the "
+    "last stage (vocab-parallel cross entropy)",
+    "Activation bytes of one pipeline stage: in-flight micro-batches x layers x per-layer bytes, "
+    "plus the logits on the last stage.")
+
+overhead_bytes = equation(
+    "memory.overhead_bytes",
+    M_ctx + M_bkt + sp.Piecewise((4 * P_big / t, Z >= 3), (0, True))
+    + f_frag * (W + G + O + M_act),
+    "bytes",
+    "CUDA context and fragmentation: assumed (named, overridable); buckets: DeepSpeed "
+    "reduce_bucket_size default 5e8 elements, PyTorch DDP bucket_cap_mb 25; ZeRO-3 gathered "
+    "parameters: DeepSpeed estimate_zero3_model_states_mem_needs, 4 x largest layer",
+    "Memory the GPU needs beyond model states and activations.")
+
+gpu_total_bytes = equation(
+    "memory.gpu_total_bytes",
+    W + G + O + M_act + M_over, "bytes",
+    "sum of the parts above",
+    "Total bytes one GPU must hold.")

@@ -1,0 +1,61 @@
+"""The registry of equations. Every equation in optimus-calc is defined once, here or in a
+sibling module, through :func:`equation`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+
+@dataclass(frozen=True)
+class Equation:
+    name: str               # dotted, e.g. "memory.optimizer_bytes"; also the compiled function
+    expr: sp.Expr
+    args: tuple[sp.Symbol, ...]  # argument order of the compiled function
+    unit: str
+    source: str              # paper + equation/table number
+    doc: str
+    symbols: dict[str, str]  # symbol name -> meaning (with unit)
+
+    @property
+    def func_name(self) -> str:
+        return self.name.replace(".", "__")
+
+    def lambdified(self):
+        """The expression compiled by sympy.lambdify (used by `explain`, which shows it)."""
+        return sp.lambdify(self.args, self.expr, modules="numpy")
+
+
+REGISTRY: dict[str, Equation] = {}
+_MEANINGS: dict[str, str] = {}
+
+
+def sym(name: str, meaning: str, **assumptions) -> sp.Symbol:
+    """A documented symbol. Symbols are positive reals unless told otherwise."""
+    assumptions.setdefault("nonnegative", True)
+    s = sp.Symbol(name, real=True, **assumptions)
+    _MEANINGS[name] = meaning
+    return s
+
+
+def equation(name: str, expr: sp.Expr, unit: str, source: str, doc: str) -> Equation:
+    args = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
+    eq = Equation(name=name, expr=expr, args=args, unit=unit, source=source, doc=doc,
+                  symbols={s.name: _MEANINGS.get(s.name, "") for s in args})
+    if name in REGISTRY:
+        raise ValueError(f"equation {name} defined twice")
+    REGISTRY[name] = eq
+    return eq
+
+
+def load_all() -> dict[str, Equation]:
+    """Import every equation module so the registry is complete."""
+    from optimus_calc.equations import memory  # noqa: F401
+    for mod in ("comm", "compute"):
+        try:
+            __import__(f"optimus_calc.equations.{mod}")
+        except ModuleNotFoundError as exc:  # modules land issue by issue
+            if exc.name != f"optimus_calc.equations.{mod}":
+                raise
+    return REGISTRY

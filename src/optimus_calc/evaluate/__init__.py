@@ -1,0 +1,1 @@
+"""Evaluation of one layout (memory, time) through the compiled equations. Pure."""

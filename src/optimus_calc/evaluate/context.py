@@ -1,0 +1,115 @@
+"""Resolve names into the hardware one evaluation needs, and validate the layout against it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optimus_calc.catalog import Catalog
+from optimus_calc.errors import InputError
+from optimus_calc.specs.hardware import CPU, GPU, NIC, Link, Node, NVMe, SmartNIC
+from optimus_calc.specs.model import BareModel, Model
+from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
+
+
+@dataclass(frozen=True)
+class Hardware:
+    node: Node
+    nodes: int
+    gpu: GPU
+    gpus_per_node: int
+    cpu: CPU
+    nic: NIC
+    intra_link: Link
+    gpu_host_link: Link
+    nvme: NVMe | None
+    smartnic: SmartNIC | None
+    smartnic_implicit: bool  # chosen by default, not fitted in the node or asked for
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+
+DEFAULT_SMARTNIC = "bluefield-3"
+
+
+def resolve_hardware(cat: Catalog, node: str, nodes: int, gpu: str | None = None,
+                     gpus_per_node: int | None = None, smartnic: str | None = None) -> Hardware:
+    n: Node = cat.get(node, "node", what="node")  # type: ignore[assignment]
+    g: GPU = cat.get(gpu or n.gpu, "gpu", what="GPU")  # type: ignore[assignment]
+    if nodes < 1:
+        raise InputError(f"--nodes {nodes} must be >= 1")
+    sn_name = smartnic or n.smartnic or DEFAULT_SMARTNIC
+    sn: SmartNIC = cat.get(sn_name, "smartnic", what="SmartNIC")  # type: ignore[assignment]
+    return Hardware(
+        node=n, nodes=nodes, gpu=g, gpus_per_node=gpus_per_node or n.gpus,
+        cpu=cat.get(n.cpu, "cpu"), nic=cat.get(n.nic, "nic"),  # type: ignore[arg-type]
+        intra_link=cat.get(n.intra_link, "link"),  # type: ignore[arg-type]
+        gpu_host_link=cat.get(n.gpu_host_link, "link"),  # type: ignore[arg-type]
+        nvme=cat.get(n.nvme, "nvme") if n.nvme else None,  # type: ignore[arg-type]
+        smartnic=sn, smartnic_implicit=smartnic is None and n.smartnic is None)
+
+
+def fill_layout(hw: Hardware, tp: int, pp: int, dp: int | None, cp: int, **kw) -> Layout:
+    """Complete the layout: dp defaults to what is left; the product must equal the GPU count."""
+    for flag, value in (("--tp", tp), ("--pp", pp), ("--cp", cp)):
+        if value < 1:
+            raise InputError(f"{flag} {value} must be >= 1")
+    if dp is None:
+        if hw.gpus % (tp * pp * cp):
+            raise InputError(f"--tp {tp} x --pp {pp} x --cp {cp} = {tp * pp * cp} does not divide "
+                             f"the {hw.gpus} GPUs ({hw.nodes} x {hw.gpus_per_node})")
+        dp = hw.gpus // (tp * pp * cp)
+    if dp < 1:
+        raise InputError(f"--dp {dp} must be >= 1")
+    if tp * pp * dp * cp != hw.gpus:
+        raise InputError(f"--tp {tp} x --pp {pp} x --dp {dp} x --cp {cp} = {tp * pp * dp * cp} "
+                         f"is not the {hw.gpus} GPUs ({hw.nodes} x {hw.gpus_per_node})")
+    try:
+        return Layout(tp=tp, pp=pp, dp=dp, cp=cp, **kw)
+    except ValueError as exc:
+        msg = str(exc).split("\n")[1:2] or [str(exc)]
+        raise InputError(msg[0].strip().removeprefix("Value error, ")) from None
+
+
+def check_layout(model: Model | BareModel, layout: Layout, training: Training) -> None:
+    """Divisibility rules a framework would reject. Raises InputError naming the flag."""
+    if isinstance(model, Model):
+        if model.heads % layout.tp:
+            raise InputError(f"--tp {layout.tp} does not divide the {model.heads} attention heads "
+                             f"of {model.name}")
+        kv = model.n_kv
+        if kv % layout.tp and layout.tp % kv:
+            raise InputError(f"--tp {layout.tp} and the {kv} KV heads of {model.name}: "
+                             "one must divide the other")
+        if layout.pp > model.layers:
+            raise InputError(f"--pp {layout.pp} is larger than the {model.layers} layers of "
+                             f"{model.name}")
+        if layout.ep > 1 and (not model.is_moe or model.experts % layout.ep):
+            raise InputError(f"--ep {layout.ep} must divide the {model.experts} experts of "
+                             f"{model.name}")
+        if layout.interleave > 1 and layout.pp * layout.interleave > model.layers:
+            raise InputError(f"--interleave {layout.interleave} x --pp {layout.pp} exceeds the "
+                             f"{model.layers} layers")
+        if training.seq_len % layout.cp:
+            raise InputError(f"--cp {layout.cp} does not divide --seq-len {training.seq_len}")
+    elif layout.ep > 1:
+        raise InputError("--ep needs a model architecture, not a bare parameter count")
+    per_replica = layout.dp * training.micro_batch
+    if training.global_batch % per_replica:
+        raise InputError(f"--global-batch {training.global_batch} is not a multiple of --dp "
+                         f"{layout.dp} x --micro-batch {training.micro_batch} = {per_replica}")
+    if layout.zero < 3 and layout.offload_params:
+        raise InputError("--offload-params needs --zero 3")
+    if layout.interleave > 1 and layout.pp == 1:
+        raise InputError("--interleave needs --pp > 1")
+
+
+def default_assumptions() -> Assumptions:
+    return Assumptions()
+
+
+OFFLOAD_DEVICE = {
+    Offload.NONE: "none", Offload.CPU: "host RAM", Offload.NVME: "NVMe drive",
+    Offload.SMARTNIC: "SmartNIC", Offload.SUPERCHIP: "Grace CPU memory",
+}

@@ -1,0 +1,139 @@
+"""Solve for the largest model, the fewest nodes or the largest micro-batch that fits.
+
+Where the per-GPU total is invertible in closed form (model states only: linear in the
+parameter count) it is solved symbolically; otherwise the monotone expression is searched
+exactly over integers (doubling, then bisection).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from optimus_calc.errors import InputError
+from optimus_calc.evaluate.context import Hardware, check_layout, fill_layout
+from optimus_calc.evaluate.memory import estimate_memory, offload_flags
+from optimus_calc.specs.model import BareModel, Model
+from optimus_calc.specs.training import Assumptions, Layout, Training
+
+
+@dataclass
+class FitResult:
+    solve: str
+    value: float | None          # max_layers / min_nodes / max_micro_batch / max_params
+    max_params: float | None = None
+    method: str = ""
+    equation: str = ""
+    detail: str = ""
+
+
+def largest_true(pred: Callable[[int], bool], lo: int, hi: int) -> int | None:
+    """Largest n in [lo, hi] with pred(n) for a predicate true then false (monotone)."""
+    if not pred(lo):
+        return None
+    step, good = 1, lo
+    while good + step <= hi and pred(good + step):
+        good += step
+        step *= 2
+    bad = min(good + step, hi + 1)
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if pred(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+def solve_params_closed_form(hw: Hardware, layout: Layout, tr: Training) -> FitResult:
+    """Model states only: total(P) = (b_w/d_w + b_g/d_g + b_o/d_o) * P / (t*p) = capacity."""
+    import sympy as sp
+
+    from optimus_calc.equations.memory import (b_g, b_o, b_w, gradients_bytes, N_d,
+                                               optimizer_bytes, weights_bytes)
+    from optimus_calc.equations.memory import P as P_sym
+    from optimus_calc.equations.memory import Z, f_k, o_g, o_o, o_w
+
+    psi = sp.Symbol("Psi", positive=True)
+    o_w_v, o_g_v, o_o_v, f_k_v = offload_flags(layout)
+    subs = {b_w: tr.weight_bytes, b_g: tr.gradient_bytes, b_o: tr.optimizer_bytes,
+            N_d: layout.dp, Z: int(layout.zero), o_w: o_w_v, o_g: o_g_v, o_o: o_o_v, f_k: f_k_v,
+            P_sym: psi / (layout.tp * layout.pp)}
+    total = sum(e.expr.subs(subs) for e in (weights_bytes, gradients_bytes, optimizer_bytes))
+    total = sp.nsimplify(sp.simplify(total))
+    cap = hw.gpu.memory_bytes
+    sol = sp.solve(sp.Eq(total, sp.Integer(int(cap))), psi)
+    value = float(sol[0]) if sol else None
+    return FitResult("params", value, value, "closed form (sympy.solve)",
+                     f"{sp.sstr(total)} = {cap:.4g} bytes",
+                     f"Psi = {value:.4g} parameters" if value else "no solution")
+
+
+def _fits(model, hw, layout, tr, asm) -> bool:
+    return estimate_memory(model, hw, layout, tr, asm).fits
+
+
+def solve_layers(model: Model, hw: Hardware, layout: Layout, tr: Training,
+                 asm: Assumptions, max_layers: int = 100_000) -> FitResult:
+    lo = max(layout.pp * layout.interleave, 1)
+
+    def pred(n: int) -> bool:
+        return _fits(model.model_copy(update={"layers": n}), hw, layout, tr, asm)
+
+    best = largest_true(pred, lo, max_layers)
+    params = model.model_copy(update={"layers": best}).total_params if best else None
+    return FitResult("layers", best, params, "exact search over layers (monotone)",
+                     detail="" if best else f"even {lo} layers do not fit")
+
+
+def solve_micro_batch(model, hw: Hardware, layout: Layout, tr: Training,
+                      asm: Assumptions) -> FitResult:
+    per_replica = tr.global_batch // layout.dp
+    candidates = [b for b in range(1, per_replica + 1) if per_replica % b == 0]
+    best = None
+    for b in candidates:  # memory grows with b: stop at the first that does not fit
+        if _fits(model, hw, layout, tr.model_copy(update={"micro_batch": b}), asm):
+            best = b
+        else:
+            break
+    return FitResult("micro-batch", best, None,
+                     "exact search over divisors of the per-replica batch (monotone)",
+                     detail="" if best else "micro-batch 1 does not fit")
+
+
+def solve_nodes(model, hw: Hardware, layout: Layout, tr: Training, asm: Assumptions,
+                max_nodes: int = 100_000) -> FitResult:
+    group = layout.tp * layout.pp * layout.cp
+
+    def at(n: int):
+        h = Hardware(**{**hw.__dict__, "nodes": n})
+        if h.gpus % group:
+            return None
+        lay = fill_layout(h, layout.tp, layout.pp, None, layout.cp,
+                          **layout.model_dump(exclude={"tp", "pp", "dp", "cp"}))
+        per = lay.dp * tr.micro_batch
+        t = tr.model_copy(update={"global_batch": -(-tr.global_batch // per) * per})
+        try:
+            check_layout(model, lay, t)
+        except InputError:
+            return None
+        return _fits(model, h, lay, t, asm)
+
+    n, found = 1, None
+    while n <= max_nodes:  # doubling to bracket, then a linear scan of the bracket's lower half
+        ok = at(n)
+        if ok:
+            found = n
+            break
+        n *= 2
+    if found is None:
+        return FitResult("nodes", None, None, "search over node counts",
+                         detail=f"no node count up to {max_nodes} fits (ZeRO-{int(layout.zero)}"
+                                + (": ZeRO-0 replicates all model states)" if not layout.zero
+                                   else ")"))
+    lo = found // 2 + 1
+    for m in range(lo, found):
+        if at(m):
+            found = m
+            break
+    return FitResult("nodes", found, None, "search over node counts (doubling, then scan)")

@@ -1,0 +1,82 @@
+"""Parameters per pipeline stage: uneven layer splits, embedding on the first stage, output
+head on the last, experts apart from the rest (they shard over EP x TP)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optimus_calc.specs.model import BareModel, Model
+
+
+@dataclass(frozen=True)
+class StageShape:
+    index: int
+    layers: int          # transformer layers on the stage
+    moe_layers: int
+    A: float             # TP-sharded non-expert parameters
+    X: float             # expert parameters (all experts of the stage's MoE layers)
+    R: float             # replicated parameters
+    first: bool
+    last: bool
+
+
+def split_layers(layers: int, pp: int) -> list[int]:
+    """Layers per stage. An uneven split gives the extra layers to the last stages, which hold
+    the fewest in-flight micro-batches under 1F1B (Korthikanti et al. 2022 section 4.2.3)."""
+    base, extra = divmod(layers, pp)
+    return [base + (1 if i >= pp - extra else 0) for i in range(pp)]
+
+
+def _is_moe_layer(model: Model, i: int) -> bool:
+    return model.is_moe and (i + 1) % model.moe_layer_freq == 0
+
+
+def stage_shapes(model: Model | BareModel, pp: int) -> list[StageShape]:
+    if isinstance(model, BareModel):
+        share = model.total_params / pp  # no architecture: an even split of the count
+        return [StageShape(i, 0, 0, share, 0.0, 0.0, i == 0, i == pp - 1) for i in range(pp)]
+    counts = split_layers(model.layers, pp)
+    norms = model.layer_norm_params + (2 * model._norm_params(model.d_head) if model.qk_norm else 0)
+    attn_sharded = model.attention_params - (norms - model.layer_norm_params)
+    out, start = [], 0
+    for i, n in enumerate(counts):
+        moe = sum(_is_moe_layer(model, j) for j in range(start, start + n))
+        dense = n - moe
+        A = n * attn_sharded + dense * model.dense_mlp_params + moe * (
+            model.shared_experts * model.expert_params)
+        X = moe * model.experts * model.expert_params
+        R = n * norms + moe * model.router_params
+        if i == 0:
+            A += model.embedding_params
+        if i == pp - 1:
+            head = model.head_params
+            final_norm = model._norm_params(model.hidden) if model.final_norm else 0
+            A += head - final_norm
+            R += final_norm
+            if model.tied_embeddings and pp > 1:
+                A += model.vocab * model.hidden  # Megatron keeps a copy of the tied embedding
+        out.append(StageShape(i, n, moe, float(A), float(X), float(R), i == 0, i == pp - 1))
+        start += n
+    return out
+
+
+def activation_coefficients(model: Model) -> tuple[float, float]:
+    """(q_c, m_c): the TP-sharded activation coefficients in units of s*b*h bytes.
+
+    Attention: Q and K kept for the score backward, V, and the output-projection input, 2 bytes
+    each: (4*q_dim + 4*kv_dim)/h, = 8 for multi-head attention (Korthikanti's 4+2+2).
+    MLP: a 2-matrix MLP keeps the activation input and output, 2*(2f)/h = 4f/h (= 16 for f=4h);
+    a gated MLP's fused kernel keeps gate and up (4f) and the down-projection input (2f): 6f/h.
+    MoE layers multiply the MLP term by the experts each token visits (top-k + shared) and add
+    the fp32 router probabilities (4E/h); the average is taken over the model's layers.
+    """
+    h = model.hidden
+    q_dim, kv_dim = model.heads * model.d_head, model.n_kv * model.d_head
+    q_c = (4 * q_dim + 4 * kv_dim) / h
+    per = 6 if model.ffn_type.matrices == 3 else 4
+    dense_c = per * model.ffn_hidden / h
+    if not model.is_moe:
+        return q_c, dense_c
+    moe_c = per * model.expert_ffn / h * (model.top_k + model.shared_experts) + 4 * model.experts / h
+    m_c = (model.dense_layers * dense_c + model.moe_layers * moe_c) / model.layers
+    return q_c, m_c

@@ -1,0 +1,95 @@
+"""Documents for `explain`: the registry, one equation, its symbols' values. Imports sympy."""
+
+from __future__ import annotations
+
+import difflib
+import math
+
+from optimus_calc.errors import InputError, UnknownNameError
+from optimus_calc.report.document import Column, Document, Table
+
+
+def _registry():
+    from optimus_calc.equations.registry import load_all
+    return load_all()
+
+
+def find_equation(name: str):
+    reg = _registry()
+    key = name.strip().lower()
+    if key in reg:
+        return reg[key]
+    short = [n for n in reg if n.split(".", 1)[1] == key]
+    if len(short) == 1:
+        return reg[short[0]]
+    close = difflib.get_close_matches(key, list(reg), n=3, cutoff=0.4)
+    hint = f"; did you mean {', '.join(close)}?" if close else "; see 'optimus-calc explain'"
+    raise UnknownNameError(f"unknown equation {name[:80]!r}{hint}")
+
+
+def list_document() -> Document:
+    reg = _registry()
+    rows = [{"name": n, "unit": e.unit, "source": e.source, "doc": e.doc}
+            for n, e in sorted(reg.items())]
+    view = Table(title="", rows=[{**r, "source": r["source"][:70]} for r in rows], columns=[
+        Column("name", "equation", align="left"), Column("unit", "unit", align="left"),
+        Column("source", "source", align="left")])
+    full = Table(title="", rows=rows, columns=[Column(k, k) for k in ("name", "unit", "source",
+                                                                       "doc")])
+    return Document(title=f"{len(rows)} equations", data={"equations": rows}, tables=[view],
+                    csv=full, notes=["'optimus-calc explain NAME' prints one equation; add a "
+                                     "MODEL and layout options to see every value."])
+
+
+def assumptions_document() -> Document:
+    from optimus_calc.specs.training import Assumptions
+    a = Assumptions()
+    rows = [{"name": n, "default": getattr(a, n), "description": f.description}
+            for n, f in type(a).model_fields.items()]
+    return Document(title="named assumptions (override with --assume NAME=VALUE)",
+                    data={"assumptions": rows}, tables=[Table(title="", rows=rows, columns=[
+                        Column("name", "name", align="left"), Column("default", "default"),
+                        Column("description", "source / meaning", align="left")])])
+
+
+def bind(app, eq, model_text: str, kw: dict) -> dict[str, float]:
+    """Evaluate the model/layout and return the inputs the equation received."""
+    from optimus_calc.cli.options import build_inputs
+    from optimus_calc.evaluate.memory import estimate_memory
+
+    inp = build_inputs(app, model_text, kw)
+    if eq.name.startswith("memory."):
+        est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
+        if eq.name not in est.worst.inputs:
+            raise InputError(f"{eq.name} is not used for this configuration "
+                             "(e.g. activations with --model-states-only, offload without "
+                             "--offload)")
+        return est.worst.inputs[eq.name]
+    raise InputError(f"{eq.name}: values can be shown for memory.* equations with a MODEL; "
+                     "use the command that computes it")
+
+
+def equation_document(eq, values: dict[str, float] | None, latex: bool) -> Document:
+    import sympy as sp
+
+    shown = sp.latex(eq.expr) if latex else sp.pretty(eq.expr, use_unicode=True, wrap_line=False)
+    data: dict = {"name": eq.name, "unit": eq.unit, "source": eq.source, "doc": eq.doc,
+                  "expression": sp.sstr(eq.expr), "latex": sp.latex(eq.expr),
+                  "symbols": eq.symbols}
+    notes = [f"source: {eq.source}", eq.doc]
+    rows = [{"symbol": s, "meaning": m, "value": None} for s, m in eq.symbols.items()]
+    if values is not None:
+        args = [values[s.name] for s in eq.args]
+        result = float(eq.lambdified()(*args))  # the very expression printed above
+        if not math.isfinite(result):
+            raise InputError(f"{eq.name} is not finite for these inputs")
+        for row in rows:
+            row["value"] = values[row["symbol"]]
+        data["values"] = values
+        data["result"] = result
+        notes.insert(0, f"result: {eq.name} = {result:.6g} {eq.unit}")
+    table = Table(title="symbols", rows=rows, columns=[
+        Column("symbol", "symbol", align="left"), Column("value", "value", ".6g"),
+        Column("meaning", "meaning", align="left")])
+    return Document(title=f"{eq.name} [{eq.unit}]\n\n{shown}\n", data=data, tables=[table],
+                    notes=notes)

@@ -1,0 +1,104 @@
+"""Document for `optimus-calc memory`."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from optimus_calc.evaluate.memory import MemoryEstimate
+from optimus_calc.report.common import (hardware_data, layout_data, layout_text, model_data,
+                                        training_data, training_text)
+from optimus_calc.report.document import Column, Document, Table
+from optimus_calc.units import GB, GiB
+
+
+def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
+    unit, div = ("GiB", GiB) if binary else ("GB", GB)
+    w = est.worst
+    per_gpu = {
+        "stage": w.index, "params": w.params, "weights_bytes": w.weights_bytes,
+        "gradients_bytes": w.gradients_bytes, "optimizer_bytes": w.optimizer_bytes,
+        "activations_bytes": w.activations_bytes, "overhead_bytes": w.overhead_bytes,
+        "total_bytes": w.total_bytes, "capacity_bytes": est.capacity_bytes,
+        "headroom_bytes": est.headroom_bytes,
+    }
+    off = est.offload
+    offload = {
+        "target": off.target.value, "device": off.device, "devices": off.devices,
+        "devices_per_node": off.devices_per_node, "bytes_per_gpu": off.bytes_per_gpu,
+        "bytes_per_device": off.bytes_per_device,
+        "capacity_bytes_per_device": off.capacity_bytes_per_device,
+        "spill_to_host_bytes_per_device": off.spill_to_host_bytes_per_device,
+        "fits_on_device": off.fits_on_device, "host_bytes_per_node": off.host_bytes_per_node,
+        "host_capacity_bytes_per_node": off.host_capacity_bytes_per_node,
+        "devices_per_gpu_for_capacity": off.devices_per_gpu_for_capacity,
+    }
+    data = {
+        "model": model_data(inp.model), "hardware": hardware_data(inp.hw),
+        "layout": layout_data(inp.layout), "training": training_data(inp.training),
+        "assumptions": inp.assumptions.model_dump(),
+        "model_states_total_bytes": est.model_states_total_bytes,
+        "micro_batches": est.micro_batches,
+        "per_gpu": per_gpu, "offload": offload,
+        "stages": [{k: v for k, v in asdict(s).items() if k != "inputs"} for s in est.stages],
+        "fits": est.fits, "reasons": est.reasons, "notes": est.notes,
+    }
+    g = lambda x: x / div  # noqa: E731
+    rows = [
+        {"part": "weights", "value": g(w.weights_bytes), "eq": "memory.weights_bytes"},
+        {"part": "gradients", "value": g(w.gradients_bytes), "eq": "memory.gradients_bytes"},
+        {"part": "optimizer state", "value": g(w.optimizer_bytes),
+         "eq": "memory.optimizer_bytes"},
+        {"part": "activations", "value": g(w.activations_bytes),
+         "eq": "memory.stage_activation_bytes"},
+        {"part": "overheads", "value": g(w.overhead_bytes), "eq": "memory.overhead_bytes"},
+        {"part": "total", "value": g(w.total_bytes), "eq": "memory.gpu_total_bytes"},
+        {"part": f"capacity ({inp.hw.gpu.name})", "value": g(est.capacity_bytes), "eq": ""},
+        {"part": "headroom", "value": g(est.headroom_bytes), "eq": ""},
+    ]
+    tables = [Table(
+        title=f"per GPU, stage {w.index} (the most loaded of {len(est.stages)}), {unit}",
+        rows=rows, columns=[Column("part", "", align="left"), Column("value", unit, ".2f"),
+                            Column("eq", "equation", align="left")])]
+    if len(est.stages) > 1:
+        srows = [{"stage": s.index, "layers": s.layers, "params": s.params / 1e9,
+                  "states": g(s.weights_bytes + s.gradients_bytes + s.optimizer_bytes),
+                  "acts": g(s.activations_bytes), "in_flight": s.micro_batches_in_flight,
+                  "total": g(s.total_bytes)} for s in est.stages]
+        tables.append(Table(title="pipeline stages", rows=srows, columns=[
+            Column("stage", "stage"), Column("layers", "layers"),
+            Column("params", "params (B)", ".3f"), Column("states", f"states {unit}", ".2f"),
+            Column("acts", f"activations {unit}", ".2f"), Column("in_flight", "in flight"),
+            Column("total", f"total {unit}", ".2f")]))
+    if off.target.value != "none":
+        orows = [
+            {"k": "device", "v": off.device},
+            {"k": "devices (cluster / per node)", "v": f"{off.devices} / {off.devices_per_node}"},
+            {"k": f"offloaded per GPU ({unit})", "v": f"{g(off.bytes_per_gpu):.2f}"},
+            {"k": f"per device ({unit})", "v": f"{g(off.bytes_per_device):.2f}"},
+            {"k": f"capacity per device ({unit})", "v": f"{g(off.capacity_bytes_per_device):.2f}"},
+            {"k": "fits on device", "v": "yes" if off.fits_on_device else "no"},
+        ]
+        if off.spill_to_host_bytes_per_device:
+            orows.append({"k": f"spill to host per device ({unit})",
+                          "v": f"{g(off.spill_to_host_bytes_per_device):.2f}"})
+        if off.devices_per_gpu_for_capacity:
+            orows.append({"k": "devices per GPU to hold the shard",
+                          "v": str(off.devices_per_gpu_for_capacity)})
+        tables.append(Table(title=f"offload: {off.target.value}", rows=orows, columns=[
+            Column("k", "", align="left"), Column("v", "", align="left")]))
+    csv_row = {"model": inp.model.name, "node": inp.hw.node.name, "nodes": inp.hw.nodes,
+               **{k: v for k, v in layout_data(inp.layout).items()},
+               **{f"gpu_{k}": v for k, v in per_gpu.items()},
+               **{f"offload_{k}": v for k, v in offload.items()},
+               "fits": est.fits, "reasons": est.reasons}
+    csv = Table(title="", rows=[csv_row], columns=[Column(k, k) for k in csv_row])
+    verdict = "fits" if est.fits else "DOES NOT FIT"
+    notes = [f"{verdict}" + (f": {'; '.join(est.reasons)}" if est.reasons else "")] + est.notes
+    notes.append(f"model states in total: {est.model_states_total_bytes / div:.1f} {unit} "
+                 f"({inp.training.weight_bytes + inp.training.gradient_bytes + inp.training.optimizer_bytes}"
+                 f" bytes x {inp.model.total_params / 1e9:.2f}B params)")
+    return Document(
+        title=f"memory: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name} "
+              f"({inp.hw.gpus} x {inp.hw.gpu.name})",
+        header=[("layout", layout_text(inp.layout)), ("training", training_text(inp))],
+        data=data, tables=tables, notes=notes, csv=csv)
