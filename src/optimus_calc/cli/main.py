@@ -21,6 +21,8 @@ COMMANDS = {
                "Bytes per GPU and per offload device for one layout."),
     "fit": ("optimus_calc.cli.fit_cmd", "fit",
             "Largest model, fewest nodes or largest micro-batch that fits."),
+    "comm": ("optimus_calc.cli.comm_cmd", "comm",
+             "Collective time and bus bandwidth (alpha-beta, nccl-tests conventions)."),
     "explain": ("optimus_calc.cli.explain_cmd", "explain",
                 "The equations, their sources and, for a layout, their values."),
 }

@@ -7,6 +7,106 @@ alike without importing sympy. `optimus-calc explain NAME` shows the source expr
 import numpy
 
 
+def comm__all_to_all_time(alpha, beta, n, z):
+    """comm.all_to_all_time [s]: nccl-tests doc/PERFORMANCE.md; Patarasuk & Yuan 2009 (bandwidth-optimal ring) (each rank sends (n-1)/n of its buffer)"""
+    return alpha*(n - 1) + beta*z*(n - 1)/n
+
+
+def comm__bus_bandwidth(F, T, z):
+    """comm.bus_bandwidth [bytes/s]: nccl-tests doc/PERFORMANCE.md; Patarasuk & Yuan 2009 (bandwidth-optimal ring)"""
+    return F*z/T
+
+
+def comm__hierarchical_all_reduce_time(N, alpha_e, alpha_i, beta_e, beta_i, m, z):
+    """comm.hierarchical_all_reduce_time [s]: seeds/squeezenic.md section 3 (local reduce-scatter, global all-reduce, local all-gather); each GPU's 1/m shard crosses the network on its own rail, so the node's NICs share z"""
+    return alpha_e*(2*N - 2) + alpha_i*(2*m - 2) + beta_i*z*(2*m - 2)/m + beta_e*z*(2*N - 2)/N
+
+
+def comm__multicast_all_gather_injected_bytes(n, z):
+    """comm.multicast_all_gather_injected_bytes [bytes]: seeds/multicast-allgather-abstract.md: 2x traffic reduction (send z/n once, the switch replicates)"""
+    return z/n
+
+
+def comm__multicast_all_gather_time(alpha, beta, n, z):
+    """comm.multicast_all_gather_time [s]: seeds/multicast-allgather-abstract.md (Khalilov et al., SC'24): constant-time reliable broadcast over hardware multicast; receive-bound"""
+    return 2*alpha*numpy.minimum(1, n - 1) + beta*z*(n - 1)/n
+
+
+def comm__nic_bandwidth(B_line, B_pcie, eta_n, eta_p):
+    """comm.nic_bandwidth [bytes/s]: hardware-specs.md section 4 (CX-6 200G needs Gen4 x16); the host PCIe path caps the NIC"""
+    return numpy.minimum(B_line*eta_n, B_pcie*eta_p)
+
+
+def comm__node_network_bandwidth(B_nic, K):
+    """comm.node_network_bandwidth [bytes/s]: rail-optimised nodes (one NIC per GPU): DGX A100/H100 (hardware-specs.md section 6)"""
+    return B_nic*K
+
+
+def comm__p2p_time(alpha, beta, z):
+    """comm.p2p_time [s]: Hockney alpha-beta model as used in seeds/squeezenic.md section 3: T(z) = alpha + beta z"""
+    return alpha + beta*z
+
+
+def comm__ring_all_gather_injected_bytes(n, z):
+    """comm.ring_all_gather_injected_bytes [bytes]: nccl-tests doc/PERFORMANCE.md; Patarasuk & Yuan 2009 (bandwidth-optimal ring)"""
+    return z*(n - 1)/n
+
+
+def comm__ring_all_gather_time(alpha, beta, n, z):
+    """comm.ring_all_gather_time [s]: nccl-tests doc/PERFORMANCE.md; Patarasuk & Yuan 2009 (bandwidth-optimal ring)"""
+    return alpha*(n - 1) + beta*z*(n - 1)/n
+
+
+def comm__ring_all_reduce_time(alpha, beta, n, z):
+    """comm.ring_all_reduce_time [s]: nccl-tests doc/PERFORMANCE.md; Patarasuk & Yuan 2009 (bandwidth-optimal ring); calibration.md section 6"""
+    return alpha*(2*n - 2) + beta*z*(2*n - 2)/n
+
+
+def comm__ring_alpha(N, alpha_e, alpha_i, n):
+    """comm.ring_alpha [s]: a ring over N nodes of n/N GPUs has N inter-node hops and n - N intra-node hops"""
+    return (N*alpha_e + alpha_i*(-N + n))/n
+
+
+def comm__ring_bandwidth(B_intra, B_nic, K):
+    """comm.ring_bandwidth [bytes/s]: NCCL rings: one ring per NIC, each crossing the network once per node, so a multi-node ring's bus bandwidth is min(NVLink, node NIC aggregate) (NCCL performance notes)"""
+    return numpy.minimum(B_intra, B_nic*K)
+
+
+def comm__ring_broadcast_time(alpha, beta, n, z):
+    """comm.ring_broadcast_time [s]: nccl-tests doc/PERFORMANCE.md; Patarasuk & Yuan 2009 (bandwidth-optimal ring) (pipelined ring: bus bandwidth factor 1)"""
+    return alpha*(n - 1) + beta*z*numpy.minimum(1, n - 1)
+
+
+def comm__ring_reduce_scatter_time(alpha, beta, n, z):
+    """comm.ring_reduce_scatter_time [s]: nccl-tests doc/PERFORMANCE.md; Patarasuk & Yuan 2009 (bandwidth-optimal ring)"""
+    return alpha*(n - 1) + beta*z*(n - 1)/n
+
+
+def comm__ring_reduce_time(alpha, beta, n, z):
+    """comm.ring_reduce_time [s]: nccl-tests doc/PERFORMANCE.md; Patarasuk & Yuan 2009 (bandwidth-optimal ring) (pipelined ring: bus bandwidth factor 1)"""
+    return alpha*(n - 1) + beta*z*numpy.minimum(1, n - 1)
+
+
+def comm__squeezenic_app1_time(N, alpha_e, alpha_i, beta_e, beta_i, g, m, r, theta_c, theta_d):
+    """comm.squeezenic_app1_time [s]: Rebai et al. 2024, SqueezeNIC (seeds/squeezenic.md) section 3, equation (2)"""
+    return N*g*r/theta_d + N*g/theta_c + (2*N - 2)*(alpha_e + beta_e*g*r) + (alpha_i + beta_i*g)*(m - 1)
+
+
+def comm__squeezenic_app2_time(N, alpha_e, alpha_i, beta_e, beta_i, g, m, r, theta_c, theta_d, theta_gc, theta_gd):
+    """comm.squeezenic_app2_time [s]: Rebai et al. 2024, SqueezeNIC (seeds/squeezenic.md) section 3, equation (3)"""
+    return N*g*r/theta_d + N*g/theta_c + g*r*(m - 1)/theta_gd + g*(m - 1)/theta_gc + (2*N - 2)*(alpha_e + beta_e*g*r) + (alpha_i + beta_i*g*r)*(m - 1)
+
+
+def comm__squeezenic_baseline_time(N, alpha_e, alpha_i, beta_e, beta_i, g, m):
+    """comm.squeezenic_baseline_time [s]: Rebai et al. 2024, SqueezeNIC (seeds/squeezenic.md) section 3, equation (1)"""
+    return (2*N - 2)*(alpha_e + beta_e*g) + (alpha_i + beta_i*g)*(m - 1)
+
+
+def comm__tree_all_reduce_time(D, alpha, beta, n, z):
+    """comm.tree_all_reduce_time [s]: Sanders, Speck & Traeff 2009 (two-tree reduction/broadcast); NCCL 2.4 double binary trees"""
+    return 2*D*alpha + beta*z*(2*n - 2)/n
+
+
 def memory__activation_layer_bytes(a, b, c, d, h, m_c, phi, q_c, r, s, sigma, t):
     """memory.activation_layer_bytes [bytes]: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2; coefficients generalised here: attention (4 q_dim + 4 kv_dim)/h for GQA, MLP 4f/h (2-matrix) or 6f/h (SwiGLU, fused kernel keeps gate and up), x (top-k + shared) experts for MoE; dropout masks only with dropout; FlashAttention drops the score matrices; context parallelism divides s"""
     return numpy.select([numpy.equal(r, 2),True], [2*b*h*s/(c*(sigma*(t - 1) + 1)),b*h*s*((2*d + 8)/(sigma*(t - 1) + 1) + (m_c + q_c)/t)/c + numpy.select([numpy.greater_equal(r, 1),True], [0,a*b*s**2*(1 - phi)*(3*d + 2)/(c*t)], default=numpy.nan)], default=numpy.nan)

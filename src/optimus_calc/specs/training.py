@@ -145,5 +145,14 @@ class Assumptions(Frozen):
         default=0.1, ge=0, le=1,
         description="assumed: host RAM kept for the OS, data loaders and pinned buffers")
 
+    gpu_compress_GBps: float = Field(
+        default=21.6, gt=0, le=1e5,
+        description="GPU 1-bit compression throughput: BERT-Large's 335M fp32 gradients "
+                    "(1.34 GB) in 0.062 s on a V100, SqueezeNIC Table 2")
+    nic_compress_GBps: float = Field(
+        default=800.0, gt=0, le=1e5,
+        description="in-NIC (FPGA) compression throughput: 6400 Gb/s host side, SqueezeNIC "
+                    "Table 6 (line rate)")
+
     def names(self) -> list[str]:
         return list(type(self).model_fields)
