@@ -23,6 +23,13 @@ COMMANDS = {
             "Largest model, fewest nodes or largest micro-batch that fits."),
     "comm": ("optimus_calc.cli.comm_cmd", "comm",
              "Collective time and bus bandwidth (alpha-beta, nccl-tests conventions)."),
+    "step": ("optimus_calc.cli.step_cmd", "step", "Step time, MFU and throughput of one layout."),
+    "optimizer-step": ("optimus_calc.cli.step_cmd", "optimizer_step_cmd",
+                       "Optimizer-step time on a GPU, CPU, SmartNIC or FPGA (roofline)."),
+    "compare": ("optimus_calc.cli.compare_cmd", "compare",
+                "Offload strategies side by side: memory, optimizer step, step time."),
+    "validate": ("optimus_calc.cli.validate_cmd", "validate",
+                 "Published vs predicted for the public calibration cases."),
     "explain": ("optimus_calc.cli.explain_cmd", "explain",
                 "The equations, their sources and, for a layout, their values."),
 }

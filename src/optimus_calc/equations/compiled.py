@@ -107,6 +107,36 @@ def comm__tree_all_reduce_time(D, alpha, beta, n, z):
     return 2*D*alpha + beta*z*(2*n - 2)/n
 
 
+def compute__compute_time(FLOPs, eta_g, peak):
+    """compute.compute_time [s]: roofline; the GEMM efficiency is a named assumption calibrated on Narayanan et al. Table 1"""
+    return FLOPs/(eta_g*peak)
+
+
+def compute__exposed_time(T_opt, T_x, W):
+    """compute.exposed_time [s]: seeds/optimusnic.md section 5 (ZeRO-Offload: W = 0, the step is exposed; OptimusNIC: W = backward + next forward, layer by layer); seeds/superoffload.md (W = backward, STV)"""
+    return numpy.maximum(0, T_opt + T_x - W)
+
+
+def compute__flops_per_token_layer(E, f, h, k_e, kv_d, m_m, q_d, s):
+    """compute.flops_per_token_layer [FLOP/token]: Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1: 24h^2 + 4sh per token for GPT (2 FLOPs per multiply-add); generalised here for GQA (kv_d), gated MLPs (m_m = 3) and MoE (k_e experts per token, router 2hE)"""
+    return 2*E*h + 2*f*h*k_e*m_m + 2*h*q_d + 2*h*(2*kv_d + q_d) + 4*q_d*s
+
+
+def compute__optimizer_step_time(B_core, B_mem, F_core, F_dev, P_n, beta_p, c_n, eta_m, n_t, phi_p):
+    """compute.optimizer_step_time [s]: roofline (Williams et al. 2009); element-wise Adam is memory-bound (seeds/optimusnic.md section 4.2); on CPUs and Arm SoCs bandwidth grows with threads until it saturates (optimusnic.md Fig. 2)"""
+    return numpy.maximum(P_n*phi_p*numpy.select([numpy.equal(c_n, 1),True], [1/(F_core*n_t),F_dev**(-1.0)], default=numpy.nan), P_n*beta_p*numpy.select([numpy.equal(c_n, 1),True], [numpy.minimum(B_core*n_t, B_mem*eta_m)**(-1.0),1/(B_mem*eta_m)], default=numpy.nan))
+
+
+def compute__pipeline_bubble(T_c, m, p, v):
+    """compute.pipeline_bubble [s]: Narayanan et al. SC'21 section 2.2: 1F1B bubble fraction (p-1)/m, interleaved (p-1)/(m v)"""
+    return T_c*(p - 1)/(m*v)
+
+
+def compute__step_flops(F_h, F_l, F_r, L, tokens):
+    """compute.step_flops [FLOP]: Narayanan et al. SC'21 section 5.1: backward = 2 x forward; recomputation adds a forward pass of the layers (96 B s l h^2 (1 + s/(6h) + V/(16 l h)) with full recomputation)"""
+    return tokens*(3*F_h + 3*F_l*L + F_r*L)
+
+
 def memory__activation_layer_bytes(a, b, c, d, h, m_c, phi, q_c, r, s, sigma, t):
     """memory.activation_layer_bytes [bytes]: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2; coefficients generalised here: attention (4 q_dim + 4 kv_dim)/h for GQA, MLP 4f/h (2-matrix) or 6f/h (SwiGLU, fused kernel keeps gate and up), x (top-k + shared) experts for MoE; dropout masks only with dropout; FlashAttention drops the score matrices; context parallelism divides s"""
     return numpy.select([numpy.equal(r, 2),True], [2*b*h*s/(c*(sigma*(t - 1) + 1)),b*h*s*((2*d + 8)/(sigma*(t - 1) + 1) + (m_c + q_c)/t)/c + numpy.select([numpy.greater_equal(r, 1),True], [0,a*b*s**2*(1 - phi)*(3*d + 2)/(c*t)], default=numpy.nan)], default=numpy.nan)

@@ -24,6 +24,8 @@ class Hardware:
     nvme: NVMe | None
     smartnic: SmartNIC | None
     smartnic_implicit: bool  # chosen by default, not fitted in the node or asked for
+    nic_host_link: Link | None = None
+    smartnic_host_link: Link | None = None
 
     @property
     def gpus(self) -> int:
@@ -47,7 +49,9 @@ def resolve_hardware(cat: Catalog, node: str, nodes: int, gpu: str | None = None
         intra_link=cat.get(n.intra_link, "link"),  # type: ignore[arg-type]
         gpu_host_link=cat.get(n.gpu_host_link, "link"),  # type: ignore[arg-type]
         nvme=cat.get(n.nvme, "nvme") if n.nvme else None,  # type: ignore[arg-type]
-        smartnic=sn, smartnic_implicit=smartnic is None and n.smartnic is None)
+        smartnic=sn, smartnic_implicit=smartnic is None and n.smartnic is None,
+        nic_host_link=cat.get(cat.get(n.nic, "nic").host_link, "link"),  # type: ignore
+        smartnic_host_link=cat.get(sn.host_link, "link"))  # type: ignore[arg-type]
 
 
 def fill_layout(hw: Hardware, tp: int, pp: int, dp: int | None, cp: int, **kw) -> Layout:

@@ -154,5 +154,25 @@ class Assumptions(Frozen):
         description="in-NIC (FPGA) compression throughput: 6400 Gb/s host side, SqueezeNIC "
                     "Table 6 (line rate)")
 
+    gemm_efficiency: float = Field(
+        default=0.60, gt=0, le=1,
+        description="assumed, calibrated once on Narayanan et al. SC'21 Table 1 (all ten rows "
+                    "within 10%, see `optimus-calc validate`): achieved / peak dense FLOP/s")
+    hbm_efficiency: float = Field(
+        default=0.9, gt=0, le=1,
+        description="achievable fraction of HBM bandwidth: calculon and llm-analysis use 0.9; "
+                    "GH200 STREAM 85% (KTH)")
+    elementwise_factor: float = Field(
+        default=4.0, ge=0, le=100,
+        description="HBM passes of element-wise work over the stored activation bytes: written "
+                    "forward, read backward, gradient written and read (4); a recomputed "
+                    "forward adds one (derived, not measured)")
+    tp_overlap: float = Field(
+        default=0.0, ge=0, le=1,
+        description="assumed: fraction of TP communication hidden behind compute (0: exposed)")
+    pp_overlap: float = Field(
+        default=0.0, ge=0, le=1,
+        description="assumed: fraction of PP point-to-point time hidden behind compute")
+
     def names(self) -> list[str]:
         return list(type(self).model_fields)

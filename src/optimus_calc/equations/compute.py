@@ -1,0 +1,87 @@
+"""Compute: training FLOPs, compute roofline, pipeline bubble, the optimizer step on the device
+that owns the state, and how much of it is exposed under each offload strategy."""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from optimus_calc.equations.registry import equation, sym
+
+h = sym("h", "hidden size", positive=True)
+s = sym("s", "sequence length, tokens", positive=True)
+q_d = sym("q_d", "query width heads x head_dim")
+kv_d = sym("kv_d", "key/value width kv_heads x head_dim")
+f = sym("f", "MLP intermediate size (per expert for MoE)")
+mm = sym("m_m", "matrices per MLP: 2 (GELU/ReLU) or 3 (SwiGLU)")
+k_e = sym("k_e", "experts a token visits: top-k + shared (1 for a dense MLP)")
+E = sym("E", "routed experts (router width); 0 for dense")
+V = sym("V", "vocabulary size", positive=True)
+L = sym("L", "transformer layers", positive=True)
+tok = sym("tokens", "tokens per step (global batch x sequence)")
+F_l = sym("F_l", "forward FLOPs per token of one layer")
+F_r = sym("F_r", "extra forward FLOPs per token per layer recomputed (0, scores, or F_l)")
+F_h = sym("F_h", "forward FLOPs per token of the logits")
+Fl = sym("FLOPs", "FLOPs to execute")
+peak = sym("peak", "dense peak FLOP/s of the device for the data type", positive=True)
+eff = sym("eta_g", "GEMM efficiency: achieved / peak (assumed, calibrated)", positive=True)
+p = sym("p", "pipeline stages", positive=True)
+mb = sym("m", "micro-batches per step per pipeline", positive=True)
+v = sym("v", "model chunks per GPU (interleaving)", positive=True)
+T_c = sym("T_c", "compute time of the step, s")
+Pn = sym("P_n", "parameters whose optimizer state the device updates")
+bpp = sym("beta_p", "bytes the optimizer moves per parameter")
+fpp = sym("phi_p", "FLOPs the optimizer does per parameter")
+BW = sym("B_mem", "peak memory bandwidth of the device, bytes/s", positive=True)
+eta_m = sym("eta_m", "achievable fraction of memory bandwidth (STREAM)", positive=True)
+nthr = sym("n_t", "threads/cores used", positive=True)
+B_core = sym("B_core", "memory bandwidth one core can draw, bytes/s", positive=True)
+F_core = sym("F_core", "FP32 FLOP/s of one core", positive=True)
+F_dev = sym("F_dev", "FP32 FLOP/s of the device when it has no cores (FPGA fabric, GPU)")
+cores = sym("c_n", "1 if the device is limited per core (CPU, Arm SoC), 0 otherwise")
+T_opt = sym("T_opt", "optimizer-step time, s")
+T_x = sym("T_x", "transfer time the strategy adds (gradients out, parameters back), s")
+W_ov = sym("W", "time window the strategy overlaps with (backward, or forward+backward), s")
+
+flops_per_token_layer = equation(
+    "compute.flops_per_token_layer",
+    2 * h * (q_d + 2 * kv_d) + 2 * q_d * h + 4 * s * q_d + 2 * mm * h * f * k_e + 2 * h * E,
+    "FLOP/token",
+    "Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1: 24h^2 + 4sh per token for GPT "
+    "(2 FLOPs per multiply-add); generalised here for GQA (kv_d), gated MLPs (m_m = 3) and MoE "
+    "(k_e experts per token, router 2hE)",
+    "Forward FLOPs per token of one layer: Q/K/V and output projections, attention scores and "
+    "values (4 s q_d, not halved for causal masking, as in Narayanan et al.), MLP, router.")
+
+step_flops = equation(
+    "compute.step_flops", tok * (3 * (L * F_l + F_h) + L * F_r), "FLOP",
+    "Narayanan et al. SC'21 section 5.1: backward = 2 x forward; recomputation adds a forward "
+    "pass of the layers (96 B s l h^2 (1 + s/(6h) + V/(16 l h)) with full recomputation)",
+    "Hardware FLOPs of one training step; model FLOPs (for MFU) are the same with F_r = 0.")
+
+compute_time = equation(
+    "compute.compute_time", Fl / (peak * eff), "s",
+    "roofline; the GEMM efficiency is a named assumption calibrated on Narayanan et al. Table 1",
+    "Time to execute FLOPs at the device's dense peak times the GEMM efficiency.")
+
+pipeline_bubble = equation(
+    "compute.pipeline_bubble", (p - 1) / (mb * v) * T_c, "s",
+    "Narayanan et al. SC'21 section 2.2: 1F1B bubble fraction (p-1)/m, interleaved (p-1)/(m v)",
+    "Idle time of a pipeline step relative to its compute time.")
+
+optimizer_step_time = equation(
+    "compute.optimizer_step_time",
+    sp.Max(Pn * bpp / sp.Piecewise((sp.Min(BW * eta_m, nthr * B_core), sp.Eq(cores, 1)),
+                                  (BW * eta_m, True)),
+           Pn * fpp / sp.Piecewise((nthr * F_core, sp.Eq(cores, 1)), (F_dev, True))),
+    "s",
+    "roofline (Williams et al. 2009); element-wise Adam is memory-bound (seeds/optimusnic.md "
+    "section 4.2); on CPUs and Arm SoCs bandwidth grows with threads until it saturates "
+    "(optimusnic.md Fig. 2)",
+    "Optimizer step of P_n parameters: bytes moved over the achievable memory bandwidth, or "
+    "FLOPs over the compute peak, whichever is slower.")
+
+exposed_time = equation(
+    "compute.exposed_time", sp.Max(0, T_opt + T_x - W_ov), "s",
+    "seeds/optimusnic.md section 5 (ZeRO-Offload: W = 0, the step is exposed; OptimusNIC: W = "
+    "backward + next forward, layer by layer); seeds/superoffload.md (W = backward, STV)",
+    "Part of the optimizer step and its transfers that the overlap window does not hide.")

@@ -1,0 +1,110 @@
+"""The optimizer step on the device that owns the state: bytes and FLOPs per parameter, and a
+memory/compute roofline with thread scaling (compute.optimizer_step_time)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from optimus_calc.equations import compiled as eq
+from optimus_calc.errors import InputError
+from optimus_calc.specs.hardware import CPU, GPU, SmartNIC
+from optimus_calc.specs.training import Assumptions, Optimizer
+from optimus_calc.units import GB
+
+
+class Impl(str, Enum):
+    FUSED = "fused"      # one pass: DeepSpeed CPUAdam, fused CUDA Adam, an FPGA pipeline
+    PYTORCH = "pytorch"  # torch.optim single-tensor loop, fp32 tensors, one kernel per op
+
+
+def bytes_per_param(opt: Optimizer, impl: Impl, grad_bytes: float) -> float:
+    """Bytes moved per parameter.
+
+    fused Adam: read fp32 master, m, v (12) + the gradient; write master, m, v (12) + the 16-bit
+    copy for the GPU (2): 26 + gradient bytes. fused SGD (momentum): 8 + g + 8 + 2 = 18 + g.
+    pytorch Adam (torch.optim.Adam, single-tensor, all fp32), counted per element:
+    exp_avg.lerp_(g) 12, exp_avg_sq.mul_() 8 + addcmul_(g, g) 12, sqrt() 8, div_() 8, add_(eps)
+    8, param.addcdiv_(m, denom) 16: 72 bytes. pytorch SGD: buf.mul_() 8 + add_(g) 12,
+    param.add_(buf) 12: 32 bytes.
+    """
+    if impl is Impl.PYTORCH:
+        return 32.0 if opt is Optimizer.SGD else 72.0
+    return (18.0 if opt is Optimizer.SGD else 26.0) + grad_bytes
+
+
+def flops_per_param(opt: Optimizer) -> float:
+    """Adam: m (3), v (4), sqrt (1), divide (1), + eps (1), update (2) = 12; SGD+momentum 4."""
+    return 4.0 if opt is Optimizer.SGD else 12.0
+
+
+@dataclass(frozen=True)
+class OptDevice:
+    name: str
+    kind: str
+    mem_Bps: float
+    mem_eff: float
+    per_core: bool
+    cores: int
+    core_Bps: float
+    core_flops: float
+    device_flops: float
+    capacity_bytes: float = 0.0
+    slow_tier_Bps: float = 0.0  # FPGA second tier (DDR) used past capacity_bytes
+
+
+def device_from(entry, sockets: int, asm: Assumptions) -> OptDevice:
+    if isinstance(entry, GPU):
+        return OptDevice(entry.name, "gpu", entry.hbm_Bps, asm.hbm_efficiency, False, 0, 0, 0,
+                         entry.peak_TFLOPS.flops_per_s("fp32"))
+    if isinstance(entry, CPU):
+        return OptDevice(entry.name, "cpu", entry.memory_Bps * sockets, entry.stream_efficiency,
+                         True, entry.cores * sockets, entry.core_bandwidth_GBps * GB,
+                         entry.base_GHz * 1e9 * entry.fp32_flops_per_cycle, 0)
+    if isinstance(entry, SmartNIC):
+        if entry.device_type == "fpga":
+            return OptDevice(entry.name, "fpga", entry.memory_Bps, entry.memory_efficiency,
+                             False, 0, 0, 0, entry.fp32_flops_per_s,
+                             entry.memory_GB * GB, entry.expansion_bandwidth_GBps * GB)
+        return OptDevice(entry.name, entry.device_type, entry.memory_Bps,
+                         entry.memory_efficiency, True, entry.cores,
+                         entry.core_bandwidth_GBps * GB,
+                         entry.core_GHz * 1e9 * entry.fp32_flops_per_cycle, 0)
+    raise InputError(f"{getattr(entry, 'name', entry)} cannot run an optimizer step "
+                     "(give a GPU, CPU or SmartNIC)")
+
+
+@dataclass
+class OptStep:
+    time_s: float
+    bound: str
+    bytes: float
+    flops: float
+    threads: int
+    bandwidth_Bps: float
+    inputs: dict
+
+
+def optimizer_step(dev: OptDevice, params: float, opt: Optimizer, impl: Impl,
+                   grad_bytes: float, threads: int | None = None, count: int = 1) -> OptStep:
+    """Time for ``count`` identical devices to step ``params`` parameters together."""
+    if count < 1:
+        raise InputError(f"--count {count} must be >= 1")
+    per_dev = params / count
+    n_t = threads or (dev.cores if dev.per_core else 1)
+    if dev.per_core and n_t > dev.cores:
+        raise InputError(f"--threads {n_t} exceeds the {dev.cores} cores of {dev.name}")
+    bpp = bytes_per_param(opt, impl, grad_bytes)
+    mem_Bps = dev.mem_Bps
+    state = per_dev * 12  # bytes of fp32 state resident (capacity of a tiered FPGA card)
+    if dev.slow_tier_Bps and dev.capacity_bytes and state > dev.capacity_bytes:
+        fast = dev.capacity_bytes / state
+        mem_Bps = 1.0 / (fast / dev.mem_Bps + (1 - fast) / dev.slow_tier_Bps)
+    kw = dict(B_core=dev.core_Bps or 1.0, B_mem=mem_Bps, F_core=dev.core_flops or 1.0,
+              F_dev=dev.device_flops or 1.0, P_n=per_dev, beta_p=bpp, c_n=int(dev.per_core),
+              eta_m=dev.mem_eff, n_t=n_t, phi_p=flops_per_param(opt))
+    t = float(eq.compute__optimizer_step_time(**kw))
+    bw = min(mem_Bps * dev.mem_eff, n_t * dev.core_Bps) if dev.per_core else mem_Bps * dev.mem_eff
+    t_mem = per_dev * bpp / bw
+    return OptStep(t, "memory" if t_mem >= t * (1 - 1e-12) else "compute", per_dev * bpp,
+                   per_dev * flops_per_param(opt), n_t, bw, kw)

@@ -1,0 +1,83 @@
+"""Documents for `step` and `optimizer-step`."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from optimus_calc.report.common import (hardware_data, layout_data, layout_text, model_data,
+                                        training_data, training_text)
+from optimus_calc.report.document import Column, Document, Table
+from optimus_calc.units import GB
+
+BREAKDOWN = [
+    ("compute_s", "compute (GEMMs at peak x efficiency)", "compute.compute_time"),
+    ("elementwise_s", "element-wise work on HBM", "memory.activation_layer_bytes"),
+    ("bubble_s", "pipeline bubble", "compute.pipeline_bubble"),
+    ("tp_comm_s", "TP communication (exposed)", "comm.ring_all_gather_time"),
+    ("pp_comm_s", "PP point-to-point", "comm.p2p_time"),
+    ("dp_comm_exposed_s", "DP communication, exposed", "compute.exposed_time"),
+    ("optimizer_exposed_s", "optimizer step + transfers, exposed", "compute.exposed_time"),
+]
+
+
+def step_document(inp, mem, st) -> Document:
+    data = {"model": model_data(inp.model), "hardware": hardware_data(inp.hw),
+            "layout": layout_data(inp.layout), "training": training_data(inp.training),
+            "assumptions": inp.assumptions.model_dump(),
+            **{k: v for k, v in asdict(st).items() if k != "notes"},
+            "breakdown": {k: getattr(st, k) for k in (
+                "compute_s", "elementwise_s", "bubble_s", "tp_comm_s", "pp_comm_s",
+                "dp_comm_s", "dp_comm_exposed_s", "optimizer_s", "optimizer_exposed_s",
+                "offload_transfer_s")},
+            "fits": mem.fits, "reasons": mem.reasons,
+            "gpu_memory_bytes": mem.worst.total_bytes, "notes": st.notes}
+    rows = [{"part": label, "s": getattr(st, key), "share": getattr(st, key) / st.step_time_s,
+             "eq": eqn} for key, label, eqn in BREAKDOWN]
+    rows.append({"part": "step time", "s": st.step_time_s, "share": 1.0, "eq": ""})
+    info = [{"part": "optimizer step (on " + st.optimizer_device + ")", "s": st.optimizer_s,
+             "share": None, "eq": "compute.optimizer_step_time"},
+            {"part": "offload transfers", "s": st.offload_transfer_s, "share": None, "eq": ""},
+            {"part": "DP communication, total", "s": st.dp_comm_s, "share": None, "eq": ""}]
+    cols = [Column("part", "", align="left"), Column("s", "seconds", ".4f"),
+            Column("share", "share", ".1%"), Column("eq", "equation", align="left")]
+    tables = [Table(title="step time breakdown (most loaded GPU)", rows=rows, columns=cols),
+              Table(title="overlapped or informational", rows=info, columns=cols)]
+    notes = [f"MFU {st.mfu:.1%} (model FLOPs only: no recomputation), {st.tflops_per_gpu:.1f} "
+             f"TFLOP/s per GPU counting hardware FLOPs (with recomputation), "
+             f"{st.tokens_per_s:,.0f} tokens/s",
+             f"GPU memory {mem.worst.total_bytes / GB:.1f} GB of {mem.capacity_bytes / GB:.0f} GB: "
+             + ("fits" if mem.fits else "DOES NOT FIT: " + "; ".join(mem.reasons)),
+             f"GEMM efficiency {inp.assumptions.gemm_efficiency:g} (assumed, calibrated on "
+             "Narayanan et al. Table 1; --assume gemm_efficiency=X)"] + st.notes
+    csv_row = {"model": inp.model.name, "node": inp.hw.node.name, "nodes": inp.hw.nodes,
+               **layout_data(inp.layout), "step_time_s": st.step_time_s, "mfu": st.mfu,
+               "tflops_per_gpu": st.tflops_per_gpu, "tokens_per_s": st.tokens_per_s,
+               **data["breakdown"], "fits": mem.fits}
+    return Document(
+        title=f"step: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name} "
+              f"({inp.hw.gpus} x {inp.hw.gpu.name})",
+        header=[("layout", layout_text(inp.layout)), ("training", training_text(inp))],
+        data=data, tables=tables, notes=notes,
+        csv=Table(title="", rows=[csv_row], columns=[Column(k, k) for k in csv_row]))
+
+
+def optimizer_document(entry, dev, params, res, optimizer, impl, count) -> Document:
+    data = {"device": entry.name, "kind": dev.kind, "params": params, "count": count,
+            "optimizer": optimizer, "impl": impl, "threads": res.threads,
+            "time_s": res.time_s, "bound": res.bound, "bytes": res.bytes, "flops": res.flops,
+            "bandwidth_Bps": res.bandwidth_Bps, "inputs": res.inputs}
+    rows = [{"k": "time", "v": f"{res.time_s * 1e3:.2f} ms ({res.bound}-bound)"},
+            {"k": "bytes moved per device", "v": f"{res.bytes / GB:.3f} GB"},
+            {"k": "FLOPs per device", "v": f"{res.flops:.4g}"},
+            {"k": "achieved bandwidth", "v": f"{res.bandwidth_Bps / GB:.1f} GB/s"},
+            {"k": "threads", "v": str(res.threads)},
+            {"k": "devices sharing the step", "v": str(count)}]
+    return Document(
+        title=f"optimizer-step: {params / 1e6:,.0f}M parameters, {optimizer} ({impl}) on "
+              f"{entry.name}",
+        data=data, tables=[Table(title="", rows=rows, columns=[
+            Column("k", "", align="left"), Column("v", "", align="left")])],
+        notes=["roofline: max(bytes / achievable bandwidth, FLOPs / compute peak); see "
+               "`optimus-calc explain compute.optimizer_step_time`"],
+        csv=Table(title="", rows=[{k: v for k, v in data.items() if k != "inputs"}],
+                  columns=[Column(k, k) for k in data if k != "inputs"]))

@@ -1,0 +1,149 @@
+"""The public calibration cases (shared/reference/calibration.md sections 1-5): published value,
+prediction and error, so users see how far to trust the model. Pure: returns rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optimus_calc.catalog import Catalog
+from optimus_calc.equations import compiled as eq
+from optimus_calc.evaluate.context import fill_layout, resolve_hardware
+from optimus_calc.evaluate.memory import estimate_memory
+from optimus_calc.evaluate.optimizer import Impl, device_from, optimizer_step
+from optimus_calc.evaluate.step import estimate_step
+from optimus_calc.specs.model import BareModel
+from optimus_calc.specs.training import (Assumptions, Offload, Optimizer, Precision, Recompute,
+                                         Training, ZeroStage)
+
+
+@dataclass
+class Case:
+    section: str
+    case: str
+    published: float
+    predicted: float
+    unit: str
+    tolerance: float  # relative
+    source: str
+    note: str = ""
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.published - 1
+
+    @property
+    def ok(self) -> bool:
+        return abs(self.error) <= self.tolerance
+
+
+NARAYANAN = [("gpt-1.7b", 1, 1, 32, 512, 137), ("gpt-3.6b", 2, 1, 64, 512, 138),
+             ("gpt-7.5b", 4, 1, 128, 512, 142), ("gpt-18.4b", 8, 1, 256, 1024, 135),
+             ("gpt-39.1b", 8, 2, 512, 1536, 138), ("gpt-76.1b", 8, 4, 1024, 1792, 140),
+             ("gpt-145.6b", 8, 8, 1536, 2304, 148), ("gpt-310.1b", 8, 16, 1920, 2160, 155),
+             ("gpt-529.6b", 8, 35, 2520, 2520, 163), ("gpt-1008b", 8, 64, 3072, 3072, 163)]
+
+
+def _zero_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
+    out = []
+    hw = resolve_hardware(cat, "dgx-2", 4)
+    model = BareModel(name="7.5e9", total_params=7.5e9)
+    tr = Training(seq_len=2048, global_batch=64, precision=Precision.FP16,
+                  model_states_only=True)
+    for z, pub in ((0, 120), (1, 31.4), (2, 16.6), (3, 1.88)):
+        lay = fill_layout(hw, 1, 1, None, 1, zero=ZeroStage(z))
+        est = estimate_memory(model, hw, lay, tr, asm)
+        out.append(Case("1", f"7.5B params, 64-way DP, ZeRO-{z}", pub,
+                        est.worst.total_bytes / 1e9, "GB", 0.01,
+                        "Rajbhandari et al. SC'20, section 5 (calibration.md 1)"))
+    return out
+
+
+def _optimus_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
+    hw = resolve_hardware(cat, "dgx-a100", 2)
+    model = BareModel(name="70e9", total_params=70e9)
+    tr = Training(seq_len=2048, global_batch=64, model_states_only=True)
+    src = "seeds/optimusnic.md section 4.1 (calibration.md 2)"
+
+    def est(z, off):
+        lay = fill_layout(hw, 2, 4, 2, 1, zero=ZeroStage(z), offload=Offload(off))
+        return estimate_memory(model, hw, lay, tr, asm)
+    e0, e3, en = est(0, "none"), est(3, "none"), est(3, "smartnic")
+    return [
+        Case("2", "Llama 70B model states in total", 1120, e0.model_states_total_bytes / 1e9,
+             "GB", 0.001, src),
+        Case("2", "per GPU, TP=2 PP=4 DP=2, no ZeRO", 140, e0.worst.total_bytes / 1e9, "GB",
+             0.001, src),
+        Case("2", "per GPU, ZeRO-3", 70, e3.worst.total_bytes / 1e9, "GB", 0.001, src),
+        Case("2", "per GPU, ZeRO-3 + SmartNIC (4D/N_p)", 17.5, en.worst.total_bytes / 1e9, "GB",
+             0.001, src),
+        Case("2", "optimizer state per GPU's SmartNIC (12D/N_p)", 52.5,
+             en.offload.bytes_per_device / 1e9, "GB", 0.001, src,
+             "the paper's text says 35 GB, which its own equations do not give (README)"),
+    ]
+
+
+def _korthikanti_cases() -> list[Case]:
+    s, b, h, a, t = 2048, 1, 12288, 96, 8
+    sbh = s * b * h
+    src = "Korthikanti et al. 2022 Table 2 (calibration.md 3), GPT-3 shape, t = 8"
+    rows = [("no parallelism", sbh * (34 + 5 * a * s / h), dict(t=1)),
+            ("tensor parallel", sbh * (10 + 24 / t + 5 * a * s / (h * t)), {}),
+            ("TP + sequence parallel", sbh / t * (34 + 5 * a * s / h), dict(sigma=1)),
+            ("TP + selective recompute", sbh * (10 + 24 / t), dict(r=1)),
+            ("TP + SP + selective", 34 * sbh / t, dict(sigma=1, r=1)),
+            ("full recompute", 2 * sbh, dict(r=2))]
+    out = []
+    for name, pub, kw in rows:
+        args = dict(a=a, b=b, c=1, d=1, h=h, m_c=16, phi=0, q_c=8, r=0, s=s, sigma=0, t=t)
+        args.update(kw)
+        out.append(Case("3", name, pub / 1e6, float(eq.memory__activation_layer_bytes(**args))
+                        / 1e6, "MB/layer", 1e-9, src))
+    return out
+
+
+def narayanan_case(cat: Catalog, asm: Assumptions, row) -> Case:
+    name, tp, pp, gpus, gb, pub = row
+    model = cat.get(name, "model")
+    hw = resolve_hardware(cat, "dgx-a100", gpus // 8)
+    best, best_cfg = 0.0, ""
+    for mb in (1, 2, 4, 8):
+        for v in (1, 2, 3, 4, 5, 6, 8):
+            if (pp == 1 and v > 1) or model.layers % (pp * v):
+                continue
+            dp = gpus // (tp * pp)
+            if gb % (dp * mb):
+                continue
+            lay = fill_layout(hw, tp, pp, None, 1, zero=ZeroStage(1), interleave=v)
+            tr = Training(seq_len=2048, global_batch=gb, micro_batch=mb,
+                          recompute=Recompute.FULL, flash_attention=False)
+            mem = estimate_memory(model, hw, lay, tr, asm)
+            if not mem.fits:
+                continue
+            st = estimate_step(model, hw, lay, tr, asm, mem)
+            if st.tflops_per_gpu > best:
+                best, best_cfg = st.tflops_per_gpu, f"micro-batch {mb}, interleave {v}"
+    return Case("4", f"{name}: TP {tp} PP {pp}, {gpus} GPUs, batch {gb}", pub, best,
+                "TFLOP/s/GPU", 0.10, "Narayanan et al. SC'21 Table 1 (calibration.md 4)",
+                f"best of the unpublished micro-batch/interleaving: {best_cfg}")
+
+
+def _optimizer_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
+    src = "seeds/optimusnic.md section 4.2 (calibration.md 5), torch.optim Adam assumed"
+    bf2 = optimizer_step(device_from(cat.get("bluefield-2", "smartnic"), 1, asm), 302e6,
+                         Optimizer.ADAM, Impl.PYTORCH, 4, threads=8)
+    cpu = optimizer_step(device_from(cat.get("epyc-7763", "cpu"), 1, asm), 302e6,
+                         Optimizer.ADAM, Impl.PYTORCH, 4, threads=33)
+    return [
+        Case("5", "Adam, 302M params, BlueField-2 (8 threads)", 1429, bf2.time_s * 1e3, "ms",
+             0.35, src, f"{bf2.bound}-bound at {bf2.bandwidth_Bps / 1e9:.1f} GB/s"),
+        Case("5", "Adam, 302M params, EPYC 7763 (33 threads)", 166, cpu.time_s * 1e3, "ms",
+             0.35, src, f"{cpu.bound}-bound at {cpu.bandwidth_Bps / 1e9:.1f} GB/s"),
+        Case("5", "BlueField-2 / EPYC 7763 time ratio", 1429 / 166, bf2.time_s / cpu.time_s,
+             "x", 0.25, src, "the ratio of the two achievable memory bandwidths"),
+    ]
+
+
+def run_all(cat: Catalog, asm: Assumptions | None = None) -> list[Case]:
+    asm = asm or Assumptions()
+    return (_zero_cases(cat, asm) + _optimus_cases(cat, asm) + _korthikanti_cases()
+            + [narayanan_case(cat, asm, r) for r in NARAYANAN] + _optimizer_cases(cat, asm))

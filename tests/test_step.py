@@ -1,0 +1,138 @@
+"""Step time, optimizer step and the calibration cases."""
+
+from pathlib import Path
+
+import pytest
+
+from optimus_calc.equations import compiled as eq
+from optimus_calc.evaluate.optimizer import Impl, bytes_per_param
+from optimus_calc.specs.training import Optimizer
+
+ONE_LAYER = Path(__file__).parent / "data" / "hf" / "one_layer" / "config.json"
+
+
+def test_flops_per_token_layer_gpt_by_hand():
+    # Narayanan: 24 h^2 + 4 s h per token for MHA, 4h GELU MLP; h = 4096, s = 2048:
+    # 24 * 16,777,216 + 4 * 2048 * 4096 = 402,653,184 + 33,554,432 = 436,207,616
+    f = float(eq.compute__flops_per_token_layer(E=0, f=16384, h=4096, k_e=1, kv_d=4096,
+                                                m_m=2, q_d=4096, s=2048))
+    assert f == 436_207_616
+
+
+def test_step_flops_matches_narayanan_formula(cat):
+    # 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) with full recompute, GPT-1.7B, B = 512
+    from optimus_calc.evaluate.step import layer_flops
+    m = cat.get("gpt-1.7b", "model")
+    B, s, l, h, V = 512, 2048, 24, 2304, 51200
+    ref = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+    f_l, f_h = layer_flops(m, s)
+    ours = float(eq.compute__step_flops(F_h=f_h, F_l=f_l, F_r=f_l, L=l, tokens=B * s))
+    # tokens x (4 L (24h^2 + 4sh) + 3 x 2hV) = tokens x (96 L h^2 + 16 L s h + 6 h V): identical
+    assert ours == pytest.approx(ref, rel=1e-12)
+
+
+def test_bubble_by_hand():
+    # (p-1)/(m v) x T_c: p=4, m=8, v=2, T_c=16 s -> 3/16 x 16 = 3 s
+    assert float(eq.compute__pipeline_bubble(T_c=16, m=8, p=4, v=2)) == 3.0
+
+
+def test_adam_bytes_per_param():
+    # fused: 12 read + gradient + 12 written + 2 (16-bit copy) = 28 with bf16 gradients
+    assert bytes_per_param(Optimizer.ADAM, Impl.FUSED, 2) == 28
+    assert bytes_per_param(Optimizer.ADAM, Impl.PYTORCH, 4) == 72
+
+
+def test_optimizer_roofline_thread_scaling(run):
+    # EPYC 7763, pytorch Adam on 302M params: 21.744 GB. 8 threads x 5 GB/s = 40 GB/s ->
+    # 0.5436 s; 64 threads saturate at 204.8 x 0.81 = 165.9 GB/s -> 0.13107 s
+    t8 = run("optimizer-step", "--params", "302M", "--device", "epyc-7763", "--impl", "pytorch",
+             "--threads", 8, "--format", "json").json()
+    t64 = run("optimizer-step", "--params", "302M", "--device", "epyc-7763", "--impl",
+              "pytorch", "--format", "json").json()
+    assert t8["time_s"] == pytest.approx(21.744e9 / 40e9)
+    assert t64["time_s"] == pytest.approx(21.744e9 / (204.8e9 * 0.81))
+    assert t8["bound"] == t64["bound"] == "memory" and t8["bytes"] == 21.744e9
+
+
+def test_optimizer_count_divides(run):
+    one = run("optimizer-step", "--params", "8e9", "--device", "bluefield-3",
+              "--format", "json").json()
+    eight = run("optimizer-step", "--params", "8e9", "--device", "bluefield-3", "--count", 8,
+                "--format", "json").json()
+    assert eight["time_s"] == pytest.approx(one["time_s"] / 8)
+
+
+def test_optimizer_gpu_and_fpga(run):
+    # A100-80GB, fused Adam, 1e9 params, bf16 grads: 28 GB / (2039 GB/s x 0.9) = 15.26 ms
+    d = run("optimizer-step", "--params", "1e9", "--device", "a100-80gb",
+            "--format", "json").json()
+    assert d["time_s"] == pytest.approx(28e9 / (2039e9 * 0.9))
+    d = run("optimizer-step", "--params", "1e9", "--device", "alveo-v80",
+            "--format", "json").json()
+    assert d["bound"] == "memory" and d["time_s"] < 0.1
+
+
+def test_calibration_all_within_tolerance(cat):
+    from optimus_calc.validate import run_all
+    cases = run_all(cat)
+    bad = [(c.case, c.published, c.predicted) for c in cases if not c.ok]
+    assert not bad
+    sec4 = [c for c in cases if c.section == "4"]
+    assert len(sec4) == 10 and all(abs(c.error) <= 0.10 for c in sec4)
+    ratio = next(c for c in cases if "ratio" in c.case)
+    assert abs(ratio.error) <= 0.25
+
+
+def test_validate_command(run):
+    d = run("validate", "--format", "json").json()
+    assert d["ok"] == d["total"] == 28
+
+
+def test_table3_cpu_offload_exposed(run):
+    # optimusnic.md Table 3: a 1-layer model on 2 nodes x 2 A100 with ZeRO-3; CPU offload makes
+    # the optimizer step exposed and >12x slower than on the GPU.
+    base = ["step", ONE_LAYER, "--node", "xe8545", "--gpus-per-node", 2, "--nodes", 2,
+            "--zero", 3, "--seq-len", 512, "--global-batch", 16, "--format", "json"]
+    gpu = run(*base, "--offload", "none").json()
+    cpu = run(*base, "--offload", "cpu").json()
+    assert cpu["optimizer_exposed_s"] == pytest.approx(cpu["optimizer_s"]
+                                                       + cpu["offload_transfer_s"])
+    assert cpu["optimizer_exposed_s"] > 5 * gpu["optimizer_exposed_s"]
+    assert cpu["step_time_s"] > gpu["step_time_s"]
+
+
+def test_smartnic_step_hidden_under_compute(run):
+    d = run("step", "llama70b", "--nodes", 2, "--tp", 8, "--zero", 3, "--seq-len", 4096,
+            "--recompute", "selective", "--offload", "smartnic", "--global-batch", 32,
+            "--format", "json").json()
+    b = d["breakdown"]
+    assert b["optimizer_exposed_s"] == 0 and b["optimizer_s"] > 0
+    assert d["step_time_s"] >= b["compute_s"]
+    assert 0 < d["mfu"] < 1
+
+
+def test_step_json_contract(run):
+    d = run("step", "llama-2-7b", "--tp", 8, "--format", "json").json()
+    for k in ("step_time_s", "mfu", "tflops_per_gpu", "tokens_per_s"):
+        assert d[k] > 0
+    for k in ("compute_s", "bubble_s", "tp_comm_s", "pp_comm_s", "dp_comm_exposed_s",
+              "optimizer_s", "optimizer_exposed_s", "offload_transfer_s"):
+        assert k in d["breakdown"]
+
+
+def test_compare_lists_every_strategy(run):
+    d = run("compare", "llama70b", "--nodes", 2, "--seq-len", 4096, "--global-batch", 32,
+            "--format", "json").json()
+    names = [s["strategy"] for s in d["strategies"]]
+    assert names[:3] == ["no offload (optimizer on GPU)", "ZeRO-Offload (CPU)",
+                         "ZeRO-Infinity (NVMe)"]
+    assert sum("OptimusNIC" in n for n in names) == 5
+    assert d["best"] is not None
+    gh = run("compare", "qwen3-14b", "--node", "gh200", "--seq-len", 4096, "--global-batch", 4,
+             "--format", "json").json()
+    assert any(s["offload"] == "superchip" for s in gh["strategies"])
+
+
+def test_step_rejects_bare_counts(run):
+    r = run("step", "70e9", "--model-states-only")
+    assert r.code == 2 and "step" in r.err.lower()
