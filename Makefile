@@ -14,7 +14,7 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	@touch $@
 
 run: $(VENV)/.installed
-	$(BIN)/optimus-calc memory llama70b --nodes 2 --tp 2 --pp 4 --zero 3 --offload smartnic --seq-len 4096 --recompute selective
+	$(BIN)/optimus-calc plan llama70b --nodes 2
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest

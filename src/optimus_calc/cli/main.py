@@ -16,6 +16,11 @@ from optimus_calc.errors import InputError
 
 # name -> (module, attribute, short help). Modules are imported only when the command runs.
 COMMANDS = {
+    "plan": ("optimus_calc.cli.plan_cmd", "plan_cmd",
+             "Search every layout, recommend one, size the SmartNICs (the main job)."),
+    "nics": ("optimus_calc.cli.plan_cmd", "nics", "How many SmartNICs a cluster needs."),
+    "sweep": ("optimus_calc.cli.plan_cmd", "sweep",
+              "Models x node types x node counts x SmartNICs, one CSV row each."),
     "catalog": ("optimus_calc.cli.catalog_cmd", "catalog", "List and show catalog entries."),
     "memory": ("optimus_calc.cli.memory_cmd", "memory",
                "Bytes per GPU and per offload device for one layout."),

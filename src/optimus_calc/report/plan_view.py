@@ -1,0 +1,215 @@
+"""Documents for `plan` and `nics`, and the DeepSpeed / Megatron exports."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+from optimus_calc.report.common import layout_data
+from optimus_calc.report.document import Column, Document, Table
+from optimus_calc.specs.training import Offload, Recompute
+from optimus_calc.units import GB
+
+
+def candidate_data(c) -> dict:
+    return {**layout_data(c.layout), "micro_batch": c.training.micro_batch,
+            "recompute": c.training.recompute.value,
+            "sequence_parallel": c.training.sequence_parallel,
+            "gpu_memory_bytes": c.gpu_bytes,
+            "gpu_headroom_bytes": c.memory.capacity_bytes - c.gpu_bytes,
+            "step_time_s": c.step_s, "mfu": c.mfu, "tokens_per_s": c.tokens_per_s,
+            "optimizer_s": c.step.optimizer_s, "optimizer_exposed_s": c.step.optimizer_exposed_s,
+            "stage_layers": [s.layers for s in c.memory.stages]}
+
+
+def nic_rows(sizing) -> list[dict]:
+    return [asdict(n) for n in sizing]
+
+
+def plan_header(res, inp_defaults: dict) -> list[tuple[str, str]]:
+    m, hw, tr = res.model, res.hw, res.training
+    asm = inp_defaults["assumptions"]
+    return [
+        ("model", f"{m.name}: {m.total_params / 1e9:.2f}B params"
+                  + (f" ({m.active_params / 1e9:.2f}B active)" if m.is_moe else "")
+                  + f", {m.layers} layers, hidden {m.hidden}, {m.heads} heads / {m.n_kv} KV"),
+        ("hardware", f"{hw.nodes} x {hw.node.name}: {hw.gpus} x {hw.gpu.name} "
+                     f"({hw.gpu.memory_GB:g} GB), {hw.intra_link.name} inside a node, "
+                     f"{hw.node.nics} x {hw.nic.name} per node, {hw.node.cpus} x {hw.cpu.name}"),
+        ("assumed", f"seq {tr.seq_len}" + (" (model default)" if inp_defaults["seq_default"]
+                                           else "")
+                    + f", global batch {tr.global_batch}"
+                    + (" (default)" if inp_defaults["gb_default"] else "")
+                    + f", {tr.precision.value}, {tr.optimizer.value} "
+                      f"({tr.weight_bytes}+{tr.gradient_bytes}+{tr.optimizer_bytes} B/param), "
+                      f"FlashAttention {'on' if tr.flash_attention else 'off'}, dropout "
+                      f"{'on' if tr.dropout else 'off'}"),
+        ("efficiencies", f"GEMM {asm.gemm_efficiency:g} (calibrated), HBM "
+                         f"{asm.hbm_efficiency:g}, {hw.intra_link.name} "
+                         f"{hw.intra_link.efficiency:g}, {hw.nic.name} {hw.nic.efficiency:g} "
+                         "(see `optimus-calc explain --assumptions`)"),
+        ("objective", f"{res.objective}; {res.evaluated:,} layouts evaluated, "
+                      f"{res.feasible:,} fit"),
+    ]
+
+
+def plan_document(res, defaults: dict) -> Document:
+    rows = []
+    for i, c in enumerate(res.top, 1):
+        d = candidate_data(c)
+        rows.append({"rank": i, **d, "gpu_GB": d["gpu_memory_bytes"] / GB,
+                     "headroom_GB": d["gpu_headroom_bytes"] / GB,
+                     "offload_txt": c.layout.offload.value + (
+                         f" ({c.layout.smartnic})" if c.layout.offload is Offload.SMARTNIC
+                         else ""),
+                     "sp_txt": "on" if c.training.sequence_parallel else "off"})
+    cols = [Column("rank", "#"), Column("tp", "TP"), Column("pp", "PP"), Column("dp", "DP")]
+    if any(r["cp"] > 1 for r in rows):
+        cols.append(Column("cp", "CP"))
+    if any(r["ep"] > 1 for r in rows):
+        cols.append(Column("ep", "EP"))
+    cols += [Column("zero", "ZeRO"), Column("offload_txt", "offload", align="left"),
+             Column("recompute", "recompute", align="left"), Column("sp_txt", "SP"),
+             Column("micro_batch", "mb"), Column("interleave", "v"),
+             Column("gpu_GB", "GPU GB", ".1f"), Column("headroom_GB", "free GB", ".1f"),
+             Column("step_time_s", "step s", ".2f"), Column("mfu", "MFU", ".1%"),
+             Column("tokens_per_s", "tokens/s", ",.0f")]
+    tables = [Table(title=f"top {len(rows)} layouts", rows=rows, columns=cols)]
+    notes = []
+    if res.recommended:
+        r = res.recommended
+        notes.append(f"recommended: #1, TP={r.layout.tp} PP={r.layout.pp} DP={r.layout.dp}, "
+                     f"ZeRO-{int(r.layout.zero)}, offload {r.layout.offload.value}, recompute "
+                     f"{r.training.recompute.value}, micro-batch {r.training.micro_batch}: "
+                     f"{res.why}")
+        if r.memory.stages and len({s.layers for s in r.memory.stages}) > 1:
+            notes.append(f"uneven pipeline split: {[s.layers for s in r.memory.stages]} layers "
+                         "per stage")
+    else:
+        notes.append(res.why)
+    for reason, n in sorted(res.infeasible_by_reason.items(), key=lambda kv: -kv[1]):
+        notes.append(f"{n:,} layouts do not fit: {reason}")
+    notes += res.notes
+    if res.nic_sizing:
+        nrows = [{**n, "card_GB": n["memory_bytes"] / GB,
+                  "opt_GB": n["optimizer_bytes_per_gpu"] / GB,
+                  "spill_GB": n["host_spill_bytes_per_nic"] / GB,
+                  "cmp": n["nics_per_gpu_for_compute"] if n["nics_per_gpu_for_compute"]
+                  is not None else "never",
+                  "rec": n["recommended_nics_per_node"] if n["recommended_nics_per_node"]
+                  is not None else "-",
+                  "gpu": f"{n['gpu_bytes_without_offload'] / GB:.1f} -> "
+                         f"{n['gpu_bytes_with_offload'] / GB:.1f}"}
+                 for n in nic_rows(res.nic_sizing)]
+        r = res.recommended
+        tables.append(Table(
+            title=f"SmartNIC offload for the recommended layout's TP={r.layout.tp} "
+                  f"PP={r.layout.pp} DP={r.layout.dp} ZeRO-{int(r.layout.zero)} "
+                  "(optimizer state per GPU on its SmartNIC)",
+            rows=nrows, columns=[
+                Column("smartnic", "SmartNIC", align="left"), Column("card_GB", "card GB", ".0f"),
+                Column("opt_GB", "state/GPU GB", ".1f"),
+                Column("nics_per_gpu_for_memory", "cards/GPU (memory)"),
+                Column("spill_GB", "spill GB (1/GPU)", ".1f"),
+                Column("cmp", "cards/GPU (hide step)"), Column("rec", "per node"),
+                Column("gpu", "GPU GB before -> after")]))
+        notes.append("cards/GPU (hide step): SmartNICs per GPU so that the optimizer step and "
+                     "its transfers fit under forward + backward; per node = the larger of "
+                     "memory and compute x GPUs per node")
+    data = {
+        "model": res.model.name, "node": res.hw.node.name, "nodes": res.hw.nodes,
+        "gpus": res.hw.gpus, "objective": res.objective,
+        "assumed": {"seq_len": res.training.seq_len, "global_batch": res.training.global_batch,
+                    "precision": res.training.precision.value,
+                    "optimizer": res.training.optimizer.value,
+                    "assumptions": defaults["assumptions"].model_dump()},
+        "evaluated": res.evaluated, "feasible": res.feasible,
+        "infeasible_by_reason": res.infeasible_by_reason,
+        "candidates": [candidate_data(c) for c in res.top],
+        "recommended": candidate_data(res.recommended) if res.recommended else None,
+        "why": res.why, "smartnics": nic_rows(res.nic_sizing), "notes": res.notes,
+        "smallest_gpu_memory_bytes": res.smallest_gpu_bytes,
+    }
+    csv_rows = [{k: v for k, v in r.items() if k not in ("gpu_GB", "headroom_GB",
+                                                          "offload_txt", "sp_txt")}
+                for r in rows]
+    csv = Table(title="", rows=csv_rows,
+                columns=[Column(k, k) for k in (csv_rows[0] if csv_rows else ["rank"])])
+    return Document(title=f"plan: {res.model.name} on {res.hw.nodes} x {res.hw.node.name} "
+                          f"({res.hw.gpus} x {res.hw.gpu.name})",
+                    header=plan_header(res, defaults), data=data, tables=tables, notes=notes,
+                    csv=csv)
+
+
+def deepspeed_config(c, model) -> str:
+    tr, lay = c.training, c.layout
+    m = tr.global_batch // (lay.dp * tr.micro_batch)
+    zero: dict = {"stage": int(lay.zero), "overlap_comm": True, "contiguous_gradients": True,
+                  "reduce_bucket_size": 5e8}
+    note = []
+    if lay.offload in (Offload.CPU, Offload.SUPERCHIP):
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+        if lay.offload is Offload.SUPERCHIP:
+            note.append("SuperOffload: enable it on top of this CPU offload as DeepSpeed's "
+                        "SuperOffload documentation describes (GH200/GB200)")
+    elif lay.offload is Offload.NVME:
+        zero["offload_optimizer"] = {"device": "nvme", "nvme_path": "/local_nvme",
+                                     "pin_memory": True, "buffer_count": 4}
+    elif lay.offload is Offload.SMARTNIC:
+        note.append("OptimusNIC (SmartNIC) offload has no DeepSpeed setting; this config keeps "
+                    "the optimizer on the GPU and needs the SmartNIC runtime to move it")
+    cfg: dict = {"train_batch_size": tr.global_batch,
+                 "train_micro_batch_size_per_gpu": tr.micro_batch,
+                 "gradient_accumulation_steps": m,
+                 tr.precision.value if tr.precision.value != "fp32" else "fp32":
+                     {"enabled": True},
+                 "zero_optimization": zero,
+                 "optimizer": {"type": "AdamW" if tr.optimizer.value == "adamw" else
+                               ("Adam" if tr.optimizer.value == "adam" else "SGD"),
+                               "params": {"lr": 3e-4}},
+                 "gradient_clipping": 1.0}
+    if tr.recompute is not Recompute.NONE:
+        cfg["activation_checkpointing"] = {"partition_activations": lay.tp > 1,
+                                           "contiguous_memory_optimization": False}
+    if lay.tp > 1 or lay.pp > 1:
+        note.append(f"tensor parallel {lay.tp} and pipeline parallel {lay.pp} come from the "
+                    "training framework (Megatron-DeepSpeed), not this file")
+    if note:
+        cfg["_optimus_calc_notes"] = note
+    cfg["_optimus_calc_layout"] = {**layout_data(lay), "model": model.name}
+    return json.dumps(cfg, indent=2) + "\n"
+
+
+def megatron_args(c, model) -> str:
+    tr, lay = c.training, c.layout
+    args = [f"--tensor-model-parallel-size {lay.tp}", f"--pipeline-model-parallel-size {lay.pp}",
+            f"--micro-batch-size {tr.micro_batch}", f"--global-batch-size {tr.global_batch}",
+            f"--seq-length {tr.seq_len}", f"--num-layers {model.layers}",
+            f"--hidden-size {model.hidden}", f"--num-attention-heads {model.heads}"]
+    if lay.interleave > 1:
+        args.append(f"--num-layers-per-virtual-pipeline-stage "
+                    f"{model.layers // (lay.pp * lay.interleave)}")
+    if lay.cp > 1:
+        args.append(f"--context-parallel-size {lay.cp}")
+    if lay.ep > 1:
+        args.append(f"--expert-model-parallel-size {lay.ep}")
+    if tr.sequence_parallel and lay.tp > 1:
+        args.append("--sequence-parallel")
+    if tr.recompute is Recompute.SELECTIVE:
+        args.append("--recompute-granularity selective")
+    elif tr.recompute is Recompute.FULL:
+        args.append("--recompute-granularity full --recompute-method uniform "
+                    "--recompute-num-layers 1")
+    if lay.zero >= 1:
+        args.append("--use-distributed-optimizer")
+    args.append(f"--{tr.precision.value}" if tr.precision.value != "fp32" else "")
+    if tr.flash_attention:
+        args.append("--use-flash-attn")
+    out = " \\\n  ".join(a for a in args if a)
+    comments = []
+    if lay.zero >= 2:
+        comments.append(f"# ZeRO-{int(lay.zero)} has no Megatron-LM flag; "
+                        "--use-distributed-optimizer shards the optimizer state (ZeRO-1)")
+    if lay.offload is not Offload.NONE:
+        comments.append(f"# offload {lay.offload.value}: not a Megatron-LM option")
+    return "\n".join(comments + [out]) + "\n"

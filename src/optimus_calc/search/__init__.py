@@ -1,0 +1,1 @@
+"""Layout search: enumerate, evaluate vectorised, rank, size the SmartNICs. Pure."""

@@ -1,0 +1,94 @@
+"""Enumerate every layout of a cluster as columns of numpy arrays."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from optimus_calc.specs.model import Model
+from optimus_calc.specs.training import Offload, Recompute
+
+OFFLOAD_CODES = [Offload.NONE, Offload.CPU, Offload.NVME, Offload.SMARTNIC, Offload.SUPERCHIP]
+RECOMPUTE_CODES = [Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL]
+LONG_CONTEXT = 32768  # context parallelism is searched from this sequence length on
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+@dataclass
+class Space:
+    tp: np.ndarray
+    pp: np.ndarray
+    dp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    zero: np.ndarray
+    offload: np.ndarray     # index into OFFLOAD_CODES
+    recompute: np.ndarray   # index into RECOMPUTE_CODES
+    sp: np.ndarray
+    mb: np.ndarray
+    v: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.tp.size)
+
+    def take(self, idx) -> "Space":
+        return Space(**{k: getattr(self, k)[idx] for k in self.__dataclass_fields__})
+
+
+def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: int,
+                    seq_len: int, offloads: list[Offload], zero_stages=(0, 1, 2, 3),
+                    recomputes=RECOMPUTE_CODES, max_interleave: int = 8) -> Space:
+    """Every (tp, pp, cp, ep, dp) grid point that divides out, times the other switches.
+
+    TP: divisors of the node's GPUs (TP inside a node first) that divide the heads and are
+    compatible with the KV heads. PP: divisors of what is left, at most the layer count
+    (uneven layer splits allowed). CP only for long sequences, EP only for MoE models.
+    Micro-batch: divisors of the per-replica batch. Interleaving: model chunks that divide the
+    layers of a stage, with the micro-batches a multiple of PP (Megatron's rule).
+    """
+    grids = []
+    tps = [t for t in divisors(gpus_per_node) if gpus % t == 0 and model.heads % t == 0
+           and (model.n_kv % t == 0 or t % model.n_kv == 0)]
+    cps = [c for c in divisors(gpus) if seq_len % c == 0 and c <= 16] \
+        if seq_len >= LONG_CONTEXT else [1]
+    for t in tps:
+        for c in cps:
+            rest = gpus // t
+            if rest % c:
+                continue
+            for p in divisors(rest // c):
+                if p > model.layers:
+                    continue
+                d = rest // c // p
+                if global_batch % d:
+                    continue
+                eps = [e for e in divisors(d * c) if model.experts % e == 0] \
+                    if model.is_moe else [1]
+                per_replica = global_batch // d
+                for e in eps:
+                    for mb in divisors(per_replica):
+                        m = per_replica // mb
+                        vs = [1]
+                        if p > 1 and m % p == 0:
+                            vs += [v for v in range(2, max_interleave + 1)
+                                   if model.layers % (p * v) == 0]
+                        for v in vs:
+                            grids.append((t, p, d, c, e, mb, v))
+    base = np.array(grids, dtype=np.int64).reshape(-1, 7)
+    sw = list(itertools.product(zero_stages, [OFFLOAD_CODES.index(o) for o in offloads],
+                                range(len(RECOMPUTE_CODES)), (0, 1)))
+    sw = [s for s in sw if RECOMPUTE_CODES[s[2]] in recomputes]
+    swa = np.array(sw, dtype=np.int64).reshape(-1, 4)
+    nb, ns = len(base), len(swa)
+    bi = np.repeat(np.arange(nb), ns)
+    si = np.tile(np.arange(ns), nb)
+    b, s = base[bi], swa[si]
+    keep = (s[:, 3] == 0) | (b[:, 0] > 1)  # sequence parallelism only means something with TP
+    b, s = b[keep], s[keep]
+    return Space(tp=b[:, 0], pp=b[:, 1], dp=b[:, 2], cp=b[:, 3], ep=b[:, 4], mb=b[:, 5],
+                 v=b[:, 6], zero=s[:, 0], offload=s[:, 1], recompute=s[:, 2], sp=s[:, 3])
