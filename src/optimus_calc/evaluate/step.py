@@ -3,6 +3,7 @@ rules, and the optimizer step on the device that owns the state (per offload str
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from optimus_calc.equations import compiled as eq
@@ -134,21 +135,26 @@ def estimate_step(model: Model, hw: Hardware, layout: Layout, tr: Training, asm:
         pp_comm = (1 - asm.pp_overlap) * 2 * m * v * p2p
     else:
         pp_comm = 0.0
-    # DP: gradients reduce-scattered (ZeRO 1-3) or all-reduced (ZeRO 0), parameters gathered
+    # DP: gradients reduce-scattered (ZeRO 1-3) or all-reduced (ZeRO 0) in buckets of
+    # zero_bucket_params elements; ZeRO-3 gathers parameters layer by layer (each collective
+    # pays its own latency); ZeRO-1/2 gather the updated parameters in buckets too
     dp_topo = _group_topology(hw, dp, t * cp, nic_Bps)
     P = worst.params
     z_g, z_w = tr.gradient_bytes * P, wb * P
-    bucket_t = _ring(C.Collective.REDUCE_SCATTER, min(z_g, asm.zero_bucket_params * 2), dp_topo)
+    bucket_bytes = asm.zero_bucket_params * 2
+    k_g = max(1, math.ceil(z_g / bucket_bytes))
+    k_w = max(1, layers) if layout.zero == 3 else max(1, math.ceil(z_w / bucket_bytes))
+    bucket_t = _ring(C.Collective.REDUCE_SCATTER, z_g / k_g, dp_topo)
     if dp == 1:
         dp_comm = dp_exposed = 0.0
     elif layout.zero == 0:
-        t_ar = _ring(C.Collective.ALL_REDUCE, z_g, dp_topo)
+        t_ar = k_g * _ring(C.Collective.ALL_REDUCE, z_g / k_g, dp_topo)
         dp_comm = t_ar
         dp_exposed = float(eq.compute__exposed_time(T_opt=t_ar, T_x=0, W=t_bwd)) + min(
-            t_ar, bucket_t)
+            t_ar, _ring(C.Collective.ALL_REDUCE, z_g / k_g, dp_topo))
     else:
-        t_rs = _ring(C.Collective.REDUCE_SCATTER, z_g, dp_topo)
-        t_ag = _ring(C.Collective.ALL_GATHER, z_w, dp_topo)
+        t_rs = k_g * bucket_t
+        t_ag = k_w * _ring(C.Collective.ALL_GATHER, z_w / k_w, dp_topo)
         if layout.zero == 3:  # gathers in forward (prefetched) and again in backward: 1.5x
             dp_comm = t_rs + 2 * t_ag
             dp_exposed = (float(eq.compute__exposed_time(T_opt=t_ag, T_x=0, W=t_fwd))

@@ -32,12 +32,36 @@ class Space:
     sp: np.ndarray
     mb: np.ndarray
     v: np.ndarray
+    grid: tuple | None = None  # (base (nb x 7), switches (ns x 4), keep mask): see views()
 
     def __len__(self) -> int:
         return int(self.tp.size)
 
     def take(self, idx) -> "Space":
-        return Space(**{k: getattr(self, k)[idx] for k in self.__dataclass_fields__})
+        return Space(**{k: getattr(self, k)[idx] for k in FIELDS})
+
+    def views(self) -> dict[str, np.ndarray]:
+        """Arrays to evaluate on. With a grid, grid-point columns have shape (nb, 1) and switch
+        columns (1, ns): numpy broadcasting then computes what depends only on the grid point
+        once per point instead of once per layout."""
+        if self.grid is None:
+            return {k: getattr(self, k) for k in FIELDS}
+        base, sw, _ = self.grid
+        out = {k: base[:, j][:, None] for j, k in enumerate(BASE_COLS)}
+        out.update({k: sw[:, j][None, :] for j, k in enumerate(SWITCH_COLS)})
+        return out
+
+    def finish(self, x) -> np.ndarray:
+        """A result on the views' shape, as one value per layout of the flat space."""
+        if self.grid is None:
+            return np.broadcast_to(x, self.tp.shape)
+        base, sw, keep = self.grid
+        return np.broadcast_to(x, (len(base), len(sw))).reshape(-1)[keep]
+
+
+FIELDS = ("tp", "pp", "dp", "cp", "ep", "zero", "offload", "recompute", "sp", "mb", "v")
+BASE_COLS = ("tp", "pp", "dp", "cp", "ep", "mb", "v")
+SWITCH_COLS = ("zero", "offload", "recompute", "sp")
 
 
 def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: int,
@@ -87,8 +111,8 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     nb, ns = len(base), len(swa)
     bi = np.repeat(np.arange(nb), ns)
     si = np.tile(np.arange(ns), nb)
-    b, s = base[bi], swa[si]
-    keep = (s[:, 3] == 0) | (b[:, 0] > 1)  # sequence parallelism only means something with TP
-    b, s = b[keep], s[keep]
+    keep = (swa[si, 3] == 0) | (base[bi, 0] > 1)  # sequence parallelism only with TP
+    b, s = base[bi[keep]], swa[si[keep]]
     return Space(tp=b[:, 0], pp=b[:, 1], dp=b[:, 2], cp=b[:, 3], ep=b[:, 4], mb=b[:, 5],
-                 v=b[:, 6], zero=s[:, 0], offload=s[:, 1], recompute=s[:, 2], sp=s[:, 3])
+                 v=b[:, 6], zero=s[:, 0], offload=s[:, 1], recompute=s[:, 2], sp=s[:, 3],
+                 grid=(base, swa, keep))

@@ -69,9 +69,9 @@ def _ring(name: str, z, alpha, beta, n):
 
 def evaluate(space: Space, model: Model, hw: Hardware, tr: Training, asm: Assumptions,
              smartnics_per_node: int = 0) -> Evaluated:
-    t, pp, dp, cp, ep = space.tp, space.pp, space.dp, space.cp, space.ep
-    z, off, rc, sp, mb, v = (space.zero, space.offload, space.recompute, space.sp, space.mb,
-                             space.v)
+    vw = space.views()
+    t, pp, dp, cp, ep = vw["tp"], vw["pp"], vw["dp"], vw["cp"], vw["ep"]
+    z, off, rc, sp, mb, v = vw["zero"], vw["offload"], vw["recompute"], vw["sp"], vw["mb"], vw["v"]
     f64 = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
     gpn, s, gb = hw.gpus_per_node, tr.seq_len, tr.global_batch
     wb, gbytes, ob = tr.weight_bytes, tr.gradient_bytes, tr.optimizer_bytes
@@ -112,7 +112,7 @@ def evaluate(space: Space, model: Model, hw: Hardware, tr: Training, asm: Assump
         return eq.memory__gpu_total_bytes(G=G, M_act=act, M_over=over, O=O, W=W)
 
     tot0 = stage_total(P0, L0, np.minimum(pp, m), f64(pp == 1))
-    tot1 = stage_total(P1, L1, np.minimum(1, m), np.ones_like(tot0))
+    tot1 = stage_total(P1, L1, np.minimum(1, m), 1.0)
     worst_first = tot0 >= tot1
     gpu_bytes = np.where(worst_first, tot0, tot1)
     P = np.where(worst_first, P0, P1)
@@ -131,7 +131,7 @@ def evaluate(space: Space, model: Model, hw: Hardware, tr: Training, asm: Assump
     cpu_dev = (opt_off + hgrad) * gpn
     sup_dev = (opt_off + hgrad) * gpn / cpus
     nv_cap = hw.nvme.capacity_GB * GB if hw.nvme else 0.0
-    reason = np.full(gpu_bytes.shape, -1, dtype=np.int64)
+    reason = np.full(np.broadcast_shapes(gpu_bytes.shape, off.shape), -1, dtype=np.int64)
     reason = np.where((off == SMARTNIC) & (spill * k > host_cap), 3, reason)
     reason = np.where((off == NVME) & ((nv_dev > nv_cap) | (nv_host > host_cap)),
                       np.where(nv_dev > nv_cap, 2, 1), reason)
@@ -180,15 +180,18 @@ def evaluate(space: Space, model: Model, hw: Hardware, tr: Training, asm: Assump
     bw = np.where(multi, eq.comm__ring_bandwidth(B_intra=B_i, B_nic=nic, K=share), B_i)
     alpha = np.where(multi, eq.comm__ring_alpha(N=nodes, alpha_e=a_e, alpha_i=a_i, n=dp), a_i)
     z_g, z_w = gbytes * P, wb * P
-    bucket_t = _ring("comm__ring_reduce_scatter_time",
-                     np.minimum(z_g, asm.zero_bucket_params * 2), alpha, 1 / bw, dp)
-    t_ar = _ring("comm__ring_all_reduce_time", z_g, alpha, 1 / bw, dp)
-    t_rs = _ring("comm__ring_reduce_scatter_time", z_g, alpha, 1 / bw, dp)
-    t_ag = _ring("comm__ring_all_gather_time", z_w, alpha, 1 / bw, dp)
+    bucket_bytes = asm.zero_bucket_params * 2
+    k_g = np.maximum(1, np.ceil(z_g / bucket_bytes))
+    k_w = np.where(z == 3, np.maximum(1, Lm), np.maximum(1, np.ceil(z_w / bucket_bytes)))
+    bucket_t = _ring("comm__ring_reduce_scatter_time", z_g / k_g, alpha, 1 / bw, dp)
+    ar_one = _ring("comm__ring_all_reduce_time", z_g / k_g, alpha, 1 / bw, dp)
+    t_ar = k_g * ar_one
+    t_rs = k_g * bucket_t
+    t_ag = k_w * _ring("comm__ring_all_gather_time", z_w / k_w, alpha, 1 / bw, dp)
     ex = lambda T, W: eq.compute__exposed_time(T_opt=T, T_x=0, W=W)  # noqa: E731
     dp_exposed = np.select(
         [dp == 1, z == 0, z == 3],
-        [0.0, ex(t_ar, t_bwd) + np.minimum(t_ar, bucket_t),
+        [0.0, ex(t_ar, t_bwd) + np.minimum(t_ar, ar_one),
          ex(t_ag, t_fwd) + ex(t_rs + t_ag, t_bwd) + np.minimum(t_rs, bucket_t)],
         ex(t_rs, t_bwd) + np.minimum(t_rs, bucket_t) + ex(t_ag, t_fwd))
     # ---- optimizer --------------------------------------------------------------------------------
@@ -229,7 +232,10 @@ def evaluate(space: Space, model: Model, hw: Hardware, tr: Training, asm: Assump
         opt_ex = np.where(off == SUPERCHIP, eq.compute__exposed_time(T_opt=t_gr, T_x=x_gr,
                                                                       W=t_bwd), opt_ex)
     step = busy + bubble + tp_comm + pp_comm + dp_exposed + opt_ex
-    return Evaluated(gpu_bytes=gpu_bytes, step_s=step,
+    fin = space.finish
+    step = fin(step)
+    reason = fin(reason)
+    return Evaluated(gpu_bytes=fin(gpu_bytes), step_s=step,
                      mfu=model_flops / (step * hw.gpus * peak), tokens_per_s=tokens / step,
-                     feasible=reason < 0, reason=reason, optimizer_s=opt_s,
-                     optimizer_exposed_s=opt_ex, offload_bytes_per_device=dev_bytes)
+                     feasible=reason < 0, reason=reason, optimizer_s=fin(opt_s),
+                     optimizer_exposed_s=fin(opt_ex), offload_bytes_per_device=fin(dev_bytes))

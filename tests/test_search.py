@@ -1,0 +1,136 @@
+"""The planner: vectorised evaluation equals the scalar path; ranking; NIC sizing; exports."""
+
+import json
+
+import numpy as np
+import pytest
+
+from optimus_calc.evaluate.context import resolve_hardware
+from optimus_calc.evaluate.memory import estimate_memory
+from optimus_calc.evaluate.step import estimate_step
+from optimus_calc.search.plan import layout_of, offload_targets, training_of
+from optimus_calc.search.space import enumerate_space
+from optimus_calc.search.vector import evaluate
+from optimus_calc.specs.training import Assumptions, Training
+
+
+@pytest.mark.parametrize("model,node,nodes,seq,gb", [
+    ("llama-3-70b", "dgx-a100", 2, 4096, 64),
+    ("mixtral-8x7b", "dgx-h100", 1, 4096, 32),
+    ("gpt-7.5b", "xe8545", 2, 2048, 32),
+    ("qwen3-14b", "gh200-nvl2", 1, 4096, 8),
+])
+def test_vector_path_equals_scalar_path(cat, model, node, nodes, seq, gb):
+    m = cat.get(model, "model")
+    hw = resolve_hardware(cat, node, nodes)
+    base = Training(seq_len=seq, global_batch=gb)
+    asm = Assumptions()
+    space = enumerate_space(m, hw.gpus, hw.gpus_per_node, gb, seq, offload_targets(hw))
+    ev = evaluate(space, m, hw, base, asm)
+    rng = np.random.default_rng(0)
+    for i in rng.choice(len(space), size=min(60, len(space)), replace=False).tolist():
+        lay, tr = layout_of(space, i, hw, hw.smartnic.name), training_of(space, i, base)
+        mem = estimate_memory(m, hw, lay, tr, asm)
+        st = estimate_step(m, hw, lay, tr, asm, mem)
+        # the vector path looks at the first and last stage; the scalar path at all of them
+        assert ev.gpu_bytes[i] == pytest.approx(mem.worst.total_bytes, rel=1e-9) or \
+            mem.worst.index not in (0, lay.pp - 1)
+        assert ev.step_s[i] == pytest.approx(st.step_time_s, rel=1e-9), (lay, tr)
+        assert ev.optimizer_exposed_s[i] == pytest.approx(st.optimizer_exposed_s, rel=1e-9,
+                                                          abs=1e-15)
+        if mem.worst.total_bytes <= hw.gpu.memory_bytes:
+            assert bool(ev.feasible[i]) == mem.fits, (lay, mem.reasons)
+
+
+def test_plan_llama70b_two_dgx_a100(run):
+    r = run("plan", "llama70b", "--nodes", 2, "--format", "json")
+    assert r.code == 0, r.err
+    d = r.json()
+    rec = d["recommended"]
+    assert rec is not None and rec["gpu_memory_bytes"] <= 80e9
+    assert rec["tp"] * rec["pp"] * rec["dp"] * rec["cp"] == 16
+    assert len(d["candidates"]) == 5 and d["evaluated"] > 10_000
+    assert {n["smartnic"] for n in d["smartnics"]} >= {"bluefield-2", "bluefield-3", "alveo-v80"}
+    assert sum(d["infeasible_by_reason"].values()) + d["feasible"] == d["evaluated"]
+
+
+def test_recommendation_is_optimal_among_feasible(cat):
+    from optimus_calc.search.plan import plan
+    m = cat.get("llama-2-13b", "model")
+    hw = resolve_hardware(cat, "dgx-a100", 1)
+    base = Training(seq_len=4096, global_batch=64)
+    res = plan(m, hw, base, Assumptions(), "time", 3)
+    space = enumerate_space(m, hw.gpus, hw.gpus_per_node, 64, 4096, offload_targets(hw))
+    ev = evaluate(space, m, hw, base, Assumptions())
+    best = ev.step_s[ev.feasible].min()
+    assert res.recommended.step_s == pytest.approx(best, rel=1e-9)
+    res_m = plan(m, hw, base, Assumptions(), "memory", 3)
+    assert res_m.recommended.gpu_bytes <= ev.gpu_bytes[ev.feasible].min() * (1 + 1e-9)
+
+
+def test_no_layout_fits_message(run):
+    r = run("plan", "llama-3-405b", "--node", "xe8545", "--format", "json")
+    d = r.json()
+    assert r.code == 0 and d["recommended"] is None
+    assert d["why"].startswith("no layout fits: the smallest needs ")
+    assert "per GPU on 40.00 GB a100-40gb GPUs" in d["why"]
+
+
+def test_nics_agrees_with_memory(run):
+    # 70e9 params, DP x TP x PP = 16, ZeRO-3: 12 x 70e9 / 16 = 52.5 GB per GPU; BlueField-3
+    # has 32 GB: 2 cards per GPU, 20.5 GB spill with one, 16 x 2 = 32 cards in the cluster
+    d = run("nics", "70e9", "--nodes", 2, "--tp", 2, "--pp", 4, "--zero", 3,
+            "--smartnic", "bluefield-3", "--model-states-only", "--format", "json").json()
+    assert d["optimizer_bytes_per_gpu"] == pytest.approx(52.5e9)
+    assert d["nic_memory_bytes"] == 32e9
+    assert d["nics_per_gpu_for_memory"] == 2 and d["nics_for_memory"] == 32
+    assert d["host_spill_bytes_per_nic"] == pytest.approx(20.5e9)
+    assert d["recommended_nics_per_node"] == 16
+    assert d["nics_for_compute"] is None  # a bare count has no step time
+    mem = run("memory", "70e9", "--nodes", 2, "--tp", 2, "--pp", 4, "--zero", 3,
+              "--offload", "smartnic", "--model-states-only", "--format", "json").json()
+    assert mem["offload"]["bytes_per_gpu"] == pytest.approx(d["optimizer_bytes_per_gpu"])
+
+
+def test_nics_for_recommended_layout(run):
+    d = run("nics", "llama70b", "--nodes", 2, "--smartnic", "bluefield-3",
+            "--format", "json").json()
+    for k in ("optimizer_bytes_per_gpu", "nic_memory_bytes", "nics_per_gpu_for_memory",
+              "nics_for_memory", "nics_for_compute", "recommended_nics_per_node",
+              "host_spill_bytes_per_nic"):
+        assert k in d
+    assert d["sized_for"] == "the recommended layout" and d["nics_for_compute"] >= 16
+
+
+def test_exports(run, tmp_path):
+    out = tmp_path / "ds.json"
+    r = run("plan", "llama-2-7b", "--nodes", 1, "--export", "deepspeed", "-o", out)
+    assert r.code == 0
+    cfg = json.loads(out.read_text())
+    assert cfg["train_batch_size"] == 512
+    assert cfg["train_batch_size"] == (cfg["train_micro_batch_size_per_gpu"]
+                                       * cfg["gradient_accumulation_steps"]
+                                       * cfg["_optimus_calc_layout"]["dp"])
+    assert cfg["zero_optimization"]["stage"] in (0, 1, 2, 3)
+    r = run("plan", "llama-2-7b", "--nodes", 1, "--export", "megatron")
+    assert r.code == 0 and "--tensor-model-parallel-size" in r.out
+    assert "--global-batch-size 512" in r.out
+
+
+def test_sweep_csv_columns(run):
+    from optimus_calc.cli.plan_cmd import SWEEP_COLUMNS
+    r = run("sweep", "--models", "llama-2-7b,llama-2-13b", "--node", "dgx-a100",
+            "--nodes", "1,2", "--seq-len", 2048, "--format", "csv")
+    assert r.code == 0, r.err
+    lines = r.out.strip().splitlines()
+    assert lines[0] == ",".join(SWEEP_COLUMNS) and len(lines) == 5
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["sweep", "--models", "llama-2-7b", "--nodes", "1,x"], "--nodes: 'x' is not"),
+    (["plan", "70e9"], "bare parameter count"),
+    (["plan", "llama70b", "--node", "dgx-z"], "unknown node 'dgx-z'"),
+])
+def test_plan_bad_input(run, args, msg):
+    r = run(*args)
+    assert r.code == 2 and msg in r.err
