@@ -134,3 +134,21 @@ def test_sweep_csv_columns(run):
 def test_plan_bad_input(run, args, msg):
     r = run(*args)
     assert r.code == 2 and msg in r.err
+
+
+def test_narayanan_published_tp_pp_in_top_five(cat):
+    # calibration.md section 4 with Megatron-LM 2021's options: no ZeRO, full recomputation,
+    # no offload, no FlashAttention. The published (TP, PP) is among the top five distinct
+    # (TP, PP) for nine rows; for 18.4B the planner prefers TP 4 (README explains why).
+    from optimus_calc.search.plan import plan
+    from optimus_calc.specs.training import Offload, Recompute
+    from optimus_calc.validate import NARAYANAN
+    misses = []
+    for name, tp, pp, gpus, gb, _ in NARAYANAN:
+        m = cat.get(name, "model")
+        hw = resolve_hardware(cat, "dgx-a100", gpus // 8)
+        res = plan(m, hw, Training(seq_len=2048, global_batch=gb, flash_attention=False),
+                   Assumptions(), "time", 5, [Offload.NONE], 0, [Recompute.FULL], True)
+        if (tp, pp) not in [(c.layout.tp, c.layout.pp) for c in res.top]:
+            misses.append(name)
+    assert misses == ["gpt-18.4b"]

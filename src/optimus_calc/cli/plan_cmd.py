@@ -41,6 +41,25 @@ def base_training(model, kw: dict, gpus: int):
                     flash_attention=kw["flash_attn"], dropout=kw["dropout"])
 
 
+def _search_limits(kw: dict) -> dict:
+    from optimus_calc.specs.training import Offload, Recompute
+    out: dict = {"max_zero": kw.get("max_zero", 3) if kw.get("max_zero") is not None else 3,
+                 "distinct": bool(kw.get("distinct"))}
+    for key, enum, name in (("offloads", Offload, "--offloads"),
+                            ("recomputes", Recompute, "--recompute")):
+        text = kw.get(key)
+        if text:
+            vals = []
+            for item in text.split(","):
+                try:
+                    vals.append(enum(item.strip()))
+                except ValueError:
+                    raise InputError(f"{name}: {item.strip()!r} is not one of "
+                                     f"{', '.join(e.value for e in enum)}") from None
+            out[key] = vals
+    return out
+
+
 def run_plan(app, model_text: str, node: str, nodes: int, kw: dict, objective="time",
              top=5, with_nics=True):
     from optimus_calc.cli.options import parse_assumptions
@@ -57,7 +76,16 @@ def run_plan(app, model_text: str, node: str, nodes: int, kw: dict, objective="t
                           kw.get("smartnic"))
     tr = base_training(model, kw, hw.gpus)
     asm = parse_assumptions(kw["assume"])
-    res = plan(model, hw, tr, asm, objective, top)
+    lim = _search_limits(kw)
+    if "offloads" in lim:
+        from optimus_calc.search.plan import offload_targets
+        offered = offload_targets(hw)
+        for o in lim["offloads"]:
+            if o not in offered:
+                raise InputError(f"--offloads {o.value}: {hw.node.name} does not offer it "
+                                 f"(offers {', '.join(x.value for x in offered)})")
+    res = plan(model, hw, tr, asm, objective, top, lim.get("offloads"), lim["max_zero"],
+               lim.get("recomputes"), lim["distinct"])
     if with_nics and res.recommended:
         r = res.recommended
         res.nic_sizing = size_nics(app.catalog, model, hw, r.layout, r.training, asm)
@@ -77,6 +105,14 @@ def run_plan(app, model_text: str, node: str, nodes: int, kw: dict, objective="t
 @click.option("--objective", type=click.Choice(["time", "memory"]), default="time",
               show_default=True)
 @click.option("--top", type=click.IntRange(1, 100), default=5, show_default=True)
+@click.option("--max-zero", type=click.IntRange(0, 3), default=3, show_default=True,
+              help="Highest ZeRO stage searched (Megatron-LM's distributed optimizer is 1).")
+@click.option("--offloads", default=None, metavar="LIST",
+              help="Offload targets searched, e.g. none,smartnic (default: all the node offers).")
+@click.option("--recompute", "recomputes", default=None, metavar="LIST",
+              help="Recompute modes searched, e.g. full (default: none,selective,full).")
+@click.option("--distinct", is_flag=True,
+              help="Show the best layout of each (TP, PP) instead of every variant.")
 @plan_options
 @click.option("--export", type=click.Choice(["deepspeed", "megatron"]), default=None,
               help="Print (or -o write) the recommended layout as a DeepSpeed config or "

@@ -95,9 +95,13 @@ def offload_targets(hw: Hardware) -> list[Offload]:
 
 
 def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions, objective: str = "time",
-         top_k: int = 5, offloads: list[Offload] | None = None) -> PlanResult:
+         top_k: int = 5, offloads: list[Offload] | None = None, max_zero: int = 3,
+         recomputes: list | None = None, distinct: bool = False) -> PlanResult:
+    """Rank every layout. ``distinct`` keeps the best layout per (TP, PP) in the top K."""
     space = enumerate_space(model, hw.gpus, hw.gpus_per_node, base.global_batch, base.seq_len,
-                            offloads or offload_targets(hw))
+                            offloads or offload_targets(hw),
+                            zero_stages=tuple(range(max_zero + 1)),
+                            recomputes=recomputes or RECOMPUTE_CODES)
     if len(space) == 0:
         raise InputError(f"no layout of {model.name} divides {hw.gpus} GPUs with global batch "
                          f"{base.global_batch} (TP must divide the heads and the node's GPUs)")
@@ -120,6 +124,9 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions, objective
         order = np.lexsort((ev.gpu_bytes[feasible_idx], ev.step_s[feasible_idx]))
     ranked = feasible_idx[order]
     top: list[Candidate] = []
+    if distinct:  # the best layout of each (TP, PP), in rank order
+        _, first = np.unique(space.tp[ranked] * 1_000_003 + space.pp[ranked], return_index=True)
+        ranked = ranked[np.sort(first)]
     for i in ranked[: max(top_k * 4, 20)]:  # re-check with the scalar path (every stage)
         lay, tr = layout_of(space, int(i), hw, hw.smartnic.name), training_of(space, int(i), base)
         mem = estimate_memory(model, hw, lay, tr, asm)
