@@ -126,7 +126,8 @@ def test_sizes_sweep_and_csv(run):
     (["--sizes", "8GB..1KB"], "FROM is larger than TO"),
     (["--size", "1GB", "--ranks", 12], "not a multiple of the 8 GPUs"),
     (["--size", "1GB", "--compression", 0.5], "across 2 or more nodes"),
-    (["--size", "1GB", "--nodes", 2, "--compression", 2], "must be in (0, 1]"),
+    (["--size", "1GB", "--nodes", 2, "--compression", 2], "is not in the range 0<x<=1"),
+    (["--size", "1GB", "--alpha-us", "nan"], "is not a finite number"),
     (["--size", '__import__("os").system("echo pwned")'], "is not a size"),
 ])
 def test_comm_bad_input(run, args, msg):

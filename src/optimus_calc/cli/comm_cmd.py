@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from optimus_calc.cli.types import FiniteFloat
+
 from optimus_calc.cli.common import emit, output_options
 from optimus_calc.errors import InputError
 
@@ -41,17 +43,17 @@ def _sizes(size: str | None, sizes: str | None) -> list[float]:
 @click.option("--node", default="dgx-a100", show_default=True, help="Node type (catalog).")
 @click.option("--algo", type=click.Choice(["ring", "tree", "hierarchical", "multicast"]),
               default="ring", show_default=True)
-@click.option("--compression", type=float, default=None,
+@click.option("--compression", type=FiniteFloat(0, 1, min_open=True), default=None,
               help="SqueezeNIC compression ratio r = compressed/original (all-reduce, >1 node).")
 @click.option("--compress-on", type=click.Choice(["gpu", "smartnic"]), default="smartnic",
               show_default=True, help="Device of the hardware compression terms.")
 @click.option("--approach", type=click.Choice(["1", "2"]), default="1", show_default=True,
               help="SqueezeNIC approach reported as time_s.")
-@click.option("--alpha-us", type=click.FloatRange(0, 1e6), default=None,
+@click.option("--alpha-us", type=FiniteFloat(0, 1e6), default=None,
               help="Override every link's latency alpha (microseconds).")
-@click.option("--intra-efficiency", type=click.FloatRange(0, 1, min_open=True), default=None,
+@click.option("--intra-efficiency", type=FiniteFloat(0, 1, min_open=True), default=None,
               help="Override the intra-node link efficiency.")
-@click.option("--nic-efficiency", type=click.FloatRange(0, 1, min_open=True), default=None,
+@click.option("--nic-efficiency", type=FiniteFloat(0, 1, min_open=True), default=None,
               help="Override the NIC efficiency.")
 @click.option("--assume", "assume", multiple=True, metavar="NAME=VALUE",
               help="Override a named assumption (compression throughputs).")

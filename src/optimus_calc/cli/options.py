@@ -9,6 +9,8 @@ from typing import Callable
 
 import click
 
+from optimus_calc.cli.types import FiniteFloat
+
 from optimus_calc.errors import InputError
 from optimus_calc.specs.training import (Assumptions, Offload, Optimizer, Precision, Recompute,
                                          Training, ZeroStage)
@@ -82,7 +84,7 @@ def layout_options(func: Callable) -> Callable:
                   help="SmartNICs per node (default: one per GPU).")
     @click.option("--no-spill", is_flag=True,
                   help="SmartNIC state may not spill to host RAM.")
-    @click.option("--gpu-fraction", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+    @click.option("--gpu-fraction", type=FiniteFloat(0, 1), default=0.0, show_default=True,
                   help="SuperOffload: fraction of optimizer state kept on the GPU.")
     @functools.wraps(func)
     def wrapper(*args, **kwargs):

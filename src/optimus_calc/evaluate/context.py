@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import ValidationError
+
 from optimus_calc.catalog import Catalog
 from optimus_calc.errors import InputError
 from optimus_calc.specs.hardware import CPU, GPU, NIC, Link, Node, NVMe, SmartNIC
@@ -71,9 +73,11 @@ def fill_layout(hw: Hardware, tp: int, pp: int, dp: int | None, cp: int, **kw) -
                          f"is not the {hw.gpus} GPUs ({hw.nodes} x {hw.gpus_per_node})")
     try:
         return Layout(tp=tp, pp=pp, dp=dp, cp=cp, **kw)
-    except ValueError as exc:
-        msg = str(exc).split("\n")[1:2] or [str(exc)]
-        raise InputError(msg[0].strip().removeprefix("Value error, ")) from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        raise InputError(f"{where}: {msg}" if where else msg) from None
 
 
 def check_layout(model: Model | BareModel, layout: Layout, training: Training) -> None:
