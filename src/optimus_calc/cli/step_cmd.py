@@ -73,6 +73,10 @@ def optimizer_step_cmd(app, params, device, threads, count, sockets, optimizer, 
         if entry is not None:
             break
     if entry is None:
+        other = app.catalog.find(device)
+        if other is not None:
+            raise InputError(f"--device {device!r} is a {other.kind}; an optimizer step runs on "
+                             "a GPU, CPU or SmartNIC")
         app.catalog.get(device, None, what="device")  # raises with suggestions
     dev = device_from(entry, sockets, Assumptions())
     gb = grad_bytes or (4 if isinstance(entry, CPU) else 2)

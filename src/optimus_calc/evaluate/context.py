@@ -113,6 +113,16 @@ def check_layout(model: Model | BareModel, layout: Layout, training: Training) -
         raise InputError("--interleave needs --pp > 1")
 
 
+def check_precision(gpu: GPU, precision) -> float:
+    """Dense peak FLOP/s of the GPU for the training precision; an error if it has none."""
+    peak = gpu.peak_TFLOPS.flops_per_s(precision.value)
+    if peak <= 0:
+        have = [d for d in ("bf16", "fp16", "fp32") if getattr(gpu.peak_TFLOPS, d) > 0]
+        raise InputError(f"{gpu.name} has no {precision.value} peak in the catalog; use "
+                         f"--precision {have[0] if have else 'fp32'}")
+    return peak
+
+
 def default_assumptions() -> Assumptions:
     return Assumptions()
 

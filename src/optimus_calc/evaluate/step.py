@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from optimus_calc.equations import compiled as eq
 from optimus_calc.evaluate import comm as C
-from optimus_calc.evaluate.context import Hardware
+from optimus_calc.evaluate.context import Hardware, check_precision
 from optimus_calc.evaluate.memory import MemoryEstimate
 from optimus_calc.evaluate.optimizer import Impl, device_from, optimizer_step
 from optimus_calc.evaluate.shapes import split_layers
@@ -82,7 +82,7 @@ def estimate_step(model: Model, hw: Hardware, layout: Layout, tr: Training, asm:
     t, pp, dp, cp, v = layout.tp, layout.pp, layout.dp, layout.cp, layout.interleave
     s, b = tr.seq_len, tr.micro_batch
     m = tr.global_batch // (dp * b)
-    peak = hw.gpu.peak_TFLOPS.flops_per_s(tr.precision.value)
+    peak = check_precision(hw.gpu, tr.precision)
     notes: list[str] = []
     f_l, f_h = layer_flops(model, s)
     f_r = recompute_flops(model, s, tr.recompute, f_l)

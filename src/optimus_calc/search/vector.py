@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optimus_calc.equations import compiled as eq
-from optimus_calc.evaluate.context import Hardware
+from optimus_calc.evaluate.context import Hardware, check_precision
 from optimus_calc.evaluate.optimizer import device_from, flops_per_param
 from optimus_calc.evaluate.shapes import activation_coefficients, split_layers, stage_shapes
 from optimus_calc.evaluate.step import layer_flops
@@ -141,7 +141,7 @@ def evaluate(space: Space, model: Model, hw: Hardware, tr: Training, asm: Assump
     dev_bytes = np.select([off == SMARTNIC, off == NVME, off == CPU, off == SUPERCHIP],
                           [sn_dev, nv_dev, cpu_dev, sup_dev], 0.0)
     # ---- step time ------------------------------------------------------------------------------
-    peak = hw.gpu.peak_TFLOPS.flops_per_s(tr.precision.value)
+    peak = check_precision(hw.gpu, tr.precision)
     f_l, f_h = layer_flops(model, s)
     f_r = np.array([0.0, 4.0 * s * model.heads * model.d_head, f_l])[rc]
     tokens = gb * s
