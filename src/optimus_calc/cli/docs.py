@@ -11,22 +11,23 @@ from pathlib import Path
 
 import click
 
+# the same help option names as the real command line (cli.main's context_settings)
+SETTINGS = {"terminal_width": 100, "max_content_width": 100,
+            "help_option_names": ["-h", "--help"]}
 START, END = "<!-- reference:start -->", "<!-- reference:end -->"
 
 
 def _help(cmd: click.Command, path: list[str]) -> str:
     from optimus_calc.cli.main import cli
-    parent = click.Context(cli, info_name="optimus-calc", terminal_width=100,
-                           max_content_width=100)
-    ctx = click.Context(cmd, info_name=" ".join(path), parent=parent, terminal_width=100,
-                        max_content_width=100)
+    parent = click.Context(cli, info_name="optimus-calc", **SETTINGS)
+    ctx = click.Context(cmd, info_name=" ".join(path), parent=parent, **SETTINGS)
     return cmd.get_help(ctx)
 
 
 def reference() -> str:
     from optimus_calc.cli.main import COMMANDS, cli
     parts = [START, "", "## Command reference (generated from --help)", ""]
-    ctx = click.Context(cli, info_name="optimus-calc", terminal_width=100, max_content_width=100)
+    ctx = click.Context(cli, info_name="optimus-calc", **SETTINGS)
     parts += ["```", cli.get_help(ctx), "```", ""]
     for name in sorted(COMMANDS):
         cmd = cli.get_command(ctx, name)
