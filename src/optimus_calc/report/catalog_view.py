@@ -80,10 +80,22 @@ def model_derived(m: Model) -> dict[str, Any]:
     return d
 
 
+def entry_file(cat: Catalog, name: str) -> str:
+    """Where an entry came from: 'builtin:<path in the catalog>' or the user file's path."""
+    from optimus_calc.catalog import builtin_dir
+    path = cat.files.get(name)
+    if path is None:
+        return ""
+    try:
+        return "builtin:" + path.resolve().relative_to(builtin_dir().resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def show_document(cat: Catalog, entry: CatalogEntry, asked: str) -> Document:
     fields = entry.model_dump(mode="json")
     data: dict[str, Any] = {"kind": entry.kind, **fields,
-                            "file": str(cat.files.get(entry.name, ""))}
+                            "file": entry_file(cat, entry.name)}
     header = [("kind", entry.kind), ("source", entry.source)]
     canonical = cat.resolves_alias(asked)
     if canonical:
