@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 from click.core import ParameterSource
 
-from optimus_calc.cli.common import emit, output_options
-from optimus_calc.cli.options import hardware_options, layout_options, training_options
+from optimus_calc.cli.common import emit
+from optimus_calc.cli.options import model_options
 
 
 def _default_tp(app, model_text: str, gpn: int) -> int:
@@ -23,10 +23,7 @@ def _default_tp(app, model_text: str, gpn: int) -> int:
 
 @click.command()
 @click.argument("model")
-@hardware_options
-@layout_options
-@training_options
-@output_options
+@model_options
 @click.pass_context
 def compare(ctx, model: str, fmt: str, output: str | None, **kw) -> None:
     """GPU memory, offload-device memory, optimizer-step time, exposed time, step time and fit

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from optimus_calc.cli.common import emit, output_options
-from optimus_calc.cli.options import hardware_options, layout_options, training_options
+from optimus_calc.cli.common import emit
+from optimus_calc.cli.options import model_options
 
 
 @click.command()
@@ -14,10 +14,7 @@ from optimus_calc.cli.options import hardware_options, layout_options, training_
 @click.option("--latex", is_flag=True, help="Print the expression as LaTeX.")
 @click.option("--assumptions", "show_assumptions", is_flag=True,
               help="List the named assumptions (--assume NAME=VALUE) instead.")
-@hardware_options
-@layout_options
-@training_options
-@output_options
+@model_options
 @click.pass_obj
 def explain(app, name: str | None, model: str | None, latex: bool, show_assumptions: bool,
             fmt: str, output: str | None, **kw) -> None:

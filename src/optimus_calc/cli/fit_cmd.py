@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import click
 
-from optimus_calc.cli.common import emit, output_options
-from optimus_calc.cli.options import hardware_options, layout_options, training_options
+from optimus_calc.cli.common import emit
+from optimus_calc.cli.options import model_options
 
 
 @click.command()
 @click.argument("model")
 @click.option("--solve", type=click.Choice(["layers", "nodes", "micro-batch"]), required=True,
               help="What to solve for.")
-@hardware_options
-@layout_options
-@training_options
-@output_options
+@model_options
 @click.pass_obj
 def fit(app, model: str, solve: str, fmt: str, output: str | None, **kw) -> None:
     """The largest model (layers, or parameters for a bare count), the fewest nodes, or the

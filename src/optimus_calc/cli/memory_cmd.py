@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import click
 
-from optimus_calc.cli.common import emit, output_options
-from optimus_calc.cli.options import hardware_options, layout_options, training_options
+from optimus_calc.cli.common import emit
+from optimus_calc.cli.options import model_options
 
 
 @click.command()
 @click.argument("model")
-@hardware_options
-@layout_options
-@training_options
 @click.option("--gib", is_flag=True, help="Show GiB (2^30) instead of GB (1e9) in tables.")
-@output_options
+@model_options
 @click.pass_obj
 def memory(app, model: str, fmt: str, output: str | None, gib: bool, **kw) -> None:
     """Bytes per GPU and per offload device for one layout, and whether it fits.

@@ -167,3 +167,9 @@ def build_inputs(app, model_text: str, kw: dict) -> Inputs:
     check_layout(model, layout, tr)
     return Inputs(model, hw, layout, tr, parse_assumptions(kw["assume"]), gb_default,
                   seq_default)
+
+
+def model_options(func: Callable) -> Callable:
+    """Everything a per-layout command takes: hardware, layout, training and output options."""
+    from optimus_calc.cli.common import output_options
+    return hardware_options(layout_options(training_options(output_options(func))))

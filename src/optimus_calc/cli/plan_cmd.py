@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from optimus_calc.cli.common import emit, output_options
-from optimus_calc.cli.options import hardware_options, layout_options, training_options
+from optimus_calc.cli.options import model_options
 from optimus_calc.errors import InputError
 
 
@@ -148,10 +148,7 @@ def plan_cmd(app, model, nodes, node, objective, top, export, fmt, output, **kw)
 
 @click.command()
 @click.argument("model")
-@hardware_options
-@layout_options
-@training_options
-@output_options
+@model_options
 @click.pass_context
 def nics(ctx, model, fmt, output, **kw) -> None:
     """How many SmartNICs a cluster needs: to hold each GPU's optimizer shard and to hide the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from optimus_calc.cli.common import emit, output_options
-from optimus_calc.cli.options import hardware_options, layout_options, training_options
+from optimus_calc.cli.options import model_options
 from optimus_calc.errors import InputError
 
 
@@ -28,10 +28,7 @@ def run_step(app, model: str, kw: dict):
 
 @click.command()
 @click.argument("model")
-@hardware_options
-@layout_options
-@training_options
-@output_options
+@model_options
 @click.pass_obj
 def step(app, model: str, fmt: str, output: str | None, **kw) -> None:
     """Step time, MFU and throughput of one layout, with the breakdown that produced them."""
