@@ -19,6 +19,7 @@ from optimus_calc.specs.training import Assumptions, Training
     ("mixtral-8x7b", "dgx-h100", 1, 4096, 32),
     ("gpt-7.5b", "xe8545", 2, 2048, 32),
     ("qwen3-14b", "gh200-nvl2", 1, 4096, 8),
+    ("llama-3-8b", "dgx-a100", 1, 32768, 8),  # context parallelism is searched from 32K
 ])
 def test_vector_path_equals_scalar_path(cat, model, node, nodes, seq, gb):
     m = cat.get(model, "model")

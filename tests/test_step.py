@@ -136,3 +136,28 @@ def test_compare_lists_every_strategy(run):
 def test_step_rejects_bare_counts(run):
     r = run("step", "70e9", "--model-states-only")
     assert r.code == 2 and "step" in r.err.lower()
+
+
+def test_ep_all_to_all_by_hand(run):
+    # Mixtral on one DGX H100, TP 1, DP 8, EP 2 (ranks 1 apart on NVLink 4: 450 x 0.82 GB/s,
+    # alpha 1 us). Per MoE layer per micro-batch: 4 all-to-alls of z = s b h 2 bytes x top-2
+    # = 4096 x 1 x 4096 x 2 x 2 = 67,108,864 B; each (n-1) alpha + (n-1)/n z / B with n = 2:
+    # 1e-6 + 33,554,432 / 369e9. 32 layers x 1 micro-batch (global batch 8 over DP 8).
+    d = run("step", "mixtral-8x7b", "--node", "dgx-h100", "--ep", 2, "--zero", 1,
+            "--seq-len", 4096, "--global-batch", 8, "--format", "json").json()
+    one = 1e-6 + 33_554_432 / 369e9
+    assert d["breakdown"]["ep_comm_s"] == pytest.approx(4 * one * 32)
+    d1 = run("step", "mixtral-8x7b", "--node", "dgx-h100", "--zero", 1, "--seq-len", 4096,
+             "--global-batch", 8, "--format", "json").json()
+    assert d1["breakdown"]["ep_comm_s"] == 0 and d1["breakdown"]["cp_comm_s"] == 0
+
+
+def test_cp_traffic_by_hand(run):
+    # Llama-3-8B, TP 1, CP 2 on one DGX A100 (231 GB/s, alpha 1 us), seq 32768, no recompute:
+    # per layer per micro-batch one all-gather and one reduce-scatter of K,V:
+    # z = 2 x 32768 x 1 x (8 x 128) x 2 B = 134,217,728; each 1 us + z/2 / 231e9.
+    d = run("step", "llama-3-8b", "--cp", 2, "--zero", 1, "--seq-len", 32768,
+            "--global-batch", 4, "--format", "json").json()
+    one = 1e-6 + 67_108_864 / 231e9
+    # DP = 4, one micro-batch per replica, 32 layers
+    assert d["breakdown"]["cp_comm_s"] == pytest.approx(2 * one * 32)

@@ -23,6 +23,8 @@ class StepEstimate:
     elementwise_s: float
     bubble_s: float
     tp_comm_s: float
+    cp_comm_s: float
+    ep_comm_s: float
     pp_comm_s: float
     dp_comm_s: float
     dp_comm_exposed_s: float
@@ -125,6 +127,27 @@ def estimate_step(model: Model, hw: Hardware, layout: Layout, tr: Training, asm:
         tp_comm = (1 - asm.tp_overlap) * per * (1 + extra) * layers * m
     else:
         tp_comm = 0.0
+    # CP: K and V all-gathered over the CP group in forward, their gradients reduce-scattered
+    # in backward (ring attention); full recompute gathers again. Ranks are TP apart.
+    kv_d = model.n_kv * model.d_head
+    if cp > 1:
+        cp_topo = _group_topology(hw, cp, t, nic_Bps)
+        z_cp = 2 * s * b * kv_d * wb / t
+        ag_cp = _ring(C.Collective.ALL_GATHER, z_cp, cp_topo)
+        per_cp = ag_cp * (2 if tr.recompute is Recompute.FULL else 1) + _ring(
+            C.Collective.REDUCE_SCATTER, z_cp, cp_topo)
+        cp_comm = (1 - asm.cp_overlap) * per_cp * layers * m
+    else:
+        cp_comm = 0.0
+    # EP: each MoE layer dispatches and combines its tokens' top-k copies with all-to-alls,
+    # forward and backward (4 per layer per micro-batch); ranks are TP apart
+    if layout.ep > 1 and model.is_moe:
+        ep_topo = _group_topology(hw, layout.ep, t, nic_Bps)
+        z_ep = (s / cp) * b * model.hidden * wb * model.top_k
+        moe_stage = layers * model.moe_layers / model.layers
+        ep_comm = 4 * _ring(C.Collective.ALL_TO_ALL, z_ep, ep_topo) * moe_stage * m
+    else:
+        ep_comm = 0.0
     # PP: one activation forward and one gradient backward per micro-batch per model chunk
     if pp > 1:
         inter = t * cp * dp >= hw.gpus_per_node
@@ -167,12 +190,12 @@ def estimate_step(model: Model, hw: Hardware, layout: Layout, tr: Training, asm:
                           + float(eq.compute__exposed_time(T_opt=t_ag, T_x=0, W=t_fwd)))
     opt_s, opt_exposed, transfer, device = _optimizer(model, hw, layout, tr, asm, mem,
                                                       t_fwd, t_bwd, notes)
-    step = compute + elem + bubble + tp_comm + pp_comm + dp_exposed + opt_exposed
+    step = compute + elem + bubble + tp_comm + cp_comm + ep_comm + pp_comm + dp_exposed + opt_exposed
     n_gpus = hw.gpus
     mfu = model_flops / (step * n_gpus * peak) if step > 0 else 0.0
     return StepEstimate(
         step_time_s=step, compute_s=compute, elementwise_s=elem, bubble_s=bubble,
-        tp_comm_s=tp_comm, pp_comm_s=pp_comm, dp_comm_s=dp_comm, dp_comm_exposed_s=dp_exposed,
+        tp_comm_s=tp_comm, cp_comm_s=cp_comm, ep_comm_s=ep_comm, pp_comm_s=pp_comm, dp_comm_s=dp_comm, dp_comm_exposed_s=dp_exposed,
         optimizer_s=opt_s, optimizer_exposed_s=opt_exposed, offload_transfer_s=transfer,
         model_flops=model_flops, hardware_flops=hw_flops, mfu=mfu,
         tflops_per_gpu=hw_flops / step / n_gpus / 1e12 if step else 0.0,

@@ -14,6 +14,8 @@ BREAKDOWN = [
     ("elementwise_s", "element-wise work on HBM", "memory.activation_layer_bytes"),
     ("bubble_s", "pipeline bubble", "compute.pipeline_bubble"),
     ("tp_comm_s", "TP communication (exposed)", "comm.ring_all_gather_time"),
+    ("cp_comm_s", "CP K/V all-gather + reduce-scatter", "comm.ring_all_gather_time"),
+    ("ep_comm_s", "EP all-to-all (MoE dispatch/combine)", "comm.all_to_all_time"),
     ("pp_comm_s", "PP point-to-point", "comm.p2p_time"),
     ("dp_comm_exposed_s", "DP communication, exposed", "compute.exposed_time"),
     ("optimizer_exposed_s", "optimizer step + transfers, exposed", "compute.exposed_time"),
@@ -26,7 +28,8 @@ def step_document(inp, mem, st) -> Document:
             "assumptions": inp.assumptions.model_dump(),
             **{k: v for k, v in asdict(st).items() if k != "notes"},
             "breakdown": {k: getattr(st, k) for k in (
-                "compute_s", "elementwise_s", "bubble_s", "tp_comm_s", "pp_comm_s",
+                "compute_s", "elementwise_s", "bubble_s", "tp_comm_s", "cp_comm_s",
+                "ep_comm_s", "pp_comm_s",
                 "dp_comm_s", "dp_comm_exposed_s", "optimizer_s", "optimizer_exposed_s",
                 "offload_transfer_s")},
             "fits": mem.fits, "reasons": mem.reasons,

@@ -167,18 +167,37 @@ def evaluate(space: Space, model: Model, hw: Hardware, tr: Training, asm: Assump
     ar = _ring("comm__ring_all_reduce_time", z_tp, a_i, 1 / B_i, t)
     per = np.where(sp == 1, 4 * (ag + rs), 4 * ar) * (1 + 0.5 * (rc == 2))
     tp_comm = np.where(t > 1, (1 - asm.tp_overlap) * per * Lm * m, 0.0)
+    def group(size, stride):
+        """(alpha, 1/bandwidth) of a ring over ``size`` ranks ``stride`` apart (rails)."""
+        per_node = np.where(stride < gpn, np.maximum(1, np.minimum(size, gpn // stride)), 1)
+        nodes = np.maximum(1, size // per_node)
+        share = per_node / gpn * max(hw.node.nics, 1)
+        multi = nodes > 1
+        bw = np.where(multi, eq.comm__ring_bandwidth(B_intra=B_i, B_nic=nic, K=share), B_i)
+        al = np.where(multi, eq.comm__ring_alpha(N=nodes, alpha_e=a_e, alpha_i=a_i, n=size), a_i)
+        return al, 1 / bw
+
+    kv_d = model.n_kv * model.d_head
+    a_cp, b_cp = group(cp, t)
+    z_cp = 2 * s * mb * kv_d * wb / t
+    ag_cp = _ring("comm__ring_all_gather_time", z_cp, a_cp, b_cp, cp)
+    rs_cp = _ring("comm__ring_reduce_scatter_time", z_cp, a_cp, b_cp, cp)
+    cp_comm = np.where(cp > 1, (1 - asm.cp_overlap) * (ag_cp * np.where(rc == 2, 2, 1) + rs_cp)
+                       * Lm * m, 0.0)
+    if model.is_moe:
+        a_ep, b_ep = group(ep, t)
+        z_ep = (s / cp) * mb * model.hidden * wb * model.top_k
+        a2a = _ring("comm__all_to_all_time", z_ep, a_ep, b_ep, ep)
+        ep_comm = np.where(ep > 1, 4 * a2a * (Lm * model.moe_layers / model.layers) * m, 0.0)
+    else:
+        ep_comm = 0.0
     inter = t * cp * dp >= gpn
     z_pp = (s / cp) * mb * model.hidden * wb / np.where(sp == 1, t, 1)
     p2p = eq.comm__p2p_time(alpha=np.where(inter, a_e, a_i),
                             beta=1 / np.where(inter, nic, B_i), z=z_pp)
     pp_comm = np.where(pp > 1, (1 - asm.pp_overlap) * 2 * m * v * p2p, 0.0)
-    stride = t * cp
-    per_node = np.where(stride < gpn, np.maximum(1, np.minimum(dp, gpn // stride)), 1)
-    nodes = np.maximum(1, dp // per_node)
-    share = per_node / gpn * max(hw.node.nics, 1)
-    multi = nodes > 1
-    bw = np.where(multi, eq.comm__ring_bandwidth(B_intra=B_i, B_nic=nic, K=share), B_i)
-    alpha = np.where(multi, eq.comm__ring_alpha(N=nodes, alpha_e=a_e, alpha_i=a_i, n=dp), a_i)
+    alpha, inv_bw = group(dp, t * cp)
+    bw = 1 / inv_bw
     z_g, z_w = gbytes * P, wb * P
     bucket_bytes = asm.zero_bucket_params * 2
     k_g = np.maximum(1, np.ceil(z_g / bucket_bytes))
@@ -231,7 +250,7 @@ def evaluate(space: Space, model: Model, hw: Hardware, tr: Training, asm: Assump
         opt_s = np.where(off == SUPERCHIP, t_gr, opt_s)
         opt_ex = np.where(off == SUPERCHIP, eq.compute__exposed_time(T_opt=t_gr, T_x=x_gr,
                                                                       W=t_bwd), opt_ex)
-    step = busy + bubble + tp_comm + pp_comm + dp_exposed + opt_ex
+    step = busy + bubble + tp_comm + cp_comm + ep_comm + pp_comm + dp_exposed + opt_ex
     fin = space.finish
     step = fin(step)
     reason = fin(reason)

@@ -170,6 +170,9 @@ class Assumptions(Frozen):
     tp_overlap: float = Field(
         default=0.0, ge=0, le=1,
         description="assumed: fraction of TP communication hidden behind compute (0: exposed)")
+    cp_overlap: float = Field(
+        default=0.0, ge=0, le=1,
+        description="assumed: fraction of context-parallel K/V traffic hidden behind attention")
     pp_overlap: float = Field(
         default=0.0, ge=0, le=1,
         description="assumed: fraction of PP point-to-point time hidden behind compute")
