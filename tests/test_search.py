@@ -21,10 +21,11 @@ from optimus_calc.specs.training import Assumptions, Training
     ("qwen3-14b", "gh200-nvl2", 1, 4096, 8),
     ("llama-3-8b", "dgx-a100", 1, 32768, 8),  # context parallelism is searched from 32K
 ])
-def test_vector_path_equals_scalar_path(cat, model, node, nodes, seq, gb):
+@pytest.mark.parametrize("multicast", [False, True])
+def test_vector_path_equals_scalar_path(cat, model, node, nodes, seq, gb, multicast):
     m = cat.get(model, "model")
     hw = resolve_hardware(cat, node, nodes)
-    base = Training(seq_len=seq, global_batch=gb)
+    base = Training(seq_len=seq, global_batch=gb, multicast=multicast)
     asm = Assumptions()
     space = enumerate_space(m, hw.gpus, hw.gpus_per_node, gb, seq, offload_targets(hw))
     ev = evaluate(space, m, hw, base, asm)

@@ -161,3 +161,12 @@ def test_cp_traffic_by_hand(run):
     one = 1e-6 + 67_108_864 / 231e9
     # DP = 4, one micro-batch per replica, 32 layers
     assert d["breakdown"]["cp_comm_s"] == pytest.approx(2 * one * 32)
+
+
+def test_multicast_removes_gather_latency(run):
+    # ZeRO-3 over 64 GPUs: each per-layer ring all-gather pays (n-1) alpha, multicast 2 alpha
+    base = ["step", "llama-2-7b", "--nodes", 8, "--zero", 3, "--seq-len", 4096,
+            "--global-batch", 64, "--format", "json"]
+    ring = run(*base).json()["breakdown"]["dp_comm_s"]
+    mc = run(*base, "--multicast").json()["breakdown"]["dp_comm_s"]
+    assert mc < ring

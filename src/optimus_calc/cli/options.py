@@ -56,6 +56,8 @@ def training_options(func: Callable) -> Callable:
                   help="FlashAttention (no s^2 score matrices stored).")
     @click.option("--dropout/--no-dropout", default=True, show_default=True,
                   help="Dropout masks stored (Korthikanti's formulas assume dropout).")
+    @click.option("--multicast", is_flag=True,
+                  help="Parameter all-gathers (ZeRO/FSDP) use hardware multicast.")
     @click.option("--model-states-only", is_flag=True,
                   help="Only weights, gradients and optimizer state (papers' arithmetic).")
     @click.option("--assume", "assume", multiple=True, metavar="NAME=VALUE",
@@ -139,7 +141,8 @@ def training_from(kw: dict, model, dp: int) -> tuple[Training, bool, bool]:
                   precision=kw["precision"], optimizer=kw["optimizer"],
                   grad_bytes=kw["grad_bytes"] or 0, recompute=kw["recompute"],
                   sequence_parallel=kw["sp"], flash_attention=kw["flash_attn"],
-                  dropout=kw["dropout"], model_states_only=kw["model_states_only"])
+                  dropout=kw["dropout"], model_states_only=kw["model_states_only"],
+                  multicast=kw["multicast"])
     return tr, defaulted, kw["seq_len"] is None
 
 

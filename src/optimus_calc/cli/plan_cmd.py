@@ -24,6 +24,8 @@ def plan_options(func):
                      help="Bytes per gradient on the GPU (4: the 18 B/param convention)."),
         click.option("--flash-attn/--no-flash-attn", default=True, show_default=True),
         click.option("--dropout/--no-dropout", default=True, show_default=True),
+        click.option("--multicast", is_flag=True,
+                     help="Parameter all-gathers (ZeRO/FSDP) use hardware multicast."),
         click.option("--assume", "assume", multiple=True, metavar="NAME=VALUE",
                      help="Override a named assumption."),
     ]):
@@ -38,7 +40,8 @@ def base_training(model, kw: dict, gpus: int):
     gb = kw["global_batch"] or default_global_batch(gpus)
     return Training(seq_len=seq, global_batch=gb, precision=kw["precision"],
                     optimizer=kw["optimizer"], grad_bytes=kw["grad_bytes"] or 0,
-                    flash_attention=kw["flash_attn"], dropout=kw["dropout"])
+                    flash_attention=kw["flash_attn"], dropout=kw["dropout"],
+                    multicast=kw["multicast"])
 
 
 def _search_limits(kw: dict) -> dict:

@@ -177,7 +177,9 @@ def estimate_step(model: Model, hw: Hardware, layout: Layout, tr: Training, asm:
             t_ar, _ring(C.Collective.ALL_REDUCE, z_g / k_g, dp_topo))
     else:
         t_rs = k_g * bucket_t
-        t_ag = k_w * _ring(C.Collective.ALL_GATHER, z_w / k_w, dp_topo)
+        algo = C.Algo.MULTICAST if tr.multicast else C.Algo.RING
+        t_ag = k_w * (C.collective_time(C.Collective.ALL_GATHER, algo, z_w / k_w, dp_topo).time_s
+                      if z_w > 0 else 0.0)
         if layout.zero == 3:  # gathers in forward (prefetched) and again in backward: 1.5x
             dp_comm = t_rs + 2 * t_ag
             dp_exposed = (float(eq.compute__exposed_time(T_opt=t_ag, T_x=0, W=t_fwd))

@@ -206,7 +206,8 @@ def evaluate(space: Space, model: Model, hw: Hardware, tr: Training, asm: Assump
     ar_one = _ring("comm__ring_all_reduce_time", z_g / k_g, alpha, 1 / bw, dp)
     t_ar = k_g * ar_one
     t_rs = k_g * bucket_t
-    t_ag = k_w * _ring("comm__ring_all_gather_time", z_w / k_w, alpha, 1 / bw, dp)
+    ag_eq = "comm__multicast_all_gather_time" if tr.multicast else "comm__ring_all_gather_time"
+    t_ag = k_w * np.where(dp > 1, _ring(ag_eq, z_w / k_w, alpha, 1 / bw, dp), 0.0)
     ex = lambda T, W: eq.compute__exposed_time(T_opt=T, T_x=0, W=W)  # noqa: E731
     dp_exposed = np.select(
         [dp == 1, z == 0, z == 3],

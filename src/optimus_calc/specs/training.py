@@ -73,6 +73,9 @@ class Training(Frozen):
     flash_attention: bool = True
     dropout: bool = True
     model_states_only: bool = False
+    multicast: bool = Field(
+        default=False, description="parameter all-gathers use hardware multicast "
+                                   "(seeds/multicast-allgather-abstract.md)")
 
     @property
     def weight_bytes(self) -> int:
