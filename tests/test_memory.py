@@ -221,9 +221,14 @@ def test_fit_nodes_and_micro_batch(run):
             "--model-states-only", "--format", "json").json()
     # 16 x 70e9 / (8 x nodes) per GPU <= 80 GB  ->  nodes >= 1.75  ->  2
     assert d["min_nodes"] == 2
-    d = run("fit", "llama70b", "--solve", "micro-batch", "--nodes", 2, "--tp", 8, "--zero", 3,
-            "--recompute", "full", "--seq-len", 4096, "--format", "json").json()
-    assert d["max_micro_batch"] >= 1
+    args = ["--nodes", 2, "--tp", 8, "--zero", 3, "--recompute", "full", "--seq-len", 4096,
+            "--global-batch", 64]
+    d = run("fit", "llama70b", "--solve", "micro-batch", *args, "--format", "json").json()
+    b = d["max_micro_batch"]
+    # the answer fits and the next divisor of the per-replica batch (64 / DP 2 = 32) does not
+    assert mem(run, "llama70b", *args, "--micro-batch", b)["fits"] is True
+    nxt = next(k for k in range(b + 1, 33) if 32 % k == 0)
+    assert mem(run, "llama70b", *args, "--micro-batch", nxt)["fits"] is False
 
 
 def test_explain_value_matches_memory(run):

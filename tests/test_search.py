@@ -21,11 +21,12 @@ from optimus_calc.specs.training import Assumptions, Training
     ("qwen3-14b", "gh200-nvl2", 1, 4096, 8),
     ("llama-3-8b", "dgx-a100", 1, 32768, 8),  # context parallelism is searched from 32K
 ])
-@pytest.mark.parametrize("multicast", [False, True])
-def test_vector_path_equals_scalar_path(cat, model, node, nodes, seq, gb, multicast):
+@pytest.mark.parametrize("variant", [{}, {"multicast": True},
+                                     {"grad_bytes": 4, "optimizer": "sgd"}])
+def test_vector_path_equals_scalar_path(cat, model, node, nodes, seq, gb, variant):
     m = cat.get(model, "model")
     hw = resolve_hardware(cat, node, nodes)
-    base = Training(seq_len=seq, global_batch=gb, multicast=multicast)
+    base = Training(seq_len=seq, global_batch=gb, **variant)
     asm = Assumptions()
     space = enumerate_space(m, hw.gpus, hw.gpus_per_node, gb, seq, offload_targets(hw))
     ev = evaluate(space, m, hw, base, asm)
@@ -101,7 +102,12 @@ def test_nics_for_recommended_layout(run):
               "nics_for_memory", "nics_for_compute", "recommended_nics_per_node",
               "host_spill_bytes_per_nic"):
         assert k in d
-    assert d["sized_for"] == "the recommended layout" and d["nics_for_compute"] >= 16
+    assert d["sized_for"] == "the recommended layout"
+    # cluster totals are per-GPU counts x 16 GPUs; per node the larger of the two x 8 GPUs
+    assert d["nics_for_memory"] == 16 * d["nics_per_gpu_for_memory"]
+    assert d["nics_for_compute"] == 16 * d["nics_per_gpu_for_compute"]
+    assert d["recommended_nics_per_node"] == 8 * max(d["nics_per_gpu_for_memory"],
+                                                     d["nics_per_gpu_for_compute"])
 
 
 def test_exports(run, tmp_path):

@@ -60,9 +60,6 @@ class Catalog:
     aliases: dict[str, tuple[str, str]] = field(default_factory=dict)  # alias -> (kind, name)
     files: dict[str, Path] = field(default_factory=dict)  # name -> file it came from
 
-    def kinds(self) -> list[str]:
-        return list(KINDS)
-
     def all(self, kind: str | None = None) -> list[CatalogEntry]:
         kinds = [kind] if kind else list(KINDS)
         out: list[CatalogEntry] = []

@@ -100,13 +100,3 @@ def fmt_bytes(value: float, binary: bool = False, digits: int = 2) -> str:
 
 def fmt_gb(value: float, binary: bool = False) -> str:
     return f"{value / (GiB if binary else GB):.2f} {'GiB' if binary else 'GB'}"
-
-
-def fmt_seconds(value: float) -> str:
-    if value == 0:
-        return "0 s"
-    if value < 1e-3:
-        return f"{value * 1e6:.1f} us"
-    if value < 1:
-        return f"{value * 1e3:.2f} ms"
-    return f"{value:.3f} s"

@@ -10,15 +10,12 @@ from optimus_calc.cli.options import model_options
 
 
 def _default_tp(app, model_text: str, gpn: int) -> int:
+    """The largest valid TP degree inside a node (the planner's rule, evaluate.shapes)."""
+    from optimus_calc.evaluate.shapes import tp_degrees
     from optimus_calc.inputs import resolve_model
     from optimus_calc.specs.model import Model
     m = resolve_model(model_text, app.catalog)
-    if not isinstance(m, Model):
-        return gpn
-    for t in range(gpn, 0, -1):
-        if gpn % t == 0 and m.heads % t == 0 and (m.n_kv % t == 0 or t % m.n_kv == 0):
-            return t
-    return 1
+    return max(tp_degrees(m, gpn)) if isinstance(m, Model) else gpn
 
 
 @click.command()

@@ -170,8 +170,7 @@ def nics(ctx, model, fmt, output, **kw) -> None:
         mdl, hw, lay, tr, asm = inp.model, inp.hw, inp.layout, inp.training, inp.assumptions
         source = "the given layout"
     else:
-        pk = dict(kw, assume=kw["assume"])
-        res, _ = run_plan(app, model, kw["node"], kw["nodes"], pk, with_nics=False)
+        res, _ = run_plan(app, model, kw["node"], kw["nodes"], kw, with_nics=False)
         if res.recommended is None:
             raise InputError(f"nothing to size: {res.why}")
         r = res.recommended

@@ -123,10 +123,6 @@ def check_precision(gpu: GPU, precision) -> float:
     return peak
 
 
-def default_assumptions() -> Assumptions:
-    return Assumptions()
-
-
 OFFLOAD_DEVICE = {
     Offload.NONE: "none", Offload.CPU: "host RAM", Offload.NVME: "NVMe drive",
     Offload.SMARTNIC: "SmartNIC", Offload.SUPERCHIP: "Grace CPU memory",

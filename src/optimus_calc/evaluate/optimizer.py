@@ -86,8 +86,12 @@ class OptStep:
 
 
 def optimizer_step(dev: OptDevice, params: float, opt: Optimizer, impl: Impl,
-                   grad_bytes: float, threads: int | None = None, count: int = 1) -> OptStep:
-    """Time for ``count`` identical devices to step ``params`` parameters together."""
+                   grad_bytes: float, threads: int | None = None, count: int = 1,
+                   state_bytes: float = 12.0) -> OptStep:
+    """Time for ``count`` identical devices to step ``params`` parameters together.
+
+    ``state_bytes`` (optimizer state per parameter, 12 for mixed-precision Adam) decides how
+    much of a two-tier FPGA card's fast memory the state fills."""
     if count < 1:
         raise InputError(f"--count {count} must be >= 1")
     per_dev = params / count
@@ -96,7 +100,7 @@ def optimizer_step(dev: OptDevice, params: float, opt: Optimizer, impl: Impl,
         raise InputError(f"--threads {n_t} exceeds the {dev.cores} cores of {dev.name}")
     bpp = bytes_per_param(opt, impl, grad_bytes)
     mem_Bps = dev.mem_Bps
-    state = per_dev * 12  # bytes of fp32 state resident (capacity of a tiered FPGA card)
+    state = per_dev * state_bytes  # resident state (fills a tiered FPGA card's fast tier)
     if dev.slow_tier_Bps and dev.capacity_bytes and state > dev.capacity_bytes:
         fast = dev.capacity_bytes / state
         mem_Bps = 1.0 / (fast / dev.mem_Bps + (1 - fast) / dev.slow_tier_Bps)

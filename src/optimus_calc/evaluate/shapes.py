@@ -60,6 +60,13 @@ def stage_shapes(model: Model | BareModel, pp: int) -> list[StageShape]:
     return out
 
 
+def tp_degrees(model: Model, gpus_per_node: int) -> list[int]:
+    """Valid TP degrees: divisors of the node's GPUs (TP stays inside a node) that divide the
+    attention heads and, with the KV heads, one divides the other (Megatron-LM's rule)."""
+    return [t for t in range(1, gpus_per_node + 1) if gpus_per_node % t == 0
+            and model.heads % t == 0 and (model.n_kv % t == 0 or t % model.n_kv == 0)]
+
+
 def activation_coefficients(model: Model) -> tuple[float, float]:
     """(q_c, m_c): the TP-sharded activation coefficients in units of s*b*h bytes.
 

@@ -164,7 +164,7 @@ def estimate_step(model: Model, hw: Hardware, layout: Layout, tr: Training, asm:
     dp_topo = _group_topology(hw, dp, t * cp, nic_Bps)
     P = worst.params
     z_g, z_w = tr.gradient_bytes * P, wb * P
-    bucket_bytes = asm.zero_bucket_params * 2
+    bucket_bytes = asm.zero_bucket_params * tr.gradient_bytes  # as memory.py
     k_g = max(1, math.ceil(z_g / bucket_bytes))
     k_w = max(1, layers) if layout.zero == 3 else max(1, math.ceil(z_w / bucket_bytes))
     bucket_t = _ring(C.Collective.REDUCE_SCATTER, z_g / k_g, dp_topo)
@@ -213,13 +213,15 @@ def _optimizer(model, hw: Hardware, layout: Layout, tr: Training, asm: Assumptio
     target = layout.offload
     gpu_dev = device_from(hw.gpu, 1, asm)
     if target is Offload.NONE:
-        st = optimizer_step(gpu_dev, shard, tr.optimizer, Impl.FUSED, tr.gradient_bytes)
+        st = optimizer_step(gpu_dev, shard, tr.optimizer, Impl.FUSED, tr.gradient_bytes,
+                            state_bytes=tr.optimizer_bytes)
         return st.time_s, st.time_s, 0.0, hw.gpu.name
     host = hw.gpu_host_link
     link_Bps = host.bandwidth_Bps * host.efficiency
     if target in (Offload.CPU, Offload.NVME):
         cpu = device_from(hw.cpu, hw.node.cpus, asm)
-        st = optimizer_step(cpu, shard * g_n, tr.optimizer, Impl.FUSED, asm.host_grad_bytes)
+        st = optimizer_step(cpu, shard * g_n, tr.optimizer, Impl.FUSED, asm.host_grad_bytes,
+                            state_bytes=tr.optimizer_bytes)
         x = shard * (tr.gradient_bytes + tr.weight_bytes) / link_Bps
         if target is Offload.NVME and hw.nvme is not None and hw.node.nvme_drives:
             state = shard * g_n * tr.optimizer_bytes
@@ -231,7 +233,8 @@ def _optimizer(model, hw: Hardware, layout: Layout, tr: Training, asm: Assumptio
         sn = hw.smartnic
         k = layout.smartnics_per_node or g_n
         dev = device_from(sn, 1, asm)
-        st = optimizer_step(dev, shard * g_n / k, tr.optimizer, Impl.FUSED, tr.gradient_bytes)
+        st = optimizer_step(dev, shard * g_n / k, tr.optimizer, Impl.FUSED, tr.gradient_bytes,
+                            state_bytes=tr.optimizer_bytes)
         nic_link = hw.smartnic_host_link
         path = min(link_Bps, nic_link.bandwidth_Bps * nic_link.efficiency)
         x = shard * g_n / k * (tr.gradient_bytes + tr.weight_bytes) / path
@@ -245,9 +248,10 @@ def _optimizer(model, hw: Hardware, layout: Layout, tr: Training, asm: Assumptio
     f_k = layout.superchip_gpu_fraction
     grace = device_from(hw.cpu, 1, asm)
     per_cpu = shard * (1 - f_k) * g_n / max(hw.node.cpus, 1)
-    st = optimizer_step(grace, per_cpu, tr.optimizer, Impl.FUSED, asm.host_grad_bytes)
+    st = optimizer_step(grace, per_cpu, tr.optimizer, Impl.FUSED, asm.host_grad_bytes,
+                            state_bytes=tr.optimizer_bytes)
     x = shard * (1 - f_k) * (asm.host_grad_bytes + tr.weight_bytes) / link_Bps
     tail = optimizer_step(gpu_dev, shard * f_k, tr.optimizer, Impl.FUSED,
-                          tr.gradient_bytes).time_s if f_k > 0 else 0.0
+                          tr.gradient_bytes, state_bytes=tr.optimizer_bytes).time_s if f_k > 0 else 0.0
     exposed = float(eq.compute__exposed_time(T_opt=st.time_s, T_x=x, W=t_bwd)) + tail
     return st.time_s + tail, exposed, x, f"{hw.cpu.name} (NVLink-C2C)"

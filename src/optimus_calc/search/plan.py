@@ -181,7 +181,8 @@ def size_nics(cat: Catalog, model, hw: Hardware, layout: Layout, tr: Training,
         k_mem = max(1, math.ceil(opt / sn.memory_bytes)) if opt > 0 else 0
         spill = max(0.0, opt - sn.memory_bytes)
         one = optimizer_step(device_from(sn, 1, asm), opt / max(tr.optimizer_bytes, 1),
-                             tr.optimizer, Impl.FUSED, tr.gradient_bytes)
+                             tr.optimizer, Impl.FUSED, tr.gradient_bytes,
+                             state_bytes=tr.optimizer_bytes)
         k_cmp, window = None, 0.0
         if isinstance(model, Model):
             st = estimate_step(model, hw_sn, lay, tr, asm, mem)

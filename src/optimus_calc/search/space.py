@@ -7,12 +7,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from optimus_calc.evaluate.shapes import tp_degrees
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Offload, Recompute
 
 OFFLOAD_CODES = [Offload.NONE, Offload.CPU, Offload.NVME, Offload.SMARTNIC, Offload.SUPERCHIP]
 RECOMPUTE_CODES = [Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL]
-LONG_CONTEXT = 32768  # context parallelism is searched from this sequence length on
+# Search bounds (not physics): context parallelism is searched from 32K-token sequences, up to
+# 16-way; interleaving up to 8 model chunks per GPU. Widen them here if a model calls for it.
+LONG_CONTEXT = 32768
+MAX_CP = 16
 
 
 def divisors(n: int) -> list[int]:
@@ -76,9 +80,8 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     layers of a stage, with the micro-batches a multiple of PP (Megatron's rule).
     """
     grids = []
-    tps = [t for t in divisors(gpus_per_node) if gpus % t == 0 and model.heads % t == 0
-           and (model.n_kv % t == 0 or t % model.n_kv == 0)]
-    cps = [c for c in divisors(gpus) if seq_len % c == 0 and c <= 16] \
+    tps = [t for t in tp_degrees(model, gpus_per_node) if gpus % t == 0]
+    cps = [c for c in divisors(gpus) if seq_len % c == 0 and c <= MAX_CP] \
         if seq_len >= LONG_CONTEXT else [1]
     for t in tps:
         for c in cps:

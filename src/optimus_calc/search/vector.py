@@ -49,11 +49,11 @@ def _lookup(pp: np.ndarray, table: dict[int, float]) -> np.ndarray:
     return vals[np.searchsorted(keys, pp)]
 
 
-def _opt_time(dev, P_n, beta_p, phi_p):
+def _opt_time(dev, P_n, beta_p, phi_p, state_bytes):
     """compute.optimizer_step_time for one device over arrays of parameter counts."""
     mem = dev.mem_Bps
     if dev.slow_tier_Bps and dev.capacity_bytes:
-        state = P_n * 12
+        state = P_n * state_bytes
         fast = np.minimum(1.0, dev.capacity_bytes / np.maximum(state, 1.0))
         mem = np.where(state > dev.capacity_bytes,
                        1.0 / (fast / dev.mem_Bps + (1 - fast) / dev.slow_tier_Bps), dev.mem_Bps)
@@ -199,7 +199,7 @@ def evaluate(space: Space, model: Model, hw: Hardware, tr: Training, asm: Assump
     alpha, inv_bw = group(dp, t * cp)
     bw = 1 / inv_bw
     z_g, z_w = gbytes * P, wb * P
-    bucket_bytes = asm.zero_bucket_params * 2
+    bucket_bytes = asm.zero_bucket_params * gbytes  # as memory.py
     k_g = np.maximum(1, np.ceil(z_g / bucket_bytes))
     k_w = np.where(z == 3, np.maximum(1, Lm), np.maximum(1, np.ceil(z_w / bucket_bytes)))
     bucket_t = _ring("comm__ring_reduce_scatter_time", z_g / k_g, alpha, 1 / bw, dp)
@@ -221,9 +221,9 @@ def evaluate(space: Space, model: Model, hw: Hardware, tr: Training, asm: Assump
     base_b = 18.0 if sgd else 26.0
     host = hw.gpu_host_link
     link = host.bandwidth_Bps * host.efficiency
-    t_gpu = _opt_time(device_from(hw.gpu, 1, asm), shard, base_b + gbytes, phi)
+    t_gpu = _opt_time(device_from(hw.gpu, 1, asm), shard, base_b + gbytes, phi, ob)
     t_cpu = _opt_time(device_from(hw.cpu, hw.node.cpus, asm), shard * gpn,
-                      base_b + asm.host_grad_bytes, phi)
+                      base_b + asm.host_grad_bytes, phi, ob)
     x_cpu = shard * (gbytes + wb) / link
     if hw.nvme is not None and hw.node.nvme_drives:
         state = shard * gpn * ob
@@ -238,7 +238,8 @@ def evaluate(space: Space, model: Model, hw: Hardware, tr: Training, asm: Assump
     if hw.smartnic is not None:
         snl = hw.smartnic_host_link
         path = min(link, snl.bandwidth_Bps * snl.efficiency)
-        t_sn = _opt_time(device_from(hw.smartnic, 1, asm), shard * gpn / k, base_b + gbytes, phi)
+        t_sn = _opt_time(device_from(hw.smartnic, 1, asm), shard * gpn / k, base_b + gbytes,
+                         phi, ob)
         x_sn = shard * gpn / k * (gbytes + wb) / path + 2 * spill / (
             snl.bandwidth_Bps * snl.efficiency)
         opt_s = np.where(off == SMARTNIC, t_sn, opt_s)
@@ -246,7 +247,7 @@ def evaluate(space: Space, model: Model, hw: Hardware, tr: Training, asm: Assump
                                                                      W=t_fwd + t_bwd), opt_ex)
     if hw.node.superchip:
         t_gr = _opt_time(device_from(hw.cpu, 1, asm), shard * gpn / cpus,
-                         base_b + asm.host_grad_bytes, phi)
+                         base_b + asm.host_grad_bytes, phi, ob)
         x_gr = shard * (asm.host_grad_bytes + wb) / link
         opt_s = np.where(off == SUPERCHIP, t_gr, opt_s)
         opt_ex = np.where(off == SUPERCHIP, eq.compute__exposed_time(T_opt=t_gr, T_x=x_gr,

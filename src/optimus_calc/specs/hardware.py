@@ -78,9 +78,6 @@ class GPU(CatalogEntry):
     scale_up_GBps: float = Field(gt=0, le=1e5, description="scale-up bandwidth per direction, GB/s")
     host_link: str = Field(description="catalog link name of the GPU-to-host link")
     tdp_W: float = Field(default=0, ge=0, le=1e4, description="board power, W")
-    cpu_memory_GB: float = Field(
-        default=0, ge=0, le=1e5,
-        description="memory of a tightly coupled CPU (superchip / APU), GB; 0 if none")
 
     @property
     def memory_bytes(self) -> float:
