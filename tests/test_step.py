@@ -190,11 +190,13 @@ def test_multicast_removes_gather_latency(run):
 def test_dp_buckets_hold_gradient_bytes_by_hand(run):
     # Llama-2-7B, one DGX A100, TP 1, DP 8, ZeRO-1, fp32 gradients (--grad-bytes 4).
     # P = 6,738,415,616 per GPU. Gradients 4P = 26.95 GB in buckets of 5e8 elements x 4 B = 2 GB:
-    # 14 reduce-scatters; updated 2-byte weights 2P = 13.48 GB in 2 GB buckets: 7 all-gathers.
+    # 14 reduce-scatters; updated 2-byte weights 2P = 13.48 GB gathered in DeepSpeed's
+    # allgather_bucket_size of 5e8 elements (1 GB of bf16, deepspeed/runtime/zero/config.py):
+    # 14 all-gathers.
     # Each ring step 1 us, 7 steps; bandwidth 300 x 0.77 = 231 GB/s, (n-1)/n = 7/8.
     P = 6_738_415_616
     rs = 14 * 7e-6 + 7 / 8 * 4 * P / 231e9
-    ag = 7 * 7e-6 + 7 / 8 * 2 * P / 231e9
+    ag = 14 * 7e-6 + 7 / 8 * 2 * P / 231e9
     d = run("step", "llama-2-7b", "--zero", 1, "--grad-bytes", 4, "--seq-len", 4096,
             "--global-batch", 8, "--format", "json").json()
     assert d["breakdown"]["dp_comm_s"] == pytest.approx(rs + ag, rel=1e-9)

@@ -142,6 +142,11 @@ def memory__activation_layer_bytes(a, b, c, d, h, m_c, phi, q_c, r, s, sigma, t)
     return numpy.select([numpy.equal(r, 2),True], [2*b*h*s/(c*(sigma*(t - 1) + 1)),b*h*s*((2*d + 8)/(sigma*(t - 1) + 1) + (m_c + q_c)/t)/c + numpy.select([numpy.greater_equal(r, 1),True], [0,a*b*s**2*(1 - phi)*(3*d + 2)/(c*t)], default=numpy.nan)], default=numpy.nan)
 
 
+def memory__bucket_bytes(B_cap, P, b_g):
+    """memory.bucket_bytes [bytes]: PyTorch DDP (torch/nn/parallel/distributed.py, bucket_cap_mb) and DeepSpeed ZeRO (reduce_bucket_size) fill buckets with gradients: a bucket never holds more than the gradients there are"""
+    return numpy.minimum(B_cap, P*b_g)
+
+
 def memory__bytes_per_offload_device(B_gpu, G_n, K_n):
     """memory.bytes_per_offload_device [bytes]: seeds/optimusnic.md section 4.1: a SmartNIC paired with each GPU (K_n = G_n)"""
     return B_gpu*G_n/K_n
@@ -200,3 +205,73 @@ def memory__stage_activation_bytes(L_s, M_layer, V, b, beta_l, c, lambda_l, n_f,
 def memory__weights_bytes(N_d, P, Z, b_w, o_w):
     """memory.weights_bytes [bytes]: Rajbhandari et al. 2020 (ZeRO) section 5.3, P_os+g+p; seeds/optimusnic.md section 2.2"""
     return P*b_w*(1 - o_w)*numpy.select([numpy.greater_equal(Z, 3),True], [N_d**(-1.0),1], default=numpy.nan)
+
+
+def step__backward_flops(F_h, F_l, F_r, L_stage, lambda_h, tau_g):
+    """step.backward_flops [FLOP]: Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1: backward = 2 x forward; activation recomputation re-runs (part of) the forward inside the backward pass"""
+    return tau_g*(2*F_h*lambda_h + 2*F_l*L_stage + F_r*L_stage)
+
+
+def step__backward_time(T_cb, T_eb):
+    """step.backward_time [s]: sum of the backward's GEMM and element-wise time"""
+    return T_cb + T_eb
+
+
+def step__cp_comm_time(L_stage, T_ag, T_rs, m, o_cp, r_full):
+    """step.cp_comm_time [s]: Megatron-LM context parallelism (megatron/core/transformer/dot_product_attention context_parallel ring): K/V all-gathered in the forward, their gradients reduce-scattered in the backward; full recomputation gathers again"""
+    return L_stage*m*(1 - o_cp)*(T_ag*(r_full + 1) + T_rs)
+
+
+def step__dp_comm_time(T_gat, T_red, Z, m):
+    """step.dp_comm_time [s]: DeepSpeed deepspeed/runtime/zero/stage3.py (parameters gathered per module in the forward and again in the backward, gradients reduce-scattered, every micro-batch); stage_1_and_2.py (ZeRO-2 reduces gradients every micro-batch as buckets fill; ZeRO-1 at the gradient-accumulation boundary); PyTorch DDP no_sync and Megatron-LM distributed_data_parallel.py (one reduction per step); calibration.md section 10"""
+    return numpy.select([numpy.greater_equal(Z, 3),numpy.greater_equal(Z, 2),True], [m*(2*T_gat + T_red),T_gat + T_red*m,T_gat + T_red], default=numpy.nan)
+
+
+def step__dp_exposed_time(T_bkt, T_gat, T_red, W_b, W_f, Z, m):
+    """step.dp_exposed_time [s]: as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch except the last bucket; gathers overlap the forward through prefetching (DeepSpeed stage3 prefetch, Megatron --overlap-param-gather)"""
+    return numpy.select([numpy.greater_equal(Z, 3),numpy.greater_equal(Z, 2),True], [m*(numpy.maximum(0, T_gat - W_f) + numpy.maximum(0, T_gat + T_red - W_b) + numpy.minimum(T_bkt, T_red)),m*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)) + numpy.maximum(0, T_gat - W_f),numpy.maximum(0, T_gat - W_f) + numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)], default=numpy.nan)
+
+
+def step__elementwise_time(B_hbm, L_stage, M_l, eta_hbm, m, n_pass):
+    """step.elementwise_time [s]: HBM roofline of the non-GEMM work (norms, activations, dropout, residuals): the stored activation bytes are written in the forward (1 pass) and read, their gradient written and read in the backward (3 passes); a recomputed forward writes them again (derived; Assumptions.elementwise_factor)"""
+    return L_stage*M_l*m*n_pass/(B_hbm*eta_hbm)
+
+
+def step__ep_comm_time(L_moe, T_a2a, m):
+    """step.ep_comm_time [s]: Lepikhin et al. 2020 (GShard), Megatron-LM MoE token dispatcher (alltoall): dispatch and combine in the forward and again in the backward, 4 all-to-alls per MoE layer"""
+    return 4*L_moe*T_a2a*m
+
+
+def step__forward_flops(F_h, F_l, L_stage, lambda_h, tau_g):
+    """step.forward_flops [FLOP]: Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1: forward = one pass over the layers; the logits on the last stage"""
+    return tau_g*(F_h*lambda_h + F_l*L_stage)
+
+
+def step__forward_time(T_cf, T_ef):
+    """step.forward_time [s]: sum of the forward's GEMM and element-wise time"""
+    return T_cf + T_ef
+
+
+def step__mfu(F_model, N_gpus, T_step, peak):
+    """step.mfu [1]: Chowdhery et al. 2022 (PaLM) appendix B: model FLOPs utilisation, recomputation not counted"""
+    return F_model/(N_gpus*T_step*peak)
+
+
+def step__pp_comm_time(T_p2p, m, o_pp, v):
+    """step.pp_comm_time [s]: Narayanan et al. SC'21 section 2.2: one activation send forward and one gradient send backward per micro-batch per model chunk"""
+    return T_p2p*m*v*(2 - 2*o_pp)
+
+
+def step__time(T_b, T_bubble, T_cp, T_dp, T_ep, T_f, T_opt, T_pp, T_tp):
+    """step.time [s]: sum of the terms of the pipeline stage that takes longest (the one evaluator takes the maximum over stages); the bubble is that of the busiest stage"""
+    return T_b + T_bubble + T_cp + T_dp + T_ep + T_f + T_opt + T_pp + T_tp
+
+
+def step__tokens_per_s(T_step, tokens):
+    """step.tokens_per_s [tokens/s]: definition: tokens per step over step time"""
+    return tokens/T_step
+
+
+def step__tp_comm_time(L_stage, T_ag, T_ar, T_rs, m, o_tp, r_full, sigma_sp):
+    """step.tp_comm_time [s]: Korthikanti et al. 2022 (arXiv 2205.05198) section 4.2.2: per layer and micro-batch 4 all-reduces (2 forward, 2 backward), or with sequence parallelism 4 all-gathers + 4 reduce-scatters; full recomputation repeats the forward's half"""
+    return L_stage*m*(4 - 4*o_tp)*((1/2)*r_full + 1)*(T_ar*(1 - sigma_sp) + sigma_sp*(T_ag + T_rs))

@@ -147,6 +147,15 @@ stage_activation_bytes = equation(
     "Activation bytes of one pipeline stage: in-flight micro-batches x layers x per-layer bytes, "
     "plus the logits on the last stage.")
 
+B_cap = sym("B_cap", "gradient bucket capacity, bytes (DDP bucket_cap_mb, DeepSpeed reduce_bucket_size)")
+
+bucket_bytes = equation(
+    "memory.bucket_bytes", sp.Min(B_cap, b_g * P), "bytes",
+    "PyTorch DDP (torch/nn/parallel/distributed.py, bucket_cap_mb) and DeepSpeed ZeRO "
+    "(reduce_bucket_size) fill buckets with gradients: a bucket never holds more than the "
+    "gradients there are",
+    "Bytes of the gradient communication bucket: its capacity, at most the gradients it holds.")
+
 overhead_bytes = equation(
     "memory.overhead_bytes",
     M_ctx + M_bkt + sp.Piecewise((4 * P_big / t, Z >= 3), (0, True))

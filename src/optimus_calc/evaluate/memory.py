@@ -1,23 +1,25 @@
-"""Memory of one layout: per-GPU breakdown for every pipeline stage, offload devices, fit.
+"""Memory of one layout: the evaluator's batch of one, as a per-stage report with reasons.
 
-All arithmetic goes through :mod:`optimus_calc.equations.compiled`, generated from the sympy
-equations in :mod:`optimus_calc.equations.memory`.
+No arithmetic lives here: every number is read from :func:`optimus_calc.evaluate.engine.evaluate`
+(the planner's evaluator), so single-layout and planner figures are the same by construction.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
-from optimus_calc.equations import compiled as eq
+import numpy as np
+
+from optimus_calc.evaluate.batch import OFFLOAD_CODES, Batch
 from optimus_calc.evaluate.context import OFFLOAD_DEVICE, Hardware
-from optimus_calc.evaluate.shapes import StageShape, activation_coefficients, stage_shapes
+from optimus_calc.evaluate.engine import Evaluation, Reason, evaluate, offload_flags as _flags
+from optimus_calc.evaluate.engine import reasons_of, stage_value
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
-from optimus_calc.units import GB, fmt_gb
+from optimus_calc.units import fmt_gb
 
 
-@dataclass
+@dataclass(frozen=True)
 class StageMemory:
     index: int
     layers: int
@@ -29,10 +31,9 @@ class StageMemory:
     overhead_bytes: float
     total_bytes: float
     micro_batches_in_flight: int
-    inputs: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
 
 
-@dataclass
+@dataclass(frozen=True)
 class OffloadMemory:
     target: Offload
     device: str
@@ -48,7 +49,7 @@ class OffloadMemory:
     devices_per_gpu_for_capacity: int  # cards per GPU that would hold the shard (SmartNIC)
 
 
-@dataclass
+@dataclass(frozen=True)
 class MemoryEstimate:
     stages: list[StageMemory]
     worst: StageMemory
@@ -59,171 +60,127 @@ class MemoryEstimate:
     notes: list[str] = field(default_factory=list)
     model_states_total_bytes: float = 0.0
     micro_batches: int = 1
+    evaluation: Evaluation | None = field(default=None, repr=False, compare=False)
 
     @property
     def headroom_bytes(self) -> float:
         return self.capacity_bytes - self.worst.total_bytes
 
+    def inputs(self, name: str) -> dict[str, float] | None:
+        """The values equation ``name`` received for the binding stage (for `explain`)."""
+        ev = self.evaluation
+        if ev is None or name not in ev.inputs:
+            return None
+        which = "memory" if name.startswith("memory.") else "time"
+        return {k: stage_value(ev, v, which) for k, v in ev.inputs[name].items()}
+
 
 def offload_flags(layout: Layout) -> tuple[int, int, int, float]:
-    """(o_w, o_g, o_o, f_k) for the offload target."""
-    o = layout.offload
-    if o is Offload.NONE:
-        return 0, 0, 0, 0.0
-    if o is Offload.SMARTNIC:
-        return 0, 0, 1, 0.0  # OptimusNIC: gradients stream through, the GPU keeps 4D/N_p
-    if o is Offload.SUPERCHIP:
-        return 0, 1, 1, layout.superchip_gpu_fraction
-    return int(layout.offload_params), 1, 1, 0.0  # cpu, nvme
+    """(o_w, o_g, o_o, f_k) of one layout (the evaluator's rule)."""
+    o_w, o_g, o_o, f_k = _flags(OFFLOAD_CODES.index(layout.offload), int(layout.offload_params),
+                                layout.superchip_gpu_fraction)
+    return int(o_w), int(o_g), int(o_o), float(f_k)
 
 
-def _call(inputs: dict, name: str, **kw) -> float:
-    """Evaluate a compiled equation and remember its inputs (for `explain`)."""
-    inputs[name] = {k: float(v) for k, v in kw.items()}
-    return float(getattr(eq, name.replace(".", "__"))(**kw))
+def _stages(ev: Evaluation) -> list[StageMemory]:
+    def f(x, k):
+        row = np.asarray(x, dtype=np.float64).reshape(-1, np.shape(x)[-1])[0]
+        return float(row[k if row.size > 1 else 0])
+    n = np.shape(ev.total_stage)[-1]
+    return [StageMemory(int(f(ev.stage_index, k)), int(f(ev.stage_layers, k)),
+                        f(ev.params_stage, k), f(ev.weights_stage, k), f(ev.gradients_stage, k),
+                        f(ev.optimizer_stage, k), f(ev.activations_stage, k),
+                        f(ev.overhead_stage, k), f(ev.total_stage, k),
+                        int(f(ev.in_flight_stage, k))) for k in range(n)]
 
 
-def _stage_memory(sh: StageShape, model: Model | BareModel, hw: Hardware, layout: Layout,
-                  tr: Training, asm: Assumptions, n_micro: int, flags) -> StageMemory:
-    o_w, o_g, o_o, f_k = flags
-    ins: dict[str, dict[str, float]] = {}
-    P = _call(ins, "memory.params_per_gpu", A=sh.A, R=sh.R, X=sh.X, e=layout.ep, t=layout.tp)
-    z = int(layout.zero)
-    W = _call(ins, "memory.weights_bytes", N_d=layout.dp, P=P, Z=z, b_w=tr.weight_bytes,
-              o_w=o_w)
-    G = _call(ins, "memory.gradients_bytes", N_d=layout.dp, P=P, Z=z, b_g=tr.gradient_bytes,
-              o_g=o_g)
-    O = _call(ins, "memory.optimizer_bytes", N_d=layout.dp, P=P, Z=z, b_o=tr.optimizer_bytes,
-              f_k=f_k, o_o=o_o)
-    in_flight = min(layout.pp - sh.index, n_micro)
-    if tr.model_states_only:
-        total = _call(ins, "memory.gpu_total_bytes", G=G, M_act=0.0, M_over=0.0, O=O, W=W)
-        return StageMemory(sh.index, sh.layers, P, W, G, O, 0.0, 0.0, total, in_flight, ins)
-    assert isinstance(model, Model)
-    q_c, m_c = activation_coefficients(model)
-    per_layer = _call(
-        ins, "memory.activation_layer_bytes",
-        a=model.heads, b=tr.micro_batch, c=layout.cp, d=int(tr.dropout), h=model.hidden,
-        m_c=m_c, phi=int(tr.flash_attention), q_c=q_c, r=tr.recompute.code, s=tr.seq_len,
-        sigma=int(tr.sequence_parallel and layout.tp > 1), t=layout.tp)
-    act = _call(
-        ins, "memory.stage_activation_bytes",
-        L_s=sh.layers, M_layer=per_layer, V=model.vocab, b=tr.micro_batch,
-        beta_l=asm.logits_bytes, c=layout.cp, lambda_l=int(sh.last), n_f=in_flight,
-        p=layout.pp, s=tr.seq_len, t=layout.tp, v=layout.interleave)
-    bucket = (asm.ddp_bucket_MB * 1e6 if layout.zero == 0
-              else asm.zero_bucket_params * tr.gradient_bytes)
-    over = _call(
-        ins, "memory.overhead_bytes",
-        G=G, M_act=act, M_bkt=bucket, M_ctx=asm.cuda_context_GB * GB, O=O,
-        P_big=model.largest_layer_params, W=W, Z=z, f_frag=asm.fragmentation, t=layout.tp)
-    total = _call(ins, "memory.gpu_total_bytes", G=G, M_act=act, M_over=over, O=O, W=W)
-    return StageMemory(sh.index, sh.layers, P, W, G, O, act, over, total, in_flight, ins)
+def _reason_text(r: Reason, ev: Evaluation, worst: StageMemory, hw: Hardware,
+                 target: Offload) -> str:
+    one = lambda x: float(np.asarray(x).reshape(-1)[0])  # noqa: E731
+    dev, cap = one(ev.offload_bytes_per_device), one(ev.offload_capacity_per_device)
+    host, host_cap = one(ev.host_bytes_per_node), ev.host_capacity_bytes
+    node = hw.node.name
+    if r is Reason.GPU_MEMORY:
+        return (f"GPU memory {fmt_gb(worst.total_bytes)} on stage {worst.index} exceeds "
+                f"{hw.gpu.name} capacity {fmt_gb(ev.capacity_bytes)} (model states "
+                f"{fmt_gb(worst.weights_bytes + worst.gradients_bytes + worst.optimizer_bytes)}"
+                f", activations {fmt_gb(worst.activations_bytes)}, overheads "
+                f"{fmt_gb(worst.overhead_bytes)})")
+    if r is Reason.HOST_RAM:
+        what = ("host buffers and fp32 gradients" if target is Offload.NVME
+                else "offloaded state")
+        return (f"{what} {fmt_gb(host)} per node exceed{'' if target is Offload.NVME else 's'} "
+                f"host RAM {fmt_gb(host_cap)} usable on {node}")
+    if r is Reason.NVME_CAPACITY:
+        return (f"optimizer state {fmt_gb(dev)} per drive exceeds "
+                f"{hw.nvme.name if hw.nvme else 'NVMe'} capacity {fmt_gb(cap)}")
+    if r is Reason.NO_NVME:
+        return f"{node} has no NVMe drives for ZeRO-Infinity"
+    if r is Reason.SMARTNIC_SPILL_HOST:
+        return (f"SmartNIC spill {fmt_gb(host)} per node exceeds host RAM {fmt_gb(host_cap)} "
+                f"usable on {node}")
+    if r is Reason.SMARTNIC_NO_SPILL:
+        cards = -(-int(one(ev.offload_bytes_per_gpu)) // int(cap))
+        return (f"optimizer shard {fmt_gb(dev)} per card exceeds {hw.smartnic.name} memory "
+                f"{fmt_gb(cap)} and spill to host is disabled (--no-spill); {cards} cards per "
+                "GPU would hold it")
+    if r is Reason.NOT_SUPERCHIP:
+        return (f"{node} is not a superchip node (no NVLink-C2C CPU); use --node gh200 or "
+                "gh200-nvl2")
+    if r is Reason.GRACE_MEMORY:
+        return f"offloaded state {fmt_gb(dev)} per Grace exceeds its memory {fmt_gb(cap)} usable"
+    raise AssertionError(r)  # every Reason has a text (tests loop over the Enum)
 
 
-def _offload(worst: StageMemory, hw: Hardware, layout: Layout, tr: Training, asm: Assumptions,
-             flags, reasons: list[str], notes: list[str]) -> OffloadMemory:
-    o_w, o_g, o_o, f_k = flags
-    z, P, G_n, ins = int(layout.zero), worst.params, hw.gpus_per_node, worst.inputs
-    opt = _call(ins, "memory.optimizer_offloaded_bytes", N_d=layout.dp, P=P, Z=z,
-                b_o=tr.optimizer_bytes, f_k=f_k, o_o=o_o)
-    hgrad = _call(ins, "memory.host_gradients_bytes", N_d=layout.dp, P=P, Z=z,
-                  b_h=asm.host_grad_bytes, o_g=o_g)
-    hw_w = _call(ins, "memory.host_weights_bytes", N_d=layout.dp, P=P, Z=z,
-                 b_w=tr.weight_bytes, o_w=o_w)
-    host_cap = hw.node.host_memory_bytes * (1 - asm.host_reserved_fraction)
+def memory_from(ev: Evaluation, model: Model | BareModel, hw: Hardware, layout: Layout,
+                tr: Training) -> MemoryEstimate:
+    """The report of a batch-of-one evaluation evaluated with ``all_stages``."""
+    stages = _stages(ev)
+    k = int(np.asarray(ev.worst_memory).reshape(-1)[0])
+    worst = stages[k]
+    one = lambda x: float(np.asarray(x).reshape(-1)[0])  # noqa: E731
+    bits = int(np.asarray(ev.reasons).reshape(-1)[0])
+    reasons = [_reason_text(r, ev, worst, hw, layout.offload) for r in reasons_of(bits)]
+    notes: list[str] = []
     target = layout.offload
+    dev, cap = one(ev.offload_bytes_per_device), one(ev.offload_capacity_per_device)
+    spill = one(ev.spill_bytes_per_device)
+    per_node = int(one(ev.offload_devices_per_node))
+    per_gpu = one(ev.offload_bytes_per_gpu)
+    cards = 0
     name = OFFLOAD_DEVICE[target]
-    if target is Offload.NONE:
-        return OffloadMemory(target, name, 0, 0, 0.0, 0.0, 0.0, 0.0, True, 0.0, host_cap, 0)
     if target is Offload.SMARTNIC:
         sn = hw.smartnic
-        assert sn is not None
-        k = layout.smartnics_per_node or G_n
-        per_dev = _call(ins, "memory.bytes_per_offload_device", B_gpu=opt, G_n=G_n, K_n=k)
-        spill = _call(ins, "memory.spill_bytes", B_dev=per_dev, C=sn.memory_bytes)
-        per_gpu_cards = max(1, math.ceil(opt / sn.memory_bytes)) if opt > 0 else 0
-        host = spill * k
-        if spill > 0:
-            msg = (f"optimizer shard {fmt_gb(per_dev)} per card exceeds {sn.name} memory "
-                   f"{fmt_gb(sn.memory_bytes)}")
-            if layout.allow_spill:
-                notes.append(f"{msg}: {fmt_gb(spill)} per card spills to host RAM "
-                             f"({per_gpu_cards} cards per GPU would hold it)")
-            else:
-                reasons.append(f"{msg} and spill to host is disabled (--no-spill); "
-                               f"{per_gpu_cards} cards per GPU would hold it")
-        if host > host_cap:
-            reasons.append(f"SmartNIC spill {fmt_gb(host)} per node exceeds host RAM "
-                           f"{fmt_gb(host_cap)} usable on {hw.node.name}")
-        return OffloadMemory(target, f"SmartNIC {sn.name}", k * hw.nodes, k, opt, per_dev,
-                             sn.memory_bytes, spill, spill == 0, host, host_cap, per_gpu_cards)
-    if target is Offload.NVME:
-        drives = hw.node.nvme_drives
-        if not drives or hw.nvme is None:
-            reasons.append(f"{hw.node.name} has no NVMe drives for ZeRO-Infinity")
-            return OffloadMemory(target, name, 0, 0, opt + hw_w, 0.0, 0.0, 0.0, False, 0.0,
-                                 host_cap, 0)
-        per_dev = _call(ins, "memory.bytes_per_offload_device", B_gpu=opt + hw_w, G_n=G_n,
-                        K_n=drives)
-        pinned = asm.nvme_buffer_count * asm.nvme_buffer_params * 4
-        host = G_n * (hgrad + pinned)
-        cap = hw.nvme.capacity_GB * GB
-        if per_dev > cap:
-            reasons.append(f"optimizer state {fmt_gb(per_dev)} per drive exceeds {hw.nvme.name} "
-                           f"capacity {fmt_gb(cap)}")
-        if host > host_cap:
-            reasons.append(f"host buffers and fp32 gradients {fmt_gb(host)} per node exceed host "
-                           f"RAM {fmt_gb(host_cap)} usable on {hw.node.name}")
-        return OffloadMemory(target, f"NVMe {hw.nvme.name}", drives * hw.nodes, drives,
-                             opt + hw_w, per_dev, cap, 0.0, per_dev <= cap, host, host_cap, 0)
-    if target is Offload.SUPERCHIP and not hw.node.superchip:
-        reasons.append(f"{hw.node.name} is not a superchip node (no NVLink-C2C CPU); "
-                       "use --node gh200 or gh200-nvl2")
-    per_gpu = opt + hgrad + hw_w
-    if target is Offload.SUPERCHIP:
-        k = hw.node.cpus
-        per_dev = _call(ins, "memory.bytes_per_offload_device", B_gpu=per_gpu, G_n=G_n, K_n=k)
-        cap = host_cap / k
-        if per_dev > cap:
-            reasons.append(f"offloaded state {fmt_gb(per_dev)} per Grace exceeds its memory "
-                           f"{fmt_gb(cap)} usable")
-        return OffloadMemory(target, f"{hw.cpu.name} memory", k * hw.nodes, k, per_gpu, per_dev,
-                             cap, 0.0, per_dev <= cap, per_dev * k, host_cap, 0)
-    per_dev = _call(ins, "memory.bytes_per_offload_device", B_gpu=per_gpu, G_n=G_n, K_n=1)
-    if per_dev > host_cap:
-        reasons.append(f"offloaded state {fmt_gb(per_dev)} per node exceeds host RAM "
-                       f"{fmt_gb(host_cap)} usable on {hw.node.name}")
-    return OffloadMemory(target, f"host RAM ({hw.node.cpus} x {hw.cpu.name})", hw.nodes, 1,
-                         per_gpu, per_dev, host_cap, 0.0, per_dev <= host_cap, per_dev, host_cap, 0)
+        name = f"SmartNIC {sn.name}"
+        cards = max(1, -(-int(per_gpu) // int(sn.memory_bytes))) if per_gpu > 0 else 0
+        if spill > 0 and layout.allow_spill:
+            notes.append(f"optimizer shard {fmt_gb(dev)} per card exceeds {sn.name} memory "
+                         f"{fmt_gb(sn.memory_bytes)}: {fmt_gb(spill)} per card spills to host "
+                         f"RAM ({cards} cards per GPU would hold it)")
+        if hw.smartnic_implicit:
+            notes.append(f"{hw.node.name} has no SmartNIC; assuming one {sn.name} per GPU "
+                         "(--smartnic NAME)")
+    elif target is Offload.NVME and hw.nvme is not None:
+        name = f"NVMe {hw.nvme.name}"
+    elif target is Offload.SUPERCHIP:
+        name = f"{hw.cpu.name} memory"
+    elif target is Offload.CPU:
+        name = f"host RAM ({hw.node.cpus} x {hw.cpu.name})"
+    fits_dev = target is Offload.NONE or (spill == 0 if target is Offload.SMARTNIC
+                                          else dev <= cap)
+    off = OffloadMemory(target, name, per_node * hw.nodes, per_node, per_gpu, dev, cap, spill,
+                        fits_dev, one(ev.host_bytes_per_node), ev.host_capacity_bytes, cards)
+    if isinstance(model, BareModel):
+        notes.append(f"{model.name} is a bare parameter count: parameters split evenly over "
+                     "pipeline stages; no activations")
+    per_param = tr.weight_bytes + tr.gradient_bytes + tr.optimizer_bytes
+    return MemoryEstimate(stages=stages, worst=worst, capacity_bytes=ev.capacity_bytes,
+                          offload=off, fits=not reasons, reasons=reasons, notes=notes,
+                          model_states_total_bytes=model.total_params * per_param,
+                          micro_batches=int(one(ev.micro_batches)), evaluation=ev)
 
 
 def estimate_memory(model: Model | BareModel, hw: Hardware, layout: Layout, tr: Training,
                     asm: Assumptions) -> MemoryEstimate:
-    flags = offload_flags(layout)
-    n_micro = tr.global_batch // (layout.dp * tr.micro_batch)
-    stages = [_stage_memory(sh, model, hw, layout, tr, asm, n_micro, flags)
-              for sh in stage_shapes(model, layout.pp)]
-    worst = max(stages, key=lambda st: (st.total_bytes, -st.index))
-    reasons: list[str] = []
-    notes: list[str] = []
-    cap = hw.gpu.memory_bytes
-    if worst.total_bytes > cap:
-        reasons.append(
-            f"GPU memory {fmt_gb(worst.total_bytes)} on stage {worst.index} exceeds "
-            f"{hw.gpu.name} capacity {fmt_gb(cap)} (model states "
-            f"{fmt_gb(worst.weights_bytes + worst.gradients_bytes + worst.optimizer_bytes)}, "
-            f"activations {fmt_gb(worst.activations_bytes)}, overheads "
-            f"{fmt_gb(worst.overhead_bytes)})")
-    off = _offload(worst, hw, layout, tr, asm, flags, reasons, notes)
-    per_param = tr.weight_bytes + tr.gradient_bytes + tr.optimizer_bytes
-    total_states = model.total_params * per_param
-    if isinstance(model, BareModel):
-        notes.append(f"{model.name} is a bare parameter count: parameters split evenly over "
-                     "pipeline stages; no activations")
-    if layout.offload is Offload.SMARTNIC and hw.smartnic_implicit:
-        notes.append(f"{hw.node.name} has no SmartNIC; assuming one {hw.smartnic.name} per GPU "
-                     "(--smartnic NAME)")
-    return MemoryEstimate(stages=stages, worst=worst, capacity_bytes=cap, offload=off,
-                          fits=not reasons, reasons=reasons, notes=notes,
-                          model_states_total_bytes=total_states, micro_batches=n_micro)
+    ev = evaluate(Batch.of(layout, tr), model, hw, tr, asm, all_stages=True, record=True)
+    return memory_from(ev, model, hw, layout, tr)

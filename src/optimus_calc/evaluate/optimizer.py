@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+import numpy as np
+
 from optimus_calc.equations import compiled as eq
 from optimus_calc.errors import InputError
 from optimus_calc.specs.hardware import CPU, GPU, SmartNIC
@@ -85,6 +87,31 @@ class OptStep:
     inputs: dict
 
 
+def device_time(dev: OptDevice, params, beta_p, phi_p, state_bytes, threads=None):
+    """(time_s, achievable bandwidth) of ``dev`` updating ``params`` parameters (arrays welcome).
+
+    The one implementation of compute.optimizer_step_time's inputs: a two-tier FPGA card reads
+    the part of the state that overflows its fast memory from the slow tier (harmonic mean of
+    the two bandwidths, weighted by the bytes in each)."""
+    params = np.asarray(params, dtype=np.float64)
+    mem = dev.mem_Bps
+    if dev.slow_tier_Bps and dev.capacity_bytes:
+        state = params * state_bytes
+        fast = np.minimum(1.0, dev.capacity_bytes / np.maximum(state, dev.capacity_bytes))
+        mem = np.where(state > dev.capacity_bytes,
+                       1.0 / (fast / dev.mem_Bps + (1 - fast) / dev.slow_tier_Bps), dev.mem_Bps)
+    n_t = threads or (dev.cores if dev.per_core else 1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # the branch not taken may divide by 0
+        f = np.float64  # numpy scalars: the untaken branch gives inf, not ZeroDivisionError
+        t = eq.compute__optimizer_step_time(
+            B_core=f(dev.core_Bps), B_mem=mem, F_core=f(dev.core_flops), F_dev=f(dev.device_flops),
+            P_n=params, beta_p=beta_p, c_n=int(dev.per_core), eta_m=dev.mem_eff, n_t=n_t,
+            phi_p=phi_p)
+    bw = (np.minimum(mem * dev.mem_eff, n_t * dev.core_Bps) if dev.per_core
+          else mem * dev.mem_eff)
+    return t, bw
+
+
 def optimizer_step(dev: OptDevice, params: float, opt: Optimizer, impl: Impl,
                    grad_bytes: float, threads: int | None = None, count: int = 1,
                    state_bytes: float = 12.0) -> OptStep:
@@ -99,16 +126,11 @@ def optimizer_step(dev: OptDevice, params: float, opt: Optimizer, impl: Impl,
     if dev.per_core and n_t > dev.cores:
         raise InputError(f"--threads {n_t} exceeds the {dev.cores} cores of {dev.name}")
     bpp = bytes_per_param(opt, impl, grad_bytes)
-    mem_Bps = dev.mem_Bps
-    state = per_dev * state_bytes  # resident state (fills a tiered FPGA card's fast tier)
-    if dev.slow_tier_Bps and dev.capacity_bytes and state > dev.capacity_bytes:
-        fast = dev.capacity_bytes / state
-        mem_Bps = 1.0 / (fast / dev.mem_Bps + (1 - fast) / dev.slow_tier_Bps)
-    kw = dict(B_core=dev.core_Bps or 1.0, B_mem=mem_Bps, F_core=dev.core_flops or 1.0,
-              F_dev=dev.device_flops or 1.0, P_n=per_dev, beta_p=bpp, c_n=int(dev.per_core),
-              eta_m=dev.mem_eff, n_t=n_t, phi_p=flops_per_param(opt))
-    t = float(eq.compute__optimizer_step_time(**kw))
-    bw = min(mem_Bps * dev.mem_eff, n_t * dev.core_Bps) if dev.per_core else mem_Bps * dev.mem_eff
+    t, bw = device_time(dev, per_dev, bpp, flops_per_param(opt), state_bytes, n_t)
+    t, bw = float(t), float(bw)
+    kw = dict(B_core=dev.core_Bps, B_mem=bw / dev.mem_eff if not dev.per_core else dev.mem_Bps,
+              F_core=dev.core_flops, F_dev=dev.device_flops, P_n=per_dev, beta_p=bpp,
+              c_n=int(dev.per_core), eta_m=dev.mem_eff, n_t=n_t, phi_p=flops_per_param(opt))
     t_mem = per_dev * bpp / bw
     return OptStep(t, "memory" if t_mem >= t * (1 - 1e-12) else "compute", per_dev * bpp,
                    per_dev * flops_per_param(opt), n_t, bw, kw)

@@ -53,20 +53,21 @@ def assumptions_document() -> Document:
 
 
 def bind(app, eq, model_text: str, kw: dict) -> dict[str, float]:
-    """Evaluate the model/layout and return the inputs the equation received."""
+    """Evaluate the model/layout with the one evaluator and return the inputs the equation
+    received (at the binding pipeline stage: the most loaded for memory.*, the slowest for
+    step.* and compute.*)."""
     from optimus_calc.cli.options import build_inputs
     from optimus_calc.evaluate.memory import estimate_memory
 
     inp = build_inputs(app, model_text, kw)
-    if eq.name.startswith("memory."):
-        est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
-        if eq.name not in est.worst.inputs:
-            raise InputError(f"{eq.name} is not used for this configuration "
-                             "(e.g. activations with --model-states-only, offload without "
-                             "--offload)")
-        return est.worst.inputs[eq.name]
-    raise InputError(f"{eq.name}: values can be shown for memory.* equations with a MODEL; "
-                     "use the command that computes it")
+    est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
+    values = est.inputs(eq.name)
+    if values is None:
+        raise InputError(f"{eq.name} is not evaluated for this configuration (e.g. step time "
+                         "with --model-states-only or a bare parameter count, or an equation "
+                         "the command uses with other inputs); 'optimus-calc explain' lists the "
+                         "equations")
+    return values
 
 
 def equation_document(eq, values: dict[str, float] | None, latex: bool) -> Document:

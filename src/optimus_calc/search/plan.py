@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -14,8 +13,9 @@ from optimus_calc.evaluate.context import Hardware, resolve_hardware
 from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
 from optimus_calc.evaluate.optimizer import Impl, device_from, optimizer_step
 from optimus_calc.evaluate.step import StepEstimate, estimate_step
-from optimus_calc.search.space import OFFLOAD_CODES, RECOMPUTE_CODES, Space, enumerate_space
-from optimus_calc.search.vector import REASONS, evaluate
+from optimus_calc.evaluate.batch import OFFLOAD_CODES, RECOMPUTE_CODES, Batch
+from optimus_calc.evaluate.engine import Reason, evaluate, primary_reason, stage_table
+from optimus_calc.search.space import Space, enumerate_space
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, ZeroStage
 from optimus_calc.units import fmt_gb
@@ -70,18 +70,19 @@ class PlanResult:
     notes: list[str] = field(default_factory=list)
 
 
-def layout_of(space: Space, i: int, hw: Hardware, smartnic: str | None) -> Layout:
-    off = OFFLOAD_CODES[int(space.offload[i])]
-    return Layout(tp=int(space.tp[i]), pp=int(space.pp[i]), dp=int(space.dp[i]),
-                  cp=int(space.cp[i]), ep=int(space.ep[i]), zero=ZeroStage(int(space.zero[i])),
-                  offload=off, interleave=int(space.v[i]),
+def layout_of(cols: dict, i: int, hw: Hardware, smartnic: str | None) -> Layout:
+    off = OFFLOAD_CODES[int(cols["offload"][i])]
+    return Layout(tp=int(cols["tp"][i]), pp=int(cols["pp"][i]), dp=int(cols["dp"][i]),
+                  cp=int(cols["cp"][i]), ep=int(cols["ep"][i]),
+                  zero=ZeroStage(int(cols["zero"][i])), offload=off,
+                  interleave=int(cols["v"][i]),
                   smartnic=smartnic if off is Offload.SMARTNIC else None)
 
 
-def training_of(space: Space, i: int, base: Training) -> Training:
-    return base.model_copy(update={"micro_batch": int(space.mb[i]),
-                                   "recompute": RECOMPUTE_CODES[int(space.recompute[i])],
-                                   "sequence_parallel": bool(space.sp[i])})
+def training_of(cols: dict, i: int, base: Training) -> Training:
+    return base.model_copy(update={"micro_batch": int(cols["mb"][i]),
+                                   "recompute": RECOMPUTE_CODES[int(cols["recompute"][i])],
+                                   "sequence_parallel": bool(cols["sp"][i])})
 
 
 def offload_targets(hw: Hardware) -> list[Offload]:
@@ -92,6 +93,80 @@ def offload_targets(hw: Hardware) -> list[Offload]:
     if hw.node.superchip:
         out.append(Offload.SUPERCHIP)
     return out
+
+
+# Layouts x stages evaluated at once: bounds the planner's memory whatever the space's size
+# (about 30 float64 arrays of this many elements are alive at the peak).
+CHUNK_ELEMENTS = 1 << 18
+
+
+@dataclass
+class _Pool:
+    """The few layouts that can still make the top K, gathered chunk by chunk."""
+
+    cols: list = field(default_factory=list)
+
+    def add(self, cols: dict) -> None:
+        self.cols.append(cols)
+
+    def merged(self) -> dict:
+        if not self.cols:
+            return {}
+        return {k: np.concatenate([c[k] for c in self.cols]) for k in self.cols[0]}
+
+
+def _rank(step, gpu, objective: str) -> np.ndarray:
+    return np.lexsort((step, gpu)) if objective == "memory" else np.lexsort((gpu, step))
+
+
+def _shortlist(order: np.ndarray, tp, pp, keep: int, distinct: bool) -> np.ndarray:
+    """The first ``keep`` of ``order`` and, with ``distinct``, the best of each (TP, PP)."""
+    if not distinct:
+        return order[:keep]
+    _, first = np.unique(tp[order] * 1_000_003 + pp[order], return_index=True)
+    return order[np.sort(first)][:keep]
+
+
+def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: Space,
+           objective: str, top_k: int, distinct: bool):
+    """Evaluate ``space`` chunk by chunk with the one evaluator; keep the ranked top K, the
+    infeasible counts by reason and the figures `_why` needs. Memory is bounded by the chunk."""
+    table = stage_table(model, np.unique(space.base[:, 1]), all_stages=False)
+    width = table.index.shape[1]
+    rows = max(1, CHUNK_ELEMENTS // (space.switch_count * width))
+    counts = np.zeros(len(Reason), dtype=np.int64)
+    feasible, smallest, best_none = 0, np.inf, np.inf
+    pool = _Pool()
+    none_code = OFFLOAD_CODES.index(Offload.NONE)
+    for chunk in space.chunks(rows):
+        ev = evaluate(Batch.from_columns(chunk.views()), model, hw, base, asm, stages=table)
+        fin = chunk.finish
+        reasons = fin(ev.reasons)
+        prim = primary_reason(reasons)
+        counts += np.bincount(prim[prim >= 0], minlength=len(Reason))
+        gpu = fin(ev.gpu_bytes)
+        smallest = min(smallest, float(gpu.min()) if gpu.size else np.inf)
+        ok = np.flatnonzero(reasons == 0)
+        if ok.size == 0:
+            continue
+        feasible += ok.size
+        step = fin(ev.step_time_s)[ok]
+        off = fin(chunk.views()["offload"])[ok]
+        if (off == none_code).any():
+            best_none = min(best_none, float(step[off == none_code].min()))
+        cols = chunk.columns(ok)
+        order = _rank(step, gpu[ok], objective)
+        sel = _shortlist(order, cols["tp"], cols["pp"], top_k, distinct)
+        picked = {k: v[sel] for k, v in cols.items()}
+        picked.update(step=step[sel], gpu=gpu[ok][sel])
+        pool.add(picked)
+    merged = pool.merged()
+    if merged:
+        order = _rank(merged["step"], merged["gpu"], objective)
+        merged = {k: v[_shortlist(order, merged["tp"], merged["pp"], top_k, distinct)]
+                  for k, v in merged.items()}
+    by_reason = {r.text: int(counts[r]) for r in Reason if counts[r]}
+    return merged, feasible, by_reason, smallest, best_none
 
 
 def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions, objective: str = "time",
@@ -105,60 +180,43 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions, objective
     if len(space) == 0:
         raise InputError(f"no layout of {model.name} divides {hw.gpus} GPUs with global batch "
                          f"{base.global_batch} (TP must divide the heads and the node's GPUs)")
-    ev = evaluate(space, model, hw, base, asm)
-    counts = Counter(REASONS[r] for r in ev.reason[ev.reason >= 0].tolist())
-    feasible_idx = np.flatnonzero(ev.feasible)
+    top_cols, n_ok, counts, smallest, best_none = search(model, hw, base, asm, space, objective,
+                                                        top_k, distinct)
     notes: list[str] = []
     if hw.smartnic_implicit:
         notes.append(f"{hw.node.name} has no SmartNIC: smartnic layouts assume one "
                      f"{hw.smartnic.name} per GPU (--smartnic NAME)")
-    smallest = float(ev.gpu_bytes.min())
-    if feasible_idx.size == 0:
-        return PlanResult(model, hw, base, objective, len(space), 0, dict(counts), [], None,
+    if n_ok == 0:
+        return PlanResult(model, hw, base, objective, len(space), 0, counts, [], None,
                           f"no layout fits: the smallest needs {fmt_gb(smallest)} per GPU on "
                           f"{fmt_gb(hw.gpu.memory_bytes)} {hw.gpu.name} GPUs",
                           smallest_gpu_bytes=smallest, notes=notes)
-    if objective == "memory":
-        order = np.lexsort((ev.step_s[feasible_idx], ev.gpu_bytes[feasible_idx]))
-    else:
-        order = np.lexsort((ev.gpu_bytes[feasible_idx], ev.step_s[feasible_idx]))
-    ranked = feasible_idx[order]
     top: list[Candidate] = []
-    if distinct:  # the best layout of each (TP, PP), in rank order
-        _, first = np.unique(space.tp[ranked] * 1_000_003 + space.pp[ranked], return_index=True)
-        ranked = ranked[np.sort(first)]
-    for i in ranked[: max(top_k * 4, 20)]:  # re-check with the scalar path (every stage)
-        lay, tr = layout_of(space, int(i), hw, hw.smartnic.name), training_of(space, int(i), base)
-        mem = estimate_memory(model, hw, lay, tr, asm)
-        if not mem.fits:
-            continue
+    for i in range(len(top_cols["tp"])):
+        lay = layout_of(top_cols, i, hw, hw.smartnic.name)
+        tr = training_of(top_cols, i, base)
+        mem = estimate_memory(model, hw, lay, tr, asm)   # the same evaluator, every stage shown
         st = estimate_step(model, hw, lay, tr, asm, mem)
         top.append(Candidate(lay, tr, mem.worst.total_bytes, st.step_time_s, st.mfu,
                              st.tokens_per_s, mem, st))
-        if len(top) == top_k:
-            break
-    rec = top[0] if top else None
-    why = _why(rec, ev, space, feasible_idx, objective) if rec else "no layout fits"
-    result = PlanResult(model, hw, base, objective, len(space), int(feasible_idx.size),
-                        dict(counts), top, rec, why, smallest_gpu_bytes=smallest, notes=notes)
-    return result
+    rec = top[0]
+    why = _why(rec, n_ok, best_none, objective)
+    return PlanResult(model, hw, base, objective, len(space), n_ok, counts, top, rec, why,
+                      smallest_gpu_bytes=smallest, notes=notes)
 
 
-def _why(rec: Candidate, ev, space: Space, feasible_idx, objective: str) -> str:
+def _why(rec: Candidate, n: int, best_none: float, objective: str) -> str:
     lay = rec.layout
-    n = feasible_idx.size
     if objective == "memory":
         s = f"least GPU memory of {n:,} feasible layouts ({fmt_gb(rec.gpu_bytes)} per GPU)"
     else:
         s = (f"fastest of {n:,} feasible layouts: {rec.tokens_per_s:,.0f} tokens/s, "
              f"MFU {rec.mfu:.1%}")
-    no_off = feasible_idx[space.offload[feasible_idx] == OFFLOAD_CODES.index(Offload.NONE)]
     if lay.offload is not Offload.NONE:
-        if no_off.size == 0:
+        if not np.isfinite(best_none):
             s += "; no layout fits without offloading the optimizer"
         else:
-            best = float(ev.step_s[no_off].min())
-            s += (f"; {100 * (1 - rec.step_s / best):.1f}% faster than the best layout that "
+            s += (f"; {100 * (1 - rec.step_s / best_none):.1f}% faster than the best layout that "
                   "keeps the optimizer on the GPU")
     else:
         s += "; the optimizer stays on the GPU"

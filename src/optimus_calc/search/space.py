@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
 from optimus_calc.evaluate.shapes import tp_degrees
 from optimus_calc.specs.model import Model
-from optimus_calc.specs.training import Offload, Recompute
+from optimus_calc.evaluate.batch import OFFLOAD_CODES, RECOMPUTE_CODES
+from optimus_calc.specs.training import Offload
 
-OFFLOAD_CODES = [Offload.NONE, Offload.CPU, Offload.NVME, Offload.SMARTNIC, Offload.SUPERCHIP]
-RECOMPUTE_CODES = [Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL]
 # Search bounds (not physics): context parallelism is searched from 32K-token sequences, up to
 # 16-way; interleaving up to 8 model chunks per GPU. Widen them here if a model calls for it.
 LONG_CONTEXT = 32768
@@ -23,49 +21,78 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-@dataclass
-class Space:
-    tp: np.ndarray
-    pp: np.ndarray
-    dp: np.ndarray
-    cp: np.ndarray
-    ep: np.ndarray
-    zero: np.ndarray
-    offload: np.ndarray     # index into OFFLOAD_CODES
-    recompute: np.ndarray   # index into RECOMPUTE_CODES
-    sp: np.ndarray
-    mb: np.ndarray
-    v: np.ndarray
-    grid: tuple | None = None  # (base (nb x 7), switches (ns x 4), keep mask): see views()
-
-    def __len__(self) -> int:
-        return int(self.tp.size)
-
-    def take(self, idx) -> "Space":
-        return Space(**{k: getattr(self, k)[idx] for k in FIELDS})
-
-    def views(self) -> dict[str, np.ndarray]:
-        """Arrays to evaluate on. With a grid, grid-point columns have shape (nb, 1) and switch
-        columns (1, ns): numpy broadcasting then computes what depends only on the grid point
-        once per point instead of once per layout."""
-        if self.grid is None:
-            return {k: getattr(self, k) for k in FIELDS}
-        base, sw, _ = self.grid
-        out = {k: base[:, j][:, None] for j, k in enumerate(BASE_COLS)}
-        out.update({k: sw[:, j][None, :] for j, k in enumerate(SWITCH_COLS)})
-        return out
-
-    def finish(self, x) -> np.ndarray:
-        """A result on the views' shape, as one value per layout of the flat space."""
-        if self.grid is None:
-            return np.broadcast_to(x, self.tp.shape)
-        base, sw, keep = self.grid
-        return np.broadcast_to(x, (len(base), len(sw))).reshape(-1)[keep]
-
-
-FIELDS = ("tp", "pp", "dp", "cp", "ep", "zero", "offload", "recompute", "sp", "mb", "v")
 BASE_COLS = ("tp", "pp", "dp", "cp", "ep", "mb", "v")
 SWITCH_COLS = ("zero", "offload", "recompute", "sp")
+FIELDS = BASE_COLS + SWITCH_COLS
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Some grid points x every switch combination, as broadcast columns: grid-point columns
+    of shape (nb, 1, 1, 1, 1) and each switch on an axis of its own (zero on axis 1, offload 2,
+    recompute 3, sequence parallelism 4). A term is then computed on the axes it depends on
+    only (the weights on grid x zero x offload, activations on grid x recompute x SP); the
+    full product is formed only where terms meet. ``finish`` flattens a result to one value
+    per kept layout (C order over the five axes)."""
+
+    base: np.ndarray                           # (nb, 7) BASE_COLS
+    switches: tuple[np.ndarray, ...]           # values of SWITCH_COLS
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (len(self.base),) + tuple(len(v) for v in self.switches)
+
+    def views(self) -> dict[str, np.ndarray]:
+        nb = len(self.base)
+        out = {k: self.base[:, j].reshape(nb, 1, 1, 1, 1) for j, k in enumerate(BASE_COLS)}
+        for axis, (k, vals) in enumerate(zip(SWITCH_COLS, self.switches), start=1):
+            shape = [1] * 5
+            shape[axis] = len(vals)
+            out[k] = np.asarray(vals).reshape(shape)
+        return out
+
+    @property
+    def keep(self) -> np.ndarray:
+        """Sequence parallelism only with TP."""
+        v = self.views()
+        return np.broadcast_to((v["sp"] == 0) | (v["tp"] > 1), self.shape)
+
+    def finish(self, x) -> np.ndarray:
+        return np.broadcast_to(x, self.shape)[self.keep]
+
+    def columns(self, sel) -> dict[str, np.ndarray]:
+        """Field values of the kept layouts at flat positions ``sel``."""
+        ix = [i[sel] for i in np.nonzero(self.keep)]
+        out = {k: self.base[ix[0], j] for j, k in enumerate(BASE_COLS)}
+        for axis, (k, vals) in enumerate(zip(SWITCH_COLS, self.switches), start=1):
+            out[k] = np.asarray(vals)[ix[axis]]
+        return out
+
+
+@dataclass(frozen=True)
+class Space:
+    """Every layout of a search, held as grid points x switch values (never one row per layout,
+    so memory stays bounded by the grid), evaluated chunk by chunk."""
+
+    base: np.ndarray
+    switches: tuple[np.ndarray, ...]
+
+    @property
+    def switch_count(self) -> int:
+        return int(np.prod([len(v) for v in self.switches]))
+
+    def __len__(self) -> int:
+        tp1 = int((self.base[:, 0] == 1).sum())
+        sp = self.switches[3]
+        no_sp = self.switch_count // len(sp) * int((np.asarray(sp) == 0).sum())
+        return (len(self.base) - tp1) * self.switch_count + tp1 * no_sp
+
+    def chunks(self, rows: int):
+        for i in range(0, len(self.base), max(1, rows)):
+            yield Chunk(self.base[i:i + rows], self.switches)
+
+    def whole(self) -> Chunk:
+        return Chunk(self.base, self.switches)
 
 
 def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: int,
@@ -107,15 +134,10 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
                         for v in vs:
                             grids.append((t, p, d, c, e, mb, v))
     base = np.array(grids, dtype=np.int64).reshape(-1, 7)
-    sw = list(itertools.product(zero_stages, [OFFLOAD_CODES.index(o) for o in offloads],
-                                range(len(RECOMPUTE_CODES)), (0, 1)))
-    sw = [s for s in sw if RECOMPUTE_CODES[s[2]] in recomputes]
-    swa = np.array(sw, dtype=np.int64).reshape(-1, 4)
-    nb, ns = len(base), len(swa)
-    bi = np.repeat(np.arange(nb), ns)
-    si = np.tile(np.arange(ns), nb)
-    keep = (swa[si, 3] == 0) | (base[bi, 0] > 1)  # sequence parallelism only with TP
-    b, s = base[bi[keep]], swa[si[keep]]
-    return Space(tp=b[:, 0], pp=b[:, 1], dp=b[:, 2], cp=b[:, 3], ep=b[:, 4], mb=b[:, 5],
-                 v=b[:, 6], zero=s[:, 0], offload=s[:, 1], recompute=s[:, 2], sp=s[:, 3],
-                 grid=(base, swa, keep))
+    switches = (np.array(sorted(set(zero_stages)), dtype=np.int64),
+                np.array([OFFLOAD_CODES.index(o) for o in dict.fromkeys(offloads)],
+                         dtype=np.int64),
+                np.array([i for i, r in enumerate(RECOMPUTE_CODES) if r in recomputes],
+                         dtype=np.int64),
+                np.array([0, 1], dtype=np.int64))
+    return Space(base, switches)

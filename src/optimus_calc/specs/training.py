@@ -134,7 +134,8 @@ class Assumptions(Frozen):
         description="PyTorch DDP default bucket_cap_mb (ZeRO 0)")
     zero_bucket_params: float = Field(
         default=5e8, ge=0, le=1e12,
-        description="DeepSpeed default reduce_bucket_size, elements (ZeRO 1-3)")
+        description="DeepSpeed defaults reduce_bucket_size = allgather_bucket_size = 5e8 "
+                    "elements (deepspeed/runtime/zero/config.py): ZeRO 1-3 buckets")
     host_grad_bytes: float = Field(
         default=4, ge=0, le=8, description="ZeRO-Offload keeps fp32 gradients on the host")
     nvme_buffer_count: float = Field(

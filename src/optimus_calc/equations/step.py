@@ -1,0 +1,170 @@
+"""Step time: how the per-stage terms compose into one training step.
+
+Every term the step-time report shows is one of these equations (or one in compute.py/comm.py
+that they take as input), evaluated by the one evaluator (:mod:`optimus_calc.evaluate.engine`)
+for one layout or millions. `optimus-calc explain step.time MODEL [layout]` prints the top-level
+expression with the values of the binding pipeline stage; each input term has its own entry.
+
+Windows and counts follow the frameworks (seeds-independent, read from their source):
+- forward = one pass of the stage's layers (plus the logits on the last stage); backward = two
+  forward passes plus the recomputed forward (Narayanan et al. SC'21 section 5.1);
+- data-parallel collectives per micro-batch or per step, as each ZeRO stage runs them
+  (DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py, stage3.py; Megatron-LM
+  megatron/core/distributed/distributed_data_parallel.py; calibration.md section 10).
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from optimus_calc.equations.registry import equation, sym
+
+tok_g = sym("tau_g", "token-layers of work per GPU per step: tokens / (dp x cp x tp)")
+L_s = sym("L_stage", "transformer layers on the pipeline stage")
+lam = sym("lambda_h", "1 on the last pipeline stage (runs the logits), else 0")
+F_l = sym("F_l", "forward FLOPs per token of one layer")
+F_r = sym("F_r", "extra forward FLOPs per token per layer recomputed (0, scores, or F_l)")
+F_h = sym("F_h", "forward FLOPs per token of the logits")
+n_pass = sym("n_pass", "HBM passes over the stored activation bytes")
+M_l = sym("M_l", "activation bytes one layer stores for one micro-batch (no recompute)")
+m = sym("m", "micro-batches per step per pipeline", positive=True)
+B_hbm = sym("B_hbm", "peak HBM bandwidth, bytes/s", positive=True)
+eta_hbm = sym("eta_hbm", "achievable fraction of HBM bandwidth", positive=True)
+T_cf = sym("T_cf", "GEMM time of the stage's forward passes in the step, s")
+T_cb = sym("T_cb", "GEMM time of the stage's backward passes (and recompute) in the step, s")
+T_ef = sym("T_ef", "element-wise (HBM-bound) time of the forward passes, s")
+T_eb = sym("T_eb", "element-wise (HBM-bound) time of the backward passes, s")
+sig = sym("sigma_sp", "1 with sequence parallelism, else 0")
+T_ag = sym("T_ag", "one all-gather, s")
+T_rs = sym("T_rs", "one reduce-scatter, s")
+T_ar = sym("T_ar", "one all-reduce, s")
+T_a2a = sym("T_a2a", "one all-to-all, s")
+T_p2p = sym("T_p2p", "one point-to-point send, s")
+r_f = sym("r_full", "1 with full recomputation, else 0")
+o_tp = sym("o_tp", "fraction of TP communication hidden behind compute (assumed)")
+o_cp = sym("o_cp", "fraction of CP K/V traffic hidden behind attention (assumed)")
+o_pp = sym("o_pp", "fraction of PP point-to-point time hidden (assumed)")
+L_moe = sym("L_moe", "MoE layers on the pipeline stage")
+v = sym("v", "model chunks per GPU (interleaving)", positive=True)
+Z = sym("Z", "ZeRO stage 0..3")
+T_red = sym("T_red", "gradient reduction of the stage's gradients once (all buckets), s")
+T_bkt = sym("T_bkt", "gradient reduction of one bucket, s")
+T_gat = sym("T_gat", "parameter all-gather of the stage's weights once (all pieces), s")
+W_f = sym("W_f", "forward time of one micro-batch (overlap window), s")
+W_b = sym("W_b", "backward time of one micro-batch (overlap window), s")
+T_f = sym("T_f", "forward time of the stage in the step (GEMM + element-wise), s")
+T_b = sym("T_b", "backward time of the stage in the step (GEMM + element-wise), s")
+T_bub = sym("T_bubble", "pipeline bubble, s")
+T_tp = sym("T_tp", "exposed tensor-parallel communication, s")
+T_cp = sym("T_cp", "exposed context-parallel communication, s")
+T_ep = sym("T_ep", "exposed expert-parallel all-to-all, s")
+T_pp = sym("T_pp", "exposed pipeline point-to-point, s")
+T_dpx = sym("T_dp", "exposed data-parallel communication, s")
+T_ox = sym("T_opt", "exposed optimizer step and offload transfers, s")
+T_step = sym("T_step", "step time, s", positive=True)
+F_mod = sym("F_model", "model FLOPs of the step (no recompute)")
+N_g = sym("N_gpus", "GPUs in the cluster", positive=True)
+pk = sym("peak", "dense peak FLOP/s of the device for the data type", positive=True)
+tok = sym("tokens", "tokens per step (global batch x sequence)")
+
+NARAYANAN = "Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1"
+
+
+def _ex(x, w):
+    """The part of x that a window w does not hide."""
+    return sp.Max(0, x - w)
+
+
+forward_flops = equation(
+    "step.forward_flops", tok_g * (L_s * F_l + lam * F_h), "FLOP",
+    NARAYANAN + ": forward = one pass over the layers; the logits on the last stage",
+    "Forward FLOPs one GPU of the stage executes in a step (all micro-batches).")
+
+backward_flops = equation(
+    "step.backward_flops", tok_g * (2 * (L_s * F_l + lam * F_h) + L_s * F_r), "FLOP",
+    NARAYANAN + ": backward = 2 x forward; activation recomputation re-runs (part of) the "
+    "forward inside the backward pass",
+    "Backward FLOPs one GPU of the stage executes in a step, with the recomputed forward.")
+
+elementwise_time = equation(
+    "step.elementwise_time", n_pass * M_l * L_s * m / (B_hbm * eta_hbm), "s",
+    "HBM roofline of the non-GEMM work (norms, activations, dropout, residuals): the stored "
+    "activation bytes are written in the forward (1 pass) and read, their gradient written and "
+    "read in the backward (3 passes); a recomputed forward writes them again (derived; "
+    "Assumptions.elementwise_factor)",
+    "Element-wise time of the stage's layers over all micro-batches for n_pass passes.")
+
+forward_time = equation(
+    "step.forward_time", T_cf + T_ef, "s", "sum of the forward's GEMM and element-wise time",
+    "Forward time of the stage in one step (all micro-batches).")
+
+backward_time = equation(
+    "step.backward_time", T_cb + T_eb, "s", "sum of the backward's GEMM and element-wise time",
+    "Backward time of the stage in one step (all micro-batches, with recomputation).")
+
+tp_comm_time = equation(
+    "step.tp_comm_time",
+    (1 - o_tp) * 4 * (sig * (T_ag + T_rs) + (1 - sig) * T_ar) * (1 + r_f / 2) * L_s * m, "s",
+    "Korthikanti et al. 2022 (arXiv 2205.05198) section 4.2.2: per layer and micro-batch 4 "
+    "all-reduces (2 forward, 2 backward), or with sequence parallelism 4 all-gathers + 4 "
+    "reduce-scatters; full recomputation repeats the forward's half",
+    "Exposed tensor-parallel communication of the stage in one step.")
+
+cp_comm_time = equation(
+    "step.cp_comm_time", (1 - o_cp) * (T_ag * (1 + r_f) + T_rs) * L_s * m, "s",
+    "Megatron-LM context parallelism (megatron/core/transformer/dot_product_attention "
+    "context_parallel ring): K/V all-gathered in the forward, their gradients reduce-scattered "
+    "in the backward; full recomputation gathers again",
+    "Exposed context-parallel K/V traffic of the stage in one step.")
+
+ep_comm_time = equation(
+    "step.ep_comm_time", 4 * T_a2a * L_moe * m, "s",
+    "Lepikhin et al. 2020 (GShard), Megatron-LM MoE token dispatcher (alltoall): dispatch and "
+    "combine in the forward and again in the backward, 4 all-to-alls per MoE layer",
+    "Expert-parallel all-to-all time of the stage in one step (not overlapped).")
+
+pp_comm_time = equation(
+    "step.pp_comm_time", (1 - o_pp) * 2 * m * v * T_p2p, "s",
+    "Narayanan et al. SC'21 section 2.2: one activation send forward and one gradient send "
+    "backward per micro-batch per model chunk",
+    "Exposed pipeline point-to-point time of the stage in one step.")
+
+_t_last = sp.Min(T_red, T_bkt)
+dp_comm_time = equation(
+    "step.dp_comm_time",
+    sp.Piecewise((m * (T_red + 2 * T_gat), Z >= 3), (m * T_red + T_gat, Z >= 2),
+                 (T_red + T_gat, True)), "s",
+    "DeepSpeed deepspeed/runtime/zero/stage3.py (parameters gathered per module in the forward "
+    "and again in the backward, gradients reduce-scattered, every micro-batch); "
+    "stage_1_and_2.py (ZeRO-2 reduces gradients every micro-batch as buckets fill; ZeRO-1 at "
+    "the gradient-accumulation boundary); PyTorch DDP no_sync and Megatron-LM "
+    "distributed_data_parallel.py (one reduction per step); calibration.md section 10",
+    "Data-parallel communication of the stage in one step (before overlap): reductions x "
+    "times reduced + gathers x times gathered.")
+
+dp_exposed_time = equation(
+    "step.dp_exposed_time",
+    sp.Piecewise(
+        (m * (_ex(T_gat, W_f) + _ex(T_red + T_gat, W_b) + _t_last), Z >= 3),
+        (m * (_ex(T_red, W_b) + _t_last) + _ex(T_gat, W_f), Z >= 2),
+        (_ex(T_red, W_b) + _t_last + _ex(T_gat, W_f), True)), "s",
+    "as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch "
+    "except the last bucket; gathers overlap the forward through prefetching (DeepSpeed "
+    "stage3 prefetch, Megatron --overlap-param-gather)",
+    "Part of the data-parallel communication the compute windows do not hide.")
+
+step_time = equation(
+    "step.time", T_f + T_b + T_bub + T_tp + T_cp + T_ep + T_pp + T_dpx + T_ox, "s",
+    "sum of the terms of the pipeline stage that takes longest (the one evaluator takes the "
+    "maximum over stages); the bubble is that of the busiest stage",
+    "Time of one training step.")
+
+mfu = equation(
+    "step.mfu", F_mod / (T_step * N_g * pk), "1",
+    "Chowdhery et al. 2022 (PaLM) appendix B: model FLOPs utilisation, recomputation not "
+    "counted",
+    "Model FLOPs per second over the cluster's dense peak.")
+
+tokens_per_s = equation(
+    "step.tokens_per_s", tok / T_step, "tokens/s", "definition: tokens per step over step time",
+    "Training throughput in tokens per second.")

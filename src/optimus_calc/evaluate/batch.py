@@ -1,0 +1,60 @@
+"""A batch of layouts as arrays: the one input of the evaluator.
+
+One layout (the `memory`, `step`, `compare`, `fit`, `nics` commands) is a batch of one; the planner
+passes the whole search grid. Fields may be numpy arrays of any broadcastable shape, or scalars.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from optimus_calc.specs.training import Layout, Offload, Recompute, Training
+
+# Integer codes of the closed sets inside arrays (position in the Enum's declaration order).
+OFFLOAD_CODES: tuple[Offload, ...] = tuple(Offload)
+RECOMPUTE_CODES: tuple[Recompute, ...] = tuple(Recompute)
+NONE, CPU, NVME, SMARTNIC, SUPERCHIP = (OFFLOAD_CODES.index(o) for o in (
+    Offload.NONE, Offload.CPU, Offload.NVME, Offload.SMARTNIC, Offload.SUPERCHIP))
+R_NONE, R_SELECTIVE, R_FULL = (RECOMPUTE_CODES.index(r) for r in (
+    Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL))
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Layout and per-layout training fields; every field broadcasts against the others."""
+
+    tp: np.ndarray
+    pp: np.ndarray
+    dp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    zero: np.ndarray
+    offload: np.ndarray          # index into OFFLOAD_CODES
+    recompute: np.ndarray        # index into RECOMPUTE_CODES
+    sp: np.ndarray               # 1 with sequence parallelism
+    mb: np.ndarray               # micro-batch size
+    v: np.ndarray                # model chunks per GPU (interleaving)
+    offload_params: np.ndarray | int = 0     # 1: ZeRO-3 weights offloaded with the optimizer
+    gpu_fraction: np.ndarray | float = 0.0   # SuperOffload: optimizer fraction kept on the GPU
+    allow_spill: np.ndarray | int = 1        # SmartNIC state may spill to host RAM
+    smartnics_per_node: np.ndarray | int = 0  # 0: one per GPU
+
+    @classmethod
+    def of(cls, layout: Layout, tr: Training) -> "Batch":
+        """A batch of one layout (arrays of shape (1,))."""
+        a = lambda x: np.array([x])  # noqa: E731
+        return cls(tp=a(layout.tp), pp=a(layout.pp), dp=a(layout.dp), cp=a(layout.cp),
+                   ep=a(layout.ep), zero=a(int(layout.zero)),
+                   offload=a(OFFLOAD_CODES.index(layout.offload)),
+                   recompute=a(RECOMPUTE_CODES.index(tr.recompute)),
+                   sp=a(int(tr.sequence_parallel)), mb=a(tr.micro_batch),
+                   v=a(layout.interleave), offload_params=a(int(layout.offload_params)),
+                   gpu_fraction=a(layout.superchip_gpu_fraction),
+                   allow_spill=a(int(layout.allow_spill)),
+                   smartnics_per_node=a(layout.smartnics_per_node))
+
+    @classmethod
+    def from_columns(cls, cols: dict) -> "Batch":
+        return cls(**{f.name: cols[f.name] for f in fields(cls) if f.name in cols})

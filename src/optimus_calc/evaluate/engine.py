@@ -1,0 +1,522 @@
+"""The one evaluator: a batch of layouts in, memory per part and stage, feasibility with reasons,
+and every step-time term out, as arrays.
+
+Every number is a call of a compiled equation (:mod:`optimus_calc.equations.compiled`,
+generated from the sympy registry that `explain` prints). `memory`, `step`, `compare`, `fit` and
+`nics` evaluate a batch of one; the planner evaluates its whole grid with this same function.
+
+Pipeline stages are a trailing array axis. With ``all_stages`` every stage is evaluated (one
+layout); otherwise each pipeline degree's stages are reduced to the stages that can bind: a
+stage whose shape (layers, MoE layers, parameters, first/last) repeats an earlier stage's holds
+no more in-flight micro-batches than it (1F1B: min(p - i, m) falls with i) and takes the same
+time, so it can never be the most loaded. The result is exact, not a sample of stages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+
+from optimus_calc.equations import compiled as eq
+from optimus_calc.evaluate.batch import (CPU, NONE, NVME, R_FULL, R_SELECTIVE, SMARTNIC,
+                                         SUPERCHIP, Batch)
+from optimus_calc.evaluate.context import Hardware, check_precision
+from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, device_from, device_time
+from optimus_calc.evaluate.optimizer import flops_per_param
+from optimus_calc.evaluate.shapes import activation_coefficients, stage_shapes
+from optimus_calc.specs.model import BareModel, Model
+from optimus_calc.specs.training import Assumptions, Training
+from optimus_calc.units import GB
+
+
+class Reason(IntEnum):
+    """Why a layout is infeasible; bit positions of ``Evaluation.reasons``, in priority order."""
+
+    GPU_MEMORY = 0
+    HOST_RAM = 1
+    NVME_CAPACITY = 2
+    NO_NVME = 3
+    SMARTNIC_SPILL_HOST = 4
+    SMARTNIC_NO_SPILL = 5
+    NOT_SUPERCHIP = 6
+    GRACE_MEMORY = 7
+
+    @property
+    def text(self) -> str:
+        return _REASON_TEXT[self]
+
+
+_REASON_TEXT = {
+    Reason.GPU_MEMORY: "GPU memory exceeds capacity",
+    Reason.HOST_RAM: "offloaded state exceeds host RAM",
+    Reason.NVME_CAPACITY: "optimizer state exceeds NVMe capacity",
+    Reason.NO_NVME: "node has no NVMe drives for ZeRO-Infinity",
+    Reason.SMARTNIC_SPILL_HOST: "SmartNIC spill exceeds host RAM",
+    Reason.SMARTNIC_NO_SPILL: "optimizer shard exceeds SmartNIC memory and spill is disabled",
+    Reason.NOT_SUPERCHIP: "node is not a superchip (no NVLink-C2C CPU)",
+    Reason.GRACE_MEMORY: "offloaded state exceeds the Grace CPU's memory",
+}
+
+
+def primary_reason(bits: np.ndarray) -> np.ndarray:
+    """The highest-priority reason of each layout (-1 when feasible)."""
+    bits = np.asarray(bits, dtype=np.int64)
+    low = bits & -bits  # lowest set bit
+    out = np.full(bits.shape, -1, dtype=np.int64)
+    nz = low > 0
+    out[nz] = np.log2(low[nz]).round().astype(np.int64)
+    return out
+
+
+def reasons_of(bits: int) -> list[Reason]:
+    return [r for r in Reason if bits >> int(r) & 1]
+
+
+@dataclass(frozen=True)
+class StageTable:
+    """Per pipeline degree, the stages evaluated (padded to a common width)."""
+
+    pps: np.ndarray        # sorted unique pipeline degrees
+    index: np.ndarray      # (n_pp, K) stage index
+    layers: np.ndarray
+    moe_layers: np.ndarray
+    A: np.ndarray
+    X: np.ndarray
+    R: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+
+    def lookup(self, pp: np.ndarray) -> dict[str, np.ndarray]:
+        i = np.searchsorted(self.pps, np.asarray(pp))
+        return {k: getattr(self, k)[i] for k in ("index", "layers", "moe_layers", "A", "X", "R",
+                                                  "first", "last")}
+
+
+def stage_table(model: Model | BareModel, pps, all_stages: bool) -> StageTable:
+    rows = []
+    for p in sorted({int(x) for x in np.unique(pps)}):
+        shapes = stage_shapes(model, p)
+        if not all_stages:
+            seen, keep = set(), []
+            for sh in shapes:
+                key = (sh.layers, sh.moe_layers, sh.A, sh.X, sh.R, sh.first, sh.last)
+                if key not in seen:
+                    seen.add(key)
+                    keep.append(sh)
+            shapes = keep
+        rows.append(shapes)
+    width = max(len(r) for r in rows)
+    cols = {k: np.zeros((len(rows), width)) for k in ("index", "layers", "moe_layers", "A", "X",
+                                                     "R", "first", "last")}
+    for j, shapes in enumerate(rows):
+        padded = shapes + [shapes[0]] * (width - len(shapes))  # a copy never changes a max
+        for k_i, sh in enumerate(padded):
+            cols["index"][j, k_i] = sh.index
+            cols["layers"][j, k_i] = sh.layers
+            cols["moe_layers"][j, k_i] = sh.moe_layers
+            cols["A"][j, k_i], cols["X"][j, k_i], cols["R"][j, k_i] = sh.A, sh.X, sh.R
+            cols["first"][j, k_i], cols["last"][j, k_i] = sh.first, sh.last
+    return StageTable(np.array(sorted({int(x) for x in np.unique(pps)})), **cols)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Arrays of the batch's broadcast shape (``..._stage`` ones have a trailing stage axis)."""
+
+    stage_index: np.ndarray
+    stage_layers: np.ndarray
+    params_stage: np.ndarray
+    weights_stage: np.ndarray
+    gradients_stage: np.ndarray
+    optimizer_stage: np.ndarray
+    activations_stage: np.ndarray
+    overhead_stage: np.ndarray
+    total_stage: np.ndarray
+    in_flight_stage: np.ndarray
+    worst_memory: np.ndarray        # position on the stage axis of the most loaded stage
+    gpu_bytes: np.ndarray
+    capacity_bytes: float
+    micro_batches: np.ndarray
+    offload_bytes_per_gpu: np.ndarray
+    offload_bytes_per_device: np.ndarray
+    offload_capacity_per_device: np.ndarray
+    offload_devices_per_node: np.ndarray
+    spill_bytes_per_device: np.ndarray
+    host_bytes_per_node: np.ndarray
+    host_capacity_bytes: float
+    reasons: np.ndarray             # bit set of Reason
+    has_step: bool
+    step_time_s: np.ndarray | None = None
+    worst_time: np.ndarray | None = None     # position on the stage axis of the slowest stage
+    stage_terms: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    step_figures: dict[str, float] = field(default_factory=dict, repr=False)
+    inputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
+
+    @property
+    def feasible(self) -> np.ndarray:
+        return self.reasons == 0
+
+    def term(self, name: str) -> np.ndarray:
+        """A step-time term per layout, at the stage that binds the step (computed on demand:
+        the planner ranks on ``step_time_s`` and asks for the rest of its top K only)."""
+        f = self.step_figures
+        if name == "step_time_s":
+            return self.step_time_s
+        if name == "model_flops":
+            return np.broadcast_to(f["model_flops"], np.shape(self.step_time_s))
+        if name == "mfu":
+            return eq.step__mfu(F_model=f["model_flops"], N_gpus=f["gpus"],
+                                T_step=self.step_time_s, peak=f["peak"])
+        if name == "tokens_per_s":
+            return eq.step__tokens_per_s(T_step=self.step_time_s, tokens=f["tokens"])
+        if name == "tflops_per_gpu":
+            return self.term("hardware_flops") / self.step_time_s / f["gpus"] / 1e12
+        return _pick(self.stage_terms[name], self.worst_time)
+
+
+def _pick(x, k):
+    """x (..., K) at stage position k (...,)."""
+    x, k = np.asarray(x), np.asarray(k)
+    if x.shape[-1] == 1:  # the same on every stage
+        return np.broadcast_to(x[..., 0], np.broadcast_shapes(x.shape[:-1], k.shape)).copy()
+    x = np.broadcast_to(x, np.broadcast_shapes(x.shape, k.shape + (1,)))
+    return np.take_along_axis(x, np.asarray(k)[..., None], axis=-1)[..., 0]
+
+
+class _Rec:
+    """Calls compiled equations; with ``on`` it remembers their inputs for `explain`."""
+
+    def __init__(self, on: bool):
+        self.on, self.inputs = on, {}
+
+    def __call__(self, name: str, fn, **kw):
+        if self.on:
+            self.inputs[name] = kw
+        return fn(**kw)
+
+
+def offload_flags(off, offload_params, gpu_fraction):
+    """(o_w, o_g, o_o, f_k) of memory.*: what leaves the GPU for each offload target.
+
+    CPU/NVMe (ZeRO-Offload/Infinity): gradients and optimizer state, weights with
+    --offload-params; SmartNIC (OptimusNIC): the optimizer state only, gradients stream through;
+    superchip (SuperOffload): gradients and state, except the fraction kept on the GPU."""
+    off = np.asarray(off)
+    cpu_or_nvme = (off == CPU) | (off == NVME)
+    o_w = (cpu_or_nvme & (np.asarray(offload_params) == 1)).astype(np.float64)
+    o_g = (cpu_or_nvme | (off == SUPERCHIP)).astype(np.float64)
+    o_o = (off != NONE).astype(np.float64)
+    f_k = np.where(off == SUPERCHIP, gpu_fraction, 0.0)
+    return o_w, o_g, o_o, f_k
+
+
+def layer_flops(model: Model, seq: int) -> tuple[float, float]:
+    """(F_l averaged over layers, F_h): forward FLOPs per token of a layer and of the logits."""
+    q_d, kv_d = model.heads * model.d_head, model.n_kv * model.d_head
+    m_m = model.ffn_type.matrices
+    dense = float(eq.compute__flops_per_token_layer(E=0, f=model.ffn_hidden, h=model.hidden,
+                                                    k_e=1, kv_d=kv_d, m_m=m_m, q_d=q_d, s=seq))
+    f_l = dense
+    if model.is_moe:
+        moe = float(eq.compute__flops_per_token_layer(
+            E=model.experts, f=model.expert_ffn, h=model.hidden,
+            k_e=model.top_k + model.shared_experts, kv_d=kv_d, m_m=m_m, q_d=q_d, s=seq))
+        f_l = (model.dense_layers * dense + model.moe_layers * moe) / model.layers
+    return f_l, 2.0 * model.hidden * model.vocab
+
+
+def _group(hw: Hardware, size, stride, nic_Bps: float):
+    """(alpha, beta) of a ring over ``size`` ranks ``stride`` apart: inside a node over the
+    scale-up link, across nodes bounded by the group's share of the node's NICs (rail-optimised:
+    each GPU drives its own NIC)."""
+    gpn = hw.gpus_per_node
+    il = hw.intra_link
+    a_i, b_i = il.alpha_s, il.bandwidth_Bps * il.efficiency
+    size = np.asarray(size)
+    stride = np.asarray(stride)
+    per_node = np.where(stride < gpn, np.maximum(1, np.minimum(size, gpn // np.maximum(stride, 1))),
+                        1)
+    nodes = np.maximum(1, size // per_node)
+    share = per_node / gpn * max(hw.node.nics, 1)
+    multi = nodes > 1
+    bw = np.where(multi, eq.comm__ring_bandwidth(B_intra=b_i, B_nic=nic_Bps, K=share), b_i)
+    al = np.where(multi, eq.comm__ring_alpha(N=nodes, alpha_e=hw.nic.alpha_us * 1e-6,
+                                             alpha_i=a_i, n=size), a_i)
+    return al, 1.0 / bw
+
+
+def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
+             asm: Assumptions, all_stages: bool = False, record: bool = False,
+             stages: StageTable | None = None) -> Evaluation:
+    """Evaluate every layout of ``batch``. ``stages`` (from :func:`stage_table` over the
+    batch's pipeline degrees) may be given to reuse it across the chunks of a search."""
+    rec = _Rec(record)
+    L = lambda x: np.asarray(x)[..., None]  # noqa: E731  per-layout value -> stage axis
+    t, pp, dp, cp, ep = L(batch.tp), L(batch.pp), L(batch.dp), L(batch.cp), L(batch.ep)
+    z, off, rc, spf, mb, v = (L(batch.zero), L(batch.offload), L(batch.recompute), L(batch.sp),
+                              L(batch.mb), L(batch.v))
+    opar, gfrac = L(batch.offload_params), L(batch.gpu_fraction)
+    spill_ok, sn_k = L(batch.allow_spill), L(batch.smartnics_per_node)
+    gpn, s, gb = hw.gpus_per_node, tr.seq_len, tr.global_batch
+    wb, gbytes, ob = tr.weight_bytes, tr.gradient_bytes, tr.optimizer_bytes
+    m = gb // (dp * mb)
+
+    st = (stages or stage_table(model, batch.pp, all_stages)).lookup(batch.pp)
+    idx, Ls, Lmoe, last = st["index"], st["layers"], st["moe_layers"], st["last"]
+
+    # ---- memory per stage ----------------------------------------------------------------
+    o_w, o_g, o_o, f_k = offload_flags(off, opar, gfrac)
+    P = rec("memory.params_per_gpu", eq.memory__params_per_gpu,
+            A=st["A"], R=st["R"], X=st["X"], e=ep, t=t)
+    W = rec("memory.weights_bytes", eq.memory__weights_bytes,
+            N_d=dp, P=P, Z=z, b_w=wb, o_w=o_w)
+    G = rec("memory.gradients_bytes", eq.memory__gradients_bytes,
+            N_d=dp, P=P, Z=z, b_g=gbytes, o_g=o_g)
+    O = rec("memory.optimizer_bytes", eq.memory__optimizer_bytes,
+            N_d=dp, P=P, Z=z, b_o=ob, f_k=f_k, o_o=o_o)
+    n_f = np.minimum(pp - idx, m)
+    zero_arr = np.zeros(np.broadcast_shapes(np.shape(W), np.shape(G), np.shape(O)))
+    states_only = tr.model_states_only or isinstance(model, BareModel)
+    sigma = ((spf == 1) & (t > 1)).astype(np.float64)
+    if states_only:
+        act = over = zero_arr
+        layer_args: dict = {}
+    else:
+        assert isinstance(model, Model)
+        q_c, m_c = activation_coefficients(model)
+        layer_args = dict(a=model.heads, b=mb, c=cp, d=int(tr.dropout), h=model.hidden,
+                          m_c=m_c, phi=int(tr.flash_attention), q_c=q_c, s=s, sigma=sigma, t=t)
+        act_layer = rec("memory.activation_layer_bytes", eq.memory__activation_layer_bytes,
+                        r=rc, **layer_args)
+        act = rec("memory.stage_activation_bytes", eq.memory__stage_activation_bytes,
+                  L_s=Ls, M_layer=act_layer, V=model.vocab, b=mb, beta_l=asm.logits_bytes,
+                  c=cp, lambda_l=last, n_f=n_f, p=pp, s=s, t=t, v=v)
+        cap_bkt = np.where(z == 0, asm.ddp_bucket_MB * 1e6, asm.zero_bucket_params * gbytes)
+        bkt = rec("memory.bucket_bytes", eq.memory__bucket_bytes, B_cap=cap_bkt, P=P, b_g=gbytes)
+        over = rec("memory.overhead_bytes", eq.memory__overhead_bytes,
+                   G=G, M_act=act, M_bkt=bkt, M_ctx=asm.cuda_context_GB * GB, O=O,
+                   P_big=model.largest_layer_params, W=W, Z=z, f_frag=asm.fragmentation, t=t)
+    total = rec("memory.gpu_total_bytes", eq.memory__gpu_total_bytes,
+                G=G, M_act=act, M_over=over, O=O, W=W)
+    worst_mem = np.argmax(total, axis=-1)
+    gpu_bytes = total.max(axis=-1)
+
+    # ---- offload devices per stage ----------------------------------------------------------
+    opt_off = rec("memory.optimizer_offloaded_bytes", eq.memory__optimizer_offloaded_bytes,
+                  N_d=dp, P=P, Z=z, b_o=ob, f_k=f_k, o_o=o_o)
+    hgrad = rec("memory.host_gradients_bytes", eq.memory__host_gradients_bytes,
+                N_d=dp, P=P, Z=z, b_h=asm.host_grad_bytes, o_g=o_g)
+    hw_w = rec("memory.host_weights_bytes", eq.memory__host_weights_bytes,
+               N_d=dp, P=P, Z=z, b_w=wb, o_w=o_w)
+    host_cap = hw.node.host_memory_bytes * (1 - asm.host_reserved_fraction)
+    per_dev = eq.memory__bytes_per_offload_device
+    k_sn = np.where(sn_k > 0, sn_k, gpn)
+    sn_cap = hw.smartnic.memory_bytes if hw.smartnic is not None else 0.0
+    sn_dev = per_dev(B_gpu=opt_off, G_n=gpn, K_n=k_sn)
+    spill = eq.memory__spill_bytes(B_dev=sn_dev, C=sn_cap)
+    drives = hw.node.nvme_drives if hw.nvme is not None else 0
+    nv_dev = per_dev(B_gpu=opt_off + hw_w, G_n=gpn, K_n=max(drives, 1))
+    nv_host = gpn * (hgrad + asm.nvme_buffer_count * asm.nvme_buffer_params * 4)
+    nv_cap = hw.nvme.capacity_GB * GB if hw.nvme is not None else 0.0
+    host_state = opt_off + hgrad + hw_w
+    cpu_dev = per_dev(B_gpu=host_state, G_n=gpn, K_n=1)
+    cpus = hw.node.cpus
+    sup_dev = per_dev(B_gpu=host_state, G_n=gpn, K_n=cpus)
+    conds = [off == SMARTNIC, off == NVME, off == CPU, off == SUPERCHIP]
+    dev_bytes = np.select(conds, [sn_dev, nv_dev, cpu_dev, sup_dev], 0.0).max(axis=-1)
+    gpu_off = np.select(conds, [opt_off, opt_off + hw_w, host_state, host_state], 0.0
+                        ).max(axis=-1)
+    dev_cap = np.select(conds, [sn_cap, nv_cap, host_cap, host_cap / cpus], 0.0)[..., 0]
+    dev_per_node = np.select(conds, [k_sn, drives, 1, cpus], 0)[..., 0]
+    spill_dev = np.where(off == SMARTNIC, spill, 0.0).max(axis=-1)
+    host_node = np.select(conds, [spill * k_sn, nv_host, cpu_dev, sup_dev * cpus], 0.0
+                          ).max(axis=-1)
+    offc = off[..., 0]
+    bit = lambda cond, r: np.asarray(cond, dtype=np.int64) << int(r)  # noqa: E731
+    bits = bit(gpu_bytes > hw.gpu.memory_bytes, Reason.GPU_MEMORY)
+    smart = offc == SMARTNIC
+    bits = bits | bit(smart & (spill_dev * k_sn[..., 0] > host_cap), Reason.SMARTNIC_SPILL_HOST)
+    bits |= bit(smart & (spill_dev > 0) & (spill_ok[..., 0] == 0), Reason.SMARTNIC_NO_SPILL)
+    if drives and hw.nvme is not None:
+        bits |= bit((offc == NVME) & (dev_bytes > nv_cap), Reason.NVME_CAPACITY)
+        bits |= bit((offc == NVME) & (host_node > host_cap), Reason.HOST_RAM)
+    else:
+        bits |= bit(offc == NVME, Reason.NO_NVME)
+    bits |= bit((offc == CPU) & (dev_bytes > host_cap), Reason.HOST_RAM)
+    if hw.node.superchip:
+        bits |= bit((offc == SUPERCHIP) & (dev_bytes > host_cap / cpus), Reason.GRACE_MEMORY)
+    else:
+        bits |= bit(offc == SUPERCHIP, Reason.NOT_SUPERCHIP)
+
+    common = dict(
+        stage_index=idx, stage_layers=Ls, params_stage=P, weights_stage=W,
+        gradients_stage=G, optimizer_stage=O, activations_stage=act,
+        overhead_stage=over, total_stage=total, in_flight_stage=n_f,
+        worst_memory=worst_mem, gpu_bytes=gpu_bytes, capacity_bytes=hw.gpu.memory_bytes,
+        micro_batches=m[..., 0], offload_bytes_per_gpu=gpu_off,
+        offload_bytes_per_device=dev_bytes, offload_capacity_per_device=dev_cap,
+        offload_devices_per_node=dev_per_node, spill_bytes_per_device=spill_dev,
+        host_bytes_per_node=host_node, host_capacity_bytes=host_cap, reasons=bits)
+    if states_only:
+        return Evaluation(has_step=False, inputs=rec.inputs, **common)
+    assert isinstance(model, Model)
+
+    # ---- compute per stage --------------------------------------------------------------------
+    peak = check_precision(hw.gpu, tr.precision)
+    f_l, f_h = layer_flops(model, s)
+    f_r_sel = 4.0 * s * model.heads * model.d_head  # the attention core: scores and values
+    f_r = np.where(rc == R_FULL, f_l, np.where(rc == R_SELECTIVE, f_r_sel, 0.0))
+    tokens = gb * s
+    tau = tokens / (dp * cp * t)
+    F_fwd = rec("step.forward_flops", eq.step__forward_flops,
+                F_h=f_h, F_l=f_l, L_stage=Ls, lambda_h=last, tau_g=tau)
+    F_bwd = rec("step.backward_flops", eq.step__backward_flops,
+                F_h=f_h, F_l=f_l, F_r=f_r, L_stage=Ls, lambda_h=last, tau_g=tau)
+    T_cf = eq.compute__compute_time(FLOPs=F_fwd, eta_g=asm.gemm_efficiency, peak=peak)
+    T_cb = rec("compute.compute_time", eq.compute__compute_time,
+               FLOPs=F_bwd, eta_g=asm.gemm_efficiency, peak=peak)
+    act0 = eq.memory__activation_layer_bytes(r=0, **layer_args)
+    fwd_pass = min(1.0, asm.elementwise_factor)
+    bwd_pass = asm.elementwise_factor - fwd_pass + (rc == R_FULL)
+    hbm = dict(B_hbm=hw.gpu.hbm_Bps, eta_hbm=asm.hbm_efficiency, L_stage=Ls, M_l=act0, m=m)
+    T_ef = eq.step__elementwise_time(n_pass=fwd_pass, **hbm)
+    T_eb = rec("step.elementwise_time", eq.step__elementwise_time, n_pass=bwd_pass, **hbm)
+    T_f = rec("step.forward_time", eq.step__forward_time, T_cf=T_cf, T_ef=T_ef)
+    T_b = rec("step.backward_time", eq.step__backward_time, T_cb=T_cb, T_eb=T_eb)
+    bubble = rec("compute.pipeline_bubble", eq.compute__pipeline_bubble,
+                 T_c=(T_f + T_b).max(axis=-1)[..., None], m=m, p=pp, v=v)
+    W_f, W_b = T_f / m, T_b / m
+
+    # ---- communication per stage --------------------------------------------------------------
+    nic_Bps = float(eq.comm__nic_bandwidth(
+        B_line=hw.nic.line_rate_Bps, B_pcie=hw.nic_host_link.bandwidth_Bps,
+        eta_n=hw.nic.efficiency, eta_p=hw.nic_host_link.efficiency))
+    h = model.hidden
+    a_tp, b_tp = _group(hw, t, 1, nic_Bps)
+    z_tp = (s / cp) * mb * h * wb
+    ring = dict(alpha=a_tp, beta=b_tp, n=t, z=z_tp)
+    T_tp = rec("step.tp_comm_time", eq.step__tp_comm_time,
+               L_stage=Ls, T_ag=eq.comm__ring_all_gather_time(**ring),
+               T_ar=eq.comm__ring_all_reduce_time(**ring),
+               T_rs=eq.comm__ring_reduce_scatter_time(**ring), m=m, o_tp=asm.tp_overlap,
+               r_full=(rc == R_FULL).astype(np.float64), sigma_sp=sigma)
+    a_cp, b_cp = _group(hw, cp, t, nic_Bps)
+    ring = dict(alpha=a_cp, beta=b_cp, n=cp, z=2 * s * mb * model.n_kv * model.d_head * wb / t)
+    T_cp = rec("step.cp_comm_time", eq.step__cp_comm_time,
+               L_stage=Ls, T_ag=eq.comm__ring_all_gather_time(**ring),
+               T_rs=eq.comm__ring_reduce_scatter_time(**ring), m=m, o_cp=asm.cp_overlap,
+               r_full=(rc == R_FULL).astype(np.float64))
+    if model.is_moe:
+        a_ep, b_ep = _group(hw, ep, t, nic_Bps)
+        a2a = eq.comm__all_to_all_time(alpha=a_ep, beta=b_ep, n=ep,
+                                       z=(s / cp) * mb * h * wb * model.top_k)
+    else:
+        a2a = 0.0
+    T_ep = rec("step.ep_comm_time", eq.step__ep_comm_time, L_moe=Lmoe, T_a2a=a2a, m=m)
+    inter = t * cp * dp >= gpn  # neighbouring stages sit on different nodes
+    il = hw.intra_link
+    p2p = eq.comm__p2p_time(alpha=np.where(inter, hw.nic.alpha_us * 1e-6, il.alpha_s),
+                            beta=1.0 / np.where(inter, nic_Bps, il.bandwidth_Bps * il.efficiency),
+                            z=(s / cp) * mb * h * wb / np.where(spf == 1, t, 1))
+    T_pp = rec("step.pp_comm_time", eq.step__pp_comm_time,
+               T_p2p=np.where(pp > 1, p2p, 0.0), m=m, o_pp=asm.pp_overlap, v=v)
+    a_dp, b_dp = _group(hw, dp, t * cp, nic_Bps)
+    z_g, z_w = gbytes * P, wb * P
+    k_g = np.maximum(1, np.ceil(z_g / np.where(z == 0, asm.ddp_bucket_MB * 1e6,
+                                               asm.zero_bucket_params * gbytes)))
+    dpr = dict(alpha=a_dp, beta=b_dp, n=dp, z=z_g / k_g)
+    T_bkt = np.where(z == 0, eq.comm__ring_all_reduce_time(**dpr),
+                     eq.comm__ring_reduce_scatter_time(**dpr))
+    k_w = np.where(z == 3, np.maximum(1, Ls),
+                   np.maximum(1, np.ceil(z_w / (asm.zero_bucket_params * wb))))
+    gather = (eq.comm__multicast_all_gather_time if tr.multicast
+              else eq.comm__ring_all_gather_time)
+    T_gat = np.where(z == 0, 0.0, k_w * gather(alpha=a_dp, beta=b_dp, n=dp, z=z_w / k_w))
+    dp_args = dict(T_gat=T_gat, T_red=k_g * T_bkt, Z=z, m=m)
+    T_dp = rec("step.dp_comm_time", eq.step__dp_comm_time, **dp_args)
+    T_dpx = rec("step.dp_exposed_time", eq.step__dp_exposed_time,
+                T_bkt=T_bkt, W_b=W_b, W_f=W_f, **dp_args)
+
+    # ---- optimizer step on the device that owns the state -------------------------------------
+    shard = P / np.where(z >= 1, dp, 1)
+    phi = flops_per_param(tr.optimizer)
+    bpp = lambda g: bytes_per_param(tr.optimizer, Impl.FUSED, g)  # noqa: E731
+    host = hw.gpu_host_link
+    link = host.bandwidth_Bps * host.efficiency
+    t_gpu, _ = device_time(device_from(hw.gpu, 1, asm), shard, bpp(gbytes), phi, ob)
+    zeros = np.zeros_like(np.asarray(t_gpu, dtype=np.float64))
+    exposed = eq.compute__exposed_time
+    opt_s, opt_x, opt_ex = [t_gpu], [zeros], [exposed(T_opt=t_gpu, T_x=0.0, W=0.0)]
+    choices = [off == NONE]
+    t_cpu, _ = device_time(device_from(hw.cpu, cpus, asm), shard * gpn,
+                           bpp(asm.host_grad_bytes), phi, ob)
+    x_cpu = shard * (gbytes + wb) / link
+    x_nvme = x_cpu
+    if drives and hw.nvme is not None:
+        state = shard * gpn * ob
+        x_nvme = x_cpu + state / (drives * hw.nvme.read_GBps * GB) + state / (
+            drives * hw.nvme.write_GBps * GB)
+    for code, x in ((CPU, x_cpu), (NVME, x_nvme)):
+        choices.append(off == code)
+        opt_s.append(t_cpu)
+        opt_x.append(x)
+        opt_ex.append(exposed(T_opt=t_cpu, T_x=x, W=0.0))
+    if hw.smartnic is not None:
+        snl = hw.smartnic_host_link
+        snl_Bps = snl.bandwidth_Bps * snl.efficiency
+        t_sn, _ = device_time(device_from(hw.smartnic, 1, asm), shard * gpn / k_sn, bpp(gbytes),
+                              phi, ob)
+        x_sn = shard * gpn / k_sn * (gbytes + wb) / min(link, snl_Bps) + 2 * spill / snl_Bps
+        choices.append(off == SMARTNIC)
+        opt_s.append(t_sn)
+        opt_x.append(x_sn)
+        opt_ex.append(exposed(T_opt=t_sn, T_x=x_sn, W=T_f + T_b))
+    if hw.node.superchip:
+        t_gr, _ = device_time(device_from(hw.cpu, 1, asm), shard * (1 - f_k) * gpn / cpus,
+                              bpp(asm.host_grad_bytes), phi, ob)
+        tail, _ = device_time(device_from(hw.gpu, 1, asm), shard * f_k, bpp(gbytes), phi, ob)
+        x_gr = shard * (1 - f_k) * (asm.host_grad_bytes + wb) / link
+        choices.append(off == SUPERCHIP)
+        opt_s.append(t_gr + tail)
+        opt_x.append(x_gr)
+        opt_ex.append(exposed(T_opt=t_gr, T_x=x_gr, W=T_b) + tail)
+    T_opt = np.select(choices, opt_s, 0.0)
+    T_x = np.select(choices, opt_x, 0.0)
+    T_ox = np.select(choices, opt_ex, 0.0)
+
+    # ---- compose ---------------------------------------------------------------------------------
+    step_stage = rec("step.time", eq.step__time,
+                     T_b=T_b, T_bubble=bubble, T_cp=T_cp, T_dp=T_dpx, T_ep=T_ep, T_f=T_f,
+                     T_opt=T_ox, T_pp=T_pp, T_tp=T_tp)
+    worst_t = np.argmax(step_stage, axis=-1)
+    step = step_stage.max(axis=-1)
+    model_flops = float(eq.compute__step_flops(F_h=f_h, F_l=f_l, F_r=0, L=model.layers,
+                                               tokens=tokens))
+    rec("step.mfu", eq.step__mfu, F_model=model_flops, N_gpus=hw.gpus, T_step=step, peak=peak)
+    rec("step.tokens_per_s", eq.step__tokens_per_s, T_step=step, tokens=tokens)
+    per_stage = {
+        "forward_s": T_f, "backward_s": T_b, "compute_s": T_cf + T_cb,
+        "elementwise_s": T_ef + T_eb, "bubble_s": bubble, "tp_comm_s": T_tp,
+        "cp_comm_s": T_cp, "ep_comm_s": T_ep, "pp_comm_s": T_pp, "dp_comm_s": T_dp,
+        "dp_comm_exposed_s": T_dpx, "optimizer_s": T_opt, "optimizer_exposed_s": T_ox,
+        "offload_transfer_s": T_x,
+        "hardware_flops": eq.compute__step_flops(F_h=f_h, F_l=f_l, F_r=f_r, L=model.layers,
+                                                 tokens=tokens)}
+    return Evaluation(has_step=True, step_time_s=step, worst_time=worst_t,
+                      stage_terms=per_stage, step_figures=dict(
+                          model_flops=model_flops, peak=peak, tokens=tokens, gpus=hw.gpus),
+                      inputs=rec.inputs, **common)
+
+
+def stage_value(ev: Evaluation, x, which: str = "time"):
+    """A recorded input of a batch of one, at the binding stage (``time`` or ``memory``)."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 0:
+        return float(x)
+    k = int((ev.worst_time if which == "time" and ev.worst_time is not None
+             else ev.worst_memory).reshape(-1)[0])
+    flat = x.reshape(-1, x.shape[-1]) if x.ndim >= 1 else x
+    row = flat[0]
+    return float(row[k] if row.shape[-1] > 1 else row[0])
