@@ -251,3 +251,34 @@ def test_string_false_no_longer_ties(tmp_path, run):
     p = _cfg(tmp_path, json.dumps(_llama(tie_word_embeddings="false")))
     r = run("memory", str(p), "--nodes", "2")
     assert r.code == 2 and "tie_word_embeddings" in r.out + r.err
+
+
+# ---- catalog show PATH/config.json ------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["deepseek_v3", "qwen2_moe", "gemma3", "falcon", "gpt2"])
+def test_catalog_show_config_json_derivation_sums(run, name):
+    path = DATA / name / "config.json"
+    r = run("catalog", "show", str(path), "--format", "json")
+    assert r.code == 0, r.err
+    d = r.json()
+    m = load_hf_config(path)
+    assert d["file"] == str(path) and d["derived"]["total_params"] == m.total_params
+    parts = [p for p in d["derivation"] if p["part"] != "total" and not p["part"].startswith("MTP")]
+    assert sum(p["total"] for p in parts) == m.total_params
+    assert sum(p["active"] for p in parts) == m.active_params
+
+
+def test_catalog_show_directory_and_table(run):
+    r = run("catalog", "show", str(DATA / "deepseek_v3"))
+    assert r.code == 0 and "parameter derivation" in r.out and "MTP modules" in r.out
+    assert "671,026,419,200" in r.out
+
+
+def test_catalog_show_config_refusals(run, tmp_path):
+    r = run("catalog", "show", str(DATA / "llama" / "config.json"), "--kind", "gpu")
+    assert r.code == 2 and "--kind gpu" in r.err
+    r = run("catalog", "show", str(tmp_path / "missing.json"))
+    assert r.code == 2 and "no such file" in r.err
+    bad = _cfg(tmp_path, json.dumps(_llama(hidden_size="8192")))
+    r = run("catalog", "show", str(bad))
+    assert r.code == 2 and "hidden_size" in r.err
