@@ -413,6 +413,9 @@ def load_hf_config(path: str | Path) -> Model:
                          f"{', '.join(sorted(MAPPERS))}")
     cfg = _Cfg(data, p)
     fields = MAPPERS[mtype](cfg)
+    fields.setdefault("dropout_source", "config.json dropout fields (largest of attention_dropout, "
+                      "hidden_dropout, resid/embd/attn_pdrop, ...; the transformers config "
+                      "class default when absent)")
     try:
         return Model(name=_name_for(data, p), family=_FAMILY.get(mtype, mtype),
                      source=f"Hugging Face config.json at {p}", **fields)

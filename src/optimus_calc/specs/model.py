@@ -92,9 +92,10 @@ class Model(CatalogEntry):
                                      description="attention and MLP read the same input (Falcon)")
     mtp_layers: int = Field(default=0, ge=0, le=100,
                             description="multi-token-prediction modules (reported apart)")
-    dropout: float = Field(default=0.0, ge=0.0, le=1.0,
+    dropout: float = Field(default=0.0, ge=0.0, le=1.0, strict=True,
                            description="dropout probability in training (HF attention/hidden/"
                            "resid dropout; 0 = none)")
+    dropout_source: str = Field(default="", description="where the dropout value comes from")
     seq_len: int = Field(default=2048, gt=0, le=100_000_000,
                          description="default training sequence length")
     published_params: float = Field(
