@@ -61,3 +61,58 @@ def test_model_validation_rejects_inconsistent_shapes():
         Model(**{**base, "kv_heads": 3})
     with pytest.raises(ValueError, match="top_k"):
         Model(**{**base, "experts": 4, "top_k": 5})
+
+
+def test_every_catalog_model_has_a_sourced_dropout(cat):
+    for m in cat.all("model"):
+        assert m.dropout_source, f"{m.name}: dropout without a source"
+
+
+@pytest.mark.parametrize("name,has", [
+    ("llama-3-70b", False), ("mistral-7b", False), ("qwen3-14b", False), ("mixtral-8x7b", False),
+    ("gpt3-175b", True), ("gpt2-xl", True), ("gpt-1.7b", True), ("bert-large", True),
+])
+def test_dropout_from_the_models_config(cat, name, has):
+    # issue 11: Llama/Mistral/Qwen configs have attention_dropout 0.0, GPT-2/3 style 0.1
+    m = cat.get(name, "model")
+    assert m.has_dropout is has and m.dropout == (0.1 if has else 0.0)
+
+
+def test_dropout_is_strictly_a_number():
+    base = dict(name="x", source="test case", layers=2, hidden=64, heads=8, ffn_hidden=256,
+                ffn_type="gelu", vocab=100, tied_embeddings=True, position_embedding="rope",
+                norm="layernorm")
+    assert Model(**base, dropout=0).dropout == 0.0
+    for bad in (True, "0.1", 1.5, -0.1):
+        with pytest.raises(ValueError):
+            Model(**base, dropout=bad)
+
+
+def test_mla_and_standard_attention_properties():
+    base = dict(name="x", source="test case", layers=2, hidden=64, heads=8, ffn_hidden=256,
+                ffn_type="swiglu", vocab=100, tied_embeddings=True, position_embedding="rope",
+                norm="rmsnorm", kv_heads=2)
+    m = Model(**base)
+    # q 64*64 + k,v 2*64*16 + o 64*64 = 10,240; score/value dims 8 heads x 8
+    assert m.attention_matrix_params == 10_240 == m.attention_params
+    assert (m.score_dim, m.value_dim) == (64, 64)
+    mla = Model(**{**base, "kv_heads": 0, "q_lora_rank": 16, "kv_lora_rank": 8,
+                   "qk_nope_head_dim": 4, "qk_rope_head_dim": 2, "v_head_dim": 3})
+    # q 64*16 + 16*8*6 = 1,792; kv 64*(8+2) + 8*8*(4+3) = 1,088; o 8*3*64 = 1,536
+    assert mla.attention_matrix_params == 1_792 + 1_088 + 1_536
+    assert mla.attention_norm_params == 16 + 8
+    assert (mla.score_dim, mla.value_dim, mla.d_head) == (48, 24, 6)
+    with pytest.raises(ValueError, match="MLA"):
+        Model(**{**base, "kv_lora_rank": 8})
+
+
+def test_first_dense_layers_and_moe_layer_rule():
+    base = dict(name="x", source="test case", layers=10, hidden=64, heads=8, ffn_hidden=256,
+                ffn_type="swiglu", vocab=100, tied_embeddings=True, position_embedding="rope",
+                norm="rmsnorm", experts=4, top_k=2)
+    m = Model(**base, first_dense_layers=3)
+    assert [i for i in range(10) if m.is_moe_layer(i)] == [3, 4, 5, 6, 7, 8, 9]
+    assert (m.dense_layers, m.moe_layers) == (3, 7)
+    m2 = Model(**base, moe_layer_freq=2)       # Qwen decoder_sparse_step: (i+1) % 2 == 0
+    assert [i for i in range(10) if m2.is_moe_layer(i)] == [1, 3, 5, 7, 9]
+    assert m2.moe_layers == 5

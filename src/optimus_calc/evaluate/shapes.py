@@ -28,7 +28,9 @@ def split_layers(layers: int, pp: int) -> list[int]:
 
 
 def _is_moe_layer(model: Model, i: int) -> bool:
-    return model.is_moe and (i + 1) % model.moe_layer_freq == 0
+    """Dense layers first (DeepSeek ``first_k_dense_replace``), then every ``moe_layer_freq``-th
+    layer: the rule of :meth:`Model.is_moe_layer`."""
+    return model.is_moe_layer(i)
 
 
 def stage_shapes(model: Model | BareModel, pp: int) -> list[StageShape]:
@@ -36,14 +38,14 @@ def stage_shapes(model: Model | BareModel, pp: int) -> list[StageShape]:
         share = model.total_params / pp  # no architecture: an even split of the count
         return [StageShape(i, 0, 0, share, 0.0, 0.0, i == 0, i == pp - 1) for i in range(pp)]
     counts = split_layers(model.layers, pp)
-    norms = model.layer_norm_params + (2 * model._norm_params(model.d_head) if model.qk_norm else 0)
-    attn_sharded = model.attention_params - (norms - model.layer_norm_params)
+    norms = model.layer_norm_params + model.attention_norm_params  # replicated under TP
+    attn_sharded = model.attention_params - model.attention_norm_params
     out, start = [], 0
     for i, n in enumerate(counts):
         moe = sum(_is_moe_layer(model, j) for j in range(start, start + n))
         dense = n - moe
         A = n * attn_sharded + dense * model.dense_mlp_params + moe * (
-            model.shared_experts * model.expert_params)
+            model.shared_experts * model.shared_expert_params)
         X = moe * model.experts * model.expert_params
         R = n * norms + moe * model.router_params
         if i == 0:
@@ -70,20 +72,36 @@ def tp_degrees(model: Model, gpus_per_node: int) -> list[int]:
 def activation_coefficients(model: Model) -> tuple[float, float]:
     """(q_c, m_c): the TP-sharded activation coefficients in units of s*b*h bytes.
 
-    Attention: Q and K kept for the score backward, V, and the output-projection input, 2 bytes
-    each: (4*q_dim + 4*kv_dim)/h, = 8 for multi-head attention (Korthikanti's 4+2+2).
+    Attention (Korthikanti et al. 2022, arXiv 2205.05198 section 4.1, generalised): 2-byte
+    tensors kept for the backward are Q (width ``score_dim`` = heads x query/key head dim) and
+    K (n_kv x query/key head dim) for the score backward, V (n_kv x value head dim) for the
+    softmax-times-V backward, and the output-projection input (``value_dim`` = heads x value head
+    dim): q_c = 2*(score_dim + n_kv*d_qk + n_kv*d_v + value_dim)/h. Multi-head attention with
+    d_head = h/a gives 2*(h+h+h+h)/h = 8 (Korthikanti's 4+2+2 sbh; the QKV input 2sbh is in the
+    replicated term); GQA gives (4*q_dim + 4*kv_dim)/h; a head_dim decoupled from h/a (Gemma,
+    Qwen3) enters through q_dim = heads x head_dim. MLA (DeepSeek-V2 section 2.1): K and V are
+    up-projected per head, so K is heads x (nope+rope) and V heads x v_head_dim; the
+    up-projections' inputs, the latent c_Q (q_lora_rank) and c_KV (kv_lora_rank), are kept too:
+    + 2*(r_q + r_kv)/h. (The down-projections are not TP-sharded in Megatron-LM's MLA, so the
+    latents are replicated; counting them here with the sharded term under-counts them by t,
+    at most 2*(1536+512)/7168 = 0.57 sbh per layer for DeepSeek-V3: a stated approximation.)
     MLP: a 2-matrix MLP keeps the activation input and output, 2*(2f)/h = 4f/h (= 16 for f=4h);
     a gated MLP's fused kernel keeps gate and up (4f) and the down-projection input (2f): 6f/h.
-    MoE layers multiply the MLP term by the experts each token visits (top-k + shared) and add
-    the fp32 router probabilities (4E/h); the average is taken over the model's layers.
+    MoE layers: the MLP term for each expert a token visits (top-k routed experts of width
+    expert_ffn, shared experts of their own width) and the fp32 router probabilities (4E/h); the
+    average is taken over the model's layers (dense layers, e.g. DeepSeek's first ones, count
+    with the dense MLP).
     """
     h = model.hidden
-    q_dim, kv_dim = model.heads * model.d_head, model.n_kv * model.d_head
-    q_c = (4 * q_dim + 4 * kv_dim) / h
+    d_qk, d_v = model.d_head, model.d_value
+    q_c = 2 * (model.score_dim + model.n_kv * d_qk + model.n_kv * d_v + model.value_dim) / h
+    if model.is_mla:
+        q_c += 2 * (model.q_lora_rank + model.kv_lora_rank) / h
     per = 6 if model.ffn_type.matrices == 3 else 4
     dense_c = per * model.ffn_hidden / h
     if not model.is_moe:
         return q_c, dense_c
-    moe_c = per * model.expert_ffn / h * (model.top_k + model.shared_experts) + 4 * model.experts / h
+    moe_c = (per * (model.top_k * model.expert_ffn + model.shared_experts * model.shared_ffn) / h
+             + 4 * model.experts / h)
     m_c = (model.dense_layers * dense_c + model.moe_layers * moe_c) / model.layers
     return q_c, m_c

@@ -1,9 +1,13 @@
 """Transformer architecture (dense and MoE) with parameter counts derived from its shape.
 
 Counts are exact for the catalog's architectures: attention projections with grouped-query
-attention (KV heads), 2-matrix (GELU/ReLU) or 3-matrix gated (SwiGLU) MLPs, mixture-of-experts
-layers (routed experts, router, shared experts, every ``moe_layer_freq``-th layer), embeddings,
-learned positions, norms and biases. Nothing here is typed in from a published count:
+attention (KV heads) or multi-head latent attention (MLA: DeepSeek-V2 arXiv 2405.04434 section
+2.1, low-rank Q and joint-KV compression with decoupled RoPE keys), 2-matrix (GELU/ReLU) or
+3-matrix gated (SwiGLU/GeGLU) MLPs, mixture-of-experts layers (routed experts, router, shared
+experts with their own width and gate, every ``moe_layer_freq``-th layer after
+``first_dense_layers`` dense ones), embeddings, learned positions, norms (any number per layer:
+1 for Falcon-7B's parallel block, 4 for Gemma-2/3's pre+post norms) and biases. DeepSeek-V3's
+multi-token-prediction (MTP) modules are counted apart (``mtp_params``), never in the total. Nothing here is typed in from a published count:
 ``published_params`` is kept only to check the derivation against.
 """
 
@@ -63,7 +67,35 @@ class Model(CatalogEntry):
                                 description="expert intermediate size (0 = ffn_hidden)")
     moe_layer_freq: int = Field(default=1, ge=1, le=1000,
                                 description="every k-th layer is MoE (1 = all)")
-    router_bias: bool = Field(default=False, description="bias on the router")
+    router_bias: bool = Field(default=False, description="bias on the router (one per expert; "
+                              "DeepSeek-V3's e_score_correction_bias)")
+    shared_expert_ffn: int = Field(default=0, ge=0, le=10_000_000,
+                                   description="shared expert intermediate size (0 = expert's)")
+    shared_expert_gate: bool = Field(default=False,
+                                     description="sigmoid gate h x 1 on the shared expert (Qwen2-MoE)")
+    first_dense_layers: int = Field(default=0, ge=0, le=100_000,
+                                    description="leading dense layers before the MoE layers "
+                                    "(DeepSeek first_k_dense_replace)")
+    q_lora_rank: int = Field(default=0, ge=0, le=1_000_000,
+                             description="MLA query compression rank (0 = full-rank query)")
+    kv_lora_rank: int = Field(default=0, ge=0, le=1_000_000,
+                              description="MLA joint KV compression rank (0 = not MLA)")
+    qk_nope_head_dim: int = Field(default=0, ge=0, le=100_000,
+                                  description="MLA per-head query/key dim without RoPE")
+    qk_rope_head_dim: int = Field(default=0, ge=0, le=100_000,
+                                  description="MLA per-head decoupled RoPE query/key dim")
+    v_head_dim: int = Field(default=0, ge=0, le=100_000, description="MLA per-head value dim")
+    layer_norms: int = Field(default=2, ge=0, le=16,
+                             description="hidden-width norms per layer (2 = pre-attention + "
+                             "pre-MLP; 1 Falcon-7B parallel block; 4 Gemma-2/3 pre+post)")
+    parallel_attention: bool = Field(default=False,
+                                     description="attention and MLP read the same input (Falcon)")
+    mtp_layers: int = Field(default=0, ge=0, le=100,
+                            description="multi-token-prediction modules (reported apart)")
+    dropout: float = Field(default=0.0, ge=0.0, le=1.0, strict=True,
+                           description="dropout probability in training (HF attention/hidden/"
+                           "resid dropout; 0 = none)")
+    dropout_source: str = Field(default="", description="where the dropout value comes from")
     seq_len: int = Field(default=2048, gt=0, le=100_000_000,
                          description="default training sequence length")
     published_params: float = Field(
@@ -87,6 +119,15 @@ class Model(CatalogEntry):
             raise ValueError(f"top_k {self.top_k} exceeds experts {self.experts}")
         if self.position_embedding == "learned" and not self.max_position:
             raise ValueError("learned position embeddings need max_position")
+        if self.kv_lora_rank and not (self.qk_nope_head_dim + self.qk_rope_head_dim
+                                      and self.v_head_dim):
+            raise ValueError("an MLA model (kv_lora_rank > 0) needs qk_nope_head_dim or "
+                             "qk_rope_head_dim, and v_head_dim")
+        if self.q_lora_rank and not self.kv_lora_rank:
+            raise ValueError("q_lora_rank is an MLA field: give kv_lora_rank too")
+        if self.first_dense_layers >= self.layers and self.experts:
+            raise ValueError(f"first_dense_layers {self.first_dense_layers} leaves no MoE layer "
+                             f"of {self.layers}")
         return self
 
     # ---- shape helpers -------------------------------------------------------------------
@@ -95,8 +136,35 @@ class Model(CatalogEntry):
         return self.kv_heads or self.heads
 
     @property
+    def is_mla(self) -> bool:
+        """Multi-head latent attention (DeepSeek-V2/V3)."""
+        return self.kv_lora_rank > 0
+
+    @property
     def d_head(self) -> int:
+        """Query/key head dim: head_dim, hidden/heads, or for MLA qk_nope + qk_rope."""
+        if self.is_mla:
+            return self.qk_nope_head_dim + self.qk_rope_head_dim
         return self.head_dim or self.hidden // self.heads
+
+    @property
+    def d_value(self) -> int:
+        """Value head dim: v_head_dim for MLA, else d_head."""
+        return self.v_head_dim if self.is_mla else self.d_head
+
+    @property
+    def score_dim(self) -> int:
+        """heads x query/key head dim: the inner dimension summed over in Q K^T (all heads)."""
+        return self.heads * self.d_head
+
+    @property
+    def value_dim(self) -> int:
+        """heads x value head dim: the width of softmax(QK^T) V, the output projection's input."""
+        return self.heads * self.d_value
+
+    @property
+    def has_dropout(self) -> bool:
+        return self.dropout > 0.0
 
     @property
     def is_moe(self) -> bool:
@@ -107,9 +175,22 @@ class Model(CatalogEntry):
         return self.moe_ffn_hidden or self.ffn_hidden
 
     @property
+    def shared_ffn(self) -> int:
+        return self.shared_expert_ffn or self.expert_ffn
+
+    @property
     def moe_layers(self) -> int:
-        """Number of MoE layers: every ``moe_layer_freq``-th layer, counting from the last."""
-        return self.layers // self.moe_layer_freq if self.is_moe else 0
+        """Number of MoE layers: after ``first_dense_layers`` dense layers, every
+        ``moe_layer_freq``-th layer (layer i, 0-based, is MoE when i >= first_dense_layers and
+        (i - first_dense_layers + 1) % moe_layer_freq == 0: Qwen's decoder_sparse_step rule)."""
+        if not self.is_moe:
+            return 0
+        return (self.layers - self.first_dense_layers) // self.moe_layer_freq
+
+    def is_moe_layer(self, i: int) -> bool:
+        """Whether 0-based layer ``i`` is an MoE layer (the rule of :attr:`moe_layers`)."""
+        return (self.is_moe and i >= self.first_dense_layers
+                and (i - self.first_dense_layers + 1) % self.moe_layer_freq == 0)
 
     @property
     def dense_layers(self) -> int:
@@ -120,18 +201,51 @@ class Model(CatalogEntry):
         return width * (2 if self.norm == "layernorm" else 1)
 
     @property
-    def attention_params(self) -> int:
-        h, q, kv = self.hidden, self.heads * self.d_head, self.n_kv * self.d_head
+    def attention_matrix_params(self) -> int:
+        """Per-layer attention projection weights and biases, without norms or sinks.
+
+        Standard/GQA: h*q_dim (Q) + 2*h*kv_dim (K, V) + q_dim*h (O), biases q_dim + 2*kv_dim and h.
+        MLA (DeepSeek-V2 eqs. 37-47; transformers modeling_deepseek_v3 DeepseekV3Attention):
+        Q = h*r_q + r_q*heads*(nope+rope) (or h*heads*(nope+rope) without q_lora_rank), joint KV
+        down-projection h*(r_kv + rope) with the shared RoPE key, up-projection
+        r_kv*heads*(nope + v), O = heads*v*h; biases (attention_bias) on the down-projections.
+        """
+        h = self.hidden
+        if self.is_mla:
+            qk, r_q, r_kv = self.d_head, self.q_lora_rank, self.kv_lora_rank
+            q_in = r_q or h
+            p = (h * r_q if r_q else 0) + q_in * self.heads * qk
+            p += h * (r_kv + self.qk_rope_head_dim) + r_kv * self.heads * (
+                self.qk_nope_head_dim + self.v_head_dim)
+            p += self.value_dim * h
+            if self.attention_bias:
+                p += (r_q or self.heads * qk) + r_kv + self.qk_rope_head_dim
+            if self.attention_out_bias:
+                p += h
+            return p
+        q, kv = self.heads * self.d_head, self.n_kv * self.d_head
         p = h * q + 2 * h * kv + q * h
         if self.attention_bias:
             p += q + 2 * kv
         if self.attention_out_bias:
             p += h
-        if self.qk_norm:
-            p += 2 * self._norm_params(self.d_head)
-        if self.attention_sinks:
-            p += self.heads
         return p
+
+    @property
+    def attention_norm_params(self) -> int:
+        """Norms inside attention: per-head Q/K norms (Qwen3, Gemma-3) or MLA's latent norms
+        (q_a_layernorm over r_q, kv_a_layernorm over r_kv)."""
+        p = 2 * self._norm_params(self.d_head) if self.qk_norm else 0
+        if self.is_mla:
+            p += self._norm_params(self.kv_lora_rank) + (
+                self._norm_params(self.q_lora_rank) if self.q_lora_rank else 0)
+        return p
+
+    @property
+    def attention_params(self) -> int:
+        """Per-layer attention parameters: projections, inner norms and sink logits."""
+        return (self.attention_matrix_params + self.attention_norm_params
+                + (self.heads if self.attention_sinks else 0))
 
     def _mlp_params(self, ffn: int) -> int:
         m = self.ffn_type.matrices
@@ -146,8 +260,13 @@ class Model(CatalogEntry):
 
     @property
     def expert_params(self) -> int:
-        """Parameters of one routed (or shared) expert."""
+        """Parameters of one routed expert."""
         return self._mlp_params(self.expert_ffn)
+
+    @property
+    def shared_expert_params(self) -> int:
+        """Parameters of one shared expert (its own width if given) and its gate."""
+        return self._mlp_params(self.shared_ffn) + (self.hidden if self.shared_expert_gate else 0)
 
     @property
     def router_params(self) -> int:
@@ -155,7 +274,8 @@ class Model(CatalogEntry):
 
     @property
     def layer_norm_params(self) -> int:
-        return 2 * self._norm_params(self.hidden)
+        """Hidden-width norms of one layer (``layer_norms`` of them)."""
+        return self.layer_norms * self._norm_params(self.hidden)
 
     @property
     def dense_layer_params(self) -> int:
@@ -165,12 +285,14 @@ class Model(CatalogEntry):
     def moe_layer_params(self) -> int:
         """Total parameters of one MoE layer (all experts)."""
         return (self.attention_params + self.layer_norm_params + self.router_params
-                + (self.experts + self.shared_experts) * self.expert_params)
+                + self.experts * self.expert_params
+                + self.shared_experts * self.shared_expert_params)
 
     @property
     def moe_layer_active_params(self) -> int:
         return (self.attention_params + self.layer_norm_params + self.router_params
-                + (self.top_k + self.shared_experts) * self.expert_params)
+                + self.top_k * self.expert_params
+                + self.shared_experts * self.shared_expert_params)
 
     @property
     def embedding_params(self) -> int:
@@ -207,6 +329,27 @@ class Model(CatalogEntry):
                 + self.moe_layers * self.moe_layer_active_params)
 
     @property
+    def mtp_params(self) -> int:
+        """Multi-token-prediction modules, not in ``total_params`` (DeepSeek-V3 arXiv 2412.19437
+        section 2.2; README_WEIGHTS.md of deepseek-ai/DeepSeek-V3): each has two RMSNorms
+        (enorm, hnorm), the projection 2h x h (eh_proj), one transformer layer (an MoE layer
+        when the model is MoE) and a final norm; embedding and output head are shared."""
+        if not self.mtp_layers:
+            return 0
+        layer = self.moe_layer_params if self.is_moe else self.dense_layer_params
+        return self.mtp_layers * (3 * self._norm_params(self.hidden)
+                                  + 2 * self.hidden * self.hidden + layer)
+
+    @property
+    def mtp_active_params(self) -> int:
+        """Per-token parameters of the MTP modules (top-k + shared experts), shared parts apart."""
+        if not self.mtp_layers:
+            return 0
+        layer = self.moe_layer_active_params if self.is_moe else self.dense_layer_params
+        return self.mtp_layers * (3 * self._norm_params(self.hidden)
+                                  + 2 * self.hidden * self.hidden + layer)
+
+    @property
     def layer_params_avg(self) -> float:
         return (self.dense_layers * self.dense_layer_params
                 + self.moe_layers * self.moe_layer_params) / self.layers
@@ -229,4 +372,9 @@ class BareModel(Frozen):
 
     @property
     def is_moe(self) -> bool:
+        return False
+
+    @property
+    def has_dropout(self) -> bool:
+        """A bare count has no config to read dropout from: no activation masks are modelled."""
         return False
