@@ -340,3 +340,15 @@ def test_cli_only_parses_and_emits():
     src = inspect.getsource(comm_cmd)
     for computation in ("collective_time", "squeezenic", "bus_factor", "busbw", "topology("):
         assert computation not in src, computation
+
+
+def test_validate_nccl_tests_issue_119_by_hand(cat):
+    # 3 nodes x 8 A100, 4 x 200 Gb/s NICs at 0.9: 90 GB/s per node < NVLink 231 GB/s.
+    # alpha (3*3us + 21*1us)/24 = 1.25 us; 2*23 steps = 57.5 us;
+    # 2*23/24 * 133169160 B / 90e9 = 2836.3 us; total 2893.8 us (published 2666.0 us)
+    from optimus_calc.validate import _comm_cases
+    from optimus_calc.specs.training import Assumptions
+    t, bw = _comm_cases(cat, Assumptions())
+    assert t.predicted == pytest.approx(57.5 + 2 * 23 / 24 * 133169160 / 90e9 * 1e6, rel=1e-9)
+    assert t.published == 2666.0 and bw.published == 95.74
+    assert bw.predicted == pytest.approx(133169160 / (t.predicted * 1e-6) * 46 / 24 / 1e9)
