@@ -47,29 +47,29 @@ def test_hierarchical_pipelined_by_hand():
     # beta_i = 1e-11 (100 GB/s NVLink), beta_e = 1e-10 (10 GB/s per node):
     # NVLink work 2 * 7/8 * 1e-11 * 1e9 = 17.5 ms (RS + AG), network 2 * 3/4 * 1e-10 * 1e9 = 150 ms
     # latencies once: 2*7*1us + 2*3*5us = 44 us
-    # C = 10 chunks: 44us + max(17.5, 150) ms + 17.5 ms / 10 = 0.151794 s
-    t = float(eq.comm__hierarchical_all_reduce_pipelined_time(C_p=10, beta_e=1e-10,
+    # chunk 1e8 B = z/10: 44us + max(17.5, 150) ms + 17.5 ms / 10 = 0.151794 s
+    t = float(eq.comm__hierarchical_all_reduce_pipelined_time(c_b=1e8, beta_e=1e-10,
                                                               beta_i=1e-11, **H))
     assert t == pytest.approx(44e-6 + 0.15 + 0.00175, rel=1e-12)
-    # C = 1: nothing overlaps, the three phases summed: 44us + 17.5ms + 150ms
-    t1 = float(eq.comm__hierarchical_all_reduce_pipelined_time(C_p=1, beta_e=1e-10,
+    # one chunk (c_b >= z): nothing overlaps, the three phases summed: 44us + 17.5ms + 150ms
+    t1 = float(eq.comm__hierarchical_all_reduce_pipelined_time(c_b=2e9, beta_e=1e-10,
                                                                beta_i=1e-11, **H))
     assert t1 == pytest.approx(44e-6 + 0.0175 + 0.15, rel=1e-12)
     # NVLink-bound (beta_i = 1e-10, beta_e = 1e-11): 2*7/8*0.1 = 175 ms, network 15 ms / 10
-    t2 = float(eq.comm__hierarchical_all_reduce_pipelined_time(C_p=10, beta_e=1e-11,
+    t2 = float(eq.comm__hierarchical_all_reduce_pipelined_time(c_b=1e8, beta_e=1e-11,
                                                                beta_i=1e-10, **H))
     assert t2 == pytest.approx(44e-6 + 0.175 + 0.0015, rel=1e-12)
 
 
-@pytest.mark.parametrize("chunks", [1, 7, 1000])
-def test_hierarchical_degenerates_to_the_ring(chunks):
+@pytest.mark.parametrize("chunk", [4194304, 1e8, 1e12])
+def test_hierarchical_degenerates_to_the_ring(chunk):
     # one node: the intra-node ring all-reduce of m; one GPU per node: the inter-node ring of N
     one_node = float(eq.comm__hierarchical_all_reduce_pipelined_time(
-        C_p=chunks, N=1, alpha_e=5e-6, alpha_i=A, beta_e=1e-10, beta_i=B, m=8, z=Z))
+        c_b=chunk, N=1, alpha_e=5e-6, alpha_i=A, beta_e=1e-10, beta_i=B, m=8, z=Z))
     assert one_node == pytest.approx(float(eq.comm__ring_all_reduce_time(alpha=A, beta=B, n=8,
                                                                          z=Z)), rel=1e-12)
     one_gpu = float(eq.comm__hierarchical_all_reduce_pipelined_time(
-        C_p=chunks, N=4, alpha_e=5e-6, alpha_i=A, beta_e=1e-10, beta_i=B, m=1, z=Z))
+        c_b=chunk, N=4, alpha_e=5e-6, alpha_i=A, beta_e=1e-10, beta_i=B, m=1, z=Z))
     assert one_gpu == pytest.approx(float(eq.comm__ring_all_reduce_time(
         alpha=5e-6, beta=1e-10, n=4, z=Z)), rel=1e-12)
 
@@ -79,10 +79,11 @@ def test_hierarchical_16_dgx_h100_not_below_the_ring(run):
     # PCIe 5 x16 63 x 0.76 = 47.9) = 8 x 45 = 360 GB/s; m = 8, N = 16, z = 1 GB
     # NVLink 2 * 7/8 * 1e9/369e9 = 4.7425 ms; network 2 * 15/16 * 1e9/360e9 = 5.2083 ms
     # chunks ceil(1e9 / 4 MiB = 238.4) = 239; latencies 2*7*1us + 2*15*3us = 104 us
-    # T = 104us + 5.2083 ms + 4.7425 ms / 239 = 5.3322 ms; busbw = 1e9/T * 2*127/128 = 372.1
+    # fill/drain: the NVLink work on one 4 MiB chunk, 4.7425 ms * 4194304/1e9 = 19.89 us
+    # T = 104us + 5.2083 ms + 19.89 us = 5.3322 ms; busbw = 1e9/T * 2*127/128 = 372.1
     h = run("comm", "all-reduce", "--size", "1GB", "--nodes", 16, "--node", "dgx-h100",
             "--algo", "hierarchical", "--format", "json").json()
-    t = 104e-6 + 2 * 15 / 16 / 360 + 2 * 7 / 8 / 369 / 239
+    t = 104e-6 + 2 * 15 / 16 / 360 + 2 * 7 / 8 / 369 * 4194304 / 1e9
     assert h["time_s"] == pytest.approx(t, rel=1e-9)
     assert h["pipeline_chunks"] == 239 and h["busbw_GBps"] == pytest.approx(372.1, abs=0.1)
     # ring: alpha (16*3 + 112*1)/128 = 1.25 us; 254 * 1.25us + 2*127/128 * 1e9/360e9 = 5.8297 ms
@@ -137,7 +138,7 @@ def test_squeezenic_baseline_is_the_hierarchical_ring(m, n_nodes, z):
     k = dict(N=n_nodes, alpha_e=3e-6, alpha_i=1e-6, beta_e=1 / 180e9, beta_i=1 / 231e9, m=m, z=z)
     base = float(eq.comm__squeezenic_baseline_time(**k))
     assert base == pytest.approx(float(eq.comm__hierarchical_all_reduce_pipelined_time(
-        C_p=1, **k)), rel=1e-12)
+        c_b=z, **k)), rel=1e-12)
     rs = float(eq.comm__ring_reduce_scatter_time(alpha=1e-6, beta=1 / 231e9, n=m, z=z))
     ar = float(eq.comm__ring_all_reduce_time(alpha=3e-6, beta=1 / 180e9, n=n_nodes, z=z))
     assert base == pytest.approx(2 * rs + ar, rel=1e-12)
@@ -352,3 +353,17 @@ def test_validate_nccl_tests_issue_119_by_hand(cat):
     assert t.predicted == pytest.approx(57.5 + 2 * 23 / 24 * 133169160 / 90e9 * 1e6, rel=1e-9)
     assert t.published == 2666.0 and bw.published == 95.74
     assert bw.predicted == pytest.approx(133169160 / (t.predicted * 1e-6) * 46 / 24 / 1e9)
+
+
+def test_hierarchical_monotone_across_chunk_boundaries():
+    # fill/drain is one chunk's work, min(z, chunk): crossing a chunk boundary never shortens
+    # the collective (a 1/C form would drop by (other work)/(C(C+1)) there)
+    topo = C.Topology(32, 4, 8, 1e-6, 3e-6, 231e9, 22.5e9, 8, "l", "n")
+    c = 4194304
+    times = [C.collective_time(C.Collective.ALL_REDUCE, C.Algo.HIERARCHICAL, z, topo).time_s
+             for k in (1, 2, 3, 10) for z in (k * c - 1, k * c, k * c + 1)]
+    assert times == sorted(times)
+    # z = 0 pays the latencies only: 2*7*1us + 2*3*3us = 32 us
+    k = dict(N=4, alpha_e=3e-6, alpha_i=1e-6, beta_e=1 / 180e9, beta_i=1 / 231e9, m=8)
+    assert float(eq.comm__hierarchical_all_reduce_pipelined_time(c_b=c, z=0, **k)) == \
+        pytest.approx(32e-6)

@@ -98,31 +98,31 @@ tree_all_reduce_time = equation(
     "that each carry half the data, log2(n) depth; the bandwidth term is 2(n-1)/n beta z, "
     "which is exact for n = 1 and 2 and tends to the two-tree bound 2 beta z.")
 
-C_p = sym("C_p", "pipeline chunks: ceil(z / chunk bytes), computed exactly on integers",
-          positive=True)
+c_b = sym("c_b", "pipeline chunk, bytes of the per-GPU buffer", positive=True)
 
 NCCL_BUFF = ("NCCL src/init.cc DEFAULT_BUFFSIZE (1 << 22) = 4 MiB per channel connection "
              "(NCCL_BUFFSIZE, docs: Environment Variables), cut into NCCL_STEPS = 8 slots "
              "(src/include/device.h)")
 
-_w_intra = (m - 1) / m * beta_i * z   # one intra-node phase (RS or AG) on the GPU's NVLink
-_w_inter = 2 * (N - 1) / N * beta_e * z  # inter-node all-reduce of the shards, node's NICs
-_w_max = sp.Max(2 * _w_intra, _w_inter)
+_w_nvlink = 2 * (m - 1) / m * beta_i  # s/byte: RS + AG, both on the GPU's NVLink
+_w_net = 2 * (N - 1) / N * beta_e     # s/byte: inter-node all-reduce of the shards, node's NICs
+_w_max = sp.Max(_w_nvlink, _w_net)
 
 hierarchical_all_reduce_pipelined_time = equation(
     "comm.hierarchical_all_reduce_pipelined_time",
     2 * (m - 1) * alpha_i + 2 * (N - 1) * alpha_e
-    + _w_max + (2 * _w_intra + _w_inter - _w_max) / C_p, "s",
+    + _w_max * z + (_w_nvlink + _w_net - _w_max) * sp.Min(z, c_b), "s",
     "seeds/squeezenic.md section 3 (local reduce-scatter, global all-reduce, local all-gather); "
     "pipelined over chunks as NCCL moves data through its FIFO buffers: " + NCCL_BUFF,
     "Two-level all-reduce (intra-node reduce-scatter, inter-node ring all-reduce of each GPU's "
-    "1/m shard on its rail, intra-node all-gather) pipelined over C_p chunks of the buffer. "
+    "1/m shard on its rail, intra-node all-gather) pipelined over chunks of c_b bytes. "
     "Reduce-scatter and all-gather share the GPU's NVLink, so they are one resource "
-    "(2 (m-1)/m beta_i z); the network is the other (2 (N-1)/N beta_e z). Steady state runs at "
-    "the slower resource; fill and drain add the other resource's work for one chunk; each "
-    "phase's ring latency is paid once (chunks in flight overlap it, NCCL_STEPS = 8). C_p = 1 "
-    "gives the three phases summed (SqueezeNIC equation 1 with the local all-gather); N = 1 "
-    "gives the intra-node ring all-reduce; m = 1 the inter-node ring all-reduce.")
+    "(2 (m-1)/m beta_i per byte); the network is the other (2 (N-1)/N beta_e per byte). The "
+    "steady state runs at the slower resource over the whole buffer; fill and drain add the "
+    "other resource's work on one chunk, min(z, c_b); each phase's ring latency is paid once "
+    "(chunks in flight overlap it, NCCL_STEPS = 8). c_b >= z gives the three phases summed "
+    "(SqueezeNIC equation 1 with the local all-gather); N = 1 gives the intra-node ring "
+    "all-reduce, m = 1 the inter-node ring all-reduce.")
 
 multicast_all_gather_time = equation(
     "comm.multicast_all_gather_time", 2 * sp.Min(1, n - 1) * alpha + (n - 1) / n * beta * z,

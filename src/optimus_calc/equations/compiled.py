@@ -17,9 +17,9 @@ def comm__bus_bandwidth(F, T, z):
     return F*z/T
 
 
-def comm__hierarchical_all_reduce_pipelined_time(C_p, N, alpha_e, alpha_i, beta_e, beta_i, m, z):
+def comm__hierarchical_all_reduce_pipelined_time(N, alpha_e, alpha_i, beta_e, beta_i, c_b, m, z):
     """comm.hierarchical_all_reduce_pipelined_time [s]: seeds/squeezenic.md section 3 (local reduce-scatter, global all-reduce, local all-gather); pipelined over chunks as NCCL moves data through its FIFO buffers: NCCL src/init.cc DEFAULT_BUFFSIZE (1 << 22) = 4 MiB per channel connection (NCCL_BUFFSIZE, docs: Environment Variables), cut into NCCL_STEPS = 8 slots (src/include/device.h)"""
-    return alpha_e*(2*N - 2) + alpha_i*(2*m - 2) + numpy.maximum(2*beta_i*z*(m - 1)/m, beta_e*z*(2*N - 2)/N) + (2*beta_i*z*(m - 1)/m - numpy.maximum(2*beta_i*z*(m - 1)/m, beta_e*z*(2*N - 2)/N) + beta_e*z*(2*N - 2)/N)/C_p
+    return alpha_e*(2*N - 2) + alpha_i*(2*m - 2) + z*numpy.maximum(beta_e*(2*N - 2)/N, beta_i*(2*m - 2)/m) + (beta_i*(2*m - 2)/m - numpy.maximum(beta_e*(2*N - 2)/N, beta_i*(2*m - 2)/m) + beta_e*(2*N - 2)/N)*numpy.minimum(c_b, z)
 
 
 def comm__multicast_all_gather_injected_bytes(n, z):

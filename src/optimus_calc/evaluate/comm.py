@@ -184,7 +184,7 @@ def _hierarchical(size: float, topo: Topology, chunk_bytes: float
     be, bi = 1.0 / topo.node_network_Bps, 1.0 / topo.intra_Bps
     chunks = pipeline_chunks(size, chunk_bytes)
     t = float(eq.comm__hierarchical_all_reduce_pipelined_time(
-        C_p=chunks, N=N, alpha_e=topo.alpha_inter_s, alpha_i=topo.alpha_intra_s,
+        c_b=chunk_bytes, N=N, alpha_e=topo.alpha_inter_s, alpha_i=topo.alpha_intra_s,
         beta_e=be, beta_i=bi, m=m, z=size))
     # Each phase alone (what it would take unpipelined); the total overlaps them.
     rs = float(eq.comm__ring_reduce_scatter_time(alpha=topo.alpha_intra_s, beta=bi, n=m, z=size))
