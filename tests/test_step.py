@@ -100,7 +100,7 @@ def test_calibration_all_within_tolerance(cat):
 
 def test_validate_command(run):
     d = run("validate", "--format", "json").json()
-    assert d["ok"] == d["total"] == 28
+    assert d["ok"] == d["total"] == 30
 
 
 def test_table3_cpu_offload_exposed(run):

@@ -30,11 +30,10 @@ B_nic = sym("B_nic", "effective bandwidth of one NIC, bytes/s")
 B_intra = sym("B_intra", "effective intra-node bandwidth per GPU, bytes/s")
 T = sym("T", "collective time, s", positive=True)
 F = sym("F", "nccl-tests bus-bandwidth factor: 2(n-1)/n all-reduce, (n-1)/n RS/AG/A2A, 1 bcast")
-g = sym("g", "gradient partition size, bytes")
 r_q = sym("r", "compression ratio: compressed size / original size (0 < r <= 1)")
-theta_c = sym("theta_c", "compression throughput of the hardware compressor, bytes/s",
+theta_c = sym("theta_c", "compression throughput of a node's compressors together, bytes/s",
               positive=True)
-theta_d = sym("theta_d", "decompression throughput of the hardware compressor, bytes/s",
+theta_d = sym("theta_d", "decompression throughput of a node's compressors together, bytes/s",
               positive=True)
 theta_gc = sym("theta_gc", "GPU compression throughput, bytes/s", positive=True)
 D = sym("D", "tree depth, ceil(log2 n), computed exactly on integers")
@@ -99,14 +98,31 @@ tree_all_reduce_time = equation(
     "that each carry half the data, log2(n) depth; the bandwidth term is 2(n-1)/n beta z, "
     "which is exact for n = 1 and 2 and tends to the two-tree bound 2 beta z.")
 
-hierarchical_all_reduce_time = equation(
-    "comm.hierarchical_all_reduce_time",
-    2 * (m - 1) * alpha_i + 2 * (m - 1) / m * beta_i * z
-    + 2 * (N - 1) * alpha_e + 2 * (N - 1) / N * beta_e * z, "s",
+c_b = sym("c_b", "pipeline chunk, bytes of the per-GPU buffer", positive=True)
+
+NCCL_BUFF = ("NCCL src/init.cc DEFAULT_BUFFSIZE (1 << 22) = 4 MiB per channel connection "
+             "(NCCL_BUFFSIZE, docs: Environment Variables), cut into NCCL_STEPS = 8 slots "
+             "(src/include/device.h)")
+
+_w_nvlink = 2 * (m - 1) / m * beta_i  # s/byte: RS + AG, both on the GPU's NVLink
+_w_net = 2 * (N - 1) / N * beta_e     # s/byte: inter-node all-reduce of the shards, node's NICs
+_w_max = sp.Max(_w_nvlink, _w_net)
+
+hierarchical_all_reduce_pipelined_time = equation(
+    "comm.hierarchical_all_reduce_pipelined_time",
+    2 * (m - 1) * alpha_i + 2 * (N - 1) * alpha_e
+    + _w_max * z + (_w_nvlink + _w_net - _w_max) * sp.Min(z, c_b), "s",
     "seeds/squeezenic.md section 3 (local reduce-scatter, global all-reduce, local all-gather); "
-    "each GPU's 1/m shard crosses the network on its own rail, so the node's NICs share z",
-    "Two-level all-reduce: intra-node reduce-scatter, inter-node ring all-reduce of the shards "
-    "over the node's NICs, intra-node all-gather.")
+    "pipelined over chunks as NCCL moves data through its FIFO buffers: " + NCCL_BUFF,
+    "Two-level all-reduce (intra-node reduce-scatter, inter-node ring all-reduce of each GPU's "
+    "1/m shard on its rail, intra-node all-gather) pipelined over chunks of c_b bytes. "
+    "Reduce-scatter and all-gather share the GPU's NVLink, so they are one resource "
+    "(2 (m-1)/m beta_i per byte); the network is the other (2 (N-1)/N beta_e per byte). The "
+    "steady state runs at the slower resource over the whole buffer; fill and drain add the "
+    "other resource's work on one chunk, min(z, c_b); each phase's ring latency is paid once "
+    "(chunks in flight overlap it, NCCL_STEPS = 8). c_b >= z gives the three phases summed "
+    "(SqueezeNIC equation 1 with the local all-gather); N = 1 gives the intra-node ring "
+    "all-reduce, m = 1 the inter-node ring all-reduce.")
 
 multicast_all_gather_time = equation(
     "comm.multicast_all_gather_time", 2 * sp.Min(1, n - 1) * alpha + (n - 1) / n * beta * z,
@@ -129,27 +145,41 @@ bus_bandwidth = equation(
     "comm.bus_bandwidth", z / T * F, "bytes/s", NCCL_TESTS,
     "nccl-tests bus bandwidth: algorithm bandwidth z/T times the collective's factor F.")
 
-_intra = lambda x: alpha_i + beta_i * x  # noqa: E731  T_comm^intra
-_inter = lambda x: alpha_e + beta_e * x  # noqa: E731  T_comm^inter
+_intra = lambda x: alpha_i + beta_i * x  # noqa: E731  T_comm^intra(x): one intra-node ring step
+_inter = lambda x: alpha_e + beta_e * x  # noqa: E731  T_comm^inter(x): one inter-node ring step
 SQZ = "Rebai et al. 2024, SqueezeNIC (seeds/squeezenic.md) section 3, equation"
+SQZ_NOTE = (
+    "Evaluated on the same per-GPU buffer z as the alpha-beta ring (Patarasuk & Yuan): g = z/m "
+    "is the partition each GPU holds after the local reduce-scatter, each of the m-1 intra-node "
+    "steps moves g, each of the 2(N-1) inter-node steps moves g/N per rail (z/N per node over "
+    "the node's NICs, beta_e), and the N hardware (de)compressions each handle one step's chunk. "
+    "Differences from the paper as written: (a) the paper charges the whole partition g at every "
+    "inter-node step and to every one of the N (de)compressions (factor N too large); (b) it "
+    "omits the local all-gather that gives every GPU the reduced gradient (section 2.2 has "
+    "SqueezeNIC broadcast it to the local GPUs), added here as (m-1) T_intra(g) so that all "
+    "three are all-reduces comparable with the ring; (c) the phases are summed, not pipelined.")
+
+_g = z / m            # partition per GPU after the local reduce-scatter
+_local = (m - 1) * _intra(_g)   # local reduce-scatter, and the local all-gather
+_hw = N * (z / N) / theta_c + N * r_q * (z / N) / theta_d   # N chunks of z/N per node
 
 squeezenic_baseline_time = equation(
-    "comm.squeezenic_baseline_time", (m - 1) * _intra(g)
-    + 2 * (N - 1) * _inter(g), "s", f"{SQZ} (1)",
-    "Baseline gradient synchronisation of partition g: (M-1) T_intra(g) + 2(N-1) T_inter(g), "
-    "exactly as written in the seed (M = GPUs per node, N = nodes).")
+    "comm.squeezenic_baseline_time", _local + 2 * (N - 1) * _inter(z / N) + _local, "s",
+    f"{SQZ} (1)",
+    "Baseline (no compression): local reduce-scatter, inter-node ring all-reduce of the shards, "
+    "local all-gather; equal to the hierarchical all-reduce with its phases summed. " + SQZ_NOTE)
 
 squeezenic_app1_time = equation(
     "comm.squeezenic_app1_time",
-    (m - 1) * _intra(g) + 2 * (N - 1) * _inter(r_q * g) + N * g / theta_c
-    + N * r_q * g / theta_d, "s", f"{SQZ} (2)",
-    "Approach 1 (local reduce-scatter + in-NIC compression): compressed inter-node all-reduce, "
-    "N compressions and decompressions on the hardware compressor.")
+    _local + 2 * (N - 1) * _inter(r_q * z / N) + _hw + _local, "s", f"{SQZ} (2)",
+    "Approach 1 (local reduce-scatter, then in-NIC compression): the inter-node all-reduce moves "
+    "r z; the node's compressors (aggregate throughput theta_c, theta_d) compress z and "
+    "decompress r z. " + SQZ_NOTE)
 
 squeezenic_app2_time = equation(
     "comm.squeezenic_app2_time",
-    (m - 1) * _intra(r_q * g) + (m - 1) * g / theta_gc + (m - 1) * r_q * g / theta_gd
-    + N * r_q * g / theta_d + N * g / theta_c + 2 * (N - 1) * _inter(r_q * g), "s",
-    f"{SQZ} (3)",
-    "Approach 2 (compress on the GPU, local reduction of compressed gradients, in-NIC "
-    "compression): (M-1) GPU compressions and decompressions plus the hardware terms.")
+    (m - 1) * _intra(r_q * _g) + (m - 1) * _g / theta_gc + (m - 1) * r_q * _g / theta_gd
+    + _hw + 2 * (N - 1) * _inter(r_q * z / N) + _local, "s", f"{SQZ} (3)",
+    "Approach 2 (compress on the GPU, local reduce-scatter of compressed chunks, in-NIC "
+    "compression): each of the m-1 local steps compresses g on the GPU (theta_gc) and "
+    "decompresses r g (theta_gd). " + SQZ_NOTE)

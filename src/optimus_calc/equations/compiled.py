@@ -17,9 +17,9 @@ def comm__bus_bandwidth(F, T, z):
     return F*z/T
 
 
-def comm__hierarchical_all_reduce_time(N, alpha_e, alpha_i, beta_e, beta_i, m, z):
-    """comm.hierarchical_all_reduce_time [s]: seeds/squeezenic.md section 3 (local reduce-scatter, global all-reduce, local all-gather); each GPU's 1/m shard crosses the network on its own rail, so the node's NICs share z"""
-    return alpha_e*(2*N - 2) + alpha_i*(2*m - 2) + beta_i*z*(2*m - 2)/m + beta_e*z*(2*N - 2)/N
+def comm__hierarchical_all_reduce_pipelined_time(N, alpha_e, alpha_i, beta_e, beta_i, c_b, m, z):
+    """comm.hierarchical_all_reduce_pipelined_time [s]: seeds/squeezenic.md section 3 (local reduce-scatter, global all-reduce, local all-gather); pipelined over chunks as NCCL moves data through its FIFO buffers: NCCL src/init.cc DEFAULT_BUFFSIZE (1 << 22) = 4 MiB per channel connection (NCCL_BUFFSIZE, docs: Environment Variables), cut into NCCL_STEPS = 8 slots (src/include/device.h)"""
+    return alpha_e*(2*N - 2) + alpha_i*(2*m - 2) + z*numpy.maximum(beta_e*(2*N - 2)/N, beta_i*(2*m - 2)/m) + (beta_i*(2*m - 2)/m - numpy.maximum(beta_e*(2*N - 2)/N, beta_i*(2*m - 2)/m) + beta_e*(2*N - 2)/N)*numpy.minimum(c_b, z)
 
 
 def comm__multicast_all_gather_injected_bytes(n, z):
@@ -87,19 +87,19 @@ def comm__ring_reduce_time(alpha, beta, n, z):
     return alpha*(n - 1) + beta*z*numpy.minimum(1, n - 1)
 
 
-def comm__squeezenic_app1_time(N, alpha_e, alpha_i, beta_e, beta_i, g, m, r, theta_c, theta_d):
+def comm__squeezenic_app1_time(N, alpha_e, alpha_i, beta_e, beta_i, m, r, theta_c, theta_d, z):
     """comm.squeezenic_app1_time [s]: Rebai et al. 2024, SqueezeNIC (seeds/squeezenic.md) section 3, equation (2)"""
-    return N*g*r/theta_d + N*g/theta_c + (2*N - 2)*(alpha_e + beta_e*g*r) + (alpha_i + beta_i*g)*(m - 1)
+    return r*z/theta_d + (2*N - 2)*(alpha_e + beta_e*r*z/N) + 2*(alpha_i + beta_i*z/m)*(m - 1) + z/theta_c
 
 
-def comm__squeezenic_app2_time(N, alpha_e, alpha_i, beta_e, beta_i, g, m, r, theta_c, theta_d, theta_gc, theta_gd):
+def comm__squeezenic_app2_time(N, alpha_e, alpha_i, beta_e, beta_i, m, r, theta_c, theta_d, theta_gc, theta_gd, z):
     """comm.squeezenic_app2_time [s]: Rebai et al. 2024, SqueezeNIC (seeds/squeezenic.md) section 3, equation (3)"""
-    return N*g*r/theta_d + N*g/theta_c + g*r*(m - 1)/theta_gd + g*(m - 1)/theta_gc + (2*N - 2)*(alpha_e + beta_e*g*r) + (alpha_i + beta_i*g*r)*(m - 1)
+    return r*z/theta_d + (2*N - 2)*(alpha_e + beta_e*r*z/N) + (alpha_i + beta_i*z/m)*(m - 1) + (alpha_i + beta_i*r*z/m)*(m - 1) + z/theta_c + r*z*(m - 1)/(m*theta_gd) + z*(m - 1)/(m*theta_gc)
 
 
-def comm__squeezenic_baseline_time(N, alpha_e, alpha_i, beta_e, beta_i, g, m):
+def comm__squeezenic_baseline_time(N, alpha_e, alpha_i, beta_e, beta_i, m, z):
     """comm.squeezenic_baseline_time [s]: Rebai et al. 2024, SqueezeNIC (seeds/squeezenic.md) section 3, equation (1)"""
-    return (2*N - 2)*(alpha_e + beta_e*g) + (alpha_i + beta_i*g)*(m - 1)
+    return (2*N - 2)*(alpha_e + beta_e*z/N) + 2*(alpha_i + beta_i*z/m)*(m - 1)
 
 
 def comm__tree_all_reduce_time(D, alpha, beta, n, z):

@@ -1,13 +1,21 @@
-"""Collective times on a node/cluster topology, through the compiled comm equations."""
+"""Collective times on a node/cluster topology, through the compiled comm equations.
+
+`collective_time` times one collective with one algorithm; `evaluate_comm` is everything the
+`comm` command reports (sizes, topology, the SqueezeNIC comparison, which algorithm is reported),
+as a frozen result. Pure: no printing, no click; the CLI parses and emits.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
+from typing import assert_never
 
 from optimus_calc.equations import compiled as eq
 from optimus_calc.errors import InputError
-from optimus_calc.evaluate.context import Hardware
+from optimus_calc.evaluate.context import Hardware, resolve_hardware
 from optimus_calc.specs.training import Assumptions
 from optimus_calc.units import GB
 
@@ -22,16 +30,27 @@ class Collective(str, Enum):
 
     @property
     def bus_factor_text(self) -> str:
-        return {"all-reduce": "2(n-1)/n", "broadcast": "1", "reduce": "1"}.get(
-            self.value, "(n-1)/n")
+        match self:
+            case Collective.ALL_REDUCE:
+                return "2(n-1)/n"
+            case Collective.BROADCAST | Collective.REDUCE:
+                return "1"
+            case Collective.REDUCE_SCATTER | Collective.ALL_GATHER | Collective.ALL_TO_ALL:
+                return "(n-1)/n"
+            case _:
+                assert_never(self)
 
     def bus_factor(self, n: int) -> float:
         """nccl-tests doc/PERFORMANCE.md bus-bandwidth factors."""
-        if self is Collective.ALL_REDUCE:
-            return 2 * (n - 1) / n
-        if self in (Collective.BROADCAST, Collective.REDUCE):
-            return 1.0
-        return (n - 1) / n
+        match self:
+            case Collective.ALL_REDUCE:
+                return 2 * (n - 1) / n
+            case Collective.BROADCAST | Collective.REDUCE:
+                return 1.0
+            case Collective.REDUCE_SCATTER | Collective.ALL_GATHER | Collective.ALL_TO_ALL:
+                return (n - 1) / n
+            case _:
+                assert_never(self)
 
 
 class Algo(str, Enum):
@@ -41,6 +60,18 @@ class Algo(str, Enum):
     MULTICAST = "multicast"
 
 
+class CompressSite(str, Enum):
+    """Where SqueezeNIC's hardware (de)compression terms run (section 4.4's two variants)."""
+    GPU = "gpu"
+    SMARTNIC = "smartnic"
+
+
+class Approach(str, Enum):
+    """SqueezeNIC section 2.2: Approach 1 (LR+INC), Approach 2 (CTLR+INC)."""
+    ONE = "1"
+    TWO = "2"
+
+
 ALLOWED = {
     Algo.RING: set(Collective),
     Algo.TREE: {Collective.ALL_REDUCE},
@@ -48,14 +79,19 @@ ALLOWED = {
     Algo.MULTICAST: {Collective.ALL_GATHER},
 }
 
-RING_EQ = {
-    Collective.ALL_REDUCE: "comm.ring_all_reduce_time",
-    Collective.REDUCE_SCATTER: "comm.ring_reduce_scatter_time",
-    Collective.ALL_GATHER: "comm.ring_all_gather_time",
-    Collective.BROADCAST: "comm.ring_broadcast_time",
-    Collective.REDUCE: "comm.ring_reduce_time",
-    Collective.ALL_TO_ALL: "comm.all_to_all_time",
+RingTime = Callable[..., float]
+
+# Explicit Enum member -> compiled equation (a test checks every member is mapped).
+RING_TIME: dict[Collective, RingTime] = {
+    Collective.ALL_REDUCE: eq.comm__ring_all_reduce_time,
+    Collective.REDUCE_SCATTER: eq.comm__ring_reduce_scatter_time,
+    Collective.ALL_GATHER: eq.comm__ring_all_gather_time,
+    Collective.BROADCAST: eq.comm__ring_broadcast_time,
+    Collective.REDUCE: eq.comm__ring_reduce_time,
+    Collective.ALL_TO_ALL: eq.comm__all_to_all_time,
 }
+
+DEFAULT_CHUNK_BYTES: float = Assumptions.model_fields["hier_chunk_bytes"].default
 
 
 @dataclass(frozen=True)
@@ -102,7 +138,7 @@ def topology(hw: Hardware, ranks: int, alpha_us: float | None = None,
                     max(hw.node.nics, 1), il.name, f"{hw.node.nics} x {hw.nic.name}")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Phase:
     name: str
     link: str
@@ -110,7 +146,7 @@ class Phase:
     time_s: float
 
 
-@dataclass
+@dataclass(frozen=True)
 class CommResult:
     collective: Collective
     algo: Algo
@@ -120,9 +156,10 @@ class CommResult:
     time_s: float
     algbw_GBps: float
     busbw_GBps: float
-    phases: list[Phase] = field(default_factory=list)
+    phases: tuple[Phase, ...] = ()
     injected_bytes_per_rank: float | None = None
-    compression: dict | None = None
+    pipeline_chunks: int | None = None     # hierarchical: chunks the phases overlap over
+    chunk_bytes: float | None = None
 
 
 def _ring_params(topo: Topology) -> tuple[float, float, str]:
@@ -134,64 +171,239 @@ def _ring_params(topo: Topology) -> tuple[float, float, str]:
     return a, 1.0 / bw, f"{topo.intra_link} + {topo.inter_link}"
 
 
-def collective_time(coll: Collective, algo: Algo, size: float, topo: Topology) -> CommResult:
+def pipeline_chunks(size: float, chunk_bytes: float) -> int:
+    """ceil(size / chunk), at least 1, exact on integers for integral sizes."""
+    if not chunk_bytes > 0:
+        raise InputError(f"--assume hier_chunk_bytes={chunk_bytes} must be > 0")
+    return max(1, math.ceil(size / chunk_bytes))
+
+
+def _hierarchical(size: float, topo: Topology, chunk_bytes: float
+                  ) -> tuple[float, tuple[Phase, ...], int]:
+    m, N = topo.per_node, topo.nodes
+    be, bi = 1.0 / topo.node_network_Bps, 1.0 / topo.intra_Bps
+    chunks = pipeline_chunks(size, chunk_bytes)
+    t = float(eq.comm__hierarchical_all_reduce_pipelined_time(
+        c_b=chunk_bytes, N=N, alpha_e=topo.alpha_inter_s, alpha_i=topo.alpha_intra_s,
+        beta_e=be, beta_i=bi, m=m, z=size))
+    # Each phase alone (what it would take unpipelined); the total overlaps them.
+    rs = float(eq.comm__ring_reduce_scatter_time(alpha=topo.alpha_intra_s, beta=bi, n=m, z=size))
+    inter = float(eq.comm__ring_all_reduce_time(alpha=topo.alpha_inter_s, beta=be, n=N, z=size))
+    phases = (Phase("intra-node reduce-scatter", topo.intra_link, size * (m - 1) / m, rs),
+              Phase("inter-node all-reduce of shards", topo.inter_link,
+                    2 * size * (N - 1) / N, inter),
+              Phase("intra-node all-gather", topo.intra_link, size * (m - 1) / m, rs))
+    return t, phases, chunks
+
+
+def collective_time(coll: Collective, algo: Algo, size: float, topo: Topology,
+                    chunk_bytes: float = DEFAULT_CHUNK_BYTES) -> CommResult:
     if coll not in ALLOWED[algo]:
         raise InputError(f"--algo {algo.value} does not implement {coll.value}; "
                          f"it supports {', '.join(sorted(c.value for c in ALLOWED[algo]))}")
     n = topo.ranks
-    phases: list[Phase] = []
-    injected = None
+    phases: tuple[Phase, ...] = ()
+    injected: float | None = None
+    chunks: int | None = None
     if n == 1:
         t = 0.0
-    elif algo is Algo.HIERARCHICAL:
-        m, N = topo.per_node, topo.nodes
-        be = 1.0 / topo.node_network_Bps
-        t = float(eq.comm__hierarchical_all_reduce_time(
-            N=N, alpha_e=topo.alpha_inter_s, alpha_i=topo.alpha_intra_s,
-            beta_e=be, beta_i=1.0 / topo.intra_Bps, m=m, z=size))
-        rs = float(eq.comm__ring_reduce_scatter_time(alpha=topo.alpha_intra_s,
-                                                     beta=1 / topo.intra_Bps, n=m, z=size))
-        inter = float(eq.comm__ring_all_reduce_time(alpha=topo.alpha_inter_s, beta=be, n=N,
-                                                    z=size))
-        phases = [Phase("intra-node reduce-scatter", topo.intra_link, size * (m - 1) / m, rs),
-                  Phase("inter-node all-reduce of shards", topo.inter_link,
-                        2 * size * (N - 1) / N, inter),
-                  Phase("intra-node all-gather", topo.intra_link, size * (m - 1) / m, rs)]
     else:
         a, b, link = _ring_params(topo)
-        if algo is Algo.TREE:
-            depth = (n - 1).bit_length()  # ceil(log2 n), exact on integers
-            t = float(eq.comm__tree_all_reduce_time(D=depth, alpha=a, beta=b, n=n, z=size))
-        elif algo is Algo.MULTICAST:
-            t = float(eq.comm__multicast_all_gather_time(alpha=a, beta=b, n=n, z=size))
-            injected = float(eq.comm__multicast_all_gather_injected_bytes(n=n, z=size))
-        else:
-            t = float(getattr(eq, RING_EQ[coll].replace(".", "__"))(alpha=a, beta=b, n=n, z=size))
-            if coll is Collective.ALL_GATHER:
-                injected = float(eq.comm__ring_all_gather_injected_bytes(n=n, z=size))
-        phases = [Phase(f"{algo.value} {coll.value}", link, size * coll.bus_factor(n), t)]
+        match algo:
+            case Algo.HIERARCHICAL:
+                t, phases, chunks = _hierarchical(size, topo, chunk_bytes)
+            case Algo.TREE:
+                depth = (n - 1).bit_length()  # ceil(log2 n), exact on integers
+                t = float(eq.comm__tree_all_reduce_time(D=depth, alpha=a, beta=b, n=n, z=size))
+            case Algo.MULTICAST:
+                t = float(eq.comm__multicast_all_gather_time(alpha=a, beta=b, n=n, z=size))
+                injected = float(eq.comm__multicast_all_gather_injected_bytes(n=n, z=size))
+            case Algo.RING:
+                t = float(RING_TIME[coll](alpha=a, beta=b, n=n, z=size))
+                if coll is Collective.ALL_GATHER:
+                    injected = float(eq.comm__ring_all_gather_injected_bytes(n=n, z=size))
+            case _:
+                assert_never(algo)
+        if not phases:
+            phases = (Phase(f"{algo.value} {coll.value}", link, size * coll.bus_factor(n), t),)
     algbw = size / t / GB if t > 0 else 0.0
     return CommResult(coll, algo, size, n, topo.nodes, t, algbw, algbw * coll.bus_factor(n),
-                      phases, injected)
+                      phases, injected, chunks, chunk_bytes if chunks else None)
 
 
-def squeezenic(size: float, topo: Topology, ratio: float, compress_on: str, approach: int,
-               asm: Assumptions) -> dict:
-    """SqueezeNIC equations (1)-(3) for a gradient partition of ``size`` bytes."""
+# --- SqueezeNIC (seeds/squeezenic.md section 3, equations 1-3) ---------------------------------
+
+@dataclass(frozen=True)
+class Squeeze:
+    """SqueezeNIC equations 1-3 on the same per-GPU buffer as the ring, for one size."""
+    ratio: float
+    site: CompressSite
+    approach: Approach
+    compressor_GBps: float       # one compressor (a SmartNIC, or a GPU kernel)
+    node_compressor_GBps: float  # the node's compressors together (theta_c, theta_d)
+    gpu_compressor_GBps: float   # one GPU (theta_gc, theta_gd)
+    baseline_s: float
+    approach1_s: float
+    approach2_s: float
+
+    @property
+    def approach_s(self) -> float:
+        match self.approach:
+            case Approach.ONE:
+                return self.approach1_s
+            case Approach.TWO:
+                return self.approach2_s
+            case _:
+                assert_never(self.approach)
+
+
+def compressor_GBps(site: CompressSite, asm: Assumptions) -> float:
+    match site:
+        case CompressSite.GPU:
+            return asm.gpu_compress_GBps
+        case CompressSite.SMARTNIC:
+            return asm.nic_compress_GBps
+        case _:
+            assert_never(site)
+
+
+def compressors_per_node(site: CompressSite, topo: Topology) -> int:
+    """One compressor per rail: each GPU (its own kernel) or each NIC of the node."""
+    match site:
+        case CompressSite.GPU:
+            return topo.per_node
+        case CompressSite.SMARTNIC:
+            return topo.nics
+        case _:
+            assert_never(site)
+
+
+def squeezenic(size: float, topo: Topology, ratio: float, site: CompressSite,
+               approach: Approach, asm: Assumptions) -> Squeeze:
+    """SqueezeNIC equations (1)-(3) for a per-GPU gradient buffer of ``size`` bytes."""
     if not 0 < ratio <= 1:
         raise InputError(f"--compression {ratio} must be in (0, 1]: compressed/original size")
+    one = compressor_GBps(site, asm) * GB
+    node = one * compressors_per_node(site, topo)
     gpu = asm.gpu_compress_GBps * GB
-    hw_c = gpu if compress_on == "gpu" else asm.nic_compress_GBps * GB
     common = dict(N=topo.nodes, alpha_e=topo.alpha_inter_s, alpha_i=topo.alpha_intra_s,
                   beta_e=1.0 / topo.node_network_Bps, beta_i=1.0 / topo.intra_Bps,
-                  g=size, m=topo.per_node)
+                  m=topo.per_node, z=size)
     base = float(eq.comm__squeezenic_baseline_time(**common))
-    app1 = float(eq.comm__squeezenic_app1_time(**common, r=ratio, theta_c=hw_c, theta_d=hw_c))
-    app2 = float(eq.comm__squeezenic_app2_time(**common, r=ratio, theta_c=hw_c, theta_d=hw_c,
+    app1 = float(eq.comm__squeezenic_app1_time(**common, r=ratio, theta_c=node, theta_d=node))
+    app2 = float(eq.comm__squeezenic_app2_time(**common, r=ratio, theta_c=node, theta_d=node,
                                                theta_gc=gpu, theta_gd=gpu))
-    times = {"baseline": base, "approach1": app1, "approach2": app2}
-    return {"ratio": ratio, "compress_on": compress_on, "approach": approach,
-            "compressor_GBps": hw_c / GB, "gpu_compressor_GBps": gpu / GB,
-            "baseline_s": base, "approach1_s": app1, "approach2_s": app2,
-            "best": min(times, key=times.get),
-            "time_s": app1 if approach == 1 else app2}
+    return Squeeze(ratio, site, approach, one / GB, node / GB, gpu / GB, base, app1, app2)
+
+
+# --- the `comm` command's evaluation ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CommRequest:
+    collective: Collective
+    algo: Algo
+    sizes: tuple[float, ...]
+    node: str = "dgx-a100"
+    ranks: int | None = None
+    nodes: int | None = None
+    compression: float | None = None
+    site: CompressSite = CompressSite.SMARTNIC
+    approach: Approach = Approach.ONE
+    alpha_us: float | None = None
+    intra_efficiency: float | None = None
+    nic_efficiency: float | None = None
+    assumptions: Assumptions = Assumptions()
+
+
+@dataclass(frozen=True)
+class CommRow:
+    """One size: the reported collective (compressed only when that is faster)."""
+    label: str                   # the algorithm the time is for, e.g. "ring all-reduce"
+    size_bytes: float
+    time_s: float
+    algbw_GBps: float
+    busbw_GBps: float
+    uncompressed: CommResult     # the --algo collective, always computed
+    squeeze: Squeeze | None = None
+    compressed: bool = False     # True when the reported time is SqueezeNIC's approach
+
+    @property
+    def candidates(self) -> tuple[tuple[str, float], ...]:
+        """Every all-reduce evaluated for this size, all on the same per-GPU buffer."""
+        out = [(f"{self.uncompressed.algo.value} (uncompressed)", self.uncompressed.time_s)]
+        if self.squeeze:
+            s = self.squeeze
+            out += [("SqueezeNIC baseline, eq. 1 (uncompressed, phases summed)", s.baseline_s),
+                     (f"SqueezeNIC approach 1, eq. 2 (r = {s.ratio:g})", s.approach1_s),
+                     (f"SqueezeNIC approach 2, eq. 3 (r = {s.ratio:g})", s.approach2_s)]
+        return tuple(out)
+
+    @property
+    def fastest(self) -> str:
+        return min(self.candidates, key=lambda c: c[1])[0]
+
+
+@dataclass(frozen=True)
+class CommReport:
+    collective: Collective
+    algo: Algo
+    rows: tuple[CommRow, ...]
+    topology: Topology
+    node: str
+    gpu: str
+    intra_link: str
+    intra_efficiency: float
+    intra_efficiency_overridden: bool
+    nic: str
+    nic_efficiency: float
+    alpha_overridden: bool
+    chunk_bytes: float
+
+
+def doubling_sizes(lo: float, hi: float, limit: int = 64) -> tuple[float, ...]:
+    """nccl-tests style sweep: lo, 2 lo, 4 lo, ... up to hi (at most ``limit`` sizes)."""
+    if lo > hi:
+        raise InputError(f"--sizes: FROM ({lo:g} bytes) is larger than TO ({hi:g} bytes)")
+    out, x = [], lo
+    while x <= hi * (1 + 1e-12) and len(out) < limit:
+        out.append(x)
+        x *= 2
+    return tuple(out)
+
+
+def _row(req: CommRequest, z: float, topo: Topology) -> CommRow:
+    asm = req.assumptions
+    r = collective_time(req.collective, req.algo, z, topo, asm.hier_chunk_bytes)
+    label = f"{req.algo.value} {req.collective.value}"
+    if req.compression is None:
+        return CommRow(label, z, r.time_s, r.algbw_GBps, r.busbw_GBps, r)
+    sq = squeezenic(z, topo, req.compression, req.site, req.approach, asm)
+    if not sq.approach_s < r.time_s:  # compression only when it is faster
+        return CommRow(label, z, r.time_s, r.algbw_GBps, r.busbw_GBps, r, sq)
+    t = sq.approach_s
+    algbw = z / t / GB
+    return CommRow(f"SqueezeNIC approach {req.approach.value} {req.collective.value} "
+                   f"(compressed {req.compression:g} on {req.site.value})", z, t, algbw,
+                   algbw * req.collective.bus_factor(topo.ranks), r, sq, True)
+
+
+def evaluate_comm(catalog, req: CommRequest) -> CommReport:
+    """Everything `optimus-calc comm` reports, for each size in ``req.sizes``."""
+    if req.ranks is not None and req.nodes is not None:
+        raise InputError("give --ranks or --nodes, not both")
+    if not req.sizes:
+        raise InputError("give exactly one of --size SIZE or --sizes FROM..TO")
+    hw = resolve_hardware(catalog, req.node, req.nodes or 1)
+    n = req.ranks if req.ranks is not None else hw.gpus
+    topo = topology(hw, n, req.alpha_us, req.intra_efficiency, req.nic_efficiency,
+                    lambda name: catalog.get(name, "link"))
+    if req.compression is not None and (req.collective is not Collective.ALL_REDUCE
+                                        or topo.nodes < 2):
+        raise InputError("--compression applies to all-reduce across 2 or more nodes")
+    rows = tuple(_row(req, z, topo) for z in req.sizes)
+    return CommReport(
+        req.collective, req.algo, rows, topo, hw.node.name, hw.gpu.name, hw.intra_link.name,
+        req.intra_efficiency if req.intra_efficiency is not None else hw.intra_link.efficiency,
+        req.intra_efficiency is not None, hw.nic.name,
+        req.nic_efficiency if req.nic_efficiency is not None else hw.nic.efficiency,
+        req.alpha_us is not None, req.assumptions.hier_chunk_bytes)

@@ -157,6 +157,11 @@ class Assumptions(Frozen):
         default=800.0, gt=0, le=1e5,
         description="in-NIC (FPGA) compression throughput: 6400 Gb/s host side, SqueezeNIC "
                     "Table 6 (line rate)")
+    hier_chunk_bytes: float = Field(
+        default=4194304, ge=1, le=1e12,
+        description="assumed: a hierarchical all-reduce advances through its phases in pieces "
+                    "of NCCL's default buffer, NCCL_BUFFSIZE = 4 MiB (NCCL src/init.cc "
+                    "DEFAULT_BUFFSIZE)")
 
     gemm_efficiency: float = Field(
         default=0.60, gt=0, le=1,
