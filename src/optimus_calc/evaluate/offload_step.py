@@ -1,0 +1,243 @@
+"""The offloaded optimizer step, parameter-offload traffic, NVMe swaps and ZeRO-3 gather overheads
+over arrays: every numeric input may be a numpy array (one element per candidate layout) and the
+outputs broadcast. The physics is in equations/offload.py; this module only chooses the inputs
+(implementation traits, strategy rules, DeepSpeed's defaults) and sums the phases.
+
+A single layout is a batch of one: pass floats, get 0-d arrays back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from enum import Enum
+
+import numpy as np
+
+from optimus_calc.equations import compiled as eq
+from optimus_calc.errors import InputError
+from optimus_calc.specs.hardware import CPU
+from optimus_calc.specs.training import Assumptions
+from optimus_calc.units import GB
+
+ADAM_FLOPS_PER_PARAM = 12.0  # evaluate/optimizer.py flops_per_param (Adam)
+OVERFLOW_PASSES = 5.0        # abs, eq, ne, any, any (stage3.py L2171-2181; ATen TensorCompare.cpp)
+STATE_BYTES = 12.0           # fp32 master + exp_avg + exp_avg_sq, swapped per step
+FP32_GRAD_BYTES = 4.0        # the host keeps fp32 gradients (ZeRO-Offload)
+
+
+class AdamImpl(str, Enum):
+    """The optimizer kernel that runs on the host."""
+
+    CPUADAM = "cpuadam"        # DeepSpeed CPUAdam: fused, OpenMP, AVX-512/AVX2 on x86
+    GRACE_ADAM = "grace-adam"  # SuperOffload's GraceAdam: fused, Arm SVE
+    TORCH = "torch"            # torch.optim.Adam on the CPU: one pass per tensor op
+
+    def bytes_per_param(self) -> float:
+        """Bytes moved per parameter. Fused kernels read p, g, m, v and write p, m, v in fp32
+        (cpu_adam.h L158-198: 16 + 12 = 28); torch.optim.Adam one pass per op: 72
+        (counted op by op in evaluate/optimizer.py bytes_per_param)."""
+        if self is AdamImpl.TORCH:
+            return 72.0
+        if self in (AdamImpl.CPUADAM, AdamImpl.GRACE_ADAM):
+            return 28.0
+        raise AssertionError(self)  # pragma: no cover - exhaustive
+
+    def simd_fraction(self, cpu: CPU) -> float:
+        """Share of the core's FP32 SIMD width the kernel uses. CPUAdam is vectorised only for
+        x86 (csrc/includes/simd.h L8-14: AVX-512 or AVX2), elsewhere it runs its scalar loop
+        (1 of the 4 fp32 lanes of a 128-bit Neoverse SVE/NEON pipe); GraceAdam is written for
+        SVE; ATen's fp32 kernels are vectorised on both."""
+        if self is AdamImpl.CPUADAM:
+            return 1.0 if cpu.vendor in ("amd", "intel") else 0.25
+        if self in (AdamImpl.GRACE_ADAM, AdamImpl.TORCH):
+            return 1.0
+        raise AssertionError(self)  # pragma: no cover - exhaustive
+
+
+class Overlap(str, Enum):
+    """What the offloaded step overlaps with (equations offload.exposed_*)."""
+
+    NONE = "zero-offload"       # ZeRO-Offload / ZeRO-Infinity: after backward, nothing hidden
+    BACKWARD = "superoffload"   # SuperOffload: bucket by bucket during backward
+    PER_LAYER = "optimusnic"    # OptimusNIC: layer by layer as gradients are aggregated
+
+
+@dataclass(frozen=True)
+class HostCPU:
+    """The host side of one node as arrays (from the catalog CPU and node)."""
+
+    mem_GBps: np.ndarray | float       # peak memory bandwidth per socket
+    stream_eff: np.ndarray | float     # STREAM triad / peak
+    sockets: np.ndarray | float
+    cores: np.ndarray | float          # physical cores per socket
+    GHz: np.ndarray | float
+    flops_per_cycle: np.ndarray | float
+    core_GBps: np.ndarray | float      # what one thread draws
+
+    @classmethod
+    def from_catalog(cls, cpu: CPU, sockets: int) -> "HostCPU":
+        return cls(cpu.memory_bandwidth_GBps, cpu.stream_efficiency, sockets, cpu.cores,
+                   cpu.base_GHz, cpu.fp32_flops_per_cycle, cpu.core_bandwidth_GBps)
+
+
+@dataclass(frozen=True)
+class Phases:
+    """Seconds per phase of one rank's offloaded step (arrays)."""
+
+    grad_d2h: np.ndarray
+    grad_host_copy: np.ndarray
+    overflow_check: np.ndarray
+    unscale: np.ndarray
+    adam: np.ndarray
+    param_host_copy: np.ndarray
+    param_h2d: np.ndarray
+
+    @property
+    def total(self) -> np.ndarray:
+        return eq.offload__step_time(T_ad=self.adam, T_d2h=self.grad_d2h, T_gc=self.grad_host_copy,
+                                     T_h2d=self.param_h2d, T_ov=self.overflow_check,
+                                     T_pc=self.param_host_copy, T_un=self.unscale)
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {"total": self.total}
+
+
+def _positive(name: str, value) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise InputError(f"{name} must be a positive finite number (got {value!r})")
+    return arr
+
+
+def threads_per_rank(host: HostCPU, ranks_per_node, asm: Assumptions, share: float = 1.0):
+    """Threads one rank's CPU work uses: the assumption, or the node's cores split over its GPU
+    ranks (DeepSpeed launcher --bind_cores_to_rank), times the share the strategy gives it."""
+    if asm.offload_threads_per_rank > 0:
+        return np.asarray(asm.offload_threads_per_rank * share, dtype=float)
+    cores = np.asarray(host.cores, dtype=float) * np.asarray(host.sockets, dtype=float)
+    return np.maximum(1.0, cores * share / np.asarray(ranks_per_node, dtype=float))
+
+
+def host_rates(host: HostCPU, ranks_per_node, threads, asm: Assumptions):
+    """(bytes/s of a bandwidth-bound pass, elements/s of a comparison pass) for one rank."""
+    B_r = eq.offload__cpu_rank_bandwidth(
+        B_sock=np.asarray(host.mem_GBps, dtype=float) * GB, B_thr=np.asarray(host.core_GBps) * GB,
+        S_n=host.sockets, eta_c=asm.cpu_pass_efficiency, eta_s=host.stream_eff,
+        k_n=ranks_per_node, n_th=threads)
+    R_m = eq.offload__cpu_mask_rate(c_m=asm.cpu_mask_elems_per_cycle,
+                                    f_c=np.asarray(host.GHz, dtype=float) * 1e9, n_th=threads)
+    return B_r, R_m
+
+
+def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps, link_eff,
+                        impl: AdamImpl, simd_fraction, asm: Assumptions, threads=None,
+                        grad_device_bytes=2.0, param_device_bytes=2.0, host_buffer_bytes=2.0,
+                        pageable=1.0, cpu_convert=1.0) -> Phases:
+    """Phase times of one rank's offloaded step, DeepSpeed ZeRO-Offload/Infinity order.
+
+    ``params_rank`` parameters whose state the rank updates (its ZeRO partition); ``host`` the
+    node's CPU; ``ranks_per_node`` the GPU ranks sharing it; ``link_GBps``/``link_eff`` the
+    GPU-host link per direction (PCIe, NVLink-C2C); ``host_buffer_bytes`` the dtype of the host
+    gradient buffer the overflow check reads (DeepSpeed: the model dtype, 2); ``pageable`` 1
+    with offload_optimizer pin_memory false (the default); ``cpu_convert`` 1 when the host does
+    the 16/32-bit casts (DeepSpeed), 0 when the GPU does (SuperOffload)."""
+    P = _positive("parameters per rank", params_rank)
+    k = _positive("GPU ranks per node", ranks_per_node)
+    n_t = threads_per_rank(host, k, asm) if threads is None else _positive("threads", threads)
+    B_r, R_m = host_rates(host, k, n_t, asm)
+    B_l = _positive("GPU-host link bandwidth", link_GBps) * GB
+    link = dict(B_l=B_l, eta_l=link_eff)
+    return Phases(
+        grad_d2h=eq.offload__grad_d2h_time(P_r=P, b_gd=grad_device_bytes, **link),
+        grad_host_copy=eq.offload__grad_host_copy_time(B_r=B_r, P_r=P, b_gd=grad_device_bytes,
+                                                       c_v=cpu_convert, s_p=pageable),
+        overflow_check=eq.offload__overflow_check_time(B_r=B_r, P_r=P, R_m=R_m,
+                                                       b_acc=host_buffer_bytes,
+                                                       n_m=OVERFLOW_PASSES),
+        unscale=eq.offload__unscale_time(B_r=B_r, P_r=P),
+        adam=eq.offload__adam_time(B_r=B_r, F_cyc=host.flops_per_cycle,
+                                   P_r=P, beta_a=impl.bytes_per_param(),
+                                   f_c=np.asarray(host.GHz, dtype=float) * 1e9, n_th=n_t,
+                                   phi_a=ADAM_FLOPS_PER_PARAM, u_v=simd_fraction),
+        param_host_copy=eq.offload__param_host_copy_time(B_r=B_r, P_r=P, b_pd=param_device_bytes,
+                                                         c_v=cpu_convert, s_p=pageable),
+        param_h2d=eq.offload__param_h2d_time(P_r=P, b_pd=param_device_bytes, **link),
+    )
+
+
+def exposed_step(overlap: Overlap, step_s, *, backward_s=0.0, params_rank=1.0,
+                 last_bucket_params=0.0, layers=1.0):
+    """Seconds of the offloaded step left on the critical path under each strategy."""
+    if overlap is Overlap.NONE:
+        return eq.offload__exposed_zero_offload(T_s=step_s)
+    if overlap is Overlap.BACKWARD:
+        return eq.offload__exposed_superoffload(P_r=params_rank, T_s=step_s, W_b=backward_s,
+                                                Z_b=last_bucket_params)
+    if overlap is Overlap.PER_LAYER:
+        return eq.offload__exposed_optimusnic(L_r=layers, T_s=step_s, W_b=backward_s)
+    raise AssertionError(overlap)  # pragma: no cover - exhaustive
+
+
+@dataclass(frozen=True)
+class NVMeStep:
+    read_s: np.ndarray
+    write_s: np.ndarray
+    grad_write_s: np.ndarray  # during the last backward
+    step_s: np.ndarray        # the whole step (CPU phases and swaps)
+
+
+def nvme_optimizer_step(params_rank, cpu_step_s, *, ranks_per_node, drives, read_GBps,
+                        write_GBps, asm: Assumptions, pipelined=0.0) -> NVMeStep:
+    """ZeRO-Infinity offload_optimizer: nvme. The node's ranks share a RAID0 of its drives."""
+    P = _positive("parameters per rank", params_rank)
+    n = _positive("NVMe drives", drives)
+    common = dict(P_r=P, eta_d=asm.nvme_efficiency, k_n=ranks_per_node, n_d=n)
+    rd = eq.offload__nvme_read_time(R_rd=_positive("NVMe read", read_GBps) * GB,
+                                    b_gs=FP32_GRAD_BYTES, b_os=STATE_BYTES, **common)
+    wr = eq.offload__nvme_write_time(R_wr=_positive("NVMe write", write_GBps) * GB,
+                                     b_os=STATE_BYTES, **common)
+    gw = eq.offload__nvme_grad_write_time(R_wr=np.asarray(write_GBps, dtype=float) * GB,
+                                          b_gs=FP32_GRAD_BYTES, **common)
+    total = eq.offload__nvme_step_time(T_cpu=cpu_step_s, T_rd=rd, T_wr=wr, pi_n=pipelined)
+    return NVMeStep(rd, wr, gw, total)
+
+
+@dataclass(frozen=True)
+class ParamOffload:
+    bytes_per_step: np.ndarray   # per rank
+    stream_s: np.ndarray         # per step
+    exposed_s: np.ndarray        # per step, beyond the micro-batches' compute
+
+
+def param_offload_traffic(stage_params, *, dp, micro_batches, weight_bytes=2.0, recompute_full=0.0,
+                          target: str, link_GBps, link_eff, compute_per_microbatch_s,
+                          ranks_per_node=1.0, drives=1.0, read_GBps=1.0,
+                          asm: Assumptions) -> ParamOffload:
+    """ZeRO-3 offload_param (target "cpu") or ZeRO-Infinity (target "nvme"): every micro-batch
+    fetches the rank's parameter partition in its forward and backward (and recomputed
+    forward)."""
+    Q = eq.offload__param_stream_bytes(N_d=_positive("dp", dp), P_p=stage_params, b_w=weight_bytes,
+                                       m_b=_positive("micro-batches", micro_batches), r_f=recompute_full)
+    B_l = _positive("GPU-host link bandwidth", link_GBps) * GB
+    if target == "cpu":
+        t = eq.offload__param_stream_time_cpu(B_l=B_l, Q_p=Q, eta_l=link_eff)
+    elif target == "nvme":
+        t = eq.offload__param_stream_time_nvme(
+            B_l=B_l, Q_p=Q, R_rd=_positive("NVMe read", read_GBps) * GB, eta_d=asm.nvme_efficiency,
+            eta_l=link_eff, k_n=ranks_per_node, n_d=_positive("NVMe drives", drives))
+    else:
+        raise InputError(f"parameter offload target {target!r}: expected cpu or nvme")
+    exposed = eq.offload__param_stream_exposed(T_q=t / micro_batches, W_c=compute_per_microbatch_s,
+                                               m_b=micro_batches)
+    return ParamOffload(Q, t, exposed)
+
+
+def zero3_exposed_gather(*, modules, module_params, gather_s, compute_per_module_s,
+                         asm: Assumptions, recompute_full=0.0):
+    """Gather time one micro-batch waits for under ZeRO-3 (forward and backward passes), with
+    DeepSpeed's prefetch limits from the assumptions."""
+    depth = eq.offload__zero3_prefetch_depth(B_pf=asm.zero3_prefetch_bucket_params,
+                                             M_live=asm.zero3_max_live_params, p_m=module_params)
+    return eq.offload__zero3_exposed_gather_time(
+        alpha_g=asm.zero3_gather_latency_us * 1e-6, c_pass=2.0 + np.asarray(recompute_full),
+        d_p=depth, n_mod=_positive("modules", modules), t_c=compute_per_module_s, t_g=gather_s)
