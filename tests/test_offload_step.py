@@ -21,11 +21,12 @@ from optimus_calc.equations import compiled as eq
 from optimus_calc.errors import InputError
 from optimus_calc.evaluate.offload_step import (AdamImpl, HostCPU, Overlap, exposed_step,
                                                 nvme_optimizer_step, offload_step_phases,
-                                                param_offload_traffic, threads_per_rank,
+                                                param_offload_traffic, persistent_params,
+                                                strategy_threads, threads_per_rank,
                                                 zero3_exposed_gather)
 from optimus_calc.specs.training import Assumptions
 
-LAYER = 151_058_432          # nn.TransformerDecoderLayer(4096): 2 x (4h^2 + 4h) + 2 x h x 2048 + ...
+LAYER = 151_058_432          # nn.TransformerDecoderLayer(4096), see the test below
 MODEL1 = 2 * LAYER           # 302M (section 4.2)
 MODEL2 = 3 * LAYER           # one more decoder layer
 RANKS = 4                    # 2 nodes x 2 GPUs, ZeRO-3
@@ -43,7 +44,8 @@ T4_TOTAL = 59.344 / 0.2602  # the profile's 100%: 228.1 ms
 @pytest.fixture(scope="module")
 def hw():
     cat = load()
-    return HostCPU.from_catalog(cat.get("epyc-7763", "cpu"), sockets=1), cat.get("pcie4-x16", "link")
+    host = HostCPU.from_catalog(cat.get("epyc-7763", "cpu"), sockets=1)
+    return host, cat.get("pcie4-x16", "link")
 
 
 def phases(hw, params, asm=None, **kw):
@@ -79,7 +81,8 @@ def test_rank_rates_by_hand(hw):
 def test_table4_phases(hw):
     ph = phases(hw, MODEL1)
     ms = {k: float(v) * 1e3 for k, v in ph.as_dict().items()}
-    overflow = T4["aten::isinf"] + T4["aten::any"] + T4["aten::ne"] + T4["aten::abs"] + T4["aten::eq"]
+    overflow = sum(T4[k] for k in ("aten::isinf", "aten::any", "aten::ne", "aten::abs",
+                                   "aten::eq"))
     copies = T4["aten::copy_"] + T4["cudaMemcpyAsync"]
     model_copies = ms["grad_d2h"] + ms["grad_host_copy"] + ms["param_host_copy"] + ms["param_h2d"]
     assert ms["adam"] == pytest.approx(T4["CPUAdam.step"], rel=0.10)        # 54.3 vs 59.3: -8.6%
@@ -108,7 +111,7 @@ def test_table4_shares(hw):
     assert 100 * ms["unscale"] / tot == pytest.approx(share["aten::mul_"], abs=1.5)
 
 
-# ---- Table 3: per row and per phase ---------------------------------------------------------------
+# ---- Table 3: per row and per phase ------------------------------------------------------------
 @pytest.mark.parametrize("model, params, tol", [("m1", MODEL1, 0.18), ("m2", MODEL2, 0.22)])
 def test_table3_offloaded_step(hw, model, params, tol):
     """The offloaded step = what the no-offload step already waits for (gradient reduction tail,
@@ -136,7 +139,7 @@ def test_table3_model_size_from_scaling():
     assert 2 * (4 * h * h + 4 * h) + (h * ff + ff) + (ff * h + h) + 3 * 2 * h == LAYER
 
 
-# ---- responses -------------------------------------------------------------------------------------
+# ---- responses --------------------------------------------------------------------------------
 def test_more_nvme_drives_faster_nvme_step():
     asm = Assumptions()
     steps = [float(nvme_optimizer_step(75.5e6, 0.2, ranks_per_node=2, drives=n, read_GBps=7.0,
@@ -170,6 +173,32 @@ def test_more_cores_and_bandwidth_faster(hw):
     assert float(phases(hw, MODEL1, host=more_bw).total) < base
     few = float(phases(hw, MODEL1, threads=4).total)
     assert few > base  # 4 threads x 5 GB/s = 20 GB/s < the 39 GB/s share
+
+
+def test_more_cores_when_thread_bound():
+    """An 8-core socket cannot draw its bandwidth share: 4 threads per rank x 5 GB/s."""
+    cat = load()
+    cpu = cat.get("epyc-7763", "cpu")
+    small = HostCPU(cpu.memory_bandwidth_GBps, cpu.stream_efficiency, 1, 8, cpu.base_GHz,
+                    cpu.fp32_flops_per_cycle, cpu.core_bandwidth_GBps)
+    big = HostCPU.from_catalog(cpu, sockets=1)
+    kw = dict(ranks_per_node=2, link_GBps=31.5, link_eff=0.76, impl=AdamImpl.CPUADAM,
+              simd_fraction=1.0, asm=Assumptions())
+    t_small = offload_step_phases(75e6, host=small, **kw)
+    t_big = offload_step_phases(75e6, host=big, **kw)
+    assert float(t_small.adam) == pytest.approx(75e6 * 28 / 20e9, rel=1e-6)  # 4 x 5 GB/s
+    assert float(t_small.total) > 1.5 * float(t_big.total)
+
+
+def test_superoffload_threads_and_persistence(hw):
+    cat = load()
+    grace = HostCPU.from_catalog(cat.get("grace", "cpu"), sockets=1)
+    asm = Assumptions()
+    assert float(strategy_threads(Overlap.BACKWARD, grace, 1, asm)) == pytest.approx(57.6)
+    assert float(strategy_threads(Overlap.NONE, grace, 1, asm)) == 72.0
+    # per layer: two norms (weight + bias, h = 8192 each) persist, the 8192 x 8192 matrix not
+    sizes = [8192, 8192, 8192, 8192, 8192 * 8192]
+    assert float(persistent_params(sizes, 80, asm)) == pytest.approx(4 * 8192 * 80)
 
 
 def test_threads_default_from_cores(hw):

@@ -158,7 +158,7 @@ def memory__gradients_bytes(N_d, P, Z, b_g, o_g):
 
 
 def memory__gradients_bytes_offload(N_d, P, Z, b_g, o_g):
-    """memory.gradients_bytes_offload [bytes]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage_1_and_2.py L1422-1424 (ZeRO-1 reduces only at the accumulation boundary, so the full 16-bit gradients stay in param.grad on the GPU) and L1409-1412 (then copies its partition to the host, copy_grads_in_partition L1328-1340); ZeRO-2/3 move each reduced partition out during backward"""
+    """memory.gradients_bytes_offload [bytes]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage_1_and_2.py L1422-1424 (ZeRO-1 reduces only at the accumulation boundary, so the full 16-bit gradients stay in param.grad on the GPU) and L1412-1414 (then copies its partition to the host, copy_grads_in_partition L1328-1340); ZeRO-2/3 move each reduced partition out during backward"""
     return P*b_g*(-o_g*numpy.select([numpy.greater_equal(Z, 2),True], [1,0], default=numpy.nan) + 1)*numpy.select([numpy.greater_equal(Z, 2),True], [N_d**(-1.0),1], default=numpy.nan)
 
 
@@ -253,7 +253,7 @@ def offload__grad_host_copy_time(B_r, P_r, b_gd, c_v, s_p):
 
 
 def offload__nvme_grad_write_time(P_r, R_wr, b_gs, eta_d, k_n, n_d):
-    """offload.nvme_grad_write_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L1490-1511 (swap_out_gradients at the accumulation boundary, in backward)"""
+    """offload.nvme_grad_write_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L1490-1511, swap at L1509 (swap_out_gradients at the accumulation boundary, in backward)"""
     return P_r*b_gs*k_n/(R_wr*eta_d*n_d)
 
 
@@ -268,7 +268,7 @@ def offload__nvme_step_time(T_cpu, T_rd, T_wr, pi_n):
 
 
 def offload__nvme_write_time(P_r, R_wr, b_os, eta_d, k_n, n_d):
-    """offload.nvme_write_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L1928-1934 (_optimizer_states_and_gradient_swap_out after the update)"""
+    """offload.nvme_write_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L1928-1934 and L1958 (_optimizer_states_and_gradient_swap_out after the update)"""
     return P_r*b_os*k_n/(R_wr*eta_d*n_d)
 
 

@@ -174,7 +174,7 @@ gradients_bytes_offload = equation(
     b_g * P / _div(2) * (1 - o_g * sp.Piecewise((1, Z >= 2), (0, True))), "bytes",
     "DeepSpeed v0.15.0 deepspeed/runtime/zero/stage_1_and_2.py L1422-1424 (ZeRO-1 reduces only "
     "at the accumulation boundary, so the full 16-bit gradients stay in param.grad on the GPU) and "
-    "L1409-1412 (then copies its partition to the host, copy_grads_in_partition L1328-1340); "
+    "L1412-1414 (then copies its partition to the host, copy_grads_in_partition L1328-1340); "
     "ZeRO-2/3 move each reduced partition out during backward",
     "Gradients on the GPU with offload: ZeRO-1 keeps all of them until the step, ZeRO-2 and -3 "
     "stream their partitions to the host (as memory.gradients_bytes otherwise).")

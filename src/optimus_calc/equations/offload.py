@@ -204,12 +204,14 @@ nvme_read_time = equation(
 
 nvme_write_time = equation(
     "offload.nvme_write_time", k_n * P_r * b_os / (n_d * R_wr * eta_n), "s",
-    _DS + "stage3.py L1928-1934 (_optimizer_states_and_gradient_swap_out after the update)",
+    _DS + "stage3.py L1928-1934 and L1958 (_optimizer_states_and_gradient_swap_out after the "
+    "update)",
     "NVMe writes of one step: the updated optimizer state of all ranks of the node.")
 
 nvme_grad_write_time = equation(
     "offload.nvme_grad_write_time", k_n * P_r * b_gs / (n_d * R_wr * eta_n), "s",
-    _DS + "stage3.py L1490-1511 (swap_out_gradients at the accumulation boundary, in backward)",
+    _DS + "stage3.py L1490-1511, swap at L1509 (swap_out_gradients at the accumulation "
+    "boundary, in backward)",
     "NVMe writes of the fp32 gradients during the last backward.")
 
 nvme_step_time = equation(

@@ -118,6 +118,25 @@ def threads_per_rank(host: HostCPU, ranks_per_node, asm: Assumptions, share: flo
     return np.maximum(1.0, cores * share / np.asarray(ranks_per_node, dtype=float))
 
 
+def strategy_threads(overlap: "Overlap", host: HostCPU, ranks_per_node, asm: Assumptions):
+    """Threads of one rank's optimizer work under a strategy: SuperOffload gives CPU-Adam a share
+    of the cores (the rest keep feeding the GPU); the others use the rank's cores."""
+    if overlap is Overlap.BACKWARD:
+        return threads_per_rank(host, ranks_per_node, asm, asm.superoffload_core_fraction)
+    if overlap in (Overlap.NONE, Overlap.PER_LAYER):
+        return threads_per_rank(host, ranks_per_node, asm)
+    raise AssertionError(overlap)  # pragma: no cover - exhaustive
+
+
+def persistent_params(tensor_numels, layers, asm: Assumptions):
+    """Parameters ZeRO-3 keeps whole on every GPU: tensors below
+    stage3_param_persistence_threshold (config.py L211), ``tensor_numels`` one layer's tensor
+    sizes (e.g. norm weights and biases of width h), times the layers."""
+    sizes = np.asarray(tensor_numels, dtype=float)
+    small = np.where(sizes < asm.zero3_persistence_threshold_params, sizes, 0.0)
+    return small.sum(axis=-1) * np.asarray(layers, dtype=float)
+
+
 def host_rates(host: HostCPU, ranks_per_node, threads, asm: Assumptions):
     """(bytes/s of a bandwidth-bound pass, elements/s of a comparison pass) for one rank."""
     B_r = eq.offload__cpu_rank_bandwidth(
@@ -216,8 +235,9 @@ def param_offload_traffic(stage_params, *, dp, micro_batches, weight_bytes=2.0, 
     """ZeRO-3 offload_param (target "cpu") or ZeRO-Infinity (target "nvme"): every micro-batch
     fetches the rank's parameter partition in its forward and backward (and recomputed
     forward)."""
-    Q = eq.offload__param_stream_bytes(N_d=_positive("dp", dp), P_p=stage_params, b_w=weight_bytes,
-                                       m_b=_positive("micro-batches", micro_batches), r_f=recompute_full)
+    Q = eq.offload__param_stream_bytes(N_d=_positive("dp", dp), P_p=stage_params,
+                                       b_w=weight_bytes, r_f=recompute_full,
+                                       m_b=_positive("micro-batches", micro_batches))
     B_l = _positive("GPU-host link bandwidth", link_GBps) * GB
     if target == "cpu":
         t = eq.offload__param_stream_time_cpu(B_l=B_l, Q_p=Q, eta_l=link_eff)

@@ -199,7 +199,8 @@ class Assumptions(Frozen):
     superoffload_core_fraction: float = Field(
         default=0.8, gt=0, le=1,
         description="share of the CPU cores SuperOffload gives its CPU-Adam "
-                    "(DeepSpeed superoffload_stage3.py cpuadam_cores_perc default 0.8)")
+                    "(DeepSpeed deepspeed/runtime/superoffload/superoffload_stage3.py L56, "
+                    "cpuadam_cores_perc default 0.8, master edaa722)")
     nvme_efficiency: float = Field(
         default=1.0, gt=0, le=1,
         description="assumed: fraction of the drives' sequential bandwidth a RAID0 of them "
