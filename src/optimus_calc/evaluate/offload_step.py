@@ -4,6 +4,21 @@ outputs broadcast. The physics is in equations/offload.py; this module only choo
 (implementation traits, strategy rules, DeepSpeed's defaults) and sums the phases.
 
 A single layout is a batch of one: pass floats, get 0-d arrays back.
+
+Wiring into the step evaluator (per candidate layout, arrays of equal shape):
+
+- ``P_rank`` = optimizer parameters of one rank (its ZeRO partition of the stage's parameters);
+  ``ranks_per_node`` = GPUs per node; ``HostCPU.from_catalog(node CPU, node.cpus)``; the link is
+  ``node.gpu_host_link`` (bandwidth_GBps, efficiency); ``impl`` CPUADAM for ZeRO-Offload/Infinity,
+  GRACE_ADAM for SuperOffload (with ``grad_device_bytes=param_device_bytes=4, pageable=0,
+  cpu_convert=0`` and ``threads=strategy_threads(Overlap.BACKWARD, ...)``).
+- ``offload_step_phases(...).total`` is the step; ``exposed_step`` puts it on the critical path:
+  NONE after the last backward (window 0), BACKWARD against the last micro-batch's backward,
+  PER_LAYER against it with the last layer exposed. NVMe: ``nvme_optimizer_step(P_rank,
+  total, ...)`` replaces the CPU step (its ``grad_write_s`` runs inside the last backward).
+- ``param_offload_traffic`` per step with ``compute_per_microbatch_s`` = forward + backward of one
+  micro-batch; its ``exposed_s`` adds to the step. ``zero3_exposed_gather`` is per micro-batch
+  (multiply by the micro-batches) and replaces a once-per-step gather charge.
 """
 
 from __future__ import annotations
@@ -190,10 +205,12 @@ def exposed_step(overlap: Overlap, step_s, *, backward_s=0.0, params_rank=1.0,
     if overlap is Overlap.NONE:
         return eq.offload__exposed_zero_offload(T_s=step_s)
     if overlap is Overlap.BACKWARD:
-        return eq.offload__exposed_superoffload(P_r=params_rank, T_s=step_s, W_b=backward_s,
+        return eq.offload__exposed_superoffload(P_r=_positive("parameters per rank", params_rank),
+                                                T_s=step_s, W_b=backward_s,
                                                 Z_b=last_bucket_params)
     if overlap is Overlap.PER_LAYER:
-        return eq.offload__exposed_optimusnic(L_r=layers, T_s=step_s, W_b=backward_s)
+        return eq.offload__exposed_optimusnic(L_r=_positive("layers", layers), T_s=step_s,
+                                              W_b=backward_s)
     raise AssertionError(overlap)  # pragma: no cover - exhaustive
 
 
