@@ -66,15 +66,16 @@ def test_rank_rates_by_hand(hw):
     P = MODEL1 / RANKS  # 75,529,216
     assert float(ph.unscale) == pytest.approx(P * 8 / 38.98416e9, rel=1e-4)       # 15.50 ms
     assert float(ph.adam) == pytest.approx(P * 28 / 38.98416e9, rel=1e-4)         # 54.25 ms
-    # grad: staging 2 x 2 + conversion 2 + 4 = 10 B; params: 4 + 2 + 2 x 2 = 10 B
-    assert float(ph.grad_host_copy) == pytest.approx(P * 10 / 38.98416e9, rel=1e-4)
+    # grad: three 2-byte crossings (D2H, H2D, D2H), each staged (2 x 6 B), conversion 2 + 4 B:
+    # 18 B = 34.87 ms; params: conversion 4 + 2 B, staging 2 x 2 B = 10 B = 19.37 ms
+    assert float(ph.grad_host_copy) == pytest.approx(P * 18 / 38.98416e9, rel=1e-4)
     assert float(ph.param_host_copy) == pytest.approx(P * 10 / 38.98416e9, rel=1e-4)
-    # PCIe: 2 B x P over 31.5e9 x 0.76 = 6.31 ms each way
-    assert float(ph.grad_d2h) == pytest.approx(P * 2 / 23.94e9, rel=1e-4)
+    # PCIe at 31.5e9 x 0.76: gradient 3 x 2 B = 18.93 ms, parameters 2 B = 6.31 ms
+    assert float(ph.grad_d2h) == pytest.approx(P * 6 / 23.94e9, rel=1e-4)
     assert float(ph.param_h2d) == pytest.approx(P * 2 / 23.94e9, rel=1e-4)
     # overflow: 5 passes at 0.062 x 2.45e9 x 32 = 4.861e9 elements/s = 77.7 ms
     assert float(ph.overflow_check) == pytest.approx(5 * P / 4.8608e9, rel=1e-4)
-    assert float(ph.total) == pytest.approx(0.1988, rel=2e-3)
+    assert float(ph.total) == pytest.approx(0.2269, rel=2e-3)
 
 
 # ---- Table 4: per phase and shares --------------------------------------------------------------
@@ -88,9 +89,9 @@ def test_table4_phases(hw):
     assert ms["adam"] == pytest.approx(T4["CPUAdam.step"], rel=0.10)        # 54.3 vs 59.3: -8.6%
     assert ms["unscale"] == pytest.approx(T4["aten::mul_"], rel=0.02)       # calibration point
     assert ms["overflow_check"] == pytest.approx(overflow, rel=0.12)        # 77.7 vs 85.6: -9.2%
-    assert model_copies == pytest.approx(copies, rel=0.20)                  # 51.4 vs 62.4: -17.6%
+    assert model_copies == pytest.approx(copies, rel=0.30)                  # 79.5 vs 62.4: +27%
     listed = sum(T4.values())                                                # 223.1 ms
-    assert ms["total"] == pytest.approx(listed, rel=0.12)                   # 198.8: -10.9%
+    assert ms["total"] == pytest.approx(listed, rel=0.04)                   # 226.9: +1.7%
 
 
 def test_table4_shares(hw):
@@ -98,26 +99,27 @@ def test_table4_shares(hw):
     ms = {k: float(v) * 1e3 for k, v in ph.as_dict().items()}
     tot = ms["total"]
     share = {k: 100 * v / T4_TOTAL for k, v in T4.items()}
-    # CPUAdam 26.02% measured, 27.3% modelled
-    assert 100 * ms["adam"] / tot == pytest.approx(share["CPUAdam.step"], abs=2.0)
-    # copies 27.35% measured (copy_ 19.60 + cudaMemcpyAsync 7.75), 25.9% modelled
+    # CPUAdam 26.02% measured, 23.9% modelled
+    assert 100 * ms["adam"] / tot == pytest.approx(share["CPUAdam.step"], abs=2.5)
+    # copies 27.35% measured (copy_ 19.60 + cudaMemcpyAsync 7.75), 35.0% modelled (the source's
+    # three gradient crossings and their staging: the largest miss)
     copies = ms["grad_d2h"] + ms["grad_host_copy"] + ms["param_host_copy"] + ms["param_h2d"]
     assert 100 * copies / tot == pytest.approx(share["aten::copy_"] + share["cudaMemcpyAsync"],
-                                               abs=2.5)
-    # overflow check 37.5% measured (isinf, any, ne, abs, eq), 39.1% modelled
+                                               abs=8.0)
+    # overflow check 37.5% measured (isinf, any, ne, abs, eq), 34.2% modelled
     ovf = sum(share[k] for k in ("aten::isinf", "aten::any", "aten::ne", "aten::abs", "aten::eq"))
-    assert 100 * ms["overflow_check"] / tot == pytest.approx(ovf, abs=2.5)
-    # unscale (mul_) 6.75% measured, 7.8% modelled
-    assert 100 * ms["unscale"] / tot == pytest.approx(share["aten::mul_"], abs=1.5)
+    assert 100 * ms["overflow_check"] / tot == pytest.approx(ovf, abs=3.5)
+    # unscale (mul_) 6.75% measured, 6.8% modelled
+    assert 100 * ms["unscale"] / tot == pytest.approx(share["aten::mul_"], abs=1.0)
 
 
 # ---- Table 3: per row and per phase ------------------------------------------------------------
-@pytest.mark.parametrize("model, params, tol", [("m1", MODEL1, 0.18), ("m2", MODEL2, 0.22)])
+@pytest.mark.parametrize("model, params, tol", [("m1", MODEL1, 0.06), ("m2", MODEL2, 0.12)])
 def test_table3_offloaded_step(hw, model, params, tol):
     """The offloaded step = what the no-offload step already waits for (gradient reduction tail,
     norm, persistent gathers: the no-offload row) + the CPU and PCIe phases, none hidden
-    (ZeRO-Offload). M1: 18.6 + 198.8 = 217.4 vs 255.8 (-15%); M2: 27.8 + 298.2 = 326.0 vs 406.5
-    (-20%)."""
+    (ZeRO-Offload). M1: 18.6 + 226.9 = 245.5 vs 255.8 (-4.0%); M2: 27.8 + 340.4 = 368.2 vs 406.5
+    (-9.4%)."""
     fwd0, bwd0, step0 = T3[f"{model}_none"]
     fwd1, bwd1, step1 = T3[f"{model}_cpu"]
     ph = phases(hw, params)
@@ -125,8 +127,8 @@ def test_table3_offloaded_step(hw, model, params, tol):
     assert step0 + exposed == pytest.approx(step1, rel=tol)
     # optimizer offload leaves forward and backward alone (no parameter offload): measured +-5%
     assert fwd1 == pytest.approx(fwd0, rel=0.06) and bwd1 == pytest.approx(bwd0, rel=0.06)
-    # the total: forward + backward + the exposed step (M1 -5.3%, M2 -8.7%)
-    assert fwd0 + bwd0 + step0 + exposed == pytest.approx(sum(T3[f"{model}_cpu"]), rel=0.10)
+    # the total: forward + backward + the exposed step (M1 -1.0%, M2 -5.2%)
+    assert fwd0 + bwd0 + step0 + exposed == pytest.approx(sum(T3[f"{model}_cpu"]), rel=0.06)
 
 
 def test_table3_model_size_from_scaling():
@@ -272,7 +274,7 @@ def test_superchip_casts_on_gpu(hw):
     ph = offload_step_phases(1e9, host=host, ranks_per_node=1, link_GBps=c2c.bandwidth_GBps,
                              link_eff=c2c.efficiency, impl=AdamImpl.GRACE_ADAM, simd_fraction=1.0,
                              asm=Assumptions(), grad_device_bytes=4, param_device_bytes=4,
-                             pageable=0, cpu_convert=0)
+                             pageable=0, cpu_convert=0, grad_crossings=0)
     assert float(ph.grad_host_copy) == 0.0 and float(ph.param_host_copy) == 0.0
     assert float(ph.grad_d2h) == pytest.approx(4e9 / (450e9 * 0.66), rel=1e-6)
 

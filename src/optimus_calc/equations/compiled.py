@@ -242,14 +242,14 @@ def offload__exposed_zero_offload(T_s):
     return T_s
 
 
-def offload__grad_d2h_time(B_l, P_r, b_gd, eta_l):
-    """offload.grad_d2h_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L1451-1500 partition_grads (copy of the 16-bit gradient partition to the host buffer); link efficiency: seeds/deepspeed-bandwidth-characterization-methods.md (PCIe 76%)"""
-    return P_r*b_gd/(B_l*eta_l)
+def offload__grad_d2h_time(B_l, P_r, b_gd, b_gx, eta_l, n_x):
+    """offload.grad_d2h_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L1466-1470 partition_grads: copy_ of the 16-bit partition into the host buffer (D2H), .to(device) back (H2D), then L1497-1500 copy_ into the fp32 host gradient (D2H; 16-bit up to v0.15.0, cast to fp32 on the GPU from v0.16.4); link efficiency: seeds/deepspeed-bandwidth-characterization-methods.md (PCIe 76% of theoretical)"""
+    return P_r*(b_gd*n_x + b_gx)/(B_l*eta_l)
 
 
-def offload__grad_host_copy_time(B_r, P_r, b_gd, c_v, s_p):
-    """offload.grad_host_copy_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L1497-1500 (fp32_grad_tensor.copy_ of the 16-bit gradient: blocking, converted on the CPU, PyTorch Copy.cu); offload_config.py L72 pin_memory=False (pageable: the driver stages the copy, read + write b_gd)"""
-    return P_r*(2*b_gd*s_p + c_v*(b_gd + 4))/B_r
+def offload__grad_host_copy_time(B_r, P_r, b_gd, b_gx, c_v, n_x, s_p):
+    """offload.grad_host_copy_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L1497-1500 (fp32_grad_tensor.copy_ of the 16-bit gradient: blocking, converted on the CPU, PyTorch Copy.cu); offload_config.py L72 pin_memory=False (pageable: the driver stages every crossing through pinned buffers: read + write of its bytes)"""
+    return P_r*(c_v*(b_gd + 4) + 2*s_p*(b_gd*n_x + b_gx))/B_r
 
 
 def offload__nvme_grad_write_time(P_r, R_wr, b_gs, eta_d, k_n, n_d):

@@ -54,6 +54,8 @@ R_m = sym("R_m", "element rate of one rank's comparison passes, elements/s", pos
 B_l = sym("B_l", "peak GPU-host link bandwidth per direction, bytes/s", positive=True)
 eta_l = sym("eta_l", "achievable fraction of the GPU-host link", positive=True)
 b_g16 = sym("b_gd", "bytes per gradient sent from the GPU (2: fp16/bf16; 4 if cast on the GPU)")
+n_x = sym("n_x", "crossings of the 16-bit gradient before the fp32 copy (DeepSpeed: D2H, H2D = 2)")
+b_gx = sym("b_gx", "bytes per gradient of the final copy into the host fp32 gradient (2 or 4)")
 b_acc = sym("b_acc", "bytes per element of the host gradient buffer the overflow check reads")
 b_p16 = sym("b_pd", "bytes per parameter sent back to the GPU (2: fp16/bf16)")
 s_p = sym("s_p", "1 if device copies go through pageable host memory (pin_memory false), else 0")
@@ -122,17 +124,21 @@ cpu_mask_rate = equation(
 
 # ---- the phases --------------------------------------------------------------------------------
 grad_d2h_time = equation(
-    "offload.grad_d2h_time", P_r * b_g16 / (B_l * eta_l), "s",
-    _DS + "stage3.py L1451-1500 partition_grads (copy of the 16-bit gradient partition to the host "
-    "buffer); link efficiency: seeds/deepspeed-bandwidth-characterization-methods.md (PCIe 76%)",
-    "Gradient partition copied over the GPU-host link.")
+    "offload.grad_d2h_time", P_r * (n_x * b_g16 + b_gx) / (B_l * eta_l), "s",
+    _DS + "stage3.py L1466-1470 partition_grads: copy_ of the 16-bit partition into the host "
+    "buffer (D2H), .to(device) back (H2D), then L1497-1500 copy_ into the fp32 host gradient "
+    "(D2H; 16-bit up to v0.15.0, cast to fp32 on the GPU from v0.16.4); link efficiency: "
+    "seeds/deepspeed-bandwidth-characterization-methods.md (PCIe 76% of theoretical)",
+    "Gradient crossings of the GPU-host link, serial on one stream.")
 
 grad_host_copy_time = equation(
-    "offload.grad_host_copy_time", P_r * (2 * s_p * b_g16 + c_v * (b_g16 + 4)) / B_r, "s",
+    "offload.grad_host_copy_time",
+    P_r * (2 * s_p * (n_x * b_g16 + b_gx) + c_v * (b_g16 + 4)) / B_r, "s",
     _DS + "stage3.py L1497-1500 (fp32_grad_tensor.copy_ of the 16-bit gradient: blocking, "
     "converted on the CPU, PyTorch Copy.cu); offload_config.py L72 pin_memory=False (pageable: "
-    "the driver stages the copy, read + write b_gd)",
-    "Host passes over the gradient: staging (2 b_gd) and the 16-to-32-bit conversion (b_gd + 4); "
+    "the driver stages every crossing through pinned buffers: read + write of its bytes)",
+    "Host passes over the gradient: staging of each crossing (read + write) and the "
+    "16-to-32-bit conversion (b_gd + 4); "
     "SuperOffload casts on the GPU and sends fp32 to pinned memory (c_v = s_p = 0).")
 
 overflow_check_time = equation(

@@ -166,7 +166,8 @@ def host_rates(host: HostCPU, ranks_per_node, threads, asm: Assumptions):
 def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps, link_eff,
                         impl: AdamImpl, simd_fraction, asm: Assumptions, threads=None,
                         grad_device_bytes=2.0, param_device_bytes=2.0, host_buffer_bytes=2.0,
-                        pageable=1.0, cpu_convert=1.0) -> Phases:
+                        pageable=1.0, cpu_convert=1.0, grad_crossings=2.0,
+                        grad_final_bytes=None) -> Phases:
     """Phase times of one rank's offloaded step, DeepSpeed ZeRO-Offload/Infinity order.
 
     ``params_rank`` parameters whose state the rank updates (its ZeRO partition); ``host`` the
@@ -174,17 +175,24 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
     GPU-host link per direction (PCIe, NVLink-C2C); ``host_buffer_bytes`` the dtype of the host
     gradient buffer the overflow check reads (DeepSpeed: the model dtype, 2); ``pageable`` 1
     with offload_optimizer pin_memory false (the default); ``cpu_convert`` 1 when the host does
-    the 16/32-bit casts (DeepSpeed), 0 when the GPU does (SuperOffload)."""
+    the 16/32-bit casts (DeepSpeed), 0 when the GPU does (SuperOffload); ``grad_crossings`` the
+    16-bit gradient's trips over the link before its fp32 copy (DeepSpeed partition_grads: D2H
+    into the host buffer and back, 2; SuperOffload 0) and ``grad_final_bytes`` the bytes of that
+    fp32 copy per gradient (default: 16-bit if the CPU converts, else 4)."""
     P = _positive("parameters per rank", params_rank)
     k = _positive("GPU ranks per node", ranks_per_node)
     n_t = threads_per_rank(host, k, asm) if threads is None else _positive("threads", threads)
     B_r, R_m = host_rates(host, k, n_t, asm)
     B_l = _positive("GPU-host link bandwidth", link_GBps) * GB
     link = dict(B_l=B_l, eta_l=link_eff)
+    if grad_final_bytes is None:
+        grad_final_bytes = np.where(np.asarray(cpu_convert) > 0, grad_device_bytes,
+                                    FP32_GRAD_BYTES)
+    grad = dict(P_r=P, b_gd=grad_device_bytes, b_gx=grad_final_bytes, n_x=grad_crossings)
     return Phases(
-        grad_d2h=eq.offload__grad_d2h_time(P_r=P, b_gd=grad_device_bytes, **link),
-        grad_host_copy=eq.offload__grad_host_copy_time(B_r=B_r, P_r=P, b_gd=grad_device_bytes,
-                                                       c_v=cpu_convert, s_p=pageable),
+        grad_d2h=eq.offload__grad_d2h_time(**grad, **link),
+        grad_host_copy=eq.offload__grad_host_copy_time(B_r=B_r, c_v=cpu_convert, s_p=pageable,
+                                                       **grad),
         overflow_check=eq.offload__overflow_check_time(B_r=B_r, P_r=P, R_m=R_m,
                                                        b_acc=host_buffer_bytes,
                                                        n_m=OVERFLOW_PASSES),
