@@ -274,7 +274,8 @@ def test_superchip_casts_on_gpu(hw):
     ph = offload_step_phases(1e9, host=host, ranks_per_node=1, link_GBps=c2c.bandwidth_GBps,
                              link_eff=c2c.efficiency, impl=AdamImpl.GRACE_ADAM, simd_fraction=1.0,
                              asm=Assumptions(), grad_device_bytes=4, param_device_bytes=4,
-                             pageable=0, cpu_convert=0, grad_crossings=0)
+                             pageable=0, cpu_convert=0, param_cpu_convert=0,
+                             grad_crossings=0)
     assert float(ph.grad_host_copy) == 0.0 and float(ph.param_host_copy) == 0.0
     assert float(ph.grad_d2h) == pytest.approx(4e9 / (450e9 * 0.66), rel=1e-6)
 

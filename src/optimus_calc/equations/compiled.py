@@ -282,9 +282,9 @@ def offload__param_h2d_time(B_l, P_r, b_pd, eta_l):
     return P_r*b_pd/(B_l*eta_l)
 
 
-def offload__param_host_copy_time(B_r, P_r, b_pd, c_v, s_p):
+def offload__param_host_copy_time(B_r, P_r, b_pd, c_w, s_p):
     """offload.param_host_copy_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L2032-2035: fp16_partitioned_groups_flat.copy_(fp32 partition): blocking, converted on the CPU (read 4, write b_pd), then staged from pageable memory (b_pd + b_pd)"""
-    return P_r*(2*b_pd*s_p + c_v*(b_pd + 4))/B_r
+    return P_r*(2*b_pd*s_p + c_w*(b_pd + 4))/B_r
 
 
 def offload__param_stream_bytes(N_d, P_p, b_w, m_b, r_f):

@@ -60,6 +60,7 @@ b_acc = sym("b_acc", "bytes per element of the host gradient buffer the overflow
 b_p16 = sym("b_pd", "bytes per parameter sent back to the GPU (2: fp16/bf16)")
 s_p = sym("s_p", "1 if device copies go through pageable host memory (pin_memory false), else 0")
 c_v = sym("c_v", "1 if the 16/32-bit conversion runs on the CPU, 0 if on the GPU (SuperOffload)")
+c_w = sym("c_w", "1 if the parameters' 32-to-16-bit conversion runs on the CPU, else 0")
 n_m = sym("n_m", "comparison passes of the overflow check (abs, eq, ne, any, any: 5)")
 beta_a = sym("beta_a", "bytes the optimizer implementation moves per parameter")
 phi_a = sym("phi_a", "FLOPs per parameter of the optimizer update (Adam 12)")
@@ -164,7 +165,7 @@ adam_time = equation(
     "Optimizer kernel: bytes over the rank's bandwidth, or FLOPs over its SIMD throughput.")
 
 param_host_copy_time = equation(
-    "offload.param_host_copy_time", P_r * (c_v * (4 + b_p16) + 2 * s_p * b_p16) / B_r, "s",
+    "offload.param_host_copy_time", P_r * (c_w * (4 + b_p16) + 2 * s_p * b_p16) / B_r, "s",
     _DS + "stage3.py L2032-2035: fp16_partitioned_groups_flat.copy_(fp32 partition): blocking, "
     "converted on the CPU (read 4, write b_pd), then staged from pageable memory (b_pd + b_pd)",
     "Host passes over the updated parameters before they go back to the GPU.")

@@ -11,7 +11,8 @@ Wiring into the step evaluator (per candidate layout, arrays of equal shape):
   ``ranks_per_node`` = GPUs per node; ``HostCPU.from_catalog(node CPU, node.cpus)``; the link is
   ``node.gpu_host_link`` (bandwidth_GBps, efficiency); ``impl`` CPUADAM for ZeRO-Offload/Infinity,
   GRACE_ADAM for SuperOffload (with ``grad_device_bytes=param_device_bytes=4, pageable=0,
-  cpu_convert=0`` and ``threads=strategy_threads(Overlap.BACKWARD, ...)``).
+  cpu_convert=param_cpu_convert=0, grad_crossings=0`` and
+  ``threads=strategy_threads(Overlap.BACKWARD, ...)``).
 - ``offload_step_phases(...).total`` is the step; ``exposed_step`` puts it on the critical path:
   NONE after the last backward (window 0), BACKWARD against the last micro-batch's backward,
   PER_LAYER against it with the last layer exposed. NVMe: ``nvme_optimizer_step(P_rank,
@@ -166,19 +167,21 @@ def host_rates(host: HostCPU, ranks_per_node, threads, asm: Assumptions):
 def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps, link_eff,
                         impl: AdamImpl, simd_fraction, asm: Assumptions, threads=None,
                         grad_device_bytes=2.0, param_device_bytes=2.0, host_buffer_bytes=2.0,
-                        pageable=1.0, cpu_convert=1.0, grad_crossings=2.0,
-                        grad_final_bytes=None) -> Phases:
+                        pageable=1.0, cpu_convert=1.0, param_cpu_convert=1.0,
+                        grad_crossings=2.0, grad_final_bytes=None) -> Phases:
     """Phase times of one rank's offloaded step, DeepSpeed ZeRO-Offload/Infinity order.
 
     ``params_rank`` parameters whose state the rank updates (its ZeRO partition); ``host`` the
     node's CPU; ``ranks_per_node`` the GPU ranks sharing it; ``link_GBps``/``link_eff`` the
     GPU-host link per direction (PCIe, NVLink-C2C); ``host_buffer_bytes`` the dtype of the host
     gradient buffer the overflow check reads (DeepSpeed: the model dtype, 2); ``pageable`` 1
-    with offload_optimizer pin_memory false (the default); ``cpu_convert`` 1 when the host does
-    the 16/32-bit casts (DeepSpeed), 0 when the GPU does (SuperOffload); ``grad_crossings`` the
-    16-bit gradient's trips over the link before its fp32 copy (DeepSpeed partition_grads: D2H
-    into the host buffer and back, 2; SuperOffload 0) and ``grad_final_bytes`` the bytes of that
-    fp32 copy per gradient (default: 16-bit if the CPU converts, else 4)."""
+    with offload_optimizer pin_memory false (the default); ``cpu_convert`` (gradients) and
+    ``param_cpu_convert`` (parameters) 1 when the host does the 16/32-bit casts (DeepSpeed
+    v0.15.0), 0 when the GPU does (SuperOffload; gradients from DeepSpeed v0.16.4);
+    ``grad_crossings`` the 16-bit gradient's trips over the link before its fp32 copy (DeepSpeed
+    partition_grads: D2H into the host buffer and back, 2; SuperOffload 0) and
+    ``grad_final_bytes`` the bytes of that fp32 copy per gradient (default: 16-bit if the CPU
+    converts, else 4)."""
     P = _positive("parameters per rank", params_rank)
     k = _positive("GPU ranks per node", ranks_per_node)
     n_t = threads_per_rank(host, k, asm) if threads is None else _positive("threads", threads)
@@ -202,7 +205,7 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
                                    f_c=np.asarray(host.GHz, dtype=float) * 1e9, n_th=n_t,
                                    phi_a=ADAM_FLOPS_PER_PARAM, u_v=simd_fraction),
         param_host_copy=eq.offload__param_host_copy_time(B_r=B_r, P_r=P, b_pd=param_device_bytes,
-                                                         c_v=cpu_convert, s_p=pageable),
+                                                         c_w=param_cpu_convert, s_p=pageable),
         param_h2d=eq.offload__param_h2d_time(P_r=P, b_pd=param_device_bytes, **link),
     )
 
