@@ -339,3 +339,14 @@ def test_section_4_2_epyc_step_is_bracketed(hw):
     torch_ = float(phases(hw, MODEL1 * RANKS, impl=AdamImpl.TORCH, **kw).adam) * 1e3
     assert fused == pytest.approx(MODEL1 * 28 / (0.47 * 0.81 * 204.8e9) * 1e3, rel=1e-4)
     assert fused < 166.0 < torch_
+
+
+def test_later_deepspeed_casts_gradients_on_gpu(hw):
+    """DeepSpeed v0.16.4+ (stage3.py partition_grads: copy_(grad_buffer.float())): the last
+    crossing carries fp32 and the host does no gradient conversion. By hand, per rank:
+    PCIe (2 + 2 + 4) B, host staging 2 x (2 + 2 + 4) = 16 B; parameters unchanged."""
+    P = MODEL1 / RANKS
+    ph = phases(hw, MODEL1, cpu_convert=0)
+    assert float(ph.grad_d2h) == pytest.approx(P * 8 / 23.94e9, rel=1e-4)
+    assert float(ph.grad_host_copy) == pytest.approx(P * 16 / 38.98416e9, rel=1e-4)
+    assert float(ph.param_host_copy) == pytest.approx(P * 10 / 38.98416e9, rel=1e-4)
