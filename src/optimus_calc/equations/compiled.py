@@ -162,6 +162,11 @@ def memory__gradients_bytes(N_d, P, Z, b_g, o_g):
     return P*b_g*(1 - o_g)*numpy.select([numpy.greater_equal(Z, 2),True], [N_d**(-1.0),1], default=numpy.nan)
 
 
+def memory__gradients_bytes_offload(N_d, P, Z, b_g, o_g):
+    """memory.gradients_bytes_offload [bytes]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage_1_and_2.py L1422-1424 (ZeRO-1 reduces only at the accumulation boundary, so the full 16-bit gradients stay in param.grad on the GPU) and L1412-1414 (then copies its partition to the host, copy_grads_in_partition L1328-1340); ZeRO-2/3 move each reduced partition out during backward"""
+    return P*b_g*(-o_g*numpy.select([numpy.greater_equal(Z, 2),True], [1,0], default=numpy.nan) + 1)*numpy.select([numpy.greater_equal(Z, 2),True], [N_d**(-1.0),1], default=numpy.nan)
+
+
 def memory__host_gradients_bytes(N_d, P, Z, b_h, o_g):
     """memory.host_gradients_bytes [bytes]: Ren et al. 2021 (ZeRO-Offload) section 4.1: fp32 gradients and optimizer state on the CPU"""
     return P*b_h*o_g*numpy.select([numpy.greater_equal(Z, 2),True], [N_d**(-1.0),1], default=numpy.nan)
@@ -205,6 +210,126 @@ def memory__stage_activation_bytes(L_s, M_layer, V, b, beta_l, c, lambda_l, n_f,
 def memory__weights_bytes(N_d, P, Z, b_w, o_w):
     """memory.weights_bytes [bytes]: Rajbhandari et al. 2020 (ZeRO) section 5.3, P_os+g+p; seeds/optimusnic.md section 2.2"""
     return P*b_w*(1 - o_w)*numpy.select([numpy.greater_equal(Z, 3),True], [N_d**(-1.0),1], default=numpy.nan)
+
+
+def memory__zero3_offload_param_resident_bytes(B_pf, M_live, P_pers, b_g, b_w, p_mod):
+    """memory.zero3_offload_param_resident_bytes [bytes]: DeepSpeed v0.15.0 deepspeed/runtime/zero/config.py L205, L211, L228 (stage3_prefetch_bucket_size 5e7, stage3_param_persistence_threshold 1e5, stage3_max_live_parameters 1e9) and partitioned_param_coordinator.py L354-359: persistent small tensors stay whole (with their gradients), the module being computed is gathered and the next one prefetched up to the bucket, all under the live-parameter cap"""
+    return P_pers*b_g + b_w*(P_pers + numpy.minimum(M_live, p_mod + numpy.minimum(B_pf, p_mod)))
+
+
+def offload__adam_time(B_r, F_cyc, P_r, beta_a, f_c, n_th, phi_a, u_v):
+    """offload.adam_time [s]: DeepSpeed csrc/includes/cpu_adam.h L140-200 (fused CPUAdam: read p, g, m, v, write p, m, v = 28 B; AVX-512/AVX2, csrc/includes/simd.h; scalar elsewhere); GraceAdam: SVE on Grace (seeds/superoffload.md); torch.optim.Adam: one pass per op (72 B, evaluate/optimizer.py)"""
+    return numpy.maximum(P_r*beta_a/B_r, P_r*phi_a/(F_cyc*f_c*n_th*u_v))
+
+
+def offload__cpu_mask_rate(c_m, f_c, n_th):
+    """offload.cpu_mask_rate [elements/s]: seeds/optimusnic.md Table 4: abs, eq and ne take the same time (15.3-15.4 ms) although they move 2-4 bytes per element: element-rate bound, not bandwidth bound"""
+    return c_m*f_c*n_th
+
+
+def offload__cpu_rank_bandwidth(B_sock, B_thr, S_n, eta_c, eta_s, k_n, n_th):
+    """offload.cpu_rank_bandwidth [bytes/s]: roofline (Williams et al. 2009) on the host: the node's STREAM bandwidth shared by its GPU ranks (all ranks step at once), at the framework-pass efficiency calibrated on seeds/optimusnic.md Table 4 (mul_); limited by what the rank's threads can draw"""
+    return numpy.minimum(B_thr*n_th, B_sock*S_n*eta_c*eta_s/k_n)
+
+
+def offload__exposed_optimusnic(L_r, T_s, W_b):
+    """offload.exposed_optimusnic [s]: seeds/optimusnic.md section 5 (per-layer update as each layer's gradients are aggregated); the first layer's gradients arrive last and the next forward needs it first"""
+    return numpy.maximum(T_s/L_r, T_s - W_b)
+
+
+def offload__exposed_superoffload(P_r, T_s, W_b, Z_b):
+    """offload.exposed_superoffload [s]: seeds/superoffload.md (speculation-then-validation: CPU-Adam runs as buckets arrive during backward; the last bucket's update follows the backward)"""
+    return numpy.maximum(T_s - W_b, T_s*numpy.minimum(1, Z_b/P_r))
+
+
+def offload__exposed_zero_offload(T_s):
+    """offload.exposed_zero_offload [s]: seeds/optimusnic.md section 5 and Table 3 (the step follows the backward of all layers); seeds/superoffload.md Fig. 2 (the global overflow check and norm make the CPU wait for all gradients)"""
+    return T_s
+
+
+def offload__grad_d2h_time(B_l, P_r, b_gd, b_gx, eta_l, n_x):
+    """offload.grad_d2h_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L1466-1470 partition_grads: copy_ of the 16-bit partition into the host buffer (D2H), .to(device) back (H2D), then L1497-1500 copy_ into the fp32 host gradient (D2H; 16-bit up to v0.15.0, cast to fp32 on the GPU from v0.16.4); link efficiency: seeds/deepspeed-bandwidth-characterization-methods.md (PCIe 76% of theoretical)"""
+    return P_r*(b_gd*n_x + b_gx)/(B_l*eta_l)
+
+
+def offload__grad_host_copy_time(B_r, P_r, b_gd, b_gx, c_v, n_x, s_p):
+    """offload.grad_host_copy_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L1497-1500 (fp32_grad_tensor.copy_ of the 16-bit gradient: blocking, converted on the CPU, PyTorch Copy.cu); offload_config.py L72 pin_memory=False (pageable: the driver stages every crossing through pinned buffers: read + write of its bytes)"""
+    return P_r*(c_v*(b_gd + 4) + 2*s_p*(b_gd*n_x + b_gx))/B_r
+
+
+def offload__nvme_grad_write_time(P_r, R_wr, b_gs, eta_d, k_n, n_d):
+    """offload.nvme_grad_write_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L1490-1511, swap at L1509 (swap_out_gradients at the accumulation boundary, in backward)"""
+    return P_r*b_gs*k_n/(R_wr*eta_d*n_d)
+
+
+def offload__nvme_read_time(P_r, R_rd, b_gs, b_os, eta_d, k_n, n_d):
+    """offload.nvme_read_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L1902-1926 (_optimizer_states_and_gradient_swap_in: fp32 master, moments and the fp32 gradients swapped in per sub-group); the node's ranks share its RAID0"""
+    return P_r*k_n*(b_gs + b_os)/(R_rd*eta_d*n_d)
+
+
+def offload__nvme_step_time(T_cpu, T_rd, T_wr, pi_n):
+    """offload.nvme_step_time [s]: DeepSpeed offload_config.py L78-84 (pipeline_read, pipeline_write default False: swap, update and swap out run one after another)"""
+    return pi_n*numpy.maximum(numpy.maximum(T_cpu, T_rd), T_wr) + (1 - pi_n)*(T_cpu + T_rd + T_wr)
+
+
+def offload__nvme_write_time(P_r, R_wr, b_os, eta_d, k_n, n_d):
+    """offload.nvme_write_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L1928-1934 and L1958 (_optimizer_states_and_gradient_swap_out after the update)"""
+    return P_r*b_os*k_n/(R_wr*eta_d*n_d)
+
+
+def offload__overflow_check_time(B_r, P_r, R_m, b_acc, n_m):
+    """offload.overflow_check_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L2171-2181 has_overflow: isinf(buf).any(), isnan(buf).any(); ATen TensorCompare.cpp: isinf = abs() == inf, isnan = self != self: abs (read+write b_acc), eq and ne (read b_acc, write 1), two any (read 1): 5 passes, 4 b_acc + 4 bytes"""
+    return numpy.maximum(P_r*n_m/R_m, P_r*(4*b_acc + 4)/B_r)
+
+
+def offload__param_h2d_time(B_l, P_r, b_pd, eta_l):
+    """offload.param_h2d_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L2032-2035 (the 16-bit partition lives on the GPU); link efficiency as offload.grad_d2h_time"""
+    return P_r*b_pd/(B_l*eta_l)
+
+
+def offload__param_host_copy_time(B_r, P_r, b_pd, c_w, s_p):
+    """offload.param_host_copy_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L2032-2035: fp16_partitioned_groups_flat.copy_(fp32 partition): blocking, converted on the CPU (read 4, write b_pd), then staged from pageable memory (b_pd + b_pd)"""
+    return P_r*(2*b_pd*s_p + c_w*(b_pd + 4))/B_r
+
+
+def offload__param_stream_bytes(N_d, P_p, b_w, m_b, r_f):
+    """offload.param_stream_bytes [bytes]: Rajbhandari et al. 2021 (ZeRO-Infinity) section 5: each rank brings its parameter partition to the GPU before every module's all-gather in the forward and again in the backward of every micro-batch (and in the recomputed forward)"""
+    return P_p*b_w*m_b*(r_f + 2)/N_d
+
+
+def offload__param_stream_exposed(T_q, W_c, m_b):
+    """offload.param_stream_exposed [s]: DeepSpeed partitioned_param_coordinator.py L354-387 (prefetch while computing)"""
+    return m_b*numpy.maximum(0, T_q - W_c)
+
+
+def offload__param_stream_time_cpu(B_l, Q_p, eta_l):
+    """offload.param_stream_time_cpu [s]: ZeRO-Infinity section 5 (offload_param: cpu): the partition crosses the rank's PCIe link"""
+    return Q_p/(B_l*eta_l)
+
+
+def offload__param_stream_time_nvme(B_l, Q_p, R_rd, eta_d, eta_l, k_n, n_d):
+    """offload.param_stream_time_nvme [s]: ZeRO-Infinity section 5 (offload_param: nvme): drives -> pinned host buffers -> GPU, pipelined (DeepSpeed buffer_count 5, offload_config.py L33); the node's ranks share the RAID0"""
+    return numpy.maximum(Q_p/(B_l*eta_l), Q_p*k_n/(R_rd*eta_d*n_d))
+
+
+def offload__step_time(T_ad, T_d2h, T_gc, T_h2d, T_ov, T_pc, T_un):
+    """offload.step_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L2049-2095: the phases run one after another (blocking copies, one sub-group; sub_group_size 1e9 elements, config.py L165)"""
+    return T_ad + T_d2h + T_gc + T_h2d + T_ov + T_pc + T_un
+
+
+def offload__unscale_time(B_r, P_r):
+    """offload.unscale_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L2141-2150 unscale_and_clip_grads: one in-place mul_ over the fp32 gradients (read 4, write 4 bytes)"""
+    return 8*P_r/B_r
+
+
+def offload__zero3_exposed_gather_time(alpha_g, c_pass, d_p, n_mod, t_c, t_g):
+    """offload.zero3_exposed_gather_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/partitioned_param_coordinator.py L262-387 (fetch_sub_module: gather the current module, prefetch the next); FSDP's forward/backward prefetch works alike"""
+    return c_pass*(alpha_g*n_mod + d_p*(t_g + (n_mod - 1)*numpy.maximum(0, -t_c + t_g)) + n_mod*t_g*(1 - d_p))
+
+
+def offload__zero3_prefetch_depth(B_pf, M_live, p_m):
+    """offload.zero3_prefetch_depth [modules]: DeepSpeed v0.15.0 deepspeed/runtime/zero/partitioned_param_coordinator.py L354-359: prefetch only if stage3_prefetch_bucket_size > 0 and while the live parameters stay under stage3_max_live_parameters; the loop adds whole parameters until the bucket is full, so the next module is always started"""
+    return numpy.select([numpy.logical_or.reduce((numpy.less_equal(B_pf, 0),numpy.less(M_live, 2*p_m))),True], [0,1], default=numpy.nan)
 
 
 def step__backward_flops(F_h, F_l, F_r, L_stage, lambda_h, tau_g):

@@ -171,3 +171,29 @@ gpu_total_bytes = equation(
     W + G + O + M_act + M_over, "bytes",
     "sum of the parts above",
     "Total bytes one GPU must hold.")
+
+# ---- offload-aware GPU residency (issue 11; the evaluator switches to these) -------------------
+P_pers = sym("P_pers", "parameters in tensors below stage3_param_persistence_threshold")
+p_mod = sym("p_mod", "parameters of the largest module ZeRO-3 gathers, elements")
+B_pf = sym("B_pf", "stage3_prefetch_bucket_size, elements")
+M_live = sym("M_live", "stage3_max_live_parameters, elements")
+
+gradients_bytes_offload = equation(
+    "memory.gradients_bytes_offload",
+    b_g * P / _div(2) * (1 - o_g * sp.Piecewise((1, Z >= 2), (0, True))), "bytes",
+    "DeepSpeed v0.15.0 deepspeed/runtime/zero/stage_1_and_2.py L1422-1424 (ZeRO-1 reduces only "
+    "at the accumulation boundary, so the full 16-bit gradients stay in param.grad on the GPU) and "
+    "L1412-1414 (then copies its partition to the host, copy_grads_in_partition L1328-1340); "
+    "ZeRO-2/3 move each reduced partition out during backward",
+    "Gradients on the GPU with offload: ZeRO-1 keeps all of them until the step, ZeRO-2 and -3 "
+    "stream their partitions to the host (as memory.gradients_bytes otherwise).")
+
+zero3_offload_param_resident_bytes = equation(
+    "memory.zero3_offload_param_resident_bytes",
+    b_w * (P_pers + sp.Min(M_live, p_mod + sp.Min(B_pf, p_mod))) + b_g * P_pers, "bytes",
+    "DeepSpeed v0.15.0 deepspeed/runtime/zero/config.py L205, L211, L228 "
+    "(stage3_prefetch_bucket_size 5e7, stage3_param_persistence_threshold 1e5, "
+    "stage3_max_live_parameters 1e9) and partitioned_param_coordinator.py L354-359: persistent "
+    "small tensors stay whole (with their gradients), the module being computed is gathered and "
+    "the next one prefetched up to the bucket, all under the live-parameter cap",
+    "Parameter bytes a GPU keeps with ZeRO-Infinity parameter offload (offload_param).")

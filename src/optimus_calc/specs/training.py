@@ -186,5 +186,46 @@ class Assumptions(Frozen):
         default=0.0, ge=0, le=1,
         description="assumed: fraction of PP point-to-point time hidden behind compute")
 
+    # ---- the offloaded optimizer step as DeepSpeed runs it (equations/offload.py) ----------
+    cpu_pass_efficiency: float = Field(
+        default=0.47, gt=0, le=1,
+        description="calibrated on seeds/optimusnic.md Table 4: the fp32 unscale pass (mul_, 8 B "
+                    "per element over 75.5M elements in 15.403 ms = 39.2 GB/s per rank) over the "
+                    "rank's share of STREAM (0.81 x 204.8 GB/s / 2 ranks): fraction of STREAM a "
+                    "framework's CPU pass (ATen op, DeepSpeed CPUAdam) reaches")
+    cpu_mask_elems_per_cycle: float = Field(
+        default=0.062, gt=0, le=64,
+        description="calibrated on seeds/optimusnic.md Table 4 (abs, eq, ne on the 16-bit gradient "
+                    "buffer: 75.5M elements in 15.5 ms with 32 threads at 2.45 GHz): elements per "
+                    "core-cycle of ATen's CPU comparison/abs/any kernels (element-rate bound)")
+    offload_threads_per_rank: float = Field(
+        default=0, ge=0, le=4096,
+        description="CPU threads each GPU rank's optimizer work uses; 0 = the node's cores split "
+                    "over its GPUs (DeepSpeed launcher --bind_cores_to_rank, launch.py L230-232)")
+    superoffload_core_fraction: float = Field(
+        default=0.8, gt=0, le=1,
+        description="share of the CPU cores SuperOffload gives its CPU-Adam "
+                    "(DeepSpeed deepspeed/runtime/superoffload/superoffload_stage3.py L56, "
+                    "cpuadam_cores_perc default 0.8, master edaa722)")
+    nvme_efficiency: float = Field(
+        default=1.0, gt=0, le=1,
+        description="assumed: fraction of the drives' sequential bandwidth a RAID0 of them "
+                    "delivers to DeepSpeed's async I/O (1 = the catalog's measured rates)")
+    zero3_prefetch_bucket_params: float = Field(
+        default=5e7, ge=0, le=1e13,
+        description="DeepSpeed stage3_prefetch_bucket_size default, elements "
+                    "(deepspeed/runtime/zero/config.py v0.15.0 L205)")
+    zero3_max_live_params: float = Field(
+        default=1e9, ge=0, le=1e13,
+        description="DeepSpeed stage3_max_live_parameters default, elements (config.py L228)")
+    zero3_persistence_threshold_params: float = Field(
+        default=1e5, ge=0, le=1e13,
+        description="DeepSpeed stage3_param_persistence_threshold default: tensors smaller than "
+                    "this stay whole on every GPU, elements (config.py L211)")
+    zero3_gather_latency_us: float = Field(
+        default=50.0, ge=0, le=1e6,
+        description="assumed: per-module fixed cost of a ZeRO-3 gather (pre-forward hook, "
+                    "coordinator bookkeeping, NCCL launch), microseconds, not hidden by prefetch")
+
     def names(self) -> list[str]:
         return list(type(self).model_fields)

@@ -1,0 +1,272 @@
+"""The offloaded optimizer step as DeepSpeed executes it, parameter-offload traffic, NVMe swaps of
+the optimizer state and ZeRO-3 gather overheads. Every time is per GPU rank; all ranks of a step
+run these phases at once, sharing the node's host memory, PCIe links and drives.
+
+Sources, read from DeepSpeed v0.15.0 (commit 55b4cae80fc1479ac802b91b4b8955da444016ae), the
+release of the runs in seeds/optimusnic.md section 5:
+
+- deepspeed/runtime/zero/stage3.py L2049-2095 ``step``: overflow check, global norm, then per
+  sub-group ``unscale_and_clip_grads`` (L2141-2150, one in-place ``mul_`` over the fp32
+  gradients), ``_optimizer_step`` (L965-979, the CPU optimizer) and
+  ``_reassign_or_swap_out_partitioned_parameters`` (L2032-2035: ``copy_`` of the fp32 partition
+  into the 16-bit GPU partition).
+- stage3.py L2171-2181 ``has_overflow``: ``torch.isinf(buf).any()`` and ``torch.isnan(buf).any()``
+  over the host gradient buffer (L530-534: on the CPU with offload, in the gradient-accumulation
+  dtype, which engine.py L931-945 sets to the model dtype: fp16). In ATen (TensorCompare.cpp)
+  ``isinf`` is ``self.abs() == inf`` and ``isnan`` is ``self != self``: the profile's abs, eq,
+  ne and two any, i.e. five passes.
+- stage3.py L1451-1500 ``partition_grads``: the 16-bit gradient partition is copied to the host
+  buffer and into the fp32 ``.grad`` of the host partition (a blocking cross-device ``copy_``
+  with a dtype change: PyTorch converts on the CPU, aten/src/ATen/native/cuda/Copy.cu).
+- offload_config.py L72: ``pin_memory`` defaults to False, so device copies go through pageable
+  memory (the CUDA driver stages them: one more host copy each way).
+- deepspeed/ops/adam/cpu_adam.py L163 and csrc/includes/cpu_adam.h L140-200: CPUAdam is one fused
+  OpenMP loop that reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg, exp_avg_sq
+  (28 bytes per parameter in fp32), AVX-512 or AVX2 (csrc/includes/simd.h: x86 only; other ISAs
+  take the scalar loop).
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from optimus_calc.equations.registry import equation, sym
+
+# ---- symbols -----------------------------------------------------------------------------------
+P_r = sym("P_r", "parameters whose optimizer state this rank updates (its ZeRO partition)")
+k_n = sym("k_n", "GPU ranks per node sharing the host memory, links and drives", positive=True)
+S_n = sym("S_n", "CPU sockets per node", positive=True)
+B_sock = sym("B_sock", "peak memory bandwidth of one CPU socket, bytes/s", positive=True)
+eta_s = sym("eta_s", "achievable fraction of peak memory bandwidth (STREAM triad)",
+            positive=True)
+eta_c = sym("eta_c", "fraction of STREAM a framework's CPU pass reaches (calibrated)",
+            positive=True)
+n_t = sym("n_th", "CPU threads of one rank", positive=True)
+B_core = sym("B_thr", "memory bandwidth one thread can draw, bytes/s", positive=True)
+f_c = sym("f_c", "CPU clock, Hz", positive=True)
+c_m = sym("c_m", "elements per core-cycle of ATen's comparison/abs/any CPU kernels",
+          positive=True)
+F_cyc = sym("F_cyc", "FP32 FLOPs per cycle per core at full SIMD width", positive=True)
+u_v = sym("u_v", "fraction of the SIMD width the implementation uses (1 SIMD, 1/lanes scalar)",
+          positive=True)
+B_r = sym("B_r", "host memory bandwidth of one rank's CPU passes, bytes/s", positive=True)
+R_m = sym("R_m", "element rate of one rank's comparison passes, elements/s", positive=True)
+B_l = sym("B_l", "peak GPU-host link bandwidth per direction, bytes/s", positive=True)
+eta_l = sym("eta_l", "achievable fraction of the GPU-host link", positive=True)
+b_g16 = sym("b_gd", "bytes per gradient sent from the GPU (2: fp16/bf16; 4 if cast on the GPU)")
+n_x = sym("n_x", "crossings of the 16-bit gradient before the fp32 copy (DeepSpeed: D2H, H2D = 2)")
+b_gx = sym("b_gx", "bytes per gradient of the final copy into the host fp32 gradient (2 or 4)")
+b_acc = sym("b_acc", "bytes per element of the host gradient buffer the overflow check reads")
+b_p16 = sym("b_pd", "bytes per parameter sent back to the GPU (2: fp16/bf16)")
+s_p = sym("s_p", "1 if device copies go through pageable host memory (pin_memory false), else 0")
+c_v = sym("c_v", "1 if the 16/32-bit conversion runs on the CPU, 0 if on the GPU (SuperOffload)")
+c_w = sym("c_w", "1 if the parameters' 32-to-16-bit conversion runs on the CPU, else 0")
+n_m = sym("n_m", "comparison passes of the overflow check (abs, eq, ne, any, any: 5)")
+beta_a = sym("beta_a", "bytes the optimizer implementation moves per parameter")
+phi_a = sym("phi_a", "FLOPs per parameter of the optimizer update (Adam 12)")
+T_d2h = sym("T_d2h", "gradient device-to-host copy, s")
+T_gc = sym("T_gc", "host copies of the gradient (staging, fp32 conversion), s")
+T_ov = sym("T_ov", "overflow check, s")
+T_un = sym("T_un", "unscale and clip, s")
+T_ad = sym("T_ad", "optimizer kernel, s")
+T_pc = sym("T_pc", "host copies of the parameters (16-bit conversion, staging), s")
+T_h2d = sym("T_h2d", "parameter host-to-device copy, s")
+T_s = sym("T_s", "the offloaded optimizer step of one rank, s")
+W_b = sym("W_b", "backward time of the step's last micro-batch, s")
+Z_b = sym("Z_b", "parameters in the last gradient bucket (reduce_bucket_size), elements")
+L_r = sym("L_r", "layers whose optimizer state the device updates one after another",
+          positive=True)
+# NVMe
+n_d = sym("n_d", "NVMe drives of the node in RAID0", positive=True)
+R_rd = sym("R_rd", "sequential read bandwidth of one drive, bytes/s", positive=True)
+R_wr = sym("R_wr", "sequential write bandwidth of one drive, bytes/s", positive=True)
+eta_n = sym("eta_d", "fraction of the drives' bandwidth the async I/O reaches", positive=True)
+b_os = sym("b_os", "optimizer-state bytes per parameter swapped (fp32 master + moments: 12)")
+b_gs = sym("b_gs", "gradient bytes per parameter swapped through NVMe (fp32: 4)")
+pi_n = sym("pi_n", "1 if DeepSpeed pipelines the swaps with the step (pipeline_read/write)")
+T_rd = sym("T_rd", "NVMe reads of the step, s")
+T_wr = sym("T_wr", "NVMe writes of the step, s")
+T_cpu = sym("T_cpu", "CPU and PCIe phases of the step, s")
+# parameter offload and ZeRO-3 gathers
+P_p = sym("P_p", "parameters of the rank's model replica (pipeline stage, after TP)")
+N_d = sym("N_d", "data-parallel degree (ZeRO partitions over it)", positive=True)
+b_w = sym("b_w", "bytes per weight (2 for bf16/fp16)")
+m_b = sym("m_b", "micro-batches per step (gradient accumulation steps)", positive=True)
+r_f = sym("r_f", "1 with full activation recomputation (a second forward fetch), else 0")
+Q_p = sym("Q_p", "parameter bytes one rank fetches in one step, bytes")
+T_q = sym("T_q", "time to stream one micro-batch's parameters, s")
+W_c = sym("W_c", "compute time of one micro-batch (forward + backward), s")
+n_mod = sym("n_mod", "modules ZeRO-3 gathers one after another in a pass", positive=True)
+t_g = sym("t_g", "all-gather time of one module's parameters, s")
+t_c = sym("t_c", "compute time of one module in the pass, s")
+alpha_g = sym("alpha_g", "fixed cost of one module gather not hidden by prefetch, s")
+d_p = sym("d_p", "prefetch depth in modules (0: no prefetch, 1: the next module)")
+p_m = sym("p_m", "parameters of the largest gathered module, elements")
+B_pf = sym("B_pf", "stage3_prefetch_bucket_size, elements")
+M_live = sym("M_live", "stage3_max_live_parameters, elements")
+c_pass = sym("c_pass", "gather passes per micro-batch (forward, backward: 2; +1 with recompute)")
+
+_DS = "DeepSpeed v0.15.0 deepspeed/runtime/zero/"
+
+# ---- CPU rates of one rank ---------------------------------------------------------------------
+cpu_rank_bandwidth = equation(
+    "offload.cpu_rank_bandwidth",
+    sp.Min(eta_c * eta_s * B_sock * S_n / k_n, n_t * B_core), "bytes/s",
+    "roofline (Williams et al. 2009) on the host: the node's STREAM bandwidth shared by its GPU "
+    "ranks (all ranks step at once), at the framework-pass efficiency calibrated on "
+    "seeds/optimusnic.md Table 4 (mul_); limited by what the rank's threads can draw",
+    "Host memory bandwidth one rank's bandwidth-bound CPU passes get.")
+
+cpu_mask_rate = equation(
+    "offload.cpu_mask_rate", c_m * f_c * n_t, "elements/s",
+    "seeds/optimusnic.md Table 4: abs, eq and ne take the same time (15.3-15.4 ms) although they "
+    "move 2-4 bytes per element: element-rate bound, not bandwidth bound",
+    "Elements per second one rank's comparison passes (abs, eq, ne, any) process.")
+
+# ---- the phases --------------------------------------------------------------------------------
+grad_d2h_time = equation(
+    "offload.grad_d2h_time", P_r * (n_x * b_g16 + b_gx) / (B_l * eta_l), "s",
+    _DS + "stage3.py L1466-1470 partition_grads: copy_ of the 16-bit partition into the host "
+    "buffer (D2H), .to(device) back (H2D), then L1497-1500 copy_ into the fp32 host gradient "
+    "(D2H; 16-bit up to v0.15.0, cast to fp32 on the GPU from v0.16.4); link efficiency: "
+    "seeds/deepspeed-bandwidth-characterization-methods.md (PCIe 76% of theoretical)",
+    "Gradient crossings of the GPU-host link, serial on one stream.")
+
+grad_host_copy_time = equation(
+    "offload.grad_host_copy_time",
+    P_r * (2 * s_p * (n_x * b_g16 + b_gx) + c_v * (b_g16 + 4)) / B_r, "s",
+    _DS + "stage3.py L1497-1500 (fp32_grad_tensor.copy_ of the 16-bit gradient: blocking, "
+    "converted on the CPU, PyTorch Copy.cu); offload_config.py L72 pin_memory=False (pageable: "
+    "the driver stages every crossing through pinned buffers: read + write of its bytes)",
+    "Host passes over the gradient: staging of each crossing (read + write) and the "
+    "16-to-32-bit conversion (b_gd + 4); "
+    "SuperOffload casts on the GPU and sends fp32 to pinned memory (c_v = s_p = 0).")
+
+overflow_check_time = equation(
+    "offload.overflow_check_time",
+    sp.Max(n_m * P_r / R_m, P_r * (4 * b_acc + 4) / B_r), "s",
+    _DS + "stage3.py L2171-2181 has_overflow: isinf(buf).any(), isnan(buf).any(); ATen "
+    "TensorCompare.cpp: isinf = abs() == inf, isnan = self != self: abs (read+write b_acc), eq "
+    "and ne (read b_acc, write 1), two any (read 1): 5 passes, 4 b_acc + 4 bytes",
+    "Overflow check over the host gradient buffer: element-rate or bandwidth bound.")
+
+unscale_time = equation(
+    "offload.unscale_time", P_r * 8 / B_r, "s",
+    _DS + "stage3.py L2141-2150 unscale_and_clip_grads: one in-place mul_ over the fp32 "
+    "gradients (read 4, write 4 bytes)",
+    "Unscaling (and clipping, folded into the same factor) of the fp32 gradients.")
+
+adam_time = equation(
+    "offload.adam_time",
+    sp.Max(P_r * beta_a / B_r, P_r * phi_a / (n_t * f_c * F_cyc * u_v)), "s",
+    "DeepSpeed csrc/includes/cpu_adam.h L140-200 (fused CPUAdam: read p, g, m, v, write p, m, v "
+    "= 28 B; AVX-512/AVX2, csrc/includes/simd.h; scalar elsewhere); GraceAdam: SVE on Grace "
+    "(seeds/superoffload.md); torch.optim.Adam: one pass per op (72 B, evaluate/optimizer.py)",
+    "Optimizer kernel: bytes over the rank's bandwidth, or FLOPs over its SIMD throughput.")
+
+param_host_copy_time = equation(
+    "offload.param_host_copy_time", P_r * (c_w * (4 + b_p16) + 2 * s_p * b_p16) / B_r, "s",
+    _DS + "stage3.py L2032-2035: fp16_partitioned_groups_flat.copy_(fp32 partition): blocking, "
+    "converted on the CPU (read 4, write b_pd), then staged from pageable memory (b_pd + b_pd)",
+    "Host passes over the updated parameters before they go back to the GPU.")
+
+param_h2d_time = equation(
+    "offload.param_h2d_time", P_r * b_p16 / (B_l * eta_l), "s",
+    _DS + "stage3.py L2032-2035 (the 16-bit partition lives on the GPU); link efficiency as "
+    "offload.grad_d2h_time",
+    "Updated 16-bit parameters copied back over the GPU-host link.")
+
+offload_step_time = equation(
+    "offload.step_time", T_d2h + T_gc + T_ov + T_un + T_ad + T_pc + T_h2d, "s",
+    _DS + "stage3.py L2049-2095: the phases run one after another (blocking copies, one "
+    "sub-group; sub_group_size 1e9 elements, config.py L165)",
+    "The offloaded optimizer step of one rank, phase by phase.")
+
+# ---- what overlaps with what -------------------------------------------------------------------
+exposed_zero_offload = equation(
+    "offload.exposed_zero_offload", T_s, "s",
+    "seeds/optimusnic.md section 5 and Table 3 (the step follows the backward of all layers); "
+    "seeds/superoffload.md Fig. 2 (the global overflow check and norm make the CPU wait for all "
+    "gradients)",
+    "ZeRO-Offload / ZeRO-Infinity: nothing of the step is hidden.")
+
+exposed_superoffload = equation(
+    "offload.exposed_superoffload", sp.Max(T_s - W_b, T_s * sp.Min(1, Z_b / P_r)), "s",
+    "seeds/superoffload.md (speculation-then-validation: CPU-Adam runs as buckets arrive during "
+    "backward; the last bucket's update follows the backward)",
+    "SuperOffload: the step overlaps the backward; at least the last bucket is exposed.")
+
+exposed_optimusnic = equation(
+    "offload.exposed_optimusnic", sp.Max(T_s - W_b, T_s / L_r), "s",
+    "seeds/optimusnic.md section 5 (per-layer update as each layer's gradients are aggregated); "
+    "the first layer's gradients arrive last and the next forward needs it first",
+    "OptimusNIC: layer by layer behind the backward; the last layer's update is exposed.")
+
+# ---- NVMe (ZeRO-Infinity offload_optimizer: nvme) ----------------------------------------------
+nvme_read_time = equation(
+    "offload.nvme_read_time", k_n * P_r * (b_os + b_gs) / (n_d * R_rd * eta_n), "s",
+    _DS + "stage3.py L1902-1926 (_optimizer_states_and_gradient_swap_in: fp32 master, moments and "
+    "the fp32 gradients swapped in per sub-group); the node's ranks share its RAID0",
+    "NVMe reads of one step: optimizer state and gradients of all ranks of the node.")
+
+nvme_write_time = equation(
+    "offload.nvme_write_time", k_n * P_r * b_os / (n_d * R_wr * eta_n), "s",
+    _DS + "stage3.py L1928-1934 and L1958 (_optimizer_states_and_gradient_swap_out after the "
+    "update)",
+    "NVMe writes of one step: the updated optimizer state of all ranks of the node.")
+
+nvme_grad_write_time = equation(
+    "offload.nvme_grad_write_time", k_n * P_r * b_gs / (n_d * R_wr * eta_n), "s",
+    _DS + "stage3.py L1490-1511, swap at L1509 (swap_out_gradients at the accumulation "
+    "boundary, in backward)",
+    "NVMe writes of the fp32 gradients during the last backward.")
+
+nvme_step_time = equation(
+    "offload.nvme_step_time",
+    (1 - pi_n) * (T_cpu + T_rd + T_wr) + pi_n * sp.Max(T_cpu, T_rd, T_wr), "s",
+    "DeepSpeed offload_config.py L78-84 (pipeline_read, pipeline_write default False: swap, "
+    "update and swap out run one after another)",
+    "The NVMe-offloaded step: swaps and CPU phases serial, or pipelined over sub-groups.")
+
+# ---- parameter offload (ZeRO-3 offload_param / ZeRO-Infinity) ----------------------------------
+param_stream_bytes = equation(
+    "offload.param_stream_bytes", (2 + r_f) * m_b * b_w * P_p / N_d, "bytes",
+    "Rajbhandari et al. 2021 (ZeRO-Infinity) section 5: each rank brings its parameter partition "
+    "to the GPU before every module's all-gather in the forward and again in the backward of "
+    "every micro-batch (and in the recomputed forward)",
+    "Parameter bytes one rank fetches from host memory or NVMe in one step.")
+
+param_stream_time_cpu = equation(
+    "offload.param_stream_time_cpu", Q_p / (B_l * eta_l), "s",
+    "ZeRO-Infinity section 5 (offload_param: cpu): the partition crosses the rank's PCIe link",
+    "Time to stream the step's parameters from host memory.")
+
+param_stream_time_nvme = equation(
+    "offload.param_stream_time_nvme",
+    sp.Max(Q_p / (B_l * eta_l), k_n * Q_p / (n_d * R_rd * eta_n)), "s",
+    "ZeRO-Infinity section 5 (offload_param: nvme): drives -> pinned host buffers -> GPU, "
+    "pipelined (DeepSpeed buffer_count 5, offload_config.py L33); the node's ranks share the RAID0",
+    "Time to stream the step's parameters from NVMe: the slower of drives and link.")
+
+param_stream_exposed = equation(
+    "offload.param_stream_exposed", m_b * sp.Max(0, T_q - W_c), "s",
+    "DeepSpeed partitioned_param_coordinator.py L354-387 (prefetch while computing)",
+    "Parameter streaming the micro-batches' compute does not hide.")
+
+# ---- ZeRO-3 / FSDP gathers -----------------------------------------------------------------------
+zero3_prefetch_depth = equation(
+    "offload.zero3_prefetch_depth",
+    sp.Piecewise((0, B_pf <= 0), (0, 2 * p_m > M_live), (1, True)), "modules",
+    _DS + "partitioned_param_coordinator.py L354-359: prefetch only if stage3_prefetch_bucket_size "
+    "> 0 and while the live parameters stay under stage3_max_live_parameters; the loop adds whole "
+    "parameters until the bucket is full, so the next module is always started",
+    "How many modules ahead ZeRO-3 gathers.")
+
+zero3_exposed_gather_time = equation(
+    "offload.zero3_exposed_gather_time",
+    c_pass * (n_mod * alpha_g + (1 - d_p) * n_mod * t_g
+              + d_p * (t_g + (n_mod - 1) * sp.Max(0, t_g - t_c))), "s",
+    _DS + "partitioned_param_coordinator.py L262-387 (fetch_sub_module: gather the current "
+    "module, prefetch the next); FSDP's forward/backward prefetch works alike",
+    "Gather time one micro-batch waits for: per-module fixed cost, the first gather, and what "
+    "each prefetched gather takes beyond the previous module's compute.")

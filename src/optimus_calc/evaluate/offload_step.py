@@ -1,0 +1,291 @@
+"""The offloaded optimizer step, parameter-offload traffic, NVMe swaps and ZeRO-3 gather overheads
+over arrays: every numeric input may be a numpy array (one element per candidate layout) and the
+outputs broadcast. The physics is in equations/offload.py; this module only chooses the inputs
+(implementation traits, strategy rules, DeepSpeed's defaults) and sums the phases.
+
+A single layout is a batch of one: pass floats, get 0-d arrays back.
+
+Wiring into the step evaluator (per candidate layout, arrays of equal shape):
+
+- ``P_rank`` = optimizer parameters of one rank (its ZeRO partition of the stage's parameters);
+  ``ranks_per_node`` = GPUs per node; ``HostCPU.from_catalog(node CPU, node.cpus)``; the link is
+  ``node.gpu_host_link`` (bandwidth_GBps, efficiency); ``impl`` CPUADAM for ZeRO-Offload/Infinity,
+  GRACE_ADAM for SuperOffload (with ``grad_device_bytes=param_device_bytes=4, pageable=0,
+  cpu_convert=param_cpu_convert=0, grad_crossings=0`` and
+  ``threads=strategy_threads(Overlap.BACKWARD, ...)``).
+- ``offload_step_phases(...).total`` is the step; ``exposed_step`` puts it on the critical path:
+  NONE after the last backward (window 0), BACKWARD against the last micro-batch's backward,
+  PER_LAYER against it with the last layer exposed. NVMe: ``nvme_optimizer_step(P_rank,
+  total, ...)`` replaces the CPU step (its ``grad_write_s`` runs inside the last backward).
+- ``param_offload_traffic`` per step with ``compute_per_microbatch_s`` = forward + backward of one
+  micro-batch; its ``exposed_s`` adds to the step. ``zero3_exposed_gather`` is per micro-batch
+  (multiply by the micro-batches) and replaces a once-per-step gather charge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from enum import Enum
+
+import numpy as np
+
+from optimus_calc.equations import compiled as eq
+from optimus_calc.errors import InputError
+from optimus_calc.specs.hardware import CPU
+from optimus_calc.specs.training import Assumptions
+from optimus_calc.units import GB
+
+ADAM_FLOPS_PER_PARAM = 12.0  # evaluate/optimizer.py flops_per_param (Adam)
+OVERFLOW_PASSES = 5.0        # abs, eq, ne, any, any (stage3.py L2171-2181; ATen TensorCompare.cpp)
+STATE_BYTES = 12.0           # fp32 master + exp_avg + exp_avg_sq, swapped per step
+FP32_GRAD_BYTES = 4.0        # the host keeps fp32 gradients (ZeRO-Offload)
+
+
+class AdamImpl(str, Enum):
+    """The optimizer kernel that runs on the host."""
+
+    CPUADAM = "cpuadam"        # DeepSpeed CPUAdam: fused, OpenMP, AVX-512/AVX2 on x86
+    GRACE_ADAM = "grace-adam"  # SuperOffload's GraceAdam: fused, Arm SVE
+    TORCH = "torch"            # torch.optim.Adam on the CPU: one pass per tensor op
+
+    def bytes_per_param(self) -> float:
+        """Bytes moved per parameter. Fused kernels read p, g, m, v and write p, m, v in fp32
+        (cpu_adam.h L158-198: 16 + 12 = 28); torch.optim.Adam one pass per op: 72
+        (counted op by op in evaluate/optimizer.py bytes_per_param)."""
+        if self is AdamImpl.TORCH:
+            return 72.0
+        if self in (AdamImpl.CPUADAM, AdamImpl.GRACE_ADAM):
+            return 28.0
+        raise AssertionError(self)  # pragma: no cover - exhaustive
+
+    def simd_fraction(self, cpu: CPU) -> float:
+        """Share of the core's FP32 SIMD width the kernel uses. CPUAdam is vectorised only for
+        x86 (csrc/includes/simd.h L8-14: AVX-512 or AVX2), elsewhere it runs its scalar loop
+        (1 of the 4 fp32 lanes of a 128-bit Neoverse SVE/NEON pipe); GraceAdam is written for
+        SVE; ATen's fp32 kernels are vectorised on both."""
+        if self is AdamImpl.CPUADAM:
+            return 1.0 if cpu.vendor in ("amd", "intel") else 0.25
+        if self in (AdamImpl.GRACE_ADAM, AdamImpl.TORCH):
+            return 1.0
+        raise AssertionError(self)  # pragma: no cover - exhaustive
+
+
+class Overlap(str, Enum):
+    """What the offloaded step overlaps with (equations offload.exposed_*)."""
+
+    NONE = "zero-offload"       # ZeRO-Offload / ZeRO-Infinity: after backward, nothing hidden
+    BACKWARD = "superoffload"   # SuperOffload: bucket by bucket during backward
+    PER_LAYER = "optimusnic"    # OptimusNIC: layer by layer as gradients are aggregated
+
+
+@dataclass(frozen=True)
+class HostCPU:
+    """The host side of one node as arrays (from the catalog CPU and node)."""
+
+    mem_GBps: np.ndarray | float       # peak memory bandwidth per socket
+    stream_eff: np.ndarray | float     # STREAM triad / peak
+    sockets: np.ndarray | float
+    cores: np.ndarray | float          # physical cores per socket
+    GHz: np.ndarray | float
+    flops_per_cycle: np.ndarray | float
+    core_GBps: np.ndarray | float      # what one thread draws
+
+    @classmethod
+    def from_catalog(cls, cpu: CPU, sockets: int) -> "HostCPU":
+        return cls(cpu.memory_bandwidth_GBps, cpu.stream_efficiency, sockets, cpu.cores,
+                   cpu.base_GHz, cpu.fp32_flops_per_cycle, cpu.core_bandwidth_GBps)
+
+
+@dataclass(frozen=True)
+class Phases:
+    """Seconds per phase of one rank's offloaded step (arrays)."""
+
+    grad_d2h: np.ndarray
+    grad_host_copy: np.ndarray
+    overflow_check: np.ndarray
+    unscale: np.ndarray
+    adam: np.ndarray
+    param_host_copy: np.ndarray
+    param_h2d: np.ndarray
+
+    @property
+    def total(self) -> np.ndarray:
+        return eq.offload__step_time(T_ad=self.adam, T_d2h=self.grad_d2h, T_gc=self.grad_host_copy,
+                                     T_h2d=self.param_h2d, T_ov=self.overflow_check,
+                                     T_pc=self.param_host_copy, T_un=self.unscale)
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {"total": self.total}
+
+
+def _positive(name: str, value) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise InputError(f"{name} must be a positive finite number (got {value!r})")
+    return arr
+
+
+def threads_per_rank(host: HostCPU, ranks_per_node, asm: Assumptions, share: float = 1.0):
+    """Threads one rank's CPU work uses: the assumption, or the node's cores split over its GPU
+    ranks (DeepSpeed launcher --bind_cores_to_rank), times the share the strategy gives it."""
+    if asm.offload_threads_per_rank > 0:
+        return np.asarray(asm.offload_threads_per_rank * share, dtype=float)
+    cores = np.asarray(host.cores, dtype=float) * np.asarray(host.sockets, dtype=float)
+    return np.maximum(1.0, cores * share / np.asarray(ranks_per_node, dtype=float))
+
+
+def strategy_threads(overlap: "Overlap", host: HostCPU, ranks_per_node, asm: Assumptions):
+    """Threads of one rank's optimizer work under a strategy: SuperOffload gives CPU-Adam a share
+    of the cores (the rest keep feeding the GPU); the others use the rank's cores."""
+    if overlap is Overlap.BACKWARD:
+        return threads_per_rank(host, ranks_per_node, asm, asm.superoffload_core_fraction)
+    if overlap in (Overlap.NONE, Overlap.PER_LAYER):
+        return threads_per_rank(host, ranks_per_node, asm)
+    raise AssertionError(overlap)  # pragma: no cover - exhaustive
+
+
+def persistent_params(tensor_numels, layers, asm: Assumptions):
+    """Parameters ZeRO-3 keeps whole on every GPU: tensors below
+    stage3_param_persistence_threshold (config.py L211), ``tensor_numels`` one layer's tensor
+    sizes (e.g. norm weights and biases of width h), times the layers."""
+    sizes = np.asarray(tensor_numels, dtype=float)
+    small = np.where(sizes < asm.zero3_persistence_threshold_params, sizes, 0.0)
+    return small.sum(axis=-1) * np.asarray(layers, dtype=float)
+
+
+def host_rates(host: HostCPU, ranks_per_node, threads, asm: Assumptions):
+    """(bytes/s of a bandwidth-bound pass, elements/s of a comparison pass) for one rank."""
+    B_r = eq.offload__cpu_rank_bandwidth(
+        B_sock=np.asarray(host.mem_GBps, dtype=float) * GB, B_thr=np.asarray(host.core_GBps) * GB,
+        S_n=host.sockets, eta_c=asm.cpu_pass_efficiency, eta_s=host.stream_eff,
+        k_n=ranks_per_node, n_th=threads)
+    R_m = eq.offload__cpu_mask_rate(c_m=asm.cpu_mask_elems_per_cycle,
+                                    f_c=np.asarray(host.GHz, dtype=float) * 1e9, n_th=threads)
+    return B_r, R_m
+
+
+def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps, link_eff,
+                        impl: AdamImpl, simd_fraction, asm: Assumptions, threads=None,
+                        grad_device_bytes=2.0, param_device_bytes=2.0, host_buffer_bytes=2.0,
+                        pageable=1.0, cpu_convert=1.0, param_cpu_convert=1.0,
+                        grad_crossings=2.0, grad_final_bytes=None) -> Phases:
+    """Phase times of one rank's offloaded step, DeepSpeed ZeRO-Offload/Infinity order.
+
+    ``params_rank`` parameters whose state the rank updates (its ZeRO partition); ``host`` the
+    node's CPU; ``ranks_per_node`` the GPU ranks sharing it; ``link_GBps``/``link_eff`` the
+    GPU-host link per direction (PCIe, NVLink-C2C); ``host_buffer_bytes`` the dtype of the host
+    gradient buffer the overflow check reads (DeepSpeed: the model dtype, 2); ``pageable`` 1
+    with offload_optimizer pin_memory false (the default); ``cpu_convert`` (gradients) and
+    ``param_cpu_convert`` (parameters) 1 when the host does the 16/32-bit casts (DeepSpeed
+    v0.15.0), 0 when the GPU does (SuperOffload; gradients from DeepSpeed v0.16.4);
+    ``grad_crossings`` the 16-bit gradient's trips over the link before its fp32 copy (DeepSpeed
+    partition_grads: D2H into the host buffer and back, 2; SuperOffload 0) and
+    ``grad_final_bytes`` the bytes of that fp32 copy per gradient (default: 16-bit if the CPU
+    converts, else 4)."""
+    P = _positive("parameters per rank", params_rank)
+    k = _positive("GPU ranks per node", ranks_per_node)
+    n_t = threads_per_rank(host, k, asm) if threads is None else _positive("threads", threads)
+    B_r, R_m = host_rates(host, k, n_t, asm)
+    B_l = _positive("GPU-host link bandwidth", link_GBps) * GB
+    link = dict(B_l=B_l, eta_l=link_eff)
+    if grad_final_bytes is None:
+        grad_final_bytes = np.where(np.asarray(cpu_convert) > 0, grad_device_bytes,
+                                    FP32_GRAD_BYTES)
+    grad = dict(P_r=P, b_gd=grad_device_bytes, b_gx=grad_final_bytes, n_x=grad_crossings)
+    return Phases(
+        grad_d2h=eq.offload__grad_d2h_time(**grad, **link),
+        grad_host_copy=eq.offload__grad_host_copy_time(B_r=B_r, c_v=cpu_convert, s_p=pageable,
+                                                       **grad),
+        overflow_check=eq.offload__overflow_check_time(B_r=B_r, P_r=P, R_m=R_m,
+                                                       b_acc=host_buffer_bytes,
+                                                       n_m=OVERFLOW_PASSES),
+        unscale=eq.offload__unscale_time(B_r=B_r, P_r=P),
+        adam=eq.offload__adam_time(B_r=B_r, F_cyc=host.flops_per_cycle,
+                                   P_r=P, beta_a=impl.bytes_per_param(),
+                                   f_c=np.asarray(host.GHz, dtype=float) * 1e9, n_th=n_t,
+                                   phi_a=ADAM_FLOPS_PER_PARAM, u_v=simd_fraction),
+        param_host_copy=eq.offload__param_host_copy_time(B_r=B_r, P_r=P, b_pd=param_device_bytes,
+                                                         c_w=param_cpu_convert, s_p=pageable),
+        param_h2d=eq.offload__param_h2d_time(P_r=P, b_pd=param_device_bytes, **link),
+    )
+
+
+def exposed_step(overlap: Overlap, step_s, *, backward_s=0.0, params_rank=1.0,
+                 last_bucket_params=0.0, layers=1.0):
+    """Seconds of the offloaded step left on the critical path under each strategy."""
+    if overlap is Overlap.NONE:
+        return eq.offload__exposed_zero_offload(T_s=step_s)
+    if overlap is Overlap.BACKWARD:
+        return eq.offload__exposed_superoffload(P_r=_positive("parameters per rank", params_rank),
+                                                T_s=step_s, W_b=backward_s,
+                                                Z_b=last_bucket_params)
+    if overlap is Overlap.PER_LAYER:
+        return eq.offload__exposed_optimusnic(L_r=_positive("layers", layers), T_s=step_s,
+                                              W_b=backward_s)
+    raise AssertionError(overlap)  # pragma: no cover - exhaustive
+
+
+@dataclass(frozen=True)
+class NVMeStep:
+    read_s: np.ndarray
+    write_s: np.ndarray
+    grad_write_s: np.ndarray  # during the last backward
+    step_s: np.ndarray        # the whole step (CPU phases and swaps)
+
+
+def nvme_optimizer_step(params_rank, cpu_step_s, *, ranks_per_node, drives, read_GBps,
+                        write_GBps, asm: Assumptions, pipelined=0.0) -> NVMeStep:
+    """ZeRO-Infinity offload_optimizer: nvme. The node's ranks share a RAID0 of its drives."""
+    P = _positive("parameters per rank", params_rank)
+    n = _positive("NVMe drives", drives)
+    common = dict(P_r=P, eta_d=asm.nvme_efficiency, k_n=ranks_per_node, n_d=n)
+    rd = eq.offload__nvme_read_time(R_rd=_positive("NVMe read", read_GBps) * GB,
+                                    b_gs=FP32_GRAD_BYTES, b_os=STATE_BYTES, **common)
+    wr = eq.offload__nvme_write_time(R_wr=_positive("NVMe write", write_GBps) * GB,
+                                     b_os=STATE_BYTES, **common)
+    gw = eq.offload__nvme_grad_write_time(R_wr=np.asarray(write_GBps, dtype=float) * GB,
+                                          b_gs=FP32_GRAD_BYTES, **common)
+    total = eq.offload__nvme_step_time(T_cpu=cpu_step_s, T_rd=rd, T_wr=wr, pi_n=pipelined)
+    return NVMeStep(rd, wr, gw, total)
+
+
+@dataclass(frozen=True)
+class ParamOffload:
+    bytes_per_step: np.ndarray   # per rank
+    stream_s: np.ndarray         # per step
+    exposed_s: np.ndarray        # per step, beyond the micro-batches' compute
+
+
+def param_offload_traffic(stage_params, *, dp, micro_batches, weight_bytes=2.0, recompute_full=0.0,
+                          target: str, link_GBps, link_eff, compute_per_microbatch_s,
+                          ranks_per_node=1.0, drives=1.0, read_GBps=1.0,
+                          asm: Assumptions) -> ParamOffload:
+    """ZeRO-3 offload_param (target "cpu") or ZeRO-Infinity (target "nvme"): every micro-batch
+    fetches the rank's parameter partition in its forward and backward (and recomputed
+    forward)."""
+    Q = eq.offload__param_stream_bytes(N_d=_positive("dp", dp), P_p=stage_params,
+                                       b_w=weight_bytes, r_f=recompute_full,
+                                       m_b=_positive("micro-batches", micro_batches))
+    B_l = _positive("GPU-host link bandwidth", link_GBps) * GB
+    if target == "cpu":
+        t = eq.offload__param_stream_time_cpu(B_l=B_l, Q_p=Q, eta_l=link_eff)
+    elif target == "nvme":
+        t = eq.offload__param_stream_time_nvme(
+            B_l=B_l, Q_p=Q, R_rd=_positive("NVMe read", read_GBps) * GB, eta_d=asm.nvme_efficiency,
+            eta_l=link_eff, k_n=ranks_per_node, n_d=_positive("NVMe drives", drives))
+    else:
+        raise InputError(f"parameter offload target {target!r}: expected cpu or nvme")
+    exposed = eq.offload__param_stream_exposed(T_q=t / micro_batches, W_c=compute_per_microbatch_s,
+                                               m_b=micro_batches)
+    return ParamOffload(Q, t, exposed)
+
+
+def zero3_exposed_gather(*, modules, module_params, gather_s, compute_per_module_s,
+                         asm: Assumptions, recompute_full=0.0):
+    """Gather time one micro-batch waits for under ZeRO-3 (forward and backward passes), with
+    DeepSpeed's prefetch limits from the assumptions."""
+    depth = eq.offload__zero3_prefetch_depth(B_pf=asm.zero3_prefetch_bucket_params,
+                                             M_live=asm.zero3_max_live_params, p_m=module_params)
+    return eq.offload__zero3_exposed_gather_time(
+        alpha_g=asm.zero3_gather_latency_us * 1e-6, c_pass=2.0 + np.asarray(recompute_full),
+        d_p=depth, n_mod=_positive("modules", modules), t_c=compute_per_module_s, t_g=gather_s)
