@@ -25,7 +25,12 @@ def output_options(func: Callable) -> Callable:
 
 
 def emit(doc: Document, fmt: str, output: str | None) -> None:
-    text = render(doc, Format(fmt))
+    """Render ``doc`` in ``fmt`` to standard output or the file ``output``."""
+    write_output(render(doc, Format(fmt)), output)
+
+
+def write_output(text: str, output: str | None) -> None:
+    """``text`` to standard output (no ``-o`` or ``-o -``) or the file ``output``."""
     if output is None or output == "-":
         click.echo(text, nl=False)
         return

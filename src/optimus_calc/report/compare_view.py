@@ -1,51 +1,35 @@
-"""Run and render `compare`."""
+"""Render `compare` (the evaluation and the choice are evaluate/compare.py's)."""
 
 from __future__ import annotations
 
 from optimus_calc.report.common import layout_text, training_text
 from optimus_calc.report.document import Column, Document, Table
+from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
 
 
-def strategies(cat, node) -> list[tuple[str, str, str | None]]:
-    out = [("no offload (optimizer on GPU)", "none", None),
-           ("ZeRO-Offload (CPU)", "cpu", None),
-           ("ZeRO-Infinity (NVMe)", "nvme", None)]
-    for sn in cat.all("smartnic"):
-        out.append((f"OptimusNIC ({sn.name})", "smartnic", sn.name))
-    if node.superchip:
-        out.append(("SuperOffload (Grace)", "superchip", None))
-    return out
+def strategy_row(r) -> dict:
+    """One strategy of :class:`optimus_calc.evaluate.compare.Comparison` as a table/JSON row."""
+    mem, st, strat = r.memory, r.step, r.strategy
+    off = mem.offload
+    return {
+        "strategy": strat.label, "offload": strat.offload.value, "smartnic": strat.smartnic,
+        "gpu_memory_GB": mem.worst.total_bytes / GB,
+        "offload_device": off.device if strat.offload is not Offload.NONE else "-",
+        "offload_bytes_per_device_GB": off.bytes_per_device / GB,
+        "offload_capacity_GB": off.capacity_bytes_per_device / GB,
+        "spill_GB": off.spill_to_host_bytes_per_device / GB,
+        "optimizer_s": st.optimizer_s, "optimizer_exposed_s": st.optimizer_exposed_s,
+        "step_time_s": st.step_time_s, "tokens_per_s": st.tokens_per_s, "mfu": st.mfu,
+        "fits": mem.fits, "reasons": mem.reasons}
 
 
-def run_compare(app, model: str, kw: dict):
-    from optimus_calc.cli.step_cmd import run_step
-    node = app.catalog.get(kw["node"], "node", what="node")
-    rows, inp0 = [], None
-    for label, target, sn in strategies(app.catalog, node):
-        k = dict(kw, offload=target, smartnic=sn or kw.get("smartnic"))
-        inp, mem, st = run_step(app, model, k)
-        inp0 = inp0 or inp
-        off = mem.offload
-        rows.append({
-            "strategy": label, "offload": target, "smartnic": sn,
-            "gpu_memory_GB": mem.worst.total_bytes / GB,
-            "offload_device": off.device if target != "none" else "-",
-            "offload_bytes_per_device_GB": off.bytes_per_device / GB,
-            "offload_capacity_GB": off.capacity_bytes_per_device / GB,
-            "spill_GB": off.spill_to_host_bytes_per_device / GB,
-            "optimizer_s": st.optimizer_s, "optimizer_exposed_s": st.optimizer_exposed_s,
-            "step_time_s": st.step_time_s, "tokens_per_s": st.tokens_per_s, "mfu": st.mfu,
-            "fits": mem.fits, "reasons": mem.reasons})
-    return rows, inp0
-
-
-def compare_document(inp, rows: list[dict]) -> Document:
-    feasible = [r for r in rows if r["fits"]]
-    # equal step times (to 0.1%) prefer no spill to host, then the faster optimizer step
-    best = min(feasible, key=lambda r: (round(r["step_time_s"] / feasible[0]["step_time_s"], 3),
-                                        r["spill_GB"] > 0, r["optimizer_s"])) if feasible else None
-    base = next(r for r in rows if r["offload"] == "none")
+def compare_document(cmp) -> Document:
+    """The document of a :class:`optimus_calc.evaluate.compare.Comparison`."""
+    inp = cmp.inputs
+    rows = [strategy_row(r) for r in cmp.results]
+    best = next((row for r, row in zip(cmp.results, rows) if r is cmp.best), None)
+    base = next(row for r, row in zip(cmp.results, rows) if r is cmp.baseline)
     notes = []
     if best:
         verdict = (f"best on this hardware: {best['strategy']}, step {best['step_time_s']:.2f} s, "
@@ -65,7 +49,7 @@ def compare_document(inp, rows: list[dict]) -> Document:
             notes.append(f"{r['strategy']}: {r['spill_GB']:.1f} GB per card spills to host RAM")
     view_rows = [{**r, "offload_mem": (f"{r['offload_bytes_per_device_GB']:.1f} / "
                                        f"{r['offload_capacity_GB']:.0f}")
-                  if r["offload"] != "none" else "-"} for r in rows]
+                  if r["offload"] != Offload.NONE.value else "-"} for r in rows]
     table = Table(title="", rows=view_rows, columns=[
         Column("strategy", "strategy", align="left"),
         Column("gpu_memory_GB", "GPU GB", ".1f"),

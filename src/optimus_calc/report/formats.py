@@ -7,7 +7,7 @@ import io
 import json
 import math
 from enum import Enum
-from typing import Any
+from typing import Any, assert_never
 
 from optimus_calc.report.document import Document
 
@@ -103,8 +103,13 @@ def render_table(doc: Document, width: int = 120) -> str:
     return buf.getvalue()
 
 
-RENDERERS = {Format.TABLE: render_table, Format.JSON: render_json, Format.CSV: render_csv}
-
-
 def render(doc: Document, fmt: Format) -> str:
-    return RENDERERS[fmt](doc)
+    match fmt:
+        case Format.TABLE:
+            return render_table(doc)
+        case Format.JSON:
+            return render_json(doc)
+        case Format.CSV:
+            return render_csv(doc)
+        case _:
+            assert_never(fmt)

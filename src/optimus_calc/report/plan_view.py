@@ -1,13 +1,15 @@
-"""Documents for `plan` and `nics`, and the DeepSpeed / Megatron exports."""
+"""Document for `plan`, and the DeepSpeed / Megatron exports of its recommended layout."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from enum import Enum
+from typing import assert_never
 
 from optimus_calc.report.common import layout_data
 from optimus_calc.report.document import Column, Document, Table
-from optimus_calc.specs.training import Offload, Recompute
+from optimus_calc.specs.training import Offload, Optimizer, Recompute
 from optimus_calc.units import GB
 
 
@@ -26,9 +28,10 @@ def nic_rows(sizing) -> list[dict]:
     return [asdict(n) for n in sizing]
 
 
-def plan_header(res, inp_defaults: dict) -> list[tuple[str, str]]:
+def plan_header(res, si) -> list[tuple[str, str]]:
+    """``si``: the :class:`optimus_calc.inputs.SearchInputs` the plan ran on."""
     m, hw, tr = res.model, res.hw, res.training
-    asm = inp_defaults["assumptions"]
+    asm = si.assumptions
     return [
         ("model", f"{m.name}: {m.total_params / 1e9:.2f}B params"
                   + (f" ({m.active_params / 1e9:.2f}B active)" if m.is_moe else "")
@@ -36,10 +39,9 @@ def plan_header(res, inp_defaults: dict) -> list[tuple[str, str]]:
         ("hardware", f"{hw.nodes} x {hw.node.name}: {hw.gpus} x {hw.gpu.name} "
                      f"({hw.gpu.memory_GB:g} GB), {hw.intra_link.name} inside a node, "
                      f"{hw.node.nics} x {hw.nic.name} per node, {hw.node.cpus} x {hw.cpu.name}"),
-        ("assumed", f"seq {tr.seq_len}" + (" (model default)" if inp_defaults["seq_default"]
-                                           else "")
+        ("assumed", f"seq {tr.seq_len}" + (" (model default)" if si.seq_len_defaulted else "")
                     + f", global batch {tr.global_batch}"
-                    + (" (default)" if inp_defaults["gb_default"] else "")
+                    + (" (default)" if si.global_batch_defaulted else "")
                     + f", {tr.precision.value}, {tr.optimizer.value} "
                       f"({tr.weight_bytes}+{tr.gradient_bytes}+{tr.optimizer_bytes} B/param), "
                       f"FlashAttention {'on' if tr.flash_attention else 'off'}, dropout "
@@ -48,12 +50,13 @@ def plan_header(res, inp_defaults: dict) -> list[tuple[str, str]]:
                          f"{asm.hbm_efficiency:g}, {hw.intra_link.name} "
                          f"{hw.intra_link.efficiency:g}, {hw.nic.name} {hw.nic.efficiency:g} "
                          "(see `optimus-calc explain --assumptions`)"),
-        ("objective", f"{res.objective}; {res.evaluated:,} layouts evaluated, "
+        ("objective", f"{res.objective.value}; {res.evaluated:,} layouts evaluated, "
                       f"{res.feasible:,} fit"),
     ]
 
 
-def plan_document(res, defaults: dict) -> Document:
+def plan_document(res, si) -> Document:
+    """The document of a :class:`optimus_calc.search.plan.PlanResult` searched over ``si``."""
     rows = []
     for i, c in enumerate(res.top, 1):
         d = candidate_data(c)
@@ -89,7 +92,7 @@ def plan_document(res, defaults: dict) -> Document:
         notes.append(res.why)
     for reason, n in sorted(res.infeasible_by_reason.items(), key=lambda kv: -kv[1]):
         notes.append(f"{n:,} layouts do not fit: {reason}")
-    notes += res.notes
+    notes += list(res.notes)
     if res.nic_sizing:
         nrows = [{**n, "card_GB": n["memory_bytes"] / GB,
                   "opt_GB": n["optimizer_bytes_per_gpu"] / GB,
@@ -122,12 +125,12 @@ def plan_document(res, defaults: dict) -> Document:
         "assumed": {"seq_len": res.training.seq_len, "global_batch": res.training.global_batch,
                     "precision": res.training.precision.value,
                     "optimizer": res.training.optimizer.value,
-                    "assumptions": defaults["assumptions"].model_dump()},
+                    "assumptions": si.assumptions.model_dump()},
         "evaluated": res.evaluated, "feasible": res.feasible,
         "infeasible_by_reason": res.infeasible_by_reason,
         "candidates": [candidate_data(c) for c in res.top],
         "recommended": candidate_data(res.recommended) if res.recommended else None,
-        "why": res.why, "smartnics": nic_rows(res.nic_sizing), "notes": res.notes,
+        "why": res.why, "smartnics": nic_rows(res.nic_sizing), "notes": list(res.notes),
         "smallest_gpu_memory_bytes": res.smallest_gpu_bytes,
     }
     csv_rows = [{k: v for k, v in r.items() if k not in ("gpu_GB", "headroom_GB",
@@ -137,8 +140,23 @@ def plan_document(res, defaults: dict) -> Document:
                 columns=[Column(k, k) for k in (csv_rows[0] if csv_rows else ["rank"])])
     return Document(title=f"plan: {res.model.name} on {res.hw.nodes} x {res.hw.node.name} "
                           f"({res.hw.gpus} x {res.hw.gpu.name})",
-                    header=plan_header(res, defaults), data=data, tables=tables, notes=notes,
+                    header=plan_header(res, si), data=data, tables=tables, notes=notes,
                     csv=csv)
+
+
+def _deepspeed_optimizer(opt: Optimizer) -> str:
+    """The "optimizer" "type" of a DeepSpeed config: deepspeed/runtime/config.py lower-cases
+    it and matches ADAM_OPTIMIZER 'adam' and ADAMW_OPTIMIZER 'adamw'; a name it does not know
+    (SGD) is taken from torch.optim."""
+    match opt:
+        case Optimizer.ADAM:
+            return "Adam"
+        case Optimizer.ADAMW:
+            return "AdamW"
+        case Optimizer.SGD:
+            return "SGD"
+        case _:
+            assert_never(opt)
 
 
 def deepspeed_config(c, model) -> str:
@@ -147,25 +165,32 @@ def deepspeed_config(c, model) -> str:
     zero: dict = {"stage": int(lay.zero), "overlap_comm": True, "contiguous_gradients": True,
                   "reduce_bucket_size": 5e8}
     note = []
-    if lay.offload in (Offload.CPU, Offload.SUPERCHIP):
-        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
-        if lay.offload is Offload.SUPERCHIP:
+    target = lay.offload
+    match target:
+        case Offload.NONE:
+            pass
+        case Offload.CPU:
+            zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+        case Offload.SUPERCHIP:
+            zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
             note.append("SuperOffload: enable it on top of this CPU offload as DeepSpeed's "
                         "SuperOffload documentation describes (GH200/GB200)")
-    elif lay.offload is Offload.NVME:
-        zero["offload_optimizer"] = {"device": "nvme", "nvme_path": "/local_nvme",
-                                     "pin_memory": True, "buffer_count": 4}
-    elif lay.offload is Offload.SMARTNIC:
-        note.append("OptimusNIC (SmartNIC) offload has no DeepSpeed setting; this config keeps "
-                    "the optimizer on the GPU and needs the SmartNIC runtime to move it")
+        case Offload.NVME:
+            zero["offload_optimizer"] = {"device": "nvme", "nvme_path": "/local_nvme",
+                                         "pin_memory": True, "buffer_count": 4}
+        case Offload.SMARTNIC:
+            note.append("OptimusNIC (SmartNIC) offload has no DeepSpeed setting; this config "
+                        "keeps the optimizer on the GPU and needs the SmartNIC runtime to move "
+                        "it")
+        case _:
+            assert_never(target)
     cfg: dict = {"train_batch_size": tr.global_batch,
                  "train_micro_batch_size_per_gpu": tr.micro_batch,
                  "gradient_accumulation_steps": m,
                  tr.precision.value if tr.precision.value != "fp32" else "fp32":
                      {"enabled": True},
                  "zero_optimization": zero,
-                 "optimizer": {"type": "AdamW" if tr.optimizer.value == "adamw" else
-                               ("Adam" if tr.optimizer.value == "adam" else "SGD"),
+                 "optimizer": {"type": _deepspeed_optimizer(tr.optimizer),
                                "params": {"lr": 3e-4}},
                  "gradient_clipping": 1.0}
     if tr.recompute is not Recompute.NONE:
@@ -195,11 +220,17 @@ def megatron_args(c, model) -> str:
         args.append(f"--expert-model-parallel-size {lay.ep}")
     if tr.sequence_parallel and lay.tp > 1:
         args.append("--sequence-parallel")
-    if tr.recompute is Recompute.SELECTIVE:
-        args.append("--recompute-granularity selective")
-    elif tr.recompute is Recompute.FULL:
-        args.append("--recompute-granularity full --recompute-method uniform "
-                    "--recompute-num-layers 1")
+    mode = tr.recompute
+    match mode:
+        case Recompute.NONE:
+            pass
+        case Recompute.SELECTIVE:
+            args.append("--recompute-granularity selective")
+        case Recompute.FULL:
+            args.append("--recompute-granularity full --recompute-method uniform "
+                        "--recompute-num-layers 1")
+        case _:
+            assert_never(mode)
     if lay.zero >= 1:
         args.append("--use-distributed-optimizer")
     args.append(f"--{tr.precision.value}" if tr.precision.value != "fp32" else "")
@@ -213,3 +244,20 @@ def megatron_args(c, model) -> str:
     if lay.offload is not Offload.NONE:
         comments.append(f"# offload {lay.offload.value}: not a Megatron-LM option")
     return "\n".join(comments + [out]) + "\n"
+
+
+class Export(str, Enum):
+    """`plan --export`: the recommended layout as a framework's configuration."""
+
+    DEEPSPEED = "deepspeed"  # a DeepSpeed JSON config
+    MEGATRON = "megatron"    # Megatron-LM command-line arguments
+
+
+def export_text(target: Export, c, model) -> str:
+    match target:
+        case Export.DEEPSPEED:
+            return deepspeed_config(c, model)
+        case Export.MEGATRON:
+            return megatron_args(c, model)
+        case _:
+            assert_never(target)
