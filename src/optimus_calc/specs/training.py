@@ -29,10 +29,6 @@ class Recompute(str, Enum):
     SELECTIVE = "selective"
     FULL = "full"
 
-    @property
-    def code(self) -> int:
-        return {"none": 0, "selective": 1, "full": 2}[self.value]
-
 
 class Precision(str, Enum):
     BF16 = "bf16"
