@@ -61,10 +61,12 @@ def test_result_objects_are_frozen():
     from optimus_calc.evaluate.step import StepEstimate
     from optimus_calc.inputs import Inputs, SearchInputs
     from optimus_calc.search.plan import Candidate, NicSizing, PlanResult
+    from optimus_calc.report.document import Column, Document, Table
     from optimus_calc.search.sweep import SweepPoint
+    from optimus_calc.validate import Case
     for cls in (Comparison, Strategy, StrategyResult, FitResult, MemoryEstimate, OffloadMemory,
                 StageMemory, OptDevice, OptStep, StepEstimate, Inputs, SearchInputs, Candidate,
-                NicSizing, PlanResult, SweepPoint):
+                NicSizing, PlanResult, SweepPoint, Case, Column, Document, Table):
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls.__name__
 
 
