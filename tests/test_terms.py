@@ -41,3 +41,111 @@ def test_zero1_dp_traffic_across_nodes_by_hand(run, args, n, alpha, B):
     expected = 2 * _ring(n, alpha, 1 / B, z, k)
     assert st["dp_comm_s"] == pytest.approx(expected, rel=1e-9)
     # (TP 8: P = 842,534,912, k = 2: 4 x 3 us + 0.5 x 4P / 22.5e9 = 0.0749 s)
+
+
+# ---- the offload equations, one value per branch, every input at a distinct value -------------
+# (equations/offload.py; the phase tests in test_offload_step.py exercise them in combination)
+
+from optimus_calc.equations import compiled as eq  # noqa: E402
+
+
+def test_nvme_swap_times_by_hand():
+    # 1e9 parameters per rank, 4 ranks per node sharing a RAID0 of 2 drives at 80% efficiency
+    common = dict(P_r=1e9, eta_d=0.8, k_n=4, n_d=2)
+    # fp32 gradients written in backward: 1e9 x 4 B x 4 ranks / (2 GB/s x 0.8 x 2) = 5 s
+    assert float(eq.offload__nvme_grad_write_time(R_wr=2e9, b_gs=4, **common)) == \
+        pytest.approx(5.0, rel=1e-12)
+    # swap-in of state (12 B) and gradients (4 B): 1e9 x 16 x 4 / (5 GB/s x 0.8 x 2) = 8 s
+    assert float(eq.offload__nvme_read_time(R_rd=5e9, b_gs=4, b_os=12, **common)) == \
+        pytest.approx(8.0, rel=1e-12)
+    # swap-out of the state: 1e9 x 12 x 4 / (2 GB/s x 0.8 x 2) = 15 s
+    assert float(eq.offload__nvme_write_time(R_wr=2e9, b_os=12, **common)) == \
+        pytest.approx(15.0, rel=1e-12)
+
+
+def test_param_stream_from_nvme_by_hand():
+    # 10 GB streamed: the link 10e9 / (25e9 x 0.8) = 0.5 s; the drives, shared by 4 ranks,
+    # 10e9 x 4 / (5e9 x 0.8 x 2) = 5 s: the slower of the two
+    kw = dict(B_l=25e9, Q_p=1e10, R_rd=5e9, eta_d=0.8, eta_l=0.8, k_n=4)
+    assert float(eq.offload__param_stream_time_nvme(n_d=2, **kw)) == pytest.approx(5.0)
+    # 100 drives: 4e10 / 4e11 = 0.1 s, the link binds at 0.5 s
+    assert float(eq.offload__param_stream_time_nvme(n_d=100, **kw)) == pytest.approx(0.5)
+
+
+def test_overflow_check_by_hand():
+    # element-rate bound: 1e9 elements x 5 passes / 1e9 elements/s = 5 s
+    # (bandwidth: 1e9 x (4 x 2 + 4) B / 10 GB/s = 1.2 s)
+    kw = dict(B_r=10e9, P_r=1e9, b_acc=2, n_m=5)
+    assert float(eq.offload__overflow_check_time(R_m=1e9, **kw)) == pytest.approx(5.0)
+    # 1e10 elements/s: 0.5 s, so the 12 bytes per element at 10 GB/s bind: 1.2 s
+    assert float(eq.offload__overflow_check_time(R_m=1e10, **kw)) == pytest.approx(1.2)
+
+
+def test_cpu_adam_roofline_by_hand():
+    # memory: 1e9 x 28 B / 20 GB/s = 1.4 s; compute: 1e9 x 12 FLOP / (16 FLOP/cycle x 2 GHz x
+    # 8 threads x 0.5 SIMD) = 0.09375 s
+    kw = dict(B_r=20e9, F_cyc=16, P_r=1e9, beta_a=28, f_c=2e9, n_th=8, phi_a=12)
+    assert float(eq.offload__adam_time(u_v=0.5, **kw)) == pytest.approx(1.4)
+    # 1% of the SIMD width (a scalar loop): 12e9 / 2.56e9 = 4.6875 s
+    assert float(eq.offload__adam_time(u_v=0.01, **kw)) == pytest.approx(4.6875)
+
+
+def test_cpu_rates_by_hand():
+    # 2 sockets x 200 GB/s x STREAM 0.8 x pass 0.5 shared by 8 ranks = 20 GB/s per rank
+    kw = dict(B_sock=200e9, S_n=2, eta_c=0.5, eta_s=0.8, k_n=8)
+    assert float(eq.offload__cpu_rank_bandwidth(B_thr=5e9, n_th=8, **kw)) == pytest.approx(20e9)
+    # 2 threads drawing 5 GB/s each: 10 GB/s
+    assert float(eq.offload__cpu_rank_bandwidth(B_thr=5e9, n_th=2, **kw)) == pytest.approx(10e9)
+    # 0.5 elements per cycle x 2 GHz x 8 threads
+    assert float(eq.offload__cpu_mask_rate(c_m=0.5, f_c=2e9, n_th=8)) == pytest.approx(8e9)
+
+
+def test_superoffload_exposure_by_hand():
+    # a 2 s step against a 0.5 s backward: 1.5 s left; the last bucket (1e8 of 1e9 params) 0.2 s
+    kw = dict(P_r=1e9, T_s=2.0)
+    assert float(eq.offload__exposed_superoffload(W_b=0.5, Z_b=1e8, **kw)) == pytest.approx(1.5)
+    # a 5 s backward hides all but the last bucket's update: 2 x 0.1 = 0.2 s
+    assert float(eq.offload__exposed_superoffload(W_b=5.0, Z_b=1e8, **kw)) == pytest.approx(0.2)
+    # one bucket larger than the partition: nothing overlaps
+    assert float(eq.offload__exposed_superoffload(W_b=5.0, Z_b=2e9, **kw)) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("B_pf,M_live,expected", [
+    (0, 1e9, 0),       # prefetch bucket 0 disables prefetching
+    (1, 1e9, 1),       # any positive bucket starts the next module
+    (5e7, 1.9e6, 0),   # live-parameter budget below two 1e6-parameter modules
+    (5e7, 2e6, 1),     # exactly two modules fit
+    (5e7, 2.5e6, 1),
+])
+def test_zero3_prefetch_depth_by_hand(B_pf, M_live, expected):
+    assert float(eq.offload__zero3_prefetch_depth(B_pf=B_pf, M_live=M_live, p_m=1e6)) == expected
+
+
+@pytest.mark.parametrize("Z,o_g,expected", [
+    (0, 1, 2e9),    # no ZeRO: the full 16-bit gradients (1e9 x 2 B)
+    (1, 1, 2e9),    # ZeRO-1 reduces at the boundary only: full gradients stay on the GPU
+    (2, 0, 5e8),    # ZeRO-2 without offload: its 1/4 partition
+    (2, 1, 0.0),    # ZeRO-2 offloaded: partitions leave the GPU during backward
+    (3, 0, 5e8),
+    (3, 1, 0.0),
+])
+def test_gradients_bytes_with_offload_by_hand(Z, o_g, expected):
+    got = float(eq.memory__gradients_bytes_offload(N_d=4, P=1e9, Z=Z, b_g=2, o_g=o_g))
+    assert got == pytest.approx(expected, abs=1e-6)
+
+
+def test_ring_all_gather_injected_bytes_by_hand():
+    # each of 4 ranks sends the 3 quarters it does not own: 0.75 GB of a 1 GB buffer
+    assert float(eq.comm__ring_all_gather_injected_bytes(n=4, z=1e9)) == pytest.approx(7.5e8)
+
+
+@pytest.mark.parametrize("device,per_param", [
+    # fused Adam reads master, m, v (12 B) and the gradient, writes master, m, v (12 B) and the
+    # 16-bit copy (2 B): 26 B + gradient. A CPU receives fp32 gradients (ZeRO-Offload keeps
+    # them in fp32 on the host): 30 B; a SmartNIC or GPU the 16-bit ones: 28 B
+    ("epyc-7742", 30.0), ("bluefield-3", 28.0), ("a100-80gb", 28.0),
+])
+def test_optimizer_step_bytes_by_device_by_hand(run, device, per_param):
+    d = _json(run, "optimizer-step", "--params", "1e9", "--device", device)
+    assert d["bytes"] == pytest.approx(per_param * 1e9)
+    assert d["flops"] == pytest.approx(12e9)  # Adam: 12 FLOPs per parameter
