@@ -232,9 +232,9 @@ def offload__cpu_rank_bandwidth(B_sock, B_thr, S_n, eta_c, eta_s, k_n, n_th):
     return numpy.minimum(B_thr*n_th, B_sock*S_n*eta_c*eta_s/k_n)
 
 
-def offload__exposed_optimusnic(L_r, T_s, W_b):
-    """offload.exposed_optimusnic [s]: seeds/optimusnic.md section 5 (per-layer update as each layer's gradients are aggregated); the first layer's gradients arrive last and the next forward needs it first"""
-    return numpy.maximum(T_s/L_r, T_s - W_b)
+def offload__exposed_optimusnic(T_s, W_o):
+    """offload.exposed_optimusnic [s]: seeds/optimusnic.md section 5: each layer is updated on its SmartNIC as soon as its gradients are aggregated, so the step overlaps the backward and the next forward ("the optimizer step time is always shorter than the combined duration of the forward and backward passes. This indicates that overlapping these operations is feasible")"""
+    return numpy.maximum(0, T_s - W_o)
 
 
 def offload__exposed_superoffload(P_r, T_s, W_b, Z_b):
