@@ -15,6 +15,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from optimus_calc.errors import InputError
+from optimus_calc.loaders import parse_json, read_text
 from optimus_calc.specs.model import Model
 
 
@@ -156,14 +157,9 @@ def _name_for(data: dict, path: Path) -> str:
 
 def load_hf_config(path: str | Path) -> Model:
     p = Path(path)
+    text = read_text(p, "MODEL")  # regular files of bounded size only (loaders.py)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{p}: not a UTF-8 text file") from None
-    try:
-        data = json.loads(text)
+        data = parse_json(text, p, "MODEL")
     except json.JSONDecodeError as exc:
         raise InputError(f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno})") from None
     if not isinstance(data, dict):

@@ -124,8 +124,7 @@ def run_plan(app, model_text: str, node: str, nodes: int, kw: dict, objective="t
 @click.pass_obj
 def plan_cmd(app, model, nodes, node, objective, top, export, fmt, output, **kw) -> None:
     """Search every layout, recommend one, and size the SmartNICs."""
-    from pathlib import Path
-
+    from optimus_calc.cli.common import write_file, write_stdout
     from optimus_calc.report import plan_view as V
 
     res, defaults = run_plan(app, model, node, nodes, kw, objective, top)
@@ -134,17 +133,10 @@ def plan_cmd(app, model, nodes, node, objective, top, export, fmt, output, **kw)
             raise InputError(f"nothing to export: {res.why}")
         text = (V.deepspeed_config if export == "deepspeed" else V.megatron_args)(
             res.recommended, res.model)
-        if output:
-            p = Path(output)
-            if not p.parent.exists():
-                raise InputError(f"-o {output!r}: directory {str(p.parent)!r} does not exist")
-            try:
-                p.write_text(text)
-            except OSError as exc:
-                raise InputError(f"-o {output!r}: cannot write: {exc.strerror}") from None
-            click.echo(f"wrote {output}", err=True)
+        if output and output != "-":
+            write_file(output, text)  # atomic, never over an input (cli/common.py)
         else:
-            click.echo(text, nl=False)
+            write_stdout(text)
         return
     emit(V.plan_document(res, defaults), fmt, output)
 
