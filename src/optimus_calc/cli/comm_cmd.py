@@ -8,7 +8,9 @@ from optimus_calc.cli.types import FiniteFloat
 
 from optimus_calc.cli.common import emit, output_options
 from optimus_calc.errors import InputError
+from optimus_calc.specs.hardware import MIN_EFFICIENCY
 
+MAX_SIZES = 64  # doubling steps in one --sizes sweep (1 B..8 EB is 64 sizes)
 COLLECTIVES = ["all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce", "all-to-all"]
 
 
@@ -25,7 +27,10 @@ def _sizes(size: str | None, sizes: str | None) -> list[float]:
     if lo > hi:
         raise InputError(f"--sizes {sizes!r}: FROM is larger than TO")
     out, x = [], lo
-    while x <= hi * (1 + 1e-12) and len(out) < 64:
+    while x <= hi * (1 + 1e-12):
+        if len(out) == MAX_SIZES:
+            raise InputError(f"--sizes {sizes!r}: more than {MAX_SIZES} doubling sizes; "
+                             "narrow the range")
         out.append(x)
         x *= 2
     return out
@@ -51,9 +56,9 @@ def _sizes(size: str | None, sizes: str | None) -> list[float]:
               help="SqueezeNIC approach reported as time_s.")
 @click.option("--alpha-us", type=FiniteFloat(0, 1e6), default=None,
               help="Override every link's latency alpha (microseconds).")
-@click.option("--intra-efficiency", type=FiniteFloat(0, 1, min_open=True), default=None,
+@click.option("--intra-efficiency", type=FiniteFloat(MIN_EFFICIENCY, 1), default=None,
               help="Override the intra-node link efficiency.")
-@click.option("--nic-efficiency", type=FiniteFloat(0, 1, min_open=True), default=None,
+@click.option("--nic-efficiency", type=FiniteFloat(MIN_EFFICIENCY, 1), default=None,
               help="Override the NIC efficiency.")
 @click.option("--assume", "assume", multiple=True, metavar="NAME=VALUE",
               help="Override a named assumption (compression throughputs).")

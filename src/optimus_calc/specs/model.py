@@ -64,12 +64,15 @@ class Model(CatalogEntry):
     moe_layer_freq: int = Field(default=1, ge=1, le=1000,
                                 description="every k-th layer is MoE (1 = all)")
     router_bias: bool = Field(default=False, description="bias on the router")
-    seq_len: int = Field(default=2048, gt=0, le=100_000_000,
-                         description="default training sequence length")
+    seq_len: int = Field(default=2048, gt=0, le=10_000_000,
+                         description="default training sequence length (at most Training's "
+                                     "bound, specs/training.py)")
     published_params: float = Field(
-        default=0, ge=0, description="published total parameters (check only, never used)")
+        default=0, ge=0, le=1e16,
+        description="published total parameters (check only, never used; at most 1e16 as "
+                    "units.MAX_COUNT)")
     published_active_params: float = Field(
-        default=0, ge=0, description="published active parameters (check only)")
+        default=0, ge=0, le=1e16, description="published active parameters (check only)")
     published_params_digits: int = Field(
         default=0, ge=0, le=12,
         description="significant decimals in the published billions (0 = use 1% tolerance)")
