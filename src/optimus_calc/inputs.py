@@ -21,9 +21,11 @@ def resolve_model(text: str, cat: Catalog) -> Model | BareModel:
     if entry is not None:
         return entry  # type: ignore[return-value]
     st = safe_stat(raw)  # never raises: a name too long for the file system is "no file"
-    if raw.endswith(".json") or "/" in raw or st is not None:
+    is_dir = st is not None and stat.S_ISDIR(st.st_mode)
+    # Any existing non-directory (a file, or a FIFO or device the loader will refuse by name).
+    if raw.endswith(".json") or "/" in raw or (st is not None and not is_dir):
         from optimus_calc.hf_import import load_hf_config
-        if st is not None and stat.S_ISDIR(st.st_mode):
+        if is_dir:
             raw = str(Path(raw) / "config.json")
             st = safe_stat(raw)
         if st is None:
