@@ -28,7 +28,7 @@ HF = Path(__file__).resolve().parent / "data" / "hf"
 BUILTIN = catalog_mod.builtin_dir()
 
 
-def cli(*args, timeout=60, stdout=None, fsize=None, env=None):
+def cli(*args, timeout=60, stdout=None, fsize=None, env=None, cwd=None):
     """Run the CLI in a subprocess (FIFOs, devices and resource limits need a real process).
     Memory is capped at 2 GiB so an unbounded read fails fast instead of exhausting the host."""
     def limits():
@@ -42,7 +42,8 @@ def cli(*args, timeout=60, stdout=None, fsize=None, env=None):
     try:
         r = subprocess.run([sys.executable, "-m", "optimus_calc", *map(str, args)],
                            preexec_fn=limits, stdout=stdout or subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, timeout=timeout, env=full_env)
+                           stderr=subprocess.PIPE, text=True, timeout=timeout, env=full_env,
+                           cwd=cwd)
     except subprocess.TimeoutExpired:
         pytest.fail(f"hung for {timeout} s: {args}")
     return r
@@ -70,6 +71,10 @@ def test_model_fifo_does_not_hang(tmp_path):
     r = cli("memory", fifo, timeout=30)  # before: blocked forever in open()
     one_line_exit_2(r)
     assert "cfg.json" in r.stderr and "FIFO" in r.stderr
+    os.mkfifo(tmp_path / "cfg")  # no .json, no slash: still read as a file, and refused
+    r = cli("memory", "cfg", timeout=30, cwd=tmp_path)
+    one_line_exit_2(r)
+    assert "FIFO" in r.stderr
 
 
 def test_catalog_symlink_to_dev_zero_and_fifo(tmp_path):
