@@ -19,6 +19,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from optimus_calc.errors import InputError
+from optimus_calc.loaders import parse_json, read_text
 from optimus_calc.specs.model import Model
 
 
@@ -385,15 +386,10 @@ def _name_for(data: dict, path: Path) -> str:
 
 def load_hf_config(path: str | Path) -> Model:
     p = Path(path)
+    text = read_text(p, "MODEL")  # regular files of bounded size only (loaders.py)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{p}: not a UTF-8 text file") from None
-    text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark is valid (RFC 8259 sec. 8.1)
-    try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = parse_json(text.removeprefix("\ufeff"), p, "MODEL",
+                          parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise InputError(f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno})") from None
     except RecursionError:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import functools
-from pathlib import Path
+import os
+import stat
+import sys
+import tempfile
 from typing import Callable
 
 import click
@@ -27,15 +30,90 @@ def output_options(func: Callable) -> Callable:
 def emit(doc: Document, fmt: str, output: str | None) -> None:
     text = render(doc, Format(fmt))
     if output is None or output == "-":
-        click.echo(text, nl=False)
+        write_stdout(text)
         return
-    path = Path(output)
-    if path.is_dir():
-        raise InputError(f"-o {output!r} is a directory; give a file name")
-    if not path.parent.exists():
-        raise InputError(f"-o {output!r}: directory {str(path.parent)!r} does not exist")
+    write_file(output, text)
+
+
+def write_stdout(text: str) -> None:
+    """Standard output; a full device or an I/O error is an input error, not a traceback."""
     try:
-        path.write_text(text, encoding="utf-8")
+        click.echo(text, nl=False)
+    except BrokenPipeError:
+        raise
     except OSError as exc:
-        raise InputError(f"-o {output!r}: cannot write: {exc.strerror}") from None
+        _silence_stdout()
+        raise InputError(f"cannot write to standard output: {exc.strerror or exc}") from None
+
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null so the interpreter's final flush of the text already buffered
+    does not fail a second time (the recipe of Python's signal docs for SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def write_file(output: str, text: str, flag: str = "-o") -> None:
+    """Write ``text`` to ``output`` atomically: a temporary file in the same directory, then
+    ``os.replace``. A failed write leaves an existing file intact and no new file behind.
+    Refuses a path that is one of the command's own inputs (loaders.inputs_read). A device or
+    FIFO that already exists (``/dev/null``, ``/dev/stdout``) is written directly."""
+    from optimus_calc.loaders import inputs_read, os_message, safe_stat
+
+    shown = output[:200]
+    target = os.path.realpath(output) if os.path.islink(output) else output
+    st = safe_stat(target)
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{flag} {shown!r} is a directory; give a file name")
+    if os.path.realpath(target) in inputs_read() or (
+            st is not None and any(_same(st, p) for p in inputs_read())):
+        raise InputError(f"{flag} {shown!r} is an input of this command; refusing to overwrite "
+                         "it (give another file name)")
+    parent = os.path.dirname(target) or "."
+    pst = safe_stat(parent)
+    if pst is None or not stat.S_ISDIR(pst.st_mode):
+        raise InputError(f"{flag} {shown!r}: directory {parent[:200]!r} does not exist")
+    data = text.encode("utf-8")
+    try:
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            with open(target, "wb") as fh:  # a device or FIFO: nothing to replace atomically
+                fh.write(data)
+        else:
+            _atomic_write(target, data, st)
+    except OSError as exc:
+        raise InputError(f"{flag} {shown!r}: cannot write: {os_message(exc)}") from None
     click.echo(f"wrote {output}", err=True)
+
+
+def _same(st: os.stat_result, path: str) -> bool:
+    from optimus_calc.loaders import safe_stat
+    other = safe_stat(path)
+    return other is not None and (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino)
+
+
+def _atomic_write(target: str, data: bytes, st: os.stat_result | None) -> None:
+    directory, name = os.path.split(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name[:100]}.", suffix=".tmp", dir=directory or ".")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if st is not None:
+            mode = stat.S_IMODE(st.st_mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

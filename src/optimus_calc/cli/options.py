@@ -129,6 +129,28 @@ class Inputs:
 DEFAULT_GLOBAL_BATCH = 512
 
 
+_TRAINING_FLAGS = {"seq_len": "--seq-len", "micro_batch": "--micro-batch",
+                   "global_batch": "--global-batch", "grad_bytes": "--grad-bytes"}
+
+
+def make_training(origins: dict[str, str] | None = None, **fields) -> Training:
+    """``Training(**fields)``, its validation errors as InputErrors naming the flag the user
+    typed; ``origins`` explains a value the user did not type (a default derived from others)."""
+    from pydantic import ValidationError
+    try:
+        return Training(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = str(first["loc"][0]) if first["loc"] else ""
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        flag = _TRAINING_FLAGS.get(name, name)
+        value = fields.get(name)
+        origin = (origins or {}).get(name)
+        if origin:
+            raise InputError(f"{origin} is {value}: {msg}; give {flag}") from None
+        raise InputError(f"{flag} {value}: {msg}") from None
+
+
 def training_from(kw: dict, model, dp: int) -> tuple[Training, bool, bool]:
     from optimus_calc.specs.model import Model
     seq = kw["seq_len"] or (model.seq_len if isinstance(model, Model) else 2048)
@@ -137,7 +159,11 @@ def training_from(kw: dict, model, dp: int) -> tuple[Training, bool, bool]:
     defaulted = gb is None
     if gb is None:
         gb = -(-DEFAULT_GLOBAL_BATCH // per) * per
-    tr = Training(seq_len=seq, micro_batch=kw["micro_batch"], global_batch=gb,
+    origins = {"global_batch": f"the default global batch ({DEFAULT_GLOBAL_BATCH} rounded up to "
+                               f"a multiple of dp {dp} x --micro-batch {kw['micro_batch']})"}
+    if kw["seq_len"] is None:
+        origins["seq_len"] = f"the sequence length of {getattr(model, 'name', 'the model')}"
+    tr = make_training(origins, seq_len=seq, micro_batch=kw["micro_batch"], global_batch=gb,
                   precision=kw["precision"], optimizer=kw["optimizer"],
                   grad_bytes=kw["grad_bytes"] or 0, recompute=kw["recompute"],
                   sequence_parallel=kw["sp"], flash_attention=kw["flash_attn"],

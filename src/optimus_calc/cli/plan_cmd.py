@@ -9,6 +9,9 @@ from optimus_calc.cli.options import model_options
 from optimus_calc.errors import InputError
 
 
+MAX_NODES = 1_000_000  # as the --nodes option of plan and the per-layout commands
+
+
 def plan_options(func):
     for opt in reversed([
         click.option("--seq-len", type=click.IntRange(1, 10_000_000), default=None,
@@ -34,11 +37,13 @@ def plan_options(func):
 
 
 def base_training(model, kw: dict, gpus: int):
+    from optimus_calc.cli.options import make_training
     from optimus_calc.search.plan import default_global_batch
-    from optimus_calc.specs.training import Training
     seq = kw["seq_len"] or model.seq_len
     gb = kw["global_batch"] or default_global_batch(gpus)
-    return Training(seq_len=seq, global_batch=gb, precision=kw["precision"],
+    origins = {"global_batch": f"the default global batch (the {gpus} GPUs rounded up to a "
+                               "power of two)", "seq_len": f"the sequence length of {model.name}"}
+    return make_training(origins, seq_len=seq, global_batch=gb, precision=kw["precision"],
                     optimizer=kw["optimizer"], grad_bytes=kw["grad_bytes"] or 0,
                     flash_attention=kw["flash_attn"], dropout=kw["dropout"],
                     multicast=kw["multicast"])
@@ -99,7 +104,7 @@ def run_plan(app, model_text: str, node: str, nodes: int, kw: dict, objective="t
 
 @click.command()
 @click.argument("model")
-@click.option("--nodes", type=click.IntRange(1, 1_000_000), default=1, show_default=True)
+@click.option("--nodes", type=click.IntRange(1, MAX_NODES), default=1, show_default=True)
 @click.option("--node", default="dgx-a100", show_default=True, help="Node type (catalog).")
 @click.option("--gpu", default=None, help="Override the node's GPU.")
 @click.option("--gpus-per-node", type=click.IntRange(1, 1024), default=None)
@@ -124,8 +129,7 @@ def run_plan(app, model_text: str, node: str, nodes: int, kw: dict, objective="t
 @click.pass_obj
 def plan_cmd(app, model, nodes, node, objective, top, export, fmt, output, **kw) -> None:
     """Search every layout, recommend one, and size the SmartNICs."""
-    from pathlib import Path
-
+    from optimus_calc.cli.common import write_file, write_stdout
     from optimus_calc.report import plan_view as V
 
     res, defaults = run_plan(app, model, node, nodes, kw, objective, top)
@@ -134,17 +138,10 @@ def plan_cmd(app, model, nodes, node, objective, top, export, fmt, output, **kw)
             raise InputError(f"nothing to export: {res.why}")
         text = (V.deepspeed_config if export == "deepspeed" else V.megatron_args)(
             res.recommended, res.model)
-        if output:
-            p = Path(output)
-            if not p.parent.exists():
-                raise InputError(f"-o {output!r}: directory {str(p.parent)!r} does not exist")
-            try:
-                p.write_text(text)
-            except OSError as exc:
-                raise InputError(f"-o {output!r}: cannot write: {exc.strerror}") from None
-            click.echo(f"wrote {output}", err=True)
+        if output and output != "-":
+            write_file(output, text)  # atomic, never over an input (cli/common.py)
         else:
-            click.echo(text, nl=False)
+            write_stdout(text)
         return
     emit(V.plan_document(res, defaults), fmt, output)
 
@@ -259,8 +256,12 @@ def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -
         return items
     counts = []
     for c in split(node_counts, "--nodes"):
-        if not c.isdigit() or int(c) < 1:
-            raise InputError(f"--nodes: {c!r} is not a positive whole number")
+        # ASCII digits only: str.isdigit() also accepts superscripts such as '²'.
+        if not (c.isascii() and c.isdigit()) or int(c) < 1:
+            raise InputError(f"--nodes: {c[:40]!r} is not a positive whole number")
+        if int(c) > MAX_NODES:
+            raise InputError(f"--nodes: {c[:40]} is more than {MAX_NODES:,} nodes "
+                             "(the --nodes limit of plan)")
         counts.append(int(c))
     rows = []
     for mdl in split(models, "--models"):

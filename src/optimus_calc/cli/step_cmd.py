@@ -76,6 +76,9 @@ def optimizer_step_cmd(app, params, device, threads, count, sockets, optimizer, 
                              "a GPU, CPU or SmartNIC")
         app.catalog.get(device, None, what="device")  # raises with suggestions
     dev = device_from(entry, sockets, Assumptions())
+    if threads is not None and not dev.per_core:
+        raise InputError(f"--threads applies to CPUs and SoC SmartNICs; {entry.name} is a "
+                         f"{dev.kind}, whose optimizer step does not scale with threads")
     gb = grad_bytes or (4 if isinstance(entry, CPU) else 2)
     res = optimizer_step(dev, n, Optimizer(optimizer), Impl(impl), gb, threads, count)
     emit(optimizer_document(entry, dev, n, res, optimizer, impl, count), fmt, output)

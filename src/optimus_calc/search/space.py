@@ -18,7 +18,26 @@ MAX_CP = 16
 
 
 def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """The divisors of ``n`` in ascending order, from its prime factorisation (trial division
+    up to sqrt(n), so 1e8 takes about 1e4 steps instead of 1e8)."""
+    if n < 1:
+        return []
+    factors: list[tuple[int, int]] = []
+    m, p = n, 2
+    while p * p <= m:
+        if m % p == 0:
+            e = 0
+            while m % p == 0:
+                m //= p
+                e += 1
+            factors.append((p, e))
+        p += 1 if p == 2 else 2
+    if m > 1:
+        factors.append((m, 1))
+    out = [1]
+    for prime, exp in factors:
+        out = [d * prime ** k for d in out for k in range(exp + 1)]
+    return sorted(out)
 
 
 BASE_COLS = ("tp", "pp", "dp", "cp", "ep", "mb", "v")

@@ -133,9 +133,10 @@ class Assumptions(Frozen):
         default=25.0, ge=0, le=1e6,
         description="PyTorch DDP default bucket_cap_mb (ZeRO 0)")
     zero_bucket_params: float = Field(
-        default=5e8, ge=0, le=1e12,
+        default=5e8, ge=1e3, le=1e12,
         description="DeepSpeed defaults reduce_bucket_size = allgather_bucket_size = 5e8 "
-                    "elements (deepspeed/runtime/zero/config.py): ZeRO 1-3 buckets")
+                    "elements (deepspeed/runtime/zero/config.py): ZeRO 1-3 buckets. A divisor "
+                    "of the step model (buckets per step), so at least 1e3 elements")
     host_grad_bytes: float = Field(
         default=4, ge=0, le=8, description="ZeRO-Offload keeps fp32 gradients on the host")
     nvme_buffer_count: float = Field(
@@ -150,13 +151,14 @@ class Assumptions(Frozen):
         description="assumed: host RAM kept for the OS, data loaders and pinned buffers")
 
     gpu_compress_GBps: float = Field(
-        default=21.6, gt=0, le=1e5,
+        default=21.6, ge=0.001, le=1e5,
         description="GPU 1-bit compression throughput: BERT-Large's 335M fp32 gradients "
-                    "(1.34 GB) in 0.062 s on a V100, SqueezeNIC Table 2")
+                    "(1.34 GB) in 0.062 s on a V100, SqueezeNIC Table 2. A divisor: at least "
+                    "1 MB/s (specs/hardware.py MIN_GBPS)")
     nic_compress_GBps: float = Field(
-        default=800.0, gt=0, le=1e5,
+        default=800.0, ge=0.001, le=1e5,
         description="in-NIC (FPGA) compression throughput: 6400 Gb/s host side, SqueezeNIC "
-                    "Table 6 (line rate)")
+                    "Table 6 (line rate). A divisor: at least 1 MB/s (MIN_GBPS)")
     hier_chunk_bytes: float = Field(
         default=4194304, ge=1, le=1e12,
         description="assumed: a hierarchical all-reduce advances through its phases in pieces "
@@ -164,13 +166,14 @@ class Assumptions(Frozen):
                     "DEFAULT_BUFFSIZE)")
 
     gemm_efficiency: float = Field(
-        default=0.60, gt=0, le=1,
+        default=0.60, ge=0.01, le=1,
         description="assumed, calibrated once on Narayanan et al. SC'21 Table 1 (all ten rows "
-                    "within 10%, see `optimus-calc validate`): achieved / peak dense FLOP/s")
+                    "within 10%, see `optimus-calc validate`): achieved / peak dense FLOP/s. "
+                    "A divisor: at least 0.01 (specs/hardware.py MIN_EFFICIENCY)")
     hbm_efficiency: float = Field(
-        default=0.9, gt=0, le=1,
+        default=0.9, ge=0.01, le=1,
         description="achievable fraction of HBM bandwidth: calculon and llm-analysis use 0.9; "
-                    "GH200 STREAM 85% (KTH)")
+                    "GH200 STREAM 85% (KTH). A divisor: at least 0.01 (MIN_EFFICIENCY)")
     elementwise_factor: float = Field(
         default=4.0, ge=0, le=100,
         description="HBM passes of element-wise work over the stored activation bytes: written "
