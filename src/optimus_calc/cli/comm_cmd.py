@@ -6,7 +6,7 @@ import click
 
 from optimus_calc.cli.types import FiniteFloat
 
-from optimus_calc.cli.common import emit, output_options
+from optimus_calc.cli.common import emit, output_options, plot_option
 from optimus_calc.errors import InputError
 
 COLLECTIVES = ["all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce", "all-to-all"]
@@ -58,6 +58,7 @@ def _sizes(size: str | None, sizes: str | None) -> list[float]:
 @click.option("--assume", "assume", multiple=True, metavar="NAME=VALUE",
               help="Override a named assumption (compression throughputs).")
 @output_options
+@plot_option
 @click.pass_obj
 def comm(app, collective, size, sizes, ranks, nodes, node, algo, compression, compress_on,
          approach, alpha_us, intra_efficiency, nic_efficiency, assume, fmt, output) -> None:

@@ -200,3 +200,33 @@ def memory__stage_activation_bytes(L_s, M_layer, V, b, beta_l, c, lambda_l, n_f,
 def memory__weights_bytes(N_d, P, Z, b_w, o_w):
     """memory.weights_bytes [bytes]: Rajbhandari et al. 2020 (ZeRO) section 5.3, P_os+g+p; seeds/optimusnic.md section 2.2"""
     return P*b_w*(1 - o_w)*numpy.select([numpy.greater_equal(Z, 3),True], [N_d**(-1.0),1], default=numpy.nan)
+
+
+def train__cost_usd(B_seq, S_seq, T_tok, c_gpu, n_gpu, t_step):
+    """train.cost_usd [USD]: definition: GPU-hours x the price per GPU-hour (--gpu-hour-price)"""
+    return (1/3600)*T_tok*c_gpu*n_gpu*t_step/(B_seq*S_seq)
+
+
+def train__days(B_seq, S_seq, T_tok, t_step):
+    """train.days [days]: Narayanan et al., SC'21, section 5.1 eq. (4): end-to-end time = tokens / throughput; steps = tokens / (global batch x sequence length)"""
+    return (1/86400)*T_tok*t_step/(B_seq*S_seq)
+
+
+def train__energy_MWh(B_seq, PUE, P_gpu, S_seq, T_tok, n_gpu, t_step):
+    """train.energy_MWh [MWh]: energy = power x time; GPU power from the NVIDIA/AMD datasheets (catalog tdp_W); PUE as defined by The Green Grid (facility energy / IT equipment energy)"""
+    return 2.77777777777778e-10*PUE*P_gpu*T_tok*n_gpu*t_step/(B_seq*S_seq)
+
+
+def train__gpu_hours(B_seq, S_seq, T_tok, n_gpu, t_step):
+    """train.gpu_hours [GPU-h]: definition: GPUs x wall-clock hours (as llm-analysis and cloud price lists count them)"""
+    return (1/3600)*T_tok*n_gpu*t_step/(B_seq*S_seq)
+
+
+def train__steps(B_seq, S_seq, T_tok):
+    """train.steps [steps]: Narayanan et al., SC'21, section 5.1 eq. (4): end-to-end time = tokens / throughput; steps = tokens / (global batch x sequence length)"""
+    return T_tok/(B_seq*S_seq)
+
+
+def train__time_s(B_seq, S_seq, T_tok, t_step):
+    """train.time_s [s]: Narayanan et al., SC'21, section 5.1 eq. (4): end-to-end time = tokens / throughput; steps = tokens / (global batch x sequence length)"""
+    return T_tok*t_step/(B_seq*S_seq)

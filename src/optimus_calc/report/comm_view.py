@@ -68,4 +68,4 @@ def comm_document(results: list, topo, hw, assumptions_note: str,
                         "node_network_Bps": topo.node_network_Bps,
                         "alpha_intra_s": topo.alpha_intra_s, "alpha_inter_s": topo.alpha_inter_s}
     return Document(title=f"comm: {first.collective.value} on {hw.node.name}", data=data,
-                    header=header, tables=tables, notes=notes, csv=csv)
+                    header=header, tables=tables, notes=notes, csv=csv, plot="comm")
