@@ -374,3 +374,20 @@ def test_tokens_on_step_compare_sweep(run, argv):
 def test_tokens_bad_input(run, args, msg):
     r = run("step", "llama-2-7b", "--tp", 8, *args)
     assert r.code == 2 and msg in r.err
+
+
+def test_train_equations_are_registered_and_match_the_compiled_forms(run):
+    from optimus_calc.equations import compiled as C
+    from optimus_calc.equations.registry import load_all
+    reg = load_all()
+    for name in ("train.steps", "train.time_s", "train.days", "train.gpu_hours",
+                 "train.energy_mwh", "train.cost_usd"):
+        eq = reg[name]
+        vals = {"T_tok": 4_194_304_000, "B_seq": 1024, "S_seq": 4096, "t_step": 10.0,
+                "n_gpu": 16, "P_gpu": 700.0, "PUE": 1.2, "c_gpu": 2.0}
+        args = [vals[s.name] for s in eq.args]
+        assert float(eq.lambdified()(*args)) == pytest.approx(
+            float(getattr(C, eq.func_name)(*args)))
+    assert reg["train.days"].lambdified()(1024, 4096, 4_194_304_000, 10.0) == \
+        pytest.approx(10_000 / 86_400)
+    assert run("explain", "train.energy_mwh").code == 0

@@ -212,9 +212,9 @@ def train__days(B_seq, S_seq, T_tok, t_step):
     return (1/86400)*T_tok*t_step/(B_seq*S_seq)
 
 
-def train__energy_MWh(B_seq, PUE, P_gpu, S_seq, T_tok, n_gpu, t_step):
-    """train.energy_MWh [MWh]: energy = power x time; GPU power from the NVIDIA/AMD datasheets (catalog tdp_W); PUE as defined by The Green Grid (facility energy / IT equipment energy)"""
-    return 2.77777777777778e-10*PUE*P_gpu*T_tok*n_gpu*t_step/(B_seq*S_seq)
+def train__energy_mwh(B_seq, PUE, P_gpu, S_seq, T_tok, n_gpu, t_step):
+    """train.energy_mwh [MWh]: energy = power x time; GPU power from the NVIDIA/AMD datasheets (catalog tdp_W); PUE as defined by The Green Grid (facility energy / IT equipment energy)"""
+    return (1/3600000000)*PUE*P_gpu*T_tok*n_gpu*t_step/(B_seq*S_seq)
 
 
 def train__gpu_hours(B_seq, S_seq, T_tok, n_gpu, t_step):

@@ -27,7 +27,7 @@ c_gpu = sym("c_gpu", "price of one GPU-hour, USD")
 
 SECONDS_PER_DAY = 86400
 SECONDS_PER_HOUR = 3600
-J_PER_MWH = 3.6e9
+J_PER_MWH = 3_600_000_000  # an integer keeps the printed expression exact
 
 NARAYANAN = ("Narayanan et al., SC'21, section 5.1 eq. (4): end-to-end time = tokens / "
              "throughput; steps = tokens / (global batch x sequence length)")
@@ -50,7 +50,7 @@ gpu_hours = equation(
     "GPU-hours the job holds.")
 
 energy_MWh = equation(
-    "train.energy_MWh",
+    "train.energy_mwh",
     n_gpu * P_gpu * PUE * T_tok / (B_seq * S_seq) * t_step / J_PER_MWH, "MWh",
     "energy = power x time; GPU power from the NVIDIA/AMD datasheets (catalog tdp_W); PUE "
     "as defined by The Green Grid (facility energy / IT equipment energy)",

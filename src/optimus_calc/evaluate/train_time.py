@@ -39,7 +39,7 @@ def train_time(step_time_s: float, tokens_per_step: float, tokens: float, gpus: 
     steps = float(C.train__steps(B, S, tokens))
     days = float(C.train__days(B, S, tokens, step_time_s))
     hours = float(C.train__gpu_hours(B, S, tokens, gpus, step_time_s))
-    energy = (float(C.train__energy_MWh(B, pue, gpu_power_W, S, tokens, gpus, step_time_s))
+    energy = (float(C.train__energy_mwh(B, pue, gpu_power_W, S, tokens, gpus, step_time_s))
               if gpu_power_W > 0 else None)
     cost = (float(C.train__cost_usd(B, S, tokens, gpu_hour_price, gpus, step_time_s))
             if gpu_hour_price is not None else None)
