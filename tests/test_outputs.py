@@ -391,3 +391,9 @@ def test_train_equations_are_registered_and_match_the_compiled_forms(run):
     assert reg["train.days"].lambdified()(1024, 4096, 4_194_304_000, 10.0) == \
         pytest.approx(10_000 / 86_400)
     assert run("explain", "train.energy_mwh").code == 0
+
+
+def test_plot_and_output_cannot_be_the_same_file(run, tmp_path):
+    p = tmp_path / "x.svg"
+    r = run(*PLOTS["memory"], "--plot", p, "-o", p)
+    assert r.code == 2 and "same file" in r.err and not p.exists()

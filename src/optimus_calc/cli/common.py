@@ -76,6 +76,8 @@ def emit(doc: Document, fmt: str, output: str | None) -> None:
                   csv_options=meta.get("csv", CsvOptions()))
     if meta.get("plot"):
         from optimus_calc.report.plots import write_plot
+        if output not in (None, "-") and Path(output).resolve() == Path(meta["plot"]).resolve():
+            raise InputError(f"--plot {meta['plot']!r} and -o {output!r} name the same file")
         write_plot(doc, meta["plot"])
         click.echo(f"wrote {meta['plot']}", err=True)
     if output is None or output == "-":

@@ -285,6 +285,8 @@ def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -
                                layouts_evaluated=res.evaluated, layouts_feasible=res.feasible,
                                reason="" if res.recommended else res.why,
                                smartnic_offered=res.hw.smartnic.name)
+                    if train:
+                        row["tokens"] = train.tokens  # context, also where nothing fits
                     if res.recommended:
                         r = res.recommended
                         d = candidate_data(r)
