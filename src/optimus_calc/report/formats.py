@@ -228,8 +228,10 @@ def render_table(doc: Document, width: int = DEFAULT_WIDTH) -> str:
 
 
 def _rich_table(table, width: int, compact: bool, box, RichTable, Text):
-    """One rich table that fits ``width``: optional columns go first when it would not fit,
-    then (only if even that is too wide) words may fold."""
+    """One rich table that fits ``width``: every column at least as wide as its longest word;
+    when that does not fit, the optional (``compact=False``) columns go first, then columns
+    from the right, named in a caption. Only a word longer than its cap (a long path or URL,
+    or a table of two columns that still does not fit) is folded."""
     def needed(cols, mins, pad):
         return sum(mins[c.key] for c in cols) + pad * len(cols)
     all_cells = {c.key: [safe_text(_cell_text(row.get(c.key), c.fmt)) for row in table.rows]
@@ -253,8 +255,6 @@ def _rich_table(table, width: int, compact: bool, box, RichTable, Text):
     rt = RichTable(caption=caption, caption_justify="left",
                    box=box.SIMPLE_HEAVY, title_justify="left", show_edge=False,
                    pad_edge=False, padding=(0, 1) if not compact else (0, 0, 0, 1))
-    # widths decided here, not by rich's collapse (which can squeeze a column to nothing):
-    # every column gets its longest word, the room left goes to the columns that want more
     # widths decided here, not by rich's collapse (which can squeeze a column to nothing):
     # every column gets its longest word; the room left goes first to one-line cells, then
     # to one-line headers, cheapest first
