@@ -139,7 +139,9 @@ def _comm(plt, data: dict[str, Any]):
     ax.set_xscale("log", base=2)
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("GB/s")
-    ax.set_title(f"{data.get('algo', '')} {data.get('collective', '')}: bus bandwidth "
+    topo = data.get("topology", {})
+    where = f", {topo['ranks']} ranks on {topo['nodes']} node(s)" if topo else ""
+    ax.set_title(f"{data.get('algo', '')} {data.get('collective', '')}{where}: bus bandwidth "
                  "(nccl-tests convention)", fontsize=10)
     ax.grid(True, which="both", linewidth=0.3)
     ax.legend(fontsize=8)
