@@ -46,6 +46,8 @@ def render(name: str, fmt: str) -> str:
 
 
 if __name__ == "__main__":
+    import os
+    os.environ["COLUMNS"] = "120"  # as tests/conftest.py pins it
     GOLDEN.mkdir(exist_ok=True)
     for name in CASES:
         for fmt in FORMATS:

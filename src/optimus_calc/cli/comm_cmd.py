@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from optimus_calc.cli.common import emit, output_options
+from optimus_calc.cli.common import emit, output_options, plot_option
 from optimus_calc.cli.types import FiniteFloat
 from optimus_calc.errors import InputError
 from optimus_calc.evaluate.comm import Algo, Approach, Collective, CompressSite
@@ -57,6 +57,7 @@ def _sizes(size: str | None, sizes: str | None) -> tuple[float, ...]:
 @click.option("--assume", "assume", multiple=True, metavar="NAME=VALUE",
               help="Override a named assumption (compression throughputs).")
 @output_options
+@plot_option
 @click.pass_obj
 def comm(app, collective, size, sizes, ranks, nodes, node, algo, compression, compress_on,
          approach, alpha_us, intra_efficiency, nic_efficiency, assume, fmt, output) -> None:

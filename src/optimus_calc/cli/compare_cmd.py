@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 from click.core import ParameterSource
 
-from optimus_calc.cli.common import emit
-from optimus_calc.cli.options import model_options
+from optimus_calc.cli.common import emit, plot_option
+from optimus_calc.cli.options import model_options, train_options
 
 
 def _default_tp(app, model_text: str, gpn: int) -> int:
@@ -21,6 +21,8 @@ def _default_tp(app, model_text: str, gpn: int) -> int:
 @click.command()
 @click.argument("model")
 @model_options
+@train_options
+@plot_option
 @click.pass_context
 def compare(ctx, model: str, fmt: str, output: str | None, **kw) -> None:
     """GPU memory, offload-device memory, optimizer-step time, exposed time, step time and fit
@@ -41,4 +43,4 @@ def compare(ctx, model: str, fmt: str, output: str | None, **kw) -> None:
     if src("recompute") == ParameterSource.DEFAULT:
         kw["recompute"] = "selective"
     rows, inp0 = run_compare(app, model, kw)
-    emit(compare_document(inp0, rows), fmt, output)
+    emit(compare_document(inp0, rows, kw.get("train")), fmt, output)

@@ -202,3 +202,24 @@ def model_options(func: Callable) -> Callable:
     """Everything a per-layout command takes: hardware, layout, training and output options."""
     from optimus_calc.cli.common import output_options
     return hardware_options(layout_options(training_options(output_options(func))))
+
+
+def train_options(func: Callable) -> Callable:
+    """``--tokens N`` and ``--gpu-hour-price USD`` (plan, step, compare, sweep): time, energy and
+    cost to train. The command reads ``kw["train"]``, a report.common.TrainRequest or None."""
+    @click.option("--tokens", "tokens", default=None, metavar="N",
+                  help="Training token budget, e.g. 15T or 2e12: adds steps, days, GPU-hours, "
+                       "energy (GPU TDP x --assume pue) and, with --gpu-hour-price, cost.")
+    @click.option("--gpu-hour-price", "gpu_hour_price", type=FiniteFloat(0, 1e6), default=None,
+                  metavar="USD", help="Price of one GPU-hour, for cost_usd (needs --tokens).")
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        from optimus_calc.report.common import TrainRequest
+        from optimus_calc.units import parse_count
+        tokens, price = kwargs.pop("tokens"), kwargs.pop("gpu_hour_price")
+        if price is not None and tokens is None:
+            raise InputError("--gpu-hour-price needs --tokens (the budget it prices)")
+        kwargs["train"] = (TrainRequest(parse_count(tokens, "--tokens"), price)
+                           if tokens is not None else None)
+        return func(*args, **kwargs)
+    return wrapper

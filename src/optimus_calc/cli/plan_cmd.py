@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from optimus_calc.cli.common import emit, output_options
-from optimus_calc.cli.options import model_options
+from optimus_calc.cli.common import emit, output_options, plot_option
+from optimus_calc.cli.options import model_options, train_options
 from optimus_calc.errors import InputError
 
 
@@ -122,6 +122,7 @@ def run_plan(app, model_text: str, node: str, nodes: int, kw: dict, objective="t
 @click.option("--distinct", is_flag=True,
               help="Show the best layout of each (TP, PP) instead of every variant.")
 @plan_options
+@train_options
 @click.option("--export", type=click.Choice(["deepspeed", "megatron"]), default=None,
               help="Print (or -o write) the recommended layout as a DeepSpeed config or "
                    "Megatron-LM arguments instead of the plan.")
@@ -143,7 +144,7 @@ def plan_cmd(app, model, nodes, node, objective, top, export, fmt, output, **kw)
         else:
             write_stdout(text)
         return
-    emit(V.plan_document(res, defaults), fmt, output)
+    emit(V.plan_document(res, defaults, kw.get("train")), fmt, output)
 
 
 @click.command()
@@ -225,11 +226,12 @@ def nics(ctx, model, fmt, output, **kw) -> None:
 
 
 SWEEP_COLUMNS = [
-    "model", "node", "nodes", "gpus", "smartnic", "fits", "tp", "pp", "dp", "cp", "ep", "zero",
-    "offload", "recompute", "sequence_parallel", "micro_batch", "interleave",
-    "gpu_memory_bytes", "gpu_headroom_bytes", "step_time_s", "mfu", "tokens_per_s",
-    "optimizer_bytes_per_gpu", "nics_per_gpu_for_memory", "nics_per_gpu_for_compute",
-    "layouts_evaluated", "layouts_feasible", "reason"]
+    "model", "node", "nodes", "gpus", "seq_len", "global_batch", "precision", "smartnic", "fits",
+    "tp", "pp", "dp", "cp", "ep", "zero", "offload", "recompute", "sequence_parallel",
+    "micro_batch", "interleave", "gpu_memory_bytes", "gpu_headroom_bytes", "step_time_s",
+    "mfu_pct", "tokens_per_s", "optimizer_bytes_per_gpu", "nics_per_gpu_for_memory",
+    "nics_per_gpu_for_compute", "layouts_evaluated", "layouts_feasible", "reason"]
+TRAIN_COLUMNS = ["tokens", "steps", "train_days", "gpu_hours", "energy_MWh", "cost_usd"]
 
 
 @click.command()
@@ -241,7 +243,9 @@ SWEEP_COLUMNS = [
 @click.option("--smartnic", "smartnics", default="bluefield-3", show_default=True,
               help="Comma-separated SmartNIC types.")
 @plan_options
+@train_options
 @output_options
+@plot_option
 @click.pass_obj
 def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -> None:
     """One row per model x node type x node count x SmartNIC: the recommended layout and its
@@ -263,6 +267,9 @@ def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -
             raise InputError(f"--nodes: {c[:40]} is more than {MAX_NODES:,} nodes "
                              "(the --nodes limit of plan)")
         counts.append(int(c))
+    from optimus_calc.report.common import pct, train_figures
+    from optimus_calc.report.plan_view import candidate_data
+    train = kw.get("train")
     rows = []
     for mdl in split(models, "--models"):
         for nt in split(nodes_types, "--node"):
@@ -270,35 +277,61 @@ def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -
                 for sn in split(smartnics, "--smartnic"):
                     res, _ = run_plan(app, mdl, nt, n, dict(kw, smartnic=sn), top=1,
                                       with_nics=False)
-                    row = dict.fromkeys(SWEEP_COLUMNS)
+                    tr = res.training
+                    row = dict.fromkeys(SWEEP_COLUMNS + (TRAIN_COLUMNS if train else []))
                     row.update(model=res.model.name, node=res.hw.node.name, nodes=n,
-                               gpus=res.hw.gpus, smartnic=res.hw.smartnic.name,
+                               gpus=res.hw.gpus, seq_len=tr.seq_len,
+                               global_batch=tr.global_batch, precision=tr.precision.value,
                                fits=res.recommended is not None,
                                layouts_evaluated=res.evaluated, layouts_feasible=res.feasible,
-                               reason="" if res.recommended else res.why)
+                               reason="" if res.recommended else res.why,
+                               smartnic_offered=res.hw.smartnic.name)
+                    if train:
+                        row["tokens"] = train.tokens  # context, also where nothing fits
                     if res.recommended:
                         r = res.recommended
-                        from optimus_calc.report.plan_view import candidate_data
                         d = candidate_data(r)
                         row.update({k: d[k] for k in d if k in row})
+                        row["mfu_pct"] = pct(r.mfu)
+                        row["mfu"] = r.mfu
                         row["sequence_parallel"] = r.training.sequence_parallel
-                        z = [s for s in size_nics(app.catalog, res.model, res.hw, r.layout,
-                                                  r.training, _asm(kw))
-                             if s.smartnic == res.hw.smartnic.name][0]
-                        row.update(optimizer_bytes_per_gpu=z.optimizer_bytes_per_gpu,
-                                   nics_per_gpu_for_memory=z.nics_per_gpu_for_memory,
-                                   nics_per_gpu_for_compute=z.nics_per_gpu_for_compute)
+                        if r.layout.offload.value == "smartnic":
+                            # the SmartNIC columns belong to SmartNIC layouts only, so rows
+                            # that differ only in the SmartNIC offered are one row
+                            z = [s for s in size_nics(app.catalog, res.model, res.hw, r.layout,
+                                                      r.training, _asm(kw))
+                                 if s.smartnic == res.hw.smartnic.name][0]
+                            row.update(smartnic=res.hw.smartnic.name,
+                                       optimizer_bytes_per_gpu=z.optimizer_bytes_per_gpu,
+                                       nics_per_gpu_for_memory=z.nics_per_gpu_for_memory,
+                                       nics_per_gpu_for_compute=z.nics_per_gpu_for_compute)
+                        row.update(train_figures(train, r.step_s, r.training, res.hw,
+                                                 _asm(kw)))
+                    key = tuple(v for k, v in row.items() if k != "smartnic_offered")
+                    if any(key == tuple(v for k, v in o.items() if k != "smartnic_offered")
+                           for o in rows):
+                        continue  # the same winner whatever SmartNIC was offered
                     rows.append(row)
-    table = Table(title="", rows=rows, columns=[Column(k, k) for k in SWEEP_COLUMNS])
+    csv_cols = SWEEP_COLUMNS + (TRAIN_COLUMNS if train else [])
+    table = Table(title="", rows=rows, columns=[Column(k, k) for k in csv_cols])
+    # most telling columns first: a narrow terminal hides them from the right
+    view_cols = [Column(k, k, align="left") for k in ("model", "node", "nodes", "smartnic")]
+    view_cols += [Column("tokens_per_s", "tokens/s", ",.0f"), Column("mfu", "MFU", ".1%"),
+                  Column("step_time_s", "step s", ".2f")]
+    if train:
+        view_cols.append(Column("train_days", "days", ",.1f"))
+        if train.gpu_hour_price is not None:
+            view_cols.append(Column("cost_usd", "USD", ",.0f"))
+    view_cols += [
+        Column("offload", "offload", align="left"), Column("tp", "TP"), Column("pp", "PP"),
+        Column("dp", "DP"), Column("zero", "ZeRO"), Column("gpu_GB", "GPU GB", ".1f"),
+        Column("global_batch", "batch", compact=False),
+        Column("fits", "fits", compact=False),
+        Column("nics_per_gpu_for_memory", "NICs/GPU", compact=False)]
     view = Table(title="", rows=[{**r, "gpu_GB": (r["gpu_memory_bytes"] or 0) / 1e9}
-                                 for r in rows], columns=[
-        Column(k, k, align="left") for k in ("model", "node", "nodes", "smartnic")] + [
-        Column("fits", "fits"), Column("tp", "TP"), Column("pp", "PP"), Column("dp", "DP"),
-        Column("zero", "ZeRO"), Column("offload", "offload", align="left"),
-        Column("gpu_GB", "GPU GB", ".1f"), Column("step_time_s", "step s", ".2f"),
-        Column("mfu", "MFU", ".1%"), Column("nics_per_gpu_for_memory", "NICs/GPU")])
+                                 for r in rows], columns=view_cols)
     emit(Document(title=f"sweep: {len(rows)} configurations", data={"rows": rows},
-                  tables=[view], csv=table), fmt, output)
+                  tables=[view], csv=table, plot="sweep"), fmt, output)
 
 
 def _asm(kw):

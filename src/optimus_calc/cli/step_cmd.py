@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from optimus_calc.cli.common import emit, output_options
-from optimus_calc.cli.options import model_options
+from optimus_calc.cli.options import model_options, train_options
 from optimus_calc.errors import InputError
 
 
@@ -29,12 +29,13 @@ def run_step(app, model: str, kw: dict):
 @click.command()
 @click.argument("model")
 @model_options
+@train_options
 @click.pass_obj
 def step(app, model: str, fmt: str, output: str | None, **kw) -> None:
     """Step time, MFU and throughput of one layout, with the breakdown that produced them."""
     from optimus_calc.report.step_view import step_document
     inp, mem, st = run_step(app, model, kw)
-    emit(step_document(inp, mem, st), fmt, output)
+    emit(step_document(inp, mem, st, kw.get("train")), fmt, output)
 
 
 @click.command("optimizer-step")

@@ -400,3 +400,33 @@ def step__tokens_per_s(T_step, tokens):
 def step__tp_comm_time(L_stage, T_ag, T_ar, T_rs, m, o_tp, r_full, sigma_sp):
     """step.tp_comm_time [s]: Korthikanti et al. 2022 (arXiv 2205.05198) section 4.2.2: per layer and micro-batch 4 all-reduces (2 forward, 2 backward), or with sequence parallelism 4 all-gathers + 4 reduce-scatters; full recomputation repeats the forward's half"""
     return L_stage*m*(4 - 4*o_tp)*((1/2)*r_full + 1)*(T_ar*(1 - sigma_sp) + sigma_sp*(T_ag + T_rs))
+
+
+def train__cost_usd(B_seq, S_seq, T_tok, c_gpu, n_gpu, t_step):
+    """train.cost_usd [USD]: definition: GPU-hours x the price per GPU-hour (--gpu-hour-price)"""
+    return (1/3600)*T_tok*c_gpu*n_gpu*t_step/(B_seq*S_seq)
+
+
+def train__days(B_seq, S_seq, T_tok, t_step):
+    """train.days [days]: Narayanan et al., SC'21, section 5.1 eq. (4): end-to-end time = tokens / throughput; steps = tokens / (global batch x sequence length)"""
+    return (1/86400)*T_tok*t_step/(B_seq*S_seq)
+
+
+def train__energy_mwh(B_seq, PUE, P_gpu, S_seq, T_tok, n_gpu, t_step):
+    """train.energy_mwh [MWh]: energy = power x time; GPU power from the NVIDIA/AMD datasheets (catalog tdp_W); PUE as defined by The Green Grid (facility energy / IT equipment energy)"""
+    return (1/3600000000)*PUE*P_gpu*T_tok*n_gpu*t_step/(B_seq*S_seq)
+
+
+def train__gpu_hours(B_seq, S_seq, T_tok, n_gpu, t_step):
+    """train.gpu_hours [GPU-h]: definition: GPUs x wall-clock hours (as llm-analysis and cloud price lists count them)"""
+    return (1/3600)*T_tok*n_gpu*t_step/(B_seq*S_seq)
+
+
+def train__steps(B_seq, S_seq, T_tok):
+    """train.steps [steps]: Narayanan et al., SC'21, section 5.1 eq. (4): end-to-end time = tokens / throughput; steps = tokens / (global batch x sequence length)"""
+    return T_tok/(B_seq*S_seq)
+
+
+def train__time_s(B_seq, S_seq, T_tok, t_step):
+    """train.time_s [s]: Narayanan et al., SC'21, section 5.1 eq. (4): end-to-end time = tokens / throughput; steps = tokens / (global batch x sequence length)"""
+    return T_tok*t_step/(B_seq*S_seq)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from optimus_calc.report.common import layout_data
+from optimus_calc.report.common import (TrainRequest, context_row, layout_data, pct,
+                                        train_figures)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload, Recompute
 from optimus_calc.units import GB
@@ -53,11 +54,15 @@ def plan_header(res, inp_defaults: dict) -> list[tuple[str, str]]:
     ]
 
 
-def plan_document(res, defaults: dict) -> Document:
+def plan_document(res, defaults: dict, train: TrainRequest | None = None) -> Document:
+    asm = defaults["assumptions"]
+
+    def figures(c) -> dict:
+        return train_figures(train, c.step_s, c.training, res.hw, asm)
     rows = []
     for i, c in enumerate(res.top, 1):
         d = candidate_data(c)
-        rows.append({"rank": i, **d, "gpu_GB": d["gpu_memory_bytes"] / GB,
+        rows.append({"rank": i, **d, **figures(c), "gpu_GB": d["gpu_memory_bytes"] / GB,
                      "headroom_GB": d["gpu_headroom_bytes"] / GB,
                      "offload_txt": c.layout.offload.value + (
                          f" ({c.layout.smartnic})" if c.layout.offload is Offload.SMARTNIC
@@ -69,11 +74,17 @@ def plan_document(res, defaults: dict) -> Document:
     if any(r["ep"] > 1 for r in rows):
         cols.append(Column("ep", "EP"))
     cols += [Column("zero", "ZeRO"), Column("offload_txt", "offload", align="left"),
-             Column("recompute", "recompute", align="left"), Column("sp_txt", "SP"),
-             Column("micro_batch", "mb"), Column("interleave", "v"),
-             Column("gpu_GB", "GPU GB", ".1f"), Column("headroom_GB", "free GB", ".1f"),
+             Column("recompute", "recompute", align="left"),
+             Column("sp_txt", "SP", compact=False),
+             Column("micro_batch", "mb"), Column("interleave", "v", compact=False),
+             Column("gpu_GB", "GPU GB", ".1f"),
+             Column("headroom_GB", "free GB", ".1f", compact=False),
              Column("step_time_s", "step s", ".2f"), Column("mfu", "MFU", ".1%"),
              Column("tokens_per_s", "tokens/s", ",.0f")]
+    if train is not None:
+        cols.append(Column("train_days", "days", ",.1f"))
+        if train.gpu_hour_price is not None:
+            cols.append(Column("cost_usd", "USD", ",.0f"))
     tables = [Table(title=f"top {len(rows)} layouts", rows=rows, columns=cols)]
     notes = []
     if res.recommended:
@@ -98,7 +109,7 @@ def plan_document(res, defaults: dict) -> Document:
                   is not None else "never",
                   "rec": n["recommended_nics_per_node"] if n["recommended_nics_per_node"]
                   is not None else "-",
-                  "gpu": f"{n['gpu_bytes_without_offload'] / GB:.1f} -> "
+                  "gpu": f"{n['gpu_bytes_without_offload'] / GB:.1f}->"
                          f"{n['gpu_bytes_with_offload'] / GB:.1f}"}
                  for n in nic_rows(res.nic_sizing)]
         r = res.recommended
@@ -116,25 +127,39 @@ def plan_document(res, defaults: dict) -> Document:
         notes.append("cards/GPU (hide step): SmartNICs per GPU so that the optimizer step and "
                      "its transfers fit under forward + backward; per node = the larger of "
                      "memory and compute x GPUs per node")
+    rec = figures(res.recommended) if res.recommended else {}
+    if rec:
+        from optimus_calc.report.step_view import train_note
+        notes.append("recommended layout, " + train_note(rec, asm.pue))
     data = {
         "model": res.model.name, "node": res.hw.node.name, "nodes": res.hw.nodes,
         "gpus": res.hw.gpus, "objective": res.objective,
         "assumed": {"seq_len": res.training.seq_len, "global_batch": res.training.global_batch,
                     "precision": res.training.precision.value,
                     "optimizer": res.training.optimizer.value,
-                    "assumptions": defaults["assumptions"].model_dump()},
+                    "assumptions": asm.model_dump()},
         "evaluated": res.evaluated, "feasible": res.feasible,
         "infeasible_by_reason": res.infeasible_by_reason,
-        "candidates": [candidate_data(c) for c in res.top],
-        "recommended": candidate_data(res.recommended) if res.recommended else None,
+        "candidates": [{**candidate_data(c), **figures(c)} for c in res.top],
+        "recommended": ({**candidate_data(res.recommended), **rec} if res.recommended
+                        else None),
+        **rec,
         "why": res.why, "smartnics": nic_rows(res.nic_sizing), "notes": res.notes,
         "smallest_gpu_memory_bytes": res.smallest_gpu_bytes,
     }
-    csv_rows = [{k: v for k, v in r.items() if k not in ("gpu_GB", "headroom_GB",
-                                                          "offload_txt", "sp_txt")}
-                for r in rows]
-    csv = Table(title="", rows=csv_rows,
-                columns=[Column(k, k) for k in (csv_rows[0] if csv_rows else ["rank"])])
+    ctx = context_row(res.model.name, res.hw, res.training, train)
+    view_only = ("gpu_GB", "headroom_GB", "offload_txt", "sp_txt", "mfu", "tokens")
+    csv_rows = []
+    for r in rows:
+        out = dict(ctx)
+        for k, v in r.items():
+            if k == "mfu":
+                out["mfu_pct"] = pct(v)
+            elif k not in view_only:
+                out[k] = v
+        csv_rows.append(out)
+    keys = list(csv_rows[0]) if csv_rows else list(ctx) + ["rank"]
+    csv = Table(title="", rows=csv_rows, columns=[Column(k, k) for k in keys])
     return Document(title=f"plan: {res.model.name} on {res.hw.nodes} x {res.hw.node.name} "
                           f"({res.hw.gpus} x {res.hw.gpu.name})",
                     header=plan_header(res, defaults), data=data, tables=tables, notes=notes,

@@ -229,6 +229,11 @@ class Assumptions(Frozen):
         default=50.0, ge=0, le=1e6,
         description="assumed: per-module fixed cost of a ZeRO-3 gather (pre-forward hook, "
                     "coordinator bookkeeping, NCCL launch), microseconds, not hidden by prefetch")
+    pue: float = Field(
+        default=1.2, ge=1, le=5,
+        description="assumed: data-centre power usage effectiveness for --tokens energy; "
+                    "between hyperscale fleets (Google reports 1.10 fleet-wide, 2023) and the "
+                    "industry average (Uptime Institute Global Data Center Survey 2023: 1.58)")
 
     def names(self) -> list[str]:
         return list(type(self).model_fields)
