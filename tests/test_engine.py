@@ -57,12 +57,14 @@ def test_selective_recompute_flops_by_hand(run):
 
 
 def test_zero3_dp_traffic_by_hand_and_per_micro_batch(run):
-    # ZeRO-3 over DP 8 in one DGX A100 (ring over NVLink3). Weights 2P gathered layer by layer
-    # (32 gathers of 7 ring steps): T_gat = 32*7 us + 7/8 * 2P / 231 GB/s = 0.051272 s.
+    # ZeRO-3 over DP 8 in one DGX A100 (ring over NVLink3). Weights 2P gathered module by
+    # module as DeepSpeed's hooks do: per Llama layer q, k, v, o, gate, up, down and 2 norms =
+    # 9 modules, 32 x 9 = 288 gathers of 7 ring steps:
+    # T_gat = 288*7 us + 7/8 * 2P / 231 GB/s = 0.053064 s.
     # Gradients 2P reduce-scattered in 5e8-element buckets (1 GB): ceil(13.48/1) = 14 buckets,
     # T_red = 14*7 us + 7/8 * 2P / 231 GB/s = 0.051146 s. Per micro-batch: gather in the
     # forward and again in the backward, reduce-scatter once: T_red + 2 T_gat.
-    t_gat = 32 * 7e-6 + 7 / 8 * 2 * P7 / BW
+    t_gat = 288 * 7e-6 + 7 / 8 * 2 * P7 / BW
     t_red = 14 * 7e-6 + 7 / 8 * 2 * P7 / BW
     for gb, m in ((8, 1), (16, 2), (32, 4)):
         d = step_json(run, "--zero", 3, "--global-batch", gb)

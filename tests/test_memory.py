@@ -100,11 +100,12 @@ def test_nvme_infeasible_without_drives(run):
 
 
 def test_superchip_by_hand(run):
-    # One GH200 (96 GB HBM, 480 GB LPDDR5X), 14e9 params, no ZeRO, 10% kept on the GPU:
+    # One GH200 (96 GB HBM, 480 GB LPDDR5X), 14e9 params, ZeRO-3 (SuperOffload's base) on one
+    # GPU, 10% kept on the GPU:
     # GPU: weights 28 GB + optimizer 0.1 x 168 = 16.8 GB = 44.8 GB (fp32 grads go to Grace).
     # Grace: 0.9 x 168 = 151.2 GB optimizer + 4 x 14e9 = 56 GB gradients = 207.2 GB <= 432
     d = mem(run, "14e9", "--node", "gh200", "--offload", "superchip", "--gpu-fraction", 0.1,
-            "--model-states-only")
+            "--zero", 3, "--model-states-only")
     assert d["per_gpu"]["total_bytes"] == pytest.approx(44.8e9)
     assert d["offload"]["bytes_per_device"] == pytest.approx(207.2e9)
     assert d["offload"]["capacity_bytes_per_device"] == pytest.approx(432e9)

@@ -310,9 +310,9 @@ def test_zero3_exposed_gather():
 def test_memory_offload_equations():
     # ZeRO-1 + CPU offload keeps the full 16-bit gradients: 2 B x 8.75e9 = 17.5 GB
     kw = dict(P=8.75e9, b_g=2, N_d=2, o_g=1)
-    assert float(eq.memory__gradients_bytes_offload(Z=1, **kw)) == pytest.approx(17.5e9)
-    assert float(eq.memory__gradients_bytes_offload(Z=2, **kw)) == 0.0
-    assert float(eq.memory__gradients_bytes_offload(Z=2, **(kw | {"o_g": 0}))) == \
+    assert float(eq.memory__gradients_bytes(Z=1, **kw)) == pytest.approx(17.5e9)
+    assert float(eq.memory__gradients_bytes(Z=2, **kw)) == 0.0
+    assert float(eq.memory__gradients_bytes(Z=2, **(kw | {"o_g": 0}))) == \
         pytest.approx(8.75e9)
     # ZeRO-Infinity resident params with DeepSpeed's defaults: a 200M-parameter module, 1M
     # persistent: 2 x (1e6 + min(1e9, 2e8 + min(5e7, 2e8))) + 2 x 1e6 = 504 MB

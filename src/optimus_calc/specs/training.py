@@ -225,6 +225,12 @@ class Assumptions(Frozen):
         default=1e5, ge=0, le=1e13,
         description="DeepSpeed stage3_param_persistence_threshold default: tensors smaller than "
                     "this stay whole on every GPU, elements (config.py L211)")
+    zero3_modules_per_layer: float = Field(
+        default=0, ge=0, le=1e4,
+        description="modules ZeRO-3 gathers one by one per layer; 0 = derived from the "
+                    "architecture (DeepSpeed hooks every parameterised submodule: q, k, v, o, "
+                    "the MLP's matrices, norms, experts; evaluate/engine.py modules_per_layer); "
+                    "FSDP2 wraps one module per transformer block: 1")
     zero3_gather_latency_us: float = Field(
         default=50.0, ge=0, le=1e6,
         description="assumed: per-module fixed cost of a ZeRO-3 gather (pre-forward hook, "
