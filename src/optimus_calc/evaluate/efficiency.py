@@ -53,6 +53,6 @@ def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
     f_a = np.clip(np.asarray(attn_flops, dtype=float), 0.0, total)
     safe = np.where(total > 0, total, 1.0)  # no work: the GEMM curve's value, not 0/0
     mixed = eq.efficiency__layer_efficiency(
-        F_a=f_a / safe, F_d=(total - f_a) / safe, eta_a=attention_efficiency(gpu, flash),
+        F_a=f_a / safe, F_d=np.where(total > 0, (total - f_a) / safe, 1.0), eta_a=attention_efficiency(gpu, flash),
         eta_d=eta_d)
     return np.where(total > 0, mixed, eta_d)
