@@ -93,14 +93,14 @@ def test_calibration_all_within_tolerance(cat):
     bad = [(c.case, c.published, c.predicted) for c in cases if not c.ok]
     assert not bad
     sec4 = [c for c in cases if c.section == "4"]
-    assert len(sec4) == 10 and all(abs(c.error) <= 0.10 for c in sec4)
+    assert len(sec4) == 10 and all(abs(c.error) <= 0.05 for c in sec4)  # issue 11 target
     ratio = next(c for c in cases if "ratio" in c.case)
     assert abs(ratio.error) <= 0.25
 
 
 def test_validate_command(run):
     d = run("validate", "--format", "json").json()
-    assert d["ok"] == d["total"] == 28
+    assert d["ok"] == d["total"] == 37  # sections 1-5 and 9 (Megatron-LM H100)
 
 
 def test_table3_cpu_offload_exposed(run):
