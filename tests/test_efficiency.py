@@ -134,3 +134,25 @@ def test_every_gpu_states_its_efficiency_source(cat):
 def test_compiled_equation_matches_formula():
     # 0.5 x 10 / (10 + 30) = 0.125
     assert eq.efficiency__gemm_efficiency(W_g=10.0, W_half=30.0, eta_max=0.5) == 0.125
+
+
+def test_stage_efficiency_matches_the_calibration(cat, a100):
+    """The helper the step evaluator calls gives the calibrated case's efficiency."""
+    from optimus_calc.evaluate.efficiency import stage_efficiency
+    from optimus_calc.evaluate.shapes import split_layers
+    from optimus_calc.evaluate.step import layer_flops, recompute_flops
+    case = {c.label: c for c in narayanan_cases(cat)}["gpt-310.1b"]
+    model = cat.get("gpt-310.1b", "model")
+    hw = resolve_hardware(cat, "dgx-a100", 1920 // 8)
+    lay = fill_layout(hw, 8, 16, None, 1, zero=ZeroStage(1), interleave=2)
+    tr = Training(seq_len=2048, global_batch=2160, micro_batch=1, recompute=Recompute.FULL,
+                  flash_attention=False)
+    f_l, f_h = layer_flops(model, 2048)
+    f_r = recompute_flops(model, 2048, tr.recompute, f_l)
+    layers = max(split_layers(model.layers, 16))
+    tok_gpu = 2160 * 2048 / lay.dp / 8
+    stage = tok_gpu * (3 * (layers * f_l + f_h) + layers * f_r)
+    eta = float(stage_efficiency(a100, model, tr, lay, layers, tok_gpu, stage, Assumptions()))
+    assert eta == pytest.approx(case.curve_eta(a100), rel=1e-12)
+    assert float(stage_efficiency(a100, model, tr, lay, layers, tok_gpu, stage,
+                                  Assumptions(gemm_efficiency=0.6))) == 0.6

@@ -56,3 +56,18 @@ def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
         F_a=f_a / safe, F_d=np.where(total > 0, (total - f_a) / safe, 1.0), eta_a=attention_efficiency(gpu, flash),
         eta_d=eta_d)
     return np.where(total > 0, mixed, eta_d)
+
+
+def stage_efficiency(gpu: GPU, model, tr, layout, layers, tok_gpu, stage_flops,
+                     asm: Assumptions | None = None):
+    """The integration point for step time: efficiency of the most loaded stage's compute, with
+    the quantities evaluate/step.py already has (``layers`` of the stage, ``tok_gpu`` = tokens /
+    (dp t cp), ``stage_flops`` = tok_gpu (3 (layers F_l + F_h) + layers F_r)). Compute time is
+    then stage_flops / (peak x this). Layout fields may be numpy arrays (vector path).
+    Dense weight GEMMs only: routed-expert GEMMs are sized like the dense ones (not per expert)."""
+    from optimus_calc.specs.training import Recompute
+    attn = attention_flops(tok_gpu, layers, tr.seq_len, model.heads * model.d_head,
+                           tr.recompute is not Recompute.NONE)
+    return compute_efficiency(gpu, model.hidden, layout.tp,
+                              tr.seq_len / np.asarray(layout.cp, dtype=float), tr.micro_batch,
+                              stage_flops, attn, tr.flash_attention, asm)

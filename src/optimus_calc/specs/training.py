@@ -159,8 +159,10 @@ class Assumptions(Frozen):
 
     gemm_efficiency: float = Field(
         default=0.60, gt=0, le=1,
-        description="assumed, calibrated once on Narayanan et al. SC'21 Table 1 (all ten rows "
-                    "within 10%, see `optimus-calc validate`): achieved / peak dense FLOP/s")
+        description="constant achieved / peak dense FLOP/s (0.60: one value fitted on Narayanan "
+                    "et al. SC'21 Table 1, +7.5% to -10% per row). Given with --assume it "
+                    "replaces the per-GPU efficiency curve (evaluate/efficiency.py, catalog "
+                    "gemm_* fields), which follows the GEMM shapes instead")
     hbm_efficiency: float = Field(
         default=0.9, gt=0, le=1,
         description="achievable fraction of HBM bandwidth: calculon and llm-analysis use 0.9; "
