@@ -95,14 +95,14 @@ def test_calibration_all_within_tolerance(cat):
     bad = [(c.case, c.published, c.predicted) for c in cases if not c.ok]
     assert not bad
     sec4 = [c for c in cases if c.section == "4"]
-    assert len(sec4) == 10 and all(abs(c.error) <= 0.10 for c in sec4)
+    assert len(sec4) == 10 and all(abs(c.error) <= 0.05 for c in sec4)  # issue 11 target
     ratio = next(c for c in cases if "ratio" in c.case)
     assert abs(ratio.error) <= 0.25
 
 
 def test_validate_command(run):
     d = run("validate", "--format", "json").json()
-    assert d["ok"] == d["total"] == 30
+    assert d["ok"] == d["total"] == 39  # sections 1-6 and 9 (Megatron-LM H100)
 
 
 def test_table3_cpu_offload_exposed(run):
@@ -130,11 +130,11 @@ def test_smartnic_step_hidden_under_compute(run):
     assert b["optimizer_exposed_s"] == 0 and b["optimizer_s"] > 0
     assert d["step_time_s"] >= b["compute_s"]
     assert 0 < d["mfu"] < 1
-    # micro-batch 1: the window is one micro-batch's forward + backward, too short
+    # micro-batch 1: the window is one micro-batch's forward + backward
     d = run(*args, "--micro-batch", 1, "--global-batch", 2).json()
     window = d["forward_s"] + d["backward_s"]  # one micro-batch per step here
     assert d["optimizer_exposed_s"] == pytest.approx(
-        d["optimizer_s"] + d["offload_transfer_s"] - window, rel=1e-9)
+        max(0.0, d["optimizer_s"] + d["offload_transfer_s"] - window), rel=1e-9, abs=1e-12)
 
 
 def test_step_json_contract(run):

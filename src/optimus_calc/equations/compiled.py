@@ -137,6 +137,21 @@ def compute__step_flops(F_h, F_l, F_r, L, tokens):
     return tokens*(3*F_h + 3*F_l*L + F_r*L)
 
 
+def efficiency__gemm_efficiency(W_g, W_half, eta_max):
+    """efficiency.gemm_efficiency [1]: saturating curve fitted on Narayanan et al. SC'21 Table 1 (A100) with the micro-batch and interleaving of Megatron-LM examples/academic_paper_scripts/sc21/run_table_1.sh; equivalent to a fixed time W_half / (eta_max peak) per GEMM"""
+    return W_g*eta_max/(W_g + W_half)
+
+
+def efficiency__gemm_flops(b, h, s, t):
+    """efficiency.gemm_flops [FLOP]: Narayanan et al. SC'21 (arXiv 2104.04473) section 3.2/5.1: a layer's weight GEMMs are (s b) x h x (k h / t) with k = 1, 3 or 4; the unit GEMM (k = 1) measures their size"""
+    return 2*b*h**2*s/t
+
+
+def efficiency__layer_efficiency(F_a, F_d, eta_a, eta_d):
+    """efficiency.layer_efficiency [1]: times add: FLOP-weighted harmonic mean of the weight GEMMs' and the attention core's efficiencies (Narayanan et al. section 5.1 split of 24 h^2 + 4 s h FLOPs per token)"""
+    return (F_a + F_d)/(F_a/eta_a + F_d/eta_d)
+
+
 def memory__activation_layer_bytes(a, b, c, d, h, m_c, phi, q_c, r, s, sigma, t):
     """memory.activation_layer_bytes [bytes]: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2; coefficients generalised here: attention (4 q_dim + 4 kv_dim)/h for GQA, MLP 4f/h (2-matrix) or 6f/h (SwiGLU, fused kernel keeps gate and up), x (top-k + shared) experts for MoE; dropout masks only with dropout; FlashAttention drops the score matrices; context parallelism divides s"""
     return numpy.select([numpy.equal(r, 2),True], [2*b*h*s/(c*(sigma*(t - 1) + 1)),b*h*s*((2*d + 8)/(sigma*(t - 1) + 1) + (m_c + q_c)/t)/c + numpy.select([numpy.greater_equal(r, 1),True], [0,a*b*s**2*(1 - phi)*(3*d + 2)/(c*t)], default=numpy.nan)], default=numpy.nan)

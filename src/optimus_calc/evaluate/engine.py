@@ -20,8 +20,9 @@ from enum import IntEnum
 import numpy as np
 
 from optimus_calc.equations import compiled as eq
-from optimus_calc.evaluate.batch import (CPU, NONE, NVME, R_FULL, R_SELECTIVE, SMARTNIC,
-                                         SUPERCHIP, Batch)
+from optimus_calc.evaluate.batch import (CPU, NONE, NVME, R_FULL, R_NONE, R_SELECTIVE,
+                                         SMARTNIC, SUPERCHIP, Batch)
+from optimus_calc.evaluate.efficiency import compute_efficiency
 from optimus_calc.evaluate.context import Hardware, check_precision
 from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, device_from, device_time
 from optimus_calc.evaluate.optimizer import flops_per_param
@@ -229,6 +230,14 @@ def layer_flops(model: Model, seq: int) -> tuple[float, float]:
     return f_l, 2.0 * model.hidden * model.vocab
 
 
+def recompute_flops(model: Model, seq: int, rc, f_l: float):
+    """F_r of step.backward_flops: full recomputation re-runs the layer's forward, selective
+    the attention core (scores and values, Korthikanti et al. 2022 section 5)."""
+    rc = np.asarray(rc)
+    core = 2.0 * seq * (model.score_dim + model.value_dim)
+    return np.where(rc == R_FULL, f_l, np.where(rc == R_SELECTIVE, core, 0.0))
+
+
 def modules_per_layer(model: Model, asm: Assumptions) -> float:
     """Parameterised submodules DeepSpeed ZeRO-3 gathers one by one in a layer (its hooks fetch
     every module with parameters, partitioned_param_coordinator.py): the attention projections
@@ -394,17 +403,24 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
     # ---- compute per stage --------------------------------------------------------------------
     peak = check_precision(hw.gpu, tr.precision)
     f_l, f_h = layer_flops(model, s)
-    f_r_sel = 2.0 * s * (model.score_dim + model.value_dim)  # attention core: scores, values
-    f_r = np.where(rc == R_FULL, f_l, np.where(rc == R_SELECTIVE, f_r_sel, 0.0))
+    f_r = recompute_flops(model, s, rc, f_l)
     tokens = gb * s
     tau = tokens / (dp * cp * t)
     F_fwd = rec("step.forward_flops", eq.step__forward_flops,
                 F_h=f_h, F_l=f_l, L_stage=Ls, lambda_h=last, tau_g=tau)
     F_bwd = rec("step.backward_flops", eq.step__backward_flops,
                 F_h=f_h, F_l=f_l, F_r=f_r, L_stage=Ls, lambda_h=last, tau_g=tau)
-    T_cf = eq.compute__compute_time(FLOPs=F_fwd, eta_g=asm.gemm_efficiency, peak=peak)
+    # efficiency that follows the work: weight GEMMs by their size, the attention core by its
+    # kernel (evaluate/efficiency.py; --assume gemm_efficiency=X replaces the curve)
+    f_att = tau * Ls * 2.0 * s * (model.score_dim + model.value_dim)  # forward attention core
+    eff = dict(gpu=hw.gpu, h=model.hidden, t=t, s=s / cp, b=mb, flash=tr.flash_attention,
+               asm=asm)
+    eta_f = compute_efficiency(total_flops=F_fwd, attn_flops=f_att, **eff)
+    eta_b = compute_efficiency(total_flops=F_bwd, attn_flops=f_att * (2 + (rc != R_NONE)),
+                               **eff)
+    T_cf = eq.compute__compute_time(FLOPs=F_fwd, eta_g=eta_f, peak=peak)
     T_cb = rec("compute.compute_time", eq.compute__compute_time,
-               FLOPs=F_bwd, eta_g=asm.gemm_efficiency, peak=peak)
+               FLOPs=F_bwd, eta_g=eta_b, peak=peak)
     act0 = eq.memory__activation_layer_bytes(r=0, **layer_args)
     fwd_pass = min(1.0, asm.elementwise_factor)
     bwd_pass = asm.elementwise_factor - fwd_pass + (rc == R_FULL)

@@ -61,6 +61,7 @@ class MemoryEstimate:
     model_states_total_bytes: float = 0.0
     micro_batches: int = 1
     evaluation: Evaluation | None = field(default=None, repr=False, compare=False)
+    inputs_key: tuple = field(default=(), repr=False, compare=False)  # (layout, training, asm)
 
     @property
     def headroom_bytes(self) -> float:
@@ -133,7 +134,7 @@ def _reason_text(r: Reason, ev: Evaluation, worst: StageMemory, hw: Hardware,
 
 
 def memory_from(ev: Evaluation, model: Model | BareModel, hw: Hardware, layout: Layout,
-                tr: Training) -> MemoryEstimate:
+                tr: Training, asm: Assumptions | None = None) -> MemoryEstimate:
     """The report of a batch-of-one evaluation evaluated with ``all_stages``."""
     stages = _stages(ev)
     k = int(np.asarray(ev.worst_memory).reshape(-1)[0])
@@ -177,10 +178,11 @@ def memory_from(ev: Evaluation, model: Model | BareModel, hw: Hardware, layout: 
     return MemoryEstimate(stages=stages, worst=worst, capacity_bytes=ev.capacity_bytes,
                           offload=off, fits=not reasons, reasons=reasons, notes=notes,
                           model_states_total_bytes=model.total_params * per_param,
-                          micro_batches=int(one(ev.micro_batches)), evaluation=ev)
+                          micro_batches=int(one(ev.micro_batches)), evaluation=ev,
+                          inputs_key=(layout, tr, asm))
 
 
 def estimate_memory(model: Model | BareModel, hw: Hardware, layout: Layout, tr: Training,
                     asm: Assumptions) -> MemoryEstimate:
     ev = evaluate(Batch.of(layout, tr), model, hw, tr, asm, all_stages=True, record=True)
-    return memory_from(ev, model, hw, layout, tr)
+    return memory_from(ev, model, hw, layout, tr, asm)

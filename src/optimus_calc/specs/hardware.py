@@ -109,6 +109,27 @@ class GPU(CatalogEntry):
     scale_up_GBps: float = Field(ge=MIN_GBPS, le=1e5, description="scale-up bandwidth per direction, GB/s")
     host_link: str = Field(description="catalog link name of the GPU-to-host link")
     tdp_W: float = Field(default=0, ge=0, le=1e4, description="board power, W")
+    sm_count: int = Field(default=0, ge=0, le=100_000,
+                          description="streaming multiprocessors / compute units (datasheet)")
+    # GEMM efficiency curve (equations/efficiency.py): eta_d = gemm_eta_max W / (W + W_half).
+    # Defaults are the A100 fit; an entry without its own values is labelled "assumed".
+    gemm_eta_max: float = Field(
+        default=0.742, gt=0, le=1,
+        description="efficiency of very large weight GEMMs (achieved / dense peak)")
+    gemm_half_GFLOP: float = Field(
+        default=26.5, gt=0, le=1e6,
+        description="FLOPs of one GEMM (GFLOP) at which it runs at half of gemm_eta_max")
+    attention_eta: float = Field(
+        default=0.210, gt=0, le=1,
+        description="efficiency of the unfused attention core (baddbmm + softmax + bmm)")
+    flash_attention_eta: float = Field(
+        default=0.50, gt=0, le=1,
+        description="efficiency of the FlashAttention kernel, forward + backward")
+    efficiency_label: Literal["calibrated", "derived", "assumed"] = Field(
+        default="assumed", description="how the efficiency parameters were obtained")
+    efficiency_source: str = Field(
+        default="A100 values (Narayanan et al. SC'21 Table 1 fit) assumed for this GPU",
+        description="where the efficiency parameters come from")
 
     @model_validator(mode="after")
     def _fp32_peak(self) -> "GPU":

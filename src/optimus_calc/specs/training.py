@@ -167,9 +167,10 @@ class Assumptions(Frozen):
 
     gemm_efficiency: float = Field(
         default=0.60, ge=0.01, le=1,
-        description="assumed, calibrated once on Narayanan et al. SC'21 Table 1 (all ten rows "
-                    "within 10%, see `optimus-calc validate`): achieved / peak dense FLOP/s. "
-                    "A divisor: at least 0.01 (specs/hardware.py MIN_EFFICIENCY)")
+        description="constant achieved / peak dense FLOP/s (0.60: one value fitted on Narayanan "
+                    "et al. SC'21 Table 1, +7.5% to -10% per row). Given with --assume it "
+                    "replaces the per-GPU efficiency curve (evaluate/efficiency.py, catalog "
+                    "gemm_* fields), which follows the GEMM shapes instead. At least 0.01 (MIN_EFFICIENCY)")
     hbm_efficiency: float = Field(
         default=0.9, ge=0.01, le=1,
         description="achievable fraction of HBM bandwidth: calculon and llm-analysis use 0.9; "
