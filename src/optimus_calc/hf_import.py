@@ -47,7 +47,7 @@ def _llama_like(c: _Cfg, *, qkv_bias: bool = False, qk_norm: bool = False) -> di
         head_dim=c.opt("head_dim", 0) or 0,
         ffn_hidden=c.req("intermediate_size"), ffn_type="swiglu", vocab=c.req("vocab_size"),
         tied_embeddings=bool(c.opt("tie_word_embeddings", False)),
-        position_embedding="rope", norm="rmsnorm",
+        position_embedding="rope", norm="rmsnorm", rope_base=c.opt("rope_theta", 0),
         attention_bias=bool(c.opt("attention_bias", qkv_bias)),
         attention_out_bias=bool(c.opt("attention_bias", False)) and not qkv_bias,
         mlp_bias=bool(c.opt("mlp_bias", False)), qk_norm=qk_norm,
