@@ -164,7 +164,7 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
         if n_micro % lay.pp:
             # the default group size (= PP) needs a multiple of PP micro-batches; one group of
             # all of them satisfies schedules.py L1160-1178
-            add("--microbatch-group-size-per-vp-stage", n_micro)
+            add("--microbatch-group-size-per-virtual-pipeline-stage", n_micro)
     split = pipeline_split(m.layers, lay.pp)
     if split:
         add("--decoder-first-pipeline-num-layers", split[0])
@@ -182,7 +182,7 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
         add("--use-distributed-optimizer")
     elif lay.zero >= ZeroStage.OS_G:
         # Megatron-FSDP (arguments.py L1118-1135, L3190): optim_grads = ZeRO-2,
-        # optim_grads_params = ZeRO-3; it needs the fsdp_dtensor checkpoint format (L1170)
+        # optim_grads_params = ZeRO-3; it needs the fsdp_dtensor checkpoint format (L1169-1170)
         add("--use-megatron-fsdp")
         add("--data-parallel-sharding-strategy",
             "optim_grads_params" if lay.zero is ZeroStage.OS_G_P else "optim_grads")
@@ -200,9 +200,6 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
     elif tr.precision is Precision.FP16:
         add("--fp16")
     add("--optimizer", "sgd" if tr.optimizer.value == "sgd" else "adam")
-    if tr.optimizer.value == "adam" and lay.offload is not Offload.CPU:
-        notes.append("optimizer: Megatron's adam decouples weight decay (AdamW); pass "
-                     "--no-decoupled-weight-decay for L2-regularised Adam")
     gpn = gpus_per_node or min(lay.gpus, 8)
     nodes = max(1, lay.gpus // gpn)
     head = [f"# Megatron-LM ({lay.gpus} GPUs): torchrun --nproc-per-node {gpn} --nnodes "
