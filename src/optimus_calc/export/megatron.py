@@ -11,6 +11,7 @@ from __future__ import annotations
 
 
 
+from optimus_calc.evaluate.shapes import split_layers
 from optimus_calc.export import ExportError, grad_accumulation, require
 from optimus_calc.frameworks import Framework
 from optimus_calc.specs.training import Offload, Precision, Recompute, ZeroStage
@@ -29,9 +30,9 @@ def pipeline_split(layers: int, pp: int) -> tuple[int, int, int] | None:
     Megatron takes the first and last stage counts (--decoder-first/last-pipeline-num-layers,
     both > 0) and splits the rest evenly over the middle stages
     (core/transformer/transformer_config.py L2287-2330). The middle stages get
-    ceil(layers / pp) when that leaves the first and last 1..middle layers each, so the most
+    ceil(layers / pp) (or the floor, whichever loads the busiest stage least), so the most
     loaded stage holds as many layers as in the planner's split; the first stage, which keeps
-    the most micro-batches in flight under 1F1B, gets the fewer layers.
+    the most micro-batches in flight under 1F1B, gets the fewer of the remaining layers.
     """
     if pp <= 1 or layers % pp == 0:
         return None
@@ -40,17 +41,25 @@ def pipeline_split(layers: int, pp: int) -> tuple[int, int, int] | None:
     best = None
     for mid in (-(-layers // pp), layers // pp):
         rest = layers - (pp - 2) * mid
-        for last in range(min(mid, rest - 1), 0, -1):
-            first = rest - last
-            if 1 <= first <= mid:
-                key = (max(first, mid, last), first)
-                if best is None or key < best[0]:
-                    best = (key, (first, mid, last))
-                break
+        if mid < 1 or rest < 2:
+            continue
+        last = min(max(mid, -(-rest // 2)), rest - 1)
+        first = rest - last
+        key = (max(first, mid, last), first)
+        if best is None or key < best[0]:
+            best = (key, (first, mid, last))
     if best is None:
         raise ExportError(f"no Megatron-LM split of {layers} layers over {pp} pipeline stages "
                           "gives every stage at least one layer")
     return best[1]
+
+
+def layout_string(stage_layers: list[int]) -> str:
+    """Megatron's --pipeline-model-parallel-layout for layers per stage: the embedding (E) on
+    the first stage, the loss (L) on the last, stages split by '|', 't*n' for n layers."""
+    parts = [f"t*{n}" if n else "" for n in stage_layers]
+    parts[0], parts[-1] = "E" + parts[0], parts[-1] + "L"
+    return "|".join(parts)
 
 
 def _vocab_multiple(vocab: int, tp: int) -> int:
@@ -166,11 +175,17 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
             # all of them satisfies schedules.py L1160-1178
             add("--microbatch-group-size-per-virtual-pipeline-stage", n_micro)
     split = pipeline_split(m.layers, lay.pp)
-    if split:
+    planned = split_layers(m.layers, lay.pp)
+    if split and max(split) <= max(planned):
         add("--decoder-first-pipeline-num-layers", split[0])
         add("--decoder-last-pipeline-num-layers", split[2])
         notes.append(f"uneven pipeline split: {split[0]} + {lay.pp - 2} x {split[1]} + "
                      f"{split[2]} = {m.layers} layers")
+    elif split:
+        # first/last counts alone would overload a stage: give Megatron the planner's split
+        # (arguments.py L3103, core/transformer/pipeline_parallel_layer_layout.py L283-301)
+        add("--pipeline-model-parallel-layout", layout_string(planned))
+        notes.append(f"uneven pipeline split: {planned} layers per stage")
     if tr.recompute is Recompute.SELECTIVE:
         add("--recompute-granularity", "selective")
     elif tr.recompute is Recompute.FULL:
@@ -213,5 +228,5 @@ def megatron_args(layout, training, model, gpus_per_node: int | None = None) -> 
     return "\n".join(head + [" \\\n  ".join(lines)]) + "\n"
 
 
-__all__ = ["megatron_args", "megatron_arg_list", "pipeline_split"]
+__all__ = ["megatron_args", "megatron_arg_list", "pipeline_split", "layout_string"]
 
