@@ -165,7 +165,7 @@ def test_every_exported_option_exists_with_its_type(cat, i):
     else:
         with pytest.raises(ExportError):
             deepspeed_config(lay, tr, m)
-    if support[Framework.TORCHTITAN] is Reason.OK and tr.precision is not Precision.FP16:
+    if support[Framework.TORCHTITAN] is Reason.OK:
         sec, _ = torchtitan_sections(lay, tr, m)
         _check_torchtitan(sec)
         assert tomllib.loads(torchtitan_toml(lay, tr, m)) == sec
@@ -352,6 +352,22 @@ def test_rules_from_the_sources():
     assert _one(zero=3, offload=1)[Framework.TORCHTITAN] is Reason.TT_OFFLOAD_FSDP
     assert _one(zero=3, offload=1, offload_params=True)[Framework.TORCHTITAN] is Reason.OK
     assert _one(zero=2, pp=2, tp=2, cp=2)[Framework.TORCHTITAN] is Reason.OK
+    s = framework_support(1, 1, 8, 1, 1, 3, 0, False, 1, 1, True, 0, heads=64, n_kv=8,
+                          experts=0, layers=80, precision="fp16")
+    assert int(s.reason[Framework.TORCHTITAN]) == Reason.TT_FP16
+    assert bool(s.ok[Framework.MEGATRON]) and bool(s.ok[Framework.DEEPSPEED])
+
+
+def test_hf_import_reads_rope_theta(tmp_path):
+    from optimus_calc.hf_import import load_hf_config
+    cfg = json.loads((Path(__file__).parent / "data" / "hf" / "llama" / "config.json").read_text())
+    cfg["rope_theta"] = 500000.0  # meta-llama/Meta-Llama-3-70B config.json
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    m = load_hf_config(p)
+    assert m.rope_base == 500000.0
+    lay, tr = Layout(tp=8, pp=1, dp=1, zero=1), Training(seq_len=8192, global_batch=8)
+    assert dict(megatron_arg_list(lay, tr, m, 8)[0])["--rotary-base"] == "500000"
 
 
 def test_reason_texts_cite_a_source():

@@ -85,6 +85,7 @@ class Reason(IntEnum):
     TT_OFFLOAD_FSDP = 73
     TT_HEADS_TP = 74
     TT_EXPERTS_EP = 75
+    TT_FP16 = 76
 
     @property
     def text(self) -> str:
@@ -160,8 +161,11 @@ REASON_TEXT: dict[Reason, str] = {
                             "L315-317)",
     Reason.TT_HEADS_TP: "torchtitan: TP shards wq/wk/wv column-wise; heads and KV heads must "
                         "divide by TP (models/llama3/model/model.py L206-207, L253)",
-    Reason.TT_EXPERTS_EP: "torchtitan: experts must be a multiple of the expert-parallel size (local experts = "
-                        "experts // ep, torchtitan/distributed/expert_parallel.py L107-108)",
+    Reason.TT_EXPERTS_EP: "torchtitan: experts must be a multiple of the expert-parallel size "
+                          "(local experts = experts // ep, "
+                          "torchtitan/distributed/expert_parallel.py L107-108)",
+    Reason.TT_FP16: "torchtitan: mixed precision is bfloat16 or float32, no fp16 "
+                    "(torchtitan/config/job_config.py L282)",
 }
 
 
@@ -189,12 +193,14 @@ def _first(reason: np.ndarray, fail: np.ndarray, code: Reason) -> None:
 
 def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interleave,
                       micro_batch, sequence_parallel, recompute, *, heads: int, n_kv: int,
-                      experts: int, layers: int, global_batch=None) -> FrameworkSupport:
+                      experts: int, layers: int, global_batch=None,
+                      precision: str = "bf16") -> FrameworkSupport:
     """Which framework runs each layout. Arrays broadcast together; ``offload`` holds
     OFFLOAD_CODES indices, ``zero`` 0-3, ``offload_params`` bool. ``global_batch`` (scalar or
     array) gives the micro-batch count for Megatron's interleaving rule; without it that rule
-    is skipped. ``sequence_parallel`` and ``recompute`` are accepted for a stable signature:
-    every framework here supports each of their values."""
+    is skipped. ``precision`` is the Training precision value (bf16, fp16, fp32).
+    ``sequence_parallel`` and ``recompute`` are accepted for a stable signature: every framework
+    here supports each of their values."""
     tp, pp, dp, cp, ep, zero, off, v, mb = np.broadcast_arrays(
         *(np.asarray(a, dtype=np.int64) for a in (tp, pp, dp, cp, ep, zero, offload,
                                                     interleave, micro_batch)))
@@ -255,6 +261,8 @@ def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interle
     # ---- torchtitan (FSDP2) -------------------------------------------------------------
     r = fresh()
     _first(r, smartnic, Reason.SMARTNIC)
+    if precision == "fp16":
+        _first(r, np.ones(tp.shape, dtype=bool), Reason.TT_FP16)
     _first(r, (off == OFF_NVME) | (off == OFF_SUPERCHIP), Reason.TT_OFFLOAD_TARGET)
     _first(r, (off == OFF_CPU) & ~((zero == 3) & oparams), Reason.TT_OFFLOAD_FSDP)
     _first(r, (zero == 1) & (dp > 1), Reason.TT_ZERO1)
@@ -276,5 +284,5 @@ def layout_support(layout, training, model) -> dict[Framework, Reason]:
         OFFLOAD_CODES.index(layout.offload), layout.offload_params, layout.interleave,
         training.micro_batch, training.sequence_parallel, training.recompute.code,
         heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
-        global_batch=training.global_batch)
+        global_batch=training.global_batch, precision=training.precision.value)
     return {f: Reason(int(s.reason[f].reshape(-1)[0])) for f in Framework}

@@ -53,7 +53,8 @@ def deepspeed_config_dict(layout, training, model, asm: Assumptions | None = Non
     zero: dict = {"stage": int(lay.zero)}
     if int(lay.zero) >= 1:
         zero["contiguous_gradients"] = True
-        zero["overlap_comm"] = lay.pp == 1  # the pipeline engine turns it off (engine.py L2390-2393)
+        # the pipeline engine turns overlap off (runtime/engine.py L2390-2393)
+        zero["overlap_comm"] = lay.pp == 1
         zero["reduce_bucket_size"] = int(asm.zero_bucket_params)
     if int(lay.zero) == 3:
         largest = model.largest_layer_params / lay.tp

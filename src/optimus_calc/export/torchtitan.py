@@ -15,7 +15,7 @@ step's micro-batches, cut into pipeline_parallel_microbatch_size pieces (L412-41
 
 from __future__ import annotations
 
-from optimus_calc.export import ExportError, grad_accumulation, require
+from optimus_calc.export import grad_accumulation, require
 from optimus_calc.frameworks import Framework
 from optimus_calc.specs.training import Offload, Precision, Recompute, ZeroStage
 
@@ -28,9 +28,6 @@ TORCHTITAN_MODELS = {"llama-3-8b": ("llama3", "8B"), "llama-3-70b": ("llama3", "
 def torchtitan_sections(layout, training, model) -> tuple[dict[str, dict], list[str]]:
     require(layout, training, model, Framework.TORCHTITAN)
     lay, tr, m = layout, training, model
-    if tr.precision is Precision.FP16:
-        raise ExportError("torchtitan trains in bfloat16 or float32 "
-                          "(training.mixed_precision_param, job_config.py L282), not fp16")
     notes: list[str] = []
     sec: dict[str, dict] = {}
     if m.name in TORCHTITAN_MODELS:
