@@ -142,7 +142,7 @@ REASON_TEXT: dict[Reason, str] = {
     Reason.MG_INTERLEAVE_PP: "Megatron-LM: the interleaved schedule needs PP > 1 "
                              "(training/arguments.py L1000-1003)",
     Reason.MG_INTERLEAVE_LAYERS: "Megatron-LM: interleaving needs layers divisible by PP and by "
-                                 "the layers per virtual stage (training/arguments.py L969-975)",
+                                 "the layers per virtual stage (training/arguments.py L966-975)",
     Reason.MG_INTERLEAVE_MICRO: "Megatron-LM: the interleaved schedule needs at least PP "
                                 "micro-batches (core/pipeline_parallel/schedules.py L1160-1168)",
     Reason.MD_KV_TP: "Megatron-DeepSpeed: attention and KV heads must divide by TP "

@@ -29,7 +29,7 @@ def pipeline_split(layers: int, pp: int) -> tuple[int, int, int] | None:
 
     Megatron takes the first and last stage counts (--decoder-first/last-pipeline-num-layers,
     both > 0) and splits the rest evenly over the middle stages
-    (core/transformer/transformer_config.py L2287-2330). The middle stages get
+    (core/transformer/transformer_config.py L2294-2352). The middle stages get
     ceil(layers / pp) (or the floor, whichever loads the busiest stage least), so the most
     loaded stage holds as many layers as in the planner's split; the first stage, which keeps
     the most micro-batches in flight under 1F1B, gets the fewer of the remaining layers.
@@ -64,8 +64,8 @@ def layout_string(stage_layers: list[int]) -> str:
 
 def _vocab_multiple(vocab: int, tp: int) -> int:
     """The largest --make-vocab-size-divisible-by <= 128 that pads nothing: Megatron pads the
-    vocabulary to a multiple of this x TP (megatron/training/tokenizer/tokenizer.py
-    _vocab_size_with_padding). 1 when even that pads (vocab not a multiple of TP)."""
+    vocabulary to a multiple of this x TP (megatron/training/vocab_utils.py L58).
+    1 when even that pads (vocab not a multiple of TP)."""
     for d in range(MEGATRON_VOCAB_MULTIPLE, 0, -1):
         if vocab % (d * tp) == 0:
             return d
