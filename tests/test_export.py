@@ -17,7 +17,7 @@ from optimus_calc.export.megatron import (layout_string, megatron_arg_list, mega
                                           pipeline_split)
 from optimus_calc.export.torchtitan import torchtitan_sections, torchtitan_toml
 from optimus_calc.frameworks import (COMMITS, Framework, Reason, framework_support,
-                                     layout_support)
+                                     layout_support, rejected_counts)
 from optimus_calc.search.space import OFFLOAD_CODES
 from optimus_calc.specs.training import Layout, Offload, Precision, Recompute, Training
 
@@ -408,3 +408,14 @@ def test_plan_exports_torchtitan_and_megatron(run):
         assert tomllib.loads(r.out)["training"]["global_batch_size"] == 512
     else:
         assert "torchtitan" in r.err
+
+
+def test_rejected_counts():
+    # three layouts: ZeRO-3 + PP 2 (DeepSpeed and Megatron refuse, torchtitan runs it), SmartNIC
+    # (nobody), ZeRO-1 no offload (runs everywhere but torchtitan)
+    s = framework_support([1, 1, 1], [2, 1, 1], [4, 8, 8], 1, 1, [3, 3, 1], [0, 3, 0], False,
+                          1, 1, True, 0, heads=64, n_kv=8, experts=0, layers=80)
+    assert s.any().tolist() == [True, False, True]
+    assert rejected_counts(s) == {Reason.SMARTNIC.text: 4}  # one layout, four frameworks
+    ds = rejected_counts(s, [Framework.DEEPSPEED])
+    assert ds == {Reason.DS_ZERO23_PP.text: 1, Reason.SMARTNIC.text: 1}

@@ -186,6 +186,21 @@ class FrameworkSupport:
         return out
 
 
+def rejected_counts(support: FrameworkSupport, frameworks=None) -> dict[str, int]:
+    """For the layouts none of ``frameworks`` (default: all) runs, how many each framework's
+    first failing rule rejects, keyed by the reason text (the texts name the framework). A
+    layout rejected by three frameworks counts once under each of their reasons."""
+    fs = list(frameworks) if frameworks else list(Framework)
+    dropped = ~support.any(fs)
+    out: dict[str, int] = {}
+    for f in fs:
+        codes, counts = np.unique(support.reason[f][dropped], return_counts=True)
+        for c, n in zip(codes, counts):
+            text = Reason(int(c)).text
+            out[text] = out.get(text, 0) + int(n)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
 def _first(reason: np.ndarray, fail: np.ndarray, code: Reason) -> None:
     """Record ``code`` where ``fail`` holds and no earlier rule has failed."""
     reason[fail & (reason == 0)] = code
