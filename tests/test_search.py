@@ -110,17 +110,21 @@ def test_nics_for_recommended_layout(run):
 
 def test_exports(run, tmp_path):
     out = tmp_path / "ds.json"
-    r = run("plan", "llama-2-7b", "--nodes", 1, "--export", "deepspeed", "-o", out)
-    assert r.code == 0
+    args = ("plan", "llama-2-7b", "--nodes", 1, "--offloads", "none")
+    r = run(*args, "--export", "deepspeed", "-o", out)
+    assert r.code == 0, r.err
     cfg = json.loads(out.read_text())
+    dp = run(*args, "--format", "json").json()["recommended"]["dp"]
     assert cfg["train_batch_size"] == 512
     assert cfg["train_batch_size"] == (cfg["train_micro_batch_size_per_gpu"]
-                                       * cfg["gradient_accumulation_steps"]
-                                       * cfg["_optimus_calc_layout"]["dp"])
+                                       * cfg["gradient_accumulation_steps"] * dp)
     assert cfg["zero_optimization"]["stage"] in (0, 1, 2, 3)
-    r = run("plan", "llama-2-7b", "--nodes", 1, "--export", "megatron")
+    r = run(*args, "--export", "megatron")
     assert r.code == 0 and "--tensor-model-parallel-size" in r.out
     assert "--global-batch-size 512" in r.out
+    # SmartNIC offload is a what-if no framework runs: the export says so (exit 2)
+    r = run("plan", "llama-2-7b", "--nodes", 1, "--offloads", "smartnic", "--export", "deepspeed")
+    assert r.code == 2 and "no framework runs" in r.err
 
 
 def test_sweep_csv_columns(run):

@@ -64,6 +64,14 @@ class _Cfg:
             raise self._bad(k, "true or false (a JSON boolean)", v)
         return v
 
+    def num(self, key: str, default: float) -> float:
+        """A finite, non-negative number (e.g. rope_theta)."""
+        k, v = self._raw((key,), default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                math.isfinite(v) and v >= 0):
+            raise self._bad(k, "a finite number >= 0", v)
+        return float(v)
+
     def prob(self, *keys: str, default: float = 0.0) -> float:
         """The largest of the dropout probabilities given (absent = default)."""
         out = None
@@ -131,7 +139,7 @@ def _llama_like(c: _Cfg, *, qkv_bias: bool = False, qk_norm: bool = False) -> di
         head_dim=c.int("head_dim", default=0),
         ffn_hidden=c.int("intermediate_size"), ffn_type="swiglu", vocab=c.int("vocab_size"),
         tied_embeddings=c.bool("tie_word_embeddings", False),
-        position_embedding="rope", norm="rmsnorm",
+        position_embedding="rope", norm="rmsnorm", rope_base=c.num("rope_theta", 0.0),
         attention_bias=c.bool("attention_bias", qkv_bias),
         attention_out_bias=c.bool("attention_bias", False) and not qkv_bias,
         mlp_bias=c.bool("mlp_bias", False), qk_norm=qk_norm,

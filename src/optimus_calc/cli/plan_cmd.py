@@ -123,9 +123,10 @@ def run_plan(app, model_text: str, node: str, nodes: int, kw: dict, objective="t
               help="Show the best layout of each (TP, PP) instead of every variant.")
 @plan_options
 @train_options
-@click.option("--export", type=click.Choice(["deepspeed", "megatron"]), default=None,
-              help="Print (or -o write) the recommended layout as a DeepSpeed config or "
-                   "Megatron-LM arguments instead of the plan.")
+@click.option("--export", type=click.Choice(["deepspeed", "megatron", "torchtitan"]),
+              default=None,
+              help="Print (or -o write) the recommended layout as a DeepSpeed config, "
+                   "Megatron-LM arguments or a torchtitan job config instead of the plan.")
 @output_options
 @click.pass_obj
 def plan_cmd(app, model, nodes, node, objective, top, export, fmt, output, **kw) -> None:
@@ -137,8 +138,11 @@ def plan_cmd(app, model, nodes, node, objective, top, export, fmt, output, **kw)
     if export:
         if res.recommended is None:
             raise InputError(f"nothing to export: {res.why}")
-        text = (V.deepspeed_config if export == "deepspeed" else V.megatron_args)(
-            res.recommended, res.model)
+        if export == "megatron":
+            text = V.megatron_args(res.recommended, res.model, res.hw.gpus_per_node)
+        else:
+            text = {"deepspeed": V.deepspeed_config, "torchtitan": V.torchtitan_config}[export](
+                res.recommended, res.model)
         if output and output != "-":
             write_file(output, text)  # atomic, never over an input (cli/common.py)
         else:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 
 from optimus_calc.report.common import (TrainRequest, context_row, layout_data, pct,
                                         train_figures)
 from optimus_calc.report.document import Column, Document, Table
-from optimus_calc.specs.training import Offload, Recompute
+from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
 
 
@@ -167,74 +166,18 @@ def plan_document(res, defaults: dict, train: TrainRequest | None = None) -> Doc
 
 
 def deepspeed_config(c, model) -> str:
-    tr, lay = c.training, c.layout
-    m = tr.global_batch // (lay.dp * tr.micro_batch)
-    zero: dict = {"stage": int(lay.zero), "overlap_comm": True, "contiguous_gradients": True,
-                  "reduce_bucket_size": 5e8}
-    note = []
-    if lay.offload in (Offload.CPU, Offload.SUPERCHIP):
-        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
-        if lay.offload is Offload.SUPERCHIP:
-            note.append("SuperOffload: enable it on top of this CPU offload as DeepSpeed's "
-                        "SuperOffload documentation describes (GH200/GB200)")
-    elif lay.offload is Offload.NVME:
-        zero["offload_optimizer"] = {"device": "nvme", "nvme_path": "/local_nvme",
-                                     "pin_memory": True, "buffer_count": 4}
-    elif lay.offload is Offload.SMARTNIC:
-        note.append("OptimusNIC (SmartNIC) offload has no DeepSpeed setting; this config keeps "
-                    "the optimizer on the GPU and needs the SmartNIC runtime to move it")
-    cfg: dict = {"train_batch_size": tr.global_batch,
-                 "train_micro_batch_size_per_gpu": tr.micro_batch,
-                 "gradient_accumulation_steps": m,
-                 tr.precision.value if tr.precision.value != "fp32" else "fp32":
-                     {"enabled": True},
-                 "zero_optimization": zero,
-                 "optimizer": {"type": "AdamW" if tr.optimizer.value == "adamw" else
-                               ("Adam" if tr.optimizer.value == "adam" else "SGD"),
-                               "params": {"lr": 3e-4}},
-                 "gradient_clipping": 1.0}
-    if tr.recompute is not Recompute.NONE:
-        cfg["activation_checkpointing"] = {"partition_activations": lay.tp > 1,
-                                           "contiguous_memory_optimization": False}
-    if lay.tp > 1 or lay.pp > 1:
-        note.append(f"tensor parallel {lay.tp} and pipeline parallel {lay.pp} come from the "
-                    "training framework (Megatron-DeepSpeed), not this file")
-    if note:
-        cfg["_optimus_calc_notes"] = note
-    cfg["_optimus_calc_layout"] = {**layout_data(lay), "model": model.name}
-    return json.dumps(cfg, indent=2) + "\n"
+    """DeepSpeed JSON for a candidate (optimus_calc.export.deepspeed)."""
+    from optimus_calc.export.deepspeed import deepspeed_config as export
+    return export(c.layout, c.training, model)
 
 
-def megatron_args(c, model) -> str:
-    tr, lay = c.training, c.layout
-    args = [f"--tensor-model-parallel-size {lay.tp}", f"--pipeline-model-parallel-size {lay.pp}",
-            f"--micro-batch-size {tr.micro_batch}", f"--global-batch-size {tr.global_batch}",
-            f"--seq-length {tr.seq_len}", f"--num-layers {model.layers}",
-            f"--hidden-size {model.hidden}", f"--num-attention-heads {model.heads}"]
-    if lay.interleave > 1:
-        args.append(f"--num-layers-per-virtual-pipeline-stage "
-                    f"{model.layers // (lay.pp * lay.interleave)}")
-    if lay.cp > 1:
-        args.append(f"--context-parallel-size {lay.cp}")
-    if lay.ep > 1:
-        args.append(f"--expert-model-parallel-size {lay.ep}")
-    if tr.sequence_parallel and lay.tp > 1:
-        args.append("--sequence-parallel")
-    if tr.recompute is Recompute.SELECTIVE:
-        args.append("--recompute-granularity selective")
-    elif tr.recompute is Recompute.FULL:
-        args.append("--recompute-granularity full --recompute-method uniform "
-                    "--recompute-num-layers 1")
-    if lay.zero >= 1:
-        args.append("--use-distributed-optimizer")
-    args.append(f"--{tr.precision.value}" if tr.precision.value != "fp32" else "")
-    if tr.flash_attention:
-        args.append("--use-flash-attn")
-    out = " \\\n  ".join(a for a in args if a)
-    comments = []
-    if lay.zero >= 2:
-        comments.append(f"# ZeRO-{int(lay.zero)} has no Megatron-LM flag; "
-                        "--use-distributed-optimizer shards the optimizer state (ZeRO-1)")
-    if lay.offload is not Offload.NONE:
-        comments.append(f"# offload {lay.offload.value}: not a Megatron-LM option")
-    return "\n".join(comments + [out]) + "\n"
+def megatron_args(c, model, gpus_per_node: int | None = None) -> str:
+    """Megatron-LM arguments for a candidate (optimus_calc.export.megatron)."""
+    from optimus_calc.export.megatron import megatron_args as export
+    return export(c.layout, c.training, model, gpus_per_node)
+
+
+def torchtitan_config(c, model) -> str:
+    """torchtitan TOML job config for a candidate (optimus_calc.export.torchtitan)."""
+    from optimus_calc.export.torchtitan import torchtitan_toml as export
+    return export(c.layout, c.training, model)

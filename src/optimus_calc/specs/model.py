@@ -50,6 +50,8 @@ class Model(CatalogEntry):
         description="positional embedding type")
     max_position: int = Field(default=0, ge=0, le=100_000_000,
                               description="learned position table size (learned only)")
+    rope_base: float = Field(default=0, ge=0, le=1e12,
+                             description="RoPE base theta, HF rope_theta (0 = not recorded)")
     norm: Literal["layernorm", "rmsnorm"] = Field(description="normalisation layer")
     attention_bias: bool = Field(default=False, description="biases on Q, K, V projections")
     attention_out_bias: bool = Field(default=False, description="bias on the output projection")
