@@ -18,6 +18,8 @@ from optimus_calc.evaluate.context import resolve_hardware
 from optimus_calc.evaluate.engine import Reason, evaluate, primary_reason, reasons_of
 from optimus_calc.evaluate.memory import estimate_memory
 from optimus_calc.evaluate.step import estimate_step
+from optimus_calc.frameworks import Reason as FwReason
+from optimus_calc.frameworks import layout_support
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Recompute, Training
 
 P7 = 6_738_415_616
@@ -196,7 +198,8 @@ def test_every_reason_has_text_and_priority():
 
 def test_planner_ranking_matches_brute_force(cat):
     """Evaluate every layout of a small space one at a time through the single-layout
-    commands' path and rank them; the planner's top five must be the same layouts."""
+    commands' path (and the scalar framework rules) and rank those that fit and that some
+    framework runs; the planner's top five must be the same layouts."""
     from optimus_calc.search.plan import plan
     from optimus_calc.search.space import enumerate_space
     m = cat.get("llama-2-7b", "model")
@@ -217,7 +220,8 @@ def test_planner_ranking_matches_brute_force(cat):
                                      "recompute": list(Recompute)[int(cols["recompute"][i])],
                                      "sequence_parallel": bool(cols["sp"][i])})
         mem = estimate_memory(m, hw, lay, tr, asm)
-        if mem.fits:
+        runs = any(r is FwReason.OK for r in layout_support(lay, tr, m).values())
+        if mem.fits and runs:
             st = estimate_step(m, hw, lay, tr, asm, mem)
             results.append((st.step_time_s, mem.worst.total_bytes, lay, tr))
     results.sort(key=lambda r: (r[0], r[1]))

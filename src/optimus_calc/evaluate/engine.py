@@ -202,6 +202,11 @@ class _Rec:
         return fn(**kw)
 
 
+def usable_gpu_bytes(hw: Hardware, asm: Assumptions) -> float:
+    """GPU memory a layout may fill: the capacity less the safety margin (gpu_headroom)."""
+    return hw.gpu.memory_bytes * (1 - asm.gpu_headroom)
+
+
 def offload_flags(off, offload_params, gpu_fraction):
     """(o_w, o_g, o_o, f_k) of memory.*: what leaves the GPU for each offload target.
 
@@ -372,7 +377,7 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
                           ).max(axis=-1)
     offc = off[..., 0]
     bit = lambda cond, r: np.asarray(cond, dtype=np.int64) << int(r)  # noqa: E731
-    bits = bit(gpu_bytes > hw.gpu.memory_bytes, Reason.GPU_MEMORY)
+    bits = bit(gpu_bytes > usable_gpu_bytes(hw, asm), Reason.GPU_MEMORY)
     smart = offc == SMARTNIC
     bits = bits | bit(smart & (spill_dev * k_sn[..., 0] > host_cap), Reason.SMARTNIC_SPILL_HOST)
     bits |= bit(smart & (spill_dev > 0) & (spill_ok[..., 0] == 0), Reason.SMARTNIC_NO_SPILL)

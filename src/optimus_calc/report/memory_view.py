@@ -19,7 +19,8 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
         "gradients_bytes": w.gradients_bytes, "optimizer_bytes": w.optimizer_bytes,
         "activations_bytes": w.activations_bytes, "overhead_bytes": w.overhead_bytes,
         "total_bytes": w.total_bytes, "capacity_bytes": est.capacity_bytes,
-        "headroom_bytes": est.headroom_bytes,
+        "usable_bytes": est.usable_bytes, "headroom_bytes": est.headroom_bytes,
+        "shortfall_bytes": est.shortfall_bytes,
     }
     off = est.offload
     offload = {
@@ -53,7 +54,11 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
         {"part": "overheads", "value": g(w.overhead_bytes), "eq": "memory.overhead_bytes"},
         {"part": "total", "value": g(w.total_bytes), "eq": "memory.gpu_total_bytes"},
         {"part": f"capacity ({inp.hw.gpu.name})", "value": g(est.capacity_bytes), "eq": ""},
-        {"part": "headroom", "value": g(est.headroom_bytes), "eq": ""},
+        {"part": "usable (capacity less the --headroom margin)", "value": g(est.usable_bytes),
+         "eq": ""},
+        {"part": "free of usable" if est.fits or est.shortfall_bytes == 0 else "short of usable",
+         "value": g(est.headroom_bytes if est.shortfall_bytes == 0 else est.shortfall_bytes),
+         "eq": ""},
     ]
     tables = [Table(
         title=f"per GPU, stage {w.index} (the most loaded of {len(est.stages)}), {unit}",

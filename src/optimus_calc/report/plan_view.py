@@ -16,7 +16,7 @@ def candidate_data(c) -> dict:
             "recompute": c.training.recompute.value,
             "sequence_parallel": c.training.sequence_parallel,
             "gpu_memory_bytes": c.gpu_bytes,
-            "gpu_headroom_bytes": c.memory.capacity_bytes - c.gpu_bytes,
+            "gpu_headroom_bytes": c.memory.headroom_bytes,
             "step_time_s": c.step_s, "mfu": c.mfu, "tokens_per_s": c.tokens_per_s,
             "optimizer_s": c.step.optimizer_s, "optimizer_exposed_s": c.step.optimizer_exposed_s,
             "stage_layers": [s.layers for s in c.memory.stages]}
@@ -77,7 +77,7 @@ def plan_document(res, defaults: dict, train: TrainRequest | None = None) -> Doc
              Column("sp_txt", "SP", compact=False),
              Column("micro_batch", "mb"), Column("interleave", "v", compact=False),
              Column("gpu_GB", "GPU GB", ".1f"),
-             Column("headroom_GB", "free GB", ".1f", compact=False),
+             Column("headroom_GB", "free GB (of usable)", ".1f", compact=False),
              Column("step_time_s", "step s", ".2f"), Column("mfu", "MFU", ".1%"),
              Column("tokens_per_s", "tokens/s", ",.0f")]
     if train is not None:

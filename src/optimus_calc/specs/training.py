@@ -123,6 +123,11 @@ class Layout(Frozen):
 class Assumptions(Frozen):
     """Named, overridable assumptions (``--assume NAME=VALUE``). Each says where it comes from."""
 
+    gpu_headroom: float = Field(
+        default=0.05, ge=0, le=0.9,
+        description="safety margin of GPU memory a plan leaves free (fraction of capacity; "
+                    "--headroom): allocator spikes, NCCL buffers growing with communicators, "
+                    "memory the model does not count. A choice, not a measurement")
     cuda_context_GB: float = Field(
         default=0.8, ge=0, le=1e3,
         description="assumed: CUDA context + cuBLAS/NCCL workspaces per GPU process")
