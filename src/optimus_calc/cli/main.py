@@ -21,6 +21,8 @@ COMMANDS = {
     "nics": ("optimus_calc.cli.plan_cmd", "nics", "How many SmartNICs a cluster needs."),
     "sweep": ("optimus_calc.cli.plan_cmd", "sweep",
               "Models x node types x node counts x SmartNICs, one CSV row each."),
+    "breakeven": ("optimus_calc.cli.breakeven_cmd", "breakeven",
+                  "What an offload device needs to hide its step, hold its shard or match."),
     "catalog": ("optimus_calc.cli.catalog_cmd", "catalog", "List and show catalog entries."),
     "memory": ("optimus_calc.cli.memory_cmd", "memory",
                "Bytes per GPU and per offload device for one layout."),

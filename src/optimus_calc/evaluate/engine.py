@@ -504,6 +504,7 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
     zeros = np.zeros_like(np.asarray(t_gpu, dtype=np.float64))
     exposed = eq.compute__exposed_time
     opt_s, opt_x, opt_ex = [t_gpu], [zeros], [exposed(T_opt=t_gpu, T_x=0.0, W=0.0)]
+    opt_w = [zeros]  # the window each strategy's step overlaps with
     choices = [off == NONE]
     # ZeRO-Offload / ZeRO-Infinity: DeepSpeed's offloaded step phase by phase, nothing hidden
     host_cpu = HostCPU.from_catalog(hw.cpu, cpus)
@@ -525,6 +526,7 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
         opt_s.append(t_s)
         opt_x.append(x)
         opt_ex.append(exposed_step(Overlap.NONE, t_s))
+        opt_w.append(zeros)
     if hw.smartnic is not None:  # OptimusNIC: a roofline on the card, hidden per layer
         snl = hw.smartnic_host_link
         snl_Bps = snl.bandwidth_Bps * snl.efficiency
@@ -535,6 +537,7 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
         opt_s.append(t_sn)
         opt_x.append(x_sn)
         opt_ex.append(exposed_step(Overlap.PER_LAYER, t_sn + x_sn, backward_s=W_b + W_f))
+        opt_w.append(W_b + W_f)
     if hw.node.superchip:  # SuperOffload: GraceAdam behind the backward, casts on the GPU
         grace = AdamImpl.GRACE_ADAM
         p_r = np.maximum(shard * (1 - f_k), 1.0)
@@ -551,9 +554,11 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
         opt_ex.append(exposed_step(Overlap.BACKWARD, ph_g.total, backward_s=W_b,
                                    params_rank=p_r, last_bucket_params=asm.zero_bucket_params)
                       + tail)
+        opt_w.append(W_b)
     T_opt = np.select(choices, opt_s, 0.0)
     T_x = np.select(choices, opt_x, 0.0)
     T_ox = np.select(choices, opt_ex, 0.0)
+    T_w = np.select(choices, [np.broadcast_to(w, np.shape(T_ox)) for w in opt_w], 0.0)
     # ZeRO-Infinity parameter offload: weights stream in every forward and backward
     T_po = 0.0
     if np.any(np.asarray(opar) == 1):
@@ -581,7 +586,7 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
         "elementwise_s": T_ef + T_eb, "bubble_s": bubble, "tp_comm_s": T_tp,
         "cp_comm_s": T_cp, "ep_comm_s": T_ep, "pp_comm_s": T_pp, "dp_comm_s": T_dp,
         "dp_comm_exposed_s": T_dpx, "optimizer_s": T_opt, "optimizer_exposed_s": T_ox,
-        "offload_transfer_s": T_x, "param_offload_exposed_s": np.asarray(T_po)[..., None]
+        "offload_transfer_s": T_x, "optimizer_window_s": T_w, "param_offload_exposed_s": np.asarray(T_po)[..., None]
         if np.ndim(T_po) else np.zeros((1,)),
         "hardware_flops": eq.compute__step_flops(F_h=f_h, F_l=f_l, F_r=f_r, L=model.layers,
                                                  tokens=tokens)}
