@@ -1,5 +1,10 @@
+import os
 import sys
 from pathlib import Path
+
+# Tables are laid out for the terminal's width (COLUMNS first): pin it so golden files and
+# every table assertion are the same in any terminal, CI log or pipe.
+os.environ["COLUMNS"] = "120"
 
 sys.path.insert(0, str(Path(__file__).parent))
 import json

@@ -24,6 +24,9 @@ CASES = {
     "nics": ["nics", "70e9", "--nodes", "2", "--tp", "2", "--pp", "4", "--zero", "3",
              "--smartnic", "bluefield-3", "--model-states-only"],
     "sweep": ["sweep", "--models", "llama-2-7b", "--nodes", "1,2", "--seq-len", "2048"],
+    "breakeven": ["breakeven", "llama70b", "--nodes", "2", "--tp", "2", "--pp", "4", "--zero",
+                  "3", "--recompute", "full", "--seq-len", "2048", "--global-batch", "16",
+                  "--device", "bluefield-3"],
     "explain": ["explain", "memory.optimizer_bytes", "70e9", "--nodes", "2", "--tp", "2",
                 "--pp", "4", "--zero", "3", "--model-states-only"],
 }
@@ -46,6 +49,8 @@ def render(name: str, fmt: str) -> str:
 
 
 if __name__ == "__main__":
+    import os
+    os.environ["COLUMNS"] = "120"  # as tests/conftest.py pins it
     GOLDEN.mkdir(exist_ok=True)
     for name in CASES:
         for fmt in FORMATS:

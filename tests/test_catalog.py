@@ -94,7 +94,7 @@ name = "my-gpu"
 vendor = "nvidia"
 memory_GB = 10
 hbm_bandwidth_GBps = 100
-peak_TFLOPS = { bf16 = 10 }
+peak_TFLOPS = { fp32 = 1, bf16 = 10 }
 scale_up_link = "nvlink3"
 scale_up_GBps = 100
 host_link = "pcie4-x16"

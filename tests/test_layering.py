@@ -117,7 +117,8 @@ def test_every_format_renders():
                                  rows=[{"a": 2.25, "b": Offload.NVME}])])
     out = {f: render(doc, f) for f in Format}
     assert json.loads(out[Format.JSON]) == {"x": 1.5, "o": "cpu"}
-    assert out[Format.CSV] == "a,b\n2.25,nvme\n"
+    head, row = out[Format.CSV].splitlines()
+    assert head == "a,b" and float(row.split(",")[0]) == 2.25 and row.split(",")[1] == "nvme"
     assert out[Format.TABLE].startswith("t\n") and "2.2" in out[Format.TABLE] \
         and "nvme" in out[Format.TABLE]
     assert len(out) == len(Format) == 3
@@ -146,38 +147,13 @@ def test_optimizer_device_for_every_target(cat):
         == "2 x bluefield-3 per node"
 
 
-def _candidate(offload=Offload.NONE, recompute=Recompute.NONE, optimizer=Optimizer.ADAM,
-               zero=ZeroStage.OS, tp=2, pp=2):
+def _candidate(offload=Offload.NONE, recompute=Recompute.NONE, zero=ZeroStage.OS, tp=2, pp=2,
+               dp=2):
     from optimus_calc.search.plan import Candidate
-    lay = Layout(tp=tp, pp=pp, dp=2, zero=zero, offload=offload,
+    lay = Layout(tp=tp, pp=pp, dp=dp, zero=zero, offload=offload,
                  smartnic="bluefield-3" if offload is Offload.SMARTNIC else None)
-    tr = Training(seq_len=4096, micro_batch=2, global_batch=64, recompute=recompute,
-                  optimizer=optimizer)
+    tr = Training(seq_len=4096, micro_batch=2, global_batch=64, recompute=recompute)
     return Candidate(lay, tr, 1e9, 1.0, 0.5, 1e5)
-
-
-def test_deepspeed_export_for_every_offload_target(cat):
-    from optimus_calc.report.plan_view import deepspeed_config
-    m = cat.get("llama-2-7b", "model")
-    devices = {}
-    for o in Offload:
-        cfg = json.loads(deepspeed_config(_candidate(o), m))
-        # 64 sequences / (dp 2 x micro-batch 2) = 16 accumulation steps
-        assert cfg["gradient_accumulation_steps"] == 16 and cfg["zero_optimization"]["stage"] == 1
-        devices[o] = cfg["zero_optimization"].get("offload_optimizer", {}).get("device")
-        notes = " ".join(cfg.get("_optimus_calc_notes", []))
-        assert ("SuperOffload" in notes) == (o is Offload.SUPERCHIP)
-        assert ("no DeepSpeed setting" in notes) == (o is Offload.SMARTNIC)
-    assert devices == {Offload.NONE: None, Offload.CPU: "cpu", Offload.NVME: "nvme",
-                       Offload.SMARTNIC: None, Offload.SUPERCHIP: "cpu"}
-
-
-def test_deepspeed_optimizer_type_for_every_optimizer(cat):
-    from optimus_calc.report.plan_view import deepspeed_config
-    m = cat.get("llama-2-7b", "model")
-    got = {o: json.loads(deepspeed_config(_candidate(optimizer=o), m))["optimizer"]["type"]
-           for o in Optimizer}
-    assert got == {Optimizer.ADAM: "Adam", Optimizer.ADAMW: "AdamW", Optimizer.SGD: "SGD"}
 
 
 def test_param_offload_target_for_every_offload_member():
@@ -207,7 +183,8 @@ def test_megatron_export_for_every_recompute_mode(cat):
     got = {r: megatron_args(_candidate(recompute=r), m) for r in Recompute}
     assert "--recompute" not in got[Recompute.NONE]
     assert "--recompute-granularity selective" in got[Recompute.SELECTIVE]
-    assert "--recompute-granularity full --recompute-method uniform" in got[Recompute.FULL]
+    assert "--recompute-granularity full" in got[Recompute.FULL] and \
+        "--recompute-method uniform" in got[Recompute.FULL]
     for text in got.values():
         assert "--tensor-model-parallel-size 2" in text and "--use-distributed-optimizer" in text
 
@@ -217,11 +194,16 @@ def test_megatron_export_for_every_recompute_mode(cat):
 def test_every_export_target(cat):
     from optimus_calc.report.plan_view import Export, export_text
     m = cat.get("llama-2-7b", "model")
-    c = _candidate()
-    out = {e: export_text(e, c, m) for e in Export}
+    # a layout each framework runs: DeepSpeed ZeRO-1 without pipelining, Megatron-LM TP 2 PP 2
+    # with its distributed optimizer, torchtitan FSDP2 (ZeRO-3)
+    layouts = {Export.DEEPSPEED: _candidate(tp=1, pp=1, dp=8),
+               Export.MEGATRON: _candidate(),
+               Export.TORCHTITAN: _candidate(zero=ZeroStage.OS_G_P, tp=1, pp=1, dp=8)}
+    out = {e: export_text(e, layouts[e], m, 8) for e in Export}
     assert json.loads(out[Export.DEEPSPEED])["train_micro_batch_size_per_gpu"] == 2
-    assert out[Export.MEGATRON].startswith("--tensor-model-parallel-size 2")
-    assert len(out) == 2
+    assert "--tensor-model-parallel-size 2" in out[Export.MEGATRON]
+    assert out[Export.TORCHTITAN].startswith("# torchtitan")
+    assert len(out) == len(Export) == 3
 
 
 def test_export_on_the_command_line(run, tmp_path):

@@ -14,8 +14,9 @@ ONE_LAYER = Path(__file__).parent / "data" / "hf" / "one_layer" / "config.json"
 def test_flops_per_token_layer_gpt_by_hand():
     # Narayanan: 24 h^2 + 4 s h per token for MHA, 4h GELU MLP; h = 4096, s = 2048:
     # 24 * 16,777,216 + 4 * 2048 * 4096 = 402,653,184 + 33,554,432 = 436,207,616
-    f = float(eq.compute__flops_per_token_layer(E=0, f=16384, h=4096, k_e=1, kv_d=4096,
-                                                m_m=2, q_d=4096, s=2048))
+    # (attention projections 4h^2 parameters, score and value widths h, MLP f_a = 4h)
+    f = float(eq.compute__flops_per_token_layer(E=0, P_att=4 * 4096 * 4096, d_s=4096, d_v=4096,
+                                                f_a=16384, h=4096, m_m=2, s=2048))
     assert f == 436_207_616
 
 
@@ -27,8 +28,9 @@ def test_step_flops_matches_narayanan_formula(cat):
     ref = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
     f_l, f_h = layer_flops(m, s)
     ours = float(eq.compute__step_flops(F_h=f_h, F_l=f_l, F_r=f_l, L=l, tokens=B * s))
-    # tokens x (4 L (24h^2 + 4sh) + 3 x 2hV) = tokens x (96 L h^2 + 16 L s h + 6 h V): identical
-    assert ours == pytest.approx(ref, rel=1e-12)
+    # tokens x (4 L (24h^2 + 4sh) + 3 x 2hV) = tokens x (96 L h^2 + 16 L s h + 6 h V); the
+    # model also counts the attention projections' biases (4h per layer, 2 FLOPs each): 1e-4
+    assert ours == pytest.approx(ref, rel=2e-4)
 
 
 def test_bubble_by_hand():
@@ -93,14 +95,14 @@ def test_calibration_all_within_tolerance(cat):
     bad = [(c.case, c.published, c.predicted) for c in cases if not c.ok]
     assert not bad
     sec4 = [c for c in cases if c.section == "4"]
-    assert len(sec4) == 10 and all(abs(c.error) <= 0.10 for c in sec4)
+    assert len(sec4) == 10 and all(abs(c.error) <= 0.05 for c in sec4)  # issue 11 target
     ratio = next(c for c in cases if "ratio" in c.case)
     assert abs(ratio.error) <= 0.25
 
 
 def test_validate_command(run):
     d = run("validate", "--format", "json").json()
-    assert d["ok"] == d["total"] == 30
+    assert d["ok"] == d["total"] == 39  # sections 1-6 and 9 (Megatron-LM H100)
 
 
 def test_table3_cpu_offload_exposed(run):
@@ -110,20 +112,29 @@ def test_table3_cpu_offload_exposed(run):
             "--zero", 3, "--seq-len", 512, "--global-batch", 16, "--format", "json"]
     gpu = run(*base, "--offload", "none").json()
     cpu = run(*base, "--offload", "cpu").json()
-    assert cpu["optimizer_exposed_s"] == pytest.approx(cpu["optimizer_s"]
-                                                       + cpu["offload_transfer_s"])
+    # ZeRO-Offload hides nothing; the step's phases include its PCIe copies
+    assert cpu["optimizer_exposed_s"] == pytest.approx(cpu["optimizer_s"])
+    assert 0 < cpu["offload_transfer_s"] < cpu["optimizer_s"]
     assert cpu["optimizer_exposed_s"] > 5 * gpu["optimizer_exposed_s"]
     assert cpu["step_time_s"] > gpu["step_time_s"]
 
 
 def test_smartnic_step_hidden_under_compute(run):
-    d = run("step", "llama70b", "--nodes", 2, "--tp", 8, "--zero", 3, "--seq-len", 4096,
-            "--recompute", "selective", "--offload", "smartnic", "--global-batch", 32,
-            "--format", "json").json()
+    # OptimusNIC updates each layer as its gradients arrive: the step and its transfers hide
+    # behind the last micro-batch's backward and the next first forward (optimusnic.md
+    # section 5); Llama-2-7B, TP 8 x DP 2, micro-batch 4 (one micro-batch per step): hidden
+    args = ["step", "llama-2-7b", "--nodes", 2, "--tp", 8, "--zero", 3, "--seq-len", 4096,
+            "--offload", "smartnic", "--recompute", "full", "--format", "json"]
+    d = run(*args, "--micro-batch", 4, "--global-batch", 8).json()
     b = d["breakdown"]
     assert b["optimizer_exposed_s"] == 0 and b["optimizer_s"] > 0
     assert d["step_time_s"] >= b["compute_s"]
     assert 0 < d["mfu"] < 1
+    # micro-batch 1: the window is one micro-batch's forward + backward
+    d = run(*args, "--micro-batch", 1, "--global-batch", 2).json()
+    window = d["forward_s"] + d["backward_s"]  # one micro-batch per step here
+    assert d["optimizer_exposed_s"] == pytest.approx(
+        max(0.0, d["optimizer_s"] + d["offload_transfer_s"] - window), rel=1e-9, abs=1e-12)
 
 
 def test_step_json_contract(run):

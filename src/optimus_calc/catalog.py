@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -20,7 +19,8 @@ from typing import Iterable
 
 from pydantic import ValidationError
 
-from optimus_calc.errors import CatalogError, UnknownNameError
+from optimus_calc.errors import CatalogError, InputError, UnknownNameError
+from optimus_calc.loaders import load_toml, os_message, user_path
 from optimus_calc.specs.base import CatalogEntry
 from optimus_calc.specs.hardware import CPU, GPU, NIC, Link, Node, NVMe, SmartNIC
 from optimus_calc.specs.model import Model
@@ -59,6 +59,7 @@ class Catalog:
     entries: dict[str, dict[str, CatalogEntry]] = field(default_factory=dict)
     aliases: dict[str, tuple[str, str]] = field(default_factory=dict)  # alias -> (kind, name)
     files: dict[str, Path] = field(default_factory=dict)  # name -> file it came from
+    sources: list[Path] = field(default_factory=list)  # every file read, entries or not
 
     def all(self, kind: str | None = None) -> list[CatalogEntry]:
         kinds = [kind] if kind else list(KINDS)
@@ -103,29 +104,41 @@ def _format_validation(err: ValidationError) -> str:
     first = err.errors()[0]
     loc = ".".join(str(p) for p in first["loc"]) or "(entry)"
     msg = first["msg"]
+    more = f" (+{len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
+    if not first["loc"] and first["type"] == "value_error":
+        # Cross-field rules (specs/hardware.py) name their field in the message.
+        return str(msg).removeprefix("Value error, ") + more
     if first["type"] == "extra_forbidden":
         msg = "unknown key"
     elif first["type"] == "missing":
         msg = "missing required field"
-    more = f" (+{len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
     return f"field {loc!r}: {msg}{more}"
 
 
 def _read_file(path: Path) -> dict:
+    """Through the one guarded reader (loaders.py): regular files of bounded size only."""
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{path}: not valid TOML: {exc}") from None
+        return load_toml(path, "catalog file")
+    except CatalogError:
+        raise
+    except InputError as exc:
+        raise CatalogError(str(exc)) from None
+
+
+def _toml_files(directory: Path) -> list[Path]:
+    try:
+        if not directory.is_dir():
+            raise CatalogError(f"catalog directory {str(directory)[:200]!r} does not exist")
+        return sorted(directory.rglob("*.toml"))
     except OSError as exc:
-        raise CatalogError(f"{path}: cannot read: {exc.strerror}") from None
+        raise CatalogError(f"catalog directory {str(directory)[:200]!r}: "
+                           f"{os_message(exc)}") from None
 
 
 def _load_dir(directory: Path, cat: Catalog, builtin: bool) -> None:
-    if not directory.is_dir():
-        raise CatalogError(f"catalog directory {str(directory)!r} does not exist")
-    for path in sorted(directory.rglob("*.toml")):
+    for path in _toml_files(directory):
         data = _read_file(path)
+        cat.sources.append(path)
         for kind, items in data.items():
             if kind not in KINDS:
                 raise CatalogError(
@@ -177,12 +190,30 @@ def user_dirs(extra: Iterable[str] = ()) -> tuple[str, ...]:
     return tuple(env) + tuple(extra)
 
 
+def unique_dirs(dirs: Iterable[str]) -> list[Path]:
+    """Each directory once, in first-seen order: ``d``, ``d/``, ``./d``, a symlink to it, the
+    same directory from the environment variable and a flag, or the built-in directory itself
+    are one directory, not a name clash with itself."""
+    seen = {os.path.realpath(builtin_dir())}
+    out: list[Path] = []
+    for d in dirs:
+        path = user_path(d, "catalog directory")
+        try:
+            key = os.path.realpath(path)
+        except (OSError, ValueError):
+            key = str(path)
+        if key not in seen:
+            seen.add(key)
+            out.append(path)
+    return out
+
+
 @lru_cache(maxsize=8)
 def load(extra_dirs: tuple[str, ...] = ()) -> Catalog:
     """Load the built-in catalog plus ``extra_dirs`` (already including the env variable)."""
     cat = Catalog()
     _load_dir(builtin_dir(), cat, builtin=True)
-    for d in extra_dirs:
-        _load_dir(Path(d).expanduser(), cat, builtin=False)
+    for d in unique_dirs(extra_dirs):
+        _load_dir(d, cat, builtin=False)
     _check_refs(cat)
     return cat

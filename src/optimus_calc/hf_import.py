@@ -19,6 +19,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from optimus_calc.errors import InputError
+from optimus_calc.loaders import parse_json, read_text
 from optimus_calc.specs.model import Model
 
 
@@ -62,6 +63,14 @@ class _Cfg:
         if not isinstance(v, bool):
             raise self._bad(k, "true or false (a JSON boolean)", v)
         return v
+
+    def num(self, key: str, default: float) -> float:
+        """A finite, non-negative number (e.g. rope_theta)."""
+        k, v = self._raw((key,), default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                math.isfinite(v) and v >= 0):
+            raise self._bad(k, "a finite number >= 0", v)
+        return float(v)
 
     def prob(self, *keys: str, default: float = 0.0) -> float:
         """The largest of the dropout probabilities given (absent = default)."""
@@ -130,7 +139,7 @@ def _llama_like(c: _Cfg, *, qkv_bias: bool = False, qk_norm: bool = False) -> di
         head_dim=c.int("head_dim", default=0),
         ffn_hidden=c.int("intermediate_size"), ffn_type="swiglu", vocab=c.int("vocab_size"),
         tied_embeddings=c.bool("tie_word_embeddings", False),
-        position_embedding="rope", norm="rmsnorm",
+        position_embedding="rope", norm="rmsnorm", rope_base=c.num("rope_theta", 0.0),
         attention_bias=c.bool("attention_bias", qkv_bias),
         attention_out_bias=c.bool("attention_bias", False) and not qkv_bias,
         mlp_bias=c.bool("mlp_bias", False), qk_norm=qk_norm,
@@ -385,15 +394,10 @@ def _name_for(data: dict, path: Path) -> str:
 
 def load_hf_config(path: str | Path) -> Model:
     p = Path(path)
+    text = read_text(p, "MODEL")  # regular files of bounded size only (loaders.py)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{p}: not a UTF-8 text file") from None
-    text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark is valid (RFC 8259 sec. 8.1)
-    try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = parse_json(text.removeprefix("\ufeff"), p, "MODEL",
+                          parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise InputError(f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno})") from None
     except RecursionError:

@@ -5,6 +5,7 @@ the option values of a command into validated specs (:func:`build_inputs` for on
 from __future__ import annotations
 
 import re
+import stat
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from optimus_calc.catalog import Catalog
 from optimus_calc.errors import InputError
+from optimus_calc.loaders import safe_stat
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import (Assumptions, Layout, Offload, Recompute, Training,
                                          ZeroStage)
@@ -31,12 +33,16 @@ def resolve_model(text: str, cat: Catalog) -> Model | BareModel:
     entry = cat.find(raw, "model")
     if entry is not None:
         return entry  # type: ignore[return-value]
-    if raw.endswith(".json") or "/" in raw or Path(raw).is_file():
+    st = safe_stat(raw)  # never raises: a name too long for the file system is "no file"
+    is_dir = st is not None and stat.S_ISDIR(st.st_mode)
+    # Any existing non-directory (a file, or a FIFO or device the loader will refuse by name).
+    if raw.endswith(".json") or "/" in raw or (st is not None and not is_dir):
         from optimus_calc.hf_import import load_hf_config
-        if Path(raw).is_dir():
+        if is_dir:
             raw = str(Path(raw) / "config.json")
-        if not Path(raw).exists():
-            raise InputError(f"MODEL {raw!r}: no such file")
+            st = safe_stat(raw)
+        if st is None:
+            raise InputError(f"MODEL {raw[:200]!r}: no such file")
         return load_hf_config(raw)
     if looks_like_count(raw):
         return BareModel(name=raw, total_params=parse_count(raw, "MODEL"))
@@ -102,6 +108,28 @@ class Inputs:
     seq_len_defaulted: bool
 
 
+_TRAINING_FLAGS = {"seq_len": "--seq-len", "micro_batch": "--micro-batch",
+                   "global_batch": "--global-batch", "grad_bytes": "--grad-bytes"}
+
+
+def make_training(origins: dict[str, str] | None = None, **fields) -> Training:
+    """``Training(**fields)``, its validation errors as InputErrors naming the flag the user
+    typed; ``origins`` explains a value the user did not type (a default derived from others)."""
+    from pydantic import ValidationError
+    try:
+        return Training(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = str(first["loc"][0]) if first["loc"] else ""
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        flag = _TRAINING_FLAGS.get(name, name)
+        value = fields.get(name)
+        origin = (origins or {}).get(name)
+        if origin:
+            raise InputError(f"{origin} is {value}: {msg}; give {flag}") from None
+        raise InputError(f"{flag} {value}: {msg}") from None
+
+
 def training_from(kw: dict, model, dp: int) -> tuple[Training, bool, bool]:
     """The single-layout Training; the default global batch is 512 rounded up to a multiple of
     dp x micro-batch. Returns (training, global batch defaulted, sequence defaulted)."""
@@ -111,7 +139,11 @@ def training_from(kw: dict, model, dp: int) -> tuple[Training, bool, bool]:
     defaulted = gb is None
     if gb is None:
         gb = -(-DEFAULT_GLOBAL_BATCH // per) * per
-    tr = Training(seq_len=seq, micro_batch=kw["micro_batch"], global_batch=gb,
+    origins = {"global_batch": f"the default global batch ({DEFAULT_GLOBAL_BATCH} rounded up to "
+                               f"a multiple of dp {dp} x --micro-batch {kw['micro_batch']})"}
+    if kw["seq_len"] is None:
+        origins["seq_len"] = f"the sequence length of {model.name}"
+    tr = make_training(origins, seq_len=seq, micro_batch=kw["micro_batch"], global_batch=gb,
                   precision=kw["precision"], optimizer=kw["optimizer"],
                   grad_bytes=kw["grad_bytes"] or 0, recompute=kw["recompute"],
                   sequence_parallel=kw["sp"], flash_attention=kw["flash_attn"],
@@ -177,11 +209,13 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
                          "architecture (a catalog model or a config.json)")
     hw = resolve_hardware(cat, kw["node"], kw["nodes"], kw.get("gpu"), kw.get("gpus_per_node"),
                           kw.get("smartnic"))
-    tr = Training(seq_len=kw["seq_len"] or model.seq_len,
-                  global_batch=kw["global_batch"] or default_global_batch(hw.gpus),
-                  precision=kw["precision"], optimizer=kw["optimizer"],
-                  grad_bytes=kw["grad_bytes"] or 0, flash_attention=kw["flash_attn"],
-                  dropout=kw["dropout"], multicast=kw["multicast"])
+    origins = {"global_batch": f"the default global batch (the {hw.gpus} GPUs rounded up to a "
+                               "power of two)", "seq_len": f"the sequence length of {model.name}"}
+    tr = make_training(origins, seq_len=kw["seq_len"] or model.seq_len,
+                       global_batch=kw["global_batch"] or default_global_batch(hw.gpus),
+                       precision=kw["precision"], optimizer=kw["optimizer"],
+                       grad_bytes=kw["grad_bytes"] or 0, flash_attention=kw["flash_attn"],
+                       dropout=kw["dropout"], multicast=kw["multicast"])
     asm = parse_assumptions(kw["assume"])
     offloads = parse_choices(kw.get("offloads"), Offload, "--offloads")
     if offloads:

@@ -36,6 +36,8 @@ class Case:
         return abs(self.error) <= self.tolerance
 
 
+# Narayanan et al. Table 1 (model, TP, PP, GPUs, global batch, TFLOP/s); the cases with their
+# published micro-batch and interleaving are in gemm_calibration.NARAYANAN_TABLE1
 NARAYANAN = [("gpt-1.7b", 1, 1, 32, 512, 137), ("gpt-3.6b", 2, 1, 64, 512, 138),
              ("gpt-7.5b", 4, 1, 128, 512, 142), ("gpt-18.4b", 8, 1, 256, 1024, 135),
              ("gpt-39.1b", 8, 2, 512, 1536, 138), ("gpt-76.1b", 8, 4, 1024, 1792, 140),
@@ -101,30 +103,27 @@ def _korthikanti_cases() -> list[Case]:
     return out
 
 
-def narayanan_case(cat: Catalog, asm: Assumptions, row) -> Case:
-    name, tp, pp, gpus, gb, pub = row
-    model = cat.get(name, "model")
-    hw = resolve_hardware(cat, "dgx-a100", gpus // 8)
-    best, best_cfg = 0.0, ""
-    for mb in (1, 2, 4, 8):
-        for v in (1, 2, 3, 4, 5, 6, 8):
-            if (pp == 1 and v > 1) or model.layers % (pp * v):
-                continue
-            dp = gpus // (tp * pp)
-            if gb % (dp * mb):
-                continue
-            lay = fill_layout(hw, tp, pp, None, 1, zero=ZeroStage(1), interleave=v)
-            tr = Training(seq_len=2048, global_batch=gb, micro_batch=mb,
-                          recompute=Recompute.FULL, flash_attention=False)
-            mem = estimate_memory(model, hw, lay, tr, asm)
-            if not mem.fits:
-                continue
-            st = estimate_step(model, hw, lay, tr, asm, mem)
-            if st.tflops_per_gpu > best:
-                best, best_cfg = st.tflops_per_gpu, f"micro-batch {mb}, interleave {v}"
-    return Case("4", f"{name}: TP {tp} PP {pp}, {gpus} GPUs, batch {gb}", pub, best,
-                "TFLOP/s/GPU", 0.10, "Narayanan et al. SC'21 Table 1 (calibration.md 4)",
-                f"best of the unpublished micro-batch/interleaving: {best_cfg}")
+def throughput_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
+    """Section 4 (Narayanan Table 1, A100) and section 9 (Megatron-LM README, H100): throughput
+    with the GEMM-efficiency curve of the GPU's catalog entry (or --assume gemm_efficiency)."""
+    from optimus_calc.evaluate.efficiency import compute_efficiency
+    from optimus_calc.gemm_calibration import (MEGATRON_SOURCE, NARAYANAN_SOURCE,
+                                               megatron_h100_cases, narayanan_cases)
+    out = []
+    for section, node, cases, tol, src, unit in (
+            ("4", "dgx-a100", narayanan_cases(cat, asm), 0.05, NARAYANAN_SOURCE,
+             "TFLOP/s/GPU"),
+            ("9", "dgx-h100", megatron_h100_cases(cat, asm), 0.15,
+             MEGATRON_SOURCE + "; micro-batch 1 and FlashAttention assumed (not published), hence 15%", "TFLOP/s/GPU")):
+        gpu = resolve_hardware(cat, node, 1).gpu
+        for c in cases:
+            eta = float(compute_efficiency(gpu, c.h, c.t, c.s, c.b, 1.0, c.attention_share,
+                                           c.flash, asm))
+            out.append(Case(section, f"{c.label}: {c.config}", c.published_tflops,
+                            c.predicted_tflops, unit, tol, src,
+                            f"efficiency {eta:.3f}, the published value needs "
+                            f"{c.required_eta:.3f}"))
+    return out
 
 
 def _optimizer_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
@@ -165,6 +164,6 @@ def _comm_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
 
 def run_all(cat: Catalog, asm: Assumptions | None = None) -> list[Case]:
     asm = asm or Assumptions()
-    return (_zero_cases(cat, asm) + _optimus_cases(cat, asm) + _korthikanti_cases()
-            + [narayanan_case(cat, asm, r) for r in NARAYANAN] + _optimizer_cases(cat, asm)
-            + _comm_cases(cat, asm))
+    cases = (_zero_cases(cat, asm) + _optimus_cases(cat, asm) + _korthikanti_cases()
+             + throughput_cases(cat, asm) + _optimizer_cases(cat, asm) + _comm_cases(cat, asm))
+    return sorted(cases, key=lambda c: int(c.section))  # stable: in order within a section

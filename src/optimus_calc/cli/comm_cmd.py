@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import click
 
-from optimus_calc.cli.common import emit, output_options
+from optimus_calc.cli.common import emit, output_options, plot_option
 from optimus_calc.cli.types import FiniteFloat
 from optimus_calc.errors import InputError
 from optimus_calc.evaluate.comm import Algo, Approach, Collective, CompressSite
+from optimus_calc.specs.hardware import MIN_EFFICIENCY
 
 
 def _sizes(size: str | None, sizes: str | None) -> tuple[float, ...]:
@@ -49,13 +50,14 @@ def _sizes(size: str | None, sizes: str | None) -> tuple[float, ...]:
               help="SqueezeNIC approach; reported as time_s only when faster than --algo.")
 @click.option("--alpha-us", type=FiniteFloat(0, 1e6), default=None,
               help="Override every link's latency alpha (microseconds).")
-@click.option("--intra-efficiency", type=FiniteFloat(0, 1, min_open=True), default=None,
+@click.option("--intra-efficiency", type=FiniteFloat(MIN_EFFICIENCY, 1), default=None,
               help="Override the intra-node link efficiency.")
-@click.option("--nic-efficiency", type=FiniteFloat(0, 1, min_open=True), default=None,
+@click.option("--nic-efficiency", type=FiniteFloat(MIN_EFFICIENCY, 1), default=None,
               help="Override the NIC efficiency.")
 @click.option("--assume", "assume", multiple=True, metavar="NAME=VALUE",
               help="Override a named assumption (compression throughputs).")
 @output_options
+@plot_option
 @click.pass_obj
 def comm(app, collective, size, sizes, ranks, nodes, node, algo, compression, compress_on,
          approach, alpha_us, intra_efficiency, nic_efficiency, assume, fmt, output) -> None:

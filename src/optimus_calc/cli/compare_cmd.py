@@ -5,13 +5,15 @@ from __future__ import annotations
 import click
 from click.core import ParameterSource
 
-from optimus_calc.cli.common import emit
-from optimus_calc.cli.options import model_options
+from optimus_calc.cli.common import emit, plot_option
+from optimus_calc.cli.options import model_options, train_options
 
 
 @click.command()
 @click.argument("model")
 @model_options
+@train_options
+@plot_option
 @click.pass_context
 def compare(ctx, model: str, fmt: str, output: str | None, **kw) -> None:
     """GPU memory, offload-device memory, optimizer-step time, exposed time, step time and fit
@@ -35,4 +37,4 @@ def compare(ctx, model: str, fmt: str, output: str | None, **kw) -> None:
         kw["zero"] = 3
     if src("recompute") == ParameterSource.DEFAULT:
         kw["recompute"] = Recompute.SELECTIVE.value
-    emit(compare_document(run_compare(cat, model, kw)), fmt, output)
+    emit(compare_document(run_compare(cat, model, kw), kw.get("train")), fmt, output)

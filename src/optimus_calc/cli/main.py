@@ -21,6 +21,8 @@ COMMANDS = {
     "nics": ("optimus_calc.cli.plan_cmd", "nics", "How many SmartNICs a cluster needs."),
     "sweep": ("optimus_calc.cli.plan_cmd", "sweep",
               "Models x node types x node counts x SmartNICs, one CSV row each."),
+    "breakeven": ("optimus_calc.cli.breakeven_cmd", "breakeven",
+                  "What an offload device needs to hide its step, hold its shard or match."),
     "catalog": ("optimus_calc.cli.catalog_cmd", "catalog", "List and show catalog entries."),
     "memory": ("optimus_calc.cli.memory_cmd", "memory",
                "Bytes per GPU and per offload device for one layout."),
@@ -53,6 +55,9 @@ class App:
         if self._catalog is None:
             from optimus_calc import catalog
             self._catalog = catalog.load(catalog.user_dirs(self.catalog_dirs))
+            from optimus_calc.loaders import note_input
+            for path in self._catalog.sources:  # cached loads re-register their files
+                note_input(path)
         return self._catalog
 
 
@@ -97,6 +102,8 @@ def _fail(message: str, code: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
+    from optimus_calc.loaders import reset_inputs
+    reset_inputs()  # -o may not overwrite a file this run reads
     try:
         cli.main(args=args, prog_name="optimus-calc", standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from optimus_calc.cli.common import emit
+from optimus_calc.cli.common import emit, plot_option
 from optimus_calc.cli.options import model_options
 
 
@@ -12,6 +12,7 @@ from optimus_calc.cli.options import model_options
 @click.argument("model")
 @click.option("--gib", is_flag=True, help="Show GiB (2^30) instead of GB (1e9) in tables.")
 @model_options
+@plot_option
 @click.pass_obj
 def memory(app, model: str, fmt: str, output: str | None, gib: bool, **kw) -> None:
     """Bytes per GPU and per offload device for one layout, and whether it fits.

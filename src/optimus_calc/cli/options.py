@@ -12,13 +12,15 @@ and :func:`optimus_calc.inputs.build_search_inputs` turn them into validated spe
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import click
 
 from optimus_calc.cli.types import FiniteFloat
+from optimus_calc.errors import InputError
 from optimus_calc.inputs import build_inputs as _build_inputs
-from optimus_calc.inputs import parse_assumptions  # noqa: F401  (re-exported)
+from optimus_calc.inputs import make_training, parse_assumptions  # noqa: F401  (re-exported)
 from optimus_calc.specs.training import Offload, Optimizer, Precision, Recompute
 
 
@@ -152,3 +154,24 @@ def plan_options(func: Callable) -> Callable:
 def build_inputs(app, model_text: str, kw: dict):
     """:func:`optimus_calc.inputs.build_inputs` with the command's catalog."""
     return _build_inputs(app.catalog, model_text, kw)
+
+
+def train_options(func: Callable) -> Callable:
+    """``--tokens N`` and ``--gpu-hour-price USD`` (plan, step, compare, sweep): time, energy and
+    cost to train. The command reads ``kw["train"]``, a report.common.TrainRequest or None."""
+    @click.option("--tokens", "tokens", default=None, metavar="N",
+                  help="Training token budget, e.g. 15T or 2e12: adds steps, days, GPU-hours, "
+                       "energy (GPU TDP x --assume pue) and, with --gpu-hour-price, cost.")
+    @click.option("--gpu-hour-price", "gpu_hour_price", type=FiniteFloat(0, 1e6), default=None,
+                  metavar="USD", help="Price of one GPU-hour, for cost_usd (needs --tokens).")
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        from optimus_calc.report.common import TrainRequest
+        from optimus_calc.units import parse_count
+        tokens, price = kwargs.pop("tokens"), kwargs.pop("gpu_hour_price")
+        if price is not None and tokens is None:
+            raise InputError("--gpu-hour-price needs --tokens (the budget it prices)")
+        kwargs["train"] = (TrainRequest(parse_count(tokens, "--tokens"), price)
+                           if tokens is not None else None)
+        return func(*args, **kwargs)
+    return wrapper

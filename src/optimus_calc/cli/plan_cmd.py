@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import click
 
-from optimus_calc.cli.common import emit, output_options, write_output
-from optimus_calc.cli.options import model_options, plan_options, search_training_options
+from optimus_calc.cli.common import emit, output_options, plot_option
+from optimus_calc.cli.options import (model_options, plan_options, search_training_options,
+                                      train_options)
 from optimus_calc.errors import InputError
 from optimus_calc.report.plan_view import Export
+
+MAX_NODES = 1_000_000  # as the --nodes option of plan and the per-layout commands
 
 
 @click.command()
 @click.argument("model")
 @plan_options
+@train_options
 @click.option("--export", type=click.Choice([e.value for e in Export]), default=None,
-              help="Print (or -o write) the recommended layout as a DeepSpeed config or "
-                   "Megatron-LM arguments instead of the plan.")
+              help="Print (or -o write) the recommended layout as a DeepSpeed config, "
+                   "Megatron-LM arguments or a torchtitan job config instead of the plan.")
 @output_options
 @click.pass_obj
 def plan_cmd(app, model, objective, top, export, fmt, output, **kw) -> None:
     """Search every layout, recommend one, and size the SmartNICs."""
+    from optimus_calc.cli.common import write_file, write_stdout
     from optimus_calc.inputs import build_search_inputs
     from optimus_calc.report import plan_view as V
     from optimus_calc.search.plan import plan_search
@@ -29,9 +34,13 @@ def plan_cmd(app, model, objective, top, export, fmt, output, **kw) -> None:
     if export:
         if res.recommended is None:
             raise InputError(f"nothing to export: {res.why}")
-        write_output(V.export_text(Export(export), res.recommended, res.model), output)
+        text = V.export_text(Export(export), res.recommended, res.model, res.hw.gpus_per_node)
+        if output and output != "-":
+            write_file(output, text)  # atomic, never over an input (cli/common.py)
+        else:
+            write_stdout(text)
         return
-    emit(V.plan_document(res, si), fmt, output)
+    emit(V.plan_document(res, si, kw.get("train")), fmt, output)
 
 
 # the single-layout options whose presence means "size this layout" rather than the plan's
@@ -79,8 +88,12 @@ def _split(text: str, flag: str) -> list[str]:
 def _counts(text: str) -> list[int]:
     counts = []
     for c in _split(text, "--nodes"):
-        if not c.isdigit() or int(c) < 1:
-            raise InputError(f"--nodes: {c!r} is not a positive whole number")
+        # ASCII digits only: str.isdigit() also accepts superscripts such as '²'.
+        if not (c.isascii() and c.isdigit()) or int(c) < 1:
+            raise InputError(f"--nodes: {c[:40]!r} is not a positive whole number")
+        if int(c) > MAX_NODES:
+            raise InputError(f"--nodes: {c[:40]} is more than {MAX_NODES:,} nodes "
+                             "(the --nodes limit of plan)")
         counts.append(int(c))
     return counts
 
@@ -94,7 +107,9 @@ def _counts(text: str) -> list[int]:
 @click.option("--smartnic", "smartnics", default="bluefield-3", show_default=True,
               help="Comma-separated SmartNIC types.")
 @search_training_options
+@train_options
 @output_options
+@plot_option
 @click.pass_obj
 def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -> None:
     """One row per model x node type x node count x SmartNIC: the recommended layout and its
@@ -105,4 +120,4 @@ def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -
     counts = _counts(node_counts)
     points = run_sweep(app.catalog, _split(models, "--models"), _split(nodes_types, "--node"),
                        counts, _split(smartnics, "--smartnic"), kw)
-    emit(sweep_document(points), fmt, output)
+    emit(sweep_document(points, kw.get("train")), fmt, output)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from optimus_calc.cli.common import emit, output_options
-from optimus_calc.cli.options import model_options
+from optimus_calc.cli.options import model_options, train_options
+from optimus_calc.errors import InputError
 from optimus_calc.evaluate.optimizer import Impl
 from optimus_calc.specs.training import Optimizer
 
@@ -13,6 +14,7 @@ from optimus_calc.specs.training import Optimizer
 @click.command()
 @click.argument("model")
 @model_options
+@train_options
 @click.pass_obj
 def step(app, model: str, fmt: str, output: str | None, **kw) -> None:
     """Step time, MFU and throughput of one layout, with the breakdown that produced them."""
@@ -22,7 +24,7 @@ def step(app, model: str, fmt: str, output: str | None, **kw) -> None:
 
     inp = build_inputs(app.catalog, model, kw)
     mem, st = step_of(inp, model)
-    emit(step_document(inp, mem, st), fmt, output)
+    emit(step_document(inp, mem, st, kw.get("train")), fmt, output)
 
 
 @click.command("optimizer-step")
@@ -54,6 +56,9 @@ def optimizer_step_cmd(app, params, device, threads, count, sockets, optimizer, 
     n = parse_count(params, "--params")
     entry = find_device(app.catalog, device)
     dev = device_from(entry, sockets, Assumptions())
+    if threads is not None and not dev.per_core:
+        raise InputError(f"--threads applies to CPUs and SoC SmartNICs; {entry.name} is a "
+                         f"{dev.kind}, whose optimizer step does not scale with threads")
     gb = grad_bytes or default_grad_bytes(entry)
     res = optimizer_step(dev, n, Optimizer(optimizer), Impl(impl), gb, threads, count)
     emit(optimizer_document(entry, dev, n, res, optimizer, impl, count), fmt, output)

@@ -35,6 +35,19 @@ class _Printer(NumPyPrinter):
             out = f"numpy.maximum({out}, {arg})"
         return out
 
+    def _print_Or(self, expr):  # binary calls broadcast; logical_or.reduce of a tuple does not
+        return self._fold("numpy.logical_or", expr)
+
+    def _print_And(self, expr):
+        return self._fold("numpy.logical_and", expr)
+
+    def _fold(self, fn, expr):
+        args = [self._print(a) for a in expr.args]
+        out = args[0]
+        for arg in args[1:]:
+            out = f"{fn}({out}, {arg})"
+        return out
+
     def _print_Min(self, expr):
         args = [self._print(a) for a in expr.args]
         out = args[0]

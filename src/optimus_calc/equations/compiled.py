@@ -117,9 +117,9 @@ def compute__exposed_time(T_opt, T_x, W):
     return numpy.maximum(0, T_opt + T_x - W)
 
 
-def compute__flops_per_token_layer(E, f, h, k_e, kv_d, m_m, q_d, s):
-    """compute.flops_per_token_layer [FLOP/token]: Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1: 24h^2 + 4sh per token for GPT (2 FLOPs per multiply-add); generalised here for GQA (kv_d), gated MLPs (m_m = 3) and MoE (k_e experts per token, router 2hE)"""
-    return 2*E*h + 2*f*h*k_e*m_m + 2*h*q_d + 2*h*(2*kv_d + q_d) + 4*q_d*s
+def compute__flops_per_token_layer(E, P_att, d_s, d_v, f_a, h, m_m, s):
+    """compute.flops_per_token_layer [FLOP/token]: Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1: 24h^2 + 4sh per token for GPT (2 FLOPs per multiply-add and weight); generalised here: the attention projections as their parameter count (GQA, MLA, biases), scores and values over their own widths, gated MLPs (m_m = 3), MoE (the experts a token visits, router 2hE)"""
+    return 2*E*h + 2*P_att + 2*f_a*h*m_m + 2*s*(d_s + d_v)
 
 
 def compute__optimizer_step_time(B_core, B_mem, F_core, F_dev, P_n, beta_p, c_n, eta_m, n_t, phi_p):
@@ -135,6 +135,21 @@ def compute__pipeline_bubble(T_c, m, p, v):
 def compute__step_flops(F_h, F_l, F_r, L, tokens):
     """compute.step_flops [FLOP]: Narayanan et al. SC'21 section 5.1: backward = 2 x forward; recomputation adds a forward pass of the layers (96 B s l h^2 (1 + s/(6h) + V/(16 l h)) with full recomputation)"""
     return tokens*(3*F_h + 3*F_l*L + F_r*L)
+
+
+def efficiency__gemm_efficiency(W_g, W_half, eta_max):
+    """efficiency.gemm_efficiency [1]: saturating curve fitted on Narayanan et al. SC'21 Table 1 (A100) with the micro-batch and interleaving of Megatron-LM examples/academic_paper_scripts/sc21/run_table_1.sh; equivalent to a fixed time W_half / (eta_max peak) per GEMM"""
+    return W_g*eta_max/(W_g + W_half)
+
+
+def efficiency__gemm_flops(b, h, s, t):
+    """efficiency.gemm_flops [FLOP]: Narayanan et al. SC'21 (arXiv 2104.04473) section 3.2/5.1: a layer's weight GEMMs are (s b) x h x (k h / t) with k = 1, 3 or 4; the unit GEMM (k = 1) measures their size"""
+    return 2*b*h**2*s/t
+
+
+def efficiency__layer_efficiency(F_a, F_d, eta_a, eta_d):
+    """efficiency.layer_efficiency [1]: times add: FLOP-weighted harmonic mean of the weight GEMMs' and the attention core's efficiencies (Narayanan et al. section 5.1 split of 24 h^2 + 4 s h FLOPs per token)"""
+    return (F_a + F_d)/(F_a/eta_a + F_d/eta_d)
 
 
 def memory__activation_layer_bytes(a, b, c, d, h, m_c, phi, q_c, r, s, sigma, t):
@@ -158,18 +173,13 @@ def memory__gpu_total_bytes(G, M_act, M_over, O, W):
 
 
 def memory__gradients_bytes(N_d, P, Z, b_g, o_g):
-    """memory.gradients_bytes [bytes]: Rajbhandari et al. 2020 (ZeRO) section 5.2, P_os+g"""
-    return P*b_g*(1 - o_g)*numpy.select([numpy.greater_equal(Z, 2),True], [N_d**(-1.0),1], default=numpy.nan)
-
-
-def memory__gradients_bytes_offload(N_d, P, Z, b_g, o_g):
-    """memory.gradients_bytes_offload [bytes]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage_1_and_2.py L1422-1424 (ZeRO-1 reduces only at the accumulation boundary, so the full 16-bit gradients stay in param.grad on the GPU) and L1412-1414 (then copies its partition to the host, copy_grads_in_partition L1328-1340); ZeRO-2/3 move each reduced partition out during backward"""
+    """memory.gradients_bytes [bytes]: Rajbhandari et al. 2020 (ZeRO) section 5.2, P_os+g; with offload, DeepSpeed v0.15.0 deepspeed/runtime/zero/stage_1_and_2.py L1422-1424 (ZeRO-1 reduces only at the accumulation boundary, so the full 16-bit gradients stay in param.grad on the GPU) and L1412-1414 (then copies its partition to the host, copy_grads_in_partition L1328-1340); ZeRO-2/3 move each reduced partition out during backward"""
     return P*b_g*(-o_g*numpy.select([numpy.greater_equal(Z, 2),True], [1,0], default=numpy.nan) + 1)*numpy.select([numpy.greater_equal(Z, 2),True], [N_d**(-1.0),1], default=numpy.nan)
 
 
 def memory__host_gradients_bytes(N_d, P, Z, b_h, o_g):
-    """memory.host_gradients_bytes [bytes]: Ren et al. 2021 (ZeRO-Offload) section 4.1: fp32 gradients and optimizer state on the CPU"""
-    return P*b_h*o_g*numpy.select([numpy.greater_equal(Z, 2),True], [N_d**(-1.0),1], default=numpy.nan)
+    """memory.host_gradients_bytes [bytes]: Ren et al. 2021 (ZeRO-Offload) section 4.1: fp32 gradients and optimizer state on the CPU; each rank keeps the fp32 gradients of its own partition (DeepSpeed stage_1_and_2.py copy_grads_in_partition, also at ZeRO-1)"""
+    return P*b_h*o_g*numpy.select([numpy.greater_equal(Z, 1),True], [N_d**(-1.0),1], default=numpy.nan)
 
 
 def memory__host_weights_bytes(N_d, P, Z, b_w, o_w):
@@ -207,9 +217,9 @@ def memory__stage_activation_bytes(L_s, M_layer, V, b, beta_l, c, lambda_l, n_f,
     return L_s*M_layer*n_f*numpy.select([numpy.less_equal(v, 1),True], [1,1 + (p - 1)/(p*v)], default=numpy.nan) + V*b*beta_l*lambda_l*s/(c*t)
 
 
-def memory__weights_bytes(N_d, P, Z, b_w, o_w):
-    """memory.weights_bytes [bytes]: Rajbhandari et al. 2020 (ZeRO) section 5.3, P_os+g+p; seeds/optimusnic.md section 2.2"""
-    return P*b_w*(1 - o_w)*numpy.select([numpy.greater_equal(Z, 3),True], [N_d**(-1.0),1], default=numpy.nan)
+def memory__weights_bytes(N_d, P, W_res, Z, b_w, o_w):
+    """memory.weights_bytes [bytes]: Rajbhandari et al. 2020 (ZeRO) section 5.3, P_os+g+p; seeds/optimusnic.md section 2.2; with parameters offloaded, what DeepSpeed keeps resident (memory.zero3_offload_param_resident_bytes)"""
+    return P*b_w*(1 - o_w)*numpy.select([numpy.greater_equal(Z, 3),True], [N_d**(-1.0),1], default=numpy.nan) + W_res*o_w
 
 
 def memory__zero3_offload_param_resident_bytes(B_pf, M_live, P_pers, b_g, b_w, p_mod):
@@ -232,9 +242,9 @@ def offload__cpu_rank_bandwidth(B_sock, B_thr, S_n, eta_c, eta_s, k_n, n_th):
     return numpy.minimum(B_thr*n_th, B_sock*S_n*eta_c*eta_s/k_n)
 
 
-def offload__exposed_optimusnic(L_r, T_s, W_b):
-    """offload.exposed_optimusnic [s]: seeds/optimusnic.md section 5 (per-layer update as each layer's gradients are aggregated); the first layer's gradients arrive last and the next forward needs it first"""
-    return numpy.maximum(T_s/L_r, T_s - W_b)
+def offload__exposed_optimusnic(T_s, W_o):
+    """offload.exposed_optimusnic [s]: seeds/optimusnic.md section 5: each layer is updated on its SmartNIC as soon as its gradients are aggregated, so the step overlaps the backward and the next forward ("the optimizer step time is always shorter than the combined duration of the forward and backward passes. This indicates that overlapping these operations is feasible")"""
+    return numpy.maximum(0, T_s - W_o)
 
 
 def offload__exposed_superoffload(P_r, T_s, W_b, Z_b):
@@ -329,7 +339,7 @@ def offload__zero3_exposed_gather_time(alpha_g, c_pass, d_p, n_mod, t_c, t_g):
 
 def offload__zero3_prefetch_depth(B_pf, M_live, p_m):
     """offload.zero3_prefetch_depth [modules]: DeepSpeed v0.15.0 deepspeed/runtime/zero/partitioned_param_coordinator.py L354-359: prefetch only if stage3_prefetch_bucket_size > 0 and while the live parameters stay under stage3_max_live_parameters; the loop adds whole parameters until the bucket is full, so the next module is always started"""
-    return numpy.select([numpy.logical_or.reduce((numpy.less_equal(B_pf, 0),numpy.less(M_live, 2*p_m))),True], [0,1], default=numpy.nan)
+    return numpy.select([numpy.logical_or(numpy.less_equal(B_pf, 0), numpy.less(M_live, 2*p_m)),True], [0,1], default=numpy.nan)
 
 
 def step__backward_flops(F_h, F_l, F_r, L_stage, lambda_h, tau_g):
@@ -352,9 +362,9 @@ def step__dp_comm_time(T_gat, T_red, Z, m):
     return numpy.select([numpy.greater_equal(Z, 3),numpy.greater_equal(Z, 2),True], [m*(2*T_gat + T_red),T_gat + T_red*m,T_gat + T_red], default=numpy.nan)
 
 
-def step__dp_exposed_time(T_bkt, T_gat, T_red, W_b, W_f, Z, m):
-    """step.dp_exposed_time [s]: as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch except the last bucket; gathers overlap the forward through prefetching (DeepSpeed stage3 prefetch, Megatron --overlap-param-gather)"""
-    return numpy.select([numpy.greater_equal(Z, 3),numpy.greater_equal(Z, 2),True], [m*(numpy.maximum(0, T_gat - W_f) + numpy.maximum(0, T_gat + T_red - W_b) + numpy.minimum(T_bkt, T_red)),m*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)) + numpy.maximum(0, T_gat - W_f),numpy.maximum(0, T_gat - W_f) + numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)], default=numpy.nan)
+def step__dp_exposed_time(G_x, T_bkt, T_gat, T_red, W_b, W_f, Z, m):
+    """step.dp_exposed_time [s]: as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch except the last bucket; ZeRO-1/2 gathers overlap the next forward (Megatron --overlap-param-gather); ZeRO-3 gathers wait per module as far as prefetching does not hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time)"""
+    return numpy.select([numpy.greater_equal(Z, 3),numpy.greater_equal(Z, 2),True], [m*(G_x + numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)),m*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)) + numpy.maximum(0, T_gat - W_f),numpy.maximum(0, T_gat - W_f) + numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)], default=numpy.nan)
 
 
 def step__elementwise_time(B_hbm, L_stage, M_l, eta_hbm, m, n_pass):
@@ -387,9 +397,9 @@ def step__pp_comm_time(T_p2p, m, o_pp, v):
     return T_p2p*m*v*(2 - 2*o_pp)
 
 
-def step__time(T_b, T_bubble, T_cp, T_dp, T_ep, T_f, T_opt, T_pp, T_tp):
+def step__time(T_b, T_bubble, T_cp, T_dp, T_ep, T_f, T_opt, T_po, T_pp, T_tp):
     """step.time [s]: sum of the terms of the pipeline stage that takes longest (the one evaluator takes the maximum over stages); the bubble is that of the busiest stage"""
-    return T_b + T_bubble + T_cp + T_dp + T_ep + T_f + T_opt + T_pp + T_tp
+    return T_b + T_bubble + T_cp + T_dp + T_ep + T_f + T_opt + T_po + T_pp + T_tp
 
 
 def step__tokens_per_s(T_step, tokens):
@@ -400,3 +410,33 @@ def step__tokens_per_s(T_step, tokens):
 def step__tp_comm_time(L_stage, T_ag, T_ar, T_rs, m, o_tp, r_full, sigma_sp):
     """step.tp_comm_time [s]: Korthikanti et al. 2022 (arXiv 2205.05198) section 4.2.2: per layer and micro-batch 4 all-reduces (2 forward, 2 backward), or with sequence parallelism 4 all-gathers + 4 reduce-scatters; full recomputation repeats the forward's half"""
     return L_stage*m*(4 - 4*o_tp)*((1/2)*r_full + 1)*(T_ar*(1 - sigma_sp) + sigma_sp*(T_ag + T_rs))
+
+
+def train__cost_usd(B_seq, S_seq, T_tok, c_gpu, n_gpu, t_step):
+    """train.cost_usd [USD]: definition: GPU-hours x the price per GPU-hour (--gpu-hour-price)"""
+    return (1/3600)*T_tok*c_gpu*n_gpu*t_step/(B_seq*S_seq)
+
+
+def train__days(B_seq, S_seq, T_tok, t_step):
+    """train.days [days]: Narayanan et al., SC'21, section 5.1 eq. (4): end-to-end time = tokens / throughput; steps = tokens / (global batch x sequence length)"""
+    return (1/86400)*T_tok*t_step/(B_seq*S_seq)
+
+
+def train__energy_mwh(B_seq, PUE, P_gpu, S_seq, T_tok, n_gpu, t_step):
+    """train.energy_mwh [MWh]: energy = power x time; GPU power from the NVIDIA/AMD datasheets (catalog tdp_W); PUE as defined by The Green Grid (facility energy / IT equipment energy)"""
+    return (1/3600000000)*PUE*P_gpu*T_tok*n_gpu*t_step/(B_seq*S_seq)
+
+
+def train__gpu_hours(B_seq, S_seq, T_tok, n_gpu, t_step):
+    """train.gpu_hours [GPU-h]: definition: GPUs x wall-clock hours (as llm-analysis and cloud price lists count them)"""
+    return (1/3600)*T_tok*n_gpu*t_step/(B_seq*S_seq)
+
+
+def train__steps(B_seq, S_seq, T_tok):
+    """train.steps [steps]: Narayanan et al., SC'21, section 5.1 eq. (4): end-to-end time = tokens / throughput; steps = tokens / (global batch x sequence length)"""
+    return T_tok/(B_seq*S_seq)
+
+
+def train__time_s(B_seq, S_seq, T_tok, t_step):
+    """train.time_s [s]: Narayanan et al., SC'21, section 5.1 eq. (4): end-to-end time = tokens / throughput; steps = tokens / (global batch x sequence length)"""
+    return T_tok*t_step/(B_seq*S_seq)

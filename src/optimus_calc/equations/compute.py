@@ -9,11 +9,12 @@ from optimus_calc.equations.registry import equation, sym
 
 h = sym("h", "hidden size", positive=True)
 s = sym("s", "sequence length, tokens", positive=True)
-q_d = sym("q_d", "query width heads x head_dim")
-kv_d = sym("kv_d", "key/value width kv_heads x head_dim")
-f = sym("f", "MLP intermediate size (per expert for MoE)")
+P_att = sym("P_att", "attention weight parameters of one layer (projections, biases)")
+d_s = sym("d_s", "score width: heads x query/key head dim (MLA: nope + rope dims)")
+d_v = sym("d_v", "value width: heads x value head dim")
+f_a = sym("f_a", "MLP width a token passes through: the MLP size, or top-k x expert size + "
+          "shared experts' sizes for MoE")
 mm = sym("m_m", "matrices per MLP: 2 (GELU/ReLU) or 3 (SwiGLU)")
-k_e = sym("k_e", "experts a token visits: top-k + shared (1 for a dense MLP)")
 E = sym("E", "routed experts (router width); 0 for dense")
 V = sym("V", "vocabulary size", positive=True)
 L = sym("L", "transformer layers", positive=True)
@@ -44,13 +45,14 @@ W_ov = sym("W", "time window the strategy overlaps with (backward, or forward+ba
 
 flops_per_token_layer = equation(
     "compute.flops_per_token_layer",
-    2 * h * (q_d + 2 * kv_d) + 2 * q_d * h + 4 * s * q_d + 2 * mm * h * f * k_e + 2 * h * E,
+    2 * P_att + 2 * s * (d_s + d_v) + 2 * mm * h * f_a + 2 * h * E,
     "FLOP/token",
     "Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1: 24h^2 + 4sh per token for GPT "
-    "(2 FLOPs per multiply-add); generalised here for GQA (kv_d), gated MLPs (m_m = 3) and MoE "
-    "(k_e experts per token, router 2hE)",
-    "Forward FLOPs per token of one layer: Q/K/V and output projections, attention scores and "
-    "values (4 s q_d, not halved for causal masking, as in Narayanan et al.), MLP, router.")
+    "(2 FLOPs per multiply-add and weight); generalised here: the attention projections as "
+    "their parameter count (GQA, MLA, biases), scores and values over their own widths, gated "
+    "MLPs (m_m = 3), MoE (the experts a token visits, router 2hE)",
+    "Forward FLOPs per token of one layer: attention projections, scores QK^T and values "
+    "(2 s d_s + 2 s d_v, not halved for causal masking, as in Narayanan et al.), MLP, router.")
 
 step_flops = equation(
     "compute.step_flops", tok * (3 * (L * F_l + F_h) + L * F_r), "FLOP",

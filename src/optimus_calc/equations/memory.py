@@ -75,15 +75,27 @@ params_per_gpu = equation(
     "embedding; Lepikhin et al. 2020 (GShard): EP splits the experts",
     "Parameters one GPU holds for its pipeline stage, before ZeRO partitioning.")
 
+W_res = sym("W_res", "parameter bytes ZeRO-Infinity keeps on the GPU with offload_param "
+            "(memory.zero3_offload_param_resident_bytes)")
+
 weights_bytes = equation(
-    "memory.weights_bytes", b_w * P / _div(3) * (1 - o_w), "bytes",
-    "Rajbhandari et al. 2020 (ZeRO) section 5.3, P_os+g+p; seeds/optimusnic.md section 2.2",
-    "16-bit weights on the GPU; ZeRO-3 partitions them over the data-parallel group.")
+    "memory.weights_bytes", b_w * P / _div(3) * (1 - o_w) + o_w * W_res, "bytes",
+    "Rajbhandari et al. 2020 (ZeRO) section 5.3, P_os+g+p; seeds/optimusnic.md section 2.2; "
+    "with parameters offloaded, what DeepSpeed keeps resident (memory."
+    "zero3_offload_param_resident_bytes)",
+    "16-bit weights on the GPU; ZeRO-3 partitions them over the data-parallel group; with "
+    "--offload-params only the resident modules and persistent tensors stay.")
 
 gradients_bytes = equation(
-    "memory.gradients_bytes", b_g * P / _div(2) * (1 - o_g), "bytes",
-    "Rajbhandari et al. 2020 (ZeRO) section 5.2, P_os+g",
-    "Gradients on the GPU; ZeRO-2 and -3 partition them; ZeRO-Offload moves them to the host.")
+    "memory.gradients_bytes",
+    b_g * P / _div(2) * (1 - o_g * sp.Piecewise((1, Z >= 2), (0, True))), "bytes",
+    "Rajbhandari et al. 2020 (ZeRO) section 5.2, P_os+g; with offload, DeepSpeed v0.15.0 "
+    "deepspeed/runtime/zero/stage_1_and_2.py L1422-1424 (ZeRO-1 reduces only at the "
+    "accumulation boundary, so the full 16-bit gradients stay in param.grad on the GPU) and "
+    "L1412-1414 (then copies its partition to the host, copy_grads_in_partition L1328-1340); "
+    "ZeRO-2/3 move each reduced partition out during backward",
+    "Gradients on the GPU; ZeRO-2 and -3 partition them; with ZeRO-Offload, ZeRO-2/3 move them "
+    "to the host while ZeRO-1 keeps all of them until the step.")
 
 optimizer_bytes = equation(
     "memory.optimizer_bytes", b_o * P / _div(1) * (1 - o_o * (1 - f_k)), "bytes",
@@ -97,8 +109,10 @@ optimizer_offloaded_bytes = equation(
     "Optimizer state that one GPU moves to its offload target.")
 
 host_gradients_bytes = equation(
-    "memory.host_gradients_bytes", b_h * P / _div(2) * o_g, "bytes",
-    "Ren et al. 2021 (ZeRO-Offload) section 4.1: fp32 gradients and optimizer state on the CPU",
+    "memory.host_gradients_bytes", b_h * P / _div(1) * o_g, "bytes",
+    "Ren et al. 2021 (ZeRO-Offload) section 4.1: fp32 gradients and optimizer state on the CPU; "
+    "each rank keeps the fp32 gradients of its own partition (DeepSpeed stage_1_and_2.py "
+    "copy_grads_in_partition, also at ZeRO-1)",
     "Gradients one GPU keeps in host memory under ZeRO-Offload (fp32, for the CPU step).")
 
 host_weights_bytes = equation(
@@ -177,16 +191,6 @@ P_pers = sym("P_pers", "parameters in tensors below stage3_param_persistence_thr
 p_mod = sym("p_mod", "parameters of the largest module ZeRO-3 gathers, elements")
 B_pf = sym("B_pf", "stage3_prefetch_bucket_size, elements")
 M_live = sym("M_live", "stage3_max_live_parameters, elements")
-
-gradients_bytes_offload = equation(
-    "memory.gradients_bytes_offload",
-    b_g * P / _div(2) * (1 - o_g * sp.Piecewise((1, Z >= 2), (0, True))), "bytes",
-    "DeepSpeed v0.15.0 deepspeed/runtime/zero/stage_1_and_2.py L1422-1424 (ZeRO-1 reduces only "
-    "at the accumulation boundary, so the full 16-bit gradients stay in param.grad on the GPU) and "
-    "L1412-1414 (then copies its partition to the host, copy_grads_in_partition L1328-1340); "
-    "ZeRO-2/3 move each reduced partition out during backward",
-    "Gradients on the GPU with offload: ZeRO-1 keeps all of them until the step, ZeRO-2 and -3 "
-    "stream their partitions to the host (as memory.gradients_bytes otherwise).")
 
 zero3_offload_param_resident_bytes = equation(
     "memory.zero3_offload_param_resident_bytes",

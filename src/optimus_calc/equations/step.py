@@ -61,6 +61,9 @@ T_ep = sym("T_ep", "exposed expert-parallel all-to-all, s")
 T_pp = sym("T_pp", "exposed pipeline point-to-point, s")
 T_dpx = sym("T_dp", "exposed data-parallel communication, s")
 T_ox = sym("T_opt", "exposed optimizer step and offload transfers, s")
+T_po = sym("T_po", "exposed parameter streaming from host or NVMe (ZeRO-Infinity), s")
+G_x = sym("G_x", "ZeRO-3 parameter gathers one micro-batch waits for, s "
+          "(offload.zero3_exposed_gather_time)")
 T_step = sym("T_step", "step time, s", positive=True)
 F_mod = sym("F_model", "model FLOPs of the step (no recompute)")
 N_g = sym("N_gpus", "GPUs in the cluster", positive=True)
@@ -145,16 +148,17 @@ dp_comm_time = equation(
 dp_exposed_time = equation(
     "step.dp_exposed_time",
     sp.Piecewise(
-        (m * (_ex(T_gat, W_f) + _ex(T_red + T_gat, W_b) + _t_last), Z >= 3),
+        (m * (G_x + _ex(T_red, W_b) + _t_last), Z >= 3),
         (m * (_ex(T_red, W_b) + _t_last) + _ex(T_gat, W_f), Z >= 2),
         (_ex(T_red, W_b) + _t_last + _ex(T_gat, W_f), True)), "s",
     "as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch "
-    "except the last bucket; gathers overlap the forward through prefetching (DeepSpeed "
-    "stage3 prefetch, Megatron --overlap-param-gather)",
+    "except the last bucket; ZeRO-1/2 gathers overlap the next forward (Megatron "
+    "--overlap-param-gather); ZeRO-3 gathers wait per module as far as prefetching does not "
+    "hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time)",
     "Part of the data-parallel communication the compute windows do not hide.")
 
 step_time = equation(
-    "step.time", T_f + T_b + T_bub + T_tp + T_cp + T_ep + T_pp + T_dpx + T_ox, "s",
+    "step.time", T_f + T_b + T_bub + T_tp + T_cp + T_ep + T_pp + T_dpx + T_ox + T_po, "s",
     "sum of the terms of the pipeline stage that takes longest (the one evaluator takes the "
     "maximum over stages); the bubble is that of the busiest stage",
     "Time of one training step.")

@@ -365,7 +365,10 @@ def doubling_sizes(lo: float, hi: float, limit: int = 64) -> tuple[float, ...]:
     if lo > hi:
         raise InputError(f"--sizes: FROM ({lo:g} bytes) is larger than TO ({hi:g} bytes)")
     out, x = [], lo
-    while x <= hi * (1 + 1e-12) and len(out) < limit:
+    while x <= hi * (1 + 1e-12):
+        if len(out) == limit:
+            raise InputError(f"--sizes: more than {limit} doubling sizes from {lo:g} to "
+                             f"{hi:g} bytes; narrow the range")
         out.append(x)
         x *= 2
     return tuple(out)

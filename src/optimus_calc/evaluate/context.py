@@ -36,6 +36,10 @@ class Hardware:
 
 
 DEFAULT_SMARTNIC = "bluefield-3"
+# A bound, not physics: the largest announced training clusters hold a few 1e5 GPUs (xAI's
+# Colossus, about 2e5 in 2025). 1e6 is the bound of every parallel degree (specs/training.py
+# Layout), so no layout the planner enumerates can exceed it.
+MAX_GPUS = 1_000_000
 
 
 def resolve_hardware(cat: Catalog, node: str, nodes: int, gpu: str | None = None,
@@ -44,6 +48,11 @@ def resolve_hardware(cat: Catalog, node: str, nodes: int, gpu: str | None = None
     g: GPU = cat.get(gpu or n.gpu, "gpu", what="GPU")  # type: ignore[assignment]
     if nodes < 1:
         raise InputError(f"--nodes {nodes} must be >= 1")
+    per_node = gpus_per_node or n.gpus
+    if nodes * per_node > MAX_GPUS:
+        how = "--gpus-per-node" if gpus_per_node else f"GPUs per {n.name}"
+        raise InputError(f"--nodes {nodes} x {per_node} {how} = {nodes * per_node:,} GPUs is "
+                         f"more than the {MAX_GPUS:,} this tool models")
     sn_name = smartnic or n.smartnic or DEFAULT_SMARTNIC
     sn: SmartNIC = cat.get(sn_name, "smartnic", what="SmartNIC")  # type: ignore[assignment]
     return Hardware(
@@ -62,6 +71,7 @@ def fill_layout(hw: Hardware, tp: int, pp: int, dp: int | None, cp: int, **kw) -
     for flag, value in (("--tp", tp), ("--pp", pp), ("--cp", cp)):
         if value < 1:
             raise InputError(f"{flag} {value} must be >= 1")
+    dp_given = dp is not None
     if dp is None:
         if hw.gpus % (tp * pp * cp):
             raise InputError(f"--tp {tp} x --pp {pp} x --cp {cp} = {tp * pp * cp} does not divide "
@@ -78,6 +88,13 @@ def fill_layout(hw: Hardware, tp: int, pp: int, dp: int | None, cp: int, **kw) -
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
         msg = str(first["msg"]).removeprefix("Value error, ")
+        if where == "dp" and not dp_given:  # name the flags the user typed, not dp
+            raise InputError(
+                f"--nodes {hw.nodes} x {hw.gpus_per_node} GPUs per node / (--tp {tp} x --pp {pp}"
+                f" x --cp {cp}) gives a data-parallel degree of {dp:,}: {msg.lower()}; use "
+                "fewer --nodes or larger --tp/--pp/--cp") from None
+        if where in ("tp", "pp", "dp", "cp", "ep", "interleave", "smartnics_per_node"):
+            where = "--" + where.replace("_", "-")
         raise InputError(f"{where}: {msg}" if where else msg) from None
 
 

@@ -20,11 +20,16 @@ from enum import IntEnum
 import numpy as np
 
 from optimus_calc.equations import compiled as eq
-from optimus_calc.evaluate.batch import (CPU, NONE, NVME, R_FULL, R_SELECTIVE, SMARTNIC,
-                                         SUPERCHIP, Batch)
+from optimus_calc.evaluate.batch import (CPU, NONE, NVME, R_FULL, R_NONE, R_SELECTIVE,
+                                         SMARTNIC, SUPERCHIP, Batch)
+from optimus_calc.evaluate.efficiency import compute_efficiency
 from optimus_calc.evaluate.context import Hardware, check_precision
 from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, device_from, device_time
 from optimus_calc.evaluate.optimizer import flops_per_param
+from optimus_calc.evaluate.offload_step import (AdamImpl, HostCPU, Overlap, exposed_step,
+                                                nvme_optimizer_step, offload_step_phases,
+                                                param_offload_traffic, persistent_params,
+                                                strategy_threads, zero3_exposed_gather)
 from optimus_calc.evaluate.shapes import activation_coefficients, stage_shapes
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Training
@@ -197,6 +202,11 @@ class _Rec:
         return fn(**kw)
 
 
+def usable_gpu_bytes(hw: Hardware, asm: Assumptions) -> float:
+    """GPU memory a layout may fill: the capacity less the safety margin (gpu_headroom)."""
+    return hw.gpu.memory_bytes * (1 - asm.gpu_headroom)
+
+
 def offload_flags(off, offload_params, gpu_fraction):
     """(o_w, o_g, o_o, f_k) of memory.*: what leaves the GPU for each offload target.
 
@@ -214,17 +224,39 @@ def offload_flags(off, offload_params, gpu_fraction):
 
 def layer_flops(model: Model, seq: int) -> tuple[float, float]:
     """(F_l averaged over layers, F_h): forward FLOPs per token of a layer and of the logits."""
-    q_d, kv_d = model.heads * model.d_head, model.n_kv * model.d_head
-    m_m = model.ffn_type.matrices
-    dense = float(eq.compute__flops_per_token_layer(E=0, f=model.ffn_hidden, h=model.hidden,
-                                                    k_e=1, kv_d=kv_d, m_m=m_m, q_d=q_d, s=seq))
+    common = dict(P_att=model.attention_matrix_params, d_s=model.score_dim, d_v=model.value_dim,
+                  h=model.hidden, m_m=model.ffn_type.matrices, s=seq)
+    dense = float(eq.compute__flops_per_token_layer(E=0, f_a=model.ffn_hidden, **common))
     f_l = dense
     if model.is_moe:
-        moe = float(eq.compute__flops_per_token_layer(
-            E=model.experts, f=model.expert_ffn, h=model.hidden,
-            k_e=model.top_k + model.shared_experts, kv_d=kv_d, m_m=m_m, q_d=q_d, s=seq))
+        width = model.expert_ffn * model.top_k + model.shared_ffn * model.shared_experts
+        moe = float(eq.compute__flops_per_token_layer(E=model.experts, f_a=width, **common))
         f_l = (model.dense_layers * dense + model.moe_layers * moe) / model.layers
     return f_l, 2.0 * model.hidden * model.vocab
+
+
+def recompute_flops(model: Model, seq: int, rc, f_l: float):
+    """F_r of step.backward_flops: full recomputation re-runs the layer's forward, selective
+    the attention core (scores and values, Korthikanti et al. 2022 section 5)."""
+    rc = np.asarray(rc)
+    core = 2.0 * seq * (model.score_dim + model.value_dim)
+    return np.where(rc == R_FULL, f_l, np.where(rc == R_SELECTIVE, core, 0.0))
+
+
+def modules_per_layer(model: Model, asm: Assumptions) -> float:
+    """Parameterised submodules DeepSpeed ZeRO-3 gathers one by one in a layer (its hooks fetch
+    every module with parameters, partitioned_param_coordinator.py): the attention projections
+    (q, k, v, o), the MLP's matrices, the norms, and for MoE layers every expert's matrices and
+    the router, averaged over the layers. ``zero3_modules_per_layer`` overrides it (FSDP wraps
+    one module per transformer block: 1)."""
+    if asm.zero3_modules_per_layer > 0:
+        return asm.zero3_modules_per_layer
+    dense = 4 + model.ffn_type.matrices + model.layer_norms
+    if not model.is_moe:
+        return float(dense)
+    moe = 4 + model.layer_norms + 1 + model.ffn_type.matrices * (model.experts
+                                                                 + model.shared_experts)
+    return (model.dense_layers * dense + model.moe_layers * moe) / model.layers
 
 
 def _group(hw: Hardware, size, stride, nic_Bps: float):
@@ -270,8 +302,18 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
     o_w, o_g, o_o, f_k = offload_flags(off, opar, gfrac)
     P = rec("memory.params_per_gpu", eq.memory__params_per_gpu,
             A=st["A"], R=st["R"], X=st["X"], e=ep, t=t)
+    if isinstance(model, Model):  # ZeRO-Infinity keeps persistent tensors and live modules
+        p_pers = persistent_params([model.hidden] * model.layer_norms, Ls, asm)
+        p_mod = model.hidden * max(model.ffn_hidden, model.expert_ffn if model.is_moe else 0,
+                                   model.score_dim) / t
+    else:  # a bare count has no modules: nothing resident is known
+        p_pers, p_mod = 0.0, 0.0
+    w_res = rec("memory.zero3_offload_param_resident_bytes",
+                eq.memory__zero3_offload_param_resident_bytes,
+                B_pf=asm.zero3_prefetch_bucket_params, M_live=asm.zero3_max_live_params,
+                P_pers=p_pers, b_g=gbytes, b_w=wb, p_mod=p_mod)
     W = rec("memory.weights_bytes", eq.memory__weights_bytes,
-            N_d=dp, P=P, Z=z, b_w=wb, o_w=o_w)
+            N_d=dp, P=P, W_res=w_res, Z=z, b_w=wb, o_w=o_w)
     G = rec("memory.gradients_bytes", eq.memory__gradients_bytes,
             N_d=dp, P=P, Z=z, b_g=gbytes, o_g=o_g)
     O = rec("memory.optimizer_bytes", eq.memory__optimizer_bytes,
@@ -335,7 +377,7 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
                           ).max(axis=-1)
     offc = off[..., 0]
     bit = lambda cond, r: np.asarray(cond, dtype=np.int64) << int(r)  # noqa: E731
-    bits = bit(gpu_bytes > hw.gpu.memory_bytes, Reason.GPU_MEMORY)
+    bits = bit(gpu_bytes > usable_gpu_bytes(hw, asm), Reason.GPU_MEMORY)
     smart = offc == SMARTNIC
     bits = bits | bit(smart & (spill_dev * k_sn[..., 0] > host_cap), Reason.SMARTNIC_SPILL_HOST)
     bits |= bit(smart & (spill_dev > 0) & (spill_ok[..., 0] == 0), Reason.SMARTNIC_NO_SPILL)
@@ -366,17 +408,24 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
     # ---- compute per stage --------------------------------------------------------------------
     peak = check_precision(hw.gpu, tr.precision)
     f_l, f_h = layer_flops(model, s)
-    f_r_sel = 4.0 * s * model.heads * model.d_head  # the attention core: scores and values
-    f_r = np.where(rc == R_FULL, f_l, np.where(rc == R_SELECTIVE, f_r_sel, 0.0))
+    f_r = recompute_flops(model, s, rc, f_l)
     tokens = gb * s
     tau = tokens / (dp * cp * t)
     F_fwd = rec("step.forward_flops", eq.step__forward_flops,
                 F_h=f_h, F_l=f_l, L_stage=Ls, lambda_h=last, tau_g=tau)
     F_bwd = rec("step.backward_flops", eq.step__backward_flops,
                 F_h=f_h, F_l=f_l, F_r=f_r, L_stage=Ls, lambda_h=last, tau_g=tau)
-    T_cf = eq.compute__compute_time(FLOPs=F_fwd, eta_g=asm.gemm_efficiency, peak=peak)
+    # efficiency that follows the work: weight GEMMs by their size, the attention core by its
+    # kernel (evaluate/efficiency.py; --assume gemm_efficiency=X replaces the curve)
+    f_att = tau * Ls * 2.0 * s * (model.score_dim + model.value_dim)  # forward attention core
+    eff = dict(gpu=hw.gpu, h=model.hidden, t=t, s=s / cp, b=mb, flash=tr.flash_attention,
+               asm=asm)
+    eta_f = compute_efficiency(total_flops=F_fwd, attn_flops=f_att, **eff)
+    eta_b = compute_efficiency(total_flops=F_bwd, attn_flops=f_att * (2 + (rc != R_NONE)),
+                               **eff)
+    T_cf = eq.compute__compute_time(FLOPs=F_fwd, eta_g=eta_f, peak=peak)
     T_cb = rec("compute.compute_time", eq.compute__compute_time,
-               FLOPs=F_bwd, eta_g=asm.gemm_efficiency, peak=peak)
+               FLOPs=F_bwd, eta_g=eta_b, peak=peak)
     act0 = eq.memory__activation_layer_bytes(r=0, **layer_args)
     fwd_pass = min(1.0, asm.elementwise_factor)
     bwd_pass = asm.elementwise_factor - fwd_pass + (rc == R_FULL)
@@ -429,15 +478,21 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
     dpr = dict(alpha=a_dp, beta=b_dp, n=dp, z=z_g / k_g)
     T_bkt = np.where(z == 0, eq.comm__ring_all_reduce_time(**dpr),
                      eq.comm__ring_reduce_scatter_time(**dpr))
-    k_w = np.where(z == 3, np.maximum(1, Ls),
-                   np.maximum(1, np.ceil(z_w / (asm.zero_bucket_params * wb))))
+    n_mod = np.maximum(1, Ls) * modules_per_layer(model, asm)  # ZeRO-3 gathers module by module
+    k_w = np.where(z == 3, n_mod, np.maximum(1, np.ceil(z_w / (asm.zero_bucket_params * wb))))
     gather = (eq.comm__multicast_all_gather_time if tr.multicast
               else eq.comm__ring_all_gather_time)
-    T_gat = np.where(z == 0, 0.0, k_w * gather(alpha=a_dp, beta=b_dp, n=dp, z=z_w / k_w))
+    t_piece = gather(alpha=a_dp, beta=b_dp, n=dp, z=z_w / k_w)
+    T_gat = np.where(z == 0, 0.0, k_w * t_piece)
+    r_full = (rc == R_FULL).astype(np.float64)
+    g_x = zero3_exposed_gather(modules=n_mod, module_params=P / n_mod, gather_s=t_piece,
+                               compute_per_module_s=(W_f + W_b) / ((2 + r_full) * n_mod),
+                               asm=asm, recompute_full=r_full)
     dp_args = dict(T_gat=T_gat, T_red=k_g * T_bkt, Z=z, m=m)
     T_dp = rec("step.dp_comm_time", eq.step__dp_comm_time, **dp_args)
     T_dpx = rec("step.dp_exposed_time", eq.step__dp_exposed_time,
-                T_bkt=T_bkt, W_b=W_b, W_f=W_f, **dp_args)
+                G_x=np.where((z == 3) & (dp > 1), g_x, 0.0), T_bkt=T_bkt, W_b=W_b, W_f=W_f,
+                **dp_args)
 
     # ---- optimizer step on the device that owns the state -------------------------------------
     shard = P / np.where(z >= 1, dp, 1)
@@ -449,21 +504,30 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
     zeros = np.zeros_like(np.asarray(t_gpu, dtype=np.float64))
     exposed = eq.compute__exposed_time
     opt_s, opt_x, opt_ex = [t_gpu], [zeros], [exposed(T_opt=t_gpu, T_x=0.0, W=0.0)]
+    opt_w = [zeros]  # the window each strategy's step overlaps with
     choices = [off == NONE]
-    t_cpu, _ = device_time(device_from(hw.cpu, cpus, asm), shard * gpn,
-                           bpp(asm.host_grad_bytes), phi, ob)
-    x_cpu = shard * (gbytes + wb) / link
-    x_nvme = x_cpu
+    # ZeRO-Offload / ZeRO-Infinity: DeepSpeed's offloaded step phase by phase, nothing hidden
+    host_cpu = HostCPU.from_catalog(hw.cpu, cpus)
+    link_kw = dict(link_GBps=host.bandwidth_GBps, link_eff=host.efficiency)
+    cpuadam = AdamImpl.CPUADAM
+    ph = offload_step_phases(shard, host=host_cpu, ranks_per_node=gpn, impl=cpuadam,
+                             simd_fraction=cpuadam.simd_fraction(hw.cpu), asm=asm,
+                             grad_device_bytes=gbytes, param_device_bytes=wb,
+                             host_buffer_bytes=gbytes, **link_kw)
+    t_cpu, x_cpu = ph.total, ph.grad_d2h + ph.param_h2d
+    steps = [(CPU, t_cpu, x_cpu)]
     if drives and hw.nvme is not None:
-        state = shard * gpn * ob
-        x_nvme = x_cpu + state / (drives * hw.nvme.read_GBps * GB) + state / (
-            drives * hw.nvme.write_GBps * GB)
-    for code, x in ((CPU, x_cpu), (NVME, x_nvme)):
+        nv = nvme_optimizer_step(shard, t_cpu, ranks_per_node=gpn, drives=drives,
+                                 read_GBps=hw.nvme.read_GBps, write_GBps=hw.nvme.write_GBps,
+                                 asm=asm)
+        steps.append((NVME, nv.step_s, x_cpu + nv.read_s + nv.write_s))
+    for code, t_s, x in steps:
         choices.append(off == code)
-        opt_s.append(t_cpu)
+        opt_s.append(t_s)
         opt_x.append(x)
-        opt_ex.append(exposed(T_opt=t_cpu, T_x=x, W=0.0))
-    if hw.smartnic is not None:
+        opt_ex.append(exposed_step(Overlap.NONE, t_s))
+        opt_w.append(zeros)
+    if hw.smartnic is not None:  # OptimusNIC: a roofline on the card, hidden per layer
         snl = hw.smartnic_host_link
         snl_Bps = snl.bandwidth_Bps * snl.efficiency
         t_sn, _ = device_time(device_from(hw.smartnic, 1, asm), shard * gpn / k_sn, bpp(gbytes),
@@ -472,24 +536,45 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
         choices.append(off == SMARTNIC)
         opt_s.append(t_sn)
         opt_x.append(x_sn)
-        opt_ex.append(exposed(T_opt=t_sn, T_x=x_sn, W=T_f + T_b))
-    if hw.node.superchip:
-        t_gr, _ = device_time(device_from(hw.cpu, 1, asm), shard * (1 - f_k) * gpn / cpus,
-                              bpp(asm.host_grad_bytes), phi, ob)
+        opt_ex.append(exposed_step(Overlap.PER_LAYER, t_sn + x_sn, backward_s=W_b + W_f))
+        opt_w.append(W_b + W_f)
+    if hw.node.superchip:  # SuperOffload: GraceAdam behind the backward, casts on the GPU
+        grace = AdamImpl.GRACE_ADAM
+        p_r = np.maximum(shard * (1 - f_k), 1.0)
+        ph_g = offload_step_phases(
+            p_r, host=host_cpu, ranks_per_node=gpn, impl=grace,
+            simd_fraction=grace.simd_fraction(hw.cpu), asm=asm,
+            threads=strategy_threads(Overlap.BACKWARD, host_cpu, gpn, asm),
+            grad_device_bytes=4.0, param_device_bytes=4.0, pageable=0.0, cpu_convert=0.0,
+            param_cpu_convert=0.0, grad_crossings=0.0, **link_kw)
         tail, _ = device_time(device_from(hw.gpu, 1, asm), shard * f_k, bpp(gbytes), phi, ob)
-        x_gr = shard * (1 - f_k) * (asm.host_grad_bytes + wb) / link
         choices.append(off == SUPERCHIP)
-        opt_s.append(t_gr + tail)
-        opt_x.append(x_gr)
-        opt_ex.append(exposed(T_opt=t_gr, T_x=x_gr, W=T_b) + tail)
+        opt_s.append(ph_g.total + tail)
+        opt_x.append(ph_g.grad_d2h + ph_g.param_h2d)
+        opt_ex.append(exposed_step(Overlap.BACKWARD, ph_g.total, backward_s=W_b,
+                                   params_rank=p_r, last_bucket_params=asm.zero_bucket_params)
+                      + tail)
+        opt_w.append(W_b)
     T_opt = np.select(choices, opt_s, 0.0)
     T_x = np.select(choices, opt_x, 0.0)
     T_ox = np.select(choices, opt_ex, 0.0)
+    T_w = np.select(choices, [np.broadcast_to(w, np.shape(T_ox)) for w in opt_w], 0.0)
+    # ZeRO-Infinity parameter offload: weights stream in every forward and backward
+    T_po = 0.0
+    if np.any(np.asarray(opar) == 1):
+        po = dict(dp=dp, micro_batches=m, weight_bytes=wb, recompute_full=r_full,
+                  compute_per_microbatch_s=(T_f + T_b) / m, asm=asm, **link_kw)
+        T_po = np.where((opar == 1) & (off == CPU),
+                        param_offload_traffic(P, target="cpu", **po).exposed_s, 0.0)
+        if drives and hw.nvme is not None:
+            T_po = T_po + np.where((opar == 1) & (off == NVME), param_offload_traffic(
+                P, target="nvme", ranks_per_node=gpn, drives=drives,
+                read_GBps=hw.nvme.read_GBps, **po).exposed_s, 0.0)
 
     # ---- compose ---------------------------------------------------------------------------------
     step_stage = rec("step.time", eq.step__time,
                      T_b=T_b, T_bubble=bubble, T_cp=T_cp, T_dp=T_dpx, T_ep=T_ep, T_f=T_f,
-                     T_opt=T_ox, T_pp=T_pp, T_tp=T_tp)
+                     T_opt=T_ox, T_po=T_po, T_pp=T_pp, T_tp=T_tp)
     worst_t = np.argmax(step_stage, axis=-1)
     step = step_stage.max(axis=-1)
     model_flops = float(eq.compute__step_flops(F_h=f_h, F_l=f_l, F_r=0, L=model.layers,
@@ -501,7 +586,8 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
         "elementwise_s": T_ef + T_eb, "bubble_s": bubble, "tp_comm_s": T_tp,
         "cp_comm_s": T_cp, "ep_comm_s": T_ep, "pp_comm_s": T_pp, "dp_comm_s": T_dp,
         "dp_comm_exposed_s": T_dpx, "optimizer_s": T_opt, "optimizer_exposed_s": T_ox,
-        "offload_transfer_s": T_x,
+        "offload_transfer_s": T_x, "optimizer_window_s": T_w, "param_offload_exposed_s": np.asarray(T_po)[..., None]
+        if np.ndim(T_po) else np.zeros((1,)),
         "hardware_flops": eq.compute__step_flops(F_h=f_h, F_l=f_l, F_r=f_r, L=model.layers,
                                                  tokens=tokens)}
     return Evaluation(has_step=True, step_time_s=step, worst_time=worst_t,

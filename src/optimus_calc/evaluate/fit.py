@@ -94,6 +94,11 @@ def solve_layers(model: Model, hw: Hardware, layout: Layout, tr: Training,
 
     best = largest_true(pred, lo, max_layers)
     params = model.model_copy(update={"layers": best}).total_params if best else None
+    if best is not None and best >= max_layers:
+        return FitResult("layers", best, params,
+                         f"search over layers stopped at its cap of {max_layers:,}",
+                         detail=f"hit the search cap: at least {max_layers:,} layers fit (the "
+                                "true maximum may be larger)")
     return FitResult("layers", best, params, "exact search over layers (monotone)",
                      detail="" if best else f"even {lo} layers do not fit")
 

@@ -66,10 +66,19 @@ class MemoryEstimate:
     model_states_total_bytes: float = 0.0
     micro_batches: int = 1
     evaluation: Evaluation | None = field(default=None, repr=False, compare=False)
+    inputs_key: tuple = field(default=(), repr=False, compare=False)  # (layout, training, asm)
+
+    usable_bytes: float = 0.0          # capacity less the safety margin (gpu_headroom)
 
     @property
     def headroom_bytes(self) -> float:
-        return self.capacity_bytes - self.worst.total_bytes
+        """Usable GPU memory left free (0 when the layout does not fit)."""
+        return max(0.0, self.usable_bytes - self.worst.total_bytes)
+
+    @property
+    def shortfall_bytes(self) -> float:
+        """GPU memory missing for the layout to fit (0 when it fits)."""
+        return max(0.0, self.worst.total_bytes - self.usable_bytes)
 
     def inputs(self, name: str) -> dict[str, float] | None:
         """The values equation ``name`` received for the binding stage (for `explain`)."""
@@ -100,14 +109,16 @@ def _stages(ev: Evaluation) -> list[StageMemory]:
 
 
 def _reason_text(r: Reason, ev: Evaluation, worst: StageMemory, hw: Hardware,
-                 target: Offload) -> str:
+                 target: Offload, asm: Assumptions) -> str:
     one = lambda x: float(np.asarray(x).reshape(-1)[0])  # noqa: E731
     dev, cap = one(ev.offload_bytes_per_device), one(ev.offload_capacity_per_device)
     host, host_cap = one(ev.host_bytes_per_node), ev.host_capacity_bytes
     node = hw.node.name
     if r is Reason.GPU_MEMORY:
-        return (f"GPU memory {fmt_gb(worst.total_bytes)} on stage {worst.index} exceeds "
-                f"{hw.gpu.name} capacity {fmt_gb(ev.capacity_bytes)} (model states "
+        usable = ev.capacity_bytes * (1 - asm.gpu_headroom)
+        return (f"GPU memory {fmt_gb(worst.total_bytes)} on stage {worst.index} exceeds the "
+                f"{fmt_gb(usable)} usable of {hw.gpu.name} ({fmt_gb(ev.capacity_bytes)} less "
+                f"{asm.gpu_headroom:.0%} headroom; model states "
                 f"{fmt_gb(worst.weights_bytes + worst.gradients_bytes + worst.optimizer_bytes)}"
                 f", activations {fmt_gb(worst.activations_bytes)}, overheads "
                 f"{fmt_gb(worst.overhead_bytes)})")
@@ -138,14 +149,15 @@ def _reason_text(r: Reason, ev: Evaluation, worst: StageMemory, hw: Hardware,
 
 
 def memory_from(ev: Evaluation, model: Model | BareModel, hw: Hardware, layout: Layout,
-                tr: Training) -> MemoryEstimate:
+                tr: Training, asm: Assumptions | None = None) -> MemoryEstimate:
     """The report of a batch-of-one evaluation evaluated with ``all_stages``."""
     stages = _stages(ev)
     k = int(np.asarray(ev.worst_memory).reshape(-1)[0])
     worst = stages[k]
     one = lambda x: float(np.asarray(x).reshape(-1)[0])  # noqa: E731
     bits = int(np.asarray(ev.reasons).reshape(-1)[0])
-    reasons = [_reason_text(r, ev, worst, hw, layout.offload) for r in reasons_of(bits)]
+    reasons = [_reason_text(r, ev, worst, hw, layout.offload, asm or Assumptions())
+               for r in reasons_of(bits)]
     notes: list[str] = []
     target = layout.offload
     dev, cap = one(ev.offload_bytes_per_device), one(ev.offload_capacity_per_device)
@@ -175,13 +187,15 @@ def memory_from(ev: Evaluation, model: Model | BareModel, hw: Hardware, layout: 
     return MemoryEstimate(stages=stages, worst=worst, capacity_bytes=ev.capacity_bytes,
                           offload=off, fits=not reasons, reasons=reasons, notes=notes,
                           model_states_total_bytes=model.total_params * per_param,
-                          micro_batches=int(one(ev.micro_batches)), evaluation=ev)
+                          micro_batches=int(one(ev.micro_batches)), evaluation=ev,
+                          inputs_key=(layout, tr, asm),
+                          usable_bytes=ev.capacity_bytes * (1 - (asm or Assumptions()).gpu_headroom))
 
 
 def estimate_memory(model: Model | BareModel, hw: Hardware, layout: Layout, tr: Training,
                     asm: Assumptions) -> MemoryEstimate:
     ev = evaluate(Batch.of(layout, tr), model, hw, tr, asm, all_stages=True, record=True)
-    return memory_from(ev, model, hw, layout, tr)
+    return memory_from(ev, model, hw, layout, tr, asm)
 
 
 def equation_values(inp: Inputs, name: str) -> dict[str, float]:

@@ -15,7 +15,7 @@ Wiring into the step evaluator (per candidate layout, arrays of equal shape):
   ``threads=strategy_threads(Overlap.BACKWARD, ...)``).
 - ``offload_step_phases(...).total`` is the step; ``exposed_step`` puts it on the critical path:
   NONE after the last backward (window 0), BACKWARD against the last micro-batch's backward,
-  PER_LAYER against it with the last layer exposed. NVMe: ``nvme_optimizer_step(P_rank,
+  PER_LAYER against the last backward and the next forward (pass both as ``backward_s``). NVMe: ``nvme_optimizer_step(P_rank,
   total, ...)`` replaces the CPU step (its ``grad_write_s`` runs inside the last backward).
 - ``param_offload_traffic`` per step with ``compute_per_microbatch_s`` = forward + backward of one
   micro-batch; its ``exposed_s`` adds to the step. ``zero3_exposed_gather`` is per micro-batch
@@ -231,8 +231,7 @@ def exposed_step(overlap: Overlap, step_s, *, backward_s=0.0, params_rank=1.0,
                 P_r=_positive("parameters per rank", params_rank), T_s=step_s, W_b=backward_s,
                 Z_b=last_bucket_params)
         case Overlap.PER_LAYER:
-            return eq.offload__exposed_optimusnic(L_r=_positive("layers", layers), T_s=step_s,
-                                                  W_b=backward_s)
+            return eq.offload__exposed_optimusnic(T_s=step_s, W_o=backward_s)
         case _:
             assert_never(overlap)
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, assert_never
 import numpy as np
 
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.evaluate.engine import layer_flops  # noqa: F401  (re-exported)
+from optimus_calc.evaluate.engine import layer_flops, recompute_flops  # noqa: F401
 from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
 from optimus_calc.errors import InputError
 from optimus_calc.specs.model import BareModel, Model
@@ -75,8 +75,8 @@ def optimizer_device(hw: Hardware, layout: Layout) -> str:
 
 def estimate_step(model: Model, hw: Hardware, layout: Layout, tr: Training, asm: Assumptions,
                   mem: MemoryEstimate | None = None) -> StepEstimate:
-    if mem is None or mem.evaluation is None:
-        mem = estimate_memory(model, hw, layout, tr, asm)
+    if mem is None or mem.evaluation is None or mem.inputs_key != (layout, tr, asm):
+        mem = estimate_memory(model, hw, layout, tr, asm)  # not evaluated with these inputs
     ev = mem.evaluation
     assert ev is not None and ev.has_step
     vals = {k: float(np.asarray(ev.term(k)).reshape(-1)[0]) for k in TERMS}

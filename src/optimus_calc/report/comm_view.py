@@ -103,4 +103,4 @@ def comm_document(rep, binary: bool = False) -> Document:
                         "node_network_Bps": topo.node_network_Bps,
                         "alpha_intra_s": topo.alpha_intra_s, "alpha_inter_s": topo.alpha_inter_s}
     return Document(title=f"comm: {rep.collective.value} on {rep.node}", data=data,
-                    header=header, tables=tables, notes=notes, csv=csv)
+                    header=header, tables=tables, notes=notes, csv=csv, plot="comm")

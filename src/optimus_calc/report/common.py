@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from optimus_calc.specs.model import Model
@@ -67,3 +68,37 @@ def training_text(inp) -> str:
     return (s + f", recompute {tr.recompute.value}, SP {'on' if tr.sequence_parallel else 'off'}"
             f", FlashAttention {'on' if tr.flash_attention else 'off'}, dropout "
             f"{'on' if tr.dropout else 'off'}")
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    """``--tokens`` and ``--gpu-hour-price`` as the views receive them."""
+    tokens: float
+    gpu_hour_price: float | None = None
+
+
+def train_figures(req: TrainRequest | None, step_time_s: float, tr, hw,
+                  assumptions) -> dict[str, Any]:
+    """``train_days``, ``gpu_hours``, ``energy_MWh``, ``cost_usd`` (and tokens, steps) for one
+    step time, or {} without --tokens. GPU power: the catalog's ``tdp_W``."""
+    if req is None or not step_time_s or step_time_s <= 0:
+        return {}
+    from optimus_calc.evaluate.train_time import train_time
+    return train_time(step_time_s, tr.global_batch * tr.seq_len, req.tokens, hw.gpus,
+                      hw.gpu.tdp_W, assumptions.pue, req.gpu_hour_price).data()
+
+
+def context_row(model_name: str, hw, tr, req: TrainRequest | None = None) -> dict[str, Any]:
+    """The columns every per-layout CSV starts with, so rows from different runs can be pasted
+    into one sheet: model, node, nodes, GPUs, sequence length, global batch, precision, tokens."""
+    d: dict[str, Any] = {"model": model_name, "node": hw.node.name, "nodes": hw.nodes,
+                         "gpus": hw.gpus, "seq_len": tr.seq_len,
+                         "global_batch": tr.global_batch, "precision": tr.precision.value}
+    if req is not None:
+        d["tokens"] = req.tokens
+    return d
+
+
+def pct(fraction: float | None) -> float | None:
+    """A fraction as a percentage (CSV columns named ``*_pct``)."""
+    return None if fraction is None else 100.0 * fraction

@@ -2,38 +2,46 @@
 
 from __future__ import annotations
 
-from optimus_calc.report.common import layout_text, training_text
+from optimus_calc.report.common import (TrainRequest, context_row, layout_text, pct,
+                                        train_figures, training_text)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
 
 
-def strategy_row(r) -> dict:
+def strategy_row(r, train: TrainRequest | None = None) -> dict:
     """One strategy of :class:`optimus_calc.evaluate.compare.Comparison` as a table/JSON row."""
-    mem, st, strat = r.memory, r.step, r.strategy
+    mem, st, strat, inp = r.memory, r.step, r.strategy, r.inputs
     off = mem.offload
+    w = mem.worst
     return {
         "strategy": strat.label, "offload": strat.offload.value, "smartnic": strat.smartnic,
-        "gpu_memory_GB": mem.worst.total_bytes / GB,
-        "offload_device": off.device if strat.offload is not Offload.NONE else "-",
-        "offload_bytes_per_device_GB": off.bytes_per_device / GB,
-        "offload_capacity_GB": off.capacity_bytes_per_device / GB,
-        "spill_GB": off.spill_to_host_bytes_per_device / GB,
+        "gpu_memory_bytes": w.total_bytes,
+        "gpu_weights_bytes": w.weights_bytes, "gpu_gradients_bytes": w.gradients_bytes,
+        "gpu_optimizer_bytes": w.optimizer_bytes,
+        "gpu_activations_bytes": w.activations_bytes,
+        "gpu_overhead_bytes": w.overhead_bytes, "gpu_capacity_bytes": mem.capacity_bytes,
+        "offload_device": off.device if strat.offload is not Offload.NONE else None,
+        "offload_bytes_per_device": off.bytes_per_device,
+        "offload_capacity_bytes_per_device": off.capacity_bytes_per_device,
+        "spill_bytes_per_device": off.spill_to_host_bytes_per_device,
         "optimizer_s": st.optimizer_s, "optimizer_exposed_s": st.optimizer_exposed_s,
         "step_time_s": st.step_time_s, "tokens_per_s": st.tokens_per_s, "mfu": st.mfu,
-        "fits": mem.fits, "reasons": mem.reasons}
+        "fits": mem.fits, "reasons": mem.reasons,
+        **train_figures(train, st.step_time_s, inp.training, inp.hw, inp.assumptions)}
 
 
-def compare_document(cmp) -> Document:
-    """The document of a :class:`optimus_calc.evaluate.compare.Comparison`."""
+def compare_document(cmp, train: TrainRequest | None = None) -> Document:
+    """The document of a :class:`optimus_calc.evaluate.compare.Comparison` (the evaluation and
+    the choice of the best are evaluate/compare.py's)."""
     inp = cmp.inputs
-    rows = [strategy_row(r) for r in cmp.results]
+    rows = [strategy_row(r, train) for r in cmp.results]
     best = next((row for r, row in zip(cmp.results, rows) if r is cmp.best), None)
     base = next(row for r, row in zip(cmp.results, rows) if r is cmp.baseline)
     notes = []
     if best:
         verdict = (f"best on this hardware: {best['strategy']}, step {best['step_time_s']:.2f} s, "
-                   f"GPU memory {best['gpu_memory_GB']:.1f} GB")
+                   f"GPU memory {best['gpu_memory_bytes'] / GB:.1f} GB")
         if base["fits"] and best is not base:
             verdict += (f"; {100 * (1 - best['step_time_s'] / base['step_time_s']):.1f}% faster "
                         "than keeping the optimizer on the GPU")
@@ -45,26 +53,42 @@ def compare_document(cmp) -> Document:
     for r in rows:
         if r["reasons"]:
             notes.append(f"{r['strategy']}: {'; '.join(r['reasons'])}")
-        elif r["spill_GB"] > 0:
-            notes.append(f"{r['strategy']}: {r['spill_GB']:.1f} GB per card spills to host RAM")
-    view_rows = [{**r, "offload_mem": (f"{r['offload_bytes_per_device_GB']:.1f} / "
-                                       f"{r['offload_capacity_GB']:.0f}")
+        elif r["spill_bytes_per_device"] > 0:
+            notes.append(f"{r['strategy']}: {r['spill_bytes_per_device'] / GB:.1f} GB per card "
+                         "spills to host RAM")
+    view_rows = [{**r, "gpu_memory_GB": r["gpu_memory_bytes"] / GB,
+                  "offload_mem": (f"{r['offload_bytes_per_device'] / GB:.1f} / "
+                                  f"{r['offload_capacity_bytes_per_device'] / GB:.0f}")
                   if r["offload"] != Offload.NONE.value else "-"} for r in rows]
+    extra = []
+    if train is not None:
+        extra = [Column("train_days", "days", ",.1f"), Column("gpu_hours", "GPU-h", ",.0f",
+                                                                compact=False)]
+        if train.gpu_hour_price is not None:
+            extra.append(Column("cost_usd", "USD", ",.0f"))
+        notes.append(f"{train.tokens:.4g} tokens, steps = tokens / (global batch x seq); energy "
+                     f"(JSON/CSV) at GPU TDP x PUE {inp.assumptions.pue:g} (assumed)")
     table = Table(title="", rows=view_rows, columns=[
         Column("strategy", "strategy", align="left"),
         Column("gpu_memory_GB", "GPU GB", ".1f"),
         Column("offload_mem", "device GB / cap"),
-        Column("optimizer_s", "opt step s", ".3f"),
-        Column("optimizer_exposed_s", "exposed s", ".3f"),
+        Column("optimizer_s", "opt step s", ".3f", compact=False),
+        Column("optimizer_exposed_s", "exposed s", ".3f", compact=False),
         Column("step_time_s", "step s", ".2f"),
         Column("mfu", "MFU", ".1%"),
-        Column("fits", "fits")])
-    csv_cols = [k for k in rows[0] if k != "reasons"] + ["reasons"]
+        Column("fits", "fits"), *extra])
+    ctx = context_row(inp.model.name, inp.hw, inp.training, train)
+    skip = {"reasons", "mfu", "tokens"}
+    csv_rows = [{**ctx, **{k: v for k, v in r.items() if k not in skip}, "mfu_pct": pct(r["mfu"]),
+                 "reasons": r["reasons"]} for r in rows]
+    data = {"model": inp.model.name, "node": inp.hw.node.name, "nodes": inp.hw.nodes,
+            "gpus": inp.hw.gpus, "seq_len": inp.training.seq_len,
+            "global_batch": inp.training.global_batch, "strategies": rows,
+            "best": best["strategy"] if best else None}
     return Document(
         title=f"compare: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name} "
               f"({inp.hw.gpus} x {inp.hw.gpu.name})",
         header=[("layout", layout_text(inp.layout).rsplit(", offload", 1)[0]),
                 ("training", training_text(inp))],
-        data={"strategies": rows, "best": best["strategy"] if best else None},
-        tables=[table], notes=notes,
-        csv=Table(title="", rows=rows, columns=[Column(k, k) for k in csv_cols]))
+        data=data, tables=[table], notes=notes, plot="compare",
+        csv=Table(title="", rows=csv_rows, columns=[Column(k, k) for k in csv_rows[0]]))

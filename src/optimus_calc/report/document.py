@@ -15,6 +15,7 @@ class Column:
     header: str
     fmt: str = ""  # python format spec for the table view, e.g. ".2f"; CSV/JSON get raw values
     align: str = "right"
+    compact: bool = True  # False: dropped from the table view on terminals under 100 columns
 
 
 @dataclass(frozen=True)
@@ -33,3 +34,4 @@ class Document:
     header: list[tuple[str, str]] = field(default_factory=list)  # key/value lines on top
     csv_table: int = 0  # which table is the CSV output
     csv: Table | None = None  # a CSV-only table (wider than the terminal view); overrides csv_table
+    plot: str = ""  # which picture `--plot FILE` draws from `data` (report.plots), "" for none

@@ -31,7 +31,7 @@ def list_document() -> Document:
     reg = _registry()
     rows = [{"name": n, "unit": e.unit, "source": e.source, "doc": e.doc}
             for n, e in sorted(reg.items())]
-    view = Table(title="", rows=[{**r, "source": r["source"][:70]} for r in rows], columns=[
+    view = Table(title="", rows=rows, columns=[  # sources wrap at word boundaries
         Column("name", "equation", align="left"), Column("unit", "unit", align="left"),
         Column("source", "source", align="left")])
     full = Table(title="", rows=rows, columns=[Column(k, k) for k in ("name", "unit", "source",

@@ -1,4 +1,13 @@
-"""Render a Document as a rich table, JSON or CSV. One interface, chosen by the Format Enum."""
+"""Render a Document as a rich table, JSON or CSV. One interface, chosen by the Format Enum.
+
+CSV is written for spreadsheets (issue 13): one type per column (integers for bytes, parameter
+counts and other counts, fixed decimals for every other number, ``TRUE``/``FALSE``), list cells
+joined by :data:`LIST_SEP`, no scientific notation, a configurable field separator and decimal
+mark, identical rows written once, and OWASP's CSV-injection rule (a text cell starting with
+``= + - @``, tab or carriage return gets a leading ``'``). Text that reaches a terminal (tables
+and CSV) has its control characters (ANSI escape sequences included) shown as visible escapes,
+and table cells are never parsed as rich markup.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +15,48 @@ import csv
 import io
 import json
 import math
+import re
+import unicodedata
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, assert_never
 
-from optimus_calc.report.document import Document
+from optimus_calc.report.document import Column, Document
+
+COMPACT_WIDTH = 100  # below this many columns the table view drops its optional columns
+DEFAULT_WIDTH = 120  # when no terminal and no COLUMNS say otherwise
+LIST_SEP = "|"  # one separator for every list-valued CSV cell (never the field separator)
+INJECTION_START = ("=", "+", "-", "@", "\t", "\r")  # OWASP CSV injection prevention
+# Unicode bidirectional overrides/isolates: invisible, reorder what a terminal shows
+_BIDI = {chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
 
 
 class Format(str, Enum):
     TABLE = "table"
     JSON = "json"
     CSV = "csv"
+
+
+@dataclass(frozen=True)
+class CsvOptions:
+    """Field separator and decimal mark (``--csv-sep ; --csv-decimal ,`` for German Excel)."""
+    sep: str = ","
+    decimal: str = "."
+
+
+def safe_text(text: str, keep_newlines: bool = True) -> str:
+    """Control characters (ESC of ANSI sequences, C0/C1, DEL, bidi overrides) as visible
+    ``\\xNN`` / ``\\uNNNN`` escapes, so catalog text cannot drive the terminal."""
+    out = []
+    for ch in str(text):
+        if ch == "\n" and keep_newlines:
+            out.append(ch)
+        elif ch in _BIDI or unicodedata.category(ch) == "Cc":
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def _clean(value: Any) -> Any:
@@ -34,34 +75,117 @@ def _clean(value: Any) -> Any:
 
 
 def render_json(doc: Document) -> str:
+    # ensure_ascii escapes every control character (\u001b), so JSON is terminal-safe as is
     return json.dumps(_clean(doc.data), indent=2) + "\n"
 
 
-def _csv_cell(value: Any) -> Any:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"non-finite value {value!r} in output")
-        return repr(value)
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, (list, tuple)):
-        return "; ".join(str(v) for v in value)
+# ---------------------------------------------------------------------------------------- CSV
+
+_INT_WORD = re.compile(r"(^|_)(bytes|params|flops|count)(_|$)")
+INT_KEYS = {"tokens", "steps"}
+
+
+def is_int_key(key: str) -> bool:
+    """Columns whose numbers are whole by nature: bytes (``gpu_total_bytes``,
+    ``optimizer_bytes_per_gpu``), parameter and other counts. Rates are ``_Bps``/``_per_s``."""
+    return key in INT_KEYS or (bool(_INT_WORD.search(key)) and not key.endswith("_per_s"))
+
+
+def float_decimals(key: str) -> int:
+    """Fixed decimals by unit: seconds to the nanosecond, rates and percentages to 0.001."""
+    if key.endswith(("_per_s", "_pct", "_GBps", "_Bps", "_MWh", "_usd", "_hours", "_days")):
+        return 3
+    if key.endswith("_s"):
+        return 9
+    return 6
+
+
+def column_kind(key: str, values: list[Any]) -> str:
+    """One type per CSV column: 'int', 'float', 'bool', 'list' or 'text'."""
+    vals = [v.value if isinstance(v, Enum) else v for v in values if v is not None]
+    if not vals:
+        return "text"
+    if any(isinstance(v, (list, tuple)) for v in vals):
+        return "list"
+    if all(isinstance(v, bool) for v in vals):
+        return "bool"
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+        if is_int_key(key) or all(isinstance(v, int) for v in vals):
+            return "int"
+        return "float"
+    return "text"
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"non-finite value {value!r} in output")
     return value
 
 
-def render_csv(doc: Document) -> str:
+def _number(value: Any, key: str, kind: str, opts: CsvOptions) -> str:
+    if kind == "int":
+        return str(int(round(_finite(float(value)))))
+    text = f"{_finite(float(value)):.{float_decimals(key)}f}"
+    return text.replace(".", opts.decimal) if opts.decimal != "." else text
+
+
+def _text(value: Any) -> str:
+    raw = str(value.value if isinstance(value, Enum) else value)
+    text = safe_text(raw, keep_newlines=False)
+    if raw.startswith(INJECTION_START):
+        text = "'" + text
+    return text
+
+
+def _list_item(value: Any, key: str, opts: CsvOptions) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _number(value, key, "int" if is_int_key(key) or value.is_integer() else "float",
+                       opts)
+    return safe_text(str(value.value if isinstance(value, Enum) else value), False)
+
+
+def csv_cell(value: Any, key: str, kind: str, opts: CsvOptions = CsvOptions()) -> str:
+    if value is None:
+        return ""
+    if kind == "bool":
+        return "TRUE" if value else "FALSE"
+    if kind in ("int", "float"):
+        return _number(value, key, kind, opts)
+    if kind == "list":
+        items = value if isinstance(value, (list, tuple)) else [value]
+        cell = LIST_SEP.join(_list_item(v, key, opts) for v in items)
+        return "'" + cell if cell.startswith(INJECTION_START) else cell
+    if isinstance(value, float):
+        return _number(value, key, "float", opts)
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    return _text(value)
+
+
+def render_csv(doc: Document, opts: CsvOptions = CsvOptions()) -> str:
     if doc.csv is None and not doc.tables:
         return ""
     table = doc.csv if doc.csv is not None else doc.tables[doc.csv_table]
+    kinds = {c.key: column_kind(c.key, [row.get(c.key) for row in table.rows])
+             for c in table.columns}
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
+    writer = csv.writer(buf, delimiter=opts.sep, lineterminator="\n")
     writer.writerow([c.key for c in table.columns])
+    seen: set[tuple[str, ...]] = set()
     for row in table.rows:
-        writer.writerow([_csv_cell(row.get(c.key, "")) for c in table.columns])
+        cells = tuple(csv_cell(row.get(c.key), c.key, kinds[c.key], opts) for c in table.columns)
+        if cells in seen:  # identical rows say nothing twice
+            continue
+        seen.add(cells)
+        writer.writerow(cells)
     return buf.getvalue()
 
+
+# -------------------------------------------------------------------------------------- table
 
 def _cell_text(value: Any, fmt: str) -> str:
     if value is None:
@@ -79,37 +203,93 @@ def _cell_text(value: Any, fmt: str) -> str:
     return str(value)
 
 
-def render_table(doc: Document, width: int = 120) -> str:
+def render_table(doc: Document, width: int = DEFAULT_WIDTH) -> str:
+    """Rich table at ``width`` columns; under :data:`COMPACT_WIDTH` the columns marked
+    ``compact=False`` are left out. Text is wrapped at word boundaries, numbers never split."""
     from rich import box
     from rich.console import Console
     from rich.table import Table as RichTable
+    from rich.text import Text
 
+    compact = width < COMPACT_WIDTH
     buf = io.StringIO()
     console = Console(file=buf, width=width, no_color=True, color_system=None,
-                      highlight=False, emoji=False, soft_wrap=False)
-    console.print(doc.title, style="bold", markup=False)
+                      highlight=False, emoji=False, soft_wrap=False, markup=False)
+    console.print(Text(safe_text(doc.title), style="bold"))
     for key, value in doc.header:
-        console.print(f"  {key}: {value}", markup=False)
+        console.print(Text(safe_text(f"  {key}: {value}")))
     for table in doc.tables:
-        rt = RichTable(title=table.title, box=box.SIMPLE_HEAVY, title_justify="left",
-                       show_edge=False, pad_edge=False)
-        for col in table.columns:
-            rt.add_column(col.header, justify=col.align, overflow="fold")  # type: ignore[arg-type]
-        for row in table.rows:
-            rt.add_row(*[_cell_text(row.get(c.key), c.fmt) for c in table.columns])
-        console.print(rt)
+        if table.title:  # printed apart: rich crops a table title wider than its table
+            console.print(Text(safe_text(table.title)))
+        console.print(_rich_table(table, width, compact, box, RichTable, Text))
     for note in doc.notes:
-        console.print(f"- {note}", markup=False)
+        console.print(Text(safe_text(f"- {note}")))
     return buf.getvalue()
 
 
-def render(doc: Document, fmt: Format) -> str:
+def _rich_table(table, width: int, compact: bool, box, RichTable, Text):
+    """One rich table that fits ``width``: every column at least as wide as its longest word;
+    when that does not fit, the optional (``compact=False``) columns go first, then columns
+    from the right, named in a caption. Only a word longer than its cap (a long path or URL,
+    or a table of two columns that still does not fit) is folded."""
+    def needed(cols, mins, pad):
+        return sum(mins[c.key] for c in cols) + pad * len(cols)
+    all_cells = {c.key: [safe_text(_cell_text(row.get(c.key), c.fmt)) for row in table.rows]
+                 for c in table.columns}
+    mins = {}
+    for i, c in enumerate(table.columns):
+        # never split a word: a column is at least as wide as its longest word (numbers
+        # are one word), capped so one long path or URL cannot starve the others
+        words = [w for cell in all_cells[c.key] for w in cell.split()] + c.header.split()
+        cap = max(12, width // 2 if i == 0 else width // 4)
+        mins[c.key] = min(max((len(w) for w in words), default=1), cap)
+    pad = 3 if not compact else 2  # padding and the column separator
+    cols: list[Column] = [c for c in table.columns if c.compact or not compact]
+    if needed(cols, mins, pad) > width:
+        cols = [c for c in cols if c.compact]
+    hidden = []
+    while len(cols) > 2 and needed(cols, mins, pad) > width:
+        hidden.insert(0, cols.pop().header)  # fewer columns rather than split words
+    caption = (Text(f"not shown at {width} columns: {', '.join(hidden)} (widen the terminal "
+                    "or use --format csv/json)") if hidden else None)
+    rt = RichTable(caption=caption, caption_justify="left",
+                   box=box.SIMPLE_HEAVY, title_justify="left", show_edge=False,
+                   pad_edge=False, padding=(0, 1) if not compact else (0, 0, 0, 1))
+    # widths decided here, not by rich's collapse (which can squeeze a column to nothing):
+    # every column gets its longest word; the room left goes first to one-line cells, then
+    # to one-line headers, cheapest first
+    cell_width = {c.key: max([len(line) for cell in all_cells[c.key]
+                              for line in cell.split("\n")] + [mins[c.key]]) for c in cols}
+    room = width - needed(cols, mins, pad)
+    widths = dict(mins)
+    for target in (cell_width, {c.key: max(cell_width[c.key], len(c.header)) for c in cols}):
+        for c in sorted(cols, key=lambda c: target[c.key] - widths[c.key]):
+            extra = max(0, target[c.key] - widths[c.key])
+            if extra <= room:
+                widths[c.key] += extra
+                room -= extra
+    for c in cols:  # what is left goes to the first cells that still wrap
+        extra = min(room, max(0, cell_width[c.key] - widths[c.key]))
+        widths[c.key] += extra
+        room -= extra
+    for c in cols:
+        rt.add_column(Text(safe_text(c.header)), justify=c.align,  # type: ignore[arg-type]
+                      overflow="fold", width=widths[c.key])
+    for i in range(len(table.rows)):
+        rt.add_row(*[Text(all_cells[c.key][i]) for c in cols])
+    return rt
+
+
+
+
+def render(doc: Document, fmt: Format, width: int = DEFAULT_WIDTH,
+           csv_options: CsvOptions = CsvOptions()) -> str:
     match fmt:
         case Format.TABLE:
-            return render_table(doc)
+            return render_table(doc, width)
+        case Format.CSV:
+            return render_csv(doc, csv_options)
         case Format.JSON:
             return render_json(doc)
-        case Format.CSV:
-            return render_csv(doc)
         case _:
             assert_never(fmt)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from optimus_calc.evaluate.memory import MemoryEstimate
-from optimus_calc.report.common import (hardware_data, layout_data, layout_text, model_data,
-                                        training_data, training_text)
+from optimus_calc.report.common import (context_row, hardware_data, layout_data, layout_text,
+                                        model_data, training_data, training_text)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB, GiB
@@ -20,7 +20,8 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
         "gradients_bytes": w.gradients_bytes, "optimizer_bytes": w.optimizer_bytes,
         "activations_bytes": w.activations_bytes, "overhead_bytes": w.overhead_bytes,
         "total_bytes": w.total_bytes, "capacity_bytes": est.capacity_bytes,
-        "headroom_bytes": est.headroom_bytes,
+        "usable_bytes": est.usable_bytes, "headroom_bytes": est.headroom_bytes,
+        "shortfall_bytes": est.shortfall_bytes,
     }
     off = est.offload
     offload = {
@@ -54,7 +55,11 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
         {"part": "overheads", "value": g(w.overhead_bytes), "eq": "memory.overhead_bytes"},
         {"part": "total", "value": g(w.total_bytes), "eq": "memory.gpu_total_bytes"},
         {"part": f"capacity ({inp.hw.gpu.name})", "value": g(est.capacity_bytes), "eq": ""},
-        {"part": "headroom", "value": g(est.headroom_bytes), "eq": ""},
+        {"part": "usable (capacity less the --headroom margin)", "value": g(est.usable_bytes),
+         "eq": ""},
+        {"part": "free of usable" if est.fits or est.shortfall_bytes == 0 else "short of usable",
+         "value": g(est.headroom_bytes if est.shortfall_bytes == 0 else est.shortfall_bytes),
+         "eq": ""},
     ]
     tables = [Table(
         title=f"per GPU, stage {w.index} (the most loaded of {len(est.stages)}), {unit}",
@@ -87,8 +92,11 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
                           "v": str(off.devices_per_gpu_for_capacity)})
         tables.append(Table(title=f"offload: {off.target.value}", rows=orows, columns=[
             Column("k", "", align="left"), Column("v", "", align="left")]))
-    csv_row = {"model": inp.model.name, "node": inp.hw.node.name, "nodes": inp.hw.nodes,
+    csv_row = {**context_row(inp.model.name, inp.hw, inp.training),
                **{k: v for k, v in layout_data(inp.layout).items()},
+               "micro_batch": inp.training.micro_batch,
+               "recompute": inp.training.recompute.value,
+               "stage_layers": [s.layers for s in est.stages],
                **{f"gpu_{k}": v for k, v in per_gpu.items()},
                **{f"offload_{k}": v for k, v in offload.items()},
                "fits": est.fits, "reasons": est.reasons}
@@ -102,4 +110,4 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
         title=f"memory: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name} "
               f"({inp.hw.gpus} x {inp.hw.gpu.name})",
         header=[("layout", layout_text(inp.layout)), ("training", training_text(inp))],
-        data=data, tables=tables, notes=notes, csv=csv)
+        data=data, tables=tables, notes=notes, csv=csv, plot="memory")

@@ -1,15 +1,15 @@
-"""Document for `plan`, and the DeepSpeed / Megatron exports of its recommended layout."""
+"""Documents for `plan` and `nics`, and the DeepSpeed / Megatron exports."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from enum import Enum
 from typing import assert_never
 
-from optimus_calc.report.common import layout_data
+from optimus_calc.report.common import (TrainRequest, context_row, layout_data, pct,
+                                        train_figures)
 from optimus_calc.report.document import Column, Document, Table
-from optimus_calc.specs.training import Offload, Optimizer, Recompute
+from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
 
 
@@ -18,7 +18,7 @@ def candidate_data(c) -> dict:
             "recompute": c.training.recompute.value,
             "sequence_parallel": c.training.sequence_parallel,
             "gpu_memory_bytes": c.gpu_bytes,
-            "gpu_headroom_bytes": c.memory.capacity_bytes - c.gpu_bytes,
+            "gpu_headroom_bytes": c.memory.headroom_bytes,
             "step_time_s": c.step_s, "mfu": c.mfu, "tokens_per_s": c.tokens_per_s,
             "optimizer_s": c.step.optimizer_s, "optimizer_exposed_s": c.step.optimizer_exposed_s,
             "stage_layers": [s.layers for s in c.memory.stages]}
@@ -55,12 +55,17 @@ def plan_header(res, si) -> list[tuple[str, str]]:
     ]
 
 
-def plan_document(res, si) -> Document:
-    """The document of a :class:`optimus_calc.search.plan.PlanResult` searched over ``si``."""
+def plan_document(res, si, train: TrainRequest | None = None) -> Document:
+    """The document of a :class:`optimus_calc.search.plan.PlanResult` searched over ``si``
+    (:class:`optimus_calc.inputs.SearchInputs`), with the time and cost to train ``train``."""
+    asm = si.assumptions
+
+    def figures(c) -> dict:
+        return train_figures(train, c.step_s, c.training, res.hw, asm)
     rows = []
     for i, c in enumerate(res.top, 1):
         d = candidate_data(c)
-        rows.append({"rank": i, **d, "gpu_GB": d["gpu_memory_bytes"] / GB,
+        rows.append({"rank": i, **d, **figures(c), "gpu_GB": d["gpu_memory_bytes"] / GB,
                      "headroom_GB": d["gpu_headroom_bytes"] / GB,
                      "offload_txt": c.layout.offload.value + (
                          f" ({c.layout.smartnic})" if c.layout.offload is Offload.SMARTNIC
@@ -72,11 +77,17 @@ def plan_document(res, si) -> Document:
     if any(r["ep"] > 1 for r in rows):
         cols.append(Column("ep", "EP"))
     cols += [Column("zero", "ZeRO"), Column("offload_txt", "offload", align="left"),
-             Column("recompute", "recompute", align="left"), Column("sp_txt", "SP"),
-             Column("micro_batch", "mb"), Column("interleave", "v"),
-             Column("gpu_GB", "GPU GB", ".1f"), Column("headroom_GB", "free GB", ".1f"),
+             Column("recompute", "recompute", align="left"),
+             Column("sp_txt", "SP", compact=False),
+             Column("micro_batch", "mb"), Column("interleave", "v", compact=False),
+             Column("gpu_GB", "GPU GB", ".1f"),
+             Column("headroom_GB", "free GB (of usable)", ".1f", compact=False),
              Column("step_time_s", "step s", ".2f"), Column("mfu", "MFU", ".1%"),
              Column("tokens_per_s", "tokens/s", ",.0f")]
+    if train is not None:
+        cols.append(Column("train_days", "days", ",.1f"))
+        if train.gpu_hour_price is not None:
+            cols.append(Column("cost_usd", "USD", ",.0f"))
     tables = [Table(title=f"top {len(rows)} layouts", rows=rows, columns=cols)]
     notes = []
     if res.recommended:
@@ -92,7 +103,7 @@ def plan_document(res, si) -> Document:
         notes.append(res.why)
     for reason, n in sorted(res.infeasible_by_reason.items(), key=lambda kv: -kv[1]):
         notes.append(f"{n:,} layouts do not fit: {reason}")
-    notes += list(res.notes)
+    notes += res.notes
     if res.nic_sizing:
         nrows = [{**n, "card_GB": n["memory_bytes"] / GB,
                   "opt_GB": n["optimizer_bytes_per_gpu"] / GB,
@@ -101,7 +112,7 @@ def plan_document(res, si) -> Document:
                   is not None else "never",
                   "rec": n["recommended_nics_per_node"] if n["recommended_nics_per_node"]
                   is not None else "-",
-                  "gpu": f"{n['gpu_bytes_without_offload'] / GB:.1f} -> "
+                  "gpu": f"{n['gpu_bytes_without_offload'] / GB:.1f}->"
                          f"{n['gpu_bytes_with_offload'] / GB:.1f}"}
                  for n in nic_rows(res.nic_sizing)]
         r = res.recommended
@@ -119,145 +130,79 @@ def plan_document(res, si) -> Document:
         notes.append("cards/GPU (hide step): SmartNICs per GPU so that the optimizer step and "
                      "its transfers fit under forward + backward; per node = the larger of "
                      "memory and compute x GPUs per node")
+    rec = figures(res.recommended) if res.recommended else {}
+    if rec:
+        from optimus_calc.report.step_view import train_note
+        notes.append("recommended layout, " + train_note(rec, asm.pue))
     data = {
         "model": res.model.name, "node": res.hw.node.name, "nodes": res.hw.nodes,
         "gpus": res.hw.gpus, "objective": res.objective,
         "assumed": {"seq_len": res.training.seq_len, "global_batch": res.training.global_batch,
                     "precision": res.training.precision.value,
                     "optimizer": res.training.optimizer.value,
-                    "assumptions": si.assumptions.model_dump()},
+                    "assumptions": asm.model_dump()},
         "evaluated": res.evaluated, "feasible": res.feasible,
         "infeasible_by_reason": res.infeasible_by_reason,
-        "candidates": [candidate_data(c) for c in res.top],
-        "recommended": candidate_data(res.recommended) if res.recommended else None,
+        "candidates": [{**candidate_data(c), **figures(c)} for c in res.top],
+        "recommended": ({**candidate_data(res.recommended), **rec} if res.recommended
+                        else None),
+        **rec,
         "why": res.why, "smartnics": nic_rows(res.nic_sizing), "notes": list(res.notes),
         "smallest_gpu_memory_bytes": res.smallest_gpu_bytes,
     }
-    csv_rows = [{k: v for k, v in r.items() if k not in ("gpu_GB", "headroom_GB",
-                                                          "offload_txt", "sp_txt")}
-                for r in rows]
-    csv = Table(title="", rows=csv_rows,
-                columns=[Column(k, k) for k in (csv_rows[0] if csv_rows else ["rank"])])
+    ctx = context_row(res.model.name, res.hw, res.training, train)
+    view_only = ("gpu_GB", "headroom_GB", "offload_txt", "sp_txt", "mfu", "tokens")
+    csv_rows = []
+    for r in rows:
+        out = dict(ctx)
+        for k, v in r.items():
+            if k == "mfu":
+                out["mfu_pct"] = pct(v)
+            elif k not in view_only:
+                out[k] = v
+        csv_rows.append(out)
+    keys = list(csv_rows[0]) if csv_rows else list(ctx) + ["rank"]
+    csv = Table(title="", rows=csv_rows, columns=[Column(k, k) for k in keys])
     return Document(title=f"plan: {res.model.name} on {res.hw.nodes} x {res.hw.node.name} "
                           f"({res.hw.gpus} x {res.hw.gpu.name})",
                     header=plan_header(res, si), data=data, tables=tables, notes=notes,
                     csv=csv)
 
 
-def _deepspeed_optimizer(opt: Optimizer) -> str:
-    """The "optimizer" "type" of a DeepSpeed config: deepspeed/runtime/config.py lower-cases
-    it and matches ADAM_OPTIMIZER 'adam' and ADAMW_OPTIMIZER 'adamw'; a name it does not know
-    (SGD) is taken from torch.optim."""
-    match opt:
-        case Optimizer.ADAM:
-            return "Adam"
-        case Optimizer.ADAMW:
-            return "AdamW"
-        case Optimizer.SGD:
-            return "SGD"
-        case _:
-            assert_never(opt)
-
-
 def deepspeed_config(c, model) -> str:
-    tr, lay = c.training, c.layout
-    m = tr.global_batch // (lay.dp * tr.micro_batch)
-    zero: dict = {"stage": int(lay.zero), "overlap_comm": True, "contiguous_gradients": True,
-                  "reduce_bucket_size": 5e8}
-    note = []
-    target = lay.offload
-    match target:
-        case Offload.NONE:
-            pass
-        case Offload.CPU:
-            zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
-        case Offload.SUPERCHIP:
-            zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
-            note.append("SuperOffload: enable it on top of this CPU offload as DeepSpeed's "
-                        "SuperOffload documentation describes (GH200/GB200)")
-        case Offload.NVME:
-            zero["offload_optimizer"] = {"device": "nvme", "nvme_path": "/local_nvme",
-                                         "pin_memory": True, "buffer_count": 4}
-        case Offload.SMARTNIC:
-            note.append("OptimusNIC (SmartNIC) offload has no DeepSpeed setting; this config "
-                        "keeps the optimizer on the GPU and needs the SmartNIC runtime to move "
-                        "it")
-        case _:
-            assert_never(target)
-    cfg: dict = {"train_batch_size": tr.global_batch,
-                 "train_micro_batch_size_per_gpu": tr.micro_batch,
-                 "gradient_accumulation_steps": m,
-                 tr.precision.value if tr.precision.value != "fp32" else "fp32":
-                     {"enabled": True},
-                 "zero_optimization": zero,
-                 "optimizer": {"type": _deepspeed_optimizer(tr.optimizer),
-                               "params": {"lr": 3e-4}},
-                 "gradient_clipping": 1.0}
-    if tr.recompute is not Recompute.NONE:
-        cfg["activation_checkpointing"] = {"partition_activations": lay.tp > 1,
-                                           "contiguous_memory_optimization": False}
-    if lay.tp > 1 or lay.pp > 1:
-        note.append(f"tensor parallel {lay.tp} and pipeline parallel {lay.pp} come from the "
-                    "training framework (Megatron-DeepSpeed), not this file")
-    if note:
-        cfg["_optimus_calc_notes"] = note
-    cfg["_optimus_calc_layout"] = {**layout_data(lay), "model": model.name}
-    return json.dumps(cfg, indent=2) + "\n"
+    """DeepSpeed JSON for a candidate (optimus_calc.export.deepspeed)."""
+    from optimus_calc.export.deepspeed import deepspeed_config as export
+    return export(c.layout, c.training, model)
 
 
-def megatron_args(c, model) -> str:
-    tr, lay = c.training, c.layout
-    args = [f"--tensor-model-parallel-size {lay.tp}", f"--pipeline-model-parallel-size {lay.pp}",
-            f"--micro-batch-size {tr.micro_batch}", f"--global-batch-size {tr.global_batch}",
-            f"--seq-length {tr.seq_len}", f"--num-layers {model.layers}",
-            f"--hidden-size {model.hidden}", f"--num-attention-heads {model.heads}"]
-    if lay.interleave > 1:
-        args.append(f"--num-layers-per-virtual-pipeline-stage "
-                    f"{model.layers // (lay.pp * lay.interleave)}")
-    if lay.cp > 1:
-        args.append(f"--context-parallel-size {lay.cp}")
-    if lay.ep > 1:
-        args.append(f"--expert-model-parallel-size {lay.ep}")
-    if tr.sequence_parallel and lay.tp > 1:
-        args.append("--sequence-parallel")
-    mode = tr.recompute
-    match mode:
-        case Recompute.NONE:
-            pass
-        case Recompute.SELECTIVE:
-            args.append("--recompute-granularity selective")
-        case Recompute.FULL:
-            args.append("--recompute-granularity full --recompute-method uniform "
-                        "--recompute-num-layers 1")
-        case _:
-            assert_never(mode)
-    if lay.zero >= 1:
-        args.append("--use-distributed-optimizer")
-    args.append(f"--{tr.precision.value}" if tr.precision.value != "fp32" else "")
-    if tr.flash_attention:
-        args.append("--use-flash-attn")
-    out = " \\\n  ".join(a for a in args if a)
-    comments = []
-    if lay.zero >= 2:
-        comments.append(f"# ZeRO-{int(lay.zero)} has no Megatron-LM flag; "
-                        "--use-distributed-optimizer shards the optimizer state (ZeRO-1)")
-    if lay.offload is not Offload.NONE:
-        comments.append(f"# offload {lay.offload.value}: not a Megatron-LM option")
-    return "\n".join(comments + [out]) + "\n"
+def megatron_args(c, model, gpus_per_node: int | None = None) -> str:
+    """Megatron-LM arguments for a candidate (optimus_calc.export.megatron)."""
+    from optimus_calc.export.megatron import megatron_args as export
+    return export(c.layout, c.training, model, gpus_per_node)
+
+
+def torchtitan_config(c, model) -> str:
+    """torchtitan TOML job config for a candidate (optimus_calc.export.torchtitan)."""
+    from optimus_calc.export.torchtitan import torchtitan_toml as export
+    return export(c.layout, c.training, model)
 
 
 class Export(str, Enum):
     """`plan --export`: the recommended layout as a framework's configuration."""
 
-    DEEPSPEED = "deepspeed"  # a DeepSpeed JSON config
-    MEGATRON = "megatron"    # Megatron-LM command-line arguments
+    DEEPSPEED = "deepspeed"    # a DeepSpeed JSON config
+    MEGATRON = "megatron"      # Megatron-LM command-line arguments
+    TORCHTITAN = "torchtitan"  # a torchtitan TOML job config
 
 
-def export_text(target: Export, c, model) -> str:
+def export_text(target: Export, c, model, gpus_per_node: int | None = None) -> str:
+    """The candidate ``c`` as ``target``'s configuration (optimus_calc.export)."""
     match target:
         case Export.DEEPSPEED:
             return deepspeed_config(c, model)
         case Export.MEGATRON:
-            return megatron_args(c, model)
+            return megatron_args(c, model, gpus_per_node)
+        case Export.TORCHTITAN:
+            return torchtitan_config(c, model)
         case _:
             assert_never(target)

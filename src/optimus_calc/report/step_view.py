@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from optimus_calc.report.common import (hardware_data, layout_data, layout_text, model_data,
+from optimus_calc.report.common import (TrainRequest, context_row, hardware_data, layout_data,
+                                        layout_text, model_data, pct, train_figures,
                                         training_data, training_text)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.units import GB
@@ -27,7 +28,7 @@ BREAKDOWN_KEYS = ("compute_s", "elementwise_s", "bubble_s", "tp_comm_s", "cp_com
                   "optimizer_exposed_s", "offload_transfer_s")
 
 
-def step_document(inp, mem, st) -> Document:
+def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
     terms = asdict(st)
     data = {"model": model_data(inp.model), "hardware": hardware_data(inp.hw),
             "layout": layout_data(inp.layout), "training": training_data(inp.training),
@@ -36,6 +37,8 @@ def step_document(inp, mem, st) -> Document:
             "breakdown": {k: terms[k] for k in BREAKDOWN_KEYS},
             "fits": mem.fits, "reasons": mem.reasons,
             "gpu_memory_bytes": mem.worst.total_bytes, "notes": st.notes}
+    figures = train_figures(train, st.step_time_s, inp.training, inp.hw, inp.assumptions)
+    data.update(figures)
     rows = [{"part": label, "s": terms[key], "share": terms[key] / st.step_time_s,
              "eq": eqn} for key, label, eqn in BREAKDOWN]
     rows.append({"part": "step time", "s": st.step_time_s, "share": 1.0, "eq": ""})
@@ -54,10 +57,15 @@ def step_document(inp, mem, st) -> Document:
              + ("fits" if mem.fits else "DOES NOT FIT: " + "; ".join(mem.reasons)),
              f"GEMM efficiency {inp.assumptions.gemm_efficiency:g} (assumed, calibrated on "
              "Narayanan et al. Table 1; --assume gemm_efficiency=X)"] + st.notes
-    csv_row = {"model": inp.model.name, "node": inp.hw.node.name, "nodes": inp.hw.nodes,
-               **layout_data(inp.layout), "step_time_s": st.step_time_s, "mfu": st.mfu,
-               "tflops_per_gpu": st.tflops_per_gpu, "tokens_per_s": st.tokens_per_s,
-               **data["breakdown"], "fits": mem.fits}
+    if figures:
+        notes.append(train_note(figures, inp.assumptions.pue))
+    csv_row = {**context_row(inp.model.name, inp.hw, inp.training, train),
+               **layout_data(inp.layout), "micro_batch": inp.training.micro_batch,
+               "recompute": inp.training.recompute.value, "step_time_s": st.step_time_s,
+               "mfu_pct": pct(st.mfu), "tflops_per_gpu": st.tflops_per_gpu,
+               "tokens_per_s": st.tokens_per_s, **data["breakdown"],
+               "gpu_memory_bytes": mem.worst.total_bytes, "fits": mem.fits,
+               **{k: v for k, v in figures.items() if k != "tokens"}}
     return Document(
         title=f"step: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name} "
               f"({inp.hw.gpus} x {inp.hw.gpu.name})",
@@ -86,3 +94,14 @@ def optimizer_document(entry, dev, params, res, optimizer, impl, count) -> Docum
                "`optimus-calc explain compute.optimizer_step_time`"],
         csv=Table(title="", rows=[{k: v for k, v in data.items() if k != "inputs"}],
                   columns=[Column(k, k) for k in data if k != "inputs"]))
+
+
+def train_note(figures: dict, pue: float) -> str:
+    """One line for the table view: the --tokens figures."""
+    s = (f"{figures['tokens']:.4g} tokens: {figures['steps']:,.0f} steps, "
+         f"{figures['train_days']:,.1f} days, {figures['gpu_hours']:,.0f} GPU-hours")
+    if figures.get("energy_MWh") is not None:
+        s += f", {figures['energy_MWh']:,.1f} MWh (GPU TDP x PUE {pue:g}, assumed)"
+    if figures.get("cost_usd") is not None:
+        s += f", ${figures['cost_usd']:,.0f}"
+    return s

@@ -18,7 +18,8 @@ def validate_document(cases) -> Document:
         Column("tolerance", "tolerance", ".0%"), Column("ok", "ok")])
     notes = [f"{n_ok} of {len(cases)} cases within tolerance",
              "sections: 1 ZeRO model states, 2 OptimusNIC example, 3 Korthikanti activations, "
-             "4 Narayanan throughput (one GEMM efficiency), 5 optimizer step off the GPU"]
+             "4 Narayanan throughput (A100, GEMM-efficiency curve), 5 optimizer step off the GPU, "
+             "9 Megatron-LM H100 weak scaling"]
     notes += [f"{c.case}: {c.note}" for c in cases if c.note]
     return Document(title="validate: published vs predicted",
                     data={"cases": rows, "ok": n_ok, "total": len(cases)},

@@ -16,7 +16,10 @@ from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
 from optimus_calc.evaluate.optimizer import Impl, device_from, optimizer_step
 from optimus_calc.evaluate.step import StepEstimate, estimate_step
 from optimus_calc.evaluate.batch import OFFLOAD_CODES, RECOMPUTE_CODES, Batch
-from optimus_calc.evaluate.engine import Reason, evaluate, primary_reason, stage_table
+from optimus_calc.evaluate.engine import (Reason, evaluate, primary_reason, stage_table,
+                                          usable_gpu_bytes)
+from optimus_calc.frameworks import Framework, framework_support, layout_support
+from optimus_calc.frameworks import Reason as FrameworkReason
 from optimus_calc.inputs import default_global_batch  # noqa: F401  (re-exported)
 from optimus_calc.search.space import Space, enumerate_space
 from optimus_calc.specs.model import Model
@@ -44,6 +47,7 @@ class Candidate:
     tokens_per_s: float
     memory: MemoryEstimate | None = None
     step: StepEstimate | None = None
+    frameworks: tuple[str, ...] = ()   # the frameworks that run it (frameworks.py)
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,9 @@ class PlanResult:
     nic_sizing: tuple[NicSizing, ...] = ()
     smallest_gpu_bytes: float = 0.0
     notes: tuple[str, ...] = ()
+    what_if: Candidate | None = None   # the best SmartNIC layout: OptimusNIC is no framework's
+    framework_rejections: dict[str, int] = field(default_factory=dict)
+    frameworks: tuple[str, ...] = ()   # the frameworks searched
 
 
 def layout_of(cols: dict, i: int, hw: Hardware, smartnic: str | None) -> Layout:
@@ -110,10 +117,13 @@ def training_of(cols: dict, i: int, base: Training) -> Training:
 
 
 def offload_targets(hw: Hardware) -> list[Offload]:
+    """The offload targets the hardware has: host RAM always, NVMe with drives, SmartNICs when
+    the node has them or the user named a card (--smartnic, a what-if), a superchip's CPU."""
     out = [Offload.NONE, Offload.CPU]
     if hw.node.nvme_drives and hw.nvme is not None:
         out.append(Offload.NVME)
-    out.append(Offload.SMARTNIC)
+    if hw.smartnic is not None and not hw.smartnic_implicit:
+        out.append(Offload.SMARTNIC)
     if hw.node.superchip:
         out.append(Offload.SUPERCHIP)
     return out
@@ -158,84 +168,146 @@ def _shortlist(order: np.ndarray, tp, pp, keep: int, distinct: bool) -> np.ndarr
     return order[np.sort(first)][:keep]
 
 
+NOT_RUNNABLE = "no framework runs it (see framework_rejections)"
+
+
 def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: Space,
-           objective: Objective, top_k: int, distinct: bool):
-    """Evaluate ``space`` chunk by chunk with the one evaluator; keep the ranked top K, the
-    infeasible counts by reason and the figures `_why` needs. Memory is bounded by the chunk."""
+           objective: Objective, top_k: int, distinct: bool,
+           frameworks: tuple[Framework, ...] = tuple(Framework)):
+    """Evaluate ``space`` chunk by chunk with the one evaluator; keep the ranked top K of the
+    layouts that fit and that one of ``frameworks`` runs, the best SmartNIC layout apart (a
+    what-if: no framework runs OptimusNIC), the infeasible counts by reason and the figures
+    `_why` needs. Memory is bounded by the chunk."""
     table = stage_table(model, np.unique(space.base[:, 1]), all_stages=False)
     width = table.index.shape[1]
     rows = max(1, CHUNK_ELEMENTS // (space.switch_count * width))
     counts = np.zeros(len(Reason), dtype=np.int64)
+    dropped: dict[str, int] = {}
+    n_dropped = 0
     feasible, smallest, best_none = 0, np.inf, np.inf
-    pool = _Pool()
+    pool, whatif = _Pool(), _Pool()
     none_code = OFFLOAD_CODES.index(Offload.NONE)
+    smart_code = OFFLOAD_CODES.index(Offload.SMARTNIC)
     for chunk in space.chunks(rows):
-        ev = evaluate(Batch.from_columns(chunk.views()), model, hw, base, asm, stages=table)
+        views = chunk.views()
+        ev = evaluate(Batch.from_columns(views), model, hw, base, asm, stages=table)
         fin = chunk.finish
         reasons = fin(ev.reasons)
         prim = primary_reason(reasons)
         counts += np.bincount(prim[prim >= 0], minlength=len(Reason))
         gpu = fin(ev.gpu_bytes)
         smallest = min(smallest, float(gpu.min()) if gpu.size else np.inf)
-        ok = np.flatnonzero(reasons == 0)
-        if ok.size == 0:
-            continue
-        feasible += ok.size
-        step = fin(ev.step_time_s)[ok]
-        off = fin(chunk.views()["offload"])[ok]
-        if (off == none_code).any():
-            best_none = min(best_none, float(step[off == none_code].min()))
-        cols = chunk.columns(ok)
-        order = _rank(step, gpu[ok], objective)
-        sel = _shortlist(order, cols["tp"], cols["pp"], top_k, distinct)
-        picked = {k: v[sel] for k, v in cols.items()}
-        picked.update(step=step[sel], gpu=gpu[ok][sel])
-        pool.add(picked)
+        fits = reasons == 0
+        sup = framework_support(
+            views["tp"], views["pp"], views["dp"], views["cp"], views["ep"], views["zero"],
+            views["offload"], 0, views["v"], views["mb"], views["sp"], views["recompute"],
+            heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
+            global_batch=base.global_batch, precision=base.precision.value)
+        runs = fin(sup.any(frameworks))
+        off_all = fin(views["offload"])
+        step_all = fin(ev.step_time_s)
+        gone = fits & ~runs
+        n_dropped += int(gone.sum())
+        if gone.any():
+            for f in frameworks:
+                codes, n = np.unique(fin(sup.reason[f])[gone], return_counts=True)
+                for c, k in zip(codes.tolist(), n.tolist()):
+                    text = FrameworkReason(int(c)).text
+                    dropped[text] = dropped.get(text, 0) + k
+        for sel, target in ((np.flatnonzero(fits & runs), pool),
+                            (np.flatnonzero(fits & (off_all == smart_code)), whatif)):
+            if sel.size == 0:
+                continue
+            step = step_all[sel]
+            if target is pool:
+                feasible += sel.size
+                if (off_all[sel] == none_code).any():
+                    best_none = min(best_none, float(step[off_all[sel] == none_code].min()))
+            cols = chunk.columns(sel)
+            order = _rank(step, gpu[sel], objective)
+            keep = top_k if target is pool else 1
+            pick = _shortlist(order, cols["tp"], cols["pp"], keep, distinct and target is pool)
+            picked = {k: v[pick] for k, v in cols.items()}
+            picked.update(step=step[pick], gpu=gpu[sel][pick])
+            target.add(picked)
     merged = pool.merged()
     if merged:
         order = _rank(merged["step"], merged["gpu"], objective)
         merged = {k: v[_shortlist(order, merged["tp"], merged["pp"], top_k, distinct)]
                   for k, v in merged.items()}
+    best_whatif = whatif.merged()
+    if best_whatif:
+        order = _rank(best_whatif["step"], best_whatif["gpu"], objective)[:1]
+        best_whatif = {k: v[order] for k, v in best_whatif.items()}
     by_reason = {r.text: int(counts[r]) for r in Reason if counts[r]}
-    return merged, feasible, by_reason, smallest, best_none
+    if n_dropped:
+        by_reason[NOT_RUNNABLE] = n_dropped
+    return SearchResult(merged, feasible, by_reason, smallest, best_none, best_whatif,
+                        dict(sorted(dropped.items(), key=lambda kv: -kv[1])))
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    top: dict
+    feasible: int
+    infeasible_by_reason: dict[str, int]
+    smallest_gpu_bytes: float
+    best_no_offload_s: float
+    what_if: dict
+    framework_rejections: dict[str, int]
+
+
+def _candidate(cols: dict, i: int, model: Model, hw: Hardware, base: Training,
+               asm: Assumptions) -> Candidate:
+    lay = layout_of(cols, i, hw, hw.smartnic.name if hw.smartnic else None)
+    tr = training_of(cols, i, base)
+    mem = estimate_memory(model, hw, lay, tr, asm)   # the same evaluator, every stage shown
+    st = estimate_step(model, hw, lay, tr, asm, mem)
+    runs = tuple(f.value for f, r in layout_support(lay, tr, model).items()
+                 if r is FrameworkReason.OK)
+    return Candidate(lay, tr, mem.worst.total_bytes, st.step_time_s, st.mfu, st.tokens_per_s,
+                     mem, st, runs)
 
 
 def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
          objective: Objective | str = Objective.TIME, top_k: int = 5,
          offloads: list[Offload] | tuple[Offload, ...] | None = None, max_zero: int = 3,
-         recomputes: list | tuple | None = None, distinct: bool = False) -> PlanResult:
-    """Rank every layout. ``distinct`` keeps the best layout per (TP, PP) in the top K."""
+         recomputes: list | tuple | None = None, distinct: bool = False,
+         frameworks: tuple[Framework, ...] = tuple(Framework),
+         pins: dict | None = None, zero_stages: tuple[int, ...] | None = None) -> PlanResult:
+    """Rank every layout that fits and that one of ``frameworks`` runs. ``distinct`` keeps the
+    best layout per (TP, PP) in the top K; ``pins`` fixes grid columns; SmartNIC layouts are a
+    what-if beside the recommendation."""
     objective = Objective(objective)
     space = enumerate_space(model, hw.gpus, hw.gpus_per_node, base.global_batch, base.seq_len,
                             offloads or offload_targets(hw),
-                            zero_stages=tuple(range(max_zero + 1)),
-                            recomputes=recomputes or RECOMPUTE_CODES)
+                            zero_stages=zero_stages or tuple(range(max_zero + 1)),
+                            recomputes=recomputes or RECOMPUTE_CODES, pins=pins)
     if len(space) == 0:
+        pinned = "".join(f" --{k.replace('mb', 'micro-batch').replace('v', 'interleave')} "
+                         f"{','.join(map(str, v))}" for k, v in (pins or {}).items())
         raise InputError(f"no layout of {model.name} divides {hw.gpus} GPUs with global batch "
-                         f"{base.global_batch} (TP must divide the heads and the node's GPUs)")
-    top_cols, n_ok, counts, smallest, best_none = search(model, hw, base, asm, space, objective,
-                                                        top_k, distinct)
+                         f"{base.global_batch}{' and' + pinned if pinned else ''} (TP must divide "
+                         "the heads and the node's GPUs)")
+    res = search(model, hw, base, asm, space, objective, top_k, distinct, frameworks)
     notes: list[str] = []
-    if hw.smartnic_implicit:
-        notes.append(f"{hw.node.name} has no SmartNIC: smartnic layouts assume one "
-                     f"{hw.smartnic.name} per GPU (--smartnic NAME)")
-    if n_ok == 0:
-        return PlanResult(model, hw, base, objective, len(space), 0, counts, (), None,
-                          f"no layout fits: the smallest needs {fmt_gb(smallest)} per GPU on "
-                          f"{fmt_gb(hw.gpu.memory_bytes)} {hw.gpu.name} GPUs",
-                          smallest_gpu_bytes=smallest, notes=tuple(notes))
-    top: list[Candidate] = []
-    for i in range(len(top_cols["tp"])):
-        lay = layout_of(top_cols, i, hw, hw.smartnic.name)
-        tr = training_of(top_cols, i, base)
-        mem = estimate_memory(model, hw, lay, tr, asm)   # the same evaluator, every stage shown
-        st = estimate_step(model, hw, lay, tr, asm, mem)
-        top.append(Candidate(lay, tr, mem.worst.total_bytes, st.step_time_s, st.mfu,
-                             st.tokens_per_s, mem, st))
+    names = tuple(f.value for f in frameworks)
+    what_if = (_candidate(res.what_if, 0, model, hw, base, asm) if res.what_if else None)
+    common = dict(smallest_gpu_bytes=res.smallest_gpu_bytes, notes=tuple(notes), what_if=what_if,
+                  framework_rejections=res.framework_rejections, frameworks=names)
+    if res.feasible == 0:
+        why = (f"no layout fits: the smallest needs {fmt_gb(res.smallest_gpu_bytes)} per GPU on "
+               f"{fmt_gb(usable_gpu_bytes(hw, asm))} usable of {hw.gpu.name}"
+               if not res.framework_rejections else
+               "no layout that fits runs on " + ", ".join(names) + ": no framework runs it "
+               "(see framework_rejections; SmartNIC layouts are a what-if)")
+        return PlanResult(model, hw, base, objective, len(space), 0, res.infeasible_by_reason,
+                          (), None, why, **common)
+    top = [_candidate(res.top, i, model, hw, base, asm) for i in range(len(res.top["tp"]))]
     rec = top[0]
-    why = _why(rec, n_ok, best_none, objective)
-    return PlanResult(model, hw, base, objective, len(space), n_ok, counts, tuple(top), rec,
-                      why, smallest_gpu_bytes=smallest, notes=tuple(notes))
+    why = _why(rec, res.feasible, res.best_no_offload_s, objective)
+    return PlanResult(model, hw, base, objective, len(space), res.feasible,
+                      res.infeasible_by_reason, tuple(top), rec, why, **common)
 
 
 def plan_search(cat: Catalog, si: SearchInputs, objective: Objective | str = Objective.TIME,

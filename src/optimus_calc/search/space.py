@@ -18,7 +18,26 @@ MAX_CP = 16
 
 
 def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """The divisors of ``n`` in ascending order, from its prime factorisation (trial division
+    up to sqrt(n), so 1e8 takes about 1e4 steps instead of 1e8)."""
+    if n < 1:
+        return []
+    factors: list[tuple[int, int]] = []
+    m, p = n, 2
+    while p * p <= m:
+        if m % p == 0:
+            e = 0
+            while m % p == 0:
+                m //= p
+                e += 1
+            factors.append((p, e))
+        p += 1 if p == 2 else 2
+    if m > 1:
+        factors.append((m, 1))
+    out = [1]
+    for prime, exp in factors:
+        out = [d * prime ** k for d in out for k in range(exp + 1)]
+    return sorted(out)
 
 
 BASE_COLS = ("tp", "pp", "dp", "cp", "ep", "mb", "v")
@@ -97,7 +116,8 @@ class Space:
 
 def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: int,
                     seq_len: int, offloads: list[Offload], zero_stages=(0, 1, 2, 3),
-                    recomputes=RECOMPUTE_CODES, max_interleave: int = 8) -> Space:
+                    recomputes=RECOMPUTE_CODES, max_interleave: int = 8,
+                    pins: dict[str, tuple[int, ...]] | None = None) -> Space:
     """Every (tp, pp, cp, ep, dp) grid point that divides out, times the other switches.
 
     TP: divisors of the node's GPUs (TP inside a node first) that divide the heads and are
@@ -105,6 +125,7 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     (uneven layer splits allowed). CP only for long sequences, EP only for MoE models.
     Micro-batch: divisors of the per-replica batch. Interleaving: model chunks that divide the
     layers of a stage, with the micro-batches a multiple of PP (Megatron's rule).
+    ``pins`` fixes grid columns (tp, pp, dp, cp, ep, mb, v) to the values given.
     """
     grids = []
     tps = [t for t in tp_degrees(model, gpus_per_node) if gpus % t == 0]
@@ -134,6 +155,8 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
                         for v in vs:
                             grids.append((t, p, d, c, e, mb, v))
     base = np.array(grids, dtype=np.int64).reshape(-1, 7)
+    for col, values in (pins or {}).items():
+        base = base[np.isin(base[:, BASE_COLS.index(col)], np.asarray(values, dtype=np.int64))]
     switches = (np.array(sorted(set(zero_stages)), dtype=np.int64),
                 np.array([OFFLOAD_CODES.index(o) for o in dict.fromkeys(offloads)],
                          dtype=np.int64),

@@ -7,13 +7,15 @@ from dataclasses import dataclass
 from optimus_calc.catalog import Catalog
 from optimus_calc.inputs import build_search_inputs
 from optimus_calc.search.plan import NicSizing, PlanResult, plan_search, size_nics
+from optimus_calc.specs.training import Assumptions, Offload
 
 
 @dataclass(frozen=True)
 class SweepPoint:
     nodes: int
     result: PlanResult             # top 1; recommended is None when nothing fits
-    sizing: NicSizing | None       # the point's SmartNIC for the recommended layout
+    sizing: NicSizing | None       # the point's SmartNIC, when the recommendation offloads to it
+    assumptions: Assumptions
 
 
 def sweep(cat: Catalog, models: list[str], node_types: list[str], node_counts: list[int],
@@ -28,9 +30,9 @@ def sweep(cat: Catalog, models: list[str], node_types: list[str], node_counts: l
                     si = build_search_inputs(cat, mdl, dict(kw, node=nt, nodes=n, smartnic=sn))
                     res = plan_search(cat, si, top_k=1, with_nics=False)
                     sizing = None
-                    if res.recommended is not None:
-                        r = res.recommended
+                    r = res.recommended
+                    if r is not None and r.layout.offload is Offload.SMARTNIC:
                         sizing = size_nics(cat, res.model, res.hw, r.layout, r.training,
                                            si.assumptions, only=res.hw.smartnic.name)[0]
-                    out.append(SweepPoint(n, res, sizing))
+                    out.append(SweepPoint(n, res, sizing, si.assumptions))
     return out

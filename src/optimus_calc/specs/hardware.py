@@ -11,10 +11,33 @@ from __future__ import annotations
 from enum import Enum
 from typing import ClassVar, Literal, assert_never
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from optimus_calc.specs.base import CatalogEntry, Frozen
 from optimus_calc.units import GB, TFLOPS, gbps_to_bytes_per_s
+
+
+# Floors that keep every divisor of the model away from zero, so a typo (1e-300 GB/s, an
+# efficiency of 0) is an input error rather than an infinite or absurd time. None of them is
+# physics: each is far below any real part. Efficiencies are fractions; measured ones sit between
+# about 0.5 and 0.95 (nccl-tests bus bandwidth, STREAM triad), so 0.01 catches a percent typed as
+# a fraction's hundredth. 1 MB/s is slower than any link, memory or drive in the catalog by five
+# orders of magnitude; 10 MHz and 1 MFLOP/s likewise for clocks and compute.
+MIN_EFFICIENCY = 0.01
+MIN_GBPS = 1e-3
+MIN_GBITPS = 1e-3  # network line rates, Gb/s
+MIN_GHZ = 0.01
+MIN_TFLOPS = 1e-6
+MIN_GB = 1e-3  # memory capacities, GB (divisors when sizing SmartNIC counts)
+
+
+def _required(entry, fields: tuple[str, ...], floors: dict[str, float], why: str) -> None:
+    """A cross-field rule: each of ``fields`` must be set (>= its floor) for this entry."""
+    for name in fields:
+        value = getattr(entry, name)
+        if value < floors[name]:
+            raise ValueError(f"field {name!r}: required for {why} (got {value:g}; must be "
+                             f">= {floors[name]:g})")
 
 
 class Dtype(str, Enum):
@@ -35,6 +58,13 @@ class Flops(Frozen):
     bf16: float = Field(default=0.0, ge=0, le=1e6, description="dense BF16 TFLOP/s")
     fp16: float = Field(default=0.0, ge=0, le=1e6, description="dense FP16 TFLOP/s")
     fp8: float = Field(default=0.0, ge=0, le=1e6, description="dense FP8 TFLOP/s")
+
+    @field_validator("*")
+    @classmethod
+    def _zero_or_real(cls, v: float, info) -> float:
+        if 0 < v < MIN_TFLOPS:
+            raise ValueError(f"{info.field_name} must be 0 (absent) or >= {MIN_TFLOPS:g} TFLOP/s")
+        return v
 
     def flops_per_s(self, dtype: Dtype | str) -> float:
         d = Dtype(dtype)
@@ -71,9 +101,10 @@ class Link(CatalogEntry):
 
     kind: ClassVar[str] = "link"
     link_kind: LinkKind = Field(description="family of the link")
-    bandwidth_GBps: float = Field(gt=0, le=1e5, description="peak bandwidth per direction, GB/s")
+    bandwidth_GBps: float = Field(ge=MIN_GBPS, le=1e5, description="peak bandwidth per direction, GB/s")
     alpha_us: float = Field(ge=0, le=1e4, description="per-message latency alpha, microseconds")
-    efficiency: float = Field(gt=0, le=1, description="achievable fraction of peak bandwidth")
+    efficiency: float = Field(ge=MIN_EFFICIENCY, le=1,
+                              description="achievable fraction of peak bandwidth")
 
     @property
     def bandwidth_Bps(self) -> float:
@@ -87,13 +118,42 @@ class Link(CatalogEntry):
 class GPU(CatalogEntry):
     kind: ClassVar[str] = "gpu"
     vendor: Literal["nvidia", "amd", "intel"] = Field(description="vendor")
-    memory_GB: float = Field(gt=0, le=1e4, description="usable device memory, GB")
-    hbm_bandwidth_GBps: float = Field(gt=0, le=1e5, description="peak HBM bandwidth, GB/s")
+    memory_GB: float = Field(ge=MIN_GB, le=1e4, description="usable device memory, GB")
+    hbm_bandwidth_GBps: float = Field(ge=MIN_GBPS, le=1e5, description="peak HBM bandwidth, GB/s")
     peak_TFLOPS: Flops = Field(description="dense peak TFLOP/s by data type")
     scale_up_link: str = Field(description="catalog link name of the GPU's scale-up fabric")
-    scale_up_GBps: float = Field(gt=0, le=1e5, description="scale-up bandwidth per direction, GB/s")
+    scale_up_GBps: float = Field(ge=MIN_GBPS, le=1e5, description="scale-up bandwidth per direction, GB/s")
     host_link: str = Field(description="catalog link name of the GPU-to-host link")
     tdp_W: float = Field(default=0, ge=0, le=1e4, description="board power, W")
+    sm_count: int = Field(default=0, ge=0, le=100_000,
+                          description="streaming multiprocessors / compute units (datasheet)")
+    # GEMM efficiency curve (equations/efficiency.py): eta_d = gemm_eta_max W / (W + W_half).
+    # Defaults are the A100 fit; an entry without its own values is labelled "assumed".
+    gemm_eta_max: float = Field(
+        default=0.742, gt=0, le=1,
+        description="efficiency of very large weight GEMMs (achieved / dense peak)")
+    gemm_half_GFLOP: float = Field(
+        default=26.5, gt=0, le=1e6,
+        description="FLOPs of one GEMM (GFLOP) at which it runs at half of gemm_eta_max")
+    attention_eta: float = Field(
+        default=0.210, gt=0, le=1,
+        description="efficiency of the unfused attention core (baddbmm + softmax + bmm)")
+    flash_attention_eta: float = Field(
+        default=0.50, gt=0, le=1,
+        description="efficiency of the FlashAttention kernel, forward + backward")
+    efficiency_label: Literal["calibrated", "derived", "assumed"] = Field(
+        default="assumed", description="how the efficiency parameters were obtained")
+    efficiency_source: str = Field(
+        default="A100 values (Narayanan et al. SC'21 Table 1 fit) assumed for this GPU",
+        description="where the efficiency parameters come from")
+
+    @model_validator(mode="after")
+    def _fp32_peak(self) -> "GPU":
+        # The optimizer step on a GPU is an fp32 roofline (evaluate/optimizer.py device_from).
+        if self.peak_TFLOPS.fp32 <= 0:
+            raise ValueError("field 'peak_TFLOPS.fp32': required (the optimizer step runs in "
+                             "fp32); give the dense FP32 TFLOP/s from the datasheet")
+        return self
 
     @property
     def memory_bytes(self) -> float:
@@ -108,14 +168,14 @@ class CPU(CatalogEntry):
     kind: ClassVar[str] = "cpu"
     vendor: Literal["amd", "intel", "nvidia", "arm"] = Field(description="vendor")
     cores: int = Field(gt=0, le=4096, description="physical cores per socket")
-    base_GHz: float = Field(gt=0, le=10, description="base clock, GHz")
+    base_GHz: float = Field(ge=MIN_GHZ, le=10, description="base clock, GHz")
     fp32_flops_per_cycle: int = Field(gt=0, le=1024, description="FP32 FLOPs per cycle per core")
     memory_channels: int = Field(gt=0, le=64, description="memory channels per socket")
-    memory_bandwidth_GBps: float = Field(gt=0, le=1e5, description="peak memory bandwidth, GB/s")
+    memory_bandwidth_GBps: float = Field(ge=MIN_GBPS, le=1e5, description="peak memory bandwidth, GB/s")
     stream_efficiency: float = Field(
-        gt=0, le=1, description="achievable fraction of peak memory bandwidth (STREAM triad)")
+        ge=MIN_EFFICIENCY, le=1, description="achievable fraction of peak memory bandwidth (STREAM triad)")
     core_bandwidth_GBps: float = Field(
-        gt=0, le=1e4, description="memory bandwidth one thread can draw, GB/s (thread scaling)")
+        ge=MIN_GBPS, le=1e4, description="memory bandwidth one thread can draw, GB/s (thread scaling)")
 
     @property
     def fp32_flops_per_s(self) -> float:
@@ -137,10 +197,11 @@ class SmartNIC(CatalogEntry):
         default=0, ge=0, le=1024, description="FP32 FLOPs per cycle per core")
     fabric_fp32_TFLOPS: float = Field(
         default=0, ge=0, le=1e4, description="FPGA fabric FP32 throughput for the optimizer, TFLOP/s")
-    memory_GB: float = Field(gt=0, le=1e4, description="on-board memory usable for state, GB")
-    memory_bandwidth_GBps: float = Field(gt=0, le=1e5, description="peak on-board memory BW, GB/s")
+    memory_GB: float = Field(ge=MIN_GB, le=1e4, description="on-board memory usable for state, GB")
+    memory_bandwidth_GBps: float = Field(ge=MIN_GBPS, le=1e5,
+                                         description="peak on-board memory BW, GB/s")
     memory_efficiency: float = Field(
-        gt=0, le=1, description="achievable fraction of on-board memory bandwidth")
+        ge=MIN_EFFICIENCY, le=1, description="achievable fraction of on-board memory bandwidth")
     core_bandwidth_GBps: float = Field(
         default=0, ge=0, le=1e4,
         description="memory bandwidth one core can draw, GB/s (0 for FPGA fabric)")
@@ -148,8 +209,27 @@ class SmartNIC(CatalogEntry):
         default=0, ge=0, le=1e4, description="second memory tier (e.g. DDR4 DIMM on V80), GB")
     expansion_bandwidth_GBps: float = Field(
         default=0, ge=0, le=1e5, description="bandwidth of the second tier, GB/s")
-    line_rate_Gbps: float = Field(gt=0, le=1e5, description="network line rate, Gb/s (bits)")
+    line_rate_Gbps: float = Field(ge=MIN_GBITPS, le=1e5, description="network line rate, Gb/s (bits)")
     host_link: str = Field(description="catalog link name of the card's host interface")
+
+    @model_validator(mode="after")
+    def _per_type(self) -> "SmartNIC":
+        """What each device type needs to run the optimizer (evaluate/optimizer.py device_from):
+        a DPU/IPU runs it on its cores (count, clock, FLOPs per cycle, per-core bandwidth), an
+        FPGA in its fabric (fabric FP32 TFLOP/s); a second memory tier needs its bandwidth."""
+        if self.device_type == "fpga":
+            _required(self, ("fabric_fp32_TFLOPS",), {"fabric_fp32_TFLOPS": MIN_TFLOPS},
+                      "device_type 'fpga' (the optimizer runs in the fabric)")
+        else:
+            _required(self, ("cores", "core_GHz", "fp32_flops_per_cycle", "core_bandwidth_GBps"),
+                      {"cores": 1, "core_GHz": MIN_GHZ, "fp32_flops_per_cycle": 1,
+                       "core_bandwidth_GBps": MIN_GBPS},
+                      f"device_type {self.device_type!r} (the optimizer runs on its cores)")
+        if self.expansion_memory_GB > 0:
+            _required(self, ("expansion_bandwidth_GBps",),
+                      {"expansion_bandwidth_GBps": MIN_GBPS},
+                      "a second memory tier (expansion_memory_GB > 0)")
+        return self
 
     @property
     def memory_bytes(self) -> float:
@@ -173,10 +253,11 @@ class SmartNIC(CatalogEntry):
 
 class NIC(CatalogEntry):
     kind: ClassVar[str] = "nic"
-    line_rate_Gbps: float = Field(gt=0, le=1e5, description="line rate, Gb/s (bits)")
+    line_rate_Gbps: float = Field(ge=MIN_GBITPS, le=1e5, description="line rate, Gb/s (bits)")
     host_link: str = Field(description="catalog link name of the NIC's host interface")
     alpha_us: float = Field(ge=0, le=1e4, description="network per-message latency, microseconds")
-    efficiency: float = Field(gt=0, le=1, description="achievable fraction of line rate")
+    efficiency: float = Field(ge=MIN_EFFICIENCY, le=1,
+                              description="achievable fraction of line rate")
 
     @property
     def line_rate_Bps(self) -> float:
@@ -185,9 +266,9 @@ class NIC(CatalogEntry):
 
 class NVMe(CatalogEntry):
     kind: ClassVar[str] = "nvme"
-    capacity_GB: float = Field(gt=0, le=1e6, description="capacity, GB")
-    read_GBps: float = Field(gt=0, le=1e3, description="sequential read, GB/s")
-    write_GBps: float = Field(gt=0, le=1e3, description="sequential write, GB/s")
+    capacity_GB: float = Field(ge=MIN_GB, le=1e6, description="capacity, GB")
+    read_GBps: float = Field(ge=MIN_GBPS, le=1e3, description="sequential read, GB/s")
+    write_GBps: float = Field(ge=MIN_GBPS, le=1e3, description="sequential write, GB/s")
 
 
 class Node(CatalogEntry):
@@ -196,7 +277,7 @@ class Node(CatalogEntry):
     gpus: int = Field(gt=0, le=1024, description="GPUs per node")
     cpu: str = Field(description="catalog CPU name")
     cpus: int = Field(gt=0, le=64, description="CPU sockets per node")
-    host_memory_GB: float = Field(gt=0, le=1e6, description="host DRAM per node, GB")
+    host_memory_GB: float = Field(ge=MIN_GB, le=1e6, description="host DRAM per node, GB")
     nic: str = Field(description="catalog NIC name of the compute fabric")
     nics: int = Field(ge=0, le=1024, description="compute NICs per node")
     smartnic: str | None = Field(default=None, description="catalog SmartNIC name, if fitted")

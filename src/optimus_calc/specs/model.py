@@ -50,6 +50,8 @@ class Model(CatalogEntry):
         description="positional embedding type")
     max_position: int = Field(default=0, ge=0, le=100_000_000,
                               description="learned position table size (learned only)")
+    rope_base: float = Field(default=0, ge=0, le=1e12,
+                             description="RoPE base theta, HF rope_theta (0 = not recorded)")
     norm: Literal["layernorm", "rmsnorm"] = Field(description="normalisation layer")
     attention_bias: bool = Field(default=False, description="biases on Q, K, V projections")
     attention_out_bias: bool = Field(default=False, description="bias on the output projection")
@@ -96,12 +98,15 @@ class Model(CatalogEntry):
                            description="dropout probability in training (HF attention/hidden/"
                            "resid dropout; 0 = none)")
     dropout_source: str = Field(default="", description="where the dropout value comes from")
-    seq_len: int = Field(default=2048, gt=0, le=100_000_000,
-                         description="default training sequence length")
+    seq_len: int = Field(default=2048, gt=0, le=10_000_000,
+                         description="default training sequence length (at most Training's "
+                                     "bound, specs/training.py)")
     published_params: float = Field(
-        default=0, ge=0, description="published total parameters (check only, never used)")
+        default=0, ge=0, le=1e16,
+        description="published total parameters (check only, never used; at most 1e16 as "
+                    "units.MAX_COUNT)")
     published_active_params: float = Field(
-        default=0, ge=0, description="published active parameters (check only)")
+        default=0, ge=0, le=1e16, description="published active parameters (check only)")
     published_params_digits: int = Field(
         default=0, ge=0, le=12,
         description="significant decimals in the published billions (0 = use 1% tolerance)")

@@ -29,6 +29,12 @@ class Recompute(str, Enum):
     SELECTIVE = "selective"
     FULL = "full"
 
+    @property
+    def code(self) -> int:
+        """The integer code of the mode inside arrays: its position in declaration order (as
+        evaluate.batch.RECOMPUTE_CODES)."""
+        return list(Recompute).index(self)
+
 
 class Precision(str, Enum):
     BF16 = "bf16"
@@ -119,6 +125,11 @@ class Layout(Frozen):
 class Assumptions(Frozen):
     """Named, overridable assumptions (``--assume NAME=VALUE``). Each says where it comes from."""
 
+    gpu_headroom: float = Field(
+        default=0.05, ge=0, le=0.9,
+        description="safety margin of GPU memory a plan leaves free (fraction of capacity; "
+                    "--headroom): allocator spikes, NCCL buffers growing with communicators, "
+                    "memory the model does not count. A choice, not a measurement")
     cuda_context_GB: float = Field(
         default=0.8, ge=0, le=1e3,
         description="assumed: CUDA context + cuBLAS/NCCL workspaces per GPU process")
@@ -129,9 +140,10 @@ class Assumptions(Frozen):
         default=25.0, ge=0, le=1e6,
         description="PyTorch DDP default bucket_cap_mb (ZeRO 0)")
     zero_bucket_params: float = Field(
-        default=5e8, ge=0, le=1e12,
+        default=5e8, ge=1e3, le=1e12,
         description="DeepSpeed defaults reduce_bucket_size = allgather_bucket_size = 5e8 "
-                    "elements (deepspeed/runtime/zero/config.py): ZeRO 1-3 buckets")
+                    "elements (deepspeed/runtime/zero/config.py): ZeRO 1-3 buckets. A divisor "
+                    "of the step model (buckets per step), so at least 1e3 elements")
     host_grad_bytes: float = Field(
         default=4, ge=0, le=8, description="ZeRO-Offload keeps fp32 gradients on the host")
     nvme_buffer_count: float = Field(
@@ -146,13 +158,14 @@ class Assumptions(Frozen):
         description="assumed: host RAM kept for the OS, data loaders and pinned buffers")
 
     gpu_compress_GBps: float = Field(
-        default=21.6, gt=0, le=1e5,
+        default=21.6, ge=0.001, le=1e5,
         description="GPU 1-bit compression throughput: BERT-Large's 335M fp32 gradients "
-                    "(1.34 GB) in 0.062 s on a V100, SqueezeNIC Table 2")
+                    "(1.34 GB) in 0.062 s on a V100, SqueezeNIC Table 2. A divisor: at least "
+                    "1 MB/s (specs/hardware.py MIN_GBPS)")
     nic_compress_GBps: float = Field(
-        default=800.0, gt=0, le=1e5,
+        default=800.0, ge=0.001, le=1e5,
         description="in-NIC (FPGA) compression throughput: 6400 Gb/s host side, SqueezeNIC "
-                    "Table 6 (line rate)")
+                    "Table 6 (line rate). A divisor: at least 1 MB/s (MIN_GBPS)")
     hier_chunk_bytes: float = Field(
         default=4194304, ge=1, le=1e12,
         description="assumed: a hierarchical all-reduce advances through its phases in pieces "
@@ -160,13 +173,15 @@ class Assumptions(Frozen):
                     "DEFAULT_BUFFSIZE)")
 
     gemm_efficiency: float = Field(
-        default=0.60, gt=0, le=1,
-        description="assumed, calibrated once on Narayanan et al. SC'21 Table 1 (all ten rows "
-                    "within 10%, see `optimus-calc validate`): achieved / peak dense FLOP/s")
+        default=0.60, ge=0.01, le=1,
+        description="constant achieved / peak dense FLOP/s (0.60: one value fitted on Narayanan "
+                    "et al. SC'21 Table 1, +7.5% to -10% per row). Given with --assume it "
+                    "replaces the per-GPU efficiency curve (evaluate/efficiency.py, catalog "
+                    "gemm_* fields), which follows the GEMM shapes instead. At least 0.01 (MIN_EFFICIENCY)")
     hbm_efficiency: float = Field(
-        default=0.9, gt=0, le=1,
+        default=0.9, ge=0.01, le=1,
         description="achievable fraction of HBM bandwidth: calculon and llm-analysis use 0.9; "
-                    "GH200 STREAM 85% (KTH)")
+                    "GH200 STREAM 85% (KTH). A divisor: at least 0.01 (MIN_EFFICIENCY)")
     elementwise_factor: float = Field(
         default=4.0, ge=0, le=100,
         description="HBM passes of element-wise work over the stored activation bytes: written "
@@ -218,10 +233,21 @@ class Assumptions(Frozen):
         default=1e5, ge=0, le=1e13,
         description="DeepSpeed stage3_param_persistence_threshold default: tensors smaller than "
                     "this stay whole on every GPU, elements (config.py L211)")
+    zero3_modules_per_layer: float = Field(
+        default=0, ge=0, le=1e4,
+        description="modules ZeRO-3 gathers one by one per layer; 0 = derived from the "
+                    "architecture (DeepSpeed hooks every parameterised submodule: q, k, v, o, "
+                    "the MLP's matrices, norms, experts; evaluate/engine.py modules_per_layer); "
+                    "FSDP2 wraps one module per transformer block: 1")
     zero3_gather_latency_us: float = Field(
         default=50.0, ge=0, le=1e6,
         description="assumed: per-module fixed cost of a ZeRO-3 gather (pre-forward hook, "
                     "coordinator bookkeeping, NCCL launch), microseconds, not hidden by prefetch")
+    pue: float = Field(
+        default=1.2, ge=1, le=5,
+        description="assumed: data-centre power usage effectiveness for --tokens energy; "
+                    "between hyperscale fleets (Google reports 1.10 fleet-wide, 2023) and the "
+                    "industry average (Uptime Institute Global Data Center Survey 2023: 1.58)")
 
     def names(self) -> list[str]:
         return list(type(self).model_fields)

@@ -1,0 +1,60 @@
+"""Efficiency that follows the work: the achieved fraction of dense peak FLOP/s as a function of
+the shape of the matrices each GPU multiplies.
+
+Two kinds of work in a transformer layer run at different efficiencies:
+
+* the weight GEMMs (Q/K/V, output projection, MLP, logits): their size per GPU is set by the
+  tokens of a micro-batch (s b), the hidden size h and the tensor-parallel shard h/t. Their
+  efficiency rises with the FLOPs of one GEMM and saturates: eta_d = eta_max W / (W + W_half).
+  This is the same as charging every GEMM a fixed time W_half / (eta_max peak) on top of
+  W / (eta_max peak) (launch, ramp-up, the last partial wave of tiles, the un-overlapped
+  prologue/epilogue), which is why small GEMMs run further from peak.
+* the attention core (scores Q K^T and values A V, 4 s q_d FLOPs per token): batched GEMMs whose
+  inner dimension is the head width, run either unfused (baddbmm + softmax + bmm, bounded by
+  the memory traffic of the s x s scores) or as one FlashAttention kernel. Each has its own
+  efficiency eta_a, a named parameter of the GPU family.
+
+The layer's effective efficiency is the FLOP-weighted harmonic mean, i.e. the time of the two
+kinds of work added. Parameters per GPU family live in the hardware catalog with their source;
+the A100 values are fitted on Narayanan et al. SC'21 Table 1 (benchmarks/calibrate_gemm.py).
+"""
+
+from __future__ import annotations
+
+from optimus_calc.equations.registry import equation, sym
+
+W = sym("W_g", "FLOPs of one weight GEMM on one GPU: 2 (s b) h (h / t)", positive=True)
+W_half = sym("W_half", "GEMM FLOPs at which efficiency is half its maximum (per GPU family)",
+             positive=True)
+eta_max = sym("eta_max", "GEMM efficiency of very large GEMMs (per GPU family)", positive=True)
+s = sym("s", "sequence length, tokens",
+        positive=True)
+b = sym("b", "micro-batch size, sequences", positive=True)
+h = sym("h", "hidden size", positive=True)
+t = sym("t", "tensor-parallel size", positive=True)
+F_d = sym("F_d", "FLOPs of the weight GEMMs (projections, MLP, logits)")
+F_a = sym("F_a", "FLOPs of the attention core (scores and values)")
+eta_d = sym("eta_d", "efficiency of the weight GEMMs", positive=True)
+eta_a = sym("eta_a", "efficiency of the attention core (unfused or FlashAttention)",
+            positive=True)
+
+gemm_flops = equation(
+    "efficiency.gemm_flops", 2 * s * b * h * h / t, "FLOP",
+    "Narayanan et al. SC'21 (arXiv 2104.04473) section 3.2/5.1: a layer's weight GEMMs are "
+    "(s b) x h x (k h / t) with k = 1, 3 or 4; the unit GEMM (k = 1) measures their size",
+    "FLOPs of one unit weight GEMM on one GPU: tokens of a micro-batch x hidden x hidden / TP.")
+
+gemm_efficiency = equation(
+    "efficiency.gemm_efficiency", eta_max * W / (W + W_half), "1",
+    "saturating curve fitted on Narayanan et al. SC'21 Table 1 (A100) with the micro-batch and "
+    "interleaving of Megatron-LM examples/academic_paper_scripts/sc21/run_table_1.sh; "
+    "equivalent to a fixed time W_half / (eta_max peak) per GEMM",
+    "Achieved / peak FLOP/s of a weight GEMM of W_g FLOPs: rises with the GEMM's size and "
+    "saturates at eta_max.")
+
+layer_efficiency = equation(
+    "efficiency.layer_efficiency", (F_d + F_a) / (F_d / eta_d + F_a / eta_a), "1",
+    "times add: FLOP-weighted harmonic mean of the weight GEMMs' and the attention core's "
+    "efficiencies (Narayanan et al. section 5.1 split of 24 h^2 + 4 s h FLOPs per token)",
+    "Effective efficiency of the compute of a layer whose FLOPs are F_d in weight GEMMs and "
+    "F_a in the attention core.")

@@ -1,0 +1,246 @@
+"""Break-even inputs: the goals, one layout on one hardware configuration (a :class:`Case`), the
+evaluator's figures for it at the stage that binds the step (:func:`measure`), the offload devices
+and references `breakeven` compares, and sensitivity by finite differences.
+
+Every figure is read from the one evaluator (:func:`optimus_calc.evaluate.engine.evaluate`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from optimus_calc.evaluate.batch import Batch
+from optimus_calc.evaluate.context import Hardware
+from optimus_calc.evaluate.engine import StageTable, evaluate, stage_table
+from optimus_calc.evaluate.hw_params import Param
+from optimus_calc.specs.model import Model
+from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
+
+
+class Goal(str, Enum):
+    HIDE = "hide"
+    FIT = "fit"
+    MATCH = "match"
+
+    @property
+    def text(self) -> str:
+        return _GOAL_TEXT[self]
+
+
+_GOAL_TEXT = {
+    Goal.HIDE: "hide the optimizer step and its transfers in the step",
+    Goal.FIT: "hold the optimizer shard without spilling",
+    Goal.MATCH: "match the reference step time",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One layout on one hardware configuration."""
+
+    model: Model
+    hw: Hardware
+    layout: Layout
+    training: Training
+    asm: Assumptions
+    stages: StageTable
+
+    @classmethod
+    def of(cls, model: Model, hw: Hardware, layout: Layout, tr: Training,
+           asm: Assumptions) -> "Case":
+        return cls(model, hw, layout, tr, asm, stage_table(model, [layout.pp], False))
+
+    def with_param(self, p: Param, value: float) -> "Case":
+        hw, lay = p.apply(self.hw, self.layout, value)
+        return dataclasses.replace(self, hw=hw, layout=lay)
+
+
+@dataclass(frozen=True)
+class State:
+    """The evaluator's figures of a batch of one, at the stage that binds the step."""
+
+    step_time_s: float
+    optimizer_s: float
+    optimizer_exposed_s: float
+    offload_transfer_s: float
+    forward_s: float
+    backward_s: float
+    params_stage: float
+    offload_bytes_per_device: float
+    offload_capacity_per_device: float
+    spill_bytes_per_device: float
+    gpu_bytes: float
+    gpu_capacity_bytes: float
+    reasons: int
+    offload: Offload
+    window_s: float   # what the offloaded step overlaps with (the evaluator's own window)
+
+    @property
+    def excess_bytes(self) -> float:
+        """State beyond the device's capacity (a SmartNIC's spill, a CPU's host-RAM excess)."""
+        return max(0.0, self.offload_bytes_per_device - self.offload_capacity_per_device)
+
+    @property
+    def base_step_s(self) -> float:
+        """The step without its exposed optimizer time."""
+        return self.step_time_s - self.optimizer_exposed_s
+
+
+def measure(case: Case) -> State:
+    """Evaluate ``case`` with the one evaluator."""
+    tr = case.training
+    ev = evaluate(Batch.of(case.layout, tr), case.model, case.hw, tr, case.asm,
+                  stages=case.stages)
+    one = lambda x: float(np.asarray(x).reshape(-1)[0])  # noqa: E731
+    k = int(np.asarray(ev.worst_time).reshape(-1)[0])
+    params = np.asarray(ev.params_stage, dtype=np.float64).reshape(-1)
+    return State(
+        step_time_s=one(ev.step_time_s), optimizer_s=one(ev.term("optimizer_s")),
+        optimizer_exposed_s=one(ev.term("optimizer_exposed_s")),
+        offload_transfer_s=one(ev.term("offload_transfer_s")),
+        forward_s=one(ev.term("forward_s")), backward_s=one(ev.term("backward_s")),
+        params_stage=float(params[k if params.size > 1 else 0]),
+        offload_bytes_per_device=one(ev.offload_bytes_per_device),
+        offload_capacity_per_device=one(ev.offload_capacity_per_device),
+        spill_bytes_per_device=one(ev.spill_bytes_per_device),
+        gpu_bytes=one(ev.gpu_bytes), gpu_capacity_bytes=float(ev.capacity_bytes),
+        reasons=int(one(ev.reasons)), offload=case.layout.offload,
+        window_s=one(ev.term("optimizer_window_s")))
+
+
+def shortfall(goal: Goal, st: State, reference_s: float | None) -> float:
+    """How far the goal is from met (<= 0: met): seconds exposed, bytes over, seconds slower."""
+    if goal is Goal.HIDE:
+        return st.optimizer_exposed_s
+    if goal is Goal.FIT:
+        return st.excess_bytes
+    if goal is Goal.MATCH:
+        assert reference_s is not None
+        return st.step_time_s - reference_s * (1 + 1e-12)
+    raise AssertionError(goal)  # pragma: no cover - exhaustive
+
+
+def met(goal: Goal, st: State, reference_s: float | None) -> bool:
+    return shortfall(goal, st, reference_s) <= 0.0
+
+
+# ---- sensitivity ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Sensitivity:
+    param: Param
+    entry: str
+    current: float
+    step_elasticity: float            # % change of step time for +1% of the parameter
+    headroom_elasticity: float | None  # % change of GPU memory headroom (None: unchanged)
+
+
+def sensitivity(case: Case, params: list[Param], step: float = 0.01) -> list[Sensitivity]:
+    """Elasticities by a forward finite difference of +1% through the evaluator (integer
+    fields such as cores are relaxed to real numbers for the nudge)."""
+    base = measure(case)
+    head = base.gpu_capacity_bytes - base.gpu_bytes
+    out = []
+    for p in params:
+        cur = p.get(case.hw, case.layout)
+        if cur <= 0:
+            continue
+        st = measure(case.with_param(p, cur * (1 + step)))
+        e_t = (st.step_time_s / base.step_time_s - 1) / step
+        h = st.gpu_capacity_bytes - st.gpu_bytes
+        e_h = None
+        if head > 0 and not math.isclose(h, head, rel_tol=1e-12):
+            e_h = (h / head - 1) / step
+        out.append(Sensitivity(p, p.entry_name(case.hw), cur, e_t, e_h))
+    return out
+
+
+# ---- devices and references -------------------------------------------------------------------
+
+def offload_for(entry, hw: Hardware, asked: Offload | None = None) -> Offload:
+    """The offload target an entry stands for: a SmartNIC card; a CPU as SuperOffload's
+    superchip CPU (the node's own, on a superchip node) or as ZeRO-Offload's host."""
+    from optimus_calc.errors import InputError
+    from optimus_calc.specs.hardware import CPU, SmartNIC
+
+    if isinstance(entry, SmartNIC):
+        if asked not in (None, Offload.SMARTNIC):
+            raise InputError(f"--offload {asked.value} does not run on {entry.name}, a "
+                             f"{entry.device_type}; use --offload smartnic or leave it out")
+        return Offload.SMARTNIC
+    if isinstance(entry, CPU):
+        if asked in (Offload.CPU, Offload.NVME):
+            return asked
+        superchip = hw.node.superchip and entry.name == hw.node.cpu
+        if asked is Offload.SUPERCHIP and not superchip:
+            raise InputError(f"--offload superchip needs the CPU of a superchip node; "
+                             f"{hw.node.name} with {entry.name} is not one")
+        if asked not in (None, Offload.SUPERCHIP):
+            raise InputError(f"--offload {asked.value} does not run on the CPU {entry.name}; "
+                             "use cpu, nvme or superchip")
+        return Offload.SUPERCHIP if superchip else Offload.CPU
+    raise InputError(f"{entry.name} is a {entry.kind}; breakeven takes an offload device: a "
+                     "SmartNIC, DPU or FPGA card, or a CPU")
+
+
+def device_case(cat, base: Case, entry, offload: Offload) -> Case:
+    """``base`` with its optimizer offloaded to ``entry`` (SmartNICs keep the layout's count
+    per node; a CPU replaces the node's host CPU)."""
+    from optimus_calc.specs.hardware import CPU, SmartNIC
+
+    hw, lay = base.hw, base.layout
+    if isinstance(entry, SmartNIC):
+        hw = dataclasses.replace(hw, smartnic=entry, smartnic_implicit=False,
+                                 smartnic_host_link=cat.get(entry.host_link, "link"))
+        lay = lay.model_copy(update={"offload": Offload.SMARTNIC, "smartnic": entry.name})
+    elif isinstance(entry, CPU):
+        hw = dataclasses.replace(hw, cpu=entry)
+        lay = lay.model_copy(update={"offload": offload, "smartnic": None})
+    return dataclasses.replace(base, hw=hw, layout=lay)
+
+
+def catalog_devices(cat, hw: Hardware) -> list[tuple[object, Offload]]:
+    """Every SmartNIC/DPU/FPGA card in the catalog, the node's CPU as a ZeRO-Offload host and,
+    on a superchip node, as SuperOffload's CPU."""
+    out: list[tuple[object, Offload]] = [(sn, Offload.SMARTNIC) for sn in cat.all("smartnic")]
+    out.append((hw.cpu, Offload.CPU))
+    if hw.node.superchip:
+        out.append((hw.cpu, Offload.SUPERCHIP))
+    return out
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The step time ``match`` compares with."""
+
+    label: str
+    layout: Layout
+    training: Training
+    step_time_s: float
+    fits: bool
+
+
+def best_without_offload(case: Case) -> Reference | None:
+    """The fastest layout that keeps the optimizer on the GPU (the planner over every layout,
+    micro-batch, recomputation and ZeRO stage, offload none), or None if none fits."""
+    from optimus_calc.search.plan import plan
+
+    res = plan(case.model, case.hw, case.training, case.asm, offloads=[Offload.NONE], top_k=1)
+    if res.recommended is None:
+        return None
+    c = res.recommended
+    return Reference("the fastest layout without offload", c.layout, c.training, c.step_s,
+                     True)
+
+
+def reference_of(case: Case, layout: Layout, tr: Training, label: str) -> Reference:
+    """A named layout's step time, through the same evaluator."""
+    ref = dataclasses.replace(case, layout=layout, training=tr,
+                              stages=stage_table(case.model, [layout.pp], False))
+    st = measure(ref)
+    return Reference(label, layout, tr, st.step_time_s, st.reasons == 0)

@@ -1,0 +1,186 @@
+"""Closed-form break-even: solve a registry expression for one hardware parameter.
+
+The goals of `breakeven` are inequalities on registry expressions that fall as the parameter
+grows: ``compute.exposed_time(T_opt = compute.optimizer_step_time(x), T_x, W) <= target`` for
+the optimizer device's bandwidths, cores and clocks, ``memory.spill_bytes(B_dev, C(x)) <= 0``
+for its capacity. Such an expression is a Max/Min/Piecewise of smooth pieces (a roofline); each
+piece that contains ``x`` is solved with ``sympy.solve`` and a root is kept only where the full
+expression, with every branch, equals the target there. No root means no value of ``x`` alone
+meets the goal; the piece free of ``x`` that is left at large ``x`` names what binds instead.
+
+The caller checks every answer against the evaluator, so a composition that drifts from the
+engine falls back to a search instead of giving a wrong number.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sympy as sp
+
+from optimus_calc.equations.compute import (BW, F_core, F_dev, T_opt, T_x, W_ov, bpp, cores,
+                                            eta_m, fpp, nthr, optimizer_step_time, B_core,
+                                            exposed_time, Pn)
+from optimus_calc.equations.memory import B_dev, C, spill_bytes
+
+X = sp.Symbol("x", positive=True)  # the parameter, in its catalog unit
+T_x0 = sp.Symbol("T_x0", nonnegative=True)    # transfers that do not depend on the spill, s
+B_snl = sp.Symbol("B_snl", positive=True)     # the card's host link, achievable bytes/s
+T_gpu = sp.Symbol("T_tail", nonnegative=True)  # part of the step that stays on the GPU, s
+TARGET = sp.Symbol("tau", real=True)           # the goal: expression <= tau
+A_cur = sp.Symbol("A", positive=True)  # achievable bandwidth now, min(B_mem eta_m, n_t B_core)
+
+# the catalog fields behind the roofline's limits, to name what binds
+LIMIT_NAMES = {nthr: "cores", B_core: "core_bandwidth_GBps",
+               F_core: "clock x fp32_flops_per_cycle", BW: "memory_bandwidth_GBps",
+               F_dev: "fabric_fp32_TFLOPS"}
+
+
+@dataclass(frozen=True)
+class Inversion:
+    value: float | None        # smallest x meeting the goal; None: no x alone does
+    formula: str               # x = ... as solved, or the expression when never
+    floor: float = 0.0         # the expression at the cap (when never)
+    any_value: bool = False    # the goal holds for every x > 0
+
+
+@lru_cache(maxsize=256)
+def branches(expr: sp.Expr) -> tuple[sp.Expr, ...]:
+    """Every smooth piece of ``expr``: each Max/Min argument and Piecewise value taken in turn
+    (the cartesian product through sums and products)."""
+    if isinstance(expr, (sp.Max, sp.Min)):
+        return tuple(b for a in expr.args for b in branches(a))
+    if isinstance(expr, sp.Piecewise):
+        return tuple(b for value, _cond in expr.args for b in branches(value))
+    if not expr.args or isinstance(expr, (sp.Symbol, sp.Number)):
+        return (expr,)
+    children = [branches(a) for a in expr.args]
+    if all(len(c) == 1 for c in children):
+        return (expr,)
+    return tuple(expr.func(*combo) for combo in itertools.product(*children))
+
+
+@lru_cache(maxsize=1024)
+def _compiled(expr: sp.Expr, names: tuple[sp.Symbol, ...]):
+    """``expr`` as a Python function of (x, *names, tau) (sympy's subs through Max/Min is
+    slow; lambdify is not)."""
+    return sp.lambdify((X, *names, TARGET), expr, modules="math")
+
+
+@lru_cache(maxsize=256)
+def _roots(piece: sp.Expr) -> tuple[sp.Expr, ...]:
+    """The roots of ``piece = tau`` in x, symbolic in everything else (cached: the pieces are
+    the same for every device of a kind)."""
+    return tuple(sp.solve(sp.Eq(piece, TARGET), X))
+
+
+class _Values:
+    def __init__(self, values: dict, target: float):
+        self.names = tuple(sorted(values, key=lambda s: s.name))
+        self.args = tuple(float(values[n]) for n in self.names)
+        self.target = target
+
+    def __call__(self, expr: sp.Expr, x: float = 1.0) -> float:
+        try:
+            return float(_compiled(expr, self.names)(x, *self.args, self.target))
+        except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+            return math.nan
+
+
+def invert(expr: sp.Expr, values: dict, target: float, cap: float, integer: bool = False,
+           floor_x: float = 1e-12) -> Inversion:
+    """Smallest ``x`` in (0, cap] with ``expr(x) <= target``; ``expr`` non-increasing in x.
+
+    ``values`` gives every other symbol a number. Roots of the pieces are candidates; a
+    candidate counts only where the whole expression equals the target (the other branches of
+    each Max/Min agree)."""
+    num = _Values(values, target)
+
+    def ok(x: float) -> bool:
+        return num(expr, x) <= target + 1e-9 * max(1.0, abs(target))
+
+    if ok(floor_x):
+        return Inversion(floor_x, "holds for any value", any_value=True)
+    best: tuple[float, str] | None = None
+    for piece in branches(expr):
+        if X not in piece.free_symbols:
+            continue
+        for root in _roots(piece):
+            x = num(root)
+            if not (x > 0 and math.isfinite(x)) or x > cap * (1 + 1e-12):
+                continue
+            if integer:
+                x = float(math.ceil(x - 1e-9))
+            if not ok(x):
+                continue
+            if best is None or x < best[0]:
+                best = (x, f"x = {sp.sstr(root)}")
+    if best is not None:
+        return Inversion(best[0], best[1])
+    return Inversion(None, sp.sstr(expr), num(expr, cap))
+
+
+def binding_pieces(expr: sp.Expr, values: dict, x: float) -> list[sp.Expr]:
+    """The pieces of ``expr`` free of x whose value is the whole expression's at ``x``: what
+    binds once x no longer does."""
+    num = _Values(values, 0.0)
+    whole = num(expr, x)
+    return [p for p in branches(expr) if X not in p.free_symbols
+            and abs(num(p) - whole) <= 1e-9 * max(1.0, abs(whole))]
+
+
+def value_at(expr: sp.Expr, values: dict, x: float) -> float:
+    return _Values(values, 0.0)(expr, x)
+
+
+# ---- the goal expressions --------------------------------------------------------------------
+
+@lru_cache(maxsize=8)
+def optimizer_roofline(per_core: bool) -> sp.Expr:
+    """compute.optimizer_step_time with the device's kind (c_n) fixed, so the roofline's
+    Piecewise resolves and only the device's own limits remain."""
+    return optimizer_step_time.expr.subs(cores, 1 if per_core else 0)
+
+
+@lru_cache(maxsize=64)
+def exposed_goal(per_core: bool, symbol: sp.Symbol, scale: float) -> sp.Expr:
+    """compute.exposed_time(T_opt = compute.optimizer_step_time) + the GPU's share, with the
+    roofline symbol ``symbol`` = scale * x (x in the catalog's unit)."""
+    opt = optimizer_roofline(per_core).subs(symbol, scale * X)
+    return exposed_time.expr.subs(T_opt, opt) + T_gpu
+
+
+@lru_cache(maxsize=8)
+def exposed_goal_joint(per_core: bool) -> sp.Expr:
+    """As :func:`exposed_goal` with B_mem and B_core scaled together by x / A: x is the
+    achievable bandwidth min(B_mem eta_m, n_t B_core) of one socket or card, A its value now."""
+    opt = optimizer_roofline(per_core).subs({BW: BW * X / A_cur, B_core: B_core * X / A_cur},
+                                            simultaneous=True)
+    return exposed_time.expr.subs(T_opt, opt) + T_gpu
+
+
+@lru_cache(maxsize=64)
+def spill_fit_goal(scale: float, offset: float) -> sp.Expr:
+    """memory.spill_bytes with the capacity C = scale * x + offset (both memory tiers)."""
+    return spill_bytes.expr.subs(C, scale * X + offset)
+
+
+@lru_cache(maxsize=1)
+def spill_hide_goal() -> sp.Expr:
+    """compute.exposed_time with the transfers T_x = T_x0 + 2 memory.spill_bytes / B_snl (the
+    spilled state read from host RAM and written back each step) and C = x GB."""
+    spill = spill_bytes.expr.subs(C, X * 1e9)
+    return exposed_time.expr.subs(T_x, T_x0 + 2 * spill / B_snl) + T_gpu
+
+
+ROOFLINE_SYMBOLS = {"B_mem": BW, "B_core": B_core, "n_t": nthr, "F_core": F_core,
+                    "F_dev": F_dev}
+
+__all__ = ["Inversion", "invert", "branches", "binding_pieces", "value_at", "optimizer_roofline",
+           "exposed_goal", "exposed_goal_joint", "spill_fit_goal", "spill_hide_goal",
+           "ROOFLINE_SYMBOLS", "LIMIT_NAMES", "X", "A_cur", "T_x0", "B_snl", "T_gpu", "TARGET",
+           "BW", "B_core", "nthr", "F_core", "F_dev", "Pn", "bpp", "fpp", "eta_m", "T_opt",
+           "T_x", "W_ov", "B_dev"]

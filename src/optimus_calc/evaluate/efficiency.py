@@ -1,0 +1,58 @@
+"""Compute efficiency from the shape of the work (equations/efficiency.py), array-friendly.
+
+Every function takes scalars or numpy arrays (broadcast against each other) and returns the
+same shape, so the vector evaluator can call it once for millions of layouts. The parameters
+come from the GPU's catalog entry (``gemm_eta_max``, ``gemm_half_GFLOP``, ``attention_eta``,
+``flash_attention_eta``). ``--assume gemm_efficiency=X`` replaces the whole curve by the
+constant X (see :func:`compute_efficiency`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optimus_calc.equations import compiled as eq
+from optimus_calc.specs.hardware import GPU
+from optimus_calc.specs.training import Assumptions
+
+
+def gemm_efficiency(gpu: GPU, h, t, s, b):
+    """Efficiency of the weight GEMMs: hidden ``h``, TP size ``t``, ``s`` tokens per sequence on
+    this GPU (s / cp with context parallelism), micro-batch ``b``."""
+    w = eq.efficiency__gemm_flops(b=np.asarray(b, dtype=float), h=np.asarray(h, dtype=float),
+                                  s=np.asarray(s, dtype=float), t=np.asarray(t, dtype=float))
+    return eq.efficiency__gemm_efficiency(W_g=w, W_half=gpu.gemm_half_GFLOP * 1e9,
+                                          eta_max=gpu.gemm_eta_max)
+
+
+def attention_efficiency(gpu: GPU, flash):
+    """Efficiency of the attention core: FlashAttention kernel or the unfused path."""
+    return np.where(np.asarray(flash, dtype=bool), gpu.flash_attention_eta, gpu.attention_eta)
+
+
+def attention_flops(tokens, layers, s, q_d, recompute_attention):
+    """FLOPs of the attention core (4 s q_d per token per layer forward, Narayanan et al. section
+    5.1) over forward + backward (x3) plus a recomputed forward when ``recompute_attention``
+    (full or selective recomputation)."""
+    passes = 3 + np.asarray(recompute_attention, dtype=float)
+    return np.asarray(tokens, dtype=float) * layers * 4.0 * s * q_d * passes
+
+
+def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
+                       asm: Assumptions | None = None):
+    """Effective efficiency of ``total_flops`` of which ``attn_flops`` are the attention core and
+    the rest weight GEMMs. Compute time is then total_flops / (peak x this).
+
+    When the user set ``gemm_efficiency`` explicitly (``--assume gemm_efficiency=X``), X is
+    returned for every layout: the curve is replaced, not combined."""
+    total = np.asarray(total_flops, dtype=float)
+    if asm is not None and "gemm_efficiency" in asm.model_fields_set:
+        return np.broadcast_to(np.float64(asm.gemm_efficiency), np.broadcast(
+            total, np.asarray(h), np.asarray(t), np.asarray(s), np.asarray(b)).shape).copy()
+    eta_d = gemm_efficiency(gpu, h, t, s, b)
+    f_a = np.clip(np.asarray(attn_flops, dtype=float), 0.0, total)
+    safe = np.where(total > 0, total, 1.0)  # no work: the GEMM curve's value, not 0/0
+    mixed = eq.efficiency__layer_efficiency(
+        F_a=f_a / safe, F_d=np.where(total > 0, (total - f_a) / safe, 1.0), eta_a=attention_efficiency(gpu, flash),
+        eta_d=eta_d)
+    return np.where(total > 0, mixed, eta_d)

@@ -1,0 +1,35 @@
+"""Exporters: a layout as Megatron-LM arguments, a DeepSpeed config or a torchtitan job config.
+
+Pure functions (layout, training, model, GPUs per node) -> text. Each refuses, with an
+:class:`ExportError` naming the rule and its source, a layout its framework cannot run
+(rules in :mod:`optimus_calc.frameworks`). Option names are checked in tests against the option
+lists extracted from the pinned framework commits (tests/data/framework_options.json).
+"""
+
+from __future__ import annotations
+
+from optimus_calc.errors import InputError
+from optimus_calc.frameworks import Framework, Reason, layout_support
+
+
+class ExportError(InputError):
+    """The layout cannot be written for this framework (one line, exit status 2)."""
+
+
+def require(layout, training, model, *frameworks: Framework) -> Framework:
+    """The first of ``frameworks`` that runs the layout, else ExportError with the reasons."""
+    support = layout_support(layout, training, model)
+    for f in frameworks:
+        if support[f] is Reason.OK:
+            return f
+    why = "; ".join(dict.fromkeys(support[f].text for f in frameworks))
+    raise ExportError(f"cannot export this layout for {frameworks[0].label}: {why}")
+
+
+def grad_accumulation(layout, training) -> int:
+    """Micro-batches per step per data-parallel replica: global = micro x dp x accumulation."""
+    per_step = training.micro_batch * layout.dp
+    if training.global_batch % per_step:
+        raise ExportError(f"global batch {training.global_batch} is not a multiple of micro-batch "
+                          f"{training.micro_batch} x data-parallel {layout.dp}")
+    return training.global_batch // per_step

@@ -1,0 +1,105 @@
+"""torchtitan job config (TOML) for an FSDP2 layout.
+
+Section and field names are torchtitan v0.2.2's ``torchtitan/config/job_config.py``
+(commit 73a0e6979dd10b6b1904098eb3c8f62c18ab87ce, the last release with TOML job configs; later
+commits configure runs in Python). Tests check every field and its type against the extracted
+schema.
+
+ZeRO maps onto FSDP2 (job_config.py L313-349): ZeRO-3 = data_parallel_shard_degree with
+fsdp_reshard_after_forward "always", ZeRO-2 = the same with "never" (parameters stay gathered
+between forward and backward), ZeRO-0 = data_parallel_replicate_degree (DDP). Batch
+(job_config.py L253-261): local_batch_size is the per-replica batch of one optimizer step
+without PP (torchtitan accumulates global / (local x dp) micro-steps); with PP it holds all the
+step's micro-batches, cut into pipeline_parallel_microbatch_size pieces (L412-418).
+"""
+
+from __future__ import annotations
+
+from optimus_calc.export import grad_accumulation, require
+from optimus_calc.frameworks import Framework
+from optimus_calc.specs.training import Offload, Precision, Recompute, ZeroStage
+
+# torchtitan's llama3 model registry flavours with the catalog's architectures
+# (torchtitan/models/llama3/__init__.py at v0.2.2: "8B", "70B", "405B").
+TORCHTITAN_MODELS = {"llama-3-8b": ("llama3", "8B"), "llama-3-70b": ("llama3", "70B"),
+                     "llama-3-405b": ("llama3", "405B")}
+
+
+def torchtitan_sections(layout, training, model) -> tuple[dict[str, dict], list[str]]:
+    require(layout, training, model, Framework.TORCHTITAN)
+    lay, tr, m = layout, training, model
+    notes: list[str] = []
+    sec: dict[str, dict] = {}
+    if m.name in TORCHTITAN_MODELS:
+        name, flavor = TORCHTITAN_MODELS[m.name]
+        sec["model"] = {"name": name, "flavor": flavor}
+    else:
+        notes.append(f"[model]: torchtitan builds models from its registry; set name/flavor to "
+                     f"one with {m.name}'s shape ({m.layers} layers, hidden {m.hidden}, "
+                     f"{m.heads} heads / {m.n_kv} KV)")
+    accum = grad_accumulation(lay, tr)
+    training: dict = {"seq_len": tr.seq_len, "global_batch_size": tr.global_batch,
+                      "mixed_precision_param": "float32" if tr.precision is Precision.FP32
+                      else "bfloat16"}
+    if lay.pp > 1:
+        training["local_batch_size"] = tr.micro_batch * accum
+    else:
+        training["local_batch_size"] = tr.micro_batch
+    if lay.offload is Offload.CPU:
+        training["enable_cpu_offload"] = True
+    sec["training"] = training
+    par: dict = {}
+    if lay.zero is ZeroStage.NONE and lay.dp > 1:
+        par["data_parallel_replicate_degree"] = lay.dp
+        par["data_parallel_shard_degree"] = 1
+    else:
+        par["data_parallel_replicate_degree"] = 1
+        par["data_parallel_shard_degree"] = lay.dp
+        if lay.dp > 1 or lay.cp > 1:
+            par["fsdp_reshard_after_forward"] = "always" if lay.zero is ZeroStage.OS_G_P \
+                else "never"
+    par["tensor_parallel_degree"] = lay.tp
+    par["context_parallel_degree"] = lay.cp
+    par["pipeline_parallel_degree"] = lay.pp
+    if lay.pp > 1:
+        par["pipeline_parallel_microbatch_size"] = tr.micro_batch
+        par["pipeline_parallel_schedule"] = "Interleaved1F1B" if lay.interleave > 1 else "1F1B"
+        stages = lay.pp * lay.interleave
+        if m.layers % stages == 0:
+            par["pipeline_parallel_layers_per_stage"] = m.layers // stages
+        else:
+            notes.append(f"{m.layers} layers over {stages} stages: torchtitan's default uneven "
+                         "split applies (pipeline_parallel_first/last_stage_less_layers)")
+    if lay.ep > 1:
+        par["expert_parallel_degree"] = lay.ep
+    sec["parallelism"] = par
+    mode = {Recompute.NONE: "none", Recompute.SELECTIVE: "selective",
+            Recompute.FULL: "full"}[tr.recompute]
+    ac: dict = {"mode": mode}
+    if tr.recompute is Recompute.SELECTIVE:
+        ac["selective_ac_option"] = "op"
+    sec["activation_checkpoint"] = ac
+    if lay.tp > 1 and not tr.sequence_parallel:
+        notes.append("torchtitan always shards the sequence with TP (sequence parallelism on)")
+    return sec, notes
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    s = str(v).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{s}"'
+
+
+def torchtitan_toml(layout, training, model) -> str:
+    sec, notes = torchtitan_sections(layout, training, model)
+    lines = [f"# torchtitan v0.2.2 job config ({layout.gpus} GPUs): "
+             "NGPU=<GPUs per node> CONFIG_FILE=this.toml ./run_train.sh (torchrun per node)"]
+    lines += [f"# {n}" for n in notes]
+    for name, fields in sec.items():
+        lines.append("")
+        lines.append(f"[{name}]")
+        lines += [f"{k} = {_toml_value(v)}" for k, v in fields.items()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,190 @@
+"""Charts for ``--plot FILE.png|svg``, drawn from a Document's plain data.
+
+matplotlib (Agg backend) is imported only here and only when a chart is asked for. Output is
+deterministic: a fixed SVG hash salt, no date/creator/software metadata, and the file is written
+to a temporary name in the target directory and moved into place (``os.replace``), so a failure
+never leaves a partial image.
+
+Kinds (``Document.plot``):
+- ``sweep``: tokens/s, MFU and (with ``--tokens --gpu-hour-price``) cost vs nodes, one line per
+  model / node type / SmartNIC offered; each point is labelled with the winning offload target.
+- ``memory``: GPU memory per part (weights, gradients, optimizer state, activations, overheads)
+  stacked per pipeline stage, with the GPU capacity as a line.
+- ``compare``: the same stacked parts per offload strategy, with the GPU capacity line.
+- ``comm``: bus bandwidth (and algorithm bandwidth) vs message size, log-2 x axis, as
+  nccl-tests plots it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from optimus_calc.errors import InputError
+
+FORMATS = {".png": "png", ".svg": "svg"}
+PARTS = [("weights_bytes", "weights"), ("gradients_bytes", "gradients"),
+         ("optimizer_bytes", "optimizer state"), ("activations_bytes", "activations"),
+         ("overhead_bytes", "overheads")]
+DPI = 100
+GB = 1e9
+
+
+def check_path(path: str) -> str:
+    """The image format for ``path``; a one-line input error for anything else."""
+    ext = Path(path).suffix.lower()
+    if ext not in FORMATS:
+        raise InputError(f"--plot {path!r}: the file name must end in .png or .svg")
+    parent = Path(path).parent
+    if not parent.exists():
+        raise InputError(f"--plot {path!r}: directory {str(parent)!r} does not exist")
+    if Path(path).is_dir():
+        raise InputError(f"--plot {path!r} is a directory; give a file name")
+    return FORMATS[ext]
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ModuleNotFoundError:
+        raise InputError("--plot needs matplotlib: pip install matplotlib") from None
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+    matplotlib.rcParams.update({"svg.hashsalt": "optimus-calc", "svg.fonttype": "path",
+                                "path.simplify": False, "figure.dpi": DPI})
+    return plt
+
+
+def _stacked(ax, labels: list[str], parts: list[dict[str, float]], capacity: float | None,
+             title: str) -> None:
+    bottom = [0.0] * len(labels)
+    x = list(range(len(labels)))
+    for key, name in PARTS:
+        vals = [p.get(key, 0.0) / GB for p in parts]
+        ax.bar(x, vals, bottom=bottom, label=name, width=0.6)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    if capacity:
+        ax.axhline(capacity / GB, color="black", linestyle="--", linewidth=1,
+                   label=f"GPU capacity {capacity / GB:g} GB")
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels, rotation=20 if len(labels) > 3 else 0, ha="right"
+                       if len(labels) > 3 else "center", fontsize=8)
+    ax.set_ylabel("GB per GPU (1 GB = 1e9 bytes)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+
+
+def _memory(plt, data: dict[str, Any]):
+    stages = data.get("stages") or [data["per_gpu"]]
+    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(stages) + 3), 4.5))
+    labels = [f"stage {s.get('index', s.get('stage', i))}" for i, s in enumerate(stages)]
+    name = data.get("model", {}).get("name", "")
+    _stacked(ax, labels, stages, data.get("per_gpu", {}).get("capacity_bytes"),
+             f"memory per GPU: {name}")
+    return fig
+
+
+def _compare(plt, data: dict[str, Any]):
+    rows = data["strategies"]
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(rows) + 2), 5))
+    parts = [{k: r.get(f"gpu_{k}", 0.0) for k, _ in PARTS} for r in rows]
+    cap = rows[0].get("gpu_capacity_bytes") if rows else None
+    _stacked(ax, [r["strategy"] for r in rows], parts, cap,
+             f"GPU memory per offload strategy: {data.get('model', '')}")
+    return fig
+
+
+def _sweep(plt, data: dict[str, Any]):
+    rows = data["rows"]
+    panels = [("tokens_per_s", "tokens/s", 1.0), ("mfu", "MFU (%)", 100.0)]
+    if any(r.get("cost_usd") is not None for r in rows):
+        panels.append(("cost_usd", "cost to train (USD)", 1.0))
+    elif any(r.get("train_days") is not None for r in rows):
+        panels.append(("train_days", "days to train", 1.0))
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7, 2.6 * len(panels) + 0.6), sharex=True)
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        key = (r["model"], r["node"], r.get("smartnic_offered") or r.get("smartnic") or "")
+        groups.setdefault(key, []).append(r)
+    for ax, (key, label, scale) in zip(axes, panels):
+        for (model, node, sn), pts in groups.items():
+            pts = sorted((p for p in pts if p.get(key) is not None), key=lambda p: p["nodes"])
+            if not pts:
+                continue
+            xs = [p["nodes"] for p in pts]
+            ys = [p[key] * scale for p in pts]
+            line, = ax.plot(xs, ys, marker="o", label=" / ".join(x for x in (model, node, sn)
+                                                                  if x))
+            for p, x, y in zip(pts, xs, ys):
+                ax.annotate(p.get("offload") or "", (x, y), fontsize=6, xytext=(3, 3),
+                            textcoords="offset points", color=line.get_color())
+        ax.set_ylabel(label, fontsize=9)
+        ax.grid(True, linewidth=0.3)
+    axes[0].set_title("sweep: recommended layout per node count (labels: offload target)",
+                      fontsize=10)
+    axes[0].legend(fontsize=7)
+    axes[-1].set_xlabel("nodes")
+    axes[-1].set_xticks(sorted({r["nodes"] for r in rows}))
+    return fig
+
+
+def _comm(plt, data: dict[str, Any]):
+    rows = data.get("rows") or [data]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    xs = [r["size_bytes"] for r in rows]
+    ax.plot(xs, [r["busbw_GBps"] for r in rows], marker="o", label="busbw")
+    ax.plot(xs, [r["algbw_GBps"] for r in rows], marker=".", linestyle=":", label="algbw")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("GB/s")
+    topo = data.get("topology", {})
+    where = f", {topo['ranks']} ranks on {topo['nodes']} node(s)" if topo else ""
+    ax.set_title(f"{data.get('algo', '')} {data.get('collective', '')}{where}: bus bandwidth "
+                 "(nccl-tests convention)", fontsize=10)
+    ax.grid(True, which="both", linewidth=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+KINDS = {"memory": _memory, "compare": _compare, "sweep": _sweep, "comm": _comm}
+
+
+def figure_bytes(kind: str, data: dict[str, Any], fmt: str) -> bytes:
+    """The chart as PNG or SVG bytes (pure: data in, bytes out)."""
+    import io
+    plt = _pyplot()
+    fig = KINDS[kind](plt, data)
+    try:
+        fig.tight_layout()
+        buf = io.BytesIO()
+        meta = ({"Date": None, "Creator": None} if fmt == "svg" else {"Software": None})
+        fig.savefig(buf, format=fmt, metadata=meta, dpi=DPI)
+        return buf.getvalue()
+    finally:
+        plt.close(fig)
+
+
+def write_plot(doc, path: str) -> None:
+    """Draw ``doc``'s chart to ``path`` atomically (temporary file + os.replace)."""
+    fmt = check_path(path)
+    if doc.plot not in KINDS:
+        raise InputError("--plot: this command has no chart")
+    payload = figure_bytes(doc.plot, doc.data, fmt)
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                               dir=str(target.parent))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would create it
+        os.replace(tmp, target)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise InputError(f"--plot {path!r}: cannot write: {exc.strerror}") from None

@@ -1,0 +1,421 @@
+"""Framework rules and exporters, checked against the option lists extracted from the pinned
+framework sources (tests/data/framework_options.json, tools/extract_framework_options.py)."""
+
+import itertools
+import json
+import shlex
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from optimus_calc.evaluate.shapes import split_layers
+from optimus_calc.export import ExportError
+from optimus_calc.export.deepspeed import deepspeed_config, deepspeed_config_dict
+from optimus_calc.export.megatron import (layout_string, megatron_arg_list, megatron_args,
+                                          pipeline_split)
+from optimus_calc.export.torchtitan import torchtitan_sections, torchtitan_toml
+from optimus_calc.frameworks import (COMMITS, Framework, Reason, framework_support,
+                                     layout_support, rejected_counts)
+from optimus_calc.search.space import OFFLOAD_CODES
+from optimus_calc.specs.training import Layout, Offload, Precision, Recompute, Training
+
+OPTIONS = json.loads((Path(__file__).parent / "data" / "framework_options.json").read_text())
+MEG = OPTIONS["megatron"]["flags"]
+DS = OPTIONS["deepspeed"]
+TT = OPTIONS["torchtitan"]["sections"]
+
+
+def test_options_file_records_the_pinned_commits():
+    assert OPTIONS["megatron"]["commit"] == COMMITS["megatron"]
+    assert OPTIONS["deepspeed"]["commit"] == COMMITS["deepspeed"]
+    assert OPTIONS["torchtitan"]["commit"] == COMMITS["torchtitan"]
+    # the extraction found the flags a GPT run always needs (dataclass-derived and explicit)
+    for f in ("--num-layers", "--tensor-model-parallel-size", "--micro-batch-size", "--swiglu"):
+        assert f in MEG
+
+
+# ---- type checks against the extracted schema ----------------------------------------------
+def _check_megatron(args):
+    for flag, value in args:
+        assert flag in MEG, f"{flag} is not a Megatron-LM flag at the pinned commit"
+        t = MEG[flag]["type"]
+        if t == "flag":
+            assert value is None, f"{flag} is a switch but got {value}"
+            continue
+        assert value is not None, f"{flag} needs a value"
+        if t == "int":
+            assert str(int(value)) == value, (flag, value)
+        elif t == "float":
+            float(value)
+        if "choices" in MEG[flag]:
+            assert value in MEG[flag]["choices"], (flag, value)
+
+
+def _type_ok(t: str, v) -> bool:
+    if t == "bool":
+        return isinstance(v, bool)
+    if t in ("int", "enum:ZeroStageEnum"):
+        return isinstance(v, int) and not isinstance(v, bool)
+    if t == "float":
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if t in ("str", "enum:OffloadDeviceEnum"):
+        return isinstance(v, str)
+    if t == "object":
+        return isinstance(v, dict)
+    return True  # unknown in the source: name checked only
+
+
+def _check_block(block: dict, schema: dict, where: str):
+    for k, v in block.items():
+        assert k in schema, f"{where}.{k} is not a DeepSpeed key at the pinned commit"
+        assert _type_ok(schema[k]["type"], v), f"{where}.{k} = {v!r}: {schema[k]['type']}"
+
+
+def _check_deepspeed(cfg: dict):
+    for k in cfg:
+        assert k in DS["top_level"], f"{k} is not a DeepSpeed top-level key"
+    for k in ("train_batch_size", "train_micro_batch_size_per_gpu",
+              "gradient_accumulation_steps"):
+        assert isinstance(cfg[k], int) and not isinstance(cfg[k], bool)
+    z = cfg["zero_optimization"]
+    _check_block({k: v for k, v in z.items() if k not in ("offload_optimizer", "offload_param")},
+                 DS["zero_optimization"], "zero_optimization")
+    for sub in ("offload_optimizer", "offload_param"):
+        if sub in z:
+            _check_block(z[sub], DS[sub], sub)
+            assert z[sub]["device"] in DS["offload_devices"]
+    for blk in ("bf16", "fp16", "aio", "tensor_parallel", "activation_checkpointing",
+                "optimizer"):
+        if blk in cfg:
+            _check_block(cfg[blk], DS[blk], blk)
+    name = cfg["optimizer"]["type"]
+    assert name.lower() in DS["optimizer_types"] or name == "SGD"  # SGD: torch.optim.SGD
+
+
+def _check_torchtitan(sections: dict):
+    for sec, fields in sections.items():
+        assert sec in TT, f"[{sec}] is not a torchtitan v0.2.2 section"
+        for k, v in fields.items():
+            assert k in TT[sec], f"{sec}.{k} is not a torchtitan v0.2.2 field"
+            spec = TT[sec][k]
+            assert _type_ok(spec["type"], v), f"{sec}.{k} = {v!r}: {spec['type']}"
+            if "choices" in spec:
+                assert v in spec["choices"], (sec, k, v)
+
+
+# ---- a spread of layouts ---------------------------------------------------------------------
+CASES = [
+    # model, layout, training
+    ("llama-3-70b", dict(tp=8, pp=2, dp=4, zero=1), dict(seq_len=8192, global_batch=512)),
+    ("llama-3-70b", dict(tp=8, pp=1, dp=8, zero=3, offload=Offload.CPU, offload_params=True),
+     dict(seq_len=8192, global_batch=512, recompute=Recompute.FULL)),
+    ("llama-3-70b", dict(tp=4, pp=1, dp=16, zero=3, offload=Offload.NVME, offload_params=True),
+     dict(seq_len=4096, global_batch=512, micro_batch=2)),
+    ("llama-3-70b", dict(tp=4, pp=1, dp=4, zero=3, offload=Offload.SUPERCHIP,
+                         superchip_gpu_fraction=0.25), dict(seq_len=4096, global_batch=64)),
+    ("llama-3-70b", dict(tp=8, pp=4, dp=2, zero=1, interleave=2),
+     dict(seq_len=4096, global_batch=64, recompute=Recompute.SELECTIVE)),
+    ("llama-3-70b", dict(tp=4, pp=1, dp=4, cp=2, zero=2), dict(seq_len=32768, global_batch=32)),
+    ("llama-3-70b", dict(tp=8, pp=1, dp=2, zero=1, offload=Offload.CPU),
+     dict(seq_len=4096, global_batch=64, precision=Precision.FP16)),
+    ("llama-3-405b", dict(tp=8, pp=16, dp=1, zero=1), dict(seq_len=8192, global_batch=64)),
+    ("mixtral-8x7b", dict(tp=2, pp=1, dp=16, ep=8, zero=3), dict(seq_len=4096, global_batch=512)),
+    ("mixtral-8x7b", dict(tp=1, pp=4, dp=8, ep=4, zero=1), dict(seq_len=4096, global_batch=256)),
+    ("llama-2-7b", dict(tp=1, pp=1, dp=8, zero=0), dict(seq_len=4096, global_batch=64)),
+    ("llama-2-7b", dict(tp=2, pp=1, dp=4, zero=2, offload=Offload.CPU),
+     dict(seq_len=4096, global_batch=64)),
+    ("qwen2-7b", dict(tp=2, pp=2, dp=2, zero=1), dict(seq_len=4096, global_batch=64)),
+    ("gpt-7.5b", dict(tp=4, pp=1, dp=2, zero=1), dict(seq_len=2048, global_batch=64)),
+]
+
+
+def _case(cat, i):
+    name, lay, tr = CASES[i]
+    return Layout(**lay), Training(**tr), cat.get(name, "model")
+
+
+@pytest.mark.parametrize("i", range(len(CASES)))
+def test_every_exported_option_exists_with_its_type(cat, i):
+    lay, tr, m = _case(cat, i)
+    support = layout_support(lay, tr, m)
+    exported = 0
+    if support[Framework.MEGATRON] is Reason.OK:
+        args, _ = megatron_arg_list(lay, tr, m, 8)
+        _check_megatron(args)
+        a = dict(args)
+        # batch arithmetic: global = micro x dp x accumulation, dp = GPUs / (TP PP CP)
+        dp = lay.gpus // (int(a["--tensor-model-parallel-size"])
+                          * int(a["--pipeline-model-parallel-size"])
+                          * int(a.get("--context-parallel-size", 1)))
+        assert int(a["--global-batch-size"]) % (int(a["--micro-batch-size"]) * dp) == 0
+        exported += 1
+    else:
+        with pytest.raises(ExportError):
+            megatron_args(lay, tr, m)
+    if Reason.OK in (support[Framework.DEEPSPEED], support[Framework.MEGATRON_DEEPSPEED]):
+        cfg = deepspeed_config_dict(lay, tr, m)
+        _check_deepspeed(cfg)
+        # DeepSpeed: train_batch_size = micro x accumulation x data-parallel world size
+        assert cfg["train_batch_size"] == (cfg["train_micro_batch_size_per_gpu"]
+                                           * cfg["gradient_accumulation_steps"] * lay.dp)
+        assert json.loads(deepspeed_config(lay, tr, m)) == cfg
+        exported += 1
+    else:
+        with pytest.raises(ExportError):
+            deepspeed_config(lay, tr, m)
+    if support[Framework.TORCHTITAN] is Reason.OK:
+        sec, _ = torchtitan_sections(lay, tr, m)
+        _check_torchtitan(sec)
+        assert tomllib.loads(torchtitan_toml(lay, tr, m)) == sec
+        t, p = sec["training"], sec["parallelism"]
+        dp = p["data_parallel_replicate_degree"] * p["data_parallel_shard_degree"]
+        assert dp * p["tensor_parallel_degree"] * p["pipeline_parallel_degree"] \
+            * p["context_parallel_degree"] == lay.gpus
+        assert t["global_batch_size"] % (t["local_batch_size"] * dp) == 0
+        if p["pipeline_parallel_degree"] > 1:
+            assert t["local_batch_size"] * dp == t["global_batch_size"]
+            assert t["local_batch_size"] % p["pipeline_parallel_microbatch_size"] == 0
+        exported += 1
+    else:
+        with pytest.raises(ExportError):
+            torchtitan_toml(lay, tr, m)
+    assert exported >= 1  # every case is runnable somewhere
+
+
+def test_cases_cover_every_exporter(cat):
+    ran = {f: 0 for f in Framework}
+    for i in range(len(CASES)):
+        for f, r in layout_support(*_case(cat, i)).items():
+            ran[f] += r is Reason.OK
+    assert all(n >= 3 for n in ran.values()), ran
+
+
+# ---- the architecture flags ------------------------------------------------------------------
+def test_llama3_70b_megatron_builds_the_same_model(cat):
+    lay, tr, m = _case(cat, 0)
+    text = megatron_args(lay, tr, m, 8)
+    args = dict(megatron_arg_list(lay, tr, m, 8)[0])
+    # meta-llama/Meta-Llama-3-70B config.json: 80 layers, hidden 8192, 64 heads, 8 KV heads,
+    # intermediate 28672, rope_theta 500000, untied, no biases, RMSNorm, vocab 128256
+    assert args["--num-layers"] == "80" and args["--hidden-size"] == "8192"
+    assert args["--num-attention-heads"] == "64" and args["--kv-channels"] == "128"
+    assert "--group-query-attention" in args and args["--num-query-groups"] == "8"
+    assert "--swiglu" in args and args["--ffn-hidden-size"] == "28672"
+    assert args["--normalization"] == "RMSNorm"
+    assert args["--position-embedding-type"] == "rope" and args["--rotary-base"] == "500000"
+    assert "--untie-embeddings-and-output-weights" in args and "--disable-bias-linear" in args
+    assert int(args["--max-position-embeddings"]) >= int(args["--seq-length"]) == 8192
+    # no vocabulary padding: 128256 = 8 x 16032 is a multiple of TP 8 x the chosen multiple
+    mult = int(args["--make-vocab-size-divisible-by"])
+    assert args["--vocab-size"] == "128256" and 128256 % (mult * 8) == 0
+    assert "--use-distributed-optimizer" in args  # ZeRO-1
+    assert text.count("--tensor-model-parallel-size 8") == 1
+    # shell-parsable (comments stripped, line continuations joined)
+    body = "\n".join(ln for ln in text.splitlines() if not ln.startswith("#"))
+    assert shlex.split(body.replace("\\\n", " "))[0] == "--num-layers"
+
+
+def test_mixtral_megatron_has_the_experts(cat):
+    lay, tr, m = _case(cat, 8)
+    args = dict(megatron_arg_list(lay, tr, m, 8)[0])
+    # mistralai/Mixtral-8x7B-v0.1 config.json: 8 local experts, 2 per token
+    assert args["--num-experts"] == "8" and args["--moe-router-topk"] == "2"
+    assert args["--moe-ffn-hidden-size"] == "14336"
+    assert args["--expert-model-parallel-size"] == "8"
+    assert args["--data-parallel-sharding-strategy"] == "optim_grads_params"  # ZeRO-3
+
+
+def test_uneven_405b_pp16_split(cat):
+    # 126 layers over 16 stages: Megatron gives the 14 middle stages ceil(126/16) = 8 layers
+    # and first + last the remaining 126 - 112 = 14: 6 and 8
+    assert pipeline_split(126, 16) == (6, 8, 8)
+    assert 6 + 14 * 8 + 8 == 126
+    assert max(pipeline_split(126, 16)) == max(split_layers(126, 16)) == 8
+    lay, tr, m = _case(cat, 7)
+    args = dict(megatron_arg_list(lay, tr, m, 8)[0])
+    first = int(args["--decoder-first-pipeline-num-layers"])
+    last = int(args["--decoder-last-pipeline-num-layers"])
+    assert first + last + 14 * 8 == int(args["--num-layers"]) == 126
+    assert pipeline_split(80, 8) is None and pipeline_split(5, 2) == (2, 0, 3)
+    # every split keeps each stage >= 1 layer and sums to the layer count
+    for layers, pp in itertools.product(range(3, 140, 7), (3, 4, 6, 16)):
+        if layers < pp:
+            continue
+        s = pipeline_split(layers, pp)
+        if s:
+            assert s[0] + s[2] + (pp - 2) * s[1] == layers and min(s) >= 1
+
+
+def test_split_megatron_cannot_express_with_first_last_uses_the_layout(cat):
+    # 24 layers on 16 stages: even middle stages force 1 layer each and 5 + 5 on the ends,
+    # worse than the planner's 1..2 per stage, so the export names every stage
+    assert pipeline_split(24, 16) == (5, 1, 5)
+    assert split_layers(24, 16) == [1] * 8 + [2] * 8
+    assert layout_string([1, 2, 2]) == "Et*1|t*2|t*2L"
+    m = cat.get("llama-2-7b", "model").model_copy(update={"layers": 24})
+    lay, tr = Layout(tp=1, pp=16, dp=1, zero=1), Training(seq_len=4096, global_batch=64)
+    args = dict(megatron_arg_list(lay, tr, m, 8)[0])
+    assert args["--pipeline-model-parallel-layout"] == "|".join(
+        ["Et*1"] + ["t*1"] * 7 + ["t*2"] * 7 + ["t*2L"])
+    assert "--decoder-first-pipeline-num-layers" not in args
+    _check_megatron(args.items())
+
+
+def test_deepspeed_config_details(cat):
+    lay, tr, m = _case(cat, 2)  # ZeRO-3, NVMe optimizer + parameter offload
+    cfg = deepspeed_config_dict(lay, tr, m)
+    z = cfg["zero_optimization"]
+    assert z["stage"] == 3 and z["offload_optimizer"]["device"] == "nvme"
+    assert z["offload_param"]["device"] == "nvme" and "nvme_path" in z["offload_param"]
+    assert cfg["aio"]["block_size"] == 1048576  # DeepSpeed's default, swap_tensor/constants.py
+    # ZeRO-3 knobs from the memory model: 4 bytes x largest layer / TP = 2 bf16 layers live
+    assert z["stage3_max_live_parameters"] == -(-4 * m.largest_layer_params // (4 * 2))
+    assert z["reduce_bucket_size"] == 500_000_000 and isinstance(z["reduce_bucket_size"], int)
+    assert "fp32" not in cfg
+    lay, tr, m = _case(cat, 3)  # SuperOffload keeping a quarter of the optimizer on the GPU
+    off = deepspeed_config_dict(lay, tr, m)["zero_optimization"]["offload_optimizer"]
+    assert off["super_offload"] is True and off["ratio"] == 0.75 and off["device"] == "cpu"
+
+
+def test_deepspeed_never_stage23_with_pp_nor_offload_at_stage0(cat):
+    m = cat.get("llama-3-70b", "model")
+    tr = Training(seq_len=4096, global_batch=64)
+    exported = refused = 0
+    for zero, off, pp, params in itertools.product(range(4), list(Offload), (1, 2, 4),
+                                                   (False, True)):
+        if params and off not in (Offload.CPU, Offload.NVME):
+            continue
+        lay = Layout(tp=1, pp=pp, dp=16 // pp, zero=zero, offload=off, offload_params=params)
+        try:
+            cfg = deepspeed_config_dict(lay, tr, m)
+        except ExportError:
+            refused += 1
+            continue
+        exported += 1
+        z = cfg["zero_optimization"]
+        assert not (z["stage"] >= 2 and pp > 1)
+        assert not (z["stage"] == 0 and ("offload_optimizer" in z or "offload_param" in z))
+        assert "offload_param" not in z or z["stage"] == 3
+        assert z.get("offload_optimizer", {}).get("device") != "nvme" or z["stage"] == 3
+    assert exported >= 10 and refused >= 10
+
+
+# ---- the rules ---------------------------------------------------------------------------------
+def _one(**kw):
+    base = dict(tp=1, pp=1, dp=8, cp=1, ep=1, zero=1, offload=0, offload_params=False,
+                interleave=1, micro_batch=1, sequence_parallel=True, recompute=0)
+    model = dict(heads=64, n_kv=8, experts=0, layers=80)
+    for k in list(kw):
+        if k in model:
+            model[k] = kw.pop(k)
+    base.update(kw)
+    s = framework_support(**base, **model, global_batch=64)
+    return {f: Reason(int(s.reason[f])) for f in Framework}
+
+
+def test_rules_from_the_sources():
+    # DeepSpeed pipe/engine.py L76-77: ZeRO-2/3 with PP asserts
+    assert _one(zero=2, pp=2)[Framework.DEEPSPEED] is Reason.DS_ZERO23_PP
+    assert _one(zero=3, pp=2, tp=2)[Framework.MEGATRON_DEEPSPEED] is Reason.DS_ZERO23_PP
+    assert _one(zero=1, pp=2, tp=2)[Framework.MEGATRON_DEEPSPEED] is Reason.OK
+    # DeepSpeed ignores offload at stage 0; Megatron's CPU offload needs the dist. optimizer
+    r = _one(zero=0, offload=1)
+    assert r[Framework.DEEPSPEED] is Reason.DS_OFFLOAD_ZERO0
+    assert r[Framework.MEGATRON] is Reason.MG_OFFLOAD_ZERO0
+    assert _one(zero=1, offload=1)[Framework.DEEPSPEED] is Reason.OK
+    assert _one(zero=2, offload=2)[Framework.DEEPSPEED] is Reason.DS_NVME_ZERO3
+    assert _one(zero=3, offload=2)[Framework.DEEPSPEED] is Reason.OK
+    assert _one(zero=2, offload=4)[Framework.DEEPSPEED] is Reason.DS_SUPERCHIP_ZERO3
+    assert _one(zero=2, offload=1, offload_params=True)[Framework.DEEPSPEED] \
+        is Reason.DS_PARAMS_ZERO3
+    # SmartNIC: nobody
+    assert set(_one(offload=3, zero=3).values()) == {Reason.SMARTNIC}
+    # Megatron transformer_config.py L1460-1463: groups a multiple OR a divisor of TP
+    assert _one(tp=16, heads=128, n_kv=8)[Framework.MEGATRON] is Reason.OK
+    assert _one(tp=8, heads=96, n_kv=12)[Framework.MEGATRON] is Reason.MG_GROUPS_TP
+    assert _one(tp=16, heads=128, n_kv=8, zero=3)[Framework.TORCHTITAN] is Reason.TT_HEADS_TP
+    assert _one(tp=16, heads=128, n_kv=8)[Framework.MEGATRON_DEEPSPEED] is Reason.MD_KV_TP
+    assert _one(tp=3, heads=64)[Framework.MEGATRON] is Reason.MG_HEADS_TP
+    assert _one(ep=3, experts=8)[Framework.MEGATRON] is Reason.MG_EXPERTS_EP
+    assert _one(zero=3, pp=2)[Framework.MEGATRON] is Reason.MG_FSDP_PP
+    assert _one(zero=1, pp=2)[Framework.MEGATRON] is Reason.OK
+    # interleaving: 80 layers over PP 4 x 3 chunks do not divide; 64 / (8 x 1) < PP 16
+    assert _one(pp=4, dp=2, interleave=3)[Framework.MEGATRON] is Reason.MG_INTERLEAVE_LAYERS
+    assert _one(pp=16, dp=8, interleave=5)[Framework.MEGATRON] is Reason.MG_INTERLEAVE_MICRO
+    assert _one(pp=4, dp=2, interleave=2)[Framework.MEGATRON] is Reason.OK
+    assert _one(pp=4, dp=2, interleave=2)[Framework.DEEPSPEED] is Reason.DS_INTERLEAVE
+    # torchtitan: no optimizer-only sharding, DDP only 1-D, CPU offload = FSDP2 full offload
+    assert _one(zero=1)[Framework.TORCHTITAN] is Reason.TT_ZERO1
+    assert _one(zero=0, tp=2, dp=4)[Framework.TORCHTITAN] is Reason.TT_DDP_ND
+    assert _one(zero=3, offload=1)[Framework.TORCHTITAN] is Reason.TT_OFFLOAD_FSDP
+    assert _one(zero=3, offload=1, offload_params=True)[Framework.TORCHTITAN] is Reason.OK
+    assert _one(zero=2, pp=2, tp=2, cp=2)[Framework.TORCHTITAN] is Reason.OK
+    s = framework_support(1, 1, 8, 1, 1, 3, 0, False, 1, 1, True, 0, heads=64, n_kv=8,
+                          experts=0, layers=80, precision="fp16")
+    assert int(s.reason[Framework.TORCHTITAN]) == Reason.TT_FP16
+    assert bool(s.ok[Framework.MEGATRON]) and bool(s.ok[Framework.DEEPSPEED])
+
+
+def test_hf_import_reads_rope_theta(tmp_path):
+    from optimus_calc.hf_import import load_hf_config
+    cfg = json.loads((Path(__file__).parent / "data" / "hf" / "llama" / "config.json").read_text())
+    cfg["rope_theta"] = 500000.0  # meta-llama/Meta-Llama-3-70B config.json
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    m = load_hf_config(p)
+    assert m.rope_base == 500000.0
+    lay, tr = Layout(tp=8, pp=1, dp=1, zero=1), Training(seq_len=8192, global_batch=8)
+    assert dict(megatron_arg_list(lay, tr, m, 8)[0])["--rotary-base"] == "500000"
+
+
+def test_reason_texts_cite_a_source():
+    for r in Reason:
+        if r not in (Reason.OK, Reason.SMARTNIC):
+            assert (" L" in r.text and ".py" in r.text) or ".md" in r.text \
+                or r in (Reason.DS_CP, Reason.MG_OFFLOAD_PARAMS), r
+
+
+def test_vectorised_equals_one_at_a_time():
+    rng = np.random.default_rng(7)
+    n = 4000
+    cols = dict(tp=rng.choice([1, 2, 4, 8, 16], n), pp=rng.choice([1, 2, 4, 8], n),
+                dp=rng.choice([1, 2, 4, 8], n), cp=rng.choice([1, 2], n),
+                ep=rng.choice([1, 2, 4, 8], n), zero=rng.integers(0, 4, n),
+                offload=rng.integers(0, 5, n), offload_params=rng.random(n) < 0.2,
+                interleave=rng.choice([1, 2, 3], n), micro_batch=rng.choice([1, 2, 4], n),
+                sequence_parallel=np.ones(n, bool), recompute=rng.integers(0, 3, n))
+    model = dict(heads=64, n_kv=8, experts=8, layers=80)
+    s = framework_support(**cols, **model, global_batch=256)
+    for i in rng.choice(n, 200, replace=False):
+        one = framework_support(**{k: v[i] for k, v in cols.items()}, **model, global_batch=256)
+        for f in Framework:
+            assert int(one.reason[f]) == int(s.reason[f][i])
+    assert s.any().dtype == bool and s.any().shape == (n,)
+    assert 0 < s.any().mean() < 1
+    assert len(OFFLOAD_CODES) == 5
+
+
+def test_plan_exports_torchtitan_and_megatron(run):
+    r = run("plan", "llama-2-7b", "--nodes", 1, "--offloads", "none", "--export", "megatron")
+    assert r.code == 0, r.err
+    assert "--swiglu" in r.out and "--normalization RMSNorm" in r.out
+    assert "--rotary-base 10000" in r.out  # meta-llama/Llama-2-7b-hf rope_theta
+    r = run("plan", "llama-2-7b", "--nodes", 1, "--offloads", "none", "--export", "torchtitan")
+    assert r.code in (0, 2), r.err
+    if r.code == 0:
+        assert tomllib.loads(r.out)["training"]["global_batch_size"] == 512
+    else:
+        assert "torchtitan" in r.err
+
+
+def test_rejected_counts():
+    # three layouts: ZeRO-3 + PP 2 (DeepSpeed and Megatron refuse, torchtitan runs it), SmartNIC
+    # (nobody), ZeRO-1 no offload (runs everywhere but torchtitan)
+    s = framework_support([1, 1, 1], [2, 1, 1], [4, 8, 8], 1, 1, [3, 3, 1], [0, 3, 0], False,
+                          1, 1, True, 0, heads=64, n_kv=8, experts=0, layers=80)
+    assert s.any().tolist() == [True, False, True]
+    assert rejected_counts(s) == {Reason.SMARTNIC.text: 4}  # one layout, four frameworks
+    ds = rejected_counts(s, [Framework.DEEPSPEED])
+    assert ds == {Reason.DS_ZERO23_PP.text: 1, Reason.SMARTNIC.text: 1}

@@ -1,0 +1,440 @@
+"""Issue 15, input/output hardening: device and FIFO paths, size and nesting caps, per-type
+catalog validation, atomic -o, exit 2 for every bad input, no inf reaching output, catalog
+directories loaded once, and the information-only items. Each test failed on the code before the
+fix (exit 1, a hang, a silent truncation, an absurd or infinite number, or a wrong message)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from optimus_calc import catalog as catalog_mod
+from optimus_calc.errors import CatalogError
+from optimus_calc.loaders import MAX_INPUT_BYTES
+from optimus_calc.search.space import divisors
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+HF = Path(__file__).resolve().parent / "data" / "hf"
+BUILTIN = catalog_mod.builtin_dir()
+
+
+def cli(*args, timeout=60, stdout=None, fsize=None, env=None, cwd=None):
+    """Run the CLI in a subprocess (FIFOs, devices and resource limits need a real process).
+    Memory is capped at 2 GiB so an unbounded read fails fast instead of exhausting the host."""
+    def limits():
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+        if fsize is not None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+    full_env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONDONTWRITEBYTECODE="1")
+    full_env.pop(catalog_mod.ENV_VAR, None)
+    full_env.update(env or {})
+    try:
+        r = subprocess.run([sys.executable, "-m", "optimus_calc", *map(str, args)],
+                           preexec_fn=limits, stdout=stdout or subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=timeout, env=full_env,
+                           cwd=cwd)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"hung for {timeout} s: {args}")
+    return r
+
+
+def one_line_exit_2(r) -> None:
+    err = r.stderr if hasattr(r, "stderr") else r.err
+    code = r.returncode if hasattr(r, "returncode") else r.code
+    assert code == 2, (code, err)
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err and "internal error" not in err, err
+
+
+# --- 1. device and FIFO paths, size and nesting caps, unreadable names ------------------------
+
+def test_model_from_dev_zero_is_an_input_error():
+    r = cli("memory", "/dev/zero", timeout=30)  # before: read until MemoryError, exit 1
+    one_line_exit_2(r)
+    assert "/dev/zero" in r.stderr and "not a regular file" in r.stderr
+
+
+def test_model_fifo_does_not_hang(tmp_path):
+    fifo = tmp_path / "cfg.json"
+    os.mkfifo(fifo)
+    r = cli("memory", fifo, timeout=30)  # before: blocked forever in open()
+    one_line_exit_2(r)
+    assert "cfg.json" in r.stderr and "FIFO" in r.stderr
+    os.mkfifo(tmp_path / "cfg")  # no .json, no slash: still read as a file, and refused
+    r = cli("memory", "cfg", timeout=30, cwd=tmp_path)
+    one_line_exit_2(r)
+    assert "FIFO" in r.stderr
+
+
+def test_catalog_symlink_to_dev_zero_and_fifo(tmp_path):
+    d1 = tmp_path / "zero"
+    d1.mkdir()
+    (d1 / "z.toml").symlink_to("/dev/zero")
+    r = cli("--catalog-dir", d1, "catalog", "list", timeout=30)
+    one_line_exit_2(r)
+    assert "z.toml" in r.stderr and "not a regular file" in r.stderr
+    d2 = tmp_path / "fifo"
+    d2.mkdir()
+    os.mkfifo(d2 / "x.toml")
+    r = cli("--catalog-dir", d2, "catalog", "list", timeout=30)
+    one_line_exit_2(r)
+    assert "x.toml" in r.stderr and "FIFO" in r.stderr
+
+
+def test_oversized_config_json_is_an_input_error(run, tmp_path):
+    data = json.loads((HF / "llama" / "config.json").read_text())
+    data["_padding"] = "x" * MAX_INPUT_BYTES  # valid JSON, just too large
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(data))
+    r = run("memory", p)  # before: loaded, exit 0
+    one_line_exit_2(r)
+    assert "config.json" in r.err and "limit" in r.err
+
+
+def test_oversized_catalog_file_is_an_input_error(run, tmp_path):
+    (tmp_path / "big.toml").write_text("# padding\n" * (MAX_INPUT_BYTES // 10 + 1))
+    r = run("--catalog-dir", tmp_path, "catalog", "list")  # before: loaded, exit 0
+    one_line_exit_2(r)
+    assert "big.toml" in r.err and "limit" in r.err
+
+
+def test_deep_json_is_an_input_error(run, tmp_path):
+    p = tmp_path / "deep.json"
+    p.write_text("[" * 100_000 + "]" * 100_000)
+    r = run("memory", p)  # before: RecursionError, exit 1
+    one_line_exit_2(r)
+    assert "deep.json" in r.err and "nested too deeply" in r.err
+
+
+def test_non_utf8_toml_is_an_input_error(run, tmp_path):
+    (tmp_path / "latin1.toml").write_bytes(b'[[gpu]]\nname = "caf\xe9"\n')
+    r = run("--catalog-dir", tmp_path, "catalog", "list")  # before: UnicodeDecodeError, exit 1
+    one_line_exit_2(r)
+    assert "latin1.toml" in r.err and "UTF-8" in r.err
+
+
+def test_deeply_nested_toml_is_an_input_error(run, tmp_path):
+    (tmp_path / "deep.toml").write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+    r = run("--catalog-dir", tmp_path, "catalog", "list")  # before: RecursionError, exit 1
+    one_line_exit_2(r)
+    assert "deep.toml" in r.err and "nested too deeply" in r.err
+
+
+def test_catalog_dir_of_unknown_user(run):
+    r = run("--catalog-dir", "~nouser-optimus-calc/x", "catalog", "list")  # before: exit 1
+    one_line_exit_2(r)
+    assert "~nouser-optimus-calc/x" in r.err
+
+
+@pytest.mark.parametrize("where", ["model", "catalog-dir", "output"])
+def test_names_too_long_for_the_file_system(run, tmp_path, where):
+    long = str(tmp_path / ("a" * 300))
+    args = {"model": ("memory", long + ".json"),
+            "catalog-dir": ("--catalog-dir", long, "catalog", "list"),
+            "output": ("memory", "llama70b", "-o", long + ".json")}[where]
+    r = run(*args)  # before: OSError ENAMETOOLONG, exit 1
+    one_line_exit_2(r)
+
+
+# --- 2. required fields per device type, at catalog load ---------------------------------------
+
+def _builtin(kind: str, name: str) -> dict:
+    for path in sorted(BUILTIN.rglob("*.toml")):
+        for entry in tomllib.loads(path.read_text()).get(kind, []):
+            if entry["name"] == name:
+                return dict(entry)
+    raise KeyError(name)
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(v)
+
+
+def _entry_file(tmp_path: Path, kind: str, base: str, drop=(), **changes) -> Path:
+    """A user catalog with one entry copied from a built-in one, renamed, then edited."""
+    e = _builtin(kind, base)
+    e.pop("aliases", None)
+    e["name"] = "my-" + kind
+    for k in drop:
+        e.pop(k)
+    e.update(changes)
+    d = tmp_path / "cat"
+    d.mkdir(exist_ok=True)
+    f = d / f"{kind}.toml"
+    f.write_text(f"[[{kind}]]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in e.items()))
+    return f
+
+
+# (kind, built-in entry copied, fields dropped, fields changed, field the error must name)
+BAD_ENTRIES = [
+    ("smartnic", "bluefield-3", ("cores",), {}, "cores"),
+    ("smartnic", "bluefield-3", ("core_bandwidth_GBps",), {}, "core_bandwidth_GBps"),
+    ("smartnic", "bluefield-3", (), {"core_GHz": 0.0}, "core_GHz"),
+    ("smartnic", "bluefield-3", ("fp32_flops_per_cycle",), {}, "fp32_flops_per_cycle"),
+    ("smartnic", "intel-ipu-e2100", ("cores",), {}, "cores"),
+    ("smartnic", "alveo-v80", ("fabric_fp32_TFLOPS",), {}, "fabric_fp32_TFLOPS"),
+    ("smartnic", "alveo-v80", ("expansion_bandwidth_GBps",), {}, "expansion_bandwidth_GBps"),
+    ("smartnic", "bluefield-3", (), {"memory_efficiency": 1e-300}, "memory_efficiency"),
+    ("gpu", "a100-80gb", (), {"peak_TFLOPS": {"bf16": 312.0}}, "peak_TFLOPS.fp32"),
+    ("gpu", "a100-80gb", (), {"peak_TFLOPS": {"fp32": 19.5, "bf16": 1e-300}}, "peak_TFLOPS.bf16"),
+    ("gpu", "a100-80gb", (), {"hbm_bandwidth_GBps": 1e-300}, "hbm_bandwidth_GBps"),
+    ("cpu", "epyc-7742", (), {"base_GHz": 0.0}, "base_GHz"),
+    ("cpu", "epyc-7742", (), {"base_GHz": 1e-300}, "base_GHz"),
+    ("cpu", "epyc-7742", (), {"core_bandwidth_GBps": 1e-300}, "core_bandwidth_GBps"),
+    ("nic", "connectx-6", (), {"efficiency": 1e-300}, "efficiency"),
+    ("nic", "connectx-6", (), {"line_rate_Gbps": 1e-300}, "line_rate_Gbps"),
+    ("link", "nvlink3", (), {"bandwidth_GBps": 1e-300}, "bandwidth_GBps"),
+    ("link", "nvlink3", (), {"efficiency": 1e-300}, "efficiency"),
+    ("nvme", None, (), {"read_GBps": 1e-300}, "read_GBps"),
+    ("node", "dgx-a100", (), {"host_memory_GB": 1e-300}, "host_memory_GB"),
+    ("model", "llama-3-70b", (), {"published_params": math.inf}, "published_params"),
+    ("model", "llama-3-70b", (), {"seq_len": 20_000_000}, "seq_len"),
+]
+
+
+@pytest.mark.parametrize("kind,base,drop,changes,field", BAD_ENTRIES,
+                         ids=[f"{k}-{f}-{'missing' if d else 'bad'}"
+                              for k, _, d, _, f in BAD_ENTRIES])
+def test_catalog_entry_validated_at_load(tmp_path, kind, base, drop, changes, field):
+    if base is None:
+        base = next(iter(tomllib.loads(
+            (BUILTIN / "storage" / "nvme.toml").read_text())["nvme"]))["name"]
+    f = _entry_file(tmp_path, kind, base, drop, **changes)
+    with pytest.raises(CatalogError) as exc:
+        catalog_mod.load((str(f.parent),))
+    msg = str(exc.value)
+    assert str(f) in msg and f"my-{kind}" in msg and repr(field) in msg, msg
+
+
+def test_the_copies_themselves_are_valid(tmp_path):
+    """The BAD_ENTRIES fixtures fail only because of the one change each makes."""
+    for kind, base in (("smartnic", "bluefield-3"), ("smartnic", "alveo-v80"),
+                       ("smartnic", "intel-ipu-e2100"), ("gpu", "a100-80gb"),
+                       ("cpu", "epyc-7742"), ("nic", "connectx-6"), ("link", "nvlink3"),
+                       ("node", "dgx-a100"), ("model", "llama-3-70b")):
+        d = tmp_path / f"{kind}-{base}"
+        d.mkdir()
+        f = _entry_file(d, kind, base)
+        cat = catalog_mod.load((str(f.parent),))
+        assert cat.get(f"my-{kind}", kind).name == f"my-{kind}"
+
+
+def test_dpu_without_cores_exits_2_in_every_command(run, tmp_path):
+    """Before: ZeroDivisionError (exit 1) in plan, nics, compare, step and optimizer-step."""
+    f = _entry_file(tmp_path, "smartnic", "bluefield-3", ("cores", "core_bandwidth_GBps"))
+    for args in (("plan", "llama-2-7b", "--smartnic", "my-smartnic"),
+                 ("nics", "llama-2-7b", "--smartnic", "my-smartnic"),
+                 ("compare", "llama-2-7b", "--smartnic", "my-smartnic"),
+                 ("step", "llama-2-7b", "--offload", "smartnic", "--zero", "1",
+                  "--smartnic", "my-smartnic"),
+                 ("optimizer-step", "--params", "1B", "--device", "my-smartnic")):
+        r = run("--catalog-dir", f.parent, *args)
+        one_line_exit_2(r)
+        assert "'cores'" in r.err and "my-smartnic" in r.err, (args, r.err)
+
+
+# --- 3. atomic -o, no overwriting an input, full devices ---------------------------------------
+
+def test_output_over_the_model_config_is_refused(run, tmp_path):
+    cfg = tmp_path / "cfg.json"
+    text = (HF / "llama" / "config.json").read_text()
+    cfg.write_text(text)
+    r = run("memory", cfg, "-o", cfg)  # before: the report replaced the config, exit 0
+    one_line_exit_2(r)
+    assert "input" in r.err and cfg.read_text() == text
+    r = run("plan", cfg, "--export", "deepspeed", "-o", cfg)
+    one_line_exit_2(r)
+    assert cfg.read_text() == text
+
+
+def test_output_over_a_catalog_file_is_refused(run, tmp_path):
+    f = _entry_file(tmp_path, "nic", "connectx-6")
+    before = f.read_text()
+    r = run("--catalog-dir", f.parent, "catalog", "list", "-o", f)
+    one_line_exit_2(r)
+    assert f.read_text() == before
+
+
+def test_failed_write_keeps_the_old_file_and_leaves_no_new_one(tmp_path):
+    """A 1000-byte file-size limit makes the write fail part way, as a full disk does. Before:
+    the target was truncated to the 1000 bytes written (invalid JSON over a file that held
+    data), and a new target was left behind partial."""
+    old = tmp_path / "old.json"
+    old.write_text('{"kept": true}')
+    r = cli("memory", "llama70b", "--format", "json", "-o", old, fsize=1000)
+    one_line_exit_2(r)
+    assert old.read_text() == '{"kept": true}'
+    new = tmp_path / "new.json"
+    r = cli("memory", "llama70b", "--format", "json", "-o", new, fsize=1000)
+    one_line_exit_2(r)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"]
+
+
+def test_output_is_written_whole_with_the_old_mode(run, tmp_path):
+    out = tmp_path / "out.json"
+    out.write_text("old")
+    out.chmod(0o640)
+    r = run("memory", "llama70b", "--format", "json", "-o", out)
+    assert r.code == 0, r.err
+    assert json.loads(out.read_text())["model"]
+    assert (out.stat().st_mode & 0o777) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_stdout_on_a_full_device():
+    with open("/dev/full", "w") as full:
+        r = cli("memory", "llama70b", stdout=full)  # before: internal error OSError, exit 1
+    one_line_exit_2(r)
+    assert "standard output" in r.stderr
+
+
+# --- 4. exit 2 where 2 is promised, flags the user typed --------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ("step", "llama70b", "--assume", "zero_bucket_params=0"),
+    ("step", "llama70b", "--assume", "zero_bucket_params=1e-300"),
+    ("plan", "llama70b", "--assume", "zero_bucket_params=0"),
+    ("memory", "llama70b", "--zero", "1", "--assume", "zero_bucket_params=0"),
+    ("step", "llama70b", "--assume", "gemm_efficiency=1e-300"),
+    ("step", "llama70b", "--assume", "hbm_efficiency=1e-300"),
+    ("comm", "all-reduce", "--size", "1GB", "--nodes", "2", "--compression", "0.5",
+     "--assume", "nic_compress_GBps=1e-300"),
+])
+def test_divisor_assumptions_bounded_away_from_zero(run, args):
+    r = run(*args)
+    one_line_exit_2(r)
+    assert "--assume" in r.err
+
+
+def test_default_global_batch_over_the_bound_names_the_flags(run):
+    r = run("memory", "llama-3-8b", "--micro-batch", "1000000", "--nodes", "13")
+    one_line_exit_2(r)
+    assert "--micro-batch" in r.err and "--global-batch" in r.err
+
+
+@pytest.mark.parametrize("args", [
+    ("plan", "llama70b", "--nodes", "1000000", "--gpus-per-node", "1024"),
+    ("memory", "llama70b", "--nodes", "1000000"),
+    ("step", "llama70b", "--nodes", "1000000"),
+])
+def test_huge_clusters_name_the_flags_typed(run, args):
+    r = run(*args)  # before: a pydantic error (exit 1), or one naming dp
+    one_line_exit_2(r)
+    assert "--nodes" in r.err and "dp:" not in r.err
+
+
+@pytest.mark.parametrize("nodes", ["99999999999", "\u00b2", "\u0662", "1,\u00b2"])
+def test_sweep_node_counts(run, nodes):
+    r = run("sweep", "--models", "llama70b", "--nodes", nodes)
+    one_line_exit_2(r)
+    assert "--nodes" in r.err
+
+
+# --- 5. no inf reaching output -----------------------------------------------------------------
+
+@pytest.mark.parametrize("flag", ["--nic-efficiency", "--intra-efficiency"])
+def test_tiny_efficiency_flags(run, flag):
+    r = run("comm", "all-reduce", "--size", "1GB", "--nodes", "2", flag, "1e-300")
+    one_line_exit_2(r)  # before: exit 0 with a time of 1e+300 s or more
+    assert flag in r.err
+
+
+def test_tiny_catalog_link_cannot_reach_output(run, tmp_path):
+    _entry_file(tmp_path, "link", "nvlink3", bandwidth_GBps=1e-300)
+    r = run("--catalog-dir", tmp_path / "cat", "catalog", "list")
+    one_line_exit_2(r)
+    assert "bandwidth_GBps" in r.err
+
+
+# --- 6. the same catalog directory once ------------------------------------------------------
+
+def test_same_catalog_dir_twice_is_loaded_once(run, tmp_path, monkeypatch):
+    d = _entry_file(tmp_path, "nic", "connectx-6").parent
+    for dirs in ((str(d), str(d)), (str(d) + "/", str(d)), (str(d / "."), str(d))):
+        cat = catalog_mod.load(dirs)  # before: "name 'my-nic' clashes with nic 'my-nic'"
+        assert cat.get("my-nic", "nic").name == "my-nic"
+    r = run("--catalog-dir", d, "--catalog-dir", str(d) + "/", "catalog", "show", "my-nic")
+    assert r.code == 0, r.err
+    r = cli("--catalog-dir", d, "catalog", "show", "my-nic",
+            env={catalog_mod.ENV_VAR: str(d)})
+    assert r.returncode == 0, r.stderr
+
+
+def test_builtin_dir_as_a_user_dir_is_not_a_clash():
+    cat = catalog_mod.load((str(BUILTIN),))
+    assert cat.get("a100-80gb", "gpu").name == "a100-80gb"
+
+
+# --- 7. information items ----------------------------------------------------------------------
+
+def test_comm_sizes_over_the_cap_is_an_error(run):
+    r = run("comm", "all-reduce", "--sizes", "1B..1e21")  # before: silently stopped at 64
+    one_line_exit_2(r)
+    assert "64" in r.err
+    r = run("comm", "all-reduce", "--sizes", "1KB..8GB", "--format", "json")
+    assert r.code == 0, r.err
+    # 1 kB, 2 kB, ..., 2^23 kB = 8.39 GB > 8 GB: 2^0..2^22 kB, 23 sizes (1e3 * 2^22 = 4.19e9)
+    assert len(r.json()["rows"]) == 23
+
+
+@pytest.mark.parametrize("device", ["a100-80gb", "alveo-v80"])
+def test_threads_on_a_device_without_threads_is_an_error(run, device):
+    r = run("optimizer-step", "--params", "1B", "--device", device, "--threads", "4")
+    one_line_exit_2(r)  # before: ignored, exit 0
+    assert "--threads" in r.err
+
+
+def test_threads_still_apply_to_cpus_and_dpus(run):
+    for device in ("bluefield-3", "epyc-7742"):
+        r = run("optimizer-step", "--params", "1B", "--device", device, "--threads", "4")
+        assert r.code == 0, r.err
+
+
+def test_fit_layers_says_it_hit_the_search_cap(run, tmp_path):
+    """A 64-wide model fits more than the 100,000-layer search cap on one DGX: the answer is a
+    lower bound, not exact."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"_name_or_path": "tiny", "model_type": "gpt2", "n_embd": 64,
+                             "n_layer": 1, "n_head": 1, "n_inner": 64, "n_positions": 8,
+                             "vocab_size": 64}))
+    r = run("fit", p, "--solve", "layers", "--zero", "3", "--seq-len", "8", "--format", "json")
+    assert r.code == 0, r.err
+    d = r.json()
+    assert d["max_layers"] == 100_000
+    assert "cap" in d["method"] and "exact" not in d["method"]
+
+
+def test_divisors_by_factorisation():
+    for n in range(1, 3000):
+        assert divisors(n) == [d for d in range(1, n + 1) if n % d == 0], n
+    # 100,000,000 = 2^8 * 5^8: (8 + 1) * (8 + 1) = 81 divisors
+    t0 = time.perf_counter()
+    ds = divisors(100_000_000)
+    assert len(ds) == 81 and ds[0] == 1 and ds[-1] == 100_000_000
+    # 999,999,937 is prime; 2^30 has 31 divisors
+    assert divisors(999_999_937) == [1, 999_999_937]
+    assert len(divisors(2 ** 30)) == 31
+    assert time.perf_counter() - t0 < 0.5  # before: a loop to n, several seconds
