@@ -278,3 +278,53 @@ def test_plan_global_batch_default_is_the_planners(run):
     assert d["assumed"]["global_batch"] == 512
     from optimus_calc.inputs import default_global_batch
     assert default_global_batch(1024) == 1024 and default_global_batch(1025) == 2048
+
+
+# ---- Precision, Optimizer in the exports ----------------------------------------------------
+
+def test_exports_for_every_precision_and_optimizer(cat):
+    from dataclasses import replace
+
+    from optimus_calc.report.plan_view import deepspeed_config, megatron_args
+    from optimus_calc.specs.training import Precision
+    m = cat.get("llama-2-7b", "model")
+    for p in Precision:
+        for o in Optimizer:
+            c = _candidate(tp=1, pp=1, dp=8)
+            c = replace(c, training=c.training.model_copy(update={"precision": p,
+                                                                  "optimizer": o}))
+            ds = json.loads(deepspeed_config(c, m))
+            # DeepSpeed: bf16 / fp16 sections, none for fp32; its optimizer type names
+            assert ("bf16" in ds) == (p is Precision.BF16)
+            assert ("fp16" in ds) == (p is Precision.FP16)
+            assert ds["optimizer"]["type"] == {Optimizer.ADAM: "Adam", Optimizer.ADAMW: "AdamW",
+                                               Optimizer.SGD: "SGD"}[o]
+            meg = megatron_args(c, m, 8)
+            assert ("--bf16" in meg) == (p is Precision.BF16)
+            assert ("--fp16" in meg) == (p is Precision.FP16)
+            assert ("--optimizer sgd" in meg) == (o is Optimizer.SGD)
+
+
+# ---- Goal (breakeven) ---------------------------------------------------------------------------
+
+def test_breakeven_view_for_every_goal():
+    from types import SimpleNamespace
+
+    from optimus_calc.evaluate.breakeven_case import Goal
+    from optimus_calc.report import breakeven_view as V
+    st = SimpleNamespace(offload_bytes_per_device=2e9, offload_capacity_per_device=32e9,
+                         optimizer_s=0.5, offload_transfer_s=0.25, window_s=1.0,
+                         optimizer_exposed_s=0.0, step_time_s=3.0)
+    for g in Goal:
+        res = SimpleNamespace(goal=g, margin=1e9 if g is Goal.FIT else 0.25, state=st,
+                              reference_s=2.0)
+        cols = [c.key for c in V._now_columns(g)]
+        text = V.now_text(res)
+        if g is Goal.FIT:
+            assert V.margin_text(res) == "+1 GB" and cols == ["state", "capacity"]
+            assert text.startswith("2 GB of optimizer state per device, capacity 32 GB")
+        else:
+            assert V.margin_text(res) == "+0.25 s"
+            assert cols[:3] == ["opt", "xfer", "window"]
+            assert ("step" in cols) == (g is Goal.MATCH)
+            assert ("vs reference 2 s" in text) == (g is Goal.MATCH)
