@@ -54,6 +54,7 @@ def test_no_getattr_on_the_compiled_equations():
 
 
 def test_result_objects_are_frozen():
+    from optimus_calc.evaluate.breakeven import DeviceResult
     from optimus_calc.evaluate.compare import Comparison, Strategy, StrategyResult
     from optimus_calc.evaluate.fit import FitResult
     from optimus_calc.evaluate.memory import MemoryEstimate, OffloadMemory, StageMemory
@@ -66,7 +67,7 @@ def test_result_objects_are_frozen():
     from optimus_calc.validate import Case
     for cls in (Comparison, Strategy, StrategyResult, FitResult, MemoryEstimate, OffloadMemory,
                 StageMemory, OptDevice, OptStep, StepEstimate, Inputs, SearchInputs, Candidate,
-                NicSizing, PlanResult, SweepPoint, Case, Column, Document, Table):
+                NicSizing, PlanResult, SweepPoint, Case, Column, Document, Table, DeviceResult):
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls.__name__
 
 
