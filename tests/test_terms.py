@@ -149,3 +149,114 @@ def test_optimizer_step_bytes_by_device_by_hand(run, device, per_param):
     d = _json(run, "optimizer-step", "--params", "1e9", "--device", device)
     assert d["bytes"] == pytest.approx(per_param * 1e9)
     assert d["flops"] == pytest.approx(12e9)  # Adam: 12 FLOPs per parameter
+
+
+# ---- the optimizer step on one device (evaluate/optimizer.py) ---------------------------------
+
+def _reproduces(d):
+    """The reported inputs give back the reported time through compute.optimizer_step_time
+    (numpy scalars: the branch not taken may divide by a zero core count)."""
+    import numpy as np
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = eq.compute__optimizer_step_time(**{k: np.float64(v) for k, v in d["inputs"].items()})
+    assert float(t) == pytest.approx(d["time_s"])
+
+
+def test_optimizer_step_on_a_two_tier_fpga_by_hand(run):
+    # Alveo U280: 8 GB HBM at 460 GB/s, then DDR4 at 38.4 GB/s. 1e9 parameters of Adam hold
+    # 12 GB of state (fp32 master, m, v): 2/3 in HBM, 1/3 in DDR, so the bytes stream at the
+    # harmonic mean 1 / ((2/3)/460e9 + (1/3)/38.4e9) = 98.72 GB/s x 0.85 = 83.91 GB/s;
+    # fused Adam moves 26 + 2 = 28 B/param: 28e9 / 83.91e9 = 0.3337 s (the FLOPs, 12e9 / 2e12
+    # = 6 ms, do not bind)
+    d = _json(run, "optimizer-step", "--params", "1e9", "--device", "alveo-u280")
+    inv = (2 / 3) / 460e9 + (1 / 3) / 38.4e9
+    assert d["time_s"] == pytest.approx(28e9 * inv / 0.85, rel=1e-9)
+    assert d["bound"] == "memory" and d["threads"] == 1
+    assert d["inputs"]["B_mem"] == pytest.approx(1 / inv) and d["inputs"]["c_n"] == 0
+    _reproduces(d)
+
+
+def test_optimizer_step_on_a_cpu_by_hand(run):
+    # EPYC 7742: 64 cores drawing 5 GB/s each (320 GB/s) against the socket's 204.8 GB/s x
+    # STREAM 0.81 = 165.9 GB/s; fp32 gradients from the host: 30 B/param; 30e9 / 165.888e9 s
+    d = _json(run, "optimizer-step", "--params", "1e9", "--device", "epyc-7742")
+    assert d["time_s"] == pytest.approx(30e9 / (204.8e9 * 0.81), rel=1e-9)
+    assert d["threads"] == 64 and d["inputs"]["n_t"] == 64 and d["inputs"]["beta_p"] == 30
+    _reproduces(d)
+    # 4 threads: 4 x 5 GB/s = 20 GB/s binds: 1.5 s
+    d = _json(run, "optimizer-step", "--params", "1e9", "--device", "epyc-7742", "--threads", 4)
+    assert d["time_s"] == pytest.approx(1.5, rel=1e-9) and d["threads"] == 4
+    _reproduces(d)
+
+
+def test_optimizer_step_on_a_gpu_is_one_device_not_threads(run):
+    # A100: HBM 2039 GB/s x hbm_efficiency; no per-core scaling, one "thread"
+    d = _json(run, "optimizer-step", "--params", "1e9", "--device", "a100-80gb")
+    assert d["threads"] == 1 and d["inputs"]["n_t"] == 1 and d["inputs"]["c_n"] == 0
+    _reproduces(d)
+
+
+def test_optimizer_step_input_errors_name_the_flag(cat):
+    from optimus_calc.errors import InputError
+    from optimus_calc.evaluate.optimizer import (Impl, device_from, find_device,
+                                                 optimizer_step)
+    from optimus_calc.specs.training import Assumptions, Optimizer
+    dev = device_from(cat.get("bluefield-2", "smartnic"), 1, Assumptions())
+    with pytest.raises(InputError, match=r"^--count 0 must be >= 1$"):
+        optimizer_step(dev, 1e9, Optimizer.ADAM, Impl.FUSED, 2, count=0)
+    with pytest.raises(InputError, match=r"^--threads 9 exceeds the 8 cores of bluefield-2$"):
+        optimizer_step(dev, 1e9, Optimizer.ADAM, Impl.FUSED, 2, threads=9)
+    with pytest.raises(InputError, match=r"^--device 'connectx-7' is a nic; an optimizer step "
+                                         r"runs on a GPU, CPU or SmartNIC$"):
+        find_device(cat, "connectx-7")
+    with pytest.raises(InputError, match="unknown device 'bluefeild-3'"):
+        find_device(cat, "bluefeild-3")
+
+
+# ---- memory reasons, fit with offload ----------------------------------------------------------
+
+def test_gpu_memory_reason_names_the_model_states_by_hand(run):
+    # 70e9 parameters, ZeRO-1 over 8 GPUs: weights 140 GB + gradients 140 GB + optimizer
+    # 12 x 70e9 / 8 = 105 GB = 385 GB of model states per GPU
+    d = _json(run, "memory", "70e9", "--model-states-only", "--zero", "1")
+    assert d["per_gpu"]["total_bytes"] == pytest.approx(385e9)
+    assert "model states 385.00 GB" in d["reasons"][0]
+
+
+@pytest.mark.parametrize("args,max_params", [
+    # GH200 (96 GB, one GPU): ZeRO-1 keeps weights 2 + gradients 2 B/param; SuperOffload moves
+    # the 12 B of optimizer state to Grace except the --gpu-fraction kept: 0.5 x 12 = 6 B
+    (("--node", "gh200", "--offload", "superchip", "--gpu-fraction", "0.5", "--zero", "1"),
+     96e9 / 10),
+    (("--node", "gh200", "--offload", "superchip", "--zero", "1"), 96e9 / 4),
+    # ZeRO-3 + CPU offload on 8 A100s: only the 2-byte weights' 1/8 shard stays: P / 4 = 80 GB
+    (("--offload", "cpu", "--zero", "3"), 80e9 * 4),
+])
+def test_fit_closed_form_with_offload_by_hand(run, args, max_params):
+    d = _json(run, "fit", "1e9", "--solve", "layers", "--model-states-only", *args)
+    assert d["max_params"] == pytest.approx(max_params, rel=1e-9)
+
+
+def test_fit_with_offloaded_weights_has_no_parameter_bound(run):
+    # --offload-params moves the weights' shard off too: nothing on the GPU grows with the model
+    d = _json(run, "fit", "1e9", "--solve", "layers", "--model-states-only", "--zero", "3",
+              "--offload", "cpu", "--offload-params")
+    assert d["max_params"] is None and d["detail"] == "no solution"
+
+
+# ---- messages of the single-layout wrappers ------------------------------------------------------
+
+@pytest.mark.parametrize("args,msg", [
+    (("step", "70e9", "--model-states-only"),
+     "error: MODEL '70e9' is a bare parameter count: step time needs an architecture (a "
+     "catalog model or a config.json)\n"),
+    (("step", "llama-2-7b", "--model-states-only"),
+     "error: --model-states-only does not apply to step time\n"),
+    (("explain", "step.time", "70e9", "--model-states-only"),
+     "error: step.time is not evaluated for this configuration (e.g. step time with "
+     "--model-states-only or a bare parameter count, or an equation the command uses with "
+     "other inputs); 'optimus-calc explain' lists the equations\n"),
+])
+def test_single_layout_refusals_word_for_word(run, args, msg):
+    r = run(*args)
+    assert r.code == 2 and r.err == msg
