@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,18 +71,22 @@ class Chunk:
             out[k] = np.asarray(vals).reshape(shape)
         return out
 
-    @property
+    @functools.cached_property
     def keep(self) -> np.ndarray:
-        """Sequence parallelism only with TP."""
+        """Sequence parallelism only with TP (a full-shape boolean array)."""
         v = self.views()
-        return np.broadcast_to((v["sp"] == 0) | (v["tp"] > 1), self.shape)
+        return np.broadcast_to((v["sp"] == 0) | (v["tp"] > 1), self.shape).copy()
 
     def finish(self, x) -> np.ndarray:
         return np.broadcast_to(x, self.shape)[self.keep]
 
     def columns(self, sel) -> dict[str, np.ndarray]:
         """Field values of the kept layouts at flat positions ``sel``."""
-        ix = [i[sel] for i in np.nonzero(self.keep)]
+        return self.columns_at(np.flatnonzero(self.keep)[sel])
+
+    def columns_at(self, flat) -> dict[str, np.ndarray]:
+        """Field values at flat positions of the full (grid x switches) shape."""
+        ix = np.unravel_index(np.asarray(flat), self.shape)
         out = {k: self.base[ix[0], j] for j, k in enumerate(BASE_COLS)}
         for axis, (k, vals) in enumerate(zip(SWITCH_COLS, self.switches), start=1):
             out[k] = np.asarray(vals)[ix[axis]]
