@@ -88,6 +88,7 @@ def layout_of(cols: dict, i: int, hw: Hardware, smartnic: str | None) -> Layout:
 
 def training_of(cols: dict, i: int, base: Training) -> Training:
     return base.model_copy(update={"micro_batch": int(cols["mb"][i]),
+                                   "global_batch": int(cols["gb"][i]),
                                    "recompute": RECOMPUTE_CODES[int(cols["recompute"][i])],
                                    "sequence_parallel": bool(cols["sp"][i])})
 
@@ -172,7 +173,7 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
             views["tp"], views["pp"], views["dp"], views["cp"], views["ep"], views["zero"],
             views["offload"], 0, views["v"], views["mb"], views["sp"], views["recompute"],
             heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
-            global_batch=base.global_batch, precision=base.precision.value)
+            global_batch=views["gb"], precision=base.precision.value)
         runs = full(sup.any(frameworks))
         off_all = full(views["offload"])
         gone = fits & ~runs
@@ -251,11 +252,14 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions, objective
          top_k: int = 5, offloads: list[Offload] | None = None, max_zero: int = 3,
          recomputes: list | None = None, distinct: bool = False,
          frameworks: tuple[Framework, ...] = tuple(Framework),
-         pins: dict | None = None, zero_stages: tuple[int, ...] | None = None) -> PlanResult:
+         pins: dict | None = None, zero_stages: tuple[int, ...] | None = None,
+         batch_rule: bool = False) -> PlanResult:
     """Rank every layout that fits and that one of ``frameworks`` runs. ``distinct`` keeps the
     best layout per (TP, PP) in the top K; ``pins`` fixes grid columns; SmartNIC layouts are a
-    what-if beside the recommendation."""
-    space = enumerate_space(model, hw.gpus, hw.gpus_per_node, base.global_batch, base.seq_len,
+    what-if beside the recommendation. ``batch_rule``: each layout takes the global-batch rule's
+    batch (evaluate/batch.py) instead of ``base.global_batch``."""
+    space = enumerate_space(model, hw.gpus, hw.gpus_per_node,
+                            None if batch_rule else base.global_batch, base.seq_len,
                             offloads or offload_targets(hw),
                             zero_stages=zero_stages or tuple(range(max_zero + 1)),
                             recomputes=recomputes or RECOMPUTE_CODES, pins=pins)
