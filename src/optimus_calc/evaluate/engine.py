@@ -535,7 +535,11 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
         snl_Bps = snl.bandwidth_Bps * snl.efficiency
         t_sn, _ = device_time(device_from(hw.smartnic, 1, asm), shard * gpn / k_sn, bpp(gbytes),
                               phi, ob)
-        x_sn = shard * gpn / k_sn * (gbytes + wb) / min(link, snl_Bps) + 2 * spill / snl_Bps
+        # each GPU sends its shard's gradients (and takes its weights back) over its own link;
+        # each card receives the shards of the GPUs it serves over its link; the slower side
+        # sets the time, and a spill streams from host RAM and back over the card's link
+        x_sn = np.maximum(shard * (gbytes + wb) / link,
+                          shard * gpn / k_sn * (gbytes + wb) / snl_Bps) + 2 * spill / snl_Bps
         choices.append(off == SMARTNIC)
         opt_s.append(t_sn)
         opt_x.append(x_sn)
