@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test bench wheel-check clean
+.PHONY: run test bench mutate wheel-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,5 +22,18 @@ test: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py
 
+# Mutation testing of the evaluator and the compiled equations (pyproject [tool.mutmut]); not
+# part of `make test`. Takes about an hour on 2 cores; results stay in mutants/ (git-ignored)
+# and a second run only tests mutants without a result. MUTATE_JOBS workers in parallel.
+MUTATE_JOBS ?= 2
+
+$(VENV)/.mutate-installed: $(VENV)/.installed pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test,mutate]'
+	@touch $@
+
+mutate: $(VENV)/.mutate-installed
+	$(BIN)/mutmut run --max-children $(MUTATE_JOBS)
+	$(BIN)/mutmut results
+
 clean:
-	rm -rf $(VENV) build dist
+	rm -rf $(VENV) build dist mutants

@@ -1,5 +1,7 @@
 """Collectives by hand: alpha-beta with alpha = 1e-6 s and beta = 1e-9 s/byte unless stated."""
 
+import inspect
+
 import pytest
 
 from optimus_calc.equations import compiled as eq
@@ -8,25 +10,28 @@ from optimus_calc.evaluate import comm as C
 A, B, Z = 1e-6, 1e-9, 1e9  # 1 us, 1 GB/s, 1 GB
 
 
-@pytest.mark.parametrize("name,n,expected", [
+@pytest.mark.parametrize("f,n,expected", [
     # 2(n-1) alpha + 2(n-1)/n beta z, n = 8: 14 us + 1.75 s
-    ("comm__ring_all_reduce_time", 8, 14e-6 + 1.75),
+    (eq.comm__ring_all_reduce_time, 8, 14e-6 + 1.75),
     # (n-1) alpha + (n-1)/n beta z: 7 us + 0.875 s
-    ("comm__ring_reduce_scatter_time", 8, 7e-6 + 0.875),
-    ("comm__ring_all_gather_time", 8, 7e-6 + 0.875),
-    ("comm__all_to_all_time", 8, 7e-6 + 0.875),
+    (eq.comm__ring_reduce_scatter_time, 8, 7e-6 + 0.875),
+    (eq.comm__ring_all_gather_time, 8, 7e-6 + 0.875),
+    (eq.comm__all_to_all_time, 8, 7e-6 + 0.875),
     # pipelined broadcast / reduce: (n-1) alpha + beta z
-    ("comm__ring_broadcast_time", 8, 7e-6 + 1.0),
-    ("comm__ring_reduce_time", 8, 7e-6 + 1.0),
-])
-def test_ring_collectives_by_hand(name, n, expected):
-    assert float(getattr(eq, name)(alpha=A, beta=B, n=n, z=Z)) == pytest.approx(expected)
+    (eq.comm__ring_broadcast_time, 8, 7e-6 + 1.0),
+    (eq.comm__ring_reduce_time, 8, 7e-6 + 1.0),
+], ids=lambda x: x.__name__ if callable(x) else None)
+def test_ring_collectives_by_hand(f, n, expected):
+    assert float(f(alpha=A, beta=B, n=n, z=Z)) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("name", [n for n in dir(eq) if n.startswith("comm__ring_")
-                                  and n.endswith("_time")] + ["comm__all_to_all_time"])
-def test_one_rank_is_free_and_alpha_zero_leaves_bandwidth(name):
-    f = getattr(eq, name)
+RING_TIMES = {name: f for name, f in inspect.getmembers(eq, inspect.isfunction)
+              if name.startswith("comm__ring_") and name.endswith("_time")}
+
+
+@pytest.mark.parametrize("f", [*RING_TIMES.values(), eq.comm__all_to_all_time],
+                         ids=[*RING_TIMES, "comm__all_to_all_time"])
+def test_one_rank_is_free_and_alpha_zero_leaves_bandwidth(f):
     assert float(f(alpha=A, beta=B, n=1, z=Z)) == 0.0
     t0 = float(f(alpha=0, beta=B, n=4, z=Z))
     assert t0 == pytest.approx(float(f(alpha=A, beta=B, n=4, z=Z)) - float(

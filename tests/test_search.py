@@ -130,7 +130,7 @@ def test_exports(run, tmp_path):
 
 
 def test_sweep_csv_columns(run):
-    from optimus_calc.cli.plan_cmd import SWEEP_COLUMNS
+    from optimus_calc.report.sweep_view import SWEEP_COLUMNS
     r = run("sweep", "--models", "llama-2-7b,llama-2-13b", "--node", "dgx-a100",
             "--nodes", "1,2", "--seq-len", 2048, "--format", "csv")
     assert r.code == 0, r.err

@@ -16,7 +16,7 @@ from optimus_calc.specs.training import (Assumptions, Offload, Optimizer, Precis
                                          Training, ZeroStage)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Case:
     section: str
     case: str

@@ -63,7 +63,7 @@ def comm(app, collective, size, sizes, ranks, nodes, node, algo, compression, co
          approach, alpha_us, intra_efficiency, nic_efficiency, assume, fmt, output) -> None:
     """Time, algorithm and bus bandwidth of a collective (alpha-beta model), to check against
     nccl-tests on your own cluster."""
-    from optimus_calc.cli.options import parse_assumptions
+    from optimus_calc.inputs import parse_assumptions
     from optimus_calc.evaluate.comm import CommRequest, evaluate_comm
     from optimus_calc.report.comm_view import comm_document
 

@@ -9,15 +9,6 @@ from optimus_calc.cli.common import emit, plot_option
 from optimus_calc.cli.options import model_options, train_options
 
 
-def _default_tp(app, model_text: str, gpn: int) -> int:
-    """The largest valid TP degree inside a node (the planner's rule, evaluate.shapes)."""
-    from optimus_calc.evaluate.shapes import tp_degrees
-    from optimus_calc.inputs import resolve_model
-    from optimus_calc.specs.model import Model
-    m = resolve_model(model_text, app.catalog)
-    return max(tp_degrees(m, gpn)) if isinstance(m, Model) else gpn
-
-
 @click.command()
 @click.argument("model")
 @model_options
@@ -31,16 +22,19 @@ def compare(ctx, model: str, fmt: str, output: str | None, **kw) -> None:
 
     Without layout options it uses TP = the node's GPUs (or the largest valid divisor),
     ZeRO-3 and selective recomputation, the setting the OptimusNIC paper argues from."""
-    from optimus_calc.report.compare_view import compare_document, run_compare
+    from optimus_calc.evaluate.compare import compare as run_compare
+    from optimus_calc.evaluate.compare import default_tp
+    from optimus_calc.inputs import resolve_model
+    from optimus_calc.report.compare_view import compare_document
+    from optimus_calc.specs.training import Recompute
 
-    app = ctx.obj
+    cat = ctx.obj.catalog
     src = ctx.get_parameter_source
     if src("tp") == ParameterSource.DEFAULT:
-        node = app.catalog.get(kw["node"], "node", what="node")
-        kw["tp"] = _default_tp(app, model, kw["gpus_per_node"] or node.gpus)
+        node = cat.get(kw["node"], "node", what="node")
+        kw["tp"] = default_tp(resolve_model(model, cat), kw["gpus_per_node"] or node.gpus)
     if src("zero") == ParameterSource.DEFAULT:
         kw["zero"] = 3
     if src("recompute") == ParameterSource.DEFAULT:
-        kw["recompute"] = "selective"
-    rows, inp0 = run_compare(app, model, kw)
-    emit(compare_document(inp0, rows, kw.get("train")), fmt, output)
+        kw["recompute"] = Recompute.SELECTIVE.value
+    emit(compare_document(run_compare(cat, model, kw), kw.get("train")), fmt, output)

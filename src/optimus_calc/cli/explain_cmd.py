@@ -31,5 +31,7 @@ def explain(app, name: str | None, model: str | None, latex: bool, show_assumpti
     eq = V.find_equation(name)
     values = None
     if model is not None:
-        values = V.bind(app, eq, model, kw)
+        from optimus_calc.evaluate.memory import equation_values
+        from optimus_calc.inputs import build_inputs
+        values = equation_values(build_inputs(app.catalog, model, kw), eq.name)
     emit(V.equation_document(eq, values, latex), fmt, output)

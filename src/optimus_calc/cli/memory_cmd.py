@@ -19,10 +19,10 @@ def memory(app, model: str, fmt: str, output: str | None, gib: bool, **kw) -> No
 
     MODEL is a catalog name, a Hugging Face config.json path, or a parameter count (70e9).
     """
-    from optimus_calc.cli.options import build_inputs
     from optimus_calc.evaluate.memory import estimate_memory
+    from optimus_calc.inputs import build_inputs
     from optimus_calc.report.memory_view import memory_document
 
-    inp = build_inputs(app, model, kw)
+    inp = build_inputs(app.catalog, model, kw)
     est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
     emit(memory_document(inp, est, binary=gib), fmt, output)

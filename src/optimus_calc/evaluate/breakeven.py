@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, assert_never
 
 from optimus_calc.equations import compiled as eq
 from optimus_calc.evaluate.breakeven_case import (Case, Goal, Reference, Sensitivity, State,
@@ -70,7 +70,7 @@ class Requirement:
         return self.required / self.current
 
 
-@dataclass
+@dataclass(frozen=True)
 class DeviceResult:
     case: Case
     goal: Goal
@@ -88,13 +88,17 @@ class DeviceResult:
         """Hide: window minus the card's step and transfers (a host strategy: minus its exposed
         time), s; fit: capacity minus state,
         bytes; match: reference minus step, s (negative: short by that much)."""
-        st = self.state
-        if self.goal is Goal.HIDE:
-            return st.hide_margin_s
-        if self.goal is Goal.FIT:
-            return st.offload_capacity_per_device - st.offload_bytes_per_device
-        assert self.reference_s is not None
-        return self.reference_s - st.step_time_s
+        st, goal = self.state, self.goal
+        match goal:
+            case Goal.HIDE:
+                return st.hide_margin_s
+            case Goal.FIT:
+                return st.offload_capacity_per_device - st.offload_bytes_per_device
+            case Goal.MATCH:
+                assert self.reference_s is not None
+                return self.reference_s - st.step_time_s
+            case _:
+                assert_never(goal)
 
     def _pool(self, own: bool) -> list[Requirement]:
         return [r for r in self.requirements if not own or r.param.role != "layout"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import assert_never
 
 from pydantic import ValidationError
 
@@ -134,13 +135,24 @@ def check_precision(gpu: GPU, precision) -> float:
     """Dense peak FLOP/s of the GPU for the training precision; an error if it has none."""
     peak = gpu.peak_TFLOPS.flops_per_s(precision.value)
     if peak <= 0:
-        have = [d for d in ("bf16", "fp16", "fp32") if getattr(gpu.peak_TFLOPS, d) > 0]
+        have = [d for d in ("bf16", "fp16", "fp32") if gpu.peak_TFLOPS.flops_per_s(d) > 0]
         raise InputError(f"{gpu.name} has no {precision.value} peak in the catalog; use "
                          f"--precision {have[0] if have else 'fp32'}")
     return peak
 
 
-OFFLOAD_DEVICE = {
-    Offload.NONE: "none", Offload.CPU: "host RAM", Offload.NVME: "NVMe drive",
-    Offload.SMARTNIC: "SmartNIC", Offload.SUPERCHIP: "Grace CPU memory",
-}
+def offload_device_name(target: Offload, hw: Hardware) -> str:
+    """What holds the offloaded state, as the reports name it."""
+    match target:
+        case Offload.NONE:
+            return "none"
+        case Offload.CPU:
+            return f"host RAM ({hw.node.cpus} x {hw.cpu.name})"
+        case Offload.NVME:
+            return f"NVMe {hw.nvme.name}" if hw.nvme is not None else "NVMe drive"
+        case Offload.SMARTNIC:
+            return f"SmartNIC {hw.smartnic.name}" if hw.smartnic is not None else "SmartNIC"
+        case Offload.SUPERCHIP:
+            return f"{hw.cpu.name} memory"
+        case _:
+            assert_never(target)

@@ -8,7 +8,8 @@ exactly over integers (doubling, then bisection).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from enum import Enum
+from typing import TYPE_CHECKING, Callable, assert_never
 
 from optimus_calc.errors import InputError
 from optimus_calc.evaluate.context import Hardware, check_layout, fill_layout
@@ -16,8 +17,19 @@ from optimus_calc.evaluate.memory import estimate_memory, offload_flags
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Layout, Training
 
+if TYPE_CHECKING:
+    from optimus_calc.inputs import Inputs
 
-@dataclass
+
+class Solve(str, Enum):
+    """What `fit --solve` looks for."""
+
+    LAYERS = "layers"            # the most layers (a bare count: the most parameters)
+    NODES = "nodes"              # the fewest nodes
+    MICRO_BATCH = "micro-batch"  # the largest micro-batch
+
+
+@dataclass(frozen=True)
 class FitResult:
     solve: str
     value: float | None          # max_layers / min_nodes / max_micro_batch / max_params
@@ -142,6 +154,23 @@ def solve_nodes(model, hw: Hardware, layout: Layout, tr: Training, asm: Assumpti
             found = m
             break
     return FitResult("nodes", found, None, "search over node counts (doubling, then scan)")
+
+
+def solve(what: Solve | str, inp: Inputs) -> FitResult:
+    """`fit --solve WHAT` for one resolved layout."""
+    what = Solve(what)
+    args = (inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
+    match what:
+        case Solve.LAYERS:
+            if isinstance(inp.model, BareModel):
+                return solve_params_closed_form(inp.hw, inp.layout, inp.training)
+            return solve_layers(*args)
+        case Solve.NODES:
+            return solve_nodes(*args)
+        case Solve.MICRO_BATCH:
+            return solve_micro_batch(*args)
+        case _:
+            assert_never(what)
 
 
 # ---- why the answer is what it is, and what would change it ------------------------------------

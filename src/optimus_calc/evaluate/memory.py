@@ -7,16 +7,21 @@ No arithmetic lives here: every number is read from :func:`optimus_calc.evaluate
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from optimus_calc.errors import InputError
 from optimus_calc.evaluate.batch import OFFLOAD_CODES, Batch
-from optimus_calc.evaluate.context import OFFLOAD_DEVICE, Hardware
+from optimus_calc.evaluate.context import Hardware, offload_device_name
 from optimus_calc.evaluate.engine import Evaluation, Reason, evaluate, offload_flags as _flags
 from optimus_calc.evaluate.engine import reasons_of, stage_value
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
 from optimus_calc.units import fmt_gb
+
+if TYPE_CHECKING:
+    from optimus_calc.inputs import Inputs
 
 
 @dataclass(frozen=True)
@@ -160,10 +165,9 @@ def memory_from(ev: Evaluation, model: Model | BareModel, hw: Hardware, layout: 
     per_node = int(one(ev.offload_devices_per_node))
     per_gpu = one(ev.offload_bytes_per_gpu)
     cards = 0
-    name = OFFLOAD_DEVICE[target]
+    name = offload_device_name(target, hw)
     if target is Offload.SMARTNIC:
         sn = hw.smartnic
-        name = f"SmartNIC {sn.name}"
         cards = max(1, -(-int(per_gpu) // int(sn.memory_bytes))) if per_gpu > 0 else 0
         if spill > 0 and layout.allow_spill:
             notes.append(f"optimizer shard {fmt_gb(dev)} per card exceeds {sn.name} memory "
@@ -172,12 +176,6 @@ def memory_from(ev: Evaluation, model: Model | BareModel, hw: Hardware, layout: 
         if hw.smartnic_implicit:
             notes.append(f"{hw.node.name} has no SmartNIC; assuming one {sn.name} per GPU "
                          "(--smartnic NAME)")
-    elif target is Offload.NVME and hw.nvme is not None:
-        name = f"NVMe {hw.nvme.name}"
-    elif target is Offload.SUPERCHIP:
-        name = f"{hw.cpu.name} memory"
-    elif target is Offload.CPU:
-        name = f"host RAM ({hw.node.cpus} x {hw.cpu.name})"
     fits_dev = target is Offload.NONE or (spill == 0 if target is Offload.SMARTNIC
                                           else dev <= cap)
     off = OffloadMemory(target, name, per_node * hw.nodes, per_node, per_gpu, dev, cap, spill,
@@ -198,3 +196,17 @@ def estimate_memory(model: Model | BareModel, hw: Hardware, layout: Layout, tr: 
                     asm: Assumptions) -> MemoryEstimate:
     ev = evaluate(Batch.of(layout, tr), model, hw, tr, asm, all_stages=True, record=True)
     return memory_from(ev, model, hw, layout, tr, asm)
+
+
+def equation_values(inp: Inputs, name: str) -> dict[str, float]:
+    """The inputs equation ``name`` received when the one evaluator ran on ``inp`` (at the
+    binding pipeline stage: the most loaded for memory.*, the slowest for step.* and
+    compute.*): what `explain NAME MODEL ...` prints."""
+    est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
+    values = est.inputs(name)
+    if values is None:
+        raise InputError(f"{name} is not evaluated for this configuration (e.g. step time "
+                         "with --model-states-only or a bare parameter count, or an equation "
+                         "the command uses with other inputs); 'optimus-calc explain' lists the "
+                         "equations")
+    return values

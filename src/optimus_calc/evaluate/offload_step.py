@@ -24,15 +24,16 @@ Wiring into the step evaluator (per candidate layout, arrays of equal shape):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from enum import Enum
+from typing import assert_never
 
 import numpy as np
 
 from optimus_calc.equations import compiled as eq
 from optimus_calc.errors import InputError
 from optimus_calc.specs.hardware import CPU
-from optimus_calc.specs.training import Assumptions
+from optimus_calc.specs.training import Assumptions, Offload
 from optimus_calc.units import GB
 
 ADAM_FLOPS_PER_PARAM = 12.0  # evaluate/optimizer.py flops_per_param (Adam)
@@ -52,22 +53,26 @@ class AdamImpl(str, Enum):
         """Bytes moved per parameter. Fused kernels read p, g, m, v and write p, m, v in fp32
         (cpu_adam.h L158-198: 16 + 12 = 28); torch.optim.Adam one pass per op: 72
         (counted op by op in evaluate/optimizer.py bytes_per_param)."""
-        if self is AdamImpl.TORCH:
-            return 72.0
-        if self in (AdamImpl.CPUADAM, AdamImpl.GRACE_ADAM):
-            return 28.0
-        raise AssertionError(self)  # pragma: no cover - exhaustive
+        match self:
+            case AdamImpl.TORCH:
+                return 72.0
+            case AdamImpl.CPUADAM | AdamImpl.GRACE_ADAM:
+                return 28.0
+            case _:
+                assert_never(self)
 
     def simd_fraction(self, cpu: CPU) -> float:
         """Share of the core's FP32 SIMD width the kernel uses. CPUAdam is vectorised only for
         x86 (csrc/includes/simd.h L8-14: AVX-512 or AVX2), elsewhere it runs its scalar loop
         (1 of the 4 fp32 lanes of a 128-bit Neoverse SVE/NEON pipe); GraceAdam is written for
         SVE; ATen's fp32 kernels are vectorised on both."""
-        if self is AdamImpl.CPUADAM:
-            return 1.0 if cpu.vendor in ("amd", "intel") else 0.25
-        if self in (AdamImpl.GRACE_ADAM, AdamImpl.TORCH):
-            return 1.0
-        raise AssertionError(self)  # pragma: no cover - exhaustive
+        match self:
+            case AdamImpl.CPUADAM:
+                return 1.0 if cpu.vendor in ("amd", "intel") else 0.25
+            case AdamImpl.GRACE_ADAM | AdamImpl.TORCH:
+                return 1.0
+            case _:
+                assert_never(self)
 
 
 class Overlap(str, Enum):
@@ -115,7 +120,10 @@ class Phases:
                                      T_pc=self.param_host_copy, T_un=self.unscale)
 
     def as_dict(self) -> dict[str, np.ndarray]:
-        return {f.name: getattr(self, f.name) for f in fields(self)} | {"total": self.total}
+        return {"grad_d2h": self.grad_d2h, "grad_host_copy": self.grad_host_copy,
+                "overflow_check": self.overflow_check, "unscale": self.unscale,
+                "adam": self.adam, "param_host_copy": self.param_host_copy,
+                "param_h2d": self.param_h2d, "total": self.total}
 
 
 def _positive(name: str, value) -> np.ndarray:
@@ -137,11 +145,13 @@ def threads_per_rank(host: HostCPU, ranks_per_node, asm: Assumptions, share: flo
 def strategy_threads(overlap: "Overlap", host: HostCPU, ranks_per_node, asm: Assumptions):
     """Threads of one rank's optimizer work under a strategy: SuperOffload gives CPU-Adam a share
     of the cores (the rest keep feeding the GPU); the others use the rank's cores."""
-    if overlap is Overlap.BACKWARD:
-        return threads_per_rank(host, ranks_per_node, asm, asm.superoffload_core_fraction)
-    if overlap in (Overlap.NONE, Overlap.PER_LAYER):
-        return threads_per_rank(host, ranks_per_node, asm)
-    raise AssertionError(overlap)  # pragma: no cover - exhaustive
+    match overlap:
+        case Overlap.BACKWARD:
+            return threads_per_rank(host, ranks_per_node, asm, asm.superoffload_core_fraction)
+        case Overlap.NONE | Overlap.PER_LAYER:
+            return threads_per_rank(host, ranks_per_node, asm)
+        case _:
+            assert_never(overlap)
 
 
 def persistent_params(tensor_numels, layers, asm: Assumptions):
@@ -213,15 +223,17 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
 def exposed_step(overlap: Overlap, step_s, *, backward_s=0.0, params_rank=1.0,
                  last_bucket_params=0.0, layers=1.0):
     """Seconds of the offloaded step left on the critical path under each strategy."""
-    if overlap is Overlap.NONE:
-        return eq.offload__exposed_zero_offload(T_s=step_s)
-    if overlap is Overlap.BACKWARD:
-        return eq.offload__exposed_superoffload(P_r=_positive("parameters per rank", params_rank),
-                                                T_s=step_s, W_b=backward_s,
-                                                Z_b=last_bucket_params)
-    if overlap is Overlap.PER_LAYER:
-        return eq.offload__exposed_optimusnic(T_s=step_s, W_o=backward_s)
-    raise AssertionError(overlap)  # pragma: no cover - exhaustive
+    match overlap:
+        case Overlap.NONE:
+            return eq.offload__exposed_zero_offload(T_s=step_s)
+        case Overlap.BACKWARD:
+            return eq.offload__exposed_superoffload(
+                P_r=_positive("parameters per rank", params_rank), T_s=step_s, W_b=backward_s,
+                Z_b=last_bucket_params)
+        case Overlap.PER_LAYER:
+            return eq.offload__exposed_optimusnic(T_s=step_s, W_o=backward_s)
+        case _:
+            assert_never(overlap)
 
 
 @dataclass(frozen=True)
@@ -256,24 +268,34 @@ class ParamOffload:
 
 
 def param_offload_traffic(stage_params, *, dp, micro_batches, weight_bytes=2.0, recompute_full=0.0,
-                          target: str, link_GBps, link_eff, compute_per_microbatch_s,
+                          target: Offload | str, link_GBps, link_eff, compute_per_microbatch_s,
                           ranks_per_node=1.0, drives=1.0, read_GBps=1.0,
                           asm: Assumptions) -> ParamOffload:
-    """ZeRO-3 offload_param (target "cpu") or ZeRO-Infinity (target "nvme"): every micro-batch
-    fetches the rank's parameter partition in its forward and backward (and recomputed
-    forward)."""
+    """ZeRO-3 offload_param (target Offload.CPU) or ZeRO-Infinity (Offload.NVME; the strings
+    "cpu" and "nvme" are accepted): every micro-batch fetches the rank's parameter partition in
+    its forward and backward (and recomputed forward)."""
     Q = eq.offload__param_stream_bytes(N_d=_positive("dp", dp), P_p=stage_params,
                                        b_w=weight_bytes, r_f=recompute_full,
                                        m_b=_positive("micro-batches", micro_batches))
     B_l = _positive("GPU-host link bandwidth", link_GBps) * GB
-    if target == "cpu":
-        t = eq.offload__param_stream_time_cpu(B_l=B_l, Q_p=Q, eta_l=link_eff)
-    elif target == "nvme":
-        t = eq.offload__param_stream_time_nvme(
-            B_l=B_l, Q_p=Q, R_rd=_positive("NVMe read", read_GBps) * GB, eta_d=asm.nvme_efficiency,
-            eta_l=link_eff, k_n=ranks_per_node, n_d=_positive("NVMe drives", drives))
-    else:
-        raise InputError(f"parameter offload target {target!r}: expected cpu or nvme")
+    try:
+        where = Offload(target)
+    except ValueError:
+        where = None
+    match where:
+        case Offload.CPU:
+            t = eq.offload__param_stream_time_cpu(B_l=B_l, Q_p=Q, eta_l=link_eff)
+        case Offload.NVME:
+            t = eq.offload__param_stream_time_nvme(
+                B_l=B_l, Q_p=Q, R_rd=_positive("NVMe read", read_GBps) * GB,
+                eta_d=asm.nvme_efficiency, eta_l=link_eff, k_n=ranks_per_node,
+                n_d=_positive("NVMe drives", drives))
+        case Offload.NONE | Offload.SMARTNIC | Offload.SUPERCHIP | None:
+            # parameters are offloaded by ZeRO-3 offload_param only (to the host or NVMe)
+            name = target.value if isinstance(target, Offload) else target
+            raise InputError(f"parameter offload target {name!r}: expected cpu or nvme")
+        case _:
+            assert_never(where)
     exposed = eq.offload__param_stream_exposed(T_q=t / micro_batches, W_c=compute_per_microbatch_s,
                                                m_b=micro_batches)
     return ParamOffload(Q, t, exposed)

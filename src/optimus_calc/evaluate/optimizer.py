@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import assert_never
 
 import numpy as np
 
 from optimus_calc.equations import compiled as eq
 from optimus_calc.errors import InputError
+from optimus_calc.specs.base import CatalogEntry
 from optimus_calc.specs.hardware import CPU, GPU, SmartNIC
 from optimus_calc.specs.training import Assumptions, Optimizer
 from optimus_calc.units import GB
@@ -30,9 +32,13 @@ def bytes_per_param(opt: Optimizer, impl: Impl, grad_bytes: float) -> float:
     8, param.addcdiv_(m, denom) 16: 72 bytes. pytorch SGD: buf.mul_() 8 + add_(g) 12,
     param.add_(buf) 12: 32 bytes.
     """
-    if impl is Impl.PYTORCH:
-        return 32.0 if opt is Optimizer.SGD else 72.0
-    return (18.0 if opt is Optimizer.SGD else 26.0) + grad_bytes
+    match impl:
+        case Impl.PYTORCH:
+            return 32.0 if opt is Optimizer.SGD else 72.0
+        case Impl.FUSED:
+            return (18.0 if opt is Optimizer.SGD else 26.0) + grad_bytes
+        case _:
+            assert_never(impl)
 
 
 def flops_per_param(opt: Optimizer) -> float:
@@ -55,6 +61,26 @@ class OptDevice:
     slow_tier_Bps: float = 0.0  # FPGA second tier (DDR) used past capacity_bytes
 
 
+def find_device(cat, name: str):
+    """The GPU, CPU or SmartNIC catalog entry ``name`` (`optimizer-step --device`)."""
+    for kind in ("smartnic", "cpu", "gpu"):
+        entry = cat.find(name, kind)
+        if entry is not None:
+            return entry
+    other = cat.find(name)
+    if other is not None:
+        raise InputError(f"--device {name!r} is a {other.kind}; an optimizer step runs on "
+                         "a GPU, CPU or SmartNIC")
+    cat.get(name, None, what="device")  # raises with suggestions
+    raise AssertionError("unreachable")
+
+
+def default_grad_bytes(entry) -> int:
+    """Bytes per incoming gradient: fp32 on a CPU (ZeRO-Offload keeps fp32 gradients on the
+    host), 16-bit elsewhere."""
+    return 4 if isinstance(entry, CPU) else 2
+
+
 def device_from(entry, sockets: int, asm: Assumptions) -> OptDevice:
     if isinstance(entry, GPU):
         return OptDevice(entry.name, "gpu", entry.hbm_Bps, asm.hbm_efficiency, False, 0, 0, 0,
@@ -72,11 +98,12 @@ def device_from(entry, sockets: int, asm: Assumptions) -> OptDevice:
                          entry.memory_efficiency, True, entry.cores,
                          entry.core_bandwidth_GBps * GB,
                          entry.core_GHz * 1e9 * entry.fp32_flops_per_cycle, 0)
-    raise InputError(f"{getattr(entry, 'name', entry)} cannot run an optimizer step "
+    name = entry.name if isinstance(entry, CatalogEntry) else entry
+    raise InputError(f"{name} cannot run an optimizer step "
                      "(give a GPU, CPU or SmartNIC)")
 
 
-@dataclass
+@dataclass(frozen=True)
 class OptStep:
     time_s: float
     bound: str

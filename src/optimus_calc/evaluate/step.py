@@ -7,14 +7,19 @@ at the pipeline stage that binds, the same numbers the planner ranks with.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, assert_never
 
 import numpy as np
 
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.evaluate.engine import layer_flops, recompute_flops  # noqa: F401
 from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
-from optimus_calc.specs.model import Model
+from optimus_calc.errors import InputError
+from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
+
+if TYPE_CHECKING:
+    from optimus_calc.inputs import Inputs
 
 
 @dataclass(frozen=True)
@@ -51,17 +56,21 @@ TERMS = ("step_time_s", "forward_s", "backward_s", "compute_s", "elementwise_s",
 
 
 def optimizer_device(hw: Hardware, layout: Layout) -> str:
+    """The device that runs the optimizer step, as the reports name it."""
     target = layout.offload
-    if target is Offload.NONE:
-        return hw.gpu.name
-    if target in (Offload.CPU, Offload.NVME):
-        return f"{hw.node.cpus} x {hw.cpu.name}"
-    if target is Offload.SMARTNIC:
-        k = layout.smartnics_per_node or hw.gpus_per_node
-        return f"{k} x {hw.smartnic.name} per node"
-    if target is Offload.SUPERCHIP:
-        return f"{hw.cpu.name} (NVLink-C2C)"
-    raise AssertionError(target)
+    match target:
+        case Offload.NONE:
+            return hw.gpu.name
+        case Offload.CPU | Offload.NVME:
+            return f"{hw.node.cpus} x {hw.cpu.name}"
+        case Offload.SMARTNIC:
+            k = layout.smartnics_per_node or hw.gpus_per_node
+            name = hw.smartnic.name if hw.smartnic is not None else "SmartNIC"
+            return f"{k} x {name} per node"
+        case Offload.SUPERCHIP:
+            return f"{hw.cpu.name} (NVLink-C2C)"
+        case _:
+            assert_never(target)
 
 
 def estimate_step(model: Model, hw: Hardware, layout: Layout, tr: Training, asm: Assumptions,
@@ -77,3 +86,16 @@ def estimate_step(model: Model, hw: Hardware, layout: Layout, tr: Training, asm:
     stage = mem.stages[int(np.asarray(ev.worst_time).reshape(-1)[0])].index
     return StepEstimate(**vals, optimizer_device=optimizer_device(hw, layout),
                         binding_stage=stage, notes=notes)
+
+
+def step_of(inp: Inputs, model_text: str) -> tuple[MemoryEstimate, StepEstimate]:
+    """Memory and step time of one resolved layout (`step`, `compare`); an input error when the
+    model or the options give no step time."""
+    if isinstance(inp.model, BareModel):
+        raise InputError(f"MODEL {model_text!r} is a bare parameter count: step time needs an "
+                         "architecture (a catalog model or a config.json)")
+    if inp.training.model_states_only:
+        raise InputError("--model-states-only does not apply to step time")
+    mem = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
+    st = estimate_step(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions, mem)
+    return mem, st

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 from math import ceil
+from typing import assert_never
 
 from optimus_calc.export import grad_accumulation, require
 from optimus_calc.frameworks import Framework
-from optimus_calc.specs.training import Assumptions, Offload, Precision, Recompute
+from optimus_calc.specs.training import Assumptions, Offload, Optimizer, Precision, Recompute
 
 # DeepSpeed's NVMe offload needs a directory on the node's NVMe drives; this is the example
 # path DeepSpeed's documentation uses, to be replaced by the user's mount point.
@@ -30,7 +31,7 @@ AIO_DEFAULTS = {"block_size": 1048576, "queue_depth": 8, "intra_op_parallelism":
 # (runtime/zero/config.py L221); parameters this small stay gathered (negligible memory).
 PARAM_PERSISTENCE_THRESHOLD = 100_000
 
-_OPTIMIZER_TYPE = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD"}
+_OPTIMIZER_TYPE = {Optimizer.ADAM: "Adam", Optimizer.ADAMW: "AdamW", Optimizer.SGD: "SGD"}
 
 
 def deepspeed_config_dict(layout, training, model, asm: Assumptions | None = None) -> dict:
@@ -45,11 +46,17 @@ def deepspeed_config_dict(layout, training, model, asm: Assumptions | None = Non
     cfg: dict = {"train_batch_size": tr.global_batch,
                  "train_micro_batch_size_per_gpu": tr.micro_batch,
                  "gradient_accumulation_steps": gas}
-    if tr.precision is Precision.BF16:
-        cfg["bf16"] = {"enabled": True}
-    elif tr.precision is Precision.FP16:
-        cfg["fp16"] = {"enabled": True, "loss_scale": 0}  # 0 = dynamic loss scaling
-    cfg["optimizer"] = {"type": _OPTIMIZER_TYPE[tr.optimizer.value]}
+    prec = tr.precision
+    match prec:
+        case Precision.BF16:
+            cfg["bf16"] = {"enabled": True}
+        case Precision.FP16:
+            cfg["fp16"] = {"enabled": True, "loss_scale": 0}  # 0 = dynamic loss scaling
+        case Precision.FP32:
+            pass  # DeepSpeed trains in fp32 unless bf16/fp16 is enabled
+        case _:
+            assert_never(prec)
+    cfg["optimizer"] = {"type": _OPTIMIZER_TYPE[tr.optimizer]}
     zero: dict = {"stage": int(lay.zero)}
     if int(lay.zero) >= 1:
         zero["contiguous_gradients"] = True

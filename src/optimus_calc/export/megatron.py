@@ -9,12 +9,14 @@ the extracted option list.
 
 from __future__ import annotations
 
+from typing import assert_never
+
 
 
 from optimus_calc.evaluate.shapes import split_layers
 from optimus_calc.export import ExportError, grad_accumulation, require
 from optimus_calc.frameworks import Framework
-from optimus_calc.specs.training import Offload, Precision, Recompute, ZeroStage
+from optimus_calc.specs.training import Offload, Optimizer, Precision, Recompute, ZeroStage
 
 # Megatron's default dropout (TransformerConfig.hidden_dropout / attention_dropout = 0.1,
 # megatron/core/transformer/transformer_config.py L188-191): written when the plan assumed
@@ -186,12 +188,18 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
         # (arguments.py L3103, core/transformer/pipeline_parallel_layer_layout.py L283-301)
         add("--pipeline-model-parallel-layout", layout_string(planned))
         notes.append(f"uneven pipeline split: {planned} layers per stage")
-    if tr.recompute is Recompute.SELECTIVE:
-        add("--recompute-granularity", "selective")
-    elif tr.recompute is Recompute.FULL:
-        add("--recompute-granularity", "full")
-        add("--recompute-method", "uniform")
-        add("--recompute-num-layers", 1)
+    mode = tr.recompute
+    match mode:
+        case Recompute.NONE:
+            pass
+        case Recompute.SELECTIVE:
+            add("--recompute-granularity", "selective")
+        case Recompute.FULL:
+            add("--recompute-granularity", "full")
+            add("--recompute-method", "uniform")
+            add("--recompute-num-layers", 1)
+        case _:
+            assert_never(mode)
     # ---- ZeRO and offload ----------------------------------------------------------------
     if lay.zero is ZeroStage.OS:
         add("--use-distributed-optimizer")
@@ -210,11 +218,17 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
         add("--use-precision-aware-optimizer")
         add("--optimizer-offload-fraction", 1.0)
     # ---- precision and optimizer ---------------------------------------------------------
-    if tr.precision is Precision.BF16:
-        add("--bf16")
-    elif tr.precision is Precision.FP16:
-        add("--fp16")
-    add("--optimizer", "sgd" if tr.optimizer.value == "sgd" else "adam")
+    prec = tr.precision
+    match prec:
+        case Precision.BF16:
+            add("--bf16")
+        case Precision.FP16:
+            add("--fp16")
+        case Precision.FP32:
+            pass  # Megatron-LM's default
+        case _:
+            assert_never(prec)
+    add("--optimizer", "sgd" if tr.optimizer is Optimizer.SGD else "adam")
     gpn = gpus_per_node or min(lay.gpus, 8)
     nodes = max(1, lay.gpus // gpn)
     head = [f"# Megatron-LM ({lay.gpus} GPUs): torchrun --nproc-per-node {gpn} --nnodes "

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import assert_never
+
+from optimus_calc.evaluate.breakeven_case import Goal
 from optimus_calc.evaluate.hw_params import LINK_ROLES
 from optimus_calc.report.common import (hardware_data, layout_data, layout_text, model_data,
                                         training_data, training_text)
@@ -61,9 +64,17 @@ def _cards_per_gpu(res) -> float | None:
 
 def margin_text(res) -> str:
     m = res.margin
-    if res.goal.value == "fit":
-        return f"{m / GB:+.3g} GB"
-    return f"{m:+.3g} s"
+    return f"{m / GB:+.3g} GB" if _margin_unit(res.goal) == "bytes" else f"{m:+.3g} s"
+
+
+def _margin_unit(goal: Goal) -> str:
+    match goal:
+        case Goal.FIT:
+            return "bytes"  # capacity left on the device
+        case Goal.HIDE | Goal.MATCH:
+            return "s"      # time left in the window / against the reference
+        case _:
+            assert_never(goal)
 
 
 def device_data(res) -> dict:
@@ -75,7 +86,7 @@ def device_data(res) -> dict:
         "devices_per_node": (res.case.layout.smartnics_per_node or res.case.hw.gpus_per_node)
         if res.case.layout.offload is Offload.SMARTNIC else res.case.hw.node.cpus,
         "goal_met": res.goal_met, "margin": res.margin,
-        "margin_unit": "bytes" if res.goal.value == "fit" else "s",
+        "margin_unit": _margin_unit(res.goal),
         "limiting_parameter": limit, "limiting_ratio": ratio,
         "cards_per_gpu_required": _cards_per_gpu(res),
         "step_time_s": st.step_time_s, "optimizer_s": st.optimizer_s,
@@ -91,15 +102,19 @@ def device_data(res) -> dict:
     }
 
 
-def _now_columns(goal: str) -> list[Column]:
-    if goal == "fit":
-        return [Column("state", "state GB/device", ".4g"),
-                Column("capacity", "capacity GB", ".4g")]
-    cols = [Column("opt", "optimizer s", ".4g"), Column("xfer", "transfers s", ".4g"),
-            Column("window", "window s", ".4g")]
-    if goal == "match":
-        cols.append(Column("step", "step s", ".4g"))
-    return cols
+def _now_columns(goal: Goal) -> list[Column]:
+    time_cols = [Column("opt", "optimizer s", ".4g"), Column("xfer", "transfers s", ".4g"),
+                 Column("window", "window s", ".4g")]
+    match goal:
+        case Goal.FIT:
+            return [Column("state", "state GB/device", ".4g"),
+                    Column("capacity", "capacity GB", ".4g")]
+        case Goal.HIDE:
+            return time_cols
+        case Goal.MATCH:
+            return time_cols + [Column("step", "step s", ".4g")]
+        case _:
+            assert_never(goal)
 
 
 def _now_cells(res) -> dict:
@@ -112,10 +127,15 @@ def _now_cells(res) -> dict:
 
 def now_text(res) -> str:
     st = res.state
-    g = res.goal.value
-    if g == "fit":
-        return (f"{st.offload_bytes_per_device / GB:.4g} GB of optimizer state per device, "
-                f"capacity {st.offload_capacity_per_device / GB:.4g} GB")
+    goal = res.goal
+    match goal:
+        case Goal.FIT:
+            return (f"{st.offload_bytes_per_device / GB:.4g} GB of optimizer state per device, "
+                    f"capacity {st.offload_capacity_per_device / GB:.4g} GB")
+        case Goal.HIDE | Goal.MATCH:
+            pass
+        case _:
+            assert_never(goal)
     off = res.case.layout.offload
     if off is Offload.SMARTNIC:
         s = (f"card step {st.optimizer_s:.4g} s + transfers {st.offload_transfer_s:.4g} s, "
@@ -128,7 +148,7 @@ def now_text(res) -> str:
         s = (f"step {st.optimizer_s:.4g} s (transfers {st.offload_transfer_s:.4g} s of it) "
              "after the backward, window 0 s")
     s += f": {st.optimizer_exposed_s:.4g} s exposed; step {st.step_time_s:.4g} s"
-    if g == "match":
+    if goal is Goal.MATCH:
         s += f" vs reference {res.reference_s:.4g} s"
     return s
 
@@ -249,7 +269,7 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool) -> Document:
             rows=rows,
             columns=[Column("device", "device", align="left"),
                      Column("kind", "kind", align="left"), Column("met", "met"),
-                     Column("margin", "margin"), *_now_columns(goal.value),
+                     Column("margin", "margin"), *_now_columns(Goal(goal)),
                      Column("cards", "cards/GPU needed"),
                      Column("limit", "limiting parameter", align="left")]))
         notes.append("limiting parameter: the cheapest single change of the device's own "

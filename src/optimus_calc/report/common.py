@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optimus_calc.specs.model import Model
+from optimus_calc.specs.training import Offload
 
 
 def model_data(model) -> dict[str, Any]:
@@ -27,7 +28,7 @@ def layout_data(layout) -> dict[str, Any]:
     return {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "cp": layout.cp,
             "ep": layout.ep, "zero": int(layout.zero), "offload": layout.offload.value,
             "interleave": layout.interleave, "offload_params": layout.offload_params,
-            "smartnic": layout.smartnic if layout.offload.value == "smartnic" else None}
+            "smartnic": layout.smartnic if layout.offload is Offload.SMARTNIC else None}
 
 
 def training_data(tr) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def layout_text(layout) -> str:
     if layout.interleave > 1:
         s += f" interleave={layout.interleave}"
     s += f", ZeRO-{int(layout.zero)}, offload {layout.offload.value}"
-    if layout.offload.value == "smartnic":
+    if layout.offload is Offload.SMARTNIC:
         s += f" ({layout.smartnic})"
     return s
 

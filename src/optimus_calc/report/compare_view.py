@@ -1,59 +1,43 @@
-"""Run and render `compare`."""
+"""Render `compare` (the evaluation and the choice are evaluate/compare.py's)."""
 
 from __future__ import annotations
 
 from optimus_calc.report.common import (TrainRequest, context_row, layout_text, pct,
                                         train_figures, training_text)
 from optimus_calc.report.document import Column, Document, Table
+from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
 
 
-def strategies(cat, node) -> list[tuple[str, str, str | None]]:
-    out = [("no offload (optimizer on GPU)", "none", None),
-           ("ZeRO-Offload (CPU)", "cpu", None),
-           ("ZeRO-Infinity (NVMe)", "nvme", None)]
-    for sn in cat.all("smartnic"):
-        out.append((f"OptimusNIC ({sn.name})", "smartnic", sn.name))
-    if node.superchip:
-        out.append(("SuperOffload (Grace)", "superchip", None))
-    return out
+def strategy_row(r, train: TrainRequest | None = None) -> dict:
+    """One strategy of :class:`optimus_calc.evaluate.compare.Comparison` as a table/JSON row."""
+    mem, st, strat, inp = r.memory, r.step, r.strategy, r.inputs
+    off = mem.offload
+    w = mem.worst
+    return {
+        "strategy": strat.label, "offload": strat.offload.value, "smartnic": strat.smartnic,
+        "gpu_memory_bytes": w.total_bytes,
+        "gpu_weights_bytes": w.weights_bytes, "gpu_gradients_bytes": w.gradients_bytes,
+        "gpu_optimizer_bytes": w.optimizer_bytes,
+        "gpu_activations_bytes": w.activations_bytes,
+        "gpu_overhead_bytes": w.overhead_bytes, "gpu_capacity_bytes": mem.capacity_bytes,
+        "offload_device": off.device if strat.offload is not Offload.NONE else None,
+        "offload_bytes_per_device": off.bytes_per_device,
+        "offload_capacity_bytes_per_device": off.capacity_bytes_per_device,
+        "spill_bytes_per_device": off.spill_to_host_bytes_per_device,
+        "optimizer_s": st.optimizer_s, "optimizer_exposed_s": st.optimizer_exposed_s,
+        "step_time_s": st.step_time_s, "tokens_per_s": st.tokens_per_s, "mfu": st.mfu,
+        "fits": mem.fits, "reasons": mem.reasons,
+        **train_figures(train, st.step_time_s, inp.training, inp.hw, inp.assumptions)}
 
 
-def run_compare(app, model: str, kw: dict):
-    from optimus_calc.cli.step_cmd import run_step
-    node = app.catalog.get(kw["node"], "node", what="node")
-    rows, inp0 = [], None
-    for label, target, sn in strategies(app.catalog, node):
-        k = dict(kw, offload=target, smartnic=sn or kw.get("smartnic"))
-        inp, mem, st = run_step(app, model, k)
-        inp0 = inp0 or inp
-        off = mem.offload
-        w = mem.worst
-        rows.append({
-            "strategy": label, "offload": target, "smartnic": sn,
-            "gpu_memory_bytes": w.total_bytes,
-            "gpu_weights_bytes": w.weights_bytes, "gpu_gradients_bytes": w.gradients_bytes,
-            "gpu_optimizer_bytes": w.optimizer_bytes,
-            "gpu_activations_bytes": w.activations_bytes,
-            "gpu_overhead_bytes": w.overhead_bytes, "gpu_capacity_bytes": mem.capacity_bytes,
-            "offload_device": off.device if target != "none" else None,
-            "offload_bytes_per_device": off.bytes_per_device,
-            "offload_capacity_bytes_per_device": off.capacity_bytes_per_device,
-            "spill_bytes_per_device": off.spill_to_host_bytes_per_device,
-            "optimizer_s": st.optimizer_s, "optimizer_exposed_s": st.optimizer_exposed_s,
-            "step_time_s": st.step_time_s, "tokens_per_s": st.tokens_per_s, "mfu": st.mfu,
-            "fits": mem.fits, "reasons": mem.reasons,
-            **train_figures(kw.get("train"), st.step_time_s, inp.training, inp.hw,
-                            inp.assumptions)})
-    return rows, inp0
-
-
-def compare_document(inp, rows: list[dict], train: TrainRequest | None = None) -> Document:
-    feasible = [r for r in rows if r["fits"]]
-    # equal step times (to 0.1%) prefer no spill to host, then the faster optimizer step
-    best = min(feasible, key=lambda r: (round(r["step_time_s"] / feasible[0]["step_time_s"], 3),
-                                        r["spill_bytes_per_device"] > 0, r["optimizer_s"])) if feasible else None
-    base = next(r for r in rows if r["offload"] == "none")
+def compare_document(cmp, train: TrainRequest | None = None) -> Document:
+    """The document of a :class:`optimus_calc.evaluate.compare.Comparison` (the evaluation and
+    the choice of the best are evaluate/compare.py's)."""
+    inp = cmp.inputs
+    rows = [strategy_row(r, train) for r in cmp.results]
+    best = next((row for r, row in zip(cmp.results, rows) if r is cmp.best), None)
+    base = next(row for r, row in zip(cmp.results, rows) if r is cmp.baseline)
     notes = []
     if best:
         verdict = (f"best on this hardware: {best['strategy']}, step {best['step_time_s']:.2f} s, "
@@ -75,7 +59,7 @@ def compare_document(inp, rows: list[dict], train: TrainRequest | None = None) -
     view_rows = [{**r, "gpu_memory_GB": r["gpu_memory_bytes"] / GB,
                   "offload_mem": (f"{r['offload_bytes_per_device'] / GB:.1f} / "
                                   f"{r['offload_capacity_bytes_per_device'] / GB:.0f}")
-                  if r["offload"] != "none" else "-"} for r in rows]
+                  if r["offload"] != Offload.NONE.value else "-"} for r in rows]
     extra = []
     if train is not None:
         extra = [Column("train_days", "days", ",.1f"), Column("gpu_hours", "GPU-h", ",.0f",

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass
+@dataclass(frozen=True)
 class Column:
     key: str
     header: str
@@ -18,14 +18,14 @@ class Column:
     compact: bool = True  # False: dropped from the table view on terminals under 100 columns
 
 
-@dataclass
+@dataclass(frozen=True)
 class Table:
     title: str
     columns: list[Column]
     rows: list[dict[str, Any]]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Document:
     title: str
     data: dict[str, Any]  # the JSON payload

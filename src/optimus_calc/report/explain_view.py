@@ -44,30 +44,13 @@ def list_document() -> Document:
 def assumptions_document() -> Document:
     from optimus_calc.specs.training import Assumptions
     a = Assumptions()
-    rows = [{"name": n, "default": getattr(a, n), "description": f.description}
+    values = a.model_dump()
+    rows = [{"name": n, "default": values[n], "description": f.description}
             for n, f in type(a).model_fields.items()]
     return Document(title="named assumptions (override with --assume NAME=VALUE)",
                     data={"assumptions": rows}, tables=[Table(title="", rows=rows, columns=[
                         Column("name", "name", align="left"), Column("default", "default"),
                         Column("description", "source / meaning", align="left")])])
-
-
-def bind(app, eq, model_text: str, kw: dict) -> dict[str, float]:
-    """Evaluate the model/layout with the one evaluator and return the inputs the equation
-    received (at the binding pipeline stage: the most loaded for memory.*, the slowest for
-    step.* and compute.*)."""
-    from optimus_calc.cli.options import build_inputs
-    from optimus_calc.evaluate.memory import estimate_memory
-
-    inp = build_inputs(app, model_text, kw)
-    est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
-    values = est.inputs(eq.name)
-    if values is None:
-        raise InputError(f"{eq.name} is not evaluated for this configuration (e.g. step time "
-                         "with --model-states-only or a bare parameter count, or an equation "
-                         "the command uses with other inputs); 'optimus-calc explain' lists the "
-                         "equations")
-    return values
 
 
 def equation_document(eq, values: dict[str, float] | None, latex: bool) -> Document:

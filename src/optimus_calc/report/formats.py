@@ -19,7 +19,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, assert_never
 
 from optimus_calc.report.document import Column, Document
 
@@ -280,13 +280,16 @@ def _rich_table(table, width: int, compact: bool, box, RichTable, Text):
     return rt
 
 
-RENDERERS = {Format.TABLE: render_table, Format.JSON: render_json, Format.CSV: render_csv}
 
 
 def render(doc: Document, fmt: Format, width: int = DEFAULT_WIDTH,
            csv_options: CsvOptions = CsvOptions()) -> str:
-    if fmt is Format.TABLE:
-        return render_table(doc, width)
-    if fmt is Format.CSV:
-        return render_csv(doc, csv_options)
-    return render_json(doc)
+    match fmt:
+        case Format.TABLE:
+            return render_table(doc, width)
+        case Format.CSV:
+            return render_csv(doc, csv_options)
+        case Format.JSON:
+            return render_json(doc)
+        case _:
+            assert_never(fmt)

@@ -8,6 +8,7 @@ from optimus_calc.evaluate.memory import MemoryEstimate
 from optimus_calc.report.common import (context_row, hardware_data, layout_data, layout_text,
                                         model_data, training_data, training_text)
 from optimus_calc.report.document import Column, Document, Table
+from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB, GiB
 
 
@@ -74,7 +75,7 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
             Column("params", "params (B)", ".3f"), Column("states", f"states {unit}", ".2f"),
             Column("acts", f"activations {unit}", ".2f"), Column("in_flight", "in flight"),
             Column("total", f"total {unit}", ".2f")]))
-    if off.target.value != "none":
+    if off.target is not Offload.NONE:
         orows = [
             {"k": "device", "v": off.device},
             {"k": "devices (cluster / per node)", "v": f"{off.devices} / {off.devices_per_node}"},

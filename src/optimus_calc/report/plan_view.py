@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from enum import Enum
+from typing import assert_never
 
 from optimus_calc.report.common import (TrainRequest, context_row, layout_data, pct,
                                         train_figures)
@@ -26,9 +28,10 @@ def nic_rows(sizing) -> list[dict]:
     return [asdict(n) for n in sizing]
 
 
-def plan_header(res, inp_defaults: dict) -> list[tuple[str, str]]:
+def plan_header(res, si) -> list[tuple[str, str]]:
+    """``si``: the :class:`optimus_calc.inputs.SearchInputs` the plan ran on."""
     m, hw, tr = res.model, res.hw, res.training
-    asm = inp_defaults["assumptions"]
+    asm = si.assumptions
     return [
         ("model", f"{m.name}: {m.total_params / 1e9:.2f}B params"
                   + (f" ({m.active_params / 1e9:.2f}B active)" if m.is_moe else "")
@@ -36,10 +39,9 @@ def plan_header(res, inp_defaults: dict) -> list[tuple[str, str]]:
         ("hardware", f"{hw.nodes} x {hw.node.name}: {hw.gpus} x {hw.gpu.name} "
                      f"({hw.gpu.memory_GB:g} GB), {hw.intra_link.name} inside a node, "
                      f"{hw.node.nics} x {hw.nic.name} per node, {hw.node.cpus} x {hw.cpu.name}"),
-        ("assumed", f"seq {tr.seq_len}" + (" (model default)" if inp_defaults["seq_default"]
-                                           else "")
+        ("assumed", f"seq {tr.seq_len}" + (" (model default)" if si.seq_len_defaulted else "")
                     + f", global batch {tr.global_batch}"
-                    + (" (default)" if inp_defaults["gb_default"] else "")
+                    + (" (default)" if si.global_batch_defaulted else "")
                     + f", {tr.precision.value}, {tr.optimizer.value} "
                       f"({tr.weight_bytes}+{tr.gradient_bytes}+{tr.optimizer_bytes} B/param), "
                       f"FlashAttention {'on' if tr.flash_attention else 'off'}, dropout "
@@ -48,13 +50,15 @@ def plan_header(res, inp_defaults: dict) -> list[tuple[str, str]]:
                          f"{asm.hbm_efficiency:g}, {hw.intra_link.name} "
                          f"{hw.intra_link.efficiency:g}, {hw.nic.name} {hw.nic.efficiency:g} "
                          "(see `optimus-calc explain --assumptions`)"),
-        ("objective", f"{res.objective}; {res.evaluated:,} layouts evaluated, "
+        ("objective", f"{res.objective.value}; {res.evaluated:,} layouts evaluated, "
                       f"{res.feasible:,} fit"),
     ]
 
 
-def plan_document(res, defaults: dict, train: TrainRequest | None = None) -> Document:
-    asm = defaults["assumptions"]
+def plan_document(res, si, train: TrainRequest | None = None) -> Document:
+    """The document of a :class:`optimus_calc.search.plan.PlanResult` searched over ``si``
+    (:class:`optimus_calc.inputs.SearchInputs`), with the time and cost to train ``train``."""
+    asm = si.assumptions
 
     def figures(c) -> dict:
         return train_figures(train, c.step_s, c.training, res.hw, asm)
@@ -143,7 +147,7 @@ def plan_document(res, defaults: dict, train: TrainRequest | None = None) -> Doc
         "recommended": ({**candidate_data(res.recommended), **rec} if res.recommended
                         else None),
         **rec,
-        "why": res.why, "smartnics": nic_rows(res.nic_sizing), "notes": res.notes,
+        "why": res.why, "smartnics": nic_rows(res.nic_sizing), "notes": list(res.notes),
         "smallest_gpu_memory_bytes": res.smallest_gpu_bytes,
     }
     ctx = context_row(res.model.name, res.hw, res.training, train)
@@ -161,7 +165,7 @@ def plan_document(res, defaults: dict, train: TrainRequest | None = None) -> Doc
     csv = Table(title="", rows=csv_rows, columns=[Column(k, k) for k in keys])
     return Document(title=f"plan: {res.model.name} on {res.hw.nodes} x {res.hw.node.name} "
                           f"({res.hw.gpus} x {res.hw.gpu.name})",
-                    header=plan_header(res, defaults), data=data, tables=tables, notes=notes,
+                    header=plan_header(res, si), data=data, tables=tables, notes=notes,
                     csv=csv)
 
 
@@ -181,3 +185,24 @@ def torchtitan_config(c, model) -> str:
     """torchtitan TOML job config for a candidate (optimus_calc.export.torchtitan)."""
     from optimus_calc.export.torchtitan import torchtitan_toml as export
     return export(c.layout, c.training, model)
+
+
+class Export(str, Enum):
+    """`plan --export`: the recommended layout as a framework's configuration."""
+
+    DEEPSPEED = "deepspeed"    # a DeepSpeed JSON config
+    MEGATRON = "megatron"      # Megatron-LM command-line arguments
+    TORCHTITAN = "torchtitan"  # a torchtitan TOML job config
+
+
+def export_text(target: Export, c, model, gpus_per_node: int | None = None) -> str:
+    """The candidate ``c`` as ``target``'s configuration (optimus_calc.export)."""
+    match target:
+        case Export.DEEPSPEED:
+            return deepspeed_config(c, model)
+        case Export.MEGATRON:
+            return megatron_args(c, model, gpus_per_node)
+        case Export.TORCHTITAN:
+            return torchtitan_config(c, model)
+        case _:
+            assert_never(target)

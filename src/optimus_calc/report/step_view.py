@@ -23,21 +23,23 @@ BREAKDOWN = [
 ]
 
 
+BREAKDOWN_KEYS = ("compute_s", "elementwise_s", "bubble_s", "tp_comm_s", "cp_comm_s",
+                  "ep_comm_s", "pp_comm_s", "dp_comm_s", "dp_comm_exposed_s", "optimizer_s",
+                  "optimizer_exposed_s", "offload_transfer_s")
+
+
 def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
+    terms = asdict(st)
     data = {"model": model_data(inp.model), "hardware": hardware_data(inp.hw),
             "layout": layout_data(inp.layout), "training": training_data(inp.training),
             "assumptions": inp.assumptions.model_dump(),
-            **{k: v for k, v in asdict(st).items() if k != "notes"},
-            "breakdown": {k: getattr(st, k) for k in (
-                "compute_s", "elementwise_s", "bubble_s", "tp_comm_s", "cp_comm_s",
-                "ep_comm_s", "pp_comm_s",
-                "dp_comm_s", "dp_comm_exposed_s", "optimizer_s", "optimizer_exposed_s",
-                "offload_transfer_s")},
+            **{k: v for k, v in terms.items() if k != "notes"},
+            "breakdown": {k: terms[k] for k in BREAKDOWN_KEYS},
             "fits": mem.fits, "reasons": mem.reasons,
             "gpu_memory_bytes": mem.worst.total_bytes, "notes": st.notes}
     figures = train_figures(train, st.step_time_s, inp.training, inp.hw, inp.assumptions)
     data.update(figures)
-    rows = [{"part": label, "s": getattr(st, key), "share": getattr(st, key) / st.step_time_s,
+    rows = [{"part": label, "s": terms[key], "share": terms[key] / st.step_time_s,
              "eq": eqn} for key, label, eqn in BREAKDOWN]
     rows.append({"part": "step time", "s": st.step_time_s, "share": 1.0, "eq": ""})
     info = [{"part": "optimizer step (on " + st.optimizer_device + ")", "s": st.optimizer_s,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import TYPE_CHECKING, assert_never
 
 import numpy as np
 
@@ -18,18 +20,24 @@ from optimus_calc.evaluate.engine import (Reason, evaluate, primary_reason, stag
                                           usable_gpu_bytes)
 from optimus_calc.frameworks import Framework, framework_support, layout_support
 from optimus_calc.frameworks import Reason as FrameworkReason
+from optimus_calc.inputs import default_global_batch  # noqa: F401  (re-exported)
 from optimus_calc.search.space import Space, enumerate_space
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, ZeroStage
 from optimus_calc.units import fmt_gb
 
-
-def default_global_batch(gpus: int) -> int:
-    """512 sequences, or the GPU count rounded up to a power of two on larger clusters."""
-    return max(512, 1 << (gpus - 1).bit_length())
+if TYPE_CHECKING:
+    from optimus_calc.inputs import SearchInputs
 
 
-@dataclass
+class Objective(str, Enum):
+    """What the planner ranks by (ties broken by the other)."""
+
+    TIME = "time"      # step time, then GPU memory
+    MEMORY = "memory"  # GPU memory, then step time
+
+
+@dataclass(frozen=True)
 class Candidate:
     layout: Layout
     training: Training
@@ -42,7 +50,7 @@ class Candidate:
     frameworks: tuple[str, ...] = ()   # the frameworks that run it (frameworks.py)
 
 
-@dataclass
+@dataclass(frozen=True)
 class NicSizing:
     smartnic: str
     memory_bytes: float
@@ -56,22 +64,38 @@ class NicSizing:
     gpu_bytes_without_offload: float
     gpu_bytes_with_offload: float
 
+    def nics_for_memory(self, gpus: int) -> int:
+        """Cards in a cluster of ``gpus`` GPUs to hold every GPU's optimizer shard."""
+        return self.nics_per_gpu_for_memory * gpus
 
-@dataclass
+    def nics_for_compute(self, gpus: int) -> int | None:
+        """Cards in the cluster to hide the optimizer step (None: it cannot be hidden)."""
+        if self.nics_per_gpu_for_compute is None:
+            return None
+        return self.nics_per_gpu_for_compute * gpus
+
+    def nics_per_node(self, gpus_per_node: int) -> int:
+        """Cards per node: the recommendation, or the memory need where no step time exists."""
+        if self.recommended_nics_per_node is not None:
+            return self.recommended_nics_per_node
+        return self.nics_per_gpu_for_memory * gpus_per_node
+
+
+@dataclass(frozen=True)
 class PlanResult:
     model: Model
     hw: Hardware
     training: Training
-    objective: str
+    objective: Objective
     evaluated: int
     feasible: int
     infeasible_by_reason: dict[str, int]
-    top: list[Candidate]
+    top: tuple[Candidate, ...]
     recommended: Candidate | None
     why: str
-    nic_sizing: list[NicSizing] = field(default_factory=list)
+    nic_sizing: tuple[NicSizing, ...] = ()
     smallest_gpu_bytes: float = 0.0
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
     what_if: Candidate | None = None   # the best SmartNIC layout: OptimusNIC is no framework's
     framework_rejections: dict[str, int] = field(default_factory=dict)
     frameworks: tuple[str, ...] = ()   # the frameworks searched
@@ -126,8 +150,15 @@ class _Pool:
         return {k: np.concatenate([c[k] for c in self.cols]) for k in self.cols[0]}
 
 
-def _rank(step, gpu, objective: str) -> np.ndarray:
-    return np.lexsort((step, gpu)) if objective == "memory" else np.lexsort((gpu, step))
+def _rank(step, gpu, objective: Objective) -> np.ndarray:
+    """Indices in rank order (np.lexsort sorts by its last key first)."""
+    match objective:
+        case Objective.TIME:
+            return np.lexsort((gpu, step))
+        case Objective.MEMORY:
+            return np.lexsort((step, gpu))
+        case _:
+            assert_never(objective)
 
 
 def _shortlist(order: np.ndarray, tp, pp, keep: int, distinct: bool) -> np.ndarray:
@@ -142,7 +173,7 @@ NOT_RUNNABLE = "no framework runs it (see framework_rejections)"
 
 
 def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: Space,
-           objective: str, top_k: int, distinct: bool,
+           objective: Objective, top_k: int, distinct: bool,
            frameworks: tuple[Framework, ...] = tuple(Framework)):
     """Evaluate ``space`` chunk by chunk with the one evaluator; keep the ranked top K of the
     layouts that fit and that one of ``frameworks`` runs, the best SmartNIC layout apart (a
@@ -248,9 +279,10 @@ def _candidate(cols: dict, i: int, model: Model, hw: Hardware, base: Training,
                      mem, st, runs)
 
 
-def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions, objective: str = "time",
-         top_k: int = 5, offloads: list[Offload] | None = None, max_zero: int = 3,
-         recomputes: list | None = None, distinct: bool = False,
+def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
+         objective: Objective | str = Objective.TIME, top_k: int = 5,
+         offloads: list[Offload] | tuple[Offload, ...] | None = None, max_zero: int = 3,
+         recomputes: list | tuple | None = None, distinct: bool = False,
          frameworks: tuple[Framework, ...] = tuple(Framework),
          pins: dict | None = None, zero_stages: tuple[int, ...] | None = None,
          batch_rule: bool = False) -> PlanResult:
@@ -258,6 +290,7 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions, objective
     best layout per (TP, PP) in the top K; ``pins`` fixes grid columns; SmartNIC layouts are a
     what-if beside the recommendation. ``batch_rule``: each layout takes the global-batch rule's
     batch (evaluate/batch.py) instead of ``base.global_batch``."""
+    objective = Objective(objective)
     space = enumerate_space(model, hw.gpus, hw.gpus_per_node,
                             None if batch_rule else base.global_batch, base.seq_len,
                             offloads or offload_targets(hw),
@@ -273,7 +306,7 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions, objective
     notes: list[str] = []
     names = tuple(f.value for f in frameworks)
     what_if = (_candidate(res.what_if, 0, model, hw, base, asm) if res.what_if else None)
-    common = dict(smallest_gpu_bytes=res.smallest_gpu_bytes, notes=notes, what_if=what_if,
+    common = dict(smallest_gpu_bytes=res.smallest_gpu_bytes, notes=tuple(notes), what_if=what_if,
                   framework_rejections=res.framework_rejections, frameworks=names)
     if res.feasible == 0:
         why = (f"no layout fits: the smallest needs {fmt_gb(res.smallest_gpu_bytes)} per GPU on "
@@ -282,21 +315,37 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions, objective
                "no layout that fits runs on " + ", ".join(names) + ": no framework runs it "
                "(see framework_rejections; SmartNIC layouts are a what-if)")
         return PlanResult(model, hw, base, objective, len(space), 0, res.infeasible_by_reason,
-                          [], None, why, **common)
+                          (), None, why, **common)
     top = [_candidate(res.top, i, model, hw, base, asm) for i in range(len(res.top["tp"]))]
     rec = top[0]
     why = _why(rec, res.feasible, res.best_no_offload_s, objective)
     return PlanResult(model, hw, base, objective, len(space), res.feasible,
-                      res.infeasible_by_reason, top, rec, why, **common)
+                      res.infeasible_by_reason, tuple(top), rec, why, **common)
 
 
-def _why(rec: Candidate, n: int, best_none: float, objective: str) -> str:
+def plan_search(cat: Catalog, si: SearchInputs, objective: Objective | str = Objective.TIME,
+                top_k: int = 5, with_nics: bool = True) -> PlanResult:
+    """`plan`: rank the layouts of ``si`` and, with ``with_nics``, size every SmartNIC type for
+    the recommended layout."""
+    res = plan(si.model, si.hw, si.training, si.assumptions, objective, top_k, si.offloads,
+               si.max_zero, si.recomputes, si.distinct)
+    if with_nics and res.recommended is not None:
+        r = res.recommended
+        res = replace(res, nic_sizing=tuple(size_nics(cat, si.model, si.hw, r.layout,
+                                                      r.training, si.assumptions)))
+    return res
+
+
+def _why(rec: Candidate, n: int, best_none: float, objective: Objective) -> str:
     lay = rec.layout
-    if objective == "memory":
-        s = f"least GPU memory of {n:,} feasible layouts ({fmt_gb(rec.gpu_bytes)} per GPU)"
-    else:
-        s = (f"fastest of {n:,} feasible layouts: {rec.tokens_per_s:,.0f} tokens/s, "
-             f"MFU {rec.mfu:.1%}")
+    match objective:
+        case Objective.MEMORY:
+            s = f"least GPU memory of {n:,} feasible layouts ({fmt_gb(rec.gpu_bytes)} per GPU)"
+        case Objective.TIME:
+            s = (f"fastest of {n:,} feasible layouts: {rec.tokens_per_s:,.0f} tokens/s, "
+                 f"MFU {rec.mfu:.1%}")
+        case _:
+            assert_never(objective)
     if lay.offload is not Offload.NONE:
         if not np.isfinite(best_none):
             s += "; no layout fits without offloading the optimizer"
@@ -309,12 +358,16 @@ def _why(rec: Candidate, n: int, best_none: float, objective: str) -> str:
 
 
 def size_nics(cat: Catalog, model, hw: Hardware, layout: Layout, tr: Training,
-              asm: Assumptions) -> list[NicSizing]:
-    """For each SmartNIC type: cards per GPU to hold the optimizer shard and to hide its step."""
+              asm: Assumptions, only: str | None = None) -> list[NicSizing]:
+    """For each SmartNIC type (or only the catalog entry named ``only``): cards per GPU to hold
+    the optimizer shard and to hide its step."""
     out = []
+    wanted = cat.get(only, "smartnic", what="SmartNIC").name if only else None
     base_mem = estimate_memory(model, hw, layout.model_copy(update={"offload": Offload.NONE}),
                                tr, asm)
     for sn in cat.all("smartnic"):
+        if wanted is not None and sn.name != wanted:
+            continue
         hw_sn = resolve_hardware(cat, hw.node.name, hw.nodes, hw.gpu.name, hw.gpus_per_node,
                                  sn.name)
         lay = layout.model_copy(update={"offload": Offload.SMARTNIC, "smartnic": sn.name,

@@ -9,7 +9,7 @@ properties, so the rest of the code works in bytes, seconds and FLOP/s only.
 from __future__ import annotations
 
 from enum import Enum
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, assert_never
 
 from pydantic import Field, field_validator, model_validator
 
@@ -67,7 +67,23 @@ class Flops(Frozen):
         return v
 
     def flops_per_s(self, dtype: Dtype | str) -> float:
-        return float(getattr(self, Dtype(dtype).value)) * TFLOPS
+        d = Dtype(dtype)
+        match d:
+            case Dtype.FP64:
+                tflops = self.fp64
+            case Dtype.FP32:
+                tflops = self.fp32
+            case Dtype.TF32:
+                tflops = self.tf32
+            case Dtype.BF16:
+                tflops = self.bf16
+            case Dtype.FP16:
+                tflops = self.fp16
+            case Dtype.FP8:
+                tflops = self.fp8
+            case _:
+                assert_never(d)
+        return float(tflops) * TFLOPS
 
 
 class LinkKind(str, Enum):

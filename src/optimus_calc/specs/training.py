@@ -31,7 +31,9 @@ class Recompute(str, Enum):
 
     @property
     def code(self) -> int:
-        return {"none": 0, "selective": 1, "full": 2}[self.value]
+        """The integer code of the mode inside arrays: its position in declaration order (as
+        evaluate.batch.RECOMPUTE_CODES)."""
+        return list(Recompute).index(self)
 
 
 class Precision(str, Enum):

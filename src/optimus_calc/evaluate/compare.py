@@ -1,0 +1,85 @@
+"""`compare`: one layout under every offload strategy the node offers, and the best of them.
+
+Pure: evaluates with the one evaluator (a batch of one per strategy) and decides; the report
+(report/compare_view.py) only lays the result out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optimus_calc.catalog import Catalog
+from optimus_calc.evaluate.memory import MemoryEstimate
+from optimus_calc.evaluate.step import StepEstimate, step_of
+from optimus_calc.inputs import Inputs, build_inputs
+from optimus_calc.specs.hardware import Node
+from optimus_calc.specs.model import BareModel, Model
+from optimus_calc.specs.training import Offload
+
+
+@dataclass(frozen=True)
+class Strategy:
+    label: str
+    offload: Offload
+    smartnic: str | None = None
+
+
+@dataclass(frozen=True)
+class StrategyResult:
+    strategy: Strategy
+    inputs: Inputs
+    memory: MemoryEstimate
+    step: StepEstimate
+
+
+@dataclass(frozen=True)
+class Comparison:
+    inputs: Inputs                      # the first strategy's (no offload): the shared layout
+    results: tuple[StrategyResult, ...]
+    best: StrategyResult | None         # None: no strategy fits
+    baseline: StrategyResult            # the optimizer kept on the GPU
+
+
+def strategies(cat: Catalog, node: Node) -> list[Strategy]:
+    """No offload, ZeRO-Offload, ZeRO-Infinity, OptimusNIC with each catalog SmartNIC, and
+    SuperOffload where the node is a superchip."""
+    out = [Strategy("no offload (optimizer on GPU)", Offload.NONE),
+           Strategy("ZeRO-Offload (CPU)", Offload.CPU),
+           Strategy("ZeRO-Infinity (NVMe)", Offload.NVME)]
+    for sn in cat.all("smartnic"):
+        out.append(Strategy(f"OptimusNIC ({sn.name})", Offload.SMARTNIC, sn.name))
+    if node.superchip:
+        out.append(Strategy("SuperOffload (Grace)", Offload.SUPERCHIP))
+    return out
+
+
+def default_tp(model: Model | BareModel, gpus_per_node: int) -> int:
+    """The largest valid TP degree inside a node (the planner's rule, evaluate.shapes)."""
+    from optimus_calc.evaluate.shapes import tp_degrees
+    return max(tp_degrees(model, gpus_per_node)) if isinstance(model, Model) else gpus_per_node
+
+
+def best_of(results: tuple[StrategyResult, ...] | list[StrategyResult]) -> StrategyResult | None:
+    """The fastest strategy that fits; step times equal to 0.1% prefer no spill to host RAM,
+    then the faster optimizer step."""
+    feasible = [r for r in results if r.memory.fits]
+    if not feasible:
+        return None
+    ref = feasible[0].step.step_time_s
+    return min(feasible, key=lambda r: (round(r.step.step_time_s / ref, 3),
+                                        r.memory.offload.spill_to_host_bytes_per_device > 0,
+                                        r.step.optimizer_s))
+
+
+def compare(cat: Catalog, model_text: str, kw: dict) -> Comparison:
+    """Evaluate the layout of ``kw`` (single-layout option values) under every strategy."""
+    node = cat.get(kw["node"], "node", what="node")
+    results = []
+    for strat in strategies(cat, node):
+        k = dict(kw, offload=strat.offload.value, smartnic=strat.smartnic or kw.get("smartnic"))
+        inp = build_inputs(cat, model_text, k)
+        mem, st = step_of(inp, model_text)
+        results.append(StrategyResult(strat, inp, mem, st))
+    res = tuple(results)
+    base = next(r for r in res if r.strategy.offload is Offload.NONE)
+    return Comparison(res[0].inputs, res, best_of(res), base)

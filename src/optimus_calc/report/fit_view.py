@@ -1,0 +1,46 @@
+"""Document for `optimus-calc fit`."""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+from optimus_calc.report.common import context_row, layout_data, layout_text, training_text
+from optimus_calc.report.document import Column, Document, Table
+from optimus_calc.specs.model import BareModel
+
+
+def fit_document(inp, what, res) -> Document:
+    """``what`` is the :class:`optimus_calc.evaluate.fit.Solve` asked, ``res`` its FitResult."""
+    from optimus_calc.evaluate.fit import Solve
+
+    data: dict = {"model": inp.model.name, "solve": what.value}
+    match what:
+        case Solve.LAYERS:
+            if isinstance(inp.model, BareModel):
+                data.update(max_layers=None, max_params=res.max_params)
+            else:
+                data.update(max_layers=res.value, max_params=res.max_params)
+        case Solve.NODES:
+            data["min_nodes"] = res.value
+        case Solve.MICRO_BATCH:
+            data["max_micro_batch"] = res.value
+        case _:
+            assert_never(what)
+    data.update(method=res.method, equation=res.equation, detail=res.detail)
+    rows = [{"k": k, "v": v} for k, v in data.items() if v not in (None, "")]
+    for row in rows:
+        if row["k"] == "max_params":
+            row["v"] = f"{row['v']:.4g} ({row['v'] / 1e9:.2f}B)"
+    # CSV: one row with headers (context, layout, the answer), not the key/value view
+    csv_row = {**context_row(inp.model.name, inp.hw, inp.training),
+               **layout_data(inp.layout), "micro_batch": inp.training.micro_batch,
+               "solve": what.value, "max_layers": data.get("max_layers"),
+               "max_params": data.get("max_params"), "min_nodes": data.get("min_nodes"),
+               "max_micro_batch": data.get("max_micro_batch"), "method": res.method,
+               "equation": res.equation, "detail": res.detail}
+    return Document(
+        title=f"fit: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name}, solve {what.value}",
+        header=[("layout", layout_text(inp.layout)), ("training", training_text(inp))],
+        data=data, tables=[Table(title="", rows=rows, columns=[
+            Column("k", "", align="left"), Column("v", "", align="left")])],
+        csv=Table(title="", rows=[csv_row], columns=[Column(k, k) for k in csv_row]))

@@ -1,0 +1,50 @@
+"""Document for `optimus-calc nics`."""
+
+from __future__ import annotations
+
+from optimus_calc.report.document import Column, Document, Table
+
+
+def nics_rows(sizing, hw) -> list[dict]:
+    """One row per SmartNIC type of ``sizing`` (search.plan.NicSizing) on the cluster ``hw``."""
+    g, per_node = hw.gpus, hw.gpus_per_node
+    return [{
+        "smartnic": n.smartnic, "optimizer_bytes_per_gpu": n.optimizer_bytes_per_gpu,
+        "nic_memory_bytes": n.memory_bytes,
+        "nics_per_gpu_for_memory": n.nics_per_gpu_for_memory,
+        "nics_for_memory": n.nics_for_memory(g),
+        "nics_per_gpu_for_compute": n.nics_per_gpu_for_compute,
+        "nics_for_compute": n.nics_for_compute(g),
+        "recommended_nics_per_node": n.nics_per_node(per_node),
+        "host_spill_bytes_per_nic": n.host_spill_bytes_per_nic,
+        "optimizer_s_one_card": n.optimizer_s_one_card, "window_s": n.window_s,
+        "gpu_bytes_without_offload": n.gpu_bytes_without_offload,
+        "gpu_bytes_with_offload": n.gpu_bytes_with_offload} for n in sizing]
+
+
+def nics_document(model, hw, layout, sizing, source: str) -> Document:
+    """``source`` says which layout was sized ("the given layout", "the recommended layout")."""
+    rows = nics_rows(sizing, hw)
+    data = rows[0] if len(rows) == 1 else {"smartnics": rows}
+    data = {**data, "layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp,
+                               "zero": int(layout.zero)}, "sized_for": source}
+    view = [{**r, "opt_GB": r["optimizer_bytes_per_gpu"] / 1e9,
+             "card_GB": r["nic_memory_bytes"] / 1e9,
+             "spill_GB": r["host_spill_bytes_per_nic"] / 1e9,
+             "cmp": "-" if r["nics_for_compute"] is None else r["nics_for_compute"]}
+            for r in rows]
+    return Document(
+        title=f"nics: {model.name} on {hw.nodes} x {hw.node.name}, sized for {source} "
+              f"(TP={layout.tp} PP={layout.pp} DP={layout.dp} ZeRO-{int(layout.zero)})",
+        data=data, tables=[Table(title="", rows=view, columns=[
+            Column("smartnic", "SmartNIC", align="left"), Column("card_GB", "card GB", ".0f"),
+            Column("opt_GB", "state/GPU GB", ".2f"),
+            Column("nics_per_gpu_for_memory", "per GPU (memory)"),
+            Column("nics_for_memory", "cluster (memory)"),
+            Column("cmp", "cluster (hide step)"),
+            Column("recommended_nics_per_node", "per node"),
+            Column("spill_GB", "spill GB, 1 per GPU", ".2f")])],
+        notes=["bare parameter counts have no step time: only memory sizing"
+               if any(r["nics_for_compute"] is None for r in rows) else
+               "per node = max(memory, compute) cards per GPU x GPUs per node"],
+        csv=Table(title="", rows=rows, columns=[Column(k, k) for k in rows[0]]))

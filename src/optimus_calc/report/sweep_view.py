@@ -1,0 +1,84 @@
+"""Document for `optimus-calc sweep`: one row per configuration, for spreadsheets."""
+
+from __future__ import annotations
+
+from optimus_calc.report.common import TrainRequest, pct, train_figures
+from optimus_calc.report.document import Column, Document, Table
+from optimus_calc.report.plan_view import candidate_data
+
+SWEEP_COLUMNS = [
+    "model", "node", "nodes", "gpus", "seq_len", "global_batch", "precision", "smartnic", "fits",
+    "tp", "pp", "dp", "cp", "ep", "zero", "offload", "recompute", "sequence_parallel",
+    "micro_batch", "interleave", "gpu_memory_bytes", "gpu_headroom_bytes", "step_time_s",
+    "mfu_pct", "tokens_per_s", "optimizer_bytes_per_gpu", "nics_per_gpu_for_memory",
+    "nics_per_gpu_for_compute", "layouts_evaluated", "layouts_feasible", "reason"]
+TRAIN_COLUMNS = ["tokens", "steps", "train_days", "gpu_hours", "energy_MWh", "cost_usd"]
+
+
+def sweep_row(p, train: TrainRequest | None = None) -> dict:
+    """One :class:`optimus_calc.search.sweep.SweepPoint` as a row of SWEEP_COLUMNS (and
+    TRAIN_COLUMNS with a token budget)."""
+    res = p.result
+    tr = res.training
+    row = dict.fromkeys(SWEEP_COLUMNS + (TRAIN_COLUMNS if train else []))
+    row.update(model=res.model.name, node=res.hw.node.name, nodes=p.nodes, gpus=res.hw.gpus,
+               seq_len=tr.seq_len, global_batch=tr.global_batch, precision=tr.precision.value,
+               fits=res.recommended is not None, layouts_evaluated=res.evaluated,
+               layouts_feasible=res.feasible, reason="" if res.recommended else res.why,
+               smartnic_offered=res.hw.smartnic.name)
+    if train:
+        row["tokens"] = train.tokens  # context, also where nothing fits
+    if res.recommended:
+        r = res.recommended
+        d = candidate_data(r)
+        row.update({k: d[k] for k in d if k in row})
+        row["mfu_pct"] = pct(r.mfu)
+        row["mfu"] = r.mfu
+        row["sequence_parallel"] = r.training.sequence_parallel
+        if p.sizing is not None:
+            # the SmartNIC columns belong to SmartNIC layouts only, so rows that differ only in
+            # the SmartNIC offered are one row
+            z = p.sizing
+            row.update(smartnic=res.hw.smartnic.name,
+                       optimizer_bytes_per_gpu=z.optimizer_bytes_per_gpu,
+                       nics_per_gpu_for_memory=z.nics_per_gpu_for_memory,
+                       nics_per_gpu_for_compute=z.nics_per_gpu_for_compute)
+        row.update(train_figures(train, r.step_s, r.training, res.hw, p.assumptions))
+    return row
+
+
+def sweep_rows(points, train: TrainRequest | None = None) -> list[dict]:
+    """The rows of ``points``, one per distinct winner: points that differ only in the SmartNIC
+    offered, and whose winner does not use it, give one row."""
+    rows: list[dict] = []
+    for p in points:
+        row = sweep_row(p, train)
+        key = tuple(v for k, v in row.items() if k != "smartnic_offered")
+        if any(key == tuple(v for k, v in o.items() if k != "smartnic_offered") for o in rows):
+            continue  # the same winner whatever SmartNIC was offered
+        rows.append(row)
+    return rows
+
+
+def sweep_document(points, train: TrainRequest | None = None) -> Document:
+    rows = sweep_rows(points, train)
+    csv_cols = SWEEP_COLUMNS + (TRAIN_COLUMNS if train else [])
+    table = Table(title="", rows=rows, columns=[Column(k, k) for k in csv_cols])
+    # most telling columns first: a narrow terminal hides them from the right
+    view_cols = [Column(k, k, align="left") for k in ("model", "node", "nodes", "smartnic")]
+    view_cols += [Column("tokens_per_s", "tokens/s", ",.0f"), Column("mfu", "MFU", ".1%"),
+                  Column("step_time_s", "step s", ".2f")]
+    if train:
+        view_cols.append(Column("train_days", "days", ",.1f"))
+        if train.gpu_hour_price is not None:
+            view_cols.append(Column("cost_usd", "USD", ",.0f"))
+    view_cols += [
+        Column("offload", "offload", align="left"), Column("tp", "TP"), Column("pp", "PP"),
+        Column("dp", "DP"), Column("zero", "ZeRO"), Column("gpu_GB", "GPU GB", ".1f"),
+        Column("global_batch", "batch", compact=False),
+        Column("fits", "fits", compact=False),
+        Column("nics_per_gpu_for_memory", "NICs/GPU", compact=False)]
+    view = Table(title="", rows=[{**r, "gpu_GB": (r["gpu_memory_bytes"] or 0) / 1e9}
+                                 for r in rows], columns=view_cols)
+    return Document(title=f"sweep: {len(rows)} configurations", data={"rows": rows},
+                    tables=[view], csv=table, plot="sweep")
