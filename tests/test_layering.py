@@ -313,12 +313,14 @@ def test_breakeven_view_for_every_goal():
 
     from optimus_calc.evaluate.breakeven_case import Goal
     from optimus_calc.report import breakeven_view as V
+    from optimus_calc.specs.training import Offload
     st = SimpleNamespace(offload_bytes_per_device=2e9, offload_capacity_per_device=32e9,
                          optimizer_s=0.5, offload_transfer_s=0.25, window_s=1.0,
                          optimizer_exposed_s=0.0, step_time_s=3.0)
     for g in Goal:
+        case = SimpleNamespace(layout=SimpleNamespace(offload=Offload.SMARTNIC))
         res = SimpleNamespace(goal=g, margin=1e9 if g is Goal.FIT else 0.25, state=st,
-                              reference_s=2.0)
+                              reference_s=2.0, case=case)
         cols = [c.key for c in V._now_columns(g)]
         text = V.now_text(res)
         if g is Goal.FIT:

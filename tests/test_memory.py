@@ -248,3 +248,17 @@ def test_explain_lists_and_latex(run):
     assert r.code == 0 and "\\begin{cases}" in r.out
     r = run("explain", "optimiser_bytes")
     assert r.code == 2 and "did you mean" in r.err
+
+
+def test_buckets_hold_at_most_the_gradients(run):
+    # issue 15: BERT-Large (335M) on 2 x XE8545, TP 4: a stage holds ~84M parameters, 168 MB of
+    # bf16 gradients, less than DeepSpeed's 1 GB bucket (5e8 elements x 2 B). The bucket is at
+    # most the gradients it holds (memory.bucket_bytes), so ZeRO-1 never needs more GPU memory
+    # than ZeRO-0 (whose DDP bucket is 25 MB).
+    base = ["bert-large", "--node", "xe8545", "--nodes", 2, "--tp", 4]
+    z0 = mem(run, *base, "--zero", 0)["per_gpu"]["total_bytes"]
+    z1 = mem(run, *base, "--zero", 1)["per_gpu"]["total_bytes"]
+    assert z1 < z0
+    from optimus_calc.equations import compiled as eq
+    assert float(eq.memory__bucket_bytes(B_cap=1e9, P=84e6, b_g=2)) == 168e6
+    assert float(eq.memory__bucket_bytes(B_cap=1e9, P=7e9, b_g=2)) == 1e9

@@ -22,8 +22,10 @@ COUNT_COLUMNS = {
     "max_micro_batch", "tokens", "steps", "stage_layers"}
 UNIT_WORDS = {"bytes", "s", "GBps", "Bps", "pct", "params", "flops", "tflops", "MWh", "usd",
               "hours", "days", "count", "W"}
-# validate's and explain's value columns carry their unit in a `unit` column / the equation
-PER_ROW_UNIT = {"published", "predicted", "tolerance", "error", "value"}
+# validate's and explain's value columns carry their unit in a `unit` column / the equation;
+# breakeven's per-parameter rows too (current, required; ratio is required / current)
+PER_ROW_UNIT = {"published", "predicted", "tolerance", "error", "value", "current", "required",
+                "ratio"}
 
 
 def _cmd_csv(run, argv, *extra):

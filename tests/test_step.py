@@ -102,7 +102,12 @@ def test_calibration_all_within_tolerance(cat):
 
 def test_validate_command(run):
     d = run("validate", "--format", "json").json()
-    assert d["ok"] == d["total"] == 39  # sections 1-6 and 9 (Megatron-LM H100)
+    assert d["ok"] == d["total"] == 51  # sections 1-7 and 9 (Megatron-LM H100)
+    # the overall accuracy is printed: mean and largest |error| over every case
+    errs = [abs(c["error"]) for c in d["cases"]]
+    assert d["mean_abs_error"] == pytest.approx(sum(errs) / len(errs))
+    assert d["max_abs_error"] == pytest.approx(max(errs))
+    assert {c["section"] for c in d["cases"]} >= {"1", "2", "3", "4", "5", "6", "7", "9"}
 
 
 def test_table3_cpu_offload_exposed(run):

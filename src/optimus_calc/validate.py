@@ -162,8 +162,67 @@ def _comm_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
                  "GB/s", 0.10, src)]
 
 
+# optimusnic.md section 5, Tables 3 and 4 (calibration.md section 7): two nodes of 2 x A100 and
+# one AMD EPYC 7763, ZeRO-3 over 4 ranks, DeepSpeed CPUAdam. Model 1 = 302M parameters, Model 2
+# = 453M (the no-offload step scales 1.495x = 453/302; tests/test_offload_step.py derives it).
+# (parameters, no offload: forward, backward, step, total; CPU offload: step, total), ms
+TABLE3 = {"Model 1": (302_116_864, 147.283, 255.772, 18.593, 411.589, 255.822, 655.335),
+          "Model 2": (453_175_296, 200.493, 550.389, 27.788, 777.762, 406.518, 1180.145)}
+TABLE4_MS = {"CPUAdam.step": 59.344, "copies (aten::copy_ + cudaMemcpyAsync)": 44.699 + 17.676,
+             "overflow check (isinf, any, ne, abs, eq)": 22.662 + 16.432 + 15.791 + 15.382
+             + 15.296, "unscale (aten::mul_)": 15.403}
+TABLE4_TOTAL_MS = 59.344 / 0.2602   # CPUAdam.step is 26.02% of the profile
+
+
+def _offload_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
+    """Table 3 per row (the offloaded step: what the no-offload step waits for plus the CPU and
+    PCIe phases, none hidden) and Table 4 per phase and share, through the phase functions the
+    evaluator calls (evaluate/offload_step.py)."""
+    from optimus_calc.evaluate.offload_step import (AdamImpl, HostCPU, Overlap, exposed_step,
+                                                    offload_step_phases)
+    src = "seeds/optimusnic.md section 5, Tables 3 and 4 (calibration.md section 7)"
+    host = HostCPU.from_catalog(cat.get("epyc-7763", "cpu"), sockets=1)
+    link = cat.get("pcie4-x16", "link")
+
+    def phases(params):
+        return offload_step_phases(params / 4, host=host, ranks_per_node=2,
+                                   link_GBps=link.bandwidth_GBps, link_eff=link.efficiency,
+                                   impl=AdamImpl.CPUADAM, simd_fraction=1.0, asm=asm)
+    out = []
+    for name, (params, f0, b0, s0, total0, s1, total1) in TABLE3.items():
+        exposed = float(exposed_step(Overlap.NONE, phases(params).total)) * 1e3
+        out.append(Case("7", f"Table 3 {name}, CPU offload: optimizer step", s1, s0 + exposed,
+                        "ms", 0.12, src, "no-offload step + the exposed CPU/PCIe phases"))
+        out.append(Case("7", f"Table 3 {name}, CPU offload: total", total1, total0 + exposed,
+                        "ms", 0.08, src, "the no-offload total + the exposed phases (forward "
+                        "and backward unchanged: optimizer offload only)"))
+    ph = {k: float(v) * 1e3 for k, v in phases(TABLE3["Model 1"][0]).as_dict().items()}
+    model = {"CPUAdam.step": ph["adam"],
+             "copies (aten::copy_ + cudaMemcpyAsync)": ph["grad_d2h"] + ph["grad_host_copy"]
+             + ph["param_host_copy"] + ph["param_h2d"],
+             "overflow check (isinf, any, ne, abs, eq)": ph["overflow_check"],
+             "unscale (aten::mul_)": ph["unscale"]}
+    tol = {"CPUAdam.step": 0.10, "copies (aten::copy_ + cudaMemcpyAsync)": 0.30,
+           "overflow check (isinf, any, ne, abs, eq)": 0.12, "unscale (aten::mul_)": 0.05}
+    for k, ms in TABLE4_MS.items():
+        out.append(Case("7", f"Table 4 {k}: time", ms, model[k], "ms", tol[k], src,
+                        "unscale and the abs/eq/ne passes calibrate the CPU pass rates"
+                        if k.startswith("unscale") else ""))
+        out.append(Case("7", f"Table 4 {k}: share", 100 * ms / TABLE4_TOTAL_MS,
+                        100 * model[k] / ph["total"], "%", tol[k] + 0.05, src))
+    return out
+
+
+def summary(cases: list[Case]) -> dict[str, float]:
+    """Mean and largest |error| over the cases, and the count within tolerance."""
+    errs = [abs(c.error) for c in cases]
+    return {"mean_abs_error": sum(errs) / len(errs), "max_abs_error": max(errs),
+            "ok": sum(c.ok for c in cases), "total": len(cases)}
+
+
 def run_all(cat: Catalog, asm: Assumptions | None = None) -> list[Case]:
     asm = asm or Assumptions()
     cases = (_zero_cases(cat, asm) + _optimus_cases(cat, asm) + _korthikanti_cases()
-             + throughput_cases(cat, asm) + _optimizer_cases(cat, asm) + _comm_cases(cat, asm))
+             + throughput_cases(cat, asm) + _optimizer_cases(cat, asm) + _comm_cases(cat, asm)
+             + _offload_cases(cat, asm))
     return sorted(cases, key=lambda c: int(c.section))  # stable: in order within a section

@@ -157,7 +157,8 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
         results.append(B.solve_device(chosen, g, ref_s))
     else:
         for dev, off in B.catalog_devices(cat, inp.hw):
-            results.append(B.solve_device(B.device_case(cat, base, dev, off), g, ref_s))
+            results.append(B.solve_device(B.device_case(cat, base, dev, off), g, ref_s,
+                                          lift=False))
     sens = None
     if sensitivity:
         params = system_params(chosen.hw, inp.training.precision.value)

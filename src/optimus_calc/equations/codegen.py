@@ -35,6 +35,17 @@ class _Printer(NumPyPrinter):
             out = f"numpy.maximum({out}, {arg})"
         return out
 
+    def _print_Piecewise(self, expr):
+        """Nested numpy.where: faster than numpy.select for the few branches used here, and
+        the last branch (condition True) is the default."""
+        pieces = list(expr.args)
+        out = self._print(pieces[-1].expr) if pieces[-1].cond == True else "numpy.nan"  # noqa: E712
+        rest = pieces[:-1] if pieces[-1].cond == True else pieces  # noqa: E712
+        for piece in reversed(rest):
+            out = (f"numpy.where({self._print(piece.cond)}, {self._print(piece.expr)}, "
+                   f"{out})")
+        return out
+
     def _print_Or(self, expr):  # binary calls broadcast; logical_or.reduce of a tuple does not
         return self._fold("numpy.logical_or", expr)
 

@@ -124,7 +124,7 @@ def compute__flops_per_token_layer(E, P_att, d_s, d_v, f_a, h, m_m, s):
 
 def compute__optimizer_step_time(B_core, B_mem, F_core, F_dev, P_n, beta_p, c_n, eta_m, n_t, phi_p):
     """compute.optimizer_step_time [s]: roofline (Williams et al. 2009); element-wise Adam is memory-bound (seeds/optimusnic.md section 4.2); on CPUs and Arm SoCs bandwidth grows with threads until it saturates (optimusnic.md Fig. 2)"""
-    return numpy.maximum(P_n*phi_p*numpy.select([numpy.equal(c_n, 1),True], [1/(F_core*n_t),F_dev**(-1.0)], default=numpy.nan), P_n*beta_p*numpy.select([numpy.equal(c_n, 1),True], [numpy.minimum(B_core*n_t, B_mem*eta_m)**(-1.0),1/(B_mem*eta_m)], default=numpy.nan))
+    return numpy.maximum(P_n*phi_p*numpy.where(numpy.equal(c_n, 1), 1/(F_core*n_t), F_dev**(-1.0)), P_n*beta_p*numpy.where(numpy.equal(c_n, 1), numpy.minimum(B_core*n_t, B_mem*eta_m)**(-1.0), 1/(B_mem*eta_m)))
 
 
 def compute__pipeline_bubble(T_c, m, p, v):
@@ -154,7 +154,7 @@ def efficiency__layer_efficiency(F_a, F_d, eta_a, eta_d):
 
 def memory__activation_layer_bytes(a, b, c, d, h, m_c, phi, q_c, r, s, sigma, t):
     """memory.activation_layer_bytes [bytes]: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2; coefficients generalised here: attention (4 q_dim + 4 kv_dim)/h for GQA, MLP 4f/h (2-matrix) or 6f/h (SwiGLU, fused kernel keeps gate and up), x (top-k + shared) experts for MoE; dropout masks only with dropout; FlashAttention drops the score matrices; context parallelism divides s"""
-    return numpy.select([numpy.equal(r, 2),True], [2*b*h*s/(c*(sigma*(t - 1) + 1)),b*h*s*((2*d + 8)/(sigma*(t - 1) + 1) + (m_c + q_c)/t)/c + numpy.select([numpy.greater_equal(r, 1),True], [0,a*b*s**2*(1 - phi)*(3*d + 2)/(c*t)], default=numpy.nan)], default=numpy.nan)
+    return numpy.where(numpy.equal(r, 2), 2*b*h*s/(c*(sigma*(t - 1) + 1)), b*h*s*((2*d + 8)/(sigma*(t - 1) + 1) + (m_c + q_c)/t)/c + numpy.where(numpy.greater_equal(r, 1), 0, a*b*s**2*(1 - phi)*(3*d + 2)/(c*t)))
 
 
 def memory__bucket_bytes(B_cap, P, b_g):
@@ -174,32 +174,32 @@ def memory__gpu_total_bytes(G, M_act, M_over, O, W):
 
 def memory__gradients_bytes(N_d, P, Z, b_g, o_g):
     """memory.gradients_bytes [bytes]: Rajbhandari et al. 2020 (ZeRO) section 5.2, P_os+g; with offload, DeepSpeed v0.15.0 deepspeed/runtime/zero/stage_1_and_2.py L1422-1424 (ZeRO-1 reduces only at the accumulation boundary, so the full 16-bit gradients stay in param.grad on the GPU) and L1412-1414 (then copies its partition to the host, copy_grads_in_partition L1328-1340); ZeRO-2/3 move each reduced partition out during backward"""
-    return P*b_g*(-o_g*numpy.select([numpy.greater_equal(Z, 2),True], [1,0], default=numpy.nan) + 1)*numpy.select([numpy.greater_equal(Z, 2),True], [N_d**(-1.0),1], default=numpy.nan)
+    return P*b_g*(-o_g*numpy.where(numpy.greater_equal(Z, 2), 1, 0) + 1)*numpy.where(numpy.greater_equal(Z, 2), N_d**(-1.0), 1)
 
 
 def memory__host_gradients_bytes(N_d, P, Z, b_h, o_g):
     """memory.host_gradients_bytes [bytes]: Ren et al. 2021 (ZeRO-Offload) section 4.1: fp32 gradients and optimizer state on the CPU; each rank keeps the fp32 gradients of its own partition (DeepSpeed stage_1_and_2.py copy_grads_in_partition, also at ZeRO-1)"""
-    return P*b_h*o_g*numpy.select([numpy.greater_equal(Z, 1),True], [N_d**(-1.0),1], default=numpy.nan)
+    return P*b_h*o_g*numpy.where(numpy.greater_equal(Z, 1), N_d**(-1.0), 1)
 
 
 def memory__host_weights_bytes(N_d, P, Z, b_w, o_w):
     """memory.host_weights_bytes [bytes]: Rajbhandari et al. 2021 (ZeRO-Infinity) section 5: parameter offload with ZeRO-3"""
-    return P*b_w*o_w*numpy.select([numpy.greater_equal(Z, 3),True], [N_d**(-1.0),1], default=numpy.nan)
+    return P*b_w*o_w*numpy.where(numpy.greater_equal(Z, 3), N_d**(-1.0), 1)
 
 
 def memory__optimizer_bytes(N_d, P, Z, b_o, f_k, o_o):
     """memory.optimizer_bytes [bytes]: Rajbhandari et al. 2020 (ZeRO) section 5.1, P_os; seeds/optimusnic.md section 3.1 (12D/N_p)"""
-    return P*b_o*(-o_o*(1 - f_k) + 1)*numpy.select([numpy.greater_equal(Z, 1),True], [N_d**(-1.0),1], default=numpy.nan)
+    return P*b_o*(-o_o*(1 - f_k) + 1)*numpy.where(numpy.greater_equal(Z, 1), N_d**(-1.0), 1)
 
 
 def memory__optimizer_offloaded_bytes(N_d, P, Z, b_o, f_k, o_o):
     """memory.optimizer_offloaded_bytes [bytes]: seeds/optimusnic.md section 3.1 and 4.1: the 12D/N_p optimizer shard of each GPU"""
-    return P*b_o*o_o*(1 - f_k)*numpy.select([numpy.greater_equal(Z, 1),True], [N_d**(-1.0),1], default=numpy.nan)
+    return P*b_o*o_o*(1 - f_k)*numpy.where(numpy.greater_equal(Z, 1), N_d**(-1.0), 1)
 
 
 def memory__overhead_bytes(G, M_act, M_bkt, M_ctx, O, P_big, W, Z, f_frag, t):
     """memory.overhead_bytes [bytes]: CUDA context and fragmentation: assumed (named, overridable); buckets: DeepSpeed reduce_bucket_size default 5e8 elements, PyTorch DDP bucket_cap_mb 25; ZeRO-3 gathered parameters: DeepSpeed estimate_zero3_model_states_mem_needs, 4 x largest layer"""
-    return M_bkt + M_ctx + f_frag*(G + M_act + O + W) + numpy.select([numpy.greater_equal(Z, 3),True], [4*P_big/t,0], default=numpy.nan)
+    return M_bkt + M_ctx + f_frag*(G + M_act + O + W) + numpy.where(numpy.greater_equal(Z, 3), 4*P_big/t, 0)
 
 
 def memory__params_per_gpu(A, R, X, e, t):
@@ -214,12 +214,12 @@ def memory__spill_bytes(B_dev, C):
 
 def memory__stage_activation_bytes(L_s, M_layer, V, b, beta_l, c, lambda_l, n_f, p, s, t, v):
     """memory.stage_activation_bytes [bytes]: Korthikanti et al. 2022 section 4.2.3: 1F1B keeps p micro-batches on the first stage, the interleaved schedule multiplies by 1 + (p-1)/(p*v); logits and loss held in fp32 on the last stage (vocab-parallel cross entropy)"""
-    return L_s*M_layer*n_f*numpy.select([numpy.less_equal(v, 1),True], [1,1 + (p - 1)/(p*v)], default=numpy.nan) + V*b*beta_l*lambda_l*s/(c*t)
+    return L_s*M_layer*n_f*numpy.where(numpy.less_equal(v, 1), 1, 1 + (p - 1)/(p*v)) + V*b*beta_l*lambda_l*s/(c*t)
 
 
 def memory__weights_bytes(N_d, P, W_res, Z, b_w, o_w):
     """memory.weights_bytes [bytes]: Rajbhandari et al. 2020 (ZeRO) section 5.3, P_os+g+p; seeds/optimusnic.md section 2.2; with parameters offloaded, what DeepSpeed keeps resident (memory.zero3_offload_param_resident_bytes)"""
-    return P*b_w*(1 - o_w)*numpy.select([numpy.greater_equal(Z, 3),True], [N_d**(-1.0),1], default=numpy.nan) + W_res*o_w
+    return P*b_w*(1 - o_w)*numpy.where(numpy.greater_equal(Z, 3), N_d**(-1.0), 1) + W_res*o_w
 
 
 def memory__zero3_offload_param_resident_bytes(B_pf, M_live, P_pers, b_g, b_w, p_mod):
@@ -339,7 +339,7 @@ def offload__zero3_exposed_gather_time(alpha_g, c_pass, d_p, n_mod, t_c, t_g):
 
 def offload__zero3_prefetch_depth(B_pf, M_live, p_m):
     """offload.zero3_prefetch_depth [modules]: DeepSpeed v0.15.0 deepspeed/runtime/zero/partitioned_param_coordinator.py L354-359: prefetch only if stage3_prefetch_bucket_size > 0 and while the live parameters stay under stage3_max_live_parameters; the loop adds whole parameters until the bucket is full, so the next module is always started"""
-    return numpy.select([numpy.logical_or(numpy.less_equal(B_pf, 0), numpy.less(M_live, 2*p_m)),True], [0,1], default=numpy.nan)
+    return numpy.where(numpy.logical_or(numpy.less_equal(B_pf, 0), numpy.less(M_live, 2*p_m)), 0, 1)
 
 
 def step__backward_flops(F_h, F_l, F_r, L_stage, lambda_h, tau_g):
@@ -359,12 +359,12 @@ def step__cp_comm_time(L_stage, T_ag, T_rs, m, o_cp, r_full):
 
 def step__dp_comm_time(T_gat, T_red, Z, m):
     """step.dp_comm_time [s]: DeepSpeed deepspeed/runtime/zero/stage3.py (parameters gathered per module in the forward and again in the backward, gradients reduce-scattered, every micro-batch); stage_1_and_2.py (ZeRO-2 reduces gradients every micro-batch as buckets fill; ZeRO-1 at the gradient-accumulation boundary); PyTorch DDP no_sync and Megatron-LM distributed_data_parallel.py (one reduction per step); calibration.md section 10"""
-    return numpy.select([numpy.greater_equal(Z, 3),numpy.greater_equal(Z, 2),True], [m*(2*T_gat + T_red),T_gat + T_red*m,T_gat + T_red], default=numpy.nan)
+    return numpy.where(numpy.greater_equal(Z, 3), m*(2*T_gat + T_red), numpy.where(numpy.greater_equal(Z, 2), T_gat + T_red*m, T_gat + T_red))
 
 
 def step__dp_exposed_time(G_x, T_bkt, T_gat, T_red, W_b, W_f, Z, m):
     """step.dp_exposed_time [s]: as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch except the last bucket; ZeRO-1/2 gathers overlap the next forward (Megatron --overlap-param-gather); ZeRO-3 gathers wait per module as far as prefetching does not hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time)"""
-    return numpy.select([numpy.greater_equal(Z, 3),numpy.greater_equal(Z, 2),True], [m*(G_x + numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)),m*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)) + numpy.maximum(0, T_gat - W_f),numpy.maximum(0, T_gat - W_f) + numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)], default=numpy.nan)
+    return numpy.where(numpy.greater_equal(Z, 3), m*(G_x + numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)), numpy.where(numpy.greater_equal(Z, 2), m*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)) + numpy.maximum(0, T_gat - W_f), numpy.maximum(0, T_gat - W_f) + numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)))
 
 
 def step__elementwise_time(B_hbm, L_stage, M_l, eta_hbm, m, n_pass):

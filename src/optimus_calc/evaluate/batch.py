@@ -21,6 +21,19 @@ R_NONE, R_SELECTIVE, R_FULL = (RECOMPUTE_CODES.index(r) for r in (
     Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL))
 
 
+BATCH_RULE_SEQUENCES = 512
+"""The global-batch rule of every command when --global-batch is not given: the smallest multiple
+of dp x micro-batch that holds at least 512 sequences (a choice, not a measurement: Narayanan et
+al. SC'21 Table 1's smallest batch; 1M tokens at 2048). Adding GPUs then never forces a smaller
+batch, and every layout divides its batch exactly."""
+
+
+def rule_global_batch(dp, micro_batch, target: int = BATCH_RULE_SEQUENCES):
+    """The rule's global batch (arrays welcome)."""
+    per = np.asarray(dp) * np.asarray(micro_batch)
+    return -(-target // per) * per
+
+
 @dataclass(frozen=True)
 class Batch:
     """Layout and per-layout training fields; every field broadcasts against the others."""
@@ -40,6 +53,7 @@ class Batch:
     gpu_fraction: np.ndarray | float = 0.0   # SuperOffload: optimizer fraction kept on the GPU
     allow_spill: np.ndarray | int = 1        # SmartNIC state may spill to host RAM
     smartnics_per_node: np.ndarray | int = 0  # 0: one per GPU
+    gb: np.ndarray | int = 0                  # global batch per layout; 0: the training's
 
     @classmethod
     def of(cls, layout: Layout, tr: Training) -> "Batch":

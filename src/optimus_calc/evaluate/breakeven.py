@@ -10,13 +10,20 @@ fixed) is given the smallest value that meets a goal:
 - ``match``: the offloaded layout's step time is no longer than a reference's (the best layout
   that keeps the optimizer on the GPU, or one the caller names).
 
-Where the goal is a registry expression that the parameter enters through one place (the
-optimizer device's bandwidths, cores and clocks in compute.optimizer_step_time inside
-compute.exposed_time; the card's capacity in memory.spill_bytes) it is solved with sympy
-(:mod:`optimus_calc.evaluate.breakeven_sym`); everything else, and any closed form the evaluator
-does not confirm, is found by a monotone bracketing search over the one evaluator
-(:func:`optimus_calc.evaluate.engine.evaluate`) on hardware with that field changed. Every
-answer is checked against the evaluator on both sides of the value.
+Where the goal is a registry expression that the parameter enters through one place it is
+solved with sympy (:mod:`optimus_calc.evaluate.breakeven_sym`): a SmartNIC's bandwidths, cores,
+clock and fabric through compute.optimizer_step_time inside offload.exposed_optimusnic (the
+card's step plus its transfers against the last micro-batch's backward and the next forward),
+its capacity through memory.spill_bytes. The host strategies run DeepSpeed's step phase by phase
+(evaluate/offload_step.py): under ``hide`` their exposure has a floor no hardware value removes
+(ZeRO-Offload/Infinity expose the whole step, offload.exposed_zero_offload; SuperOffload at
+least its last gradient bucket, offload.exposed_superoffload), so every parameter is "never"
+with that floor named; their ``fit`` and ``match`` goals, and every other parameter (links,
+two-tier FPGA memory, host RAM, sockets, cards), are found by a monotone bracketing search over
+the one evaluator (:func:`optimus_calc.evaluate.engine.evaluate`) on hardware with that field
+changed. Every answer, closed form or floor, is checked against the evaluator (on both sides of
+a value, at the search bound for "never"); a closed form the evaluator does not confirm is
+replaced by the search.
 """
 
 from __future__ import annotations
@@ -78,12 +85,13 @@ class DeviceResult:
 
     @property
     def margin(self) -> float:
-        """Hide: window minus optimizer step and transfers, s; fit: capacity minus state,
+        """Hide: window minus the card's step and transfers (a host strategy: minus its exposed
+        time), s; fit: capacity minus state,
         bytes; match: reference minus step, s (negative: short by that much)."""
         st, goal = self.state, self.goal
         match goal:
             case Goal.HIDE:
-                return st.window_s - st.optimizer_s - st.offload_transfer_s
+                return st.hide_margin_s
             case Goal.FIT:
                 return st.offload_capacity_per_device - st.offload_bytes_per_device
             case Goal.MATCH:
@@ -107,69 +115,68 @@ class DeviceResult:
         return max(ok, key=lambda r: r.ratio or 0.0) if ok else None
 
 
-# ---- the optimizer step as the engine composes it ---------------------------------------------
+# ---- the card's step as the engine composes it ------------------------------------------------
 
 @dataclass(frozen=True)
 class OptimizerInputs:
-    """The values compute.optimizer_step_time and compute.exposed_time receive for the binding
-    stage, rebuilt from the catalog entries, checked against the evaluator by the caller."""
+    """The values compute.optimizer_step_time and offload.exposed_optimusnic receive for the
+    binding stage of a SmartNIC layout, rebuilt from the catalog entry, checked against the
+    evaluator."""
 
     values: dict          # sympy symbol -> number (breakeven_sym)
     per_core: bool
-    sockets: float        # the roofline's B_mem and n_t are per device: socket count x field
     clock_flops: float    # FP32 FLOPs per cycle per core (F_core = clock x this)
     two_tier: bool        # an FPGA card reading part of its state from the slow tier
-    tail_s: float         # optimizer time left on the GPU (SuperOffload)
 
 
 def optimizer_inputs(case: Case, st: State) -> OptimizerInputs | None:
-    """The optimizer roofline's inputs for the device the layout offloads to, or None when the
-    engine's figures cannot be reproduced (then only the search is used)."""
+    """The card's roofline inputs for a SmartNIC layout, or None when the layout is not one or
+    the engine's figures cannot be reproduced (then only the search is used).
+
+    Only OptimusNIC's step is compute.optimizer_step_time; the host strategies (ZeRO-Offload,
+    ZeRO-Infinity, SuperOffload) run DeepSpeed's step phase by phase
+    (evaluate/offload_step.py offload_step_phases), which `breakeven` searches over."""
     from optimus_calc.evaluate import breakeven_sym as S
 
     hw, lay, tr, asm = case.hw, case.layout, case.training, case.asm
+    if lay.offload is not Offload.SMARTNIC or hw.smartnic is None:
+        return None
     gpn = hw.gpus_per_node
     shard = st.params_stage / (lay.dp if int(lay.zero) >= 1 else 1)
     phi = flops_per_param(tr.optimizer)
-    tail = 0.0
-    off = lay.offload
-    if off is Offload.SMARTNIC and hw.smartnic is not None:
-        k = lay.smartnics_per_node or gpn
-        dev, sockets, p_n = device_from(hw.smartnic, 1, asm), 1.0, shard * gpn / k
-        beta = bytes_per_param(tr.optimizer, Impl.FUSED, tr.gradient_bytes)
-        fpc = float(hw.smartnic.fp32_flops_per_cycle)
-    elif off in (Offload.CPU, Offload.NVME):
-        sockets = float(hw.node.cpus)
-        dev, p_n = device_from(hw.cpu, hw.node.cpus, asm), shard * gpn
-        beta = bytes_per_param(tr.optimizer, Impl.FUSED, asm.host_grad_bytes)
-        fpc = float(hw.cpu.fp32_flops_per_cycle)
-    elif off is Offload.SUPERCHIP:
-        f_k = lay.superchip_gpu_fraction
-        dev, sockets = device_from(hw.cpu, 1, asm), 1.0
-        p_n = shard * (1 - f_k) * gpn / hw.node.cpus
-        beta = bytes_per_param(tr.optimizer, Impl.FUSED, asm.host_grad_bytes)
-        fpc = float(hw.cpu.fp32_flops_per_cycle)
-        t, _ = device_time(device_from(hw.gpu, 1, asm), shard * f_k,
-                           bytes_per_param(tr.optimizer, Impl.FUSED, tr.gradient_bytes), phi,
-                           tr.optimizer_bytes)
-        tail = float(t)
-    else:
-        return None
+    p_n = shard * gpn / (lay.smartnics_per_node or gpn)
+    dev = device_from(hw.smartnic, 1, asm)
+    beta = bytes_per_param(tr.optimizer, Impl.FUSED, tr.gradient_bytes)
     two_tier = bool(dev.slow_tier_Bps and dev.capacity_bytes
                     and p_n * tr.optimizer_bytes > dev.capacity_bytes)
-    t_opt, _ = device_time(dev, p_n, beta, phi, tr.optimizer_bytes)
-    t_dev = st.optimizer_s - tail
-    if not math.isclose(float(t_opt), t_dev, rel_tol=1e-9, abs_tol=1e-15):
+    t_opt, bw = device_time(dev, p_n, beta, phi, tr.optimizer_bytes)
+    if not math.isclose(float(t_opt), st.optimizer_s, rel_tol=1e-9, abs_tol=1e-15):
         return None
-    exposed = float(eq.compute__exposed_time(T_opt=t_dev, T_x=st.offload_transfer_s,
-                                             W=st.window_s)) + tail
+    # a two-tier card reads at the tiers' mixed bandwidth: B_mem is that, for the other limits
+    mem_Bps = float(bw) / dev.mem_eff if two_tier else dev.mem_Bps
+    exposed = float(eq.offload__exposed_optimusnic(T_s=st.optimizer_s + st.offload_transfer_s,
+                                                   W_o=st.window_s))
     if not math.isclose(exposed, st.optimizer_exposed_s, rel_tol=1e-9, abs_tol=1e-12):
         return None
-    values = {S.Pn: p_n, S.bpp: beta, S.fpp: phi, S.eta_m: dev.mem_eff, S.BW: dev.mem_Bps,
+    values = {S.Pn: p_n, S.bpp: beta, S.fpp: phi, S.eta_m: dev.mem_eff, S.BW: mem_Bps,
               S.nthr: float(dev.cores if dev.per_core else 1), S.B_core: dev.core_Bps,
               S.F_core: dev.core_flops, S.F_dev: dev.device_flops,
-              S.T_x: st.offload_transfer_s, S.W_ov: st.window_s, S.T_gpu: tail}
-    return OptimizerInputs(values, dev.per_core, sockets, fpc, two_tier, tail)
+              S.T_x: st.offload_transfer_s, S.W_o: st.window_s}
+    return OptimizerInputs(values, dev.per_core, float(hw.smartnic.fp32_flops_per_cycle or 0),
+                           two_tier)
+
+
+def superoffload_floor(case: Case, st: State) -> tuple[float, float, float, float]:
+    """(T_s, Z_b, P_r, tail): SuperOffload's CPU step of one rank, its last bucket and partition
+    (offload.exposed_superoffload >= T_s min(1, Z_b / P_r)) and the share kept on the GPU."""
+    hw, lay, tr, asm = case.hw, case.layout, case.training, case.asm
+    shard = st.params_stage / (lay.dp if int(lay.zero) >= 1 else 1)
+    f_k = lay.superchip_gpu_fraction
+    tail, _ = device_time(device_from(hw.gpu, 1, asm), shard * f_k,
+                          bytes_per_param(tr.optimizer, Impl.FUSED, tr.gradient_bytes),
+                          flops_per_param(tr.optimizer), tr.optimizer_bytes)
+    return (st.optimizer_s - float(tail), asm.zero_bucket_params, max(shard * (1 - f_k), 1.0),
+            float(tail))
 
 
 # ---- solving ---------------------------------------------------------------------------------
@@ -224,9 +231,9 @@ def _bounds(p: Param, case: Case, cur: float) -> tuple[float, float]:
 def bracket(pred: Callable[[float], bool], cur: float, low: float, cap: float,
             integer: bool) -> tuple[str, float | None]:
     """The smallest value in [low, cap] meeting a goal that, once met, stays met as the value
-    grows: ("value", v), ("never", None) or ("any", low). Doubling (or halving) from the
-    current value brackets it; bisection (geometric, or over integers) narrows it to
-    REL_TOL."""
+    grows: ("value", v), ("never", None) or ("any", low). The bound is tried first (not met
+    there: never); otherwise doubling (or halving) from the current value brackets it and
+    bisection (geometric, or over integers) narrows it to REL_TOL."""
     if pred(cur):
         good, bad = cur, None
         while bad is None:
@@ -237,6 +244,8 @@ def bracket(pred: Callable[[float], bool], cur: float, low: float, cap: float,
                 good = nxt
             else:
                 bad = nxt
+    elif not pred(cap):
+        return "never", None  # monotone: not at the bound, not below it
     else:
         bad, good = cur, None
         while good is None:
@@ -264,13 +273,30 @@ def bracket(pred: Callable[[float], bool], cur: float, low: float, cap: float,
     return "value", good
 
 
+CLOSED_FORM = ("closed form (sympy.solve on compute.optimizer_step_time inside "
+               "offload.exposed_optimusnic)")
+FLOOR_ZERO_OFFLOAD = ("exposure floor (offload.exposed_zero_offload = T_s > 0 at any value), "
+                      "confirmed by the evaluator at the bound")
+FLOOR_SUPEROFFLOAD = ("exposure floor (offload.exposed_superoffload >= T_s min(1, Z_b / P_r) "
+                      "> 0 at any value), confirmed by the evaluator at the bound")
+
+
 def _symbolic(prob: _Problem, p: Param, cur: float, cap: float,
               opt: OptimizerInputs | None) -> _Solved | None:
-    """Solve with sympy where the goal is a registry expression the parameter enters once."""
+    """Solve with sympy where the goal is a registry expression the parameter enters once (a
+    SmartNIC's roofline inside OptimusNIC's exposure, its capacity inside the spill), or state
+    the exposure floor no value can remove (ZeRO-Offload/Infinity and SuperOffload under hide)."""
     from optimus_calc.evaluate import breakeven_sym as S
 
     case, goal, st = prob.case, prob.goal, prob.state()
     off = case.layout.offload
+    if goal is Goal.HIDE and off in (Offload.CPU, Offload.NVME):
+        return _Solved(None, "never", FLOOR_ZERO_OFFLOAD, "offload.exposed_zero_offload = T_s",
+                       _zero_offload_binding(st))
+    if goal is Goal.HIDE and off is Offload.SUPERCHIP:
+        return _Solved(None, "never", FLOOR_SUPEROFFLOAD,
+                       "offload.exposed_superoffload = Max(T_s - W_b, T_s Min(1, Z_b / P_r))",
+                       _superoffload_binding(case, st))
     target = 0.0
     if goal is Goal.MATCH:
         assert prob.reference_s is not None
@@ -286,19 +312,16 @@ def _symbolic(prob: _Problem, p: Param, cur: float, cap: float,
             expr = S.exposed_goal_joint(opt.per_core)
             values = {**values, S.A_cur: cur}
         else:
-            scale = {"B_mem": GB * opt.sockets, "B_core": GB, "n_t": opt.sockets,
-                     "F_core": 1e9 * opt.clock_flops, "F_dev": 1e12}[p.roofline]
+            scale = {"B_mem": GB, "B_core": GB, "n_t": 1.0, "F_core": 1e9 * opt.clock_flops,
+                     "F_dev": 1e12}[p.roofline]
             sym = S.ROOFLINE_SYMBOLS[p.roofline]
             expr = S.exposed_goal(opt.per_core, sym, scale)
         inv = S.invert(expr, values, target, cap, integer=p.integer,
                        floor_x=1.0 if p.integer else cur / SPAN)
-        method = ("closed form (sympy.solve on compute.optimizer_step_time inside "
-                  "compute.exposed_time)")
         if inv.value is None:
-            binding = ("" if sym is None else
-                       _roofline_binding(opt, sym, scale, cap, st, target))
-            return _Solved(None, "never", method, inv.formula, binding)
-        return _Solved(inv.value, "any" if inv.any_value else "value", method, inv.formula)
+            return _Solved(None, "never", CLOSED_FORM, inv.formula,
+                           _roofline_binding(opt, sym, scale, cap, st, target))
+        return _Solved(inv.value, "any" if inv.any_value else "value", CLOSED_FORM, inv.formula)
     if p.role == "smartnic" and p.field in ("memory_GB", "expansion_memory_GB"):
         sn = case.hw.smartnic
         other = sn.expansion_memory_GB if p.field == "memory_GB" else sn.memory_GB
@@ -311,12 +334,11 @@ def _symbolic(prob: _Problem, p: Param, cur: float, cap: float,
               and case.hw.smartnic_host_link is not None):
             link = case.hw.smartnic_host_link
             snl = link.bandwidth_Bps * link.efficiency
-            values.update({S.T_opt: st.optimizer_s, S.B_snl: snl, S.W_ov: st.window_s,
-                           S.T_gpu: 0.0,
+            values.update({S.T_opt: st.optimizer_s, S.B_snl: snl, S.W_o: st.window_s,
                            S.T_x0: st.offload_transfer_s - 2 * st.spill_bytes_per_device / snl})
             inv = S.invert(S.spill_hide_goal(), values, target, cap, floor_x=cur / SPAN)
             method = ("closed form (sympy.solve on memory.spill_bytes inside "
-                      "compute.exposed_time)")
+                      "offload.exposed_optimusnic)")
         else:
             return None
         if inv.value is None:
@@ -325,27 +347,64 @@ def _symbolic(prob: _Problem, p: Param, cur: float, cap: float,
     return None
 
 
+def _zero_offload_binding(st: State) -> str:
+    return (f"ZeRO-Offload/Infinity run the whole step ({st.optimizer_s:.3g} s, transfers "
+            "included) after the backward: nothing overlaps it (window 0 s), so it is exposed "
+            "at any value")
+
+
+def _superoffload_binding(case: Case, st: State) -> str:
+    t_s, z_b, p_r, tail = superoffload_floor(case, st)
+    text = (f"SuperOffload updates the last gradient bucket after the backward: at least "
+            f"T_s x min(1, Z_b / P_r) = {t_s:.3g} s x min(1, {z_b:.3g} / {p_r:.3g}) = "
+            f"{t_s * min(1.0, z_b / p_r):.3g} s stays exposed now, and some at any value "
+            "(offload.exposed_superoffload; Z_b is zero_bucket_params)")
+    if tail > 0:
+        text += ("; the optimizer share kept on the GPU (--gpu-fraction, "
+                 f"{tail:.3g} s) is never hidden either")
+    return text
+
+
 def _roofline_binding(opt: OptimizerInputs, sym, scale: float, cap: float, st: State,
                       target: float) -> str:
-    """Which limit of compute.optimizer_step_time is left when ``sym`` no longer binds ("" when
-    the roofline is not what keeps the goal out of reach)."""
+    """What keeps a SmartNIC's roofline parameter from meeting the goal: the limits of
+    compute.optimizer_step_time left when ``sym`` no longer binds, and the transfers when they
+    alone fill the window ("" when neither: the caller says what binds)."""
     from optimus_calc.evaluate import breakeven_sym as S
 
-    roof = S.optimizer_roofline(opt.per_core).subs(sym, scale * S.X)
-    values = {k: v for k, v in opt.values.items() if k is not sym}
-    floor = S.value_at(roof, values, cap)
-    names: list[str] = []
-    for piece in S.binding_pieces(roof, values, cap):
-        for s in sorted(piece.free_symbols, key=lambda s: s.name):
-            if s in S.LIMIT_NAMES and S.LIMIT_NAMES[s] not in names:
-                names.append(S.LIMIT_NAMES[s])
-    budget = st.window_s - st.offload_transfer_s - opt.tail_s + target
-    if opt.tail_s > target or floor <= budget or budget <= 0:
-        return ""  # not the roofline: the caller says what binds
-    verb = "hold" if len(names) > 1 else "holds"
-    return (f"{' x '.join(names) or 'the other limits'} {verb} the optimizer step at "
-            f"{floor:.3g} s > the {budget:.3g} s the {st.window_s:.3g} s window leaves after "
-            f"{st.offload_transfer_s:.3g} s of transfers")
+    budget = st.window_s - st.offload_transfer_s + target
+    parts: list[str] = []
+    if sym is not None:
+        roof = S.optimizer_roofline(opt.per_core).subs(sym, scale * S.X)
+        values = {k: v for k, v in opt.values.items() if k is not sym}
+        floor = S.value_at(roof, values, cap)
+        names: list[str] = []
+        limits = dict(S.LIMIT_NAMES)
+        if opt.two_tier:
+            limits[S.BW] = "memory_bandwidth_GBps and expansion_bandwidth_GBps (mixed tiers)"
+        for piece in S.binding_pieces(roof, values, cap):
+            for s in sorted(piece.free_symbols, key=lambda s: s.name):
+                if s in limits and limits[s] not in names:
+                    names.append(limits[s])
+        if names and floor > max(budget, 0.0):
+            verb = "hold" if len(names) > 1 or " and " in names[0] else "holds"
+            text = f"{' x '.join(names)} {verb} the card's step at {floor:.3g} s"
+            if budget > 0:
+                text += f" > the {budget:.3g} s {_budget_text(st, target)}"
+            parts.append(text)
+    if budget <= 0:
+        what = "window" if target == 0 else "window and the reference's slack"
+        parts.append(f"the transfers ({st.offload_transfer_s:.3g} s) alone already fill the "
+                     f"{st.window_s:.3g} s {what}")
+    return "; ".join(parts)
+
+
+def _budget_text(st: State, target: float) -> str:
+    text = (f"the {st.window_s:.3g} s window leaves after {st.offload_transfer_s:.3g} s of "
+            "transfers")
+    if target:
+        text += f" and {target:.3g} s of slack to the reference"
+    return text
 
 
 def _checked(prob: _Problem, p: Param, solved: _Solved, low: float, cap: float) -> bool:
@@ -361,32 +420,39 @@ def _checked(prob: _Problem, p: Param, solved: _Solved, low: float, cap: float) 
     return prob.ok(p, v * (1 + 1e-7)) and not prob.ok(p, v * (1 - 1e-6))
 
 
-def _never_binding(prob: _Problem, p: Param, cap: float, params: list[Param]) -> str:
-    """What keeps the goal out of reach when ``p`` alone cannot reach it: the figures at the
-    largest value searched, and the other parameters that, raised to their bounds with it,
-    would meet the goal."""
+def _figures_text(prob: _Problem, st: State) -> str:
+    """The goal's figures of one evaluation, in the strategy's own terms."""
+    off = prob.case.layout.offload
+    if prob.goal is Goal.FIT:
+        return f"{st.excess_bytes / GB:.3g} GB still exceeds the device"
+    if prob.goal is Goal.MATCH:
+        return f"the step is still {st.step_time_s - prob.reference_s:.3g} s longer"
+    if off is Offload.SMARTNIC:
+        return (f"card step {st.optimizer_s:.3g} s + transfers {st.offload_transfer_s:.3g} s "
+                f"> window {st.window_s:.3g} s")
+    return f"{st.optimizer_exposed_s:.3g} s of the step exposed"
+
+
+def _never_binding(prob: _Problem, p: Param, cap: float, params: list[Param],
+                   head: str = "", lift: bool = True) -> str:
+    """What keeps the goal out of reach when ``p`` alone cannot reach it: ``head`` (what the
+    closed form found binds) or the figures at the largest value searched, then the other
+    parameters that, raised to their bounds with it, would meet the goal."""
     case, st = prob.case, prob.state(p, cap)
-    off = case.layout.offload
-    if prob.goal is Goal.HIDE and off in (Offload.CPU, Offload.NVME):
-        return ("ZeRO-Offload/Infinity run the step after the backward: nothing overlaps it "
-                "(window 0 s)")
-    if prob.goal is Goal.HIDE and off is Offload.SUPERCHIP and \
-            case.layout.superchip_gpu_fraction > 0:
-        return "the optimizer share kept on the GPU (--gpu-fraction) is never hidden"
     if prob.goal is Goal.MATCH and prob.reference_s is not None and \
             st.base_step_s > prob.reference_s:
         return (f"the step without any optimizer time ({st.base_step_s:.4g} s) is already "
                 f"longer than the reference ({prob.reference_s:.4g} s)")
-    if prob.goal is Goal.HIDE and st.offload_transfer_s >= st.window_s:
-        return (f"the transfers ({st.offload_transfer_s:.3g} s) alone fill the "
-                f"{st.window_s:.3g} s window")
-    if prob.goal is Goal.FIT:
-        what = f"{st.excess_bytes / GB:.3g} GB still exceeds the device"
-    elif prob.goal is Goal.HIDE:
-        what = (f"optimizer {st.optimizer_s:.3g} s + transfers {st.offload_transfer_s:.3g} s "
-                f"> window {st.window_s:.3g} s")
-    else:
-        what = f"the step is still {st.step_time_s - prob.reference_s:.3g} s longer"
+    if not head:
+        top = p.upper_bound(case.hw)
+        head = (f"at {cap:.4g} {p.unit} ({'catalog bound' if top == cap else 'search limit'}): "
+                + _figures_text(prob, st))
+        if (prob.goal is Goal.HIDE and case.layout.offload is Offload.SMARTNIC
+                and st.offload_transfer_s >= st.window_s):
+            head += (f"; the transfers ({st.offload_transfer_s:.3g} s) alone fill the "
+                     f"{st.window_s:.3g} s window")
+    if not lift:
+        return head
     lifted = []
     for q in params:
         if q.key == p.key:
@@ -394,15 +460,13 @@ def _never_binding(prob: _Problem, p: Param, cap: float, params: list[Param]) ->
         _, q_cap = _bounds(q, case, q.get(case.hw, case.layout))
         if met(prob.goal, prob.state(p, cap, ((q, q_cap),)), prob.reference_s):
             lifted.append(q.name)
-    top = p.upper_bound(case.hw)
-    at = f"at {cap:.4g} {p.unit} ({'catalog bound' if top == cap else 'search limit'}): {what}"
     if lifted:
-        return f"{at}; raising {' or '.join(lifted)} too would meet it"
-    return f"{at}; no other single parameter raised with it would"
+        return f"{head}; raising {' or '.join(lifted)} too would meet it"
+    return f"{head}; no other single parameter raised with it would"
 
 
 def solve_param(prob: _Problem, p: Param, params: list[Param],
-                opt: OptimizerInputs | None) -> Requirement:
+                opt: OptimizerInputs | None, lift: bool = True) -> Requirement:
     case = prob.case
     cur = p.get(case.hw, case.layout)
     low, cap = _bounds(p, case, cur)
@@ -418,7 +482,10 @@ def solve_param(prob: _Problem, p: Param, params: list[Param],
                        f"{REL_TOL:g})") + note
         solved = _Solved(value, status, method)
     if solved.status == "never":
-        binding = solved.binding or _never_binding(prob, p, cap, params)
+        if solved.method in (FLOOR_ZERO_OFFLOAD, FLOOR_SUPEROFFLOAD):
+            binding = solved.binding  # nothing lifts an exposure floor
+        else:
+            binding = _never_binding(prob, p, cap, params, solved.binding, lift)
         return Requirement(p, entry, cur, None, "never", solved.method, binding,
                            solved.equation)
     if solved.status == "any":
@@ -435,7 +502,7 @@ def _at_solution(prob: _Problem, p: Param, v: float) -> str:
     """What the parameter balances against at the required value."""
     st = prob.state(p, v * (1 + 1e-7) if not p.integer else v)
     if prob.goal is Goal.HIDE:
-        return (f"optimizer {st.optimizer_s:.3g} s + transfers {st.offload_transfer_s:.3g} s "
+        return (f"card step {st.optimizer_s:.3g} s + transfers {st.offload_transfer_s:.3g} s "
                 f"<= window {st.window_s:.3g} s")
     if prob.goal is Goal.FIT:
         return (f"{st.offload_bytes_per_device / GB:.4g} GB of state per device <= "
@@ -457,8 +524,12 @@ def enters(prob: _Problem, p: Param) -> bool:
     return False
 
 
-def solve_device(case: Case, goal: Goal, reference_s: float | None = None) -> DeviceResult:
-    """Every parameter of the offload device of ``case`` (its layout's --offload target)."""
+def solve_device(case: Case, goal: Goal, reference_s: float | None = None,
+                 lift: bool = True) -> DeviceResult:
+    """Every parameter of the offload device of ``case`` (its layout's --offload target).
+    ``lift``: for a parameter that can never meet the goal alone, also try every other
+    parameter raised to its bound with it and name those that would (one evaluation per pair;
+    the catalog-wide view leaves it out)."""
     if goal is Goal.MATCH and reference_s is None:
         raise ValueError("goal match needs a reference step time")
     prob = _Problem(case, goal, reference_s)
@@ -466,6 +537,6 @@ def solve_device(case: Case, goal: Goal, reference_s: float | None = None) -> De
     params = device_params(case.hw, case.layout.offload)
     opt = optimizer_inputs(case, st)
     live = [p for p in params if enters(prob, p)]
-    reqs = [solve_param(prob, p, live, opt) for p in live]
+    reqs = [solve_param(prob, p, live, opt, lift) for p in live]
     return DeviceResult(case, goal, st, reference_s, reqs,
                         [p for p in params if p not in live])

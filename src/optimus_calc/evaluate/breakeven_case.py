@@ -86,6 +86,15 @@ class State:
         return max(0.0, self.offload_bytes_per_device - self.offload_capacity_per_device)
 
     @property
+    def hide_margin_s(self) -> float:
+        """OptimusNIC: the window minus the card's step and its transfers (offload.
+        exposed_optimusnic's T_s); the host strategies, whose step already includes its
+        transfers and whose exposure has a floor: minus the exposed time."""
+        if self.offload is Offload.SMARTNIC:
+            return self.window_s - self.optimizer_s - self.offload_transfer_s
+        return -self.optimizer_exposed_s
+
+    @property
     def base_step_s(self) -> float:
         """The step without its exposed optimizer time."""
         return self.step_time_s - self.optimizer_exposed_s

@@ -1,9 +1,12 @@
 """Closed-form break-even: solve a registry expression for one hardware parameter.
 
 The goals of `breakeven` are inequalities on registry expressions that fall as the parameter
-grows: ``compute.exposed_time(T_opt = compute.optimizer_step_time(x), T_x, W) <= target`` for
-the optimizer device's bandwidths, cores and clocks, ``memory.spill_bytes(B_dev, C(x)) <= 0``
-for its capacity. Such an expression is a Max/Min/Piecewise of smooth pieces (a roofline); each
+grows: ``offload.exposed_optimusnic(T_s = compute.optimizer_step_time(x) + T_x, W_o) <= target``
+for a SmartNIC's bandwidths, cores, clock and fabric (OptimusNIC: the card's step and its
+transfers against the last micro-batch's backward and the next forward), and
+``memory.spill_bytes(B_dev, C(x)) <= 0`` for its capacity (alone for fit, inside the spill's
+transfers for hide). The host strategies (ZeRO-Offload/Infinity, SuperOffload) run DeepSpeed's
+step phase by phase (evaluate/offload_step.py); `breakeven` searches over them instead. Such an expression is a Max/Min/Piecewise of smooth pieces (a roofline); each
 piece that contains ``x`` is solved with ``sympy.solve`` and a root is kept only where the full
 expression, with every branch, equals the target there. No root means no value of ``x`` alone
 meets the goal; the piece free of ``x`` that is left at large ``x`` names what binds instead.
@@ -21,15 +24,14 @@ from functools import lru_cache
 
 import sympy as sp
 
-from optimus_calc.equations.compute import (BW, F_core, F_dev, T_opt, T_x, W_ov, bpp, cores,
-                                            eta_m, fpp, nthr, optimizer_step_time, B_core,
-                                            exposed_time, Pn)
+from optimus_calc.equations.compute import (BW, F_core, F_dev, T_opt, T_x, bpp, cores, eta_m,
+                                            fpp, nthr, optimizer_step_time, B_core, Pn)
 from optimus_calc.equations.memory import B_dev, C, spill_bytes
+from optimus_calc.equations.offload import T_s, W_o, exposed_optimusnic
 
 X = sp.Symbol("x", positive=True)  # the parameter, in its catalog unit
 T_x0 = sp.Symbol("T_x0", nonnegative=True)    # transfers that do not depend on the spill, s
 B_snl = sp.Symbol("B_snl", positive=True)     # the card's host link, achievable bytes/s
-T_gpu = sp.Symbol("T_tail", nonnegative=True)  # part of the step that stays on the GPU, s
 TARGET = sp.Symbol("tau", real=True)           # the goal: expression <= tau
 A_cur = sp.Symbol("A", positive=True)  # achievable bandwidth now, min(B_mem eta_m, n_t B_core)
 
@@ -73,8 +75,10 @@ def _compiled(expr: sp.Expr, names: tuple[sp.Symbol, ...]):
 @lru_cache(maxsize=256)
 def _roots(piece: sp.Expr) -> tuple[sp.Expr, ...]:
     """The roots of ``piece = tau`` in x, symbolic in everything else (cached: the pieces are
-    the same for every device of a kind)."""
-    return tuple(sp.solve(sp.Eq(piece, TARGET), X))
+    the same for every device of a kind). sympy's own check and simplification are skipped
+    (8x faster): :func:`invert` keeps a root only where the whole expression meets the target,
+    and the caller checks it against the evaluator."""
+    return tuple(sp.solve(sp.Eq(piece, TARGET), X, check=False, simplify=False))
 
 
 class _Values:
@@ -145,21 +149,26 @@ def optimizer_roofline(per_core: bool) -> sp.Expr:
     return optimizer_step_time.expr.subs(cores, 1 if per_core else 0)
 
 
+def optimusnic_exposed(card_step: sp.Expr, transfers: sp.Expr) -> sp.Expr:
+    """offload.exposed_optimusnic with T_s = the card's step + its transfers (the engine's
+    composition: evaluate/engine.py, the SmartNIC branch of the optimizer step)."""
+    return exposed_optimusnic.expr.subs(T_s, card_step + transfers)
+
+
 @lru_cache(maxsize=64)
 def exposed_goal(per_core: bool, symbol: sp.Symbol, scale: float) -> sp.Expr:
-    """compute.exposed_time(T_opt = compute.optimizer_step_time) + the GPU's share, with the
+    """offload.exposed_optimusnic(T_s = compute.optimizer_step_time + T_x, W_o), with the
     roofline symbol ``symbol`` = scale * x (x in the catalog's unit)."""
-    opt = optimizer_roofline(per_core).subs(symbol, scale * X)
-    return exposed_time.expr.subs(T_opt, opt) + T_gpu
+    return optimusnic_exposed(optimizer_roofline(per_core).subs(symbol, scale * X), T_x)
 
 
 @lru_cache(maxsize=8)
 def exposed_goal_joint(per_core: bool) -> sp.Expr:
     """As :func:`exposed_goal` with B_mem and B_core scaled together by x / A: x is the
-    achievable bandwidth min(B_mem eta_m, n_t B_core) of one socket or card, A its value now."""
+    achievable bandwidth min(B_mem eta_m, n_t B_core) of one card, A its value now."""
     opt = optimizer_roofline(per_core).subs({BW: BW * X / A_cur, B_core: B_core * X / A_cur},
                                             simultaneous=True)
-    return exposed_time.expr.subs(T_opt, opt) + T_gpu
+    return optimusnic_exposed(opt, T_x)
 
 
 @lru_cache(maxsize=64)
@@ -170,17 +179,18 @@ def spill_fit_goal(scale: float, offset: float) -> sp.Expr:
 
 @lru_cache(maxsize=1)
 def spill_hide_goal() -> sp.Expr:
-    """compute.exposed_time with the transfers T_x = T_x0 + 2 memory.spill_bytes / B_snl (the
-    spilled state read from host RAM and written back each step) and C = x GB."""
+    """offload.exposed_optimusnic with the card's step T_opt and the transfers T_x = T_x0 +
+    2 memory.spill_bytes / B_snl (the spilled state read from host RAM and written back each
+    step) and C = x GB."""
     spill = spill_bytes.expr.subs(C, X * 1e9)
-    return exposed_time.expr.subs(T_x, T_x0 + 2 * spill / B_snl) + T_gpu
+    return optimusnic_exposed(T_opt, T_x0 + 2 * spill / B_snl)
 
 
 ROOFLINE_SYMBOLS = {"B_mem": BW, "B_core": B_core, "n_t": nthr, "F_core": F_core,
                     "F_dev": F_dev}
 
 __all__ = ["Inversion", "invert", "branches", "binding_pieces", "value_at", "optimizer_roofline",
-           "exposed_goal", "exposed_goal_joint", "spill_fit_goal", "spill_hide_goal",
-           "ROOFLINE_SYMBOLS", "LIMIT_NAMES", "X", "A_cur", "T_x0", "B_snl", "T_gpu", "TARGET",
-           "BW", "B_core", "nthr", "F_core", "F_dev", "Pn", "bpp", "fpp", "eta_m", "T_opt",
-           "T_x", "W_ov", "B_dev"]
+           "optimusnic_exposed", "exposed_goal", "exposed_goal_joint", "spill_fit_goal",
+           "spill_hide_goal", "ROOFLINE_SYMBOLS", "LIMIT_NAMES", "X", "A_cur", "T_x0", "B_snl",
+           "TARGET", "BW", "B_core", "nthr", "F_core", "F_dev", "Pn", "bpp", "fpp", "eta_m",
+           "T_opt", "T_x", "W_o", "B_dev"]

@@ -171,6 +171,8 @@ class Evaluation:
             return self.step_time_s
         if name == "model_flops":
             return np.broadcast_to(f["model_flops"], np.shape(self.step_time_s))
+        if name == "tokens":
+            return np.broadcast_to(f["tokens"], np.shape(self.step_time_s))
         if name == "mfu":
             return eq.step__mfu(F_model=f["model_flops"], N_gpus=f["gpus"],
                                 T_step=self.step_time_s, peak=f["peak"])
@@ -291,7 +293,8 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
                               L(batch.mb), L(batch.v))
     opar, gfrac = L(batch.offload_params), L(batch.gpu_fraction)
     spill_ok, sn_k = L(batch.allow_spill), L(batch.smartnics_per_node)
-    gpn, s, gb = hw.gpus_per_node, tr.seq_len, tr.global_batch
+    gpn, s = hw.gpus_per_node, tr.seq_len
+    gb = np.where(L(batch.gb) > 0, L(batch.gb), tr.global_batch)  # the batch rule's, per layout
     wb, gbytes, ob = tr.weight_bytes, tr.gradient_bytes, tr.optimizer_bytes
     m = gb // (dp * mb)
 
@@ -532,7 +535,11 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
         snl_Bps = snl.bandwidth_Bps * snl.efficiency
         t_sn, _ = device_time(device_from(hw.smartnic, 1, asm), shard * gpn / k_sn, bpp(gbytes),
                               phi, ob)
-        x_sn = shard * gpn / k_sn * (gbytes + wb) / min(link, snl_Bps) + 2 * spill / snl_Bps
+        # each GPU sends its shard's gradients (and takes its weights back) over its own link;
+        # each card receives the shards of the GPUs it serves over its link; the slower side
+        # sets the time, and a spill streams from host RAM and back over the card's link
+        x_sn = np.maximum(shard * (gbytes + wb) / link,
+                          shard * gpn / k_sn * (gbytes + wb) / snl_Bps) + 2 * spill / snl_Bps
         choices.append(off == SMARTNIC)
         opt_s.append(t_sn)
         opt_x.append(x_sn)
@@ -577,8 +584,9 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
                      T_opt=T_ox, T_po=T_po, T_pp=T_pp, T_tp=T_tp)
     worst_t = np.argmax(step_stage, axis=-1)
     step = step_stage.max(axis=-1)
-    model_flops = float(eq.compute__step_flops(F_h=f_h, F_l=f_l, F_r=0, L=model.layers,
-                                               tokens=tokens))
+    model_flops = eq.compute__step_flops(F_h=f_h, F_l=f_l, F_r=0, L=model.layers,
+                                         tokens=tokens)[..., 0]
+    tokens = tokens[..., 0]
     rec("step.mfu", eq.step__mfu, F_model=model_flops, N_gpus=hw.gpus, T_step=step, peak=peak)
     rec("step.tokens_per_s", eq.step__tokens_per_s, T_step=step, tokens=tokens)
     per_stage = {
@@ -586,10 +594,10 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
         "elementwise_s": T_ef + T_eb, "bubble_s": bubble, "tp_comm_s": T_tp,
         "cp_comm_s": T_cp, "ep_comm_s": T_ep, "pp_comm_s": T_pp, "dp_comm_s": T_dp,
         "dp_comm_exposed_s": T_dpx, "optimizer_s": T_opt, "optimizer_exposed_s": T_ox,
-        "offload_transfer_s": T_x, "optimizer_window_s": T_w, "param_offload_exposed_s": np.asarray(T_po)[..., None]
-        if np.ndim(T_po) else np.zeros((1,)),
+        "offload_transfer_s": T_x, "optimizer_window_s": T_w,
+        "param_offload_exposed_s": T_po if np.ndim(T_po) else np.zeros((1,)),
         "hardware_flops": eq.compute__step_flops(F_h=f_h, F_l=f_l, F_r=f_r, L=model.layers,
-                                                 tokens=tokens)}
+                                                 tokens=tokens[..., None])}
     return Evaluation(has_step=True, step_time_s=step, worst_time=worst_t,
                       stage_terms=per_stage, step_figures=dict(
                           model_flops=model_flops, peak=peak, tokens=tokens, gpus=hw.gpus),

@@ -171,3 +171,95 @@ def solve(what: Solve | str, inp: Inputs) -> FitResult:
             return solve_micro_batch(*args)
         case _:
             assert_never(what)
+
+
+# ---- why the answer is what it is, and what would change it ------------------------------------
+
+@dataclass(frozen=True)
+class FitExplanation:
+    binding: str                    # the constraint that binds, in words
+    binding_part: str               # weights, gradients, optimizer state, activations, ...
+    binding_stage: int | None
+    suggestions: tuple[dict, ...]   # {"change", "flags", "value"}: what each change gives
+
+
+def _parts(est) -> list[tuple[str, float]]:
+    w = est.worst
+    return sorted([("weights", w.weights_bytes), ("gradients", w.gradients_bytes),
+                   ("optimizer state", w.optimizer_bytes), ("activations", w.activations_bytes),
+                   ("overheads", w.overhead_bytes)], key=lambda kv: -kv[1])
+
+
+def _variants(model, layout: Layout, tr: Training) -> list[tuple[str, str, Layout, Training]]:
+    """Changes a user can make, as (what, flags, layout, training)."""
+    from optimus_calc.specs.training import Offload, Recompute, ZeroStage
+    out = []
+    if tr.recompute is not Recompute.FULL and not tr.model_states_only:
+        out.append(("full activation recomputation", "--recompute full", layout,
+                    tr.model_copy(update={"recompute": Recompute.FULL})))
+    if tr.recompute is Recompute.NONE and not tr.model_states_only:
+        out.append(("selective recomputation", "--recompute selective", layout,
+                    tr.model_copy(update={"recompute": Recompute.SELECTIVE})))
+    if tr.micro_batch > 1:
+        out.append(("micro-batch 1", "--micro-batch 1", layout,
+                    tr.model_copy(update={"micro_batch": 1})))
+    if layout.zero < 3:
+        out.append(("ZeRO-3", "--zero 3", layout.model_copy(update={"zero": ZeroStage(3)}), tr))
+    if layout.offload is Offload.NONE:
+        z = max(int(layout.zero), 1)
+        out.append(("optimizer state offloaded to the CPU", f"--offload cpu --zero {z}",
+                    layout.model_copy(update={"offload": Offload.CPU, "zero": ZeroStage(z)}), tr))
+    layers = getattr(model, "layers", 0)
+    if layers and layout.pp * 2 <= layers:
+        out.append(("twice the pipeline stages", f"--pp {layout.pp * 2}",
+                    layout.model_copy(update={"pp": layout.pp * 2}), tr))
+    return out
+
+
+def explain_fit(solve: str, model, hw: Hardware, layout: Layout, tr: Training,
+                asm: Assumptions, res: FitResult) -> FitExplanation:
+    """What binds at the answer (or, when nothing fits, at the smallest configuration tried) and
+    what each common change would give. Each suggestion is the same solver run again."""
+    probe_hw, probe_layout, probe_tr = hw, layout, tr
+    if solve == "nodes" and res.value is not None:
+        probe_hw = Hardware(**{**hw.__dict__, "nodes": int(res.value)})
+        probe_layout = fill_layout(probe_hw, layout.tp, layout.pp, None, layout.cp,
+                                   **layout.model_dump(exclude={"tp", "pp", "dp", "cp"}))
+    elif solve == "micro-batch" and res.value is not None:
+        probe_tr = tr.model_copy(update={"micro_batch": int(res.value)})
+    try:
+        est = estimate_memory(model, probe_hw, probe_layout, probe_tr, asm)
+    except InputError:
+        est = None
+    if est is None:
+        binding, part, stage = "the layout is not valid at the answer", "", None
+    else:
+        part, size = _parts(est)[0]
+        stage = est.worst.index
+        state = ("fits with" if est.fits else "exceeds")
+        binding = (f"{part} ({size / 1e9:.1f} GB) is the largest part of the "
+                   f"{est.worst.total_bytes / 1e9:.1f} GB on stage {stage}, which {state} the "
+                   f"{est.usable_bytes / 1e9:.1f} GB usable"
+                   + (f" ({est.headroom_bytes / 1e9:.1f} GB free)" if est.fits else ""))
+        if solve == "nodes" and res.value is not None and not tr.model_states_only:
+            m = est.micro_batches
+            if m < layout.pp:
+                binding += (f"; at {int(res.value)} nodes the batch gives {m} micro-batches for "
+                            f"{layout.pp} pipeline stages, so fewer are in flight (and the "
+                            f"bubble is {(layout.pp - 1) / m:.0%} of the compute)")
+    solver = {"layers": solve_layers, "nodes": solve_nodes,
+              "micro-batch": solve_micro_batch}.get(solve)
+    suggestions = []
+    if solver is not None and not isinstance(model, BareModel):
+        for what, flags, lay, t in _variants(model, layout, tr):
+            try:
+                check_layout(model, lay, t) if solve != "nodes" else None
+                alt = solver(model, hw, lay, t, asm)
+            except InputError:
+                continue
+            better = alt.value is not None and (
+                res.value is None or (alt.value < res.value if solve == "nodes"
+                                      else alt.value > res.value))
+            if better:
+                suggestions.append({"change": what, "flags": flags, "value": alt.value})
+    return FitExplanation(binding, part, stage, tuple(suggestions))

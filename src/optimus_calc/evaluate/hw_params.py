@@ -27,7 +27,10 @@ LINK_ROLES = {
 class Param:
     """One hardware field. ``role``: smartnic, cpu, node, gpu, nic, a link role of
     :data:`LINK_ROLES`, or layout (SmartNICs per node). ``roofline``: the symbol of
-    compute.optimizer_step_time the field enters through (B_mem, B_core, n_t, F_core, F_dev)."""
+    compute.optimizer_step_time a SmartNIC's field enters through (B_mem, B_core, n_t, F_core,
+    F_dev, or "joint" for the bandwidth pair): `breakeven` solves those in closed form. A CPU's
+    fields enter DeepSpeed's phase-by-phase step (offload.cpu_rank_bandwidth, offload.adam_time,
+    ...) and are searched."""
 
     role: str
     field: str
@@ -102,7 +105,8 @@ class Param:
 class Joint(Param):
     """Memory bandwidth and per-core bandwidth raised together: the value is the bandwidth
     the optimizer can draw from one socket or card, min(memory_bandwidth_GBps x efficiency,
-    cores x core_bandwidth_GBps) (compute.optimizer_step_time's memory branch)."""
+    cores x core_bandwidth_GBps) (a card: compute.optimizer_step_time's memory branch; a CPU:
+    the same two limits of offload.cpu_rank_bandwidth, before they are shared by the ranks)."""
 
     @property
     def name(self) -> str:
@@ -164,13 +168,12 @@ def device_params(hw: Hardware, offload: Offload) -> list[Param]:
     if offload in (Offload.CPU, Offload.NVME, Offload.SUPERCHIP):
         link = "GPU-host link (NVLink-C2C)" if offload is Offload.SUPERCHIP else "GPU-host link"
         return [
-            Param("cpu", "memory_bandwidth_GBps", "memory bandwidth per socket", "GB/s",
-                  roofline="B_mem"),
-            Param("cpu", "core_bandwidth_GBps", "bandwidth per core", "GB/s", roofline="B_core"),
-            Param("cpu", "cores", "cores per socket", "cores", integer=True, roofline="n_t"),
-            Param("cpu", "base_GHz", "core clock", "GHz", roofline="F_core"),
+            Param("cpu", "memory_bandwidth_GBps", "memory bandwidth per socket", "GB/s"),
+            Param("cpu", "core_bandwidth_GBps", "bandwidth per core", "GB/s"),
+            Param("cpu", "cores", "cores per socket", "cores", integer=True),
+            Param("cpu", "base_GHz", "core clock", "GHz"),
             Joint("cpu", "memory_bandwidth_GBps", "memory and per-core bandwidth together "
-                  "(achievable, per socket)", "GB/s", roofline="joint"),
+                  "(achievable, per socket)", "GB/s"),
             Param("node", "host_memory_GB", "host memory per node", "GB"),
             Param("node", "cpus", "CPU sockets per node", "sockets", integer=True),
             Param("gpu_host_link", "bandwidth_GBps", link, "GB/s"),

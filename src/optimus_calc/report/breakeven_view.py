@@ -15,6 +15,7 @@ from optimus_calc.units import GB
 
 def method_short(method: str) -> str:
     short = ("sympy" if method.startswith("closed form") else
+             "floor" if method.startswith("exposure floor") else
              "integer search" if method.startswith("exact search") else "search")
     return short + ("*" if "disagreed" in method else "")
 
@@ -126,20 +127,30 @@ def _now_cells(res) -> dict:
 
 def now_text(res) -> str:
     st = res.state
-    s = (f"optimizer step {st.optimizer_s:.4g} s + transfers {st.offload_transfer_s:.4g} s, "
-         f"window {st.window_s:.4g} s: {st.optimizer_exposed_s:.4g} s exposed; step "
-         f"{st.step_time_s:.4g} s")
     goal = res.goal
     match goal:
         case Goal.FIT:
             return (f"{st.offload_bytes_per_device / GB:.4g} GB of optimizer state per device, "
                     f"capacity {st.offload_capacity_per_device / GB:.4g} GB")
-        case Goal.HIDE:
-            return s
-        case Goal.MATCH:
-            return s + f" vs reference {res.reference_s:.4g} s"
+        case Goal.HIDE | Goal.MATCH:
+            pass
         case _:
             assert_never(goal)
+    off = res.case.layout.offload
+    if off is Offload.SMARTNIC:
+        s = (f"card step {st.optimizer_s:.4g} s + transfers {st.offload_transfer_s:.4g} s, "
+             f"window {st.window_s:.4g} s (the last micro-batch's backward + the next forward)")
+    elif off is Offload.SUPERCHIP:
+        s = (f"step {st.optimizer_s:.4g} s (transfers {st.offload_transfer_s:.4g} s of it), "
+             f"window {st.window_s:.4g} s (the last micro-batch's backward; the last bucket "
+             "follows it)")
+    else:
+        s = (f"step {st.optimizer_s:.4g} s (transfers {st.offload_transfer_s:.4g} s of it) "
+             "after the backward, window 0 s")
+    s += f": {st.optimizer_exposed_s:.4g} s exposed; step {st.step_time_s:.4g} s"
+    if goal is Goal.MATCH:
+        s += f" vs reference {res.reference_s:.4g} s"
+    return s
 
 
 REQ_COLUMNS = [Column("n", "#"), Column("label", "parameter", align="left"),
@@ -158,6 +169,16 @@ def _req_rows(res) -> list[dict]:
                      "ratio": "-" if r.ratio is None else f"{r.ratio:.3g}x",
                      "method": method_short(r.method), "binding": r.binding})
     return rows
+
+
+def binding_notes(requirements) -> list[str]:
+    """One note per distinct binding, naming the parameters it applies to (the host
+    strategies' exposure floor is the same for all of them)."""
+    groups: dict[str, list[str]] = {}
+    for n, r in enumerate(requirements, 1):
+        if r.binding:
+            groups.setdefault(r.binding, []).append(f"#{n} {r.param.name}")
+    return [f"{', '.join(names)}: {text}" for text, names in groups.items()]
 
 
 def _sens_parts(sens) -> tuple[list[dict], Table, Table]:
@@ -218,8 +239,7 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool) -> Document:
         tables.append(Table(title=f"what {name} needs to {goal.text} (each parameter alone, "
                                   "the rest as in the catalog)",
                             rows=_req_rows(res), columns=REQ_COLUMNS))
-        notes += [f"#{n} {r.param.name}: {r.binding}"
-                  for n, r in enumerate(res.requirements, 1) if r.binding]
+        notes += binding_notes(res.requirements)
         if res.not_entering:
             notes.append("not in this goal's equations: " + ", ".join(
                 f"{p.field} ({p.entry_name(res.case.hw)})" for p in res.not_entering))
@@ -256,6 +276,12 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool) -> Document:
                      "parameters when the goal is not met, the one with the least room when it "
                      "is (required / current); cards/GPU needed: the fewest cards per GPU that "
                      "meet the goal")
+        if goal.value != "fit":
+            notes.append("optimizer s: a card's step (its transfers come on top) or a host "
+                         "strategy's whole step (transfers included); window: what the step "
+                         "overlaps with (OptimusNIC: the last micro-batch's backward + the next "
+                         "forward; SuperOffload: the last micro-batch's backward, the last "
+                         "bucket after it; ZeRO-Offload: nothing)")
         notes.append("`optimus-calc breakeven ... --device NAME` lists every parameter of one "
                      "device; JSON has them for all")
         csv = Table(title="", rows=[{k: v for k, v in d.items()
@@ -269,7 +295,11 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool) -> Document:
         tables.append(stable)
         csv = scsv
     notes.append("methods: sympy = closed form on the registry's expressions (`optimus-calc "
-                 "explain compute.optimizer_step_time`, memory.spill_bytes), checked against "
-                 "the evaluator; search = bracketing over the evaluator with the parameter "
-                 "changed; * = the closed form disagreed with the evaluator and was replaced")
+                 "explain compute.optimizer_step_time`, offload.exposed_optimusnic, "
+                 "memory.spill_bytes), checked against the evaluator; floor = the strategy's "
+                 "exposure has a floor no value removes (offload.exposed_zero_offload, "
+                 "offload.exposed_superoffload's last bucket), confirmed at the bound; search = "
+                 "bracketing over the evaluator with the parameter changed (the host "
+                 "strategies' phase-by-phase step, links, capacities, cards); * = the closed "
+                 "form disagreed with the evaluator and was replaced")
     return Document(title=title, header=header, data=data, tables=tables, notes=notes, csv=csv)

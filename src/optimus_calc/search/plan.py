@@ -112,6 +112,7 @@ def layout_of(cols: dict, i: int, hw: Hardware, smartnic: str | None) -> Layout:
 
 def training_of(cols: dict, i: int, base: Training) -> Training:
     return base.model_copy(update={"micro_batch": int(cols["mb"][i]),
+                                   "global_batch": int(cols["gb"][i]),
                                    "recompute": RECOMPUTE_CODES[int(cols["recompute"][i])],
                                    "sequence_parallel": bool(cols["sp"][i])})
 
@@ -191,44 +192,53 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     for chunk in space.chunks(rows):
         views = chunk.views()
         ev = evaluate(Batch.from_columns(views), model, hw, base, asm, stages=table)
-        fin = chunk.finish
-        reasons = fin(ev.reasons)
-        prim = primary_reason(reasons)
+        full = lambda x: np.broadcast_to(x, chunk.shape)  # noqa: E731
+        keep = chunk.keep
+        reasons = full(ev.reasons)
+        prim = primary_reason(reasons[keep])
         counts += np.bincount(prim[prim >= 0], minlength=len(Reason))
-        gpu = fin(ev.gpu_bytes)
-        smallest = min(smallest, float(gpu.min()) if gpu.size else np.inf)
-        fits = reasons == 0
+        gpu = full(ev.gpu_bytes)
+        smallest = min(smallest, float(gpu[keep].min()) if keep.any() else np.inf)
+        fits = keep & (reasons == 0)
         sup = framework_support(
             views["tp"], views["pp"], views["dp"], views["cp"], views["ep"], views["zero"],
             views["offload"], 0, views["v"], views["mb"], views["sp"], views["recompute"],
             heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
-            global_batch=base.global_batch, precision=base.precision.value)
-        runs = fin(sup.any(frameworks))
-        off_all = fin(views["offload"])
-        step_all = fin(ev.step_time_s)
+            global_batch=views["gb"], precision=base.precision.value)
+        runs = full(sup.any(frameworks))
+        off_all = full(views["offload"])
         gone = fits & ~runs
-        n_dropped += int(gone.sum())
-        if gone.any():
+        n_gone = int(gone.sum())
+        n_dropped += n_gone
+        if n_gone:
             for f in frameworks:
-                codes, n = np.unique(fin(sup.reason[f])[gone], return_counts=True)
+                codes, n = np.unique(full(sup.reason[f])[gone], return_counts=True)
                 for c, k in zip(codes.tolist(), n.tolist()):
                     text = FrameworkReason(int(c)).text
                     dropped[text] = dropped.get(text, 0) + k
+        step_full = full(ev.step_time_s)
         for sel, target in ((np.flatnonzero(fits & runs), pool),
                             (np.flatnonzero(fits & (off_all == smart_code)), whatif)):
             if sel.size == 0:
                 continue
-            step = step_all[sel]
+            step = step_full.reshape(-1)[sel]
+            g = gpu.reshape(-1)[sel]
             if target is pool:
                 feasible += sel.size
-                if (off_all[sel] == none_code).any():
-                    best_none = min(best_none, float(step[off_all[sel] == none_code].min()))
-            cols = chunk.columns(sel)
-            order = _rank(step, gpu[sel], objective)
-            keep = top_k if target is pool else 1
-            pick = _shortlist(order, cols["tp"], cols["pp"], keep, distinct and target is pool)
-            picked = {k: v[pick] for k, v in cols.items()}
-            picked.update(step=step[pick], gpu=gpu[sel][pick])
+                offs = off_all.reshape(-1)[sel]
+                if (offs == none_code).any():
+                    best_none = min(best_none, float(step[offs == none_code].min()))
+            order = _rank(step, g, objective)
+            keep_n = top_k if target is pool else 1
+            if distinct and target is pool:
+                cols_all = chunk.columns_at(sel[order])
+                key = cols_all["tp"] * 1_000_003 + cols_all["pp"]
+                _, first = np.unique(key, return_index=True)
+                pick = order[np.sort(first)][:keep_n]
+            else:
+                pick = order[:keep_n]
+            picked = chunk.columns_at(sel[pick])
+            picked.update(step=step[pick], gpu=g[pick])
             target.add(picked)
     merged = pool.merged()
     if merged:
@@ -274,12 +284,15 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
          offloads: list[Offload] | tuple[Offload, ...] | None = None, max_zero: int = 3,
          recomputes: list | tuple | None = None, distinct: bool = False,
          frameworks: tuple[Framework, ...] = tuple(Framework),
-         pins: dict | None = None, zero_stages: tuple[int, ...] | None = None) -> PlanResult:
+         pins: dict | None = None, zero_stages: tuple[int, ...] | None = None,
+         batch_rule: bool = False) -> PlanResult:
     """Rank every layout that fits and that one of ``frameworks`` runs. ``distinct`` keeps the
     best layout per (TP, PP) in the top K; ``pins`` fixes grid columns; SmartNIC layouts are a
-    what-if beside the recommendation."""
+    what-if beside the recommendation. ``batch_rule``: each layout takes the global-batch rule's
+    batch (evaluate/batch.py) instead of ``base.global_batch``."""
     objective = Objective(objective)
-    space = enumerate_space(model, hw.gpus, hw.gpus_per_node, base.global_batch, base.seq_len,
+    space = enumerate_space(model, hw.gpus, hw.gpus_per_node,
+                            None if batch_rule else base.global_batch, base.seq_len,
                             offloads or offload_targets(hw),
                             zero_stages=zero_stages or tuple(range(max_zero + 1)),
                             recomputes=recomputes or RECOMPUTE_CODES, pins=pins)

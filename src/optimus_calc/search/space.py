@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from optimus_calc.evaluate.shapes import tp_degrees
 from optimus_calc.specs.model import Model
-from optimus_calc.evaluate.batch import OFFLOAD_CODES, RECOMPUTE_CODES
+from optimus_calc.evaluate.batch import OFFLOAD_CODES, RECOMPUTE_CODES, rule_global_batch
 from optimus_calc.specs.training import Offload
 
 # Search bounds (not physics): context parallelism is searched from 32K-token sequences, up to
@@ -40,7 +41,7 @@ def divisors(n: int) -> list[int]:
     return sorted(out)
 
 
-BASE_COLS = ("tp", "pp", "dp", "cp", "ep", "mb", "v")
+BASE_COLS = ("tp", "pp", "dp", "cp", "ep", "mb", "v", "gb")
 SWITCH_COLS = ("zero", "offload", "recompute", "sp")
 FIELDS = BASE_COLS + SWITCH_COLS
 
@@ -54,7 +55,7 @@ class Chunk:
     full product is formed only where terms meet. ``finish`` flattens a result to one value
     per kept layout (C order over the five axes)."""
 
-    base: np.ndarray                           # (nb, 7) BASE_COLS
+    base: np.ndarray                           # (nb, 8) BASE_COLS
     switches: tuple[np.ndarray, ...]           # values of SWITCH_COLS
 
     @property
@@ -70,18 +71,22 @@ class Chunk:
             out[k] = np.asarray(vals).reshape(shape)
         return out
 
-    @property
+    @functools.cached_property
     def keep(self) -> np.ndarray:
-        """Sequence parallelism only with TP."""
+        """Sequence parallelism only with TP (a full-shape boolean array)."""
         v = self.views()
-        return np.broadcast_to((v["sp"] == 0) | (v["tp"] > 1), self.shape)
+        return np.broadcast_to((v["sp"] == 0) | (v["tp"] > 1), self.shape).copy()
 
     def finish(self, x) -> np.ndarray:
         return np.broadcast_to(x, self.shape)[self.keep]
 
     def columns(self, sel) -> dict[str, np.ndarray]:
         """Field values of the kept layouts at flat positions ``sel``."""
-        ix = [i[sel] for i in np.nonzero(self.keep)]
+        return self.columns_at(np.flatnonzero(self.keep)[sel])
+
+    def columns_at(self, flat) -> dict[str, np.ndarray]:
+        """Field values at flat positions of the full (grid x switches) shape."""
+        ix = np.unravel_index(np.asarray(flat), self.shape)
         out = {k: self.base[ix[0], j] for j, k in enumerate(BASE_COLS)}
         for axis, (k, vals) in enumerate(zip(SWITCH_COLS, self.switches), start=1):
             out[k] = np.asarray(vals)[ix[axis]]
@@ -114,7 +119,7 @@ class Space:
         return Chunk(self.base, self.switches)
 
 
-def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: int,
+def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: int | None,
                     seq_len: int, offloads: list[Offload], zero_stages=(0, 1, 2, 3),
                     recomputes=RECOMPUTE_CODES, max_interleave: int = 8,
                     pins: dict[str, tuple[int, ...]] | None = None) -> Space:
@@ -126,6 +131,8 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     Micro-batch: divisors of the per-replica batch. Interleaving: model chunks that divide the
     layers of a stage, with the micro-batches a multiple of PP (Megatron's rule).
     ``pins`` fixes grid columns (tp, pp, dp, cp, ep, mb, v) to the values given.
+    ``global_batch`` None: each grid point takes the batch rule's global batch
+    (evaluate/batch.py rule_global_batch: the smallest multiple of dp x micro-batch >= 512).
     """
     grids = []
     tps = [t for t in tp_degrees(model, gpus_per_node) if gpus % t == 0]
@@ -140,11 +147,12 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
                 if p > model.layers:
                     continue
                 d = rest // c // p
-                if global_batch % d:
+                gb = global_batch or int(rule_global_batch(d, 1))
+                if gb % d:
                     continue
                 eps = [e for e in divisors(d * c) if model.experts % e == 0] \
                     if model.is_moe else [1]
-                per_replica = global_batch // d
+                per_replica = gb // d
                 for e in eps:
                     for mb in divisors(per_replica):
                         m = per_replica // mb
@@ -153,8 +161,8 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
                             vs += [v for v in range(2, max_interleave + 1)
                                    if model.layers % (p * v) == 0]
                         for v in vs:
-                            grids.append((t, p, d, c, e, mb, v))
-    base = np.array(grids, dtype=np.int64).reshape(-1, 7)
+                            grids.append((t, p, d, c, e, mb, v, gb))
+    base = np.array(grids, dtype=np.int64).reshape(-1, len(BASE_COLS))
     for col, values in (pins or {}).items():
         base = base[np.isin(base[:, BASE_COLS.index(col)], np.asarray(values, dtype=np.int64))]
     switches = (np.array(sorted(set(zero_stages)), dtype=np.int64),
