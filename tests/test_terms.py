@@ -361,3 +361,71 @@ def test_zero3_modules_per_layer_by_hand(cat):
     assert modules_per_layer(mixed, asm) == pytest.approx(1038 / 32)
     # FSDP wraps one module per block: the assumption overrides the count
     assert modules_per_layer(mix, Assumptions(zero3_modules_per_layer=1)) == 1.0
+
+
+def test_step_time_is_the_sum_of_its_terms(run):
+    # Mixtral 8x7B on 2 DGX A100 with TP 2 x CP 2 x EP 2, ZeRO-1: every communication term is
+    # non-zero except PP; step.time adds them (one pipeline stage binds)
+    d = _json(run, "step", "mixtral-8x7b", "--nodes", "2", "--tp", "2", "--cp", "2", "--ep", "2",
+              "--zero", "1", "--seq-len", "4096")
+    terms = ("forward_s", "backward_s", "bubble_s", "tp_comm_s", "cp_comm_s", "ep_comm_s",
+             "pp_comm_s", "dp_comm_exposed_s", "optimizer_exposed_s")
+    assert all(d[k] > 0 for k in ("tp_comm_s", "cp_comm_s", "ep_comm_s", "dp_comm_exposed_s"))
+    assert d["step_time_s"] == pytest.approx(sum(d[k] for k in terms), rel=1e-12)
+
+
+# ---- the step-time equations one by one, every input at a distinct value -------------------------
+
+@pytest.mark.parametrize("Z,expected", [
+    # ZeRO-0/1: gather and reduction once, hidden behind the forward (W_f 0.5) and the backward
+    # (W_b 2): max(0, 1 - 0.5) + max(0, 3 - 2) + the last bucket min(0.25, 3) = 1.75
+    (1, 0.5 + 1.0 + 0.25),
+    # ZeRO-2: the reduction every one of m = 4 micro-batches, the gather once:
+    # 4 x (max(0, 3 - 2) + 0.25) + 0.5 = 5.5
+    (2, 4 * (1.0 + 0.25) + 0.5),
+    # ZeRO-3: G_x (the gather left exposed, 0.5) and the reduction every micro-batch:
+    # 4 x (0.5 + 1 + 0.25) = 7
+    (3, 4 * (0.5 + 1.0 + 0.25)),
+])
+def test_dp_exposed_time_by_hand(Z, expected):
+    got = eq.step__dp_exposed_time(G_x=0.5, T_bkt=0.25, T_gat=1.0, T_red=3.0, W_b=2.0,
+                                   W_f=0.5, Z=Z, m=4)
+    assert float(got) == pytest.approx(expected)
+    # a backward longer than the reduction hides all but the last bucket
+    hidden = eq.step__dp_exposed_time(G_x=0.0, T_bkt=0.25, T_gat=0.0, T_red=3.0, W_b=10.0,
+                                      W_f=0.5, Z=Z, m=4)
+    assert float(hidden) == pytest.approx(0.25 if Z < 2 else 4 * 0.25)
+
+
+@pytest.mark.parametrize("Z,expected", [
+    # buckets 1 + context 2 + fragmentation 0.1 x (3 + 4 + 5 + 6) = 4.8; ZeRO-3 adds the largest
+    # layer's parameters gathered in fp32 and 16-bit: 4 x 8 / t 2 = 16
+    (1, 1 + 2 + 0.1 * 18), (3, 1 + 2 + 0.1 * 18 + 16),
+])
+def test_overhead_bytes_by_hand(Z, expected):
+    got = eq.memory__overhead_bytes(G=3, M_act=4, M_bkt=1, M_ctx=2, O=5, P_big=8, W=6, Z=Z,
+                                    f_frag=0.1, t=2)
+    assert float(got) == pytest.approx(expected)
+
+
+def test_step_terms_by_hand():
+    # element-wise: 2 layers x 3 bytes x 4 micro-batches x 5 passes / (10 B/s x 0.5) = 24 s
+    assert float(eq.step__elementwise_time(B_hbm=10, L_stage=2, M_l=3, eta_hbm=0.5, m=4,
+                                           n_pass=5)) == pytest.approx(24.0)
+    # EP: 4 all-to-alls per MoE layer and micro-batch: 4 x 3 x 0.5 x 2 = 12
+    assert float(eq.step__ep_comm_time(L_moe=3, T_a2a=0.5, m=2)) == pytest.approx(12.0)
+    # PP: a send forward and back per micro-batch and chunk: 0.5 x 4 x 3 x (2 - 2 x 0.25) = 9
+    assert float(eq.step__pp_comm_time(T_p2p=0.5, m=4, o_pp=0.25, v=3)) == pytest.approx(9.0)
+    # TP with SP and full recomputation: 2 layers x 3 micro-batches x 4 x (1 - 0.5)
+    # x (1 + 1/2) x (T_ag + T_rs = 0.75) = 13.5; without SP the all-reduce 2 instead
+    tp = dict(L_stage=2, T_ag=0.5, T_ar=2.0, T_rs=0.25, m=3, o_tp=0.5, r_full=1)
+    assert float(eq.step__tp_comm_time(sigma_sp=1, **tp)) == pytest.approx(13.5)
+    assert float(eq.step__tp_comm_time(sigma_sp=0, **tp)) == pytest.approx(36.0)
+    # MFU = model FLOPs / (GPUs x step x peak): 6e15 / (8 x 2 x 1e15) = 0.375
+    assert float(eq.step__mfu(F_model=6e15, N_gpus=8, T_step=2.0, peak=1e15)) == \
+        pytest.approx(0.375)
+    assert float(eq.step__tokens_per_s(T_step=4.0, tokens=1e6)) == pytest.approx(2.5e5)
+    # step.time: the ten terms add up, each counted once (powers of two tell them apart)
+    ten = dict(T_b=1, T_bubble=2, T_cp=4, T_dp=8, T_ep=16, T_f=32, T_opt=64, T_po=128,
+               T_pp=256, T_tp=512)
+    assert float(eq.step__time(**ten)) == 1023
