@@ -23,8 +23,9 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py
 
 # Mutation testing of the evaluator and the compiled equations (pyproject [tool.mutmut]); not
-# part of `make test`. Takes about an hour on 2 cores; results stay in mutants/ (git-ignored)
-# and a second run only tests mutants without a result. MUTATE_JOBS workers in parallel.
+# part of `make test`. About three hours for every mutant on 2 cores; results stay in mutants/
+# (git-ignored) and a second run only tests mutants without a result (`mutmut run NAME...`
+# re-tests the ones named). MUTATE_JOBS workers in parallel.
 MUTATE_JOBS ?= 2
 
 $(VENV)/.mutate-installed: $(VENV)/.installed pyproject.toml
