@@ -67,7 +67,8 @@ def nics(ctx, model, fmt, output, **kw) -> None:
         mdl, hw, lay, tr, asm = inp.model, inp.hw, inp.layout, inp.training, inp.assumptions
         source = "the given layout"
     else:
-        si = build_search_inputs(cat, model, kw)
+        shared = {k: v for k, v in kw.items() if k not in LAYOUT_PARAMS + ("offload",)}
+        si = build_search_inputs(cat, model, shared)  # the single-layout defaults pin nothing
         res = plan_search(cat, si, with_nics=False)
         if res.recommended is None:
             raise InputError(f"nothing to size: {res.why}")

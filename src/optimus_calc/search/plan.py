@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, assert_never
@@ -20,7 +21,6 @@ from optimus_calc.evaluate.engine import (Reason, evaluate, primary_reason, stag
                                           usable_gpu_bytes)
 from optimus_calc.frameworks import Framework, framework_support, layout_support
 from optimus_calc.frameworks import Reason as FrameworkReason
-from optimus_calc.inputs import default_global_batch  # noqa: F401  (re-exported)
 from optimus_calc.search.space import Space, enumerate_space
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, ZeroStage
@@ -129,6 +129,9 @@ def offload_targets(hw: Hardware) -> list[Offload]:
         out.append(Offload.SUPERCHIP)
     return out
 
+
+# Cards per GPU tried when sizing SmartNICs to hide the step (a search bound, not physics).
+MAX_CARDS_PER_GPU = 16
 
 # Layouts x stages evaluated at once: bounds the planner's memory whatever the space's size
 # (about 30 float64 arrays of this many elements are alive at the peak).
@@ -328,7 +331,9 @@ def plan_search(cat: Catalog, si: SearchInputs, objective: Objective | str = Obj
     """`plan`: rank the layouts of ``si`` and, with ``with_nics``, size every SmartNIC type for
     the recommended layout."""
     res = plan(si.model, si.hw, si.training, si.assumptions, objective, top_k, si.offloads,
-               si.max_zero, si.recomputes, si.distinct)
+               si.max_zero, si.recomputes, si.distinct,
+               frameworks=si.frameworks or tuple(Framework), pins=si.pins,
+               zero_stages=si.zero_stages, batch_rule=si.global_batch_defaulted)
     if with_nics and res.recommended is not None:
         r = res.recommended
         res = replace(res, nic_sizing=tuple(size_nics(cat, si.model, si.hw, r.layout,
@@ -381,11 +386,16 @@ def size_nics(cat: Catalog, model, hw: Hardware, layout: Layout, tr: Training,
                              state_bytes=tr.optimizer_bytes)
         k_cmp, window = None, 0.0
         if isinstance(model, Model):
-            st = estimate_step(model, hw_sn, lay, tr, asm, mem)
-            window = st.compute_s + st.elementwise_s
-            xfer = st.offload_transfer_s
-            if window > xfer:
-                k_cmp = max(1, math.ceil(one.time_s / (window - xfer)))
+            # the evaluator with 1..MAX_CARDS_PER_GPU cards per GPU in one batch: the fewest
+            # whose step and transfers hide in the window (None: no card count does, e.g. the
+            # GPU's own link already fills it)
+            ks = np.arange(1, MAX_CARDS_PER_GPU + 1)
+            batch = dataclasses.replace(Batch.of(lay, tr), smartnics_per_node=ks * hw.gpus_per_node)
+            ev = evaluate(batch, model, hw_sn, tr, asm, all_stages=True)
+            exposed = np.asarray(ev.term("optimizer_exposed_s")).reshape(-1)
+            window = float(np.asarray(ev.term("optimizer_window_s")).reshape(-1)[0])
+            hidden = np.flatnonzero(exposed <= 0)
+            k_cmp = int(ks[hidden[0]]) if hidden.size else None
         rec = max(k_mem, k_cmp) * hw.gpus_per_node if k_cmp is not None else None
         out.append(NicSizing(sn.name, sn.memory_bytes, opt, k_mem, spill, k_cmp, one.time_s,
                              window, rec, base_mem.worst.total_bytes, mem.worst.total_bytes))
