@@ -122,15 +122,19 @@ def test_list_cells_use_one_separator(run):
 
 
 def test_sweep_dedupes_rows_that_differ_only_in_the_smartnic_offered(run):
-    # bert-large: the winner keeps the optimizer on the GPU, so the SmartNIC offered does not
-    # matter; before, each node count came out twice with an identical row
-    header, body = check_csv(_cmd_csv(run, ["sweep", "--models", "bert-large", "--node",
-                                            "dgx-h100", "--nodes", "1,8", "--smartnic",
-                                            "bluefield-3,bluefield-2", "--seq-len", 512,
-                                            "--global-batch", 64]))
+    # bert-large on DGX-H100 (no SmartNIC): without --smartnic there is no what-if and one row
+    # per node count; with two cards offered each row names its card's what-if (no duplicate)
+    args = ["sweep", "--models", "bert-large", "--node", "dgx-h100", "--nodes", "1,8",
+            "--seq-len", 512, "--global-batch", 64]
+    header, body = check_csv(_cmd_csv(run, args))
     rows = [dict(zip(header, r)) for r in body]
     assert [r["nodes"] for r in rows] == ["1", "8"]
     assert all(r["offload"] == "none" and r["smartnic"] == "" for r in rows)
+    header, body = check_csv(_cmd_csv(run, args + ["--smartnic", "bluefield-3,bluefield-2"]))
+    rows = [dict(zip(header, r)) for r in body]
+    assert [(r["nodes"], r["smartnic"]) for r in rows] == [
+        ("1", "bluefield-3"), ("1", "bluefield-2"), ("8", "bluefield-3"), ("8", "bluefield-2")]
+    assert len({tuple(r) for r in body}) == len(body)
 
 
 def test_fit_csv_is_one_row_with_headers(run):

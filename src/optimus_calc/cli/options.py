@@ -46,7 +46,7 @@ hardware_options = _stack(
 )
 
 
-def _training(global_batch_help: str, per_layout: bool) -> Callable:
+def _training(global_batch_help: str, per_layout: bool, lists: bool = False) -> Callable:
     """What every layout of a run shares: sequence, batch, precision, optimizer, assumptions;
     with ``per_layout`` also the training fields of one layout (micro-batch, recomputation,
     sequence parallelism: the planner searches those) and --model-states-only."""
@@ -63,11 +63,14 @@ def _training(global_batch_help: str, per_layout: bool) -> Callable:
     ]
     micro_batch, recompute, sp, states_only = layout_only if per_layout else [None] * 4
     return _stack(*[opt for opt in (
-        click.option("--seq-len", type=click.IntRange(1, 10_000_000), default=None,
-                     help="Sequence length (default: the model's)."),
+        click.option("--seq-len", type=str if lists else click.IntRange(1, 10_000_000),
+                     default=None, metavar="N[,N...]" if lists else None,
+                     help="Sequence length (default: the model's)"
+                          + ("; a list varies it." if lists else ".")),
         micro_batch,
-        click.option("--global-batch", type=click.IntRange(1, 100_000_000), default=None,
-                     help=global_batch_help),
+        click.option("--global-batch", type=str if lists else click.IntRange(1, 100_000_000),
+                     default=None, metavar="N[,N...]" if lists else None,
+                     help=global_batch_help + (" A list varies it." if lists else "")),
         click.option("--precision", type=click.Choice([p.value for p in Precision]),
                      default=Precision.BF16.value, show_default=True),
         click.option("--optimizer", type=click.Choice([o.value for o in Optimizer]),
@@ -101,6 +104,10 @@ training_options = _training("Global batch in sequences (default: the smallest m
 search_training_options = _training("Global batch in sequences (default, per layout: the "
                                     "smallest multiple of dp x micro-batch holding 512 "
                                     "sequences).", per_layout=False)
+# sweep: the same, with lists to vary the sequence length and the global batch
+sweep_training_options = _training("Global batch in sequences (default, per layout: the "
+                                   "smallest multiple of dp x micro-batch holding 512 "
+                                   "sequences).", per_layout=False, lists=True)
 
 layout_options = _stack(
     click.option("--tp", type=click.IntRange(1, 1_000_000), default=1, show_default=True),
