@@ -283,7 +283,7 @@ def _group(hw: Hardware, size, stride, nic_Bps: float):
 
 def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
              asm: Assumptions, all_stages: bool = False, record: bool = False,
-             stages: StageTable | None = None) -> Evaluation:
+             stages: StageTable | None = None, with_step: bool = True) -> Evaluation:
     """Evaluate every layout of ``batch``. ``stages`` (from :func:`stage_table` over the
     batch's pipeline degrees) may be given to reuse it across the chunks of a search."""
     rec = _Rec(record)
@@ -404,7 +404,7 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
         offload_bytes_per_device=dev_bytes, offload_capacity_per_device=dev_cap,
         offload_devices_per_node=dev_per_node, spill_bytes_per_device=spill_dev,
         host_bytes_per_node=host_node, host_capacity_bytes=host_cap, reasons=bits)
-    if states_only:
+    if states_only or not with_step:  # the planner's first pass: memory and feasibility only
         return Evaluation(has_step=False, inputs=rec.inputs, **common)
     assert isinstance(model, Model)
 

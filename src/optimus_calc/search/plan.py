@@ -193,8 +193,10 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     none_code = OFFLOAD_CODES.index(Offload.NONE)
     smart_code = OFFLOAD_CODES.index(Offload.SMARTNIC)
     for chunk in space.chunks(rows):
+        # pass 1, over the chunk's grid x switches: memory, feasibility, framework rules
         views = chunk.views()
-        ev = evaluate(Batch.from_columns(views), model, hw, base, asm, stages=table)
+        ev = evaluate(Batch.from_columns(views), model, hw, base, asm, stages=table,
+                      with_step=False)
         full = lambda x: np.broadcast_to(x, chunk.shape)  # noqa: E731
         keep = chunk.keep
         reasons = full(ev.reasons)
@@ -219,28 +221,36 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
                 for c, k in zip(codes.tolist(), n.tolist()):
                     text = FrameworkReason(int(c)).text
                     dropped[text] = dropped.get(text, 0) + k
-        step_full = full(ev.step_time_s)
-        for sel, target in ((np.flatnonzero(fits & runs), pool),
-                            (np.flatnonzero(fits & (off_all == smart_code)), whatif)):
+        # pass 2: the step time of the layouts that can be recommended or are the what-if only
+        ranked = fits & (runs | (off_all == smart_code))
+        flat = np.flatnonzero(ranked)
+        if flat.size == 0:
+            continue
+        cols = chunk.columns_at(flat)
+        ev2 = evaluate(Batch.from_columns(cols), model, hw, base, asm, stages=table)
+        step_sel = np.asarray(ev2.step_time_s)
+        gpu_sel = gpu.reshape(-1)[flat]
+        runs_sel = runs.reshape(-1)[flat]
+        off_sel = off_all.reshape(-1)[flat]
+        for mask, target in ((runs_sel, pool), (off_sel == smart_code, whatif)):
+            sel = np.flatnonzero(mask)
             if sel.size == 0:
                 continue
-            step = step_full.reshape(-1)[sel]
-            g = gpu.reshape(-1)[sel]
+            step, g = step_sel[sel], gpu_sel[sel]
             if target is pool:
                 feasible += sel.size
-                offs = off_all.reshape(-1)[sel]
+                offs = off_sel[sel]
                 if (offs == none_code).any():
                     best_none = min(best_none, float(step[offs == none_code].min()))
             order = _rank(step, g, objective)
             keep_n = top_k if target is pool else 1
             if distinct and target is pool:
-                cols_all = chunk.columns_at(sel[order])
-                key = cols_all["tp"] * 1_000_003 + cols_all["pp"]
+                key = cols["tp"][sel][order] * 1_000_003 + cols["pp"][sel][order]
                 _, first = np.unique(key, return_index=True)
                 pick = order[np.sort(first)][:keep_n]
             else:
                 pick = order[:keep_n]
-            picked = chunk.columns_at(sel[pick])
+            picked = {k: v[sel][pick] for k, v in cols.items()}
             picked.update(step=step[pick], gpu=g[pick])
             target.add(picked)
     merged = pool.merged()
