@@ -365,8 +365,9 @@ def _why(rec: Candidate, n: int, best_none: float, objective: Objective) -> str:
         if not np.isfinite(best_none):
             s += "; no layout fits without offloading the optimizer"
         else:
-            s += (f"; {100 * (1 - rec.step_s / best_none):.1f}% faster than the best layout that "
-                  "keeps the optimizer on the GPU")
+            gain = 1 - rec.step_s / best_none
+            s += (f"; {100 * abs(gain):.1f}% {'faster' if gain >= 0 else 'slower'} than the best "
+                  "layout that keeps the optimizer on the GPU")
     else:
         s += "; the optimizer stays on the GPU"
     return s
