@@ -102,3 +102,14 @@ def context_row(model_name: str, hw, tr, req: TrainRequest | None = None) -> dic
 def pct(fraction: float | None) -> float | None:
     """A fraction as a percentage (CSV columns named ``*_pct``)."""
     return None if fraction is None else 100.0 * fraction
+
+
+def efficiency_text(gpu, asm) -> str:
+    """Where the GEMM efficiency comes from: the GPU family's curve, or --assume's constant."""
+    if "gemm_efficiency" in asm.model_fields_set:
+        return (f"GEMM efficiency {asm.gemm_efficiency:g} for every GEMM (--assume "
+                "gemm_efficiency replaces the curve)")
+    return (f"GEMM efficiency from the {gpu.name} curve: up to {gpu.gemm_eta_max:g}, half of "
+            f"that at {gpu.gemm_half_GFLOP:g} GFLOP per GEMM ({gpu.efficiency_label}); attention "
+            f"{gpu.flash_attention_eta:g} with FlashAttention, {gpu.attention_eta:g} without "
+            "(`optimus-calc explain efficiency.gemm_efficiency`)")

@@ -51,7 +51,10 @@ def plan_header(res, si) -> list[tuple[str, str]]:
                       f"FlashAttention {'on' if tr.flash_attention else 'off'}, dropout "
                       f"{'on' if tr.dropout else 'off'}, headroom "
                       f"{asm.gpu_headroom:.0%} of GPU memory (--headroom)"),
-        ("efficiencies", f"GEMM {asm.gemm_efficiency:g} (calibrated), HBM "
+        ("efficiencies", ("GEMM " + (f"{asm.gemm_efficiency:g} (--assume)" if "gemm_efficiency"
+                                     in asm.model_fields_set else
+                                     f"{hw.gpu.name} curve (max {hw.gpu.gemm_eta_max:g})"))
+                         + ", HBM "
                          f"{asm.hbm_efficiency:g}, {hw.intra_link.name} "
                          f"{hw.intra_link.efficiency:g}, {hw.nic.name} {hw.nic.efficiency:g} "
                          "(see `optimus-calc explain --assumptions`)"),
