@@ -6,13 +6,20 @@ Exit status: 0 success; 2 input or usage error (one line on stderr, ``error: ...
 
 from __future__ import annotations
 
-import importlib
-import sys
+import os
 
-import click
+# Single-threaded BLAS before numpy is first imported: the tool does no BLAS work, and an
+# OpenBLAS/OpenMP thread pool only spins on the other cores at start-up. A user's own value wins.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from optimus_calc import __version__
-from optimus_calc.errors import InputError
+import importlib  # noqa: E402
+import sys  # noqa: E402
+
+import click  # noqa: E402
+
+from optimus_calc import __version__  # noqa: E402
+from optimus_calc.errors import InputError  # noqa: E402
 
 # name -> (module, attribute, short help). Modules are imported only when the command runs.
 COMMANDS = {
