@@ -12,6 +12,9 @@ import os
 # OpenBLAS/OpenMP thread pool only spins on the other cores at start-up. A user's own value wins.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+# pydantic scans every installed distribution's entry points for plugins when it builds the first
+# model class; the CLI uses none (observability plugins only watch validation). A user's value wins.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 import importlib  # noqa: E402
 import sys  # noqa: E402
