@@ -122,3 +122,26 @@ def test_numpy_starts_no_blas_threads():
                        env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip().splitlines()[-1] == "1"
+
+
+def test_plan_skips_numpy_ma_and_difflib():
+    # np.unique's default path imports numpy.ma (numpy 2); difflib is only for "did you mean"
+    code = ("import io, sys\nfrom optimus_calc.cli.main import main\n"
+            "out, sys.stdout = sys.stdout, io.StringIO()\n"
+            "try:\n main(['plan', 'llama70b', '--nodes', '2'])\n"
+            "except SystemExit: pass\n"
+            "sys.stdout = out\n"
+            "print([m for m in ('numpy.ma', 'difflib') if m in sys.modules])")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_sorted_unique_is_np_unique():
+    import numpy as np
+    from optimus_calc.evaluate.engine import sorted_unique
+    assert sorted_unique([8, 2, 8, 4, 2, 1]).tolist() == [1, 2, 4, 8]
+    assert sorted_unique(np.array([[3, 3], [1, 5]])).tolist() == [1, 3, 5]  # flattened
+    assert sorted_unique(np.array([2.0, 2.0])).dtype == np.float64
+    assert sorted_unique([]).size == 0
