@@ -145,3 +145,29 @@ def test_sorted_unique_is_np_unique():
     assert sorted_unique(np.array([[3, 3], [1, 5]])).tolist() == [1, 3, 5]  # flattened
     assert sorted_unique(np.array([2.0, 2.0])).dtype == np.float64
     assert sorted_unique([]).size == 0
+
+
+@pytest.mark.parametrize("args", [["plan", "llama70b", "--nodes", "2", "--format", "json"],
+                                  ["memory", "no-such-model"], ["--help"]])
+def test_garbage_collector_paused_for_command_import_only(run, args):
+    # get_command pauses the collector while a command module is imported; whatever the
+    # command then does (or fails to do), the collector is back on
+    import gc
+    assert gc.isenabled()
+    run(*args)
+    assert gc.isenabled()
+
+
+def test_command_import_runs_few_collections():
+    # plan --format json: 105 collections when the command module was imported with the
+    # collector on, 34 with it paused (CPython 3.11, default thresholds)
+    code = ("import gc, io, sys\nfrom optimus_calc.cli.main import main\n"
+            "out, sys.stdout = sys.stdout, io.StringIO()\n"
+            "try:\n main(['plan', 'llama70b', '--nodes', '2', '--format', 'json'])\n"
+            "except SystemExit: pass\n"
+            "sys.stdout = out\n"
+            "print(sum(s['collections'] for s in gc.get_stats()))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert int(p.stdout.strip().splitlines()[-1]) < 80
