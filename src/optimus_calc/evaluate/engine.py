@@ -99,9 +99,17 @@ class StageTable:
                                                   "first", "last")}
 
 
+def sorted_unique(values) -> np.ndarray:
+    """Sorted distinct values, as ``np.unique(values)``, but through its sort path: numpy 2's
+    default hash path imports numpy.ma (5-15 ms at start-up) only to ask whether the array is
+    masked."""
+    return np.unique(np.asarray(values), return_index=True)[0]
+
+
 def stage_table(model: Model | BareModel, pps, all_stages: bool) -> StageTable:
     rows = []
-    for p in sorted({int(x) for x in np.unique(pps)}):
+    pp_values = sorted({int(x) for x in sorted_unique(pps)})
+    for p in pp_values:
         shapes = stage_shapes(model, p)
         if not all_stages:
             seen, keep = set(), []
@@ -123,7 +131,7 @@ def stage_table(model: Model | BareModel, pps, all_stages: bool) -> StageTable:
             cols["moe_layers"][j, k_i] = sh.moe_layers
             cols["A"][j, k_i], cols["X"][j, k_i], cols["R"][j, k_i] = sh.A, sh.X, sh.R
             cols["first"][j, k_i], cols["last"][j, k_i] = sh.first, sh.last
-    return StageTable(np.array(sorted({int(x) for x in np.unique(pps)})), **cols)
+    return StageTable(np.array(pp_values), **cols)
 
 
 @dataclass(frozen=True)

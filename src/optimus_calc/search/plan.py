@@ -17,8 +17,8 @@ from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
 from optimus_calc.evaluate.optimizer import Impl, device_from, optimizer_step
 from optimus_calc.evaluate.step import StepEstimate, estimate_step
 from optimus_calc.evaluate.batch import OFFLOAD_CODES, RECOMPUTE_CODES, Batch
-from optimus_calc.evaluate.engine import (Reason, evaluate, primary_reason, stage_table,
-                                          usable_gpu_bytes)
+from optimus_calc.evaluate.engine import (Reason, evaluate, primary_reason, sorted_unique,
+                                          stage_table, usable_gpu_bytes)
 from optimus_calc.frameworks import Framework, framework_support, layout_support
 from optimus_calc.frameworks import Reason as FrameworkReason
 from optimus_calc.search.space import Space, enumerate_space
@@ -182,7 +182,7 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     layouts that fit and that one of ``frameworks`` runs, the best SmartNIC layout apart (a
     what-if: no framework runs OptimusNIC), the infeasible counts by reason and the figures
     `_why` needs. Memory is bounded by the chunk."""
-    table = stage_table(model, np.unique(space.base[:, 1]), all_stages=False)
+    table = stage_table(model, sorted_unique(space.base[:, 1]), all_stages=False)
     width = table.index.shape[1]
     rows = max(1, CHUNK_ELEMENTS // (space.switch_count * width))
     counts = np.zeros(len(Reason), dtype=np.int64)
