@@ -260,3 +260,172 @@ def test_fit_with_offloaded_weights_has_no_parameter_bound(run):
 def test_single_layout_refusals_word_for_word(run, args, msg):
     r = run(*args)
     assert r.code == 2 and r.err == msg
+
+
+# ---- step-time terms the other tests left free ----------------------------------------------------
+
+def test_zero2_dp_traffic_per_micro_batch_by_hand(run):
+    # ZeRO-2 (DeepSpeed stage_1_and_2.py): the weights all-gathered once per step, the gradients
+    # reduce-scattered every micro-batch. TP 8 on 2 DGX A100: 2 DP ranks, one 22.5 GB/s NIC
+    # each, alpha 3 us; P = 842,534,912 per GPU, z = 2P bytes in 2 buckets; 256 micro-batches
+    lay = ("--nodes", "2", "--tp", "8", "--zero", "2")
+    st = _json(run, "step", "llama-2-7b", *lay)
+    mem = _json(run, "memory", "llama-2-7b", *lay)
+    P, m = mem["per_gpu"]["params"], mem["micro_batches"]
+    assert P == 842_534_912 and m == 256
+    one = _ring(2, 3e-6, 1 / 22.5e9, 2 * P, 2)
+    assert st["dp_comm_s"] == pytest.approx(one + m * one, rel=1e-9)
+
+
+def test_dp_ring_over_single_nic_nodes_by_hand(run):
+    # GH200: one GPU and one ConnectX-7 (400 Gb/s x 0.9 = 45 GB/s; PCIe 5 x16 63 x 0.76 = 47.9
+    # GB/s does not bind) per node; 2 nodes, ZeRO-1: a 2-rank ring at 45 GB/s, alpha 3 us;
+    # P = 6,738,415,616 (all of Llama 2 7B), z = 2P in ceil(2P / 1e9) = 14 buckets
+    st = _json(run, "step", "llama-2-7b", "--node", "gh200", "--nodes", "2", "--zero", "1")
+    P = 6_738_415_616
+    assert st["dp_comm_s"] == pytest.approx(2 * _ring(2, 3e-6, 1 / 45e9, 2 * P, 14), rel=1e-9)
+
+
+@pytest.mark.parametrize("extra,factor", [
+    ((), 2.0),                                       # all-gather in forward, reduce-scatter
+    (("--recompute", "full"), 3.0),                  # the recomputed forward gathers again
+    (("--assume", "cp_overlap=0.5"), 1.0),           # half hidden behind attention
+])
+def test_context_parallel_kv_traffic_by_hand(run, extra, factor):
+    # Llama 2 7B, TP 4 x CP 2 in one DGX A100: the CP pair sits on NVLink (231 GB/s, 1 us).
+    # K and V of the local sequence half: 2 x 4096 x 32 KV heads x 128 x 2 B / TP 4 = 16.8 MB
+    # per ring step; one ring collective over 2 ranks: 1 us + 0.5 x z / 231e9;
+    # x 32 layers x 512 micro-batches
+    st = _json(run, "step", "llama-2-7b", "--tp", "4", "--cp", "2", "--seq-len", "4096", *extra)
+    z = 2 * 4096 * 32 * 128 * 2 / 4
+    one = 1e-6 + 0.5 * z / 231e9
+    assert st["cp_comm_s"] == pytest.approx(32 * 512 * factor * one, rel=1e-9)
+
+
+def test_flops_and_throughput_figures_by_hand(run):
+    # no recomputation: hardware FLOPs are the model FLOPs, exactly
+    d = _json(run, "step", "llama-2-7b", "--tp", "2", "--pp", "4")
+    assert d["hardware_flops"] == d["model_flops"]
+    # TFLOP/s per GPU = hardware FLOPs / step / 8 GPUs / 1e12
+    assert d["tflops_per_gpu"] == pytest.approx(
+        d["hardware_flops"] / d["step_time_s"] / 8 / 1e12, rel=1e-12)
+    # the last of 4 equal stages also runs the logits: it binds the step
+    assert d["binding_stage"] == 3
+    # selective recomputation re-runs the attention core, 4 s h_q d_head FLOPs per token and
+    # layer: 512 x 4096 tokens x 32 layers x 4 x 4096 x 32 x 128 = 2^52
+    s = _json(run, "step", "llama-2-7b", "--recompute", "selective")
+    assert s["hardware_flops"] - s["model_flops"] == pytest.approx(2.0 ** 52, rel=1e-12)
+
+
+@pytest.mark.parametrize("args,spills", [
+    # ZeRO-0: 12 x 6.74e9 = 81 GB of state per GPU, BlueField-2 holds 16 GB: it spills
+    (("--zero", "0", "--smartnic", "bluefield-2"), True),
+    # ZeRO-1 over 8: 10.1 GB per card fits a BlueField-3 (32 GB)
+    (("--zero", "1"), False),
+])
+def test_smartnic_spill_note(run, args, spills):
+    d = _json(run, "step", "llama-2-7b", "--offload", "smartnic", *args)
+    note = "SmartNIC spill streams from host RAM every step (in offload_transfer_s)"
+    assert (note in d["notes"]) == spills
+
+
+def test_not_superchip_reason_word_for_word(run):
+    d = _json(run, "memory", "llama-2-7b", "--offload", "superchip")
+    assert d["reasons"] == ["dgx-a100 is not a superchip node (no NVLink-C2C CPU); use --node "
+                            "gh200 or gh200-nvl2"]
+
+
+def test_exposed_time_and_multicast_gather_by_hand():
+    # a 1 s step and 0.5 s of transfers against a 0.7 s window: 0.8 s exposed; a 2 s window
+    # hides it all
+    assert float(eq.compute__exposed_time(T_opt=1.0, T_x=0.5, W=0.7)) == pytest.approx(0.8)
+    assert float(eq.compute__exposed_time(T_opt=1.0, T_x=0.5, W=2.0)) == 0.0
+    # multicast all-gather: two latencies, then the (n-1)/n of the buffer each rank receives:
+    # n = 4, 1 GB at 1 GB/s: 2 us + 0.75 s; one rank: nothing
+    mc = eq.comm__multicast_all_gather_time
+    assert float(mc(alpha=1e-6, beta=1e-9, n=4, z=1e9)) == pytest.approx(2e-6 + 0.75)
+    assert float(mc(alpha=1e-6, beta=1e-9, n=1, z=1e9)) == 0.0
+
+
+def test_zero3_modules_per_layer_by_hand(cat):
+    from optimus_calc.evaluate.engine import modules_per_layer
+    from optimus_calc.specs.training import Assumptions
+    asm = Assumptions()
+    # dense SwiGLU layer: q, k, v, o + 3 MLP matrices + 2 norms = 9 modules
+    assert modules_per_layer(cat.get("llama-2-7b", "model"), asm) == 9.0
+    mix = cat.get("mixtral-8x7b", "model")
+    # MoE layer: 4 attention + 2 norms + router + 3 x 8 expert matrices = 31
+    assert modules_per_layer(mix, asm) == 31.0
+    # 2 dense layers first, a shared expert: (2 x 9 + 30 x (7 + 3 x 9)) / 32 = 1038 / 32
+    mixed = mix.model_copy(update={"first_dense_layers": 2, "shared_experts": 1})
+    assert modules_per_layer(mixed, asm) == pytest.approx(1038 / 32)
+    # FSDP wraps one module per block: the assumption overrides the count
+    assert modules_per_layer(mix, Assumptions(zero3_modules_per_layer=1)) == 1.0
+
+
+def test_step_time_is_the_sum_of_its_terms(run):
+    # Mixtral 8x7B on 2 DGX A100 with TP 2 x CP 2 x EP 2, ZeRO-1: every communication term is
+    # non-zero except PP; step.time adds them (one pipeline stage binds)
+    d = _json(run, "step", "mixtral-8x7b", "--nodes", "2", "--tp", "2", "--cp", "2", "--ep", "2",
+              "--zero", "1", "--seq-len", "4096")
+    terms = ("forward_s", "backward_s", "bubble_s", "tp_comm_s", "cp_comm_s", "ep_comm_s",
+             "pp_comm_s", "dp_comm_exposed_s", "optimizer_exposed_s")
+    assert all(d[k] > 0 for k in ("tp_comm_s", "cp_comm_s", "ep_comm_s", "dp_comm_exposed_s"))
+    assert d["step_time_s"] == pytest.approx(sum(d[k] for k in terms), rel=1e-12)
+
+
+# ---- the step-time equations one by one, every input at a distinct value -------------------------
+
+@pytest.mark.parametrize("Z,expected", [
+    # ZeRO-0/1: gather and reduction once, hidden behind the forward (W_f 0.5) and the backward
+    # (W_b 2): max(0, 1 - 0.5) + max(0, 3 - 2) + the last bucket min(0.25, 3) = 1.75
+    (1, 0.5 + 1.0 + 0.25),
+    # ZeRO-2: the reduction every one of m = 4 micro-batches, the gather once:
+    # 4 x (max(0, 3 - 2) + 0.25) + 0.5 = 5.5
+    (2, 4 * (1.0 + 0.25) + 0.5),
+    # ZeRO-3: G_x (the gather left exposed, 0.5) and the reduction every micro-batch:
+    # 4 x (0.5 + 1 + 0.25) = 7
+    (3, 4 * (0.5 + 1.0 + 0.25)),
+])
+def test_dp_exposed_time_by_hand(Z, expected):
+    got = eq.step__dp_exposed_time(G_x=0.5, T_bkt=0.25, T_gat=1.0, T_red=3.0, W_b=2.0,
+                                   W_f=0.5, Z=Z, m=4)
+    assert float(got) == pytest.approx(expected)
+    # a backward longer than the reduction hides all but the last bucket
+    hidden = eq.step__dp_exposed_time(G_x=0.0, T_bkt=0.25, T_gat=0.0, T_red=3.0, W_b=10.0,
+                                      W_f=0.5, Z=Z, m=4)
+    assert float(hidden) == pytest.approx(0.25 if Z < 2 else 4 * 0.25)
+
+
+@pytest.mark.parametrize("Z,expected", [
+    # buckets 1 + context 2 + fragmentation 0.1 x (3 + 4 + 5 + 6) = 4.8; ZeRO-3 adds the largest
+    # layer's parameters gathered in fp32 and 16-bit: 4 x 8 / t 2 = 16
+    (1, 1 + 2 + 0.1 * 18), (3, 1 + 2 + 0.1 * 18 + 16),
+])
+def test_overhead_bytes_by_hand(Z, expected):
+    got = eq.memory__overhead_bytes(G=3, M_act=4, M_bkt=1, M_ctx=2, O=5, P_big=8, W=6, Z=Z,
+                                    f_frag=0.1, t=2)
+    assert float(got) == pytest.approx(expected)
+
+
+def test_step_terms_by_hand():
+    # element-wise: 2 layers x 3 bytes x 4 micro-batches x 5 passes / (10 B/s x 0.5) = 24 s
+    assert float(eq.step__elementwise_time(B_hbm=10, L_stage=2, M_l=3, eta_hbm=0.5, m=4,
+                                           n_pass=5)) == pytest.approx(24.0)
+    # EP: 4 all-to-alls per MoE layer and micro-batch: 4 x 3 x 0.5 x 2 = 12
+    assert float(eq.step__ep_comm_time(L_moe=3, T_a2a=0.5, m=2)) == pytest.approx(12.0)
+    # PP: a send forward and back per micro-batch and chunk: 0.5 x 4 x 3 x (2 - 2 x 0.25) = 9
+    assert float(eq.step__pp_comm_time(T_p2p=0.5, m=4, o_pp=0.25, v=3)) == pytest.approx(9.0)
+    # TP with SP and full recomputation: 2 layers x 3 micro-batches x 4 x (1 - 0.5)
+    # x (1 + 1/2) x (T_ag + T_rs = 0.75) = 13.5; without SP the all-reduce 2 instead
+    tp = dict(L_stage=2, T_ag=0.5, T_ar=2.0, T_rs=0.25, m=3, o_tp=0.5, r_full=1)
+    assert float(eq.step__tp_comm_time(sigma_sp=1, **tp)) == pytest.approx(13.5)
+    assert float(eq.step__tp_comm_time(sigma_sp=0, **tp)) == pytest.approx(36.0)
+    # MFU = model FLOPs / (GPUs x step x peak): 6e15 / (8 x 2 x 1e15) = 0.375
+    assert float(eq.step__mfu(F_model=6e15, N_gpus=8, T_step=2.0, peak=1e15)) == \
+        pytest.approx(0.375)
+    assert float(eq.step__tokens_per_s(T_step=4.0, tokens=1e6)) == pytest.approx(2.5e5)
+    # step.time: the ten terms add up, each counted once (powers of two tell them apart)
+    ten = dict(T_b=1, T_bubble=2, T_cp=4, T_dp=8, T_ep=16, T_f=32, T_opt=64, T_po=128,
+               T_pp=256, T_tp=512)
+    assert float(eq.step__time(**ten)) == 1023
