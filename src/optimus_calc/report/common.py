@@ -113,3 +113,34 @@ def efficiency_text(gpu, asm) -> str:
             f"that at {gpu.gemm_half_GFLOP:g} GFLOP per GEMM ({gpu.efficiency_label}); attention "
             f"{gpu.flash_attention_eta:g} with FlashAttention, {gpu.attention_eta:g} without "
             "(`optimus-calc explain efficiency.gemm_efficiency`)")
+
+
+# Sources name the papers behind the project's reference notes, not files users do not have;
+# the two reference tables ship in the repository (docs/reference/).
+_CITATIONS = (
+    ("seeds/optimusnic.md", "OptimusNIC paper (Rebai, KAUST: Offloading Optimizer State to "
+                            "SmartNICs for Efficient Large-Scale AI Training)"),
+    ("seeds/squeezenic.md", "SqueezeNIC paper (Rebai et al., KAUST: Low-Latency In-NIC "
+                            "Compression for Distributed Deep Learning)"),
+    ("seeds/multicast-allgather-abstract.md", "the multicast Allgather paper (Khalilov et al., "
+                                              "SC'24, abstract)"),
+    ("seeds/superoffload.md", "SuperOffload paper (Lian et al.: Large-Scale LLM Training on "
+                              "Superchips)"),
+    ("seeds/deepspeed-bandwidth-characterization-methods.md",
+     "Bandwidth Characterization of DeepSpeed on Distributed LLM Training (methods section)"),
+    ("shared/reference/calibration.md", "docs/reference/calibration.md"),
+    ("shared/reference/hardware-specs.md", "docs/reference/hardware-specs.md"),
+    ("reference/calibration.md", "docs/reference/calibration.md"),
+    ("reference/hardware-specs.md", "docs/reference/hardware-specs.md"),
+)
+
+
+def cite(text: str) -> str:
+    """A source as users read it: paper names for the seed notes, repository paths for the
+    reference tables (docs/reference/)."""
+    for old, new in _CITATIONS:
+        text = text.replace(old, new)
+    for bare in ("calibration.md", "hardware-specs.md"):
+        text = text.replace(f" {bare}", f" docs/reference/{bare}").replace(
+            f"({bare}", f"(docs/reference/{bare}")
+    return text.replace("docs/reference/docs/reference/", "docs/reference/")
