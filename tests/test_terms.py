@@ -429,3 +429,22 @@ def test_step_terms_by_hand():
     ten = dict(T_b=1, T_bubble=2, T_cp=4, T_dp=8, T_ep=16, T_f=32, T_opt=64, T_po=128,
                T_pp=256, T_tp=512)
     assert float(eq.step__time(**ten)) == 1023
+
+
+def test_zero0_dp_all_reduce_by_hand(run):
+    # DDP (ZeRO-0): no parameter gather; gradients all-reduced in 25 MB buckets
+    # (bucket_cap_mb): z = 2P = 1,685,069,824 B in ceil(z / 25e6) = 68 buckets; a 2-rank ring
+    # all-reduce over one 22.5 GB/s NIC each: 68 x 2 x 3 us + 2 x (1/2) x z / 22.5e9
+    st = _json(run, "step", "llama-2-7b", "--nodes", "2", "--tp", "8", "--zero", "0")
+    z = 2 * 842_534_912
+    assert st["dp_comm_s"] == pytest.approx(68 * 2 * 3e-6 + z / 22.5e9, rel=1e-9)
+
+
+@pytest.mark.parametrize("sp,divisor", [("--no-sp", 1), ("--sp", 2)])
+def test_pp_point_to_point_by_hand(run, sp, divisor):
+    # PP 2 x TP 2 x DP 2 in one DGX A100: neighbouring stages on NVLink (231 GB/s, 1 us). One
+    # activation (4096 tokens x 4096 x 2 B = 33.5 MB; with sequence parallelism each TP rank
+    # sends its 1/2) forward and one gradient back per micro-batch: 256 x 2 x (1 us + z/231e9)
+    st = _json(run, "step", "llama-2-7b", "--pp", "2", "--tp", "2", sp)
+    z = 4096 * 4096 * 2 / divisor
+    assert st["pp_comm_s"] == pytest.approx(256 * 2 * (1e-6 + z / 231e9), rel=1e-9)
