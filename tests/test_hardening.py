@@ -438,3 +438,30 @@ def test_divisors_by_factorisation():
     assert divisors(999_999_937) == [1, 999_999_937]
     assert len(divisors(2 ** 30)) == 31
     assert time.perf_counter() - t0 < 0.5  # before: a loop to n, several seconds
+
+
+@pytest.mark.parametrize("value", ["true", '"80"'])
+def test_catalog_numbers_are_numbers(run, tmp_path, value):
+    # issue 15: `memory_GB = true` loaded as 1.0 and "80" as 80 (pydantic's lax coercion)
+    d = tmp_path / "cat"
+    d.mkdir()
+    (d / "g.toml").write_text(f"""[[gpu]]
+name = "lax-gpu"
+vendor = "nvidia"
+memory_GB = {value}
+hbm_bandwidth_GBps = 2000
+peak_TFLOPS = {{ fp32 = 19.5, bf16 = 312 }}
+scale_up_link = "nvlink3"
+scale_up_GBps = 300
+host_link = "pcie4-x16"
+source = "test entry"
+""")
+    r = run("--catalog-dir", d, "catalog", "show", "lax-gpu")
+    assert r.code == 2 and "field 'memory_GB'" in r.err and "is not a number" in r.err
+
+
+def test_plan_objective_memory_says_slower_not_negative_faster(run):
+    # issue 15: `plan --objective memory` printed "-39.5% faster"
+    r = run("plan", "llama70b", "--nodes", 4, "--objective", "memory", "--format", "json")
+    assert r.code == 0
+    assert "-" not in r.json()["why"].split("than the best")[0].split(";")[-1]

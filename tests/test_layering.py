@@ -273,12 +273,14 @@ def test_plan_takes_every_shared_training_option(run):
     assert len({(c["tp"], c["pp"]) for c in cands}) == len(cands)  # --distinct
 
 
-def test_plan_global_batch_default_is_the_planners(run):
-    # 2 x 8 GPUs: max(512, 16 rounded up to a power of two) = 512; 128 nodes x 8: 1024
+def test_plan_global_batch_default_is_the_batch_rule(run):
+    # every layout takes the smallest multiple of its dp x micro-batch holding 512 sequences
     d = run("plan", "llama-2-7b", "--nodes", "2", "--seq-len", "2048", "--format", "json").json()
-    assert d["assumed"]["global_batch"] == 512
-    from optimus_calc.inputs import default_global_batch
-    assert default_global_batch(1024) == 1024 and default_global_batch(1025) == 2048
+    from optimus_calc.evaluate.batch import rule_global_batch
+    for c in d["candidates"]:
+        assert c["global_batch"] == rule_global_batch(c["dp"], c["micro_batch"])
+    assert int(rule_global_batch(25, 1)) == 525 and int(rule_global_batch(1024, 1)) == 1024
+    assert int(rule_global_batch(6, 4)) == 528  # 22 x 24
 
 
 # ---- Precision, Optimizer in the exports ----------------------------------------------------

@@ -262,3 +262,19 @@ def test_buckets_hold_at_most_the_gradients(run):
     from optimus_calc.equations import compiled as eq
     assert float(eq.memory__bucket_bytes(B_cap=1e9, P=84e6, b_g=2)) == 168e6
     assert float(eq.memory__bucket_bytes(B_cap=1e9, P=7e9, b_g=2)) == 1e9
+
+
+def test_fit_nodes_explains_what_binds_and_suggests_recompute(run):
+    # issue 13: with the default batch, TP 2 x PP 4 ZeRO-3 Llama-3-70B needs 171 nodes only
+    # because at 171 nodes (DP 171, batch 513) there are 3 micro-batches for 4 stages, so fewer
+    # are in flight; full recomputation keeps the layer input only (2 s b h per layer) and fits
+    # on 3 nodes. fit says both.
+    d = run("fit", "llama70b", "--tp", 2, "--pp", 4, "--zero", 3, "--solve", "nodes",
+            "--format", "json").json()
+    assert d["min_nodes"] == 171
+    assert d["binding_part"] == "activations" and "3 micro-batches for 4 pipeline" in d["binding"]
+    rec = [s for s in d["suggestions"] if s["flags"] == "--recompute full"]
+    assert rec and rec[0]["value"] == 3
+    # and the suggestion holds: with --recompute full, 3 nodes fit and 2 do not
+    assert run("fit", "llama70b", "--tp", 2, "--pp", 4, "--zero", 3, "--recompute", "full",
+               "--solve", "nodes", "--format", "json").json()["min_nodes"] == 3

@@ -122,15 +122,19 @@ def test_list_cells_use_one_separator(run):
 
 
 def test_sweep_dedupes_rows_that_differ_only_in_the_smartnic_offered(run):
-    # bert-large: the winner keeps the optimizer on the GPU, so the SmartNIC offered does not
-    # matter; before, each node count came out twice with an identical row
-    header, body = check_csv(_cmd_csv(run, ["sweep", "--models", "bert-large", "--node",
-                                            "dgx-h100", "--nodes", "1,8", "--smartnic",
-                                            "bluefield-3,bluefield-2", "--seq-len", 512,
-                                            "--global-batch", 64]))
+    # bert-large on DGX-H100 (no SmartNIC): without --smartnic there is no what-if and one row
+    # per node count; with two cards offered each row names its card's what-if (no duplicate)
+    args = ["sweep", "--models", "bert-large", "--node", "dgx-h100", "--nodes", "1,8",
+            "--seq-len", 512, "--global-batch", 64]
+    header, body = check_csv(_cmd_csv(run, args))
     rows = [dict(zip(header, r)) for r in body]
     assert [r["nodes"] for r in rows] == ["1", "8"]
     assert all(r["offload"] == "none" and r["smartnic"] == "" for r in rows)
+    header, body = check_csv(_cmd_csv(run, args + ["--smartnic", "bluefield-3,bluefield-2"]))
+    rows = [dict(zip(header, r)) for r in body]
+    assert [(r["nodes"], r["smartnic"]) for r in rows] == [
+        ("1", "bluefield-3"), ("1", "bluefield-2"), ("8", "bluefield-3"), ("8", "bluefield-2")]
+    assert len({tuple(r) for r in body}) == len(body)
 
 
 def test_fit_csv_is_one_row_with_headers(run):
@@ -252,11 +256,12 @@ def test_columns_is_respected_and_compact_layout_drops_columns(run, monkeypatch)
 
 def test_explain_sources_wrap_at_word_boundaries(run, monkeypatch):
     from optimus_calc.equations.registry import load_all
+    from optimus_calc.report.common import cite
     monkeypatch.setenv("COLUMNS", "80")
     out = run("explain").out
     words = set(out.split())
     for eq in load_all().values():
-        for w in eq.source.split():
+        for w in cite(eq.source).split():  # the source as users read it
             if len(w) <= 20:  # longer tokens (paths) may fold, never be cut off
                 assert w in words, (eq.name, w)
 
@@ -402,3 +407,16 @@ def test_plot_and_output_cannot_be_the_same_file(run, tmp_path):
     p = tmp_path / "x.svg"
     r = run(*PLOTS["memory"], "--plot", p, "-o", p)
     assert r.code == 2 and "same file" in r.err and not p.exists()
+
+
+def test_sources_name_papers_not_missing_files(run):
+    # issue 13: cited sources named files users do not have (seeds/*.md); they name the papers,
+    # and the two reference tables ship in docs/reference/
+    from pathlib import Path
+    for argv in (["explain", "--format", "json"], ["validate", "--format", "json"],
+                 ["catalog", "list", "--format", "json"]):
+        r = run(*argv)
+        assert r.code == 0 and "seeds/" not in r.out, argv
+    root = Path(__file__).resolve().parents[1]
+    assert (root / "docs/reference/calibration.md").is_file()
+    assert (root / "docs/reference/hardware-specs.md").is_file()

@@ -216,3 +216,51 @@ def test_dp_buckets_hold_gradient_bytes_by_hand(run):
     d = run("step", "llama-2-7b", "--zero", 1, "--grad-bytes", 4, "--seq-len", 4096,
             "--global-batch", 8, "--format", "json").json()
     assert d["breakdown"]["dp_comm_s"] == pytest.approx(rs + ag, rel=1e-9)
+
+
+def _node_copy(tmp_path, name, **changes):
+    """A user-catalog copy of dgx-a100 with some fields changed."""
+    fields = {"gpu": '"a100-80gb"', "gpus": 8, "cpu": '"epyc-7742"', "cpus": 2,
+              "host_memory_GB": 2048, "nic": '"connectx-6"', "nics": 8,
+              "nvme": '"intel-d7-p5600"', "nvme_drives": 8, "intra_link": '"nvlink3"',
+              "gpu_host_link": '"pcie4-x16"'}
+    fields.update(changes)
+    d = tmp_path / name
+    d.mkdir()
+    body = "\n".join(f"{k} = {v}" for k, v in fields.items())
+    (d / "n.toml").write_text(f'[[node]]\nname = "{name}"\n{body}\nsource = "test copy"\n')
+    return d
+
+
+def test_offload_step_responds_to_what_changes_it(run, tmp_path):
+    """Issue 11: parameter offload, NVMe drives, PCIe generation, CPU cores and bandwidth, and
+    micro-batches each move the offloaded step (evaluate/offload_step.py through the engine)."""
+    base = ["llama-2-13b", "--nodes", 1, "--tp", 1, "--zero", 3, "--seq-len", 4096,
+            "--format", "json"]
+
+    def step(*args, cat=None):
+        pre = ["--catalog-dir", cat] if cat else []
+        r = run(*pre, "step", *base, *args)
+        assert r.code == 0, r.err
+        return r.json()
+    nvme = step("--offload", "nvme", "--global-batch", 8)
+    # with short sequences a micro-batch computes for less time than its weights take to stream
+    # from the drives (forward and backward of every micro-batch): the streaming shows
+    short = ["--seq-len", 256, "--global-batch", 8]
+    no_params = step("--offload", "nvme", *short)
+    params = step("--offload", "nvme", "--offload-params", *short)
+    assert params["param_offload_exposed_s"] > 0 and no_params["param_offload_exposed_s"] == 0
+    assert params["step_time_s"] > no_params["step_time_s"]
+    more_mb = step("--offload", "nvme", "--offload-params", "--seq-len", 256,
+                   "--global-batch", 32)
+    assert more_mb["param_offload_exposed_s"] > params["param_offload_exposed_s"]
+    few = step("--node", "few-drives", "--offload", "nvme", "--global-batch", 8,
+               cat=_node_copy(tmp_path, "few-drives", nvme_drives=2))
+    assert few["optimizer_s"] > nvme["optimizer_s"]               # a RAID0 of 2 drives, not 8
+    cpu = step("--offload", "cpu", "--global-batch", 8)
+    gen3 = step("--node", "gen3", "--offload", "cpu", "--global-batch", 8,
+                cat=_node_copy(tmp_path, "gen3", gpu_host_link='"pcie3-x16"'))
+    assert gen3["offload_transfer_s"] > cpu["offload_transfer_s"]  # half the PCIe bandwidth
+    one_socket = step("--node", "one-socket", "--offload", "cpu", "--global-batch", 8,
+                      cat=_node_copy(tmp_path, "one-socket", cpus=1))
+    assert one_socket["optimizer_s"] > cpu["optimizer_s"]        # half the cores and DRAM

@@ -1,3 +1,3 @@
 """optimus-calc: what your hardware can do for LLM training, before you buy or book it."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

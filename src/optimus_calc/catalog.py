@@ -9,7 +9,6 @@ cached; every error names the file (and line, or entry and field).
 
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -87,6 +86,7 @@ class Catalog:
         label = what or (kind or "catalog entry")
         pool = [e.name for e in self.all(kind)] + [
             a for a, (k, _) in self.aliases.items() if kind is None or k == kind]
+        import difflib  # only for the suggestion of an unknown name
         close = difflib.get_close_matches(normalize(name), pool, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else (
             f"; see 'optimus-calc catalog list --kind {kind}'" if kind else "")

@@ -56,7 +56,7 @@ def resolve_model(text: str, cat: Catalog) -> Model | BareModel:
 
 _NUM = re.compile(r"^[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?$|^\.[0-9]+([eE][+-]?[0-9]+)?$")
 
-DEFAULT_GLOBAL_BATCH = 512
+
 
 
 def parse_assumptions(items: tuple[str, ...] | list[str]) -> Assumptions:
@@ -79,6 +79,37 @@ def parse_assumptions(items: tuple[str, ...] | list[str]) -> Assumptions:
     except ValueError as exc:
         first = exc.errors()[0]  # type: ignore[attr-defined]
         raise InputError(f"--assume {first['loc'][0]}: {first['msg']}") from None
+
+
+def assumptions_from(kw: dict) -> Assumptions:
+    """``--assume`` items plus ``--headroom`` (the gpu_headroom assumption by its own flag)."""
+    asm = parse_assumptions(kw.get("assume") or ())
+    if kw.get("headroom") is not None:
+        asm = asm.model_copy(update={"gpu_headroom": float(kw["headroom"])})
+    return asm
+
+
+def dropout_of(kw: dict, model) -> bool:
+    """--dropout/--no-dropout, else the model's own config (dropout probability > 0)."""
+    if kw.get("dropout") is not None:
+        return bool(kw["dropout"])
+    return bool(getattr(model, "has_dropout", False))
+
+
+def parse_ints(text: str | None, flag: str, lo: int = 1, hi: int = 1_000_000
+               ) -> tuple[int, ...] | None:
+    """A comma-separated list of whole numbers (``--tp 4,8``); None when not given."""
+    if text is None:
+        return None
+    out = []
+    for item in str(text).split(","):
+        item = item.strip()
+        if not (item.isascii() and item.isdigit()) or not lo <= int(item) <= hi:
+            raise InputError(f"{flag}: {item[:40]!r} is not a whole number from {lo} to {hi:,}")
+        out.append(int(item))
+    if not out:
+        raise InputError(f"{flag} is empty")
+    return tuple(dict.fromkeys(out))
 
 
 def parse_choices(text: str | None, enum: type[E], flag: str) -> tuple[E, ...] | None:
@@ -131,23 +162,24 @@ def make_training(origins: dict[str, str] | None = None, **fields) -> Training:
 
 
 def training_from(kw: dict, model, dp: int) -> tuple[Training, bool, bool]:
-    """The single-layout Training; the default global batch is 512 rounded up to a multiple of
-    dp x micro-batch. Returns (training, global batch defaulted, sequence defaulted)."""
+    """The single-layout Training; the default global batch is the batch rule's (the smallest
+    multiple of dp x micro-batch holding 512 sequences, evaluate/batch.py). Returns (training,
+    global batch defaulted, sequence defaulted)."""
+    from optimus_calc.evaluate.batch import BATCH_RULE_SEQUENCES, rule_global_batch
     seq = kw["seq_len"] or (model.seq_len if isinstance(model, Model) else 2048)
-    per = dp * kw["micro_batch"]
     gb = kw["global_batch"]
     defaulted = gb is None
     if gb is None:
-        gb = -(-DEFAULT_GLOBAL_BATCH // per) * per
-    origins = {"global_batch": f"the default global batch ({DEFAULT_GLOBAL_BATCH} rounded up to "
-                               f"a multiple of dp {dp} x --micro-batch {kw['micro_batch']})"}
+        gb = int(rule_global_batch(dp, kw["micro_batch"]))
+    origins = {"global_batch": f"the default global batch ({BATCH_RULE_SEQUENCES} rounded up "
+                               f"to a multiple of dp {dp} x --micro-batch {kw['micro_batch']})"}
     if kw["seq_len"] is None:
         origins["seq_len"] = f"the sequence length of {model.name}"
     tr = make_training(origins, seq_len=seq, micro_batch=kw["micro_batch"], global_batch=gb,
                   precision=kw["precision"], optimizer=kw["optimizer"],
                   grad_bytes=kw["grad_bytes"] or 0, recompute=kw["recompute"],
                   sequence_parallel=kw["sp"], flash_attention=kw["flash_attn"],
-                  dropout=kw["dropout"], model_states_only=kw["model_states_only"],
+                  dropout=dropout_of(kw, model), model_states_only=kw["model_states_only"],
                   multicast=kw["multicast"])
     return tr, defaulted, kw["seq_len"] is None
 
@@ -171,14 +203,8 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict) -> Inputs:
                          "architecture; add --model-states-only or give a catalog model or "
                          "config.json")
     check_layout(model, layout, tr)
-    return Inputs(model, hw, layout, tr, parse_assumptions(kw["assume"]), gb_default,
+    return Inputs(model, hw, layout, tr, assumptions_from(kw), gb_default,
                   seq_default)
-
-
-def default_global_batch(gpus: int) -> int:
-    """The planner's default: 512 sequences, or the GPU count rounded up to a power of two on
-    larger clusters."""
-    return max(DEFAULT_GLOBAL_BATCH, 1 << (gpus - 1).bit_length())
 
 
 @dataclass(frozen=True)
@@ -194,7 +220,10 @@ class SearchInputs:
     max_zero: int = 3
     distinct: bool = False
     seq_len_defaulted: bool = False
-    global_batch_defaulted: bool = False
+    global_batch_defaulted: bool = False   # True: each layout takes the batch rule's batch
+    frameworks: tuple = ()                 # frameworks.Framework members; () = any
+    pins: dict | None = None               # grid columns fixed by --tp --pp ... (search/space.py)
+    zero_stages: tuple[int, ...] | None = None   # --zero LIST (else 0..max_zero)
 
 
 def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs:
@@ -209,24 +238,43 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
                          "architecture (a catalog model or a config.json)")
     hw = resolve_hardware(cat, kw["node"], kw["nodes"], kw.get("gpu"), kw.get("gpus_per_node"),
                           kw.get("smartnic"))
-    origins = {"global_batch": f"the default global batch (the {hw.gpus} GPUs rounded up to a "
-                               "power of two)", "seq_len": f"the sequence length of {model.name}"}
+    from optimus_calc.evaluate.batch import BATCH_RULE_SEQUENCES
+    from optimus_calc.frameworks import Framework
+    origins = {"seq_len": f"the sequence length of {model.name}"}
     tr = make_training(origins, seq_len=kw["seq_len"] or model.seq_len,
-                       global_batch=kw["global_batch"] or default_global_batch(hw.gpus),
+                       global_batch=kw["global_batch"] or BATCH_RULE_SEQUENCES,
                        precision=kw["precision"], optimizer=kw["optimizer"],
                        grad_bytes=kw["grad_bytes"] or 0, flash_attention=kw["flash_attn"],
-                       dropout=kw["dropout"], multicast=kw["multicast"])
-    asm = parse_assumptions(kw["assume"])
-    offloads = parse_choices(kw.get("offloads"), Offload, "--offloads")
+                       dropout=dropout_of(kw, model), multicast=kw["multicast"])
+    asm = assumptions_from(kw)
+    offloads = parse_choices(kw.get("offloads"), Offload, "--offloads") or ()
+    offloads += parse_choices(kw.get("offload"), Offload, "--offload") or ()
+    offloads = tuple(dict.fromkeys(offloads)) or None
     if offloads:
         offered = offload_targets(hw)
         for o in offloads:
             if o not in offered:
+                hint = (" (name a card with --smartnic for the what-if)"
+                        if o is Offload.SMARTNIC else "")
                 raise InputError(f"--offloads {o.value}: {hw.node.name} does not offer it "
-                                 f"(offers {', '.join(x.value for x in offered)})")
+                                 f"(offers {', '.join(x.value for x in offered)}){hint}")
     max_zero = kw.get("max_zero")
+    fw = kw.get("framework") or "any"
+    if fw == "any":
+        frameworks: tuple = tuple(Framework)
+    else:
+        frameworks = parse_choices(fw, Framework, "--framework") or tuple(Framework)
+    pins = {}
+    for col, key, flag in (("tp", "tp", "--tp"), ("pp", "pp", "--pp"), ("dp", "dp", "--dp"),
+                           ("cp", "cp", "--cp"), ("ep", "ep", "--ep"),
+                           ("mb", "micro_batch", "--micro-batch"),
+                           ("v", "interleave", "--interleave")):
+        values = parse_ints(kw.get(key), flag)
+        if values:
+            pins[col] = values
+    zero = parse_ints(kw.get("zero"), "--zero", 0, 3)
     return SearchInputs(
         model, hw, tr, asm, offloads,
         parse_choices(kw.get("recomputes"), Recompute, "--recompute"),
         3 if max_zero is None else int(max_zero), bool(kw.get("distinct")),
-        kw["seq_len"] is None, kw["global_batch"] is None)
+        kw["seq_len"] is None, kw["global_batch"] is None, frameworks, pins or None, zero)

@@ -46,7 +46,7 @@ hardware_options = _stack(
 )
 
 
-def _training(global_batch_help: str, per_layout: bool) -> Callable:
+def _training(global_batch_help: str, per_layout: bool, lists: bool = False) -> Callable:
     """What every layout of a run shares: sequence, batch, precision, optimizer, assumptions;
     with ``per_layout`` also the training fields of one layout (micro-batch, recomputation,
     sequence parallelism: the planner searches those) and --model-states-only."""
@@ -63,11 +63,14 @@ def _training(global_batch_help: str, per_layout: bool) -> Callable:
     ]
     micro_batch, recompute, sp, states_only = layout_only if per_layout else [None] * 4
     return _stack(*[opt for opt in (
-        click.option("--seq-len", type=click.IntRange(1, 10_000_000), default=None,
-                     help="Sequence length (default: the model's)."),
+        click.option("--seq-len", type=str if lists else click.IntRange(1, 10_000_000),
+                     default=None, metavar="N[,N...]" if lists else None,
+                     help="Sequence length (default: the model's)"
+                          + ("; a list varies it." if lists else ".")),
         micro_batch,
-        click.option("--global-batch", type=click.IntRange(1, 100_000_000), default=None,
-                     help=global_batch_help),
+        click.option("--global-batch", type=str if lists else click.IntRange(1, 100_000_000),
+                     default=None, metavar="N[,N...]" if lists else None,
+                     help=global_batch_help + (" A list varies it." if lists else "")),
         click.option("--precision", type=click.Choice([p.value for p in Precision]),
                      default=Precision.BF16.value, show_default=True),
         click.option("--optimizer", type=click.Choice([o.value for o in Optimizer]),
@@ -79,8 +82,12 @@ def _training(global_batch_help: str, per_layout: bool) -> Callable:
         sp,
         click.option("--flash-attn/--no-flash-attn", default=True, show_default=True,
                      help="FlashAttention (no s^2 score matrices stored)."),
-        click.option("--dropout/--no-dropout", default=True, show_default=True,
-                     help="Dropout masks stored (Korthikanti's formulas assume dropout)."),
+        click.option("--dropout/--no-dropout", default=None,
+                     help="Dropout masks stored (default: as the model's config: dropout > 0; "
+                          "Llama, Mistral, Qwen have none)."),
+        click.option("--headroom", type=FiniteFloat(0, 0.9), default=None, metavar="FRACTION",
+                     help="GPU memory a layout must leave free, fraction of capacity (default "
+                          "0.05): judges fits in memory, fit and plan."),
         click.option("--multicast", is_flag=True,
                      help="Parameter all-gathers (ZeRO/FSDP) use hardware multicast."),
         states_only,
@@ -91,11 +98,16 @@ def _training(global_batch_help: str, per_layout: bool) -> Callable:
 
 
 # one layout (memory, step, ...): the shared fields and the layout's own training fields
-training_options = _training("Global batch in sequences (default: 512, rounded up to a "
-                             "multiple of dp x micro-batch).", per_layout=True)
+training_options = _training("Global batch in sequences (default: the smallest multiple of "
+                             "dp x micro-batch holding 512 sequences).", per_layout=True)
 # the planner (plan, sweep): only the shared fields; it searches micro-batch, recompute and SP
-search_training_options = _training("Global batch in sequences (default: 512, or the GPU "
-                                    "count rounded up to a power of two).", per_layout=False)
+search_training_options = _training("Global batch in sequences (default, per layout: the "
+                                    "smallest multiple of dp x micro-batch holding 512 "
+                                    "sequences).", per_layout=False)
+# sweep: the same, with lists to vary the sequence length and the global batch
+sweep_training_options = _training("Global batch in sequences (default, per layout: the "
+                                   "smallest multiple of dp x micro-batch holding 512 "
+                                   "sequences).", per_layout=False, lists=True)
 
 layout_options = _stack(
     click.option("--tp", type=click.IntRange(1, 1_000_000), default=1, show_default=True),
@@ -120,6 +132,43 @@ layout_options = _stack(
 )
 
 
+def _pin(flag: str, what: str) -> Callable:
+    return click.option(flag, default=None, metavar="N[,N...]",
+                        help=f"Only {what} (one value or a comma-separated list).")
+
+
+def pin_options(func: Callable) -> Callable:
+    """What the planner may search (`plan`, `sweep`): frameworks, offload targets, fixed
+    dimensions."""
+    from optimus_calc.frameworks import Framework
+    return _stack(
+        click.option("--framework", default="any", show_default=True,
+                     metavar="NAME[,NAME...]|any",
+                     help="Only layouts these frameworks run: "
+                          f"{', '.join(f.value for f in Framework)} (rules in frameworks.py, "
+                          "from their source)."),
+        click.option("--max-zero", type=click.IntRange(0, 3), default=3, show_default=True,
+                     help="Highest ZeRO stage searched (Megatron-LM's distributed optimizer "
+                          "is 1)."),
+        click.option("--offloads", default=None, metavar="LIST",
+                     help="Offload targets searched, e.g. none,cpu (default: all the node "
+                          "offers; smartnic when the node has SmartNICs or --smartnic names "
+                          "one)."),
+        click.option("--offload", default=None, metavar="LIST",
+                     help="The same as --offloads."),
+        click.option("--recompute", "recomputes", default=None, metavar="LIST",
+                     help="Recompute modes searched, e.g. full (default: none,selective,full)."),
+        _pin("--tp", "these tensor-parallel degrees"),
+        _pin("--pp", "these pipeline-parallel degrees"),
+        _pin("--dp", "these data-parallel degrees"),
+        _pin("--cp", "these context-parallel degrees"),
+        _pin("--ep", "these expert-parallel degrees"),
+        _pin("--zero", "these ZeRO stages"),
+        _pin("--micro-batch", "these micro-batch sizes"),
+        _pin("--interleave", "these numbers of model chunks per GPU"),
+    )(func)
+
+
 def search_options(func: Callable) -> Callable:
     """What the planner searches and how it ranks (`plan`)."""
     from optimus_calc.search.plan import Objective
@@ -127,17 +176,9 @@ def search_options(func: Callable) -> Callable:
         click.option("--objective", type=click.Choice([o.value for o in Objective]),
                      default=Objective.TIME.value, show_default=True),
         click.option("--top", type=click.IntRange(1, 100), default=5, show_default=True),
-        click.option("--max-zero", type=click.IntRange(0, 3), default=3, show_default=True,
-                     help="Highest ZeRO stage searched (Megatron-LM's distributed optimizer "
-                          "is 1)."),
-        click.option("--offloads", default=None, metavar="LIST",
-                     help="Offload targets searched, e.g. none,smartnic (default: all the node "
-                          "offers)."),
-        click.option("--recompute", "recomputes", default=None, metavar="LIST",
-                     help="Recompute modes searched, e.g. full (default: none,selective,full)."),
         click.option("--distinct", is_flag=True,
                      help="Show the best layout of each (TP, PP) instead of every variant."),
-    )(func)
+    )(pin_options(func))
 
 
 def model_options(func: Callable) -> Callable:

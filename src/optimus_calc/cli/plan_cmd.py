@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from optimus_calc.cli.common import emit, output_options, plot_option
-from optimus_calc.cli.options import (model_options, plan_options, search_training_options,
-                                      train_options)
+from optimus_calc.cli.options import (model_options, pin_options, plan_options,
+                                      sweep_training_options, train_options)
 from optimus_calc.errors import InputError
 from optimus_calc.report.plan_view import Export
 
@@ -67,7 +67,8 @@ def nics(ctx, model, fmt, output, **kw) -> None:
         mdl, hw, lay, tr, asm = inp.model, inp.hw, inp.layout, inp.training, inp.assumptions
         source = "the given layout"
     else:
-        si = build_search_inputs(cat, model, kw)
+        shared = {k: v for k, v in kw.items() if k not in LAYOUT_PARAMS + ("offload",)}
+        si = build_search_inputs(cat, model, shared)  # the single-layout defaults pin nothing
         res = plan_search(cat, si, with_nics=False)
         if res.recommended is None:
             raise InputError(f"nothing to size: {res.why}")
@@ -104,20 +105,34 @@ def _counts(text: str) -> list[int]:
               help="Comma-separated node types.")
 @click.option("--nodes", "node_counts", default="1,2,4,8", show_default=True,
               help="Comma-separated node counts.")
-@click.option("--smartnic", "smartnics", default="bluefield-3", show_default=True,
-              help="Comma-separated SmartNIC types.")
-@search_training_options
+@click.option("--smartnic", "smartnics", default=None, metavar="LIST",
+              help="Comma-separated SmartNIC types for the SmartNIC what-if (default: the "
+                   "node's own, if it has any).")
+@sweep_training_options
+@pin_options
 @train_options
 @output_options
 @plot_option
 @click.pass_obj
 def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -> None:
-    """One row per model x node type x node count x SmartNIC: the recommended layout and its
-    key figures, for capacity-planning spreadsheets (--format csv)."""
+    """One row per model x sequence length x global batch x offload target x node type x node
+    count x SmartNIC: the recommended layout and its key figures, for capacity-planning
+    spreadsheets (--format csv). --seq-len, --global-batch and --offloads take lists to vary;
+    a list of offload targets gives each target its own row."""
+    from optimus_calc.inputs import parse_choices, parse_ints
     from optimus_calc.report.sweep_view import sweep_document
     from optimus_calc.search.sweep import sweep as run_sweep
+    from optimus_calc.specs.training import Offload
 
     counts = _counts(node_counts)
+    seqs = parse_ints(kw.pop("seq_len"), "--seq-len", 1, 10_000_000) or (None,)
+    gbs = parse_ints(kw.pop("global_batch"), "--global-batch", 1, 100_000_000) or (None,)
+    offs = parse_choices(kw.pop("offloads"), Offload, "--offloads") or ()
+    offs += parse_choices(kw.pop("offload"), Offload, "--offload") or ()
+    offs = tuple(o.value for o in dict.fromkeys(offs)) or (None,)
     points = run_sweep(app.catalog, _split(models, "--models"), _split(nodes_types, "--node"),
-                       counts, _split(smartnics, "--smartnic"), kw)
+                       counts, _split(smartnics, "--smartnic") if smartnics else [None],
+                       dict(kw, offloads=None,
+                                                                     offload=None),
+                       seqs, gbs, offs)
     emit(sweep_document(points, kw.get("train")), fmt, output)

@@ -22,6 +22,7 @@ class Strategy:
     label: str
     offload: Offload
     smartnic: str | None = None
+    what_if: bool = False   # hardware the node does not have (a SmartNIC it lacks)
 
 
 @dataclass(frozen=True)
@@ -30,14 +31,16 @@ class StrategyResult:
     inputs: Inputs
     memory: MemoryEstimate
     step: StepEstimate
+    frameworks: tuple[str, ...] = ()   # the frameworks that run this layout (frameworks.py)
 
 
 @dataclass(frozen=True)
 class Comparison:
     inputs: Inputs                      # the first strategy's (no offload): the shared layout
     results: tuple[StrategyResult, ...]
-    best: StrategyResult | None         # None: no strategy fits
+    best: StrategyResult | None         # None: no strategy fits (on the node, runnable)
     baseline: StrategyResult            # the optimizer kept on the GPU
+    best_what_if: StrategyResult | None = None   # the fastest what-if that fits
 
 
 def strategies(cat: Catalog, node: Node) -> list[Strategy]:
@@ -47,7 +50,9 @@ def strategies(cat: Catalog, node: Node) -> list[Strategy]:
            Strategy("ZeRO-Offload (CPU)", Offload.CPU),
            Strategy("ZeRO-Infinity (NVMe)", Offload.NVME)]
     for sn in cat.all("smartnic"):
-        out.append(Strategy(f"OptimusNIC ({sn.name})", Offload.SMARTNIC, sn.name))
+        lacks = sn.name != node.smartnic
+        out.append(Strategy(f"OptimusNIC ({sn.name}{', what-if' if lacks else ''})",
+                            Offload.SMARTNIC, sn.name, what_if=lacks))
     if node.superchip:
         out.append(Strategy("SuperOffload (Grace)", Offload.SUPERCHIP))
     return out
@@ -75,11 +80,18 @@ def compare(cat: Catalog, model_text: str, kw: dict) -> Comparison:
     """Evaluate the layout of ``kw`` (single-layout option values) under every strategy."""
     node = cat.get(kw["node"], "node", what="node")
     results = []
+    from optimus_calc.frameworks import Reason, layout_support
     for strat in strategies(cat, node):
         k = dict(kw, offload=strat.offload.value, smartnic=strat.smartnic or kw.get("smartnic"))
         inp = build_inputs(cat, model_text, k)
         mem, st = step_of(inp, model_text)
-        results.append(StrategyResult(strat, inp, mem, st))
+        runs = (tuple(f.value for f, r in layout_support(inp.layout, inp.training,
+                                                         inp.model).items() if r is Reason.OK)
+                if isinstance(inp.model, Model) else ())
+        results.append(StrategyResult(strat, inp, mem, st, runs))
     res = tuple(results)
     base = next(r for r in res if r.strategy.offload is Offload.NONE)
-    return Comparison(res[0].inputs, res, best_of(res), base)
+    # "best on this hardware": what the node has and some framework runs; the rest what-ifs
+    real = [r for r in res if not r.strategy.what_if and r.frameworks]
+    imagined = [r for r in res if r not in real]
+    return Comparison(res[0].inputs, res, best_of(real), base, best_of(imagined))

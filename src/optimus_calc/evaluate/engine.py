@@ -14,9 +14,6 @@ time, so it can never be the most loaded. The result is exact, not a sample of s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import IntEnum
-
 import numpy as np
 
 from optimus_calc.equations import compiled as eq
@@ -30,166 +27,13 @@ from optimus_calc.evaluate.offload_step import (AdamImpl, HostCPU, Overlap, expo
                                                 nvme_optimizer_step, offload_step_phases,
                                                 param_offload_traffic, persistent_params,
                                                 strategy_threads, zero3_exposed_gather)
-from optimus_calc.evaluate.shapes import activation_coefficients, stage_shapes
+from optimus_calc.evaluate.evaluation import Evaluation, _pick, stage_value  # noqa: F401
+from optimus_calc.evaluate.reasons import Reason, primary_reason, reasons_of  # noqa: F401
+from optimus_calc.evaluate.shapes import activation_coefficients
+from optimus_calc.evaluate.stages import StageTable, sorted_unique, stage_table  # noqa: F401
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Training
 from optimus_calc.units import GB
-
-
-class Reason(IntEnum):
-    """Why a layout is infeasible; bit positions of ``Evaluation.reasons``, in priority order."""
-
-    GPU_MEMORY = 0
-    HOST_RAM = 1
-    NVME_CAPACITY = 2
-    NO_NVME = 3
-    SMARTNIC_SPILL_HOST = 4
-    SMARTNIC_NO_SPILL = 5
-    NOT_SUPERCHIP = 6
-    GRACE_MEMORY = 7
-
-    @property
-    def text(self) -> str:
-        return _REASON_TEXT[self]
-
-
-_REASON_TEXT = {
-    Reason.GPU_MEMORY: "GPU memory exceeds capacity",
-    Reason.HOST_RAM: "offloaded state exceeds host RAM",
-    Reason.NVME_CAPACITY: "optimizer state exceeds NVMe capacity",
-    Reason.NO_NVME: "node has no NVMe drives for ZeRO-Infinity",
-    Reason.SMARTNIC_SPILL_HOST: "SmartNIC spill exceeds host RAM",
-    Reason.SMARTNIC_NO_SPILL: "optimizer shard exceeds SmartNIC memory and spill is disabled",
-    Reason.NOT_SUPERCHIP: "node is not a superchip (no NVLink-C2C CPU)",
-    Reason.GRACE_MEMORY: "offloaded state exceeds the Grace CPU's memory",
-}
-
-
-def primary_reason(bits: np.ndarray) -> np.ndarray:
-    """The highest-priority reason of each layout (-1 when feasible)."""
-    bits = np.asarray(bits, dtype=np.int64)
-    low = bits & -bits  # lowest set bit
-    out = np.full(bits.shape, -1, dtype=np.int64)
-    nz = low > 0
-    out[nz] = np.log2(low[nz]).round().astype(np.int64)
-    return out
-
-
-def reasons_of(bits: int) -> list[Reason]:
-    return [r for r in Reason if bits >> int(r) & 1]
-
-
-@dataclass(frozen=True)
-class StageTable:
-    """Per pipeline degree, the stages evaluated (padded to a common width)."""
-
-    pps: np.ndarray        # sorted unique pipeline degrees
-    index: np.ndarray      # (n_pp, K) stage index
-    layers: np.ndarray
-    moe_layers: np.ndarray
-    A: np.ndarray
-    X: np.ndarray
-    R: np.ndarray
-    first: np.ndarray
-    last: np.ndarray
-
-    def lookup(self, pp: np.ndarray) -> dict[str, np.ndarray]:
-        i = np.searchsorted(self.pps, np.asarray(pp))
-        return {k: getattr(self, k)[i] for k in ("index", "layers", "moe_layers", "A", "X", "R",
-                                                  "first", "last")}
-
-
-def stage_table(model: Model | BareModel, pps, all_stages: bool) -> StageTable:
-    rows = []
-    for p in sorted({int(x) for x in np.unique(pps)}):
-        shapes = stage_shapes(model, p)
-        if not all_stages:
-            seen, keep = set(), []
-            for sh in shapes:
-                key = (sh.layers, sh.moe_layers, sh.A, sh.X, sh.R, sh.first, sh.last)
-                if key not in seen:
-                    seen.add(key)
-                    keep.append(sh)
-            shapes = keep
-        rows.append(shapes)
-    width = max(len(r) for r in rows)
-    cols = {k: np.zeros((len(rows), width)) for k in ("index", "layers", "moe_layers", "A", "X",
-                                                     "R", "first", "last")}
-    for j, shapes in enumerate(rows):
-        padded = shapes + [shapes[0]] * (width - len(shapes))  # a copy never changes a max
-        for k_i, sh in enumerate(padded):
-            cols["index"][j, k_i] = sh.index
-            cols["layers"][j, k_i] = sh.layers
-            cols["moe_layers"][j, k_i] = sh.moe_layers
-            cols["A"][j, k_i], cols["X"][j, k_i], cols["R"][j, k_i] = sh.A, sh.X, sh.R
-            cols["first"][j, k_i], cols["last"][j, k_i] = sh.first, sh.last
-    return StageTable(np.array(sorted({int(x) for x in np.unique(pps)})), **cols)
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """Arrays of the batch's broadcast shape (``..._stage`` ones have a trailing stage axis)."""
-
-    stage_index: np.ndarray
-    stage_layers: np.ndarray
-    params_stage: np.ndarray
-    weights_stage: np.ndarray
-    gradients_stage: np.ndarray
-    optimizer_stage: np.ndarray
-    activations_stage: np.ndarray
-    overhead_stage: np.ndarray
-    total_stage: np.ndarray
-    in_flight_stage: np.ndarray
-    worst_memory: np.ndarray        # position on the stage axis of the most loaded stage
-    gpu_bytes: np.ndarray
-    capacity_bytes: float
-    micro_batches: np.ndarray
-    offload_bytes_per_gpu: np.ndarray
-    offload_bytes_per_device: np.ndarray
-    offload_capacity_per_device: np.ndarray
-    offload_devices_per_node: np.ndarray
-    spill_bytes_per_device: np.ndarray
-    host_bytes_per_node: np.ndarray
-    host_capacity_bytes: float
-    reasons: np.ndarray             # bit set of Reason
-    has_step: bool
-    step_time_s: np.ndarray | None = None
-    worst_time: np.ndarray | None = None     # position on the stage axis of the slowest stage
-    stage_terms: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
-    step_figures: dict[str, float] = field(default_factory=dict, repr=False)
-    inputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
-
-    @property
-    def feasible(self) -> np.ndarray:
-        return self.reasons == 0
-
-    def term(self, name: str) -> np.ndarray:
-        """A step-time term per layout, at the stage that binds the step (computed on demand:
-        the planner ranks on ``step_time_s`` and asks for the rest of its top K only)."""
-        f = self.step_figures
-        if name == "step_time_s":
-            return self.step_time_s
-        if name == "model_flops":
-            return np.broadcast_to(f["model_flops"], np.shape(self.step_time_s))
-        if name == "tokens":
-            return np.broadcast_to(f["tokens"], np.shape(self.step_time_s))
-        if name == "mfu":
-            return eq.step__mfu(F_model=f["model_flops"], N_gpus=f["gpus"],
-                                T_step=self.step_time_s, peak=f["peak"])
-        if name == "tokens_per_s":
-            return eq.step__tokens_per_s(T_step=self.step_time_s, tokens=f["tokens"])
-        if name == "tflops_per_gpu":
-            return self.term("hardware_flops") / self.step_time_s / f["gpus"] / 1e12
-        return _pick(self.stage_terms[name], self.worst_time)
-
-
-def _pick(x, k):
-    """x (..., K) at stage position k (...,)."""
-    x, k = np.asarray(x), np.asarray(k)
-    if x.shape[-1] == 1:  # the same on every stage
-        return np.broadcast_to(x[..., 0], np.broadcast_shapes(x.shape[:-1], k.shape)).copy()
-    x = np.broadcast_to(x, np.broadcast_shapes(x.shape, k.shape + (1,)))
-    return np.take_along_axis(x, np.asarray(k)[..., None], axis=-1)[..., 0]
 
 
 class _Rec:
@@ -283,7 +127,7 @@ def _group(hw: Hardware, size, stride, nic_Bps: float):
 
 def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
              asm: Assumptions, all_stages: bool = False, record: bool = False,
-             stages: StageTable | None = None) -> Evaluation:
+             stages: StageTable | None = None, with_step: bool = True) -> Evaluation:
     """Evaluate every layout of ``batch``. ``stages`` (from :func:`stage_table` over the
     batch's pipeline degrees) may be given to reuse it across the chunks of a search."""
     rec = _Rec(record)
@@ -404,7 +248,7 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
         offload_bytes_per_device=dev_bytes, offload_capacity_per_device=dev_cap,
         offload_devices_per_node=dev_per_node, spill_bytes_per_device=spill_dev,
         host_bytes_per_node=host_node, host_capacity_bytes=host_cap, reasons=bits)
-    if states_only:
+    if states_only or not with_step:  # the planner's first pass: memory and feasibility only
         return Evaluation(has_step=False, inputs=rec.inputs, **common)
     assert isinstance(model, Model)
 
@@ -602,15 +446,3 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
                       stage_terms=per_stage, step_figures=dict(
                           model_flops=model_flops, peak=peak, tokens=tokens, gpus=hw.gpus),
                       inputs=rec.inputs, **common)
-
-
-def stage_value(ev: Evaluation, x, which: str = "time"):
-    """A recorded input of a batch of one, at the binding stage (``time`` or ``memory``)."""
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim == 0:
-        return float(x)
-    k = int((ev.worst_time if which == "time" and ev.worst_time is not None
-             else ev.worst_memory).reshape(-1)[0])
-    flat = x.reshape(-1, x.shape[-1]) if x.ndim >= 1 else x
-    row = flat[0]
-    return float(row[k] if row.shape[-1] > 1 else row[0])

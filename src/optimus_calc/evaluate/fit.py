@@ -225,6 +225,8 @@ def explain_fit(solve: str, model, hw: Hardware, layout: Layout, tr: Training,
         probe_hw = Hardware(**{**hw.__dict__, "nodes": int(res.value)})
         probe_layout = fill_layout(probe_hw, layout.tp, layout.pp, None, layout.cp,
                                    **layout.model_dump(exclude={"tp", "pp", "dp", "cp"}))
+        per = probe_layout.dp * tr.micro_batch  # as solve_nodes rounds the batch
+        probe_tr = tr.model_copy(update={"global_batch": -(-tr.global_batch // per) * per})
     elif solve == "micro-batch" and res.value is not None:
         probe_tr = tr.model_copy(update={"micro_batch": int(res.value)})
     try:

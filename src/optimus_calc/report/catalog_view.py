@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from optimus_calc.catalog import Catalog
+from optimus_calc.report.common import cite
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.base import CatalogEntry
 from optimus_calc.specs.hardware import CPU, GPU, NIC, Link, Node, NVMe, SmartNIC
@@ -43,7 +44,7 @@ def list_document(cat: Catalog, kind: str | None) -> Document:
     for e in cat.all(kind):
         rows.append({
             "kind": e.kind, "name": e.name, "aliases": list(e.aliases), "title": e.title,
-            "summary": summary(e), "source": e.source,
+            "summary": summary(e), "source": cite(e.source),
             "unverified": list(e.unverified), "assumed": list(e.assumed),
         })
     table = Table(
@@ -159,7 +160,7 @@ def show_document(cat: Catalog, entry: CatalogEntry, asked: str,
     fields = entry.model_dump(mode="json")
     data: dict[str, Any] = {"kind": entry.kind, **fields,
                             "file": file if file is not None else entry_file(cat, entry.name)}
-    header = [("kind", entry.kind), ("source", entry.source)]
+    header = [("kind", entry.kind), ("source", cite(entry.source))]
     canonical = cat.resolves_alias(asked)
     if canonical:
         header.insert(0, ("alias", f"{asked!r} is an alias of {canonical!r}"))

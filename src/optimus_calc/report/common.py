@@ -102,3 +102,45 @@ def context_row(model_name: str, hw, tr, req: TrainRequest | None = None) -> dic
 def pct(fraction: float | None) -> float | None:
     """A fraction as a percentage (CSV columns named ``*_pct``)."""
     return None if fraction is None else 100.0 * fraction
+
+
+def efficiency_text(gpu, asm) -> str:
+    """Where the GEMM efficiency comes from: the GPU family's curve, or --assume's constant."""
+    if "gemm_efficiency" in asm.model_fields_set:
+        return (f"GEMM efficiency {asm.gemm_efficiency:g} for every GEMM (--assume "
+                "gemm_efficiency replaces the curve)")
+    return (f"GEMM efficiency from the {gpu.name} curve: up to {gpu.gemm_eta_max:g}, half of "
+            f"that at {gpu.gemm_half_GFLOP:g} GFLOP per GEMM ({gpu.efficiency_label}); attention "
+            f"{gpu.flash_attention_eta:g} with FlashAttention, {gpu.attention_eta:g} without "
+            "(`optimus-calc explain efficiency.gemm_efficiency`)")
+
+
+# Sources name the papers behind the project's reference notes, not files users do not have;
+# the two reference tables ship in the repository (docs/reference/).
+_CITATIONS = (
+    ("seeds/optimusnic.md", "OptimusNIC paper (Rebai, KAUST: Offloading Optimizer State to "
+                            "SmartNICs for Efficient Large-Scale AI Training)"),
+    ("seeds/squeezenic.md", "SqueezeNIC paper (Rebai et al., KAUST: Low-Latency In-NIC "
+                            "Compression for Distributed Deep Learning)"),
+    ("seeds/multicast-allgather-abstract.md", "the multicast Allgather paper (Khalilov et al., "
+                                              "SC'24, abstract)"),
+    ("seeds/superoffload.md", "SuperOffload paper (Lian et al.: Large-Scale LLM Training on "
+                              "Superchips)"),
+    ("seeds/deepspeed-bandwidth-characterization-methods.md",
+     "Bandwidth Characterization of DeepSpeed on Distributed LLM Training (methods section)"),
+    ("shared/reference/calibration.md", "docs/reference/calibration.md"),
+    ("shared/reference/hardware-specs.md", "docs/reference/hardware-specs.md"),
+    ("reference/calibration.md", "docs/reference/calibration.md"),
+    ("reference/hardware-specs.md", "docs/reference/hardware-specs.md"),
+)
+
+
+def cite(text: str) -> str:
+    """A source as users read it: paper names for the seed notes, repository paths for the
+    reference tables (docs/reference/)."""
+    for old, new in _CITATIONS:
+        text = text.replace(old, new)
+    for bare in ("calibration.md", "hardware-specs.md"):
+        text = text.replace(f" {bare}", f" docs/reference/{bare}").replace(
+            f"({bare}", f"(docs/reference/{bare}")
+    return text.replace("docs/reference/docs/reference/", "docs/reference/")

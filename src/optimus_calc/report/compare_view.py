@@ -27,7 +27,8 @@ def strategy_row(r, train: TrainRequest | None = None) -> dict:
         "spill_bytes_per_device": off.spill_to_host_bytes_per_device,
         "optimizer_s": st.optimizer_s, "optimizer_exposed_s": st.optimizer_exposed_s,
         "step_time_s": st.step_time_s, "tokens_per_s": st.tokens_per_s, "mfu": st.mfu,
-        "fits": mem.fits, "reasons": mem.reasons,
+        "fits": mem.fits, "reasons": mem.reasons, "what_if": strat.what_if,
+        "frameworks": list(r.frameworks),
         **train_figures(train, st.step_time_s, inp.training, inp.hw, inp.assumptions)}
 
 
@@ -49,7 +50,13 @@ def compare_document(cmp, train: TrainRequest | None = None) -> Document:
             verdict += "; without offload the layout does not fit"
         notes.append(verdict)
     else:
-        notes.append("no strategy fits this layout; try `optimus-calc plan` or more nodes")
+        notes.append("no strategy the node has and a framework runs fits this layout; try "
+                     "`optimus-calc plan` or more nodes")
+    if cmp.best_what_if is not None:
+        w = next(row for r, row in zip(cmp.results, rows) if r is cmp.best_what_if)
+        notes.append(f"best what-if (hardware the node lacks, or no framework runs it): "
+                     f"{w['strategy']}, step {w['step_time_s']:.2f} s, GPU memory "
+                     f"{w['gpu_memory_bytes'] / GB:.1f} GB")
     for r in rows:
         if r["reasons"]:
             notes.append(f"{r['strategy']}: {'; '.join(r['reasons'])}")

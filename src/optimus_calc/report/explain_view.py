@@ -6,6 +6,7 @@ import difflib
 import math
 
 from optimus_calc.errors import InputError, UnknownNameError
+from optimus_calc.report.common import cite
 from optimus_calc.report.document import Column, Document, Table
 
 
@@ -29,7 +30,7 @@ def find_equation(name: str):
 
 def list_document() -> Document:
     reg = _registry()
-    rows = [{"name": n, "unit": e.unit, "source": e.source, "doc": e.doc}
+    rows = [{"name": n, "unit": e.unit, "source": cite(e.source), "doc": e.doc}
             for n, e in sorted(reg.items())]
     view = Table(title="", rows=rows, columns=[  # sources wrap at word boundaries
         Column("name", "equation", align="left"), Column("unit", "unit", align="left"),
@@ -57,10 +58,10 @@ def equation_document(eq, values: dict[str, float] | None, latex: bool) -> Docum
     import sympy as sp
 
     shown = sp.latex(eq.expr) if latex else sp.pretty(eq.expr, use_unicode=True, wrap_line=False)
-    data: dict = {"name": eq.name, "unit": eq.unit, "source": eq.source, "doc": eq.doc,
+    data: dict = {"name": eq.name, "unit": eq.unit, "source": cite(eq.source), "doc": eq.doc,
                   "expression": sp.sstr(eq.expr), "latex": sp.latex(eq.expr),
                   "symbols": eq.symbols}
-    notes = [f"source: {eq.source}", eq.doc]
+    notes = [f"source: {cite(eq.source)}", eq.doc]
     rows = [{"symbol": s, "meaning": m, "value": None} for s, m in eq.symbols.items()]
     if values is not None:
         args = [values[s.name] for s in eq.args]

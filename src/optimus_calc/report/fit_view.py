@@ -9,8 +9,9 @@ from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.model import BareModel
 
 
-def fit_document(inp, what, res) -> Document:
-    """``what`` is the :class:`optimus_calc.evaluate.fit.Solve` asked, ``res`` its FitResult."""
+def fit_document(inp, what, res, why=None) -> Document:
+    """``what`` is the :class:`optimus_calc.evaluate.fit.Solve` asked, ``res`` its FitResult,
+    ``why`` its :class:`optimus_calc.evaluate.fit.FitExplanation`."""
     from optimus_calc.evaluate.fit import Solve
 
     data: dict = {"model": inp.model.name, "solve": what.value}
@@ -27,7 +28,22 @@ def fit_document(inp, what, res) -> Document:
         case _:
             assert_never(what)
     data.update(method=res.method, equation=res.equation, detail=res.detail)
-    rows = [{"k": k, "v": v} for k, v in data.items() if v not in (None, "")]
+    notes = []
+    if why is not None:
+        data.update(binding=why.binding, binding_part=why.binding_part,
+                    binding_stage=why.binding_stage, suggestions=list(why.suggestions))
+        notes.append(f"what binds: {why.binding}")
+        unit = {"nodes": "nodes", "layers": "layers", "micro-batch": "micro-batch"}
+        for sgt in why.suggestions:
+            notes.append(f"with {sgt['change']} ({sgt['flags']}): {what.value} "
+                         f"{sgt['value']:g}" if isinstance(sgt["value"], (int, float))
+                         else f"with {sgt['change']} ({sgt['flags']})")
+        if not why.suggestions and res.value is None:
+            notes.append("none of recompute, micro-batch 1, ZeRO-3, CPU offload or twice the "
+                         f"pipeline stages alone makes it fit ({unit.get(what.value, '')})")
+    rows = [{"k": k, "v": v} for k, v in data.items()
+            if v not in (None, "") and k not in ("suggestions", "binding", "binding_part",
+                                                  "binding_stage")]
     for row in rows:
         if row["k"] == "max_params":
             row["v"] = f"{row['v']:.4g} ({row['v'] / 1e9:.2f}B)"
@@ -37,10 +53,13 @@ def fit_document(inp, what, res) -> Document:
                "solve": what.value, "max_layers": data.get("max_layers"),
                "max_params": data.get("max_params"), "min_nodes": data.get("min_nodes"),
                "max_micro_batch": data.get("max_micro_batch"), "method": res.method,
-               "equation": res.equation, "detail": res.detail}
+               "equation": res.equation, "detail": res.detail,
+               "binding": why.binding if why else "",
+               "suggestions": "|".join(f"{x['flags']}: {x['value']}" for x in why.suggestions)
+               if why else ""}
     return Document(
         title=f"fit: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name}, solve {what.value}",
         header=[("layout", layout_text(inp.layout)), ("training", training_text(inp))],
-        data=data, tables=[Table(title="", rows=rows, columns=[
+        data=data, notes=notes, tables=[Table(title="", rows=rows, columns=[
             Column("k", "", align="left"), Column("v", "", align="left")])],
         csv=Table(title="", rows=[csv_row], columns=[Column(k, k) for k in csv_row]))

@@ -8,6 +8,7 @@ from typing import assert_never
 
 from optimus_calc.report.common import (TrainRequest, context_row, layout_data, pct,
                                         train_figures)
+from optimus_calc.frameworks import Framework
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
@@ -15,13 +16,15 @@ from optimus_calc.units import GB
 
 def candidate_data(c) -> dict:
     return {**layout_data(c.layout), "micro_batch": c.training.micro_batch,
+            "global_batch": c.training.global_batch,
             "recompute": c.training.recompute.value,
             "sequence_parallel": c.training.sequence_parallel,
             "gpu_memory_bytes": c.gpu_bytes,
             "gpu_headroom_bytes": c.memory.headroom_bytes,
             "step_time_s": c.step_s, "mfu": c.mfu, "tokens_per_s": c.tokens_per_s,
             "optimizer_s": c.step.optimizer_s, "optimizer_exposed_s": c.step.optimizer_exposed_s,
-            "stage_layers": [s.layers for s in c.memory.stages]}
+            "stage_layers": [s.layers for s in c.memory.stages],
+            "frameworks": list(c.frameworks)}
 
 
 def nic_rows(sizing) -> list[dict]:
@@ -40,18 +43,25 @@ def plan_header(res, si) -> list[tuple[str, str]]:
                      f"({hw.gpu.memory_GB:g} GB), {hw.intra_link.name} inside a node, "
                      f"{hw.node.nics} x {hw.nic.name} per node, {hw.node.cpus} x {hw.cpu.name}"),
         ("assumed", f"seq {tr.seq_len}" + (" (model default)" if si.seq_len_defaulted else "")
-                    + f", global batch {tr.global_batch}"
-                    + (" (default)" if si.global_batch_defaulted else "")
+                    + (", global batch per layout: the smallest multiple of dp x micro-batch "
+                       f"holding {tr.global_batch} sequences (the default rule)"
+                       if si.global_batch_defaulted else f", global batch {tr.global_batch}")
                     + f", {tr.precision.value}, {tr.optimizer.value} "
                       f"({tr.weight_bytes}+{tr.gradient_bytes}+{tr.optimizer_bytes} B/param), "
                       f"FlashAttention {'on' if tr.flash_attention else 'off'}, dropout "
-                      f"{'on' if tr.dropout else 'off'}"),
-        ("efficiencies", f"GEMM {asm.gemm_efficiency:g} (calibrated), HBM "
+                      f"{'on' if tr.dropout else 'off'}, headroom "
+                      f"{asm.gpu_headroom:.0%} of GPU memory (--headroom)"),
+        ("efficiencies", ("GEMM " + (f"{asm.gemm_efficiency:g} (--assume)" if "gemm_efficiency"
+                                     in asm.model_fields_set else
+                                     f"{hw.gpu.name} curve (max {hw.gpu.gemm_eta_max:g})"))
+                         + ", HBM "
                          f"{asm.hbm_efficiency:g}, {hw.intra_link.name} "
                          f"{hw.intra_link.efficiency:g}, {hw.nic.name} {hw.nic.efficiency:g} "
                          "(see `optimus-calc explain --assumptions`)"),
         ("objective", f"{res.objective.value}; {res.evaluated:,} layouts evaluated, "
-                      f"{res.feasible:,} fit"),
+                      f"{res.feasible:,} fit and run on "
+                      + ("any framework" if len(res.frameworks) > 1 and set(res.frameworks)
+                         == {f.value for f in Framework} else ", ".join(res.frameworks))),
     ]
 
 
@@ -80,6 +90,7 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
              Column("recompute", "recompute", align="left"),
              Column("sp_txt", "SP", compact=False),
              Column("micro_batch", "mb"), Column("interleave", "v", compact=False),
+             Column("global_batch", "batch", compact=False),
              Column("gpu_GB", "GPU GB", ".1f"),
              Column("headroom_GB", "free GB (of usable)", ".1f", compact=False),
              Column("step_time_s", "step s", ".2f"), Column("mfu", "MFU", ".1%"),
@@ -102,7 +113,21 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
     else:
         notes.append(res.why)
     for reason, n in sorted(res.infeasible_by_reason.items(), key=lambda kv: -kv[1]):
-        notes.append(f"{n:,} layouts do not fit: {reason}")
+        notes.append(f"{n:,} layouts dropped: {reason}")
+    for reason, n in list(res.framework_rejections.items())[:4]:
+        notes.append(f"  rejected {n:,} times: {reason}")
+    if res.recommended and res.recommended.frameworks:
+        names = {f.value: f.label for f in Framework}
+        notes.append("the recommendation runs on "
+                     + ", ".join(names[f] for f in res.recommended.frameworks)
+                     + " (--export deepspeed|megatron|torchtitan)")
+    if res.what_if is not None:
+        w = res.what_if
+        base = f" vs {res.recommended.step_s:.2f} s recommended" if res.recommended else ""
+        notes.append(f"what-if (no framework runs OptimusNIC): the best SmartNIC layout is "
+                     f"TP={w.layout.tp} PP={w.layout.pp} DP={w.layout.dp} "
+                     f"ZeRO-{int(w.layout.zero)} with {w.layout.smartnic}, "
+                     f"{w.gpu_bytes / GB:.1f} GB per GPU, step {w.step_s:.2f} s{base}")
     notes += res.notes
     if res.nic_sizing:
         nrows = [{**n, "card_GB": n["memory_bytes"] / GB,
@@ -117,8 +142,8 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
                  for n in nic_rows(res.nic_sizing)]
         r = res.recommended
         tables.append(Table(
-            title=f"SmartNIC offload for the recommended layout's TP={r.layout.tp} "
-                  f"PP={r.layout.pp} DP={r.layout.dp} ZeRO-{int(r.layout.zero)} "
+            title=f"What-if: SmartNIC offload (OptimusNIC) for the recommended layout's "
+                  f"TP={r.layout.tp} PP={r.layout.pp} DP={r.layout.dp} ZeRO-{int(r.layout.zero)} "
                   "(optimizer state per GPU on its SmartNIC)",
             rows=nrows, columns=[
                 Column("smartnic", "SmartNIC", align="left"), Column("card_GB", "card GB", ".0f"),
@@ -128,8 +153,8 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
                 Column("cmp", "cards/GPU (hide step)"), Column("rec", "per node"),
                 Column("gpu", "GPU GB before -> after")]))
         notes.append("cards/GPU (hide step): SmartNICs per GPU so that the optimizer step and "
-                     "its transfers fit under forward + backward; per node = the larger of "
-                     "memory and compute x GPUs per node")
+                     "its transfers fit in the last micro-batch's backward + the next forward; "
+                     "per node = the larger of memory and compute x GPUs per node")
     rec = figures(res.recommended) if res.recommended else {}
     if rec:
         from optimus_calc.report.step_view import train_note
@@ -148,6 +173,10 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
                         else None),
         **rec,
         "why": res.why, "smartnics": nic_rows(res.nic_sizing), "notes": list(res.notes),
+        "frameworks": list(res.frameworks),
+        "framework_rejections": dict(res.framework_rejections),
+        "what_if": ({**candidate_data(res.what_if)} if res.what_if is not None else None),
+        "global_batch_rule": bool(si.global_batch_defaulted),
         "smallest_gpu_memory_bytes": res.smallest_gpu_bytes,
     }
     ctx = context_row(res.model.name, res.hw, res.training, train)

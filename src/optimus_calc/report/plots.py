@@ -7,7 +7,8 @@ never leaves a partial image.
 
 Kinds (``Document.plot``):
 - ``sweep``: tokens/s, MFU and (with ``--tokens --gpu-hour-price``) cost vs nodes, one line per
-  model / node type / SmartNIC offered; each point is labelled with the winning offload target.
+  model / node type (and sequence, batch or offload target when the sweep varies them), the
+  SmartNIC what-if dashed; each point is labelled with the winning offload target.
 - ``memory``: GPU memory per part (weights, gradients, optimizer state, activations, overheads)
   stacked per pipeline stage, with the GPU capacity as a line.
 - ``compare``: the same stacked parts per offload strategy, with the GPU capacity line.
@@ -104,22 +105,42 @@ def _sweep(plt, data: dict[str, Any]):
     elif any(r.get("train_days") is not None for r in rows):
         panels.append(("train_days", "days to train", 1.0))
     fig, axes = plt.subplots(len(panels), 1, figsize=(7, 2.6 * len(panels) + 0.6), sharex=True)
+    # one line per model / node type / varied setting (sequence, batch, offload target); the
+    # SmartNIC what-if (no framework runs OptimusNIC) as a dashed line per card
+    def varies(field):
+        return len({r.get(field) for r in rows}) > 1
+    fields = [f for f in ("seq_len", "global_batch") if varies(f)]
+    same_point = {}
+    for r in rows:
+        k = (r["model"], r["node"], r["nodes"], *(r.get(f) for f in fields), r.get("smartnic"))
+        same_point[k] = same_point.get(k, 0) + 1
+    by_offload = any(n > 1 for n in same_point.values())
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        key = (r["model"], r["node"], r.get("smartnic_offered") or r.get("smartnic") or "")
+        key = (r["model"], r["node"], *(f"{f} {r.get(f)}" for f in fields),
+               r.get("offload") if by_offload else "")
         groups.setdefault(key, []).append(r)
+    whatif: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r.get("smartnic") and r.get("whatif_smartnic_tokens_per_s") is not None:
+            whatif.setdefault((r["model"], r["node"], f"what-if {r['smartnic']}"), []).append(r)
     for ax, (key, label, scale) in zip(axes, panels):
-        for (model, node, sn), pts in groups.items():
+        for name, pts in groups.items():
             pts = sorted((p for p in pts if p.get(key) is not None), key=lambda p: p["nodes"])
             if not pts:
                 continue
             xs = [p["nodes"] for p in pts]
             ys = [p[key] * scale for p in pts]
-            line, = ax.plot(xs, ys, marker="o", label=" / ".join(x for x in (model, node, sn)
-                                                                  if x))
+            line, = ax.plot(xs, ys, marker="o", label=" / ".join(str(x) for x in name if x))
             for p, x, y in zip(pts, xs, ys):
                 ax.annotate(p.get("offload") or "", (x, y), fontsize=6, xytext=(3, 3),
                             textcoords="offset points", color=line.get_color())
+        if key == "tokens_per_s":
+            for name, pts in whatif.items():
+                pts = sorted(pts, key=lambda p: p["nodes"])
+                ax.plot([p["nodes"] for p in pts],
+                        [p["whatif_smartnic_tokens_per_s"] for p in pts], marker="x",
+                        linestyle="--", label=" / ".join(name))
         ax.set_ylabel(label, fontsize=9)
         ax.grid(True, linewidth=0.3)
     axes[0].set_title("sweep: recommended layout per node count (labels: offload target)",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from optimus_calc.report.common import (TrainRequest, context_row, hardware_data, layout_data,
+from optimus_calc.report.common import (TrainRequest, efficiency_text,
+                                        context_row, hardware_data, layout_data,
                                         layout_text, model_data, pct, train_figures,
                                         training_data, training_text)
 from optimus_calc.report.document import Column, Document, Table
@@ -55,8 +56,7 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
              f"{st.tokens_per_s:,.0f} tokens/s",
              f"GPU memory {mem.worst.total_bytes / GB:.1f} GB of {mem.capacity_bytes / GB:.0f} GB: "
              + ("fits" if mem.fits else "DOES NOT FIT: " + "; ".join(mem.reasons)),
-             f"GEMM efficiency {inp.assumptions.gemm_efficiency:g} (assumed, calibrated on "
-             "Narayanan et al. Table 1; --assume gemm_efficiency=X)"] + st.notes
+             efficiency_text(inp.hw.gpu, inp.assumptions)] + st.notes
     if figures:
         notes.append(train_note(figures, inp.assumptions.pue))
     csv_row = {**context_row(inp.model.name, inp.hw, inp.training, train),

@@ -10,8 +10,9 @@ SWEEP_COLUMNS = [
     "model", "node", "nodes", "gpus", "seq_len", "global_batch", "precision", "smartnic", "fits",
     "tp", "pp", "dp", "cp", "ep", "zero", "offload", "recompute", "sequence_parallel",
     "micro_batch", "interleave", "gpu_memory_bytes", "gpu_headroom_bytes", "step_time_s",
-    "mfu_pct", "tokens_per_s", "optimizer_bytes_per_gpu", "nics_per_gpu_for_memory",
-    "nics_per_gpu_for_compute", "layouts_evaluated", "layouts_feasible", "reason"]
+    "mfu_pct", "tokens_per_s", "whatif_smartnic_step_time_s", "whatif_smartnic_tokens_per_s",
+    "optimizer_bytes_per_gpu", "nics_per_gpu_for_memory", "nics_per_gpu_for_compute",
+    "layouts_evaluated", "layouts_feasible", "reason"]
 TRAIN_COLUMNS = ["tokens", "steps", "train_days", "gpu_hours", "energy_MWh", "cost_usd"]
 
 
@@ -35,15 +36,17 @@ def sweep_row(p, train: TrainRequest | None = None) -> dict:
         row["mfu_pct"] = pct(r.mfu)
         row["mfu"] = r.mfu
         row["sequence_parallel"] = r.training.sequence_parallel
-        if p.sizing is not None:
-            # the SmartNIC columns belong to SmartNIC layouts only, so rows that differ only in
-            # the SmartNIC offered are one row
-            z = p.sizing
-            row.update(smartnic=res.hw.smartnic.name,
-                       optimizer_bytes_per_gpu=z.optimizer_bytes_per_gpu,
-                       nics_per_gpu_for_memory=z.nics_per_gpu_for_memory,
-                       nics_per_gpu_for_compute=z.nics_per_gpu_for_compute)
         row.update(train_figures(train, r.step_s, r.training, res.hw, p.assumptions))
+    if p.sizing is not None and res.what_if is not None:
+        # the SmartNIC columns describe the what-if (no framework runs OptimusNIC): the best
+        # layout with the card offered and the cards it needs; rows that differ only in a
+        # SmartNIC that gives no what-if are one row
+        z, w = p.sizing, res.what_if
+        row.update(smartnic=res.hw.smartnic.name, whatif_smartnic_step_time_s=w.step_s,
+                   whatif_smartnic_tokens_per_s=w.tokens_per_s,
+                   optimizer_bytes_per_gpu=z.optimizer_bytes_per_gpu,
+                   nics_per_gpu_for_memory=z.nics_per_gpu_for_memory,
+                   nics_per_gpu_for_compute=z.nics_per_gpu_for_compute)
     return row
 
 

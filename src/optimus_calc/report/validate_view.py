@@ -10,7 +10,8 @@ from optimus_calc.report.document import Column, Document, Table
 def validate_document(cases) -> Document:
     """``cases``: the :func:`optimus_calc.validate.run_all` results."""
     from optimus_calc.validate import summary
-    rows = [{**asdict(c), "error": c.error, "ok": c.ok} for c in cases]
+    from optimus_calc.report.common import cite
+    rows = [{**asdict(c), "source": cite(c.source), "error": c.error, "ok": c.ok} for c in cases]
     stats = summary(cases)
     n_ok = stats["ok"]
     table = Table(title="", rows=rows, columns=[

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, assert_never
@@ -16,11 +17,10 @@ from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
 from optimus_calc.evaluate.optimizer import Impl, device_from, optimizer_step
 from optimus_calc.evaluate.step import StepEstimate, estimate_step
 from optimus_calc.evaluate.batch import OFFLOAD_CODES, RECOMPUTE_CODES, Batch
-from optimus_calc.evaluate.engine import (Reason, evaluate, primary_reason, stage_table,
-                                          usable_gpu_bytes)
+from optimus_calc.evaluate.engine import (Reason, evaluate, primary_reason, sorted_unique,
+                                          stage_table, usable_gpu_bytes)
 from optimus_calc.frameworks import Framework, framework_support, layout_support
 from optimus_calc.frameworks import Reason as FrameworkReason
-from optimus_calc.inputs import default_global_batch  # noqa: F401  (re-exported)
 from optimus_calc.search.space import Space, enumerate_space
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, ZeroStage
@@ -130,6 +130,9 @@ def offload_targets(hw: Hardware) -> list[Offload]:
     return out
 
 
+# Cards per GPU tried when sizing SmartNICs to hide the step (a search bound, not physics).
+MAX_CARDS_PER_GPU = 16
+
 # Layouts x stages evaluated at once: bounds the planner's memory whatever the space's size
 # (about 30 float64 arrays of this many elements are alive at the peak).
 CHUNK_ELEMENTS = 1 << 18
@@ -179,7 +182,7 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     layouts that fit and that one of ``frameworks`` runs, the best SmartNIC layout apart (a
     what-if: no framework runs OptimusNIC), the infeasible counts by reason and the figures
     `_why` needs. Memory is bounded by the chunk."""
-    table = stage_table(model, np.unique(space.base[:, 1]), all_stages=False)
+    table = stage_table(model, sorted_unique(space.base[:, 1]), all_stages=False)
     width = table.index.shape[1]
     rows = max(1, CHUNK_ELEMENTS // (space.switch_count * width))
     counts = np.zeros(len(Reason), dtype=np.int64)
@@ -190,8 +193,10 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     none_code = OFFLOAD_CODES.index(Offload.NONE)
     smart_code = OFFLOAD_CODES.index(Offload.SMARTNIC)
     for chunk in space.chunks(rows):
+        # pass 1, over the chunk's grid x switches: memory, feasibility, framework rules
         views = chunk.views()
-        ev = evaluate(Batch.from_columns(views), model, hw, base, asm, stages=table)
+        ev = evaluate(Batch.from_columns(views), model, hw, base, asm, stages=table,
+                      with_step=False)
         full = lambda x: np.broadcast_to(x, chunk.shape)  # noqa: E731
         keep = chunk.keep
         reasons = full(ev.reasons)
@@ -216,28 +221,36 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
                 for c, k in zip(codes.tolist(), n.tolist()):
                     text = FrameworkReason(int(c)).text
                     dropped[text] = dropped.get(text, 0) + k
-        step_full = full(ev.step_time_s)
-        for sel, target in ((np.flatnonzero(fits & runs), pool),
-                            (np.flatnonzero(fits & (off_all == smart_code)), whatif)):
+        # pass 2: the step time of the layouts that can be recommended or are the what-if only
+        ranked = fits & (runs | (off_all == smart_code))
+        flat = np.flatnonzero(ranked)
+        if flat.size == 0:
+            continue
+        cols = chunk.columns_at(flat)
+        ev2 = evaluate(Batch.from_columns(cols), model, hw, base, asm, stages=table)
+        step_sel = np.asarray(ev2.step_time_s)
+        gpu_sel = gpu.reshape(-1)[flat]
+        runs_sel = runs.reshape(-1)[flat]
+        off_sel = off_all.reshape(-1)[flat]
+        for mask, target in ((runs_sel, pool), (off_sel == smart_code, whatif)):
+            sel = np.flatnonzero(mask)
             if sel.size == 0:
                 continue
-            step = step_full.reshape(-1)[sel]
-            g = gpu.reshape(-1)[sel]
+            step, g = step_sel[sel], gpu_sel[sel]
             if target is pool:
                 feasible += sel.size
-                offs = off_all.reshape(-1)[sel]
+                offs = off_sel[sel]
                 if (offs == none_code).any():
                     best_none = min(best_none, float(step[offs == none_code].min()))
             order = _rank(step, g, objective)
             keep_n = top_k if target is pool else 1
             if distinct and target is pool:
-                cols_all = chunk.columns_at(sel[order])
-                key = cols_all["tp"] * 1_000_003 + cols_all["pp"]
+                key = cols["tp"][sel][order] * 1_000_003 + cols["pp"][sel][order]
                 _, first = np.unique(key, return_index=True)
                 pick = order[np.sort(first)][:keep_n]
             else:
                 pick = order[:keep_n]
-            picked = chunk.columns_at(sel[pick])
+            picked = {k: v[sel][pick] for k, v in cols.items()}
             picked.update(step=step[pick], gpu=g[pick])
             target.add(picked)
     merged = pool.merged()
@@ -328,7 +341,9 @@ def plan_search(cat: Catalog, si: SearchInputs, objective: Objective | str = Obj
     """`plan`: rank the layouts of ``si`` and, with ``with_nics``, size every SmartNIC type for
     the recommended layout."""
     res = plan(si.model, si.hw, si.training, si.assumptions, objective, top_k, si.offloads,
-               si.max_zero, si.recomputes, si.distinct)
+               si.max_zero, si.recomputes, si.distinct,
+               frameworks=si.frameworks or tuple(Framework), pins=si.pins,
+               zero_stages=si.zero_stages, batch_rule=si.global_batch_defaulted)
     if with_nics and res.recommended is not None:
         r = res.recommended
         res = replace(res, nic_sizing=tuple(size_nics(cat, si.model, si.hw, r.layout,
@@ -350,8 +365,9 @@ def _why(rec: Candidate, n: int, best_none: float, objective: Objective) -> str:
         if not np.isfinite(best_none):
             s += "; no layout fits without offloading the optimizer"
         else:
-            s += (f"; {100 * (1 - rec.step_s / best_none):.1f}% faster than the best layout that "
-                  "keeps the optimizer on the GPU")
+            gain = 1 - rec.step_s / best_none
+            s += (f"; {100 * abs(gain):.1f}% {'faster' if gain >= 0 else 'slower'} than the best "
+                  "layout that keeps the optimizer on the GPU")
     else:
         s += "; the optimizer stays on the GPU"
     return s
@@ -381,11 +397,16 @@ def size_nics(cat: Catalog, model, hw: Hardware, layout: Layout, tr: Training,
                              state_bytes=tr.optimizer_bytes)
         k_cmp, window = None, 0.0
         if isinstance(model, Model):
-            st = estimate_step(model, hw_sn, lay, tr, asm, mem)
-            window = st.compute_s + st.elementwise_s
-            xfer = st.offload_transfer_s
-            if window > xfer:
-                k_cmp = max(1, math.ceil(one.time_s / (window - xfer)))
+            # the evaluator with 1..MAX_CARDS_PER_GPU cards per GPU in one batch: the fewest
+            # whose step and transfers hide in the window (None: no card count does, e.g. the
+            # GPU's own link already fills it)
+            ks = np.arange(1, MAX_CARDS_PER_GPU + 1)
+            batch = dataclasses.replace(Batch.of(lay, tr), smartnics_per_node=ks * hw.gpus_per_node)
+            ev = evaluate(batch, model, hw_sn, tr, asm, all_stages=True)
+            exposed = np.asarray(ev.term("optimizer_exposed_s")).reshape(-1)
+            window = float(np.asarray(ev.term("optimizer_window_s")).reshape(-1)[0])
+            hidden = np.flatnonzero(exposed <= 0)
+            k_cmp = int(ks[hidden[0]]) if hidden.size else None
         rec = max(k_mem, k_cmp) * hw.gpus_per_node if k_cmp is not None else None
         out.append(NicSizing(sn.name, sn.memory_bytes, opt, k_mem, spill, k_cmp, one.time_s,
                              window, rec, base_mem.worst.total_bytes, mem.worst.total_bytes))

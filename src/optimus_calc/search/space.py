@@ -16,6 +16,12 @@ from optimus_calc.specs.training import Offload
 # 16-way; interleaving up to 8 model chunks per GPU. Widen them here if a model calls for it.
 LONG_CONTEXT = 32768
 MAX_CP = 16
+# Micro-batch candidates (a search bound, not physics): at most MAX_MICRO_BATCH sequences and
+# MAX_MICRO_BATCH_TOKENS tokens per micro-batch. Past a million tokens a micro-batch's GEMMs are
+# long saturated (efficiency.gemm_efficiency) while its activations keep growing, and without a
+# bound a huge global batch has hundreds of divisors (99,792,000 has 640) that multiply the space.
+MAX_MICRO_BATCH = 256
+MAX_MICRO_BATCH_TOKENS = 1 << 20
 
 
 def divisors(n: int) -> list[int]:
@@ -135,6 +141,7 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     (evaluate/batch.py rule_global_batch: the smallest multiple of dp x micro-batch >= 512).
     """
     grids = []
+    capped = not (pins and "mb" in pins)  # a pinned micro-batch is searched as given
     tps = [t for t in tp_degrees(model, gpus_per_node) if gpus % t == 0]
     cps = [c for c in divisors(gpus) if seq_len % c == 0 and c <= MAX_CP] \
         if seq_len >= LONG_CONTEXT else [1]
@@ -155,6 +162,9 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
                 per_replica = gb // d
                 for e in eps:
                     for mb in divisors(per_replica):
+                        if capped and mb > 1 and (mb > MAX_MICRO_BATCH
+                                                  or mb * seq_len > MAX_MICRO_BATCH_TOKENS):
+                            break  # divisors come in increasing order
                         m = per_replica // mb
                         vs = [1]
                         if p > 1 and m % p == 0:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import typing
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.+-]*$")
 
@@ -13,8 +15,28 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
 
+def _numeric(annotation) -> bool:
+    """int or float (also inside Optional/Union), not bool."""
+    if annotation in (int, float):
+        return True
+    return any(a in (int, float) for a in typing.get_args(annotation))
+
+
 class CatalogEntry(Frozen):
     """Every catalog entry names itself and says where its numbers come from."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strict_numbers(cls, data):
+        """Numbers must be written as numbers: `true` is not 1.0 and "80" is not 80 (pydantic's
+        lax mode would coerce both, silently)."""
+        if isinstance(data, dict):
+            for name, field in cls.model_fields.items():
+                v = data.get(name)
+                if _numeric(field.annotation) and isinstance(v, (bool, str)):
+                    raise ValueError(f"field {name!r}: {v!r} is not a number (write it without "
+                                     "quotes; true/false are not numbers)")
+        return data
 
     name: str = Field(description="canonical lowercase-hyphenated name, e.g. a100-80gb")
     aliases: tuple[str, ...] = Field(default=(), description="other accepted spellings")

@@ -1,0 +1,87 @@
+"""The evaluator's result: arrays per layout (and per stage), read lazily at the binding stage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from optimus_calc.equations import compiled as eq
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Arrays of the batch's broadcast shape (``..._stage`` ones have a trailing stage axis)."""
+
+    stage_index: np.ndarray
+    stage_layers: np.ndarray
+    params_stage: np.ndarray
+    weights_stage: np.ndarray
+    gradients_stage: np.ndarray
+    optimizer_stage: np.ndarray
+    activations_stage: np.ndarray
+    overhead_stage: np.ndarray
+    total_stage: np.ndarray
+    in_flight_stage: np.ndarray
+    worst_memory: np.ndarray        # position on the stage axis of the most loaded stage
+    gpu_bytes: np.ndarray
+    capacity_bytes: float
+    micro_batches: np.ndarray
+    offload_bytes_per_gpu: np.ndarray
+    offload_bytes_per_device: np.ndarray
+    offload_capacity_per_device: np.ndarray
+    offload_devices_per_node: np.ndarray
+    spill_bytes_per_device: np.ndarray
+    host_bytes_per_node: np.ndarray
+    host_capacity_bytes: float
+    reasons: np.ndarray             # bit set of Reason
+    has_step: bool
+    step_time_s: np.ndarray | None = None
+    worst_time: np.ndarray | None = None     # position on the stage axis of the slowest stage
+    stage_terms: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    step_figures: dict[str, float] = field(default_factory=dict, repr=False)
+    inputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
+
+    @property
+    def feasible(self) -> np.ndarray:
+        return self.reasons == 0
+
+    def term(self, name: str) -> np.ndarray:
+        """A step-time term per layout, at the stage that binds the step (computed on demand:
+        the planner ranks on ``step_time_s`` and asks for the rest of its top K only)."""
+        f = self.step_figures
+        if name == "step_time_s":
+            return self.step_time_s
+        if name == "model_flops":
+            return np.broadcast_to(f["model_flops"], np.shape(self.step_time_s))
+        if name == "tokens":
+            return np.broadcast_to(f["tokens"], np.shape(self.step_time_s))
+        if name == "mfu":
+            return eq.step__mfu(F_model=f["model_flops"], N_gpus=f["gpus"],
+                                T_step=self.step_time_s, peak=f["peak"])
+        if name == "tokens_per_s":
+            return eq.step__tokens_per_s(T_step=self.step_time_s, tokens=f["tokens"])
+        if name == "tflops_per_gpu":
+            return self.term("hardware_flops") / self.step_time_s / f["gpus"] / 1e12
+        return _pick(self.stage_terms[name], self.worst_time)
+
+
+def _pick(x, k):
+    """x (..., K) at stage position k (...,)."""
+    x, k = np.asarray(x), np.asarray(k)
+    if x.shape[-1] == 1:  # the same on every stage
+        return np.broadcast_to(x[..., 0], np.broadcast_shapes(x.shape[:-1], k.shape)).copy()
+    x = np.broadcast_to(x, np.broadcast_shapes(x.shape, k.shape + (1,)))
+    return np.take_along_axis(x, np.asarray(k)[..., None], axis=-1)[..., 0]
+
+
+def stage_value(ev: Evaluation, x, which: str = "time"):
+    """A recorded input of a batch of one, at the binding stage (``time`` or ``memory``)."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 0:
+        return float(x)
+    k = int((ev.worst_time if which == "time" and ev.worst_time is not None
+             else ev.worst_memory).reshape(-1)[0])
+    flat = x.reshape(-1, x.shape[-1]) if x.ndim >= 1 else x
+    row = flat[0]
+    return float(row[k] if row.shape[-1] > 1 else row[0])

@@ -1,0 +1,70 @@
+"""Pipeline stages as an array axis: which stages the evaluator looks at per pipeline degree.
+
+With ``all_stages`` every stage is kept (one layout); otherwise a stage whose shape (layers, MoE
+layers, parameters, first/last) repeats an earlier stage's is dropped: it holds no more in-flight
+micro-batches (1F1B: min(p - i, m) falls with i) and takes the same time, so it never binds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from optimus_calc.evaluate.shapes import stage_shapes
+from optimus_calc.specs.model import BareModel, Model
+
+
+@dataclass(frozen=True)
+class StageTable:
+    """Per pipeline degree, the stages evaluated (padded to a common width)."""
+
+    pps: np.ndarray        # sorted unique pipeline degrees
+    index: np.ndarray      # (n_pp, K) stage index
+    layers: np.ndarray
+    moe_layers: np.ndarray
+    A: np.ndarray
+    X: np.ndarray
+    R: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+
+    def lookup(self, pp: np.ndarray) -> dict[str, np.ndarray]:
+        i = np.searchsorted(self.pps, np.asarray(pp))
+        return {k: getattr(self, k)[i] for k in ("index", "layers", "moe_layers", "A", "X", "R",
+                                                  "first", "last")}
+
+
+def sorted_unique(values) -> np.ndarray:
+    """Sorted distinct values, as ``np.unique(values)``, but through its sort path: numpy 2's
+    default hash path imports numpy.ma (5-15 ms at start-up) only to ask whether the array is
+    masked."""
+    return np.unique(np.asarray(values), return_index=True)[0]
+
+
+def stage_table(model: Model | BareModel, pps, all_stages: bool) -> StageTable:
+    rows = []
+    pp_values = sorted({int(x) for x in sorted_unique(pps)})
+    for p in pp_values:
+        shapes = stage_shapes(model, p)
+        if not all_stages:
+            seen, keep = set(), []
+            for sh in shapes:
+                key = (sh.layers, sh.moe_layers, sh.A, sh.X, sh.R, sh.first, sh.last)
+                if key not in seen:
+                    seen.add(key)
+                    keep.append(sh)
+            shapes = keep
+        rows.append(shapes)
+    width = max(len(r) for r in rows)
+    cols = {k: np.zeros((len(rows), width)) for k in ("index", "layers", "moe_layers", "A", "X",
+                                                     "R", "first", "last")}
+    for j, shapes in enumerate(rows):
+        padded = shapes + [shapes[0]] * (width - len(shapes))  # a copy never changes a max
+        for k_i, sh in enumerate(padded):
+            cols["index"][j, k_i] = sh.index
+            cols["layers"][j, k_i] = sh.layers
+            cols["moe_layers"][j, k_i] = sh.moe_layers
+            cols["A"][j, k_i], cols["X"][j, k_i], cols["R"][j, k_i] = sh.A, sh.X, sh.R
+            cols["first"][j, k_i], cols["last"][j, k_i] = sh.first, sh.last
+    return StageTable(np.array(pp_values), **cols)

@@ -1,0 +1,173 @@
+"""Cold start (issue 15, Speed): what a fresh process imports, and the single-threaded BLAS.
+
+Each check runs in a fresh interpreter (a subprocess), because in-process the test session has
+already imported everything. Heavy libraries load only where they are used: sympy for `explain`,
+`fit` closed forms and `breakeven`; matplotlib only with `--plot`; rich only to draw a text table;
+numpy and pydantic not at all for `--version` and `--help`.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+HEAVY = ("numpy", "pydantic", "rich", "sympy", "matplotlib", "click")
+
+PROBE = """
+import json, os, sys, io
+from optimus_calc.cli.main import main
+args = json.loads(sys.argv[1])
+if args is not None:
+    out, sys.stdout = sys.stdout, io.StringIO()
+    try:
+        main(args)
+    except SystemExit as exc:
+        code = exc.code
+    sys.stdout = out
+else:
+    code = 0
+print(json.dumps({"code": code,
+                  "loaded": [m for m in %r if m in sys.modules],
+                  "env": {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                          "MKL_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")}}))
+""" % (HEAVY,)
+
+
+def probe(args, **env_extra):
+    env = {"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin", **env_extra}
+    p = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_importing_the_entry_point_loads_click_only():
+    r = probe(None)
+    assert r["loaded"] == ["click"]
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"]])
+def test_version_and_help_load_no_numerics(args):
+    r = probe(args)
+    assert r["code"] == 0 and r["loaded"] == ["click"]
+
+
+@pytest.mark.parametrize("args", [
+    ["plan", "llama70b", "--nodes", "2"],
+    ["memory", "llama70b", "--nodes", "2", "--tp", "8"],
+    ["step", "llama70b", "--nodes", "2", "--tp", "8"],
+    ["compare", "llama70b", "--nodes", "2"],
+    ["comm", "all-reduce", "--size", "1e9", "--nodes", "2"],
+])
+def test_hot_path_table_loads_no_sympy_or_matplotlib(args):
+    r = probe(args)
+    assert r["code"] == 0
+    # the text table needs rich; the numbers need numpy and pydantic; nothing else heavy
+    assert r["loaded"] == ["numpy", "pydantic", "rich", "click"]
+
+
+@pytest.mark.parametrize("args", [
+    ["plan", "llama70b", "--nodes", "2", "--format", "json"],
+    ["memory", "llama70b", "--nodes", "2", "--tp", "8", "--format", "csv"],
+])
+def test_machine_formats_do_not_load_rich(args):
+    r = probe(args)
+    assert r["code"] == 0 and r["loaded"] == ["numpy", "pydantic", "click"]
+
+
+def test_explain_does_load_sympy():
+    # the positive control: the probe sees a lazily imported library when a command needs it
+    r = probe(["explain", "memory.weights_bytes", "--format", "json"])
+    assert r["code"] == 0 and "sympy" in r["loaded"]
+
+
+def test_blas_single_threaded_by_default():
+    r = probe(None)
+    assert r["env"] == {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+                        "MKL_NUM_THREADS": "1", "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+
+
+def test_user_thread_settings_win():
+    r = probe(None, OPENBLAS_NUM_THREADS="4", OMP_NUM_THREADS="3", PYDANTIC_DISABLE_PLUGINS="")
+    assert r["env"] == {"OPENBLAS_NUM_THREADS": "4", "OMP_NUM_THREADS": "3",
+                        "MKL_NUM_THREADS": "1", "PYDANTIC_DISABLE_PLUGINS": ""}
+
+
+def test_python_dash_m_sets_blas_before_numpy():
+    # `python -m optimus_calc` goes through __main__.py; numpy reads the variable at import
+    code = ("import runpy, sys, os; sys.argv = ['optimus_calc', '--version']\n"
+            "try:\n runpy.run_module('optimus_calc', run_name='__main__')\n"
+            "except SystemExit: pass\n"
+            "print(os.environ.get('OPENBLAS_NUM_THREADS'))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip().splitlines()[-1] == "1"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc (Linux)")
+def test_numpy_starts_no_blas_threads():
+    # OpenBLAS starts its pool when numpy loads; with the default of 1 the process keeps one
+    # thread. Counted after `plan` (which imports numpy) from /proc/self/status.
+    code = ("import io, sys\nfrom optimus_calc.cli.main import main\n"
+            "out, sys.stdout = sys.stdout, io.StringIO()\n"
+            "try:\n main(['plan', 'llama70b', '--nodes', '2', '--format', 'json'])\n"
+            "except SystemExit: pass\n"
+            "sys.stdout = out\n"
+            "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('Threads')))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().splitlines()[-1] == "1"
+
+
+def test_plan_skips_numpy_ma_and_difflib():
+    # np.unique's default path imports numpy.ma (numpy 2); difflib is only for "did you mean"
+    code = ("import io, sys\nfrom optimus_calc.cli.main import main\n"
+            "out, sys.stdout = sys.stdout, io.StringIO()\n"
+            "try:\n main(['plan', 'llama70b', '--nodes', '2'])\n"
+            "except SystemExit: pass\n"
+            "sys.stdout = out\n"
+            "print([m for m in ('numpy.ma', 'difflib') if m in sys.modules])")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_sorted_unique_is_np_unique():
+    import numpy as np
+    from optimus_calc.evaluate.engine import sorted_unique
+    assert sorted_unique([8, 2, 8, 4, 2, 1]).tolist() == [1, 2, 4, 8]
+    assert sorted_unique(np.array([[3, 3], [1, 5]])).tolist() == [1, 3, 5]  # flattened
+    assert sorted_unique(np.array([2.0, 2.0])).dtype == np.float64
+    assert sorted_unique([]).size == 0
+
+
+@pytest.mark.parametrize("args", [["plan", "llama70b", "--nodes", "2", "--format", "json"],
+                                  ["memory", "no-such-model"], ["--help"]])
+def test_garbage_collector_paused_for_command_import_only(run, args):
+    # get_command pauses the collector while a command module is imported; whatever the
+    # command then does (or fails to do), the collector is back on
+    import gc
+    assert gc.isenabled()
+    run(*args)
+    assert gc.isenabled()
+
+
+def test_command_import_runs_few_collections():
+    # plan --format json: 105 collections when the command module was imported with the
+    # collector on, 34 with it paused (CPython 3.11, default thresholds)
+    code = ("import gc, io, sys\nfrom optimus_calc.cli.main import main\n"
+            "out, sys.stdout = sys.stdout, io.StringIO()\n"
+            "try:\n main(['plan', 'llama70b', '--nodes', '2', '--format', 'json'])\n"
+            "except SystemExit: pass\n"
+            "sys.stdout = out\n"
+            "print(sum(s['collections'] for s in gc.get_stats()))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert int(p.stdout.strip().splitlines()[-1]) < 80
