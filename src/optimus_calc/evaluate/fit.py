@@ -57,8 +57,10 @@ def largest_true(pred: Callable[[int], bool], lo: int, hi: int) -> int | None:
     return good
 
 
-def solve_params_closed_form(hw: Hardware, layout: Layout, tr: Training) -> FitResult:
-    """Model states only: total(P) = (b_w/d_w + b_g/d_g + b_o/d_o) * P / (t*p) = capacity."""
+def solve_params_closed_form(hw: Hardware, layout: Layout, tr: Training,
+                             asm: Assumptions | None = None) -> FitResult:
+    """Model states only: total(P) = (b_w/d_w + b_g/d_g + b_o/d_o) * P / (t*p) = the usable
+    capacity (the GPU's memory less the gpu_headroom margin, as `memory` judges it)."""
     import sympy as sp
 
     from optimus_calc.equations.memory import (b_g, b_o, b_w, gradients_bytes, N_d,
@@ -73,7 +75,8 @@ def solve_params_closed_form(hw: Hardware, layout: Layout, tr: Training) -> FitR
             P_sym: psi / (layout.tp * layout.pp)}
     total = sum(e.expr.subs(subs) for e in (weights_bytes, gradients_bytes, optimizer_bytes))
     total = sp.nsimplify(sp.simplify(total))
-    cap = hw.gpu.memory_bytes
+    from optimus_calc.evaluate.engine import usable_gpu_bytes
+    cap = usable_gpu_bytes(hw, asm or Assumptions())
     sol = sp.solve(sp.Eq(total, sp.Integer(int(cap))), psi)
     value = float(sol[0]) if sol else None
     return FitResult("params", value, value, "closed form (sympy.solve)",
@@ -163,7 +166,8 @@ def solve(what: Solve | str, inp: Inputs) -> FitResult:
     match what:
         case Solve.LAYERS:
             if isinstance(inp.model, BareModel):
-                return solve_params_closed_form(inp.hw, inp.layout, inp.training)
+                return solve_params_closed_form(inp.hw, inp.layout, inp.training,
+                                                inp.assumptions)
             return solve_layers(*args)
         case Solve.NODES:
             return solve_nodes(*args)
