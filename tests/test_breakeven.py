@@ -572,3 +572,16 @@ def test_values_are_finite_everywhere():
         for r in d["requirements"]:
             for k in ("current", "required", "ratio"):
                 assert r[k] is None or (math.isfinite(r[k]) and r[k] >= 0)
+
+
+def test_sensitivity_plot(tmp_path):
+    # issue 14: --plot draws the sensitivity bars (a valid PNG); without --sensitivity there is
+    # no chart: exit 2
+    out = tmp_path / "s.png"
+    code, _, err = cli("breakeven", *LAYOUT, "--device", "bluefield-3", "--sensitivity",
+                       "--plot", str(out))
+    assert code == 0, err
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    code, _, err = cli("breakeven", *LAYOUT, "--device", "bluefield-3", "--plot",
+                       str(tmp_path / "t.png"))
+    assert code == 2 and "--sensitivity" in err

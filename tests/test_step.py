@@ -264,3 +264,18 @@ def test_offload_step_responds_to_what_changes_it(run, tmp_path):
     one_socket = step("--node", "one-socket", "--offload", "cpu", "--global-batch", 8,
                       cat=_node_copy(tmp_path, "one-socket", cpus=1))
     assert one_socket["optimizer_s"] > cpu["optimizer_s"]        # half the cores and DRAM
+
+
+def test_single_layout_says_which_frameworks_run_it(run):
+    # issue 12: each framework's verdict with its rule: DeepSpeed's pipeline engine takes
+    # ZeRO-1 only (deepspeed/runtime/pipe/engine.py), Megatron-FSDP does not compose with PP,
+    # torchtitan composes FSDP2 with PP
+    d = run("step", "llama-2-7b", "--pp", 2, "--zero", 3, "--format", "json").json()
+    assert d["frameworks"]["deepspeed"].startswith("DeepSpeed: ZeRO-2/3 are incompatible")
+    assert d["frameworks"]["megatron"].startswith("Megatron-LM: ZeRO-2/3 is Megatron-FSDP")
+    assert d["frameworks"]["torchtitan"] == "runs"
+    nic = run("step", "llama-2-7b", "--zero", 1, "--offload", "smartnic", "--format",
+              "json").json()
+    assert all(v != "runs" for v in nic["frameworks"].values())  # OptimusNIC: a what-if
+    ok = run("memory", "llama-2-7b", "--tp", 8, "--zero", 1, "--format", "json").json()
+    assert ok["frameworks"]["megatron"] == "runs"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from click.core import ParameterSource
 
-from optimus_calc.cli.common import emit
+from optimus_calc.cli.common import emit, plot_option
 from optimus_calc.cli.options import model_options
 from optimus_calc.errors import InputError
 
@@ -87,6 +87,7 @@ def parse_reference(text: str, inp):
                    "hardware parameter of the layout (+1% finite difference); with --format "
                    "csv the CSV is this table.")
 @model_options
+@plot_option
 @click.pass_context
 def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
               sensitivity: bool, fmt: str, output: str | None, **kw) -> None:

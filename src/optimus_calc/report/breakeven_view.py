@@ -302,4 +302,5 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool) -> Document:
                  "bracketing over the evaluator with the parameter changed (the host "
                  "strategies' phase-by-phase step, links, capacities, cards); * = the closed "
                  "form disagreed with the evaluator and was replaced")
-    return Document(title=title, header=header, data=data, tables=tables, notes=notes, csv=csv)
+    return Document(title=title, header=header, data=data, tables=tables, notes=notes, csv=csv,
+                    plot="sensitivity" if sens is not None else "")

@@ -144,3 +144,18 @@ def cite(text: str) -> str:
         text = text.replace(f" {bare}", f" docs/reference/{bare}").replace(
             f"({bare}", f"(docs/reference/{bare}")
     return text.replace("docs/reference/docs/reference/", "docs/reference/")
+
+
+def frameworks_of(inp) -> tuple[dict[str, str], str]:
+    """Which frameworks run one layout (frameworks.py rules): {framework: "runs" or the rule that
+    rejects it}, and a one-line note. Bare parameter counts have no rules to check."""
+    from optimus_calc.frameworks import Reason, layout_support
+    from optimus_calc.specs.model import Model
+    if not isinstance(inp.model, Model):
+        return {}, ""
+    sup = layout_support(inp.layout, inp.training, inp.model)
+    out = {f.value: ("runs" if r is Reason.OK else r.text) for f, r in sup.items()}
+    runs = [f.label for f, r in sup.items() if r is Reason.OK]
+    note = ("runs on " + ", ".join(runs) if runs else
+            "no framework runs this layout: " + "; ".join(sorted({v for v in out.values()})))
+    return out, note

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from optimus_calc.evaluate.memory import MemoryEstimate
-from optimus_calc.report.common import (context_row, hardware_data, layout_data, layout_text,
+from optimus_calc.report.common import (context_row, frameworks_of, hardware_data, layout_data, layout_text,
                                         model_data, training_data, training_text)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
@@ -44,6 +44,8 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
         "stages": [{k: v for k, v in asdict(s).items() if k != "inputs"} for s in est.stages],
         "fits": est.fits, "reasons": est.reasons, "notes": est.notes,
     }
+    fws, fw_note = frameworks_of(inp)
+    data["frameworks"] = fws
     g = lambda x: x / div  # noqa: E731
     rows = [
         {"part": "weights", "value": g(w.weights_bytes), "eq": "memory.weights_bytes"},
@@ -103,6 +105,8 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
     csv = Table(title="", rows=[csv_row], columns=[Column(k, k) for k in csv_row])
     verdict = "fits" if est.fits else "DOES NOT FIT"
     notes = [f"{verdict}" + (f": {'; '.join(est.reasons)}" if est.reasons else "")] + est.notes
+    if fw_note:
+        notes.append(fw_note)
     notes.append(f"model states in total: {est.model_states_total_bytes / div:.1f} {unit} "
                  f"({inp.training.weight_bytes + inp.training.gradient_bytes + inp.training.optimizer_bytes}"
                  f" bytes x {inp.model.total_params / 1e9:.2f}B params)")

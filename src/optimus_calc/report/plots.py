@@ -169,7 +169,27 @@ def _comm(plt, data: dict[str, Any]):
     return fig
 
 
-KINDS = {"memory": _memory, "compare": _compare, "sweep": _sweep, "comm": _comm}
+def _sensitivity(plt, data: dict[str, Any]):
+    """`breakeven --sensitivity`: % change of step time per +1% of each hardware parameter."""
+    rows = data["sensitivity"]
+    labels = [f"{r['label']} ({r['entry']})" for r in rows]
+    vals = [r["step_time_elasticity"] for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.4))
+    y = list(range(len(rows)))
+    ax.barh(y, vals, color=["tab:green" if v < 0 else "tab:red" for v in vals])
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.axvline(0, color="black", linewidth=0.5)
+    ax.set_xlabel("% change of step time per +1% of the parameter (negative: faster)")
+    ax.set_title("breakeven --sensitivity", fontsize=10)
+    ax.grid(True, axis="x", linewidth=0.3)
+    fig.tight_layout()
+    return fig
+
+
+KINDS = {"memory": _memory, "compare": _compare, "sweep": _sweep, "comm": _comm,
+         "sensitivity": _sensitivity}
 
 
 def figure_bytes(kind: str, data: dict[str, Any], fmt: str) -> bytes:
@@ -191,7 +211,8 @@ def write_plot(doc, path: str) -> None:
     """Draw ``doc``'s chart to ``path`` atomically (temporary file + os.replace)."""
     fmt = check_path(path)
     if doc.plot not in KINDS:
-        raise InputError("--plot: this command has no chart")
+        raise InputError("--plot: this command has no chart with these options (breakeven "
+                         "draws one with --sensitivity)")
     payload = figure_bytes(doc.plot, doc.data, fmt)
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from optimus_calc.report.common import (TrainRequest, efficiency_text,
+from optimus_calc.report.common import (TrainRequest, efficiency_text, frameworks_of,
                                         context_row, hardware_data, layout_data,
                                         layout_text, model_data, pct, train_figures,
                                         training_data, training_text)
@@ -38,6 +38,8 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
             "breakdown": {k: terms[k] for k in BREAKDOWN_KEYS},
             "fits": mem.fits, "reasons": mem.reasons,
             "gpu_memory_bytes": mem.worst.total_bytes, "notes": st.notes}
+    fws, fw_note = frameworks_of(inp)
+    data["frameworks"] = fws
     figures = train_figures(train, st.step_time_s, inp.training, inp.hw, inp.assumptions)
     data.update(figures)
     rows = [{"part": label, "s": terms[key], "share": terms[key] / st.step_time_s,
@@ -57,6 +59,8 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
              f"GPU memory {mem.worst.total_bytes / GB:.1f} GB of {mem.capacity_bytes / GB:.0f} GB: "
              + ("fits" if mem.fits else "DOES NOT FIT: " + "; ".join(mem.reasons)),
              efficiency_text(inp.hw.gpu, inp.assumptions)] + st.notes
+    if fw_note:
+        notes.append(fw_note)
     if figures:
         notes.append(train_note(figures, inp.assumptions.pue))
     csv_row = {**context_row(inp.model.name, inp.hw, inp.training, train),
