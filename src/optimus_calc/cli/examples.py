@@ -1,0 +1,161 @@
+"""The README's examples, generated from the real commands.
+
+A fenced block preceded by ``<!-- example -->`` and opening with ``$ optimus-calc ARGS`` is an
+example: its body is what ``optimus-calc ARGS`` prints (standard output, then standard error),
+run in-process from the repository root with a 120-column terminal, trailing blanks removed.
+Options select the output lines shown (``...`` stands where lines were left out), separated by
+``;``: ``lines=1-12,20-25`` (1-based ranges), ``head=N``, ``tail=N``, ``from=TEXT`` (from the first
+line containing TEXT to the end), ``match=REGEX`` (the lines the regular expression finds).
+
+``python -m optimus_calc.cli.examples README.md`` rewrites every example; the test suite fails when
+one differs from what its command prints now (tests/test_docs.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+MARK = re.compile(r"^<!-- example(?::\s*(?P<opts>.*?))?\s*-->\s*$")
+PROMPT = "$ optimus-calc "
+WIDTH = "120"
+ELLIPSIS = "..."
+
+
+@dataclass(frozen=True)
+class Example:
+    start: int          # index of the opening fence line
+    end: int            # index of the closing fence line
+    args: tuple[str, ...]
+    opts: tuple[tuple[str, str], ...]  # (key, value) output selections; () = every line
+    body: tuple[str, ...]  # the lines between the fences as the README has them
+
+    @property
+    def command(self) -> str:
+        return PROMPT + shlex.join(self.args)
+
+
+KEYS = ("lines", "head", "tail", "from", "match")
+
+
+def _options(opts: str | None) -> tuple[tuple[str, str], ...]:
+    out = []
+    for part in (opts or "").split(";"):
+        if not part.strip():
+            continue
+        key, _, value = part.partition("=")
+        if key.strip() not in KEYS or not value:
+            raise ValueError(f"unknown example option {part!r} (one of {', '.join(KEYS)})")
+        out.append((key.strip(), value.strip()))
+    return tuple(out)
+
+
+def _kept(opts: tuple[tuple[str, str], ...], output: list[str]) -> list[int]:
+    """0-based indices of the output lines the options keep (all when there are none)."""
+    if not opts:
+        return list(range(len(output)))
+    keep: set[int] = set()
+    n = len(output)
+    for key, value in opts:
+        if key == "lines":
+            for part in value.split(","):
+                a, _, b = part.partition("-")
+                keep.update(range(int(a) - 1, min(int(b or a), n)))
+        elif key == "head":
+            keep.update(range(min(int(value), n)))
+        elif key == "tail":
+            keep.update(range(max(0, n - int(value)), n))
+        elif key == "from":
+            first = next((i for i, line in enumerate(output) if value in line), n)
+            keep.update(range(first, n))
+        else:  # match
+            rx = re.compile(value)
+            keep.update(i for i, line in enumerate(output) if rx.search(line))
+    return sorted(keep)
+
+
+def find(text: str) -> list[Example]:
+    """Every marked example of ``text`` (a README)."""
+    lines = text.split("\n")
+    found = []
+    for i, line in enumerate(lines):
+        m = MARK.match(line)
+        if not m:
+            continue
+        if i + 2 >= len(lines) or not lines[i + 1].startswith("```") \
+                or not lines[i + 2].startswith(PROMPT):
+            raise ValueError(f"README line {i + 1}: an example marker must precede a fenced "
+                             f"block opening with '{PROMPT.strip()} ...'")
+        end = next(j for j in range(i + 2, len(lines)) if lines[j].startswith("```"))
+        args = tuple(shlex.split(lines[i + 2][len(PROMPT):]))
+        found.append(Example(start=i + 1, end=end, args=args, opts=_options(m.group("opts")),
+                             body=tuple(lines[i + 2:end])))
+    return found
+
+
+def run(args: tuple[str, ...]) -> list[str]:
+    """What ``optimus-calc ARGS`` prints (stdout, then stderr), as lines without trailing blanks."""
+    from optimus_calc.cli.main import main
+    out, err = io.StringIO(), io.StringIO()
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = WIDTH
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(list(args))
+            except SystemExit:
+                pass
+    finally:
+        if old is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = old
+    text = out.getvalue() + err.getvalue()
+    return [line.rstrip() for line in text.rstrip("\n").split("\n")]
+
+
+def render(ex: Example, output: list[str]) -> list[str]:
+    """The block's body: the command line, then the kept output lines."""
+    body, last = [ex.command], -1
+    for i in _kept(ex.opts, output):
+        if i > last + 1:
+            body.append(ELLIPSIS)
+        body.append(output[i])
+        last = i
+    if ex.opts and last < len(output) - 1:
+        body.append(ELLIPSIS)
+    return body
+
+
+def regenerate(text: str) -> tuple[str, list[Example]]:
+    """``text`` with every example's body replaced by its command's output, and the examples
+    whose body changed."""
+    lines = text.split("\n")
+    changed = []
+    for ex in reversed(find(text)):
+        body = render(ex, run(ex.args))
+        if tuple(body) != ex.body:
+            changed.append(ex)
+            lines[ex.start + 1:ex.end] = body
+    return "\n".join(lines), changed[::-1]
+
+
+def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a developer's tool
+    path = Path((argv or sys.argv[1:] or ["README.md"])[0])
+    root = path.resolve().parent
+    os.chdir(root)  # example paths are relative to the repository root
+    new, changed = regenerate(path.read_text())
+    path.write_text(new)
+    for ex in changed:
+        print(f"updated: {ex.command}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
