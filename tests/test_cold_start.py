@@ -32,6 +32,7 @@ else:
     code = 0
 print(json.dumps({"code": code,
                   "loaded": [m for m in %r if m in sys.modules],
+                  "ours": sorted(m for m in sys.modules if m.startswith("optimus_calc")),
                   "env": {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                           "MKL_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")}}))
 """ % (HEAVY,)
@@ -54,6 +55,9 @@ def test_importing_the_entry_point_loads_click_only():
 def test_version_and_help_load_no_numerics(args):
     r = probe(args)
     assert r["code"] == 0 and r["loaded"] == ["click"]
+    # nor the file loader, a spec or any command module: the entry point, its package and errors
+    assert r["ours"] == ["optimus_calc", "optimus_calc.cli", "optimus_calc.cli.main",
+                         "optimus_calc.errors"]
 
 
 @pytest.mark.parametrize("args", [

@@ -122,8 +122,11 @@ def _fail(message: str, code: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
-    from optimus_calc.loaders import reset_inputs
-    reset_inputs()  # -o may not overwrite a file this run reads
+    # -o may not overwrite a file this run reads: forget the previous in-process run's inputs.
+    # A fresh process has read nothing, and --help/--version must not import the loader.
+    loaders = sys.modules.get("optimus_calc.loaders")
+    if loaders is not None:
+        loaders.reset_inputs()
     try:
         cli.main(args=args, prog_name="optimus-calc", standalone_mode=False)
     except click.exceptions.Exit as exc:
