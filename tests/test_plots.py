@@ -81,3 +81,14 @@ def test_layout_label():
     assert layout_label(row) == "TP4 PP2 DP8 CP2 Z3 cpu"
     assert layout_label({**row, "offload": "none", "cp": 1}) == "TP4 PP2 DP8 Z3"
     assert layout_label({"fits": False, "tp": None}) == "no layout fits"
+
+
+def test_comm_plot_bandwidth_axis_from_zero(run):
+    data, fig = _figure(run, "comm", "comm", "all-reduce", "--sizes", "1MB..1GB", "--nodes", 2)
+    try:
+        ax = fig.axes[0]
+        assert ax.get_ylim()[0] == 0
+        busbw = ax.get_lines()[0].get_ydata()
+        assert list(busbw) == pytest.approx([r["busbw_GBps"] for r in data["rows"]])
+    finally:
+        _close(fig)

@@ -209,6 +209,7 @@ def _comm(plt, data: dict[str, Any]):
     ax.set_xscale("log", base=2)
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("GB/s")
+    _from_zero(ax, max([0.0, *(r["busbw_GBps"] for r in rows), *(r["algbw_GBps"] for r in rows)]))
     topo = data.get("topology", {})
     where = f", {topo['ranks']} ranks on {topo['nodes']} node(s)" if topo else ""
     ax.set_title(f"{data.get('algo', '')} {data.get('collective', '')}{where}: bus bandwidth "
