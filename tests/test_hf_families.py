@@ -185,3 +185,15 @@ def test_catalog_show_new_families(run, name):
 def test_text_only_said_in_output(run):
     r = run("catalog", "show", str(DATA / "llama4"))
     assert r.code == 0 and "text model only" in r.out and "-text" in r.out
+
+
+def test_stage_split_follows_the_moe_layer_rule():
+    from optimus_calc.evaluate.shapes import stage_shapes
+    m = _load("llama4_maverick")        # MoE on odd layers: 6 of every 12-layer stage
+    st = stage_shapes(m, 4)
+    assert [(s.layers, s.moe_layers) for s in st] == [(12, 6)] * 4
+    assert sum(s.A + s.X + s.R for s in st) == m.total_params
+    g = _load("glm4_moe")               # 46 layers, the one dense layer in the first stage
+    st = stage_shapes(g, 4)
+    assert [(s.layers, s.moe_layers) for s in st] == [(11, 10), (11, 11), (12, 12), (12, 12)]
+    assert sum(s.A + s.X + s.R for s in st) == g.total_params
