@@ -3,6 +3,8 @@ import io
 import subprocess
 import sys
 
+import pytest
+
 from optimus_calc import __version__
 
 
@@ -76,3 +78,19 @@ def test_output_to_file(run, tmp_path):
     out = tmp_path / "x.json"
     r = run("catalog", "show", "a100-80gb", "--format", "json", "-o", out)
     assert r.code == 0 and r.out == "" and '"memory_GB": 80.0' in out.read_text()
+
+
+@pytest.mark.parametrize("typed,suggestion", [
+    ("plna", "did you mean plan?"),                    # difflib ratio 0.75
+    ("optimizer_step", "did you mean optimizer-step?"),
+    ("swep", "did you mean sweep or step?"),
+])
+def test_unknown_command_did_you_mean(run, typed, suggestion):
+    r = run(typed)
+    assert r.code == 2 and r.out == ""
+    assert r.err == f"error: no such command '{typed}'; {suggestion}\n"
+
+
+def test_unknown_command_far_from_all_lists_them(run):
+    r = run("zzz", "--nodes", "2")
+    assert r.code == 2 and r.err.startswith("error: no such command 'zzz'; commands: breakeven,")

@@ -18,7 +18,7 @@ EXPECTED = {
 
 
 # legacy spellings that share a mapper with a type that has a fixture
-ALIASES = {"RefinedWeb", "gemma3_text"}
+ALIASES = {"RefinedWeb", "gemma3_text", "llama4_text"}
 
 
 def test_every_supported_type_has_a_fixture():

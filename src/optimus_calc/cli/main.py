@@ -72,7 +72,26 @@ class App:
         return self._catalog
 
 
+class NoSuchCommand(click.UsageError):
+    """An unknown command name, with the closest known names (did-you-mean, as for options)."""
+
+
+def no_such_command(name: str) -> str:
+    """``no such command 'plna'; did you mean plan?`` (difflib's close matches), else the list."""
+    import difflib
+    close = difflib.get_close_matches(name, sorted(COMMANDS), n=3, cutoff=0.6)
+    hint = (f"did you mean {' or '.join(close)}?" if close
+            else f"commands: {', '.join(sorted(COMMANDS))}")
+    return f"no such command {name[:40]!r}; {hint}"
+
+
 class LazyGroup(click.Group):
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        name = args[0] if args else ""
+        if name and name not in COMMANDS and not name.startswith("-"):
+            raise NoSuchCommand(no_such_command(name), ctx)
+        return super().resolve_command(ctx, args)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -136,6 +155,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.NoSuchOption as exc:
         hint = f" (did you mean {', '.join(exc.possibilities)}?)" if exc.possibilities else ""
         _fail(f"no such option {exc.option_name}{hint}; see --help", 2)
+    except NoSuchCommand as exc:
+        _fail(exc.format_message(), 2)
     except click.UsageError as exc:
         _fail(f"{exc.format_message().rstrip('.')}; see --help", 2)
     except click.ClickException as exc:

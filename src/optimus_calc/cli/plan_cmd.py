@@ -130,9 +130,11 @@ def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -
     offs = parse_choices(kw.pop("offloads"), Offload, "--offloads") or ()
     offs += parse_choices(kw.pop("offload"), Offload, "--offload") or ()
     offs = tuple(o.value for o in dict.fromkeys(offs)) or (None,)
-    points = run_sweep(app.catalog, _split(models, "--models"), _split(nodes_types, "--node"),
-                       counts, _split(smartnics, "--smartnic") if smartnics else [None],
-                       dict(kw, offloads=None,
-                                                                     offload=None),
-                       seqs, gbs, offs)
+    from optimus_calc.cli.progress import progress_bar
+    with progress_bar("sweep") as bar:
+        points = run_sweep(app.catalog, _split(models, "--models"),
+                           _split(nodes_types, "--node"), counts,
+                           _split(smartnics, "--smartnic") if smartnics else [None],
+                           dict(kw, offloads=None, offload=None), seqs, gbs, offs,
+                           progress=bar)
     emit(sweep_document(points, kw.get("train")), fmt, output)

@@ -6,11 +6,14 @@ to a temporary name in the target directory and moved into place (``os.replace``
 never leaves a partial image.
 
 Kinds (``Document.plot``):
-- ``sweep``: tokens/s, MFU and (with ``--tokens --gpu-hour-price``) cost vs nodes, one line per
-  model / node type (and sequence, batch or offload target when the sweep varies them), the
-  SmartNIC what-if dashed; each point is labelled with the winning offload target.
+- ``sweep``: tokens/s, MFU and (with ``--tokens``) days to train and (priced) cost vs nodes, one
+  line per model / node type (and sequence, batch, SmartNIC or offload target when the sweep
+  varies them), the SmartNIC what-if dashed; each point is labelled with its recommended layout.
 - ``memory``: GPU memory per part (weights, gradients, optimizer state, activations, overheads)
-  stacked per pipeline stage, with the GPU capacity as a line.
+  stacked per pipeline stage, with the GPU capacity (dashed) and the usable memory, capacity less
+  the headroom margin (solid).
+
+Every value axis starts at 0, so a small spread looks small.
 - ``compare``: the same stacked parts per offload strategy, with the GPU capacity line.
 - ``comm``: bus bandwidth (and algorithm bandwidth) vs message size, log-2 x axis, as
   nccl-tests plots it.
@@ -58,8 +61,19 @@ def _pyplot():
     return plt
 
 
+def _from_zero(ax, top: float) -> None:
+    """Every value axis starts at 0 (a 0.03-point MFU spread must look flat, issue 20); the top
+    leaves room for the point labels."""
+    ax.set_ylim(0, top * 1.12 if top > 0 else 1.0)
+
+
+def _thousands():
+    from matplotlib.ticker import FuncFormatter
+    return FuncFormatter(lambda v, _pos: f"{v:,.0f}" if abs(v) >= 100 else f"{v:g}")
+
+
 def _stacked(ax, labels: list[str], parts: list[dict[str, float]], capacity: float | None,
-             title: str) -> None:
+             title: str, usable: float | None = None) -> None:
     bottom = [0.0] * len(labels)
     x = list(range(len(labels)))
     for key, name in PARTS:
@@ -67,14 +81,20 @@ def _stacked(ax, labels: list[str], parts: list[dict[str, float]], capacity: flo
         ax.bar(x, vals, bottom=bottom, label=name, width=0.6)
         bottom = [b + v for b, v in zip(bottom, vals)]
     if capacity:
-        ax.axhline(capacity / GB, color="black", linestyle="--", linewidth=1,
+        ax.axhline(capacity / GB, color="grey", linestyle="--", linewidth=1,
                    label=f"GPU capacity {capacity / GB:g} GB")
+    if capacity and usable is not None:
+        # what memory and the planner judge against: capacity less the --headroom margin
+        ax.axhline(usable / GB, color="black", linestyle="-", linewidth=1.2,
+                   label=f"usable {usable / GB:g} GB (capacity less "
+                         f"{1 - usable / capacity:.0%} headroom)")
     ax.set_xticks(x)
     ax.set_xticklabels(labels, rotation=20 if len(labels) > 3 else 0, ha="right"
                        if len(labels) > 3 else "center", fontsize=8)
     ax.set_ylabel("GB per GPU (1 GB = 1e9 bytes)")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    _from_zero(ax, 1.2 * max(bottom + [(capacity or 0.0) / GB]))  # room for the legend
+    ax.legend(fontsize=7, ncol=2, loc="upper right")
 
 
 def _memory(plt, data: dict[str, Any]):
@@ -82,8 +102,9 @@ def _memory(plt, data: dict[str, Any]):
     fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(stages) + 3), 4.5))
     labels = [f"stage {s.get('index', s.get('stage', i))}" for i, s in enumerate(stages)]
     name = data.get("model", {}).get("name", "")
-    _stacked(ax, labels, stages, data.get("per_gpu", {}).get("capacity_bytes"),
-             f"memory per GPU: {name}")
+    per_gpu = data.get("per_gpu", {})
+    _stacked(ax, labels, stages, per_gpu.get("capacity_bytes"), f"memory per GPU: {name}",
+             usable=per_gpu.get("usable_bytes"))
     return fig
 
 
@@ -93,24 +114,34 @@ def _compare(plt, data: dict[str, Any]):
     parts = [{k: r.get(f"gpu_{k}", 0.0) for k, _ in PARTS} for r in rows]
     cap = rows[0].get("gpu_capacity_bytes") if rows else None
     _stacked(ax, [r["strategy"] for r in rows], parts, cap,
-             f"GPU memory per offload strategy: {data.get('model', '')}")
+             f"GPU memory per offload strategy: {data.get('model', '')}",
+             usable=rows[0].get("gpu_usable_bytes") if rows else None)
     return fig
 
 
-def _sweep(plt, data: dict[str, Any]):
-    rows = data["rows"]
-    panels = [("tokens_per_s", "tokens/s", 1.0), ("mfu", "MFU (%)", 100.0)]
-    if any(r.get("cost_usd") is not None for r in rows):
-        panels.append(("cost_usd", "cost to train (USD)", 1.0))
-    elif any(r.get("train_days") is not None for r in rows):
-        panels.append(("train_days", "days to train", 1.0))
-    fig, axes = plt.subplots(len(panels), 1, figsize=(7, 2.6 * len(panels) + 0.6), sharex=True)
-    # one line per model / node type / varied setting (sequence, batch, offload target); the
-    # SmartNIC what-if (no framework runs OptimusNIC) as a dashed line per card
-    def varies(field):
-        return len({r.get(field) for r in rows}) > 1
-    fields = [f for f in ("seq_len", "global_batch") if varies(f)]
-    same_point = {}
+def layout_label(r: dict[str, Any]) -> str:
+    """A sweep point's label: the recommended layout (``TP4 PP1 DP16 Z3``, then EP/CP when > 1
+    and the offload target when there is one), or why nothing fits."""
+    if not r.get("fits", True) or r.get("tp") is None:
+        return "no layout fits"
+    parts = [f"TP{r['tp']}", f"PP{r['pp']}", f"DP{r['dp']}"]
+    parts += [f"{k.upper()}{r[k]}" for k in ("ep", "cp") if (r.get(k) or 1) > 1]
+    parts.append(f"Z{r.get('zero')}")
+    if r.get("offload") not in (None, "", "none"):
+        parts.append(str(r["offload"]))
+    return " ".join(parts)
+
+
+SWEEP_PANELS = [("tokens_per_s", "tokens/s", 1.0), ("mfu", "MFU (%)", 100.0),
+                ("train_days", "days to train", 1.0), ("cost_usd", "cost to train (USD)", 1.0)]
+
+
+def _sweep_groups(rows: list[dict]) -> dict[tuple, list[dict]]:
+    """One line per model / node type and per swept setting (sequence, batch, SmartNIC offered,
+    and the offload target when the sweep varies it)."""
+    fields = [f for f in ("seq_len", "global_batch", "smartnic_offered")
+              if len({r.get(f) for r in rows}) > 1]
+    same_point: dict[tuple, int] = {}
     for r in rows:
         k = (r["model"], r["node"], r["nodes"], *(r.get(f) for f in fields), r.get("smartnic"))
         same_point[k] = same_point.get(k, 0) + 1
@@ -118,33 +149,51 @@ def _sweep(plt, data: dict[str, Any]):
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         key = (r["model"], r["node"], *(f"{f} {r.get(f)}" for f in fields),
-               r.get("offload") if by_offload else "")
+               f"offloads {r.get('offload')}" if by_offload else "")
         groups.setdefault(key, []).append(r)
+    return groups
+
+
+def _sweep(plt, data: dict[str, Any]):
+    """Tokens/s, MFU, and with ``--tokens`` days to train (and cost when priced) against nodes,
+    every axis from 0, every point labelled with its recommended layout (issue 20)."""
+    rows = data["rows"]
+    panels = [p for p in SWEEP_PANELS if any(r.get(p[0]) is not None for r in rows)]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7.5, 2.6 * len(panels) + 0.6),
+                             sharex=True, squeeze=False)
+    axes = [a[0] for a in axes]
+    groups = _sweep_groups(rows)
     whatif: dict[tuple, list[dict]] = {}
     for r in rows:
         if r.get("smartnic") and r.get("whatif_smartnic_tokens_per_s") is not None:
             whatif.setdefault((r["model"], r["node"], f"what-if {r['smartnic']}"), []).append(r)
     for ax, (key, label, scale) in zip(axes, panels):
+        top = 0.0
         for name, pts in groups.items():
             pts = sorted((p for p in pts if p.get(key) is not None), key=lambda p: p["nodes"])
             if not pts:
                 continue
             xs = [p["nodes"] for p in pts]
             ys = [p[key] * scale for p in pts]
+            top = max([top, *ys])
             line, = ax.plot(xs, ys, marker="o", label=" / ".join(str(x) for x in name if x))
             for p, x, y in zip(pts, xs, ys):
-                ax.annotate(p.get("offload") or "", (x, y), fontsize=6, xytext=(3, 3),
+                ax.annotate(layout_label(p), (x, y), fontsize=6, xytext=(3, 3),
                             textcoords="offset points", color=line.get_color())
         if key == "tokens_per_s":
             for name, pts in whatif.items():
                 pts = sorted(pts, key=lambda p: p["nodes"])
-                ax.plot([p["nodes"] for p in pts],
-                        [p["whatif_smartnic_tokens_per_s"] for p in pts], marker="x",
-                        linestyle="--", label=" / ".join(name))
+                ys = [p["whatif_smartnic_tokens_per_s"] for p in pts]
+                top = max([top, *ys])
+                ax.plot([p["nodes"] for p in pts], ys, marker="x", linestyle="--",
+                        label=" / ".join(name))
         ax.set_ylabel(label, fontsize=9)
+        _from_zero(ax, top)
+        ax.yaxis.set_major_formatter(_thousands())
+        ax.margins(x=0.12)  # the last point's label stays inside
         ax.grid(True, linewidth=0.3)
-    axes[0].set_title("sweep: recommended layout per node count (labels: offload target)",
-                      fontsize=10)
+    axes[0].set_title("sweep: recommended layout per node count (labels: TP PP DP ZeRO, "
+                      "offload)", fontsize=10)
     axes[0].legend(fontsize=7)
     axes[-1].set_xlabel("nodes")
     axes[-1].set_xticks(sorted({r["nodes"] for r in rows}))
@@ -160,6 +209,7 @@ def _comm(plt, data: dict[str, Any]):
     ax.set_xscale("log", base=2)
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("GB/s")
+    _from_zero(ax, max([0.0, *(r["busbw_GBps"] for r in rows), *(r["algbw_GBps"] for r in rows)]))
     topo = data.get("topology", {})
     where = f", {topo['ranks']} ranks on {topo['nodes']} node(s)" if topo else ""
     ax.set_title(f"{data.get('algo', '')} {data.get('collective', '')}{where}: bus bandwidth "
@@ -190,6 +240,12 @@ def _sensitivity(plt, data: dict[str, Any]):
 
 KINDS = {"memory": _memory, "compare": _compare, "sweep": _sweep, "comm": _comm,
          "sensitivity": _sensitivity}
+
+
+def build_figure(kind: str, data: dict[str, Any]):
+    """The matplotlib figure of ``kind`` for a Document's data (tests read its axes and lines:
+    the plot data, not pixels). The caller closes it (``figure_bytes`` does)."""
+    return KINDS[kind](_pyplot(), data)
 
 
 def figure_bytes(kind: str, data: dict[str, Any], fmt: str) -> bytes:

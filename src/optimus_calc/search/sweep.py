@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from optimus_calc.catalog import Catalog
 from optimus_calc.inputs import build_search_inputs
@@ -20,12 +21,16 @@ class SweepPoint:
 
 def sweep(cat: Catalog, models: list[str], node_types: list[str], node_counts: list[int],
           smartnics: list[str], kw: dict, seq_lens=(None,), global_batches=(None,),
-          offloads=(None,)) -> list[SweepPoint]:
+          offloads=(None,), progress: Callable[[int, int], None] | None = None
+          ) -> list[SweepPoint]:
     """One planner run per combination, in this nesting order; ``kw`` holds the shared training
     and search option values. ``seq_lens``, ``global_batches`` and ``offloads`` vary those
     (None: the default; an offload value restricts the search to that target, so each target
-    gets its own row). The SmartNIC sizing is that of the SmartNIC what-if layout."""
-    out = []
+    gets its own row). The SmartNIC sizing is that of the SmartNIC what-if layout.
+    ``progress(done, total)`` is called after each point (the CLI draws a bar with it)."""
+    out: list[SweepPoint] = []
+    total = (len(models) * len(seq_lens) * len(global_batches) * len(offloads)
+             * len(node_types) * len(node_counts) * len(smartnics))
     for mdl in models:
         for seq in seq_lens:
             for gb in global_batches:
@@ -38,6 +43,8 @@ def sweep(cat: Catalog, models: list[str], node_types: list[str], node_counts: l
                                 if off is not None:
                                     args["offloads"], args["offload"] = off, None
                                 out.append(_point(cat, mdl, n, args))
+                                if progress is not None:
+                                    progress(len(out), total)
     return out
 
 

@@ -2,9 +2,9 @@
 
 Counts are exact for the catalog's architectures: attention projections with grouped-query
 attention (KV heads) or multi-head latent attention (MLA: DeepSeek-V2 arXiv 2405.04434 section
-2.1, low-rank Q and joint-KV compression with decoupled RoPE keys), 2-matrix (GELU/ReLU) or
-3-matrix gated (SwiGLU/GeGLU) MLPs, mixture-of-experts layers (routed experts, router, shared
-experts with their own width and gate, every ``moe_layer_freq``-th layer after
+2.1, low-rank Q and joint-KV compression with decoupled RoPE keys), 2-matrix (GELU/ReLU/
+squared ReLU) or 3-matrix gated (SwiGLU/GeGLU) MLPs, mixture-of-experts layers (routed experts,
+router, shared experts with their own width and gate, every ``moe_layer_freq``-th layer after
 ``first_dense_layers`` dense ones), embeddings, learned positions, norms (any number per layer:
 1 for Falcon-7B's parallel block, 4 for Gemma-2/3's pre+post norms) and biases. DeepSeek-V3's
 multi-token-prediction (MTP) modules are counted apart (``mtp_params``), never in the total. Nothing here is typed in from a published count:
@@ -26,10 +26,11 @@ class FFNType(str, Enum):
     RELU = "relu"
     SWIGLU = "swiglu"
     GEGLU = "geglu"
+    RELU2 = "relu2"
 
     @property
     def matrices(self) -> int:
-        """Weight matrices per MLP: 2 for GELU/ReLU, 3 for gated (SwiGLU/GeGLU)."""
+        """Weight matrices per MLP: 2 for GELU/ReLU/squared ReLU, 3 for gated (SwiGLU/GeGLU)."""
         return 3 if self in (FFNType.SWIGLU, FFNType.GEGLU) else 2
 
 
@@ -43,7 +44,7 @@ class Model(CatalogEntry):
     kv_heads: int = Field(default=0, ge=0, le=100_000, description="KV heads (0 = heads)")
     head_dim: int = Field(default=0, ge=0, le=100_000, description="head dim (0 = hidden/heads)")
     ffn_hidden: int = Field(gt=0, le=10_000_000, description="MLP intermediate size")
-    ffn_type: FFNType = Field(description="gelu/relu (2 matrices) or swiglu/geglu (3)")
+    ffn_type: FFNType = Field(description="gelu/relu/relu2 (2 matrices) or swiglu/geglu (3)")
     vocab: int = Field(gt=0, le=100_000_000, description="vocabulary size V")
     tied_embeddings: bool = Field(description="output head shares the input embedding")
     position_embedding: Literal["learned", "rope", "alibi", "none"] = Field(
@@ -53,10 +54,13 @@ class Model(CatalogEntry):
     rope_base: float = Field(default=0, ge=0, le=1e12,
                              description="RoPE base theta, HF rope_theta (0 = not recorded)")
     norm: Literal["layernorm", "rmsnorm"] = Field(description="normalisation layer")
+    norm_bias: bool = Field(default=True, description="LayerNorm has a bias (False: Cohere)")
     attention_bias: bool = Field(default=False, description="biases on Q, K, V projections")
     attention_out_bias: bool = Field(default=False, description="bias on the output projection")
     mlp_bias: bool = Field(default=False, description="biases on MLP matrices")
     qk_norm: bool = Field(default=False, description="per-head norms on Q and K (Qwen3)")
+    qk_norm_full: bool = Field(default=False, description="the Q/K norms span all heads' width, "
+                               "heads x head_dim and kv_heads x head_dim (OLMo-2, Cohere)")
     attention_sinks: bool = Field(default=False, description="one learned sink logit per head")
     token_type_vocab: int = Field(default=0, ge=0, le=1000, description="BERT segment embeddings")
     embedding_norm: bool = Field(default=False, description="norm after the embeddings (BERT)")
@@ -203,7 +207,7 @@ class Model(CatalogEntry):
 
     # ---- per-component parameter counts -------------------------------------------------
     def _norm_params(self, width: int) -> int:
-        return width * (2 if self.norm == "layernorm" else 1)
+        return width * (2 if self.norm == "layernorm" and self.norm_bias else 1)
 
     @property
     def attention_matrix_params(self) -> int:
@@ -238,9 +242,11 @@ class Model(CatalogEntry):
 
     @property
     def attention_norm_params(self) -> int:
-        """Norms inside attention: per-head Q/K norms (Qwen3, Gemma-3) or MLA's latent norms
-        (q_a_layernorm over r_q, kv_a_layernorm over r_kv)."""
-        p = 2 * self._norm_params(self.d_head) if self.qk_norm else 0
+        """Norms inside attention: per-head Q/K norms (Qwen3, Gemma-3), or over all heads' width
+        (``qk_norm_full``: OLMo-2, Cohere), or MLA's latent norms (q_a_layernorm over r_q,
+        kv_a_layernorm over r_kv)."""
+        widths = (self.heads + self.n_kv) * self.d_head if self.qk_norm_full else 2 * self.d_head
+        p = self._norm_params(widths) if self.qk_norm else 0
         if self.is_mla:
             p += self._norm_params(self.kv_lora_rank) + (
                 self._norm_params(self.q_lora_rank) if self.q_lora_rank else 0)
