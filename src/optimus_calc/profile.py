@@ -28,6 +28,11 @@ class Profile:
     runs: int = 0
     loo_error_low: float | None = None   # signed relative errors (prediction / measured - 1)
     loo_error_high: float | None = None
+    gpu: str = ""                        # the GPU the runs were measured on
+
+    def fitted_on(self, gpu_name: str) -> bool:
+        """True for the GPU whose runs the profile was fitted on."""
+        return gpu_name == self.gpu or gpu_name in self.gpus
 
     @property
     def label(self) -> str:
@@ -36,7 +41,8 @@ class Profile:
     def data(self) -> dict:
         return {"path": self.path, "source": self.source, "gpus": self.gpus,
                 "assumptions": self.assumptions, "runs": self.runs,
-                "loo_error_low": self.loo_error_low, "loo_error_high": self.loo_error_high}
+                "loo_error_low": self.loo_error_low, "loo_error_high": self.loo_error_high,
+                "gpu": self.gpu}
 
 
 def _number(value, where: str) -> float:
@@ -57,9 +63,16 @@ def parse_profile(doc: dict, path: str) -> Profile:
     head = doc.get("profile", {})
     if not isinstance(head, dict):
         raise InputError(f"profile {p}: field 'profile' must be a table")
+    for key in head:
+        if key not in ("source", "runs", "loo_error_low", "loo_error_high",
+                       "loo_mean_abs_error", "gpu"):
+            raise InputError(f"profile {p}: unknown field 'profile.{key}'")
     source = head.get("source", "")
     if not isinstance(source, str):
         raise InputError(f"profile {p}: field 'profile.source' must be a string")
+    gpu = head.get("gpu", "")
+    if not isinstance(gpu, str):
+        raise InputError(f"profile {p}: field 'profile.gpu' must be a string")
     runs = head.get("runs", 0)
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 0:
         raise InputError(f"profile {p}: field 'profile.runs' must be a whole number >= 0")
@@ -82,7 +95,7 @@ def parse_profile(doc: dict, path: str) -> Profile:
         first = exc.errors()[0]  # type: ignore[attr-defined]
         raise InputError(f"profile {p}: field 'assumptions.{first['loc'][0]}': "
                          f"{first['msg']}") from None
-    return Profile(p, source, gpus, values, runs, loo[0], loo[1])
+    return Profile(p, source, gpus, values, runs, loo[0], loo[1], gpu)
 
 
 def _gpu_tables(tables, p: str) -> dict[str, dict[str, float]]:

@@ -215,7 +215,11 @@ class Calibration:
 
     @property
     def loo_range(self) -> tuple[float, float] | None:
-        errs = [e for e in self.loo if e is not None]
+        """The leave-one-out errors of the time and throughput runs in the step-time sense
+        (predicted / true step time - 1, regimes.py): the profile's error range."""
+        errs = [1 / (1 + e) - 1 if r.figure == "tokens_per_s" else e
+                for r, e in zip(self.runs, self.loo)
+                if e is not None and r.figure != "gpu_memory_bytes"]
         return (min(errs), max(errs)) if errs else None
 
 
@@ -265,8 +269,10 @@ def profile_toml(cal: Calibration, runs_name: str, date: str) -> str:
     rng = cal.loo_range
     if rng is not None:
         errs = [abs(e) for e in cal.loo if e is not None]
-        lines += [f"loo_error_low = {rng[0]:.6g}", f"loo_error_high = {rng[1]:.6g}",
-                  f"loo_mean_abs_error = {sum(errs) / len(errs):.6g}"]
+        lines += ["# leave-one-out error range, as predicted / true step time - 1",
+                  f"loo_error_low = {rng[0]:.6g}", f"loo_error_high = {rng[1]:.6g}",
+                  f"loo_mean_abs_error = {sum(errs) / len(errs):.6g}",
+                  f"gpu = {_toml_str(cal.gpu)}"]
     gpu_vals = {k: v for k, v in cal.fitted.items() if where[k] == "gpu"}
     asm_vals = {k: v for k, v in cal.fitted.items() if where[k] == "assumptions"}
     if gpu_vals:

@@ -136,4 +136,4 @@ def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -
                        dict(kw, offloads=None,
                                                                      offload=None),
                        seqs, gbs, offs)
-    emit(sweep_document(points, kw.get("train")), fmt, output)
+    emit(sweep_document(points, kw.get("train"), kw.get("profile")), fmt, output)

@@ -23,9 +23,9 @@ def calibrate_document(cal, runs_file: str, output: str) -> Document:
     rng = cal.loo_range
     if rng is not None:
         errs = [abs(e) for e in cal.loo if e is not None]
-        notes.append(f"leave-one-out error {rng[0]:+.1%} / {rng[1]:+.1%} (mean |error| "
-                     f"{sum(errs) / len(errs):.1%}): the error range of figures on {cal.gpu} "
-                     f"with --profile {output}")
+        notes.append(f"leave-one-out: mean |error| {sum(errs) / len(errs):.1%}; as step-time "
+                     f"error {rng[0]:+.1%} / {rng[1]:+.1%}, the error range of figures on "
+                     f"{cal.gpu} with --profile {output}")
     else:
         notes.append("one run: no leave-one-out error (figures keep the public error range)")
     data = {"runs_file": runs_file, "profile": output, "gpu": cal.gpu, "runs": rows,

@@ -9,6 +9,7 @@ from typing import assert_never
 from optimus_calc.report.common import (TrainRequest, context_row, layout_data, pct,
                                         train_figures)
 from optimus_calc.frameworks import Framework
+from optimus_calc.regimes import error_range, range_fields
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
@@ -25,6 +26,24 @@ def candidate_data(c) -> dict:
             "optimizer_s": c.step.optimizer_s, "optimizer_exposed_s": c.step.optimizer_exposed_s,
             "stage_layers": [s.layers for s in c.memory.stages],
             "frameworks": list(c.frameworks)}
+
+
+def candidate_ranges(c, res, profile, fig: dict) -> dict:
+    """``*_low``/``*_high`` of a layout's headline figures (regimes.py); ``profile``: the
+    calibration profile in use or None."""
+    common = (res.hw.gpu.name, list(c.frameworks), c.layout.offload.value, res.model)
+    return range_fields({**candidate_data(c), **fig}, error_range(*common, profile=profile),
+                        error_range(*common, profile=profile, memory=True))
+
+
+def range_text(fig: dict, d: dict, long: bool = False) -> str:
+    """"-2% / +2%" of the step time, or "unvalidated" (with the basis when ``long``)."""
+    lo, hi = fig.get("step_time_s_low"), fig.get("step_time_s_high")
+    if lo is None or hi is None:
+        return f"(unvalidated: {fig['error_range_basis']})" if long else "unvalidated"
+    s = d["step_time_s"]
+    core = f"{lo / s - 1:+.0%} / {hi / s - 1:+.0%}"
+    return f"({core}, {fig['error_range_basis']})" if long else core
 
 
 def nic_rows(sizing) -> list[dict]:
@@ -72,10 +91,15 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
 
     def figures(c) -> dict:
         return train_figures(train, c.step_s, c.training, res.hw, asm)
+
+    def ranged(c) -> dict:  # the --tokens figures and the error ranges (regimes.py)
+        fig = figures(c)
+        return {**fig, **candidate_ranges(c, res, si.profile, fig)}
     rows = []
     for i, c in enumerate(res.top, 1):
         d = candidate_data(c)
-        rows.append({"rank": i, **d, **figures(c), "gpu_GB": d["gpu_memory_bytes"] / GB,
+        f = ranged(c)
+        rows.append({"rank": i, **d, **f, "step_range": range_text(f, d), "gpu_GB": d["gpu_memory_bytes"] / GB,
                      "headroom_GB": d["gpu_headroom_bytes"] / GB,
                      "offload_txt": c.layout.offload.value + (
                          f" ({c.layout.smartnic})" if c.layout.offload is Offload.SMARTNIC
@@ -94,7 +118,8 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
              Column("gpu_GB", "GPU GB", ".1f"),
              Column("headroom_GB", "free GB (of usable)", ".1f", compact=False),
              Column("step_time_s", "step s", ".2f"), Column("mfu", "MFU", ".1%"),
-             Column("tokens_per_s", "tokens/s", ",.0f")]
+             Column("tokens_per_s", "tokens/s", ",.0f"),
+             Column("step_range", "step range", align="left", compact=False)]
     if train is not None:
         cols.append(Column("train_days", "days", ",.1f"))
         if train.gpu_hour_price is not None:
@@ -107,6 +132,8 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
                      f"ZeRO-{int(r.layout.zero)}, offload {r.layout.offload.value}, recompute "
                      f"{r.training.recompute.value}, micro-batch {r.training.micro_batch}: "
                      f"{res.why}")
+        rf = ranged(r)
+        notes.append(f"recommended step {r.step_s:,.4g} s {range_text(rf, candidate_data(r), True)}")
         if r.memory.stages and len({s.layers for s in r.memory.stages}) > 1:
             notes.append(f"uneven pipeline split: {[s.layers for s in r.memory.stages]} layers "
                          "per stage")
@@ -168,10 +195,10 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
                     "assumptions": asm.model_dump()},
         "evaluated": res.evaluated, "feasible": res.feasible,
         "infeasible_by_reason": res.infeasible_by_reason,
-        "candidates": [{**candidate_data(c), **figures(c)} for c in res.top],
-        "recommended": ({**candidate_data(res.recommended), **rec} if res.recommended
-                        else None),
-        **rec,
+        "candidates": [{**candidate_data(c), **ranged(c)} for c in res.top],
+        "recommended": ({**candidate_data(res.recommended), **ranged(res.recommended)}
+                        if res.recommended else None),
+        **(ranged(res.recommended) if res.recommended else {}),
         "why": res.why, "smartnics": nic_rows(res.nic_sizing), "notes": list(res.notes),
         "frameworks": list(res.frameworks),
         "framework_rejections": dict(res.framework_rejections),
@@ -180,7 +207,8 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
         "smallest_gpu_memory_bytes": res.smallest_gpu_bytes,
     }
     ctx = context_row(res.model.name, res.hw, res.training, train)
-    view_only = ("gpu_GB", "headroom_GB", "offload_txt", "sp_txt", "mfu", "tokens")
+    view_only = ("gpu_GB", "headroom_GB", "offload_txt", "sp_txt", "mfu", "tokens",
+                 "step_range")
     csv_rows = []
     for r in rows:
         out = dict(ctx)
