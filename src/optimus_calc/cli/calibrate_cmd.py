@@ -78,7 +78,7 @@ def load_runs(app, path: str, ctx: click.Context) -> list:
 @click.argument("runs_file", metavar="RUNS.csv")
 @click.option("-o", "--output", "output", required=True, metavar="PROFILE.toml",
               help="Write the fitted profile to this TOML file.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
               show_default=True, help="Format of the report on standard output.")
 @click.pass_context
 def calibrate(ctx, runs_file: str, output: str, fmt: str) -> None:

@@ -7,7 +7,10 @@ from optimus_calc.report.document import Column, Document, Table
 
 def calibrate_document(cal, runs_file: str, output: str) -> Document:
     """``cal``: an analyses.calibrate.Calibration."""
+    import os
+
     from optimus_calc.analyses.calibrate import CANDIDATES
+    runs_file, output = os.path.basename(runs_file), os.path.basename(output)
     desc = {p.name: p.what for p in CANDIDATES}
     rows = [{"row": r.row, "run": r.label, "framework": r.framework or "",
              "figure": r.figure, "measured": r.measured, "error_before": b, "error_after": a,
