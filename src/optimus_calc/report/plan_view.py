@@ -9,7 +9,6 @@ from typing import assert_never
 from optimus_calc.report.common import (TrainRequest, context_row, layout_data, pct,
                                         train_figures)
 from optimus_calc.frameworks import Framework
-from optimus_calc.regimes import error_range, range_fields
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
@@ -31,6 +30,7 @@ def candidate_data(c) -> dict:
 def candidate_ranges(c, res, profile, fig: dict) -> dict:
     """``*_low``/``*_high`` of a layout's headline figures (regimes.py); ``profile``: the
     calibration profile in use or None."""
+    from optimus_calc.regimes import error_range, range_fields
     common = (res.hw.gpu.name, list(c.frameworks), c.layout.offload.value, res.model)
     return range_fields({**candidate_data(c), **fig}, error_range(*common, profile=profile),
                         error_range(*common, profile=profile, memory=True))

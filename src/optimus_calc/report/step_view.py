@@ -8,7 +8,6 @@ from optimus_calc.report.common import (TrainRequest, efficiency_text, framework
                                         context_row, hardware_data, layout_data,
                                         layout_text, model_data, pct, train_figures,
                                         training_data, training_text)
-from optimus_calc.regimes import error_range, range_fields
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.units import GB
 
@@ -43,6 +42,7 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
     data["frameworks"] = fws
     figures = train_figures(train, st.step_time_s, inp.training, inp.hw, inp.assumptions)
     data.update(figures)
+    from optimus_calc.regimes import range_fields
     trange, mrange = step_ranges(inp, fws)
     ranges = range_fields({**data, **figures}, trange, mrange)
     data.update(ranges)
@@ -86,6 +86,7 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
 
 def step_ranges(inp, fws: dict):
     """The error ranges of a step's time figures and GPU memory (regimes.py)."""
+    from optimus_calc.regimes import error_range
     running = [f for f, how in fws.items() if how == "runs"]
     common = (inp.hw.gpu.name, running, inp.layout.offload.value, inp.model)
     return (error_range(*common, profile=inp.profile),
