@@ -131,6 +131,7 @@ def test_malformed_profile_is_one_line_naming_file_and_field(run, tmp_path, text
     ("model,tp,measured_tokens_per_s\nllama-2-7b,3,1\n", "row 2: --tp 3"),
     ("model,framework,measured_tokens_per_s\nllama-2-7b,jax,1\n", "column framework"),
     ("model,measured_tokens_per_s\n", "no runs"),
+    ("model,measured_step_time_s\n7e9,3\n", "row 2: MODEL '7e9'"),
 ])
 def test_bad_runs_file_is_one_line_naming_row_and_column(run, tmp_path, text, expect):
     runs = tmp_path / "runs.csv"
@@ -157,3 +158,18 @@ def test_select_keeps_separable_determined_columns():
     kept, why = select(jac, n_runs=2)  # two runs: at most one parameter
     assert kept == [0] and "at most 1" in why[2]
     assert MIN_SINGULAR_RATIO < 1
+
+
+def test_memory_runs_fit_a_memory_parameter(run, tmp_path):
+    """GPU memory 5% above today's prediction: the allocator fragmentation (the one memory
+    assumption the runs move by more than MIN_ELASTICITY) absorbs it; time parameters stay."""
+    lines = ["model,zero,micro_batch,measured_gpu_memory_bytes"]
+    for mb in ("1", "2"):
+        d = tokens(run, "--zero", "1", "--micro-batch", mb)
+        lines.append(f"llama-2-7b,1,{mb},{1.05 * d['gpu_memory_bytes']:.0f}")
+    runs = tmp_path / "mem.csv"
+    runs.write_text("\n".join(lines) + "\n")
+    rep = run("calibrate", runs, "-o", tmp_path / "mem.toml", "--format", "json").json()
+    assert list(rep["fitted"]) == ["fragmentation"] and rep["fitted"]["fragmentation"] > 0.05
+    assert all(abs(r["error_after"]) < 0.01 for r in rep["runs"])
+    assert rep["loo_error_low"] is None  # memory runs give no time range

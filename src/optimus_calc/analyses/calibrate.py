@@ -26,7 +26,7 @@ from optimus_calc.errors import InputError
 
 MEASURES = {"measured_step_time_s": "step_time_s", "measured_tokens_per_s": "tokens_per_s",
             "measured_gpu_memory_bytes": "gpu_memory_bytes"}
-MIN_ELASTICITY = 0.05       # a 10% parameter change moves some run by at least 0.5%
+MIN_ELASTICITY = 0.02       # a 10% parameter change moves some run by at least 0.2%
 MIN_SINGULAR_RATIO = 0.05   # columns closer to collinear than this are not separable
 PRIOR_WEIGHT = 1e-3         # weak pull of each log-parameter towards its default
 MAX_ROWS = 1000

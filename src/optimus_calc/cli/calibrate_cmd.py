@@ -53,6 +53,7 @@ def run_kw(row: dict[str, str], where: str, ctx: click.Context) -> tuple[str, di
 
 def load_runs(app, path: str, ctx: click.Context) -> list:
     from optimus_calc.analyses.calibrate import Run, measured_of, read_rows
+    from optimus_calc.evaluate.step import step_of
     from optimus_calc.inputs import build_inputs
     from optimus_calc.loaders import read_text, user_path
     if path.lower().endswith((".yaml", ".yml")):
@@ -66,6 +67,7 @@ def load_runs(app, path: str, ctx: click.Context) -> list:
         model, kw, fw = run_kw(row, where, ctx)
         try:
             inp = build_inputs(app.catalog, model, kw)
+            step_of(inp, model)  # a run the evaluator cannot time fails here, with its row
         except InputError as exc:
             raise InputError(f"{where}: {exc}") from None
         label = (f"{inp.model.name} {inp.hw.nodes}x{inp.hw.node.name} TP{inp.layout.tp} "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from optimus_calc.report.common import pct
 from optimus_calc.report.document import Column, Document, Table
 
 
@@ -35,8 +36,13 @@ def calibrate_document(cal, runs_file: str, output: str) -> Document:
             "fitted": cal.fitted, "defaults": {k: cal.defaults[k] for k in cal.fitted},
             "kept_at_default": cal.kept_at_default,
             "loo_error_low": rng[0] if rng else None, "loo_error_high": rng[1] if rng else None}
+    csv_rows = [{"run": r["run"], "framework": r["framework"], "figure": r["figure"],
+                 "value": r["measured"], "error_before_pct": pct(r["error_before"]),
+                 "error_after_pct": pct(r["error_after"]), "error_loo_pct": pct(r["error_loo"])}
+                for r in rows]
     return Document(
         title=f"calibrate: {n} run(s) from {runs_file} -> {output}", data=data,
+        csv=Table(title="", rows=csv_rows, columns=[Column(k, k) for k in csv_rows[0]]),
         tables=[Table(title="runs: prediction / measured - 1", rows=rows, columns=[
                     Column("row", "row"), Column("run", "run", align="left"),
                     Column("figure", "measured", align="left"),

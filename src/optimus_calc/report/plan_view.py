@@ -36,14 +36,13 @@ def candidate_ranges(c, res, profile, fig: dict) -> dict:
                         error_range(*common, profile=profile, memory=True))
 
 
-def range_text(fig: dict, d: dict, long: bool = False) -> str:
-    """"-2% / +2%" of the step time, or "unvalidated" (with the basis when ``long``)."""
+def range_text(fig: dict, d: dict) -> str:
+    """"(-2% / +2%, 10 public cases like this)" of the step time, or "(unvalidated: ...)"."""
     lo, hi = fig.get("step_time_s_low"), fig.get("step_time_s_high")
     if lo is None or hi is None:
-        return f"(unvalidated: {fig['error_range_basis']})" if long else "unvalidated"
+        return f"(unvalidated: {fig['error_range_basis']})"
     s = d["step_time_s"]
-    core = f"{lo / s - 1:+.0%} / {hi / s - 1:+.0%}"
-    return f"({core}, {fig['error_range_basis']})" if long else core
+    return f"({lo / s - 1:+.0%} / {hi / s - 1:+.0%}, {fig['error_range_basis']})"
 
 
 def nic_rows(sizing) -> list[dict]:
@@ -99,7 +98,7 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
     for i, c in enumerate(res.top, 1):
         d = candidate_data(c)
         f = ranged(c)
-        rows.append({"rank": i, **d, **f, "step_range": range_text(f, d), "gpu_GB": d["gpu_memory_bytes"] / GB,
+        rows.append({"rank": i, **d, **f, "gpu_GB": d["gpu_memory_bytes"] / GB,
                      "headroom_GB": d["gpu_headroom_bytes"] / GB,
                      "offload_txt": c.layout.offload.value + (
                          f" ({c.layout.smartnic})" if c.layout.offload is Offload.SMARTNIC
@@ -118,8 +117,7 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
              Column("gpu_GB", "GPU GB", ".1f"),
              Column("headroom_GB", "free GB (of usable)", ".1f", compact=False),
              Column("step_time_s", "step s", ".2f"), Column("mfu", "MFU", ".1%"),
-             Column("tokens_per_s", "tokens/s", ",.0f"),
-             Column("step_range", "step range", align="left", compact=False)]
+             Column("tokens_per_s", "tokens/s", ",.0f")]
     if train is not None:
         cols.append(Column("train_days", "days", ",.1f"))
         if train.gpu_hour_price is not None:
@@ -133,7 +131,7 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
                      f"{r.training.recompute.value}, micro-batch {r.training.micro_batch}: "
                      f"{res.why}")
         rf = ranged(r)
-        notes.append(f"recommended step {r.step_s:,.4g} s {range_text(rf, candidate_data(r), True)}")
+        notes.append(f"recommended step {r.step_s:,.4g} s {range_text(rf, candidate_data(r))}")
         if r.memory.stages and len({s.layers for s in r.memory.stages}) > 1:
             notes.append(f"uneven pipeline split: {[s.layers for s in r.memory.stages]} layers "
                          "per stage")
@@ -207,14 +205,13 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
         "smallest_gpu_memory_bytes": res.smallest_gpu_bytes,
     }
     ctx = context_row(res.model.name, res.hw, res.training, train)
-    view_only = ("gpu_GB", "headroom_GB", "offload_txt", "sp_txt", "mfu", "tokens",
-                 "step_range")
+    view_only = ("gpu_GB", "headroom_GB", "offload_txt", "sp_txt", "mfu", "tokens")
     csv_rows = []
     for r in rows:
         out = dict(ctx)
         for k, v in r.items():
-            if k == "mfu":
-                out["mfu_pct"] = pct(v)
+            if k in ("mfu", "mfu_low", "mfu_high"):  # CSV: MFU in percent
+                out[k.replace("mfu", "mfu_pct")] = pct(v)
             elif k not in view_only:
                 out[k] = v
         csv_rows.append(out)

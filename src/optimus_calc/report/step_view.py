@@ -75,7 +75,8 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
                "tokens_per_s": st.tokens_per_s, **data["breakdown"],
                "gpu_memory_bytes": mem.worst.total_bytes, "fits": mem.fits,
                **{k: v for k, v in figures.items() if k != "tokens"},
-               **{k: v for k, v in ranges.items() if k != "error_range_basis"}}
+               **{k.replace("mfu", "mfu_pct"): pct(v) if k.startswith("mfu") else v
+                  for k, v in ranges.items()}}
     return Document(
         title=f"step: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name} "
               f"({inp.hw.gpus} x {inp.hw.gpu.name})",

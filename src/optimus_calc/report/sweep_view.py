@@ -16,7 +16,7 @@ SWEEP_COLUMNS = [
 TRAIN_COLUMNS = ["tokens", "steps", "train_days", "gpu_hours", "energy_MWh", "cost_usd"]
 # error ranges of the headline figures (regimes.py): null where unvalidated
 RANGE_COLUMNS = ["step_time_s_low", "step_time_s_high", "tokens_per_s_low", "tokens_per_s_high",
-                 "mfu_low", "mfu_high", "gpu_memory_bytes_low", "gpu_memory_bytes_high",
+                 "mfu_pct_low", "mfu_pct_high", "gpu_memory_bytes_low", "gpu_memory_bytes_high",
                  "error_range", "error_range_basis"]
 TRAIN_RANGE_COLUMNS = ["train_days_low", "train_days_high", "cost_usd_low", "cost_usd_high"]
 
@@ -44,6 +44,8 @@ def sweep_row(p, train: TrainRequest | None = None, profile=None) -> dict:
         row["sequence_parallel"] = r.training.sequence_parallel
         row.update(train_figures(train, r.step_s, r.training, res.hw, p.assumptions))
         ranges = candidate_ranges(r, res, profile, row)
+        ranges.update(mfu_pct_low=pct(ranges.get("mfu_low")),
+                      mfu_pct_high=pct(ranges.get("mfu_high")))
         row.update({k: v for k, v in ranges.items() if k in row})
     if p.sizing is not None and res.what_if is not None:
         # the SmartNIC columns describe the what-if (no framework runs OptimusNIC): the best
