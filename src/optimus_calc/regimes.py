@@ -78,9 +78,13 @@ def _residuals():
     return RESIDUALS
 
 
-def _match(rows, kinds, family, frameworks, offload, mclass, any_gpu=False):
-    return [r for r in rows if r[6] in kinds and (any_gpu or r[2] == family)
-            and r[3] in frameworks and r[4] == offload and r[5] == mclass]
+def _match(rows, kinds, keys: set, any_gpu: bool = False):
+    """Residual rows of ``kinds`` whose regime is one of ``keys`` (GPU family ignored with
+    ``any_gpu``)."""
+    if any_gpu:
+        keys = {Regime("*", k.framework, k.offload, k.model_class) for k in keys}
+    return [r for r in rows if r[6] in kinds
+            and Regime("*" if any_gpu else r[2], r[3], r[4], r[5]) in keys]
 
 
 def error_range(gpu_name: str, frameworks, offload: str, model, profile=None,
@@ -88,18 +92,17 @@ def error_range(gpu_name: str, frameworks, offload: str, model, profile=None,
     """The range of a layout's time figures (or, with ``memory``, its GPU memory): the public
     cases of its regime (any of the ``frameworks`` that run it), or the profile's leave-one-out
     error on the GPU the profile was fitted on."""
-    fam, mclass = gpu_family(gpu_name), model_class(model)
     if (not memory and profile is not None and profile.loo_error_low is not None
             and profile.fitted_on(gpu_name)):
         return ErrorRange("profile", profile.loo_error_low, profile.loo_error_high,
                           profile.runs, f"leave-one-out over the {profile.runs} runs of "
                                         f"profile {profile.path}")
+    names = [str(getattr(f, "value", f)) for f in frameworks]
+    keys = {regime_of(gpu_name, fw, str(offload), model) for fw in names}
     # memory arithmetic does not depend on the GPU: its cases count on every GPU
-    rows = _match(_residuals(), ("memory",) if memory else TIME_KINDS, fam,
-                  tuple(str(getattr(f, "value", f)) for f in frameworks), str(offload), mclass,
-                  any_gpu=memory)
-    fw = "/".join(str(getattr(f, "value", f)) for f in frameworks) or "any framework"
-    where = f"{'any GPU' if memory else fam} x {fw} x offload {offload} x {mclass}"
+    rows = _match(_residuals(), ("memory",) if memory else TIME_KINDS, keys, any_gpu=memory)
+    where = (f"{'any GPU' if memory else gpu_family(gpu_name)} x "
+             f"{'/'.join(names) or 'no framework'} x offload {offload} x {model_class(model)}")
     if not rows:
         return ErrorRange("unvalidated", None, None, 0, f"no public case like this ({where})")
     eps = [r[7] for r in rows]
