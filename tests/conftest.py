@@ -32,6 +32,7 @@ class Result:
 def run(capsys, monkeypatch):
     """Run the CLI in-process; returns exit code, stdout and stderr."""
     monkeypatch.delenv(catalog_mod.ENV_VAR, raising=False)
+    monkeypatch.delenv("OPTIMUS_CALC_PROFILE", raising=False)  # a user's profile (--profile)
 
     def _run(*args):
         code = 0

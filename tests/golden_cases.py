@@ -3,6 +3,7 @@
 Regenerate after an intended change with: python tests/golden_cases.py
 """
 
+import tempfile
 from pathlib import Path
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -20,6 +21,9 @@ CASES = {
                        "--impl", "pytorch"],
     "compare": ["compare", "llama-2-13b", "--seq-len", "4096", "--global-batch", "16"],
     "validate": ["validate"],
+    # the profile goes to the temporary directory (it carries the date); outputs show basenames
+    "calibrate": ["calibrate", str(Path(__file__).parent / "data" / "calibrate_runs.csv"), "-o",
+                  str(Path(tempfile.gettempdir()) / "optimus-calc-golden-profile.toml")],
     "plan": ["plan", "llama-2-13b", "--seq-len", "4096", "--global-batch", "64"],
     "nics": ["nics", "70e9", "--nodes", "2", "--tp", "2", "--pp", "4", "--zero", "3",
              "--smartnic", "bluefield-3", "--model-states-only"],

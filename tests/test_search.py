@@ -130,12 +130,12 @@ def test_exports(run, tmp_path):
 
 
 def test_sweep_csv_columns(run):
-    from optimus_calc.report.sweep_view import SWEEP_COLUMNS
+    from optimus_calc.report.sweep_view import RANGE_COLUMNS, SWEEP_COLUMNS
     r = run("sweep", "--models", "llama-2-7b,llama-2-13b", "--node", "dgx-a100",
             "--nodes", "1,2", "--seq-len", 2048, "--format", "csv")
     assert r.code == 0, r.err
     lines = r.out.strip().splitlines()
-    assert lines[0] == ",".join(SWEEP_COLUMNS) and len(lines) == 5
+    assert lines[0] == ",".join(SWEEP_COLUMNS + RANGE_COLUMNS) and len(lines) == 5
 
 
 @pytest.mark.parametrize("args,msg", [

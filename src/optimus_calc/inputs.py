@@ -83,7 +83,8 @@ def parse_assumptions(items: tuple[str, ...] | list[str]) -> Assumptions:
 
 def assumptions_from(kw: dict) -> Assumptions:
     """``--assume`` items plus ``--headroom`` (the gpu_headroom assumption by its own flag)."""
-    asm = parse_assumptions(kw.get("assume") or ())
+    from optimus_calc.profile import assumptions_with
+    asm = assumptions_with(kw.get("profile"), parse_assumptions(kw.get("assume") or ()))
     if kw.get("headroom") is not None:
         asm = asm.model_copy(update={"gpu_headroom": float(kw["headroom"])})
     return asm
@@ -137,6 +138,7 @@ class Inputs:
     assumptions: Assumptions
     global_batch_defaulted: bool
     seq_len_defaulted: bool
+    profile: object = None   # profile.Profile applied (--profile), or None
 
 
 _TRAINING_FLAGS = {"seq_len": "--seq-len", "micro_batch": "--micro-batch",
@@ -204,7 +206,7 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict) -> Inputs:
                          "config.json")
     check_layout(model, layout, tr)
     return Inputs(model, hw, layout, tr, assumptions_from(kw), gb_default,
-                  seq_default)
+                  seq_default, kw.get("profile"))
 
 
 @dataclass(frozen=True)
@@ -224,6 +226,7 @@ class SearchInputs:
     frameworks: tuple = ()                 # frameworks.Framework members; () = any
     pins: dict | None = None               # grid columns fixed by --tp --pp ... (search/space.py)
     zero_stages: tuple[int, ...] | None = None   # --zero LIST (else 0..max_zero)
+    profile: object = None                 # profile.Profile applied (--profile), or None
 
 
 def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs:
@@ -277,4 +280,5 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
         model, hw, tr, asm, offloads,
         parse_choices(kw.get("recomputes"), Recompute, "--recompute"),
         3 if max_zero is None else int(max_zero), bool(kw.get("distinct")),
-        kw["seq_len"] is None, kw["global_batch"] is None, frameworks, pins or None, zero)
+        kw["seq_len"] is None, kw["global_batch"] is None, frameworks, pins or None, zero,
+        kw.get("profile"))

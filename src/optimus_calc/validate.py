@@ -11,6 +11,7 @@ from optimus_calc.evaluate.context import fill_layout, resolve_hardware
 from optimus_calc.evaluate.memory import estimate_memory
 from optimus_calc.evaluate.optimizer import Impl, device_from, optimizer_step
 from optimus_calc.evaluate.step import estimate_step
+from optimus_calc.regimes import Regime
 from optimus_calc.specs.model import BareModel
 from optimus_calc.specs.training import (Assumptions, Offload, Optimizer, Precision, Recompute,
                                          Training, ZeroStage)
@@ -26,6 +27,8 @@ class Case:
     tolerance: float  # relative
     source: str
     note: str = ""
+    regime: Regime | None = None   # the regime whose error ranges this case informs
+    kind: str = ""                 # "throughput", "step_time", "memory" or "" (a component)
 
     @property
     def error(self) -> float:
@@ -56,7 +59,8 @@ def _zero_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
         est = estimate_memory(model, hw, lay, tr, asm)
         out.append(Case("1", f"7.5B params, 64-way DP, ZeRO-{z}", pub,
                         est.worst.total_bytes / 1e9, "GB", 0.01,
-                        "Rajbhandari et al. SC'20, section 5 (calibration.md 1)"))
+                        "Rajbhandari et al. SC'20, section 5 (calibration.md 1)",
+                        regime=Regime("v100", "deepspeed", "none", "dense"), kind="memory"))
     return out
 
 
@@ -70,14 +74,16 @@ def _optimus_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
         lay = fill_layout(hw, 2, 4, 2, 1, zero=ZeroStage(z), offload=Offload(off))
         return estimate_memory(model, hw, lay, tr, asm)
     e0, e3, en = est(0, "none"), est(3, "none"), est(3, "smartnic")
+    plain = dict(regime=Regime("a100", "deepspeed", "none", "dense"), kind="memory")
     return [
         Case("2", "Llama 70B model states in total", 1120, e0.model_states_total_bytes / 1e9,
              "GB", 0.001, src),
         Case("2", "per GPU, TP=2 PP=4 DP=2, no ZeRO", 140, e0.worst.total_bytes / 1e9, "GB",
-             0.001, src),
-        Case("2", "per GPU, ZeRO-3", 70, e3.worst.total_bytes / 1e9, "GB", 0.001, src),
+             0.001, src, **plain),
+        Case("2", "per GPU, ZeRO-3", 70, e3.worst.total_bytes / 1e9, "GB", 0.001, src, **plain),
         Case("2", "per GPU, ZeRO-3 + SmartNIC (4D/N_p)", 17.5, en.worst.total_bytes / 1e9, "GB",
-             0.001, src),
+             0.001, src, regime=Regime("a100", "deepspeed", "smartnic", "dense"),
+             kind="memory"),
         Case("2", "optimizer state per GPU's SmartNIC (12D/N_p)", 52.5,
              en.offload.bytes_per_device / 1e9, "GB", 0.001, src,
              "the paper's text says 35 GB, which its own equations do not give (README)"),
@@ -99,7 +105,8 @@ def _korthikanti_cases() -> list[Case]:
         args = dict(a=a, b=b, c=1, d=1, h=h, m_c=16, phi=0, q_c=8, r=0, s=s, sigma=0, t=t)
         args.update(kw)
         out.append(Case("3", name, pub / 1e6, float(eq.memory__activation_layer_bytes(**args))
-                        / 1e6, "MB/layer", 1e-9, src))
+                        / 1e6, "MB/layer", 1e-9, src,
+                        regime=Regime("a100", "megatron", "none", "dense"), kind="memory"))
     return out
 
 
@@ -110,11 +117,12 @@ def throughput_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
     from optimus_calc.gemm_calibration import (MEGATRON_SOURCE, NARAYANAN_SOURCE,
                                                megatron_h100_cases, narayanan_cases)
     out = []
-    for section, node, cases, tol, src, unit in (
+    for section, node, cases, tol, src, unit, family in (
             ("4", "dgx-a100", narayanan_cases(cat, asm), 0.05, NARAYANAN_SOURCE,
-             "TFLOP/s/GPU"),
+             "TFLOP/s/GPU", "a100"),
             ("9", "dgx-h100", megatron_h100_cases(cat, asm), 0.15,
-             MEGATRON_SOURCE + "; micro-batch 1 and FlashAttention assumed (not published), hence 15%", "TFLOP/s/GPU")):
+             MEGATRON_SOURCE + "; micro-batch 1 and FlashAttention assumed (not published), hence 15%", "TFLOP/s/GPU",
+             "h100")):
         gpu = resolve_hardware(cat, node, 1).gpu
         for c in cases:
             eta = float(compute_efficiency(gpu, c.h, c.t, c.s, c.b, 1.0, c.attention_share,
@@ -122,7 +130,9 @@ def throughput_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
             out.append(Case(section, f"{c.label}: {c.config}", c.published_tflops,
                             c.predicted_tflops, unit, tol, src,
                             f"efficiency {eta:.3f}, the published value needs "
-                            f"{c.required_eta:.3f}"))
+                            f"{c.required_eta:.3f}",
+                            regime=Regime(family, "megatron", "none", "dense"),
+                            kind="throughput"))
     return out
 
 
@@ -195,7 +205,8 @@ def _offload_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
                         "ms", 0.12, src, "no-offload step + the exposed CPU/PCIe phases"))
         out.append(Case("7", f"Table 3 {name}, CPU offload: total", total1, total0 + exposed,
                         "ms", 0.08, src, "the no-offload total + the exposed phases (forward "
-                        "and backward unchanged: optimizer offload only)"))
+                        "and backward unchanged: optimizer offload only)",
+                        regime=Regime("a100", "deepspeed", "cpu", "dense"), kind="step_time"))
     ph = {k: float(v) * 1e3 for k, v in phases(TABLE3["Model 1"][0]).as_dict().items()}
     model = {"CPUAdam.step": ph["adam"],
              "copies (aten::copy_ + cudaMemcpyAsync)": ph["grad_d2h"] + ph["grad_host_copy"]
@@ -218,6 +229,32 @@ def summary(cases: list[Case]) -> dict[str, float]:
     errs = [abs(c.error) for c in cases]
     return {"mean_abs_error": sum(errs) / len(errs), "max_abs_error": max(errs),
             "ok": sum(c.ok for c in cases), "total": len(cases)}
+
+
+def residual_rows(cases: list[Case]) -> list[tuple]:
+    """The cases that inform error ranges (regimes.py), their residual in the step-time sense:
+    (section, case, gpu family, framework, offload, model class, kind, eps)."""
+    out = []
+    for c in cases:
+        if c.regime is None or not c.kind:
+            continue
+        eps = 1 / (1 + c.error) - 1 if c.kind == "throughput" else c.error
+        r = c.regime
+        out.append((c.section, c.case, r.gpu_family, r.framework, r.offload, r.model_class,
+                    c.kind, round(eps, 6)))
+    return out
+
+
+def by_regime(cases: list[Case]) -> list[dict]:
+    """Mean and extreme errors per regime and kind (`validate` prints them)."""
+    groups: dict[tuple, list[Case]] = {}
+    for c in cases:
+        if c.regime is not None and c.kind:
+            groups.setdefault((str(c.regime), c.kind), []).append(c)
+    return [{"regime": reg, "kind": kind, "cases": len(cs),
+             "mean_abs_error": sum(abs(c.error) for c in cs) / len(cs),
+             "min_error": min(c.error for c in cs), "max_error": max(c.error for c in cs)}
+            for (reg, kind), cs in groups.items()]
 
 
 def run_all(cat: Catalog, asm: Assumptions | None = None) -> list[Case]:

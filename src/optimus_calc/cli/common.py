@@ -76,6 +76,7 @@ def terminal_width() -> int:
 def emit(doc: Document, fmt: str, output: str | None) -> None:
     ctx = click.get_current_context(silent=True)
     meta = ctx.meta.get(_META, {}) if ctx is not None else {}
+    doc = with_profile(doc, ctx)
     text = render(doc, Format(fmt), width=terminal_width(),
                   csv_options=meta.get("csv", CsvOptions()))
     if meta.get("plot"):
@@ -88,6 +89,16 @@ def emit(doc: Document, fmt: str, output: str | None) -> None:
         write_stdout(text)
         return
     write_file(output, text)
+
+
+def with_profile(doc: Document, ctx: click.Context | None) -> Document:
+    """Name the calibration profile in use (--profile) in the header and the JSON."""
+    profile = getattr(ctx.find_root().obj, "profile", None) if ctx is not None else None
+    if profile is None:
+        return doc
+    from dataclasses import replace
+    return replace(doc, header=[("profile", profile.label)] + list(doc.header),
+                   data={**doc.data, "profile": profile.data()})
 
 
 def write_stdout(text: str) -> None:

@@ -34,6 +34,8 @@ COMMANDS = {
               "Models x node types x node counts x SmartNICs, one CSV row each."),
     "breakeven": ("optimus_calc.cli.breakeven_cmd", "breakeven",
                   "What an offload device needs to hide its step, hold its shard or match."),
+    "calibrate": ("optimus_calc.cli.calibrate_cmd", "calibrate",
+                  "Fit efficiency parameters to your measured runs; write a --profile."),
     "catalog": ("optimus_calc.cli.catalog_cmd", "catalog", "List and show catalog entries."),
     "memory": ("optimus_calc.cli.memory_cmd", "memory",
                "Bytes per GPU and per offload device for one layout."),
@@ -60,12 +62,21 @@ class App:
         self.catalog_dirs = catalog_dirs
         self.debug = debug
         self._catalog = None
+        self.profile = None  # a profile.Profile from --profile / OPTIMUS_CALC_PROFILE
+
+    def use_profile(self, profile) -> None:
+        """Apply a calibration profile to the catalog every later lookup sees."""
+        self.profile = profile
+        self._catalog = None
 
     @property
     def catalog(self):
         if self._catalog is None:
             from optimus_calc import catalog
             self._catalog = catalog.load(catalog.user_dirs(self.catalog_dirs))
+            if self.profile is not None:
+                from optimus_calc.profile import apply_catalog
+                self._catalog = apply_catalog(self._catalog, self.profile)
             from optimus_calc.loaders import note_input
             for path in self._catalog.sources:  # cached loads re-register their files
                 note_input(path)

@@ -33,6 +33,25 @@ def _stack(*options: Callable) -> Callable:
     return decorate
 
 
+def _load_profile(ctx: click.Context, param: click.Parameter, value: str | None):
+    """--profile FILE / OPTIMUS_CALC_PROFILE: read and check the profile, apply it to the app's
+    catalog (GPU efficiency fields); its assumptions reach the specs through ``kw["profile"]``."""
+    if not value:
+        return None
+    from optimus_calc.profile import load_profile
+    profile = load_profile(value)
+    app = ctx.find_root().obj
+    if app is not None and hasattr(app, "use_profile"):
+        app.use_profile(profile)
+    return profile
+
+
+profile_option = click.option(
+    "--profile", "profile", default=None, metavar="FILE", envvar="OPTIMUS_CALC_PROFILE",
+    callback=_load_profile, help="Calibration profile from `optimus-calc calibrate` (also the "
+                                 "OPTIMUS_CALC_PROFILE environment variable): changes only the "
+                                 "parameters it lists.")
+
 hardware_options = _stack(
     click.option("--node", default="dgx-a100", show_default=True, help="Node type (catalog)."),
     click.option("--nodes", type=click.IntRange(1, 1_000_000), default=1, show_default=True,
@@ -43,6 +62,7 @@ hardware_options = _stack(
     click.option("--smartnic", default=None,
                  help="SmartNIC for the smartnic offload (default: the node's, else "
                       "bluefield-3)."),
+    profile_option,
 )
 
 

@@ -6,7 +6,7 @@ import click
 
 from optimus_calc.cli.common import emit, output_options, plot_option
 from optimus_calc.cli.options import (model_options, pin_options, plan_options,
-                                      sweep_training_options, train_options)
+                                      profile_option, sweep_training_options, train_options)
 from optimus_calc.errors import InputError
 from optimus_calc.report.plan_view import Export
 
@@ -108,6 +108,7 @@ def _counts(text: str) -> list[int]:
 @click.option("--smartnic", "smartnics", default=None, metavar="LIST",
               help="Comma-separated SmartNIC types for the SmartNIC what-if (default: the "
                    "node's own, if it has any).")
+@profile_option
 @sweep_training_options
 @pin_options
 @train_options
@@ -137,4 +138,4 @@ def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -
                            _split(smartnics, "--smartnic") if smartnics else [None],
                            dict(kw, offloads=None, offload=None), seqs, gbs, offs,
                            progress=bar)
-    emit(sweep_document(points, kw.get("train")), fmt, output)
+    emit(sweep_document(points, kw.get("train"), kw.get("profile")), fmt, output)

@@ -27,6 +27,24 @@ def candidate_data(c) -> dict:
             "frameworks": list(c.frameworks)}
 
 
+def candidate_ranges(c, res, profile, fig: dict) -> dict:
+    """``*_low``/``*_high`` of a layout's headline figures (regimes.py); ``profile``: the
+    calibration profile in use or None."""
+    from optimus_calc.regimes import error_range, range_fields
+    common = (res.hw.gpu.name, list(c.frameworks), c.layout.offload.value, res.model)
+    return range_fields({**candidate_data(c), **fig}, error_range(*common, profile=profile),
+                        error_range(*common, profile=profile, memory=True))
+
+
+def range_text(fig: dict, d: dict) -> str:
+    """"(-2% / +2%, 10 public cases like this)" of the step time, or "(unvalidated: ...)"."""
+    lo, hi = fig.get("step_time_s_low"), fig.get("step_time_s_high")
+    if lo is None or hi is None:
+        return f"(unvalidated: {fig['error_range_basis']})"
+    s = d["step_time_s"]
+    return f"({lo / s - 1:+.0%} / {hi / s - 1:+.0%}, {fig['error_range_basis']})"
+
+
 def nic_rows(sizing) -> list[dict]:
     return [asdict(n) for n in sizing]
 
@@ -72,10 +90,15 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
 
     def figures(c) -> dict:
         return train_figures(train, c.step_s, c.training, res.hw, asm)
+
+    def ranged(c) -> dict:  # the --tokens figures and the error ranges (regimes.py)
+        fig = figures(c)
+        return {**fig, **candidate_ranges(c, res, si.profile, fig)}
     rows = []
     for i, c in enumerate(res.top, 1):
         d = candidate_data(c)
-        rows.append({"rank": i, **d, **figures(c), "gpu_GB": d["gpu_memory_bytes"] / GB,
+        f = ranged(c)
+        rows.append({"rank": i, **d, **f, "gpu_GB": d["gpu_memory_bytes"] / GB,
                      "headroom_GB": d["gpu_headroom_bytes"] / GB,
                      "offload_txt": c.layout.offload.value + (
                          f" ({c.layout.smartnic})" if c.layout.offload is Offload.SMARTNIC
@@ -107,6 +130,8 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
                      f"ZeRO-{int(r.layout.zero)}, offload {r.layout.offload.value}, recompute "
                      f"{r.training.recompute.value}, micro-batch {r.training.micro_batch}: "
                      f"{res.why}")
+        rf = ranged(r)
+        notes.append(f"recommended step {r.step_s:,.4g} s {range_text(rf, candidate_data(r))}")
         if r.memory.stages and len({s.layers for s in r.memory.stages}) > 1:
             notes.append(f"uneven pipeline split: {[s.layers for s in r.memory.stages]} layers "
                          "per stage")
@@ -168,10 +193,10 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
                     "assumptions": asm.model_dump()},
         "evaluated": res.evaluated, "feasible": res.feasible,
         "infeasible_by_reason": res.infeasible_by_reason,
-        "candidates": [{**candidate_data(c), **figures(c)} for c in res.top],
-        "recommended": ({**candidate_data(res.recommended), **rec} if res.recommended
-                        else None),
-        **rec,
+        "candidates": [{**candidate_data(c), **ranged(c)} for c in res.top],
+        "recommended": ({**candidate_data(res.recommended), **ranged(res.recommended)}
+                        if res.recommended else None),
+        **(ranged(res.recommended) if res.recommended else {}),
         "why": res.why, "smartnics": nic_rows(res.nic_sizing), "notes": list(res.notes),
         "frameworks": list(res.frameworks),
         "framework_rejections": dict(res.framework_rejections),
@@ -185,8 +210,8 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
     for r in rows:
         out = dict(ctx)
         for k, v in r.items():
-            if k == "mfu":
-                out["mfu_pct"] = pct(v)
+            if k in ("mfu", "mfu_low", "mfu_high"):  # CSV: MFU in percent
+                out[k.replace("mfu", "mfu_pct")] = pct(v)
             elif k not in view_only:
                 out[k] = v
         csv_rows.append(out)

@@ -42,6 +42,10 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
     data["frameworks"] = fws
     figures = train_figures(train, st.step_time_s, inp.training, inp.hw, inp.assumptions)
     data.update(figures)
+    from optimus_calc.regimes import range_fields
+    trange, mrange = step_ranges(inp, fws)
+    ranges = range_fields({**data, **figures}, trange, mrange)
+    data.update(ranges)
     rows = [{"part": label, "s": terms[key], "share": terms[key] / st.step_time_s,
              "eq": eqn} for key, label, eqn in BREAKDOWN]
     rows.append({"part": "step time", "s": st.step_time_s, "share": 1.0, "eq": ""})
@@ -53,7 +57,8 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
             Column("share", "share", ".1%"), Column("eq", "equation", align="left")]
     tables = [Table(title="step time breakdown (most loaded GPU)", rows=rows, columns=cols),
               Table(title="overlapped or informational", rows=info, columns=cols)]
-    notes = [f"MFU {st.mfu:.1%} (model FLOPs only: no recomputation), {st.tflops_per_gpu:.1f} "
+    notes = [headline_text(st, mem.worst.total_bytes, figures, trange, mrange),
+             f"MFU {st.mfu:.1%} (model FLOPs only: no recomputation), {st.tflops_per_gpu:.1f} "
              f"TFLOP/s per GPU counting hardware FLOPs (with recomputation), "
              f"{st.tokens_per_s:,.0f} tokens/s",
              f"GPU memory {mem.worst.total_bytes / GB:.1f} GB of {mem.capacity_bytes / GB:.0f} GB: "
@@ -69,13 +74,36 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
                "mfu_pct": pct(st.mfu), "tflops_per_gpu": st.tflops_per_gpu,
                "tokens_per_s": st.tokens_per_s, **data["breakdown"],
                "gpu_memory_bytes": mem.worst.total_bytes, "fits": mem.fits,
-               **{k: v for k, v in figures.items() if k != "tokens"}}
+               **{k: v for k, v in figures.items() if k != "tokens"},
+               **{k.replace("mfu", "mfu_pct"): pct(v) if k.startswith("mfu") else v
+                  for k, v in ranges.items()}}
     return Document(
         title=f"step: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name} "
               f"({inp.hw.gpus} x {inp.hw.gpu.name})",
         header=[("layout", layout_text(inp.layout)), ("training", training_text(inp))],
         data=data, tables=tables, notes=notes,
         csv=Table(title="", rows=[csv_row], columns=[Column(k, k) for k in csv_row]))
+
+
+def step_ranges(inp, fws: dict):
+    """The error ranges of a step's time figures and GPU memory (regimes.py)."""
+    from optimus_calc.regimes import error_range
+    running = [f for f, how in fws.items() if how == "runs"]
+    common = (inp.hw.gpu.name, running, inp.layout.offload.value, inp.model)
+    return (error_range(*common, profile=inp.profile),
+            error_range(*common, profile=inp.profile, memory=True))
+
+
+def headline_text(st, gpu_bytes: float, figures: dict, trange, mrange) -> str:
+    """Headline figures with their error ranges: "66.9 s (-2% / +2%, 10 public cases ...)"."""
+    parts = [f"step {st.step_time_s:,.4g} s {trange.text('step_time_s', st.step_time_s)}",
+             f"{st.tokens_per_s:,.0f} tokens/s", f"MFU {st.mfu:.1%}"]
+    if figures.get("train_days") is not None:
+        parts.append(f"{figures['train_days']:,.1f} days")
+    if figures.get("cost_usd") is not None:
+        parts.append(f"${figures['cost_usd']:,.0f}")
+    return (", ".join(parts) + f"; GPU memory {gpu_bytes / GB:.1f} GB "
+            + mrange.text("gpu_memory_bytes", gpu_bytes))
 
 
 def optimizer_document(entry, dev, params, res, optimizer, impl, count) -> Document:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from optimus_calc.report.common import TrainRequest, pct, train_figures
 from optimus_calc.report.document import Column, Document, Table
-from optimus_calc.report.plan_view import candidate_data
+from optimus_calc.report.plan_view import candidate_data, candidate_ranges
 
 SWEEP_COLUMNS = [
     "model", "node", "nodes", "gpus", "seq_len", "global_batch", "precision", "smartnic", "fits",
@@ -14,14 +14,20 @@ SWEEP_COLUMNS = [
     "optimizer_bytes_per_gpu", "nics_per_gpu_for_memory", "nics_per_gpu_for_compute",
     "layouts_evaluated", "layouts_feasible", "reason"]
 TRAIN_COLUMNS = ["tokens", "steps", "train_days", "gpu_hours", "energy_MWh", "cost_usd"]
+# error ranges of the headline figures (regimes.py): null where unvalidated
+RANGE_COLUMNS = ["step_time_s_low", "step_time_s_high", "tokens_per_s_low", "tokens_per_s_high",
+                 "mfu_pct_low", "mfu_pct_high", "gpu_memory_bytes_low", "gpu_memory_bytes_high",
+                 "error_range", "error_range_basis"]
+TRAIN_RANGE_COLUMNS = ["train_days_low", "train_days_high", "cost_usd_low", "cost_usd_high"]
 
 
-def sweep_row(p, train: TrainRequest | None = None) -> dict:
+def sweep_row(p, train: TrainRequest | None = None, profile=None) -> dict:
     """One :class:`optimus_calc.search.sweep.SweepPoint` as a row of SWEEP_COLUMNS (and
     TRAIN_COLUMNS with a token budget)."""
     res = p.result
     tr = res.training
-    row = dict.fromkeys(SWEEP_COLUMNS + (TRAIN_COLUMNS if train else []))
+    row = dict.fromkeys(SWEEP_COLUMNS + (TRAIN_COLUMNS if train else []) + RANGE_COLUMNS
+                        + (TRAIN_RANGE_COLUMNS if train else []))
     row.update(model=res.model.name, node=res.hw.node.name, nodes=p.nodes, gpus=res.hw.gpus,
                seq_len=tr.seq_len, global_batch=tr.global_batch, precision=tr.precision.value,
                fits=res.recommended is not None, layouts_evaluated=res.evaluated,
@@ -37,6 +43,10 @@ def sweep_row(p, train: TrainRequest | None = None) -> dict:
         row["mfu"] = r.mfu
         row["sequence_parallel"] = r.training.sequence_parallel
         row.update(train_figures(train, r.step_s, r.training, res.hw, p.assumptions))
+        ranges = candidate_ranges(r, res, profile, row)
+        ranges.update(mfu_pct_low=pct(ranges.get("mfu_low")),
+                      mfu_pct_high=pct(ranges.get("mfu_high")))
+        row.update({k: v for k, v in ranges.items() if k in row})
     if p.sizing is not None and res.what_if is not None:
         # the SmartNIC columns describe the what-if (no framework runs OptimusNIC): the best
         # layout with the card offered and the cards it needs; rows that differ only in a
@@ -50,12 +60,12 @@ def sweep_row(p, train: TrainRequest | None = None) -> dict:
     return row
 
 
-def sweep_rows(points, train: TrainRequest | None = None) -> list[dict]:
+def sweep_rows(points, train: TrainRequest | None = None, profile=None) -> list[dict]:
     """The rows of ``points``, one per distinct winner: points that differ only in the SmartNIC
     offered, and whose winner does not use it, give one row."""
     rows: list[dict] = []
     for p in points:
-        row = sweep_row(p, train)
+        row = sweep_row(p, train, profile)
         key = tuple(v for k, v in row.items() if k != "smartnic_offered")
         if any(key == tuple(v for k, v in o.items() if k != "smartnic_offered") for o in rows):
             continue  # the same winner whatever SmartNIC was offered
@@ -63,9 +73,10 @@ def sweep_rows(points, train: TrainRequest | None = None) -> list[dict]:
     return rows
 
 
-def sweep_document(points, train: TrainRequest | None = None) -> Document:
-    rows = sweep_rows(points, train)
-    csv_cols = SWEEP_COLUMNS + (TRAIN_COLUMNS if train else [])
+def sweep_document(points, train: TrainRequest | None = None, profile=None) -> Document:
+    rows = sweep_rows(points, train, profile)
+    csv_cols = (SWEEP_COLUMNS + (TRAIN_COLUMNS if train else []) + RANGE_COLUMNS
+                + (TRAIN_RANGE_COLUMNS if train else []))
     table = Table(title="", rows=rows, columns=[Column(k, k) for k in csv_cols])
     # most telling columns first: a narrow terminal hides them from the right
     view_cols = [Column(k, k, align="left") for k in ("model", "node", "nodes", "smartnic")]

@@ -9,9 +9,11 @@ from optimus_calc.report.document import Column, Document, Table
 
 def validate_document(cases) -> Document:
     """``cases``: the :func:`optimus_calc.validate.run_all` results."""
-    from optimus_calc.validate import summary
+    from optimus_calc.validate import by_regime, summary
     from optimus_calc.report.common import cite
-    rows = [{**asdict(c), "source": cite(c.source), "error": c.error, "ok": c.ok} for c in cases]
+    rows = [{**asdict(c), "regime": str(c.regime) if c.regime else "", "source": cite(c.source),
+             "error": c.error, "ok": c.ok} for c in cases]
+    regimes = by_regime(cases)
     stats = summary(cases)
     n_ok = stats["ok"]
     table = Table(title="", rows=rows, columns=[
@@ -26,7 +28,14 @@ def validate_document(cases) -> Document:
              "6 nccl-tests all-reduce, 7 the offloaded step (optimusnic.md Tables 3 and 4), "
              "9 Megatron-LM H100 weak scaling"]
     notes += [f"{c.case}: {c.note}" for c in cases if c.note]
+    notes.append("per regime (GPU family x framework x offload x model class): the error "
+                 "ranges `step`, `plan` and `sweep` show for layouts like these (a throughput "
+                 "error e is a step-time error 1 / (1 + e) - 1)")
+    per_regime = Table(title="errors per regime", rows=regimes, columns=[
+        Column("regime", "regime", align="left"), Column("kind", "figure", align="left"),
+        Column("cases", "cases"), Column("mean_abs_error", "mean |error|", ".1%"),
+        Column("min_error", "lowest", "+.1%"), Column("max_error", "highest", "+.1%")])
     return Document(title="validate: published vs predicted",
-                    data={"cases": rows, **stats},
-                    tables=[table], notes=notes,
+                    data={"cases": rows, **stats, "regimes": regimes},
+                    tables=[table, per_regime], notes=notes,
                     csv=Table(title="", rows=rows, columns=[Column(k, k) for k in rows[0]]))

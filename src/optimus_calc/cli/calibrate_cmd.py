@@ -1,0 +1,105 @@
+"""`optimus-calc calibrate RUNS.csv -o PROFILE.toml`: fit named efficiency parameters to measured
+runs (analyses/calibrate.py) and write a profile for ``--profile``."""
+
+from __future__ import annotations
+
+import datetime
+import os
+
+import click
+
+from optimus_calc.cli.common import emit
+from optimus_calc.errors import InputError
+
+# step's options that are not a run's description (output, pricing, overrides)
+NOT_COLUMNS = {"fmt", "output", "csv_sep", "csv_decimal", "tokens", "gpu_hour_price", "assume",
+               "profile"}
+
+
+def _columns() -> dict[str, click.Parameter]:
+    """The runs file's columns: `step`'s own option names (so a run is a `step` command)."""
+    from optimus_calc.cli.step_cmd import step
+    return {p.name: p for p in step.params
+            if isinstance(p, click.Option) and p.name and p.name not in NOT_COLUMNS}
+
+
+def run_kw(row: dict[str, str], where: str, ctx: click.Context) -> tuple[str, dict, str]:
+    """One CSV row as (model, step's option values, framework), each cell converted and checked
+    by the option's own click type."""
+    from optimus_calc.analyses.calibrate import MEASURES
+    from optimus_calc.frameworks import Framework
+    cols = _columns()
+    kw = {name: p.get_default(ctx, call=True) for name, p in cols.items()}
+    model, framework = row.get("model", ""), row.get("framework", "")
+    if not model:
+        raise InputError(f"{where}: column model is empty or missing")
+    if framework and framework not in {f.value for f in Framework}:
+        raise InputError(f"{where}, column framework: {framework[:40]!r} is not one of "
+                         f"{', '.join(f.value for f in Framework)}")
+    for key, text in row.items():
+        name = key.replace("-", "_")
+        if name in ("model", "framework") or name in MEASURES:
+            continue
+        if name not in cols:
+            raise InputError(f"{where}: unknown column {key[:40]!r}; columns are step's option "
+                             f"names: model, {', '.join(cols)}, framework, "
+                             f"{', '.join(MEASURES)}")
+        try:
+            kw[name] = cols[name].type.convert(text, cols[name], ctx)
+        except click.BadParameter as exc:
+            raise InputError(f"{where}, column {key}: {exc.message}") from None
+    return model, kw, framework
+
+
+def load_runs(app, path: str, ctx: click.Context) -> list:
+    from optimus_calc.analyses.calibrate import Run, measured_of, read_rows
+    from optimus_calc.evaluate.step import step_of
+    from optimus_calc.inputs import build_inputs
+    from optimus_calc.loaders import read_text, user_path
+    if path.lower().endswith((".yaml", ".yml")):
+        raise InputError(f"runs file {path[:200]}: YAML is not supported (it would need a new "
+                         "dependency); give the runs as CSV")
+    text = read_text(user_path(path, "RUNS"), "runs file")
+    runs = []
+    for i, row in enumerate(read_rows(text, path[:200])):
+        where = f"runs file {path[:200]} row {i + 2}"
+        figure, value = measured_of(row, where)
+        model, kw, fw = run_kw(row, where, ctx)
+        try:
+            inp = build_inputs(app.catalog, model, kw)
+            step_of(inp, model)  # a run the evaluator cannot time fails here, with its row
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+        label = (f"{inp.model.name} {inp.hw.nodes}x{inp.hw.node.name} TP{inp.layout.tp} "
+                 f"PP{inp.layout.pp} DP{inp.layout.dp} mb{inp.training.micro_batch}")
+        runs.append(Run(i + 2, inp, figure, value, fw, label))
+    return runs
+
+
+@click.command()
+@click.argument("runs_file", metavar="RUNS.csv")
+@click.option("-o", "--output", "output", required=True, metavar="PROFILE.toml",
+              help="Write the fitted profile to this TOML file.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
+              show_default=True, help="Format of the report on standard output.")
+@click.pass_context
+def calibrate(ctx, runs_file: str, output: str, fmt: str) -> None:
+    """Fit the efficiency parameters your measured runs determine; write a --profile file.
+
+    RUNS.csv: one run per row; columns are `step`'s option names (model, node, nodes, tp, pp,
+    dp, cp, ep, zero, offload, recompute, seq_len, micro_batch, global_batch, precision, ...)
+    plus framework and one of measured_step_time_s, measured_tokens_per_s,
+    measured_gpu_memory_bytes. A missing column takes `step`'s default."""
+    from optimus_calc.analyses.calibrate import calibrate as fit_runs
+    from optimus_calc.analyses.calibrate import profile_toml
+    from optimus_calc.cli.common import write_file
+    from optimus_calc.report.calibrate_view import calibrate_document
+
+    if not output.lower().endswith(".toml"):
+        raise InputError(f"-o {output[:200]!r}: a profile is a TOML file; name it *.toml")
+    runs = load_runs(ctx.obj, runs_file, ctx)
+    cal = fit_runs(runs)
+    date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    text = profile_toml(cal, os.path.basename(runs_file), date)
+    emit(calibrate_document(cal, runs_file, output), fmt, None)
+    write_file(output, text)

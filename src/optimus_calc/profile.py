@@ -1,0 +1,152 @@
+"""A calibration profile (``--profile FILE`` / ``OPTIMUS_CALC_PROFILE``): named efficiency
+parameters fitted on a user's runs by ``optimus-calc calibrate`` (analyses/calibrate.py).
+
+A profile changes only the parameters it lists: per GPU (catalog ``[gpu."NAME"]`` fields among
+:data:`GPU_FIELDS`) and named assumptions (``[assumptions]``, the fields of
+specs/training.Assumptions). Its leave-one-out error replaces the public error range for the GPU
+it was fitted on (regimes.py). Pure: the file is read by loaders.py; this module validates the
+parsed TOML and applies it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from optimus_calc.errors import InputError
+
+# The GPU fields a profile may set: the efficiency curve of equations/efficiency.py.
+GPU_FIELDS = ("gemm_eta_max", "gemm_half_GFLOP", "attention_eta", "flash_attention_eta")
+
+
+@dataclass(frozen=True)
+class Profile:
+    path: str
+    source: str                                   # "fitted on RUNS, date, n runs"
+    gpus: dict[str, dict[str, float]] = field(default_factory=dict)   # GPU name -> fields
+    assumptions: dict[str, float] = field(default_factory=dict)
+    runs: int = 0
+    loo_error_low: float | None = None   # signed relative errors (prediction / measured - 1)
+    loo_error_high: float | None = None
+    gpu: str = ""                        # the GPU the runs were measured on
+
+    def fitted_on(self, gpu_name: str) -> bool:
+        """True for the GPU whose runs the profile was fitted on."""
+        return gpu_name == self.gpu or gpu_name in self.gpus
+
+    @property
+    def label(self) -> str:
+        return f"{self.path} ({self.source})" if self.source else self.path
+
+    def data(self) -> dict:
+        return {"path": self.path, "source": self.source, "gpus": self.gpus,
+                "assumptions": self.assumptions, "runs": self.runs,
+                "loo_error_low": self.loo_error_low, "loo_error_high": self.loo_error_high,
+                "gpu": self.gpu}
+
+
+def _number(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"{where}: expected a finite number, got {str(value)[:40]!r}")
+    return float(value)
+
+
+def parse_profile(doc: dict, path: str) -> Profile:
+    """Validate a parsed profile TOML; errors name the file and the field."""
+    from optimus_calc.specs.training import Assumptions
+    p = str(path)[:200]
+    known = {"profile", "gpu", "assumptions", "kept_at_default"}
+    for key in doc:
+        if key not in known:
+            raise InputError(f"profile {p}: unknown table or field {key!r}; known: "
+                             f"{', '.join(sorted(known))}")
+    head = doc.get("profile", {})
+    if not isinstance(head, dict):
+        raise InputError(f"profile {p}: field 'profile' must be a table")
+    for key in head:
+        if key not in ("source", "runs", "loo_error_low", "loo_error_high",
+                       "loo_mean_abs_error", "gpu"):
+            raise InputError(f"profile {p}: unknown field 'profile.{key}'")
+    source = head.get("source", "")
+    if not isinstance(source, str):
+        raise InputError(f"profile {p}: field 'profile.source' must be a string")
+    gpu = head.get("gpu", "")
+    if not isinstance(gpu, str):
+        raise InputError(f"profile {p}: field 'profile.gpu' must be a string")
+    runs = head.get("runs", 0)
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 0:
+        raise InputError(f"profile {p}: field 'profile.runs' must be a whole number >= 0")
+    loo = [None if head.get(k) is None else _number(head[k], f"profile {p}: field 'profile.{k}'")
+           for k in ("loo_error_low", "loo_error_high")]
+    if (loo[0] is None) != (loo[1] is None) or (loo[0] is not None and loo[0] > loo[1]):
+        raise InputError(f"profile {p}: fields 'profile.loo_error_low' and 'loo_error_high' "
+                         "come together, low <= high")
+    gpus = _gpu_tables(doc.get("gpu", {}), p)
+    asm = doc.get("assumptions", {})
+    if not isinstance(asm, dict):
+        raise InputError(f"profile {p}: field 'assumptions' must be a table")
+    values = {k: _number(v, f"profile {p}: field 'assumptions.{k}'") for k, v in asm.items()}
+    for k in values:
+        if k not in Assumptions.model_fields:
+            raise InputError(f"profile {p}: field 'assumptions.{k}': unknown assumption")
+    try:
+        Assumptions(**values)
+    except ValueError as exc:
+        first = exc.errors()[0]  # type: ignore[attr-defined]
+        raise InputError(f"profile {p}: field 'assumptions.{first['loc'][0]}': "
+                         f"{first['msg']}") from None
+    return Profile(p, source, gpus, values, runs, loo[0], loo[1], gpu)
+
+
+def _gpu_tables(tables, p: str) -> dict[str, dict[str, float]]:
+    from optimus_calc.specs.hardware import GPU
+    if not isinstance(tables, dict):
+        raise InputError(f"profile {p}: field 'gpu' must be a table of GPU names")
+    out = {}
+    for name, fields in tables.items():
+        if not isinstance(fields, dict):
+            raise InputError(f"profile {p}: field 'gpu.{name}' must be a table")
+        vals = {}
+        for k, v in fields.items():
+            where = f"profile {p}: field 'gpu.{name}.{k}'"
+            if k not in GPU_FIELDS:
+                raise InputError(f"{where}: not a fittable GPU field ({', '.join(GPU_FIELDS)})")
+            vals[k] = _number(v, where)
+            info = GPU.model_fields[k].metadata
+            lo = next((m.gt for m in info if getattr(m, "gt", None) is not None), 0.0)
+            hi = next((m.le for m in info if getattr(m, "le", None) is not None), math.inf)
+            if not lo < vals[k] <= hi:
+                raise InputError(f"{where}: {vals[k]:g} is outside ({lo:g}, {hi:g}]")
+        out[str(name)] = vals
+    return out
+
+
+def apply_catalog(cat, profile: Profile | None):
+    """A copy of ``cat`` whose GPU entries carry the profile's values (the cached catalog is
+    shared, never changed); an unknown GPU name is an input error naming the field."""
+    if profile is None or not profile.gpus:
+        return cat
+    gpus = dict(cat.entries.get("gpu", {}))
+    for name, vals in profile.gpus.items():
+        entry = cat.find(name, "gpu")
+        if entry is None:
+            raise InputError(f"profile {profile.path}: field 'gpu.{name}': unknown GPU")
+        gpus[entry.name] = entry.model_copy(update={
+            **vals, "efficiency_label": "calibrated",
+            "efficiency_source": f"profile {profile.label}"})
+    return replace(cat, entries={**cat.entries, "gpu": gpus})
+
+
+def assumptions_with(profile: Profile | None, asm):
+    """``asm`` (from --assume) over the profile's assumptions: a value typed with --assume wins."""
+    if profile is None or not profile.assumptions:
+        return asm
+    from optimus_calc.specs.training import Assumptions
+    typed = {k: getattr(asm, k) for k in asm.model_fields_set}
+    return Assumptions(**{**profile.assumptions, **typed})
+
+
+def load_profile(path: str) -> Profile:
+    """Read (loaders.py) and validate a profile file."""
+    from optimus_calc.loaders import load_toml, user_path
+    return parse_profile(load_toml(user_path(path, "--profile"), "profile"), path)

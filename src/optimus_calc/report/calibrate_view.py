@@ -1,0 +1,57 @@
+"""Document for `optimus-calc calibrate`: each run's error before and after, leave-one-out."""
+
+from __future__ import annotations
+
+from optimus_calc.report.common import pct
+from optimus_calc.report.document import Column, Document, Table
+
+
+def calibrate_document(cal, runs_file: str, output: str) -> Document:
+    """``cal``: an analyses.calibrate.Calibration."""
+    import os
+
+    from optimus_calc.analyses.calibrate import CANDIDATES
+    runs_file, output = os.path.basename(runs_file), os.path.basename(output)
+    desc = {p.name: p.what for p in CANDIDATES}
+    rows = [{"row": r.row, "run": r.label, "framework": r.framework or "",
+             "figure": r.figure, "measured": r.measured, "error_before": b, "error_after": a,
+             "error_loo": loo}
+            for r, b, a, loo in zip(cal.runs, cal.before, cal.after, cal.loo)]
+    params = [{"parameter": k, "what": desc[k], "default": cal.defaults[k], "fitted": v,
+               "change": v / cal.defaults[k] - 1} for k, v in cal.fitted.items()]
+    n = len(cal.runs)
+    notes = [f"fitted {len(cal.fitted)} parameter(s) of {len(CANDIDATES)} on {n} run(s) of "
+             f"{cal.gpu}: {', '.join(cal.fitted) or 'none'}"]
+    notes += [f"kept at its default: {k} ({desc[k]}): {why}"
+              for k, why in cal.kept_at_default.items()]
+    rng = cal.loo_range
+    if rng is not None:
+        errs = [abs(e) for e in cal.loo if e is not None]
+        notes.append(f"leave-one-out: mean |error| {sum(errs) / len(errs):.1%}; as step-time "
+                     f"error {rng[0]:+.1%} / {rng[1]:+.1%}, the error range of figures on "
+                     f"{cal.gpu} with --profile {output}")
+    else:
+        notes.append("one run: no leave-one-out error (figures keep the public error range)")
+    data = {"runs_file": runs_file, "profile": output, "gpu": cal.gpu, "runs": rows,
+            "fitted": cal.fitted, "defaults": {k: cal.defaults[k] for k in cal.fitted},
+            "kept_at_default": cal.kept_at_default,
+            "loo_error_low": rng[0] if rng else None, "loo_error_high": rng[1] if rng else None}
+    csv_rows = [{"run": r["run"], "framework": r["framework"], "figure": r["figure"],
+                 "value": r["measured"], "error_before_pct": pct(r["error_before"]),
+                 "error_after_pct": pct(r["error_after"]), "error_loo_pct": pct(r["error_loo"])}
+                for r in rows]
+    return Document(
+        title=f"calibrate: {n} run(s) from {runs_file} -> {output}", data=data,
+        csv=Table(title="", rows=csv_rows, columns=[Column(k, k) for k in csv_rows[0]]),
+        tables=[Table(title="runs: prediction / measured - 1", rows=rows, columns=[
+                    Column("row", "row"), Column("run", "run", align="left"),
+                    Column("figure", "measured", align="left"),
+                    Column("measured", "value", ".4g"),
+                    Column("error_before", "before", "+.1%"),
+                    Column("error_after", "after", "+.1%"),
+                    Column("error_loo", "left out", "+.1%")]),
+                Table(title="fitted parameters", rows=params, columns=[
+                    Column("parameter", "parameter", align="left"),
+                    Column("what", "", align="left"), Column("default", "default", ".4g"),
+                    Column("fitted", "fitted", ".4g"), Column("change", "change", "+.1%")])],
+        notes=notes)
