@@ -8,6 +8,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import unicodedata
 from pathlib import Path
 from typing import Callable
 
@@ -31,7 +32,8 @@ def csv_options(sep: str, decimal: str) -> CsvOptions:
     if sep == decimal:
         raise InputError(f"--csv-sep {sep!r} is also the decimal mark; they must differ "
                          "(e.g. --csv-sep ';' --csv-decimal ',')")
-    if sep.isalnum() or sep in "\"'\r\n.+-=@|" or (sep.isspace() and sep != "\t"):
+    invisible = sep != "\t" and (sep.isspace() or unicodedata.category(sep)[0] in "CZ")
+    if sep.isalnum() or sep in "\"'\r\n.+-=@|" or invisible:  # ESC, DEL, NUL, bidi marks...
         raise InputError(f"--csv-sep {sep!r}: not usable as a field separator; use , ; or tab")
     return CsvOptions(sep=sep, decimal=decimal)
 

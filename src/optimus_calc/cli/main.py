@@ -1,7 +1,8 @@
 """Entry point: the click group, lazy sub-command loading and the error contract.
 
 Exit status: 0 success; 2 input or usage error (one line on stderr, ``error: ...``);
-1 unexpected internal error (short message and a hint to rerun with ``--debug``).
+1 unexpected internal error (short message and a hint to rerun with ``--debug``);
+130 interrupted (Ctrl-C, SIGINT: 128 + 2, as a shell reports it).
 """
 
 from __future__ import annotations
@@ -72,7 +73,17 @@ class App:
         return self._catalog
 
 
+class Interrupted(Exception):
+    """Ctrl-C inside a command, carried past click (which would turn it into Abort, exit 1)."""
+
+
 class LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted() from None
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -128,6 +139,8 @@ def main(argv: list[str] | None = None) -> None:
         cli.main(args=args, prog_name="optimus-calc", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except (Interrupted, KeyboardInterrupt):
+        _fail("interrupted", 130)
     except click.exceptions.Abort:
         _fail("aborted", 1)
     except click.exceptions.NoSuchOption as exc:
