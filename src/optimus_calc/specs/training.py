@@ -214,14 +214,15 @@ class Assumptions(Frozen):
         description="calibrated on seeds/optimusnic.md Table 4: the fp32 unscale pass (mul_, 8 B "
                     "per element over 75.5M elements in 15.403 ms = 39.2 GB/s per rank) over the "
                     "rank's share of STREAM (0.81 x 204.8 GB/s / 2 ranks): fraction of STREAM a "
-                    "framework's CPU pass (ATen op, DeepSpeed CPUAdam) reaches. A divisor: at least 0.01 "
-                    "(MIN_EFFICIENCY)")
+                    "framework's CPU pass (ATen op, DeepSpeed CPUAdam) reaches. A divisor: at "
+                    "least 0.01 (MIN_EFFICIENCY)")
     cpu_mask_elems_per_cycle: float = Field(
         default=0.062, ge=MIN_MASK_ELEMS_PER_CYCLE, le=64,
         description="calibrated on seeds/optimusnic.md Table 4 (abs, eq, ne on the 16-bit gradient "
                     "buffer: 75.5M elements in 15.5 ms with 32 threads at 2.45 GHz): elements per "
-                    "core-cycle of ATen's CPU comparison/abs/any kernels (element-rate bound). A divisor: "
-                    "at least 0.001 (1,000 cycles per element, slower than a DRAM miss)")
+                    "core-cycle of ATen's CPU comparison/abs/any kernels (element-rate bound). A "
+                    "divisor: at least 0.001 (1,000 cycles per element, slower than a DRAM "
+                    "miss)")
     offload_threads_per_rank: float = Field(
         default=0, ge=0, le=4096,
         description="CPU threads each GPU rank's optimizer work uses; 0 = the node's cores split "
@@ -236,8 +237,8 @@ class Assumptions(Frozen):
     nvme_efficiency: float = Field(
         default=1.0, ge=MIN_EFFICIENCY, le=1,
         description="assumed: fraction of the drives' sequential bandwidth a RAID0 of them "
-                    "delivers to DeepSpeed's async I/O (1 = the catalog's measured rates). A divisor: at "
-                    "least 0.01 (MIN_EFFICIENCY)")
+                    "delivers to DeepSpeed's async I/O (1 = the catalog's measured rates). A "
+                    "divisor: at least 0.01 (MIN_EFFICIENCY)")
     zero3_prefetch_bucket_params: float = Field(
         default=5e7, ge=0, le=1e13,
         description="DeepSpeed stage3_prefetch_bucket_size default, elements "
@@ -254,8 +255,8 @@ class Assumptions(Frozen):
         description="modules ZeRO-3 gathers one by one per layer; 0 = derived from the "
                     "architecture (DeepSpeed hooks every parameterised submodule: q, k, v, o, "
                     "the MLP's matrices, norms, experts; evaluate/engine.py modules_per_layer); "
-                    "FSDP2 wraps one module per transformer block: 1. Otherwise at least 1: the gathers "
-                    "of a layer are whole modules")
+                    "FSDP2 wraps one module per transformer block: 1. Otherwise at least 1: the "
+                    "gathers of a layer are whole modules")
     zero3_gather_latency_us: float = Field(
         default=50.0, ge=0, le=1e6,
         description="assumed: per-module fixed cost of a ZeRO-3 gather (pre-forward hook, "
