@@ -414,6 +414,17 @@ def test_ctrl_c_exits_130_in_process(run, monkeypatch):
     assert r.code == 130 and r.err == "error: interrupted\n" and r.out == ""
 
 
+def test_ctrl_c_while_click_parses_exits_130(run, monkeypatch):
+    """click turns a KeyboardInterrupt in its own parsing into Abort (exit 1 before)."""
+    from optimus_calc.cli import main as main_mod
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(main_mod.cli, "parse_args", interrupted)
+    r = run("catalog", "list")
+    assert r.code == 130 and r.err.endswith("error: interrupted\n") and r.out == ""
+
+
 def test_ctrl_c_exits_130_and_leaves_no_output_file(tmp_path):
     """SIGINT a second into a long sweep (Python's own handler is installed by then)."""
     code = ("import os, signal, sys, threading\n"

@@ -141,7 +141,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except (Interrupted, KeyboardInterrupt):
         _fail("interrupted", 130)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:  # click's own Ctrl-C (while parsing) or EOF
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            _fail("interrupted", 130)
         _fail("aborted", 1)
     except click.exceptions.NoSuchOption as exc:
         hint = f" (did you mean {', '.join(exc.possibilities)}?)" if exc.possibilities else ""
