@@ -126,10 +126,26 @@ def _read_file(path: Path) -> dict:
 
 
 def _toml_files(directory: Path) -> list[Path]:
+    """Every ``*.toml`` under ``directory``, sorted. A directory that cannot be listed (no
+    permission, an I/O error) is an error naming it, never skipped: a silently missing file
+    only shows up later as "unknown model". Symlinked directories are followed once each."""
+    def fail(exc: OSError) -> None:
+        where = exc.filename if exc.filename is not None else directory
+        raise CatalogError(f"catalog directory {str(where)[:200]!r}: cannot read: "
+                           f"{os_message(exc)}") from None
+
     try:
         if not directory.is_dir():
             raise CatalogError(f"catalog directory {str(directory)[:200]!r} does not exist")
-        return sorted(directory.rglob("*.toml"))
+        found, seen = [], set()
+        for root, dirs, files in os.walk(directory, onerror=fail, followlinks=True):
+            st = os.stat(root)
+            if (st.st_dev, st.st_ino) in seen:  # a symlink loop or a second link to a directory
+                dirs[:] = []
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            found += [Path(root) / f for f in files if f.endswith(".toml")]
+        return sorted(found)
     except OSError as exc:
         raise CatalogError(f"catalog directory {str(directory)[:200]!r}: "
                            f"{os_message(exc)}") from None

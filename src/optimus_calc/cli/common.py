@@ -8,6 +8,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import unicodedata
 from pathlib import Path
 from typing import Callable
 
@@ -31,7 +32,8 @@ def csv_options(sep: str, decimal: str) -> CsvOptions:
     if sep == decimal:
         raise InputError(f"--csv-sep {sep!r} is also the decimal mark; they must differ "
                          "(e.g. --csv-sep ';' --csv-decimal ',')")
-    if sep.isalnum() or sep in "\"'\r\n.+-=@|" or (sep.isspace() and sep != "\t"):
+    invisible = sep != "\t" and (sep.isspace() or unicodedata.category(sep)[0] in "CZ")
+    if sep.isalnum() or sep in "\"'\r\n.+-=@|" or invisible:  # ESC, DEL, NUL, bidi marks...
         raise InputError(f"--csv-sep {sep!r}: not usable as a field separator; use , ; or tab")
     return CsvOptions(sep=sep, decimal=decimal)
 
@@ -62,6 +64,7 @@ def plot_option(func: Callable) -> Callable:
         path = kwargs.pop("plot")
         if path is not None:
             from optimus_calc.report.plots import check_path
+            check_target(path, "--plot")
             check_path(path)  # a bad extension fails before any work
             click.get_current_context().meta.setdefault(_META, {})["plot"] = path
         return func(*args, **kwargs)
@@ -74,17 +77,19 @@ def terminal_width() -> int:
 
 
 def emit(doc: Document, fmt: str, output: str | None) -> None:
+    """Render ``doc`` and write it, and its chart with ``--plot``, through the one writer:
+    :func:`write_stdout` or :func:`write_file` (the chart always the latter)."""
     ctx = click.get_current_context(silent=True)
     meta = ctx.meta.get(_META, {}) if ctx is not None else {}
     doc = with_profile(doc, ctx)
     text = render(doc, Format(fmt), width=terminal_width(),
                   csv_options=meta.get("csv", CsvOptions()))
     if meta.get("plot"):
-        from optimus_calc.report.plots import write_plot
-        if output not in (None, "-") and Path(output).resolve() == Path(meta["plot"]).resolve():
-            raise InputError(f"--plot {meta['plot']!r} and -o {output!r} name the same file")
-        write_plot(doc, meta["plot"])
-        click.echo(f"wrote {meta['plot']}", err=True)
+        from optimus_calc.report.plots import plot_bytes
+        plot = meta["plot"]
+        if output not in (None, "-") and _same_path(output, plot):
+            raise InputError(f"--plot {plot[:200]!r} and -o {output[:200]!r} name the same file")
+        write_file(plot, plot_bytes(doc, plot), "--plot")
     if output is None or output == "-":
         write_stdout(text)
         return
@@ -101,15 +106,47 @@ def with_profile(doc: Document, ctx: click.Context | None) -> Document:
                    data={**doc.data, "profile": profile.data()})
 
 
-def write_stdout(text: str) -> None:
-    """Standard output; a full device or an I/O error is an input error, not a traceback."""
+def _same_path(a: str, b: str) -> bool:
     try:
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, ValueError):
+        return a == b
+
+
+def write_stdout(text: str) -> None:
+    """Standard output, written whole: a short write is retried, and a full device (ENOSPC),
+    a file-size limit (EFBIG, ``ulimit -f``) or an I/O error is a one-line input error, never a
+    silent truncation with exit 0 (Python's buffered stdout drops the rest of a short write)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
         click.echo(text, nl=False)
+        return
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        sys.stdout.flush()
+        _write_all(fd, text.encode(encoding, errors="replace"))
     except BrokenPipeError:
         raise
     except OSError as exc:
         _silence_stdout()
         raise InputError(f"cannot write to standard output: {exc.strerror or exc}") from None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is out; a descriptor left non-blocking waits until ready."""
+    import errno
+    import select
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view[:1 << 20])
+        except BlockingIOError:
+            select.select([], [fd], [])
+            continue
+        if n <= 0:
+            raise OSError(errno.EIO, "short write")
+        view = view[n:]
 
 
 def _silence_stdout() -> None:
@@ -123,14 +160,35 @@ def _silence_stdout() -> None:
         pass
 
 
-def write_file(output: str, text: str, flag: str = "-o") -> None:
-    """Write ``text`` to ``output`` atomically: a temporary file in the same directory, then
-    ``os.replace``. A failed write leaves an existing file intact and no new file behind.
+def check_target(output: str, flag: str = "-o") -> None:
+    """What can be said of an output name before any work: a name ending in '/' names a
+    directory (``--plot /x.png/`` must not write /x.png), an existing directory is one, and the
+    directory it goes in must exist."""
+    from optimus_calc.loaders import safe_stat
+    if output.endswith(("/", os.sep)) or (os.altsep and output.endswith(os.altsep)):
+        raise InputError(f"{flag} {output[:200]!r} ends in '/', so it names a directory; give "
+                         "a file name")
+    st = safe_stat(output)
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{flag} {output[:200]!r} is a directory; give a file name")
+    parent = os.path.dirname(output) or "."
+    pst = safe_stat(parent)
+    if pst is None or not stat.S_ISDIR(pst.st_mode):
+        raise InputError(f"{flag} {output[:200]!r}: directory {parent[:200]!r} does not exist")
+
+
+def write_file(output: str, data: str | bytes, flag: str = "-o") -> None:
+    """The one writer of output files (``-o``, ``--plot``): ``data`` goes to a temporary file in
+    the same directory (named from a shortened ``output``), then ``os.replace``. A failed write
+    leaves an existing file intact and no new file behind; every failure (no such directory,
+    read-only or pseudo file system such as /proc, a name too long, a full disk) is one line.
     Refuses a path that is one of the command's own inputs (loaders.inputs_read). A device or
-    FIFO that already exists (``/dev/null``, ``/dev/stdout``) is written directly."""
-    from optimus_calc.loaders import inputs_read, os_message, safe_stat
+    FIFO that already exists (``/dev/null``, ``/dev/stdout``) is written directly, opened
+    non-blocking so a FIFO nobody reads is an error, not a hang."""
+    from optimus_calc.loaders import inputs_read, safe_stat
 
     shown = output[:200]
+    check_target(output, flag)
     target = os.path.realpath(output) if os.path.islink(output) else output
     st = safe_stat(target)
     if st is not None and stat.S_ISDIR(st.st_mode):
@@ -143,16 +201,36 @@ def write_file(output: str, text: str, flag: str = "-o") -> None:
     pst = safe_stat(parent)
     if pst is None or not stat.S_ISDIR(pst.st_mode):
         raise InputError(f"{flag} {shown!r}: directory {parent[:200]!r} does not exist")
-    data = text.encode("utf-8")
+    payload = data.encode("utf-8") if isinstance(data, str) else data
     try:
         if st is not None and not stat.S_ISREG(st.st_mode):
-            with open(target, "wb") as fh:  # a device or FIFO: nothing to replace atomically
-                fh.write(data)
+            _write_special(target, payload)  # a device or FIFO: nothing to replace atomically
         else:
-            _atomic_write(target, data, st)
+            _atomic_write(target, payload, st)
     except OSError as exc:
-        raise InputError(f"{flag} {shown!r}: cannot write: {os_message(exc)}") from None
+        raise InputError(f"{flag} {shown!r}: cannot write: {_write_reason(exc)}") from None
     click.echo(f"wrote {output}", err=True)
+
+
+def _write_reason(exc: OSError) -> str:
+    import errno
+    from optimus_calc.loaders import os_message
+    if exc.errno == errno.ENXIO:
+        return "a FIFO that no process is reading"
+    return os_message(exc)
+
+
+def _write_special(target: str, data: bytes) -> None:
+    """An existing device or FIFO: opened without blocking (ENXIO for a FIFO with no reader),
+    then written whole in blocking mode."""
+    import fcntl
+    fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
 
 
 def _same(st: os.stat_result, path: str) -> bool:

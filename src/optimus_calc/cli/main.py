@@ -1,7 +1,8 @@
 """Entry point: the click group, lazy sub-command loading and the error contract.
 
 Exit status: 0 success; 2 input or usage error (one line on stderr, ``error: ...``);
-1 unexpected internal error (short message and a hint to rerun with ``--debug``).
+1 unexpected internal error (short message and a hint to rerun with ``--debug``);
+130 interrupted (Ctrl-C, SIGINT: 128 + 2, as a shell reports it).
 """
 
 from __future__ import annotations
@@ -96,12 +97,22 @@ def no_such_command(name: str) -> str:
     return f"no such command {name[:40]!r}; {hint}"
 
 
+class Interrupted(Exception):
+    """Ctrl-C inside a command, carried past click (which would turn it into Abort, exit 1)."""
+
+
 class LazyGroup(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]):
         name = args[0] if args else ""
         if name and name not in COMMANDS and not name.startswith("-"):
             raise NoSuchCommand(no_such_command(name), ctx)
         return super().resolve_command(ctx, args)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted() from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -161,7 +172,11 @@ def main(argv: list[str] | None = None) -> None:
         cli.main(args=args, prog_name="optimus-calc", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except (Interrupted, KeyboardInterrupt):
+        _fail("interrupted", 130)
+    except click.exceptions.Abort as exc:  # click's own Ctrl-C (while parsing) or EOF
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            _fail("interrupted", 130)
         _fail("aborted", 1)
     except click.exceptions.NoSuchOption as exc:
         hint = f" (did you mean {', '.join(exc.possibilities)}?)" if exc.possibilities else ""

@@ -11,6 +11,9 @@ from optimus_calc.errors import InputError
 from optimus_calc.report.plan_view import Export
 
 MAX_NODES = 1_000_000  # as the --nodes option of plan and the per-layout commands
+# sweep runs one planner search per point (about 40 ms each): 1,000 points bound a sweep to under
+# a minute; a longer list (20,000 node counts ran for minutes) is an error naming the flags.
+MAX_SWEEP_POINTS = 1_000
 
 
 @click.command()
@@ -83,7 +86,7 @@ def _split(text: str, flag: str) -> list[str]:
     items = [x.strip() for x in text.split(",") if x.strip()]
     if not items:
         raise InputError(f"{flag} is empty")
-    return items
+    return list(dict.fromkeys(items))  # a value given twice is one point
 
 
 def _counts(text: str) -> list[int]:
@@ -96,7 +99,18 @@ def _counts(text: str) -> list[int]:
             raise InputError(f"--nodes: {c[:40]} is more than {MAX_NODES:,} nodes "
                              "(the --nodes limit of plan)")
         counts.append(int(c))
-    return counts
+    return list(dict.fromkeys(counts))
+
+
+def _check_points(lists: dict[str, list]) -> None:
+    """At most :data:`MAX_SWEEP_POINTS` planner runs, counted after duplicates are dropped."""
+    total = 1
+    for values in lists.values():
+        total *= len(values)
+    if total > MAX_SWEEP_POINTS:
+        sizes = " x ".join(f"{len(v):,} {flag}" for flag, v in lists.items() if len(v) > 1)
+        raise InputError(f"sweep of {total:,} points ({sizes}) is over the limit of "
+                         f"{MAX_SWEEP_POINTS:,}; split it into smaller sweeps")
 
 
 @click.command()
@@ -126,16 +140,20 @@ def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -
     from optimus_calc.specs.training import Offload
 
     counts = _counts(node_counts)
-    seqs = parse_ints(kw.pop("seq_len"), "--seq-len", 1, 10_000_000) or (None,)
-    gbs = parse_ints(kw.pop("global_batch"), "--global-batch", 1, 100_000_000) or (None,)
+    seqs = tuple(dict.fromkeys(parse_ints(kw.pop("seq_len"), "--seq-len", 1, 10_000_000)
+                               or (None,)))
+    gbs = tuple(dict.fromkeys(parse_ints(kw.pop("global_batch"), "--global-batch", 1,
+                                         100_000_000) or (None,)))
     offs = parse_choices(kw.pop("offloads"), Offload, "--offloads") or ()
     offs += parse_choices(kw.pop("offload"), Offload, "--offload") or ()
     offs = tuple(o.value for o in dict.fromkeys(offs)) or (None,)
+    mdls, nts = _split(models, "--models"), _split(nodes_types, "--node")
+    sns = _split(smartnics, "--smartnic") if smartnics else [None]
+    _check_points({"--models": mdls, "--node": nts, "--nodes": counts, "--smartnic": sns,
+                   "--seq-len": seqs, "--global-batch": gbs, "--offloads": offs})
     from optimus_calc.cli.progress import progress_bar
     with progress_bar("sweep") as bar:
-        points = run_sweep(app.catalog, _split(models, "--models"),
-                           _split(nodes_types, "--node"), counts,
-                           _split(smartnics, "--smartnic") if smartnics else [None],
+        points = run_sweep(app.catalog, mdls, nts, counts, sns,
                            dict(kw, offloads=None, offload=None), seqs, gbs, offs,
                            progress=bar)
     emit(sweep_document(points, kw.get("train"), kw.get("profile")), fmt, output)

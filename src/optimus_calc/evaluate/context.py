@@ -48,6 +48,10 @@ def resolve_hardware(cat: Catalog, node: str, nodes: int, gpu: str | None = None
     g: GPU = cat.get(gpu or n.gpu, "gpu", what="GPU")  # type: ignore[assignment]
     if nodes < 1:
         raise InputError(f"--nodes {nodes} must be >= 1")
+    if nodes > 1 and n.nics == 0:  # the cluster would have no network between its nodes
+        raise InputError(f"node {n.name} ({str(cat.files.get(n.name, 'catalog'))[:200]}): field "
+                         f"'nics' is 0, so --nodes {nodes} has no network between the nodes; "
+                         "give the node its compute NICs or use --nodes 1")
     per_node = gpus_per_node or n.gpus
     if nodes * per_node > MAX_GPUS:
         how = "--gpus-per-node" if gpus_per_node else f"GPUs per {n.name}"

@@ -176,8 +176,9 @@ def memory_from(ev: Evaluation, model: Model | BareModel, hw: Hardware, layout: 
         if hw.smartnic_implicit:
             notes.append(f"{hw.node.name} has no SmartNIC; assuming one {sn.name} per GPU "
                          "(--smartnic NAME)")
-    fits_dev = target is Offload.NONE or (spill == 0 if target is Offload.SMARTNIC
-                                          else dev <= cap)
+    no_device = {Reason.NOT_SUPERCHIP, Reason.NO_NVME} & set(reasons_of(bits))
+    fits_dev = target is Offload.NONE or (not no_device and (
+        spill == 0 if target is Offload.SMARTNIC else dev <= cap))  # no device holds nothing
     off = OffloadMemory(target, name, per_node * hw.nodes, per_node, per_gpu, dev, cap, spill,
                         fits_dev, one(ev.host_bytes_per_node), ev.host_capacity_bytes, cards)
     if isinstance(model, BareModel):

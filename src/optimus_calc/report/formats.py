@@ -196,6 +196,8 @@ def _cell_text(value: Any, fmt: str) -> str:
         return str(value.value)
     if isinstance(value, (list, tuple)):
         return ", ".join(str(v) for v in value)
+    if isinstance(value, float):
+        _finite(value)
     if fmt and isinstance(value, (int, float)):
         return format(value, fmt)
     if isinstance(value, float):
@@ -205,7 +207,10 @@ def _cell_text(value: Any, fmt: str) -> str:
 
 def render_table(doc: Document, width: int = DEFAULT_WIDTH) -> str:
     """Rich table at ``width`` columns; under :data:`COMPACT_WIDTH` the columns marked
-    ``compact=False`` are left out. Text is wrapped at word boundaries, numbers never split."""
+    ``compact=False`` are left out. Text is wrapped at word boundaries, numbers never split.
+    A NaN or infinity, in a cell or in the data behind the header and notes, is refused as JSON
+    and CSV refuse it: it is a bug, never an answer."""
+    _clean(doc.data)
     from rich import box
     from rich.console import Console
     from rich.table import Table as RichTable

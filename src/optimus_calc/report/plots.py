@@ -1,9 +1,9 @@
 """Charts for ``--plot FILE.png|svg``, drawn from a Document's plain data.
 
 matplotlib (Agg backend) is imported only here and only when a chart is asked for. Output is
-deterministic: a fixed SVG hash salt, no date/creator/software metadata, and the file is written
-to a temporary name in the target directory and moved into place (``os.replace``), so a failure
-never leaves a partial image.
+deterministic: a fixed SVG hash salt, no date/creator/software metadata. The CLI's one output
+writer (cli/common.py write_file) writes the bytes to a temporary name in the target directory
+and moves them into place (``os.replace``), so a failure never leaves a partial image.
 
 Kinds (``Document.plot``):
 - ``sweep``: tokens/s, MFU and (with ``--tokens``) days to train and (priced) cost vs nodes, one
@@ -21,8 +21,6 @@ Every value axis starts at 0, so a small spread looks small.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +35,11 @@ GB = 1e9
 
 
 def check_path(path: str) -> str:
-    """The image format for ``path``; a one-line input error for anything else."""
+    """The image format ``path``'s extension names; a one-line input error for any other."""
     ext = Path(path).suffix.lower()
     if ext not in FORMATS:
-        raise InputError(f"--plot {path!r}: the file name must end in .png or .svg")
-    parent = Path(path).parent
-    if not parent.exists():
-        raise InputError(f"--plot {path!r}: directory {str(parent)!r} does not exist")
-    if Path(path).is_dir():
-        raise InputError(f"--plot {path!r} is a directory; give a file name")
-    return FORMATS[ext]
+        raise InputError(f"--plot {path[:200]!r}: the file name must end in .png or .svg")
+    return FORMATS[ext]  # the path itself is checked by the writer (cli/common.py check_target)
 
 
 def _pyplot():
@@ -263,26 +256,11 @@ def figure_bytes(kind: str, data: dict[str, Any], fmt: str) -> bytes:
         plt.close(fig)
 
 
-def write_plot(doc, path: str) -> None:
-    """Draw ``doc``'s chart to ``path`` atomically (temporary file + os.replace)."""
+def plot_bytes(doc, path: str) -> bytes:
+    """``doc``'s chart, in the format ``path`` names. Writing it is the CLI's one output writer
+    (cli/common.py write_file: atomic, never over an input, every failure one line)."""
     fmt = check_path(path)
     if doc.plot not in KINDS:
         raise InputError("--plot: this command has no chart with these options (breakeven "
                          "draws one with --sensitivity)")
-    payload = figure_bytes(doc.plot, doc.data, fmt)
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
-                               dir=str(target.parent))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would create it
-        os.replace(tmp, target)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise InputError(f"--plot {path!r}: cannot write: {exc.strerror}") from None
+    return figure_bytes(doc.plot, doc.data, fmt)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from enum import Enum, IntEnum
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from optimus_calc.specs.base import Frozen
+from optimus_calc.specs.hardware import MIN_EFFICIENCY
 
 
 class ZeroStage(IntEnum):
@@ -122,8 +124,16 @@ class Layout(Frozen):
         return self
 
 
+# Floors of the assumptions the step model divides by (issue 23). Like the catalog's (specs/
+# hardware.py MIN_EFFICIENCY, MIN_GBPS), each sits far below any measured value and keeps every
+# time finite and physical: a positive-only bound let 1e-300 through to a NaN or a 1e36 s step.
+MIN_MASK_ELEMS_PER_CYCLE = 1e-3  # 1,000 core-cycles per element: slower than a DRAM miss
+MIN_DDP_BUCKET_MB = 1e-3  # 1 kB, as zero_bucket_params' 1e3 elements
+
+
 class Assumptions(Frozen):
-    """Named, overridable assumptions (``--assume NAME=VALUE``). Each says where it comes from."""
+    """Named, overridable assumptions (``--assume NAME=VALUE``). Each says where it comes from
+    and, when the model divides by it, the floor that keeps times physical."""
 
     gpu_headroom: float = Field(
         default=0.05, ge=0, le=0.9,
@@ -137,8 +147,9 @@ class Assumptions(Frozen):
         default=0.05, ge=0, le=1,
         description="assumed: PyTorch caching-allocator fragmentation, fraction of allocations")
     ddp_bucket_MB: float = Field(
-        default=25.0, ge=0, le=1e6,
-        description="PyTorch DDP default bucket_cap_mb (ZeRO 0)")
+        default=25.0, ge=MIN_DDP_BUCKET_MB, le=1e6,
+        description="PyTorch DDP default bucket_cap_mb (ZeRO 0). A divisor of the step model "
+                    "(buckets per step), so at least 1 kB (0.001 MB)")
     zero_bucket_params: float = Field(
         default=5e8, ge=1e3, le=1e12,
         description="DeepSpeed defaults reduce_bucket_size = allgather_bucket_size = 5e8 "
@@ -199,29 +210,35 @@ class Assumptions(Frozen):
 
     # ---- the offloaded optimizer step as DeepSpeed runs it (equations/offload.py) ----------
     cpu_pass_efficiency: float = Field(
-        default=0.47, gt=0, le=1,
+        default=0.47, ge=MIN_EFFICIENCY, le=1,
         description="calibrated on seeds/optimusnic.md Table 4: the fp32 unscale pass (mul_, 8 B "
                     "per element over 75.5M elements in 15.403 ms = 39.2 GB/s per rank) over the "
                     "rank's share of STREAM (0.81 x 204.8 GB/s / 2 ranks): fraction of STREAM a "
-                    "framework's CPU pass (ATen op, DeepSpeed CPUAdam) reaches")
+                    "framework's CPU pass (ATen op, DeepSpeed CPUAdam) reaches. A divisor: at "
+                    "least 0.01 (MIN_EFFICIENCY)")
     cpu_mask_elems_per_cycle: float = Field(
-        default=0.062, gt=0, le=64,
+        default=0.062, ge=MIN_MASK_ELEMS_PER_CYCLE, le=64,
         description="calibrated on seeds/optimusnic.md Table 4 (abs, eq, ne on the 16-bit gradient "
                     "buffer: 75.5M elements in 15.5 ms with 32 threads at 2.45 GHz): elements per "
-                    "core-cycle of ATen's CPU comparison/abs/any kernels (element-rate bound)")
+                    "core-cycle of ATen's CPU comparison/abs/any kernels (element-rate bound). A "
+                    "divisor: at least 0.001 (1,000 cycles per element, slower than a DRAM "
+                    "miss)")
     offload_threads_per_rank: float = Field(
         default=0, ge=0, le=4096,
         description="CPU threads each GPU rank's optimizer work uses; 0 = the node's cores split "
-                    "over its GPUs (DeepSpeed launcher --bind_cores_to_rank, launch.py L230-232)")
+                    "over its GPUs (DeepSpeed launcher --bind_cores_to_rank, launch.py L230-232); "
+                    "otherwise at least 1 (a rank runs on at least one thread)")
     superoffload_core_fraction: float = Field(
-        default=0.8, gt=0, le=1,
+        default=0.8, ge=MIN_EFFICIENCY, le=1,
         description="share of the CPU cores SuperOffload gives its CPU-Adam "
                     "(DeepSpeed deepspeed/runtime/superoffload/superoffload_stage3.py L56, "
-                    "cpuadam_cores_perc default 0.8, master edaa722)")
+                    "cpuadam_cores_perc default 0.8, master edaa722). A divisor: at least 0.01 "
+                    "(MIN_EFFICIENCY)")
     nvme_efficiency: float = Field(
-        default=1.0, gt=0, le=1,
+        default=1.0, ge=MIN_EFFICIENCY, le=1,
         description="assumed: fraction of the drives' sequential bandwidth a RAID0 of them "
-                    "delivers to DeepSpeed's async I/O (1 = the catalog's measured rates)")
+                    "delivers to DeepSpeed's async I/O (1 = the catalog's measured rates). A "
+                    "divisor: at least 0.01 (MIN_EFFICIENCY)")
     zero3_prefetch_bucket_params: float = Field(
         default=5e7, ge=0, le=1e13,
         description="DeepSpeed stage3_prefetch_bucket_size default, elements "
@@ -238,7 +255,8 @@ class Assumptions(Frozen):
         description="modules ZeRO-3 gathers one by one per layer; 0 = derived from the "
                     "architecture (DeepSpeed hooks every parameterised submodule: q, k, v, o, "
                     "the MLP's matrices, norms, experts; evaluate/engine.py modules_per_layer); "
-                    "FSDP2 wraps one module per transformer block: 1")
+                    "FSDP2 wraps one module per transformer block: 1. Otherwise at least 1: the "
+                    "gathers of a layer are whole modules")
     zero3_gather_latency_us: float = Field(
         default=50.0, ge=0, le=1e6,
         description="assumed: per-module fixed cost of a ZeRO-3 gather (pre-forward hook, "
@@ -248,6 +266,14 @@ class Assumptions(Frozen):
         description="assumed: data-centre power usage effectiveness for --tokens energy; "
                     "between hyperscale fleets (Google reports 1.10 fleet-wide, 2023) and the "
                     "industry average (Uptime Institute Global Data Center Survey 2023: 1.58)")
+
+    @field_validator("zero3_modules_per_layer", "offload_threads_per_rank")
+    @classmethod
+    def _zero_or_at_least_one(cls, value: float) -> float:
+        """0 means "derive it"; any other count of modules or threads is at least one."""
+        if 0 < value < 1:
+            raise PydanticCustomError("zero_or_one", "must be 0 (derived) or at least 1")
+        return value
 
     def names(self) -> list[str]:
         return list(type(self).model_fields)

@@ -1,0 +1,439 @@
+"""Issue 23, hardening round 3: what tomllib builds, assumption floors, the table's refusal of
+non-finite values, sweep's size, the one output writer (stdout, -o, --plot), nics = 0, control
+characters as --csv-sep, superchip offload on a non-superchip node, Ctrl-C. Each case asserts the
+exit status, the one-line message and that nothing was written or left partial. Each failed on
+the code before the fix (memory exhausted, NaN or a 9e36 s step with exit 0, minutes of sweep,
+exit 1, a hang, a silent truncation, or "fits on device yes" beside "DOES NOT FIT")."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import resource
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from optimus_calc import catalog as catalog_mod
+from optimus_calc.errors import InputError
+from optimus_calc.loaders import MAX_TOML_DEPTH, MAX_TOML_TOKENS, check_toml_shape
+from optimus_calc.report.document import Document
+from optimus_calc.report.formats import Format, render
+from optimus_calc.specs.training import Assumptions
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+HF = Path(__file__).resolve().parent / "data" / "hf"
+BUILTIN = catalog_mod.builtin_dir()
+GIB = 1 << 30
+
+
+def cli(*args, timeout=60, stdout=None, fsize=None, mem=GIB, cwd=None, code=None):
+    """The CLI in a subprocess under a 1 GiB address-space cap (and optionally a file-size
+    limit); returns the CompletedProcess and the CPU seconds it used."""
+    def limits():
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        if fsize is not None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+    env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONDONTWRITEBYTECODE="1")
+    env.pop(catalog_mod.ENV_VAR, None)
+    argv = [sys.executable, "-c", code] if code else [sys.executable, "-m", "optimus_calc"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        r = subprocess.run([*argv, *map(str, args)], preexec_fn=limits,
+                           stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=timeout, env=env, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"hung for {timeout} s: {args}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def one_line(r, code: int = 2) -> str:
+    err = r.stderr if hasattr(r, "stderr") else r.err
+    got = r.returncode if hasattr(r, "returncode") else r.code
+    assert got == code, (got, err)
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    return err
+
+
+# --- 1. the guarded reader bounds what tomllib builds ----------------------------------------
+
+@pytest.mark.parametrize("name, text", [
+    # 60 kB of one dotted key: before, gigabytes and minutes (MemoryError at a 3 GiB cap)
+    ("dotted", ".".join(["a"] * 30_000) + " = 1\n"),
+    ("header", "[" + ".".join(["a"] * 30_000) + "]\nx = 1\n"),
+    ("inline", "x = " + "{a = " * 5_000 + "1" + "}" * 5_000 + "\n"),
+    ("mixed", "[" + ".".join(["t"] * 20) + "]\n" + ".".join(["k"] * 10) + " = [[[1]]]\n"),
+    ("tokens", "".join(f"x{i} = 1\n" for i in range(40_000))),
+])
+def test_toml_shape_refused_before_tomllib(tmp_path, name, text):
+    (tmp_path / f"{name}.toml").write_text(text)
+    r, cpu = cli("--catalog-dir", tmp_path, "catalog", "list", timeout=30)
+    err = one_line(r)
+    assert f"{name}.toml" in err
+    assert ("nested too deeply" in err) if name != "tokens" else (f"{MAX_TOML_TOKENS:,}" in err)
+    assert cpu < 2.0, f"{cpu:.2f} s of CPU"  # start-up included; memory capped at 1 GiB
+
+
+def test_toml_shape_counts_structure_not_text():
+    """Dots and brackets inside strings and comments are text, not nesting: a catalog file
+    with a long dotted description, URL or comment is accepted; the same depth as keys is not."""
+    deep = ".".join(["a"] * 200)
+    check_toml_shape(f'[[gpu]]\nsource = "{deep} [[[[ {{{{"\nnotes = \'{deep}\'\n# {deep}\n'
+                     f'title = """\n{deep}\n\\""" [ ."""\nx = \'\'\'{deep}\'\'\'\n', "ok.toml")
+    check_toml_shape("[a.b.c]\n" + ".".join(["k"] * (MAX_TOML_DEPTH - 5)) + " = 1\n", "ok.toml")
+    with pytest.raises(InputError, match=r"bad\.toml: line 2: nested too deeply"):
+        check_toml_shape("[a.b.c]\n" + ".".join(["k"] * MAX_TOML_DEPTH) + " = 1\n", "bad.toml")
+    with pytest.raises(InputError, match="nested too deeply"):
+        check_toml_shape("x = " + "[" * (MAX_TOML_DEPTH + 1) + "]" * (MAX_TOML_DEPTH + 1),
+                         "bad.toml")
+
+
+def test_builtin_catalog_is_far_inside_the_toml_bounds():
+    for path in sorted(BUILTIN.rglob("*.toml")):
+        check_toml_shape(path.read_text(), path)  # raises if a built-in file came near
+
+
+def _refuse_scandir(monkeypatch, bad: Path):
+    real = os.scandir
+
+    def scandir(path="."):
+        if os.path.realpath(path) == os.path.realpath(bad):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+    monkeypatch.setattr(os, "scandir", scandir)
+
+
+@pytest.mark.parametrize("where", ["flag", "env", "subdirectory"])
+def test_unreadable_catalog_directory_is_an_error(run, tmp_path, monkeypatch, where):
+    """Before: skipped silently, so the user saw "unknown model" with no hint. (Root reads any
+    directory, so the refusal is simulated at os.scandir; the next test uses chmod.)"""
+    d = tmp_path / "mine"
+    (d / "sub").mkdir(parents=True)
+    bad = d / "sub" if where == "subdirectory" else d
+    _refuse_scandir(monkeypatch, bad)
+    catalog_mod.load.cache_clear()
+    if where == "env":
+        monkeypatch.setenv(catalog_mod.ENV_VAR, str(d))
+        r = run("catalog", "list")
+    else:
+        r = run("--catalog-dir", d, "catalog", "list")
+    catalog_mod.load.cache_clear()
+    err = one_line(r)
+    assert str(bad) in err and "cannot read" in err and "Permission denied" in err
+    assert r.out == ""
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a directory of mode 000")
+def test_unreadable_catalog_directory_chmod(tmp_path):
+    d = tmp_path / "locked"
+    d.mkdir()
+    d.chmod(0)
+    try:
+        r, _ = cli("--catalog-dir", d, "catalog", "list")
+    finally:
+        d.chmod(0o755)
+    assert "locked" in one_line(r)
+
+
+# --- 2. assumption floors beside the catalog's ----------------------------------------------
+
+def _bounds(name: str) -> tuple[float, float]:
+    lo = hi = None
+    for m in Assumptions.model_fields[name].metadata:
+        lo = getattr(m, "ge", None) if getattr(m, "ge", None) is not None else lo
+        hi = getattr(m, "le", None) if getattr(m, "le", None) is not None else hi
+    assert lo is not None and hi is not None, f"{name} has no floor or ceiling"
+    assert not any(getattr(m, "gt", None) is not None for m in
+                   Assumptions.model_fields[name].metadata), f"{name}: a > 0 floor is no floor"
+    return lo, hi
+
+
+# commands that between them use every assumption: DP buckets (ZeRO 0-3), ZeRO-3 gathers, CPU,
+# NVMe and superchip offload, host RAM, energy, compression
+FLOOR_CMDS = [
+    ("step", "llama-3-8b", "--nodes", "2", "--zero", "3", "--offload", "cpu"),
+    ("step", "llama-3-8b", "--nodes", "2", "--zero", "3", "--offload", "nvme", "--tokens", "1e9"),
+    ("step", "llama-3-8b", "--node", "gh200", "--zero", "3", "--offload", "superchip"),
+    ("step", "llama-3-8b", "--nodes", "2", "--pp", "2", "--tp", "2"),
+]
+
+
+@pytest.mark.parametrize("name", Assumptions().names())
+def test_every_assumption_has_a_floor_that_keeps_times_physical(run, name):
+    lo, hi = _bounds(name)
+    below = [lo - max(abs(lo) * 0.5, 1e-3) if lo else -1.0]
+    if lo >= 0.01:
+        below.append(1e-300)  # the issue's value: positive, but no physical quantity
+    for value in below + [hi * 2 + 1]:
+        err = one_line(run("step", "llama-3-8b", "--assume", f"{name}={value!r}"))
+        assert f"--assume {name}" in err
+        if value < 0:  # a floor of 0: no negative number parses ("not a number")
+            continue
+        bound = lo if value < lo else hi
+        numbers = [float(x) for x in re.findall(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?", err)]
+        assert bound in numbers, (bound, err)  # the message states the bound it broke
+    for args in FLOOR_CMDS:  # at the floor: an answer, every number finite, in every format
+        for value in {lo, hi}:
+            r = run(*args, "--assume", f"{name}={value!r}", "--format", "json")
+            assert r.code == 0, (args, value, r.err)
+            d = r.json()
+            assert math.isfinite(d["step_time_s"]) and d["step_time_s"] > 0
+        table = run(*args, "--assume", f"{name}={lo!r}")
+        assert table.code == 0 and not re.search(r"\b(nan|inf)\b", table.out, re.I), table.out
+
+
+@pytest.mark.parametrize("item", [
+    "zero3_modules_per_layer=1e-300", "zero3_modules_per_layer=0.5",
+    "offload_threads_per_rank=1e-300", "offload_threads_per_rank=0.99",
+])
+def test_counts_are_zero_for_derived_or_at_least_one(run, item):
+    """Before: `step llama-3-8b --nodes 2 --zero 3 --assume zero3_modules_per_layer=1e-300`
+    printed `step time nan` and `MFU nan%` with exit 0."""
+    err = one_line(run("step", "llama-3-8b", "--nodes", "2", "--zero", "3", "--offload", "cpu",
+                       "--assume", item))
+    assert f"--assume {item.split('=')[0]}" in err and "0 (derived) or at least 1" in err
+
+
+@pytest.mark.parametrize("item", ["cpu_pass_efficiency=1e-300", "cpu_pass_efficiency=1e-9",
+                                  "cpu_mask_elems_per_cycle=1e-300", "nvme_efficiency=1e-300",
+                                  "superoffload_core_fraction=1e-300", "ddp_bucket_MB=0"])
+def test_issue_values_are_refused(run, item):
+    """Before: cpu_pass_efficiency=1e-300 gave a 9.2e36 s step, 1e-9 a 9.2e8 s one."""
+    err = one_line(run("step", "llama-3-8b", "--zero", "2", "--offload", "cpu",
+                       "--assume", item))
+    assert f"--assume {item.split('=')[0]}" in err and "greater than or equal to" in err
+
+
+# --- 3. the table refuses non-finite values as JSON and CSV do -------------------------------
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("fmt", list(Format))
+def test_every_format_refuses_non_finite(fmt, bad):
+    from optimus_calc.report.document import Column, Table
+    doc = Document(title="t", data={"step_time_s": bad},
+                   tables=[Table("", columns=[Column("step_time_s", "step s", fmt=".3f")],
+                                 rows=[{"step_time_s": bad}])])
+    with pytest.raises(ValueError, match="non-finite"):
+        render(doc, fmt)
+    cell_only = Document(title="t", data={},
+                         tables=[Table("", columns=[Column("x", "x")], rows=[{"x": bad}])])
+    if fmt is not Format.JSON:  # JSON prints data, not cells
+        with pytest.raises(ValueError, match="non-finite"):
+            render(cell_only, fmt)
+
+
+# --- 4. sweep: deduplicated, at most MAX_SWEEP_POINTS points ----------------------------------
+
+@pytest.mark.parametrize("flag", ["--nodes", "--seq-len", "--global-batch"])
+def test_sweep_of_20000_values_is_refused_at_once(run, flag):
+    import time
+    from optimus_calc.cli.plan_cmd import MAX_SWEEP_POINTS
+    values = ",".join(str(i) for i in range(1, 20_001))
+    t0 = time.perf_counter()
+    r = run("sweep", "--models", "llama70b", flag, values, "--format", "csv")
+    assert time.perf_counter() - t0 < 2.0  # before: past 30 s
+    err = one_line(r)
+    assert flag in err and f"{MAX_SWEEP_POINTS:,}" in err and "20,000" in err
+    assert r.out == ""
+
+
+def test_sweep_deduplicates_its_lists(run):
+    many = ",".join(["8"] * 20_000)
+    r = run("sweep", "--models", "llama70b,llama70b", "--nodes", many, "--seq-len",
+            "4096,4096", "--format", "csv")
+    assert r.code == 0, r.err
+    rows = r.out.strip().splitlines()
+    assert len(rows) == 2, rows  # the header and one point
+
+
+# --- 5. one output writer: stdout, -o, --plot ------------------------------------------------
+
+def test_stdout_over_the_file_size_limit_is_an_error(tmp_path):
+    """Before: `ulimit -f 1; optimus-calc catalog list --format json > f` exit 0, 1 kB of 34."""
+    out = tmp_path / "f"
+    with open(out, "w") as fh:
+        r, _ = cli("catalog", "list", "--format", "json", stdout=fh, fsize=1024)
+    err = one_line(r)
+    assert "standard output" in err and "too large" in err.lower()
+
+
+def test_stdout_on_dev_full_catalog_json():
+    with open("/dev/full", "w") as full:
+        r, _ = cli("catalog", "list", "--format", "json", stdout=full)
+    assert "No space left" in one_line(r)
+
+
+def test_output_to_a_fifo_without_reader_does_not_hang(run, tmp_path):
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    err = one_line(run("catalog", "list", "-o", fifo))  # before: blocked forever in open()
+    assert "out.fifo" in err and "FIFO" in err and "reading" in err
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    import time
+    for _ in range(200):  # until the reader has the FIFO open
+        r = run("catalog", "list", "--format", "csv", "-o", fifo)
+        if r.code == 0:
+            break
+        time.sleep(0.01)
+    reader.join(10)
+    assert r.code == 0 and got and got[0].startswith(b"kind,name"), r.err
+
+
+@pytest.fixture
+def plot_ok():
+    pytest.importorskip("matplotlib")
+
+
+def _left(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+@pytest.mark.parametrize("target, message", [
+    ("/proc/x.png", "cannot write"),
+    ("/proc/self/x.png", "cannot write"),
+    ("{tmp}/" + "a" * 300 + ".png", "file name too long"),
+    ("{tmp}/nodir/x.png", "does not exist"),
+    ("{tmp}/x.png/", "ends in '/'"),
+    ("{tmp}", "is a directory"),
+])
+def test_plot_path_errors_are_one_line(run, tmp_path, plot_ok, target, message):
+    """Before: the temporary file was made outside the error handling (exit 1), and
+    `--plot /x.png/` wrote /x.png."""
+    target = target.format(tmp=tmp_path)
+    err = one_line(run("memory", "llama70b", "--plot", target))
+    assert message in err and "--plot" in err
+    assert _left(tmp_path) == []
+    assert not os.path.isfile(target.rstrip("/"))
+
+
+def test_plot_with_a_250_character_name_is_written(run, tmp_path, plot_ok):
+    """A legal name (under 255 bytes) is written; only the temporary name is shortened."""
+    name = "p" * 246 + ".svg"
+    r = run("memory", "llama70b", "--plot", tmp_path / name)
+    assert r.code == 0, r.err
+    assert _left(tmp_path) == [name] and (tmp_path / name).read_bytes().startswith(b"<?xml")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a directory of mode 555")
+def test_plot_into_an_unwritable_directory(run, tmp_path, plot_ok):
+    d = tmp_path / "ro"
+    d.mkdir()
+    d.chmod(0o555)
+    try:
+        err = one_line(run("memory", "llama70b", "--plot", d / "x.png"))
+    finally:
+        d.chmod(0o755)
+    assert "Permission denied" in err and _left(d) == []
+
+
+@pytest.mark.parametrize("spell", ["cfg/input.svg", "./cfg/../cfg/input.svg", "cfg/link.svg"])
+def test_plot_never_overwrites_the_commands_input(run, tmp_path, plot_ok, monkeypatch, spell):
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    text = (HF / "llama" / "config.json").read_text()
+    (cfg / "input.svg").write_text(text)
+    (cfg / "link.svg").symlink_to("input.svg")
+    monkeypatch.chdir(tmp_path)
+    err = one_line(run("memory", "cfg/input.svg", "--plot", spell))
+    assert "input of this command" in err and "--plot" in err
+    assert (cfg / "input.svg").read_text() == text and _left(cfg) == ["input.svg", "link.svg"]
+
+
+# --- 6. catalog and flags --------------------------------------------------------------------
+
+def _node_without_nics(tmp_path: Path) -> Path:
+    import tomllib
+    src = tomllib.loads((BUILTIN / "nodes" / "nvidia-dgx.toml").read_text())
+    node = next(n for n in src["node"] if n["name"] == "dgx-a100")
+    lines = ["[[node]]"]
+    for k, v in node.items():
+        if k in ("aliases",):
+            continue
+        v = "nonic" if k == "name" else (0 if k == "nics" else v)
+        lines.append(f"{k} = {json.dumps(v)}")
+    d = tmp_path / "cat"
+    d.mkdir()
+    (d / "nonic.toml").write_text("\n".join(lines) + "\n")
+    return d
+
+
+def test_node_without_nics_at_two_nodes_is_an_error(run, tmp_path):
+    """Before: modelled as one NIC per node, silently."""
+    d = _node_without_nics(tmp_path)
+    err = one_line(run("--catalog-dir", d, "step", "llama-3-8b", "--node", "nonic",
+                       "--nodes", "2"))
+    assert "nonic" in err and "'nics'" in err and "nonic.toml" in err and "--nodes 2" in err
+    assert run("--catalog-dir", d, "step", "llama-3-8b", "--node", "nonic").code == 0
+
+
+@pytest.mark.parametrize("sep", ["\x1b", "\x7f", "\x00", "\x01", "\x1f", "\x85", "\u200e",
+                                 "\u2028", "\u202e", "\ufeff"])
+def test_control_characters_are_not_csv_separators(run, sep):
+    err = one_line(run("catalog", "list", "--format", "csv", "--csv-sep", sep))
+    assert "--csv-sep" in err and "not usable" in err
+
+
+@pytest.mark.parametrize("sep", [";", "\t", "\\t", ":"])
+def test_usable_csv_separators_still_work(run, sep):
+    r = run("catalog", "list", "--format", "csv", "--csv-sep", sep)
+    assert r.code == 0 and r.out.startswith("kind" + ("\t" if "t" in sep else sep) + "name")
+
+
+def test_superchip_offload_on_a_dgx_a100_never_says_it_fits(run):
+    """Before: "fits on device yes", then "DOES NOT FIT: dgx-a100 is not a superchip node"."""
+    args = ("memory", "llama70b", "--nodes", "2", "--tp", "8", "--zero", "3",
+            "--offload", "superchip")
+    r = run(*args)
+    assert r.code == 0
+    assert re.search(r"fits on device\s+no\b", r.out) and "not a superchip node" in r.out
+    d = run(*args, "--format", "json").json()
+    assert d["offload"]["fits_on_device"] is False and d["fits"] is False
+    gh = run("memory", "llama70b", "--node", "gh200", "--nodes", "16", "--tp", "1", "--zero",
+             "3", "--offload", "superchip", "--format", "json").json()
+    assert gh["offload"]["fits_on_device"] is True  # a superchip node still holds it
+
+
+# --- 7. Ctrl-C -------------------------------------------------------------------------------
+
+def test_ctrl_c_exits_130_in_process(run, monkeypatch):
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(catalog_mod, "load", interrupted)
+    r = run("catalog", "list")
+    assert r.code == 130 and r.err == "error: interrupted\n" and r.out == ""
+
+
+def test_ctrl_c_while_click_parses_exits_130(run, monkeypatch):
+    """click turns a KeyboardInterrupt in its own parsing into Abort (exit 1 before)."""
+    from optimus_calc.cli import main as main_mod
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(main_mod.cli, "parse_args", interrupted)
+    r = run("catalog", "list")
+    assert r.code == 130 and r.err.endswith("error: interrupted\n") and r.out == ""
+
+
+def test_ctrl_c_exits_130_and_leaves_no_output_file(tmp_path):
+    """SIGINT a second into a long sweep (Python's own handler is installed by then)."""
+    code = ("import os, signal, sys, threading\n"
+            "threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
+            "from optimus_calc.cli.main import main\n"
+            "main(sys.argv[1:])\n")
+    nodes = ",".join(str(i) for i in range(1, 301))
+    r, _ = cli("sweep", "--models", "llama70b", "--nodes", nodes, "-o", tmp_path / "s.csv",
+               code=code, timeout=120, mem=2 * GIB)
+    assert r.returncode == 130, r.stderr
+    assert r.stderr == "error: interrupted\n"
+    assert _left(tmp_path) == []
