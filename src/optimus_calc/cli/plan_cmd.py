@@ -119,9 +119,10 @@ def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -
     count x SmartNIC: the recommended layout and its key figures, for capacity-planning
     spreadsheets (--format csv). --seq-len, --global-batch and --offloads take lists to vary;
     a list of offload targets gives each target its own row."""
-    from optimus_calc.inputs import parse_choices, parse_ints
+    from optimus_calc.analyses.sweep import SweepSpec
+    from optimus_calc.analyses.sweep import sweep as run_sweep
+    from optimus_calc.inputs import build_search_inputs, parse_choices, parse_ints, search_model
     from optimus_calc.report.sweep_view import sweep_document
-    from optimus_calc.search.sweep import sweep as run_sweep
     from optimus_calc.specs.training import Offload
 
     counts = _counts(node_counts)
@@ -129,10 +130,15 @@ def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -
     gbs = parse_ints(kw.pop("global_batch"), "--global-batch", 1, 100_000_000) or (None,)
     offs = parse_choices(kw.pop("offloads"), Offload, "--offloads") or ()
     offs += parse_choices(kw.pop("offload"), Offload, "--offload") or ()
-    offs = tuple(o.value for o in dict.fromkeys(offs)) or (None,)
-    points = run_sweep(app.catalog, _split(models, "--models"), _split(nodes_types, "--node"),
-                       counts, _split(smartnics, "--smartnic") if smartnics else [None],
-                       dict(kw, offloads=None,
-                                                                     offload=None),
-                       seqs, gbs, offs)
+    offs = tuple(dict.fromkeys(offs)) or (None,)
+    cat = app.catalog
+    names, types = _split(models, "--models"), tuple(_split(nodes_types, "--node"))
+    sns = tuple(_split(smartnics, "--smartnic")) if smartnics else (None,)
+    # the shared training, assumptions and search limits, checked once on the first point
+    template = build_search_inputs(cat, names[0], dict(
+        kw, node=types[0], nodes=counts[0], smartnic=sns[0], seq_len=seqs[0],
+        global_batch=gbs[0], offloads=None, offload=None))
+    spec = SweepSpec(template, tuple(search_model(cat, m) for m in names), types, tuple(counts),
+                     sns, seqs, gbs, offs, kw.get("dropout"))
+    points = run_sweep(cat, spec)
     emit(sweep_document(points, kw.get("train")), fmt, output)
