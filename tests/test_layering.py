@@ -447,3 +447,30 @@ def test_breakeven_view_for_every_goal():
             assert cols[:3] == ["opt", "xfer", "window"]
             assert ("step" in cols) == (g is Goal.MATCH)
             assert ("vs reference 2 s" in text) == (g is Goal.MATCH)
+
+
+# ---- field errors: named by field in the core, by flag in the CLI ----------------------------
+
+def test_field_error_names_the_field_in_the_core_and_the_flag_in_the_cli(run, cat):
+    from optimus_calc.cli.flags import flag, message
+    from optimus_calc.errors import FieldError, InputError
+    from optimus_calc.search.inputs import check_offloads
+    hw = resolve_hardware(cat, "dgx-a100", 1)
+    with pytest.raises(FieldError) as exc:
+        check_offloads(hw, (Offload.SMARTNIC,))
+    e = exc.value
+    assert isinstance(e, InputError) and e.field == "offloads"
+    assert str(e) == ("offloads smartnic: dgx-a100 does not offer it (offers none, cpu, nvme) "
+                      "(name a card with smartnic for the what-if)")
+    assert message(e) == ("--offloads smartnic: dgx-a100 does not offer it (offers none, cpu, "
+                          "nvme) (name a card with --smartnic for the what-if)")
+    assert [flag(f) for f in ("tp", "micro_batch", "mb", "v", "global_batch")] == [
+        "--tp", "--micro-batch", "--micro-batch", "--interleave", "--global-batch"]
+    # the same error through the command line: exit 2, one line, the flags
+    r = run("plan", "llama-2-7b", "--offloads", "smartnic")
+    assert r.code == 2 and r.out == "" and r.err == f"error: {message(e)}\n"
+    # the planner's pinned columns by their flags (tp 3 divides no head count of 32)
+    r = run("plan", "llama-2-7b", "--tp", "3", "--micro-batch", "5", "--interleave", "2")
+    assert r.code == 2 and r.err == (
+        "error: no layout of llama-2-7b divides 8 GPUs with the default global batch and --tp 3 "
+        "--micro-batch 5 --interleave 2 (TP must divide the heads and the node's GPUs)\n")

@@ -11,7 +11,7 @@ from typing import assert_never
 import numpy as np
 
 from optimus_calc.catalog import Catalog
-from optimus_calc.errors import InputError
+from optimus_calc.errors import FieldError
 from optimus_calc.evaluate.context import Hardware, resolve_hardware
 from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
 from optimus_calc.evaluate.optimizer import Impl, device_from, optimizer_step
@@ -293,11 +293,11 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                             zero_stages=zero_stages or tuple(range(max_zero + 1)),
                             recomputes=recomputes or RECOMPUTE_CODES, pins=pins)
     if len(space) == 0:
-        pinned = "".join(f" --{k.replace('mb', 'micro-batch').replace('v', 'interleave')} "
-                         f"{','.join(map(str, v))}" for k, v in (pins or {}).items())
-        batch = (f"global batch {base.global_batch}" if base.global_batch is not None else
+        pinned = "".join(f" {{{k}}} {','.join(map(str, v))}" for k, v in (pins or {}).items())
+        batch = (f"{{global_batch}} {base.global_batch}" if base.global_batch is not None else
                  "the default global batch")
-        raise InputError(f"no layout of {model.name} divides {hw.gpus} GPUs with {batch}"
+        raise FieldError(next(iter(pins or {"global_batch": 0})),
+                         f"no layout of {model.name} divides {hw.gpus} GPUs with {batch}"
                          f"{' and' + pinned if pinned else ''} (TP must divide "
                          "the heads and the node's GPUs)")
     res = search(model, hw, base, asm, space, objective, top_k, distinct, frameworks)
