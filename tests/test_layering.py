@@ -86,7 +86,12 @@ def _up_imports(root: Path) -> list[str]:
         if rel == "__init__.py" or rel == "_version.py":
             continue
         mine = _floor_of(rel)
-        for mod in _imports(p):
+        mods = _imports(p)
+        for node in ast.walk(ast.parse(p.read_text())):  # from optimus_calc import catalog
+            if isinstance(node, ast.ImportFrom) and node.module == "optimus_calc":
+                mods |= {f"optimus_calc.{a.name}" for a in node.names
+                         if (root / a.name).is_dir() or (root / f"{a.name}.py").exists()}
+        for mod in mods:
             if not mod.startswith("optimus_calc.") or (rel, mod) in KNOWN_UP:
                 continue
             theirs = _floor_of(mod.removeprefix("optimus_calc.").replace(".", "/"))
@@ -106,7 +111,11 @@ def test_the_floor_test_fails_on_an_import_up(tmp_path):
     (tmp_path / "search").mkdir()
     (tmp_path / "search" / "y.py").write_text(
         "if True:\n    from optimus_calc.evaluate.engine import evaluate\n")
+    (tmp_path / "catalog.py").write_text("from optimus_calc import report, errors, __version__\n")
+    (tmp_path / "report").mkdir()
+    (tmp_path / "errors.py").write_text("")
     assert _up_imports(tmp_path) == [
+        "catalog.py (floor 3) imports optimus_calc.report (floor 8)",
         "evaluate/x.py (floor 4) imports optimus_calc.search.plan (floor 6)"]
 
 
@@ -474,3 +483,30 @@ def test_field_error_names_the_field_in_the_core_and_the_flag_in_the_cli(run, ca
     assert r.code == 2 and r.err == (
         "error: no layout of llama-2-7b divides 8 GPUs with the default global batch and --tp 3 "
         "--micro-batch 5 --interleave 2 (TP must divide the heads and the node's GPUs)\n")
+
+
+def test_layout_errors_carry_their_field(cat):
+    from optimus_calc.cli.flags import message
+    from optimus_calc.errors import FieldError
+    from optimus_calc.evaluate.context import check_layout, fill_layout
+    m = cat.get("llama70b", "model")   # 64 heads, 8 KV heads, 80 layers
+    hw = resolve_hardware(cat, "dgx-a100", 1)
+    tr = Training(seq_len=8192, global_batch=512)
+    cases = [(lambda: check_layout(m, Layout(tp=3, dp=1), tr), "tp",
+              "{} 3 does not divide the 64 attention heads of llama-3-70b", ["--tp"]),
+             (lambda: check_layout(m, Layout(tp=8, dp=1, cp=3), tr), "cp",
+              "{} 3 does not divide {} 8192", ["--cp", "--seq-len"]),
+             (lambda: check_layout(m, Layout(tp=8, dp=1), tr.model_copy(
+                 update={"global_batch": 7, "micro_batch": 2})), "global_batch",
+              "{} 7 is not a multiple of {} 1 x {} 2 = 2",
+              ["--global-batch", "--dp", "--micro-batch"]),
+             (lambda: fill_layout(hw, 3, 1, None, 1), "tp",
+              "{} 3 x {} 1 x {} 1 = 3 does not divide the 8 GPUs (1 x 8)",
+              ["--tp", "--pp", "--cp"])]
+    for call, field, text, flags in cases:
+        with pytest.raises(FieldError) as exc:
+            call()
+        assert exc.value.field == field
+        assert str(exc.value) == text.format(*(f.removeprefix("--").replace("-", "_")
+                                               for f in flags))
+        assert message(exc.value) == text.format(*flags)
