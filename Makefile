@@ -16,8 +16,12 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 run: $(VENV)/.installed
 	$(BIN)/optimus-calc plan llama70b --nodes 2
 
+# Two workers (pytest-xdist, a test dependency): the suite is CPU-bound Python. Tests that share
+# an expensive module fixture carry an xdist_group mark and run on one worker (--dist loadgroup).
+TEST_JOBS ?= 2
+
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadgroup
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py

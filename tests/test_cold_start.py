@@ -6,6 +6,7 @@ already imported everything. Heavy libraries load only where they are used: symp
 numpy and pydantic not at all for `--version` and `--help`.
 """
 
+import functools
 import json
 import os
 import subprocess
@@ -30,17 +31,36 @@ if args is not None:
     sys.stdout = out
 else:
     code = 0
+import gc
+threads = [l.split()[1] for l in open("/proc/self/status") if l.startswith("Threads")] \
+    if os.path.exists("/proc/self/status") else [None]
 print(json.dumps({"code": code,
                   "loaded": [m for m in %r if m in sys.modules],
                   "ours": sorted(m for m in sys.modules if m.startswith("optimus_calc")),
+                  "threads": threads[0],
+                  "collections": sum(s["collections"] for s in gc.get_stats()),
+                  "also_loaded": [m for m in ("numpy.ma", "difflib") if m in sys.modules],
                   "env": {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                           "MKL_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")}}))
 """ % (HEAVY,)
 
 
+# One fresh interpreter per argument list: the tests that check different things about the
+# same command (`plan llama70b --nodes 2 [--format json]`) share its probe (make test keeps
+# this module on one worker).
+pytestmark = pytest.mark.xdist_group("cold_start")
+
+
 def probe(args, **env_extra):
-    env = {"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin", **env_extra}
-    p = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], capture_output=True,
+    if env_extra:
+        return _probe(json.dumps(args), tuple(sorted(env_extra.items())))
+    return _probe(json.dumps(args), ())
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(args: str, env_extra: tuple):
+    env = {"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin", **dict(env_extra)}
+    p = subprocess.run([sys.executable, "-c", PROBE, args], capture_output=True,
                        text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -116,30 +136,17 @@ def test_python_dash_m_sets_blas_before_numpy():
 def test_numpy_starts_no_blas_threads():
     # OpenBLAS starts its pool when numpy loads; with the default of 1 the process keeps one
     # thread. Counted after `plan` (which imports numpy) from /proc/self/status.
-    code = ("import io, sys\nfrom optimus_calc.cli.main import main\n"
-            "out, sys.stdout = sys.stdout, io.StringIO()\n"
-            "try:\n main(['plan', 'llama70b', '--nodes', '2', '--format', 'json'])\n"
-            "except SystemExit: pass\n"
-            "sys.stdout = out\n"
-            "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('Threads')))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, timeout=120)
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.strip().splitlines()[-1] == "1"
+    r = probe(["plan", "llama70b", "--nodes", "2", "--format", "json"])
+    assert r["code"] == 0 and "numpy" in r["loaded"]
+    assert r["threads"] == "1"
 
 
 def test_plan_skips_numpy_ma_and_difflib():
     # np.unique's default path imports numpy.ma (numpy 2); difflib is only for "did you mean"
-    code = ("import io, sys\nfrom optimus_calc.cli.main import main\n"
-            "out, sys.stdout = sys.stdout, io.StringIO()\n"
-            "try:\n main(['plan', 'llama70b', '--nodes', '2'])\n"
-            "except SystemExit: pass\n"
-            "sys.stdout = out\n"
-            "print([m for m in ('numpy.ma', 'difflib') if m in sys.modules])")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, timeout=120)
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.strip().splitlines()[-1] == "[]"
+    r = probe(["plan", "llama70b", "--nodes", "2"])
+    assert r["code"] == 0 and r["also_loaded"] == []
+    # the probe sees them when a command does load them: a misspelt model name suggests
+    assert "difflib" in probe(["memory", "llama-70"])["also_loaded"]
 
 
 def test_sorted_unique_is_np_unique():
@@ -165,13 +172,5 @@ def test_garbage_collector_paused_for_command_import_only(run, args):
 def test_command_import_runs_few_collections():
     # plan --format json: 105 collections when the command module was imported with the
     # collector on, 34 with it paused (CPython 3.11, default thresholds)
-    code = ("import gc, io, sys\nfrom optimus_calc.cli.main import main\n"
-            "out, sys.stdout = sys.stdout, io.StringIO()\n"
-            "try:\n main(['plan', 'llama70b', '--nodes', '2', '--format', 'json'])\n"
-            "except SystemExit: pass\n"
-            "sys.stdout = out\n"
-            "print(sum(s['collections'] for s in gc.get_stats()))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, timeout=120)
-    assert p.returncode == 0, p.stderr
-    assert int(p.stdout.strip().splitlines()[-1]) < 80
+    r = probe(["plan", "llama70b", "--nodes", "2", "--format", "json"])
+    assert r["code"] == 0 and r["collections"] < 80

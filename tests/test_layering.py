@@ -45,6 +45,127 @@ def test_report_never_imports_cli_and_only_cli_imports_click():
     assert bad == []
 
 
+# ---- floors ----------------------------------------------------------------------------------
+# The packages and modules of src/optimus_calc from the bottom up. A module may import its own
+# floor or a lower one, never a higher one (README "Floors"); imports under ``if TYPE_CHECKING``
+# count too. Same-floor imports are free (equations import their registry; search/plan imports
+# search/space).
+FLOORS = (
+    ("errors", "units"),                       # no optimus_calc import but errors
+    ("specs",),                                # pydantic records of what the user gives
+    ("equations",),                            # sympy, registered; compiled.py generated
+    ("loaders", "catalog", "hf_import"),       # the only file readers, names -> specs
+    ("evaluate",),                             # the one evaluator and its batches of one
+    ("frameworks", "export"),                  # which framework runs a layout; its config
+    ("search",),                               # the planner over evaluate/
+    ("analyses", "validate", "gemm_calibration"),  # applications on the evaluator and planner
+    ("report",),                               # result objects -> Documents
+    ("inputs",),                               # the option values -> typed specs
+    ("cli", "__main__"),                       # click: the only layer that prints or exits
+)
+# Known imports up the floors, each to be removed by the issue named (the entry disappears
+# with its file: breakeven moves to analyses/ in issue 24).
+KNOWN_UP = {
+    ("evaluate/breakeven_case.py", "optimus_calc.search.plan"):
+        "issue 24: breakeven moves to analyses/, which may call the planner",
+}
+
+
+def _floor_of(name: str) -> int:
+    top = name.split("/")[0].split(".")[0].removesuffix(".py")
+    for i, floor in enumerate(FLOORS):
+        if top in floor:
+            return i
+    raise AssertionError(f"{name}: on no floor; add it to FLOORS in tests/test_layering.py")
+
+
+def _up_imports(root: Path) -> list[str]:
+    bad = []
+    for p in root.rglob("*.py"):
+        rel = p.relative_to(root).as_posix()
+        if rel == "__init__.py" or rel == "_version.py":
+            continue
+        mine = _floor_of(rel)
+        mods = _imports(p)
+        for node in ast.walk(ast.parse(p.read_text())):  # from optimus_calc import catalog
+            if isinstance(node, ast.ImportFrom) and node.module == "optimus_calc":
+                mods |= {f"optimus_calc.{a.name}" for a in node.names
+                         if (root / a.name).is_dir() or (root / f"{a.name}.py").exists()}
+        for mod in mods:
+            if not mod.startswith("optimus_calc.") or (rel, mod) in KNOWN_UP:
+                continue
+            theirs = _floor_of(mod.removeprefix("optimus_calc.").replace(".", "/"))
+            if theirs > mine:
+                bad.append(f"{rel} (floor {mine}) imports {mod} (floor {theirs})")
+    return sorted(bad)
+
+
+def test_no_import_runs_up_the_floors():
+    assert _up_imports(SRC) == []
+
+
+def test_the_floor_test_fails_on_an_import_up(tmp_path):
+    # a copy of two modules where the evaluator imports the planner: caught, with both floors
+    (tmp_path / "evaluate").mkdir()
+    (tmp_path / "evaluate" / "x.py").write_text("from optimus_calc.search.plan import plan\n")
+    (tmp_path / "search").mkdir()
+    (tmp_path / "search" / "y.py").write_text(
+        "if True:\n    from optimus_calc.evaluate.engine import evaluate\n")
+    (tmp_path / "catalog.py").write_text("from optimus_calc import report, errors, __version__\n")
+    (tmp_path / "report").mkdir()
+    (tmp_path / "errors.py").write_text("")
+    assert _up_imports(tmp_path) == [
+        "catalog.py (floor 3) imports optimus_calc.report (floor 8)",
+        "evaluate/x.py (floor 4) imports optimus_calc.search.plan (floor 6)"]
+
+
+def _module_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the modules it imports (``from pkg import mod`` counts as pkg.mod), lazy and
+    TYPE_CHECKING imports included, KNOWN_UP edges left out."""
+    def name(p: Path) -> str:
+        return ("optimus_calc." + p.relative_to(root).with_suffix("").as_posix()
+                .replace("/", ".")).removesuffix(".__init__")
+    files = {name(p): p for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for mod, p in files.items():
+        rel = p.relative_to(root).as_posix()
+        out = set()
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.Import):
+                targets = {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                targets = {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in files
+                           else node.module for a in node.names}
+            else:
+                continue
+            out |= {t for t in targets if t in files and (rel, t) not in KNOWN_UP and t != mod}
+        graph[mod] = out
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    found, done = [], set()
+
+    def visit(node: str, path: list[str]) -> None:
+        for nxt in sorted(graph[node]):
+            if nxt in path:
+                found.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in done:
+                visit(nxt, path + [nxt])
+        done.add(node)
+
+    for start in sorted(graph):
+        if start not in done:
+            visit(start, [start])
+    return found
+
+
+def test_no_import_circles_between_modules():
+    assert _cycles(_module_graph(SRC)) == []
+    # the check sees a circle through a lazy import (the one registry <-> memory had)
+    assert _cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b", "a"]]
+
+
 def test_no_getattr_on_the_compiled_equations():
     # equations are called by their compiled function, never looked up by a name string
     pat = re.compile(r"getattr\(\s*(eq|compiled|C)\s*,")
@@ -55,19 +176,21 @@ def test_no_getattr_on_the_compiled_equations():
 
 def test_result_objects_are_frozen():
     from optimus_calc.evaluate.breakeven import DeviceResult
-    from optimus_calc.evaluate.compare import Comparison, Strategy, StrategyResult
-    from optimus_calc.evaluate.fit import FitResult
+    from optimus_calc.analyses.compare import Comparison, Strategy, StrategyResult
+    from optimus_calc.analyses.fit import FitResult
+    from optimus_calc.analyses.sweep import SweepSpec
     from optimus_calc.evaluate.memory import MemoryEstimate, OffloadMemory, StageMemory
     from optimus_calc.evaluate.optimizer import OptDevice, OptStep
     from optimus_calc.evaluate.step import StepEstimate
     from optimus_calc.inputs import Inputs, SearchInputs
     from optimus_calc.search.plan import Candidate, NicSizing, PlanResult
     from optimus_calc.report.document import Column, Document, Table
-    from optimus_calc.search.sweep import SweepPoint
+    from optimus_calc.analyses.sweep import SweepPoint
     from optimus_calc.validate import Case
     for cls in (Comparison, Strategy, StrategyResult, FitResult, MemoryEstimate, OffloadMemory,
                 StageMemory, OptDevice, OptStep, StepEstimate, Inputs, SearchInputs, Candidate,
-                NicSizing, PlanResult, SweepPoint, Case, Column, Document, Table, DeviceResult):
+                NicSizing, PlanResult, SweepPoint, Case, Column, Document, Table, DeviceResult,
+                SweepSpec):
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls.__name__
 
 
@@ -220,7 +343,7 @@ def test_export_on_the_command_line(run, tmp_path):
 # ---- Solve (fit) ----------------------------------------------------------------------------
 
 def test_every_solve_kind(run):
-    from optimus_calc.evaluate.fit import Solve
+    from optimus_calc.analyses.fit import Solve
     keys = {Solve.LAYERS: "max_layers", Solve.NODES: "min_nodes",
             Solve.MICRO_BATCH: "max_micro_batch"}
     for s in Solve:
@@ -333,3 +456,57 @@ def test_breakeven_view_for_every_goal():
             assert cols[:3] == ["opt", "xfer", "window"]
             assert ("step" in cols) == (g is Goal.MATCH)
             assert ("vs reference 2 s" in text) == (g is Goal.MATCH)
+
+
+# ---- field errors: named by field in the core, by flag in the CLI ----------------------------
+
+def test_field_error_names_the_field_in_the_core_and_the_flag_in_the_cli(run, cat):
+    from optimus_calc.cli.flags import flag, message
+    from optimus_calc.errors import FieldError, InputError
+    from optimus_calc.search.inputs import check_offloads
+    hw = resolve_hardware(cat, "dgx-a100", 1)
+    with pytest.raises(FieldError) as exc:
+        check_offloads(hw, (Offload.SMARTNIC,))
+    e = exc.value
+    assert isinstance(e, InputError) and e.field == "offloads"
+    assert str(e) == ("offloads smartnic: dgx-a100 does not offer it (offers none, cpu, nvme) "
+                      "(name a card with smartnic for the what-if)")
+    assert message(e) == ("--offloads smartnic: dgx-a100 does not offer it (offers none, cpu, "
+                          "nvme) (name a card with --smartnic for the what-if)")
+    assert [flag(f) for f in ("tp", "micro_batch", "mb", "v", "global_batch")] == [
+        "--tp", "--micro-batch", "--micro-batch", "--interleave", "--global-batch"]
+    # the same error through the command line: exit 2, one line, the flags
+    r = run("plan", "llama-2-7b", "--offloads", "smartnic")
+    assert r.code == 2 and r.out == "" and r.err == f"error: {message(e)}\n"
+    # the planner's pinned columns by their flags (tp 3 divides no head count of 32)
+    r = run("plan", "llama-2-7b", "--tp", "3", "--micro-batch", "5", "--interleave", "2")
+    assert r.code == 2 and r.err == (
+        "error: no layout of llama-2-7b divides 8 GPUs with the default global batch and --tp 3 "
+        "--micro-batch 5 --interleave 2 (TP must divide the heads and the node's GPUs)\n")
+
+
+def test_layout_errors_carry_their_field(cat):
+    from optimus_calc.cli.flags import message
+    from optimus_calc.errors import FieldError
+    from optimus_calc.evaluate.context import check_layout, fill_layout
+    m = cat.get("llama70b", "model")   # 64 heads, 8 KV heads, 80 layers
+    hw = resolve_hardware(cat, "dgx-a100", 1)
+    tr = Training(seq_len=8192, global_batch=512)
+    cases = [(lambda: check_layout(m, Layout(tp=3, dp=1), tr), "tp",
+              "{} 3 does not divide the 64 attention heads of llama-3-70b", ["--tp"]),
+             (lambda: check_layout(m, Layout(tp=8, dp=1, cp=3), tr), "cp",
+              "{} 3 does not divide {} 8192", ["--cp", "--seq-len"]),
+             (lambda: check_layout(m, Layout(tp=8, dp=1), tr.model_copy(
+                 update={"global_batch": 7, "micro_batch": 2})), "global_batch",
+              "{} 7 is not a multiple of {} 1 x {} 2 = 2",
+              ["--global-batch", "--dp", "--micro-batch"]),
+             (lambda: fill_layout(hw, 3, 1, None, 1), "tp",
+              "{} 3 x {} 1 x {} 1 = 3 does not divide the 8 GPUs (1 x 8)",
+              ["--tp", "--pp", "--cp"])]
+    for call, field, text, flags in cases:
+        with pytest.raises(FieldError) as exc:
+            call()
+        assert exc.value.field == field
+        assert str(exc.value) == text.format(*(f.removeprefix("--").replace("-", "_")
+                                               for f in flags))
+        assert message(exc.value) == text.format(*flags)

@@ -278,3 +278,26 @@ def test_fit_nodes_explains_what_binds_and_suggests_recompute(run):
     # and the suggestion holds: with --recompute full, 3 nodes fit and 2 do not
     assert run("fit", "llama70b", "--tp", 2, "--pp", 4, "--zero", 3, "--recompute", "full",
                "--solve", "nodes", "--format", "json").json()["min_nodes"] == 3
+
+
+def test_fit_nodes_leads_with_the_answer_a_planner_acts_on(run):
+    # issue 23: the 171 nodes above fit only because the pipeline is starved (DP 171, batch
+    # 513 = 3 x 171: 3 micro-batches for 4 stages, bubble (4 - 1) / 3 = 100%); the answer to act
+    # on is --recompute full at 3 nodes (DP 3, batch 513: 171 micro-batches), which leads
+    args = ("fit", "llama70b", "--tp", 2, "--pp", 4, "--zero", 3, "--solve", "nodes")
+    r = run(*args)
+    assert r.code == 0 and r.err == ""
+    rows = [line.split(None, 1) for line in r.out.splitlines() if line[:1].isalpha()]
+    first = next(v for k, v in rows if k in ("answer", "model"))
+    assert first.startswith("3 nodes with --recompute full")  # the first row of the table
+    assert "171 nodes, no layout to run: at 171 nodes the batch gives 3 micro-batches for 4 " \
+           "pipeline stages" in " ".join(r.out.split())
+    assert "bubble is 100%" in r.out
+    d = run(*args, "--format", "json").json()
+    assert d["answer"] == {"nodes": 3, "flags": "--recompute full",
+                           "change": "full activation recomputation"}
+    assert d["min_nodes"] == 171 and d["suggestions"][0]["flags"] == "--recompute full"
+    assert d["suggestions"][0]["starved"] is False and "3 micro-batches" in d["starved"]
+    # a layout that does not starve its pipeline has no lead: 7B, PP 1, fits on one node
+    d = run("fit", "llama-2-7b", "--zero", 1, "--solve", "nodes", "--format", "json").json()
+    assert d["min_nodes"] == 1 and "answer" not in d

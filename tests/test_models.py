@@ -116,3 +116,22 @@ def test_first_dense_layers_and_moe_layer_rule():
     m2 = Model(**base, moe_layer_freq=2)       # Qwen decoder_sparse_step: (i+1) % 2 == 0
     assert [i for i in range(10) if m2.is_moe_layer(i)] == [1, 3, 5, 7, 9]
     assert m2.moe_layers == 5
+
+
+def test_moe_layer_count_in_closed_form_equals_the_layer_rule(cat):
+    # the closed-form count of evaluate/shapes.py against the per-layer rule, for every MoE
+    # model of the catalog and a DeepSeek-like variant (3 dense layers, MoE every 2nd layer)
+    from optimus_calc.evaluate.shapes import _moe_layers_in
+    for m in cat.all("model"):
+        if not m.is_moe:
+            assert _moe_layers_in(m, 0, m.layers) == 0
+            continue
+        for mm in (m, m.model_copy(update={"first_dense_layers": 3, "moe_layer_freq": 2})):
+            for start in range(mm.layers + 1):
+                for stop in range(start, mm.layers + 1):
+                    assert _moe_layers_in(mm, start, stop) == sum(
+                        mm.is_moe_layer(j) for j in range(start, stop)), (mm.name, start, stop)
+    # by hand: layers 0..9, dense 0-2, then MoE at 4, 6, 8 (j - 3 + 1 even): 3 of them
+    mix = cat.get("mixtral-8x7b", "model").model_copy(
+        update={"layers": 10, "first_dense_layers": 3, "moe_layer_freq": 2})
+    assert _moe_layers_in(mix, 0, 10) == 3 and _moe_layers_in(mix, 5, 7) == 1

@@ -321,7 +321,7 @@ def test_matplotlib_is_imported_only_for_plots():
 # ------------------------------------------------------------------------ time and cost
 
 def test_train_time_by_hand():
-    from optimus_calc.evaluate.train_time import train_time
+    from optimus_calc.analyses.train_time import train_time
     # 10 s steps of 1024 x 4096 = 4,194,304 tokens; 4,194,304,000 tokens = 1000 steps =
     # 10,000 s = 0.11574 days; 16 GPUs: 16 x 10,000 / 3600 = 44.444 GPU-hours;
     # energy 16 x 700 W x 1.2 x 10,000 s = 1.344e8 J = 0.037333 MWh; at $2: $88.89

@@ -14,12 +14,14 @@ class _Tty(io.StringIO):
 
 
 def test_core_reports_every_point(cat, monkeypatch):
-    from optimus_calc.search import sweep as sweep_mod
-    monkeypatch.setattr(sweep_mod, "_point", lambda cat, mdl, n, args: (mdl, n, args["node"]))
+    from optimus_calc.analyses import sweep as sweep_mod
+    from optimus_calc.analyses.sweep import SweepSpec
+    monkeypatch.setattr(sweep_mod, "point_inputs", lambda cat, spec, *a: a)
+    monkeypatch.setattr(sweep_mod, "_point", lambda cat, a: a)
     calls = []
     # 2 models x 2 sequence lengths x 1 node type x 3 node counts = 12 points
-    pts = sweep_mod.sweep(cat, ["a", "b"], ["dgx-a100"], [1, 2, 4], [None], {},
-                          seq_lens=(2048, 4096), progress=lambda d, t: calls.append((d, t)))
+    spec = SweepSpec(None, ("a", "b"), ("dgx-a100",), (1, 2, 4), seq_lens=(2048, 4096))
+    pts = sweep_mod.sweep(cat, spec, progress=lambda d, t: calls.append((d, t)))
     assert len(pts) == 12 and calls == [(i, 12) for i in range(1, 13)]
 
 

@@ -21,3 +21,24 @@ class UnknownNameError(InputError, KeyError):
 
     def __str__(self) -> str:  # KeyError would add quotes around the message
         return str(self.args[0]) if self.args else ""
+
+
+class FieldError(InputError):
+    """Bad input in a named field of a spec (``field="tp"``), raised by the core.
+
+    The message names fields in braces (``"{tp} 3 does not divide the 32 heads"``): the CLI
+    renders each as the flag the user typed (``--tp``, cli/flags.py, one place); elsewhere it
+    reads as the field name (``tp 3 does not ...``)."""
+
+    def __init__(self, field: str, template: str):
+        self.field = field
+        self.template = template
+        super().__init__(self.render({}))
+
+    def render(self, names: dict[str, str]) -> str:
+        """The message with each ``{field}`` replaced by ``names[field]`` (else the field)."""
+        import re
+        return re.sub(r"\{([a-z_]+)\}", lambda m: names.get(m[1], m[1]), self.template)
+
+    def __str__(self) -> str:
+        return self.render({})

@@ -14,7 +14,7 @@ Sources, pinned (file and line below refer to these commits):
 - torchtitan ``pytorch/torchtitan`` @ v0.2.2 = 73a0e6979dd10b6b1904098eb3c8f62c18ab87ce
   (2026-02-20, the last release with the TOML job config the exporter writes)
 
-Offload codes are the index into ``search.space.OFFLOAD_CODES``, the order of
+Offload codes are the index into ``specs.training.OFFLOAD_CODES``, the order of
 ``specs.training.Offload``: 0 none, 1 cpu, 2 nvme, 3 smartnic, 4 superchip. SmartNIC offload
 (OptimusNIC) is a research prototype that no framework runs: it stays a what-if.
 """
@@ -308,7 +308,7 @@ def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interle
 
 def layout_support(layout, training, model) -> dict[Framework, Reason]:
     """Scalar convenience for one (Layout, Training, Model): the Reason per framework."""
-    from optimus_calc.search.space import OFFLOAD_CODES
+    from optimus_calc.specs.training import OFFLOAD_CODES
 
     s = framework_support(
         layout.tp, layout.pp, layout.dp, layout.cp, layout.ep, int(layout.zero),

@@ -1,26 +1,32 @@
 """Resolve what the user typed into specs: a model name, a config.json path, or a count, and
 the option values of a command into validated specs (:func:`build_inputs` for one layout,
-:func:`build_search_inputs` for the planner). Pure: no click, no printing; the CLI parses."""
+:func:`build_search_inputs` for the planner). Pure: no click, no printing; the CLI parses.
+
+The floor just below cli/ (README "Floors"): it reads the option dict, names flags in its
+errors and builds the typed specs the analyses, the planner and the evaluator take
+(:class:`Inputs` from evaluate/inputs.py, :class:`SearchInputs` from search/inputs.py,
+re-exported here)."""
 
 from __future__ import annotations
 
 import re
 import stat
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from optimus_calc.catalog import Catalog
 from optimus_calc.errors import InputError
+from optimus_calc.evaluate.inputs import Inputs
 from optimus_calc.loaders import safe_stat
+from optimus_calc.search.inputs import SearchInputs, check_offloads
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import (Assumptions, Layout, Offload, Recompute, Training,
                                          ZeroStage)
 from optimus_calc.units import looks_like_count, parse_count
 
-if TYPE_CHECKING:
-    from optimus_calc.evaluate.context import Hardware
+__all__ = ["Inputs", "SearchInputs", "build_inputs", "build_search_inputs", "make_training",
+           "parse_assumptions", "parse_choices", "parse_ints", "resolve_model", "search_model"]
 
 E = TypeVar("E", bound=Enum)
 
@@ -127,20 +133,6 @@ def parse_choices(text: str | None, enum: type[E], flag: str) -> tuple[E, ...] |
     return tuple(out)
 
 
-@dataclass(frozen=True)
-class Inputs:
-    """One layout's validated specs (`memory`, `step`, `compare`, `fit`, `nics`, `explain`)."""
-
-    model: Model | BareModel
-    hw: Hardware
-    layout: Layout
-    training: Training
-    assumptions: Assumptions
-    global_batch_defaulted: bool
-    seq_len_defaulted: bool
-    profile: object = None   # profile.Profile applied (--profile), or None
-
-
 _TRAINING_FLAGS = {"seq_len": "--seq-len", "micro_batch": "--micro-batch",
                    "global_batch": "--global-batch", "grad_bytes": "--grad-bytes"}
 
@@ -164,25 +156,27 @@ def make_training(origins: dict[str, str] | None = None, **fields) -> Training:
 
 
 def training_from(kw: dict, model, dp: int) -> tuple[Training, bool, bool]:
-    """The single-layout Training; the default global batch is the batch rule's (the smallest
-    multiple of dp x micro-batch holding 512 sequences, evaluate/batch.py). Returns (training,
+    """The single-layout Training, its global batch resolved for the layout's dp by
+    :func:`optimus_calc.evaluate.batch.resolve_global_batch` (without --global-batch: the batch
+    rule, the smallest multiple of dp x micro-batch holding 512 sequences). Returns (training,
     global batch defaulted, sequence defaulted)."""
-    from optimus_calc.evaluate.batch import BATCH_RULE_SEQUENCES, rule_global_batch
+    from optimus_calc.evaluate.batch import BATCH_RULE_SEQUENCES, resolve_global_batch
     seq = kw["seq_len"] or (model.seq_len if isinstance(model, Model) else 2048)
-    gb = kw["global_batch"]
-    defaulted = gb is None
-    if gb is None:
-        gb = int(rule_global_batch(dp, kw["micro_batch"]))
+    defaulted = kw["global_batch"] is None
     origins = {"global_batch": f"the default global batch ({BATCH_RULE_SEQUENCES} rounded up "
                                f"to a multiple of dp {dp} x --micro-batch {kw['micro_batch']})"}
     if kw["seq_len"] is None:
         origins["seq_len"] = f"the sequence length of {model.name}"
-    tr = make_training(origins, seq_len=seq, micro_batch=kw["micro_batch"], global_batch=gb,
+    fields = dict(seq_len=seq, micro_batch=kw["micro_batch"], global_batch=kw["global_batch"],
                   precision=kw["precision"], optimizer=kw["optimizer"],
                   grad_bytes=kw["grad_bytes"] or 0, recompute=kw["recompute"],
                   sequence_parallel=kw["sp"], flash_attention=kw["flash_attn"],
                   dropout=dropout_of(kw, model), model_states_only=kw["model_states_only"],
                   multicast=kw["multicast"])
+    tr = make_training(origins, **fields)
+    if defaulted:  # validated again: the rule's batch has the field's bounds too
+        fields["global_batch"] = int(resolve_global_batch(dp, tr.micro_batch, tr))
+        tr = make_training(origins, **fields)
     return tr, defaulted, kw["seq_len"] is None
 
 
@@ -209,43 +203,27 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict) -> Inputs:
                   seq_default, kw.get("profile"))
 
 
-@dataclass(frozen=True)
-class SearchInputs:
-    """What the planner (`plan`, `sweep`, `nics` without a layout) searches over."""
-
-    model: Model
-    hw: Hardware
-    training: Training          # the fields every layout shares
-    assumptions: Assumptions
-    offloads: tuple[Offload, ...] | None = None      # None: all the node offers
-    recomputes: tuple[Recompute, ...] | None = None  # None: every mode
-    max_zero: int = 3
-    distinct: bool = False
-    seq_len_defaulted: bool = False
-    global_batch_defaulted: bool = False   # True: each layout takes the batch rule's batch
-    frameworks: tuple = ()                 # frameworks.Framework members; () = any
-    pins: dict | None = None               # grid columns fixed by --tp --pp ... (search/space.py)
-    zero_stages: tuple[int, ...] | None = None   # --zero LIST (else 0..max_zero)
-    profile: object = None                 # profile.Profile applied (--profile), or None
+def search_model(cat: Catalog, model_text: str) -> Model:
+    """MODEL for a search: a catalog model or a config.json (a bare count has no layers)."""
+    model = resolve_model(model_text, cat)
+    if not isinstance(model, Model):
+        raise InputError(f"MODEL {model_text!r} is a bare parameter count: planning needs an "
+                         "architecture (a catalog model or a config.json)")
+    return model
 
 
 def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs:
     """Resolve MODEL, the hardware and the shared training options for a search. ``kw`` may
     carry the search limits (offloads, recomputes, max_zero, distinct)."""
     from optimus_calc.evaluate.context import resolve_hardware
-    from optimus_calc.search.plan import offload_targets
 
-    model = resolve_model(model_text, cat)
-    if not isinstance(model, Model):
-        raise InputError(f"MODEL {model_text!r} is a bare parameter count: planning needs an "
-                         "architecture (a catalog model or a config.json)")
+    model = search_model(cat, model_text)
     hw = resolve_hardware(cat, kw["node"], kw["nodes"], kw.get("gpu"), kw.get("gpus_per_node"),
                           kw.get("smartnic"))
-    from optimus_calc.evaluate.batch import BATCH_RULE_SEQUENCES
     from optimus_calc.frameworks import Framework
     origins = {"seq_len": f"the sequence length of {model.name}"}
     tr = make_training(origins, seq_len=kw["seq_len"] or model.seq_len,
-                       global_batch=kw["global_batch"] or BATCH_RULE_SEQUENCES,
+                       global_batch=kw["global_batch"],  # None: the batch rule per layout
                        precision=kw["precision"], optimizer=kw["optimizer"],
                        grad_bytes=kw["grad_bytes"] or 0, flash_attention=kw["flash_attn"],
                        dropout=dropout_of(kw, model), multicast=kw["multicast"])
@@ -253,14 +231,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
     offloads = parse_choices(kw.get("offloads"), Offload, "--offloads") or ()
     offloads += parse_choices(kw.get("offload"), Offload, "--offload") or ()
     offloads = tuple(dict.fromkeys(offloads)) or None
-    if offloads:
-        offered = offload_targets(hw)
-        for o in offloads:
-            if o not in offered:
-                hint = (" (name a card with --smartnic for the what-if)"
-                        if o is Offload.SMARTNIC else "")
-                raise InputError(f"--offloads {o.value}: {hw.node.name} does not offer it "
-                                 f"(offers {', '.join(x.value for x in offered)}){hint}")
+    check_offloads(hw, offloads)
     max_zero = kw.get("max_zero")
     fw = kw.get("framework") or "any"
     if fw == "any":
@@ -280,5 +251,4 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
         model, hw, tr, asm, offloads,
         parse_choices(kw.get("recomputes"), Recompute, "--recompute"),
         3 if max_zero is None else int(max_zero), bool(kw.get("distinct")),
-        kw["seq_len"] is None, kw["global_batch"] is None, frameworks, pins or None, zero,
-        kw.get("profile"))
+        kw["seq_len"] is None, frameworks, pins or None, zero, kw.get("profile"))

@@ -22,9 +22,9 @@ def compare(ctx, model: str, fmt: str, output: str | None, **kw) -> None:
 
     Without layout options it uses TP = the node's GPUs (or the largest valid divisor),
     ZeRO-3 and selective recomputation, the setting the OptimusNIC paper argues from."""
-    from optimus_calc.evaluate.compare import compare as run_compare
-    from optimus_calc.evaluate.compare import default_tp
-    from optimus_calc.inputs import resolve_model
+    from optimus_calc.analyses.compare import compare as run_compare
+    from optimus_calc.analyses.compare import default_tp
+    from optimus_calc.inputs import build_inputs, resolve_model
     from optimus_calc.report.compare_view import compare_document
     from optimus_calc.specs.training import Recompute
 
@@ -37,4 +37,5 @@ def compare(ctx, model: str, fmt: str, output: str | None, **kw) -> None:
         kw["zero"] = 3
     if src("recompute") == ParameterSource.DEFAULT:
         kw["recompute"] = Recompute.SELECTIVE.value
-    emit(compare_document(run_compare(cat, model, kw), kw.get("train")), fmt, output)
+    inp = build_inputs(cat, model, dict(kw, offload="none"))
+    emit(compare_document(run_compare(cat, inp), kw.get("train")), fmt, output)

@@ -6,7 +6,7 @@ import click
 
 from optimus_calc.cli.common import emit
 from optimus_calc.cli.options import model_options
-from optimus_calc.evaluate.fit import Solve
+from optimus_calc.analyses.fit import Solve
 
 
 @click.command()
@@ -18,13 +18,12 @@ from optimus_calc.evaluate.fit import Solve
 def fit(app, model: str, what: str, fmt: str, output: str | None, **kw) -> None:
     """The largest model (layers, or parameters for a bare count), the fewest nodes, or the
     largest micro-batch that fits in GPU memory."""
-    from optimus_calc.evaluate.fit import explain_fit, solve
+    from optimus_calc.analyses.fit import explain_fit, solve
     from optimus_calc.inputs import build_inputs
     from optimus_calc.report.fit_view import fit_document
 
     inp = build_inputs(app.catalog, model, kw)
     kind = Solve(what)
     res = solve(kind, inp)
-    why = explain_fit(kind.value, inp.model, inp.hw, inp.layout, inp.training, inp.assumptions,
-                      res)
+    why = explain_fit(kind.value, inp, res)
     emit(fit_document(inp, kind, res, why), fmt, output)

@@ -188,7 +188,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         _fail(exc.format_message(), exc.exit_code or 1)
     except InputError as exc:
-        _fail(str(exc), 2)
+        from optimus_calc.cli.flags import message
+        _fail(message(exc), 2)
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:  # noqa: BLE001 - the contract: no traceback without --debug

@@ -134,9 +134,10 @@ def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -
     count x SmartNIC: the recommended layout and its key figures, for capacity-planning
     spreadsheets (--format csv). --seq-len, --global-batch and --offloads take lists to vary;
     a list of offload targets gives each target its own row."""
-    from optimus_calc.inputs import parse_choices, parse_ints
+    from optimus_calc.analyses.sweep import SweepSpec
+    from optimus_calc.analyses.sweep import sweep as run_sweep
+    from optimus_calc.inputs import build_search_inputs, parse_choices, parse_ints, search_model
     from optimus_calc.report.sweep_view import sweep_document
-    from optimus_calc.search.sweep import sweep as run_sweep
     from optimus_calc.specs.training import Offload
 
     counts = _counts(node_counts)
@@ -146,14 +147,19 @@ def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -
                                          100_000_000) or (None,)))
     offs = parse_choices(kw.pop("offloads"), Offload, "--offloads") or ()
     offs += parse_choices(kw.pop("offload"), Offload, "--offload") or ()
-    offs = tuple(o.value for o in dict.fromkeys(offs)) or (None,)
-    mdls, nts = _split(models, "--models"), _split(nodes_types, "--node")
-    sns = _split(smartnics, "--smartnic") if smartnics else [None]
-    _check_points({"--models": mdls, "--node": nts, "--nodes": counts, "--smartnic": sns,
+    offs = tuple(dict.fromkeys(offs)) or (None,)
+    cat = app.catalog
+    names, types = _split(models, "--models"), tuple(_split(nodes_types, "--node"))
+    sns = tuple(_split(smartnics, "--smartnic")) if smartnics else (None,)
+    _check_points({"--models": names, "--node": types, "--nodes": counts, "--smartnic": sns,
                    "--seq-len": seqs, "--global-batch": gbs, "--offloads": offs})
+    # the shared training, assumptions and search limits, checked once on the first point
+    template = build_search_inputs(cat, names[0], dict(
+        kw, node=types[0], nodes=counts[0], smartnic=sns[0], seq_len=seqs[0],
+        global_batch=gbs[0], offloads=None, offload=None))
+    spec = SweepSpec(template, tuple(search_model(cat, m) for m in names), types, tuple(counts),
+                     sns, seqs, gbs, offs, kw.get("dropout"))
     from optimus_calc.cli.progress import progress_bar
     with progress_bar("sweep") as bar:
-        points = run_sweep(app.catalog, mdls, nts, counts, sns,
-                           dict(kw, offloads=None, offload=None), seqs, gbs, offs,
-                           progress=bar)
+        points = run_sweep(cat, spec, progress=bar)
     emit(sweep_document(points, kw.get("train"), kw.get("profile")), fmt, output)

@@ -49,12 +49,17 @@ def equation(name: str, expr: sp.Expr, unit: str, source: str, doc: str) -> Equa
     return eq
 
 
+# The modules that register equations, imported by name (never statically: they import this
+# module, and the registry stays the floor below them).
+MODULES = ("memory", "comm", "compute", "step", "offload", "efficiency", "train")
+
+
 def load_all() -> dict[str, Equation]:
     """Import every equation module so the registry is complete."""
-    from optimus_calc.equations import memory  # noqa: F401
-    for mod in ("comm", "compute", "step", "offload", "efficiency", "train"):
+    import importlib
+    for mod in MODULES:
         try:
-            __import__(f"optimus_calc.equations.{mod}")
+            importlib.import_module(f"optimus_calc.equations.{mod}")
         except ModuleNotFoundError as exc:  # modules land issue by issue
             if exc.name != f"optimus_calc.equations.{mod}":
                 raise

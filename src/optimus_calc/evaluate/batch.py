@@ -13,8 +13,7 @@ import numpy as np
 from optimus_calc.specs.training import Layout, Offload, Recompute, Training
 
 # Integer codes of the closed sets inside arrays (position in the Enum's declaration order).
-OFFLOAD_CODES: tuple[Offload, ...] = tuple(Offload)
-RECOMPUTE_CODES: tuple[Recompute, ...] = tuple(Recompute)
+from optimus_calc.specs.training import OFFLOAD_CODES, RECOMPUTE_CODES  # noqa: E402,F401
 NONE, CPU, NVME, SMARTNIC, SUPERCHIP = (OFFLOAD_CODES.index(o) for o in (
     Offload.NONE, Offload.CPU, Offload.NVME, Offload.SMARTNIC, Offload.SUPERCHIP))
 R_NONE, R_SELECTIVE, R_FULL = (RECOMPUTE_CODES.index(r) for r in (
@@ -32,6 +31,15 @@ def rule_global_batch(dp, micro_batch, target: int = BATCH_RULE_SEQUENCES):
     """The rule's global batch (arrays welcome)."""
     per = np.asarray(dp) * np.asarray(micro_batch)
     return -(-target // per) * per
+
+
+def resolve_global_batch(dp, micro_batch, tr: Training):
+    """The global batch of a layout (arrays welcome): the training's, or when it is None the
+    rule's. The one place the batch is decided: every command and the planner call it."""
+    if tr.global_batch is not None:
+        return np.broadcast_to(np.asarray(tr.global_batch), np.broadcast_shapes(
+            np.shape(dp), np.shape(micro_batch))).copy()
+    return rule_global_batch(dp, micro_batch)
 
 
 @dataclass(frozen=True)
@@ -53,7 +61,6 @@ class Batch:
     gpu_fraction: np.ndarray | float = 0.0   # SuperOffload: optimizer fraction kept on the GPU
     allow_spill: np.ndarray | int = 1        # SmartNIC state may spill to host RAM
     smartnics_per_node: np.ndarray | int = 0  # 0: one per GPU
-    gb: np.ndarray | int = 0                  # global batch per layout; 0: the training's
 
     @classmethod
     def of(cls, layout: Layout, tr: Training) -> "Batch":

@@ -8,7 +8,7 @@ from typing import assert_never
 from pydantic import ValidationError
 
 from optimus_calc.catalog import Catalog
-from optimus_calc.errors import InputError
+from optimus_calc.errors import FieldError, InputError
 from optimus_calc.specs.hardware import CPU, GPU, NIC, Link, Node, NVMe, SmartNIC
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
@@ -47,16 +47,17 @@ def resolve_hardware(cat: Catalog, node: str, nodes: int, gpu: str | None = None
     n: Node = cat.get(node, "node", what="node")  # type: ignore[assignment]
     g: GPU = cat.get(gpu or n.gpu, "gpu", what="GPU")  # type: ignore[assignment]
     if nodes < 1:
-        raise InputError(f"--nodes {nodes} must be >= 1")
+        raise FieldError("nodes", f"{{nodes}} {nodes} must be >= 1")
     if nodes > 1 and n.nics == 0:  # the cluster would have no network between its nodes
         raise InputError(f"node {n.name} ({str(cat.files.get(n.name, 'catalog'))[:200]}): field "
                          f"'nics' is 0, so --nodes {nodes} has no network between the nodes; "
                          "give the node its compute NICs or use --nodes 1")
     per_node = gpus_per_node or n.gpus
     if nodes * per_node > MAX_GPUS:
-        how = "--gpus-per-node" if gpus_per_node else f"GPUs per {n.name}"
-        raise InputError(f"--nodes {nodes} x {per_node} {how} = {nodes * per_node:,} GPUs is "
-                         f"more than the {MAX_GPUS:,} this tool models")
+        how = "{gpus_per_node}" if gpus_per_node else f"GPUs per {n.name}"
+        raise FieldError("nodes", f"{{nodes}} {nodes} x {per_node} {how} = "
+                         f"{nodes * per_node:,} GPUs is more than the {MAX_GPUS:,} this tool "
+                         "models")
     sn_name = smartnic or n.smartnic or DEFAULT_SMARTNIC
     sn: SmartNIC = cat.get(sn_name, "smartnic", what="SmartNIC")  # type: ignore[assignment]
     return Hardware(
@@ -72,67 +73,72 @@ def resolve_hardware(cat: Catalog, node: str, nodes: int, gpu: str | None = None
 
 def fill_layout(hw: Hardware, tp: int, pp: int, dp: int | None, cp: int, **kw) -> Layout:
     """Complete the layout: dp defaults to what is left; the product must equal the GPU count."""
-    for flag, value in (("--tp", tp), ("--pp", pp), ("--cp", cp)):
+    for field, value in (("tp", tp), ("pp", pp), ("cp", cp)):
         if value < 1:
-            raise InputError(f"{flag} {value} must be >= 1")
+            raise FieldError(field, f"{{{field}}} {value} must be >= 1")
     dp_given = dp is not None
     if dp is None:
         if hw.gpus % (tp * pp * cp):
-            raise InputError(f"--tp {tp} x --pp {pp} x --cp {cp} = {tp * pp * cp} does not divide "
-                             f"the {hw.gpus} GPUs ({hw.nodes} x {hw.gpus_per_node})")
+            raise FieldError("tp", f"{{tp}} {tp} x {{pp}} {pp} x {{cp}} {cp} = {tp * pp * cp} "
+                             f"does not divide the {hw.gpus} GPUs ({hw.nodes} x "
+                             f"{hw.gpus_per_node})")
         dp = hw.gpus // (tp * pp * cp)
     if dp < 1:
-        raise InputError(f"--dp {dp} must be >= 1")
+        raise FieldError("dp", f"{{dp}} {dp} must be >= 1")
     if tp * pp * dp * cp != hw.gpus:
-        raise InputError(f"--tp {tp} x --pp {pp} x --dp {dp} x --cp {cp} = {tp * pp * dp * cp} "
-                         f"is not the {hw.gpus} GPUs ({hw.nodes} x {hw.gpus_per_node})")
+        raise FieldError("dp", f"{{tp}} {tp} x {{pp}} {pp} x {{dp}} {dp} x {{cp}} {cp} = "
+                         f"{tp * pp * dp * cp} is not the {hw.gpus} GPUs ({hw.nodes} x "
+                         f"{hw.gpus_per_node})")
     try:
         return Layout(tp=tp, pp=pp, dp=dp, cp=cp, **kw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
         msg = str(first["msg"]).removeprefix("Value error, ")
-        if where == "dp" and not dp_given:  # name the flags the user typed, not dp
-            raise InputError(
-                f"--nodes {hw.nodes} x {hw.gpus_per_node} GPUs per node / (--tp {tp} x --pp {pp}"
-                f" x --cp {cp}) gives a data-parallel degree of {dp:,}: {msg.lower()}; use "
-                "fewer --nodes or larger --tp/--pp/--cp") from None
+        if where == "dp" and not dp_given:  # name the fields the user gave, not dp
+            raise FieldError(
+                "nodes", f"{{nodes}} {hw.nodes} x {hw.gpus_per_node} GPUs per node / ({{tp}} "
+                f"{tp} x {{pp}} {pp} x {{cp}} {cp}) gives a data-parallel degree of {dp:,}: "
+                f"{msg.lower()}; use fewer {{nodes}} or larger {{tp}}/{{pp}}/{{cp}}") from None
         if where in ("tp", "pp", "dp", "cp", "ep", "interleave", "smartnics_per_node"):
-            where = "--" + where.replace("_", "-")
+            raise FieldError(where, f"{{{where}}}: {msg}") from None
         raise InputError(f"{where}: {msg}" if where else msg) from None
 
 
 def check_layout(model: Model | BareModel, layout: Layout, training: Training) -> None:
-    """Divisibility rules a framework would reject. Raises InputError naming the flag."""
+    """Divisibility rules a framework would reject. Raises a FieldError naming the field
+    (the CLI names it by its flag, cli/flags.py)."""
     if isinstance(model, Model):
         if model.heads % layout.tp:
-            raise InputError(f"--tp {layout.tp} does not divide the {model.heads} attention heads "
-                             f"of {model.name}")
+            raise FieldError("tp", f"{{tp}} {layout.tp} does not divide the {model.heads} "
+                             f"attention heads of {model.name}")
         kv = model.n_kv
         if kv % layout.tp and layout.tp % kv:
-            raise InputError(f"--tp {layout.tp} and the {kv} KV heads of {model.name}: "
+            raise FieldError("tp", f"{{tp}} {layout.tp} and the {kv} KV heads of {model.name}: "
                              "one must divide the other")
         if layout.pp > model.layers:
-            raise InputError(f"--pp {layout.pp} is larger than the {model.layers} layers of "
-                             f"{model.name}")
+            raise FieldError("pp", f"{{pp}} {layout.pp} is larger than the {model.layers} "
+                             f"layers of {model.name}")
         if layout.ep > 1 and (not model.is_moe or model.experts % layout.ep):
-            raise InputError(f"--ep {layout.ep} must divide the {model.experts} experts of "
-                             f"{model.name}")
+            raise FieldError("ep", f"{{ep}} {layout.ep} must divide the {model.experts} experts "
+                             f"of {model.name}")
         if layout.interleave > 1 and layout.pp * layout.interleave > model.layers:
-            raise InputError(f"--interleave {layout.interleave} x --pp {layout.pp} exceeds the "
-                             f"{model.layers} layers")
+            raise FieldError("interleave", f"{{interleave}} {layout.interleave} x {{pp}} "
+                             f"{layout.pp} exceeds the {model.layers} layers")
         if training.seq_len % layout.cp:
-            raise InputError(f"--cp {layout.cp} does not divide --seq-len {training.seq_len}")
+            raise FieldError("cp", f"{{cp}} {layout.cp} does not divide {{seq_len}} "
+                             f"{training.seq_len}")
     elif layout.ep > 1:
-        raise InputError("--ep needs a model architecture, not a bare parameter count")
+        raise FieldError("ep", "{ep} needs a model architecture, not a bare parameter count")
     per_replica = layout.dp * training.micro_batch
     if training.global_batch % per_replica:
-        raise InputError(f"--global-batch {training.global_batch} is not a multiple of --dp "
-                         f"{layout.dp} x --micro-batch {training.micro_batch} = {per_replica}")
+        raise FieldError("global_batch", f"{{global_batch}} {training.global_batch} is not a "
+                         f"multiple of {{dp}} {layout.dp} x {{micro_batch}} "
+                         f"{training.micro_batch} = {per_replica}")
     if layout.zero < 3 and layout.offload_params:
-        raise InputError("--offload-params needs --zero 3")
+        raise FieldError("offload_params", "{offload_params} needs {zero} 3")
     if layout.interleave > 1 and layout.pp == 1:
-        raise InputError("--interleave needs --pp > 1")
+        raise FieldError("interleave", "{interleave} needs {pp} > 1")
 
 
 def check_precision(gpu: GPU, precision) -> float:

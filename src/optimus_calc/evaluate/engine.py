@@ -19,6 +19,7 @@ import numpy as np
 from optimus_calc.equations import compiled as eq
 from optimus_calc.evaluate.batch import (CPU, NONE, NVME, R_FULL, R_NONE, R_SELECTIVE,
                                          SMARTNIC, SUPERCHIP, Batch)
+from optimus_calc.evaluate.batch import resolve_global_batch
 from optimus_calc.evaluate.efficiency import compute_efficiency
 from optimus_calc.evaluate.context import Hardware, check_precision
 from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, device_from, device_time
@@ -138,7 +139,7 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
     opar, gfrac = L(batch.offload_params), L(batch.gpu_fraction)
     spill_ok, sn_k = L(batch.allow_spill), L(batch.smartnics_per_node)
     gpn, s = hw.gpus_per_node, tr.seq_len
-    gb = np.where(L(batch.gb) > 0, L(batch.gb), tr.global_batch)  # the batch rule's, per layout
+    gb = resolve_global_batch(dp, mb, tr)  # per layout: the training's or the batch rule's
     wb, gbytes, ob = tr.weight_bytes, tr.gradient_bytes, tr.optimizer_bytes
     m = gb // (dp * mb)
 

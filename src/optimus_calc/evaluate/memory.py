@@ -21,7 +21,7 @@ from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
 from optimus_calc.units import fmt_gb
 
 if TYPE_CHECKING:
-    from optimus_calc.inputs import Inputs
+    from optimus_calc.evaluate.inputs import Inputs
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
 
 if TYPE_CHECKING:
-    from optimus_calc.inputs import Inputs
+    from optimus_calc.evaluate.inputs import Inputs
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,15 @@ def layout_data(layout) -> dict[str, Any]:
             "smartnic": layout.smartnic if layout.offload is Offload.SMARTNIC else None}
 
 
+def shown_training(tr):
+    """``tr`` as the reports show it: a search's training without a global batch (each layout
+    takes the batch rule's) shows the rule's target, 512 sequences (evaluate/batch.py)."""
+    if tr.global_batch is not None:
+        return tr
+    from optimus_calc.evaluate.batch import BATCH_RULE_SEQUENCES
+    return tr.model_copy(update={"global_batch": BATCH_RULE_SEQUENCES})
+
+
 def training_data(tr) -> dict[str, Any]:
     return {"seq_len": tr.seq_len, "micro_batch": tr.micro_batch,
             "global_batch": tr.global_batch, "precision": tr.precision.value,
@@ -83,7 +92,7 @@ def train_figures(req: TrainRequest | None, step_time_s: float, tr, hw,
     step time, or {} without --tokens. GPU power: the catalog's ``tdp_W``."""
     if req is None or not step_time_s or step_time_s <= 0:
         return {}
-    from optimus_calc.evaluate.train_time import train_time
+    from optimus_calc.analyses.train_time import train_time
     return train_time(step_time_s, tr.global_batch * tr.seq_len, req.tokens, hw.gpus,
                       hw.gpu.tdp_W, assumptions.pue, req.gpu_hour_price).data()
 

@@ -1,4 +1,4 @@
-"""Render `compare` (the evaluation and the choice are evaluate/compare.py's)."""
+"""Render `compare` (the evaluation and the choice are analyses/compare.py's)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from optimus_calc.units import GB
 
 
 def strategy_row(r, train: TrainRequest | None = None) -> dict:
-    """One strategy of :class:`optimus_calc.evaluate.compare.Comparison` as a table/JSON row."""
+    """One strategy of :class:`optimus_calc.analyses.compare.Comparison` as a table/JSON row."""
     mem, st, strat, inp = r.memory, r.step, r.strategy, r.inputs
     off = mem.offload
     w = mem.worst
@@ -33,8 +33,8 @@ def strategy_row(r, train: TrainRequest | None = None) -> dict:
 
 
 def compare_document(cmp, train: TrainRequest | None = None) -> Document:
-    """The document of a :class:`optimus_calc.evaluate.compare.Comparison` (the evaluation and
-    the choice of the best are evaluate/compare.py's)."""
+    """The document of a :class:`optimus_calc.analyses.compare.Comparison` (the evaluation and
+    the choice of the best are analyses/compare.py's)."""
     inp = cmp.inputs
     rows = [strategy_row(r, train) for r in cmp.results]
     best = next((row for r, row in zip(cmp.results, rows) if r is cmp.best), None)

@@ -10,9 +10,9 @@ from optimus_calc.specs.model import BareModel
 
 
 def fit_document(inp, what, res, why=None) -> Document:
-    """``what`` is the :class:`optimus_calc.evaluate.fit.Solve` asked, ``res`` its FitResult,
-    ``why`` its :class:`optimus_calc.evaluate.fit.FitExplanation`."""
-    from optimus_calc.evaluate.fit import Solve
+    """``what`` is the :class:`optimus_calc.analyses.fit.Solve` asked, ``res`` its FitResult,
+    ``why`` its :class:`optimus_calc.analyses.fit.FitExplanation`."""
+    from optimus_calc.analyses.fit import Solve
 
     data: dict = {"model": inp.model.name, "solve": what.value}
     match what:
@@ -43,7 +43,17 @@ def fit_document(inp, what, res, why=None) -> Document:
                          f"pipeline stages alone makes it fit ({unit.get(what.value, '')})")
     rows = [{"k": k, "v": v} for k, v in data.items()
             if v not in (None, "") and k not in ("suggestions", "binding", "binding_part",
-                                                  "binding_stage")]
+                                                  "binding_stage", "answer", "starved")]
+    if why is not None and why.lead is not None:  # lead with the answer a planner acts on
+        lead = why.lead
+        data["answer"] = {"nodes": lead["value"], "flags": lead["flags"],
+                          "change": lead["change"]}
+        data["starved"] = why.starved
+        rows.insert(0, {"k": "answer", "v": f"{lead['value']:g} nodes with {lead['flags']} "
+                                            f"({lead['change']})"})
+        at = next(i for i, r in enumerate(rows) if r["k"] == "min_nodes")
+        rows[at] = {"k": "as given", "v": f"{res.value:g} nodes, no layout to run: "
+                                          f"{why.starved}"}
     for row in rows:
         if row["k"] == "max_params":
             row["v"] = f"{row['v']:.4g} ({row['v'] / 1e9:.2f}B)"

@@ -7,7 +7,7 @@ from enum import Enum
 from typing import assert_never
 
 from optimus_calc.report.common import (TrainRequest, context_row, layout_data, pct,
-                                        train_figures)
+                                        shown_training, train_figures)
 from optimus_calc.frameworks import Framework
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
@@ -51,7 +51,7 @@ def nic_rows(sizing) -> list[dict]:
 
 def plan_header(res, si) -> list[tuple[str, str]]:
     """``si``: the :class:`optimus_calc.inputs.SearchInputs` the plan ran on."""
-    m, hw, tr = res.model, res.hw, res.training
+    m, hw, tr = res.model, res.hw, shown_training(res.training)
     asm = si.assumptions
     return [
         ("model", f"{m.name}: {m.total_params / 1e9:.2f}B params"
@@ -187,7 +187,7 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
     data = {
         "model": res.model.name, "node": res.hw.node.name, "nodes": res.hw.nodes,
         "gpus": res.hw.gpus, "objective": res.objective,
-        "assumed": {"seq_len": res.training.seq_len, "global_batch": res.training.global_batch,
+        "assumed": {"seq_len": res.training.seq_len, "global_batch": shown_training(res.training).global_batch,
                     "precision": res.training.precision.value,
                     "optimizer": res.training.optimizer.value,
                     "assumptions": asm.model_dump()},
@@ -204,7 +204,7 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
         "global_batch_rule": bool(si.global_batch_defaulted),
         "smallest_gpu_memory_bytes": res.smallest_gpu_bytes,
     }
-    ctx = context_row(res.model.name, res.hw, res.training, train)
+    ctx = context_row(res.model.name, res.hw, shown_training(res.training), train)
     view_only = ("gpu_GB", "headroom_GB", "offload_txt", "sp_txt", "mfu", "tokens")
     csv_rows = []
     for r in rows:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from optimus_calc.report.common import TrainRequest, pct, train_figures
+from optimus_calc.report.common import TrainRequest, pct, shown_training, train_figures
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.report.plan_view import candidate_data, candidate_ranges
 
@@ -22,10 +22,10 @@ TRAIN_RANGE_COLUMNS = ["train_days_low", "train_days_high", "cost_usd_low", "cos
 
 
 def sweep_row(p, train: TrainRequest | None = None, profile=None) -> dict:
-    """One :class:`optimus_calc.search.sweep.SweepPoint` as a row of SWEEP_COLUMNS (and
+    """One :class:`optimus_calc.analyses.sweep.SweepPoint` as a row of SWEEP_COLUMNS (and
     TRAIN_COLUMNS with a token budget)."""
     res = p.result
-    tr = res.training
+    tr = shown_training(res.training)
     row = dict.fromkeys(SWEEP_COLUMNS + (TRAIN_COLUMNS if train else []) + RANGE_COLUMNS
                         + (TRAIN_RANGE_COLUMNS if train else []))
     row.update(model=res.model.name, node=res.hw.node.name, nodes=p.nodes, gpus=res.hw.gpus,

@@ -6,12 +6,12 @@ import math
 import dataclasses
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import TYPE_CHECKING, assert_never
+from typing import assert_never
 
 import numpy as np
 
 from optimus_calc.catalog import Catalog
-from optimus_calc.errors import InputError
+from optimus_calc.errors import FieldError
 from optimus_calc.evaluate.context import Hardware, resolve_hardware
 from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
 from optimus_calc.evaluate.optimizer import Impl, device_from, optimizer_step
@@ -21,13 +21,11 @@ from optimus_calc.evaluate.engine import (Reason, evaluate, primary_reason, sort
                                           stage_table, usable_gpu_bytes)
 from optimus_calc.frameworks import Framework, framework_support, layout_support
 from optimus_calc.frameworks import Reason as FrameworkReason
+from optimus_calc.search.inputs import SearchInputs, offload_targets  # noqa: F401 (re-export)
 from optimus_calc.search.space import Space, enumerate_space
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, ZeroStage
 from optimus_calc.units import fmt_gb
-
-if TYPE_CHECKING:
-    from optimus_calc.inputs import SearchInputs
 
 
 class Objective(str, Enum):
@@ -115,19 +113,6 @@ def training_of(cols: dict, i: int, base: Training) -> Training:
                                    "global_batch": int(cols["gb"][i]),
                                    "recompute": RECOMPUTE_CODES[int(cols["recompute"][i])],
                                    "sequence_parallel": bool(cols["sp"][i])})
-
-
-def offload_targets(hw: Hardware) -> list[Offload]:
-    """The offload targets the hardware has: host RAM always, NVMe with drives, SmartNICs when
-    the node has them or the user named a card (--smartnic, a what-if), a superchip's CPU."""
-    out = [Offload.NONE, Offload.CPU]
-    if hw.node.nvme_drives and hw.nvme is not None:
-        out.append(Offload.NVME)
-    if hw.smartnic is not None and not hw.smartnic_implicit:
-        out.append(Offload.SMARTNIC)
-    if hw.node.superchip:
-        out.append(Offload.SUPERCHIP)
-    return out
 
 
 # Cards per GPU tried when sizing SmartNICs to hide the step (a search bound, not physics).
@@ -297,23 +282,23 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
          offloads: list[Offload] | tuple[Offload, ...] | None = None, max_zero: int = 3,
          recomputes: list | tuple | None = None, distinct: bool = False,
          frameworks: tuple[Framework, ...] = tuple(Framework),
-         pins: dict | None = None, zero_stages: tuple[int, ...] | None = None,
-         batch_rule: bool = False) -> PlanResult:
+         pins: dict | None = None, zero_stages: tuple[int, ...] | None = None) -> PlanResult:
     """Rank every layout that fits and that one of ``frameworks`` runs. ``distinct`` keeps the
     best layout per (TP, PP) in the top K; ``pins`` fixes grid columns; SmartNIC layouts are a
-    what-if beside the recommendation. ``batch_rule``: each layout takes the global-batch rule's
-    batch (evaluate/batch.py) instead of ``base.global_batch``."""
+    what-if beside the recommendation. ``base.global_batch`` None: each layout takes the batch
+    rule's (evaluate.batch.resolve_global_batch)."""
     objective = Objective(objective)
-    space = enumerate_space(model, hw.gpus, hw.gpus_per_node,
-                            None if batch_rule else base.global_batch, base.seq_len,
+    space = enumerate_space(model, hw.gpus, hw.gpus_per_node, base.global_batch, base.seq_len,
                             offloads or offload_targets(hw),
                             zero_stages=zero_stages or tuple(range(max_zero + 1)),
                             recomputes=recomputes or RECOMPUTE_CODES, pins=pins)
     if len(space) == 0:
-        pinned = "".join(f" --{k.replace('mb', 'micro-batch').replace('v', 'interleave')} "
-                         f"{','.join(map(str, v))}" for k, v in (pins or {}).items())
-        raise InputError(f"no layout of {model.name} divides {hw.gpus} GPUs with global batch "
-                         f"{base.global_batch}{' and' + pinned if pinned else ''} (TP must divide "
+        pinned = "".join(f" {{{k}}} {','.join(map(str, v))}" for k, v in (pins or {}).items())
+        batch = (f"{{global_batch}} {base.global_batch}" if base.global_batch is not None else
+                 "the default global batch")
+        raise FieldError(next(iter(pins or {"global_batch": 0})),
+                         f"no layout of {model.name} divides {hw.gpus} GPUs with {batch}"
+                         f"{' and' + pinned if pinned else ''} (TP must divide "
                          "the heads and the node's GPUs)")
     res = search(model, hw, base, asm, space, objective, top_k, distinct, frameworks)
     notes: list[str] = []
@@ -343,7 +328,7 @@ def plan_search(cat: Catalog, si: SearchInputs, objective: Objective | str = Obj
     res = plan(si.model, si.hw, si.training, si.assumptions, objective, top_k, si.offloads,
                si.max_zero, si.recomputes, si.distinct,
                frameworks=si.frameworks or tuple(Framework), pins=si.pins,
-               zero_stages=si.zero_stages, batch_rule=si.global_batch_defaulted)
+               zero_stages=si.zero_stages)
     if with_nics and res.recommended is not None:
         r = res.recommended
         res = replace(res, nic_sizing=tuple(size_nics(cat, si.model, si.hw, r.layout,

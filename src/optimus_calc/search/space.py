@@ -9,8 +9,8 @@ import numpy as np
 
 from optimus_calc.evaluate.shapes import tp_degrees
 from optimus_calc.specs.model import Model
-from optimus_calc.evaluate.batch import OFFLOAD_CODES, RECOMPUTE_CODES, rule_global_batch
-from optimus_calc.specs.training import Offload
+from optimus_calc.evaluate.batch import resolve_global_batch
+from optimus_calc.specs.training import OFFLOAD_CODES, RECOMPUTE_CODES, Offload, Training
 
 # Search bounds (not physics): context parallelism is searched from 32K-token sequences, up to
 # 16-way; interleaving up to 8 model chunks per GPU. Widen them here if a model calls for it.
@@ -137,10 +137,13 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     Micro-batch: divisors of the per-replica batch. Interleaving: model chunks that divide the
     layers of a stage, with the micro-batches a multiple of PP (Megatron's rule).
     ``pins`` fixes grid columns (tp, pp, dp, cp, ep, mb, v) to the values given.
-    ``global_batch`` None: each grid point takes the batch rule's global batch
-    (evaluate/batch.py rule_global_batch: the smallest multiple of dp x micro-batch >= 512).
+    The global batch of a grid point is ``resolve_global_batch(dp, 1, ...)``: ``global_batch``,
+    or (None) the batch rule's, the smallest multiple of dp holding 512 sequences; every
+    micro-batch searched divides its per-replica share, so the evaluator's
+    ``resolve_global_batch(dp, mb, training)`` gives the same batch for each layout.
     """
     grids = []
+    batch = Training(seq_len=seq_len, global_batch=global_batch)  # the batch fields only
     capped = not (pins and "mb" in pins)  # a pinned micro-batch is searched as given
     tps = [t for t in tp_degrees(model, gpus_per_node) if gpus % t == 0]
     cps = [c for c in divisors(gpus) if seq_len % c == 0 and c <= MAX_CP] \
@@ -154,7 +157,7 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
                 if p > model.layers:
                     continue
                 d = rest // c // p
-                gb = global_batch or int(rule_global_batch(d, 1))
+                gb = int(resolve_global_batch(d, 1, batch))
                 if gb % d:
                     continue
                 eps = [e for e in divisors(d * c) if model.experts % e == 0] \

@@ -38,6 +38,12 @@ class Recompute(str, Enum):
         return list(Recompute).index(self)
 
 
+# Integer codes of the closed sets inside arrays (position in the Enum's declaration order);
+# evaluate.batch, search.space and frameworks re-export or read them from here.
+OFFLOAD_CODES: tuple[Offload, ...] = tuple(Offload)
+RECOMPUTE_CODES: tuple[Recompute, ...] = tuple(Recompute)
+
+
 class Precision(str, Enum):
     BF16 = "bf16"
     FP16 = "fp16"
@@ -67,7 +73,10 @@ class Training(Frozen):
 
     seq_len: int = Field(gt=0, le=10_000_000, description="sequence length, tokens")
     micro_batch: int = Field(default=1, gt=0, le=1_000_000, description="micro-batch size")
-    global_batch: int = Field(gt=0, le=100_000_000, description="global batch, sequences")
+    global_batch: int | None = Field(
+        default=None, gt=0, le=100_000_000,
+        description="global batch, sequences; None: the batch rule's for each layout "
+                    "(evaluate.batch.resolve_global_batch)")
     precision: Precision = Precision.BF16
     optimizer: Optimizer = Optimizer.ADAM
     grad_bytes: int = Field(default=0, ge=0, le=8,

@@ -12,13 +12,14 @@ from enum import Enum
 from typing import TYPE_CHECKING, Callable, assert_never
 
 from optimus_calc.errors import InputError
+from optimus_calc.evaluate.batch import resolve_global_batch
 from optimus_calc.evaluate.context import Hardware, check_layout, fill_layout
 from optimus_calc.evaluate.memory import estimate_memory, offload_flags
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Layout, Training
 
 if TYPE_CHECKING:
-    from optimus_calc.inputs import Inputs
+    from optimus_calc.evaluate.inputs import Inputs
 
 
 class Solve(str, Enum):
@@ -121,18 +122,30 @@ def solve_micro_batch(model, hw: Hardware, layout: Layout, tr: Training,
                      detail="" if best else "micro-batch 1 does not fit")
 
 
+def at_nodes(hw: Hardware, layout: Layout, tr: Training, n: int
+             ) -> tuple[Hardware, Layout, Training]:
+    """The hardware, layout and training at ``n`` nodes: the pinned TP, PP, CP with DP taking
+    the rest; the global batch resolved for that DP (the batch rule's when ``tr`` has none,
+    else the given batch rounded up to a multiple of dp x micro-batch)."""
+    h = Hardware(**{**hw.__dict__, "nodes": n})
+    lay = fill_layout(h, layout.tp, layout.pp, None, layout.cp,
+                      **layout.model_dump(exclude={"tp", "pp", "dp", "cp"}))
+    per = lay.dp * tr.micro_batch
+    gb = (int(resolve_global_batch(lay.dp, tr.micro_batch, tr)) if tr.global_batch is None
+          else -(-tr.global_batch // per) * per)
+    return h, lay, tr.model_copy(update={"global_batch": gb})
+
+
 def solve_nodes(model, hw: Hardware, layout: Layout, tr: Training, asm: Assumptions,
                 max_nodes: int = 100_000) -> FitResult:
+    """The fewest nodes at which the layout fits; ``tr.global_batch`` None: the batch rule's
+    batch at each node count (evaluate.batch.resolve_global_batch)."""
     group = layout.tp * layout.pp * layout.cp
 
     def at(n: int):
-        h = Hardware(**{**hw.__dict__, "nodes": n})
-        if h.gpus % group:
+        if (hw.gpus_per_node * n) % group:
             return None
-        lay = fill_layout(h, layout.tp, layout.pp, None, layout.cp,
-                          **layout.model_dump(exclude={"tp", "pp", "dp", "cp"}))
-        per = lay.dp * tr.micro_batch
-        t = tr.model_copy(update={"global_batch": -(-tr.global_batch // per) * per})
+        h, lay, t = at_nodes(hw, layout, tr, n)
         try:
             check_layout(model, lay, t)
         except InputError:
@@ -159,6 +172,14 @@ def solve_nodes(model, hw: Hardware, layout: Layout, tr: Training, asm: Assumpti
     return FitResult("nodes", found, None, "search over node counts (doubling, then scan)")
 
 
+def fit_training(inp: Inputs) -> Training:
+    """The training `fit` varies: for the node count, without --global-batch, the batch is
+    the rule's at each node count (global_batch None), not the one resolved for ``inp``."""
+    if inp.global_batch_defaulted:
+        return inp.training.model_copy(update={"global_batch": None})
+    return inp.training
+
+
 def solve(what: Solve | str, inp: Inputs) -> FitResult:
     """`fit --solve WHAT` for one resolved layout."""
     what = Solve(what)
@@ -170,7 +191,8 @@ def solve(what: Solve | str, inp: Inputs) -> FitResult:
                                                 inp.assumptions)
             return solve_layers(*args)
         case Solve.NODES:
-            return solve_nodes(*args)
+            return solve_nodes(inp.model, inp.hw, inp.layout, fit_training(inp),
+                               inp.assumptions)
         case Solve.MICRO_BATCH:
             return solve_micro_batch(*args)
         case _:
@@ -185,6 +207,8 @@ class FitExplanation:
     binding_part: str               # weights, gradients, optimizer state, activations, ...
     binding_stage: int | None
     suggestions: tuple[dict, ...]   # {"change", "flags", "value"}: what each change gives
+    starved: str = ""               # nodes: why the answer as asked is no layout to run
+    lead: dict | None = None        # nodes: the suggestion a planner would act on instead
 
 
 def _parts(est) -> list[tuple[str, float]]:
@@ -220,52 +244,87 @@ def _variants(model, layout: Layout, tr: Training) -> list[tuple[str, str, Layou
     return out
 
 
-def explain_fit(solve: str, model, hw: Hardware, layout: Layout, tr: Training,
-                asm: Assumptions, res: FitResult) -> FitExplanation:
-    """What binds at the answer (or, when nothing fits, at the smallest configuration tried) and
-    what each common change would give. Each suggestion is the same solver run again."""
-    probe_hw, probe_layout, probe_tr = hw, layout, tr
-    if solve == "nodes" and res.value is not None:
-        probe_hw = Hardware(**{**hw.__dict__, "nodes": int(res.value)})
-        probe_layout = fill_layout(probe_hw, layout.tp, layout.pp, None, layout.cp,
-                                   **layout.model_dump(exclude={"tp", "pp", "dp", "cp"}))
-        per = probe_layout.dp * tr.micro_batch  # as solve_nodes rounds the batch
-        probe_tr = tr.model_copy(update={"global_batch": -(-tr.global_batch // per) * per})
-    elif solve == "micro-batch" and res.value is not None:
-        probe_tr = tr.model_copy(update={"micro_batch": int(res.value)})
+def _estimate(model, hw: Hardware, layout: Layout, tr: Training, asm: Assumptions):
     try:
-        est = estimate_memory(model, probe_hw, probe_layout, probe_tr, asm)
+        return estimate_memory(model, hw, layout, tr, asm)
     except InputError:
-        est = None
+        return None
+
+
+def _starved(model, hw: Hardware, layout: Layout, tr: Training, asm: Assumptions,
+             nodes: int) -> str:
+    """Why ``nodes`` nodes is no layout to run: the batch gives fewer micro-batches than
+    pipeline stages, so the layout fits only because fewer are in flight ("" if not)."""
+    if layout.pp == 1 or tr.model_states_only:
+        return ""
+    est = _estimate(model, *at_nodes(hw, layout, tr, nodes), asm)
+    m = est.micro_batches if est is not None else layout.pp
+    if m >= layout.pp:
+        return ""
+    return (f"at {nodes} nodes the batch gives {m} micro-batches for {layout.pp} pipeline "
+            f"stages, so fewer are in flight (and the bubble is {(layout.pp - 1) / m:.0%} of "
+            "the compute)")
+
+
+def _binding(est) -> tuple[str, str, int | None]:
     if est is None:
-        binding, part, stage = "the layout is not valid at the answer", "", None
-    else:
-        part, size = _parts(est)[0]
-        stage = est.worst.index
-        state = ("fits with" if est.fits else "exceeds")
-        binding = (f"{part} ({size / 1e9:.1f} GB) is the largest part of the "
-                   f"{est.worst.total_bytes / 1e9:.1f} GB on stage {stage}, which {state} the "
-                   f"{est.usable_bytes / 1e9:.1f} GB usable"
-                   + (f" ({est.headroom_bytes / 1e9:.1f} GB free)" if est.fits else ""))
-        if solve == "nodes" and res.value is not None and not tr.model_states_only:
-            m = est.micro_batches
-            if m < layout.pp:
-                binding += (f"; at {int(res.value)} nodes the batch gives {m} micro-batches for "
-                            f"{layout.pp} pipeline stages, so fewer are in flight (and the "
-                            f"bubble is {(layout.pp - 1) / m:.0%} of the compute)")
+        return "the layout is not valid at the answer", "", None
+    part, size = _parts(est)[0]
+    state = ("fits with" if est.fits else "exceeds")
+    return (f"{part} ({size / 1e9:.1f} GB) is the largest part of the "
+            f"{est.worst.total_bytes / 1e9:.1f} GB on stage {est.worst.index}, which {state} the "
+            f"{est.usable_bytes / 1e9:.1f} GB usable"
+            + (f" ({est.headroom_bytes / 1e9:.1f} GB free)" if est.fits else ""),
+            part, est.worst.index)
+
+
+def _suggestions(solve: str, model, hw: Hardware, layout: Layout, tr: Training,
+                 asm: Assumptions, res: FitResult) -> list[dict]:
+    """Each common change, the same solver run again; those that do better. For nodes each
+    says whether its answer starves the pipeline too."""
     solver = {"layers": solve_layers, "nodes": solve_nodes,
               "micro-batch": solve_micro_batch}.get(solve)
-    suggestions = []
-    if solver is not None and not isinstance(model, BareModel):
-        for what, flags, lay, t in _variants(model, layout, tr):
-            try:
-                check_layout(model, lay, t) if solve != "nodes" else None
-                alt = solver(model, hw, lay, t, asm)
-            except InputError:
-                continue
-            better = alt.value is not None and (
-                res.value is None or (alt.value < res.value if solve == "nodes"
-                                      else alt.value > res.value))
-            if better:
-                suggestions.append({"change": what, "flags": flags, "value": alt.value})
-    return FitExplanation(binding, part, stage, tuple(suggestions))
+    if solver is None or isinstance(model, BareModel):
+        return []
+    if solve == "layers" and res.detail.startswith("hit the search cap"):
+        return []  # no change can beat the cap
+    out = []
+    for what, flags, lay, t in _variants(model, layout, tr):
+        try:
+            check_layout(model, lay, t) if solve != "nodes" else None
+            alt = solver(model, hw, lay, t, asm)
+        except InputError:
+            continue
+        if alt.value is None or (res.value is not None and (
+                alt.value >= res.value if solve == "nodes" else alt.value <= res.value)):
+            continue
+        sgt = {"change": what, "flags": flags, "value": alt.value}
+        if solve == "nodes":
+            sgt["starved"] = bool(_starved(model, hw, lay, t, asm, int(alt.value)))
+        out.append(sgt)
+    return out
+
+
+def explain_fit(solve: str, inp: Inputs, res: FitResult) -> FitExplanation:
+    """What binds at the answer (or, when nothing fits, at the smallest configuration tried) and
+    what each common change would give. For nodes, an answer that fits only because the batch
+    starves the pipeline is no layout to run: the fewest nodes among the changes that do not
+    starve it leads (``lead``)."""
+    model, hw, layout, asm = inp.model, inp.hw, inp.layout, inp.assumptions
+    tr = fit_training(inp) if solve == "nodes" else inp.training
+    probe = (hw, layout, tr)
+    if solve == "nodes" and res.value is not None:
+        probe = at_nodes(hw, layout, tr, int(res.value))
+    elif solve == "micro-batch" and res.value is not None:
+        probe = (hw, layout, tr.model_copy(update={"micro_batch": int(res.value)}))
+    binding, part, stage = _binding(_estimate(model, *probe, asm))
+    starved = ""
+    if solve == "nodes" and res.value is not None:
+        starved = _starved(model, hw, layout, tr, asm, int(res.value))
+        binding += f"; {starved}" if starved else ""
+    suggestions = _suggestions(solve, model, hw, layout, tr, asm, res)
+    runnable = [x for x in suggestions if not x.get("starved")]
+    lead = min(runnable, key=lambda x: x["value"]) if starved and runnable else None
+    if lead is not None:  # the answer to act on first
+        suggestions = [lead] + [x for x in suggestions if x is not lead]
+    return FitExplanation(binding, part, stage, tuple(suggestions), starved, lead)

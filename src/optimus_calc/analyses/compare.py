@@ -6,12 +6,13 @@ Pure: evaluates with the one evaluator (a batch of one per strategy) and decides
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from optimus_calc.catalog import Catalog
+from optimus_calc.evaluate.context import check_layout, resolve_hardware
+from optimus_calc.evaluate.inputs import Inputs
 from optimus_calc.evaluate.memory import MemoryEstimate
 from optimus_calc.evaluate.step import StepEstimate, step_of
-from optimus_calc.inputs import Inputs, build_inputs
 from optimus_calc.specs.hardware import Node
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Offload
@@ -76,15 +77,25 @@ def best_of(results: tuple[StrategyResult, ...] | list[StrategyResult]) -> Strat
                                         r.step.optimizer_s))
 
 
-def compare(cat: Catalog, model_text: str, kw: dict) -> Comparison:
-    """Evaluate the layout of ``kw`` (single-layout option values) under every strategy."""
-    node = cat.get(kw["node"], "node", what="node")
+def with_strategy(cat: Catalog, inp: Inputs, strat: Strategy) -> Inputs:
+    """``inp``'s layout with the strategy's offload target (and SmartNIC, resolved again)."""
+    hw = inp.hw
+    own = None if hw.smartnic_implicit or hw.smartnic is None else hw.smartnic.name
+    hw = resolve_hardware(cat, hw.node.name, hw.nodes, hw.gpu.name, hw.gpus_per_node,
+                          strat.smartnic or own)
+    lay = inp.layout.model_copy(update={"offload": strat.offload, "smartnic": (
+        hw.smartnic.name if hw.smartnic else None)})
+    check_layout(inp.model, lay, inp.training)
+    return replace(inp, hw=hw, layout=lay)
+
+
+def compare(cat: Catalog, inp: Inputs) -> Comparison:
+    """Evaluate the layout of ``inp`` under every strategy its node offers (and the what-ifs)."""
     results = []
     from optimus_calc.frameworks import Reason, layout_support
-    for strat in strategies(cat, node):
-        k = dict(kw, offload=strat.offload.value, smartnic=strat.smartnic or kw.get("smartnic"))
-        inp = build_inputs(cat, model_text, k)
-        mem, st = step_of(inp, model_text)
+    for strat in strategies(cat, inp.hw.node):
+        inp = with_strategy(cat, inp, strat)
+        mem, st = step_of(inp, inp.model.name)
         runs = (tuple(f.value for f, r in layout_support(inp.layout, inp.training,
                                                          inp.model).items() if r is Reason.OK)
                 if isinstance(inp.model, Model) else ())

@@ -1,0 +1,58 @@
+"""What the planner searches over, as validated specs, and the offload targets a node offers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optimus_calc.errors import FieldError
+from optimus_calc.evaluate.context import Hardware
+from optimus_calc.specs.model import Model
+from optimus_calc.specs.training import Assumptions, Offload, Recompute, Training
+
+
+@dataclass(frozen=True)
+class SearchInputs:
+    """What the planner (`plan`, `sweep`, `nics` without a layout) searches over."""
+
+    model: Model
+    hw: Hardware
+    training: Training          # the fields every layout shares; global_batch None: the rule
+    assumptions: Assumptions
+    offloads: tuple[Offload, ...] | None = None      # None: all the node offers
+    recomputes: tuple[Recompute, ...] | None = None  # None: every mode
+    max_zero: int = 3
+    distinct: bool = False
+    seq_len_defaulted: bool = False
+    frameworks: tuple = ()                 # frameworks.Framework members; () = any
+    pins: dict | None = None               # grid columns fixed by --tp --pp ... (search/space.py)
+    zero_stages: tuple[int, ...] | None = None   # --zero LIST (else 0..max_zero)
+    profile: object = None                 # profile.Profile applied (--profile), or None
+
+    @property
+    def global_batch_defaulted(self) -> bool:
+        """True: each layout takes the batch rule's global batch (evaluate/batch.py)."""
+        return self.training.global_batch is None
+
+
+def offload_targets(hw: Hardware) -> list[Offload]:
+    """The offload targets the hardware has: host RAM always, NVMe with drives, SmartNICs when
+    the node has them or the user named a card (--smartnic, a what-if), a superchip's CPU."""
+    out = [Offload.NONE, Offload.CPU]
+    if hw.node.nvme_drives and hw.nvme is not None:
+        out.append(Offload.NVME)
+    if hw.smartnic is not None and not hw.smartnic_implicit:
+        out.append(Offload.SMARTNIC)
+    if hw.node.superchip:
+        out.append(Offload.SUPERCHIP)
+    return out
+
+
+def check_offloads(hw: Hardware, offloads: tuple[Offload, ...] | None) -> None:
+    """Every target asked for is one the node offers (a FieldError on ``offloads`` if not)."""
+    offered = offload_targets(hw)
+    for o in offloads or ():
+        if o not in offered:
+            hint = (" (name a card with {smartnic} for the what-if)"
+                    if o is Offload.SMARTNIC else "")
+            raise FieldError("offloads", f"{{offloads}} {o.value}: {hw.node.name} does not "
+                             f"offer it (offers {', '.join(x.value for x in offered)}){hint}")
