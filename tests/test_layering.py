@@ -54,7 +54,8 @@ FLOORS = (
     ("errors", "units"),                       # no optimus_calc import but errors
     ("specs",),                                # pydantic records of what the user gives
     ("equations",),                            # sympy, registered; compiled.py generated
-    ("loaders", "catalog", "hf_import"),       # the only file readers, names -> specs
+    ("regimes", "regime_residuals"),           # error ranges from validate's residuals (data)
+    ("loaders", "catalog", "hf_import", "profile"),  # the only file readers, names -> specs
     ("evaluate",),                             # the one evaluator and its batches of one
     ("frameworks", "export"),                  # which framework runs a layout; its config
     ("search",),                               # the planner over evaluate/
@@ -115,8 +116,8 @@ def test_the_floor_test_fails_on_an_import_up(tmp_path):
     (tmp_path / "report").mkdir()
     (tmp_path / "errors.py").write_text("")
     assert _up_imports(tmp_path) == [
-        "catalog.py (floor 3) imports optimus_calc.report (floor 8)",
-        "evaluate/x.py (floor 4) imports optimus_calc.search.plan (floor 6)"]
+        "catalog.py (floor 4) imports optimus_calc.report (floor 9)",
+        "evaluate/x.py (floor 5) imports optimus_calc.search.plan (floor 7)"]
 
 
 def _module_graph(root: Path) -> dict[str, set[str]]:

@@ -6,16 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from optimus_calc.regimes import ErrorRange, error_range, generate, gpu_family, regime_of
+from optimus_calc.regimes import ErrorRange, error_range, gpu_family, regime_of
+from optimus_calc.validate import residuals_source as generate
 from optimus_calc.regime_residuals import RESIDUALS
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 def test_residual_table_is_fresh():
-    """regime_residuals.py is what `python -m optimus_calc.regimes` writes from validate today."""
+    """regime_residuals.py is what `python -m optimus_calc.validate` writes from validate today."""
     path = SRC / "optimus_calc" / "regime_residuals.py"
-    assert path.read_text() == generate(), "run: python -m optimus_calc.regimes"
+    assert path.read_text() == generate(), "run: python -m optimus_calc.validate"
 
 
 def test_regime_key(cat):

@@ -69,7 +69,8 @@ def load_runs(app, path: str, ctx: click.Context) -> list:
             inp = build_inputs(app.catalog, model, kw)
             step_of(inp, model)  # a run the evaluator cannot time fails here, with its row
         except InputError as exc:
-            raise InputError(f"{where}: {exc}") from None
+            from optimus_calc.cli.flags import message
+            raise InputError(f"{where}: {message(exc)}") from None
         label = (f"{inp.model.name} {inp.hw.nodes}x{inp.hw.node.name} TP{inp.layout.tp} "
                  f"PP{inp.layout.pp} DP{inp.layout.dp} mb{inp.training.micro_batch}")
         runs.append(Run(i + 2, inp, figure, value, fw, label))
