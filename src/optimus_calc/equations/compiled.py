@@ -187,6 +187,11 @@ def memory__host_weights_bytes(N_d, P, Z, b_w, o_w):
     return P*b_w*o_w*numpy.where(numpy.greater_equal(Z, 3), N_d**(-1.0), 1)
 
 
+def memory__nvme_host_bytes(B_hg, G_n, N_buf, P_buf, b_buf):
+    """memory.nvme_host_bytes [bytes]: DeepSpeed ZeRO-Infinity optimizer swapping (runtime/swap_tensor/partitioned_optimizer_swapper.py): buffer_count pinned fp32 buffers of aio buffer_size elements per rank, beside the rank's fp32 gradients in host RAM"""
+    return G_n*(B_hg + N_buf*P_buf*b_buf)
+
+
 def memory__optimizer_bytes(N_d, P, Z, b_o, f_k, o_o):
     """memory.optimizer_bytes [bytes]: Rajbhandari et al. 2020 (ZeRO) section 5.1, P_os; seeds/optimusnic.md section 3.1 (12D/N_p)"""
     return P*b_o*(-o_o*(1 - f_k) + 1)*numpy.where(numpy.greater_equal(Z, 1), N_d**(-1.0), 1)

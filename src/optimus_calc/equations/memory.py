@@ -201,3 +201,15 @@ zero3_offload_param_resident_bytes = equation(
     "small tensors stay whole (with their gradients), the module being computed is gathered and "
     "the next one prefetched up to the bucket, all under the live-parameter cap",
     "Parameter bytes a GPU keeps with ZeRO-Infinity parameter offload (offload_param).")
+
+# ---- ZeRO-Infinity host buffers --------------------------------------------------------------
+B_hg = sym("B_hg", "fp32 gradients one GPU keeps in host RAM, bytes")
+N_buf = sym("N_buf", "swap buffers per rank (DeepSpeed offload_optimizer nvme buffer_count)")
+P_buf = sym("P_buf", "elements per swap buffer (DeepSpeed aio buffer_size)")
+b_buf = sym("b_buf", "bytes per swap-buffer element (fp32: 4)")
+nvme_host_bytes = equation(
+    "memory.nvme_host_bytes", G_n * (B_hg + N_buf * P_buf * b_buf), "bytes",
+    "DeepSpeed ZeRO-Infinity optimizer swapping (runtime/swap_tensor/"
+    "partitioned_optimizer_swapper.py): buffer_count pinned fp32 buffers of aio buffer_size "
+    "elements per rank, beside the rank's fp32 gradients in host RAM",
+    "Host RAM per node that NVMe offload needs: each GPU's fp32 gradients and swap buffers.")

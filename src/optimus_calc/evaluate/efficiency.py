@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from optimus_calc.equations import compiled as eq
+from optimus_calc.equations.recording import eq
 from optimus_calc.specs.hardware import GPU
 from optimus_calc.specs.training import Assumptions
 

@@ -7,7 +7,7 @@ at the pipeline stage that binds, the same numbers the planner ranks with.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -58,21 +58,9 @@ TERMS = ("step_time_s", "forward_s", "backward_s", "compute_s", "elementwise_s",
 
 
 def optimizer_device(hw: Hardware, layout: Layout) -> str:
-    """The device that runs the optimizer step, as the reports name it."""
-    target = layout.offload
-    match target:
-        case Offload.NONE:
-            return hw.gpu.name
-        case Offload.CPU | Offload.NVME:
-            return f"{hw.node.cpus} x {hw.cpu.name}"
-        case Offload.SMARTNIC:
-            k = layout.smartnics_per_node or hw.gpus_per_node
-            name = hw.smartnic.name if hw.smartnic is not None else "SmartNIC"
-            return f"{k} x {name} per node"
-        case Offload.SUPERCHIP:
-            return f"{hw.cpu.name} (NVLink-C2C)"
-        case _:
-            assert_never(target)
+    """The device that runs the optimizer step, as the reports name it (its strategy's)."""
+    from optimus_calc.evaluate.strategies import strategy
+    return strategy(layout.offload).optimizer_device(hw, layout)
 
 
 def estimate_step(model: Model, hw: Hardware, layout: Layout, tr: Training, asm: Assumptions,

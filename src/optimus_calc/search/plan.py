@@ -16,7 +16,8 @@ from optimus_calc.evaluate.context import Hardware, resolve_hardware
 from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
 from optimus_calc.evaluate.optimizer import Impl, device_from, optimizer_step
 from optimus_calc.evaluate.step import StepEstimate, estimate_step
-from optimus_calc.evaluate.batch import OFFLOAD_CODES, RECOMPUTE_CODES, Batch
+from optimus_calc.evaluate import strategies
+from optimus_calc.evaluate.batch import RECOMPUTE_CODES, Batch
 from optimus_calc.evaluate.engine import (Reason, evaluate, primary_reason, sorted_unique,
                                           stage_table, usable_gpu_bytes)
 from optimus_calc.frameworks import Framework, framework_support, layout_support
@@ -102,7 +103,7 @@ class PlanResult:
 
 
 def layout_of(cols: dict, i: int, hw: Hardware, smartnic: str | None) -> Layout:
-    off = OFFLOAD_CODES[int(cols["offload"][i])]
+    off = strategies.at(int(cols["offload"][i])).offload
     return Layout(tp=int(cols["tp"][i]), pp=int(cols["pp"][i]), dp=int(cols["dp"][i]),
                   cp=int(cols["cp"][i]), ep=int(cols["ep"][i]),
                   zero=ZeroStage(int(cols["zero"][i])), offload=off,
@@ -118,16 +119,10 @@ def training_of(cols: dict, i: int, base: Training) -> Training:
 
 
 def offload_targets(hw: Hardware) -> list[Offload]:
-    """The offload targets the hardware has: host RAM always, NVMe with drives, SmartNICs when
-    the node has them or the user named a card (--smartnic, a what-if), a superchip's CPU."""
-    out = [Offload.NONE, Offload.CPU]
-    if hw.node.nvme_drives and hw.nvme is not None:
-        out.append(Offload.NVME)
-    if hw.smartnic is not None and not hw.smartnic_implicit:
-        out.append(Offload.SMARTNIC)
-    if hw.node.superchip:
-        out.append(Offload.SUPERCHIP)
-    return out
+    """The offload targets the hardware has, in registry order: each strategy says whether the
+    node offers it (host RAM always, NVMe with drives, SmartNICs when the node has them or the
+    user named a card, a superchip's CPU)."""
+    return strategies.offered(hw)
 
 
 # Cards per GPU tried when sizing SmartNICs to hide the step (a search bound, not physics).
@@ -190,8 +185,8 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     n_dropped = 0
     feasible, smallest, best_none = 0, np.inf, np.inf
     pool, whatif = _Pool(), _Pool()
-    none_code = OFFLOAD_CODES.index(Offload.NONE)
-    smart_code = OFFLOAD_CODES.index(Offload.SMARTNIC)
+    none_code = strategies.code_of(Offload.NONE)
+    smart_code = strategies.code_of(Offload.SMARTNIC)
     for chunk in space.chunks(rows):
         # pass 1, over the chunk's grid x switches: memory, feasibility, framework rules
         views = chunk.views()
