@@ -213,3 +213,20 @@ nvme_host_bytes = equation(
     "partitioned_optimizer_swapper.py): buffer_count pinned fp32 buffers of aio buffer_size "
     "elements per rank, beside the rank's fp32 gradients in host RAM",
     "Host RAM per node that NVMe offload needs: each GPU's fp32 gradients and swap buffers.")
+
+# ---- usable capacity -----------------------------------------------------------------------
+C_gpu = sym("C_gpu", "GPU memory capacity, bytes")
+f_hr = sym("f_h", "GPU memory kept free as a safety margin (assumed, gpu_headroom)")
+C_node = sym("C_node", "host RAM of a node, bytes")
+f_rsv = sym("f_r", "host RAM reserved for the OS and the framework (assumed, "
+            "host_reserved_fraction)")
+usable_gpu_bytes = equation(
+    "memory.usable_gpu_bytes", C_gpu * (1 - f_hr), "bytes",
+    "assumed safety margin (--headroom): allocator fragmentation and framework workspaces "
+    "vary by run (PyTorch CUDA caching allocator notes)",
+    "GPU memory a layout may fill: the capacity less the headroom.")
+usable_host_bytes = equation(
+    "memory.usable_host_bytes", C_node * (1 - f_rsv), "bytes",
+    "assumed reserve (host_reserved_fraction): the OS, page cache and the framework's pinned "
+    "buffers",
+    "Host RAM per node offload may fill.")

@@ -47,7 +47,7 @@ from optimus_calc.units import GB
 def usable_gpu_bytes(hw: Hardware, asm: Assumptions) -> float:
     """GPU memory a layout may fill: the capacity less the safety margin (gpu_headroom). The one
     place this is computed (memory, fit and the planner read it)."""
-    return hw.gpu.memory_bytes * (1 - asm.gpu_headroom)
+    return float(eq.memory__usable_gpu_bytes(C_gpu=hw.gpu.memory_bytes, f_h=asm.gpu_headroom))
 
 
 def offload_flags(off, offload_params, gpu_fraction):
@@ -174,7 +174,8 @@ def host_state(ctx: Ctx, mem: MemoryRecord) -> HostState:
         gradients=eq.memory__host_gradients_bytes(N_d=dp, P=P, Z=z, b_h=asm.host_grad_bytes,
                                                   o_g=o_g),
         weights=eq.memory__host_weights_bytes(N_d=dp, P=P, Z=z, b_w=tr.weight_bytes, o_w=o_w),
-        host_capacity=ctx.hw.node.host_memory_bytes * (1 - asm.host_reserved_fraction))
+        host_capacity=float(eq.memory__usable_host_bytes(C_node=ctx.hw.node.host_memory_bytes,
+                                                          f_r=asm.host_reserved_fraction)))
 
 
 def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:

@@ -66,20 +66,22 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                                     tau_g=tau)
     # efficiency that follows the work: weight GEMMs by their size, the attention core by its
     # kernel (evaluate/efficiency.py; --assume gemm_efficiency=X replaces the curve)
-    f_att = tau * Ls * 2.0 * s * (model.score_dim + model.value_dim)  # forward attention core
+    f_att = eq.step__attention_core_flops(L_stage=Ls, d_s=model.score_dim, d_v=model.value_dim,
+                                          s=s, tau_g=tau)
     eff = dict(gpu=hw.gpu, h=model.hidden, t=ctx.t, s=s / ctx.cp, b=ctx.mb,
                flash=tr.flash_attention, asm=asm)
     act0 = eq.memory__activation_layer_bytes(r=0, **mem.layer_args)
-    fwd_pass = min(1.0, asm.elementwise_factor)
-    bwd_pass = asm.elementwise_factor - fwd_pass + (rc == R_FULL)
+    fwd_pass = eq.step__elementwise_forward_passes(f_e=asm.elementwise_factor)
+    bwd_pass = eq.step__elementwise_backward_passes(f_e=asm.elementwise_factor,
+                                                    r_full=(rc == R_FULL))
     hbm = dict(B_hbm=hw.gpu.hbm_Bps, eta_hbm=asm.hbm_efficiency, L_stage=Ls, M_l=act0, m=ctx.m)
     set_scope("forward")
     eta_f = compute_efficiency(total_flops=F_fwd, attn_flops=f_att, **eff)
     T_cf = eq.compute__compute_time(FLOPs=F_fwd, eta_g=eta_f, peak=peak)
     T_ef = eq.step__elementwise_time(n_pass=fwd_pass, **hbm)
     set_scope("backward")
-    eta_b = compute_efficiency(total_flops=F_bwd, attn_flops=f_att * (2 + (rc != R_NONE)),
-                               **eff)
+    f_att_b = eq.step__attention_backward_flops(F_af=f_att, r_a=(rc != R_NONE))
+    eta_b = compute_efficiency(total_flops=F_bwd, attn_flops=f_att_b, **eff)
     T_cb = eq.compute__compute_time(FLOPs=F_bwd, eta_g=eta_b, peak=peak)
     T_eb = eq.step__elementwise_time(n_pass=bwd_pass, **hbm)
     set_scope("")
@@ -97,7 +99,8 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
     t, cp, Ls, m = ctx.t, ctx.cp, ctx.st["layers"], ctx.m
     set_scope("tp")
     a_tp, b_tp = group(hw, t, 1, nic=nic)
-    ring = dict(alpha=a_tp, beta=b_tp, n=t, z=(s / cp) * mb * model.hidden * wb)
+    z_tp = eq.step__tp_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, s=s)
+    ring = dict(alpha=a_tp, beta=b_tp, n=t, z=z_tp)
     T_tp = eq.step__tp_comm_time(
         L_stage=Ls, T_ag=eq.comm__ring_all_gather_time(**ring),
         T_ar=eq.comm__ring_all_reduce_time(**ring),
@@ -105,7 +108,9 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
         r_full=ctx.r_full, sigma_sp=mem.sigma)
     set_scope("cp")
     a_cp, b_cp = group(hw, cp, t, nic=nic)
-    ring = dict(alpha=a_cp, beta=b_cp, n=cp, z=2 * s * mb * model.n_kv * model.d_head * wb / t)
+    z_cp = eq.step__cp_message_bytes(b=mb, b_w=wb, d_head=model.d_head, n_kv=model.n_kv, s=s,
+                                     t=t)
+    ring = dict(alpha=a_cp, beta=b_cp, n=cp, z=z_cp)
     T_cp = eq.step__cp_comm_time(
         L_stage=Ls, T_ag=eq.comm__ring_all_gather_time(**ring),
         T_rs=eq.comm__ring_reduce_scatter_time(**ring), m=m, o_cp=asm.cp_overlap,
@@ -114,14 +119,16 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
     a2a = 0.0
     if model.is_moe:
         a_ep, b_ep = group(hw, ctx.ep, t, nic=nic)
-        a2a = eq.comm__all_to_all_time(alpha=a_ep, beta=b_ep, n=ctx.ep,
-                                       z=(s / cp) * mb * model.hidden * wb * model.top_k)
+        z_ep = eq.step__ep_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, k=model.top_k,
+                                         s=s)
+        a2a = eq.comm__all_to_all_time(alpha=a_ep, beta=b_ep, n=ctx.ep, z=z_ep)
     T_ep = eq.step__ep_comm_time(L_moe=ctx.st["moe_layers"], T_a2a=a2a, m=m)
     set_scope("pp")
     inter = t * cp * ctx.dp >= ctx.gpn  # neighbouring stages sit on different nodes
     alpha, beta = neighbour(hw, inter, nic)
-    p2p = eq.comm__p2p_time(alpha=alpha, beta=beta,
-                            z=(s / cp) * mb * model.hidden * wb / np.where(ctx.spf == 1, t, 1))
+    z_pp = eq.step__p2p_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, s=s,
+                                      t_sp=np.where(ctx.spf == 1, t, 1))
+    p2p = eq.comm__p2p_time(alpha=alpha, beta=beta, z=z_pp)
     T_pp = eq.step__pp_comm_time(T_p2p=np.where(ctx.pp > 1, p2p, 0.0), m=m, o_pp=asm.pp_overlap,
                                  v=ctx.v)
     return T_tp, T_cp, T_ep, T_pp
@@ -134,17 +141,18 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     set_scope("dp")
     a_dp, b_dp = group(hw, dp, ctx.t * ctx.cp, nic=nic)
     z_g, z_w = gbytes * P, wb * P
-    k_g = np.maximum(1, np.ceil(z_g / np.where(z == 0, asm.ddp_bucket_MB * 1e6,
-                                               asm.zero_bucket_params * gbytes)))
+    k_g = eq.step__gradient_buckets(
+        B_cap=np.where(z == 0, asm.ddp_bucket_MB * 1e6, asm.zero_bucket_params * gbytes), P=P,
+        b_g=gbytes)
     dpr = dict(alpha=a_dp, beta=b_dp, n=dp, z=z_g / k_g)
     T_bkt = np.where(z == 0, eq.comm__ring_all_reduce_time(**dpr),
                      eq.comm__ring_reduce_scatter_time(**dpr))
     n_mod = np.maximum(1, ctx.st["layers"]) * modules_per_layer(ctx.model, asm)
-    k_w = np.where(z == 3, n_mod, np.maximum(1, np.ceil(z_w / (asm.zero_bucket_params * wb))))
+    k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
     gather = (eq.comm__multicast_all_gather_time if tr.multicast
               else eq.comm__ring_all_gather_time)
     t_piece = gather(alpha=a_dp, beta=b_dp, n=dp, z=z_w / k_w)
-    T_gat = np.where(z == 0, 0.0, k_w * t_piece)
+    T_gat = eq.step__dp_gather_time(Z=z, k_w=k_w, t_g=t_piece)
     r_full = ctx.r_full
     g_x = zero3_exposed_gather(modules=n_mod, module_params=P / n_mod, gather_s=t_piece,
                                compute_per_module_s=(comp.W_f + comp.W_b) / ((2 + r_full) * n_mod),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import dataclasses
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -385,7 +384,7 @@ def size_nics(cat: Catalog, model, hw: Hardware, layout: Layout, tr: Training,
                                         "smartnics_per_node": 0})
         mem = estimate_memory(model, hw_sn, lay, tr, asm)
         opt = mem.offload.bytes_per_gpu
-        k_mem = max(1, math.ceil(opt / sn.memory_bytes)) if opt > 0 else 0
+        k_mem = mem.offload.devices_per_gpu_for_capacity  # the strategy's one count
         spill = max(0.0, opt - sn.memory_bytes)
         one = optimizer_step(device_from(sn, 1, asm), opt / max(tr.optimizer_bytes, 1),
                              tr.optimizer, Impl.FUSED, tr.gradient_bytes,

@@ -98,12 +98,9 @@ class SmartNICOffload(OffloadStrategy):
         snl_Bps = snl.bandwidth_Bps * snl.efficiency
         t_sn, _ = device_time(device_from(hw.smartnic, 1, ctx.asm), opt.shard * ctx.gpn / k,
                               opt.bpp, opt.phi, ctx.tr.optimizer_bytes)
-        # each GPU sends its shard's gradients (and takes its weights back) over its own link;
-        # each card receives the shards of the GPUs it serves over its link; the slower side
-        # sets the time, and a spill streams from host RAM and back over the card's link
-        moved = ctx.tr.gradient_bytes + ctx.tr.weight_bytes
-        x_sn = np.maximum(opt.shard * moved / opt.link_Bps,
-                          opt.shard * ctx.gpn / k * moved / snl_Bps) + 2 * dev.spill / snl_Bps
+        x_sn = eq.offload__smartnic_transfer_time(
+            B_le=opt.link_Bps, B_sn=snl_Bps, G_n=ctx.gpn, K_n=k, P_r=opt.shard, S=dev.spill,
+            b_g=ctx.tr.gradient_bytes, b_w=ctx.tr.weight_bytes)
         window = comp.W_b + comp.W_f
         return OptimizerUse(t_sn, x_sn, self.exposure(t_sn + x_sn, window), window)
 

@@ -71,9 +71,11 @@ class SuperchipOffload(OffloadStrategy):
             param_cpu_convert=0.0, grad_crossings=0.0, **opt.link_kw)
         tail, _ = device_time(device_from(hw.gpu, 1, asm), opt.shard * f_k, opt.bpp, opt.phi,
                               ctx.tr.optimizer_bytes)
-        exposed = exposed_step(Overlap.BACKWARD, ph.total, backward_s=comp.W_b, params_rank=p_r,
-                               last_bucket_params=asm.zero_bucket_params) + tail
-        return OptimizerUse(ph.total + tail, ph.grad_d2h + ph.param_h2d, exposed, comp.W_b)
+        grace_x = exposed_step(Overlap.BACKWARD, ph.total, backward_s=comp.W_b, params_rank=p_r,
+                               last_bucket_params=asm.zero_bucket_params)
+        return OptimizerUse(eq.offload__superchip_step_time(T_k=tail, T_s=ph.total),
+                            ph.grad_d2h + ph.param_h2d,
+                            eq.offload__superchip_exposed_time(T_k=tail, T_x=grace_x), comp.W_b)
 
 
 SUPERCHIP = SuperchipOffload()
