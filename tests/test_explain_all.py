@@ -84,3 +84,35 @@ def test_explain_all_covers_the_registry(run):
     assert names <= registry
     missing = registry - names
     assert len(names) / len(registry) >= 0.95, sorted(missing)
+
+
+DENSE = LAYOUTS["dense TP/PP"]
+
+
+def _result(run, name, *extra):
+    r = run("explain", name, *DENSE, *extra, "--format", "json")
+    assert r.code == 0, r.err
+    return r.json()
+
+
+def test_glue_equations_by_hand(run):
+    # Llama 3 70B (its 8192-token context), TP 4: one TP message is s x b x h x 2 bytes
+    # = 8192 x 1 x 8192 x 2
+    assert _result(run, "step.tp_message_bytes")["result"] == 134_217_728
+    # ZeRO-1 reduces 8.82e9 params x 2 B in buckets of 5e8 elements x 2 B: ceil(17.6) = 18
+    assert _result(run, "step.gradient_buckets")["result"] == 18
+    # A100 80 GB less the 5% headroom: the usable memory `memory` reports
+    mem = run("memory", *DENSE, "--format", "json").json()
+    assert _result(run, "memory.usable_gpu_bytes")["result"] == pytest.approx(76e9)
+    assert mem["per_gpu"]["usable_bytes"] == pytest.approx(76e9)
+
+
+def test_explain_for_picks_one_evaluation(run):
+    tp = _result(run, "comm.ring_all_gather_time", "--for", "tp")
+    dp = _result(run, "comm.ring_all_gather_time", "--for", "dp")
+    assert tp["values"]["n"] == 4 and tp["values"]["z"] == 134_217_728
+    assert dp["values"]["n"] == 2 and dp["result"] != tp["result"]
+    table = run("explain", "comm.ring_all_gather_time", *DENSE)
+    assert "evaluated for tp, cp, dp; shown: dp" in table.out
+    bad = run("explain", "comm.ring_all_gather_time", *DENSE, "--for", "ep")
+    assert bad.code == 2 and "evaluated for 'tp', 'cp', 'dp'" in bad.err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from optimus_calc.cli.common import emit
@@ -18,14 +20,17 @@ from optimus_calc.errors import InputError
 @click.option("--all", "show_all", is_flag=True,
               help="explain --all MODEL [layout]: every equation evaluated for the layout, "
                    "with its inputs and result, grouped by evaluator stage.")
+@click.option("--for", "scope", default=None, metavar="SCOPE",
+              help="Which evaluation of an equation computed more than once (e.g. tp, cp, dp, "
+                   "forward, backward); default: the last.")
 @click.option("--stage", "pipeline_stage", type=click.IntRange(0), default=None, metavar="N",
               help="Values at pipeline stage N instead of the stage that binds each figure.")
 @train_options
 @model_options
 @click.pass_obj
 def explain(app, name: str | None, model: str | None, latex: bool, show_assumptions: bool,
-            show_all: bool, pipeline_stage: int | None, train, fmt: str, output: str | None,
-            **kw) -> None:
+            show_all: bool, scope: str | None, pipeline_stage: int | None, train, fmt: str,
+            output: str | None, **kw) -> None:
     """List the equations, or print one with its source; given MODEL and a layout, print every
     symbol's value and the result, computed from the expression shown. With --all MODEL, every
     equation the evaluator computed for the layout."""
@@ -41,13 +46,19 @@ def explain(app, name: str | None, model: str | None, latex: bool, show_assumpti
         emit(V.list_document(), fmt, output)
         return
     eq = V.find_equation(name)
-    values = None
+    values, scopes = None, []
     if model is not None:
         from optimus_calc.evaluate.memory import equation_values
         from optimus_calc.inputs import build_inputs
-        values = equation_values(build_inputs(app.catalog, model, kw), eq.name, pipeline_stage)
-    emit(V.equation_document(eq, values, latex), fmt, output)
-
+        values, scopes = equation_values(build_inputs(app.catalog, model, kw), eq.name,
+                                         pipeline_stage, scope)
+    doc = V.equation_document(eq, values, latex)
+    if len(scopes) > 1:
+        shown = scope if scope is not None else scopes[-1]
+        doc = dataclasses.replace(doc, notes=doc.notes + [
+            f"evaluated for {', '.join(scopes)}; shown: {shown} (--for SCOPE picks one; "
+            "'explain --all' lists each)"])
+    emit(doc, fmt, output)
 
 def _explain_all(app, name, model, pipeline_stage, train, fmt, output, kw) -> None:
     """`explain --all MODEL [layout]` (MODEL is the first argument)."""

@@ -16,8 +16,6 @@ from optimus_calc.specs.training import Layout, Offload, Recompute, Training
 # offload strategy registered beyond the built-ins takes the next code, see offload_code).
 OFFLOAD_CODES: tuple[Offload, ...] = tuple(Offload)
 RECOMPUTE_CODES: tuple[Recompute, ...] = tuple(Recompute)
-NONE, CPU, NVME, SMARTNIC, SUPERCHIP = (OFFLOAD_CODES.index(o) for o in (
-    Offload.NONE, Offload.CPU, Offload.NVME, Offload.SMARTNIC, Offload.SUPERCHIP))
 R_NONE, R_SELECTIVE, R_FULL = (RECOMPUTE_CODES.index(r) for r in (
     Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL))
 

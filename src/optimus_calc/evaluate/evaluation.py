@@ -47,12 +47,16 @@ class Evaluation:
         """The inputs of each recorded equation's last call (the one its figure comes from)."""
         return {c.name: c.inputs for c in self.calls}
 
-    def last_call(self, name: str):
-        """The last recorded call of equation ``name``, or None."""
+    def last_call(self, name: str, scope: str | None = None):
+        """The last recorded call of equation ``name`` (for ``scope`` if given), or None."""
         for call in reversed(self.calls):
-            if call.name == name:
+            if call.name == name and scope in (None, call.scope):
                 return call
         return None
+
+    def scopes(self, name: str) -> list[str]:
+        """What equation ``name`` was evaluated for (e.g. tp, cp, dp), in order."""
+        return list(dict.fromkeys(c.scope for c in self.calls if c.name == name))
 
     @property
     def feasible(self) -> np.ndarray:

@@ -82,12 +82,19 @@ class MemoryEstimate:
         """GPU memory missing for the layout to fit (0 when it fits)."""
         return max(0.0, self.worst.total_bytes - self.usable_bytes)
 
-    def inputs(self, name: str, stage: int | None = None) -> dict[str, float] | None:
-        """The values equation ``name`` received for the binding stage (for `explain`)."""
+    def inputs(self, name: str, stage: int | None = None,
+               scope: str | None = None) -> dict[str, float] | None:
+        """The values equation ``name`` received for the binding stage (for `explain`): its
+        last evaluation, or the one for ``scope``."""
         ev = self.evaluation
         call = None if ev is None else ev.last_call(name)
         if call is None:
             return None
+        if scope is not None:
+            call = ev.last_call(name, scope)
+            if call is None:
+                raise InputError(f"--for {scope!r}: {name} is evaluated for "
+                                 f"{', '.join(repr(s) for s in ev.scopes(name))} here")
         if stage is not None and not 0 <= stage < len(self.stages):
             raise InputError(f"--stage {stage}: the layout has pipeline stages 0 to "
                              f"{len(self.stages) - 1}")
@@ -176,15 +183,17 @@ def estimate_memory(model: Model | BareModel, hw: Hardware, layout: Layout, tr: 
     return memory_from(ev, model, hw, layout, tr, asm)
 
 
-def equation_values(inp: Inputs, name: str, stage: int | None = None) -> dict[str, float]:
+def equation_values(inp: Inputs, name: str, stage: int | None = None,
+                    scope: str | None = None) -> tuple[dict[str, float], list[str]]:
     """The inputs equation ``name`` received when the one evaluator ran on ``inp`` (at the
     binding pipeline stage: the most loaded for memory.*, the slowest for step.* and
-    compute.*): what `explain NAME MODEL ...` prints."""
+    compute.*), and every scope it was evaluated for: what `explain NAME MODEL ...` prints."""
     est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
-    values = est.inputs(name, stage)
+    values = est.inputs(name, stage, scope)
     if values is None:
         raise InputError(f"{name} is not evaluated for this configuration (e.g. step time "
                          "with --model-states-only or a bare parameter count, or an equation "
                          "the command uses with other inputs); 'optimus-calc explain' lists the "
                          "equations")
-    return values
+    assert est.evaluation is not None
+    return values, est.evaluation.scopes(name)

@@ -16,7 +16,7 @@ from optimus_calc.evaluate.engine import layer_flops, recompute_flops  # noqa: F
 from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
 from optimus_calc.errors import InputError
 from optimus_calc.specs.model import BareModel, Model
-from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
+from optimus_calc.specs.training import Assumptions, Layout, Training
 
 if TYPE_CHECKING:
     from optimus_calc.inputs import Inputs
@@ -70,9 +70,8 @@ def estimate_step(model: Model, hw: Hardware, layout: Layout, tr: Training, asm:
     ev = mem.evaluation
     assert ev is not None and ev.has_step
     vals = {k: float(np.asarray(ev.term(k)).reshape(-1)[0]) for k in TERMS}
-    notes = []
-    if layout.offload is Offload.SMARTNIC and mem.offload.spill_to_host_bytes_per_device > 0:
-        notes.append("SmartNIC spill streams from host RAM every step (in offload_transfer_s)")
+    from optimus_calc.evaluate.strategies import strategy
+    notes = strategy(layout.offload).step_notes(mem.offload)
     stage = mem.stages[int(np.asarray(ev.worst_time).reshape(-1)[0])].index
     return StepEstimate(**vals, optimizer_device=optimizer_device(hw, layout),
                         binding_stage=stage, notes=notes)

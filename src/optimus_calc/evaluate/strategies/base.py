@@ -75,6 +75,10 @@ class OffloadStrategy:
     def notes(self, hw: Hardware, layout: Layout, info: dict) -> list[str]:
         return []
 
+    def step_notes(self, offload) -> list[str]:
+        """Notes for the step report (``offload``: the memory report's OffloadMemory)."""
+        return []
+
     def device_name(self, hw: Hardware) -> str:
         """One device, as the memory report names it."""
         return self.device

@@ -81,6 +81,11 @@ class SmartNICOffload(OffloadStrategy):
                        "(--smartnic NAME)")
         return out
 
+    def step_notes(self, offload):
+        if offload.spill_to_host_bytes_per_device > 0:
+            return ["SmartNIC spill streams from host RAM every step (in offload_transfer_s)"]
+        return []
+
     def device_name(self, hw):
         return f"SmartNIC {hw.smartnic.name}" if hw.smartnic is not None else "SmartNIC"
 
