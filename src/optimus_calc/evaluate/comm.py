@@ -19,7 +19,7 @@ from optimus_calc.evaluate.context import Hardware, resolve_hardware
 from optimus_calc.specs.training import Assumptions
 from optimus_calc.evaluate.squeezenic import (Approach, CompressSite, Squeeze,  # noqa: F401
                                               compressor_GBps, compressors_per_node, squeezenic)
-from optimus_calc.evaluate.topology import ring
+from optimus_calc.evaluate.topology import nic_Bps, ring
 from optimus_calc.units import GB
 
 
@@ -123,9 +123,7 @@ def topology(hw: Hardware, ranks: int, alpha_us: float | None = None,
     il = hw.intra_link
     ie = intra_efficiency if intra_efficiency is not None else il.efficiency
     ne = nic_efficiency if nic_efficiency is not None else hw.nic.efficiency
-    pcie = hw.nic_host_link  # the NIC's host PCIe path caps it (as in the step evaluator)
-    nic = float(eq.comm__nic_bandwidth(B_line=hw.nic.line_rate_Bps, B_pcie=pcie.bandwidth_Bps,
-                                       eta_n=ne, eta_p=pcie.efficiency))
+    nic = nic_Bps(hw, ne)  # the NIC's host PCIe path caps it, as in the step evaluator
     a_i = il.alpha_s if alpha_us is None else alpha_us * 1e-6
     a_e = hw.nic.alpha_us * 1e-6 if alpha_us is None else alpha_us * 1e-6
     return Topology(ranks, nodes, per, a_i, a_e, il.bandwidth_Bps * ie, nic,

@@ -75,6 +75,11 @@ class OffloadStrategy:
     def notes(self, hw: Hardware, layout: Layout, info: dict) -> list[str]:
         return []
 
+    def device_params(self, hw: Hardware) -> list:
+        """The catalog fields of its devices `breakeven` and --sensitivity may vary
+        (hw_params.Param)."""
+        return []
+
     def step_notes(self, offload) -> list[str]:
         """Notes for the step report (``offload``: the memory report's OffloadMemory)."""
         return []

@@ -63,6 +63,10 @@ class HostOffload(OffloadStrategy):
                     f"{fmt_gb(info['host_cap'])} usable on {info['node']}")
         return None
 
+    def device_params(self, hw):
+        from optimus_calc.evaluate.hw_params import host_params
+        return host_params()
+
     def device_name(self, hw):
         return f"host RAM ({hw.node.cpus} x {hw.cpu.name})"
 

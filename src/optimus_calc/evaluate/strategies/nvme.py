@@ -60,6 +60,10 @@ class NVMeOffload(OffloadStrategy):
             return f"{info['node']} has no NVMe drives for ZeRO-Infinity"
         return None
 
+    def device_params(self, hw):
+        from optimus_calc.evaluate.hw_params import host_params
+        return host_params()
+
     def device_name(self, hw):
         return f"NVMe {hw.nvme.name}" if hw.nvme is not None else "NVMe drive"
 

@@ -86,6 +86,10 @@ class SmartNICOffload(OffloadStrategy):
             return ["SmartNIC spill streams from host RAM every step (in offload_transfer_s)"]
         return []
 
+    def device_params(self, hw):
+        from optimus_calc.evaluate.hw_params import smartnic_params
+        return smartnic_params(hw)
+
     def device_name(self, hw):
         return f"SmartNIC {hw.smartnic.name}" if hw.smartnic is not None else "SmartNIC"
 

@@ -49,6 +49,10 @@ class SuperchipOffload(OffloadStrategy):
                     f"{fmt_gb(info['cap'])} usable")
         return None
 
+    def device_params(self, hw):
+        from optimus_calc.evaluate.hw_params import host_params
+        return host_params("GPU-host link (NVLink-C2C)")
+
     def device_name(self, hw):
         return f"{hw.cpu.name} memory"
 
