@@ -116,3 +116,15 @@ def test_explain_for_picks_one_evaluation(run):
     assert "evaluated for tp, cp, dp; shown: dp" in table.out
     bad = run("explain", "comm.ring_all_gather_time", *DENSE, "--for", "ep")
     assert bad.code == 2 and "evaluated for 'tp', 'cp', 'dp'" in bad.err
+
+
+def test_explain_training_and_collectives_outside_the_evaluator(run):
+    e = _result(run, "train.days", "--tokens", "1e12")
+    s = run("step", *DENSE, "--tokens", "1e12", "--format", "json").json()
+    assert e["result"] == pytest.approx(s["train_days"], rel=1e-12)
+    # the collectives `comm` compares: one GPU's gradients over all 16 GPUs, as `comm` times it
+    tree = _result(run, "comm.tree_all_reduce_time")
+    assert tree["values"]["n"] == 16 and tree["result"] > 0
+    c = run("comm", "all-reduce", "--size", str(tree["values"]["z"]), "--nodes", 2, "--algo",
+            "tree", "--format", "json").json()
+    assert c["time_s"] == pytest.approx(tree["result"], rel=1e-9)

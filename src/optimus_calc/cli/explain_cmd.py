@@ -48,10 +48,7 @@ def explain(app, name: str | None, model: str | None, latex: bool, show_assumpti
     eq = V.find_equation(name)
     values, scopes = None, []
     if model is not None:
-        from optimus_calc.evaluate.memory import equation_values
-        from optimus_calc.inputs import build_inputs
-        values, scopes = equation_values(build_inputs(app.catalog, model, kw), eq.name,
-                                         pipeline_stage, scope)
+        values, scopes = _values(app, eq.name, model, kw, pipeline_stage, scope, train)
     doc = V.equation_document(eq, values, latex)
     if len(scopes) > 1:
         shown = scope if scope is not None else scopes[-1]
@@ -72,3 +69,24 @@ def _explain_all(app, name, model, pipeline_stage, train, fmt, output, kw) -> No
                                train.tokens if train else None,
                                train.gpu_hour_price if train else None)
     emit(V.all_document(rows, name), fmt, output)
+
+
+def _values(app, name, model, kw, pipeline_stage, scope, train):
+    """(values, scopes) of equation ``name`` for the layout: the evaluator's call, else one of
+    the figures `explain --all` adds (training time with --tokens, the collectives)."""
+    from optimus_calc.evaluate.explain import evaluated_equations
+    from optimus_calc.evaluate.memory import equation_values
+    from optimus_calc.inputs import build_inputs
+
+    inp = build_inputs(app.catalog, model, kw)
+    try:
+        return equation_values(inp, name, pipeline_stage, scope)
+    except InputError as err:
+        rows = [r for r in evaluated_equations(inp, pipeline_stage,
+                                               train.tokens if train else None,
+                                               train.gpu_hour_price if train else None)
+                if r.name == name and r.stage in ("training", "collectives")
+                and scope in (None, r.scope)]
+        if not rows:
+            raise err
+        return rows[-1].inputs, [r.scope for r in rows]
