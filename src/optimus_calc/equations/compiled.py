@@ -177,6 +177,11 @@ def memory__gradients_bytes(N_d, P, Z, b_g, o_g):
     return P*b_g*(-o_g*numpy.where(numpy.greater_equal(Z, 2), 1, 0) + 1)*numpy.where(numpy.greater_equal(Z, 2), N_d**(-1.0), 1)
 
 
+def memory__host_bytes_per_socket(C_u, S_n):
+    """memory.host_bytes_per_socket [bytes]: seeds/superoffload.md: each GH200 superchip's GPU offloads to its own Grace CPU's LPDDR5X (NVLink-C2C), so the node's usable host RAM splits evenly over its sockets"""
+    return C_u/S_n
+
+
 def memory__host_gradients_bytes(N_d, P, Z, b_h, o_g):
     """memory.host_gradients_bytes [bytes]: Ren et al. 2021 (ZeRO-Offload) section 4.1: fp32 gradients and optimizer state on the CPU; each rank keeps the fp32 gradients of its own partition (DeepSpeed stage_1_and_2.py copy_grads_in_partition, also at ZeRO-1)"""
     return P*b_h*o_g*numpy.where(numpy.greater_equal(Z, 1), N_d**(-1.0), 1)

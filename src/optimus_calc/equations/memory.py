@@ -230,3 +230,10 @@ usable_host_bytes = equation(
     "assumed reserve (host_reserved_fraction): the OS, page cache and the framework's pinned "
     "buffers",
     "Host RAM per node offload may fill.")
+C_usable = sym("C_u", "usable host RAM of a node, bytes (memory.usable_host_bytes)")
+S_cpu = sym("S_n", "CPU sockets per node (superchip: Grace CPUs)", positive=True)
+host_bytes_per_socket = equation(
+    "memory.host_bytes_per_socket", C_usable / S_cpu, "bytes",
+    "seeds/superoffload.md: each GH200 superchip's GPU offloads to its own Grace CPU's LPDDR5X "
+    "(NVLink-C2C), so the node's usable host RAM splits evenly over its sockets",
+    "Usable host RAM of one CPU socket: the capacity of one superchip offload device.")

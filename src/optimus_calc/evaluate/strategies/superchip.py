@@ -32,13 +32,13 @@ class SuperchipOffload(OffloadStrategy):
         cpus = ctx.hw.node.cpus
         state = host.optimizer + host.gradients + host.weights
         per = eq.memory__bytes_per_offload_device(B_gpu=state, G_n=ctx.gpn, K_n=cpus)
-        return DeviceUse(per, state, host.host_capacity / cpus, cpus, 0.0, per * cpus)
+        cap = float(eq.memory__host_bytes_per_socket(C_u=host.host_capacity, S_n=cpus))
+        return DeviceUse(per, state, cap, cpus, 0.0, per * cpus)
 
     def reasons(self, ctx, dev, host_capacity):
         if not self.offered(ctx.hw):
             return bit(True, Reason.NOT_SUPERCHIP)
-        return bit(dev.bytes_per_device > host_capacity / ctx.hw.node.cpus,
-                   Reason.GRACE_MEMORY)
+        return bit(dev.bytes_per_device > dev.capacity, Reason.GRACE_MEMORY)
 
     def reason_text(self, reason, info):
         if reason is Reason.NOT_SUPERCHIP:
