@@ -308,11 +308,11 @@ def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interle
 
 def layout_support(layout, training, model) -> dict[Framework, Reason]:
     """Scalar convenience for one (Layout, Training, Model): the Reason per framework."""
-    from optimus_calc.specs.training import OFFLOAD_CODES
+    from optimus_calc.evaluate.batch import offload_code
 
     s = framework_support(
         layout.tp, layout.pp, layout.dp, layout.cp, layout.ep, int(layout.zero),
-        OFFLOAD_CODES.index(layout.offload), layout.offload_params, layout.interleave,
+        offload_code(layout.offload), layout.offload_params, layout.interleave,
         training.micro_batch, training.sequence_parallel, training.recompute.code,
         heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
         global_batch=training.global_batch, precision=training.precision.value)

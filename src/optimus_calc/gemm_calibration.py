@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optimus_calc.catalog import Catalog
+from optimus_calc.equations import compiled as eq
 from optimus_calc.evaluate.batch import RECOMPUTE_CODES
 from optimus_calc.evaluate.context import fill_layout, resolve_hardware
 from optimus_calc.evaluate.efficiency import attention_flops, compute_efficiency
@@ -100,7 +101,8 @@ def _affine(model: Model, hw, layout, tr: Training, asm: Assumptions, model_flop
     f_l, f_h = layer_flops(model, s)
     f_r = float(recompute_flops(model, s, RECOMPUTE_CODES.index(tr.recompute), f_l))
     layers = max(split_layers(model.layers, layout.pp))
-    total = 3 * (layers * f_l + f_h) + layers * f_r
+    work = dict(F_h=f_h, F_l=f_l, L_stage=layers, lambda_h=1, tau_g=1.0)
+    total = float(eq.step__forward_flops(**work) + eq.step__backward_flops(F_r=f_r, **work))
     attn = float(attention_flops(1.0, layers, s, (model.score_dim + model.value_dim) / 2,
                                  tr.recompute is not Recompute.NONE))
     return one.step_time_s - c, c, flops, attn / total, direct

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from optimus_calc.equations import compiled as C
+from optimus_calc.equations.recording import eq as C
 
 
 @dataclass(frozen=True)
 class TrainTime:
     tokens: float            # the budget
     steps: float             # fractional steps to consume it
+    time_s: float            # wall-clock seconds (train.time_s; the reports show days)
     train_days: float
     gpu_hours: float
     energy_MWh: float | None  # None when the GPU has no power figure in the catalog
@@ -37,11 +38,12 @@ def train_time(step_time_s: float, tokens_per_step: float, tokens: float, gpus: 
         raise ValueError("train_time needs positive step time, tokens per step, tokens, GPUs")
     B, S = tokens_per_step, 1.0  # the equations take B x S; pass the product as B
     steps = float(C.train__steps(B, S, tokens))
+    seconds = float(C.train__time_s(B, S, tokens, step_time_s))
     days = float(C.train__days(B, S, tokens, step_time_s))
     hours = float(C.train__gpu_hours(B, S, tokens, gpus, step_time_s))
     energy = (float(C.train__energy_mwh(B, pue, gpu_power_W, S, tokens, gpus, step_time_s))
               if gpu_power_W > 0 else None)
     cost = (float(C.train__cost_usd(B, S, tokens, gpu_hour_price, gpus, step_time_s))
             if gpu_hour_price is not None else None)
-    return TrainTime(tokens=tokens, steps=steps, train_days=days, gpu_hours=hours,
+    return TrainTime(tokens=tokens, steps=steps, time_s=seconds, train_days=days, gpu_hours=hours,
                      energy_MWh=energy, cost_usd=cost)

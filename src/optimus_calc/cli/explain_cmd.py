@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from optimus_calc.cli.common import emit
-from optimus_calc.cli.options import model_options
+from optimus_calc.cli.options import model_options, train_options
+from optimus_calc.errors import InputError
 
 
 @click.command()
@@ -14,14 +17,28 @@ from optimus_calc.cli.options import model_options
 @click.option("--latex", is_flag=True, help="Print the expression as LaTeX.")
 @click.option("--assumptions", "show_assumptions", is_flag=True,
               help="List the named assumptions (--assume NAME=VALUE) instead.")
+@click.option("--all", "show_all", is_flag=True,
+              help="explain --all MODEL [layout]: every equation evaluated for the layout, "
+                   "with its inputs and result, grouped by evaluator stage.")
+@click.option("--for", "scope", default=None, metavar="SCOPE",
+              help="Which evaluation of an equation computed more than once (e.g. tp, cp, dp, "
+                   "forward, backward); default: the last.")
+@click.option("--stage", "pipeline_stage", type=click.IntRange(0), default=None, metavar="N",
+              help="Values at pipeline stage N instead of the stage that binds each figure.")
+@train_options
 @model_options
 @click.pass_obj
 def explain(app, name: str | None, model: str | None, latex: bool, show_assumptions: bool,
-            fmt: str, output: str | None, **kw) -> None:
+            show_all: bool, scope: str | None, pipeline_stage: int | None, train, fmt: str,
+            output: str | None, **kw) -> None:
     """List the equations, or print one with its source; given MODEL and a layout, print every
-    symbol's value and the result, computed from the expression shown."""
+    symbol's value and the result, computed from the expression shown. With --all MODEL, every
+    equation the evaluator computed for the layout."""
     from optimus_calc.report import explain_view as V
 
+    if show_all:
+        _explain_all(app, name, model, pipeline_stage, train, fmt, output, kw)
+        return
     if show_assumptions:
         emit(V.assumptions_document(), fmt, output)
         return
@@ -29,9 +46,47 @@ def explain(app, name: str | None, model: str | None, latex: bool, show_assumpti
         emit(V.list_document(), fmt, output)
         return
     eq = V.find_equation(name)
-    values = None
+    values, scopes = None, []
     if model is not None:
-        from optimus_calc.evaluate.memory import equation_values
-        from optimus_calc.inputs import build_inputs
-        values = equation_values(build_inputs(app.catalog, model, kw), eq.name)
-    emit(V.equation_document(eq, values, latex), fmt, output)
+        values, scopes = _values(app, eq.name, model, kw, pipeline_stage, scope, train)
+    doc = V.equation_document(eq, values, latex)
+    if len(scopes) > 1:
+        shown = scope if scope is not None else scopes[-1]
+        doc = dataclasses.replace(doc, notes=doc.notes + [
+            f"evaluated for {', '.join(scopes)}; shown: {shown} (--for SCOPE picks one; "
+            "'explain --all' lists each)"])
+    emit(doc, fmt, output)
+
+def _explain_all(app, name, model, pipeline_stage, train, fmt, output, kw) -> None:
+    """`explain --all MODEL [layout]` (MODEL is the first argument)."""
+    from optimus_calc.evaluate.explain import evaluated_equations
+    from optimus_calc.inputs import build_inputs
+    from optimus_calc.report import explain_view as V
+
+    if name is None or model is not None:
+        raise InputError("explain --all takes one MODEL and layout options (no equation NAME)")
+    rows = evaluated_equations(build_inputs(app.catalog, name, kw), pipeline_stage,
+                               train.tokens if train else None,
+                               train.gpu_hour_price if train else None)
+    emit(V.all_document(rows, name), fmt, output)
+
+
+def _values(app, name, model, kw, pipeline_stage, scope, train):
+    """(values, scopes) of equation ``name`` for the layout: the evaluator's call, else one of
+    the figures `explain --all` adds (training time with --tokens, the collectives)."""
+    from optimus_calc.evaluate.explain import evaluated_equations
+    from optimus_calc.evaluate.memory import equation_values
+    from optimus_calc.inputs import build_inputs
+
+    inp = build_inputs(app.catalog, model, kw)
+    try:
+        return equation_values(inp, name, pipeline_stage, scope)
+    except InputError as err:
+        rows = [r for r in evaluated_equations(inp, pipeline_stage,
+                                               train.tokens if train else None,
+                                               train.gpu_hour_price if train else None)
+                if r.name == name and r.stage in ("training", "collectives")
+                and scope in (None, r.scope)]
+        if not rows:
+            raise err
+        return rows[-1].inputs, [r.scope for r in rows]

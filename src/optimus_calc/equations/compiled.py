@@ -177,6 +177,11 @@ def memory__gradients_bytes(N_d, P, Z, b_g, o_g):
     return P*b_g*(-o_g*numpy.where(numpy.greater_equal(Z, 2), 1, 0) + 1)*numpy.where(numpy.greater_equal(Z, 2), N_d**(-1.0), 1)
 
 
+def memory__host_bytes_per_socket(C_u, S_n):
+    """memory.host_bytes_per_socket [bytes]: seeds/superoffload.md: each GH200 superchip's GPU offloads to its own Grace CPU's LPDDR5X (NVLink-C2C), so the node's usable host RAM splits evenly over its sockets"""
+    return C_u/S_n
+
+
 def memory__host_gradients_bytes(N_d, P, Z, b_h, o_g):
     """memory.host_gradients_bytes [bytes]: Ren et al. 2021 (ZeRO-Offload) section 4.1: fp32 gradients and optimizer state on the CPU; each rank keeps the fp32 gradients of its own partition (DeepSpeed stage_1_and_2.py copy_grads_in_partition, also at ZeRO-1)"""
     return P*b_h*o_g*numpy.where(numpy.greater_equal(Z, 1), N_d**(-1.0), 1)
@@ -185,6 +190,11 @@ def memory__host_gradients_bytes(N_d, P, Z, b_h, o_g):
 def memory__host_weights_bytes(N_d, P, Z, b_w, o_w):
     """memory.host_weights_bytes [bytes]: Rajbhandari et al. 2021 (ZeRO-Infinity) section 5: parameter offload with ZeRO-3"""
     return P*b_w*o_w*numpy.where(numpy.greater_equal(Z, 3), N_d**(-1.0), 1)
+
+
+def memory__nvme_host_bytes(B_hg, G_n, N_buf, P_buf, b_buf):
+    """memory.nvme_host_bytes [bytes]: DeepSpeed ZeRO-Infinity optimizer swapping (runtime/swap_tensor/partitioned_optimizer_swapper.py): buffer_count pinned fp32 buffers of aio buffer_size elements per rank, beside the rank's fp32 gradients in host RAM"""
+    return G_n*(B_hg + N_buf*P_buf*b_buf)
 
 
 def memory__optimizer_bytes(N_d, P, Z, b_o, f_k, o_o):
@@ -215,6 +225,16 @@ def memory__spill_bytes(B_dev, C):
 def memory__stage_activation_bytes(L_s, M_layer, V, b, beta_l, c, lambda_l, n_f, p, s, t, v):
     """memory.stage_activation_bytes [bytes]: Korthikanti et al. 2022 section 4.2.3: 1F1B keeps p micro-batches on the first stage, the interleaved schedule multiplies by 1 + (p-1)/(p*v); logits and loss held in fp32 on the last stage (vocab-parallel cross entropy)"""
     return L_s*M_layer*n_f*numpy.where(numpy.less_equal(v, 1), 1, 1 + (p - 1)/(p*v)) + V*b*beta_l*lambda_l*s/(c*t)
+
+
+def memory__usable_gpu_bytes(C_gpu, f_h):
+    """memory.usable_gpu_bytes [bytes]: assumed safety margin (--headroom): allocator fragmentation and framework workspaces vary by run (PyTorch CUDA caching allocator notes)"""
+    return C_gpu*(1 - f_h)
+
+
+def memory__usable_host_bytes(C_node, f_r):
+    """memory.usable_host_bytes [bytes]: assumed reserve (host_reserved_fraction): the OS, page cache and the framework's pinned buffers"""
+    return C_node*(1 - f_r)
 
 
 def memory__weights_bytes(N_d, P, W_res, Z, b_w, o_w):
@@ -322,9 +342,24 @@ def offload__param_stream_time_nvme(B_l, Q_p, R_rd, eta_d, eta_l, k_n, n_d):
     return numpy.maximum(Q_p/(B_l*eta_l), Q_p*k_n/(R_rd*eta_d*n_d))
 
 
+def offload__smartnic_transfer_time(B_le, B_sn, G_n, K_n, P_r, S, b_g, b_w):
+    """offload.smartnic_transfer_time [s]: seeds/optimusnic.md section 4: each GPU sends its shard's gradients and takes the weights back over its own link; each card receives the shards of the G_n/K_n GPUs it serves over its link (the slower side sets the time); a spill streams from host RAM and back"""
+    return numpy.maximum(P_r*(b_g + b_w)/B_le, G_n*P_r*(b_g + b_w)/(B_sn*K_n)) + 2*S/B_sn
+
+
 def offload__step_time(T_ad, T_d2h, T_gc, T_h2d, T_ov, T_pc, T_un):
     """offload.step_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L2049-2095: the phases run one after another (blocking copies, one sub-group; sub_group_size 1e9 elements, config.py L165)"""
     return T_ad + T_d2h + T_gc + T_h2d + T_ov + T_pc + T_un
+
+
+def offload__superchip_exposed_time(T_k, T_x):
+    """offload.superchip_exposed_time [s]: seeds/superoffload.md: the GPU's tail follows the backward, after the exposed Grace step"""
+    return T_k + T_x
+
+
+def offload__superchip_step_time(T_k, T_s):
+    """offload.superchip_step_time [s]: seeds/superoffload.md: GraceAdam updates the offloaded fraction; the GPU updates the fraction it keeps (f_k) after the backward"""
+    return T_k + T_s
 
 
 def offload__unscale_time(B_r, P_r):
@@ -342,6 +377,16 @@ def offload__zero3_prefetch_depth(B_pf, M_live, p_m):
     return numpy.where(numpy.logical_or(numpy.less_equal(B_pf, 0), numpy.less(M_live, 2*p_m)), 0, 1)
 
 
+def step__attention_backward_flops(F_af, r_a):
+    """step.attention_backward_flops [FLOP]: Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1: backward = 2 x forward; recomputation re-runs the attention core's forward (Korthikanti et al. 2022 section 5: selective recomputes exactly this part)"""
+    return F_af*(r_a + 2)
+
+
+def step__attention_core_flops(L_stage, d_s, d_v, s, tau_g):
+    """step.attention_core_flops [FLOP]: Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1: the attention scores Q K^T and their product with V, 2 s (d_s + d_v) FLOPs per token per layer forward"""
+    return 2*L_stage*s*tau_g*(d_s + d_v)
+
+
 def step__backward_flops(F_h, F_l, F_r, L_stage, lambda_h, tau_g):
     """step.backward_flops [FLOP]: Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1: backward = 2 x forward; activation recomputation re-runs (part of) the forward inside the backward pass"""
     return tau_g*(2*F_h*lambda_h + 2*F_l*L_stage + F_r*L_stage)
@@ -357,6 +402,11 @@ def step__cp_comm_time(L_stage, T_ag, T_rs, m, o_cp, r_full):
     return L_stage*m*(1 - o_cp)*(T_ag*(r_full + 1) + T_rs)
 
 
+def step__cp_message_bytes(b, b_w, d_head, n_kv, s, t):
+    """step.cp_message_bytes [bytes]: Megatron-LM context parallelism (ring attention, transformer/attention.py via TransformerEngine): the K and V of the sequence, 2 s b n_kv d_head, over the TP shards"""
+    return 2*b*b_w*d_head*n_kv*s/t
+
+
 def step__dp_comm_time(T_gat, T_red, Z, m):
     """step.dp_comm_time [s]: DeepSpeed deepspeed/runtime/zero/stage3.py (parameters gathered per module in the forward and again in the backward, gradients reduce-scattered, every micro-batch); stage_1_and_2.py (ZeRO-2 reduces gradients every micro-batch as buckets fill; ZeRO-1 at the gradient-accumulation boundary); PyTorch DDP no_sync and Megatron-LM distributed_data_parallel.py (one reduction per step); calibration.md section 10"""
     return numpy.where(numpy.greater_equal(Z, 3), m*(2*T_gat + T_red), numpy.where(numpy.greater_equal(Z, 2), T_gat + T_red*m, T_gat + T_red))
@@ -365,6 +415,21 @@ def step__dp_comm_time(T_gat, T_red, Z, m):
 def step__dp_exposed_time(G_x, T_bkt, T_gat, T_red, W_b, W_f, Z, m):
     """step.dp_exposed_time [s]: as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch except the last bucket; ZeRO-1/2 gathers overlap the next forward (Megatron --overlap-param-gather); ZeRO-3 gathers wait per module as far as prefetching does not hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time)"""
     return numpy.where(numpy.greater_equal(Z, 3), m*(G_x + numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)), numpy.where(numpy.greater_equal(Z, 2), m*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)) + numpy.maximum(0, T_gat - W_f), numpy.maximum(0, T_gat - W_f) + numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)))
+
+
+def step__dp_gather_time(Z, k_w, t_g):
+    """step.dp_gather_time [s]: DeepSpeed ZeRO (runtime/zero/stage_1_and_2.py, stage3.py): no gather without ZeRO"""
+    return numpy.where(numpy.equal(Z, 0), 0, k_w*t_g)
+
+
+def step__elementwise_backward_passes(f_e, r_full):
+    """step.elementwise_backward_passes [passes]: derived (step.elementwise_time): the rest of the passes run in the backward; a full recomputation writes the activations once more"""
+    return f_e + r_full - numpy.minimum(1, f_e)
+
+
+def step__elementwise_forward_passes(f_e):
+    """step.elementwise_forward_passes [passes]: derived (step.elementwise_time): the forward writes each stored activation byte once"""
+    return numpy.minimum(1, f_e)
 
 
 def step__elementwise_time(B_hbm, L_stage, M_l, eta_hbm, m, n_pass):
@@ -377,6 +442,11 @@ def step__ep_comm_time(L_moe, T_a2a, m):
     return 4*L_moe*T_a2a*m
 
 
+def step__ep_message_bytes(b, b_w, c, h, k, s):
+    """step.ep_message_bytes [bytes]: Megatron-LM MoE token dispatcher (core/transformer/moe/token_dispatcher.py): each token's hidden state goes to its top-k experts"""
+    return b*b_w*h*k*s/c
+
+
 def step__forward_flops(F_h, F_l, L_stage, lambda_h, tau_g):
     """step.forward_flops [FLOP]: Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1: forward = one pass over the layers; the logits on the last stage"""
     return tau_g*(F_h*lambda_h + F_l*L_stage)
@@ -387,9 +457,19 @@ def step__forward_time(T_cf, T_ef):
     return T_cf + T_ef
 
 
+def step__gradient_buckets(B_cap, P, b_g):
+    """step.gradient_buckets [buckets]: PyTorch DDP bucket_cap_mb (torch/nn/parallel/distributed.py, 25 MB); DeepSpeed ZeRO reduce_bucket_size (runtime/zero/config.py)"""
+    return numpy.maximum(1, numpy.ceil(P*b_g/B_cap))
+
+
 def step__mfu(F_model, N_gpus, T_step, peak):
     """step.mfu [1]: Chowdhery et al. 2022 (PaLM) appendix B: model FLOPs utilisation, recomputation not counted"""
     return F_model/(N_gpus*T_step*peak)
+
+
+def step__p2p_message_bytes(b, b_w, c, h, s, t_sp):
+    """step.p2p_message_bytes [bytes]: Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1 section 4.1 (scatter/gather: with sequence parallelism each TP rank sends its shard)"""
+    return b*b_w*h*s/(c*t_sp)
 
 
 def step__pp_comm_time(T_p2p, m, o_pp, v):
@@ -410,6 +490,16 @@ def step__tokens_per_s(T_step, tokens):
 def step__tp_comm_time(L_stage, T_ag, T_ar, T_rs, m, o_tp, r_full, sigma_sp):
     """step.tp_comm_time [s]: Korthikanti et al. 2022 (arXiv 2205.05198) section 4.2.2: per layer and micro-batch 4 all-reduces (2 forward, 2 backward), or with sequence parallelism 4 all-gathers + 4 reduce-scatters; full recomputation repeats the forward's half"""
     return L_stage*m*(4 - 4*o_tp)*((1/2)*r_full + 1)*(T_ar*(1 - sigma_sp) + sigma_sp*(T_ag + T_rs))
+
+
+def step__tp_message_bytes(b, b_w, c, h, s):
+    """step.tp_message_bytes [bytes]: Megatron-LM (Korthikanti et al. 2022 section 4.2.2): TP and sequence parallelism move the layer's activation s/c x b x h once per collective"""
+    return b*b_w*h*s/c
+
+
+def step__weight_gathers(P, Z, Z_b, n_mod):
+    """step.weight_gathers [gathers]: DeepSpeed ZeRO-3 fetches module by module (runtime/zero/partitioned_param_coordinator.py); ZeRO-1/2 all-gather the updated weights in allgather_bucket_size pieces (runtime/zero/stage_1_and_2.py)"""
+    return numpy.where(numpy.equal(Z, 3), n_mod, numpy.maximum(1, numpy.ceil(P/Z_b)))
 
 
 def train__cost_usd(B_seq, S_seq, T_tok, c_gpu, n_gpu, t_step):

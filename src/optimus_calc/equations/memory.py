@@ -201,3 +201,39 @@ zero3_offload_param_resident_bytes = equation(
     "small tensors stay whole (with their gradients), the module being computed is gathered and "
     "the next one prefetched up to the bucket, all under the live-parameter cap",
     "Parameter bytes a GPU keeps with ZeRO-Infinity parameter offload (offload_param).")
+
+# ---- ZeRO-Infinity host buffers --------------------------------------------------------------
+B_hg = sym("B_hg", "fp32 gradients one GPU keeps in host RAM, bytes")
+N_buf = sym("N_buf", "swap buffers per rank (DeepSpeed offload_optimizer nvme buffer_count)")
+P_buf = sym("P_buf", "elements per swap buffer (DeepSpeed aio buffer_size)")
+b_buf = sym("b_buf", "bytes per swap-buffer element (fp32: 4)")
+nvme_host_bytes = equation(
+    "memory.nvme_host_bytes", G_n * (B_hg + N_buf * P_buf * b_buf), "bytes",
+    "DeepSpeed ZeRO-Infinity optimizer swapping (runtime/swap_tensor/"
+    "partitioned_optimizer_swapper.py): buffer_count pinned fp32 buffers of aio buffer_size "
+    "elements per rank, beside the rank's fp32 gradients in host RAM",
+    "Host RAM per node that NVMe offload needs: each GPU's fp32 gradients and swap buffers.")
+
+# ---- usable capacity -----------------------------------------------------------------------
+C_gpu = sym("C_gpu", "GPU memory capacity, bytes")
+f_hr = sym("f_h", "GPU memory kept free as a safety margin (assumed, gpu_headroom)")
+C_node = sym("C_node", "host RAM of a node, bytes")
+f_rsv = sym("f_r", "host RAM reserved for the OS and the framework (assumed, "
+            "host_reserved_fraction)")
+usable_gpu_bytes = equation(
+    "memory.usable_gpu_bytes", C_gpu * (1 - f_hr), "bytes",
+    "assumed safety margin (--headroom): allocator fragmentation and framework workspaces "
+    "vary by run (PyTorch CUDA caching allocator notes)",
+    "GPU memory a layout may fill: the capacity less the headroom.")
+usable_host_bytes = equation(
+    "memory.usable_host_bytes", C_node * (1 - f_rsv), "bytes",
+    "assumed reserve (host_reserved_fraction): the OS, page cache and the framework's pinned "
+    "buffers",
+    "Host RAM per node offload may fill.")
+C_usable = sym("C_u", "usable host RAM of a node, bytes (memory.usable_host_bytes)")
+S_cpu = sym("S_n", "CPU sockets per node (superchip: Grace CPUs)", positive=True)
+host_bytes_per_socket = equation(
+    "memory.host_bytes_per_socket", C_usable / S_cpu, "bytes",
+    "seeds/superoffload.md: each GH200 superchip's GPU offloads to its own Grace CPU's LPDDR5X "
+    "(NVLink-C2C), so the node's usable host RAM splits evenly over its sockets",
+    "Usable host RAM of one CPU socket: the capacity of one superchip offload device.")

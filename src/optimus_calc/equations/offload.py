@@ -272,3 +272,33 @@ zero3_exposed_gather_time = equation(
     "module, prefetch the next); FSDP's forward/backward prefetch works alike",
     "Gather time one micro-batch waits for: per-module fixed cost, the first gather, and what "
     "each prefetched gather takes beyond the previous module's compute.")
+
+# ---- SmartNIC transfers and the superchip tail ---------------------------------------------
+G_n = sym("G_n", "GPUs per node", positive=True)
+K_n = sym("K_n", "offload devices per node sharing the node's optimizer state", positive=True)
+b_g16 = sym("b_g", "bytes per gradient element")
+B_sn = sym("B_sn", "effective bandwidth of one SmartNIC's host link, bytes/s", positive=True)
+B_le = sym("B_le", "effective GPU-host link bandwidth per direction, bytes/s", positive=True)
+S_sp = sym("S", "optimizer-state bytes of one card that spill to host RAM")
+T_k = sym("T_k", "the GPU's step of the optimizer fraction it keeps (SuperOffload), s")
+T_xs = sym("T_x", "the exposed part of the offloaded step, s")
+
+smartnic_transfer_time = equation(
+    "offload.smartnic_transfer_time",
+    sp.Max(P_r * (b_g16 + b_w) / B_le, P_r * G_n / K_n * (b_g16 + b_w) / B_sn) + 2 * S_sp / B_sn,
+    "s",
+    "seeds/optimusnic.md section 4: each GPU sends its shard's gradients and takes the weights "
+    "back over its own link; each card receives the shards of the G_n/K_n GPUs it serves over "
+    "its link (the slower side sets the time); a spill streams from host RAM and back",
+    "SmartNIC offload: transfers of one step.")
+
+superchip_step_time = equation(
+    "offload.superchip_step_time", T_s + T_k, "s",
+    "seeds/superoffload.md: GraceAdam updates the offloaded fraction; the GPU updates the "
+    "fraction it keeps (f_k) after the backward",
+    "SuperOffload: the whole optimizer step (Grace's phases and the GPU's tail).")
+
+superchip_exposed_time = equation(
+    "offload.superchip_exposed_time", T_xs + T_k, "s",
+    "seeds/superoffload.md: the GPU's tail follows the backward, after the exposed Grace step",
+    "SuperOffload: the optimizer time on the critical path.")

@@ -172,3 +172,101 @@ mfu = equation(
 tokens_per_s = equation(
     "step.tokens_per_s", tok / T_step, "tokens/s", "definition: tokens per step over step time",
     "Training throughput in tokens per second.")
+
+
+# ---- the glue of the stages: attention work, element-wise passes, message sizes, buckets ------
+d_s = sym("d_s", "score width: heads x query/key head dim (MLA: nope + rope dims)")
+d_v = sym("d_v", "value width: heads x value head dim")
+s_q = sym("s", "sequence length, tokens", positive=True)
+F_af = sym("F_af", "forward FLOPs of the attention core on the stage, FLOP")
+r_a = sym("r_a", "1 when the attention core is recomputed (full or selective), else 0")
+f_e = sym("f_e", "HBM passes of element-wise work per stored activation byte (assumed, "
+          "Assumptions.elementwise_factor)")
+
+attention_core_flops = equation(
+    "step.attention_core_flops", tok_g * L_s * 2 * s_q * (d_s + d_v), "FLOP",
+    NARAYANAN + ": the attention scores Q K^T and their product with V, 2 s (d_s + d_v) FLOPs "
+    "per token per layer forward",
+    "Forward FLOPs of the attention core on the stage (weighted by the attention kernel's "
+    "efficiency, the rest by the GEMM curve).")
+
+attention_backward_flops = equation(
+    "step.attention_backward_flops", F_af * (2 + r_a), "FLOP",
+    NARAYANAN + ": backward = 2 x forward; recomputation re-runs the attention core's forward "
+    "(Korthikanti et al. 2022 section 5: selective recomputes exactly this part)",
+    "Attention-core FLOPs of the stage's backward pass, with its recomputed forward.")
+
+elementwise_forward_passes = equation(
+    "step.elementwise_forward_passes", sp.Min(1, f_e), "passes",
+    "derived (step.elementwise_time): the forward writes each stored activation byte once",
+    "HBM passes of element-wise work in the forward.")
+
+elementwise_backward_passes = equation(
+    "step.elementwise_backward_passes", f_e - sp.Min(1, f_e) + r_f, "passes",
+    "derived (step.elementwise_time): the rest of the passes run in the backward; a full "
+    "recomputation writes the activations once more",
+    "HBM passes of element-wise work in the backward.")
+
+# message sizes (bytes per collective per micro-batch and layer)
+b_m = sym("b", "micro-batch size, sequences", positive=True)
+h_m = sym("h", "hidden size", positive=True)
+b_w = sym("b_w", "bytes per weight (16-bit: 2)")
+c_p = sym("c", "context-parallel degree", positive=True)
+t_p = sym("t", "tensor-parallel degree", positive=True)
+k_e = sym("k", "experts each token is routed to (top-k)", positive=True)
+n_kv = sym("n_kv", "key/value heads", positive=True)
+d_h = sym("d_head", "head dimension", positive=True)
+t_s = sym("t_sp", "TP shards of an activation sent between stages (t with sequence "
+          "parallelism, else 1)", positive=True)
+MEGATRON_COMM = ("Megatron-LM (Korthikanti et al. 2022 section 4.2.2): TP and sequence "
+                 "parallelism move the layer's activation s/c x b x h once per collective")
+
+tp_message_bytes = equation(
+    "step.tp_message_bytes", (s_q / c_p) * b_m * h_m * b_w, "bytes", MEGATRON_COMM,
+    "Bytes of one TP all-reduce (or all-gather/reduce-scatter pair) per layer and micro-batch.")
+
+cp_message_bytes = equation(
+    "step.cp_message_bytes", 2 * s_q * b_m * n_kv * d_h * b_w / t_p, "bytes",
+    "Megatron-LM context parallelism (ring attention, transformer/attention.py via "
+    "TransformerEngine): the K and V of the sequence, 2 s b n_kv d_head, over the TP shards",
+    "Bytes of K/V one CP rank gathers per layer and micro-batch.")
+
+ep_message_bytes = equation(
+    "step.ep_message_bytes", (s_q / c_p) * b_m * h_m * b_w * k_e, "bytes",
+    "Megatron-LM MoE token dispatcher (core/transformer/moe/token_dispatcher.py): each token's "
+    "hidden state goes to its top-k experts",
+    "Bytes of one expert-parallel all-to-all per MoE layer and micro-batch.")
+
+p2p_message_bytes = equation(
+    "step.p2p_message_bytes", (s_q / c_p) * b_m * h_m * b_w / t_s, "bytes",
+    NARAYANAN + " section 4.1 (scatter/gather: with sequence parallelism each TP rank sends "
+    "its shard)",
+    "Bytes one GPU sends to the next pipeline stage per micro-batch.")
+
+P_s = sym("P", "parameters held by one GPU before ZeRO partitioning (after TP/PP/EP)")
+b_g = sym("b_g", "bytes per gradient element")
+B_cap = sym("B_cap", "bucket capacity, bytes (DDP bucket_cap_mb; ZeRO bucket size x b_g)")
+Z_b = sym("Z_b", "ZeRO bucket size, elements (allgather_bucket_size)")
+n_mod = sym("n_mod", "parameterised modules of the stage ZeRO-3 gathers one by one")
+k_w = sym("k_w", "weight gathers per pass (step.weight_gathers)")
+t_g = sym("t_g", "one gather of a piece of the stage's weights, s")
+
+gradient_buckets = equation(
+    "step.gradient_buckets", sp.Max(1, sp.ceiling(P_s * b_g / B_cap)), "buckets",
+    "PyTorch DDP bucket_cap_mb (torch/nn/parallel/distributed.py, 25 MB); DeepSpeed ZeRO "
+    "reduce_bucket_size (runtime/zero/config.py)",
+    "Gradient buckets the stage's gradients are reduced in.")
+
+weight_gathers = equation(
+    "step.weight_gathers",
+    sp.Piecewise((n_mod, sp.Eq(Z, 3)), (sp.Max(1, sp.ceiling(P_s * b_w / (Z_b * b_w))), True)),
+    "gathers",
+    "DeepSpeed ZeRO-3 fetches module by module (runtime/zero/partitioned_param_coordinator.py); "
+    "ZeRO-1/2 all-gather the updated weights in allgather_bucket_size pieces "
+    "(runtime/zero/stage_1_and_2.py)",
+    "All-gathers the stage's weights take per pass.")
+
+dp_gather_time = equation(
+    "step.dp_gather_time", sp.Piecewise((0, sp.Eq(Z, 0)), (k_w * t_g, True)), "s",
+    "DeepSpeed ZeRO (runtime/zero/stage_1_and_2.py, stage3.py): no gather without ZeRO",
+    "All-gather of the stage's weights once (all pieces).")

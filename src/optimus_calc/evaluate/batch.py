@@ -12,12 +12,18 @@ import numpy as np
 
 from optimus_calc.specs.training import Layout, Offload, Recompute, Training
 
-# Integer codes of the closed sets inside arrays (position in the Enum's declaration order).
+# Integer codes of the closed sets inside arrays (position in the Enum's declaration order; an
+# offload strategy registered beyond the built-ins takes the next code, see offload_code).
 from optimus_calc.specs.training import OFFLOAD_CODES, RECOMPUTE_CODES  # noqa: E402,F401
-NONE, CPU, NVME, SMARTNIC, SUPERCHIP = (OFFLOAD_CODES.index(o) for o in (
-    Offload.NONE, Offload.CPU, Offload.NVME, Offload.SMARTNIC, Offload.SUPERCHIP))
 R_NONE, R_SELECTIVE, R_FULL = (RECOMPUTE_CODES.index(r) for r in (
     Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL))
+
+
+def offload_code(offload: Offload) -> int:
+    """The integer code of an offload target in the arrays: its strategy's place in the
+    registry (the built-ins: OFFLOAD_CODES' order)."""
+    from optimus_calc.evaluate.strategies import code_of
+    return code_of(offload)
 
 
 BATCH_RULE_SEQUENCES = 512
@@ -68,7 +74,7 @@ class Batch:
         a = lambda x: np.array([x])  # noqa: E731
         return cls(tp=a(layout.tp), pp=a(layout.pp), dp=a(layout.dp), cp=a(layout.cp),
                    ep=a(layout.ep), zero=a(int(layout.zero)),
-                   offload=a(OFFLOAD_CODES.index(layout.offload)),
+                   offload=a(offload_code(layout.offload)),
                    recompute=a(RECOMPUTE_CODES.index(tr.recompute)),
                    sp=a(int(tr.sequence_parallel)), mb=a(tr.micro_batch),
                    v=a(layout.interleave), offload_params=a(int(layout.offload_params)),

@@ -13,10 +13,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import assert_never
 
-from optimus_calc.equations import compiled as eq
+from optimus_calc.equations.recording import eq
 from optimus_calc.errors import InputError
 from optimus_calc.evaluate.context import Hardware, resolve_hardware
 from optimus_calc.specs.training import Assumptions
+from optimus_calc.evaluate.squeezenic import (Approach, CompressSite, Squeeze,  # noqa: F401
+                                              compressor_GBps, compressors_per_node, squeezenic)
+from optimus_calc.evaluate.topology import nic_Bps, ring
 from optimus_calc.units import GB
 
 
@@ -60,18 +63,6 @@ class Algo(str, Enum):
     MULTICAST = "multicast"
 
 
-class CompressSite(str, Enum):
-    """Where SqueezeNIC's hardware (de)compression terms run (section 4.4's two variants)."""
-    GPU = "gpu"
-    SMARTNIC = "smartnic"
-
-
-class Approach(str, Enum):
-    """SqueezeNIC section 2.2: Approach 1 (LR+INC), Approach 2 (CTLR+INC)."""
-    ONE = "1"
-    TWO = "2"
-
-
 ALLOWED = {
     Algo.RING: set(Collective),
     Algo.TREE: {Collective.ALL_REDUCE},
@@ -83,12 +74,13 @@ RingTime = Callable[..., float]
 
 # Explicit Enum member -> compiled equation (a test checks every member is mapped).
 RING_TIME: dict[Collective, RingTime] = {
-    Collective.ALL_REDUCE: eq.comm__ring_all_reduce_time,
-    Collective.REDUCE_SCATTER: eq.comm__ring_reduce_scatter_time,
-    Collective.ALL_GATHER: eq.comm__ring_all_gather_time,
-    Collective.BROADCAST: eq.comm__ring_broadcast_time,
-    Collective.REDUCE: eq.comm__ring_reduce_time,
-    Collective.ALL_TO_ALL: eq.comm__all_to_all_time,
+    # called through the recording stand-in, so `explain --all` sees each call
+    Collective.ALL_REDUCE: lambda **kw: eq.comm__ring_all_reduce_time(**kw),
+    Collective.REDUCE_SCATTER: lambda **kw: eq.comm__ring_reduce_scatter_time(**kw),
+    Collective.ALL_GATHER: lambda **kw: eq.comm__ring_all_gather_time(**kw),
+    Collective.BROADCAST: lambda **kw: eq.comm__ring_broadcast_time(**kw),
+    Collective.REDUCE: lambda **kw: eq.comm__ring_reduce_time(**kw),
+    Collective.ALL_TO_ALL: lambda **kw: eq.comm__all_to_all_time(**kw),
 }
 
 DEFAULT_CHUNK_BYTES: float = Assumptions.model_fields["hier_chunk_bytes"].default
@@ -117,6 +109,9 @@ class Topology:
 def topology(hw: Hardware, ranks: int, alpha_us: float | None = None,
              intra_efficiency: float | None = None, nic_efficiency: float | None = None,
              link_catalog=None) -> Topology:
+    """The group of ``ranks`` GPUs. ``link_catalog`` is accepted for old callers and unused: the
+    NIC's host link comes resolved with the hardware (no stand-in bandwidth)."""
+    del link_catalog
     gpn = hw.gpus_per_node
     if ranks <= gpn:
         nodes, per = 1, ranks
@@ -128,10 +123,7 @@ def topology(hw: Hardware, ranks: int, alpha_us: float | None = None,
     il = hw.intra_link
     ie = intra_efficiency if intra_efficiency is not None else il.efficiency
     ne = nic_efficiency if nic_efficiency is not None else hw.nic.efficiency
-    pcie = link_catalog(hw.nic.host_link) if link_catalog else None
-    nic = float(eq.comm__nic_bandwidth(
-        B_line=hw.nic.line_rate_Bps, B_pcie=pcie.bandwidth_Bps if pcie else 1e30,
-        eta_n=ne, eta_p=pcie.efficiency if pcie else 1.0))
+    nic = nic_Bps(hw, ne)  # the NIC's host PCIe path caps it, as in the step evaluator
     a_i = il.alpha_s if alpha_us is None else alpha_us * 1e-6
     a_e = hw.nic.alpha_us * 1e-6 if alpha_us is None else alpha_us * 1e-6
     return Topology(ranks, nodes, per, a_i, a_e, il.bandwidth_Bps * ie, nic,
@@ -163,12 +155,11 @@ class CommResult:
 
 
 def _ring_params(topo: Topology) -> tuple[float, float, str]:
-    if topo.nodes == 1:
-        return topo.alpha_intra_s, 1.0 / topo.intra_Bps, topo.intra_link
-    bw = float(eq.comm__ring_bandwidth(B_intra=topo.intra_Bps, B_nic=topo.nic_Bps, K=topo.nics))
-    a = float(eq.comm__ring_alpha(N=topo.nodes, alpha_e=topo.alpha_inter_s,
-                                  alpha_i=topo.alpha_intra_s, n=topo.ranks))
-    return a, 1.0 / bw, f"{topo.intra_link} + {topo.inter_link}"
+    """(alpha, beta, links) of a ring over the group: topology.ring, as the evaluator's."""
+    a, b = ring(topo.nodes, topo.ranks, topo.nics, alpha_intra=topo.alpha_intra_s,
+                alpha_inter=topo.alpha_inter_s, intra_Bps=topo.intra_Bps, nic=topo.nic_Bps)
+    link = topo.intra_link if topo.nodes == 1 else f"{topo.intra_link} + {topo.inter_link}"
+    return float(a), float(b), link
 
 
 def pipeline_chunks(size: float, chunk_bytes: float) -> int:
@@ -226,74 +217,10 @@ def collective_time(coll: Collective, algo: Algo, size: float, topo: Topology,
                 assert_never(algo)
         if not phases:
             phases = (Phase(f"{algo.value} {coll.value}", link, size * coll.bus_factor(n), t),)
-    algbw = size / t / GB if t > 0 else 0.0
+    # nccl-tests: algbw = S / t is the bus bandwidth with factor 1; busbw scales it by the factor
+    algbw = float(eq.comm__bus_bandwidth(F=1, T=t, z=size)) / GB if t > 0 else 0.0
     return CommResult(coll, algo, size, n, topo.nodes, t, algbw, algbw * coll.bus_factor(n),
                       phases, injected, chunks, chunk_bytes if chunks else None)
-
-
-# --- SqueezeNIC (seeds/squeezenic.md section 3, equations 1-3) ---------------------------------
-
-@dataclass(frozen=True)
-class Squeeze:
-    """SqueezeNIC equations 1-3 on the same per-GPU buffer as the ring, for one size."""
-    ratio: float
-    site: CompressSite
-    approach: Approach
-    compressor_GBps: float       # one compressor (a SmartNIC, or a GPU kernel)
-    node_compressor_GBps: float  # the node's compressors together (theta_c, theta_d)
-    gpu_compressor_GBps: float   # one GPU (theta_gc, theta_gd)
-    baseline_s: float
-    approach1_s: float
-    approach2_s: float
-
-    @property
-    def approach_s(self) -> float:
-        match self.approach:
-            case Approach.ONE:
-                return self.approach1_s
-            case Approach.TWO:
-                return self.approach2_s
-            case _:
-                assert_never(self.approach)
-
-
-def compressor_GBps(site: CompressSite, asm: Assumptions) -> float:
-    match site:
-        case CompressSite.GPU:
-            return asm.gpu_compress_GBps
-        case CompressSite.SMARTNIC:
-            return asm.nic_compress_GBps
-        case _:
-            assert_never(site)
-
-
-def compressors_per_node(site: CompressSite, topo: Topology) -> int:
-    """One compressor per rail: each GPU (its own kernel) or each NIC of the node."""
-    match site:
-        case CompressSite.GPU:
-            return topo.per_node
-        case CompressSite.SMARTNIC:
-            return topo.nics
-        case _:
-            assert_never(site)
-
-
-def squeezenic(size: float, topo: Topology, ratio: float, site: CompressSite,
-               approach: Approach, asm: Assumptions) -> Squeeze:
-    """SqueezeNIC equations (1)-(3) for a per-GPU gradient buffer of ``size`` bytes."""
-    if not 0 < ratio <= 1:
-        raise InputError(f"--compression {ratio} must be in (0, 1]: compressed/original size")
-    one = compressor_GBps(site, asm) * GB
-    node = one * compressors_per_node(site, topo)
-    gpu = asm.gpu_compress_GBps * GB
-    common = dict(N=topo.nodes, alpha_e=topo.alpha_inter_s, alpha_i=topo.alpha_intra_s,
-                  beta_e=1.0 / topo.node_network_Bps, beta_i=1.0 / topo.intra_Bps,
-                  m=topo.per_node, z=size)
-    base = float(eq.comm__squeezenic_baseline_time(**common))
-    app1 = float(eq.comm__squeezenic_app1_time(**common, r=ratio, theta_c=node, theta_d=node))
-    app2 = float(eq.comm__squeezenic_app2_time(**common, r=ratio, theta_c=node, theta_d=node,
-                                               theta_gc=gpu, theta_gd=gpu))
-    return Squeeze(ratio, site, approach, one / GB, node / GB, gpu / GB, base, app1, app2)
 
 
 # --- the `comm` command's evaluation ------------------------------------------------------------
@@ -398,8 +325,7 @@ def evaluate_comm(catalog, req: CommRequest) -> CommReport:
         raise InputError("give exactly one of --size SIZE or --sizes FROM..TO")
     hw = resolve_hardware(catalog, req.node, req.nodes or 1)
     n = req.ranks if req.ranks is not None else hw.gpus
-    topo = topology(hw, n, req.alpha_us, req.intra_efficiency, req.nic_efficiency,
-                    lambda name: catalog.get(name, "link"))
+    topo = topology(hw, n, req.alpha_us, req.intra_efficiency, req.nic_efficiency)
     if req.compression is not None and (req.collective is not Collective.ALL_REDUCE
                                         or topo.nodes < 2):
         raise InputError("--compression applies to all-reduce across 2 or more nodes")

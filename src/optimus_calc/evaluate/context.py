@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import assert_never
 
 from pydantic import ValidationError
 
@@ -152,17 +151,6 @@ def check_precision(gpu: GPU, precision) -> float:
 
 
 def offload_device_name(target: Offload, hw: Hardware) -> str:
-    """What holds the offloaded state, as the reports name it."""
-    match target:
-        case Offload.NONE:
-            return "none"
-        case Offload.CPU:
-            return f"host RAM ({hw.node.cpus} x {hw.cpu.name})"
-        case Offload.NVME:
-            return f"NVMe {hw.nvme.name}" if hw.nvme is not None else "NVMe drive"
-        case Offload.SMARTNIC:
-            return f"SmartNIC {hw.smartnic.name}" if hw.smartnic is not None else "SmartNIC"
-        case Offload.SUPERCHIP:
-            return f"{hw.cpu.name} memory"
-        case _:
-            assert_never(target)
+    """What holds the offloaded state, as the reports name it (its strategy's)."""
+    from optimus_calc.evaluate.strategies import strategy
+    return strategy(target).device_name(hw)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from optimus_calc.equations import compiled as eq
+from optimus_calc.equations.recording import eq
 from optimus_calc.specs.hardware import GPU
 from optimus_calc.specs.training import Assumptions
 
@@ -31,11 +31,12 @@ def attention_efficiency(gpu: GPU, flash):
 
 
 def attention_flops(tokens, layers, s, q_d, recompute_attention):
-    """FLOPs of the attention core (4 s q_d per token per layer forward, Narayanan et al. section
-    5.1) over forward + backward (x3) plus a recomputed forward when ``recompute_attention``
-    (full or selective recomputation)."""
-    passes = 3 + np.asarray(recompute_attention, dtype=float)
-    return np.asarray(tokens, dtype=float) * layers * 4.0 * s * q_d * passes
+    """FLOPs of the attention core over forward and backward (step.attention_core_flops with
+    d_s = d_v = ``q_d``, plus step.attention_backward_flops: x2, and a recomputed forward when
+    ``recompute_attention``): 4 s q_d per token per layer forward (Narayanan et al. 5.1)."""
+    fwd = eq.step__attention_core_flops(L_stage=layers, d_s=q_d, d_v=q_d, s=s, tau_g=tokens)
+    return fwd + eq.step__attention_backward_flops(
+        F_af=fwd, r_a=np.asarray(recompute_attention, dtype=float))
 
 
 def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,

@@ -40,7 +40,23 @@ class Evaluation:
     worst_time: np.ndarray | None = None     # position on the stage axis of the slowest stage
     stage_terms: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     step_figures: dict[str, float] = field(default_factory=dict, repr=False)
-    inputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
+    calls: tuple = field(default=(), repr=False)  # recording.Call of every equation, in order
+
+    @property
+    def inputs(self) -> dict[str, dict[str, np.ndarray]]:
+        """The inputs of each recorded equation's last call (the one its figure comes from)."""
+        return {c.name: c.inputs for c in self.calls}
+
+    def last_call(self, name: str, scope: str | None = None):
+        """The last recorded call of equation ``name`` (for ``scope`` if given), or None."""
+        for call in reversed(self.calls):
+            if call.name == name and scope in (None, call.scope):
+                return call
+        return None
+
+    def scopes(self, name: str) -> list[str]:
+        """What equation ``name`` was evaluated for (e.g. tp, cp, dp), in order."""
+        return list(dict.fromkeys(c.scope for c in self.calls if c.name == name))
 
     @property
     def feasible(self) -> np.ndarray:
@@ -75,13 +91,23 @@ def _pick(x, k):
     return np.take_along_axis(x, np.asarray(k)[..., None], axis=-1)[..., 0]
 
 
-def stage_value(ev: Evaluation, x, which: str = "time"):
+MEMORY_STAGES = ("memory", "offload devices")
+"""Evaluator stages whose binding pipeline stage is the most loaded one (the rest: the slowest)."""
+
+
+def binding_kind(call) -> str:
+    """``memory`` or ``time``: which pipeline stage binds the figure ``call`` contributes to."""
+    return "memory" if call.stage in MEMORY_STAGES else "time"
+
+
+def stage_value(ev: Evaluation, x, which: str = "time", stage: int | None = None):
     """A recorded input of a batch of one, at the binding stage (``time`` or ``memory``)."""
     x = np.asarray(x, dtype=np.float64)
     if x.ndim == 0:
         return float(x)
-    k = int((ev.worst_time if which == "time" and ev.worst_time is not None
-             else ev.worst_memory).reshape(-1)[0])
+    k = stage if stage is not None else int(
+        (ev.worst_time if which == "time" and ev.worst_time is not None
+         else ev.worst_memory).reshape(-1)[0])
     flat = x.reshape(-1, x.shape[-1]) if x.ndim >= 1 else x
     row = flat[0]
     return float(row[k] if row.shape[-1] > 1 else row[0])

@@ -144,41 +144,48 @@ def _soc(unit_clock: str) -> list[Param]:
     ]
 
 
+def smartnic_params(hw: Hardware) -> list[Param]:
+    """A SmartNIC's fields (its kind: a SoC with cores, or an FPGA fabric with two tiers)."""
+    sn = hw.smartnic
+    assert sn is not None
+    if sn.device_type == "fpga":
+        own = [Param("smartnic", "memory_bandwidth_GBps", "memory bandwidth (fast tier)",
+                     "GB/s", roofline="B_mem"),
+               Param("smartnic", "fabric_fp32_TFLOPS", "fabric FP32 throughput", "TFLOP/s",
+                     roofline="F_dev"),
+               Param("smartnic", "memory_GB", "memory capacity (fast tier)", "GB"),
+               Param("smartnic", "expansion_memory_GB", "expansion memory", "GB"),
+               Param("smartnic", "expansion_bandwidth_GBps", "expansion bandwidth", "GB/s")]
+    else:
+        own = _soc("core_GHz") + [Param("smartnic", "memory_GB", "memory capacity", "GB")]
+    return own + [
+        Param("smartnic", "line_rate_Gbps", "network line rate", "Gb/s"),
+        Param("smartnic_host_link", "bandwidth_GBps", "card host link", "GB/s"),
+        Param("gpu_host_link", "bandwidth_GBps", "GPU-host link", "GB/s"),
+        Param("layout", "smartnics_per_node", "cards per node", "cards", integer=True),
+    ]
+
+
+def host_params(link: str = "GPU-host link") -> list[Param]:
+    """The host CPU's and node's fields an offload to host memory (or through it) depends on."""
+    return [
+        Param("cpu", "memory_bandwidth_GBps", "memory bandwidth per socket", "GB/s"),
+        Param("cpu", "core_bandwidth_GBps", "bandwidth per core", "GB/s"),
+        Param("cpu", "cores", "cores per socket", "cores", integer=True),
+        Param("cpu", "base_GHz", "core clock", "GHz"),
+        Joint("cpu", "memory_bandwidth_GBps", "memory and per-core bandwidth together "
+              "(achievable, per socket)", "GB/s"),
+        Param("node", "host_memory_GB", "host memory per node", "GB"),
+        Param("node", "cpus", "CPU sockets per node", "sockets", integer=True),
+        Param("gpu_host_link", "bandwidth_GBps", link, "GB/s"),
+    ]
+
+
 def device_params(hw: Hardware, offload: Offload) -> list[Param]:
-    """The fields of the offload target's hardware that can enter the equations."""
-    if offload is Offload.SMARTNIC:
-        sn = hw.smartnic
-        assert sn is not None
-        if sn.device_type == "fpga":
-            own = [Param("smartnic", "memory_bandwidth_GBps", "memory bandwidth (fast tier)",
-                         "GB/s", roofline="B_mem"),
-                   Param("smartnic", "fabric_fp32_TFLOPS", "fabric FP32 throughput", "TFLOP/s",
-                         roofline="F_dev"),
-                   Param("smartnic", "memory_GB", "memory capacity (fast tier)", "GB"),
-                   Param("smartnic", "expansion_memory_GB", "expansion memory", "GB"),
-                   Param("smartnic", "expansion_bandwidth_GBps", "expansion bandwidth", "GB/s")]
-        else:
-            own = _soc("core_GHz") + [Param("smartnic", "memory_GB", "memory capacity", "GB")]
-        return own + [
-            Param("smartnic", "line_rate_Gbps", "network line rate", "Gb/s"),
-            Param("smartnic_host_link", "bandwidth_GBps", "card host link", "GB/s"),
-            Param("gpu_host_link", "bandwidth_GBps", "GPU-host link", "GB/s"),
-            Param("layout", "smartnics_per_node", "cards per node", "cards", integer=True),
-        ]
-    if offload in (Offload.CPU, Offload.NVME, Offload.SUPERCHIP):
-        link = "GPU-host link (NVLink-C2C)" if offload is Offload.SUPERCHIP else "GPU-host link"
-        return [
-            Param("cpu", "memory_bandwidth_GBps", "memory bandwidth per socket", "GB/s"),
-            Param("cpu", "core_bandwidth_GBps", "bandwidth per core", "GB/s"),
-            Param("cpu", "cores", "cores per socket", "cores", integer=True),
-            Param("cpu", "base_GHz", "core clock", "GHz"),
-            Joint("cpu", "memory_bandwidth_GBps", "memory and per-core bandwidth together "
-                  "(achievable, per socket)", "GB/s"),
-            Param("node", "host_memory_GB", "host memory per node", "GB"),
-            Param("node", "cpus", "CPU sockets per node", "sockets", integer=True),
-            Param("gpu_host_link", "bandwidth_GBps", link, "GB/s"),
-        ]
-    return []
+    """The fields of the offload target's hardware that can enter the equations (its
+    strategy's list)."""
+    from optimus_calc.evaluate.strategies import strategy
+    return strategy(offload).device_params(hw)
 
 
 def system_params(hw: Hardware, precision: str) -> list[Param]:

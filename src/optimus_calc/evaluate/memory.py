@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from optimus_calc.errors import InputError
-from optimus_calc.evaluate.batch import OFFLOAD_CODES, Batch
-from optimus_calc.evaluate.context import Hardware, offload_device_name
-from optimus_calc.evaluate.engine import Evaluation, Reason, evaluate, offload_flags as _flags
+from optimus_calc.evaluate.batch import Batch
+from optimus_calc.evaluate.context import Hardware
+from optimus_calc.evaluate.engine import Evaluation, Reason, evaluate, usable_gpu_bytes
+from optimus_calc.evaluate.strategies import strategy
 from optimus_calc.evaluate.engine import reasons_of, stage_value
+from optimus_calc.evaluate.evaluation import binding_kind
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
 from optimus_calc.units import fmt_gb
@@ -80,19 +82,30 @@ class MemoryEstimate:
         """GPU memory missing for the layout to fit (0 when it fits)."""
         return max(0.0, self.worst.total_bytes - self.usable_bytes)
 
-    def inputs(self, name: str) -> dict[str, float] | None:
-        """The values equation ``name`` received for the binding stage (for `explain`)."""
+    def inputs(self, name: str, stage: int | None = None,
+               scope: str | None = None) -> dict[str, float] | None:
+        """The values equation ``name`` received for the binding stage (for `explain`): its
+        last evaluation, or the one for ``scope``."""
         ev = self.evaluation
-        if ev is None or name not in ev.inputs:
+        call = None if ev is None else ev.last_call(name)
+        if call is None:
             return None
-        which = "memory" if name.startswith("memory.") else "time"
-        return {k: stage_value(ev, v, which) for k, v in ev.inputs[name].items()}
+        if scope is not None:
+            call = ev.last_call(name, scope)
+            if call is None:
+                raise InputError(f"--for {scope!r}: {name} is evaluated for "
+                                 f"{', '.join(repr(s) for s in ev.scopes(name))} here")
+        if stage is not None and not 0 <= stage < len(self.stages):
+            raise InputError(f"--stage {stage}: the layout has pipeline stages 0 to "
+                             f"{len(self.stages) - 1}")
+        return {k: stage_value(ev, v, binding_kind(call), stage)
+                for k, v in call.inputs.items()}
 
 
 def offload_flags(layout: Layout) -> tuple[int, int, int, float]:
-    """(o_w, o_g, o_o, f_k) of one layout (the evaluator's rule)."""
-    o_w, o_g, o_o, f_k = _flags(OFFLOAD_CODES.index(layout.offload), int(layout.offload_params),
-                                layout.superchip_gpu_fraction)
+    """(o_w, o_g, o_o, f_k) of one layout (its strategy's rule)."""
+    o_w, o_g, o_o, f_k = strategy(layout.offload).flags(int(layout.offload_params),
+                                                        layout.superchip_gpu_fraction)
     return int(o_w), int(o_g), int(o_o), float(f_k)
 
 
@@ -111,41 +124,21 @@ def _stages(ev: Evaluation) -> list[StageMemory]:
 def _reason_text(r: Reason, ev: Evaluation, worst: StageMemory, hw: Hardware,
                  target: Offload, asm: Assumptions) -> str:
     one = lambda x: float(np.asarray(x).reshape(-1)[0])  # noqa: E731
-    dev, cap = one(ev.offload_bytes_per_device), one(ev.offload_capacity_per_device)
-    host, host_cap = one(ev.host_bytes_per_node), ev.host_capacity_bytes
-    node = hw.node.name
     if r is Reason.GPU_MEMORY:
-        usable = ev.capacity_bytes * (1 - asm.gpu_headroom)
+        usable = usable_gpu_bytes(hw, asm)
         return (f"GPU memory {fmt_gb(worst.total_bytes)} on stage {worst.index} exceeds the "
                 f"{fmt_gb(usable)} usable of {hw.gpu.name} ({fmt_gb(ev.capacity_bytes)} less "
                 f"{asm.gpu_headroom:.0%} headroom; model states "
                 f"{fmt_gb(worst.weights_bytes + worst.gradients_bytes + worst.optimizer_bytes)}"
                 f", activations {fmt_gb(worst.activations_bytes)}, overheads "
                 f"{fmt_gb(worst.overhead_bytes)})")
-    if r is Reason.HOST_RAM:
-        what = ("host buffers and fp32 gradients" if target is Offload.NVME
-                else "offloaded state")
-        return (f"{what} {fmt_gb(host)} per node exceed{'' if target is Offload.NVME else 's'} "
-                f"host RAM {fmt_gb(host_cap)} usable on {node}")
-    if r is Reason.NVME_CAPACITY:
-        return (f"optimizer state {fmt_gb(dev)} per drive exceeds "
-                f"{hw.nvme.name if hw.nvme else 'NVMe'} capacity {fmt_gb(cap)}")
-    if r is Reason.NO_NVME:
-        return f"{node} has no NVMe drives for ZeRO-Infinity"
-    if r is Reason.SMARTNIC_SPILL_HOST:
-        return (f"SmartNIC spill {fmt_gb(host)} per node exceeds host RAM {fmt_gb(host_cap)} "
-                f"usable on {node}")
-    if r is Reason.SMARTNIC_NO_SPILL:
-        cards = -(-int(one(ev.offload_bytes_per_gpu)) // int(cap))
-        return (f"optimizer shard {fmt_gb(dev)} per card exceeds {hw.smartnic.name} memory "
-                f"{fmt_gb(cap)} and spill to host is disabled (--no-spill); {cards} cards per "
-                "GPU would hold it")
-    if r is Reason.NOT_SUPERCHIP:
-        return (f"{node} is not a superchip node (no NVLink-C2C CPU); use --node gh200 or "
-                "gh200-nvl2")
-    if r is Reason.GRACE_MEMORY:
-        return f"offloaded state {fmt_gb(dev)} per Grace exceeds its memory {fmt_gb(cap)} usable"
-    raise AssertionError(r)  # every Reason has a text (tests loop over the Enum)
+    info = dict(dev=one(ev.offload_bytes_per_device), cap=one(ev.offload_capacity_per_device),
+                host=one(ev.host_bytes_per_node), host_cap=ev.host_capacity_bytes,
+                node=hw.node.name, hw=hw, per_gpu=one(ev.offload_bytes_per_gpu))
+    text = strategy(target).reason_text(r, info)
+    if text is None:
+        raise AssertionError(r)  # every Reason a strategy raises has its text
+    return text
 
 
 def memory_from(ev: Evaluation, model: Model | BareModel, hw: Hardware, layout: Layout,
@@ -164,21 +157,14 @@ def memory_from(ev: Evaluation, model: Model | BareModel, hw: Hardware, layout: 
     spill = one(ev.spill_bytes_per_device)
     per_node = int(one(ev.offload_devices_per_node))
     per_gpu = one(ev.offload_bytes_per_gpu)
-    cards = 0
-    name = offload_device_name(target, hw)
-    if target is Offload.SMARTNIC:
-        sn = hw.smartnic
-        cards = max(1, -(-int(per_gpu) // int(sn.memory_bytes))) if per_gpu > 0 else 0
-        if spill > 0 and layout.allow_spill:
-            notes.append(f"optimizer shard {fmt_gb(dev)} per card exceeds {sn.name} memory "
-                         f"{fmt_gb(sn.memory_bytes)}: {fmt_gb(spill)} per card spills to host "
-                         f"RAM ({cards} cards per GPU would hold it)")
-        if hw.smartnic_implicit:
-            notes.append(f"{hw.node.name} has no SmartNIC; assuming one {sn.name} per GPU "
-                         "(--smartnic NAME)")
+    strat = strategy(target)
+    info = dict(dev=dev, spill=spill, per_gpu=per_gpu)
+    notes += strat.notes(hw, layout, info)
+    cards = strat.devices_per_gpu_for_capacity(hw, per_gpu)
+    name = strat.device_name(hw)
+    # a target the node lacks (superchip, NVMe) holds nothing: never "fits on device yes"
     no_device = {Reason.NOT_SUPERCHIP, Reason.NO_NVME} & set(reasons_of(bits))
-    fits_dev = target is Offload.NONE or (not no_device and (
-        spill == 0 if target is Offload.SMARTNIC else dev <= cap))  # no device holds nothing
+    fits_dev = not no_device and strat.fits_on_device(dev, cap, spill)
     off = OffloadMemory(target, name, per_node * hw.nodes, per_node, per_gpu, dev, cap, spill,
                         fits_dev, one(ev.host_bytes_per_node), ev.host_capacity_bytes, cards)
     if isinstance(model, BareModel):
@@ -190,7 +176,7 @@ def memory_from(ev: Evaluation, model: Model | BareModel, hw: Hardware, layout: 
                           model_states_total_bytes=model.total_params * per_param,
                           micro_batches=int(one(ev.micro_batches)), evaluation=ev,
                           inputs_key=(layout, tr, asm),
-                          usable_bytes=ev.capacity_bytes * (1 - (asm or Assumptions()).gpu_headroom))
+                          usable_bytes=usable_gpu_bytes(hw, asm or Assumptions()))
 
 
 def estimate_memory(model: Model | BareModel, hw: Hardware, layout: Layout, tr: Training,
@@ -199,15 +185,17 @@ def estimate_memory(model: Model | BareModel, hw: Hardware, layout: Layout, tr: 
     return memory_from(ev, model, hw, layout, tr, asm)
 
 
-def equation_values(inp: Inputs, name: str) -> dict[str, float]:
+def equation_values(inp: Inputs, name: str, stage: int | None = None,
+                    scope: str | None = None) -> tuple[dict[str, float], list[str]]:
     """The inputs equation ``name`` received when the one evaluator ran on ``inp`` (at the
     binding pipeline stage: the most loaded for memory.*, the slowest for step.* and
-    compute.*): what `explain NAME MODEL ...` prints."""
+    compute.*), and every scope it was evaluated for: what `explain NAME MODEL ...` prints."""
     est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
-    values = est.inputs(name)
+    values = est.inputs(name, stage, scope)
     if values is None:
         raise InputError(f"{name} is not evaluated for this configuration (e.g. step time "
                          "with --model-states-only or a bare parameter count, or an equation "
                          "the command uses with other inputs); 'optimus-calc explain' lists the "
                          "equations")
-    return values
+    assert est.evaluation is not None
+    return values, est.evaluation.scopes(name)

@@ -30,7 +30,7 @@ from typing import assert_never
 
 import numpy as np
 
-from optimus_calc.equations import compiled as eq
+from optimus_calc.equations.recording import eq
 from optimus_calc.errors import InputError
 from optimus_calc.specs.hardware import CPU
 from optimus_calc.specs.training import Assumptions, Offload

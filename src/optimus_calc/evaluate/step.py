@@ -7,7 +7,7 @@ at the pipeline stage that binds, the same numbers the planner ranks with.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from optimus_calc.evaluate.engine import layer_flops, recompute_flops  # noqa: F
 from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
 from optimus_calc.errors import InputError
 from optimus_calc.specs.model import BareModel, Model
-from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
+from optimus_calc.specs.training import Assumptions, Layout, Training
 
 if TYPE_CHECKING:
     from optimus_calc.evaluate.inputs import Inputs
@@ -58,21 +58,9 @@ TERMS = ("step_time_s", "forward_s", "backward_s", "compute_s", "elementwise_s",
 
 
 def optimizer_device(hw: Hardware, layout: Layout) -> str:
-    """The device that runs the optimizer step, as the reports name it."""
-    target = layout.offload
-    match target:
-        case Offload.NONE:
-            return hw.gpu.name
-        case Offload.CPU | Offload.NVME:
-            return f"{hw.node.cpus} x {hw.cpu.name}"
-        case Offload.SMARTNIC:
-            k = layout.smartnics_per_node or hw.gpus_per_node
-            name = hw.smartnic.name if hw.smartnic is not None else "SmartNIC"
-            return f"{k} x {name} per node"
-        case Offload.SUPERCHIP:
-            return f"{hw.cpu.name} (NVLink-C2C)"
-        case _:
-            assert_never(target)
+    """The device that runs the optimizer step, as the reports name it (its strategy's)."""
+    from optimus_calc.evaluate.strategies import strategy
+    return strategy(layout.offload).optimizer_device(hw, layout)
 
 
 def estimate_step(model: Model, hw: Hardware, layout: Layout, tr: Training, asm: Assumptions,
@@ -82,9 +70,8 @@ def estimate_step(model: Model, hw: Hardware, layout: Layout, tr: Training, asm:
     ev = mem.evaluation
     assert ev is not None and ev.has_step
     vals = {k: float(np.asarray(ev.term(k)).reshape(-1)[0]) for k in TERMS}
-    notes = []
-    if layout.offload is Offload.SMARTNIC and mem.offload.spill_to_host_bytes_per_device > 0:
-        notes.append("SmartNIC spill streams from host RAM every step (in offload_transfer_s)")
+    from optimus_calc.evaluate.strategies import strategy
+    notes = strategy(layout.offload).step_notes(mem.offload)
     stage = mem.stages[int(np.asarray(ev.worst_time).reshape(-1)[0])].index
     return StepEstimate(**vals, optimizer_device=optimizer_device(hw, layout),
                         binding_stage=stage, notes=notes)

@@ -78,3 +78,32 @@ def equation_document(eq, values: dict[str, float] | None, latex: bool) -> Docum
         Column("meaning", "meaning", align="left")])
     return Document(title=f"{eq.name} [{eq.unit}]\n\n{shown}\n", data=data, tables=[table],
                     notes=notes)
+
+
+def _inputs_text(inputs: dict[str, float]) -> str:
+    return ", ".join(f"{k}={v:.6g}" for k, v in inputs.items())
+
+
+def all_document(rows, model_name: str) -> Document:
+    """`explain --all`: every equation evaluated for the layout, grouped by evaluator stage."""
+    reg = _registry()
+    data = [{"name": r.name, "unit": reg[r.name].unit, "result": r.result, "inputs": r.inputs,
+             "stage": r.stage, "scope": r.scope, "pipeline_stage": r.pipeline_stage}
+            for r in rows]
+    tables = []
+    for stage in dict.fromkeys(r["stage"] for r in data):
+        part = [dict(r, inputs_text=_inputs_text(r["inputs"])) for r in data
+                if r["stage"] == stage]
+        tables.append(Table(title=stage, rows=part, columns=[
+            Column("name", "equation", align="left"), Column("scope", "for", align="left"),
+            Column("result", "result", ".6g"), Column("unit", "unit", align="left"),
+            Column("inputs_text", "inputs", align="left", compact=False)]))
+    csv_rows = [dict(r, inputs=_inputs_text(r["inputs"])) for r in data]
+    csv = Table(title="", rows=csv_rows, columns=[Column(k, k) for k in (
+        "stage", "name", "scope", "pipeline_stage", "result", "unit", "inputs")])
+    names = len({r["name"] for r in data})
+    return Document(title=f"{names} equations evaluated for {model_name}", data={
+        "equations": data}, tables=tables, csv=csv, notes=[
+        "values at the pipeline stage that binds each figure (the most loaded for memory and "
+        "offload devices, the slowest for time; --stage N picks one); 'optimus-calc explain "
+        "NAME MODEL ...' prints one with its expression"])

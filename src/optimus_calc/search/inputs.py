@@ -35,16 +35,11 @@ class SearchInputs:
 
 
 def offload_targets(hw: Hardware) -> list[Offload]:
-    """The offload targets the hardware has: host RAM always, NVMe with drives, SmartNICs when
-    the node has them or the user named a card (--smartnic, a what-if), a superchip's CPU."""
-    out = [Offload.NONE, Offload.CPU]
-    if hw.node.nvme_drives and hw.nvme is not None:
-        out.append(Offload.NVME)
-    if hw.smartnic is not None and not hw.smartnic_implicit:
-        out.append(Offload.SMARTNIC)
-    if hw.node.superchip:
-        out.append(Offload.SUPERCHIP)
-    return out
+    """The offload targets the hardware has, in registry order: each strategy says whether the
+    node offers it (host RAM always, NVMe with drives, SmartNICs when the node has them or the
+    user named a card, a superchip's CPU)."""
+    from optimus_calc.evaluate import strategies
+    return strategies.offered(hw)
 
 
 def check_offloads(hw: Hardware, offloads: tuple[Offload, ...] | None) -> None:

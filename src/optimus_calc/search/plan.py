@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import dataclasses
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -16,7 +15,8 @@ from optimus_calc.evaluate.context import Hardware, resolve_hardware
 from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
 from optimus_calc.evaluate.optimizer import Impl, device_from, optimizer_step
 from optimus_calc.evaluate.step import StepEstimate, estimate_step
-from optimus_calc.evaluate.batch import OFFLOAD_CODES, RECOMPUTE_CODES, Batch
+from optimus_calc.evaluate import strategies
+from optimus_calc.evaluate.batch import RECOMPUTE_CODES, Batch
 from optimus_calc.evaluate.engine import (Reason, evaluate, primary_reason, sorted_unique,
                                           stage_table, usable_gpu_bytes)
 from optimus_calc.frameworks import Framework, framework_support, layout_support
@@ -100,7 +100,7 @@ class PlanResult:
 
 
 def layout_of(cols: dict, i: int, hw: Hardware, smartnic: str | None) -> Layout:
-    off = OFFLOAD_CODES[int(cols["offload"][i])]
+    off = strategies.at(int(cols["offload"][i])).offload
     return Layout(tp=int(cols["tp"][i]), pp=int(cols["pp"][i]), dp=int(cols["dp"][i]),
                   cp=int(cols["cp"][i]), ep=int(cols["ep"][i]),
                   zero=ZeroStage(int(cols["zero"][i])), offload=off,
@@ -175,8 +175,8 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     n_dropped = 0
     feasible, smallest, best_none = 0, np.inf, np.inf
     pool, whatif = _Pool(), _Pool()
-    none_code = OFFLOAD_CODES.index(Offload.NONE)
-    smart_code = OFFLOAD_CODES.index(Offload.SMARTNIC)
+    none_code = strategies.code_of(Offload.NONE)
+    smart_code = strategies.code_of(Offload.SMARTNIC)
     for chunk in space.chunks(rows):
         # pass 1, over the chunk's grid x switches: memory, feasibility, framework rules
         views = chunk.views()
@@ -375,7 +375,7 @@ def size_nics(cat: Catalog, model, hw: Hardware, layout: Layout, tr: Training,
                                         "smartnics_per_node": 0})
         mem = estimate_memory(model, hw_sn, lay, tr, asm)
         opt = mem.offload.bytes_per_gpu
-        k_mem = max(1, math.ceil(opt / sn.memory_bytes)) if opt > 0 else 0
+        k_mem = mem.offload.devices_per_gpu_for_capacity  # the strategy's one count
         spill = max(0.0, opt - sn.memory_bytes)
         one = optimizer_step(device_from(sn, 1, asm), opt / max(tr.optimizer_bytes, 1),
                              tr.optimizer, Impl.FUSED, tr.gradient_bytes,

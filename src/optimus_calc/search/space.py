@@ -9,8 +9,8 @@ import numpy as np
 
 from optimus_calc.evaluate.shapes import tp_degrees
 from optimus_calc.specs.model import Model
-from optimus_calc.evaluate.batch import resolve_global_batch
-from optimus_calc.specs.training import OFFLOAD_CODES, RECOMPUTE_CODES, Offload, Training
+from optimus_calc.evaluate.batch import offload_code, resolve_global_batch  # noqa: F401
+from optimus_calc.specs.training import OFFLOAD_CODES, RECOMPUTE_CODES, Offload, Training  # noqa: F401
 
 # Search bounds (not physics): context parallelism is searched from 32K-token sequences, up to
 # 16-way; interleaving up to 8 model chunks per GPU. Widen them here if a model calls for it.
@@ -179,7 +179,7 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     for col, values in (pins or {}).items():
         base = base[np.isin(base[:, BASE_COLS.index(col)], np.asarray(values, dtype=np.int64))]
     switches = (np.array(sorted(set(zero_stages)), dtype=np.int64),
-                np.array([OFFLOAD_CODES.index(o) for o in dict.fromkeys(offloads)],
+                np.array([offload_code(o) for o in dict.fromkeys(offloads)],
                          dtype=np.int64),
                 np.array([i for i, r in enumerate(RECOMPUTE_CODES) if r in recomputes],
                          dtype=np.int64),

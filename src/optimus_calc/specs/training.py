@@ -25,6 +25,25 @@ class Offload(str, Enum):
     SMARTNIC = "smartnic"    # OptimusNIC
     SUPERCHIP = "superchip"  # SuperOffload
 
+    @classmethod
+    def _missing_(cls, value):
+        """A target added by an offload strategy plug-in (evaluate/strategies.register)."""
+        return _EXTRA_OFFLOADS.get(value)
+
+
+_EXTRA_OFFLOADS: dict[str, Offload] = {}
+
+
+def register_offload(value: str) -> Offload:
+    """Make ``value`` a valid Offload (a pseudo-member for targets beyond the built-ins)."""
+    try:
+        return Offload(value)
+    except ValueError:
+        member = str.__new__(Offload, value)
+        member._name_, member._value_ = value.upper().replace("-", "_"), value
+        _EXTRA_OFFLOADS[value] = member
+        return member
+
 
 class Recompute(str, Enum):
     NONE = "none"

@@ -1,0 +1,195 @@
+"""The evaluator's typed, frozen context and the record each of its stages returns.
+
+Arrays broadcast against each other: per-layout values carry a trailing stage axis of length 1
+(``L(x)`` below), per-stage values the pipeline stages that can bind (see stages.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from optimus_calc.evaluate.batch import resolve_global_batch
+from optimus_calc.evaluate.batch import R_FULL, Batch
+from optimus_calc.evaluate.context import Hardware
+from optimus_calc.evaluate.stages import StageTable, stage_table
+from optimus_calc.specs.model import BareModel, Model
+from optimus_calc.specs.training import Assumptions, Training
+
+Array = np.ndarray
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """One batch of layouts on one model, hardware and training: everything a stage reads."""
+
+    model: Model | BareModel
+    hw: Hardware
+    tr: Training
+    asm: Assumptions
+    t: Array
+    pp: Array
+    dp: Array
+    cp: Array
+    ep: Array
+    z: Array            # ZeRO stage
+    off: Array          # offload strategy code (strategies.code_of)
+    rc: Array           # recompute code
+    spf: Array          # 1 with sequence parallelism
+    mb: Array
+    v: Array            # interleaved chunks
+    opar: Array         # 1: ZeRO-3 weights offloaded with the optimizer
+    gfrac: Array        # SuperOffload: optimizer fraction kept on the GPU
+    spill_ok: Array
+    sn_k: Array         # SmartNICs per node (0: one per GPU)
+    gb: Array           # global batch per layout
+    m: Array            # micro-batches per step
+    st: dict            # the stage table's arrays at each layout's pipeline degree
+
+    @property
+    def gpn(self) -> int:
+        return self.hw.gpus_per_node
+
+    @property
+    def s(self) -> int:
+        return self.tr.seq_len
+
+    @property
+    def r_full(self) -> Array:
+        return (self.rc == R_FULL).astype(np.float64)
+
+    def uses(self, code: int) -> bool:
+        """Whether any layout of the batch uses offload strategy ``code``."""
+        return bool(np.any(self.off == code))
+
+
+def make_ctx(batch: Batch, model, hw: Hardware, tr: Training, asm: Assumptions,
+             all_stages: bool, stages: StageTable | None) -> Ctx:
+    L = lambda x: np.asarray(x)[..., None]  # noqa: E731  per-layout value -> stage axis
+    dp, mb = L(batch.dp), L(batch.mb)
+    gb = resolve_global_batch(dp, mb, tr)  # per layout: the training's or the batch rule's
+    st = (stages or stage_table(model, batch.pp, all_stages)).lookup(batch.pp)
+    return Ctx(model=model, hw=hw, tr=tr, asm=asm, t=L(batch.tp), pp=L(batch.pp), dp=dp,
+               cp=L(batch.cp), ep=L(batch.ep), z=L(batch.zero), off=L(batch.offload),
+               rc=L(batch.recompute), spf=L(batch.sp), mb=mb, v=L(batch.v),
+               opar=L(batch.offload_params), gfrac=L(batch.gpu_fraction),
+               spill_ok=L(batch.allow_spill), sn_k=L(batch.smartnics_per_node), gb=gb,
+               m=gb // (dp * mb), st=st)
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """GPU memory per stage (memory.*)."""
+
+    flags: tuple            # (o_w, o_g, o_o, f_k)
+    P: Array
+    W: Array
+    G: Array
+    O: Array
+    act: Array
+    over: Array
+    total: Array
+    n_f: Array              # micro-batches in flight
+    sigma: Array            # sequence parallelism in effect
+    layer_args: dict        # memory.activation_layer_bytes' inputs but r
+    states_only: bool
+
+    @property
+    def worst(self) -> Array:
+        return np.argmax(self.total, axis=-1)
+
+    @property
+    def gpu_bytes(self) -> Array:
+        return self.total.max(axis=-1)
+
+
+@dataclass(frozen=True)
+class HostState:
+    """What one GPU moves off, per stage (memory.*_offloaded/host_*), and the host's RAM."""
+
+    optimizer: Array
+    gradients: Array
+    weights: Array
+    host_capacity: float
+
+
+@dataclass(frozen=True)
+class DeviceUse:
+    """One offload strategy's devices (arrays per stage unless said)."""
+
+    bytes_per_device: Array | float
+    bytes_per_gpu: Array | float
+    capacity: float                 # per device
+    per_node: Array | int           # devices per node
+    spill: Array | float = 0.0      # per device, to host RAM
+    host_per_node: Array | float = 0.0
+
+
+@dataclass(frozen=True)
+class Devices:
+    """The offload devices of every layout, reduced to the most loaded stage, and reasons."""
+
+    bytes_per_device: Array
+    bytes_per_gpu: Array
+    capacity: Array
+    per_node: Array
+    spill: Array
+    host_per_node: Array
+    host_capacity: float
+    reasons: Array          # bit set of Reason
+    uses: dict              # strategy code -> its DeviceUse (per stage)
+
+
+@dataclass(frozen=True)
+class ComputeRecord:
+    """Forward/backward per stage (compute.*, step.*_flops, step.elementwise_time)."""
+
+    f_l: float
+    f_h: float
+    f_r: Array
+    tokens: Array
+    peak: float
+    T_cf: Array
+    T_cb: Array
+    T_ef: Array
+    T_eb: Array
+    T_f: Array
+    T_b: Array
+    bubble: Array
+    W_f: Array              # one micro-batch's forward
+    W_b: Array              # one micro-batch's backward
+
+
+@dataclass(frozen=True)
+class CommRecord:
+    """Communication per stage (step.*_comm_time, step.dp_exposed_time)."""
+
+    T_tp: Array
+    T_cp: Array
+    T_ep: Array
+    T_pp: Array
+    T_dp: Array
+    T_dpx: Array
+
+
+@dataclass(frozen=True)
+class OptimizerInputs:
+    """What every strategy's optimizer step starts from."""
+
+    shard: Array            # parameters of one rank's optimizer partition, per stage
+    phi: float              # FLOPs per parameter
+    bpp: float              # bytes per parameter of a fused kernel (16-bit gradients)
+    link_Bps: float         # GPU-host link, effective
+    link_kw: dict           # link_GBps, link_eff for offload_step
+
+
+@dataclass(frozen=True)
+class OptimizerUse:
+    """One strategy's optimizer step (arrays per stage)."""
+
+    step_s: Array
+    transfer_s: Array | float
+    exposed_s: Array
+    window_s: Array | float
+    param_exposed_s: Array | float = 0.0

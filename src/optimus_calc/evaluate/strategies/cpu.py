@@ -1,0 +1,87 @@
+"""ZeRO-Offload (DeepSpeed offload_optimizer: cpu): gradients and optimizer state in host RAM,
+weights too with --offload-params (ZeRO-3 offload_param); CPU-Adam runs the step phase by phase
+after the backward, nothing hidden."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optimus_calc.equations.recording import eq
+from optimus_calc.evaluate.offload_step import (AdamImpl, HostCPU, Overlap, exposed_step,
+                                                offload_step_phases, param_offload_traffic)
+from optimus_calc.evaluate.reasons import Reason
+from optimus_calc.evaluate.records import DeviceUse, OptimizerUse
+from optimus_calc.evaluate.strategies.base import OffloadStrategy, bit
+from optimus_calc.specs.training import Offload
+from optimus_calc.units import fmt_gb
+
+
+def host_phases(ctx, opt):
+    """DeepSpeed's offloaded step on the node's CPUs (CPU-Adam): (step_s, transfer_s)."""
+    hw = ctx.hw
+    cpuadam = AdamImpl.CPUADAM
+    ph = offload_step_phases(opt.shard, host=HostCPU.from_catalog(hw.cpu, hw.node.cpus),
+                             ranks_per_node=ctx.gpn, impl=cpuadam,
+                             simd_fraction=cpuadam.simd_fraction(hw.cpu), asm=ctx.asm,
+                             grad_device_bytes=ctx.tr.gradient_bytes,
+                             param_device_bytes=ctx.tr.weight_bytes,
+                             host_buffer_bytes=ctx.tr.gradient_bytes, **opt.link_kw)
+    return ph.total, ph.grad_d2h + ph.param_h2d
+
+
+def param_exposed(ctx, mem, comp, opt, target: str, **where):
+    """ZeRO-3 offload_param: weights stream in every forward and backward (0 without it)."""
+    mine = (ctx.opar == 1) & (ctx.off == where.pop("code"))
+    if not np.any(mine):
+        return 0.0
+    po = dict(dp=ctx.dp, micro_batches=ctx.m, weight_bytes=ctx.tr.weight_bytes,
+              recompute_full=ctx.r_full, compute_per_microbatch_s=(comp.T_f + comp.T_b) / ctx.m,
+              asm=ctx.asm, **opt.link_kw)
+    return np.where(mine, param_offload_traffic(mem.P, target=target, **where, **po).exposed_s,
+                    0.0)
+
+
+class HostOffload(OffloadStrategy):
+    offload = Offload.CPU
+    label = "ZeRO-Offload"
+    device = "host RAM"
+
+    def flags(self, opar, gfrac):
+        return (np.asarray(opar) == 1).astype(np.float64), 1.0, 1.0, 0.0
+
+    def devices(self, ctx, host):
+        state = host.optimizer + host.gradients + host.weights
+        per = eq.memory__bytes_per_offload_device(B_gpu=state, G_n=ctx.gpn, K_n=1)
+        return DeviceUse(per, state, host.host_capacity, 1, 0.0, per)
+
+    def reasons(self, ctx, dev, host_capacity):
+        return bit(dev.bytes_per_device > host_capacity, Reason.HOST_RAM)
+
+    def reason_text(self, reason, info):
+        if reason is Reason.HOST_RAM:
+            return (f"offloaded state {fmt_gb(info['host'])} per node exceeds host RAM "
+                    f"{fmt_gb(info['host_cap'])} usable on {info['node']}")
+        return None
+
+    def device_params(self, hw):
+        from optimus_calc.evaluate.hw_params import host_params
+        return host_params()
+
+    def device_name(self, hw):
+        return f"host RAM ({hw.node.cpus} x {hw.cpu.name})"
+
+    def optimizer_device(self, hw, layout):
+        return f"{hw.node.cpus} x {hw.cpu.name}"
+
+    def optimizer(self, ctx, mem, comp, opt, dev):
+        t_cpu, x_cpu = host_phases(ctx, opt)
+        return OptimizerUse(t_cpu, x_cpu, exposed_step(Overlap.NONE, t_cpu), 0.0,
+                            param_exposed(ctx, mem, comp, opt, "cpu", code=ctx_code(self)))
+
+
+def ctx_code(strategy) -> int:
+    from optimus_calc.evaluate.strategies import code_of
+    return code_of(strategy.offload)
+
+
+CPU = HostOffload()

@@ -1,0 +1,123 @@
+"""OptimusNIC (seeds/optimusnic.md): the optimizer state on SmartNICs (one per GPU unless
+--smartnics-per-node), gradients stream through; the card runs the step layer by layer while
+the GPU goes on, and state that does not fit spills to host RAM over the card's link."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optimus_calc.equations.recording import eq
+from optimus_calc.evaluate.offload_step import Overlap, exposed_step
+from optimus_calc.evaluate.optimizer import device_from, device_time
+from optimus_calc.evaluate.reasons import Reason
+from optimus_calc.evaluate.records import DeviceUse, OptimizerUse
+from optimus_calc.evaluate.strategies.base import OffloadStrategy, bit
+from optimus_calc.specs.training import Offload
+from optimus_calc.units import fmt_gb
+
+
+def cards_per_gpu(bytes_per_gpu: float, card_bytes: float) -> int:
+    """SmartNICs one GPU's offloaded state needs to fit without spilling (0 when none moves)."""
+    if bytes_per_gpu <= 0:
+        return 0
+    return max(1, -(-int(bytes_per_gpu) // int(card_bytes)))
+
+
+def cards_per_node(ctx):
+    """K_n: SmartNICs per node (--smartnics-per-node; 0 means one per GPU)."""
+    return np.where(ctx.sn_k > 0, ctx.sn_k, ctx.gpn)
+
+
+class SmartNICOffload(OffloadStrategy):
+    offload = Offload.SMARTNIC
+    label = "OptimusNIC"
+    device = "SmartNIC"
+
+    def flags(self, opar, gfrac):
+        return 0.0, 0.0, 1.0, 0.0
+
+    def offered(self, hw):
+        return hw.smartnic is not None and not hw.smartnic_implicit
+
+    def devices(self, ctx, host):
+        hw = ctx.hw
+        k = cards_per_node(ctx)
+        cap = hw.smartnic.memory_bytes if hw.smartnic is not None else 0.0
+        per = eq.memory__bytes_per_offload_device(B_gpu=host.optimizer, G_n=ctx.gpn, K_n=k)
+        spill = eq.memory__spill_bytes(B_dev=per, C=cap)
+        return DeviceUse(per, host.optimizer, cap, k, spill, spill * k)
+
+    def reasons(self, ctx, dev, host_capacity):
+        k = cards_per_node(ctx)[..., 0]
+        return (bit(dev.spill * k > host_capacity, Reason.SMARTNIC_SPILL_HOST)
+                | bit((dev.spill > 0) & (ctx.spill_ok[..., 0] == 0), Reason.SMARTNIC_NO_SPILL))
+
+    def reason_text(self, reason, info):
+        if reason is Reason.SMARTNIC_SPILL_HOST:
+            return (f"SmartNIC spill {fmt_gb(info['host'])} per node exceeds host RAM "
+                    f"{fmt_gb(info['host_cap'])} usable on {info['node']}")
+        if reason is Reason.SMARTNIC_NO_SPILL:
+            cards = cards_per_gpu(info["per_gpu"], info["cap"])
+            return (f"optimizer shard {fmt_gb(info['dev'])} per card exceeds "
+                    f"{info['hw'].smartnic.name} memory {fmt_gb(info['cap'])} and spill to host "
+                    f"is disabled (--no-spill); {cards} cards per GPU would hold it")
+        return None
+
+    def fits_on_device(self, bytes_per_device, capacity, spill) -> bool:
+        return spill == 0
+
+    def devices_per_gpu_for_capacity(self, hw, bytes_per_gpu):
+        return cards_per_gpu(bytes_per_gpu, hw.smartnic.memory_bytes)
+
+    def notes(self, hw, layout, info):
+        sn, out = hw.smartnic, []
+        cards = cards_per_gpu(info["per_gpu"], sn.memory_bytes)
+        if info["spill"] > 0 and layout.allow_spill:
+            out.append(f"optimizer shard {fmt_gb(info['dev'])} per card exceeds {sn.name} memory "
+                       f"{fmt_gb(sn.memory_bytes)}: {fmt_gb(info['spill'])} per card spills to "
+                       f"host RAM ({cards} cards per GPU would hold it)")
+        if hw.smartnic_implicit:
+            out.append(f"{hw.node.name} has no SmartNIC; assuming one {sn.name} per GPU "
+                       "(--smartnic NAME)")
+        return out
+
+    def step_notes(self, offload):
+        if offload.spill_to_host_bytes_per_device > 0:
+            return ["SmartNIC spill streams from host RAM every step (in offload_transfer_s)"]
+        return []
+
+    def device_params(self, hw):
+        from optimus_calc.evaluate.hw_params import smartnic_params
+        return smartnic_params(hw)
+
+    def device_name(self, hw):
+        return f"SmartNIC {hw.smartnic.name}" if hw.smartnic is not None else "SmartNIC"
+
+    def optimizer_device(self, hw, layout):
+        k = layout.smartnics_per_node or hw.gpus_per_node
+        name = hw.smartnic.name if hw.smartnic is not None else "SmartNIC"
+        return f"{k} x {name} per node"
+
+    def optimizer(self, ctx, mem, comp, opt, dev):
+        hw = ctx.hw
+        if hw.smartnic is None:
+            return None
+        k = cards_per_node(ctx)
+        snl = hw.smartnic_host_link
+        snl_Bps = snl.bandwidth_Bps * snl.efficiency
+        t_sn, _ = device_time(device_from(hw.smartnic, 1, ctx.asm), opt.shard * ctx.gpn / k,
+                              opt.bpp, opt.phi, ctx.tr.optimizer_bytes)
+        x_sn = eq.offload__smartnic_transfer_time(
+            B_le=opt.link_Bps, B_sn=snl_Bps, G_n=ctx.gpn, K_n=k, P_r=opt.shard, S=dev.spill,
+            b_g=ctx.tr.gradient_bytes, b_w=ctx.tr.weight_bytes)
+        window = comp.W_b + comp.W_f
+        return OptimizerUse(t_sn, x_sn, self.exposure(t_sn + x_sn, window), window)
+
+    def exposure(self, busy_s, window_s):
+        """What of the card's step (and transfers) the GPU waits for: hidden layer by layer
+        behind the backward and the next forward (the one call a per-layer pipeline model
+        replaces)."""
+        return exposed_step(Overlap.PER_LAYER, busy_s, backward_s=window_s)
+
+
+SMARTNIC = SmartNICOffload()

@@ -1,0 +1,85 @@
+"""SuperOffload (seeds/superoffload.md): on a superchip (NVLink-C2C CPU) gradients and optimizer
+state move to the Grace CPU's memory except the fraction kept on the GPU; GraceAdam runs bucket
+by bucket behind the backward, casts on the GPU, and the GPU steps its kept fraction after."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optimus_calc.equations.recording import eq
+from optimus_calc.evaluate.offload_step import (AdamImpl, HostCPU, Overlap, exposed_step,
+                                                offload_step_phases, strategy_threads)
+from optimus_calc.evaluate.optimizer import device_from, device_time
+from optimus_calc.evaluate.reasons import Reason
+from optimus_calc.evaluate.records import DeviceUse, OptimizerUse
+from optimus_calc.evaluate.strategies.base import OffloadStrategy, bit
+from optimus_calc.specs.training import Offload
+from optimus_calc.units import fmt_gb
+
+
+class SuperchipOffload(OffloadStrategy):
+    offload = Offload.SUPERCHIP
+    label = "SuperOffload"
+    device = "Grace memory"
+
+    def flags(self, opar, gfrac):
+        return 0.0, 1.0, 1.0, gfrac
+
+    def offered(self, hw):
+        return bool(hw.node.superchip)
+
+    def devices(self, ctx, host):
+        cpus = ctx.hw.node.cpus
+        state = host.optimizer + host.gradients + host.weights
+        per = eq.memory__bytes_per_offload_device(B_gpu=state, G_n=ctx.gpn, K_n=cpus)
+        cap = float(eq.memory__host_bytes_per_socket(C_u=host.host_capacity, S_n=cpus))
+        return DeviceUse(per, state, cap, cpus, 0.0, per * cpus)
+
+    def reasons(self, ctx, dev, host_capacity):
+        if not self.offered(ctx.hw):
+            return bit(True, Reason.NOT_SUPERCHIP)
+        return bit(dev.bytes_per_device > dev.capacity, Reason.GRACE_MEMORY)
+
+    def reason_text(self, reason, info):
+        if reason is Reason.NOT_SUPERCHIP:
+            return (f"{info['node']} is not a superchip node (no NVLink-C2C CPU); use --node "
+                    "gh200 or gh200-nvl2")
+        if reason is Reason.GRACE_MEMORY:
+            return (f"offloaded state {fmt_gb(info['dev'])} per Grace exceeds its memory "
+                    f"{fmt_gb(info['cap'])} usable")
+        return None
+
+    def device_params(self, hw):
+        from optimus_calc.evaluate.hw_params import host_params
+        return host_params("GPU-host link (NVLink-C2C)")
+
+    def device_name(self, hw):
+        return f"{hw.cpu.name} memory"
+
+    def optimizer_device(self, hw, layout):
+        return f"{hw.cpu.name} (NVLink-C2C)"
+
+    def optimizer(self, ctx, mem, comp, opt, dev):
+        hw, asm = ctx.hw, ctx.asm
+        if not self.offered(hw):
+            return None
+        f_k = mem.flags[3]
+        host_cpu = HostCPU.from_catalog(hw.cpu, hw.node.cpus)
+        grace = AdamImpl.GRACE_ADAM
+        p_r = np.maximum(opt.shard * (1 - f_k), 1.0)
+        ph = offload_step_phases(
+            p_r, host=host_cpu, ranks_per_node=ctx.gpn, impl=grace,
+            simd_fraction=grace.simd_fraction(hw.cpu), asm=asm,
+            threads=strategy_threads(Overlap.BACKWARD, host_cpu, ctx.gpn, asm),
+            grad_device_bytes=4.0, param_device_bytes=4.0, pageable=0.0, cpu_convert=0.0,
+            param_cpu_convert=0.0, grad_crossings=0.0, **opt.link_kw)
+        tail, _ = device_time(device_from(hw.gpu, 1, asm), opt.shard * f_k, opt.bpp, opt.phi,
+                              ctx.tr.optimizer_bytes)
+        grace_x = exposed_step(Overlap.BACKWARD, ph.total, backward_s=comp.W_b, params_rank=p_r,
+                               last_bucket_params=asm.zero_bucket_params)
+        return OptimizerUse(eq.offload__superchip_step_time(T_k=tail, T_s=ph.total),
+                            ph.grad_d2h + ph.param_h2d,
+                            eq.offload__superchip_exposed_time(T_k=tail, T_x=grace_x), comp.W_b)
+
+
+SUPERCHIP = SuperchipOffload()

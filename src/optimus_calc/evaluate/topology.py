@@ -1,0 +1,63 @@
+"""One topology function: the (alpha, beta) of a ring over a group of GPUs.
+
+The evaluator's TP/CP/EP/DP rings and pipeline p2p, and the `comm` command, all place their
+group with :func:`group`: inside a node over the scale-up link, across nodes bounded by the
+group's share of the node's NICs (rail-optimised: each GPU drives its own NIC), the NIC's
+bandwidth capped by its host PCIe link (comm.nic_bandwidth) and its own latency alpha.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optimus_calc.equations.recording import eq
+from optimus_calc.evaluate.context import Hardware
+
+
+def nic_Bps(hw: Hardware, nic_efficiency: float | None = None) -> float:
+    """One NIC's effective bandwidth: its line rate or its host PCIe path, the lower."""
+    eff = hw.nic.efficiency if nic_efficiency is None else nic_efficiency
+    return float(eq.comm__nic_bandwidth(
+        B_line=hw.nic.line_rate_Bps, B_pcie=hw.nic_host_link.bandwidth_Bps, eta_n=eff,
+        eta_p=hw.nic_host_link.efficiency))
+
+
+def placement(hw: Hardware, size, stride):
+    """(ranks per node, nodes) of ``size`` ranks ``stride`` apart."""
+    gpn = hw.gpus_per_node
+    size, stride = np.asarray(size), np.asarray(stride)
+    per_node = np.where(stride < gpn, np.maximum(1, np.minimum(size, gpn // np.maximum(stride, 1))),
+                        1)
+    return per_node, np.maximum(1, size // per_node)
+
+
+def group(hw: Hardware, size, stride, *, nic: float | None = None):
+    """(alpha, beta) of a ring over ``size`` ranks ``stride`` apart on ``hw`` (arrays welcome);
+    ``nic`` is one NIC's effective bandwidth (default :func:`nic_Bps`)."""
+    il = hw.intra_link
+    per_node, nodes = placement(hw, size, stride)
+    share = per_node / hw.gpus_per_node * max(hw.node.nics, 1)
+    return ring(nodes, size, share, alpha_intra=il.alpha_s, alpha_inter=hw.nic.alpha_us * 1e-6,
+                intra_Bps=il.bandwidth_Bps * il.efficiency,
+                nic=nic_Bps(hw) if nic is None else nic)
+
+
+def ring(nodes, size, nics, *, alpha_intra, alpha_inter, intra_Bps, nic):
+    """(alpha, beta) of a ring over ``size`` ranks on ``nodes`` nodes, ``nics`` NICs of the node
+    serving the group there: inside a node the scale-up link, across nodes the slower of it and
+    the group's NICs (comm.ring_bandwidth), with each hop's latency (comm.ring_alpha). The
+    `comm` command calls it with its own overrides (--alpha-us, efficiencies)."""
+    multi = np.asarray(nodes) > 1
+    bw = np.where(multi, eq.comm__ring_bandwidth(B_intra=intra_Bps, B_nic=nic, K=nics),
+                  intra_Bps)
+    al = np.where(multi, eq.comm__ring_alpha(N=nodes, alpha_e=alpha_inter, alpha_i=alpha_intra,
+                                             n=size), alpha_intra)
+    return al, 1.0 / bw
+
+
+def neighbour(hw: Hardware, inter, nic: float):
+    """(alpha, beta) of a point-to-point hop: across nodes over a NIC (``inter``), else the
+    scale-up link."""
+    il = hw.intra_link
+    return (np.where(inter, hw.nic.alpha_us * 1e-6, il.alpha_s),
+            1.0 / np.where(inter, nic, il.bandwidth_Bps * il.efficiency))

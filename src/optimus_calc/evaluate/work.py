@@ -1,0 +1,172 @@
+"""The evaluator's time stages: compute (forward, backward, element-wise passes, bubble) and
+communication (TP, CP, EP, pipeline p2p, data-parallel) per pipeline stage."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optimus_calc.equations.recording import eq, set_scope
+from optimus_calc.evaluate.batch import R_FULL, R_NONE, R_SELECTIVE
+from optimus_calc.evaluate.context import check_precision
+from optimus_calc.evaluate.efficiency import compute_efficiency
+from optimus_calc.evaluate.offload_step import zero3_exposed_gather
+from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord
+from optimus_calc.evaluate.topology import group, neighbour, nic_Bps
+from optimus_calc.specs.model import Model
+from optimus_calc.specs.training import Assumptions
+
+
+def layer_flops(model: Model, seq: int) -> tuple[float, float]:
+    """(F_l averaged over layers, F_h): forward FLOPs per token of a layer and of the logits."""
+    common = dict(P_att=model.attention_matrix_params, d_s=model.score_dim, d_v=model.value_dim,
+                  h=model.hidden, m_m=model.ffn_type.matrices, s=seq)
+    dense = float(eq.compute__flops_per_token_layer(E=0, f_a=model.ffn_hidden, **common))
+    f_l = dense
+    if model.is_moe:
+        width = model.expert_ffn * model.top_k + model.shared_ffn * model.shared_experts
+        moe = float(eq.compute__flops_per_token_layer(E=model.experts, f_a=width, **common))
+        f_l = (model.dense_layers * dense + model.moe_layers * moe) / model.layers
+    return f_l, 2.0 * model.hidden * model.vocab
+
+
+def recompute_flops(model: Model, seq: int, rc, f_l: float):
+    """F_r of step.backward_flops: full recomputation re-runs the layer's forward, selective
+    the attention core (scores and values, Korthikanti et al. 2022 section 5)."""
+    rc = np.asarray(rc)
+    core = 2.0 * seq * (model.score_dim + model.value_dim)
+    return np.where(rc == R_FULL, f_l, np.where(rc == R_SELECTIVE, core, 0.0))
+
+
+def modules_per_layer(model: Model, asm: Assumptions) -> float:
+    """Parameterised submodules DeepSpeed ZeRO-3 gathers one by one in a layer (its hooks fetch
+    every module with parameters, partitioned_param_coordinator.py): the attention projections
+    (q, k, v, o), the MLP's matrices, the norms, and for MoE layers every expert's matrices and
+    the router, averaged over the layers. ``zero3_modules_per_layer`` overrides it (FSDP wraps
+    one module per transformer block: 1)."""
+    if asm.zero3_modules_per_layer > 0:
+        return asm.zero3_modules_per_layer
+    dense = 4 + model.ffn_type.matrices + model.layer_norms
+    if not model.is_moe:
+        return float(dense)
+    moe = 4 + model.layer_norms + 1 + model.ffn_type.matrices * (model.experts
+                                                                 + model.shared_experts)
+    return (model.dense_layers * dense + model.moe_layers * moe) / model.layers
+
+
+def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
+    model, hw, tr, asm, s, rc = ctx.model, ctx.hw, ctx.tr, ctx.asm, ctx.s, ctx.rc
+    Ls, last = ctx.st["layers"], ctx.st["last"]
+    peak = check_precision(hw.gpu, tr.precision)
+    f_l, f_h = layer_flops(model, s)
+    f_r = recompute_flops(model, s, rc, f_l)
+    tokens = ctx.gb * s
+    tau = tokens / (ctx.dp * ctx.cp * ctx.t)
+    F_fwd = eq.step__forward_flops(F_h=f_h, F_l=f_l, L_stage=Ls, lambda_h=last, tau_g=tau)
+    F_bwd = eq.step__backward_flops(F_h=f_h, F_l=f_l, F_r=f_r, L_stage=Ls, lambda_h=last,
+                                    tau_g=tau)
+    # efficiency that follows the work: weight GEMMs by their size, the attention core by its
+    # kernel (evaluate/efficiency.py; --assume gemm_efficiency=X replaces the curve)
+    f_att = eq.step__attention_core_flops(L_stage=Ls, d_s=model.score_dim, d_v=model.value_dim,
+                                          s=s, tau_g=tau)
+    eff = dict(gpu=hw.gpu, h=model.hidden, t=ctx.t, s=s / ctx.cp, b=ctx.mb,
+               flash=tr.flash_attention, asm=asm)
+    act0 = eq.memory__activation_layer_bytes(r=0, **mem.layer_args)
+    fwd_pass = eq.step__elementwise_forward_passes(f_e=asm.elementwise_factor)
+    bwd_pass = eq.step__elementwise_backward_passes(f_e=asm.elementwise_factor,
+                                                    r_full=(rc == R_FULL))
+    hbm = dict(B_hbm=hw.gpu.hbm_Bps, eta_hbm=asm.hbm_efficiency, L_stage=Ls, M_l=act0, m=ctx.m)
+    set_scope("forward")
+    eta_f = compute_efficiency(total_flops=F_fwd, attn_flops=f_att, **eff)
+    T_cf = eq.compute__compute_time(FLOPs=F_fwd, eta_g=eta_f, peak=peak)
+    T_ef = eq.step__elementwise_time(n_pass=fwd_pass, **hbm)
+    set_scope("backward")
+    f_att_b = eq.step__attention_backward_flops(F_af=f_att, r_a=(rc != R_NONE))
+    eta_b = compute_efficiency(total_flops=F_bwd, attn_flops=f_att_b, **eff)
+    T_cb = eq.compute__compute_time(FLOPs=F_bwd, eta_g=eta_b, peak=peak)
+    T_eb = eq.step__elementwise_time(n_pass=bwd_pass, **hbm)
+    set_scope("")
+    T_f = eq.step__forward_time(T_cf=T_cf, T_ef=T_ef)
+    T_b = eq.step__backward_time(T_cb=T_cb, T_eb=T_eb)
+    bubble = eq.compute__pipeline_bubble(T_c=(T_f + T_b).max(axis=-1)[..., None], m=ctx.m,
+                                         p=ctx.pp, v=ctx.v)
+    return ComputeRecord(f_l, f_h, f_r, tokens, peak, T_cf, T_cb, T_ef, T_eb, T_f, T_b, bubble,
+                         T_f / ctx.m, T_b / ctx.m)
+
+
+def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
+    """TP, CP and EP per stage (step.tp/cp/ep_comm_time over their rings)."""
+    model, hw, asm, s, mb, wb = ctx.model, ctx.hw, ctx.asm, ctx.s, ctx.mb, ctx.tr.weight_bytes
+    t, cp, Ls, m = ctx.t, ctx.cp, ctx.st["layers"], ctx.m
+    set_scope("tp")
+    a_tp, b_tp = group(hw, t, 1, nic=nic)
+    z_tp = eq.step__tp_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, s=s)
+    ring = dict(alpha=a_tp, beta=b_tp, n=t, z=z_tp)
+    T_tp = eq.step__tp_comm_time(
+        L_stage=Ls, T_ag=eq.comm__ring_all_gather_time(**ring),
+        T_ar=eq.comm__ring_all_reduce_time(**ring),
+        T_rs=eq.comm__ring_reduce_scatter_time(**ring), m=m, o_tp=asm.tp_overlap,
+        r_full=ctx.r_full, sigma_sp=mem.sigma)
+    set_scope("cp")
+    a_cp, b_cp = group(hw, cp, t, nic=nic)
+    z_cp = eq.step__cp_message_bytes(b=mb, b_w=wb, d_head=model.d_head, n_kv=model.n_kv, s=s,
+                                     t=t)
+    ring = dict(alpha=a_cp, beta=b_cp, n=cp, z=z_cp)
+    T_cp = eq.step__cp_comm_time(
+        L_stage=Ls, T_ag=eq.comm__ring_all_gather_time(**ring),
+        T_rs=eq.comm__ring_reduce_scatter_time(**ring), m=m, o_cp=asm.cp_overlap,
+        r_full=ctx.r_full)
+    set_scope("ep")
+    a2a = 0.0
+    if model.is_moe:
+        a_ep, b_ep = group(hw, ctx.ep, t, nic=nic)
+        z_ep = eq.step__ep_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, k=model.top_k,
+                                         s=s)
+        a2a = eq.comm__all_to_all_time(alpha=a_ep, beta=b_ep, n=ctx.ep, z=z_ep)
+    T_ep = eq.step__ep_comm_time(L_moe=ctx.st["moe_layers"], T_a2a=a2a, m=m)
+    set_scope("pp")
+    inter = t * cp * ctx.dp >= ctx.gpn  # neighbouring stages sit on different nodes
+    alpha, beta = neighbour(hw, inter, nic)
+    z_pp = eq.step__p2p_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, s=s,
+                                      t_sp=np.where(ctx.spf == 1, t, 1))
+    p2p = eq.comm__p2p_time(alpha=alpha, beta=beta, z=z_pp)
+    T_pp = eq.step__pp_comm_time(T_p2p=np.where(ctx.pp > 1, p2p, 0.0), m=m, o_pp=asm.pp_overlap,
+                                 v=ctx.v)
+    return T_tp, T_cp, T_ep, T_pp
+
+
+def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float):
+    """Gradient reduction and ZeRO weight gathers per stage (step.dp_comm/exposed_time)."""
+    hw, asm, tr, z, dp, P = ctx.hw, ctx.asm, ctx.tr, ctx.z, ctx.dp, mem.P
+    gbytes, wb = tr.gradient_bytes, tr.weight_bytes
+    set_scope("dp")
+    a_dp, b_dp = group(hw, dp, ctx.t * ctx.cp, nic=nic)
+    z_g, z_w = gbytes * P, wb * P
+    k_g = eq.step__gradient_buckets(
+        B_cap=np.where(z == 0, asm.ddp_bucket_MB * 1e6, asm.zero_bucket_params * gbytes), P=P,
+        b_g=gbytes)
+    dpr = dict(alpha=a_dp, beta=b_dp, n=dp, z=z_g / k_g)
+    T_bkt = np.where(z == 0, eq.comm__ring_all_reduce_time(**dpr),
+                     eq.comm__ring_reduce_scatter_time(**dpr))
+    n_mod = np.maximum(1, ctx.st["layers"]) * modules_per_layer(ctx.model, asm)
+    k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
+    gather = (eq.comm__multicast_all_gather_time if tr.multicast
+              else eq.comm__ring_all_gather_time)
+    t_piece = gather(alpha=a_dp, beta=b_dp, n=dp, z=z_w / k_w)
+    T_gat = eq.step__dp_gather_time(Z=z, k_w=k_w, t_g=t_piece)
+    r_full = ctx.r_full
+    g_x = zero3_exposed_gather(modules=n_mod, module_params=P / n_mod, gather_s=t_piece,
+                               compute_per_module_s=(comp.W_f + comp.W_b) / ((2 + r_full) * n_mod),
+                               asm=asm, recompute_full=r_full)
+    dp_args = dict(T_gat=T_gat, T_red=k_g * T_bkt, Z=z, m=ctx.m)
+    T_dp = eq.step__dp_comm_time(**dp_args)
+    T_dpx = eq.step__dp_exposed_time(G_x=np.where((z == 3) & (dp > 1), g_x, 0.0), T_bkt=T_bkt,
+                                     W_b=comp.W_b, W_f=comp.W_f, **dp_args)
+    set_scope("")
+    return T_dp, T_dpx
+
+
+def comm_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord) -> CommRecord:
+    nic = nic_Bps(ctx.hw)
+    T_tp, T_cp, T_ep, T_pp = _model_parallel(ctx, mem, nic)
+    T_dp, T_dpx = _data_parallel(ctx, mem, comp, nic)
+    return CommRecord(T_tp, T_cp, T_ep, T_pp, T_dp, T_dpx)

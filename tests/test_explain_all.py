@@ -1,0 +1,130 @@
+"""`explain` reads every equation the evaluator computed (issue 18): one equation's result is the
+figure the command reports, and `explain --all` over ordinary layouts covers the registry."""
+
+import pytest
+
+from optimus_calc.equations.registry import load_all
+
+CPU_LAYOUT = ["llama-2-7b", "--nodes", 1, "--zero", 2, "--offload", "cpu"]
+
+# the Done-when layouts of issue 18
+LAYOUTS = {
+    "dense TP/PP": ["llama70b", "--nodes", 2, "--tp", 4, "--pp", 2, "--zero", 1],
+    "CPU offload": CPU_LAYOUT,
+    "NVMe + params": ["llama-2-7b", "--nodes", 1, "--zero", 3, "--offload", "nvme",
+                      "--offload-params"],
+    "SmartNIC": ["llama-2-7b", "--nodes", 2, "--zero", 1, "--offload", "smartnic"],
+    "GH200 superchip": ["llama-3-8b", "--node", "gh200", "--nodes", 4, "--zero", 2,
+                        "--offload", "superchip"],
+    "Mixtral EP": ["mixtral-8x7b", "--nodes", 2, "--tp", 2, "--ep", 8, "--zero", 1],
+    "Llama-3-8B CP 4 at 128K": ["llama-3-8b", "--nodes", 2, "--cp", 4, "--tp", 4,
+                                "--seq-len", 131072, "--zero", 1, "--tokens", "1e12",
+                                "--gpu-hour-price", 2],
+    "interleaved PP, selective": ["llama70b", "--nodes", 4, "--tp", 4, "--pp", 4,
+                                  "--interleave", 2, "--recompute", "selective"],
+}
+
+
+def test_explain_offload_step_time_equals_step_optimizer_s(run):
+    e = run("explain", "offload.step_time", *CPU_LAYOUT, "--format", "json")
+    assert e.code == 0, e.err
+    s = run("step", *CPU_LAYOUT, "--format", "json").json()
+    assert s["optimizer_s"] > 0
+    assert e.json()["result"] == pytest.approx(s["optimizer_s"], rel=1e-12)
+    v = e.json()["values"]  # the seven phases add up (offload.step_time is their sum)
+    assert sum(v.values()) == pytest.approx(s["optimizer_s"], rel=1e-12)
+    table = run("explain", "offload.step_time", *CPU_LAYOUT)
+    assert table.code == 0 and "T_ad" in table.out and "result: offload.step_time" in table.out
+
+
+@pytest.mark.parametrize("name,term", [("offload.exposed_zero_offload", "optimizer_exposed_s"),
+                                       ("step.dp_exposed_time", "dp_comm_exposed_s")])
+def test_explain_other_phases_equal_step(run, name, term):
+    e = run("explain", name, *CPU_LAYOUT, "--format", "json")
+    assert e.code == 0, e.err
+    s = run("step", *CPU_LAYOUT, "--format", "json").json()
+    assert e.json()["result"] == pytest.approx(s[term], rel=1e-12)
+
+
+def test_explain_all_json_and_stages(run):
+    r = run("explain", "--all", *CPU_LAYOUT, "--format", "json")
+    assert r.code == 0, r.err
+    rows = r.json()["equations"]
+    assert {"name", "unit", "result", "inputs", "stage"} <= set(rows[0])
+    s = run("step", *CPU_LAYOUT, "--format", "json").json()
+    step = [x for x in rows if x["name"] == "offload.step_time"]
+    assert len(step) == 1 and step[0]["stage"] == "optimizer"
+    assert step[0]["result"] == pytest.approx(s["optimizer_s"], rel=1e-12)
+    total = [x for x in rows if x["name"] == "step.time"]
+    assert total[0]["stage"] == "composition"
+    assert total[0]["result"] == pytest.approx(s["step_time_s"], rel=1e-12)
+    order = [x["stage"] for x in rows]  # grouped: each stage's rows together, in stage order
+    assert order.index("memory") < order.index("compute") < order.index("optimizer")
+    assert len(list(dict.fromkeys(order))) == len(set(order))
+
+
+def test_explain_all_pipeline_stage(run):
+    args = LAYOUTS["dense TP/PP"]
+    first = run("explain", "--all", *args, "--stage", 0, "--format", "json").json()
+    last = run("explain", "--all", *args, "--stage", 1, "--format", "json").json()
+    lam = lambda d: [x for x in d["equations"] if x["name"] == "step.forward_flops"][0]  # noqa
+    # the logits run on the last stage only (lambda_h = 1 there)
+    assert lam(first)["inputs"]["lambda_h"] == 0 and lam(last)["inputs"]["lambda_h"] == 1
+    bad = run("explain", "--all", *args, "--stage", 2)
+    assert bad.code == 2 and "--stage 2" in bad.err
+
+
+def test_explain_all_covers_the_registry(run):
+    names = set()
+    for label, args in LAYOUTS.items():
+        r = run("explain", "--all", *args, "--format", "json")
+        assert r.code == 0, (label, r.err)
+        names |= {x["name"] for x in r.json()["equations"]}
+    registry = set(load_all())
+    assert names <= registry
+    missing = registry - names
+    assert len(names) / len(registry) >= 0.95, sorted(missing)
+
+
+DENSE = LAYOUTS["dense TP/PP"]
+
+
+def _result(run, name, *extra):
+    r = run("explain", name, *DENSE, *extra, "--format", "json")
+    assert r.code == 0, r.err
+    return r.json()
+
+
+def test_glue_equations_by_hand(run):
+    # Llama 3 70B (its 8192-token context), TP 4: one TP message is s x b x h x 2 bytes
+    # = 8192 x 1 x 8192 x 2
+    assert _result(run, "step.tp_message_bytes")["result"] == 134_217_728
+    # ZeRO-1 reduces 8.82e9 params x 2 B in buckets of 5e8 elements x 2 B: ceil(17.6) = 18
+    assert _result(run, "step.gradient_buckets")["result"] == 18
+    # A100 80 GB less the 5% headroom: the usable memory `memory` reports
+    mem = run("memory", *DENSE, "--format", "json").json()
+    assert _result(run, "memory.usable_gpu_bytes")["result"] == pytest.approx(76e9)
+    assert mem["per_gpu"]["usable_bytes"] == pytest.approx(76e9)
+
+
+def test_explain_for_picks_one_evaluation(run):
+    tp = _result(run, "comm.ring_all_gather_time", "--for", "tp")
+    dp = _result(run, "comm.ring_all_gather_time", "--for", "dp")
+    assert tp["values"]["n"] == 4 and tp["values"]["z"] == 134_217_728
+    assert dp["values"]["n"] == 2 and dp["result"] != tp["result"]
+    table = run("explain", "comm.ring_all_gather_time", *DENSE)
+    assert "evaluated for tp, cp, dp; shown: dp" in table.out
+    bad = run("explain", "comm.ring_all_gather_time", *DENSE, "--for", "ep")
+    assert bad.code == 2 and "evaluated for 'tp', 'cp', 'dp'" in bad.err
+
+
+def test_explain_training_and_collectives_outside_the_evaluator(run):
+    e = _result(run, "train.days", "--tokens", "1e12")
+    s = run("step", *DENSE, "--tokens", "1e12", "--format", "json").json()
+    assert e["result"] == pytest.approx(s["train_days"], rel=1e-12)
+    # the collectives `comm` compares: one GPU's gradients over all 16 GPUs, as `comm` times it
+    tree = _result(run, "comm.tree_all_reduce_time")
+    assert tree["values"]["n"] == 16 and tree["result"] > 0
+    c = run("comm", "all-reduce", "--size", str(tree["values"]["z"]), "--nodes", 2, "--algo",
+            "tree", "--format", "json").json()
+    assert c["time_s"] == pytest.approx(tree["result"], rel=1e-9)
