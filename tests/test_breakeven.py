@@ -519,7 +519,7 @@ def test_symbolic_agrees_with_search(cat):
     """The closed form and a bracketing search over the evaluator give the same bandwidth."""
     from optimus_calc.evaluate import breakeven as B
     from optimus_calc.evaluate.context import fill_layout, resolve_hardware
-    from optimus_calc.evaluate.hw_params import device_params
+    from optimus_calc.evaluate.strategies import device_params
     from optimus_calc.inputs import resolve_model
     from optimus_calc.specs.training import Assumptions, Offload, Training, ZeroStage
     hw = resolve_hardware(cat, "dgx-a100", 2, smartnic="bluefield-3")

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from optimus_calc.evaluate.context import offload_device_name, resolve_hardware
+from optimus_calc.evaluate.context import resolve_hardware
+from optimus_calc.evaluate.strategies import offload_device_name
 from optimus_calc.specs.training import (Assumptions, Layout, Offload, Optimizer, Recompute,
                                          Training, ZeroStage)
 

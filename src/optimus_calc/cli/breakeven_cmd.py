@@ -102,7 +102,8 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
     CPU, and --offload/--smartnic only choose the layout --sensitivity describes."""
     from optimus_calc.cli.options import build_inputs
     from optimus_calc.evaluate import breakeven as B
-    from optimus_calc.evaluate.hw_params import Joint, device_params, system_params
+    from optimus_calc.evaluate.hw_params import Joint, system_params
+    from optimus_calc.evaluate.strategies import device_params
     from optimus_calc.report.breakeven_view import breakeven_document
     from optimus_calc.specs.model import Model
     from optimus_calc.specs.training import Offload

@@ -59,7 +59,7 @@ def explain(app, name: str | None, model: str | None, latex: bool, show_assumpti
 
 def _explain_all(app, name, model, pipeline_stage, train, fmt, output, kw) -> None:
     """`explain --all MODEL [layout]` (MODEL is the first argument)."""
-    from optimus_calc.evaluate.explain import evaluated_equations
+    from optimus_calc.analyses.explain import evaluated_equations
     from optimus_calc.inputs import build_inputs
     from optimus_calc.report import explain_view as V
 
@@ -74,7 +74,7 @@ def _explain_all(app, name, model, pipeline_stage, train, fmt, output, kw) -> No
 def _values(app, name, model, kw, pipeline_stage, scope, train):
     """(values, scopes) of equation ``name`` for the layout: the evaluator's call, else one of
     the figures `explain --all` adds (training time with --tokens, the collectives)."""
-    from optimus_calc.evaluate.explain import evaluated_equations
+    from optimus_calc.analyses.explain import evaluated_equations
     from optimus_calc.evaluate.memory import equation_values
     from optimus_calc.inputs import build_inputs
 

@@ -15,15 +15,11 @@ from optimus_calc.specs.training import Layout, Offload, Recompute, Training
 # Integer codes of the closed sets inside arrays (position in the Enum's declaration order; an
 # offload strategy registered beyond the built-ins takes the next code, see offload_code).
 from optimus_calc.specs.training import OFFLOAD_CODES, RECOMPUTE_CODES  # noqa: E402,F401
+from optimus_calc.specs.training import offload_code  # noqa: E402,F401
 R_NONE, R_SELECTIVE, R_FULL = (RECOMPUTE_CODES.index(r) for r in (
     Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL))
 
 
-def offload_code(offload: Offload) -> int:
-    """The integer code of an offload target in the arrays: its strategy's place in the
-    registry (the built-ins: OFFLOAD_CODES' order)."""
-    from optimus_calc.evaluate.strategies import code_of
-    return code_of(offload)
 
 
 BATCH_RULE_SEQUENCES = 512

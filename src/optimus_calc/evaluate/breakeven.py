@@ -37,7 +37,8 @@ from optimus_calc.evaluate.breakeven_case import (Case, Goal, Reference, Sensiti
                                                   best_without_offload, catalog_devices,
                                                   device_case, measure, met, offload_for,
                                                   reference_of, sensitivity, shortfall)
-from optimus_calc.evaluate.hw_params import Param, device_params
+from optimus_calc.evaluate.hw_params import Param
+from optimus_calc.evaluate.strategies import device_params
 from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, device_from, device_time
 from optimus_calc.evaluate.optimizer import flops_per_param
 from optimus_calc.specs.training import Offload

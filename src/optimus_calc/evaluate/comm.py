@@ -83,27 +83,11 @@ RING_TIME: dict[Collective, RingTime] = {
     Collective.ALL_TO_ALL: lambda **kw: eq.comm__all_to_all_time(**kw),
 }
 
+from optimus_calc.evaluate.topology import Topology  # noqa: E402,F401 (re-export)
+
 DEFAULT_CHUNK_BYTES: float = Assumptions.model_fields["hier_chunk_bytes"].default
 
 
-@dataclass(frozen=True)
-class Topology:
-    """Effective link parameters of one collective group."""
-
-    ranks: int
-    nodes: int
-    per_node: int
-    alpha_intra_s: float
-    alpha_inter_s: float
-    intra_Bps: float      # effective, per GPU per direction
-    nic_Bps: float        # effective, one NIC
-    nics: int             # per node
-    intra_link: str
-    inter_link: str
-
-    @property
-    def node_network_Bps(self) -> float:
-        return float(eq.comm__node_network_bandwidth(B_nic=self.nic_Bps, K=self.nics))
 
 
 def topology(hw: Hardware, ranks: int, alpha_us: float | None = None,

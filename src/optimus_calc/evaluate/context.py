@@ -149,8 +149,3 @@ def check_precision(gpu: GPU, precision) -> float:
                          f"--precision {have[0] if have else 'fp32'}")
     return peak
 
-
-def offload_device_name(target: Offload, hw: Hardware) -> str:
-    """What holds the offloaded state, as the reports name it (its strategy's)."""
-    from optimus_calc.evaluate.strategies import strategy
-    return strategy(target).device_name(hw)

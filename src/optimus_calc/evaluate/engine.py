@@ -54,7 +54,7 @@ def offload_flags(off, offload_params, gpu_fraction):
     """(o_w, o_g, o_o, f_k) of memory.*: what leaves the GPU under each layout's strategy."""
     off = np.asarray(off)
     out = [0.0, 0.0, 0.0, 0.0]
-    for code, strat in enumerate(S.strategies()):
+    for code, strat in S.coded():
         mine = off == code
         if np.any(mine):
             flags = strat.flags(offload_params, gpu_fraction)
@@ -188,7 +188,7 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
                spill=np.zeros(stage_shape), host_per_node=np.zeros(stage_shape),
                capacity=np.zeros(ctx.off.shape), per_node=np.zeros(ctx.off.shape, np.int64))
     uses = {}
-    for code, strat in enumerate(S.strategies()):
+    for code, strat in S.coded():
         if not ctx.uses(code):
             continue
         set_scope(strat.key)
@@ -202,7 +202,7 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
     red = Devices(**reduced, capacity=acc["capacity"][..., 0], per_node=acc["per_node"][..., 0],
                   host_capacity=host.host_capacity, reasons=None, uses=uses)
     bits = bit(mem.gpu_bytes > usable_gpu_bytes(ctx.hw, ctx.asm), Reason.GPU_MEMORY)
-    for code, strat in enumerate(S.strategies()):
+    for code, strat in S.coded():
         if code in uses:
             bits = bits | np.where(offc == code, strat.reasons(ctx, red, host.host_capacity), 0)
     return dataclasses.replace(red, reasons=bits)
@@ -226,7 +226,7 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devic
     zeros = np.zeros(np.broadcast_shapes(ctx.off.shape, np.shape(opt.shard)))
     out = dict(step_s=zeros, transfer_s=zeros, exposed_s=zeros, window_s=zeros,
                param_exposed_s=0.0)
-    for code, strat in enumerate(S.strategies()):
+    for code, strat in S.coded():
         if code not in dev.uses:
             continue
         set_scope(strat.key)

@@ -181,12 +181,6 @@ def host_params(link: str = "GPU-host link") -> list[Param]:
     ]
 
 
-def device_params(hw: Hardware, offload: Offload) -> list[Param]:
-    """The fields of the offload target's hardware that can enter the equations (its
-    strategy's list)."""
-    from optimus_calc.evaluate.strategies import strategy
-    return strategy(offload).device_params(hw)
-
 
 def system_params(hw: Hardware, precision: str) -> list[Param]:
     """The GPU's and the network's fields that enter the step time (for --sensitivity)."""

@@ -13,7 +13,7 @@ from optimus_calc.specs.training import Assumptions
 from optimus_calc.units import GB
 
 if TYPE_CHECKING:
-    from optimus_calc.evaluate.comm import Topology
+    from optimus_calc.evaluate.topology import Topology
 
 
 class CompressSite(str, Enum):

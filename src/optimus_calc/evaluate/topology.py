@@ -8,6 +8,8 @@ bandwidth capped by its host PCIe link (comm.nic_bandwidth) and its own latency 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from optimus_calc.equations.recording import eq
@@ -61,3 +63,23 @@ def neighbour(hw: Hardware, inter, nic: float):
     il = hw.intra_link
     return (np.where(inter, hw.nic.alpha_us * 1e-6, il.alpha_s),
             1.0 / np.where(inter, nic, il.bandwidth_Bps * il.efficiency))
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Effective link parameters of one collective group."""
+
+    ranks: int
+    nodes: int
+    per_node: int
+    alpha_intra_s: float
+    alpha_inter_s: float
+    intra_Bps: float      # effective, per GPU per direction
+    nic_Bps: float        # effective, one NIC
+    nics: int             # per node
+    intra_link: str
+    inter_link: str
+
+    @property
+    def node_network_Bps(self) -> float:
+        return float(eq.comm__node_network_bandwidth(B_nic=self.nic_Bps, K=self.nics))

@@ -63,6 +63,23 @@ OFFLOAD_CODES: tuple[Offload, ...] = tuple(Offload)
 RECOMPUTE_CODES: tuple[Recompute, ...] = tuple(Recompute)
 
 
+def offload_code(offload: Offload | str) -> int:
+    """The integer code of an offload target inside the evaluator's arrays: the built-ins in the
+    Offload enum's order, then targets added by strategy plug-ins in registration order."""
+    o = Offload(offload)
+    if o in OFFLOAD_CODES:
+        return OFFLOAD_CODES.index(o)
+    return len(OFFLOAD_CODES) + list(_EXTRA_OFFLOADS).index(o.value)
+
+
+def offload_of_code(code: int) -> Offload:
+    """The offload target of an integer code (the inverse of :func:`offload_code`)."""
+    code = int(code)
+    if code < len(OFFLOAD_CODES):
+        return OFFLOAD_CODES[code]
+    return _EXTRA_OFFLOADS[list(_EXTRA_OFFLOADS)[code - len(OFFLOAD_CODES)]]
+
+
 class Precision(str, Enum):
     BF16 = "bf16"
     FP16 = "fp16"

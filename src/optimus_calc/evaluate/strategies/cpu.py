@@ -80,8 +80,8 @@ class HostOffload(OffloadStrategy):
 
 
 def ctx_code(strategy) -> int:
-    from optimus_calc.evaluate.strategies import code_of
-    return code_of(strategy.offload)
+    from optimus_calc.specs.training import offload_code
+    return offload_code(strategy.offload)
 
 
 CPU = HostOffload()

@@ -19,7 +19,7 @@ from optimus_calc.errors import InputError
 from optimus_calc.evaluate.evaluation import Evaluation, binding_kind, stage_value
 
 if TYPE_CHECKING:
-    from optimus_calc.inputs import Inputs
+    from optimus_calc.evaluate.inputs import Inputs
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def evaluated_equations(inp: Inputs, pipeline_stage: int | None = None,
 
 
 def _training(inp: Inputs, step_s: float, tokens: float, price: float | None) -> None:
-    from optimus_calc.evaluate.train_time import train_time
+    from optimus_calc.analyses.train_time import train_time
     tr, hw = inp.training, inp.hw
     train_time(step_s, tr.global_batch * tr.seq_len, tokens, hw.gpus, hw.gpu.tdp_W or 0.0,
                inp.assumptions.pue, price)

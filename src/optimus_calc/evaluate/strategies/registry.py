@@ -1,0 +1,63 @@
+"""The registry of offload strategies: keys, integer codes (specs.training.offload_code) and
+lookup. The package's ``__init__`` registers the built-ins; a plug-in calls :func:`register`."""
+
+from __future__ import annotations
+
+from optimus_calc.evaluate.strategies.base import OffloadStrategy
+from optimus_calc.specs.training import Offload, offload_code, offload_of_code, register_offload
+
+_REGISTRY: dict[str, OffloadStrategy] = {}
+
+
+
+def register(strategy: OffloadStrategy) -> OffloadStrategy:
+    """Add ``strategy`` (replacing one with the same key); its key becomes a valid --offload
+    value of Layout."""
+    strategy.offload = register_offload(strategy.key)
+    _REGISTRY[strategy.key] = strategy
+    return strategy
+
+
+def unregister(key: str) -> None:
+    """Remove a strategy (tests that register a toy one clean up with this)."""
+    _REGISTRY.pop(key, None)
+
+
+def strategies() -> tuple[OffloadStrategy, ...]:
+    """The registered strategies in the order of their codes."""
+    return tuple(sorted(_REGISTRY.values(), key=lambda s: offload_code(s.offload)))
+
+
+def coded() -> tuple[tuple[int, OffloadStrategy], ...]:
+    """(code, strategy) of every registered strategy, by code: what the evaluator iterates."""
+    return tuple((offload_code(s.offload), s) for s in strategies())
+
+
+def strategy(offload: Offload | str) -> OffloadStrategy:
+    return _REGISTRY[Offload(offload).value]
+
+
+def code_of(offload: Offload | str) -> int:
+    """The integer code of ``offload`` inside the evaluator's arrays."""
+    return offload_code(offload)
+
+
+def at(code: int) -> OffloadStrategy:
+    """The strategy of integer code ``code``."""
+    return _REGISTRY[offload_of_code(code).value]
+
+
+def offered(hw) -> list[Offload]:
+    """The targets the node offers, in registry order (the planner's default search)."""
+    return [s.offload for s in _REGISTRY.values() if s.offered(hw)]
+
+
+def offload_device_name(target: Offload, hw) -> str:
+    """What holds the offloaded state, as the reports name it (its strategy's)."""
+    return strategy(target).device_name(hw)
+
+
+def device_params(hw, offload: Offload) -> list:
+    """The fields of the offload target's hardware that can enter the equations (its
+    strategy's list of hw_params.Param)."""
+    return strategy(offload).device_params(hw)
