@@ -1,15 +1,16 @@
-"""Exporters: a layout as Megatron-LM arguments, a DeepSpeed config or a torchtitan job config.
+"""What every exporter shares: the refusal error, the rule check, the batch arithmetic and the
+environment lines.
 
-Pure functions (layout, training, model, GPUs per node) -> text. Each refuses, with an
-:class:`ExportError` naming the rule and its source, a layout its framework cannot run
-(rules in :mod:`optimus_calc.frameworks`). Option names are checked in tests against the option
+Exporters are pure functions (layout, training, model, GPUs per node) -> text, one next to each
+framework's module. Each refuses, with an :class:`ExportError` naming the rule and its source, a
+layout its framework cannot run (the rule rows of the framework's module). Option names are checked in tests against the option
 lists extracted from the pinned framework commits (tests/data/framework_options.json).
 """
 
 from __future__ import annotations
 
 from optimus_calc.errors import InputError
-from optimus_calc.frameworks import Framework, Reason, layout_support
+from optimus_calc.frameworks import Framework, Reason, layout_support, plugin
 
 
 class ExportError(InputError):
@@ -33,3 +34,13 @@ def grad_accumulation(layout, training) -> int:
         raise ExportError(f"global batch {training.global_batch} is not a multiple of micro-batch "
                           f"{training.micro_batch} x data-parallel {layout.dp}")
     return training.global_batch // per_step
+
+
+def environment_lines(layout, *frameworks) -> list[str]:
+    """``export NAME=value`` / ``unset NAME`` lines, each with its reason, for the launch."""
+    out = []
+    for f in frameworks:
+        for e in plugin(f).environment(layout):
+            line = f"unset {e.name}" if e.value is None else f"export {e.name}={e.value}"
+            out.append(f"{line}  # {e.why}")
+    return out
