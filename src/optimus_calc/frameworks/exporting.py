@@ -3,8 +3,9 @@ environment lines.
 
 Exporters are pure functions (layout, training, model, GPUs per node) -> text, one next to each
 framework's module. Each refuses, with an :class:`ExportError` naming the rule and its source, a
-layout its framework cannot run (the rule rows of the framework's module). Option names are checked in tests against the option
-lists extracted from the pinned framework commits (tests/data/framework_options.json).
+layout its framework cannot run (the rule rows of the framework's module). Option names are
+checked in tests against the option lists extracted from the pinned framework commits
+(tests/data/framework_options.json, tools/extract_framework_options.py).
 """
 
 from __future__ import annotations
