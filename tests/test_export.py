@@ -430,3 +430,39 @@ def test_rejected_counts():
     assert rejected_counts(s) == {Reason.SMARTNIC.text: 4}  # one layout, four frameworks
     ds = rejected_counts(s, [Framework.DEEPSPEED])
     assert ds == {Reason.DS_ZERO23_PP.text: 1, Reason.SMARTNIC.text: 1}
+
+
+def test_a_registered_framework_takes_part_in_the_rules_and_the_counts():
+    # adding a framework is one module and one register() line: its rows run in
+    # framework_support and its rejections are counted under its rule's text
+    from optimus_calc.frameworks import FrameworkPlugin, Rule, plugins, register
+    from optimus_calc.frameworks.registry import unregister
+    rule = Rule("TOY_TP", "toy: no tensor parallelism (toy/engine.py L1)", "toy/engine.py L1",
+                lambda x: x.tp > 1)
+    register(FrameworkPlugin(key="toy", label="Toy", repo="example/toy", commit="0" * 40,
+                             rules=(rule,), launch="toy-run"))
+    try:
+        assert "toy" in [p.key for p in plugins()]
+        s = framework_support([1, 2], 1, 8, 1, 1, 1, 0, False, 1, 1, True, 0, heads=64, n_kv=8,
+                              experts=0, layers=80)
+        assert s.ok["toy"].tolist() == [True, False]
+        assert rejected_counts(s, ["toy"]) == {rule.text: 1}
+    finally:
+        unregister("toy")
+    assert "toy" not in [p.key for p in plugins()]
+
+
+def test_every_rule_row_names_its_source_in_its_text():
+    from optimus_calc.frameworks import plugins
+    for p in plugins():
+        for rule in p.rules:
+            assert rule.source in rule.text, (p.key, rule.name)
+            assert rule.name in Reason.__members__
+
+
+def test_export_and_framework_choices_come_from_the_registry():
+    from optimus_calc.cli.plan_cmd import plan_cmd
+    from optimus_calc.frameworks import export_choices, plugins
+    opt = next(o for o in plan_cmd.params if o.name == "export")
+    assert list(opt.type.choices) == export_choices() == ["deepspeed", "megatron", "torchtitan"]
+    assert [f.value for f in Framework] == [p.key for p in plugins()]

@@ -79,5 +79,5 @@ LAUNCH = ("torchrun --nproc-per-node G --nnodes N pretrain_gpt.py ARGS (Megatron
 PLUGIN = FrameworkPlugin(
     key="megatron", label="Megatron-LM", repo="NVIDIA/Megatron-LM", commit=COMMIT,
     rules=RULES, launch=LAUNCH, environment=environment,
-    exporter=Exporter("megatron", "Megatron-LM pretrain_gpt.py arguments",
+    exporter=Exporter("megatron", "a Megatron-LM launch script (torchrun pretrain_gpt.py)",
                       "optimus_calc.frameworks.megatron_export", "megatron_args"))

@@ -107,8 +107,11 @@ def _attention(a: _Args, m) -> None:
         a.add("--qk-head-dim", m.qk_nope_head_dim)
         a.add("--qk-pos-emb-head-dim", m.qk_rope_head_dim)
         a.add("--v-head-dim", m.v_head_dim)
-        a.notes.append("MLA rope scaling: set --rope-type yarn --rotary-scaling-factor "
-                       "--mscale from the model's rope_scaling when it has one")
+        # MLA takes YaRN by default (transformer_config.py L3306); the Model carries no rope
+        # scaling, so plain RoPE (arguments.py L2906)
+        a.add("--rope-type", "rope")
+        a.notes.append("MLA with plain RoPE: if config.json has a YaRN rope_scaling, use "
+                       "--rope-type yarn --rotary-scaling-factor F --mscale M --mscale-all-dim A")
         return
     a.add("--kv-channels", m.d_head)
     if m.n_kv != m.heads:
