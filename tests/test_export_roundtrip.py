@@ -238,3 +238,17 @@ def test_deepspeed_config_accepts_each_path(cat, lay):
     m = cat.get("llama-3-70b", "model")
     cfg = deepspeed_config_dict(lay, Training(seq_len=4096, global_batch=512), m)
     _deepspeed_accepts(cfg, lay.gpus, lay.dp)
+
+
+def test_405b_pp16_export_splits_as_the_plan_evaluated(run):
+    args = ("plan", "llama-3-405b", "--node", "dgx-h100", "--nodes", 16, "--tp", 8, "--pp", 16,
+            "--zero", 1, "--offloads", "none", "--framework", "megatron")
+    r = run(*args, "--format", "json")
+    assert r.code == 0, r.err
+    planned = r.json()["recommended"]["stage_layers"]
+    assert planned == [7, 7] + [8] * 14  # 126 layers: the 14 extra on the last 14 stages
+    r = run(*args, "--export", "megatron")
+    assert r.code == 0, r.err
+    layout = next(w for w in r.out.split() if w.startswith("'Et*"))
+    stages = layout.strip("'").replace("E", "").replace("L", "").split("|")
+    assert [int(s[2:]) for s in stages] == planned
