@@ -140,6 +140,8 @@ def test_qwen15_moe_shared_expert_is_5632_wide_and_gated():
     # Qwen/Qwen1.5-MoE-A2.7B config.json: shared_expert_intermediate_size 5632, a sigmoid gate
     assert args["--moe-shared-expert-intermediate-size"] == "5632"
     assert "--moe-shared-expert-gate" in args
+    # norm_topk_prob false: softmax over all 60 experts, the top-4 weights not renormalised
+    assert "--moe-router-pre-softmax" in args
 
 
 def test_falcon_parallel_attention_is_refused():

@@ -32,7 +32,10 @@ MEGATRON_VOCAB_MULTIPLE = 128
 # deepseek-ai/DeepSeek-V3: scoring_func "sigmoid", topk_method "noaux_tc" (a per-expert bias
 # updated outside the gradient), n_group 8, topk_group 4, routed_scaling_factor 2.5;
 # deepseek-ai/DeepSeek-V2: scoring_func "softmax", group_limited_greedy, n_group 8,
-# topk_group 3, routed_scaling_factor 16.0. Megatron flags: transformer_config.py L780-821.
+# topk_group 3, routed_scaling_factor 16.0, norm_topk_prob false; Qwen/Qwen1.5-MoE-A2.7B:
+# norm_topk_prob false (Qwen2MoeConfig's default too). Without renormalising the top-k weights
+# the softmax runs over all experts before the top-k: Megatron's --moe-router-pre-softmax
+# (its default softmax after the top-k renormalises). Flags: transformer_config.py L780-821.
 ROUTERS: dict[str, dict[str, str | None]] = {
     "deepseek_v3": {"--moe-router-score-function": "sigmoid",
                     "--moe-router-enable-expert-bias": None,
@@ -40,7 +43,9 @@ ROUTERS: dict[str, dict[str, str | None]] = {
                     "--moe-router-topk-scaling-factor": "2.5"},
     "deepseek_v2": {"--moe-router-score-function": "softmax",
                     "--moe-router-num-groups": "8", "--moe-router-group-topk": "3",
-                    "--moe-router-topk-scaling-factor": "16.0"},
+                    "--moe-router-topk-scaling-factor": "16.0",
+                    "--moe-router-pre-softmax": None},
+    "qwen2_moe": {"--moe-router-pre-softmax": None},
 }
 
 

@@ -22,8 +22,10 @@ from optimus_calc.specs.training import Offload, Precision, Recompute, ZeroStage
 # The flavours torchtitan v0.2.2 registers, with the shape each builds (the Model fields that
 # must match) and where: torchtitan/models/<name>/__init__.py at 73a0e697. A model is exported
 # under the flavour whose shape it has; there is no mixtral (or other) family to fall back on.
-_L3 = dict(vocab=128256)  # llama3/model/args.py L33
-_Q3 = dict(vocab=151936)  # qwen3/model/args.py L29
+_L3 = dict(vocab=128256, tied_embeddings=False, qk_norm=False)  # llama3/model/args.py L33
+_Q3 = dict(vocab=151936, qk_norm=True)  # qwen3/model/args.py L29, L43 (untied by default)
+_Q3_TIED = dict(_Q3, tied_embeddings=True)  # enable_weight_tying=True in the small flavours
+_Q3_UNTIED = dict(_Q3, tied_embeddings=False)
 FLAVOURS: tuple[tuple[str, str, str, dict], ...] = (
     ("llama3", "8B", "llama3/__init__.py L51-59",
      dict(layers=32, hidden=4096, heads=32, n_kv=8, ffn_hidden=14336, experts=0, **_L3)),
@@ -32,23 +34,23 @@ FLAVOURS: tuple[tuple[str, str, str, dict], ...] = (
     ("llama3", "405B", "llama3/__init__.py L91-99",
      dict(layers=126, hidden=16384, heads=128, n_kv=8, ffn_hidden=53248, experts=0, **_L3)),
     ("qwen3", "0.6B", "qwen3/__init__.py L46-58",
-     dict(layers=28, hidden=1024, heads=16, n_kv=8, ffn_hidden=3072, experts=0, **_Q3)),
+     dict(layers=28, hidden=1024, heads=16, n_kv=8, ffn_hidden=3072, experts=0, **_Q3_TIED)),
     ("qwen3", "1.7B", "qwen3/__init__.py L59-71",
-     dict(layers=28, hidden=2048, heads=16, n_kv=8, ffn_hidden=6144, experts=0, **_Q3)),
+     dict(layers=28, hidden=2048, heads=16, n_kv=8, ffn_hidden=6144, experts=0, **_Q3_TIED)),
     ("qwen3", "4B", "qwen3/__init__.py L72-84",
-     dict(layers=36, hidden=2560, heads=32, n_kv=8, ffn_hidden=9728, experts=0, **_Q3)),
+     dict(layers=36, hidden=2560, heads=32, n_kv=8, ffn_hidden=9728, experts=0, **_Q3_TIED)),
     ("qwen3", "8B", "qwen3/__init__.py L85-96",
-     dict(layers=36, hidden=4096, heads=32, n_kv=8, ffn_hidden=12288, experts=0, **_Q3)),
+     dict(layers=36, hidden=4096, heads=32, n_kv=8, ffn_hidden=12288, experts=0, **_Q3_UNTIED)),
     ("qwen3", "14B", "qwen3/__init__.py L97-108",
-     dict(layers=40, hidden=5120, heads=40, n_kv=8, ffn_hidden=17408, experts=0, **_Q3)),
+     dict(layers=40, hidden=5120, heads=40, n_kv=8, ffn_hidden=17408, experts=0, **_Q3_UNTIED)),
     ("qwen3", "32B", "qwen3/__init__.py L109-120",
-     dict(layers=64, hidden=5120, heads=64, n_kv=8, ffn_hidden=25600, experts=0, **_Q3)),
+     dict(layers=64, hidden=5120, heads=64, n_kv=8, ffn_hidden=25600, experts=0, **_Q3_UNTIED)),
     ("qwen3", "30B-A3B", "qwen3/__init__.py L145-167",
      dict(layers=48, hidden=2048, heads=32, n_kv=4, expert_ffn=768, experts=128, top_k=8,
-          **_Q3)),
+          **_Q3_UNTIED)),
     ("qwen3", "235B-A22B", "qwen3/__init__.py L168-190",
      dict(layers=94, hidden=4096, heads=64, n_kv=4, expert_ffn=1536, experts=128, top_k=8,
-          **_Q3)),
+          **_Q3_UNTIED)),
     ("deepseek_v3", "16B", "deepseek_v3/__init__.py L78-102",
      dict(layers=27, hidden=2048, heads=16, experts=64, top_k=6, shared_experts=2,
           expert_ffn=1408, first_dense_layers=1, kv_lora_rank=512, vocab=102400)),
