@@ -212,7 +212,9 @@ def _deepspeed_accepts(cfg: dict, gpus: int, dp: int) -> None:
         def get_data_parallel_world_size(self):
             return dp
     try:
-        mpu = MPU() if cfg["_launch"]["launcher"].startswith("Megatron-DeepSpeed") else None
+        # Megatron-DeepSpeed passes its mpu; a PipelineModule's topology is one as well
+        mpu = MPU() if cfg["_launch"]["launcher"].startswith(
+            ("Megatron-DeepSpeed", "DeepSpeed (pipeline")) else None
         c = dsc.DeepSpeedConfig(json.loads(json.dumps(cfg)), mpu=mpu)
         assert c.train_micro_batch_size_per_gpu * c.gradient_accumulation_steps * dp \
             == cfg["train_batch_size"] // (gpus // dp if mpu is None else 1)
@@ -235,7 +237,8 @@ def test_deepspeed_validates_the_headline_plan(run, tmp_path):
     Layout(tp=4, pp=1, dp=4, zero=3, offload=Offload.CPU),     # Megatron-DeepSpeed
     Layout(tp=1, pp=1, dp=16, zero=3, offload=Offload.NVME, offload_params=True),
     Layout(tp=2, pp=2, dp=4, zero=1),                           # Megatron-DeepSpeed with PP
-], ids=["autotp-z2", "mds-z3", "nvme", "mds-pp"])
+    Layout(tp=1, pp=4, dp=4, zero=1),                           # DeepSpeed's pipeline engine
+], ids=["autotp-z2", "mds-z3", "nvme", "mds-pp", "ds-pipe"])
 def test_deepspeed_config_accepts_each_path(cat, lay):
     m = cat.get("llama-3-70b", "model")
     cfg = deepspeed_config_dict(lay, Training(seq_len=4096, global_batch=512), m)

@@ -123,10 +123,14 @@ def _launch(layout, training, model, fw, gpus_per_node: int | None) -> dict:
     nodes = max(1, lay.gpus // gpn)
     notes = []
     if fw is Framework.DEEPSPEED:
+        model_arg = (f"a deepspeed.pipe.PipelineModule(..., num_stages={lay.pp}), whose "
+                     "topology deepspeed.initialize takes as the mpu (deepspeed/__init__.py "
+                     "L243)" if lay.pp > 1 else "the model, without an mpu")
         cmd = (f"deepspeed --num_nodes {nodes} --num_gpus {gpn} <train.py> "
-               "--deepspeed_config ds_config.json  (train.py: deepspeed.initialize(model=..., "
-               "config=...) without an mpu)")
-        launcher = "DeepSpeed (AutoTP, config only)" if lay.tp > 1 else "DeepSpeed"
+               f"--deepspeed_config ds_config.json  (train.py: deepspeed.initialize(model=..., "
+               f"config=...) with {model_arg})")
+        launcher = ("DeepSpeed (AutoTP, config only)" if lay.tp > 1 else
+                    "DeepSpeed (pipeline engine)" if lay.pp > 1 else "DeepSpeed")
         if model.is_moe and lay.ep > 1:
             notes.append(f"expert parallelism {lay.ep}: DeepSpeed-MoE takes it in the model code, "
                          f"deepspeed.moe.layer.MoE(..., num_experts={model.experts}, "

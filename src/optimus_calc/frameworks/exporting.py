@@ -25,7 +25,10 @@ def require(layout, training, model, *frameworks: Framework) -> Framework:
         if support[f] is Reason.OK:
             return f
     why = "; ".join(dict.fromkeys(support[f].text for f in frameworks))
-    raise ExportError(f"cannot export this layout for {frameworks[0].label}: {why}")
+    hint = "" if any(support[f] is Reason.SMARTNIC for f in frameworks) else (
+        f" (plan with --framework {','.join(f.value for f in frameworks)} to search only "
+        "layouts it runs)")
+    raise ExportError(f"cannot export this layout for {frameworks[0].label}: {why}{hint}")
 
 
 def grad_accumulation(layout, training) -> int:
