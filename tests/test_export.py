@@ -466,3 +466,19 @@ def test_export_and_framework_choices_come_from_the_registry():
     opt = next(o for o in plan_cmd.params if o.name == "export")
     assert list(opt.type.choices) == export_choices() == ["deepspeed", "megatron", "torchtitan"]
     assert [f.value for f in Framework] == [p.key for p in plugins()]
+
+
+def test_architecture_rules_need_the_model(cat):
+    from optimus_calc.hf_import import load_hf_config
+    tr = Training(seq_len=4096, global_batch=64)
+    lay = Layout(tp=1, pp=1, dp=8, zero=3)
+    # torchtitan v0.2.2 has llama3 8B/70B/405B but no Llama-2 flavour (llama3/__init__.py)
+    assert layout_support(lay, tr, cat.get("llama-2-7b", "model"))[Framework.TORCHTITAN] \
+        is Reason.TT_NO_FLAVOUR
+    assert layout_support(lay, tr, cat.get("llama-3-8b", "model"))[Framework.TORCHTITAN] \
+        is Reason.OK
+    falcon = load_hf_config(Path(__file__).parent / "data" / "hf" / "falcon" / "config.json")
+    assert layout_support(Layout(tp=1, pp=1, dp=8, zero=1), tr, falcon)[Framework.MEGATRON] \
+        is Reason.MG_ARCH
+    # without the model (a bare shape) the architecture rules are skipped
+    assert _one(zero=3)[Framework.TORCHTITAN] is Reason.OK

@@ -34,6 +34,14 @@ def export_choices() -> list[str]:
     return [p.exporter.name for p in plugins() if p.exporter]
 
 
+def exports_for(frameworks) -> list[str]:
+    """The --export names that write a configuration for any of ``frameworks`` (keys)."""
+    keys = {str(getattr(f, "value", f)) for f in frameworks}
+    names = [p.exporter.name if p.exporter else p.exported_by for p in plugins()
+             if p.key in keys and (p.exporter or p.exported_by)]
+    return list(dict.fromkeys(n for n in export_choices() if n in names))
+
+
 def exporter(name: str) -> Exporter:
     for p in plugins():
         if p.exporter and p.exporter.name == str(getattr(name, "value", name)):
@@ -44,5 +52,5 @@ def exporter(name: str) -> Exporter:
 __all__ = ["COMMITS", "EnvVar", "Export", "Exporter", "Framework", "FrameworkPlugin",
            "FrameworkSupport", "Layouts", "OFF_CPU", "OFF_NONE", "OFF_NVME", "OFF_SMARTNIC",
            "OFF_SUPERCHIP", "PhysicsProfile", "Reason", "Rule", "export_choices", "exporter",
-           "framework_support", "layout_support", "plugin", "plugins", "register",
+           "exports_for", "framework_support", "layout_support", "plugin", "plugins", "register",
            "rejected_counts"]

@@ -43,7 +43,7 @@ class Layouts:
 
     def __init__(self, tp, pp, dp, cp, ep, zero, offload, offload_params, interleave,
                  micro_batch, *, heads: int, n_kv: int, experts: int, layers: int,
-                 global_batch=None, precision: str = "bf16"):
+                 global_batch=None, precision: str = "bf16", model=None):
         (self.tp, self.pp, self.dp, self.cp, self.ep, self.zero, self.off, self.v,
          self.mb) = np.broadcast_arrays(*(np.asarray(a, dtype=np.int64) for a in (
              tp, pp, dp, cp, ep, zero, offload, interleave, micro_batch)))
@@ -51,6 +51,7 @@ class Layouts:
         self.heads, self.n_kv, self.experts, self.layers = heads, n_kv, experts, layers
         self.gb = None if global_batch is None else np.asarray(global_batch, dtype=np.int64)
         self.precision = precision
+        self.model = model  # the Model, for rules on the architecture (None: those are skipped)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -90,6 +91,7 @@ class Rule:
     text: str          # what the user reads; names the framework and cites the source
     source: str        # file and line at the pinned commit (also quoted in ``text``)
     when: Predicate
+    on_model: bool = False  # about the architecture: no layout of this model escapes it
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,7 @@ class FrameworkPlugin:
     launch: str                   # the documented launch path the exports target
     environment: Callable[[object], tuple[EnvVar, ...]] = lambda layout: ()  # per Layout
     exporter: Exporter | None = None
+    exported_by: str | None = None  # another plug-in's exporter that covers this framework
     profile: PhysicsProfile = field(default_factory=PhysicsProfile)
 
 

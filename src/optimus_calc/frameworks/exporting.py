@@ -25,7 +25,9 @@ def require(layout, training, model, *frameworks: Framework) -> Framework:
         if support[f] is Reason.OK:
             return f
     why = "; ".join(dict.fromkeys(support[f].text for f in frameworks))
-    hint = "" if any(support[f] is Reason.SMARTNIC for f in frameworks) else (
+    from optimus_calc.frameworks.registry import rule_of
+    whole = [support[f] is Reason.SMARTNIC or rule_of(support[f]).on_model for f in frameworks]
+    hint = "" if any(whole) else (
         f" (plan with --framework {','.join(f.value for f in frameworks)} to search only "
         "layouts it runs)")
     raise ExportError(f"cannot export this layout for {frameworks[0].label}: {why}{hint}")

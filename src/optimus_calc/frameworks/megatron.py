@@ -25,6 +25,35 @@ def _interleave_micro(x):
     return (x.v > 1) & (x.gb < x.pp * x.dp * x.mb)
 
 
+def unbuildable(m) -> str | None:
+    """Why Megatron-LM's GPT model (pretrain_gpt.py) cannot build ``m`` from flags, or None."""
+    if m.arch != "decoder":
+        return f"{m.name} is an encoder; the export targets Megatron-LM's GPT (decoder) script"
+    if m.parallel_attention:
+        return (f"{m.name}: parallel attention + MLP blocks (Falcon, GPT-J) have no Megatron-LM "
+                "flag at d98e8a64 (TransformerLayer runs attention, then the MLP); the export "
+                "would build a different model")
+    if m.ffn_type.value not in ("swiglu", "gelu"):
+        return (f"{m.name}: a {m.ffn_type.value} MLP has no Megatron-LM flag (--swiglu or the "
+                "default GeLU)")
+    if m.position_embedding not in ("rope", "learned", "none"):
+        return f"{m.name}: {m.position_embedding} position embeddings have no Megatron-LM setting"
+    biases = (m.attention_bias, m.attention_out_bias, m.mlp_bias)
+    if biases not in ((False, False, False), (True, False, False), (True, True, True)):
+        return (f"{m.name}: biases on (QKV, output, MLP) = {biases} have no Megatron-LM "
+                "setting (all, none, or QKV only)")
+    return None
+
+
+def _cannot_build(x):
+    if x.model is None or unbuildable(x.model) is None:
+        return None
+    return x.everywhere()
+
+
+_ARCH_SOURCE = ("training/arguments.py L2397 (position embeddings), L2450 (--swiglu); "
+                "core/transformer/transformer_config.py L212-218 (biases)")
+
 RULES: tuple[Rule, ...] = (
     SMARTNIC,
     _row("MG_HEADS_TP", "num_attention_heads must be a multiple of TP",
@@ -56,6 +85,9 @@ RULES: tuple[Rule, ...] = (
          lambda x: (x.v > 1) & not_dividing(x.layers, x.pp * x.v)),
     _row("MG_INTERLEAVE_MICRO", "the interleaved schedule needs at least PP micro-batches",
          "core/pipeline_parallel/schedules.py L1160-1168", _interleave_micro),
+    Rule("MG_ARCH", f"{_MG}: pretrain_gpt.py cannot build this architecture from its flags (an "
+         "encoder, parallel attention + MLP, a GEGLU/ReLU MLP, ALiBi or partial biases) "
+         f"({_ARCH_SOURCE})", _ARCH_SOURCE, _cannot_build, on_model=True),
 )
 
 

@@ -26,4 +26,4 @@ LAUNCH = ("deepspeed --num_nodes N --num_gpus G pretrain_gpt.py --tensor-model-p
 
 PLUGIN = FrameworkPlugin(
     key="megatron-deepspeed", label="Megatron-DeepSpeed", repo="deepspeedai/Megatron-DeepSpeed",
-    commit=COMMIT, rules=RULES, launch=LAUNCH)
+    commit=COMMIT, rules=RULES, launch=LAUNCH, exported_by="deepspeed")

@@ -15,6 +15,7 @@ import shlex
 from typing import assert_never
 
 from optimus_calc.evaluate.shapes import split_layers
+from optimus_calc.frameworks.megatron import unbuildable
 from optimus_calc.frameworks.exporting import (ExportError, environment_lines,
                                                grad_accumulation, require)
 from optimus_calc.frameworks import Framework
@@ -86,19 +87,9 @@ class _Args:
 
 
 def _refuse_unbuildable(m) -> None:
-    if m.arch != "decoder":
-        raise ExportError(f"{m.name} is an encoder; the export targets Megatron-LM's GPT "
-                          "(decoder) pretraining script")
-    if m.parallel_attention:
-        raise ExportError(f"{m.name}: parallel attention + MLP blocks (Falcon, GPT-J) have no "
-                          "Megatron-LM flag at d98e8a64 (TransformerLayer runs attention, then "
-                          "the MLP); the export would build a different model")
-    if m.ffn_type.value not in ("swiglu", "gelu"):
-        raise ExportError(f"{m.name}: a {m.ffn_type.value} MLP has no Megatron-LM flag "
-                          "(--swiglu or the default GeLU)")
-    if m.position_embedding not in ("rope", "learned", "none"):
-        raise ExportError(f"{m.name}: {m.position_embedding} position embeddings have no "
-                          "Megatron-LM setting")
+    why = unbuildable(m)
+    if why:
+        raise ExportError(why)
 
 
 def _attention(a: _Args, m) -> None:
@@ -125,7 +116,6 @@ def _attention(a: _Args, m) -> None:
 
 
 def _architecture(a: _Args, m, tr, tp: int) -> None:
-    _refuse_unbuildable(m)
     a.add("--num-layers", m.layers)
     a.add("--hidden-size", m.hidden)
     a.add("--ffn-hidden-size", m.ffn_hidden)
@@ -156,9 +146,6 @@ def _architecture(a: _Args, m, tr, tp: int) -> None:
     elif biases == (True, False, False):
         a.add("--disable-bias-linear")
         a.add("--add-qkv-bias")
-    elif biases != (True, True, True):
-        raise ExportError(f"{m.name}: biases on {biases} (QKV, output, MLP) have no "
-                          "Megatron-LM setting (all, none, or QKV only)")
     if m.attention_sinks:
         a.add("--softmax-type", "learnable")
     dropout = MEGATRON_DEFAULT_DROPOUT if tr.dropout else 0.0
@@ -275,6 +262,7 @@ def _zero_precision(a: _Args, lay, tr) -> None:
 def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
                       ) -> tuple[list[tuple[str, str | None]], list[str]]:
     """The (flag, value) pairs (value None for a switch) and comment lines."""
+    _refuse_unbuildable(model)  # the specific refusal first
     require(layout, training, model, Framework.MEGATRON)
     a = _Args()
     _architecture(a, model, training, layout.tp)

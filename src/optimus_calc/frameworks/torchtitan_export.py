@@ -16,68 +16,9 @@ step's micro-batches, cut into pipeline_parallel_microbatch_size pieces (L412-41
 from __future__ import annotations
 
 from optimus_calc.frameworks.exporting import ExportError, grad_accumulation, require
+from optimus_calc.frameworks.torchtitan import FLAVOURS, flavour_of
 from optimus_calc.frameworks import Framework
 from optimus_calc.specs.training import Offload, Precision, Recompute, ZeroStage
-
-# The flavours torchtitan v0.2.2 registers, with the shape each builds (the Model fields that
-# must match) and where: torchtitan/models/<name>/__init__.py at 73a0e697. A model is exported
-# under the flavour whose shape it has; there is no mixtral (or other) family to fall back on.
-_L3 = dict(vocab=128256, tied_embeddings=False, qk_norm=False)  # llama3/model/args.py L33
-_Q3 = dict(vocab=151936, qk_norm=True)  # qwen3/model/args.py L29, L43 (untied by default)
-_Q3_TIED = dict(_Q3, tied_embeddings=True)  # enable_weight_tying=True in the small flavours
-_Q3_UNTIED = dict(_Q3, tied_embeddings=False)
-FLAVOURS: tuple[tuple[str, str, str, dict], ...] = (
-    ("llama3", "8B", "llama3/__init__.py L51-59",
-     dict(layers=32, hidden=4096, heads=32, n_kv=8, ffn_hidden=14336, experts=0, **_L3)),
-    ("llama3", "70B", "llama3/__init__.py L82-90",
-     dict(layers=80, hidden=8192, heads=64, n_kv=8, ffn_hidden=28672, experts=0, **_L3)),
-    ("llama3", "405B", "llama3/__init__.py L91-99",
-     dict(layers=126, hidden=16384, heads=128, n_kv=8, ffn_hidden=53248, experts=0, **_L3)),
-    ("qwen3", "0.6B", "qwen3/__init__.py L46-58",
-     dict(layers=28, hidden=1024, heads=16, n_kv=8, ffn_hidden=3072, experts=0, **_Q3_TIED)),
-    ("qwen3", "1.7B", "qwen3/__init__.py L59-71",
-     dict(layers=28, hidden=2048, heads=16, n_kv=8, ffn_hidden=6144, experts=0, **_Q3_TIED)),
-    ("qwen3", "4B", "qwen3/__init__.py L72-84",
-     dict(layers=36, hidden=2560, heads=32, n_kv=8, ffn_hidden=9728, experts=0, **_Q3_TIED)),
-    ("qwen3", "8B", "qwen3/__init__.py L85-96",
-     dict(layers=36, hidden=4096, heads=32, n_kv=8, ffn_hidden=12288, experts=0, **_Q3_UNTIED)),
-    ("qwen3", "14B", "qwen3/__init__.py L97-108",
-     dict(layers=40, hidden=5120, heads=40, n_kv=8, ffn_hidden=17408, experts=0, **_Q3_UNTIED)),
-    ("qwen3", "32B", "qwen3/__init__.py L109-120",
-     dict(layers=64, hidden=5120, heads=64, n_kv=8, ffn_hidden=25600, experts=0, **_Q3_UNTIED)),
-    ("qwen3", "30B-A3B", "qwen3/__init__.py L145-167",
-     dict(layers=48, hidden=2048, heads=32, n_kv=4, expert_ffn=768, experts=128, top_k=8,
-          **_Q3_UNTIED)),
-    ("qwen3", "235B-A22B", "qwen3/__init__.py L168-190",
-     dict(layers=94, hidden=4096, heads=64, n_kv=4, expert_ffn=1536, experts=128, top_k=8,
-          **_Q3_UNTIED)),
-    ("deepseek_v3", "16B", "deepseek_v3/__init__.py L78-102",
-     dict(layers=27, hidden=2048, heads=16, experts=64, top_k=6, shared_experts=2,
-          expert_ffn=1408, first_dense_layers=1, kv_lora_rank=512, vocab=102400)),
-    ("deepseek_v3", "236B", "deepseek_v3/__init__.py L103-129",
-     dict(layers=60, hidden=5120, heads=128, experts=160, top_k=6, shared_experts=2,
-          expert_ffn=1536, first_dense_layers=1, q_lora_rank=1536, kv_lora_rank=512,
-          vocab=102400)),
-    ("deepseek_v3", "671B", "deepseek_v3/__init__.py L130-156",
-     dict(layers=61, hidden=7168, heads=128, experts=256, top_k=8, shared_experts=1,
-          expert_ffn=2048, first_dense_layers=3, q_lora_rank=1536, kv_lora_rank=512,
-          vocab=129280)),
-    ("gpt_oss", "20b", "gpt_oss/__init__.py L47-61, model/args.py L53-64",
-     dict(layers=24, hidden=2880, heads=64, n_kv=8, experts=32, top_k=4, expert_ffn=2880,
-          vocab=201088)),
-    ("gpt_oss", "120b", "gpt_oss/__init__.py L62-76, model/args.py L53-64",
-     dict(layers=36, hidden=2880, heads=64, n_kv=8, experts=128, top_k=4, expert_ffn=2880,
-          vocab=201088)),
-)
-
-
-def flavour_of(model) -> tuple[str, str, str] | None:
-    """(name, flavor, source) of the torchtitan flavour with this model's shape, or None."""
-    for name, flavor, source, shape in FLAVOURS:
-        if all(getattr(model, k) == v for k, v in shape.items()):
-            return name, flavor, source
-    return None
-
 
 def _model_section(m) -> tuple[dict, list[str]]:
     found = flavour_of(m)
@@ -98,11 +39,10 @@ def _model_section(m) -> tuple[dict, list[str]]:
 
 
 def torchtitan_sections(layout, training, model) -> tuple[dict[str, dict], list[str]]:
+    model_section, notes = _model_section(model)  # the specific refusal first
     require(layout, training, model, Framework.TORCHTITAN)
     lay, tr, m = layout, training, model
-    notes: list[str] = []
-    sec: dict[str, dict] = {}
-    sec["model"], notes = _model_section(m)
+    sec: dict[str, dict] = {"model": model_section}
     accum = grad_accumulation(lay, tr)
     training: dict = {"seq_len": tr.seq_len, "global_batch_size": tr.global_batch,
                       "mixed_precision_param": "float32" if tr.precision is Precision.FP32

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from optimus_calc.report.common import (TrainRequest, context_row, layout_data, pct,
                                         train_figures)
-from optimus_calc.frameworks import Export, Framework, export_choices
+from optimus_calc.frameworks import Export, Framework, exports_for
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
@@ -117,7 +117,7 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
         names = {f.value: f.label for f in Framework}
         notes.append("the recommendation runs on "
                      + ", ".join(names[f] for f in res.recommended.frameworks)
-                     + f" (--export {'|'.join(export_choices())})")
+                     + f" (--export {'|'.join(exports_for(res.recommended.frameworks))})")
     if res.what_if is not None:
         w = res.what_if
         base = f" vs {res.recommended.step_s:.2f} s recommended" if res.recommended else ""
