@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 from optimus_calc.evaluate.shapes import split_layers
-from optimus_calc.export import ExportError
-from optimus_calc.export.deepspeed import deepspeed_config, deepspeed_config_dict
-from optimus_calc.export.megatron import (layout_string, megatron_arg_list, megatron_args,
-                                          pipeline_split)
-from optimus_calc.export.torchtitan import torchtitan_sections, torchtitan_toml
+from optimus_calc.frameworks.deepspeed_export import deepspeed_config, deepspeed_config_dict
+from optimus_calc.frameworks.exporting import ExportError
+from optimus_calc.frameworks.megatron_export import (layout_string, megatron_arg_list,
+                                                     megatron_args, stage_layout)
+from optimus_calc.frameworks.torchtitan_export import (flavour_of, torchtitan_sections,
+                                                       torchtitan_toml)
 from optimus_calc.frameworks import (COMMITS, Framework, Reason, framework_support,
                                      layout_support, rejected_counts)
 from optimus_calc.search.space import OFFLOAD_CODES
@@ -74,8 +75,10 @@ def _check_block(block: dict, schema: dict, where: str):
 
 
 def _check_deepspeed(cfg: dict):
+    # the launch notes: a key DeepSpeed does not read (it reads only the keys it knows)
+    assert cfg["_launch"]["launcher"] and cfg["_launch"]["command"]
     for k in cfg:
-        assert k in DS["top_level"], f"{k} is not a DeepSpeed top-level key"
+        assert k == "_launch" or k in DS["top_level"], f"{k} is not a DeepSpeed top-level key"
     for k in ("train_batch_size", "train_micro_batch_size_per_gpu",
               "gradient_accumulation_steps"):
         assert isinstance(cfg[k], int) and not isinstance(cfg[k], bool)
@@ -157,15 +160,24 @@ def test_every_exported_option_exists_with_its_type(cat, i):
     if Reason.OK in (support[Framework.DEEPSPEED], support[Framework.MEGATRON_DEEPSPEED]):
         cfg = deepspeed_config_dict(lay, tr, m)
         _check_deepspeed(cfg)
-        # DeepSpeed: train_batch_size = micro x accumulation x data-parallel world size
+        # DeepSpeed: train_batch_size = micro x accumulation x the data-parallel world it
+        # counts: every GPU on the AutoTP path (no mpu, runtime/config.py L720-724), the DP
+        # ranks on Megatron-DeepSpeed (its mpu)
+        autotp = "tensor_parallel" in cfg
+        world = lay.gpus if autotp else lay.dp
         assert cfg["train_batch_size"] == (cfg["train_micro_batch_size_per_gpu"]
-                                           * cfg["gradient_accumulation_steps"] * lay.dp)
+                                           * cfg["gradient_accumulation_steps"] * world)
+        assert cfg["gradient_accumulation_steps"] * tr.micro_batch * lay.dp == tr.global_batch
+        if autotp:
+            assert cfg["zero_optimization"]["stage"] <= 2  # autotp-training.md L20
+            assert cfg["_launch"]["launcher"].startswith("DeepSpeed (AutoTP")
         assert json.loads(deepspeed_config(lay, tr, m)) == cfg
         exported += 1
     else:
         with pytest.raises(ExportError):
             deepspeed_config(lay, tr, m)
-    if support[Framework.TORCHTITAN] is Reason.OK:
+    # torchtitan also needs a model flavour of the model's shape (mixtral has none)
+    if support[Framework.TORCHTITAN] is Reason.OK and flavour_of(m):
         sec, _ = torchtitan_sections(lay, tr, m)
         _check_torchtitan(sec)
         assert tomllib.loads(torchtitan_toml(lay, tr, m)) == sec
@@ -212,9 +224,14 @@ def test_llama3_70b_megatron_builds_the_same_model(cat):
     assert args["--vocab-size"] == "128256" and 128256 % (mult * 8) == 0
     assert "--use-distributed-optimizer" in args  # ZeRO-1
     assert text.count("--tensor-model-parallel-size 8") == 1
-    # shell-parsable (comments stripped, line continuations joined)
-    body = "\n".join(ln for ln in text.splitlines() if not ln.startswith("#"))
-    assert shlex.split(body.replace("\\\n", " "))[0] == "--num-layers"
+    # a shell script: the environment Megatron asserts with TP (arguments.py L1477-1479), then
+    # torchrun pretrain_gpt.py with the flags (comments stripped, continuations joined)
+    assert any(ln.startswith("export CUDA_DEVICE_MAX_CONNECTIONS=1  # ")
+               for ln in text.splitlines())
+    body = "\n".join(ln for ln in text.splitlines()
+                     if not ln.startswith(("#", "export ", "unset ")))
+    words = shlex.split(body.replace("\\\n", " "))
+    assert words[0] == "torchrun" and words[words.index("pretrain_gpt.py") + 1] == "--num-layers"
 
 
 def test_mixtral_megatron_has_the_experts(cat):
@@ -227,40 +244,34 @@ def test_mixtral_megatron_has_the_experts(cat):
     assert args["--data-parallel-sharding-strategy"] == "optim_grads_params"  # ZeRO-3
 
 
-def test_uneven_405b_pp16_split(cat):
-    # 126 layers over 16 stages: Megatron gives the 14 middle stages ceil(126/16) = 8 layers
-    # and first + last the remaining 126 - 112 = 14: 6 and 8
-    assert pipeline_split(126, 16) == (6, 8, 8)
-    assert 6 + 14 * 8 + 8 == 126
-    assert max(pipeline_split(126, 16)) == max(split_layers(126, 16)) == 8
+def test_405b_pp16_export_has_the_evaluated_split(cat):
+    # 126 layers over 16 stages: 126 = 16 x 7 + 14, the evaluator gives the 14 extra layers to
+    # the last 14 stages (evaluate/shapes.py split_layers): 7 + 7 + 14 x 8 = 126
+    assert split_layers(126, 16) == [7, 7] + [8] * 14
     lay, tr, m = _case(cat, 7)
     args = dict(megatron_arg_list(lay, tr, m, 8)[0])
-    first = int(args["--decoder-first-pipeline-num-layers"])
-    last = int(args["--decoder-last-pipeline-num-layers"])
-    assert first + last + 14 * 8 == int(args["--num-layers"]) == 126
-    assert pipeline_split(80, 8) is None and pipeline_split(5, 2) == (2, 0, 3)
-    # every split keeps each stage >= 1 layer and sums to the layer count
-    for layers, pp in itertools.product(range(3, 140, 7), (3, 4, 6, 16)):
-        if layers < pp:
-            continue
-        s = pipeline_split(layers, pp)
-        if s:
-            assert s[0] + s[2] + (pp - 2) * s[1] == layers and min(s) >= 1
-
-
-def test_split_megatron_cannot_express_with_first_last_uses_the_layout(cat):
-    # 24 layers on 16 stages: even middle stages force 1 layer each and 5 + 5 on the ends,
-    # worse than the planner's 1..2 per stage, so the export names every stage
-    assert pipeline_split(24, 16) == (5, 1, 5)
-    assert split_layers(24, 16) == [1] * 8 + [2] * 8
-    assert layout_string([1, 2, 2]) == "Et*1|t*2|t*2L"
-    m = cat.get("llama-2-7b", "model").model_copy(update={"layers": 24})
-    lay, tr = Layout(tp=1, pp=16, dp=1, zero=1), Training(seq_len=4096, global_batch=64)
-    args = dict(megatron_arg_list(lay, tr, m, 8)[0])
-    assert args["--pipeline-model-parallel-layout"] == "|".join(
-        ["Et*1"] + ["t*1"] * 7 + ["t*2"] * 7 + ["t*2L"])
+    layout = args["--pipeline-model-parallel-layout"]
+    assert layout == "Et*7|t*7|" + "|".join(["t*8"] * 13) + "|t*8L"
+    # read back the way Megatron parses it (pipeline_parallel_layer_layout.py L283-310)
+    stages = [st.replace("E", "").replace("L", "") for st in layout.split("|")]
+    assert [int(st[2:]) for st in stages] == split_layers(126, 16)
     assert "--decoder-first-pipeline-num-layers" not in args
-    _check_megatron(args.items())
+    text = megatron_args(lay, tr, m, 8)
+    assert f"--pipeline-model-parallel-layout '{layout}'" in text  # quoted for the shell
+
+
+def test_uneven_split_with_mtp_puts_the_mtp_layer_last():
+    assert stage_layout([1, 2, 2], 1) == "Et*1|t*2|t*2mL"
+    assert layout_string([1, 2, 2]) == "Et*1|t*2|t*2L"
+
+
+def test_megatron_environment_follows_the_zero_stage(cat):
+    m = cat.get("llama-3-70b", "model")
+    tr = Training(seq_len=4096, global_batch=64)
+    fsdp = megatron_args(Layout(tp=2, pp=1, dp=8, zero=3), tr, m, 8)
+    assert "unset CUDA_DEVICE_MAX_CONNECTIONS" in fsdp  # arguments.py L1166-1167
+    plain = megatron_args(Layout(tp=1, pp=1, dp=16, zero=1), tr, m, 8)
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in plain
 
 
 def test_deepspeed_config_details(cat):
@@ -419,3 +430,55 @@ def test_rejected_counts():
     assert rejected_counts(s) == {Reason.SMARTNIC.text: 4}  # one layout, four frameworks
     ds = rejected_counts(s, [Framework.DEEPSPEED])
     assert ds == {Reason.DS_ZERO23_PP.text: 1, Reason.SMARTNIC.text: 1}
+
+
+def test_a_registered_framework_takes_part_in_the_rules_and_the_counts():
+    # adding a framework is one module and one register() line: its rows run in
+    # framework_support and its rejections are counted under its rule's text
+    from optimus_calc.frameworks import FrameworkPlugin, Rule, plugins, register
+    from optimus_calc.frameworks.registry import unregister
+    rule = Rule("TOY_TP", "toy: no tensor parallelism (toy/engine.py L1)", "toy/engine.py L1",
+                lambda x: x.tp > 1)
+    register(FrameworkPlugin(key="toy", label="Toy", repo="example/toy", commit="0" * 40,
+                             rules=(rule,), launch="toy-run"))
+    try:
+        assert "toy" in [p.key for p in plugins()]
+        s = framework_support([1, 2], 1, 8, 1, 1, 1, 0, False, 1, 1, True, 0, heads=64, n_kv=8,
+                              experts=0, layers=80)
+        assert s.ok["toy"].tolist() == [True, False]
+        assert rejected_counts(s, ["toy"]) == {rule.text: 1}
+    finally:
+        unregister("toy")
+    assert "toy" not in [p.key for p in plugins()]
+
+
+def test_every_rule_row_names_its_source_in_its_text():
+    from optimus_calc.frameworks import plugins
+    for p in plugins():
+        for rule in p.rules:
+            assert rule.source in rule.text, (p.key, rule.name)
+            assert rule.name in Reason.__members__
+
+
+def test_export_and_framework_choices_come_from_the_registry():
+    from optimus_calc.cli.plan_cmd import plan_cmd
+    from optimus_calc.frameworks import export_choices, plugins
+    opt = next(o for o in plan_cmd.params if o.name == "export")
+    assert list(opt.type.choices) == export_choices() == ["deepspeed", "megatron", "torchtitan"]
+    assert [f.value for f in Framework] == [p.key for p in plugins()]
+
+
+def test_architecture_rules_need_the_model(cat):
+    from optimus_calc.hf_import import load_hf_config
+    tr = Training(seq_len=4096, global_batch=64)
+    lay = Layout(tp=1, pp=1, dp=8, zero=3)
+    # torchtitan v0.2.2 has llama3 8B/70B/405B but no Llama-2 flavour (llama3/__init__.py)
+    assert layout_support(lay, tr, cat.get("llama-2-7b", "model"))[Framework.TORCHTITAN] \
+        is Reason.TT_NO_FLAVOUR
+    assert layout_support(lay, tr, cat.get("llama-3-8b", "model"))[Framework.TORCHTITAN] \
+        is Reason.OK
+    falcon = load_hf_config(Path(__file__).parent / "data" / "hf" / "falcon" / "config.json")
+    assert layout_support(Layout(tp=1, pp=1, dp=8, zero=1), tr, falcon)[Framework.MEGATRON] \
+        is Reason.MG_ARCH
+    # without the model (a bare shape) the architecture rules are skipped
+    assert _one(zero=3)[Framework.TORCHTITAN] is Reason.OK

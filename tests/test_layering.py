@@ -325,7 +325,9 @@ def test_every_export_target(cat):
     layouts = {Export.DEEPSPEED: _candidate(tp=1, pp=1, dp=8),
                Export.MEGATRON: _candidate(),
                Export.TORCHTITAN: _candidate(zero=ZeroStage.OS_G_P, tp=1, pp=1, dp=8)}
-    out = {e: export_text(e, layouts[e], m, 8) for e in Export}
+    # torchtitan builds only its registered flavours: llama-3-8b is its llama3 "8B"
+    models = {e: cat.get("llama-3-8b", "model") if e is Export.TORCHTITAN else m for e in Export}
+    out = {e: export_text(e, layouts[e], models[e], 8) for e in Export}
     assert json.loads(out[Export.DEEPSPEED])["train_micro_batch_size_per_gpu"] == 2
     assert "--tensor-model-parallel-size 2" in out[Export.MEGATRON]
     assert out[Export.TORCHTITAN].startswith("# torchtitan")

@@ -14,7 +14,8 @@ repository commits. Static (``ast``) extraction, so neither torch nor the framew
   ``*_DEFAULT`` types for the top-level keys, aio and activation_checkpointing.
 - torchtitan: the dataclass sections of ``JobConfig`` (torchtitan/config/job_config.py).
 
-Each source is a git directory (bare is fine) and a commit or tag:
+Each source is a git directory (bare is fine) and a commit or tag (default: the commit the
+framework's plug-in pins, optimus_calc/frameworks/<name>.py):
 
     python tools/extract_framework_options.py \\
         --megatron PATH/Megatron-LM.git d98e8a64 --deepspeed PATH/DeepSpeed.git edaa7221 \\
@@ -403,18 +404,29 @@ def extract_torchtitan(repo: Repo) -> dict:
             "source": path, "sections": sections}
 
 
+def _source(ap, values: list[str], key: str) -> Repo:
+    """GIT_DIR [REV]; REV defaults to the commit the framework's plug-in pins."""
+    if len(values) > 2:
+        ap.error(f"--{key} takes GIT_DIR [REV]")
+    if len(values) == 2:
+        return Repo(*values)
+    from optimus_calc.frameworks import COMMITS
+    return Repo(values[0], COMMITS[key])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--megatron", nargs=2, metavar=("GIT_DIR", "REV"), required=True)
-    ap.add_argument("--deepspeed", nargs=2, metavar=("GIT_DIR", "REV"), required=True)
-    ap.add_argument("--torchtitan", nargs=2, metavar=("GIT_DIR", "REV"), required=True)
+    for key in ("megatron", "deepspeed", "torchtitan"):
+        ap.add_argument(f"--{key}", nargs="+", metavar="GIT_DIR [REV]", required=True,
+                        help="git directory and revision (default: the plug-in's pinned "
+                             "commit, optimus_calc.frameworks.<name>.COMMIT)")
     ap.add_argument("-o", "--output", default="tests/data/framework_options.json")
     a = ap.parse_args(argv)
     data = {
         "generated_by": "tools/extract_framework_options.py",
-        "megatron": extract_megatron(Repo(*a.megatron)),
-        "deepspeed": extract_deepspeed(Repo(*a.deepspeed)),
-        "torchtitan": extract_torchtitan(Repo(*a.torchtitan)),
+        "megatron": extract_megatron(_source(ap, a.megatron, "megatron")),
+        "deepspeed": extract_deepspeed(_source(ap, a.deepspeed, "deepspeed")),
+        "torchtitan": extract_torchtitan(_source(ap, a.torchtitan, "torchtitan")),
     }
     Path(a.output).write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
     print(f"wrote {a.output}: {len(data['megatron']['flags'])} Megatron-LM flags, "

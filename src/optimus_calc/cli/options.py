@@ -165,7 +165,7 @@ def pin_options(func: Callable) -> Callable:
         click.option("--framework", default="any", show_default=True,
                      metavar="NAME[,NAME...]|any",
                      help="Only layouts these frameworks run: "
-                          f"{', '.join(f.value for f in Framework)} (rules in frameworks.py, "
+                          f"{', '.join(f.value for f in Framework)} (rules in frameworks/, "
                           "from their source)."),
         click.option("--max-zero", type=click.IntRange(0, 3), default=3, show_default=True,
                      help="Highest ZeRO stage searched (Megatron-LM's distributed optimizer "

@@ -8,7 +8,7 @@ from optimus_calc.cli.common import emit, output_options, plot_option
 from optimus_calc.cli.options import (model_options, pin_options, plan_options,
                                       profile_option, sweep_training_options, train_options)
 from optimus_calc.errors import InputError
-from optimus_calc.report.plan_view import Export
+from optimus_calc.frameworks import export_choices, plugins
 
 MAX_NODES = 1_000_000  # as the --nodes option of plan and the per-layout commands
 # sweep runs one planner search per point (about 40 ms each): 1,000 points bound a sweep to under
@@ -20,9 +20,10 @@ MAX_SWEEP_POINTS = 1_000
 @click.argument("model")
 @plan_options
 @train_options
-@click.option("--export", type=click.Choice([e.value for e in Export]), default=None,
-              help="Print (or -o write) the recommended layout as a DeepSpeed config, "
-                   "Megatron-LM arguments or a torchtitan job config instead of the plan.")
+@click.option("--export", type=click.Choice(export_choices()), default=None,
+              help="Print (or -o write) the recommended layout instead of the plan, as "
+                   + "; ".join(f"{p.exporter.name}: {p.exporter.describes}" for p in plugins()
+                               if p.exporter) + ".")
 @output_options
 @click.pass_obj
 def plan_cmd(app, model, objective, top, export, fmt, output, **kw) -> None:
@@ -37,7 +38,7 @@ def plan_cmd(app, model, objective, top, export, fmt, output, **kw) -> None:
     if export:
         if res.recommended is None:
             raise InputError(f"nothing to export: {res.why}")
-        text = V.export_text(Export(export), res.recommended, res.model, res.hw.gpus_per_node)
+        text = V.export_text(export, res.recommended, res.model, res.hw.gpus_per_node)
         if output and output != "-":
             write_file(output, text)  # atomic, never over an input (cli/common.py)
         else:

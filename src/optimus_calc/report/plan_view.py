@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from enum import Enum
-from typing import assert_never
-
 from optimus_calc.report.common import (TrainRequest, context_row, layout_data, pct,
                                         shown_training, train_figures)
-from optimus_calc.frameworks import Framework
+from optimus_calc.frameworks import Export, Framework, exports_for
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
@@ -145,7 +142,7 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
         names = {f.value: f.label for f in Framework}
         notes.append("the recommendation runs on "
                      + ", ".join(names[f] for f in res.recommended.frameworks)
-                     + " (--export deepspeed|megatron|torchtitan)")
+                     + f" (--export {'|'.join(exports_for(res.recommended.frameworks))})")
     if res.what_if is not None:
         w = res.what_if
         base = f" vs {res.recommended.step_s:.2f} s recommended" if res.recommended else ""
@@ -224,39 +221,18 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
 
 
 def deepspeed_config(c, model) -> str:
-    """DeepSpeed JSON for a candidate (optimus_calc.export.deepspeed)."""
-    from optimus_calc.export.deepspeed import deepspeed_config as export
-    return export(c.layout, c.training, model)
+    return export_text("deepspeed", c, model)
 
 
 def megatron_args(c, model, gpus_per_node: int | None = None) -> str:
-    """Megatron-LM arguments for a candidate (optimus_calc.export.megatron)."""
-    from optimus_calc.export.megatron import megatron_args as export
-    return export(c.layout, c.training, model, gpus_per_node)
+    return export_text("megatron", c, model, gpus_per_node)
 
 
 def torchtitan_config(c, model) -> str:
-    """torchtitan TOML job config for a candidate (optimus_calc.export.torchtitan)."""
-    from optimus_calc.export.torchtitan import torchtitan_toml as export
-    return export(c.layout, c.training, model)
+    return export_text("torchtitan", c, model)
 
 
-class Export(str, Enum):
-    """`plan --export`: the recommended layout as a framework's configuration."""
-
-    DEEPSPEED = "deepspeed"    # a DeepSpeed JSON config
-    MEGATRON = "megatron"      # Megatron-LM command-line arguments
-    TORCHTITAN = "torchtitan"  # a torchtitan TOML job config
-
-
-def export_text(target: Export, c, model, gpus_per_node: int | None = None) -> str:
-    """The candidate ``c`` as ``target``'s configuration (optimus_calc.export)."""
-    match target:
-        case Export.DEEPSPEED:
-            return deepspeed_config(c, model)
-        case Export.MEGATRON:
-            return megatron_args(c, model, gpus_per_node)
-        case Export.TORCHTITAN:
-            return torchtitan_config(c, model)
-        case _:
-            assert_never(target)
+def export_text(target, c, model, gpus_per_node: int | None = None) -> str:
+    """The candidate ``c`` as ``target``'s configuration (the framework plug-in's exporter)."""
+    from optimus_calc.frameworks import exporter
+    return exporter(target).render(c.layout, c.training, model, gpus_per_node)

@@ -194,7 +194,7 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
             views["tp"], views["pp"], views["dp"], views["cp"], views["ep"], views["zero"],
             views["offload"], 0, views["v"], views["mb"], views["sp"], views["recompute"],
             heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
-            global_batch=views["gb"], precision=base.precision.value)
+            global_batch=views["gb"], precision=base.precision.value, model=model)
         runs = full(sup.any(frameworks))
         off_all = full(views["offload"])
         gone = fits & ~runs

@@ -15,28 +15,34 @@ step's micro-batches, cut into pipeline_parallel_microbatch_size pieces (L412-41
 
 from __future__ import annotations
 
-from optimus_calc.export import grad_accumulation, require
+from optimus_calc.frameworks.exporting import ExportError, grad_accumulation, require
+from optimus_calc.frameworks.torchtitan import FLAVOURS, flavour_of
 from optimus_calc.frameworks import Framework
 from optimus_calc.specs.training import Offload, Precision, Recompute, ZeroStage
 
-# torchtitan's llama3 model registry flavours with the catalog's architectures
-# (torchtitan/models/llama3/__init__.py at v0.2.2: "8B", "70B", "405B").
-TORCHTITAN_MODELS = {"llama-3-8b": ("llama3", "8B"), "llama-3-70b": ("llama3", "70B"),
-                     "llama-3-405b": ("llama3", "405B")}
+def _model_section(m) -> tuple[dict, list[str]]:
+    found = flavour_of(m)
+    if found is None:
+        names = sorted({f"{n}" for n, _, _, _ in FLAVOURS})
+        raise ExportError(
+            f"torchtitan v0.2.2 has no model flavour with {m.name}'s shape ({m.layers} layers, "
+            f"hidden {m.hidden}, {m.heads} heads / {m.n_kv} KV"
+            + (f", {m.experts} experts" if m.experts else "")
+            + f"); its model families are {', '.join(names)} (torchtitan/models/*/__init__.py), "
+            "and without a [model] section it trains the llama3 debug model")
+    name, flavor, source = found
+    notes = [f"[model] {name} {flavor}: torchtitan/models/{source}"]
+    if m.mtp_layers:
+        notes.append(f"torchtitan's {name} builds no multi-token-prediction module: "
+                     f"{m.mtp_params / 1e9:.2f}B fewer parameters than the plan counts")
+    return {"name": name, "flavor": flavor}, notes
 
 
 def torchtitan_sections(layout, training, model) -> tuple[dict[str, dict], list[str]]:
+    model_section, notes = _model_section(model)  # the specific refusal first
     require(layout, training, model, Framework.TORCHTITAN)
     lay, tr, m = layout, training, model
-    notes: list[str] = []
-    sec: dict[str, dict] = {}
-    if m.name in TORCHTITAN_MODELS:
-        name, flavor = TORCHTITAN_MODELS[m.name]
-        sec["model"] = {"name": name, "flavor": flavor}
-    else:
-        notes.append(f"[model]: torchtitan builds models from its registry; set name/flavor to "
-                     f"one with {m.name}'s shape ({m.layers} layers, hidden {m.hidden}, "
-                     f"{m.heads} heads / {m.n_kv} KV)")
+    sec: dict[str, dict] = {"model": model_section}
     accum = grad_accumulation(lay, tr)
     training: dict = {"seq_len": tr.seq_len, "global_batch_size": tr.global_batch,
                       "mixed_precision_param": "float32" if tr.precision is Precision.FP32
@@ -93,7 +99,7 @@ def _toml_value(v) -> str:
     return f'"{s}"'
 
 
-def torchtitan_toml(layout, training, model) -> str:
+def torchtitan_toml(layout, training, model, gpus_per_node: int | None = None) -> str:
     sec, notes = torchtitan_sections(layout, training, model)
     lines = [f"# torchtitan v0.2.2 job config ({layout.gpus} GPUs): "
              "NGPU=<GPUs per node> CONFIG_FILE=this.toml ./run_train.sh (torchrun per node)"]

@@ -1,0 +1,164 @@
+"""What a framework plug-in is: its pinned source, its rules as rows, its exporter, the
+environment it needs and its physics profile.
+
+A :class:`Rule` is one row: a name, a predicate over the layout arrays (:class:`Layouts`), the
+text a user sees and the source file and line it comes from. Rules run in order; the first that
+holds rejects the layout. Predicates are numpy boolean expressions over millions of layouts at
+once, so a rule costs a few vectorised operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable
+
+import numpy as np
+
+from optimus_calc.specs.training import OFFLOAD_CODES, Offload, offload_code
+
+# Offload codes in the layout arrays (specs.training.offload_code: the Offload enum's order, then
+# targets added by offload-strategy plug-ins, which no framework runs unless a rule says so).
+OFFLOAD_ORDER: tuple[Offload, ...] = OFFLOAD_CODES
+OFF_NONE, OFF_CPU, OFF_NVME, OFF_SMARTNIC, OFF_SUPERCHIP = (offload_code(o) for o in (
+    Offload.NONE, Offload.CPU, Offload.NVME, Offload.SMARTNIC, Offload.SUPERCHIP))
+
+
+def not_dividing(n: int, d: np.ndarray) -> np.ndarray:
+    """``n % d != 0`` through a lookup table over the (small) degrees: faster than ``%`` on
+    millions of int64 values."""
+    top = int(d.max(initial=1))
+    table = (n % np.arange(1, top + 1)) != 0
+    return table[np.maximum(d, 1) - 1]
+
+
+def dividing_into(d: np.ndarray, n: int) -> np.ndarray:
+    """``d % n == 0`` elementwise for a scalar n (lookup table as above)."""
+    top = int(d.max(initial=1))
+    return (np.arange(1, top + 1) % max(n, 1) == 0)[np.maximum(d, 1) - 1]
+
+
+class Layouts:
+    """The layout arrays the rules read (broadcast together) and the model's shape. Derived
+    masks that several frameworks share are computed once (cached)."""
+
+    def __init__(self, tp, pp, dp, cp, ep, zero, offload, offload_params, interleave,
+                 micro_batch, *, heads: int, n_kv: int, experts: int, layers: int,
+                 global_batch=None, precision: str = "bf16", model=None):
+        (self.tp, self.pp, self.dp, self.cp, self.ep, self.zero, self.off, self.v,
+         self.mb) = np.broadcast_arrays(*(np.asarray(a, dtype=np.int64) for a in (
+             tp, pp, dp, cp, ep, zero, offload, interleave, micro_batch)))
+        self.oparams = np.broadcast_to(np.asarray(offload_params, dtype=bool), self.tp.shape)
+        self.heads, self.n_kv, self.experts, self.layers = heads, n_kv, experts, layers
+        self.gb = None if global_batch is None else np.asarray(global_batch, dtype=np.int64)
+        self.precision = precision
+        self.model = model  # the Model, for rules on the architecture (None: those are skipped)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.tp.shape
+
+    def everywhere(self) -> np.ndarray:
+        return np.ones(self.shape, dtype=bool)
+
+    @cached_property
+    def smartnic(self) -> np.ndarray:
+        return self.off == OFF_SMARTNIC
+
+    @cached_property
+    def offloading(self) -> np.ndarray:
+        return self.off != OFF_NONE
+
+    @cached_property
+    def heads_bad(self) -> np.ndarray:
+        """Heads or KV heads not a multiple of TP."""
+        return not_dividing(self.heads, self.tp) | not_dividing(self.n_kv, self.tp)
+
+    @cached_property
+    def experts_bad(self) -> np.ndarray | None:
+        """Experts not a multiple of EP (None for a dense model: the rule does not apply)."""
+        return not_dividing(self.experts, self.ep) if self.experts else None
+
+
+Predicate = Callable[[Layouts], "np.ndarray | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row: where ``when`` holds, the framework cannot run the layout. ``when`` returns
+    None where the rule does not apply to this model or request (e.g. no experts)."""
+
+    name: str          # stable identifier, e.g. "DS_ZERO23_PP"
+    text: str          # what the user reads; names the framework and cites the source
+    source: str        # file and line at the pinned commit (also quoted in ``text``)
+    when: Predicate
+    on_model: bool = False  # about the architecture: no layout of this model escapes it
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    """An environment variable the launch needs (exported in the script), with its source."""
+
+    name: str
+    value: str | None  # None: must be unset
+    why: str
+
+
+@dataclass(frozen=True)
+class PhysicsProfile:
+    """How the framework's own mechanics change the numbers (issue 19 fills these). None means
+    "not yet modelled: the evaluator's framework-neutral default applies". Each filled value
+    cites file and line at the pinned commit in ``sources`` (field name -> citation)."""
+
+    grad_buffer_dtype: str | None = None        # "fp32" / "bf16": main-gradient buffer
+    grad_reduce_dtype: str | None = None        # dtype of the DP reduction
+    dp_reduce_timing: str | None = None         # "overlapped" with backward or "after-backward"
+    tp_comm_overlap: bool | None = None         # backward TP collectives hidden behind GEMMs
+    zero3_gather_granularity: str | None = None  # "block" (FSDP unit) or "submodule"
+    zero3_prefetch_layers: int | None = None
+    offload_step_phases: tuple[str, ...] | None = None  # the offloaded step, in order
+    recompute_semantics: str | None = None      # e.g. "op-level SAC" vs "Korthikanti selective"
+    fixed_step_cost_s: float | None = None      # per-step framework overhead
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def filled(self) -> dict[str, object]:
+        """The values set, by field name."""
+        return {k: v for k, v in self.__dict__.items() if v is not None and k != "sources"}
+
+
+@dataclass(frozen=True)
+class Exporter:
+    """``plan --export NAME``: ``render(layout, training, model, gpus_per_node) -> str``,
+    imported lazily from ``module`` (exporters stay off the cold-start path)."""
+
+    name: str
+    describes: str   # "a DeepSpeed JSON config", for the --export help
+    module: str
+    function: str
+
+    def render(self, layout, training, model, gpus_per_node: int | None = None) -> str:
+        from importlib import import_module
+        return getattr(import_module(self.module), self.function)(
+            layout, training, model, gpus_per_node)
+
+
+@dataclass(frozen=True)
+class FrameworkPlugin:
+    """One training framework: everything the tool knows about it lives in its module."""
+
+    key: str                      # the --framework name
+    label: str                    # as printed
+    repo: str                     # GitHub owner/name
+    commit: str                   # the pinned commit every file:line refers to
+    rules: tuple[Rule, ...]
+    launch: str                   # the documented launch path the exports target
+    environment: Callable[[object], tuple[EnvVar, ...]] = lambda layout: ()  # per Layout
+    exporter: Exporter | None = None
+    exported_by: str | None = None  # another plug-in's exporter that covers this framework
+    profile: PhysicsProfile = field(default_factory=PhysicsProfile)
+
+
+SMARTNIC = Rule(
+    "SMARTNIC",
+    "SmartNIC (OptimusNIC) offload is a research prototype that no framework runs; it is a "
+    "what-if", "", lambda x: x.smartnic)

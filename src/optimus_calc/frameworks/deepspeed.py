@@ -1,0 +1,74 @@
+"""DeepSpeed (``deepspeedai/DeepSpeed``): rules, launch path, exporter, physics profile.
+
+Pinned at commit edaa7221267243c7be7fb49c5d5f5c4fb97b4641 (2026-08-22); every file and line
+below refers to it. The ZeRO and offload rows are shared with Megatron-DeepSpeed, which runs on
+DeepSpeed's engine.
+
+Launch path: plain DeepSpeed with tensor parallelism is config-only AutoTP
+(``tensor_parallel.autotp_size``, docs/_tutorials/autotp-training.md), built by
+``deepspeed.initialize`` without an ``mpu``. Its tutorial documents ZeRO stages 0-2 (L20) even
+though runtime/engine.py L664-667 comments that ZeRO-3 works: the planner keeps to the
+documented path and leaves TP + ZeRO-3 to Megatron-DeepSpeed.
+"""
+
+from __future__ import annotations
+
+from optimus_calc.frameworks.base import (OFF_CPU, OFF_NVME, OFF_SUPERCHIP, SMARTNIC, Exporter,
+                                          FrameworkPlugin, Rule)
+
+COMMIT = "edaa7221267243c7be7fb49c5d5f5c4fb97b4641"
+_DS = "DeepSpeed"
+
+
+def _row(name: str, what: str, source: str, when) -> Rule:
+    return Rule(name, f"{_DS}: {what} ({source})", source, when)
+
+
+# Rows every DeepSpeed-engine framework obeys (plain DeepSpeed and Megatron-DeepSpeed).
+ENGINE_RULES: tuple[Rule, ...] = (
+    SMARTNIC,
+    _row("DS_ZERO23_PP", "ZeRO-2/3 are incompatible with pipeline parallelism",
+         "deepspeed/runtime/pipe/engine.py L76-77", lambda x: (x.zero >= 2) & (x.pp > 1)),
+    _row("DS_OFFLOAD_ZERO0", "offload needs ZeRO >= 1; at stage 0 no ZeRO optimizer is built "
+         "and offload_optimizer is ignored", "runtime/config.py L817, runtime/engine.py L2057",
+         lambda x: (x.zero == 0) & (x.offloading | x.oparams)),
+    _row("DS_NVME_ZERO3", "NVMe optimizer offload needs ZeRO-3; stages 1-2 treat any offload "
+         "device as CPU", "runtime/zero/stage_1_and_2.py L186-187; NVMe swapping only in "
+         "runtime/zero/stage3.py L777", lambda x: (x.off == OFF_NVME) & (x.zero < 3)),
+    _row("DS_PARAMS_ZERO3", "offload_param is valid only with ZeRO-3",
+         "runtime/zero/config.py L157-162", lambda x: x.oparams & (x.zero < 3)),
+    _row("DS_SUPERCHIP_ZERO3", "SuperOffload (offload_optimizer.super_offload) is valid only "
+         "with ZeRO-3", "runtime/zero/offload_config.py L102-103, runtime/engine.py L2478",
+         lambda x: (x.off == OFF_SUPERCHIP) & (x.zero < 3)),
+    Rule("DS_CP", f"{_DS}: no ring context parallelism; its sequence parallelism (Ulysses, "
+         "sequence_parallel_size) is an all-to-all scheme this layout does not model", "",
+         lambda x: x.cp > 1),
+    _row("DS_INTERLEAVE", "the pipeline engine has only the 1F1B TrainSchedule, no interleaved "
+         "stages", "runtime/pipe/schedule.py L189", lambda x: x.v > 1),
+    _row("DS_EXPERTS_EP", "experts must be a multiple of the expert-parallel size",
+         "deepspeed/moe/layer.py L59", lambda x: x.experts_bad),
+)
+
+RULES: tuple[Rule, ...] = ENGINE_RULES + (
+    Rule("DS_TP_PP", f"{_DS}: tensor parallelism (AutoTP, runtime/engine.py L332) does not "
+         "compose with its pipeline engine; TP with PP needs Megatron-DeepSpeed",
+         "runtime/engine.py L332", lambda x: (x.tp > 1) & (x.pp > 1)),
+    _row("DS_TP_HEADS", "AutoTP shards attention by KV heads; heads and KV heads must divide "
+         "evenly by TP", "module_inject/tp_shard.py L80-82", lambda x: (x.tp > 1) & x.heads_bad),
+    _row("DS_AUTOTP_ZERO3", "AutoTP training (config-only tensor_parallel.autotp_size) is "
+         "documented with ZeRO stages 0-2; TP with ZeRO-3 runs on Megatron-DeepSpeed",
+         "docs/_tutorials/autotp-training.md L20", lambda x: (x.tp > 1) & (x.zero == 3)),
+)
+
+LAUNCH = ("deepspeed --num_nodes N --num_gpus G train.py --deepspeed_config ds_config.json "
+          "(the script calls deepspeed.initialize(model=..., config=...) without an mpu; with "
+          "TP > 1 that is AutoTP's config-only path)")
+
+PLUGIN = FrameworkPlugin(
+    key="deepspeed", label="DeepSpeed", repo="deepspeedai/DeepSpeed", commit=COMMIT,
+    rules=RULES, launch=LAUNCH,
+    exporter=Exporter("deepspeed", "a DeepSpeed JSON config (plain DeepSpeed with AutoTP, or "
+                      "Megatron-DeepSpeed when only it runs the layout)",
+                      "optimus_calc.frameworks.deepspeed_export", "deepspeed_config"))
+
+__all__ = ["PLUGIN", "RULES", "ENGINE_RULES", "COMMIT", "OFF_CPU"]

@@ -1,0 +1,189 @@
+"""DeepSpeed JSON config for a layout, for one named launch path (written in the file's
+``_launch`` block, which DeepSpeed ignores: it reads only the keys it knows):
+
+- ``deepspeed``: plain DeepSpeed, ``deepspeed.initialize`` without an mpu. With TP > 1 this is
+  config-only AutoTP (``tensor_parallel.autotp_size``): without an mpu DeepSpeed's batch
+  arithmetic counts every GPU as data-parallel (runtime/config.py L720-724, checked at L937),
+  while each TP group reads the same samples (runtime/engine.py L659-700 checks it), so
+  ``train_batch_size`` = micro x accumulation x GPUs, which is TP times the distinct sequences.
+- ``megatron-deepspeed``: when only Megatron-DeepSpeed runs the layout (TP with PP, or TP with
+  ZeRO-3): its mpu makes DeepSpeed count the data-parallel ranks only.
+
+Keys are DeepSpeed's at commit edaa7221267243c7be7fb49c5d5f5c4fb97b4641:
+runtime/constants.py (batch keys), runtime/precision_config.py (bf16/fp16),
+runtime/zero/config.py (zero_optimization and its stage3_* aliases),
+runtime/zero/offload_config.py (offload_optimizer / offload_param, super_offload, ratio),
+runtime/swap_tensor/constants.py (aio), runtime/tensor_parallel/config.py (AutoTP). Tests
+check every emitted key and its type against the extracted schema.
+"""
+
+from __future__ import annotations
+
+import json
+from math import ceil
+from typing import assert_never
+
+from optimus_calc.frameworks.exporting import grad_accumulation, require
+from optimus_calc.frameworks import Framework
+from optimus_calc.specs.training import Assumptions, Offload, Optimizer, Precision, Recompute
+
+# DeepSpeed's NVMe offload needs a directory on the node's NVMe drives; this is the example
+# path DeepSpeed's documentation uses, to be replaced by the user's mount point.
+NVME_PATH_PLACEHOLDER = "/local_nvme"
+
+# aio block: DeepSpeed's defaults (runtime/swap_tensor/constants.py L19-30).
+AIO_DEFAULTS = {"block_size": 1048576, "queue_depth": 8, "intra_op_parallelism": 1,
+                "single_submit": False, "overlap_events": True}
+
+# stage3_param_persistence_threshold: DeepSpeed's default 1e5 elements
+# (runtime/zero/config.py L221); parameters this small stay gathered (negligible memory).
+PARAM_PERSISTENCE_THRESHOLD = 100_000
+
+_OPTIMIZER_TYPE = {Optimizer.ADAM: "Adam", Optimizer.ADAMW: "AdamW", Optimizer.SGD: "SGD"}
+
+
+def _batch(layout, training, fw) -> tuple[dict, int, list[str]]:
+    """The batch keys, the data-parallel world DeepSpeed counts, and notes."""
+    gas = grad_accumulation(layout, training)
+    autotp = fw is Framework.DEEPSPEED and layout.tp > 1
+    world = layout.gpus if autotp else layout.dp
+    notes = []
+    if autotp:
+        notes.append(f"AutoTP without an mpu: DeepSpeed counts all {layout.gpus} GPUs as "
+                     f"data-parallel (runtime/config.py L720-724, L937), so train_batch_size "
+                     f"is {training.micro_batch * gas * world}; the {layout.tp} ranks of each "
+                     f"TP group must read the same samples (runtime/engine.py L659-700 checks "
+                     f"it), which makes {training.global_batch} distinct sequences per step")
+    return ({"train_batch_size": training.micro_batch * gas * world,
+             "train_micro_batch_size_per_gpu": training.micro_batch,
+             "gradient_accumulation_steps": gas}, world, notes)
+
+
+def _precision_and_optimizer(cfg: dict, layout, training) -> None:
+    prec = training.precision
+    match prec:
+        case Precision.BF16:
+            cfg["bf16"] = {"enabled": True}
+        case Precision.FP16:
+            cfg["fp16"] = {"enabled": True, "loss_scale": 0}  # 0 = dynamic loss scaling
+        case Precision.FP32:
+            pass  # DeepSpeed trains in fp32 unless bf16/fp16 is enabled
+        case _:
+            assert_never(prec)
+    cfg["optimizer"] = {"type": _OPTIMIZER_TYPE[training.optimizer]}
+    if training.optimizer is Optimizer.SGD and int(layout.zero) >= 1:
+        # torch.optim.SGD is not in ZERO_SUPPORTED_OPTIMIZERS (runtime/zero/utils.py L45-46):
+        # ZeRO asserts without this key (runtime/engine.py L1987-1990)
+        cfg["zero_allow_untested_optimizer"] = True
+        if layout.offload is not Offload.NONE:
+            # an optimizer other than DeepSpeedCPUAdam/Lion with offload raises
+            # ZeRORuntimeException unless this is false (runtime/engine.py L2040-2044)
+            cfg["zero_force_ds_cpu_optimizer"] = False
+
+
+def _zero(layout, training, model, asm: Assumptions) -> dict:
+    """zero_optimization. ZeRO-3 knobs follow the memory model: it reserves 4 bytes x the
+    largest layer / TP for gathered parameters (equations/memory.py ``memory.overhead_bytes``),
+    that is 4 / weight_bytes layers' worth of elements live at once, and prefetches one layer;
+    reduce_bucket_size is the modelled bucket (``zero_bucket_params``)."""
+    lay, tr = layout, training
+    zero: dict = {"stage": int(lay.zero)}
+    if int(lay.zero) >= 1:
+        zero["contiguous_gradients"] = True
+        # the pipeline engine turns overlap off (runtime/engine.py L2390-2393)
+        zero["overlap_comm"] = lay.pp == 1
+        zero["reduce_bucket_size"] = int(asm.zero_bucket_params)
+    if int(lay.zero) == 3:
+        largest = model.largest_layer_params / lay.tp
+        zero["stage3_max_live_parameters"] = int(ceil(4 * largest / tr.weight_bytes))
+        zero["stage3_prefetch_bucket_size"] = int(ceil(largest))
+        zero["stage3_param_persistence_threshold"] = PARAM_PERSISTENCE_THRESHOLD
+    nvme = lay.offload is Offload.NVME
+    if lay.offload in (Offload.CPU, Offload.NVME, Offload.SUPERCHIP):
+        off: dict = {"device": "nvme" if nvme else "cpu", "pin_memory": True}
+        if nvme:
+            off["nvme_path"] = NVME_PATH_PLACEHOLDER
+            off["buffer_count"] = int(asm.nvme_buffer_count)
+        if lay.offload is Offload.SUPERCHIP:
+            off["super_offload"] = True
+            off["ratio"] = round(1.0 - lay.superchip_gpu_fraction, 6)
+        zero["offload_optimizer"] = off
+    if lay.offload_params:
+        zero["offload_param"] = {"device": "nvme" if nvme else "cpu", "pin_memory": True}
+        if nvme:
+            zero["offload_param"]["nvme_path"] = NVME_PATH_PLACEHOLDER
+            zero["offload_param"]["buffer_size"] = int(asm.nvme_buffer_params)
+    return zero
+
+
+def _launch(layout, training, model, fw, gpus_per_node: int | None) -> dict:
+    """The ``_launch`` block: which launcher, the command, what the model code must do."""
+    lay = layout
+    gpn = gpus_per_node or min(lay.gpus, 8)
+    nodes = max(1, lay.gpus // gpn)
+    notes = []
+    if fw is Framework.DEEPSPEED:
+        model_arg = (f"a deepspeed.pipe.PipelineModule(..., num_stages={lay.pp}), whose "
+                     "topology deepspeed.initialize takes as the mpu (deepspeed/__init__.py "
+                     "L243)" if lay.pp > 1 else "the model, without an mpu")
+        cmd = (f"deepspeed --num_nodes {nodes} --num_gpus {gpn} <train.py> "
+               f"--deepspeed_config ds_config.json  (train.py: deepspeed.initialize(model=..., "
+               f"config=...) with {model_arg})")
+        launcher = ("DeepSpeed (AutoTP, config only)" if lay.tp > 1 else
+                    "DeepSpeed (pipeline engine)" if lay.pp > 1 else "DeepSpeed")
+        if model.is_moe and lay.ep > 1:
+            notes.append(f"expert parallelism {lay.ep}: DeepSpeed-MoE takes it in the model code, "
+                         f"deepspeed.moe.layer.MoE(..., num_experts={model.experts}, "
+                         f"ep_size={lay.ep}, k={model.top_k}) (deepspeed/moe/layer.py L42); no "
+                         "config key sets it")
+        elif model.is_moe:
+            notes.append("MoE layers: build them with deepspeed.moe.layer.MoE (ep_size=1)")
+    else:
+        args = [f"--tensor-model-parallel-size {lay.tp}",
+                f"--pipeline-model-parallel-size {lay.pp}",
+                f"--micro-batch-size {training.micro_batch}",
+                f"--global-batch-size {training.global_batch}", f"--zero-stage {int(lay.zero)}"]
+        if lay.pp == 1:
+            # only then is the mpu passed to deepspeed.initialize (megatron/training.py L612)
+            # and the non-pipeline model built, which ZeRO-2/3 need (pipe/engine.py L76-77)
+            args.append("--no-pipeline-parallel")
+        if model.is_moe:
+            args += [f"--num-experts {model.experts}", f"--topk {model.top_k}",
+                     f"--moe-expert-parallel-size {lay.ep}"]
+        cmd = (f"deepspeed --num_nodes {nodes} --num_gpus {gpn} pretrain_gpt.py "
+               + " ".join(args) + " <model and data arguments> --deepspeed "
+               "--deepspeed_config ds_config.json")
+        launcher = "Megatron-DeepSpeed (pretrain_gpt.py, its mpu)"
+        notes.append("Megatron-DeepSpeed @ 4efb479d: --zero-stage (megatron/arguments.py L1487)"
+                     + (", --no-pipeline-parallel (L954)" if lay.pp == 1 else "")
+                     + (", --num-experts (L608), --moe-expert-parallel-size (L1159)"
+                        if model.is_moe else ""))
+    return {"launcher": launcher, "command": cmd, "notes": notes}
+
+
+def deepspeed_config_dict(layout, training, model, asm: Assumptions | None = None,
+                          gpus_per_node: int | None = None) -> dict:
+    """The config as a dict, for plain DeepSpeed when it runs the layout, else for
+    Megatron-DeepSpeed (the ``_launch`` block says which)."""
+    fw = require(layout, training, model, Framework.DEEPSPEED, Framework.MEGATRON_DEEPSPEED)
+    asm = asm or Assumptions()
+    cfg, _, batch_notes = _batch(layout, training, fw)
+    _precision_and_optimizer(cfg, layout, training)
+    cfg["zero_optimization"] = _zero(layout, training, model, asm)
+    if layout.offload is Offload.NVME:
+        cfg["aio"] = dict(AIO_DEFAULTS)
+    if fw is Framework.DEEPSPEED and layout.tp > 1:
+        cfg["tensor_parallel"] = {"autotp_size": layout.tp}
+    if training.recompute is not Recompute.NONE and fw is Framework.MEGATRON_DEEPSPEED:
+        # Megatron-DeepSpeed's checkpointing reads this block; activations partitioned over TP
+        cfg["activation_checkpointing"] = {"partition_activations": layout.tp > 1,
+                                           "contiguous_memory_optimization": False}
+    launch = _launch(layout, training, model, fw, gpus_per_node)
+    launch["notes"] = batch_notes + launch["notes"]
+    return {"_launch": launch, **cfg}
+
+
+def deepspeed_config(layout, training, model, gpus_per_node: int | None = None,
+                     asm: Assumptions | None = None) -> str:
+    return json.dumps(deepspeed_config_dict(layout, training, model, asm, gpus_per_node),
+                      indent=2) + "\n"

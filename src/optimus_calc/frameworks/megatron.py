@@ -1,0 +1,115 @@
+"""Megatron-LM (``NVIDIA/Megatron-LM``): rules, launch path, environment, exporter, profile.
+
+Pinned at commit d98e8a64ddf34856e74b24714e3bedb2f5a39553 (2026-08-22); every file and line
+below refers to it. ZeRO-1 is the distributed optimizer, ZeRO-2/3 are Megatron-FSDP.
+"""
+
+from __future__ import annotations
+
+from optimus_calc.frameworks.base import (OFF_CPU, OFF_NVME, OFF_SUPERCHIP, SMARTNIC, EnvVar,
+                                          Exporter, FrameworkPlugin, Rule, dividing_into,
+                                          not_dividing)
+
+COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
+_MG = "Megatron-LM"
+
+
+def _row(name: str, what: str, source: str, when) -> Rule:
+    return Rule(name, f"{_MG}: {what} ({source})", source, when)
+
+
+def _interleave_micro(x):
+    """Fewer micro-batches per step than PP stages: global / (dp x micro) < pp, no division."""
+    if x.gb is None:
+        return None
+    return (x.v > 1) & (x.gb < x.pp * x.dp * x.mb)
+
+
+def unbuildable(m) -> str | None:
+    """Why Megatron-LM's GPT model (pretrain_gpt.py) cannot build ``m`` from flags, or None."""
+    if m.arch != "decoder":
+        return f"{m.name} is an encoder; the export targets Megatron-LM's GPT (decoder) script"
+    if m.parallel_attention:
+        return (f"{m.name}: parallel attention + MLP blocks (Falcon, GPT-J) have no Megatron-LM "
+                "flag at d98e8a64 (TransformerLayer runs attention, then the MLP); the export "
+                "would build a different model")
+    if m.ffn_type.value not in ("swiglu", "gelu"):
+        return (f"{m.name}: a {m.ffn_type.value} MLP has no Megatron-LM flag (--swiglu or the "
+                "default GeLU)")
+    if m.position_embedding not in ("rope", "learned", "none"):
+        return f"{m.name}: {m.position_embedding} position embeddings have no Megatron-LM setting"
+    biases = (m.attention_bias, m.attention_out_bias, m.mlp_bias)
+    if biases not in ((False, False, False), (True, False, False), (True, True, True)):
+        return (f"{m.name}: biases on (QKV, output, MLP) = {biases} have no Megatron-LM "
+                "setting (all, none, or QKV only)")
+    return None
+
+
+def _cannot_build(x):
+    if x.model is None or unbuildable(x.model) is None:
+        return None
+    return x.everywhere()
+
+
+_ARCH_SOURCE = ("training/arguments.py L2397 (position embeddings), L2450 (--swiglu); "
+                "core/transformer/transformer_config.py L212-218 (biases)")
+
+RULES: tuple[Rule, ...] = (
+    SMARTNIC,
+    _row("MG_HEADS_TP", "num_attention_heads must be a multiple of TP",
+         "megatron/core/transformer/transformer_config.py L1446",
+         lambda x: not_dividing(x.heads, x.tp)),
+    _row("MG_GROUPS_TP", "num_query_groups must be a multiple or a divisor of TP",
+         "megatron/core/transformer/transformer_config.py L1460-1463",
+         lambda x: not_dividing(x.n_kv, x.tp) & ~dividing_into(x.tp, x.n_kv)),
+    _row("MG_EXPERTS_EP", "experts must be a multiple of the expert-parallel size",
+         "megatron/training/arguments.py L1655-1658", lambda x: x.experts_bad),
+    _row("MG_FSDP_PP", "ZeRO-2/3 is Megatron-FSDP, documented to compose with TP, CP and EP "
+         "but not PP", "docs/user-guide/features/megatron_fsdp.md L318; Megatron-FSDP v2 "
+         "rejects PP, core/distributed/fsdp/mcore_fsdp_adapter.py L627-638",
+         lambda x: (x.zero >= 2) & (x.pp > 1)),
+    Rule("MG_OFFLOAD_TARGET", f"{_MG}: optimizer offload goes to CPU only "
+         "(--optimizer-cpu-offload, training/arguments.py L2918); no NVMe, SmartNIC or "
+         "SuperOffload", "training/arguments.py L2918",
+         lambda x: (x.off == OFF_NVME) | (x.off == OFF_SUPERCHIP)),
+    Rule("MG_OFFLOAD_PARAMS", f"{_MG}: no parameter offload (only the optimizer, "
+         "--optimizer-cpu-offload)", "", lambda x: x.oparams),
+    Rule("MG_OFFLOAD_ZERO0", f"{_MG}: --optimizer-cpu-offload needs "
+         "--use-precision-aware-optimizer (training/arguments.py L1884-1887), which needs the "
+         "distributed optimizer, ZeRO >= 1 (core/optimizer/__init__.py L1057-1060)",
+         "training/arguments.py L1884-1887", lambda x: (x.off == OFF_CPU) & (x.zero == 0)),
+    _row("MG_INTERLEAVE_PP", "the interleaved schedule needs PP > 1",
+         "training/arguments.py L1000-1003", lambda x: (x.v > 1) & (x.pp < 2)),
+    _row("MG_INTERLEAVE_LAYERS", "interleaving needs layers divisible by PP and by the layers "
+         "per virtual stage", "training/arguments.py L966-975",
+         lambda x: (x.v > 1) & not_dividing(x.layers, x.pp * x.v)),
+    _row("MG_INTERLEAVE_MICRO", "the interleaved schedule needs at least PP micro-batches",
+         "core/pipeline_parallel/schedules.py L1160-1168", _interleave_micro),
+    Rule("MG_ARCH", f"{_MG}: pretrain_gpt.py cannot build this architecture from its flags (an "
+         "encoder, parallel attention + MLP, a GEGLU/ReLU MLP, ALiBi or partial biases) "
+         f"({_ARCH_SOURCE})", _ARCH_SOURCE, _cannot_build, on_model=True),
+)
+
+
+def environment(layout) -> tuple[EnvVar, ...]:
+    """What ``validate_args`` asserts about CUDA_DEVICE_MAX_CONNECTIONS on GPUs before
+    Blackwell (the requirement is lifted from compute capability 10 on)."""
+    if int(layout.zero) >= 2:
+        return (EnvVar("CUDA_DEVICE_MAX_CONNECTIONS", None,
+                       "Megatron-FSDP asserts it is unset or > 1 "
+                       "(megatron/training/arguments.py L1166-1167)"),)
+    if layout.tp > 1 or layout.cp > 1:
+        return (EnvVar("CUDA_DEVICE_MAX_CONNECTIONS", "1",
+                       "tensor or context parallelism asserts it on GPUs before Blackwell "
+                       "(megatron/training/arguments.py L1477-1479)"),)
+    return ()
+
+
+LAUNCH = ("torchrun --nproc-per-node G --nnodes N pretrain_gpt.py ARGS (Megatron-LM's GPT "
+          "pretraining script)")
+
+PLUGIN = FrameworkPlugin(
+    key="megatron", label="Megatron-LM", repo="NVIDIA/Megatron-LM", commit=COMMIT,
+    rules=RULES, launch=LAUNCH, environment=environment,
+    exporter=Exporter("megatron", "a Megatron-LM launch script (torchrun pretrain_gpt.py)",
+                      "optimus_calc.frameworks.megatron_export", "megatron_args"))

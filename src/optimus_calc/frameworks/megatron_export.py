@@ -1,0 +1,291 @@
+"""Megatron-LM ``pretrain_gpt.py`` launch script for a layout: the environment Megatron
+asserts, then the architecture (MLA, MoE with its dense layers, router and shared experts),
+parallel, batch, exact pipeline split, ZeRO (distributed optimizer / Megatron-FSDP), offload and
+precision flags.
+
+Flag names and rules are Megatron-LM's at commit d98e8a64ddf34856e74b24714e3bedb2f5a39553
+(megatron/training/arguments.py and the config dataclasses it turns into flags through
+megatron/training/argument_utils.py ``ArgumentGroupFactory``); tests check every flag against
+the extracted option list.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import assert_never
+
+from optimus_calc.evaluate.shapes import split_layers
+from optimus_calc.frameworks.megatron import unbuildable
+from optimus_calc.frameworks.exporting import (ExportError, environment_lines,
+                                               grad_accumulation, require)
+from optimus_calc.frameworks import Framework
+from optimus_calc.specs.training import Offload, Optimizer, Precision, Recompute, ZeroStage
+
+# Megatron's default dropout (TransformerConfig.hidden_dropout / attention_dropout = 0.1,
+# megatron/core/transformer/transformer_config.py L188-191): written when the plan assumed
+# dropout (--dropout), 0 otherwise.
+MEGATRON_DEFAULT_DROPOUT = 0.1
+# arguments.py L2441: --make-vocab-size-divisible-by default 128 (padding multiple per TP rank)
+MEGATRON_VOCAB_MULTIPLE = 128
+
+
+# Routers the Model record does not carry, by family, from the models' published config.json:
+# deepseek-ai/DeepSeek-V3: scoring_func "sigmoid", topk_method "noaux_tc" (a per-expert bias
+# updated outside the gradient), n_group 8, topk_group 4, routed_scaling_factor 2.5;
+# deepseek-ai/DeepSeek-V2: scoring_func "softmax", group_limited_greedy, n_group 8,
+# topk_group 3, routed_scaling_factor 16.0, norm_topk_prob false; Qwen/Qwen1.5-MoE-A2.7B:
+# norm_topk_prob false (Qwen2MoeConfig's default too). Without renormalising the top-k weights
+# the softmax runs over all experts before the top-k: Megatron's --moe-router-pre-softmax
+# (its default softmax after the top-k renormalises). Flags: transformer_config.py L780-821.
+ROUTERS: dict[str, dict[str, str | None]] = {
+    "deepseek_v3": {"--moe-router-score-function": "sigmoid",
+                    "--moe-router-enable-expert-bias": None,
+                    "--moe-router-num-groups": "8", "--moe-router-group-topk": "4",
+                    "--moe-router-topk-scaling-factor": "2.5"},
+    "deepseek_v2": {"--moe-router-score-function": "softmax",
+                    "--moe-router-num-groups": "8", "--moe-router-group-topk": "3",
+                    "--moe-router-topk-scaling-factor": "16.0",
+                    "--moe-router-pre-softmax": None},
+    "qwen2_moe": {"--moe-router-pre-softmax": None},
+}
+
+
+def stage_layout(stage_layers: list[int], mtp_layers: int = 0) -> str:
+    """Megatron's --pipeline-model-parallel-layout for layers per stage: the embedding (E) on
+    the first stage, the MTP layers (m) and the loss (L) on the last, stages split by '|',
+    't*n' for n layers (core/transformer/pipeline_parallel_layer_layout.py L86-135, L283-310)."""
+    parts = [f"t*{n}" if n else "" for n in stage_layers]
+    parts[0] = "E" + parts[0]
+    parts[-1] = parts[-1] + "m" * mtp_layers + "L"
+    return "|".join(parts)
+
+
+def layout_string(stage_layers: list[int]) -> str:
+    """The layout without MTP layers (kept for callers of the earlier name)."""
+    return stage_layout(stage_layers)
+
+
+def _vocab_multiple(vocab: int, tp: int) -> int:
+    """The largest --make-vocab-size-divisible-by <= 128 that pads nothing: Megatron pads the
+    vocabulary to a multiple of this x TP (megatron/training/vocab_utils.py L58).
+    1 when even that pads (vocab not a multiple of TP)."""
+    for d in range(MEGATRON_VOCAB_MULTIPLE, 0, -1):
+        if vocab % (d * tp) == 0:
+            return d
+    return 1
+
+
+class _Args:
+    """Collects (flag, value) pairs (value None for a switch) and comment lines."""
+
+    def __init__(self) -> None:
+        self.pairs: list[tuple[str, str | None]] = []
+        self.notes: list[str] = []
+
+    def add(self, flag: str, value=None) -> None:
+        self.pairs.append((flag, None if value is None else str(value)))
+
+
+def _refuse_unbuildable(m) -> None:
+    why = unbuildable(m)
+    if why:
+        raise ExportError(why)
+
+
+def _attention(a: _Args, m) -> None:
+    a.add("--num-attention-heads", m.heads)
+    if m.is_mla:
+        # MLA: arguments.py L3546-3556; the query is compressed when q_lora_rank > 0
+        a.add("--multi-latent-attention")
+        if m.q_lora_rank:
+            a.add("--q-lora-rank", m.q_lora_rank)
+        a.add("--kv-lora-rank", m.kv_lora_rank)
+        a.add("--qk-head-dim", m.qk_nope_head_dim)
+        a.add("--qk-pos-emb-head-dim", m.qk_rope_head_dim)
+        a.add("--v-head-dim", m.v_head_dim)
+        # MLA takes YaRN by default (transformer_config.py L3306); the Model carries no rope
+        # scaling, so plain RoPE (arguments.py L2906)
+        a.add("--rope-type", "rope")
+        a.notes.append("MLA with plain RoPE: if config.json has a YaRN rope_scaling, use "
+                       "--rope-type yarn --rotary-scaling-factor F --mscale M --mscale-all-dim A")
+        return
+    a.add("--kv-channels", m.d_head)
+    if m.n_kv != m.heads:
+        a.add("--group-query-attention")
+        a.add("--num-query-groups", m.n_kv)
+
+
+def _architecture(a: _Args, m, tr, tp: int) -> None:
+    a.add("--num-layers", m.layers)
+    a.add("--hidden-size", m.hidden)
+    a.add("--ffn-hidden-size", m.ffn_hidden)
+    _attention(a, m)
+    if m.ffn_type.value == "swiglu":
+        a.add("--swiglu")
+    a.add("--normalization", "RMSNorm" if m.norm == "rmsnorm" else "LayerNorm")
+    if m.qk_norm:
+        a.add("--qk-layernorm")
+    if m.position_embedding == "rope":
+        a.add("--position-embedding-type", "rope")
+        if m.rope_base:
+            a.add("--rotary-base", int(m.rope_base))
+        else:
+            a.notes.append(f"--rotary-base: the catalog entry for {m.name} has no rope_base; "
+                           "Megatron's default 10000 applies (set it to the model's rope_theta)")
+    else:
+        a.add("--position-embedding-type",
+              "learned_absolute" if m.position_embedding == "learned" else "none")
+    a.add("--max-position-embeddings", max(m.max_position, tr.seq_len)
+          if m.position_embedding == "learned" else max(m.seq_len, tr.seq_len))
+    a.add("--seq-length", tr.seq_len)
+    if not m.tied_embeddings:
+        a.add("--untie-embeddings-and-output-weights")
+    biases = (m.attention_bias, m.attention_out_bias, m.mlp_bias)
+    if biases == (False, False, False):
+        a.add("--disable-bias-linear")
+    elif biases == (True, False, False):
+        a.add("--disable-bias-linear")
+        a.add("--add-qkv-bias")
+    if m.attention_sinks:
+        a.add("--softmax-type", "learnable")
+    dropout = MEGATRON_DEFAULT_DROPOUT if tr.dropout else 0.0
+    a.add("--attention-dropout", dropout)
+    a.add("--hidden-dropout", dropout)
+    a.add("--vocab-size", m.vocab)
+    a.add("--make-vocab-size-divisible-by", _vocab_multiple(m.vocab, tp))
+    if m.vocab % tp:
+        a.notes.append(f"vocabulary {m.vocab} is not a multiple of TP {tp}: Megatron pads it")
+    a.notes.append("tokenizer: add --tokenizer-type HuggingFaceTokenizer --tokenizer-model "
+                   f"<{m.name} tokenizer> and the data flags (--data-path ...)")
+    if m.mtp_layers:
+        a.add("--mtp-num-layers", m.mtp_layers)
+
+
+def _moe(a: _Args, m) -> None:
+    """Experts, the dense/MoE layer pattern, the router and the shared experts."""
+    if not m.is_moe:
+        return
+    a.add("--num-experts", m.experts)
+    a.add("--moe-router-topk", m.top_k)
+    a.add("--moe-ffn-hidden-size", m.expert_ffn)
+    if m.shared_experts:
+        # one shared MLP of the summed width (transformer_config.py L701)
+        a.add("--moe-shared-expert-intermediate-size", m.shared_experts * m.shared_ffn)
+        if m.shared_expert_gate:
+            a.add("--moe-shared-expert-gate")  # transformer_config.py L713
+    pattern = [1 if m.is_moe_layer(i) else 0 for i in range(m.layers)]
+    if not all(pattern):
+        # a list expression, evaluated by arguments.py moe_freq_type (L327-347)
+        a.add("--moe-layer-freq", "[" + ",".join(map(str, pattern)) + "]")
+    router = ROUTERS.get(m.family.replace("-", "_"), {})
+    for flag, value in router.items():
+        a.add(flag, value)
+    if m.router_bias and "--moe-router-enable-expert-bias" not in router:
+        a.notes.append("router bias: Megatron-LM's router has no bias term; the count differs "
+                       f"by {m.router_params - m.hidden * m.experts} parameters per MoE layer")
+    elif m.router_bias:
+        a.notes.append("expert bias: Megatron keeps it as a buffer, not a parameter "
+                       f"({m.experts} values per MoE layer outside the parameter count)")
+
+
+def _pipeline(a: _Args, lay, m, n_micro: int) -> None:
+    if lay.interleave > 1:
+        a.add("--num-layers-per-virtual-pipeline-stage", m.layers // (lay.pp * lay.interleave))
+        if n_micro % lay.pp:
+            # the default group size (= PP) needs a multiple of PP micro-batches; one group of
+            # all of them satisfies schedules.py L1160-1178
+            a.add("--microbatch-group-size-per-virtual-pipeline-stage", n_micro)
+        return
+    planned = split_layers(m.layers, lay.pp)
+    if len(set(planned)) > 1:
+        # the evaluator's split, stage by stage (arguments.py L3103)
+        a.add("--pipeline-model-parallel-layout", stage_layout(planned, m.mtp_layers))
+        a.notes.append(f"pipeline split as evaluated: {planned} layers per stage")
+
+
+def _parallel_and_batch(a: _Args, lay, tr, m) -> None:
+    a.add("--tensor-model-parallel-size", lay.tp)
+    a.add("--pipeline-model-parallel-size", lay.pp)
+    if lay.cp > 1:
+        a.add("--context-parallel-size", lay.cp)
+    if lay.ep > 1:
+        a.add("--expert-model-parallel-size", lay.ep)
+    if tr.sequence_parallel and lay.tp > 1:
+        a.add("--sequence-parallel")
+    a.add("--micro-batch-size", tr.micro_batch)
+    a.add("--global-batch-size", tr.global_batch)
+    _pipeline(a, lay, m, grad_accumulation(lay, tr))
+    mode = tr.recompute
+    match mode:
+        case Recompute.NONE:
+            pass
+        case Recompute.SELECTIVE:
+            a.add("--recompute-granularity", "selective")
+        case Recompute.FULL:
+            a.add("--recompute-granularity", "full")
+            a.add("--recompute-method", "uniform")
+            a.add("--recompute-num-layers", 1)
+        case _:
+            assert_never(mode)
+
+
+def _zero_precision(a: _Args, lay, tr) -> None:
+    if lay.zero is ZeroStage.OS:
+        a.add("--use-distributed-optimizer")
+    elif lay.zero >= ZeroStage.OS_G:
+        # Megatron-FSDP (arguments.py L1118-1135, L3190): optim_grads = ZeRO-2,
+        # optim_grads_params = ZeRO-3; it needs the fsdp_dtensor checkpoint format (L1169-1170)
+        a.add("--use-megatron-fsdp")
+        a.add("--data-parallel-sharding-strategy",
+              "optim_grads_params" if lay.zero is ZeroStage.OS_G_P else "optim_grads")
+        a.add("--ckpt-format", "fsdp_dtensor")
+        if lay.zero is ZeroStage.OS_G_P:
+            a.add("--init-model-with-meta-device")
+    if lay.offload is Offload.CPU:
+        # needs the precision-aware optimizer (arguments.py L1884-1887)
+        a.add("--optimizer-cpu-offload")
+        a.add("--use-precision-aware-optimizer")
+        a.add("--optimizer-offload-fraction", 1.0)
+    prec = tr.precision
+    match prec:
+        case Precision.BF16:
+            a.add("--bf16")
+        case Precision.FP16:
+            a.add("--fp16")
+        case Precision.FP32:
+            pass  # Megatron-LM's default
+        case _:
+            assert_never(prec)
+    a.add("--optimizer", "sgd" if tr.optimizer is Optimizer.SGD else "adam")
+
+
+def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
+                      ) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """The (flag, value) pairs (value None for a switch) and comment lines."""
+    _refuse_unbuildable(model)  # the specific refusal first
+    require(layout, training, model, Framework.MEGATRON)
+    a = _Args()
+    _architecture(a, model, training, layout.tp)
+    _moe(a, model)
+    _parallel_and_batch(a, layout, training, model)
+    _zero_precision(a, layout, training)
+    gpn = gpus_per_node or min(layout.gpus, 8)
+    nodes = max(1, layout.gpus // gpn)
+    head = [f"# Megatron-LM @ d98e8a64 ({layout.gpus} GPUs, {nodes} x {gpn}): run this script "
+            "on every node from the Megatron-LM checkout, with MASTER_ADDR/NODE_RANK set"]
+    return a.pairs, head + [f"# {n}" for n in a.notes]
+
+
+def megatron_args(layout, training, model, gpus_per_node: int | None = None) -> str:
+    args, head = megatron_arg_list(layout, training, model, gpus_per_node)
+    gpn = gpus_per_node or min(layout.gpus, 8)
+    nodes = max(1, layout.gpus // gpn)
+    env = environment_lines(layout, Framework.MEGATRON)
+    launch = (f"torchrun --nproc-per-node {gpn} --nnodes {nodes} --node-rank ${{NODE_RANK:-0}} "
+              "--master-addr ${MASTER_ADDR:-localhost} --master-port ${MASTER_PORT:-6000} "
+              "pretrain_gpt.py")
+    lines = [launch] + [f if v is None else f"{f} {shlex.quote(v)}" for f, v in args]
+    return "\n".join(["#!/bin/bash"] + head + env + [" \\\n  ".join(lines)]) + "\n"
+
+
+__all__ = ["megatron_args", "megatron_arg_list", "stage_layout", "layout_string", "ROUTERS"]

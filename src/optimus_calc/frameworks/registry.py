@@ -1,0 +1,162 @@
+"""The framework registry and the vectorised rule runner.
+
+A plug-in registers once (:func:`register`); the CLI's ``--framework`` and ``--export`` choices,
+the planner's rules and the rejection counts all read the registry. :func:`framework_support`
+runs every registered framework's rule rows over numpy arrays of layouts (millions at once) and
+returns, per framework, a "can run" mask and the code of the first rule that rejects each layout
+(0 where it runs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum, IntEnum
+
+import numpy as np
+
+from optimus_calc.frameworks.base import FrameworkPlugin, Layouts, Rule
+
+_PLUGINS: dict[str, FrameworkPlugin] = {}
+_RULES: list[Rule | None] = [None]          # code -> rule; code 0 = runs
+_CODES: dict[str, int] = {}                 # rule name -> code
+
+
+def register(plugin: FrameworkPlugin) -> FrameworkPlugin:
+    """Add a framework. Rule rows shared between frameworks (the same name) share a code."""
+    if plugin.key in _PLUGINS:
+        raise ValueError(f"framework {plugin.key!r} is already registered")
+    for rule in plugin.rules:
+        known = _CODES.get(rule.name)
+        if known is None:
+            _CODES[rule.name] = len(_RULES)
+            _RULES.append(rule)
+        elif _RULES[known] is not rule:
+            raise ValueError(f"{plugin.key}: rule {rule.name} differs from the one registered")
+    _PLUGINS[plugin.key] = plugin
+    return plugin
+
+
+def unregister(key: str) -> None:
+    """Remove a framework (tests); its rule codes stay reserved."""
+    del _PLUGINS[key]
+
+
+def plugins() -> tuple[FrameworkPlugin, ...]:
+    return tuple(_PLUGINS.values())
+
+
+def plugin(key) -> FrameworkPlugin:
+    return _PLUGINS[str(getattr(key, "value", key))]
+
+
+def rule_of(code: int) -> Rule | None:
+    return _RULES[int(code)]
+
+
+def code_of(name: str) -> int:
+    return _CODES[name]
+
+
+def reason_text(code: int) -> str:
+    rule = _RULES[int(code)]
+    return "runs" if rule is None else rule.text
+
+
+def make_enums() -> tuple[type[Enum], type[IntEnum], type[Enum]]:
+    """(Framework, Reason, Export) enums of what is registered now: ``Framework`` members are
+    str-valued (``Framework.DEEPSPEED == "deepspeed"``), ``Reason`` codes are rule codes."""
+    def member(key: str) -> str:
+        return key.upper().replace("-", "_")
+
+    framework = Enum("Framework", {member(k): k for k in _PLUGINS}, type=str,
+                     module=__name__)
+    framework.label = property(lambda self: _PLUGINS[self.value].label)
+    framework.plugin = property(lambda self: _PLUGINS[self.value])
+    reason = IntEnum("Reason", {"OK": 0, **{r.name: c for r, c in
+                                            ((_RULES[c], c) for c in range(1, len(_RULES)))}},
+                     module=__name__)
+    reason.text = property(lambda self: reason_text(self.value))
+    reason.source = property(lambda self: "" if self.value == 0 else _RULES[self.value].source)
+    export = Enum("Export", {member(p.exporter.name): p.exporter.name
+                             for p in _PLUGINS.values() if p.exporter}, type=str,
+                  module=__name__)
+    return framework, reason, export
+
+
+@dataclass(frozen=True)
+class FrameworkSupport:
+    """Per framework key: ``ok[f]`` (bool array) and ``reason[f]`` (int16 array of rule codes,
+    the first rule that fails; 0 where the framework runs the layout). Keys are framework
+    names; the ``Framework`` enum's members compare and hash equal to them."""
+
+    ok: dict
+    reason: dict
+
+    def any(self, frameworks=None) -> np.ndarray:
+        """Runnable by at least one of ``frameworks`` (default: all)."""
+        fs = list(frameworks) if frameworks else list(self.ok)
+        out = np.zeros_like(self.ok[fs[0]])
+        for f in fs:
+            out |= self.ok[f]
+        return out
+
+
+def run_rules(rules: tuple[Rule, ...], x: Layouts) -> np.ndarray:
+    """The code of the first rule that holds, per layout (0: none holds)."""
+    reason = np.zeros(x.shape, dtype=np.int16)
+    for rule in rules:
+        fail = rule.when(x)
+        if fail is not None:
+            reason[fail & (reason == 0)] = _CODES[rule.name]
+    return reason
+
+
+def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interleave,
+                      micro_batch, sequence_parallel, recompute, *, heads: int, n_kv: int,
+                      experts: int, layers: int, global_batch=None,
+                      precision: str = "bf16", frameworks=None, model=None) -> FrameworkSupport:
+    """Which framework runs each layout. Arrays broadcast together; ``offload`` holds indices
+    into ``specs.training.Offload``, ``zero`` 0-3, ``offload_params`` bool. ``global_batch``
+    (scalar or array) gives the micro-batch count for rules that need it; without it those
+    rules are skipped. ``precision`` is the Training precision value (bf16, fp16, fp32).
+    ``model`` (the Model) enables the rules on the architecture (a framework that cannot build
+    it); without it they are skipped.
+    ``sequence_parallel`` and ``recompute`` are accepted for a stable signature: every
+    registered framework supports each of their values."""
+    del sequence_parallel, recompute
+    x = Layouts(tp, pp, dp, cp, ep, zero, offload, offload_params, interleave, micro_batch,
+                heads=heads, n_kv=n_kv, experts=experts, layers=layers,
+                global_batch=global_batch, precision=precision, model=model)
+    from optimus_calc.frameworks import Framework
+    keys = [Framework(p.key) if p.key in Framework._value2member_map_ else p.key
+            for p in plugins() if frameworks is None or p.key in set(map(str, frameworks))]
+    reason = {k: run_rules(_PLUGINS[str(getattr(k, "value", k))].rules, x) for k in keys}
+    return FrameworkSupport(ok={k: r == 0 for k, r in reason.items()}, reason=reason)
+
+
+def rejected_counts(support: FrameworkSupport, frameworks=None) -> dict[str, int]:
+    """For the layouts none of ``frameworks`` (default: all) runs, how many each framework's
+    first failing rule rejects, keyed by the rule's text (the texts name the framework). A
+    layout rejected by three frameworks counts once under each of their rules."""
+    fs = list(frameworks) if frameworks else list(support.ok)
+    dropped = ~support.any(fs)
+    out: dict[str, int] = {}
+    for f in fs:
+        codes, counts = np.unique(support.reason[f][dropped], return_counts=True)
+        for c, n in zip(codes, counts):
+            text = reason_text(int(c))
+            out[text] = out.get(text, 0) + int(n)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def layout_support(layout, training, model) -> dict:
+    """Scalar convenience for one (Layout, Training, Model): the Reason per framework."""
+    from optimus_calc.frameworks import Reason
+    from optimus_calc.specs.training import offload_code
+    s = framework_support(
+        layout.tp, layout.pp, layout.dp, layout.cp, layout.ep, int(layout.zero),
+        offload_code(layout.offload), layout.offload_params, layout.interleave,
+        training.micro_batch, training.sequence_parallel, training.recompute.code,
+        heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
+        global_batch=training.global_batch, precision=training.precision.value, model=model)
+    return {f: Reason(int(r.reshape(-1)[0])) for f, r in s.reason.items()}

@@ -1,0 +1,124 @@
+"""torchtitan (``pytorch/torchtitan``, PyTorch FSDP2): rules, launch path, exporter, profile.
+
+Pinned at v0.2.2 = 73a0e6979dd10b6b1904098eb3c8f62c18ab87ce (2026-02-20), the last release with
+the TOML job config the exporter writes; every file and line below refers to it.
+"""
+
+from __future__ import annotations
+
+from optimus_calc.frameworks.base import (OFF_CPU, OFF_NVME, OFF_SUPERCHIP, SMARTNIC, Exporter,
+                                          FrameworkPlugin, Rule)
+
+COMMIT = "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce"
+_TT = "torchtitan"
+
+
+def _row(name: str, what: str, source: str, when) -> Rule:
+    return Rule(name, f"{_TT}: {what} ({source})", source, when)
+
+
+# The flavours torchtitan v0.2.2 registers, with the shape each builds (the Model fields that
+# must match) and where: torchtitan/models/<name>/__init__.py at 73a0e697. A model is exported
+# under the flavour whose shape it has; there is no mixtral (or other) family to fall back on.
+_L3 = dict(vocab=128256, tied_embeddings=False, qk_norm=False)  # llama3/model/args.py L33
+_Q3 = dict(vocab=151936, qk_norm=True)  # qwen3/model/args.py L29, L43 (untied by default)
+_Q3_TIED = dict(_Q3, tied_embeddings=True)  # enable_weight_tying=True in the small flavours
+_Q3_UNTIED = dict(_Q3, tied_embeddings=False)
+FLAVOURS: tuple[tuple[str, str, str, dict], ...] = (
+    ("llama3", "8B", "llama3/__init__.py L51-59",
+     dict(layers=32, hidden=4096, heads=32, n_kv=8, ffn_hidden=14336, experts=0, **_L3)),
+    ("llama3", "70B", "llama3/__init__.py L82-90",
+     dict(layers=80, hidden=8192, heads=64, n_kv=8, ffn_hidden=28672, experts=0, **_L3)),
+    ("llama3", "405B", "llama3/__init__.py L91-99",
+     dict(layers=126, hidden=16384, heads=128, n_kv=8, ffn_hidden=53248, experts=0, **_L3)),
+    ("qwen3", "0.6B", "qwen3/__init__.py L46-58",
+     dict(layers=28, hidden=1024, heads=16, n_kv=8, ffn_hidden=3072, experts=0, **_Q3_TIED)),
+    ("qwen3", "1.7B", "qwen3/__init__.py L59-71",
+     dict(layers=28, hidden=2048, heads=16, n_kv=8, ffn_hidden=6144, experts=0, **_Q3_TIED)),
+    ("qwen3", "4B", "qwen3/__init__.py L72-84",
+     dict(layers=36, hidden=2560, heads=32, n_kv=8, ffn_hidden=9728, experts=0, **_Q3_TIED)),
+    ("qwen3", "8B", "qwen3/__init__.py L85-96",
+     dict(layers=36, hidden=4096, heads=32, n_kv=8, ffn_hidden=12288, experts=0, **_Q3_UNTIED)),
+    ("qwen3", "14B", "qwen3/__init__.py L97-108",
+     dict(layers=40, hidden=5120, heads=40, n_kv=8, ffn_hidden=17408, experts=0, **_Q3_UNTIED)),
+    ("qwen3", "32B", "qwen3/__init__.py L109-120",
+     dict(layers=64, hidden=5120, heads=64, n_kv=8, ffn_hidden=25600, experts=0, **_Q3_UNTIED)),
+    ("qwen3", "30B-A3B", "qwen3/__init__.py L145-167",
+     dict(layers=48, hidden=2048, heads=32, n_kv=4, expert_ffn=768, experts=128, top_k=8,
+          **_Q3_UNTIED)),
+    ("qwen3", "235B-A22B", "qwen3/__init__.py L168-190",
+     dict(layers=94, hidden=4096, heads=64, n_kv=4, expert_ffn=1536, experts=128, top_k=8,
+          **_Q3_UNTIED)),
+    ("deepseek_v3", "16B", "deepseek_v3/__init__.py L78-102",
+     dict(layers=27, hidden=2048, heads=16, experts=64, top_k=6, shared_experts=2,
+          expert_ffn=1408, first_dense_layers=1, kv_lora_rank=512, vocab=102400)),
+    ("deepseek_v3", "236B", "deepseek_v3/__init__.py L103-129",
+     dict(layers=60, hidden=5120, heads=128, experts=160, top_k=6, shared_experts=2,
+          expert_ffn=1536, first_dense_layers=1, q_lora_rank=1536, kv_lora_rank=512,
+          vocab=102400)),
+    ("deepseek_v3", "671B", "deepseek_v3/__init__.py L130-156",
+     dict(layers=61, hidden=7168, heads=128, experts=256, top_k=8, shared_experts=1,
+          expert_ffn=2048, first_dense_layers=3, q_lora_rank=1536, kv_lora_rank=512,
+          vocab=129280)),
+    ("gpt_oss", "20b", "gpt_oss/__init__.py L47-61, model/args.py L53-64",
+     dict(layers=24, hidden=2880, heads=64, n_kv=8, experts=32, top_k=4, expert_ffn=2880,
+          vocab=201088)),
+    ("gpt_oss", "120b", "gpt_oss/__init__.py L62-76, model/args.py L53-64",
+     dict(layers=36, hidden=2880, heads=64, n_kv=8, experts=128, top_k=4, expert_ffn=2880,
+          vocab=201088)),
+)
+
+
+def flavour_of(model) -> tuple[str, str, str] | None:
+    """(name, flavor, source) of the torchtitan flavour with this model's shape, or None."""
+    for name, flavor, source, shape in FLAVOURS:
+        if all(getattr(model, k) == v for k, v in shape.items()):
+            return name, flavor, source
+    return None
+
+
+def _no_flavour(x):
+    """The model has no registered flavour (None when the rules run without a model)."""
+    if x.model is None or flavour_of(x.model) is not None:
+        return None
+    return x.everywhere()
+
+
+RULES: tuple[Rule, ...] = (
+    SMARTNIC,
+    _row("TT_FP16", "mixed precision is bfloat16 or float32, no fp16",
+         "torchtitan/config/job_config.py L282",
+         lambda x: x.everywhere() if x.precision == "fp16" else None),
+    Rule("TT_OFFLOAD_TARGET", f"{_TT}: offload only to CPU (training.enable_cpu_offload, "
+         "torchtitan/config/job_config.py L270); no NVMe, SmartNIC or SuperOffload",
+         "torchtitan/config/job_config.py L270",
+         lambda x: (x.off == OFF_NVME) | (x.off == OFF_SUPERCHIP)),
+    _row("TT_OFFLOAD_FSDP", "CPU offload is FSDP2's CPUOffloadPolicy, which moves parameters, "
+         "gradients and optimizer states together: it needs ZeRO-3 with parameter offload",
+         "models/llama3/infra/parallelize.py L315-317",
+         lambda x: (x.off == OFF_CPU) & ~((x.zero == 3) & x.oparams)),
+    _row("TT_ZERO1", "FSDP2 shards parameters, gradients and optimizer together (ZeRO-3, or "
+         "ZeRO-2 with fsdp_reshard_after_forward = never); there is no optimizer-only ZeRO-1",
+         "torchtitan/config/job_config.py L336-349", lambda x: (x.zero == 1) & (x.dp > 1)),
+    _row("TT_DDP_ND", "plain DDP (ZeRO-0) only without TP/PP/CP",
+         "torchtitan/models/llama3/infra/parallelize.py L148-151",
+         lambda x: (x.zero == 0) & (x.dp > 1) & ((x.tp > 1) | (x.pp > 1) | (x.cp > 1))),
+    _row("TT_HEADS_TP", "TP shards wq/wk/wv column-wise; heads and KV heads must divide by TP",
+         "models/llama3/model/model.py L206-207, L253", lambda x: x.heads_bad),
+    Rule("TT_EXPERTS_EP", f"{_TT}: experts must be a multiple of the expert-parallel size "
+         "(local experts = experts // ep, torchtitan/distributed/expert_parallel.py L107-108)",
+         "torchtitan/distributed/expert_parallel.py L107-108", lambda x: x.experts_bad),
+    Rule("TT_NO_FLAVOUR", f"{_TT}: v0.2.2 builds only the model flavours it registers "
+         "(llama3, qwen3, deepseek_v3, gpt_oss; train.py L138 looks the flavour up in "
+         "models/<name>/__init__.py), none of this model's shape", "train.py L138",
+         _no_flavour, on_model=True),
+)
+
+LAUNCH = ("NGPU=<GPUs per node> CONFIG_FILE=job.toml ./run_train.sh on each node (torchrun; "
+          "torchtitan/train.py reads the TOML through ConfigManager)")
+
+PLUGIN = FrameworkPlugin(
+    key="torchtitan", label="torchtitan (FSDP2)", repo="pytorch/torchtitan", commit=COMMIT,
+    rules=RULES, launch=LAUNCH,
+    exporter=Exporter("torchtitan", "a torchtitan TOML job config",
+                      "optimus_calc.frameworks.torchtitan_export", "torchtitan_toml"))

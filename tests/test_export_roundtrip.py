@@ -1,0 +1,259 @@
+"""Round trips of every catalog model and every Hugging Face fixture through the exporters:
+the architecture an export describes, read back with the tool's own counting rules
+(specs/model.py), has the planned parameter count; every flag is in the option lists extracted
+at the pinned commits; and where DeepSpeed is installed its own DeepSpeedConfig accepts the
+JSON on the launch path the file names."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from optimus_calc.frameworks.deepspeed_export import deepspeed_config_dict
+from optimus_calc.frameworks.exporting import ExportError
+from optimus_calc.frameworks.megatron_export import megatron_arg_list
+from optimus_calc.frameworks.torchtitan_export import flavour_of, torchtitan_sections
+from optimus_calc.hf_import import load_hf_config
+from optimus_calc.specs.model import Model
+from optimus_calc.specs.training import Layout, Offload, Optimizer, Training
+
+OPTIONS = json.loads((Path(__file__).parent / "data" / "framework_options.json").read_text())
+MEG = OPTIONS["megatron"]["flags"]
+HF = Path(__file__).parent / "data" / "hf"
+
+
+def _models():
+    from optimus_calc import catalog
+    cat = catalog.load(())
+    out = [(n, m) for n, m in cat.entries["model"].items()]
+    out += [(f"hf/{d.name}", load_hf_config(d / "config.json")) for d in sorted(HF.iterdir())
+            if (d / "config.json").exists()]
+    return out
+
+
+MODELS = _models()
+IDS = [n for n, _ in MODELS]
+
+
+def model_from_megatron(args: dict, like: Model) -> Model:
+    """The model Megatron's flags describe, as a Model (only the flags are read; ``like`` gives
+    the name). Fields no flag sets take Megatron's GPT defaults: two norms per layer, a final
+    norm, no embedding norm."""
+    f = {"name": like.name + "-from-megatron", "source": "the Megatron-LM flags",
+         "layers": int(args["--num-layers"]), "hidden": int(args["--hidden-size"]),
+         "ffn_hidden": int(args["--ffn-hidden-size"]),
+         "heads": int(args["--num-attention-heads"]), "vocab": int(args["--vocab-size"]),
+         "ffn_type": "swiglu" if "--swiglu" in args else "gelu",
+         "norm": "rmsnorm" if args["--normalization"] == "RMSNorm" else "layernorm",
+         "tied_embeddings": "--untie-embeddings-and-output-weights" not in args,
+         "qk_norm": "--qk-layernorm" in args, "attention_sinks": "--softmax-type" in args}
+    pos = args["--position-embedding-type"]
+    f["position_embedding"] = {"learned_absolute": "learned"}.get(pos, pos)
+    if pos == "learned_absolute":
+        f["max_position"] = int(args["--max-position-embeddings"])
+    if "--disable-bias-linear" not in args:
+        f.update(attention_bias=True, attention_out_bias=True, mlp_bias=True)
+    elif "--add-qkv-bias" in args:
+        f["attention_bias"] = True
+    if "--multi-latent-attention" in args:
+        f.update(kv_lora_rank=int(args["--kv-lora-rank"]),
+                 q_lora_rank=int(args.get("--q-lora-rank") or 0),
+                 qk_nope_head_dim=int(args["--qk-head-dim"]),
+                 qk_rope_head_dim=int(args["--qk-pos-emb-head-dim"]),
+                 v_head_dim=int(args["--v-head-dim"]))
+    else:
+        f["head_dim"] = int(args["--kv-channels"])
+        f["kv_heads"] = int(args.get("--num-query-groups") or f["heads"])
+    f["mtp_layers"] = int(args.get("--mtp-num-layers") or 0)
+    if "--num-experts" in args:
+        f.update(experts=int(args["--num-experts"]), top_k=int(args["--moe-router-topk"]),
+                 moe_ffn_hidden=int(args["--moe-ffn-hidden-size"]),
+                 router_bias="--moe-router-enable-expert-bias" in args)
+        if "--moe-shared-expert-intermediate-size" in args:
+            f.update(shared_experts=1,
+                     shared_expert_ffn=int(args["--moe-shared-expert-intermediate-size"]),
+                     shared_expert_gate="--moe-shared-expert-gate" in args)
+        pattern = json.loads(args.get("--moe-layer-freq") or "[]") or [1] * f["layers"]
+        dense = pattern.index(1)
+        assert all(pattern[dense:]), "only leading dense layers are modelled"
+        f["first_dense_layers"] = dense
+    return Model(**f)
+
+
+def _megatron_layout(m):
+    """A layout Megatron-LM runs for any model: TP 1, EP over the experts, ZeRO-1."""
+    ep = 8 if m.experts and m.experts % 8 == 0 else 1
+    return Layout(tp=1, pp=1, dp=8, ep=ep, zero=1)
+
+
+def _training(m):
+    return Training(seq_len=min(2048, m.max_position or 2048), global_batch=64)
+
+
+# Known, stated differences: Megatron's router has no bias term (gpt-oss); the export says so.
+def _documented_difference(m, notes: list[str]) -> int:
+    if m.router_bias and any(n.startswith("# router bias") for n in notes):
+        return m.moe_layers * (m.router_params - m.hidden * m.experts)
+    return 0
+
+
+@pytest.mark.parametrize("name,m", MODELS, ids=IDS)
+def test_megatron_export_builds_the_planned_model(name, m):
+    lay, tr = _megatron_layout(m), _training(m)
+    try:
+        args, notes = megatron_arg_list(lay, tr, m, 8)
+    except ExportError as e:
+        # refused with the reason: an encoder, a block or MLP Megatron's GPT cannot build
+        assert any(w in str(e) for w in ("encoder", "parallel attention", "MLP",
+                                         "position embeddings", "biases")), str(e)
+        return
+    for flag, value in args:
+        assert flag in MEG, f"{flag} is not a Megatron-LM flag at the pinned commit"
+        assert (value is None) == (MEG[flag]["type"] == "flag"), flag
+    back = model_from_megatron(dict(args), m)
+    assert back.total_params == m.total_params - _documented_difference(m, notes), name
+    if m.is_moe:
+        assert back.active_params == m.active_params - _documented_difference(m, notes)
+
+
+def test_deepseek_v3_megatron_has_mla_dense_layers_and_its_router():
+    m = load_hf_config(HF / "deepseek_v3" / "config.json")
+    args = dict(megatron_arg_list(_megatron_layout(m), _training(m), m, 8)[0])
+    # deepseek-ai/DeepSeek-V3 config.json: q_lora_rank 1536, kv_lora_rank 512, qk_nope 128,
+    # qk_rope 64, v_head_dim 128, first_k_dense_replace 3 of 61 layers, sigmoid scoring with
+    # the noaux_tc bias, 8 groups of which 4 are routed to, routed_scaling_factor 2.5
+    assert "--multi-latent-attention" in args and args["--q-lora-rank"] == "1536"
+    assert (args["--kv-lora-rank"], args["--qk-head-dim"], args["--qk-pos-emb-head-dim"],
+            args["--v-head-dim"]) == ("512", "128", "64", "128")
+    assert args["--moe-layer-freq"] == "[" + ",".join(["0"] * 3 + ["1"] * 58) + "]"
+    assert args["--moe-router-score-function"] == "sigmoid"
+    assert "--moe-router-enable-expert-bias" in args
+    assert (args["--moe-router-num-groups"], args["--moe-router-group-topk"]) == ("8", "4")
+    assert args["--mtp-num-layers"] == "1"
+    back = model_from_megatron(args, m)
+    assert round(back.total_params / 1e9, 1) == 671.0  # the published 671B
+
+
+def test_qwen15_moe_shared_expert_is_5632_wide_and_gated():
+    m = load_hf_config(HF / "qwen2_moe" / "config.json")
+    args = dict(megatron_arg_list(_megatron_layout(m), _training(m), m, 8)[0])
+    # Qwen/Qwen1.5-MoE-A2.7B config.json: shared_expert_intermediate_size 5632, a sigmoid gate
+    assert args["--moe-shared-expert-intermediate-size"] == "5632"
+    assert "--moe-shared-expert-gate" in args
+    # norm_topk_prob false: softmax over all 60 experts, the top-4 weights not renormalised
+    assert "--moe-router-pre-softmax" in args
+
+
+def test_falcon_parallel_attention_is_refused():
+    m = load_hf_config(HF / "falcon" / "config.json")
+    with pytest.raises(ExportError, match="parallel attention"):
+        megatron_arg_list(_megatron_layout(m), _training(m), m, 8)
+
+
+# ---- torchtitan ---------------------------------------------------------------------------
+
+def _torchtitan_layout(m):
+    ep = 8 if m.experts and m.experts % 8 == 0 else 1
+    return Layout(tp=1, pp=1, dp=8, ep=ep, zero=3)
+
+
+@pytest.mark.parametrize("name,m", MODELS, ids=IDS)
+def test_torchtitan_names_a_flavour_or_refuses(name, m):
+    lay, tr = _torchtitan_layout(m), _training(m)
+    found = flavour_of(m)
+    try:
+        sec, _ = torchtitan_sections(lay, tr, m)
+    except ExportError as e:
+        assert found is None
+        assert "no model flavour" in str(e) or "torchtitan" in str(e)
+        return
+    assert found is not None and sec["model"] == {"name": found[0], "flavor": found[1]}
+
+
+def test_torchtitan_mixtral_refused_qwen3_moe_named(cat):
+    tr = Training(seq_len=4096, global_batch=64)
+    mix = cat.get("mixtral-8x7b", "model")
+    with pytest.raises(ExportError, match="no model flavour.*mixtral-8x7b"):
+        torchtitan_sections(_torchtitan_layout(mix), tr, mix)
+    q = cat.get("qwen3-30b-a3b", "model")
+    sec, _ = torchtitan_sections(_torchtitan_layout(q), tr, q)
+    assert sec["model"] == {"name": "qwen3", "flavor": "30B-A3B"}  # qwen3/__init__.py L145
+
+
+# ---- DeepSpeed ----------------------------------------------------------------------------
+
+def test_deepspeed_mixtral_keeps_ep_in_the_launch_notes(cat):
+    m = cat.get("mixtral-8x7b", "model")
+    cfg = deepspeed_config_dict(Layout(tp=1, pp=1, dp=16, ep=4, zero=2), Training(
+        seq_len=4096, global_batch=64), m)
+    notes = " ".join(cfg["_launch"]["notes"])
+    assert "ep_size=4" in notes and "deepspeed.moe.layer.MoE" in notes
+
+
+def test_deepspeed_sgd_with_offload_keys(cat):
+    m = cat.get("llama-2-7b", "model")
+    tr = Training(seq_len=4096, global_batch=64, optimizer=Optimizer.SGD)
+    cfg = deepspeed_config_dict(Layout(tp=1, pp=1, dp=8, zero=2, offload=Offload.CPU), tr, m)
+    # runtime/engine.py L2040-2044 (offload with a non-DeepSpeed optimizer), L1987-1990
+    assert cfg["zero_force_ds_cpu_optimizer"] is False
+    assert cfg["zero_allow_untested_optimizer"] is True
+
+
+def _deepspeed_accepts(cfg: dict, gpus: int, dp: int) -> None:
+    """DeepSpeed's own DeepSpeedConfig on the file, on the launch path it names: no mpu for
+    plain DeepSpeed / AutoTP (DeepSpeed counts every GPU), Megatron-DeepSpeed's mpu (the DP
+    ranks) otherwise."""
+    dsc = pytest.importorskip("deepspeed.runtime.config")
+    mp = pytest.MonkeyPatch()
+    mp.setattr(dsc.dist, "get_rank", lambda *a, **k: 0)
+    mp.setattr(dsc.dist, "get_world_size", lambda *a, **k: gpus)
+
+    class MPU:  # Megatron-DeepSpeed's mpu answers the data-parallel size
+        def get_data_parallel_world_size(self):
+            return dp
+    try:
+        # Megatron-DeepSpeed passes its mpu; a PipelineModule's topology is one as well
+        mpu = MPU() if cfg["_launch"]["launcher"].startswith(
+            ("Megatron-DeepSpeed", "DeepSpeed (pipeline")) else None
+        c = dsc.DeepSpeedConfig(json.loads(json.dumps(cfg)), mpu=mpu)
+        assert c.train_micro_batch_size_per_gpu * c.gradient_accumulation_steps * dp \
+            == cfg["train_batch_size"] // (gpus // dp if mpu is None else 1)
+    finally:
+        mp.undo()
+
+
+def test_deepspeed_validates_the_headline_plan(run, tmp_path):
+    out = tmp_path / "ds.json"
+    r = run("plan", "llama70b", "--nodes", 2, "--export", "deepspeed", "-o", out)
+    assert r.code == 0, r.err
+    cfg = json.loads(out.read_text())
+    lay = run("plan", "llama70b", "--nodes", 2, "--format", "json").json()["recommended"]
+    assert cfg["_launch"]["launcher"]  # the file names its launcher
+    _deepspeed_accepts(cfg, 16, lay["dp"])
+
+
+@pytest.mark.parametrize("lay", [
+    Layout(tp=4, pp=1, dp=4, zero=2, offload=Offload.CPU),     # AutoTP, config only
+    Layout(tp=4, pp=1, dp=4, zero=3, offload=Offload.CPU),     # Megatron-DeepSpeed
+    Layout(tp=1, pp=1, dp=16, zero=3, offload=Offload.NVME, offload_params=True),
+    Layout(tp=2, pp=2, dp=4, zero=1),                           # Megatron-DeepSpeed with PP
+    Layout(tp=1, pp=4, dp=4, zero=1),                           # DeepSpeed's pipeline engine
+], ids=["autotp-z2", "mds-z3", "nvme", "mds-pp", "ds-pipe"])
+def test_deepspeed_config_accepts_each_path(cat, lay):
+    m = cat.get("llama-3-70b", "model")
+    cfg = deepspeed_config_dict(lay, Training(seq_len=4096, global_batch=512), m)
+    _deepspeed_accepts(cfg, lay.gpus, lay.dp)
+
+
+def test_405b_pp16_export_splits_as_the_plan_evaluated(run):
+    args = ("plan", "llama-3-405b", "--node", "dgx-h100", "--nodes", 16, "--tp", 8, "--pp", 16,
+            "--zero", 1, "--offloads", "none", "--framework", "megatron")
+    r = run(*args, "--format", "json")
+    assert r.code == 0, r.err
+    planned = r.json()["recommended"]["stage_layers"]
+    assert planned == [7, 7] + [8] * 14  # 126 layers: the 14 extra on the last 14 stages
+    r = run(*args, "--export", "megatron")
+    assert r.code == 0, r.err
+    layout = next(w for w in r.out.split() if w.startswith("'Et*"))
+    stages = layout.strip("'").replace("E", "").replace("L", "").split("|")
+    assert [int(s[2:]) for s in stages] == planned
