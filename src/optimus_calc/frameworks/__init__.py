@@ -22,9 +22,9 @@ register(megatron.PLUGIN)
 register(megatron_deepspeed.PLUGIN)
 register(torchtitan.PLUGIN)
 
-from optimus_calc.frameworks.registry import make_enums  # noqa: E402  (after registration)
+from optimus_calc.frameworks.registry import enums  # noqa: E402  (after registration)
 
-Framework, Reason, Export = make_enums()
+Framework, Reason, Export = enums()
 
 COMMITS: dict[str, str] = {p.key: p.commit for p in plugins()}
 

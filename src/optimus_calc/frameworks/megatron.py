@@ -36,6 +36,11 @@ def unbuildable(m) -> str | None:
     if m.ffn_type.value not in ("swiglu", "gelu"):
         return (f"{m.name}: a {m.ffn_type.value} MLP has no Megatron-LM flag (--swiglu or the "
                 "default GeLU)")
+    if getattr(m, "qk_norm_full", False):
+        return (f"{m.name}: Q/K norms over all heads (OLMo-2) have no Megatron-LM flag: "
+                "--qk-layernorm builds one head_dim-wide norm per head "
+                "(megatron/core/transformer/attention.py, hidden_size_per_attention_head); the "
+                "export would build a different model")
     if m.position_embedding not in ("rope", "learned", "none"):
         return f"{m.name}: {m.position_embedding} position embeddings have no Megatron-LM setting"
     biases = (m.attention_bias, m.attention_out_bias, m.mlp_bias)

@@ -83,6 +83,19 @@ def make_enums() -> tuple[type[Enum], type[IntEnum], type[Enum]]:
     return framework, reason, export
 
 
+_ENUMS: dict[tuple[str, ...], tuple] = {}
+
+
+def enums() -> tuple[type[Enum], type[IntEnum], type[Enum]]:
+    """:func:`make_enums` of what is registered now, built once per registry state (the package
+    exports the built-ins' as ``Framework``, ``Reason``, ``Export``; after a test registers and
+    unregisters a toy framework, the built-ins' enums are the same classes again)."""
+    key = tuple(_PLUGINS)
+    if key not in _ENUMS:
+        _ENUMS[key] = make_enums()
+    return _ENUMS[key]
+
+
 @dataclass(frozen=True)
 class FrameworkSupport:
     """Per framework key: ``ok[f]`` (bool array) and ``reason[f]`` (int16 array of rule codes,
@@ -127,7 +140,7 @@ def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interle
     x = Layouts(tp, pp, dp, cp, ep, zero, offload, offload_params, interleave, micro_batch,
                 heads=heads, n_kv=n_kv, experts=experts, layers=layers,
                 global_batch=global_batch, precision=precision, model=model)
-    from optimus_calc.frameworks import Framework
+    Framework = enums()[0]
     keys = [Framework(p.key) if p.key in Framework._value2member_map_ else p.key
             for p in plugins() if frameworks is None or p.key in set(map(str, frameworks))]
     reason = {k: run_rules(_PLUGINS[str(getattr(k, "value", k))].rules, x) for k in keys}
@@ -151,8 +164,8 @@ def rejected_counts(support: FrameworkSupport, frameworks=None) -> dict[str, int
 
 def layout_support(layout, training, model) -> dict:
     """Scalar convenience for one (Layout, Training, Model): the Reason per framework."""
-    from optimus_calc.frameworks import Reason
     from optimus_calc.specs.training import offload_code
+    Reason = enums()[1]
     s = framework_support(
         layout.tp, layout.pp, layout.dp, layout.cp, layout.ep, int(layout.zero),
         offload_code(layout.offload), layout.offload_params, layout.interleave,
