@@ -52,7 +52,7 @@ def equation(name: str, expr: sp.Expr, unit: str, source: str, doc: str) -> Equa
 def load_all() -> dict[str, Equation]:
     """Import every equation module so the registry is complete."""
     from optimus_calc.equations import memory  # noqa: F401
-    for mod in ("comm", "compute", "step", "offload", "efficiency", "train"):
+    for mod in ("comm", "compute", "step", "offload", "efficiency", "train", "optimusnic"):
         try:
             __import__(f"optimus_calc.equations.{mod}")
         except ModuleNotFoundError as exc:  # modules land issue by issue

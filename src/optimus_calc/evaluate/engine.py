@@ -19,6 +19,7 @@ import numpy as np
 from optimus_calc.equations import compiled as eq
 from optimus_calc.evaluate.batch import (CPU, NONE, NVME, R_FULL, R_NONE, R_SELECTIVE,
                                          SMARTNIC, SUPERCHIP, Batch)
+from optimus_calc.evaluate import optimusnic
 from optimus_calc.evaluate.efficiency import compute_efficiency
 from optimus_calc.evaluate.context import Hardware, check_precision
 from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, device_from, device_time
@@ -387,7 +388,9 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
         choices.append(off == SMARTNIC)
         opt_s.append(t_sn)
         opt_x.append(x_sn)
-        opt_ex.append(exposed_step(Overlap.PER_LAYER, t_sn + x_sn, backward_s=W_b + W_f))
+        opt_ex.append(optimusnic.exposed(hw, tr, asm, shard_params=shard, cards_per_node=k_sn,
+                                         spill_bytes=spill, window_s=W_b + W_f, layers=Ls,
+                                         rec=rec))
         opt_w.append(W_b + W_f)
     if hw.node.superchip:  # SuperOffload: GraceAdam behind the backward, casts on the GPU
         grace = AdamImpl.GRACE_ADAM
