@@ -485,7 +485,7 @@ def test_cpu_fit_host_memory():
 # ---- solvers ------------------------------------------------------------------------------------
 
 def test_bracket_finds_threshold():
-    from optimus_calc.evaluate.breakeven import REL_TOL, bracket
+    from optimus_calc.analyses.breakeven import REL_TOL, bracket
     assert bracket(lambda v: v >= 3.7, 1.0, 1e-6, 1e6, False)[1] == pytest.approx(3.7,
                                                                                   rel=REL_TOL)
     assert bracket(lambda v: v >= 3.7, 100.0, 1e-4, 1e8, False)[1] == pytest.approx(
@@ -501,7 +501,7 @@ def test_invert_roofline_by_hand():
     Max(0, Max(P b / Min(n B_c, eta x 1e9), P f / (n F)) + T_x - W) = 0 for x: the memory
     branch gives x = P b / (eta (W - T_x)) / 1e9 when it binds; P = 1e9, b = 28, eta = 0.8,
     W - T_x = 2 s -> 17.5 GB/s; with 8 cores x 1 GB/s the cores cap the draw at 8 GB/s."""
-    from optimus_calc.evaluate import breakeven_sym as S
+    from optimus_calc.analyses.breakeven import sym as S
     expr = S.exposed_goal(True, S.BW, 1e9)
     vals = {S.Pn: 1e9, S.bpp: 28, S.fpp: 12, S.eta_m: 0.8, S.nthr: 8, S.B_core: 10e9,
             S.F_core: 44e9, S.F_dev: 0.0, S.T_x: 1.0, S.W_o: 3.0}
@@ -517,7 +517,7 @@ def test_invert_roofline_by_hand():
 
 def test_symbolic_agrees_with_search(cat):
     """The closed form and a bracketing search over the evaluator give the same bandwidth."""
-    from optimus_calc.evaluate import breakeven as B
+    from optimus_calc.analyses import breakeven as B
     from optimus_calc.evaluate.context import fill_layout, resolve_hardware
     from optimus_calc.evaluate.hw_params import device_params
     from optimus_calc.inputs import resolve_model

@@ -54,7 +54,7 @@ def test_no_getattr_on_the_compiled_equations():
 
 
 def test_result_objects_are_frozen():
-    from optimus_calc.evaluate.breakeven import DeviceResult
+    from optimus_calc.analyses.breakeven import DeviceResult
     from optimus_calc.evaluate.compare import Comparison, Strategy, StrategyResult
     from optimus_calc.evaluate.fit import FitResult
     from optimus_calc.evaluate.memory import MemoryEstimate, OffloadMemory, StageMemory
@@ -313,7 +313,7 @@ def test_exports_for_every_precision_and_optimizer(cat):
 def test_breakeven_view_for_every_goal():
     from types import SimpleNamespace
 
-    from optimus_calc.evaluate.breakeven_case import Goal
+    from optimus_calc.analyses.breakeven.case import Goal
     from optimus_calc.report import breakeven_view as V
     from optimus_calc.specs.training import Offload
     st = SimpleNamespace(offload_bytes_per_device=2e9, offload_capacity_per_device=32e9,

@@ -101,7 +101,7 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
     or superchip for a CPU); without it, one row per SmartNIC in the catalog and the node's
     CPU, and --offload/--smartnic only choose the layout --sensitivity describes."""
     from optimus_calc.cli.options import build_inputs
-    from optimus_calc.evaluate import breakeven as B
+    from optimus_calc.analyses import breakeven as B
     from optimus_calc.evaluate.hw_params import Joint, device_params, system_params
     from optimus_calc.report.breakeven_view import breakeven_document
     from optimus_calc.specs.model import Model

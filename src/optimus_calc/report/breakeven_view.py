@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from optimus_calc.evaluate.breakeven_case import Goal
+from optimus_calc.analyses.breakeven.case import Goal
 from optimus_calc.evaluate.hw_params import LINK_ROLES
 from optimus_calc.report.common import (hardware_data, layout_data, layout_text, model_data,
                                         training_data, training_text)
@@ -138,8 +138,10 @@ def now_text(res) -> str:
             assert_never(goal)
     off = res.case.layout.offload
     if off is Offload.SMARTNIC:
-        s = (f"card step {st.optimizer_s:.4g} s + transfers {st.offload_transfer_s:.4g} s, "
-             f"window {st.window_s:.4g} s (the last micro-batch's backward + the next forward)")
+        s = (f"card pipeline {st.pipeline_s:.4g} s (gradient in {st.gradient_in_s:.4g} s, "
+             f"update {st.optimizer_s:.4g} s, weights out {st.weights_out_s:.4g} s over "
+             f"{st.layers:.0f} layers), window {st.window_s:.4g} s (the last micro-batch's "
+             "backward + the next forward)")
     elif off is Offload.SUPERCHIP:
         s = (f"step {st.optimizer_s:.4g} s (transfers {st.offload_transfer_s:.4g} s of it), "
              f"window {st.window_s:.4g} s (the last micro-batch's backward; the last bucket "
