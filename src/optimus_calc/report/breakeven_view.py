@@ -8,6 +8,7 @@ from optimus_calc.analyses.breakeven.case import Goal
 from optimus_calc.evaluate.hw_params import LINK_ROLES
 from optimus_calc.report.common import (hardware_data, layout_data, layout_text, model_data,
                                         training_data, training_text)
+from optimus_calc.report.card_view import card_data, card_notes, card_table
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
@@ -205,7 +206,10 @@ def _sens_parts(sens) -> tuple[list[dict], Table, Table]:
     return data, table, csv
 
 
-def breakeven_document(inp, goal, results, ref, sens, single: bool) -> Document:
+def breakeven_document(inp, goal, results, ref, sens, single: bool, card=None,
+                       saved: str | None = None) -> Document:
+    """``card``: (MinimumCard, Reach | None) for one SmartNIC; ``saved``: where its corner
+    was written."""
     data: dict = {"model": model_data(inp.model), "hardware": hardware_data(inp.hw),
                   "layout": layout_data(inp.layout), "training": training_data(inp.training),
                   "assumptions": inp.assumptions.model_dump(), "goal": goal.value,
@@ -238,10 +242,17 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool) -> Document:
         title += f", {name}"
         header.append(("now", now_text(res) + ("; goal met" if res.goal_met
                                                else "; goal not met")))
-        tables.append(Table(title=f"what {name} needs to {goal.text} (each parameter alone, "
-                                  "the rest as in the catalog)",
-                            rows=_req_rows(res), columns=REQ_COLUMNS))
-        notes += binding_notes(res.requirements)
+        unreachable = card is not None and card[1] is not None
+        if card is not None:
+            data["minimum_card"] = card_data(*card)
+            if card[0].corner is not None:
+                tables.append(card_table(card[0]))
+            notes += card_notes(card[0], card[1], saved)
+        if not unreachable:  # a table of "never" says less than the verdict
+            tables.append(Table(title=f"what {name} needs to {goal.text} (each parameter "
+                                      "alone, the rest as in the catalog)",
+                                rows=_req_rows(res), columns=REQ_COLUMNS))
+            notes += binding_notes(res.requirements)
         if res.not_entering:
             notes.append("not in this goal's equations: " + ", ".join(
                 f"{p.field} ({p.entry_name(res.case.hw)})" for p in res.not_entering))
