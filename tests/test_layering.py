@@ -61,7 +61,8 @@ def test_result_objects_are_frozen():
     from optimus_calc.evaluate.optimizer import OptDevice, OptStep
     from optimus_calc.evaluate.step import StepEstimate
     from optimus_calc.inputs import Inputs, SearchInputs
-    from optimus_calc.search.plan import Candidate, NicSizing, PlanResult
+    from optimus_calc.analyses.nics import NicSizing
+    from optimus_calc.search.plan import Candidate, PlanResult
     from optimus_calc.report.document import Column, Document, Table
     from optimus_calc.search.sweep import SweepPoint
     from optimus_calc.validate import Case
@@ -318,7 +319,8 @@ def test_breakeven_view_for_every_goal():
     from optimus_calc.specs.training import Offload
     st = SimpleNamespace(offload_bytes_per_device=2e9, offload_capacity_per_device=32e9,
                          optimizer_s=0.5, offload_transfer_s=0.25, window_s=1.0,
-                         optimizer_exposed_s=0.0, step_time_s=3.0)
+                         optimizer_exposed_s=0.0, step_time_s=3.0, pipeline_s=0.75,
+                         gradient_in_s=0.125, weights_out_s=0.125, layers=4.0)
     for g in Goal:
         case = SimpleNamespace(layout=SimpleNamespace(offload=Offload.SMARTNIC))
         res = SimpleNamespace(goal=g, margin=1e9 if g is Goal.FIT else 0.25, state=st,

@@ -58,7 +58,8 @@ def nics(ctx, model, fmt, output, **kw) -> None:
 
     from optimus_calc.inputs import build_inputs, build_search_inputs
     from optimus_calc.report.nics_view import nics_document
-    from optimus_calc.search.plan import plan_search, size_nics
+    from optimus_calc.analyses.nics import size_nics
+    from optimus_calc.search.plan import plan_search
 
     cat = ctx.obj.catalog
     given = [p for p in LAYOUT_PARAMS if ctx.get_parameter_source(p) != ParameterSource.DEFAULT]

@@ -6,7 +6,8 @@ from optimus_calc.report.document import Column, Table
 
 UNITS = {"host_link.bandwidth_GBps": "GB/s", "memory_GB": "GB", "memory_bandwidth_GBps": "GB/s",
          "cores": "cores", "core_bandwidth_GBps": "GB/s", "core_GHz": "GHz",
-         "fabric_fp32_TFLOPS": "TFLOP/s", "expansion_bandwidth_GBps": "GB/s"}
+         "fabric_fp32_TFLOPS": "TFLOP/s", "expansion_bandwidth_GBps": "GB/s",
+         "expansion_memory_GB": "GB"}
 
 
 def card_data(mc, reach) -> dict:

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from optimus_calc.catalog import Catalog
 from optimus_calc.inputs import build_search_inputs
-from optimus_calc.search.plan import NicSizing, PlanResult, plan_search, size_nics
+from optimus_calc.analyses.nics import NicSizing, size_nics
+from optimus_calc.search.plan import PlanResult, plan_search
 from optimus_calc.specs.training import Assumptions, Offload
 
 

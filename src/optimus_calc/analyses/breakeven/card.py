@@ -54,8 +54,10 @@ def card_fields(card: SmartNIC) -> tuple[str, ...]:
     """The fields of the joint requirement, in the corner's order: the host link, capacity,
     then the update's roofline (memory bandwidth, cores x per-core bandwidth, FLOPs)."""
     if card.device_type == "fpga":
-        tier = ("expansion_bandwidth_GBps",) if card.expansion_memory_GB > 0 else ()
-        return (LINK, "memory_GB", "memory_bandwidth_GBps") + tier + ("fabric_fp32_TFLOPS",)
+        tier = (("expansion_memory_GB", "expansion_bandwidth_GBps")
+                if card.expansion_memory_GB > 0 else ())
+        return (LINK, "memory_GB", *tier[:1], "memory_bandwidth_GBps", *tier[1:],
+                "fabric_fp32_TFLOPS")
     return (LINK, "memory_GB", "memory_bandwidth_GBps", "cores", "core_bandwidth_GBps",
             "core_GHz")
 
@@ -63,8 +65,7 @@ def card_fields(card: SmartNIC) -> tuple[str, ...]:
 def _scaled_fields(card: SmartNIC) -> tuple[str, ...]:
     """What a uniform multiple scales: every field of the requirement but the core count
     (cores x per-core bandwidth and cores x clock scale through the per-core figures)."""
-    extra = ("expansion_memory_GB",) if card.expansion_memory_GB > 0 else ()
-    return tuple(f for f in card_fields(card) if f != "cores") + extra
+    return tuple(f for f in card_fields(card) if f != "cores")
 
 
 def scaled(spec: CardSpec, factor: float, integers: str = "up") -> CardSpec:
