@@ -190,7 +190,7 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
                    if p.key not in seen and not isinstance(p, Joint)]
         sens = (chosen, B.sensitivity(chosen, params))
     emit(breakeven_document(inp, g, results, ref, sens, single=entry is not None, card=card,
-                            saved=save_card), fmt, output)
+                            saved=save_card, planned=not pinned), fmt, output)
 
 
 def _minimum_card(case, goal, reference_s):

@@ -207,7 +207,7 @@ def _sens_parts(sens) -> tuple[list[dict], Table, Table]:
 
 
 def breakeven_document(inp, goal, results, ref, sens, single: bool, card=None,
-                       saved: str | None = None) -> Document:
+                       saved: str | None = None, planned: bool = False) -> Document:
     """``card``: (MinimumCard, Reach | None) for one SmartNIC; ``saved``: where its corner
     was written."""
     data: dict = {"model": model_data(inp.model), "hardware": hardware_data(inp.hw),
@@ -217,6 +217,8 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool, card=None,
     lay_text = (layout_text(results[0].case.layout) if single else
                 layout_text(inp.layout).split(", offload")[0] + ", the optimizer on each device "
                 "in turn")
+    if planned:
+        lay_text += " (no layout given: the planner's layout for this node and device)"
     header = [("layout", lay_text),
               ("training", training_text(inp))]
     notes: list[str] = []
@@ -308,7 +310,7 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool, card=None,
         tables.append(stable)
         csv = scsv
     notes.append("methods: sympy = closed form on the registry's expressions (`optimus-calc "
-                 "explain compute.optimizer_step_time`, offload.exposed_optimusnic, "
+                 "explain compute.optimizer_step_time`, optimusnic.pipeline_time, "
                  "memory.spill_bytes), checked against the evaluator; floor = the strategy's "
                  "exposure has a floor no value removes (offload.exposed_zero_offload, "
                  "offload.exposed_superoffload's last bucket), confirmed at the bound; search = "

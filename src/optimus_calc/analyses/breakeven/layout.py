@@ -1,5 +1,6 @@
 """The layout `breakeven` studies when none is pinned: the planner's recommendation for the
-node with the device, its optimizer on that device."""
+node with the device, its optimizer on that device (for a SmartNIC, which no framework runs, the
+planner's what-if: the best layout that offloads to the card)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ def planned_case(base: Case, offload: Offload | None) -> Case:
     offloads = [offload] if offload is not None else None
     res = plan(base.model, base.hw, base.training, base.asm, offloads=offloads, top_k=1)
     rec = res.recommended
+    if offload is Offload.SMARTNIC:  # no framework runs OptimusNIC: the planner's what-if
+        rec = res.what_if or rec
     if rec is None:
         what = f" offloading to {offload.value}" if offload is not None else ""
         raise InputError(f"no layout of {base.model.name}{what} fits on {base.hw.nodes} x "
