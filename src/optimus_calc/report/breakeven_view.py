@@ -92,6 +92,8 @@ def device_data(res) -> dict:
         "cards_per_gpu_required": _cards_per_gpu(res),
         "step_time_s": st.step_time_s, "optimizer_s": st.optimizer_s,
         "offload_transfer_s": st.offload_transfer_s, "window_s": st.window_s,
+        "pipeline_s": st.pipeline_s, "gradient_in_s": st.gradient_in_s,
+        "weights_out_s": st.weights_out_s,
         "optimizer_exposed_s": st.optimizer_exposed_s,
         "offload_bytes_per_device": st.offload_bytes_per_device,
         "offload_capacity_per_device": st.offload_capacity_per_device,
