@@ -219,6 +219,7 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool, card=None,
     lay_text = (layout_text(results[0].case.layout) if single else
                 layout_text(inp.layout).split(", offload")[0] + ", the optimizer on each device "
                 "in turn")
+    data["layout_planned"] = planned
     if planned:
         lay_text += " (no layout given: the planner's layout for this node and device)"
     header = [("layout", lay_text),
