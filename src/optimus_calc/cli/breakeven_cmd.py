@@ -109,8 +109,12 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
     otherwise.
 
     With --device the layout's optimizer goes to that device (--offload may pick cpu, nvme
-    or superchip for a CPU); without it, one row per SmartNIC in the catalog and the node's
-    CPU, and --offload/--smartnic only choose the layout --sensitivity describes."""
+    or superchip for a CPU); a SmartNIC is also sized as a whole: the smallest multiple of it
+    and the cheapest corner of its fields that meet the goal (--save-card writes it as a
+    catalog entry), or, when no card can, what binds on the GPU side and what reaches it.
+    Without --device, one row per SmartNIC in the catalog and the node's CPU, and
+    --offload/--smartnic only choose the layout --sensitivity describes. Without layout
+    options, the planner's layout for the node and device."""
     from optimus_calc.cli.options import build_inputs
     from optimus_calc.analyses import breakeven as B
     from optimus_calc.evaluate.hw_params import Joint, device_params, system_params
