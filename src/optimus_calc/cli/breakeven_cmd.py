@@ -89,6 +89,12 @@ def parse_reference(text: str, inp):
               help="Also the elasticity of step time (and GPU memory headroom) to each "
                    "hardware parameter of the layout (+1% finite difference); with --format "
                    "csv the CSV is this table.")
+@click.option("--sweep", "sweep", type=click.Choice(["global-batch", "micro-batches"]),
+              default=None,
+              help="Also where the offload starts to pay off: the step with the optimizer on "
+                   "the device against the same layout's with it on the GPU, over doubling "
+                   "micro-batch sizes at the layout's micro-batches per step (global-batch) or "
+                   "its global batch (micro-batches); the break-even batch. --plot draws it.")
 @click.option("--save-card", "save_card", default=None, metavar="FILE",
               help="With a SmartNIC --device: write the minimum card (the cheapest corner) "
                    "as a catalog entry (TOML, with its host link) to FILE; load it with "
@@ -100,7 +106,8 @@ def parse_reference(text: str, inp):
 @plot_option
 @click.pass_context
 def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
-              sensitivity: bool, save_card: str | None, save_scale: float, fmt: str,
+              sensitivity: bool, sweep: str | None, save_card: str | None, save_scale: float,
+              fmt: str,
               output: str | None, **kw) -> None:
     """What an offload device must have for offload to pay off: for each hardware parameter
     that enters the equations, alone, the smallest value that meets the goal (current,
@@ -193,8 +200,14 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
         params += [p for p in device_params(chosen.hw, chosen.layout.offload)
                    if p.key not in seen and not isinstance(p, Joint)]
         sens = (chosen, B.sensitivity(chosen, params))
+    swept = None
+    if sweep is not None:
+        if entry is None:
+            raise InputError("--sweep needs --device (the device whose offload it weighs)")
+        from optimus_calc.analyses.breakeven.sweep import sweep_batch
+        swept = sweep_batch(chosen, sweep)
     emit(breakeven_document(inp, g, results, ref, sens, single=entry is not None, card=card,
-                            saved=save_card, planned=not pinned), fmt, output)
+                            saved=save_card, planned=not pinned, sweep=swept), fmt, output)
 
 
 def _minimum_card(case, goal, reference_s):

@@ -8,6 +8,7 @@ from optimus_calc.analyses.breakeven.case import Goal
 from optimus_calc.evaluate.hw_params import LINK_ROLES
 from optimus_calc.report.common import (hardware_data, layout_data, layout_text, model_data,
                                         training_data, training_text)
+from optimus_calc.report.batch_sweep_view import sweep_data, sweep_note, sweep_table
 from optimus_calc.report.card_view import card_data, card_notes, card_table
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
@@ -209,7 +210,8 @@ def _sens_parts(sens) -> tuple[list[dict], Table, Table]:
 
 
 def breakeven_document(inp, goal, results, ref, sens, single: bool, card=None,
-                       saved: str | None = None, planned: bool = False) -> Document:
+                       saved: str | None = None, planned: bool = False,
+                       sweep=None) -> Document:
     """``card``: (MinimumCard, Reach | None) for one SmartNIC; ``saved``: where its corner
     was written."""
     data: dict = {"model": model_data(inp.model), "hardware": hardware_data(inp.hw),
@@ -307,6 +309,12 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool, card=None,
                                     for d in devs],
                     columns=[Column(k, k) for k in devs[0] if k not in (
                         "requirements", "not_entering")])
+    plot = "sensitivity" if sens is not None else ""
+    if sweep is not None:
+        data["batch_sweep"] = sweep_data(sweep)
+        tables.append(sweep_table(sweep))
+        notes.append(sweep_note(sweep))
+        plot = "batch_sweep"
     if sens is not None:
         sdata, stable, scsv = _sens_parts(sens)
         data["sensitivity"] = sdata
@@ -321,4 +329,4 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool, card=None,
                  "strategies' phase-by-phase step, links, capacities, cards); * = the closed "
                  "form disagreed with the evaluator and was replaced")
     return Document(title=title, header=header, data=data, tables=tables, notes=notes, csv=csv,
-                    plot="sensitivity" if sens is not None else "")
+                    plot=plot)

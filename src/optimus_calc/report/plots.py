@@ -192,6 +192,31 @@ KINDS = {"memory": _memory, "compare": _compare, "sweep": _sweep, "comm": _comm,
          "sensitivity": _sensitivity}
 
 
+def _batch_sweep(plt, data: dict[str, Any]):
+    """breakeven --sweep: step time with the optimizer offloaded and on the GPU per batch."""
+    sw = data["batch_sweep"]
+    rows = sw["rows"]
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    xs = [r["global_batch"] if sw["what"] == "global-batch" else r["micro_batches"]
+          for r in rows]
+    for key, label in (("offload_step_s", "optimizer offloaded"), ("gpu_step_s", "on the GPU")):
+        ax.plot(xs, [r[key] for r in rows], marker="o", label=label)
+    be = sw["breakeven_global_batch"] if sw["what"] == "global-batch" else \
+        sw["breakeven_micro_batches"]
+    if be is not None:
+        ax.axvline(be, linestyle="--", linewidth=0.8, color="grey", label="break-even")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("global batch" if sw["what"] == "global-batch" else "micro-batches per step")
+    ax.set_ylabel("step time (s)")
+    ax.grid(True, linewidth=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title("breakeven: where the offload pays off", fontsize=10)
+    return fig
+
+
+KINDS["batch_sweep"] = _batch_sweep
+
+
 def figure_bytes(kind: str, data: dict[str, Any], fmt: str) -> bytes:
     """The chart as PNG or SVG bytes (pure: data in, bytes out)."""
     import io
@@ -212,7 +237,7 @@ def write_plot(doc, path: str) -> None:
     fmt = check_path(path)
     if doc.plot not in KINDS:
         raise InputError("--plot: this command has no chart with these options (breakeven "
-                         "draws one with --sensitivity)")
+                         "draws one with --sensitivity or --sweep)")
     payload = figure_bytes(doc.plot, doc.data, fmt)
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
