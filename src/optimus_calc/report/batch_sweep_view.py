@@ -39,7 +39,10 @@ def sweep_note(sw) -> str:
     if be is None:
         return (f"--sweep {sw.what}: the offload does not pay off at the largest batch that "
                 "fits")
-    return (f"break-even batch: global batch {be.global_batch} ({be.micro_batches} "
+    text = (f"break-even batch: global batch {be.global_batch} ({be.micro_batches} "
             f"micro-batches of {be.micro_batch}); from there on the offloaded step is no longer "
-            "than the same layout's with the optimizer on the GPU (or only the offloaded one "
-            "fits)")
+            "than the same layout's with the optimizer on the GPU")
+    if any(not p.gpu_fits for p in sw.points):
+        text += ("; where the GPU layout does not fit (no fit) the offload is needed for "
+                 "memory anyway")
+    return text

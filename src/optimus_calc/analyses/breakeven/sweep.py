@@ -4,8 +4,8 @@ OptimusNIC's window is one micro-batch's backward + the next forward, so what de
 micro-batch size: ``global-batch`` grows the global batch with the micro-batches per step fixed
 (each micro-batch larger), ``micro-batches`` splits the same global batch into more or fewer
 micro-batches. At each point the evaluator gives the offloaded step and the same layout's step
-with the optimizer on the GPU; the offload pays off where its step is no longer (or where only
-the offloaded layout fits GPU memory). The break-even batch is the first point from which it
+with the optimizer on the GPU; the offload pays off where its step is no longer (in time; where
+the GPU layout does not fit memory the offload is needed anyway, which the table marks). The break-even batch is the first point from which it
 pays off to the end of the sweep.
 """
 
@@ -34,9 +34,9 @@ class BatchPoint:
 
     @property
     def pays_off(self) -> bool:
-        if not self.offload_fits:
-            return False
-        return not self.gpu_fits or self.offload_step_s <= self.gpu_step_s
+        """The offloaded layout fits and its step is no longer than on the GPU (whether or not
+        the GPU layout fits memory: the table says so)."""
+        return self.offload_fits and self.offload_step_s <= self.gpu_step_s
 
 
 @dataclass(frozen=True)
