@@ -107,8 +107,7 @@ def parse_reference(text: str, inp):
 @click.pass_context
 def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
               sensitivity: bool, sweep: str | None, save_card: str | None, save_scale: float,
-              fmt: str,
-              output: str | None, **kw) -> None:
+              fmt: str, output: str | None, **kw) -> None:
     """What an offload device must have for offload to pay off: for each hardware parameter
     that enters the equations, alone, the smallest value that meets the goal (current,
     required, ratio, or never and what binds instead), solved in closed form (sympy) where
@@ -136,15 +135,7 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
     if asked is Offload.NONE and device is not None:
         raise InputError("--offload none: breakeven needs an offload target (leave --offload "
                          "out to use the device's)")
-    entry = None
-    if device is not None:
-        entry = _device_entry(cat, device)
-        if kw.get("smartnic") and entry.kind == "smartnic" and \
-                cat.get(kw["smartnic"], "smartnic", what="SmartNIC").name != entry.name:
-            raise InputError(f"--smartnic {kw['smartnic']!r} and --device {device!r} disagree; "
-                             "give one")
-        if entry.kind == "smartnic":
-            kw["smartnic"] = entry.name
+    entry = _device_for(cat, device, kw)
     inp = build_inputs(app, model, kw)
     if not isinstance(inp.model, Model):
         raise InputError(f"MODEL {model!r} is a bare parameter count: breakeven needs an "
@@ -162,19 +153,7 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
 
     ref = None
     if g is B.Goal.MATCH:
-        if reference == "best":
-            ref = B.best_without_offload(base)
-            if ref is None:
-                raise InputError(f"--goal match: no layout of {inp.model.name} fits on "
-                                 f"{inp.hw.nodes} x {inp.hw.node.name} without offload; name "
-                                 "one with --reference KEY=VALUE,...")
-        elif reference == "same":
-            ref = B.reference_of(base, inp.layout.model_copy(
-                update={"offload": Offload.NONE, "smartnic": None}), inp.training,
-                "this layout with the optimizer on the GPU")
-        else:
-            lay, tr = parse_reference(reference, inp)
-            ref = B.reference_of(base, lay, tr, "the named layout")
+        ref = _reference(base, inp, reference)
     elif ctx.get_parameter_source("reference") != ParameterSource.DEFAULT:
         raise InputError("--reference applies to --goal match only")
     ref_s = ref.step_time_s if ref else None
@@ -200,14 +179,53 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
         params += [p for p in device_params(chosen.hw, chosen.layout.offload)
                    if p.key not in seen and not isinstance(p, Joint)]
         sens = (chosen, B.sensitivity(chosen, params))
-    swept = None
-    if sweep is not None:
-        if entry is None:
-            raise InputError("--sweep needs --device (the device whose offload it weighs)")
-        from optimus_calc.analyses.breakeven.sweep import sweep_batch
-        swept = sweep_batch(chosen, sweep)
+    swept = _sweep(chosen, sweep, entry)
     emit(breakeven_document(inp, g, results, ref, sens, single=entry is not None, card=card,
                             saved=save_card, planned=not pinned, sweep=swept), fmt, output)
+
+
+def _device_for(cat, device: str | None, kw: dict):
+    """The --device catalog entry (a SmartNIC also becomes the layout's --smartnic)."""
+    if device is None:
+        return None
+    entry = _device_entry(cat, device)
+    if kw.get("smartnic") and entry.kind == "smartnic" and \
+            cat.get(kw["smartnic"], "smartnic", what="SmartNIC").name != entry.name:
+        raise InputError(f"--smartnic {kw['smartnic']!r} and --device {device!r} disagree; "
+                         "give one")
+    if entry.kind == "smartnic":
+        kw["smartnic"] = entry.name
+    return entry
+
+
+def _reference(base, inp, reference: str):
+    """The step time --goal match compares with: best, same or a named layout."""
+    from optimus_calc.analyses import breakeven as B
+    from optimus_calc.specs.training import Offload
+
+    if reference == "best":
+        ref = B.best_without_offload(base)
+        if ref is None:
+            raise InputError(f"--goal match: no layout of {inp.model.name} fits on "
+                             f"{inp.hw.nodes} x {inp.hw.node.name} without offload; name "
+                             "one with --reference KEY=VALUE,...")
+    elif reference == "same":
+        ref = B.reference_of(base, inp.layout.model_copy(
+            update={"offload": Offload.NONE, "smartnic": None}), inp.training,
+            "this layout with the optimizer on the GPU")
+    else:
+        lay, tr = parse_reference(reference, inp)
+        ref = B.reference_of(base, lay, tr, "the named layout")
+    return ref
+
+
+def _sweep(case, sweep: str | None, entry):
+    if sweep is None:
+        return None
+    if entry is None:
+        raise InputError("--sweep needs --device (the device whose offload it weighs)")
+    from optimus_calc.analyses.breakeven.sweep import sweep_batch
+    return sweep_batch(case, sweep)
 
 
 def _minimum_card(case, goal, reference_s):

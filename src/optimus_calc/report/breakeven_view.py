@@ -241,74 +241,10 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool, card=None,
     title = (f"breakeven: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name} "
              f"({inp.hw.gpus} x {inp.hw.gpu.name}), goal {goal.value}")
     if single:
-        res = results[0]
-        d = device_data(res)
-        data.update({k: v for k, v in d.items()})
-        data["layout"] = layout_data(res.case.layout)
-        name = d["device"]
-        title += f", {name}"
-        header.append(("now", now_text(res) + ("; goal met" if res.goal_met
-                                               else "; goal not met")))
-        unreachable = card is not None and card[1] is not None
-        if card is not None:
-            data["minimum_card"] = card_data(*card)
-            if card[0].corner is not None:
-                tables.append(card_table(card[0]))
-            notes += card_notes(card[0], card[1], saved)
-        if not unreachable:  # a table of "never" says less than the verdict
-            tables.append(Table(title=f"what {name} needs to {goal.text} (each parameter "
-                                      "alone, the rest as in the catalog)",
-                                rows=_req_rows(res), columns=REQ_COLUMNS))
-            notes += binding_notes(res.requirements)
-        if res.not_entering:
-            notes.append("not in this goal's equations: " + ", ".join(
-                f"{p.field} ({p.entry_name(res.case.hw)})" for p in res.not_entering))
-        if not d["layout_fits"]:
-            notes.append("the layout does not fit as it is (see `optimus-calc memory`); the "
-                         "requirements are for its step as evaluated")
-        csv = Table(title="", rows=[{"device": name, "goal": goal.value, **r}
-                                    for r in d["requirements"]],
-                    columns=[Column(k, k) for k in (
-                        "device", "goal", "parameter", "role", "entry", "unit", "current",
-                        "required", "ratio", "status", "method", "binding")])
+        suffix, csv = _single_parts(results[0], goal, data, header, tables, notes, card, saved)
+        title += suffix
     else:
-        devs = [device_data(r) for r in results]
-        data["devices"] = devs
-        rows = []
-        for res, d in zip(results, devs):
-            lim = d["limiting_parameter"]
-            if d["limiting_ratio"] is not None:
-                lim += f" {d['limiting_ratio']:.3g}x"
-            cards = d["cards_per_gpu_required"]
-            kind = {"smartnic": d["kind"], "superchip": "superchip"}.get(d["offload"], "host cpu")
-            rows.append({"device": d["device"], "kind": kind,
-                         "met": d["goal_met"], "margin": margin_text(res), **_now_cells(res),
-                         "cards": "-" if cards is None else f"{cards:.3g}", "limit": lim})
-        tables.append(Table(
-            title=f"offload devices: can each {goal.text}? (margin < 0: short by that much)",
-            rows=rows,
-            columns=[Column("device", "device", align="left"),
-                     Column("kind", "kind", align="left"), Column("met", "met"),
-                     Column("margin", "margin"), *_now_columns(Goal(goal)),
-                     Column("cards", "cards/GPU needed"),
-                     Column("limit", "limiting parameter", align="left")]))
-        notes.append("limiting parameter: the cheapest single change of the device's own "
-                     "parameters when the goal is not met, the one with the least room when it "
-                     "is (required / current); cards/GPU needed: the fewest cards per GPU that "
-                     "meet the goal")
-        if goal.value != "fit":
-            notes.append("optimizer s: a card's step (its transfers come on top) or a host "
-                         "strategy's whole step (transfers included); window: what the step "
-                         "overlaps with (OptimusNIC: the last micro-batch's backward + the next "
-                         "forward; SuperOffload: the last micro-batch's backward, the last "
-                         "bucket after it; ZeRO-Offload: nothing)")
-        notes.append("`optimus-calc breakeven ... --device NAME` lists every parameter of one "
-                     "device; JSON has them for all")
-        csv = Table(title="", rows=[{k: v for k, v in d.items()
-                                     if k not in ("requirements", "not_entering")}
-                                    for d in devs],
-                    columns=[Column(k, k) for k in devs[0] if k not in (
-                        "requirements", "not_entering")])
+        csv = _catalog_parts(results, goal, data, tables, notes)
     plot = "sensitivity" if sens is not None else ""
     if sweep is not None:
         data["batch_sweep"] = sweep_data(sweep)
@@ -330,3 +266,79 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool, card=None,
                  "form disagreed with the evaluator and was replaced")
     return Document(title=title, header=header, data=data, tables=tables, notes=notes, csv=csv,
                     plot=plot)
+
+
+def _single_parts(res, goal, data: dict, header: list, tables: list, notes: list, card,
+                  saved) -> tuple[str, Table]:
+    """One device: its figures, the minimum card, the requirements; (the title's suffix, the
+    CSV table)."""
+    d = device_data(res)
+    data.update({k: v for k, v in d.items()})
+    data["layout"] = layout_data(res.case.layout)
+    name = d["device"]
+    header.append(("now", now_text(res) + ("; goal met" if res.goal_met
+                                           else "; goal not met")))
+    unreachable = card is not None and card[1] is not None
+    if card is not None:
+        data["minimum_card"] = card_data(*card)
+        if card[0].corner is not None:
+            tables.append(card_table(card[0]))
+        notes += card_notes(card[0], card[1], saved)
+    if not unreachable:  # a table of "never" says less than the verdict
+        tables.append(Table(title=f"what {name} needs to {goal.text} (each parameter "
+                                  "alone, the rest as in the catalog)",
+                            rows=_req_rows(res), columns=REQ_COLUMNS))
+        notes += binding_notes(res.requirements)
+    if res.not_entering:
+        notes.append("not in this goal's equations: " + ", ".join(
+            f"{p.field} ({p.entry_name(res.case.hw)})" for p in res.not_entering))
+    if not d["layout_fits"]:
+        notes.append("the layout does not fit as it is (see `optimus-calc memory`); the "
+                     "requirements are for its step as evaluated")
+    csv = Table(title="", rows=[{"device": name, "goal": goal.value, **r}
+                                for r in d["requirements"]],
+                columns=[Column(k, k) for k in (
+                    "device", "goal", "parameter", "role", "entry", "unit", "current",
+                    "required", "ratio", "status", "method", "binding")])
+    return f", {name}", csv
+
+
+def _catalog_parts(results, goal, data: dict, tables: list, notes: list) -> Table:
+    """One row per device of the catalog; returns the CSV table."""
+    devs = [device_data(r) for r in results]
+    data["devices"] = devs
+    rows = []
+    for res, d in zip(results, devs):
+        lim = d["limiting_parameter"]
+        if d["limiting_ratio"] is not None:
+            lim += f" {d['limiting_ratio']:.3g}x"
+        cards = d["cards_per_gpu_required"]
+        kind = {"smartnic": d["kind"], "superchip": "superchip"}.get(d["offload"], "host cpu")
+        rows.append({"device": d["device"], "kind": kind,
+                     "met": d["goal_met"], "margin": margin_text(res), **_now_cells(res),
+                     "cards": "-" if cards is None else f"{cards:.3g}", "limit": lim})
+    tables.append(Table(
+        title=f"offload devices: can each {goal.text}? (margin < 0: short by that much)",
+        rows=rows,
+        columns=[Column("device", "device", align="left"),
+                 Column("kind", "kind", align="left"), Column("met", "met"),
+                 Column("margin", "margin"), *_now_columns(Goal(goal)),
+                 Column("cards", "cards/GPU needed"),
+                 Column("limit", "limiting parameter", align="left")]))
+    notes.append("limiting parameter: the cheapest single change of the device's own "
+                 "parameters when the goal is not met, the one with the least room when it "
+                 "is (required / current); cards/GPU needed: the fewest cards per GPU that "
+                 "meet the goal")
+    if goal.value != "fit":
+        notes.append("optimizer s: a card's step (its transfers come on top) or a host "
+                     "strategy's whole step (transfers included); window: what the step "
+                     "overlaps with (OptimusNIC: the last micro-batch's backward + the next "
+                     "forward; SuperOffload: the last micro-batch's backward, the last "
+                     "bucket after it; ZeRO-Offload: nothing)")
+    notes.append("`optimus-calc breakeven ... --device NAME` lists every parameter of one "
+                 "device; JSON has them for all")
+    return Table(title="", rows=[{k: v for k, v in d.items()
+                                  if k not in ("requirements", "not_entering")}
+                                 for d in devs],
+                 columns=[Column(k, k) for k in devs[0] if k not in (
+                     "requirements", "not_entering")])

@@ -50,6 +50,6 @@ def card_toml(spec: CardSpec, name: str, derivation: str) -> str:
                       "memory_efficiency", "line_rate_Gbps"):
             lines.append(f"{k} = {_value(v)}")
     lines += [f"host_link = {_value(link_name)}",
-              f"source = {_value(derivation + '; other fields from ' + card.name + ': ' + card.source)}",
+              f"source = {_value(f'{derivation}; other fields from {card.name}: {card.source}')}",
               f"assumed = {_value(list(card.assumed))}", ""]
     return "\n".join(lines)

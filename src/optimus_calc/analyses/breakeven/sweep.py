@@ -5,8 +5,8 @@ micro-batch size: ``global-batch`` grows the global batch with the micro-batches
 (each micro-batch larger), ``micro-batches`` splits the same global batch into more or fewer
 micro-batches. At each point the evaluator gives the offloaded step and the same layout's step
 with the optimizer on the GPU; the offload pays off where its step is no longer (in time; where
-the GPU layout does not fit memory the offload is needed anyway, which the table marks). The break-even batch is the first point from which it
-pays off to the end of the sweep.
+the GPU layout does not fit memory the offload is needed anyway, which the table marks). The
+break-even batch is the first point from which it pays off to the end of the sweep.
 """
 
 from __future__ import annotations

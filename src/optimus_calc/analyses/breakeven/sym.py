@@ -5,8 +5,8 @@ grows: ``optimusnic.exposed_time(optimusnic.pipeline_time(T_in, T_up =
 compute.optimizer_step_time(x), T_out, n_L), W_o) <= target`` for a SmartNIC's bandwidths,
 cores, clock and fabric (OptimusNIC: the card's per-layer pipeline against the last
 micro-batch's backward and the next forward), and ``memory.spill_bytes(B_dev, C(x)) <= 0`` for
-its capacity (alone for fit, inside the link stages that carry the spill for hide). The host strategies (ZeRO-Offload/Infinity, SuperOffload) run DeepSpeed's
-step phase by phase (evaluate/offload_step.py); `breakeven` searches over them instead.
+its capacity (alone for fit; for hide the spill enters both link stages and is searched). The host
+strategies (ZeRO-Offload/Infinity, SuperOffload) run DeepSpeed's step phase by phase (evaluate/offload_step.py); `breakeven` searches over them instead.
 Such an expression is a Max/Min/Piecewise of smooth pieces (a roofline); each
 piece that contains ``x`` is solved with ``sympy.solve`` and a root is kept only where the full
 expression, with every branch, equals the target there. No root means no value of ``x`` alone
