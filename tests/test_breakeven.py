@@ -9,13 +9,13 @@ Per TP rank the matrices halve, norms stay whole: 8,556,380,160 + 327,680 + 525,
 = 9,082,052,608 parameters; ZeRO-3 over DP = 2: P_n = 4,541,026,304 per GPU, one card per GPU.
 Optimizer state 12 B/param: 54,492,315,648 bytes per card.
 
-OptimusNIC's exposure (offload.exposed_optimusnic) is max(0, T_s - W_o): T_s = the card's step
-(compute.optimizer_step_time) + its transfers, W_o = the LAST micro-batch's backward + the next
-step's first forward. The issue's command (global batch 16, micro-batch 1, DP 2) has 8
-micro-batches, so W_o = (forward + backward) / 8 = 0.807 s, less than the transfers of every
-catalog SoC card: there BlueField-2 and -3 need more cards, not faster ones. LAYOUT_M1 is the
-same layout with micro-batch 8: one micro-batch per step, W_o = the whole forward + backward
-(5.60 s), where the cards' own bandwidths matter.
+OptimusNIC's exposure (optimusnic.exposed_time) is max(0, T_pipe - W_o), T_pipe the card's
+per-layer pipeline (optimusnic.pipeline_time): the slowest of gradient in (T_in), update (T_up,
+compute.optimizer_step_time) and weights out (T_out), plus one layer's passage through the other
+two (their sum / n_L, n_L = 20 layers in the stage). W_o = the LAST micro-batch's backward + the
+next step's first forward. The issue's command (global batch 16, micro-batch 1, DP 2) has 8
+micro-batches, so W_o = (forward + backward) / 8 = 0.807 s. LAYOUT_M1 is the same layout with
+micro-batch 8: one micro-batch per step, W_o = the whole forward + backward (5.60 s).
 
 Catalog values (hardware_catalog/smartnics/smartnics.toml, links/links.toml): BlueField-2 8
 cores x core_bandwidth_GBps 2.5 (assumed) = 20 GB/s < 0.8 x 25.6 = 20.48 GB/s of DDR4: the
@@ -41,12 +41,28 @@ STATE = P_N * 12             # 54,492,315,648 bytes
 BETA = 28                    # fused Adam with bf16 gradients: 12 + 2 + 12 + 2 bytes/param
 PCIE4 = 31.5e9 * 0.76        # pcie4-x16 x its catalog efficiency: 23.94 GB/s
 PCIE5 = 63.0e9 * 0.76        # pcie5-x16: 47.88 GB/s
-# transfers per card: gradients in and weights out, 2 + 2 B/param over the slower of the GPU's
-# and the card's PCIe (both 23.94 GB/s for BlueField-2; the GPU's Gen4 for BlueField-3), then
-# the spill (state beyond the card's memory) read and written over the card's own link
-T_X_BF2 = P_N * 4 / PCIE4 + 2 * (STATE - 16e9) / PCIE4   # 0.75873 + 3.21573 = 3.97446 s
-T_X_BF3 = P_N * 4 / PCIE4 + 2 * (STATE - 32e9) / PCIE5   # 0.75873 + 0.93931 = 1.69804 s
 T_OPT_BF2 = P_N * BETA / 20e9                            # the cores' 20 GB/s: 6.35744 s
+
+
+def t_link(card_params, cap, card_link, gpu_params=P_N):
+    """optimusnic.gradient_in_time (= weights_out_time with 2-byte weights): the slower of each
+    GPU's own link (its shard's 2 B/param) and the card's (the shards it serves, 2 B/param, and
+    the spill, state beyond the card's capacity, read in; written back on the way out)."""
+    spill = max(0.0, card_params * 12 - cap)
+    return max(gpu_params * 2 / PCIE4, (card_params * 2 + spill) / card_link)
+
+
+def t_pipe(t_in, t_up, t_out, n_l=20):
+    """optimusnic.pipeline_time: the slowest stage + the other two's per-layer times."""
+    m = max(t_in, t_up, t_out)
+    return m + (t_in + t_up + t_out - m) / n_l
+
+
+# BlueField-2, one card per GPU: (9.082 + 38.492) GB / 23.94 GB/s = 1.98723 s each way
+T_IN_BF2 = t_link(P_N, 16e9, PCIE4)
+# BlueField-3: max(9.082 / 23.94 = 0.3794, (9.082 + 22.492) / 47.88 = 0.6594) = 0.6594 s
+T_IN_BF3 = t_link(P_N, 32e9, PCIE5)
+PIPE_BF2 = t_pipe(T_IN_BF2, T_OPT_BF2, T_IN_BF2)         # 6.35744 + 2 x 1.98723 / 20 = 6.556 s
 
 
 @lru_cache(maxsize=None)
@@ -112,14 +128,13 @@ def step_json(run, layout, card: str, *extra) -> dict:
 # ---- the done-when test ------------------------------------------------------------------------
 
 def test_done_when_bluefield2_hide_json(run, tmp_path, cat):
-    """The issue's command, exactly. Its memory-bandwidth entry is "never", for two reasons the
-    binding names: the 8 cores draw 8 x 2.5 = 20 GB/s < 0.8 x 25.6 = 20.48 GB/s of DDR4, so the
-    roofline's min() is the cores' already (the card's step stays P_n x 28 / 20e9 = 6.357 s);
-    and with 8 micro-batches the window is one micro-batch's backward + forward (0.807 s), which
-    the transfers (3.974 s) alone overrun. A user-catalog copy with 1000 x the memory bandwidth
-    exposes exactly as much as the card. The 1.01 / 0.99 round trips are below: cards per node
-    on this command, memory bandwidth (BlueField-3) and both bandwidths (BlueField-2) with one
-    micro-batch per step."""
+    """The issue's command, exactly. BlueField-2's memory-bandwidth entry is "never", for two
+    reasons the binding names: the 8 cores draw 8 x 2.5 = 20 GB/s < 0.8 x 25.6 = 20.48 GB/s of
+    DDR4, so the roofline's min() is the cores' already (the update stays P_n x 28 / 20e9 =
+    6.357 s); and its link stages (gradients in and the 38.5 GB spill read over one Gen4 link,
+    1.987 s, T_IN_BF2) alone overrun the 0.807 s window. The card's pipeline is 6.357 + 2 x
+    1.987 / 20 = 6.556 s (PIPE_BF2). A user-catalog copy with 1000 x the memory bandwidth
+    exposes exactly as much as the card."""
     r = run("breakeven", *LAYOUT, "--device", "bluefield-2", "--goal", "hide", "--format",
             "json")
     assert r.code == 0, r.err
@@ -130,76 +145,78 @@ def test_done_when_bluefield2_hide_json(run, tmp_path, cat):
     step = step_json(run, LAYOUT, "bluefield-2")
     window = (step["forward_s"] + step["backward_s"]) / 8        # about 0.807 s
     assert doc["window_s"] == pytest.approx(window, rel=1e-12)
-    assert doc["offload_transfer_s"] == pytest.approx(T_X_BF2, rel=1e-9)
+    assert doc["gradient_in_s"] == pytest.approx(T_IN_BF2, rel=1e-9)
+    assert doc["weights_out_s"] == pytest.approx(T_IN_BF2, rel=1e-9)
     assert doc["optimizer_s"] == pytest.approx(T_OPT_BF2, rel=1e-12)
-    assert doc["optimizer_exposed_s"] == pytest.approx(T_OPT_BF2 + T_X_BF2 - window, rel=1e-9)
+    assert doc["pipeline_s"] == pytest.approx(PIPE_BF2, rel=1e-9)
+    assert doc["optimizer_exposed_s"] == pytest.approx(PIPE_BF2 - window, rel=1e-9)
     mem = req(doc, "memory_bandwidth_GBps")
     assert mem["unit"] == "GB/s" and mem["current"] == 25.6
     assert mem["required"] is None and mem["ratio"] is None and mem["status"] == "never"
-    assert "sympy" in mem["method"] and "offload.exposed_optimusnic" in mem["method"]
+    assert "sympy" in mem["method"] and "optimusnic.pipeline_time" in mem["method"]
     assert "core_bandwidth_GBps x cores hold the card's step at 6.36 s" in mem["binding"]
-    assert f"the transfers (3.97 s) alone already fill the {window:.3g} s window" in mem["binding"]
-    # more cards cannot help either: each GPU still sends its own shard over its own Gen4 link
-    # (P_n x 4 B / 23.94 GB/s = 0.759 s) in the 0.807 s window
-    # both bandwidths together cannot help either: the transfers fill the window
+    assert "gradient in 1.99 s, weights out 1.99 s over 20 layers) alone already fill the " \
+        f"{window:.3g} s window" in mem["binding"]
     joint = req(doc, "memory_bandwidth_GBps+core_bandwidth_GBps")
     assert joint["current"] == pytest.approx(20.0) and joint["status"] == "never"
-    assert "the transfers (3.97 s) alone already fill" in joint["binding"]
+    assert "alone already fill" in joint["binding"]
     fast = exposed_with_copy(run, tmp_path, cat, "bluefield-2", "bf2-fast",
                              memory_bandwidth_GBps=25.6e3)
-    assert fast == pytest.approx(doc["optimizer_exposed_s"], rel=1e-12) and fast > 9.5
+    assert fast == pytest.approx(doc["optimizer_exposed_s"], rel=1e-12) and fast > 5.7
 
 
 def test_cards_per_node_round_trip_bluefield2(run):
-    """An integer requirement: the fewest BlueField-2 cards per node that hide the step, with
-    one micro-batch per step (LAYOUT_M1, window W_o = forward + backward). With k cards each
-    holds 8 P_n / k parameters; its step is 8 P_n / k x 28 B / 20 GB/s (the cores); the
-    transfers take the slower of the GPU's own link (P_n x 4 B / 23.94 GB/s = 0.759 s, whatever
-    k) and the card's (8 P_n / k x 4 B / 23.94 GB/s), plus the spill read and written,
-    2 x max(0, 8 x 54.49 GB / k - 16 GB) / 23.94 GB/s. The smallest k whose sum fits in W_o,
-    by hand below; the evaluator agrees: k cards expose nothing, k - 1 expose some. On the
-    issue's command (8 micro-batches, W_o = 0.807 s) no card count hides it: the GPU's own
-    0.759 s of transfers leave too little."""
-    step = step_json(run, LAYOUT_M1, "bluefield-2")
-    window = step["forward_s"] + step["backward_s"]     # one micro-batch per step
+    """An integer requirement: the fewest BlueField-2 cards per node that hide the step. With k
+    cards each holds 8 P_n / k parameters; its update is 8 P_n / k x 28 B / 20 GB/s (the
+    cores); its link stages the slower of the GPU's own link (P_n x 2 B / 23.94 GB/s = 0.379 s,
+    whatever k) and the card's (8 P_n / k x 2 B + the spill max(0, 8 x 54.49 GB / k - 16 GB))
+    / 23.94 GB/s; the pipeline the slowest + the others / 20 layers. The smallest k whose
+    pipeline fits in W_o, by hand below, on both the issue's command (8 micro-batches, W_o =
+    0.807 s: the GPU's own 0.379 s leave room now that the stages overlap) and one micro-batch
+    per step; the evaluator agrees: k cards expose nothing, k - 1 expose some."""
+    for layout, per_step in ((LAYOUT_M1, 1), (LAYOUT, 8)):
+        step = step_json(run, layout, "bluefield-2")
+        window = (step["forward_s"] + step["backward_s"]) / per_step
 
-    def hand(k):
-        card = 8 * P_N / k
-        return (card * BETA / 20e9 + max(P_N * 4 / PCIE4, card * 4 / PCIE4)
-                + 2 * max(0.0, 8 * STATE / k - 16e9) / PCIE4)
-    k = next(n for n in range(1, 1000) if hand(n) <= window)
-    need = req(cli_json("breakeven", *LAYOUT_M1, "--device", "bluefield-2"),
-               "smartnics_per_node")
-    assert need["method"].startswith("exact search over integers")
-    assert need["required"] == k and need["ratio"] == pytest.approx(k / 8)
+        def hand(k):
+            card = 8 * P_N / k
+            link = t_link(card, 16e9, PCIE4)
+            return t_pipe(link, card * BETA / 20e9, link)
+        k = next(n for n in range(1, 1000) if hand(n) <= window)
+        need = req(cli_json("breakeven", *layout, "--device", "bluefield-2"),
+                   "smartnics_per_node")
+        assert need["method"].startswith("exact search over integers")
+        assert need["required"] == k and need["ratio"] == pytest.approx(k / 8)
 
-    def exposed(n):
-        return step_json(run, LAYOUT_M1, "bluefield-2", "--smartnics-per-node",
-                         n)["optimizer_exposed_s"]
-    assert exposed(k) == 0.0 and exposed(k - 1) > 0.0
-    never = req(cli_json("breakeven", *LAYOUT, "--device", "bluefield-2"), "smartnics_per_node")
-    assert never["status"] == "never"
+        def exposed(n):
+            return step_json(run, layout, "bluefield-2", "--smartnics-per-node",
+                             n)["optimizer_exposed_s"]
+        assert exposed(k) == 0.0 and exposed(k - 1) > 0.0
 
 
 def test_memory_bandwidth_round_trip_bluefield3(run, tmp_path, cat):
-    """BlueField-3's memory bandwidth binds its step (16 x 5 = 80 GB/s of cores against
-    0.8 x 83.2 = 66.56 GB/s of DDR5). On the issue's command it is "never": its transfers
-    (1.698 s) alone fill the 0.807 s window. With one micro-batch per step (LAYOUT_M1, W_o = the
-    whole forward + backward) the required memory_bandwidth_GBps is the memory branch of
-    compute.optimizer_step_time solved inside offload.exposed_optimusnic,
-    P_n x 28 / (0.8 x (W_o - T_x)), about 40.7 GB/s, and round-trips through a user-catalog
-    copy: 1.01 x required hides the step, 0.99 x leaves some exposed."""
+    """BlueField-3's memory bandwidth binds its update (16 x 5 = 80 GB/s of cores against
+    0.8 x 83.2 = 66.56 GB/s of DDR5). On the issue's command it is "never": at any DDR
+    bandwidth the cores' 80 GB/s hold the update at P_n x 28 / 80e9 = 1.59 s, more than the
+    0.807 - 2 x 0.659 / 20 = 0.74 s the window leaves it. With one micro-batch per step
+    (LAYOUT_M1) the required memory_bandwidth_GBps is the memory branch of
+    compute.optimizer_step_time with the update the slowest stage,
+    P_n x 28 / (0.8 x (W_o - 2 T_in / 20)), about 28.7 GB/s, and round-trips through a
+    user-catalog copy: 1.01 x required hides the step, 0.99 x leaves some exposed."""
     now = req(cli_json("breakeven", *LAYOUT, "--device", "bluefield-3"),
               "memory_bandwidth_GBps")
     assert now["status"] == "never"
-    assert "the transfers (1.7 s) alone already fill the 0.8" in now["binding"]
+    assert "core_bandwidth_GBps x cores hold the card's step at 1.59 s > the 0.74" \
+        in now["binding"]
     doc = cli_json("breakeven", *LAYOUT_M1, "--device", "bluefield-3")
     mem = req(doc, "memory_bandwidth_GBps")
     step = step_json(run, LAYOUT_M1, "bluefield-3")
-    assert step["offload_transfer_s"] == pytest.approx(T_X_BF3, rel=1e-9)
     window = step["forward_s"] + step["backward_s"]                 # about 5.60 s
     assert doc["window_s"] == pytest.approx(window, rel=1e-12)
-    required = P_N * BETA / (0.8 * (window - T_X_BF3)) / 1e9
+    assert doc["gradient_in_s"] == pytest.approx(T_IN_BF3, rel=1e-9)
+    budget = window - 2 * T_IN_BF3 / 20
+    required = P_N * BETA / (0.8 * budget) / 1e9
+    assert P_N * BETA / (0.8 * required * 1e9) > T_IN_BF3   # the update is the slowest stage
     assert 0.8 * required < 80                      # the cores still do not bind there
     assert mem["required"] == pytest.approx(required, rel=1e-9)
     assert mem["method"].startswith("closed form")
@@ -213,21 +230,24 @@ def test_memory_bandwidth_round_trip_bluefield3(run, tmp_path, cat):
 
 def test_both_bandwidths_round_trip_bluefield2(run, tmp_path, cat):
     """BlueField-2 with one micro-batch per step: its memory bandwidth alone is still never (the
-    cores hold the step at 6.36 s > the 5.60 - 3.97 = 1.63 s the window leaves); the combined
-    row (memory and per-core bandwidth raised together, the achievable 20 GB/s) needs
-    A = P_n x 28 / (W_o - T_x), about 78.2 GB/s (3.9x), and a user-catalog copy with both
-    bandwidths at 1.01 x that factor hides the step while 0.99 x does not."""
+    cores hold the update at 6.36 s > the 5.60 - 2 x 1.987 / 20 = 5.40 s the window leaves
+    it); the combined row (memory and per-core bandwidth raised together, the achievable 20
+    GB/s) needs A = P_n x 28 / (W_o - 2 T_in / 20), about 23.5 GB/s (1.18x), and a
+    user-catalog copy with both bandwidths at 1.01 x that factor hides the step while 0.99 x
+    does not."""
     doc = cli_json("breakeven", *LAYOUT_M1, "--device", "bluefield-2")
     step = step_json(run, LAYOUT_M1, "bluefield-2")
     window = step["forward_s"] + step["backward_s"]
+    budget = window - 2 * T_IN_BF2 / 20
     mem = req(doc, "memory_bandwidth_GBps")
     assert mem["status"] == "never"
     assert mem["binding"].startswith(
-        f"core_bandwidth_GBps x cores hold the card's step at 6.36 s > the "
-        f"{window - T_X_BF2:.3g} s the {window:.3g} s window leaves after 3.97 s of transfers")
+        f"core_bandwidth_GBps x cores hold the card's step at 6.36 s > the {budget:.3g} s the "
+        f"{window:.3g} s window leaves the update stage after the link stages (gradient in "
+        "1.99 s, weights out 1.99 s over 20 layers)")
     joint = req(doc, "memory_bandwidth_GBps+core_bandwidth_GBps")
     assert joint["current"] == pytest.approx(20.0)
-    required = P_N * BETA / (window - T_X_BF2) / 1e9
+    required = P_N * BETA / budget / 1e9
     assert joint["required"] == pytest.approx(required, rel=1e-9)
     assert joint["ratio"] == pytest.approx(required / 20.0) and joint["status"] == "short"
     k = joint["ratio"]
@@ -245,7 +265,9 @@ def test_fpga_two_tier_binding_by_hand():
     at the tiers' mixed bandwidth, 1 / (f / 460 + (1 - f) / 25.6) GB/s with f = 32 / 54.49 =
     0.5872 in HBM: 57.47 GB/s, so its step is P_n x 28 / (0.85 x 57.47e9) = 2.603 s. The fabric's
     FLOPs never bind (P_n x 12 / 5e12 = 0.011 s), and no fabric throughput hides the step:
-    the binding names the two tiers at that 2.6 s, not the HBM alone (0.325 s)."""
+    the binding names the two tiers at that 2.6 s, not the HBM alone (0.325 s), against the
+    0.807 - 2 x 0.379 / 20 = 0.77 s the window leaves the update (no spill: 64 GB hold the
+    state, so the link stages are the GPU's own 9.08 GB / 23.94 GB/s = 0.379 s)."""
     doc = cli_json("breakeven", *LAYOUT, "--device", "alveo-v80")
     f = 32e9 / STATE
     mixed = 1 / (f / 460e9 + (1 - f) / 25.6e9)
@@ -253,7 +275,7 @@ def test_fpga_two_tier_binding_by_hand():
     fab = req(doc, "fabric_fp32_TFLOPS")
     assert fab["status"] == "never" and fab["method"].startswith("closed form")
     assert fab["binding"].startswith("memory_bandwidth_GBps and expansion_bandwidth_GBps (mixed "
-                                     "tiers) hold the card's step at 2.6 s > the 0.04")
+                                     "tiers) hold the card's step at 2.6 s > the 0.76")
     # the HBM bandwidth enters through the mixed tiers: searched, not solved
     assert req(doc, "memory_bandwidth_GBps")["method"].startswith("bracketing search")
 
@@ -298,11 +320,11 @@ def test_catalog_view_every_device(cat):
     assert window == pytest.approx(0.807, abs=2e-3)  # test_done_when_...: (fwd + bwd) / 8
     for d in cards:
         assert d["goal_met"] is False and d["window_s"] == window
-        assert d["margin"] == pytest.approx(d["window_s"] - d["optimizer_s"]
-                                            - d["offload_transfer_s"])
+        assert d["margin"] == pytest.approx(d["window_s"] - d["pipeline_s"])
         assert d["margin"] == pytest.approx(-d["optimizer_exposed_s"])
-    assert by["bluefield-2"]["cards_per_gpu_required"] is None  # no card count hides it
-    assert by["bluefield-2"]["limiting_parameter"] == "no single parameter"
+    # more cards hide it now (test_cards_per_node_round_trip_bluefield2's hand(k)): 66 per node
+    # leave a 0.8085 s pipeline > 0.806 s, 67 a 0.7970 s one: 67 / 8 per GPU
+    assert by["bluefield-2"]["cards_per_gpu_required"] == pytest.approx(67 / 8)
     cpu = by["epyc-7742"]
     assert cpu["offload"] == "cpu" and cpu["window_s"] == 0.0 and cpu["goal_met"] is False
     assert cpu["margin"] == pytest.approx(-cpu["optimizer_exposed_s"])
@@ -314,8 +336,7 @@ def test_catalog_view_every_device(cat):
     for name in ("bluefield-3", "alveo-v80"):
         d = m1[name]
         assert d["goal_met"] is True and d["optimizer_exposed_s"] == 0.0
-        assert d["margin"] == pytest.approx(d["window_s"] - d["optimizer_s"]
-                                            - d["offload_transfer_s"]) and d["margin"] > 0
+        assert d["margin"] == pytest.approx(d["window_s"] - d["pipeline_s"]) and d["margin"] > 0
     bf2 = m1["bluefield-2"]
     assert bf2["goal_met"] is False and bf2["margin"] == pytest.approx(
         -bf2["optimizer_exposed_s"])
@@ -386,7 +407,8 @@ def test_match_against_the_same_layout_on_the_gpu():
     """Reference: this layout (one micro-batch per step) with the optimizer on the GPU.
     BlueField-3 hides its step there, so the offloaded step is the GPU layout's minus the GPU's
     exposed optimizer step: met; the memory bandwidth it needs solves
-    P_n x 28 / (0.8 B) <= W_o - T_x + (reference - the step without its optimizer)."""
+    P_n x 28 / (0.8 B) <= W_o - 2 T_in / 20 + (reference - the step without its optimizer),
+    the update the slowest stage of the pipeline."""
     doc = cli_json("breakeven", *LAYOUT_M1, "--device", "bluefield-3", "--goal", "match",
                    "--reference", "same")
     ref = doc["reference"]
@@ -394,7 +416,7 @@ def test_match_against_the_same_layout_on_the_gpu():
     assert doc["goal_met"] is True
     assert doc["margin"] == pytest.approx(ref["step_time_s"] - doc["step_time_s"])
     mem = req(doc, "memory_bandwidth_GBps")
-    budget = doc["window_s"] - doc["offload_transfer_s"] + ref["step_time_s"] - (
+    budget = doc["window_s"] - 2 * T_IN_BF3 / 20 + ref["step_time_s"] - (
         doc["step_time_s"] - doc["optimizer_exposed_s"])
     assert mem["required"] == pytest.approx(P_N * BETA / (0.8 * budget) / 1e9, rel=1e-9)
     assert mem["method"].startswith("closed form")
@@ -485,7 +507,7 @@ def test_cpu_fit_host_memory():
 # ---- solvers ------------------------------------------------------------------------------------
 
 def test_bracket_finds_threshold():
-    from optimus_calc.evaluate.breakeven import REL_TOL, bracket
+    from optimus_calc.analyses.breakeven import REL_TOL, bracket
     assert bracket(lambda v: v >= 3.7, 1.0, 1e-6, 1e6, False)[1] == pytest.approx(3.7,
                                                                                   rel=REL_TOL)
     assert bracket(lambda v: v >= 3.7, 100.0, 1e-4, 1e8, False)[1] == pytest.approx(
@@ -497,14 +519,14 @@ def test_bracket_finds_threshold():
 
 
 def test_invert_roofline_by_hand():
-    """offload.exposed_optimusnic with T_s = compute.optimizer_step_time + T_x,
-    Max(0, Max(P b / Min(n B_c, eta x 1e9), P f / (n F)) + T_x - W) = 0 for x: the memory
-    branch gives x = P b / (eta (W - T_x)) / 1e9 when it binds; P = 1e9, b = 28, eta = 0.8,
-    W - T_x = 2 s -> 17.5 GB/s; with 8 cores x 1 GB/s the cores cap the draw at 8 GB/s."""
-    from optimus_calc.evaluate import breakeven_sym as S
+    """The update stage against its budget U in the pipeline (sym.update_goal),
+    Max(0, Max(P b / Min(n B_c, eta x 1e9), P f / (n F)) - U) = 0 for x: the memory branch
+    gives x = P b / (eta U) / 1e9 when it binds; P = 1e9, b = 28, eta = 0.8, U = 2 s ->
+    17.5 GB/s; with 8 cores x 1 GB/s the cores cap the draw at 8 GB/s."""
+    from optimus_calc.analyses.breakeven import sym as S
     expr = S.exposed_goal(True, S.BW, 1e9)
     vals = {S.Pn: 1e9, S.bpp: 28, S.fpp: 12, S.eta_m: 0.8, S.nthr: 8, S.B_core: 10e9,
-            S.F_core: 44e9, S.F_dev: 0.0, S.T_x: 1.0, S.W_o: 3.0}
+            S.F_core: 44e9, S.F_dev: 0.0, S.U_up: 2.0}
     inv = S.invert(expr, vals, 0.0, 1e5)
     assert inv.value == pytest.approx(17.5, rel=1e-12) and inv.formula.startswith("x = ")
     never = S.invert(expr, {**vals, S.B_core: 1e9}, 0.0, 1e5)
@@ -517,7 +539,7 @@ def test_invert_roofline_by_hand():
 
 def test_symbolic_agrees_with_search(cat):
     """The closed form and a bracketing search over the evaluator give the same bandwidth."""
-    from optimus_calc.evaluate import breakeven as B
+    from optimus_calc.analyses import breakeven as B
     from optimus_calc.evaluate.context import fill_layout, resolve_hardware
     from optimus_calc.evaluate.strategies import device_params
     from optimus_calc.inputs import resolve_model
@@ -532,7 +554,8 @@ def test_symbolic_agrees_with_search(cat):
     mem = next(r for r in res.requirements if r.param.name == "memory_bandwidth_GBps")
     p = next(p for p in device_params(hw, Offload.SMARTNIC)
              if p.name == "memory_bandwidth_GBps")
-    prob = B._Problem(case, B.Goal.HIDE, None)
+    from optimus_calc.analyses.breakeven.problem import _Problem
+    prob = _Problem(case, B.Goal.HIDE, None)
     status, found = B.bracket(lambda v: prob.ok(p, v), 83.2, 83.2e-6, 1e5, False)
     assert status == "value" and found == pytest.approx(mem.required, rel=2e-6)
     assert mem.method.startswith("closed form")

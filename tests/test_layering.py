@@ -67,10 +67,7 @@ FLOORS = (
 )
 # Known imports up the floors, each to be removed by the issue named (the entry disappears
 # with its file: breakeven moves to analyses/ in issue 24).
-KNOWN_UP = {
-    ("evaluate/breakeven_case.py", "optimus_calc.search.plan"):
-        "issue 24: breakeven moves to analyses/, which may call the planner",
-}
+KNOWN_UP: dict[tuple[str, str], str] = {}
 
 
 def _floor_of(name: str) -> int:
@@ -177,7 +174,7 @@ def test_no_getattr_on_the_compiled_equations():
 
 
 def test_result_objects_are_frozen():
-    from optimus_calc.evaluate.breakeven import DeviceResult
+    from optimus_calc.analyses.breakeven import DeviceResult
     from optimus_calc.analyses.compare import Comparison, Strategy, StrategyResult
     from optimus_calc.analyses.fit import FitResult
     from optimus_calc.analyses.sweep import SweepSpec
@@ -185,7 +182,8 @@ def test_result_objects_are_frozen():
     from optimus_calc.evaluate.optimizer import OptDevice, OptStep
     from optimus_calc.evaluate.step import StepEstimate
     from optimus_calc.inputs import Inputs, SearchInputs
-    from optimus_calc.search.plan import Candidate, NicSizing, PlanResult
+    from optimus_calc.analyses.nics import NicSizing
+    from optimus_calc.search.plan import Candidate, PlanResult
     from optimus_calc.report.document import Column, Document, Table
     from optimus_calc.analyses.sweep import SweepPoint
     from optimus_calc.validate import Case
@@ -440,12 +438,13 @@ def test_exports_for_every_precision_and_optimizer(cat):
 def test_breakeven_view_for_every_goal():
     from types import SimpleNamespace
 
-    from optimus_calc.evaluate.breakeven_case import Goal
+    from optimus_calc.analyses.breakeven.case import Goal
     from optimus_calc.report import breakeven_view as V
     from optimus_calc.specs.training import Offload
     st = SimpleNamespace(offload_bytes_per_device=2e9, offload_capacity_per_device=32e9,
                          optimizer_s=0.5, offload_transfer_s=0.25, window_s=1.0,
-                         optimizer_exposed_s=0.0, step_time_s=3.0)
+                         optimizer_exposed_s=0.0, step_time_s=3.0, pipeline_s=0.75,
+                         gradient_in_s=0.125, weights_out_s=0.125, layers=4.0)
     for g in Goal:
         case = SimpleNamespace(layout=SimpleNamespace(offload=Offload.SMARTNIC))
         res = SimpleNamespace(goal=g, margin=1e9 if g is Goal.FIT else 0.25, state=st,

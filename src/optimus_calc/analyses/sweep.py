@@ -9,7 +9,8 @@ from typing import Callable
 from optimus_calc.catalog import Catalog
 from optimus_calc.evaluate.context import resolve_hardware
 from optimus_calc.search.inputs import SearchInputs, check_offloads
-from optimus_calc.search.plan import NicSizing, PlanResult, plan_search, size_nics
+from optimus_calc.analyses.nics import NicSizing, size_nics
+from optimus_calc.search.plan import PlanResult, plan_search
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Offload
 
@@ -73,7 +74,7 @@ def point_inputs(cat: Catalog, spec: SweepSpec, model: Model, seq: int | None, g
 
 
 def _point(cat: Catalog, si: SearchInputs) -> SweepPoint:
-    res = plan_search(cat, si, top_k=1, with_nics=False)
+    res = plan_search(cat, si, top_k=1)
     sizing = None
     w = res.what_if
     if w is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 from click.core import ParameterSource
 
@@ -9,6 +11,7 @@ from optimus_calc.cli.common import emit, plot_option
 from optimus_calc.cli.options import model_options
 from optimus_calc.errors import InputError
 
+LAYOUT_PARAMS = ("tp", "pp", "dp", "cp", "ep", "zero", "interleave", "micro_batch", "recompute")
 REFERENCE_KEYS = ("tp", "pp", "dp", "cp", "ep", "zero", "interleave", "micro-batch",
                   "recompute", "sp")
 
@@ -86,11 +89,25 @@ def parse_reference(text: str, inp):
               help="Also the elasticity of step time (and GPU memory headroom) to each "
                    "hardware parameter of the layout (+1% finite difference); with --format "
                    "csv the CSV is this table.")
+@click.option("--sweep", "sweep", type=click.Choice(["global-batch", "micro-batches"]),
+              default=None,
+              help="Also where the offload starts to pay off: the step with the optimizer on "
+                   "the device against the same layout's with it on the GPU, over doubling "
+                   "micro-batch sizes at the layout's micro-batches per step (global-batch) or "
+                   "its global batch (micro-batches); the break-even batch. --plot draws it.")
+@click.option("--save-card", "save_card", default=None, metavar="FILE",
+              help="With a SmartNIC --device: write the minimum card (the cheapest corner) "
+                   "as a catalog entry (TOML, with its host link) to FILE; load it with "
+                   "--catalog-dir and use it with --smartnic NAME.")
+@click.option("--save-scale", "save_scale", type=click.FloatRange(0.01, 100), default=1.0,
+              show_default=True, metavar="F",
+              help="Save the corner with every field times F (e.g. 1.02 for a margin).")
 @model_options
 @plot_option
 @click.pass_context
 def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
-              sensitivity: bool, fmt: str, output: str | None, **kw) -> None:
+              sensitivity: bool, sweep: str | None, save_card: str | None, save_scale: float,
+              fmt: str, output: str | None, **kw) -> None:
     """What an offload device must have for offload to pay off: for each hardware parameter
     that enters the equations, alone, the smallest value that meets the goal (current,
     required, ratio, or never and what binds instead), solved in closed form (sympy) where
@@ -98,10 +115,14 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
     otherwise.
 
     With --device the layout's optimizer goes to that device (--offload may pick cpu, nvme
-    or superchip for a CPU); without it, one row per SmartNIC in the catalog and the node's
-    CPU, and --offload/--smartnic only choose the layout --sensitivity describes."""
+    or superchip for a CPU); a SmartNIC is also sized as a whole: the smallest multiple of it
+    and the cheapest corner of its fields that meet the goal (--save-card writes it as a
+    catalog entry), or, when no card can, what binds on the GPU side and what reaches it.
+    Without --device, one row per SmartNIC in the catalog and the node's CPU, and
+    --offload/--smartnic only choose the layout --sensitivity describes. Without layout
+    options, the planner's layout for the node and device."""
     from optimus_calc.cli.options import build_inputs
-    from optimus_calc.evaluate import breakeven as B
+    from optimus_calc.analyses import breakeven as B
     from optimus_calc.evaluate.hw_params import Joint, system_params
     from optimus_calc.evaluate.strategies import device_params
     from optimus_calc.report.breakeven_view import breakeven_document
@@ -115,15 +136,7 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
     if asked is Offload.NONE and device is not None:
         raise InputError("--offload none: breakeven needs an offload target (leave --offload "
                          "out to use the device's)")
-    entry = None
-    if device is not None:
-        entry = _device_entry(cat, device)
-        if kw.get("smartnic") and entry.kind == "smartnic" and \
-                cat.get(kw["smartnic"], "smartnic", what="SmartNIC").name != entry.name:
-            raise InputError(f"--smartnic {kw['smartnic']!r} and --device {device!r} disagree; "
-                             "give one")
-        if entry.kind == "smartnic":
-            kw["smartnic"] = entry.name
+    entry = _device_for(cat, device, kw)
     inp = build_inputs(app, model, kw)
     if not isinstance(inp.model, Model):
         raise InputError(f"MODEL {model!r} is a bare parameter count: breakeven needs an "
@@ -132,31 +145,30 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
         raise InputError("--model-states-only does not apply to breakeven (it needs the step)")
     base = B.Case.of(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
     g = B.Goal(goal)
+    pinned = [p for p in LAYOUT_PARAMS if ctx.get_parameter_source(p) != ParameterSource.DEFAULT]
+    if not pinned:  # the planner's recommended layout for the node with that device
+        from optimus_calc.analyses.breakeven.layout import planned_case
+        target = B.offload_for(entry, inp.hw, asked) if entry is not None else asked
+        base = planned_case(base, target)
+        inp = dataclasses.replace(inp, layout=base.layout, training=base.training)
 
     ref = None
     if g is B.Goal.MATCH:
-        if reference == "best":
-            ref = B.best_without_offload(base)
-            if ref is None:
-                raise InputError(f"--goal match: no layout of {inp.model.name} fits on "
-                                 f"{inp.hw.nodes} x {inp.hw.node.name} without offload; name "
-                                 "one with --reference KEY=VALUE,...")
-        elif reference == "same":
-            ref = B.reference_of(base, inp.layout.model_copy(
-                update={"offload": Offload.NONE, "smartnic": None}), inp.training,
-                "this layout with the optimizer on the GPU")
-        else:
-            lay, tr = parse_reference(reference, inp)
-            ref = B.reference_of(base, lay, tr, "the named layout")
+        ref = _reference(base, inp, reference)
     elif ctx.get_parameter_source("reference") != ParameterSource.DEFAULT:
         raise InputError("--reference applies to --goal match only")
     ref_s = ref.step_time_s if ref else None
 
     results = []
     chosen = base
+    card = None
     if entry is not None:
         chosen = B.device_case(cat, base, entry, B.offload_for(entry, inp.hw, asked))
         results.append(B.solve_device(chosen, g, ref_s))
+        if entry.kind == "smartnic":
+            card = _minimum_card(chosen, g, ref_s)
+    if save_card is not None:
+        _save(card, save_card, save_scale, g, model, inp)
     else:
         for dev, off in B.catalog_devices(cat, inp.hw):
             results.append(B.solve_device(B.device_case(cat, base, dev, off), g, ref_s,
@@ -168,4 +180,84 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
         params += [p for p in device_params(chosen.hw, chosen.layout.offload)
                    if p.key not in seen and not isinstance(p, Joint)]
         sens = (chosen, B.sensitivity(chosen, params))
-    emit(breakeven_document(inp, g, results, ref, sens, single=entry is not None), fmt, output)
+    swept = _sweep(chosen, sweep, entry)
+    emit(breakeven_document(inp, g, results, ref, sens, single=entry is not None, card=card,
+                            saved=save_card, planned=not pinned, sweep=swept), fmt, output)
+
+
+def _device_for(cat, device: str | None, kw: dict):
+    """The --device catalog entry (a SmartNIC also becomes the layout's --smartnic)."""
+    if device is None:
+        return None
+    entry = _device_entry(cat, device)
+    if kw.get("smartnic") and entry.kind == "smartnic" and \
+            cat.get(kw["smartnic"], "smartnic", what="SmartNIC").name != entry.name:
+        raise InputError(f"--smartnic {kw['smartnic']!r} and --device {device!r} disagree; "
+                         "give one")
+    if entry.kind == "smartnic":
+        kw["smartnic"] = entry.name
+    return entry
+
+
+def _reference(base, inp, reference: str):
+    """The step time --goal match compares with: best, same or a named layout."""
+    from optimus_calc.analyses import breakeven as B
+    from optimus_calc.specs.training import Offload
+
+    if reference == "best":
+        ref = B.best_without_offload(base)
+        if ref is None:
+            raise InputError(f"--goal match: no layout of {inp.model.name} fits on "
+                             f"{inp.hw.nodes} x {inp.hw.node.name} without offload; name "
+                             "one with --reference KEY=VALUE,...")
+    elif reference == "same":
+        ref = B.reference_of(base, inp.layout.model_copy(
+            update={"offload": Offload.NONE, "smartnic": None}), inp.training,
+            "this layout with the optimizer on the GPU")
+    else:
+        lay, tr = parse_reference(reference, inp)
+        ref = B.reference_of(base, lay, tr, "the named layout")
+    return ref
+
+
+def _sweep(case, sweep: str | None, entry):
+    if sweep is None:
+        return None
+    if entry is None:
+        raise InputError("--sweep needs --device (the device whose offload it weighs)")
+    from optimus_calc.analyses.breakeven.sweep import sweep_batch
+    return sweep_batch(case, sweep)
+
+
+def _minimum_card(case, goal, reference_s):
+    from optimus_calc.analyses.breakeven.card import minimum_card
+    from optimus_calc.analyses.breakeven.reach import reachable
+
+    mc = minimum_card(case, goal, reference_s)
+    reach = None
+    if mc.multiple is None:
+        reach = reachable(case, mc.named, goal, reference_s, mc.state_at_cap)
+    return mc, reach
+
+
+def _save(card, path: str, scale: float, goal, model: str, inp) -> None:
+    from optimus_calc.analyses.breakeven.card import scaled
+    from optimus_calc.analyses.breakeven.save import card_name, card_toml
+    from optimus_calc.cli.common import write_file
+
+    if card is None:
+        raise InputError("--save-card needs a SmartNIC --device (the card to size)")
+    mc = card[0]
+    if mc.corner is None:
+        raise InputError(f"--save-card: no {mc.named.card.name} multiple meets --goal "
+                         f"{goal.value} (see the verdict without --save-card)")
+    spec = mc.corner if scale == 1.0 else scaled(mc.corner, scale,
+                                                 "up" if scale > 1 else "down")
+    lay = inp.layout
+    derivation = (f"optimus-calc breakeven {model} --nodes {inp.hw.nodes} --tp {lay.tp} "
+                  f"--pp {lay.pp} --zero {int(lay.zero)} --global-batch "
+                  f"{inp.training.global_batch} --seq-len {inp.training.seq_len} --goal "
+                  f"{goal.value}: the cheapest corner for {mc.named.card.name}"
+                  + (f", every field x {scale:g}" if scale != 1.0 else ""))
+    write_file(path, card_toml(spec, card_name(mc.named.card.name, goal.value, scale),
+                               derivation), flag="--save-card")

@@ -34,7 +34,10 @@ def plan_cmd(app, model, objective, top, export, fmt, output, **kw) -> None:
     from optimus_calc.search.plan import plan_search
 
     si = build_search_inputs(app.catalog, model, kw)
-    res = plan_search(app.catalog, si, objective, top, with_nics=export is None)
+    res = plan_search(app.catalog, si, objective, top)
+    if export is None:
+        from optimus_calc.analyses.nics import with_nic_sizing
+        res = with_nic_sizing(app.catalog, si, res)
     if export:
         if res.recommended is None:
             raise InputError(f"nothing to export: {res.why}")
@@ -62,7 +65,8 @@ def nics(ctx, model, fmt, output, **kw) -> None:
 
     from optimus_calc.inputs import build_inputs, build_search_inputs
     from optimus_calc.report.nics_view import nics_document
-    from optimus_calc.search.plan import plan_search, size_nics
+    from optimus_calc.analyses.nics import size_nics
+    from optimus_calc.search.plan import plan_search
 
     cat = ctx.obj.catalog
     given = [p for p in LAYOUT_PARAMS if ctx.get_parameter_source(p) != ParameterSource.DEFAULT]
@@ -73,7 +77,7 @@ def nics(ctx, model, fmt, output, **kw) -> None:
     else:
         shared = {k: v for k, v in kw.items() if k not in LAYOUT_PARAMS + ("offload",)}
         si = build_search_inputs(cat, model, shared)  # the single-layout defaults pin nothing
-        res = plan_search(cat, si, with_nics=False)
+        res = plan_search(cat, si)
         if res.recommended is None:
             raise InputError(f"nothing to size: {res.why}")
         r = res.recommended

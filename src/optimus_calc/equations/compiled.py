@@ -377,6 +377,26 @@ def offload__zero3_prefetch_depth(B_pf, M_live, p_m):
     return numpy.where(numpy.logical_or(numpy.less_equal(B_pf, 0), numpy.less(M_live, 2*p_m)), 0, 1)
 
 
+def optimusnic__exposed_time(T_pipe, W_o):
+    """optimusnic.exposed_time [s]: seeds/optimusnic.md section 5 ("each model layer's gradients are sent for aggregation once its backward pass is complete, the optimizer step can be executed on OptimusNIC immediately after aggregation"); "the optimizer step time is always shorter than the combined duration of the forward and backward passes. This indicates that overlapping these operations is feasible" (Table 3)"""
+    return numpy.maximum(0, T_pipe - W_o)
+
+
+def optimusnic__gradient_in_time(B_cl, B_gl, P_o, S_sp, b_gr, n_gc):
+    """optimusnic.gradient_in_time [s]: seeds/optimusnic.md section 5 ("each model layer's gradients are sent for aggregation once its backward pass is complete, the optimizer step can be executed on OptimusNIC immediately after aggregation"); section 4.1 (the state that does not fit on the card lives in host memory, prefetched over the card's link)"""
+    return numpy.maximum(P_o*b_gr/B_gl, (P_o*b_gr*n_gc + S_sp)/B_cl)
+
+
+def optimusnic__pipeline_time(T_in, T_out, T_up, n_L):
+    """optimusnic.pipeline_time [s]: seeds/optimusnic.md section 5 ("each model layer's gradients are sent for aggregation once its backward pass is complete, the optimizer step can be executed on OptimusNIC immediately after aggregation"); pipeline time of n items through stages s_i: (n - 1) max s_i + sum s_i (Hennessy and Patterson, Computer Architecture, appendix C), here with per-layer stage times s_i = T_i / n_L"""
+    return numpy.maximum(numpy.maximum(T_in, T_out), T_up) + (T_in + T_out + T_up - numpy.maximum(numpy.maximum(T_in, T_out), T_up))/n_L
+
+
+def optimusnic__weights_out_time(B_cl, B_gl, P_o, S_sp, b_wt, n_gc):
+    """optimusnic.weights_out_time [s]: seeds/optimusnic.md section 5 ("each model layer's gradients are sent for aggregation once its backward pass is complete, the optimizer step can be executed on OptimusNIC immediately after aggregation"); PCIe links are full duplex, so weights out does not share a direction with gradients in"""
+    return numpy.maximum(P_o*b_wt/B_gl, (P_o*b_wt*n_gc + S_sp)/B_cl)
+
+
 def step__attention_backward_flops(F_af, r_a):
     """step.attention_backward_flops [FLOP]: Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1: backward = 2 x forward; recomputation re-runs the attention core's forward (Korthikanti et al. 2022 section 5: selective recomputes exactly this part)"""
     return F_af*(r_a + 2)

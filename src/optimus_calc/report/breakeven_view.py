@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from optimus_calc.evaluate.breakeven_case import Goal
+from optimus_calc.analyses.breakeven.case import Goal
 from optimus_calc.evaluate.hw_params import LINK_ROLES
 from optimus_calc.report.common import (hardware_data, layout_data, layout_text, model_data,
                                         training_data, training_text)
+from optimus_calc.report.batch_sweep_view import sweep_data, sweep_note, sweep_table
+from optimus_calc.report.card_view import card_data, card_notes, card_table
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
@@ -91,6 +93,8 @@ def device_data(res) -> dict:
         "cards_per_gpu_required": _cards_per_gpu(res),
         "step_time_s": st.step_time_s, "optimizer_s": st.optimizer_s,
         "offload_transfer_s": st.offload_transfer_s, "window_s": st.window_s,
+        "pipeline_s": st.pipeline_s, "gradient_in_s": st.gradient_in_s,
+        "weights_out_s": st.weights_out_s,
         "optimizer_exposed_s": st.optimizer_exposed_s,
         "offload_bytes_per_device": st.offload_bytes_per_device,
         "offload_capacity_per_device": st.offload_capacity_per_device,
@@ -138,8 +142,10 @@ def now_text(res) -> str:
             assert_never(goal)
     off = res.case.layout.offload
     if off is Offload.SMARTNIC:
-        s = (f"card step {st.optimizer_s:.4g} s + transfers {st.offload_transfer_s:.4g} s, "
-             f"window {st.window_s:.4g} s (the last micro-batch's backward + the next forward)")
+        s = (f"card pipeline {st.pipeline_s:.4g} s (gradient in {st.gradient_in_s:.4g} s, "
+             f"update {st.optimizer_s:.4g} s, weights out {st.weights_out_s:.4g} s over "
+             f"{st.layers:.0f} layers), window {st.window_s:.4g} s (the last micro-batch's "
+             "backward + the next forward)")
     elif off is Offload.SUPERCHIP:
         s = (f"step {st.optimizer_s:.4g} s (transfers {st.offload_transfer_s:.4g} s of it), "
              f"window {st.window_s:.4g} s (the last micro-batch's backward; the last bucket "
@@ -203,7 +209,11 @@ def _sens_parts(sens) -> tuple[list[dict], Table, Table]:
     return data, table, csv
 
 
-def breakeven_document(inp, goal, results, ref, sens, single: bool) -> Document:
+def breakeven_document(inp, goal, results, ref, sens, single: bool, card=None,
+                       saved: str | None = None, planned: bool = False,
+                       sweep=None) -> Document:
+    """``card``: (MinimumCard, Reach | None) for one SmartNIC; ``saved``: where its corner
+    was written."""
     data: dict = {"model": model_data(inp.model), "hardware": hardware_data(inp.hw),
                   "layout": layout_data(inp.layout), "training": training_data(inp.training),
                   "assumptions": inp.assumptions.model_dump(), "goal": goal.value,
@@ -211,6 +221,9 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool) -> Document:
     lay_text = (layout_text(results[0].case.layout) if single else
                 layout_text(inp.layout).split(", offload")[0] + ", the optimizer on each device "
                 "in turn")
+    data["layout_planned"] = planned
+    if planned:
+        lay_text += " (no layout given: the planner's layout for this node and device)"
     header = [("layout", lay_text),
               ("training", training_text(inp))]
     notes: list[str] = []
@@ -228,74 +241,23 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool) -> Document:
     title = (f"breakeven: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name} "
              f"({inp.hw.gpus} x {inp.hw.gpu.name}), goal {goal.value}")
     if single:
-        res = results[0]
-        d = device_data(res)
-        data.update({k: v for k, v in d.items()})
-        data["layout"] = layout_data(res.case.layout)
-        name = d["device"]
-        title += f", {name}"
-        header.append(("now", now_text(res) + ("; goal met" if res.goal_met
-                                               else "; goal not met")))
-        tables.append(Table(title=f"what {name} needs to {goal.text} (each parameter alone, "
-                                  "the rest as in the catalog)",
-                            rows=_req_rows(res), columns=REQ_COLUMNS))
-        notes += binding_notes(res.requirements)
-        if res.not_entering:
-            notes.append("not in this goal's equations: " + ", ".join(
-                f"{p.field} ({p.entry_name(res.case.hw)})" for p in res.not_entering))
-        if not d["layout_fits"]:
-            notes.append("the layout does not fit as it is (see `optimus-calc memory`); the "
-                         "requirements are for its step as evaluated")
-        csv = Table(title="", rows=[{"device": name, "goal": goal.value, **r}
-                                    for r in d["requirements"]],
-                    columns=[Column(k, k) for k in (
-                        "device", "goal", "parameter", "role", "entry", "unit", "current",
-                        "required", "ratio", "status", "method", "binding")])
+        suffix, csv = _single_parts(results[0], goal, data, header, tables, notes, card, saved)
+        title += suffix
     else:
-        devs = [device_data(r) for r in results]
-        data["devices"] = devs
-        rows = []
-        for res, d in zip(results, devs):
-            lim = d["limiting_parameter"]
-            if d["limiting_ratio"] is not None:
-                lim += f" {d['limiting_ratio']:.3g}x"
-            cards = d["cards_per_gpu_required"]
-            kind = {"smartnic": d["kind"], "superchip": "superchip"}.get(d["offload"], "host cpu")
-            rows.append({"device": d["device"], "kind": kind,
-                         "met": d["goal_met"], "margin": margin_text(res), **_now_cells(res),
-                         "cards": "-" if cards is None else f"{cards:.3g}", "limit": lim})
-        tables.append(Table(
-            title=f"offload devices: can each {goal.text}? (margin < 0: short by that much)",
-            rows=rows,
-            columns=[Column("device", "device", align="left"),
-                     Column("kind", "kind", align="left"), Column("met", "met"),
-                     Column("margin", "margin"), *_now_columns(Goal(goal)),
-                     Column("cards", "cards/GPU needed"),
-                     Column("limit", "limiting parameter", align="left")]))
-        notes.append("limiting parameter: the cheapest single change of the device's own "
-                     "parameters when the goal is not met, the one with the least room when it "
-                     "is (required / current); cards/GPU needed: the fewest cards per GPU that "
-                     "meet the goal")
-        if goal.value != "fit":
-            notes.append("optimizer s: a card's step (its transfers come on top) or a host "
-                         "strategy's whole step (transfers included); window: what the step "
-                         "overlaps with (OptimusNIC: the last micro-batch's backward + the next "
-                         "forward; SuperOffload: the last micro-batch's backward, the last "
-                         "bucket after it; ZeRO-Offload: nothing)")
-        notes.append("`optimus-calc breakeven ... --device NAME` lists every parameter of one "
-                     "device; JSON has them for all")
-        csv = Table(title="", rows=[{k: v for k, v in d.items()
-                                     if k not in ("requirements", "not_entering")}
-                                    for d in devs],
-                    columns=[Column(k, k) for k in devs[0] if k not in (
-                        "requirements", "not_entering")])
+        csv = _catalog_parts(results, goal, data, tables, notes)
+    plot = "sensitivity" if sens is not None else ""
+    if sweep is not None:
+        data["batch_sweep"] = sweep_data(sweep)
+        tables.append(sweep_table(sweep))
+        notes.append(sweep_note(sweep))
+        plot = "batch_sweep"
     if sens is not None:
         sdata, stable, scsv = _sens_parts(sens)
         data["sensitivity"] = sdata
         tables.append(stable)
         csv = scsv
     notes.append("methods: sympy = closed form on the registry's expressions (`optimus-calc "
-                 "explain compute.optimizer_step_time`, offload.exposed_optimusnic, "
+                 "explain compute.optimizer_step_time`, optimusnic.pipeline_time, "
                  "memory.spill_bytes), checked against the evaluator; floor = the strategy's "
                  "exposure has a floor no value removes (offload.exposed_zero_offload, "
                  "offload.exposed_superoffload's last bucket), confirmed at the bound; search = "
@@ -303,4 +265,80 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool) -> Document:
                  "strategies' phase-by-phase step, links, capacities, cards); * = the closed "
                  "form disagreed with the evaluator and was replaced")
     return Document(title=title, header=header, data=data, tables=tables, notes=notes, csv=csv,
-                    plot="sensitivity" if sens is not None else "")
+                    plot=plot)
+
+
+def _single_parts(res, goal, data: dict, header: list, tables: list, notes: list, card,
+                  saved) -> tuple[str, Table]:
+    """One device: its figures, the minimum card, the requirements; (the title's suffix, the
+    CSV table)."""
+    d = device_data(res)
+    data.update({k: v for k, v in d.items()})
+    data["layout"] = layout_data(res.case.layout)
+    name = d["device"]
+    header.append(("now", now_text(res) + ("; goal met" if res.goal_met
+                                           else "; goal not met")))
+    unreachable = card is not None and card[1] is not None
+    if card is not None:
+        data["minimum_card"] = card_data(*card)
+        if card[0].corner is not None:
+            tables.append(card_table(card[0]))
+        notes += card_notes(card[0], card[1], saved)
+    if not unreachable:  # a table of "never" says less than the verdict
+        tables.append(Table(title=f"what {name} needs to {goal.text} (each parameter "
+                                  "alone, the rest as in the catalog)",
+                            rows=_req_rows(res), columns=REQ_COLUMNS))
+        notes += binding_notes(res.requirements)
+    if res.not_entering:
+        notes.append("not in this goal's equations: " + ", ".join(
+            f"{p.field} ({p.entry_name(res.case.hw)})" for p in res.not_entering))
+    if not d["layout_fits"]:
+        notes.append("the layout does not fit as it is (see `optimus-calc memory`); the "
+                     "requirements are for its step as evaluated")
+    csv = Table(title="", rows=[{"device": name, "goal": goal.value, **r}
+                                for r in d["requirements"]],
+                columns=[Column(k, k) for k in (
+                    "device", "goal", "parameter", "role", "entry", "unit", "current",
+                    "required", "ratio", "status", "method", "binding")])
+    return f", {name}", csv
+
+
+def _catalog_parts(results, goal, data: dict, tables: list, notes: list) -> Table:
+    """One row per device of the catalog; returns the CSV table."""
+    devs = [device_data(r) for r in results]
+    data["devices"] = devs
+    rows = []
+    for res, d in zip(results, devs):
+        lim = d["limiting_parameter"]
+        if d["limiting_ratio"] is not None:
+            lim += f" {d['limiting_ratio']:.3g}x"
+        cards = d["cards_per_gpu_required"]
+        kind = {"smartnic": d["kind"], "superchip": "superchip"}.get(d["offload"], "host cpu")
+        rows.append({"device": d["device"], "kind": kind,
+                     "met": d["goal_met"], "margin": margin_text(res), **_now_cells(res),
+                     "cards": "-" if cards is None else f"{cards:.3g}", "limit": lim})
+    tables.append(Table(
+        title=f"offload devices: can each {goal.text}? (margin < 0: short by that much)",
+        rows=rows,
+        columns=[Column("device", "device", align="left"),
+                 Column("kind", "kind", align="left"), Column("met", "met"),
+                 Column("margin", "margin"), *_now_columns(Goal(goal)),
+                 Column("cards", "cards/GPU needed"),
+                 Column("limit", "limiting parameter", align="left")]))
+    notes.append("limiting parameter: the cheapest single change of the device's own "
+                 "parameters when the goal is not met, the one with the least room when it "
+                 "is (required / current); cards/GPU needed: the fewest cards per GPU that "
+                 "meet the goal")
+    if goal.value != "fit":
+        notes.append("optimizer s: a card's step (its transfers come on top) or a host "
+                     "strategy's whole step (transfers included); window: what the step "
+                     "overlaps with (OptimusNIC: the last micro-batch's backward + the next "
+                     "forward; SuperOffload: the last micro-batch's backward, the last "
+                     "bucket after it; ZeRO-Offload: nothing)")
+    notes.append("`optimus-calc breakeven ... --device NAME` lists every parameter of one "
+                 "device; JSON has them for all")
+    return Table(title="", rows=[{k: v for k, v in d.items()
+                                  if k not in ("requirements", "not_entering")}
+                                 for d in devs],
+                 columns=[Column(k, k) for k in devs[0] if k not in (
+                     "requirements", "not_entering")])

@@ -6,7 +6,7 @@ from optimus_calc.report.document import Column, Document, Table
 
 
 def nics_rows(sizing, hw) -> list[dict]:
-    """One row per SmartNIC type of ``sizing`` (search.plan.NicSizing) on the cluster ``hw``."""
+    """One row per SmartNIC type of ``sizing`` (analyses.nics.NicSizing) on the cluster ``hw``."""
     g, per_node = hw.gpus, hw.gpus_per_node
     return [{
         "smartnic": n.smartnic, "optimizer_bytes_per_gpu": n.optimizer_bytes_per_gpu,

@@ -235,6 +235,34 @@ KINDS = {"memory": _memory, "compare": _compare, "sweep": _sweep, "comm": _comm,
          "sensitivity": _sensitivity}
 
 
+def _batch_sweep(plt, data: dict[str, Any]):
+    """breakeven --sweep: step time with the optimizer offloaded and on the GPU per batch."""
+    sw = data["batch_sweep"]
+    rows = sw["rows"]
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    xs = [r["global_batch"] if sw["what"] == "global-batch" else r["micro_batches"]
+          for r in rows]
+    ax.plot(xs, [r["offload_step_s"] - r["gpu_step_s"] for r in rows], marker="o",
+            label="step offloaded - step on the GPU")
+    ax.plot(xs, [r["optimizer_exposed_s"] for r in rows], marker="x", linestyle=":",
+            label="optimizer exposed (offloaded)")
+    ax.axhline(0.0, linewidth=0.6, color="black")
+    be = sw["breakeven_global_batch"] if sw["what"] == "global-batch" else \
+        sw["breakeven_micro_batches"]
+    if be is not None:
+        ax.axvline(be, linestyle="--", linewidth=0.8, color="grey", label="break-even")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("global batch" if sw["what"] == "global-batch" else "micro-batches per step")
+    ax.set_ylabel("seconds")
+    ax.grid(True, linewidth=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title("breakeven: where the offload pays off", fontsize=10)
+    return fig
+
+
+KINDS["batch_sweep"] = _batch_sweep
+
+
 def build_figure(kind: str, data: dict[str, Any]):
     """The matplotlib figure of ``kind`` for a Document's data (tests read its axes and lines:
     the plot data, not pixels). The caller closes it (``figure_bytes`` does)."""
@@ -262,5 +290,5 @@ def plot_bytes(doc, path: str) -> bytes:
     fmt = check_path(path)
     if doc.plot not in KINDS:
         raise InputError("--plot: this command has no chart with these options (breakeven "
-                         "draws one with --sensitivity)")
+                         "draws one with --sensitivity or --sweep)")
     return figure_bytes(doc.plot, doc.data, fmt)

@@ -13,7 +13,6 @@ from optimus_calc.catalog import Catalog
 from optimus_calc.errors import FieldError
 from optimus_calc.evaluate.context import Hardware, resolve_hardware
 from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
-from optimus_calc.evaluate.optimizer import Impl, device_from, optimizer_step
 from optimus_calc.evaluate.step import StepEstimate, estimate_step
 from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.batch import RECOMPUTE_CODES, Batch
@@ -49,37 +48,6 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class NicSizing:
-    smartnic: str
-    memory_bytes: float
-    optimizer_bytes_per_gpu: float
-    nics_per_gpu_for_memory: int
-    host_spill_bytes_per_nic: float       # with one card per GPU
-    nics_per_gpu_for_compute: int | None  # None: the step cannot be hidden
-    optimizer_s_one_card: float
-    window_s: float
-    recommended_nics_per_node: int | None
-    gpu_bytes_without_offload: float
-    gpu_bytes_with_offload: float
-
-    def nics_for_memory(self, gpus: int) -> int:
-        """Cards in a cluster of ``gpus`` GPUs to hold every GPU's optimizer shard."""
-        return self.nics_per_gpu_for_memory * gpus
-
-    def nics_for_compute(self, gpus: int) -> int | None:
-        """Cards in the cluster to hide the optimizer step (None: it cannot be hidden)."""
-        if self.nics_per_gpu_for_compute is None:
-            return None
-        return self.nics_per_gpu_for_compute * gpus
-
-    def nics_per_node(self, gpus_per_node: int) -> int:
-        """Cards per node: the recommendation, or the memory need where no step time exists."""
-        if self.recommended_nics_per_node is not None:
-            return self.recommended_nics_per_node
-        return self.nics_per_gpu_for_memory * gpus_per_node
-
-
-@dataclass(frozen=True)
 class PlanResult:
     model: Model
     hw: Hardware
@@ -91,7 +59,7 @@ class PlanResult:
     top: tuple[Candidate, ...]
     recommended: Candidate | None
     why: str
-    nic_sizing: tuple[NicSizing, ...] = ()
+    nic_sizing: tuple["NicSizing", ...] = ()
     smallest_gpu_bytes: float = 0.0
     notes: tuple[str, ...] = ()
     what_if: Candidate | None = None   # the best SmartNIC layout: OptimusNIC is no framework's
@@ -116,7 +84,6 @@ def training_of(cols: dict, i: int, base: Training) -> Training:
 
 
 # Cards per GPU tried when sizing SmartNICs to hide the step (a search bound, not physics).
-MAX_CARDS_PER_GPU = 16
 
 # Layouts x stages evaluated at once: bounds the planner's memory whatever the space's size
 # (about 30 float64 arrays of this many elements are alive at the peak).
@@ -322,18 +289,14 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
 
 
 def plan_search(cat: Catalog, si: SearchInputs, objective: Objective | str = Objective.TIME,
-                top_k: int = 5, with_nics: bool = True) -> PlanResult:
-    """`plan`: rank the layouts of ``si`` and, with ``with_nics``, size every SmartNIC type for
-    the recommended layout."""
-    res = plan(si.model, si.hw, si.training, si.assumptions, objective, top_k, si.offloads,
-               si.max_zero, si.recomputes, si.distinct,
-               frameworks=si.frameworks or tuple(Framework), pins=si.pins,
-               zero_stages=si.zero_stages)
-    if with_nics and res.recommended is not None:
-        r = res.recommended
-        res = replace(res, nic_sizing=tuple(size_nics(cat, si.model, si.hw, r.layout,
-                                                      r.training, si.assumptions)))
-    return res
+                top_k: int = 5) -> PlanResult:
+    """`plan`: rank the layouts of ``si`` (the SmartNIC sizing of the recommendation is an
+    analysis on top: analyses.nics.with_nic_sizing)."""
+    del cat  # kept for a stable signature: the search needs no catalog lookup
+    return plan(si.model, si.hw, si.training, si.assumptions, objective, top_k, si.offloads,
+                si.max_zero, si.recomputes, si.distinct,
+                frameworks=si.frameworks or tuple(Framework), pins=si.pins,
+                zero_stages=si.zero_stages)
 
 
 def _why(rec: Candidate, n: int, best_none: float, objective: Objective) -> str:
@@ -356,43 +319,3 @@ def _why(rec: Candidate, n: int, best_none: float, objective: Objective) -> str:
     else:
         s += "; the optimizer stays on the GPU"
     return s
-
-
-def size_nics(cat: Catalog, model, hw: Hardware, layout: Layout, tr: Training,
-              asm: Assumptions, only: str | None = None) -> list[NicSizing]:
-    """For each SmartNIC type (or only the catalog entry named ``only``): cards per GPU to hold
-    the optimizer shard and to hide its step."""
-    out = []
-    wanted = cat.get(only, "smartnic", what="SmartNIC").name if only else None
-    base_mem = estimate_memory(model, hw, layout.model_copy(update={"offload": Offload.NONE}),
-                               tr, asm)
-    for sn in cat.all("smartnic"):
-        if wanted is not None and sn.name != wanted:
-            continue
-        hw_sn = resolve_hardware(cat, hw.node.name, hw.nodes, hw.gpu.name, hw.gpus_per_node,
-                                 sn.name)
-        lay = layout.model_copy(update={"offload": Offload.SMARTNIC, "smartnic": sn.name,
-                                        "smartnics_per_node": 0})
-        mem = estimate_memory(model, hw_sn, lay, tr, asm)
-        opt = mem.offload.bytes_per_gpu
-        k_mem = mem.offload.devices_per_gpu_for_capacity  # the strategy's one count
-        spill = max(0.0, opt - sn.memory_bytes)
-        one = optimizer_step(device_from(sn, 1, asm), opt / max(tr.optimizer_bytes, 1),
-                             tr.optimizer, Impl.FUSED, tr.gradient_bytes,
-                             state_bytes=tr.optimizer_bytes)
-        k_cmp, window = None, 0.0
-        if isinstance(model, Model):
-            # the evaluator with 1..MAX_CARDS_PER_GPU cards per GPU in one batch: the fewest
-            # whose step and transfers hide in the window (None: no card count does, e.g. the
-            # GPU's own link already fills it)
-            ks = np.arange(1, MAX_CARDS_PER_GPU + 1)
-            batch = dataclasses.replace(Batch.of(lay, tr), smartnics_per_node=ks * hw.gpus_per_node)
-            ev = evaluate(batch, model, hw_sn, tr, asm, all_stages=True)
-            exposed = np.asarray(ev.term("optimizer_exposed_s")).reshape(-1)
-            window = float(np.asarray(ev.term("optimizer_window_s")).reshape(-1)[0])
-            hidden = np.flatnonzero(exposed <= 0)
-            k_cmp = int(ks[hidden[0]]) if hidden.size else None
-        rec = max(k_mem, k_cmp) * hw.gpus_per_node if k_cmp is not None else None
-        out.append(NicSizing(sn.name, sn.memory_bytes, opt, k_mem, spill, k_cmp, one.time_s,
-                             window, rec, base_mem.worst.total_bytes, mem.worst.total_bytes))
-    return out

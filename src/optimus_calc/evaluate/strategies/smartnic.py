@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from optimus_calc.evaluate import optimusnic
+
 from optimus_calc.equations.recording import eq
-from optimus_calc.evaluate.offload_step import Overlap, exposed_step
 from optimus_calc.evaluate.optimizer import device_from, device_time
 from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.evaluate.records import DeviceUse, OptimizerUse
@@ -111,13 +112,10 @@ class SmartNICOffload(OffloadStrategy):
             B_le=opt.link_Bps, B_sn=snl_Bps, G_n=ctx.gpn, K_n=k, P_r=opt.shard, S=dev.spill,
             b_g=ctx.tr.gradient_bytes, b_w=ctx.tr.weight_bytes)
         window = comp.W_b + comp.W_f
-        return OptimizerUse(t_sn, x_sn, self.exposure(t_sn + x_sn, window), window)
-
-    def exposure(self, busy_s, window_s):
-        """What of the card's step (and transfers) the GPU waits for: hidden layer by layer
-        behind the backward and the next forward (the one call a per-layer pipeline model
-        replaces)."""
-        return exposed_step(Overlap.PER_LAYER, busy_s, backward_s=window_s)
+        exposed = optimusnic.exposed(hw, ctx.tr, ctx.asm, shard_params=opt.shard,
+                                     cards_per_node=k, spill_bytes=dev.spill, window_s=window,
+                                     layers=ctx.st["layers"])
+        return OptimizerUse(t_sn, x_sn, exposed, window)
 
 
 SMARTNIC = SmartNICOffload()

@@ -1,12 +1,13 @@
 """Closed-form break-even: solve a registry expression for one hardware parameter.
 
 The goals of `breakeven` are inequalities on registry expressions that fall as the parameter
-grows: ``offload.exposed_optimusnic(T_s = compute.optimizer_step_time(x) + T_x, W_o) <= target``
-for a SmartNIC's bandwidths, cores, clock and fabric (OptimusNIC: the card's step and its
-transfers against the last micro-batch's backward and the next forward), and
-``memory.spill_bytes(B_dev, C(x)) <= 0`` for its capacity (alone for fit, inside the spill's
-transfers for hide). The host strategies (ZeRO-Offload/Infinity, SuperOffload) run DeepSpeed's
-step phase by phase (evaluate/offload_step.py); `breakeven` searches over them instead. Such an expression is a Max/Min/Piecewise of smooth pieces (a roofline); each
+grows: ``optimusnic.exposed_time(optimusnic.pipeline_time(T_in, T_up =
+compute.optimizer_step_time(x), T_out, n_L), W_o) <= target`` for a SmartNIC's bandwidths,
+cores, clock and fabric (OptimusNIC: the card's per-layer pipeline against the last
+micro-batch's backward and the next forward), and ``memory.spill_bytes(B_dev, C(x)) <= 0`` for
+its capacity (alone for fit; for hide the spill enters both link stages and is searched). The host
+strategies (ZeRO-Offload/Infinity, SuperOffload) run DeepSpeed's step phase by phase (evaluate/offload_step.py); `breakeven` searches over them instead.
+Such an expression is a Max/Min/Piecewise of smooth pieces (a roofline); each
 piece that contains ``x`` is solved with ``sympy.solve`` and a root is kept only where the full
 expression, with every branch, equals the target there. No root means no value of ``x`` alone
 meets the goal; the piece free of ``x`` that is left at large ``x`` names what binds instead.
@@ -24,15 +25,17 @@ from functools import lru_cache
 
 import sympy as sp
 
-from optimus_calc.equations.compute import (BW, F_core, F_dev, T_opt, T_x, bpp, cores, eta_m,
+from optimus_calc.equations.compute import (BW, F_core, F_dev, T_opt, bpp, cores, eta_m,
                                             fpp, nthr, optimizer_step_time, B_core, Pn)
 from optimus_calc.equations.memory import B_dev, C, spill_bytes
-from optimus_calc.equations.offload import T_s, W_o, exposed_optimusnic
+from optimus_calc.equations.offload import W_o
+from optimus_calc.equations.optimusnic import (B_cl, B_gl, P_o, T_in, T_out, T_pipe, T_up,
+                                               b_gr, b_wt, exposed_time,
+                                               n_gc, n_L, pipeline_time)
 
 X = sp.Symbol("x", positive=True)  # the parameter, in its catalog unit
-T_x0 = sp.Symbol("T_x0", nonnegative=True)    # transfers that do not depend on the spill, s
-B_snl = sp.Symbol("B_snl", positive=True)     # the card's host link, achievable bytes/s
 TARGET = sp.Symbol("tau", real=True)           # the goal: expression <= tau
+U_up = sp.Symbol("U", real=True)  # the update stage's budget in the pipeline, s
 A_cur = sp.Symbol("A", positive=True)  # achievable bandwidth now, min(B_mem eta_m, n_t B_core)
 
 # the catalog fields behind the roofline's limits, to name what binds
@@ -149,17 +152,28 @@ def optimizer_roofline(per_core: bool) -> sp.Expr:
     return optimizer_step_time.expr.subs(cores, 1 if per_core else 0)
 
 
-def optimusnic_exposed(card_step: sp.Expr, transfers: sp.Expr) -> sp.Expr:
-    """offload.exposed_optimusnic with T_s = the card's step + its transfers (the engine's
-    composition: evaluate/engine.py, the SmartNIC branch of the optimizer step)."""
-    return exposed_optimusnic.expr.subs(T_s, card_step + transfers)
+def optimusnic_exposed(card_step: sp.Expr, t_in: sp.Expr = T_in,
+                       t_out: sp.Expr = T_out) -> sp.Expr:
+    """optimusnic.exposed_time over optimusnic.pipeline_time with the update stage T_up = the
+    card's step (and, for the spill, the link stages as expressions): the engine's composition
+    (evaluate/optimusnic.py)."""
+    pipe = pipeline_time.expr.subs({T_up: card_step, T_in: t_in, T_out: t_out},
+                                   simultaneous=True)
+    return exposed_time.expr.subs(T_pipe, pipe)
+
+
+def update_goal(roofline: sp.Expr) -> sp.Expr:
+    """The card's update stage beyond its budget U: Max(0, T_up - U). optimusnic.pipeline_time
+    rises with T_up (the link stages fixed), so the pipeline fits the window (plus a target)
+    exactly when T_up <= U, U = State.update_budget_s (the pipeline solved for T_up)."""
+    return sp.Max(0, roofline - U_up)
 
 
 @lru_cache(maxsize=64)
 def exposed_goal(per_core: bool, symbol: sp.Symbol, scale: float) -> sp.Expr:
-    """offload.exposed_optimusnic(T_s = compute.optimizer_step_time + T_x, W_o), with the
-    roofline symbol ``symbol`` = scale * x (x in the catalog's unit)."""
-    return optimusnic_exposed(optimizer_roofline(per_core).subs(symbol, scale * X), T_x)
+    """The update stage (compute.optimizer_step_time with the roofline symbol ``symbol`` =
+    scale * x, x in the catalog's unit) beyond its budget in the OptimusNIC pipeline."""
+    return update_goal(optimizer_roofline(per_core).subs(symbol, scale * X))
 
 
 @lru_cache(maxsize=8)
@@ -168,7 +182,7 @@ def exposed_goal_joint(per_core: bool) -> sp.Expr:
     achievable bandwidth min(B_mem eta_m, n_t B_core) of one card, A its value now."""
     opt = optimizer_roofline(per_core).subs({BW: BW * X / A_cur, B_core: B_core * X / A_cur},
                                             simultaneous=True)
-    return optimusnic_exposed(opt, T_x)
+    return update_goal(opt)
 
 
 @lru_cache(maxsize=64)
@@ -177,20 +191,12 @@ def spill_fit_goal(scale: float, offset: float) -> sp.Expr:
     return spill_bytes.expr.subs(C, scale * X + offset)
 
 
-@lru_cache(maxsize=1)
-def spill_hide_goal() -> sp.Expr:
-    """offload.exposed_optimusnic with the card's step T_opt and the transfers T_x = T_x0 +
-    2 memory.spill_bytes / B_snl (the spilled state read from host RAM and written back each
-    step) and C = x GB."""
-    spill = spill_bytes.expr.subs(C, X * 1e9)
-    return optimusnic_exposed(T_opt, T_x0 + 2 * spill / B_snl)
-
-
 ROOFLINE_SYMBOLS = {"B_mem": BW, "B_core": B_core, "n_t": nthr, "F_core": F_core,
                     "F_dev": F_dev}
 
 __all__ = ["Inversion", "invert", "branches", "binding_pieces", "value_at", "optimizer_roofline",
            "optimusnic_exposed", "exposed_goal", "exposed_goal_joint", "spill_fit_goal",
-           "spill_hide_goal", "ROOFLINE_SYMBOLS", "LIMIT_NAMES", "X", "A_cur", "T_x0", "B_snl",
+           "ROOFLINE_SYMBOLS", "LIMIT_NAMES", "X", "A_cur",
            "TARGET", "BW", "B_core", "nthr", "F_core", "F_dev", "Pn", "bpp", "fpp", "eta_m",
-           "T_opt", "T_x", "W_o", "B_dev"]
+           "T_opt", "W_o", "B_dev", "U_up", "T_in", "T_out", "n_L", "P_o", "b_gr", "b_wt", "B_gl",
+           "B_cl", "n_gc"]

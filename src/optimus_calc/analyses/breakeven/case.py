@@ -14,7 +14,9 @@ from enum import Enum
 
 import numpy as np
 
+from optimus_calc.equations import compiled as eq
 from optimus_calc.evaluate.batch import Batch
+from optimus_calc.evaluate.optimusnic import card_pipeline
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.evaluate.engine import StageTable, evaluate, stage_table
 from optimus_calc.evaluate.hw_params import Param
@@ -79,6 +81,10 @@ class State:
     reasons: int
     offload: Offload
     window_s: float   # what the offloaded step overlaps with (the evaluator's own window)
+    layers: float = 1.0           # layers of the binding stage (OptimusNIC's pipeline items)
+    gradient_in_s: float = 0.0    # OptimusNIC's pipeline stages at the binding stage
+    weights_out_s: float = 0.0
+    pipeline_s: float = 0.0
 
     @property
     def excess_bytes(self) -> float:
@@ -87,12 +93,31 @@ class State:
 
     @property
     def hide_margin_s(self) -> float:
-        """OptimusNIC: the window minus the card's step and its transfers (offload.
-        exposed_optimusnic's T_s); the host strategies, whose step already includes its
-        transfers and whose exposure has a floor: minus the exposed time."""
+        """OptimusNIC: the window minus the card's pipeline time (optimusnic.pipeline_time);
+        the host strategies, whose step already includes its transfers and whose exposure has a
+        floor: minus the exposed time."""
         if self.offload is Offload.SMARTNIC:
-            return self.window_s - self.optimizer_s - self.offload_transfer_s
+            return self.window_s - self.pipeline_s
         return -self.optimizer_exposed_s
+
+    def update_budget_s(self, target: float = 0.0) -> float:
+        """OptimusNIC: the longest update stage whose pipeline (optimusnic.pipeline_time, the
+        link stages fixed) still fits the window plus ``target``; <= 0: the link stages alone
+        fill it. pipeline_time is piecewise linear in T_up: with T_up the slowest stage it is
+        T_up + (T_in + T_out) / n_L, otherwise M + (T_in + T_out + T_up - M) / n_L with M the
+        slower link stage."""
+        w = self.window_s + target
+        n, t_in, t_out = max(self.layers, 1.0), self.gradient_in_s, self.weights_out_s
+        m = max(t_in, t_out)
+        slowest = w - (t_in + t_out) / n
+        if slowest >= m:
+            return slowest
+        return n * (w - m) - (t_in + t_out - m)
+
+    @property
+    def link_stages_text(self) -> str:
+        return (f"gradient in {self.gradient_in_s:.3g} s, weights out "
+                f"{self.weights_out_s:.3g} s over {self.layers:.0f} layers")
 
     @property
     def base_step_s(self) -> float:
@@ -108,18 +133,44 @@ def measure(case: Case) -> State:
     one = lambda x: float(np.asarray(x).reshape(-1)[0])  # noqa: E731
     k = int(np.asarray(ev.worst_time).reshape(-1)[0])
     params = np.asarray(ev.params_stage, dtype=np.float64).reshape(-1)
+    layers = np.asarray(ev.stage_layers, dtype=np.float64).reshape(-1)
+    p_k = float(params[k if params.size > 1 else 0])
+    l_k = float(layers[k if layers.size > 1 else 0])
+    window = one(ev.term("optimizer_window_s"))
+    pipe = {}
+    if case.layout.offload is Offload.SMARTNIC and case.hw.smartnic is not None:
+        pipe = _pipeline_figures(case, p_k, l_k, window)
     return State(
         step_time_s=one(ev.step_time_s), optimizer_s=one(ev.term("optimizer_s")),
         optimizer_exposed_s=one(ev.term("optimizer_exposed_s")),
         offload_transfer_s=one(ev.term("offload_transfer_s")),
         forward_s=one(ev.term("forward_s")), backward_s=one(ev.term("backward_s")),
-        params_stage=float(params[k if params.size > 1 else 0]),
+        params_stage=p_k, layers=l_k, **pipe,
         offload_bytes_per_device=one(ev.offload_bytes_per_device),
         offload_capacity_per_device=one(ev.offload_capacity_per_device),
         spill_bytes_per_device=one(ev.spill_bytes_per_device),
         gpu_bytes=one(ev.gpu_bytes), gpu_capacity_bytes=float(ev.capacity_bytes),
         reasons=int(one(ev.reasons)), offload=case.layout.offload,
-        window_s=one(ev.term("optimizer_window_s")))
+        window_s=window)
+
+
+def _pipeline_figures(case: Case, params_stage: float, layers: float, window: float) -> dict:
+    """OptimusNIC's pipeline at the binding stage, with the evaluator's inputs: the rank's ZeRO
+    shard, the card's spill (memory.optimizer_offloaded_bytes, bytes_per_offload_device,
+    spill_bytes) and the window."""
+    hw, lay, tr = case.hw, case.layout, case.training
+    gpn = hw.gpus_per_node
+    k_sn = lay.smartnics_per_node or gpn
+    dp = lay.dp
+    shard = params_stage / (dp if int(lay.zero) >= 1 else 1)
+    opt = eq.memory__optimizer_offloaded_bytes(N_d=dp, P=params_stage, Z=int(lay.zero),
+                                               b_o=tr.optimizer_bytes, f_k=0.0, o_o=1.0)
+    dev = eq.memory__bytes_per_offload_device(B_gpu=opt, G_n=gpn, K_n=k_sn)
+    spill = eq.memory__spill_bytes(B_dev=dev, C=hw.smartnic.memory_bytes)
+    pipe = card_pipeline(hw, tr, case.asm, shard_params=shard, cards_per_node=k_sn,
+                         spill_bytes=spill, window_s=window, layers=layers)
+    return dict(gradient_in_s=float(pipe.gradient_in_s), weights_out_s=float(pipe.weights_out_s),
+                pipeline_s=float(pipe.pipeline_s))
 
 
 def shortfall(goal: Goal, st: State, reference_s: float | None) -> float:

@@ -1,0 +1,206 @@
+"""Closed forms of `breakeven`: the card's roofline inputs rebuilt from the catalog entry and
+checked against the evaluator, sympy inversion of the OptimusNIC pipeline for one parameter, the
+exposure floors of the host strategies, and the sentences that say what binds."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from optimus_calc.analyses.breakeven.case import Case, Goal, State
+from optimus_calc.evaluate.hw_params import Param
+from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, device_from, device_time
+from optimus_calc.evaluate.optimizer import flops_per_param
+from optimus_calc.specs.training import Offload
+from optimus_calc.units import GB
+from optimus_calc.analyses.breakeven.problem import SPAN, _Problem, _Solved
+
+# ---- the card's step as the engine composes it ------------------------------------------------
+
+@dataclass(frozen=True)
+class OptimizerInputs:
+    """The values compute.optimizer_step_time and offload.exposed_optimusnic receive for the
+    binding stage of a SmartNIC layout, rebuilt from the catalog entry, checked against the
+    evaluator."""
+
+    values: dict          # sympy symbol -> number (breakeven_sym)
+    per_core: bool
+    clock_flops: float    # FP32 FLOPs per cycle per core (F_core = clock x this)
+    two_tier: bool        # an FPGA card reading part of its state from the slow tier
+
+
+def optimizer_inputs(case: Case, st: State) -> OptimizerInputs | None:
+    """The card's roofline inputs for a SmartNIC layout, or None when the layout is not one or
+    the engine's figures cannot be reproduced (then only the search is used).
+
+    Only OptimusNIC's step is compute.optimizer_step_time; the host strategies (ZeRO-Offload,
+    ZeRO-Infinity, SuperOffload) run DeepSpeed's step phase by phase
+    (evaluate/offload_step.py offload_step_phases), which `breakeven` searches over."""
+    from optimus_calc.analyses.breakeven import sym as S
+
+    hw, lay, tr, asm = case.hw, case.layout, case.training, case.asm
+    if lay.offload is not Offload.SMARTNIC or hw.smartnic is None:
+        return None
+    gpn = hw.gpus_per_node
+    shard = st.params_stage / (lay.dp if int(lay.zero) >= 1 else 1)
+    phi = flops_per_param(tr.optimizer)
+    p_n = shard * gpn / (lay.smartnics_per_node or gpn)
+    dev = device_from(hw.smartnic, 1, asm)
+    beta = bytes_per_param(tr.optimizer, Impl.FUSED, tr.gradient_bytes)
+    two_tier = bool(dev.slow_tier_Bps and dev.capacity_bytes
+                    and p_n * tr.optimizer_bytes > dev.capacity_bytes)
+    t_opt, bw = device_time(dev, p_n, beta, phi, tr.optimizer_bytes)
+    if not math.isclose(float(t_opt), st.optimizer_s, rel_tol=1e-9, abs_tol=1e-15):
+        return None
+    # a two-tier card reads at the tiers' mixed bandwidth: B_mem is that, for the other limits
+    mem_Bps = float(bw) / dev.mem_eff if two_tier else dev.mem_Bps
+    exposed = float(max(0.0, st.pipeline_s - st.window_s))  # optimusnic.exposed_time
+    if not math.isclose(exposed, st.optimizer_exposed_s, rel_tol=1e-9, abs_tol=1e-12):
+        return None
+    values = {S.Pn: p_n, S.bpp: beta, S.fpp: phi, S.eta_m: dev.mem_eff, S.BW: mem_Bps,
+              S.nthr: float(dev.cores if dev.per_core else 1), S.B_core: dev.core_Bps,
+              S.F_core: dev.core_flops, S.F_dev: dev.device_flops,
+              }
+    return OptimizerInputs(values, dev.per_core, float(hw.smartnic.fp32_flops_per_cycle or 0),
+                           two_tier)
+
+
+def superoffload_floor(case: Case, st: State) -> tuple[float, float, float, float]:
+    """(T_s, Z_b, P_r, tail): SuperOffload's CPU step of one rank, its last bucket and partition
+    (offload.exposed_superoffload >= T_s min(1, Z_b / P_r)) and the share kept on the GPU."""
+    hw, lay, tr, asm = case.hw, case.layout, case.training, case.asm
+    shard = st.params_stage / (lay.dp if int(lay.zero) >= 1 else 1)
+    f_k = lay.superchip_gpu_fraction
+    tail, _ = device_time(device_from(hw.gpu, 1, asm), shard * f_k,
+                          bytes_per_param(tr.optimizer, Impl.FUSED, tr.gradient_bytes),
+                          flops_per_param(tr.optimizer), tr.optimizer_bytes)
+    return (st.optimizer_s - float(tail), asm.zero_bucket_params, max(shard * (1 - f_k), 1.0),
+            float(tail))
+
+
+
+CLOSED_FORM = ("closed form (sympy.solve on compute.optimizer_step_time inside "
+               "optimusnic.pipeline_time and exposed_time)")
+FLOOR_ZERO_OFFLOAD = ("exposure floor (offload.exposed_zero_offload = T_s > 0 at any value), "
+                      "confirmed by the evaluator at the bound")
+FLOOR_SUPEROFFLOAD = ("exposure floor (offload.exposed_superoffload >= T_s min(1, Z_b / P_r) "
+                      "> 0 at any value), confirmed by the evaluator at the bound")
+
+
+def _symbolic(prob: _Problem, p: Param, cur: float, cap: float,
+              opt: OptimizerInputs | None) -> _Solved | None:
+    """Solve with sympy where the goal is a registry expression the parameter enters once (a
+    SmartNIC's roofline inside OptimusNIC's exposure, its capacity inside the spill), or state
+    the exposure floor no value can remove (ZeRO-Offload/Infinity and SuperOffload under hide)."""
+    from optimus_calc.analyses.breakeven import sym as S
+
+    case, goal, st = prob.case, prob.goal, prob.state()
+    off = case.layout.offload
+    if goal is Goal.HIDE and off in (Offload.CPU, Offload.NVME):
+        return _Solved(None, "never", FLOOR_ZERO_OFFLOAD, "offload.exposed_zero_offload = T_s",
+                       _zero_offload_binding(st))
+    if goal is Goal.HIDE and off is Offload.SUPERCHIP:
+        return _Solved(None, "never", FLOOR_SUPEROFFLOAD,
+                       "offload.exposed_superoffload = Max(T_s - W_b, T_s Min(1, Z_b / P_r))",
+                       _superoffload_binding(case, st))
+    target = 0.0
+    if goal is Goal.MATCH:
+        assert prob.reference_s is not None
+        target = prob.reference_s - st.base_step_s
+        if target < 0:
+            return None  # the rest of the step binds: the search says so
+    if p.roofline and goal in (Goal.HIDE, Goal.MATCH) and opt is not None:
+        if opt.two_tier and p.roofline == "B_mem":
+            return None  # the two tiers' mixed bandwidth is not compute.optimizer_step_time's
+        values = {**opt.values, S.U_up: st.update_budget_s(target)}
+        if p.roofline == "joint":
+            sym, scale = None, 1.0
+            expr = S.exposed_goal_joint(opt.per_core)
+            values = {**values, S.A_cur: cur}
+        else:
+            scale = {"B_mem": GB, "B_core": GB, "n_t": 1.0, "F_core": 1e9 * opt.clock_flops,
+                     "F_dev": 1e12}[p.roofline]
+            sym = S.ROOFLINE_SYMBOLS[p.roofline]
+            expr = S.exposed_goal(opt.per_core, sym, scale)
+        inv = S.invert(expr, values, 0.0, cap, integer=p.integer,
+                       floor_x=1.0 if p.integer else cur / SPAN)
+        if inv.value is None:
+            return _Solved(None, "never", CLOSED_FORM, inv.formula,
+                           _roofline_binding(opt, sym, scale, cap, st, target))
+        return _Solved(inv.value, "any" if inv.any_value else "value", CLOSED_FORM, inv.formula)
+    if p.role == "smartnic" and p.field in ("memory_GB", "expansion_memory_GB"):
+        sn = case.hw.smartnic
+        other = sn.expansion_memory_GB if p.field == "memory_GB" else sn.memory_GB
+        values = {S.B_dev: st.offload_bytes_per_device}
+        if goal is Goal.FIT:
+            inv = S.invert(S.spill_fit_goal(GB, other * GB), values, 0.0, cap,
+                           floor_x=cur / SPAN)
+            method = "closed form (sympy.solve on memory.spill_bytes)"
+        else:
+            return None
+        if inv.value is None:
+            return _Solved(None, "never", method, inv.formula)
+        return _Solved(inv.value, "any" if inv.any_value else "value", method, inv.formula)
+    return None
+
+
+def _zero_offload_binding(st: State) -> str:
+    return (f"ZeRO-Offload/Infinity run the whole step ({st.optimizer_s:.3g} s, transfers "
+            "included) after the backward: nothing overlaps it (window 0 s), so it is exposed "
+            "at any value")
+
+
+def _superoffload_binding(case: Case, st: State) -> str:
+    t_s, z_b, p_r, tail = superoffload_floor(case, st)
+    text = (f"SuperOffload updates the last gradient bucket after the backward: at least "
+            f"T_s x min(1, Z_b / P_r) = {t_s:.3g} s x min(1, {z_b:.3g} / {p_r:.3g}) = "
+            f"{t_s * min(1.0, z_b / p_r):.3g} s stays exposed now, and some at any value "
+            "(offload.exposed_superoffload; Z_b is zero_bucket_params)")
+    if tail > 0:
+        text += ("; the optimizer share kept on the GPU (--gpu-fraction, "
+                 f"{tail:.3g} s) is never hidden either")
+    return text
+
+
+def _roofline_binding(opt: OptimizerInputs, sym, scale: float, cap: float, st: State,
+                      target: float) -> str:
+    """What keeps a SmartNIC's roofline parameter from meeting the goal: the limits of
+    compute.optimizer_step_time left when ``sym`` no longer binds, and the transfers when they
+    alone fill the window ("" when neither: the caller says what binds)."""
+    from optimus_calc.analyses.breakeven import sym as S
+
+    budget = st.update_budget_s(target)
+    parts: list[str] = []
+    if sym is not None:
+        roof = S.optimizer_roofline(opt.per_core).subs(sym, scale * S.X)
+        values = {k: v for k, v in opt.values.items() if k is not sym}
+        floor = S.value_at(roof, values, cap)
+        names: list[str] = []
+        limits = dict(S.LIMIT_NAMES)
+        if opt.two_tier:
+            limits[S.BW] = "memory_bandwidth_GBps and expansion_bandwidth_GBps (mixed tiers)"
+        for piece in S.binding_pieces(roof, values, cap):
+            for s in sorted(piece.free_symbols, key=lambda s: s.name):
+                if s in limits and limits[s] not in names:
+                    names.append(limits[s])
+        if names and floor > max(budget, 0.0):
+            verb = "hold" if len(names) > 1 or " and " in names[0] else "holds"
+            text = f"{' x '.join(names)} {verb} the card's step at {floor:.3g} s"
+            if budget > 0:
+                text += f" > the {budget:.3g} s {_budget_text(st, target)}"
+            parts.append(text)
+    if budget <= 0:
+        what = "window" if target == 0 else "window and the reference's slack"
+        parts.append(f"the link stages ({st.link_stages_text}) alone already fill the "
+                     f"{st.window_s:.3g} s {what}")
+    return "; ".join(parts)
+
+
+def _budget_text(st: State, target: float) -> str:
+    text = (f"the {st.window_s:.3g} s window leaves the update stage after the link stages "
+            f"({st.link_stages_text})")
+    if target:
+        text += f" and {target:.3g} s of slack to the reference"
+    return text
+
+

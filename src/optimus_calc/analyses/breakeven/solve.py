@@ -1,0 +1,243 @@
+"""Break-even: what an offload device must have for offloading the optimizer to pay off.
+
+For one layout and one offload device, each hardware parameter in turn (everything else held
+fixed) is given the smallest value that meets a goal:
+
+- ``hide``: the optimizer step and its transfers are hidden in the step (the evaluator's
+  ``optimizer_exposed_s`` of the stage that binds the step is 0);
+- ``fit``: the optimizer shard fits on the device (no spill to host memory, or, for a CPU,
+  within host RAM);
+- ``match``: the offloaded layout's step time is no longer than a reference's (the best layout
+  that keeps the optimizer on the GPU, or one the caller names).
+
+Where the goal is a registry expression that the parameter enters through one place it is
+solved with sympy (:mod:`optimus_calc.analyses.breakeven.sym`): a SmartNIC's bandwidths, cores,
+clock and fabric through compute.optimizer_step_time inside offload.exposed_optimusnic (the
+card's step plus its transfers against the last micro-batch's backward and the next forward),
+its capacity through memory.spill_bytes. The host strategies run DeepSpeed's step phase by phase
+(evaluate/offload_step.py): under ``hide`` their exposure has a floor no hardware value removes
+(ZeRO-Offload/Infinity expose the whole step, offload.exposed_zero_offload; SuperOffload at
+least its last gradient bucket, offload.exposed_superoffload), so every parameter is "never"
+with that floor named; their ``fit`` and ``match`` goals, and every other parameter (links,
+two-tier FPGA memory, host RAM, sockets, cards), are found by a monotone bracketing search over
+the one evaluator (:func:`optimus_calc.evaluate.engine.evaluate`) on hardware with that field
+changed. Every answer, closed form or floor, is checked against the evaluator (on both sides of
+a value, at the search bound for "never"); a closed form the evaluator does not confirm is
+replaced by the search.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import assert_never
+
+from optimus_calc.analyses.breakeven.case import Case, Goal, State, met
+from optimus_calc.evaluate.hw_params import Param, device_params
+from optimus_calc.specs.training import Offload
+from optimus_calc.units import GB
+from optimus_calc.analyses.breakeven.closed import (FLOOR_SUPEROFFLOAD, FLOOR_ZERO_OFFLOAD,
+                                                    OptimizerInputs, _symbolic, optimizer_inputs)
+from optimus_calc.analyses.breakeven.problem import (REL_TOL, _bounds, _Problem, _Solved,
+                                                     bracket)
+
+
+
+@dataclass(frozen=True)
+class Requirement:
+    param: Param
+    entry: str
+    current: float
+    required: float | None      # None: no value of this parameter alone meets the goal
+    status: str                 # met (required <= current), short, never, any
+    method: str
+    binding: str = ""
+    equation: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.required is None or self.current <= 0:
+            return None
+        return self.required / self.current
+
+
+@dataclass(frozen=True)
+class DeviceResult:
+    case: Case
+    goal: Goal
+    state: State
+    reference_s: float | None
+    requirements: list[Requirement]
+    not_entering: list[Param] = field(default_factory=list)
+
+    @property
+    def goal_met(self) -> bool:
+        return met(self.goal, self.state, self.reference_s)
+
+    @property
+    def margin(self) -> float:
+        """Hide: window minus the card's step and transfers (a host strategy: minus its exposed
+        time), s; fit: capacity minus state,
+        bytes; match: reference minus step, s (negative: short by that much)."""
+        st, goal = self.state, self.goal
+        match goal:
+            case Goal.HIDE:
+                return st.hide_margin_s
+            case Goal.FIT:
+                return st.offload_capacity_per_device - st.offload_bytes_per_device
+            case Goal.MATCH:
+                assert self.reference_s is not None
+                return self.reference_s - st.step_time_s
+            case _:
+                assert_never(goal)
+
+    def _pool(self, own: bool) -> list[Requirement]:
+        return [r for r in self.requirements if not own or r.param.role != "layout"]
+
+    def cheapest(self, own: bool = False) -> Requirement | None:
+        """For a goal not met: the parameter that needs the smallest factor (``own``: of the
+        device's hardware, not the cards per node)."""
+        short = [r for r in self._pool(own) if r.status == "short"]
+        return min(short, key=lambda r: r.ratio or math.inf) if short else None
+
+    def tightest(self, own: bool = False) -> Requirement | None:
+        """For a goal met: the parameter that can fall the least before it is not."""
+        ok = [r for r in self._pool(own) if r.status == "met" and r.ratio is not None]
+        return max(ok, key=lambda r: r.ratio or 0.0) if ok else None
+
+
+
+def _checked(prob: _Problem, p: Param, solved: _Solved, low: float, cap: float) -> bool:
+    """Does the evaluator agree with a closed-form answer on both sides of it?"""
+    if solved.status == "never":
+        return not prob.ok(p, cap)
+    if solved.status == "any":
+        return prob.ok(p, low)
+    v = solved.value
+    assert v is not None
+    if p.integer:
+        return prob.ok(p, v) and (v - 1 < low or not prob.ok(p, v - 1))
+    return prob.ok(p, v * (1 + 1e-7)) and not prob.ok(p, v * (1 - 1e-6))
+
+
+def _figures_text(prob: _Problem, st: State) -> str:
+    """The goal's figures of one evaluation, in the strategy's own terms."""
+    off = prob.case.layout.offload
+    if prob.goal is Goal.FIT:
+        return f"{st.excess_bytes / GB:.3g} GB still exceeds the device"
+    if prob.goal is Goal.MATCH:
+        return f"the step is still {st.step_time_s - prob.reference_s:.3g} s longer"
+    if off is Offload.SMARTNIC:
+        return (f"card pipeline {st.pipeline_s:.3g} s (update {st.optimizer_s:.3g} s, "
+                f"{st.link_stages_text}) > window {st.window_s:.3g} s")
+    return f"{st.optimizer_exposed_s:.3g} s of the step exposed"
+
+
+def _never_binding(prob: _Problem, p: Param, cap: float, params: list[Param],
+                   head: str = "", lift: bool = True) -> str:
+    """What keeps the goal out of reach when ``p`` alone cannot reach it: ``head`` (what the
+    closed form found binds) or the figures at the largest value searched, then the other
+    parameters that, raised to their bounds with it, would meet the goal."""
+    case, st = prob.case, prob.state(p, cap)
+    if prob.goal is Goal.MATCH and prob.reference_s is not None and \
+            st.base_step_s > prob.reference_s:
+        return (f"the step without any optimizer time ({st.base_step_s:.4g} s) is already "
+                f"longer than the reference ({prob.reference_s:.4g} s)")
+    if not head:
+        top = p.upper_bound(case.hw)
+        head = (f"at {cap:.4g} {p.unit} ({'catalog bound' if top == cap else 'search limit'}): "
+                + _figures_text(prob, st))
+        if (prob.goal is Goal.HIDE and case.layout.offload is Offload.SMARTNIC
+                and st.update_budget_s() <= 0):
+            head += (f"; the link stages ({st.link_stages_text}) alone fill the "
+                     f"{st.window_s:.3g} s window")
+    if not lift:
+        return head
+    lifted = []
+    for q in params:
+        if q.key == p.key:
+            continue
+        _, q_cap = _bounds(q, case, q.get(case.hw, case.layout))
+        if met(prob.goal, prob.state(p, cap, ((q, q_cap),)), prob.reference_s):
+            lifted.append(q.name)
+    if lifted:
+        return f"{head}; raising {' or '.join(lifted)} too would meet it"
+    return f"{head}; no other single parameter raised with it would"
+
+
+def solve_param(prob: _Problem, p: Param, params: list[Param],
+                opt: OptimizerInputs | None, lift: bool = True) -> Requirement:
+    case = prob.case
+    cur = p.get(case.hw, case.layout)
+    low, cap = _bounds(p, case, cur)
+    entry = p.entry_name(case.hw)
+    solved = _symbolic(prob, p, cur, cap, opt)
+    note = ""
+    if solved is not None and not _checked(prob, p, solved, low, cap):
+        solved, note = None, " (the closed form disagreed with the evaluator)"
+    if solved is None:
+        status, value = bracket(lambda v: prob.ok(p, v), cur, low, cap, p.integer)
+        method = ("exact search over integers (doubling, then bisection)" if p.integer
+                  else f"bracketing search over the evaluator (doubling, then bisection to "
+                       f"{REL_TOL:g})") + note
+        solved = _Solved(value, status, method)
+    if solved.status == "never":
+        if solved.method in (FLOOR_ZERO_OFFLOAD, FLOOR_SUPEROFFLOAD):
+            binding = solved.binding  # nothing lifts an exposure floor
+        else:
+            binding = _never_binding(prob, p, cap, params, solved.binding, lift)
+        return Requirement(p, entry, cur, None, "never", solved.method, binding,
+                           solved.equation)
+    if solved.status == "any":
+        return Requirement(p, entry, cur, None, "any", solved.method,
+                           f"met at any value down to {low:.3g} {p.unit}", solved.equation)
+    v = solved.value
+    assert v is not None
+    status = "met" if v <= cur else "short"
+    return Requirement(p, entry, cur, v, status, solved.method, _at_solution(prob, p, v),
+                       solved.equation)
+
+
+def _at_solution(prob: _Problem, p: Param, v: float) -> str:
+    """What the parameter balances against at the required value."""
+    st = prob.state(p, v * (1 + 1e-7) if not p.integer else v)
+    if prob.goal is Goal.HIDE:
+        return (f"card pipeline {st.pipeline_s:.3g} s (update {st.optimizer_s:.3g} s) "
+                f"<= window {st.window_s:.3g} s")
+    if prob.goal is Goal.FIT:
+        return (f"{st.offload_bytes_per_device / GB:.4g} GB of state per device <= "
+                f"{st.offload_capacity_per_device / GB:.4g} GB")
+    return f"step {st.step_time_s:.4g} s <= reference {prob.reference_s:.4g} s"
+
+
+def enters(prob: _Problem, p: Param) -> bool:
+    """Do the goal's figures move when ``p`` changes a thousandfold either way?"""
+    case = prob.case
+    cur = p.get(case.hw, case.layout)
+    base = prob.figures(p, cur)
+    for v in ((max(1.0, cur / 1000), cur * 1000) if p.integer else (cur / 1000, cur * 1000)):
+        if v == cur:
+            continue
+        if any(not math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15)
+               for a, b in zip(prob.figures(p, v), base)):
+            return True
+    return False
+
+
+def solve_device(case: Case, goal: Goal, reference_s: float | None = None,
+                 lift: bool = True) -> DeviceResult:
+    """Every parameter of the offload device of ``case`` (its layout's --offload target).
+    ``lift``: for a parameter that can never meet the goal alone, also try every other
+    parameter raised to its bound with it and name those that would (one evaluation per pair;
+    the catalog-wide view leaves it out)."""
+    if goal is Goal.MATCH and reference_s is None:
+        raise ValueError("goal match needs a reference step time")
+    prob = _Problem(case, goal, reference_s)
+    st = prob.state()
+    params = device_params(case.hw, case.layout.offload)
+    opt = optimizer_inputs(case, st)
+    live = [p for p in params if enters(prob, p)]
+    reqs = [solve_param(prob, p, live, opt, lift) for p in live]
+    return DeviceResult(case, goal, st, reference_s, reqs,
+                        [p for p in params if p not in live])
+

@@ -1,0 +1,176 @@
+"""Issue 24: OptimusNIC's per-layer pipeline, the minimum card of `breakeven` and its saved
+catalog entry, the planner's NIC sizing through the same pipeline.
+
+The paper's example (seeds/optimusnic.md section 4.1): Llama 3 70B on two DGX A100, TP2 PP4
+DP2 ZeRO-3, 8 micro-batches of one sequence of 2048 tokens; P_n = 4,541,026,304 optimizer
+parameters per GPU in the last pipeline stage (20 layers), worked out in test_breakeven.py.
+"""
+
+import contextlib
+import io
+import json
+from functools import lru_cache
+
+import pytest
+
+from optimus_calc.cli.main import main
+
+LAYOUT = ("llama70b", "--nodes", "2", "--tp", "2", "--pp", "4", "--zero", "3", "--recompute",
+          "full", "--seq-len", "2048", "--global-batch", "16")
+P_N = 4_541_026_304
+PCIE4 = 31.5e9 * 0.76
+PCIE5 = 63.0e9 * 0.76
+
+
+@lru_cache(maxsize=None)
+def cli(*args: str):
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, out.getvalue(), err.getvalue()
+
+
+def cli_json(*args: str) -> dict:
+    code, out, err = cli(*args, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_pipeline_equations_by_hand():
+    """optimusnic.pipeline_time with T_in = 1, T_up = 4, T_out = 2 over n_L = 10 layers:
+    4 + (1 + 2) / 10 = 4.3 s; a 4 s window leaves 0.3 s exposed; gradient in: max(1e9 x 2 /
+    10e9 = 0.2, (2 x 1e9 x 2 + 1e9) / 20e9 = 0.25) = 0.25 s."""
+    from optimus_calc.equations import compiled as eq
+    assert eq.optimusnic__pipeline_time(T_in=1.0, T_out=2.0, T_up=4.0, n_L=10) == \
+        pytest.approx(4.3)
+    assert eq.optimusnic__exposed_time(T_pipe=4.3, W_o=4.0) == pytest.approx(0.3)
+    assert eq.optimusnic__exposed_time(T_pipe=3.0, W_o=4.0) == 0.0
+    assert eq.optimusnic__gradient_in_time(B_cl=20e9, B_gl=10e9, P_o=1e9, S_sp=1e9, b_gr=2,
+                                           n_gc=2) == pytest.approx(0.25)
+
+
+def test_explain_prints_the_pipeline_with_values():
+    """`explain optimusnic.pipeline_time MODEL ...` shows the engine's inputs: BlueField-3 on
+    the paper's layout, T_in = T_out = max(9.08 GB / 23.94, (9.08 + 22.49) GB / 47.88) =
+    0.6594 s, n_L = 20."""
+    code, out, err = cli("explain", "optimusnic.pipeline_time", *LAYOUT, "--offload",
+                         "smartnic", "--smartnic", "bluefield-3", "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    spill = P_N * 12 - 32e9
+    t_in = max(P_N * 2 / PCIE4, (P_N * 2 + spill) / PCIE5)
+    assert d["values"]["T_in"] == pytest.approx(t_in, rel=1e-9)
+    assert d["values"]["n_L"] == 20
+    assert d["result"] == pytest.approx(d["values"]["T_up"] + 2 * t_in / 20, rel=1e-9)
+
+
+@pytest.mark.parametrize("card", ["bluefield-3", "alveo-v80"])
+def test_minimum_card_round_trip(run, tmp_path, card):
+    """The issue's done-when: a numeric multiple and a minimum card; the corner saved at 1.02 x
+    hides the step in `step` (optimizer exposed 0), at 0.98 x it does not."""
+    doc = cli_json("breakeven", *LAYOUT, "--device", card, "--goal", "hide")
+    mc = doc["minimum_card"]
+    assert mc["multiple"] is not None and mc["multiple"] > 1      # today's card falls short
+    assert all(f["corner"] > 0 for f in mc["fields"])
+    exposed = {}
+    for scale in (1.02, 0.98):
+        d = tmp_path / f"x{scale}"
+        d.mkdir()
+        path = d / "card.toml"
+        r = run("breakeven", *LAYOUT, "--device", card, "--goal", "hide", "--save-card",
+                path, "--save-scale", scale, "--format", "json", "-o", d / "out.json")
+        assert r.code == 0, r.err
+        name = f"{card}-min-hide-x{scale:g}".replace(".", "p")
+        assert f'name = "{name}"' in path.read_text()
+        s = run("--catalog-dir", d, "step", *LAYOUT, "--offload", "smartnic", "--smartnic",
+                name, "--format", "json")
+        assert s.code == 0, s.err
+        exposed[scale] = s.json()["optimizer_exposed_s"]
+    assert exposed[1.02] == 0.0 and exposed[0.98] > 0.0
+
+
+def test_multiple_by_hand_bluefield3():
+    """BlueField-3 at m x every field: no spill once m x 32 GB >= 54.49 GB; the update is
+    P_n x 28 / (0.8 x 83.2 m GB/s) (the DDR binds: 16 x 5 m > 0.8 x 83.2 m); link stages
+    max(P_n x 2 / 23.94 GB/s, P_n x 2 / (47.88 m)) = 0.3794 s for m >= 0.5. The pipeline fits
+    the window when the update <= W - 2 x 0.3794 / 20 (the update the slowest stage), but the
+    spill keeps the card's link busy below m = 54.49 / 32 = 1.70: at the multiple found the
+    update is the binding stage, so m = P_n x 28 / (0.8 x 83.2e9 x (W - 0.03794))."""
+    doc = cli_json("breakeven", *LAYOUT, "--device", "bluefield-3", "--goal", "hide")
+    w = doc["window_s"]
+    m = P_N * 28 / (0.8 * 83.2e9 * (w - 2 * P_N * 2 / PCIE4 / 20))
+    assert m > 54.49 / 32  # no spill at the multiple: the hand formula holds
+    assert doc["minimum_card"]["multiple"] == pytest.approx(m, rel=1e-5)
+
+
+def test_gpu_side_binds_says_so_once():
+    """Sequences of 512 and no recomputation shrink the window to 0.218 s; the GPU's own link
+    needs 9.08 GB / 23.94 GB/s = 0.379 s for the gradients alone: no card hides that. The
+    answer is one verdict with the changes that reach it, not a table of never."""
+    args = ("llama70b", "--nodes", "2", "--tp", "2", "--pp", "4", "--zero", "3",
+            "--recompute", "none", "--seq-len", "512", "--global-batch", "16", "--device",
+            "alveo-v80")
+    code, out, err = cli("breakeven", *args)
+    assert code == 0, err
+    assert "the GPU side binds" in out and "reachable with: a GPU-host link of" in out
+    assert "micro-batches per step instead of 8" in out
+    assert "never" not in out
+    doc = cli_json("breakeven", *args)
+    un = doc["minimum_card"]["unreachable"]
+    assert doc["minimum_card"]["multiple"] is None and len(un["changes"]) == 3
+    code, _, err = cli("breakeven", *args, "--save-card", "/nonexistent-dir/x.toml")
+    assert code == 2 and "--save-card" in err
+
+
+def test_no_layout_uses_the_planners():
+    """Without a pinned layout breakeven studies the planner's what-if for the card (the issue:
+    TP1 PP1 DP16 ZeRO-0 did not fit)."""
+    doc = cli_json("breakeven", "llama70b", "--nodes", "2", "--device", "bluefield-2")
+    assert doc["layout_fits"] is True
+    assert doc["layout"]["tp"] * doc["layout"]["pp"] > 1 or doc["layout"]["zero"] > 0
+    assert doc["layout_planned"] is True
+
+
+def test_planner_nics_from_the_pipeline(cat):
+    """`plan llama70b --nodes 2`'s cards/GPU (hide step) is the fewest cards per GPU whose
+    pipeline the evaluator hides: one more or fewer card through `step` agrees."""
+    from optimus_calc.analyses.nics import size_nics
+    from optimus_calc.evaluate.context import fill_layout, resolve_hardware
+    from optimus_calc.inputs import resolve_model
+    from optimus_calc.specs.training import Assumptions, Offload, Training, ZeroStage
+    hw = resolve_hardware(cat, "dgx-a100", 2)
+    lay = fill_layout(hw, 2, 4, None, 1, zero=ZeroStage(3), offload=Offload.NONE)
+    tr = Training(seq_len=2048, global_batch=16, recompute="full")
+    sizing = {s.smartnic: s for s in size_nics(cat, resolve_model("llama70b", cat), hw, lay,
+                                               tr, Assumptions())}
+    for name in ("bluefield-3", "alveo-v80"):
+        k = sizing[name].nics_per_gpu_for_compute
+        assert k is not None
+
+        def exposed(per_node):
+            return cli_json("step", *LAYOUT, "--offload", "smartnic", "--smartnic", name,
+                            "--smartnics-per-node", per_node)["optimizer_exposed_s"]
+        assert exposed(8 * k) == 0.0
+        if k > 1:
+            assert exposed(8 * (k - 1)) > 0.0
+
+
+def test_sweep_global_batch_breakeven():
+    """BlueField-3 on the paper's layout, 8 micro-batches per step: the window grows with the
+    micro-batch (0.81 s at 1, 1.49 s at 2, 2.86 s at 4), the card's pipeline is 1.98 s, so the
+    exposed time is 1.17 s, then 0.49 s, then 0 from global batch 64 on; there the offloaded
+    step is shorter than the same layout's with the optimizer on the GPU (which would not fit
+    memory: ZeRO-3 with the state on the GPU needs 70 GB per GPU before activations)."""
+    doc = cli_json("breakeven", *LAYOUT, "--device", "bluefield-3", "--sweep", "global-batch")
+    sw = doc["batch_sweep"]
+    rows = {r["global_batch"]: r for r in sw["rows"]}
+    assert [rows[g]["micro_batches"] for g in (16, 32, 64)] == [8, 8, 8]
+    assert rows[16]["optimizer_exposed_s"] == pytest.approx(1.976 - 0.806, abs=2e-3)
+    assert rows[32]["optimizer_exposed_s"] > 0 and rows[64]["optimizer_exposed_s"] == 0.0
+    assert rows[32]["pays_off"] is False and rows[64]["pays_off"] is True
+    assert sw["breakeven_global_batch"] == 64
+    assert rows[16]["gpu_fits"] is False
