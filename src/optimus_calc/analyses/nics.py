@@ -18,12 +18,12 @@ import numpy as np
 
 from optimus_calc.catalog import Catalog
 from optimus_calc.equations import compiled as eq
-from optimus_calc.evaluate.batch import NONE, SMARTNIC, Batch
+from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.evaluate.engine import evaluate
 from optimus_calc.evaluate.optimusnic import card_update_time, pipeline
 from optimus_calc.specs.model import Model
-from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
+from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, offload_code
 
 MAX_CARDS_PER_GPU = 16  # card counts tried per GPU
 
@@ -101,7 +101,8 @@ def size_nics(cat: Catalog, model, hw: Hardware, layout: Layout, tr: Training,
     hw_sn = _with_card(hw, cat, cards[0])
     lay = layout.model_copy(update={"offload": Offload.SMARTNIC, "smartnic": cards[0].name,
                                     "smartnics_per_node": 0})
-    batch = dataclasses.replace(Batch.of(lay, tr), offload=np.array([NONE, SMARTNIC]))
+    batch = dataclasses.replace(Batch.of(lay, tr), offload=np.array([offload_code(Offload.NONE),
+                                                           offload_code(Offload.SMARTNIC)]))
     timed = isinstance(model, Model) and not tr.model_states_only
     ev = evaluate(batch, model, hw_sn, tr, asm, all_stages=True, with_step=timed)
     gpu_bytes = np.asarray(ev.gpu_bytes, dtype=np.float64).reshape(-1)

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from typing import assert_never
 
 from optimus_calc.analyses.breakeven.case import Case, Goal, State, met
-from optimus_calc.evaluate.hw_params import Param, device_params
+from optimus_calc.evaluate.hw_params import Param
+from optimus_calc.evaluate.strategies import device_params
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
 from optimus_calc.analyses.breakeven.closed import (FLOOR_SUPEROFFLOAD, FLOOR_ZERO_OFFLOAD,
