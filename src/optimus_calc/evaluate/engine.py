@@ -23,10 +23,11 @@ from optimus_calc.evaluate.efficiency import compute_efficiency
 from optimus_calc.evaluate.context import Hardware, check_precision
 from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, device_from, device_time
 from optimus_calc.evaluate.optimizer import flops_per_param
-from optimus_calc.evaluate.offload_step import (AdamImpl, HostCPU, Overlap, exposed_step,
-                                                nvme_optimizer_step, offload_step_phases,
+from optimus_calc.evaluate.offload_step import (HostCPU, Overlap, exposed_step,
+                                                nvme_optimizer_step,
                                                 param_offload_traffic, persistent_params,
-                                                strategy_threads, zero3_exposed_gather)
+                                                zero3_exposed_gather)
+from optimus_calc.evaluate.offload_schedules import deepspeed_cpu_step, superoffload_step
 from optimus_calc.evaluate.evaluation import Evaluation, _pick, stage_value  # noqa: F401
 from optimus_calc.evaluate.reasons import Reason, primary_reason, reasons_of  # noqa: F401
 from optimus_calc.evaluate.shapes import activation_coefficients
@@ -149,6 +150,9 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
     o_w, o_g, o_o, f_k = offload_flags(off, opar, gfrac)
     P = rec("memory.params_per_gpu", eq.memory__params_per_gpu,
             A=st["A"], R=st["R"], X=st["X"], e=ep, t=t)
+    p_x = st["X"] / (ep * t)  # issue 19: states shard over DP x CP, experts over DP x CP / EP
+    n_sh = rec("memory.zero_shard_degree", eq.memory__zero_shard_degree,
+               D_p=dp, P=P, P_x=p_x, c=cp, e=ep)
     if isinstance(model, Model):  # ZeRO-Infinity keeps persistent tensors and live modules
         p_pers = persistent_params([model.hidden] * model.layer_norms, Ls, asm)
         p_mod = model.hidden * max(model.ffn_hidden, model.expert_ffn if model.is_moe else 0,
@@ -160,11 +164,11 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
                 B_pf=asm.zero3_prefetch_bucket_params, M_live=asm.zero3_max_live_params,
                 P_pers=p_pers, b_g=gbytes, b_w=wb, p_mod=p_mod)
     W = rec("memory.weights_bytes", eq.memory__weights_bytes,
-            N_d=dp, P=P, W_res=w_res, Z=z, b_w=wb, o_w=o_w)
+            N_d=n_sh, P=P, W_res=w_res, Z=z, b_w=wb, o_w=o_w)
     G = rec("memory.gradients_bytes", eq.memory__gradients_bytes,
-            N_d=dp, P=P, Z=z, b_g=gbytes, o_g=o_g)
+            N_d=n_sh, P=P, Z=z, b_g=gbytes, o_g=o_g)
     O = rec("memory.optimizer_bytes", eq.memory__optimizer_bytes,
-            N_d=dp, P=P, Z=z, b_o=ob, f_k=f_k, o_o=o_o)
+            N_d=n_sh, P=P, Z=z, b_o=ob, f_k=f_k, o_o=o_o)
     n_f = np.minimum(pp - idx, m)
     zero_arr = np.zeros(np.broadcast_shapes(np.shape(W), np.shape(G), np.shape(O)))
     states_only = tr.model_states_only or isinstance(model, BareModel)
@@ -194,11 +198,11 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
 
     # ---- offload devices per stage ----------------------------------------------------------
     opt_off = rec("memory.optimizer_offloaded_bytes", eq.memory__optimizer_offloaded_bytes,
-                  N_d=dp, P=P, Z=z, b_o=ob, f_k=f_k, o_o=o_o)
+                  N_d=n_sh, P=P, Z=z, b_o=ob, f_k=f_k, o_o=o_o)
     hgrad = rec("memory.host_gradients_bytes", eq.memory__host_gradients_bytes,
-                N_d=dp, P=P, Z=z, b_h=asm.host_grad_bytes, o_g=o_g)
+                N_d=n_sh, P=P, Z=z, b_h=asm.host_grad_bytes, o_g=o_g)
     hw_w = rec("memory.host_weights_bytes", eq.memory__host_weights_bytes,
-               N_d=dp, P=P, Z=z, b_w=wb, o_w=o_w)
+               N_d=n_sh, P=P, Z=z, b_w=wb, o_w=o_w)
     host_cap = hw.node.host_memory_bytes * (1 - asm.host_reserved_fraction)
     per_dev = eq.memory__bytes_per_offload_device
     k_sn = np.where(sn_k > 0, sn_k, gpn)
@@ -318,31 +322,35 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
                             z=(s / cp) * mb * h * wb / np.where(spf == 1, t, 1))
     T_pp = rec("step.pp_comm_time", eq.step__pp_comm_time,
                T_p2p=np.where(pp > 1, p2p, 0.0), m=m, o_pp=asm.pp_overlap, v=v)
-    a_dp, b_dp = _group(hw, dp, t * cp, nic_Bps)
-    z_g, z_w = gbytes * P, wb * P
-    k_g = np.maximum(1, np.ceil(z_g / np.where(z == 0, asm.ddp_bucket_MB * 1e6,
-                                               asm.zero_bucket_params * gbytes)))
-    dpr = dict(alpha=a_dp, beta=b_dp, n=dp, z=z_g / k_g)
+    n_dp = dp * cp  # issue 19: data parallel with context parallel (experts: n_dp / ep)
+    a_dp, b_dp = _group(hw, n_dp, t, nic_Bps)
+    z_g, z_w = gbytes * (P - p_x), wb * P
+    cap_g = np.where(z == 0, asm.ddp_bucket_MB * 1e6, asm.zero_bucket_params * gbytes)
+    k_g, k_x = np.maximum(1, np.ceil(z_g / cap_g)), np.ceil(gbytes * p_x / cap_g)
+    dpr = dict(alpha=a_dp, beta=b_dp, n=n_dp, z=z_g / k_g)
     T_bkt = np.where(z == 0, eq.comm__ring_all_reduce_time(**dpr),
                      eq.comm__ring_reduce_scatter_time(**dpr))
+    dpx = dict(alpha=a_dp, beta=b_dp, n=n_dp / ep, z=gbytes * p_x / np.maximum(k_x, 1))
+    T_bkx = np.where(z == 0, eq.comm__ring_all_reduce_time(**dpx),
+                     eq.comm__ring_reduce_scatter_time(**dpx))
     n_mod = np.maximum(1, Ls) * modules_per_layer(model, asm)  # ZeRO-3 gathers module by module
     k_w = np.where(z == 3, n_mod, np.maximum(1, np.ceil(z_w / (asm.zero_bucket_params * wb))))
     gather = (eq.comm__multicast_all_gather_time if tr.multicast
               else eq.comm__ring_all_gather_time)
-    t_piece = gather(alpha=a_dp, beta=b_dp, n=dp, z=z_w / k_w)
+    t_piece = gather(alpha=a_dp, beta=b_dp, n=n_dp, z=z_w / k_w)
     T_gat = np.where(z == 0, 0.0, k_w * t_piece)
     r_full = (rc == R_FULL).astype(np.float64)
     g_x = zero3_exposed_gather(modules=n_mod, module_params=P / n_mod, gather_s=t_piece,
                                compute_per_module_s=(W_f + W_b) / ((2 + r_full) * n_mod),
                                asm=asm, recompute_full=r_full)
-    dp_args = dict(T_gat=T_gat, T_red=k_g * T_bkt, Z=z, m=m)
+    dp_args = dict(T_gat=T_gat, T_red=k_g * T_bkt + k_x * T_bkx, Z=z, m=m)
     T_dp = rec("step.dp_comm_time", eq.step__dp_comm_time, **dp_args)
     T_dpx = rec("step.dp_exposed_time", eq.step__dp_exposed_time,
-                G_x=np.where((z == 3) & (dp > 1), g_x, 0.0), T_bkt=T_bkt, W_b=W_b, W_f=W_f,
+                G_x=np.where((z == 3) & (n_dp > 1), g_x, 0.0), T_bkt=T_bkt, W_b=W_b, W_f=W_f,
                 **dp_args)
 
     # ---- optimizer step on the device that owns the state -------------------------------------
-    shard = P / np.where(z >= 1, dp, 1)
+    shard = P / np.where(z >= 1, n_sh, 1)
     phi = flops_per_param(tr.optimizer)
     bpp = lambda g: bytes_per_param(tr.optimizer, Impl.FUSED, g)  # noqa: E731
     host = hw.gpu_host_link
@@ -353,26 +361,26 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
     opt_s, opt_x, opt_ex = [t_gpu], [zeros], [exposed(T_opt=t_gpu, T_x=0.0, W=0.0)]
     opt_w = [zeros]  # the window each strategy's step overlaps with
     choices = [off == NONE]
-    # ZeRO-Offload / ZeRO-Infinity: DeepSpeed's offloaded step phase by phase, nothing hidden
+    # ZeRO-Offload / ZeRO-Infinity: DeepSpeed's offloaded step phase by phase, per ZeRO stage
     host_cpu = HostCPU.from_catalog(hw.cpu, cpus)
     link_kw = dict(link_GBps=host.bandwidth_GBps, link_eff=host.efficiency)
-    cpuadam = AdamImpl.CPUADAM
-    ph = offload_step_phases(shard, host=host_cpu, ranks_per_node=gpn, impl=cpuadam,
-                             simd_fraction=cpuadam.simd_fraction(hw.cpu), asm=asm,
-                             grad_device_bytes=gbytes, param_device_bytes=wb,
-                             host_buffer_bytes=gbytes, **link_kw)
-    t_cpu, x_cpu = ph.total, ph.grad_d2h + ph.param_h2d
-    steps = [(CPU, t_cpu, x_cpu)]
+    ds = deepspeed_cpu_step(shard, zero=z, bucketed_params=P, precision=tr.precision,  # i19
+                            backward_s=W_b,
+                            host=host_cpu, cpu=hw.cpu, ranks_per_node=gpn, asm=asm,
+                            weight_bytes=wb, grad_bytes=gbytes, **link_kw)
+    t_cpu, x_cpu = ds.step_s, ds.transfer_s
+    steps = [(CPU, t_cpu, x_cpu, ds.exposed_s)]
     if drives and hw.nvme is not None:
         nv = nvme_optimizer_step(shard, t_cpu, ranks_per_node=gpn, drives=drives,
                                  read_GBps=hw.nvme.read_GBps, write_GBps=hw.nvme.write_GBps,
                                  asm=asm)
-        steps.append((NVME, nv.step_s, x_cpu + nv.read_s + nv.write_s))
-    for code, t_s, x in steps:
+        steps.append((NVME, nv.step_s, x_cpu + nv.read_s + nv.write_s,
+                      exposed_step(Overlap.NONE, nv.step_s)))
+    for code, t_s, x, t_ex in steps:
         choices.append(off == code)
         opt_s.append(t_s)
         opt_x.append(x)
-        opt_ex.append(exposed_step(Overlap.NONE, t_s))
+        opt_ex.append(t_ex)
         opt_w.append(zeros)
     if hw.smartnic is not None:  # OptimusNIC: a roofline on the card, hidden per layer
         snl = hw.smartnic_host_link
@@ -390,21 +398,15 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
         opt_ex.append(exposed_step(Overlap.PER_LAYER, t_sn + x_sn, backward_s=W_b + W_f))
         opt_w.append(W_b + W_f)
     if hw.node.superchip:  # SuperOffload: GraceAdam behind the backward, casts on the GPU
-        grace = AdamImpl.GRACE_ADAM
         p_r = np.maximum(shard * (1 - f_k), 1.0)
-        ph_g = offload_step_phases(
-            p_r, host=host_cpu, ranks_per_node=gpn, impl=grace,
-            simd_fraction=grace.simd_fraction(hw.cpu), asm=asm,
-            threads=strategy_threads(Overlap.BACKWARD, host_cpu, gpn, asm),
-            grad_device_bytes=4.0, param_device_bytes=4.0, pageable=0.0, cpu_convert=0.0,
-            param_cpu_convert=0.0, grad_crossings=0.0, **link_kw)
+        so = superoffload_step(p_r, precision=tr.precision, backward_s=W_b,  # issue 19
+                               host=host_cpu, cpu=hw.cpu, ranks_per_node=gpn, asm=asm,
+                               weight_bytes=wb, grad_bytes=gbytes, **link_kw)
         tail, _ = device_time(device_from(hw.gpu, 1, asm), shard * f_k, bpp(gbytes), phi, ob)
         choices.append(off == SUPERCHIP)
-        opt_s.append(ph_g.total + tail)
-        opt_x.append(ph_g.grad_d2h + ph_g.param_h2d)
-        opt_ex.append(exposed_step(Overlap.BACKWARD, ph_g.total, backward_s=W_b,
-                                   params_rank=p_r, last_bucket_params=asm.zero_bucket_params)
-                      + tail)
+        opt_s.append(so.step_s + tail)
+        opt_x.append(so.transfer_s)
+        opt_ex.append(so.exposed_s + tail)
         opt_w.append(W_b)
     T_opt = np.select(choices, opt_s, 0.0)
     T_x = np.select(choices, opt_x, 0.0)
