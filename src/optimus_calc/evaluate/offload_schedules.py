@@ -44,8 +44,8 @@ class OffloadStep:
     exposed_s: np.ndarray
 
 
-def deepspeed_cpu_step(shard, *, zero, bucketed_params, precision: Precision, backward_s, host: HostCPU,
-                       cpu: CPU, ranks_per_node, link_GBps, link_eff, asm: Assumptions,
+def deepspeed_cpu_step(shard, *, zero, bucketed_params, precision: Precision, backward_s,
+                       host: HostCPU, cpu: CPU, ranks_per_node, link_GBps, link_eff, asm: Assumptions,
                        weight_bytes=2.0, grad_bytes=2.0) -> OffloadStep:
     """ZeRO-Offload (offload_optimizer: cpu) for ZeRO stage ``zero`` (an array: 1, 2 or 3 per
     layout); ``backward_s`` the boundary micro-batch's backward; ``bucketed_params`` the GPU's

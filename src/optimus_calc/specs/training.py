@@ -237,9 +237,9 @@ class Assumptions(Frozen):
                     "finetune_qwen3-14b_1gpu.sh @ 51495dc): CPU-Adam overlaps the backward")
     zero_sub_group_params: float = Field(
         default=1e9, ge=1e3, le=1e13,
-        description="DeepSpeed sub_group_size default, elements (zero/config.py L175 @ edaa722; the "
-                    "published SuperOffload config uses 4e8): SuperOffload's last speculative "
-                    "CPU-Adam step follows the backward")
+        description="DeepSpeed sub_group_size default, elements (zero/config.py L175 @ "
+                    "edaa722; the published SuperOffload config uses 4e8): SuperOffload's "
+                    "last speculative CPU-Adam step follows the backward")
     nvme_efficiency: float = Field(
         default=1.0, gt=0, le=1,
         description="assumed: fraction of the drives' sequential bandwidth a RAID0 of them "
