@@ -5,6 +5,8 @@ by hand from the catalog entries and DeepSpeed's source (docs/reference/framewor
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 # the seed-001 cluster as `validate` and test_step.py set it up: two Dell XE8545 nodes, two of
@@ -122,3 +124,24 @@ def test_expert_states_shard_over_expert_dp(run):
     assert st["gradients_bytes"] == pytest.approx(2 * (dense / 32 + expert / 8), rel=1e-9)
     assert st["optimizer_bytes"] == pytest.approx(12 * (dense / 32 + expert / 8), rel=1e-9)
     assert not d["fits"] and st["total_bytes"] / 1e9 == pytest.approx(82.1, abs=0.1)
+
+
+def test_deepseek_v3_recommended_layout_of_before_no_longer_fits(run):
+    """DeepSeek-V3 on 64 DGX H100, the layout the planner recommended before expert-DP sharding
+    (TP 1, PP 1, DP 512, EP 64, ZeRO-2, full recompute): each GPU holds 4 of the 256 routed
+    experts of the 58 MoE layers, 58 x 4 x 3 x 7168 x 2048 = 10,217,324,544 expert parameters,
+    and 17,117,648,384 others. Experts shard over 512 / 64 = 8 ranks: gradients
+    2 x (17.118e9 / 512 + 10.217e9 / 8) = 2.621 GB, optimizer state 12 x 1.3106e9 = 15.73 GB
+    (were 0.107 and 0.641 GB over 512), and the layout needs 92.7 GB (was 74.2): it does not
+    fit, as issue 19 expects (about 92 GB)."""
+    config = Path(__file__).parent / "data" / "hf" / "deepseek_v3" / "config.json"
+    d = _mem(run, config, "--node", "dgx-h100", "--nodes", 64,
+             "--dp", 512, "--ep", 64, "--zero", 2, "--recompute", "full", "--micro-batch", 1,
+             "--global-batch", 512)
+    st = d["stages"][0]
+    expert = 58 * 4 * 3 * 7168 * 2048
+    dense = st["params"] - expert
+    assert dense == 17_117_648_384
+    assert st["gradients_bytes"] == pytest.approx(2 * (dense / 512 + expert / 8), rel=1e-9)
+    assert st["optimizer_bytes"] == pytest.approx(12 * (dense / 512 + expert / 8), rel=1e-9)
+    assert not d["fits"] and st["total_bytes"] / 1e9 == pytest.approx(92.66, abs=0.01)
