@@ -145,3 +145,17 @@ def test_deepseek_v3_recommended_layout_of_before_no_longer_fits(run):
     assert st["gradients_bytes"] == pytest.approx(2 * (dense / 512 + expert / 8), rel=1e-9)
     assert st["optimizer_bytes"] == pytest.approx(12 * (dense / 512 + expert / 8), rel=1e-9)
     assert not d["fits"] and st["total_bytes"] / 1e9 == pytest.approx(92.66, abs=0.01)
+
+
+def test_mixtral_plan_recommends_a_layout_that_fits_with_expert_dp(run):
+    """`plan mixtral-8x7b --node dgx-h100 --nodes 4` recommended DP 32, EP 4, ZeRO-2 at 66.6 GB
+    with the experts' states sharded over all 32 ranks; over the expert-DP group it needs 82.1 GB
+    (test above), so the plan moves to EP 8: 1 expert per GPU per layer, 32 x 3 x 4096 x 14336
+    = 5,637,144,576 expert parameters over 32 / 8 = 4 ranks, 70.3 GB, under the 76 GB usable."""
+    d = run("plan", "mixtral-8x7b", "--node", "dgx-h100", "--nodes", 4, "--format",
+            "json").json()
+    r = d["recommended"]
+    assert (r["dp"], r["ep"], r["zero"]) != (32, 4, 2)
+    assert r["gpu_memory_bytes"] <= 0.95 * 80e9
+    assert (r["dp"], r["ep"], r["zero"]) == (32, 8, 2)
+    assert r["gpu_memory_bytes"] / 1e9 == pytest.approx(70.30, abs=0.01)
