@@ -75,10 +75,46 @@ def test_param_stream_from_nvme_by_hand():
 def test_overflow_check_by_hand():
     # element-rate bound: 1e9 elements x 5 passes / 1e9 elements/s = 5 s
     # (bandwidth: 1e9 x (4 x 2 + 4) B / 10 GB/s = 1.2 s)
-    kw = dict(B_r=10e9, P_r=1e9, b_acc=2, n_m=5)
+    kw = dict(B_r=10e9, P_r=1e9, b_acc=2, n_m=5, o_s=1)
     assert float(eq.offload__overflow_check_time(R_m=1e9, **kw)) == pytest.approx(5.0)
     # 1e10 elements/s: 0.5 s, so the 12 bytes per element at 10 GB/s bind: 1.2 s
     assert float(eq.offload__overflow_check_time(R_m=1e10, **kw)) == pytest.approx(1.2)
+    # bf16 (DeepSpeed stage3.py L2547-2551 scans only fp16) and ZeRO-1/2 (GPU-side overflow
+    # tracking): no host scan at all
+    kw["o_s"] = 0
+    assert float(eq.offload__overflow_check_time(R_m=1e9, **kw)) == 0.0
+
+
+def test_zero12_offload_exposure_by_hand():
+    # copies T_g = 0.3 s, post-backward phases 1.0 s, 1e9 bucketed gradients, buckets of 1e8
+    kw = dict(P_g=1e9, T_g=0.3, T_post=1.0, Z_b=1e8)
+    # ZeRO-1 default (overlap_comm false): copies after the backward, all exposed: 1.3 s
+    assert float(eq.offload__exposed_zero12_offload(W_b=5.0, o_c=0, **kw)) == pytest.approx(1.3)
+    # ZeRO-2 from the hooks on a side stream: only the last bucket's copy (0.1 x 0.3) is left
+    assert float(eq.offload__exposed_zero12_offload(W_b=5.0, o_c=1, **kw)) == pytest.approx(1.03)
+    # a 0.1 s backward hides only 0.1 s of the 0.3 s of copies: 0.2 + 1.0
+    assert float(eq.offload__exposed_zero12_offload(W_b=0.1, o_c=1, **kw)) == pytest.approx(1.2)
+
+
+def test_superoffload_stv_exposure_by_hand():
+    # speculative work 2 s against a 5 s backward: the last of 10 sub-groups (1e8 of 1e9) is
+    # exposed, 0.2 s; unscale and copies 0.5 s after the backward; bf16: no scan -> 0.7 s
+    kw = dict(P_r=1e9, T_sp=2.0, T_post=0.5, Z_s=1e8, W_b=5.0)
+    assert float(eq.offload__exposed_superoffload_stv(T_ov=0.0, **kw)) == pytest.approx(0.7)
+    # fp16 adds its host scan in step(): +3 s
+    assert float(eq.offload__exposed_superoffload_stv(T_ov=3.0, **kw)) == pytest.approx(3.7)
+    # a 0.5 s backward hides 0.5 s of the 2 s: 1.5 + 0.5
+    kw["W_b"] = 0.5
+    assert float(eq.offload__exposed_superoffload_stv(T_ov=0.0, **kw)) == pytest.approx(2.0)
+
+
+def test_zero_shard_degree_by_hand():
+    # dense model, dp 2 x cp 4: states shard over 8 (Megatron dp-cp group, torchtitan fsdp)
+    assert float(eq.memory__zero_shard_degree(D_p=2, P=8e9, P_x=0, c=4, e=1)) == 8.0
+    # MoE: 1e9 dense + 4e9 expert parameters on the GPU, dp 8, ep 8: dense over 8, experts over
+    # 8 / 8 = 1, so b P / N = b (1e9 / 8 + 4e9 / 1) -> N = 5e9 / 4.125e9 = 1.2121...
+    n = float(eq.memory__zero_shard_degree(D_p=8, P=5e9, P_x=4e9, c=1, e=8))
+    assert n == pytest.approx(5e9 / (1e9 / 8 + 4e9))
 
 
 def test_cpu_adam_roofline_by_hand():

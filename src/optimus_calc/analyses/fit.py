@@ -72,7 +72,7 @@ def solve_params_closed_form(hw: Hardware, layout: Layout, tr: Training,
     psi = sp.Symbol("Psi", positive=True)
     o_w_v, o_g_v, o_o_v, f_k_v = offload_flags(layout)
     subs = {b_w: tr.weight_bytes, b_g: tr.gradient_bytes, b_o: tr.optimizer_bytes,
-            N_d: layout.dp, Z: int(layout.zero), o_w: o_w_v, o_g: o_g_v, o_o: o_o_v, f_k: f_k_v,
+            N_d: layout.dp * layout.cp, Z: int(layout.zero), o_w: o_w_v, o_g: o_g_v, o_o: o_o_v, f_k: f_k_v,
             P_sym: psi / (layout.tp * layout.pp)}
     total = sum(e.expr.subs(subs) for e in (weights_bytes, gradients_bytes, optimizer_bytes))
     total = sp.nsimplify(sp.simplify(total))

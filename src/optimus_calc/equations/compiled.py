@@ -247,6 +247,11 @@ def memory__zero3_offload_param_resident_bytes(B_pf, M_live, P_pers, b_g, b_w, p
     return P_pers*b_g + b_w*(P_pers + numpy.minimum(M_live, p_mod + numpy.minimum(B_pf, p_mod)))
 
 
+def memory__zero_shard_degree(D_p, P, P_x, c, e):
+    """memory.zero_shard_degree [ranks]: Megatron-LM megatron/core/distributed/distributed_data_parallel.py L148-151, L283-295 @ d98e8a6 (dense buffers and the distributed optimizer on the data-parallel group with context parallel; expert buffers on the expert-data-parallel group, parallel_state.py L870-883: world / (expert_tp x ep x pp) = dp x cp / ep with expert_tp = tp); torchtitan v0.2.2 parallel_dims.py L97-98, L136-138 (fsdp = dp_shard x cp); DeepSpeed engine.py L2351-2551 (seq_data_parallel_group) and stage_1_and_2.py L768-790 (expert_dp_process_group)"""
+    return D_p*P*c/(P + P_x*(e - 1))
+
+
 def offload__adam_time(B_r, F_cyc, P_r, beta_a, f_c, n_th, phi_a, u_v):
     """offload.adam_time [s]: DeepSpeed csrc/includes/cpu_adam.h L140-200 (fused CPUAdam: read p, g, m, v, write p, m, v = 28 B; AVX-512/AVX2, csrc/includes/simd.h; scalar elsewhere); GraceAdam: SVE on Grace (seeds/superoffload.md); torch.optim.Adam: one pass per op (72 B, evaluate/optimizer.py)"""
     return numpy.maximum(P_r*beta_a/B_r, P_r*phi_a/(F_cyc*f_c*n_th*u_v))
@@ -270,6 +275,16 @@ def offload__exposed_optimusnic(T_s, W_o):
 def offload__exposed_superoffload(P_r, T_s, W_b, Z_b):
     """offload.exposed_superoffload [s]: seeds/superoffload.md (speculation-then-validation: CPU-Adam runs as buckets arrive during backward; the last bucket's update follows the backward)"""
     return numpy.maximum(T_s - W_b, T_s*numpy.minimum(1, Z_b/P_r))
+
+
+def offload__exposed_superoffload_stv(P_r, T_ov, T_post, T_sp, W_b, Z_s):
+    """offload.exposed_superoffload_stv [s]: DeepSpeed deepspeed/runtime/superoffload/superoffload_stage3.py @ edaa722: partition_grads L134-184 hands each sub-group whose gradients are complete to the CPU-Adam worker process during the backward (only without gradient clipping); step() L192-230 waits for the last one, checks overflow (fp16 only), then per sub-group unscales the fp32 gradients on the CPU (mul_, unconditional, stage3.py L2696-2705) and copies the fp32 partition into the 16-bit GPU partition (L114-126; PyTorch Copy.cu converts on the CPU for CPU-to-GPU copies)"""
+    return T_ov + T_post + numpy.maximum(T_sp - W_b, T_sp*numpy.minimum(1, Z_s/P_r))
+
+
+def offload__exposed_zero12_offload(P_g, T_g, T_post, W_b, Z_b, o_c):
+    """offload.exposed_zero12_offload [s]: DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py @ edaa722 (same code paths in v0.7.1 L1115-1130 and v0.15.0): async_inplace_copy_grad_to_fp32_buffer_from_gpu L1590-1605 (cast to fp32 on the GPU, copy_ non_blocking into the fp32 CPU partition) is called from reduce_ipg_grads L1691-1757: ZeRO-2 from the gradient hooks during the boundary micro-batch's backward, ZeRO-1 from reduce_gradients() after the backward unless overlap_comm (L1758-1769, L861-882); on reduction_stream with overlap_comm, else on the compute stream (L1719-1727), so without it the copies serialise with the backward; the last bucket follows the backward"""
+    return T_g*(1 - o_c) + T_post + o_c*numpy.maximum(T_g - W_b, T_g*numpy.minimum(1, Z_b/P_g))
 
 
 def offload__exposed_zero_offload(T_s):
@@ -307,9 +322,9 @@ def offload__nvme_write_time(P_r, R_wr, b_os, eta_d, k_n, n_d):
     return P_r*b_os*k_n/(R_wr*eta_d*n_d)
 
 
-def offload__overflow_check_time(B_r, P_r, R_m, b_acc, n_m):
-    """offload.overflow_check_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L2171-2181 has_overflow: isinf(buf).any(), isnan(buf).any(); ATen TensorCompare.cpp: isinf = abs() == inf, isnan = self != self: abs (read+write b_acc), eq and ne (read b_acc, write 1), two any (read 1): 5 passes, 4 b_acc + 4 bytes"""
-    return numpy.maximum(P_r*n_m/R_m, P_r*(4*b_acc + 4)/B_r)
+def offload__overflow_check_time(B_r, P_r, R_m, b_acc, n_m, o_s):
+    """offload.overflow_check_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L2171-2181 has_overflow: isinf(buf).any(), isnan(buf).any(); ATen TensorCompare.cpp: isinf = abs() == inf, isnan = self != self: abs (read+write b_acc), eq and ne (read b_acc, write 1), two any (read 1): 5 passes, 4 b_acc + 4 bytes. Only with fp16: DeepSpeed edaa722 stage3.py L2547-2551 (and v0.15.0 L1997-2000) call check_overflow() only if the dtype is float16; ZeRO-1/2 + CPU offload track overflow on the GPU (stage_1_and_2.py L1498-1504, has_overflow L2470-2484 uses local_overflow)"""
+    return o_s*numpy.maximum(P_r*n_m/R_m, P_r*(4*b_acc + 4)/B_r)
 
 
 def offload__param_h2d_time(B_l, P_r, b_pd, eta_l):

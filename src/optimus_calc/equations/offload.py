@@ -62,6 +62,8 @@ s_p = sym("s_p", "1 if device copies go through pageable host memory (pin_memory
 c_v = sym("c_v", "1 if the 16/32-bit conversion runs on the CPU, 0 if on the GPU (SuperOffload)")
 c_w = sym("c_w", "1 if the parameters' 32-to-16-bit conversion runs on the CPU, else 0")
 n_m = sym("n_m", "comparison passes of the overflow check (abs, eq, ne, any, any: 5)")
+o_s = sym("o_s", "1 if DeepSpeed scans the host gradient buffer for inf/NaN (ZeRO-3 with fp16), "
+          "else 0 (bf16; ZeRO-1/2 track overflow on the GPU)")
 beta_a = sym("beta_a", "bytes the optimizer implementation moves per parameter")
 phi_a = sym("phi_a", "FLOPs per parameter of the optimizer update (Adam 12)")
 T_d2h = sym("T_d2h", "gradient device-to-host copy, s")
@@ -143,11 +145,15 @@ grad_host_copy_time = equation(
 
 overflow_check_time = equation(
     "offload.overflow_check_time",
-    sp.Max(n_m * P_r / R_m, P_r * (4 * b_acc + 4) / B_r), "s",
+    o_s * sp.Max(n_m * P_r / R_m, P_r * (4 * b_acc + 4) / B_r), "s",
     _DS + "stage3.py L2171-2181 has_overflow: isinf(buf).any(), isnan(buf).any(); ATen "
     "TensorCompare.cpp: isinf = abs() == inf, isnan = self != self: abs (read+write b_acc), eq "
-    "and ne (read b_acc, write 1), two any (read 1): 5 passes, 4 b_acc + 4 bytes",
-    "Overflow check over the host gradient buffer: element-rate or bandwidth bound.")
+    "and ne (read b_acc, write 1), two any (read 1): 5 passes, 4 b_acc + 4 bytes. Only with "
+    "fp16: DeepSpeed edaa722 stage3.py L2547-2551 (and v0.15.0 L1997-2000) call check_overflow() "
+    "only if the dtype is float16; ZeRO-1/2 + CPU offload track overflow on the GPU "
+    "(stage_1_and_2.py L1498-1504, has_overflow L2470-2484 uses local_overflow)",
+    "Overflow check over the host gradient buffer: element-rate or bandwidth bound; none "
+    "with bf16 and none under ZeRO-1/2 (o_s = 0).")
 
 unscale_time = equation(
     "offload.unscale_time", P_r * 8 / B_r, "s",
@@ -194,6 +200,45 @@ exposed_superoffload = equation(
     "seeds/superoffload.md (speculation-then-validation: CPU-Adam runs as buckets arrive during "
     "backward; the last bucket's update follows the backward)",
     "SuperOffload: the step overlaps the backward; at least the last bucket is exposed.")
+
+T_g = sym("T_g", "gradient phases of the offloaded step run from the reduction hooks "
+          "(fp32 device-to-host copy and its host staging), s")
+P_g = sym("P_g", "gradients the rank's reduction buckets carry in a step (the GPU's parameters "
+          "before ZeRO partitioning)")
+T_post = sym("T_post", "phases that follow the backward in step(), s")
+o_c = sym("o_c", "1 if the gradient copies run on a side stream during the boundary "
+          "micro-batch's backward (DeepSpeed overlap_comm), else 0")
+T_sp = sym("T_sp", "SuperOffload's speculative phases: gradient copies and CPU-Adam of the "
+           "sub-groups as their gradients complete, s")
+Z_s = sym("Z_s", "parameters per optimizer sub-group (sub_group_size), elements")
+T_ov2 = sym("T_ov", "overflow check, s")
+
+_S12 = ("DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py @ edaa722 (same code paths in "
+        "v0.7.1 L1115-1130 and v0.15.0): ")
+exposed_zero12_offload = equation(
+    "offload.exposed_zero12_offload",
+    (1 - o_c) * T_g + o_c * sp.Max(T_g - W_b, T_g * sp.Min(1, Z_b / P_g)) + T_post, "s",
+    _S12 + "async_inplace_copy_grad_to_fp32_buffer_from_gpu L1590-1605 (cast to fp32 on the "
+    "GPU, copy_ non_blocking into the fp32 CPU partition) is called from reduce_ipg_grads "
+    "L1691-1757: ZeRO-2 from the gradient hooks during the boundary micro-batch's backward, "
+    "ZeRO-1 from reduce_gradients() after the backward unless overlap_comm (L1758-1769, "
+    "L861-882); on reduction_stream with overlap_comm, else on the compute stream (L1719-1727), "
+    "so without it the copies serialise with the backward; the last bucket follows the backward",
+    "ZeRO-1/2 + CPU offload: the gradient copies hide behind the boundary backward when "
+    "they run from the hooks on a side stream, except the last bucket; the step after it "
+    "(unscale, CPU-Adam, parameter copies) is exposed.")
+
+exposed_superoffload_stv = equation(
+    "offload.exposed_superoffload_stv",
+    sp.Max(T_sp - W_b, T_sp * sp.Min(1, Z_s / P_r)) + T_post + T_ov2, "s",
+    "DeepSpeed deepspeed/runtime/superoffload/superoffload_stage3.py @ edaa722: partition_grads "
+    "L134-184 hands each sub-group whose gradients are complete to the CPU-Adam worker process "
+    "during the backward (only without gradient clipping); step() L192-230 waits for the last "
+    "one, checks overflow (fp16 only), then per sub-group unscales the fp32 gradients on the CPU "
+    "(mul_, unconditional, stage3.py L2696-2705) and copies the fp32 partition into the 16-bit "
+    "GPU partition (L114-126; PyTorch Copy.cu converts on the CPU for CPU-to-GPU copies)",
+    "SuperOffload with speculation-then-validation: the speculative CPU-Adam overlaps the "
+    "backward except the last sub-group; unscale and parameter copies follow the backward.")
 
 exposed_optimusnic = equation(
     "offload.exposed_optimusnic", sp.Max(0, T_s - W_o), "s",

@@ -142,13 +142,16 @@ def memory_stage(ctx: Ctx) -> MemoryRecord:
     wb, gbytes, ob = tr.weight_bytes, tr.gradient_bytes, tr.optimizer_bytes
     flags = o_w, o_g, o_o, f_k = offload_flags(ctx.off, ctx.opar, ctx.gfrac)
     P = eq.memory__params_per_gpu(A=st["A"], R=st["R"], X=st["X"], e=ctx.ep, t=ctx.t)
+    # ZeRO/FSDP states shard over DP x CP; expert states over the expert-DP group DP x CP / EP
+    p_x = st["X"] / (ctx.ep * ctx.t)
+    n_sh = eq.memory__zero_shard_degree(D_p=dp, P=P, P_x=p_x, c=ctx.cp, e=ctx.ep)
     p_pers, p_mod = _resident_params(ctx)
     w_res = eq.memory__zero3_offload_param_resident_bytes(
         B_pf=asm.zero3_prefetch_bucket_params, M_live=asm.zero3_max_live_params, P_pers=p_pers,
         b_g=gbytes, b_w=wb, p_mod=p_mod)
-    W = eq.memory__weights_bytes(N_d=dp, P=P, W_res=w_res, Z=z, b_w=wb, o_w=o_w)
-    G = eq.memory__gradients_bytes(N_d=dp, P=P, Z=z, b_g=gbytes, o_g=o_g)
-    O = eq.memory__optimizer_bytes(N_d=dp, P=P, Z=z, b_o=ob, f_k=f_k, o_o=o_o)
+    W = eq.memory__weights_bytes(N_d=n_sh, P=P, W_res=w_res, Z=z, b_w=wb, o_w=o_w)
+    G = eq.memory__gradients_bytes(N_d=n_sh, P=P, Z=z, b_g=gbytes, o_g=o_g)
+    O = eq.memory__optimizer_bytes(N_d=n_sh, P=P, Z=z, b_o=ob, f_k=f_k, o_o=o_o)
     n_f = np.minimum(ctx.pp - st["index"], ctx.m)
     states_only = tr.model_states_only or isinstance(ctx.model, BareModel)
     sigma = ((ctx.spf == 1) & (ctx.t > 1)).astype(np.float64)
@@ -159,14 +162,14 @@ def memory_stage(ctx: Ctx) -> MemoryRecord:
         act, over, layer_args = _activations(ctx, P, W, G, O, sigma)
     total = eq.memory__gpu_total_bytes(G=G, M_act=act, M_over=over, O=O, W=W)
     return MemoryRecord(flags, P, W, G, O, act, over, total, n_f, sigma, layer_args,
-                        states_only)
+                        states_only, n_sh, p_x)
 
 
 # ---- offload devices and feasibility --------------------------------------------------------
 
 def host_state(ctx: Ctx, mem: MemoryRecord) -> HostState:
     """What one GPU moves off (per stage) and the host RAM a node can give to it."""
-    tr, asm, z, dp, P = ctx.tr, ctx.asm, ctx.z, ctx.dp, mem.P
+    tr, asm, z, dp, P = ctx.tr, ctx.asm, ctx.z, mem.n_sh, mem.P
     o_w, o_g, o_o, f_k = mem.flags
     return HostState(
         optimizer=eq.memory__optimizer_offloaded_bytes(N_d=dp, P=P, Z=z, b_o=tr.optimizer_bytes,
@@ -213,7 +216,7 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
 def optimizer_inputs(ctx: Ctx, mem: MemoryRecord) -> OptimizerInputs:
     tr, link = ctx.tr, ctx.hw.gpu_host_link
     return OptimizerInputs(
-        shard=mem.P / np.where(ctx.z >= 1, ctx.dp, 1), phi=flops_per_param(tr.optimizer),
+        shard=mem.P / np.where(ctx.z >= 1, mem.n_sh, 1), phi=flops_per_param(tr.optimizer),
         bpp=bytes_per_param(tr.optimizer, Impl.FUSED, tr.gradient_bytes),
         link_Bps=link.bandwidth_Bps * link.efficiency,
         link_kw=dict(link_GBps=link.bandwidth_GBps, link_eff=link.efficiency))

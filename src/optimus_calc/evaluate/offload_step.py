@@ -178,7 +178,7 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
                         impl: AdamImpl, simd_fraction, asm: Assumptions, threads=None,
                         grad_device_bytes=2.0, param_device_bytes=2.0, host_buffer_bytes=2.0,
                         pageable=1.0, cpu_convert=1.0, param_cpu_convert=1.0,
-                        grad_crossings=2.0, grad_final_bytes=None) -> Phases:
+                        grad_crossings=2.0, grad_final_bytes=None, overflow_scan=1.0) -> Phases:
     """Phase times of one rank's offloaded step, DeepSpeed ZeRO-Offload/Infinity order.
 
     ``params_rank`` parameters whose state the rank updates (its ZeRO partition); ``host`` the
@@ -191,7 +191,8 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
     ``grad_crossings`` the 16-bit gradient's trips over the link before its fp32 copy (DeepSpeed
     partition_grads: D2H into the host buffer and back, 2; SuperOffload 0) and
     ``grad_final_bytes`` the bytes of that fp32 copy per gradient (default: 16-bit if the CPU
-    converts, else 4)."""
+    converts, else 4); ``overflow_scan`` 1 when the host buffer is scanned for inf/NaN
+    (ZeRO-3 with fp16, the profile of Table 4), 0 otherwise (bf16; ZeRO-1/2 check on the GPU)."""
     P = _positive("parameters per rank", params_rank)
     k = _positive("GPU ranks per node", ranks_per_node)
     n_t = threads_per_rank(host, k, asm) if threads is None else _positive("threads", threads)
@@ -208,7 +209,7 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
                                                        **grad),
         overflow_check=eq.offload__overflow_check_time(B_r=B_r, P_r=P, R_m=R_m,
                                                        b_acc=host_buffer_bytes,
-                                                       n_m=OVERFLOW_PASSES),
+                                                       n_m=OVERFLOW_PASSES, o_s=overflow_scan),
         unscale=eq.offload__unscale_time(B_r=B_r, P_r=P),
         adam=eq.offload__adam_time(B_r=B_r, F_cyc=host.flops_per_cycle,
                                    P_r=P, beta_a=impl.bytes_per_param(),

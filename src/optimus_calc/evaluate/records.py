@@ -94,6 +94,8 @@ class MemoryRecord:
     sigma: Array            # sequence parallelism in effect
     layer_args: dict        # memory.activation_layer_bytes' inputs but r
     states_only: bool
+    n_sh: Array = 1.0       # memory.zero_shard_degree: ranks the ZeRO states shard over
+    p_x: Array = 0.0        # expert parameters per GPU (shard over DP x CP / EP)
 
     @property
     def worst(self) -> Array:

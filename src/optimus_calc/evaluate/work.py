@@ -139,27 +139,39 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     hw, asm, tr, z, dp, P = ctx.hw, ctx.asm, ctx.tr, ctx.z, ctx.dp, mem.P
     gbytes, wb = tr.gradient_bytes, tr.weight_bytes
     set_scope("dp")
-    a_dp, b_dp = group(hw, dp, ctx.t * ctx.cp, nic=nic)
-    z_g, z_w = gbytes * P, wb * P
-    k_g = eq.step__gradient_buckets(
-        B_cap=np.where(z == 0, asm.ddp_bucket_MB * 1e6, asm.zero_bucket_params * gbytes), P=P,
-        b_g=gbytes)
-    dpr = dict(alpha=a_dp, beta=b_dp, n=dp, z=z_g / k_g)
+    # ZeRO/FSDP/DDP reduce over data parallel x context parallel (Megatron's data-parallel group
+    # with context parallel, torchtitan's dp_shard x cp mesh); expert gradients over DP x CP / EP
+    n_dp = dp * ctx.cp
+    a_dp, b_dp = group(hw, n_dp, ctx.t, nic=nic)
+    p_x = mem.p_x
+    z_g, z_w = gbytes * (P - p_x), wb * P
+    cap_g = np.where(z == 0, asm.ddp_bucket_MB * 1e6, asm.zero_bucket_params * gbytes)
+    k_g = eq.step__gradient_buckets(B_cap=cap_g, P=P - p_x, b_g=gbytes)
+    dpr = dict(alpha=a_dp, beta=b_dp, n=n_dp, z=z_g / k_g)
     T_bkt = np.where(z == 0, eq.comm__ring_all_reduce_time(**dpr),
                      eq.comm__ring_reduce_scatter_time(**dpr))
+    T_red = k_g * T_bkt
+    if np.any(np.asarray(p_x) > 0):  # MoE: the expert gradients reduce over the expert-DP group
+        set_scope("dp experts")
+        k_x = eq.step__gradient_buckets(B_cap=cap_g, P=p_x, b_g=gbytes)
+        dpx = dict(alpha=a_dp, beta=b_dp, n=n_dp / ctx.ep, z=gbytes * p_x / k_x)
+        T_bkx = np.where(z == 0, eq.comm__ring_all_reduce_time(**dpx),
+                         eq.comm__ring_reduce_scatter_time(**dpx))
+        T_red = T_red + np.where(np.asarray(p_x) > 0, k_x * T_bkx, 0.0)
+        set_scope("dp")
     n_mod = np.maximum(1, ctx.st["layers"]) * modules_per_layer(ctx.model, asm)
     k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
     gather = (eq.comm__multicast_all_gather_time if tr.multicast
               else eq.comm__ring_all_gather_time)
-    t_piece = gather(alpha=a_dp, beta=b_dp, n=dp, z=z_w / k_w)
+    t_piece = gather(alpha=a_dp, beta=b_dp, n=n_dp, z=z_w / k_w)
     T_gat = eq.step__dp_gather_time(Z=z, k_w=k_w, t_g=t_piece)
     r_full = ctx.r_full
     g_x = zero3_exposed_gather(modules=n_mod, module_params=P / n_mod, gather_s=t_piece,
                                compute_per_module_s=(comp.W_f + comp.W_b) / ((2 + r_full) * n_mod),
                                asm=asm, recompute_full=r_full)
-    dp_args = dict(T_gat=T_gat, T_red=k_g * T_bkt, Z=z, m=ctx.m)
+    dp_args = dict(T_gat=T_gat, T_red=T_red, Z=z, m=ctx.m)
     T_dp = eq.step__dp_comm_time(**dp_args)
-    T_dpx = eq.step__dp_exposed_time(G_x=np.where((z == 3) & (dp > 1), g_x, 0.0), T_bkt=T_bkt,
+    T_dpx = eq.step__dp_exposed_time(G_x=np.where((z == 3) & (n_dp > 1), g_x, 0.0), T_bkt=T_bkt,
                                      W_b=comp.W_b, W_f=comp.W_f, **dp_args)
     set_scope("")
     return T_dp, T_dpx

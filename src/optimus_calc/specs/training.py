@@ -279,6 +279,28 @@ class Assumptions(Frozen):
                     "(DeepSpeed deepspeed/runtime/superoffload/superoffload_stage3.py L56, "
                     "cpuadam_cores_perc default 0.8, master edaa722). A divisor: at least 0.01 "
                     "(MIN_EFFICIENCY)")
+    ds_zero1_overlap_comm: float = Field(
+        default=0.0, ge=0, le=1,
+        description="DeepSpeed overlap_comm for ZeRO-1 (default false, deepspeed/runtime/zero/"
+                    "config.py L383-386 @ edaa722): 0 = ZeRO-1 + CPU offload reduces and copies "
+                    "gradients to the host after the backward (stage_1_and_2.py L1758-1769)")
+    ds_zero2_overlap_comm: float = Field(
+        default=1.0, ge=0, le=1,
+        description="DeepSpeed overlap_comm for ZeRO-2 as DeepSpeed's ZeRO-Offload tutorial "
+                    "configures it (docs/_tutorials/zero-offload.md L44-52 @ edaa722: true; "
+                    "the config default is false): 1 = gradient copies to the host overlap the "
+                    "boundary backward on a side stream; 0 = they serialise with it")
+    superoffload_clipping: float = Field(
+        default=0.0, ge=0, le=1,
+        description="1 if SuperOffload runs with gradient_clipping > 0: every CPU sub-group is "
+                    "then stepped after the backward (superoffload_stage3.py L165-184, "
+                    "L232-252 @ edaa722); 0 (the published Qwen3-14B config, DeepSpeedExamples "
+                    "finetune_qwen3-14b_1gpu.sh @ 51495dc): CPU-Adam overlaps the backward")
+    zero_sub_group_params: float = Field(
+        default=1e9, ge=1e3, le=1e13,
+        description="DeepSpeed sub_group_size default, elements (zero/config.py L175 @ "
+                    "edaa722; the published SuperOffload config uses 4e8): SuperOffload's "
+                    "last speculative CPU-Adam step follows the backward")
     nvme_efficiency: float = Field(
         default=1.0, ge=MIN_EFFICIENCY, le=1,
         description="assumed: fraction of the drives' sequential bandwidth a RAID0 of them "

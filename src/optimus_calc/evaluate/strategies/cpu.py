@@ -1,14 +1,15 @@
 """ZeRO-Offload (DeepSpeed offload_optimizer: cpu): gradients and optimizer state in host RAM,
-weights too with --offload-params (ZeRO-3 offload_param); CPU-Adam runs the step phase by phase
-after the backward, nothing hidden."""
+weights too with --offload-params (ZeRO-3 offload_param); CPU-Adam runs the step phase by phase,
+per ZeRO stage and precision (evaluate/offload_schedules.py: ZeRO-2's gradient copies overlap
+the backward, ZeRO-3 scans for overflow on the host only with fp16)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from optimus_calc.equations.recording import eq
-from optimus_calc.evaluate.offload_step import (AdamImpl, HostCPU, Overlap, exposed_step,
-                                                offload_step_phases, param_offload_traffic)
+from optimus_calc.evaluate.offload_schedules import deepspeed_cpu_step
+from optimus_calc.evaluate.offload_step import HostCPU, param_offload_traffic
 from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.evaluate.records import DeviceUse, OptimizerUse
 from optimus_calc.evaluate.strategies.base import OffloadStrategy, bit
@@ -16,17 +17,17 @@ from optimus_calc.specs.training import Offload
 from optimus_calc.units import fmt_gb
 
 
-def host_phases(ctx, opt):
-    """DeepSpeed's offloaded step on the node's CPUs (CPU-Adam): (step_s, transfer_s)."""
+def host_phases(ctx, mem, comp, opt):
+    """DeepSpeed's offloaded step on the node's CPUs (CPU-Adam) for the layout's ZeRO stage and
+    precision (evaluate/offload_schedules.py): (step_s, transfer_s, exposed_s)."""
     hw = ctx.hw
-    cpuadam = AdamImpl.CPUADAM
-    ph = offload_step_phases(opt.shard, host=HostCPU.from_catalog(hw.cpu, hw.node.cpus),
-                             ranks_per_node=ctx.gpn, impl=cpuadam,
-                             simd_fraction=cpuadam.simd_fraction(hw.cpu), asm=ctx.asm,
-                             grad_device_bytes=ctx.tr.gradient_bytes,
-                             param_device_bytes=ctx.tr.weight_bytes,
-                             host_buffer_bytes=ctx.tr.gradient_bytes, **opt.link_kw)
-    return ph.total, ph.grad_d2h + ph.param_h2d
+    ds = deepspeed_cpu_step(opt.shard, zero=ctx.z, bucketed_params=mem.P,
+                            precision=ctx.tr.precision, backward_s=comp.W_b,
+                            host=HostCPU.from_catalog(hw.cpu, hw.node.cpus), cpu=hw.cpu,
+                            ranks_per_node=ctx.gpn, asm=ctx.asm,
+                            weight_bytes=ctx.tr.weight_bytes, grad_bytes=ctx.tr.gradient_bytes,
+                            **opt.link_kw)
+    return ds.step_s, ds.transfer_s, ds.exposed_s
 
 
 def param_exposed(ctx, mem, comp, opt, target: str, **where):
@@ -74,8 +75,8 @@ class HostOffload(OffloadStrategy):
         return f"{hw.node.cpus} x {hw.cpu.name}"
 
     def optimizer(self, ctx, mem, comp, opt, dev):
-        t_cpu, x_cpu = host_phases(ctx, opt)
-        return OptimizerUse(t_cpu, x_cpu, exposed_step(Overlap.NONE, t_cpu), 0.0,
+        t_cpu, x_cpu, x_exp = host_phases(ctx, mem, comp, opt)
+        return OptimizerUse(t_cpu, x_cpu, x_exp, 0.0,
                             param_exposed(ctx, mem, comp, opt, "cpu", code=ctx_code(self)))
 
 

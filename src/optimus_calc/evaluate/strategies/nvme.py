@@ -74,7 +74,7 @@ class NVMeOffload(OffloadStrategy):
         hw = ctx.hw
         if not self.offered(hw):
             return None
-        t_cpu, x_cpu = host_phases(ctx, opt)
+        t_cpu, x_cpu, _ = host_phases(ctx, mem, comp, opt)
         nv = nvme_optimizer_step(opt.shard, t_cpu, ranks_per_node=ctx.gpn, drives=drives(hw),
                                  read_GBps=hw.nvme.read_GBps, write_GBps=hw.nvme.write_GBps,
                                  asm=ctx.asm)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from optimus_calc.equations.recording import eq
-from optimus_calc.evaluate.offload_step import (AdamImpl, HostCPU, Overlap, exposed_step,
-                                                offload_step_phases, strategy_threads)
+from optimus_calc.evaluate.offload_schedules import superoffload_step
+from optimus_calc.evaluate.offload_step import HostCPU
 from optimus_calc.evaluate.optimizer import device_from, device_time
 from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.evaluate.records import DeviceUse, OptimizerUse
@@ -65,21 +65,19 @@ class SuperchipOffload(OffloadStrategy):
             return None
         f_k = mem.flags[3]
         host_cpu = HostCPU.from_catalog(hw.cpu, hw.node.cpus)
-        grace = AdamImpl.GRACE_ADAM
         p_r = np.maximum(opt.shard * (1 - f_k), 1.0)
-        ph = offload_step_phases(
-            p_r, host=host_cpu, ranks_per_node=ctx.gpn, impl=grace,
-            simd_fraction=grace.simd_fraction(hw.cpu), asm=asm,
-            threads=strategy_threads(Overlap.BACKWARD, host_cpu, ctx.gpn, asm),
-            grad_device_bytes=4.0, param_device_bytes=4.0, pageable=0.0, cpu_convert=0.0,
-            param_cpu_convert=0.0, grad_crossings=0.0, **opt.link_kw)
+        # speculation-then-validation: CPU-Adam behind the backward, casts on the GPU
+        # (evaluate/offload_schedules.py)
+        so = superoffload_step(p_r, precision=ctx.tr.precision, backward_s=comp.W_b,
+                               host=host_cpu, cpu=hw.cpu, ranks_per_node=ctx.gpn, asm=asm,
+                               weight_bytes=ctx.tr.weight_bytes,
+                               grad_bytes=ctx.tr.gradient_bytes, **opt.link_kw)
         tail, _ = device_time(device_from(hw.gpu, 1, asm), opt.shard * f_k, opt.bpp, opt.phi,
                               ctx.tr.optimizer_bytes)
-        grace_x = exposed_step(Overlap.BACKWARD, ph.total, backward_s=comp.W_b, params_rank=p_r,
-                               last_bucket_params=asm.zero_bucket_params)
-        return OptimizerUse(eq.offload__superchip_step_time(T_k=tail, T_s=ph.total),
-                            ph.grad_d2h + ph.param_h2d,
-                            eq.offload__superchip_exposed_time(T_k=tail, T_x=grace_x), comp.W_b)
+        return OptimizerUse(eq.offload__superchip_step_time(T_k=tail, T_s=so.step_s),
+                            so.transfer_s,
+                            eq.offload__superchip_exposed_time(T_k=tail, T_x=so.exposed_s),
+                            comp.W_b)
 
 
 SUPERCHIP = SuperchipOffload()
