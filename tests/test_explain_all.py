@@ -37,7 +37,9 @@ def test_explain_offload_step_time_equals_step_optimizer_s(run):
     assert table.code == 0 and "T_ad" in table.out and "result: offload.step_time" in table.out
 
 
-@pytest.mark.parametrize("name,term", [("offload.exposed_zero_offload", "optimizer_exposed_s"),
+# CPU_LAYOUT is ZeRO-2: its exposed step is ZeRO-1/2's (offload_schedules.py; issue 19), where
+# the gradient copies overlap the backward; ZeRO-3's offload.exposed_zero_offload does not bind
+@pytest.mark.parametrize("name,term", [("offload.exposed_zero12_offload", "optimizer_exposed_s"),
                                        ("step.dp_exposed_time", "dp_comm_exposed_s")])
 def test_explain_other_phases_equal_step(run, name, term):
     e = run("explain", name, *CPU_LAYOUT, "--format", "json")
