@@ -131,8 +131,9 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
     notes = [f"{verdict}" + (f": {'; '.join(est.reasons)}" if est.reasons else "")] + est.notes
     if fw_note:
         notes.append(fw_note)
+    tr = inp.training
     notes.append(f"model states in total: {est.model_states_total_bytes / div:.1f} {unit} "
-                 f"({inp.training.weight_bytes + inp.training.gradient_bytes + inp.training.optimizer_bytes}"
+                 f"({tr.weight_bytes + tr.gradient_bytes + tr.optimizer_bytes}"
                  f" bytes x {inp.model.total_params / 1e9:.2f}B params)")
     return Document(
         title=f"memory: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name} "

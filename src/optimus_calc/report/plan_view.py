@@ -184,7 +184,8 @@ def _plan_data(res, si, ranged) -> dict:
     return {
         "model": res.model.name, "node": res.hw.node.name, "nodes": res.hw.nodes,
         "gpus": res.hw.gpus, "objective": res.objective,
-        "assumed": {"seq_len": res.training.seq_len, "global_batch": shown_training(res.training).global_batch,
+        "assumed": {"seq_len": res.training.seq_len,
+                    "global_batch": shown_training(res.training).global_batch,
                     "precision": res.training.precision.value,
                     "optimizer": res.training.optimizer.value,
                     "assumptions": si.assumptions.model_dump()},
