@@ -12,10 +12,10 @@ from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB, GiB
 
 
-def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
-    unit, div = ("GiB", GiB) if binary else ("GB", GB)
+def _per_gpu(est: MemoryEstimate) -> dict:
+    """The most loaded stage's bytes per GPU against the GPU's capacity."""
     w = est.worst
-    per_gpu = {
+    return {
         "stage": w.index, "params": w.params, "weights_bytes": w.weights_bytes,
         "gradients_bytes": w.gradients_bytes, "optimizer_bytes": w.optimizer_bytes,
         "activations_bytes": w.activations_bytes, "overhead_bytes": w.overhead_bytes,
@@ -23,8 +23,11 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
         "usable_bytes": est.usable_bytes, "headroom_bytes": est.headroom_bytes,
         "shortfall_bytes": est.shortfall_bytes,
     }
+
+
+def _offload_data(est: MemoryEstimate) -> dict:
     off = est.offload
-    offload = {
+    return {
         "target": off.target.value, "device": off.device, "devices": off.devices,
         "devices_per_node": off.devices_per_node, "bytes_per_gpu": off.bytes_per_gpu,
         "bytes_per_device": off.bytes_per_device,
@@ -34,18 +37,10 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
         "host_capacity_bytes_per_node": off.host_capacity_bytes_per_node,
         "devices_per_gpu_for_capacity": off.devices_per_gpu_for_capacity,
     }
-    data = {
-        "model": model_data(inp.model), "hardware": hardware_data(inp.hw),
-        "layout": layout_data(inp.layout), "training": training_data(inp.training),
-        "assumptions": inp.assumptions.model_dump(),
-        "model_states_total_bytes": est.model_states_total_bytes,
-        "micro_batches": est.micro_batches,
-        "per_gpu": per_gpu, "offload": offload,
-        "stages": [{k: v for k, v in asdict(s).items() if k != "inputs"} for s in est.stages],
-        "fits": est.fits, "reasons": est.reasons, "notes": est.notes,
-    }
-    fws, fw_note = frameworks_of(inp)
-    data["frameworks"] = fws
+
+
+def _per_gpu_table(inp, est: MemoryEstimate, unit: str, div: float) -> Table:
+    w = est.worst
     g = lambda x: x / div  # noqa: E731
     rows = [
         {"part": "weights", "value": g(w.weights_bytes), "eq": "memory.weights_bytes"},
@@ -63,37 +58,66 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
          "value": g(est.headroom_bytes if est.shortfall_bytes == 0 else est.shortfall_bytes),
          "eq": ""},
     ]
-    tables = [Table(
+    return Table(
         title=f"per GPU, stage {w.index} (the most loaded of {len(est.stages)}), {unit}",
         rows=rows, columns=[Column("part", "", align="left"), Column("value", unit, ".2f"),
-                            Column("eq", "equation", align="left")])]
+                            Column("eq", "equation", align="left")])
+
+
+def _stages_table(est: MemoryEstimate, unit: str, div: float) -> Table:
+    g = lambda x: x / div  # noqa: E731
+    srows = [{"stage": s.index, "layers": s.layers, "params": s.params / 1e9,
+              "states": g(s.weights_bytes + s.gradients_bytes + s.optimizer_bytes),
+              "acts": g(s.activations_bytes), "in_flight": s.micro_batches_in_flight,
+              "total": g(s.total_bytes)} for s in est.stages]
+    return Table(title="pipeline stages", rows=srows, columns=[
+        Column("stage", "stage"), Column("layers", "layers"),
+        Column("params", "params (B)", ".3f"), Column("states", f"states {unit}", ".2f"),
+        Column("acts", f"activations {unit}", ".2f"), Column("in_flight", "in flight"),
+        Column("total", f"total {unit}", ".2f")])
+
+
+def _offload_table(est: MemoryEstimate, unit: str, div: float) -> Table:
+    off = est.offload
+    g = lambda x: x / div  # noqa: E731
+    orows = [
+        {"k": "device", "v": off.device},
+        {"k": "devices (cluster / per node)", "v": f"{off.devices} / {off.devices_per_node}"},
+        {"k": f"offloaded per GPU ({unit})", "v": f"{g(off.bytes_per_gpu):.2f}"},
+        {"k": f"per device ({unit})", "v": f"{g(off.bytes_per_device):.2f}"},
+        {"k": f"capacity per device ({unit})", "v": f"{g(off.capacity_bytes_per_device):.2f}"},
+        {"k": "fits on device", "v": "yes" if off.fits_on_device else "no"},
+    ]
+    if off.spill_to_host_bytes_per_device:
+        orows.append({"k": f"spill to host per device ({unit})",
+                      "v": f"{g(off.spill_to_host_bytes_per_device):.2f}"})
+    if off.devices_per_gpu_for_capacity:
+        orows.append({"k": "devices per GPU to hold the shard",
+                      "v": str(off.devices_per_gpu_for_capacity)})
+    return Table(title=f"offload: {off.target.value}", rows=orows, columns=[
+        Column("k", "", align="left"), Column("v", "", align="left")])
+
+
+def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
+    unit, div = ("GiB", GiB) if binary else ("GB", GB)
+    per_gpu, offload = _per_gpu(est), _offload_data(est)
+    data = {
+        "model": model_data(inp.model), "hardware": hardware_data(inp.hw),
+        "layout": layout_data(inp.layout), "training": training_data(inp.training),
+        "assumptions": inp.assumptions.model_dump(),
+        "model_states_total_bytes": est.model_states_total_bytes,
+        "micro_batches": est.micro_batches,
+        "per_gpu": per_gpu, "offload": offload,
+        "stages": [{k: v for k, v in asdict(s).items() if k != "inputs"} for s in est.stages],
+        "fits": est.fits, "reasons": est.reasons, "notes": est.notes,
+    }
+    fws, fw_note = frameworks_of(inp)
+    data["frameworks"] = fws
+    tables = [_per_gpu_table(inp, est, unit, div)]
     if len(est.stages) > 1:
-        srows = [{"stage": s.index, "layers": s.layers, "params": s.params / 1e9,
-                  "states": g(s.weights_bytes + s.gradients_bytes + s.optimizer_bytes),
-                  "acts": g(s.activations_bytes), "in_flight": s.micro_batches_in_flight,
-                  "total": g(s.total_bytes)} for s in est.stages]
-        tables.append(Table(title="pipeline stages", rows=srows, columns=[
-            Column("stage", "stage"), Column("layers", "layers"),
-            Column("params", "params (B)", ".3f"), Column("states", f"states {unit}", ".2f"),
-            Column("acts", f"activations {unit}", ".2f"), Column("in_flight", "in flight"),
-            Column("total", f"total {unit}", ".2f")]))
-    if off.target is not Offload.NONE:
-        orows = [
-            {"k": "device", "v": off.device},
-            {"k": "devices (cluster / per node)", "v": f"{off.devices} / {off.devices_per_node}"},
-            {"k": f"offloaded per GPU ({unit})", "v": f"{g(off.bytes_per_gpu):.2f}"},
-            {"k": f"per device ({unit})", "v": f"{g(off.bytes_per_device):.2f}"},
-            {"k": f"capacity per device ({unit})", "v": f"{g(off.capacity_bytes_per_device):.2f}"},
-            {"k": "fits on device", "v": "yes" if off.fits_on_device else "no"},
-        ]
-        if off.spill_to_host_bytes_per_device:
-            orows.append({"k": f"spill to host per device ({unit})",
-                          "v": f"{g(off.spill_to_host_bytes_per_device):.2f}"})
-        if off.devices_per_gpu_for_capacity:
-            orows.append({"k": "devices per GPU to hold the shard",
-                          "v": str(off.devices_per_gpu_for_capacity)})
-        tables.append(Table(title=f"offload: {off.target.value}", rows=orows, columns=[
-            Column("k", "", align="left"), Column("v", "", align="left")]))
+        tables.append(_stages_table(est, unit, div))
+    if est.offload.target is not Offload.NONE:
+        tables.append(_offload_table(est, unit, div))
     csv_row = {**context_row(inp.model.name, inp.hw, inp.training),
                **{k: v for k, v in layout_data(inp.layout).items()},
                "micro_batch": inp.training.micro_batch,
@@ -107,8 +131,9 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
     notes = [f"{verdict}" + (f": {'; '.join(est.reasons)}" if est.reasons else "")] + est.notes
     if fw_note:
         notes.append(fw_note)
+    tr = inp.training
     notes.append(f"model states in total: {est.model_states_total_bytes / div:.1f} {unit} "
-                 f"({inp.training.weight_bytes + inp.training.gradient_bytes + inp.training.optimizer_bytes}"
+                 f"({tr.weight_bytes + tr.gradient_bytes + tr.optimizer_bytes}"
                  f" bytes x {inp.model.total_params / 1e9:.2f}B params)")
     return Document(
         title=f"memory: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name} "

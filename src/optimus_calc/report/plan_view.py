@@ -80,17 +80,8 @@ def plan_header(res, si) -> list[tuple[str, str]]:
     ]
 
 
-def plan_document(res, si, train: TrainRequest | None = None) -> Document:
-    """The document of a :class:`optimus_calc.search.plan.PlanResult` searched over ``si``
-    (:class:`optimus_calc.inputs.SearchInputs`), with the time and cost to train ``train``."""
-    asm = si.assumptions
-
-    def figures(c) -> dict:
-        return train_figures(train, c.step_s, c.training, res.hw, asm)
-
-    def ranged(c) -> dict:  # the --tokens figures and the error ranges (regimes.py)
-        fig = figures(c)
-        return {**fig, **candidate_ranges(c, res, si.profile, fig)}
+def _plan_rows(res, ranged) -> list[dict]:
+    """The rows of the top-K table: each candidate's data, figures and display texts."""
     rows = []
     for i, c in enumerate(res.top, 1):
         d = candidate_data(c)
@@ -101,6 +92,11 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
                          f" ({c.layout.smartnic})" if c.layout.offload is Offload.SMARTNIC
                          else ""),
                      "sp_txt": "on" if c.training.sequence_parallel else "off"})
+    return rows
+
+
+def _plan_columns(rows: list[dict], train: TrainRequest | None) -> list[Column]:
+    """The top-K table's columns (CP and EP only when a row uses them)."""
     cols = [Column("rank", "#"), Column("tp", "TP"), Column("pp", "PP"), Column("dp", "DP")]
     if any(r["cp"] > 1 for r in rows):
         cols.append(Column("cp", "CP"))
@@ -119,7 +115,11 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
         cols.append(Column("train_days", "days", ",.1f"))
         if train.gpu_hour_price is not None:
             cols.append(Column("cost_usd", "USD", ",.0f"))
-    tables = [Table(title=f"top {len(rows)} layouts", rows=rows, columns=cols)]
+    return cols
+
+
+def _plan_notes(res, ranged) -> list[str]:
+    """The notes on the recommendation, the dropped layouts, the frameworks and the what-if."""
     notes = []
     if res.recommended:
         r = res.recommended
@@ -150,44 +150,45 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
                      f"TP={w.layout.tp} PP={w.layout.pp} DP={w.layout.dp} "
                      f"ZeRO-{int(w.layout.zero)} with {w.layout.smartnic}, "
                      f"{w.gpu_bytes / GB:.1f} GB per GPU, step {w.step_s:.2f} s{base}")
-    notes += res.notes
-    if res.nic_sizing:
-        nrows = [{**n, "card_GB": n["memory_bytes"] / GB,
-                  "opt_GB": n["optimizer_bytes_per_gpu"] / GB,
-                  "spill_GB": n["host_spill_bytes_per_nic"] / GB,
-                  "cmp": n["nics_per_gpu_for_compute"] if n["nics_per_gpu_for_compute"]
-                  is not None else "never",
-                  "rec": n["recommended_nics_per_node"] if n["recommended_nics_per_node"]
-                  is not None else "-",
-                  "gpu": f"{n['gpu_bytes_without_offload'] / GB:.1f}->"
-                         f"{n['gpu_bytes_with_offload'] / GB:.1f}"}
-                 for n in nic_rows(res.nic_sizing)]
-        r = res.recommended
-        tables.append(Table(
-            title=f"What-if: SmartNIC offload (OptimusNIC) for the recommended layout's "
-                  f"TP={r.layout.tp} PP={r.layout.pp} DP={r.layout.dp} ZeRO-{int(r.layout.zero)} "
-                  "(optimizer state per GPU on its SmartNIC)",
-            rows=nrows, columns=[
-                Column("smartnic", "SmartNIC", align="left"), Column("card_GB", "card GB", ".0f"),
-                Column("opt_GB", "state/GPU GB", ".1f"),
-                Column("nics_per_gpu_for_memory", "cards/GPU (memory)"),
-                Column("spill_GB", "spill GB (1/GPU)", ".1f"),
-                Column("cmp", "cards/GPU (hide step)"), Column("rec", "per node"),
-                Column("gpu", "GPU GB before -> after")]))
-        notes.append("cards/GPU (hide step): SmartNICs per GPU so that the optimizer step and "
-                     "its transfers fit in the last micro-batch's backward + the next forward; "
-                     "per node = the larger of memory and compute x GPUs per node")
-    rec = figures(res.recommended) if res.recommended else {}
-    if rec:
-        from optimus_calc.report.step_view import train_note
-        notes.append("recommended layout, " + train_note(rec, asm.pue))
-    data = {
+    return notes
+
+
+def _nic_table(res) -> Table:
+    """The SmartNIC what-if table of the recommended layout (``res.nic_sizing``)."""
+    nrows = [{**n, "card_GB": n["memory_bytes"] / GB,
+              "opt_GB": n["optimizer_bytes_per_gpu"] / GB,
+              "spill_GB": n["host_spill_bytes_per_nic"] / GB,
+              "cmp": n["nics_per_gpu_for_compute"] if n["nics_per_gpu_for_compute"]
+              is not None else "never",
+              "rec": n["recommended_nics_per_node"] if n["recommended_nics_per_node"]
+              is not None else "-",
+              "gpu": f"{n['gpu_bytes_without_offload'] / GB:.1f}->"
+                     f"{n['gpu_bytes_with_offload'] / GB:.1f}"}
+             for n in nic_rows(res.nic_sizing)]
+    r = res.recommended
+    return Table(
+        title=f"What-if: SmartNIC offload (OptimusNIC) for the recommended layout's "
+              f"TP={r.layout.tp} PP={r.layout.pp} DP={r.layout.dp} ZeRO-{int(r.layout.zero)} "
+              "(optimizer state per GPU on its SmartNIC)",
+        rows=nrows, columns=[
+            Column("smartnic", "SmartNIC", align="left"), Column("card_GB", "card GB", ".0f"),
+            Column("opt_GB", "state/GPU GB", ".1f"),
+            Column("nics_per_gpu_for_memory", "cards/GPU (memory)"),
+            Column("spill_GB", "spill GB (1/GPU)", ".1f"),
+            Column("cmp", "cards/GPU (hide step)"), Column("rec", "per node"),
+            Column("gpu", "GPU GB before -> after")])
+
+
+def _plan_data(res, si, ranged) -> dict:
+    """The machine-readable (JSON) data of the plan."""
+    return {
         "model": res.model.name, "node": res.hw.node.name, "nodes": res.hw.nodes,
         "gpus": res.hw.gpus, "objective": res.objective,
-        "assumed": {"seq_len": res.training.seq_len, "global_batch": shown_training(res.training).global_batch,
+        "assumed": {"seq_len": res.training.seq_len,
+                    "global_batch": shown_training(res.training).global_batch,
                     "precision": res.training.precision.value,
                     "optimizer": res.training.optimizer.value,
-                    "assumptions": asm.model_dump()},
+                    "assumptions": si.assumptions.model_dump()},
         "evaluated": res.evaluated, "feasible": res.feasible,
         "infeasible_by_reason": res.infeasible_by_reason,
         "candidates": [{**candidate_data(c), **ranged(c)} for c in res.top],
@@ -201,6 +202,11 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
         "global_batch_rule": bool(si.global_batch_defaulted),
         "smallest_gpu_memory_bytes": res.smallest_gpu_bytes,
     }
+
+
+def _plan_csv(res, rows: list[dict], train: TrainRequest | None) -> Table:
+    """The CSV table: the context columns, then each row less its display-only fields (MFU in
+    percent)."""
     ctx = context_row(res.model.name, res.hw, shown_training(res.training), train)
     view_only = ("gpu_GB", "headroom_GB", "offload_txt", "sp_txt", "mfu", "tokens")
     csv_rows = []
@@ -213,11 +219,38 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
                 out[k] = v
         csv_rows.append(out)
     keys = list(csv_rows[0]) if csv_rows else list(ctx) + ["rank"]
-    csv = Table(title="", rows=csv_rows, columns=[Column(k, k) for k in keys])
+    return Table(title="", rows=csv_rows, columns=[Column(k, k) for k in keys])
+
+
+def plan_document(res, si, train: TrainRequest | None = None) -> Document:
+    """The document of a :class:`optimus_calc.search.plan.PlanResult` searched over ``si``
+    (:class:`optimus_calc.inputs.SearchInputs`), with the time and cost to train ``train``."""
+    asm = si.assumptions
+
+    def figures(c) -> dict:
+        return train_figures(train, c.step_s, c.training, res.hw, asm)
+
+    def ranged(c) -> dict:  # the --tokens figures and the error ranges (regimes.py)
+        fig = figures(c)
+        return {**fig, **candidate_ranges(c, res, si.profile, fig)}
+    rows = _plan_rows(res, ranged)
+    tables = [Table(title=f"top {len(rows)} layouts", rows=rows,
+                    columns=_plan_columns(rows, train))]
+    notes = _plan_notes(res, ranged)
+    notes += res.notes
+    if res.nic_sizing:
+        tables.append(_nic_table(res))
+        notes.append("cards/GPU (hide step): SmartNICs per GPU so that the optimizer step and "
+                     "its transfers fit in the last micro-batch's backward + the next forward; "
+                     "per node = the larger of memory and compute x GPUs per node")
+    rec = figures(res.recommended) if res.recommended else {}
+    if rec:
+        from optimus_calc.report.step_view import train_note
+        notes.append("recommended layout, " + train_note(rec, asm.pue))
     return Document(title=f"plan: {res.model.name} on {res.hw.nodes} x {res.hw.node.name} "
                           f"({res.hw.gpus} x {res.hw.gpu.name})",
-                    header=plan_header(res, si), data=data, tables=tables, notes=notes,
-                    csv=csv)
+                    header=plan_header(res, si), data=_plan_data(res, si, ranged),
+                    tables=tables, notes=notes, csv=_plan_csv(res, rows, train))
 
 
 def deepspeed_config(c, model) -> str:

@@ -127,6 +127,110 @@ def _shortlist(order: np.ndarray, tp, pp, keep: int, distinct: bool) -> np.ndarr
 NOT_RUNNABLE = "no framework runs it (see framework_rejections)"
 
 
+@dataclass
+class _Tally:
+    """What `search` gathers over the chunks: counts by reason, framework rejections, the
+    feasible count, the smallest GPU footprint, the best no-offload step and the two pools."""
+
+    counts: np.ndarray
+    dropped: dict[str, int] = field(default_factory=dict)
+    n_dropped: int = 0
+    feasible: int = 0
+    smallest: float = np.inf
+    best_none: float = np.inf
+    pool: _Pool = field(default_factory=_Pool)
+    whatif: _Pool = field(default_factory=_Pool)
+
+
+def _support(views: dict, model: Model, base: Training):
+    """The framework rules over a chunk's views (frameworks.framework_support)."""
+    return framework_support(
+        views["tp"], views["pp"], views["dp"], views["cp"], views["ep"], views["zero"],
+        views["offload"], 0, views["v"], views["mb"], views["sp"], views["recompute"],
+        heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
+        global_batch=views["gb"], precision=base.precision.value, model=model)
+
+
+def _first_pass(chunk, model: Model, hw: Hardware, base: Training, asm: Assumptions, table,
+                frameworks: tuple[Framework, ...], tally: _Tally):
+    """Pass 1, over the chunk's grid x switches: memory, feasibility, framework rules. Returns
+    the (fits, runs, offload code, GPU bytes) arrays of the chunk's shape."""
+    views = chunk.views()
+    ev = evaluate(Batch.from_columns(views), model, hw, base, asm, stages=table,
+                  with_step=False)
+    full = lambda x: np.broadcast_to(x, chunk.shape)  # noqa: E731
+    keep = chunk.keep
+    reasons = full(ev.reasons)
+    prim = primary_reason(reasons[keep])
+    tally.counts += np.bincount(prim[prim >= 0], minlength=len(Reason))
+    gpu = full(ev.gpu_bytes)
+    tally.smallest = min(tally.smallest, float(gpu[keep].min()) if keep.any() else np.inf)
+    fits = keep & (reasons == 0)
+    sup = _support(views, model, base)
+    runs = full(sup.any(frameworks))
+    off_all = full(views["offload"])
+    gone = fits & ~runs
+    n_gone = int(gone.sum())
+    tally.n_dropped += n_gone
+    if n_gone:
+        for f in frameworks:
+            codes, n = np.unique(full(sup.reason[f])[gone], return_counts=True)
+            for c, k in zip(codes.tolist(), n.tolist()):
+                text = FrameworkReason(int(c)).text
+                tally.dropped[text] = tally.dropped.get(text, 0) + k
+    return fits, runs, off_all, gpu
+
+
+def _second_pass(chunk, flat: np.ndarray, gpu, runs, off_all, model: Model, hw: Hardware,
+                 base: Training, asm: Assumptions, table, objective: Objective, top_k: int,
+                 distinct: bool, tally: _Tally) -> None:
+    """Pass 2: the step time of the layouts at ``flat`` (those that can be recommended or are
+    the what-if) only; the best of them join the pools."""
+    cols = chunk.columns_at(flat)
+    ev2 = evaluate(Batch.from_columns(cols), model, hw, base, asm, stages=table)
+    step_sel = np.asarray(ev2.step_time_s)
+    gpu_sel = gpu.reshape(-1)[flat]
+    runs_sel = runs.reshape(-1)[flat]
+    off_sel = off_all.reshape(-1)[flat]
+    none_code = strategies.code_of(Offload.NONE)
+    smart_code = strategies.code_of(Offload.SMARTNIC)
+    for mask, target in ((runs_sel, tally.pool), (off_sel == smart_code, tally.whatif)):
+        sel = np.flatnonzero(mask)
+        if sel.size == 0:
+            continue
+        step, g = step_sel[sel], gpu_sel[sel]
+        if target is tally.pool:
+            tally.feasible += sel.size
+            offs = off_sel[sel]
+            if (offs == none_code).any():
+                tally.best_none = min(tally.best_none, float(step[offs == none_code].min()))
+        order = _rank(step, g, objective)
+        keep_n = top_k if target is tally.pool else 1
+        pick = _shortlist(order, cols["tp"][sel], cols["pp"][sel], keep_n,
+                          distinct and target is tally.pool)
+        picked = {k: v[sel][pick] for k, v in cols.items()}
+        picked.update(step=step[pick], gpu=g[pick])
+        target.add(picked)
+
+
+def _result(tally: _Tally, objective: Objective, top_k: int, distinct: bool) -> SearchResult:
+    """The ranked top K and the best what-if of the pools, with the counts by reason."""
+    merged = tally.pool.merged()
+    if merged:
+        order = _rank(merged["step"], merged["gpu"], objective)
+        merged = {k: v[_shortlist(order, merged["tp"], merged["pp"], top_k, distinct)]
+                  for k, v in merged.items()}
+    best_whatif = tally.whatif.merged()
+    if best_whatif:
+        order = _rank(best_whatif["step"], best_whatif["gpu"], objective)[:1]
+        best_whatif = {k: v[order] for k, v in best_whatif.items()}
+    by_reason = {r.text: int(tally.counts[r]) for r in Reason if tally.counts[r]}
+    if tally.n_dropped:
+        by_reason[NOT_RUNNABLE] = tally.n_dropped
+    return SearchResult(merged, tally.feasible, by_reason, tally.smallest, tally.best_none,
+                        best_whatif, dict(sorted(tally.dropped.items(), key=lambda kv: -kv[1])))
+
+
 def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: Space,
            objective: Objective, top_k: int, distinct: bool,
            frameworks: tuple[Framework, ...] = tuple(Framework)):
@@ -137,88 +241,17 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     table = stage_table(model, sorted_unique(space.base[:, 1]), all_stages=False)
     width = table.index.shape[1]
     rows = max(1, CHUNK_ELEMENTS // (space.switch_count * width))
-    counts = np.zeros(len(Reason), dtype=np.int64)
-    dropped: dict[str, int] = {}
-    n_dropped = 0
-    feasible, smallest, best_none = 0, np.inf, np.inf
-    pool, whatif = _Pool(), _Pool()
-    none_code = strategies.code_of(Offload.NONE)
+    tally = _Tally(counts=np.zeros(len(Reason), dtype=np.int64))
     smart_code = strategies.code_of(Offload.SMARTNIC)
     for chunk in space.chunks(rows):
-        # pass 1, over the chunk's grid x switches: memory, feasibility, framework rules
-        views = chunk.views()
-        ev = evaluate(Batch.from_columns(views), model, hw, base, asm, stages=table,
-                      with_step=False)
-        full = lambda x: np.broadcast_to(x, chunk.shape)  # noqa: E731
-        keep = chunk.keep
-        reasons = full(ev.reasons)
-        prim = primary_reason(reasons[keep])
-        counts += np.bincount(prim[prim >= 0], minlength=len(Reason))
-        gpu = full(ev.gpu_bytes)
-        smallest = min(smallest, float(gpu[keep].min()) if keep.any() else np.inf)
-        fits = keep & (reasons == 0)
-        sup = framework_support(
-            views["tp"], views["pp"], views["dp"], views["cp"], views["ep"], views["zero"],
-            views["offload"], 0, views["v"], views["mb"], views["sp"], views["recompute"],
-            heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
-            global_batch=views["gb"], precision=base.precision.value, model=model)
-        runs = full(sup.any(frameworks))
-        off_all = full(views["offload"])
-        gone = fits & ~runs
-        n_gone = int(gone.sum())
-        n_dropped += n_gone
-        if n_gone:
-            for f in frameworks:
-                codes, n = np.unique(full(sup.reason[f])[gone], return_counts=True)
-                for c, k in zip(codes.tolist(), n.tolist()):
-                    text = FrameworkReason(int(c)).text
-                    dropped[text] = dropped.get(text, 0) + k
-        # pass 2: the step time of the layouts that can be recommended or are the what-if only
-        ranked = fits & (runs | (off_all == smart_code))
-        flat = np.flatnonzero(ranked)
+        fits, runs, off_all, gpu = _first_pass(chunk, model, hw, base, asm, table, frameworks,
+                                               tally)
+        flat = np.flatnonzero(fits & (runs | (off_all == smart_code)))
         if flat.size == 0:
             continue
-        cols = chunk.columns_at(flat)
-        ev2 = evaluate(Batch.from_columns(cols), model, hw, base, asm, stages=table)
-        step_sel = np.asarray(ev2.step_time_s)
-        gpu_sel = gpu.reshape(-1)[flat]
-        runs_sel = runs.reshape(-1)[flat]
-        off_sel = off_all.reshape(-1)[flat]
-        for mask, target in ((runs_sel, pool), (off_sel == smart_code, whatif)):
-            sel = np.flatnonzero(mask)
-            if sel.size == 0:
-                continue
-            step, g = step_sel[sel], gpu_sel[sel]
-            if target is pool:
-                feasible += sel.size
-                offs = off_sel[sel]
-                if (offs == none_code).any():
-                    best_none = min(best_none, float(step[offs == none_code].min()))
-            order = _rank(step, g, objective)
-            keep_n = top_k if target is pool else 1
-            if distinct and target is pool:
-                key = cols["tp"][sel][order] * 1_000_003 + cols["pp"][sel][order]
-                _, first = np.unique(key, return_index=True)
-                pick = order[np.sort(first)][:keep_n]
-            else:
-                pick = order[:keep_n]
-            picked = {k: v[sel][pick] for k, v in cols.items()}
-            picked.update(step=step[pick], gpu=g[pick])
-            target.add(picked)
-    merged = pool.merged()
-    if merged:
-        order = _rank(merged["step"], merged["gpu"], objective)
-        merged = {k: v[_shortlist(order, merged["tp"], merged["pp"], top_k, distinct)]
-                  for k, v in merged.items()}
-    best_whatif = whatif.merged()
-    if best_whatif:
-        order = _rank(best_whatif["step"], best_whatif["gpu"], objective)[:1]
-        best_whatif = {k: v[order] for k, v in best_whatif.items()}
-    by_reason = {r.text: int(counts[r]) for r in Reason if counts[r]}
-    if n_dropped:
-        by_reason[NOT_RUNNABLE] = n_dropped
-    return SearchResult(merged, feasible, by_reason, smallest, best_none, best_whatif,
-                        dict(sorted(dropped.items(), key=lambda kv: -kv[1])))
+        _second_pass(chunk, flat, gpu, runs, off_all, model, hw, base, asm, table, objective,
+                     top_k, distinct, tally)
+    return _result(tally, objective, top_k, distinct)
 
 
 @dataclass(frozen=True)
