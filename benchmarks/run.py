@@ -151,7 +151,7 @@ def throughput(cat, si) -> None:
     space = _space(si.model, si.hw, si.training.global_batch, si.training.seq_len, si)
     args = (si.model, si.hw, si.training, si.assumptions)
     for with_step, what in ((True, "memory + step time"), (False, "memory only, pass 1")):
-        n, s = cpu_rate(lambda: evaluate_space(space, *args, with_step=with_step), len(space))
+        n, s = cpu_rate(lambda w=with_step: evaluate_space(space, *args, with_step=w), len(space))
         print(f"evaluator ({what}), default plan's space ({len(space):,} layouts): "
               f"layouts_per_s_cpu {n / s:,.0f} ({n:,} in {s:.2f} s CPU)  [target >= 10,000,000]")
     n, s = cpu_rate(lambda: plan_search(cat, si), len(space))
@@ -165,8 +165,9 @@ def throughput(cat, si) -> None:
     total = sum(len(w[0]) for w in work)
     n, s = cpu_rate(lambda: [evaluate_space(sp, m, hw, tr, Assumptions())
                              for sp, m, hw, tr in work], total)
-    print(f"evaluator (memory + step time), {len(CASES)} other planner spaces ({total:,} layouts): layouts_per_s_cpu "
-          f"{n / s:,.0f} ({n:,} in {s:.2f} s CPU)  [target >= 10,000,000]")
+    print(f"evaluator (memory + step time), {len(CASES)} other planner spaces ({total:,} "
+          f"layouts): layouts_per_s_cpu {n / s:,.0f} ({n:,} in {s:.2f} s CPU)  "
+          "[target >= 10,000,000]")
 
 
 def nic_sizing(cat, si, runs: int = 21) -> None:
