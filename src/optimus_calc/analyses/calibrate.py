@@ -50,7 +50,7 @@ CANDIDATES = (
     Param("attention_eta", "gpu", 0.02, 1.0, "unfused attention-core efficiency"),
     Param("gemm_half_GFLOP", "gpu", 0.01, 1e4, "GEMM size at half efficiency, GFLOP"),
     Param("link_efficiency", "link", 0.05, 1.0,
-          "achievable fraction of the scale-up link's bandwidth (the node's intra_link)"),
+          "achievable fraction of the node's scale-up link (intra_link) bandwidth"),
     Param("nic_efficiency", "nic", 0.05, 1.0, "achievable fraction of the NIC's line rate"),
     Param("hbm_efficiency", "assumptions", 0.05, 1.0, "achievable fraction of HBM bandwidth"),
     Param("cuda_context_GB", "assumptions", 0.01, 100.0, "CUDA context and workspaces, GB"),
