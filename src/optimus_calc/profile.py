@@ -2,7 +2,8 @@
 parameters fitted on a user's runs by ``optimus-calc calibrate`` (analyses/calibrate.py).
 
 A profile changes only the parameters it lists: per GPU (catalog ``[gpu."NAME"]`` fields among
-:data:`GPU_FIELDS`) and named assumptions (``[assumptions]``, the fields of
+:data:`GPU_FIELDS`), per link and per NIC (``[link."NAME"]`` / ``[nic."NAME"]``: their
+``efficiency``, :data:`LINK_FIELDS`) and named assumptions (``[assumptions]``, the fields of
 specs/training.Assumptions). Its leave-one-out error replaces the public error range for the GPU
 it was fitted on (regimes.py). Pure: the file is read by loaders.py; this module validates the
 parsed TOML and applies it.
@@ -17,6 +18,8 @@ from optimus_calc.errors import InputError
 
 # The GPU fields a profile may set: the efficiency curve of equations/efficiency.py.
 GPU_FIELDS = ("gemm_eta_max", "gemm_half_GFLOP", "attention_eta", "flash_attention_eta")
+# The link and NIC fields a profile may set: the achievable fraction of peak (specs/hardware.py).
+LINK_FIELDS = ("efficiency",)
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,8 @@ class Profile:
     loo_error_low: float | None = None   # signed relative errors (prediction / measured - 1)
     loo_error_high: float | None = None
     gpu: str = ""                        # the GPU the runs were measured on
+    links: dict[str, dict[str, float]] = field(default_factory=dict)  # link name -> fields
+    nics: dict[str, dict[str, float]] = field(default_factory=dict)   # NIC name -> fields
 
     def fitted_on(self, gpu_name: str) -> bool:
         """True for the GPU whose runs the profile was fitted on."""
@@ -36,13 +41,17 @@ class Profile:
 
     @property
     def label(self) -> str:
-        return f"{self.path} ({self.source})" if self.source else self.path
+        sets = [f"{kind} {name}" for kind, tables in (("link", self.links), ("nic", self.nics))
+                for name in tables]
+        notes = "; ".join(([self.source] if self.source else [])
+                          + ([f"sets the efficiency of {', '.join(sets)}"] if sets else []))
+        return f"{self.path} ({notes})" if notes else self.path
 
     def data(self) -> dict:
         return {"path": self.path, "source": self.source, "gpus": self.gpus,
                 "assumptions": self.assumptions, "runs": self.runs,
                 "loo_error_low": self.loo_error_low, "loo_error_high": self.loo_error_high,
-                "gpu": self.gpu}
+                "gpu": self.gpu, "links": self.links, "nics": self.nics}
 
 
 def _number(value, where: str) -> float:
@@ -55,7 +64,7 @@ def parse_profile(doc: dict, path: str) -> Profile:
     """Validate a parsed profile TOML; errors name the file and the field."""
     from optimus_calc.specs.training import Assumptions
     p = str(path)[:200]
-    known = {"profile", "gpu", "assumptions", "kept_at_default"}
+    known = {"profile", "gpu", "link", "nic", "assumptions", "kept_at_default"}
     for key in doc:
         if key not in known:
             raise InputError(f"profile {p}: unknown table or field {key!r}; known: "
@@ -81,7 +90,9 @@ def parse_profile(doc: dict, path: str) -> Profile:
     if (loo[0] is None) != (loo[1] is None) or (loo[0] is not None and loo[0] > loo[1]):
         raise InputError(f"profile {p}: fields 'profile.loo_error_low' and 'loo_error_high' "
                          "come together, low <= high")
-    gpus = _gpu_tables(doc.get("gpu", {}), p)
+    gpus = _entry_tables(doc.get("gpu", {}), p, "gpu")
+    links = _entry_tables(doc.get("link", {}), p, "link")
+    nics = _entry_tables(doc.get("nic", {}), p, "nic")
     asm = doc.get("assumptions", {})
     if not isinstance(asm, dict):
         raise InputError(f"profile {p}: field 'assumptions' must be a table")
@@ -95,46 +106,61 @@ def parse_profile(doc: dict, path: str) -> Profile:
         first = exc.errors()[0]  # type: ignore[attr-defined]
         raise InputError(f"profile {p}: field 'assumptions.{first['loc'][0]}': "
                          f"{first['msg']}") from None
-    return Profile(p, source, gpus, values, runs, loo[0], loo[1], gpu)
+    return Profile(p, source, gpus, values, runs, loo[0], loo[1], gpu, links, nics)
 
 
-def _gpu_tables(tables, p: str) -> dict[str, dict[str, float]]:
-    from optimus_calc.specs.hardware import GPU
+def _entry_tables(tables, p: str, kind: str) -> dict[str, dict[str, float]]:
+    """``[gpu."NAME"]`` / ``[link."NAME"]`` / ``[nic."NAME"]`` tables, each field checked
+    against the catalog model's own bounds."""
+    from optimus_calc.specs.hardware import GPU, NIC, Link
+    model, allowed, what = {"gpu": (GPU, GPU_FIELDS, "GPU"), "link": (Link, LINK_FIELDS, "link"),
+                            "nic": (NIC, LINK_FIELDS, "NIC")}[kind]
     if not isinstance(tables, dict):
-        raise InputError(f"profile {p}: field 'gpu' must be a table of GPU names")
+        raise InputError(f"profile {p}: field '{kind}' must be a table of {what} names")
     out = {}
     for name, fields in tables.items():
         if not isinstance(fields, dict):
-            raise InputError(f"profile {p}: field 'gpu.{name}' must be a table")
+            raise InputError(f"profile {p}: field '{kind}.{name}' must be a table")
         vals = {}
         for k, v in fields.items():
-            where = f"profile {p}: field 'gpu.{name}.{k}'"
-            if k not in GPU_FIELDS:
-                raise InputError(f"{where}: not a fittable GPU field ({', '.join(GPU_FIELDS)})")
+            where = f"profile {p}: field '{kind}.{name}.{k}'"
+            if k not in allowed:
+                raise InputError(f"{where}: not a fittable {what} field ({', '.join(allowed)})")
             vals[k] = _number(v, where)
-            info = GPU.model_fields[k].metadata
-            lo = next((m.gt for m in info if getattr(m, "gt", None) is not None), 0.0)
+            info = model.model_fields[k].metadata
+            lo = next((getattr(m, a) for m in info for a in ("gt", "ge")
+                       if getattr(m, a, None) is not None), 0.0)
+            closed = any(getattr(m, "ge", None) is not None for m in info)
             hi = next((m.le for m in info if getattr(m, "le", None) is not None), math.inf)
-            if not lo < vals[k] <= hi:
-                raise InputError(f"{where}: {vals[k]:g} is outside ({lo:g}, {hi:g}]")
+            if not ((lo <= vals[k]) if closed else (lo < vals[k])) or vals[k] > hi:
+                raise InputError(f"{where}: {vals[k]:g} is outside "
+                                 f"{'[' if closed else '('}{lo:g}, {hi:g}]")
         out[str(name)] = vals
     return out
 
 
 def apply_catalog(cat, profile: Profile | None):
-    """A copy of ``cat`` whose GPU entries carry the profile's values (the cached catalog is
-    shared, never changed); an unknown GPU name is an input error naming the field."""
-    if profile is None or not profile.gpus:
+    """A copy of ``cat`` whose GPU, link and NIC entries named by the profile carry its values
+    (the cached catalog is shared, never changed; other entries are the same objects); an
+    unknown name is an input error naming the field."""
+    if profile is None or not (profile.gpus or profile.links or profile.nics):
         return cat
-    gpus = dict(cat.entries.get("gpu", {}))
-    for name, vals in profile.gpus.items():
-        entry = cat.find(name, "gpu")
-        if entry is None:
-            raise InputError(f"profile {profile.path}: field 'gpu.{name}': unknown GPU")
-        gpus[entry.name] = entry.model_copy(update={
-            **vals, "efficiency_label": "calibrated",
-            "efficiency_source": f"profile {profile.label}"})
-    return replace(cat, entries={**cat.entries, "gpu": gpus})
+    entries = dict(cat.entries)
+    for kind, tables, what in (("gpu", profile.gpus, "GPU"), ("link", profile.links, "link"),
+                               ("nic", profile.nics, "NIC")):
+        if not tables:
+            continue
+        table = dict(entries.get(kind, {}))
+        for name, vals in tables.items():
+            entry = cat.find(name, kind)
+            if entry is None:
+                raise InputError(f"profile {profile.path}: field '{kind}.{name}': unknown {what}")
+            extra = ({"efficiency_label": "calibrated",
+                      "efficiency_source": f"profile {profile.label}"} if kind == "gpu" else {})
+            key = next(k for k, e in table.items() if e is entry)
+            table[key] = entry.model_copy(update={**vals, **extra})
+        entries[kind] = table
+    return replace(cat, entries=entries)
 
 
 def assumptions_with(profile: Profile | None, asm):

@@ -1,7 +1,8 @@
 """Fit named efficiency parameters to a user's measured runs (``optimus-calc calibrate``).
 
 Every prediction is the evaluator's (evaluate/step.py ``step_of``) with the candidate parameter
-values put into the GPU entry or the assumptions; nothing here computes physics. The fit is a
+values put into the GPU entry, the node's scale-up link and NIC entries, or the assumptions;
+nothing here computes physics. The fit is a
 bounded Gauss-Newton in log space (log prediction - log measured over log parameters), with a
 weak pull towards the defaults so a flat direction stays where it was.
 
@@ -35,7 +36,8 @@ MAX_ROWS = 1000
 @dataclass(frozen=True)
 class Param:
     name: str
-    where: str        # "gpu" (catalog GPU field) or "assumptions"
+    where: str        # "gpu" (catalog GPU field), "link" (the node's intra_link), "nic" (the
+                      # node's compute NIC) or "assumptions"
     lo: float
     hi: float
     what: str
@@ -47,6 +49,9 @@ CANDIDATES = (
     Param("flash_attention_eta", "gpu", 0.05, 1.0, "FlashAttention kernel efficiency"),
     Param("attention_eta", "gpu", 0.02, 1.0, "unfused attention-core efficiency"),
     Param("gemm_half_GFLOP", "gpu", 0.01, 1e4, "GEMM size at half efficiency, GFLOP"),
+    Param("link_efficiency", "link", 0.05, 1.0,
+          "achievable fraction of the node's scale-up link (intra_link) bandwidth"),
+    Param("nic_efficiency", "nic", 0.05, 1.0, "achievable fraction of the NIC's line rate"),
     Param("hbm_efficiency", "assumptions", 0.05, 1.0, "achievable fraction of HBM bandwidth"),
     Param("cuda_context_GB", "assumptions", 0.01, 100.0, "CUDA context and workspaces, GB"),
     Param("fragmentation", "assumptions", 0.001, 1.0, "allocator fragmentation fraction"),
@@ -108,17 +113,38 @@ def predict(run: Run, values: dict[str, float]) -> float:
     asm_upd = {p.name: values[p.name] for p in CANDIDATES
                if p.where == "assumptions" and p.name in values}
     hw = replace(inp.hw, gpu=inp.hw.gpu.model_copy(update=gpu_upd)) if gpu_upd else inp.hw
+    if "link_efficiency" in values:
+        hw = replace(hw, intra_link=hw.intra_link.model_copy(
+            update={"efficiency": values["link_efficiency"]}))
+    if "nic_efficiency" in values:
+        hw = replace(hw, nic=hw.nic.model_copy(update={"efficiency": values["nic_efficiency"]}))
     asm = inp.assumptions.model_copy(update=asm_upd) if asm_upd else inp.assumptions
     mem, st = step_of(replace(inp, hw=hw, assumptions=asm), inp.model.name)
     return float(mem.worst.total_bytes if run.figure == "gpu_memory_bytes"
                  else getattr(st, run.figure))
 
 
+def _holder(inp, where: str):
+    """The object holding a candidate of kind ``where`` for one run's inputs."""
+    return {"gpu": inp.hw.gpu, "link": inp.hw.intra_link, "nic": inp.hw.nic,
+            "assumptions": inp.assumptions}[where]
+
+
+def field_of(p: Param) -> str:
+    """The catalog / assumptions field a candidate sets (link and NIC: ``efficiency``)."""
+    return "efficiency" if p.where in ("link", "nic") else p.name
+
+
 def defaults_of(runs: list[Run]) -> dict[str, float]:
-    """Every candidate's value today (the GPU entry and the assumptions of the first run)."""
+    """Every candidate's value today (the GPU, link and NIC entries and the assumptions of the
+    first run)."""
     inp = runs[0].inputs
-    return {p.name: float(getattr(inp.hw.gpu if p.where == "gpu" else inp.assumptions, p.name))
-            for p in CANDIDATES}
+    return {p.name: float(getattr(_holder(inp, p.where), field_of(p))) for p in CANDIDATES}
+
+
+def entry_names(runs: list[Run]) -> dict[str, set[str]]:
+    """The catalog names of the GPU, scale-up link and NIC of the runs."""
+    return {w: {_holder(r.inputs, w).name for r in runs} for w in ("gpu", "link", "nic")}
 
 
 def _log_preds(runs, values) -> np.ndarray:
@@ -212,6 +238,8 @@ class Calibration:
     after: list[float]
     loo: list[float | None]       # leave-one-out error per run (None with one run)
     gpu: str
+    link: str = ""                # the runs' scale-up link ("" when they use several)
+    nic: str = ""                 # the runs' NIC ("" when they use several)
 
     @property
     def loo_range(self) -> tuple[float, float] | None:
@@ -226,15 +254,20 @@ class Calibration:
 def calibrate(runs: list[Run]) -> Calibration:
     """Select the determinable parameters, fit them, and compute each run's leave-one-out
     error (refitted on the other runs with the same parameters)."""
-    gpus = sorted({r.inputs.hw.gpu.name for r in runs})
+    used = entry_names(runs)
+    gpus = sorted(used["gpu"])
     if len(gpus) > 1:
         raise InputError(f"calibrate fits one GPU at a time; the runs use {', '.join(gpus)}: "
                          "give one file per GPU")
     defaults = defaults_of(runs)
-    names = [p.name for p in CANDIDATES]
+    several = {p.name: f"the runs use several {p.where}s ({', '.join(sorted(used[p.where]))}); "
+               "give one file per node type to fit it" for p in CANDIDATES
+               if p.where in ("link", "nic") and len(used[p.where]) > 1}
+    names = [p.name for p in CANDIDATES if p.name not in several]
     base = _log_preds(runs, defaults)
     jac = jacobian(runs, defaults, names, base)
     kept, why = select(jac, len(runs))
+    why_named = {**{names[j]: w for j, w in why.items()}, **several}
     fit_names = [names[j] for j in kept]
     values = fit(runs, defaults, fit_names)
     meas = np.array([r.measured for r in runs])
@@ -248,8 +281,10 @@ def calibrate(runs: list[Run]) -> Calibration:
     elif len(runs) > 1:
         loo = list(after)
     return Calibration(runs, defaults, {n: values[n] for n in fit_names},
-                       {names[j]: w for j, w in why.items()}, [float(e) for e in before],
-                       [float(e) for e in after], loo, gpus[0])
+                       {p.name: why_named[p.name] for p in CANDIDATES if p.name in why_named},
+                       [float(e) for e in before], [float(e) for e in after], loo, gpus[0],
+                       next(iter(used["link"])) if len(used["link"]) == 1 else "",
+                       next(iter(used["nic"])) if len(used["nic"]) == 1 else "")
 
 
 def _toml_str(text: str) -> str:
@@ -279,6 +314,12 @@ def profile_toml(cal: Calibration, runs_name: str, date: str) -> str:
         lines += ["", f"[gpu.{_toml_str(cal.gpu)}]"]
         lines += [f"{k} = {v:.6g}  # {desc[k]}; default {cal.defaults[k]:g}"
                   for k, v in gpu_vals.items()]
+    for kind, name in (("link", cal.link), ("nic", cal.nic)):
+        vals = {k: v for k, v in cal.fitted.items() if where[k] == kind}
+        if vals:
+            lines += ["", f"[{kind}.{_toml_str(name)}]"]
+            lines += [f"efficiency = {v:.6g}  # {desc[k]}; default {cal.defaults[k]:g}"
+                      for k, v in vals.items()]
     if asm_vals:
         lines += ["", "[assumptions]"]
         lines += [f"{k} = {v:.6g}  # {desc[k]}; default {cal.defaults[k]:g}"

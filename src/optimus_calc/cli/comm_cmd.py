@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from optimus_calc.cli.common import emit, output_options, plot_option
+from optimus_calc.cli.options import profile_option
 from optimus_calc.cli.types import FiniteFloat
 from optimus_calc.errors import InputError
 from optimus_calc.evaluate.comm import Algo, Approach, Collective, CompressSite
@@ -56,11 +57,13 @@ def _sizes(size: str | None, sizes: str | None) -> tuple[float, ...]:
               help="Override the NIC efficiency.")
 @click.option("--assume", "assume", multiple=True, metavar="NAME=VALUE",
               help="Override a named assumption (compression throughputs).")
+@profile_option
 @output_options
 @plot_option
 @click.pass_obj
 def comm(app, collective, size, sizes, ranks, nodes, node, algo, compression, compress_on,
-         approach, alpha_us, intra_efficiency, nic_efficiency, assume, fmt, output) -> None:
+         approach, alpha_us, intra_efficiency, nic_efficiency, assume, profile, fmt,
+         output) -> None:
     """Time, algorithm and bus bandwidth of a collective (alpha-beta model), to check against
     nccl-tests on your own cluster."""
     from optimus_calc.inputs import parse_assumptions
