@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -35,32 +34,8 @@ from pathlib import Path
 _TOOLS = str(Path(__file__).resolve().parent)
 if _TOOLS not in sys.path:
     sys.path.insert(0, _TOOLS)
-from framework_option_parsers import (extract_deepspeed, extract_megatron,  # noqa: E402
+from framework_option_parsers import (Repo, extract_deepspeed, extract_megatron,  # noqa: E402
                                       extract_torchtitan)
-
-
-class Repo:
-    def __init__(self, git_dir: str, rev: str):
-        self.git_dir = git_dir
-        self.commit = self._git("rev-parse", f"{rev}^{{commit}}").strip()
-        self.rev = rev
-
-    def _git(self, *args: str) -> str:
-        return subprocess.run(["git", "--git-dir", self.git_dir, *args], check=True,
-                              capture_output=True, text=True).stdout
-
-    def read(self, path: str) -> str:
-        return self._git("show", f"{self.commit}:{path}")
-
-    def ls(self, prefix: str) -> list[str]:
-        return [p for p in self._git("ls-tree", "-r", "--name-only", self.commit, prefix)
-                .splitlines() if p.endswith(".py")]
-
-    def origin(self) -> str:
-        try:
-            return self._git("config", "--get", "remote.origin.url").strip()
-        except subprocess.CalledProcessError:
-            return ""
 
 
 def _source(ap, values: list[str], key: str) -> Repo:

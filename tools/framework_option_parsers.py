@@ -6,10 +6,33 @@ git directory at one commit) and returns the JSON-ready option lists."""
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
+import subprocess
 
-if TYPE_CHECKING:
-    from extract_framework_options import Repo
+
+class Repo:
+    """A read-only view of a git directory at one commit (``git show``, ``git ls-tree``)."""
+
+    def __init__(self, git_dir: str, rev: str):
+        self.git_dir = git_dir
+        self.commit = self._git("rev-parse", f"{rev}^{{commit}}").strip()
+        self.rev = rev
+
+    def _git(self, *args: str) -> str:
+        return subprocess.run(["git", "--git-dir", self.git_dir, *args], check=True,
+                              capture_output=True, text=True).stdout
+
+    def read(self, path: str) -> str:
+        return self._git("show", f"{self.commit}:{path}")
+
+    def ls(self, prefix: str) -> list[str]:
+        return [p for p in self._git("ls-tree", "-r", "--name-only", self.commit, prefix)
+                .splitlines() if p.endswith(".py")]
+
+    def origin(self) -> str:
+        try:
+            return self._git("config", "--get", "remote.origin.url").strip()
+        except subprocess.CalledProcessError:
+            return ""
 
 
 # ---- helpers ------------------------------------------------------------------------------
