@@ -23,15 +23,12 @@ cores bind; BlueField-3 16 x 5 = 80 GB/s > 0.8 x 83.2 = 66.56 GB/s: the DDR5 bin
 31.5 GB/s and pcie5-x16 63 GB/s, both at efficiency 0.76.
 """
 
-import contextlib
-import io
 import json
 import math
-from functools import lru_cache
 
 import pytest
 
-from optimus_calc.cli.main import main
+from tests_support import cli, cli_json  # noqa: F401 (one in-process runner)
 
 LAYOUT = ("llama70b", "--nodes", "2", "--tp", "2", "--pp", "4", "--zero", "3", "--recompute",
           "full", "--seq-len", "2048", "--global-batch", "16")
@@ -63,25 +60,6 @@ T_IN_BF2 = t_link(P_N, 16e9, PCIE4)
 # BlueField-3: max(9.082 / 23.94 = 0.3794, (9.082 + 22.492) / 47.88 = 0.6594) = 0.6594 s
 T_IN_BF3 = t_link(P_N, 32e9, PCIE5)
 PIPE_BF2 = t_pipe(T_IN_BF2, T_OPT_BF2, T_IN_BF2)         # 6.35744 + 2 x 1.98723 / 20 = 6.556 s
-
-
-@lru_cache(maxsize=None)
-def cli(*args: str):
-    """Run the CLI in-process once per argument list; (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main([str(a) for a in args])
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return code, out.getvalue(), err.getvalue()
-
-
-def cli_json(*args: str) -> dict:
-    code, out, err = cli(*args, "--format", "json")
-    assert code == 0, err
-    return json.loads(out)
 
 
 def req(doc: dict, parameter: str, role: str | None = None) -> dict:

@@ -6,38 +6,17 @@ DP2 ZeRO-3, 8 micro-batches of one sequence of 2048 tokens; P_n = 4,541,026,304 
 parameters per GPU in the last pipeline stage (20 layers), worked out in test_breakeven.py.
 """
 
-import contextlib
-import io
 import json
-from functools import lru_cache
 
 import pytest
 
-from optimus_calc.cli.main import main
+from tests_support import cli, cli_json  # noqa: F401 (one in-process runner)
 
 LAYOUT = ("llama70b", "--nodes", "2", "--tp", "2", "--pp", "4", "--zero", "3", "--recompute",
           "full", "--seq-len", "2048", "--global-batch", "16")
 P_N = 4_541_026_304
 PCIE4 = 31.5e9 * 0.76
 PCIE5 = 63.0e9 * 0.76
-
-
-@lru_cache(maxsize=None)
-def cli(*args: str):
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main([str(a) for a in args])
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return code, out.getvalue(), err.getvalue()
-
-
-def cli_json(*args: str) -> dict:
-    code, out, err = cli(*args, "--format", "json")
-    assert code == 0, err
-    return json.loads(out)
 
 
 def test_pipeline_equations_by_hand():

@@ -1,8 +1,14 @@
 """Helpers shared by test modules."""
 
+import contextlib
+import io
+import json
+from functools import lru_cache
+
 import numpy as np
 
 from optimus_calc.evaluate.batch import Batch
+from optimus_calc.cli.main import main
 from optimus_calc.evaluate.engine import evaluate
 
 
@@ -24,3 +30,22 @@ def evaluate_space(space, m, hw, base, asm):
            "feasible": chunk.finish(ev.reasons) == 0,
            "runs": chunk.finish(sup.any())}
     return out, chunk.columns(np.arange(len(space)))
+
+
+@lru_cache(maxsize=None)
+def cli(*args: str):
+    """Run the CLI in-process once per argument list; (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, out.getvalue(), err.getvalue()
+
+
+def cli_json(*args: str) -> dict:
+    code, out, err = cli(*args, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
