@@ -113,6 +113,16 @@ def test_env_var_and_header_name_the_profile(run, tmp_path, monkeypatch):
     ('[profile]\nruns = -1\n', "profile.runs"),
     ('[extra]\na = 1\n', "'extra'"),
     ('this is = = not toml', "not valid TOML"),
+    # link and NIC tables (issue 21: link and NIC efficiency are calibration candidates)
+    ('[nic."connectx-6"]\nefficiency = 1.5\n', "nic.connectx-6.efficiency"),
+    ('[nic."connectx-6"]\nefficiency = 0\n', "nic.connectx-6.efficiency"),
+    ('[nic."connectx-6"]\nline_rate_Gbps = 400\n', "nic.connectx-6.line_rate_Gbps"),
+    ('[nic."no-such-nic"]\nefficiency = 0.5\n', "nic.no-such-nic"),
+    ('[nic]\nconnectx-6 = 0.5\n', "nic.connectx-6"),
+    ('[link."nvlink3"]\nefficiency = "high"\n', "link.nvlink3.efficiency"),
+    ('[link."nvlink3"]\nbandwidth_GBps = 1\n', "link.nvlink3.bandwidth_GBps"),
+    ('[link."no-such-link"]\nefficiency = 0.5\n', "link.no-such-link"),
+    ('link = 3\n', "'link'"),
 ])
 def test_malformed_profile_is_one_line_naming_file_and_field(run, tmp_path, text, field):
     prof = tmp_path / "bad.toml"
