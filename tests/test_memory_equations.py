@@ -81,8 +81,13 @@ def test_spill():
 
 
 def test_compiled_module_is_fresh():
-    assert TARGET.read_text() == generate(), (
-        "equations/compiled.py is stale: run python -m optimus_calc.equations.codegen")
+    files = generate()
+    assert sorted(p.name for p in TARGET.glob("*.py")) == sorted(files), (
+        "equations/compiled/ has other modules than the registry's families: run "
+        "python -m optimus_calc.equations.codegen")
+    for name, text in files.items():
+        assert (TARGET / name).read_text() == text, (
+            f"equations/compiled/{name} is stale: run python -m optimus_calc.equations.codegen")
 
 
 def test_every_equation_has_source_doc_and_documented_symbols():

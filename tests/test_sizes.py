@@ -1,7 +1,7 @@
 """Size limits (issue 18): no hand-written module under src/ over 400 lines, no function or
 method there over 80 lines (``def`` to its last line, decorators not counted), and no script in
-tools/ over 400 lines. The generated modules (equations/compiled.py, regime_residuals.py) are
-exempt: codegen writes them."""
+tools/ over 400 lines. The generated table regime_residuals.py is exempt (validate writes it);
+equations/compiled/ is generated one module per equation family and held to the limits too."""
 
 import ast
 import textwrap
@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "optimus_calc"
 TOOLS = ROOT / "tools"
-GENERATED = {"equations/compiled.py", "regime_residuals.py"}
+GENERATED = {"regime_residuals.py"}
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
 
