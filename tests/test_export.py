@@ -482,3 +482,11 @@ def test_architecture_rules_need_the_model(cat):
         is Reason.MG_ARCH
     # without the model (a bare shape) the architecture rules are skipped
     assert _one(zero=3)[Framework.TORCHTITAN] is Reason.OK
+
+
+def test_autotp_with_zero3_is_not_offered_to_deepspeed():
+    # DeepSpeed's AutoTP training tutorial lists ZeRO stages 0-2 only
+    # (docs/_tutorials/autotp-training.md L20 @ edaa722): TP 2 with ZeRO-3 is refused, ZeRO-2 runs
+    assert _one(tp=2, dp=4, zero=3)[Framework.DEEPSPEED] is Reason.DS_AUTOTP_ZERO3
+    assert _one(tp=2, dp=4, zero=2)[Framework.DEEPSPEED] is Reason.OK
+    assert _one(tp=1, dp=8, zero=3)[Framework.DEEPSPEED] is Reason.OK

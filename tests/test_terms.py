@@ -115,6 +115,12 @@ def test_zero_shard_degree_by_hand():
     # 8 / 8 = 1, so b P / N = b (1e9 / 8 + 4e9 / 1) -> N = 5e9 / 4.125e9 = 1.2121...
     n = float(eq.memory__zero_shard_degree(D_p=8, P=5e9, P_x=4e9, c=1, e=8))
     assert n == pytest.approx(5e9 / (1e9 / 8 + 4e9))
+    # CP and EP together: dp 4, cp 2, ep 4, 1e9 dense + 4e9 expert parameters on the GPU: dense
+    # over dp x cp = 8, experts over the expert-DP group dp x cp / ep = 2 (Megatron
+    # parallel_state.py expert data parallel), so per rank 1e9/8 + 4e9/2 = 2.125e9 and
+    # N = 5e9 / 2.125e9 = 2.3529...
+    n = float(eq.memory__zero_shard_degree(D_p=4, P=5e9, P_x=4e9, c=2, e=4))
+    assert n == pytest.approx(5e9 / 2.125e9)
 
 
 def test_cpu_adam_roofline_by_hand():
