@@ -49,6 +49,25 @@ def test_zero1_cpu_slower_than_zero2_cpu_on_seed001(run):
     assert z2s["step_time_s"] == pytest.approx(z1["step_time_s"], rel=1e-9)
 
 
+def test_zero1_cpu_step_phase_by_phase_by_hand(run):
+    """The whole ZeRO-1 + CPU step on seed-001, phase by phase, shard 413,057,664 parameters,
+    host bandwidth B_r = 77.97 GB/s (above), link 23.94 GB/s:
+    gradient D2H 4 B / link = 69.02 ms; host staging 2 x 4 B / B_r = 42.38 ms; unscale (mul_,
+    read + write fp32) 8 B / B_r = 42.38 ms; CPU-Adam 28 B / B_r = 148.34 ms (its 12 FLOP/param at
+    32 FLOP/cycle x 2.45 GHz x 64 threads take 2.5 ms: memory binds); parameters back: cast on the
+    CPU (read 4 B, write 2 B) and pageable staging (2 x 2 B) 10 B / B_r = 52.98 ms, H2D 2 B / link
+    = 34.51 ms. Sum 389.6 ms, all exposed (overlap_comm false). ZeRO-3 + CPU (v0.15.0's schedule,
+    nothing overlaps the step): exposed equals the step."""
+    shard, b_r, link = 413_057_664, 0.47 * 0.81 * 204.8e9 * 2 / 2, 31.5e9 * 0.76
+    by_hand = shard * (4 / link + 8 / b_r + 8 / b_r + 28 / b_r + 10 / b_r + 2 / link)
+    z1 = _step(run, "--zero", 1)
+    assert z1["optimizer_s"] == pytest.approx(by_hand, rel=1e-3)
+    assert z1["optimizer_s"] == pytest.approx(0.3896, abs=2e-4)
+    assert z1["optimizer_exposed_s"] == pytest.approx(by_hand, rel=1e-3)
+    z3 = _step(run, "--zero", 3)
+    assert z3["optimizer_exposed_s"] == pytest.approx(z3["optimizer_s"], rel=1e-12)
+
+
 def test_zero12_cpu_has_no_host_scan_zero3_fp16_has(run):
     """ZeRO-1/2 + CPU track overflow on the GPU (no host scan, whatever the precision);
     ZeRO-3 scans the host buffer only with fp16 (stage3.py L2547-2551): its bf16 step is
