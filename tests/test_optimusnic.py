@@ -160,3 +160,24 @@ def test_sweep_global_batch_breakeven():
     assert rows[32]["pays_off"] is False and rows[64]["pays_off"] is True
     assert sw["breakeven_global_batch"] == 64
     assert rows[16]["gpu_fits"] is False
+
+
+def test_breakeven_pipeline_shards_over_dp_x_cp():
+    """With context parallelism the card's shard is the evaluator's (memory.zero_shard_degree):
+    Llama-3-8B (8,030,261,248 parameters) on one DGX A100, CP 2 x DP 4, ZeRO-1: 8 ranks, shard
+    1,003,782,656; gradients in, 2 B each over the GPU's PCIe Gen4 at 76% (23.94 GB/s):
+    2 x 1,003,782,656 / 23.94e9 = 83.86 ms (sharded over DP alone it would be twice that)."""
+    d = cli_json("breakeven", "llama-3-8b", "--nodes", 1, "--cp", 2, "--seq-len", 65536,
+                 "--zero", 1, "--recompute", "full", "--device", "bluefield-3")
+    found = []
+
+    def walk(o):
+        if isinstance(o, dict):
+            found.extend(v for k, v in o.items() if k == "gradient_in_s")
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+    walk(d)
+    assert found and found[0] == pytest.approx(2 * 8_030_261_248 / 8 / (31.5e9 * 0.76), rel=1e-3)

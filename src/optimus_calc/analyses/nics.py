@@ -72,8 +72,11 @@ def _pipelines(cat, cards, hw_sn, ev, layout: Layout, tr: Training, asm: Assumpt
     P, layers = row(ev.params_stage), row(ev.stage_layers)
     window = row(ev.stage_terms["optimizer_window_s"])
     z = int(layout.zero)
-    shard = P / (layout.dp if z >= 1 else 1)
-    opt_gpu = eq.memory__optimizer_offloaded_bytes(N_d=layout.dp, P=P, Z=z,
+    # the evaluator's shard degree (memory.zero_shard_degree: DP x CP, experts over DP x CP / EP)
+    n_sh = row(np.broadcast_to(np.asarray(ev.shard_degree_stage, dtype=np.float64),
+                               np.shape(ev.params_stage)))
+    shard = P / (n_sh if z >= 1 else 1)
+    opt_gpu = eq.memory__optimizer_offloaded_bytes(N_d=n_sh, P=P, Z=z,
                                                    b_o=tr.optimizer_bytes, f_k=0.0, o_o=1.0)
     k = np.arange(1, MAX_CARDS_PER_GPU + 1, dtype=np.float64)[:, None]   # (K, 1)
     per_card = eq.memory__bytes_per_offload_device(B_gpu=opt_gpu, G_n=gpn, K_n=k * gpn)

@@ -89,7 +89,8 @@ def _evaluate(ctx: Ctx, with_step: bool) -> Evaluation:
         offload_bytes_per_gpu=dev.bytes_per_gpu, offload_bytes_per_device=dev.bytes_per_device,
         offload_capacity_per_device=dev.capacity, offload_devices_per_node=dev.per_node,
         spill_bytes_per_device=dev.spill, host_bytes_per_node=dev.host_per_node,
-        host_capacity_bytes=dev.host_capacity, reasons=dev.reasons)
+        host_capacity_bytes=dev.host_capacity, reasons=dev.reasons,
+        shard_degree_stage=mem.n_sh)
     if mem.states_only or not with_step:  # the planner's first pass: memory and feasibility
         return Evaluation(has_step=False, **common)
     set_stage("compute")

@@ -41,6 +41,9 @@ class Evaluation:
     stage_terms: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     step_figures: dict[str, float] = field(default_factory=dict, repr=False)
     calls: tuple = field(default=(), repr=False)  # recording.Call of every equation, in order
+    # memory.zero_shard_degree per stage: the ranks a stage's ZeRO states shard over (DP x CP,
+    # experts over DP x CP / EP); analyses that size an offload shard take it from here
+    shard_degree_stage: np.ndarray | float = 1.0
 
     @property
     def inputs(self) -> dict[str, dict[str, np.ndarray]]:

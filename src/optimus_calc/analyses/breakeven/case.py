@@ -135,11 +135,14 @@ def measure(case: Case) -> State:
     params = np.asarray(ev.params_stage, dtype=np.float64).reshape(-1)
     layers = np.asarray(ev.stage_layers, dtype=np.float64).reshape(-1)
     p_k = float(params[k if params.size > 1 else 0])
+    shards = np.broadcast_to(np.asarray(ev.shard_degree_stage, dtype=np.float64),
+                             np.shape(ev.params_stage)).reshape(-1)
+    n_k = float(shards[k if shards.size > 1 else 0])
     l_k = float(layers[k if layers.size > 1 else 0])
     window = one(ev.term("optimizer_window_s"))
     pipe = {}
     if case.layout.offload is Offload.SMARTNIC and case.hw.smartnic is not None:
-        pipe = _pipeline_figures(case, p_k, l_k, window)
+        pipe = _pipeline_figures(case, p_k, n_k, l_k, window)
     return State(
         step_time_s=one(ev.step_time_s), optimizer_s=one(ev.term("optimizer_s")),
         optimizer_exposed_s=one(ev.term("optimizer_exposed_s")),
@@ -154,16 +157,16 @@ def measure(case: Case) -> State:
         window_s=window)
 
 
-def _pipeline_figures(case: Case, params_stage: float, layers: float, window: float) -> dict:
+def _pipeline_figures(case: Case, params_stage: float, shard_degree: float, layers: float,
+                      window: float) -> dict:
     """OptimusNIC's pipeline at the binding stage, with the evaluator's inputs: the rank's ZeRO
-    shard, the card's spill (memory.optimizer_offloaded_bytes, bytes_per_offload_device,
-    spill_bytes) and the window."""
+    shard over the evaluator's shard degree (memory.zero_shard_degree), the card's spill
+    (memory.optimizer_offloaded_bytes, bytes_per_offload_device, spill_bytes) and the window."""
     hw, lay, tr = case.hw, case.layout, case.training
     gpn = hw.gpus_per_node
     k_sn = lay.smartnics_per_node or gpn
-    dp = lay.dp
-    shard = params_stage / (dp if int(lay.zero) >= 1 else 1)
-    opt = eq.memory__optimizer_offloaded_bytes(N_d=dp, P=params_stage, Z=int(lay.zero),
+    shard = params_stage / (shard_degree if int(lay.zero) >= 1 else 1)
+    opt = eq.memory__optimizer_offloaded_bytes(N_d=shard_degree, P=params_stage, Z=int(lay.zero),
                                                b_o=tr.optimizer_bytes, f_k=0.0, o_o=1.0)
     dev = eq.memory__bytes_per_offload_device(B_gpu=opt, G_n=gpn, K_n=k_sn)
     spill = eq.memory__spill_bytes(B_dev=dev, C=hw.smartnic.memory_bytes)
