@@ -94,3 +94,9 @@ def test_unknown_command_did_you_mean(run, typed, suggestion):
 def test_unknown_command_far_from_all_lists_them(run):
     r = run("zzz", "--nodes", "2")
     assert r.code == 2 and r.err.startswith("error: no such command 'zzz'; commands: breakeven,")
+
+
+def test_global_option_after_the_command_says_where_it_goes(run):
+    r = run("step", "llama70b", "--nodes", "2", "--catalog-dir", "/tmp")
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert "--catalog-dir is a global option, give it first" in r.err

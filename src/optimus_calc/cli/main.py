@@ -56,6 +56,10 @@ COMMANDS = {
 }
 
 
+# options of the group itself (before the command name)
+GLOBAL_OPTIONS = ("--catalog-dir", "--debug")
+
+
 class App:
     """Shared state handed to every command with ``@click.pass_obj``."""
 
@@ -180,6 +184,9 @@ def main(argv: list[str] | None = None) -> None:
         _fail("aborted", 1)
     except click.exceptions.NoSuchOption as exc:
         hint = f" (did you mean {', '.join(exc.possibilities)}?)" if exc.possibilities else ""
+        if exc.option_name in GLOBAL_OPTIONS:  # given after the command: say where it goes
+            hint = (f" after the command: {exc.option_name} is a global option, give it first "
+                    f"(optimus-calc {exc.option_name} VALUE COMMAND ...)")
         _fail(f"no such option {exc.option_name}{hint}; see --help", 2)
     except NoSuchCommand as exc:
         _fail(exc.format_message(), 2)

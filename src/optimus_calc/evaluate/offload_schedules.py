@@ -46,7 +46,7 @@ class OffloadStep:
 
 def deepspeed_cpu_step(shard, *, zero, bucketed_params, precision: Precision, backward_s,
                        host: HostCPU, cpu: CPU, ranks_per_node, link_GBps, link_eff, asm: Assumptions,
-                       weight_bytes=2.0, grad_bytes=2.0) -> OffloadStep:
+                       weight_bytes: float, grad_bytes: float) -> OffloadStep:
     """ZeRO-Offload (offload_optimizer: cpu) for ZeRO stage ``zero`` (an array: 1, 2 or 3 per
     layout); ``backward_s`` the boundary micro-batch's backward; ``bucketed_params`` the GPU's
     parameters before partitioning (its gradient buckets carry all of them)."""
@@ -74,7 +74,7 @@ def deepspeed_cpu_step(shard, *, zero, bucketed_params, precision: Precision, ba
 
 def superoffload_step(shard, *, precision: Precision, backward_s, host: HostCPU, cpu: CPU,
                       ranks_per_node, link_GBps, link_eff, asm: Assumptions,
-                      weight_bytes=2.0, grad_bytes=2.0) -> OffloadStep:
+                      weight_bytes: float, grad_bytes: float) -> OffloadStep:
     """SuperOffload's step for the ``shard`` parameters whose state lives on the Grace CPU."""
     impl = AdamImpl.GRACE_ADAM
     worker = strategy_threads(Overlap.BACKWARD, host, ranks_per_node, asm)

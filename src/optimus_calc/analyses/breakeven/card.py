@@ -27,6 +27,7 @@ from optimus_calc.analyses.breakeven.problem import bracket
 from optimus_calc.specs.hardware import MIN_GB, MIN_GBPS, MIN_GHZ, MIN_TFLOPS, Link, SmartNIC
 
 MULTIPLE_CAP = 1e4   # no card beyond this multiple of the named one is tried
+MULTIPLE_FLOOR = 1e-4  # nor below this one (search bounds, not physics)
 LINK = "host_link.bandwidth_GBps"
 
 
@@ -147,12 +148,12 @@ def minimum_card(case: Case, goal: Goal, reference_s: float | None = None) -> Mi
     assert hw.smartnic is not None and hw.smartnic_host_link is not None
     named = CardSpec(hw.smartnic, hw.smartnic_host_link)
     oracle = _Oracle(case, goal, reference_s)
-    status, m = bracket(lambda f: oracle.ok(scaled(named, f, "keep")), 1.0, 1e-4,
+    status, m = bracket(lambda f: oracle.ok(scaled(named, f, "keep")), 1.0, MULTIPLE_FLOOR,
                         MULTIPLE_CAP, False)
     if status == "never" or m is None:
         at_cap = oracle.state(scaled(named, MULTIPLE_CAP, "keep"))
         return MinimumCard(goal, named, None, None, (), None, at_cap, oracle.calls)
     if status == "any":
-        m = 1e-4
+        m = MULTIPLE_FLOOR
     corner, reqs = _corner(oracle, named, scaled(named, m, "keep"))
     return MinimumCard(goal, named, m, corner, reqs, oracle.state(corner), None, oracle.calls)

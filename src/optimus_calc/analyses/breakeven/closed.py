@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from optimus_calc.equations.recording import eq
+
 from optimus_calc.analyses.breakeven.case import Case, Goal, State
 from optimus_calc.evaluate.hw_params import Param
 from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, device_from, device_time
@@ -54,7 +56,7 @@ def optimizer_inputs(case: Case, st: State) -> OptimizerInputs | None:
         return None
     # a two-tier card reads at the tiers' mixed bandwidth: B_mem is that, for the other limits
     mem_Bps = float(bw) / dev.mem_eff if two_tier else dev.mem_Bps
-    exposed = float(max(0.0, st.pipeline_s - st.window_s))  # optimusnic.exposed_time
+    exposed = float(eq.optimusnic__exposed_time(T_pipe=st.pipeline_s, W_o=st.window_s))
     if not math.isclose(exposed, st.optimizer_exposed_s, rel_tol=1e-9, abs_tol=1e-12):
         return None
     values = {S.Pn: p_n, S.bpp: beta, S.fpp: phi, S.eta_m: dev.mem_eff, S.BW: mem_Bps,

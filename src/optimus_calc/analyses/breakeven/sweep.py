@@ -18,6 +18,8 @@ from optimus_calc.analyses.breakeven.case import Case, measure
 from optimus_calc.specs.training import Offload
 
 MAX_POINTS = 12
+# a search bound, not physics: the global-batch sweep stops at 16x the given batch
+MAX_BATCH_MULTIPLE = 16
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ def sweep_batch(case: Case, what: str) -> BatchSweep:
             points.append(_point(case, dp * mb * m_now, mb))
         elif tr.global_batch % (dp * mb) == 0:
             points.append(_point(case, tr.global_batch, mb))
-        if dp * mb >= tr.global_batch * (16 if what == "global-batch" else 1):
+        if dp * mb >= tr.global_batch * (MAX_BATCH_MULTIPLE if what == "global-batch" else 1):
             break
         mb *= 2
     return BatchSweep(what, tuple(points))
