@@ -491,3 +491,11 @@ def test_pp_point_to_point_by_hand(run, sp, divisor):
     st = _json(run, "step", "llama-2-7b", "--pp", "2", "--tp", "2", sp)
     z = 4096 * 4096 * 2 / divisor
     assert st["pp_comm_s"] == pytest.approx(256 * 2 * (1e-6 + z / 231e9), rel=1e-9)
+
+
+def test_bucket_capacity_and_logits_flops_by_hand():
+    # DDP at ZeRO-0: 25 MB = 25e6 bytes; ZeRO: 5e8 elements x 2 B (bf16 gradients) = 1e9 bytes
+    assert float(eq.memory__bucket_capacity_bytes(M_ddp=25, Z=0, Z_bk=5e8, b_g=2)) == 25e6
+    assert float(eq.memory__bucket_capacity_bytes(M_ddp=25, Z=2, Z_bk=5e8, b_g=2)) == 1e9
+    # Llama-3-70B logits: 2 x 8192 x 128,256 = 2,101,346,304 FLOP per token (Narayanan eq. 3)
+    assert float(eq.compute__logits_flops_per_token(V=128_256, h=8192)) == 2 * 8192 * 128_256

@@ -87,3 +87,9 @@ exposed_time = equation(
     "seeds/optimusnic.md section 5 (ZeRO-Offload: W = 0, the step is exposed; OptimusNIC: W = "
     "backward + next forward, layer by layer); seeds/superoffload.md (W = backward, STV)",
     "Part of the optimizer step and its transfers that the overlap window does not hide.")
+
+
+logits_flops_per_token = equation(
+    "compute.logits_flops_per_token", 2 * h * V, "FLOP",
+    "Narayanan et al. SC'21 (arXiv 2104.04473) eq. 3: the logit layer's 2 h V per token",
+    "Forward FLOPs per token of the output (logits) projection, F_h.")

@@ -179,6 +179,15 @@ stage_activation_bytes = equation(
 
 B_cap = sym("B_cap", "gradient bucket capacity, bytes (DDP bucket_cap_mb, DeepSpeed reduce_bucket_size)")
 
+M_ddp = sym("M_ddp", "PyTorch DDP bucket_cap_mb, MB (1e6 bytes)")
+Z_bk = sym("Z_bk", "DeepSpeed ZeRO reduce_bucket_size, elements")
+bucket_capacity_bytes = equation(
+    "memory.bucket_capacity_bytes",
+    sp.Piecewise((M_ddp * 10**6, sp.Eq(Z, 0)), (Z_bk * b_g, True)), "bytes",
+    "PyTorch DDP bucket_cap_mb (torch/nn/parallel/distributed.py, 25 MB) without ZeRO; "
+    "DeepSpeed reduce_bucket_size in elements of the gradient dtype (runtime/zero/config.py)",
+    "Capacity of one gradient bucket: DDP's in megabytes at ZeRO-0, ZeRO's in elements.")
+
 bucket_bytes = equation(
     "memory.bucket_bytes", sp.Min(B_cap, b_g * P), "bytes",
     "PyTorch DDP (torch/nn/parallel/distributed.py, bucket_cap_mb) and DeepSpeed ZeRO "

@@ -130,7 +130,8 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
         c=ctx.cp, lambda_l=st["last"], n_f=np.minimum(ctx.pp - st["index"], ctx.m), p=ctx.pp,
         s=ctx.s, t=ctx.t, v=ctx.v)
     z, gbytes = ctx.z, tr.gradient_bytes
-    cap_bkt = np.where(z == 0, asm.ddp_bucket_MB * 1e6, asm.zero_bucket_params * gbytes)
+    cap_bkt = eq.memory__bucket_capacity_bytes(M_ddp=asm.ddp_bucket_MB, Z=z,
+                                               Z_bk=asm.zero_bucket_params, b_g=gbytes)
     bkt = eq.memory__bucket_bytes(B_cap=cap_bkt, P=P, b_g=gbytes)
     over = eq.memory__overhead_bytes(
         G=G, M_act=act, M_bkt=bkt, M_ctx=asm.cuda_context_GB * GB, O=O,

@@ -26,7 +26,7 @@ def layer_flops(model: Model, seq: int) -> tuple[float, float]:
         width = model.expert_ffn * model.top_k + model.shared_ffn * model.shared_experts
         moe = float(eq.compute__flops_per_token_layer(E=model.experts, f_a=width, **common))
         f_l = (model.dense_layers * dense + model.moe_layers * moe) / model.layers
-    return f_l, 2.0 * model.hidden * model.vocab
+    return f_l, float(eq.compute__logits_flops_per_token(V=model.vocab, h=model.hidden))
 
 
 def recompute_flops(model: Model, seq: int, rc, f_l: float):
@@ -145,7 +145,8 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     a_dp, b_dp = group(hw, n_dp, ctx.t, nic=nic)
     p_x = mem.p_x
     z_g, z_w = gbytes * (P - p_x), wb * P
-    cap_g = np.where(z == 0, asm.ddp_bucket_MB * 1e6, asm.zero_bucket_params * gbytes)
+    cap_g = eq.memory__bucket_capacity_bytes(M_ddp=asm.ddp_bucket_MB, Z=z,
+                                             Z_bk=asm.zero_bucket_params, b_g=gbytes)
     k_g = eq.step__gradient_buckets(B_cap=cap_g, P=P - p_x, b_g=gbytes)
     dpr = dict(alpha=a_dp, beta=b_dp, n=n_dp, z=z_g / k_g)
     T_bkt = np.where(z == 0, eq.comm__ring_all_reduce_time(**dpr),

@@ -23,6 +23,11 @@ def compute__flops_per_token_layer(E, P_att, d_s, d_v, f_a, h, m_m, s):
     return 2*E*h + 2*P_att + 2*f_a*h*m_m + 2*s*(d_s + d_v)
 
 
+def compute__logits_flops_per_token(V, h):
+    """compute.logits_flops_per_token [FLOP]: Narayanan et al. SC'21 (arXiv 2104.04473) eq. 3: the logit layer's 2 h V per token"""
+    return 2*V*h
+
+
 def compute__optimizer_step_time(B_core, B_mem, F_core, F_dev, P_n, beta_p, c_n, eta_m, n_t, phi_p):
     """compute.optimizer_step_time [s]: roofline (Williams et al. 2009); element-wise Adam is memory-bound (seeds/optimusnic.md section 4.2); on CPUs and Arm SoCs bandwidth grows with threads until it saturates (optimusnic.md Fig. 2)"""
     return numpy.maximum(P_n*phi_p*numpy.where(numpy.equal(c_n, 1), 1/(F_core*n_t), F_dev**(-1.0)), P_n*beta_p*numpy.where(numpy.equal(c_n, 1), numpy.minimum(B_core*n_t, B_mem*eta_m)**(-1.0), 1/(B_mem*eta_m)))

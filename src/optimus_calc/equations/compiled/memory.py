@@ -18,6 +18,11 @@ def memory__bucket_bytes(B_cap, P, b_g):
     return numpy.minimum(B_cap, P*b_g)
 
 
+def memory__bucket_capacity_bytes(M_ddp, Z, Z_bk, b_g):
+    """memory.bucket_capacity_bytes [bytes]: PyTorch DDP bucket_cap_mb (torch/nn/parallel/distributed.py, 25 MB) without ZeRO; DeepSpeed reduce_bucket_size in elements of the gradient dtype (runtime/zero/config.py)"""
+    return numpy.where(numpy.equal(Z, 0), 1000000*M_ddp, Z_bk*b_g)
+
+
 def memory__bytes_per_offload_device(B_gpu, G_n, K_n):
     """memory.bytes_per_offload_device [bytes]: seeds/optimusnic.md section 4.1: a SmartNIC paired with each GPU (K_n = G_n)"""
     return B_gpu*G_n/K_n
