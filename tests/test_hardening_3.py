@@ -437,3 +437,17 @@ def test_ctrl_c_exits_130_and_leaves_no_output_file(tmp_path):
     assert r.returncode == 130, r.stderr
     assert r.stderr == "error: interrupted\n"
     assert _left(tmp_path) == []
+
+
+def test_unwritable_plot_directory_fails_before_any_work(run, monkeypatch):
+    """`--plot /proc/x.png`: the directory cannot take a new file; refused before the model is
+    evaluated (the evaluator is never called)."""
+    import optimus_calc.evaluate.engine as engine
+    import optimus_calc.evaluate.memory as memory
+
+    def boom(*a, **k):
+        raise AssertionError("evaluated before the output path was checked")
+    monkeypatch.setattr(engine, "evaluate", boom)
+    monkeypatch.setattr(memory, "evaluate", boom)
+    r = run("memory", "llama70b", "--nodes", "2", "--plot", "/proc/x.png")
+    assert r.code == 2 and r.err.count("\n") == 1 and "/proc" in r.err

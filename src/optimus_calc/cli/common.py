@@ -175,6 +175,15 @@ def check_target(output: str, flag: str = "-o") -> None:
     pst = safe_stat(parent)
     if pst is None or not stat.S_ISDIR(pst.st_mode):
         raise InputError(f"{flag} {output[:200]!r}: directory {parent[:200]!r} does not exist")
+    if st is None or stat.S_ISREG(st.st_mode):  # a file will be created there: can it be?
+        import tempfile
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".optimus-calc-probe.", dir=parent)
+        except OSError as exc:
+            raise InputError(f"{flag} {output[:200]!r}: cannot write in {parent[:200]!r}: "
+                             f"{exc.strerror}") from None
+        os.close(fd)
+        os.unlink(probe)
 
 
 def write_file(output: str, data: str | bytes, flag: str = "-o") -> None:
