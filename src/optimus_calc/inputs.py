@@ -21,7 +21,8 @@ from optimus_calc.evaluate.inputs import Inputs
 from optimus_calc.loaders import safe_stat
 from optimus_calc.search.inputs import SearchInputs, check_offloads
 from optimus_calc.specs.model import BareModel, Model
-from optimus_calc.specs.training import (Assumptions, Layout, Offload, Recompute, Training,
+from optimus_calc.specs.training import (Assumptions, Fp8Recipe, Layout, Offload, Recompute,
+                                         Training,
                                          ZeroStage)
 from optimus_calc.units import looks_like_count, parse_count
 
@@ -169,6 +170,7 @@ def training_from(kw: dict, model, dp: int) -> tuple[Training, bool, bool]:
         origins["seq_len"] = f"the sequence length of {model.name}"
     fields = dict(seq_len=seq, micro_batch=kw["micro_batch"], global_batch=kw["global_batch"],
                   precision=kw["precision"], optimizer=kw["optimizer"],
+                  fp8_recipe=kw.get("fp8_recipe") or Fp8Recipe.TE_DELAYED,
                   grad_bytes=kw["grad_bytes"] or 0, recompute=kw["recompute"],
                   sequence_parallel=kw["sp"], flash_attention=kw["flash_attn"],
                   dropout=dropout_of(kw, model), model_states_only=kw["model_states_only"],
@@ -199,6 +201,8 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict) -> Inputs:
                          "architecture; add --model-states-only or give a catalog model or "
                          "config.json")
     check_layout(model, layout, tr)
+    from optimus_calc.evaluate.fp8 import check_fp8_gpu
+    check_fp8_gpu(hw.gpu, tr)
     return Inputs(model, hw, layout, tr, assumptions_from(kw), gb_default,
                   seq_default, kw.get("profile"))
 
@@ -225,8 +229,11 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
     tr = make_training(origins, seq_len=kw["seq_len"] or model.seq_len,
                        global_batch=kw["global_batch"],  # None: the batch rule per layout
                        precision=kw["precision"], optimizer=kw["optimizer"],
+                       fp8_recipe=kw.get("fp8_recipe") or Fp8Recipe.TE_DELAYED,
                        grad_bytes=kw["grad_bytes"] or 0, flash_attention=kw["flash_attn"],
                        dropout=dropout_of(kw, model), multicast=kw["multicast"])
+    from optimus_calc.evaluate.fp8 import check_fp8_gpu
+    check_fp8_gpu(hw.gpu, tr)
     asm = assumptions_from(kw)
     offloads = parse_choices(kw.get("offloads"), Offload, "--offloads") or ()
     offloads += parse_choices(kw.get("offload"), Offload, "--offload") or ()

@@ -21,7 +21,7 @@ from optimus_calc.cli.types import FiniteFloat
 from optimus_calc.errors import InputError
 from optimus_calc.inputs import build_inputs as _build_inputs
 from optimus_calc.inputs import make_training, parse_assumptions  # noqa: F401  (re-exported)
-from optimus_calc.specs.training import Offload, Optimizer, Precision, Recompute
+from optimus_calc.specs.training import Fp8Recipe, Offload, Optimizer, Precision, Recompute
 
 
 def _stack(*options: Callable) -> Callable:
@@ -92,7 +92,13 @@ def _training(global_batch_help: str, per_layout: bool, lists: bool = False) -> 
                      default=None, metavar="N[,N...]" if lists else None,
                      help=global_batch_help + (" A list varies it." if lists else "")),
         click.option("--precision", type=click.Choice([p.value for p in Precision]),
-                     default=Precision.BF16.value, show_default=True),
+                     default=Precision.BF16.value, show_default=True,
+                     help="Training precision; fp8: weight GEMMs in FP8 (needs an FP8 GPU), "
+                          "weights, gradients and optimizer as bf16."),
+        click.option("--fp8-recipe", type=click.Choice([r.value for r in Fp8Recipe]),
+                     default=Fp8Recipe.TE_DELAYED.value, show_default=True,
+                     help="With --precision fp8: Transformer Engine delayed or current scaling "
+                          "(Megatron-LM), or torchao float8 (torchtitan)."),
         click.option("--optimizer", type=click.Choice([o.value for o in Optimizer]),
                      default=Optimizer.ADAM.value, show_default=True),
         click.option("--grad-bytes", type=click.IntRange(1, 8), default=None,

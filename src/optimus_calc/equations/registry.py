@@ -51,7 +51,8 @@ def equation(name: str, expr: sp.Expr, unit: str, source: str, doc: str) -> Equa
 
 # The modules that register equations, imported by name (never statically: they import this
 # module, and the registry stays the floor below them).
-MODULES = ("memory", "comm", "compute", "step", "offload", "efficiency", "train", "optimusnic")
+MODULES = ("memory", "comm", "compute", "step", "offload", "efficiency", "train", "optimusnic",
+           "fp8")
 
 
 def load_all() -> dict[str, Equation]:

@@ -25,6 +25,7 @@ import dataclasses
 import numpy as np
 
 from optimus_calc.equations.recording import Recorder, eq, recording, set_scope, set_stage
+from optimus_calc.evaluate import fp8
 from optimus_calc.evaluate import strategies as S
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import Hardware
@@ -124,7 +125,8 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
     layer_args = dict(a=model.heads, b=ctx.mb, c=ctx.cp, d=int(tr.dropout), h=model.hidden,
                       m_c=m_c, phi=int(tr.flash_attention), q_c=q_c, s=ctx.s, sigma=sigma,
                       t=ctx.t)
-    act_layer = eq.memory__activation_layer_bytes(r=ctx.rc, **layer_args)
+    act_layer = fp8.activation_layer_bytes(
+        ctx, eq.memory__activation_layer_bytes(r=ctx.rc, **layer_args), layer_args)
     act = eq.memory__stage_activation_bytes(
         L_s=st["layers"], M_layer=act_layer, V=model.vocab, b=ctx.mb, beta_l=asm.logits_bytes,
         c=ctx.cp, lambda_l=st["last"], n_f=np.minimum(ctx.pp - st["index"], ctx.m), p=ctx.pp,
@@ -152,6 +154,7 @@ def memory_stage(ctx: Ctx) -> MemoryRecord:
         B_pf=asm.zero3_prefetch_bucket_params, M_live=asm.zero3_max_live_params, P_pers=p_pers,
         b_g=gbytes, b_w=wb, p_mod=p_mod)
     W = eq.memory__weights_bytes(N_d=n_sh, P=P, W_res=w_res, Z=z, b_w=wb, o_w=o_w)
+    W = W + fp8.weight_copy_bytes(ctx)  # FP8 copies of the GEMM weights (TE recipes)
     G = eq.memory__gradients_bytes(N_d=n_sh, P=P, Z=z, b_g=gbytes, o_g=o_g)
     O = eq.memory__optimizer_bytes(N_d=n_sh, P=P, Z=z, b_o=ob, f_k=f_k, o_o=o_o)
     n_f = np.minimum(ctx.pp - st["index"], ctx.m)

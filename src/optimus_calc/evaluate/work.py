@@ -9,6 +9,7 @@ from optimus_calc.equations.recording import eq, set_scope
 from optimus_calc.evaluate.batch import R_FULL, R_NONE, R_SELECTIVE
 from optimus_calc.evaluate.context import check_precision
 from optimus_calc.evaluate.efficiency import compute_efficiency
+from optimus_calc.evaluate.fp8 import fp8_gemm_ratio
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord
 from optimus_calc.evaluate.topology import group, neighbour, nic_Bps
@@ -69,7 +70,7 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     f_att = eq.step__attention_core_flops(L_stage=Ls, d_s=model.score_dim, d_v=model.value_dim,
                                           s=s, tau_g=tau)
     eff = dict(gpu=hw.gpu, h=model.hidden, t=ctx.t, s=s / ctx.cp, b=ctx.mb,
-               flash=tr.flash_attention, asm=asm)
+               flash=tr.flash_attention, asm=asm, fp8=fp8_gemm_ratio(tr, asm))
     act0 = eq.memory__activation_layer_bytes(r=0, **mem.layer_args)
     fwd_pass = eq.step__elementwise_forward_passes(f_e=asm.elementwise_factor)
     bwd_pass = eq.step__elementwise_backward_passes(f_e=asm.elementwise_factor,

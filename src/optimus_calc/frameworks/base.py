@@ -44,7 +44,8 @@ class Layouts:
 
     def __init__(self, tp, pp, dp, cp, ep, zero, offload, offload_params, interleave,
                  micro_batch, *, heads: int, n_kv: int, experts: int, layers: int,
-                 global_batch=None, precision: str = "bf16", model=None):
+                 global_batch=None, precision: str = "bf16", model=None,
+                 fp8_recipe: str = "te-delayed"):
         (self.tp, self.pp, self.dp, self.cp, self.ep, self.zero, self.off, self.v,
          self.mb) = np.broadcast_arrays(*(np.asarray(a, dtype=np.int64) for a in (
              tp, pp, dp, cp, ep, zero, offload, interleave, micro_batch)))
@@ -52,6 +53,7 @@ class Layouts:
         self.heads, self.n_kv, self.experts, self.layers = heads, n_kv, experts, layers
         self.gb = None if global_batch is None else np.asarray(global_batch, dtype=np.int64)
         self.precision = precision
+        self.fp8_recipe = fp8_recipe  # with precision fp8: te-delayed, te-current or torchao
         self.model = model  # the Model, for rules on the architecture (None: those are skipped)
 
     @property
@@ -60,6 +62,13 @@ class Layouts:
 
     def everywhere(self) -> np.ndarray:
         return np.ones(self.shape, dtype=bool)
+
+    def fp8_unless(self, *recipes: str) -> np.ndarray | None:
+        """Everywhere when the run is FP8 with a recipe outside ``recipes``; None otherwise
+        (the rule does not apply)."""
+        if self.precision != "fp8" or self.fp8_recipe in recipes:
+            return None
+        return self.everywhere()
 
     @cached_property
     def smartnic(self) -> np.ndarray:

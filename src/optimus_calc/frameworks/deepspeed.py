@@ -47,6 +47,9 @@ ENGINE_RULES: tuple[Rule, ...] = (
          "stages", "runtime/pipe/schedule.py L189", lambda x: x.v > 1),
     _row("DS_EXPERTS_EP", "experts must be a multiple of the expert-parallel size",
          "deepspeed/moe/layer.py L59", lambda x: x.experts_bad),
+    _row("DS_FP8", "the config has no FP8 training switch: its precision sections are bf16 and "
+         "fp16 only", "runtime/precision_config.py L30, L92; no fp8 key in runtime/config.py",
+         lambda x: x.fp8_unless()),
 )
 
 RULES: tuple[Rule, ...] = ENGINE_RULES + (

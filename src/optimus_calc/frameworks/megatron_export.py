@@ -19,7 +19,8 @@ from optimus_calc.frameworks.megatron import unbuildable
 from optimus_calc.frameworks.exporting import (ExportError, environment_lines,
                                                grad_accumulation, require)
 from optimus_calc.frameworks import Framework
-from optimus_calc.specs.training import Offload, Optimizer, Precision, Recompute, ZeroStage
+from optimus_calc.specs.training import (Fp8Recipe, Offload, Optimizer, Precision, Recompute,
+                                         ZeroStage)
 
 # Megatron's default dropout (TransformerConfig.hidden_dropout / attention_dropout = 0.1,
 # megatron/core/transformer/transformer_config.py L188-191): written when the plan assumed
@@ -254,6 +255,14 @@ def _zero_precision(a: _Args, lay, tr) -> None:
             a.add("--fp16")
         case Precision.FP32:
             pass  # Megatron-LM's default
+        case Precision.FP8:
+            # bf16 weights with Transformer Engine FP8 GEMMs: --fp8-format (TransformerConfig.fp8,
+            # e4m3 forward / e5m2 gradients = hybrid) and --fp8-recipe, transformer_config.py
+            # L587-600 @ d98e8a6 (tensorwise = TE Float8CurrentScaling, fp8_utils.py L775-777)
+            a.add("--bf16")
+            a.add("--fp8-format", "hybrid")
+            a.add("--fp8-recipe", "delayed" if tr.fp8_recipe is Fp8Recipe.TE_DELAYED
+                  else "tensorwise")
         case _:
             assert_never(prec)
     a.add("--optimizer", "sgd" if tr.optimizer is Optimizer.SGD else "adam")

@@ -127,11 +127,13 @@ def run_rules(rules: tuple[Rule, ...], x: Layouts) -> np.ndarray:
 def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interleave,
                       micro_batch, sequence_parallel, recompute, *, heads: int, n_kv: int,
                       experts: int, layers: int, global_batch=None,
-                      precision: str = "bf16", frameworks=None, model=None) -> FrameworkSupport:
+                      precision: str = "bf16", frameworks=None, model=None,
+                      fp8_recipe: str = "te-delayed") -> FrameworkSupport:
     """Which framework runs each layout. Arrays broadcast together; ``offload`` holds indices
     into ``specs.training.Offload``, ``zero`` 0-3, ``offload_params`` bool. ``global_batch``
     (scalar or array) gives the micro-batch count for rules that need it; without it those
-    rules are skipped. ``precision`` is the Training precision value (bf16, fp16, fp32).
+    rules are skipped. ``precision`` is the Training precision value (bf16, fp16, fp32, fp8),
+    ``fp8_recipe`` its FP8 recipe (te-delayed, te-current, torchao).
     ``model`` (the Model) enables the rules on the architecture (a framework that cannot build
     it); without it they are skipped.
     ``sequence_parallel`` and ``recompute`` are accepted for a stable signature: every
@@ -139,7 +141,8 @@ def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interle
     del sequence_parallel, recompute
     x = Layouts(tp, pp, dp, cp, ep, zero, offload, offload_params, interleave, micro_batch,
                 heads=heads, n_kv=n_kv, experts=experts, layers=layers,
-                global_batch=global_batch, precision=precision, model=model)
+                global_batch=global_batch, precision=precision, model=model,
+                fp8_recipe=fp8_recipe)
     Framework = enums()[0]
     keys = [Framework(p.key) if p.key in Framework._value2member_map_ else p.key
             for p in plugins() if frameworks is None or p.key in set(map(str, frameworks))]
@@ -171,5 +174,6 @@ def layout_support(layout, training, model) -> dict:
         offload_code(layout.offload), layout.offload_params, layout.interleave,
         training.micro_batch, training.sequence_parallel, training.recompute.code,
         heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
-        global_batch=training.global_batch, precision=training.precision.value, model=model)
+        global_batch=training.global_batch, precision=training.precision.value, model=model,
+        fp8_recipe=training.fp8_recipe.value)
     return {f: Reason(int(r.reshape(-1)[0])) for f, r in s.reason.items()}

@@ -86,6 +86,10 @@ def _no_flavour(x):
 
 RULES: tuple[Rule, ...] = (
     SMARTNIC,
+    _row("TT_FP8_TORCHAO", "FP8 is torchao's Float8Linear (model.converters = "
+         "[\"quantize.linear.float8\"]), not Transformer Engine",
+         "torchtitan/components/quantization/float8.py L28-100, L238",
+         lambda x: x.fp8_unless("torchao")),
     _row("TT_FP16", "mixed precision is bfloat16 or float32, no fp16",
          "torchtitan/config/job_config.py L282",
          lambda x: x.everywhere() if x.precision == "fp16" else None),

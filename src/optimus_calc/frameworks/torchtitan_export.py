@@ -85,12 +85,31 @@ def torchtitan_sections(layout, training, model) -> tuple[dict[str, dict], list[
     if tr.recompute is Recompute.SELECTIVE:
         ac["selective_ac_option"] = "op"
     sec["activation_checkpoint"] = ac
+    if tr.precision is Precision.FP8:
+        _float8(sec, lay)
     if lay.tp > 1 and not tr.sequence_parallel:
         notes.append("torchtitan always shards the sequence with TP (sequence parallelism on)")
     return sec, notes
 
 
+def _float8(sec: dict, lay) -> None:
+    """torchao float8 (tensorwise): the converter registered as quantize.linear.float8
+    (torchtitan/components/quantization/float8.py L238 @ v0.2.2), its section as the llama3
+    configs write it (models/llama3/train_configs/llama3_8b.toml L61-64: the output layer stays
+    bf16), FSDP's float8 all-gather where FSDP shards (docs/float8.md), and torch.compile, which
+    the docs call required for competitive performance (the FP8 efficiency is calibrated on
+    compiled runs)."""
+    sec["model"]["converters"] = ["quantize.linear.float8"]
+    shard = lay.zero is not ZeroStage.NONE and lay.dp > 1
+    sec["quantize.linear.float8"] = {"enable_fsdp_float8_all_gather": shard,
+                                     "precompute_float8_dynamic_scale_for_fsdp": shard,
+                                     "filter_fqns": ["output"]}
+    sec["compile"] = {"enable": True, "components": ["model", "loss"]}
+
+
 def _toml_value(v) -> str:
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):

@@ -148,7 +148,8 @@ def _support(views: dict, model: Model, base: Training):
         views["tp"], views["pp"], views["dp"], views["cp"], views["ep"], views["zero"],
         views["offload"], 0, views["v"], views["mb"], views["sp"], views["recompute"],
         heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
-        global_batch=views["gb"], precision=base.precision.value, model=model)
+        global_batch=views["gb"], precision=base.precision.value, model=model,
+        fp8_recipe=base.fp8_recipe.value)
 
 
 def _first_pass(chunk, model: Model, hw: Hardware, base: Training, asm: Assumptions, table,

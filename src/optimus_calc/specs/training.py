@@ -84,10 +84,28 @@ class Precision(str, Enum):
     BF16 = "bf16"
     FP16 = "fp16"
     FP32 = "fp32"
+    # FP8 GEMMs over bf16 weights: the model keeps bf16 weights and gradients and fp32 master
+    # weights and moments (Transformer Engine and torchao quantize before each GEMM), so the
+    # bytes per parameter are bf16's; the GEMMs run at the FP8 peak (evaluate/fp8.py)
+    FP8 = "fp8"
 
     @property
     def weight_bytes(self) -> int:
         return 4 if self is Precision.FP32 else 2
+
+
+class Fp8Recipe(str, Enum):
+    """How FP8 training scales and keeps its FP8 tensors (with ``--precision fp8``)."""
+
+    TE_DELAYED = "te-delayed"    # Transformer Engine DelayedScaling (Megatron --fp8-recipe delayed)
+    TE_CURRENT = "te-current"    # TE Float8CurrentScaling (Megatron --fp8-recipe tensorwise)
+    TORCHAO = "torchao"          # torchao Float8Linear, tensorwise (torchtitan quantize.linear.float8)
+
+    @property
+    def transformer_engine(self) -> bool:
+        """TE keeps an FP8 copy of each GEMM weight and saves GEMM inputs in FP8 (evaluate/fp8.py);
+        torchao saves the high-precision tensors and casts again in the backward."""
+        return self is not Fp8Recipe.TORCHAO
 
 
 class Optimizer(str, Enum):
@@ -114,6 +132,8 @@ class Training(Frozen):
         description="global batch, sequences; None: the batch rule's for each layout "
                     "(evaluate.batch.resolve_global_batch)")
     precision: Precision = Precision.BF16
+    fp8_recipe: Fp8Recipe = Field(default=Fp8Recipe.TE_DELAYED,
+                                  description="FP8 recipe (used with precision fp8 only)")
     optimizer: Optimizer = Optimizer.ADAM
     grad_bytes: int = Field(default=0, ge=0, le=8,
                             description="bytes per gradient on the GPU (0 = weight bytes)")
@@ -243,6 +263,22 @@ class Assumptions(Frozen):
         description="HBM passes of element-wise work over the stored activation bytes: written "
                     "forward, read backward, gradient written and read (4); a recomputed "
                     "forward adds one (derived, not measured)")
+    fp8_gemm_efficiency: float = Field(
+        default=0.75, ge=MIN_EFFICIENCY, le=1,
+        description="FP8 weight GEMMs reach this fraction of the BF16 GEMM efficiency of the same "
+                    "shape, against the FP8 peak (quantization casts and amax included). "
+                    "Calibrated on one public pair: torchtitan benchmarks/"
+                    "llama3_h100_202412_torchtitan.md Table 1 (v0.2.2), Llama 3.1 8B on 8 H100, "
+                    "FSDP + torch.compile 6,667 tokens/s/GPU, + Float8 8,532 (x1.28); the "
+                    "model gives x1.28 for that run with 0.75 (tests/test_fp8.py). A "
+                    "divisor: at least 0.01 (MIN_EFFICIENCY)")
+    fp8_weight_copy_bytes: float = Field(
+        default=1.0, ge=0, le=4,
+        description="bytes per GEMM weight of the FP8 copy Transformer Engine keeps beside the "
+                    "bf16 weight: 1 (TransformerEngine docs/features/low_precision_training/"
+                    "performance_considerations/performance_considerations.rst L247 @ d0067d0: "
+                    "2 MB bf16 weight + 1 MB weight in FP8); 2 counts the Hopper transpose "
+                    "(columnwise) copy of the backward too")
     tp_overlap: float = Field(
         default=0.0, ge=0, le=1,
         description="assumed: fraction of TP communication hidden behind compute (0: exposed)")

@@ -3,6 +3,7 @@ in one namespace (``compiled.memory__weights_bytes``). Do not edit."""
 from optimus_calc.equations.compiled.comm import *  # noqa: F401,F403
 from optimus_calc.equations.compiled.compute import *  # noqa: F401,F403
 from optimus_calc.equations.compiled.efficiency import *  # noqa: F401,F403
+from optimus_calc.equations.compiled.fp8 import *  # noqa: F401,F403
 from optimus_calc.equations.compiled.memory import *  # noqa: F401,F403
 from optimus_calc.equations.compiled.offload import *  # noqa: F401,F403
 from optimus_calc.equations.compiled.optimusnic import *  # noqa: F401,F403

@@ -1,0 +1,88 @@
+"""FP8 training (``--precision fp8``): the weight GEMMs at the FP8 peak, the FP8 copies in memory.
+
+FP8 training as Transformer Engine (TE) and torchao run it keeps the model in bf16 and the
+optimizer in fp32 (so the bytes per parameter are bf16 training's) and quantizes the inputs of
+each weight GEMM to FP8 just before the GEMM. The attention core (FlashAttention) and the
+logits stay bf16. What changes:
+
+* time: the weight GEMMs run at the FP8 dense peak with their own efficiency;
+* memory (TE only): an FP8 copy of each GEMM weight beside the bf16 weight, and the GEMM inputs
+  saved for the backward in FP8 (1 byte) instead of bf16 (2 bytes). torchao's Float8Linear saves
+  the high-precision input and weight and casts again in the backward: no change.
+
+TE source of both memory terms: TransformerEngine docs/features/low_precision_training/
+performance_considerations/performance_considerations.rst L247 @ d0067d0 (a 1024 x 1024 layer:
+"2 MB (weight) + 1 MB (weight in FP8) + 1 MB (input in FP8 saved for backward)"); torchao:
+torchtitan benchmarks/llama3_h100_202412_torchtitan.md Table 1 @ v0.2.2 (77.0 GiB without,
+76.8 GiB with Float8).
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from optimus_calc.equations.registry import equation, sym
+
+eta_d = sym("eta_d", "efficiency of the weight GEMMs", positive=True)
+r_8 = sym("r_8", "FP8 GEMM efficiency as a fraction of the BF16 one of the same shape "
+          "(assumption fp8_gemm_efficiency)", positive=True)
+eta_8 = sym("eta_8", "efficiency of the FP8 weight GEMMs against the FP8 peak", positive=True)
+P_8 = sym("P_8", "dense FP8 peak of the GPU, FLOP/s", positive=True)
+P_16 = sym("P_16", "dense BF16 peak of the GPU, FLOP/s", positive=True)
+F_8 = sym("F_8", "FLOPs of the FP8 weight GEMMs")
+b_8 = sym("b_8", "bytes per weight of the FP8 weight copy (assumption fp8_weight_copy_bytes; "
+          "0 for torchao)")
+P_g = sym("P_g", "GEMM weights on the GPU (the transformer layers' matrices, after TP/PP/EP)")
+Z = sym("Z", "ZeRO stage 0..3")
+k_te = sym("k_te", "1 with a Transformer Engine recipe (GEMM inputs saved in FP8), else 0")
+M_layer = sym("M_layer", "activation bytes per layer per micro-batch (memory.activation_layer_bytes)")
+s = sym("s", "sequence length, tokens", positive=True)
+b = sym("b", "micro-batch size, sequences", positive=True)
+c = sym("c", "context-parallel degree (divides s)", positive=True)
+h = sym("h", "hidden size", positive=True)
+t = sym("t", "tensor-parallel degree", positive=True)
+sigma = sym("sigma", "1 with sequence parallelism, else 0")
+r = sym("r", "recompute mode: 0 none, 1 selective, 2 full")
+d_v = sym("d_v", "attention output width: heads x value head dim (output-projection input)")
+f_a = sym("f_a", "MLP down-projection input width per token, summed over the experts it visits")
+
+fp8_gemm_efficiency = equation(
+    "fp8.gemm_efficiency", r_8 * eta_d, "1",
+    "assumed proportional to the BF16 curve of the same GEMM shape (equations/efficiency.py); "
+    "r_8 calibrated on torchtitan benchmarks/llama3_h100_202412_torchtitan.md Table 1 @ v0.2.2",
+    "Achieved / FP8 peak FLOP/s of a weight GEMM run in FP8, casts and scaling included.")
+
+bf16_equivalent_efficiency = equation(
+    "fp8.bf16_equivalent_efficiency", eta_8 * P_8 / P_16, "1",
+    "definition: F / (P_16 x this) = F / (P_8 x eta_8), so the FP8 GEMMs and the bf16 attention "
+    "core add their times in efficiency.layer_efficiency against one (BF16) peak",
+    "The FP8 weight GEMMs' achieved FLOP/s as a fraction of the BF16 peak (may exceed 1).")
+
+gemm_time = equation(
+    "fp8.gemm_time", F_8 / (P_8 * eta_8), "s",
+    "the weight GEMMs at the FP8 dense peak (NVIDIA H100/B200 datasheets, hardware catalog "
+    "peak_TFLOPS.fp8) times their efficiency",
+    "Time of F_8 FLOPs of FP8 weight GEMMs.")
+
+weight_copy_bytes = equation(
+    "fp8.weight_copy_bytes", b_8 * P_g * sp.Piecewise((0, Z >= 3), (1, True)), "bytes",
+    "TransformerEngine performance_considerations.rst L247 @ d0067d0 (1 byte per weight: the "
+    "FP8 weight beside the bf16 one); with ZeRO-3 / Megatron-FSDP the FP8 copy lives only "
+    "while a layer is gathered and the transpose cache is dropped unless "
+    "--keep-fp8-transpose-cache (Megatron-LM megatron/training/arguments.py L3212-3213 @ "
+    "d98e8a6): counted in the gathered-layer overhead, not here",
+    "FP8 copies of the GPU's GEMM weights kept by Transformer Engine beside the bf16 weights.")
+
+_sp = 1 + sigma * (t - 1)
+activation_layer_bytes = equation(
+    "fp8.activation_layer_bytes",
+    M_layer - sp.Piecewise((0, sp.Eq(r, 2)),
+                           (k_te * s / c * b * (2 * h / _sp + (d_v + f_a) / t), True)),
+    "bytes",
+    "TransformerEngine performance_considerations.rst L247 @ d0067d0 (input in FP8 saved for "
+    "backward: 1 MB where bf16 saves 2 MB); the GEMM inputs of Korthikanti et al. 2022 Table 2: "
+    "the QKV and MLP inputs (layer-norm outputs, sequence-parallel shards), the output "
+    "projection's input and the down projection's input (TP shards); full recompute keeps only "
+    "the layer input",
+    "Activation bytes per layer with the GEMM inputs saved in FP8: one byte less per element "
+    "of each saved GEMM input.")

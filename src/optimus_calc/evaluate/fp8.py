@@ -1,0 +1,83 @@
+"""FP8 training in the evaluator (equations/fp8.py): the refusal on GPUs without FP8 tensor
+cores, the GEMM rate at the FP8 peak, and the FP8 weight copies and activations of
+Transformer Engine recipes. Everything here is a no-op unless ``--precision fp8``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optimus_calc.equations.recording import eq
+from optimus_calc.errors import InputError
+from optimus_calc.specs.hardware import GPU
+from optimus_calc.specs.model import Model
+from optimus_calc.specs.training import Assumptions, Precision, Training
+
+
+def is_fp8(tr: Training) -> bool:
+    return tr.precision is Precision.FP8
+
+
+def check_fp8_gpu(gpu: GPU, tr: Training) -> None:
+    """--precision fp8 needs FP8 tensor cores: a catalog entry with an FP8 peak (Hopper, Ada,
+    Blackwell, MI300); refused otherwise (A100, V100, MI250X)."""
+    if is_fp8(tr) and gpu.peak_TFLOPS.fp8 <= 0:
+        raise InputError(f"--precision fp8: {gpu.name} has no FP8 tensor cores (no FP8 peak in "
+                         "the catalog); use --precision bf16")
+
+
+def fp8_gemm_ratio(tr: Training, asm: Assumptions) -> float | None:
+    """The FP8 GEMM efficiency ratio (assumption fp8_gemm_efficiency) with --precision fp8,
+    else None (the GEMMs run at the training precision's peak)."""
+    return asm.fp8_gemm_efficiency if is_fp8(tr) else None
+
+
+def bf16_equivalent(gpu: GPU, eta_d, ratio: float):
+    """The FP8 weight GEMMs' efficiency expressed against the BF16 peak (fp8.gemm_efficiency,
+    fp8.bf16_equivalent_efficiency): time F / (P_16 x this) = F / (P_8 x r_8 x eta_d)."""
+    eta_8 = eq.fp8__gemm_efficiency(eta_d=eta_d, r_8=ratio)
+    return eq.fp8__bf16_equivalent_efficiency(eta_8=eta_8, P_8=gpu.peak_TFLOPS.flops_per_s("fp8"),
+                                              P_16=gpu.peak_TFLOPS.flops_per_s("bf16"))
+
+
+def gemm_weight_params(model: Model, layers, moe_layers, t, ep):
+    """GEMM weights of a stage on one GPU: the transformer layers' attention projections and
+    MLP matrices (TP-sharded), shared experts, routed experts (EP x TP-sharded); not the
+    embedding nor the output head, which Megatron-LM builds outside Transformer Engine
+    (tensor_parallel.VocabParallelEmbedding, ColumnParallelLinear)."""
+    layers, moe_layers = np.asarray(layers, float), np.asarray(moe_layers, float)
+    dense = layers * model.attention_matrix_params + (layers - moe_layers) * model.dense_mlp_params
+    if model.is_moe:
+        dense = dense + moe_layers * model.shared_experts * model.shared_expert_params
+        return dense / t + moe_layers * model.experts * model.expert_params / (ep * t)
+    return dense / t
+
+
+def weight_copy_bytes(ctx) -> np.ndarray | float:
+    """fp8.weight_copy_bytes of each stage: 0 unless FP8 with a Transformer Engine recipe."""
+    tr, model = ctx.tr, ctx.model
+    if not (is_fp8(tr) and isinstance(model, Model)):
+        return 0.0
+    b_8 = ctx.asm.fp8_weight_copy_bytes if tr.fp8_recipe.transformer_engine else 0.0
+    p_g = gemm_weight_params(model, ctx.st["layers"], ctx.st["moe_layers"], ctx.t, ctx.ep)
+    return eq.fp8__weight_copy_bytes(P_g=p_g, Z=ctx.z, b_8=b_8)
+
+
+def down_input_width(model: Model) -> float:
+    """f_a of fp8.activation_layer_bytes: the MLP down projection's input width per token,
+    averaged over the layers (routed top-k and shared experts in MoE layers)."""
+    if not model.is_moe:
+        return float(model.ffn_hidden)
+    moe = model.top_k * model.expert_ffn + model.shared_experts * model.shared_ffn
+    return (model.dense_layers * model.ffn_hidden + model.moe_layers * moe) / model.layers
+
+
+def activation_layer_bytes(ctx, act_layer, layer_args: dict):
+    """Per-layer activations with the GEMM inputs saved in FP8 (Transformer Engine recipes)."""
+    tr, model = ctx.tr, ctx.model
+    if not is_fp8(tr):
+        return act_layer
+    a = layer_args
+    return eq.fp8__activation_layer_bytes(
+        M_layer=act_layer, b=a["b"], c=a["c"], d_v=model.value_dim, f_a=down_input_width(model),
+        h=a["h"], k_te=float(tr.fp8_recipe.transformer_engine), r=ctx.rc, s=a["s"],
+        sigma=a["sigma"], t=a["t"])
