@@ -97,12 +97,15 @@ def _check_deepspeed(cfg: dict):
     assert name.lower() in DS["optimizer_types"] or name == "SGD"  # SGD: torch.optim.SGD
 
 
-def _check_torchtitan(sections: dict):
+def _check_torchtitan(sections: dict, schema: dict = TT, where: str = ""):
     for sec, fields in sections.items():
-        assert sec in TT, f"[{sec}] is not a torchtitan v0.2.2 section"
+        assert sec in schema, f"[{where}{sec}] is not a torchtitan v0.2.2 section"
         for k, v in fields.items():
-            assert k in TT[sec], f"{sec}.{k} is not a torchtitan v0.2.2 field"
-            spec = TT[sec][k]
+            assert k in schema[sec], f"{where}{sec}.{k} is not a torchtitan v0.2.2 field"
+            spec = schema[sec][k]
+            if spec["type"] == "table":  # a sub-table: [quantize.linear.float8]
+                _check_torchtitan({k: v}, {k: spec["fields"]}, f"{where}{sec}.")
+                continue
             assert _type_ok(spec["type"], v), f"{sec}.{k} = {v!r}: {spec['type']}"
             if "choices" in spec:
                 assert v in spec["choices"], (sec, k, v)
@@ -131,6 +134,13 @@ CASES = [
      dict(seq_len=4096, global_batch=64)),
     ("qwen2-7b", dict(tp=2, pp=2, dp=2, zero=1), dict(seq_len=4096, global_batch=64)),
     ("gpt-7.5b", dict(tp=4, pp=1, dp=2, zero=1), dict(seq_len=2048, global_batch=64)),
+    # FP8: Transformer Engine recipes export to Megatron-LM, torchao float8 to torchtitan
+    ("llama-3-8b", dict(tp=2, pp=1, dp=4, zero=1), dict(seq_len=8192, global_batch=64,
+                                                        precision=Precision.FP8)),
+    ("llama-3-8b", dict(tp=1, pp=1, dp=8, zero=1), dict(
+        seq_len=8192, global_batch=64, precision=Precision.FP8, fp8_recipe="te-current")),
+    ("llama-3-8b", dict(tp=1, pp=1, dp=8, zero=3), dict(
+        seq_len=8192, global_batch=64, precision=Precision.FP8, fp8_recipe="torchao")),
 ]
 
 

@@ -413,6 +413,7 @@ def test_plan_global_batch_default_is_the_batch_rule(run):
 def test_exports_for_every_precision_and_optimizer(cat):
     from dataclasses import replace
 
+    from optimus_calc.frameworks.exporting import ExportError
     from optimus_calc.report.plan_view import deepspeed_config, megatron_args
     from optimus_calc.specs.training import Precision
     m = cat.get("llama-2-7b", "model")
@@ -421,13 +422,19 @@ def test_exports_for_every_precision_and_optimizer(cat):
             c = _candidate(tp=1, pp=1, dp=8)
             c = replace(c, training=c.training.model_copy(update={"precision": p,
                                                                   "optimizer": o}))
+            meg = megatron_args(c, m, 8)
+            if p is Precision.FP8:  # DeepSpeed's config has no FP8 switch (rule DS_FP8)
+                with pytest.raises(ExportError, match="no FP8 training switch"):
+                    deepspeed_config(c, m)
+                assert "--bf16" in meg and "--fp8-format hybrid" in meg
+                assert "--fp8-recipe delayed" in meg  # the default recipe, te-delayed
+                continue
             ds = json.loads(deepspeed_config(c, m))
             # DeepSpeed: bf16 / fp16 sections, none for fp32; its optimizer type names
             assert ("bf16" in ds) == (p is Precision.BF16)
             assert ("fp16" in ds) == (p is Precision.FP16)
             assert ds["optimizer"]["type"] == {Optimizer.ADAM: "Adam", Optimizer.ADAMW: "AdamW",
                                                Optimizer.SGD: "SGD"}[o]
-            meg = megatron_args(c, m, 8)
             assert ("--bf16" in meg) == (p is Precision.BF16)
             assert ("--fp16" in meg) == (p is Precision.FP16)
             assert ("--optimizer sgd" in meg) == (o is Optimizer.SGD)

@@ -101,9 +101,9 @@ def _float8(sec: dict, lay) -> None:
     compiled runs)."""
     sec["model"]["converters"] = ["quantize.linear.float8"]
     shard = lay.zero is not ZeroStage.NONE and lay.dp > 1
-    sec["quantize.linear.float8"] = {"enable_fsdp_float8_all_gather": shard,
-                                     "precompute_float8_dynamic_scale_for_fsdp": shard,
-                                     "filter_fqns": ["output"]}
+    sec["quantize"] = {"linear": {"float8": {
+        "enable_fsdp_float8_all_gather": shard, "precompute_float8_dynamic_scale_for_fsdp": shard,
+        "filter_fqns": ["output"]}}}
     sec["compile"] = {"enable": True, "components": ["model", "loss"]}
 
 
@@ -124,7 +124,17 @@ def torchtitan_toml(layout, training, model, gpus_per_node: int | None = None) -
              "NGPU=<GPUs per node> CONFIG_FILE=this.toml ./run_train.sh (torchrun per node)"]
     lines += [f"# {n}" for n in notes]
     for name, fields in sec.items():
-        lines.append("")
-        lines.append(f"[{name}]")
-        lines += [f"{k} = {_toml_value(v)}" for k, v in fields.items()]
+        lines += _toml_table(name, fields)
     return "\n".join(lines) + "\n"
+
+
+def _toml_table(name: str, fields: dict) -> list[str]:
+    """[name] with its values, then its sub-tables as [name.sub] ([quantize.linear.float8])."""
+    values = {k: v for k, v in fields.items() if not isinstance(v, dict)}
+    lines = ["", f"[{name}]"] + [f"{k} = {_toml_value(v)}" for k, v in values.items()]
+    if not values:
+        lines = []
+    for k, v in fields.items():
+        if isinstance(v, dict):
+            lines += _toml_table(f"{name}.{k}", v)
+    return lines

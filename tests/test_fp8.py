@@ -1,0 +1,197 @@
+"""FP8 training (--precision fp8): GEMM time at the FP8 peak, Transformer Engine's FP8 copies in
+memory, the refusal on GPUs without FP8, the framework rules and the export flags. Every
+expected value is computed by hand in the comment beside it."""
+
+from __future__ import annotations
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from optimus_calc.cli.main import main
+from optimus_calc.equations.recording import eq
+from optimus_calc.evaluate.context import resolve_hardware
+from optimus_calc.evaluate.efficiency import compute_efficiency
+from optimus_calc.evaluate.memory import estimate_memory
+from optimus_calc.evaluate.step import estimate_step
+from optimus_calc.frameworks import Framework
+from optimus_calc.frameworks.exporting import ExportError
+from optimus_calc.frameworks.megatron_export import megatron_arg_list
+from optimus_calc.frameworks.registry import layout_support
+from optimus_calc.frameworks.torchtitan_export import torchtitan_sections, torchtitan_toml
+from optimus_calc.frameworks.deepspeed_export import deepspeed_config
+from optimus_calc.specs.training import Assumptions, Layout, Precision, Training
+
+H100_FP8, H100_BF16 = 1979e12, 989e12  # dense peaks, NVIDIA H100 SXM datasheet (catalog)
+
+
+def _h100(cat, nodes=1):
+    return resolve_hardware(cat, "dgx-h100", nodes)
+
+
+# ---- time --------------------------------------------------------------------------------------
+
+def test_fp8_gemm_time_is_flops_over_fp8_peak_times_efficiency():
+    # 1e15 FLOPs of FP8 GEMMs at 0.375 of 1979 TFLOP/s: 1e15 / 742.125e12 = 1.34748 s
+    t = eq.fp8__gemm_time(F_8=1e15, P_8=H100_FP8, eta_8=0.375)
+    assert t == pytest.approx(1.34748, rel=1e-5)
+    # r_8 = 0.75 of a BF16 GEMM efficiency 0.5: eta_8 = 0.375
+    assert eq.fp8__gemm_efficiency(eta_d=0.5, r_8=0.75) == pytest.approx(0.375)
+
+
+def test_evaluator_times_fp8_gemms_at_the_fp8_peak(cat):
+    """With the efficiency curve replaced by a constant (--assume gemm_efficiency=0.5) and no
+    attention FLOPs, the evaluator's efficiency against the BF16 peak is 0.5 x 0.75 x 1979/989
+    = 0.750379, so 1e15 FLOPs take 1e15 / (989e12 x 0.750379) = 1.34748 s: the same as
+    1e15 / (1979e12 x 0.375), the FP8 peak times the FP8 efficiency."""
+    gpu = _h100(cat).gpu
+    asm = Assumptions(gemm_efficiency=0.5, fp8_gemm_efficiency=0.75)
+    eta = compute_efficiency(gpu, h=4096, t=1, s=4096, b=1, total_flops=1e15, attn_flops=0.0,
+                             flash=True, asm=asm, fp8=asm.fp8_gemm_efficiency)
+    assert float(eta) == pytest.approx(0.750379, rel=1e-5)
+    assert 1e15 / (H100_BF16 * float(eta)) == pytest.approx(1.34748, rel=1e-5)
+    # the attention core stays bf16: half the FLOPs in attention at 0.5 of the BF16 peak,
+    # half in FP8 GEMMs at 0.750379: (0.5/0.750379 + 0.5/0.5)^-1 = 0.600121
+    eta = compute_efficiency(gpu, h=4096, t=1, s=4096, b=1, total_flops=1e15, attn_flops=5e14,
+                             flash=True, asm=asm, fp8=asm.fp8_gemm_efficiency)
+    assert float(eta) == pytest.approx(0.600121, rel=1e-5)
+
+
+def test_fp8_speed_up_matches_torchtitans_float8_table(cat):
+    """torchtitan benchmarks/llama3_h100_202412_torchtitan.md Table 1 (v0.2.2): Llama 3.1 8B on
+    8 H100, FSDP, local batch 2, global 16, seq 8192, selective AC: 6,667 tokens/s/GPU with
+    torch.compile, 8,532 with Float8 as well: x1.2797. The default fp8_gemm_efficiency (0.75)
+    is the one-point fit of this ratio; within 1%."""
+    m, hw = cat.get("llama-3-8b", "model"), _h100(cat)
+    lay = Layout(tp=1, pp=1, dp=8, zero=3)
+    times = {}
+    for p in (Precision.BF16, Precision.FP8):
+        tr = Training(seq_len=8192, micro_batch=2, global_batch=16, recompute="selective",
+                      precision=p, fp8_recipe="torchao")
+        times[p] = estimate_step(m, hw, lay, tr, Assumptions()).step_time_s
+    assert times[Precision.BF16] / times[Precision.FP8] == pytest.approx(8532 / 6667, rel=0.01)
+
+
+# ---- memory ------------------------------------------------------------------------------------
+
+# llama-2-7b: 32 layers, h 4096, SwiGLU f 11008. GEMM weights per layer: attention 4 h^2 =
+# 67,108,864, MLP 3 h f = 135,266,304; x 32 = 6,476,005,376 (no embedding, no output head).
+LLAMA2_7B_GEMM_WEIGHTS = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008)
+
+
+def _memory(cat, precision, recipe="te-delayed", zero=1, **asm):
+    m, hw = cat.get("llama-2-7b", "model"), _h100(cat)
+    tr = Training(seq_len=4096, micro_batch=1, global_batch=64, precision=precision,
+                  fp8_recipe=recipe)
+    return estimate_memory(m, hw, Layout(tp=1, pp=1, dp=8, zero=zero), tr,
+                           Assumptions(**asm)).worst
+
+
+def test_te_fp8_weight_copies_of_llama2_7b_by_hand(cat):
+    assert LLAMA2_7B_GEMM_WEIGHTS == 6_476_005_376
+    bf16, fp8 = _memory(cat, Precision.BF16), _memory(cat, Precision.FP8)
+    # one byte per GEMM weight (TE docs: 1 MB FP8 weight beside a 2 MB bf16 weight): +6.476 GB
+    assert fp8.weights_bytes - bf16.weights_bytes == pytest.approx(6_476_005_376, rel=1e-9)
+    # the Hopper transpose counted too (fp8_weight_copy_bytes=2): +12.952 GB
+    two = _memory(cat, Precision.FP8, fp8_weight_copy_bytes=2)
+    assert two.weights_bytes - bf16.weights_bytes == pytest.approx(12_952_010_752, rel=1e-9)
+    # gradients and optimizer state are bf16 training's
+    assert fp8.gradients_bytes == bf16.gradients_bytes
+    assert fp8.optimizer_bytes == bf16.optimizer_bytes
+
+
+def test_te_fp8_activations_of_llama2_7b_by_hand(cat):
+    """GEMM inputs saved in FP8 save one byte per element: per layer and micro-batch (TP 1, no
+    SP) s b (2h + d_v + f) = 4096 x (8192 + 4096 + 11008) = 95,420,416 bytes; x 32 layers x 1
+    micro-batch in flight (PP 1) = 3,053,453,312 bytes."""
+    bf16, fp8 = _memory(cat, Precision.BF16), _memory(cat, Precision.FP8)
+    assert bf16.activations_bytes - fp8.activations_bytes == pytest.approx(3_053_453_312,
+                                                                           rel=1e-9)
+
+
+def test_torchao_and_zero3_keep_no_fp8_copy(cat):
+    bf16 = _memory(cat, Precision.BF16)
+    ao = _memory(cat, Precision.FP8, recipe="torchao")  # saves bf16 inputs, casts again
+    assert (ao.weights_bytes, ao.activations_bytes) == (bf16.weights_bytes,
+                                                        bf16.activations_bytes)
+    z3 = _memory(cat, Precision.FP8, zero=3), _memory(cat, Precision.BF16, zero=3)
+    assert z3[0].weights_bytes == z3[1].weights_bytes  # no persistent copy under ZeRO-3/FSDP
+
+
+def test_full_recompute_keeps_only_the_layer_input(cat):
+    m, hw = cat.get("llama-2-7b", "model"), _h100(cat)
+    got = []
+    for p in (Precision.BF16, Precision.FP8):
+        tr = Training(seq_len=4096, global_batch=64, precision=p, recompute="full")
+        got.append(estimate_memory(m, hw, Layout(dp=8, zero=1), tr,
+                                   Assumptions()).worst.activations_bytes)
+    assert got[0] == got[1]
+
+
+# ---- refusal -----------------------------------------------------------------------------------
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def _entry(args):
+    main(list(args))
+
+
+@pytest.mark.parametrize("command", ["step", "memory"])
+def test_a100_refuses_fp8_with_exit_2(command):
+    r = CliRunner().invoke(_entry, [command, "llama-2-7b", "--node", "dgx-a100", "--nodes", "1",
+                                    "--precision", "fp8"])
+    assert r.exit_code == 2
+    assert ("error: --precision fp8: a100-80gb has no FP8 tensor cores (no FP8 peak in the "
+            "catalog); use --precision bf16") in r.output
+    assert "Traceback" not in r.output
+
+
+def test_plan_refuses_fp8_on_a100_and_runs_on_h100_and_b200(run):
+    r = run("plan", "llama-2-7b", "--node", "dgx-a100", "--nodes", "1", "--precision", "fp8")
+    assert r.code == 2 and "--precision fp8: a100-80gb has no FP8 tensor cores" in r.err
+    for node in ("dgx-h100", "dgx-b200"):
+        r = run("step", "llama-3-8b", "--node", node, "--nodes", "1", "--zero", "1",
+                "--precision", "fp8", "--format", "json")
+        assert r.code == 0, r.err
+        assert r.json()["training"]["precision"] == "fp8"
+
+
+# ---- frameworks and exports ------------------------------------------------------------------
+
+def _fp8(recipe, **lay):
+    return Layout(**({"dp": 8, "zero": 1} | lay)), Training(
+        seq_len=8192, global_batch=64, precision=Precision.FP8, fp8_recipe=recipe)
+
+
+def test_framework_rules_for_each_recipe(cat):
+    m = cat.get("llama-3-8b", "model")
+    for recipe, runs in (("te-delayed", {Framework.MEGATRON}), ("te-current", {Framework.MEGATRON}),
+                         ("torchao", {Framework.TORCHTITAN})):
+        lay, tr = _fp8(recipe, zero=3 if recipe == "torchao" else 1)
+        ok = {f for f, r in layout_support(lay, tr, m).items() if r.name == "OK"}
+        assert ok == runs, recipe
+    lay, tr = _fp8("te-delayed")
+    with pytest.raises(ExportError, match="DeepSpeed: the config has no FP8 training switch"):
+        deepspeed_config(lay, tr, m)
+
+
+def test_megatron_export_flags(cat):
+    m = cat.get("llama-3-8b", "model")
+    for recipe, flag in (("te-delayed", "delayed"), ("te-current", "tensorwise")):
+        args, _ = megatron_arg_list(*_fp8(recipe), m, 8)
+        a = dict(args)
+        assert "--bf16" in a and a["--fp8-format"] == "hybrid" and a["--fp8-recipe"] == flag
+
+
+def test_torchtitan_export_flags(cat):
+    import tomllib
+    m = cat.get("llama-3-8b", "model")
+    lay, tr = _fp8("torchao", zero=3)
+    sec, _ = torchtitan_sections(lay, tr, m)
+    assert sec["model"]["converters"] == ["quantize.linear.float8"]
+    f8 = sec["quantize"]["linear"]["float8"]
+    assert f8 == {"enable_fsdp_float8_all_gather": True,
+                  "precompute_float8_dynamic_scale_for_fsdp": True, "filter_fqns": ["output"]}
+    assert sec["compile"]["enable"] is True
+    text = torchtitan_toml(lay, tr, m)
+    assert "[quantize.linear.float8]" in text and tomllib.loads(text) == sec
