@@ -22,6 +22,8 @@ LAYOUTS = {
                                 "--gpu-hour-price", 2],
     "interleaved PP, selective": ["llama70b", "--nodes", 4, "--tp", 4, "--pp", 4,
                                   "--interleave", 2, "--recompute", "selective"],
+    "FP8 (TE) on H100": ["llama-2-7b", "--node", "dgx-h100", "--nodes", 1, "--zero", 1,
+                         "--precision", "fp8"],
 }
 
 

@@ -32,11 +32,14 @@ def _h100(cat, nodes=1):
 # ---- time --------------------------------------------------------------------------------------
 
 def test_fp8_gemm_time_is_flops_over_fp8_peak_times_efficiency():
-    # 1e15 FLOPs of FP8 GEMMs at 0.375 of 1979 TFLOP/s: 1e15 / 742.125e12 = 1.34748 s
-    t = eq.fp8__gemm_time(F_8=1e15, P_8=H100_FP8, eta_8=0.375)
-    assert t == pytest.approx(1.34748, rel=1e-5)
     # r_8 = 0.75 of a BF16 GEMM efficiency 0.5: eta_8 = 0.375
-    assert eq.fp8__gemm_efficiency(eta_d=0.5, r_8=0.75) == pytest.approx(0.375)
+    eta_8 = eq.fp8__gemm_efficiency(eta_d=0.5, r_8=0.75)
+    assert eta_8 == pytest.approx(0.375)
+    # against the BF16 peak: 0.375 x 1979 / 989 = 0.750379; 1e15 FLOPs then take
+    # 1e15 / (989e12 x 0.750379) = 1e15 / (1979e12 x 0.375) = 1e15 / 742.125e12 = 1.34748 s
+    eta = eq.fp8__bf16_equivalent_efficiency(eta_8=eta_8, P_8=H100_FP8, P_16=H100_BF16)
+    assert eta == pytest.approx(0.750379, rel=1e-5)
+    assert 1e15 / (H100_BF16 * eta) == pytest.approx(1.34748, rel=1e-5)
 
 
 def test_evaluator_times_fp8_gemms_at_the_fp8_peak(cat):

@@ -29,7 +29,6 @@ r_8 = sym("r_8", "FP8 GEMM efficiency as a fraction of the BF16 one of the same 
 eta_8 = sym("eta_8", "efficiency of the FP8 weight GEMMs against the FP8 peak", positive=True)
 P_8 = sym("P_8", "dense FP8 peak of the GPU, FLOP/s", positive=True)
 P_16 = sym("P_16", "dense BF16 peak of the GPU, FLOP/s", positive=True)
-F_8 = sym("F_8", "FLOPs of the FP8 weight GEMMs")
 b_8 = sym("b_8", "bytes per weight of the FP8 weight copy (assumption fp8_weight_copy_bytes; "
           "0 for torchao)")
 P_g = sym("P_g", "GEMM weights on the GPU (the transformer layers' matrices, after TP/PP/EP)")
@@ -54,15 +53,10 @@ fp8_gemm_efficiency = equation(
 
 bf16_equivalent_efficiency = equation(
     "fp8.bf16_equivalent_efficiency", eta_8 * P_8 / P_16, "1",
-    "definition: F / (P_16 x this) = F / (P_8 x eta_8), so the FP8 GEMMs and the bf16 attention "
-    "core add their times in efficiency.layer_efficiency against one (BF16) peak",
+    "definition: F / (P_16 x this) = F / (P_8 x eta_8), the weight GEMMs' time at the FP8 dense "
+    "peak (catalog peak_TFLOPS.fp8, datasheets); the FP8 GEMMs and the bf16 attention core then "
+    "add their times in efficiency.layer_efficiency against one (BF16) peak",
     "The FP8 weight GEMMs' achieved FLOP/s as a fraction of the BF16 peak (may exceed 1).")
-
-gemm_time = equation(
-    "fp8.gemm_time", F_8 / (P_8 * eta_8), "s",
-    "the weight GEMMs at the FP8 dense peak (NVIDIA H100/B200 datasheets, hardware catalog "
-    "peak_TFLOPS.fp8) times their efficiency",
-    "Time of F_8 FLOPs of FP8 weight GEMMs.")
 
 weight_copy_bytes = equation(
     "fp8.weight_copy_bytes", b_8 * P_g * sp.Piecewise((0, Z >= 3), (1, True)), "bytes",

@@ -48,7 +48,8 @@ def training_data(tr) -> dict[str, Any]:
                 "optimizer": tr.optimizer_bytes},
             "recompute": tr.recompute.value, "sequence_parallel": tr.sequence_parallel,
             "flash_attention": tr.flash_attention, "dropout": tr.dropout,
-            "model_states_only": tr.model_states_only}
+            "model_states_only": tr.model_states_only,
+            **({"fp8_recipe": tr.fp8_recipe.value} if tr.precision.value == "fp8" else {})}
 
 
 def layout_text(layout) -> str:
@@ -65,11 +66,16 @@ def layout_text(layout) -> str:
     return s
 
 
+def prec_is_fp8(tr) -> bool:
+    return tr.precision.value == "fp8"
+
+
 def training_text(inp) -> str:
     tr = inp.training
     gb = f"{tr.global_batch}" + (" (default)" if inp.global_batch_defaulted else "")
     seq = f"{tr.seq_len}" + (" (model default)" if inp.seq_len_defaulted else "")
-    s = (f"seq {seq}, micro-batch {tr.micro_batch}, global batch {gb}, {tr.precision.value}, "
+    prec = tr.precision.value + (f" ({tr.fp8_recipe.value})" if prec_is_fp8(tr) else "")
+    s = (f"seq {seq}, micro-batch {tr.micro_batch}, global batch {gb}, {prec}, "
          f"{tr.optimizer.value} ({tr.weight_bytes}+{tr.gradient_bytes}+{tr.optimizer_bytes} "
          f"bytes/param)")
     if tr.model_states_only:
@@ -122,6 +128,19 @@ def efficiency_text(gpu, asm) -> str:
             f"that at {gpu.gemm_half_GFLOP:g} GFLOP per GEMM ({gpu.efficiency_label}); attention "
             f"{gpu.flash_attention_eta:g} with FlashAttention, {gpu.attention_eta:g} without "
             "(`optimus-calc explain efficiency.gemm_efficiency`)")
+
+
+def fp8_notes(gpu, tr, asm) -> list[str]:
+    """With --precision fp8: where the GEMMs run, what stays bf16, what MFU is measured against."""
+    if tr.precision.value != "fp8":
+        return []
+    te = tr.fp8_recipe.value != "torchao"
+    return [f"FP8 ({tr.fp8_recipe.value}): weight GEMMs at the FP8 peak "
+            f"{gpu.peak_TFLOPS.fp8:g} TFLOP/s x {asm.fp8_gemm_efficiency:g} of the GEMM "
+            "efficiency (fp8_gemm_efficiency); attention in bf16; MFU and TFLOP/s against the "
+            f"BF16 peak {gpu.peak_TFLOPS.bf16:g}; "
+            + ("FP8 weight copies and FP8-saved GEMM inputs in memory" if te
+               else "memory as bf16 (torchao casts again in the backward)")]
 
 
 # Sources name the papers behind the project's reference notes, not files users do not have;

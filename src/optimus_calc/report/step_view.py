@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from optimus_calc.report.common import (TrainRequest, efficiency_text, frameworks_of,
-                                        context_row, hardware_data, layout_data,
+from optimus_calc.report.common import (TrainRequest, context_row, efficiency_text, fp8_notes,
+                                        frameworks_of, hardware_data, layout_data,
                                         layout_text, model_data, pct, train_figures,
                                         training_data, training_text)
 from optimus_calc.report.document import Column, Document, Table
@@ -63,7 +63,8 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
              f"{st.tokens_per_s:,.0f} tokens/s",
              f"GPU memory {mem.worst.total_bytes / GB:.1f} GB of {mem.capacity_bytes / GB:.0f} GB: "
              + ("fits" if mem.fits else "DOES NOT FIT: " + "; ".join(mem.reasons)),
-             efficiency_text(inp.hw.gpu, inp.assumptions)] + st.notes
+             efficiency_text(inp.hw.gpu, inp.assumptions)] + fp8_notes(
+                 inp.hw.gpu, inp.training, inp.assumptions) + st.notes
     if fw_note:
         notes.append(fw_note)
     if figures:

@@ -14,18 +14,13 @@ def fp8__activation_layer_bytes(M_layer, b, c, d_v, f_a, h, k_te, r, s, sigma, t
 
 
 def fp8__bf16_equivalent_efficiency(P_16, P_8, eta_8):
-    """fp8.bf16_equivalent_efficiency [1]: definition: F / (P_16 x this) = F / (P_8 x eta_8), so the FP8 GEMMs and the bf16 attention core add their times in efficiency.layer_efficiency against one (BF16) peak"""
+    """fp8.bf16_equivalent_efficiency [1]: definition: F / (P_16 x this) = F / (P_8 x eta_8), the weight GEMMs' time at the FP8 dense peak (catalog peak_TFLOPS.fp8, datasheets); the FP8 GEMMs and the bf16 attention core then add their times in efficiency.layer_efficiency against one (BF16) peak"""
     return P_8*eta_8/P_16
 
 
 def fp8__gemm_efficiency(eta_d, r_8):
     """fp8.gemm_efficiency [1]: assumed proportional to the BF16 curve of the same GEMM shape (equations/efficiency.py); r_8 calibrated on torchtitan benchmarks/llama3_h100_202412_torchtitan.md Table 1 @ v0.2.2"""
     return eta_d*r_8
-
-
-def fp8__gemm_time(F_8, P_8, eta_8):
-    """fp8.gemm_time [s]: the weight GEMMs at the FP8 dense peak (NVIDIA H100/B200 datasheets, hardware catalog peak_TFLOPS.fp8) times their efficiency"""
-    return F_8/(P_8*eta_8)
 
 
 def fp8__weight_copy_bytes(P_g, Z, b_8):
