@@ -167,6 +167,12 @@ def memory_from(ev: Evaluation, model: Model | BareModel, hw: Hardware, layout: 
     fits_dev = not no_device and strat.fits_on_device(dev, cap, spill)
     off = OffloadMemory(target, name, per_node * hw.nodes, per_node, per_gpu, dev, cap, spill,
                         fits_dev, one(ev.host_bytes_per_node), ev.host_capacity_bytes, cards)
+    copy = ev.last_call("fp8.weight_copy_bytes")
+    if copy is not None and stage_value(ev, copy.result, "memory", k) > 0:
+        notes.append(f"FP8 ({tr.fp8_recipe.value}): the weights include "
+                     f"{fmt_gb(stage_value(ev, copy.result, 'memory', k))} of FP8 weight copies "
+                     "(fp8.weight_copy_bytes); GEMM inputs are saved in FP8 "
+                     "(fp8.activation_layer_bytes)")
     if isinstance(model, BareModel):
         notes.append(f"{model.name} is a bare parameter count: parameters split evenly over "
                      "pipeline stages; no activations")
