@@ -67,6 +67,19 @@ weight_copy_bytes = equation(
     "d98e8a6): counted in the gathered-layer overhead, not here",
     "FP8 copies of the GPU's GEMM weights kept by Transformer Engine beside the bf16 weights.")
 
+F_h = sym("F_h", "forward FLOPs per token of the logits (output head)")
+lam = sym("lambda_h", "1 on the last pipeline stage (holds the logits), else 0")
+tau = sym("tau_g", "tokens one GPU processes per step")
+k_p = sym("k_p", "passes: 1 forward, 2 backward (input and weight gradients)")
+head_flops = equation(
+    "fp8.bf16_head_flops", k_p * lam * F_h * tau, "FLOP",
+    "the logits term of step.forward_flops / step.backward_flops (Narayanan et al. 2021); kept "
+    "bf16 with FP8: Megatron-LM builds the output layer as tensor_parallel.ColumnParallelLinear, "
+    "not a Transformer Engine module, unless mxfp8 with --fp8-output-proj (core/models/gpt/"
+    "gpt_model.py L272-276 @ d98e8a6), and torchtitan's "
+    "configs filter it out of float8 (models/llama3/train_configs/llama3_8b.toml L64 @ v0.2.2)",
+    "FLOPs of the output-head GEMM of a pass, which FP8 training leaves in bf16.")
+
 _sp = 1 + sigma * (t - 1)
 activation_layer_bytes = equation(
     "fp8.activation_layer_bytes",

@@ -41,14 +41,16 @@ def attention_flops(tokens, layers, s, q_d, recompute_attention):
 
 
 def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
-                       asm: Assumptions | None = None, fp8: float | None = None):
+                       asm: Assumptions | None = None, fp8: float | None = None,
+                       bf16_gemm_flops=0.0):
     """Effective efficiency of ``total_flops`` of which ``attn_flops`` are the attention core and
     the rest weight GEMMs. Compute time is then total_flops / (peak x this).
 
     When the user set ``gemm_efficiency`` explicitly (``--assume gemm_efficiency=X``), X is
     returned for every layout: the curve is replaced, not combined. With ``fp8`` (the FP8 GEMM
     efficiency ratio, evaluate/fp8.py) the weight GEMMs run at the FP8 peak and the result is
-    against the BF16 peak (X then stands for the BF16 GEMMs and the attention core)."""
+    against the BF16 peak (X then stands for the BF16 GEMMs and the attention core), but for
+    ``bf16_gemm_flops`` of them (the output head), which stay bf16 on the BF16 curve."""
     total = np.asarray(total_flops, dtype=float)
     fixed = asm is not None and "gemm_efficiency" in asm.model_fields_set
     if fixed and fp8 is None:
@@ -56,10 +58,15 @@ def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
             total, np.asarray(h), np.asarray(t), np.asarray(s), np.asarray(b)).shape).copy()
     eta_d = np.float64(asm.gemm_efficiency) if fixed else gemm_efficiency(gpu, h, t, s, b)
     eta_a = np.float64(asm.gemm_efficiency) if fixed else attention_efficiency(gpu, flash)
-    if fp8 is not None:
-        eta_d = bf16_equivalent(gpu, eta_d, fp8)
     f_a = np.clip(np.asarray(attn_flops, dtype=float), 0.0, total)
     safe = np.where(total > 0, total, 1.0)  # no work: the GEMM curve's value, not 0/0
+    if fp8 is not None:  # FP8 GEMMs and the bf16 head: their times add (layer_efficiency)
+        f_d = np.maximum(total - f_a, 0.0)
+        f_h = np.clip(np.asarray(bf16_gemm_flops, dtype=float), 0.0, f_d)
+        d_safe = np.where(f_d > 0, f_d, 1.0)
+        eta_d = eq.efficiency__layer_efficiency(
+            F_a=f_h / d_safe, F_d=np.where(f_d > 0, (f_d - f_h) / d_safe, 1.0), eta_a=eta_d,
+            eta_d=bf16_equivalent(gpu, eta_d, fp8))
     mixed = eq.efficiency__layer_efficiency(
         F_a=f_a / safe, F_d=np.where(total > 0, (total - f_a) / safe, 1.0), eta_a=eta_a,
         eta_d=eta_d)

@@ -39,6 +39,14 @@ def bf16_equivalent(gpu: GPU, eta_d, ratio: float):
                                               P_16=gpu.peak_TFLOPS.flops_per_s("bf16"))
 
 
+def bf16_head_flops(tr: Training, f_h, layers_last, tau, backward: bool):
+    """FLOPs of the output head in a pass, kept bf16 with FP8 (fp8.bf16_head_flops); 0 else."""
+    if not is_fp8(tr):
+        return 0.0
+    return eq.fp8__bf16_head_flops(F_h=f_h, k_p=2.0 if backward else 1.0, lambda_h=layers_last,
+                                   tau_g=tau)
+
+
 def gemm_weight_params(model: Model, layers, moe_layers, t, ep):
     """GEMM weights of a stage on one GPU: the transformer layers' attention projections and
     MLP matrices (TP-sharded), shared experts, routed experts (EP x TP-sharded); not the

@@ -9,7 +9,7 @@ from optimus_calc.equations.recording import eq, set_scope
 from optimus_calc.evaluate.batch import R_FULL, R_NONE, R_SELECTIVE
 from optimus_calc.evaluate.context import check_precision
 from optimus_calc.evaluate.efficiency import compute_efficiency
-from optimus_calc.evaluate.fp8 import fp8_gemm_ratio
+from optimus_calc.evaluate.fp8 import bf16_head_flops, fp8_gemm_ratio
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord
 from optimus_calc.evaluate.topology import group, neighbour, nic_Bps
@@ -77,12 +77,14 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                                                     r_full=(rc == R_FULL))
     hbm = dict(B_hbm=hw.gpu.hbm_Bps, eta_hbm=asm.hbm_efficiency, L_stage=Ls, M_l=act0, m=ctx.m)
     set_scope("forward")
-    eta_f = compute_efficiency(total_flops=F_fwd, attn_flops=f_att, **eff)
+    eta_f = compute_efficiency(total_flops=F_fwd, attn_flops=f_att, **eff,
+                               bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, False))
     T_cf = eq.compute__compute_time(FLOPs=F_fwd, eta_g=eta_f, peak=peak)
     T_ef = eq.step__elementwise_time(n_pass=fwd_pass, **hbm)
     set_scope("backward")
     f_att_b = eq.step__attention_backward_flops(F_af=f_att, r_a=(rc != R_NONE))
-    eta_b = compute_efficiency(total_flops=F_bwd, attn_flops=f_att_b, **eff)
+    eta_b = compute_efficiency(total_flops=F_bwd, attn_flops=f_att_b, **eff,
+                               bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, True))
     T_cb = eq.compute__compute_time(FLOPs=F_bwd, eta_g=eta_b, peak=peak)
     T_eb = eq.step__elementwise_time(n_pass=bwd_pass, **hbm)
     set_scope("")

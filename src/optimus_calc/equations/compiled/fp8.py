@@ -18,6 +18,11 @@ def fp8__bf16_equivalent_efficiency(P_16, P_8, eta_8):
     return P_8*eta_8/P_16
 
 
+def fp8__bf16_head_flops(F_h, k_p, lambda_h, tau_g):
+    """fp8.bf16_head_flops [FLOP]: the logits term of step.forward_flops / step.backward_flops (Narayanan et al. 2021); kept bf16 with FP8: Megatron-LM builds the output layer as tensor_parallel.ColumnParallelLinear, not a Transformer Engine module, unless mxfp8 with --fp8-output-proj (core/models/gpt/gpt_model.py L272-276 @ d98e8a6), and torchtitan's configs filter it out of float8 (models/llama3/train_configs/llama3_8b.toml L64 @ v0.2.2)"""
+    return F_h*k_p*lambda_h*tau_g
+
+
 def fp8__gemm_efficiency(eta_d, r_8):
     """fp8.gemm_efficiency [1]: assumed proportional to the BF16 curve of the same GEMM shape (equations/efficiency.py); r_8 calibrated on torchtitan benchmarks/llama3_h100_202412_torchtitan.md Table 1 @ v0.2.2"""
     return eta_d*r_8
