@@ -158,6 +158,12 @@ def test_a100_refuses_fp8_with_exit_2(command):
     assert "Traceback" not in r.output
 
 
+def test_a_recipe_without_fp8_is_refused(run):
+    r = run("step", "llama-2-7b", "--node", "dgx-h100", "--fp8-recipe", "torchao")
+    assert r.code == 2
+    assert "--fp8-recipe torchao needs --precision fp8 (got --precision bf16)" in r.err
+
+
 def test_plan_refuses_fp8_on_a100_and_runs_on_h100_and_b200(run):
     r = run("plan", "llama-2-7b", "--node", "dgx-a100", "--nodes", "1", "--precision", "fp8")
     assert r.code == 2 and "--precision fp8: a100-80gb has no FP8 tensor cores" in r.err

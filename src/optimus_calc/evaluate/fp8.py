@@ -10,7 +10,7 @@ from optimus_calc.equations.recording import eq
 from optimus_calc.errors import InputError
 from optimus_calc.specs.hardware import GPU
 from optimus_calc.specs.model import Model
-from optimus_calc.specs.training import Assumptions, Precision, Training
+from optimus_calc.specs.training import Assumptions, Fp8Recipe, Precision, Training
 
 
 def is_fp8(tr: Training) -> bool:
@@ -19,7 +19,11 @@ def is_fp8(tr: Training) -> bool:
 
 def check_fp8_gpu(gpu: GPU, tr: Training) -> None:
     """--precision fp8 needs FP8 tensor cores: a catalog entry with an FP8 peak (Hopper, Ada,
-    Blackwell, MI300); refused otherwise (A100, V100, MI250X)."""
+    Blackwell, MI300); refused otherwise (A100, V100, MI250X). A recipe other than the default
+    without --precision fp8 would be ignored: refused too."""
+    if not is_fp8(tr) and tr.fp8_recipe is not Fp8Recipe.TE_DELAYED:
+        raise InputError(f"--fp8-recipe {tr.fp8_recipe.value} needs --precision fp8 (got "
+                         f"--precision {tr.precision.value})")
     if is_fp8(tr) and gpu.peak_TFLOPS.fp8 <= 0:
         raise InputError(f"--precision fp8: {gpu.name} has no FP8 tensor cores (no FP8 peak in "
                          "the catalog); use --precision bf16")
