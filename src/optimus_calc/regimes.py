@@ -88,10 +88,15 @@ def _match(rows, kinds, keys: set, any_gpu: bool = False):
 
 
 def error_range(gpu_name: str, frameworks, offload: str, model, profile=None,
-                memory: bool = False) -> ErrorRange:
+                memory: bool = False, precision: str = "bf16") -> ErrorRange:
     """The range of a layout's time figures (or, with ``memory``, its GPU memory): the public
     cases of its regime (any of the ``frameworks`` that run it), or the profile's leave-one-out
-    error on the GPU the profile was fitted on."""
+    error on the GPU the profile was fitted on. FP8 runs have no public case among them (the
+    FP8 GEMM efficiency is fitted on one torchtitan pair, tests/test_fp8.py): unvalidated."""
+    if precision == "fp8":
+        return ErrorRange("unvalidated", None, None, 0,
+                          "no public FP8 case in validate; fp8_gemm_efficiency fitted on "
+                          "torchtitan's Float8 table")
     if (not memory and profile is not None and profile.loo_error_low is not None
             and profile.fitted_on(gpu_name)):
         return ErrorRange("profile", profile.loo_error_low, profile.loo_error_high,

@@ -29,8 +29,10 @@ def candidate_ranges(c, res, profile, fig: dict) -> dict:
     calibration profile in use or None."""
     from optimus_calc.regimes import error_range, range_fields
     common = (res.hw.gpu.name, list(c.frameworks), c.layout.offload.value, res.model)
-    return range_fields({**candidate_data(c), **fig}, error_range(*common, profile=profile),
-                        error_range(*common, profile=profile, memory=True))
+    prec = res.training.precision.value
+    return range_fields({**candidate_data(c), **fig},
+                        error_range(*common, profile=profile, precision=prec),
+                        error_range(*common, profile=profile, memory=True, precision=prec))
 
 
 def range_text(fig: dict, d: dict) -> str:

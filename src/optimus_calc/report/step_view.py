@@ -91,8 +91,9 @@ def step_ranges(inp, fws: dict):
     from optimus_calc.regimes import error_range
     running = [f for f, how in fws.items() if how == "runs"]
     common = (inp.hw.gpu.name, running, inp.layout.offload.value, inp.model)
-    return (error_range(*common, profile=inp.profile),
-            error_range(*common, profile=inp.profile, memory=True))
+    prec = inp.training.precision.value
+    return (error_range(*common, profile=inp.profile, precision=prec),
+            error_range(*common, profile=inp.profile, memory=True, precision=prec))
 
 
 def headline_text(st, gpu_bytes: float, figures: dict, trange, mrange) -> str:
