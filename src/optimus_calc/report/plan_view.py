@@ -18,7 +18,8 @@ def candidate_data(c) -> dict:
             "sequence_parallel": c.training.sequence_parallel,
             "gpu_memory_bytes": c.gpu_bytes,
             "gpu_headroom_bytes": c.memory.headroom_bytes,
-            "step_time_s": c.step_s, "mfu": c.mfu, "tokens_per_s": c.tokens_per_s,
+            "step_time_s": c.step_s, "mfu": c.mfu, "mfu_6n": c.step.mfu_6n,
+            "tokens_per_s": c.tokens_per_s,
             "optimizer_s": c.step.optimizer_s, "optimizer_exposed_s": c.step.optimizer_exposed_s,
             "stage_layers": [s.layers for s in c.memory.stages],
             "frameworks": list(c.frameworks)}
@@ -213,8 +214,8 @@ def _plan_csv(res, rows: list[dict], train: TrainRequest | None) -> Table:
     for r in rows:
         out = dict(ctx)
         for k, v in r.items():
-            if k in ("mfu", "mfu_low", "mfu_high"):  # CSV: MFU in percent
-                out[k.replace("mfu", "mfu_pct")] = pct(v)
+            if k in ("mfu", "mfu_low", "mfu_high", "mfu_6n"):  # CSV: MFU in percent
+                out["mfu_6n_pct" if k == "mfu_6n" else k.replace("mfu", "mfu_pct")] = pct(v)
             elif k not in view_only:
                 out[k] = v
         csv_rows.append(out)

@@ -57,6 +57,13 @@ class Recompute(str, Enum):
         return list(Recompute).index(self)
 
 
+class AttentionKernel(str, Enum):
+    """Fused attention kernels with a per-GPU efficiency (catalog attention_kernel_eta)."""
+    FA2 = "fa2"      # FlashAttention-2 (Dao 2023): Ampere, Ada, Hopper
+    FA3 = "fa3"      # FlashAttention-3 (Shah et al. 2024): Hopper only
+    CUDNN = "cudnn"  # cuDNN fused attention (Transformer Engine FusedAttention, PyTorch SDPA)
+
+
 # Integer codes of the closed sets inside arrays (position in the Enum's declaration order);
 # evaluate.batch, search.space and frameworks re-export or read them from here.
 OFFLOAD_CODES: tuple[Offload, ...] = tuple(Offload)
@@ -120,6 +127,9 @@ class Training(Frozen):
     recompute: Recompute = Recompute.NONE
     sequence_parallel: bool = True
     flash_attention: bool = True
+    attention_kernel: AttentionKernel | None = Field(
+        default=None, description="fused attention kernel (None: the GPU's default, catalog "
+                                  "attention_kernel); needs flash_attention")
     dropout: bool = True
     model_states_only: bool = False
     multicast: bool = Field(
@@ -234,6 +244,17 @@ class Assumptions(Frozen):
                     "et al. SC'21 Table 1, +7.5% to -10% per row). Given with --assume it "
                     "replaces the per-GPU efficiency curve (evaluate/efficiency.py, catalog "
                     "gemm_* fields), which follows the GEMM shapes instead. At least 0.01 (MIN_EFFICIENCY)")
+    attention_efficiency: float = Field(
+        default=0.50, ge=0.01, le=1,
+        description="achieved / peak of the fused attention kernel on causally halved FLOPs "
+                    "(FlashAttention's convention). Given with --assume it replaces the catalog "
+                    "value of the kernel in use (GPU flash_attention_eta, attention_kernel_eta: "
+                    "FlashAttention-2/3 papers, cuDNN numbers in the FlashAttention-3 paper)")
+    moe_router_logit_bytes: float = Field(
+        default=4.0, ge=1, le=8,
+        description="assumed: bytes per router logit of the softmax and top-k; 4 = fp32 "
+                    "routing (Megatron-core --moe-router-dtype fp32, transformer/moe/router.py), "
+                    "2 = routing in the activations' bf16")
     hbm_efficiency: float = Field(
         default=0.9, ge=0.01, le=1,
         description="achievable fraction of HBM bandwidth: calculon and llm-analysis use 0.9; "
