@@ -70,7 +70,7 @@ def plan_header(res, si) -> list[tuple[str, str]]:
         ("efficiencies", ("GEMM " + (f"{asm.gemm_efficiency:g} (--assume)" if "gemm_efficiency"
                                      in asm.model_fields_set else
                                      f"{hw.gpu.name} curve (max {hw.gpu.gemm_eta_max:g})"))
-                         + ", HBM "
+                         + f", attention {attention_text(hw.gpu, tr, asm)}, HBM "
                          f"{asm.hbm_efficiency:g}, {hw.intra_link.name} "
                          f"{hw.intra_link.efficiency:g}, {hw.nic.name} {hw.nic.efficiency:g} "
                          "(see `optimus-calc explain --assumptions`)"),
@@ -203,6 +203,16 @@ def _plan_data(res, si, ranged) -> dict:
         "global_batch_rule": bool(si.global_batch_defaulted),
         "smallest_gpu_memory_bytes": res.smallest_gpu_bytes,
     }
+
+
+def attention_text(gpu, tr, asm) -> str:
+    """The attention kernel and its efficiency (on causally halved FLOPs), or unfused; and
+    which FLOPs MFU counts."""
+    from optimus_calc.evaluate.efficiency import kernel_efficiency, kernel_of
+    kernel = (f"{kernel_of(gpu, tr.attention_kernel)} "
+              f"{kernel_efficiency(gpu, tr.attention_kernel, asm):g} on the halved causal FLOPs"
+              if tr.flash_attention else f"unfused {gpu.attention_eta:g}")
+    return kernel + "; MFU on model FLOPs with attention un-halved (mfu_6n: 6 N tokens)"
 
 
 def _plan_csv(res, rows: list[dict], train: TrainRequest | None) -> Table:
