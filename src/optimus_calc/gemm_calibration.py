@@ -105,7 +105,10 @@ def _affine(model: Model, hw, layout, tr: Training, asm: Assumptions, model_flop
     total = float(eq.step__forward_flops(**work) + eq.step__backward_flops(F_r=f_r, **work))
     attn = float(attention_flops(1.0, layers, s, (model.score_dim + model.value_dim) / 2,
                                  tr.recompute is not Recompute.NONE))
-    return one.step_time_s - c, c, flops, attn / total, direct
+    # a fused kernel executes half of the causal attention core (compute.causal_attention_flops)
+    executed = float(eq.compute__causal_attention_flops(F_af=attn,
+                                                        kappa_c=float(tr.flash_attention)))
+    return one.step_time_s - c, c, flops, executed / (total - attn + executed), direct
 
 
 def narayanan_cases(cat: Catalog, asm: Assumptions | None = None) -> list[AffineCase]:

@@ -156,6 +156,15 @@ def make_training(origins: dict[str, str] | None = None, **fields) -> Training:
         raise InputError(f"{flag} {value}: {msg}") from None
 
 
+def attention_kernel_of(kw: dict):
+    """--attention-kernel, refused without FlashAttention (the unfused path has no kernel)."""
+    kernel = kw.get("attention_kernel")
+    if kernel and not kw.get("flash_attn", True):
+        raise InputError(f"--attention-kernel {kernel} needs a fused kernel: drop "
+                         "--no-flash-attn (unfused attention computes the whole s x s scores)")
+    return kernel
+
+
 def training_from(kw: dict, model, dp: int) -> tuple[Training, bool, bool]:
     """The single-layout Training, its global batch resolved for the layout's dp by
     :func:`optimus_calc.evaluate.batch.resolve_global_batch` (without --global-batch: the batch
@@ -173,6 +182,7 @@ def training_from(kw: dict, model, dp: int) -> tuple[Training, bool, bool]:
                   fp8_recipe=kw.get("fp8_recipe") or Fp8Recipe.TE_DELAYED,
                   grad_bytes=kw["grad_bytes"] or 0, recompute=kw["recompute"],
                   sequence_parallel=kw["sp"], flash_attention=kw["flash_attn"],
+                  attention_kernel=attention_kernel_of(kw),
                   dropout=dropout_of(kw, model), model_states_only=kw["model_states_only"],
                   multicast=kw["multicast"])
     tr = make_training(origins, **fields)
@@ -231,6 +241,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
                        precision=kw["precision"], optimizer=kw["optimizer"],
                        fp8_recipe=kw.get("fp8_recipe") or Fp8Recipe.TE_DELAYED,
                        grad_bytes=kw["grad_bytes"] or 0, flash_attention=kw["flash_attn"],
+                       attention_kernel=attention_kernel_of(kw),
                        dropout=dropout_of(kw, model), multicast=kw["multicast"])
     from optimus_calc.evaluate.fp8 import check_fp8_gpu
     check_fp8_gpu(hw.gpu, tr)

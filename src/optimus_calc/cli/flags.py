@@ -8,7 +8,8 @@ from optimus_calc.errors import FieldError, InputError
 # A field is its flag with dashes unless listed here.
 _RENAMED = {"mb": "--micro-batch", "v": "--interleave", "gpu_fraction": "--gpu-fraction",
             "superchip_gpu_fraction": "--gpu-fraction", "sequence_parallel": "--sp",
-            "flash_attention": "--flash-attn", "model_states_only": "--model-states-only",
+            "flash_attention": "--flash-attn", "attention_kernel": "--attention-kernel",
+            "model_states_only": "--model-states-only",
             "zero_stages": "--zero", "recomputes": "--recompute", "model": "MODEL"}
 
 

@@ -21,7 +21,8 @@ from optimus_calc.cli.types import FiniteFloat
 from optimus_calc.errors import InputError
 from optimus_calc.inputs import build_inputs as _build_inputs
 from optimus_calc.inputs import make_training, parse_assumptions  # noqa: F401  (re-exported)
-from optimus_calc.specs.training import Fp8Recipe, Offload, Optimizer, Precision, Recompute
+from optimus_calc.specs.training import (AttentionKernel, Fp8Recipe, Offload, Optimizer,
+                                         Precision, Recompute)
 
 
 def _stack(*options: Callable) -> Callable:
@@ -108,6 +109,11 @@ def _training(global_batch_help: str, per_layout: bool, lists: bool = False) -> 
         sp,
         click.option("--flash-attn/--no-flash-attn", default=True, show_default=True,
                      help="FlashAttention (no s^2 score matrices stored)."),
+        click.option("--attention-kernel", type=click.Choice([k.value for k in AttentionKernel]),
+                     default=None,
+                     help="Fused attention kernel, timed on the causally halved FLOPs it "
+                          "executes at its catalog efficiency (default: the GPU's: fa2 on "
+                          "A100, cudnn on Hopper and Blackwell)."),
         click.option("--dropout/--no-dropout", default=None,
                      help="Dropout masks stored (default: as the model's config: dropout > 0; "
                           "Llama, Mistral, Qwen have none)."),

@@ -93,3 +93,52 @@ logits_flops_per_token = equation(
     "compute.logits_flops_per_token", 2 * h * V, "FLOP",
     "Narayanan et al. SC'21 (arXiv 2104.04473) eq. 3: the logit layer's 2 h V per token",
     "Forward FLOPs per token of the output (logits) projection, F_h.")
+
+
+# ---- causal attention, MFU conventions, MoE routing (issue 19) -------------------------------
+F_af = sym("F_af", "forward FLOPs of the attention core on the stage, FLOP")
+kappa = sym("kappa_c", "1 when the attention kernel skips the blocks a causal mask hides "
+            "(FlashAttention-2/3, cuDNN fused attention), 0 when it computes the full s x s "
+            "scores (unfused baddbmm + softmax + bmm)")
+N_p = sym("N_act", "parameters a token passes through (active parameters for MoE)")
+tok_mb = sym("tau_mb", "tokens of one micro-batch on one GPU (s b / cp)")
+k_top = sym("k", "experts each token is routed to (top-k)")
+b_a = sym("b_a", "bytes per activation element (bf16: 2)")
+b_r = sym("b_r", "bytes per router logit (fp32 softmax: 4)")
+
+causal_attention_flops = equation(
+    "compute.causal_attention_flops", F_af * (1 - kappa / 2), "FLOP",
+    "FlashAttention benchmarks/benchmark_flash_attention.py (flops(): 4 b s^2 n_h d_h halved when "
+    "causal); Dao 2023 (FlashAttention-2, arXiv 2307.08691) section 3.1.1 and Shah et al. 2024 "
+    "(FlashAttention-3, arXiv 2407.08608) section 4: blocks above the diagonal are skipped, so "
+    "the kernel does half of Q K^T and P V (plus the diagonal blocks, which the published "
+    "efficiencies already absorb); the unfused path computes the whole s x s matrix",
+    "Attention-core FLOPs the kernel executes under a causal mask: half of the un-halved count "
+    "with a block-skipping kernel (kappa_c = 1), all of it unfused (kappa_c = 0). Times use this "
+    "count; MFU keeps the un-halved count, as published (PaLM appendix B, Narayanan et al.).")
+
+six_n_flops = equation(
+    "compute.six_n_flops", 6 * N_p * tok, "FLOP",
+    "Kaplan et al. 2020 (arXiv 2001.08361) section 2.1, C = 6 N D; Hoffmann et al. 2022 "
+    "(Chinchilla) section 3: the convention planners use (2 N forward, 4 N backward per token, "
+    "attention scores left out)",
+    "Training FLOPs of a step by the 6 N tokens convention (N active parameters with "
+    "embeddings): the basis of 'MFU (6N)'; lower than model FLOPs by the attention core.")
+
+moe_permute_bytes = equation(
+    "compute.moe_permute_bytes", 2 * 2 * tok_mb * k_top * h * b_a, "bytes",
+    "Megatron-core MoE (transformer/moe/moe_utils.py permute/unpermute, token_dispatcher.py): "
+    "each token is gathered into k expert-ordered rows before the experts and scattered back "
+    "and summed after; each is a read and a write of tau_mb x k x h activations "
+    "(MegaBlocks, Gale et al. 2023, arXiv 2211.15841, section 5: gather/scatter are "
+    "memory-bound)",
+    "HBM bytes of one MoE layer's token permutation and unpermutation for one micro-batch, "
+    "forward (the backward moves as many again).")
+
+moe_router_bytes = equation(
+    "compute.moe_router_bytes", 3 * tok_mb * E * b_r, "bytes",
+    "Megatron-core MoE router (transformer/moe/router.py: logits, softmax, top-k): the "
+    "tau_mb x E logits written by the router GEMM, read and written by the softmax, read by "
+    "the top-k (fused or not: three passes assumed)",
+    "HBM bytes of one MoE layer's softmax and top-k over the router logits for one micro-batch "
+    "(the router GEMM's FLOPs are in compute.flops_per_token_layer as 2 h E).")

@@ -58,3 +58,38 @@ layer_efficiency = equation(
     "efficiencies (Narayanan et al. section 5.1 split of 24 h^2 + 4 s h FLOPs per token)",
     "Effective efficiency of the compute of a layer whose FLOPs are F_d in weight GEMMs and "
     "F_a in the attention core.")
+
+
+# ---- MoE: routed experts are small grouped GEMMs (issue 19) ---------------------------------
+tok_mb = sym("tau_mb", "tokens of one micro-batch on one GPU (s b / cp)")
+k_top = sym("k", "experts each token is routed to (top-k)")
+E = sym("E", "routed experts (router width); 0 for dense")
+e_p = sym("e_p", "expert-parallel degree")
+f_x = sym("f_x", "intermediate size of one routed expert")
+M_x = sym("M_x", "tokens per local expert: the M dimension of its GEMMs")
+F_x = sym("F_x", "FLOPs of the routed experts' GEMMs")
+eta_x = sym("eta_x", "efficiency of the routed experts' grouped GEMMs", positive=True)
+
+tokens_per_expert = equation(
+    "efficiency.tokens_per_expert", tok_mb * k_top * e_p / E, "tokens",
+    "Megatron-core MoE docs (transformer/moe/README.md, grouped GEMM over the local experts; "
+    "alltoall dispatcher): every EP rank sends its tau_mb x k routed tokens to the E / e_p "
+    "experts of each rank; with balanced routing an expert receives tau_mb k e_p / E",
+    "Tokens one routed expert processes per micro-batch (balanced routing): the M dimension of "
+    "its grouped GEMM.")
+
+expert_gemm_flops = equation(
+    "efficiency.expert_gemm_flops", 2 * M_x * h * f_x / t, "FLOP",
+    "MegaBlocks (Gale et al. 2023, arXiv 2211.15841) section 3: expert computation is a batch "
+    "of (tokens per expert) x h x f GEMMs; expert tensor parallelism divides f",
+    "FLOPs of one unit expert GEMM on one GPU: tokens per expert x hidden x expert width / TP. "
+    "Its efficiency follows the same curve as the weight GEMMs (efficiency.gemm_efficiency).")
+
+moe_layer_efficiency = equation(
+    "efficiency.moe_layer_efficiency",
+    (F_d + F_a + F_x) / (F_d / eta_d + F_a / eta_a + F_x / eta_x), "1",
+    "times add, as efficiency.layer_efficiency, with the routed experts' grouped GEMMs as a "
+    "third kind of work (MegaBlocks section 5: small per-expert GEMMs run below the dense "
+    "GEMMs' efficiency)",
+    "Effective efficiency of compute whose FLOPs are F_d in weight GEMMs, F_a in the attention "
+    "core and F_x in the routed experts' GEMMs.")

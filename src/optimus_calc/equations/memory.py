@@ -262,3 +262,16 @@ host_bytes_per_socket = equation(
     "seeds/superoffload.md: each GH200 superchip's GPU offloads to its own Grace CPU's LPDDR5X "
     "(NVLink-C2C), so the node's usable host RAM splits evenly over its sockets",
     "Usable host RAM of one CPU socket: the capacity of one superchip offload device.")
+
+
+M_l0 = sym("M_l0", "activation bytes one layer stores without recomputation for one micro-batch "
+           "(memory.activation_layer_bytes at r = 0)")
+r_f = sym("r_f", "1 with full recomputation, else 0")
+
+recompute_working_bytes = equation(
+    "memory.recompute_working_bytes", r_f * M_l0, "bytes",
+    "Korthikanti et al. 2022 (arXiv 2205.05198) section 4.1 and calibration.md section 11 "
+    "(recompute semantics): the backward of a checkpointed layer re-runs its forward and holds "
+    "all its activations until that layer's backward is done; one layer at a time",
+    "Working set that full recomputation adds on top of the stored layer inputs: one layer's "
+    "full activations for one micro-batch (0 without full recomputation).")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from optimus_calc.equations.recording import eq
+from optimus_calc.errors import InputError
 from optimus_calc.evaluate.fp8 import bf16_equivalent
 from optimus_calc.specs.hardware import GPU
 from optimus_calc.specs.training import Assumptions
@@ -26,9 +27,38 @@ def gemm_efficiency(gpu: GPU, h, t, s, b):
                                           eta_max=gpu.gemm_eta_max)
 
 
-def attention_efficiency(gpu: GPU, flash):
-    """Efficiency of the attention core: FlashAttention kernel or the unfused path."""
-    return np.where(np.asarray(flash, dtype=bool), gpu.flash_attention_eta, gpu.attention_eta)
+def kernel_of(gpu: GPU, kernel=None) -> str:
+    """The fused attention kernel a layout runs: ``kernel`` (--attention-kernel) or the GPU's
+    default; an input error when it does not run on the GPU (FA3 is Hopper-only)."""
+    k = str(getattr(kernel, "value", kernel) or gpu.attention_kernel)
+    if k != gpu.attention_kernel and k not in gpu.attention_kernel_eta:
+        runs = sorted({gpu.attention_kernel, *gpu.attention_kernel_eta})
+        raise InputError(f"--attention-kernel {k}: no efficiency for it on {gpu.name} (the "
+                         f"catalog lists {', '.join(runs)}; FlashAttention-3 runs on Hopper "
+                         "only)")
+    return k
+
+
+def kernel_efficiency(gpu: GPU, kernel=None, asm: Assumptions | None = None) -> float:
+    """Efficiency of the fused attention kernel on causally halved FLOPs: --assume
+    attention_efficiency=X, else the catalog's value for the kernel on this GPU."""
+    k = kernel_of(gpu, kernel)
+    if asm is not None and "attention_efficiency" in asm.model_fields_set:
+        return float(asm.attention_efficiency)
+    return float(gpu.flash_attention_eta if k == gpu.attention_kernel
+                 else gpu.attention_kernel_eta[k])
+
+
+def attention_efficiency(gpu: GPU, flash, kernel=None, asm: Assumptions | None = None):
+    """Efficiency of the attention core: the fused kernel's (on the FLOPs it executes) or the
+    unfused path's."""
+    fused = kernel_efficiency(gpu, kernel, asm) if np.any(np.asarray(flash, dtype=bool)) else 0.0
+    return np.where(np.asarray(flash, dtype=bool), fused, gpu.attention_eta)
+
+
+def causal_factor(flash):
+    """kappa_c of compute.causal_attention_flops: 1 for a block-skipping fused kernel."""
+    return np.asarray(flash, dtype=float)
 
 
 def attention_flops(tokens, layers, s, q_d, recompute_attention):
@@ -40,34 +70,53 @@ def attention_flops(tokens, layers, s, q_d, recompute_attention):
         F_af=fwd, r_a=np.asarray(recompute_attention, dtype=float))
 
 
+def expert_efficiency(gpu: GPU, h, t, tokens_mb, top_k, experts, ep, expert_ffn):
+    """Efficiency of the routed experts' grouped GEMMs: the GEMM curve at the size one expert's
+    GEMM has (efficiency.tokens_per_expert x h x f / t)."""
+    m_x = eq.efficiency__tokens_per_expert(E=experts, e_p=np.asarray(ep, dtype=float),
+                                           k=top_k, tau_mb=np.asarray(tokens_mb, dtype=float))
+    w = eq.efficiency__expert_gemm_flops(M_x=m_x, f_x=expert_ffn, h=h,
+                                         t=np.asarray(t, dtype=float))
+    return eq.efficiency__gemm_efficiency(W_g=w, W_half=gpu.gemm_half_GFLOP * 1e9,
+                                          eta_max=gpu.gemm_eta_max)
+
+
 def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
-                       asm: Assumptions | None = None, fp8: float | None = None,
-                       bf16_gemm_flops=0.0):
-    """Effective efficiency of ``total_flops`` of which ``attn_flops`` are the attention core and
+                       asm: Assumptions | None = None, kernel=None, expert_flops=0.0,
+                       eta_x=None, fp8: float | None = None, bf16_gemm_flops=0.0):
+    """Effective efficiency of ``total_flops`` of which ``attn_flops`` are the attention core
+    (as the kernel executes them), ``expert_flops`` the routed experts' GEMMs (at ``eta_x``) and
     the rest weight GEMMs. Compute time is then total_flops / (peak x this).
 
     When the user set ``gemm_efficiency`` explicitly (``--assume gemm_efficiency=X``), X is
     returned for every layout: the curve is replaced, not combined. With ``fp8`` (the FP8 GEMM
-    efficiency ratio, evaluate/fp8.py) the weight GEMMs run at the FP8 peak and the result is
-    against the BF16 peak (X then stands for the BF16 GEMMs and the attention core), but for
-    ``bf16_gemm_flops`` of them (the output head), which stay bf16 on the BF16 curve."""
+    efficiency ratio, evaluate/fp8.py) the weight and expert GEMMs run at the FP8 peak and the
+    result is against the BF16 peak (X then stands for the BF16 GEMMs and the attention core),
+    but for ``bf16_gemm_flops`` of them (the output head), which stay bf16 on the BF16 curve."""
     total = np.asarray(total_flops, dtype=float)
     fixed = asm is not None and "gemm_efficiency" in asm.model_fields_set
     if fixed and fp8 is None:
         return np.broadcast_to(np.float64(asm.gemm_efficiency), np.broadcast(
             total, np.asarray(h), np.asarray(t), np.asarray(s), np.asarray(b)).shape).copy()
     eta_d = np.float64(asm.gemm_efficiency) if fixed else gemm_efficiency(gpu, h, t, s, b)
-    eta_a = np.float64(asm.gemm_efficiency) if fixed else attention_efficiency(gpu, flash)
+    eta_a = (np.float64(asm.gemm_efficiency) if fixed
+             else attention_efficiency(gpu, flash, kernel, asm))
     f_a = np.clip(np.asarray(attn_flops, dtype=float), 0.0, total)
+    f_x = np.clip(np.asarray(expert_flops, dtype=float), 0.0, total - f_a)
     safe = np.where(total > 0, total, 1.0)  # no work: the GEMM curve's value, not 0/0
     if fp8 is not None:  # FP8 GEMMs and the bf16 head: their times add (layer_efficiency)
-        f_d = np.maximum(total - f_a, 0.0)
-        f_h = np.clip(np.asarray(bf16_gemm_flops, dtype=float), 0.0, f_d)
-        d_safe = np.where(f_d > 0, f_d, 1.0)
+        f_dd = np.maximum(total - f_a - f_x, 0.0)
+        f_h = np.clip(np.asarray(bf16_gemm_flops, dtype=float), 0.0, f_dd)
+        d_safe = np.where(f_dd > 0, f_dd, 1.0)
         eta_d = eq.efficiency__layer_efficiency(
-            F_a=f_h / d_safe, F_d=np.where(f_d > 0, (f_d - f_h) / d_safe, 1.0), eta_a=eta_d,
+            F_a=f_h / d_safe, F_d=np.where(f_dd > 0, (f_dd - f_h) / d_safe, 1.0), eta_a=eta_d,
             eta_d=bf16_equivalent(gpu, eta_d, fp8))
-    mixed = eq.efficiency__layer_efficiency(
-        F_a=f_a / safe, F_d=np.where(total > 0, (total - f_a) / safe, 1.0), eta_a=eta_a,
-        eta_d=eta_d)
+        if eta_x is not None:
+            eta_x = bf16_equivalent(gpu, eta_x, fp8)
+    f_d = np.where(total > 0, (total - f_a - f_x) / safe, 1.0)
+    if eta_x is None or not np.any(f_x > 0):
+        mixed = eq.efficiency__layer_efficiency(F_a=f_a / safe, F_d=f_d, eta_a=eta_a, eta_d=eta_d)
+    else:
+        mixed = eq.efficiency__moe_layer_efficiency(F_a=f_a / safe, F_d=f_d, F_x=f_x / safe,
+                                                    eta_a=eta_a, eta_d=eta_d, eta_x=eta_x)
     return np.where(total > 0, mixed, eta_d)

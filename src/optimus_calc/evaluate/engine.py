@@ -131,6 +131,9 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
         L_s=st["layers"], M_layer=act_layer, V=model.vocab, b=ctx.mb, beta_l=asm.logits_bytes,
         c=ctx.cp, lambda_l=st["last"], n_f=np.minimum(ctx.pp - st["index"], ctx.m), p=ctx.pp,
         s=ctx.s, t=ctx.t, v=ctx.v)
+    # full recompute re-materialises one layer at a time on top of the checkpoints
+    act = act + eq.memory__recompute_working_bytes(
+        M_l0=eq.memory__activation_layer_bytes(r=0, **layer_args), r_f=ctx.r_full)
     z, gbytes = ctx.z, tr.gradient_bytes
     cap_bkt = eq.memory__bucket_capacity_bytes(M_ddp=asm.ddp_bucket_MB, Z=z,
                                                Z_bk=asm.zero_bucket_params, b_g=gbytes)
@@ -281,7 +284,8 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord, 
         "param_offload_exposed_s": T_po if np.ndim(T_po) else np.zeros((1,)),
         "hardware_flops": eq.compute__step_flops(F_h=comp.f_h, F_l=comp.f_l, F_r=comp.f_r,
                                                  L=model.layers, tokens=tokens[..., None])}
+    six_n = eq.compute__six_n_flops(N_act=model.active_params, tokens=tokens)
     return Evaluation(has_step=True, step_time_s=step, worst_time=worst_t,
                       stage_terms=per_stage, step_figures=dict(
                           model_flops=model_flops, peak=comp.peak, tokens=tokens,
-                          gpus=ctx.hw.gpus), **common)
+                          gpus=ctx.hw.gpus, model_flops_6n=six_n), **common)

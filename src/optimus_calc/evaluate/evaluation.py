@@ -73,6 +73,11 @@ class Evaluation:
             return self.step_time_s
         if name == "model_flops":
             return np.broadcast_to(f["model_flops"], np.shape(self.step_time_s))
+        if name == "model_flops_6n":
+            return np.broadcast_to(f["model_flops_6n"], np.shape(self.step_time_s))
+        if name == "mfu_6n":  # the same utilisation with 6 N tokens (compute.six_n_flops)
+            return eq.step__mfu(F_model=f["model_flops_6n"], N_gpus=f["gpus"],
+                                T_step=self.step_time_s, peak=f["peak"])
         if name == "tokens":
             return np.broadcast_to(f["tokens"], np.shape(self.step_time_s))
         if name == "mfu":

@@ -46,6 +46,8 @@ class StepEstimate:
     tflops_per_gpu: float
     tokens_per_s: float
     optimizer_device: str
+    model_flops_6n: float = 0.0  # 6 N_active tokens (compute.six_n_flops): planners' convention
+    mfu_6n: float = 0.0
     binding_stage: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -54,7 +56,7 @@ TERMS = ("step_time_s", "forward_s", "backward_s", "compute_s", "elementwise_s",
          "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s", "dp_comm_s", "dp_comm_exposed_s",
          "optimizer_s", "optimizer_exposed_s", "offload_transfer_s",
          "param_offload_exposed_s", "model_flops",
-         "hardware_flops", "mfu", "tflops_per_gpu", "tokens_per_s")
+         "hardware_flops", "mfu", "tflops_per_gpu", "tokens_per_s", "model_flops_6n", "mfu_6n")
 
 
 def optimizer_device(hw: Hardware, layout: Layout) -> str:

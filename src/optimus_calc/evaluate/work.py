@@ -8,7 +8,7 @@ import numpy as np
 from optimus_calc.equations.recording import eq, set_scope
 from optimus_calc.evaluate.batch import R_FULL, R_NONE, R_SELECTIVE
 from optimus_calc.evaluate.context import check_precision
-from optimus_calc.evaluate.efficiency import compute_efficiency
+from optimus_calc.evaluate.efficiency import causal_factor, compute_efficiency, expert_efficiency
 from optimus_calc.evaluate.fp8 import bf16_head_flops, fp8_gemm_ratio
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord
@@ -54,6 +54,28 @@ def modules_per_layer(model: Model, asm: Assumptions) -> float:
     return (model.dense_layers * dense + model.moe_layers * moe) / model.layers
 
 
+def _moe_work(ctx: Ctx, tau, r_full):
+    """(forward, backward) FLOPs of the routed experts on the stage, their grouped-GEMM
+    efficiency, and the routing HBM bytes of one MoE layer and micro-batch (router softmax and
+    top-k, token permutation and unpermutation); zeros for a dense model."""
+    model = ctx.model
+    if not model.is_moe:
+        return 0.0, 0.0, None, 0.0
+    per_token = eq.compute__flops_per_token_layer(
+        E=0, P_att=0, d_s=0, d_v=0, f_a=model.expert_ffn * model.top_k, h=model.hidden,
+        m_m=model.ffn_type.matrices, s=0)
+    fwd = tau * ctx.st["moe_layers"] * per_token
+    bwd = eq.step__attention_backward_flops(F_af=fwd, r_a=r_full)  # 2x, + the recomputed fwd
+    tokens_mb = ctx.s * ctx.mb / ctx.cp
+    eta_x = expert_efficiency(ctx.hw.gpu, model.hidden, ctx.t, tokens_mb, model.top_k,
+                              model.experts, ctx.ep, model.expert_ffn)
+    route = (eq.compute__moe_permute_bytes(b_a=ctx.tr.weight_bytes, h=model.hidden,
+                                           k=model.top_k, tau_mb=tokens_mb)
+             + eq.compute__moe_router_bytes(E=model.experts, b_r=ctx.asm.moe_router_logit_bytes,
+                                            tau_mb=tokens_mb))
+    return fwd, bwd, eta_x, route
+
+
 def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     model, hw, tr, asm, s, rc = ctx.model, ctx.hw, ctx.tr, ctx.asm, ctx.s, ctx.rc
     Ls, last = ctx.st["layers"], ctx.st["last"]
@@ -66,27 +88,40 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     F_bwd = eq.step__backward_flops(F_h=f_h, F_l=f_l, F_r=f_r, L_stage=Ls, lambda_h=last,
                                     tau_g=tau)
     # efficiency that follows the work: weight GEMMs by their size, the attention core by its
-    # kernel (evaluate/efficiency.py; --assume gemm_efficiency=X replaces the curve)
+    # kernel on the FLOPs it executes (half under a causal mask with a fused kernel), the routed
+    # experts by their grouped GEMMs' size (evaluate/efficiency.py; --assume gemm_efficiency=X
+    # replaces the curve)
+    kappa = causal_factor(tr.flash_attention)
     f_att = eq.step__attention_core_flops(L_stage=Ls, d_s=model.score_dim, d_v=model.value_dim,
                                           s=s, tau_g=tau)
+    f_att_b = eq.step__attention_backward_flops(F_af=f_att, r_a=(rc != R_NONE))
+    x_f, x_b, eta_x, route = _moe_work(ctx, tau, (rc == R_FULL))
     eff = dict(gpu=hw.gpu, h=model.hidden, t=ctx.t, s=s / ctx.cp, b=ctx.mb,
-               flash=tr.flash_attention, asm=asm, fp8=fp8_gemm_ratio(tr, asm))
+               flash=tr.flash_attention, asm=asm, kernel=tr.attention_kernel, eta_x=eta_x,
+               fp8=fp8_gemm_ratio(tr, asm))
     act0 = eq.memory__activation_layer_bytes(r=0, **mem.layer_args)
     fwd_pass = eq.step__elementwise_forward_passes(f_e=asm.elementwise_factor)
     bwd_pass = eq.step__elementwise_backward_passes(f_e=asm.elementwise_factor,
                                                     r_full=(rc == R_FULL))
-    hbm = dict(B_hbm=hw.gpu.hbm_Bps, eta_hbm=asm.hbm_efficiency, L_stage=Ls, M_l=act0, m=ctx.m)
+    hbm = dict(B_hbm=hw.gpu.hbm_Bps, eta_hbm=asm.hbm_efficiency, m=ctx.m)
+    L_moe = ctx.st["moe_layers"]
     set_scope("forward")
-    eta_f = compute_efficiency(total_flops=F_fwd, attn_flops=f_att, **eff,
+    a_f = eq.compute__causal_attention_flops(F_af=f_att, kappa_c=kappa)
+    F_fx = F_fwd - (f_att - a_f)  # what the kernels execute
+    eta_f = compute_efficiency(total_flops=F_fx, attn_flops=a_f, expert_flops=x_f, **eff,
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, False))
-    T_cf = eq.compute__compute_time(FLOPs=F_fwd, eta_g=eta_f, peak=peak)
-    T_ef = eq.step__elementwise_time(n_pass=fwd_pass, **hbm)
+    T_cf = eq.compute__compute_time(FLOPs=F_fx, eta_g=eta_f, peak=peak)
+    T_ef = (eq.step__elementwise_time(n_pass=fwd_pass, L_stage=Ls, M_l=act0, **hbm)
+            + eq.step__elementwise_time(n_pass=1, L_stage=L_moe, M_l=route, **hbm))
     set_scope("backward")
-    f_att_b = eq.step__attention_backward_flops(F_af=f_att, r_a=(rc != R_NONE))
-    eta_b = compute_efficiency(total_flops=F_bwd, attn_flops=f_att_b, **eff,
+    a_b = eq.compute__causal_attention_flops(F_af=f_att_b, kappa_c=kappa)
+    F_bx = F_bwd - (f_att_b - a_b)
+    eta_b = compute_efficiency(total_flops=F_bx, attn_flops=a_b, expert_flops=x_b, **eff,
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, True))
-    T_cb = eq.compute__compute_time(FLOPs=F_bwd, eta_g=eta_b, peak=peak)
-    T_eb = eq.step__elementwise_time(n_pass=bwd_pass, **hbm)
+    T_cb = eq.compute__compute_time(FLOPs=F_bx, eta_g=eta_b, peak=peak)
+    T_eb = (eq.step__elementwise_time(n_pass=bwd_pass, L_stage=Ls, M_l=act0, **hbm)
+            + eq.step__elementwise_time(n_pass=1 + (rc == R_FULL), L_stage=L_moe, M_l=route,
+                                        **hbm))
     set_scope("")
     T_f = eq.step__forward_time(T_cf=T_cf, T_ef=T_ef)
     T_b = eq.step__backward_time(T_cb=T_cb, T_eb=T_eb)

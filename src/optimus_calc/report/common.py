@@ -119,14 +119,20 @@ def pct(fraction: float | None) -> float | None:
     return None if fraction is None else 100.0 * fraction
 
 
-def efficiency_text(gpu, asm) -> str:
-    """Where the GEMM efficiency comes from: the GPU family's curve, or --assume's constant."""
+def efficiency_text(gpu, asm, kernel=None) -> str:
+    """Where the GEMM efficiency comes from: the GPU family's curve, or --assume's constant;
+    the attention kernel and its efficiency (on causally halved FLOPs)."""
+    from optimus_calc.evaluate.efficiency import kernel_efficiency, kernel_of
+    k = kernel_of(gpu, kernel)
+    attn = (f"attention kernel {k} at {kernel_efficiency(gpu, kernel, asm):g} on the causally "
+            f"halved FLOPs it executes, unfused {gpu.attention_eta:g} on all of them")
     if "gemm_efficiency" in asm.model_fields_set:
         return (f"GEMM efficiency {asm.gemm_efficiency:g} for every GEMM (--assume "
                 "gemm_efficiency replaces the curve)")
+    label = gpu.efficiency_label + (": no public training data" if
+                                    gpu.efficiency_label == "unvalidated" else "")
     return (f"GEMM efficiency from the {gpu.name} curve: up to {gpu.gemm_eta_max:g}, half of "
-            f"that at {gpu.gemm_half_GFLOP:g} GFLOP per GEMM ({gpu.efficiency_label}); attention "
-            f"{gpu.flash_attention_eta:g} with FlashAttention, {gpu.attention_eta:g} without "
+            f"that at {gpu.gemm_half_GFLOP:g} GFLOP per GEMM ({label}); {attn} "
             "(`optimus-calc explain efficiency.gemm_efficiency`)")
 
 

@@ -18,7 +18,8 @@ def candidate_data(c) -> dict:
             "sequence_parallel": c.training.sequence_parallel,
             "gpu_memory_bytes": c.gpu_bytes,
             "gpu_headroom_bytes": c.memory.headroom_bytes,
-            "step_time_s": c.step_s, "mfu": c.mfu, "tokens_per_s": c.tokens_per_s,
+            "step_time_s": c.step_s, "mfu": c.mfu, "mfu_6n": c.step.mfu_6n,
+            "tokens_per_s": c.tokens_per_s,
             "optimizer_s": c.step.optimizer_s, "optimizer_exposed_s": c.step.optimizer_exposed_s,
             "stage_layers": [s.layers for s in c.memory.stages],
             "frameworks": list(c.frameworks)}
@@ -71,7 +72,7 @@ def plan_header(res, si) -> list[tuple[str, str]]:
         ("efficiencies", ("GEMM " + (f"{asm.gemm_efficiency:g} (--assume)" if "gemm_efficiency"
                                      in asm.model_fields_set else
                                      f"{hw.gpu.name} curve (max {hw.gpu.gemm_eta_max:g})"))
-                         + ", HBM "
+                         + f", attention {attention_text(hw.gpu, tr, asm)}, HBM "
                          f"{asm.hbm_efficiency:g}, {hw.intra_link.name} "
                          f"{hw.intra_link.efficiency:g}, {hw.nic.name} {hw.nic.efficiency:g} "
                          "(see `optimus-calc explain --assumptions`)"),
@@ -206,6 +207,16 @@ def _plan_data(res, si, ranged) -> dict:
     }
 
 
+def attention_text(gpu, tr, asm) -> str:
+    """The attention kernel and its efficiency (on causally halved FLOPs), or unfused; and
+    which FLOPs MFU counts."""
+    from optimus_calc.evaluate.efficiency import kernel_efficiency, kernel_of
+    kernel = (f"{kernel_of(gpu, tr.attention_kernel)} "
+              f"{kernel_efficiency(gpu, tr.attention_kernel, asm):g} on the halved causal FLOPs"
+              if tr.flash_attention else f"unfused {gpu.attention_eta:g}")
+    return kernel + "; MFU on model FLOPs with attention un-halved (mfu_6n: 6 N tokens)"
+
+
 def _plan_csv(res, rows: list[dict], train: TrainRequest | None) -> Table:
     """The CSV table: the context columns, then each row less its display-only fields (MFU in
     percent)."""
@@ -215,8 +226,8 @@ def _plan_csv(res, rows: list[dict], train: TrainRequest | None) -> Table:
     for r in rows:
         out = dict(ctx)
         for k, v in r.items():
-            if k in ("mfu", "mfu_low", "mfu_high"):  # CSV: MFU in percent
-                out[k.replace("mfu", "mfu_pct")] = pct(v)
+            if k in ("mfu", "mfu_low", "mfu_high", "mfu_6n"):  # CSV: MFU in percent
+                out["mfu_6n_pct" if k == "mfu_6n" else k.replace("mfu", "mfu_pct")] = pct(v)
             elif k not in view_only:
                 out[k] = v
         csv_rows.append(out)

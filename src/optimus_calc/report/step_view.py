@@ -42,6 +42,7 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
     data["frameworks"] = fws
     figures = train_figures(train, st.step_time_s, inp.training, inp.hw, inp.assumptions)
     data.update(figures)
+    data.update(mfu_conventions(st, figures))
     from optimus_calc.regimes import range_fields
     trange, mrange = step_ranges(inp, fws)
     ranges = range_fields({**data, **figures}, trange, mrange)
@@ -58,21 +59,26 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
     tables = [Table(title="step time breakdown (most loaded GPU)", rows=rows, columns=cols),
               Table(title="overlapped or informational", rows=info, columns=cols)]
     notes = [headline_text(st, mem.worst.total_bytes, figures, trange, mrange),
-             f"MFU {st.mfu:.1%} (model FLOPs only: no recomputation), {st.tflops_per_gpu:.1f} "
-             f"TFLOP/s per GPU counting hardware FLOPs (with recomputation), "
-             f"{st.tokens_per_s:,.0f} tokens/s",
+             f"MFU {st.mfu:.1%} (model FLOPs: attention un-halved, no recomputation, as "
+             f"PaLM and Megatron publish it; 6 x N x tokens convention: {st.mfu_6n:.1%}), "
+             f"{st.tflops_per_gpu:.1f} TFLOP/s per GPU counting hardware FLOPs (with "
+             f"recomputation, attention un-halved), {st.tokens_per_s:,.0f} tokens/s",
              f"GPU memory {mem.worst.total_bytes / GB:.1f} GB of {mem.capacity_bytes / GB:.0f} GB: "
              + ("fits" if mem.fits else "DOES NOT FIT: " + "; ".join(mem.reasons)),
-             efficiency_text(inp.hw.gpu, inp.assumptions)] + fp8_notes(
-                 inp.hw.gpu, inp.training, inp.assumptions) + st.notes
+             efficiency_text(inp.hw.gpu, inp.assumptions, inp.training.attention_kernel)]
+    notes += fp8_notes(inp.hw.gpu, inp.training, inp.assumptions) + st.notes
     if fw_note:
         notes.append(fw_note)
     if figures:
         notes.append(train_note(figures, inp.assumptions.pue))
+        notes.append(f"days from the modelled step time (no FLOP convention enters); a "
+                     f"6 x N x tokens estimate at MFU {st.mfu:.1%} would say "
+                     f"{data['train_days_6n_at_mfu']:,.1f} days, attention left out")
     csv_row = {**context_row(inp.model.name, inp.hw, inp.training, train),
                **layout_data(inp.layout), "micro_batch": inp.training.micro_batch,
                "recompute": inp.training.recompute.value, "step_time_s": st.step_time_s,
-               "mfu_pct": pct(st.mfu), "tflops_per_gpu": st.tflops_per_gpu,
+               "mfu_pct": pct(st.mfu), "mfu_6n_pct": pct(st.mfu_6n),
+               "tflops_per_gpu": st.tflops_per_gpu,
                "tokens_per_s": st.tokens_per_s, **data["breakdown"],
                "gpu_memory_bytes": mem.worst.total_bytes, "fits": mem.fits,
                **{k: v for k, v in figures.items() if k != "tokens"},
@@ -84,6 +90,17 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
         header=[("layout", layout_text(inp.layout)), ("training", training_text(inp))],
         data=data, tables=tables, notes=notes,
         csv=Table(title="", rows=[csv_row], columns=[Column(k, k) for k in csv_row]))
+
+
+def mfu_conventions(st, figures: dict) -> dict:
+    """Which FLOP count each figure uses (issue 19): ``mfu`` model FLOPs with the attention
+    core un-halved (PaLM appendix B), ``mfu_6n`` 6 N_active tokens; with --tokens, the days a
+    6 N tokens estimate at the published-convention MFU gives (fewer than ``train_days``)."""
+    out = {"mfu_convention": "model FLOPs, causal attention un-halved, no recomputation",
+           "mfu_6n_convention": "6 x active parameters x tokens"}
+    if figures.get("train_days") is not None and st.model_flops > 0:
+        out["train_days_6n_at_mfu"] = figures["train_days"] * st.model_flops_6n / st.model_flops
+    return out
 
 
 def step_ranges(inp, fws: dict):

@@ -140,12 +140,30 @@ class GPU(CatalogEntry):
         description="efficiency of the unfused attention core (baddbmm + softmax + bmm)")
     flash_attention_eta: float = Field(
         default=0.50, gt=0, le=1,
-        description="efficiency of the FlashAttention kernel, forward + backward")
-    efficiency_label: Literal["calibrated", "derived", "assumed"] = Field(
-        default="assumed", description="how the efficiency parameters were obtained")
+        description="efficiency of the GPU's default fused attention kernel (attention_kernel), "
+                    "forward + backward, on causally halved FLOPs (FlashAttention's convention)")
+    attention_kernel: Literal["fa2", "fa3", "cudnn"] = Field(
+        default="fa2", description="fused attention kernel the GPU's usual training stack runs "
+                                   "(--attention-kernel's default)")
+    attention_kernel_eta: dict[Literal["fa2", "fa3", "cudnn"], float] = Field(
+        default_factory=dict,
+        description="efficiency of the other fused attention kernels that run on this GPU "
+                    "(causally halved FLOPs); a kernel absent here and not the default does not "
+                    "run on it")
+    efficiency_label: Literal["calibrated", "derived", "assumed", "unvalidated"] = Field(
+        default="assumed", description="how the efficiency parameters were obtained "
+                                       "(unvalidated: no public training data for this GPU)")
     efficiency_source: str = Field(
         default="A100 values (Narayanan et al. SC'21 Table 1 fit) assumed for this GPU",
         description="where the efficiency parameters come from")
+
+    @field_validator("attention_kernel_eta")
+    @classmethod
+    def _kernel_etas(cls, v: dict) -> dict:
+        for k, eta in v.items():
+            if not 0 < eta <= 1:
+                raise ValueError(f"attention_kernel_eta.{k} = {eta}: an efficiency in (0, 1]")
+        return v
 
     @model_validator(mode="after")
     def _fp32_peak(self) -> "GPU":

@@ -8,6 +8,11 @@ alike without importing sympy. `optimus-calc explain NAME` shows the source expr
 import numpy
 
 
+def compute__causal_attention_flops(F_af, kappa_c):
+    """compute.causal_attention_flops [FLOP]: FlashAttention benchmarks/benchmark_flash_attention.py (flops(): 4 b s^2 n_h d_h halved when causal); Dao 2023 (FlashAttention-2, arXiv 2307.08691) section 3.1.1 and Shah et al. 2024 (FlashAttention-3, arXiv 2407.08608) section 4: blocks above the diagonal are skipped, so the kernel does half of Q K^T and P V (plus the diagonal blocks, which the published efficiencies already absorb); the unfused path computes the whole s x s matrix"""
+    return F_af*(1 - 1/2*kappa_c)
+
+
 def compute__compute_time(FLOPs, eta_g, peak):
     """compute.compute_time [s]: roofline; the GEMM efficiency is a named assumption calibrated on Narayanan et al. Table 1"""
     return FLOPs/(eta_g*peak)
@@ -28,6 +33,16 @@ def compute__logits_flops_per_token(V, h):
     return 2*V*h
 
 
+def compute__moe_permute_bytes(b_a, h, k, tau_mb):
+    """compute.moe_permute_bytes [bytes]: Megatron-core MoE (transformer/moe/moe_utils.py permute/unpermute, token_dispatcher.py): each token is gathered into k expert-ordered rows before the experts and scattered back and summed after; each is a read and a write of tau_mb x k x h activations (MegaBlocks, Gale et al. 2023, arXiv 2211.15841, section 5: gather/scatter are memory-bound)"""
+    return 4*b_a*h*k*tau_mb
+
+
+def compute__moe_router_bytes(E, b_r, tau_mb):
+    """compute.moe_router_bytes [bytes]: Megatron-core MoE router (transformer/moe/router.py: logits, softmax, top-k): the tau_mb x E logits written by the router GEMM, read and written by the softmax, read by the top-k (fused or not: three passes assumed)"""
+    return 3*E*b_r*tau_mb
+
+
 def compute__optimizer_step_time(B_core, B_mem, F_core, F_dev, P_n, beta_p, c_n, eta_m, n_t, phi_p):
     """compute.optimizer_step_time [s]: roofline (Williams et al. 2009); element-wise Adam is memory-bound (seeds/optimusnic.md section 4.2); on CPUs and Arm SoCs bandwidth grows with threads until it saturates (optimusnic.md Fig. 2)"""
     return numpy.maximum(P_n*phi_p*numpy.where(numpy.equal(c_n, 1), 1/(F_core*n_t), F_dev**(-1.0)), P_n*beta_p*numpy.where(numpy.equal(c_n, 1), numpy.minimum(B_core*n_t, B_mem*eta_m)**(-1.0), 1/(B_mem*eta_m)))
@@ -36,6 +51,11 @@ def compute__optimizer_step_time(B_core, B_mem, F_core, F_dev, P_n, beta_p, c_n,
 def compute__pipeline_bubble(T_c, m, p, v):
     """compute.pipeline_bubble [s]: Narayanan et al. SC'21 section 2.2: 1F1B bubble fraction (p-1)/m, interleaved (p-1)/(m v)"""
     return T_c*(p - 1)/(m*v)
+
+
+def compute__six_n_flops(N_act, tokens):
+    """compute.six_n_flops [FLOP]: Kaplan et al. 2020 (arXiv 2001.08361) section 2.1, C = 6 N D; Hoffmann et al. 2022 (Chinchilla) section 3: the convention planners use (2 N forward, 4 N backward per token, attention scores left out)"""
+    return 6*N_act*tokens
 
 
 def compute__step_flops(F_h, F_l, F_r, L, tokens):

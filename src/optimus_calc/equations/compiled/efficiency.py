@@ -8,6 +8,11 @@ alike without importing sympy. `optimus-calc explain NAME` shows the source expr
 import numpy
 
 
+def efficiency__expert_gemm_flops(M_x, f_x, h, t):
+    """efficiency.expert_gemm_flops [FLOP]: MegaBlocks (Gale et al. 2023, arXiv 2211.15841) section 3: expert computation is a batch of (tokens per expert) x h x f GEMMs; expert tensor parallelism divides f"""
+    return 2*M_x*f_x*h/t
+
+
 def efficiency__gemm_efficiency(W_g, W_half, eta_max):
     """efficiency.gemm_efficiency [1]: saturating curve fitted on Narayanan et al. SC'21 Table 1 (A100) with the micro-batch and interleaving of Megatron-LM examples/academic_paper_scripts/sc21/run_table_1.sh; equivalent to a fixed time W_half / (eta_max peak) per GEMM"""
     return W_g*eta_max/(W_g + W_half)
@@ -21,3 +26,13 @@ def efficiency__gemm_flops(b, h, s, t):
 def efficiency__layer_efficiency(F_a, F_d, eta_a, eta_d):
     """efficiency.layer_efficiency [1]: times add: FLOP-weighted harmonic mean of the weight GEMMs' and the attention core's efficiencies (Narayanan et al. section 5.1 split of 24 h^2 + 4 s h FLOPs per token)"""
     return (F_a + F_d)/(F_a/eta_a + F_d/eta_d)
+
+
+def efficiency__moe_layer_efficiency(F_a, F_d, F_x, eta_a, eta_d, eta_x):
+    """efficiency.moe_layer_efficiency [1]: times add, as efficiency.layer_efficiency, with the routed experts' grouped GEMMs as a third kind of work (MegaBlocks section 5: small per-expert GEMMs run below the dense GEMMs' efficiency)"""
+    return (F_a + F_d + F_x)/(F_a/eta_a + F_d/eta_d + F_x/eta_x)
+
+
+def efficiency__tokens_per_expert(E, e_p, k, tau_mb):
+    """efficiency.tokens_per_expert [tokens]: Megatron-core MoE docs (transformer/moe/README.md, grouped GEMM over the local experts; alltoall dispatcher): every EP rank sends its tau_mb x k routed tokens to the E / e_p experts of each rank; with balanced routing an expert receives tau_mb k e_p / E"""
+    return e_p*k*tau_mb/E

@@ -78,6 +78,11 @@ def memory__params_per_gpu(A, R, X, e, t):
     return R + (A + X/e)/t
 
 
+def memory__recompute_working_bytes(M_l0, r_f):
+    """memory.recompute_working_bytes [bytes]: Korthikanti et al. 2022 (arXiv 2205.05198) section 4.1 and calibration.md section 11 (recompute semantics): the backward of a checkpointed layer re-runs its forward and holds all its activations until that layer's backward is done; one layer at a time"""
+    return M_l0*r_f
+
+
 def memory__spill_bytes(B_dev, C):
     """memory.spill_bytes [bytes]: seeds/optimusnic.md section 4.1: what does not fit on the card goes to host memory"""
     return numpy.maximum(0, B_dev - C)

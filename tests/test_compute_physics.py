@@ -1,0 +1,151 @@
+"""Compute physics of issue 19: causal attention on the FLOPs the fused kernel executes, the
+attention kernel's efficiency per GPU, the MFU conventions, the routed experts' grouped GEMMs,
+MoE routing traffic and the full-recompute working set. Every value is worked by hand below.
+
+Catalog values used: A100 bf16 peak 312 TFLOP/s; H100 SXM 989 TFLOP/s, HBM 3,350 GB/s, GEMM
+curve eta_max 0.567, W_half 12.2 GFLOP; attention kernels (causally halved FLOPs) A100 fa2
+0.55, H100 cudnn 0.52 (default), fa3 0.55, fa2 0.30. Llama-2-7B: h 4096, 32 heads of 128, 32
+layers, 6,738,415,616 parameters. Mixtral-8x7B: h 4096, 32 layers, 8 experts of 14,336, top-2.
+"""
+
+import pytest
+
+from optimus_calc.equations import compiled as eq
+from optimus_calc.evaluate.efficiency import expert_efficiency, kernel_efficiency, kernel_of
+
+P7 = 6_738_415_616
+ATT_7B = 4 * 4096 * 4096   # un-halved attention core per token per layer at s 4096: 67,108,864
+
+
+def step_json(run, *args):
+    r = run("step", *args, "--format", "json")
+    assert r.code == 0, r.err
+    return r.json()
+
+
+def test_causal_attention_flops_are_half_for_a_fused_kernel():
+    # Llama-2-7B at s 4096: 4 s q_d = 67,108,864 FLOPs per token per layer un-halved;
+    # a block-skipping kernel executes 33,554,432, the unfused path all of them
+    assert eq.compute__causal_attention_flops(F_af=ATT_7B, kappa_c=1) == 33_554_432
+    assert eq.compute__causal_attention_flops(F_af=ATT_7B, kappa_c=0) == ATT_7B
+
+
+def test_step_times_the_halved_attention_and_keeps_mfu_unhalved(run):
+    # constant GEMM efficiency 0.6 (--assume): the fused kernel saves the executed half of the
+    # attention core, forward + backward (x3): 3 x 4096 tokens x 32 layers x 33,554,432
+    # / (312e12 x 0.6) = 0.070509 s on one A100 (DP 8, global batch 8: 4096 tokens per GPU)
+    common = ("llama-2-7b", "--seq-len", 4096, "--global-batch", 8,
+              "--assume", "gemm_efficiency=0.6")
+    fused = step_json(run, *common)
+    unfused = step_json(run, *common, "--no-flash-attn")
+    assert unfused["compute_s"] - fused["compute_s"] == pytest.approx(
+        3 * 4096 * 32 * 33_554_432 / (312e12 * 0.6), rel=1e-9)
+    # model FLOPs (MFU) keep the un-halved attention in both
+    assert fused["model_flops"] == unfused["model_flops"]
+
+
+def test_six_n_convention(run):
+    # 6 N tokens: 6 x 6,738,415,616 x (8 x 4096) = 1.32485e15 FLOPs; MFU (6N) / MFU = the ratio
+    # of the two FLOP counts (same step time and peak)
+    d = step_json(run, "llama-2-7b", "--seq-len", 4096, "--global-batch", 8)
+    assert d["model_flops_6n"] == pytest.approx(6 * P7 * 8 * 4096, rel=1e-12)
+    assert d["mfu_6n"] / d["mfu"] == pytest.approx(d["model_flops_6n"] / d["model_flops"])
+    assert d["mfu_6n"] < d["mfu"]  # 6N leaves out the attention core
+    assert d["mfu_convention"].startswith("model FLOPs")
+
+
+def test_six_n_days_at_the_published_mfu(run):
+    d = step_json(run, "llama-2-7b", "--seq-len", 4096, "--global-batch", 8, "--tokens", "1T")
+    # a planner's 6 N D / (peak x GPUs x MFU) equals train_days x 6N / model FLOPs
+    assert d["train_days_6n_at_mfu"] == pytest.approx(
+        d["train_days"] * d["model_flops_6n"] / d["model_flops"], rel=1e-12)
+
+
+def test_kernel_defaults_and_efficiencies(cat):
+    a100, h100, b200 = (cat.get(n, "gpu") for n in ("a100-80gb", "h100-sxm", "b200"))
+    assert kernel_of(a100) == "fa2" and kernel_efficiency(a100) == 0.55
+    assert kernel_of(h100) == "cudnn" and kernel_efficiency(h100) == 0.52
+    assert kernel_efficiency(h100, "fa3") == 0.55 and kernel_efficiency(h100, "fa2") == 0.30
+    assert kernel_of(b200) == "cudnn"
+
+
+@pytest.mark.parametrize("node", ["dgx-a100", "dgx-b200"])
+def test_fa3_refused_off_hopper(run, node):
+    r = run("step", "llama-2-7b", "--node", node, "--attention-kernel", "fa3")
+    assert r.code == 2 and "Hopper only" in r.err
+
+
+def test_kernel_without_flash_refused(run):
+    r = run("step", "llama-2-7b", "--attention-kernel", "fa2", "--no-flash-attn")
+    assert r.code == 2 and "--no-flash-attn" in r.err
+
+
+def test_attention_kernel_changes_the_attention_time(run):
+    # H100, same layout: the attention core's executed FLOPs at 0.30 (fa2) vs 0.55 (fa3);
+    # llama-2-7b s 4096, 8 GPUs DP 8, global batch 8: attention share of the compute time
+    # grows as the kernel slows, so fa2 > cudnn (0.52) > fa3
+    args = ("llama-2-7b", "--node", "dgx-h100", "--seq-len", 4096, "--global-batch", 8)
+    t = {k: step_json(run, *args, "--attention-kernel", k)["compute_s"]
+         for k in ("fa2", "cudnn", "fa3")}
+    assert t["fa2"] > t["cudnn"] > t["fa3"]
+    # the difference fa2 - fa3 is the executed attention FLOPs at each kernel's efficiency:
+    # 3 x 4096 x 32 x 33,554,432 = 1.31941e13 FLOPs; / 989e12 x (1/0.30 - 1/0.55) = 0.020214 s
+    assert t["fa2"] - t["fa3"] == pytest.approx(
+        3 * 4096 * 32 * 33_554_432 / 989e12 * (1 / 0.30 - 1 / 0.55), rel=1e-6)
+
+
+def test_tokens_per_expert_and_expert_gemm(cat):
+    # Mixtral, s 4096, micro-batch 1, EP 8, 8 experts, top-2: 4096 x 2 x 8 / 8 = 8,192 tokens per
+    # expert; its GEMM at TP 2: 2 x 8192 x 4096 x 14336 / 2 = 481,036,337,152 FLOPs; on the
+    # H100 curve 0.567 x 481.04 / (481.04 + 12.2) = 0.55298
+    m = eq.efficiency__tokens_per_expert(E=8, e_p=8, k=2, tau_mb=4096)
+    assert m == 8192
+    w = eq.efficiency__expert_gemm_flops(M_x=m, f_x=14336, h=4096, t=2)
+    assert w == 481_036_337_152
+    h100 = cat.get("h100-sxm", "gpu")
+    assert float(expert_efficiency(h100, 4096, 2, 4096, 2, 8, 8, 14336)) == pytest.approx(
+        0.567 * 481.036337152 / (481.036337152 + 12.2), rel=1e-9)
+    # without EP each expert sees 4096 x 2 / 8 = 1,024 tokens: a GEMM 8x smaller, less efficient
+    assert float(expert_efficiency(h100, 4096, 2, 4096, 2, 8, 1, 14336)) == pytest.approx(
+        0.567 * 60.129542144 / (60.129542144 + 12.2), rel=1e-9)
+
+
+def test_routing_bytes_by_hand():
+    # permute + unpermute, each a read and a write of 4096 tokens x 2 copies x 4096 x 2 bytes:
+    # 4 x 4096 x 2 x 4096 x 2 = 268,435,456 bytes; router: 3 x 4096 x 8 logits x 4 bytes = 393,216
+    assert eq.compute__moe_permute_bytes(b_a=2, h=4096, k=2, tau_mb=4096) == 268_435_456
+    assert eq.compute__moe_router_bytes(E=8, b_r=4, tau_mb=4096) == 393_216
+
+
+def test_router_bytes_reach_the_step(run):
+    # Mixtral on 4 x DGX H100, TP 2, EP 8, DP 16, global batch 16: one micro-batch per step;
+    # fp64 router logits (8 bytes) instead of fp32 (4) add 3 x 4096 x 8 x 4 = 393,216 bytes per
+    # MoE layer and pass; 32 MoE layers, one forward and one backward pass:
+    # 2 x 32 x 393,216 / (3350e9 x 0.9) = 8.3467e-6 s of element-wise time
+    args = ("mixtral-8x7b", "--node", "dgx-h100", "--nodes", 4, "--tp", 2, "--ep", 8,
+            "--seq-len", 4096, "--global-batch", 16)
+    d4 = step_json(run, *args)
+    d8 = step_json(run, *args, "--assume", "moe_router_logit_bytes=8")
+    assert d8["elementwise_s"] - d4["elementwise_s"] == pytest.approx(
+        2 * 32 * 393_216 / (3350e9 * 0.9), rel=1e-6)
+
+
+def test_full_recompute_working_set(run):
+    # full recompute adds one layer's full activations for one micro-batch
+    # (memory.recompute_working_bytes): the difference from the stored checkpoints alone is
+    # memory.activation_layer_bytes at r = 0
+    args = ("llama-2-7b", "--seq-len", 4096, "--micro-batch", 2, "--recompute", "full",
+            "--format", "json")
+    r = run("memory", *args)
+    assert r.code == 0, r.err
+    d = r.json()["stages"][0]
+    # Llama-2-7B, s 4096, b 2, t 1, no dropout, FlashAttention: 32 layers x 2 s b h checkpoints
+    # = 32 x 2 x 4096 x 2 x 4096 = 2,147,483,648 bytes; logits 4096 x 2 x 32000 x 6 =
+    # 1,572,864,000; one layer's working set s b h (8 + q_c + m_c) = 33,554,432 x (8 + 8 +
+    # 16.125) = 1,077,936,128 (q_c 8 for MHA, m_c = 6 x 11008 / 4096 for SwiGLU; 8 sbh of
+    # layer inputs, norm outputs and residuals without dropout masks)
+    layer0 = float(eq.memory__activation_layer_bytes(
+        a=32, b=2, c=1, d=0, h=4096, m_c=6 * 11008 / 4096, phi=1, q_c=8, r=0, s=4096,
+        sigma=0, t=1))
+    assert layer0 == 1_077_936_128
+    assert d["activations_bytes"] == 2_147_483_648 + 1_572_864_000 + 1_077_936_128
