@@ -9,7 +9,7 @@ import numpy
 
 
 def compute__causal_attention_flops(F_af, kappa_c):
-    """compute.causal_attention_flops [FLOP]: FlashAttention benchmarks/benchmark_flash_attention.py (flops(): 4 b s^2 n_h d_h halved when causal); Dao 2023 (FlashAttention-2, arXiv 2307.08691) section 3.1.1 and Shah et al. 2024 (FlashAttention-3, arXiv 2407.08608) section 4: blocks above the diagonal are skipped, so the kernel does half of Q K^T and P V (plus the diagonal blocks, which the published efficiencies already absorb); the unfused path computes the whole s x s matrix"""
+    """compute.causal_attention_flops [FLOP]: FlashAttention benchmarks/benchmark_flash_attention.py (flops(): 4 b s^2 n_h d_h halved when causal); Dao 2023 (FlashAttention-2, arXiv 2307.08691), its causal-masking paragraph: blocks above the diagonal are skipped, so the kernel does half of Q K^T and P V (plus the diagonal blocks, which the published efficiencies already absorb); the unfused path computes the whole s x s matrix"""
     return F_af*(1 - 1/2*kappa_c)
 
 
