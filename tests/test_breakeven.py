@@ -411,8 +411,13 @@ def test_match_best_layout_binds_elsewhere():
                for r in doc["requirements"])
 
 
+# SuperOffload as DeepSpeed >= v0.18.9 runs it with DeepSpeed's defaults (the tool's defaults
+# follow the published v0.18.0 config instead: tests/test_superoffload_seed.py): all state on
+# Grace, 1e9-element sub-groups, step() on 20% of the cores and copying every sub-group back
 SUPERCHIP = ("llama8b", "--node", "gh200", "--nodes", "4", "--zero", "3", "--global-batch", "4",
-             "--device", "grace")
+             "--device", "grace", "--gpu-fraction", "0", "--assume", "zero_sub_group_params=1e9",
+             "--assume", "superoffload_step_core_fraction=0.2",
+             "--assume", "superoffload_param_copy=1")
 
 
 def grace_phases(p_r: float, b_sock: float = 512e9) -> tuple[float, float]:

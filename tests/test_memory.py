@@ -116,9 +116,14 @@ def test_superchip_by_hand(run):
 def test_superchip_infeasible(run):
     d = mem(run, *OPTIMUS, "--offload", "superchip")
     assert any("dgx-a100 is not a superchip node" in r for r in d["reasons"])
-    # and too large for one GH200's Grace: 40e9 x (12 + 4) = 640 GB > 432 GB
-    d = mem(run, "40e9", "--node", "gh200", "--offload", "superchip", "--model-states-only")
+    # and too large for one GH200's Grace: 40e9 x (12 + 4) = 640 GB > 432 GB with all state on
+    # Grace; with the default 10% of the optimizer kept on the GPU (offload ratio 0.90):
+    # 40e9 x (0.9 x 12 + 4) = 592 GB
+    d = mem(run, "40e9", "--node", "gh200", "--offload", "superchip", "--model-states-only",
+            "--gpu-fraction", 0)
     assert "offloaded state 640.00 GB per Grace exceeds its memory 432.00 GB usable" in d["reasons"]
+    d = mem(run, "40e9", "--node", "gh200", "--offload", "superchip", "--model-states-only")
+    assert "offloaded state 592.00 GB per Grace exceeds its memory 432.00 GB usable" in d["reasons"]
 
 
 def test_grad_bytes_four_gives_18_bytes(run):

@@ -271,7 +271,10 @@ def test_gpu_memory_reason_names_the_model_states_by_hand(run):
     # the 12 B of optimizer state to Grace except the --gpu-fraction kept: 0.5 x 12 = 6 B
     (("--node", "gh200", "--offload", "superchip", "--gpu-fraction", "0.5", "--zero", "1"),
      0.95 * 96e9 / 10),
-    (("--node", "gh200", "--offload", "superchip", "--zero", "1"), 0.95 * 96e9 / 4),
+    (("--node", "gh200", "--offload", "superchip", "--zero", "1", "--gpu-fraction", "0"),
+     0.95 * 96e9 / 4),
+    # the default keeps 10% of it (offload ratio 0.90): 2 + 2 + 0.1 x 12 = 5.2 B/param
+    (("--node", "gh200", "--offload", "superchip", "--zero", "1"), 0.95 * 96e9 / 5.2),
     # ZeRO-3 + CPU offload on 8 A100s: only the 2-byte weights' 1/8 shard stays: P / 4 = 76 GB
     (("--offload", "cpu", "--zero", "3"), 0.95 * 80e9 * 4),
 ])

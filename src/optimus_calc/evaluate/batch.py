@@ -60,7 +60,8 @@ class Batch:
     mb: np.ndarray               # micro-batch size
     v: np.ndarray                # model chunks per GPU (interleaving)
     offload_params: np.ndarray | int = 0     # 1: ZeRO-3 weights offloaded with the optimizer
-    gpu_fraction: np.ndarray | float = 0.0   # SuperOffload: optimizer fraction kept on the GPU
+    # SuperOffload: optimizer fraction kept on the GPU (Layout's default, the published ratio)
+    gpu_fraction: np.ndarray | float = Layout.model_fields["superchip_gpu_fraction"].default
     allow_spill: np.ndarray | int = 1        # SmartNIC state may spill to host RAM
     smartnics_per_node: np.ndarray | int = 0  # 0: one per GPU
 

@@ -15,8 +15,11 @@ Sources (DeepSpeed @ edaa722 unless named; docs/reference/framework-physics.md s
 - SuperOffload (superoffload/superoffload_stage3.py): as ZeRO-3 for the gradient (host buffer
   and back, GPU norm, GPU cast, fp32 to the host: L134-159), the CPU-Adam worker steps each
   completed sub-group during the backward (L161-184; no gradient clipping), step() then unscales
-  and copies every sub-group back with the main process's cores (L192-230; the worker holds
-  ``cpuadam_cores_perc`` of them, superoffload_utils.py L189-216).
+  every sub-group (L223-230, stage3.py L2696-2705) and, from v0.18.9 (729df6c), copies it back
+  to the GPU (L114-119; v0.18.0, the release of the published numbers, does not: af56ed4
+  L173-176). The worker holds ``cpuadam_cores_perc`` of the cores (superoffload_utils.py
+  L189-216), set with psutil on the main thread only, so step()'s ATen passes keep the intra-op
+  pool's cores (assumption superoffload_step_core_fraction).
 """
 
 from __future__ import annotations
@@ -78,8 +81,7 @@ def superoffload_step(shard, *, precision: Precision, backward_s, host: HostCPU,
     """SuperOffload's step for the ``shard`` parameters whose state lives on the Grace CPU."""
     impl = AdamImpl.GRACE_ADAM
     worker = strategy_threads(Overlap.BACKWARD, host, ranks_per_node, asm)
-    main = np.maximum(1.0, threads_per_rank(host, ranks_per_node, asm,
-                                            1.0 - asm.superoffload_core_fraction))
+    main = threads_per_rank(host, ranks_per_node, asm, asm.superoffload_step_core_fraction)
     fp16 = 1.0 if precision is Precision.FP16 else 0.0
     kw = dict(host=host, ranks_per_node=ranks_per_node, link_GBps=link_GBps, link_eff=link_eff,
               impl=impl, simd_fraction=impl.simd_fraction(cpu), asm=asm,
@@ -89,10 +91,11 @@ def superoffload_step(shard, *, precision: Precision, backward_s, host: HostCPU,
     spec = offload_step_phases(shard, threads=worker, **kw)  # the worker: CPU-Adam
     post = offload_step_phases(shard, threads=main, **kw)    # step(): unscale, copies, scan
     t_sp = spec.grad_d2h + spec.adam
-    t_post = post.unscale + post.param_host_copy + post.param_h2d
+    t_post = post.unscale + asm.superoffload_param_copy * (post.param_host_copy + post.param_h2d)
     total = t_sp + t_post + post.overflow_check
     stv = eq.offload__exposed_superoffload_stv(P_r=shard, T_ov=post.overflow_check,
                                                T_post=t_post, T_sp=t_sp, W_b=backward_s,
                                                Z_s=asm.zero_sub_group_params)
     exposed = np.where(asm.superoffload_clipping > 0, exposed_step(Overlap.NONE, total), stv)
-    return OffloadStep(total, spec.grad_d2h + spec.param_h2d, exposed)
+    return OffloadStep(total, spec.grad_d2h + asm.superoffload_param_copy * spec.param_h2d,
+                       exposed)

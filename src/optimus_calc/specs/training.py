@@ -184,8 +184,10 @@ class Layout(Frozen):
     smartnic: str | None = None
     smartnics_per_node: int = Field(default=0, ge=0, le=1024,
                                     description="SmartNICs per node (0 = one per GPU)")
-    superchip_gpu_fraction: float = Field(default=0.0, ge=0, le=1,
-                                          description="optimizer fraction kept on the GPU")
+    superchip_gpu_fraction: float = Field(
+        default=0.1, ge=0, le=1,
+        description="SuperOffload: optimizer fraction kept on the GPU (0.1 = offload_optimizer "
+                    "ratio 0.90 of DeepSpeedExamples training/DeepSpeed-SuperOffload @ 51495dc)")
     allow_spill: bool = Field(default=True, description="SmartNIC state may spill to host RAM")
 
     @property
@@ -357,10 +359,28 @@ class Assumptions(Frozen):
                     "L232-252 @ edaa722); 0 (the published Qwen3-14B config, DeepSpeedExamples "
                     "finetune_qwen3-14b_1gpu.sh @ 51495dc): CPU-Adam overlaps the backward")
     zero_sub_group_params: float = Field(
-        default=1e9, ge=1e3, le=1e13,
-        description="DeepSpeed sub_group_size default, elements (zero/config.py L175 @ "
-                    "edaa722; the published SuperOffload config uses 4e8): SuperOffload's "
-                    "last speculative CPU-Adam step follows the backward")
+        default=4e8, ge=1e3, le=1e13,
+        description="SuperOffload's sub_group_size, elements: 4e8 in the published config "
+                    "(DeepSpeedExamples training/DeepSpeed-SuperOffload/"
+                    "finetune_qwen3-14b_1gpu.sh @ 51495dc; DeepSpeed's own default is 1e9, "
+                    "zero/config.py L175 @ edaa722): the last speculative CPU-Adam step "
+                    "follows the backward")
+    superoffload_step_core_fraction: float = Field(
+        default=1.0, ge=MIN_EFFICIENCY, le=1,
+        description="share of the rank's cores step()'s ATen passes (unscale, 16-bit cast) "
+                    "run on. SuperOffload narrows the main process with psutil "
+                    "cpu_affinity (superoffload_utils.py L189-216 @ edaa722), i.e. "
+                    "sched_setaffinity on its main thread only: the intra-op thread pool "
+                    "created before keeps the rank's cores, and the worker is idle by then (1). "
+                    "1 - cpuadam_cores_perc if the pool were confined too. A divisor: at "
+                    "least 0.01 (MIN_EFFICIENCY)")
+    superoffload_param_copy: float = Field(
+        default=0.0, ge=0, le=1,
+        description="1 if SuperOffload's step() copies each CPU sub-group's fp32 partition "
+                    "into the 16-bit GPU partition (blocking, cast on the CPU: DeepSpeed "
+                    ">= v0.18.9, superoffload_stage3.py L114-119 since 729df6c); 0 in the "
+                    "release the published numbers were measured on (v0.18.0, af56ed4 L173-176: "
+                    "CPU sub-groups are only unflattened)")
     nvme_efficiency: float = Field(
         default=1.0, ge=MIN_EFFICIENCY, le=1,
         description="assumed: fraction of the drives' sequential bandwidth a RAID0 of them "
