@@ -35,7 +35,8 @@ from optimus_calc.evaluate.reasons import Reason, primary_reason, reasons_of  # 
 from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devices, HostState,
                                            MemoryRecord, OptimizerInputs, make_ctx)
 from optimus_calc.evaluate.shapes import activation_coefficients
-from optimus_calc.evaluate.stages import StageTable, sorted_unique, stage_table  # noqa: F401
+from optimus_calc.evaluate.stages import (StageTable, sorted_unique, stage_max,  # noqa: F401
+                                          stage_table)
 from optimus_calc.evaluate.strategies.base import bit
 from optimus_calc.evaluate.work import (comm_stage, compute_stage, layer_flops,  # noqa: F401
                                         modules_per_layer, recompute_flops)
@@ -188,24 +189,27 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
     the feasibility bits: GPU memory, then each strategy's own reasons."""
     host = host_state(ctx, mem)
     offc = ctx.off[..., 0]
-    stage_shape = np.broadcast_shapes(ctx.off.shape, mem.total.shape)
-    acc = dict(bytes_per_device=np.zeros(stage_shape), bytes_per_gpu=np.zeros(stage_shape),
-               spill=np.zeros(stage_shape), host_per_node=np.zeros(stage_shape),
-               capacity=np.zeros(ctx.off.shape), per_node=np.zeros(ctx.off.shape, np.int64))
+    # a layout's strategy does not vary over its stages, so the most loaded stage of the chosen
+    # strategy's values is the chosen strategy's most loaded stage: reduce, then select
+    stage_shape = np.broadcast_shapes(ctx.off.shape, mem.total.shape)[:-1]
+    staged = ("bytes_per_device", "bytes_per_gpu", "spill", "host_per_node")
+    acc = {k: np.zeros(stage_shape) for k in staged}
+    acc.update(capacity=np.zeros(offc.shape), per_node=np.zeros(offc.shape, np.int64))
     uses = {}
     for code, strat in S.coded():
         if not ctx.uses(code):
             continue
         set_scope(strat.key)
         use = uses[code] = strat.devices(ctx, host)
-        mine = ctx.off == code
-        for name in acc:
-            acc[name] = np.where(mine, getattr(use, name), acc[name])
+        mine = offc == code
+        for name in staged:
+            acc[name] = np.where(mine, stage_max(getattr(use, name)), acc[name])
+        for name in ("capacity", "per_node"):
+            acc[name] = np.where(mine, np.asarray(getattr(use, name))[..., 0]
+                                 if np.ndim(getattr(use, name)) else getattr(use, name),
+                                 acc[name])
     set_scope("")
-    reduced = {k: acc[k].max(axis=-1) for k in ("bytes_per_device", "bytes_per_gpu", "spill",
-                                                 "host_per_node")}
-    red = Devices(**reduced, capacity=acc["capacity"][..., 0], per_node=acc["per_node"][..., 0],
-                  host_capacity=host.host_capacity, reasons=None, uses=uses)
+    red = Devices(**acc, host_capacity=host.host_capacity, reasons=None, uses=uses)
     bits = bit(mem.gpu_bytes > usable_gpu_bytes(ctx.hw, ctx.asm), Reason.GPU_MEMORY)
     for code, strat in S.coded():
         if code in uses:
@@ -260,7 +264,7 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord, 
                  T_opt=opt["exposed_s"], T_po=T_po)
     step_stage = eq.step__time(**terms)
     worst_t = np.argmax(step_stage, axis=-1)
-    step = step_stage.max(axis=-1)
+    step = stage_max(step_stage)
     model_flops = eq.compute__step_flops(F_h=comp.f_h, F_l=comp.f_l, F_r=0, L=model.layers,
                                          tokens=comp.tokens)[..., 0]
     tokens = comp.tokens[..., 0]

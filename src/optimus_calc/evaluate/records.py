@@ -13,7 +13,7 @@ import numpy as np
 from optimus_calc.evaluate.batch import resolve_global_batch
 from optimus_calc.evaluate.batch import R_FULL, Batch
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.evaluate.stages import StageTable, stage_table
+from optimus_calc.evaluate.stages import StageTable, stage_max, stage_table
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Training
 
@@ -103,7 +103,7 @@ class MemoryRecord:
 
     @property
     def gpu_bytes(self) -> Array:
-        return self.total.max(axis=-1)
+        return stage_max(self.total)
 
 
 @dataclass(frozen=True)

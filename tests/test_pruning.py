@@ -1,0 +1,91 @@
+"""Exact pruning, checked: the planner's evaluation (only the pipeline stages that can bind,
+evaluate/stages.py) gives the same numbers as the evaluation of every stage, and the planner's
+pairwise stage maxima the same as numpy's reductions.
+
+10,000 random layouts drawn from the planner's own spaces (MoE, context parallelism, interleaved
+pipelines, every offload strategy with its switches), in one batch per space: the pruned and
+the full evaluation must agree exactly (same operations on the same numbers), layout by layout.
+"""
+
+import numpy as np
+import pytest
+
+from optimus_calc.evaluate import strategies
+from optimus_calc.evaluate.batch import Batch
+from optimus_calc.evaluate.context import resolve_hardware
+from optimus_calc.evaluate.engine import evaluate
+from optimus_calc.evaluate.evaluation import _pick
+from optimus_calc.evaluate.stages import stage_max
+from optimus_calc.evaluate.step import TERMS
+from optimus_calc.search.space import enumerate_space
+from optimus_calc.specs.training import Assumptions, Training
+
+# (model, node, nodes, sequence length, SmartNIC card): MoE (gpt-oss-120b, qwen3-30b-a3b),
+# context parallelism (>= 32K tokens), interleaved PP (every space searches v up to 8), a
+# superchip node (SuperOffload) and a SmartNIC card on the others (OptimusNIC)
+SPACES = [("gpt-oss-120b", "dgx-h100", 8, 65536, "bluefield-3"),
+          ("llama-3-70b", "dgx-a100", 4, 4096, "bluefield-3"),
+          ("qwen3-30b-a3b", "dgx-h100", 2, 32768, "bluefield-3"),
+          ("qwen3-14b", "gh200-nvl2", 4, 4096, None)]
+PER_SPACE = 2_500
+
+
+def _random_batch(cat, model, hw, seq, rng):
+    codes = [c for c, _ in strategies.coded()]
+    space = enumerate_space(model, hw.gpus, hw.gpus_per_node, None, seq,
+                            [strategies.at(c).offload for c in codes])
+    chunk = space.whole()
+    n_kept = int(chunk.keep.sum())
+    cols = chunk.columns(rng.integers(0, n_kept, PER_SPACE))
+    # every strategy and its switches, whatever the node offers (infeasible ones must agree too)
+    cols["offload"] = rng.choice(codes, PER_SPACE)
+    cols.update(offload_params=rng.integers(0, 2, PER_SPACE),
+                gpu_fraction=rng.choice([0.0, 0.3, 1.0], PER_SPACE),
+                allow_spill=rng.integers(0, 2, PER_SPACE),
+                smartnics_per_node=rng.choice([0, 2, 8], PER_SPACE))
+    return cols
+
+
+@pytest.mark.parametrize("name,node,nodes,seq,card", SPACES)
+def test_pruned_stages_equal_every_stage(cat, name, node, nodes, seq, card):
+    rng = np.random.default_rng(22)
+    model = cat.get(name, "model")
+    hw = resolve_hardware(cat, node, nodes, smartnic=card)
+    tr, asm = Training(seq_len=seq), Assumptions()
+    cols = _random_batch(cat, model, hw, seq, rng)
+    assert len(np.unique(cols["offload"])) == len(strategies.coded())
+    assert (cols["v"] > 1).any() and (cols["pp"] > 1).any()
+    if model.is_moe:
+        assert (cols["ep"] > 1).any()
+    if seq >= 32768:
+        assert (cols["cp"] > 1).any()
+    batch = Batch.from_columns(cols)
+    pruned = evaluate(batch, model, hw, tr, asm, all_stages=False)
+    full = evaluate(batch, model, hw, tr, asm, all_stages=True)
+    # the pruning drops stages: fewer evaluated, never more
+    assert pruned.stage_index.shape[-1] < full.stage_index.shape[-1]
+    for field in ("gpu_bytes", "reasons", "offload_bytes_per_gpu", "offload_bytes_per_device",
+                  "spill_bytes_per_device", "host_bytes_per_node", "offload_devices_per_node",
+                  "offload_capacity_per_device", "micro_batches"):
+        a, b = getattr(pruned, field), getattr(full, field)
+        np.testing.assert_array_equal(np.broadcast_to(a, np.shape(b)), b, err_msg=field)
+    # the binding stages are the same stages of the model
+    for which in ("worst_memory", "worst_time"):
+        np.testing.assert_array_equal(_pick(pruned.stage_index, getattr(pruned, which)),
+                                      _pick(full.stage_index, getattr(full, which)))
+    for term in TERMS:
+        np.testing.assert_array_equal(pruned.term(term), full.term(term), err_msg=term)
+    # the layouts cover feasible and infeasible ones, with and without an offload step
+    assert 0 < int((full.reasons == 0).sum()) < PER_SPACE
+    assert (full.term("optimizer_exposed_s") > 0).any()
+
+
+def test_stage_max_is_numpy_max():
+    rng = np.random.default_rng(1)
+    for shape in [(7, 1), (5, 3), (4, 2, 3, 4), (1000, 5)]:
+        x = rng.random(shape)
+        x[..., -1] = x[..., 0]  # ties
+        np.testing.assert_array_equal(stage_max(x), x.max(axis=-1))
+    x = np.array([[1.0, np.nan, 2.0], [np.inf, 0.0, -1.0]])
+    np.testing.assert_array_equal(stage_max(x), x.max(axis=-1))
+    assert stage_max(np.float64(3.0)) == 3.0
