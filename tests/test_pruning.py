@@ -89,3 +89,32 @@ def test_stage_max_is_numpy_max():
     x = np.array([[1.0, np.nan, 2.0], [np.inf, 0.0, -1.0]])
     np.testing.assert_array_equal(stage_max(x), x.max(axis=-1))
     assert stage_max(np.float64(3.0)) == 3.0
+
+
+@pytest.mark.parametrize("name,node,nodes,lay", [
+    ("llama-3-70b", "dgx-a100", 4, dict(tp=4, pp=8, dp=1, zero=1, interleave=2)),
+    ("llama-3-70b", "dgx-a100", 4, dict(tp=8, pp=4, dp=1, zero=1)),
+    ("gpt-oss-120b", "dgx-h100", 8, dict(tp=2, pp=6, dp=4, ep=4, cp=2, zero=3)),
+    ("qwen3-30b-a3b", "dgx-h100", 2, dict(tp=1, pp=3, dp=2, cp=2, ep=2, zero=2))])
+def test_nic_sizing_pruned_equals_every_stage(cat, monkeypatch, name, node, nodes, lay):
+    """size_nics evaluates the stages that can bind: its answer is the one of every stage
+    (a dropped stage repeats a kept stage's shard, layers and window)."""
+    from optimus_calc.analyses import nics
+    from optimus_calc.specs.training import Layout
+
+    model = cat.get(name, "model")
+    hw = resolve_hardware(cat, node, nodes)
+    layout, tr = Layout(**lay), Training(seq_len=32768 if lay.get("cp", 1) > 1 else 4096)
+    pruned = nics.size_nics(cat, model, hw, layout, tr, Assumptions())
+    calls = []
+    every = nics.evaluate
+
+    def all_stages(*a, **kw):
+        calls.append(1)
+        return every(*a, **dict(kw, all_stages=True))
+
+    monkeypatch.setattr(nics, "evaluate", all_stages)
+    full = nics.size_nics(cat, model, hw, layout, tr, Assumptions())
+    assert calls and len(full) == len(pruned) >= 2
+    assert pruned == full
+    assert any(s.nics_per_gpu_for_compute is not None for s in full)

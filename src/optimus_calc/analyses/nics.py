@@ -1,7 +1,8 @@
 """NIC sizing (`nics`, the planner's SmartNIC table): for each SmartNIC type, the cards per GPU
 to hold each GPU's optimizer shard and to hide its step.
 
-One evaluation of the layout (optimizer on the GPU and on a card, every pipeline stage) gives
+One evaluation of the layout (optimizer on the GPU and on a card, the pipeline stages that can
+bind) gives
 the GPU memory before and after, each stage's shard, layers and window; the cards' OptimusNIC
 pipeline (evaluate/optimusnic.py, the evaluator's own exposure) then runs for every card type x
 card count x stage as one array. The fewest cards per GPU whose pipeline fits every stage's
@@ -107,7 +108,9 @@ def size_nics(cat: Catalog, model, hw: Hardware, layout: Layout, tr: Training,
     batch = dataclasses.replace(Batch.of(lay, tr), offload=np.array([offload_code(Offload.NONE),
                                                            offload_code(Offload.SMARTNIC)]))
     timed = isinstance(model, Model) and not tr.model_states_only
-    ev = evaluate(batch, model, hw_sn, tr, asm, all_stages=True, with_step=timed)
+    # the stages that can bind only (evaluate/stages.py): a dropped stage repeats a kept one's
+    # shape, so its shard, layers, window and card pipeline too (tests/test_pruning.py)
+    ev = evaluate(batch, model, hw_sn, tr, asm, with_step=timed)
     gpu_bytes = np.asarray(ev.gpu_bytes, dtype=np.float64).reshape(-1)
     opt = float(np.asarray(ev.offload_bytes_per_gpu).reshape(-1)[1])
     pipe = update = None

@@ -6,6 +6,7 @@ Arrays broadcast against each other: per-layout values carry a trailing stage ax
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,7 +102,7 @@ class MemoryRecord:
     def worst(self) -> Array:
         return np.argmax(self.total, axis=-1)
 
-    @property
+    @functools.cached_property
     def gpu_bytes(self) -> Array:
         return stage_max(self.total)
 
