@@ -118,3 +118,37 @@ def test_nic_sizing_pruned_equals_every_stage(cat, monkeypatch, name, node, node
     assert calls and len(full) == len(pruned) >= 2
     assert pruned == full
     assert any(s.nics_per_gpu_for_compute is not None for s in full)
+
+
+@pytest.mark.parametrize("name,node,nodes,seq", [("llama-3-70b", "dgx-a100", 2, 4096),
+                                                 ("gpt-oss-120b", "dgx-h100", 4, 32768)])
+def test_top_k_reports_batched_equal_one_by_one(cat, name, node, nodes, seq):
+    """The planner's top K reports come from one evaluation per pipeline degree: each equals
+    the report of its layout evaluated alone (memory per stage, step terms, frameworks)."""
+    import dataclasses
+
+    from optimus_calc.search import plan as P
+
+    model, hw = cat.get(name, "model"), resolve_hardware(cat, node, nodes)
+    tr, asm = Training(seq_len=seq), Assumptions()
+    res = P.plan(model, hw, tr, asm, top_k=8, distinct=True)
+    assert len({c.layout.pp for c in res.top}) >= 2   # more than one batch
+    for i, c in enumerate(res.top):
+        one = P._candidate(_cols(c), 0, model, hw, tr, asm)
+        assert one.layout == c.layout and one.training == c.training
+        assert one.step == c.step and one.frameworks == c.frameworks
+        assert (dataclasses.replace(one.memory, evaluation=None)
+                == dataclasses.replace(c.memory, evaluation=None))
+        assert (one.gpu_bytes, one.step_s, one.mfu) == (c.gpu_bytes, c.step_s, c.mfu)
+
+
+def _cols(c) -> dict:
+    """The search's columns of candidate ``c`` (search.plan.layout_of/training_of's inverse)."""
+    from optimus_calc.evaluate.batch import RECOMPUTE_CODES, offload_code
+
+    lay, tr = c.layout, c.training
+    return {k: np.array([v]) for k, v in dict(
+        tp=lay.tp, pp=lay.pp, dp=lay.dp, cp=lay.cp, ep=lay.ep, zero=int(lay.zero),
+        offload=offload_code(lay.offload), v=lay.interleave, mb=tr.micro_batch,
+        gb=tr.global_batch, recompute=RECOMPUTE_CODES.index(tr.recompute),
+        sp=int(tr.sequence_parallel)).items()}
