@@ -107,16 +107,26 @@ def test_nic_sizing_pruned_equals_every_stage(cat, monkeypatch, name, node, node
     layout, tr = Layout(**lay), Training(seq_len=32768 if lay.get("cp", 1) > 1 else 4096)
     pruned = nics.size_nics(cat, model, hw, layout, tr, Assumptions())
     calls = []
-    every = nics.evaluate
+    every = nics.evaluate_window
 
     def all_stages(*a, **kw):
         calls.append(1)
         return every(*a, **dict(kw, all_stages=True))
 
-    monkeypatch.setattr(nics, "evaluate", all_stages)
+    monkeypatch.setattr(nics, "evaluate_window", all_stages)
     full = nics.size_nics(cat, model, hw, layout, tr, Assumptions())
     assert calls and len(full) == len(pruned) >= 2
     assert pruned == full
+    # the window NIC sizing reads is the one the whole evaluation gives a SmartNIC layout
+    card = cat.get("bluefield-3", "smartnic")
+    hw_sn = nics._with_card(hw, cat, card)
+    lay_sn = layout.model_copy(update={"offload": "smartnic", "smartnic": card.name})
+    ev = evaluate(Batch.of(lay_sn, tr), model, hw_sn, tr, Assumptions(), all_stages=True)
+    _, win = every(Batch.of(lay_sn, tr), model, hw_sn, tr, Assumptions(), nics.SMARTNIC.window,
+                   all_stages=True)
+    np.testing.assert_array_equal(np.broadcast_to(win, ev.stage_terms["optimizer_window_s"].shape),
+                                  ev.stage_terms["optimizer_window_s"])
+    assert (win > 0).all()
     assert any(s.nics_per_gpu_for_compute is not None for s in full)
 
 

@@ -76,7 +76,8 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
     return ev if rec is None else dataclasses.replace(ev, calls=tuple(rec.calls))
 
 
-def _evaluate(ctx: Ctx, with_step: bool) -> Evaluation:
+def _first(ctx: Ctx):
+    """Memory, offload devices and feasibility: (memory record, devices, Evaluation fields)."""
     set_stage("memory")
     mem = memory_stage(ctx)
     set_stage("offload devices")
@@ -92,6 +93,26 @@ def _evaluate(ctx: Ctx, with_step: bool) -> Evaluation:
         spill_bytes_per_device=dev.spill, host_bytes_per_node=dev.host_per_node,
         host_capacity_bytes=dev.host_capacity, reasons=dev.reasons,
         shard_degree_stage=mem.n_sh)
+    return mem, dev, common
+
+
+def evaluate_window(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
+                    asm: Assumptions, window,
+                    all_stages: bool = False) -> tuple[Evaluation, np.ndarray | None]:
+    """The first pass's evaluation (memory, devices, feasibility; the stages that can bind)
+    and ``window(compute record)`` per stage, an offload strategy's overlap window (e.g. the
+    SmartNIC's), without the rest of the step: what NIC sizing reads. None without a step."""
+    ctx = make_ctx(batch, model, hw, tr, asm, all_stages, None)
+    mem, _, common = _first(ctx)
+    ev = Evaluation(has_step=False, **common)
+    if mem.states_only:
+        return ev, None
+    set_stage("compute")
+    return ev, window(compute_stage(ctx, mem))
+
+
+def _evaluate(ctx: Ctx, with_step: bool) -> Evaluation:
+    mem, dev, common = _first(ctx)
     if mem.states_only or not with_step:  # the planner's first pass: memory and feasibility
         return Evaluation(has_step=False, **common)
     set_stage("compute")
@@ -202,12 +223,15 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
         set_scope(strat.key)
         use = uses[code] = strat.devices(ctx, host)
         mine = offc == code
-        for name in staged:
-            acc[name] = np.where(mine, stage_max(getattr(use, name)), acc[name])
-        for name in ("capacity", "per_node"):
-            acc[name] = np.where(mine, np.asarray(getattr(use, name))[..., 0]
-                                 if np.ndim(getattr(use, name)) else getattr(use, name),
-                                 acc[name])
+        for name in staged + ("capacity", "per_node"):
+            value = getattr(use, name)
+            if np.ndim(value) == 0 and value == 0:
+                continue  # the strategies' layouts are disjoint: acc is still 0 on ``mine``
+            if name in staged:
+                value = stage_max(value)
+            elif np.ndim(value):
+                value = np.asarray(value)[..., 0]
+            acc[name] = np.where(mine, value, acc[name])
     set_scope("")
     red = Devices(**acc, host_capacity=host.host_capacity, reasons=None, uses=uses)
     bits = bit(mem.gpu_bytes > usable_gpu_bytes(ctx.hw, ctx.asm), Reason.GPU_MEMORY)
