@@ -1,7 +1,8 @@
 """NIC sizing (`nics`, the planner's SmartNIC table): for each SmartNIC type, the cards per GPU
 to hold each GPU's optimizer shard and to hide its step.
 
-One evaluation of the layout (optimizer on the GPU and on a card, every pipeline stage) gives
+One evaluation of the layout (optimizer on the GPU and on a card, the pipeline stages that can
+bind) gives
 the GPU memory before and after, each stage's shard, layers and window; the cards' OptimusNIC
 pipeline (evaluate/optimusnic.py, the evaluator's own exposure) then runs for every card type x
 card count x stage as one array. The fewest cards per GPU whose pipeline fits every stage's
@@ -20,9 +21,9 @@ from optimus_calc.catalog import Catalog
 from optimus_calc.equations import compiled as eq
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.evaluate.engine import evaluate
+from optimus_calc.evaluate.engine import evaluate_window
+from optimus_calc.evaluate.strategies.smartnic import SMARTNIC
 from optimus_calc.evaluate.optimusnic import card_update_time, pipeline
-from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, offload_code
 
 MAX_CARDS_PER_GPU = 16  # card counts tried per GPU
@@ -65,12 +66,12 @@ def _with_card(hw: Hardware, cat: Catalog, sn) -> Hardware:
                                smartnic_host_link=cat.get(sn.host_link, "link"))
 
 
-def _pipelines(cat, cards, hw_sn, ev, layout: Layout, tr: Training, asm: Assumptions):
+def _pipelines(cat, cards, hw_sn, ev, window, layout: Layout, tr: Training, asm: Assumptions):
     """(pipeline time, exposed) per card type x cards per GPU x stage, for the SmartNIC row."""
     gpn = hw_sn.gpus_per_node
     row = lambda x: np.atleast_2d(np.asarray(x, dtype=np.float64))[-1]  # noqa: E731  (S,)
     P, layers = row(ev.params_stage), row(ev.stage_layers)
-    window = row(ev.stage_terms["optimizer_window_s"])
+    window = row(np.broadcast_to(window, np.shape(ev.params_stage)))
     z = int(layout.zero)
     # the evaluator's shard degree (memory.zero_shard_degree: DP x CP, experts over DP x CP / EP)
     n_sh = row(np.broadcast_to(np.asarray(ev.shard_degree_stage, dtype=np.float64),
@@ -106,14 +107,16 @@ def size_nics(cat: Catalog, model, hw: Hardware, layout: Layout, tr: Training,
                                     "smartnics_per_node": 0})
     batch = dataclasses.replace(Batch.of(lay, tr), offload=np.array([offload_code(Offload.NONE),
                                                            offload_code(Offload.SMARTNIC)]))
-    timed = isinstance(model, Model) and not tr.model_states_only
-    ev = evaluate(batch, model, hw_sn, tr, asm, all_stages=True, with_step=timed)
+    # the stages that can bind only (evaluate/stages.py): a dropped stage repeats a kept one's
+    # shape, so its shard, layers, window and card pipeline too (tests/test_pruning.py); of the
+    # step only the SmartNIC's overlap window is needed
+    ev, window_s = evaluate_window(batch, model, hw_sn, tr, asm, SMARTNIC.window)
     gpu_bytes = np.asarray(ev.gpu_bytes, dtype=np.float64).reshape(-1)
     opt = float(np.asarray(ev.offload_bytes_per_gpu).reshape(-1)[1])
     pipe = update = None
     window = 0.0
-    if timed:
-        pipe, update, window = _pipelines(cat, cards, hw_sn, ev, layout, tr, asm)
+    if window_s is not None:
+        pipe, update, window = _pipelines(cat, cards, hw_sn, ev, window_s, layout, tr, asm)
         hidden = np.all(np.asarray(pipe.exposed_s) <= 0, axis=-1)          # (T, K)
         t_pipe = np.asarray(pipe.pipeline_s).max(axis=-1)                 # (T, K)
     out = []

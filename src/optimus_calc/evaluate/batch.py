@@ -80,5 +80,13 @@ class Batch:
                    smartnics_per_node=a(layout.smartnics_per_node))
 
     @classmethod
+    def of_many(cls, layouts: list[Layout], trainings: list[Training]) -> "Batch":
+        """A flat batch of the given layouts (arrays of shape (n,)), row i = ``Batch.of`` of
+        layout i."""
+        rows = [cls.of(lay, tr) for lay, tr in zip(layouts, trainings)]
+        return cls(**{f.name: np.concatenate([getattr(r, f.name) for r in rows])
+                      for f in fields(cls)})
+
+    @classmethod
     def from_columns(cls, cols: dict) -> "Batch":
         return cls(**{f.name: cols[f.name] for f in fields(cls) if f.name in cols})

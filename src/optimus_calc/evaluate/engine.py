@@ -36,7 +36,8 @@ from optimus_calc.evaluate.reasons import Reason, primary_reason, reasons_of  # 
 from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devices, HostState,
                                            MemoryRecord, OptimizerInputs, make_ctx)
 from optimus_calc.evaluate.shapes import activation_coefficients
-from optimus_calc.evaluate.stages import StageTable, sorted_unique, stage_table  # noqa: F401
+from optimus_calc.evaluate.stages import (StageTable, sorted_unique, stage_max,  # noqa: F401
+                                          stage_table)
 from optimus_calc.evaluate.strategies.base import bit
 from optimus_calc.evaluate.work import (comm_stage, compute_stage, layer_flops,  # noqa: F401
                                         modules_per_layer, recompute_flops)
@@ -76,7 +77,8 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
     return ev if rec is None else dataclasses.replace(ev, calls=tuple(rec.calls))
 
 
-def _evaluate(ctx: Ctx, with_step: bool) -> Evaluation:
+def _first(ctx: Ctx):
+    """Memory, offload devices and feasibility: (memory record, devices, Evaluation fields)."""
     set_stage("memory")
     mem = memory_stage(ctx)
     set_stage("offload devices")
@@ -92,6 +94,26 @@ def _evaluate(ctx: Ctx, with_step: bool) -> Evaluation:
         spill_bytes_per_device=dev.spill, host_bytes_per_node=dev.host_per_node,
         host_capacity_bytes=dev.host_capacity, reasons=dev.reasons,
         shard_degree_stage=mem.n_sh)
+    return mem, dev, common
+
+
+def evaluate_window(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
+                    asm: Assumptions, window,
+                    all_stages: bool = False) -> tuple[Evaluation, np.ndarray | None]:
+    """The first pass's evaluation (memory, devices, feasibility; the stages that can bind)
+    and ``window(compute record)`` per stage, an offload strategy's overlap window (e.g. the
+    SmartNIC's), without the rest of the step: what NIC sizing reads. None without a step."""
+    ctx = make_ctx(batch, model, hw, tr, asm, all_stages, None)
+    mem, _, common = _first(ctx)
+    ev = Evaluation(has_step=False, **common)
+    if mem.states_only:
+        return ev, None
+    set_stage("compute")
+    return ev, window(compute_stage(ctx, mem))
+
+
+def _evaluate(ctx: Ctx, with_step: bool) -> Evaluation:
+    mem, dev, common = _first(ctx)
     if mem.states_only or not with_step:  # the planner's first pass: memory and feasibility
         return Evaluation(has_step=False, **common)
     set_stage("compute")
@@ -194,24 +216,30 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
     the feasibility bits: GPU memory, then each strategy's own reasons."""
     host = host_state(ctx, mem)
     offc = ctx.off[..., 0]
-    stage_shape = np.broadcast_shapes(ctx.off.shape, mem.total.shape)
-    acc = dict(bytes_per_device=np.zeros(stage_shape), bytes_per_gpu=np.zeros(stage_shape),
-               spill=np.zeros(stage_shape), host_per_node=np.zeros(stage_shape),
-               capacity=np.zeros(ctx.off.shape), per_node=np.zeros(ctx.off.shape, np.int64))
+    # a layout's strategy does not vary over its stages, so the most loaded stage of the chosen
+    # strategy's values is the chosen strategy's most loaded stage: reduce, then select
+    stage_shape = np.broadcast_shapes(ctx.off.shape, mem.total.shape)[:-1]
+    staged = ("bytes_per_device", "bytes_per_gpu", "spill", "host_per_node")
+    acc = {k: np.zeros(stage_shape) for k in staged}
+    acc.update(capacity=np.zeros(offc.shape), per_node=np.zeros(offc.shape, np.int64))
     uses = {}
     for code, strat in S.coded():
         if not ctx.uses(code):
             continue
         set_scope(strat.key)
         use = uses[code] = strat.devices(ctx, host)
-        mine = ctx.off == code
-        for name in acc:
-            acc[name] = np.where(mine, getattr(use, name), acc[name])
+        mine = offc == code
+        for name in staged + ("capacity", "per_node"):
+            value = getattr(use, name)
+            if np.ndim(value) == 0 and value == 0:
+                continue  # the strategies' layouts are disjoint: acc is still 0 on ``mine``
+            if name in staged:
+                value = stage_max(value)
+            elif np.ndim(value):
+                value = np.asarray(value)[..., 0]
+            acc[name] = np.where(mine, value, acc[name])
     set_scope("")
-    reduced = {k: acc[k].max(axis=-1) for k in ("bytes_per_device", "bytes_per_gpu", "spill",
-                                                 "host_per_node")}
-    red = Devices(**reduced, capacity=acc["capacity"][..., 0], per_node=acc["per_node"][..., 0],
-                  host_capacity=host.host_capacity, reasons=None, uses=uses)
+    red = Devices(**acc, host_capacity=host.host_capacity, reasons=None, uses=uses)
     bits = bit(mem.gpu_bytes > usable_gpu_bytes(ctx.hw, ctx.asm), Reason.GPU_MEMORY)
     for code, strat in S.coded():
         if code in uses:
@@ -266,7 +294,7 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord, 
                  T_opt=opt["exposed_s"], T_po=T_po)
     step_stage = eq.step__time(**terms)
     worst_t = np.argmax(step_stage, axis=-1)
-    step = step_stage.max(axis=-1)
+    step = stage_max(step_stage)
     model_flops = eq.compute__step_flops(F_h=comp.f_h, F_l=comp.f_l, F_r=0, L=model.layers,
                                          tokens=comp.tokens)[..., 0]
     tokens = comp.tokens[..., 0]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -44,6 +44,19 @@ class Evaluation:
     # memory.zero_shard_degree per stage: the ranks a stage's ZeRO states shard over (DP x CP,
     # experts over DP x CP / EP); analyses that size an offload shard take it from here
     shard_degree_stage: np.ndarray | float = 1.0
+
+    def row(self, i: int, n: int) -> "Evaluation":
+        """Layout ``i`` of a flat batch of ``n`` layouts as a batch of one (arrays whose first
+        axis is the batch's cut to row ``i``; the rest broadcast): what the one-layout reports
+        (memory.memory_from, step.estimate_step) read. Recorded calls are not kept."""
+        def cut(x):
+            if isinstance(x, dict):
+                return {k: cut(v) for k, v in x.items()}
+            if isinstance(x, np.ndarray) and x.ndim and x.shape[0] == n:
+                return x[i:i + 1]
+            return x
+        out = {f.name: cut(getattr(self, f.name)) for f in fields(self)}
+        return Evaluation(**dict(out, calls=()))
 
     @property
     def inputs(self) -> dict[str, dict[str, np.ndarray]]:

@@ -6,6 +6,7 @@ Arrays broadcast against each other: per-layout values carry a trailing stage ax
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,7 +14,7 @@ import numpy as np
 from optimus_calc.evaluate.batch import resolve_global_batch
 from optimus_calc.evaluate.batch import R_FULL, Batch
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.evaluate.stages import StageTable, stage_table
+from optimus_calc.evaluate.stages import StageTable, stage_max, stage_table
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Training
 
@@ -101,9 +102,9 @@ class MemoryRecord:
     def worst(self) -> Array:
         return np.argmax(self.total, axis=-1)
 
-    @property
+    @functools.cached_property
     def gpu_bytes(self) -> Array:
-        return self.total.max(axis=-1)
+        return stage_max(self.total)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import numpy as np
 from optimus_calc.catalog import Catalog
 from optimus_calc.errors import FieldError
 from optimus_calc.evaluate.context import Hardware, resolve_hardware
-from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
+from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory, memory_from
 from optimus_calc.evaluate.step import StepEstimate, estimate_step
 from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.batch import RECOMPUTE_CODES, Batch
@@ -278,6 +278,29 @@ def _candidate(cols: dict, i: int, model: Model, hw: Hardware, base: Training,
                      mem, st, runs)
 
 
+def _candidates(cols: dict, model: Model, hw: Hardware, base: Training,
+                asm: Assumptions) -> list[Candidate]:
+    """The reports of the layouts in ``cols`` (the top K), as :func:`_candidate` makes them one
+    by one, with one evaluation of every stage per pipeline degree (a batch of one per layout
+    costs the evaluator's fixed work K times; tests/test_pruning.py checks they agree)."""
+    n = len(cols["tp"])
+    lays = [layout_of(cols, i, hw, hw.smartnic.name if hw.smartnic else None) for i in range(n)]
+    trs = [training_of(cols, i, base) for i in range(n)]
+    out: list = [None] * n
+    for pp in sorted({lay.pp for lay in lays}):
+        idx = [i for i in range(n) if lays[i].pp == pp]
+        ev = evaluate(Batch.of_many([lays[i] for i in idx], [trs[i] for i in idx]), model, hw,
+                      base, asm, all_stages=True)
+        for j, i in enumerate(idx):
+            mem = memory_from(ev.row(j, len(idx)), model, hw, lays[i], trs[i], asm)
+            st = estimate_step(model, hw, lays[i], trs[i], asm, mem)
+            runs = tuple(f.value for f, r in layout_support(lays[i], trs[i], model).items()
+                         if r is FrameworkReason.OK)
+            out[i] = Candidate(lays[i], trs[i], mem.worst.total_bytes, st.step_time_s, st.mfu,
+                               st.tokens_per_s, mem, st, runs)
+    return out
+
+
 def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
          objective: Objective | str = Objective.TIME, top_k: int = 5,
          offloads: list[Offload] | tuple[Offload, ...] | None = None, max_zero: int = 3,
@@ -315,7 +338,7 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                "(see framework_rejections; SmartNIC layouts are a what-if)")
         return PlanResult(model, hw, base, objective, len(space), 0, res.infeasible_by_reason,
                           (), None, why, **common)
-    top = [_candidate(res.top, i, model, hw, base, asm) for i in range(len(res.top["tp"]))]
+    top = _candidates(res.top, model, hw, base, asm)
     rec = top[0]
     why = _why(rec, res.feasible, res.best_no_offload_s, objective)
     return PlanResult(model, hw, base, objective, len(space), res.feasible,

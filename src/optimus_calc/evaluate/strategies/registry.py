@@ -7,7 +7,7 @@ from optimus_calc.evaluate.strategies.base import OffloadStrategy
 from optimus_calc.specs.training import Offload, offload_code, offload_of_code, register_offload
 
 _REGISTRY: dict[str, OffloadStrategy] = {}
-
+_CODED: list = []   # coded()'s answer, cleared by register/unregister (the evaluator asks often)
 
 
 def register(strategy: OffloadStrategy) -> OffloadStrategy:
@@ -15,12 +15,14 @@ def register(strategy: OffloadStrategy) -> OffloadStrategy:
     value of Layout."""
     strategy.offload = register_offload(strategy.key)
     _REGISTRY[strategy.key] = strategy
+    _CODED.clear()
     return strategy
 
 
 def unregister(key: str) -> None:
     """Remove a strategy (tests that register a toy one clean up with this)."""
     _REGISTRY.pop(key, None)
+    _CODED.clear()
 
 
 def strategies() -> tuple[OffloadStrategy, ...]:
@@ -30,7 +32,9 @@ def strategies() -> tuple[OffloadStrategy, ...]:
 
 def coded() -> tuple[tuple[int, OffloadStrategy], ...]:
     """(code, strategy) of every registered strategy, by code: what the evaluator iterates."""
-    return tuple((offload_code(s.offload), s) for s in strategies())
+    if not _CODED:
+        _CODED.append(tuple((offload_code(s.offload), s) for s in strategies()))
+    return _CODED[0]
 
 
 def strategy(offload: Offload | str) -> OffloadStrategy:

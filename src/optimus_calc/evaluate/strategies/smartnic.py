@@ -99,6 +99,12 @@ class SmartNICOffload(OffloadStrategy):
         name = hw.smartnic.name if hw.smartnic is not None else "SmartNIC"
         return f"{k} x {name} per node"
 
+    @staticmethod
+    def window(comp):
+        """Per stage, the time the card's layer-by-layer step overlaps with: one micro-batch's
+        forward and backward (NIC sizing reads it without the rest of the step)."""
+        return comp.W_b + comp.W_f
+
     def optimizer(self, ctx, mem, comp, opt, dev):
         hw = ctx.hw
         if hw.smartnic is None:
@@ -111,7 +117,7 @@ class SmartNICOffload(OffloadStrategy):
         x_sn = eq.offload__smartnic_transfer_time(
             B_le=opt.link_Bps, B_sn=snl_Bps, G_n=ctx.gpn, K_n=k, P_r=opt.shard, S=dev.spill,
             b_g=ctx.tr.gradient_bytes, b_w=ctx.tr.weight_bytes)
-        window = comp.W_b + comp.W_f
+        window = self.window(comp)
         exposed = optimusnic.exposed(hw, ctx.tr, ctx.asm, shard_params=opt.shard,
                                      cards_per_node=k, spill_bytes=dev.spill, window_s=window,
                                      layers=ctx.st["layers"])

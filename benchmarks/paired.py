@@ -1,0 +1,86 @@
+"""Paired in-process CPU times of two checkouts (this one and a previous one), so a change is
+judged against its base on the same machine in the same minutes. Run:
+
+    python benchmarks/paired.py BASE_SRC [THIS_SRC] [ROUNDS]
+
+BASE_SRC / THIS_SRC are the ``src`` directories of the two checkouts (THIS_SRC defaults to this
+one's). Each round runs every measurement in a fresh interpreter per checkout, base first then
+this, with PYTHONPATH set to its ``src``; a measurement is the median CPU time
+(time.process_time) of 9 calls after one warm-up. Printed: the medians over the rounds and the
+median of the round-by-round ratios base / this (above 1: this checkout is faster).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+PROBE = r'''
+import json, statistics, sys, time
+sys.path.insert(0, BENCH_DIR)
+import run
+from optimus_calc.analyses.nics import size_nics
+from optimus_calc.search import plan as P
+cat, si = run.default_plan_inputs()
+space = run._space(si.model, si.hw, si.training.global_batch, si.training.seq_len, si)
+args = (si.model, si.hw, si.training, si.assumptions)
+rec = P.plan_search(cat, si).recommended
+work = {
+    "evaluator, memory only (pass 1)": lambda: run.evaluate_space(space, *args, with_step=False),
+    "evaluator, memory + step time": lambda: run.evaluate_space(space, *args),
+    "planner's whole search (plan_search)": lambda: P.plan_search(cat, si),
+    "size_nics, the recommendation": lambda: size_nics(cat, si.model, si.hw, rec.layout,
+                                                       rec.training, si.assumptions),
+}
+out = {}
+for name, fn in work.items():
+    fn()
+    xs = []
+    for _ in range(9):
+        t0 = time.process_time()
+        fn()
+        xs.append(time.process_time() - t0)
+    out[name] = statistics.median(xs)
+out["layouts"] = len(space)
+print(json.dumps(out))
+'''
+
+
+def measure(src: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=src, OPENBLAS_NUM_THREADS="1")
+    code = PROBE.replace("BENCH_DIR", repr(HERE))
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if p.returncode:
+        raise SystemExit(f"{src}: {p.stderr.strip()[-400:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    base = os.path.abspath(sys.argv[1])
+    this = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else os.path.join(HERE, "..", "src")
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    runs = [(measure(base), measure(this)) for _ in range(rounds)]
+    n = runs[0][1]["layouts"]
+    print(f"paired, {rounds} rounds, load average {os.getloadavg()[0]:.2f}; base {base}")
+    for name in runs[0][0]:
+        if name == "layouts":
+            continue
+        b = statistics.median(r[0][name] for r in runs)
+        t = statistics.median(r[1][name] for r in runs)
+        ratio = statistics.median(r[0][name] / r[1][name] for r in runs)
+        rate = "" if name.startswith("size_nics") else f", {n / t:,.0f} layouts/s CPU"
+        print(f"{name}: base {b * 1e3:.2f} ms, this {t * 1e3:.2f} ms CPU{rate}; "
+              f"ratio base/this {ratio:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
