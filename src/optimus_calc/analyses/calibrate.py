@@ -36,8 +36,8 @@ MIN_ELASTICITY = 0.02       # a 10% parameter change moves some run by at least 
 MIN_SINGULAR_RATIO = 0.05   # columns closer to collinear than this are not separable
 PRIOR_WEIGHT = 1e-3         # weak pull of each log-parameter towards its default
 MAX_ROWS = 1000
-FIXED_PREFERENCE = 0.5      # a fixed cost is fitted before an efficiency only when it leaves
-                            # less than half the efficiency's residual (select)
+FIXED_PREFERENCE = 0.5      # a fixed cost goes before an efficiency if it leaves < half (select)
+TIE_RESIDUAL = 1e-6         # squared log residual per run (0.1% rms) within which fits tie
 
 
 @dataclass(frozen=True)
@@ -57,16 +57,13 @@ class Param:
     def from_x(self, x: float) -> float:
         return float(math.exp(x)) if not self.scale else float(x) * self.scale
 
-
-# A fixed cost is told apart from the efficiencies only by runs whose work per step differs in
-# proportion to it: the note added when the runs cannot separate one.
+# the note added when the runs cannot tell a fixed cost from the efficiencies
 FIXED_HINT = ("; a fixed cost needs runs that differ in work per step (global batch, layers x "
               "micro-batches) relative to its count")
 
 
-# In priority order: the first of two parameters the runs cannot tell apart is the one fitted.
-# The fixed costs' scales are plausible sizes (assumed): a second of host work per step; a
-# millisecond per layer and micro-batch, some hundred kernel launches of a few microseconds.
+# In priority order (ties of select). The fixed costs' scales are plausible sizes (assumed): a
+# second of host work per step; a millisecond per layer and micro-batch (~100 kernel launches).
 CANDIDATES = (
     Param("gemm_eta_max", "gpu", 0.05, 1.0, "GEMM-efficiency curve scale of the GPU"),
     Param("step_fixed_s", "assumptions", 0.0, 60.0,
@@ -234,10 +231,13 @@ def _best(jac, kept, open_, resid, up_only) -> int:
     """The column to fit next: the one leaving the least linearised residual; a fixed cost only
     when it leaves < :data:`FIXED_PREFERENCE` x the best efficiency's (a constant absorbs any
     gap, an efficiency carries to other layouts)."""
-    left = {j: round(_left(jac, kept + [j], resid, up_only), 9) for j in open_}
+    left = {j: _left(jac, kept + [j], resid, up_only) for j in open_}
+    tie = TIE_RESIDUAL * len(resid)   # within it, the earlier candidate (CANDIDATES order)
+
+    def first(js):
+        return min(j for j in js if left[j] <= min(left[k] for k in js) + tie) if js else None
     eff = [j for j in open_ if j not in up_only]
-    best_eff = min(eff, key=lambda j: (left[j], j)) if eff else None
-    best = min(open_, key=lambda j: (left[j], j))
+    best_eff, best = first(eff), first(open_)
     if best_eff is None or best == best_eff or left[best] < FIXED_PREFERENCE * left[best_eff]:
         return best
     return best_eff
