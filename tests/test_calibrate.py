@@ -151,13 +151,6 @@ def test_bad_runs_file_is_one_line_naming_row_and_column(run, tmp_path, text, ex
     assert not (tmp_path / "p.toml").exists()
 
 
-def test_yaml_is_refused_without_a_new_dependency(run, tmp_path):
-    runs = tmp_path / "runs.yaml"
-    runs.write_text("- model: llama-2-7b\n")
-    res = run("calibrate", runs, "-o", tmp_path / "p.toml")
-    assert res.code == 2 and "YAML is not supported" in res.err
-
-
 def test_select_keeps_separable_determined_columns():
     # columns: a, 2a (collinear), b (independent), c (flat)
     a, b = np.array([1.0, 0.5, 0.2]), np.array([0.1, -0.3, 0.4])

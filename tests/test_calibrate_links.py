@@ -7,8 +7,10 @@ import pytest
 HALF = '[nic."connectx-6"]\nefficiency = 0.45\n'   # dgx-a100's NIC, catalog default 0.90
 # Communication-heavy: ZeRO-3 DP over 2 and 4 dgx-a100, one micro-batch of 64-128 tokens per
 # GPU, so the per-step all-gathers / reduce-scatters of 7B parameters over the NICs are not
-# hidden behind the little compute (at the default NIC efficiency already mostly exposed).
-LAYOUTS = [(n, s) for n in (2, 4) for s in (64, 128)]   # nodes, seq_len
+# hidden behind the little compute (at the default NIC efficiency already mostly exposed). One or
+# two micro-batches per step (ZeRO-3 gathers per micro-batch): with one each, every run's step is
+# ~0.4 s and a per-step fixed cost (step_fixed_s) would explain them as well as the NIC.
+LAYOUTS = [(2, 64, 1), (2, 128, 2), (4, 64, 2), (4, 128, 1)]   # nodes, seq_len, micro-batches
 
 
 def step_json(run, *args):
@@ -17,18 +19,18 @@ def step_json(run, *args):
     return res.json()
 
 
-def layout_args(nodes, seq):
+def layout_args(nodes, seq, mbs=1):
     return ["--nodes", str(nodes), "--zero", "3", "--seq-len", str(seq), "--micro-batch", "1",
-            "--global-batch", str(8 * nodes)]
+            "--global-batch", str(8 * nodes * mbs)]
 
 
 def test_nic_efficiency_is_fitted_from_communication_bound_runs(run, tmp_path):
     half = tmp_path / "half.toml"
     half.write_text(HALF)
     lines = ["model,node,nodes,zero,seq_len,micro_batch,global_batch,measured_step_time_s"]
-    for n, s in LAYOUTS:
-        t = step_json(run, *layout_args(n, s), "--profile", half)["step_time_s"]
-        lines.append(f"llama-2-7b,dgx-a100,{n},3,{s},1,{8 * n},{t!r}")
+    for n, s, k in LAYOUTS:
+        t = step_json(run, *layout_args(n, s, k), "--profile", half)["step_time_s"]
+        lines.append(f"llama-2-7b,dgx-a100,{n},3,{s},1,{8 * n * k},{t!r}")
     runs = tmp_path / "runs.csv"
     runs.write_text("\n".join(lines) + "\n")
     prof = tmp_path / "fit.toml"

@@ -471,10 +471,13 @@ def test_step_terms_by_hand():
     assert float(eq.step__mfu(F_model=6e15, N_gpus=8, T_step=2.0, peak=1e15)) == \
         pytest.approx(0.375)
     assert float(eq.step__tokens_per_s(T_step=4.0, tokens=1e6)) == pytest.approx(2.5e5)
-    # step.time: the ten terms add up, each counted once (powers of two tell them apart)
+    # step.time: the eleven terms add up, each counted once (powers of two tell them apart)
     ten = dict(T_b=1, T_bubble=2, T_cp=4, T_dp=8, T_ep=16, T_f=32, T_opt=64, T_po=128,
-               T_pp=256, T_tp=512)
-    assert float(eq.step__time(**ten)) == 1023
+               T_pp=256, T_tp=512, T_fix=1024)
+    assert float(eq.step__time(**ten)) == 2047
+    # step.fixed_time: 0.3 s per step + 1 ms x 32 layers x 64 micro-batches = 2.348 s
+    assert float(eq.step__fixed_time(L_stage=32, T_s0=0.3, m=64, t_l0=1e-3)) == \
+        pytest.approx(2.348)
 
 
 def test_zero0_dp_all_reduce_by_hand(run):

@@ -235,3 +235,121 @@ def user_path(text: str, what: str) -> Path:
         raise InputError(f"{what} {text[:200]!r}: cannot expand '~' (no such user or no home "
                          "directory)")
     return Path(out)
+
+
+# ---- runs files in YAML: a small strict subset (no new dependency) ---------------------------
+# A list of flat mappings of scalars, top level or under ``runs:``. Anything else YAML allows
+# (anchors, aliases, tags, flow collections, block scalars, nesting, several documents) is refused
+# naming the line, so a file never means something other than what it says.
+_YAML_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]+|$)")
+_YAML_INT = re.compile(r"[-+]?[0-9]+")
+_YAML_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_YAML_UNSUPPORTED = {"&": "anchors", "*": "aliases", "!": "tags", "[": "flow sequences",
+                     "{": "flow mappings", "|": "block (multi-line) scalars",
+                     ">": "block (multi-line) scalars", "@": "reserved '@'", "`": "reserved '`'",
+                     "%": "directives", "-": "nested lists"}
+
+
+def _yaml_scalar(text: str, where: str) -> str | None:
+    """One scalar value as the text a CSV cell would hold (None for null): quotes removed,
+    booleans as true/false, numbers normalised (``4e8`` -> ``400000000``)."""
+    text = text.strip()
+    if text[:1] in ("'", '"'):
+        q = text[0]
+        end, out = 1, []
+        while end < len(text) and text[end] != q or text[end + 1:end + 2] == q == "'":
+            if text[end] == "\\" and q == '"':
+                if text[end + 1:end + 2] not in ('"', "\\"):
+                    raise InputError(f"{where}: escape {text[end:end + 2]!r} is not supported "
+                                     "(only \\\" and \\\\)")
+                end += 1
+            elif text[end] == q:  # '' inside a single-quoted string
+                end += 1
+            out.append(text[end])
+            end += 1
+        rest = text[end + 1:].strip()
+        if end >= len(text) or (rest and not rest.startswith("#")):
+            raise InputError(f"{where}: a quoted value must close on its own line")
+        return "".join(out)
+    text = "" if text.startswith("#") else re.split(r"[ \t]#", text, maxsplit=1)[0].strip()
+    if text[:1] in _YAML_UNSUPPORTED:
+        raise InputError(f"{where}: {_YAML_UNSUPPORTED[text[0]]} are not supported in a runs file")
+    if ": " in text or text.endswith(":") or text.startswith(("- ", "? ")) or text == "-":
+        raise InputError(f"{where}: nested mappings and lists are not supported (one scalar "
+                         "value per key)")
+    if text in ("", "~", "null", "Null", "NULL"):
+        return None
+    if text in ("true", "True", "TRUE", "false", "False", "FALSE"):
+        return text.lower()
+    if text.lower() in (".inf", "+.inf", "-.inf", ".nan"):
+        raise InputError(f"{where}: {text!r} is not a finite number")
+    if _YAML_INT.fullmatch(text):
+        return str(int(text))
+    if _YAML_FLOAT.fullmatch(text):
+        value = float(text)
+        return str(int(value)) if value.is_integer() and abs(value) < 1e18 else repr(value)
+    return text
+
+
+def _yaml_lines(text: str, path: str):
+    """(line number, indent, content) of each line that is not blank or a comment."""
+    for n, raw in enumerate(text.splitlines(), 1):
+        body = raw.lstrip(" ")
+        if not body.strip() or body.startswith("#"):
+            continue
+        if body[0] == "\t" or "\t" in raw[:len(raw) - len(body)]:
+            raise InputError(f"runs file {path} line {n}: tabs are not allowed in indentation")
+        if body.rstrip() in ("---", "...") or body.startswith(("--- ", "%")):
+            raise InputError(f"runs file {path} line {n}: document markers and directives are "
+                             "not supported (one document per runs file)")
+        yield n, len(raw) - len(body), body.rstrip()
+
+
+def parse_runs_yaml(text: str, path: str | os.PathLike) -> list[tuple[int, dict[str, str]]]:
+    """A YAML runs file as (line of the item's dash, key -> scalar text) per run, like the
+    CSV's rows (null values left out). The subset: a list of flat mappings, top level or under
+    one ``runs:`` key; comments; plain, single- and double-quoted scalars."""
+    p = str(path)[:200]
+    lines = list(_yaml_lines(text, p))
+    if lines and lines[0][1] == 0 and re.fullmatch(r"runs[ \t]*:", lines[0][2]):
+        lines = lines[1:]
+        if lines and lines[0][1] == 0:
+            raise InputError(f"runs file {p} line {lines[0][0]}: only one top-level key, "
+                             "'runs:', holding the list of runs, is supported")
+    if not lines:
+        raise InputError(f"runs file {p}: no runs (expected a list of '- key: value' items)")
+    dash = lines[0][1]
+    items: list[tuple[int, dict[str, str]]] = []
+    col = None
+    for n, ind, body in lines:
+        where = f"runs file {p} line {n}"
+        if ind == dash and (body == "-" or body.startswith("- ")):
+            if len(items) >= 1000:
+                raise InputError(f"runs file {p}: more than 1000 runs")
+            items.append((n, {}))
+            after = body[1:]
+            body = after.lstrip(" ")
+            col = ind + 1 + len(after) - len(body) if body else None
+            if not body:
+                continue
+            ind = col
+        elif not items or ind <= dash:
+            raise InputError(f"{where}: expected a list item '- key: value' at column "
+                             f"{dash + 1}; a runs file is a list of runs")
+        elif col is None:
+            col = ind
+        elif ind != col:
+            raise InputError(f"{where}: indentation {ind} where the run's keys are at {col} "
+                             "(nested values are not supported)")
+        m = _YAML_KEY.match(body)
+        if not m:
+            first = body[:1]
+            what = (_YAML_UNSUPPORTED.get(first, "") + " are not supported"
+                    if first in _YAML_UNSUPPORTED else "expected 'key: value' (plain keys)")
+            raise InputError(f"{where}: {what}")
+        key, row = m.group(1), items[-1][1]
+        if key in row:
+            raise InputError(f"{where}: key {key!r} appears twice in one run")
+        value = _yaml_scalar(body[m.end():], f"{where}, key {key}")
+        row[key] = value  # None kept until the item ends, so a repeated null key is caught
+    return [(n, {k: v for k, v in row.items() if v is not None}) for n, row in items]

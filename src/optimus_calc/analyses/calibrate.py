@@ -2,16 +2,21 @@
 
 Every prediction is the evaluator's (evaluate/step.py ``step_of``) with the candidate parameter
 values put into the GPU entry, the node's scale-up link and NIC entries, or the assumptions;
-nothing here computes physics. The fit is a
-bounded Gauss-Newton in log space (log prediction - log measured over log parameters), with a
-weak pull towards the defaults so a flat direction stays where it was.
+nothing here computes physics. The fit is a bounded Gauss-Newton on log prediction - log
+measured over each parameter's coordinate (an efficiency's log; a fixed cost, whose default 0
+has no log, over its plausible size :attr:`Param.scale`), with a weak pull towards the defaults
+so a flat direction stays where it was. Which ones: :func:`select`.
 
 Identifiability: a parameter is fitted only when (a) some run's prediction moves with it
-(elasticity |d log pred / d log p| >= :data:`MIN_ELASTICITY`), (b) its column of the Jacobian is
+(elasticity |d log pred / d x| >= :data:`MIN_ELASTICITY`: a 10% change of an efficiency moves
+some run by 0.2%, a fixed cost of its scale by 2%), (b) its column of the Jacobian is
 not (nearly) a combination of the columns already kept (smallest / largest singular value of the
 column-normalised Jacobian >= :data:`MIN_SINGULAR_RATIO`), and (c) fewer parameters than runs are
 fitted (n runs fit at most n - 1, so that every leave-one-out subset still determines them; one
-run fits one). The others stay at their defaults, and the report says why.
+run fits one). A fixed cost passes (b) only when the runs differ in work per step relative to
+its count (a per-step cost: tokens per step; a per-layer cost: layers x micro-batches against
+tokens), else it is collinear with the efficiencies. The others stay at their defaults, and the
+report says why.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ MIN_ELASTICITY = 0.02       # a 10% parameter change moves some run by at least 
 MIN_SINGULAR_RATIO = 0.05   # columns closer to collinear than this are not separable
 PRIOR_WEIGHT = 1e-3         # weak pull of each log-parameter towards its default
 MAX_ROWS = 1000
+FIXED_PREFERENCE = 0.5      # a fixed cost goes before an efficiency if it leaves < half (select)
+TIE_RESIDUAL = 1e-6         # squared log residual per run (0.1% rms) within which fits tie
 
 
 @dataclass(frozen=True)
@@ -41,12 +48,29 @@ class Param:
     lo: float
     hi: float
     what: str
+    scale: float = 0.0  # 0: a factor, fitted in log space; > 0: an additive cost (default 0
+                        # allowed), fitted in units of this plausible size, s
+
+    def to_x(self, value: float) -> float:  # the fit's coordinate: log factor, cost / scale
+        return math.log(value) if not self.scale else value / self.scale
+
+    def from_x(self, x: float) -> float:
+        return float(math.exp(x)) if not self.scale else float(x) * self.scale
+
+# the note added when the runs cannot tell a fixed cost from the efficiencies
+FIXED_HINT = ("; a fixed cost needs runs that differ in work per step (global batch, layers x "
+              "micro-batches) relative to its count")
 
 
-# In priority order: the first of two parameters the runs cannot tell apart is the one fitted.
+# In priority order (ties of select). The fixed costs' scales are plausible sizes (assumed): a
+# second of host work per step; a millisecond per layer and micro-batch (~100 kernel launches).
 CANDIDATES = (
     Param("gemm_eta_max", "gpu", 0.05, 1.0, "GEMM-efficiency curve scale of the GPU"),
+    Param("step_fixed_s", "assumptions", 0.0, 60.0,
+          "framework fixed time per optimizer step, s", scale=1.0),
     Param("flash_attention_eta", "gpu", 0.05, 1.0, "FlashAttention kernel efficiency"),
+    Param("layer_fixed_s", "assumptions", 0.0, 0.1,
+          "framework fixed time per layer per micro-batch, s", scale=1e-3),
     Param("attention_eta", "gpu", 0.02, 1.0, "unfused attention-core efficiency"),
     Param("gemm_half_GFLOP", "gpu", 0.01, 1e4, "GEMM size at half efficiency, GFLOP"),
     Param("link_efficiency", "link", 0.05, 1.0,
@@ -153,52 +177,95 @@ def _log_preds(runs, values) -> np.ndarray:
 
 def jacobian(runs: list[Run], values: dict[str, float], names: list[str],
              base: np.ndarray | None = None, step: float = 0.02) -> np.ndarray:
-    """d log(prediction) / d log(parameter), one-sided differences stepping inside the bounds."""
+    """d log(prediction) / d x(parameter) (x: log of a factor, a cost over its scale),
+    one-sided differences stepping inside the bounds."""
     base = _log_preds(runs, values) if base is None else base
     bounds = {p.name: p for p in CANDIDATES}
     cols = []
     for n in names:
-        h = step if values[n] * math.exp(step) <= bounds[n].hi else -step
-        cols.append((_log_preds(runs, {**values, n: values[n] * math.exp(h)}) - base) / h)
+        p = bounds[n]
+        x = p.to_x(values[n])
+        h = step if p.from_x(x + step) <= p.hi else -step
+        cols.append((_log_preds(runs, {**values, n: p.from_x(x + h)}) - base) / h)
     return np.array(cols).T.reshape(len(runs), len(names))
 
 
-def select(jac: np.ndarray, n_runs: int) -> tuple[list[int], dict[int, str]]:
+def select(jac: np.ndarray, n_runs: int, resid: np.ndarray | None = None,
+           up_only: tuple[int, ...] = ()) -> tuple[list[int], dict[int, str]]:
     """Which candidate columns the runs determine (module docstring): kept indices, and the
-    reason for each one left at its default."""
+    reason for each one left at its default. Without ``resid`` the columns are taken in order;
+    with the runs' log residuals (prediction over measured) each round takes, among the
+    determinable columns, the one whose linearised fit leaves the least residual (the earlier
+    on a tie), so a fixed cost does not take the place of the efficiency the runs point at.
+    ``up_only``: columns at a lower bound of 0 (fixed costs), which cannot move down."""
     limit = max(1, n_runs - 1)
     kept: list[int] = []
     why: dict[int, str] = {}
-    for j in range(jac.shape[1]):
-        col = jac[:, j]
-        if np.max(np.abs(col)) < MIN_ELASTICITY:
-            why[j] = f"the runs barely depend on it (elasticity < {MIN_ELASTICITY:g})"
-            continue
+    open_ = [j for j in range(jac.shape[1]) if np.max(np.abs(jac[:, j])) >= MIN_ELASTICITY]
+    why.update({j: f"the runs barely depend on it (elasticity < {MIN_ELASTICITY:g})"
+                for j in range(jac.shape[1]) if j not in open_})
+    while open_:
+        separable = []
+        for j in open_:
+            sub = jac[:, kept + [j]]
+            sv = np.linalg.svd(sub / np.linalg.norm(sub, axis=0), compute_uv=False)
+            if sv[-1] / sv[0] < MIN_SINGULAR_RATIO:
+                why[j] = "not separable from the parameters already fitted with these runs"
+            else:
+                separable.append(j)
+        open_ = separable
+        if not open_:
+            break
         if len(kept) >= limit:
-            why[j] = (f"{n_runs} run{'s' if n_runs != 1 else ''} determine at most {limit} "
-                      "parameter(s) with one run left out")
-            continue
-        sub = jac[:, kept + [j]]
-        sv = np.linalg.svd(sub / np.linalg.norm(sub, axis=0), compute_uv=False)
-        if sv[-1] / sv[0] < MIN_SINGULAR_RATIO:
-            why[j] = "not separable from the parameters already fitted with these runs"
-            continue
-        kept.append(j)
+            for j in open_:
+                why[j] = (f"{n_runs} run{'s' if n_runs != 1 else ''} determine at most {limit} "
+                          "parameter(s) with one run left out")
+            break
+        pick = open_[0] if resid is None else _best(jac, kept, open_, resid, up_only)
+        kept.append(pick)
+        open_.remove(pick)
     return kept, why
+
+
+def _best(jac, kept, open_, resid, up_only) -> int:
+    """The column to fit next: the one leaving the least linearised residual; a fixed cost only
+    when it leaves < :data:`FIXED_PREFERENCE` x the best efficiency's (a constant absorbs any
+    gap, an efficiency carries to other layouts)."""
+    left = {j: _left(jac, kept + [j], resid, up_only) for j in open_}
+    tie = TIE_RESIDUAL * len(resid)   # within it, the earlier candidate (CANDIDATES order)
+
+    def first(js):
+        return min(j for j in js if left[j] <= min(left[k] for k in js) + tie) if js else None
+    eff = [j for j in open_ if j not in up_only]
+    best_eff, best = first(eff), first(open_)
+    if best_eff is None or best == best_eff or left[best] < FIXED_PREFERENCE * left[best_eff]:
+        return best
+    return best_eff
+
+
+def _left(jac: np.ndarray, cols: list[int], resid: np.ndarray, up_only) -> float:
+    """The residual a linearised least-squares step on ``cols`` leaves (no step when it would
+    push a fixed cost below 0)."""
+    delta = np.linalg.lstsq(jac[:, cols], -resid, rcond=None)[0]
+    if any(d < 0 for c, d in zip(cols, delta) if c in up_only):
+        return float(resid @ resid)
+    left = resid + jac[:, cols] @ delta
+    return float(left @ left)
 
 
 def fit(runs: list[Run], start: dict[str, float], names: list[str],
         iterations: int = 12) -> dict[str, float]:
-    """Bounded Gauss-Newton in log space on ``names``; the other values stay as in ``start``."""
+    """Bounded Gauss-Newton on ``names`` (each in its coordinate, Param.to_x); the other values
+    stay as in ``start``."""
     if not names:
         return dict(start)
     ps = [next(p for p in CANDIDATES if p.name == n) for n in names]
-    lo, hi = np.log([p.lo for p in ps]), np.log([p.hi for p in ps])
-    x0 = np.log([start[n] for n in names])
+    lo, hi = np.array([p.to_x(p.lo) for p in ps]), np.array([p.to_x(p.hi) for p in ps])
+    x0 = np.array([p.to_x(start[p.name]) for p in ps])
     meas = np.log([r.measured for r in runs])
 
     def values_at(x):
-        return {**start, **{n: float(math.exp(v)) for n, v in zip(names, x)}}
+        return {**start, **{p.name: p.from_x(v) for p, v in zip(ps, x)}}
 
     def cost(res, x):
         return float(res @ res + PRIOR_WEIGHT * (x - x0) @ (x - x0))
@@ -266,8 +333,12 @@ def calibrate(runs: list[Run]) -> Calibration:
     names = [p.name for p in CANDIDATES if p.name not in several]
     base = _log_preds(runs, defaults)
     jac = jacobian(runs, defaults, names, base)
-    kept, why = select(jac, len(runs))
-    why_named = {**{names[j]: w for j, w in why.items()}, **several}
+    by = {p.name: p for p in CANDIDATES}
+    up_only = tuple(j for j, n in enumerate(names) if by[n].scale and defaults[n] == 0)
+    kept, why = select(jac, len(runs), base - np.log([r.measured for r in runs]), up_only)
+    fixed = {p.name for p in CANDIDATES if p.scale}
+    why_named = {**{names[j]: w + (FIXED_HINT if names[j] in fixed and "separable" in w else "")
+                    for j, w in why.items()}, **several}
     fit_names = [names[j] for j in kept]
     values = fit(runs, defaults, fit_names)
     meas = np.array([r.measured for r in runs])

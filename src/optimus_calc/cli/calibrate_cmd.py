@@ -51,18 +51,25 @@ def run_kw(row: dict[str, str], where: str, ctx: click.Context) -> tuple[str, di
     return model, kw, framework
 
 
+def rows_of(text: str, path: str) -> list[tuple[str, dict[str, str]]]:
+    """The runs file's rows as ("row N" / "line N", column -> text): CSV, or YAML (a list of
+    flat mappings with the same keys, loaders.parse_runs_yaml) by the file's extension."""
+    if path.lower().endswith((".yaml", ".yml")):
+        from optimus_calc.loaders import parse_runs_yaml
+        return [(f"line {n}", row) for n, row in parse_runs_yaml(text, path)]
+    from optimus_calc.analyses.calibrate import read_rows
+    return [(f"row {i + 2}", row) for i, row in enumerate(read_rows(text, path))]
+
+
 def load_runs(app, path: str, ctx: click.Context) -> list:
-    from optimus_calc.analyses.calibrate import Run, measured_of, read_rows
+    from optimus_calc.analyses.calibrate import Run, measured_of
     from optimus_calc.evaluate.step import step_of
     from optimus_calc.inputs import build_inputs
     from optimus_calc.loaders import read_text, user_path
-    if path.lower().endswith((".yaml", ".yml")):
-        raise InputError(f"runs file {path[:200]}: YAML is not supported (it would need a new "
-                         "dependency); give the runs as CSV")
     text = read_text(user_path(path, "RUNS"), "runs file")
     runs = []
-    for i, row in enumerate(read_rows(text, path[:200])):
-        where = f"runs file {path[:200]} row {i + 2}"
+    for line, row in rows_of(text, path[:200]):
+        where = f"runs file {path[:200]} {line}"
         figure, value = measured_of(row, where)
         model, kw, fw = run_kw(row, where, ctx)
         try:
@@ -73,12 +80,12 @@ def load_runs(app, path: str, ctx: click.Context) -> list:
             raise InputError(f"{where}: {message(exc)}") from None
         label = (f"{inp.model.name} {inp.hw.nodes}x{inp.hw.node.name} TP{inp.layout.tp} "
                  f"PP{inp.layout.pp} DP{inp.layout.dp} mb{inp.training.micro_batch}")
-        runs.append(Run(i + 2, inp, figure, value, fw, label))
+        runs.append(Run(int(line.split()[-1]), inp, figure, value, fw, label))
     return runs
 
 
 @click.command()
-@click.argument("runs_file", metavar="RUNS.csv")
+@click.argument("runs_file", metavar="RUNS")
 @click.option("-o", "--output", "output", required=True, metavar="PROFILE.toml",
               help="Write the fitted profile to this TOML file.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
@@ -87,10 +94,11 @@ def load_runs(app, path: str, ctx: click.Context) -> list:
 def calibrate(ctx, runs_file: str, output: str, fmt: str) -> None:
     """Fit the efficiency parameters your measured runs determine; write a --profile file.
 
-    RUNS.csv: one run per row; columns are `step`'s option names (model, node, nodes, tp, pp,
-    dp, cp, ep, zero, offload, recompute, seq_len, micro_batch, global_batch, precision, ...)
-    plus framework and one of measured_step_time_s, measured_tokens_per_s,
-    measured_gpu_memory_bytes. A missing column takes `step`'s default."""
+    RUNS: a CSV file (one run per row) or a YAML file (*.yaml / *.yml: a list of runs, top
+    level or under `runs:`, each a flat mapping of scalars). Columns / keys are `step`'s option
+    names (model, node, nodes, tp, pp, dp, cp, ep, zero, offload, recompute, seq_len,
+    micro_batch, global_batch, precision, ...) plus framework and one of measured_step_time_s,
+    measured_tokens_per_s, measured_gpu_memory_bytes. A missing one takes `step`'s default."""
     from optimus_calc.analyses.calibrate import calibrate as fit_runs
     from optimus_calc.analyses.calibrate import profile_toml
     from optimus_calc.cli.common import write_file

@@ -64,6 +64,10 @@ T_ox = sym("T_opt", "exposed optimizer step and offload transfers, s")
 T_po = sym("T_po", "exposed parameter streaming from host or NVMe (ZeRO-Infinity), s")
 G_x = sym("G_x", "ZeRO-3 parameter gathers one micro-batch waits for, s "
           "(offload.zero3_exposed_gather_time)")
+T_fix = sym("T_fix", "fixed costs of the step not hidden by GPU work (step.fixed_time), s")
+T_s0 = sym("T_s0", "fixed time per optimizer step (Assumptions.step_fixed_s), s")
+t_l0 = sym("t_l0", "fixed time per layer per micro-batch, forward + backward "
+           "(Assumptions.layer_fixed_s), s")
 T_step = sym("T_step", "step time, s", positive=True)
 F_mod = sym("F_model", "model FLOPs of the step (no recompute)")
 N_g = sym("N_gpus", "GPUs in the cluster", positive=True)
@@ -157,8 +161,19 @@ dp_exposed_time = equation(
     "hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time)",
     "Part of the data-parallel communication the compute windows do not hide.")
 
+fixed_time = equation(
+    "step.fixed_time", T_s0 + t_l0 * L_s * m, "s",
+    "assumed (both default 0; no public source gives them in seconds): host work once per "
+    "optimizer step (Megatron's NaN scan of the gradient buffers, DeepSpeed's per-tensor "
+    "overflow syncs and .item() norms, torchtitan's periodic GC; docs/reference/"
+    "framework-physics.md section 5) and per layer per micro-batch (kernel launches, module "
+    "hooks); serialised with the GPU work, as on small models where the host binds. Fitted by "
+    "`calibrate` from runs that differ in layers x micro-batches per step",
+    "Framework fixed costs of the stage in one step: per step plus per layer and micro-batch.")
+
 step_time = equation(
-    "step.time", T_f + T_b + T_bub + T_tp + T_cp + T_ep + T_pp + T_dpx + T_ox + T_po, "s",
+    "step.time",
+    T_f + T_b + T_bub + T_tp + T_cp + T_ep + T_pp + T_dpx + T_ox + T_po + T_fix, "s",
     "sum of the terms of the pipeline stage that takes longest (the one evaluator takes the "
     "maximum over stages); the bubble is that of the busiest stage",
     "Time of one training step.")

@@ -291,7 +291,9 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord, 
     model, T_po = ctx.model, opt["param_exposed_s"]
     terms = dict(T_f=comp.T_f, T_b=comp.T_b, T_bubble=comp.bubble, T_tp=comm.T_tp,
                  T_cp=comm.T_cp, T_ep=comm.T_ep, T_pp=comm.T_pp, T_dp=comm.T_dpx,
-                 T_opt=opt["exposed_s"], T_po=T_po)
+                 T_opt=opt["exposed_s"], T_po=T_po,
+                 T_fix=eq.step__fixed_time(L_stage=ctx.st["layers"], T_s0=ctx.asm.step_fixed_s,
+                                           m=ctx.m, t_l0=ctx.asm.layer_fixed_s))
     step_stage = eq.step__time(**terms)
     worst_t = np.argmax(step_stage, axis=-1)
     step = stage_max(step_stage)
@@ -310,6 +312,7 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord, 
         "offload_transfer_s": np.broadcast_to(opt["transfer_s"], shape),
         "optimizer_window_s": np.broadcast_to(opt["window_s"], shape),
         "param_offload_exposed_s": T_po if np.ndim(T_po) else np.zeros((1,)),
+        "fixed_s": np.broadcast_to(terms["T_fix"], np.shape(step_stage)),
         "hardware_flops": eq.compute__step_flops(F_h=comp.f_h, F_l=comp.f_l, F_r=comp.f_r,
                                                  L=model.layers, tokens=tokens[..., None])}
     six_n = eq.compute__six_n_flops(N_act=model.active_params, tokens=tokens)

@@ -40,6 +40,7 @@ class StepEstimate:
     optimizer_exposed_s: float
     offload_transfer_s: float
     param_offload_exposed_s: float
+    fixed_s: float
     model_flops: float
     hardware_flops: float
     mfu: float
@@ -55,7 +56,7 @@ class StepEstimate:
 TERMS = ("step_time_s", "forward_s", "backward_s", "compute_s", "elementwise_s", "bubble_s",
          "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s", "dp_comm_s", "dp_comm_exposed_s",
          "optimizer_s", "optimizer_exposed_s", "offload_transfer_s",
-         "param_offload_exposed_s", "model_flops",
+         "param_offload_exposed_s", "fixed_s", "model_flops",
          "hardware_flops", "mfu", "tflops_per_gpu", "tokens_per_s", "model_flops_6n", "mfu_6n")
 
 

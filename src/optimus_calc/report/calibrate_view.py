@@ -18,7 +18,8 @@ def calibrate_document(cal, runs_file: str, output: str) -> Document:
              "error_loo": loo}
             for r, b, a, loo in zip(cal.runs, cal.before, cal.after, cal.loo)]
     params = [{"parameter": k, "what": desc[k], "default": cal.defaults[k], "fitted": v,
-               "change": v / cal.defaults[k] - 1} for k, v in cal.fitted.items()]
+               "change": v / cal.defaults[k] - 1 if cal.defaults[k] else None}
+              for k, v in cal.fitted.items()]
     n = len(cal.runs)
     notes = [f"fitted {len(cal.fitted)} parameter(s) of {len(CANDIDATES)} on {n} run(s) of "
              f"{cal.gpu}: {', '.join(cal.fitted) or 'none'}"]

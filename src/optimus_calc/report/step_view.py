@@ -21,12 +21,13 @@ BREAKDOWN = [
     ("pp_comm_s", "PP point-to-point", "comm.p2p_time"),
     ("dp_comm_exposed_s", "DP communication, exposed", "compute.exposed_time"),
     ("optimizer_exposed_s", "optimizer step + transfers, exposed", "compute.exposed_time"),
+    ("fixed_s", "framework fixed costs (per step, per layer)", "step.fixed_time"),
 ]
 
 
 BREAKDOWN_KEYS = ("compute_s", "elementwise_s", "bubble_s", "tp_comm_s", "cp_comm_s",
                   "ep_comm_s", "pp_comm_s", "dp_comm_s", "dp_comm_exposed_s", "optimizer_s",
-                  "optimizer_exposed_s", "offload_transfer_s")
+                  "optimizer_exposed_s", "offload_transfer_s", "fixed_s")
 
 
 def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:

@@ -408,6 +408,20 @@ class Assumptions(Frozen):
         default=50.0, ge=0, le=1e6,
         description="assumed: per-module fixed cost of a ZeRO-3 gather (pre-forward hook, "
                     "coordinator bookkeeping, NCCL launch), microseconds, not hidden by prefetch")
+    step_fixed_s: float = Field(
+        default=0.0, ge=0, le=1e3,
+        description="assumed 0 (no public source gives it in seconds): fixed time per optimizer "
+                    "step that the GPU work does not hide, s: host-side work once per step "
+                    "(overflow/NaN scans with host syncs, gradient clipping, zero_grad, "
+                    "scheduler, logging, garbage collection; docs/reference/framework-physics.md "
+                    "section 5). Fitted by calibrate; a framework profile may set it")
+    layer_fixed_s: float = Field(
+        default=0.0, ge=0, le=10,
+        description="assumed 0: fixed time per transformer layer per micro-batch (forward and "
+                    "backward together) that the GPU work does not hide, s: host-side kernel "
+                    "launches and module hooks that leave the GPU idle when its kernels are "
+                    "short (small models, small micro-batches); ZeRO-3 gathers have their own "
+                    "zero3_gather_latency_us. Fitted by calibrate; a framework profile may set it")
     pue: float = Field(
         default=1.2, ge=1, le=5,
         description="assumed: data-centre power usage effectiveness for --tokens energy; "

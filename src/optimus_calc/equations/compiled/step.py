@@ -78,6 +78,11 @@ def step__ep_message_bytes(b, b_w, c, h, k, s):
     return b*b_w*h*k*s/c
 
 
+def step__fixed_time(L_stage, T_s0, m, t_l0):
+    """step.fixed_time [s]: assumed (both default 0; no public source gives them in seconds): host work once per optimizer step (Megatron's NaN scan of the gradient buffers, DeepSpeed's per-tensor overflow syncs and .item() norms, torchtitan's periodic GC; docs/reference/framework-physics.md section 5) and per layer per micro-batch (kernel launches, module hooks); serialised with the GPU work, as on small models where the host binds. Fitted by `calibrate` from runs that differ in layers x micro-batches per step"""
+    return L_stage*m*t_l0 + T_s0
+
+
 def step__forward_flops(F_h, F_l, L_stage, lambda_h, tau_g):
     """step.forward_flops [FLOP]: Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1: forward = one pass over the layers; the logits on the last stage"""
     return tau_g*(F_h*lambda_h + F_l*L_stage)
@@ -108,9 +113,9 @@ def step__pp_comm_time(T_p2p, m, o_pp, v):
     return T_p2p*m*v*(2 - 2*o_pp)
 
 
-def step__time(T_b, T_bubble, T_cp, T_dp, T_ep, T_f, T_opt, T_po, T_pp, T_tp):
+def step__time(T_b, T_bubble, T_cp, T_dp, T_ep, T_f, T_fix, T_opt, T_po, T_pp, T_tp):
     """step.time [s]: sum of the terms of the pipeline stage that takes longest (the one evaluator takes the maximum over stages); the bubble is that of the busiest stage"""
-    return T_b + T_bubble + T_cp + T_dp + T_ep + T_f + T_opt + T_po + T_pp + T_tp
+    return T_b + T_bubble + T_cp + T_dp + T_ep + T_f + T_fix + T_opt + T_po + T_pp + T_tp
 
 
 def step__tokens_per_s(T_step, tokens):
