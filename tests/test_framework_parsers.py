@@ -148,9 +148,10 @@ def _megatron_validate(arguments, monkeypatch, text: str):
     return args, argv
 
 
-def _megatron_build(arguments, torch, args) -> int:
+def _megatron_build(arguments, torch, args) -> tuple[int, int]:
     """Parameters of the GPTModel these arguments build, whole (TP = PP = EP = 1), on the
-    meta device with Megatron's local (no Transformer Engine) layer specs."""
+    meta device with Megatron's local (no Transformer Engine) layer specs: the model without
+    its multi-token-prediction modules, and those modules."""
     import copy
     from megatron.core import parallel_state
     from megatron.training import global_vars
@@ -182,7 +183,10 @@ def _megatron_build(arguments, torch, args) -> int:
         from gpt_builders import gpt_builder
         with torch.device("meta"):
             model = gpt_builder(a, pre_process=True, post_process=True)
-        return sum(p.numel() for p in model.parameters())
+        counts = [0, 0]
+        for name, p in model.named_parameters():
+            counts[name.startswith("mtp.")] += p.numel()
+        return counts[0], counts[1]
     finally:
         global_vars.unset_global_variables() if hasattr(global_vars, "unset_global_variables") \
             else None
@@ -193,14 +197,16 @@ LAYOUT_8 = ("--nodes", 1, "--tp", 1, "--pp", 1, "--zero", 1, "--offloads", "none
             "--framework", "megatron")
 
 
-@pytest.mark.parametrize("model,args,name", [
-    ("llama70b", ("--nodes", 2, "--framework", "megatron"), "llama-3-70b"),
+# the published totals: Llama-3-70B 70.6B, DeepSeek-V3 671.0B without its MTP module
+# (deepseek-ai/DeepSeek-V3 README), Qwen1.5-MoE-A2.7B 14.3B (its model card)
+@pytest.mark.parametrize("model,args,name,expect_b", [
+    ("llama70b", ("--nodes", 2, "--framework", "megatron"), "llama-3-70b", 70.6),
     (str(HF / "deepseek_v3"), ("--node", "dgx-h100", "--nodes", 64, "--framework", "megatron"),
-     None),
-    (str(HF / "qwen2_moe"), ("--nodes", 1, "--framework", "megatron"), None),
+     None, 671.0),
+    (str(HF / "qwen2_moe"), ("--nodes", 1, "--framework", "megatron"), None, 14.3),
 ], ids=["llama70b", "deepseek-v3", "qwen1.5-moe"])
 def test_megatron_validates_and_builds_the_planned_model(run, tmp_path, monkeypatch, megatron,
-                                                         model, args, name):
+                                                         model, args, name, expect_b):
     arguments, torch = megatron
     text = _export(run, tmp_path, model, *args, "--export", "megatron")
     lay = _plan(run, model, *args)
@@ -212,6 +218,10 @@ def test_megatron_validates_and_builds_the_planned_model(run, tmp_path, monkeypa
         planned = catalog.load(()).get(name, "model")
     else:
         planned = load_hf_config(Path(model) / "config.json")
-    built = _megatron_build(arguments, torch, margs)
-    # Megatron keeps DeepSeek-V3's expert bias as a buffer: no parameter difference to allow
-    assert built == planned.total_params, (built, planned.total_params)
+    built, mtp = _megatron_build(arguments, torch, margs)
+    # Megatron keeps an expert bias (DeepSeek-V3's noaux_tc) as a buffer, not a parameter, as
+    # the script's comment says: the experts' count per MoE layer (the MTP's one included)
+    buffer = planned.experts if "--moe-router-enable-expert-bias" in argv else 0
+    assert built == planned.total_params - planned.moe_layers * buffer, (built, planned)
+    assert mtp == planned.mtp_params - planned.mtp_layers * buffer
+    assert round((built + planned.moe_layers * buffer) / 1e9, 1) == expect_b

@@ -123,7 +123,9 @@ def _architecture(a: _Args, m, tr, tp: int) -> None:
     if m.ffn_type.value == "swiglu":
         a.add("--swiglu")
     a.add("--normalization", "RMSNorm" if m.norm == "rmsnorm" else "LayerNorm")
-    if m.qk_norm:
+    if m.qk_norm or m.is_mla:
+        # MLA's latent norms (q_a / kv_a layernorm) are built only with this switch
+        # (core/models/gpt/gpt_layer_specs.py L428-429, L327-332)
         a.add("--qk-layernorm")
     if m.position_embedding == "rope":
         a.add("--position-embedding-type", "rope")
