@@ -225,3 +225,68 @@ def test_megatron_validates_and_builds_the_planned_model(run, tmp_path, monkeypa
     assert built == planned.total_params - planned.moe_layers * buffer, (built, planned)
     assert mtp == planned.mtp_params - planned.mtp_layers * buffer
     assert round((built + planned.moe_layers * buffer) / 1e9, 1) == expect_b
+    if planned.shared_experts:  # Qwen1.5-MoE config.json: one gated shared expert of 5632
+        assert margs.moe_shared_expert_intermediate_size == planned.shared_ffn
+        assert margs.moe_shared_expert_gate == planned.shared_expert_gate
+    assert margs.multi_latent_attention == planned.is_mla
+
+
+def test_megatron_405b_pp16_split_is_the_planned_one(run, tmp_path, monkeypatch, megatron):
+    arguments, _ = megatron
+    from megatron.core.transformer.enums import LayerType
+    from megatron.core.transformer.pipeline_parallel_layer_layout import (
+        PipelineParallelLayerLayout)
+    args = ("llama-3-405b", "--node", "dgx-h100", "--nodes", 16, "--tp", 8, "--pp", 16,
+            "--zero", 1, "--offloads", "none", "--framework", "megatron")
+    planned = _plan(run, *args)["stage_layers"]
+    text = _export(run, tmp_path, *args, "--export", "megatron")
+    margs, _ = _megatron_validate(arguments, monkeypatch, text)
+    # checked by validate_args; parsed as the model builder parses it (argument_utils.py)
+    layout = PipelineParallelLayerLayout(margs.pipeline_model_parallel_layout, 16)
+    layout.validate_layer_layout(margs.num_layers, 0)
+    built = [stage[0].count(LayerType.decoder) for stage in layout.layout]
+    assert built == planned == [7, 7] + [8] * 14  # 126 layers over 16 stages
+
+
+# ---- torchtitan ---------------------------------------------------------------------------
+
+@pytest.fixture
+def torchtitan():
+    pytest.importorskip("torchtitan.config.manager")
+    from torchtitan.config.manager import ConfigManager
+    from torchtitan.protocols.train_spec import get_train_spec
+    return ConfigManager, get_train_spec
+
+
+def test_torchtitan_config_manager_loads_the_qwen3_moe_export(run, tmp_path, cat, torchtitan):
+    ConfigManager, get_train_spec = torchtitan
+    import torch
+    text = _export(run, tmp_path, "qwen3-30b-a3b", "--framework", "torchtitan", "--nodes", 1,
+                   "--export", "torchtitan")
+    path = tmp_path / "job.toml"
+    path.write_text(text)
+    job = ConfigManager().parse_args(["--job.config_file", str(path)])
+    assert (job.model.name, job.model.flavor) == ("qwen3", "30B-A3B")  # not the debug model
+    spec = get_train_spec(job.model.name)
+    margs = spec.model_args[job.model.flavor]
+    with torch.device("meta"):
+        model = spec.model_cls(margs)
+    built = sum(p.numel() for p in model.parameters())
+    planned = cat.get("qwen3-30b-a3b", "model")
+    assert built == planned.total_params, (built, planned.total_params)
+    assert round(built / 1e9, 1) == 30.5  # Qwen/Qwen3-30B-A3B model card: 30.5B
+
+
+def test_torchtitan_has_no_mixtral_flavour_and_the_export_says_so(run, cat, torchtitan):
+    _, get_train_spec = torchtitan
+    from torchtitan.models import _supported_models
+    m = cat.get("mixtral-8x7b", "model")
+    shapes = []
+    for name in sorted(_supported_models):
+        for flavor, a in get_train_spec(name).model_args.items():
+            moe = getattr(a, "moe_args", None)
+            shapes.append((getattr(a, "n_layers", None), getattr(a, "dim", None),
+                           getattr(moe, "num_experts", None) if moe else None))
+    assert (m.layers, m.hidden, m.experts) not in shapes  # 32 layers, 4096, 8 experts
+    r = run("plan", "mixtral-8x7b", "--nodes", 2, "--export", "torchtitan")
+    assert r.code == 2 and "torchtitan" in r.err and "Traceback" not in r.err, r.err
