@@ -155,6 +155,17 @@ def test_qwen15_moe_shared_expert_is_5632_wide_and_gated():
     assert "--moe-router-pre-softmax" in args
 
 
+def test_top1_routers_are_ones_megatron_accepts():
+    # Megatron refuses softmax after a top-1 choice (transformer_config.py L2661-2669):
+    # Llama-4 routes top-1 through a sigmoid (its config.json, transformers Llama4TextMoe)
+    m = load_hf_config(HF / "llama4" / "config.json")
+    args = dict(megatron_arg_list(_megatron_layout(m), _training(m), m, 8)[0])
+    assert m.top_k == 1 and args["--moe-router-score-function"] == "sigmoid"
+    one = m.model_copy(update={"family": "other"})
+    args = dict(megatron_arg_list(_megatron_layout(one), _training(one), one, 8)[0])
+    assert "--moe-router-pre-softmax" in args
+
+
 def test_falcon_parallel_attention_is_refused():
     m = load_hf_config(HF / "falcon" / "config.json")
     with pytest.raises(ExportError, match="parallel attention"):

@@ -47,6 +47,10 @@ ROUTERS: dict[str, dict[str, str | None]] = {
                     "--moe-router-topk-scaling-factor": "16.0",
                     "--moe-router-pre-softmax": None},
     "qwen2_moe": {"--moe-router-pre-softmax": None},
+    # meta-llama/Llama-4-Scout config.json: top-1 routing, the chosen expert's logit through a
+    # sigmoid (transformers Llama4TextMoe); Megatron refuses softmax after a top-1 choice
+    # (transformer_config.py L2661-2669)
+    "llama4": {"--moe-router-score-function": "sigmoid"},
 }
 
 
@@ -182,6 +186,10 @@ def _moe(a: _Args, m) -> None:
     router = ROUTERS.get(m.family.replace("-", "_"), {})
     for flag, value in router.items():
         a.add(flag, value)
+    if m.top_k == 1 and "--moe-router-score-function" not in router:
+        # softmax over a single chosen logit has no gradient: Megatron asks for the softmax
+        # over all experts first (transformer_config.py L2661-2669)
+        a.add("--moe-router-pre-softmax")
     if m.router_bias and "--moe-router-enable-expert-bias" not in router:
         a.notes.append("router bias: Megatron-LM's router has no bias term; the count differs "
                        f"by {m.router_params - m.hidden * m.experts} parameters per MoE layer")
