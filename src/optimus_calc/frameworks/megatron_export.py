@@ -129,7 +129,7 @@ def _architecture(a: _Args, m, tr, tp: int) -> None:
     a.add("--normalization", "RMSNorm" if m.norm == "rmsnorm" else "LayerNorm")
     if m.qk_norm or m.is_mla:
         # MLA's latent norms (q_a / kv_a layernorm) are built only with this switch
-        # (core/models/gpt/gpt_layer_specs.py L428-429, L327-332)
+        # (core/models/gpt/gpt_layer_specs.py L428-429, the local MLA spec)
         a.add("--qk-layernorm")
     if m.position_embedding == "rope":
         a.add("--position-embedding-type", "rope")
