@@ -46,7 +46,8 @@ def model_from_megatron(args: dict, like: Model) -> Model:
          "ffn_type": "swiglu" if "--swiglu" in args else "gelu",
          "norm": "rmsnorm" if args["--normalization"] == "RMSNorm" else "layernorm",
          "tied_embeddings": "--untie-embeddings-and-output-weights" not in args,
-         "qk_norm": "--qk-layernorm" in args, "attention_sinks": "--softmax-type" in args}
+         "qk_norm": "--qk-layernorm" in args and "--multi-latent-attention" not in args,
+         "attention_sinks": "--softmax-type" in args}
     pos = args["--position-embedding-type"]
     f["position_embedding"] = {"learned_absolute": "learned"}.get(pos, pos)
     if pos == "learned_absolute":
@@ -56,6 +57,9 @@ def model_from_megatron(args: dict, like: Model) -> Model:
     elif "--add-qkv-bias" in args:
         f["attention_bias"] = True
     if "--multi-latent-attention" in args:
+        # Megatron builds MLA's latent norms (which Model counts) only with --qk-layernorm
+        # (core/models/gpt/gpt_layer_specs.py L428-429)
+        assert "--qk-layernorm" in args, "MLA without --qk-layernorm loses its latent norms"
         f.update(kv_lora_rank=int(args["--kv-lora-rank"]),
                  q_lora_rank=int(args.get("--q-lora-rank") or 0),
                  qk_nope_head_dim=int(args["--qk-head-dim"]),
@@ -134,6 +138,9 @@ def test_deepseek_v3_megatron_has_mla_dense_layers_and_its_router():
     assert "--moe-router-enable-expert-bias" in args
     assert (args["--moe-router-num-groups"], args["--moe-router-group-topk"]) == ("8", "4")
     assert args["--mtp-num-layers"] == "1"
+    # the latent norms q_a_layernorm (1536) and kv_a_layernorm (512): Megatron builds them
+    # only with --qk-layernorm; without it 61 x 2048 + 2048 (MTP) parameters were missing
+    assert "--qk-layernorm" in args
     back = model_from_megatron(args, m)
     assert round(back.total_params / 1e9, 1) == 671.0  # the published 671B
 
@@ -145,6 +152,17 @@ def test_qwen15_moe_shared_expert_is_5632_wide_and_gated():
     assert args["--moe-shared-expert-intermediate-size"] == "5632"
     assert "--moe-shared-expert-gate" in args
     # norm_topk_prob false: softmax over all 60 experts, the top-4 weights not renormalised
+    assert "--moe-router-pre-softmax" in args
+
+
+def test_top1_routers_are_ones_megatron_accepts():
+    # Megatron refuses softmax after a top-1 choice (transformer_config.py L2661-2669):
+    # Llama-4 routes top-1 through a sigmoid (its config.json, transformers Llama4TextMoe)
+    m = load_hf_config(HF / "llama4" / "config.json")
+    args = dict(megatron_arg_list(_megatron_layout(m), _training(m), m, 8)[0])
+    assert m.top_k == 1 and args["--moe-router-score-function"] == "sigmoid"
+    one = m.model_copy(update={"family": "other"})
+    args = dict(megatron_arg_list(_megatron_layout(one), _training(one), one, 8)[0])
     assert "--moe-router-pre-softmax" in args
 
 

@@ -48,6 +48,10 @@ ROUTERS: dict[str, dict[str, str | None]] = {
                     "--moe-router-topk-scaling-factor": "16.0",
                     "--moe-router-pre-softmax": None},
     "qwen2_moe": {"--moe-router-pre-softmax": None},
+    # meta-llama/Llama-4-Scout config.json: top-1 routing, the chosen expert's logit through a
+    # sigmoid (transformers Llama4TextMoe); Megatron refuses softmax after a top-1 choice
+    # (transformer_config.py L2661-2669)
+    "llama4": {"--moe-router-score-function": "sigmoid"},
 }
 
 
@@ -124,7 +128,9 @@ def _architecture(a: _Args, m, tr, tp: int) -> None:
     if m.ffn_type.value == "swiglu":
         a.add("--swiglu")
     a.add("--normalization", "RMSNorm" if m.norm == "rmsnorm" else "LayerNorm")
-    if m.qk_norm:
+    if m.qk_norm or m.is_mla:
+        # MLA's latent norms (q_a / kv_a layernorm) are built only with this switch
+        # (core/models/gpt/gpt_layer_specs.py L428-429, the local MLA spec)
         a.add("--qk-layernorm")
     if m.position_embedding == "rope":
         a.add("--position-embedding-type", "rope")
@@ -181,6 +187,10 @@ def _moe(a: _Args, m) -> None:
     router = ROUTERS.get(m.family.replace("-", "_"), {})
     for flag, value in router.items():
         a.add(flag, value)
+    if m.top_k == 1 and "--moe-router-score-function" not in router:
+        # softmax over a single chosen logit has no gradient: Megatron asks for the softmax
+        # over all experts first (transformer_config.py L2661-2669)
+        a.add("--moe-router-pre-softmax")
     if m.router_bias and "--moe-router-enable-expert-bias" not in router:
         a.notes.append("router bias: Megatron-LM's router has no bias term; the count differs "
                        f"by {m.router_params - m.hidden * m.experts} parameters per MoE layer")
