@@ -198,10 +198,26 @@ def test_every_reason_has_text_and_priority():
 
 # ---- brute-force oracle for the planner -----------------------------------------------------
 
+def _single_layout(space_cols, i, base):
+    """Layout and training of row ``i`` of the space, as the single-layout commands take it."""
+    lay = Layout(tp=int(space_cols["tp"][i]), pp=int(space_cols["pp"][i]),
+                 dp=int(space_cols["dp"][i]), zero=int(space_cols["zero"][i]),
+                 offload=OFFLOAD_CODES[int(space_cols["offload"][i])],
+                 interleave=int(space_cols["v"][i]))
+    tr = base.model_copy(update={"micro_batch": int(space_cols["mb"][i]),
+                                 "recompute": list(Recompute)[int(space_cols["recompute"][i])],
+                                 "sequence_parallel": bool(space_cols["sp"][i])})
+    return lay, tr
+
+
 def test_planner_ranking_matches_brute_force(cat):
-    """Evaluate every layout of a small space one at a time through the single-layout
-    commands' path (and the scalar framework rules) and rank those that fit and that some
-    framework runs; the planner's top five must be the same layouts."""
+    """Brute force: evaluate every layout of a small space (2,272 layouts: every TP/PP/
+    interleave/micro-batch/SP, ZeRO 0-3, offload none or CPU, recompute none or full), without
+    the planner's passes or pruning, and rank those that fit and that some framework runs; the
+    planner's top five must be the same layouts. The oracle evaluates the whole space in one
+    call; that the single-layout commands' path (and the scalar framework rules) give the same
+    figures is checked on the oracle's top ten and on every 40th layout of the space."""
+    from tests_support import evaluate_space
     from optimus_calc.search.plan import plan
     from optimus_calc.search.space import enumerate_space
     m = cat.get("llama-2-7b", "model")
@@ -211,24 +227,23 @@ def test_planner_ranking_matches_brute_force(cat):
     offloads = [Offload.NONE, Offload.CPU]
     rec = [Recompute.NONE, Recompute.FULL]
     space = enumerate_space(m, hw.gpus, hw.gpus_per_node, 16, 2048, offloads, (0, 1, 2, 3), rec)
-    chunk = space.whole()
-    cols = chunk.columns(np.arange(len(space)))
-    results = []
-    for i in range(len(space)):
-        lay = Layout(tp=int(cols["tp"][i]), pp=int(cols["pp"][i]), dp=int(cols["dp"][i]),
-                     zero=int(cols["zero"][i]), offload=OFFLOAD_CODES[int(cols["offload"][i])],
-                     interleave=int(cols["v"][i]))
-        tr = base.model_copy(update={"micro_batch": int(cols["mb"][i]),
-                                     "recompute": list(Recompute)[int(cols["recompute"][i])],
-                                     "sequence_parallel": bool(cols["sp"][i])})
+    ev, cols = evaluate_space(space, m, hw, base, asm)
+    ok = np.flatnonzero(ev["feasible"] & ev["runs"])
+    order = ok[np.lexsort((ev["gpu_bytes"][ok], ev["step_s"][ok]))]
+    assert len(space) == 2272 and 5 < len(order) < len(space)
+    for i in sorted({*order[:10].tolist(), *range(0, len(space), 40)}):
+        lay, tr = _single_layout(cols, i, base)
         mem = estimate_memory(m, hw, lay, tr, asm)
         runs = any(r is FwReason.OK for r in layout_support(lay, tr, m).values())
-        if mem.fits and runs:
+        assert (mem.fits, runs) == (bool(ev["feasible"][i]), bool(ev["runs"][i])), i
+        assert mem.worst.total_bytes == pytest.approx(ev["gpu_bytes"][i], rel=1e-12)
+        if mem.fits:
             st = estimate_step(m, hw, lay, tr, asm, mem)
-            results.append((st.step_time_s, mem.worst.total_bytes, lay, tr))
-    results.sort(key=lambda r: (r[0], r[1]))
+            assert st.step_time_s == pytest.approx(ev["step_s"][i], rel=1e-12)
     res = plan(m, hw, base, asm, "time", 5, offloads, 3, rec)
-    assert res.feasible == len(results)
-    for cand, (step, gpu, lay, tr) in itertools.zip_longest(res.top, results[:5]):
-        assert cand.step_s == pytest.approx(step, rel=1e-12)
-        assert cand.gpu_bytes == pytest.approx(gpu, rel=1e-12)
+    assert res.feasible == len(order)
+    for cand, i in itertools.zip_longest(res.top, order[:5]):
+        lay, tr = _single_layout(cols, i, base)
+        assert (cand.layout, cand.training) == (lay, tr)
+        assert cand.step_s == pytest.approx(ev["step_s"][i], rel=1e-12)
+        assert cand.gpu_bytes == pytest.approx(ev["gpu_bytes"][i], rel=1e-12)

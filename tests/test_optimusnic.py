@@ -166,8 +166,11 @@ def test_breakeven_pipeline_shards_over_dp_x_cp():
     """With context parallelism the card's shard is the evaluator's (memory.zero_shard_degree):
     Llama-3-8B (8,030,261,248 parameters) on one DGX A100, CP 2 x DP 4, ZeRO-1: 8 ranks, shard
     1,003,782,656; gradients in, 2 B each over the GPU's PCIe Gen4 at 76% (23.94 GB/s):
-    2 x 1,003,782,656 / 23.94e9 = 83.86 ms (sharded over DP alone it would be twice that)."""
-    d = cli_json("breakeven", "llama-3-8b", "--nodes", 1, "--cp", 2, "--seq-len", 65536,
+    2 x 1,003,782,656 / 23.94e9 = 83.86 ms (sharded over DP alone it would be twice that).
+    The layout is pinned (TP1 PP1, what the planner picks here): test_no_layout_uses_the_planners
+    covers the planned layout."""
+    d = cli_json("breakeven", "llama-3-8b", "--nodes", 1, "--tp", 1, "--pp", 1, "--cp", 2,
+                 "--seq-len", 65536,
                  "--zero", 1, "--recompute", "full", "--device", "bluefield-3")
     found = []
 

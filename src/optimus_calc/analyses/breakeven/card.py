@@ -22,6 +22,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from optimus_calc.analyses.breakeven.batched import measure_many
 from optimus_calc.analyses.breakeven.case import Case, Goal, State, measure, met
 from optimus_calc.analyses.breakeven.problem import bracket
 from optimus_calc.specs.hardware import MIN_GB, MIN_GBPS, MIN_GHZ, MIN_TFLOPS, Link, SmartNIC
@@ -109,12 +110,26 @@ class MinimumCard:
 
 
 class _Oracle:
+    """The goal at a card; ``calls`` counts the questions (a value :meth:`prefetch` evaluated
+    ahead in one call of the evaluator is counted when it is asked)."""
+
     def __init__(self, case: Case, goal: Goal, reference_s: float | None):
         self.case, self.goal, self.reference_s, self.calls = case, goal, reference_s, 0
+        self._known: dict[tuple, State] = {}
+
+    @staticmethod
+    def _key(spec: CardSpec) -> tuple:
+        return tuple(spec.get(f) for f in card_fields(spec.card))
 
     def state(self, spec: CardSpec) -> State:
         self.calls += 1
-        return measure(with_card(self.case, spec))
+        st = self._known.get(self._key(spec))
+        return st if st is not None else measure(with_card(self.case, spec))
+
+    def prefetch(self, specs: list[CardSpec]) -> None:
+        todo = {self._key(s): s for s in specs if self._key(s) not in self._known}
+        states = measure_many([with_card(self.case, s) for s in todo.values()])
+        self._known.update(zip(todo, states or ()))
 
     def ok(self, spec: CardSpec) -> bool:
         return met(self.goal, self.state(spec), self.reference_s)
@@ -131,8 +146,9 @@ def _corner(oracle: _Oracle, named: CardSpec, start: CardSpec):
     for f in card_fields(named.card):
         cur = spec.get(f)
         integer = f == "cores"
-        status, value = bracket(lambda v, f=f: oracle.ok(spec.with_field(f, v)), cur,
-                                _floor(f), cur, integer)
+        status, value = bracket(
+            lambda v, f=f: oracle.ok(spec.with_field(f, v)), cur, _floor(f), cur, integer,
+            lambda vs, f=f: oracle.prefetch([spec.with_field(f, v) for v in vs]))
         if status == "value" and value is not None:
             spec = spec.with_field(f, value)
             reqs.append(FieldRequirement(f, named.get(f), spec.get(f), True))
@@ -149,7 +165,8 @@ def minimum_card(case: Case, goal: Goal, reference_s: float | None = None) -> Mi
     named = CardSpec(hw.smartnic, hw.smartnic_host_link)
     oracle = _Oracle(case, goal, reference_s)
     status, m = bracket(lambda f: oracle.ok(scaled(named, f, "keep")), 1.0, MULTIPLE_FLOOR,
-                        MULTIPLE_CAP, False)
+                        MULTIPLE_CAP, False,
+                        lambda fs: oracle.prefetch([scaled(named, f, "keep") for f in fs]))
     if status == "never" or m is None:
         at_cap = oracle.state(scaled(named, MULTIPLE_CAP, "keep"))
         return MinimumCard(goal, named, None, None, (), None, at_cap, oracle.calls)

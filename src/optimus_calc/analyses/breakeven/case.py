@@ -130,41 +130,78 @@ def measure(case: Case) -> State:
     tr = case.training
     ev = evaluate(Batch.of(case.layout, tr), case.model, case.hw, tr, case.asm,
                   stages=case.stages)
-    one = lambda x: float(np.asarray(x).reshape(-1)[0])  # noqa: E731
-    k = int(np.asarray(ev.worst_time).reshape(-1)[0])
-    params = np.asarray(ev.params_stage, dtype=np.float64).reshape(-1)
-    layers = np.asarray(ev.stage_layers, dtype=np.float64).reshape(-1)
-    p_k = float(params[k if params.size > 1 else 0])
-    shards = np.broadcast_to(np.asarray(ev.shard_degree_stage, dtype=np.float64),
-                             np.shape(ev.params_stage)).reshape(-1)
-    n_k = float(shards[k if shards.size > 1 else 0])
-    l_k = float(layers[k if layers.size > 1 else 0])
-    window = one(ev.term("optimizer_window_s"))
-    pipe = {}
-    if case.layout.offload is Offload.SMARTNIC and case.hw.smartnic is not None:
-        pipe = _pipeline_figures(case, p_k, n_k, l_k, window)
+    return state_of(case, figures_of(ev), 0)
+
+
+_TERMS = ("optimizer_s", "optimizer_exposed_s", "offload_transfer_s", "forward_s", "backward_s",
+          "optimizer_window_s")
+_FIELDS = ("step_time_s", "offload_bytes_per_device", "offload_capacity_per_device",
+           "spill_bytes_per_device", "gpu_bytes", "capacity_bytes", "reasons")
+
+
+def figures_of(ev) -> dict:
+    """The figures a :class:`State` reads, as arrays with one row per layout of ``ev`` (the
+    binding stage's parameters, shard degree and layers in ``stage``)."""
+    rows = int(np.shape(ev.step_time_s)[0]) if np.ndim(ev.step_time_s) else 1
+
+    def row_major(x):
+        a = np.asarray(x, dtype=np.float64)
+        if rows > 1 and a.ndim and a.shape[0] == rows:
+            return a.reshape(rows, -1)
+        return np.broadcast_to(a.reshape(1, -1), (rows, a.size))
+
+    out = {name: row_major(ev.term(name))[:, 0] for name in _TERMS}
+    out.update({name: row_major(getattr(ev, name))[:, 0] for name in _FIELDS})
+    out["stage"] = (row_major(ev.worst_time)[:, 0],
+                    row_major(ev.params_stage), row_major(np.broadcast_to(
+                        np.asarray(ev.shard_degree_stage, dtype=np.float64),
+                        np.shape(ev.params_stage))), row_major(ev.stage_layers))
+    return out
+
+
+def binding_figures(figs: dict, i: int) -> tuple[float, float, float, float]:
+    """(parameters, shard degree, layers, optimizer window) of row ``i``'s binding stage."""
+    worst, params, shards, layers = figs["stage"]
+    k = int(worst[i])
+    return (float(params[i, k if params.shape[1] > 1 else 0]),
+            float(shards[i, k if shards.shape[1] > 1 else 0]),
+            float(layers[i, k if layers.shape[1] > 1 else 0]),
+            float(figs["optimizer_window_s"][i]))
+
+
+def state_of(case: Case, figs: dict, i: int, pipe: dict | None = None) -> State:
+    """The figures of ``case``, row ``i`` of :func:`figures_of` an evaluation (a batch of one:
+    row 0; :mod:`.batched` stacks several cases in one evaluation and gives OptimusNIC's
+    pipeline figures, ``pipe``, of every row at once)."""
+    one = {k: float(v[i]) for k, v in figs.items() if k != "stage"}
+    p_k, n_k, l_k, window = binding_figures(figs, i)
+    if case.layout.offload is not Offload.SMARTNIC or case.hw.smartnic is None:
+        pipe = {}
+    elif pipe is None:
+        pipe = pipeline_figures(case, p_k, n_k, l_k, window)
     return State(
-        step_time_s=one(ev.step_time_s), optimizer_s=one(ev.term("optimizer_s")),
-        optimizer_exposed_s=one(ev.term("optimizer_exposed_s")),
-        offload_transfer_s=one(ev.term("offload_transfer_s")),
-        forward_s=one(ev.term("forward_s")), backward_s=one(ev.term("backward_s")),
+        step_time_s=one["step_time_s"], optimizer_s=one["optimizer_s"],
+        optimizer_exposed_s=one["optimizer_exposed_s"],
+        offload_transfer_s=one["offload_transfer_s"],
+        forward_s=one["forward_s"], backward_s=one["backward_s"],
         params_stage=p_k, layers=l_k, **pipe,
-        offload_bytes_per_device=one(ev.offload_bytes_per_device),
-        offload_capacity_per_device=one(ev.offload_capacity_per_device),
-        spill_bytes_per_device=one(ev.spill_bytes_per_device),
-        gpu_bytes=one(ev.gpu_bytes), gpu_capacity_bytes=float(ev.capacity_bytes),
-        reasons=int(one(ev.reasons)), offload=case.layout.offload,
+        offload_bytes_per_device=one["offload_bytes_per_device"],
+        offload_capacity_per_device=one["offload_capacity_per_device"],
+        spill_bytes_per_device=one["spill_bytes_per_device"],
+        gpu_bytes=one["gpu_bytes"], gpu_capacity_bytes=one["capacity_bytes"],
+        reasons=int(one["reasons"]), offload=case.layout.offload,
         window_s=window)
 
 
-def _pipeline_figures(case: Case, params_stage: float, shard_degree: float, layers: float,
-                      window: float) -> dict:
+def pipeline_figures(case: Case, params_stage, shard_degree, layers, window,
+                     cards_per_node=None) -> dict:
     """OptimusNIC's pipeline at the binding stage, with the evaluator's inputs: the rank's ZeRO
     shard over the evaluator's shard degree (memory.zero_shard_degree), the card's spill
-    (memory.optimizer_offloaded_bytes, bytes_per_offload_device, spill_bytes) and the window."""
+    (memory.optimizer_offloaded_bytes, bytes_per_offload_device, spill_bytes) and the window.
+    Arrays welcome (then ``cards_per_node`` too, and arrays come back)."""
     hw, lay, tr = case.hw, case.layout, case.training
     gpn = hw.gpus_per_node
-    k_sn = lay.smartnics_per_node or gpn
+    k_sn = (lay.smartnics_per_node or gpn) if cards_per_node is None else cards_per_node
     shard = params_stage / (shard_degree if int(lay.zero) >= 1 else 1)
     opt = eq.memory__optimizer_offloaded_bytes(N_d=shard_degree, P=params_stage, Z=int(lay.zero),
                                                b_o=tr.optimizer_bytes, f_k=0.0, o_o=1.0)
@@ -172,8 +209,10 @@ def _pipeline_figures(case: Case, params_stage: float, shard_degree: float, laye
     spill = eq.memory__spill_bytes(B_dev=dev, C=hw.smartnic.memory_bytes)
     pipe = card_pipeline(hw, tr, case.asm, shard_params=shard, cards_per_node=k_sn,
                          spill_bytes=spill, window_s=window, layers=layers)
-    return dict(gradient_in_s=float(pipe.gradient_in_s), weights_out_s=float(pipe.weights_out_s),
-                pipeline_s=float(pipe.pipeline_s))
+    out = (pipe.gradient_in_s, pipe.weights_out_s, pipe.pipeline_s)
+    if cards_per_node is None:
+        out = tuple(float(x) for x in out)
+    return dict(zip(("gradient_in_s", "weights_out_s", "pipeline_s"), out))
 
 
 def shortfall(goal: Goal, st: State, reference_s: float | None) -> float:

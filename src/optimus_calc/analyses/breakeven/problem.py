@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from optimus_calc.analyses.breakeven.batched import measure_many
 from optimus_calc.analyses.breakeven.case import Case, Goal, State, measure, met
 from optimus_calc.evaluate.hw_params import Param
 
@@ -30,17 +31,35 @@ class _Problem:
         self.case, self.goal, self.reference_s = case, goal, reference_s
         self._cache: dict[tuple, State] = {}
 
+    def _case(self, p: Param | None, value: float | None,
+              extra: tuple[tuple[Param, float], ...]) -> Case:
+        c = self.case
+        if p is not None:
+            c = c.with_param(p, value)
+        for q, v in extra:
+            c = c.with_param(q, v)
+        return c
+
+    @staticmethod
+    def _key(p: Param | None, value: float | None,
+             extra: tuple[tuple[Param, float], ...]) -> tuple:
+        return (p.key if p else None, value, tuple((q.key, v) for q, v in extra))
+
     def state(self, p: Param | None = None, value: float | None = None,
               extra: tuple[tuple[Param, float], ...] = ()) -> State:
-        key = (p.key if p else None, value, tuple((q.key, v) for q, v in extra))
+        key = self._key(p, value, extra)
         if key not in self._cache:
-            c = self.case
-            if p is not None:
-                c = c.with_param(p, value)
-            for q, v in extra:
-                c = c.with_param(q, v)
-            self._cache[key] = measure(c)
+            self._cache[key] = measure(self._case(p, value, extra))
         return self._cache[key]
+
+    def prefetch(self, p: Param, values, extras=None) -> None:
+        """Evaluate ``p`` at every value (with each of ``extras``, if given, at the one value)
+        not yet known, in one call of the evaluator."""
+        asks = [(v, ()) for v in values] if extras is None else [(values[0], e) for e in extras]
+        todo = list(dict.fromkeys(a for a in asks if self._key(p, *a) not in self._cache))
+        states = measure_many([self._case(p, *a) for a in todo])
+        for a, st in zip(todo, states or ()):  # None: asked one at a time, as needed
+            self._cache[self._key(p, *a)] = st
 
     def ok(self, p: Param, value: float) -> bool:
         return met(self.goal, self.state(p, value), self.reference_s)
@@ -62,47 +81,86 @@ def _bounds(p: Param, case: Case, cur: float) -> tuple[float, float]:
 
 
 def bracket(pred: Callable[[float], bool], cur: float, low: float, cap: float,
-            integer: bool) -> tuple[str, float | None]:
+            integer: bool, prefetch: Callable[[list[float]], None] | None = None
+            ) -> tuple[str, float | None]:
     """The smallest value in [low, cap] meeting a goal that, once met, stays met as the value
     grows: ("value", v), ("never", None) or ("any", low). The bound is tried first (not met
     there: never); otherwise doubling (or halving) from the current value brackets it and
-    bisection (geometric, or over integers) narrows it to REL_TOL."""
-    if pred(cur):
-        good, bad = cur, None
-        while bad is None:
-            nxt = max(low, math.floor(good / 2) if integer else good / 2)
-            if nxt >= good:
-                return "any", low
-            if pred(nxt):
-                good = nxt
-            else:
-                bad = nxt
-    elif not pred(cap):
-        return "never", None  # monotone: not at the bound, not below it
-    else:
-        bad, good = cur, None
-        while good is None:
-            nxt = min(cap, math.ceil(bad * 2) if integer else bad * 2)
-            if nxt <= bad:
-                return "never", None
-            if pred(nxt):
-                good = nxt
-            else:
-                bad = nxt
-    if integer:
-        while good - bad > 1:
-            mid = (good + bad) // 2
-            if pred(mid):
-                good = mid
-            else:
-                bad = mid
-        return "value", float(good)
-    while good / bad - 1 > REL_TOL:
-        mid = math.sqrt(good * bad)
-        if pred(mid):
-            good = mid
-        else:
-            bad = mid
-    return "value", good
+    bisection (geometric, or over integers) narrows it to REL_TOL.
+
+    ``prefetch``, if given, is handed every value the next PREFETCH_LEVELS questions could ask
+    (both answers of each), so the caller can evaluate them in one call before ``pred`` is
+    asked them one by one; the answer does not depend on it."""
+    search = _Bracket(cur, low, cap, integer)
+    state = search.start()
+    asked: set[float] = set()
+    while True:
+        kind, x = search.query(state)
+        if kind == "done":
+            return x
+        if prefetch is not None and x not in asked:
+            ahead = search.ahead(state, PREFETCH_LEVELS)
+            prefetch(ahead)
+            asked.update(ahead)
+        state = search.advance(state, x, pred(x))
 
 
+PREFETCH_LEVELS = 5   # a bisection's next 5 questions: 31 values in one evaluation
+
+
+class _Bracket:
+    """:func:`bracket` as a state machine: a state is (phase, good, bad); ``query`` is the
+    next value to ask (or the answer), ``advance`` takes the predicate's answer at it."""
+
+    def __init__(self, cur: float, low: float, cap: float, integer: bool):
+        self.cur, self.low, self.cap, self.integer = cur, low, cap, integer
+
+    def start(self) -> tuple:
+        return ("start", None, None)
+
+    def query(self, state: tuple) -> tuple[str, object]:
+        phase, good, bad = state
+        if phase == "start":
+            return "ask", self.cur
+        if phase == "cap":
+            return "ask", self.cap
+        if phase == "never":
+            return "done", ("never", None)
+        if phase == "down":
+            nxt = max(self.low, math.floor(good / 2) if self.integer else good / 2)
+            return ("done", ("any", self.low)) if nxt >= good else ("ask", nxt)
+        if phase == "up":
+            nxt = min(self.cap, math.ceil(bad * 2) if self.integer else bad * 2)
+            return ("done", ("never", None)) if nxt <= bad else ("ask", nxt)
+        if self.integer:
+            return ("ask", (good + bad) // 2) if good - bad > 1 else ("done", ("value",
+                                                                          float(good)))
+        return ("ask", math.sqrt(good * bad)) if good / bad - 1 > REL_TOL else ("done",
+                                                                             ("value", good))
+
+    def advance(self, state: tuple, x: float, yes: bool) -> tuple:
+        phase, good, bad = state
+        if phase == "start":
+            return ("down", self.cur, None) if yes else ("cap", None, self.cur)
+        if phase == "cap":
+            return ("up", None, bad) if yes else ("never", None, None)
+        if phase == "down":
+            return ("down", x, None) if yes else ("bisect", good, x)
+        if phase == "up":
+            return ("bisect", x, bad) if yes else ("up", None, x)
+        return ("bisect", x, bad) if yes else ("bisect", good, x)
+
+    def ahead(self, state: tuple, levels: int) -> list[float]:
+        """Every value the next ``levels`` questions from ``state`` can ask."""
+        out: list[float] = []
+        frontier = [state]
+        for _ in range(levels):
+            nxt = []
+            for s in frontier:
+                kind, x = self.query(s)
+                if kind == "done":
+                    continue
+                out.append(x)
+                nxt += [self.advance(s, x, True), self.advance(s, x, False)]
+            frontier = nxt
+        return list(dict.fromkeys(out))

@@ -116,6 +116,8 @@ def _checked(prob: _Problem, p: Param, solved: _Solved, low: float, cap: float) 
         return prob.ok(p, low)
     v = solved.value
     assert v is not None
+    prob.prefetch(p, ([v] + [v - 1] * (v - 1 >= low)) if p.integer
+                  else [v * (1 + 1e-7), v * (1 - 1e-6)])
     if p.integer:
         return prob.ok(p, v) and (v - 1 < low or not prob.ok(p, v - 1))
     return prob.ok(p, v * (1 + 1e-7)) and not prob.ok(p, v * (1 - 1e-6))
@@ -155,12 +157,12 @@ def _never_binding(prob: _Problem, p: Param, cap: float, params: list[Param],
     if not lift:
         return head
     lifted = []
-    for q in params:
-        if q.key == p.key:
-            continue
-        _, q_cap = _bounds(q, case, q.get(case.hw, case.layout))
-        if met(prob.goal, prob.state(p, cap, ((q, q_cap),)), prob.reference_s):
-            lifted.append(q.name)
+    pairs = [((q, _bounds(q, case, q.get(case.hw, case.layout))[1]),)
+             for q in params if q.key != p.key]
+    prob.prefetch(p, [cap], pairs)
+    for pair in pairs:
+        if met(prob.goal, prob.state(p, cap, pair), prob.reference_s):
+            lifted.append(pair[0][0].name)
     if lifted:
         return f"{head}; raising {' or '.join(lifted)} too would meet it"
     return f"{head}; no other single parameter raised with it would"
@@ -177,7 +179,8 @@ def solve_param(prob: _Problem, p: Param, params: list[Param],
     if solved is not None and not _checked(prob, p, solved, low, cap):
         solved, note = None, " (the closed form disagreed with the evaluator)"
     if solved is None:
-        status, value = bracket(lambda v: prob.ok(p, v), cur, low, cap, p.integer)
+        status, value = bracket(lambda v: prob.ok(p, v), cur, low, cap, p.integer,
+                                lambda vs: prob.prefetch(p, vs))
         method = ("exact search over integers (doubling, then bisection)" if p.integer
                   else f"bracketing search over the evaluator (doubling, then bisection to "
                        f"{REL_TOL:g})") + note
@@ -215,8 +218,10 @@ def enters(prob: _Problem, p: Param) -> bool:
     """Do the goal's figures move when ``p`` changes a thousandfold either way?"""
     case = prob.case
     cur = p.get(case.hw, case.layout)
+    tries = (max(1.0, cur / 1000), cur * 1000) if p.integer else (cur / 1000, cur * 1000)
+    prob.prefetch(p, [cur, *tries])
     base = prob.figures(p, cur)
-    for v in ((max(1.0, cur / 1000), cur * 1000) if p.integer else (cur / 1000, cur * 1000)):
+    for v in tries:
         if v == cur:
             continue
         if any(not math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15)

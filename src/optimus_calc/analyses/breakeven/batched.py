@@ -1,0 +1,138 @@
+"""Many cases in one call of the evaluator: the break-even searches ask for a few dozen values of
+a field at a time (the next levels of a bisection, a parameter at a thousandth and a thousand
+times its value), and the evaluator's cost is nearly all per call, not per layout.
+
+Cases that differ only in numeric catalog fields of their hardware and in per-layout fields of
+:class:`~optimus_calc.evaluate.batch.Batch` are stacked: each differing field becomes a column
+(shape (K, 1), broadcasting against the pipeline stages), the layouts a batch of K. Each case's
+figures are then read from its row; they are the same numbers a batch of one gives (element-wise
+arithmetic). What the stacking cannot carry (a changed training, a field the evaluator branches
+on in Python) raises, and those cases are evaluated one at a time. The first stacking of each
+set of changed fields is also checked against a batch of one, and a disagreement sends that set
+one at a time for good.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from pydantic import BaseModel
+
+from optimus_calc.analyses.breakeven.case import (Case, State, binding_figures, figures_of,
+                                                  measure, pipeline_figures, state_of)
+from optimus_calc.evaluate.batch import Batch
+from optimus_calc.evaluate.engine import evaluate
+from optimus_calc.specs.training import Offload
+
+
+class _Unstackable(Exception):
+    """The cases differ in something the evaluator cannot take as a column."""
+
+
+_CHECKED: dict[tuple, bool] = {}   # set of changed fields -> the stacked figures agreed
+
+
+def _numbers(vals: list) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
+
+
+def _same(vals: list) -> bool:
+    v0 = vals[0]
+    return all(v is v0 or v == v0 for v in vals[1:])
+
+
+def _stack_model(objs: list, path: str, changed: list[str]):
+    first = objs[0]
+    if _same(objs):
+        return first
+    if not isinstance(first, BaseModel) or any(type(o) is not type(first) for o in objs):
+        raise _Unstackable(path)
+    update = {}
+    for name in type(first).model_fields:
+        vals = [getattr(o, name) for o in objs]
+        if _same(vals):
+            continue
+        if isinstance(vals[0], BaseModel):
+            update[name] = _stack_model(vals, f"{path}.{name}", changed)
+        elif _numbers(vals):
+            update[name] = np.array(vals, dtype=np.float64)[:, None]
+            changed.append(f"{path}.{name}")
+        else:
+            raise _Unstackable(f"{path}.{name}")
+    return first.model_copy(update=update)
+
+
+def _stack(cases: list[Case]):
+    """(hardware with columns, batch of K layouts, the changed fields) or _Unstackable."""
+    c0 = cases[0]
+    for attr in ("model", "training", "asm"):
+        if not _same([getattr(c, attr) for c in cases]):
+            raise _Unstackable(attr)
+    if any(c.stages is not c0.stages for c in cases[1:]):
+        raise _Unstackable("stages")
+    changed: list[str] = []
+    hw_update = {}
+    for f in dataclasses.fields(c0.hw):
+        vals = [getattr(c.hw, f.name) for c in cases]
+        if _same(vals):
+            continue
+        if vals[0] is None or not isinstance(vals[0], BaseModel):
+            raise _Unstackable(f.name)
+        hw_update[f.name] = _stack_model(vals, f.name, changed)
+    hw = dataclasses.replace(c0.hw, **hw_update)
+    if _same([c.layout for c in cases]):
+        one = Batch.of(c0.layout, c0.training)
+        cols = {f.name: np.repeat(np.asarray(getattr(one, f.name)), len(cases))
+                for f in dataclasses.fields(Batch)}
+    else:
+        ones = [Batch.of(c.layout, c.training) for c in cases]
+        cols = {f.name: np.concatenate([np.asarray(getattr(b, f.name)) for b in ones])
+                for f in dataclasses.fields(Batch)}
+        changed += [f"layout.{k}" for k, v in cols.items() if np.any(v != v[0])]
+        changed.append("layout")  # other layout fields: the batch carries them; check once
+    return hw, Batch.from_columns(cols), tuple(sorted(changed))
+
+
+def measure_many(cases: list[Case]) -> list[State] | None:
+    """:func:`~optimus_calc.analyses.breakeven.case.measure` of every case in one call of the
+    evaluator (the same figures), or None when the cases cannot be stacked (the caller then
+    evaluates the ones it needs, one at a time)."""
+    if not cases:
+        return []
+    try:
+        hw, batch, changed = _stack(cases)
+    except _Unstackable:
+        return None
+    if _CHECKED.get(changed) is False:
+        return None
+    c0 = cases[0]
+    try:
+        ev = evaluate(batch, c0.model, hw, c0.training, c0.asm, stages=c0.stages)
+        out = _states(cases, hw, ev)
+    except (_Unstackable, TypeError, ValueError):  # a field used as a Python scalar
+        _CHECKED[changed] = False
+        return None
+    if changed not in _CHECKED:
+        _CHECKED[changed] = out[-1] == measure(cases[-1]) and out[0] == measure(cases[0])
+        if not _CHECKED[changed]:
+            return None
+    return out
+
+
+def _states(cases: list[Case], hw, ev) -> list[State]:
+    """Every row's figures; OptimusNIC's pipeline of every row in one call."""
+    c0, cols = cases[0], figures_of(ev)
+    pipes: list[dict | None] = [None] * len(cases)
+    if c0.layout.offload is Offload.SMARTNIC and c0.hw.smartnic is not None:
+        if any(c.layout.offload is not c0.layout.offload or c.layout.zero != c0.layout.zero
+               for c in cases):
+            raise _Unstackable("layout")
+        figs = np.array([binding_figures(cols, i) for i in range(len(cases))])[:, :, None]
+        cards = np.array([[c.layout.smartnics_per_node or c.hw.gpus_per_node] for c in cases],
+                         dtype=np.float64)
+        pipe = pipeline_figures(dataclasses.replace(c0, hw=hw), *figs.transpose(1, 0, 2), cards)
+        arr = {k: np.broadcast_to(np.asarray(v, dtype=np.float64), cards.shape)
+               for k, v in pipe.items()}
+        pipes = [{k: float(v[i, 0]) for k, v in arr.items()} for i in range(len(cases))]
+    return [state_of(c, cols, i, pipes[i]) for i, c in enumerate(cases)]

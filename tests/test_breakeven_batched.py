@@ -1,0 +1,103 @@
+"""`breakeven`'s searches ask the evaluator for many values at once (analyses/breakeven/batched.py,
+the bracketing search's look-ahead): the answers must be exactly those of one evaluation per value.
+
+The layout is the paper's example of tests/test_breakeven.py (Llama 3 70B on two DGX A100, TP2
+PP4 DP2 ZeRO-3, one micro-batch per step), with a BlueField-3 card and with the host CPU.
+"""
+
+import random
+
+import pytest
+
+from optimus_calc.analyses import breakeven as B
+from optimus_calc.analyses.breakeven.batched import measure_many
+from optimus_calc.analyses.breakeven.problem import _Bracket, bracket
+
+
+@pytest.fixture(scope="module")
+def cases(cat):
+    from optimus_calc.evaluate.context import fill_layout, resolve_hardware
+    from optimus_calc.inputs import resolve_model
+    from optimus_calc.specs.training import Assumptions, Offload, Training, ZeroStage
+    hw = resolve_hardware(cat, "dgx-a100", 2, smartnic="bluefield-3")
+    tr = Training(seq_len=2048, global_batch=16, micro_batch=8, recompute="full")
+    model = resolve_model("llama70b", cat)
+    out = {}
+    for off in (Offload.SMARTNIC, Offload.CPU):
+        lay = fill_layout(hw, 2, 4, None, 1, zero=ZeroStage(3), offload=off,
+                          smartnic="bluefield-3" if off is Offload.SMARTNIC else None)
+        out[off.value] = B.Case.of(model, hw, lay, tr, Assumptions())
+    return out
+
+
+@pytest.mark.parametrize("kind", ["smartnic", "cpu"])
+def test_many_values_in_one_evaluation_equal_one_at_a_time(cases, kind):
+    """Every parameter of the device at five values from a hundredth to a hundred times its
+    own: the stacked evaluation's figures equal measure() of each value exactly (State is a
+    frozen dataclass of floats: == is bit for bit). The bandwidths, cores, clock and the
+    SmartNICs per node must stack (the search's common case)."""
+    from optimus_calc.evaluate.strategies import device_params
+    case = cases[kind]
+    stacked = []
+    for p in device_params(case.hw, case.layout.offload):
+        cur = p.get(case.hw, case.layout)
+        values = [max(1.0, round(cur * f)) if p.integer else cur * f
+                  for f in (0.01, 0.5, 1.0, 3.0, 100.0)]
+        one_by_one = [B.measure(case.with_param(p, v)) for v in values]
+        many = measure_many([case.with_param(p, v) for v in values])
+        if many is not None:
+            stacked.append(p.name)
+            assert many == one_by_one, p.name
+    must = {"memory_bandwidth_GBps", "core_bandwidth_GBps", "cores"}
+    if kind == "smartnic":
+        must |= {"core_GHz", "smartnic_host_link.bandwidth_GBps", "smartnics_per_node"}
+    assert must <= set(stacked), stacked
+
+
+def test_look_ahead_asks_the_same_questions_and_finds_the_same_value():
+    """With a look-ahead the search still asks the predicate the same values in the same order
+    (the look-ahead only warms a cache) and returns the same answer; every value it asks was
+    handed to the look-ahead first, and the look-ahead's batches are at most 31 values (5
+    levels of the bisection)."""
+    rng = random.Random(18)
+    for _ in range(200):
+        integer = rng.random() < 0.4
+        low, cap = (1.0, float(rng.randint(2, 4096))) if integer else (1e-6, 10 ** rng.uniform(
+            -3, 6))
+        cur = float(rng.randint(1, int(cap))) if integer else 10 ** rng.uniform(-5, 5)
+        cur = min(cur, cap)
+        threshold = rng.choice([rng.uniform(low, cap * 1.5), low / 2, cap * 2])
+        asked_plain: list[float] = []
+        asked: list[float] = []
+        fetched: set[float] = set()
+        batches: list[int] = []
+
+        def plain(v):
+            asked_plain.append(v)
+            return v >= threshold
+
+        def pred(v):
+            assert v in fetched
+            asked.append(v)
+            return v >= threshold
+
+        def ahead(vs):
+            batches.append(len(vs))
+            fetched.update(vs)
+        want = bracket(plain, cur, low, cap, integer)
+        assert bracket(pred, cur, low, cap, integer, ahead) == want
+        assert asked == asked_plain
+        assert max(batches) <= 31
+        assert len(batches) <= len(asked)
+
+
+def test_bracket_state_machine_by_hand():
+    """Integers 1..64 from 40, goal v >= 37: 40 yes, then halving: 20 no; bisection 30 no,
+    35 no, 37 yes, 36 no -> 37. The first look-ahead from the start holds 40, the bound 64 (40
+    not met) and 20 (40 met)."""
+    asked = []
+    assert bracket(lambda v: asked.append(v) or v >= 37, 40.0, 1.0, 64.0, True) == (
+        "value", 37.0)
+    assert asked == [40.0, 20.0, 30.0, 35.0, 37.0, 36.0]
+    search = _Bracket(40.0, 1.0, 64.0, True)
+    assert search.ahead(search.start(), 2) == [40.0, 20.0, 64.0]
