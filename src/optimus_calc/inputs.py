@@ -199,8 +199,11 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict) -> Inputs:
                          "architecture; add --model-states-only or give a catalog model or "
                          "config.json")
     check_layout(model, layout, tr)
-    return Inputs(model, hw, layout, tr, assumptions_from(kw), gb_default,
-                  seq_default, kw.get("profile"))
+    from optimus_calc.frameworks.physics import apply_framework
+    tr, asm, choice = apply_framework(kw.get("framework"), layout, tr, assumptions_from(kw),
+                                      model)
+    return Inputs(model, hw, layout, tr, asm, gb_default, seq_default, kw.get("profile"),
+                  choice)
 
 
 def search_model(cat: Catalog, model_text: str) -> Model:

@@ -201,10 +201,24 @@ def search_options(func: Callable) -> Callable:
     )(pin_options(func))
 
 
+def framework_option(func: Callable) -> Callable:
+    """``--framework NAME`` of a per-layout command: whose physics profile (gradient dtype,
+    offload, overlap, ZeRO-3 fetches) the numbers use; default: the first registered framework
+    whose rules run the layout."""
+    from optimus_calc.frameworks import Framework
+    return click.option(
+        "--framework", type=click.Choice([f.value for f in Framework]), default=None,
+        help="Framework whose physics profile applies (frameworks/*.py, values cited at the "
+             "pinned commit; --grad-bytes, --assume and --profile values win over it). "
+             "Default: the first of " + ", ".join(f.value for f in Framework)
+             + " that runs the layout; none (a what-if): framework-neutral.")(func)
+
+
 def model_options(func: Callable) -> Callable:
     """Everything a per-layout command takes: hardware, layout, training and output options."""
     from optimus_calc.cli.common import output_options
-    return hardware_options(layout_options(training_options(output_options(func))))
+    return hardware_options(layout_options(framework_option(training_options(
+        output_options(func)))))
 
 
 def plan_options(func: Callable) -> Callable:

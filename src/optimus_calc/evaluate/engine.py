@@ -152,7 +152,8 @@ def memory_stage(ctx: Ctx) -> MemoryRecord:
         B_pf=asm.zero3_prefetch_bucket_params, M_live=asm.zero3_max_live_params, P_pers=p_pers,
         b_g=gbytes, b_w=wb, p_mod=p_mod)
     W = eq.memory__weights_bytes(N_d=n_sh, P=P, W_res=w_res, Z=z, b_w=wb, o_w=o_w)
-    G = eq.memory__gradients_bytes(N_d=n_sh, P=P, Z=z, b_g=gbytes, o_g=o_g)
+    G = eq.memory__gradients_bytes(N_d=n_sh, P=P, Z=z, b_g=gbytes, k_g=asm.grads_stay_on_gpu,
+                                   o_g=o_g)
     O = eq.memory__optimizer_bytes(N_d=n_sh, P=P, Z=z, b_o=ob, f_k=f_k, o_o=o_o)
     n_f = np.minimum(ctx.pp - st["index"], ctx.m)
     states_only = tr.model_states_only or isinstance(ctx.model, BareModel)

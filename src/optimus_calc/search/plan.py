@@ -45,6 +45,7 @@ class Candidate:
     memory: MemoryEstimate | None = None
     step: StepEstimate | None = None
     frameworks: tuple[str, ...] = ()   # the frameworks that run it (frameworks.py)
+    framework: str = ""                # whose physics profile its numbers use ("" neutral)
 
 
 @dataclass(frozen=True)
@@ -266,15 +267,17 @@ class SearchResult:
 
 
 def _candidate(cols: dict, i: int, model: Model, hw: Hardware, base: Training,
-               asm: Assumptions) -> Candidate:
+               asm: Assumptions, group: tuple | None = None) -> Candidate:
+    """One layout of ``cols`` evaluated in full; ``group``: the frameworks whose profile
+    ``base``/``asm`` carry (the row's framework: those of them that run the layout)."""
     lay = layout_of(cols, i, hw, hw.smartnic.name if hw.smartnic else None)
     tr = training_of(cols, i, base)
     mem = estimate_memory(model, hw, lay, tr, asm)   # the same evaluator, every stage shown
     st = estimate_step(model, hw, lay, tr, asm, mem)
     runs = tuple(f.value for f, r in layout_support(lay, tr, model).items()
-                 if r is FrameworkReason.OK)
+                 if r is FrameworkReason.OK and (group is None or f in group))
     return Candidate(lay, tr, mem.worst.total_bytes, st.step_time_s, st.mfu, st.tokens_per_s,
-                     mem, st, runs)
+                     mem, st, runs, ", ".join(runs) if group is not None else "")
 
 
 def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
@@ -300,9 +303,17 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                          f"no layout of {model.name} divides {hw.gpus} GPUs with {batch}"
                          f"{' and' + pinned if pinned else ''} (TP must divide "
                          "the heads and the node's GPUs)")
-    res = search(model, hw, base, asm, space, objective, top_k, distinct, frameworks)
+    from optimus_calc.search.per_framework import search_per_framework
+    res, picks, groups, results = search_per_framework(model, hw, base, asm, space, objective,
+                                                       top_k, distinct, frameworks)
     notes: list[str] = []
+    if len(groups) > 1:
+        notes.append(f"each layout evaluated under {len(groups)} framework physics profiles ("
+                     + "; ".join(", ".join(str(getattr(f, "value", f)) for f in fs)
+                                 for fs, _, _ in groups)
+                     + "): a layout two frameworks run with different physics is two rows")
     names = tuple(f.value for f in frameworks)
+    # the SmartNIC what-if runs on no framework: framework-neutral parameters
     what_if = (_candidate(res.what_if, 0, model, hw, base, asm) if res.what_if else None)
     common = dict(smallest_gpu_bytes=res.smallest_gpu_bytes, notes=tuple(notes), what_if=what_if,
                   framework_rejections=res.framework_rejections, frameworks=names)
@@ -312,12 +323,13 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                if not res.framework_rejections else
                "no layout that fits runs on " + ", ".join(names) + ": no framework runs it "
                "(see framework_rejections; SmartNIC layouts are a what-if)")
-        return PlanResult(model, hw, base, objective, len(space), 0, res.infeasible_by_reason,
-                          (), None, why, **common)
-    top = [_candidate(res.top, i, model, hw, base, asm) for i in range(len(res.top["tp"]))]
+        return PlanResult(model, hw, base, objective, len(space) * len(groups), 0,
+                          res.infeasible_by_reason, (), None, why, **common)
+    top = [_candidate(results[g].top, i, model, hw, groups[g][1], groups[g][2], groups[g][0])
+           for g, i in picks]
     rec = top[0]
     why = _why(rec, res.feasible, res.best_no_offload_s, objective)
-    return PlanResult(model, hw, base, objective, len(space), res.feasible,
+    return PlanResult(model, hw, base, objective, len(space) * len(groups), res.feasible,
                       res.infeasible_by_reason, tuple(top), rec, why, **common)
 
 
