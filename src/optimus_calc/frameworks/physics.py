@@ -9,7 +9,7 @@ Training / Assumptions (:meth:`PhysicsProfile.apply`): a value the user typed (-
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from optimus_calc.frameworks.base import FrameworkPlugin, Setting
 from optimus_calc.frameworks.registry import layout_support, plugin, plugins
@@ -24,6 +24,8 @@ class Choice:
     why: str
     applied: tuple[Setting, ...] = ()
     kept: tuple[str, ...] = ()      # profile values the user's own values override
+    requested: str | None = None    # --framework as given (None: chosen per layout)
+    before: tuple = field(default=(), repr=False, compare=False)  # (training, asm) unapplied
 
     def data(self) -> dict:
         return {"framework": self.key, "why": self.why,
@@ -74,10 +76,22 @@ def choose(name: str | None, layout, training, model) -> tuple[FrameworkPlugin |
 def apply_framework(name: str | None, layout, training, assumptions, model):
     """(training, assumptions, Choice): the chosen profile applied to one layout's specs."""
     p, why = choose(name, layout, training, model)
+    before = (training, assumptions)
     if p is None:
-        return training, assumptions, Choice(None, "", why)
+        return training, assumptions, Choice(None, "", why, requested=name, before=before)
     tr, asm, applied, kept = p.profile.apply(training, assumptions)
-    return tr, asm, Choice(p.key, p.label, why, applied, kept)
+    return tr, asm, Choice(p.key, p.label, why, applied, kept, name, before)
+
+
+def for_layout(inp, layout):
+    """``inp`` (evaluate.inputs.Inputs) with ``layout`` and the framework profile chosen again
+    for it (``compare`` varies the offload target: another framework may run it)."""
+    choice = inp.framework
+    if choice is None or not choice.before:
+        return replace(inp, layout=layout)
+    tr0, asm0 = choice.before
+    tr, asm, new = apply_framework(choice.requested, layout, tr0, asm0, inp.model)
+    return replace(inp, layout=layout, training=tr, assumptions=asm, framework=new)
 
 
 def profile_groups(frameworks, training, assumptions) -> list[tuple[tuple, object, object]]:
