@@ -237,7 +237,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
     check_offloads(hw, offloads)
     max_zero = kw.get("max_zero")
     fw = kw.get("framework") or "any"
-    if fw == "any":
+    if fw in ("any", "each"):
         frameworks: tuple = tuple(Framework)
     else:
         frameworks = parse_choices(fw, Framework, "--framework") or tuple(Framework)
@@ -254,4 +254,4 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
         model, hw, tr, asm, offloads,
         parse_choices(kw.get("recomputes"), Recompute, "--recompute"),
         3 if max_zero is None else int(max_zero), bool(kw.get("distinct")),
-        kw["seq_len"] is None, frameworks, pins or None, zero, kw.get("profile"))
+        kw["seq_len"] is None, frameworks, pins or None, zero, kw.get("profile"), fw != "any")

@@ -163,10 +163,12 @@ def pin_options(func: Callable) -> Callable:
     from optimus_calc.frameworks import Framework
     return _stack(
         click.option("--framework", default="any", show_default=True,
-                     metavar="NAME[,NAME...]|any",
+                     metavar="NAME[,NAME...]|any|each",
                      help="Only layouts these frameworks run: "
                           f"{', '.join(f.value for f in Framework)} (rules in frameworks/, "
-                          "from their source)."),
+                          "from their source). Names or 'each': every layout evaluated under "
+                          "each framework's physics profile (a row per framework); 'any': "
+                          "framework-neutral physics."),
         click.option("--max-zero", type=click.IntRange(0, 3), default=3, show_default=True,
                      help="Highest ZeRO stage searched (Megatron-LM's distributed optimizer "
                           "is 1)."),
@@ -207,11 +209,12 @@ def framework_option(func: Callable) -> Callable:
     whose rules run the layout."""
     from optimus_calc.frameworks import Framework
     return click.option(
-        "--framework", type=click.Choice([f.value for f in Framework]), default=None,
+        "--framework", type=click.Choice(["auto", *(f.value for f in Framework)]),
+        default=None,
         help="Framework whose physics profile applies (frameworks/*.py, values cited at the "
              "pinned commit; --grad-bytes, --assume and --profile values win over it). "
-             "Default: the first of " + ", ".join(f.value for f in Framework)
-             + " that runs the layout; none (a what-if): framework-neutral.")(func)
+             "auto: the first of " + ", ".join(f.value for f in Framework)
+             + " that runs the layout. Default: framework-neutral.")(func)
 
 
 def model_options(func: Callable) -> Callable:

@@ -56,7 +56,11 @@ def _support(layout, training, model) -> dict:
 def choose(name: str | None, layout, training, model) -> tuple[FrameworkPlugin | None, str]:
     """(plug-in or None, why) for one layout."""
     sup = _support(layout, training, model)
-    if name:
+    if name is None:
+        runs = [p.label for p in plugins() if int(sup.get(p.key, 1)) == 0]
+        return None, ("no --framework" + (f"; runs on {', '.join(runs)}: --framework NAME or "
+                                          "auto applies its physics" if runs else ""))
+    if name != "auto":
         p = plugin(name)
         r = sup.get(p.key)
         if r is None or int(r) == 0:
@@ -66,7 +70,7 @@ def choose(name: str | None, layout, training, model) -> tuple[FrameworkPlugin |
         return None, "a bare parameter count: the framework rules need an architecture"
     for p in plugins():
         if int(sup[p.key]) == 0:
-            return p, ("no --framework: the first registered framework that runs this layout"
+            return p, ("--framework auto: the first registered framework that runs this layout"
                        + (f"; {', '.join(q.label for q in plugins()[:plugins().index(p)])} "
                           "reject it" if p is not plugins()[0] else ""))
     first = next(iter(sup.values()))

@@ -8,21 +8,22 @@ import numpy as np
 
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.frameworks import Framework
-from optimus_calc.search.plan import Objective, SearchResult, _rank, _shortlist, search
 from optimus_calc.search.space import Space
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Training
 
 
 def search_per_framework(model: Model, hw: Hardware, base: Training, asm: Assumptions,
-                         space: Space, objective: Objective, top_k: int, distinct: bool,
-                         frameworks: tuple[Framework, ...]):
+                         space: Space, objective, top_k: int, distinct: bool,
+                         frameworks: tuple[Framework, ...], physics: bool, planner):
     """:func:`search` once per group of frameworks with identical physics profiles (its rules
     as the filter, its profile applied: frameworks/physics.py), the tops merged: a layout two
     frameworks run with different physics is two rows. Returns (merged SearchResult, the top's
-    (group index, row) pairs, the groups)."""
+    (group index, row) pairs, the groups). Without ``physics`` one framework-neutral search
+    over all of ``frameworks`` (the planner's default, ``--framework any``)."""
     from optimus_calc.frameworks.physics import profile_groups
-    groups = profile_groups(frameworks, base, asm)
+    search, _rank, _shortlist, SearchResult = planner  # search/plan.py's (no import circle)
+    groups = profile_groups(frameworks, base, asm) if physics else [(frameworks, base, asm)]
     results = [search(model, hw, tr, a, space, objective, top_k, distinct, fs)
                for fs, tr, a in groups]
     rows = [(g, i) for g, r in enumerate(results) for i in range(len(r.top.get("tp", ())))]
@@ -44,3 +45,12 @@ def search_per_framework(model: Model, hw: Hardware, base: Training, asm: Assump
         min(r.smallest_gpu_bytes for r in results), min(r.best_no_offload_s for r in results),
         first.what_if, dict(sorted(total("framework_rejections").items(), key=lambda kv: -kv[1])))
     return merged, picks, groups, results
+
+
+def groups_note(groups) -> list[str]:
+    if len(groups) < 2:
+        return []
+    return [f"each layout evaluated under {len(groups)} framework physics profiles ("
+            + "; ".join(", ".join(str(getattr(f, "value", f)) for f in fs)
+                        for fs, _, _ in groups)
+            + "): a layout two frameworks run with different physics is two rows"]

@@ -285,7 +285,8 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
          offloads: list[Offload] | tuple[Offload, ...] | None = None, max_zero: int = 3,
          recomputes: list | tuple | None = None, distinct: bool = False,
          frameworks: tuple[Framework, ...] = tuple(Framework),
-         pins: dict | None = None, zero_stages: tuple[int, ...] | None = None) -> PlanResult:
+         pins: dict | None = None, zero_stages: tuple[int, ...] | None = None,
+         physics: bool = False) -> PlanResult:
     """Rank every layout that fits and that one of ``frameworks`` runs. ``distinct`` keeps the
     best layout per (TP, PP) in the top K; ``pins`` fixes grid columns; SmartNIC layouts are a
     what-if beside the recommendation. ``base.global_batch`` None: each layout takes the batch
@@ -303,15 +304,11 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                          f"no layout of {model.name} divides {hw.gpus} GPUs with {batch}"
                          f"{' and' + pinned if pinned else ''} (TP must divide "
                          "the heads and the node's GPUs)")
-    from optimus_calc.search.per_framework import search_per_framework
-    res, picks, groups, results = search_per_framework(model, hw, base, asm, space, objective,
-                                                       top_k, distinct, frameworks)
-    notes: list[str] = []
-    if len(groups) > 1:
-        notes.append(f"each layout evaluated under {len(groups)} framework physics profiles ("
-                     + "; ".join(", ".join(str(getattr(f, "value", f)) for f in fs)
-                                 for fs, _, _ in groups)
-                     + "): a layout two frameworks run with different physics is two rows")
+    from optimus_calc.search.per_framework import groups_note, search_per_framework
+    res, picks, groups, results = search_per_framework(
+        model, hw, base, asm, space, objective, top_k, distinct, frameworks, physics,
+        (search, _rank, _shortlist, SearchResult))
+    notes: list[str] = groups_note(groups)
     names = tuple(f.value for f in frameworks)
     # the SmartNIC what-if runs on no framework: framework-neutral parameters
     what_if = (_candidate(res.what_if, 0, model, hw, base, asm) if res.what_if else None)
@@ -341,7 +338,7 @@ def plan_search(cat: Catalog, si: SearchInputs, objective: Objective | str = Obj
     return plan(si.model, si.hw, si.training, si.assumptions, objective, top_k, si.offloads,
                 si.max_zero, si.recomputes, si.distinct,
                 frameworks=si.frameworks or tuple(Framework), pins=si.pins,
-                zero_stages=si.zero_stages)
+                zero_stages=si.zero_stages, physics=si.physics)
 
 
 def _why(rec: Candidate, n: int, best_none: float, objective: Objective) -> str:
