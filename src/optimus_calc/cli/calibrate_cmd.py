@@ -65,7 +65,6 @@ def load_runs(app, path: str, ctx: click.Context) -> list:
         where = f"runs file {path[:200]} row {i + 2}"
         figure, value = measured_of(row, where)
         model, kw, fw = run_kw(row, where, ctx)
-        kw = dict(kw, framework=fw or kw.get("framework"))  # the run's framework's physics
         try:
             inp = build_inputs(app.catalog, model, kw)
             step_of(inp, model)  # a run the evaluator cannot time fails here, with its row
