@@ -247,6 +247,7 @@ def test_tables_fit_80_columns(run, monkeypatch, argv):
 
 
 def test_columns_is_respected_and_compact_layout_drops_columns(run, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")  # the plan's framework column takes 21 of 120
     wide = run(*CASES["plan"]).out
     monkeypatch.setenv("COLUMNS", "80")
     narrow = run(*CASES["plan"]).out

@@ -172,7 +172,7 @@ def test_zero3_prefetch_depth_by_hand(B_pf, M_live, expected):
     (3, 1, 0.0),
 ])
 def test_gradients_bytes_with_offload_by_hand(Z, o_g, expected):
-    got = float(eq.memory__gradients_bytes(N_d=4, P=1e9, Z=Z, b_g=2, o_g=o_g))
+    got = float(eq.memory__gradients_bytes(N_d=4, P=1e9, Z=Z, b_g=2, k_g=0, o_g=o_g))
     assert got == pytest.approx(expected, abs=1e-6)
 
 
@@ -434,11 +434,11 @@ def test_step_time_is_the_sum_of_its_terms(run):
     (3, 4 * (0.5 + 1.0 + 0.25)),
 ])
 def test_dp_exposed_time_by_hand(Z, expected):
-    got = eq.step__dp_exposed_time(G_x=0.5, T_bkt=0.25, T_gat=1.0, T_red=3.0, W_b=2.0,
+    got = eq.step__dp_exposed_time(o_dr=1, G_x=0.5, T_bkt=0.25, T_gat=1.0, T_red=3.0, W_b=2.0,
                                    W_f=0.5, Z=Z, m=4)
     assert float(got) == pytest.approx(expected)
     # a backward longer than the reduction hides all but the last bucket
-    hidden = eq.step__dp_exposed_time(G_x=0.0, T_bkt=0.25, T_gat=0.0, T_red=3.0, W_b=10.0,
+    hidden = eq.step__dp_exposed_time(o_dr=1, G_x=0.0, T_bkt=0.25, T_gat=0.0, T_red=3.0, W_b=10.0,
                                       W_f=0.5, Z=Z, m=4)
     assert float(hidden) == pytest.approx(0.25 if Z < 2 else 4 * 0.25)
 
@@ -465,8 +465,8 @@ def test_step_terms_by_hand():
     # TP with SP and full recomputation: 2 layers x 3 micro-batches x 4 x (1 - 0.5)
     # x (1 + 1/2) x (T_ag + T_rs = 0.75) = 13.5; without SP the all-reduce 2 instead
     tp = dict(L_stage=2, T_ag=0.5, T_ar=2.0, T_rs=0.25, m=3, o_tp=0.5, r_full=1)
-    assert float(eq.step__tp_comm_time(sigma_sp=1, **tp)) == pytest.approx(13.5)
-    assert float(eq.step__tp_comm_time(sigma_sp=0, **tp)) == pytest.approx(36.0)
+    assert float(eq.step__tp_comm_time(sigma_sp=1, o_tb=0, **tp)) == pytest.approx(13.5)
+    assert float(eq.step__tp_comm_time(sigma_sp=0, o_tb=0, **tp)) == pytest.approx(36.0)
     # MFU = model FLOPs / (GPUs x step x peak): 6e15 / (8 x 2 x 1e15) = 0.375
     assert float(eq.step__mfu(F_model=6e15, N_gpus=8, T_step=2.0, peak=1e15)) == \
         pytest.approx(0.375)

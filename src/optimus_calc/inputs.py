@@ -213,8 +213,11 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict) -> Inputs:
     check_layout(model, layout, tr)
     from optimus_calc.evaluate.fp8 import check_fp8_gpu
     check_fp8_gpu(hw.gpu, tr)
-    return Inputs(model, hw, layout, tr, assumptions_from(kw), gb_default,
-                  seq_default, kw.get("profile"))
+    from optimus_calc.frameworks.physics import apply_framework
+    tr, asm, choice = apply_framework(kw.get("framework"), layout, tr, assumptions_from(kw),
+                                      model)
+    return Inputs(model, hw, layout, tr, asm, gb_default, seq_default, kw.get("profile"),
+                  choice)
 
 
 def search_model(cat: Catalog, model_text: str) -> Model:
@@ -252,7 +255,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
     check_offloads(hw, offloads)
     max_zero = kw.get("max_zero")
     fw = kw.get("framework") or "any"
-    if fw == "any":
+    if fw in ("any", "each"):
         frameworks: tuple = tuple(Framework)
     else:
         frameworks = parse_choices(fw, Framework, "--framework") or tuple(Framework)
@@ -269,4 +272,4 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
         model, hw, tr, asm, offloads,
         parse_choices(kw.get("recomputes"), Recompute, "--recompute"),
         3 if max_zero is None else int(max_zero), bool(kw.get("distinct")),
-        kw["seq_len"] is None, frameworks, pins or None, zero, kw.get("profile"))
+        kw["seq_len"] is None, frameworks, pins or None, zero, kw.get("profile"), fw != "any")

@@ -86,7 +86,8 @@ def with_strategy(cat: Catalog, inp: Inputs, strat: Strategy) -> Inputs:
     lay = inp.layout.model_copy(update={"offload": strat.offload, "smartnic": (
         hw.smartnic.name if hw.smartnic else None)})
     check_layout(inp.model, lay, inp.training)
-    return replace(inp, hw=hw, layout=lay)
+    from optimus_calc.frameworks.physics import for_layout
+    return replace(for_layout(inp, lay), hw=hw)
 
 
 def compare(cat: Catalog, inp: Inputs) -> Comparison:

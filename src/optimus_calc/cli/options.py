@@ -176,10 +176,12 @@ def pin_options(func: Callable) -> Callable:
     from optimus_calc.frameworks import Framework
     return _stack(
         click.option("--framework", default="any", show_default=True,
-                     metavar="NAME[,NAME...]|any",
+                     metavar="NAME[,NAME...]|any|each",
                      help="Only layouts these frameworks run: "
                           f"{', '.join(f.value for f in Framework)} (rules in frameworks/, "
-                          "from their source)."),
+                          "from their source). Names or 'each': every layout evaluated under "
+                          "each framework's physics profile (a row per framework); 'any': "
+                          "framework-neutral physics."),
         click.option("--max-zero", type=click.IntRange(0, 3), default=3, show_default=True,
                      help="Highest ZeRO stage searched (Megatron-LM's distributed optimizer "
                           "is 1)."),
@@ -214,10 +216,25 @@ def search_options(func: Callable) -> Callable:
     )(pin_options(func))
 
 
+def framework_option(func: Callable) -> Callable:
+    """``--framework NAME`` of a per-layout command: whose physics profile (gradient dtype,
+    offload, overlap, ZeRO-3 fetches) the numbers use; default: the first registered framework
+    whose rules run the layout."""
+    from optimus_calc.frameworks import Framework
+    return click.option(
+        "--framework", type=click.Choice(["auto", *(f.value for f in Framework)]),
+        default=None,
+        help="Framework whose physics profile applies (frameworks/*.py, values cited at the "
+             "pinned commit; --grad-bytes, --assume and --profile values win over it). "
+             "auto: the first of " + ", ".join(f.value for f in Framework)
+             + " that runs the layout. Default: framework-neutral.")(func)
+
+
 def model_options(func: Callable) -> Callable:
     """Everything a per-layout command takes: hardware, layout, training and output options."""
     from optimus_calc.cli.common import output_options
-    return hardware_options(layout_options(training_options(output_options(func))))
+    return hardware_options(layout_options(framework_option(training_options(
+        output_options(func)))))
 
 
 def plan_options(func: Callable) -> Callable:

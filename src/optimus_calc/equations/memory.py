@@ -27,6 +27,8 @@ b_o = sym("b_o", "bytes of optimizer state per parameter (Adam 12, SGD+momentum 
 b_h = sym("b_h", "bytes per gradient held on the host by ZeRO-Offload (fp32: 4)")
 o_w = sym("o_w", "1 if weights are offloaded (ZeRO-3 --offload-params), else 0")
 o_g = sym("o_g", "1 if gradients are offloaded to the host (ZeRO-Offload), else 0")
+k_g = sym("k_g", "1 if the gradient buffer stays on the GPU under optimizer offload "
+          "(Megatron-LM HybridDeviceOptimizer), 0 if ZeRO-2/3 move it to the host (DeepSpeed)")
 o_o = sym("o_o", "1 if optimizer state is offloaded, else 0")
 f_k = sym("f_k", "fraction of optimizer state kept on the GPU (SuperOffload tail buckets)")
 G_n = sym("G_n", "GPUs per node", positive=True)
@@ -104,12 +106,15 @@ weights_bytes = equation(
 
 gradients_bytes = equation(
     "memory.gradients_bytes",
-    b_g * P / _div(2) * (1 - o_g * sp.Piecewise((1, Z >= 2), (0, True))), "bytes",
+    b_g * P / _div(2) * (1 - o_g * (1 - k_g) * sp.Piecewise((1, Z >= 2), (0, True))), "bytes",
     "Rajbhandari et al. 2020 (ZeRO) section 5.2, P_os+g; with offload, DeepSpeed v0.15.0 "
     "deepspeed/runtime/zero/stage_1_and_2.py L1422-1424 (ZeRO-1 reduces only at the "
     "accumulation boundary, so the full 16-bit gradients stay in param.grad on the GPU) and "
     "L1412-1414 (then copies its partition to the host, copy_grads_in_partition L1328-1340); "
-    "ZeRO-2/3 move each reduced partition out during backward",
+    "ZeRO-2/3 move each reduced partition out during backward; Megatron-LM "
+    "--optimizer-cpu-offload keeps its gradient buffer on the GPU and copies at step time "
+    "(megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py L100-115, L150-179 @ d98e8a6): "
+    "k_g = 1",
     "Gradients on the GPU; ZeRO-2 and -3 partition them; with ZeRO-Offload, ZeRO-2/3 move them "
     "to the host while ZeRO-1 keeps all of them until the step.")
 

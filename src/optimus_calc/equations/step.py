@@ -44,6 +44,11 @@ r_f = sym("r_full", "1 with full recomputation, else 0")
 o_tp = sym("o_tp", "fraction of TP communication hidden behind compute (assumed)")
 o_cp = sym("o_cp", "fraction of CP K/V traffic hidden behind attention (assumed)")
 o_pp = sym("o_pp", "fraction of PP point-to-point time hidden (assumed)")
+o_tb = sym("o_tb", "fraction of the backward's TP collectives hidden behind the weight-gradient "
+           "GEMM (framework profile: Megatron-LM async dgrad 1, else 0)")
+o_dr = sym("o_dr", "1 if bucketed gradient reductions overlap the backward, 0 if the whole "
+           "reduction runs after it (framework profile: Megatron-LM without "
+           "--overlap-grad-reduce)")
 L_moe = sym("L_moe", "MoE layers on the pipeline stage")
 v = sym("v", "model chunks per GPU (interleaving)", positive=True)
 Z = sym("Z", "ZeRO stage 0..3")
@@ -111,10 +116,13 @@ backward_time = equation(
 
 tp_comm_time = equation(
     "step.tp_comm_time",
-    (1 - o_tp) * 4 * (sig * (T_ag + T_rs) + (1 - sig) * T_ar) * (1 + r_f / 2) * L_s * m, "s",
+    (1 - o_tp) * (sig * (T_ag + T_rs) + (1 - sig) * T_ar) * (2 * (1 + r_f) + 2 * (1 - o_tb))
+    * L_s * m, "s",
     "Korthikanti et al. 2022 (arXiv 2205.05198) section 4.2.2: per layer and micro-batch 4 "
     "all-reduces (2 forward, 2 backward), or with sequence parallelism 4 all-gathers + 4 "
-    "reduce-scatters; full recomputation repeats the forward's half",
+    "reduce-scatters; full recomputation repeats the forward's half. Megatron-LM "
+    "megatron/core/tensor_parallel/layers.py L694-711, L790, L807 @ d98e8a6: the backward's "
+    "collectives are issued async before the weight-gradient GEMM and waited after it (o_tb)",
     "Exposed tensor-parallel communication of the stage in one step.")
 
 cp_comm_time = equation(
@@ -137,6 +145,10 @@ pp_comm_time = equation(
     "Exposed pipeline point-to-point time of the stage in one step.")
 
 _t_last = sp.Min(T_red, T_bkt)
+# exposed reduction: overlapped buckets (o_dr = 1) or the whole reduction after the backward
+# (Megatron-LM distributed_data_parallel.py L131-137 @ d98e8a6: one bucket without
+# --overlap-grad-reduce, reduced in finish_grad_sync, finalize_model_grads.py L640)
+_red_x = o_dr * (_ex(T_red, W_b) + _t_last) + (1 - o_dr) * T_red
 dp_comm_time = equation(
     "step.dp_comm_time",
     sp.Piecewise((m * (T_red + 2 * T_gat), Z >= 3), (m * T_red + T_gat, Z >= 2),
@@ -152,11 +164,12 @@ dp_comm_time = equation(
 dp_exposed_time = equation(
     "step.dp_exposed_time",
     sp.Piecewise(
-        (m * (G_x + _ex(T_red, W_b) + _t_last), Z >= 3),
-        (m * (_ex(T_red, W_b) + _t_last) + _ex(T_gat, W_f), Z >= 2),
-        (_ex(T_red, W_b) + _t_last + _ex(T_gat, W_f), True)), "s",
+        (m * (G_x + _red_x), Z >= 3),
+        (m * _red_x + _ex(T_gat, W_f), Z >= 2),
+        (_red_x + _ex(T_gat, W_f), True)), "s",
     "as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch "
-    "except the last bucket; ZeRO-1/2 gathers overlap the next forward (Megatron "
+    "except the last bucket (o_dr = 1), or all of it follows the backward (o_dr = 0, Megatron-LM "
+    "without --overlap-grad-reduce: distributed_data_parallel.py L131-137 @ d98e8a6); ZeRO-1/2 gathers overlap the next forward (Megatron "
     "--overlap-param-gather); ZeRO-3 gathers wait per module as far as prefetching does not "
     "hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time)",
     "Part of the data-parallel communication the compute windows do not hide.")

@@ -180,7 +180,8 @@ def memory_stage(ctx: Ctx) -> MemoryRecord:
         b_g=gbytes, b_w=wb, p_mod=p_mod)
     W = eq.memory__weights_bytes(N_d=n_sh, P=P, W_res=w_res, Z=z, b_w=wb, o_w=o_w)
     W = W + fp8.weight_copy_bytes(ctx)  # FP8 copies of the GEMM weights (TE recipes)
-    G = eq.memory__gradients_bytes(N_d=n_sh, P=P, Z=z, b_g=gbytes, o_g=o_g)
+    G = eq.memory__gradients_bytes(N_d=n_sh, P=P, Z=z, b_g=gbytes, k_g=asm.grads_stay_on_gpu,
+                                   o_g=o_g)
     O = eq.memory__optimizer_bytes(N_d=n_sh, P=P, Z=z, b_o=ob, f_k=f_k, o_o=o_o)
     n_f = np.minimum(ctx.pp - st["index"], ctx.m)
     states_only = tr.model_states_only or isinstance(ctx.model, BareModel)

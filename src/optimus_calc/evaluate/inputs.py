@@ -24,3 +24,4 @@ class Inputs:
     global_batch_defaulted: bool
     seq_len_defaulted: bool
     profile: object = None   # profile.Profile applied (--profile), or None
+    framework: object = None  # frameworks.physics.Choice: whose physics profile was applied

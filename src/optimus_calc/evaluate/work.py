@@ -143,6 +143,7 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
         L_stage=Ls, T_ag=eq.comm__ring_all_gather_time(**ring),
         T_ar=eq.comm__ring_all_reduce_time(**ring),
         T_rs=eq.comm__ring_reduce_scatter_time(**ring), m=m, o_tp=asm.tp_overlap,
+        o_tb=asm.tp_backward_overlap,
         r_full=ctx.r_full, sigma_sp=mem.sigma)
     set_scope("cp")
     a_cp, b_cp = group(hw, cp, t, nic=nic)
@@ -211,6 +212,7 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     dp_args = dict(T_gat=T_gat, T_red=T_red, Z=z, m=ctx.m)
     T_dp = eq.step__dp_comm_time(**dp_args)
     T_dpx = eq.step__dp_exposed_time(G_x=np.where((z == 3) & (n_dp > 1), g_x, 0.0), T_bkt=T_bkt,
+                                     o_dr=asm.dp_reduce_overlap,
                                      W_b=comp.W_b, W_f=comp.W_f, **dp_args)
     set_scope("")
     return T_dp, T_dpx

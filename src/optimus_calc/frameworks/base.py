@@ -114,25 +114,59 @@ class EnvVar:
 
 
 @dataclass(frozen=True)
+class Setting:
+    """One physics value a framework sets: a field of Training (``grad_bytes``) or of
+    Assumptions, its value, the file and line at the pinned commit it comes from, and the
+    precisions it applies to (empty: all)."""
+
+    name: str
+    value: float
+    source: str
+    precisions: tuple[str, ...] = ()
+
+
+TRAINING_SETTINGS = ("grad_bytes",)  # Training fields a profile may set (0 there = not typed)
+
+
+@dataclass(frozen=True)
 class PhysicsProfile:
-    """How the framework's own mechanics change the numbers (issue 19 fills these). None means
-    "not yet modelled: the evaluator's framework-neutral default applies". Each filled value
-    cites file and line at the pinned commit in ``sources`` (field name -> citation)."""
+    """How the framework's own mechanics change the numbers: named parameter values the
+    evaluator already reads (evaluate/ sits below frameworks/ and never imports it). A value
+    the user typed (--grad-bytes, --assume) or a calibration profile (--profile) set wins over
+    the framework's; the framework's wins over the framework-neutral default."""
 
-    grad_buffer_dtype: str | None = None        # "fp32" / "bf16": main-gradient buffer
-    grad_reduce_dtype: str | None = None        # dtype of the DP reduction
-    dp_reduce_timing: str | None = None         # "overlapped" with backward or "after-backward"
-    tp_comm_overlap: bool | None = None         # backward TP collectives hidden behind GEMMs
-    zero3_gather_granularity: str | None = None  # "block" (FSDP unit) or "submodule"
-    zero3_prefetch_layers: int | None = None
-    offload_step_phases: tuple[str, ...] | None = None  # the offloaded step, in order
-    recompute_semantics: str | None = None      # e.g. "op-level SAC" vs "Korthikanti selective"
-    fixed_step_cost_s: float | None = None      # per-step framework overhead
-    sources: dict[str, str] = field(default_factory=dict)
+    settings: tuple[Setting, ...] = ()
 
-    def filled(self) -> dict[str, object]:
-        """The values set, by field name."""
-        return {k: v for k, v in self.__dict__.items() if v is not None and k != "sources"}
+    def for_precision(self, precision: str) -> tuple[Setting, ...]:
+        return tuple(x for x in self.settings if not x.precisions or precision in x.precisions)
+
+    def key(self, precision: str) -> tuple:
+        """What the evaluator receives: frameworks with equal keys give equal numbers."""
+        return tuple(sorted((x.name, x.value) for x in self.for_precision(precision)))
+
+    def apply(self, training, assumptions):
+        """(training, assumptions, applied, kept): the profile's values set where the user gave
+        none; ``applied`` the Settings used, ``kept`` the names the user's values override."""
+        applied, kept, tr_upd, asm_upd = [], [], {}, {}
+        for x in self.for_precision(training.precision.value):
+            if x.name in TRAINING_SETTINGS:
+                if getattr(training, x.name):
+                    kept.append(x.name)
+                    continue
+                tr_upd[x.name] = int(x.value)
+            elif x.name in assumptions.model_fields_set:
+                kept.append(x.name)
+                continue
+            else:
+                asm_upd[x.name] = x.value
+            applied.append(x)
+        tr = training.model_copy(update=tr_upd) if tr_upd else training
+        asm = assumptions
+        if asm_upd:  # not marked as typed: a later step still tells user values from these
+            asm = type(assumptions).model_construct(
+                _fields_set=set(assumptions.model_fields_set),
+                **{**assumptions.model_dump(), **asm_upd})
+        return tr, asm, tuple(applied), tuple(kept)
 
 
 @dataclass(frozen=True)

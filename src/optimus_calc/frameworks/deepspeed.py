@@ -14,7 +14,7 @@ documented path and leaves TP + ZeRO-3 to Megatron-DeepSpeed.
 from __future__ import annotations
 
 from optimus_calc.frameworks.base import (OFF_CPU, OFF_NVME, OFF_SUPERCHIP, SMARTNIC, Exporter,
-                                          FrameworkPlugin, Rule)
+                                          FrameworkPlugin, PhysicsProfile, Rule, Setting)
 
 COMMIT = "edaa7221267243c7be7fb49c5d5f5c4fb97b4641"
 _DS = "DeepSpeed"
@@ -63,15 +63,32 @@ RULES: tuple[Rule, ...] = ENGINE_RULES + (
          "docs/_tutorials/autotp-training.md L20", lambda x: (x.tp > 1) & (x.zero == 3)),
 )
 
+# The DeepSpeed engine's physics (shared with Megatron-DeepSpeed, which runs on the engine).
+ENGINE_PROFILE = PhysicsProfile((
+    # gradients accumulate in the model dtype unless data_types.grad_accum_dtype is set, and
+    # reduce in bf16/fp16 unless communication_data_type is set: 2 bytes per gradient
+    Setting("grad_bytes", 2, "DeepSpeed @ edaa722 deepspeed/runtime/engine.py L1404-1417, "
+            "L1485-1496",
+            ("bf16", "fp16")),
+    # ZeRO-Offload casts each reduced partition on the GPU and copies it into the fp32 CPU .grad
+    Setting("grads_stay_on_gpu", 0, "DeepSpeed @ edaa722 deepspeed/runtime/zero/"
+            "stage_1_and_2.py L1590-1605; "
+            "stage3.py L1405-1407"),
+    # ZeRO-3 fetches every parameterised submodule on its own (module_granularity_threshold 0)
+    Setting("zero3_modules_per_layer", 0, "DeepSpeed @ edaa722 deepspeed/runtime/zero/"
+            "config.py L258-264; "
+            "parameter_offload.py L293-302"),
+))
+
 LAUNCH = ("deepspeed --num_nodes N --num_gpus G train.py --deepspeed_config ds_config.json "
           "(the script calls deepspeed.initialize(model=..., config=...) without an mpu; with "
           "TP > 1 that is AutoTP's config-only path)")
 
 PLUGIN = FrameworkPlugin(
     key="deepspeed", label="DeepSpeed", repo="deepspeedai/DeepSpeed", commit=COMMIT,
-    rules=RULES, launch=LAUNCH,
+    rules=RULES, launch=LAUNCH, profile=ENGINE_PROFILE,
     exporter=Exporter("deepspeed", "a DeepSpeed JSON config (plain DeepSpeed with AutoTP, or "
                       "Megatron-DeepSpeed when only it runs the layout)",
                       "optimus_calc.frameworks.deepspeed_export", "deepspeed_config"))
 
-__all__ = ["PLUGIN", "RULES", "ENGINE_RULES", "COMMIT", "OFF_CPU"]
+__all__ = ["PLUGIN", "RULES", "ENGINE_RULES", "ENGINE_PROFILE", "COMMIT", "OFF_CPU"]

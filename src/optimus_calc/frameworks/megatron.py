@@ -7,8 +7,8 @@ below refers to it. ZeRO-1 is the distributed optimizer, ZeRO-2/3 are Megatron-F
 from __future__ import annotations
 
 from optimus_calc.frameworks.base import (OFF_CPU, OFF_NVME, OFF_SUPERCHIP, SMARTNIC, EnvVar,
-                                          Exporter, FrameworkPlugin, Rule, dividing_into,
-                                          not_dividing)
+                                          Exporter, FrameworkPlugin, PhysicsProfile, Rule,
+                                          Setting, dividing_into, not_dividing)
 
 COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
 _MG = "Megatron-LM"
@@ -114,11 +114,36 @@ def environment(layout) -> tuple[EnvVar, ...]:
     return ()
 
 
+# What the exported launch (megatron_export.py) runs. Every line at d98e8a6.
+PROFILE = PhysicsProfile((
+    # bf16 forces fp32 gradient accumulation and all-reduce (accumulate_allreduce_grads_in_fp32)
+    # unless --grad-reduce-in-bf16; the DDP main-grad buffer then holds fp32: 4 bytes/param
+    Setting("grad_bytes", 4, "megatron/training/arguments.py L1204-1217; "
+            "megatron/core/distributed/param_and_grad_buffer.py L888-924", ("bf16",)),
+    # --optimizer-cpu-offload (HybridDeviceOptimizer) reads the GPU param's grad and copies it
+    # to pinned CPU grads at step(): the fp32 gradient buffer stays on the GPU
+    Setting("grads_stay_on_gpu", 1, "megatron/core/optimizer/cpu_offloading/"
+            "hybrid_optimizer.py L100-115, L150-179"),
+    # ... and the D2H copies run after the backward and the DP reduction, not during it
+    Setting("ds_zero1_overlap_comm", 0, "megatron/core/optimizer/cpu_offloading/"
+            "hybrid_optimizer.py L150-179"),
+    Setting("ds_zero2_overlap_comm", 0, "megatron/core/optimizer/cpu_offloading/"
+            "hybrid_optimizer.py L150-179"),
+    # the backward's TP collectives are issued async before the weight-gradient GEMM
+    # (CUDA_DEVICE_MAX_CONNECTIONS=1, which environment() exports) and waited after it
+    Setting("tp_backward_overlap", 1, "megatron/core/tensor_parallel/layers.py L694-711, "
+            "L790, L807"),
+    # the export passes no --overlap-grad-reduce: one bucket, reduced after the backward
+    Setting("dp_reduce_overlap", 0, "megatron/training/arguments.py L3121-3122; "
+            "megatron/core/distributed/distributed_data_parallel.py L131-137; "
+            "finalize_model_grads.py L640"),
+))
+
 LAUNCH = ("torchrun --nproc-per-node G --nnodes N pretrain_gpt.py ARGS (Megatron-LM's GPT "
           "pretraining script)")
 
 PLUGIN = FrameworkPlugin(
     key="megatron", label="Megatron-LM", repo="NVIDIA/Megatron-LM", commit=COMMIT,
-    rules=RULES, launch=LAUNCH, environment=environment,
+    rules=RULES, launch=LAUNCH, environment=environment, profile=PROFILE,
     exporter=Exporter("megatron", "a Megatron-LM launch script (torchrun pretrain_gpt.py)",
                       "optimus_calc.frameworks.megatron_export", "megatron_args"))

@@ -11,7 +11,7 @@ which says so in the file when a layout only runs here.
 from __future__ import annotations
 
 from optimus_calc.frameworks.base import FrameworkPlugin, Rule
-from optimus_calc.frameworks.deepspeed import ENGINE_RULES
+from optimus_calc.frameworks.deepspeed import ENGINE_PROFILE, ENGINE_RULES
 
 COMMIT = "4efb479d5317ce9b86096b9d8e3e8030b0b5263b"
 
@@ -26,4 +26,5 @@ LAUNCH = ("deepspeed --num_nodes N --num_gpus G pretrain_gpt.py --tensor-model-p
 
 PLUGIN = FrameworkPlugin(
     key="megatron-deepspeed", label="Megatron-DeepSpeed", repo="deepspeedai/Megatron-DeepSpeed",
-    commit=COMMIT, rules=RULES, launch=LAUNCH, exported_by="deepspeed")
+    commit=COMMIT, rules=RULES, launch=LAUNCH, exported_by="deepspeed",
+    profile=ENGINE_PROFILE)  # the engine's gradient dtype, offload and ZeRO-3 fetches

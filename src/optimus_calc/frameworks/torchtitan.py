@@ -7,7 +7,7 @@ the TOML job config the exporter writes; every file and line below refers to it.
 from __future__ import annotations
 
 from optimus_calc.frameworks.base import (OFF_CPU, OFF_NVME, OFF_SUPERCHIP, SMARTNIC, Exporter,
-                                          FrameworkPlugin, Rule)
+                                          FrameworkPlugin, PhysicsProfile, Rule, Setting)
 
 COMMIT = "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce"
 _TT = "torchtitan"
@@ -121,8 +121,18 @@ RULES: tuple[Rule, ...] = (
 LAUNCH = ("NGPU=<GPUs per node> CONFIG_FILE=job.toml ./run_train.sh on each node (torchrun; "
           "torchtitan/train.py reads the TOML through ConfigManager)")
 
+PROFILE = PhysicsProfile((
+    # MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=float32): fp32 reduce-scatter into
+    # fp32 sharded gradients, 4 bytes per gradient
+    Setting("grad_bytes", 4, "torchtitan/models/llama3/infra/parallelize.py L133-136, L313; "
+            "torchtitan/config/job_config.py L282-294", ("bf16",)),
+    # fully_shard on each transformer block: one all-gather per block, not per submodule
+    Setting("zero3_modules_per_layer", 1, "torchtitan/models/llama3/infra/parallelize.py "
+            "L334-357"),
+))
+
 PLUGIN = FrameworkPlugin(
     key="torchtitan", label="torchtitan (FSDP2)", repo="pytorch/torchtitan", commit=COMMIT,
-    rules=RULES, launch=LAUNCH,
+    rules=RULES, launch=LAUNCH, profile=PROFILE,
     exporter=Exporter("torchtitan", "a torchtitan TOML job config",
                       "optimus_calc.frameworks.torchtitan_export", "torchtitan_toml"))

@@ -193,3 +193,14 @@ def frameworks_of(inp) -> tuple[dict[str, str], str]:
     note = ("runs on " + ", ".join(runs) if runs else
             "no framework runs this layout: " + "; ".join(sorted({v for v in out.values()})))
     return out, note
+
+
+def framework_header(inp) -> list[tuple[str, str]]:
+    """The header line naming the physics profile applied and why (frameworks/physics.py)."""
+    choice = getattr(inp, "framework", None)
+    return [] if choice is None else [("framework", choice.text())]
+
+
+def framework_data(inp) -> dict:
+    choice = getattr(inp, "framework", None)
+    return {} if choice is None else {"physics_profile": choice.data()}

@@ -29,6 +29,7 @@ def strategy_row(r, train: TrainRequest | None = None) -> dict:
         "step_time_s": st.step_time_s, "tokens_per_s": st.tokens_per_s, "mfu": st.mfu,
         "fits": mem.fits, "reasons": mem.reasons, "what_if": strat.what_if,
         "frameworks": list(r.frameworks),
+        "framework": getattr(getattr(inp, "framework", None), "key", None) or "neutral",
         **train_figures(train, st.step_time_s, inp.training, inp.hw, inp.assumptions)}
 
 
@@ -77,6 +78,7 @@ def compare_document(cmp, train: TrainRequest | None = None) -> Document:
                      f"(JSON/CSV) at GPU TDP x PUE {inp.assumptions.pue:g} (assumed)")
     table = Table(title="", rows=view_rows, columns=[
         Column("strategy", "strategy", align="left"),
+        Column("framework", "physics of", align="left"),
         Column("gpu_memory_GB", "GPU GB", ".1f"),
         Column("offload_mem", "device GB / cap"),
         Column("optimizer_s", "opt step s", ".3f", compact=False),

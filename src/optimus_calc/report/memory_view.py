@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from optimus_calc.evaluate.memory import MemoryEstimate
-from optimus_calc.report.common import (context_row, frameworks_of, hardware_data, layout_data, layout_text,
+from optimus_calc.report.common import (context_row, framework_data, framework_header,
+                                        frameworks_of, hardware_data, layout_data, layout_text,
                                         model_data, training_data, training_text)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
@@ -113,6 +114,7 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
     }
     fws, fw_note = frameworks_of(inp)
     data["frameworks"] = fws
+    data.update(framework_data(inp))
     tables = [_per_gpu_table(inp, est, unit, div)]
     if len(est.stages) > 1:
         tables.append(_stages_table(est, unit, div))
@@ -138,5 +140,6 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
     return Document(
         title=f"memory: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name} "
               f"({inp.hw.gpus} x {inp.hw.gpu.name})",
-        header=[("layout", layout_text(inp.layout)), ("training", training_text(inp))],
+        header=[("layout", layout_text(inp.layout)), *framework_header(inp),
+                ("training", training_text(inp))],
         data=data, tables=tables, notes=notes, csv=csv, plot="memory")

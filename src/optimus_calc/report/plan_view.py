@@ -22,7 +22,7 @@ def candidate_data(c) -> dict:
             "tokens_per_s": c.tokens_per_s,
             "optimizer_s": c.step.optimizer_s, "optimizer_exposed_s": c.step.optimizer_exposed_s,
             "stage_layers": [s.layers for s in c.memory.stages],
-            "frameworks": list(c.frameworks)}
+            "frameworks": list(c.frameworks), "framework": c.framework}
 
 
 def candidate_ranges(c, res, profile, fig: dict) -> dict:
@@ -100,7 +100,8 @@ def _plan_rows(res, ranged) -> list[dict]:
 
 def _plan_columns(rows: list[dict], train: TrainRequest | None) -> list[Column]:
     """The top-K table's columns (CP and EP only when a row uses them)."""
-    cols = [Column("rank", "#"), Column("tp", "TP"), Column("pp", "PP"), Column("dp", "DP")]
+    cols = [Column("rank", "#"), Column("framework", "framework", align="left"),
+            Column("tp", "TP"), Column("pp", "PP"), Column("dp", "DP")]
     if any(r["cp"] > 1 for r in rows):
         cols.append(Column("cp", "CP"))
     if any(r["ep"] > 1 for r in rows):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from optimus_calc.report.common import (TrainRequest, context_row, efficiency_text, fp8_notes,
-                                        frameworks_of, hardware_data, layout_data,
+                                        framework_data, framework_header, frameworks_of,
+                                        hardware_data, layout_data,
                                         layout_text, model_data, pct, train_figures,
                                         training_data, training_text)
 from optimus_calc.report.document import Column, Document, Table
@@ -41,6 +42,7 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
             "gpu_memory_bytes": mem.worst.total_bytes, "notes": st.notes}
     fws, fw_note = frameworks_of(inp)
     data["frameworks"] = fws
+    data.update(framework_data(inp))
     figures = train_figures(train, st.step_time_s, inp.training, inp.hw, inp.assumptions)
     data.update(figures)
     data.update(mfu_conventions(st, figures))
@@ -88,7 +90,8 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
     return Document(
         title=f"step: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name} "
               f"({inp.hw.gpus} x {inp.hw.gpu.name})",
-        header=[("layout", layout_text(inp.layout)), ("training", training_text(inp))],
+        header=[("layout", layout_text(inp.layout)), *framework_header(inp),
+                ("training", training_text(inp))],
         data=data, tables=tables, notes=notes,
         csv=Table(title="", rows=[csv_row], columns=[Column(k, k) for k in csv_row]))
 

@@ -27,6 +27,7 @@ class SearchInputs:
     pins: dict | None = None               # grid columns fixed by --tp --pp ... (search/space.py)
     zero_stages: tuple[int, ...] | None = None   # --zero LIST (else 0..max_zero)
     profile: object = None                 # profile.Profile applied (--profile), or None
+    physics: bool = False                  # each framework's physics (--framework each/NAMES)
 
     @property
     def global_batch_defaulted(self) -> bool:

@@ -45,6 +45,7 @@ class Candidate:
     memory: MemoryEstimate | None = None
     step: StepEstimate | None = None
     frameworks: tuple[str, ...] = ()   # the frameworks that run it (frameworks.py)
+    framework: str = ""                # whose physics profile its numbers use ("" neutral)
 
 
 @dataclass(frozen=True)
@@ -267,25 +268,30 @@ class SearchResult:
 
 
 def _candidate(cols: dict, i: int, model: Model, hw: Hardware, base: Training,
-               asm: Assumptions) -> Candidate:
+               asm: Assumptions, group: tuple | None = None) -> Candidate:
+    """One layout of ``cols`` evaluated in full; ``group``: the frameworks whose profile
+    ``base``/``asm`` carry (the row's framework: those of them that run the layout)."""
     lay = layout_of(cols, i, hw, hw.smartnic.name if hw.smartnic else None)
     tr = training_of(cols, i, base)
     mem = estimate_memory(model, hw, lay, tr, asm)   # the same evaluator, every stage shown
     st = estimate_step(model, hw, lay, tr, asm, mem)
     runs = tuple(f.value for f, r in layout_support(lay, tr, model).items()
-                 if r is FrameworkReason.OK)
+                 if r is FrameworkReason.OK and (group is None or f in group))
     return Candidate(lay, tr, mem.worst.total_bytes, st.step_time_s, st.mfu, st.tokens_per_s,
-                     mem, st, runs)
+                     mem, st, runs, ", ".join(runs) if group is not None else "")
 
 
-def _candidates(cols: dict, model: Model, hw: Hardware, base: Training,
-                asm: Assumptions) -> list[Candidate]:
-    """The reports of the layouts in ``cols`` (the top K), as :func:`_candidate` makes them one
-    by one, with one evaluation of every stage per pipeline degree (a batch of one per layout
-    costs the evaluator's fixed work K times; tests/test_pruning.py checks they agree)."""
-    n = len(cols["tp"])
-    lays = [layout_of(cols, i, hw, hw.smartnic.name if hw.smartnic else None) for i in range(n)]
-    trs = [training_of(cols, i, base) for i in range(n)]
+def _candidates(cols: dict, model: Model, hw: Hardware, base: Training, asm: Assumptions,
+                rows: list[int] | None = None, group: tuple | None = None) -> list[Candidate]:
+    """The reports of the layouts ``rows`` of ``cols`` (default: all, the top K), as
+    :func:`_candidate` makes them one by one, with one evaluation of every stage per pipeline
+    degree (a batch of one per layout costs the evaluator's fixed work K times;
+    tests/test_pruning.py checks they agree). ``group`` as in :func:`_candidate`."""
+    rows = list(range(len(cols["tp"]))) if rows is None else list(rows)
+    n = len(rows)
+    nic = hw.smartnic.name if hw.smartnic else None
+    lays = [layout_of(cols, r, hw, nic) for r in rows]
+    trs = [training_of(cols, r, base) for r in rows]
     out: list = [None] * n
     for pp in sorted({lay.pp for lay in lays}):
         idx = [i for i in range(n) if lays[i].pp == pp]
@@ -295,9 +301,23 @@ def _candidates(cols: dict, model: Model, hw: Hardware, base: Training,
             mem = memory_from(ev.row(j, len(idx)), model, hw, lays[i], trs[i], asm)
             st = estimate_step(model, hw, lays[i], trs[i], asm, mem)
             runs = tuple(f.value for f, r in layout_support(lays[i], trs[i], model).items()
-                         if r is FrameworkReason.OK)
+                         if r is FrameworkReason.OK and (group is None or f in group))
             out[i] = Candidate(lays[i], trs[i], mem.worst.total_bytes, st.step_time_s, st.mfu,
-                               st.tokens_per_s, mem, st, runs)
+                               st.tokens_per_s, mem, st, runs,
+                               ", ".join(runs) if group is not None else "")
+    return out
+
+
+def _top_candidates(picks, results, groups, model: Model, hw: Hardware) -> list[Candidate]:
+    """The merged top K: each group's picked rows in one batched report per group, back in the
+    order of ``picks`` ((group, row) pairs, best first)."""
+    out: list = [None] * len(picks)
+    for g in dict.fromkeys(g for g, _ in picks):
+        ks = [k for k, (gg, _) in enumerate(picks) if gg == g]
+        cands = _candidates(results[g].top, model, hw, groups[g][1], groups[g][2],
+                            rows=[picks[k][1] for k in ks], group=groups[g][0])
+        for k, c in zip(ks, cands):
+            out[k] = c
     return out
 
 
@@ -306,7 +326,8 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
          offloads: list[Offload] | tuple[Offload, ...] | None = None, max_zero: int = 3,
          recomputes: list | tuple | None = None, distinct: bool = False,
          frameworks: tuple[Framework, ...] = tuple(Framework),
-         pins: dict | None = None, zero_stages: tuple[int, ...] | None = None) -> PlanResult:
+         pins: dict | None = None, zero_stages: tuple[int, ...] | None = None,
+         physics: bool = False) -> PlanResult:
     """Rank every layout that fits and that one of ``frameworks`` runs. ``distinct`` keeps the
     best layout per (TP, PP) in the top K; ``pins`` fixes grid columns; SmartNIC layouts are a
     what-if beside the recommendation. ``base.global_batch`` None: each layout takes the batch
@@ -324,9 +345,13 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                          f"no layout of {model.name} divides {hw.gpus} GPUs with {batch}"
                          f"{' and' + pinned if pinned else ''} (TP must divide "
                          "the heads and the node's GPUs)")
-    res = search(model, hw, base, asm, space, objective, top_k, distinct, frameworks)
-    notes: list[str] = []
+    from optimus_calc.search.per_framework import groups_note, search_per_framework
+    res, picks, groups, results = search_per_framework(
+        model, hw, base, asm, space, objective, top_k, distinct, frameworks, physics,
+        (search, _rank, _shortlist, SearchResult))
+    notes: list[str] = groups_note(groups)
     names = tuple(f.value for f in frameworks)
+    # the SmartNIC what-if runs on no framework: framework-neutral parameters
     what_if = (_candidate(res.what_if, 0, model, hw, base, asm) if res.what_if else None)
     common = dict(smallest_gpu_bytes=res.smallest_gpu_bytes, notes=tuple(notes), what_if=what_if,
                   framework_rejections=res.framework_rejections, frameworks=names)
@@ -336,12 +361,12 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                if not res.framework_rejections else
                "no layout that fits runs on " + ", ".join(names) + ": no framework runs it "
                "(see framework_rejections; SmartNIC layouts are a what-if)")
-        return PlanResult(model, hw, base, objective, len(space), 0, res.infeasible_by_reason,
-                          (), None, why, **common)
-    top = _candidates(res.top, model, hw, base, asm)
+        return PlanResult(model, hw, base, objective, len(space) * len(groups), 0,
+                          res.infeasible_by_reason, (), None, why, **common)
+    top = _top_candidates(picks, results, groups, model, hw)
     rec = top[0]
     why = _why(rec, res.feasible, res.best_no_offload_s, objective)
-    return PlanResult(model, hw, base, objective, len(space), res.feasible,
+    return PlanResult(model, hw, base, objective, len(space) * len(groups), res.feasible,
                       res.infeasible_by_reason, tuple(top), rec, why, **common)
 
 
@@ -353,7 +378,7 @@ def plan_search(cat: Catalog, si: SearchInputs, objective: Objective | str = Obj
     return plan(si.model, si.hw, si.training, si.assumptions, objective, top_k, si.offloads,
                 si.max_zero, si.recomputes, si.distinct,
                 frameworks=si.frameworks or tuple(Framework), pins=si.pins,
-                zero_stages=si.zero_stages)
+                zero_stages=si.zero_stages, physics=si.physics)
 
 
 def _why(rec: Candidate, n: int, best_none: float, objective: Objective) -> str:

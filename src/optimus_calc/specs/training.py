@@ -308,6 +308,25 @@ class Assumptions(Frozen):
     tp_overlap: float = Field(
         default=0.0, ge=0, le=1,
         description="assumed: fraction of TP communication hidden behind compute (0: exposed)")
+    tp_backward_overlap: float = Field(
+        default=0.0, ge=0, le=1,
+        description="fraction of the backward's TP collectives hidden behind the "
+                    "weight-gradient GEMM; 0 = exposed (framework-neutral); the Megatron-LM "
+                    "profile sets 1 (megatron/core/tensor_parallel/layers.py L694-711, L790, "
+                    "L807 @ d98e8a6: async dgrad collectives)")
+    dp_reduce_overlap: float = Field(
+        default=1.0, ge=0, le=1,
+        description="1 = bucketed gradient reductions overlap the backward, all but the last "
+                    "bucket (framework-neutral); 0 = the whole reduction follows the backward: "
+                    "the Megatron-LM profile without --overlap-grad-reduce (one bucket, "
+                    "megatron/core/distributed/distributed_data_parallel.py L131-137 @ d98e8a6)")
+    grads_stay_on_gpu: float = Field(
+        default=0.0, ge=0, le=1,
+        description="1 = the gradient buffer stays on the GPU under optimizer offload "
+                    "(Megatron-LM --optimizer-cpu-offload, HybridDeviceOptimizer: "
+                    "megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py L100-115 @ "
+                    "d98e8a6); 0 = ZeRO-2/3 move each reduced partition to the host (DeepSpeed, "
+                    "the framework-neutral default)")
     cp_overlap: float = Field(
         default=0.0, ge=0, le=1,
         description="assumed: fraction of context-parallel K/V traffic hidden behind attention")

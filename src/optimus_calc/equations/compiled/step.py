@@ -43,9 +43,9 @@ def step__dp_comm_time(T_gat, T_red, Z, m):
     return numpy.where(numpy.greater_equal(Z, 3), m*(2*T_gat + T_red), numpy.where(numpy.greater_equal(Z, 2), T_gat + T_red*m, T_gat + T_red))
 
 
-def step__dp_exposed_time(G_x, T_bkt, T_gat, T_red, W_b, W_f, Z, m):
-    """step.dp_exposed_time [s]: as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch except the last bucket; ZeRO-1/2 gathers overlap the next forward (Megatron --overlap-param-gather); ZeRO-3 gathers wait per module as far as prefetching does not hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time)"""
-    return numpy.where(numpy.greater_equal(Z, 3), m*(G_x + numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)), numpy.where(numpy.greater_equal(Z, 2), m*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)) + numpy.maximum(0, T_gat - W_f), numpy.maximum(0, T_gat - W_f) + numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)))
+def step__dp_exposed_time(G_x, T_bkt, T_gat, T_red, W_b, W_f, Z, m, o_dr):
+    """step.dp_exposed_time [s]: as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch except the last bucket (o_dr = 1), or all of it follows the backward (o_dr = 0, Megatron-LM without --overlap-grad-reduce: distributed_data_parallel.py L131-137 @ d98e8a6); ZeRO-1/2 gathers overlap the next forward (Megatron --overlap-param-gather); ZeRO-3 gathers wait per module as far as prefetching does not hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time)"""
+    return numpy.where(numpy.greater_equal(Z, 3), m*(G_x + T_red*(1 - o_dr) + o_dr*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red))), numpy.where(numpy.greater_equal(Z, 2), m*(T_red*(1 - o_dr) + o_dr*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red))) + numpy.maximum(0, T_gat - W_f), T_red*(1 - o_dr) + o_dr*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)) + numpy.maximum(0, T_gat - W_f)))
 
 
 def step__dp_gather_time(Z, k_w, t_g):
@@ -123,9 +123,9 @@ def step__tokens_per_s(T_step, tokens):
     return tokens/T_step
 
 
-def step__tp_comm_time(L_stage, T_ag, T_ar, T_rs, m, o_tp, r_full, sigma_sp):
-    """step.tp_comm_time [s]: Korthikanti et al. 2022 (arXiv 2205.05198) section 4.2.2: per layer and micro-batch 4 all-reduces (2 forward, 2 backward), or with sequence parallelism 4 all-gathers + 4 reduce-scatters; full recomputation repeats the forward's half"""
-    return L_stage*m*(4 - 4*o_tp)*((1/2)*r_full + 1)*(T_ar*(1 - sigma_sp) + sigma_sp*(T_ag + T_rs))
+def step__tp_comm_time(L_stage, T_ag, T_ar, T_rs, m, o_tb, o_tp, r_full, sigma_sp):
+    """step.tp_comm_time [s]: Korthikanti et al. 2022 (arXiv 2205.05198) section 4.2.2: per layer and micro-batch 4 all-reduces (2 forward, 2 backward), or with sequence parallelism 4 all-gathers + 4 reduce-scatters; full recomputation repeats the forward's half. Megatron-LM megatron/core/tensor_parallel/layers.py L694-711, L790, L807 @ d98e8a6: the backward's collectives are issued async before the weight-gradient GEMM and waited after it (o_tb)"""
+    return L_stage*m*(1 - o_tp)*(T_ar*(1 - sigma_sp) + sigma_sp*(T_ag + T_rs))*(-2*o_tb + 2*r_full + 4)
 
 
 def step__tp_message_bytes(b, b_w, c, h, s):

@@ -1,0 +1,109 @@
+"""Which framework's physics profile a single-layout command applies, and why.
+
+``--framework NAME`` picks one; without it, the first framework in registry order whose rules run
+the layout; a layout no framework runs (a SmartNIC what-if, a bare parameter count) keeps the
+framework-neutral parameters. The profile's values reach the evaluator as named parameters of
+Training / Assumptions (:meth:`PhysicsProfile.apply`): a value the user typed (--grad-bytes,
+--assume) or a calibration profile (--profile) set wins over the framework's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from optimus_calc.frameworks.base import FrameworkPlugin, Setting
+from optimus_calc.frameworks.registry import layout_support, plugin, plugins
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The framework whose profile was applied (None: framework-neutral), why, and what it set."""
+
+    key: str | None
+    label: str
+    why: str
+    applied: tuple[Setting, ...] = ()
+    kept: tuple[str, ...] = ()      # profile values the user's own values override
+    requested: str | None = None    # --framework as given (None: chosen per layout)
+    before: tuple = field(default=(), repr=False, compare=False)  # (training, asm) unapplied
+
+    def data(self) -> dict:
+        return {"framework": self.key, "why": self.why,
+                "applied": {x.name: x.value for x in self.applied},
+                "sources": {x.name: x.source for x in self.applied},
+                "user_values_kept": list(self.kept)}
+
+    def text(self) -> str:
+        """The header line: the profile, why, and the values it set."""
+        head = (f"{self.label} profile ({self.why})" if self.key else
+                f"framework-neutral parameters ({self.why})")
+        sets = ", ".join(f"{x.name}={x.value:g}" for x in self.applied)
+        if sets:
+            head += f"; sets {sets}"
+        if self.kept:
+            head += f"; your values kept for {', '.join(self.kept)}"
+        return head
+
+
+def _support(layout, training, model) -> dict:
+    from optimus_calc.specs.model import Model
+    if not isinstance(model, Model):
+        return {}
+    return {str(getattr(f, "value", f)): r for f, r in layout_support(layout, training,
+                                                                      model).items()}
+
+
+def choose(name: str | None, layout, training, model) -> tuple[FrameworkPlugin | None, str]:
+    """(plug-in or None, why) for one layout."""
+    sup = _support(layout, training, model)
+    if name is None:
+        runs = [p.label for p in plugins() if int(sup.get(p.key, 1)) == 0]
+        return None, ("no --framework" + (f"; runs on {', '.join(runs)}: --framework NAME or "
+                                          "auto applies its physics" if runs else ""))
+    if name != "auto":
+        p = plugin(name)
+        r = sup.get(p.key)
+        if r is None or int(r) == 0:
+            return p, "--framework " + p.key
+        return p, f"--framework {p.key}, although its rules reject this layout: {r.text}"
+    if not sup:
+        return None, "a bare parameter count: the framework rules need an architecture"
+    for p in plugins():
+        if int(sup[p.key]) == 0:
+            return p, ("--framework auto: the first registered framework that runs this layout"
+                       + (f"; {', '.join(q.label for q in plugins()[:plugins().index(p)])} "
+                          "reject it" if p is not plugins()[0] else ""))
+    first = next(iter(sup.values()))
+    return None, f"no framework runs this layout ({first.text})"
+
+
+def apply_framework(name: str | None, layout, training, assumptions, model):
+    """(training, assumptions, Choice): the chosen profile applied to one layout's specs."""
+    p, why = choose(name, layout, training, model)
+    before = (training, assumptions)
+    if p is None:
+        return training, assumptions, Choice(None, "", why, requested=name, before=before)
+    tr, asm, applied, kept = p.profile.apply(training, assumptions)
+    return tr, asm, Choice(p.key, p.label, why, applied, kept, name, before)
+
+
+def for_layout(inp, layout):
+    """``inp`` (evaluate.inputs.Inputs) with ``layout`` and the framework profile chosen again
+    for it (``compare`` varies the offload target: another framework may run it)."""
+    choice = inp.framework
+    if choice is None or not choice.before:
+        return replace(inp, layout=layout)
+    tr0, asm0 = choice.before
+    tr, asm, new = apply_framework(choice.requested, layout, tr0, asm0, inp.model)
+    return replace(inp, layout=layout, training=tr, assumptions=asm, framework=new)
+
+
+def profile_groups(frameworks, training, assumptions) -> list[tuple[tuple, object, object]]:
+    """[(frameworks, training, assumptions)]: each framework's profile applied to a search's
+    specs, frameworks whose applied parameters are identical in one group (one search)."""
+    groups: dict[tuple, list] = {}
+    for f in frameworks:
+        tr, asm, _, _ = plugin(f).profile.apply(training, assumptions)
+        key = (tr.grad_bytes, tuple(sorted(asm.model_dump().items())))
+        groups.setdefault(key, [tr, asm, []])[2].append(f)
+    return [(tuple(fs), tr, asm) for tr, asm, fs in groups.values()]

@@ -1,0 +1,56 @@
+"""The planner per framework, outside the inner search: :func:`search` once per group of
+frameworks with identical physics profiles (frameworks/physics.py), the tops merged, so a layout
+two frameworks run with different physics is two rows with their own memory and time."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optimus_calc.evaluate.context import Hardware
+from optimus_calc.frameworks import Framework
+from optimus_calc.search.space import Space
+from optimus_calc.specs.model import Model
+from optimus_calc.specs.training import Assumptions, Training
+
+
+def search_per_framework(model: Model, hw: Hardware, base: Training, asm: Assumptions,
+                         space: Space, objective, top_k: int, distinct: bool,
+                         frameworks: tuple[Framework, ...], physics: bool, planner):
+    """:func:`search` once per group of frameworks with identical physics profiles (its rules
+    as the filter, its profile applied: frameworks/physics.py), the tops merged: a layout two
+    frameworks run with different physics is two rows. Returns (merged SearchResult, the top's
+    (group index, row) pairs, the groups). Without ``physics`` one framework-neutral search
+    over all of ``frameworks`` (the planner's default, ``--framework any``)."""
+    from optimus_calc.frameworks.physics import profile_groups
+    search, _rank, _shortlist, SearchResult = planner  # search/plan.py's (no import circle)
+    groups = profile_groups(frameworks, base, asm) if physics else [(frameworks, base, asm)]
+    results = [search(model, hw, tr, a, space, objective, top_k, distinct, fs)
+               for fs, tr, a in groups]
+    rows = [(g, i) for g, r in enumerate(results) for i in range(len(r.top.get("tp", ())))]
+    picks: list = []
+    if rows:
+        col = lambda k: np.array([results[g].top[k][i] for g, i in rows])  # noqa: E731
+        order = _rank(col("step"), col("gpu"), objective)
+        picks = [rows[j] for j in _shortlist(order, col("tp"), col("pp"), top_k, distinct)]
+
+    def total(name):
+        out: dict = {}
+        for r in results:
+            for k, v in getattr(r, name).items():
+                out[k] = out.get(k, 0) + v
+        return out
+    first = results[0]
+    merged = SearchResult(
+        {}, sum(r.feasible for r in results), total("infeasible_by_reason"),
+        min(r.smallest_gpu_bytes for r in results), min(r.best_no_offload_s for r in results),
+        first.what_if, dict(sorted(total("framework_rejections").items(), key=lambda kv: -kv[1])))
+    return merged, picks, groups, results
+
+
+def groups_note(groups) -> list[str]:
+    if len(groups) < 2:
+        return []
+    return [f"each layout evaluated under {len(groups)} framework physics profiles ("
+            + "; ".join(", ".join(str(getattr(f, "value", f)) for f in fs)
+                        for fs, _, _ in groups)
+            + "): a layout two frameworks run with different physics is two rows"]

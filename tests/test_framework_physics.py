@@ -1,0 +1,132 @@
+"""Framework physics profiles (issue 19): --framework changes the numbers through named
+parameters; the user's own values win; the planner evaluates each layout per framework."""
+
+import pytest
+
+from optimus_calc.equations.recording import eq
+from optimus_calc.frameworks import plugin
+from optimus_calc.specs.training import Assumptions, Precision, Training
+
+BASE = ("memory", "llama70b", "--nodes", 2, "--tp", 4, "--zero", 3, "--offload", "cpu",
+        "--format", "json")
+
+
+def _mem(run, *extra):
+    r = run(*BASE, *extra)
+    assert r.code == 0, r.err
+    return r.json()
+
+
+def test_megatron_keeps_the_fp32_gradient_buffer_on_the_gpu(run):
+    # Llama-3-70B (70.55e9 params) at TP 4 on 16 GPUs: P = 17.64e9 per GPU before ZeRO
+    # (A/t + R, norms replicated); ZeRO-3 (Megatron-FSDP) shards the fp32 main grads over DP 4:
+    # 4 B x 17.64e9 / 4 = 17.64 GB on the GPU (megatron/training/arguments.py L1204-1217,
+    # hybrid_optimizer.py L100-115 @ d98e8a6). DeepSpeed moves its bf16 partition to the host.
+    mg = _mem(run, "--framework", "megatron")
+    ds = _mem(run, "--framework", "deepspeed")
+    p = mg["per_gpu"]["params"]
+    assert p == pytest.approx(17.64e9, rel=2e-3)
+    assert mg["per_gpu"]["gradients_bytes"] == pytest.approx(4 * p / 4, rel=1e-9)
+    assert mg["per_gpu"]["gradients_bytes"] == pytest.approx(17.64e9, rel=2e-3)
+    assert ds["per_gpu"]["gradients_bytes"] == 0.0
+    assert mg["training"]["bytes_per_param"]["gradients"] == 4
+    assert ds["training"]["bytes_per_param"]["gradients"] == 2
+    assert mg["physics_profile"]["framework"] == "megatron"
+    assert "hybrid_optimizer.py" in mg["physics_profile"]["sources"]["grads_stay_on_gpu"]
+    # 8.82 weights + 17.64 grads + activations and overheads: over the 76 GB usable of an A100
+    assert not mg["fits"] and ds["fits"]
+
+
+def test_auto_picks_the_first_framework_that_runs_the_layout(run):
+    # DeepSpeed (registered first) rejects TP with ZeRO-3 (AutoTP); Megatron-LM runs it
+    d = _mem(run, "--framework", "auto")
+    assert d["physics_profile"]["framework"] == "megatron"
+    assert "first registered framework" in d["physics_profile"]["why"]
+    r = run(*BASE[:-2], "--framework", "auto")
+    assert "framework: Megatron-LM profile" in r.out
+    # without --framework: framework-neutral, and the header says who runs the layout
+    d = _mem(run)
+    assert d["physics_profile"]["framework"] is None
+    assert d["per_gpu"]["gradients_bytes"] == 0.0
+    assert "Megatron-LM" in d["physics_profile"]["why"]
+
+
+def test_smartnic_what_if_is_framework_neutral(run):
+    d = run("memory", "llama70b", "--nodes", 2, "--tp", 4, "--zero", 3, "--offload",
+            "smartnic", "--framework", "auto", "--format", "json").json()
+    assert d["physics_profile"]["framework"] is None
+    assert d["training"]["bytes_per_param"]["gradients"] == 2
+    assert "no framework runs" in d["physics_profile"]["why"]
+
+
+def test_user_values_win_over_the_framework(run):
+    d = _mem(run, "--framework", "megatron", "--grad-bytes", "2", "--assume",
+             "grads_stay_on_gpu=0")
+    assert d["per_gpu"]["gradients_bytes"] == 0.0
+    assert d["training"]["bytes_per_param"]["gradients"] == 2
+    assert set(d["physics_profile"]["user_values_kept"]) == {"grad_bytes", "grads_stay_on_gpu"}
+    # --grad-bytes 2 alone: the buffer stays on the GPU, at 2 B: 17.64e9 x 2 / 4 = 8.82 GB
+    d = _mem(run, "--framework", "megatron", "--grad-bytes", "2")
+    assert d["per_gpu"]["gradients_bytes"] == pytest.approx(2 * d["per_gpu"]["params"] / 4)
+
+
+def test_apply_keeps_typed_assumptions_unmarked():
+    tr = Training(seq_len=4096, precision=Precision.BF16)
+    asm = Assumptions(tp_overlap=0.25)
+    tr2, asm2, applied, kept = plugin("megatron").profile.apply(tr, asm)
+    assert tr2.gradient_bytes == 4 and asm2.grads_stay_on_gpu == 1.0
+    assert asm2.tp_overlap == 0.25 and asm2.model_fields_set == {"tp_overlap"}
+    assert kept == () and {x.name for x in applied} >= {"grad_bytes", "dp_reduce_overlap"}
+    # fp16: Megatron keeps fp16 main grads unless asked (only bf16 forces fp32)
+    tr3, _, _, _ = plugin("megatron").profile.apply(
+        Training(seq_len=4096, precision=Precision.FP16), asm)
+    assert tr3.gradient_bytes == 2
+
+
+def test_every_profile_value_is_a_valid_parameter_with_a_source():
+    from optimus_calc.frameworks import plugins
+    for p in plugins():
+        for x in p.profile.settings:
+            assert x.source and (" L" in x.source), (p.key, x.name)
+            if x.name != "grad_bytes":
+                Assumptions(**{x.name: x.value})  # in range
+
+
+def test_megatron_hides_the_backward_tp_collectives(run):
+    # step.tp_comm_time: per layer 2 forward + 2 backward collective pairs; Megatron's async
+    # dgrad hides the backward's 2 (o_tb = 1): TP time halves without recompute, and with full
+    # recompute falls from 2 + 2 + 2 to 2 + 2 units: x 4/6
+    args = ("step", "llama70b", "--nodes", 2, "--tp", 8, "--zero", 1, "--format", "json")
+    mg = run(*args, "--framework", "megatron").json()
+    neutral = run(*args, "--framework", "megatron", "--assume", "tp_backward_overlap=0").json()
+    assert mg["tp_comm_s"] == pytest.approx(0.5 * neutral["tp_comm_s"], rel=1e-9)
+    rc = ("--recompute", "full")
+    mg = run(*args, *rc, "--framework", "megatron").json()
+    neutral = run(*args, *rc, "--framework", "megatron", "--assume",
+                  "tp_backward_overlap=0").json()
+    assert mg["tp_comm_s"] == pytest.approx(4 / 6 * neutral["tp_comm_s"], rel=1e-9)
+
+
+def test_reduction_after_the_backward_is_exposed_whole():
+    # ZeRO-1, 1 micro-batch: reduction 2 s in buckets of 0.5 s, backward window 3 s, gathers
+    # 1 s hidden by a 10 s forward. Overlapped: max(0, 2 - 3) + min(2, 0.5) = 0.5 s; Megatron
+    # without --overlap-grad-reduce (o_dr = 0): the whole 2 s.
+    kw = dict(G_x=0.0, T_bkt=0.5, T_gat=1.0, T_red=2.0, W_b=3.0, W_f=10.0, Z=1, m=1)
+    assert float(eq.step__dp_exposed_time(o_dr=1.0, **kw)) == pytest.approx(0.5)
+    assert float(eq.step__dp_exposed_time(o_dr=0.0, **kw)) == pytest.approx(2.0)
+
+
+def test_plan_has_a_framework_column_and_rows_per_framework(run):
+    r = run("plan", "llama70b", "--nodes", 2, "--tp", 4, "--dp", 4, "--zero", 3, "--offloads",
+            "cpu", "--recompute", "none", "--micro-batch", 1, "--top", 10, "--framework", "each",
+            "--format", "json")
+    assert r.code == 0, r.err
+    rows = r.json()["candidates"]
+    by_fw = {c["framework"]: c for c in rows}
+    # Megatron-DeepSpeed (DeepSpeed's engine: bf16 grads to the host) fits at 60.8 GB; the
+    # same layout on Megatron-LM keeps 17.64 GB of fp32 grads on the GPU and does not fit
+    assert "megatron-deepspeed" in by_fw
+    assert by_fw["megatron-deepspeed"]["gpu_memory_bytes"] == pytest.approx(60.8e9, rel=5e-3)
+    assert "megatron" not in by_fw
+    text = run("plan", "llama70b", "--nodes", 2).out
+    assert " framework " in text
