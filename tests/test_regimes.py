@@ -54,8 +54,10 @@ def test_a100_megatron_range_is_narayanans_ten_rows(cat):
 def test_step_plan_sweep_json_carry_ranges(run):
     price = ["--tokens", "1T", "--gpu-hour-price", "2"]
     step = run("step", "llama-2-7b", *price, "--format", "json").json()
-    plan = run("plan", "llama-2-7b", "--top", "2", *price, "--format", "json").json()
-    sweep = run("sweep", "--models", "llama-2-7b", "--nodes", "1", *price,
+    # Megatron-LM's physics: Narayanan's A100 rows are its public cases
+    meg = ["--framework", "megatron"]
+    plan = run("plan", "llama-2-7b", "--top", "2", *meg, *price, "--format", "json").json()
+    sweep = run("sweep", "--models", "llama-2-7b", "--nodes", "1", *meg, *price,
                 "--format", "json").json()
     for d in (step, plan["recommended"], plan["candidates"][1], sweep["rows"][0]):
         for k in ("step_time_s", "tokens_per_s", "train_days", "cost_usd", "gpu_memory_bytes"):
@@ -64,6 +66,11 @@ def test_step_plan_sweep_json_carry_ranges(run):
     # the step time's range is Narayanan's: 1 + eps from 0.98 to 1.02
     assert step["step_time_s_high"] / step["step_time_s"] == pytest.approx(
         1 / (1 + min(x[7] for x in RESIDUALS if x[0] == "4")))
+    # the default plan evaluates each framework's physics: its best llama-2-7b rows are
+    # DeepSpeed's, which has no public A100 case without offload: unvalidated, no range
+    rec = run("plan", "llama-2-7b", "--top", "1", "--format", "json").json()["recommended"]
+    assert rec["framework"].startswith("deepspeed") and rec["error_range"] == "unvalidated"
+    assert rec["step_time_s_low"] is None
     csv = run("step", "llama-2-7b", "--format", "csv").out.splitlines()[0].split(",")
     assert "step_time_s_low" in csv and "tokens_per_s_high" in csv
     csv = run("sweep", "--models", "llama-2-7b", "--nodes", "1", "--format", "csv").out

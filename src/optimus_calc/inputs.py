@@ -254,7 +254,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
     offloads = tuple(dict.fromkeys(offloads)) or None
     check_offloads(hw, offloads)
     max_zero = kw.get("max_zero")
-    fw = kw.get("framework") or "any"
+    fw = kw.get("framework") or "each"
     if fw in ("any", "each"):
         frameworks: tuple = tuple(Framework)
     else:

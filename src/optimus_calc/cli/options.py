@@ -175,7 +175,7 @@ def pin_options(func: Callable) -> Callable:
     dimensions."""
     from optimus_calc.frameworks import Framework
     return _stack(
-        click.option("--framework", default="any", show_default=True,
+        click.option("--framework", default="each", show_default=True,
                      metavar="NAME[,NAME...]|any|each",
                      help="Only layouts these frameworks run: "
                           f"{', '.join(f.value for f in Framework)} (rules in frameworks/, "

@@ -283,10 +283,8 @@ def _candidate(cols: dict, i: int, model: Model, hw: Hardware, base: Training,
 
 def _candidates(cols: dict, model: Model, hw: Hardware, base: Training, asm: Assumptions,
                 rows: list[int] | None = None, group: tuple | None = None) -> list[Candidate]:
-    """The reports of the layouts ``rows`` of ``cols`` (default: all, the top K), as
-    :func:`_candidate` makes them one by one, with one evaluation of every stage per pipeline
-    degree (a batch of one per layout costs the evaluator's fixed work K times;
-    tests/test_pruning.py checks they agree). ``group`` as in :func:`_candidate`."""
+    """:func:`_candidate` for ``rows`` of ``cols`` (default all), one evaluation of every stage
+    per pipeline degree (tests/test_pruning.py checks they agree); ``group`` as there."""
     rows = list(range(len(cols["tp"]))) if rows is None else list(rows)
     n = len(rows)
     nic = hw.smartnic.name if hw.smartnic else None
@@ -309,8 +307,7 @@ def _candidates(cols: dict, model: Model, hw: Hardware, base: Training, asm: Ass
 
 
 def _top_candidates(picks, results, groups, model: Model, hw: Hardware) -> list[Candidate]:
-    """The merged top K: each group's picked rows in one batched report per group, back in the
-    order of ``picks`` ((group, row) pairs, best first)."""
+    """The merged top K: one batched report per group, in the order of ``picks``."""
     out: list = [None] * len(picks)
     for g in dict.fromkeys(g for g, _ in picks):
         ks = [k for k, (gg, _) in enumerate(picks) if gg == g]

@@ -1,0 +1,269 @@
+"""Named, overridable assumptions (``--assume NAME=VALUE``): every assumed efficiency, rate and
+framework default the evaluator reads, each with its source or "assumed" (split from
+specs/training.py, which re-exports them)."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
+
+from optimus_calc.specs.base import Frozen
+from optimus_calc.specs.hardware import MIN_EFFICIENCY
+
+
+# Floors of the assumptions the step model divides by (issue 23). Like the catalog's (specs/
+# hardware.py MIN_EFFICIENCY, MIN_GBPS), each sits far below any measured value and keeps every
+# time finite and physical: a positive-only bound let 1e-300 through to a NaN or a 1e36 s step.
+MIN_MASK_ELEMS_PER_CYCLE = 1e-3  # 1,000 core-cycles per element: slower than a DRAM miss
+MIN_DDP_BUCKET_MB = 1e-3  # 1 kB, as zero_bucket_params' 1e3 elements
+
+
+class Assumptions(Frozen):
+    """Named, overridable assumptions (``--assume NAME=VALUE``). Each says where it comes from
+    and, when the model divides by it, the floor that keeps times physical."""
+
+    gpu_headroom: float = Field(
+        default=0.05, ge=0, le=0.9,
+        description="safety margin of GPU memory a plan leaves free (fraction of capacity; "
+                    "--headroom): allocator spikes, NCCL buffers growing with communicators, "
+                    "memory the model does not count. A choice, not a measurement")
+    cuda_context_GB: float = Field(
+        default=0.8, ge=0, le=1e3,
+        description="assumed: CUDA context + cuBLAS/NCCL workspaces per GPU process")
+    fragmentation: float = Field(
+        default=0.05, ge=0, le=1,
+        description="assumed: PyTorch caching-allocator fragmentation, fraction of allocations")
+    ddp_bucket_MB: float = Field(
+        default=25.0, ge=MIN_DDP_BUCKET_MB, le=1e6,
+        description="PyTorch DDP default bucket_cap_mb (ZeRO 0). A divisor of the step model "
+                    "(buckets per step), so at least 1 kB (0.001 MB)")
+    zero_bucket_params: float = Field(
+        default=5e8, ge=1e3, le=1e12,
+        description="DeepSpeed defaults reduce_bucket_size = allgather_bucket_size = 5e8 "
+                    "elements (deepspeed/runtime/zero/config.py): ZeRO 1-3 buckets. A divisor "
+                    "of the step model (buckets per step), so at least 1e3 elements")
+    host_grad_bytes: float = Field(
+        default=4, ge=0, le=8, description="ZeRO-Offload keeps fp32 gradients on the host")
+    nvme_buffer_count: float = Field(
+        default=4, ge=0, le=1e3, description="DeepSpeed offload_optimizer nvme buffer_count")
+    nvme_buffer_params: float = Field(
+        default=1e8, ge=0, le=1e12, description="DeepSpeed aio buffer_size, elements")
+    logits_bytes: float = Field(
+        default=6, ge=0, le=16,
+        description="bytes per logit held for the loss: bf16 logits + fp32 copy (Megatron)")
+    host_reserved_fraction: float = Field(
+        default=0.1, ge=0, le=1,
+        description="assumed: host RAM kept for the OS, data loaders and pinned buffers")
+
+    gpu_compress_GBps: float = Field(
+        default=21.6, ge=0.001, le=1e5,
+        description="GPU 1-bit compression throughput: BERT-Large's 335M fp32 gradients "
+                    "(1.34 GB) in 0.062 s on a V100, SqueezeNIC Table 2. A divisor: at least "
+                    "1 MB/s (specs/hardware.py MIN_GBPS)")
+    nic_compress_GBps: float = Field(
+        default=800.0, ge=0.001, le=1e5,
+        description="in-NIC (FPGA) compression throughput: 6400 Gb/s host side, SqueezeNIC "
+                    "Table 6 (line rate). A divisor: at least 1 MB/s (MIN_GBPS)")
+    hier_chunk_bytes: float = Field(
+        default=4194304, ge=1, le=1e12,
+        description="assumed: a hierarchical all-reduce advances through its phases in pieces "
+                    "of NCCL's default buffer, NCCL_BUFFSIZE = 4 MiB (NCCL src/init.cc "
+                    "DEFAULT_BUFFSIZE)")
+
+    gemm_efficiency: float = Field(
+        default=0.60, ge=0.01, le=1,
+        description="constant achieved / peak dense FLOP/s (0.60: one value fitted on Narayanan "
+                    "et al. SC'21 Table 1, +7.5% to -10% per row). Given with --assume it "
+                    "replaces the per-GPU efficiency curve (evaluate/efficiency.py, catalog "
+                    "gemm_* fields), which follows the GEMM shapes instead. At least 0.01 (MIN_EFFICIENCY)")
+    attention_efficiency: float = Field(
+        default=0.50, ge=0.01, le=1,
+        description="achieved / peak of the fused attention kernel on causally halved FLOPs "
+                    "(FlashAttention's convention). Given with --assume it replaces the catalog "
+                    "value of the kernel in use (GPU flash_attention_eta, attention_kernel_eta: "
+                    "FlashAttention-2/3 papers, cuDNN numbers in the FlashAttention-3 paper)")
+    moe_router_logit_bytes: float = Field(
+        default=4.0, ge=1, le=8,
+        description="assumed: bytes per router logit of the softmax and top-k; 4 = fp32 "
+                    "routing (Megatron-core --moe-router-dtype fp32, transformer/moe/router.py), "
+                    "2 = routing in the activations' bf16")
+    hbm_efficiency: float = Field(
+        default=0.9, ge=0.01, le=1,
+        description="achievable fraction of HBM bandwidth: calculon and llm-analysis use 0.9; "
+                    "GH200 STREAM 85% (KTH). A divisor: at least 0.01 (MIN_EFFICIENCY)")
+    elementwise_factor: float = Field(
+        default=4.0, ge=0, le=100,
+        description="HBM passes of element-wise work over the stored activation bytes: written "
+                    "forward, read backward, gradient written and read (4); a recomputed "
+                    "forward adds one (derived, not measured)")
+    fp8_gemm_efficiency: float = Field(
+        default=0.72, ge=MIN_EFFICIENCY, le=1,
+        description="FP8 weight GEMMs reach this fraction of the BF16 GEMM efficiency of the same "
+                    "shape, against the FP8 peak (quantization casts and amax included). "
+                    "Calibrated on one public pair: torchtitan benchmarks/"
+                    "llama3_h100_202412_torchtitan.md Table 1 (v0.2.2), Llama 3.1 8B on 8 H100, "
+                    "FSDP + torch.compile 6,667 tokens/s/GPU, + Float8 8,532 (x1.28); the "
+                    "model gives x1.28 for that run with 0.72 (0.78 before attention was timed "
+                    "causally halved); Table 3's 128-GPU run, not "
+                    "fitted: x1.29 measured, x1.28 modelled (tests/test_fp8.py); assumed for "
+                    "the Transformer Engine recipes too. A "
+                    "divisor: at least 0.01 (MIN_EFFICIENCY)")
+    fp8_weight_copy_bytes: float = Field(
+        default=1.0, ge=0, le=4,
+        description="bytes per GEMM weight of the FP8 copy Transformer Engine keeps beside the "
+                    "bf16 weight: 1 (TransformerEngine docs/features/low_precision_training/"
+                    "performance_considerations/performance_considerations.rst L247 @ d0067d0: "
+                    "2 MB bf16 weight + 1 MB weight in FP8); 2 counts the Hopper transpose "
+                    "(columnwise) copy of the backward too")
+    tp_overlap: float = Field(
+        default=0.0, ge=0, le=1,
+        description="assumed: fraction of TP communication hidden behind compute (0: exposed)")
+    tp_backward_overlap: float = Field(
+        default=0.0, ge=0, le=1,
+        description="fraction of the backward's TP collectives hidden behind the "
+                    "weight-gradient GEMM; 0 = exposed (framework-neutral); the Megatron-LM "
+                    "profile sets 1 (megatron/core/tensor_parallel/layers.py L694-711, L790, "
+                    "L807 @ d98e8a6: async dgrad collectives)")
+    dp_reduce_overlap: float = Field(
+        default=1.0, ge=0, le=1,
+        description="1 = bucketed gradient reductions overlap the backward, all but the last "
+                    "bucket (framework-neutral); 0 = the whole reduction follows the backward: "
+                    "the Megatron-LM profile without --overlap-grad-reduce (one bucket, "
+                    "megatron/core/distributed/distributed_data_parallel.py L131-137 @ d98e8a6)")
+    grads_stay_on_gpu: float = Field(
+        default=0.0, ge=0, le=1,
+        description="1 = the gradient buffer stays on the GPU under optimizer offload "
+                    "(Megatron-LM --optimizer-cpu-offload, HybridDeviceOptimizer: "
+                    "megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py L100-115 @ "
+                    "d98e8a6); 0 = ZeRO-2/3 move each reduced partition to the host (DeepSpeed, "
+                    "the framework-neutral default)")
+    cp_overlap: float = Field(
+        default=0.0, ge=0, le=1,
+        description="assumed: fraction of context-parallel K/V traffic hidden behind attention")
+    pp_overlap: float = Field(
+        default=0.0, ge=0, le=1,
+        description="assumed: fraction of PP point-to-point time hidden behind compute")
+
+    # ---- the offloaded optimizer step as DeepSpeed runs it (equations/offload.py) ----------
+    cpu_pass_efficiency: float = Field(
+        default=0.47, ge=MIN_EFFICIENCY, le=1,
+        description="calibrated on seeds/optimusnic.md Table 4: the fp32 unscale pass (mul_, 8 B "
+                    "per element over 75.5M elements in 15.403 ms = 39.2 GB/s per rank) over the "
+                    "rank's share of STREAM (0.81 x 204.8 GB/s / 2 ranks): fraction of STREAM a "
+                    "framework's CPU pass (ATen op, DeepSpeed CPUAdam) reaches. A divisor: at "
+                    "least 0.01 (MIN_EFFICIENCY)")
+    cpu_mask_elems_per_cycle: float = Field(
+        default=0.062, ge=MIN_MASK_ELEMS_PER_CYCLE, le=64,
+        description="calibrated on seeds/optimusnic.md Table 4 (abs, eq, ne on the 16-bit gradient "
+                    "buffer: 75.5M elements in 15.5 ms with 32 threads at 2.45 GHz): elements per "
+                    "core-cycle of ATen's CPU comparison/abs/any kernels (element-rate bound). A "
+                    "divisor: at least 0.001 (1,000 cycles per element, slower than a DRAM "
+                    "miss)")
+    offload_threads_per_rank: float = Field(
+        default=0, ge=0, le=4096,
+        description="CPU threads each GPU rank's optimizer work uses; 0 = the node's cores split "
+                    "over its GPUs (DeepSpeed launcher --bind_cores_to_rank, launch.py L230-232); "
+                    "otherwise at least 1 (a rank runs on at least one thread)")
+    superoffload_core_fraction: float = Field(
+        default=0.8, ge=MIN_EFFICIENCY, le=1,
+        description="share of the CPU cores SuperOffload gives its CPU-Adam "
+                    "(DeepSpeed deepspeed/runtime/superoffload/superoffload_stage3.py L56, "
+                    "cpuadam_cores_perc default 0.8, master edaa722). A divisor: at least 0.01 "
+                    "(MIN_EFFICIENCY)")
+    ds_zero1_overlap_comm: float = Field(
+        default=0.0, ge=0, le=1,
+        description="DeepSpeed overlap_comm for ZeRO-1 (default false, deepspeed/runtime/zero/"
+                    "config.py L383-386 @ edaa722): 0 = ZeRO-1 + CPU offload reduces and copies "
+                    "gradients to the host after the backward (stage_1_and_2.py L1758-1769)")
+    ds_zero2_overlap_comm: float = Field(
+        default=1.0, ge=0, le=1,
+        description="DeepSpeed overlap_comm for ZeRO-2 as DeepSpeed's ZeRO-Offload tutorial "
+                    "configures it (docs/_tutorials/zero-offload.md L44-52 @ edaa722: true; "
+                    "the config default is false): 1 = gradient copies to the host overlap the "
+                    "boundary backward on a side stream; 0 = they serialise with it")
+    superoffload_clipping: float = Field(
+        default=0.0, ge=0, le=1,
+        description="1 if SuperOffload runs with gradient_clipping > 0: every CPU sub-group is "
+                    "then stepped after the backward (superoffload_stage3.py L165-184, "
+                    "L232-252 @ edaa722); 0 (the published Qwen3-14B config, DeepSpeedExamples "
+                    "finetune_qwen3-14b_1gpu.sh @ 51495dc): CPU-Adam overlaps the backward")
+    zero_sub_group_params: float = Field(
+        default=4e8, ge=1e3, le=1e13,
+        description="SuperOffload's sub_group_size, elements: 4e8 in the published config "
+                    "(DeepSpeedExamples training/DeepSpeed-SuperOffload/"
+                    "finetune_qwen3-14b_1gpu.sh @ 51495dc; DeepSpeed's own default is 1e9, "
+                    "zero/config.py L175 @ edaa722): the last speculative CPU-Adam step "
+                    "follows the backward")
+    superoffload_step_core_fraction: float = Field(
+        default=1.0, ge=MIN_EFFICIENCY, le=1,
+        description="share of the rank's cores step()'s ATen passes (unscale, 16-bit cast) "
+                    "run on. SuperOffload narrows the main process with psutil "
+                    "cpu_affinity (superoffload_utils.py L189-216 @ edaa722), i.e. "
+                    "sched_setaffinity on its main thread only: the intra-op thread pool "
+                    "created before keeps the rank's cores, and the worker is idle by then (1). "
+                    "1 - cpuadam_cores_perc if the pool were confined too. A divisor: at "
+                    "least 0.01 (MIN_EFFICIENCY)")
+    superoffload_param_copy: float = Field(
+        default=0.0, ge=0, le=1,
+        description="1 if SuperOffload's step() copies each CPU sub-group's fp32 partition "
+                    "into the 16-bit GPU partition (blocking, cast on the CPU: DeepSpeed "
+                    ">= v0.18.9, superoffload_stage3.py L114-119 since 729df6c); 0 in the "
+                    "release the published numbers were measured on (v0.18.0, af56ed4 L173-176: "
+                    "CPU sub-groups are only unflattened)")
+    nvme_efficiency: float = Field(
+        default=1.0, ge=MIN_EFFICIENCY, le=1,
+        description="assumed: fraction of the drives' sequential bandwidth a RAID0 of them "
+                    "delivers to DeepSpeed's async I/O (1 = the catalog's measured rates). A "
+                    "divisor: at least 0.01 (MIN_EFFICIENCY)")
+    zero3_prefetch_bucket_params: float = Field(
+        default=5e7, ge=0, le=1e13,
+        description="DeepSpeed stage3_prefetch_bucket_size default, elements "
+                    "(deepspeed/runtime/zero/config.py v0.15.0 L205)")
+    zero3_max_live_params: float = Field(
+        default=1e9, ge=0, le=1e13,
+        description="DeepSpeed stage3_max_live_parameters default, elements (config.py L228)")
+    zero3_persistence_threshold_params: float = Field(
+        default=1e5, ge=0, le=1e13,
+        description="DeepSpeed stage3_param_persistence_threshold default: tensors smaller than "
+                    "this stay whole on every GPU, elements (config.py L211)")
+    zero3_modules_per_layer: float = Field(
+        default=0, ge=0, le=1e4,
+        description="modules ZeRO-3 gathers one by one per layer; 0 = derived from the "
+                    "architecture (DeepSpeed hooks every parameterised submodule: q, k, v, o, "
+                    "the MLP's matrices, norms, experts; evaluate/engine.py modules_per_layer); "
+                    "FSDP2 wraps one module per transformer block: 1. Otherwise at least 1: the "
+                    "gathers of a layer are whole modules")
+    zero3_gather_latency_us: float = Field(
+        default=50.0, ge=0, le=1e6,
+        description="assumed: per-module fixed cost of a ZeRO-3 gather (pre-forward hook, "
+                    "coordinator bookkeeping, NCCL launch), microseconds, not hidden by prefetch")
+    step_fixed_s: float = Field(
+        default=0.0, ge=0, le=1e3,
+        description="assumed 0 (no public source gives it in seconds): fixed time per optimizer "
+                    "step that the GPU work does not hide, s: host-side work once per step "
+                    "(overflow/NaN scans with host syncs, gradient clipping, zero_grad, "
+                    "scheduler, logging, garbage collection; docs/reference/framework-physics.md "
+                    "section 5). Fitted by calibrate; a framework profile may set it")
+    layer_fixed_s: float = Field(
+        default=0.0, ge=0, le=10,
+        description="assumed 0: fixed time per transformer layer per micro-batch (forward and "
+                    "backward together) that the GPU work does not hide, s: host-side kernel "
+                    "launches and module hooks that leave the GPU idle when its kernels are "
+                    "short (small models, small micro-batches); ZeRO-3 gathers have their own "
+                    "zero3_gather_latency_us. Fitted by calibrate; a framework profile may set it")
+    pue: float = Field(
+        default=1.2, ge=1, le=5,
+        description="assumed: data-centre power usage effectiveness for --tokens energy; "
+                    "between hyperscale fleets (Google reports 1.10 fleet-wide, 2023) and the "
+                    "industry average (Uptime Institute Global Data Center Survey 2023: 1.58)")
+
+    @field_validator("zero3_modules_per_layer", "offload_threads_per_rank")
+    @classmethod
+    def _zero_or_at_least_one(cls, value: float) -> float:
+        """0 means "derive it"; any other count of modules or threads is at least one."""
+        if 0 < value < 1:
+            raise PydanticCustomError("zero_or_one", "must be 0 (derived) or at least 1")
+        return value
+
+    def names(self) -> list[str]:
+        return list(type(self).model_fields)
