@@ -74,6 +74,7 @@ def nics(ctx, model, fmt, output, **kw) -> None:
         inp = build_inputs(cat, model, dict(kw, offload="none"))
         mdl, hw, lay, tr, asm = inp.model, inp.hw, inp.layout, inp.training, inp.assumptions
         source = "the given layout"
+        fw = inp.framework.text() if inp.framework is not None else ""
     else:
         shared = {k: v for k, v in kw.items() if k not in LAYOUT_PARAMS + ("offload",)}
         si = build_search_inputs(cat, model, shared)  # the single-layout defaults pin nothing
@@ -83,8 +84,10 @@ def nics(ctx, model, fmt, output, **kw) -> None:
         r = res.recommended
         mdl, hw, lay, tr, asm = res.model, res.hw, r.layout, r.training, si.assumptions
         source = "the recommended layout"
+        fw = (f"{r.framework} profile (the recommended row's)" if r.framework else
+              "framework-neutral parameters (--framework any)")
     sizing = size_nics(cat, mdl, hw, lay, tr, asm, only=kw["smartnic"])
-    emit(nics_document(mdl, hw, lay, sizing, source), fmt, output)
+    emit(nics_document(mdl, hw, lay, sizing, source, fw), fmt, output)
 
 
 def _split(text: str, flag: str) -> list[str]:

@@ -6,7 +6,8 @@ from typing import assert_never
 
 from optimus_calc.analyses.breakeven.case import Goal
 from optimus_calc.evaluate.hw_params import LINK_ROLES
-from optimus_calc.report.common import (hardware_data, layout_data, layout_text, model_data,
+from optimus_calc.report.common import (framework_header, hardware_data, layout_data,
+                                        layout_text, model_data,
                                         training_data, training_text)
 from optimus_calc.report.batch_sweep_view import sweep_data, sweep_note, sweep_table
 from optimus_calc.report.card_view import card_data, card_notes, card_table
@@ -224,7 +225,7 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool, card=None,
     data["layout_planned"] = planned
     if planned:
         lay_text += " (no layout given: the planner's layout for this node and device)"
-    header = [("layout", lay_text),
+    header = [("layout", lay_text), *framework_header(inp),
               ("training", training_text(inp))]
     notes: list[str] = []
     if ref is not None:

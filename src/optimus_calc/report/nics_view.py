@@ -22,8 +22,9 @@ def nics_rows(sizing, hw) -> list[dict]:
         "gpu_bytes_with_offload": n.gpu_bytes_with_offload} for n in sizing]
 
 
-def nics_document(model, hw, layout, sizing, source: str) -> Document:
-    """``source`` says which layout was sized ("the given layout", "the recommended layout")."""
+def nics_document(model, hw, layout, sizing, source: str, framework: str = "") -> Document:
+    """``source`` says which layout was sized ("the given layout", "the recommended layout");
+    ``framework`` whose physics profile the sizing used, and why (header line)."""
     rows = nics_rows(sizing, hw)
     data = rows[0] if len(rows) == 1 else {"smartnics": rows}
     data = {**data, "layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp,
@@ -36,6 +37,7 @@ def nics_document(model, hw, layout, sizing, source: str) -> Document:
     return Document(
         title=f"nics: {model.name} on {hw.nodes} x {hw.node.name}, sized for {source} "
               f"(TP={layout.tp} PP={layout.pp} DP={layout.dp} ZeRO-{int(layout.zero)})",
+        header=[("framework", framework)] if framework else [],
         data=data, tables=[Table(title="", rows=view, columns=[
             Column("smartnic", "SmartNIC", align="left"), Column("card_GB", "card GB", ".0f"),
             Column("opt_GB", "state/GPU GB", ".2f"),
