@@ -14,7 +14,9 @@ FOURTH = ["--nodes", "2", "--tp", "1", "--micro-batch", "4"]  # DP 16: compute 9
 
 
 def tokens(run, *args):
-    res = run("step", "llama-2-7b", "--node", "dgx-a100", *args, "--format", "json")
+    # the runs say megatron: calibrate applies Megatron-LM's physics profile to them
+    res = run("step", "llama-2-7b", "--node", "dgx-a100", "--framework", "megatron", *args,
+              "--format", "json")
     assert res.code == 0, res.err
     return res.json()
 
@@ -166,13 +168,29 @@ def test_select_keeps_separable_determined_columns():
 def test_memory_runs_fit_a_memory_parameter(run, tmp_path):
     """GPU memory 5% above today's prediction: the allocator fragmentation (the one memory
     assumption the runs move by more than MIN_ELASTICITY) absorbs it; time parameters stay."""
-    lines = ["model,zero,micro_batch,measured_gpu_memory_bytes"]
+    lines = ["model,zero,micro_batch,framework,measured_gpu_memory_bytes"]
     for mb in ("1", "2"):
         d = tokens(run, "--zero", "1", "--micro-batch", mb)
-        lines.append(f"llama-2-7b,1,{mb},{1.05 * d['gpu_memory_bytes']:.0f}")
+        lines.append(f"llama-2-7b,1,{mb},megatron,{1.05 * d['gpu_memory_bytes']:.0f}")
     runs = tmp_path / "mem.csv"
     runs.write_text("\n".join(lines) + "\n")
     rep = run("calibrate", runs, "-o", tmp_path / "mem.toml", "--format", "json").json()
     assert list(rep["fitted"]) == ["fragmentation"] and rep["fitted"]["fragmentation"] > 0.05
     assert all(abs(r["error_after"]) < 0.01 for r in rep["runs"])
     assert rep["loo_error_low"] is None  # memory runs give no time range
+
+
+def test_a_runs_framework_applies_its_physics_profile(run, tmp_path):
+    """The framework column is the run's framework: its physics profile applies (issue 19).
+    llama-2-7b (6,738,415,616 parameters) at ZeRO-1 on 8 A100: Megatron-LM keeps a 4-byte fp32
+    main-grad buffer (megatron/training/arguments.py), DeepSpeed 2-byte bf16 gradients, so the
+    Megatron run is predicted at least 2 B x 6.74e9 = 13.48 GB above; DeepSpeed's profile
+    changes no memory parameter here, so its row equals the framework-neutral one."""
+    runs = tmp_path / "fw.csv"
+    runs.write_text("model,zero,micro_batch,framework,measured_gpu_memory_bytes\n"
+                    "llama-2-7b,1,1,megatron,70e9\nllama-2-7b,1,1,deepspeed,70e9\n"
+                    "llama-2-7b,1,1,,70e9\n")
+    rep = run("calibrate", runs, "-o", tmp_path / "fw.toml", "--format", "json").json()
+    predicted = [70e9 * (1 + r["error_before"]) for r in rep["runs"]]
+    assert predicted[0] - predicted[1] >= 2 * 6_738_415_616
+    assert predicted[1] == pytest.approx(predicted[2], rel=1e-12)

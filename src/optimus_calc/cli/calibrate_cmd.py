@@ -72,6 +72,8 @@ def load_runs(app, path: str, ctx: click.Context) -> list:
         where = f"runs file {path[:200]} {line}"
         figure, value = measured_of(row, where)
         model, kw, fw = run_kw(row, where, ctx)
+        if fw:  # the run's framework: its physics profile applies (frameworks/physics.py)
+            kw = dict(kw, framework=fw)
         try:
             inp = build_inputs(app.catalog, model, kw)
             step_of(inp, model)  # a run the evaluator cannot time fails here, with its row
