@@ -166,6 +166,18 @@ def test_top1_routers_are_ones_megatron_accepts():
     assert "--moe-router-pre-softmax" in args
 
 
+def test_glm45_routers_are_sigmoid_with_expert_bias_and_their_scaling():
+    # GLM-4.5 routes by sigmoid scores with e_score_correction_bias (transformers
+    # Glm4MoeTopkRouter): Megatron's sigmoid score function with its expert bias; the scaling
+    # factor is each config.json's routed_scaling_factor: 2.5 (355B), 1.0 (Air: no flag)
+    for name, scaling in (("glm4_moe_355b", "2.5"), ("glm4_moe", None)):
+        m = load_hf_config(HF / name / "config.json")
+        args = dict(megatron_arg_list(_megatron_layout(m), _training(m), m, 8)[0])
+        assert args["--moe-router-score-function"] == "sigmoid"
+        assert "--moe-router-enable-expert-bias" in args
+        assert args.get("--moe-router-topk-scaling-factor") == scaling
+
+
 def test_falcon_parallel_attention_is_refused():
     m = load_hf_config(HF / "falcon" / "config.json")
     with pytest.raises(ExportError, match="parallel attention"):

@@ -130,3 +130,18 @@ def test_plan_has_a_framework_column_and_rows_per_framework(run):
     assert "megatron" not in by_fw
     text = run("plan", "llama70b", "--nodes", 2).out
     assert " framework " in text
+
+
+def test_the_default_plan_evaluates_each_frameworks_physics(run):
+    """`plan` defaults to --framework each: the headline TP4 DP4 ZeRO-3 + CPU layout of
+    llama70b on 2 x DGX-A100 is never a Megatron-LM row, since Megatron-LM keeps the fp32
+    gradient buffer on the GPU: 70.55e9 x 4 B / (TP 4 x DP 4) = 17.64 GB more, 80.3 GB against
+    76 GB usable (test_megatron_keeps_the_fp32_gradient_buffer_on_the_gpu); the neutral
+    search (--framework any) lists Megatron-LM among the frameworks that run it."""
+    pins = ("--tp", 4, "--dp", 4, "--zero", 3, "--offloads", "cpu", "--recompute", "none",
+            "--micro-batch", 1, "--format", "json")
+    each = run("plan", "llama70b", "--nodes", 2, *pins).json()["candidates"]
+    assert each and all("megatron" != c["framework"] for c in each)
+    assert any(c["framework"] == "megatron-deepspeed" for c in each)
+    neutral = run("plan", "llama70b", "--nodes", 2, *pins, "--framework", "any").json()
+    assert "megatron" in neutral["candidates"][0]["frameworks"]

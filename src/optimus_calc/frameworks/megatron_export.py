@@ -52,6 +52,11 @@ ROUTERS: dict[str, dict[str, str | None]] = {
     # sigmoid (transformers Llama4TextMoe); Megatron refuses softmax after a top-1 choice
     # (transformer_config.py L2661-2669)
     "llama4": {"--moe-router-score-function": "sigmoid"},
+    # zai-org GLM-4.5 / 4.5-Air config.json, transformers modeling_glm4_moe.py Glm4MoeTopkRouter:
+    # sigmoid scores with e_score_correction_bias (Megatron's expert bias, a buffer); n_group = 1
+    # (no group-limited routing); routed_scaling_factor from the model (below)
+    "glm4_moe": {"--moe-router-score-function": "sigmoid",
+                 "--moe-router-enable-expert-bias": None},
 }
 
 
@@ -187,6 +192,8 @@ def _moe(a: _Args, m) -> None:
     router = ROUTERS.get(m.family.replace("-", "_"), {})
     for flag, value in router.items():
         a.add(flag, value)
+    if m.router_topk_scaling != 1 and "--moe-router-topk-scaling-factor" not in router:
+        a.add("--moe-router-topk-scaling-factor", m.router_topk_scaling)
     if m.top_k == 1 and "--moe-router-score-function" not in router:
         # softmax over a single chosen logit has no gradient: Megatron asks for the softmax
         # over all experts first (transformer_config.py L2661-2669)

@@ -65,6 +65,7 @@ def glm4_moe(c: Cfg) -> dict:
         moe_ffn_hidden=c.int("moe_intermediate_size", minimum=1),
         shared_experts=c.int("n_shared_experts", default=1),
         first_dense_layers=c.int("first_k_dense_replace", default=1), router_bias=True,
+        router_topk_scaling=c.num("routed_scaling_factor", 1.0),
         mtp_layers=c.int("num_nextn_predict_layers", default=0),
         seq_len=seq_len(c, 4096), dropout=c.prob(*DROPOUT_KEYS),
     )

@@ -75,6 +75,9 @@ class Model(CatalogEntry):
                                 description="every k-th layer is MoE (1 = all)")
     router_bias: bool = Field(default=False, description="bias on the router (one per expert; "
                               "DeepSeek-V3's e_score_correction_bias)")
+    router_topk_scaling: float = Field(default=1.0, gt=0, le=1000,
+                                       description="factor on the routed experts' weights "
+                                       "(HF routed_scaling_factor; no parameters)")
     shared_expert_ffn: int = Field(default=0, ge=0, le=10_000_000,
                                    description="shared expert intermediate size (0 = expert's)")
     shared_expert_gate: bool = Field(default=False,
