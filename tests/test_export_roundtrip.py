@@ -72,7 +72,10 @@ def model_from_megatron(args: dict, like: Model) -> Model:
     if "--num-experts" in args:
         f.update(experts=int(args["--num-experts"]), top_k=int(args["--moe-router-topk"]),
                  moe_ffn_hidden=int(args["--moe-ffn-hidden-size"]),
-                 router_bias="--moe-router-enable-expert-bias" in args)
+                 # an expert-bias buffer, or the router's bias that Megatron builds with
+                 # biased linears (core/transformer/moe/router.py L67-72)
+                 router_bias=("--moe-router-enable-expert-bias" in args
+                              or "--disable-bias-linear" not in args))
         if "--moe-shared-expert-intermediate-size" in args:
             f.update(shared_experts=1,
                      shared_expert_ffn=int(args["--moe-shared-expert-intermediate-size"]),
@@ -98,10 +101,13 @@ def _training(m):
     return Training(seq_len=min(2048, m.max_position or 2048), global_batch=64)
 
 
-# Known, stated differences: Megatron's router has no bias term (gpt-oss); the export says so.
+# Known, stated differences: a router bias the model has and Megatron's unbiased router lacks,
+# or the reverse; the export says so in a "# router bias" comment.
 def _documented_difference(m, notes: list[str]) -> int:
-    if m.router_bias and any(n.startswith("# router bias") for n in notes):
-        return m.moe_layers * (m.router_params - m.hidden * m.experts)
+    if any(n.startswith("# router bias") for n in notes):
+        if m.router_bias:
+            return m.moe_layers * (m.router_params - m.hidden * m.experts)
+        return -m.moe_layers * m.experts
     return 0
 
 

@@ -322,9 +322,8 @@ def test_megatron_builds_every_hf_fixture_it_accepts(monkeypatch, megatron, fixt
     margs, argv = _megatron_validate(arguments, monkeypatch, text)
     built, mtp = _megatron_build(arguments, torch, margs)
     buffer = m.experts if "--moe-router-enable-expert-bias" in argv else 0
-    # the script's "router bias" comment: Megatron builds no router bias for GLM-4.5 (its
-    # expert bias, 128 per MoE layer); for gpt-oss it does build it (biased linears), so the
-    # count matches to the parameter there and the comment overstates the difference
-    no_bias = (m.router_params - m.hidden * m.experts) if (
-        "router bias:" in text and fixture != "gpt_oss") else 0
+    # the script's "router bias" comment: a router bias the model has and Megatron's router,
+    # unbiased under --disable-bias-linear, lacks (router.py L67-72); gpt-oss's biased linears
+    # give its router a bias, so there is no comment and the count matches to the parameter
+    no_bias = (m.router_params - m.hidden * m.experts) if "# router bias:" in text else 0
     assert built == m.total_params - m.moe_layers * (buffer + no_bias), (built, m)

@@ -198,10 +198,18 @@ def _moe(a: _Args, m) -> None:
         # softmax over a single chosen logit has no gradient: Megatron asks for the softmax
         # over all experts first (transformer_config.py L2661-2669)
         a.add("--moe-router-pre-softmax")
-    if m.router_bias and "--moe-router-enable-expert-bias" not in router:
-        a.notes.append("router bias: Megatron-LM's router has no bias term; the count differs "
-                       f"by {m.router_params - m.hidden * m.experts} parameters per MoE layer")
-    elif m.router_bias:
+    # Megatron's router has a bias exactly when the linear layers do (add_bias_linear,
+    # core/transformer/moe/router.py L67-72): gpt-oss's biased linears build its router bias
+    megatron_bias = ("--disable-bias-linear", None) not in a.pairs
+    if m.router_bias and not megatron_bias and "--moe-router-enable-expert-bias" not in router:
+        a.notes.append("router bias: with --disable-bias-linear Megatron-LM's router has no bias "
+                       f"term; the count differs by {m.router_params - m.hidden * m.experts} "
+                       "parameters per MoE layer")
+    elif megatron_bias and not m.router_bias:
+        a.notes.append("router bias: Megatron-LM's router takes the linear layers' bias "
+                       f"(router.py L67-72), {m.experts} parameters per MoE layer the model "
+                       "does not have")
+    elif m.router_bias and not megatron_bias:
         a.notes.append("expert bias: Megatron keeps it as a buffer, not a parameter "
                        f"({m.experts} values per MoE layer outside the parameter count)")
 
