@@ -23,7 +23,7 @@ import json
 from math import ceil
 from typing import assert_never
 
-from optimus_calc.frameworks.exporting import grad_accumulation, require
+from optimus_calc.frameworks.exporting import grad_accumulation, node_split, require
 from optimus_calc.frameworks import Framework
 from optimus_calc.specs.training import Assumptions, Offload, Optimizer, Precision, Recompute
 
@@ -121,8 +121,7 @@ def _zero(layout, training, model, asm: Assumptions) -> dict:
 def _launch(layout, training, model, fw, gpus_per_node: int | None) -> dict:
     """The ``_launch`` block: which launcher, the command, what the model code must do."""
     lay = layout
-    gpn = gpus_per_node or min(lay.gpus, 8)
-    nodes = max(1, lay.gpus // gpn)
+    gpn, nodes = node_split(lay.gpus, gpus_per_node)
     notes = []
     if fw is Framework.DEEPSPEED:
         model_arg = (f"a deepspeed.pipe.PipelineModule(..., num_stages={lay.pp}), whose "

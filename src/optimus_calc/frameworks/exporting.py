@@ -50,3 +50,14 @@ def environment_lines(layout, *frameworks) -> list[str]:
             line = f"unset {e.name}" if e.value is None else f"export {e.name}={e.value}"
             out.append(f"{line}  # {e.why}")
     return out
+
+
+# GPUs per node when a caller names none (the CLI always passes the hardware's): an 8-GPU
+# HGX/DGX board, the node of every GPU server in the catalog's default hardware
+DEFAULT_GPUS_PER_NODE = 8
+
+
+def node_split(gpus: int, gpus_per_node: int | None) -> tuple[int, int]:
+    """(GPUs per node, nodes) of the launch line: ``gpus`` over nodes of ``gpus_per_node``."""
+    gpn = gpus_per_node or min(gpus, DEFAULT_GPUS_PER_NODE)
+    return gpn, max(1, gpus // gpn)

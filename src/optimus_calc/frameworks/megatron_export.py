@@ -17,7 +17,7 @@ from typing import assert_never
 from optimus_calc.evaluate.shapes import split_layers
 from optimus_calc.frameworks.megatron import unbuildable
 from optimus_calc.frameworks.exporting import (ExportError, environment_lines,
-                                               grad_accumulation, require)
+                                               grad_accumulation, node_split, require)
 from optimus_calc.frameworks import Framework
 from optimus_calc.specs.training import (Fp8Recipe, Offload, Optimizer, Precision, Recompute,
                                          ZeroStage)
@@ -303,8 +303,7 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
     _moe(a, model)
     _parallel_and_batch(a, layout, training, model)
     _zero_precision(a, layout, training)
-    gpn = gpus_per_node or min(layout.gpus, 8)
-    nodes = max(1, layout.gpus // gpn)
+    gpn, nodes = node_split(layout.gpus, gpus_per_node)
     head = [f"# Megatron-LM @ d98e8a64 ({layout.gpus} GPUs, {nodes} x {gpn}): run this script "
             "on every node from the Megatron-LM checkout, with MASTER_ADDR/NODE_RANK set"]
     return a.pairs, head + [f"# {n}" for n in a.notes]
@@ -312,8 +311,7 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
 
 def megatron_args(layout, training, model, gpus_per_node: int | None = None) -> str:
     args, head = megatron_arg_list(layout, training, model, gpus_per_node)
-    gpn = gpus_per_node or min(layout.gpus, 8)
-    nodes = max(1, layout.gpus // gpn)
+    gpn, nodes = node_split(layout.gpus, gpus_per_node)
     env = environment_lines(layout, Framework.MEGATRON)
     launch = (f"torchrun --nproc-per-node {gpn} --nnodes {nodes} --node-rank ${{NODE_RANK:-0}} "
               "--master-addr ${MASTER_ADDR:-localhost} --master-port ${MASTER_PORT:-6000} "
