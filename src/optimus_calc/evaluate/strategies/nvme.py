@@ -12,7 +12,7 @@ from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.evaluate.records import DeviceUse, OptimizerUse
 from optimus_calc.evaluate.strategies.base import OffloadStrategy, bit
 from optimus_calc.evaluate.strategies.cpu import ctx_code, host_phases, param_exposed
-from optimus_calc.specs.training import Offload
+from optimus_calc.specs.training import Offload, Precision
 from optimus_calc.units import GB, fmt_gb
 
 
@@ -38,7 +38,7 @@ class NVMeOffload(OffloadStrategy):
         per = eq.memory__bytes_per_offload_device(B_gpu=on_drives, G_n=ctx.gpn, K_n=max(n, 1))
         buffers = eq.memory__nvme_host_bytes(
             B_hg=host.gradients, G_n=ctx.gpn, N_buf=asm.nvme_buffer_count,
-            P_buf=asm.nvme_buffer_params, b_buf=4)
+            P_buf=asm.nvme_buffer_params, b_buf=Precision.FP32.weight_bytes)  # fp32 buffers
         cap = hw.nvme.capacity_GB * GB if hw.nvme is not None else 0.0
         return DeviceUse(per, on_drives, cap, n, 0.0, buffers)
 
