@@ -116,6 +116,15 @@ def test_reduction_after_the_backward_is_exposed_whole():
     assert float(eq.step__dp_exposed_time(o_dr=0.0, **kw)) == pytest.approx(2.0)
 
 
+def test_zero3_reduction_shares_the_backward_link_with_the_gathers():
+    # ZeRO-3, 2 micro-batches: the overlapped reduce-scatter is inside G_x (1 s, from
+    # offload.zero3_exposed_gather_time); only the last 0.5 s bucket follows each backward:
+    # 2 x (1 + 0.5) = 3 s. Reduced after the backward (o_dr = 0): 2 x (1 + 2) = 6 s.
+    kw = dict(G_x=1.0, T_bkt=0.5, T_gat=1.0, T_red=2.0, W_b=3.0, W_f=10.0, Z=3, m=2)
+    assert float(eq.step__dp_exposed_time(o_dr=1.0, **kw)) == pytest.approx(3.0)
+    assert float(eq.step__dp_exposed_time(o_dr=0.0, **kw)) == pytest.approx(6.0)
+
+
 def test_plan_has_a_framework_column_and_rows_per_framework(run):
     r = run("plan", "llama70b", "--nodes", 2, "--tp", 4, "--dp", 4, "--zero", 3, "--offloads",
             "cpu", "--recompute", "none", "--micro-batch", 1, "--top", 10, "--framework", "each",
@@ -145,3 +154,31 @@ def test_the_default_plan_evaluates_each_frameworks_physics(run):
     assert any(c["framework"] == "megatron-deepspeed" for c in each)
     neutral = run("plan", "llama70b", "--nodes", 2, *pins, "--framework", "any").json()
     assert "megatron" in neutral["candidates"][0]["frameworks"]
+
+
+def _ds_step(run, nodes, seq, mb, *extra):
+    r = run("step", "llama-3-8b", "--node", "dgx-h100", "--nodes", nodes, "--zero", 3,
+            "--micro-batch", mb, "--seq-len", seq, "--global-batch", 8 * nodes * mb,
+            "--framework", "deepspeed", "--format", "json", *extra)
+    assert r.code == 0, r.err
+    return r.json()
+
+
+def test_zero3_gathers_stop_hiding_at_hundreds_of_gpus(run):
+    # Llama-3-8B, DeepSpeed ZeRO-3 over 384 H100 (48 nodes), 2,048 tokens per GPU. The ring
+    # all-gather of each of the 288 submodules (32 layers x 9) pays 383 steps of latency:
+    # (48 x 3 us + 336 x 1 us) / 384 x 383 = 479 us, plus 55.8 MB x 383/384 over the rails'
+    # 8 x 50 GB/s x 0.9 = 0.15 ms: t_g = 0.63 ms against a forward of ~0.29 ms per module, so
+    # the forward alone waits ~287 x 0.34 ms = 98 ms, the backward (gather + reduce-scatter
+    # per module against ~0.58 ms of compute) ~60 ms more, and 2 x 288 x 50 us of fixed cost:
+    # at least 0.18 s of DP time exposed per step, where one node (479 -> 7 us of latency)
+    # exposes ~0.03 s.
+    big, one = _ds_step(run, 48, 2048, 1), _ds_step(run, 1, 2048, 1)
+    assert big["dp_comm_exposed_s"] > 0.18
+    assert one["dp_comm_exposed_s"] < 0.05
+    assert big["step_time_s"] / one["step_time_s"] > 1.5
+    # 16,384 tokens per GPU: compute per module is 8x longer and the gathers hide again, as
+    # torchtitan measures for FSDP on 8 and 128 H100 (5,762 vs 5,605 tokens/s/GPU, -2.7%;
+    # benchmarks/llama3_h100_202412_torchtitan.md @ 73a0e69)
+    big, one = _ds_step(run, 48, 8192, 2), _ds_step(run, 1, 8192, 2)
+    assert big["step_time_s"] == pytest.approx(one["step_time_s"], rel=0.03)

@@ -290,18 +290,27 @@ def test_arrays_broadcast(hw):
 
 def test_zero3_exposed_gather():
     asm = Assumptions()
-    # 32 modules, 50 us fixed each, gathers 2 ms vs 3 ms compute: prefetch hides all but the first
-    e = float(zero3_exposed_gather(modules=32, module_params=2e8, gather_s=2e-3,
-                                   compute_per_module_s=3e-3, asm=asm))
+    # 32 modules, 50 us fixed each per pass; forward 96 ms (3 ms a module), backward 192 ms
+    # (6 ms a module). Gathers of 2 ms hide behind both: 2 x (32 x 50 us + 2 ms) = 7.2 ms
+    w = dict(modules=32, module_params=2e8, forward_s=96e-3, backward_s=192e-3, asm=asm)
+    e = float(zero3_exposed_gather(gather_s=2e-3, **w))
     assert e == pytest.approx(2 * (32 * 50e-6 + 2e-3), rel=1e-9)
-    # gathers longer than compute: (n - 1) x (t_g - t_c) more
-    e2 = float(zero3_exposed_gather(modules=32, module_params=2e8, gather_s=4e-3,
-                                    compute_per_module_s=3e-3, asm=asm))
-    assert e2 == pytest.approx(2 * (32 * 50e-6 + 4e-3 + 31 * 1e-3), rel=1e-9)
+    # 4 ms gathers: the forward adds 31 x (4 - 3) ms, the backward's 6 ms window hides them:
+    # 3.2 ms fixed + (4 + 31) ms forward + 4 ms backward = 42.2 ms
+    e2 = float(zero3_exposed_gather(gather_s=4e-3, **w))
+    assert e2 == pytest.approx(3.2e-3 + 35e-3 + 4e-3, rel=1e-9)
+    # a 96 ms reduce-scatter overlapping the backward shares its link: 4 + 3 = 7 ms a module
+    # against 6 ms of compute: the backward waits 7 + 31 x 1 = 38 ms (76.2 ms in all)
+    e_rs = float(zero3_exposed_gather(gather_s=4e-3, reduce_s=96e-3, **w))
+    assert e_rs == pytest.approx(3.2e-3 + 35e-3 + 38e-3, rel=1e-9)
+    # full recompute: a second forward pass of gathers (the backward window 288 ms holds the
+    # recomputed 96 ms, leaving 6 ms a module): 3 x 1.6 ms + 2 x 35 ms + 4 ms = 78.8 ms
+    e_rc = float(zero3_exposed_gather(gather_s=4e-3, recompute_full=1.0,
+                                      **{**w, "backward_s": 288e-3}))
+    assert e_rc == pytest.approx(4.8e-3 + 70e-3 + 4e-3, rel=1e-9)
     # prefetch off (stage3_prefetch_bucket_size 0): every gather waits
     off = Assumptions(zero3_prefetch_bucket_params=0)
-    e3 = float(zero3_exposed_gather(modules=32, module_params=2e8, gather_s=2e-3,
-                                    compute_per_module_s=3e-3, asm=off))
+    e3 = float(zero3_exposed_gather(gather_s=2e-3, **{**w, "asm": off}))
     assert e3 == pytest.approx(2 * 32 * (50e-6 + 2e-3), rel=1e-9)
     # modules bigger than half the live-parameter cap cannot be prefetched
     assert float(eq.offload__zero3_prefetch_depth(B_pf=5e7, M_live=1e9, p_m=6e8)) == 0.0

@@ -429,9 +429,10 @@ def test_step_time_is_the_sum_of_its_terms(run):
     # ZeRO-2: the reduction every one of m = 4 micro-batches, the gather once:
     # 4 x (max(0, 3 - 2) + 0.25) + 0.5 = 5.5
     (2, 4 * (1.0 + 0.25) + 0.5),
-    # ZeRO-3: G_x (the gather left exposed, 0.5) and the reduction every micro-batch:
-    # 4 x (0.5 + 1 + 0.25) = 7
-    (3, 4 * (0.5 + 1.0 + 0.25)),
+    # ZeRO-3: G_x (the gathers and the overlapped reduce-scatters sharing the backward's link,
+    # 0.5: offload.zero3_exposed_gather_time) and the last bucket every micro-batch:
+    # 4 x (0.5 + 0.25) = 3
+    (3, 4 * (0.5 + 0.25)),
 ])
 def test_dp_exposed_time_by_hand(Z, expected):
     got = eq.step__dp_exposed_time(o_dr=1, G_x=0.5, T_bkt=0.25, T_gat=1.0, T_red=3.0, W_b=2.0,

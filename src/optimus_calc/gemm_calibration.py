@@ -56,6 +56,23 @@ MEGATRON_SOURCE = "Megatron-LM README, Training Speed and Scalability (images/mo
 # TP communication fully overlapped (the README runs --tp-comm-overlap).
 H100_MICRO_BATCH = 1
 H100_TP_OVERLAP = 1.0
+# Not published either: the gradient reduction dtype. Assumed bf16 (--grad-reduce-in-bf16, as
+# NVIDIA's performance recipes run): the profile's fp32 main grads (4 bytes) would double the
+# DP reduction and put the 32B row 27% under its published throughput
+H100_GRAD_BYTES = 2
+
+# The data-parallel implementation of each Table 1 run (run_table_1.sh, DDP=torch or local):
+# PyTorch DDP overlaps the bucketed all-reduce with the backward, Megatron's local DDP reduces
+# after it (Assumptions.dp_reduce_overlap 1 or 0)
+NARAYANAN_TORCH_DDP = ("gpt-1.7b", "gpt-3.6b", "gpt-7.5b", "gpt-18.4b")
+
+
+def _megatron_profile(tr: Training, asm: Assumptions) -> tuple[Training, Assumptions]:
+    """The Megatron-LM physics profile (frameworks/megatron.py) on a case's specs; the case's
+    own settings (and the user's --assume) win over it."""
+    from optimus_calc.frameworks import plugin
+    tr2, asm2, _, _ = plugin("megatron").profile.apply(tr, asm)
+    return tr2, asm2
 
 
 @dataclass
@@ -121,14 +138,20 @@ def narayanan_cases(cat: Catalog, asm: Assumptions | None = None) -> list[Affine
         lay = fill_layout(hw, tp, pp, None, 1, zero=ZeroStage(1), interleave=v)
         tr = Training(seq_len=2048, global_batch=gb, micro_batch=mb, recompute=Recompute.FULL,
                       flash_attention=False)
-        a, c, flops, share, direct = _affine(model, hw, lay, tr, asm, model_flops=False)
+        # the run's own DDP (run_table_1.sh); the 2021 code predates the async TP backward
+        # all-reduce and the bf16 fp32-gradient rule, so the rest stays framework-neutral
+        asm_c = asm if "dp_reduce_overlap" in asm.model_fields_set else asm.model_copy(
+            update={"dp_reduce_overlap": float(name in NARAYANAN_TORCH_DDP)})
+        a, c, flops, share, direct = _affine(model, hw, lay, tr, asm_c, model_flops=False)
         out.append(AffineCase(name, pub, flops, a, c, model.hidden, tp, 2048, mb, share, False,
                               f"TP {tp} PP {pp} v {v}, micro-batch {mb}, {gpus} GPUs", direct))
     return out
 
 
 def megatron_h100_cases(cat: Catalog, asm: Assumptions | None = None) -> list[AffineCase]:
-    asm = (asm or Assumptions()).model_copy(update={"tp_overlap": H100_TP_OVERLAP})
+    asm = asm or Assumptions()
+    asm = asm.model_copy(update={"tp_overlap": H100_TP_OVERLAP, **(
+        {} if "dp_reduce_overlap" in asm.model_fields_set else {"dp_reduce_overlap": 1.0})})
     out = []
     for label, heads, hidden, layers, tp, pp, gpus, gb, pub in MEGATRON_H100:
         model = Model(name=f"megatron-gpt-{label.lower()}", family="gpt", layers=layers,
@@ -137,11 +160,19 @@ def megatron_h100_cases(cat: Catalog, asm: Assumptions | None = None) -> list[Af
                       seq_len=4096, source=MEGATRON_SOURCE)
         hw = resolve_hardware(cat, "dgx-h100", gpus // 8)
         tr = Training(seq_len=4096, global_batch=gb, micro_batch=H100_MICRO_BATCH,
-                      recompute=Recompute.NONE, flash_attention=True)
+                      recompute=Recompute.NONE, flash_attention=True,
+                      grad_bytes=H100_GRAD_BYTES)
+        # today's Megatron-LM: its profile (async TP backward), with the README's
+        # --overlap-grad-reduce (README.md L91-122 @ d98e8a6)
+        tr, asm_c = _megatron_profile(tr, asm)
+        if "zero_bucket_params" not in asm.model_fields_set:  # with --overlap-grad-reduce,
+            # bucket_size = max(40000000, 1000000 * dp_size) parameters (ddp L131-137)
+            asm_c = asm_c.model_copy(update={"zero_bucket_params": max(4e7, 1e6 * gpus
+                                                                       // (tp * pp))})
         best = None
         for v in [d for d in range(1, 13) if layers % (pp * d) == 0 and (pp > 1 or d == 1)]:
             lay = fill_layout(hw, tp, pp, None, 1, zero=ZeroStage(1), interleave=v)
-            a, c, flops, share, direct = _affine(model, hw, lay, tr, asm, model_flops=True)
+            a, c, flops, share, direct = _affine(model, hw, lay, tr, asm_c, model_flops=True)
             if best is None or a + c < best[1] + best[2]:
                 best = (v, a, c, flops, share, direct)
         v, a, c, flops, share, direct = best  # type: ignore[misc]

@@ -99,7 +99,6 @@ T_q = sym("T_q", "time to stream one micro-batch's parameters, s")
 W_c = sym("W_c", "compute time of one micro-batch (forward + backward), s")
 n_mod = sym("n_mod", "modules ZeRO-3 gathers one after another in a pass", positive=True)
 t_g = sym("t_g", "all-gather time of one module's parameters, s")
-t_c = sym("t_c", "compute time of one module in the pass, s")
 alpha_g = sym("alpha_g", "fixed cost of one module gather not hidden by prefetch, s")
 d_p = sym("d_p", "prefetch depth in modules (0: no prefetch, 1: the next module)")
 p_m = sym("p_m", "parameters of the largest gathered module, elements")
@@ -309,14 +308,46 @@ zero3_prefetch_depth = equation(
     "parameters until the bucket is full, so the next module is always started",
     "How many modules ahead ZeRO-3 gathers.")
 
+t_cf = sym("t_cf", "forward compute of one module in a forward (or recomputed) pass, s")
+t_cb = sym("t_cb", "backward compute of one module (its gradient GEMMs), s")
+t_rs = sym("t_rs", "reduce-scatter of one module's gradients that overlaps the backward, s "
+           "(0 when the reduction runs after the backward)")
+x_l = sym("x_l", "link time of one module in a pass, s")
+w_c = sym("w_c", "compute of one module in that pass, s")
+
+
+def _pass_wait(x, w):
+    """Wait of one pass over n_mod modules whose link time x each overlaps the compute w of
+    the module before it (prefetch d_p = 1), or not at all (d_p = 0)."""
+    return (1 - d_p) * n_mod * x + d_p * (x + (n_mod - 1) * sp.Max(0, x - w))
+
+
+zero3_pass_wait_time = equation(
+    "offload.zero3_pass_wait_time", _pass_wait(x_l, w_c), "s",
+    _DS + "partitioned_param_coordinator.py L262-387 (fetch_sub_module: gather the current "
+    "module, prefetch the next); FSDP2's backward prefetch of one block (torch/distributed/"
+    "fsdp/_fully_shard/_fsdp_param_group.py _backward_prefetch)",
+    "Gather wait of one pass: the first module's link time, then what each later module's "
+    "link time takes beyond the previous module's compute.")
+
 zero3_exposed_gather_time = equation(
     "offload.zero3_exposed_gather_time",
-    c_pass * (n_mod * alpha_g + (1 - d_p) * n_mod * t_g
-              + d_p * (t_g + (n_mod - 1) * sp.Max(0, t_g - t_c))), "s",
-    _DS + "partitioned_param_coordinator.py L262-387 (fetch_sub_module: gather the current "
-    "module, prefetch the next); FSDP's forward/backward prefetch works alike",
-    "Gather time one micro-batch waits for: per-module fixed cost, the first gather, and what "
-    "each prefetched gather takes beyond the previous module's compute.")
+    c_pass * n_mod * alpha_g + (c_pass - 1) * _pass_wait(t_g, t_cf)
+    + _pass_wait(t_g + t_rs, t_cb), "s",
+    _DS + "partitioned_param_coordinator.py L262-387 (per-module fetch and prefetch); "
+    "DeepSpeed @ edaa722 deepspeed/runtime/zero/stage3.py L335-336, L1570-1608 (gradients "
+    "reduce-scattered per bucket during the backward on reduce_and_partition_stream, "
+    "overlap_comm true for stage 3: runtime/zero/config.py L383-386), so the backward's "
+    "all-gathers and reduce-scatters cross the same NICs; torchtitan FSDP2 likewise "
+    "reduce-scatters each block in the backward (torchtitan/models/llama3/infra/parallelize.py "
+    "L334-357 @ 73a0e69)",
+    "Gather time one micro-batch waits for: the per-module fixed cost of every pass, then per "
+    "pass the link time each module's gather adds beyond the previous module's compute. The "
+    "forward and each recomputed forward carry the gathers (c_pass - 1 = 1 + r_f passes, windows "
+    "of the forward's compute); the backward's link carries each module's gather and its "
+    "reduce-scatter together (t_g + t_rs) behind the backward's compute, 2x the forward's: at "
+    "hundreds of GPUs the ring latency (n - 1) alpha of every per-module collective grows with "
+    "n while the compute per module does not, and the gathers stop hiding.")
 
 # ---- SmartNIC transfers and the superchip tail ---------------------------------------------
 G_n = sym("G_n", "GPUs per node", positive=True)

@@ -67,8 +67,8 @@ T_pp = sym("T_pp", "exposed pipeline point-to-point, s")
 T_dpx = sym("T_dp", "exposed data-parallel communication, s")
 T_ox = sym("T_opt", "exposed optimizer step and offload transfers, s")
 T_po = sym("T_po", "exposed parameter streaming from host or NVMe (ZeRO-Infinity), s")
-G_x = sym("G_x", "ZeRO-3 parameter gathers one micro-batch waits for, s "
-          "(offload.zero3_exposed_gather_time)")
+G_x = sym("G_x", "ZeRO-3 parameter gathers (and, overlapped, reduce-scatters) one "
+          "micro-batch waits for, s (offload.zero3_exposed_gather_time)")
 T_fix = sym("T_fix", "fixed costs of the step not hidden by GPU work (step.fixed_time), s")
 T_s0 = sym("T_s0", "fixed time per optimizer step (Assumptions.step_fixed_s), s")
 t_l0 = sym("t_l0", "fixed time per layer per micro-batch, forward + backward "
@@ -164,14 +164,16 @@ dp_comm_time = equation(
 dp_exposed_time = equation(
     "step.dp_exposed_time",
     sp.Piecewise(
-        (m * (G_x + _red_x), Z >= 3),
+        (m * (G_x + o_dr * _t_last + (1 - o_dr) * T_red), Z >= 3),
         (m * _red_x + _ex(T_gat, W_f), Z >= 2),
         (_red_x + _ex(T_gat, W_f), True)), "s",
     "as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch "
     "except the last bucket (o_dr = 1), or all of it follows the backward (o_dr = 0, Megatron-LM "
     "without --overlap-grad-reduce: distributed_data_parallel.py L131-137 @ d98e8a6); ZeRO-1/2 gathers overlap the next forward (Megatron "
     "--overlap-param-gather); ZeRO-3 gathers wait per module as far as prefetching does not "
-    "hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time)",
+    "hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time), "
+    "and there the overlapped reduce-scatters share the backward's link with the gathers (in "
+    "G_x): only the last bucket follows the backward",
     "Part of the data-parallel communication the compute windows do not hide.")
 
 fixed_time = equation(

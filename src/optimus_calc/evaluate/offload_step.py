@@ -302,12 +302,19 @@ def param_offload_traffic(stage_params, *, dp, micro_batches, weight_bytes=2.0, 
     return ParamOffload(Q, t, exposed)
 
 
-def zero3_exposed_gather(*, modules, module_params, gather_s, compute_per_module_s,
-                         asm: Assumptions, recompute_full=0.0):
-    """Gather time one micro-batch waits for under ZeRO-3 (forward and backward passes), with
-    DeepSpeed's prefetch limits from the assumptions."""
+def zero3_exposed_gather(*, modules, module_params, gather_s, forward_s, backward_s,
+                         asm: Assumptions, recompute_full=0.0, reduce_s=0.0):
+    """Gather time one micro-batch waits for under ZeRO-3 (forward, recomputed forward and
+    backward passes), with DeepSpeed's prefetch limits from the assumptions. ``forward_s`` and
+    ``backward_s`` are one micro-batch's compute windows (the backward's with its recomputed
+    forward); ``reduce_s`` the gradient reduce-scatter that overlaps the backward (it shares
+    the backward's link with the gathers; 0 when it runs after the backward)."""
     depth = eq.offload__zero3_prefetch_depth(B_pf=asm.zero3_prefetch_bucket_params,
                                              M_live=asm.zero3_max_live_params, p_m=module_params)
+    n = _positive("modules", modules)
+    r = np.asarray(recompute_full, dtype=float)
+    t_cf = np.asarray(forward_s) / n
+    t_cb = np.maximum(0.0, np.asarray(backward_s) - r * np.asarray(forward_s)) / n
     return eq.offload__zero3_exposed_gather_time(
-        alpha_g=asm.zero3_gather_latency_us * 1e-6, c_pass=2.0 + np.asarray(recompute_full),
-        d_p=depth, n_mod=_positive("modules", modules), t_c=compute_per_module_s, t_g=gather_s)
+        alpha_g=asm.zero3_gather_latency_us * 1e-6, c_pass=2.0 + r, d_p=depth, n_mod=n,
+        t_cb=t_cb, t_cf=t_cf, t_g=gather_s, t_rs=np.asarray(reduce_s) / n)

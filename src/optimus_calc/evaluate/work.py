@@ -207,8 +207,8 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     T_gat = eq.step__dp_gather_time(Z=z, k_w=k_w, t_g=t_piece)
     r_full = ctx.r_full
     g_x = zero3_exposed_gather(modules=n_mod, module_params=P / n_mod, gather_s=t_piece,
-                               compute_per_module_s=(comp.W_f + comp.W_b) / ((2 + r_full) * n_mod),
-                               asm=asm, recompute_full=r_full)
+                               forward_s=comp.W_f, backward_s=comp.W_b, asm=asm,
+                               recompute_full=r_full, reduce_s=asm.dp_reduce_overlap * T_red)
     dp_args = dict(T_gat=T_gat, T_red=T_red, Z=z, m=ctx.m)
     T_dp = eq.step__dp_comm_time(**dp_args)
     T_dpx = eq.step__dp_exposed_time(G_x=np.where((z == 3) & (n_dp > 1), g_x, 0.0), T_bkt=T_bkt,

@@ -138,9 +138,14 @@ def offload__unscale_time(B_r, P_r):
     return 8*P_r/B_r
 
 
-def offload__zero3_exposed_gather_time(alpha_g, c_pass, d_p, n_mod, t_c, t_g):
-    """offload.zero3_exposed_gather_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/partitioned_param_coordinator.py L262-387 (fetch_sub_module: gather the current module, prefetch the next); FSDP's forward/backward prefetch works alike"""
-    return c_pass*(alpha_g*n_mod + d_p*(t_g + (n_mod - 1)*numpy.maximum(0, -t_c + t_g)) + n_mod*t_g*(1 - d_p))
+def offload__zero3_exposed_gather_time(alpha_g, c_pass, d_p, n_mod, t_cb, t_cf, t_g, t_rs):
+    """offload.zero3_exposed_gather_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/partitioned_param_coordinator.py L262-387 (per-module fetch and prefetch); DeepSpeed @ edaa722 deepspeed/runtime/zero/stage3.py L335-336, L1570-1608 (gradients reduce-scattered per bucket during the backward on reduce_and_partition_stream, overlap_comm true for stage 3: runtime/zero/config.py L383-386), so the backward's all-gathers and reduce-scatters cross the same NICs; torchtitan FSDP2 likewise reduce-scatters each block in the backward (torchtitan/models/llama3/infra/parallelize.py L334-357 @ 73a0e69)"""
+    return alpha_g*c_pass*n_mod + d_p*(t_g + t_rs + (n_mod - 1)*numpy.maximum(0, -t_cb + t_g + t_rs)) + n_mod*(1 - d_p)*(t_g + t_rs) + (c_pass - 1)*(d_p*(t_g + (n_mod - 1)*numpy.maximum(0, -t_cf + t_g)) + n_mod*t_g*(1 - d_p))
+
+
+def offload__zero3_pass_wait_time(d_p, n_mod, w_c, x_l):
+    """offload.zero3_pass_wait_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/partitioned_param_coordinator.py L262-387 (fetch_sub_module: gather the current module, prefetch the next); FSDP2's backward prefetch of one block (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py _backward_prefetch)"""
+    return d_p*(x_l + (n_mod - 1)*numpy.maximum(0, -w_c + x_l)) + n_mod*x_l*(1 - d_p)
 
 
 def offload__zero3_prefetch_depth(B_pf, M_live, p_m):

@@ -44,8 +44,8 @@ def step__dp_comm_time(T_gat, T_red, Z, m):
 
 
 def step__dp_exposed_time(G_x, T_bkt, T_gat, T_red, W_b, W_f, Z, m, o_dr):
-    """step.dp_exposed_time [s]: as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch except the last bucket (o_dr = 1), or all of it follows the backward (o_dr = 0, Megatron-LM without --overlap-grad-reduce: distributed_data_parallel.py L131-137 @ d98e8a6); ZeRO-1/2 gathers overlap the next forward (Megatron --overlap-param-gather); ZeRO-3 gathers wait per module as far as prefetching does not hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time)"""
-    return numpy.where(numpy.greater_equal(Z, 3), m*(G_x + T_red*(1 - o_dr) + o_dr*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red))), numpy.where(numpy.greater_equal(Z, 2), m*(T_red*(1 - o_dr) + o_dr*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red))) + numpy.maximum(0, T_gat - W_f), T_red*(1 - o_dr) + o_dr*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)) + numpy.maximum(0, T_gat - W_f)))
+    """step.dp_exposed_time [s]: as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch except the last bucket (o_dr = 1), or all of it follows the backward (o_dr = 0, Megatron-LM without --overlap-grad-reduce: distributed_data_parallel.py L131-137 @ d98e8a6); ZeRO-1/2 gathers overlap the next forward (Megatron --overlap-param-gather); ZeRO-3 gathers wait per module as far as prefetching does not hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time), and there the overlapped reduce-scatters share the backward's link with the gathers (in G_x): only the last bucket follows the backward"""
+    return numpy.where(numpy.greater_equal(Z, 3), m*(G_x + T_red*(1 - o_dr) + o_dr*numpy.minimum(T_bkt, T_red)), numpy.where(numpy.greater_equal(Z, 2), m*(T_red*(1 - o_dr) + o_dr*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red))) + numpy.maximum(0, T_gat - W_f), T_red*(1 - o_dr) + o_dr*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)) + numpy.maximum(0, T_gat - W_f)))
 
 
 def step__dp_gather_time(Z, k_w, t_g):
