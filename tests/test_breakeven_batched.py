@@ -27,15 +27,22 @@ def cases(cat):
         lay = fill_layout(hw, 2, 4, None, 1, zero=ZeroStage(3), offload=off,
                           smartnic="bluefield-3" if off is Offload.SMARTNIC else None)
         out[off.value] = B.Case.of(model, hw, lay, tr, Assumptions())
+    # an FPGA card with two memory tiers (Alveo V80: HBM and DDR), whose fabric, capacity and
+    # second tier enter the optimizer step's branches
+    fpga = resolve_hardware(cat, "dgx-a100", 2, smartnic="alveo-v80")
+    lay = fill_layout(fpga, 2, 4, None, 1, zero=ZeroStage(3), offload=Offload.SMARTNIC,
+                      smartnic="alveo-v80")
+    out["fpga"] = B.Case.of(model, fpga, lay, tr, Assumptions())
     return out
 
 
-@pytest.mark.parametrize("kind", ["smartnic", "cpu"])
+@pytest.mark.parametrize("kind", ["smartnic", "cpu", "fpga"])
 def test_many_values_in_one_evaluation_equal_one_at_a_time(cases, kind):
     """Every parameter of the device at five values from a hundredth to a hundred times its
     own: the stacked evaluation's figures equal measure() of each value exactly (State is a
     frozen dataclass of floats: == is bit for bit). The bandwidths, cores, clock and the
-    SmartNICs per node must stack (the search's common case)."""
+    SmartNICs per node must stack (the search's common case), and so must the capacities, an
+    FPGA's fabric and its second memory tier."""
     from optimus_calc.evaluate.strategies import device_params
     case = cases[kind]
     stacked = []
@@ -50,7 +57,15 @@ def test_many_values_in_one_evaluation_equal_one_at_a_time(cases, kind):
             assert many == one_by_one, p.name
     must = {"memory_bandwidth_GBps", "core_bandwidth_GBps", "cores"}
     if kind == "smartnic":
-        must |= {"core_GHz", "smartnic_host_link.bandwidth_GBps", "smartnics_per_node"}
+        must |= {"core_GHz", "smartnic_host_link.bandwidth_GBps", "smartnics_per_node",
+                 "memory_GB"}
+    if kind == "cpu":
+        must.add("host_memory_GB")
+    if kind == "fpga":
+        # the capacity, the fabric and the second tier are columns too (element-wise branches
+        # in evaluate/optimizer.py device_time and SmartNIC.fp32_flops_per_s)
+        must = {"memory_bandwidth_GBps", "memory_GB", "fabric_fp32_TFLOPS",
+                "expansion_memory_GB", "expansion_bandwidth_GBps"}
     assert must <= set(stacked), stacked
 
 

@@ -34,7 +34,7 @@ from optimus_calc.evaluate.offload_step import persistent_params
 from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, flops_per_param
 from optimus_calc.evaluate.reasons import Reason, primary_reason, reasons_of  # noqa: F401
 from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devices, HostState,
-                                           MemoryRecord, OptimizerInputs, make_ctx)
+                                           MemoryRecord, OptimizerInputs, make_ctx, number)
 from optimus_calc.evaluate.shapes import activation_coefficients
 from optimus_calc.evaluate.stages import (StageTable, sorted_unique, stage_max,  # noqa: F401
                                           stage_table)
@@ -208,8 +208,8 @@ def host_state(ctx: Ctx, mem: MemoryRecord) -> HostState:
         gradients=eq.memory__host_gradients_bytes(N_d=dp, P=P, Z=z, b_h=asm.host_grad_bytes,
                                                   o_g=o_g),
         weights=eq.memory__host_weights_bytes(N_d=dp, P=P, Z=z, b_w=tr.weight_bytes, o_w=o_w),
-        host_capacity=float(eq.memory__usable_host_bytes(C_node=ctx.hw.node.host_memory_bytes,
-                                                          f_r=asm.host_reserved_fraction)))
+        host_capacity=number(eq.memory__usable_host_bytes(C_node=ctx.hw.node.host_memory_bytes,
+                                                            f_r=asm.host_reserved_fraction)))
 
 
 def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:

@@ -122,11 +122,16 @@ def device_time(dev: OptDevice, params, beta_p, phi_p, state_bytes, threads=None
     the two bandwidths, weighted by the bytes in each)."""
     params = np.asarray(params, dtype=np.float64)
     mem = dev.mem_Bps
-    if dev.slow_tier_Bps and dev.capacity_bytes:
+    # element-wise, so a capacity or a slow tier given as a column (breakeven's stacked cases)
+    # takes the same branch per row as a number would
+    slow, cap = np.asarray(dev.slow_tier_Bps, dtype=np.float64), np.asarray(
+        dev.capacity_bytes, dtype=np.float64)
+    if np.any(slow > 0) and np.any(cap > 0):
         state = params * state_bytes
-        fast = np.minimum(1.0, dev.capacity_bytes / np.maximum(state, dev.capacity_bytes))
-        mem = np.where(state > dev.capacity_bytes,
-                       1.0 / (fast / dev.mem_Bps + (1 - fast) / dev.slow_tier_Bps), dev.mem_Bps)
+        with np.errstate(divide="ignore", invalid="ignore"):  # rows without a second tier
+            fast = np.minimum(1.0, cap / np.maximum(state, cap))
+            mixed = 1.0 / (fast / dev.mem_Bps + (1 - fast) / slow)
+        mem = np.where((state > cap) & (cap > 0) & (slow > 0), mixed, dev.mem_Bps)
     n_t = threads or (dev.cores if dev.per_core else 1)
     with np.errstate(divide="ignore", invalid="ignore"):  # the branch not taken may divide by 0
         f = np.float64  # numpy scalars: the untaken branch gives inf, not ZeroDivisionError

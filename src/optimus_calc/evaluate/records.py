@@ -21,6 +21,12 @@ from optimus_calc.specs.training import Assumptions, Training
 Array = np.ndarray
 
 
+
+def number(x):
+    """A Python float for one value; an array as it is (a capacity given as a column by
+    breakeven's stacked cases stays one value per row)."""
+    return float(x) if np.ndim(x) == 0 else x
+
 @dataclass(frozen=True)
 class Ctx:
     """One batch of layouts on one model, hardware and training: everything a stage reads."""

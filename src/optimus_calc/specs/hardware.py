@@ -260,8 +260,10 @@ class SmartNIC(CatalogEntry):
 
     @property
     def fp32_flops_per_s(self) -> float:
-        if self.fabric_fp32_TFLOPS:
-            return self.fabric_fp32_TFLOPS * TFLOPS
+        fabric = self.fabric_fp32_TFLOPS
+        # a column of values (breakeven's stacked cases) is a fabric in every row
+        if fabric is not None and (not isinstance(fabric, (int, float)) or fabric):
+            return fabric * TFLOPS
         return self.cores * self.core_GHz * 1e9 * self.fp32_flops_per_cycle
 
     @property

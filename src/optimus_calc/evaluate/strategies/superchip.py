@@ -11,7 +11,7 @@ from optimus_calc.evaluate.offload_schedules import superoffload_step
 from optimus_calc.evaluate.offload_step import HostCPU
 from optimus_calc.evaluate.optimizer import device_from, device_time
 from optimus_calc.evaluate.reasons import Reason
-from optimus_calc.evaluate.records import DeviceUse, OptimizerUse
+from optimus_calc.evaluate.records import DeviceUse, OptimizerUse, number
 from optimus_calc.evaluate.strategies.base import OffloadStrategy, bit
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import fmt_gb
@@ -32,7 +32,7 @@ class SuperchipOffload(OffloadStrategy):
         cpus = ctx.hw.node.cpus
         state = host.optimizer + host.gradients + host.weights
         per = eq.memory__bytes_per_offload_device(B_gpu=state, G_n=ctx.gpn, K_n=cpus)
-        cap = float(eq.memory__host_bytes_per_socket(C_u=host.host_capacity, S_n=cpus))
+        cap = number(eq.memory__host_bytes_per_socket(C_u=host.host_capacity, S_n=cpus))
         return DeviceUse(per, state, cap, cpus, 0.0, per * cpus)
 
     def reasons(self, ctx, dev, host_capacity):
