@@ -61,6 +61,14 @@ class _Problem:
         for a, st in zip(todo, states or ()):  # None: asked one at a time, as needed
             self._cache[self._key(p, *a)] = st
 
+    def prefetch_each(self, asks: list[tuple[Param, float]]) -> None:
+        """Evaluate each (parameter, value) not yet known, every parameter at once, in one
+        call of the evaluator (each case changes its own field; the stack carries them all)."""
+        todo = list(dict.fromkeys(a for a in asks if self._key(a[0], a[1], ()) not in self._cache))
+        states = measure_many([self._case(p, v, ()) for p, v in todo])
+        for (p, v), st in zip(todo, states or ()):  # None: asked one at a time, as needed
+            self._cache[self._key(p, v, ())] = st
+
     def ok(self, p: Param, value: float) -> bool:
         return met(self.goal, self.state(p, value), self.reference_s)
 

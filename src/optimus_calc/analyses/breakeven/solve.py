@@ -214,11 +214,16 @@ def _at_solution(prob: _Problem, p: Param, v: float) -> str:
     return f"step {st.step_time_s:.4g} s <= reference {prob.reference_s:.4g} s"
 
 
+def _enter_values(prob: _Problem, p: Param) -> tuple[float, float, float]:
+    """The current value of ``p`` and a thousandfold either way (integers stay >= 1)."""
+    cur = p.get(prob.case.hw, prob.case.layout)
+    return (cur, max(1.0, cur / 1000), cur * 1000) if p.integer else (cur, cur / 1000,
+                                                                        cur * 1000)
+
+
 def enters(prob: _Problem, p: Param) -> bool:
     """Do the goal's figures move when ``p`` changes a thousandfold either way?"""
-    case = prob.case
-    cur = p.get(case.hw, case.layout)
-    tries = (max(1.0, cur / 1000), cur * 1000) if p.integer else (cur / 1000, cur * 1000)
+    cur, *tries = _enter_values(prob, p)
     prob.prefetch(p, [cur, *tries])
     base = prob.figures(p, cur)
     for v in tries:
@@ -242,6 +247,7 @@ def solve_device(case: Case, goal: Goal, reference_s: float | None = None,
     st = prob.state()
     params = device_params(case.hw, case.layout.offload)
     opt = optimizer_inputs(case, st)
+    prob.prefetch_each([(p, v) for p in params for v in _enter_values(prob, p)])
     live = [p for p in params if enters(prob, p)]
     reqs = [solve_param(prob, p, live, opt, lift) for p in live]
     return DeviceResult(case, goal, st, reference_s, reqs,
