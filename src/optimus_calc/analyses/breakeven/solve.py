@@ -108,6 +108,17 @@ class DeviceResult:
 
 
 
+def _check_values(p: Param, solved: _Solved, low: float, cap: float) -> list[float]:
+    """The values at which :func:`_checked` asks the evaluator about a closed-form answer."""
+    if solved.status == "never":
+        return [cap]
+    if solved.status == "any":
+        return [low]
+    v = solved.value
+    assert v is not None
+    return ([v] + [v - 1] * (v - 1 >= low)) if p.integer else [v * (1 + 1e-7), v * (1 - 1e-6)]
+
+
 def _checked(prob: _Problem, p: Param, solved: _Solved, low: float, cap: float) -> bool:
     """Does the evaluator agree with a closed-form answer on both sides of it?"""
     if solved.status == "never":
@@ -116,8 +127,7 @@ def _checked(prob: _Problem, p: Param, solved: _Solved, low: float, cap: float) 
         return prob.ok(p, low)
     v = solved.value
     assert v is not None
-    prob.prefetch(p, ([v] + [v - 1] * (v - 1 >= low)) if p.integer
-                  else [v * (1 + 1e-7), v * (1 - 1e-6)])
+    prob.prefetch(p, _check_values(p, solved, low, cap))
     if p.integer:
         return prob.ok(p, v) and (v - 1 < low or not prob.ok(p, v - 1))
     return prob.ok(p, v * (1 + 1e-7)) and not prob.ok(p, v * (1 - 1e-6))
@@ -168,13 +178,29 @@ def _never_binding(prob: _Problem, p: Param, cap: float, params: list[Param],
     return f"{head}; no other single parameter raised with it would"
 
 
+def _closed_forms(prob: _Problem, params: list[Param], opt: OptimizerInputs | None) -> dict:
+    """Each parameter's closed form (or None), with the evaluator's checks of every one of
+    them asked in one call."""
+    case, out, asks = prob.case, {}, []
+    for p in params:
+        cur = p.get(case.hw, case.layout)
+        low, cap = _bounds(p, case, cur)
+        out[p.key] = solved = _symbolic(prob, p, cur, cap, opt)
+        if solved is not None:
+            asks += [(p, v) for v in _check_values(p, solved, low, cap)]
+    prob.prefetch_each(asks)
+    return out
+
+
 def solve_param(prob: _Problem, p: Param, params: list[Param],
-                opt: OptimizerInputs | None, lift: bool = True) -> Requirement:
+                opt: OptimizerInputs | None, lift: bool = True,
+                closed: dict | None = None) -> Requirement:
     case = prob.case
     cur = p.get(case.hw, case.layout)
     low, cap = _bounds(p, case, cur)
     entry = p.entry_name(case.hw)
-    solved = _symbolic(prob, p, cur, cap, opt)
+    solved = (closed[p.key] if closed is not None and p.key in closed
+              else _symbolic(prob, p, cur, cap, opt))
     note = ""
     if solved is not None and not _checked(prob, p, solved, low, cap):
         solved, note = None, " (the closed form disagreed with the evaluator)"
@@ -249,7 +275,8 @@ def solve_device(case: Case, goal: Goal, reference_s: float | None = None,
     opt = optimizer_inputs(case, st)
     prob.prefetch_each([(p, v) for p in params for v in _enter_values(prob, p)])
     live = [p for p in params if enters(prob, p)]
-    reqs = [solve_param(prob, p, live, opt, lift) for p in live]
+    closed = _closed_forms(prob, live, opt)
+    reqs = [solve_param(prob, p, live, opt, lift, closed) for p in live]
     return DeviceResult(case, goal, st, reference_s, reqs,
                         [p for p in params if p not in live])
 
