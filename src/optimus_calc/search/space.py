@@ -26,9 +26,15 @@ MAX_MICRO_BATCH_TOKENS = 1 << 20
 
 def divisors(n: int) -> list[int]:
     """The divisors of ``n`` in ascending order, from its prime factorisation (trial division
-    up to sqrt(n), so 1e8 takes about 1e4 steps instead of 1e8)."""
+    up to sqrt(n), so 1e8 takes about 1e4 steps instead of 1e8); the enumeration asks for the
+    same few numbers thousands of times, so each is factorised once."""
+    return list(_divisors(int(n)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _divisors(n: int) -> tuple[int, ...]:
     if n < 1:
-        return []
+        return ()
     factors: list[tuple[int, int]] = []
     m, p = n, 2
     while p * p <= m:
@@ -44,7 +50,7 @@ def divisors(n: int) -> list[int]:
     out = [1]
     for prime, exp in factors:
         out = [d * prime ** k for d in out for k in range(exp + 1)]
-    return sorted(out)
+    return tuple(sorted(out))
 
 
 BASE_COLS = ("tp", "pp", "dp", "cp", "ep", "mb", "v", "gb")
