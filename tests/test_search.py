@@ -53,6 +53,14 @@ def test_plan_llama70b_two_dgx_a100(run):
     assert len(d["candidates"]) == 5 and d["evaluated"] > 10_000
     assert {n["smartnic"] for n in d["smartnics"]} >= {"bluefield-2", "bluefield-3", "alveo-v80"}
     assert sum(d["infeasible_by_reason"].values()) + d["feasible"] == d["evaluated"]
+    # --framework each: DeepSpeed and Megatron-DeepSpeed share the neutral parameters, Megatron-LM
+    # (fp32 gradients kept on the GPU, its overlaps) and torchtitan (fp32 reduction, one FSDP
+    # unit per block) have their own: 3 profiles, each layout evaluated under each; the counts
+    # are (layout, profile) pairs, and the header says so
+    assert d["profiles"] == 3 and d["evaluated"] == 3 * d["layouts"]
+    text = run("plan", "llama70b", "--nodes", 2).out
+    assert (f"{d['layouts']:,} layouts x 3 framework physics profiles = {d['evaluated']:,} "
+            "evaluated") in " ".join(text.split())
 
 
 def test_recommendation_is_optimal_among_feasible(cat):

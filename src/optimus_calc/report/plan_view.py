@@ -76,8 +76,11 @@ def plan_header(res, si) -> list[tuple[str, str]]:
                          f"{asm.hbm_efficiency:g}, {hw.intra_link.name} "
                          f"{hw.intra_link.efficiency:g}, {hw.nic.name} {hw.nic.efficiency:g} "
                          "(see `optimus-calc explain --assumptions`)"),
-        ("objective", f"{res.objective.value}; {res.evaluated:,} layouts evaluated, "
-                      f"{res.feasible:,} fit and run on "
+        ("objective", f"{res.objective.value}; " + (
+            f"{res.evaluated // res.profiles:,} layouts x {res.profiles} framework physics "
+            f"profiles = {res.evaluated:,} evaluated, {res.feasible:,} (layout, profile) pairs "
+            "fit and run on " if res.profiles > 1 else
+            f"{res.evaluated:,} layouts evaluated, {res.feasible:,} fit and run on ")
                       + ("any framework" if len(res.frameworks) > 1 and set(res.frameworks)
                          == {f.value for f in Framework} else ", ".join(res.frameworks))),
     ]
@@ -193,6 +196,7 @@ def _plan_data(res, si, ranged) -> dict:
                     "precision": res.training.precision.value,
                     "optimizer": res.training.optimizer.value,
                     "assumptions": si.assumptions.model_dump()},
+        "layouts": res.evaluated // res.profiles, "profiles": res.profiles,
         "evaluated": res.evaluated, "feasible": res.feasible,
         "infeasible_by_reason": res.infeasible_by_reason,
         "candidates": [{**candidate_data(c), **ranged(c)} for c in res.top],

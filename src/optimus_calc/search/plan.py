@@ -66,6 +66,7 @@ class PlanResult:
     what_if: Candidate | None = None   # the best SmartNIC layout: OptimusNIC is no framework's
     framework_rejections: dict[str, int] = field(default_factory=dict)
     frameworks: tuple[str, ...] = ()   # the frameworks searched
+    profiles: int = 1  # physics profiles each layout was evaluated under (evaluated: pairs)
 
 
 def layout_of(cols: dict, i: int, hw: Hardware, smartnic: str | None) -> Layout:
@@ -101,9 +102,7 @@ class _Pool:
         self.cols.append(cols)
 
     def merged(self) -> dict:
-        if not self.cols:
-            return {}
-        return {k: np.concatenate([c[k] for c in self.cols]) for k in self.cols[0]}
+        return {k: np.concatenate([c[k] for c in self.cols]) for k in (self.cols or [{}])[0]}
 
 
 def _rank(step, gpu, objective: Objective) -> np.ndarray:
@@ -340,18 +339,18 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                  "the default global batch")
         raise FieldError(next(iter(pins or {"global_batch": 0})),
                          f"no layout of {model.name} divides {hw.gpus} GPUs with {batch}"
-                         f"{' and' + pinned if pinned else ''} (TP must divide "
-                         "the heads and the node's GPUs)")
+                         f"{' and' + pinned if pinned else ''} (TP must divide the heads and "
+                         "the node's GPUs)")
     from optimus_calc.search.per_framework import groups_note, search_per_framework
     res, picks, groups, results = search_per_framework(
         model, hw, base, asm, space, objective, top_k, distinct, frameworks, physics,
         (search, _rank, _shortlist, SearchResult))
-    notes: list[str] = groups_note(groups)
     names = tuple(f.value for f in frameworks)
     # the SmartNIC what-if runs on no framework: framework-neutral parameters
     what_if = (_candidate(res.what_if, 0, model, hw, base, asm) if res.what_if else None)
-    common = dict(smallest_gpu_bytes=res.smallest_gpu_bytes, notes=tuple(notes), what_if=what_if,
-                  framework_rejections=res.framework_rejections, frameworks=names)
+    common = dict(smallest_gpu_bytes=res.smallest_gpu_bytes, notes=tuple(groups_note(groups)),
+                  what_if=what_if, framework_rejections=res.framework_rejections,
+                  frameworks=names, profiles=len(groups))
     if res.feasible == 0:
         why = (f"no layout fits: the smallest needs {fmt_gb(res.smallest_gpu_bytes)} per GPU on "
                f"{fmt_gb(usable_gpu_bytes(hw, asm))} usable of {hw.gpu.name}"
