@@ -312,23 +312,18 @@ t_cf = sym("t_cf", "forward compute of one module in a forward (or recomputed) p
 t_cb = sym("t_cb", "backward compute of one module (its gradient GEMMs), s")
 t_rs = sym("t_rs", "reduce-scatter of one module's gradients that overlaps the backward, s "
            "(0 when the reduction runs after the backward)")
-x_l = sym("x_l", "link time of one module in a pass, s")
-w_c = sym("w_c", "compute of one module in that pass, s")
 
 
 def _pass_wait(x, w):
     """Wait of one pass over n_mod modules whose link time x each overlaps the compute w of
-    the module before it (prefetch d_p = 1), or not at all (d_p = 0)."""
+    the module before it (prefetch d_p = 1), or not at all (d_p = 0): the first module's link
+    time, then what each later module's link time takes beyond the previous module's compute
+    (DeepSpeed partitioned_param_coordinator.py L262-387, fetch_sub_module gathers the current
+    module and prefetches the next; FSDP2's backward prefetch of one block, torch/distributed/
+    fsdp/_fully_shard/_fsdp_param_group.py _backward_prefetch). Part of
+    offload.zero3_exposed_gather_time, which explain shows with its values."""
     return (1 - d_p) * n_mod * x + d_p * (x + (n_mod - 1) * sp.Max(0, x - w))
 
-
-zero3_pass_wait_time = equation(
-    "offload.zero3_pass_wait_time", _pass_wait(x_l, w_c), "s",
-    _DS + "partitioned_param_coordinator.py L262-387 (fetch_sub_module: gather the current "
-    "module, prefetch the next); FSDP2's backward prefetch of one block (torch/distributed/"
-    "fsdp/_fully_shard/_fsdp_param_group.py _backward_prefetch)",
-    "Gather wait of one pass: the first module's link time, then what each later module's "
-    "link time takes beyond the previous module's compute.")
 
 zero3_exposed_gather_time = equation(
     "offload.zero3_exposed_gather_time",

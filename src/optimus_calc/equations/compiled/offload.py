@@ -143,11 +143,6 @@ def offload__zero3_exposed_gather_time(alpha_g, c_pass, d_p, n_mod, t_cb, t_cf, 
     return alpha_g*c_pass*n_mod + d_p*(t_g + t_rs + (n_mod - 1)*numpy.maximum(0, -t_cb + t_g + t_rs)) + n_mod*(1 - d_p)*(t_g + t_rs) + (c_pass - 1)*(d_p*(t_g + (n_mod - 1)*numpy.maximum(0, -t_cf + t_g)) + n_mod*t_g*(1 - d_p))
 
 
-def offload__zero3_pass_wait_time(d_p, n_mod, w_c, x_l):
-    """offload.zero3_pass_wait_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/partitioned_param_coordinator.py L262-387 (fetch_sub_module: gather the current module, prefetch the next); FSDP2's backward prefetch of one block (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py _backward_prefetch)"""
-    return d_p*(x_l + (n_mod - 1)*numpy.maximum(0, -w_c + x_l)) + n_mod*x_l*(1 - d_p)
-
-
 def offload__zero3_prefetch_depth(B_pf, M_live, p_m):
     """offload.zero3_prefetch_depth [modules]: DeepSpeed v0.15.0 deepspeed/runtime/zero/partitioned_param_coordinator.py L354-359: prefetch only if stage3_prefetch_bucket_size > 0 and while the live parameters stay under stage3_max_live_parameters; the loop adds whole parameters until the bucket is full, so the next module is always started"""
     return numpy.where(numpy.logical_or(numpy.less_equal(B_pf, 0), numpy.less(M_live, 2*p_m)), 0, 1)
