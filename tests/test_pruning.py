@@ -4,7 +4,8 @@ pairwise stage maxima the same as numpy's reductions.
 
 10,000 random layouts drawn from the planner's own spaces (MoE, context parallelism, interleaved
 pipelines, every offload strategy with its switches), in one batch per space: the pruned and
-the full evaluation must agree exactly (same operations on the same numbers), layout by layout.
+the full evaluation must agree exactly (same operations on the same numbers), layout by layout,
+and the planner's compute-only lower bound on the step time must hold for every one of them.
 """
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import resolve_hardware
-from optimus_calc.evaluate.engine import evaluate
+from optimus_calc.evaluate.engine import compute_bound_s, evaluate, evaluate_window
 from optimus_calc.evaluate.evaluation import _pick
 from optimus_calc.evaluate.stages import stage_max
 from optimus_calc.evaluate.step import TERMS
@@ -75,6 +76,12 @@ def test_pruned_stages_equal_every_stage(cat, name, node, nodes, seq, card):
                                       _pick(full.stage_index, getattr(full, which)))
     for term in TERMS:
         np.testing.assert_array_equal(pruned.term(term), full.term(term), err_msg=term)
+    # the compute-only lower bound the planner skips second-pass layouts with
+    # (engine.compute_bound_s) never exceeds the step time, and is no trivial bound
+    _, bound = evaluate_window(batch, model, hw, tr, asm, compute_bound_s)
+    step = np.asarray(pruned.step_time_s)
+    assert (bound <= step).all() and (bound > 0).all()
+    assert np.median(bound / step) > 0.3
     # the layouts cover feasible and infeasible ones, with and without an offload step
     assert 0 < int((full.reasons == 0).sum()) < PER_SPACE
     assert (full.term("optimizer_exposed_s") > 0).any()

@@ -98,12 +98,13 @@ def _first(ctx: Ctx):
 
 
 def evaluate_window(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
-                    asm: Assumptions, window,
-                    all_stages: bool = False) -> tuple[Evaluation, np.ndarray | None]:
+                    asm: Assumptions, window, all_stages: bool = False,
+                    stages: StageTable | None = None) -> tuple[Evaluation, np.ndarray | None]:
     """The first pass's evaluation (memory, devices, feasibility; the stages that can bind)
-    and ``window(compute record)`` per stage, an offload strategy's overlap window (e.g. the
-    SmartNIC's), without the rest of the step: what NIC sizing reads. None without a step."""
-    ctx = make_ctx(batch, model, hw, tr, asm, all_stages, None)
+    and ``window(compute record)``, without the rest of the step: an offload strategy's overlap
+    window per stage (e.g. the SmartNIC's, what NIC sizing reads) or the planner's
+    :func:`compute_bound_s`. None without a step (a model-states-only count)."""
+    ctx = make_ctx(batch, model, hw, tr, asm, all_stages, stages)
     mem, _, common = _first(ctx)
     ev = Evaluation(has_step=False, **common)
     if mem.states_only:
@@ -282,6 +283,16 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devic
                 out[name] = np.where(mine, value, out[name])
     set_scope("")
     return out
+
+
+def compute_bound_s(comp: ComputeRecord) -> np.ndarray:
+    """A lower bound on step.time from the compute record alone: the most loaded stage's
+    T_b + T_bubble + T_f. step.time adds only non-negative terms to these three (the properties
+    tests check every term >= 0), and rounded addition is monotone in each operand, so the
+    bound, summed in step.time's own order, never exceeds the step time computed from the same
+    record. The planner evaluates the step of a layout only when this bound can still reach
+    its top K (search/passes.py; tests/test_pruning.py checks both claims)."""
+    return stage_max(comp.T_b + comp.bubble + comp.T_f)
 
 
 # ---- compose ---------------------------------------------------------------------------------

@@ -144,8 +144,9 @@ def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interle
                 global_batch=global_batch, precision=precision, model=model,
                 fp8_recipe=fp8_recipe)
     Framework = enums()[0]
+    wanted = None if frameworks is None else {str(getattr(f, "value", f)) for f in frameworks}
     keys = [Framework(p.key) if p.key in Framework._value2member_map_ else p.key
-            for p in plugins() if frameworks is None or p.key in set(map(str, frameworks))]
+            for p in plugins() if wanted is None or p.key in wanted]
     reason = {k: run_rules(_PLUGINS[str(getattr(k, "value", k))].rules, x) for k in keys}
     return FrameworkSupport(ok={k: r == 0 for k, r in reason.items()}, reason=reason)
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.frameworks import Framework
+from optimus_calc.search.passes import SearchResult, _rank, _shortlist, search
 from optimus_calc.search.space import Space
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Training
@@ -15,17 +16,17 @@ from optimus_calc.specs.training import Assumptions, Training
 
 def search_per_framework(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                          space: Space, objective, top_k: int, distinct: bool,
-                         frameworks: tuple[Framework, ...], physics: bool, planner):
+                         frameworks: tuple[Framework, ...], physics: bool):
     """:func:`search` once per group of frameworks with identical physics profiles (its rules
     as the filter, its profile applied: frameworks/physics.py), the tops merged: a layout two
     frameworks run with different physics is two rows. Returns (merged SearchResult, the top's
     (group index, row) pairs, the groups). Without ``physics`` one framework-neutral search
-    over all of ``frameworks`` (the planner's default, ``--framework any``)."""
+    over all of ``frameworks`` (``--framework any``). The SmartNIC what-if (no framework runs
+    OptimusNIC) is searched in the first group only: it is the one whose result is reported."""
     from optimus_calc.frameworks.physics import profile_groups
-    search, _rank, _shortlist, SearchResult = planner  # search/plan.py's (no import circle)
     groups = profile_groups(frameworks, base, asm) if physics else [(frameworks, base, asm)]
-    results = [search(model, hw, tr, a, space, objective, top_k, distinct, fs)
-               for fs, tr, a in groups]
+    results = [search(model, hw, tr, a, space, objective, top_k, distinct, fs, what_if=g == 0)
+               for g, (fs, tr, a) in enumerate(groups)]
     rows = [(g, i) for g, r in enumerate(results) for i in range(len(r.top.get("tp", ())))]
     picks: list = []
     if rows:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field, replace
-from enum import Enum
+from dataclasses import dataclass, field
 from typing import assert_never
 
 import numpy as np
@@ -16,22 +14,18 @@ from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory, memory
 from optimus_calc.evaluate.step import StepEstimate, estimate_step
 from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.batch import RECOMPUTE_CODES, Batch
-from optimus_calc.evaluate.engine import (Reason, evaluate, primary_reason, sorted_unique,
-                                          stage_table, usable_gpu_bytes)
-from optimus_calc.frameworks import Framework, framework_support, layout_support
+from optimus_calc.evaluate.engine import evaluate, usable_gpu_bytes
+from optimus_calc.frameworks import Framework, layout_support
 from optimus_calc.frameworks import Reason as FrameworkReason
 from optimus_calc.search.inputs import SearchInputs, offload_targets  # noqa: F401 (re-export)
-from optimus_calc.search.space import Space, enumerate_space
+from optimus_calc.search.passes import (CHUNK_ELEMENTS, NOT_RUNNABLE, Objective,  # noqa: F401
+                                        SearchResult, search)
+from optimus_calc.search.per_framework import groups_note, search_per_framework
+from optimus_calc.search.space import enumerate_space
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, ZeroStage
 from optimus_calc.units import fmt_gb
 
-
-class Objective(str, Enum):
-    """What the planner ranks by (ties broken by the other)."""
-
-    TIME = "time"      # step time, then GPU memory
-    MEMORY = "memory"  # GPU memory, then step time
 
 
 @dataclass(frozen=True)
@@ -84,186 +78,6 @@ def training_of(cols: dict, i: int, base: Training) -> Training:
                                    "recompute": RECOMPUTE_CODES[int(cols["recompute"][i])],
                                    "sequence_parallel": bool(cols["sp"][i])})
 
-
-# Cards per GPU tried when sizing SmartNICs to hide the step (a search bound, not physics).
-
-# Layouts x stages evaluated at once: bounds the planner's memory whatever the space's size
-# (about 30 float64 arrays of this many elements are alive at the peak).
-CHUNK_ELEMENTS = 1 << 18
-
-
-@dataclass
-class _Pool:
-    """The few layouts that can still make the top K, gathered chunk by chunk."""
-
-    cols: list = field(default_factory=list)
-
-    def add(self, cols: dict) -> None:
-        self.cols.append(cols)
-
-    def merged(self) -> dict:
-        return {k: np.concatenate([c[k] for c in self.cols]) for k in (self.cols or [{}])[0]}
-
-
-def _rank(step, gpu, objective: Objective) -> np.ndarray:
-    """Indices in rank order (np.lexsort sorts by its last key first)."""
-    match objective:
-        case Objective.TIME:
-            return np.lexsort((gpu, step))
-        case Objective.MEMORY:
-            return np.lexsort((step, gpu))
-        case _:
-            assert_never(objective)
-
-
-def _shortlist(order: np.ndarray, tp, pp, keep: int, distinct: bool) -> np.ndarray:
-    """The first ``keep`` of ``order`` and, with ``distinct``, the best of each (TP, PP)."""
-    if not distinct:
-        return order[:keep]
-    _, first = np.unique(tp[order] * 1_000_003 + pp[order], return_index=True)
-    return order[np.sort(first)][:keep]
-
-
-NOT_RUNNABLE = "no framework runs it (see framework_rejections)"
-
-
-@dataclass
-class _Tally:
-    """What `search` gathers over the chunks: counts by reason, framework rejections, the
-    feasible count, the smallest GPU footprint, the best no-offload step and the two pools."""
-
-    counts: np.ndarray
-    dropped: dict[str, int] = field(default_factory=dict)
-    n_dropped: int = 0
-    feasible: int = 0
-    smallest: float = np.inf
-    best_none: float = np.inf
-    pool: _Pool = field(default_factory=_Pool)
-    whatif: _Pool = field(default_factory=_Pool)
-
-
-def _support(views: dict, model: Model, base: Training):
-    """The framework rules over a chunk's views (frameworks.framework_support)."""
-    return framework_support(
-        views["tp"], views["pp"], views["dp"], views["cp"], views["ep"], views["zero"],
-        views["offload"], 0, views["v"], views["mb"], views["sp"], views["recompute"],
-        heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
-        global_batch=views["gb"], precision=base.precision.value, model=model,
-        fp8_recipe=base.fp8_recipe.value)
-
-
-def _first_pass(chunk, model: Model, hw: Hardware, base: Training, asm: Assumptions, table,
-                frameworks: tuple[Framework, ...], tally: _Tally):
-    """Pass 1, over the chunk's grid x switches: memory, feasibility, framework rules. Returns
-    the (fits, runs, offload code, GPU bytes) arrays of the chunk's shape."""
-    views = chunk.views()
-    ev = evaluate(Batch.from_columns(views), model, hw, base, asm, stages=table,
-                  with_step=False)
-    full = lambda x: np.broadcast_to(x, chunk.shape)  # noqa: E731
-    keep = chunk.keep
-    reasons = full(ev.reasons)
-    prim = primary_reason(reasons[keep])
-    tally.counts += np.bincount(prim[prim >= 0], minlength=len(Reason))
-    gpu = full(ev.gpu_bytes)
-    tally.smallest = min(tally.smallest, float(gpu[keep].min()) if keep.any() else np.inf)
-    fits = keep & (reasons == 0)
-    sup = _support(views, model, base)
-    runs = full(sup.any(frameworks))
-    off_all = full(views["offload"])
-    gone = fits & ~runs
-    n_gone = int(gone.sum())
-    tally.n_dropped += n_gone
-    if n_gone:
-        for f in frameworks:
-            codes, n = np.unique(full(sup.reason[f])[gone], return_counts=True)
-            for c, k in zip(codes.tolist(), n.tolist()):
-                text = FrameworkReason(int(c)).text
-                tally.dropped[text] = tally.dropped.get(text, 0) + k
-    return fits, runs, off_all, gpu
-
-
-def _second_pass(chunk, flat: np.ndarray, gpu, runs, off_all, model: Model, hw: Hardware,
-                 base: Training, asm: Assumptions, table, objective: Objective, top_k: int,
-                 distinct: bool, tally: _Tally) -> None:
-    """Pass 2: the step time of the layouts at ``flat`` (those that can be recommended or are
-    the what-if) only; the best of them join the pools."""
-    cols = chunk.columns_at(flat)
-    ev2 = evaluate(Batch.from_columns(cols), model, hw, base, asm, stages=table)
-    step_sel = np.asarray(ev2.step_time_s)
-    gpu_sel = gpu.reshape(-1)[flat]
-    runs_sel = runs.reshape(-1)[flat]
-    off_sel = off_all.reshape(-1)[flat]
-    none_code = strategies.code_of(Offload.NONE)
-    smart_code = strategies.code_of(Offload.SMARTNIC)
-    for mask, target in ((runs_sel, tally.pool), (off_sel == smart_code, tally.whatif)):
-        sel = np.flatnonzero(mask)
-        if sel.size == 0:
-            continue
-        step, g = step_sel[sel], gpu_sel[sel]
-        if target is tally.pool:
-            tally.feasible += sel.size
-            offs = off_sel[sel]
-            if (offs == none_code).any():
-                tally.best_none = min(tally.best_none, float(step[offs == none_code].min()))
-        order = _rank(step, g, objective)
-        keep_n = top_k if target is tally.pool else 1
-        pick = _shortlist(order, cols["tp"][sel], cols["pp"][sel], keep_n,
-                          distinct and target is tally.pool)
-        picked = {k: v[sel][pick] for k, v in cols.items()}
-        picked.update(step=step[pick], gpu=g[pick])
-        target.add(picked)
-
-
-def _result(tally: _Tally, objective: Objective, top_k: int, distinct: bool) -> SearchResult:
-    """The ranked top K and the best what-if of the pools, with the counts by reason."""
-    merged = tally.pool.merged()
-    if merged:
-        order = _rank(merged["step"], merged["gpu"], objective)
-        merged = {k: v[_shortlist(order, merged["tp"], merged["pp"], top_k, distinct)]
-                  for k, v in merged.items()}
-    best_whatif = tally.whatif.merged()
-    if best_whatif:
-        order = _rank(best_whatif["step"], best_whatif["gpu"], objective)[:1]
-        best_whatif = {k: v[order] for k, v in best_whatif.items()}
-    by_reason = {r.text: int(tally.counts[r]) for r in Reason if tally.counts[r]}
-    if tally.n_dropped:
-        by_reason[NOT_RUNNABLE] = tally.n_dropped
-    return SearchResult(merged, tally.feasible, by_reason, tally.smallest, tally.best_none,
-                        best_whatif, dict(sorted(tally.dropped.items(), key=lambda kv: -kv[1])))
-
-
-def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: Space,
-           objective: Objective, top_k: int, distinct: bool,
-           frameworks: tuple[Framework, ...] = tuple(Framework)):
-    """Evaluate ``space`` chunk by chunk with the one evaluator; keep the ranked top K of the
-    layouts that fit and that one of ``frameworks`` runs, the best SmartNIC layout apart (a
-    what-if: no framework runs OptimusNIC), the infeasible counts by reason and the figures
-    `_why` needs. Memory is bounded by the chunk."""
-    table = stage_table(model, sorted_unique(space.base[:, 1]), all_stages=False)
-    width = table.index.shape[1]
-    rows = max(1, CHUNK_ELEMENTS // (space.switch_count * width))
-    tally = _Tally(counts=np.zeros(len(Reason), dtype=np.int64))
-    smart_code = strategies.code_of(Offload.SMARTNIC)
-    for chunk in space.chunks(rows):
-        fits, runs, off_all, gpu = _first_pass(chunk, model, hw, base, asm, table, frameworks,
-                                               tally)
-        flat = np.flatnonzero(fits & (runs | (off_all == smart_code)))
-        if flat.size == 0:
-            continue
-        _second_pass(chunk, flat, gpu, runs, off_all, model, hw, base, asm, table, objective,
-                     top_k, distinct, tally)
-    return _result(tally, objective, top_k, distinct)
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    top: dict
-    feasible: int
-    infeasible_by_reason: dict[str, int]
-    smallest_gpu_bytes: float
-    best_no_offload_s: float
-    what_if: dict
-    framework_rejections: dict[str, int]
 
 
 def _candidate(cols: dict, i: int, model: Model, hw: Hardware, base: Training,
@@ -341,10 +155,8 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                          f"no layout of {model.name} divides {hw.gpus} GPUs with {batch}"
                          f"{' and' + pinned if pinned else ''} (TP must divide the heads and "
                          "the node's GPUs)")
-    from optimus_calc.search.per_framework import groups_note, search_per_framework
     res, picks, groups, results = search_per_framework(
-        model, hw, base, asm, space, objective, top_k, distinct, frameworks, physics,
-        (search, _rank, _shortlist, SearchResult))
+        model, hw, base, asm, space, objective, top_k, distinct, frameworks, physics)
     names = tuple(f.value for f in frameworks)
     # the SmartNIC what-if runs on no framework: framework-neutral parameters
     what_if = (_candidate(res.what_if, 0, model, hw, base, asm) if res.what_if else None)
@@ -352,11 +164,13 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                   what_if=what_if, framework_rejections=res.framework_rejections,
                   frameworks=names, profiles=len(groups))
     if res.feasible == 0:
-        why = (f"no layout fits: the smallest needs {fmt_gb(res.smallest_gpu_bytes)} per GPU on "
+        # the rules are checked before memory: the smallest is of the layouts a framework runs
+        why = (f"no layout fits: the smallest {names[0] if len(names) == 1 else 'a framework'} "
+               f"runs needs {fmt_gb(res.smallest_gpu_bytes)} per GPU on "
                f"{fmt_gb(usable_gpu_bytes(hw, asm))} usable of {hw.gpu.name}"
-               if not res.framework_rejections else
-               "no layout that fits runs on " + ", ".join(names) + ": no framework runs it "
-               "(see framework_rejections; SmartNIC layouts are a what-if)")
+               if np.isfinite(res.smallest_gpu_bytes) else
+               "no framework runs any layout searched (" + ", ".join(names) + "; see "
+               "framework_rejections; SmartNIC layouts are a what-if)")
         return PlanResult(model, hw, base, objective, len(space) * len(groups), 0,
                           res.infeasible_by_reason, (), None, why, **common)
     top = _top_candidates(picks, results, groups, model, hw)

@@ -1,0 +1,311 @@
+"""The planner's search over one physics profile, chunk by chunk, in three exact filters:
+
+0. the rules: a layout no framework of the profile runs can never be recommended under it, so
+   it is counted (by the framework's first failing rule) and dropped before anything is
+   evaluated; the chunk shrinks to the grid points and switch values that still hold a wanted
+   layout (one a framework runs, or, in the what-if search, a SmartNIC layout);
+1. memory and feasibility of what is left (the first pass);
+2. the step time of the layouts that fit (the second pass); the best join the pools.
+
+Each filter only removes layouts the next could not rank (tests/test_search.py checks the
+recommendation against a brute-force evaluation of every layout)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import assert_never
+
+import numpy as np
+
+from optimus_calc.evaluate import strategies
+from optimus_calc.evaluate.batch import Batch
+from optimus_calc.evaluate.context import Hardware
+from optimus_calc.evaluate.engine import (Reason, compute_bound_s, evaluate, evaluate_window,
+                                          primary_reason, sorted_unique, stage_table)
+from optimus_calc.frameworks import Framework, framework_support
+from optimus_calc.frameworks import Reason as FrameworkReason
+from optimus_calc.search.space import Chunk, Space
+from optimus_calc.specs.model import Model
+from optimus_calc.specs.training import Assumptions, Offload, Training
+
+
+class Objective(str, Enum):
+    """What the planner ranks by (ties broken by the other)."""
+
+    TIME = "time"      # step time, then GPU memory
+    MEMORY = "memory"  # GPU memory, then step time
+
+
+# Layouts x stages evaluated at once: bounds the planner's memory whatever the space's size
+# (about 30 float64 arrays of this many elements are alive at the peak).
+CHUNK_ELEMENTS = 1 << 18
+
+
+@dataclass
+class _Pool:
+    """The few layouts that can still make the top K, gathered chunk by chunk."""
+
+    cols: list = field(default_factory=list)
+
+    def add(self, cols: dict) -> None:
+        self.cols.append(cols)
+
+    def merged(self) -> dict:
+        return {k: np.concatenate([c[k] for c in self.cols]) for k in (self.cols or [{}])[0]}
+
+
+def _rank(step, gpu, objective: Objective) -> np.ndarray:
+    """Indices in rank order (np.lexsort sorts by its last key first)."""
+    match objective:
+        case Objective.TIME:
+            return np.lexsort((gpu, step))
+        case Objective.MEMORY:
+            return np.lexsort((step, gpu))
+        case _:
+            assert_never(objective)
+
+
+def _shortlist(order: np.ndarray, tp, pp, keep: int, distinct: bool) -> np.ndarray:
+    """The first ``keep`` of ``order`` and, with ``distinct``, the best of each (TP, PP)."""
+    if not distinct:
+        return order[:keep]
+    _, first = np.unique(tp[order] * 1_000_003 + pp[order], return_index=True)
+    return order[np.sort(first)][:keep]
+
+
+NOT_RUNNABLE = "no framework runs it (see framework_rejections)"
+
+
+@dataclass
+class _Tally:
+    """What `search` gathers over the chunks: counts by reason, framework rejections, the
+    feasible count, the smallest GPU footprint of a runnable layout, the best no-offload step
+    and the two pools."""
+
+    counts: np.ndarray
+    dropped: dict[str, int] = field(default_factory=dict)
+    n_dropped: int = 0
+    feasible: int = 0
+    smallest: float = np.inf
+    best_none: float = np.inf
+    pool: _Pool = field(default_factory=_Pool)
+    whatif: _Pool = field(default_factory=_Pool)
+
+
+def _runnable(chunk: Chunk, model: Model, base: Training, frameworks: tuple, what_if: bool,
+              tally: _Tally):
+    """Filter 0, the rules. Counts the chunk's layouts no framework of ``frameworks`` runs (by
+    each framework's first failing rule) and returns (sub-chunk, runnable, wanted): the grid
+    points and switch values holding a wanted layout, with the two masks over them. None when
+    nothing is wanted."""
+    views = chunk.views()
+    sup = framework_support(
+        views["tp"], views["pp"], views["dp"], views["cp"], views["ep"], views["zero"],
+        views["offload"], 0, views["v"], views["mb"], views["sp"], views["recompute"],
+        heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
+        global_batch=views["gb"], precision=base.precision.value, model=model,
+        fp8_recipe=base.fp8_recipe.value, frameworks=frameworks)
+    keep = chunk.keep
+    runs = keep & np.broadcast_to(sup.any(frameworks), chunk.shape)
+    gone = keep & ~runs
+    n_gone = int(gone.sum())
+    if n_gone:
+        tally.n_dropped += n_gone
+        for f in frameworks:  # rule codes are small integers; 0 (runs) is never counted
+            n = np.bincount(np.where(gone, sup.reason[f], 0).reshape(-1))
+            for c in np.flatnonzero(n[1:]) + 1:
+                text = FrameworkReason(int(c)).text
+                tally.dropped[text] = tally.dropped.get(text, 0) + int(n[c])
+    want = runs
+    if what_if:
+        smart = np.broadcast_to(views["offload"] == strategies.code_of(Offload.SMARTNIC),
+                                chunk.shape)
+        want = runs | (keep & smart)
+    if not want.any():
+        return None
+    rows = want.reshape(len(want), -1).any(axis=1)
+    over_rows = want.any(axis=0)  # the switch axes, small
+    idx = [np.flatnonzero(rows)] + [
+        np.flatnonzero(over_rows.any(axis=tuple(a for a in range(over_rows.ndim) if a != ax)))
+        for ax in range(over_rows.ndim)]
+    if all(len(i) == n for i, n in zip(idx, chunk.shape)):
+        return chunk, runs, want
+    sub = Chunk(chunk.base[idx[0]],
+                tuple(np.asarray(v)[i] for v, i in zip(chunk.switches, idx[1:])))
+    grid = np.ix_(*idx)
+    return sub, runs[grid], want[grid]
+
+
+def _first_pass(chunk: Chunk, runs, want, model: Model, hw: Hardware, base: Training,
+                asm: Assumptions, table, tally: _Tally):
+    """Filter 1, over the (sub-)chunk's grid x switches: memory and feasibility, counted over
+    the runnable layouts, and the compute-only lower bound on the step time (computed on the
+    axes compute depends on). Returns (fits: wanted and feasible, GPU bytes, bound or None),
+    arrays of the chunk's shape."""
+    ev, bound = evaluate_window(Batch.from_columns(chunk.views()), model, hw, base, asm,
+                                compute_bound_s, stages=table)
+    reasons = np.broadcast_to(ev.reasons, chunk.shape)
+    prim = primary_reason(reasons[runs])
+    tally.counts += np.bincount(prim[prim >= 0], minlength=len(Reason))
+    gpu = np.broadcast_to(ev.gpu_bytes, chunk.shape)
+    if runs.any():
+        tally.smallest = min(tally.smallest, float(gpu[runs].min()))
+    fits = want & (reasons == 0)
+    tally.feasible += int((fits & runs).sum())
+    return fits, gpu, None if bound is None else np.broadcast_to(bound, chunk.shape)
+
+
+def _second_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, model: Model, hw: Hardware,
+                 base: Training, asm: Assumptions, table, objective: Objective, top_k: int,
+                 distinct: bool, tally: _Tally) -> None:
+    """The step time of the layouts at ``flat`` (they fit and are wanted); the best of them
+    join the pools."""
+    cols = chunk.columns_at(flat)
+    ev2 = evaluate(Batch.from_columns(cols), model, hw, base, asm, stages=table)
+    step_sel = np.asarray(ev2.step_time_s)
+    gpu_sel = gpu.reshape(-1)[flat]
+    runs_sel = runs.reshape(-1)[flat]
+    off_sel = cols["offload"]
+    none_code = strategies.code_of(Offload.NONE)
+    smart_code = strategies.code_of(Offload.SMARTNIC)
+    for mask, target in ((runs_sel, tally.pool), (off_sel == smart_code, tally.whatif)):
+        sel = np.flatnonzero(mask)
+        if sel.size == 0:
+            continue
+        step, g = step_sel[sel], gpu_sel[sel]
+        if target is tally.pool:
+            offs = off_sel[sel]
+            if (offs == none_code).any():
+                tally.best_none = min(tally.best_none, float(step[offs == none_code].min()))
+        order = _rank(step, g, objective)
+        keep_n = top_k if target is tally.pool else 1
+        pick = _shortlist(order, cols["tp"][sel], cols["pp"][sel], keep_n,
+                          distinct and target is tally.pool)
+        picked = {k: v[sel][pick] for k, v in cols.items()}
+        picked.update(step=step[pick], gpu=g[pick])
+        target.add(picked)
+
+
+# Layouts whose step is evaluated first in each chunk, per target (the top K, the best without
+# offload, the what-if), the most promising by the bound: they set the thresholds the others
+# are pruned against. A search tactic, not physics: any value gives the same result.
+PROBE = 48
+# Relative slack on the bound: the pass-2 evaluation of a layout repeats the pass-1 operations
+# on the same numbers, but a vectorised transcendental may round differently with the layout;
+# a layout is pruned only when its bound exceeds the threshold by more than this.
+BOUND_SLACK = 1e-9
+
+
+def _kth(values: np.ndarray, k: int) -> float:
+    return float(np.partition(values, k - 1)[k - 1]) if len(values) >= k else np.inf
+
+
+def _pool_threshold(tally: _Tally, key: str, top_k: int, distinct: bool) -> float:
+    """The value of ``key`` ("step" or "gpu") a layout must not exceed to reach the top K so
+    far: the K-th smallest (with ``distinct``, of the per-(TP, PP) bests); inf below K."""
+    pool = tally.pool.merged()
+    if not pool:
+        return np.inf
+    v = pool[key]
+    if distinct:
+        group = pool["tp"] * 1_000_003 + pool["pp"]
+        order = np.lexsort((v, group))
+        _, first = np.unique(group[order], return_index=True)
+        v = v[order][first]
+    return _kth(v, top_k)
+
+
+def _still_needed(lb, gpu, runs, off, tally: _Tally, objective: Objective, top_k: int,
+                  distinct: bool) -> np.ndarray:
+    """Which layouts (flat arrays) could still change the result: enter the top K, beat the
+    best step without offload, or (a SmartNIC layout) the what-if. A layout is dropped only
+    when its exact key (GPU bytes) or the lower bound of its step exceeds the threshold."""
+    low = lb * (1 - BOUND_SLACK)
+    whatif = tally.whatif.merged()
+    smart = off == strategies.code_of(Offload.SMARTNIC)
+    if objective is Objective.MEMORY:
+        need = runs & (gpu <= _pool_threshold(tally, "gpu", top_k, distinct))
+        need |= smart & (gpu <= (whatif["gpu"].min() if whatif else np.inf))
+    else:
+        need = runs & (low <= _pool_threshold(tally, "step", top_k, distinct))
+        need |= smart & (low <= (whatif["step"].min() if whatif else np.inf))
+    none = runs & (off == strategies.code_of(Offload.NONE))
+    return need | (none & (low <= tally.best_none))
+
+
+def _step_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, bound, model: Model, hw: Hardware,
+               base: Training, asm: Assumptions, table, objective: Objective, top_k: int,
+               distinct: bool, tally: _Tally) -> None:
+    """Filter 2 with the bound: the step of the most promising layouts of each target first
+    (by the bound; by GPU bytes for the memory objective), then only of those that can still
+    change the result."""
+    args = (model, hw, base, asm, table, objective, top_k, distinct, tally)
+    if bound is None or flat.size <= 3 * PROBE:
+        _second_pass(chunk, flat, gpu, runs, *args)
+        return
+    lb, g = bound.reshape(-1)[flat], gpu.reshape(-1)[flat]
+    r = runs.reshape(-1)[flat]
+    off = np.broadcast_to(chunk.views()["offload"], chunk.shape).reshape(-1)[flat]
+    order = _rank(lb, g, objective)
+    probe = np.zeros(flat.size, dtype=bool)
+    for target in (r, r & (off == strategies.code_of(Offload.NONE)), ~r):
+        probe[order[target[order]][:PROBE]] = True
+    _second_pass(chunk, flat[probe], gpu, runs, *args)
+    rest = ~probe & _still_needed(lb, g, r, off, tally, objective, top_k, distinct)
+    if rest.any():
+        _second_pass(chunk, flat[rest], gpu, runs, *args)
+
+
+def _result(tally: _Tally, objective: Objective, top_k: int, distinct: bool) -> SearchResult:
+    """The ranked top K and the best what-if of the pools, with the counts by reason."""
+    merged = tally.pool.merged()
+    if merged:
+        order = _rank(merged["step"], merged["gpu"], objective)
+        merged = {k: v[_shortlist(order, merged["tp"], merged["pp"], top_k, distinct)]
+                  for k, v in merged.items()}
+    best_whatif = tally.whatif.merged()
+    if best_whatif:
+        order = _rank(best_whatif["step"], best_whatif["gpu"], objective)[:1]
+        best_whatif = {k: v[order] for k, v in best_whatif.items()}
+    by_reason = {r.text: int(tally.counts[r]) for r in Reason if tally.counts[r]}
+    if tally.n_dropped:
+        by_reason[NOT_RUNNABLE] = tally.n_dropped
+    return SearchResult(merged, tally.feasible, by_reason, tally.smallest, tally.best_none,
+                        best_whatif, dict(sorted(tally.dropped.items(), key=lambda kv: -kv[1])))
+
+
+def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: Space,
+           objective: Objective, top_k: int, distinct: bool,
+           frameworks: tuple[Framework, ...] = tuple(Framework), what_if: bool = True):
+    """Rank ``space`` under one physics profile (``base``, ``asm``) chunk by chunk: keep the
+    top K of the layouts that fit and that one of ``frameworks`` runs and, with ``what_if``,
+    the best SmartNIC layout apart (no framework runs OptimusNIC); count the rest by reason
+    (the rules first, then memory); the figures `_why` needs. Memory is bounded by the chunk."""
+    table = stage_table(model, sorted_unique(space.base[:, 1]), all_stages=False)
+    width = table.index.shape[1]
+    rows = max(1, CHUNK_ELEMENTS // (space.switch_count * width))
+    tally = _Tally(counts=np.zeros(len(Reason), dtype=np.int64))
+    frameworks = tuple(frameworks)
+    for chunk in space.chunks(rows):
+        left = _runnable(chunk, model, base, frameworks, what_if, tally)
+        if left is None:
+            continue
+        sub, runs, want = left
+        fits, gpu, bound = _first_pass(sub, runs, want, model, hw, base, asm, table, tally)
+        flat = np.flatnonzero(fits)
+        if flat.size:
+            _step_pass(sub, flat, gpu, runs, bound, model, hw, base, asm, table, objective,
+                       top_k, distinct, tally)
+    return _result(tally, objective, top_k, distinct)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    top: dict
+    feasible: int
+    infeasible_by_reason: dict[str, int]
+    smallest_gpu_bytes: float   # of the layouts a framework runs (inf: none runs)
+    best_no_offload_s: float
+    what_if: dict
+    framework_rejections: dict[str, int]

@@ -1,0 +1,90 @@
+"""The planner's exact filters (search/passes.py), checked against brute force: the rules
+before memory, and the compute-only lower bound that skips the step time of layouts that
+cannot reach the top K, the best step without offload or the SmartNIC what-if. With small
+chunks and a small probe (so every filter acts, over several chunks), the search must return
+the same top K (step and GPU bytes, in order), feasible count, best no-offload step and what-if
+as ranking every layout of the space evaluated whole."""
+
+import numpy as np
+import pytest
+
+from optimus_calc.evaluate import strategies
+from optimus_calc.evaluate.context import resolve_hardware
+from optimus_calc.search import passes
+from optimus_calc.search.passes import Objective, search
+from optimus_calc.search.plan import offload_targets
+from optimus_calc.search.space import enumerate_space
+from optimus_calc.specs.training import Assumptions, Offload, Training
+from tests_support import evaluate_space
+
+CASES = [("llama-3-8b", "dgx-h100", 2, 32768, 64, "bluefield-3"),   # CP, SmartNIC what-if
+         ("mixtral-8x7b", "dgx-h100", 2, 4096, 128, "alveo-v80"),   # MoE, expert parallelism
+         ("llama-2-13b", "dgx-a100", 2, 4096, 64, None),
+         ("qwen3-14b", "gh200-nvl2", 2, 4096, 32, None)]            # SuperOffload
+
+
+def _brute(ev, cols, objective, top_k, distinct):
+    ok = ev["feasible"] & ev["runs"]
+    step, gpu = ev["step_s"], ev["gpu_bytes"]
+    key = (gpu, step) if objective is Objective.TIME else (step, gpu)
+    idx = np.flatnonzero(ok)
+    order = idx[np.lexsort(tuple(k[idx] for k in key))]
+    if distinct:
+        _, first = np.unique(cols["tp"][order] * 1_000_003 + cols["pp"][order],
+                             return_index=True)
+        order = order[np.sort(first)]
+    top = order[:top_k]
+    off = cols["offload"]
+    none = ok & (off == strategies.code_of(Offload.NONE))
+    smart = np.flatnonzero(ev["feasible"] & (off == strategies.code_of(Offload.SMARTNIC)))
+    w = smart[np.lexsort(tuple(k[smart] for k in key))][:1]
+    return (int(ok.sum()), step[top], gpu[top], step[none].min() if none.any() else np.inf,
+            (step[w], gpu[w]))
+
+
+@pytest.mark.parametrize("objective", list(Objective))
+@pytest.mark.parametrize("distinct", [False, True])
+@pytest.mark.parametrize("name,node,nodes,seq,gb,card", CASES)
+def test_pruned_search_equals_brute_force(cat, monkeypatch, name, node, nodes, seq, gb, card,
+                                          objective, distinct):
+    monkeypatch.setattr(passes, "PROBE", 3)              # prune from the first few layouts on
+    monkeypatch.setattr(passes, "CHUNK_ELEMENTS", 1 << 13)  # and over several chunks
+    evaluated = []
+    second = passes._second_pass
+    monkeypatch.setattr(passes, "_second_pass",
+                        lambda chunk, flat, *a: (evaluated.append(flat.size),
+                                                 second(chunk, flat, *a)))
+    m = cat.get(name, "model")
+    hw = resolve_hardware(cat, node, nodes, smartnic=card)
+    base, asm = Training(seq_len=seq, global_batch=gb), Assumptions()
+    space = enumerate_space(m, hw.gpus, hw.gpus_per_node, gb, seq, offload_targets(hw))
+    res = search(m, hw, base, asm, space, objective, 5, distinct)
+    ev, cols = evaluate_space(space, m, hw, base, asm)
+    feasible, step, gpu, best_none, (w_step, w_gpu) = _brute(ev, cols, objective, 5, distinct)
+    assert res.feasible == feasible > 5
+    np.testing.assert_allclose(res.top["step"], step, rtol=1e-12)
+    np.testing.assert_allclose(res.top["gpu"], gpu, rtol=1e-12)
+    assert res.best_no_offload_s == pytest.approx(best_none, rel=1e-12)
+    if card:
+        assert len(w_step) == 1
+        np.testing.assert_allclose(res.what_if["step"], w_step, rtol=1e-12)
+        np.testing.assert_allclose(res.what_if["gpu"], w_gpu, rtol=1e-12)
+    # every layout that fits was a candidate; the bound left some unevaluated
+    smart = int((ev["feasible"] & (cols["offload"] == strategies.code_of(Offload.SMARTNIC))
+                 & ~ev["runs"]).sum())
+    assert sum(evaluated) < feasible + smart
+
+
+def test_rules_are_checked_before_memory(cat):
+    # 2 x DGX-A100, Llama-2-13B: every layout is counted once, by the first filter that drops
+    # it: the frameworks' rules, then memory; the feasible ones are the rest
+    m = cat.get("llama-2-13b", "model")
+    hw = resolve_hardware(cat, "dgx-a100", 2)
+    base, asm = Training(seq_len=4096, global_batch=64), Assumptions()
+    space = enumerate_space(m, hw.gpus, hw.gpus_per_node, 64, 4096, offload_targets(hw))
+    res = search(m, hw, base, asm, space, Objective.TIME, 5, False)
+    ev, _ = evaluate_space(space, m, hw, base, asm)
+    assert res.infeasible_by_reason[passes.NOT_RUNNABLE] == int((~ev["runs"]).sum())
+    assert sum(res.infeasible_by_reason.values()) + res.feasible == len(space)
+    assert res.smallest_gpu_bytes == pytest.approx(ev["gpu_bytes"][ev["runs"]].min(),
+                                                   rel=1e-12)
