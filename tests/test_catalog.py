@@ -1,5 +1,6 @@
 """Catalog integrity over every data file, and invariants over every entry."""
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -129,3 +130,33 @@ def test_bad_user_catalog_files(tmp_path, text, match):
 def test_missing_catalog_dir(tmp_path):
     with pytest.raises(CatalogError, match="does not exist"):
         catalog_mod.load((str(tmp_path / "nope"),))
+
+
+def test_parse_snapshot_is_fresh():
+    # the built-in catalog's JSON snapshot holds every TOML file's exact text and its parse
+    from optimus_calc.catalog_snapshot import snapshot
+    root = catalog_mod.builtin_dir()
+    on_disk = (root / catalog_mod.SNAPSHOT).read_text(encoding="utf-8")
+    assert on_disk == snapshot(), "run python -m optimus_calc.catalog_snapshot"
+    files = json.loads(on_disk)["files"]
+    assert sorted(files) == sorted(p.relative_to(root).as_posix() for p in FILES)
+    for rel, entry in files.items():
+        assert entry["data"] == tomllib.loads((root / rel).read_text())
+
+
+def test_an_edited_builtin_file_is_parsed_not_taken_from_the_snapshot(tmp_path):
+    import shutil
+    root = tmp_path / "catalog"
+    shutil.copytree(catalog_mod.builtin_dir(), root)
+    gpu = root / "gpus" / "nvidia.toml"
+    text = gpu.read_text()
+    assert 'memory_GB = 80' in text
+    gpu.write_text(text.replace('memory_GB = 80', 'memory_GB = 81', 1))
+    cat = catalog_mod.Catalog()
+    catalog_mod._load_dir(root, cat, builtin=True)
+    mem = sorted(e.memory_bytes for e in cat.entries["gpu"].values())
+    assert 81e9 in mem
+    # and a malformed edit is still an error naming the file, not a stale snapshot entry
+    gpu.write_text(text + "\n[[gpu]\n")
+    with pytest.raises(CatalogError, match="nvidia.toml"):
+        catalog_mod._load_dir(root, catalog_mod.Catalog(), builtin=True)

@@ -19,7 +19,7 @@ from typing import Iterable
 from pydantic import ValidationError
 
 from optimus_calc.errors import CatalogError, InputError, UnknownNameError
-from optimus_calc.loaders import load_toml, os_message, user_path
+from optimus_calc.loaders import load_toml, os_message, read_snapshot, user_path
 from optimus_calc.specs.base import CatalogEntry
 from optimus_calc.specs.hardware import CPU, GPU, NIC, Link, Node, NVMe, SmartNIC
 from optimus_calc.specs.model import Model
@@ -115,10 +115,11 @@ def _format_validation(err: ValidationError) -> str:
     return f"field {loc!r}: {msg}{more}"
 
 
-def _read_file(path: Path) -> dict:
-    """Through the one guarded reader (loaders.py): regular files of bounded size only."""
+def _read_file(path: Path, snapshot: dict | None = None) -> dict:
+    """Through the one guarded reader (loaders.py): regular files of bounded size only;
+    ``snapshot``: the built-in file's earlier parse, used while its text is unchanged."""
     try:
-        return load_toml(path, "catalog file")
+        return load_toml(path, "catalog file", snapshot)
     except CatalogError:
         raise
     except InputError as exc:
@@ -151,9 +152,15 @@ def _toml_files(directory: Path) -> list[Path]:
                            f"{os_message(exc)}") from None
 
 
+# The built-in catalog parsed (catalog_snapshot.py writes it; tests/test_catalog.py checks it
+# is fresh): a file whose text still equals the snapshot's is not parsed again.
+SNAPSHOT = "parsed.json"
+
+
 def _load_dir(directory: Path, cat: Catalog, builtin: bool) -> None:
+    snap = read_snapshot(directory / SNAPSHOT) if builtin else {}
     for path in _toml_files(directory):
-        data = _read_file(path)
+        data = _read_file(path, snap.get(path.relative_to(directory).as_posix()))
         cat.sources.append(path)
         for kind, items in data.items():
             if kind not in KINDS:
