@@ -56,7 +56,7 @@ FLOORS = (
     ("specs",),                                # pydantic records of what the user gives
     ("equations",),                            # sympy, registered; compiled.py generated
     ("regimes", "regime_residuals"),           # error ranges from validate's residuals (data)
-    ("loaders", "catalog", "hf_import", "profile"),  # the only file readers, names -> specs
+    ("loaders", "catalog", "catalog_snapshot", "hf_import", "profile"),  # file readers -> specs
     ("evaluate",),                             # the one evaluator and its batches of one
     ("frameworks", "export"),                  # which framework runs a layout; its config
     ("search",),                               # the planner over evaluate/
