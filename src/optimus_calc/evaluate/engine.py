@@ -99,18 +99,24 @@ def _first(ctx: Ctx):
 
 def evaluate_window(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
                     asm: Assumptions, window, all_stages: bool = False,
-                    stages: StageTable | None = None) -> tuple[Evaluation, np.ndarray | None]:
+                    stages: StageTable | None = None,
+                    lazy: bool = False) -> tuple[Evaluation, np.ndarray | None]:
     """The first pass's evaluation (memory, devices, feasibility; the stages that can bind)
     and ``window(compute record)``, without the rest of the step: an offload strategy's overlap
     window per stage (e.g. the SmartNIC's, what NIC sizing reads) or the planner's
-    :func:`compute_bound_s`. None without a step (a model-states-only count)."""
+    :func:`compute_bound_s`. None without a step (a model-states-only count). With ``lazy``
+    the second value is a function that computes it when called (the planner asks only when
+    there are enough layouts to prune)."""
     ctx = make_ctx(batch, model, hw, tr, asm, all_stages, stages)
     mem, _, common = _first(ctx)
     ev = Evaluation(has_step=False, **common)
     if mem.states_only:
         return ev, None
-    set_stage("compute")
-    return ev, window(compute_stage(ctx, mem))
+
+    def computed():
+        set_stage("compute")
+        return window(compute_stage(ctx, mem))
+    return ev, (computed if lazy else computed())
 
 
 def _evaluate(ctx: Ctx, with_step: bool) -> Evaluation:

@@ -128,7 +128,8 @@ class Phases:
 
 def _positive(name: str, value) -> np.ndarray:
     arr = np.asarray(value, dtype=float)
-    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+    # min > 0 is False for NaN; max < inf refuses +inf (array methods: no wrapper per call)
+    if arr.size and not (arr.min() > 0 and arr.max() < np.inf):
         raise InputError(f"{name} must be a positive finite number (got {value!r})")
     return arr
 

@@ -7,6 +7,8 @@ micro-batches (1F1B: min(p - i, m) falls with i) and takes the same time, so it 
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,8 +57,16 @@ def stage_max(x) -> np.ndarray:
 
 
 def stage_table(model: Model | BareModel, pps, all_stages: bool) -> StageTable:
+    """The stages evaluated for each pipeline degree of ``pps`` (cached per model, degrees and
+    ``all_stages``: a report asks for the same table on every call; its arrays are read-only)."""
+    return _stage_table(model, tuple(sorted({int(x) for x in np.asarray(pps).reshape(-1)})),
+                        bool(all_stages))
+
+
+@functools.lru_cache(maxsize=64)
+def _stage_table(model: Model | BareModel, pp_values: tuple[int, ...],
+                 all_stages: bool) -> StageTable:
     rows = []
-    pp_values = sorted({int(x) for x in sorted_unique(pps)})
     for p in pp_values:
         shapes = stage_shapes(model, p)
         if not all_stages:
@@ -79,4 +89,7 @@ def stage_table(model: Model | BareModel, pps, all_stages: bool) -> StageTable:
             cols["moe_layers"][j, k_i] = sh.moe_layers
             cols["A"][j, k_i], cols["X"][j, k_i], cols["R"][j, k_i] = sh.A, sh.X, sh.R
             cols["first"][j, k_i], cols["last"][j, k_i] = sh.first, sh.last
-    return StageTable(np.array(pp_values), **cols)
+    table = StageTable(np.array(pp_values), **cols)
+    for a in (table.pps, *cols.values()):
+        a.flags.writeable = False
+    return table

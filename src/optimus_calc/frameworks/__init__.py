@@ -14,7 +14,8 @@ from optimus_calc.frameworks.base import (OFF_CPU, OFF_NONE, OFF_NVME, OFF_SMART
                                           OFF_SUPERCHIP, EnvVar, Exporter, FrameworkPlugin,
                                           Layouts, PhysicsProfile, Rule)
 from optimus_calc.frameworks.registry import (FrameworkSupport, framework_support,
-                                              layout_support, plugin, plugins, register,
+                                              layout_support, layouts_support, plugin, plugins,
+                                              register,
                                               rejected_counts)
 
 register(deepspeed.PLUGIN)
@@ -52,5 +53,5 @@ def exporter(name: str) -> Exporter:
 __all__ = ["COMMITS", "EnvVar", "Export", "Exporter", "Framework", "FrameworkPlugin",
            "FrameworkSupport", "Layouts", "OFF_CPU", "OFF_NONE", "OFF_NVME", "OFF_SMARTNIC",
            "OFF_SUPERCHIP", "PhysicsProfile", "Reason", "Rule", "export_choices", "exporter",
-           "exports_for", "framework_support", "layout_support", "plugin", "plugins", "register",
+           "exports_for", "framework_support", "layout_support", "layouts_support", "plugin", "plugins", "register",
            "rejected_counts"]

@@ -178,3 +178,25 @@ def layout_support(layout, training, model) -> dict:
         global_batch=training.global_batch, precision=training.precision.value, model=model,
         fp8_recipe=training.fp8_recipe.value)
     return {f: Reason(int(r.reshape(-1)[0])) for f, r in s.reason.items()}
+
+
+def layouts_support(layouts, trainings, model) -> list[dict]:
+    """:func:`layout_support` of several layouts in one pass of the rules (the planner's top K);
+    the trainings must share precision and FP8 recipe (each layout alone otherwise)."""
+    from optimus_calc.specs.training import offload_code
+    if len({(t.precision, t.fp8_recipe) for t in trainings}) > 1:
+        return [layout_support(lay, t, model) for lay, t in zip(layouts, trainings)]
+    Reason = enums()[1]
+    col = lambda f: np.array([f(lay, t) for lay, t in zip(layouts, trainings)])  # noqa: E731
+    s = framework_support(
+        col(lambda lay, t: lay.tp), col(lambda lay, t: lay.pp), col(lambda lay, t: lay.dp),
+        col(lambda lay, t: lay.cp), col(lambda lay, t: lay.ep),
+        col(lambda lay, t: int(lay.zero)), col(lambda lay, t: offload_code(lay.offload)),
+        col(lambda lay, t: lay.offload_params), col(lambda lay, t: lay.interleave),
+        col(lambda lay, t: t.micro_batch), col(lambda lay, t: t.sequence_parallel),
+        col(lambda lay, t: t.recompute.code), heads=model.heads, n_kv=model.n_kv,
+        experts=model.experts, layers=model.layers,
+        global_batch=col(lambda lay, t: t.global_batch), precision=trainings[0].precision.value,
+        model=model, fp8_recipe=trainings[0].fp8_recipe.value)
+    return [{f: Reason(int(np.broadcast_to(r, (len(layouts),))[i])) for f, r in s.reason.items()}
+            for i in range(len(layouts))]

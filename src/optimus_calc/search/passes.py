@@ -142,9 +142,9 @@ def _first_pass(chunk: Chunk, runs, want, model: Model, hw: Hardware, base: Trai
     """Filter 1, over the (sub-)chunk's grid x switches: memory and feasibility, counted over
     the runnable layouts, and the compute-only lower bound on the step time (computed on the
     axes compute depends on). Returns (fits: wanted and feasible, GPU bytes, bound or None),
-    arrays of the chunk's shape."""
+    arrays of the chunk's shape; the bound is a function computing it on demand, or None."""
     ev, bound = evaluate_window(Batch.from_columns(chunk.views()), model, hw, base, asm,
-                                compute_bound_s, stages=table)
+                                compute_bound_s, stages=table, lazy=True)
     reasons = np.broadcast_to(ev.reasons, chunk.shape)
     prim = primary_reason(reasons[runs])
     tally.counts += np.bincount(prim[prim >= 0], minlength=len(Reason))
@@ -153,7 +153,8 @@ def _first_pass(chunk: Chunk, runs, want, model: Model, hw: Hardware, base: Trai
         tally.smallest = min(tally.smallest, float(gpu[runs].min()))
     fits = want & (reasons == 0)
     tally.feasible += int((fits & runs).sum())
-    return fits, gpu, None if bound is None else np.broadcast_to(bound, chunk.shape)
+    return fits, gpu, None if bound is None else (
+        lambda: np.broadcast_to(bound(), chunk.shape))
 
 
 def _second_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, model: Model, hw: Hardware,
@@ -244,7 +245,7 @@ def _step_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, bound, model: Model, h
     if bound is None or flat.size <= 3 * PROBE:
         _second_pass(chunk, flat, gpu, runs, *args)
         return
-    lb, g = bound.reshape(-1)[flat], gpu.reshape(-1)[flat]
+    lb, g = bound().reshape(-1)[flat], gpu.reshape(-1)[flat]
     r = runs.reshape(-1)[flat]
     off = np.broadcast_to(chunk.views()["offload"], chunk.shape).reshape(-1)[flat]
     order = _rank(lb, g, objective)

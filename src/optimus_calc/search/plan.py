@@ -15,7 +15,7 @@ from optimus_calc.evaluate.step import StepEstimate, estimate_step
 from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.batch import RECOMPUTE_CODES, Batch
 from optimus_calc.evaluate.engine import evaluate, usable_gpu_bytes
-from optimus_calc.frameworks import Framework, layout_support
+from optimus_calc.frameworks import Framework, layout_support, layouts_support
 from optimus_calc.frameworks import Reason as FrameworkReason
 from optimus_calc.search.inputs import SearchInputs, offload_targets  # noqa: F401 (re-export)
 from optimus_calc.search.passes import (CHUNK_ELEMENTS, NOT_RUNNABLE, Objective,  # noqa: F401
@@ -104,6 +104,7 @@ def _candidates(cols: dict, model: Model, hw: Hardware, base: Training, asm: Ass
     lays = [layout_of(cols, r, hw, nic) for r in rows]
     trs = [training_of(cols, r, base) for r in rows]
     out: list = [None] * n
+    support = layouts_support(lays, trs, model)
     for pp in sorted({lay.pp for lay in lays}):
         idx = [i for i in range(n) if lays[i].pp == pp]
         ev = evaluate(Batch.of_many([lays[i] for i in idx], [trs[i] for i in idx]), model, hw,
@@ -111,7 +112,7 @@ def _candidates(cols: dict, model: Model, hw: Hardware, base: Training, asm: Ass
         for j, i in enumerate(idx):
             mem = memory_from(ev.row(j, len(idx)), model, hw, lays[i], trs[i], asm)
             st = estimate_step(model, hw, lays[i], trs[i], asm, mem)
-            runs = tuple(f.value for f, r in layout_support(lays[i], trs[i], model).items()
+            runs = tuple(f.value for f, r in support[i].items()
                          if r is FrameworkReason.OK and (group is None or f in group))
             out[i] = Candidate(lays[i], trs[i], mem.worst.total_bytes, st.step_time_s, st.mfu,
                                st.tokens_per_s, mem, st, runs,
