@@ -52,7 +52,7 @@ def test_report_never_imports_cli_and_only_cli_imports_click():
 # count too. Same-floor imports are free (equations import their registry; search/plan imports
 # search/space).
 FLOORS = (
-    ("errors", "units"),                       # no optimus_calc import but errors
+    ("errors", "units", "record"),             # no optimus_calc import but errors
     ("specs",),                                # pydantic records of what the user gives
     ("equations",),                            # sympy, registered; compiled.py generated
     ("regimes", "regime_residuals"),           # error ranges from validate's residuals (data)

@@ -10,7 +10,7 @@ cached; every error names the file (and line, or entry and field).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -23,6 +23,7 @@ from optimus_calc.loaders import load_toml, os_message, read_snapshot, user_path
 from optimus_calc.specs.base import CatalogEntry
 from optimus_calc.specs.hardware import CPU, GPU, NIC, Link, Node, NVMe, SmartNIC
 from optimus_calc.specs.model import Model
+from optimus_calc.record import record
 
 ENV_VAR = "OPTIMUS_CALC_CATALOG"
 
@@ -53,7 +54,7 @@ def normalize(name: str) -> str:
     return str(name).strip().lower().replace("_", "-").replace(" ", "-")
 
 
-@dataclass
+@record(frozen=False)
 class Catalog:
     entries: dict[str, dict[str, CatalogEntry]] = field(default_factory=dict)
     aliases: dict[str, tuple[str, str]] = field(default_factory=dict)  # alias -> (kind, name)

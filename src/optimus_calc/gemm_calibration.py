@@ -11,7 +11,6 @@ c / (flops_per_gpu / published - a).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from optimus_calc.evaluate.step import estimate_step, layer_flops, recompute_flo
 from optimus_calc.specs.hardware import GPU
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Recompute, Training, ZeroStage
+from optimus_calc.record import record
 
 # Narayanan et al. SC'21 Table 1 (calibration.md section 4) with the micro-batch size and the
 # layers per virtual pipeline stage of Megatron-LM examples/academic_paper_scripts/sc21/
@@ -75,7 +75,7 @@ def _megatron_profile(tr: Training, asm: Assumptions) -> tuple[Training, Assumpt
     return tr2, asm2
 
 
-@dataclass
+@record(frozen=False)
 class AffineCase:
     """One published case reduced to the step model's affine form step = a + c / eta."""
     label: str

@@ -12,9 +12,10 @@ parsed TOML and applies it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from optimus_calc.errors import InputError
+from optimus_calc.record import record
 
 # The GPU fields a profile may set: the efficiency curve of equations/efficiency.py.
 GPU_FIELDS = ("gemm_eta_max", "gemm_half_GFLOP", "attention_eta", "flash_attention_eta")
@@ -22,7 +23,7 @@ GPU_FIELDS = ("gemm_eta_max", "gemm_half_GFLOP", "attention_eta", "flash_attenti
 LINK_FIELDS = ("efficiency",)
 
 
-@dataclass(frozen=True)
+@record
 class Profile:
     path: str
     source: str                                   # "fitted on RUNS, date, n runs"

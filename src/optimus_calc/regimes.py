@@ -14,8 +14,8 @@ energy, cost, memory) and P (1 + min eps) .. P (1 + max eps) when it is a rate (
 """
 
 from __future__ import annotations
+from optimus_calc.record import record
 
-from dataclasses import dataclass
 
 # figures that scale with the step time, and rates that scale with its inverse
 TIME_FIGURES = ("step_time_s", "train_days", "gpu_hours", "energy_MWh", "cost_usd")
@@ -25,7 +25,7 @@ MEMORY_FIGURES = ("gpu_memory_bytes",)
 TIME_KINDS = ("throughput", "step_time")
 
 
-@dataclass(frozen=True)
+@record
 class Regime:
     gpu_family: str    # a100, h100, v100, b200 ... (gpu_family)
     framework: str     # frameworks.Framework value
@@ -50,7 +50,7 @@ def regime_of(gpu_name: str, framework: str, offload: str, model) -> Regime:
     return Regime(gpu_family(gpu_name), framework, str(offload), model_class(model))
 
 
-@dataclass(frozen=True)
+@record
 class ErrorRange:
     status: str              # "public", "profile" or "unvalidated"
     eps_low: float | None    # step-time-sense residuals (module docstring)

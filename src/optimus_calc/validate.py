@@ -3,7 +3,6 @@ prediction and error, so users see how far to trust the model. Pure: returns row
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from optimus_calc.catalog import Catalog
 from optimus_calc.equations import compiled as eq
@@ -15,9 +14,10 @@ from optimus_calc.regimes import Regime
 from optimus_calc.specs.model import BareModel
 from optimus_calc.specs.training import (Assumptions, Offload, Optimizer, Precision, Recompute,
                                          Training, ZeroStage)
+from optimus_calc.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Case:
     section: str
     case: str

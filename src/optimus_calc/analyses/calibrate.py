@@ -16,19 +16,19 @@ fitted (n runs fit at most n - 1, so that every leave-one-out subset still deter
 run fits one). A fixed cost passes (b) only when the runs differ in work per step relative to
 its count (a per-step cost: tokens per step; a per-layer cost: layers x micro-batches against
 tokens), else it is collinear with the efficiencies. The others stay at their defaults, and the
-report says why.
-"""
+report says why."""
 
 from __future__ import annotations
 
 import csv
 import io
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from optimus_calc.errors import InputError
+from optimus_calc.record import record
 
 MEASURES = {"measured_step_time_s": "step_time_s", "measured_tokens_per_s": "tokens_per_s",
             "measured_gpu_memory_bytes": "gpu_memory_bytes"}
@@ -40,7 +40,7 @@ FIXED_PREFERENCE = 0.5      # a fixed cost goes before an efficiency if it leave
 TIE_RESIDUAL = 1e-6         # squared log residual per run (0.1% rms) within which fits tie
 
 
-@dataclass(frozen=True)
+@record
 class Param:
     name: str
     where: str        # "gpu" (catalog GPU field), "link" (the node's intra_link), "nic" (the
@@ -82,7 +82,7 @@ CANDIDATES = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Run:
     row: int            # line of the runs file (header = 1)
     inputs: object      # inputs.Inputs
@@ -295,7 +295,7 @@ def fit(runs: list[Run], start: dict[str, float], names: list[str],
     return values_at(x)
 
 
-@dataclass(frozen=True)
+@record
 class Calibration:
     runs: list[Run]
     defaults: dict[str, float]

@@ -6,7 +6,7 @@ Pure: evaluates with the one evaluator (a batch of one per strategy) and decides
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from optimus_calc.catalog import Catalog
 from optimus_calc.evaluate.context import check_layout, resolve_hardware
@@ -16,9 +16,10 @@ from optimus_calc.evaluate.step import StepEstimate, step_of
 from optimus_calc.specs.hardware import Node
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Offload
+from optimus_calc.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Strategy:
     label: str
     offload: Offload
@@ -26,7 +27,7 @@ class Strategy:
     what_if: bool = False   # hardware the node does not have (a SmartNIC it lacks)
 
 
-@dataclass(frozen=True)
+@record
 class StrategyResult:
     strategy: Strategy
     inputs: Inputs
@@ -35,7 +36,7 @@ class StrategyResult:
     frameworks: tuple[str, ...] = ()   # the frameworks that run this layout (frameworks.py)
 
 
-@dataclass(frozen=True)
+@record
 class Comparison:
     inputs: Inputs                      # the first strategy's (no offload): the shared layout
     results: tuple[StrategyResult, ...]

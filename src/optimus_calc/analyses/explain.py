@@ -9,7 +9,6 @@ the cluster (an all-reduce of one GPU's gradients over every GPU) close the list
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,12 +16,13 @@ import numpy as np
 from optimus_calc.equations.recording import STAGES, Recorder, recording, set_stage
 from optimus_calc.errors import InputError
 from optimus_calc.evaluate.evaluation import Evaluation, binding_kind, stage_value
+from optimus_calc.record import record
 
 if TYPE_CHECKING:
     from optimus_calc.evaluate.inputs import Inputs
 
 
-@dataclass(frozen=True)
+@record
 class Evaluated:
     """One equation as evaluated: values at ``pipeline_stage`` (None: not per stage)."""
 

@@ -7,7 +7,6 @@ exactly over integers (doubling, then bisection).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Callable, assert_never
 
@@ -17,6 +16,7 @@ from optimus_calc.evaluate.context import Hardware, check_layout, fill_layout
 from optimus_calc.evaluate.memory import estimate_memory, offload_flags
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Layout, Training
+from optimus_calc.record import record
 
 if TYPE_CHECKING:
     from optimus_calc.evaluate.inputs import Inputs
@@ -30,7 +30,7 @@ class Solve(str, Enum):
     MICRO_BATCH = "micro-batch"  # the largest micro-batch
 
 
-@dataclass(frozen=True)
+@record
 class FitResult:
     solve: str
     value: float | None          # max_layers / min_nodes / max_micro_batch / max_params
@@ -202,7 +202,7 @@ def solve(what: Solve | str, inp: Inputs) -> FitResult:
 
 # ---- why the answer is what it is, and what would change it ------------------------------------
 
-@dataclass(frozen=True)
+@record
 class FitExplanation:
     binding: str                    # the constraint that binds, in words
     binding_part: str               # weights, gradients, optimizer state, activations, ...

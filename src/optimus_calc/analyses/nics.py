@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,11 +24,12 @@ from optimus_calc.evaluate.engine import evaluate_window
 from optimus_calc.evaluate.strategies.smartnic import SMARTNIC
 from optimus_calc.evaluate.optimusnic import card_update_time, pipeline
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, offload_code
+from optimus_calc.record import record
 
 MAX_CARDS_PER_GPU = 16  # card counts tried per GPU
 
 
-@dataclass(frozen=True)
+@record
 class NicSizing:
     smartnic: str
     memory_bytes: float

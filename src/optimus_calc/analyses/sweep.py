@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Callable
 
 from optimus_calc.catalog import Catalog
@@ -13,9 +13,10 @@ from optimus_calc.analyses.nics import NicSizing, size_nics
 from optimus_calc.search.plan import PlanResult, plan_search
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Offload
+from optimus_calc.record import record
 
 
-@dataclass(frozen=True)
+@record
 class SweepPoint:
     nodes: int
     result: PlanResult             # top 1; recommended is None when nothing fits
@@ -23,7 +24,7 @@ class SweepPoint:
     assumptions: Assumptions
 
 
-@dataclass(frozen=True)
+@record
 class SweepSpec:
     """What `sweep` varies, outermost first, around ``template``: its training fields,
     assumptions and search limits are every point's (its model and hardware are replaced).

@@ -6,12 +6,12 @@ equations of :mod:`optimus_calc.equations.train` through their compiled forms.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from optimus_calc.equations.recording import eq as C
+from optimus_calc.record import record
 
 
-@dataclass(frozen=True)
+@record
 class TrainTime:
     tokens: float            # the budget
     steps: float             # fractional steps to consume it

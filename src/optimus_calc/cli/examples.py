@@ -12,6 +12,7 @@ one differs from what its command prints now (tests/test_docs.py).
 """
 
 from __future__ import annotations
+from optimus_calc.record import record
 
 import contextlib
 import io
@@ -19,7 +20,6 @@ import os
 import re
 import shlex
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 MARK = re.compile(r"^<!-- example(?::\s*(?P<opts>.*?))?\s*-->\s*$")
@@ -28,7 +28,7 @@ WIDTH = "120"
 ELLIPSIS = "..."
 
 
-@dataclass(frozen=True)
+@record
 class Example:
     start: int          # index of the opening fence line
     end: int            # index of the closing fence line

@@ -13,17 +13,18 @@ import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 
 from optimus_calc.equations import compiled as _compiled
+from optimus_calc.record import record
 
 STAGES = ("memory", "offload devices", "compute", "communication", "optimizer",
           "composition", "training", "collectives")
 """The evaluator's stages in the order `explain --all` prints them."""
 
 
-@dataclass(frozen=True)
+@record
 class Call:
     """One evaluation of equation ``name``: its keyword inputs and result (arrays as given)."""
 
@@ -34,7 +35,7 @@ class Call:
     result: object
 
 
-@dataclass
+@record(frozen=False)
 class Recorder:
     calls: list[Call] = field(default_factory=list)
     stage: str = ""

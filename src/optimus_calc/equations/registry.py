@@ -2,13 +2,13 @@
 sibling module, through :func:`equation`."""
 
 from __future__ import annotations
+from optimus_calc.record import record
 
-from dataclasses import dataclass
 
 import sympy as sp
 
 
-@dataclass(frozen=True)
+@record
 class Equation:
     name: str               # dotted, e.g. "memory.optimizer_bytes"; also the compiled function
     expr: sp.Expr

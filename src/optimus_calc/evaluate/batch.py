@@ -6,7 +6,7 @@ passes the whole search grid. Fields may be numpy arrays of any broadcastable sh
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from optimus_calc.specs.training import Layout, Offload, Recompute, Training
 # offload strategy registered beyond the built-ins takes the next code, see offload_code).
 from optimus_calc.specs.training import OFFLOAD_CODES, RECOMPUTE_CODES  # noqa: E402,F401
 from optimus_calc.specs.training import offload_code  # noqa: E402,F401
+from optimus_calc.record import record
 R_NONE, R_SELECTIVE, R_FULL = (RECOMPUTE_CODES.index(r) for r in (
     Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL))
 
@@ -44,7 +45,7 @@ def resolve_global_batch(dp, micro_batch, tr: Training):
     return rule_global_batch(dp, micro_batch)
 
 
-@dataclass(frozen=True)
+@record
 class Batch:
     """Layout and per-layout training fields; every field broadcasts against the others."""
 

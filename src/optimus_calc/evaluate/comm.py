@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
 from typing import assert_never
 
@@ -21,6 +20,7 @@ from optimus_calc.evaluate.squeezenic import (Approach, CompressSite, Squeeze,  
                                               compressor_GBps, compressors_per_node, squeezenic)
 from optimus_calc.evaluate.topology import nic_Bps, ring
 from optimus_calc.units import GB
+from optimus_calc.record import record
 
 
 class Collective(str, Enum):
@@ -114,7 +114,7 @@ def topology(hw: Hardware, ranks: int, alpha_us: float | None = None,
                     max(hw.node.nics, 1), il.name, f"{hw.node.nics} x {hw.nic.name}")
 
 
-@dataclass(frozen=True)
+@record
 class Phase:
     name: str
     link: str
@@ -122,7 +122,7 @@ class Phase:
     time_s: float
 
 
-@dataclass(frozen=True)
+@record
 class CommResult:
     collective: Collective
     algo: Algo
@@ -209,7 +209,7 @@ def collective_time(coll: Collective, algo: Algo, size: float, topo: Topology,
 
 # --- the `comm` command's evaluation ------------------------------------------------------------
 
-@dataclass(frozen=True)
+@record
 class CommRequest:
     collective: Collective
     algo: Algo
@@ -226,7 +226,7 @@ class CommRequest:
     assumptions: Assumptions = Assumptions()
 
 
-@dataclass(frozen=True)
+@record
 class CommRow:
     """One size: the reported collective (compressed only when that is faster)."""
     label: str                   # the algorithm the time is for, e.g. "ring all-reduce"
@@ -254,7 +254,7 @@ class CommRow:
         return min(self.candidates, key=lambda c: c[1])[0]
 
 
-@dataclass(frozen=True)
+@record
 class CommReport:
     collective: Collective
     algo: Algo

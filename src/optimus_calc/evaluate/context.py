@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from pydantic import ValidationError
 
@@ -11,9 +10,10 @@ from optimus_calc.errors import FieldError, InputError
 from optimus_calc.specs.hardware import CPU, GPU, NIC, Link, Node, NVMe, SmartNIC
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
+from optimus_calc.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Hardware:
     node: Node
     nodes: int

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 
 import numpy as np
 
 from optimus_calc.equations import compiled as eq
+from optimus_calc.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Evaluation:
     """Arrays of the batch's broadcast shape (``..._stage`` ones have a trailing stage axis)."""
 

@@ -10,10 +10,10 @@ several roles (a DGX A100's GPUs, NICs and SmartNICs all sit on ``pcie4-x16``).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.specs.training import Layout, Offload
+from optimus_calc.record import record
 
 LINK_ROLES = {
     "gpu_host_link": "GPU-host link",
@@ -23,7 +23,7 @@ LINK_ROLES = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Param:
     """One hardware field. ``role``: smartnic, cpu, node, gpu, nic, a link role of
     :data:`LINK_ROLES`, or layout (SmartNICs per node). ``roofline``: the symbol of
@@ -101,7 +101,7 @@ class Param:
         return None
 
 
-@dataclass(frozen=True)
+@record
 class Joint(Param):
     """Memory bandwidth and per-core bandwidth raised together: the value is the bandwidth
     the optimizer can draw from one socket or card, min(memory_bandwidth_GBps x efficiency,

@@ -5,14 +5,14 @@ builds it from what the user typed, the analyses build variants of it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Layout, Training
+from optimus_calc.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Inputs:
     """One layout's validated specs (`memory`, `step`, `compare`, `fit`, `nics`, `explain`)."""
 

@@ -6,7 +6,7 @@ No arithmetic lives here: every number is read from :func:`optimus_calc.evaluate
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,12 +21,13 @@ from optimus_calc.evaluate.evaluation import binding_kind
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
 from optimus_calc.units import fmt_gb
+from optimus_calc.record import record
 
 if TYPE_CHECKING:
     from optimus_calc.evaluate.inputs import Inputs
 
 
-@dataclass(frozen=True)
+@record
 class StageMemory:
     index: int
     layers: int
@@ -40,7 +41,7 @@ class StageMemory:
     micro_batches_in_flight: int
 
 
-@dataclass(frozen=True)
+@record
 class OffloadMemory:
     target: Offload
     device: str
@@ -56,7 +57,7 @@ class OffloadMemory:
     devices_per_gpu_for_capacity: int  # cards per GPU that would hold the shard (SmartNIC)
 
 
-@dataclass(frozen=True)
+@record
 class MemoryEstimate:
     stages: list[StageMemory]
     worst: StageMemory

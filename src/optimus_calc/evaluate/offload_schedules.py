@@ -24,7 +24,6 @@ Sources (DeepSpeed @ edaa722 unless named; docs/reference/framework-physics.md s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,11 +33,12 @@ from optimus_calc.evaluate.offload_step import (AdamImpl, HostCPU, Overlap, expo
                                                 threads_per_rank)
 from optimus_calc.specs.hardware import CPU
 from optimus_calc.specs.training import Assumptions, Precision
+from optimus_calc.record import record
 
 FP32 = 4.0  # bytes of the fp32 gradient the GPU casts before the copy
 
 
-@dataclass(frozen=True)
+@record
 class OffloadStep:
     """One rank's offloaded step: all phases, their GPU-host link share, the exposed part."""
 

@@ -24,7 +24,6 @@ Wiring into the step evaluator (per candidate layout, arrays of equal shape):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import assert_never
 
@@ -35,6 +34,7 @@ from optimus_calc.errors import InputError
 from optimus_calc.specs.hardware import CPU
 from optimus_calc.specs.training import Assumptions, Offload
 from optimus_calc.units import GB
+from optimus_calc.record import record
 
 ADAM_FLOPS_PER_PARAM = 12.0  # evaluate/optimizer.py flops_per_param (Adam)
 OVERFLOW_PASSES = 5.0        # abs, eq, ne, any, any (stage3.py L2171-2181; ATen TensorCompare.cpp)
@@ -83,7 +83,7 @@ class Overlap(str, Enum):
     PER_LAYER = "optimusnic"    # OptimusNIC: layer by layer as gradients are aggregated
 
 
-@dataclass(frozen=True)
+@record
 class HostCPU:
     """The host side of one node as arrays (from the catalog CPU and node)."""
 
@@ -101,7 +101,7 @@ class HostCPU:
                    cpu.base_GHz, cpu.fp32_flops_per_cycle, cpu.core_bandwidth_GBps)
 
 
-@dataclass(frozen=True)
+@record
 class Phases:
     """Seconds per phase of one rank's offloaded step (arrays)."""
 
@@ -238,7 +238,7 @@ def exposed_step(overlap: Overlap, step_s, *, backward_s=0.0, params_rank=1.0,
             assert_never(overlap)
 
 
-@dataclass(frozen=True)
+@record
 class NVMeStep:
     read_s: np.ndarray
     write_s: np.ndarray
@@ -262,7 +262,7 @@ def nvme_optimizer_step(params_rank, cpu_step_s, *, ranks_per_node, drives, read
     return NVMeStep(rd, wr, gw, total)
 
 
-@dataclass(frozen=True)
+@record
 class ParamOffload:
     bytes_per_step: np.ndarray   # per rank
     stream_s: np.ndarray         # per step

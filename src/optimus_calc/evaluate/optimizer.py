@@ -3,7 +3,6 @@ memory/compute roofline with thread scaling (compute.optimizer_step_time)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import assert_never
 
@@ -15,6 +14,7 @@ from optimus_calc.specs.base import CatalogEntry
 from optimus_calc.specs.hardware import CPU, GPU, SmartNIC
 from optimus_calc.specs.training import Assumptions, Optimizer
 from optimus_calc.units import GB
+from optimus_calc.record import record
 
 
 class Impl(str, Enum):
@@ -46,7 +46,7 @@ def flops_per_param(opt: Optimizer) -> float:
     return 4.0 if opt is Optimizer.SGD else 12.0
 
 
-@dataclass(frozen=True)
+@record
 class OptDevice:
     name: str
     kind: str
@@ -103,7 +103,7 @@ def device_from(entry, sockets: int, asm: Assumptions) -> OptDevice:
                      "(give a GPU, CPU or SmartNIC)")
 
 
-@dataclass(frozen=True)
+@record
 class OptStep:
     time_s: float
     bound: str

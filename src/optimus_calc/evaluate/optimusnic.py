@@ -9,7 +9,6 @@ to try many cards in one batch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,11 +16,12 @@ from optimus_calc.equations.recording import eq
 from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, device_from, device_time
 from optimus_calc.evaluate.optimizer import flops_per_param
 from optimus_calc.specs.training import Assumptions, Training
+from optimus_calc.record import record
 
 STAGES = ("gradient in", "update", "weights out")
 
 
-@dataclass(frozen=True)
+@record
 class Pipeline:
     """Seconds per stage over the step's layers, the pipeline time, the window and what is
     exposed (arrays)."""

@@ -7,7 +7,6 @@ Arrays broadcast against each other: per-layout values carry a trailing stage ax
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from optimus_calc.evaluate.context import Hardware
 from optimus_calc.evaluate.stages import StageTable, stage_max, stage_table
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Training
+from optimus_calc.record import record
 
 Array = np.ndarray
 
@@ -27,7 +27,7 @@ def number(x):
     breakeven's stacked cases stays one value per row)."""
     return float(x) if np.ndim(x) == 0 else x
 
-@dataclass(frozen=True)
+@record
 class Ctx:
     """One batch of layouts on one model, hardware and training: everything a stage reads."""
 
@@ -85,7 +85,7 @@ def make_ctx(batch: Batch, model, hw: Hardware, tr: Training, asm: Assumptions,
                m=gb // (dp * mb), st=st)
 
 
-@dataclass(frozen=True)
+@record
 class MemoryRecord:
     """GPU memory per stage (memory.*)."""
 
@@ -113,7 +113,7 @@ class MemoryRecord:
         return stage_max(self.total)
 
 
-@dataclass(frozen=True)
+@record
 class HostState:
     """What one GPU moves off, per stage (memory.*_offloaded/host_*), and the host's RAM."""
 
@@ -123,7 +123,7 @@ class HostState:
     host_capacity: float
 
 
-@dataclass(frozen=True)
+@record
 class DeviceUse:
     """One offload strategy's devices (arrays per stage unless said)."""
 
@@ -135,7 +135,7 @@ class DeviceUse:
     host_per_node: Array | float = 0.0
 
 
-@dataclass(frozen=True)
+@record
 class Devices:
     """The offload devices of every layout, reduced to the most loaded stage, and reasons."""
 
@@ -150,7 +150,7 @@ class Devices:
     uses: dict              # strategy code -> its DeviceUse (per stage)
 
 
-@dataclass(frozen=True)
+@record
 class ComputeRecord:
     """Forward/backward per stage (compute.*, step.*_flops, step.elementwise_time)."""
 
@@ -170,7 +170,7 @@ class ComputeRecord:
     W_b: Array              # one micro-batch's backward
 
 
-@dataclass(frozen=True)
+@record
 class CommRecord:
     """Communication per stage (step.*_comm_time, step.dp_exposed_time)."""
 
@@ -182,7 +182,7 @@ class CommRecord:
     T_dpx: Array
 
 
-@dataclass(frozen=True)
+@record
 class OptimizerInputs:
     """What every strategy's optimizer step starts from."""
 
@@ -193,7 +193,7 @@ class OptimizerInputs:
     link_kw: dict           # link_GBps, link_eff for offload_step
 
 
-@dataclass(frozen=True)
+@record
 class OptimizerUse:
     """One strategy's optimizer step (arrays per stage)."""
 

@@ -3,12 +3,12 @@ head on the last, experts apart from the rest (they shard over EP x TP)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from optimus_calc.specs.model import BareModel, Model
+from optimus_calc.record import record
 
 
-@dataclass(frozen=True)
+@record
 class StageShape:
     index: int
     layers: int          # transformer layers on the stage

@@ -3,7 +3,6 @@ gradient all-reduce, on the `comm` command's topology."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, assert_never
 
@@ -11,6 +10,7 @@ from optimus_calc.equations.recording import eq
 from optimus_calc.errors import InputError
 from optimus_calc.specs.training import Assumptions
 from optimus_calc.units import GB
+from optimus_calc.record import record
 
 if TYPE_CHECKING:
     from optimus_calc.evaluate.topology import Topology
@@ -28,7 +28,7 @@ class Approach(str, Enum):
     TWO = "2"
 
 
-@dataclass(frozen=True)
+@record
 class Squeeze:
     """SqueezeNIC equations 1-3 on the same per-GPU buffer as the ring, for one size."""
     ratio: float

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import functools
 
-from dataclasses import dataclass
 
 import numpy as np
 
 from optimus_calc.evaluate.shapes import stage_shapes
 from optimus_calc.specs.model import BareModel, Model
+from optimus_calc.record import record
 
 
-@dataclass(frozen=True)
+@record
 class StageTable:
     """Per pipeline degree, the stages evaluated (padded to a common width)."""
 

@@ -6,7 +6,7 @@ at the pipeline stage that binds, the same numbers the planner ranks with.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,12 +17,13 @@ from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
 from optimus_calc.errors import InputError
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Layout, Training
+from optimus_calc.record import record
 
 if TYPE_CHECKING:
     from optimus_calc.evaluate.inputs import Inputs
 
 
-@dataclass(frozen=True)
+@record
 class StepEstimate:
     step_time_s: float
     forward_s: float

@@ -8,12 +8,12 @@ bandwidth capped by its host PCIe link (comm.nic_bandwidth) and its own latency 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
 from optimus_calc.equations.recording import eq
 from optimus_calc.evaluate.context import Hardware
+from optimus_calc.record import record
 
 
 def nic_Bps(hw: Hardware, nic_efficiency: float | None = None) -> float:
@@ -65,7 +65,7 @@ def neighbour(hw: Hardware, inter, nic: float):
             1.0 / np.where(inter, nic, il.bandwidth_Bps * il.efficiency))
 
 
-@dataclass(frozen=True)
+@record
 class Topology:
     """Effective link parameters of one collective group."""
 

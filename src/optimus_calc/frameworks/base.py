@@ -9,13 +9,14 @@ once, so a rule costs a few vectorised operations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import Callable
 
 import numpy as np
 
 from optimus_calc.specs.training import OFFLOAD_CODES, Offload, offload_code
+from optimus_calc.record import record
 
 # Offload codes in the layout arrays (specs.training.offload_code: the Offload enum's order, then
 # targets added by offload-strategy plug-ins, which no framework runs unless a rule says so).
@@ -92,7 +93,7 @@ class Layouts:
 Predicate = Callable[[Layouts], "np.ndarray | None"]
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """One row: where ``when`` holds, the framework cannot run the layout. ``when`` returns
     None where the rule does not apply to this model or request (e.g. no experts)."""
@@ -104,7 +105,7 @@ class Rule:
     on_model: bool = False  # about the architecture: no layout of this model escapes it
 
 
-@dataclass(frozen=True)
+@record
 class EnvVar:
     """An environment variable the launch needs (exported in the script), with its source."""
 
@@ -113,7 +114,7 @@ class EnvVar:
     why: str
 
 
-@dataclass(frozen=True)
+@record
 class Setting:
     """One physics value a framework sets: a field of Training (``grad_bytes``) or of
     Assumptions, its value, the file and line at the pinned commit it comes from, and the
@@ -128,7 +129,7 @@ class Setting:
 TRAINING_SETTINGS = ("grad_bytes",)  # Training fields a profile may set (0 there = not typed)
 
 
-@dataclass(frozen=True)
+@record
 class PhysicsProfile:
     """How the framework's own mechanics change the numbers: named parameter values the
     evaluator already reads (evaluate/ sits below frameworks/ and never imports it). A value
@@ -169,7 +170,7 @@ class PhysicsProfile:
         return tr, asm, tuple(applied), tuple(kept)
 
 
-@dataclass(frozen=True)
+@record
 class Exporter:
     """``plan --export NAME``: ``render(layout, training, model, gpus_per_node) -> str``,
     imported lazily from ``module`` (exporters stay off the cold-start path)."""
@@ -185,7 +186,7 @@ class Exporter:
             layout, training, model, gpus_per_node)
 
 
-@dataclass(frozen=True)
+@record
 class FrameworkPlugin:
     """One training framework: everything the tool knows about it lives in its module."""
 

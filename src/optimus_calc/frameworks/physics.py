@@ -9,13 +9,14 @@ Training / Assumptions (:meth:`PhysicsProfile.apply`): a value the user typed (-
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from optimus_calc.frameworks.base import FrameworkPlugin, Setting
 from optimus_calc.frameworks.registry import layout_support, plugin, plugins
+from optimus_calc.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Choice:
     """The framework whose profile was applied (None: framework-neutral), why, and what it set."""
 

@@ -9,12 +9,12 @@ returns, per framework, a "can run" mask and the code of the first rule that rej
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum, IntEnum
 
 import numpy as np
 
 from optimus_calc.frameworks.base import FrameworkPlugin, Layouts, Rule
+from optimus_calc.record import record
 
 _PLUGINS: dict[str, FrameworkPlugin] = {}
 _RULES: list[Rule | None] = [None]          # code -> rule; code 0 = runs
@@ -96,7 +96,7 @@ def enums() -> tuple[type[Enum], type[IntEnum], type[Enum]]:
     return _ENUMS[key]
 
 
-@dataclass(frozen=True)
+@record
 class FrameworkSupport:
     """Per framework key: ``ok[f]`` (bool array) and ``reason[f]`` (int16 array of rule codes,
     the first rule that fails; 0 where the framework runs the layout). Keys are framework

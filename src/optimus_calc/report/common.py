@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Offload
+from optimus_calc.record import record
 
 
 def model_data(model) -> dict[str, Any]:
@@ -85,7 +85,7 @@ def training_text(inp) -> str:
             f"{'on' if tr.dropout else 'off'}")
 
 
-@dataclass(frozen=True)
+@record
 class TrainRequest:
     """``--tokens`` and ``--gpu-hour-price`` as the views receive them."""
     tokens: float

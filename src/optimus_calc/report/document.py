@@ -5,11 +5,12 @@ Pure: no rich, no click, no files. Each command builds one :class:`Document`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+from optimus_calc.record import record
 from typing import Any
 
 
-@dataclass(frozen=True)
+@record
 class Column:
     key: str
     header: str
@@ -18,14 +19,14 @@ class Column:
     compact: bool = True  # False: dropped from the table view on terminals under 100 columns
 
 
-@dataclass(frozen=True)
+@record
 class Table:
     title: str
     columns: list[Column]
     rows: list[dict[str, Any]]
 
 
-@dataclass(frozen=True)
+@record
 class Document:
     title: str
     data: dict[str, Any]  # the JSON payload

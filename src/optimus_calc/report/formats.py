@@ -17,11 +17,11 @@ import json
 import math
 import re
 import unicodedata
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any, assert_never
 
 from optimus_calc.report.document import Column, Document
+from optimus_calc.record import record
 
 COMPACT_WIDTH = 100  # below this many columns the table view drops its optional columns
 DEFAULT_WIDTH = 120  # when no terminal and no COLUMNS say otherwise
@@ -37,7 +37,7 @@ class Format(str, Enum):
     CSV = "csv"
 
 
-@dataclass(frozen=True)
+@record
 class CsvOptions:
     """Field separator and decimal mark (``--csv-sep ; --csv-decimal ,`` for German Excel)."""
     sep: str = ","

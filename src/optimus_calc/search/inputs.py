@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from optimus_calc.errors import FieldError
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Offload, Recompute, Training
+from optimus_calc.record import record
 
 
-@dataclass(frozen=True)
+@record
 class SearchInputs:
     """What the planner (`plan`, `sweep`, `nics` without a layout) searches over."""
 

@@ -12,7 +12,7 @@ recommendation against a brute-force evaluation of every layout)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from typing import assert_never
 
@@ -28,6 +28,7 @@ from optimus_calc.frameworks import Reason as FrameworkReason
 from optimus_calc.search.space import Chunk, Space
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Offload, Training
+from optimus_calc.record import record
 
 
 class Objective(str, Enum):
@@ -42,7 +43,7 @@ class Objective(str, Enum):
 CHUNK_ELEMENTS = 1 << 18
 
 
-@dataclass
+@record(frozen=False)
 class _Pool:
     """The few layouts that can still make the top K, gathered chunk by chunk."""
 
@@ -77,7 +78,7 @@ def _shortlist(order: np.ndarray, tp, pp, keep: int, distinct: bool) -> np.ndarr
 NOT_RUNNABLE = "no framework runs it (see framework_rejections)"
 
 
-@dataclass
+@record(frozen=False)
 class _Tally:
     """What `search` gathers over the chunks: counts by reason, framework rejections, the
     feasible count, the smallest GPU footprint of a runnable layout, the best no-offload step
@@ -301,7 +302,7 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     return _result(tally, objective, top_k, distinct)
 
 
-@dataclass(frozen=True)
+@record
 class SearchResult:
     top: dict
     feasible: int

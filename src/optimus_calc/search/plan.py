@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import assert_never
 
 import numpy as np
@@ -25,10 +25,11 @@ from optimus_calc.search.space import enumerate_space
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, ZeroStage
 from optimus_calc.units import fmt_gb
+from optimus_calc.record import record
 
 
 
-@dataclass(frozen=True)
+@record
 class Candidate:
     layout: Layout
     training: Training
@@ -42,7 +43,7 @@ class Candidate:
     framework: str = ""                # whose physics profile its numbers use ("" neutral)
 
 
-@dataclass(frozen=True)
+@record
 class PlanResult:
     model: Model
     hw: Hardware

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -11,6 +10,7 @@ from optimus_calc.evaluate.shapes import tp_degrees
 from optimus_calc.specs.model import Model
 from optimus_calc.evaluate.batch import offload_code, resolve_global_batch  # noqa: F401
 from optimus_calc.specs.training import OFFLOAD_CODES, RECOMPUTE_CODES, Offload, Training  # noqa: F401
+from optimus_calc.record import record
 
 # Search bounds (not physics): context parallelism is searched from 32K-token sequences, up to
 # 16-way; interleaving up to 8 model chunks per GPU. Widen them here if a model calls for it.
@@ -58,7 +58,7 @@ SWITCH_COLS = ("zero", "offload", "recompute", "sp")
 FIELDS = BASE_COLS + SWITCH_COLS
 
 
-@dataclass(frozen=True)
+@record
 class Chunk:
     """Some grid points x every switch combination, as broadcast columns: grid-point columns
     of shape (nb, 1, 1, 1, 1) and each switch on an axis of its own (zero on axis 1, offload 2,
@@ -105,7 +105,7 @@ class Chunk:
         return out
 
 
-@dataclass(frozen=True)
+@record
 class Space:
     """Every layout of a search, held as grid points x switch values (never one row per layout,
     so memory stays bounded by the grid), evaluated chunk by chunk."""

@@ -20,19 +20,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 
 from optimus_calc.analyses.breakeven.batched import measure_many
 from optimus_calc.analyses.breakeven.case import Case, Goal, State, measure, met
 from optimus_calc.analyses.breakeven.problem import bracket
 from optimus_calc.specs.hardware import MIN_GB, MIN_GBPS, MIN_GHZ, MIN_TFLOPS, Link, SmartNIC
+from optimus_calc.record import record
 
 MULTIPLE_CAP = 1e4   # no card beyond this multiple of the named one is tried
 MULTIPLE_FLOOR = 1e-4  # nor below this one (search bounds, not physics)
 LINK = "host_link.bandwidth_GBps"
 
 
-@dataclass(frozen=True)
+@record
 class CardSpec:
     """A SmartNIC and its host link, as the evaluator uses them."""
 
@@ -89,7 +89,7 @@ def with_card(case: Case, spec: CardSpec) -> Case:
     return dataclasses.replace(case, hw=hw)
 
 
-@dataclass(frozen=True)
+@record
 class FieldRequirement:
     field: str
     named: float           # the named card's value
@@ -97,7 +97,7 @@ class FieldRequirement:
     binding: bool          # False: the field does not bind down to its floor (kept as named)
 
 
-@dataclass(frozen=True)
+@record
 class MinimumCard:
     goal: Goal
     named: CardSpec

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 from enum import Enum
 
 import numpy as np
@@ -22,6 +21,7 @@ from optimus_calc.evaluate.engine import StageTable, evaluate, stage_table
 from optimus_calc.evaluate.hw_params import Param
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
+from optimus_calc.record import record
 
 
 class Goal(str, Enum):
@@ -41,7 +41,7 @@ _GOAL_TEXT = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Case:
     """One layout on one hardware configuration."""
 
@@ -62,7 +62,7 @@ class Case:
         return dataclasses.replace(self, hw=hw, layout=lay)
 
 
-@dataclass(frozen=True)
+@record
 class State:
     """The evaluator's figures of a batch of one, at the stage that binds the step."""
 
@@ -233,7 +233,7 @@ def met(goal: Goal, st: State, reference_s: float | None) -> bool:
 
 # ---- sensitivity ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@record
 class Sensitivity:
     param: Param
     entry: str
@@ -316,7 +316,7 @@ def catalog_devices(cat, hw: Hardware) -> list[tuple[object, Offload]]:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class Reference:
     """The step time ``match`` compares with."""
 

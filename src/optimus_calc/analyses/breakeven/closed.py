@@ -5,7 +5,6 @@ exposure floors of the host strategies, and the sentences that say what binds.""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from optimus_calc.equations.recording import eq
 
@@ -16,10 +15,11 @@ from optimus_calc.evaluate.optimizer import flops_per_param
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
 from optimus_calc.analyses.breakeven.problem import SPAN, _Problem, _Solved
+from optimus_calc.record import record
 
 # ---- the card's step as the engine composes it ------------------------------------------------
 
-@dataclass(frozen=True)
+@record
 class OptimizerInputs:
     """The values compute.optimizer_step_time and offload.exposed_optimusnic receive for the
     binding stage of a SmartNIC layout, rebuilt from the catalog entry, checked against the

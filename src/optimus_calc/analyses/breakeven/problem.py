@@ -4,18 +4,18 @@ monotone bracketing search `breakeven` falls back on."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Callable
 
 from optimus_calc.analyses.breakeven.batched import measure_many
 from optimus_calc.analyses.breakeven.case import Case, Goal, State, measure, met
 from optimus_calc.evaluate.hw_params import Param
+from optimus_calc.record import record
 
 REL_TOL = 1e-6      # bracketing stops when the bracket is this narrow (relative)
 SPAN = 1e6          # search up to this multiple of the current value (or the catalog's bound)
 
 
-@dataclass(frozen=True)
+@record
 class _Solved:
     value: float | None
     status: str           # "value", "never", "any"

@@ -11,16 +11,16 @@ speed up.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from optimus_calc.analyses.breakeven.card import MULTIPLE_CAP, CardSpec, scaled, with_card
 from optimus_calc.analyses.breakeven.case import Case, Goal, State, measure, met
 from optimus_calc.analyses.breakeven.problem import bracket
+from optimus_calc.record import record
 
 MAX_MICRO_BATCH = 64  # micro-batch sizes tried
 
 
-@dataclass(frozen=True)
+@record
 class Reach:
     binding: str               # what binds instead of the card
     changes: tuple[str, ...]   # each alone makes the goal reachable (with a large enough card)

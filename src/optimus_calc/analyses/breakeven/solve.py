@@ -29,7 +29,7 @@ replaced by the search.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import assert_never
 
 from optimus_calc.analyses.breakeven.case import Case, Goal, State, met
@@ -41,10 +41,11 @@ from optimus_calc.analyses.breakeven.closed import (FLOOR_SUPEROFFLOAD, FLOOR_ZE
                                                     OptimizerInputs, _symbolic, optimizer_inputs)
 from optimus_calc.analyses.breakeven.problem import (REL_TOL, _bounds, _Problem, _Solved,
                                                      bracket)
+from optimus_calc.record import record
 
 
 
-@dataclass(frozen=True)
+@record
 class Requirement:
     param: Param
     entry: str
@@ -62,7 +63,7 @@ class Requirement:
         return self.required / self.current
 
 
-@dataclass(frozen=True)
+@record
 class DeviceResult:
     case: Case
     goal: Goal

@@ -12,17 +12,17 @@ break-even batch is the first point from which it pays off to the end of the swe
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from optimus_calc.analyses.breakeven.case import Case, measure
 from optimus_calc.specs.training import Offload
+from optimus_calc.record import record
 
 MAX_POINTS = 12
 # a search bound, not physics: the global-batch sweep stops at 16x the given batch
 MAX_BATCH_MULTIPLE = 16
 
 
-@dataclass(frozen=True)
+@record
 class BatchPoint:
     global_batch: int
     micro_batches: int
@@ -41,7 +41,7 @@ class BatchPoint:
         return self.offload_fits and self.offload_step_s <= self.gpu_step_s
 
 
-@dataclass(frozen=True)
+@record
 class BatchSweep:
     what: str                   # "global-batch" or "micro-batches"
     points: tuple[BatchPoint, ...]

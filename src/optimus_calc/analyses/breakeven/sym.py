@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 
 import sympy as sp
@@ -32,6 +31,7 @@ from optimus_calc.equations.offload import W_o
 from optimus_calc.equations.optimusnic import (B_cl, B_gl, P_o, T_in, T_out, T_pipe, T_up,
                                                b_gr, b_wt, exposed_time,
                                                n_gc, n_L, pipeline_time)
+from optimus_calc.record import record
 
 X = sp.Symbol("x", positive=True)  # the parameter, in its catalog unit
 TARGET = sp.Symbol("tau", real=True)           # the goal: expression <= tau
@@ -44,7 +44,7 @@ LIMIT_NAMES = {nthr: "cores", B_core: "core_bandwidth_GBps",
                F_dev: "fabric_fp32_TFLOPS"}
 
 
-@dataclass(frozen=True)
+@record
 class Inversion:
     value: float | None        # smallest x meeting the goal; None: no x alone does
     formula: str               # x = ... as solved, or the expression when never
