@@ -39,7 +39,8 @@ print(json.dumps({"code": code,
                   "ours": sorted(m for m in sys.modules if m.startswith("optimus_calc")),
                   "threads": threads[0],
                   "collections": sum(s["collections"] for s in gc.get_stats()),
-                  "also_loaded": [m for m in ("numpy.ma", "difflib") if m in sys.modules],
+                  "also_loaded": [m for m in ("numpy.ma", "difflib", "tomllib")
+                                  if m in sys.modules],
                   "env": {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                           "MKL_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")}}))
 """ % (HEAVY,)
@@ -142,7 +143,8 @@ def test_numpy_starts_no_blas_threads():
 
 
 def test_plan_skips_numpy_ma_and_difflib():
-    # np.unique's default path imports numpy.ma (numpy 2); difflib is only for "did you mean"
+    # np.unique's default path imports numpy.ma (numpy 2); difflib is only for "did you mean";
+    # tomllib only when a catalog file differs from the built-in snapshot (catalog_snapshot.py)
     r = probe(["plan", "llama70b", "--nodes", "2"])
     assert r["code"] == 0 and r["also_loaded"] == []
     # the probe sees them when a command does load them: a misspelt model name suggests

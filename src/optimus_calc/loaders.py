@@ -20,7 +20,6 @@ import json
 import os
 import re
 import stat
-import tomllib
 from pathlib import Path
 
 from optimus_calc.errors import InputError
@@ -138,6 +137,7 @@ def load_toml(path: str | os.PathLike, what: str = "catalog file",
     if snapshot is not None and snapshot.get("text") == text:
         return snapshot["data"]
     check_toml_shape(text, path, what)
+    import tomllib  # here: the built-in catalog usually comes from its snapshot (5 ms saved)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
