@@ -63,11 +63,13 @@ def _build(cls, frozen: bool):
     setattr(cls, _FIELDS, fields)
     cls.__dataclass_params__ = types.SimpleNamespace(
         init=True, repr=True, eq=True, order=False, unsafe_hash=False, frozen=frozen)
-    cls.__record_init__ = tuple((f.name, f.default, f.default_factory)
-                                for f in fields.values() if f.init)
+    init = [f for f in fields.values() if f.init]
+    cls.__record_defaults__ = {f.name: f.default for f in init if f.default is not MISSING}
+    cls.__record_factories__ = {f.name: f.default_factory for f in init
+                                if f.default_factory is not MISSING}
     cls.__record_compare__ = tuple(f.name for f in fields.values() if f.compare)
     cls.__record_repr__ = tuple(f.name for f in fields.values() if f.repr)
-    cls.__match_args__ = tuple(n for n, _, _ in cls.__record_init__)
+    cls.__match_args__ = tuple(f.name for f in init)
     for name, fn in (("__init__", _init), ("__repr__", _repr), ("__eq__", _eq)):
         if name not in cls.__dict__:
             setattr(cls, name, fn)
@@ -84,29 +86,32 @@ def _build(cls, frozen: bool):
 
 def _init(self, *args, **kwargs):
     cls = type(self)
-    spec = cls.__record_init__
-    if len(args) > len(spec):
-        need = sum(1 for _, d, f in spec if d is MISSING and f is MISSING) + 1
-        takes = (f"{need}" if need == len(spec) + 1 else f"from {need} to {len(spec) + 1}")
-        raise TypeError(f"{cls.__name__}.__init__() takes {takes} positional arguments but "
-                        f"{len(args) + 1} were given")
-    put = object.__setattr__
-    for i, (name, default, factory) in enumerate(spec):
-        if i < len(args):
+    names = cls.__match_args__
+    if args:
+        if len(args) > len(names):
+            need = len(names) - len(cls.__record_defaults__) - len(cls.__record_factories__) + 1
+            takes = f"{need}" if need == len(names) + 1 else f"from {need} to {len(names) + 1}"
+            raise TypeError(f"{cls.__name__}.__init__() takes {takes} positional arguments but "
+                            f"{len(args) + 1} were given")
+        for name, value in zip(names, args):
             if name in kwargs:
                 raise TypeError(f"{cls.__name__}.__init__() got multiple values for argument "
                                 f"{name!r}")
-            value = args[i]
-        elif name in kwargs:
-            value = kwargs.pop(name)
-        elif factory is not MISSING:
-            value = factory()
-        elif default is not MISSING:
-            value = default
+            kwargs[name] = value
+    if len(kwargs) < len(names):
+        for name in names:
+            if name not in kwargs and name not in cls.__record_defaults__ \
+                    and name not in cls.__record_factories__:
+                raise TypeError(f"{cls.__name__}.__init__() missing 1 required positional "
+                                f"argument: {name!r}")
+    d = self.__dict__  # as object.__setattr__ would (frozen classes refuse setattr)
+    for name in names:
+        if name in kwargs:
+            d[name] = kwargs.pop(name)
+        elif name in cls.__record_factories__:
+            d[name] = cls.__record_factories__[name]()
         else:
-            raise TypeError(f"{cls.__name__}.__init__() missing 1 required positional argument: "
-                            f"{name!r}")
-        put(self, name, value)
+            d[name] = cls.__record_defaults__[name]
     if kwargs:
         raise TypeError(f"{cls.__name__}.__init__() got an unexpected keyword argument "
                         f"{next(iter(kwargs))!r}")
