@@ -28,7 +28,8 @@ def _pair(frozen=True):
 def test_construction_repr_eq_and_helpers_agree(frozen):
     R, D = _pair(frozen)
     for args, kw in [((1.0,), {}), ((1.0, 3.0), {}), ((), {"x": 1.0, "tags": [1]}),
-                     ((1.0,), {"note": "m"})]:
+                     ((1.0,), {"note": "m"}), ((1.0, 3.0, [2], "p"), {}),   # all by position
+                     ((), {"note": "q", "tags": [], "y": 0.5, "x": 4.0})]:  # all by keyword
         r, d = R(*args, **kw), D(*args, **kw)
         assert repr(r).replace("Point", "P") == repr(d).replace("Point", "P")
         assert dataclasses.asdict(r) == dataclasses.asdict(d)

@@ -70,6 +70,7 @@ def _build(cls, frozen: bool):
     cls.__record_compare__ = tuple(f.name for f in fields.values() if f.compare)
     cls.__record_repr__ = tuple(f.name for f in fields.values() if f.repr)
     cls.__match_args__ = tuple(f.name for f in init)
+    cls.__record_nameset__ = frozenset(cls.__match_args__)
     for name, fn in (("__init__", _init), ("__repr__", _repr), ("__eq__", _eq)):
         if name not in cls.__dict__:
             setattr(cls, name, fn)
@@ -87,6 +88,19 @@ def _build(cls, frozen: bool):
 def _init(self, *args, **kwargs):
     cls = type(self)
     names = cls.__match_args__
+    # every field given, all by keyword or all by position: one dict update
+    if not args and kwargs.keys() == cls.__record_nameset__:
+        self.__dict__.update(kwargs)
+    elif not kwargs and len(args) == len(names):
+        self.__dict__.update(zip(names, args))
+    else:
+        _init_slow(self, cls, names, args, kwargs)
+    post = getattr(self, "__post_init__", None)
+    if post is not None:
+        post()
+
+
+def _init_slow(self, cls, names, args, kwargs):
     if args:
         if len(args) > len(names):
             need = len(names) - len(cls.__record_defaults__) - len(cls.__record_factories__) + 1
@@ -115,9 +129,6 @@ def _init(self, *args, **kwargs):
     if kwargs:
         raise TypeError(f"{cls.__name__}.__init__() got an unexpected keyword argument "
                         f"{next(iter(kwargs))!r}")
-    post = getattr(self, "__post_init__", None)
-    if post is not None:
-        post()
 
 
 def _repr(self) -> str:
