@@ -228,8 +228,7 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
     # strategy's values is the chosen strategy's most loaded stage: reduce, then select
     stage_shape = np.broadcast_shapes(ctx.off.shape, mem.total.shape)[:-1]
     staged = ("bytes_per_device", "bytes_per_gpu", "spill", "host_per_node")
-    acc = {k: np.zeros(stage_shape) for k in staged}
-    acc.update(capacity=np.zeros(offc.shape), per_node=np.zeros(offc.shape, np.int64))
+    pairs: dict[str, list] = {k: [] for k in staged + ("capacity", "per_node")}
     uses = {}
     for code, strat in S.coded():
         if not ctx.uses(code):
@@ -237,16 +236,19 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
         set_scope(strat.key)
         use = uses[code] = strat.devices(ctx, host)
         mine = offc == code
-        for name in staged + ("capacity", "per_node"):
+        for name in pairs:
             value = getattr(use, name)
             if np.ndim(value) == 0 and value == 0:
-                continue  # the strategies' layouts are disjoint: acc is still 0 on ``mine``
+                continue  # the strategies' layouts are disjoint: 0 is what ``mine`` gets
             if name in staged:
                 value = stage_max(value)
             elif np.ndim(value):
                 value = np.asarray(value)[..., 0]
-            acc[name] = np.where(mine, value, acc[name])
+            pairs[name].append((mine, value))
     set_scope("")
+    acc = {k: by_strategy(pairs[k], stage_shape) for k in staged}
+    acc.update(capacity=by_strategy(pairs["capacity"], offc.shape),
+               per_node=by_strategy(pairs["per_node"], offc.shape, np.int64))
     red = Devices(**acc, host_capacity=host.host_capacity, reasons=None, uses=uses)
     bits = bit(mem.gpu_bytes > usable_gpu_bytes(ctx.hw, ctx.asm), Reason.GPU_MEMORY)
     for code, strat in S.coded():
@@ -270,9 +272,10 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devic
     """Each layout's optimizer step under its strategy: step, transfers, exposed part, the
     window it overlaps with, and the exposed parameter-offload stream."""
     opt = optimizer_inputs(ctx, mem)
-    zeros = np.zeros(np.broadcast_shapes(ctx.off.shape, np.shape(opt.shard)))
-    out = dict(step_s=zeros, transfer_s=zeros, exposed_s=zeros, window_s=zeros,
-               param_exposed_s=0.0)
+    base = np.broadcast_shapes(ctx.off.shape, np.shape(opt.shard))
+    names = ("step_s", "transfer_s", "exposed_s", "window_s")
+    pairs: dict[str, list] = {k: [] for k in names}
+    param_exposed = 0.0
     for code, strat in S.coded():
         if code not in dev.uses:
             continue
@@ -281,13 +284,24 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devic
         if use is None:  # the node cannot run it: the layout is infeasible, its step 0
             continue
         mine = ctx.off == code
-        for name in out:
-            value = getattr(use, name)
-            if name == "param_exposed_s":  # already 0 outside its layouts
-                out[name] = out[name] + value
-            else:
-                out[name] = np.where(mine, value, out[name])
+        for name in names:
+            pairs[name].append((mine, getattr(use, name)))
+        param_exposed = param_exposed + use.param_exposed_s  # already 0 outside its layouts
     set_scope("")
+    out = {k: by_strategy(pairs[k], base) for k in names}
+    out["param_exposed_s"] = param_exposed
+    return out
+
+
+def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
+    """One array from each strategy's (layouts, values): ``values`` where ``layouts`` (the
+    strategies' layouts are disjoint), 0 elsewhere, written in place (no array per strategy),
+    in the values' common dtype."""
+    shape = np.broadcast_shapes(shape, *(np.shape(m) for m, _ in pairs),
+                                *(np.shape(v) for _, v in pairs))
+    out = np.zeros(shape, np.result_type(dtype, *(np.asarray(v).dtype for _, v in pairs)))
+    for mine, value in pairs:
+        np.copyto(out, value, where=mine)
     return out
 
 
