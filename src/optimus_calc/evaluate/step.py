@@ -68,17 +68,29 @@ def optimizer_device(hw: Hardware, layout: Layout) -> str:
 
 
 def estimate_step(model: Model, hw: Hardware, layout: Layout, tr: Training, asm: Assumptions,
-                  mem: MemoryEstimate | None = None) -> StepEstimate:
+                  mem: MemoryEstimate | None = None,
+                  terms: dict[str, float] | None = None) -> StepEstimate:
+    """The step report of one layout; ``terms``: its TERMS already read from the batch ``mem``
+    was cut from (:func:`batch_terms`), instead of one by one from the batch of one."""
     if mem is None or mem.evaluation is None or mem.inputs_key != (layout, tr, asm):
         mem = estimate_memory(model, hw, layout, tr, asm)  # not evaluated with these inputs
+        terms = None
     ev = mem.evaluation
     assert ev is not None and ev.has_step
-    vals = {k: float(np.asarray(ev.term(k)).reshape(-1)[0]) for k in TERMS}
+    vals = (dict(terms) if terms is not None else
+            {k: float(np.asarray(ev.term(k)).reshape(-1)[0]) for k in TERMS})
     from optimus_calc.evaluate.strategies import strategy
     notes = strategy(layout.offload).step_notes(mem.offload)
     stage = mem.stages[int(np.asarray(ev.worst_time).reshape(-1)[0])].index
     return StepEstimate(**vals, optimizer_device=optimizer_device(hw, layout),
                         binding_stage=stage, notes=notes)
+
+
+def batch_terms(ev, n: int) -> list[dict[str, float]]:
+    """TERMS of each layout of a flat batch of ``n`` (one array operation per term)."""
+    cols = {k: np.broadcast_to(np.asarray(ev.term(k)), np.shape(ev.step_time_s)).reshape(-1)
+            for k in TERMS}
+    return [{k: float(v[j]) for k, v in cols.items()} for j in range(n)]
 
 
 def step_of(inp: Inputs, model_text: str) -> tuple[MemoryEstimate, StepEstimate]:

@@ -11,7 +11,7 @@ from optimus_calc.catalog import Catalog
 from optimus_calc.errors import FieldError
 from optimus_calc.evaluate.context import Hardware, resolve_hardware
 from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory, memory_from
-from optimus_calc.evaluate.step import StepEstimate, estimate_step
+from optimus_calc.evaluate.step import StepEstimate, batch_terms, estimate_step
 from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.batch import RECOMPUTE_CODES, Batch
 from optimus_calc.evaluate.engine import evaluate, usable_gpu_bytes
@@ -110,9 +110,10 @@ def _candidates(cols: dict, model: Model, hw: Hardware, base: Training, asm: Ass
         idx = [i for i in range(n) if lays[i].pp == pp]
         ev = evaluate(Batch.of_many([lays[i] for i in idx], [trs[i] for i in idx]), model, hw,
                       base, asm, all_stages=True)
+        terms = batch_terms(ev, len(idx))
         for j, i in enumerate(idx):
             mem = memory_from(ev.row(j, len(idx)), model, hw, lays[i], trs[i], asm)
-            st = estimate_step(model, hw, lays[i], trs[i], asm, mem)
+            st = estimate_step(model, hw, lays[i], trs[i], asm, mem, terms[j])
             runs = tuple(f.value for f, r in support[i].items()
                          if r is FrameworkReason.OK and (group is None or f in group))
             out[i] = Candidate(lays[i], trs[i], mem.worst.total_bytes, st.step_time_s, st.mfu,
