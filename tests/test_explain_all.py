@@ -132,3 +132,25 @@ def test_explain_training_and_collectives_outside_the_evaluator(run):
     c = run("comm", "all-reduce", "--size", str(tree["values"]["z"]), "--nodes", 2, "--algo",
             "tree", "--format", "json").json()
     assert c["time_s"] == pytest.approx(tree["result"], rel=1e-9)
+
+
+def test_each_equation_module_registers_only_its_own_prefix():
+    # `explain memory.x` imports equations/memory.py alone (registry.load_module): that is
+    # right only while every module names its equations after itself (a fresh interpreter:
+    # this one's registry is already full)
+    import json
+    import subprocess
+    import sys
+    code = ("import importlib, json\n"
+            "from optimus_calc.equations import registry as R\n"
+            "out = {}\n"
+            "for m in R.MODULES:\n"
+            "    before = set(R.REGISTRY)\n"
+            "    importlib.import_module('optimus_calc.equations.' + m)\n"
+            "    out[m] = sorted(set(R.REGISTRY) - before)\n"
+            "print(json.dumps(out))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    added = json.loads(p.stdout)
+    assert sum(len(v) for v in added.values()) >= 120
+    for module, names in added.items():
+        assert names and all(n.split(".", 1)[0] == module for n in names), module

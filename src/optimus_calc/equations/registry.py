@@ -55,6 +55,16 @@ MODULES = ("memory", "comm", "compute", "step", "offload", "efficiency", "train"
            "fp8")
 
 
+def load_module(prefix: str) -> dict[str, Equation]:
+    """Import the one module whose equations are named ``prefix.*`` (each module registers only
+    its own prefix: tests/test_explain_all.py checks it), so `explain NAME` builds one module's
+    expressions instead of all nine."""
+    import importlib
+    if prefix in MODULES:
+        importlib.import_module(f"optimus_calc.equations.{prefix}")
+    return REGISTRY
+
+
 def load_all() -> dict[str, Equation]:
     """Import every equation module so the registry is complete."""
     import importlib

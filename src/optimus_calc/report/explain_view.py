@@ -16,8 +16,11 @@ def _registry():
 
 
 def find_equation(name: str):
-    reg = _registry()
+    from optimus_calc.equations.registry import load_module
     key = name.strip().lower()
+    if key in (one := load_module(key.split(".", 1)[0])):  # the one module named first
+        return one[key]
+    reg = _registry()
     if key in reg:
         return reg[key]
     short = [n for n in reg if n.split(".", 1)[1] == key]
