@@ -226,14 +226,15 @@ def _still_needed(lb, gpu, runs, off, tally: _Tally, objective: Objective, top_k
     low = lb * (1 - BOUND_SLACK)
     whatif = tally.whatif.merged()
     smart = off == strategies.code_of(Offload.SMARTNIC)
+    # dropped only where the key is known to exceed the threshold (a NaN is never dropped)
     if objective is Objective.MEMORY:
-        need = runs & (gpu <= _pool_threshold(tally, "gpu", top_k, distinct))
-        need |= smart & (gpu <= (whatif["gpu"].min() if whatif else np.inf))
+        need = runs & ~(gpu > _pool_threshold(tally, "gpu", top_k, distinct))
+        need |= smart & ~(gpu > (whatif["gpu"].min() if whatif else np.inf))
     else:
-        need = runs & (low <= _pool_threshold(tally, "step", top_k, distinct))
-        need |= smart & (low <= (whatif["step"].min() if whatif else np.inf))
+        need = runs & ~(low > _pool_threshold(tally, "step", top_k, distinct))
+        need |= smart & ~(low > (whatif["step"].min() if whatif else np.inf))
     none = runs & (off == strategies.code_of(Offload.NONE))
-    return need | (none & (low <= tally.best_none))
+    return need | (none & ~(low > tally.best_none))
 
 
 def _step_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, bound, model: Model, hw: Hardware,
