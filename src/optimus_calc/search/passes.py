@@ -95,11 +95,12 @@ class _Tally:
 
 
 def _runnable(chunk: Chunk, model: Model, base: Training, frameworks: tuple, what_if: bool,
-              tally: _Tally):
+              tally: _Tally) -> list:
     """Filter 0, the rules. Counts the chunk's layouts no framework of ``frameworks`` runs (by
-    each framework's first failing rule) and returns (sub-chunk, runnable, wanted): the grid
-    points and switch values holding a wanted layout, with the two masks over them. None when
-    nothing is wanted."""
+    each framework's first failing rule) and returns the parts still wanted, each (sub-chunk,
+    runnable, wanted) over the grid points and switch values that hold one: the layouts a
+    framework runs, and with ``what_if`` apart the SmartNIC layouts none runs (the what-if),
+    so neither keeps the other's rows and switch values in its sub-chunk."""
     views = chunk.views()
     sup = framework_support(
         views["tp"], views["pp"], views["dp"], views["cp"], views["ep"], views["zero"],
@@ -118,24 +119,34 @@ def _runnable(chunk: Chunk, model: Model, base: Training, frameworks: tuple, wha
             for c in np.flatnonzero(n[1:]) + 1:
                 text = FrameworkReason(int(c)).text
                 tally.dropped[text] = tally.dropped.get(text, 0) + int(n[c])
-    want = runs
+    parts = []
+    part = _shrink(chunk, runs)
+    if part is not None:
+        parts.append((part[0], part[1], part[1]))
     if what_if:
-        smart = np.broadcast_to(views["offload"] == strategies.code_of(Offload.SMARTNIC),
-                                chunk.shape)
-        want = runs | (keep & smart)
-    if not want.any():
+        smart = gone & np.broadcast_to(
+            views["offload"] == strategies.code_of(Offload.SMARTNIC), chunk.shape)
+        part = _shrink(chunk, smart)
+        if part is not None:
+            parts.append((part[0], np.zeros_like(part[1]), part[1]))
+    return parts
+
+
+def _shrink(chunk: Chunk, mask: np.ndarray):
+    """(sub-chunk, mask over it): the grid points and switch values where ``mask`` holds a
+    layout; None when it holds none."""
+    if not mask.any():
         return None
-    rows = want.reshape(len(want), -1).any(axis=1)
-    over_rows = want.any(axis=0)  # the switch axes, small
+    rows = mask.reshape(len(mask), -1).any(axis=1)
+    over_rows = mask.any(axis=0)  # the switch axes, small
     idx = [np.flatnonzero(rows)] + [
         np.flatnonzero(over_rows.any(axis=tuple(a for a in range(over_rows.ndim) if a != ax)))
         for ax in range(over_rows.ndim)]
     if all(len(i) == n for i, n in zip(idx, chunk.shape)):
-        return chunk, runs, want
+        return chunk, mask
     sub = Chunk(chunk.base[idx[0]],
                 tuple(np.asarray(v)[i] for v, i in zip(chunk.switches, idx[1:])))
-    grid = np.ix_(*idx)
-    return sub, runs[grid], want[grid]
+    return sub, mask[np.ix_(*idx)]
 
 
 def _first_pass(chunk: Chunk, runs, want, model: Model, hw: Hardware, base: Training,
@@ -291,15 +302,12 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     tally = _Tally(counts=np.zeros(len(Reason), dtype=np.int64))
     frameworks = tuple(frameworks)
     for chunk in space.chunks(rows):
-        left = _runnable(chunk, model, base, frameworks, what_if, tally)
-        if left is None:
-            continue
-        sub, runs, want = left
-        fits, gpu, bound = _first_pass(sub, runs, want, model, hw, base, asm, table, tally)
-        flat = np.flatnonzero(fits)
-        if flat.size:
-            _step_pass(sub, flat, gpu, runs, bound, model, hw, base, asm, table, objective,
-                       top_k, distinct, tally)
+        for sub, runs, want in _runnable(chunk, model, base, frameworks, what_if, tally):
+            fits, gpu, bound = _first_pass(sub, runs, want, model, hw, base, asm, table, tally)
+            flat = np.flatnonzero(fits)
+            if flat.size:
+                _step_pass(sub, flat, gpu, runs, bound, model, hw, base, asm, table,
+                           objective, top_k, distinct, tally)
     return _result(tally, objective, top_k, distinct)
 
 
