@@ -1,7 +1,8 @@
 """The planner's exact filters (search/passes.py), checked against brute force: the rules
 before memory, and the compute-only lower bound that skips the step time of layouts that
-cannot reach the top K, the best step without offload or the SmartNIC what-if. With small
-chunks and a small probe (so every filter acts, over several chunks), the search must return
+cannot reach the top K, the best step without offload or the SmartNIC what-if, evaluated in
+batches gathered over chunks. With small chunks, a small probe and small batches (so every
+filter acts, over several chunks), the search must return
 the same top K (step and GPU bytes, in order), feasible count, best no-offload step and what-if
 as ranking every layout of the space evaluated whole."""
 
@@ -48,12 +49,13 @@ def _brute(ev, cols, objective, top_k, distinct):
 def test_pruned_search_equals_brute_force(cat, monkeypatch, name, node, nodes, seq, gb, card,
                                           objective, distinct):
     monkeypatch.setattr(passes, "PROBE", 3)              # prune from the first few layouts on
-    monkeypatch.setattr(passes, "CHUNK_ELEMENTS", 1 << 13)  # and over several chunks
+    monkeypatch.setattr(passes, "CHUNK_ELEMENTS", 1 << 13)  # and over several chunks,
+    monkeypatch.setattr(passes, "SECOND_PASS_BATCH", 7)     # flushing the pending pass often
     evaluated = []
     second = passes._second_pass
     monkeypatch.setattr(passes, "_second_pass",
-                        lambda chunk, flat, *a: (evaluated.append(flat.size),
-                                                 second(chunk, flat, *a)))
+                        lambda cols, gpu, runs, *a: (evaluated.append(len(gpu)),
+                                                     second(cols, gpu, runs, *a)))
     m = cat.get(name, "model")
     hw = resolve_hardware(cat, node, nodes, smartnic=card)
     base, asm = Training(seq_len=seq, global_batch=gb), Assumptions()

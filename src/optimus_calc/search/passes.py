@@ -169,16 +169,13 @@ def _first_pass(chunk: Chunk, runs, want, model: Model, hw: Hardware, base: Trai
         lambda: np.broadcast_to(bound(), chunk.shape))
 
 
-def _second_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, model: Model, hw: Hardware,
-                 base: Training, asm: Assumptions, table, objective: Objective, top_k: int,
-                 distinct: bool, tally: _Tally) -> None:
-    """The step time of the layouts at ``flat`` (they fit and are wanted); the best of them
-    join the pools."""
-    cols = chunk.columns_at(flat)
+def _second_pass(cols: dict, gpu_sel: np.ndarray, runs_sel: np.ndarray, model: Model,
+                 hw: Hardware, base: Training, asm: Assumptions, table, objective: Objective,
+                 top_k: int, distinct: bool, tally: _Tally) -> None:
+    """The step time of the layouts ``cols`` (they fit and are wanted; ``gpu_sel`` and
+    ``runs_sel`` theirs); the best of them join the pools."""
     ev2 = evaluate(Batch.from_columns(cols), model, hw, base, asm, stages=table)
     step_sel = np.asarray(ev2.step_time_s)
-    gpu_sel = gpu.reshape(-1)[flat]
-    runs_sel = runs.reshape(-1)[flat]
     off_sel = cols["offload"]
     none_code = strategies.code_of(Offload.NONE)
     smart_code = strategies.code_of(Offload.SMARTNIC)
@@ -198,6 +195,33 @@ def _second_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, model: Model, hw: Ha
         picked = {k: v[sel][pick] for k, v in cols.items()}
         picked.update(step=step[pick], gpu=g[pick])
         target.add(picked)
+
+
+@record(frozen=False)
+class _Pending:
+    """Second-pass layouts gathered over chunks and evaluated together: an evaluator call
+    costs a few milliseconds whatever its size, and a large space's many chunks each leave a
+    few layouts (the worst known input: some 200 calls of about 7 ms)."""
+
+    parts: list = field(default_factory=list)
+    n: int = 0
+
+    def add(self, cols: dict, gpu: np.ndarray, runs: np.ndarray) -> None:
+        if len(gpu):
+            self.parts.append((cols, gpu, runs))
+            self.n += len(gpu)
+
+    def take(self) -> tuple:
+        cols = {k: np.concatenate([p[0][k] for p in self.parts]) for k in self.parts[0][0]}
+        out = (cols, np.concatenate([p[1] for p in self.parts]),
+               np.concatenate([p[2] for p in self.parts]))
+        self.parts, self.n = [], 0
+        return out
+
+
+# Second-pass layouts evaluated in one call once this many are pending (a search tactic: the
+# result is the same for any value; memory stays bounded by it plus one chunk).
+SECOND_PASS_BATCH = 4096
 
 
 # Layouts whose step is evaluated first in each chunk, per target (the top K, the best without
@@ -248,27 +272,42 @@ def _still_needed(lb, gpu, runs, off, tally: _Tally, objective: Objective, top_k
     return need | (none & ~(low > tally.best_none))
 
 
+def _settled(tally: _Tally, objective: Objective, top_k: int, distinct: bool, runs, off) -> bool:
+    """Whether every target these layouts could join already has a finite threshold."""
+    key = "gpu" if objective is Objective.MEMORY else "step"
+    none = runs & (off == strategies.code_of(Offload.NONE))
+    return (np.isfinite(_pool_threshold(tally, key, top_k, distinct))
+            and (np.isfinite(tally.best_none) or not none.any())
+            and (bool(tally.whatif.merged()) or bool(runs.all())))
+
+
 def _step_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, bound, model: Model, hw: Hardware,
                base: Training, asm: Assumptions, table, objective: Objective, top_k: int,
-               distinct: bool, tally: _Tally) -> None:
-    """Filter 2 with the bound: the step of the most promising layouts of each target first
-    (by the bound; by GPU bytes for the memory objective), then only of those that can still
-    change the result."""
+               distinct: bool, tally: _Tally, pending: _Pending) -> None:
+    """Filter 2 with the bound: the layouts of ``flat`` that can still change the result join
+    the pending second pass. Until every target has a threshold, the most promising of each
+    (by the bound; by GPU bytes for the memory objective) are evaluated at once to set it."""
     args = (model, hw, base, asm, table, objective, top_k, distinct, tally)
+
+    def pick(m):
+        f = flat[m]
+        return chunk.columns_at(f), gpu.reshape(-1)[f], runs.reshape(-1)[f]
     if bound is None or flat.size <= 3 * PROBE:
-        _second_pass(chunk, flat, gpu, runs, *args)
+        pending.add(*pick(slice(None)))
         return
     lb, g = bound().reshape(-1)[flat], gpu.reshape(-1)[flat]
     r = runs.reshape(-1)[flat]
     off = np.broadcast_to(chunk.views()["offload"], chunk.shape).reshape(-1)[flat]
-    order = _rank(lb, g, objective)
     probe = np.zeros(flat.size, dtype=bool)
-    for target in (r, r & (off == strategies.code_of(Offload.NONE)), ~r):
-        probe[order[target[order]][:PROBE]] = True
-    _second_pass(chunk, flat[probe], gpu, runs, *args)
+    if not _settled(tally, objective, top_k, distinct, r, off) and pending.n:
+        _second_pass(*pending.take(), *args)  # what is pending may settle it
+    if not _settled(tally, objective, top_k, distinct, r, off):
+        order = _rank(lb, g, objective)
+        for target in (r, r & (off == strategies.code_of(Offload.NONE)), ~r):
+            probe[order[target[order]][:PROBE]] = True
+        _second_pass(*pick(probe), *args)
     rest = ~probe & _still_needed(lb, g, r, off, tally, objective, top_k, distinct)
-    if rest.any():
-        _second_pass(chunk, flat[rest], gpu, runs, *args)
+    pending.add(*pick(rest))
 
 
 def _result(tally: _Tally, objective: Objective, top_k: int, distinct: bool) -> SearchResult:
@@ -301,13 +340,18 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     rows = max(1, CHUNK_ELEMENTS // (space.switch_count * width))
     tally = _Tally(counts=np.zeros(len(Reason), dtype=np.int64))
     frameworks = tuple(frameworks)
+    pending = _Pending()
+    args = (model, hw, base, asm, table, objective, top_k, distinct, tally)
     for chunk in space.chunks(rows):
         for sub, runs, want in _runnable(chunk, model, base, frameworks, what_if, tally):
             fits, gpu, bound = _first_pass(sub, runs, want, model, hw, base, asm, table, tally)
             flat = np.flatnonzero(fits)
             if flat.size:
-                _step_pass(sub, flat, gpu, runs, bound, model, hw, base, asm, table,
-                           objective, top_k, distinct, tally)
+                _step_pass(sub, flat, gpu, runs, bound, *args, pending)
+        if pending.n >= SECOND_PASS_BATCH:
+            _second_pass(*pending.take(), *args)
+    if pending.n:
+        _second_pass(*pending.take(), *args)
     return _result(tally, objective, top_k, distinct)
 
 
