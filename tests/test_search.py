@@ -174,3 +174,23 @@ def test_narayanan_published_tp_pp_in_top_five(cat):
         if (tp, pp) not in [(c.layout.tp, c.layout.pp) for c in res.top]:
             misses.append(name)
     assert misses == []
+
+
+@pytest.mark.parametrize("args,frameworks", [
+    # Megatron-LM offloads to the CPU only; DeepSpeed has no ZeRO-3 with pipeline parallelism;
+    # no framework runs OptimusNIC (the SmartNIC layouts are only the what-if)
+    (("--framework", "megatron", "--offloads", "nvme"), "megatron"),
+    (("--pp", 4, "--zero", 3, "--framework", "deepspeed"), "deepspeed"),
+    (("--smartnic", "bluefield-3", "--offloads", "smartnic"),
+     "deepspeed, megatron, megatron-deepspeed, torchtitan")])
+def test_no_runnable_layout_is_an_answer_not_an_error(run, args, frameworks):
+    # the rules are checked before memory: with no runnable layout there is no smallest
+    # footprint to report (null), and every layout counts under "no framework runs it"
+    for fmt in ("json", "table", "csv"):
+        r = run("plan", "llama70b", "--nodes", 2, *args, "--format", fmt)
+        assert r.code == 0, r.err
+    d = run("plan", "llama70b", "--nodes", 2, *args, "--format", "json").json()
+    assert d["recommended"] is None and d["smallest_gpu_memory_bytes"] is None
+    assert d["why"].startswith(f"no framework runs any layout searched ({frameworks}; ")
+    assert d["infeasible_by_reason"] == {
+        "no framework runs it (see framework_rejections)": d["evaluated"]}

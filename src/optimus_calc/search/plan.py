@@ -56,7 +56,7 @@ class PlanResult:
     recommended: Candidate | None
     why: str
     nic_sizing: tuple["NicSizing", ...] = ()
-    smallest_gpu_bytes: float = 0.0
+    smallest_gpu_bytes: float | None = 0.0  # of the layouts a framework runs; None: none runs
     notes: tuple[str, ...] = ()
     what_if: Candidate | None = None   # the best SmartNIC layout: OptimusNIC is no framework's
     framework_rejections: dict[str, int] = field(default_factory=dict)
@@ -163,7 +163,8 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
     names = tuple(f.value for f in frameworks)
     # the SmartNIC what-if runs on no framework: framework-neutral parameters
     what_if = (_candidate(res.what_if, 0, model, hw, base, asm) if res.what_if else None)
-    common = dict(smallest_gpu_bytes=res.smallest_gpu_bytes, notes=tuple(groups_note(groups)),
+    smallest = res.smallest_gpu_bytes if np.isfinite(res.smallest_gpu_bytes) else None
+    common = dict(smallest_gpu_bytes=smallest, notes=tuple(groups_note(groups)),
                   what_if=what_if, framework_rejections=res.framework_rejections,
                   frameworks=names, profiles=len(groups))
     if res.feasible == 0:
