@@ -90,3 +90,30 @@ def test_rules_are_checked_before_memory(cat):
     assert sum(res.infeasible_by_reason.values()) + res.feasible == len(space)
     assert res.smallest_gpu_bytes == pytest.approx(ev["gpu_bytes"][ev["runs"]].min(),
                                                    rel=1e-12)
+
+
+def test_gather_merges_sub_chunks_exactly_and_within_its_limit(cat):
+    # the planner gathers the rules' small sub-chunks (same switch values) into chunks of at
+    # most ``limit`` layouts: the merged chunk holds exactly the parts' layouts, masks stacked
+    from optimus_calc.search.space import Gather
+    m = cat.get("llama-3-70b", "model")
+    hw = resolve_hardware(cat, "dgx-a100", 4)
+    space = enumerate_space(m, hw.gpus, hw.gpus_per_node, 256, 4096, offload_targets(hw))
+    chunks = list(space.chunks(7))
+    per_chunk = 7 * space.switch_count
+    gather = Gather(3 * per_chunk + 1)
+    merged, fed = [], []
+    for c in chunks:
+        mask = np.zeros(c.shape, dtype=bool)
+        mask.reshape(-1)[::5] = True
+        fed.append((c, mask))
+        merged += list(gather.add(c, mask))
+    merged += list(gather.flush())
+    assert len(merged) < len(chunks) and all(np.prod(c.shape) <= 3 * per_chunk + 1
+                                             for c, _ in merged)
+    rows = lambda cm: {k: v for k, v in cm[0].columns_at(np.flatnonzero(cm[1])).items()}  # noqa
+    want = [rows(x) for x in fed]
+    got = [rows(x) for x in merged]
+    for k in want[0]:
+        np.testing.assert_array_equal(np.concatenate([w[k] for w in want]),
+                                      np.concatenate([g[k] for g in got]))

@@ -25,7 +25,7 @@ from optimus_calc.evaluate.engine import (Reason, compute_bound_s, evaluate, eva
                                           primary_reason, sorted_unique, stage_table)
 from optimus_calc.frameworks import Framework, framework_support
 from optimus_calc.frameworks import Reason as FrameworkReason
-from optimus_calc.search.space import Chunk, Space
+from optimus_calc.search.space import Chunk, Gather, Space
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Offload, Training
 from optimus_calc.record import record
@@ -303,8 +303,11 @@ def _step_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, bound, model: Model, h
         _second_pass(*pending.take(), *args)  # what is pending may settle it
     if not _settled(tally, objective, top_k, distinct, r, off):
         order = _rank(lb, g, objective)
-        for target in (r, r & (off == strategies.code_of(Offload.NONE)), ~r):
-            probe[order[target[order]][:PROBE]] = True
+        cols = chunk.columns_at(flat[order])  # with --distinct the best of each (TP, PP) first
+        for i, target in enumerate((r, r & (off == strategies.code_of(Offload.NONE)), ~r)):
+            sel = np.flatnonzero(target[order])
+            first = _shortlist(sel, cols["tp"], cols["pp"], PROBE, distinct and i == 0)
+            probe[order[first]] = True
         _second_pass(*pick(probe), *args)
     rest = ~probe & _still_needed(lb, g, r, off, tally, objective, top_k, distinct)
     pending.add(*pick(rest))
@@ -342,14 +345,21 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     frameworks = tuple(frameworks)
     pending = _Pending()
     args = (model, hw, base, asm, table, objective, top_k, distinct, tally)
-    for chunk in space.chunks(rows):
-        for sub, runs, want in _runnable(chunk, model, base, frameworks, what_if, tally):
-            fits, gpu, bound = _first_pass(sub, runs, want, model, hw, base, asm, table, tally)
-            flat = np.flatnonzero(fits)
-            if flat.size:
-                _step_pass(sub, flat, gpu, runs, bound, *args, pending)
+    gather = Gather(CHUNK_ELEMENTS // width)
+
+    def evaluate_part(sub, runs, want):
+        fits, gpu, bound = _first_pass(sub, runs, want, model, hw, base, asm, table, tally)
+        flat = np.flatnonzero(fits)
+        if flat.size:
+            _step_pass(sub, flat, gpu, runs, bound, *args, pending)
         if pending.n >= SECOND_PASS_BATCH:
             _second_pass(*pending.take(), *args)
+    for chunk in space.chunks(rows):
+        for sub, runs, want in _runnable(chunk, model, base, frameworks, what_if, tally):
+            for part in gather.add(sub, runs, want):
+                evaluate_part(*part)
+    for part in gather.flush():
+        evaluate_part(*part)
     if pending.n:
         _second_pass(*pending.take(), *args)
     return _result(tally, objective, top_k, distinct)

@@ -105,6 +105,44 @@ class Chunk:
         return out
 
 
+class Gather:
+    """Sub-chunks with the same switch values, gathered until they hold ``limit`` layouts (grid
+    points x switch combinations) and then yielded as one chunk with their masks stacked along
+    the grid axis: the rules leave many small sub-chunks on a large space, and an evaluator
+    call costs a few milliseconds whatever its size. Exact: the same layouts, fewer calls."""
+
+    def __init__(self, limit: int):
+        self.limit = max(1, limit)
+        self.parts: dict[tuple, list] = {}
+
+    def add(self, chunk: Chunk, *masks: np.ndarray):
+        """Yields the merged chunks this part completes (none, or one or two)."""
+        key = (len(masks),) + tuple(tuple(np.asarray(v).tolist()) for v in chunk.switches)
+        size = lambda parts: sum(int(np.prod(c.shape)) for c, _ in parts)  # noqa: E731
+        parts = self.parts.get(key, [])
+        if parts and size(parts) + int(np.prod(chunk.shape)) > self.limit:
+            yield self._merged(self.parts.pop(key))  # never more than the limit at once
+            parts = []
+        parts.append((chunk, masks))
+        if size(parts) >= self.limit:
+            self.parts.pop(key, None)
+            yield self._merged(parts)
+        else:
+            self.parts[key] = parts
+
+    def flush(self):
+        for key in list(self.parts):
+            yield self._merged(self.parts.pop(key))
+
+    @staticmethod
+    def _merged(parts: list) -> tuple:
+        if len(parts) == 1:
+            return (parts[0][0],) + tuple(parts[0][1])
+        chunk = Chunk(np.concatenate([c.base for c, _ in parts]), parts[0][0].switches)
+        return (chunk,) + tuple(np.concatenate([m[i] for _, m in parts])
+                                for i in range(len(parts[0][1])))
+
+
 @record
 class Space:
     """Every layout of a search, held as grid points x switch values (never one row per layout,
