@@ -421,3 +421,29 @@ def test_sources_name_papers_not_missing_files(run):
     root = Path(__file__).resolve().parents[1]
     assert (root / "docs/reference/calibration.md").is_file()
     assert (root / "docs/reference/hardware-specs.md").is_file()
+
+
+def test_safe_text_escapes_exactly_the_control_and_bidi_characters():
+    # the one-regex safe_text against the per-character rule it replaced: category Cc or a
+    # bidi override/isolate is escaped, a newline kept unless asked, everything else as is
+    import sys
+    import unicodedata
+    from optimus_calc.report.formats import safe_text
+    bidi = {chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+    def reference(text, keep_newlines=True):
+        out = []
+        for ch in text:
+            if ch == "\n" and keep_newlines:
+                out.append(ch)
+            elif ch in bidi or unicodedata.category(ch) == "Cc":
+                code = ord(ch)
+                out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+            else:
+                out.append(ch)
+        return "".join(out)
+    every = "".join(chr(c) for c in range(0x30000) if not 0xD800 <= c < 0xE000)
+    every += chr(sys.maxunicode)
+    for keep in (True, False):
+        assert safe_text(every, keep) == reference(every, keep)
+    assert safe_text("a\x1b[31mb\u202e") == "a\\x1b[31mb\\u202e"
