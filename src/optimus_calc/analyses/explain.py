@@ -62,7 +62,8 @@ def evaluated_equations(inp: Inputs, pipeline_stage: int | None = None,
     """Every equation evaluated for ``inp``'s layout, in evaluator-stage order."""
     from optimus_calc.evaluate.memory import estimate_memory
 
-    est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
+    est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions,
+                          record=True)
     ev = est.evaluation
     assert ev is not None
     stages = int(np.shape(ev.total_stage)[-1])

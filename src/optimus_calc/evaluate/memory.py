@@ -187,8 +187,11 @@ def memory_from(ev: Evaluation, model: Model | BareModel, hw: Hardware, layout: 
 
 
 def estimate_memory(model: Model | BareModel, hw: Hardware, layout: Layout, tr: Training,
-                    asm: Assumptions) -> MemoryEstimate:
-    ev = evaluate(Batch.of(layout, tr), model, hw, tr, asm, all_stages=True, record=True)
+                    asm: Assumptions, record: bool = False) -> MemoryEstimate:
+    """The memory report of one layout (every pipeline stage); ``record``: keep every equation
+    call with its inputs (what `explain` prints; a quarter of the cost of a one-layout
+    evaluation, so only the explaining commands ask for it)."""
+    ev = evaluate(Batch.of(layout, tr), model, hw, tr, asm, all_stages=True, record=record)
     return memory_from(ev, model, hw, layout, tr, asm)
 
 
@@ -197,7 +200,8 @@ def equation_values(inp: Inputs, name: str, stage: int | None = None,
     """The inputs equation ``name`` received when the one evaluator ran on ``inp`` (at the
     binding pipeline stage: the most loaded for memory.*, the slowest for step.* and
     compute.*), and every scope it was evaluated for: what `explain NAME MODEL ...` prints."""
-    est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
+    est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions,
+                          record=True)
     values = est.inputs(name, stage, scope)
     if values is None:
         raise InputError(f"{name} is not evaluated for this configuration (e.g. step time "
