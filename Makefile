@@ -20,8 +20,11 @@ run: $(VENV)/.installed
 # an expensive module fixture carry an xdist_group mark and run on one worker (--dist loadgroup).
 TEST_JOBS ?= 2
 
+# Bytecode is cached (an environment's PYTHONDONTWRITEBYTECODE is overridden for the test run):
+# the suite starts ~40 fresh `python -m optimus_calc` processes, each of which would otherwise
+# compile the package from source again.
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadgroup
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadgroup
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py

@@ -9,6 +9,7 @@ import ast
 import dataclasses
 import json
 import re
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,21 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "optimus_calc"
 TESTS = Path(__file__).resolve().parent
 
 
+@lru_cache(maxsize=None)
+def _import_nodes_of(text: str) -> tuple[ast.AST, ...]:
+    """The import statements of a module's source (parsed once per text: three tests walk
+    every module)."""
+    return tuple(n for n in ast.walk(ast.parse(text))
+                 if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
+def _import_nodes(path: Path) -> tuple[ast.AST, ...]:
+    return _import_nodes_of(path.read_text())
+
+
 def _imports(path: Path) -> set[str]:
     out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _import_nodes(path):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -86,7 +99,7 @@ def _up_imports(root: Path) -> list[str]:
             continue
         mine = _floor_of(rel)
         mods = _imports(p)
-        for node in ast.walk(ast.parse(p.read_text())):  # from optimus_calc import catalog
+        for node in _import_nodes(p):  # from optimus_calc import catalog
             if isinstance(node, ast.ImportFrom) and node.module == "optimus_calc":
                 mods |= {f"optimus_calc.{a.name}" for a in node.names
                          if (root / a.name).is_dir() or (root / f"{a.name}.py").exists()}
@@ -129,7 +142,7 @@ def _module_graph(root: Path) -> dict[str, set[str]]:
     for mod, p in files.items():
         rel = p.relative_to(root).as_posix()
         out = set()
-        for node in ast.walk(ast.parse(p.read_text())):
+        for node in _import_nodes(p):
             if isinstance(node, ast.Import):
                 targets = {a.name for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module:
