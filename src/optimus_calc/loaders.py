@@ -43,16 +43,23 @@ def reset_inputs() -> None:
 
 
 def note_input(path: str | os.PathLike) -> None:
-    """Remember ``path`` as an input of the current command."""
+    """Remember ``path`` as an input of the current command (resolved only if asked: most
+    commands write no file)."""
     try:
-        _INPUTS.add(os.path.realpath(path))
+        _INPUTS.add(os.path.abspath(path))
     except (OSError, ValueError):
         pass
 
 
 def inputs_read() -> frozenset[str]:
     """Real paths of the files the current command has read."""
-    return frozenset(_INPUTS)
+    out = set()
+    for p in _INPUTS:
+        try:
+            out.add(os.path.realpath(p))
+        except (OSError, ValueError):
+            pass
+    return frozenset(out)
 
 
 def os_message(exc: OSError) -> str:

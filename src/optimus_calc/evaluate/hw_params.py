@@ -72,6 +72,16 @@ class Param:
         v = int(value) if self.integer and float(value).is_integer() else float(value)
         if self.role == "layout":
             return hw, layout.model_copy(update={"smartnics_per_node": v})
+        return self._set(hw, v), layout
+
+    def with_column(self, hw: Hardware, column) -> Hardware:
+        """The hardware with this catalog field a column of values (shape (K, 1)), one per
+        layout of a batch of K: what the break-even searches evaluate in one call. Not for
+        ``layout`` (a layout field is a column of the batch itself)."""
+        assert self.role != "layout"
+        return self._set(hw, column)
+
+    def _set(self, hw: Hardware, v) -> Hardware:
         entry = self.entry(hw)
         head, _, sub = self.field.partition(".")
         if sub:  # e.g. peak_TFLOPS.bf16
@@ -79,7 +89,7 @@ class Param:
             new = entry.model_copy(update={head: inner})
         else:
             new = entry.model_copy(update={head: v})
-        return dataclasses.replace(hw, **{self.role: new}), layout
+        return dataclasses.replace(hw, **{self.role: new})
 
     def upper_bound(self, hw: Hardware) -> float | None:
         """The largest value the catalog accepts for the field (its ``le``), if any."""
@@ -122,11 +132,17 @@ class Joint(Param):
         return float(min(e.memory_bandwidth_GBps * eff, e.cores * e.core_bandwidth_GBps))
 
     def apply(self, hw: Hardware, layout: Layout, value: float) -> tuple[Hardware, Layout]:
+        return self._set(hw, float(value)), layout
+
+    def _set(self, hw: Hardware, v) -> Hardware:
+        """Both bandwidths scaled by ``v`` over today's achievable bandwidth (a number, or a
+        column: every step is element-wise)."""
         e = self.entry(hw)
-        k = float(value) / self.get(hw, layout)
+        eff = getattr(e, "memory_efficiency", None) or getattr(e, "stream_efficiency")
+        k = v / float(min(e.memory_bandwidth_GBps * eff, e.cores * e.core_bandwidth_GBps))
         new = e.model_copy(update={"memory_bandwidth_GBps": e.memory_bandwidth_GBps * k,
                                    "core_bandwidth_GBps": e.core_bandwidth_GBps * k})
-        return dataclasses.replace(hw, **{self.role: new}), layout
+        return dataclasses.replace(hw, **{self.role: new})
 
     def upper_bound(self, hw: Hardware) -> float | None:
         return None

@@ -15,6 +15,7 @@ one at a time for good.
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 import numpy as np
 from pydantic import BaseModel
@@ -23,6 +24,7 @@ from optimus_calc.analyses.breakeven.case import (Case, State, binding_figures, 
                                                   measure, pipeline_figures, state_of)
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.engine import evaluate
+from optimus_calc.evaluate.hw_params import Param
 from optimus_calc.specs.training import Offload
 
 
@@ -98,29 +100,82 @@ def measure_many(cases: list[Case]) -> list[State] | None:
     """:func:`~optimus_calc.analyses.breakeven.case.measure` of every case in one call of the
     evaluator (the same figures), or None when the cases cannot be stacked (the caller then
     evaluates the ones it needs, one at a time)."""
+    rows = measure_rows(cases)
+    return None if rows is None else [rows.state(i) for i in range(len(cases))]
+
+
+def measure_rows(cases: list[Case]) -> "Rows | None":
+    """:func:`measure_many`, each row's :class:`State` built when it is read."""
     if not cases:
-        return []
+        return Rows.of_states([])
     try:
         hw, batch, changed = _stack(cases)
     except _Unstackable:
         return None
+    return _evaluate_stacked(cases, hw, batch, changed, lambda i: cases[i])
+
+
+def measure_param(case: Case, p: Param, values: list[float]) -> "Rows | None":
+    """The figures of ``case`` with parameter ``p`` at each of ``values`` (distinct), in one
+    call of the evaluator: :func:`measure_many` of ``case.with_param(p, v)`` for each value,
+    without building a case per value (the field is set to the column :func:`_stack` would
+    build from them). Each row's :class:`State` is built when it is read."""
+    if len(values) < 2 or p.role == "layout" or len(set(values)) < len(values):
+        return measure_rows([case.with_param(p, v) for v in values])
+    column = np.array([float(v) for v in values], dtype=np.float64)[:, None]
+    hw = p.with_column(case.hw, column)
+    one = Batch.of(case.layout, case.training)
+    batch = Batch.from_columns({f.name: np.repeat(np.asarray(getattr(one, f.name)), len(values))
+                                for f in dataclasses.fields(Batch)})
+    return _evaluate_stacked([case] * len(values), hw, batch, (p.key,),
+                             lambda i: case.with_param(p, values[i]))
+
+
+def _evaluate_stacked(cases: list[Case], hw, batch: Batch, changed: tuple,
+                      one: Callable[[int], Case]) -> "Rows | None":
+    """Evaluate the stack; the first time a set of changed fields is stacked, its first and
+    last rows are checked against a batch of one (``one(i)``: row i's case)."""
     if _CHECKED.get(changed) is False:
         return None
     c0 = cases[0]
     try:
         ev = evaluate(batch, c0.model, hw, c0.training, c0.asm, stages=c0.stages)
-        out = _states(cases, hw, ev)
+        rows = _rows(cases, hw, ev)
     except (_Unstackable, TypeError, ValueError):  # a field used as a Python scalar
         _CHECKED[changed] = False
         return None
     if changed not in _CHECKED:
-        _CHECKED[changed] = out[-1] == measure(cases[-1]) and out[0] == measure(cases[0])
+        n = len(cases)
+        _CHECKED[changed] = (rows.state(n - 1) == measure(one(n - 1))
+                             and rows.state(0) == measure(one(0)))
         if not _CHECKED[changed]:
             return None
-    return out
+    return rows
 
 
-def _states(cases: list[Case], hw, ev) -> list[State]:
+class Rows:
+    """Every row's figures of a stacked evaluation; a row's :class:`State` is built when asked
+    (a bisection's prefetch evaluates 31 values and reads 5 of them)."""
+
+    def __init__(self, cases: list[Case], figs: dict | None, pipes: list[dict | None],
+                 states: list[State | None]):
+        self._cases, self._figs, self._pipes, self._states = cases, figs, pipes, states
+
+    @classmethod
+    def of_states(cls, states: list[State]) -> "Rows":
+        return cls([], None, [], list(states))
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def state(self, i: int) -> State:
+        st = self._states[i]
+        if st is None:
+            st = self._states[i] = state_of(self._cases[i], self._figs, i, self._pipes[i])
+        return st
+
+
+def _rows(cases: list[Case], hw, ev) -> Rows:
     """Every row's figures; OptimusNIC's pipeline of every row in one call."""
     c0, cols = cases[0], figures_of(ev)
     pipes: list[dict | None] = [None] * len(cases)
@@ -135,4 +190,4 @@ def _states(cases: list[Case], hw, ev) -> list[State]:
         arr = {k: np.broadcast_to(np.asarray(v, dtype=np.float64), cards.shape)
                for k, v in pipe.items()}
         pipes = [{k: float(v[i, 0]) for k, v in arr.items()} for i in range(len(cases))]
-    return [state_of(c, cols, i, pipes[i]) for i, c in enumerate(cases)]
+    return Rows(cases, cols, pipes, [None] * len(cases))

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from optimus_calc.analyses.breakeven.batched import measure_many
+from optimus_calc.analyses.breakeven.batched import Rows, measure_rows
 from optimus_calc.analyses.breakeven.case import Case, Goal, State, measure, met
 from optimus_calc.analyses.breakeven.problem import bracket
 from optimus_calc.specs.hardware import MIN_GB, MIN_GBPS, MIN_GHZ, MIN_TFLOPS, Link, SmartNIC
@@ -115,7 +115,7 @@ class _Oracle:
 
     def __init__(self, case: Case, goal: Goal, reference_s: float | None):
         self.case, self.goal, self.reference_s, self.calls = case, goal, reference_s, 0
-        self._known: dict[tuple, State] = {}
+        self._known: dict[tuple, tuple[Rows, int]] = {}
 
     @staticmethod
     def _key(spec: CardSpec) -> tuple:
@@ -123,13 +123,18 @@ class _Oracle:
 
     def state(self, spec: CardSpec) -> State:
         self.calls += 1
-        st = self._known.get(self._key(spec))
-        return st if st is not None else measure(with_card(self.case, spec))
+        key = self._key(spec)
+        known = self._known.get(key)
+        if known is None:
+            return measure(with_card(self.case, spec))
+        rows, i = known
+        return rows.state(i)
 
     def prefetch(self, specs: list[CardSpec]) -> None:
         todo = {self._key(s): s for s in specs if self._key(s) not in self._known}
-        states = measure_many([with_card(self.case, s) for s in todo.values()])
-        self._known.update(zip(todo, states or ()))
+        rows = measure_rows([with_card(self.case, s) for s in todo.values()])
+        if rows is not None:  # None: asked one at a time
+            self._known.update((key, (rows, i)) for i, key in enumerate(todo))
 
     def ok(self, spec: CardSpec) -> bool:
         return met(self.goal, self.state(spec), self.reference_s)

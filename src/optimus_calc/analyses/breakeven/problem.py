@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from optimus_calc.analyses.breakeven.batched import measure_many
+from optimus_calc.analyses.breakeven.batched import Rows, measure_param, measure_rows
 from optimus_calc.analyses.breakeven.case import Case, Goal, State, measure, met
 from optimus_calc.evaluate.hw_params import Param
 from optimus_calc.record import record
@@ -29,7 +29,7 @@ class _Problem:
 
     def __init__(self, case: Case, goal: Goal, reference_s: float | None):
         self.case, self.goal, self.reference_s = case, goal, reference_s
-        self._cache: dict[tuple, State] = {}
+        self._cache: dict[tuple, State | tuple[Rows, int]] = {}
 
     def _case(self, p: Param | None, value: float | None,
               extra: tuple[tuple[Param, float], ...]) -> Case:
@@ -48,26 +48,37 @@ class _Problem:
     def state(self, p: Param | None = None, value: float | None = None,
               extra: tuple[tuple[Param, float], ...] = ()) -> State:
         key = self._key(p, value, extra)
-        if key not in self._cache:
-            self._cache[key] = measure(self._case(p, value, extra))
-        return self._cache[key]
+        st = self._cache.get(key)
+        if st is None:
+            st = self._cache[key] = measure(self._case(p, value, extra))
+        elif not isinstance(st, State):  # a row of a prefetched evaluation, built when read
+            rows, i = st
+            st = self._cache[key] = rows.state(i)
+        return st
+
+    def _keep(self, keys: list[tuple], rows: Rows | None) -> None:
+        for i, key in enumerate(keys if rows is not None else ()):  # None: asked one at a time
+            self._cache[key] = (rows, i)
 
     def prefetch(self, p: Param, values, extras=None) -> None:
         """Evaluate ``p`` at every value (with each of ``extras``, if given, at the one value)
         not yet known, in one call of the evaluator."""
         asks = [(v, ()) for v in values] if extras is None else [(values[0], e) for e in extras]
         todo = list(dict.fromkeys(a for a in asks if self._key(p, *a) not in self._cache))
-        states = measure_many([self._case(p, *a) for a in todo])
-        for a, st in zip(todo, states or ()):  # None: asked one at a time, as needed
-            self._cache[self._key(p, *a)] = st
+        if not todo:
+            return
+        if extras is None:  # one field over many values: a column, no case per value
+            rows = measure_param(self.case, p, [v for v, _ in todo])
+        else:
+            rows = measure_rows([self._case(p, *a) for a in todo])
+        self._keep([self._key(p, *a) for a in todo], rows)
 
     def prefetch_each(self, asks: list[tuple[Param, float]]) -> None:
         """Evaluate each (parameter, value) not yet known, every parameter at once, in one
         call of the evaluator (each case changes its own field; the stack carries them all)."""
         todo = list(dict.fromkeys(a for a in asks if self._key(a[0], a[1], ()) not in self._cache))
-        states = measure_many([self._case(p, v, ()) for p, v in todo])
-        for (p, v), st in zip(todo, states or ()):  # None: asked one at a time, as needed
-            self._cache[self._key(p, v, ())] = st
+        rows = measure_rows([self._case(p, v, ()) for p, v in todo])
+        self._keep([self._key(p, v, ()) for p, v in todo], rows)
 
     def ok(self, p: Param, value: float) -> bool:
         return met(self.goal, self.state(p, value), self.reference_s)
