@@ -213,7 +213,7 @@ def render_table(doc: Document, width: int = DEFAULT_WIDTH) -> str:
     and CSV refuse it: it is a bug, never an answer."""
     _clean(doc.data)
     from rich import box
-    from rich.console import Console
+    from rich.console import Console, Group
     from rich.table import Table as RichTable
     from rich.text import Text
 
@@ -221,15 +221,14 @@ def render_table(doc: Document, width: int = DEFAULT_WIDTH) -> str:
     buf = io.StringIO()
     console = Console(file=buf, width=width, no_color=True, color_system=None,
                       highlight=False, emoji=False, soft_wrap=False, markup=False)
-    console.print(Text(safe_text(doc.title), style="bold"))
-    for key, value in doc.header:
-        console.print(Text(safe_text(f"  {key}: {value}")))
+    parts = [Text(safe_text(doc.title), style="bold")]
+    parts += [Text(safe_text(f"  {key}: {value}")) for key, value in doc.header]
     for table in doc.tables:
         if table.title:  # printed apart: rich crops a table title wider than its table
-            console.print(Text(safe_text(table.title)))
-        console.print(_rich_table(table, width, compact, box, RichTable, Text))
-    for note in doc.notes:
-        console.print(Text(safe_text(f"- {note}")))
+            parts.append(Text(safe_text(table.title)))
+        parts.append(_rich_table(table, width, compact, box, RichTable, Text))
+    parts += [Text(safe_text(f"- {note}")) for note in doc.notes]
+    console.print(Group(*parts))  # one print: rich's per-call set-up is most of a small table
     return buf.getvalue()
 
 
