@@ -10,8 +10,8 @@ import random
 import pytest
 
 from optimus_calc.analyses import breakeven as B
-from optimus_calc.analyses.breakeven.batched import measure_many
-from optimus_calc.analyses.breakeven.problem import _Bracket, bracket
+from optimus_calc.analyses.breakeven.batched import measure_fields, measure_many
+from optimus_calc.analyses.breakeven.problem import _Bracket, bracket, bracket_all
 
 
 @pytest.fixture(scope="module")
@@ -116,3 +116,67 @@ def test_bracket_state_machine_by_hand():
     assert asked == [40.0, 20.0, 30.0, 35.0, 37.0, 36.0]
     search = _Bracket(40.0, 1.0, 64.0, True)
     assert search.ahead(search.start(), 2) == [40.0, 20.0, 64.0]
+
+
+@pytest.mark.parametrize("kind", ["smartnic", "cpu", "fpga"])
+def test_several_fields_as_columns_equal_one_at_a_time(cases, kind):
+    """measure_fields stacks every hardware parameter of the device at once, each at three
+    values, without a case per value: each field a parameter changes is a column holding its
+    value in that parameter's rows and today's value in the others' (the joint bandwidth pair
+    changes two fields, an FPGA's second tier a nested one). Every row equals measure() of the
+    case with that one parameter changed, bit for bit."""
+    from optimus_calc.evaluate.strategies import device_params
+    case = cases[kind]
+    asks = []
+    for p in device_params(case.hw, case.layout.offload):
+        if p.role == "layout":
+            continue
+        cur = p.get(case.hw, case.layout)
+        asks += [(p, max(1.0, round(cur * f)) if p.integer else cur * f) for f in (0.3, 2.0, 7.0)]
+    params = {p.key for p, _ in asks}
+    assert len(params) >= 4 and (kind == "fpga" or any("+" in k for k in params))
+    rows = measure_fields(case, asks)
+    assert rows is not None and len(rows) == len(asks)
+    for i, (p, v) in enumerate(asks):
+        assert rows.state(i) == B.measure(case.with_param(p, v)), (p.key, v)
+
+
+def test_searches_advanced_together_answer_as_each_alone():
+    """bracket_all of 50 random searches (integers and reals, thresholds inside, below and
+    above the range) gives each search the answer bracket gives it alone, asks each predicate
+    the same values in the same order, and hands every value to the one look-ahead call of its
+    round first; with several searches a round asks at most as many calls as the longest."""
+    rng = random.Random(7)
+    specs = []
+    for _ in range(50):
+        integer = rng.random() < 0.4
+        low, cap = (1.0, float(rng.randint(2, 4096))) if integer else (1e-6, 10 ** rng.uniform(
+            -3, 6))
+        cur = min(float(rng.randint(1, int(cap))) if integer else 10 ** rng.uniform(-5, 5), cap)
+        specs.append((cur, low, cap, integer,
+                      rng.choice([rng.uniform(low, cap * 1.5), low / 2, cap * 2])))
+    alone, asked_alone = [], []
+    for cur, low, cap, integer, t in specs:
+        seen: list[float] = []
+        alone.append(bracket(lambda v, t=t, seen=seen: seen.append(v) or v >= t, cur, low, cap,
+                             integer))
+        asked_alone.append(seen)
+    asked: list[list[float]] = [[] for _ in specs]
+    fetched: list[set[float]] = [set() for _ in specs]
+    rounds: list[int] = []
+
+    def pred(i):
+        def f(v):
+            assert v in fetched[i]
+            asked[i].append(v)
+            return v >= specs[i][4]
+        return f
+
+    def ahead(wants):
+        rounds.append(len(wants))
+        for i, vs in wants:
+            fetched[i].update(vs)
+    together = bracket_all([(pred(i), cur, low, cap, integer)
+                            for i, (cur, low, cap, integer, _) in enumerate(specs)], ahead)
+    assert together == alone and asked == asked_alone
+    assert len(rounds) <= max(len(a) for a in asked_alone) and max(rounds) > 1

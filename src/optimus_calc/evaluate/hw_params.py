@@ -74,12 +74,12 @@ class Param:
             return hw, layout.model_copy(update={"smartnics_per_node": v})
         return self._set(hw, v), layout
 
-    def with_column(self, hw: Hardware, column) -> Hardware:
-        """The hardware with this catalog field a column of values (shape (K, 1)), one per
-        layout of a batch of K: what the break-even searches evaluate in one call. Not for
-        ``layout`` (a layout field is a column of the batch itself)."""
+    def changes(self, hw: Hardware, value: float) -> dict[str, float]:
+        """The fields of this parameter's entry (paths such as ``peak_TFLOPS.bf16``) that
+        :meth:`apply` sets for ``value``, and their new values: what the break-even searches
+        stack as columns of one batch. Not for ``layout``."""
         assert self.role != "layout"
-        return self._set(hw, column)
+        return {self.field: float(value)}
 
     def _set(self, hw: Hardware, v) -> Hardware:
         entry = self.entry(hw)
@@ -132,17 +132,15 @@ class Joint(Param):
         return float(min(e.memory_bandwidth_GBps * eff, e.cores * e.core_bandwidth_GBps))
 
     def apply(self, hw: Hardware, layout: Layout, value: float) -> tuple[Hardware, Layout]:
-        return self._set(hw, float(value)), layout
+        new = self.entry(hw).model_copy(update=self.changes(hw, value))
+        return dataclasses.replace(hw, **{self.role: new}), layout
 
-    def _set(self, hw: Hardware, v) -> Hardware:
-        """Both bandwidths scaled by ``v`` over today's achievable bandwidth (a number, or a
-        column: every step is element-wise)."""
+    def changes(self, hw: Hardware, value: float) -> dict[str, float]:
+        """Both bandwidths scaled by ``value`` over today's achievable bandwidth."""
         e = self.entry(hw)
-        eff = getattr(e, "memory_efficiency", None) or getattr(e, "stream_efficiency")
-        k = v / float(min(e.memory_bandwidth_GBps * eff, e.cores * e.core_bandwidth_GBps))
-        new = e.model_copy(update={"memory_bandwidth_GBps": e.memory_bandwidth_GBps * k,
-                                   "core_bandwidth_GBps": e.core_bandwidth_GBps * k})
-        return dataclasses.replace(hw, **{self.role: new})
+        k = float(value) / self.get(hw, None)  # type: ignore[arg-type]  (no layout field)
+        return {"memory_bandwidth_GBps": e.memory_bandwidth_GBps * k,
+                "core_bandwidth_GBps": e.core_bandwidth_GBps * k}
 
     def upper_bound(self, hw: Hardware) -> float | None:
         return None

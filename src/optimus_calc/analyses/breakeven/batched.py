@@ -115,27 +115,73 @@ def measure_rows(cases: list[Case]) -> "Rows | None":
     return _evaluate_stacked(cases, hw, batch, changed, lambda i: cases[i])
 
 
-def measure_param(case: Case, p: Param, values: list[float]) -> "Rows | None":
-    """The figures of ``case`` with parameter ``p`` at each of ``values`` (distinct), in one
-    call of the evaluator: :func:`measure_many` of ``case.with_param(p, v)`` for each value,
-    without building a case per value (the field is set to the column :func:`_stack` would
-    build from them). Each row's :class:`State` is built when it is read."""
-    if len(values) < 2 or p.role == "layout" or len(set(values)) < len(values):
-        return measure_rows([case.with_param(p, v) for v in values])
-    column = np.array([float(v) for v in values], dtype=np.float64)[:, None]
-    hw = p.with_column(case.hw, column)
+def measure_fields(case: Case, asks: list[tuple[Param, float]]) -> "Rows | None":
+    """The figures of ``case.with_param(p, v)`` for each distinct ``(p, v)`` of ``asks`` (one
+    parameter over many values, or several parameters at once) in one call of the evaluator:
+    :func:`measure_rows` of those cases, without building a case per value. Each field a
+    parameter changes becomes the column :func:`_stack` would build from the cases (the
+    parameter's value in its own rows, today's value in the others'). Rows are checked against a
+    batch of one the first time each parameter is stacked."""
+    if len(asks) < 2 or any(p.role == "layout" for p, _ in asks):
+        return measure_rows([case.with_param(p, v) for p, v in asks])
+    hw0, n = case.hw, len(asks)
+    columns: dict[tuple[str, str], np.ndarray] = {}
+    for r, (p, v) in enumerate(asks):
+        for path, value in p.changes(hw0, v).items():
+            col = columns.get((p.role, path))
+            if col is None:
+                col = columns[(p.role, path)] = np.full(n, _read(hw0, p.role, path))
+            col[r] = value
+    try:
+        hw = _with_columns(hw0, columns)
+    except (TypeError, ValueError, AttributeError):
+        return measure_rows([case.with_param(p, v) for p, v in asks])
     one = Batch.of(case.layout, case.training)
-    batch = Batch.from_columns({f.name: np.repeat(np.asarray(getattr(one, f.name)), len(values))
+    batch = Batch.from_columns({f.name: np.repeat(np.asarray(getattr(one, f.name)), n)
                                 for f in dataclasses.fields(Batch)})
-    return _evaluate_stacked([case] * len(values), hw, batch, (p.key,),
-                             lambda i: case.with_param(p, values[i]))
+    firsts = {}
+    for r, (p, _) in enumerate(asks):
+        firsts.setdefault(p.key, r)
+    return _evaluate_stacked([case] * n, hw, batch, tuple(sorted(firsts)),
+                             lambda i: case.with_param(*asks[i]), checks=firsts)
+
+
+def _read(hw, role: str, path: str) -> float:
+    obj = getattr(hw, role)
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return float(obj)
+
+
+def _with_columns(hw, columns: dict[tuple[str, str], np.ndarray]):
+    """``hw`` with each (role, field path) set to its column (shape (K, 1)), not validated."""
+    by_role: dict[str, dict[str, np.ndarray]] = {}
+    for (role, path), col in columns.items():
+        by_role.setdefault(role, {})[path] = col[:, None]
+    update = {}
+    for role, fields in by_role.items():
+        entry = getattr(hw, role)
+        top: dict = {k: v for k, v in fields.items() if "." not in k}
+        nested: dict[str, dict] = {}
+        for k, v in fields.items():
+            if "." in k:
+                head, sub = k.split(".", 1)
+                nested.setdefault(head, {})[sub] = v
+        for head, subs in nested.items():
+            top[head] = getattr(entry, head).model_copy(update=subs)
+        update[role] = entry.model_copy(update=top)
+    return dataclasses.replace(hw, **update)
 
 
 def _evaluate_stacked(cases: list[Case], hw, batch: Batch, changed: tuple,
-                      one: Callable[[int], Case]) -> "Rows | None":
-    """Evaluate the stack; the first time a set of changed fields is stacked, its first and
-    last rows are checked against a batch of one (``one(i)``: row i's case)."""
-    if _CHECKED.get(changed) is False:
+                      one: Callable[[int], Case], checks: dict[str, int] | None = None
+                      ) -> "Rows | None":
+    """Evaluate the stack. The first time a set of changed fields is stacked, its first and
+    last rows are checked against a batch of one (``one(i)``: row i's case); with ``checks``
+    (parameter key -> one of its rows) each parameter is checked once, at that row, whatever
+    it is stacked with."""
+    if _CHECKED.get(changed) is False or (checks and any(
+            _CHECKED.get((k,)) is False for k in checks)):
         return None
     c0 = cases[0]
     try:
@@ -144,6 +190,13 @@ def _evaluate_stacked(cases: list[Case], hw, batch: Batch, changed: tuple,
     except (_Unstackable, TypeError, ValueError):  # a field used as a Python scalar
         _CHECKED[changed] = False
         return None
+    if checks is not None:
+        for key, i in checks.items():
+            if (key,) not in _CHECKED:
+                _CHECKED[(key,)] = rows.state(i) == measure(one(i))
+            if not _CHECKED[(key,)]:
+                return None
+        return rows
     if changed not in _CHECKED:
         n = len(cases)
         _CHECKED[changed] = (rows.state(n - 1) == measure(one(n - 1))

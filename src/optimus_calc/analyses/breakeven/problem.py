@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from optimus_calc.analyses.breakeven.batched import Rows, measure_param, measure_rows
+from optimus_calc.analyses.breakeven.batched import Rows, measure_fields, measure_rows
 from optimus_calc.analyses.breakeven.case import Case, Goal, State, measure, met
 from optimus_calc.evaluate.hw_params import Param
 from optimus_calc.record import record
@@ -68,7 +68,7 @@ class _Problem:
         if not todo:
             return
         if extras is None:  # one field over many values: a column, no case per value
-            rows = measure_param(self.case, p, [v for v, _ in todo])
+            rows = measure_fields(self.case, [(p, v) for v, _ in todo])
         else:
             rows = measure_rows([self._case(p, *a) for a in todo])
         self._keep([self._key(p, *a) for a in todo], rows)
@@ -77,7 +77,7 @@ class _Problem:
         """Evaluate each (parameter, value) not yet known, every parameter at once, in one
         call of the evaluator (each case changes its own field; the stack carries them all)."""
         todo = list(dict.fromkeys(a for a in asks if self._key(a[0], a[1], ()) not in self._cache))
-        rows = measure_rows([self._case(p, v, ()) for p, v in todo])
+        rows = measure_fields(self.case, todo)
         self._keep([self._key(p, v, ()) for p, v in todo], rows)
 
     def ok(self, p: Param, value: float) -> bool:
@@ -110,18 +110,40 @@ def bracket(pred: Callable[[float], bool], cur: float, low: float, cap: float,
     ``prefetch``, if given, is handed every value the next PREFETCH_LEVELS questions could ask
     (both answers of each), so the caller can evaluate them in one call before ``pred`` is
     asked them one by one; the answer does not depend on it."""
-    search = _Bracket(cur, low, cap, integer)
-    state = search.start()
-    asked: set[float] = set()
-    while True:
-        kind, x = search.query(state)
-        if kind == "done":
-            return x
-        if prefetch is not None and x not in asked:
-            ahead = search.ahead(state, PREFETCH_LEVELS)
-            prefetch(ahead)
-            asked.update(ahead)
-        state = search.advance(state, x, pred(x))
+    ahead = None if prefetch is None else (lambda wants: prefetch(wants[0][1]))
+    return bracket_all([(pred, cur, low, cap, integer)], ahead)[0]
+
+
+def bracket_all(searches: list[tuple[Callable[[float], bool], float, float, float, bool]],
+                prefetch: Callable[[list[tuple[int, list[float]]]], None] | None = None
+                ) -> list[tuple[str, float | None]]:
+    """:func:`bracket` of each ``(pred, cur, low, cap, integer)``, the searches advanced
+    together: each round, the values the next PREFETCH_LEVELS questions of every unfinished
+    search could ask are handed to ``prefetch`` at once, as (search index, values), so the
+    caller can evaluate them all in one call. Each answer is the one :func:`bracket` gives."""
+    boxes = [_Bracket(cur, low, cap, integer) for _, cur, low, cap, integer in searches]
+    states = [b.start() for b in boxes]
+    asked: list[set[float]] = [set() for _ in boxes]
+    out: list[tuple[str, float | None]] = [("never", None)] * len(boxes)
+    live = list(range(len(boxes)))
+    while live:
+        wants, still = [], []
+        for i in live:
+            kind, x = boxes[i].query(states[i])
+            if kind == "done":
+                out[i] = x  # type: ignore[assignment]
+                continue
+            still.append((i, x))
+            if prefetch is not None and x not in asked[i]:
+                ahead = boxes[i].ahead(states[i], PREFETCH_LEVELS)
+                wants.append((i, ahead))
+                asked[i].update(ahead)
+        if wants:
+            prefetch(wants)  # type: ignore[misc]
+        for i, x in still:
+            states[i] = boxes[i].advance(states[i], x, searches[i][0](x))
+        live = [i for i, _ in still]
+    return out
 
 
 PREFETCH_LEVELS = 5   # a bisection's next 5 questions: 31 values in one evaluation

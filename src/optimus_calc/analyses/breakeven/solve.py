@@ -40,7 +40,7 @@ from optimus_calc.units import GB
 from optimus_calc.analyses.breakeven.closed import (FLOOR_SUPEROFFLOAD, FLOOR_ZERO_OFFLOAD,
                                                     OptimizerInputs, _symbolic, optimizer_inputs)
 from optimus_calc.analyses.breakeven.problem import (REL_TOL, _bounds, _Problem, _Solved,
-                                                     bracket)
+                                                     bracket, bracket_all)
 from optimus_calc.record import record
 
 
@@ -193,25 +193,57 @@ def _closed_forms(prob: _Problem, params: list[Param], opt: OptimizerInputs | No
     return out
 
 
-def solve_param(prob: _Problem, p: Param, params: list[Param],
-                opt: OptimizerInputs | None, lift: bool = True,
-                closed: dict | None = None) -> Requirement:
+def _solved(prob: _Problem, p: Param, opt: OptimizerInputs | None,
+            closed: dict | None, searched: dict | None = None) -> _Solved:
+    """``p``'s answer: its closed form when the evaluator confirms it, else the bracketing
+    search's (``searched``: already run, with the other parameters' searches)."""
     case = prob.case
     cur = p.get(case.hw, case.layout)
     low, cap = _bounds(p, case, cur)
-    entry = p.entry_name(case.hw)
     solved = (closed[p.key] if closed is not None and p.key in closed
               else _symbolic(prob, p, cur, cap, opt))
     note = ""
     if solved is not None and not _checked(prob, p, solved, low, cap):
         solved, note = None, " (the closed form disagreed with the evaluator)"
-    if solved is None:
+    if solved is not None:
+        return solved
+    if searched is not None and p.key in searched:
+        status, value = searched[p.key]
+    else:
         status, value = bracket(lambda v: prob.ok(p, v), cur, low, cap, p.integer,
                                 lambda vs: prob.prefetch(p, vs))
-        method = ("exact search over integers (doubling, then bisection)" if p.integer
-                  else f"bracketing search over the evaluator (doubling, then bisection to "
-                       f"{REL_TOL:g})") + note
-        solved = _Solved(value, status, method)
+    method = ("exact search over integers (doubling, then bisection)" if p.integer
+              else f"bracketing search over the evaluator (doubling, then bisection to "
+                   f"{REL_TOL:g})") + note
+    return _Solved(value, status, method)
+
+
+def _search_all(prob: _Problem, params: list[Param], closed: dict) -> dict:
+    """The bracketing search of every parameter whose closed form is missing or disagrees
+    with the evaluator, all advanced together: one call of the evaluator per round for all
+    of them (the answers are each search's own)."""
+    todo = []
+    for p in params:
+        cur = p.get(prob.case.hw, prob.case.layout)
+        low, cap = _bounds(p, prob.case, cur)
+        solved = closed.get(p.key)
+        if solved is None or not _checked(prob, p, solved, low, cap):
+            todo.append((p, cur, low, cap))
+    found = bracket_all(
+        [(lambda v, p=p: prob.ok(p, v), cur, low, cap, p.integer) for p, cur, low, cap in todo],
+        lambda wants: prob.prefetch_each([(todo[i][0], v) for i, vs in wants for v in vs]))
+    return {p.key: answer for (p, *_), answer in zip(todo, found)}
+
+
+def solve_param(prob: _Problem, p: Param, params: list[Param],
+                opt: OptimizerInputs | None, lift: bool = True,
+                closed: dict | None = None, solved: _Solved | None = None) -> Requirement:
+    case = prob.case
+    cur = p.get(case.hw, case.layout)
+    low, cap = _bounds(p, case, cur)
+    entry = p.entry_name(case.hw)
+    if solved is None:
+        solved = _solved(prob, p, opt, closed)
     if solved.status == "never":
         if solved.method in (FLOOR_ZERO_OFFLOAD, FLOOR_SUPEROFFLOAD):
             binding = solved.binding  # nothing lifts an exposure floor
@@ -229,9 +261,14 @@ def solve_param(prob: _Problem, p: Param, params: list[Param],
                        solved.equation)
 
 
+def _at(p: Param, v: float) -> float:
+    """Where :func:`_at_solution` reads the figures: just above a continuous answer."""
+    return v * (1 + 1e-7) if not p.integer else v
+
+
 def _at_solution(prob: _Problem, p: Param, v: float) -> str:
     """What the parameter balances against at the required value."""
-    st = prob.state(p, v * (1 + 1e-7) if not p.integer else v)
+    st = prob.state(p, _at(p, v))
     if prob.goal is Goal.HIDE:
         return (f"card pipeline {st.pipeline_s:.3g} s (update {st.optimizer_s:.3g} s) "
                 f"<= window {st.window_s:.3g} s")
@@ -277,7 +314,11 @@ def solve_device(case: Case, goal: Goal, reference_s: float | None = None,
     prob.prefetch_each([(p, v) for p in params for v in _enter_values(prob, p)])
     live = [p for p in params if enters(prob, p)]
     closed = _closed_forms(prob, live, opt)
-    reqs = [solve_param(prob, p, live, opt, lift, closed) for p in live]
+    searched = _search_all(prob, live, closed)
+    answers = {p.key: _solved(prob, p, opt, closed, searched) for p in live}
+    prob.prefetch_each([(p, _at(p, a.value)) for p in live for a in (answers[p.key],)
+                        if a.status == "value" and a.value is not None])
+    reqs = [solve_param(prob, p, live, opt, lift, closed, answers[p.key]) for p in live]
     return DeviceResult(case, goal, st, reference_s, reqs,
                         [p for p in params if p not in live])
 
