@@ -291,3 +291,27 @@ def test_single_layout_says_which_frameworks_run_it(run):
     assert all(v != "runs" for v in nic["frameworks"].values())  # OptimusNIC: a what-if
     ok = run("memory", "llama-2-7b", "--tp", 8, "--zero", 1, "--format", "json").json()
     assert ok["frameworks"]["megatron"] == "runs"
+
+
+@pytest.mark.parametrize("args", [
+    ("llama70b", "--nodes", "2", "--tp", "2", "--pp", "4"),
+    ("llama-3-8b", "--nodes", "2", "--zero", "3", "--offload", "cpu"),
+    ("mixtral-8x7b", "--nodes", "2", "--tp", "2", "--ep", "4", "--pp", "2"),
+])
+def test_step_figure_is_step_of_without_the_reports(run, monkeypatch, args):
+    """`calibrate` reads one figure per prediction (step.step_figure): the same number as the
+    report step_of builds, for a time, a throughput and the most loaded stage's memory."""
+    import optimus_calc.evaluate.step as S
+    seen = []
+    real = S.step_of
+
+    def spy(inp, model_text):
+        mem, st = real(inp, model_text)
+        seen.append((inp, model_text, mem, st))
+        return mem, st
+    monkeypatch.setattr(S, "step_of", spy)
+    assert run("step", *args, "--format", "json").code == 0
+    (inp, text, mem, st), = seen
+    for figure in ("step_time_s", "tokens_per_s", "mfu", "optimizer_exposed_s"):
+        assert S.step_figure(inp, text, figure) == getattr(st, figure), figure
+    assert S.step_figure(inp, text, "gpu_memory_bytes") == mem.worst.total_bytes

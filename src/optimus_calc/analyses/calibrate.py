@@ -131,7 +131,7 @@ def measured_of(row: dict[str, str], where: str) -> tuple[str, float]:
 
 def predict(run: Run, values: dict[str, float]) -> float:
     """The evaluator's figure for ``run`` with ``values`` put in place (GPU fields, assumptions)."""
-    from optimus_calc.evaluate.step import step_of
+    from optimus_calc.evaluate.step import step_figure
     inp = run.inputs
     gpu_upd = {p.name: values[p.name] for p in CANDIDATES if p.where == "gpu" and p.name in values}
     asm_upd = {p.name: values[p.name] for p in CANDIDATES
@@ -143,9 +143,7 @@ def predict(run: Run, values: dict[str, float]) -> float:
     if "nic_efficiency" in values:
         hw = replace(hw, nic=hw.nic.model_copy(update={"efficiency": values["nic_efficiency"]}))
     asm = inp.assumptions.model_copy(update=asm_upd) if asm_upd else inp.assumptions
-    mem, st = step_of(replace(inp, hw=hw, assumptions=asm), inp.model.name)
-    return float(mem.worst.total_bytes if run.figure == "gpu_memory_bytes"
-                 else getattr(st, run.figure))
+    return step_figure(replace(inp, hw=hw, assumptions=asm), inp.model.name, run.figure)
 
 
 def _holder(inp, where: str):

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.evaluate.engine import layer_flops, recompute_flops  # noqa: F401
+from optimus_calc.evaluate.engine import evaluate, layer_flops, recompute_flops  # noqa: F401
 from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
 from optimus_calc.errors import InputError
 from optimus_calc.specs.model import BareModel, Model
@@ -93,14 +94,30 @@ def batch_terms(ev, n: int) -> list[dict[str, float]]:
     return [{k: float(v[j]) for k, v in cols.items()} for j in range(n)]
 
 
-def step_of(inp: Inputs, model_text: str) -> tuple[MemoryEstimate, StepEstimate]:
-    """Memory and step time of one resolved layout (`step`, `compare`); an input error when the
-    model or the options give no step time."""
+def _check_step_inputs(inp: Inputs, model_text: str) -> None:
     if isinstance(inp.model, BareModel):
         raise InputError(f"MODEL {model_text!r} is a bare parameter count: step time needs an "
                          "architecture (a catalog model or a config.json)")
     if inp.training.model_states_only:
         raise InputError("--model-states-only does not apply to step time")
+
+
+def step_figure(inp: Inputs, model_text: str, figure: str) -> float:
+    """One figure of :func:`step_of` (a TERMS name, or ``gpu_memory_bytes``: the most loaded
+    stage's total), read from the one evaluation without building the reports (`calibrate`
+    asks a few hundred of them per fit)."""
+    _check_step_inputs(inp, model_text)
+    tr = inp.training
+    ev = evaluate(Batch.of(inp.layout, tr), inp.model, inp.hw, tr, inp.assumptions,
+                  all_stages=True)
+    value = ev.gpu_bytes if figure == "gpu_memory_bytes" else ev.term(figure)
+    return float(np.asarray(value).reshape(-1)[0])
+
+
+def step_of(inp: Inputs, model_text: str) -> tuple[MemoryEstimate, StepEstimate]:
+    """Memory and step time of one resolved layout (`step`, `compare`); an input error when the
+    model or the options give no step time."""
+    _check_step_inputs(inp, model_text)
     mem = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
     st = estimate_step(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions, mem)
     return mem, st
