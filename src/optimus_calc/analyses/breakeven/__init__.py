@@ -19,7 +19,8 @@ closed forms (:mod:`.closed`, :mod:`.sym`) are checked against it.
 from optimus_calc.analyses.breakeven.case import (Case, Goal, Reference, Sensitivity, State,
                                                   best_without_offload, catalog_devices,
                                                   device_case, measure, met, offload_for,
-                                                  reference_of, sensitivity, shortfall)
+                                                  reference_of, shortfall)
+from optimus_calc.analyses.breakeven.batched import sensitivity
 from optimus_calc.analyses.breakeven.problem import REL_TOL, SPAN, bracket
 from optimus_calc.analyses.breakeven.solve import DeviceResult, Requirement, solve_device
 

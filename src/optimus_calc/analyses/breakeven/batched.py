@@ -15,13 +15,15 @@ one at a time for good.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Callable
 
 import numpy as np
 from pydantic import BaseModel
 
-from optimus_calc.analyses.breakeven.case import (Case, State, binding_figures, figures_of,
-                                                  measure, pipeline_figures, state_of)
+from optimus_calc.analyses.breakeven.case import (Case, Sensitivity, State, binding_figures,
+                                                  figures_of, measure, pipeline_figures,
+                                                  state_of)
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.engine import evaluate
 from optimus_calc.evaluate.hw_params import Param
@@ -244,3 +246,26 @@ def _rows(cases: list[Case], hw, ev) -> Rows:
                for k, v in pipe.items()}
         pipes = [{k: float(v[i, 0]) for k, v in arr.items()} for i in range(len(cases))]
     return Rows(cases, cols, pipes, [None] * len(cases))
+
+
+def sensitivity(case: Case, params: list[Param], step: float = 0.01) -> list[Sensitivity]:
+    """Elasticities by a forward finite difference of +1% through the evaluator (integer
+    fields such as cores are relaxed to real numbers for the nudge); the hardware fields'
+    nudges in one evaluation (:func:`measure_fields`)."""
+    base = measure(case)
+    head = base.gpu_capacity_bytes - base.gpu_bytes
+    nudges = [(p, cur) for p in params if (cur := p.get(case.hw, case.layout)) > 0]
+    rows = measure_fields(case, [(p, cur * (1 + step)) for p, cur in nudges
+                                 if p.role != "layout"])
+    nudged = iter(range(len(nudges)))
+    out = []
+    for p, cur in nudges:
+        st = (rows.state(next(nudged)) if rows is not None and p.role != "layout"
+              else measure(case.with_param(p, cur * (1 + step))))
+        e_t = (st.step_time_s / base.step_time_s - 1) / step
+        h = st.gpu_capacity_bytes - st.gpu_bytes
+        e_h = None
+        if head > 0 and not math.isclose(h, head, rel_tol=1e-12):
+            e_h = (h / head - 1) / step
+        out.append(Sensitivity(p, p.entry_name(case.hw), cur, e_t, e_h))
+    return out

@@ -8,7 +8,6 @@ Every figure is read from the one evaluator (:func:`optimus_calc.evaluate.engine
 from __future__ import annotations
 
 import dataclasses
-import math
 from enum import Enum
 
 import numpy as np
@@ -240,26 +239,6 @@ class Sensitivity:
     current: float
     step_elasticity: float            # % change of step time for +1% of the parameter
     headroom_elasticity: float | None  # % change of GPU memory headroom (None: unchanged)
-
-
-def sensitivity(case: Case, params: list[Param], step: float = 0.01) -> list[Sensitivity]:
-    """Elasticities by a forward finite difference of +1% through the evaluator (integer
-    fields such as cores are relaxed to real numbers for the nudge)."""
-    base = measure(case)
-    head = base.gpu_capacity_bytes - base.gpu_bytes
-    out = []
-    for p in params:
-        cur = p.get(case.hw, case.layout)
-        if cur <= 0:
-            continue
-        st = measure(case.with_param(p, cur * (1 + step)))
-        e_t = (st.step_time_s / base.step_time_s - 1) / step
-        h = st.gpu_capacity_bytes - st.gpu_bytes
-        e_h = None
-        if head > 0 and not math.isclose(h, head, rel_tol=1e-12):
-            e_h = (h / head - 1) / step
-        out.append(Sensitivity(p, p.entry_name(case.hw), cur, e_t, e_h))
-    return out
 
 
 # ---- devices and references -------------------------------------------------------------------
