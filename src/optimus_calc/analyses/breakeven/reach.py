@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from optimus_calc.analyses.breakeven.batched import measure_rows
 from optimus_calc.analyses.breakeven.card import MULTIPLE_CAP, CardSpec, scaled, with_card
 from optimus_calc.analyses.breakeven.case import Case, Goal, State, measure, met
 from optimus_calc.analyses.breakeven.problem import bracket
@@ -53,8 +54,21 @@ def _gpu_link(big: Case, goal: Goal, reference_s: float | None) -> str | None:
     def at(v: float) -> Case:
         return dataclasses.replace(big, hw=dataclasses.replace(
             big.hw, gpu_host_link=link.model_copy(update={"bandwidth_GBps": v})))
-    status, v = bracket(lambda v: met(goal, measure(at(v)), reference_s), cur, cur,
-                        cur * MULTIPLE_CAP, False)
+    known: dict[float, tuple] = {}   # value -> (rows, row) of a look-ahead's evaluation
+
+    def ahead(values: list[float]) -> None:  # the search's next questions in one evaluation
+        todo = [v for v in values if v not in known]
+        rows = measure_rows([at(v) for v in todo])
+        if rows is not None:
+            known.update((v, (rows, i)) for i, v in enumerate(todo))
+
+    def state(v: float) -> State:
+        if v not in known:
+            return measure(at(v))
+        rows, i = known[v]
+        return rows.state(i)
+    status, v = bracket(lambda v: met(goal, state(v), reference_s), cur, cur,
+                        cur * MULTIPLE_CAP, False, ahead)
     if status != "value" or v is None:
         return None
     return (f"a GPU-host link of {v:.4g} GB/s or more ({v / cur:.3g}x {link.name}'s "
