@@ -56,6 +56,15 @@ class _Problem:
             st = self._cache[key] = rows.state(i)
         return st
 
+    def base_state(self, params: list[Param]) -> State:
+        """The case as it is: the row of the first parameter at its own value when a look-ahead
+        evaluated it (the same case, the same figures), else one evaluation."""
+        key = self._key(None, None, ())
+        if key not in self._cache and params:
+            p = params[0]
+            self._cache[key] = self.state(p, p.get(self.case.hw, self.case.layout))
+        return self.state()
+
     def _keep(self, keys: list[tuple], rows: Rows | None) -> None:
         for i, key in enumerate(keys if rows is not None else ()):  # None: asked one at a time
             self._cache[key] = (rows, i)

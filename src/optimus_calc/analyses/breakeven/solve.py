@@ -308,10 +308,10 @@ def solve_device(case: Case, goal: Goal, reference_s: float | None = None,
     if goal is Goal.MATCH and reference_s is None:
         raise ValueError("goal match needs a reference step time")
     prob = _Problem(case, goal, reference_s)
-    st = prob.state()
     params = device_params(case.hw, case.layout.offload)
-    opt = optimizer_inputs(case, st)
     prob.prefetch_each([(p, v) for p in params for v in _enter_values(prob, p)])
+    st = prob.base_state(params)
+    opt = optimizer_inputs(case, st)
     live = [p for p in params if enters(prob, p)]
     closed = _closed_forms(prob, live, opt)
     searched = _search_all(prob, live, closed)
