@@ -82,6 +82,13 @@ class _Problem:
             rows = measure_rows([self._case(p, *a) for a in todo])
         self._keep([self._key(p, *a) for a in todo], rows)
 
+    def prefetch_many(self, asks: list[tuple[Param, float, tuple]]) -> None:
+        """Evaluate each (parameter, value, extra changes) not yet known in one call."""
+        todo = list(dict.fromkeys(a for a in asks if self._key(*a) not in self._cache))
+        if todo:
+            self._keep([self._key(*a) for a in todo], measure_rows([self._case(*a)
+                                                                    for a in todo]))
+
     def prefetch_each(self, asks: list[tuple[Param, float]]) -> None:
         """Evaluate each (parameter, value) not yet known, every parameter at once, in one
         call of the evaluator (each case changes its own field; the stack carries them all)."""

@@ -168,8 +168,7 @@ def _never_binding(prob: _Problem, p: Param, cap: float, params: list[Param],
     if not lift:
         return head
     lifted = []
-    pairs = [((q, _bounds(q, case, q.get(case.hw, case.layout))[1]),)
-             for q in params if q.key != p.key]
+    pairs = _lift_pairs(prob, p, params)
     prob.prefetch(p, [cap], pairs)
     for pair in pairs:
         if met(prob.goal, prob.state(p, cap, pair), prob.reference_s):
@@ -177,6 +176,13 @@ def _never_binding(prob: _Problem, p: Param, cap: float, params: list[Param],
     if lifted:
         return f"{head}; raising {' or '.join(lifted)} too would meet it"
     return f"{head}; no other single parameter raised with it would"
+
+
+def _lift_pairs(prob: _Problem, p: Param, params: list[Param]) -> list[tuple]:
+    """Each other parameter at its bound: what :func:`_never_binding` raises with ``p``."""
+    case = prob.case
+    return [((q, _bounds(q, case, q.get(case.hw, case.layout))[1]),)
+            for q in params if q.key != p.key]
 
 
 def _closed_forms(prob: _Problem, params: list[Param], opt: OptimizerInputs | None) -> dict:
@@ -318,6 +324,12 @@ def solve_device(case: Case, goal: Goal, reference_s: float | None = None,
     answers = {p.key: _solved(prob, p, opt, closed, searched) for p in live}
     prob.prefetch_each([(p, _at(p, a.value)) for p in live for a in (answers[p.key],)
                         if a.status == "value" and a.value is not None])
+    if lift:  # every "never" parameter raised with each other one, in one evaluation
+        prob.prefetch_many([(p, _bounds(p, case, p.get(case.hw, case.layout))[1], pair)
+                            for p in live if answers[p.key].status == "never"
+                            and answers[p.key].method not in (FLOOR_ZERO_OFFLOAD,
+                                                              FLOOR_SUPEROFFLOAD)
+                            for pair in _lift_pairs(prob, p, live)])
     reqs = [solve_param(prob, p, live, opt, lift, closed, answers[p.key]) for p in live]
     return DeviceResult(case, goal, st, reference_s, reqs,
                         [p for p in params if p not in live])
