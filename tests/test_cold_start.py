@@ -18,31 +18,35 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 HEAVY = ("numpy", "pydantic", "rich", "sympy", "matplotlib", "click")
 
+# One process runs a sequence of commands and reports what is loaded after each: modules only
+# accumulate, so a command that loads a library is caught at that command (the ones before it
+# did not), and the first command of a sequence sees a fresh interpreter.
 PROBE = """
 import json, os, sys, io
 from optimus_calc.cli.main import main
-args = json.loads(sys.argv[1])
-if args is not None:
-    out, sys.stdout = sys.stdout, io.StringIO()
-    try:
-        main(args)
-    except SystemExit as exc:
-        code = exc.code
-    sys.stdout = out
-else:
-    code = 0
 import gc
-threads = [l.split()[1] for l in open("/proc/self/status") if l.startswith("Threads")] \
-    if os.path.exists("/proc/self/status") else [None]
-print(json.dumps({"code": code,
-                  "loaded": [m for m in %r if m in sys.modules],
-                  "ours": sorted(m for m in sys.modules if m.startswith("optimus_calc")),
-                  "threads": threads[0],
-                  "collections": sum(s["collections"] for s in gc.get_stats()),
-                  "also_loaded": [m for m in ("numpy.ma", "difflib", "tomllib")
-                                  if m in sys.modules],
-                  "env": {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
-                          "MKL_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")}}))
+reports = []
+for args in json.loads(sys.argv[1]):
+    code = 0
+    if args is not None:
+        out, sys.stdout = sys.stdout, io.StringIO()
+        try:
+            main(args)
+        except SystemExit as exc:
+            code = exc.code
+        sys.stdout = out
+    threads = [l.split()[1] for l in open("/proc/self/status") if l.startswith("Threads")] \
+        if os.path.exists("/proc/self/status") else [None]
+    reports.append({"code": code,
+                    "loaded": [m for m in %r if m in sys.modules],
+                    "ours": sorted(m for m in sys.modules if m.startswith("optimus_calc")),
+                    "threads": threads[0],
+                    "collections": sum(s["collections"] for s in gc.get_stats()),
+                    "also_loaded": [m for m in ("numpy.ma", "difflib", "tomllib")
+                                    if m in sys.modules],
+                    "env": {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS",
+                            "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")}})
+print(json.dumps(reports))
 """ % (HEAVY,)
 
 
@@ -53,9 +57,13 @@ pytestmark = pytest.mark.xdist_group("cold_start")
 
 
 def probe(args, **env_extra):
-    if env_extra:
-        return _probe(json.dumps(args), tuple(sorted(env_extra.items())))
-    return _probe(json.dumps(args), ())
+    """What a fresh process has loaded after running ``args`` (None: nothing)."""
+    return probe_sequence([args], **env_extra)[0]
+
+
+def probe_sequence(sequence, **env_extra):
+    """The reports after each command of ``sequence``, run one after another in one process."""
+    return _probe(json.dumps(sequence), tuple(sorted(env_extra.items())))
 
 
 @functools.lru_cache(maxsize=None)
@@ -64,7 +72,7 @@ def _probe(args: str, env_extra: tuple):
     p = subprocess.run([sys.executable, "-c", PROBE, args], capture_output=True,
                        text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return tuple(json.loads(p.stdout.strip().splitlines()[-1]))
 
 
 def test_importing_the_entry_point_loads_click_only():
@@ -81,32 +89,39 @@ def test_version_and_help_load_no_numerics(args):
                          "optimus_calc.errors"]
 
 
-@pytest.mark.parametrize("args", [
+HOT_TABLES = [
     ["plan", "llama70b", "--nodes", "2"],
     ["memory", "llama70b", "--nodes", "2", "--tp", "8"],
     ["step", "llama70b", "--nodes", "2", "--tp", "8"],
     ["compare", "llama70b", "--nodes", "2"],
     ["comm", "all-reduce", "--size", "1e9", "--nodes", "2"],
-])
-def test_hot_path_table_loads_no_sympy_or_matplotlib(args):
-    r = probe(args)
+]
+MACHINE = [
+    ["plan", "llama70b", "--nodes", "2", "--format", "json"],
+    ["memory", "llama70b", "--nodes", "2", "--tp", "8", "--format", "csv"],
+]
+
+
+@pytest.mark.parametrize("i", range(len(HOT_TABLES)))
+def test_hot_path_table_loads_no_sympy_or_matplotlib(i):
+    r = probe_sequence(HOT_TABLES)[i]  # after the first i + 1 commands, in one process
     assert r["code"] == 0
     # the text table needs rich; the numbers need numpy and pydantic; nothing else heavy
     assert r["loaded"] == ["numpy", "pydantic", "rich", "click"]
 
 
-@pytest.mark.parametrize("args", [
-    ["plan", "llama70b", "--nodes", "2", "--format", "json"],
-    ["memory", "llama70b", "--nodes", "2", "--tp", "8", "--format", "csv"],
-])
-def test_machine_formats_do_not_load_rich(args):
-    r = probe(args)
+@pytest.mark.parametrize("i", range(len(MACHINE)))
+def test_machine_formats_do_not_load_rich(i):
+    r = probe_sequence(MACHINE)[i]
     assert r["code"] == 0 and r["loaded"] == ["numpy", "pydantic", "click"]
 
 
 def test_explain_does_load_sympy():
-    # the positive control: the probe sees a lazily imported library when a command needs it
-    r = probe(["explain", "memory.weights_bytes", "--format", "json"])
+    # the positive control: the probe sees a lazily imported library when a command needs it,
+    # also as the second command of a sequence (the first did not load it)
+    first, r = probe_sequence([MACHINE[1], ["explain", "memory.weights_bytes", "--format",
+                                            "json"]])
+    assert "sympy" not in first["loaded"]
     assert r["code"] == 0 and "sympy" in r["loaded"]
 
 
