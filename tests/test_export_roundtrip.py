@@ -85,7 +85,9 @@ def model_from_megatron(args: dict, like: Model) -> Model:
         # layers and (i - first + 1) % freq == 0; find the (first, freq) that gives the pattern
         n = f["layers"]
         rule = [(first, freq) for first in range(n) for freq in range(1, n + 1)
-                if [int(i >= first and (i - first + 1) % freq == 0) for i in range(n)] == pattern]
+                if len(pattern) == n and all(
+                    int(i >= first and (i - first + 1) % freq == 0) == pattern[i]
+                    for i in range(n))]
         assert rule, f"--moe-layer-freq {pattern} is no dense-prefix + every-k-th pattern"
         f["first_dense_layers"], f["moe_layer_freq"] = rule[0]
     return Model(**f)
