@@ -180,3 +180,24 @@ def test_searches_advanced_together_answer_as_each_alone():
                             for i, (cur, low, cap, integer, _) in enumerate(specs)], ahead)
     assert together == alone and asked == asked_alone
     assert len(rounds) <= max(len(a) for a in asked_alone) and max(rounds) > 1
+
+
+@pytest.mark.parametrize("kind", ["smartnic", "fpga"])
+def test_cards_as_columns_equal_one_at_a_time(cases, kind):
+    """The minimum-card search asks for whole cards (a multiple of the named one, then one
+    field at a time lowered from a corner): stacked as columns of the named card's fields, each
+    card's figures equal measure() of the case with that card, bit for bit."""
+    from optimus_calc.analyses.breakeven.card import (CardSpec, _Oracle, card_fields, scaled,
+                                                      with_card)
+    case = cases[kind]
+    named = CardSpec(case.hw.smartnic, case.hw.smartnic_host_link)
+    specs = [scaled(named, f, "keep") for f in (0.25, 0.5, 2.0, 9.0)]
+    corner = scaled(named, 3.0, "up")
+    specs += [corner.with_field(f, corner.get(f) * g) for f in card_fields(named.card)
+              for g in (0.1, 0.7)]
+    oracle = _Oracle(case, B.Goal.HIDE, None)
+    rows = oracle._columns(specs)
+    assert rows is not None and rows is not False and len(rows) == len(specs)
+    oracle.prefetch(specs)
+    for spec in specs:
+        assert oracle.state(spec) == B.measure(with_card(case, spec)), spec

@@ -126,26 +126,40 @@ def measure_fields(case: Case, asks: list[tuple[Param, float]]) -> "Rows | None"
     batch of one the first time each parameter is stacked."""
     if len(asks) < 2 or any(p.role == "layout" for p, _ in asks):
         return measure_rows([case.with_param(p, v) for p, v in asks])
-    hw0, n = case.hw, len(asks)
+    changes = [{(p.role, path): value for path, value in p.changes(case.hw, v).items()}
+               for p, v in asks]
+    firsts: dict[str, int] = {}
+    for r, (p, _) in enumerate(asks):
+        firsts.setdefault(p.key, r)
+    rows = measure_changes(case, changes, lambda i: case.with_param(*asks[i]), firsts)
+    return rows if rows is not False else measure_rows([case.with_param(p, v)
+                                                        for p, v in asks])
+
+
+def measure_changes(case: Case, changes: list[dict[tuple[str, str], float]],
+                    one: Callable[[int], Case], checks: dict[str, int]) -> "Rows | None | bool":
+    """Row ``r`` is ``case`` with each (hardware role, field path) of ``changes[r]`` set to its
+    value (``one(r)``: that case, built only to check a row): one call of the evaluator, each
+    changed field a column holding today's value in the rows that leave it. ``checks``: a key
+    per thing stacked (a parameter, a card field) and one of its rows, checked against a batch
+    of one the first time the key is seen. False: the hardware does not take the columns (the
+    caller stacks whole cases instead)."""
+    hw0, n = case.hw, len(changes)
     columns: dict[tuple[str, str], np.ndarray] = {}
-    for r, (p, v) in enumerate(asks):
-        for path, value in p.changes(hw0, v).items():
-            col = columns.get((p.role, path))
+    for r, change in enumerate(changes):
+        for key, value in change.items():
+            col = columns.get(key)
             if col is None:
-                col = columns[(p.role, path)] = np.full(n, _read(hw0, p.role, path))
+                col = columns[key] = np.full(n, _read(hw0, *key))
             col[r] = value
     try:
         hw = _with_columns(hw0, columns)
     except (TypeError, ValueError, AttributeError):
-        return measure_rows([case.with_param(p, v) for p, v in asks])
-    one = Batch.of(case.layout, case.training)
-    batch = Batch.from_columns({f.name: np.repeat(np.asarray(getattr(one, f.name)), n)
+        return False
+    base = Batch.of(case.layout, case.training)
+    batch = Batch.from_columns({f.name: np.repeat(np.asarray(getattr(base, f.name)), n)
                                 for f in dataclasses.fields(Batch)})
-    firsts = {}
-    for r, (p, _) in enumerate(asks):
-        firsts.setdefault(p.key, r)
-    return _evaluate_stacked([case] * n, hw, batch, tuple(sorted(firsts)),
-                             lambda i: case.with_param(*asks[i]), checks=firsts)
+    return _evaluate_stacked([case] * n, hw, batch, tuple(sorted(checks)), one, checks=checks)
 
 
 def _read(hw, role: str, path: str) -> float:
