@@ -57,11 +57,13 @@ class _Problem:
         return st
 
     def base_state(self, params: list[Param]) -> State:
-        """The case as it is: the row of the first parameter at its own value when a look-ahead
-        evaluated it (the same case, the same figures), else one evaluation."""
+        """The case as it is: the row of the first hardware parameter at its own value when a
+        look-ahead evaluated it (the same case, the same figures), else one evaluation. Not a
+        layout parameter: SmartNICs per node 0 means one per GPU, which get() resolves."""
         key = self._key(None, None, ())
-        if key not in self._cache and params:
-            p = params[0]
+        fields = [p for p in params if p.role != "layout"]
+        if key not in self._cache and fields:
+            p = fields[0]
             self._cache[key] = self.state(p, p.get(self.case.hw, self.case.layout))
         return self.state()
 
