@@ -201,3 +201,11 @@ def test_cards_as_columns_equal_one_at_a_time(cases, kind):
     oracle.prefetch(specs)
     for spec in specs:
         assert oracle.state(spec) == B.measure(with_card(case, spec)), spec
+
+
+@pytest.mark.parametrize("kind", ["smartnic", "cpu", "fpga"])
+def test_device_figures_read_from_the_look_ahead_are_the_case_s_own(cases, kind):
+    """solve_device reads the device's own figures from the stacked evaluation of every
+    parameter at its value: the same State as one evaluation of the case, bit for bit."""
+    for goal in (B.Goal.HIDE, B.Goal.FIT):
+        assert B.solve_device(cases[kind], goal).state == B.measure(cases[kind])
