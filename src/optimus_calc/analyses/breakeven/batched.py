@@ -10,6 +10,12 @@ arithmetic). What the stacking cannot carry (a changed training, a field the eva
 on in Python) raises, and those cases are evaluated one at a time. The first stacking of each
 set of changed fields is also checked against a batch of one, and a disagreement sends that set
 one at a time for good.
+
+The searches themselves skip the cases: :func:`measure_fields` (parameters at values) and
+:func:`measure_changes` (whole cards) set the fields they vary as columns of the one hardware
+directly, the column :func:`_stack` would build, and each row's :class:`State` is built only when
+read (:class:`Rows`). Each parameter or card field is checked once per process against a batch
+of one, whatever it is stacked with.
 """
 
 from __future__ import annotations
