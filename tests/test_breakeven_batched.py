@@ -197,7 +197,7 @@ def test_cards_as_columns_equal_one_at_a_time(cases, kind):
               for g in (0.1, 0.7)]
     oracle = _Oracle(case, B.Goal.HIDE, None)
     rows = oracle._columns(specs)
-    assert rows is not None and rows is not False and len(rows) == len(specs)
+    assert rows is not None and len(rows) == len(specs)
     oracle.prefetch(specs)
     for spec in specs:
         assert oracle.state(spec) == B.measure(with_card(case, spec)), spec

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.specs.training import Layout, Offload
+from optimus_calc.specs.training import Layout
 from optimus_calc.record import record
 
 LINK_ROLES = {
@@ -21,6 +21,36 @@ LINK_ROLES = {
     "nic_host_link": "NIC host link",
     "intra_link": "scale-up link",
 }
+
+
+def read_field(hw: Hardware, role: str, path: str) -> float:
+    """The catalog field ``path`` (e.g. ``peak_TFLOPS.bf16``) of the entry in ``role``."""
+    obj = getattr(hw, role)
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return float(obj)
+
+
+def with_fields(hw: Hardware, values: dict[tuple[str, str], object]) -> Hardware:
+    """``hw`` with each (role, field path) set to its value, not validated: a number (a
+    parameter's apply) or a column of one value per layout of a batch (the break-even searches
+    stack values this way). Each entry is copied once, a nested model (``peak_TFLOPS``) once."""
+    by_role: dict[str, dict[str, object]] = {}
+    for (role, path), value in values.items():
+        by_role.setdefault(role, {})[path] = value
+    update = {}
+    for role, fields in by_role.items():
+        entry = getattr(hw, role)
+        top: dict = {k: v for k, v in fields.items() if "." not in k}
+        nested: dict[str, dict] = {}
+        for k, v in fields.items():
+            if "." in k:
+                head, sub = k.split(".", 1)
+                nested.setdefault(head, {})[sub] = v
+        for head, subs in nested.items():
+            top[head] = getattr(entry, head).model_copy(update=subs)
+        update[role] = entry.model_copy(update=top)
+    return dataclasses.replace(hw, **update)
 
 
 @record
@@ -61,10 +91,7 @@ class Param:
     def get(self, hw: Hardware, layout: Layout) -> float:
         if self.role == "layout":
             return float(layout.smartnics_per_node or hw.gpus_per_node)
-        obj = self.entry(hw)
-        for part in self.field.split("."):
-            obj = getattr(obj, part)
-        return float(obj)
+        return read_field(hw, self.role, self.field)
 
     def apply(self, hw: Hardware, layout: Layout, value: float) -> tuple[Hardware, Layout]:
         """The hardware and layout with this field set to ``value`` (not validated: the
@@ -72,7 +99,7 @@ class Param:
         v = int(value) if self.integer and float(value).is_integer() else float(value)
         if self.role == "layout":
             return hw, layout.model_copy(update={"smartnics_per_node": v})
-        return self._set(hw, v), layout
+        return with_fields(hw, {(self.role, self.field): v}), layout
 
     def changes(self, hw: Hardware, value: float) -> dict[str, float]:
         """The fields of this parameter's entry (paths such as ``peak_TFLOPS.bf16``) that
@@ -80,16 +107,6 @@ class Param:
         stack as columns of one batch. Not for ``layout``."""
         assert self.role != "layout"
         return {self.field: float(value)}
-
-    def _set(self, hw: Hardware, v) -> Hardware:
-        entry = self.entry(hw)
-        head, _, sub = self.field.partition(".")
-        if sub:  # e.g. peak_TFLOPS.bf16
-            inner = getattr(entry, head).model_copy(update={sub: v})
-            new = entry.model_copy(update={head: inner})
-        else:
-            new = entry.model_copy(update={head: v})
-        return dataclasses.replace(hw, **{self.role: new})
 
     def upper_bound(self, hw: Hardware) -> float | None:
         """The largest value the catalog accepts for the field (its ``le``), if any."""
@@ -132,8 +149,8 @@ class Joint(Param):
         return float(min(e.memory_bandwidth_GBps * eff, e.cores * e.core_bandwidth_GBps))
 
     def apply(self, hw: Hardware, layout: Layout, value: float) -> tuple[Hardware, Layout]:
-        new = self.entry(hw).model_copy(update=self.changes(hw, value))
-        return dataclasses.replace(hw, **{self.role: new}), layout
+        return with_fields(hw, {(self.role, k): v for k, v in self.changes(hw, value).items()}
+                           ), layout
 
     def changes(self, hw: Hardware, value: float) -> dict[str, float]:
         """Both bandwidths scaled by ``value`` over today's achievable bandwidth."""

@@ -32,11 +32,11 @@ from optimus_calc.analyses.breakeven.case import (Case, Sensitivity, State, bind
                                                   state_of)
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.engine import evaluate
-from optimus_calc.evaluate.hw_params import Param
+from optimus_calc.evaluate.hw_params import Param, read_field, with_fields
 from optimus_calc.specs.training import Offload
 
 
-class _Unstackable(Exception):
+class Unstackable(Exception):
     """The cases differ in something the evaluator cannot take as a column."""
 
 
@@ -57,7 +57,7 @@ def _stack_model(objs: list, path: str, changed: list[str]):
     if _same(objs):
         return first
     if not isinstance(first, BaseModel) or any(type(o) is not type(first) for o in objs):
-        raise _Unstackable(path)
+        raise Unstackable(path)
     update = {}
     for name in type(first).model_fields:
         vals = [getattr(o, name) for o in objs]
@@ -69,18 +69,18 @@ def _stack_model(objs: list, path: str, changed: list[str]):
             update[name] = np.array(vals, dtype=np.float64)[:, None]
             changed.append(f"{path}.{name}")
         else:
-            raise _Unstackable(f"{path}.{name}")
+            raise Unstackable(f"{path}.{name}")
     return first.model_copy(update=update)
 
 
 def _stack(cases: list[Case]):
-    """(hardware with columns, batch of K layouts, the changed fields) or _Unstackable."""
+    """(hardware with columns, batch of K layouts, the changed fields) or Unstackable."""
     c0 = cases[0]
     for attr in ("model", "training", "asm"):
         if not _same([getattr(c, attr) for c in cases]):
-            raise _Unstackable(attr)
+            raise Unstackable(attr)
     if any(c.stages is not c0.stages for c in cases[1:]):
-        raise _Unstackable("stages")
+        raise Unstackable("stages")
     changed: list[str] = []
     hw_update = {}
     for f in dataclasses.fields(c0.hw):
@@ -88,7 +88,7 @@ def _stack(cases: list[Case]):
         if _same(vals):
             continue
         if vals[0] is None or not isinstance(vals[0], BaseModel):
-            raise _Unstackable(f.name)
+            raise Unstackable(f.name)
         hw_update[f.name] = _stack_model(vals, f.name, changed)
     hw = dataclasses.replace(c0.hw, **hw_update)
     if _same([c.layout for c in cases]):
@@ -118,7 +118,7 @@ def measure_rows(cases: list[Case]) -> "Rows | None":
         return Rows.of_states([])
     try:
         hw, batch, changed = _stack(cases)
-    except _Unstackable:
+    except Unstackable:
         return None
     return _evaluate_stacked(cases, hw, batch, changed, lambda i: cases[i])
 
@@ -126,73 +126,67 @@ def measure_rows(cases: list[Case]) -> "Rows | None":
 def measure_fields(case: Case, asks: list[tuple[Param, float]]) -> "Rows | None":
     """The figures of ``case.with_param(p, v)`` for each distinct ``(p, v)`` of ``asks`` (one
     parameter over many values, or several parameters at once) in one call of the evaluator:
-    :func:`measure_rows` of those cases, without building a case per value. Each field a
-    parameter changes becomes the column :func:`_stack` would build from the cases (the
-    parameter's value in its own rows, today's value in the others'). Rows are checked against a
-    batch of one the first time each parameter is stacked."""
+    :func:`measure_rows` of those cases, without building a case per value (each parameter's
+    fields, :meth:`Param.changes`, become columns: :func:`measure_changes`)."""
+    cases = lambda: [case.with_param(p, v) for p, v in asks]  # noqa: E731
     if len(asks) < 2 or any(p.role == "layout" for p, _ in asks):
-        return measure_rows([case.with_param(p, v) for p, v in asks])
+        return measure_rows(cases())
     changes = [{(p.role, path): value for path, value in p.changes(case.hw, v).items()}
                for p, v in asks]
-    firsts: dict[str, int] = {}
+    firsts: dict[str, int] = {}  # each parameter is checked at its first row
     for r, (p, _) in enumerate(asks):
         firsts.setdefault(p.key, r)
-    rows = measure_changes(case, changes, lambda i: case.with_param(*asks[i]), firsts)
-    return rows if rows is not False else measure_rows([case.with_param(p, v)
-                                                        for p, v in asks])
+    try:
+        return measure_changes(case, changes, lambda i: case.with_param(*asks[i]), firsts)
+    except Unstackable:
+        return measure_rows(cases())
+
+
+def model_changes(base: BaseModel, new: BaseModel, role: str, prefix: str = ""
+                  ) -> dict[tuple[str, str], float]:
+    """The numeric fields (paths, nested models followed) in which catalog entry ``new``
+    differs from ``base``, as {(role, path): value}: what :func:`measure_changes` takes.
+    Unstackable when anything else differs."""
+    if type(new) is not type(base):
+        raise Unstackable(role)
+    out: dict[tuple[str, str], float] = {}
+    for name in type(base).model_fields:
+        a, b = getattr(base, name), getattr(new, name)
+        if a is b or a == b:
+            continue
+        if isinstance(a, BaseModel):
+            out.update(model_changes(a, b, role, f"{prefix}{name}."))
+        elif _numbers([a, b]):
+            out[(role, f"{prefix}{name}")] = float(b)
+        else:
+            raise Unstackable(f"{role}.{prefix}{name}")
+    return out
 
 
 def measure_changes(case: Case, changes: list[dict[tuple[str, str], float]],
-                    one: Callable[[int], Case], checks: dict[str, int]) -> "Rows | None | bool":
+                    one: Callable[[int], Case], checks: dict[str, int]) -> "Rows | None":
     """Row ``r`` is ``case`` with each (hardware role, field path) of ``changes[r]`` set to its
     value (``one(r)``: that case, built only to check a row): one call of the evaluator, each
-    changed field a column holding today's value in the rows that leave it. ``checks``: a key
-    per thing stacked (a parameter, a card field) and one of its rows, checked against a batch
-    of one the first time the key is seen. False: the hardware does not take the columns (the
-    caller stacks whole cases instead)."""
+    changed field a column holding today's value in the rows that leave it (the column
+    :func:`_stack` would build from the cases). ``checks``: a key per thing stacked (a
+    parameter, a field) and one of its rows, checked against a batch of one the first time the
+    key is seen. Unstackable when the hardware does not take the columns."""
     hw0, n = case.hw, len(changes)
     columns: dict[tuple[str, str], np.ndarray] = {}
     for r, change in enumerate(changes):
         for key, value in change.items():
             col = columns.get(key)
             if col is None:
-                col = columns[key] = np.full(n, _read(hw0, *key))
+                col = columns[key] = np.full(n, read_field(hw0, *key))
             col[r] = value
     try:
-        hw = _with_columns(hw0, columns)
+        hw = with_fields(hw0, {k: col[:, None] for k, col in columns.items()})
     except (TypeError, ValueError, AttributeError):
-        return False
+        raise Unstackable("hardware") from None
     base = Batch.of(case.layout, case.training)
     batch = Batch.from_columns({f.name: np.repeat(np.asarray(getattr(base, f.name)), n)
                                 for f in dataclasses.fields(Batch)})
     return _evaluate_stacked([case] * n, hw, batch, tuple(sorted(checks)), one, checks=checks)
-
-
-def _read(hw, role: str, path: str) -> float:
-    obj = getattr(hw, role)
-    for part in path.split("."):
-        obj = getattr(obj, part)
-    return float(obj)
-
-
-def _with_columns(hw, columns: dict[tuple[str, str], np.ndarray]):
-    """``hw`` with each (role, field path) set to its column (shape (K, 1)), not validated."""
-    by_role: dict[str, dict[str, np.ndarray]] = {}
-    for (role, path), col in columns.items():
-        by_role.setdefault(role, {})[path] = col[:, None]
-    update = {}
-    for role, fields in by_role.items():
-        entry = getattr(hw, role)
-        top: dict = {k: v for k, v in fields.items() if "." not in k}
-        nested: dict[str, dict] = {}
-        for k, v in fields.items():
-            if "." in k:
-                head, sub = k.split(".", 1)
-                nested.setdefault(head, {})[sub] = v
-        for head, subs in nested.items():
-            top[head] = getattr(entry, head).model_copy(update=subs)
-        update[role] = entry.model_copy(update=top)
-    return dataclasses.replace(hw, **update)
 
 
 def _evaluate_stacked(cases: list[Case], hw, batch: Batch, changed: tuple,
@@ -209,7 +203,7 @@ def _evaluate_stacked(cases: list[Case], hw, batch: Batch, changed: tuple,
     try:
         ev = evaluate(batch, c0.model, hw, c0.training, c0.asm, stages=c0.stages)
         rows = _rows(cases, hw, ev)
-    except (_Unstackable, TypeError, ValueError):  # a field used as a Python scalar
+    except (Unstackable, TypeError, ValueError):  # a field used as a Python scalar
         _CHECKED[changed] = False
         return None
     if checks is not None:
@@ -257,7 +251,7 @@ def _rows(cases: list[Case], hw, ev) -> Rows:
     if c0.layout.offload is Offload.SMARTNIC and c0.hw.smartnic is not None:
         if any(c.layout.offload is not c0.layout.offload or c.layout.zero != c0.layout.zero
                for c in cases):
-            raise _Unstackable("layout")
+            raise Unstackable("layout")
         figs = np.array([binding_figures(cols, i) for i in range(len(cases))])[:, :, None]
         cards = np.array([[c.layout.smartnics_per_node or c.hw.gpus_per_node] for c in cases],
                          dtype=np.float64)

@@ -21,7 +21,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from optimus_calc.analyses.breakeven.batched import Rows, measure_changes, measure_rows
+from optimus_calc.analyses.breakeven.batched import (Rows, Unstackable, measure_changes,
+                                                     measure_rows, model_changes)
 from optimus_calc.analyses.breakeven.case import Case, Goal, State, measure, met
 from optimus_calc.analyses.breakeven.problem import bracket
 from optimus_calc.specs.hardware import MIN_GB, MIN_GBPS, MIN_GHZ, MIN_TFLOPS, Link, SmartNIC
@@ -30,7 +31,6 @@ from optimus_calc.record import record
 MULTIPLE_CAP = 1e4   # no card beyond this multiple of the named one is tried
 MULTIPLE_FLOOR = 1e-4  # nor below this one (search bounds, not physics)
 LINK = "host_link.bandwidth_GBps"
-_ROLE_PATH = {LINK: ("smartnic_host_link", "bandwidth_GBps")}  # the hardware field of LINK
 
 
 @record
@@ -134,29 +134,23 @@ class _Oracle:
     def prefetch(self, specs: list[CardSpec]) -> None:
         todo = {self._key(s): s for s in specs if self._key(s) not in self._known}
         specs = list(todo.values())
-        rows = self._columns(specs) if len(specs) > 1 else None
-        if rows is None or rows is False:
+        try:  # the cards as columns of the case's own card, else a case per card
+            rows = self._columns(specs) if len(specs) > 1 else measure_rows(
+                [with_card(self.case, s) for s in specs])
+        except Unstackable:
             rows = measure_rows([with_card(self.case, s) for s in specs])
         if rows is not None:  # None: asked one at a time
             self._known.update((key, (rows, i)) for i, key in enumerate(todo))
 
-    def _columns(self, specs: list[CardSpec]):
-        """The cards as columns of the case's own card (measure_changes): each requirement
-        field that differs from the named card's, by card (None: a card differs otherwise)."""
-        named = CardSpec(self.case.hw.smartnic, self.case.hw.smartnic_host_link)
-        fields = (*card_fields(named.card), "cores")
-        changes, firsts = [], {}
+    def _columns(self, specs: list[CardSpec]) -> Rows | None:
+        """measure_changes of each card's fields that differ from the case's own card and
+        host link (model_changes)."""
+        hw, changes, firsts = self.case.hw, [], {}
         for r, spec in enumerate(specs):
-            if spec.card.model_copy(update={f: getattr(named.card, f) for f in fields
-                                            if f != LINK}) != named.card or \
-                    spec.link.model_copy(update={"bandwidth_GBps": named.link.bandwidth_GBps}
-                                         ) != named.link:
-                return None
-            change = {}
-            for f in dict.fromkeys(fields):
-                if spec.get(f) != named.get(f):
-                    change[_ROLE_PATH[f] if f in _ROLE_PATH else ("smartnic", f)] = spec.get(f)
-                    firsts.setdefault(f"card.{f}", r)
+            change = {**model_changes(hw.smartnic, spec.card, "smartnic"),
+                      **model_changes(hw.smartnic_host_link, spec.link, "smartnic_host_link")}
+            for role, path in change:
+                firsts.setdefault(f"{role}.{path}", r)
             changes.append(change)
         return measure_changes(self.case, changes, lambda i: with_card(self.case, specs[i]),
                                firsts)

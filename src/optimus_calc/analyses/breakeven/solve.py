@@ -40,7 +40,7 @@ from optimus_calc.units import GB
 from optimus_calc.analyses.breakeven.closed import (FLOOR_SUPEROFFLOAD, FLOOR_ZERO_OFFLOAD,
                                                     OptimizerInputs, _symbolic, optimizer_inputs)
 from optimus_calc.analyses.breakeven.problem import (REL_TOL, _bounds, _Problem, _Solved,
-                                                     bracket, bracket_all)
+                                                     bracket_all)
 from optimus_calc.record import record
 
 
@@ -199,57 +199,43 @@ def _closed_forms(prob: _Problem, params: list[Param], opt: OptimizerInputs | No
     return out
 
 
-def _solved(prob: _Problem, p: Param, opt: OptimizerInputs | None,
-            closed: dict | None, searched: dict | None = None) -> _Solved:
-    """``p``'s answer: its closed form when the evaluator confirms it, else the bracketing
-    search's (``searched``: already run, with the other parameters' searches)."""
-    case = prob.case
-    cur = p.get(case.hw, case.layout)
-    low, cap = _bounds(p, case, cur)
-    solved = (closed[p.key] if closed is not None and p.key in closed
-              else _symbolic(prob, p, cur, cap, opt))
-    note = ""
-    if solved is not None and not _checked(prob, p, solved, low, cap):
-        solved, note = None, " (the closed form disagreed with the evaluator)"
-    if solved is not None:
-        return solved
-    if searched is not None and p.key in searched:
-        status, value = searched[p.key]
-    else:
-        status, value = bracket(lambda v: prob.ok(p, v), cur, low, cap, p.integer,
-                                lambda vs: prob.prefetch(p, vs))
-    method = ("exact search over integers (doubling, then bisection)" if p.integer
-              else f"bracketing search over the evaluator (doubling, then bisection to "
-                   f"{REL_TOL:g})") + note
-    return _Solved(value, status, method)
-
-
-def _search_all(prob: _Problem, params: list[Param], closed: dict) -> dict:
-    """The bracketing search of every parameter whose closed form is missing or disagrees
-    with the evaluator, all advanced together: one call of the evaluator per round for all
-    of them (the answers are each search's own)."""
-    todo = []
+def _answers(prob: _Problem, params: list[Param], closed: dict) -> dict[str, _Solved]:
+    """Each parameter's answer: its closed form where the evaluator confirms it (on both sides,
+    :func:`_checked`), else its bracketing search. The searches advance together, one call of
+    the evaluator per round for all of them (:func:`bracket_all`; each answer is its search's
+    own)."""
+    out: dict[str, _Solved] = {}
+    todo = []  # (parameter, current value, low, cap, whether a closed form disagreed)
     for p in params:
         cur = p.get(prob.case.hw, prob.case.layout)
         low, cap = _bounds(p, prob.case, cur)
         solved = closed.get(p.key)
-        if solved is None or not _checked(prob, p, solved, low, cap):
-            todo.append((p, cur, low, cap))
+        if solved is not None and _checked(prob, p, solved, low, cap):
+            out[p.key] = solved
+        else:
+            todo.append((p, cur, low, cap, solved is not None))
     found = bracket_all(
-        [(lambda v, p=p: prob.ok(p, v), cur, low, cap, p.integer) for p, cur, low, cap in todo],
+        [(lambda v, p=p: prob.ok(p, v), cur, low, cap, p.integer)
+         for p, cur, low, cap, _ in todo],
         lambda wants: prob.prefetch_each([(todo[i][0], v) for i, vs in wants for v in vs]))
-    return {p.key: answer for (p, *_), answer in zip(todo, found)}
+    for (p, *_, disagreed), (status, value) in zip(todo, found):
+        method = ("exact search over integers (doubling, then bisection)" if p.integer
+                  else f"bracketing search over the evaluator (doubling, then bisection to "
+                       f"{REL_TOL:g})")
+        if disagreed:
+            method += " (the closed form disagreed with the evaluator)"
+        out[p.key] = _Solved(value, status, method)
+    return {p.key: out[p.key] for p in params}
 
 
-def solve_param(prob: _Problem, p: Param, params: list[Param],
-                opt: OptimizerInputs | None, lift: bool = True,
-                closed: dict | None = None, solved: _Solved | None = None) -> Requirement:
+def solve_param(prob: _Problem, p: Param, params: list[Param], solved: _Solved,
+                lift: bool = True) -> Requirement:
+    """``p``'s requirement from its answer (:func:`_answers`): what binds where it is met, or
+    what keeps it from being met."""
     case = prob.case
     cur = p.get(case.hw, case.layout)
     low, cap = _bounds(p, case, cur)
     entry = p.entry_name(case.hw)
-    if solved is None:
-        solved = _solved(prob, p, opt, closed)
     if solved.status == "never":
         if solved.method in (FLOOR_ZERO_OFFLOAD, FLOOR_SUPEROFFLOAD):
             binding = solved.binding  # nothing lifts an exposure floor
@@ -320,8 +306,7 @@ def solve_device(case: Case, goal: Goal, reference_s: float | None = None,
     opt = optimizer_inputs(case, st)
     live = [p for p in params if enters(prob, p)]
     closed = _closed_forms(prob, live, opt)
-    searched = _search_all(prob, live, closed)
-    answers = {p.key: _solved(prob, p, opt, closed, searched) for p in live}
+    answers = _answers(prob, live, closed)
     prob.prefetch_each([(p, _at(p, a.value)) for p in live for a in (answers[p.key],)
                         if a.status == "value" and a.value is not None])
     if lift:  # every "never" parameter raised with each other one, in one evaluation
@@ -330,7 +315,7 @@ def solve_device(case: Case, goal: Goal, reference_s: float | None = None,
                             and answers[p.key].method not in (FLOOR_ZERO_OFFLOAD,
                                                               FLOOR_SUPEROFFLOAD)
                             for pair in _lift_pairs(prob, p, live)])
-    reqs = [solve_param(prob, p, live, opt, lift, closed, answers[p.key]) for p in live]
+    reqs = [solve_param(prob, p, live, answers[p.key], lift) for p in live]
     return DeviceResult(case, goal, st, reference_s, reqs,
                         [p for p in params if p not in live])
 
