@@ -36,8 +36,8 @@ from optimus_calc.evaluate.reasons import Reason, primary_reason, reasons_of  # 
 from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devices, HostState,
                                            MemoryRecord, OptimizerInputs, make_ctx, number)
 from optimus_calc.evaluate.shapes import activation_coefficients
-from optimus_calc.evaluate.stages import (StageTable, sorted_unique, stage_max,  # noqa: F401
-                                          stage_table)
+from optimus_calc.evaluate.stages import (StageTable, sorted_unique,  # noqa: F401
+                                          stage_major_zeros, stage_max, stage_table)
 from optimus_calc.evaluate.strategies.base import bit
 from optimus_calc.evaluate.work import (comm_stage, compute_stage, layer_flops,  # noqa: F401
                                         modules_per_layer, recompute_flops)
@@ -299,10 +299,29 @@ def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
     in the values' common dtype."""
     shape = np.broadcast_shapes(shape, *(np.shape(m) for m, _ in pairs),
                                 *(np.shape(v) for _, v in pairs))
-    out = np.zeros(shape, np.result_type(dtype, *(np.asarray(v).dtype for _, v in pairs)))
+    dtype = np.result_type(dtype, *(np.asarray(v).dtype for _, v in pairs))
+    out = stage_major_zeros(shape, dtype)
     for mine, value in pairs:
-        np.copyto(out, value, where=mine)
+        part = _one_axis_run(np.asarray(mine), len(shape))
+        if part is None:
+            np.copyto(out, value, where=mine)
+        else:  # the planner's grid: the strategy is an axis, its layouts a run along it
+            out[part] = np.broadcast_to(value, shape)[part]
     return out
+
+
+def _one_axis_run(mine: np.ndarray, ndim: int):
+    """The index (slices) of the positions where ``mine`` holds when they are one run along
+    the only axis ``mine`` varies on; None otherwise (then a masked copy is made)."""
+    mine = mine.reshape((1,) * (ndim - mine.ndim) + mine.shape)
+    axes = [a for a, n in enumerate(mine.shape) if n > 1]
+    if len(axes) != 1:
+        return None
+    at = np.flatnonzero(mine.reshape(-1))
+    if at.size == 0 or at[-1] - at[0] + 1 != at.size:
+        return None
+    a = axes[0]
+    return (slice(None),) * a + (slice(int(at[0]), int(at[-1]) + 1),)
 
 
 def compute_bound_s(comp: ComputeRecord) -> np.ndarray:

@@ -56,6 +56,16 @@ def stage_max(x) -> np.ndarray:
     return out if x.shape[-1] > 1 else out.copy()
 
 
+def stage_major_zeros(shape: tuple, dtype=np.float64) -> np.ndarray:
+    """Zeros of ``shape`` stored with the trailing (stage) axis outermost in memory, as the
+    stage table's arrays are (records.make_ctx): operations mixing them keep their inner loops
+    along the layouts (a C-ordered array would put the 1-4 stages innermost)."""
+    shape = tuple(shape)
+    if len(shape) < 2:
+        return np.zeros(shape, dtype)
+    return np.moveaxis(np.zeros(shape[-1:] + shape[:-1], dtype), 0, -1)
+
+
 def stage_table(model: Model | BareModel, pps, all_stages: bool) -> StageTable:
     """The stages evaluated for each pipeline degree of ``pps`` (cached per model, degrees and
     ``all_stages``: a report asks for the same table on every call; its arrays are read-only)."""

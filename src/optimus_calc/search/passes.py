@@ -155,18 +155,18 @@ def _first_pass(chunk: Chunk, runs, want, model: Model, hw: Hardware, base: Trai
     the runnable layouts, and the compute-only lower bound on the step time (computed on the
     axes compute depends on). Returns (fits: wanted and feasible, GPU bytes, bound or None),
     arrays of the chunk's shape; the bound is a function computing it on demand, or None."""
-    ev, bound = evaluate_window(Batch.from_columns(chunk.views()), model, hw, base, asm,
+    ev, bound = evaluate_window(Batch.from_columns(chunk.eval_views()), model, hw, base, asm,
                                 compute_bound_s, stages=table, lazy=True)
-    reasons = np.broadcast_to(ev.reasons, chunk.shape)
+    reasons = np.broadcast_to(chunk.from_eval(ev.reasons), chunk.shape)
     prim = primary_reason(reasons[runs])
     tally.counts += np.bincount(prim[prim >= 0], minlength=len(Reason))
-    gpu = np.broadcast_to(ev.gpu_bytes, chunk.shape)
+    gpu = np.broadcast_to(chunk.from_eval(ev.gpu_bytes), chunk.shape)
     if runs.any():
         tally.smallest = min(tally.smallest, float(gpu[runs].min()))
     fits = want & (reasons == 0)
     tally.feasible += int((fits & runs).sum())
     return fits, gpu, None if bound is None else (
-        lambda: np.broadcast_to(bound(), chunk.shape))
+        lambda: np.broadcast_to(chunk.from_eval(bound()), chunk.shape))
 
 
 def _second_pass(cols: dict, gpu_sel: np.ndarray, runs_sel: np.ndarray, model: Model,
