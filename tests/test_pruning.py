@@ -16,7 +16,7 @@ from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import resolve_hardware
 from optimus_calc.evaluate.engine import compute_bound_s, evaluate, evaluate_window
 from optimus_calc.evaluate.evaluation import _pick
-from optimus_calc.evaluate.stages import stage_max
+from optimus_calc.evaluate.stages import stage_argmax, stage_max
 from optimus_calc.evaluate.step import TERMS
 from optimus_calc.search.space import enumerate_space
 from optimus_calc.specs.training import Assumptions, Training
@@ -96,6 +96,18 @@ def test_stage_max_is_numpy_max():
     x = np.array([[1.0, np.nan, 2.0], [np.inf, 0.0, -1.0]])
     np.testing.assert_array_equal(stage_max(x), x.max(axis=-1))
     assert stage_max(np.float64(3.0)) == 3.0
+
+
+def test_stage_argmax_is_numpy_argmax():
+    """The first largest stage, ties and NaN (numpy: the first NaN) as np.argmax gives them."""
+    rng = np.random.default_rng(2)
+    for shape in [(7, 1), (5, 3), (4, 2, 3, 4), (1000, 5)]:
+        x = rng.integers(0, 3, shape).astype(float)  # many ties
+        x[rng.random(shape) < 0.1] = np.nan
+        x[rng.random(shape) < 0.1] = np.inf
+        np.testing.assert_array_equal(stage_argmax(x), np.argmax(x, axis=-1))
+    x = np.array([[1.0, np.nan, 2.0, np.nan], [np.inf, 0.0, np.inf, -1.0], [0.0, 0.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(stage_argmax(x), [1, 0, 0])
 
 
 @pytest.mark.parametrize("name,node,nodes,lay", [

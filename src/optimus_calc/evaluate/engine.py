@@ -37,7 +37,7 @@ from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devic
                                            MemoryRecord, OptimizerInputs, make_ctx, number)
 from optimus_calc.evaluate.shapes import activation_coefficients
 from optimus_calc.evaluate.stages import (StageTable, sorted_unique,  # noqa: F401
-                                          stage_major_zeros, stage_max, stage_table)
+                                          stage_argmax, stage_major_zeros, stage_max, stage_table)
 from optimus_calc.evaluate.strategies.base import bit
 from optimus_calc.evaluate.work import (comm_stage, compute_stage, layer_flops,  # noqa: F401
                                         modules_per_layer, recompute_flops)
@@ -346,7 +346,7 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord, 
                  T_fix=eq.step__fixed_time(L_stage=ctx.st["layers"], T_s0=ctx.asm.step_fixed_s,
                                            m=ctx.m, t_l0=ctx.asm.layer_fixed_s))
     step_stage = eq.step__time(**terms)
-    worst_t = np.argmax(step_stage, axis=-1)
+    worst_t = stage_argmax(step_stage)
     step = stage_max(step_stage)
     model_flops = eq.compute__step_flops(F_h=comp.f_h, F_l=comp.f_l, F_r=0, L=model.layers,
                                          tokens=comp.tokens)[..., 0]

@@ -13,7 +13,7 @@ import numpy as np
 from optimus_calc.evaluate.batch import resolve_global_batch
 from optimus_calc.evaluate.batch import R_FULL, Batch
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.evaluate.stages import StageTable, stage_max, stage_table
+from optimus_calc.evaluate.stages import StageTable, stage_argmax, stage_max, stage_table
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Training
 from optimus_calc.record import record
@@ -110,7 +110,7 @@ class MemoryRecord:
 
     @property
     def worst(self) -> Array:
-        return np.argmax(self.total, axis=-1)
+        return stage_argmax(self.total)
 
     @functools.cached_property
     def gpu_bytes(self) -> Array:

@@ -56,6 +56,20 @@ def stage_max(x) -> np.ndarray:
     return out if x.shape[-1] > 1 else out.copy()
 
 
+def stage_argmax(x) -> np.ndarray:
+    """``np.argmax(x, axis=-1)`` over the short stage axis by pairwise comparisons (as
+    :func:`stage_max`): the first largest stage, or the first NaN's as numpy gives it."""
+    x = np.asarray(x)
+    best = x[..., 0]
+    out = np.zeros(best.shape, dtype=np.intp)
+    for k in range(1, x.shape[-1]):
+        xk = x[..., k]
+        better = (xk > best) | (np.isnan(xk) & ~np.isnan(best))
+        out = np.where(better, k, out)
+        best = np.maximum(best, xk)
+    return out
+
+
 def stage_major_zeros(shape: tuple, dtype=np.float64) -> np.ndarray:
     """Zeros of ``shape`` stored with the trailing (stage) axis outermost in memory, as the
     stage table's arrays are (records.make_ctx): operations mixing them keep their inner loops
