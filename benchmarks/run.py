@@ -127,10 +127,7 @@ def evaluate_space(space, m, hw, tr, asm, with_step: bool = True) -> None:
     table = stage_table(m, sorted_unique(space.base[:, 1]), all_stages=False)
     rows = max(1, CHUNK_ELEMENTS // (space.switch_count * table.index.shape[1]))
     for chunk in space.chunks(rows):
-        # the planner's own column order (paired.py also runs this against older checkouts,
-        # which had only ``views``)
-        views = getattr(chunk, "eval_views", chunk.views)()
-        evaluate(Batch.from_columns(views), m, hw, tr, asm, stages=table,
+        evaluate(Batch.from_columns(chunk.views()), m, hw, tr, asm, stages=table,
                  with_step=with_step)
 
 

@@ -1,10 +1,10 @@
 """The evaluator's memory order is a speed choice, never a change of numbers.
 
-The planner hands the evaluator its columns with the grid axis last (``Chunk.eval_views``) and
-the stage table's arrays are stored stage-major (records.make_ctx), so numpy's inner loops run
-along the many layouts; ``by_strategy`` writes each strategy's run of the offload axis as a
-slice. Every figure must equal, bit for bit, the evaluation of the same layouts in the chunk's
-own axis order and of the same layouts as a flat batch of columns.
+The planner's chunks put the grid axis last (``Chunk.views``) and the stage table's arrays are
+stored stage-major (records.make_ctx), so numpy's inner loops run along the many layouts;
+``by_strategy`` writes each strategy's run of the offload axis as a slice. Every figure must
+equal, bit for bit, the evaluation of the same layouts with the grid axis first and of the same
+layouts as a flat batch of columns.
 """
 
 import numpy as np
@@ -34,14 +34,19 @@ def _figures(ev) -> dict:
     return {k: np.asarray(v) for k, v in fields.items()}
 
 
-def _chunk_order(ev) -> dict:
-    """Every array figure of ``ev`` (over ``eval_views``) in the chunk's axis order."""
+def _grid_first(chunk: Chunk) -> dict:
+    """The chunk's columns with the grid axis first, (nb, 1, 1, 1, 1), switches after it."""
+    return {k: np.moveaxis(v, -1, 0) for k, v in chunk.views().items()}
+
+
+def _grid_last(ev) -> dict:
+    """Every array figure of an evaluation over :func:`_grid_first` in the chunk's order."""
     out = {}
     for k, v in _figures(ev).items():
-        if v.ndim == 6:  # per stage: the grid axis is the one before the stages
-            v = np.moveaxis(v, -2, 0)
+        if v.ndim == 6:  # per stage: the grid axis goes before the stages
+            v = np.moveaxis(v, 0, -2)
         elif v.ndim:
-            v = Chunk.from_eval(v)
+            v = np.moveaxis(v, 0, -1)
         out[k] = v
     return out
 
@@ -55,17 +60,18 @@ def test_grid_last_equals_grid_first_and_flat(cat, name, node, nodes, seq, card)
     space = enumerate_space(m, hw.gpus, hw.gpus_per_node, 64, seq,
                             [strategies.at(c).offload for c in codes])
     chunk = Chunk(space.base[:40], space.switches)
-    fast = _chunk_order(evaluate(Batch.from_columns(chunk.eval_views()), m, hw, tr, asm))
-    ref = evaluate(Batch.from_columns(chunk.views()), m, hw, tr, asm)
-    for k, v in _figures(ref).items():
+    fast = _figures(evaluate(Batch.from_columns(chunk.views()), m, hw, tr, asm))
+    ref = evaluate(Batch.from_columns(_grid_first(chunk)), m, hw, tr, asm)
+    for k, v in _grid_last(ref).items():
         a = np.broadcast_to(fast[k], np.broadcast_shapes(np.shape(fast[k]), np.shape(v)))
         np.testing.assert_array_equal(a, np.broadcast_to(v, a.shape), err_msg=k)
     # the same layouts as a flat batch (the planner's second pass; masked strategy merge)
     n = int(chunk.keep.sum())
     flat = evaluate(Batch.from_columns(chunk.columns(np.arange(n))), m, hw, tr, asm)
-    np.testing.assert_array_equal(flat.step_time_s, chunk.finish(ref.step_time_s))
-    np.testing.assert_array_equal(flat.gpu_bytes, chunk.finish(ref.gpu_bytes))
-    np.testing.assert_array_equal(flat.reasons, chunk.finish(ref.reasons))
+    ref = _grid_last(ref)
+    for k in ("step_time_s", "gpu_bytes", "reasons"):
+        np.testing.assert_array_equal(getattr(flat, k),
+                                      chunk.finish(ref[k]), err_msg=k)
 
 
 def _reference(pairs, shape):

@@ -112,8 +112,9 @@ def test_gather_merges_sub_chunks_exactly_and_within_its_limit(cat):
     assert len(merged) < len(chunks) and all(np.prod(c.shape) <= 3 * per_chunk + 1
                                              for c, _ in merged)
     rows = lambda cm: {k: v for k, v in cm[0].columns_at(np.flatnonzero(cm[1])).items()}  # noqa
-    want = [rows(x) for x in fed]
-    got = [rows(x) for x in merged]
-    for k in want[0]:
-        np.testing.assert_array_equal(np.concatenate([w[k] for w in want]),
-                                      np.concatenate([g[k] for g in got]))
+    def table(parts):  # every layout as a row of its fields, in one order (the merged chunk
+        cols = [rows(x) for x in parts]  # lists its parts' layouts switch-major)
+        t = np.stack([np.concatenate([c[k] for c in cols]) for k in cols[0]], axis=1)
+        return t[np.lexsort(t.T[::-1])]
+    np.testing.assert_array_equal(table(fed), table(merged))
+    assert len(table(fed)) == sum(int(mk.sum()) for _, mk in fed)

@@ -137,15 +137,14 @@ def _shrink(chunk: Chunk, mask: np.ndarray):
     layout; None when it holds none."""
     if not mask.any():
         return None
-    rows = mask.reshape(len(mask), -1).any(axis=1)
-    over_rows = mask.any(axis=0)  # the switch axes, small
-    idx = [np.flatnonzero(rows)] + [
-        np.flatnonzero(over_rows.any(axis=tuple(a for a in range(over_rows.ndim) if a != ax)))
-        for ax in range(over_rows.ndim)]
+    rows = mask.reshape(-1, mask.shape[-1]).any(axis=0)  # the grid points, last
+    over_rows = mask.any(axis=-1)  # the switch axes, small
+    idx = [np.flatnonzero(over_rows.any(axis=tuple(a for a in range(over_rows.ndim) if a != ax)))
+           for ax in range(over_rows.ndim)] + [np.flatnonzero(rows)]
     if all(len(i) == n for i, n in zip(idx, chunk.shape)):
         return chunk, mask
-    sub = Chunk(chunk.base[idx[0]],
-                tuple(np.asarray(v)[i] for v, i in zip(chunk.switches, idx[1:])))
+    sub = Chunk(chunk.base[idx[-1]],
+                tuple(np.asarray(v)[i] for v, i in zip(chunk.switches, idx[:-1])))
     return sub, mask[np.ix_(*idx)]
 
 
@@ -155,18 +154,18 @@ def _first_pass(chunk: Chunk, runs, want, model: Model, hw: Hardware, base: Trai
     the runnable layouts, and the compute-only lower bound on the step time (computed on the
     axes compute depends on). Returns (fits: wanted and feasible, GPU bytes, bound or None),
     arrays of the chunk's shape; the bound is a function computing it on demand, or None."""
-    ev, bound = evaluate_window(Batch.from_columns(chunk.eval_views()), model, hw, base, asm,
+    ev, bound = evaluate_window(Batch.from_columns(chunk.views()), model, hw, base, asm,
                                 compute_bound_s, stages=table, lazy=True)
-    reasons = np.broadcast_to(chunk.from_eval(ev.reasons), chunk.shape)
+    reasons = np.broadcast_to(ev.reasons, chunk.shape)
     prim = primary_reason(reasons[runs])
     tally.counts += np.bincount(prim[prim >= 0], minlength=len(Reason))
-    gpu = np.broadcast_to(chunk.from_eval(ev.gpu_bytes), chunk.shape)
+    gpu = np.broadcast_to(ev.gpu_bytes, chunk.shape)
     if runs.any():
         tally.smallest = min(tally.smallest, float(gpu[runs].min()))
     fits = want & (reasons == 0)
     tally.feasible += int((fits & runs).sum())
     return fits, gpu, None if bound is None else (
-        lambda: np.broadcast_to(chunk.from_eval(bound()), chunk.shape))
+        lambda: np.broadcast_to(bound(), chunk.shape))
 
 
 def _second_pass(cols: dict, gpu_sel: np.ndarray, runs_sel: np.ndarray, model: Model,

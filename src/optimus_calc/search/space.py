@@ -60,35 +60,23 @@ FIELDS = BASE_COLS + SWITCH_COLS
 
 @record
 class Chunk:
-    """Some grid points x every switch combination, as broadcast columns: grid-point columns
-    of shape (nb, 1, 1, 1, 1) and each switch on an axis of its own (zero on axis 1, offload 2,
-    recompute 3, sequence parallelism 4). A term is then computed on the axes it depends on
-    only (the weights on grid x zero x offload, activations on grid x recompute x SP); the
-    full product is formed only where terms meet. ``finish`` flattens a result to one value
-    per kept layout (C order over the five axes)."""
+    """Some grid points x every switch combination, as broadcast columns: each switch on an
+    axis of its own (zero on axis 0, offload 1, recompute 2, sequence parallelism 3) and the
+    grid points last, columns of shape (1, 1, 1, 1, nb). A term is then computed on the axes it
+    depends on only (the weights on zero x offload x grid, activations on recompute x SP x
+    grid); the full product is formed only where terms meet. The grid is last because numpy
+    runs its inner loops along the last axis of a broadcast and the grid is the long one (the
+    switches hold 2-4 values each): several times faster than along a switch. ``finish``
+    flattens a result to one value per kept layout (C order over the five axes)."""
 
     base: np.ndarray                           # (nb, 8) BASE_COLS
     switches: tuple[np.ndarray, ...]           # values of SWITCH_COLS
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return (len(self.base),) + tuple(len(v) for v in self.switches)
+        return tuple(len(v) for v in self.switches) + (len(self.base),)
 
     def views(self) -> dict[str, np.ndarray]:
-        nb = len(self.base)
-        out = {k: self.base[:, j].reshape(nb, 1, 1, 1, 1) for j, k in enumerate(BASE_COLS)}
-        for axis, (k, vals) in enumerate(zip(SWITCH_COLS, self.switches), start=1):
-            shape = [1] * 5
-            shape[axis] = len(vals)
-            out[k] = np.asarray(vals).reshape(shape)
-        return out
-
-    def eval_views(self) -> dict[str, np.ndarray]:
-        """The columns as :meth:`views` but with the grid axis last (zero on axis 0, offload 1,
-        recompute 2, SP 3, grid points 4), what the evaluator is given: numpy runs its inner
-        loops along the last axis of a broadcast, and the grid is the long one (the switches
-        hold 2-4 values each), several times faster than along a switch. :meth:`from_eval`
-        puts a result back in the chunk's axis order."""
         nb = len(self.base)
         out = {k: np.ascontiguousarray(self.base[:, j]).reshape(1, 1, 1, 1, nb)
                for j, k in enumerate(BASE_COLS)}
@@ -97,12 +85,6 @@ class Chunk:
             shape[axis] = len(vals)
             out[k] = np.asarray(vals).reshape(shape)
         return out
-
-    @staticmethod
-    def from_eval(x) -> np.ndarray:
-        """A per-layout result over :meth:`eval_views` in the chunk's axis order (a view)."""
-        x = np.asarray(x)
-        return np.moveaxis(x.reshape((1,) * (5 - x.ndim) + x.shape), -1, 0)
 
     @functools.cached_property
     def keep(self) -> np.ndarray:
@@ -118,10 +100,10 @@ class Chunk:
         return self.columns_at(np.flatnonzero(self.keep)[sel])
 
     def columns_at(self, flat) -> dict[str, np.ndarray]:
-        """Field values at flat positions of the full (grid x switches) shape."""
+        """Field values at flat positions of the full (switches x grid) shape."""
         ix = np.unravel_index(np.asarray(flat), self.shape)
-        out = {k: self.base[ix[0], j] for j, k in enumerate(BASE_COLS)}
-        for axis, (k, vals) in enumerate(zip(SWITCH_COLS, self.switches), start=1):
+        out = {k: self.base[ix[-1], j] for j, k in enumerate(BASE_COLS)}
+        for axis, (k, vals) in enumerate(zip(SWITCH_COLS, self.switches)):
             out[k] = np.asarray(vals)[ix[axis]]
         return out
 
@@ -160,7 +142,7 @@ class Gather:
         if len(parts) == 1:
             return (parts[0][0],) + tuple(parts[0][1])
         chunk = Chunk(np.concatenate([c.base for c, _ in parts]), parts[0][0].switches)
-        return (chunk,) + tuple(np.concatenate([m[i] for _, m in parts])
+        return (chunk,) + tuple(np.concatenate([m[i] for _, m in parts], axis=-1)
                                 for i in range(len(parts[0][1])))
 
 
