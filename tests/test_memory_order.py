@@ -88,13 +88,18 @@ def test_by_strategy_equals_the_masked_merge(seed):
     rng = np.random.default_rng(seed)
     shape = (3, 4, 5, 2)
     codes = rng.integers(0, 3, size=4)
-    kind = seed % 3
+    kind = seed % 5
     if kind == 0:      # a run per strategy along axis 1 (sorted codes)
         off = np.sort(codes).reshape(1, 4, 1, 1)
     elif kind == 1:    # scattered along axis 1
         off = codes.reshape(1, 4, 1, 1)
-    else:              # varying over two axes
+    elif kind == 2:    # varying over two axes
         off = rng.integers(0, 3, size=(3, 4, 1, 1))
+    elif kind == 3:    # one strategy for every layout
+        off = np.full((1, 4, 1, 1), codes[0])
+    else:              # a flat batch's long axis (a run, but scanned only on short axes)
+        off = np.sort(rng.integers(0, 3, size=200)).reshape(1, 200, 1, 1)
+        shape = (3, 200, 5, 2)
     pairs = [(off == c, rng.random(shape[2:]) * (c + 1)) for c in range(3)]
     got = by_strategy(pairs, shape)
     np.testing.assert_array_equal(got, _reference(pairs, np.broadcast_shapes(shape, off.shape)))

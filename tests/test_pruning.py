@@ -101,11 +101,15 @@ def test_stage_max_is_numpy_max():
 def test_stage_argmax_is_numpy_argmax():
     """The first largest stage, ties and NaN (numpy: the first NaN) as np.argmax gives them."""
     rng = np.random.default_rng(2)
-    for shape in [(7, 1), (5, 3), (4, 2, 3, 4), (1000, 5)]:
+    for shape in [(7, 1), (5, 3), (4, 2, 3, 4), (1000, 5), (40, 30, 4), (3000, 3)]:
         x = rng.integers(0, 3, shape).astype(float)  # many ties
         x[rng.random(shape) < 0.1] = np.nan
         x[rng.random(shape) < 0.1] = np.inf
         np.testing.assert_array_equal(stage_argmax(x), np.argmax(x, axis=-1))
+        finite = np.nan_to_num(x)  # no NaN: the pairwise path for the large ones
+        np.testing.assert_array_equal(stage_argmax(finite), np.argmax(finite, axis=-1))
+        fortran = np.asfortranarray(finite)
+        np.testing.assert_array_equal(stage_argmax(fortran), np.argmax(finite, axis=-1))
     x = np.array([[1.0, np.nan, 2.0, np.nan], [np.inf, 0.0, np.inf, -1.0], [0.0, 0.0, 0.0, 0.0]])
     np.testing.assert_array_equal(stage_argmax(x), [1, 0, 0])
 

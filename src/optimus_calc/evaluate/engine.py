@@ -310,12 +310,20 @@ def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
     return out
 
 
+# a mask varying along a longer axis is a flat batch's layouts: scanning it for a run costs
+# more than the masked copy it would save
+_RUN_AXIS = 64
+
+
 def _one_axis_run(mine: np.ndarray, ndim: int):
-    """The index (slices) of the positions where ``mine`` holds when they are one run along
-    the only axis ``mine`` varies on; None otherwise (then a masked copy is made)."""
+    """The index (slices) of the positions where ``mine`` holds when they are all of them (a
+    batch of one strategy) or one run along the only, short axis ``mine`` varies on (the
+    planner's offload axis); None otherwise (then a masked copy is made)."""
+    if mine.all():
+        return (Ellipsis,)
     mine = mine.reshape((1,) * (ndim - mine.ndim) + mine.shape)
     axes = [a for a, n in enumerate(mine.shape) if n > 1]
-    if len(axes) != 1:
+    if len(axes) != 1 or mine.shape[axes[0]] > _RUN_AXIS:
         return None
     at = np.flatnonzero(mine.reshape(-1))
     if at.size == 0 or at[-1] - at[0] + 1 != at.size:

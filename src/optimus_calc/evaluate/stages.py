@@ -56,18 +56,24 @@ def stage_max(x) -> np.ndarray:
     return out if x.shape[-1] > 1 else out.copy()
 
 
+# below this many values numpy's own argmax costs less than the pairwise operations' calls
+_SMALL = 3000
+
+
 def stage_argmax(x) -> np.ndarray:
     """``np.argmax(x, axis=-1)`` over the short stage axis by pairwise comparisons (as
-    :func:`stage_max`): the first largest stage, or the first NaN's as numpy gives it."""
+    :func:`stage_max`): the first largest stage. A NaN (numpy: the first NaN's stage) shows
+    in the running maximum, and then numpy's own argmax answers."""
     x = np.asarray(x)
+    if x.size <= _SMALL:
+        return np.argmax(x, axis=-1)
     best = x[..., 0]
     out = np.zeros(best.shape, dtype=np.intp)
     for k in range(1, x.shape[-1]):
         xk = x[..., k]
-        better = (xk > best) | (np.isnan(xk) & ~np.isnan(best))
-        out = np.where(better, k, out)
+        out[xk > best] = k
         best = np.maximum(best, xk)
-    return out
+    return np.argmax(x, axis=-1) if np.isnan(best).any() else out
 
 
 def stage_major_zeros(shape: tuple, dtype=np.float64) -> np.ndarray:
