@@ -156,8 +156,9 @@ def test_nic_sizing_pruned_equals_every_stage(cat, monkeypatch, name, node, node
 @pytest.mark.parametrize("name,node,nodes,seq", [("llama-3-70b", "dgx-a100", 2, 4096),
                                                  ("gpt-oss-120b", "dgx-h100", 4, 32768)])
 def test_top_k_reports_batched_equal_one_by_one(cat, name, node, nodes, seq):
-    """The planner's top K reports come from one evaluation per pipeline degree: each equals
-    the report of its layout evaluated alone (memory per stage, step terms, frameworks)."""
+    """The planner's top K reports come from one evaluation of layouts with different pipeline
+    degrees (the shorter pipelines padded, then cut to their own stages): each equals the
+    report of its layout evaluated alone (memory per stage, step terms, frameworks)."""
     import dataclasses
 
     from optimus_calc.search import plan as P
@@ -165,7 +166,7 @@ def test_top_k_reports_batched_equal_one_by_one(cat, name, node, nodes, seq):
     model, hw = cat.get(name, "model"), resolve_hardware(cat, node, nodes)
     tr, asm = Training(seq_len=seq), Assumptions()
     res = P.plan(model, hw, tr, asm, top_k=8, distinct=True)
-    assert len({c.layout.pp for c in res.top}) >= 2   # more than one batch
+    assert len({c.layout.pp for c in res.top}) >= 2   # padded stages in the batch
     for i, c in enumerate(res.top):
         one = P._candidate(_cols(c), 0, model, hw, tr, asm)
         assert one.layout == c.layout and one.training == c.training

@@ -46,17 +46,24 @@ class Evaluation:
     # experts over DP x CP / EP); analyses that size an offload shard take it from here
     shard_degree_stage: np.ndarray | float = 1.0
 
-    def row(self, i: int, n: int) -> "Evaluation":
+    def row(self, i: int, n: int, stages: int | None = None) -> "Evaluation":
         """Layout ``i`` of a flat batch of ``n`` layouts as a batch of one (arrays whose first
         axis is the batch's cut to row ``i``; the rest broadcast): what the one-layout reports
-        (memory.memory_from, step.estimate_step) read. Recorded calls are not kept."""
-        def cut(x):
+        (memory.memory_from, step.estimate_step) read. Recorded calls are not kept.
+
+        ``stages``: the layout's own pipeline stages, when the batch mixed pipeline degrees
+        with every stage evaluated (stages.stage_table pads a shorter pipeline with copies of
+        its stage 0, which never bind: the worst stage is the first largest): the per-stage
+        arrays are cut to them."""
+        def cut(x, staged=False):
             if isinstance(x, dict):
-                return {k: cut(v) for k, v in x.items()}
+                return {k: cut(v, staged) for k, v in x.items()}
             if isinstance(x, np.ndarray) and x.ndim and x.shape[0] == n:
-                return x[i:i + 1]
+                x = x[i:i + 1]
+            if staged and stages is not None and np.ndim(x) and np.shape(x)[-1] > stages:
+                x = x[..., :stages]
             return x
-        out = {f.name: cut(getattr(self, f.name)) for f in fields(self)}
+        out = {f.name: cut(getattr(self, f.name), f.name in STAGED) for f in fields(self)}
         return Evaluation(**dict(out, calls=()))
 
     @property
@@ -102,6 +109,12 @@ class Evaluation:
         if name == "tflops_per_gpu":
             return self.term("hardware_flops") / self.step_time_s / f["gpus"] / 1e12
         return _pick(self.stage_terms[name], self.worst_time)
+
+
+STAGED = frozenset(("stage_index", "stage_layers", "params_stage", "weights_stage",
+                    "gradients_stage", "optimizer_stage", "activations_stage", "overhead_stage",
+                    "total_stage", "in_flight_stage", "stage_terms", "shard_degree_stage"))
+"""The Evaluation fields with a trailing stage axis (stage_terms: each of its values)."""
 
 
 def _pick(x, k):

@@ -97,28 +97,27 @@ def _candidate(cols: dict, i: int, model: Model, hw: Hardware, base: Training,
 
 def _candidates(cols: dict, model: Model, hw: Hardware, base: Training, asm: Assumptions,
                 rows: list[int] | None = None, group: tuple | None = None) -> list[Candidate]:
-    """:func:`_candidate` for ``rows`` of ``cols`` (default all), one evaluation of every stage
-    per pipeline degree (tests/test_pruning.py checks they agree); ``group`` as there."""
+    """:func:`_candidate` for ``rows`` of ``cols`` (default all) from one evaluation of every
+    stage of them all, each row cut to its own stages (tests/test_pruning.py checks they agree
+    with one evaluation per layout); ``group`` as there."""
     rows = list(range(len(cols["tp"]))) if rows is None else list(rows)
     n = len(rows)
     nic = hw.smartnic.name if hw.smartnic else None
     lays = [layout_of(cols, r, hw, nic) for r in rows]
     trs = [training_of(cols, r, base) for r in rows]
-    out: list = [None] * n
+    out: list = []
     support = layouts_support(lays, trs, model)
-    for pp in sorted({lay.pp for lay in lays}):
-        idx = [i for i in range(n) if lays[i].pp == pp]
-        ev = evaluate(Batch.of_many([lays[i] for i in idx], [trs[i] for i in idx]), model, hw,
-                      base, asm, all_stages=True)
-        terms = batch_terms(ev, len(idx))
-        for j, i in enumerate(idx):
-            mem = memory_from(ev.row(j, len(idx)), model, hw, lays[i], trs[i], asm)
-            st = estimate_step(model, hw, lays[i], trs[i], asm, mem, terms[j])
-            runs = tuple(f.value for f, r in support[i].items()
-                         if r is FrameworkReason.OK and (group is None or f in group))
-            out[i] = Candidate(lays[i], trs[i], mem.worst.total_bytes, st.step_time_s, st.mfu,
-                               st.tokens_per_s, mem, st, runs,
-                               ", ".join(runs) if group is not None else "")
+    # one evaluation of every stage for all of them: a row's stages are cut to its pipeline
+    ev = evaluate(Batch.of_many(lays, trs), model, hw, base, asm, all_stages=True)
+    terms = batch_terms(ev, n)
+    for i in range(n):
+        mem = memory_from(ev.row(i, n, stages=lays[i].pp), model, hw, lays[i], trs[i], asm)
+        st = estimate_step(model, hw, lays[i], trs[i], asm, mem, terms[i])
+        runs = tuple(f.value for f, r in support[i].items()
+                     if r is FrameworkReason.OK and (group is None or f in group))
+        out.append(Candidate(lays[i], trs[i], mem.worst.total_bytes, st.step_time_s, st.mfu,
+                             st.tokens_per_s, mem, st, runs,
+                             ", ".join(runs) if group is not None else ""))
     return out
 
 
