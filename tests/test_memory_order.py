@@ -103,4 +103,5 @@ def test_by_strategy_equals_the_masked_merge(seed):
     pairs = [(off == c, rng.random(shape[2:]) * (c + 1)) for c in range(3)]
     got = by_strategy(pairs, shape)
     np.testing.assert_array_equal(got, _reference(pairs, np.broadcast_shapes(shape, off.shape)))
-    assert got.strides[-1] > got.strides[-2]  # the trailing (stage) axis outermost in memory
+    if got.size > 512:  # the trailing (stage) axis outermost in memory (small: C order)
+        assert got.strides[-1] > got.strides[-2]

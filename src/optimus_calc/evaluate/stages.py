@@ -76,13 +76,16 @@ def stage_argmax(x) -> np.ndarray:
     return np.argmax(x, axis=-1) if np.isnan(best).any() else out
 
 
+_SMALL_ZEROS = 512
+
+
 def stage_major_zeros(shape: tuple, dtype=np.float64) -> np.ndarray:
     """Zeros of ``shape`` stored with the trailing (stage) axis outermost in memory, as the
     stage table's arrays are (records.make_ctx): operations mixing them keep their inner loops
     along the layouts (a C-ordered array would put the 1-4 stages innermost)."""
     shape = tuple(shape)
-    if len(shape) < 2:
-        return np.zeros(shape, dtype)
+    if len(shape) < 2 or int(np.prod(shape)) <= _SMALL_ZEROS:
+        return np.zeros(shape, dtype)  # small: the order does not pay for the moveaxis
     return np.moveaxis(np.zeros(shape[-1:] + shape[:-1], dtype), 0, -1)
 
 
