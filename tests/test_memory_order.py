@@ -1,16 +1,16 @@
 """The evaluator's memory order is a speed choice, never a change of numbers.
 
-The planner's chunks put the grid axis last (``Chunk.views``) and the stage table's arrays are
-stored stage-major (records.make_ctx), so numpy's inner loops run along the many layouts;
-``by_strategy`` writes each strategy's run of the offload axis as a slice. Every figure must
-equal, bit for bit, the evaluation of the same layouts with the grid axis first and of the same
-layouts as a flat batch of columns.
+The planner's chunks put the grid axis last (``Chunk.views``) and large batches' per-stage
+arrays are stored stage-major (``stages.STAGE_MAJOR_FROM``), so numpy's inner loops run along
+the many layouts; ``by_strategy`` writes each strategy's run of the offload axis as a slice.
+Every figure must equal, bit for bit, the evaluation of the same layouts with the grid axis
+first and every array in C order, and of the same layouts as a flat batch of columns.
 """
 
 import numpy as np
 import pytest
 
-from optimus_calc.evaluate import strategies
+from optimus_calc.evaluate import stages, strategies
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import resolve_hardware
 from optimus_calc.evaluate.engine import by_strategy, evaluate
@@ -52,20 +52,27 @@ def _grid_last(ev) -> dict:
 
 
 @pytest.mark.parametrize("name,node,nodes,seq,card", SPACES)
-def test_grid_last_equals_grid_first_and_flat(cat, name, node, nodes, seq, card):
+def test_grid_last_equals_grid_first_and_flat(cat, monkeypatch, name, node, nodes, seq, card):
     m = cat.get(name, "model")
     hw = resolve_hardware(cat, node, nodes, smartnic=card)
     tr, asm = Training(seq_len=seq, global_batch=64), Assumptions()
     codes = [c for c, _ in strategies.coded()]
     space = enumerate_space(m, hw.gpus, hw.gpus_per_node, 64, seq,
                             [strategies.at(c).offload for c in codes])
-    chunk = Chunk(space.base[:40], space.switches)
+    # the first grid points and the deepest pipelines (several stages per layout)
+    rows = np.unique(np.r_[np.arange(20), np.argsort(space.base[:, 1], kind="stable")[-20:]])
+    chunk = Chunk(space.base[rows], space.switches)
+    monkeypatch.setattr(stages, "STAGE_MAJOR_FROM", 0)       # every per-stage array reordered
     fast = _figures(evaluate(Batch.from_columns(chunk.views()), m, hw, tr, asm))
+    st = stages.stage_table(m, space.base[:, 1], False).lookup(chunk.views()["pp"])
+    assert st["layers"].shape[-1] > 1 and st["layers"].strides[-1] > st["layers"].strides[-2]
+    monkeypatch.setattr(stages, "STAGE_MAJOR_FROM", 1 << 62)  # none: C order, grid first
     ref = evaluate(Batch.from_columns(_grid_first(chunk)), m, hw, tr, asm)
     for k, v in _grid_last(ref).items():
         a = np.broadcast_to(fast[k], np.broadcast_shapes(np.shape(fast[k]), np.shape(v)))
         np.testing.assert_array_equal(a, np.broadcast_to(v, a.shape), err_msg=k)
     # the same layouts as a flat batch (the planner's second pass; masked strategy merge)
+    monkeypatch.setattr(stages, "STAGE_MAJOR_FROM", 0)
     n = int(chunk.keep.sum())
     flat = evaluate(Batch.from_columns(chunk.columns(np.arange(n))), m, hw, tr, asm)
     ref = _grid_last(ref)

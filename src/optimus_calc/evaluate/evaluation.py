@@ -12,7 +12,8 @@ from optimus_calc.record import record
 
 @record
 class Evaluation:
-    """Arrays of the batch's broadcast shape (``..._stage`` ones have a trailing stage axis)."""
+    """Arrays of the batch's broadcast shape (``..._stage`` and ``stage_...`` ones have a
+    trailing stage axis; :func:`staged`)."""
 
     stage_index: np.ndarray
     stage_layers: np.ndarray
@@ -63,7 +64,7 @@ class Evaluation:
             if staged and stages is not None and np.ndim(x) and np.shape(x)[-1] > stages:
                 x = x[..., :stages]
             return x
-        out = {f.name: cut(getattr(self, f.name), f.name in STAGED) for f in fields(self)}
+        out = {f.name: cut(getattr(self, f.name), staged(f.name)) for f in fields(self)}
         return Evaluation(**dict(out, calls=()))
 
     @property
@@ -111,10 +112,10 @@ class Evaluation:
         return _pick(self.stage_terms[name], self.worst_time)
 
 
-STAGED = frozenset(("stage_index", "stage_layers", "params_stage", "weights_stage",
-                    "gradients_stage", "optimizer_stage", "activations_stage", "overhead_stage",
-                    "total_stage", "in_flight_stage", "stage_terms", "shard_degree_stage"))
-"""The Evaluation fields with a trailing stage axis (stage_terms: each of its values)."""
+def staged(name: str) -> bool:
+    """Whether Evaluation field ``name`` has a trailing stage axis: the class's naming rule,
+    ``..._stage`` and ``stage_...`` (stage_terms: each of its values)."""
+    return name.endswith("_stage") or name.startswith("stage_")
 
 
 def _pick(x, k):

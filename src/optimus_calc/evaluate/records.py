@@ -71,21 +71,12 @@ class Ctx:
         return bool(np.any(self.off == code))
 
 
-# below this many (layout, stage) values the copy costs more than the memory order saves
-_STAGE_MAJOR_FROM = 512
-
-
 def make_ctx(batch: Batch, model, hw: Hardware, tr: Training, asm: Assumptions,
              all_stages: bool, stages: StageTable | None) -> Ctx:
     L = lambda x: np.asarray(x)[..., None]  # noqa: E731  per-layout value -> stage axis
     dp, mb = L(batch.dp), L(batch.mb)
     gb = resolve_global_batch(dp, mb, tr)  # per layout: the training's or the batch rule's
-    st = (stages or stage_table(model, batch.pp, all_stages)).lookup(batch.pp)
-    # per-stage values stored layout-fastest (the stage axis outermost in memory): numpy then
-    # runs its inner loops along the many layouts instead of the 1-4 stages, several times
-    # faster for the broadcasting operations; the values are the same
-    if st["index"].size > _STAGE_MAJOR_FROM:
-        st = {k: np.asfortranarray(v) for k, v in st.items()}
+    st = (stages or stage_table(model, batch.pp, all_stages)).lookup(batch.pp)  # stage-major
     return Ctx(model=model, hw=hw, tr=tr, asm=asm, t=L(batch.tp), pp=L(batch.pp), dp=dp,
                cp=L(batch.cp), ep=L(batch.ep), z=L(batch.zero), off=L(batch.offload),
                rc=L(batch.recompute), spf=L(batch.sp), mb=mb, v=L(batch.v),

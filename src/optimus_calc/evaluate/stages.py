@@ -17,6 +17,14 @@ from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.record import record
 
 
+# Per-stage arrays of more (layout, stage) values than this are stored stage-major: the stage
+# axis outermost in memory, so numpy's inner loops run along the layouts instead of the 1-4
+# stages (several times faster for the broadcasting operations); below it the reordering costs
+# more than it saves. A speed tactic, not physics: any value gives the same numbers
+# (tests/test_memory_order.py runs the evaluator at both extremes).
+STAGE_MAJOR_FROM = 512
+
+
 @record
 class StageTable:
     """Per pipeline degree, the stages evaluated (padded to a common width)."""
@@ -32,9 +40,14 @@ class StageTable:
     last: np.ndarray
 
     def lookup(self, pp: np.ndarray) -> dict[str, np.ndarray]:
+        """Each column at every layout's pipeline degree, shape ``pp.shape + (K,)``; stored
+        stage-major (see :data:`STAGE_MAJOR_FROM`) when large, gathered that way at once."""
         i = np.searchsorted(self.pps, np.asarray(pp))
-        return {k: getattr(self, k)[i] for k in ("index", "layers", "moe_layers", "A", "X", "R",
-                                                  "first", "last")}
+        cols = ("index", "layers", "moe_layers", "A", "X", "R", "first", "last")
+        if i.size * self.index.shape[1] <= STAGE_MAJOR_FROM:
+            return {k: getattr(self, k)[i] for k in cols}
+        # np.take allocates its result in C order, stage first (fancy indexing would not)
+        return {k: np.moveaxis(np.take(getattr(self, k).T, i, axis=1), 0, -1) for k in cols}
 
 
 def sorted_unique(values) -> np.ndarray:
@@ -57,6 +70,7 @@ def stage_max(x) -> np.ndarray:
 
 
 # below this many values numpy's own argmax costs less than the pairwise operations' calls
+# (measured crossover 2,000-4,000 on stage-major arrays); a speed tactic: the same index either way
 _SMALL = 3000
 
 
@@ -76,16 +90,13 @@ def stage_argmax(x) -> np.ndarray:
     return np.argmax(x, axis=-1) if np.isnan(best).any() else out
 
 
-_SMALL_ZEROS = 512
-
-
 def stage_major_zeros(shape: tuple, dtype=np.float64) -> np.ndarray:
-    """Zeros of ``shape`` stored with the trailing (stage) axis outermost in memory, as the
-    stage table's arrays are (records.make_ctx): operations mixing them keep their inner loops
-    along the layouts (a C-ordered array would put the 1-4 stages innermost)."""
+    """Zeros of ``shape`` stored as :meth:`StageTable.lookup` stores a large batch's stage
+    columns (:data:`STAGE_MAJOR_FROM`): operations mixing them keep their inner loops along the
+    layouts (a C-ordered array would put the 1-4 stages innermost)."""
     shape = tuple(shape)
-    if len(shape) < 2 or int(np.prod(shape)) <= _SMALL_ZEROS:
-        return np.zeros(shape, dtype)  # small: the order does not pay for the moveaxis
+    if len(shape) < 2 or int(np.prod(shape)) <= STAGE_MAJOR_FROM:
+        return np.zeros(shape, dtype)
     return np.moveaxis(np.zeros(shape[-1:] + shape[:-1], dtype), 0, -1)
 
 
