@@ -212,7 +212,7 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     dp_args = dict(T_gat=T_gat, T_red=T_red, Z=z, m=ctx.m)
     T_dp = eq.step__dp_comm_time(**dp_args)
     T_dpx = eq.step__dp_exposed_time(G_x=np.where((z == 3) & (n_dp > 1), g_x, 0.0), T_bkt=T_bkt,
-                                     o_dr=asm.dp_reduce_overlap,
+                                     o_dr=asm.dp_reduce_overlap, o_pg=asm.dp_gather_overlap,
                                      W_b=comp.W_b, W_f=comp.W_f, **dp_args)
     set_scope("")
     return T_dp, T_dpx

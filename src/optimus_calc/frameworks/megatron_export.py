@@ -293,6 +293,26 @@ def _zero_precision(a: _Args, lay, tr) -> None:
     a.add("--optimizer", "sgd" if tr.optimizer is Optimizer.SGD else "adam")
 
 
+def _overlaps(a: _Args, lay, tr) -> None:
+    """The communication overlaps the Megatron-LM profile times (frameworks/megatron.py), each
+    written only where Megatron-LM's validate_args accepts it: --overlap-param-gather needs the
+    distributed optimizer or Megatron-FSDP and --overlap-grad-reduce (arguments.py
+    L1024-1029); --tp-comm-overlap needs sequence parallelism (L1441-1442), hence TP > 1, and
+    Transformer Engine (the default --transformer-impl)."""
+    if tr.overlap_grad_reduce:
+        a.add("--overlap-grad-reduce")  # arguments.py L3121-3122
+        if tr.overlap_param_gather and lay.zero >= ZeroStage.OS:
+            a.add("--overlap-param-gather")  # arguments.py L3148-3149
+    if tr.tp_comm_overlap and tr.sequence_parallel and lay.tp > 1:
+        # ModelParallelConfig.tp_comm_overlap (core/model_parallel_config.py L265), a flag
+        # through ArgumentGroupFactory(TransformerConfig) (arguments.py L2373)
+        a.add("--tp-comm-overlap")
+        a.notes.append("--tp-comm-overlap: on GPUs without CUDA multicast (before Hopper) "
+                       "Transformer Engine asks for UB_SKIPMC=1 (CUDA IPC instead; "
+                       "TransformerEngine transformer_engine/pytorch/module/base.py L217-225 "
+                       "@ d0067d0)")
+
+
 def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
                       ) -> tuple[list[tuple[str, str | None]], list[str]]:
     """The (flag, value) pairs (value None for a switch) and comment lines."""
@@ -303,6 +323,7 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
     _moe(a, model)
     _parallel_and_batch(a, layout, training, model)
     _zero_precision(a, layout, training)
+    _overlaps(a, layout, training)
     gpn, nodes = node_split(layout.gpus, gpus_per_node)
     head = [f"# Megatron-LM @ d98e8a64 ({layout.gpus} GPUs, {nodes} x {gpn}): run this script "
             "on every node from the Megatron-LM checkout, with MASTER_ADDR/NODE_RANK set"]

@@ -130,6 +130,13 @@ class Assumptions(Frozen):
                     "bucket (framework-neutral); 0 = the whole reduction follows the backward: "
                     "the Megatron-LM profile without --overlap-grad-reduce (one bucket, "
                     "megatron/core/distributed/distributed_data_parallel.py L131-137 @ d98e8a6)")
+    dp_gather_overlap: float = Field(
+        default=1.0, ge=0, le=1,
+        description="1 = the ZeRO-1/2 parameter all-gather after the optimizer step overlaps "
+                    "the next forward (framework-neutral; Megatron-LM --overlap-param-gather); "
+                    "0 = it runs whole before the forward: the Megatron-LM profile with "
+                    "--no-overlap-param-gather (megatron/training/arguments.py L3148-3149 @ "
+                    "d98e8a6)")
     grads_stay_on_gpu: float = Field(
         default=0.0, ge=0, le=1,
         description="1 = the gradient buffer stays on the GPU under optimizer offload "

@@ -153,6 +153,22 @@ class Training(Frozen):
     multicast: bool = Field(
         default=False, description="parameter all-gathers use hardware multicast "
                                    "(seeds/multicast-allgather-abstract.md)")
+    # Megatron-LM launch flags (megatron/training/arguments.py L3121, L3148 and
+    # ModelParallelConfig.tp_comm_overlap, core/model_parallel_config.py L265 @ d98e8a6), on as
+    # every Megatron-Bridge recipe sets them (recipes/common.py L83-84, training/comm_overlap.py
+    # L575-578 @ 067f987). The Megatron-LM profile (frameworks/megatron.py) reads them and
+    # --export megatron writes them; framework-neutral physics does not read them.
+    overlap_grad_reduce: bool = Field(
+        default=True, description="Megatron-LM --overlap-grad-reduce: bucketed gradient "
+                                  "reductions overlap the backward")
+    overlap_param_gather: bool = Field(
+        default=True, description="Megatron-LM --overlap-param-gather: the distributed "
+                                  "optimizer's parameter all-gather overlaps the next forward "
+                                  "(needs --overlap-grad-reduce)")
+    tp_comm_overlap: bool = Field(
+        default=True, description="Megatron-LM --tp-comm-overlap: Transformer Engine "
+                                  "userbuffers overlap the TP collectives with the GEMMs "
+                                  "(needs sequence parallelism)")
 
     @property
     def weight_bytes(self) -> int:
