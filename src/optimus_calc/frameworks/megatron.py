@@ -86,7 +86,7 @@ RULES: tuple[Rule, ...] = (
     _row("MG_FP8_TE", "FP8 runs through Transformer Engine recipes only (--fp8-format, "
          "--fp8-recipe delayed/tensorwise/mxfp8/blockwise/custom), not torchao float8",
          "megatron/core/transformer/transformer_config.py L587-600, megatron/core/fp8_utils.py "
-         "L762-795", lambda x: x.fp8_unless("te-delayed", "te-current")),
+         "L762-795", lambda x: x.fp8_unless("te-delayed", "te-current", "mxfp8")),
     _row("MG_INTERLEAVE_PP", "the interleaved schedule needs PP > 1",
          "training/arguments.py L1000-1003", lambda x: (x.v > 1) & (x.pp < 2)),
     _row("MG_INTERLEAVE_LAYERS", "interleaving needs layers divisible by PP and by the layers "

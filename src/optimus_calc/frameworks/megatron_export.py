@@ -286,8 +286,8 @@ def _zero_precision(a: _Args, lay, tr) -> None:
             # L587-600 @ d98e8a6 (tensorwise = TE Float8CurrentScaling, fp8_utils.py L775-777)
             a.add("--bf16")
             a.add("--fp8-format", "hybrid")
-            a.add("--fp8-recipe", "delayed" if tr.fp8_recipe is Fp8Recipe.TE_DELAYED
-                  else "tensorwise")
+            a.add("--fp8-recipe", {Fp8Recipe.TE_DELAYED: "delayed",
+                                   Fp8Recipe.MXFP8: "mxfp8"}.get(tr.fp8_recipe, "tensorwise"))
         case _:
             assert_never(prec)
     a.add("--optimizer", "sgd" if tr.optimizer is Optimizer.SGD else "adam")

@@ -105,12 +105,26 @@ class Fp8Recipe(str, Enum):
     TE_DELAYED = "te-delayed"    # Transformer Engine DelayedScaling (Megatron --fp8-recipe delayed)
     TE_CURRENT = "te-current"    # TE Float8CurrentScaling (Megatron --fp8-recipe tensorwise)
     TORCHAO = "torchao"          # torchao Float8Linear, tensorwise (torchtitan quantize.linear.float8)
+    MXFP8 = "mxfp8"              # TE MXFP8BlockScaling (Megatron --fp8-recipe mxfp8), Blackwell only
 
     @property
     def transformer_engine(self) -> bool:
         """TE keeps an FP8 copy of each GEMM weight and saves GEMM inputs in FP8 (evaluate/fp8.py);
         torchao saves the high-precision tensors and casts again in the backward."""
         return self is not Fp8Recipe.TORCHAO
+
+    @property
+    def amax_passes(self) -> int:
+        """Extra reads of each GEMM input before its cast (equations/fp8.py amax_layer_bytes).
+        te-current: Float8CurrentScalingQuantizer runs nvte_compute_amax over the input, then
+        the cast (TransformerEngine transformer_engine/pytorch/csrc/quantizer.cpp L1008-1012,
+        L1027 @ d0067d0): 1. te-delayed: Float8Quantizer casts with the scale from the amax
+        history and records the new amax in the same kernel (quantizer.cpp L632-647): 0; its
+        amax-history update is one small kernel over history x tensors per step. mxfp8: the
+        scale of each 32-element block comes from that block inside the cast kernel: 0.
+        torchao: its tensorwise amax runs under torch.compile, which the fitted rows use, fused
+        with the kernel producing the input; inside its fitted ratio: 0."""
+        return 1 if self is Fp8Recipe.TE_CURRENT else 0
 
 
 class Optimizer(str, Enum):
