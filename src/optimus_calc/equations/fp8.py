@@ -112,7 +112,9 @@ activation_layer_bytes = equation(
                            (k_te * s / c * b * (2 * h / _sp + (d_v + f_a) / t), True)),
     "bytes",
     "TransformerEngine performance_considerations.rst L247 @ d0067d0 (input in FP8 saved for "
-    "backward: 1 MB where bf16 saves 2 MB); the GEMM inputs of Korthikanti et al. 2022 Table 2: "
+    "backward: 1 MB where bf16 saves 2 MB; pytorch/module/linear.py L605-617 keeps one FP8 "
+    "orientation of the saved input, the columnwise one, or the rowwise one where the "
+    "backward all-gathers it); the GEMM inputs of Korthikanti et al. 2022 Table 2: "
     "the QKV and MLP inputs (layer-norm outputs, sequence-parallel shards), the output "
     "projection's input and the down projection's input (TP shards); full recompute keeps only "
     "the layer input",

@@ -9,7 +9,7 @@ import numpy
 
 
 def fp8__activation_layer_bytes(M_layer, b, c, d_v, f_a, h, k_te, r, s, sigma, t):
-    """fp8.activation_layer_bytes [bytes]: TransformerEngine performance_considerations.rst L247 @ d0067d0 (input in FP8 saved for backward: 1 MB where bf16 saves 2 MB); the GEMM inputs of Korthikanti et al. 2022 Table 2: the QKV and MLP inputs (layer-norm outputs, sequence-parallel shards), the output projection's input and the down projection's input (TP shards); full recompute keeps only the layer input"""
+    """fp8.activation_layer_bytes [bytes]: TransformerEngine performance_considerations.rst L247 @ d0067d0 (input in FP8 saved for backward: 1 MB where bf16 saves 2 MB; pytorch/module/linear.py L605-617 keeps one FP8 orientation of the saved input, the columnwise one, or the rowwise one where the backward all-gathers it); the GEMM inputs of Korthikanti et al. 2022 Table 2: the QKV and MLP inputs (layer-norm outputs, sequence-parallel shards), the output projection's input and the down projection's input (TP shards); full recompute keeps only the layer input"""
     return M_layer - numpy.where(numpy.equal(r, 2), 0, b*k_te*s*(2*h/(sigma*(t - 1) + 1) + (d_v + f_a)/t)/c)
 
 
