@@ -139,9 +139,10 @@ def _tp_comm_overlap(tr) -> bool:
 # What the exported launch (megatron_export.py) runs. Every Megatron-LM line at d98e8a6.
 PROFILE = PhysicsProfile((
     # bf16 forces fp32 gradient accumulation and all-reduce (accumulate_allreduce_grads_in_fp32)
-    # unless --grad-reduce-in-bf16; the DDP main-grad buffer then holds fp32: 4 bytes/param
+    # unless --grad-reduce-in-bf16; the DDP main-grad buffer then holds fp32: 4 bytes/param.
+    # FP8 runs launch with --bf16 too (megatron_export.py): the same rule
     Setting("grad_bytes", 4, "megatron/training/arguments.py L1204-1217; "
-            "megatron/core/distributed/param_and_grad_buffer.py L888-924", ("bf16",)),
+            "megatron/core/distributed/param_and_grad_buffer.py L888-924", ("bf16", "fp8")),
     # --optimizer-cpu-offload (HybridDeviceOptimizer) reads the GPU param's grad and copies it
     # to pinned CPU grads at step(): the fp32 gradient buffer stays on the GPU
     Setting("grads_stay_on_gpu", 1, "megatron/core/optimizer/cpu_offloading/"

@@ -13,8 +13,8 @@ from optimus_calc.specs.hardware import MIN_EFFICIENCY
 
 # FP8 GEMM ratios per recipe fitted by benchmarks/fit_fp8_recipes.py on public end-to-end
 # training rows (the rows and errors: docs/fp8-and-megatron.md)
-FIT_TE_DELAYED = 0.82
-FIT_TE_CURRENT = 0.985
+FIT_TE_DELAYED = 0.825
+FIT_TE_CURRENT = 0.995
 FIT_MXFP8 = FIT_TE_CURRENT  # assumed: one expressible public row, no cross-validation
 
 # Floors of the assumptions the step model divides by (issue 23). Like the catalog's (specs/
