@@ -102,11 +102,13 @@ def _memory(cat, precision, recipe="te-delayed", zero=1, **asm):
 def test_te_fp8_weight_copies_of_llama2_7b_by_hand(cat):
     assert LLAMA2_7B_GEMM_WEIGHTS == 6_476_005_376
     bf16, fp8 = _memory(cat, Precision.BF16), _memory(cat, Precision.FP8)
-    # one byte per GEMM weight (TE docs: 1 MB FP8 weight beside a 2 MB bf16 weight): +6.476 GB
-    assert fp8.weights_bytes - bf16.weights_bytes == pytest.approx(6_476_005_376, rel=1e-9)
-    # the Hopper transpose counted too (fp8_weight_copy_bytes=2): +12.952 GB
-    two = _memory(cat, Precision.FP8, fp8_weight_copy_bytes=2)
-    assert two.weights_bytes - bf16.weights_bytes == pytest.approx(12_952_010_752, rel=1e-9)
+    # one byte per GEMM weight and copy (TE docs: 1 MB FP8 weight beside a 2 MB bf16 weight),
+    # two copies on Hopper: the rowwise data and the transpose the TN-only FP8 GEMMs of the
+    # backward need (linear.py L467-475, quantizer.cpp L363, L375): 2 x 6.476 = +12.952 GB
+    assert fp8.weights_bytes - bf16.weights_bytes == pytest.approx(12_952_010_752, rel=1e-9)
+    # fp8_weight_copy_bytes=0.5 halves each copy: +6.476 GB
+    half = _memory(cat, Precision.FP8, fp8_weight_copy_bytes=0.5)
+    assert half.weights_bytes - bf16.weights_bytes == pytest.approx(6_476_005_376, rel=1e-9)
     # gradients and optimizer state are bf16 training's
     assert fp8.gradients_bytes == bf16.gradients_bytes
     assert fp8.optimizer_bytes == bf16.optimizer_bytes
@@ -213,3 +215,99 @@ def test_torchtitan_export_flags(cat):
     assert sec["compile"]["enable"] is True
     text = torchtitan_toml(lay, tr, m)
     assert "[quantize.linear.float8]" in text and tomllib.loads(text) == sec
+
+
+# ---- recipes (issue 32 item 4) -------------------------------------------------------------
+
+def test_each_recipe_reads_its_own_ratio():
+    from optimus_calc.evaluate.fp8 import fp8_gemm_ratio
+    asm = Assumptions(fp8_gemm_efficiency=0.5, fp8_te_delayed_gemm_efficiency=0.6,
+                      fp8_te_current_gemm_efficiency=0.7, fp8_mxfp8_gemm_efficiency=0.8)
+    got = {r: fp8_gemm_ratio(Training(seq_len=8, precision=Precision.FP8, fp8_recipe=r), asm)
+           for r in ("torchao", "te-delayed", "te-current", "mxfp8")}
+    assert got == {"torchao": 0.5, "te-delayed": 0.6, "te-current": 0.7, "mxfp8": 0.8}
+    # the fitted defaults (benchmarks/fit_fp8_recipes.py): te-delayed 0.825 on the NeMo 24.12
+    # H100 rows, te-current 0.995 on Megatron-Bridge 25.11 + NeMo 25.02 H100 rows, mxfp8 as
+    # te-current (assumed), torchao 0.72 (torchtitan Table 1)
+    d = Assumptions()
+    assert (d.fp8_te_delayed_gemm_efficiency, d.fp8_te_current_gemm_efficiency,
+            d.fp8_mxfp8_gemm_efficiency, d.fp8_gemm_efficiency) == (0.825, 0.995, 0.995, 0.72)
+
+
+def test_current_scaling_amax_pass_by_hand():
+    """fp8.amax_layer_bytes: one extra bf16 read of each GEMM input. Llama-2-7B shape, TP 1,
+    seq 4096, micro-batch 1: 4096 x (2 x 4096 + 4096 + 11008) = 95,420,416 elements x 2 B =
+    190,840,832 bytes per layer and pass direction; with TP 4 and sequence parallelism the h-wide
+    inputs are sequence shards (2h / 4) and the others TP shards ((d_v + f) / 4): a quarter,
+    47,710,208. Delayed scaling and MXFP8 read nothing extra (n_a = 0)."""
+    kw = dict(b=1, b_16=2, c=1, d_v=4096, f_a=11008, h=4096, s=4096)
+    assert float(eq.fp8__amax_layer_bytes(n_a=1, sigma=0, t=1, **kw)) == 190_840_832
+    assert float(eq.fp8__amax_layer_bytes(n_a=1, sigma=1, t=4, **kw)) == 47_710_208
+    assert float(eq.fp8__amax_layer_bytes(n_a=0, sigma=0, t=1, **kw)) == 0
+    from optimus_calc.specs.training import Fp8Recipe
+    assert [r.amax_passes for r in Fp8Recipe] == [0, 1, 0, 0]  # delayed, current, torchao, mx
+
+
+def test_current_scaling_adds_its_amax_time_to_the_step(cat):
+    """llama-2-7b on 8 H100, ZeRO-1, seq 4096, global 64 (8 micro-batches of 1 per GPU), all
+    recipes at one ratio: te-current's step is te-delayed's plus the amax passes, forward
+    1 + backward 1 = 2 reads of 190,840,832 bytes x 32 layers x 8 micro-batches =
+    97.71 GB at 3,350 GB/s x 0.9 (HBM, catalog; hbm_efficiency) = 32.41 ms."""
+    m, hw = cat.get("llama-2-7b", "model"), _h100(cat)
+    asm = Assumptions(fp8_te_delayed_gemm_efficiency=0.8, fp8_te_current_gemm_efficiency=0.8)
+    t = {}
+    for r in ("te-delayed", "te-current"):
+        tr = Training(seq_len=4096, global_batch=64, precision=Precision.FP8, fp8_recipe=r)
+        t[r] = estimate_step(m, hw, Layout(dp=8, zero=1), tr, asm).step_time_s
+    assert hw.gpu.hbm_bandwidth_GBps == 3350
+    amax = 2 * 190_840_832 * 32 * 8 / (3350e9 * 0.9)
+    assert amax == pytest.approx(0.032405, rel=1e-4)
+    assert t["te-current"] - t["te-delayed"] == pytest.approx(amax, rel=1e-6)
+
+
+def test_three_recipes_give_three_times(run):
+    """The issue's check: te-delayed, te-current and torchao differ (0.825, 0.995 + amax pass,
+    0.72 of the BF16 GEMM efficiency against the FP8 peak): torchao slowest, te-current
+    fastest on H100 at their fitted ratios."""
+    t = {}
+    for r in ("te-delayed", "te-current", "torchao"):
+        d = run("step", "llama-3-8b", "--node", "dgx-h100", "--nodes", 1, "--zero", 1,
+                "--precision", "fp8", "--fp8-recipe", r, "--format", "json")
+        assert d.code == 0, d.err
+        t[r] = d.json()["step_time_s"]
+    assert len(set(t.values())) == 3
+    assert t["te-current"] < t["te-delayed"] < t["torchao"]
+
+
+def test_mxfp8_runs_on_blackwell_only(run, cat):
+    r = run("step", "llama-3-8b", "--node", "dgx-h100", "--precision", "fp8", "--fp8-recipe",
+            "mxfp8")
+    assert r.code == 2
+    assert ("--fp8-recipe mxfp8: h100-sxm has no MXFP8 tensor cores (Blackwell only, "
+            "Transformer Engine quantization.py L162-168); use te-current or te-delayed") in r.err
+    assert "Traceback" not in r.err
+    r = run("step", "llama-3-8b", "--node", "dgx-b200", "--zero", 1, "--precision", "fp8",
+            "--fp8-recipe", "mxfp8", "--format", "json")
+    assert r.code == 0, r.err
+    # Megatron-LM runs it (--fp8-recipe mxfp8), torchtitan's torchao path does not
+    m = cat.get("llama-3-8b", "model")
+    lay, tr = _fp8("mxfp8")
+    ok = {f for f, x in layout_support(lay, tr, m).items() if x.name == "OK"}
+    assert ok == {Framework.MEGATRON}
+    args, _ = megatron_arg_list(lay, tr, m, 8)
+    assert dict(args)["--fp8-recipe"] == "mxfp8"
+
+
+def test_weight_copies_per_recipe_and_gpu(cat):
+    """fp8.weight_copy_bytes per GEMM weight: Hopper per-tensor 2 (data + transpose),
+    Blackwell per-tensor 1 (non-TN FP8 GEMMs, transformer_engine.cpp L1191-1201), MXFP8
+    2 + 2/32 = 2.0625 (rowwise and columnwise, an E8M0 scale per 32 each), torchao 0."""
+    from optimus_calc.evaluate.fp8 import weight_orientations
+    from optimus_calc.specs.training import Fp8Recipe
+    h100, b200 = cat.get("h100-sxm", "gpu"), cat.get("b200", "gpu")
+    per_weight = lambda g, r: float(eq.fp8__weight_copy_bytes(  # noqa: E731
+        P_g=1, Z=1, b_8=1, k_o=weight_orientations(g, r)[0], q_s=weight_orientations(g, r)[1]))
+    assert per_weight(h100, Fp8Recipe.TE_CURRENT) == 2
+    assert per_weight(b200, Fp8Recipe.TE_DELAYED) == 1
+    assert per_weight(b200, Fp8Recipe.MXFP8) == 2.0625
+    assert per_weight(h100, Fp8Recipe.TORCHAO) == 0

@@ -76,7 +76,9 @@ def test_apply_keeps_typed_assumptions_unmarked():
     tr2, asm2, applied, kept = plugin("megatron").profile.apply(tr, asm)
     assert tr2.gradient_bytes == 4 and asm2.grads_stay_on_gpu == 1.0
     assert asm2.tp_overlap == 0.25 and asm2.model_fields_set == {"tp_overlap"}
-    assert kept == () and {x.name for x in applied} >= {"grad_bytes", "dp_reduce_overlap"}
+    # the profile's tp_overlap (--tp-comm-overlap, on by default) yields to the typed 0.25
+    assert kept == ("tp_overlap",)
+    assert {x.name for x in applied} >= {"grad_bytes", "dp_reduce_overlap"}
     # fp16: Megatron keeps fp16 main grads unless asked (only bf16 forces fp32)
     tr3, _, _, _ = plugin("megatron").profile.apply(
         Training(seq_len=4096, precision=Precision.FP16), asm)
@@ -96,7 +98,8 @@ def test_megatron_hides_the_backward_tp_collectives(run):
     # step.tp_comm_time: per layer 2 forward + 2 backward collective pairs; Megatron's async
     # dgrad hides the backward's 2 (o_tb = 1): TP time halves without recompute, and with full
     # recompute falls from 2 + 2 + 2 to 2 + 2 units: x 4/6
-    args = ("step", "llama70b", "--nodes", 2, "--tp", 8, "--zero", 1, "--format", "json")
+    args = ("step", "llama70b", "--nodes", 2, "--tp", 8, "--zero", 1, "--no-tp-comm-overlap",
+            "--format", "json")
     mg = run(*args, "--framework", "megatron").json()
     neutral = run(*args, "--framework", "megatron", "--assume", "tp_backward_overlap=0").json()
     assert mg["tp_comm_s"] == pytest.approx(0.5 * neutral["tp_comm_s"], rel=1e-9)
@@ -111,7 +114,7 @@ def test_reduction_after_the_backward_is_exposed_whole():
     # ZeRO-1, 1 micro-batch: reduction 2 s in buckets of 0.5 s, backward window 3 s, gathers
     # 1 s hidden by a 10 s forward. Overlapped: max(0, 2 - 3) + min(2, 0.5) = 0.5 s; Megatron
     # without --overlap-grad-reduce (o_dr = 0): the whole 2 s.
-    kw = dict(G_x=0.0, T_bkt=0.5, T_gat=1.0, T_red=2.0, W_b=3.0, W_f=10.0, Z=1, m=1)
+    kw = dict(G_x=0.0, T_bkt=0.5, T_gat=1.0, T_red=2.0, W_b=3.0, W_f=10.0, Z=1, m=1, o_pg=1.0)
     assert float(eq.step__dp_exposed_time(o_dr=1.0, **kw)) == pytest.approx(0.5)
     assert float(eq.step__dp_exposed_time(o_dr=0.0, **kw)) == pytest.approx(2.0)
 
@@ -120,7 +123,7 @@ def test_zero3_reduction_shares_the_backward_link_with_the_gathers():
     # ZeRO-3, 2 micro-batches: the overlapped reduce-scatter is inside G_x (1 s, from
     # offload.zero3_exposed_gather_time); only the last 0.5 s bucket follows each backward:
     # 2 x (1 + 0.5) = 3 s. Reduced after the backward (o_dr = 0): 2 x (1 + 2) = 6 s.
-    kw = dict(G_x=1.0, T_bkt=0.5, T_gat=1.0, T_red=2.0, W_b=3.0, W_f=10.0, Z=3, m=2)
+    kw = dict(G_x=1.0, T_bkt=0.5, T_gat=1.0, T_red=2.0, W_b=3.0, W_f=10.0, Z=3, m=2, o_pg=1.0)
     assert float(eq.step__dp_exposed_time(o_dr=1.0, **kw)) == pytest.approx(3.0)
     assert float(eq.step__dp_exposed_time(o_dr=0.0, **kw)) == pytest.approx(6.0)
 

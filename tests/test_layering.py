@@ -350,8 +350,10 @@ def test_export_on_the_command_line(run, tmp_path):
             "--export", "megatron")
     assert r.code == 0 and "--seq-length 2048" in r.out and "--global-batch-size 64" in r.out
     p = tmp_path / "ds.json"
+    # DeepSpeed's own physics: the Megatron-LM profile's TP overlap makes a TP 8 layout the
+    # best of all frameworks, which DeepSpeed runs as AutoTP with a 512-sequence batch
     r = run("plan", "llama-2-7b", "--seq-len", "2048", "--global-batch", "64",
-            "--export", "deepspeed", "-o", p)
+            "--framework", "deepspeed", "--export", "deepspeed", "-o", p)
     assert r.code == 0 and r.out == "" and json.loads(p.read_text())["train_batch_size"] == 64
 
 

@@ -66,9 +66,11 @@ def test_step_plan_sweep_json_carry_ranges(run):
     # the step time's range is Narayanan's: 1 + eps from 0.98 to 1.02
     assert step["step_time_s_high"] / step["step_time_s"] == pytest.approx(
         1 / (1 + min(x[7] for x in RESIDUALS if x[0] == "4")))
-    # the default plan evaluates each framework's physics: its best llama-2-7b rows are
-    # DeepSpeed's, which has no public A100 case without offload: unvalidated, no range
-    rec = run("plan", "llama-2-7b", "--top", "1", "--format", "json").json()["recommended"]
+    # DeepSpeed's physics has no public A100 case without offload: unvalidated, no range
+    # (the default plan's best llama-2-7b rows are Megatron-LM's since its profile runs the
+    # recipes' overlaps, 0.2% ahead of DeepSpeed's)
+    rec = run("plan", "llama-2-7b", "--top", "1", "--framework", "deepspeed", "--format",
+              "json").json()["recommended"]
     assert rec["framework"].startswith("deepspeed") and rec["error_range"] == "unvalidated"
     assert rec["step_time_s_low"] is None
     csv = run("step", "llama-2-7b", "--format", "csv").out.splitlines()[0].split(",")

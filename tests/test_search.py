@@ -121,10 +121,13 @@ def test_nics_for_recommended_layout(run):
 def test_exports(run, tmp_path):
     out = tmp_path / "ds.json"
     args = ("plan", "llama-2-7b", "--nodes", 1, "--offloads", "none")
-    r = run(*args, "--export", "deepspeed", "-o", out)
+    # DeepSpeed's own rows: the default plan's best is a Megatron-LM TP 8 layout (its profile
+    # runs --tp-comm-overlap), which DeepSpeed would run as AutoTP with 8 x the batch
+    ds = (*args, "--framework", "deepspeed")
+    r = run(*ds, "--export", "deepspeed", "-o", out)
     assert r.code == 0, r.err
     cfg = json.loads(out.read_text())
-    dp = run(*args, "--format", "json").json()["recommended"]["dp"]
+    dp = run(*ds, "--format", "json").json()["recommended"]["dp"]
     assert cfg["train_batch_size"] == 512
     assert cfg["train_batch_size"] == (cfg["train_micro_batch_size_per_gpu"]
                                        * cfg["gradient_accumulation_steps"] * dp)

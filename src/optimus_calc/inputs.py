@@ -138,6 +138,13 @@ _TRAINING_FLAGS = {"seq_len": "--seq-len", "micro_batch": "--micro-batch",
                    "global_batch": "--global-batch", "grad_bytes": "--grad-bytes"}
 
 
+def launch_overlaps(kw: dict) -> dict:
+    """The Megatron-LM overlap flags of the command line (on unless --no-...; commands
+    without them keep the Training defaults)."""
+    names = ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap")
+    return {n: bool(kw[n]) for n in names if kw.get(n) is not None}
+
+
 def make_training(origins: dict[str, str] | None = None, **fields) -> Training:
     """``Training(**fields)``, its validation errors as InputErrors naming the flag the user
     typed; ``origins`` explains a value the user did not type (a default derived from others)."""
@@ -184,7 +191,7 @@ def training_from(kw: dict, model, dp: int) -> tuple[Training, bool, bool]:
                   sequence_parallel=kw["sp"], flash_attention=kw["flash_attn"],
                   attention_kernel=attention_kernel_of(kw),
                   dropout=dropout_of(kw, model), model_states_only=kw["model_states_only"],
-                  multicast=kw["multicast"])
+                  multicast=kw["multicast"], **launch_overlaps(kw))
     tr = make_training(origins, **fields)
     if defaulted:  # validated again: the rule's batch has the field's bounds too
         fields["global_batch"] = int(resolve_global_batch(dp, tr.micro_batch, tr))
@@ -245,7 +252,8 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
                        fp8_recipe=kw.get("fp8_recipe") or Fp8Recipe.TE_DELAYED,
                        grad_bytes=kw["grad_bytes"] or 0, flash_attention=kw["flash_attn"],
                        attention_kernel=attention_kernel_of(kw),
-                       dropout=dropout_of(kw, model), multicast=kw["multicast"])
+                       dropout=dropout_of(kw, model), multicast=kw["multicast"],
+                       **launch_overlaps(kw))
     from optimus_calc.evaluate.fp8 import check_fp8_gpu
     check_fp8_gpu(hw.gpu, tr)
     asm = assumptions_from(kw)

@@ -95,8 +95,9 @@ def error_range(gpu_name: str, frameworks, offload: str, model, profile=None,
     FP8 GEMM efficiency is fitted on one torchtitan pair, tests/test_fp8.py): unvalidated."""
     if precision == "fp8":
         return ErrorRange("unvalidated", None, None, 0,
-                          "no public FP8 case in validate; fp8_gemm_efficiency fitted on "
-                          "torchtitan's Float8 table")
+                          "no public FP8 case in validate; the FP8 GEMM ratios are fitted "
+                          "per recipe on NeMo / Megatron-Bridge / torchtitan rows "
+                          "(benchmarks/fit_fp8_recipes.py)")
     if (not memory and profile is not None and profile.loo_error_low is not None
             and profile.fitted_on(gpu_name)):
         return ErrorRange("profile", profile.loo_error_low, profile.loo_error_high,

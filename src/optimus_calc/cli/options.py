@@ -122,6 +122,19 @@ def _training(global_batch_help: str, per_layout: bool, lists: bool = False) -> 
                           "0.05): judges fits in memory, fit and plan."),
         click.option("--multicast", is_flag=True,
                      help="Parameter all-gathers (ZeRO/FSDP) use hardware multicast."),
+        click.option("--overlap-grad-reduce/--no-overlap-grad-reduce", default=True,
+                     show_default=True,
+                     help="Megatron-LM launch flag: gradient reductions overlap the backward "
+                          "(read by the Megatron-LM profile, written by --export megatron)."),
+        click.option("--overlap-param-gather/--no-overlap-param-gather", default=True,
+                     show_default=True,
+                     help="Megatron-LM launch flag: the distributed optimizer's parameter "
+                          "all-gather overlaps the next forward (needs "
+                          "--overlap-grad-reduce)."),
+        click.option("--tp-comm-overlap/--no-tp-comm-overlap", default=True,
+                     show_default=True,
+                     help="Megatron-LM launch flag: Transformer Engine overlaps the TP "
+                          "collectives with the GEMMs (needs --sp, TP > 1)."),
         states_only,
         click.option("--assume", "assume", multiple=True, metavar="NAME=VALUE",
                      help="Override a named assumption (see `optimus-calc explain "

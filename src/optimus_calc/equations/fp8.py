@@ -58,14 +58,39 @@ bf16_equivalent_efficiency = equation(
     "add their times in efficiency.layer_efficiency against one (BF16) peak",
     "The FP8 weight GEMMs' achieved FLOP/s as a fraction of the BF16 peak (may exceed 1).")
 
+k_o = sym("k_o", "FP8 orientations of each weight Transformer Engine keeps: 2 (rowwise and "
+          "the transpose) on Hopper and for MXFP8, 1 for per-tensor FP8 on Blackwell; 0 torchao")
+q_s = sym("q_s", "scale bytes per weight: MXFP8's E8M0 scale per 32 elements per orientation, "
+          "2/32; 0 for per-tensor recipes")
 weight_copy_bytes = equation(
-    "fp8.weight_copy_bytes", b_8 * P_g * sp.Piecewise((0, Z >= 3), (1, True)), "bytes",
+    "fp8.weight_copy_bytes", (b_8 * k_o + q_s) * P_g * sp.Piecewise((0, Z >= 3), (1, True)),
+    "bytes",
     "TransformerEngine performance_considerations.rst L247 @ d0067d0 (1 byte per weight: the "
-    "FP8 weight beside the bf16 one); with ZeRO-3 / Megatron-FSDP the FP8 copy lives only "
+    "FP8 weight beside the bf16 one); in training the weight quantizer asks for the columnwise "
+    "copy too (pytorch/module/linear.py L467-475), a separate transpose where FP8 GEMMs are "
+    "TN-only (Hopper: csrc/quantizer.cpp L363, L375; common/transformer_engine.cpp L1191-1201: "
+    "not on compute capability 10.x), and MXFP8 keeps rowwise and columnwise data each with a "
+    "scale per 32 elements (quantizer.cpp L1517-1545); with ZeRO-3 / Megatron-FSDP the FP8 "
+    "copy lives only "
     "while a layer is gathered and the transpose cache is dropped unless "
     "--keep-fp8-transpose-cache (Megatron-LM megatron/training/arguments.py L3212-3213 @ "
     "d98e8a6): counted in the gathered-layer overhead, not here",
     "FP8 copies of the GPU's GEMM weights kept by Transformer Engine beside the bf16 weights.")
+
+n_a = sym("n_a", "extra reads of each GEMM input before its cast: 1 for Transformer Engine "
+          "current scaling, 0 for the others (specs.training.Fp8Recipe.amax_passes)")
+b_16 = sym("b_16", "bytes per element of the high-precision GEMM input (bf16: 2)")
+
+amax_layer_bytes = equation(
+    "fp8.amax_layer_bytes",
+    n_a * b_16 * s / c * b * (2 * h / (1 + sigma * (t - 1)) + (d_v + f_a) / t), "bytes",
+    "TransformerEngine transformer_engine/pytorch/csrc/quantizer.cpp L1008-1012 @ d0067d0 "
+    "(Float8CurrentScalingQuantizer: nvte_compute_amax reads the input, then the cast at L1027 "
+    "reads it again); DelayedScaling casts with the previous amax and records the new one in "
+    "the cast (L632-647), MXFP8 scales each 32-element block inside the cast: no extra read. "
+    "Elements: the GEMM inputs of fp8.activation_layer_bytes (Korthikanti et al. 2022 Table 2); "
+    "the backward's gradient inputs assumed the same count (exact for the two h-wide outputs)",
+    "Bytes the amax passes of one layer's GEMM inputs read per micro-batch and pass direction.")
 
 F_h = sym("F_h", "forward FLOPs per token of the logits (output head)")
 lam = sym("lambda_h", "1 on the last pipeline stage (holds the logits), else 0")
@@ -87,7 +112,9 @@ activation_layer_bytes = equation(
                            (k_te * s / c * b * (2 * h / _sp + (d_v + f_a) / t), True)),
     "bytes",
     "TransformerEngine performance_considerations.rst L247 @ d0067d0 (input in FP8 saved for "
-    "backward: 1 MB where bf16 saves 2 MB); the GEMM inputs of Korthikanti et al. 2022 Table 2: "
+    "backward: 1 MB where bf16 saves 2 MB; pytorch/module/linear.py L605-617 keeps one FP8 "
+    "orientation of the saved input, the columnwise one, or the rowwise one where the "
+    "backward all-gathers it); the GEMM inputs of Korthikanti et al. 2022 Table 2: "
     "the QKV and MLP inputs (layer-norm outputs, sequence-parallel shards), the output "
     "projection's input and the down projection's input (TP shards); full recompute keeps only "
     "the layer input",

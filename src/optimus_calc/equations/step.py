@@ -49,6 +49,9 @@ o_tb = sym("o_tb", "fraction of the backward's TP collectives hidden behind the 
 o_dr = sym("o_dr", "1 if bucketed gradient reductions overlap the backward, 0 if the whole "
            "reduction runs after it (framework profile: Megatron-LM without "
            "--overlap-grad-reduce)")
+o_pg = sym("o_pg", "1 if the ZeRO-1/2 parameter all-gather overlaps the next forward, 0 if "
+           "it runs whole before it (framework profile: Megatron-LM without "
+           "--overlap-param-gather)")
 L_moe = sym("L_moe", "MoE layers on the pipeline stage")
 v = sym("v", "model chunks per GPU (interleaving)", positive=True)
 Z = sym("Z", "ZeRO stage 0..3")
@@ -149,6 +152,9 @@ _t_last = sp.Min(T_red, T_bkt)
 # (Megatron-LM distributed_data_parallel.py L131-137 @ d98e8a6: one bucket without
 # --overlap-grad-reduce, reduced in finish_grad_sync, finalize_model_grads.py L640)
 _red_x = o_dr * (_ex(T_red, W_b) + _t_last) + (1 - o_dr) * T_red
+# exposed ZeRO-1/2 gather: hidden by the next forward as far as it lasts (o_pg = 1) or whole
+# (o_pg = 0, Megatron-LM without --overlap-param-gather: arguments.py L3148-3149 @ d98e8a6)
+_gat_x = o_pg * _ex(T_gat, W_f) + (1 - o_pg) * T_gat
 dp_comm_time = equation(
     "step.dp_comm_time",
     sp.Piecewise((m * (T_red + 2 * T_gat), Z >= 3), (m * T_red + T_gat, Z >= 2),
@@ -165,12 +171,12 @@ dp_exposed_time = equation(
     "step.dp_exposed_time",
     sp.Piecewise(
         (m * (G_x + o_dr * _t_last + (1 - o_dr) * T_red), Z >= 3),
-        (m * _red_x + _ex(T_gat, W_f), Z >= 2),
-        (_red_x + _ex(T_gat, W_f), True)), "s",
+        (m * _red_x + _gat_x, Z >= 2),
+        (_red_x + _gat_x, True)), "s",
     "as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch "
     "except the last bucket (o_dr = 1), or all of it follows the backward (o_dr = 0, Megatron-LM "
-    "without --overlap-grad-reduce: distributed_data_parallel.py L131-137 @ d98e8a6); ZeRO-1/2 gathers overlap the next forward (Megatron "
-    "--overlap-param-gather); ZeRO-3 gathers wait per module as far as prefetching does not "
+    "without --overlap-grad-reduce: distributed_data_parallel.py L131-137 @ d98e8a6); ZeRO-1/2 gathers overlap the next forward (o_pg = 1, Megatron "
+    "--overlap-param-gather) or run whole before it (o_pg = 0); ZeRO-3 gathers wait per module as far as prefetching does not "
     "hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time), "
     "and there the overlapped reduce-scatters share the backward's link with the gathers (in "
     "G_x): only the last bucket follows the backward",

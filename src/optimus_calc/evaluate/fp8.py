@@ -27,12 +27,53 @@ def check_fp8_gpu(gpu: GPU, tr: Training) -> None:
     if is_fp8(tr) and gpu.peak_TFLOPS.fp8 <= 0:
         raise InputError(f"--precision fp8: {gpu.name} has no FP8 tensor cores (no FP8 peak in "
                          "the catalog); use --precision bf16")
+    if is_fp8(tr) and tr.fp8_recipe is Fp8Recipe.MXFP8 and not gpu.mxfp8:
+        raise InputError(f"--fp8-recipe mxfp8: {gpu.name} has no MXFP8 tensor cores (Blackwell "
+                         "only, Transformer Engine quantization.py L162-168); use te-current "
+                         "or te-delayed")
+
+
+# The assumption holding each recipe's FP8 GEMM ratio (specs/assumptions.py: sources, fits)
+RATIO_FIELD = {Fp8Recipe.TE_DELAYED: "fp8_te_delayed_gemm_efficiency",
+               Fp8Recipe.TE_CURRENT: "fp8_te_current_gemm_efficiency",
+               Fp8Recipe.TORCHAO: "fp8_gemm_efficiency",
+               Fp8Recipe.MXFP8: "fp8_mxfp8_gemm_efficiency"}
 
 
 def fp8_gemm_ratio(tr: Training, asm: Assumptions) -> float | None:
-    """The FP8 GEMM efficiency ratio (assumption fp8_gemm_efficiency) with --precision fp8,
-    else None (the GEMMs run at the training precision's peak)."""
-    return asm.fp8_gemm_efficiency if is_fp8(tr) else None
+    """The FP8 GEMM efficiency ratio of the recipe (RATIO_FIELD) with --precision fp8, else
+    None (the GEMMs run at the training precision's peak)."""
+    return getattr(asm, RATIO_FIELD[tr.fp8_recipe]) if is_fp8(tr) else None
+
+
+def amax_time(ctx, layer_args: dict, hbm: dict, passes):
+    """HBM time of the recipe's amax passes over the GEMM inputs of the stage's layers
+    (fp8.amax_layer_bytes) for ``passes`` pass directions (forward 1; backward the gradients
+    and, with full recompute, the recomputed forward's inputs again); 0 unless a recipe reads
+    its inputs before the cast (Fp8Recipe.amax_passes)."""
+    tr, model = ctx.tr, ctx.model
+    if not (is_fp8(tr) and tr.fp8_recipe.amax_passes and isinstance(model, Model)):
+        return 0.0
+    a = layer_args
+    m_l = eq.fp8__amax_layer_bytes(
+        b=a["b"], b_16=2.0, c=a["c"], d_v=model.value_dim, f_a=down_input_width(model),
+        h=a["h"], n_a=float(tr.fp8_recipe.amax_passes), s=a["s"], sigma=a["sigma"], t=a["t"])
+    return eq.step__elementwise_time(n_pass=passes, L_stage=ctx.st["layers"], M_l=m_l, **hbm)
+
+
+def weight_orientations(gpu: GPU, recipe: Fp8Recipe) -> tuple[float, float]:
+    """(k_o, q_s) of fp8.weight_copy_bytes: the FP8 copies Transformer Engine keeps of each
+    weight and their scale bytes. Training asks for rowwise and columnwise usage
+    (pytorch/module/linear.py L467-475 @ d0067d0); per-tensor FP8 stores the columnwise one as
+    a transpose only where FP8 GEMMs are TN-only (csrc/quantizer.cpp L363, L375), i.e. not on
+    compute capability 10.x (common/transformer_engine.cpp L1191-1201; catalog mxfp8 marks
+    those GPUs); MXFP8 keeps both, each with an E8M0 scale per 32 elements (quantizer.cpp
+    L1517-1545)."""
+    if not recipe.transformer_engine:
+        return 0.0, 0.0
+    if recipe is Fp8Recipe.MXFP8:
+        return 2.0, 2.0 / 32
+    return (1.0 if gpu.mxfp8 else 2.0), 0.0
 
 
 def bf16_equivalent(gpu: GPU, eta_d, ratio: float):
@@ -69,9 +110,10 @@ def weight_copy_bytes(ctx) -> np.ndarray | float:
     tr, model = ctx.tr, ctx.model
     if not (is_fp8(tr) and isinstance(model, Model)):
         return 0.0
-    b_8 = ctx.asm.fp8_weight_copy_bytes if tr.fp8_recipe.transformer_engine else 0.0
+    k_o, q_s = weight_orientations(ctx.hw.gpu, tr.fp8_recipe)
     p_g = gemm_weight_params(model, ctx.st["layers"], ctx.st["moe_layers"], ctx.t, ctx.ep)
-    return eq.fp8__weight_copy_bytes(P_g=p_g, Z=ctx.z, b_8=b_8)
+    return eq.fp8__weight_copy_bytes(P_g=p_g, Z=ctx.z, b_8=ctx.asm.fp8_weight_copy_bytes,
+                                     k_o=k_o, q_s=q_s)
 
 
 def down_input_width(model: Model) -> float:

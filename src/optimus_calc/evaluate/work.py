@@ -9,7 +9,7 @@ from optimus_calc.equations.recording import eq, set_scope
 from optimus_calc.evaluate.batch import R_FULL, R_NONE, R_SELECTIVE
 from optimus_calc.evaluate.context import check_precision
 from optimus_calc.evaluate.efficiency import causal_factor, compute_efficiency, expert_efficiency
-from optimus_calc.evaluate.fp8 import bf16_head_flops, fp8_gemm_ratio
+from optimus_calc.evaluate.fp8 import amax_time, bf16_head_flops, fp8_gemm_ratio
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord
 from optimus_calc.evaluate.topology import group, neighbour, nic_Bps
@@ -112,7 +112,8 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, False))
     T_cf = eq.compute__compute_time(FLOPs=F_fx, eta_g=eta_f, peak=peak)
     T_ef = (eq.step__elementwise_time(n_pass=fwd_pass, L_stage=Ls, M_l=act0, **hbm)
-            + eq.step__elementwise_time(n_pass=1, L_stage=L_moe, M_l=route, **hbm))
+            + eq.step__elementwise_time(n_pass=1, L_stage=L_moe, M_l=route, **hbm)
+            + amax_time(ctx, mem.layer_args, hbm, 1))
     set_scope("backward")
     a_b = eq.compute__causal_attention_flops(F_af=f_att_b, kappa_c=kappa)
     F_bx = F_bwd - (f_att_b - a_b)
@@ -121,7 +122,8 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     T_cb = eq.compute__compute_time(FLOPs=F_bx, eta_g=eta_b, peak=peak)
     T_eb = (eq.step__elementwise_time(n_pass=bwd_pass, L_stage=Ls, M_l=act0, **hbm)
             + eq.step__elementwise_time(n_pass=1 + (rc == R_FULL), L_stage=L_moe, M_l=route,
-                                        **hbm))
+                                        **hbm)
+            + amax_time(ctx, mem.layer_args, hbm, 1 + (rc == R_FULL)))
     set_scope("")
     T_f = eq.step__forward_time(T_cf=T_cf, T_ef=T_ef)
     T_b = eq.step__backward_time(T_cb=T_cb, T_eb=T_eb)
@@ -212,7 +214,7 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     dp_args = dict(T_gat=T_gat, T_red=T_red, Z=z, m=ctx.m)
     T_dp = eq.step__dp_comm_time(**dp_args)
     T_dpx = eq.step__dp_exposed_time(G_x=np.where((z == 3) & (n_dp > 1), g_x, 0.0), T_bkt=T_bkt,
-                                     o_dr=asm.dp_reduce_overlap,
+                                     o_dr=asm.dp_reduce_overlap, o_pg=asm.dp_gather_overlap,
                                      W_b=comp.W_b, W_f=comp.W_f, **dp_args)
     set_scope("")
     return T_dp, T_dpx

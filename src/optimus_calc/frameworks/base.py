@@ -124,6 +124,13 @@ class Setting:
     value: float
     source: str
     precisions: tuple[str, ...] = ()
+    # a condition on the Training (its launch flags, e.g. ``overlap_grad_reduce``): the value
+    # applies where it holds; None: always
+    when: Callable[[object], bool] | None = field(default=None, compare=False, repr=False)
+
+    def applies(self, training) -> bool:
+        return ((not self.precisions or training.precision.value in self.precisions)
+                and (self.when is None or bool(self.when(training))))
 
 
 TRAINING_SETTINGS = ("grad_bytes",)  # Training fields a profile may set (0 there = not typed)
@@ -138,18 +145,19 @@ class PhysicsProfile:
 
     settings: tuple[Setting, ...] = ()
 
-    def for_precision(self, precision: str) -> tuple[Setting, ...]:
-        return tuple(x for x in self.settings if not x.precisions or precision in x.precisions)
+    def for_training(self, training) -> tuple[Setting, ...]:
+        """The settings that apply to ``training`` (its precision and launch flags)."""
+        return tuple(x for x in self.settings if x.applies(training))
 
-    def key(self, precision: str) -> tuple:
+    def key(self, training) -> tuple:
         """What the evaluator receives: frameworks with equal keys give equal numbers."""
-        return tuple(sorted((x.name, x.value) for x in self.for_precision(precision)))
+        return tuple(sorted((x.name, x.value) for x in self.for_training(training)))
 
     def apply(self, training, assumptions):
         """(training, assumptions, applied, kept): the profile's values set where the user gave
         none; ``applied`` the Settings used, ``kept`` the names the user's values override."""
         applied, kept, tr_upd, asm_upd = [], [], {}, {}
-        for x in self.for_precision(training.precision.value):
+        for x in self.for_training(training):
             if x.name in TRAINING_SETTINGS:
                 if getattr(training, x.name):
                     kept.append(x.name)

@@ -86,7 +86,7 @@ RULES: tuple[Rule, ...] = (
     _row("MG_FP8_TE", "FP8 runs through Transformer Engine recipes only (--fp8-format, "
          "--fp8-recipe delayed/tensorwise/mxfp8/blockwise/custom), not torchao float8",
          "megatron/core/transformer/transformer_config.py L587-600, megatron/core/fp8_utils.py "
-         "L762-795", lambda x: x.fp8_unless("te-delayed", "te-current")),
+         "L762-795", lambda x: x.fp8_unless("te-delayed", "te-current", "mxfp8")),
     _row("MG_INTERLEAVE_PP", "the interleaved schedule needs PP > 1",
          "training/arguments.py L1000-1003", lambda x: (x.v > 1) & (x.pp < 2)),
     _row("MG_INTERLEAVE_LAYERS", "interleaving needs layers divisible by PP and by the layers "
@@ -114,12 +114,35 @@ def environment(layout) -> tuple[EnvVar, ...]:
     return ()
 
 
-# What the exported launch (megatron_export.py) runs. Every line at d98e8a6.
+# Megatron-Bridge's recipes launch with all three overlaps on (recipes/common.py L83-84;
+# training/comm_overlap.py L575-578 with DP > 1; L442-451 keep --tp-comm-overlap only with
+# TP > 1, sequence parallelism and Transformer Engine; @ 067f987): the Training defaults, which
+# the export writes (megatron_export.py) and the user turns off with --no-... flags.
+BRIDGE = "Megatron-Bridge src/megatron/bridge/recipes/common.py L83-84 @ 067f987"
+
+
+def _grad_overlap(tr) -> bool:
+    return bool(tr.overlap_grad_reduce)
+
+
+def _gather_overlap(tr) -> bool:
+    """--overlap-param-gather is valid only with --overlap-grad-reduce (arguments.py
+    L1024-1029): without it the gather follows the optimizer step."""
+    return bool(tr.overlap_param_gather and tr.overlap_grad_reduce)
+
+
+def _tp_comm_overlap(tr) -> bool:
+    """--tp-comm-overlap asserts sequence parallelism (arguments.py L1441-1442)."""
+    return bool(tr.tp_comm_overlap and tr.sequence_parallel)
+
+
+# What the exported launch (megatron_export.py) runs. Every Megatron-LM line at d98e8a6.
 PROFILE = PhysicsProfile((
     # bf16 forces fp32 gradient accumulation and all-reduce (accumulate_allreduce_grads_in_fp32)
-    # unless --grad-reduce-in-bf16; the DDP main-grad buffer then holds fp32: 4 bytes/param
+    # unless --grad-reduce-in-bf16; the DDP main-grad buffer then holds fp32: 4 bytes/param.
+    # FP8 runs launch with --bf16 too (megatron_export.py): the same rule
     Setting("grad_bytes", 4, "megatron/training/arguments.py L1204-1217; "
-            "megatron/core/distributed/param_and_grad_buffer.py L888-924", ("bf16",)),
+            "megatron/core/distributed/param_and_grad_buffer.py L888-924", ("bf16", "fp8")),
     # --optimizer-cpu-offload (HybridDeviceOptimizer) reads the GPU param's grad and copies it
     # to pinned CPU grads at step(): the fp32 gradient buffer stays on the GPU
     Setting("grads_stay_on_gpu", 1, "megatron/core/optimizer/cpu_offloading/"
@@ -133,10 +156,29 @@ PROFILE = PhysicsProfile((
     # (CUDA_DEVICE_MAX_CONNECTIONS=1, which environment() exports) and waited after it
     Setting("tp_backward_overlap", 1, "megatron/core/tensor_parallel/layers.py L694-711, "
             "L790, L807"),
-    # the export passes no --overlap-grad-reduce: one bucket, reduced after the backward
-    Setting("dp_reduce_overlap", 0, "megatron/training/arguments.py L3121-3122; "
-            "megatron/core/distributed/distributed_data_parallel.py L131-137; "
-            "finalize_model_grads.py L640"),
+    # --overlap-grad-reduce: buckets reduced as the backward fills them (all but the last
+    # hidden); without it one bucket, reduced after the backward
+    Setting("dp_reduce_overlap", 1, "--overlap-grad-reduce: megatron/training/arguments.py "
+            "L3121-3122; megatron/core/distributed/distributed_data_parallel.py L131-137; "
+            + BRIDGE, when=_grad_overlap),
+    Setting("dp_reduce_overlap", 0, "--no-overlap-grad-reduce: megatron/training/"
+            "arguments.py L3121-3122; megatron/core/distributed/distributed_data_parallel.py "
+            "L131-137; finalize_model_grads.py L640", when=lambda tr: not _grad_overlap(tr)),
+    # --overlap-param-gather: the distributed optimizer's all-gather overlaps the next forward;
+    # without it (or without --overlap-grad-reduce, which it needs) it follows the step
+    Setting("dp_gather_overlap", 1, "--overlap-param-gather: megatron/training/arguments.py "
+            "L3148-3149, L1024-1029; " + BRIDGE, when=_gather_overlap),
+    Setting("dp_gather_overlap", 0, "--no-overlap-param-gather: megatron/training/"
+            "arguments.py L3148-3149, L1024-1029 (needs --overlap-grad-reduce)",
+            when=lambda tr: not _gather_overlap(tr)),
+    # --tp-comm-overlap: Transformer Engine userbuffers pipeline the forward and backward TP
+    # all-gathers / reduce-scatters with the GEMMs (core/model_parallel_config.py L265-269);
+    # assumed fully hidden, as the H100 GEMM curve is fitted with the Megatron-LM README's
+    # --tp-comm-overlap runs (gemm_calibration.H100_TP_OVERLAP); --assume tp_overlap=X wins
+    Setting("tp_overlap", 1, "--tp-comm-overlap: megatron/core/model_parallel_config.py "
+            "L265-269; megatron/training/arguments.py L1441-1442 (needs --sequence-parallel); "
+            "Megatron-Bridge src/megatron/bridge/recipes/llama/h100/llama3.py L795-798 @ "
+            "067f987", when=_tp_comm_overlap),
 ))
 
 LAUNCH = ("torchrun --nproc-per-node G --nnodes N pretrain_gpt.py ARGS (Megatron-LM's GPT "

@@ -286,11 +286,31 @@ def _zero_precision(a: _Args, lay, tr) -> None:
             # L587-600 @ d98e8a6 (tensorwise = TE Float8CurrentScaling, fp8_utils.py L775-777)
             a.add("--bf16")
             a.add("--fp8-format", "hybrid")
-            a.add("--fp8-recipe", "delayed" if tr.fp8_recipe is Fp8Recipe.TE_DELAYED
-                  else "tensorwise")
+            a.add("--fp8-recipe", {Fp8Recipe.TE_DELAYED: "delayed",
+                                   Fp8Recipe.MXFP8: "mxfp8"}.get(tr.fp8_recipe, "tensorwise"))
         case _:
             assert_never(prec)
     a.add("--optimizer", "sgd" if tr.optimizer is Optimizer.SGD else "adam")
+
+
+def _overlaps(a: _Args, lay, tr) -> None:
+    """The communication overlaps the Megatron-LM profile times (frameworks/megatron.py), each
+    written only where Megatron-LM's validate_args accepts it: --overlap-param-gather needs the
+    distributed optimizer or Megatron-FSDP and --overlap-grad-reduce (arguments.py
+    L1024-1029); --tp-comm-overlap needs sequence parallelism (L1441-1442), hence TP > 1, and
+    Transformer Engine (the default --transformer-impl)."""
+    if tr.overlap_grad_reduce:
+        a.add("--overlap-grad-reduce")  # arguments.py L3121-3122
+        if tr.overlap_param_gather and lay.zero >= ZeroStage.OS:
+            a.add("--overlap-param-gather")  # arguments.py L3148-3149
+    if tr.tp_comm_overlap and tr.sequence_parallel and lay.tp > 1:
+        # ModelParallelConfig.tp_comm_overlap (core/model_parallel_config.py L265), a flag
+        # through ArgumentGroupFactory(TransformerConfig) (arguments.py L2373)
+        a.add("--tp-comm-overlap")
+        a.notes.append("--tp-comm-overlap: on GPUs without CUDA multicast (before Hopper) "
+                       "Transformer Engine asks for UB_SKIPMC=1 (CUDA IPC instead; "
+                       "TransformerEngine transformer_engine/pytorch/module/base.py L217-225 "
+                       "@ d0067d0)")
 
 
 def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
@@ -303,6 +323,7 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
     _moe(a, model)
     _parallel_and_batch(a, layout, training, model)
     _zero_precision(a, layout, training)
+    _overlaps(a, layout, training)
     gpn, nodes = node_split(layout.gpus, gpus_per_node)
     head = [f"# Megatron-LM @ d98e8a64 ({layout.gpus} GPUs, {nodes} x {gpn}): run this script "
             "on every node from the Megatron-LM checkout, with MASTER_ADDR/NODE_RANK set"]

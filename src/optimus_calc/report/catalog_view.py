@@ -172,6 +172,8 @@ def show_document(cat: Catalog, entry: CatalogEntry, asked: str,
     for k, v in fields.items():
         if k in ("name",) or v in ("", [], None):
             continue
+        if isinstance(v, bool):  # a switch (a GPU's mxfp8): no CSV cell reads as a boolean
+            v = "yes" if v else "no"
         if isinstance(v, dict):
             v = ", ".join(f"{a}={b:g}" if isinstance(b, (int, float)) else f"{a}={b}"
                           for a, b in v.items() if b)

@@ -140,10 +140,13 @@ def fp8_notes(gpu, tr, asm) -> list[str]:
     """With --precision fp8: where the GEMMs run, what stays bf16, what MFU is measured against."""
     if tr.precision.value != "fp8":
         return []
+    from optimus_calc.evaluate.fp8 import RATIO_FIELD
     te = tr.fp8_recipe.value != "torchao"
+    field = RATIO_FIELD[tr.fp8_recipe]
+    amax = (", one amax read of each GEMM input" if tr.fp8_recipe.amax_passes else "")
     return [f"FP8 ({tr.fp8_recipe.value}): weight GEMMs at the FP8 peak "
-            f"{gpu.peak_TFLOPS.fp8:g} TFLOP/s x {asm.fp8_gemm_efficiency:g} of the GEMM "
-            "efficiency (fp8_gemm_efficiency); attention in bf16; MFU and TFLOP/s against the "
+            f"{gpu.peak_TFLOPS.fp8:g} TFLOP/s x {getattr(asm, field):g} of the GEMM "
+            f"efficiency ({field}){amax}; attention in bf16; MFU and TFLOP/s against the "
             f"BF16 peak {gpu.peak_TFLOPS.bf16:g}; "
             + ("FP8 weight copies and FP8-saved GEMM inputs in memory" if te
                else "memory as bf16 (torchao casts again in the backward)")]

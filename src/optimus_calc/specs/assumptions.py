@@ -11,6 +11,12 @@ from optimus_calc.specs.base import Frozen
 from optimus_calc.specs.hardware import MIN_EFFICIENCY
 
 
+# FP8 GEMM ratios per recipe fitted by benchmarks/fit_fp8_recipes.py on public end-to-end
+# training rows (the rows and errors: docs/fp8-and-megatron.md)
+FIT_TE_DELAYED = 0.825
+FIT_TE_CURRENT = 0.995
+FIT_MXFP8 = FIT_TE_CURRENT  # assumed: one expressible public row, no cross-validation
+
 # Floors of the assumptions the step model divides by (issue 23). Like the catalog's (specs/
 # hardware.py MIN_EFFICIENCY, MIN_GBPS), each sits far below any measured value and keeps every
 # time finite and physical: a positive-only bound let 1e-300 through to a NaN or a 1e36 s step.
@@ -98,23 +104,48 @@ class Assumptions(Frozen):
                     "forward adds one (derived, not measured)")
     fp8_gemm_efficiency: float = Field(
         default=0.72, ge=MIN_EFFICIENCY, le=1,
-        description="FP8 weight GEMMs reach this fraction of the BF16 GEMM efficiency of the same "
-                    "shape, against the FP8 peak (quantization casts and amax included). "
+        description="torchao float8 (--fp8-recipe torchao): FP8 weight GEMMs reach this "
+                    "fraction of the BF16 GEMM efficiency of the same shape, against the FP8 "
+                    "peak (quantization casts and amax included). "
                     "Calibrated on one public pair: torchtitan benchmarks/"
                     "llama3_h100_202412_torchtitan.md Table 1 (v0.2.2), Llama 3.1 8B on 8 H100, "
                     "FSDP + torch.compile 6,667 tokens/s/GPU, + Float8 8,532 (x1.28); the "
                     "model gives x1.28 for that run with 0.72 (0.78 before attention was timed "
                     "causally halved); Table 3's 128-GPU run, not "
-                    "fitted: x1.29 measured, x1.28 modelled (tests/test_fp8.py); assumed for "
-                    "the Transformer Engine recipes too. A "
+                    "fitted: x1.29 measured, x1.28 modelled (tests/test_fp8.py). A "
                     "divisor: at least 0.01 (MIN_EFFICIENCY)")
+    fp8_te_delayed_gemm_efficiency: float = Field(
+        default=FIT_TE_DELAYED, ge=MIN_EFFICIENCY, le=1,
+        description="Transformer Engine delayed scaling (--fp8-recipe te-delayed): as "
+                    "fp8_gemm_efficiency. Fitted (benchmarks/fit_fp8_recipes.py) on the public "
+                    "NeMo 24.12 H100 FP8 rows (NeMo 2.1 had delayed scaling only: "
+                    "nemo/collections/llm/recipes/precision/mixed_precision.py L46-54 @ "
+                    "v2.1.0): GPT3-175B, Llama2-70B, Llama3-70B, Llama3-8B; see "
+                    "docs/fp8-and-megatron.md for the rows, per-row and leave-one-out errors. "
+                    "A divisor: at least 0.01 (MIN_EFFICIENCY)")
+    fp8_te_current_gemm_efficiency: float = Field(
+        default=FIT_TE_CURRENT, ge=MIN_EFFICIENCY, le=1,
+        description="Transformer Engine per-tensor current scaling (--fp8-recipe te-current, "
+                    "Megatron tensorwise): as fp8_gemm_efficiency, its amax pass timed apart "
+                    "(fp8.amax_layer_bytes). Fitted (benchmarks/fit_fp8_recipes.py) on the "
+                    "public Megatron-Bridge 25.11 H100 FP8-CS rows (docs/performance-summary.md "
+                    "@ 00b7660: Llama3 8B, 70B, 405B) and NeMo 25.02's GPT3-175B; see "
+                    "docs/fp8-and-megatron.md. A divisor: at least 0.01 (MIN_EFFICIENCY)")
+    fp8_mxfp8_gemm_efficiency: float = Field(
+        default=FIT_MXFP8, ge=MIN_EFFICIENCY, le=1,
+        description="Transformer Engine MXFP8 (--fp8-recipe mxfp8, Blackwell only): as "
+                    "fp8_gemm_efficiency. Fitted (benchmarks/fit_fp8_recipes.py) on the public "
+                    "Megatron-Bridge 25.11 DGX-B200 FP8-MX rows (Llama3 8B, Llama3.1 405B); "
+                    "the B200 BF16 curve is itself derived from FP8 rows (catalog b200 "
+                    "efficiency_source). A divisor: at least 0.01 (MIN_EFFICIENCY)")
     fp8_weight_copy_bytes: float = Field(
         default=1.0, ge=0, le=4,
-        description="bytes per GEMM weight of the FP8 copy Transformer Engine keeps beside the "
-                    "bf16 weight: 1 (TransformerEngine docs/features/low_precision_training/"
+        description="bytes per GEMM weight of each FP8 copy Transformer Engine keeps beside "
+                    "the bf16 weight: 1 (TransformerEngine docs/features/low_precision_training/"
                     "performance_considerations/performance_considerations.rst L247 @ d0067d0: "
-                    "2 MB bf16 weight + 1 MB weight in FP8); 2 counts the Hopper transpose "
-                    "(columnwise) copy of the backward too")
+                    "2 MB bf16 weight + 1 MB weight in FP8); TE keeps 2 copies (rowwise and "
+                    "transpose) on Hopper and for MXFP8, 1 on Blackwell per-tensor "
+                    "(fp8.weight_copy_bytes)")
     tp_overlap: float = Field(
         default=0.0, ge=0, le=1,
         description="assumed: fraction of TP communication hidden behind compute (0: exposed)")
@@ -130,6 +161,13 @@ class Assumptions(Frozen):
                     "bucket (framework-neutral); 0 = the whole reduction follows the backward: "
                     "the Megatron-LM profile without --overlap-grad-reduce (one bucket, "
                     "megatron/core/distributed/distributed_data_parallel.py L131-137 @ d98e8a6)")
+    dp_gather_overlap: float = Field(
+        default=1.0, ge=0, le=1,
+        description="1 = the ZeRO-1/2 parameter all-gather after the optimizer step overlaps "
+                    "the next forward (framework-neutral; Megatron-LM --overlap-param-gather); "
+                    "0 = it runs whole before the forward: the Megatron-LM profile with "
+                    "--no-overlap-param-gather (megatron/training/arguments.py L3148-3149 @ "
+                    "d98e8a6)")
     grads_stay_on_gpu: float = Field(
         default=0.0, ge=0, le=1,
         description="1 = the gradient buffer stays on the GPU under optimizer offload "

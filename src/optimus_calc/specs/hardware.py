@@ -127,6 +127,12 @@ class GPU(CatalogEntry):
     tdp_W: float = Field(default=0, ge=0, le=1e4, description="board power, W")
     sm_count: int = Field(default=0, ge=0, le=100_000,
                           description="streaming multiprocessors / compute units (datasheet)")
+    mxfp8: bool = Field(
+        default=False,
+        description="MXFP8 (FP8 with a shared E8M0 scale per 32 elements) tensor cores: "
+                    "Blackwell data-center GPUs, compute capability 10.x (Transformer Engine "
+                    "runs MXFP8 only there: transformer_engine/pytorch/quantization.py L162-168 "
+                    "@ d0067d0)")
     # GEMM efficiency curve (equations/efficiency.py): eta_d = gemm_eta_max W / (W + W_half).
     # Defaults are the A100 fit; an entry without its own values is labelled "assumed".
     gemm_eta_max: float = Field(

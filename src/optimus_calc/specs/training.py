@@ -105,12 +105,26 @@ class Fp8Recipe(str, Enum):
     TE_DELAYED = "te-delayed"    # Transformer Engine DelayedScaling (Megatron --fp8-recipe delayed)
     TE_CURRENT = "te-current"    # TE Float8CurrentScaling (Megatron --fp8-recipe tensorwise)
     TORCHAO = "torchao"          # torchao Float8Linear, tensorwise (torchtitan quantize.linear.float8)
+    MXFP8 = "mxfp8"              # TE MXFP8BlockScaling (Megatron --fp8-recipe mxfp8), Blackwell only
 
     @property
     def transformer_engine(self) -> bool:
         """TE keeps an FP8 copy of each GEMM weight and saves GEMM inputs in FP8 (evaluate/fp8.py);
         torchao saves the high-precision tensors and casts again in the backward."""
         return self is not Fp8Recipe.TORCHAO
+
+    @property
+    def amax_passes(self) -> int:
+        """Extra reads of each GEMM input before its cast (equations/fp8.py amax_layer_bytes).
+        te-current: Float8CurrentScalingQuantizer runs nvte_compute_amax over the input, then
+        the cast (TransformerEngine transformer_engine/pytorch/csrc/quantizer.cpp L1008-1012,
+        L1027 @ d0067d0): 1. te-delayed: Float8Quantizer casts with the scale from the amax
+        history and records the new amax in the same kernel (quantizer.cpp L632-647): 0; its
+        amax-history update is one small kernel over history x tensors per step. mxfp8: the
+        scale of each 32-element block comes from that block inside the cast kernel: 0.
+        torchao: its tensorwise amax runs under torch.compile, which the fitted rows use, fused
+        with the kernel producing the input; inside its fitted ratio: 0."""
+        return 1 if self is Fp8Recipe.TE_CURRENT else 0
 
 
 class Optimizer(str, Enum):
@@ -153,6 +167,22 @@ class Training(Frozen):
     multicast: bool = Field(
         default=False, description="parameter all-gathers use hardware multicast "
                                    "(seeds/multicast-allgather-abstract.md)")
+    # Megatron-LM launch flags (megatron/training/arguments.py L3121, L3148 and
+    # ModelParallelConfig.tp_comm_overlap, core/model_parallel_config.py L265 @ d98e8a6), on as
+    # every Megatron-Bridge recipe sets them (recipes/common.py L83-84, training/comm_overlap.py
+    # L575-578 @ 067f987). The Megatron-LM profile (frameworks/megatron.py) reads them and
+    # --export megatron writes them; framework-neutral physics does not read them.
+    overlap_grad_reduce: bool = Field(
+        default=True, description="Megatron-LM --overlap-grad-reduce: bucketed gradient "
+                                  "reductions overlap the backward")
+    overlap_param_gather: bool = Field(
+        default=True, description="Megatron-LM --overlap-param-gather: the distributed "
+                                  "optimizer's parameter all-gather overlaps the next forward "
+                                  "(needs --overlap-grad-reduce)")
+    tp_comm_overlap: bool = Field(
+        default=True, description="Megatron-LM --tp-comm-overlap: Transformer Engine "
+                                  "userbuffers overlap the TP collectives with the GEMMs "
+                                  "(needs sequence parallelism)")
 
     @property
     def weight_bytes(self) -> int:

@@ -9,8 +9,13 @@ import numpy
 
 
 def fp8__activation_layer_bytes(M_layer, b, c, d_v, f_a, h, k_te, r, s, sigma, t):
-    """fp8.activation_layer_bytes [bytes]: TransformerEngine performance_considerations.rst L247 @ d0067d0 (input in FP8 saved for backward: 1 MB where bf16 saves 2 MB); the GEMM inputs of Korthikanti et al. 2022 Table 2: the QKV and MLP inputs (layer-norm outputs, sequence-parallel shards), the output projection's input and the down projection's input (TP shards); full recompute keeps only the layer input"""
+    """fp8.activation_layer_bytes [bytes]: TransformerEngine performance_considerations.rst L247 @ d0067d0 (input in FP8 saved for backward: 1 MB where bf16 saves 2 MB; pytorch/module/linear.py L605-617 keeps one FP8 orientation of the saved input, the columnwise one, or the rowwise one where the backward all-gathers it); the GEMM inputs of Korthikanti et al. 2022 Table 2: the QKV and MLP inputs (layer-norm outputs, sequence-parallel shards), the output projection's input and the down projection's input (TP shards); full recompute keeps only the layer input"""
     return M_layer - numpy.where(numpy.equal(r, 2), 0, b*k_te*s*(2*h/(sigma*(t - 1) + 1) + (d_v + f_a)/t)/c)
+
+
+def fp8__amax_layer_bytes(b, b_16, c, d_v, f_a, h, n_a, s, sigma, t):
+    """fp8.amax_layer_bytes [bytes]: TransformerEngine transformer_engine/pytorch/csrc/quantizer.cpp L1008-1012 @ d0067d0 (Float8CurrentScalingQuantizer: nvte_compute_amax reads the input, then the cast at L1027 reads it again); DelayedScaling casts with the previous amax and records the new one in the cast (L632-647), MXFP8 scales each 32-element block inside the cast: no extra read. Elements: the GEMM inputs of fp8.activation_layer_bytes (Korthikanti et al. 2022 Table 2); the backward's gradient inputs assumed the same count (exact for the two h-wide outputs)"""
+    return b*b_16*n_a*s*(2*h/(sigma*(t - 1) + 1) + (d_v + f_a)/t)/c
 
 
 def fp8__bf16_equivalent_efficiency(P_16, P_8, eta_8):
@@ -28,6 +33,6 @@ def fp8__gemm_efficiency(eta_d, r_8):
     return eta_d*r_8
 
 
-def fp8__weight_copy_bytes(P_g, Z, b_8):
-    """fp8.weight_copy_bytes [bytes]: TransformerEngine performance_considerations.rst L247 @ d0067d0 (1 byte per weight: the FP8 weight beside the bf16 one); with ZeRO-3 / Megatron-FSDP the FP8 copy lives only while a layer is gathered and the transpose cache is dropped unless --keep-fp8-transpose-cache (Megatron-LM megatron/training/arguments.py L3212-3213 @ d98e8a6): counted in the gathered-layer overhead, not here"""
-    return P_g*b_8*numpy.where(numpy.greater_equal(Z, 3), 0, 1)
+def fp8__weight_copy_bytes(P_g, Z, b_8, k_o, q_s):
+    """fp8.weight_copy_bytes [bytes]: TransformerEngine performance_considerations.rst L247 @ d0067d0 (1 byte per weight: the FP8 weight beside the bf16 one); in training the weight quantizer asks for the columnwise copy too (pytorch/module/linear.py L467-475), a separate transpose where FP8 GEMMs are TN-only (Hopper: csrc/quantizer.cpp L363, L375; common/transformer_engine.cpp L1191-1201: not on compute capability 10.x), and MXFP8 keeps rowwise and columnwise data each with a scale per 32 elements (quantizer.cpp L1517-1545); with ZeRO-3 / Megatron-FSDP the FP8 copy lives only while a layer is gathered and the transpose cache is dropped unless --keep-fp8-transpose-cache (Megatron-LM megatron/training/arguments.py L3212-3213 @ d98e8a6): counted in the gathered-layer overhead, not here"""
+    return P_g*(b_8*k_o + q_s)*numpy.where(numpy.greater_equal(Z, 3), 0, 1)

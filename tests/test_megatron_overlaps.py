@@ -1,0 +1,155 @@
+"""Megatron-LM's launch flags --overlap-grad-reduce, --overlap-param-gather and
+--tp-comm-overlap (issue 32 item 5): the profile times them, on by default as Megatron-Bridge's
+recipes set them (recipes/common.py L83-84, training/comm_overlap.py L575-578 @ 067f987), and
+the export writes exactly the ones the profile times where Megatron-LM accepts them."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimus_calc.equations.recording import eq
+from optimus_calc.evaluate.context import fill_layout, resolve_hardware
+from optimus_calc.evaluate.step import estimate_step
+from optimus_calc.frameworks.megatron_export import megatron_arg_list
+from optimus_calc.frameworks.physics import apply_framework
+from optimus_calc.gemm_calibration import NARAYANAN_TABLE1
+from optimus_calc.specs.training import (Assumptions, Layout, Precision, Recompute, Training,
+                                         ZeroStage)
+
+from tests.test_export import _check_megatron
+
+# Today's (0.x, before issue 32) Megatron-LM profile, written out as plain assumptions: async
+# TP backward (o_tb = 1), one gradient bucket reduced after the backward (o_dr = 0), the
+# ZeRO-1/2 gather hidden by the next forward (o_pg = 1), TP forward collectives exposed
+# (tp_overlap = 0), the offload settings; grad_bytes 4 applies to bf16 only.
+TODAY = dict(tp_backward_overlap=1, dp_reduce_overlap=0, dp_gather_overlap=1, tp_overlap=0,
+             grads_stay_on_gpu=1, ds_zero1_overlap_comm=0, ds_zero2_overlap_comm=0)
+
+
+def _narayanan(cat, row, zero):
+    """One Narayanan et al. SC'21 Table 1 run as validate lays it out (gemm_calibration
+    .narayanan_cases), in fp16 as the paper's runs (mixed precision, Megatron-LM --fp16)."""
+    name, tp, pp, gpus, gb, mb, lpv, _ = row
+    model = cat.get(name, "model")
+    hw = resolve_hardware(cat, "dgx-a100", gpus // 8)
+    v = model.layers // (pp * lpv) if lpv else 1
+    lay = fill_layout(hw, tp, pp, None, 1, zero=ZeroStage(zero), interleave=v)
+    return model, hw, lay
+
+
+def _time(model, hw, lay, framework, **flags):
+    tr = Training(seq_len=2048, global_batch=_GB[model.name], micro_batch=_MB[model.name],
+                  recompute=Recompute.FULL, flash_attention=False, precision=Precision.FP16,
+                  **flags)
+    tr, asm, _ = apply_framework(framework, lay, tr, Assumptions(), model)
+    return estimate_step(model, hw, lay, tr, asm).step_time_s
+
+
+_GB = {r[0]: r[4] for r in NARAYANAN_TABLE1}
+_MB = {r[0]: r[5] for r in NARAYANAN_TABLE1}
+
+
+def _today(model, hw, lay):
+    tr = Training(seq_len=2048, global_batch=_GB[model.name], micro_batch=_MB[model.name],
+                  recompute=Recompute.FULL, flash_attention=False, precision=Precision.FP16)
+    return estimate_step(model, hw, lay, tr, Assumptions(**TODAY)).step_time_s
+
+
+@pytest.mark.parametrize("row", NARAYANAN_TABLE1, ids=[r[0] for r in NARAYANAN_TABLE1])
+def test_megatron_with_the_recipe_flags_is_no_slower_than_neutral(cat, row):
+    model, hw, lay = _narayanan(cat, row, zero=1)
+    neutral = _time(model, hw, lay, None)
+    megatron = _time(model, hw, lay, "megatron")
+    # the profile hides what neutral physics hides (buckets, gathers) and more: the backward's
+    # TP collectives (async dgrad) and, with --tp-comm-overlap, the forward's
+    assert megatron <= neutral * (1 + 1e-12)
+    if row[1] > 1:  # TP > 1: the hidden TP traffic makes it strictly faster
+        assert megatron < 0.99 * neutral
+
+
+@pytest.mark.parametrize("row", NARAYANAN_TABLE1, ids=[r[0] for r in NARAYANAN_TABLE1])
+def test_flags_off_give_todays_profile_back(cat, row):
+    """ZeRO-0 (plain Megatron DDP, no parameter gather): --no-overlap-grad-reduce
+    --no-tp-comm-overlap is exactly today's profile (TODAY); at TP 1 (no TP traffic)
+    --no-overlap-grad-reduce alone is. Turning each flag off never makes a step faster."""
+    model, hw, lay = _narayanan(cat, row, zero=0)
+    today = _today(model, hw, lay)
+    off = _time(model, hw, lay, "megatron", overlap_grad_reduce=False, tp_comm_overlap=False)
+    assert off == pytest.approx(today, rel=1e-12)
+    no_ogr = _time(model, hw, lay, "megatron", overlap_grad_reduce=False)
+    if row[1] == 1:
+        assert no_ogr == pytest.approx(today, rel=1e-12)
+    on = _time(model, hw, lay, "megatron")
+    assert on <= no_ogr * (1 + 1e-12) and no_ogr <= off * (1 + 1e-12)
+
+
+def test_param_gather_follows_the_step_without_overlap():
+    """step.dp_exposed_time, ZeRO-1, 1 micro-batch: a 1 s gather behind a 0.4 s forward
+    window exposes 1 - 0.4 = 0.6 s overlapped (o_pg = 1) and the whole 1 s without
+    --overlap-param-gather (o_pg = 0); reduction 2 s in 0.5 s buckets behind a 3 s backward:
+    0.5 s overlapped. Totals 0.5 + 0.6 = 1.1 s and 0.5 + 1 = 1.5 s."""
+    kw = dict(G_x=0.0, T_bkt=0.5, T_gat=1.0, T_red=2.0, W_b=3.0, W_f=0.4, Z=1, m=1, o_dr=1.0)
+    assert float(eq.step__dp_exposed_time(o_pg=1.0, **kw)) == pytest.approx(1.1)
+    assert float(eq.step__dp_exposed_time(o_pg=0.0, **kw)) == pytest.approx(1.5)
+
+
+def test_profile_settings_follow_the_flags(cat):
+    from optimus_calc.frameworks import plugin
+    prof = plugin("megatron").profile
+
+    def applied(**flags):
+        tr = Training(seq_len=4096, **flags)
+        _, asm, _, _ = prof.apply(tr, Assumptions())
+        return asm.dp_reduce_overlap, asm.dp_gather_overlap, asm.tp_overlap
+
+    assert applied() == (1, 1, 1)
+    assert applied(overlap_grad_reduce=False) == (0, 0, 1)  # param gather needs it (L1028)
+    assert applied(overlap_param_gather=False) == (1, 0, 1)
+    assert applied(tp_comm_overlap=False) == (1, 1, 0)
+    assert applied(sequence_parallel=False) == (1, 1, 0)  # --tp-comm-overlap needs SP (L1442)
+
+
+def _args(cat, lay, **flags):
+    m = cat.get("llama-3-8b", "model")
+    tr = Training(seq_len=8192, global_batch=64, **flags)
+    args, _ = megatron_arg_list(lay, tr, m, 8)
+    _check_megatron(args)  # every flag exists at the pinned commit, with its type
+    return [f for f, _ in args]
+
+
+def test_export_writes_the_flags_the_profile_times(cat):
+    flags = ("--overlap-grad-reduce", "--overlap-param-gather", "--tp-comm-overlap")
+    tp2 = Layout(tp=2, dp=4, zero=1)
+    got = _args(cat, tp2)
+    assert all(got.count(f) == 1 for f in flags)
+    assert "--sequence-parallel" in got and "--use-distributed-optimizer" in got
+    # no gather to overlap without the distributed optimizer (arguments.py L1024-1027)
+    got = _args(cat, Layout(tp=2, dp=4, zero=0))
+    assert "--overlap-param-gather" not in got and "--overlap-grad-reduce" in got
+    # --overlap-param-gather needs --overlap-grad-reduce (L1028-1029)
+    got = _args(cat, tp2, overlap_grad_reduce=False)
+    assert not {"--overlap-grad-reduce", "--overlap-param-gather"} & set(got)
+    # --tp-comm-overlap needs sequence parallelism (L1441-1442), which needs TP > 1
+    assert "--tp-comm-overlap" not in _args(cat, tp2, sequence_parallel=False)
+    assert "--tp-comm-overlap" not in _args(cat, Layout(tp=1, dp=8, zero=1))
+    assert "--tp-comm-overlap" not in _args(cat, tp2, tp_comm_overlap=False)
+    assert "--overlap-param-gather" not in _args(cat, tp2, overlap_param_gather=False)
+
+
+def test_cli_flags_reach_the_profile_and_the_export(run):
+    base = ("step", "llama-3-8b", "--node", "dgx-h100", "--nodes", 2, "--tp", 2, "--zero", 1,
+            "--framework", "megatron", "--format", "json")
+    on = run(*base).json()
+    off = run(*base, "--no-overlap-grad-reduce", "--no-tp-comm-overlap").json()
+    assert on["physics_profile"]["applied"]["dp_reduce_overlap"] == 1
+    assert on["physics_profile"]["applied"]["tp_overlap"] == 1
+    assert off["physics_profile"]["applied"]["dp_reduce_overlap"] == 0
+    assert "tp_overlap" not in off["physics_profile"]["applied"]
+    assert on["tp_comm_s"] == 0.0 < off["tp_comm_s"]
+    assert on["step_time_s"] < off["step_time_s"]
+    r = run("plan", "llama-3-8b", "--node", "dgx-h100", "--nodes", 2, "--tp", 2, "--pp", 1,
+            "--zero", 1, "--framework", "megatron", "--export", "megatron",
+            "--no-tp-comm-overlap")
+    assert r.code == 0, r.err
+    assert "--overlap-grad-reduce" in r.out and "--overlap-param-gather" in r.out
+    assert "--tp-comm-overlap" not in r.out
