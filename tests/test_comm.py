@@ -16,7 +16,6 @@ A, B, Z = 1e-6, 1e-9, 1e9  # 1 us, 1 GB/s, 1 GB
     # (n-1) alpha + (n-1)/n beta z: 7 us + 0.875 s
     (eq.comm__ring_reduce_scatter_time, 8, 7e-6 + 0.875),
     (eq.comm__ring_all_gather_time, 8, 7e-6 + 0.875),
-    (eq.comm__all_to_all_time, 8, 7e-6 + 0.875),
     # pipelined broadcast / reduce: (n-1) alpha + beta z
     (eq.comm__ring_broadcast_time, 8, 7e-6 + 1.0),
     (eq.comm__ring_reduce_time, 8, 7e-6 + 1.0),
@@ -29,13 +28,39 @@ RING_TIMES = {name: f for name, f in inspect.getmembers(eq, inspect.isfunction)
               if name.startswith("comm__ring_") and name.endswith("_time")}
 
 
-@pytest.mark.parametrize("f", [*RING_TIMES.values(), eq.comm__all_to_all_time],
-                         ids=[*RING_TIMES, "comm__all_to_all_time"])
+@pytest.mark.parametrize("f", [*RING_TIMES.values()], ids=[*RING_TIMES])
 def test_one_rank_is_free_and_alpha_zero_leaves_bandwidth(f):
     assert float(f(alpha=A, beta=B, n=1, z=Z)) == 0.0
     t0 = float(f(alpha=0, beta=B, n=4, z=Z))
     assert t0 == pytest.approx(float(f(alpha=A, beta=B, n=4, z=Z)) - float(
         f(alpha=A, beta=0, n=4, z=Z)))
+
+
+def test_all_to_all_by_hand():
+    # one node (m = n = 8): (n-1) alpha + (n-1)/n beta_i z = 7 us + 0.875 s, the ring's form;
+    # the NIC term (n - m)/n z / B_g vanishes
+    one = dict(alpha=A, beta_i=B, B_g=1e9, m=8, n=8, z=Z)
+    assert float(eq.comm__all_to_all_time(**one)) == pytest.approx(7e-6 + 0.875)
+    # 64 ranks on 8 nodes of 8, NIC 50 GB/s per GPU, NVLink 1/beta_i = 400 GB/s:
+    # 63 us + 7/64 x 1e9 / 400e9 + 56/64 x 1e9 / 50e9 = 63e-6 + 273.4375e-6 + 17.5e-3 s
+    t = float(eq.comm__all_to_all_time(alpha=A, beta_i=1 / 400e9, B_g=50e9, m=8, n=64, z=Z))
+    assert t == pytest.approx(63e-6 + 273.4375e-6 + 17.5e-3, rel=1e-12)
+    assert float(eq.comm__all_to_all_time(alpha=A, beta_i=B, B_g=1e9, m=1, n=1, z=Z)) == 0.0
+
+
+def test_all_to_all_across_nodes_is_nic_bound(run):
+    # issue 32: 1 GB on 64 ranks over 8 DGX-H100 needs >= 56/64 x 1 GB / 50 GB/s = 17.5 ms.
+    # By hand: CX-7 min(400 Gb/s = 50 GB/s x 0.9, PCIe 5 x16 63 x 0.76 = 47.88) = 45 GB/s per
+    # GPU; NVLink 4 450 x 0.82 = 369 GB/s; ring alpha (8 x 3 us + 56 x 1 us) / 64 = 1.25 us;
+    # 63 x 1.25 us + 7/64 x 1e9 / 369e9 + 56/64 x 1e9 / 45e9 = 78.75 us + 296.41 us + 19444.44 us
+    d = run("comm", "all-to-all", "--size", "1GB", "--node", "dgx-h100", "--nodes", 8,
+            "--format", "json").json()
+    assert d["time_s"] >= 17.5e-3
+    assert d["time_s"] == pytest.approx(78.75e-6 + 7 / 64 / 369 + 56 / 64 / 45, rel=1e-6)
+    # one node unchanged: 7 x 1 us + 7/8 x 1e9 / 369e9 = 2378.27 us (the ring's form before)
+    one = run("comm", "all-to-all", "--size", "1GB", "--node", "dgx-h100", "--nodes", 1,
+              "--format", "json").json()
+    assert one["time_s"] == pytest.approx(7e-6 + 0.875 / 369, rel=1e-6)
 
 
 def test_tree_by_hand():
@@ -297,8 +322,8 @@ def test_comm_bad_input(run, args, msg):
 
 def test_every_collective_has_its_ring_equation_and_bus_factor():
     # explicit Enum -> compiled function mapping, no getattr on names
-    assert set(C.RING_TIME) == set(C.Collective)
-    for coll in C.Collective:
+    assert set(C.RING_TIME) == set(C.Collective) - {C.Collective.ALL_TO_ALL}  # pairwise
+    for coll in C.RING_TIME:
         # n = 8, alpha = 0, beta = 1e-9, z = 1 GB: time = factor-like share of beta z
         assert float(C.RING_TIME[coll](alpha=0, beta=B, n=8, z=Z)) > 0
         text = coll.bus_factor_text

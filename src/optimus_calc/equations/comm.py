@@ -87,9 +87,27 @@ ring_reduce_time = equation(
     "comm.ring_reduce_time", (n - 1) * alpha + sp.Min(1, n - 1) * beta * z, "s",
     NCCL_TESTS + " (pipelined ring: bus bandwidth factor 1)", "Pipelined ring reduce.")
 
+B_g = sym("B_g", "inter-node bandwidth of one GPU: its own NIC (rail-optimised; the node's "
+          "NICs / its GPUs), bytes/s", positive=True)
+
+A2A_SRC = (
+    "nccl-tests src/alltoall.cu @ a0b82b2 L328-331 (one ncclSend + ncclRecv per peer in a "
+    "group) and L48-53 (bus factor (n-1)/n); NCCL src/graph/paths.cc @ 5067397 L812-840 (PXN: a "
+    "GPU may reach a NIC through an NVLink peer's PCIe switch, GPU->NIC direction only; it "
+    "relays, it adds no NIC); DeepSeek-V3 arXiv 2412.19437 section 3.2.2 (tokens limited to 4 "
+    "nodes because the IB all-to-all binds)")
+
 all_to_all_time = equation(
-    "comm.all_to_all_time", (n - 1) * alpha + (n - 1) / n * beta * z, "s",
-    NCCL_TESTS + " (each rank sends (n-1)/n of its buffer)", "Pairwise all-to-all.")
+    "comm.all_to_all_time",
+    (n - 1) * alpha + (m - 1) / n * beta_i * z + (n - m) / n * z / B_g, "s", A2A_SRC,
+    "Pairwise all-to-all of a z-byte buffer over n ranks, m of them on each node: each rank "
+    "sends z/n to each of its n-1 peers (one latency alpha per peer); (m-1)/n of the buffer "
+    "goes to peers on its node over the scale-up link (beta_i), (n-m)/n to other nodes through "
+    "one NIC's worth of bandwidth (B_g), however PXN routes it, since every GPU of the node "
+    "sends the same share at once. The two shares are summed, not overlapped (conservative: "
+    "across nodes the NIC share dominates, (n-m)/n vs (m-1)/n of the buffer at a tenth of the "
+    "bandwidth). One node "
+    "(m = n) gives the intra-node (n-1) alpha + (n-1)/n beta_i z.")
 
 tree_all_reduce_time = equation(
     "comm.tree_all_reduce_time", 2 * D * alpha + 2 * (n - 1) / n * beta * z, "s",

@@ -80,8 +80,7 @@ RING_TIME: dict[Collective, RingTime] = {
     Collective.ALL_GATHER: lambda **kw: eq.comm__ring_all_gather_time(**kw),
     Collective.BROADCAST: lambda **kw: eq.comm__ring_broadcast_time(**kw),
     Collective.REDUCE: lambda **kw: eq.comm__ring_reduce_time(**kw),
-    Collective.ALL_TO_ALL: lambda **kw: eq.comm__all_to_all_time(**kw),
-}
+}  # all-to-all is not a ring: pairwise send/recv, _all_to_all
 
 from optimus_calc.evaluate.topology import Topology  # noqa: E402,F401 (re-export)
 
@@ -146,6 +145,24 @@ def _ring_params(topo: Topology) -> tuple[float, float, str]:
     return float(a), float(b), link
 
 
+def _all_to_all(size: float, topo: Topology) -> tuple[float, tuple[Phase, ...]]:
+    """Pairwise all-to-all (comm.all_to_all_time): the node's peers over the scale-up link, the
+    other nodes' through one GPU's share of the NICs, a latency per peer as the ring's."""
+    n, m = topo.ranks, topo.per_node
+    a, _, _ = _ring_params(topo)
+    b_i = 1.0 / topo.intra_Bps
+    b_g = topo.node_network_Bps / m
+    t = float(eq.comm__all_to_all_time(alpha=a, beta_i=b_i, B_g=b_g, m=m, n=n, z=size))
+    intra = (m - 1) / n * size
+    phases = [Phase("sends to peers on the node", topo.intra_link, intra,
+                    (m - 1) * a + intra * b_i)]
+    if n > m:
+        inter = (n - m) / n * size
+        phases.append(Phase("sends to other nodes (one NIC per GPU)", topo.inter_link, inter,
+                            (n - m) * a + inter / b_g))
+    return t, tuple(phases)
+
+
 def pipeline_chunks(size: float, chunk_bytes: float) -> int:
     """ceil(size / chunk), at least 1, exact on integers for integral sizes."""
     if not chunk_bytes > 0:
@@ -193,6 +210,8 @@ def collective_time(coll: Collective, algo: Algo, size: float, topo: Topology,
             case Algo.MULTICAST:
                 t = float(eq.comm__multicast_all_gather_time(alpha=a, beta=b, n=n, z=size))
                 injected = float(eq.comm__multicast_all_gather_injected_bytes(n=n, z=size))
+            case Algo.RING if coll is Collective.ALL_TO_ALL:
+                t, phases = _all_to_all(size, topo)
             case Algo.RING:
                 t = float(RING_TIME[coll](alpha=a, beta=b, n=n, z=size))
                 if coll is Collective.ALL_GATHER:
@@ -288,7 +307,8 @@ def doubling_sizes(lo: float, hi: float, limit: int = 64) -> tuple[float, ...]:
 def _row(req: CommRequest, z: float, topo: Topology) -> CommRow:
     asm = req.assumptions
     r = collective_time(req.collective, req.algo, z, topo, asm.hier_chunk_bytes)
-    label = f"{req.algo.value} {req.collective.value}"
+    label = ("pairwise all-to-all" if req.collective is Collective.ALL_TO_ALL
+             else f"{req.algo.value} {req.collective.value}")
     if req.compression is None:
         return CommRow(label, z, r.time_s, r.algbw_GBps, r.busbw_GBps, r)
     sq = squeezenic(z, topo, req.compression, req.site, req.approach, asm)

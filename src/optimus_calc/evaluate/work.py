@@ -12,7 +12,7 @@ from optimus_calc.evaluate.efficiency import causal_factor, compute_efficiency, 
 from optimus_calc.evaluate.fp8 import bf16_head_flops, fp8_gemm_ratio
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord
-from optimus_calc.evaluate.topology import group, neighbour, nic_Bps
+from optimus_calc.evaluate.topology import all_to_all, group, neighbour, nic_Bps
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions
 
@@ -157,11 +157,11 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
     set_scope("ep")
     a2a = 0.0
     if model.is_moe:
-        a_ep, b_ep = group(hw, ctx.ep, t, nic=nic)
         z_ep = eq.step__ep_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, k=model.top_k,
                                          s=s)
-        a2a = eq.comm__all_to_all_time(alpha=a_ep, beta=b_ep, n=ctx.ep, z=z_ep)
-    T_ep = eq.step__ep_comm_time(L_moe=ctx.st["moe_layers"], T_a2a=a2a, m=m)
+        a2a = eq.comm__all_to_all_time(z=z_ep, **all_to_all(hw, ctx.ep, t, nic=nic))
+    T_ep = eq.step__ep_comm_time(L_moe=ctx.st["moe_layers"], T_a2a=a2a, m=m,
+                                 o_ep=asm.ep_overlap)
     set_scope("pp")
     inter = t * cp * ctx.dp >= ctx.gpn  # neighbouring stages sit on different nodes
     alpha, beta = neighbour(hw, inter, nic)

@@ -143,6 +143,13 @@ class Assumptions(Frozen):
     pp_overlap: float = Field(
         default=0.0, ge=0, le=1,
         description="assumed: fraction of PP point-to-point time hidden behind compute")
+    ep_overlap: float = Field(
+        default=0.0, ge=0, le=1,
+        description="fraction of the expert-parallel all-to-alls (MoE dispatch and combine) "
+                    "hidden behind another micro-batch's compute; 0 = exposed "
+                    "(framework-neutral, and Megatron-LM's default: "
+                    "--overlap-moe-expert-parallel-comm is off, megatron/core/"
+                    "model_parallel_config.py L343 @ d98e8a6); a framework profile sets it")
 
     # ---- the offloaded optimizer step as DeepSpeed runs it (equations/offload.py) ----------
     cpu_pass_efficiency: float = Field(

@@ -8,9 +8,9 @@ alike without importing sympy. `optimus-calc explain NAME` shows the source expr
 import numpy
 
 
-def comm__all_to_all_time(alpha, beta, n, z):
-    """comm.all_to_all_time [s]: nccl-tests doc/PERFORMANCE.md; Patarasuk & Yuan 2009 (bandwidth-optimal ring) (each rank sends (n-1)/n of its buffer)"""
-    return alpha*(n - 1) + beta*z*(n - 1)/n
+def comm__all_to_all_time(B_g, alpha, beta_i, m, n, z):
+    """comm.all_to_all_time [s]: nccl-tests src/alltoall.cu @ a0b82b2 L328-331 (one ncclSend + ncclRecv per peer in a group) and L48-53 (bus factor (n-1)/n); NCCL src/graph/paths.cc @ 5067397 L812-840 (PXN: a GPU may reach a NIC through an NVLink peer's PCIe switch, GPU->NIC direction only; it relays, it adds no NIC); DeepSeek-V3 arXiv 2412.19437 section 3.2.2 (tokens limited to 4 nodes because the IB all-to-all binds)"""
+    return alpha*(n - 1) + beta_i*z*(m - 1)/n + z*(-m + n)/(B_g*n)
 
 
 def comm__bus_bandwidth(F, T, z):
