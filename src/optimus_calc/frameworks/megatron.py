@@ -137,6 +137,9 @@ PROFILE = PhysicsProfile((
     Setting("dp_reduce_overlap", 0, "megatron/training/arguments.py L3121-3122; "
             "megatron/core/distributed/distributed_data_parallel.py L131-137; "
             "finalize_model_grads.py L640"),
+    # --overlap-moe-expert-parallel-comm (combined 1F1B: one micro-batch's dispatch/combine
+    # behind another's compute) is off by default; the export does not pass it
+    Setting("ep_overlap", 0, "megatron/core/model_parallel_config.py L343"),
 ))
 
 LAUNCH = ("torchrun --nproc-per-node G --nnodes N pretrain_gpt.py ARGS (Megatron-LM's GPT "
