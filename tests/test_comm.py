@@ -397,3 +397,62 @@ def test_hierarchical_monotone_across_chunk_boundaries():
     k = dict(N=4, alpha_e=3e-6, alpha_i=1e-6, beta_e=1 / 180e9, beta_i=1 / 231e9, m=8)
     assert float(eq.comm__hierarchical_all_reduce_pipelined_time(c_b=c, z=0, **k)) == \
         pytest.approx(32e-6)
+
+
+# NCCL's latency model, by hand from NCCL src/graph/tuning.cc @ 5067397c: baseLatencies L150
+# (Ring LL 6.6, LL128 14.0, Simple 8.4 us; Tree 6.8, 14.0, 8.4), hwLatencies NVLINK L159 (Ring
+# 0.6, 1.9, 3.4; Tree 0.6, 1.25, 4.0) and NET L171 (Ring 2.7, 4.0, 14.0; Tree 5.0, 8.5, 14.0);
+# across nodes intraLat = max(intraLat, net overhead 1 us, x3 for Simple) (L404-408).
+NCCL_KW = dict(link_class="nvlink", net_overhead_s=1e-6)
+
+
+def test_nccl_ring_latency_by_hand():
+    from optimus_calc.evaluate import nccl
+    # 8 ranks on one node, all-reduce: 2(n-1) = 14 steps, none across nodes.
+    # LL 6.6 + 14 x 0.6 = 15.0; LL128 14 + 14 x 1.9 = 40.6; Simple 8.4 + 14 x 3.4 = 56.0 us
+    t = [float(x) * 1e6 for x in nccl.ring_times("all-reduce", 8, 1, 0.0, 1e-9, **NCCL_KW)]
+    assert t == pytest.approx([15.0, 40.6, 56.0])
+    # 16 ranks on 2 nodes: 30 steps, 2(N-1) = 2 across nodes.
+    # LL 6.6 + 28 x max(0.6, 1) + 2 x 2.7 = 40.0; LL128 14 + 28 x 1.9 + 2 x 4 = 75.2;
+    # Simple 8.4 + 28 x max(3.4, 3) + 2 x 14 = 131.6 us
+    t = [float(x) * 1e6 for x in nccl.ring_times("all-reduce", 16, 2, 0.0, 1e-9, **NCCL_KW)]
+    assert t == pytest.approx([40.0, 75.2, 131.6])
+    # reduce-scatter, 16 ranks, 2 nodes: 15 steps, 1 across: Simple 8.4 + 14 x 3.4 + 14 = 70.0
+    t = nccl.ring_times("reduce-scatter", 16, 2, 0.0, 1e-9, **NCCL_KW)
+    assert float(t[2]) * 1e6 == pytest.approx(70.0)
+    # one rank per node (ppn 1): the Tree row of NET (L386-388): 2 ranks, all-reduce, 2 steps
+    # both across nodes: Simple 8.4 + 2 x 14 = 36.4; LL 6.6 + 2 x 5.0 = 16.6
+    t = nccl.ring_times("all-reduce", 2, 2, 0.0, 1e-9, **NCCL_KW)
+    assert float(t[0]) * 1e6 == pytest.approx(16.6) and float(t[2]) * 1e6 == pytest.approx(36.4)
+    # a large buffer runs Simple, a small one LL
+    assert nccl.protocol("all-reduce", 16, 2, 1e9, 1 / 360e9, **NCCL_KW) == "Simple"
+    assert nccl.protocol("all-reduce", 16, 2, 1e3, 1 / 360e9, **NCCL_KW) == "LL"
+
+
+def test_nccl_tree_latency_by_hand():
+    from optimus_calc.evaluate import nccl
+    # 16 ranks on 2 nodes: base + 2((8 - 1) intraLat + log2(2) interLat)
+    # LL 6.8 + 2(7 x 0.6 + 5.0) = 25.2 us, the least (LL128 48.5, Simple 92.4)
+    t = float(nccl.tree_time(16, 2, 0.0, 1e-9, link_class="nvlink")) * 1e6
+    assert t == pytest.approx(25.2)
+
+
+def test_small_message_is_nccl_latency(run):
+    # 1 kB all-reduce on 2 DGX H100 with NCCL's model: the LL latency 40.0 us (above) plus LL's
+    # bandwidth term 2 x 15/16 x 1000 B / (0.5 x min(369, 8 x 45 = 360) GB/s) = 10.42 ns
+    d = run("comm", "all-reduce", "--size", "1kB", "--node", "dgx-h100", "--nodes", 2,
+            "--assume", "nccl_latency_model=1", "--format", "json").json()
+    assert d["time_s"] == pytest.approx(40.0e-6 + 2 * 15 / 16 * 1000 / (0.5 * 360e9), rel=1e-9)
+    # without the switch: the per-step alpha model, 30 x ring alpha (2 x 3 + 14 x 1)/16 us
+    d0 = run("comm", "all-reduce", "--size", "1kB", "--node", "dgx-h100", "--nodes", 2,
+             "--format", "json").json()
+    assert d0["time_s"] == pytest.approx(30 * 1.25e-6 + 2 * 15 / 16 * 1000 / 360e9, rel=1e-9)
+
+
+def test_nccl_model_in_the_step(run):
+    # the switch reaches the evaluator's rings: a ZeRO-3 step over 16 nodes pays more latency
+    base = ("step", "llama-3-8b", "--node", "dgx-h100", "--nodes", 16, "--zero", 3,
+            "--global-batch", 128, "--seq-len", 4096, "--format", "json")
+    a = run(*base).json()["breakdown"]["dp_comm_s"]
+    b = run(*base, "--assume", "nccl_latency_model=1").json()["breakdown"]["dp_comm_s"]
+    assert b > a

@@ -18,6 +18,7 @@ from optimus_calc.evaluate.context import Hardware, resolve_hardware
 from optimus_calc.specs.training import Assumptions
 from optimus_calc.evaluate.squeezenic import (Approach, CompressSite, Squeeze,  # noqa: F401
                                               compressor_GBps, compressors_per_node, squeezenic)
+from optimus_calc.evaluate import nccl
 from optimus_calc.evaluate.topology import nic_Bps, ring
 from optimus_calc.units import GB
 from optimus_calc.record import record
@@ -85,6 +86,7 @@ RING_TIME: dict[Collective, RingTime] = {
 from optimus_calc.evaluate.topology import Topology  # noqa: E402,F401 (re-export)
 
 DEFAULT_CHUNK_BYTES: float = Assumptions.model_fields["hier_chunk_bytes"].default
+DEFAULT_NET_OVERHEAD_US: float = Assumptions.model_fields["nccl_net_overhead_us"].default
 
 
 
@@ -110,7 +112,8 @@ def topology(hw: Hardware, ranks: int, alpha_us: float | None = None,
     a_i = il.alpha_s if alpha_us is None else alpha_us * 1e-6
     a_e = hw.nic.alpha_us * 1e-6 if alpha_us is None else alpha_us * 1e-6
     return Topology(ranks, nodes, per, a_i, a_e, il.bandwidth_Bps * ie, nic,
-                    max(hw.node.nics, 1), il.name, f"{hw.node.nics} x {hw.nic.name}")
+                    max(hw.node.nics, 1), il.name, f"{hw.node.nics} x {hw.nic.name}",
+                    nccl.intra_class(il.link_kind))
 
 
 @record
@@ -135,6 +138,7 @@ class CommResult:
     injected_bytes_per_rank: float | None = None
     pipeline_chunks: int | None = None     # hierarchical: chunks the phases overlap over
     chunk_bytes: float | None = None
+    protocol: str | None = None            # ring: the NCCL protocol its model picks
 
 
 def _ring_params(topo: Topology) -> tuple[float, float, str]:
@@ -189,7 +193,9 @@ def _hierarchical(size: float, topo: Topology, chunk_bytes: float
 
 
 def collective_time(coll: Collective, algo: Algo, size: float, topo: Topology,
-                    chunk_bytes: float = DEFAULT_CHUNK_BYTES) -> CommResult:
+                    chunk_bytes: float = DEFAULT_CHUNK_BYTES,
+                    net_overhead_us: float = DEFAULT_NET_OVERHEAD_US,
+                    nccl_model: bool = False) -> CommResult:
     if coll not in ALLOWED[algo]:
         raise InputError(f"--algo {algo.value} does not implement {coll.value}; "
                          f"it supports {', '.join(sorted(c.value for c in ALLOWED[algo]))}")
@@ -197,6 +203,7 @@ def collective_time(coll: Collective, algo: Algo, size: float, topo: Topology,
     phases: tuple[Phase, ...] = ()
     injected: float | None = None
     chunks: int | None = None
+    proto: str | None = None
     if n == 1:
         t = 0.0
     else:
@@ -204,6 +211,8 @@ def collective_time(coll: Collective, algo: Algo, size: float, topo: Topology,
         match algo:
             case Algo.HIERARCHICAL:
                 t, phases, chunks = _hierarchical(size, topo, chunk_bytes)
+            case Algo.TREE if nccl_model:  # NCCL's tree latency, the two trees' bandwidth
+                t = float(nccl.tree_time(n, topo.nodes, size, b, link_class=topo.link_class))
             case Algo.TREE:
                 depth = (n - 1).bit_length()  # ceil(log2 n), exact on integers
                 t = float(eq.comm__tree_all_reduce_time(D=depth, alpha=a, beta=b, n=n, z=size))
@@ -212,6 +221,10 @@ def collective_time(coll: Collective, algo: Algo, size: float, topo: Topology,
                 injected = float(eq.comm__multicast_all_gather_injected_bytes(n=n, z=size))
             case Algo.RING if coll is Collective.ALL_TO_ALL:
                 t, phases = _all_to_all(size, topo)
+            case Algo.RING if nccl_model:  # NCCL's ring latency model and fastest protocol
+                kw = dict(link_class=topo.link_class, net_overhead_s=net_overhead_us * 1e-6)
+                t = float(nccl.ring_time(coll.value, n, topo.nodes, size, b, **kw))
+                proto = nccl.protocol(coll.value, n, topo.nodes, size, b, **kw)
             case Algo.RING:
                 t = float(RING_TIME[coll](alpha=a, beta=b, n=n, z=size))
                 if coll is Collective.ALL_GATHER:
@@ -223,7 +236,7 @@ def collective_time(coll: Collective, algo: Algo, size: float, topo: Topology,
     # nccl-tests: algbw = S / t is the bus bandwidth with factor 1; busbw scales it by the factor
     algbw = float(eq.comm__bus_bandwidth(F=1, T=t, z=size)) / GB if t > 0 else 0.0
     return CommResult(coll, algo, size, n, topo.nodes, t, algbw, algbw * coll.bus_factor(n),
-                      phases, injected, chunks, chunk_bytes if chunks else None)
+                      phases, injected, chunks, chunk_bytes if chunks else None, proto)
 
 
 # --- the `comm` command's evaluation ------------------------------------------------------------
@@ -306,7 +319,8 @@ def doubling_sizes(lo: float, hi: float, limit: int = 64) -> tuple[float, ...]:
 
 def _row(req: CommRequest, z: float, topo: Topology) -> CommRow:
     asm = req.assumptions
-    r = collective_time(req.collective, req.algo, z, topo, asm.hier_chunk_bytes)
+    r = collective_time(req.collective, req.algo, z, topo, asm.hier_chunk_bytes,
+                        asm.nccl_net_overhead_us, bool(asm.nccl_latency_model))
     label = ("pairwise all-to-all" if req.collective is Collective.ALL_TO_ALL
              else f"{req.algo.value} {req.collective.value}")
     if req.compression is None:

@@ -96,6 +96,7 @@ class Topology:
     nics: int             # per node
     intra_link: str
     inter_link: str
+    link_class: str = "nvlink"   # NCCL's intra-node latency table (evaluate/nccl.intra_class)
 
     @property
     def node_network_Bps(self) -> float:

@@ -33,6 +33,21 @@ def comm__multicast_all_gather_time(alpha, beta, n, z):
     return 2*alpha*numpy.minimum(1, n - 1) + beta*z*(n - 1)/n
 
 
+def comm__nccl_collective_time(F, L, beta, f_p, z):
+    """comm.nccl_collective_time [s]: NCCL src/graph/tuning.cc @ 5067397c L630-653 (ncclTopoGetAlgoTime: time = latency + bytes / bandwidth); F beta z is the Simple protocol's bus-bandwidth time (nccl-tests doc/PERFORMANCE.md)"""
+    return F*beta*z/f_p + L
+
+
+def comm__nccl_ring_latency(S, S_e, a_0, l_e, l_i):
+    """comm.nccl_ring_latency [s]: NCCL src/graph/tuning.cc @ 5067397c L384, L402-412 (ring: base + intra-node steps x intraLat + inter-node steps x interLat; intraLat raised to the network overhead across nodes)"""
+    return S_e*l_e + a_0 + l_i*(S - S_e)
+
+
+def comm__nccl_tree_latency(D_N, a_0, l_e, l_i, m):
+    """comm.nccl_tree_latency [s]: NCCL src/graph/tuning.cc @ 5067397c L384, L414-416 (tree all-reduce: up and down the node's chain and the log2 N levels of the inter-node tree)"""
+    return 2*D_N*l_e + a_0 + 2*l_i*(m - 1)
+
+
 def comm__nic_bandwidth(B_line, B_pcie, eta_n, eta_p):
     """comm.nic_bandwidth [bytes/s]: hardware-specs.md section 4 (CX-6 200G needs Gen4 x16); the host PCIe path caps the NIC"""
     return numpy.minimum(B_line*eta_n, B_pcie*eta_p)
