@@ -266,7 +266,7 @@ def test_busbw_factors_match_nccl_tests(coll, factor):
 
 def test_every_collective_and_algo_runs(run):
     for coll in C.Collective:
-        for algo in C.Algo:
+        for algo in set(C.Algo) - {C.Algo.NVLS}:  # NVLS needs one full H100/H200 node (below)
             r = run("comm", coll.value, "--size", "64MB", "--nodes", 2, "--algo", algo.value,
                     "--format", "json")
             if coll in C.ALLOWED[algo]:
@@ -456,3 +456,38 @@ def test_nccl_model_in_the_step(run):
     a = run(*base).json()["breakdown"]["dp_comm_s"]
     b = run(*base, "--assume", "nccl_latency_model=1").json()["breakdown"]["dp_comm_s"]
     assert b > a
+
+
+def test_nvls_all_reduce_by_hand(run):
+    # one DGX H100, NVLink SHARP: NCCL's NVLS latency 25 us (tuning.cc L161, L425) + 1 GB x
+    # 2 x 7/8 / 480 GB/s (nccl-tests issue #212: ~480 GB/s busbw on 8 H100) = 3645.83 us;
+    # algbw 1e9 / 3670.83 us = 272 GB/s (the issue's "algbw ~275GB/s")
+    d = run("comm", "all-reduce", "--size", "1GB", "--node", "dgx-h100", "--algo", "nvls",
+            "--format", "json").json()
+    assert d["time_s"] == pytest.approx(25e-6 + 1.75e9 / 480e9, rel=1e-9)
+    # no NVLS figure for NVLink 3, nor for a group smaller than the node
+    for extra in (("--node", "dgx-a100"), ("--node", "dgx-h100", "--ranks", 4)):
+        r = run("comm", "all-reduce", "--size", "1GB", "--algo", "nvls", *extra)
+        assert r.code == 2 and "--algo nvls" in r.err
+
+
+def test_nvls_in_the_step_when_nccl_model_wins():
+    from optimus_calc.evaluate import nccl
+    # 32 MiB all-reduce on 8 H100: ring LL128 40.6 us + 1.75 x 2^25 / (0.92 x 369e9) =
+    # 213.57 us (Simple 56 us + 1.75 x 2^25 / 369e9 = 215.13 us); NVLS 25 us + 1.75 x 2^25 /
+    # 480e9 = 147.33 us: NVLS wins; 64 kB: ring LL 15 us +
+    # 1.75 x 65536 / (0.5 x 369e9) = 15.62 us beats NVLS 25.24 us
+    z = 2 ** 25
+    ring = float(nccl.ring_time("all-reduce", 8, 1, z, 1 / 369e9, **NCCL_KW))
+    nvls = float(nccl.nvls_time(8, z, 480e9))
+    assert ring == pytest.approx(40.6e-6 + 1.75 * z / (0.92 * 369e9))
+    assert nvls == pytest.approx(25e-6 + 1.75 * z / 480e9) and nvls < ring
+    small = float(nccl.ring_time("all-reduce", 8, 1, 65536, 1 / 369e9, **NCCL_KW))
+    assert small == pytest.approx(15e-6 + 1.75 * 65536 / (0.5 * 369e9))
+    assert small < float(nccl.nvls_time(8, 65536, 480e9))
+
+
+def test_alpha_override_is_refused_with_the_nccl_model(run):
+    r = run("comm", "all-reduce", "--size", "1GB", "--alpha-us", 2, "--assume",
+            "nccl_latency_model=1")
+    assert r.code == 2 and "--alpha-us" in r.err

@@ -62,6 +62,7 @@ class Algo(str, Enum):
     TREE = "tree"
     HIERARCHICAL = "hierarchical"
     MULTICAST = "multicast"
+    NVLS = "nvls"
 
 
 ALLOWED = {
@@ -69,6 +70,7 @@ ALLOWED = {
     Algo.TREE: {Collective.ALL_REDUCE},
     Algo.HIERARCHICAL: {Collective.ALL_REDUCE},
     Algo.MULTICAST: {Collective.ALL_GATHER},
+    Algo.NVLS: {Collective.ALL_REDUCE},
 }
 
 RingTime = Callable[..., float]
@@ -111,9 +113,11 @@ def topology(hw: Hardware, ranks: int, alpha_us: float | None = None,
     nic = nic_Bps(hw, ne)  # the NIC's host PCIe path caps it, as in the step evaluator
     a_i = il.alpha_s if alpha_us is None else alpha_us * 1e-6
     a_e = hw.nic.alpha_us * 1e-6 if alpha_us is None else alpha_us * 1e-6
+    nvls = (il.nvls_busbw_GBps * GB if il.nvls_busbw_GBps and nodes == 1 and per == gpn
+            else None)  # the catalog's NVLS figure is for a full node
     return Topology(ranks, nodes, per, a_i, a_e, il.bandwidth_Bps * ie, nic,
                     max(hw.node.nics, 1), il.name, f"{hw.node.nics} x {hw.nic.name}",
-                    nccl.intra_class(il.link_kind))
+                    nccl.intra_class(il.link_kind), nvls)
 
 
 @record
@@ -216,6 +220,13 @@ def collective_time(coll: Collective, algo: Algo, size: float, topo: Topology,
             case Algo.TREE:
                 depth = (n - 1).bit_length()  # ceil(log2 n), exact on integers
                 t = float(eq.comm__tree_all_reduce_time(D=depth, alpha=a, beta=b, n=n, z=size))
+            case Algo.NVLS:
+                if topo.nvls_Bps is None:
+                    raise InputError(f"--algo nvls: {topo.intra_link} has no NVLink SHARP figure "
+                                     "in the catalog for this group (it needs one full node of "
+                                     "an NVLS switch: dgx-h100, dgx-h200)")
+                t = float(nccl.nvls_time(n, size, topo.nvls_Bps))
+                link = f"{topo.intra_link} (NVLink SHARP)"
             case Algo.MULTICAST:
                 t = float(eq.comm__multicast_all_gather_time(alpha=a, beta=b, n=n, z=size))
                 injected = float(eq.comm__multicast_all_gather_injected_bytes(n=n, z=size))
@@ -341,6 +352,9 @@ def evaluate_comm(catalog, req: CommRequest) -> CommReport:
         raise InputError("give --ranks or --nodes, not both")
     if not req.sizes:
         raise InputError("give exactly one of --size SIZE or --sizes FROM..TO")
+    if req.alpha_us is not None and req.assumptions.nccl_latency_model:
+        raise InputError("--alpha-us sets the per-step alpha model; with --assume "
+                         "nccl_latency_model=1 the latencies are NCCL's own tables")
     hw = resolve_hardware(catalog, req.node, req.nodes or 1)
     n = req.ranks if req.ranks is not None else hw.gpus
     topo = topology(hw, n, req.alpha_us, req.intra_efficiency, req.nic_efficiency)

@@ -1,4 +1,4 @@
-"""NCCL's latency model and protocol choice for ring and tree collectives.
+"""NCCL's latency model and protocol choice for ring, tree and NVLS collectives.
 
 The tables are NCCL's tuning constants (src/graph/tuning.cc @ 5067397c2676d5aed50042fc39e5c8ee96eb0027,
 ``ncclTunerConstantsDefaults``), in microseconds. A collective's time with one protocol is
@@ -37,6 +37,20 @@ SIMPLE = 2
 # tuning.cc L327-329 (ring LL: half the bandwidth; LL128: 0.92) and L332-335 (tree LL: 1/3.8;
 # LL128: 7/9 on one node, 120/128 across nodes). The caps beside them are left out.
 RING_SHARE = (0.5, 0.92, 1.0)
+
+
+# NVLS (NVLink SHARP) all-reduce: base 0 (L153), latency = the NVLINK NVLS Simple entry, 25 us
+# (L161, L424-426); Simple protocol only (L301).
+NVLS_US = 25.0
+
+
+def nvls_time(n, z, nvls_busbw_Bps):
+    """NVLS all-reduce of ``z`` bytes over ``n`` ranks of one node: NCCL's NVLS latency plus the
+    buffer at the switch's measured all-reduce bus bandwidth (catalog ``nvls_busbw_GBps``)."""
+    n = np.asarray(n)
+    t = eq.comm__nccl_collective_time(F=bus_factor("all-reduce", n), L=NVLS_US * 1e-6,
+                                      beta=1.0 / nvls_busbw_Bps, f_p=1.0, z=z)
+    return np.where(n > 1, t, 0.0)
 
 
 def tree_share(nodes):

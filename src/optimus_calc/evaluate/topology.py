@@ -97,6 +97,7 @@ class Topology:
     intra_link: str
     inter_link: str
     link_class: str = "nvlink"   # NCCL's intra-node latency table (evaluate/nccl.intra_class)
+    nvls_Bps: float | None = None  # NVLS all-reduce bus bandwidth of a full NVSwitch node
 
     @property
     def node_network_Bps(self) -> float:

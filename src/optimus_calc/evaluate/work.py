@@ -16,6 +16,7 @@ from optimus_calc.evaluate import nccl
 from optimus_calc.evaluate.topology import all_to_all, group, neighbour, nic_Bps, placement
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions
+from optimus_calc.units import GB
 
 
 def layer_flops(model: Model, seq: int) -> tuple[float, float]:
@@ -146,9 +147,14 @@ def _ring(ctx: Ctx, coll: str, n, stride, z, beta, alpha):
     if not ctx.asm.nccl_latency_model:
         return RING_EQ[coll](alpha=alpha, beta=beta, n=n, z=z)
     _, nodes = placement(hw, n, stride)
-    return nccl.ring_time(coll, n, nodes, z, beta,
-                          link_class=nccl.intra_class(hw.intra_link.link_kind),
-                          net_overhead_s=ctx.asm.nccl_net_overhead_us * 1e-6)
+    t = nccl.ring_time(coll, n, nodes, z, beta,
+                       link_class=nccl.intra_class(hw.intra_link.link_kind),
+                       net_overhead_s=ctx.asm.nccl_net_overhead_us * 1e-6)
+    nvls = hw.intra_link.nvls_busbw_GBps
+    if coll == "all-reduce" and nvls:  # NVLS over a full NVSwitch node, when NCCL's model wins
+        full = (np.asarray(nodes) == 1) & (np.asarray(n) == hw.gpus_per_node)
+        t = np.where(full, np.minimum(t, nccl.nvls_time(n, z, nvls * GB)), t)
+    return t
 
 
 def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
