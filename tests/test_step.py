@@ -194,6 +194,23 @@ def test_ep_all_to_all_by_hand(run):
     assert d1["breakdown"]["ep_comm_s"] == 0 and d1["breakdown"]["cp_comm_s"] == 0
 
 
+def test_ep_all_to_all_across_nodes_by_hand(run):
+    # Mixtral on 2 DGX H100, TP 8, EP 2, DP 2: the two EP ranks are 8 apart, one per node, so
+    # the whole (n - m)/n = 1/2 of each all-to-all crosses the network through the GPU's own
+    # NIC (CX-7: min(50 x 0.9, 63 x 0.76) = 45 GB/s), not the node's 8 NICs (360 GB/s) as a
+    # ring priced it. z = s b h 2 B x top-2 (step.ep_message_bytes, no TP divisor: 4096 x 1 x 4096
+    # x 2 x 2 = 67,108,864 B); alpha: ring over 2 nodes of 1 GPU, (2 x 3 us) / 2 = 3 us;
+    # each all-to-all 3e-6 + 33,554,432 / 45e9; 4 per layer x 32 layers x 1 micro-batch.
+    base = ("step", "mixtral-8x7b", "--node", "dgx-h100", "--nodes", 2, "--tp", 8, "--ep", 2,
+            "--zero", 1, "--seq-len", 4096, "--global-batch", 2, "--format", "json")
+    d = run(*base).json()
+    one = 3e-6 + 33_554_432 / 45e9
+    assert d["breakdown"]["ep_comm_s"] == pytest.approx(4 * one * 32, rel=1e-6)
+    # --assume ep_overlap=0.5 hides half
+    h = run(*base, "--assume", "ep_overlap=0.5").json()
+    assert h["breakdown"]["ep_comm_s"] == pytest.approx(2 * one * 32, rel=1e-6)
+
+
 def test_cp_traffic_by_hand(run):
     # Llama-3-8B, TP 1, CP 2 on one DGX A100 (231 GB/s, alpha 1 us), seq 32768, no recompute:
     # per layer per micro-batch one all-gather and one reduce-scatter of K,V:

@@ -98,6 +98,8 @@ def _collectives(inp: Inputs, params: float) -> None:
     topo = C.topology(hw, hw.gpus)
     z = params * inp.training.gradient_bytes
     for algo, colls in C.ALLOWED.items():
+        if algo is C.Algo.NVLS and topo.nvls_Bps is None:  # no NVLink SHARP on this group
+            continue
         for coll in sorted(colls, key=lambda c: c.value):
             C.collective_time(coll, algo, z, topo, inp.assumptions.hier_chunk_bytes)
     if topo.nodes > 1:

@@ -87,9 +87,27 @@ ring_reduce_time = equation(
     "comm.ring_reduce_time", (n - 1) * alpha + sp.Min(1, n - 1) * beta * z, "s",
     NCCL_TESTS + " (pipelined ring: bus bandwidth factor 1)", "Pipelined ring reduce.")
 
+B_g = sym("B_g", "inter-node bandwidth of one GPU: its own NIC (rail-optimised; the node's "
+          "NICs / its GPUs), bytes/s", positive=True)
+
+A2A_SRC = (
+    "nccl-tests src/alltoall.cu @ a0b82b2 L328-331 (one ncclSend + ncclRecv per peer in a "
+    "group) and L48-53 (bus factor (n-1)/n); NCCL src/graph/paths.cc @ 5067397 L812-840 (PXN: a "
+    "GPU may reach a NIC through an NVLink peer's PCIe switch, GPU->NIC direction only; it "
+    "relays, it adds no NIC); DeepSeek-V3 arXiv 2412.19437 section 3.2.2 (tokens limited to 4 "
+    "nodes because the IB all-to-all binds)")
+
 all_to_all_time = equation(
-    "comm.all_to_all_time", (n - 1) * alpha + (n - 1) / n * beta * z, "s",
-    NCCL_TESTS + " (each rank sends (n-1)/n of its buffer)", "Pairwise all-to-all.")
+    "comm.all_to_all_time",
+    (n - 1) * alpha + (m - 1) / n * beta_i * z + (n - m) / n * z / B_g, "s", A2A_SRC,
+    "Pairwise all-to-all of a z-byte buffer over n ranks, m of them on each node: each rank "
+    "sends z/n to each of its n-1 peers (one latency alpha per peer); (m-1)/n of the buffer "
+    "goes to peers on its node over the scale-up link (beta_i), (n-m)/n to other nodes through "
+    "one NIC's worth of bandwidth (B_g), however PXN routes it, since every GPU of the node "
+    "sends the same share at once. The two shares are summed, not overlapped (conservative: "
+    "across nodes the NIC share dominates, (n-m)/n vs (m-1)/n of the buffer at a tenth of the "
+    "bandwidth). One node "
+    "(m = n) gives the intra-node (n-1) alpha + (n-1)/n beta_i z.")
 
 tree_all_reduce_time = equation(
     "comm.tree_all_reduce_time", 2 * D * alpha + 2 * (n - 1) / n * beta * z, "s",
@@ -183,3 +201,37 @@ squeezenic_app2_time = equation(
     "Approach 2 (compress on the GPU, local reduce-scatter of compressed chunks, in-NIC "
     "compression): each of the m-1 local steps compresses g on the GPU (theta_gc) and "
     "decompresses r g (theta_gd). " + SQZ_NOTE)
+
+# --- NCCL's own latency model (src/graph/tuning.cc @ 5067397c, ncclTopoTuneModel) -----------
+NCCL_TUNING = "NCCL src/graph/tuning.cc @ 5067397c"
+a_0 = sym("a_0", "NCCL base latency of the algorithm and protocol, s (tuning.cc L149-155)")
+S_n = sym("S", "steps of the collective in NCCL's model: 2(n-1) all-reduce, n-1 reduce-scatter "
+          "and all-gather, n broadcast and reduce (tuning.cc L288-290)")
+S_e = sym("S_e", "of those, steps across nodes: 2(N-1) all-reduce, N-1 the others, 0 on one "
+          "node (tuning.cc L410)")
+l_i = sym("l_i", "NCCL per-step hardware latency inside the node (NVLink or PCI table, "
+          "tuning.cc L157-169), raised to the network post overhead across nodes, s")
+l_e = sym("l_e", "NCCL per-step network latency (NET table, tuning.cc L170-175), s")
+D_N = sym("D_N", "floor(log2 N): NCCL's log2i of the node count")
+L_c = sym("L", "latency of one collective, s")
+f_p = sym("f_p", "the protocol's share of the Simple protocol's bandwidth (ring: LL 0.5, LL128 "
+          "0.92; tree: LL 1/3.8; tuning.cc L327-335)", positive=True)
+
+nccl_ring_latency = equation(
+    "comm.nccl_ring_latency", a_0 + (S_n - S_e) * l_i + S_e * l_e, "s",
+    NCCL_TUNING + " L384, L402-412 (ring: base + intra-node steps x intraLat + inter-node "
+    "steps x interLat; intraLat raised to the network overhead across nodes)",
+    "Latency NCCL's tuning model gives a ring collective for one protocol.")
+
+nccl_tree_latency = equation(
+    "comm.nccl_tree_latency", a_0 + 2 * ((m - 1) * l_i + D_N * l_e), "s",
+    NCCL_TUNING + " L384, L414-416 (tree all-reduce: up and down the node's chain and the "
+    "log2 N levels of the inter-node tree)",
+    "Latency NCCL's tuning model gives a tree all-reduce for one protocol.")
+
+nccl_collective_time = equation(
+    "comm.nccl_collective_time", L_c + F * beta * z / f_p, "s",
+    NCCL_TUNING + " L630-653 (ncclTopoGetAlgoTime: time = latency + bytes / bandwidth); "
+    "F beta z is the Simple protocol's bus-bandwidth time (nccl-tests doc/PERFORMANCE.md)",
+    "Time of one collective with one algorithm and protocol; NCCL runs the protocol with the "
+    "least such time.")

@@ -52,6 +52,8 @@ o_dr = sym("o_dr", "1 if bucketed gradient reductions overlap the backward, 0 if
 o_pg = sym("o_pg", "1 if the ZeRO-1/2 parameter all-gather overlaps the next forward, 0 if "
            "it runs whole before it (framework profile: Megatron-LM without "
            "--overlap-param-gather)")
+o_ep = sym("o_ep", "fraction of the expert-parallel all-to-alls hidden behind compute "
+           "(framework profile; framework-neutral 0)")
 L_moe = sym("L_moe", "MoE layers on the pipeline stage")
 v = sym("v", "model chunks per GPU (interleaving)", positive=True)
 Z = sym("Z", "ZeRO stage 0..3")
@@ -136,10 +138,13 @@ cp_comm_time = equation(
     "Exposed context-parallel K/V traffic of the stage in one step.")
 
 ep_comm_time = equation(
-    "step.ep_comm_time", 4 * T_a2a * L_moe * m, "s",
+    "step.ep_comm_time", (1 - o_ep) * 4 * T_a2a * L_moe * m, "s",
     "Lepikhin et al. 2020 (GShard), Megatron-LM MoE token dispatcher (alltoall): dispatch and "
-    "combine in the forward and again in the backward, 4 all-to-alls per MoE layer",
-    "Expert-parallel all-to-all time of the stage in one step (not overlapped).")
+    "combine in the forward and again in the backward, 4 all-to-alls per MoE layer; o_ep is "
+    "the framework profile's share hidden behind another micro-batch's compute (Megatron-LM "
+    "--overlap-moe-expert-parallel-comm, off by default: megatron/core/model_parallel_config.py "
+    "L343 @ d98e8a6)",
+    "Exposed expert-parallel all-to-all time of the stage in one step.")
 
 pp_comm_time = equation(
     "step.pp_comm_time", (1 - o_pp) * 2 * m * v * T_p2p, "s",

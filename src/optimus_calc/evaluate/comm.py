@@ -18,6 +18,7 @@ from optimus_calc.evaluate.context import Hardware, resolve_hardware
 from optimus_calc.specs.training import Assumptions
 from optimus_calc.evaluate.squeezenic import (Approach, CompressSite, Squeeze,  # noqa: F401
                                               compressor_GBps, compressors_per_node, squeezenic)
+from optimus_calc.evaluate import nccl
 from optimus_calc.evaluate.topology import nic_Bps, ring
 from optimus_calc.units import GB
 from optimus_calc.record import record
@@ -61,6 +62,7 @@ class Algo(str, Enum):
     TREE = "tree"
     HIERARCHICAL = "hierarchical"
     MULTICAST = "multicast"
+    NVLS = "nvls"
 
 
 ALLOWED = {
@@ -68,6 +70,7 @@ ALLOWED = {
     Algo.TREE: {Collective.ALL_REDUCE},
     Algo.HIERARCHICAL: {Collective.ALL_REDUCE},
     Algo.MULTICAST: {Collective.ALL_GATHER},
+    Algo.NVLS: {Collective.ALL_REDUCE},
 }
 
 RingTime = Callable[..., float]
@@ -80,12 +83,12 @@ RING_TIME: dict[Collective, RingTime] = {
     Collective.ALL_GATHER: lambda **kw: eq.comm__ring_all_gather_time(**kw),
     Collective.BROADCAST: lambda **kw: eq.comm__ring_broadcast_time(**kw),
     Collective.REDUCE: lambda **kw: eq.comm__ring_reduce_time(**kw),
-    Collective.ALL_TO_ALL: lambda **kw: eq.comm__all_to_all_time(**kw),
-}
+}  # all-to-all is not a ring: pairwise send/recv, _all_to_all
 
 from optimus_calc.evaluate.topology import Topology  # noqa: E402,F401 (re-export)
 
 DEFAULT_CHUNK_BYTES: float = Assumptions.model_fields["hier_chunk_bytes"].default
+DEFAULT_NET_OVERHEAD_US: float = Assumptions.model_fields["nccl_net_overhead_us"].default
 
 
 
@@ -110,8 +113,11 @@ def topology(hw: Hardware, ranks: int, alpha_us: float | None = None,
     nic = nic_Bps(hw, ne)  # the NIC's host PCIe path caps it, as in the step evaluator
     a_i = il.alpha_s if alpha_us is None else alpha_us * 1e-6
     a_e = hw.nic.alpha_us * 1e-6 if alpha_us is None else alpha_us * 1e-6
+    nvls = (il.nvls_busbw_GBps * GB if il.nvls_busbw_GBps and nodes == 1 and per == gpn
+            else None)  # the catalog's NVLS figure is for a full node
     return Topology(ranks, nodes, per, a_i, a_e, il.bandwidth_Bps * ie, nic,
-                    max(hw.node.nics, 1), il.name, f"{hw.node.nics} x {hw.nic.name}")
+                    max(hw.node.nics, 1), il.name, f"{hw.node.nics} x {hw.nic.name}",
+                    nccl.intra_class(il.link_kind), nvls)
 
 
 @record
@@ -136,6 +142,7 @@ class CommResult:
     injected_bytes_per_rank: float | None = None
     pipeline_chunks: int | None = None     # hierarchical: chunks the phases overlap over
     chunk_bytes: float | None = None
+    protocol: str | None = None            # ring: the NCCL protocol its model picks
 
 
 def _ring_params(topo: Topology) -> tuple[float, float, str]:
@@ -144,6 +151,24 @@ def _ring_params(topo: Topology) -> tuple[float, float, str]:
                 alpha_inter=topo.alpha_inter_s, intra_Bps=topo.intra_Bps, nic=topo.nic_Bps)
     link = topo.intra_link if topo.nodes == 1 else f"{topo.intra_link} + {topo.inter_link}"
     return float(a), float(b), link
+
+
+def _all_to_all(size: float, topo: Topology) -> tuple[float, tuple[Phase, ...]]:
+    """Pairwise all-to-all (comm.all_to_all_time): the node's peers over the scale-up link, the
+    other nodes' through one GPU's share of the NICs, a latency per peer as the ring's."""
+    n, m = topo.ranks, topo.per_node
+    a, _, _ = _ring_params(topo)
+    b_i = 1.0 / topo.intra_Bps
+    b_g = topo.node_network_Bps / m
+    t = float(eq.comm__all_to_all_time(alpha=a, beta_i=b_i, B_g=b_g, m=m, n=n, z=size))
+    intra = (m - 1) / n * size
+    phases = [Phase("sends to peers on the node", topo.intra_link, intra,
+                    (m - 1) * a + intra * b_i)]
+    if n > m:
+        inter = (n - m) / n * size
+        phases.append(Phase("sends to other nodes (one NIC per GPU)", topo.inter_link, inter,
+                            (n - m) * a + inter / b_g))
+    return t, tuple(phases)
 
 
 def pipeline_chunks(size: float, chunk_bytes: float) -> int:
@@ -172,7 +197,9 @@ def _hierarchical(size: float, topo: Topology, chunk_bytes: float
 
 
 def collective_time(coll: Collective, algo: Algo, size: float, topo: Topology,
-                    chunk_bytes: float = DEFAULT_CHUNK_BYTES) -> CommResult:
+                    chunk_bytes: float = DEFAULT_CHUNK_BYTES,
+                    net_overhead_us: float = DEFAULT_NET_OVERHEAD_US,
+                    nccl_model: bool = False) -> CommResult:
     if coll not in ALLOWED[algo]:
         raise InputError(f"--algo {algo.value} does not implement {coll.value}; "
                          f"it supports {', '.join(sorted(c.value for c in ALLOWED[algo]))}")
@@ -180,6 +207,7 @@ def collective_time(coll: Collective, algo: Algo, size: float, topo: Topology,
     phases: tuple[Phase, ...] = ()
     injected: float | None = None
     chunks: int | None = None
+    proto: str | None = None
     if n == 1:
         t = 0.0
     else:
@@ -187,12 +215,27 @@ def collective_time(coll: Collective, algo: Algo, size: float, topo: Topology,
         match algo:
             case Algo.HIERARCHICAL:
                 t, phases, chunks = _hierarchical(size, topo, chunk_bytes)
+            case Algo.TREE if nccl_model:  # NCCL's tree latency, the two trees' bandwidth
+                t = float(nccl.tree_time(n, topo.nodes, size, b, link_class=topo.link_class))
             case Algo.TREE:
                 depth = (n - 1).bit_length()  # ceil(log2 n), exact on integers
                 t = float(eq.comm__tree_all_reduce_time(D=depth, alpha=a, beta=b, n=n, z=size))
+            case Algo.NVLS:
+                if topo.nvls_Bps is None:
+                    raise InputError(f"--algo nvls: {topo.intra_link} has no NVLink SHARP figure "
+                                     "in the catalog for this group (it needs one full node of "
+                                     "an NVLS switch: dgx-h100, dgx-h200)")
+                t = float(nccl.nvls_time(n, size, topo.nvls_Bps))
+                link = f"{topo.intra_link} (NVLink SHARP)"
             case Algo.MULTICAST:
                 t = float(eq.comm__multicast_all_gather_time(alpha=a, beta=b, n=n, z=size))
                 injected = float(eq.comm__multicast_all_gather_injected_bytes(n=n, z=size))
+            case Algo.RING if coll is Collective.ALL_TO_ALL:
+                t, phases = _all_to_all(size, topo)
+            case Algo.RING if nccl_model:  # NCCL's ring latency model and fastest protocol
+                kw = dict(link_class=topo.link_class, net_overhead_s=net_overhead_us * 1e-6)
+                t = float(nccl.ring_time(coll.value, n, topo.nodes, size, b, **kw))
+                proto = nccl.protocol(coll.value, n, topo.nodes, size, b, **kw)
             case Algo.RING:
                 t = float(RING_TIME[coll](alpha=a, beta=b, n=n, z=size))
                 if coll is Collective.ALL_GATHER:
@@ -204,7 +247,7 @@ def collective_time(coll: Collective, algo: Algo, size: float, topo: Topology,
     # nccl-tests: algbw = S / t is the bus bandwidth with factor 1; busbw scales it by the factor
     algbw = float(eq.comm__bus_bandwidth(F=1, T=t, z=size)) / GB if t > 0 else 0.0
     return CommResult(coll, algo, size, n, topo.nodes, t, algbw, algbw * coll.bus_factor(n),
-                      phases, injected, chunks, chunk_bytes if chunks else None)
+                      phases, injected, chunks, chunk_bytes if chunks else None, proto)
 
 
 # --- the `comm` command's evaluation ------------------------------------------------------------
@@ -287,8 +330,10 @@ def doubling_sizes(lo: float, hi: float, limit: int = 64) -> tuple[float, ...]:
 
 def _row(req: CommRequest, z: float, topo: Topology) -> CommRow:
     asm = req.assumptions
-    r = collective_time(req.collective, req.algo, z, topo, asm.hier_chunk_bytes)
-    label = f"{req.algo.value} {req.collective.value}"
+    r = collective_time(req.collective, req.algo, z, topo, asm.hier_chunk_bytes,
+                        asm.nccl_net_overhead_us, bool(asm.nccl_latency_model))
+    label = ("pairwise all-to-all" if req.collective is Collective.ALL_TO_ALL
+             else f"{req.algo.value} {req.collective.value}")
     if req.compression is None:
         return CommRow(label, z, r.time_s, r.algbw_GBps, r.busbw_GBps, r)
     sq = squeezenic(z, topo, req.compression, req.site, req.approach, asm)
@@ -307,6 +352,9 @@ def evaluate_comm(catalog, req: CommRequest) -> CommReport:
         raise InputError("give --ranks or --nodes, not both")
     if not req.sizes:
         raise InputError("give exactly one of --size SIZE or --sizes FROM..TO")
+    if req.alpha_us is not None and req.assumptions.nccl_latency_model:
+        raise InputError("--alpha-us sets the per-step alpha model; with --assume "
+                         "nccl_latency_model=1 the latencies are NCCL's own tables")
     hw = resolve_hardware(catalog, req.node, req.nodes or 1)
     n = req.ranks if req.ranks is not None else hw.gpus
     topo = topology(hw, n, req.alpha_us, req.intra_efficiency, req.nic_efficiency)

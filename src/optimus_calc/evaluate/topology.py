@@ -44,6 +44,23 @@ def group(hw: Hardware, size, stride, *, nic: float | None = None):
                 nic=nic_Bps(hw) if nic is None else nic)
 
 
+def gpu_nic_Bps(hw: Hardware, nic: float) -> float:
+    """Inter-node bandwidth of one GPU: its share of the node's NICs (one NIC per GPU on a
+    rail-optimised node), ``nic`` being one NIC's effective bandwidth."""
+    return nic * max(hw.node.nics, 1) / hw.gpus_per_node
+
+
+def all_to_all(hw: Hardware, size, stride, *, nic: float | None = None) -> dict:
+    """Arguments of comm.all_to_all_time for ``size`` ranks ``stride`` apart: the ring's
+    per-hop latency, the scale-up link, and one GPU's NIC share (arrays welcome)."""
+    il = hw.intra_link
+    per_node, _ = placement(hw, size, stride)
+    alpha, _ = group(hw, size, stride, nic=nic)
+    nic = nic_Bps(hw) if nic is None else nic
+    return dict(alpha=alpha, beta_i=1.0 / (il.bandwidth_Bps * il.efficiency),
+                B_g=gpu_nic_Bps(hw, nic), m=per_node, n=size)
+
+
 def ring(nodes, size, nics, *, alpha_intra, alpha_inter, intra_Bps, nic):
     """(alpha, beta) of a ring over ``size`` ranks on ``nodes`` nodes, ``nics`` NICs of the node
     serving the group there: inside a node the scale-up link, across nodes the slower of it and
@@ -79,6 +96,8 @@ class Topology:
     nics: int             # per node
     intra_link: str
     inter_link: str
+    link_class: str = "nvlink"   # NCCL's intra-node latency table (evaluate/nccl.intra_class)
+    nvls_Bps: float | None = None  # NVLS all-reduce bus bandwidth of a full NVSwitch node
 
     @property
     def node_network_Bps(self) -> float:

@@ -12,9 +12,11 @@ from optimus_calc.evaluate.efficiency import causal_factor, compute_efficiency, 
 from optimus_calc.evaluate.fp8 import amax_time, bf16_head_flops, fp8_gemm_ratio
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord
-from optimus_calc.evaluate.topology import group, neighbour, nic_Bps
+from optimus_calc.evaluate import nccl
+from optimus_calc.evaluate.topology import all_to_all, group, neighbour, nic_Bps, placement
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions
+from optimus_calc.units import GB
 
 
 def layer_flops(model: Model, seq: int) -> tuple[float, float]:
@@ -133,6 +135,30 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                          T_f / ctx.m, T_b / ctx.m)
 
 
+# called through the recording stand-in at call time, so `explain` sees each call
+RING_EQ = {"all-reduce": lambda **kw: eq.comm__ring_all_reduce_time(**kw),
+           "reduce-scatter": lambda **kw: eq.comm__ring_reduce_scatter_time(**kw),
+           "all-gather": lambda **kw: eq.comm__ring_all_gather_time(**kw)}
+
+
+def _ring(ctx: Ctx, coll: str, n, stride, z, beta, alpha):
+    """A ring collective over ``n`` ranks ``stride`` apart on the group's ``beta``: the
+    per-step ``alpha`` model, or with ``nccl_latency_model`` NCCL's latency model and fastest
+    protocol (evaluate/nccl.py)."""
+    hw = ctx.hw
+    if not ctx.asm.nccl_latency_model:
+        return RING_EQ[coll](alpha=alpha, beta=beta, n=n, z=z)
+    _, nodes = placement(hw, n, stride)
+    t = nccl.ring_time(coll, n, nodes, z, beta,
+                       link_class=nccl.intra_class(hw.intra_link.link_kind),
+                       net_overhead_s=ctx.asm.nccl_net_overhead_us * 1e-6)
+    nvls = hw.intra_link.nvls_busbw_GBps
+    if coll == "all-reduce" and nvls:  # NVLS over a full NVSwitch node, when NCCL's model wins
+        full = (np.asarray(nodes) == 1) & (np.asarray(n) == hw.gpus_per_node)
+        t = np.where(full, np.minimum(t, nccl.nvls_time(n, z, nvls * GB)), t)
+    return t
+
+
 def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
     """TP, CP and EP per stage (step.tp/cp/ep_comm_time over their rings)."""
     model, hw, asm, s, mb, wb = ctx.model, ctx.hw, ctx.asm, ctx.s, ctx.mb, ctx.tr.weight_bytes
@@ -140,30 +166,30 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
     set_scope("tp")
     a_tp, b_tp = group(hw, t, 1, nic=nic)
     z_tp = eq.step__tp_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, s=s)
-    ring = dict(alpha=a_tp, beta=b_tp, n=t, z=z_tp)
+    ring = dict(n=t, stride=1, z=z_tp, beta=b_tp, alpha=a_tp)
     T_tp = eq.step__tp_comm_time(
-        L_stage=Ls, T_ag=eq.comm__ring_all_gather_time(**ring),
-        T_ar=eq.comm__ring_all_reduce_time(**ring),
-        T_rs=eq.comm__ring_reduce_scatter_time(**ring), m=m, o_tp=asm.tp_overlap,
+        L_stage=Ls, T_ag=_ring(ctx, "all-gather", **ring),
+        T_ar=_ring(ctx, "all-reduce", **ring),
+        T_rs=_ring(ctx, "reduce-scatter", **ring), m=m, o_tp=asm.tp_overlap,
         o_tb=asm.tp_backward_overlap,
         r_full=ctx.r_full, sigma_sp=mem.sigma)
     set_scope("cp")
     a_cp, b_cp = group(hw, cp, t, nic=nic)
     z_cp = eq.step__cp_message_bytes(b=mb, b_w=wb, d_head=model.d_head, n_kv=model.n_kv, s=s,
                                      t=t)
-    ring = dict(alpha=a_cp, beta=b_cp, n=cp, z=z_cp)
+    ring = dict(n=cp, stride=t, z=z_cp, beta=b_cp, alpha=a_cp)
     T_cp = eq.step__cp_comm_time(
-        L_stage=Ls, T_ag=eq.comm__ring_all_gather_time(**ring),
-        T_rs=eq.comm__ring_reduce_scatter_time(**ring), m=m, o_cp=asm.cp_overlap,
+        L_stage=Ls, T_ag=_ring(ctx, "all-gather", **ring),
+        T_rs=_ring(ctx, "reduce-scatter", **ring), m=m, o_cp=asm.cp_overlap,
         r_full=ctx.r_full)
     set_scope("ep")
     a2a = 0.0
     if model.is_moe:
-        a_ep, b_ep = group(hw, ctx.ep, t, nic=nic)
         z_ep = eq.step__ep_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, k=model.top_k,
                                          s=s)
-        a2a = eq.comm__all_to_all_time(alpha=a_ep, beta=b_ep, n=ctx.ep, z=z_ep)
-    T_ep = eq.step__ep_comm_time(L_moe=ctx.st["moe_layers"], T_a2a=a2a, m=m)
+        a2a = eq.comm__all_to_all_time(z=z_ep, **all_to_all(hw, ctx.ep, t, nic=nic))
+    T_ep = eq.step__ep_comm_time(L_moe=ctx.st["moe_layers"], T_a2a=a2a, m=m,
+                                 o_ep=asm.ep_overlap)
     set_scope("pp")
     inter = t * cp * ctx.dp >= ctx.gpn  # neighbouring stages sit on different nodes
     alpha, beta = neighbour(hw, inter, nic)
@@ -189,23 +215,23 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     cap_g = eq.memory__bucket_capacity_bytes(M_ddp=asm.ddp_bucket_MB, Z=z,
                                              Z_bk=asm.zero_bucket_params, b_g=gbytes)
     k_g = eq.step__gradient_buckets(B_cap=cap_g, P=P - p_x, b_g=gbytes)
-    dpr = dict(alpha=a_dp, beta=b_dp, n=n_dp, z=z_g / k_g)
-    T_bkt = np.where(z == 0, eq.comm__ring_all_reduce_time(**dpr),
-                     eq.comm__ring_reduce_scatter_time(**dpr))
+    dpr = dict(n=n_dp, stride=ctx.t, beta=b_dp, alpha=a_dp, z=z_g / k_g)
+    T_bkt = np.where(z == 0, _ring(ctx, "all-reduce", **dpr), _ring(ctx, "reduce-scatter", **dpr))
     T_red = k_g * T_bkt
     if np.any(np.asarray(p_x) > 0):  # MoE: the expert gradients reduce over the expert-DP group
         set_scope("dp experts")
         k_x = eq.step__gradient_buckets(B_cap=cap_g, P=p_x, b_g=gbytes)
-        dpx = dict(alpha=a_dp, beta=b_dp, n=n_dp / ctx.ep, z=gbytes * p_x / k_x)
-        T_bkx = np.where(z == 0, eq.comm__ring_all_reduce_time(**dpx),
-                         eq.comm__ring_reduce_scatter_time(**dpx))
+        # the expert-DP group: ranks EP x TP apart, on the DP group's bandwidth
+        dpx = dict(n=n_dp / ctx.ep, stride=ctx.t * ctx.ep, beta=b_dp, alpha=a_dp,
+                   z=gbytes * p_x / k_x)
+        T_bkx = np.where(z == 0, _ring(ctx, "all-reduce", **dpx),
+                         _ring(ctx, "reduce-scatter", **dpx))
         T_red = T_red + np.where(np.asarray(p_x) > 0, k_x * T_bkx, 0.0)
         set_scope("dp")
     n_mod = np.maximum(1, ctx.st["layers"]) * modules_per_layer(ctx.model, asm)
     k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
-    gather = (eq.comm__multicast_all_gather_time if tr.multicast
-              else eq.comm__ring_all_gather_time)
-    t_piece = gather(alpha=a_dp, beta=b_dp, n=n_dp, z=z_w / k_w)
+    t_piece = (eq.comm__multicast_all_gather_time(alpha=a_dp, beta=b_dp, n=n_dp, z=z_w / k_w)
+               if tr.multicast else _ring(ctx, "all-gather", n_dp, ctx.t, z_w / k_w, b_dp, a_dp))
     T_gat = eq.step__dp_gather_time(Z=z, k_w=k_w, t_g=t_piece)
     r_full = ctx.r_full
     g_x = zero3_exposed_gather(modules=n_mod, module_params=P / n_mod, gather_s=t_piece,

@@ -179,6 +179,9 @@ PROFILE = PhysicsProfile((
             "L265-269; megatron/training/arguments.py L1441-1442 (needs --sequence-parallel); "
             "Megatron-Bridge src/megatron/bridge/recipes/llama/h100/llama3.py L795-798 @ "
             "067f987", when=_tp_comm_overlap),
+    # --overlap-moe-expert-parallel-comm (combined 1F1B: one micro-batch's dispatch/combine
+    # behind another's compute) is off by default; the export does not pass it
+    Setting("ep_overlap", 0, "megatron/core/model_parallel_config.py L343"),
 ))
 
 LAUNCH = ("torchrun --nproc-per-node G --nnodes N pretrain_gpt.py ARGS (Megatron-LM's GPT "

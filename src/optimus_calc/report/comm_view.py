@@ -63,6 +63,10 @@ def comm_document(rep, binary: bool = False) -> Document:
              f"{rep.nic_efficiency:g}; alphas "
              f"{'overridden' if rep.alpha_overridden else 'assumed (catalog)'}; "
              "see `optimus-calc catalog show LINK` for sources"]
+    if first.uncompressed.protocol:
+        notes.append("latency: NCCL's tuning model (src/graph/tuning.cc), base + per-step "
+                     "latency of the protocol (LL, LL128, Simple) its model predicts fastest"
+                     + (f"; {first.uncompressed.protocol} here" if len(rep.rows) == 1 else ""))
     if len(rep.rows) == 1:
         u = first.uncompressed
         phase_rows = [{"phase": p.name, "link": p.link, "bytes": fmt_bytes(p.bytes),

@@ -181,6 +181,26 @@ class Assumptions(Frozen):
     pp_overlap: float = Field(
         default=0.0, ge=0, le=1,
         description="assumed: fraction of PP point-to-point time hidden behind compute")
+    nccl_latency_model: float = Field(
+        default=0.0, ge=0, le=1,
+        description="1 = ring and tree collectives take NCCL's own latency model (base latency "
+                    "per algorithm and protocol + per-step hardware latencies, the fastest "
+                    "protocol; NCCL src/graph/tuning.cc @ 5067397c, evaluate/nccl.py); 0 = the "
+                    "catalog's per-step alpha (the default until validate's nccl-tests and "
+                    "Megatron rows are re-examined: docs/communication.md)")
+    nccl_net_overhead_us: float = Field(
+        default=1.0, ge=0, le=1e3,
+        description="assumed: NCCL's network post overhead per ring step across nodes, "
+                    "microseconds (Simple protocol: 3x); NCCL src/graph/tuning.cc L226-233 @ "
+                    "5067397c: 1.0 on Intel x86 hosts (the assumption), 2.0 on AMD, "
+                    "NCCL_NET_OVERHEAD overrides")
+    ep_overlap: float = Field(
+        default=0.0, ge=0, le=1,
+        description="fraction of the expert-parallel all-to-alls (MoE dispatch and combine) "
+                    "hidden behind another micro-batch's compute; 0 = exposed "
+                    "(framework-neutral, and Megatron-LM's default: "
+                    "--overlap-moe-expert-parallel-comm is off, megatron/core/"
+                    "model_parallel_config.py L343 @ d98e8a6); a framework profile sets it")
 
     # ---- the offloaded optimizer step as DeepSpeed runs it (equations/offload.py) ----------
     cpu_pass_efficiency: float = Field(

@@ -105,6 +105,10 @@ class Link(CatalogEntry):
     alpha_us: float = Field(ge=0, le=1e4, description="per-message latency alpha, microseconds")
     efficiency: float = Field(ge=MIN_EFFICIENCY, le=1,
                               description="achievable fraction of peak bandwidth")
+    nvls_busbw_GBps: float | None = Field(
+        default=None, ge=MIN_GBPS, le=1e5,
+        description="NVLink SHARP (NVLS) all-reduce bus bandwidth over a full node, GB/s, as "
+                    "nccl-tests reports it; absent: the switch has no NVLS")
 
     @property
     def bandwidth_Bps(self) -> float:

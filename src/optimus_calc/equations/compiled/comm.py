@@ -8,9 +8,9 @@ alike without importing sympy. `optimus-calc explain NAME` shows the source expr
 import numpy
 
 
-def comm__all_to_all_time(alpha, beta, n, z):
-    """comm.all_to_all_time [s]: nccl-tests doc/PERFORMANCE.md; Patarasuk & Yuan 2009 (bandwidth-optimal ring) (each rank sends (n-1)/n of its buffer)"""
-    return alpha*(n - 1) + beta*z*(n - 1)/n
+def comm__all_to_all_time(B_g, alpha, beta_i, m, n, z):
+    """comm.all_to_all_time [s]: nccl-tests src/alltoall.cu @ a0b82b2 L328-331 (one ncclSend + ncclRecv per peer in a group) and L48-53 (bus factor (n-1)/n); NCCL src/graph/paths.cc @ 5067397 L812-840 (PXN: a GPU may reach a NIC through an NVLink peer's PCIe switch, GPU->NIC direction only; it relays, it adds no NIC); DeepSeek-V3 arXiv 2412.19437 section 3.2.2 (tokens limited to 4 nodes because the IB all-to-all binds)"""
+    return alpha*(n - 1) + beta_i*z*(m - 1)/n + z*(-m + n)/(B_g*n)
 
 
 def comm__bus_bandwidth(F, T, z):
@@ -31,6 +31,21 @@ def comm__multicast_all_gather_injected_bytes(n, z):
 def comm__multicast_all_gather_time(alpha, beta, n, z):
     """comm.multicast_all_gather_time [s]: seeds/multicast-allgather-abstract.md (Khalilov et al., SC'24): constant-time reliable broadcast over hardware multicast; receive-bound"""
     return 2*alpha*numpy.minimum(1, n - 1) + beta*z*(n - 1)/n
+
+
+def comm__nccl_collective_time(F, L, beta, f_p, z):
+    """comm.nccl_collective_time [s]: NCCL src/graph/tuning.cc @ 5067397c L630-653 (ncclTopoGetAlgoTime: time = latency + bytes / bandwidth); F beta z is the Simple protocol's bus-bandwidth time (nccl-tests doc/PERFORMANCE.md)"""
+    return F*beta*z/f_p + L
+
+
+def comm__nccl_ring_latency(S, S_e, a_0, l_e, l_i):
+    """comm.nccl_ring_latency [s]: NCCL src/graph/tuning.cc @ 5067397c L384, L402-412 (ring: base + intra-node steps x intraLat + inter-node steps x interLat; intraLat raised to the network overhead across nodes)"""
+    return S_e*l_e + a_0 + l_i*(S - S_e)
+
+
+def comm__nccl_tree_latency(D_N, a_0, l_e, l_i, m):
+    """comm.nccl_tree_latency [s]: NCCL src/graph/tuning.cc @ 5067397c L384, L414-416 (tree all-reduce: up and down the node's chain and the log2 N levels of the inter-node tree)"""
+    return 2*D_N*l_e + a_0 + 2*l_i*(m - 1)
 
 
 def comm__nic_bandwidth(B_line, B_pcie, eta_n, eta_p):

@@ -68,9 +68,9 @@ def step__elementwise_time(B_hbm, L_stage, M_l, eta_hbm, m, n_pass):
     return L_stage*M_l*m*n_pass/(B_hbm*eta_hbm)
 
 
-def step__ep_comm_time(L_moe, T_a2a, m):
-    """step.ep_comm_time [s]: Lepikhin et al. 2020 (GShard), Megatron-LM MoE token dispatcher (alltoall): dispatch and combine in the forward and again in the backward, 4 all-to-alls per MoE layer"""
-    return 4*L_moe*T_a2a*m
+def step__ep_comm_time(L_moe, T_a2a, m, o_ep):
+    """step.ep_comm_time [s]: Lepikhin et al. 2020 (GShard), Megatron-LM MoE token dispatcher (alltoall): dispatch and combine in the forward and again in the backward, 4 all-to-alls per MoE layer; o_ep is the framework profile's share hidden behind another micro-batch's compute (Megatron-LM --overlap-moe-expert-parallel-comm, off by default: megatron/core/model_parallel_config.py L343 @ d98e8a6)"""
+    return L_moe*T_a2a*m*(4 - 4*o_ep)
 
 
 def step__ep_message_bytes(b, b_w, c, h, k, s):
