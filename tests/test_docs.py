@@ -102,6 +102,28 @@ def test_example_is_what_the_command_prints(page, ex, monkeypatch):
         "run python -m optimus_calc.cli.examples")
 
 
+def test_every_shown_output_is_a_generated_example():
+    """A fenced block that opens with `$ optimus-calc ...` and shows output (a line not starting
+    with `$ `) is a marked example, so no hand-written output can drift; blocks of commands alone
+    (no output) need no marker."""
+    from optimus_calc.cli.examples import MARK, PROMPT
+    loose = []
+    for page in pages(ROOT):
+        lines = page.read_text().split("\n")
+        fence = False
+        for i, line in enumerate(lines):
+            if not line.startswith("```"):
+                continue
+            fence = not fence
+            if not fence or i + 1 >= len(lines) or not lines[i + 1].startswith(PROMPT):
+                continue
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+            shows_output = any(not x.startswith("$ ") for x in lines[i + 1:end])
+            if shows_output and not (i > 0 and MARK.match(lines[i - 1])):
+                loose.append(f"{page.relative_to(ROOT)}:{i + 2}")
+    assert loose == [], "mark these <!-- example --> and run python -m optimus_calc.cli.examples"
+
+
 def test_examples_cover_the_main_commands():
     """Generated examples cover every command (28 `$ optimus-calc` blocks were checked by eye
     before the generator; now they are generated)."""
