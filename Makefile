@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test bench mutate wheel-check clean
+.PHONY: run test docs bench mutate wheel-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ TEST_JOBS ?= 2
 test: $(VENV)/.installed
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadgroup
 
+# The documentation site (docs/, mkdocs.yml) into site/; `make test` builds it with --strict too.
+docs: $(VENV)/.installed
+	$(BIN)/python -m mkdocs build --strict
+
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py
 
@@ -44,4 +48,4 @@ mutate: $(VENV)/.mutate-installed
 	$(BIN)/mutmut results
 
 clean:
-	rm -rf $(VENV) build dist mutants
+	rm -rf $(VENV) build dist mutants site

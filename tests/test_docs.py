@@ -1,27 +1,47 @@
-"""The README documents every command: its --help is embedded verbatim and must not drift."""
+"""The documentation cannot drift: README.md and docs/**/*.md.
 
+Every `<!-- example -->` block is the real output of its command; the command reference
+(docs/reference/commands.md) is every command's --help, verbatim; the README stays a five-minute
+read whose links resolve.
+"""
+
+import re
 from pathlib import Path
 
 import pytest
 
-from optimus_calc.cli.docs import END, START, reference
+from optimus_calc.cli.docs import END, PAGE, START, reference
+from optimus_calc.cli.examples import pages
 from optimus_calc.cli.main import COMMANDS
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+COMMANDS_PAGE = ROOT / PAGE
+# Pages other branches of this release add (merged together): a README link to one of them may
+# point ahead of the merge. Empty this set once they are in.
+PENDING = {"docs/html-report.md", "docs/accuracy.md", "docs/img/plan-html.png",
+           "docs/communication.md", "docs/fp8-and-megatron.md", "docs/planning.md",
+           "docs/frameworks.md", "docs/hardening.md"}
 
 
-def test_readme_reference_matches_help():
-    text = README.read_text()
+def test_command_reference_matches_help():
+    text = COMMANDS_PAGE.read_text()
     assert START in text and END in text
     block = START + text.split(START, 1)[1].split(END, 1)[0] + END
     assert block == reference(), (
-        "README command reference is stale: run python -m optimus_calc.cli.docs README.md")
+        "the command reference is stale: run python -m optimus_calc.cli.docs")
 
 
-def test_every_command_has_an_example_in_readme():
-    text = README.read_text().split(START, 1)[0]
-    for name in COMMANDS:
-        assert f"optimus-calc {name}" in text, f"no example of `{name}` above the reference"
+def test_readme_has_no_command_reference():
+    """The reference moved to docs/reference/commands.md; the README links to it."""
+    text = README.read_text()
+    assert START not in text
+    assert "docs/reference/commands.md" in text
+
+
+def test_readme_is_short():
+    """A newcomer reads it in five minutes (issue 36: at most 400 lines)."""
+    assert len(README.read_text().splitlines()) <= 400
 
 
 def test_readme_set_up_commands():
@@ -29,29 +49,94 @@ def test_readme_set_up_commands():
     assert "make run" in text and "make test" in text
 
 
+def _guide_text() -> str:
+    return "\n".join(p.read_text() for p in pages(ROOT) if p != COMMANDS_PAGE)
+
+
+def test_every_command_has_an_example():
+    text = _guide_text()
+    for name in COMMANDS:
+        assert f"optimus-calc {name}" in text, f"no example of `{name}` in README.md or docs/"
+
+
+def test_every_command_has_a_guide_page():
+    for name in COMMANDS:
+        assert (ROOT / "docs" / "guide" / f"{name}.md").is_file(), f"no docs/guide/{name}.md"
+
+
 def test_changelog_exists():
-    assert (README.parent / "CHANGELOG.md").read_text().startswith("# Changelog")
+    assert (ROOT / "CHANGELOG.md").read_text().startswith("# Changelog")
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def test_readme_links_resolve():
+    """Every relative link of the README names a file of the repository (or a pending page)."""
+    for target in LINK.findall(README.read_text()):
+        if "://" in target:
+            continue
+        assert (ROOT / target).exists() or target in PENDING, f"README links to missing {target}"
 
 
 def _examples():
     from optimus_calc.cli.examples import find
-    return find(README.read_text())
+    out = []
+    for page in pages(ROOT):
+        rel = page.relative_to(ROOT).as_posix()
+        out += [(rel, ex) for ex in find(page.read_text())]
+    return out
 
 
-@pytest.mark.parametrize("ex", _examples(), ids=lambda ex: f"L{ex.start + 2}")
-def test_readme_example_is_what_the_command_prints(ex, monkeypatch):
-    """Every `<!-- example -->` block is the real output of its command, run from the repository
-    root (regenerate with: python -m optimus_calc.cli.examples README.md)."""
-    from optimus_calc.cli.examples import render, run
-    monkeypatch.chdir(README.parent)
-    assert list(ex.body) == render(ex, run(ex.args)), (
-        f"README example at line {ex.start + 2} is stale: "
-        "run python -m optimus_calc.cli.examples README.md")
+EXAMPLES = _examples()
 
 
-def test_readme_has_examples_of_most_commands():
-    """Generated examples cover the main commands (28 `$ optimus-calc` blocks were checked by eye
+@pytest.mark.parametrize("page,ex", EXAMPLES, ids=[f"{p}:L{ex.start + 2}" for p, ex in EXAMPLES])
+def test_example_is_what_the_command_prints(page, ex, monkeypatch):
+    """Every `<!-- example -->` block is the real output of its command (or the file it shows),
+    run from the repository root (regenerate with: python -m optimus_calc.cli.examples)."""
+    from optimus_calc.cli.examples import output, render
+    monkeypatch.chdir(ROOT)
+    assert list(ex.body) == render(ex, output(ex)), (
+        f"{page}: the example at line {ex.start + 2} is stale: "
+        "run python -m optimus_calc.cli.examples")
+
+
+def test_every_shown_output_is_a_generated_example():
+    """A fenced block that opens with `$ optimus-calc ...` and shows output (a line not starting
+    with `$ `) is a marked example, so no hand-written output can drift; blocks of commands alone
+    (no output) need no marker."""
+    from optimus_calc.cli.examples import MARK, PROMPT
+    loose = []
+    for page in pages(ROOT):
+        lines = page.read_text().split("\n")
+        fence = False
+        for i, line in enumerate(lines):
+            if not line.startswith("```"):
+                continue
+            fence = not fence
+            if not fence or i + 1 >= len(lines) or not lines[i + 1].startswith(PROMPT):
+                continue
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+            shows_output = any(not x.startswith("$ ") for x in lines[i + 1:end])
+            if shows_output and not (i > 0 and MARK.match(lines[i - 1])):
+                loose.append(f"{page.relative_to(ROOT)}:{i + 2}")
+    assert loose == [], "mark these <!-- example --> and run python -m optimus_calc.cli.examples"
+
+
+def test_examples_cover_the_main_commands():
+    """Generated examples cover every command (28 `$ optimus-calc` blocks were checked by eye
     before the generator; now they are generated)."""
-    commands = {ex.args[0] for ex in _examples()}
-    assert {"plan", "memory", "step", "compare", "breakeven", "sweep", "comm", "fit", "explain",
-            "validate", "catalog", "nics", "optimizer-step"} <= commands
+    commands = {ex.args[0] for _, ex in EXAMPLES if ex.program == "optimus-calc"}
+    assert set(COMMANDS) <= commands, sorted(set(COMMANDS) - commands)
+
+
+def test_example_options_select_and_size():
+    """`head`, `match`, `from` select lines with `...` for the gaps; `columns` only sizes."""
+    from optimus_calc.cli.examples import find, render
+    text = "<!-- example: head=1; match=^c; columns=80 -->\n```\n$ optimus-calc x\n```\n"
+    (ex,) = find(text)
+    assert dict(ex.opts)["columns"] == "80"
+    assert render(ex, ["a", "b", "c", "d"]) == ["$ optimus-calc x", "a", "...", "c", "..."]
+    (cat,) = find("<!-- example -->\n```\n$ cat docs/examples/runs.csv\n```\n")
+    assert cat.program == "cat" and cat.args == ("docs/examples/runs.csv",)

@@ -1,3 +1,4 @@
 """optimus-calc: what your hardware can do for LLM training, before you buy or book it."""
 
-__version__ = "0.2.0"
+# The version, in one place: pyproject.toml reads it from here ([tool.hatch.version]).
+__version__ = "0.3.0"

@@ -2,8 +2,8 @@
 the option values of a command into validated specs (:func:`build_inputs` for one layout,
 :func:`build_search_inputs` for the planner). Pure: no click, no printing; the CLI parses.
 
-The floor just below cli/ (README "Floors"): it reads the option dict, names flags in its
-errors and builds the typed specs the analyses, the planner and the evaluator take
+The floor just below cli/ (docs/ARCHITECTURE.md, "Floors"): it reads the option dict, names
+flags in its errors and builds the typed specs the analyses, the planner and the evaluator take
 (:class:`Inputs` from evaluate/inputs.py, :class:`SearchInputs` from search/inputs.py,
 re-exported here)."""
 

@@ -1,6 +1,6 @@
 """The one guarded reader of user files: catalog TOML and Hugging Face config.json.
 
-Rules (README, "Errors"): only regular files are read (a FIFO, a device such as /dev/zero, or a
+Rules (docs/guide/errors.md): only regular files are read (a FIFO, a device such as /dev/zero, or a
 symlink to one is an input error, never a hang or an unbounded read); a file larger than
 :data:`MAX_INPUT_BYTES` is an input error; text must be UTF-8; nesting deeper than the parser's
 recursion limit is an input error. TOML is scanned before ``tomllib`` builds anything

@@ -86,7 +86,8 @@ def _optimus_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
              kind="memory"),
         Case("2", "optimizer state per GPU's SmartNIC (12D/N_p)", 52.5,
              en.offload.bytes_per_device / 1e9, "GB", 0.001, src,
-             "the paper's text says 35 GB, which its own equations do not give (README)"),
+             "the paper's text says 35 GB, which its own equations do not give "
+             "(docs/guide/memory.md)"),
     ]
 
 

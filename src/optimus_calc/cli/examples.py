@@ -1,14 +1,17 @@
-"""The README's examples, generated from the real commands.
+"""The documentation's examples (README.md and docs/**/*.md), generated from the real commands.
 
 A fenced block preceded by ``<!-- example -->`` and opening with ``$ optimus-calc ARGS`` is an
 example: its body is what ``optimus-calc ARGS`` prints (standard output, then standard error),
 run in-process from the repository root with a 120-column terminal, trailing blanks removed.
+A block opening with ``$ cat FILE`` shows that file of the repository (an input an example reads).
 Options select the output lines shown (``...`` stands where lines were left out), separated by
 ``;``: ``lines=1-12,20-25`` (1-based ranges), ``head=N``, ``tail=N``, ``from=TEXT`` (from the first
-line containing TEXT to the end), ``match=REGEX`` (the lines the regular expression finds).
+line containing TEXT to the end), ``match=REGEX`` (the lines the regular expression finds); and
+``columns=N`` runs the command at an N-column terminal instead of 120.
 
-``python -m optimus_calc.cli.examples README.md`` rewrites every example; the test suite fails when
-one differs from what its command prints now (tests/test_docs.py).
+``python -m optimus_calc.cli.examples`` rewrites every example of README.md and docs/ (or of the
+files named); the test suite fails when one differs from what its command prints now
+(tests/test_docs.py).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pathlib import Path
 
 MARK = re.compile(r"^<!-- example(?::\s*(?P<opts>.*?))?\s*-->\s*$")
 PROMPT = "$ optimus-calc "
+CAT = "$ cat "
 WIDTH = "120"
 ELLIPSIS = "..."
 
@@ -34,14 +38,16 @@ class Example:
     end: int            # index of the closing fence line
     args: tuple[str, ...]
     opts: tuple[tuple[str, str], ...]  # (key, value) output selections; () = every line
-    body: tuple[str, ...]  # the lines between the fences as the README has them
+    body: tuple[str, ...]  # the lines between the fences as the page has them
+    program: str = "optimus-calc"  # or "cat": the block shows a file
 
     @property
     def command(self) -> str:
-        return PROMPT + shlex.join(self.args)
+        return f"$ {self.program} " + shlex.join(self.args)
 
 
-KEYS = ("lines", "head", "tail", "from", "match")
+KEYS = ("lines", "head", "tail", "from", "match", "columns")
+SELECTIONS = KEYS[:-1]
 
 
 def _options(opts: str | None) -> tuple[tuple[str, str], ...]:
@@ -58,6 +64,7 @@ def _options(opts: str | None) -> tuple[tuple[str, str], ...]:
 
 def _kept(opts: tuple[tuple[str, str], ...], output: list[str]) -> list[int]:
     """0-based indices of the output lines the options keep (all when there are none)."""
+    opts = tuple((k, v) for k, v in opts if k in SELECTIONS)
     if not opts:
         return list(range(len(output)))
     keep: set[int] = set()
@@ -81,7 +88,7 @@ def _kept(opts: tuple[tuple[str, str], ...], output: list[str]) -> list[int]:
 
 
 def find(text: str) -> list[Example]:
-    """Every marked example of ``text`` (a README)."""
+    """Every marked example of ``text`` (a Markdown page)."""
     lines = text.split("\n")
     found = []
     for i, line in enumerate(lines):
@@ -89,22 +96,24 @@ def find(text: str) -> list[Example]:
         if not m:
             continue
         if i + 2 >= len(lines) or not lines[i + 1].startswith("```") \
-                or not lines[i + 2].startswith(PROMPT):
-            raise ValueError(f"README line {i + 1}: an example marker must precede a fenced "
-                             f"block opening with '{PROMPT.strip()} ...'")
+                or not lines[i + 2].startswith((PROMPT, CAT)):
+            raise ValueError(f"line {i + 1}: an example marker must precede a fenced block "
+                             f"opening with '{PROMPT.strip()} ...' or '{CAT.strip()} FILE'")
         end = next(j for j in range(i + 2, len(lines)) if lines[j].startswith("```"))
-        args = tuple(shlex.split(lines[i + 2][len(PROMPT):]))
+        prompt = PROMPT if lines[i + 2].startswith(PROMPT) else CAT
+        args = tuple(shlex.split(lines[i + 2][len(prompt):]))
         found.append(Example(start=i + 1, end=end, args=args, opts=_options(m.group("opts")),
-                             body=tuple(lines[i + 2:end])))
+                             body=tuple(lines[i + 2:end]), program=prompt.split()[1]))
     return found
 
 
-def run(args: tuple[str, ...]) -> list[str]:
-    """What ``optimus-calc ARGS`` prints (stdout, then stderr), as lines without trailing blanks."""
+def run(args: tuple[str, ...], width: str = WIDTH) -> list[str]:
+    """What ``optimus-calc ARGS`` prints (stdout, then stderr), as lines without trailing blanks,
+    at a ``width``-column terminal."""
     from optimus_calc.cli.main import main
     out, err = io.StringIO(), io.StringIO()
     old = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = WIDTH
+    os.environ["COLUMNS"] = width
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
@@ -120,6 +129,14 @@ def run(args: tuple[str, ...]) -> list[str]:
     return [line.rstrip() for line in text.rstrip("\n").split("\n")]
 
 
+def output(ex: Example) -> list[str]:
+    """What the example shows: the command's output, or the file's text for ``$ cat FILE``."""
+    if ex.program == "cat":
+        text = Path(*ex.args).read_text()
+        return [line.rstrip() for line in text.rstrip("\n").split("\n")]
+    return run(ex.args, dict(ex.opts).get("columns", WIDTH))
+
+
 def render(ex: Example, output: list[str]) -> list[str]:
     """The block's body: the command line, then the kept output lines."""
     body, last = [ex.command], -1
@@ -128,7 +145,7 @@ def render(ex: Example, output: list[str]) -> list[str]:
             body.append(ELLIPSIS)
         body.append(output[i])
         last = i
-    if ex.opts and last < len(output) - 1:
+    if any(k in SELECTIONS for k, _ in ex.opts) and last < len(output) - 1:
         body.append(ELLIPSIS)
     return body
 
@@ -139,21 +156,33 @@ def regenerate(text: str) -> tuple[str, list[Example]]:
     lines = text.split("\n")
     changed = []
     for ex in reversed(find(text)):
-        body = render(ex, run(ex.args))
+        body = render(ex, output(ex))
         if tuple(body) != ex.body:
             changed.append(ex)
             lines[ex.start + 1:ex.end] = body
     return "\n".join(lines), changed[::-1]
 
 
+def root() -> Path:
+    """The repository root: examples run from there."""
+    return Path(__file__).resolve().parents[3]
+
+
+def pages(base: Path) -> list[Path]:
+    """Every page whose examples are generated: README.md, then docs/**/*.md."""
+    return [base / "README.md", *sorted((base / "docs").rglob("*.md"))]
+
+
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a developer's tool
-    path = Path((argv or sys.argv[1:] or ["README.md"])[0])
-    root = path.resolve().parent
-    os.chdir(root)  # example paths are relative to the repository root
-    new, changed = regenerate(path.read_text())
-    path.write_text(new)
-    for ex in changed:
-        print(f"updated: {ex.command}")
+    """Regenerate the examples of the pages named (default: README.md and docs/**/*.md)."""
+    named = [Path(a).resolve() for a in (sys.argv[1:] if argv is None else argv)]
+    base = root()
+    os.chdir(base)  # example paths are relative to the repository root
+    for path in named or pages(base):
+        new, changed = regenerate(path.read_text())
+        path.write_text(new)
+        for ex in changed:
+            print(f"updated: {path.relative_to(base)}: {ex.command}")
     return 0
 
 

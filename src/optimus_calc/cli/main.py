@@ -158,6 +158,31 @@ def cli(ctx: click.Context, catalog_dirs: tuple[str, ...], debug: bool) -> None:
     ctx.obj = App(catalog_dirs, debug)
 
 
+def _no_command(args: list[str]) -> bool:
+    """True when the arguments hold no command, no --help and no --version (only global
+    options, or nothing: the first thing a newcomer types)."""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--debug" or a.startswith("--catalog-dir="):
+            i += 1
+        elif a == "--catalog-dir":
+            i += 2
+        else:
+            return False
+    return True
+
+
+def _usage() -> None:
+    """The usage and the command list, readable (exit status 2: a command is required)."""
+    ctx = click.Context(cli, info_name="optimus-calc",
+                        help_option_names=["-h", "--help"])
+    click.echo(cli.get_help(ctx), err=True)
+    click.echo("\nStart with: optimus-calc plan llama70b --nodes 2 "
+               "(optimus-calc COMMAND --help for a command's options)", err=True)
+    _fail("no command given; name one of the commands above", 2)
+
+
 def _fail(message: str, code: int) -> None:
     first = " ".join(str(message).split())
     click.echo(f"error: {first}", err=True)
@@ -172,6 +197,8 @@ def main(argv: list[str] | None = None) -> None:
     loaders = sys.modules.get("optimus_calc.loaders")
     if loaders is not None:
         loaders.reset_inputs()
+    if _no_command(args):
+        _usage()
     try:
         cli.main(args=args, prog_name="optimus-calc", standalone_mode=False)
     except click.exceptions.Exit as exc:
