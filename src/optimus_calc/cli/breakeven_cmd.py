@@ -181,8 +181,12 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
                    if p.key not in seen and not isinstance(p, Joint)]
         sens = (chosen, B.sensitivity(chosen, params))
     swept = _sweep(chosen, sweep, entry)
-    emit(breakeven_document(inp, g, results, ref, sens, single=entry is not None, card=card,
-                            saved=save_card, planned=not pinned, sweep=swept), fmt, output)
+    doc = breakeven_document(inp, g, results, ref, sens, single=entry is not None, card=card,
+                             saved=save_card, planned=not pinned, sweep=swept)
+    if fmt == "html":
+        from optimus_calc.report.html_parts import assumption_rows, with_html
+        doc = with_html(doc, kind="breakeven", assumptions=assumption_rows(inp.assumptions))
+    emit(doc, fmt, output)
 
 
 def _device_for(cat, device: str | None, kw: dict):
