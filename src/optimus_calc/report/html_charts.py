@@ -49,6 +49,9 @@ def _svg(fig, plt, label: str) -> str:
     plt.close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg"):]
+    # no RDF metadata: its namespace URLs would be the page's only addresses
+    text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, flags=re.S)
+    text = re.sub(r'\s+xmlns:(dc|cc|rdf)="[^"]*"', "", text)
     text = re.sub(r'<svg ([^>]*?)width="[^"]*" height="[^"]*"',
                   r'<svg \1role="img" aria-label="' + _attr(label) + '"', text, count=1)
     return text
