@@ -294,3 +294,17 @@ def test_an_output_name_with_markup_is_text(tmp_path):
     assert list(page.iter("img")) == []
     import shlex
     assert text_of(page.find(".//pre[@id='command']")).endswith(shlex.join(["-o", str(name)]))
+
+
+@pytest.mark.parametrize("argv", [
+    ["catalog", "list"], ["explain"],
+    ["explain", "--all", "llama70b", "--nodes", "1", "--tp", "8"],
+    ["nics", "llama70b", "--nodes", "1"],
+    ["optimizer-step", "--params", "70e9", "--device", "epyc-7742"],
+    ["sweep", "--models", "llama-2-7b", "--nodes", "1,2"]])
+def test_every_other_command_writes_a_generic_page(tmp_path, argv):
+    # --format is shared: a command without a page of its own writes its tables and notes
+    page = tmp_path / "p.html"
+    assert run_main(*argv, "--format", "html", "-o", page) == 0
+    doc = parse(page.read_text())
+    assert list(doc.iter("table")) and [s.get("src") for s in doc.iter("script")] == [None]

@@ -127,13 +127,19 @@ def _kind(doc: Document) -> str:
 
 
 def _layout_line(d: dict) -> str:
+    """"TP 4 · PP 1 · DP 4 · ZeRO-3 · offload cpu · ..." of a layout's data ("" without one)."""
+    if not all(k in d for k in ("tp", "pp", "dp")):
+        return ""
     s = f"TP {d['tp']} · PP {d['pp']} · DP {d['dp']}"
     for k in ("cp", "ep"):
-        if d.get(k, 1) > 1:
+        if (d.get(k) or 1) > 1:
             s += f" · {k.upper()} {d[k]}"
-    if d.get("interleave", 1) > 1:
+    if (d.get("interleave") or 1) > 1:
         s += f" · interleave {d['interleave']}"
-    s += f" · ZeRO-{d['zero']} · offload {d['offload']}"
+    if "zero" in d:
+        s += f" · ZeRO-{d['zero']}"
+    if "offload" in d:
+        s += f" · offload {d['offload']}"
     if d.get("smartnic"):
         s += f" ({d['smartnic']})"
     if "micro_batch" in d:
@@ -200,7 +206,10 @@ def page_context(doc: Document) -> dict[str, Any]:
                   for r, n in (doc.data.get("framework_rejections") or {}).items()]
     eqs = h.get("equations") or []
     return {
-        "title": doc.title, "kind": kind, "header": doc.header, "notes": doc.notes,
+        "title": doc.title, "kind": kind, "header": doc.header,
+        # a rejection has its own table on the page: its note would say it twice
+        "notes": [n for n in doc.notes if not (
+            n.strip().startswith("rejected") and any(r["reason"] in n for r in rejections))],
         "cards": cards(doc.data, kind) if kind in ("plan", "step", "memory") else [],
         "basis": _basis(doc.data, kind),
         "recommended": rec, "layout_line": _layout_line(rec) if rec else (
