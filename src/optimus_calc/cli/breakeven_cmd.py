@@ -183,10 +183,15 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
     swept = _sweep(chosen, sweep, entry)
     doc = breakeven_document(inp, g, results, ref, sens, single=entry is not None, card=card,
                              saved=save_card, planned=not pinned, sweep=swept)
-    if fmt == "html":
-        from optimus_calc.report.html_parts import assumption_rows, with_html
-        doc = with_html(doc, kind="breakeven", assumptions=assumption_rows(inp.assumptions))
-    emit(doc, fmt, output)
+    emit(_page(doc, fmt, inp), fmt, output)
+
+
+def _page(doc, fmt: str, inp):
+    """With --format html, the page also lists the named assumptions and their sources."""
+    if fmt != "html":
+        return doc
+    from optimus_calc.report.html_parts import assumption_rows, with_html
+    return with_html(doc, kind="breakeven", assumptions=assumption_rows(inp.assumptions))
 
 
 def _device_for(cat, device: str | None, kw: dict):
