@@ -106,6 +106,11 @@ def test_plan_headline_equals_json(pages):
     assert text_of(cards["MFU"].find("div[@class='value']/span")) == f"{rec['mfu']:.1%}"
     assert text_of(cards["GPU memory"].find("div[@class='value']/span")) == \
         f"{rec['gpu_memory_bytes'] / GB:,.1f}"
+    # the recommended layout's step and memory parts (as `step` and `memory` print them)
+    assert close(float(cells(rows_of(doc, "step-0")[-1])["s"].get("data-sort")),
+                 rec["step_time_s"])
+    total = next(r for r in rows_of(doc, "mem-0") if text_of(r[0]) == "total")
+    assert close(float(cells(total)["value"].get("data-sort")), rec["gpu_memory_bytes"] / GB)
     lead = next(e for e in doc.iter("strong") if e.get("class") == "layout")
     assert text_of(lead).startswith(f"TP {rec['tp']} · PP {rec['pp']} · DP {rec['dp']}")
 

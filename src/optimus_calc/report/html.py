@@ -35,9 +35,11 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def table_view(table: Table, ident: str, sortable: bool | None = None) -> dict[str, Any]:
+def table_view(table: Table, ident: str, sortable: bool | None = None,
+               caption: str = "") -> dict[str, Any]:
     """A Document table as the template draws it: headers, and per cell the table format's
-    text, whether it is a number (right-aligned) and its raw value to sort by."""
+    text, whether it is a number (right-aligned) and its raw value to sort by. ``caption``
+    names a table that has no title of its own."""
     cols = [{"key": c.key, "header": c.header, "right": c.align == "right"}
             for c in table.columns]
     rows = []
@@ -51,7 +53,7 @@ def table_view(table: Table, ident: str, sortable: bool | None = None) -> dict[s
         rows.append(cells)
     if sortable is None:
         sortable = len(rows) > 2
-    return {"id": ident, "title": table.title, "columns": cols, "rows": rows,
+    return {"id": ident, "title": table.title or caption, "columns": cols, "rows": rows,
             "sortable": sortable, "wide": len(cols) > 12}
 
 
@@ -199,7 +201,8 @@ def page_context(doc: Document) -> dict[str, Any]:
     # sortable: the plan's layouts and the rows of compare and breakeven; a breakdown that
     # ends in its total (step, memory) keeps its order
     tables = [table_view(t, f"t{i}", sortable=(i == 0 if kind == "plan" else
-                                               kind not in ("step", "memory") and None))
+                                               kind not in ("step", "memory") and None),
+                         caption=doc.title.split("\n")[0] if i == 0 else "")
               for i, t in enumerate(doc.tables)]
     rec = doc.data.get("recommended") if kind == "plan" else None
     rejections = [{"reason": r, "count": f"{n:,}", "sort": repr(float(n))}
