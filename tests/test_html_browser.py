@@ -194,3 +194,27 @@ def test_readable_on_a_phone(pages, name):
         assert width <= inner, (width, inner)
     finally:
         driver.quit()
+
+
+def test_printed_page(pages):
+    """Print media (the stylesheet asks for A4 landscape, about 1,030 CSS px of text): the
+    navigation and buttons are gone, every fold opens, no table runs off the page."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    driver = webdriver.Chrome(service=Service(DRIVER), options=_options(1030, 900))
+    try:
+        open_page(driver, pages["plan"][0])
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+        driver.execute_script("window.dispatchEvent(new Event('beforeprint'))")
+        hidden = driver.execute_script(
+            "return ['header.top nav', '.foldall', 'button.copy'].map("
+            "s => getComputedStyle(document.querySelector(s)).display)")
+        assert hidden == ["none"] * 3
+        assert driver.execute_script(
+            "return Array.from(document.querySelectorAll('details')).every(d => d.open)")
+        wide = driver.execute_script(
+            "return Array.from(document.querySelectorAll('table')).filter("
+            "t => t.getBoundingClientRect().right > innerWidth + 1).map(t => t.id)")
+        assert wide == []
+    finally:
+        driver.quit()
