@@ -176,11 +176,11 @@ def _charts(doc: Document, kind: str, mem: Document | None, step: Document | Non
         out["memory"] = C.memory_chart(mem.data["per_gpu"])
     if step is not None and isinstance(step.data.get("breakdown"), dict):
         out["step"] = C.step_chart(step.data)
-    if kind == "compare" and doc.data.get("strategies"):
-        out["compare"] = C.plot_chart("compare", doc.data,
-                                      "GPU memory per offload strategy, stacked by part")
-    if kind == "breakeven" and doc.plot in ("sensitivity", "batch_sweep"):
-        out["breakeven"] = C.plot_chart(doc.plot, doc.data, doc.title)
+    from optimus_calc.report.plots import KINDS
+    if kind not in ("plan", "step", "memory") and doc.plot in KINDS:
+        # the command's --plot chart (compare: GPU memory per offload strategy; sweep, comm;
+        # breakeven with --sensitivity or --sweep)
+        out[doc.plot] = C.plot_chart(doc.plot, doc.data, doc.title.split("\n")[0])
     return out
 
 
@@ -208,7 +208,7 @@ def page_context(doc: Document) -> dict[str, Any]:
     rejections = [{"reason": r, "count": f"{n:,}", "sort": repr(float(n))}
                   for r, n in (doc.data.get("framework_rejections") or {}).items()]
     eqs = h.get("equations") or []
-    return {
+    ctx = {
         "title": doc.title, "kind": kind, "header": doc.header,
         # a rejection has its own table on the page: its note would say it twice
         "notes": [n for n in doc.notes if not (
@@ -231,6 +231,10 @@ def page_context(doc: Document) -> dict[str, Any]:
         "exports": h.get("exports") or {},
         "command": h.get("command", ""), "version": h.get("version", ""),
     }
+    ctx["has_answer"] = bool(kind == "plan" or ctx["layout_line"] or ctx["cards"]
+                             or ctx["fits"] is not None or ctx["notes"])
+    ctx["has_question"] = bool(ctx["header"] or ctx["assumptions"])
+    return ctx
 
 
 def render_html(doc: Document) -> str:
