@@ -227,14 +227,20 @@ def test_plan_equations_are_the_recommended_layouts(pages, tmp_path):
     assert close(eqs[("memory", "memory.gpu_total_bytes", "")], rec["gpu_memory_bytes"])
     assert close(eqs[("composition", "step.tokens_per_s", "")], rec["tokens_per_s"])
     # the same equations `explain --all` lists for that layout under that framework's physics
-    js = tmp_path / "explain.json"
-    assert run_main("explain", "--all", "llama70b", "--nodes", "2", "--tp", rec["tp"],
-                    "--pp", rec["pp"], "--dp", rec["dp"], "--zero", rec["zero"], "--offload",
-                    rec["offload"], "--micro-batch", rec["micro_batch"], "--recompute",
-                    rec["recompute"], "--framework", rec["framework"], "--format", "json",
-                    "-o", js) == 0
     import json
+    layout = ["llama70b", "--nodes", "2", "--tp", rec["tp"], "--pp", rec["pp"], "--dp",
+              rec["dp"], "--zero", rec["zero"], "--offload", rec["offload"], "--micro-batch",
+              rec["micro_batch"], "--recompute", rec["recompute"], "--framework",
+              rec["framework"], "--format", "json", "-o"]
+    js = tmp_path / "explain.json"
+    assert run_main("explain", "--all", *layout, js) == 0
     listed = json.loads(js.read_text())["equations"]
+    # the page's step part is `optimus-calc step` of that layout, row by row
+    assert run_main("step", *layout, tmp_path / "step.json") == 0
+    step = json.loads((tmp_path / "step.json").read_text())
+    from optimus_calc.report.step_view import BREAKDOWN
+    assert [float(cells(r)["s"].get("data-sort")) for r in rows_of(doc, "step-0")] == \
+        [step[k] for k, _, _ in BREAKDOWN] + [step["step_time_s"]]
     assert len(eqs) == len(listed)
     for e in listed:
         assert close(eqs[(e["stage"], e["name"], e["scope"])], e["result"]), e["name"]
