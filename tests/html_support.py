@@ -10,7 +10,7 @@ from optimus_calc.cli.main import main
 PAGES = {
     "plan": ["plan", "llama70b", "--nodes", "2"],
     "step": ["step", "llama70b", "--nodes", "2", "--tp", "8", "--pp", "2", "--zero", "1",
-             "--tokens", "2e12", "--gpu-hour-price", "2"],
+             "--tokens", "2e12", "--gpu-hour-price", "2", "--assume", "hbm_efficiency=0.85"],
     "memory": ["memory", "llama70b", "--nodes", "2", "--tp", "4", "--pp", "2",
                "--zero", "1", "--offload", "cpu"],
     "compare": ["compare", "llama70b", "--nodes", "2"],

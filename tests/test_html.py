@@ -319,3 +319,23 @@ def test_every_other_command_writes_a_generic_page(tmp_path, argv):
     assert run_main(*argv, "--format", "html", "-o", page) == 0
     doc = parse(page.read_text())
     assert list(doc.iter("table")) and [s.get("src") for s in doc.iter("script")] == [None]
+
+
+def test_plan_assumptions_are_the_jsons(pages):
+    doc, data = tree(pages, "plan"), pages["plan"][1]
+    used = data["assumed"]["assumptions"]
+    rows = rows_of(doc, "assumptions-table")
+    assert len(rows) == len(used) == 45
+    for r in rows:
+        name = text_of(r[0])
+        assert text_of(r[1]) == f"{used[name]:g}", name  # nothing given with --assume here
+        assert text_of(r[3]), name  # its source or meaning
+
+
+def test_a_given_assumption_is_tagged(pages):
+    doc, data = tree(pages, "step"), pages["step"][1]
+    rows = {text_of(r[0]): r for r in rows_of(doc, "assumptions-table")}
+    assert text_of(rows["hbm_efficiency"][1]) == "0.85 given" == \
+        f"{data['assumptions']['hbm_efficiency']:g} given"
+    assert text_of(rows["hbm_efficiency"][2]) == "0.9"  # the default (specs/training.py)
+    assert [n for n, r in rows.items() if r.get("class") == "changed"] == ["hbm_efficiency"]
