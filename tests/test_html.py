@@ -337,5 +337,5 @@ def test_a_given_assumption_is_tagged(pages):
     rows = {text_of(r[0]): r for r in rows_of(doc, "assumptions-table")}
     assert text_of(rows["hbm_efficiency"][1]) == "0.85 given" == \
         f"{data['assumptions']['hbm_efficiency']:g} given"
-    assert text_of(rows["hbm_efficiency"][2]) == "0.9"  # the default (specs/training.py)
+    assert text_of(rows["hbm_efficiency"][2]) == "0.9"  # the default (specs/assumptions.py)
     assert [n for n, r in rows.items() if r.get("class") == "changed"] == ["hbm_efficiency"]
