@@ -64,7 +64,9 @@ def test_every_format_renders():
     assert head == "a,b" and float(row.split(",")[0]) == 2.25 and row.split(",")[1] == "nvme"
     assert out[Format.TABLE].startswith("t\n") and "2.2" in out[Format.TABLE] \
         and "nvme" in out[Format.TABLE]
-    assert len(out) == len(Format) == 3
+    assert out[Format.HTML].startswith("<!DOCTYPE html>") and ">2.2<" in out[Format.HTML] \
+        and ">nvme<" in out[Format.HTML]
+    assert len(out) == len(Format) == 4
 
 
 # ---- Offload --------------------------------------------------------------------------------

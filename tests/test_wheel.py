@@ -34,6 +34,9 @@ def test_wheel_contains_catalog(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "optimus_calc/hardware_catalog/gpus/nvidia.toml" in names
     assert any(n.startswith("optimus_calc/hardware_catalog/models/") for n in names)
+    # the HTML page's template, style and script (report/html.py loads them as package data)
+    for part in ("page.html.j2", "page.css", "page.js"):
+        assert f"optimus_calc/report/templates/{part}" in names
 
 
 def test_installed_wheel_lists_catalog_from_tmp(wheel, tmp_path):
@@ -48,3 +51,18 @@ def test_installed_wheel_lists_catalog_from_tmp(wheel, tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "dgx-a100" in p.stdout and "xe8545" in p.stdout
+
+
+def test_installed_wheel_writes_an_html_page(wheel, tmp_path):
+    # the template is found as package data of an installed (not editable) copy
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(target), str(wheel)], check=True, capture_output=True)
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    code = ("import optimus_calc, sys; assert optimus_calc.__file__.startswith(sys.argv[1]), "
+            "optimus_calc.__file__; from optimus_calc.cli.main import main; "
+            "main(['memory', 'llama70b', '--nodes', '1', '--tp', '8', '--format', 'html'])")
+    p = subprocess.run([sys.executable, "-c", code, str(target)], cwd="/tmp", env=env,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("<!DOCTYPE html>") and "memory: llama-3-70b" in p.stdout

@@ -181,8 +181,17 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
                    if p.key not in seen and not isinstance(p, Joint)]
         sens = (chosen, B.sensitivity(chosen, params))
     swept = _sweep(chosen, sweep, entry)
-    emit(breakeven_document(inp, g, results, ref, sens, single=entry is not None, card=card,
-                            saved=save_card, planned=not pinned, sweep=swept), fmt, output)
+    doc = breakeven_document(inp, g, results, ref, sens, single=entry is not None, card=card,
+                             saved=save_card, planned=not pinned, sweep=swept)
+    emit(_page(doc, fmt, inp), fmt, output)
+
+
+def _page(doc, fmt: str, inp):
+    """With --format html, the page also lists the named assumptions and their sources."""
+    if fmt != "html":
+        return doc
+    from optimus_calc.report.html_parts import assumption_rows, with_html
+    return with_html(doc, kind="breakeven", assumptions=assumption_rows(inp.assumptions))
 
 
 def _device_for(cat, device: str | None, kw: dict):

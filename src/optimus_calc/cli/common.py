@@ -82,6 +82,8 @@ def emit(doc: Document, fmt: str, output: str | None) -> None:
     ctx = click.get_current_context(silent=True)
     meta = ctx.meta.get(_META, {}) if ctx is not None else {}
     doc = with_profile(doc, ctx)
+    if fmt == Format.HTML.value:
+        doc = with_command(doc)
     text = render(doc, Format(fmt), width=terminal_width(),
                   csv_options=meta.get("csv", CsvOptions()))
     if meta.get("plot"):
@@ -94,6 +96,16 @@ def emit(doc: Document, fmt: str, output: str | None) -> None:
         write_stdout(text)
         return
     write_file(output, text)
+
+
+def with_command(doc: Document) -> Document:
+    """The command line that reproduces an HTML page, and the version that drew it."""
+    import shlex
+
+    from optimus_calc import __version__
+    from optimus_calc.cli.main import ARGS
+    from optimus_calc.report.html_parts import with_html
+    return with_html(doc, command=shlex.join(["optimus-calc", *ARGS]), version=__version__)
 
 
 def with_profile(doc: Document, ctx: click.Context | None) -> Document:

@@ -38,4 +38,8 @@ def compare(ctx, model: str, fmt: str, output: str | None, **kw) -> None:
     if src("recompute") == ParameterSource.DEFAULT:
         kw["recompute"] = Recompute.SELECTIVE.value
     inp = build_inputs(cat, model, dict(kw, offload="none"))
-    emit(compare_document(run_compare(cat, inp), kw.get("train")), fmt, output)
+    doc = compare_document(run_compare(cat, inp), kw.get("train"))
+    if fmt == "html":
+        from optimus_calc.report.html_parts import assumption_rows, with_html
+        doc = with_html(doc, kind="compare", assumptions=assumption_rows(inp.assumptions))
+    emit(doc, fmt, output)

@@ -189,8 +189,12 @@ def _fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
+ARGS: list[str] = []  # this run's arguments: the command an HTML page says reproduces it
+
+
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    ARGS[:] = args
     debug = "--debug" in args
     # -o may not overwrite a file this run reads: forget the previous in-process run's inputs.
     # A fresh process has read nothing, and --help/--version must not import the loader.

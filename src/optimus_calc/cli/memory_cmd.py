@@ -25,4 +25,8 @@ def memory(app, model: str, fmt: str, output: str | None, gib: bool, **kw) -> No
 
     inp = build_inputs(app.catalog, model, kw)
     est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
-    emit(memory_document(inp, est, binary=gib), fmt, output)
+    doc = memory_document(inp, est, binary=gib)
+    if fmt == "html":
+        from optimus_calc.report.html_parts import layout_parts, with_html
+        doc = with_html(doc, kind="memory", **layout_parts(inp, memory=False, step=False))
+    emit(doc, fmt, output)

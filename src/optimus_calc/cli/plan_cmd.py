@@ -47,7 +47,11 @@ def plan_cmd(app, model, objective, top, export, fmt, output, **kw) -> None:
         else:
             write_stdout(text)
         return
-    emit(V.plan_document(res, si, kw.get("train")), fmt, output)
+    doc = V.plan_document(res, si, kw.get("train"))
+    if fmt == "html":  # the page also shows the recommended layout's parts (report/html_parts)
+        from optimus_calc.report.html_parts import plan_parts, with_html
+        doc = with_html(doc, **plan_parts(res, si, kw.get("train")))
+    emit(doc, fmt, output)
 
 
 # the single-layout options whose presence means "size this layout" rather than the plan's

@@ -24,7 +24,11 @@ def step(app, model: str, fmt: str, output: str | None, **kw) -> None:
 
     inp = build_inputs(app.catalog, model, kw)
     mem, st = step_of(inp, model)
-    emit(step_document(inp, mem, st, kw.get("train")), fmt, output)
+    doc = step_document(inp, mem, st, kw.get("train"))
+    if fmt == "html":
+        from optimus_calc.report.html_parts import layout_parts, with_html
+        doc = with_html(doc, kind="step", **layout_parts(inp, kw.get("train"), step=False))
+    emit(doc, fmt, output)
 
 
 @click.command("optimizer-step")

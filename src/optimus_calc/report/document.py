@@ -36,3 +36,6 @@ class Document:
     csv_table: int = 0  # which table is the CSV output
     csv: Table | None = None  # a CSV-only table (wider than the terminal view); overrides csv_table
     plot: str = ""  # which picture `--plot FILE` draws from `data` (report.plots), "" for none
+    # what only `--format html` shows (report/html.py): the page kind, the Documents of the parts
+    # it embeds, the equations, the exports, the command; never in the JSON, CSV or table
+    html: dict[str, Any] = field(default_factory=dict)

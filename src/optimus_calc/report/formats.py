@@ -1,4 +1,5 @@
-"""Render a Document as a rich table, JSON or CSV. One interface, chosen by the Format Enum.
+"""Render a Document as a rich table, JSON, CSV or a self-contained HTML page (report/html.py).
+One interface, chosen by the Format Enum.
 
 CSV is written for spreadsheets (issue 13): one type per column (integers for bytes, parameter
 counts and other counts, fixed decimals for every other number, ``TRUE``/``FALSE``), list cells
@@ -14,11 +15,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import re
 from enum import Enum
 from typing import Any, assert_never
 
+from optimus_calc.report.cells import _cell_text, _clean, _finite
 from optimus_calc.report.document import Column, Document
 from optimus_calc.record import record
 
@@ -32,6 +33,7 @@ class Format(str, Enum):
     TABLE = "table"
     JSON = "json"
     CSV = "csv"
+    HTML = "html"
 
 
 @record
@@ -58,21 +60,6 @@ def safe_text(text: str, keep_newlines: bool = True) -> str:
     ``\\xNN`` / ``\\uNNNN`` escapes, so catalog text cannot drive the terminal. One regular
     expression pass (a table renders some 75 cells and lines)."""
     return (_UNSAFE if keep_newlines else _UNSAFE_NL).sub(_escape, str(text))
-
-
-def _clean(value: Any) -> Any:
-    """JSON-safe: no NaN/inf ever reaches the output (they would be a silent wrong number)."""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"non-finite value {value!r} in output")
-        return value
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if isinstance(value, Enum):
-        return value.value
-    return value
 
 
 def render_json(doc: Document) -> str:
@@ -115,12 +102,6 @@ def column_kind(key: str, values: list[Any]) -> str:
             return "int"
         return "float"
     return "text"
-
-
-def _finite(value: float) -> float:
-    if not math.isfinite(value):
-        raise ValueError(f"non-finite value {value!r} in output")
-    return value
 
 
 def _number(value: Any, key: str, kind: str, opts: CsvOptions) -> str:
@@ -187,24 +168,6 @@ def render_csv(doc: Document, opts: CsvOptions = CsvOptions()) -> str:
 
 
 # -------------------------------------------------------------------------------------- table
-
-def _cell_text(value: Any, fmt: str) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, Enum):
-        return str(value.value)
-    if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value)
-    if isinstance(value, float):
-        _finite(value)
-    if fmt and isinstance(value, (int, float)):
-        return format(value, fmt)
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
 
 def render_table(doc: Document, width: int = DEFAULT_WIDTH) -> str:
     """Rich table at ``width`` columns; under :data:`COMPACT_WIDTH` the columns marked
@@ -296,5 +259,8 @@ def render(doc: Document, fmt: Format, width: int = DEFAULT_WIDTH,
             return render_csv(doc, csv_options)
         case Format.JSON:
             return render_json(doc)
+        case Format.HTML:
+            from optimus_calc.report.html import render_html
+            return render_html(doc)
         case _:
             assert_never(fmt)
