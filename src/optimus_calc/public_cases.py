@@ -54,6 +54,10 @@ SHAPES = {
     # learned positions sized for the 8k runs, assumed)
     "gpt3-1.3b": dict(layers=24, hidden=2048, heads=16, ffn_hidden=8192, vocab=50257,
                       max_position=8192, seq_len=2048),
+    # Shoeybi et al. 2019 (Megatron-LM, arXiv 1909.08053) Table 1, the 1.2B GPT-2 of the
+    # single-GPU baseline: hidden 1536, 16 heads, 40 layers; sequence 1024, vocabulary 51,200
+    "megatron-gpt2-1.2b": dict(layers=40, hidden=1536, heads=16, ffn_hidden=6144, vocab=51200,
+                               max_position=1024, seq_len=1024),
     "gpt3-2.7b": dict(layers=32, hidden=2560, heads=32, ffn_hidden=10240, vocab=50257,
                       max_position=8192, seq_len=2048),
 }
@@ -72,6 +76,9 @@ TT_A100 = (f"torchtitan docs/performance.md, fork will-thompson-k/torchtitan, st
 FA2 = f"Dao 2023, FlashAttention-2 (arXiv 2307.08691) section 4.2 Table 1 ({_FP} 7.1)"
 SO = "seeds/superoffload.md (DeepSpeed blog deepspeed-superoffload)"
 NANO = f"karpathy/nanoGPT README.md efficiency notes ({_FP} 7.5)"
+MEGV1 = ("NVIDIA ADLR blog 'MegatronLM's Supercharged V1.0' (nv-adlr.github.io/MegatronLMV1), "
+         "Table 1")
+MEG19 = "Shoeybi et al. 2019, Megatron-LM (arXiv 1909.08053), abstract"
 
 _MEG = dict(framework="megatron", zero=1)
 _MEG_ASM = "recompute none and the distributed optimizer (Megatron-Bridge recipe defaults)"
@@ -340,7 +347,35 @@ def _offload_and_small() -> list[PublicRow]:
     ]
 
 
+def _v100() -> list[PublicRow]:
+    """V100 (DGX-2H) weak model-parallel scaling of Megatron-LM v1.0, batch 8, iteration time;
+    the 1.2B baseline runs "62.4 teraFLOPs ... 48% of the theoretical peak" on one GPU."""
+    r = PublicRow
+    why = ("model shape not published (the blog's 2.0B/4.2B/8.7B configurations differ from the "
+           "paper's 2.5B/4.2B/8.3B)")
+    return [
+        r(MEGV1, "GPT-2 1.2B on 1 V100 (DGX-2H), batch 8", "shape:megatron-gpt2-1.2b", "dgx-2",
+          1, 1.288, unit="s", gpus_per_node=1, seq=1024, mbs=8, gbs=8, precision="fp16",
+          recompute="full", flash=False, framework="megatron",
+          assumed="activation checkpointing and fp16 as the paper's runs; the DGX-2H's 450 W "
+                  "V100 (peak 130 TFLOP/s by the blog's 48%) runs on the catalog's 125"),
+        r(MEGV1, "GPT-2 2.0B, TP 2 on 2 V100, batch 8", "megatron-gpt2-2.0b", "dgx-2", 1, 1.424,
+          unit="s", why_not=why),
+        r(MEGV1, "GPT-2 4.2B, TP 4 on 4 V100, batch 8", "megatron-gpt2-4.2b", "dgx-2", 1, 1.357,
+          unit="s", why_not=why),
+        r(MEGV1, "GPT-2 8.7B, TP 8 on 8 V100, batch 8", "megatron-gpt2-8.7b", "dgx-2", 1, 1.508,
+          unit="s", why_not=why),
+        r(MEG19, "GPT-2 1.2B on 1 V100, 39 TFLOP/s", "shape:megatron-gpt2-1.2b", "dgx-2", 1, 39,
+          unit="tflops:unhalved", why_not="superseded on the same configuration by the same "
+                                          "authors' v1.0 code (62.4 TFLOP/s, the row above): the "
+                                          "tool models one software level"),
+        r(MEG19, "GPT-2 8.3B, TP 8 x DP 64 on 512 V100, 15.1 PFLOP/s", "megatron-gpt2-8.3b",
+          "dgx-2", 32, 15.1e3 / 512, unit="tflops:unhalved",
+          why_not="superseded by the v1.0 code (as above); batch per GPU not in the abstract"),
+    ]
+
+
 def public_rows() -> list[PublicRow]:
     """Every row, expressible or not, in source order."""
     return _fa2_rows() + _megatron_dense() + _nemo_dense() + _moe() + _torchtitan() \
-        + _offload_and_small()
+        + _offload_and_small() + _v100()

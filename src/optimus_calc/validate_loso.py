@@ -8,8 +8,9 @@ publication: all tables of one benchmark file are one source), the parameters ar
 every other source's rows of the group and the source's rows are predicted with them.
 
 Not refitted (their rows keep the shipped prediction in the LOSO column, and `validate` says
-so): ``fp8_gemm_efficiency`` (evaluate/fp8.py), the Blackwell (B200/GB200) and V100 curves
-(derived, no fit routine), the framework profiles, the memory model (arithmetic, no fit).
+so): ``fp8_gemm_efficiency`` (evaluate/fp8.py), the Blackwell (B200/GB200) curves (derived, no
+fit routine), V100's (derived: one public row, which the curve alone cannot fit), the framework
+profiles, the memory model (arithmetic, no fit).
 
 A row's prediction under parameters theta uses its sensitivity (validate_public.Sensitivity):
 P(theta) = P(shipped) x S(shipped) / S(theta) for rates (tokens/s, TFLOP/s), x S(theta) /
@@ -116,10 +117,13 @@ def loss(rows: list[FitRow], p: dict[str, float], p0: dict[str, float]) -> float
 
 
 def informed(rows: list[FitRow], names: tuple[str, ...]) -> list[str]:
-    """The parameters in ``names`` that ``rows`` depend on."""
+    """The parameters in ``names`` that ``rows`` depend on and can tell apart: one row fixes
+    eta_max alone; W_half needs GEMMs of two sizes."""
+    if len(rows) == 1:
+        return [n for n in names if n == "eta_max"]
     out = []
     for n in names:
-        if n in ("eta_max", "W_half"):
+        if n == "eta_max" or (n == "W_half" and len({round(r.W, -6) for r in rows}) > 1):
             out.append(n)
         elif n == "eta_u" and any(not r.kernel and r.c_a > 0 for r in rows):
             out.append(n)
