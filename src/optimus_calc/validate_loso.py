@@ -73,8 +73,9 @@ class FitRow:
     published: float
     pred0: float        # the shipped prediction
     time_like: bool     # the figure grows with step time (seconds) or with its inverse
-    fitted: bool = True  # enters the fit (16-bit rows); FP8 rows are predicted, never fitted:
-    #                      fp8_gemm_efficiency is not refitted here, so they would bend the curve
+    fitted: bool = True  # enters the fit (16-bit dense rows); FP8 and MoE rows are predicted,
+    #                      never fitted: fp8_gemm_efficiency is not refitted here and the MoE
+    #                      expert GEMMs follow the dense size only approximately (Sensitivity)
 
 
 def shipped_params(gpu, cat=None) -> dict[str, float]:

@@ -43,8 +43,9 @@ def overall(cases: list) -> dict:
 
 NOT_REFIT = ("fp8_gemm_efficiency (FP8 rows are predicted from the refitted 16-bit curve, "
              "never fitted)", "the B200/GB200 and V100 curves (derived, no fit routine)",
-             "the framework profiles and the collective model", "MoE rows' expert GEMMs move "
-             "with the dense curve at the dense GEMM size (approximate)")
+             "the framework profiles and the collective model", "MoE rows are predicted, never "
+             "fitted (their expert GEMMs move with the dense curve at the dense GEMM size, "
+             "approximate)")
 
 
 def _targets(cases) -> list[str]:
