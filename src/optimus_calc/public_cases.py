@@ -290,6 +290,12 @@ def _torchtitan() -> list[PublicRow]:
                      recompute="full",
                      assumed="bf16, micro-batch 1, global batch local 8 x FSDP (not "
                              "published)"))
+    return out + _torchtitan_other()
+
+
+def _torchtitan_other() -> list[PublicRow]:
+    """torchtitan's async-TP benchmark (same Grand Teton hosts), its H200 and A100 rows."""
+    r, out = PublicRow, []
     a70 = dict(model="llama-3-70b", node="grand-teton-h100", nodes=32, tp=8, mbs=16, seq=8192,
                framework="torchtitan", zero=3, recompute="full",
                assumed="seq 8192; compile folded in")
