@@ -368,7 +368,8 @@ if __name__ == "__main__":  # pragma: no cover - the generator of regime_residua
         from optimus_calc.catalog import load
         from optimus_calc.validate_table import accuracy_markdown
         cat = load()
-        text = accuracy_markdown(run_all(cat), not_expressed(cat))
+        cases, fitted = with_loso(run_all(cat, cross_validate=False), cat)
+        text = accuracy_markdown(cases, not_expressed(cat), fitted.full_fit)
         if len(sys.argv) > 2:
             Path(sys.argv[2]).write_text(text, encoding="utf-8")
             print(f"wrote {sys.argv[2]}")

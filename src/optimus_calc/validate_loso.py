@@ -144,7 +144,7 @@ def fit(rows: list[FitRow], p0: dict[str, float], names: tuple[str, ...]) -> dic
     rows = [r for r in rows if r.fitted]
     free = informed(rows, names)
     for n in names:  # a factor the rows cannot tell apart from the curve: the prior, no factor
-        if n.startswith("scale:") and n not in free:
+        if n.startswith("scale:") and n not in free and n in p:
             p[n] = 1.0
     if not rows or not free:
         return p

@@ -64,9 +64,10 @@ def _pct(x: float) -> str:
     return f"{x:.1%}"
 
 
-def accuracy_markdown(cases, missing) -> str:
+def accuracy_markdown(cases, missing, full_fit: dict | None = None) -> str:
     """docs/accuracy.md: overall and per-regime error, in-sample and leave-one-source-out,
-    and the public rows the tool cannot express (``missing``: validate.not_expressed)."""
+    the public rows the tool cannot express (``missing``: validate.not_expressed) and, with
+    ``full_fit`` (validate_loso.LosoResult.full_fit), the parameters refitted on every row."""
     from optimus_calc.validate_loso import FIT_NAMES, GROUPS
     o = overall(cases)
     lines = [
@@ -101,6 +102,18 @@ def accuracy_markdown(cases, missing) -> str:
     for r in by_regime(cases):
         lines.append(f"| {r['regime']} | {r['kind']} | {r['cases']} | {r['refitted']} | "
                      f"{_pct(r['mean_abs_error'])} | {_pct(r['loso_mean_abs_error'])} |")
+    if full_fit:
+        lines += ["", "## Parameters refitted on every row", "",
+                  "What the refit gives with no source held out, starting from the shipped "
+                  "values. The catalog (hardware_catalog/gpus/nvidia.toml) carries the fit "
+                  "made from the 0.2.x values; the step model is linearised around the "
+                  "shipped values (validate_loso.py), so a refit from them moves a little. "
+                  "After a physics change, a larger move is the signal to copy these into "
+                  "the catalog and check that the LOSO error falls.", "",
+                  "| group | " + " | ".join(FIT_NAMES) + " |",
+                  "|---|" + "---:|" * len(FIT_NAMES)]
+        lines += [f"| {g} | " + " | ".join(f"{p[n]:.3g}" if n in p else "-" for n in FIT_NAMES)
+                  + " |" for g, p in full_fit.items()]
     lines += ["", "## Public rows the tool cannot express", "",
               "| source | row | why |", "|---|---|---|"]
     lines += [f"| {s} | {row} | {why} |" for s, row, why in missing]
