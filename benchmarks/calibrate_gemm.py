@@ -9,6 +9,11 @@ is assumed, and gemm_eta_max is fitted (one parameter).
 
 The step model turns each row into step = a + c / eta (src/optimus_calc/gemm_calibration.py);
 the fit minimises the sum of squared relative throughput errors over a grid, refined twice.
+
+Superseded for the catalog's values by src/optimus_calc/validate_loso.py (issue 32): the curve,
+the unfused attention and the fused kernels' end-to-end efficiencies are now fitted together on
+every public 16-bit row of the GPU group and kept only if the leave-one-source-out error falls;
+this script still reproduces the earlier two-table fits.
 """
 
 from __future__ import annotations

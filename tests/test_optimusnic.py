@@ -147,15 +147,16 @@ def test_planner_nics_from_the_pipeline(cat):
 
 def test_sweep_global_batch_breakeven():
     """BlueField-3 on the paper's layout, 8 micro-batches per step: the window grows with the
-    micro-batch (0.79 s at 1, 1.45 s at 2, 2.78 s at 4), the card's pipeline is 1.98 s, so the
-    exposed time is 1.19 s, then 0.52 s, then 0 from global batch 64 on; there the offloaded
+    micro-batch (0.77 s at 1, about 1.4 s at 2, 2.7 s at 4; 0.79, 1.45, 2.78 before the A100
+    curve's leave-one-source-out refit, issue 32), the card's pipeline is 1.98 s, so the
+    exposed time is 1.21 s, then about 0.5 s, then 0 from global batch 64 on; there the offloaded
     step is shorter than the same layout's with the optimizer on the GPU (which would not fit
     memory: ZeRO-3 with the state on the GPU needs 70 GB per GPU before activations)."""
     doc = cli_json("breakeven", *LAYOUT, "--device", "bluefield-3", "--sweep", "global-batch")
     sw = doc["batch_sweep"]
     rows = {r["global_batch"]: r for r in sw["rows"]}
     assert [rows[g]["micro_batches"] for g in (16, 32, 64)] == [8, 8, 8]
-    assert rows[16]["optimizer_exposed_s"] == pytest.approx(1.976 - 0.787, abs=2e-3)
+    assert rows[16]["optimizer_exposed_s"] == pytest.approx(1.976 - 0.768, abs=2e-3)
     assert rows[32]["optimizer_exposed_s"] > 0 and rows[64]["optimizer_exposed_s"] == 0.0
     assert rows[32]["pays_off"] is False and rows[64]["pays_off"] is True
     assert sw["breakeven_global_batch"] == 64

@@ -24,7 +24,7 @@ UNIT_WORDS = {"bytes", "s", "GBps", "Bps", "pct", "params", "flops", "tflops", "
 # validate's and explain's value columns carry their unit in a `unit` column / the equation;
 # breakeven's per-parameter rows too (current, required; ratio is required / current)
 PER_ROW_UNIT = {"published", "predicted", "tolerance", "error", "value", "current", "required",
-                "ratio"}
+                "ratio", "loso", "loso_error"}
 
 
 def _cmd_csv(run, argv, *extra):

@@ -90,9 +90,12 @@ def test_fpga_two_memory_tiers_by_hand(cat):
 
 
 def test_calibration_all_within_tolerance(cat):
-    from optimus_calc.validate import run_all
+    from optimus_calc.validate import PUBLIC_SECTION, run_all
     cases = run_all(cat)
-    bad = [(c.case, c.published, c.predicted) for c in cases if not c.ok]
+    # sections 1-10 (the calibration cases) within their tolerances; section 12 (every public
+    # end-to-end row, issue 32) is reported, in-sample and cross-validated, not held to one
+    bad = [(c.case, c.published, c.predicted) for c in cases
+           if not c.ok and c.section != PUBLIC_SECTION]
     assert not bad
     sec4 = [c for c in cases if c.section == "4"]
     assert len(sec4) == 10 and all(abs(c.error) <= 0.05 for c in sec4)  # issue 11 target
@@ -102,7 +105,11 @@ def test_calibration_all_within_tolerance(cat):
 
 def test_validate_command(run):
     d = run("validate", "--format", "json").json()
-    assert d["ok"] == d["total"] == 52  # sections 1-7, 9 (Megatron-LM H100), 10 (FSDP scale)
+    # sections 1-7, 9 (Megatron-LM H100), 10 (FSDP scale): 52 cases, all within tolerance;
+    # section 12: the public rows of public_cases.py the tool expresses (71 with their memory)
+    early = [c for c in d["cases"] if c["section"] != "12"]
+    assert len(early) == sum(c["ok"] for c in early) == 52
+    assert d["total"] == 52 + 71
     # the overall accuracy is printed: mean and largest |error| over every case
     errs = [abs(c["error"]) for c in d["cases"]]
     assert d["mean_abs_error"] == pytest.approx(sum(errs) / len(errs))

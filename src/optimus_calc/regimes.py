@@ -25,15 +25,29 @@ MEMORY_FIGURES = ("gpu_memory_bytes",)
 TIME_KINDS = ("throughput", "step_time")
 
 
+SEQ_BANDS = ("<=8K", "8K-32K", ">32K")          # tokens per sequence
+SCALE_BANDS = ("1 node", "<=16 nodes", ">16 nodes")
+
+
 @record
 class Regime:
     gpu_family: str    # a100, h100, v100, b200 ... (gpu_family)
     framework: str     # frameworks.Framework value
     offload: str       # specs.training.Offload value
     model_class: str   # dense or moe
+    precision: str = "16-bit"  # 16-bit (bf16 or fp16), fp8, fp32 (precision_class)
+    seq_band: str = "<=8K"     # SEQ_BANDS
+    scale_band: str = "1 node"  # SCALE_BANDS
 
     def __str__(self) -> str:
-        return f"{self.gpu_family} x {self.framework} x offload {self.offload} x {self.model_class}"
+        return (f"{self.gpu_family} x {self.framework} x offload {self.offload} x "
+                f"{self.model_class} x {self.precision} x seq {self.seq_band} x "
+                f"{self.scale_band}")
+
+    @property
+    def key(self) -> tuple:
+        return (self.gpu_family, self.framework, self.offload, self.model_class, self.precision,
+                self.seq_band, self.scale_band)
 
 
 def gpu_family(gpu_name: str) -> str:
@@ -45,14 +59,36 @@ def model_class(model) -> str:
     return "moe" if getattr(model, "experts", 0) else "dense"
 
 
+def precision_class(precision: str) -> str:
+    """fp16 and bf16 run the same 16-bit tensor-core peak: one class."""
+    p = str(getattr(precision, "value", precision))
+    return "16-bit" if p in ("bf16", "fp16") else p
+
+
+def seq_band(seq_len: int) -> str:
+    return SEQ_BANDS[0] if seq_len <= 8192 else SEQ_BANDS[1] if seq_len <= 32768 else SEQ_BANDS[2]
+
+
+def scale_band(nodes: int) -> str:
+    return SCALE_BANDS[0] if nodes <= 1 else SCALE_BANDS[1] if nodes <= 16 else SCALE_BANDS[2]
+
+
+def regime_for(gpu_name: str, framework: str, offload: str, model, precision: str = "bf16",
+               seq_len: int = 2048, nodes: int = 1) -> Regime:
+    """THE regime key: the one place that says which public cases are like a layout (GPU
+    family x framework x offload x dense/MoE x precision x sequence band x scale band)."""
+    return Regime(gpu_family(gpu_name), framework, str(offload), model_class(model),
+                  precision_class(precision), seq_band(seq_len), scale_band(nodes))
+
+
 def regime_of(gpu_name: str, framework: str, offload: str, model) -> Regime:
-    """THE regime key: the one place that says which public cases are like a layout."""
-    return Regime(gpu_family(gpu_name), framework, str(offload), model_class(model))
+    """The coarse key (GPU family x framework x offload x model class) at the default bands."""
+    return regime_for(gpu_name, framework, offload, model)
 
 
 @record
 class ErrorRange:
-    status: str              # "public", "profile" or "unvalidated"
+    status: str              # "public", "profile", "widened" or "unvalidated"
     eps_low: float | None    # step-time-sense residuals (module docstring)
     eps_high: float | None
     count: int
@@ -75,45 +111,83 @@ class ErrorRange:
 
 def _residuals():
     from optimus_calc.regime_residuals import RESIDUALS
-    return RESIDUALS
+    return [_row(r) for r in RESIDUALS]
 
 
-def _match(rows, kinds, keys: set, any_gpu: bool = False):
-    """Residual rows of ``kinds`` whose regime is one of ``keys`` (GPU family ignored with
-    ``any_gpu``)."""
-    if any_gpu:
-        keys = {Regime("*", k.framework, k.offload, k.model_class) for k in keys}
-    return [r for r in rows if r[6] in kinds
-            and Regime("*" if any_gpu else r[2], r[3], r[4], r[5]) in keys]
+def _row(r: tuple) -> tuple:
+    """A residual row in today's layout (KEY, KIND, EPS, LOSO); a table generated before the
+    regime gained precision and bands (8 columns) reads at the default bands, in-sample only."""
+    if len(r) == 8:
+        return (*r[:6], "16-bit", SEQ_BANDS[0], SCALE_BANDS[0], r[6], r[7], None)
+    return r
+
+
+# Residual rows (regime_residuals.py): (section, case, gpu family, framework, offload, model
+# class, precision, seq band, scale band, kind, eps in-sample, eps leave-one-source-out or None)
+KEY = slice(2, 9)
+KIND, EPS, LOSO = 9, 10, 11
+# The order in which a regime is widened when no public case matches it: the scale band
+# first, then the sequence band, the framework, the precision, the model class, the GPU
+WIDEN = (6, 5, 1, 4, 3, 0)
+
+
+def _match(rows, kinds, key: tuple, free=()):
+    """Residual rows of ``kinds`` whose regime equals ``key`` except at the ``free`` positions
+    (indices into Regime.key)."""
+    def k(r):
+        return tuple("*" if i in free else v for i, v in enumerate(r[KEY]))
+    want = tuple("*" if i in free else v for i, v in enumerate(key))
+    return [r for r in rows if r[KIND] in kinds and k(r) == want]
+
+
+def _cv(r) -> float:
+    """A row's cross-validated residual (leave-one-source-out), or in-sample where the row's
+    parameters have no fit (LOSO column None)."""
+    return r[LOSO] if r[LOSO] is not None else r[EPS]
 
 
 def error_range(gpu_name: str, frameworks, offload: str, model, profile=None,
-                memory: bool = False, precision: str = "bf16") -> ErrorRange:
-    """The range of a layout's time figures (or, with ``memory``, its GPU memory): the public
-    cases of its regime (any of the ``frameworks`` that run it), or the profile's leave-one-out
-    error on the GPU the profile was fitted on. FP8 runs have no public case among them (the
-    FP8 GEMM efficiency is fitted on one torchtitan pair, tests/test_fp8.py): unvalidated."""
-    if precision == "fp8":
-        return ErrorRange("unvalidated", None, None, 0,
-                          "no public FP8 case in validate; the FP8 GEMM ratios are fitted "
-                          "per recipe on NeMo / Megatron-Bridge / torchtitan rows "
-                          "(benchmarks/fit_fp8_recipes.py)")
+                memory: bool = False, precision: str = "bf16", seq_len: int = 2048,
+                nodes: int = 1) -> ErrorRange:
+    """The range of a layout's time figures (or, with ``memory``, its GPU memory): the
+    leave-one-source-out residuals of the public cases of its regime (any of the
+    ``frameworks`` that run it), or the profile's leave-one-out error on the GPU the profile
+    was fitted on. With no public case in the regime: "no public case like this", and the
+    range widened to the worst residual of the nearest regime that has cases (WIDEN order)."""
     if (not memory and profile is not None and profile.loo_error_low is not None
             and profile.fitted_on(gpu_name)):
         return ErrorRange("profile", profile.loo_error_low, profile.loo_error_high,
                           profile.runs, f"leave-one-out over the {profile.runs} runs of "
                                         f"profile {profile.path}")
-    names = [str(getattr(f, "value", f)) for f in frameworks]
-    keys = {regime_of(gpu_name, fw, str(offload), model) for fw in names}
-    # memory arithmetic does not depend on the GPU: its cases count on every GPU
-    rows = _match(_residuals(), ("memory",) if memory else TIME_KINDS, keys, any_gpu=memory)
-    where = (f"{'any GPU' if memory else gpu_family(gpu_name)} x "
-             f"{'/'.join(names) or 'no framework'} x offload {offload} x {model_class(model)}")
-    if not rows:
-        return ErrorRange("unvalidated", None, None, 0, f"no public case like this ({where})")
-    eps = [r[7] for r in rows]
-    return ErrorRange("public", min(eps), max(eps), len(rows),
-                      f"{len(rows)} public case{'s' if len(rows) > 1 else ''} like this")
+    names = [str(getattr(f, "value", f)) for f in frameworks] or ["none"]
+    keys = [regime_for(gpu_name, fw, str(offload), model, precision, seq_len, nodes).key
+            for fw in names]
+    kinds = ("memory",) if memory else TIME_KINDS
+    # memory arithmetic does not depend on the GPU, precision class, sequence or scale band
+    base_free = (0, 4, 5, 6) if memory else ()
+    rows = [r for k in keys for r in _match(_residuals(), kinds, k, base_free)]
+    r0 = Regime(*keys[0])
+    where = (f"{'any GPU' if memory else r0.gpu_family} x {'/'.join(names)} x offload "
+             f"{offload} x {r0.model_class}"
+             + ("" if memory else f" x {r0.precision} x seq {r0.seq_band} x {r0.scale_band}"))
+    if rows:  # the prediction itself stays inside its range (0 joins the residuals)
+        eps = [_cv(r) for r in rows] + [0.0]
+        return ErrorRange("public", min(eps), max(eps), len(rows),
+                          f"{len(rows)} public case{'s' if len(rows) > 1 else ''} like this"
+                          + ("" if memory else ", cross-validated"))
+    free = tuple(base_free)
+    for i in WIDEN:
+        if i in free:
+            continue
+        free = free + (i,)
+        near = [r for k in keys for r in _match(_residuals(), kinds, k, free)]
+        if near:
+            # a step-time residual below -1 has no meaning; 0.9 keeps the bounds finite
+            worst = min(max(abs(_cv(r)) for r in near), 0.9)
+            return ErrorRange("widened", -worst, worst, 0,
+                              f"no public case like this ({where}); widened to the worst "
+                              f"of the {len(near)} nearest public cases")
+    return ErrorRange("unvalidated", None, None, 0, f"no public case like this ({where})")
 
 
 def range_fields(figures: dict, time_range: ErrorRange, mem_range: ErrorRange | None = None

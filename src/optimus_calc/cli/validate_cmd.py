@@ -13,9 +13,11 @@ from optimus_calc.cli.common import emit, output_options
 @output_options
 @click.pass_obj
 def validate(app, assume, fmt: str, output: str | None) -> None:
-    """Run the public calibration cases (calibration.md sections 1-5)."""
+    """Every public case: published vs predicted, in-sample and leave-one-source-out."""
     from optimus_calc.inputs import parse_assumptions
     from optimus_calc.report.validate_view import validate_document
-    from optimus_calc.validate import run_all
+    from optimus_calc.validate import not_expressed, run_all
 
-    emit(validate_document(run_all(app.catalog, parse_assumptions(assume))), fmt, output)
+    asm = parse_assumptions(assume)
+    emit(validate_document(run_all(app.catalog, asm), not_expressed(app.catalog, asm)), fmt,
+         output)

@@ -40,13 +40,15 @@ def kernel_of(gpu: GPU, kernel=None) -> str:
 
 
 def kernel_efficiency(gpu: GPU, kernel=None, asm: Assumptions | None = None) -> float:
-    """Efficiency of the fused attention kernel on causally halved FLOPs: --assume
-    attention_efficiency=X, else the catalog's value for the kernel on this GPU."""
+    """End-to-end (forward + backward) efficiency of the fused attention kernel on the causally
+    halved FLOPs it executes: --assume attention_efficiency=X, else the catalog's value for the
+    kernel on this GPU, never above the GEMM curve's ceiling ``gemm_eta_max`` (an attention
+    kernel's tensor-core work runs no faster than the largest GEMMs; issue 32 item 1)."""
     k = kernel_of(gpu, kernel)
     if asm is not None and "attention_efficiency" in asm.model_fields_set:
         return float(asm.attention_efficiency)
-    return float(gpu.flash_attention_eta if k == gpu.attention_kernel
-                 else gpu.attention_kernel_eta[k])
+    return float(min(gpu.flash_attention_eta if k == gpu.attention_kernel
+                     else gpu.attention_kernel_eta[k], gpu.gemm_eta_max))
 
 
 def attention_efficiency(gpu: GPU, flash, kernel=None, asm: Assumptions | None = None):

@@ -30,10 +30,10 @@ def candidate_ranges(c, res, profile, fig: dict) -> dict:
     calibration profile in use or None."""
     from optimus_calc.regimes import error_range, range_fields
     common = (res.hw.gpu.name, list(c.frameworks), c.layout.offload.value, res.model)
-    prec = res.training.precision.value
-    return range_fields({**candidate_data(c), **fig},
-                        error_range(*common, profile=profile, precision=prec),
-                        error_range(*common, profile=profile, memory=True, precision=prec))
+    kw = dict(profile=profile, precision=res.training.precision.value,
+              seq_len=res.training.seq_len, nodes=res.hw.nodes)
+    return range_fields({**candidate_data(c), **fig}, error_range(*common, **kw),
+                        error_range(*common, memory=True, **kw))
 
 
 def range_text(fig: dict, d: dict) -> str:

@@ -111,10 +111,12 @@ def step_ranges(inp, fws: dict):
     """The error ranges of a step's time figures and GPU memory (regimes.py)."""
     from optimus_calc.regimes import error_range
     running = [f for f, how in fws.items() if how == "runs"]
+    if getattr(inp.framework, "key", None) is None:  # framework-neutral physics: its own
+        running.append("none")                        # public rows (framework "none") count
     common = (inp.hw.gpu.name, running, inp.layout.offload.value, inp.model)
-    prec = inp.training.precision.value
-    return (error_range(*common, profile=inp.profile, precision=prec),
-            error_range(*common, profile=inp.profile, memory=True, precision=prec))
+    kw = dict(profile=inp.profile, precision=inp.training.precision.value,
+              seq_len=inp.training.seq_len, nodes=inp.hw.nodes)
+    return error_range(*common, **kw), error_range(*common, memory=True, **kw)
 
 
 def headline_text(st, gpu_bytes: float, figures: dict, trange, mrange) -> str:

@@ -140,18 +140,19 @@ class GPU(CatalogEntry):
     # GEMM efficiency curve (equations/efficiency.py): eta_d = gemm_eta_max W / (W + W_half).
     # Defaults are the A100 fit; an entry without its own values is labelled "assumed".
     gemm_eta_max: float = Field(
-        default=0.742, gt=0, le=1,
+        default=0.75, gt=0, le=1,
         description="efficiency of very large weight GEMMs (achieved / dense peak)")
     gemm_half_GFLOP: float = Field(
-        default=26.5, gt=0, le=1e6,
+        default=23.1, gt=0, le=1e6,
         description="FLOPs of one GEMM (GFLOP) at which it runs at half of gemm_eta_max")
     attention_eta: float = Field(
-        default=0.210, gt=0, le=1,
+        default=0.19, gt=0, le=1,
         description="efficiency of the unfused attention core (baddbmm + softmax + bmm)")
     flash_attention_eta: float = Field(
-        default=0.50, gt=0, le=1,
-        description="efficiency of the GPU's default fused attention kernel (attention_kernel), "
-                    "forward + backward, on causally halved FLOPs (FlashAttention's convention)")
+        default=0.43, gt=0, le=1,
+        description="end-to-end (training) efficiency of the GPU's default fused attention "
+                    "kernel (attention_kernel), forward + backward, on causally halved FLOPs "
+                    "(FlashAttention's convention); capped at gemm_eta_max")
     attention_kernel: Literal["fa2", "fa3", "cudnn"] = Field(
         default="fa2", description="fused attention kernel the GPU's usual training stack runs "
                                    "(--attention-kernel's default)")

@@ -1,0 +1,387 @@
+"""Every published end-to-end training measurement the project cites (docs/reference/
+framework-physics.md section 7, docs/reference/calibration.md, the seeds), one row each, with
+its source and the layout as published. Data only: validate_public.py runs them.
+
+A row is a step `optimus-calc step` can express; ``why_not`` says why a row cannot be expressed
+(the row is still listed, `validate` prints the reason). ``assumed`` names every setting the
+source does not publish and the row takes from the framework's recipe or default.
+
+Published value: ``tps`` tokens/s per GPU (the unambiguous figure), or ``tflops`` with its FLOP
+convention: "unhalved" = (6 N + 12 L h s) per token (FA2 Table 1, NeMo <= 25.07, torchtitan),
+"halved" = (6 N + 6 L h s) (Megatron-Bridge >= 25.09), compared through the same formula on the
+catalog model.
+"""
+
+from __future__ import annotations
+
+from optimus_calc.record import record
+
+
+@record
+class PublicRow:
+    source: str            # the table or text and its file/commit, never empty
+    label: str             # what the row is (model, GPUs, setting)
+    model: str             # catalog model name, or "shape:<name>" for SHAPES below
+    node: str
+    nodes: int
+    published: float
+    unit: str = "tps"      # "tps" tokens/s per GPU, "tflops:unhalved", "tflops:halved", "s"
+    gpu: str | None = None
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    vp: int = 1
+    zero: int = 1          # 3 = FSDP / ZeRO-3
+    seq: int = 8192
+    gbs: int = 0           # 0: micro-batch x dp (one micro-batch per step)
+    mbs: int = 1
+    precision: str = "bf16"
+    fp8_recipe: str | None = None
+    recompute: str = "none"
+    flash: bool = True
+    kernel: str | None = None
+    framework: str | None = None
+    gpus_per_node: int | None = None
+    mem_gib: float = 0.0   # the published GPU memory (GiB, torchtitan) when there is one
+    assumed: str = ""      # settings not in the source, from the recipe or default
+    why_not: str = ""      # non-empty: the tool cannot express the row (listed, not run)
+
+
+# Shapes of models the catalog does not hold (from the row's own source)
+SHAPES = {
+    # FlashAttention-2 paper section 4.2: GPT3-1.3B / 2.7B (GPT-3 paper Table 2.1 shapes;
+    # learned positions sized for the 8k runs, assumed)
+    "gpt3-1.3b": dict(layers=24, hidden=2048, heads=16, ffn_hidden=8192, vocab=50257,
+                      max_position=8192, seq_len=2048),
+    # Shoeybi et al. 2019 (Megatron-LM, arXiv 1909.08053) Table 1, the 1.2B GPT-2 of the
+    # single-GPU baseline: hidden 1536, 16 heads, 40 layers; sequence 1024, vocabulary 51,200
+    "megatron-gpt2-1.2b": dict(layers=40, hidden=1536, heads=16, ffn_hidden=6144, vocab=51200,
+                               max_position=1024, seq_len=1024),
+    "gpt3-2.7b": dict(layers=32, hidden=2560, heads=32, ffn_hidden=10240, vocab=50257,
+                      max_position=8192, seq_len=2048),
+}
+
+_FP = "docs/reference/framework-physics.md"
+MB25 = f"Megatron-Bridge docs/performance-summary.md, release 25.11 ({_FP} 7.2, @ 00b7660)"
+MB26 = (f"Megatron-Bridge docs/performance-summary.md, release 26.02 ({_FP} 7.2)")
+NEMO = "NeMo Framework performance summary, container {c} ({_FP} 7.2)".replace("{_FP}", _FP)
+NEMO2412 = f"NeMo 24.12 docs performance_summary.html ({_FP} 7.2)"
+MOE = f"Megatron-Bridge docs/performance-summary.md, release {{r}} ({_FP} 7.3)"
+TT = f"torchtitan benchmarks/llama3_h100_202412_torchtitan.md @ 73a0e69 Table {{t}} ({_FP} 7.4)"
+TT_ASYNC = (f"torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md ({_FP} 7.4)")
+TT_H200 = f"torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md ({_FP} 7.4)"
+TT_A100 = (f"torchtitan docs/performance.md, fork will-thompson-k/torchtitan, status U "
+           f"({_FP} 7.4)")
+FA2 = f"Dao 2023, FlashAttention-2 (arXiv 2307.08691) section 4.2 Table 1 ({_FP} 7.1)"
+SO = "seeds/superoffload.md (DeepSpeed blog deepspeed-superoffload)"
+NANO = f"karpathy/nanoGPT README.md efficiency notes ({_FP} 7.5)"
+MEGV1 = ("NVIDIA ADLR blog 'MegatronLM's Supercharged V1.0' (nv-adlr.github.io/MegatronLMV1), "
+         "Table 1")
+MEG19 = "Shoeybi et al. 2019, Megatron-LM (arXiv 1909.08053), abstract"
+
+_MEG = dict(framework="megatron", zero=1)
+_MEG_ASM = "recompute none and the distributed optimizer (Megatron-Bridge recipe defaults)"
+_CS = dict(precision="fp8", fp8_recipe="te-current")
+_TTN = dict(framework="torchtitan", zero=3, recompute="selective")
+_MX = "MXFP8: no mxfp8 recipe in the tool (issue 32 item 4); the FP8-CS value of the row is a case"
+_GB = ("NVL72's 72-GPU NVLink domain is not a catalog node: GB200 GPUs on DGX-B200-sized "
+       "8-GPU NVLink nodes")
+_CAT = "model not in the catalog"
+_COMPILE = "torch.compile not modelled (no flag changes the element-wise fusion)"
+
+
+def _fa2_rows() -> list[PublicRow]:
+    """FA2 Table 1: 8 x A100 80GB SXM, GPT3 1.3B/2.7B at 2k and 8k, no FlashAttention / FA1 /
+    FA2, TFLOP/s per GPU with attention un-halved."""
+    vals = {("gpt3-1.3b", 2048): (142, 189, 196), ("gpt3-1.3b", 8192): (72, 170, 220),
+            ("gpt3-2.7b", 2048): (149, 189, 205), ("gpt3-2.7b", 8192): (80, 175, 225)}
+    # Dao-AILab/flash-attention training/configs/experiment/pile/gpt3xl-flash.yaml @ 0b037c2
+    # (global 512, per-GPU batch 8 on 80 GB, DDPStrategyZero1), gpt3-2.7B-flash.yaml @ edc7698
+    # (batch 4 on 80 GB), gpt3xl-flash-8k.yaml / gpt3-2.7B-flash-8k.yaml @ 0bf5e50 (global 128,
+    # batch 4 on 80 GB)
+    batch = {("gpt3-1.3b", 2048): (8, 512), ("gpt3-1.3b", 8192): (4, 128),
+             ("gpt3-2.7b", 2048): (4, 512), ("gpt3-2.7b", 8192): (4, 128)}
+    out = []
+    for (m, s), (none, fa1, fa2) in vals.items():
+        mbs, gbs = batch[(m, s)]
+        base = dict(model=f"shape:{m}", node="dgx-a100", nodes=1, seq=s, zero=1, mbs=mbs,
+                    gbs=gbs, unit="tflops:unhalved", source=FA2,
+                    assumed="the flash-attention repo's training configs for the batch; the "
+                            "same batch for the runs without FlashAttention; recompute none")
+        out.append(PublicRow(label=f"{m} seq {s // 1024}k, no FlashAttention", published=none,
+                             flash=False, **base))
+        out.append(PublicRow(label=f"{m} seq {s // 1024}k, FlashAttention-1", published=fa1,
+                             why_not="FlashAttention-1 is not a kernel of the tool", **base))
+        out.append(PublicRow(label=f"{m} seq {s // 1024}k, FlashAttention-2", published=fa2,
+                             kernel="fa2", **base))
+    return out
+
+
+def _megatron_dense() -> list[PublicRow]:
+    r = PublicRow
+    return [
+        r(MB25, "GB200 Llama3 8B FP8-CS, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 31508, gpu="gb200",
+          gbs=128, mbs=2, assumed=_MEG_ASM + "; " + _GB, **_CS, **_MEG),
+        r(MB25, "GB200 Llama3 8B MXFP8, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 29789, gpu="gb200",
+          gbs=128, mbs=2, why_not=_MX, **_MEG),
+        r(MB25, "B200 Llama3 8B FP8-CS, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 30624, gbs=128,
+          mbs=2, assumed=_MEG_ASM, **_CS, **_MEG),
+        r(MB25, "B200 Llama3 8B MXFP8, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 29521, gbs=128,
+          mbs=2, why_not=_MX, **_MEG),
+        r(MB25, "H100 Llama3 8B FP8-CS FSDP, 8 GPUs", "llama-3-8b", "dgx-h100", 1, 14451,
+          gbs=128, mbs=1, assumed="recompute none", framework="megatron", zero=3, **_CS),
+        r(MB25, "GB200 Llama3 70B FP8-CS FSDP, 64 GPUs", "llama-3-70b", "dgx-b200", 8, 4312,
+          gpu="gb200", gbs=256, mbs=2, framework="megatron", zero=3, assumed=_GB, **_CS),
+        r(MB25, "H100 Llama3 70B FP8-CS TP4 PP8 VP5, 64 GPUs", "llama-3-70b", "dgx-h100", 8,
+          1602, tp=4, pp=8, vp=5, gbs=128, assumed=_MEG_ASM, **_CS, **_MEG),
+        r(MB25, "GB200 Llama3.1 405B FP8-CS TP4 PP16 VP4, 256 GPUs", "llama-3-405b", "dgx-b200",
+          32, 813, gpu="gb200", tp=4, pp=16, vp=4, gbs=1536, assumed=_MEG_ASM + "; " + _GB,
+          **_CS, **_MEG),
+        r(MB25, "B200 Llama3.1 405B FP8-CS TP4 PP8 CP2 VP8, 128 GPUs", "llama-3-405b",
+          "dgx-b200", 16, 661, tp=4, pp=8, cp=2, vp=8, gbs=64, assumed=_MEG_ASM, **_CS, **_MEG),
+        r(MB25, "B200 Llama3.1 405B MXFP8, 128 GPUs", "llama-3-405b", "dgx-b200", 16, 624,
+          tp=4, pp=8, cp=2, vp=8, gbs=64, why_not=_MX, **_MEG),
+        r(MB25, "H100 Llama3.1 405B FP8-CS TP8 PP8 CP2 VP8, 1024 GPUs", "llama-3-405b",
+          "dgx-h100", 128, 292, tp=8, pp=8, cp=2, vp=8, gbs=512, assumed=_MEG_ASM, **_CS,
+          **_MEG),
+        r(MB26, "GB200 Llama3 70B MXFP8 TP2 PP4 VP5, 64 GPUs", "llama-3-70b", "dgx-b200", 8,
+          3613, gpu="gb200", tp=2, pp=4, vp=5, gbs=256, why_not=_MX, **_MEG),
+        r(MB26, "GB200 Llama3 70B FP8 FSDP 64, 64 GPUs", "llama-3-70b", "dgx-b200", 8, 4040,
+          gpu="gb200", gbs=256, mbs=2, framework="megatron", zero=3,
+          assumed="FP8 recipe te-current (not stated); " + _GB, **_CS),
+        r(MB26, "H100 Llama3 70B FP8 TP4 PP8 VP5, 64 GPUs", "llama-3-70b", "dgx-h100", 8, 1621,
+          tp=4, pp=8, vp=5, gbs=256, assumed="FP8 recipe te-current (not stated); " + _MEG_ASM,
+          **_CS, **_MEG),
+    ]
+
+
+def _nemo_dense() -> list[PublicRow]:
+    r, c = PublicRow, NEMO.format
+    asm = "FP8 per-tensor current scaling (te-current); " + _MEG_ASM
+    return [
+        r(c(c="25.02"), "B200 Llama3 8B FP8, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 26006,
+          gbs=128, mbs=2, assumed=asm, **_CS, **_MEG),
+        r(c(c="25.02"), "B200 Llama3 70B FP8 TP2 PP4 CP2 VP5, 64 GPUs", "llama-3-70b",
+          "dgx-b200", 8, 3062, tp=2, pp=4, cp=2, vp=5, gbs=128, assumed=asm, **_CS, **_MEG),
+        r(c(c="25.02"), "B200 Llama3 405B FP8 TP4 PP8 CP2 VP8, 128 GPUs", "llama-3-405b",
+          "dgx-b200", 16, 625, tp=4, pp=8, cp=2, vp=8, gbs=64, assumed=asm, **_CS, **_MEG),
+        r(c(c="25.02"), "B200 GPT3-175B FP8 TP4 PP4 VP6, 512 GPUs", "gpt3-175b", "dgx-b200", 64,
+          1600, tp=4, pp=4, vp=6, gbs=2048, mbs=2, seq=2048, assumed=asm, **_CS, **_MEG),
+        r(c(c="25.02"), "B200 Mixtral-8x7B FP8 EP8, 64 GPUs", "mixtral-8x7b", "dgx-b200", 8,
+          15457, ep=8, gbs=256, mbs=2, seq=4096, assumed=asm, **_CS, **_MEG),
+        r(c(c="25.02"), "B200 Mixtral-8x22B FP8, 256 GPUs, seq 64k", "mixtral-8x22b",
+          "dgx-b200", 32, 2232, why_not=_CAT + " (Mixtral-8x22B)"),
+        r(c(c="25.02"), "H100 GPT3-175B FP8 TP4 PP8 VP6, 512 GPUs", "gpt3-175b", "dgx-h100", 64,
+          866, tp=4, pp=8, vp=6, gbs=2048, mbs=2, seq=2048, assumed=asm, **_CS, **_MEG),
+        r(c(c="25.04"), "GB200 Llama3 8B FP8, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 33099,
+          gpu="gb200", gbs=128, mbs=2, assumed=asm + "; " + _GB, **_CS, **_MEG),
+        r(c(c="25.04"), "GB200 Llama3 70B FP8 FSDP, 64 GPUs", "llama-3-70b", "dgx-b200", 8,
+          4035, gpu="gb200", gbs=128, framework="megatron", zero=3, assumed=asm + "; " + _GB,
+          **_CS),
+        r(c(c="25.04"), "GB200 Llama3 405B FP8 TP4 PP8 CP2 VP8, 128 GPUs", "llama-3-405b",
+          "dgx-b200", 16, 665, gpu="gb200", tp=4, pp=8, cp=2, vp=8, gbs=64,
+          assumed=asm + "; " + _GB, **_CS, **_MEG),
+        r(c(c="25.04"), "GB200 GPT3-175B FP8 TP4 PP4 VP12, 128 GPUs", "gpt3-175b", "dgx-b200",
+          16, 1804, gpu="gb200", tp=4, pp=4, vp=12, gbs=256, mbs=2, seq=2048,
+          assumed=asm + "; " + _GB, **_CS, **_MEG),
+        r(c(c="25.04"), "GB200 Mixtral-8x7B FP8 EP8, 64 GPUs", "mixtral-8x7b", "dgx-b200", 8,
+          19275, gpu="gb200", ep=8, gbs=256, mbs=2, seq=4096, assumed=asm + "; " + _GB, **_CS,
+          **_MEG),
+        r(c(c="25.07"), "GB200 Llama3 8B FP8-CS, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 31737,
+          gpu="gb200", gbs=128, mbs=2, assumed=asm + "; " + _GB, **_CS, **_MEG),
+        r(c(c="25.07"), "GB200 Llama3 8B MXFP8, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 30341,
+          gpu="gb200", gbs=128, mbs=2, why_not=_MX, **_MEG),
+        r(NEMO2412, "H100 GPT3-175B FP8 TP4 PP8 VP6, 512 GPUs", "gpt3-175b", "dgx-h100", 64,
+          825, tp=4, pp=8, vp=6, gbs=2048, mbs=1, seq=2048,
+          assumed=asm + "; micro-batch 1 (not published)", **_CS, **_MEG),
+        r(NEMO2412, "H100 Llama2-70B FP8 TP4 PP4 VP20, 64 GPUs", "llama-2-70b", "dgx-h100", 8,
+          1728, tp=4, pp=4, vp=20, seq=4096, gbs=128,
+          assumed=asm + "; global batch 128, micro-batch 1 (not published)", **_CS, **_MEG),
+        r(NEMO2412, "H100 Llama3-70B FP8 TP4 PP4 CP2 VP5, 64 GPUs", "llama-3-70b", "dgx-h100", 8,
+          1524, tp=4, pp=4, cp=2, vp=5, gbs=128,
+          assumed=asm + "; global batch 128, micro-batch 1 (not published)", **_CS, **_MEG),
+        r(NEMO2412, "H100 Llama3-8B FP8 CP2, 8 GPUs", "llama-3-8b", "dgx-h100", 1, 12273, cp=2,
+          gbs=128, assumed=asm + "; global batch 128, micro-batch 1 (not published)", **_CS,
+          **_MEG),
+        r(NEMO2412, "H100 Nemotron-340B FP8 TP8 PP8 VP12, 128 GPUs", "nemotron-340b",
+          "dgx-h100", 16, 326, why_not=_CAT + " (Nemotron-4 340B)"),
+    ]
+
+
+def _moe() -> list[PublicRow]:
+    r = PublicRow
+    m25, m09 = MOE.format(r="25.11"), MOE.format(r="25.09")
+    asm = _MEG_ASM + "; force-balanced routing, as the source states"
+    return [
+        r(m25, "GB200 DeepSeek-V3 BF16, 256 GPUs", "deepseek-v3", "dgx-b200", 32, 3139,
+          why_not=_CAT + " (DeepSeek-V3: MLA attention)"),
+        r(m25, "GB200 DeepSeek-V3 MXFP8, 256 GPUs", "deepseek-v3", "dgx-b200", 32, 4018,
+          why_not=_CAT + " (DeepSeek-V3)"),
+        r(m25, "B200 DeepSeek-V3 MXFP8, 256 GPUs", "deepseek-v3", "dgx-b200", 32, 2139,
+          why_not=_CAT + " (DeepSeek-V3)"),
+        r(m09, "H100 DeepSeek-V3, 1024 GPUs", "deepseek-v3", "dgx-h100", 128, 1297,
+          why_not=_CAT + " (DeepSeek-V3); precision not stated"),
+        r(m25, "GB200 GPT-OSS 120B BF16 EP64, 64 GPUs", "gpt-oss-120b", "dgx-b200", 8, 15876,
+          gpu="gb200", ep=64, gbs=1280, seq=8192,
+          why_not="EP 64 spans 8 nodes of the 8-GPU NVLink node that stands for NVL72: "
+                  "the all-to-all would be priced over NICs the NVL72 run does not use"),
+        r(m25, "B200 GPT-OSS 120B BF16 EP8, 64 GPUs", "gpt-oss-120b", "dgx-b200", 8, 8213,
+          ep=8, gbs=512, mbs=4, seq=4096, assumed=asm, **_MEG),
+        r(m25, "H100 GPT-OSS 120B BF16 PP4 EP8, 64 GPUs", "gpt-oss-120b", "dgx-h100", 8, 5630,
+          pp=4, ep=8, gbs=512, mbs=4, seq=4096, assumed=asm, **_MEG),
+        r(m25, "GB200 Qwen3-30B-A3B MXFP8 EP8, 8 GPUs", "qwen3-30b-a3b", "dgx-b200", 1, 23766,
+          gpu="gb200", ep=8, gbs=512, mbs=4, seq=4096, why_not=_MX, **_MEG),
+        r(m25, "B200 Qwen3-30B-A3B MXFP8 EP8, 8 GPUs", "qwen3-30b-a3b", "dgx-b200", 1, 9299,
+          ep=8, gbs=512, seq=4096, why_not=_MX, **_MEG),
+        r(m25, "H100 Qwen3-30B-A3B FP8-CS PP2 VP24 EP8, 16 GPUs", "qwen3-30b-a3b", "dgx-h100",
+          2, 5275, pp=2, vp=24, ep=8, gbs=512, mbs=2, seq=4096, assumed=asm, **_CS, **_MEG),
+        r(m25, "GB200 Qwen3-235B-A22B BF16, 256 GPUs", "qwen3-235b-a22b", "dgx-b200", 32, 4916,
+          why_not=_CAT + " (Qwen3-235B-A22B)"),
+        r(m25, "H100 Qwen3-235B-A22B FP8-CS, 256 GPUs", "qwen3-235b-a22b", "dgx-h100", 32,
+          1575, why_not=_CAT + " (Qwen3-235B-A22B)"),
+    ]
+
+
+def _torchtitan() -> list[PublicRow]:
+    r = PublicRow
+    t1, t2, t3, t4, t5, t6 = (TT.format(t=i) for i in range(1, 7))
+    base8 = dict(model="llama-3-8b", node="grand-teton-h100", mbs=2, seq=8192,
+                 assumed="seq 8192 from torchtitan's llama3_8b.toml (not in the benchmark "
+                         "file)", **_TTN)
+    out = [
+        r(t1, "Llama 3.1 8B FSDP 8, 8 GPUs", nodes=1, published=5762, mem_gib=82.4, **base8),
+        r(t1, "Llama 3.1 8B FSDP 8 + compile, 8 GPUs", nodes=1, published=6667,
+          why_not=_COMPILE, **base8),
+        r(t1, "Llama 3.1 8B FSDP 8 + compile + Float8, 8 GPUs", nodes=1, published=8532,
+          precision="fp8", fp8_recipe="torchao", mem_gib=76.8, **base8),
+        r(t3, "Llama 3.1 8B FSDP 128, 128 GPUs", nodes=16, published=5605, mem_gib=67.0,
+          **base8),
+        r(t3, "Llama 3.1 8B FSDP 128 + compile, 128 GPUs", nodes=16, published=6514,
+          why_not=_COMPILE, **base8),
+        r(t3, "Llama 3.1 8B FSDP 128 + compile + Float8, 128 GPUs", nodes=16, published=8380,
+          precision="fp8", fp8_recipe="torchao", mem_gib=61.8, **base8),
+    ]
+    long_asm = "compile folded into the torchao Float8 ratio"
+    for seq, cp, tps, gib in ((32768, 1, 3890, 83.9), (65536, 2, 2540, 84.2),
+                              (131072, 4, 1071, 84.0), (262144, 8, 548, 84.5)):
+        out.append(r(t2, f"Llama 3.1 8B seq {seq // 1024}k, FSDP {8 // cp} CP {cp}, "
+                         "compile + Float8, 8 GPUs", "llama-3-8b", "grand-teton-h100", 1, tps,
+                     cp=cp, seq=seq, mbs=1, precision="fp8", fp8_recipe="torchao", mem_gib=gib,
+                     framework="torchtitan", zero=3, recompute="full", assumed=long_asm))
+    for name, tps, gib in (("2D", 829, 71.9), ("2D + AsyncTP", 876, 67.6)):
+        out.append(r(t4, f"Llama 3.1 70B FSDP 32 TP 8 {name}, compile + Float8, 256 GPUs",
+                     "llama-3-70b", "grand-teton-h100", 32, tps, tp=8, seq=8192, mbs=16,
+                     precision="fp8", fp8_recipe="torchao", framework="torchtitan", zero=3,
+                     recompute="full", assumed=long_asm, mem_gib=gib,
+                     why_not="" if name == "2D" else
+                     "async TP (micro-pipelined TP collectives) has no switch in the tool"))
+    for name, tps, v in (("1F1B", 100, 1), ("interleaved 1F1B", 128, 2)):
+        out.append(r(t5, f"Llama 3.1 405B FSDP 8 TP 8 PP 8 {name}, 512 GPUs", "llama-3-405b",
+                     "grand-teton-h100", 64, tps, tp=8, pp=8, vp=v, seq=8192, mbs=32, gbs=256,
+                     precision="fp8", fp8_recipe="torchao", framework="torchtitan", zero=3,
+                     recompute="full",
+                     why_not="local batch 32 with global batch 256 over FSDP 8 is not a "
+                             "consistent batch in the tool's terms (micro-batch unknown)"))
+    for seq, cp, tps in ((32768, 1, 76), (65536, 2, 47), (131072, 4, 31), (262144, 8, 16)):
+        out.append(r(t6, f"Llama 3.1 405B TP 8 PP 8 FSDP {8 // cp} CP {cp}, seq {seq // 1024}k, "
+                         "512 GPUs", "llama-3-405b", "grand-teton-h100", 64, tps, tp=8, pp=8, cp=cp,
+                     seq=seq, mbs=1, gbs=8 * 8 // cp, framework="torchtitan", zero=3,
+                     recompute="full",
+                     assumed="bf16, micro-batch 1, global batch local 8 x FSDP (not "
+                             "published)"))
+    return out + _torchtitan_other()
+
+
+def _torchtitan_other() -> list[PublicRow]:
+    """torchtitan's async-TP benchmark (same Grand Teton hosts), its H200 and A100 rows."""
+    r, out = PublicRow, []
+    a70 = dict(model="llama-3-70b", node="grand-teton-h100", nodes=32, tp=8, mbs=16, seq=8192,
+               framework="torchtitan", zero=3, recompute="full",
+               assumed="seq 8192; compile folded in")
+    a8 = dict(model="llama-3-8b", node="grand-teton-h100", nodes=8, tp=8, mbs=12, seq=8192,
+              framework="torchtitan", zero=3, recompute="selective",
+              assumed="seq 8192; compile folded in")
+    for base, name in ((a70, "70B FSDP 32 TP 8, 256 GPUs"), (a8, "8B FSDP 8 TP 8, 64 GPUs")):
+        vals = ((597.3, 652.4, 809.8, 942.4, 599.6, 624.8) if base is a70
+                else (4378, 4809.4, 5078.1, 5570.1, 3708.5, 3914.9))
+        for i, (prec, extra) in enumerate((("bf16", {}), ("float8 tensorwise",
+                                            dict(precision="fp8", fp8_recipe="torchao")),
+                                           ("float8 rowwise", None))):
+            for j, mode in enumerate(("TP", "async TP")):
+                why = ("float8 rowwise scaling is not a recipe of the tool" if extra is None
+                       else "async TP has no switch in the tool" if j else "")
+                out.append(r(TT_ASYNC, f"Llama3 {name}, {prec}, {mode}", published=vals[2 * i + j],
+                             why_not=why, **(extra or {}), **base))
+    h200 = dict(model="llama-3-8b", node="dgx-h200", mbs=2, seq=8192, precision="fp8",
+                fp8_recipe="torchao", framework="torchtitan", zero=3, recompute="selective",
+                assumed="seq 8192; selective AC as the 8B recipe; compile folded into torchao")
+    out += [r(TT_H200, "Llama 3.1 8B H200 FSDP 32, float8, 32 GPUs", nodes=4, published=10938,
+              mem_gib=47.96, **h200),
+            r(TT_H200, "Llama 3.1 8B H200 FSDP 64, float8, 64 GPUs", nodes=8, published=10753,
+              mem_gib=46.97, **h200)]
+    a100 = dict(model="llama-3-8b", node="dgx-a100", nodes=8, mbs=1, seq=8192,
+                framework="torchtitan", zero=3, kernel="fa2")
+    out += [r(TT_A100, "Llama 3 8B 64 A100 FSDP, selective layer AC", published=2904,
+              recompute="full", assumed="layer AC every other layer taken as full recompute "
+                                        "(the tool has layer-wise AC only as full)", **a100),
+            r(TT_A100, "Llama 3 8B 64 A100 FSDP, selective op AC", published=2973,
+              recompute="selective", **a100),
+            r(TT_A100, "Llama 3 70B 64 A100 FSDP, full AC", "llama-3-70b", "dgx-a100", 8, 331,
+              mbs=1, seq=8192, framework="torchtitan", zero=3, recompute="full", kernel="fa2",
+              assumed="local batch 1, seq 8192 (as the 8B rows)")]
+    return out
+
+
+def _offload_and_small() -> list[PublicRow]:
+    r = PublicRow
+    return [
+        r(SO, "Qwen3-14B, 1 x GH200, seq 4k, batch 4, SuperOffload", "qwen3-14b", "gh200", 1,
+          600, unit="tflops:unhalved", seq=4096, mbs=4, zero=3, framework="deepspeed",
+          why_not="the FLOP formula behind '600 TFLOPS' is not found (framework-physics.md 8) "
+                  "and SuperOffload's speculation is not a schedule of the tool"),
+        r(SO, "GPT-OSS-20B, 1 x GH200, seq 4k, batch 4, SuperOffload", "gpt-oss-20b", "gh200",
+          1, 600, unit="tflops:unhalved", seq=4096, mbs=4, zero=3, framework="deepspeed",
+          why_not="as the Qwen3-14B row"),
+        r(NANO, "GPT-2 124M, 1 x A100, bench.py, no compile", "gpt2-124m", "dgx-a100", 1, 0.25,
+          unit="s", why_not=_CAT + " (GPT-2 124M); batch and precision of the README figure "
+                                   "not stated"),
+        r("seeds/deepspeed-bandwidth-characterization-methods.md", "GPT-2-like 1.4B, ZeRO-1/2 "
+          "+ CPU offload, XE8545", "gpt-1.4b", "xe8545", 1, 1.38, unit="s",
+          why_not="the seed in shared/seeds holds no per-step time (issue 32 quotes 1.38 / "
+                  "1.22 s; not found in the stored text)"),
+    ]
+
+
+def _v100() -> list[PublicRow]:
+    """V100 (DGX-2H) weak model-parallel scaling of Megatron-LM v1.0, batch 8, iteration time;
+    the 1.2B baseline runs "62.4 teraFLOPs ... 48% of the theoretical peak" on one GPU."""
+    r = PublicRow
+    why = ("model shape not published (the blog's 2.0B/4.2B/8.7B configurations differ from the "
+           "paper's 2.5B/4.2B/8.3B)")
+    return [
+        r(MEGV1, "GPT-2 1.2B on 1 V100 (DGX-2H), batch 8", "shape:megatron-gpt2-1.2b", "dgx-2",
+          1, 1.288, unit="s", gpus_per_node=1, seq=1024, mbs=8, gbs=8, precision="fp16",
+          recompute="full", flash=False, framework="megatron",
+          assumed="activation checkpointing and fp16 as the paper's runs; the DGX-2H's 450 W "
+                  "V100 (peak 130 TFLOP/s by the blog's 48%) runs on the catalog's 125"),
+        r(MEGV1, "GPT-2 2.0B, TP 2 on 2 V100, batch 8", "megatron-gpt2-2.0b", "dgx-2", 1, 1.424,
+          unit="s", why_not=why),
+        r(MEGV1, "GPT-2 4.2B, TP 4 on 4 V100, batch 8", "megatron-gpt2-4.2b", "dgx-2", 1, 1.357,
+          unit="s", why_not=why),
+        r(MEGV1, "GPT-2 8.7B, TP 8 on 8 V100, batch 8", "megatron-gpt2-8.7b", "dgx-2", 1, 1.508,
+          unit="s", why_not=why),
+        r(MEG19, "GPT-2 1.2B on 1 V100, 39 TFLOP/s", "shape:megatron-gpt2-1.2b", "dgx-2", 1, 39,
+          unit="tflops:unhalved", why_not="superseded on the same configuration by the same "
+                                          "authors' v1.0 code (62.4 TFLOP/s, the row above): the "
+                                          "tool models one software level"),
+        r(MEG19, "GPT-2 8.3B, TP 8 x DP 64 on 512 V100, 15.1 PFLOP/s", "megatron-gpt2-8.3b",
+          "dgx-2", 32, 15.1e3 / 512, unit="tflops:unhalved",
+          why_not="superseded by the v1.0 code (as above); batch per GPU not in the abstract"),
+    ]
+
+
+def public_rows() -> list[PublicRow]:
+    """Every row, expressible or not, in source order."""
+    return _fa2_rows() + _megatron_dense() + _nemo_dense() + _moe() + _torchtitan() \
+        + _offload_and_small() + _v100()

@@ -1,0 +1,190 @@
+"""Leave-one-source-out (LOSO) error of the fitted efficiency parameters. Pure.
+
+The fitted parameters (per GPU parameter group, GROUPS): the GEMM curve's ``gemm_eta_max`` and
+``gemm_half_GFLOP`` (equations/efficiency.py, fitted before by benchmarks/calibrate_gemm.py),
+the unfused attention efficiency ``attention_eta`` and each fused kernel's end-to-end
+efficiency (``flash_attention_eta`` / ``attention_kernel_eta``). For each source (a
+publication: all tables of one benchmark file are one source), the parameters are refitted on
+every other source's rows of the group and the source's rows are predicted with them.
+
+Not refitted (their rows keep the shipped prediction in the LOSO column, and `validate` says
+so): ``fp8_gemm_efficiency`` (evaluate/fp8.py), the Blackwell (B200/GB200) curves (derived, no
+fit routine), V100's (derived: one public row, which the curve alone cannot fit), the framework
+profiles, the memory model (arithmetic, no fit).
+
+A row's prediction under parameters theta uses its sensitivity (validate_public.Sensitivity):
+P(theta) = P(shipped) x S(shipped) / S(theta) for rates (tokens/s, TFLOP/s), x S(theta) /
+S(shipped) for times, with S = a + c_d / eta_d(theta, W) + c_a / min(eta_a(theta), eta_max).
+The fit minimises the mean |log(P / published)| by coordinate descent on grids.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from optimus_calc.record import record
+
+# GPU parameter groups: the catalog GPUs that share one fitted parameter set
+GROUPS = {"a100": ("a100-40gb", "a100-80gb"),
+          "h100": ("h100-sxm", "h100-pcie", "h200", "gh200-96gb", "gh200-144gb",
+                   "h100-sxm-500w")}
+# Members whose compute runs at a fitted fraction of the group's (``scale:<gpu>``): the 500 W
+# H100 of Meta's Grand Teton hosts (public_cases.py torchtitan rows). The factor absorbs all
+# that differs between those runs and the group's others (the power cap, eager PyTorch
+# against Transformer Engine's fused kernels): it is fitted, not a clock measurement.
+SCALED = ("h100-sxm-500w",)
+KERNELS = ("fa2", "fa3", "cudnn")
+GRIDS = {"eta_max": np.linspace(0.30, 0.95, 66), "W_half": np.geomspace(0.5, 100.0, 48),
+         "eta_u": np.linspace(0.05, 0.60, 56),
+         **{f"eta_a:{k}": np.linspace(0.05, 0.90, 86) for k in KERNELS},
+         **{f"scale:{g}": np.linspace(0.40, 1.10, 71) for g in SCALED}}
+SWEEPS = 4
+# The parameters refitted per group: the GEMM curve, the unfused attention core and the fused
+# kernels' end-to-end efficiencies
+FIT_NAMES = ("eta_max", "W_half", "eta_u", *(f"eta_a:{k}" for k in KERNELS),
+             *(f"scale:{g}" for g in SCALED))
+
+
+def group_of(gpu_name: str) -> str | None:
+    return next((g for g, names in GROUPS.items() if gpu_name in names), None)
+
+
+def fold_of(source: str) -> str:
+    """The publication of a row's source: the text before its parenthesis, without its table
+    number or commit (torchtitan's Tables 1-6 are one benchmark file, one source)."""
+    s = re.sub(r"\s*\(.*$", "", source)
+    s = re.sub(r",? Table \d+.*$", "", s)
+    return re.sub(r" @ [0-9a-f]{6,40}", "", s).strip()
+
+
+@record
+class FitRow:
+    key: int            # the case's index in validate's list
+    fold: str
+    group: str
+    gpu: str            # the catalog GPU (SCALED members carry a fitted factor)
+    kernel: str         # "" for the unfused attention core
+    a: float
+    c_d: float
+    c_a: float
+    W: float            # FLOPs of one weight GEMM
+    published: float
+    pred0: float        # the shipped prediction
+    time_like: bool     # the figure grows with step time (seconds) or with its inverse
+    fitted: bool = True  # enters the fit (16-bit dense rows); FP8 and MoE rows are predicted,
+    #                      never fitted: fp8_gemm_efficiency is not refitted here and the MoE
+    #                      expert GEMMs follow the dense size only approximately (Sensitivity)
+
+
+def shipped_params(gpu, cat=None) -> dict[str, float]:
+    """The catalog's values of the group headed by ``gpu``; a SCALED member's factor is its
+    gemm_eta_max over the head's (its catalog efficiencies are the head's x the factor)."""
+    p = {"eta_max": gpu.gemm_eta_max, "W_half": gpu.gemm_half_GFLOP, "eta_u": gpu.attention_eta,
+         f"eta_a:{gpu.attention_kernel}": gpu.flash_attention_eta}
+    p.update({f"eta_a:{k}": v for k, v in gpu.attention_kernel_eta.items()})
+    for g in SCALED:
+        if group_of(g) != group_of(gpu.name):
+            continue
+        m = cat.find(g, "gpu") if cat is not None else None
+        p[f"scale:{g}"] = m.gemm_eta_max / gpu.gemm_eta_max if m is not None else 1.0
+    return p
+
+
+def _S(rows: list[FitRow], p: dict[str, float]) -> np.ndarray:
+    a = np.array([r.a for r in rows])
+    c_d = np.array([r.c_d for r in rows])
+    c_a = np.array([r.c_a for r in rows])
+    w = np.array([r.W for r in rows])
+    em = p["eta_max"]
+    eta_d = em * w / (w + p["W_half"] * 1e9)
+    eta_a = np.array([min(p["eta_u"] if not r.kernel else p.get(f"eta_a:{r.kernel}", em), em)
+                      for r in rows])
+    scale = np.array([p.get(f"scale:{r.gpu}", 1.0) for r in rows])
+    return a + (c_d / eta_d + c_a / eta_a) / scale
+
+
+def predict(rows: list[FitRow], p: dict[str, float], p0: dict[str, float]) -> np.ndarray:
+    ratio = _S(rows, p0) / _S(rows, p)
+    pred0 = np.array([r.pred0 for r in rows])
+    tl = np.array([r.time_like for r in rows])
+    return np.where(tl, pred0 / ratio, pred0 * ratio)
+
+
+def loss(rows: list[FitRow], p: dict[str, float], p0: dict[str, float]) -> float:
+    pub = np.array([r.published for r in rows])
+    return float(np.mean(np.abs(np.log(predict(rows, p, p0) / pub))))
+
+
+def informed(rows: list[FitRow], names: tuple[str, ...]) -> list[str]:
+    """The parameters in ``names`` that ``rows`` depend on and can tell apart: one row fixes
+    eta_max alone; W_half needs GEMMs of two sizes."""
+    if len(rows) == 1:
+        return [n for n in names if n == "eta_max"]
+    out = []
+    for n in names:
+        if n == "eta_max" or (n == "W_half" and len({round(r.W, -6) for r in rows}) > 1):
+            out.append(n)
+        elif n == "eta_u" and any(not r.kernel and r.c_a > 0 for r in rows):
+            out.append(n)
+        elif n.startswith("eta_a:") and any(r.kernel == n[6:] and r.c_a > 0 for r in rows):
+            out.append(n)
+        elif (n.startswith("scale:") and any(r.gpu == n[6:] for r in rows)
+              and any(r.gpu not in SCALED for r in rows)):  # a ratio needs both sides
+            out.append(n)
+    return out
+
+
+def fit(rows: list[FitRow], p0: dict[str, float], names: tuple[str, ...]) -> dict[str, float]:
+    """Coordinate descent over GRIDS of the parameters ``names`` the rows inform, from the
+    shipped values; the others stay shipped. Kernel efficiencies stay <= eta_max (the
+    executed-FLOP rate of attention never above the GEMM curve's ceiling)."""
+    p = dict(p0)
+    rows = [r for r in rows if r.fitted]
+    free = informed(rows, names)
+    for n in names:  # a factor the rows cannot tell apart from the curve: the prior, no factor
+        if n.startswith("scale:") and n not in free and n in p:
+            p[n] = 1.0
+    if not rows or not free:
+        return p
+    for _ in range(SWEEPS):
+        for n in free:
+            best = (loss(rows, p, p0), p[n])
+            for v in GRIDS[n]:
+                if n.startswith("eta_a:") and v > p["eta_max"]:
+                    continue
+                q = {**p, n: float(v)}
+                lo = loss(rows, q, p0)
+                if lo < best[0] - 1e-12:
+                    best = (lo, float(v))
+            p[n] = best[1]
+    return p
+
+
+@record
+class LosoResult:
+    predictions: dict          # case key -> LOSO prediction (refitted without its source)
+    full_fit: dict             # group -> parameters fitted on every row of the group
+    shipped: dict              # group -> the catalog's parameters
+    names: tuple               # the parameters refitted
+    folds: dict                # group -> the sources that inform it
+
+
+def loso(rows: list[FitRow], shipped: dict[str, dict], names: tuple[str, ...]) -> LosoResult:
+    """For each group and each source among its rows: refit without the source, predict it."""
+    preds: dict[int, float] = {}
+    full, folds = {}, {}
+    for g, p0 in shipped.items():
+        mine = [r for r in rows if r.group == g]
+        if not mine:
+            continue
+        full[g] = fit(mine, p0, names)
+        folds[g] = sorted({r.fold for r in mine})
+        for f in folds[g]:
+            train = [r for r in mine if r.fold != f]
+            test = [r for r in mine if r.fold == f]
+            p = fit(train, p0, names) if train else p0
+            for r, v in zip(test, predict(test, p, p0)):
+                preds[r.key] = float(v)
+    return LosoResult(preds, full, shipped, names, folds)

@@ -1,0 +1,211 @@
+"""Run the public end-to-end rows of public_cases.py through the step model, and reduce each to
+the sensitivities the leave-one-source-out refit needs (validate_loso.py). Pure: returns rows.
+
+Every row is evaluated as `optimus-calc step` would (catalog model, node, layout, the
+framework's physics profile); tokens/s per GPU is compared, or TFLOP/s per GPU in the row's
+published FLOP convention (public_cases.py docstring).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from optimus_calc.catalog import Catalog
+from optimus_calc.equations import compiled as eq
+from optimus_calc.errors import InputError
+from optimus_calc.evaluate.context import check_layout, fill_layout, resolve_hardware
+from optimus_calc.evaluate.efficiency import kernel_of
+from optimus_calc.evaluate.step import estimate_step
+from optimus_calc.public_cases import SHAPES, PublicRow
+from optimus_calc.record import record
+from optimus_calc.regimes import Regime, regime_for
+from optimus_calc.specs.model import Model
+from optimus_calc.specs.training import (Assumptions, Fp8Recipe, Offload, Precision, Recompute,
+                                         Training, ZeroStage)
+
+
+@record
+class RowSetup:
+    """A row resolved into specs, and what its prediction depends on."""
+    model: Model
+    hw: object
+    layout: object
+    training: Training
+    asm: Assumptions
+    kernel: str             # the fused kernel it runs ("" unfused)
+    gemm_W: float           # FLOPs of one weight GEMM (efficiency.gemm_flops)
+    tokens_per_gpu_step: float
+    flops_per_token: float  # in the row's published convention (0 for tokens/s rows)
+
+
+def _model(cat: Catalog, name: str) -> Model:
+    if name.startswith("shape:"):
+        key = name.removeprefix("shape:")
+        return Model(name=key, family="gpt", ffn_type="gelu", tied_embeddings=True,
+                     position_embedding="learned", norm="layernorm",
+                     source="public_cases.SHAPES", **SHAPES[key])
+    return cat.get(name, "model")  # type: ignore[return-value]
+
+
+def flops_per_token(model: Model, seq: int, convention: str) -> float:
+    """6 N + 12 L h s (un-halved) or 6 N + 6 L h s (halved): the publications' formulas
+    (framework-physics.md 7.2: NeMo <= 25.07 / Megatron-Bridge >= 25.09; FA2 section 4.2)."""
+    n = float(model.total_params if hasattr(model, "total_params") else 0)
+    attn = (12 if convention == "unhalved" else 6) * model.layers * model.hidden * seq
+    return 6 * n + attn
+
+
+def setup(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> RowSetup:
+    """The row's specs, as build_inputs resolves the `step` options; an InputError when the
+    tool refuses the layout."""
+    from optimus_calc.frameworks.physics import apply_framework
+    asm = asm or Assumptions()
+    model = _model(cat, row.model)
+    hw = resolve_hardware(cat, row.node, row.nodes, row.gpu, row.gpus_per_node)
+    lay = fill_layout(hw, row.tp, row.pp, None, row.cp, ep=row.ep, zero=ZeroStage(row.zero),
+                      offload=Offload.NONE, interleave=row.vp)
+    gbs = row.gbs or row.mbs * lay.dp
+    tr = Training(seq_len=row.seq, global_batch=gbs, micro_batch=row.mbs,
+                  precision=Precision(row.precision),
+                  fp8_recipe=Fp8Recipe(row.fp8_recipe or "te-delayed"),
+                  recompute=Recompute(row.recompute), flash_attention=row.flash,
+                  attention_kernel=row.kernel)
+    check_layout(model, lay, tr)
+    tr, asm2, _ = apply_framework(row.framework, lay, tr, asm, model)
+    kernel = kernel_of(hw.gpu, row.kernel) if row.flash else ""
+    w = float(eq.efficiency__gemm_flops(b=row.mbs, h=model.hidden, s=row.seq / row.cp,
+                                        t=row.tp))
+    conv = row.unit.split(":")[1] if row.unit.startswith("tflops") else ""
+    return RowSetup(model, hw, lay, tr, asm2, kernel, w, gbs * row.seq / hw.gpus,
+                    flops_per_token(model, row.seq, conv) if conv else 0.0)
+
+
+def predicted_value(row: PublicRow, s: RowSetup, step_time_s: float) -> float:
+    """The prediction in the row's unit."""
+    tps = s.tokens_per_gpu_step / step_time_s
+    if row.unit == "s":
+        return step_time_s
+    if row.unit.startswith("tflops"):
+        return tps * s.flops_per_token / 1e12
+    return tps
+
+
+def with_gpu(s: RowSetup, **params) -> RowSetup:
+    """The row on its GPU with some efficiency parameters replaced (eta_max, W_half, the
+    kernel's efficiency, the unfused attention's)."""
+    g = s.hw.gpu
+    upd = {}
+    if "eta_max" in params:
+        upd["gemm_eta_max"] = params["eta_max"]
+    if "W_half" in params:
+        upd["gemm_half_GFLOP"] = params["W_half"]
+    if "eta_a" in params and s.kernel:
+        if s.kernel == g.attention_kernel:
+            upd["flash_attention_eta"] = params["eta_a"]
+        else:
+            upd["attention_kernel_eta"] = {**g.attention_kernel_eta, s.kernel: params["eta_a"]}
+    if "eta_u" in params:
+        upd["attention_eta"] = params["eta_u"]
+    return replace(s, hw=replace(s.hw, gpu=g.model_copy(update=upd)))
+
+
+def memory_gib(s: RowSetup) -> float:
+    """The worst stage's GPU memory in GiB (torchtitan publishes GiB)."""
+    from optimus_calc.evaluate.memory import estimate_memory
+    return float(estimate_memory(s.model, s.hw, s.layout, s.training, s.asm).worst.total_bytes
+                 / 2**30)
+
+
+def step_time(s: RowSetup) -> float:
+    return float(estimate_step(s.model, s.hw, s.layout, s.training, s.asm).step_time_s)
+
+
+@record
+class Sensitivity:
+    """step(theta) ~ a + c_d / eta_d(theta) + c_a / eta_a(theta): the compute time at
+    efficiency 1 split into weight GEMMs and the attention core, and the rest."""
+    a: float
+    c_d: float
+    c_a: float
+
+    def time(self, eta_d, eta_a):
+        return self.a + self.c_d / np.asarray(eta_d) + self.c_a / np.asarray(eta_a)
+
+
+def sensitivity(s: RowSetup) -> Sensitivity:
+    """Three evaluations at efficiencies 1 and 1/2 (W_half ~ 0: the curve flat at eta_max).
+    The step is affine in 1 / efficiency while no overlap changes side; validate_loso uses
+    it only for the change from the shipped parameters (a ratio to the real prediction)."""
+    one = dict(eta_max=1.0, W_half=1e-6, eta_a=1.0, eta_u=1.0)
+    t1 = step_time(with_gpu(s, **one))
+    t_d = step_time(with_gpu(s, **{**one, "eta_max": 0.5}))
+    t_a = step_time(with_gpu(s, **{**one, "eta_a": 0.5, "eta_u": 0.5}))
+    c_d, c_a = t_d - t1, t_a - t1
+    return Sensitivity(t1 - c_d - c_a, c_d, c_a)
+
+
+@record
+class PublicResult:
+    row: PublicRow
+    predicted: float | None
+    regime: Regime | None
+    error: float | None          # predicted / published - 1
+    eps: float | None            # the step-time-sense residual (regimes.py)
+    setup: RowSetup | None
+    refused: str = ""            # the tool's own refusal of an expressible row
+
+
+def run_row(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> PublicResult:
+    if row.why_not:
+        return PublicResult(row, None, None, None, None, None)
+    try:
+        s = setup(cat, row, asm)
+        pred = predicted_value(row, s, step_time(s))
+    except (InputError, ValueError) as e:
+        return PublicResult(row, None, None, None, None, None, str(e).splitlines()[0][:200])
+    err = pred / row.published - 1
+    eps = err if row.unit == "s" else 1 / (1 + err) - 1
+    reg = regime_for(s.hw.gpu.name, row.framework or "none", "none", s.model, row.precision,
+                     row.seq, s.hw.nodes)
+    return PublicResult(row, pred, reg, err, eps, s)
+
+
+def run_public(cat: Catalog, asm: Assumptions | None = None) -> list[PublicResult]:
+    from optimus_calc.public_cases import public_rows
+    return [run_row(cat, r, asm) for r in public_rows()]
+
+
+def _fit_row(key: int, source: str, gpu_name: str, kernel: str, sens: Sensitivity, W: float,
+             published: float, pred0: float, time_like: bool, fitted: bool = True):
+    from optimus_calc.validate_loso import FitRow, fold_of, group_of
+    group = group_of(gpu_name)
+    if group is None:
+        return None
+    return FitRow(key, fold_of(source), group, gpu_name, kernel, sens.a, sens.c_d, sens.c_a, W,
+                  published, pred0, time_like, fitted)
+
+
+def public_fit(res: PublicResult):
+    """The case's FitRow maker (validate_loso.py), or None when no fit group covers its GPU."""
+    s = res.setup
+    if s is None or res.predicted is None:
+        return None
+    from optimus_calc.validate_loso import group_of
+    if group_of(s.hw.gpu.name) is None:
+        return None
+    sens = sensitivity(s)
+    return lambda key: _fit_row(key, res.row.source, s.hw.gpu.name, s.kernel, sens, s.gemm_W,
+                                res.row.published, res.predicted, res.row.unit == "s",
+                                res.row.precision != "fp8" and not s.model.experts)
+
+
+def affine_fit(c, gpu, source: str):
+    """The FitRow maker of a gemm_calibration.AffineCase: step = a + c / eta with eta the
+    harmonic mix of the GEMM curve (1 - share) and the attention core (share)."""
+    kernel = kernel_of(gpu) if c.flash else ""
+    sens = Sensitivity(c.a_s, c.c_s * (1 - c.attention_share), c.c_s * c.attention_share)
+    w = float(eq.efficiency__gemm_flops(b=c.b, h=c.h, s=c.s, t=c.t))
+    return lambda key: _fit_row(key, source, gpu.name, kernel, sens, w, c.published_tflops,
+                                c.predicted_tflops, False)
