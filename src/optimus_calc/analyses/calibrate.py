@@ -23,7 +23,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from dataclasses import replace
+from dataclasses import field, replace
 
 import numpy as np
 
@@ -38,6 +38,19 @@ PRIOR_WEIGHT = 1e-3         # weak pull of each log-parameter towards its defaul
 MAX_ROWS = 1000
 FIXED_PREFERENCE = 0.5      # a fixed cost goes before an efficiency if it leaves < half (select)
 TIE_RESIDUAL = 1e-6         # squared log residual per run (0.1% rms) within which fits tie
+# Leave-one-out by the linearised hat-matrix residual r_i / (1 - h_ii) of the fitted problem
+# (Cook and Weisberg 1982, "Residuals and Influence in Regression" section 2.2; exact for linear
+# least squares, ridge included); a run whose leverage h_ii exceeds this carries more than half
+# of some parameter's determination, where the efficiency curves' non-linearity makes the
+# linearised estimate poor: it is refitted without it instead (warm-started from the full fit).
+# Assumed. Few runs fitting several parameters are all refitted; of 50 runs, a handful.
+MAX_LINEAR_LEVERAGE = 0.5
+# A fit that ends on a parameter bound with a run still more than 100% off (prediction over
+# measured above 2, or below 1/2) describes runs unlike the model: no profile is written.
+MAX_PINNED_RESIDUAL = 1.0
+# Runs of one layout whose measurements differ more than this factor are reported (assumed: run-
+# to-run noise of one layout is a few percent; 1.5x is a different configuration or a typo).
+DISAGREE_FACTOR = 1.5
 
 
 @record
@@ -169,23 +182,59 @@ def entry_names(runs: list[Run]) -> dict[str, set[str]]:
     return {w: {_holder(r.inputs, w).name for r in runs} for w in ("gpu", "link", "nic")}
 
 
+class RunSet:
+    """The runs with identical layouts (same figure, same resolved inputs) evaluated once: a
+    runs file of 1,000 copies of one layout costs one evaluation per prediction, not 1,000."""
+
+    def __init__(self, runs: list[Run]):
+        index: dict = {}
+        inv = [index.setdefault((r.figure, repr(r.inputs)), len(index)) for r in runs]
+        reps: list = [None] * len(index)
+        for r, i in zip(runs, inv):
+            reps[i] = reps[i] or r
+        self.runs, self.reps, self.inv = list(runs), reps, np.array(inv, dtype=int)
+        self.log_meas = np.log([r.measured for r in runs])
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def without(self, i: int) -> "RunSet":
+        return RunSet(self.runs[:i] + self.runs[i + 1:])
+
+    def log_preds(self, values) -> np.ndarray:
+        """log prediction per run (each distinct layout evaluated once)."""
+        return np.log([predict(r, values) for r in self.reps])[self.inv]
+
+    def groups(self) -> list[list[int]]:
+        """Indices of the runs of each layout given more than once."""
+        out: dict[int, list[int]] = {}
+        for k, u in enumerate(self.inv):
+            out.setdefault(int(u), []).append(k)
+        return [g for g in out.values() if len(g) > 1]
+
+
+def _as_set(runs) -> RunSet:
+    return runs if isinstance(runs, RunSet) else RunSet(runs)
+
+
 def _log_preds(runs, values) -> np.ndarray:
-    return np.log([predict(r, values) for r in runs])
+    return _as_set(runs).log_preds(values)
 
 
-def jacobian(runs: list[Run], values: dict[str, float], names: list[str],
+def jacobian(runs, values: dict[str, float], names: list[str],
              base: np.ndarray | None = None, step: float = 0.02) -> np.ndarray:
     """d log(prediction) / d x(parameter) (x: log of a factor, a cost over its scale),
     one-sided differences stepping inside the bounds."""
-    base = _log_preds(runs, values) if base is None else base
+    rs = _as_set(runs)
+    base = rs.log_preds(values) if base is None else base
     bounds = {p.name: p for p in CANDIDATES}
     cols = []
     for n in names:
         p = bounds[n]
         x = p.to_x(values[n])
         h = step if p.from_x(x + step) <= p.hi else -step
-        cols.append((_log_preds(runs, {**values, n: p.from_x(x + h)}) - base) / h)
-    return np.array(cols).T.reshape(len(runs), len(names))
+        cols.append((rs.log_preds({**values, n: p.from_x(x + h)}) - base) / h)
+    return np.array(cols).T.reshape(len(rs), len(names))
 
 
 def select(jac: np.ndarray, n_runs: int, resid: np.ndarray | None = None,
@@ -251,16 +300,23 @@ def _left(jac: np.ndarray, cols: list[int], resid: np.ndarray, up_only) -> float
     return float(left @ left)
 
 
-def fit(runs: list[Run], start: dict[str, float], names: list[str],
-        iterations: int = 12) -> dict[str, float]:
+def fit(runs, start: dict[str, float], names: list[str],
+        iterations: int = 12, init: dict[str, float] | None = None,
+        jac0: np.ndarray | None = None) -> dict[str, float]:
     """Bounded Gauss-Newton on ``names`` (each in its coordinate, Param.to_x); the other values
-    stay as in ``start``."""
+    stay as in ``start``, towards which the weak prior pulls. ``init``: where the iteration
+    starts (a leave-one-out refit starts from the full fit), default ``start``; ``jac0``: the
+    Jacobian there, if known. Between finite-difference Jacobians (at most ``iterations``) the
+    Jacobian follows each step by Broyden's rank-one update (Broyden 1965, Math. Comp. 19,
+    577-593: one evaluation per run per step instead of one per run per parameter); a step the
+    updated Jacobian cannot make, or convergence on it, asks for a fresh one."""
     if not names:
         return dict(start)
+    runs = _as_set(runs)
     ps = [next(p for p in CANDIDATES if p.name == n) for n in names]
     lo, hi = np.array([p.to_x(p.lo) for p in ps]), np.array([p.to_x(p.hi) for p in ps])
     x0 = np.array([p.to_x(start[p.name]) for p in ps])
-    meas = np.log([r.measured for r in runs])
+    meas = runs.log_meas
 
     def values_at(x):
         return {**start, **{p.name: p.from_x(v) for p, v in zip(ps, x)}}
@@ -268,11 +324,15 @@ def fit(runs: list[Run], start: dict[str, float], names: list[str],
     def cost(res, x):
         return float(res @ res + PRIOR_WEIGHT * (x - x0) @ (x - x0))
 
-    x = x0.copy()
+    x = x0.copy() if init is None else np.array([p.to_x(init[p.name]) for p in ps])
     pred = _log_preds(runs, values_at(x))
     c = cost(pred - meas, x)
-    for _ in range(iterations):
-        jac = jacobian(runs, values_at(x), names, pred)
+    jac, fresh, refreshed = (None if jac0 is None else np.array(jac0, dtype=float)), False, 0
+    for _ in range(4 * iterations):
+        if jac is None:
+            if refreshed >= iterations:
+                break
+            jac, fresh, refreshed = jacobian(runs, values_at(x), names, pred), True, refreshed + 1
         r = pred - meas
         a = jac.T @ jac + PRIOR_WEIGHT * np.eye(len(names))
         g = jac.T @ r + PRIOR_WEIGHT * (x - x0)
@@ -285,11 +345,20 @@ def fit(runs: list[Run], start: dict[str, float], names: list[str],
                 break
             delta /= 2
         else:
-            break
-        moved = float(np.max(np.abs(x_new - x)))
+            if fresh:
+                break
+            jac = None   # the updated Jacobian points nowhere better: a fresh one
+            continue
+        dx, dp = x_new - x, p_new - pred
+        moved = float(np.max(np.abs(dx)))
         x, pred, c = x_new, p_new, c_new
         if moved < 1e-4:
-            break
+            if fresh:
+                break
+            jac = None   # converged on an updated Jacobian: confirm with a fresh one
+            continue
+        jac = jac + np.outer(dp - jac @ dx, dx) / float(dx @ dx)
+        fresh = False
     return values_at(x)
 
 
@@ -305,6 +374,7 @@ class Calibration:
     gpu: str
     link: str = ""                # the runs' scale-up link ("" when they use several)
     nic: str = ""                 # the runs' NIC ("" when they use several)
+    disagreements: list[str] = field(default_factory=list)  # same layout, measures far apart
 
     @property
     def loo_range(self) -> tuple[float, float] | None:
@@ -316,44 +386,144 @@ class Calibration:
         return (min(errs), max(errs)) if errs else None
 
 
-def calibrate(runs: list[Run]) -> Calibration:
+def _impossible(rs: RunSet, defaults: dict[str, float], source: str = "") -> None:
+    """Refuse a run the hardware cannot produce, naming its row and the physical reason: a time
+    or throughput above what the GPUs' dense peak allows (the MFU it implies, model FLOPs over
+    peak x GPUs x measured step time, above 100%), or a GPU memory above the GPU's capacity or
+    below the weights the GPU holds (memory.weights_bytes of the most loaded stage)."""
+    from optimus_calc.evaluate.memory import estimate_memory
+    for r in rs.reps:
+        inp = r.inputs
+        line = "line" if source.lower().endswith((".yaml", ".yml")) else "row"
+        where = f"runs file {source} {line} {r.row}, column measured_{r.figure}"
+        if r.figure == "gpu_memory_bytes":
+            cap = inp.hw.gpu.memory_GB * 1e9
+            if r.measured > cap:
+                raise InputError(f"{where}: {r.measured:.4g} bytes is more than the "
+                                 f"{inp.hw.gpu.name} holds ({cap:.4g} bytes)")
+            weights = estimate_memory(inp.model, inp.hw, inp.layout, inp.training,
+                                      inp.assumptions).worst.weights_bytes
+            if r.measured < weights:
+                raise InputError(f"{where}: {r.measured:.4g} bytes is less than the weights "
+                                 f"each GPU holds in this layout ({weights:.4g} bytes)")
+            continue
+        pred, mfu = predict(r, defaults), _figure(r, "mfu")
+        implied = mfu * (r.measured / pred if r.figure == "tokens_per_s" else pred / r.measured)
+        if implied > 1:
+            raise InputError(f"{where}: {r.measured:.4g} is faster than the GPUs' dense peak "
+                             f"allows (it implies an MFU of {implied:.3g}, above 100%)")
+
+
+def _figure(run: Run, figure: str) -> float:
+    from optimus_calc.evaluate.step import step_figure
+    return step_figure(run.inputs, run.inputs.model.name, figure)
+
+
+def _disagreements(rs: RunSet) -> list[str]:
+    """One line per layout given more than once with measurements more than
+    :data:`DISAGREE_FACTOR` apart: the rows, and how far apart."""
+    out = []
+    for g in rs.groups():
+        vals = [rs.runs[k].measured for k in g]
+        if max(vals) > DISAGREE_FACTOR * min(vals):
+            rows = ", ".join(str(rs.runs[k].row) for k in g)
+            out.append(f"rows {rows} describe the same layout ({rs.runs[g[0]].label}) but "
+                       f"measure {min(vals):.4g} to {max(vals):.4g} ({max(vals) / min(vals):.3g}x "
+                       "apart): the fit takes their geometric mean")
+    return out
+
+
+def leave_one_out(rs: RunSet, defaults: dict[str, float], values: dict[str, float],
+                  names: list[str]) -> list[float]:
+    """Each run's leave-one-out error (prediction / measured - 1 with the parameters refitted
+    without it), by the linearised hat-matrix residual r_i / (1 - h_ii) of the fitted problem
+    (:data:`MAX_LINEAR_LEVERAGE`): H = J (J'J + w I)^-1 J' over the parameters not on a bound,
+    J the Jacobian of the log predictions at the fit, w the prior weight. A run of higher
+    leverage is refitted without it, warm-started at ``values``."""
+    pred = rs.log_preds(values)
+    resid = pred - rs.log_meas
+    by = {p.name: p for p in CANDIDATES}
+    free = [j for j, n in enumerate(names) if by[n].lo < values[n] < by[n].hi]
+    lev = np.zeros(len(rs))
+    if free:
+        jac = jacobian(rs, values, [names[j] for j in free], pred)
+        a = jac.T @ jac + PRIOR_WEIGHT * np.eye(len(free))
+        lev = np.einsum("ij,ij->i", jac @ np.linalg.inv(a), jac)
+    loo = []
+    for i, r in enumerate(rs.runs):
+        if lev[i] <= MAX_LINEAR_LEVERAGE:
+            loo.append(float(np.expm1(resid[i] / (1 - lev[i]))))
+        else:
+            sub = fit(rs.without(i), defaults, names, init=values)
+            loo.append(predict(r, sub) / r.measured - 1)
+    return loo
+
+
+def _pinned(values: dict[str, float], names: list[str], after: list[float]) -> str:
+    """Why the fit cannot be a profile ("" when it can): a parameter on a bound while a run is
+    still more than :data:`MAX_PINNED_RESIDUAL` off."""
+    by = {p.name: p for p in CANDIDATES}
+    worst = max(after, key=lambda e: max(1 + e, 1 / (1 + e)))
+    if max(1 + worst, 1 / (1 + worst)) <= 1 + MAX_PINNED_RESIDUAL:
+        return ""
+    at = [f"{n} = {values[n]:.4g}" for n in names
+          if values[n] <= by[n].lo * (1 + 1e-9) or values[n] >= by[n].hi * (1 - 1e-9)]
+    if not at:
+        return ""
+    return (f"the fit ends on the bound of {', '.join(at)} with a run's prediction still "
+            f"{1 + worst:.3g}x its measurement: "
+            "the runs are not like the model (check the layout columns and the units of the "
+            "measurements); no profile written")
+
+
+def calibrate(runs: list[Run], source: str = "") -> Calibration:
     """Select the determinable parameters, fit them, and compute each run's leave-one-out
-    error (refitted on the other runs with the same parameters)."""
+    error (:func:`leave_one_out`). Runs of one layout are evaluated once (:class:`RunSet`)."""
+    from optimus_calc.profile import loo_band_problem
     used = entry_names(runs)
     gpus = sorted(used["gpu"])
     if len(gpus) > 1:
         raise InputError(f"calibrate fits one GPU at a time; the runs use {', '.join(gpus)}: "
                          "give one file per GPU")
+    rs = RunSet(runs)
     defaults = defaults_of(runs)
+    _impossible(rs, defaults, source)
     several = {p.name: f"the runs use several {p.where}s ({', '.join(sorted(used[p.where]))}); "
                "give one file per node type to fit it" for p in CANDIDATES
                if p.where in ("link", "nic") and len(used[p.where]) > 1}
     names = [p.name for p in CANDIDATES if p.name not in several]
-    base = _log_preds(runs, defaults)
-    jac = jacobian(runs, defaults, names, base)
+    base = rs.log_preds(defaults)
+    jac = jacobian(rs, defaults, names, base)
     by = {p.name: p for p in CANDIDATES}
     up_only = tuple(j for j, n in enumerate(names) if by[n].scale and defaults[n] == 0)
-    kept, why = select(jac, len(runs), base - np.log([r.measured for r in runs]), up_only)
+    kept, why = select(jac, len(runs), base - rs.log_meas, up_only)
     fixed = {p.name for p in CANDIDATES if p.scale}
     why_named = {**{names[j]: w + (FIXED_HINT if names[j] in fixed and "separable" in w else "")
                     for j, w in why.items()}, **several}
     fit_names = [names[j] for j in kept]
-    values = fit(runs, defaults, fit_names)
+    values = fit(rs, defaults, fit_names, jac0=jac[:, kept])
     meas = np.array([r.measured for r in runs])
     before = list(np.exp(base) / meas - 1)
-    after = [predict(r, values) / r.measured - 1 for r in runs]
+    after = list(np.expm1(rs.log_preds(values) - rs.log_meas))
+    problem = _pinned(values, fit_names, after)
+    if problem:
+        raise InputError(f"calibrate: {problem}")
     loo: list[float | None] = [None] * len(runs)
     if len(runs) > 1 and fit_names:
-        for i, r in enumerate(runs):
-            sub = fit(runs[:i] + runs[i + 1:], defaults, fit_names)
-            loo[i] = predict(r, sub) / r.measured - 1
+        loo = list(leave_one_out(rs, defaults, values, fit_names))
     elif len(runs) > 1:
         loo = list(after)
-    return Calibration(runs, defaults, {n: values[n] for n in fit_names},
-                       {p.name: why_named[p.name] for p in CANDIDATES if p.name in why_named},
-                       [float(e) for e in before], [float(e) for e in after], loo, gpus[0],
-                       next(iter(used["link"])) if len(used["link"]) == 1 else "",
-                       next(iter(used["nic"])) if len(used["nic"]) == 1 else "")
+    cal = Calibration(runs, defaults, {n: values[n] for n in fit_names},
+                      {p.name: why_named[p.name] for p in CANDIDATES if p.name in why_named},
+                      [float(e) for e in before], [float(e) for e in after], loo, gpus[0],
+                      next(iter(used["link"])) if len(used["link"]) == 1 else "",
+                      next(iter(used["nic"])) if len(used["nic"]) == 1 else "",
+                      _disagreements(rs))
+    rng = cal.loo_range
+    if rng is not None and loo_band_problem(*rng):
+        raise InputError(f"calibrate: {loo_band_problem(*rng)}: the runs are not like the "
+                         "model; no profile written")
+    return cal
 
 
 def _toml_str(text: str) -> str:

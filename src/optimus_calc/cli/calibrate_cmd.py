@@ -103,13 +103,14 @@ def calibrate(ctx, runs_file: str, output: str, fmt: str) -> None:
     measured_tokens_per_s, measured_gpu_memory_bytes. A missing one takes `step`'s default."""
     from optimus_calc.analyses.calibrate import calibrate as fit_runs
     from optimus_calc.analyses.calibrate import profile_toml
-    from optimus_calc.cli.common import write_file
+    from optimus_calc.cli.common import check_target, write_file
     from optimus_calc.report.calibrate_view import calibrate_document
 
     if not output.lower().endswith(".toml"):
         raise InputError(f"-o {output[:200]!r}: a profile is a TOML file; name it *.toml")
+    check_target(output)  # an unwritable -o is refused before the fit, as other commands do
     runs = load_runs(ctx.obj, runs_file, ctx)
-    cal = fit_runs(runs)
+    cal = fit_runs(runs, runs_file[:200])
     date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     text = profile_toml(cal, os.path.basename(runs_file), date)
     emit(calibrate_document(cal, runs_file, output), fmt, None)
