@@ -106,8 +106,15 @@ class Run:
 
 
 def read_rows(text: str, path: str) -> list[dict[str, str]]:
-    """The runs CSV as rows of column -> text (empty cells dropped)."""
-    reader = csv.DictReader(io.StringIO(text))
+    """The runs CSV as rows of column -> text (empty cells dropped). Line ends may be LF, CRLF
+    or CR alone (classic Mac, some exports): read as universal newlines."""
+    try:
+        return _read_rows(csv.DictReader(io.StringIO(text, newline=None)), path)
+    except csv.Error as exc:
+        raise InputError(f"runs file {path}: not a CSV file the reader accepts: {exc}") from None
+
+
+def _read_rows(reader, path: str) -> list[dict[str, str]]:
     if not reader.fieldnames:
         raise InputError(f"runs file {path}: empty (expected a header row of option names)")
     names = [str(n).strip() for n in reader.fieldnames]

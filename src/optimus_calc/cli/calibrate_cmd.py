@@ -36,6 +36,12 @@ def run_kw(row: dict[str, str], where: str, ctx: click.Context) -> tuple[str, di
     if framework and framework not in {f.value for f in Framework}:
         raise InputError(f"{where}, column framework: {framework[:40]!r} is not one of "
                          f"{', '.join(f.value for f in Framework)}")
+    spelled: dict[str, str] = {}
+    for key in row:  # seq-len and seq_len are one option: given twice, neither wins silently
+        other = spelled.setdefault(key.replace("-", "_"), key)
+        if other != key:
+            raise InputError(f"{where}: columns {other[:40]!r} and {key[:40]!r} are the same "
+                             "option; give it once")
     for key, text in row.items():
         name = key.replace("-", "_")
         if name in ("model", "framework") or name in MEASURES:

@@ -159,7 +159,8 @@ def cli(ctx: click.Context, catalog_dirs: tuple[str, ...], debug: bool) -> None:
 
 
 def _fail(message: str, code: int) -> None:
-    first = " ".join(str(message).split())
+    from optimus_calc.errors import visible
+    first = visible(" ".join(str(message).split()))  # one line; control characters escaped
     click.echo(f"error: {first}", err=True)
     sys.exit(code)
 
