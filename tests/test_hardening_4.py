@@ -455,3 +455,15 @@ def test_two_saved_cards_in_one_directory_do_not_clash(run, tmp_path):
     r = run("--catalog-dir", tmp_path, "step", "llama70b", "--nodes", "2", "--tp", "2", "--pp",
             "4", "--zero", "3", "--offload", "smartnic", "--smartnic", "bluefield-3-min-hide")
     assert r.code == 0, r.err
+
+
+def test_error_range_contains_its_value():
+    """Residuals of one sign (two public cases -5% and -3%: predicted too fast) keep the value
+    inside its range: step time 100 s gives 100 / (1 + 0) = 100 to 100 / (1 - 0.05) = 105.26 s,
+    tokens/s 1000 gives 950 to 1000 (before: 103.09 to 105.26 s, which excluded 100 s)."""
+    from optimus_calc.regimes import ErrorRange
+    er = ErrorRange("public", -0.05, -0.03, 2, "2 public cases like this")
+    lo, hi = er.bounds("step_time_s", 100.0)
+    assert lo == pytest.approx(100.0) and hi == pytest.approx(100 / 0.95)
+    lo, hi = er.bounds("tokens_per_s", 1000.0)
+    assert lo == pytest.approx(950.0) and hi == pytest.approx(1000.0)
