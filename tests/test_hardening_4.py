@@ -285,19 +285,24 @@ def _synthetic_runs(run, tmp_path, layouts, factor=0.8, copies=1):
 def test_identical_layouts_are_evaluated_once(run, tmp_path, monkeypatch):
     """1,000 copies of one layout cost what one costs: the evaluator runs per distinct layout
     (before: 1,000 x every prediction of the fit, and 1,000 refits, not done in 300 s)."""
-    from optimus_calc.analyses import calibrate as cal_mod
+    from optimus_calc.analyses import calibrate as cal_top
+    from optimus_calc.analyses import calibrate_fit as cal_mod
     one = _synthetic_runs(run, tmp_path, [("1", "1", "1", "1")])
     many = _synthetic_runs(run, tmp_path, [("1", "1", "1", "1")], copies=1000)
     calls = []
     real = cal_mod.predict
-    monkeypatch.setattr(cal_mod, "predict", lambda r, v: calls.append(1) or real(r, v))
+    def counted(r, v):
+        calls.append(1)
+        return real(r, v)
+    monkeypatch.setattr(cal_mod, "predict", counted)   # RunSet's evaluations
+    monkeypatch.setattr(cal_top, "predict", counted)   # the checks' and the refits' own
     a = run("calibrate", one, "-o", tmp_path / "a.toml", "--format", "json")
     n_one, calls[:] = len(calls), []
     b = run("calibrate", many, "-o", tmp_path / "b.toml", "--format", "json")
     assert a.code == 0 and b.code == 0, (a.err, b.err)
     # the 1,000 rows add the leave-one-out pass (one Jacobian of the fitted parameters) and no
     # per-row evaluation
-    assert len(calls) <= n_one + 20
+    assert 0 < n_one and len(calls) <= n_one + 20
     assert len(b.json()["runs"]) == 1000
 
 

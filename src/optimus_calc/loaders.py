@@ -382,9 +382,8 @@ def parse_runs_yaml(text: str, path: str | os.PathLike) -> list[tuple[int, dict[
 
 
 def toml_file_with(directory: str, exclude: str, needles: tuple[str, ...]) -> str | None:
-    """The first ``*.toml`` file of ``directory`` other than ``exclude`` whose text contains one
-    of ``needles`` (a saved catalog entry's ``name = "..."`` line), or None; files over 1 MB and
-    unreadable ones are skipped (the catalog loader reports those)."""
+    """The first ``*.toml`` file of ``directory`` other than ``exclude`` containing one of
+    ``needles`` (a ``name = "..."`` line), or None; files over 1 MB or unreadable are skipped."""
     import glob
     target = os.path.realpath(exclude)
     for other in sorted(glob.glob(os.path.join(glob.escape(directory), "*.toml")))[:1000]:

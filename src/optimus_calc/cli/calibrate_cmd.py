@@ -26,7 +26,7 @@ def _columns() -> dict[str, click.Parameter]:
 def run_kw(row: dict[str, str], where: str, ctx: click.Context) -> tuple[str, dict, str]:
     """One CSV row as (model, step's option values, framework), each cell converted and checked
     by the option's own click type."""
-    from optimus_calc.analyses.calibrate import MEASURES
+    from optimus_calc.analyses.calibrate_io import MEASURES
     from optimus_calc.frameworks import Framework
     cols = _columns()
     kw = {name: p.get_default(ctx, call=True) for name, p in cols.items()}
@@ -63,12 +63,13 @@ def rows_of(text: str, path: str) -> list[tuple[str, dict[str, str]]]:
     if path.lower().endswith((".yaml", ".yml")):
         from optimus_calc.loaders import parse_runs_yaml
         return [(f"line {n}", row) for n, row in parse_runs_yaml(text, path)]
-    from optimus_calc.analyses.calibrate import read_rows
+    from optimus_calc.analyses.calibrate_io import read_rows
     return [(f"row {i + 2}", row) for i, row in enumerate(read_rows(text, path))]
 
 
 def load_runs(app, path: str, ctx: click.Context) -> list:
-    from optimus_calc.analyses.calibrate import Run, measured_of
+    from optimus_calc.analyses.calibrate import Run
+    from optimus_calc.analyses.calibrate_io import measured_of
     from optimus_calc.evaluate.step import step_of
     from optimus_calc.inputs import build_inputs
     from optimus_calc.loaders import read_text, user_path
@@ -108,7 +109,7 @@ def calibrate(ctx, runs_file: str, output: str, fmt: str) -> None:
     micro_batch, global_batch, precision, ...) plus framework and one of measured_step_time_s,
     measured_tokens_per_s, measured_gpu_memory_bytes. A missing one takes `step`'s default."""
     from optimus_calc.analyses.calibrate import calibrate as fit_runs
-    from optimus_calc.analyses.calibrate import profile_toml
+    from optimus_calc.analyses.calibrate_io import profile_toml
     from optimus_calc.cli.common import check_target, write_file
     from optimus_calc.report.calibrate_view import calibrate_document
 
