@@ -97,3 +97,46 @@ def test_full_recompute_repeats_the_moe_routing_pass(run):
     full = _step(run, "mixtral-8x7b", *base, "--recompute", "full")
     assert full["elementwise_s"] - none["elementwise_s"] == pytest.approx(
         none["forward_s"] - none["compute_s"] / 3, rel=1e-9)
+
+
+def test_a_smartnic_serves_the_shards_of_the_gpus_it_is_shared_by(run):
+    """gpt2-xl (1,557,611,200 parameters) on one DGX A100 at ZeRO-1, DP 8: each GPU's shard is
+    194,701,400 parameters, 2-byte gradients out and 2-byte weights back = 778,805,600 bytes
+    over its PCIe 4 x16 (31.5 GB/s x 0.76 = 23.94 GB/s): 32.53 ms. BlueField-3's PCIe 5 x16
+    (63 GB/s x 0.76 = 47.88 GB/s) carries G_n / K_n shards: one card per GPU is faster than the
+    GPU's link; 2 cards for 8 GPUs carry 4 shards each, 4 x 778,805,600 / 47.88e9 = 65.06 ms
+    (offload.smartnic_transfer_time; no spill: 4 x 194.7M x 16 bytes < 32 GB). Kills the card's
+    side without G_n (`P_r G_n / K_n` -> `P_r / K_n`)."""
+    shard = 1_557_611_200 / 8 * 4
+    times = {}
+    for k in (8, 2):
+        d = _step(run, "gpt2-xl", "--zero", 1, "--offload", "smartnic", "--smartnics-per-node",
+                  k)
+        times[k] = d["offload_transfer_s"]
+    assert times[8] == pytest.approx(shard / (31.5e9 * 0.76), rel=1e-9)
+    assert times[2] == pytest.approx(4 * shard / (63e9 * 0.76), rel=1e-9)
+
+
+def test_megatron_cpu_offload_exposes_the_whole_host_step(run):
+    """Megatron-LM's CPU offload (hybrid optimizer) copies the gradients to the host after the
+    backward and the DP reduction (megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py
+    L150-179, frameworks/megatron.py): no part of the host step hides behind the backward, so
+    the exposed optimizer time is all of it (2.545 s for llama-2-7b, ZeRO-1, 8 A100). Kills
+    frameworks/megatron.py `ds_zero1_overlap_comm` 0 -> 1 (2.094 s exposed)."""
+    d = _step(run, "llama-2-7b", "--zero", 1, "--offload", "cpu", "--framework", "megatron")
+    assert d["optimizer_s"] > 0
+    assert d["optimizer_exposed_s"] == pytest.approx(d["optimizer_s"], rel=1e-12)
+
+
+@pytest.mark.parametrize("pp, overlap", [(1, True), (2, False)])
+def test_deepspeed_export_turns_overlap_comm_off_with_a_pipeline(cat, pp, overlap):
+    """DeepSpeed's pipeline engine turns overlap_comm off (runtime/engine.py L2390-2393), so an
+    export with PP > 1 says false, as the evaluator assumes. Kills deepspeed_export.py
+    `overlap_comm = lay.pp == 1` -> True."""
+    from optimus_calc.frameworks.deepspeed_export import deepspeed_config_dict
+    from optimus_calc.specs.training import Layout, Training, ZeroStage
+    model = cat.get("llama-2-7b", "model")
+    lay = Layout(tp=1, pp=pp, dp=8 // pp, zero=ZeroStage(1))
+    tr = Training(seq_len=4096, micro_batch=1, global_batch=64)
+    cfg = deepspeed_config_dict(lay, tr, model)
+    assert cfg["zero_optimization"]["overlap_comm"] is overlap
