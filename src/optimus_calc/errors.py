@@ -42,3 +42,17 @@ class FieldError(InputError):
 
     def __str__(self) -> str:
         return self.render({})
+
+
+def visible(text: str) -> str:
+    """``text`` with every control or format character (ANSI escapes, BEL, newline, bidi
+    overrides) shown as a visible escape (``\\x1b``, ``\\n``, ``\\u202e``): user text (a file
+    name, an environment variable) echoed to a terminal never drives it."""
+    import unicodedata
+    out = []
+    for ch in text:
+        if ch != " " and unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(ch)
+    return "".join(out)

@@ -265,6 +265,10 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
     fw = kw.get("framework") or "each"
     if fw in ("any", "each"):
         frameworks: tuple = tuple(Framework)
+    elif "auto" in [f.strip() for f in fw.split(",")]:
+        raise InputError("--framework auto picks one framework for one given layout; a search "
+                         "takes framework names, 'any' (framework-neutral physics) or 'each' "
+                         "(every layout under each framework's profile)")
     else:
         frameworks = parse_choices(fw, Framework, "--framework") or tuple(Framework)
     pins = {}

@@ -127,10 +127,11 @@ def _check_regular(st: os.stat_result, p: str, what: str, limit: int) -> None:
 
 
 def read_text(path: str | os.PathLike, what: str = "file") -> str:
-    """:func:`read_bytes`, decoded as UTF-8 (an InputError otherwise)."""
+    """:func:`read_bytes`, decoded as UTF-8 (an InputError otherwise); a leading byte-order mark
+    (Excel's "CSV UTF-8", Notepad's UTF-8) is dropped, as config.json's reader does."""
     data = read_bytes(path, what)
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise InputError(f"{what} {str(path)[:200]}: not UTF-8 text (byte {exc.start})") from None
 
@@ -297,6 +298,11 @@ def _yaml_scalar(text: str, where: str) -> str | None:
             raise InputError(f"{where}: a quoted value must close on its own line")
         return "".join(out)
     text = "" if text.startswith("#") else re.split(r"[ \t]#", text, maxsplit=1)[0].strip()
+    if _YAML_INT.fullmatch(text):  # before the '-' of a nested list: -1 is a number
+        return str(int(text))
+    if _YAML_FLOAT.fullmatch(text):
+        value = float(text)
+        return str(int(value)) if value.is_integer() and abs(value) < 1e18 else repr(value)
     if text[:1] in _YAML_UNSUPPORTED:
         raise InputError(f"{where}: {_YAML_UNSUPPORTED[text[0]]} are not supported in a runs file")
     if ": " in text or text.endswith(":") or text.startswith(("- ", "? ")) or text == "-":
@@ -308,11 +314,6 @@ def _yaml_scalar(text: str, where: str) -> str | None:
         return text.lower()
     if text.lower() in (".inf", "+.inf", "-.inf", ".nan"):
         raise InputError(f"{where}: {text!r} is not a finite number")
-    if _YAML_INT.fullmatch(text):
-        return str(int(text))
-    if _YAML_FLOAT.fullmatch(text):
-        value = float(text)
-        return str(int(value)) if value.is_integer() and abs(value) < 1e18 else repr(value)
     return text
 
 
@@ -378,3 +379,22 @@ def parse_runs_yaml(text: str, path: str | os.PathLike) -> list[tuple[int, dict[
         value = _yaml_scalar(body[m.end():], f"{where}, key {key}")
         row[key] = value  # None kept until the item ends, so a repeated null key is caught
     return [(n, {k: v for k, v in row.items() if v is not None}) for n, row in items]
+
+
+def toml_file_with(directory: str, exclude: str, needles: tuple[str, ...]) -> str | None:
+    """The first ``*.toml`` file of ``directory`` other than ``exclude`` containing one of
+    ``needles`` (a ``name = "..."`` line), or None; files over 1 MB or unreadable are skipped."""
+    import glob
+    target = os.path.realpath(exclude)
+    for other in sorted(glob.glob(os.path.join(glob.escape(directory), "*.toml")))[:1000]:
+        st = safe_stat(other)
+        if os.path.realpath(other) == target or st is None or st.st_size > 1 << 20:
+            continue
+        try:
+            with open(other, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        if any(n in text for n in needles):
+            return other
+    return None

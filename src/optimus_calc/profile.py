@@ -21,6 +21,21 @@ from optimus_calc.record import record
 GPU_FIELDS = ("gemm_eta_max", "gemm_half_GFLOP", "attention_eta", "flash_attention_eta")
 # The link and NIC fields a profile may set: the achievable fraction of peak (specs/hardware.py).
 LINK_FIELDS = ("efficiency",)
+# The widest leave-one-out error band a profile may carry, as predicted / true step time - 1
+# (assumed: a prediction more than 101x off either way says nothing about the next run). The band
+# divides and multiplies figures (regimes.ErrorRange.bounds): low <= -1 would divide by zero or
+# turn times and rates negative, a huge high overflow them.
+MAX_LOO_ERROR = 100.0
+MIN_LOO_ERROR = 1 / (1 + MAX_LOO_ERROR) - 1   # the same factor of 101 the other way
+
+
+def loo_band_problem(low: float, high: float) -> str:
+    """Why a leave-one-out band cannot be a profile's error range ("" when it can)."""
+    if not (MIN_LOO_ERROR <= low <= high <= MAX_LOO_ERROR):
+        return (f"the leave-one-out error band {low:+.4g} / {high:+.4g} is outside "
+                f"[{MIN_LOO_ERROR:.6g}, {MAX_LOO_ERROR:g}] (predictions within {1 + MAX_LOO_ERROR:g}x "
+                "of the measured step time either way, low <= high)")
+    return ""
 
 
 @record
@@ -91,6 +106,9 @@ def parse_profile(doc: dict, path: str) -> Profile:
     if (loo[0] is None) != (loo[1] is None) or (loo[0] is not None and loo[0] > loo[1]):
         raise InputError(f"profile {p}: fields 'profile.loo_error_low' and 'loo_error_high' "
                          "come together, low <= high")
+    if loo[0] is not None and loo_band_problem(loo[0], loo[1]):
+        raise InputError(f"profile {p}: fields 'profile.loo_error_low' and 'loo_error_high': "
+                         f"{loo_band_problem(loo[0], loo[1])}")
     gpus = _entry_tables(doc.get("gpu", {}), p, "gpu")
     links = _entry_tables(doc.get("link", {}), p, "link")
     nics = _entry_tables(doc.get("nic", {}), p, "nic")
@@ -152,10 +170,16 @@ def apply_catalog(cat, profile: Profile | None):
         if not tables:
             continue
         table = dict(entries.get(kind, {}))
+        seen: dict[int, str] = {}
         for name, vals in tables.items():
             entry = cat.find(name, kind)
             if entry is None:
                 raise InputError(f"profile {profile.path}: field '{kind}.{name}': unknown {what}")
+            if id(entry) in seen:  # an alias and the name (or two aliases) of one entry
+                raise InputError(f"profile {profile.path}: fields '{kind}.{seen[id(entry)]}' and "
+                                 f"'{kind}.{name}' name the same {what} ({entry.name}): give "
+                                 "one table")
+            seen[id(entry)] = name
             extra = ({"efficiency_label": "calibrated",
                       "efficiency_source": f"profile {profile.label}"} if kind == "gpu" else {})
             key = next(k for k, e in table.items() if e is entry)

@@ -268,5 +268,22 @@ def _save(card, path: str, scale: float, goal, model: str, inp) -> None:
                   f"{inp.training.global_batch} --seq-len {inp.training.seq_len} --goal "
                   f"{goal.value}: the cheapest corner for {mc.named.card.name}"
                   + (f", every field x {scale:g}" if scale != 1.0 else ""))
-    write_file(path, card_toml(spec, card_name(mc.named.card.name, goal.value, scale),
-                               derivation), flag="--save-card")
+    name = card_name(mc.named.card.name, goal.value, scale)
+    _check_name_free(path, name)
+    write_file(path, card_toml(spec, name, derivation), flag="--save-card")
+
+
+def _check_name_free(path: str, name: str) -> None:
+    """Two saved cards of one device and goal share a name: in one catalog directory the second
+    would break every command that loads it. Refuse when another TOML file of the target's
+    directory already defines ``name`` (or its host link)."""
+    import os
+
+    from optimus_calc.loaders import toml_file_with
+    other = toml_file_with(os.path.dirname(path) or ".", path,
+                           (f'name = "{name}"', f'name = "{name}-host-link"'))
+    if other is not None:
+        raise InputError(f"--save-card {path[:200]!r}: {other[:200]!r} in the "
+                         f"same directory already defines {name!r} (a saved card's name is its "
+                         "device, goal and --save-scale), which would clash in one catalog: "
+                         "save it to another directory or replace that file")

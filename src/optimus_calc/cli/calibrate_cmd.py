@@ -26,7 +26,7 @@ def _columns() -> dict[str, click.Parameter]:
 def run_kw(row: dict[str, str], where: str, ctx: click.Context) -> tuple[str, dict, str]:
     """One CSV row as (model, step's option values, framework), each cell converted and checked
     by the option's own click type."""
-    from optimus_calc.analyses.calibrate import MEASURES
+    from optimus_calc.analyses.calibrate_io import MEASURES
     from optimus_calc.frameworks import Framework
     cols = _columns()
     kw = {name: p.get_default(ctx, call=True) for name, p in cols.items()}
@@ -36,6 +36,12 @@ def run_kw(row: dict[str, str], where: str, ctx: click.Context) -> tuple[str, di
     if framework and framework not in {f.value for f in Framework}:
         raise InputError(f"{where}, column framework: {framework[:40]!r} is not one of "
                          f"{', '.join(f.value for f in Framework)}")
+    spelled: dict[str, str] = {}
+    for key in row:  # seq-len and seq_len are one option: given twice, neither wins silently
+        other = spelled.setdefault(key.replace("-", "_"), key)
+        if other != key:
+            raise InputError(f"{where}: columns {other[:40]!r} and {key[:40]!r} are the same "
+                             "option; give it once")
     for key, text in row.items():
         name = key.replace("-", "_")
         if name in ("model", "framework") or name in MEASURES:
@@ -57,12 +63,13 @@ def rows_of(text: str, path: str) -> list[tuple[str, dict[str, str]]]:
     if path.lower().endswith((".yaml", ".yml")):
         from optimus_calc.loaders import parse_runs_yaml
         return [(f"line {n}", row) for n, row in parse_runs_yaml(text, path)]
-    from optimus_calc.analyses.calibrate import read_rows
+    from optimus_calc.analyses.calibrate_io import read_rows
     return [(f"row {i + 2}", row) for i, row in enumerate(read_rows(text, path))]
 
 
 def load_runs(app, path: str, ctx: click.Context) -> list:
-    from optimus_calc.analyses.calibrate import Run, measured_of
+    from optimus_calc.analyses.calibrate import Run
+    from optimus_calc.analyses.calibrate_io import measured_of
     from optimus_calc.evaluate.step import step_of
     from optimus_calc.inputs import build_inputs
     from optimus_calc.loaders import read_text, user_path
@@ -102,14 +109,15 @@ def calibrate(ctx, runs_file: str, output: str, fmt: str) -> None:
     micro_batch, global_batch, precision, ...) plus framework and one of measured_step_time_s,
     measured_tokens_per_s, measured_gpu_memory_bytes. A missing one takes `step`'s default."""
     from optimus_calc.analyses.calibrate import calibrate as fit_runs
-    from optimus_calc.analyses.calibrate import profile_toml
-    from optimus_calc.cli.common import write_file
+    from optimus_calc.analyses.calibrate_io import profile_toml
+    from optimus_calc.cli.common import check_target, write_file
     from optimus_calc.report.calibrate_view import calibrate_document
 
     if not output.lower().endswith(".toml"):
         raise InputError(f"-o {output[:200]!r}: a profile is a TOML file; name it *.toml")
+    check_target(output)  # an unwritable -o is refused before the fit, as other commands do
     runs = load_runs(ctx.obj, runs_file, ctx)
-    cal = fit_runs(runs)
+    cal = fit_runs(runs, runs_file[:200])
     date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     text = profile_toml(cal, os.path.basename(runs_file), date)
     emit(calibrate_document(cal, runs_file, output), fmt, None)

@@ -128,7 +128,11 @@ def _same_path(a: str, b: str) -> bool:
 def write_stdout(text: str) -> None:
     """Standard output, written whole: a short write is retried, and a full device (ENOSPC),
     a file-size limit (EFBIG, ``ulimit -f``) or an I/O error is a one-line input error, never a
-    silent truncation with exit 0 (Python's buffered stdout drops the rest of a short write)."""
+    silent truncation with exit 0 (Python's buffered stdout drops the rest of a short write).
+    A closed standard output (``>&-``: Python then sets sys.stdout to None and click.echo writes
+    nothing) is the same error."""
+    if sys.stdout is None:
+        raise InputError("cannot write to standard output: it is closed (give -o FILE)")
     try:
         fd = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
@@ -230,7 +234,8 @@ def write_file(output: str, data: str | bytes, flag: str = "-o") -> None:
             _atomic_write(target, payload, st)
     except OSError as exc:
         raise InputError(f"{flag} {shown!r}: cannot write: {_write_reason(exc)}") from None
-    click.echo(f"wrote {output}", err=True)
+    from optimus_calc.errors import visible
+    click.echo(f"wrote {visible(output)}", err=True)
 
 
 def _write_reason(exc: OSError) -> str:

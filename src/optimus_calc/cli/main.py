@@ -184,7 +184,8 @@ def _usage() -> None:
 
 
 def _fail(message: str, code: int) -> None:
-    first = " ".join(str(message).split())
+    from optimus_calc.errors import visible
+    first = visible(" ".join(str(message).split()))  # one line; control characters escaped
     click.echo(f"error: {first}", err=True)
     sys.exit(code)
 

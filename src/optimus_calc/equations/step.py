@@ -60,6 +60,8 @@ Z = sym("Z", "ZeRO stage 0..3")
 T_red = sym("T_red", "gradient reduction of the stage's gradients once (all buckets), s")
 T_bkt = sym("T_bkt", "gradient reduction of one bucket, s")
 T_gat = sym("T_gat", "parameter all-gather of the stage's weights once (all pieces), s")
+A_g = sym("A_g", "per-module fixed cost of one ZeRO-3 gather pass over the stage's modules "
+          "(n_mod x Assumptions.zero3_gather_latency_us), s")
 W_f = sym("W_f", "forward time of one micro-batch (overlap window), s")
 W_b = sym("W_b", "backward time of one micro-batch (overlap window), s")
 T_f = sym("T_f", "forward time of the stage in the step (GEMM + element-wise), s")
@@ -160,12 +162,17 @@ _red_x = o_dr * (_ex(T_red, W_b) + _t_last) + (1 - o_dr) * T_red
 # exposed ZeRO-1/2 gather: hidden by the next forward as far as it lasts (o_pg = 1) or whole
 # (o_pg = 0, Megatron-LM without --overlap-param-gather: arguments.py L3148-3149 @ d98e8a6)
 _gat_x = o_pg * _ex(T_gat, W_f) + (1 - o_pg) * T_gat
+_dp_total = ((m * (T_red + (2 + r_f) * (T_gat + A_g)), Z >= 3), (m * T_red + T_gat, Z >= 2),
+             (T_red + T_gat, True))
 dp_comm_time = equation(
     "step.dp_comm_time",
-    sp.Piecewise((m * (T_red + 2 * T_gat), Z >= 3), (m * T_red + T_gat, Z >= 2),
-                 (T_red + T_gat, True)), "s",
+    sp.Piecewise(*_dp_total), "s",
     "DeepSpeed deepspeed/runtime/zero/stage3.py (parameters gathered per module in the forward "
-    "and again in the backward, gradients reduce-scattered, every micro-batch); "
+    "and again in the backward, gradients reduce-scattered, every micro-batch); with full "
+    "recomputation the recomputed forward gathers each module once more "
+    "(runtime/zero/parameter_offload.py pre_sub_module_forward_function fetches in every forward, "
+    "the recompute inside the backward included: DeepSpeed issue #4784), the 2 + r_full passes "
+    "step.dp_exposed_time charges, each with its per-module fixed cost; "
     "stage_1_and_2.py (ZeRO-2 reduces gradients every micro-batch as buckets fill; ZeRO-1 at "
     "the gradient-accumulation boundary); PyTorch DDP no_sync and Megatron-LM "
     "distributed_data_parallel.py (one reduction per step); calibration.md section 10",
@@ -175,16 +182,18 @@ dp_comm_time = equation(
 dp_exposed_time = equation(
     "step.dp_exposed_time",
     sp.Piecewise(
-        (m * (G_x + o_dr * _t_last + (1 - o_dr) * T_red), Z >= 3),
-        (m * _red_x + _gat_x, Z >= 2),
-        (_red_x + _gat_x, True)), "s",
+        (sp.Min(m * (G_x + o_dr * _t_last + (1 - o_dr) * T_red), _dp_total[0][0]), Z >= 3),
+        (sp.Min(m * _red_x + _gat_x, _dp_total[1][0]), Z >= 2),
+        (sp.Min(_red_x + _gat_x, _dp_total[2][0]), True)), "s",
     "as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch "
     "except the last bucket (o_dr = 1), or all of it follows the backward (o_dr = 0, Megatron-LM "
     "without --overlap-grad-reduce: distributed_data_parallel.py L131-137 @ d98e8a6); ZeRO-1/2 gathers overlap the next forward (o_pg = 1, Megatron "
     "--overlap-param-gather) or run whole before it (o_pg = 0); ZeRO-3 gathers wait per module as far as prefetching does not "
     "hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time), "
     "and there the overlapped reduce-scatters share the backward's link with the gathers (in "
-    "G_x): only the last bucket follows the backward",
+    "G_x): only the last bucket follows the backward. Never more than the communication it "
+    "exposes (step.dp_comm_time): when a window is shorter than one bucket or one module's "
+    "gather, the last bucket's tail would otherwise count a reduction twice (issue 32 item 9)",
     "Part of the data-parallel communication the compute windows do not hide.")
 
 fixed_time = equation(

@@ -33,9 +33,16 @@ def kernel_of(gpu: GPU, kernel=None) -> str:
     k = str(getattr(kernel, "value", kernel) or gpu.attention_kernel)
     if k != gpu.attention_kernel and k not in gpu.attention_kernel_eta:
         runs = sorted({gpu.attention_kernel, *gpu.attention_kernel_eta})
+        if k == "cudnn" and gpu.vendor != "nvidia":
+            why = "cuDNN is NVIDIA's library"
+        elif k == "cudnn":
+            why = f"no public training efficiency of cuDNN's fused attention on {gpu.name}"
+        elif k == "fa3":
+            why = "FlashAttention-3 runs on Hopper only"
+        else:
+            why = f"no public training efficiency of {k} on {gpu.name}"
         raise InputError(f"--attention-kernel {k}: no efficiency for it on {gpu.name} (the "
-                         f"catalog lists {', '.join(runs)}; FlashAttention-3 runs on Hopper "
-                         "only)")
+                         f"catalog lists {', '.join(runs)}; {why})")
     return k
 
 

@@ -375,7 +375,9 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord, 
         "fixed_s": np.broadcast_to(terms["T_fix"], np.shape(step_stage)),
         "hardware_flops": eq.compute__step_flops(F_h=comp.f_h, F_l=comp.f_l, F_r=comp.f_r,
                                                  L=model.layers, tokens=tokens[..., None])}
-    six_n = eq.compute__six_n_flops(N_act=model.active_params, tokens=tokens)
+    # float: 6 x 405e9 x 4M tokens passes int64's 9.2e18 (issue 37 High 1)
+    six_n = eq.compute__six_n_flops(N_act=float(model.active_params),
+                                    tokens=np.asarray(tokens, dtype=float))
     return Evaluation(has_step=True, step_time_s=step, worst_time=worst_t,
                       stage_terms=per_stage, step_figures=dict(
                           model_flops=model_flops, peak=comp.peak, tokens=tokens,

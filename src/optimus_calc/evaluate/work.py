@@ -237,7 +237,9 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     g_x = zero3_exposed_gather(modules=n_mod, module_params=P / n_mod, gather_s=t_piece,
                                forward_s=comp.W_f, backward_s=comp.W_b, asm=asm,
                                recompute_full=r_full, reduce_s=asm.dp_reduce_overlap * T_red)
-    dp_args = dict(T_gat=T_gat, T_red=T_red, Z=z, m=ctx.m)
+    # the per-module fixed cost of every gather pass, as the exposed term charges it (in G_x)
+    A_g = np.where(n_dp > 1, n_mod * asm.zero3_gather_latency_us * 1e-6, 0.0)
+    dp_args = dict(T_gat=T_gat, T_red=T_red, Z=z, m=ctx.m, A_g=A_g, r_full=r_full)
     T_dp = eq.step__dp_comm_time(**dp_args)
     T_dpx = eq.step__dp_exposed_time(G_x=np.where((z == 3) & (n_dp > 1), g_x, 0.0), T_bkt=T_bkt,
                                      o_dr=asm.dp_reduce_overlap, o_pg=asm.dp_gather_overlap,

@@ -25,6 +25,7 @@ def calibrate_document(cal, runs_file: str, output: str) -> Document:
              f"{cal.gpu}: {', '.join(cal.fitted) or 'none'}"]
     notes += [f"kept at its default: {k} ({desc[k]}): {why}"
               for k, why in cal.kept_at_default.items()]
+    notes += [f"disagreeing runs: {d}" for d in cal.disagreements]
     rng = cal.loo_range
     if rng is not None:
         errs = [abs(e) for e in cal.loo if e is not None]
@@ -35,7 +36,7 @@ def calibrate_document(cal, runs_file: str, output: str) -> Document:
         notes.append("one run: no leave-one-out error (figures keep the public error range)")
     data = {"runs_file": runs_file, "profile": output, "gpu": cal.gpu, "runs": rows,
             "fitted": cal.fitted, "defaults": {k: cal.defaults[k] for k in cal.fitted},
-            "kept_at_default": cal.kept_at_default,
+            "kept_at_default": cal.kept_at_default, "disagreements": cal.disagreements,
             "loo_error_low": rng[0] if rng else None, "loo_error_high": rng[1] if rng else None}
     csv_rows = [{"run": r["run"], "framework": r["framework"], "figure": r["figure"],
                  "value": r["measured"], "error_before_pct": pct(r["error_before"]),

@@ -29,6 +29,7 @@ MIN_GBITPS = 1e-3  # network line rates, Gb/s
 MIN_GHZ = 0.01
 MIN_TFLOPS = 1e-6
 MIN_GB = 1e-3  # memory capacities, GB (divisors when sizing SmartNIC counts)
+MIN_GEMM_HALF_GFLOP = 1e-3  # assumed: a 1 MFLOP GEMM is below any a transformer layer launches
 
 
 def _required(entry, fields: tuple[str, ...], floors: dict[str, float], why: str) -> None:
@@ -140,16 +141,16 @@ class GPU(CatalogEntry):
     # GEMM efficiency curve (equations/efficiency.py): eta_d = gemm_eta_max W / (W + W_half).
     # Defaults are the A100 fit; an entry without its own values is labelled "assumed".
     gemm_eta_max: float = Field(
-        default=0.75, gt=0, le=1,
+        default=0.75, ge=MIN_EFFICIENCY, le=1,
         description="efficiency of very large weight GEMMs (achieved / dense peak)")
     gemm_half_GFLOP: float = Field(
-        default=23.1, gt=0, le=1e6,
+        default=23.1, ge=MIN_GEMM_HALF_GFLOP, le=1e6,
         description="FLOPs of one GEMM (GFLOP) at which it runs at half of gemm_eta_max")
     attention_eta: float = Field(
-        default=0.19, gt=0, le=1,
+        default=0.19, ge=MIN_EFFICIENCY, le=1,
         description="efficiency of the unfused attention core (baddbmm + softmax + bmm)")
     flash_attention_eta: float = Field(
-        default=0.43, gt=0, le=1,
+        default=0.43, ge=MIN_EFFICIENCY, le=1,
         description="end-to-end (training) efficiency of the GPU's default fused attention "
                     "kernel (attention_kernel), forward + backward, on causally halved FLOPs "
                     "(FlashAttention's convention); capped at gemm_eta_max")
