@@ -204,12 +204,31 @@ def pin_options(func: Callable) -> Callable:
     )(func)
 
 
+def objective_option(func: Callable) -> Callable:
+    """``--objective`` (plan, sweep): what the planner ranks by (search/passes.py Objective)."""
+    from optimus_calc.search.plan import Objective
+    return click.option(
+        "--objective", type=click.Choice([o.value for o in Objective]),
+        default=Objective.THROUGHPUT.value, show_default=True,
+        help="Rank by throughput (tokens/s: under the default batch rule each layout's step "
+             "carries its own global batch), time to train --tokens, cost to train them at "
+             "--gpu-hour-price (both rank as throughput: a plan's GPUs are fixed), or GPU "
+             "memory; ties by the other key.")(func)
+
+
+def check_objective(objective: str, train) -> None:
+    """``--objective time`` needs --tokens, ``cost`` also --gpu-hour-price (``train``: the
+    report.common.TrainRequest or None)."""
+    if objective in ("time", "cost") and train is None:
+        raise InputError(f"--objective {objective} needs --tokens (the budget to train)")
+    if objective == "cost" and train.gpu_hour_price is None:
+        raise InputError("--objective cost needs --gpu-hour-price (the price it ranks by)")
+
+
 def search_options(func: Callable) -> Callable:
     """What the planner searches and how it ranks (`plan`)."""
-    from optimus_calc.search.plan import Objective
     return _stack(
-        click.option("--objective", type=click.Choice([o.value for o in Objective]),
-                     default=Objective.TIME.value, show_default=True),
+        objective_option,
         click.option("--top", type=click.IntRange(1, 100), default=5, show_default=True),
         click.option("--distinct", is_flag=True,
                      help="Show the best layout of each (TP, PP) instead of every variant."),

@@ -49,6 +49,16 @@ def nic_rows(sizing) -> list[dict]:
     return [asdict(n) for n in sizing]
 
 
+def objective_text(objective) -> str:
+    """What the planner ranked by (search/passes.py Objective), for the header."""
+    return {"throughput": "throughput (most tokens/s first, then least GPU memory)",
+            "time": "time to train --tokens (shortest first: the most tokens/s, then least GPU "
+                    "memory)",
+            "cost": "cost to train --tokens (cheapest first: the most tokens/s on these GPUs, "
+                    "then least GPU memory)",
+            "memory": "GPU memory (least first, then most tokens/s)"}[objective.value]
+
+
 def plan_header(res, si) -> list[tuple[str, str]]:
     """``si``: the :class:`optimus_calc.inputs.SearchInputs` the plan ran on."""
     m, hw, tr = res.model, res.hw, shown_training(res.training)
@@ -76,7 +86,7 @@ def plan_header(res, si) -> list[tuple[str, str]]:
                          f"{asm.hbm_efficiency:g}, {hw.intra_link.name} "
                          f"{hw.intra_link.efficiency:g}, {hw.nic.name} {hw.nic.efficiency:g} "
                          "(see `optimus-calc explain --assumptions`)"),
-        ("objective", f"{res.objective.value}; " + (
+        ("objective", objective_text(res.objective) + "; " + (
             f"{res.evaluated // res.profiles:,} layouts x {res.profiles} framework physics "
             f"profiles = {res.evaluated:,} evaluated, {res.feasible:,} (layout, profile) pairs "
             "fit and run on " if res.profiles > 1 else

@@ -134,7 +134,7 @@ def _top_candidates(picks, results, groups, model: Model, hw: Hardware) -> list[
 
 
 def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
-         objective: Objective | str = Objective.TIME, top_k: int = 5,
+         objective: Objective | str = Objective.THROUGHPUT, top_k: int = 5,
          offloads: list[Offload] | tuple[Offload, ...] | None = None, max_zero: int = 3,
          recomputes: list | tuple | None = None, distinct: bool = False,
          frameworks: tuple[Framework, ...] = tuple(Framework),
@@ -178,12 +178,13 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                           res.infeasible_by_reason, (), None, why, **common)
     top = _top_candidates(picks, results, groups, model, hw)
     rec = top[0]
-    why = _why(rec, res.feasible, res.best_no_offload_s, objective)
+    why = _why(rec, res.feasible, res.best_no_offload_tps, objective)
     return PlanResult(model, hw, base, objective, len(space) * len(groups), res.feasible,
                       res.infeasible_by_reason, tuple(top), rec, why, **common)
 
 
-def plan_search(cat: Catalog, si: SearchInputs, objective: Objective | str = Objective.TIME,
+def plan_search(cat: Catalog, si: SearchInputs,
+                objective: Objective | str = Objective.THROUGHPUT,
                 top_k: int = 5) -> PlanResult:
     """`plan`: rank the layouts of ``si`` (the SmartNIC sizing of the recommendation is an
     analysis on top: analyses.nics.with_nic_sizing)."""
@@ -194,23 +195,30 @@ def plan_search(cat: Catalog, si: SearchInputs, objective: Objective | str = Obj
                 zero_stages=si.zero_stages, physics=si.physics)
 
 
-def _why(rec: Candidate, n: int, best_none: float, objective: Objective) -> str:
+def _why(rec: Candidate, n: int, best_none_tps: float, objective: Objective) -> str:
+    """Why ``rec`` leads: its objective's figure; and, against the most tokens/s of a layout
+    that keeps the optimizer on the GPU (``best_none_tps``, 0: none fits), what offload gains."""
     lay = rec.layout
+    rate = f"{rec.tokens_per_s:,.0f} tokens/s, MFU {rec.mfu:.1%}"
     match objective:
         case Objective.MEMORY:
             s = f"least GPU memory of {n:,} feasible layouts ({fmt_gb(rec.gpu_bytes)} per GPU)"
+        case Objective.THROUGHPUT:
+            s = f"most tokens/s of {n:,} feasible layouts: {rate}"
         case Objective.TIME:
-            s = (f"fastest of {n:,} feasible layouts: {rec.tokens_per_s:,.0f} tokens/s, "
-                 f"MFU {rec.mfu:.1%}")
+            s = f"shortest time to train of {n:,} feasible layouts (the most tokens/s): {rate}"
+        case Objective.COST:
+            s = (f"cheapest to train of {n:,} feasible layouts (the most tokens/s on the same "
+                 f"GPUs): {rate}")
         case _:
             assert_never(objective)
     if lay.offload is not Offload.NONE:
-        if not np.isfinite(best_none):
+        if not best_none_tps > 0:
             s += "; no layout fits without offloading the optimizer"
         else:
-            gain = 1 - rec.step_s / best_none
-            s += (f"; {100 * abs(gain):.1f}% {'faster' if gain >= 0 else 'slower'} than the best "
-                  "layout that keeps the optimizer on the GPU")
+            gain = rec.tokens_per_s / best_none_tps - 1
+            s += (f"; {100 * abs(gain):.1f}% {'faster' if gain >= 0 else 'slower'} training "
+                  "than the best layout that keeps the optimizer on the GPU")
     else:
         s += "; the optimizer stays on the GPU"
     return s
