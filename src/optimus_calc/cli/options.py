@@ -191,6 +191,12 @@ def pin_options(func: Callable) -> Callable:
                           "one)."),
         click.option("--offload", default=None, metavar="LIST",
                      help="The same as --offloads."),
+        click.option("--offload-params/--no-offload-params", "search_offload_params",
+                     default=None,
+                     help="Only layouts that offload the ZeRO-3 weights with the optimizer "
+                          "(DeepSpeed offload_param, torchtitan's FSDP2 CPUOffloadPolicy), or "
+                          "only layouts that keep them (default: both, where the target and "
+                          "ZeRO-3 allow it)."),
         click.option("--recompute", "recomputes", default=None, metavar="LIST",
                      help="Recompute modes searched, e.g. full (default: none,selective,full)."),
         _pin("--tp", "these tensor-parallel degrees"),

@@ -96,6 +96,13 @@ def plan_header(res, si) -> list[tuple[str, str]]:
     ]
 
 
+def offload_text(layout) -> str:
+    """The offload column: the target, its card, and "+weights" with parameter offload."""
+    return (layout.offload.value
+            + (f" ({layout.smartnic})" if layout.offload is Offload.SMARTNIC else "")
+            + ("+weights" if layout.offload_params else ""))
+
+
 def _plan_rows(res, ranged) -> list[dict]:
     """The rows of the top-K table: each candidate's data, figures and display texts."""
     rows = []
@@ -104,9 +111,7 @@ def _plan_rows(res, ranged) -> list[dict]:
         f = ranged(c)
         rows.append({"rank": i, **d, **f, "gpu_GB": d["gpu_memory_bytes"] / GB,
                      "headroom_GB": d["gpu_headroom_bytes"] / GB,
-                     "offload_txt": c.layout.offload.value + (
-                         f" ({c.layout.smartnic})" if c.layout.offload is Offload.SMARTNIC
-                         else ""),
+                     "offload_txt": offload_text(c.layout),
                      "sp_txt": "on" if c.training.sequence_parallel else "off"})
     return rows
 
@@ -141,7 +146,7 @@ def _plan_notes(res, ranged) -> list[str]:
     if res.recommended:
         r = res.recommended
         notes.append(f"recommended: #1, TP={r.layout.tp} PP={r.layout.pp} DP={r.layout.dp}, "
-                     f"ZeRO-{int(r.layout.zero)}, offload {r.layout.offload.value}, recompute "
+                     f"ZeRO-{int(r.layout.zero)}, offload {offload_text(r.layout)}, recompute "
                      f"{r.training.recompute.value}, micro-batch {r.training.micro_batch}: "
                      f"{res.why}")
         rf = ranged(r)

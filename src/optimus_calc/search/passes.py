@@ -118,7 +118,8 @@ def _runnable(chunk: Chunk, model: Model, base: Training, frameworks: tuple, wha
     views = chunk.views()
     sup = framework_support(
         views["tp"], views["pp"], views["dp"], views["cp"], views["ep"], views["zero"],
-        views["offload"], 0, views["v"], views["mb"], views["sp"], views["recompute"],
+        views["offload"], views["offload_params"], views["v"], views["mb"], views["sp"],
+        views["recompute"],
         heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
         global_batch=views["gb"], precision=base.precision.value, model=model,
         fp8_recipe=base.fp8_recipe.value, frameworks=frameworks)

@@ -69,6 +69,7 @@ def layout_of(cols: dict, i: int, hw: Hardware, smartnic: str | None) -> Layout:
     return Layout(tp=int(cols["tp"][i]), pp=int(cols["pp"][i]), dp=int(cols["dp"][i]),
                   cp=int(cols["cp"][i]), ep=int(cols["ep"][i]),
                   zero=ZeroStage(int(cols["zero"][i])), offload=off,
+                  offload_params=bool(cols["offload_params"][i]),
                   interleave=int(cols["v"][i]),
                   smartnic=smartnic if off is Offload.SMARTNIC else None)
 
@@ -139,7 +140,8 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
          recomputes: list | tuple | None = None, distinct: bool = False,
          frameworks: tuple[Framework, ...] = tuple(Framework),
          pins: dict | None = None, zero_stages: tuple[int, ...] | None = None,
-         physics: bool = False) -> PlanResult:
+         physics: bool = False, offload_params: tuple[bool, ...] = (False, True)
+         ) -> PlanResult:
     """Rank every layout that fits and that one of ``frameworks`` runs. ``distinct`` keeps the
     best layout per (TP, PP) in the top K; ``pins`` fixes grid columns; SmartNIC layouts are a
     what-if beside the recommendation. ``base.global_batch`` None: each layout takes the batch
@@ -148,7 +150,8 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
     space = enumerate_space(model, hw.gpus, hw.gpus_per_node, base.global_batch, base.seq_len,
                             offloads or offload_targets(hw),
                             zero_stages=zero_stages or tuple(range(max_zero + 1)),
-                            recomputes=recomputes or RECOMPUTE_CODES, pins=pins)
+                            recomputes=recomputes or RECOMPUTE_CODES, pins=pins,
+                            offload_params=offload_params)
     if len(space) == 0:
         pinned = "".join(f" {{{k}}} {','.join(map(str, v))}" for k, v in (pins or {}).items())
         batch = (f"{{global_batch}} {base.global_batch}" if base.global_batch is not None else
@@ -192,7 +195,8 @@ def plan_search(cat: Catalog, si: SearchInputs,
     return plan(si.model, si.hw, si.training, si.assumptions, objective, top_k, si.offloads,
                 si.max_zero, si.recomputes, si.distinct,
                 frameworks=si.frameworks or tuple(Framework), pins=si.pins,
-                zero_stages=si.zero_stages, physics=si.physics)
+                zero_stages=si.zero_stages, physics=si.physics,
+                offload_params=si.offload_params)
 
 
 def _why(rec: Candidate, n: int, best_none_tps: float, objective: Objective) -> str:

@@ -36,6 +36,7 @@ class OffloadStrategy:
     offload: Offload         # a new target may give its value as a string: register() makes
     label: str = ""          # how reports name the strategy, e.g. "ZeRO-Offload"
     device: str = ""         # what one of its devices is, e.g. "host RAM"
+    offloads_params: bool = False  # its flags() move the ZeRO-3 weights with --offload-params
 
     @property
     def key(self) -> str:

@@ -46,6 +46,7 @@ class HostOffload(OffloadStrategy):
     offload = Offload.CPU
     label = "ZeRO-Offload"
     device = "host RAM"
+    offloads_params = True
 
     def flags(self, opar, gfrac):
         return (np.asarray(opar) == 1).astype(np.float64), 1.0, 1.0, 0.0

@@ -24,6 +24,7 @@ class NVMeOffload(OffloadStrategy):
     offload = Offload.NVME
     label = "ZeRO-Infinity"
     device = "NVMe drive"
+    offloads_params = True
 
     def flags(self, opar, gfrac):
         return (np.asarray(opar) == 1).astype(np.float64), 1.0, 1.0, 0.0
