@@ -17,7 +17,7 @@ from typing import Callable
 
 import click
 
-from optimus_calc.cli.types import FiniteFloat
+from optimus_calc.cli.types import FiniteFloat, OffloadChoice
 from optimus_calc.errors import InputError
 from optimus_calc.inputs import build_inputs as _build_inputs
 from optimus_calc.inputs import make_training, parse_assumptions  # noqa: F401  (re-exported)
@@ -152,9 +152,9 @@ layout_options = _stack(
                  help="Model chunks per GPU (interleaved 1F1B)."),
     click.option("--zero", type=click.IntRange(0, 3), default=0, show_default=True,
                  help="ZeRO stage 0-3."),
-    click.option("--offload", type=click.Choice([o.value for o in Offload]),
+    click.option("--offload", type=OffloadChoice(),
                  default=Offload.NONE.value, show_default=True,
-                 help="Where the optimizer state goes."),
+                 help="Where the optimizer state goes (the registered offload strategies)."),
     click.option("--offload-params", is_flag=True, help="Also offload weights (ZeRO-3)."),
     click.option("--smartnics-per-node", type=click.IntRange(1, 1024), default=None,
                  help="SmartNICs per node (default: one per GPU)."),

@@ -91,7 +91,7 @@ def _candidate(cols: dict, i: int, model: Model, hw: Hardware, base: Training,
     mem = estimate_memory(model, hw, lay, tr, asm)   # the same evaluator, every stage shown
     st = estimate_step(model, hw, lay, tr, asm, mem)
     runs = tuple(f.value for f, r in layout_support(lay, tr, model).items()
-                 if r is FrameworkReason.OK and (group is None or f in group))
+                 if int(r) == 0 and (group is None or f in group))
     return Candidate(lay, tr, mem.worst.total_bytes, st.step_time_s, st.mfu, st.tokens_per_s,
                      mem, st, runs, ", ".join(runs) if group is not None else "")
 
@@ -115,7 +115,7 @@ def _candidates(cols: dict, model: Model, hw: Hardware, base: Training, asm: Ass
         mem = memory_from(ev.row(i, n, stages=lays[i].pp), model, hw, lays[i], trs[i], asm)
         st = estimate_step(model, hw, lays[i], trs[i], asm, mem, terms[i])
         runs = tuple(f.value for f, r in support[i].items()
-                     if r is FrameworkReason.OK and (group is None or f in group))
+                     if int(r) == 0 and (group is None or f in group))
         out.append(Candidate(lays[i], trs[i], mem.worst.total_bytes, st.step_time_s, st.mfu,
                              st.tokens_per_s, mem, st, runs,
                              ", ".join(runs) if group is not None else ""))
@@ -147,8 +147,9 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
     what-if beside the recommendation. ``base.global_batch`` None: each layout takes the batch
     rule's (evaluate.batch.resolve_global_batch)."""
     objective = Objective(objective)
+    offloads = list(offloads or offload_targets(hw))
     space = enumerate_space(model, hw.gpus, hw.gpus_per_node, base.global_batch, base.seq_len,
-                            offloads or offload_targets(hw),
+                            offloads,
                             zero_stages=zero_stages or tuple(range(max_zero + 1)),
                             recomputes=recomputes or RECOMPUTE_CODES, pins=pins,
                             offload_params=offload_params)
@@ -176,7 +177,8 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                f"{fmt_gb(usable_gpu_bytes(hw, asm))} usable of {hw.gpu.name}"
                if np.isfinite(res.smallest_gpu_bytes) else
                "no framework runs any layout searched (" + ", ".join(names) + "; see "
-               "framework_rejections; SmartNIC layouts are a what-if)")
+               "framework_rejections; SmartNIC layouts are a what-if)" + _refused(frameworks,
+                                                                                  offloads))
         return PlanResult(model, hw, base, objective, len(space) * len(groups), 0,
                           res.infeasible_by_reason, (), None, why, **common)
     top = _top_candidates(picks, results, groups, model, hw)
@@ -197,6 +199,15 @@ def plan_search(cat: Catalog, si: SearchInputs,
                 frameworks=si.frameworks or tuple(Framework), pins=si.pins,
                 zero_stages=si.zero_stages, physics=si.physics,
                 offload_params=si.offload_params)
+
+
+def _refused(frameworks, offloads) -> str:
+    """": <each framework's offload allowlist>" when none of them runs any target searched
+    (SmartNIC apart: no framework runs OptimusNIC, the what-if); "" otherwise."""
+    from optimus_calc.frameworks import offload_refusals
+    real = [o for o in offloads if o is not Offload.SMARTNIC]
+    texts = offload_refusals(frameworks, real) if real else []
+    return (": " + "; ".join(texts)) if texts else ""
 
 
 def _why(rec: Candidate, n: int, best_none_tps: float, objective: Objective) -> str:
