@@ -129,8 +129,12 @@ def parse_choices(text: str | None, enum: type[E], flag: str) -> tuple[E, ...] |
         try:
             out.append(enum(item.strip()))
         except ValueError:
+            names = [str(e.value) for e in enum]
+            if enum is Offload:  # the registered strategies, plug-ins included
+                from optimus_calc.evaluate import strategies
+                names = [st.key for st in strategies.strategies()]
             raise InputError(f"{flag}: {item.strip()!r} is not one of "
-                             f"{', '.join(str(e.value) for e in enum)}") from None
+                             f"{', '.join(names)}") from None
     return tuple(out)
 
 

@@ -60,10 +60,12 @@ LAYOUT_PARAMS = ("tp", "pp", "dp", "cp", "ep", "zero", "interleave", "micro_batc
 @click.command()
 @click.argument("model")
 @model_options
+@objective_option
 @click.pass_context
-def nics(ctx, model, fmt, output, **kw) -> None:
+def nics(ctx, model, fmt, output, objective, **kw) -> None:
     """How many SmartNICs a cluster needs: to hold each GPU's optimizer shard and to hide the
-    optimizer step. Without layout options it sizes for the planner's recommended layout."""
+    optimizer step. Without layout options it sizes for the planner's recommended layout
+    (ranked by --objective)."""
     from click.core import ParameterSource
 
     from optimus_calc.inputs import build_inputs, build_search_inputs
@@ -81,7 +83,7 @@ def nics(ctx, model, fmt, output, **kw) -> None:
     else:
         shared = {k: v for k, v in kw.items() if k not in LAYOUT_PARAMS + ("offload",)}
         si = build_search_inputs(cat, model, shared)  # the single-layout defaults pin nothing
-        res = plan_search(cat, si)
+        res = plan_search(cat, si, objective)
         if res.recommended is None:
             raise InputError(f"nothing to size: {res.why}")
         r = res.recommended
