@@ -216,9 +216,10 @@ def test_planner_ranking_matches_brute_force(cat):
     interleave/micro-batch/SP, ZeRO 0-3, offload none or CPU, recompute none or full, and with
     ZeRO-3 the CPU offload of the weights too: 2,272 + 284), without the planner's passes or
     pruning, and rank those that fit and that some framework runs by tokens/s (the global batch
-    is pinned: the step time's order); the planner's top five must be the same layouts. The oracle evaluates the whole space in one
-    call; that the single-layout commands' path (and the scalar framework rules) give the same
-    figures is checked on the oracle's top ten and on every 40th layout of the space."""
+    is pinned: the step time's order); the planner's top five must be the same layouts. The
+    oracle evaluates the whole space in one call; that the single-layout commands' path (and
+    the scalar framework rules) give the same figures is checked on the oracle's top ten and on
+    every 40th layout of the space."""
     from tests_support import evaluate_space
     from optimus_calc.search.plan import plan
     from optimus_calc.search.space import enumerate_space

@@ -21,11 +21,11 @@ def test_params_axis_is_zero3_only_and_the_space_counts_what_it_keeps(cat):
     assert len(space) == int(chunk.keep.sum())
     with_params = cols["offload_params"] == 1
     assert with_params.any() and (cols["zero"][with_params] == 3).all()
-    # only the targets whose strategy moves the weights: host RAM (cpu); a DGX-A100 has no
-    # NVMe drives in the catalog, so nvme is not offered here
+    # only the targets whose strategy moves the weights: host RAM and the node's NVMe drives
+    # (no SmartNIC card is named, so the node offers none)
     targets = {strategies.at(int(c)).offload for c in np.unique(cols["offload"][with_params])}
     assert targets == {o for o in offload_targets(hw) if strategies.strategy(o).offloads_params}
-    assert Offload.CPU in targets
+    assert targets == {Offload.CPU, Offload.NVME}
     # --no-offload-params: none of them; the rest of the space unchanged
     kept = enumerate_space(m, hw.gpus, hw.gpus_per_node, None, 4096, offload_targets(hw),
                            offload_params=(False,))
@@ -80,3 +80,10 @@ def test_megatron_never_gets_params_offload(run):
             "--format", "json").json()
     assert d["recommended"] is None
     assert any("Megatron-LM: no parameter offload" in k for k in d["framework_rejections"])
+
+
+@pytest.mark.parametrize("args", [("--offloads", "none"), ("--zero", "1,2"), ("--max-zero", 2)])
+def test_params_offload_that_cannot_be_searched_names_the_flag(run, args):
+    r = run("plan", "llama70b", "--nodes", 2, "--offload-params", *args)
+    assert r.code == 2 and r.err.startswith("error: --offload-params: the weights leave the GPU "
+                                            "only with ZeRO-3 and a target that moves them")

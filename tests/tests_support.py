@@ -20,7 +20,8 @@ def evaluate_space(space, m, hw, base, asm):
     v = chunk.views()
     ev = evaluate(Batch.from_columns(v), m, hw, base, asm)
     sup = framework_support(v["tp"], v["pp"], v["dp"], v["cp"], v["ep"], v["zero"],
-                            v["offload"], v["offload_params"], v["v"], v["mb"], v["sp"], v["recompute"],
+                            v["offload"], v["offload_params"], v["v"], v["mb"], v["sp"],
+                            v["recompute"],
                             heads=m.heads, n_kv=m.n_kv, experts=m.experts, layers=m.layers,
                             global_batch=v["gb"], precision=base.precision.value,
                             model=m)

@@ -21,7 +21,7 @@ from optimus_calc.search.inputs import SearchInputs, offload_targets  # noqa: F4
 from optimus_calc.search.passes import (CHUNK_ELEMENTS, NOT_RUNNABLE, Objective,  # noqa: F401
                                         SearchResult, search)
 from optimus_calc.search.per_framework import groups_note, search_per_framework
-from optimus_calc.search.space import enumerate_space
+from optimus_calc.search.space import enumerate_space, offload_variants
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, ZeroStage
 from optimus_calc.units import fmt_gb
@@ -148,9 +148,17 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
     rule's (evaluate.batch.resolve_global_batch)."""
     objective = Objective(objective)
     offloads = list(offloads or offload_targets(hw))
+    zero_stages = zero_stages or tuple(range(max_zero + 1))
+    if not offload_variants(offloads, offload_params, zero_stages):
+        movers = [o.value for o in strategies.offered(hw) if strategies.strategy(o)
+                  .offloads_params]
+        raise FieldError("offload_params", "{offload_params}: the weights leave the GPU only "
+                         f"with ZeRO-3 and a target that moves them ({', '.join(movers)}); "
+                         f"searched: ZeRO {','.join(map(str, sorted(zero_stages)))}, offload "
+                         f"{','.join(o.value for o in offloads)}")
     space = enumerate_space(model, hw.gpus, hw.gpus_per_node, base.global_batch, base.seq_len,
                             offloads,
-                            zero_stages=zero_stages or tuple(range(max_zero + 1)),
+                            zero_stages=zero_stages,
                             recomputes=recomputes or RECOMPUTE_CODES, pins=pins,
                             offload_params=offload_params)
     if len(space) == 0:
