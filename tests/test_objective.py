@@ -75,3 +75,13 @@ def test_time_and_cost_need_their_budget(run, cmd, args, msg):
     target = ("llama-2-7b",) if cmd == "plan" else ("--models", "llama-2-7b")
     r = run(cmd, *target, *args)
     assert r.code == 2 and msg in r.err and "Traceback" not in r.err
+
+
+@pytest.mark.parametrize("objective", ["throughput", "memory"])
+def test_nics_sizes_for_the_layout_its_objective_ranks_first(run, objective):
+    rec = run("plan", "llama70b", "--nodes", 2, "--objective", objective,
+              "--format", "json").json()["recommended"]
+    d = run("nics", "llama70b", "--nodes", 2, "--objective", objective, "--format", "json").json()
+    assert d["layout"] == {k: rec[k] for k in ("tp", "pp", "dp", "zero")}
+    r = run("nics", "llama70b", "--nodes", 2, "--objective", "cost")
+    assert r.code == 2 and "'cost' is not one of 'throughput', 'memory'" in r.err

@@ -222,6 +222,17 @@ def objective_option(func: Callable) -> Callable:
              "memory; ties by the other key.")(func)
 
 
+def nics_objective_option(func: Callable) -> Callable:
+    """``nics --objective``: how the recommended layout it sizes for is ranked (no --tokens
+    there, so only the objectives that need no budget)."""
+    from optimus_calc.search.plan import Objective
+    return click.option(
+        "--objective", type=click.Choice([Objective.THROUGHPUT.value, Objective.MEMORY.value]),
+        default=Objective.THROUGHPUT.value, show_default=True,
+        help="Without layout options: size for the layout with the most tokens/s, or the "
+             "least GPU memory.")(func)
+
+
 def check_objective(objective: str, train) -> None:
     """``--objective time`` needs --tokens, ``cost`` also --gpu-hour-price (``train``: the
     report.common.TrainRequest or None)."""

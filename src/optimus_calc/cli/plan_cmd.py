@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from optimus_calc.cli.common import emit, output_options, plot_option
-from optimus_calc.cli.options import (model_options, objective_option, pin_options,
-                                      plan_options, profile_option, sweep_training_options,
-                                      train_options)
+from optimus_calc.cli.options import (model_options, nics_objective_option, objective_option,
+                                      pin_options, plan_options, profile_option,
+                                      sweep_training_options, train_options)
 from optimus_calc.errors import InputError
 from optimus_calc.frameworks import export_choices, plugins
 
@@ -60,7 +60,7 @@ LAYOUT_PARAMS = ("tp", "pp", "dp", "cp", "ep", "zero", "interleave", "micro_batc
 @click.command()
 @click.argument("model")
 @model_options
-@objective_option
+@nics_objective_option
 @click.pass_context
 def nics(ctx, model, fmt, output, objective, **kw) -> None:
     """How many SmartNICs a cluster needs: to hold each GPU's optimizer shard and to hide the
