@@ -27,23 +27,28 @@ def small_plans(cat):
 def test_every_objective_ranks_by_its_key(small_plans):
     from optimus_calc.search.plan import Objective
     for obj, res in small_plans.items():
-        key = {Objective.TIME: lambda c: (c.step_s, c.gpu_bytes),
-               Objective.MEMORY: lambda c: (c.gpu_bytes, c.step_s)}[obj]
+        key = ((lambda c: (c.gpu_bytes, -c.tokens_per_s)) if obj is Objective.MEMORY else
+               (lambda c: (-c.tokens_per_s, c.gpu_bytes)))
         assert res.objective is obj and len(res.top) == 50
         keys = [key(c) for c in res.top]
         # the top K is in rank order, and the recommendation is the first
         assert keys == sorted(keys) and res.recommended is res.top[0]
-    t, m = small_plans[Objective.TIME], small_plans[Objective.MEMORY]
-    assert t.recommended.step_s <= m.recommended.step_s
+    t, m = small_plans[Objective.THROUGHPUT], small_plans[Objective.MEMORY]
+    assert t.recommended.tokens_per_s >= m.recommended.tokens_per_s
     assert m.recommended.gpu_bytes <= t.recommended.gpu_bytes
     assert m.recommended.gpu_bytes < t.recommended.gpu_bytes  # the two objectives differ here
     assert small_plans[Objective.MEMORY].why.startswith("least GPU memory of")
-    assert small_plans[Objective.TIME].why.startswith("fastest of")
+    assert small_plans[Objective.THROUGHPUT].why.startswith("most tokens/s of")
+    assert small_plans[Objective.TIME].why.startswith("shortest time to train of")
+    assert small_plans[Objective.COST].why.startswith("cheapest to train of")
+    # a plan's GPUs are fixed: time and cost to train rank exactly as throughput
+    for o in (Objective.TIME, Objective.COST):
+        assert [c.layout for c in small_plans[o].top] == [c.layout for c in t.top]
 
 
 def test_objective_accepts_its_values_and_rejects_others(cat):
     from optimus_calc.search.plan import Objective, plan
-    assert [o.value for o in Objective] == ["time", "memory"]
+    assert [o.value for o in Objective] == ["throughput", "time", "memory", "cost"]
     m = cat.get("llama-2-7b", "model")
     hw = resolve_hardware(cat, "dgx-a100", 1)
     with pytest.raises(ValueError):

@@ -205,6 +205,7 @@ def _single_layout(space_cols, i, base):
     lay = Layout(tp=int(space_cols["tp"][i]), pp=int(space_cols["pp"][i]),
                  dp=int(space_cols["dp"][i]), zero=int(space_cols["zero"][i]),
                  offload=OFFLOAD_CODES[int(space_cols["offload"][i])],
+                 offload_params=bool(space_cols["offload_params"][i]),
                  interleave=int(space_cols["v"][i]))
     tr = base.model_copy(update={"micro_batch": int(space_cols["mb"][i]),
                                  "recompute": list(Recompute)[int(space_cols["recompute"][i])],
@@ -213,12 +214,14 @@ def _single_layout(space_cols, i, base):
 
 
 def test_planner_ranking_matches_brute_force(cat):
-    """Brute force: evaluate every layout of a small space (2,272 layouts: every TP/PP/
-    interleave/micro-batch/SP, ZeRO 0-3, offload none or CPU, recompute none or full), without
-    the planner's passes or pruning, and rank those that fit and that some framework runs; the
-    planner's top five must be the same layouts. The oracle evaluates the whole space in one
-    call; that the single-layout commands' path (and the scalar framework rules) give the same
-    figures is checked on the oracle's top ten and on every 40th layout of the space."""
+    """Brute force: evaluate every layout of a small space (2,556 layouts: every TP/PP/
+    interleave/micro-batch/SP, ZeRO 0-3, offload none or CPU, recompute none or full, and with
+    ZeRO-3 the CPU offload of the weights too: 2,272 + 284), without the planner's passes or
+    pruning, and rank those that fit and that some framework runs by tokens/s (the global batch
+    is pinned: the step time's order); the planner's top five must be the same layouts. The
+    oracle evaluates the whole space in one call; that the single-layout commands' path (and
+    the scalar framework rules) give the same figures is checked on the oracle's top ten and on
+    every 40th layout of the space."""
     from tests_support import evaluate_space
     from optimus_calc.search.plan import plan
     from optimus_calc.search.space import enumerate_space
@@ -231,8 +234,10 @@ def test_planner_ranking_matches_brute_force(cat):
     space = enumerate_space(m, hw.gpus, hw.gpus_per_node, 16, 2048, offloads, (0, 1, 2, 3), rec)
     ev, cols = evaluate_space(space, m, hw, base, asm)
     ok = np.flatnonzero(ev["feasible"] & ev["runs"])
-    order = ok[np.lexsort((ev["gpu_bytes"][ok], ev["step_s"][ok]))]
-    assert len(space) == 2272 and 5 < len(order) < len(space)
+    order = ok[np.lexsort((ev["gpu_bytes"][ok], -ev["tokens_per_s"][ok]))]
+    assert len(space) == 2556 and 5 < len(order) < len(space)
+    # one params variant per ZeRO-3 + CPU layout: 2,272 / (4 ZeRO stages x 2 targets) = 284
+    assert int(cols["offload_params"].sum()) == 284
     for i in sorted({*order[:10].tolist(), *range(0, len(space), 40)}):
         lay, tr = _single_layout(cols, i, base)
         mem = estimate_memory(m, hw, lay, tr, asm)
@@ -242,7 +247,7 @@ def test_planner_ranking_matches_brute_force(cat):
         if mem.fits:
             st = estimate_step(m, hw, lay, tr, asm, mem)
             assert st.step_time_s == pytest.approx(ev["step_s"][i], rel=1e-12)
-    res = plan(m, hw, base, asm, "time", 5, offloads, 3, rec)
+    res = plan(m, hw, base, asm, "throughput", 5, offloads, 3, rec)
     assert res.feasible == len(order)
     for cand, i in itertools.zip_longest(res.top, order[:5]):
         lay, tr = _single_layout(cols, i, base)

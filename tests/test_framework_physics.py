@@ -152,8 +152,8 @@ def test_the_default_plan_evaluates_each_frameworks_physics(run):
     gradient buffer on the GPU: 70.55e9 x 4 B / (TP 4 x DP 4) = 17.64 GB more, 80.3 GB against
     76 GB usable (test_megatron_keeps_the_fp32_gradient_buffer_on_the_gpu); the neutral
     search (--framework any) lists Megatron-LM among the frameworks that run it."""
-    pins = ("--tp", 4, "--dp", 4, "--zero", 3, "--offloads", "cpu", "--recompute", "none",
-            "--micro-batch", 1, "--format", "json")
+    pins = ("--tp", 4, "--dp", 4, "--zero", 3, "--offloads", "cpu", "--no-offload-params",
+            "--recompute", "none", "--micro-batch", 1, "--format", "json")
     each = run("plan", "llama70b", "--nodes", 2, *pins).json()["candidates"]
     assert each and all("megatron" != c["framework"] for c in each)
     assert any(c["framework"] == "megatron-deepspeed" for c in each)

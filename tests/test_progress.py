@@ -17,7 +17,7 @@ def test_core_reports_every_point(cat, monkeypatch):
     from optimus_calc.analyses import sweep as sweep_mod
     from optimus_calc.analyses.sweep import SweepSpec
     monkeypatch.setattr(sweep_mod, "point_inputs", lambda cat, spec, *a: a)
-    monkeypatch.setattr(sweep_mod, "_point", lambda cat, a: a)
+    monkeypatch.setattr(sweep_mod, "_point", lambda cat, a, objective: a)
     calls = []
     # 2 models x 2 sequence lengths x 1 node type x 3 node counts = 12 points
     spec = SweepSpec(None, ("a", "b"), ("dgx-a100",), (1, 2, 4), seq_lens=(2048, 4096))

@@ -183,6 +183,7 @@ def _cols(c) -> dict:
     lay, tr = c.layout, c.training
     return {k: np.array([v]) for k, v in dict(
         tp=lay.tp, pp=lay.pp, dp=lay.dp, cp=lay.cp, ep=lay.ep, zero=int(lay.zero),
-        offload=offload_code(lay.offload), v=lay.interleave, mb=tr.micro_batch,
+        offload=offload_code(lay.offload), offload_params=int(lay.offload_params),
+        v=lay.interleave, mb=tr.micro_batch,
         gb=tr.global_batch, recompute=RECOMPUTE_CODES.index(tr.recompute),
         sp=int(tr.sequence_parallel)).items()}

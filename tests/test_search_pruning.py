@@ -21,13 +21,17 @@ from tests_support import evaluate_space
 CASES = [("llama-3-8b", "dgx-h100", 2, 32768, 64, "bluefield-3"),   # CP, SmartNIC what-if
          ("mixtral-8x7b", "dgx-h100", 2, 4096, 128, "alveo-v80"),   # MoE, expert parallelism
          ("llama-2-13b", "dgx-a100", 2, 4096, 64, None),
-         ("qwen3-14b", "gh200-nvl2", 2, 4096, 32, None)]            # SuperOffload
+         ("qwen3-14b", "gh200-nvl2", 2, 4096, 32, None),            # SuperOffload
+         # the default batch rule: each layout's global batch is its own (dp 12 holds 516,
+         # dp 24 holds 528, dp 48 holds 528, ...), so step time and throughput rank apart
+         ("llama-2-13b", "dgx-a100", 3, 4096, None, None),
+         ("llama-3-8b", "dgx-h100", 5, 8192, None, "bluefield-3")]
 
 
 def _brute(ev, cols, objective, top_k, distinct):
     ok = ev["feasible"] & ev["runs"]
-    step, gpu = ev["step_s"], ev["gpu_bytes"]
-    key = (gpu, step) if objective is Objective.TIME else (step, gpu)
+    tps, gpu = ev["tokens_per_s"], ev["gpu_bytes"]
+    key = (-tps, gpu) if objective is Objective.MEMORY else (gpu, -tps)
     idx = np.flatnonzero(ok)
     order = idx[np.lexsort(tuple(k[idx] for k in key))]
     if distinct:
@@ -39,8 +43,8 @@ def _brute(ev, cols, objective, top_k, distinct):
     none = ok & (off == strategies.code_of(Offload.NONE))
     smart = np.flatnonzero(ev["feasible"] & (off == strategies.code_of(Offload.SMARTNIC)))
     w = smart[np.lexsort(tuple(k[smart] for k in key))][:1]
-    return (int(ok.sum()), step[top], gpu[top], step[none].min() if none.any() else np.inf,
-            (step[w], gpu[w]))
+    return (int(ok.sum()), tps[top], gpu[top], tps[none].max() if none.any() else 0.0,
+            (tps[w], gpu[w]))
 
 
 @pytest.mark.parametrize("objective", list(Objective))
@@ -62,19 +66,48 @@ def test_pruned_search_equals_brute_force(cat, monkeypatch, name, node, nodes, s
     space = enumerate_space(m, hw.gpus, hw.gpus_per_node, gb, seq, offload_targets(hw))
     res = search(m, hw, base, asm, space, objective, 5, distinct)
     ev, cols = evaluate_space(space, m, hw, base, asm)
-    feasible, step, gpu, best_none, (w_step, w_gpu) = _brute(ev, cols, objective, 5, distinct)
+    feasible, tps, gpu, best_none, (w_tps, w_gpu) = _brute(ev, cols, objective, 5, distinct)
     assert res.feasible == feasible > 5
-    np.testing.assert_allclose(res.top["step"], step, rtol=1e-12)
+    np.testing.assert_allclose(res.top["tps"], tps, rtol=1e-12)
     np.testing.assert_allclose(res.top["gpu"], gpu, rtol=1e-12)
-    assert res.best_no_offload_s == pytest.approx(best_none, rel=1e-12)
+    assert res.best_no_offload_tps == pytest.approx(best_none, rel=1e-12)
     if card:
-        assert len(w_step) == 1
-        np.testing.assert_allclose(res.what_if["step"], w_step, rtol=1e-12)
+        assert len(w_tps) == 1
+        np.testing.assert_allclose(res.what_if["tps"], w_tps, rtol=1e-12)
         np.testing.assert_allclose(res.what_if["gpu"], w_gpu, rtol=1e-12)
     # every layout that fits was a candidate; the bound left some unevaluated
     smart = int((ev["feasible"] & (cols["offload"] == strategies.code_of(Offload.SMARTNIC))
                  & ~ev["runs"]).sum())
     assert sum(evaluated) < feasible + smart
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_spaces_with_varying_batches_rank_by_throughput(cat, monkeypatch, seed):
+    # random models, node counts and sequences under the default batch rule (the global
+    # batches of the feasible layouts differ): the planner's top K is brute force's order by
+    # tokens/s, then GPU bytes
+    rng = np.random.default_rng(seed)
+    monkeypatch.setattr(passes, "PROBE", 2)
+    monkeypatch.setattr(passes, "CHUNK_ELEMENTS", 1 << 12)
+    monkeypatch.setattr(passes, "SECOND_PASS_BATCH", 5)
+    name = ["llama-3-8b", "llama-2-13b", "qwen3-14b", "mixtral-8x7b"][rng.integers(4)]
+    node = ["dgx-a100", "dgx-h100"][rng.integers(2)]
+    nodes = int([3, 5, 6, 7, 9][rng.integers(5)])  # GPUs not a power of two
+    seq = int([2048, 4096, 8192][rng.integers(3)])
+    m = cat.get(name, "model")
+    hw = resolve_hardware(cat, node, nodes)
+    base, asm = Training(seq_len=seq, global_batch=None), Assumptions()
+    space = enumerate_space(m, hw.gpus, hw.gpus_per_node, None, seq, offload_targets(hw))
+    res = search(m, hw, base, asm, space, Objective.THROUGHPUT, 5, False)
+    ev, cols = evaluate_space(space, m, hw, base, asm)
+    feasible, tps, gpu, _, _ = _brute(ev, cols, Objective.THROUGHPUT, 5, False)
+    assert res.feasible == feasible > 5
+    assert len(np.unique(cols["gb"][ev["feasible"] & ev["runs"]])) > 1
+    np.testing.assert_allclose(res.top["tps"], tps, rtol=1e-12)
+    np.testing.assert_allclose(res.top["gpu"], gpu, rtol=1e-12)
+    # tokens/s = global batch x sequence / step time, per layout (step.tokens_per_s)
+    np.testing.assert_allclose(res.top["tps"], res.top["gb"] * seq / res.top["step"],
+                               rtol=1e-12)
 
 
 def test_rules_are_checked_before_memory(cat):
@@ -84,7 +117,7 @@ def test_rules_are_checked_before_memory(cat):
     hw = resolve_hardware(cat, "dgx-a100", 2)
     base, asm = Training(seq_len=4096, global_batch=64), Assumptions()
     space = enumerate_space(m, hw.gpus, hw.gpus_per_node, 64, 4096, offload_targets(hw))
-    res = search(m, hw, base, asm, space, Objective.TIME, 5, False)
+    res = search(m, hw, base, asm, space, Objective.THROUGHPUT, 5, False)
     ev, _ = evaluate_space(space, m, hw, base, asm)
     assert res.infeasible_by_reason[passes.NOT_RUNNABLE] == int((~ev["runs"]).sum())
     assert sum(res.infeasible_by_reason.values()) + res.feasible == len(space)

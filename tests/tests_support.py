@@ -20,12 +20,14 @@ def evaluate_space(space, m, hw, base, asm):
     v = chunk.views()
     ev = evaluate(Batch.from_columns(v), m, hw, base, asm)
     sup = framework_support(v["tp"], v["pp"], v["dp"], v["cp"], v["ep"], v["zero"],
-                            v["offload"], 0, v["v"], v["mb"], v["sp"], v["recompute"],
+                            v["offload"], v["offload_params"], v["v"], v["mb"], v["sp"],
+                            v["recompute"],
                             heads=m.heads, n_kv=m.n_kv, experts=m.experts, layers=m.layers,
-                            global_batch=base.global_batch, precision=base.precision.value,
+                            global_batch=v["gb"], precision=base.precision.value,
                             model=m)
     out = {"gpu_bytes": chunk.finish(ev.gpu_bytes),
            "step_s": chunk.finish(ev.step_time_s),
+           "tokens_per_s": chunk.finish(ev.term("tokens_per_s")),
            "optimizer_exposed_s": chunk.finish(ev.term("optimizer_exposed_s")),
            "feasible": chunk.finish(ev.reasons) == 0,
            "runs": chunk.finish(sup.any())}

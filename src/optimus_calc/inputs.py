@@ -129,8 +129,12 @@ def parse_choices(text: str | None, enum: type[E], flag: str) -> tuple[E, ...] |
         try:
             out.append(enum(item.strip()))
         except ValueError:
+            names = [str(e.value) for e in enum]
+            if enum is Offload:  # the registered strategies, plug-ins included
+                from optimus_calc.evaluate import strategies
+                names = [st.key for st in strategies.strategies()]
             raise InputError(f"{flag}: {item.strip()!r} is not one of "
-                             f"{', '.join(str(e.value) for e in enum)}") from None
+                             f"{', '.join(names)}") from None
     return tuple(out)
 
 
@@ -284,4 +288,10 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
         model, hw, tr, asm, offloads,
         parse_choices(kw.get("recomputes"), Recompute, "--recompute"),
         3 if max_zero is None else int(max_zero), bool(kw.get("distinct")),
-        kw["seq_len"] is None, frameworks, pins or None, zero, kw.get("profile"), fw != "any")
+        kw["seq_len"] is None, frameworks, pins or None, zero, kw.get("profile"), fw != "any",
+        offload_params=_params_axis(kw.get("search_offload_params")))
+
+
+def _params_axis(flag: bool | None) -> tuple[bool, ...]:
+    """--offload-params / --no-offload-params of the planner: the values searched."""
+    return (False, True) if flag is None else (bool(flag),)

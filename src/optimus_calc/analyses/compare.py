@@ -46,18 +46,12 @@ class Comparison:
 
 
 def strategies(cat: Catalog, node: Node) -> list[Strategy]:
-    """No offload, ZeRO-Offload, ZeRO-Infinity, OptimusNIC with each catalog SmartNIC, and
-    SuperOffload where the node is a superchip."""
-    out = [Strategy("no offload (optimizer on GPU)", Offload.NONE),
-           Strategy("ZeRO-Offload (CPU)", Offload.CPU),
-           Strategy("ZeRO-Infinity (NVMe)", Offload.NVME)]
-    for sn in cat.all("smartnic"):
-        lacks = sn.name != node.smartnic
-        out.append(Strategy(f"OptimusNIC ({sn.name}{', what-if' if lacks else ''})",
-                            Offload.SMARTNIC, sn.name, what_if=lacks))
-    if node.superchip:
-        out.append(Strategy("SuperOffload (Grace)", Offload.SUPERCHIP))
-    return out
+    """Every registered offload strategy's rows on ``node``, in registry order (each strategy
+    says which: for the built-ins no offload, ZeRO-Offload, ZeRO-Infinity, OptimusNIC with each
+    catalog SmartNIC, and SuperOffload where the node is a superchip; a plug-in's one row)."""
+    from optimus_calc.evaluate import strategies as registry
+    return [Strategy(label, s.offload, card, what_if=lacks)
+            for s in registry.strategies() for label, card, lacks in s.compare_entries(cat, node)]
 
 
 def default_tp(model: Model | BareModel, gpus_per_node: int) -> int:

@@ -40,6 +40,7 @@ class SweepSpec:
     global_batches: tuple[int | None, ...] = (None,)
     offloads: tuple[Offload | None, ...] = (None,)
     dropout: bool | None = None
+    objective: str = "throughput"  # search/passes.py Objective: what each point's plan ranks by
 
 
 def sweep(cat: Catalog, spec: SweepSpec,
@@ -53,7 +54,8 @@ def sweep(cat: Catalog, spec: SweepSpec,
         spec.models, spec.seq_lens, spec.global_batches, spec.offloads, spec.node_types,
         spec.node_counts, spec.smartnics))
     for mdl, seq, gb, off, nt, n, sn in combos:
-        out.append(_point(cat, point_inputs(cat, spec, mdl, seq, gb, off, nt, n, sn)))
+        out.append(_point(cat, point_inputs(cat, spec, mdl, seq, gb, off, nt, n, sn),
+                          spec.objective))
         if progress is not None:
             progress(len(out), len(combos))
     return out
@@ -74,8 +76,8 @@ def point_inputs(cat: Catalog, spec: SweepSpec, model: Model, seq: int | None, g
                    seq_len_defaulted=seq is None)
 
 
-def _point(cat: Catalog, si: SearchInputs) -> SweepPoint:
-    res = plan_search(cat, si, top_k=1)
+def _point(cat: Catalog, si: SearchInputs, objective: str = "throughput") -> SweepPoint:
+    res = plan_search(cat, si, objective, top_k=1)
     sizing = None
     w = res.what_if
     if w is not None:

@@ -17,7 +17,7 @@ from typing import Callable
 
 import click
 
-from optimus_calc.cli.types import FiniteFloat
+from optimus_calc.cli.types import FiniteFloat, OffloadChoice
 from optimus_calc.errors import InputError
 from optimus_calc.inputs import build_inputs as _build_inputs
 from optimus_calc.inputs import make_training, parse_assumptions  # noqa: F401  (re-exported)
@@ -165,9 +165,9 @@ layout_options = _stack(
                  help="Model chunks per GPU (interleaved 1F1B)."),
     click.option("--zero", type=click.IntRange(0, 3), default=0, show_default=True,
                  help="ZeRO stage 0-3."),
-    click.option("--offload", type=click.Choice([o.value for o in Offload]),
+    click.option("--offload", type=OffloadChoice(),
                  default=Offload.NONE.value, show_default=True,
-                 help="Where the optimizer state goes."),
+                 help="Where the optimizer state goes (the registered offload strategies)."),
     click.option("--offload-params", is_flag=True, help="Also offload weights (ZeRO-3)."),
     click.option("--smartnics-per-node", type=click.IntRange(1, 1024), default=None,
                  help="SmartNICs per node (default: one per GPU)."),
@@ -204,6 +204,12 @@ def pin_options(func: Callable) -> Callable:
                           "one)."),
         click.option("--offload", default=None, metavar="LIST",
                      help="The same as --offloads."),
+        click.option("--offload-params/--no-offload-params", "search_offload_params",
+                     default=None,
+                     help="Only layouts that offload the ZeRO-3 weights with the optimizer "
+                          "(DeepSpeed offload_param, torchtitan's FSDP2 CPUOffloadPolicy), or "
+                          "only layouts that keep them (default: both, where the target and "
+                          "ZeRO-3 allow it)."),
         click.option("--recompute", "recomputes", default=None, metavar="LIST",
                      help="Recompute modes searched, e.g. full (default: none,selective,full)."),
         _pin("--tp", "these tensor-parallel degrees"),
@@ -217,12 +223,42 @@ def pin_options(func: Callable) -> Callable:
     )(func)
 
 
+def objective_option(func: Callable) -> Callable:
+    """``--objective`` (plan, sweep): what the planner ranks by (search/passes.py Objective)."""
+    from optimus_calc.search.plan import Objective
+    return click.option(
+        "--objective", type=click.Choice([o.value for o in Objective]),
+        default=Objective.THROUGHPUT.value, show_default=True,
+        help="Rank by throughput (tokens/s: under the default batch rule each layout's step "
+             "carries its own global batch), time to train --tokens, cost to train them at "
+             "--gpu-hour-price (both rank as throughput: a plan's GPUs are fixed), or GPU "
+             "memory; ties by the other key.")(func)
+
+
+def nics_objective_option(func: Callable) -> Callable:
+    """``nics --objective``: how the recommended layout it sizes for is ranked (no --tokens
+    there, so only the objectives that need no budget)."""
+    from optimus_calc.search.plan import Objective
+    return click.option(
+        "--objective", type=click.Choice([Objective.THROUGHPUT.value, Objective.MEMORY.value]),
+        default=Objective.THROUGHPUT.value, show_default=True,
+        help="Without layout options: size for the layout with the most tokens/s, or the "
+             "least GPU memory.")(func)
+
+
+def check_objective(objective: str, train) -> None:
+    """``--objective time`` needs --tokens, ``cost`` also --gpu-hour-price (``train``: the
+    report.common.TrainRequest or None)."""
+    if objective in ("time", "cost") and train is None:
+        raise InputError(f"--objective {objective} needs --tokens (the budget to train)")
+    if objective == "cost" and train.gpu_hour_price is None:
+        raise InputError("--objective cost needs --gpu-hour-price (the price it ranks by)")
+
+
 def search_options(func: Callable) -> Callable:
     """What the planner searches and how it ranks (`plan`)."""
-    from optimus_calc.search.plan import Objective
     return _stack(
-        click.option("--objective", type=click.Choice([o.value for o in Objective]),
-                     default=Objective.TIME.value, show_default=True),
+        objective_option,
         click.option("--top", type=click.IntRange(1, 100), default=5, show_default=True),
         click.option("--distinct", is_flag=True,
                      help="Show the best layout of each (TP, PP) instead of every variant."),

@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from optimus_calc.cli.common import emit, output_options, plot_option
-from optimus_calc.cli.options import (model_options, pin_options, plan_options,
-                                      profile_option, sweep_training_options, train_options)
+from optimus_calc.cli.options import (model_options, nics_objective_option, objective_option,
+                                      pin_options, plan_options, profile_option,
+                                      sweep_training_options, train_options)
 from optimus_calc.errors import InputError
 from optimus_calc.frameworks import export_choices, plugins
 
@@ -33,6 +34,8 @@ def plan_cmd(app, model, objective, top, export, fmt, output, **kw) -> None:
     from optimus_calc.report import plan_view as V
     from optimus_calc.search.plan import plan_search
 
+    from optimus_calc.cli.options import check_objective
+    check_objective(objective, kw.get("train"))
     si = build_search_inputs(app.catalog, model, kw)
     res = plan_search(app.catalog, si, objective, top)
     if export is None:
@@ -61,10 +64,12 @@ LAYOUT_PARAMS = ("tp", "pp", "dp", "cp", "ep", "zero", "interleave", "micro_batc
 @click.command()
 @click.argument("model")
 @model_options
+@nics_objective_option
 @click.pass_context
-def nics(ctx, model, fmt, output, **kw) -> None:
+def nics(ctx, model, fmt, output, objective, **kw) -> None:
     """How many SmartNICs a cluster needs: to hold each GPU's optimizer shard and to hide the
-    optimizer step. Without layout options it sizes for the planner's recommended layout."""
+    optimizer step. Without layout options it sizes for the planner's recommended layout
+    (ranked by --objective)."""
     from click.core import ParameterSource
 
     from optimus_calc.inputs import build_inputs, build_search_inputs
@@ -82,7 +87,7 @@ def nics(ctx, model, fmt, output, **kw) -> None:
     else:
         shared = {k: v for k, v in kw.items() if k not in LAYOUT_PARAMS + ("offload",)}
         si = build_search_inputs(cat, model, shared)  # the single-layout defaults pin nothing
-        res = plan_search(cat, si)
+        res = plan_search(cat, si, objective)
         if res.recommended is None:
             raise InputError(f"nothing to size: {res.why}")
         r = res.recommended
@@ -135,13 +140,15 @@ def _check_points(lists: dict[str, list]) -> None:
               help="Comma-separated SmartNIC types for the SmartNIC what-if (default: the "
                    "node's own, if it has any).")
 @profile_option
+@objective_option
 @sweep_training_options
 @pin_options
 @train_options
 @output_options
 @plot_option
 @click.pass_obj
-def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -> None:
+def sweep(app, models, nodes_types, node_counts, smartnics, objective, fmt, output,
+          **kw) -> None:
     """One row per model x sequence length x global batch x offload target x node type x node
     count x SmartNIC: the recommended layout and its key figures, for capacity-planning
     spreadsheets (--format csv). --seq-len, --global-batch and --offloads take lists to vary;
@@ -152,6 +159,8 @@ def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -
     from optimus_calc.report.sweep_view import sweep_document
     from optimus_calc.specs.training import Offload
 
+    from optimus_calc.cli.options import check_objective
+    check_objective(objective, kw.get("train"))
     counts = _counts(node_counts)
     seqs = tuple(dict.fromkeys(parse_ints(kw.pop("seq_len"), "--seq-len", 1, 10_000_000)
                                or (None,)))
@@ -170,7 +179,7 @@ def sweep(app, models, nodes_types, node_counts, smartnics, fmt, output, **kw) -
         kw, node=types[0], nodes=counts[0], smartnic=sns[0], seq_len=seqs[0],
         global_batch=gbs[0], offloads=None, offload=None))
     spec = SweepSpec(template, tuple(search_model(cat, m) for m in names), types, tuple(counts),
-                     sns, seqs, gbs, offs, kw.get("dropout"))
+                     sns, seqs, gbs, offs, kw.get("dropout"), objective)
     from optimus_calc.cli.progress import progress_bar
     with progress_bar("sweep") as bar:
         points = run_sweep(cat, spec, progress=bar)

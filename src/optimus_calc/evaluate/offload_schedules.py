@@ -58,21 +58,28 @@ def deepspeed_cpu_step(shard, *, zero, bucketed_params, precision: Precision, ba
     common = dict(host=host, ranks_per_node=ranks_per_node, link_GBps=link_GBps,
                   link_eff=link_eff, impl=impl, simd_fraction=impl.simd_fraction(cpu), asm=asm)
     fp16 = 1.0 if precision is Precision.FP16 else 0.0
-    z3 = offload_step_phases(shard, grad_device_bytes=grad_bytes, param_device_bytes=weight_bytes,
-                             host_buffer_bytes=grad_bytes, overflow_scan=fp16, **common)
-    # ZeRO-1/2: fp32 over the link, no crossing before it, no host cast, no host scan
-    z12 = offload_step_phases(shard, grad_device_bytes=FP32, grad_crossings=0.0, cpu_convert=0.0,
-                              grad_final_bytes=FP32, param_device_bytes=weight_bytes,
-                              overflow_scan=0.0, **common)
-    t_g = z12.grad_d2h + z12.grad_host_copy
-    o_c = np.where(z >= 2, asm.ds_zero2_overlap_comm, asm.ds_zero1_overlap_comm)
-    ex12 = eq.offload__exposed_zero12_offload(P_g=bucketed_params, T_g=t_g, T_post=z12.total - t_g,
-                                             W_b=backward_s, Z_b=asm.zero_bucket_params, o_c=o_c)
-    ex3 = exposed_step(Overlap.NONE, z3.total)
     is3 = z >= 3
-    return OffloadStep(np.where(is3, z3.total, z12.total),
-                       np.where(is3, z3.grad_d2h + z3.param_h2d, z12.grad_d2h + z12.param_h2d),
-                       np.where(is3, ex3, ex12))
+    # each schedule only where a layout runs it: one layout records one schedule's equations,
+    # the ones `explain` then shows (offload.step_time is both schedules' total)
+    out3 = out12 = None
+    if is3.any():
+        z3 = offload_step_phases(shard, grad_device_bytes=grad_bytes,
+                                 param_device_bytes=weight_bytes, host_buffer_bytes=grad_bytes,
+                                 overflow_scan=fp16, **common)
+        out3 = (z3.total, z3.grad_d2h + z3.param_h2d, exposed_step(Overlap.NONE, z3.total))
+    if not is3.all():
+        # ZeRO-1/2: fp32 over the link, no crossing before it, no host cast, no host scan
+        z12 = offload_step_phases(shard, grad_device_bytes=FP32, grad_crossings=0.0,
+                                  cpu_convert=0.0, grad_final_bytes=FP32,
+                                  param_device_bytes=weight_bytes, overflow_scan=0.0, **common)
+        t_g = z12.grad_d2h + z12.grad_host_copy
+        o_c = np.where(z >= 2, asm.ds_zero2_overlap_comm, asm.ds_zero1_overlap_comm)
+        ex12 = eq.offload__exposed_zero12_offload(P_g=bucketed_params, T_g=t_g,
+                                                 T_post=z12.total - t_g, W_b=backward_s,
+                                                 Z_b=asm.zero_bucket_params, o_c=o_c)
+        out12 = (z12.total, z12.grad_d2h + z12.param_h2d, ex12)
+    out3, out12 = out3 or out12, out12 or out3
+    return OffloadStep(*(np.where(is3, a, b) for a, b in zip(out3, out12)))
 
 
 def superoffload_step(shard, *, precision: Precision, backward_s, host: HostCPU, cpu: CPU,

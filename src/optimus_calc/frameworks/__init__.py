@@ -14,9 +14,8 @@ from optimus_calc.frameworks.base import (OFF_CPU, OFF_NONE, OFF_NVME, OFF_SMART
                                           OFF_SUPERCHIP, EnvVar, Exporter, FrameworkPlugin,
                                           Layouts, PhysicsProfile, Rule)
 from optimus_calc.frameworks.registry import (FrameworkSupport, framework_support,
-                                              layout_support, layouts_support, plugin, plugins,
-                                              register,
-                                              rejected_counts)
+                                              layout_support, layouts_support, offload_refusals,
+                                              plugin, plugins, register, rejected_counts)
 
 register(deepspeed.PLUGIN)
 register(megatron.PLUGIN)
@@ -53,5 +52,6 @@ def exporter(name: str) -> Exporter:
 __all__ = ["COMMITS", "EnvVar", "Export", "Exporter", "Framework", "FrameworkPlugin",
            "FrameworkSupport", "Layouts", "OFF_CPU", "OFF_NONE", "OFF_NVME", "OFF_SMARTNIC",
            "OFF_SUPERCHIP", "PhysicsProfile", "Reason", "Rule", "export_choices", "exporter",
-           "exports_for", "framework_support", "layout_support", "layouts_support", "plugin", "plugins", "register",
+           "exports_for", "framework_support", "layout_support", "layouts_support",
+           "offload_refusals", "plugin", "plugins", "register",
            "rejected_counts"]

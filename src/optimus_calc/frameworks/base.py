@@ -103,6 +103,8 @@ class Rule:
     source: str        # file and line at the pinned commit (also quoted in ``text``)
     when: Predicate
     on_model: bool = False  # about the architecture: no layout of this model escapes it
+    offloads: tuple = ()    # an allowlist row (runs_offloads): the offload targets it lets by
+    precisions: tuple = ()  # an allowlist row (runs_precisions): the precisions it lets by
 
 
 @record
@@ -208,6 +210,43 @@ class FrameworkPlugin:
     exporter: Exporter | None = None
     exported_by: str | None = None  # another plug-in's exporter that covers this framework
     profile: PhysicsProfile = field(default_factory=PhysicsProfile)
+
+    @property
+    def offload_rule(self) -> Rule | None:
+        """Its allowlist row of offload targets (:func:`runs_offloads`), None if it has none."""
+        return next((r for r in self.rules if r.offloads), None)
+
+    @property
+    def offload_targets(self) -> tuple[Offload, ...] | None:
+        """The offload targets it runs (its allowlist row); None: not declared."""
+        rule = self.offload_rule
+        return None if rule is None else rule.offloads
+
+    @property
+    def precisions(self) -> tuple[str, ...] | None:
+        """The training precisions it runs (its allowlist row); None: not declared."""
+        return next((r.precisions for r in self.rules if r.precisions), None)
+
+
+def runs_offloads(name: str, framework: str, targets: tuple[Offload, ...], source: str,
+                  how: str = "") -> Rule:
+    """The generated allowlist row of a framework's offload targets: a layout whose target is
+    not among ``targets`` (a built-in the framework lacks, or any target an offload-strategy
+    plug-in registers) is refused with one reason naming what it runs. ``how``: the switch that
+    turns it on, quoted in the text."""
+    codes = np.array([offload_code(t) for t in targets], dtype=np.int64)
+    named = ", ".join(t.value for t in targets if t is not Offload.NONE) or "nothing"
+    text = (f"{framework}: offloads only to {named} ({how + ', ' if how else ''}{source}); "
+            "no other target, a plug-in's included")
+    return Rule(name, text, source, lambda x: ~np.isin(x.off, codes), offloads=tuple(targets))
+
+
+def runs_precisions(name: str, text: str, source: str, precisions: tuple[str, ...]) -> Rule:
+    """The allowlist row of a framework's training precisions (Training.precision values):
+    every layout is refused when the run's precision is not among ``precisions``."""
+    return Rule(name, text, source,
+                lambda x: None if x.precision in precisions else x.everywhere(),
+                precisions=tuple(precisions))
 
 
 SMARTNIC = Rule(

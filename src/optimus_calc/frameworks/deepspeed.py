@@ -14,7 +14,9 @@ documented path and leaves TP + ZeRO-3 to Megatron-DeepSpeed.
 from __future__ import annotations
 
 from optimus_calc.frameworks.base import (OFF_CPU, OFF_NVME, OFF_SUPERCHIP, SMARTNIC, Exporter,
-                                          FrameworkPlugin, PhysicsProfile, Rule, Setting)
+                                          FrameworkPlugin, PhysicsProfile, Rule, Setting,
+                                          runs_offloads, runs_precisions)
+from optimus_calc.specs.training import Offload
 
 COMMIT = "edaa7221267243c7be7fb49c5d5f5c4fb97b4641"
 _DS = "DeepSpeed"
@@ -24,9 +26,20 @@ def _row(name: str, what: str, source: str, when) -> Rule:
     return Rule(name, f"{_DS}: {what} ({source})", source, when)
 
 
+# What the DeepSpeed engine runs (allowlists: a target or precision not named here is
+# refused): offload_optimizer / offload_param devices none, cpu, nvme (OffloadDeviceEnum,
+# runtime/zero/offload_config.py L14-18) and SuperOffload (super_offload, L102).
+OFFLOAD_TARGETS: tuple[Offload, ...] = (Offload.NONE, Offload.CPU, Offload.NVME,
+                                        Offload.SUPERCHIP)
+# bf16 and fp16 sections (runtime/precision_config.py L30, L92), fp32 without either; no FP8.
+PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp32")
+
 # Rows every DeepSpeed-engine framework obeys (plain DeepSpeed and Megatron-DeepSpeed).
 ENGINE_RULES: tuple[Rule, ...] = (
     SMARTNIC,
+    runs_offloads("DS_OFFLOAD_TARGET", _DS, OFFLOAD_TARGETS,
+                  "runtime/zero/offload_config.py L14-18, L102",
+                  "zero_optimization.offload_optimizer.device, super_offload"),
     _row("DS_ZERO23_PP", "ZeRO-2/3 are incompatible with pipeline parallelism",
          "deepspeed/runtime/pipe/engine.py L76-77", lambda x: (x.zero >= 2) & (x.pp > 1)),
     _row("DS_OFFLOAD_ZERO0", "offload needs ZeRO >= 1; at stage 0 no ZeRO optimizer is built "
@@ -47,9 +60,11 @@ ENGINE_RULES: tuple[Rule, ...] = (
          "stages", "runtime/pipe/schedule.py L189", lambda x: x.v > 1),
     _row("DS_EXPERTS_EP", "experts must be a multiple of the expert-parallel size",
          "deepspeed/moe/layer.py L59", lambda x: x.experts_bad),
-    _row("DS_FP8", "the config has no FP8 training switch: its precision sections are bf16 and "
-         "fp16 only", "runtime/precision_config.py L30, L92; no fp8 key in runtime/config.py",
-         lambda x: x.fp8_unless()),
+    runs_precisions("DS_FP8", f"{_DS}: the config has no FP8 training switch: its precision "
+                    "sections are bf16 and fp16 only (runtime/precision_config.py L30, L92; no "
+                    "fp8 key in runtime/config.py)",
+                    "runtime/precision_config.py L30, L92; no fp8 key in runtime/config.py",
+                    PRECISIONS),
 )
 
 RULES: tuple[Rule, ...] = ENGINE_RULES + (
@@ -91,4 +106,5 @@ PLUGIN = FrameworkPlugin(
                       "Megatron-DeepSpeed when only it runs the layout)",
                       "optimus_calc.frameworks.deepspeed_export", "deepspeed_config"))
 
-__all__ = ["PLUGIN", "RULES", "ENGINE_RULES", "ENGINE_PROFILE", "COMMIT", "OFF_CPU"]
+__all__ = ["PLUGIN", "RULES", "ENGINE_RULES", "ENGINE_PROFILE", "COMMIT", "OFF_CPU",
+           "OFFLOAD_TARGETS", "PRECISIONS"]

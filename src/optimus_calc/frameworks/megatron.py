@@ -6,9 +6,11 @@ below refers to it. ZeRO-1 is the distributed optimizer, ZeRO-2/3 are Megatron-F
 
 from __future__ import annotations
 
-from optimus_calc.frameworks.base import (OFF_CPU, OFF_NVME, OFF_SUPERCHIP, SMARTNIC, EnvVar,
-                                          Exporter, FrameworkPlugin, PhysicsProfile, Rule,
-                                          Setting, dividing_into, not_dividing)
+from optimus_calc.frameworks.base import (OFF_CPU, SMARTNIC, EnvVar, Exporter,
+                                          FrameworkPlugin, PhysicsProfile, Rule, Setting,
+                                          dividing_into, not_dividing, runs_offloads,
+                                          runs_precisions)
+from optimus_calc.specs.training import Offload
 
 COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
 _MG = "Megatron-LM"
@@ -59,8 +61,19 @@ def _cannot_build(x):
 _ARCH_SOURCE = ("training/arguments.py L2397 (position embeddings), L2450 (--swiglu); "
                 "core/transformer/transformer_config.py L212-218 (biases)")
 
+# What Megatron-LM runs (an allowlist: a target not named here is refused): the optimizer on
+# the GPU, or on the host with --optimizer-cpu-offload (training/arguments.py L2918).
+OFFLOAD_TARGETS: tuple[Offload, ...] = (Offload.NONE, Offload.CPU)
+# --bf16, --fp16 or fp32, and FP8 through Transformer Engine (MG_FP8_TE checks the recipe).
+PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp32", "fp8")
+
 RULES: tuple[Rule, ...] = (
     SMARTNIC,
+    runs_offloads("MG_OFFLOAD_TARGET", _MG, OFFLOAD_TARGETS, "training/arguments.py L2918",
+                  "--optimizer-cpu-offload"),
+    runs_precisions("MG_PRECISION", f"{_MG}: trains in fp16, bf16, fp32 or FP8 (args.fp16, "
+                    "args.bf16, training/arguments.py L1195-1206; FP8 as MG_FP8_TE)",
+                    "training/arguments.py L1195-1206", PRECISIONS),
     _row("MG_HEADS_TP", "num_attention_heads must be a multiple of TP",
          "megatron/core/transformer/transformer_config.py L1446",
          lambda x: not_dividing(x.heads, x.tp)),
@@ -73,12 +86,9 @@ RULES: tuple[Rule, ...] = (
          "but not PP", "docs/user-guide/features/megatron_fsdp.md L318; Megatron-FSDP v2 "
          "rejects PP, core/distributed/fsdp/mcore_fsdp_adapter.py L627-638",
          lambda x: (x.zero >= 2) & (x.pp > 1)),
-    Rule("MG_OFFLOAD_TARGET", f"{_MG}: optimizer offload goes to CPU only "
-         "(--optimizer-cpu-offload, training/arguments.py L2918); no NVMe, SmartNIC or "
-         "SuperOffload", "training/arguments.py L2918",
-         lambda x: (x.off == OFF_NVME) | (x.off == OFF_SUPERCHIP)),
-    Rule("MG_OFFLOAD_PARAMS", f"{_MG}: no parameter offload (only the optimizer, "
-         "--optimizer-cpu-offload)", "", lambda x: x.oparams),
+    Rule("MG_OFFLOAD_PARAMS", f"{_MG}: no parameter offload (only the optimizer state, "
+         "--optimizer-cpu-offload, training/arguments.py L2918)",
+         "training/arguments.py L2918", lambda x: x.oparams),
     Rule("MG_OFFLOAD_ZERO0", f"{_MG}: --optimizer-cpu-offload needs "
          "--use-precision-aware-optimizer (training/arguments.py L1884-1887), which needs the "
          "distributed optimizer, ZeRO >= 1 (core/optimizer/__init__.py L1057-1060)",

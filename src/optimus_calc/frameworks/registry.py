@@ -166,6 +166,20 @@ def rejected_counts(support: FrameworkSupport, frameworks=None) -> dict[str, int
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
+def offload_refusals(frameworks, targets) -> list[str]:
+    """The allowlist texts (frameworks/base.runs_offloads) of ``frameworks`` (keys) when none of
+    them runs any of the offload ``targets`` (every framework declaring its list), once each;
+    [] when some framework runs one of them."""
+    texts = []
+    for key in frameworks:
+        p = plugin(key)
+        rule = p.offload_rule
+        if rule is None or any(t in rule.offloads for t in targets):
+            return []
+        texts.append(rule.text)
+    return list(dict.fromkeys(texts))
+
+
 def layout_support(layout, training, model) -> dict:
     """Scalar convenience for one (Layout, Training, Model): the Reason per framework."""
     from optimus_calc.specs.training import offload_code

@@ -6,8 +6,10 @@ the TOML job config the exporter writes; every file and line below refers to it.
 
 from __future__ import annotations
 
-from optimus_calc.frameworks.base import (OFF_CPU, OFF_NVME, OFF_SUPERCHIP, SMARTNIC, Exporter,
-                                          FrameworkPlugin, PhysicsProfile, Rule, Setting)
+from optimus_calc.frameworks.base import (OFF_CPU, SMARTNIC, Exporter, FrameworkPlugin,
+                                          PhysicsProfile, Rule, Setting, runs_offloads,
+                                          runs_precisions)
+from optimus_calc.specs.training import Offload
 
 COMMIT = "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce"
 _TT = "torchtitan"
@@ -84,19 +86,24 @@ def _no_flavour(x):
     return x.everywhere()
 
 
+# What torchtitan runs (allowlists: a target or precision not named here is refused).
+# Offload: FSDP2's CPUOffloadPolicy behind training.enable_cpu_offload, job_config.py L270.
+OFFLOAD_TARGETS: tuple[Offload, ...] = (Offload.NONE, Offload.CPU)
+# mixed_precision_param is bfloat16 or float32 (job_config.py L282); FP8 is torchao's
+# Float8Linear over bf16 (components/quantization/float8.py), checked by TT_FP8_TORCHAO.
+PRECISIONS: tuple[str, ...] = ("bf16", "fp32", "fp8")
+
 RULES: tuple[Rule, ...] = (
     SMARTNIC,
+    runs_offloads("TT_OFFLOAD_TARGET", _TT, OFFLOAD_TARGETS,
+                  "torchtitan/config/job_config.py L270", "training.enable_cpu_offload"),
     _row("TT_FP8_TORCHAO", "FP8 is torchao's Float8Linear (model.converters = "
          "[\"quantize.linear.float8\"]), not Transformer Engine",
          "torchtitan/components/quantization/float8.py L28-100, L238",
          lambda x: x.fp8_unless("torchao")),
-    _row("TT_FP16", "mixed precision is bfloat16 or float32, no fp16",
-         "torchtitan/config/job_config.py L282",
-         lambda x: x.everywhere() if x.precision == "fp16" else None),
-    Rule("TT_OFFLOAD_TARGET", f"{_TT}: offload only to CPU (training.enable_cpu_offload, "
-         "torchtitan/config/job_config.py L270); no NVMe, SmartNIC or SuperOffload",
-         "torchtitan/config/job_config.py L270",
-         lambda x: (x.off == OFF_NVME) | (x.off == OFF_SUPERCHIP)),
+    runs_precisions("TT_FP16", f"{_TT}: mixed precision is bfloat16 or float32, no fp16 "
+                    "(torchtitan/config/job_config.py L282)",
+                    "torchtitan/config/job_config.py L282", PRECISIONS),
     _row("TT_OFFLOAD_FSDP", "CPU offload is FSDP2's CPUOffloadPolicy, which moves parameters, "
          "gradients and optimizer states together: it needs ZeRO-3 with parameter offload",
          "models/llama3/infra/parallelize.py L315-317",

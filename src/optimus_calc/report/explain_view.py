@@ -67,8 +67,12 @@ def equation_document(eq, values: dict[str, float] | None, latex: bool) -> Docum
     notes = [f"source: {cite(eq.source)}", eq.doc]
     rows = [{"symbol": s, "meaning": m, "value": None} for s, m in eq.symbols.items()]
     if values is not None:
-        args = [values[s.name] for s in eq.args]
-        result = float(eq.lambdified()(*args))  # the very expression printed above
+        import numpy as np
+        # as numpy floats: a Piecewise evaluates every branch, and the one not taken may divide
+        # by zero (compute.optimizer_step_time's CPU branch on a GPU); numpy gives inf there
+        args = [np.float64(values[s.name]) for s in eq.args]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            result = float(eq.lambdified()(*args))  # the very expression printed above
         if not math.isfinite(result):
             raise InputError(f"{eq.name} is not finite for these inputs")
         for row in rows:

@@ -49,6 +49,16 @@ def nic_rows(sizing) -> list[dict]:
     return [asdict(n) for n in sizing]
 
 
+def objective_text(objective) -> str:
+    """What the planner ranked by (search/passes.py Objective), for the header."""
+    return {"throughput": "throughput (most tokens/s first, then least GPU memory)",
+            "time": "time to train --tokens (shortest first: the most tokens/s, then least GPU "
+                    "memory)",
+            "cost": "cost to train --tokens (cheapest first: the most tokens/s on these GPUs, "
+                    "then least GPU memory)",
+            "memory": "GPU memory (least first, then most tokens/s)"}[objective.value]
+
+
 def plan_header(res, si) -> list[tuple[str, str]]:
     """``si``: the :class:`optimus_calc.inputs.SearchInputs` the plan ran on."""
     m, hw, tr = res.model, res.hw, shown_training(res.training)
@@ -76,7 +86,7 @@ def plan_header(res, si) -> list[tuple[str, str]]:
                          f"{asm.hbm_efficiency:g}, {hw.intra_link.name} "
                          f"{hw.intra_link.efficiency:g}, {hw.nic.name} {hw.nic.efficiency:g} "
                          "(see `optimus-calc explain --assumptions`)"),
-        ("objective", f"{res.objective.value}; " + (
+        ("objective", objective_text(res.objective) + "; " + (
             f"{res.evaluated // res.profiles:,} layouts x {res.profiles} framework physics "
             f"profiles = {res.evaluated:,} evaluated, {res.feasible:,} (layout, profile) pairs "
             "fit and run on " if res.profiles > 1 else
@@ -84,6 +94,13 @@ def plan_header(res, si) -> list[tuple[str, str]]:
                       + ("any framework" if len(res.frameworks) > 1 and set(res.frameworks)
                          == {f.value for f in Framework} else ", ".join(res.frameworks))),
     ]
+
+
+def offload_text(layout) -> str:
+    """The offload column: the target, its card, and "+weights" with parameter offload."""
+    return (layout.offload.value
+            + (f" ({layout.smartnic})" if layout.offload is Offload.SMARTNIC else "")
+            + ("+weights" if layout.offload_params else ""))
 
 
 def _plan_rows(res, ranged) -> list[dict]:
@@ -94,9 +111,7 @@ def _plan_rows(res, ranged) -> list[dict]:
         f = ranged(c)
         rows.append({"rank": i, **d, **f, "gpu_GB": d["gpu_memory_bytes"] / GB,
                      "headroom_GB": d["gpu_headroom_bytes"] / GB,
-                     "offload_txt": c.layout.offload.value + (
-                         f" ({c.layout.smartnic})" if c.layout.offload is Offload.SMARTNIC
-                         else ""),
+                     "offload_txt": offload_text(c.layout),
                      "sp_txt": "on" if c.training.sequence_parallel else "off"})
     return rows
 
@@ -131,7 +146,7 @@ def _plan_notes(res, ranged) -> list[str]:
     if res.recommended:
         r = res.recommended
         notes.append(f"recommended: #1, TP={r.layout.tp} PP={r.layout.pp} DP={r.layout.dp}, "
-                     f"ZeRO-{int(r.layout.zero)}, offload {r.layout.offload.value}, recompute "
+                     f"ZeRO-{int(r.layout.zero)}, offload {offload_text(r.layout)}, recompute "
                      f"{r.training.recompute.value}, micro-batch {r.training.micro_batch}: "
                      f"{res.why}")
         rf = ranged(r)

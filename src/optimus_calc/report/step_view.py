@@ -53,8 +53,9 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
     rows = [{"part": label, "s": terms[key], "share": terms[key] / st.step_time_s,
              "eq": eqn} for key, label, eqn in BREAKDOWN]
     rows.append({"part": "step time", "s": st.step_time_s, "share": 1.0, "eq": ""})
+    from optimus_calc.evaluate import strategies
     info = [{"part": "optimizer step (on " + st.optimizer_device + ")", "s": st.optimizer_s,
-             "share": None, "eq": "compute.optimizer_step_time"},
+             "share": None, "eq": strategies.strategy(inp.layout.offload).step_equation},
             {"part": "offload transfers", "s": st.offload_transfer_s, "share": None, "eq": ""},
             {"part": "DP communication, total", "s": st.dp_comm_s, "share": None, "eq": ""}]
     cols = [Column("part", "", align="left"), Column("s", "seconds", ".4f"),

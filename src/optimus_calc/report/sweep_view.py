@@ -74,6 +74,7 @@ def sweep_rows(points, train: TrainRequest | None = None, profile=None) -> list[
 
 
 def sweep_document(points, train: TrainRequest | None = None, profile=None) -> Document:
+    from optimus_calc.report.plan_view import objective_text
     rows = sweep_rows(points, train, profile)
     csv_cols = (SWEEP_COLUMNS + (TRAIN_COLUMNS if train else []) + RANGE_COLUMNS
                 + (TRAIN_RANGE_COLUMNS if train else []))
@@ -94,5 +95,8 @@ def sweep_document(points, train: TrainRequest | None = None, profile=None) -> D
         Column("nics_per_gpu_for_memory", "NICs/GPU", compact=False)]
     view = Table(title="", rows=[{**r, "gpu_GB": (r["gpu_memory_bytes"] or 0) / 1e9}
                                  for r in rows], columns=view_cols)
+    header = ([("objective", "each point's first layout by " + objective_text(
+        points[0].result.objective))] if points else [])
     return Document(title=f"sweep: {len(rows)} configurations", data={"rows": rows},
+                    header=header,
                     tables=[view], csv=table, plot="sweep")

@@ -28,6 +28,7 @@ class SearchInputs:
     zero_stages: tuple[int, ...] | None = None   # --zero LIST (else 0..max_zero)
     profile: object = None                 # profile.Profile applied (--profile), or None
     physics: bool = False                  # each framework's physics (--framework each/NAMES)
+    offload_params: tuple[bool, ...] = (False, True)  # weights kept / offloaded (ZeRO-3)
 
     @property
     def global_batch_defaulted(self) -> bool:

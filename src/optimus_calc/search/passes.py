@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import field
 from enum import Enum
-from typing import assert_never
 
 import numpy as np
 
+from optimus_calc.equations import compiled as eq
 from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import Hardware
@@ -32,10 +32,27 @@ from optimus_calc.record import record
 
 
 class Objective(str, Enum):
-    """What the planner ranks by (ties broken by the other)."""
+    """What the planner ranks by (ties broken by the other key). A plan's GPUs are fixed, so
+    time to train a token budget (tokens / tokens/s) and its cost (GPU-hours x price) rank
+    exactly as throughput; they differ in what the report states. Throughput, not step time:
+    under the default batch rule each layout's step carries its own global batch."""
 
-    TIME = "time"      # step time, then GPU memory
-    MEMORY = "memory"  # GPU memory, then step time
+    THROUGHPUT = "throughput"  # tokens/s (step.tokens_per_s), then GPU memory
+    TIME = "time"              # time to train --tokens: ranks as throughput
+    MEMORY = "memory"          # GPU memory, then tokens/s
+    COST = "cost"              # cost to train --tokens at --gpu-hour-price: ranks as throughput
+
+    @property
+    def by_memory(self) -> bool:
+        return self is Objective.MEMORY
+
+
+def tokens_per_s(step_s, global_batch, seq_len: int) -> np.ndarray:
+    """step.tokens_per_s of layouts with these step times (or lower bounds on them: the
+    equation falls as the step grows, so a bound on the step bounds the throughput) and global
+    batches: tokens per step = global batch x sequence (evaluate/work.py, as the evaluator)."""
+    tokens = np.asarray(global_batch, dtype=np.float64) * seq_len
+    return np.asarray(eq.step__tokens_per_s(T_step=step_s, tokens=tokens), dtype=np.float64)
 
 
 # Layouts x stages evaluated at once: bounds the planner's memory whatever the space's size
@@ -56,15 +73,12 @@ class _Pool:
         return {k: np.concatenate([c[k] for c in self.cols]) for k in (self.cols or [{}])[0]}
 
 
-def _rank(step, gpu, objective: Objective) -> np.ndarray:
-    """Indices in rank order (np.lexsort sorts by its last key first)."""
-    match objective:
-        case Objective.TIME:
-            return np.lexsort((gpu, step))
-        case Objective.MEMORY:
-            return np.lexsort((step, gpu))
-        case _:
-            assert_never(objective)
+def _rank(tps, gpu, objective: Objective) -> np.ndarray:
+    """Indices in rank order: most tokens/s first (then least GPU memory), or least GPU memory
+    first (then most tokens/s). np.lexsort sorts by its last key first."""
+    if objective.by_memory:
+        return np.lexsort((-np.asarray(tps), gpu))
+    return np.lexsort((gpu, -np.asarray(tps)))
 
 
 def _shortlist(order: np.ndarray, tp, pp, keep: int, distinct: bool) -> np.ndarray:
@@ -81,15 +95,15 @@ NOT_RUNNABLE = "no framework runs it (see framework_rejections)"
 @record(frozen=False)
 class _Tally:
     """What `search` gathers over the chunks: counts by reason, framework rejections, the
-    feasible count, the smallest GPU footprint of a runnable layout, the best no-offload step
-    and the two pools."""
+    feasible count, the smallest GPU footprint of a runnable layout, the most tokens/s of a
+    runnable layout without offload (0: none yet) and the two pools."""
 
     counts: np.ndarray
     dropped: dict[str, int] = field(default_factory=dict)
     n_dropped: int = 0
     feasible: int = 0
     smallest: float = np.inf
-    best_none: float = np.inf
+    best_none: float = 0.0
     pool: _Pool = field(default_factory=_Pool)
     whatif: _Pool = field(default_factory=_Pool)
 
@@ -104,7 +118,8 @@ def _runnable(chunk: Chunk, model: Model, base: Training, frameworks: tuple, wha
     views = chunk.views()
     sup = framework_support(
         views["tp"], views["pp"], views["dp"], views["cp"], views["ep"], views["zero"],
-        views["offload"], 0, views["v"], views["mb"], views["sp"], views["recompute"],
+        views["offload"], views["offload_params"], views["v"], views["mb"], views["sp"],
+        views["recompute"],
         heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
         global_batch=views["gb"], precision=base.precision.value, model=model,
         fp8_recipe=base.fp8_recipe.value, frameworks=frameworks)
@@ -175,6 +190,7 @@ def _second_pass(cols: dict, gpu_sel: np.ndarray, runs_sel: np.ndarray, model: M
     ``runs_sel`` theirs); the best of them join the pools."""
     ev2 = evaluate(Batch.from_columns(cols), model, hw, base, asm, stages=table)
     step_sel = np.asarray(ev2.step_time_s)
+    tps_sel = np.asarray(ev2.term("tokens_per_s"))
     off_sel = cols["offload"]
     none_code = strategies.code_of(Offload.NONE)
     smart_code = strategies.code_of(Offload.SMARTNIC)
@@ -182,17 +198,17 @@ def _second_pass(cols: dict, gpu_sel: np.ndarray, runs_sel: np.ndarray, model: M
         sel = np.flatnonzero(mask)
         if sel.size == 0:
             continue
-        step, g = step_sel[sel], gpu_sel[sel]
+        step, g, tps = step_sel[sel], gpu_sel[sel], tps_sel[sel]
         if target is tally.pool:
             offs = off_sel[sel]
             if (offs == none_code).any():
-                tally.best_none = min(tally.best_none, float(step[offs == none_code].min()))
-        order = _rank(step, g, objective)
+                tally.best_none = max(tally.best_none, float(tps[offs == none_code].max()))
+        order = _rank(tps, g, objective)
         keep_n = top_k if target is tally.pool else 1
         pick = _shortlist(order, cols["tp"][sel], cols["pp"][sel], keep_n,
                           distinct and target is tally.pool)
         picked = {k: v[sel][pick] for k, v in cols.items()}
-        picked.update(step=step[pick], gpu=g[pick])
+        picked.update(step=step[pick], gpu=g[pick], tps=tps[pick])
         target.add(picked)
 
 
@@ -237,13 +253,18 @@ def _kth(values: np.ndarray, k: int) -> float:
     return float(np.partition(values, k - 1)[k - 1]) if len(values) >= k else np.inf
 
 
-def _pool_threshold(tally: _Tally, key: str, top_k: int, distinct: bool) -> float:
-    """The value of ``key`` ("step" or "gpu") a layout must not exceed to reach the top K so
-    far: the K-th smallest (with ``distinct``, of the per-(TP, PP) bests); inf below K."""
+def _loss(d: dict, objective: Objective) -> np.ndarray:
+    """The primary key of ``d``'s layouts, smaller better: GPU bytes, or minus tokens/s."""
+    return d["gpu"] if objective.by_memory else -np.asarray(d["tps"])
+
+
+def _pool_threshold(tally: _Tally, objective: Objective, top_k: int, distinct: bool) -> float:
+    """The primary key (:func:`_loss`) a layout must not exceed to reach the top K so far: the
+    K-th smallest (with ``distinct``, of the per-(TP, PP) bests); inf below K."""
     pool = tally.pool.merged()
     if not pool:
         return np.inf
-    v = pool[key]
+    v = _loss(pool, objective)
     if distinct:
         group = pool["tp"] * 1_000_003 + pool["pp"]
         order = np.lexsort((v, group))
@@ -252,31 +273,32 @@ def _pool_threshold(tally: _Tally, key: str, top_k: int, distinct: bool) -> floa
     return _kth(v, top_k)
 
 
-def _still_needed(lb, gpu, runs, off, tally: _Tally, objective: Objective, top_k: int,
+def _still_needed(ub, gpu, runs, off, tally: _Tally, objective: Objective, top_k: int,
                   distinct: bool) -> np.ndarray:
     """Which layouts (flat arrays) could still change the result: enter the top K, beat the
-    best step without offload, or (a SmartNIC layout) the what-if. A layout is dropped only
-    when its exact key (GPU bytes) or the lower bound of its step exceeds the threshold."""
-    low = lb * (1 - BOUND_SLACK)
+    most tokens/s without offload, or (a SmartNIC layout) the what-if. A layout is dropped only
+    when its exact key (GPU bytes) exceeds the threshold or the upper bound ``ub`` of its
+    tokens/s (from the step's lower bound) falls short of it."""
+    high = ub * (1 + BOUND_SLACK)
     whatif = tally.whatif.merged()
     smart = off == strategies.code_of(Offload.SMARTNIC)
-    # dropped only where the key is known to exceed the threshold (a NaN is never dropped)
-    if objective is Objective.MEMORY:
-        need = runs & ~(gpu > _pool_threshold(tally, "gpu", top_k, distinct))
+    # dropped only where the key is known to miss the threshold (a NaN is never dropped)
+    threshold = _pool_threshold(tally, objective, top_k, distinct)
+    if objective.by_memory:
+        need = runs & ~(gpu > threshold)
         need |= smart & ~(gpu > (whatif["gpu"].min() if whatif else np.inf))
     else:
-        need = runs & ~(low > _pool_threshold(tally, "step", top_k, distinct))
-        need |= smart & ~(low > (whatif["step"].min() if whatif else np.inf))
+        need = runs & ~(-high > threshold)
+        need |= smart & ~(high < (whatif["tps"].max() if whatif else 0.0))
     none = runs & (off == strategies.code_of(Offload.NONE))
-    return need | (none & ~(low > tally.best_none))
+    return need | (none & ~(high < tally.best_none))
 
 
 def _settled(tally: _Tally, objective: Objective, top_k: int, distinct: bool, runs, off) -> bool:
-    """Whether every target these layouts could join already has a finite threshold."""
-    key = "gpu" if objective is Objective.MEMORY else "step"
+    """Whether every target these layouts could join already has a threshold."""
     none = runs & (off == strategies.code_of(Offload.NONE))
-    return (np.isfinite(_pool_threshold(tally, key, top_k, distinct))
-            and (np.isfinite(tally.best_none) or not none.any())
+    return (np.isfinite(_pool_threshold(tally, objective, top_k, distinct))
+            and (tally.best_none > 0 or not none.any())
             and (bool(tally.whatif.merged()) or bool(runs.all())))
 
 
@@ -294,21 +316,24 @@ def _step_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, bound, model: Model, h
     if bound is None or flat.size <= 3 * PROBE:
         pending.add(*pick(slice(None)))
         return
-    lb, g = bound().reshape(-1)[flat], gpu.reshape(-1)[flat]
-    r = runs.reshape(-1)[flat]
-    off = np.broadcast_to(chunk.views()["offload"], chunk.shape).reshape(-1)[flat]
+    views = chunk.views()
+    g, r = gpu.reshape(-1)[flat], runs.reshape(-1)[flat]
+    # an upper bound on each layout's tokens/s, from the lower bound on its step
+    ub = tokens_per_s(bound().reshape(-1)[flat],
+                      np.broadcast_to(views["gb"], chunk.shape).reshape(-1)[flat], base.seq_len)
+    off = np.broadcast_to(views["offload"], chunk.shape).reshape(-1)[flat]
     probe = np.zeros(flat.size, dtype=bool)
     if not _settled(tally, objective, top_k, distinct, r, off) and pending.n:
         _second_pass(*pending.take(), *args)  # what is pending may settle it
     if not _settled(tally, objective, top_k, distinct, r, off):
-        order = _rank(lb, g, objective)
+        order = _rank(ub, g, objective)
         cols = chunk.columns_at(flat[order])  # with --distinct the best of each (TP, PP) first
         for i, target in enumerate((r, r & (off == strategies.code_of(Offload.NONE)), ~r)):
             sel = np.flatnonzero(target[order])
             first = _shortlist(sel, cols["tp"], cols["pp"], PROBE, distinct and i == 0)
             probe[order[first]] = True
         _second_pass(*pick(probe), *args)
-    rest = ~probe & _still_needed(lb, g, r, off, tally, objective, top_k, distinct)
+    rest = ~probe & _still_needed(ub, g, r, off, tally, objective, top_k, distinct)
     pending.add(*pick(rest))
 
 
@@ -316,12 +341,12 @@ def _result(tally: _Tally, objective: Objective, top_k: int, distinct: bool) -> 
     """The ranked top K and the best what-if of the pools, with the counts by reason."""
     merged = tally.pool.merged()
     if merged:
-        order = _rank(merged["step"], merged["gpu"], objective)
+        order = _rank(merged["tps"], merged["gpu"], objective)
         merged = {k: v[_shortlist(order, merged["tp"], merged["pp"], top_k, distinct)]
                   for k, v in merged.items()}
     best_whatif = tally.whatif.merged()
     if best_whatif:
-        order = _rank(best_whatif["step"], best_whatif["gpu"], objective)[:1]
+        order = _rank(best_whatif["tps"], best_whatif["gpu"], objective)[:1]
         best_whatif = {k: v[order] for k, v in best_whatif.items()}
     by_reason = {r.text: int(tally.counts[r]) for r in Reason if tally.counts[r]}
     if tally.n_dropped:
@@ -370,6 +395,6 @@ class SearchResult:
     feasible: int
     infeasible_by_reason: dict[str, int]
     smallest_gpu_bytes: float   # of the layouts a framework runs (inf: none runs)
-    best_no_offload_s: float
+    best_no_offload_tps: float  # most tokens/s of a runnable layout without offload (0: none)
     what_if: dict
     framework_rejections: dict[str, int]

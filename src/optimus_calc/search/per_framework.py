@@ -31,7 +31,7 @@ def search_per_framework(model: Model, hw: Hardware, base: Training, asm: Assump
     picks: list = []
     if rows:
         col = lambda k: np.array([results[g].top[k][i] for g, i in rows])  # noqa: E731
-        order = _rank(col("step"), col("gpu"), objective)
+        order = _rank(col("tps"), col("gpu"), objective)
         picks = [rows[j] for j in _shortlist(order, col("tp"), col("pp"), top_k, distinct)]
 
     def total(name):
@@ -43,7 +43,7 @@ def search_per_framework(model: Model, hw: Hardware, base: Training, asm: Assump
     first = results[0]
     merged = SearchResult(
         {}, sum(r.feasible for r in results), total("infeasible_by_reason"),
-        min(r.smallest_gpu_bytes for r in results), min(r.best_no_offload_s for r in results),
+        min(r.smallest_gpu_bytes for r in results), max(r.best_no_offload_tps for r in results),
         first.what_if, dict(sorted(total("framework_rejections").items(), key=lambda kv: -kv[1])))
     return merged, picks, groups, results
 

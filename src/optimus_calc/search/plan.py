@@ -21,7 +21,7 @@ from optimus_calc.search.inputs import SearchInputs, offload_targets  # noqa: F4
 from optimus_calc.search.passes import (CHUNK_ELEMENTS, NOT_RUNNABLE, Objective,  # noqa: F401
                                         SearchResult, search)
 from optimus_calc.search.per_framework import groups_note, search_per_framework
-from optimus_calc.search.space import enumerate_space
+from optimus_calc.search.space import enumerate_space, offload_variants
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, ZeroStage
 from optimus_calc.units import fmt_gb
@@ -69,6 +69,7 @@ def layout_of(cols: dict, i: int, hw: Hardware, smartnic: str | None) -> Layout:
     return Layout(tp=int(cols["tp"][i]), pp=int(cols["pp"][i]), dp=int(cols["dp"][i]),
                   cp=int(cols["cp"][i]), ep=int(cols["ep"][i]),
                   zero=ZeroStage(int(cols["zero"][i])), offload=off,
+                  offload_params=bool(cols["offload_params"][i]),
                   interleave=int(cols["v"][i]),
                   smartnic=smartnic if off is Offload.SMARTNIC else None)
 
@@ -90,7 +91,7 @@ def _candidate(cols: dict, i: int, model: Model, hw: Hardware, base: Training,
     mem = estimate_memory(model, hw, lay, tr, asm)   # the same evaluator, every stage shown
     st = estimate_step(model, hw, lay, tr, asm, mem)
     runs = tuple(f.value for f, r in layout_support(lay, tr, model).items()
-                 if r is FrameworkReason.OK and (group is None or f in group))
+                 if int(r) == 0 and (group is None or f in group))
     return Candidate(lay, tr, mem.worst.total_bytes, st.step_time_s, st.mfu, st.tokens_per_s,
                      mem, st, runs, ", ".join(runs) if group is not None else "")
 
@@ -114,7 +115,7 @@ def _candidates(cols: dict, model: Model, hw: Hardware, base: Training, asm: Ass
         mem = memory_from(ev.row(i, n, stages=lays[i].pp), model, hw, lays[i], trs[i], asm)
         st = estimate_step(model, hw, lays[i], trs[i], asm, mem, terms[i])
         runs = tuple(f.value for f, r in support[i].items()
-                     if r is FrameworkReason.OK and (group is None or f in group))
+                     if int(r) == 0 and (group is None or f in group))
         out.append(Candidate(lays[i], trs[i], mem.worst.total_bytes, st.step_time_s, st.mfu,
                              st.tokens_per_s, mem, st, runs,
                              ", ".join(runs) if group is not None else ""))
@@ -134,21 +135,32 @@ def _top_candidates(picks, results, groups, model: Model, hw: Hardware) -> list[
 
 
 def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
-         objective: Objective | str = Objective.TIME, top_k: int = 5,
+         objective: Objective | str = Objective.THROUGHPUT, top_k: int = 5,
          offloads: list[Offload] | tuple[Offload, ...] | None = None, max_zero: int = 3,
          recomputes: list | tuple | None = None, distinct: bool = False,
          frameworks: tuple[Framework, ...] = tuple(Framework),
          pins: dict | None = None, zero_stages: tuple[int, ...] | None = None,
-         physics: bool = False) -> PlanResult:
+         physics: bool = False, offload_params: tuple[bool, ...] = (False, True)
+         ) -> PlanResult:
     """Rank every layout that fits and that one of ``frameworks`` runs. ``distinct`` keeps the
     best layout per (TP, PP) in the top K; ``pins`` fixes grid columns; SmartNIC layouts are a
     what-if beside the recommendation. ``base.global_batch`` None: each layout takes the batch
     rule's (evaluate.batch.resolve_global_batch)."""
     objective = Objective(objective)
+    offloads = list(offloads or offload_targets(hw))
+    zero_stages = zero_stages or tuple(range(max_zero + 1))
+    if not offload_variants(offloads, offload_params, zero_stages):
+        movers = [o.value for o in strategies.offered(hw) if strategies.strategy(o)
+                  .offloads_params]
+        raise FieldError("offload_params", "{offload_params}: the weights leave the GPU only "
+                         f"with ZeRO-3 and a target that moves them ({', '.join(movers)}); "
+                         f"searched: ZeRO {','.join(map(str, sorted(zero_stages)))}, offload "
+                         f"{','.join(o.value for o in offloads)}")
     space = enumerate_space(model, hw.gpus, hw.gpus_per_node, base.global_batch, base.seq_len,
-                            offloads or offload_targets(hw),
-                            zero_stages=zero_stages or tuple(range(max_zero + 1)),
-                            recomputes=recomputes or RECOMPUTE_CODES, pins=pins)
+                            offloads,
+                            zero_stages=zero_stages,
+                            recomputes=recomputes or RECOMPUTE_CODES, pins=pins,
+                            offload_params=offload_params)
     if len(space) == 0:
         pinned = "".join(f" {{{k}}} {','.join(map(str, v))}" for k, v in (pins or {}).items())
         batch = (f"{{global_batch}} {base.global_batch}" if base.global_batch is not None else
@@ -173,17 +185,19 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                f"{fmt_gb(usable_gpu_bytes(hw, asm))} usable of {hw.gpu.name}"
                if np.isfinite(res.smallest_gpu_bytes) else
                "no framework runs any layout searched (" + ", ".join(names) + "; see "
-               "framework_rejections; SmartNIC layouts are a what-if)")
+               "framework_rejections; SmartNIC layouts are a what-if)" + _refused(frameworks,
+                                                                                  offloads))
         return PlanResult(model, hw, base, objective, len(space) * len(groups), 0,
                           res.infeasible_by_reason, (), None, why, **common)
     top = _top_candidates(picks, results, groups, model, hw)
     rec = top[0]
-    why = _why(rec, res.feasible, res.best_no_offload_s, objective)
+    why = _why(rec, res.feasible, res.best_no_offload_tps, objective)
     return PlanResult(model, hw, base, objective, len(space) * len(groups), res.feasible,
                       res.infeasible_by_reason, tuple(top), rec, why, **common)
 
 
-def plan_search(cat: Catalog, si: SearchInputs, objective: Objective | str = Objective.TIME,
+def plan_search(cat: Catalog, si: SearchInputs,
+                objective: Objective | str = Objective.THROUGHPUT,
                 top_k: int = 5) -> PlanResult:
     """`plan`: rank the layouts of ``si`` (the SmartNIC sizing of the recommendation is an
     analysis on top: analyses.nics.with_nic_sizing)."""
@@ -191,26 +205,43 @@ def plan_search(cat: Catalog, si: SearchInputs, objective: Objective | str = Obj
     return plan(si.model, si.hw, si.training, si.assumptions, objective, top_k, si.offloads,
                 si.max_zero, si.recomputes, si.distinct,
                 frameworks=si.frameworks or tuple(Framework), pins=si.pins,
-                zero_stages=si.zero_stages, physics=si.physics)
+                zero_stages=si.zero_stages, physics=si.physics,
+                offload_params=si.offload_params)
 
 
-def _why(rec: Candidate, n: int, best_none: float, objective: Objective) -> str:
+def _refused(frameworks, offloads) -> str:
+    """": <each framework's offload allowlist>" when none of them runs any target searched
+    (SmartNIC apart: no framework runs OptimusNIC, the what-if); "" otherwise."""
+    from optimus_calc.frameworks import offload_refusals
+    real = [o for o in offloads if o is not Offload.SMARTNIC]
+    texts = offload_refusals(frameworks, real) if real else []
+    return (": " + "; ".join(texts)) if texts else ""
+
+
+def _why(rec: Candidate, n: int, best_none_tps: float, objective: Objective) -> str:
+    """Why ``rec`` leads: its objective's figure; and, against the most tokens/s of a layout
+    that keeps the optimizer on the GPU (``best_none_tps``, 0: none fits), what offload gains."""
     lay = rec.layout
+    rate = f"{rec.tokens_per_s:,.0f} tokens/s, MFU {rec.mfu:.1%}"
     match objective:
         case Objective.MEMORY:
             s = f"least GPU memory of {n:,} feasible layouts ({fmt_gb(rec.gpu_bytes)} per GPU)"
+        case Objective.THROUGHPUT:
+            s = f"most tokens/s of {n:,} feasible layouts: {rate}"
         case Objective.TIME:
-            s = (f"fastest of {n:,} feasible layouts: {rec.tokens_per_s:,.0f} tokens/s, "
-                 f"MFU {rec.mfu:.1%}")
+            s = f"shortest time to train of {n:,} feasible layouts (the most tokens/s): {rate}"
+        case Objective.COST:
+            s = (f"cheapest to train of {n:,} feasible layouts (the most tokens/s on the same "
+                 f"GPUs): {rate}")
         case _:
             assert_never(objective)
     if lay.offload is not Offload.NONE:
-        if not np.isfinite(best_none):
+        if not best_none_tps > 0:
             s += "; no layout fits without offloading the optimizer"
         else:
-            gain = 1 - rec.step_s / best_none
-            s += (f"; {100 * abs(gain):.1f}% {'faster' if gain >= 0 else 'slower'} than the best "
-                  "layout that keeps the optimizer on the GPU")
+            gain = rec.tokens_per_s / best_none_tps - 1
+            s += (f"; {100 * abs(gain):.1f}% {'faster' if gain >= 0 else 'slower'} training "
+                  "than the best layout that keeps the optimizer on the GPU")
     else:
         s += "; the optimizer stays on the GPU"
     return s

@@ -55,7 +55,23 @@ def _divisors(n: int) -> tuple[int, ...]:
 
 BASE_COLS = ("tp", "pp", "dp", "cp", "ep", "mb", "v", "gb")
 SWITCH_COLS = ("zero", "offload", "recompute", "sp")
-FIELDS = BASE_COLS + SWITCH_COLS
+FIELDS = BASE_COLS + SWITCH_COLS + ("offload_params",)
+
+# The offload axis holds variants: a strategy code, plus PARAMS for the same target with the
+# ZeRO-3 weights offloaded too (--offload-params); views and columns split them back into the
+# ``offload`` and ``offload_params`` columns, so the switch axes stay four.
+PARAMS = 1 << 16
+
+
+def offload_variant(code: int, params: bool) -> int:
+    return int(code) + (PARAMS if params else 0)
+
+
+def _split_offload(values, out: dict) -> None:
+    """``offload`` (strategy codes) and ``offload_params`` (0/1) of offload-axis variants."""
+    v = np.asarray(values)
+    out["offload"] = v % PARAMS
+    out["offload_params"] = v // PARAMS
 
 
 @record
@@ -84,13 +100,17 @@ class Chunk:
             shape = [1] * 5
             shape[axis] = len(vals)
             out[k] = np.asarray(vals).reshape(shape)
+        _split_offload(out["offload"], out)
         return out
 
     @functools.cached_property
     def keep(self) -> np.ndarray:
-        """Sequence parallelism only with TP (a full-shape boolean array)."""
+        """Sequence parallelism only with TP, parameter offload only with ZeRO-3 (a full-shape
+        boolean array)."""
         v = self.views()
-        return np.broadcast_to((v["sp"] == 0) | (v["tp"] > 1), self.shape).copy()
+        return np.broadcast_to(((v["sp"] == 0) | (v["tp"] > 1))
+                               & ((v["offload_params"] == 0) | (v["zero"] == 3)),
+                               self.shape).copy()
 
     def finish(self, x) -> np.ndarray:
         return np.broadcast_to(x, self.shape)[self.keep]
@@ -105,6 +125,7 @@ class Chunk:
         out = {k: self.base[ix[-1], j] for j, k in enumerate(BASE_COLS)}
         for axis, (k, vals) in enumerate(zip(SWITCH_COLS, self.switches)):
             out[k] = np.asarray(vals)[ix[axis]]
+        _split_offload(out["offload"], out)
         return out
 
 
@@ -159,10 +180,13 @@ class Space:
         return int(np.prod([len(v) for v in self.switches]))
 
     def __len__(self) -> int:
+        """The layouts kept (Chunk.keep): SP only with TP, parameter offload only with ZeRO-3."""
         tp1 = int((self.base[:, 0] == 1).sum())
-        sp = self.switches[3]
-        no_sp = self.switch_count // len(sp) * int((np.asarray(sp) == 0).sum())
-        return (len(self.base) - tp1) * self.switch_count + tp1 * no_sp
+        zero, off, rec, sp = (np.asarray(v) for v in self.switches)
+        pairs = int(((off[None, :] < PARAMS) | (zero[:, None] == 3)).sum())  # zero x offload
+        per = pairs * len(rec)
+        return ((len(self.base) - tp1) * per * len(sp)
+                + tp1 * per * int((sp == 0).sum()))
 
     def chunks(self, rows: int):
         for i in range(0, len(self.base), max(1, rows)):
@@ -175,7 +199,8 @@ class Space:
 def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: int | None,
                     seq_len: int, offloads: list[Offload], zero_stages=(0, 1, 2, 3),
                     recomputes=RECOMPUTE_CODES, max_interleave: int = 8,
-                    pins: dict[str, tuple[int, ...]] | None = None) -> Space:
+                    pins: dict[str, tuple[int, ...]] | None = None,
+                    offload_params: tuple[bool, ...] = (False, True)) -> Space:
     """Every (tp, pp, cp, ep, dp) grid point that divides out, times the other switches.
 
     TP: divisors of the node's GPUs (TP inside a node first) that divide the heads and are
@@ -184,6 +209,8 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     Micro-batch: divisors of the per-replica batch. Interleaving: model chunks that divide the
     layers of a stage, with the micro-batches a multiple of PP (Megatron's rule).
     ``pins`` fixes grid columns (tp, pp, dp, cp, ep, mb, v) to the values given.
+    ``offload_params``: whether the weights stay (False) and/or leave with the optimizer
+    (True: ZeRO-3 only, to targets whose strategy offloads them) on each offload target.
     The global batch of a grid point is ``resolve_global_batch(dp, 1, ...)``: ``global_batch``,
     or (None) the batch rule's, the smallest multiple of dp holding 512 sequences; every
     micro-batch searched divides its per-replica share, so the evaluator's
@@ -226,9 +253,24 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     for col, values in (pins or {}).items():
         base = base[np.isin(base[:, BASE_COLS.index(col)], np.asarray(values, dtype=np.int64))]
     switches = (np.array(sorted(set(zero_stages)), dtype=np.int64),
-                np.array([offload_code(o) for o in dict.fromkeys(offloads)],
+                np.array(offload_variants(offloads, offload_params, zero_stages),
                          dtype=np.int64),
                 np.array([i for i, r in enumerate(RECOMPUTE_CODES) if r in recomputes],
                          dtype=np.int64),
                 np.array([0, 1], dtype=np.int64))
     return Space(base, switches)
+
+
+def offload_variants(offloads, offload_params=(False, True), zero_stages=(0, 1, 2, 3)
+                     ) -> list[int]:
+    """The offload axis: each target's code without (False in ``offload_params``) and, where
+    its strategy offloads weights and ZeRO-3 is searched, with (True) parameter offload."""
+    from optimus_calc.evaluate import strategies
+    out = []
+    for o in dict.fromkeys(offloads):
+        code = offload_code(o)
+        if False in offload_params:
+            out.append(offload_variant(code, False))
+        if True in offload_params and 3 in zero_stages and strategies.strategy(o).offloads_params:
+            out.append(offload_variant(code, True))
+    return out

@@ -36,6 +36,10 @@ class OffloadStrategy:
     offload: Offload         # a new target may give its value as a string: register() makes
     label: str = ""          # how reports name the strategy, e.g. "ZeRO-Offload"
     device: str = ""         # what one of its devices is, e.g. "host RAM"
+    offloads_params: bool = False  # its flags() move the ZeRO-3 weights with --offload-params
+    # the equation whose result is its optimizer step (OptimizerUse.step_s): the step report
+    # names it and `explain` prints it; "" when the step is computed outside the equations
+    step_equation: str = ""
 
     @property
     def key(self) -> str:
@@ -74,6 +78,11 @@ class OffloadStrategy:
 
     def notes(self, hw: Hardware, layout: Layout, info: dict) -> list[str]:
         return []
+
+    def compare_entries(self, cat, node) -> list[tuple[str, str | None, bool]]:
+        """`compare`'s rows of this target on ``node``: (label, SmartNIC name or None, what-if:
+        hardware the node lacks). Default: one row, named by its label and device."""
+        return [(f"{self.label or self.key} ({self.device or self.key})", None, False)]
 
     def device_params(self, hw: Hardware) -> list:
         """The catalog fields of its devices `breakeven` and --sensitivity may vary

@@ -46,6 +46,11 @@ class HostOffload(OffloadStrategy):
     offload = Offload.CPU
     label = "ZeRO-Offload"
     device = "host RAM"
+    offloads_params = True
+    step_equation = "offload.step_time"  # CPU-Adam's phases (offload_schedules.py)
+
+    def compare_entries(self, cat, node):
+        return [("ZeRO-Offload (CPU)", None, False)]
 
     def flags(self, opar, gfrac):
         return (np.asarray(opar) == 1).astype(np.float64), 1.0, 1.0, 0.0

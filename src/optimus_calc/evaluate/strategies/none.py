@@ -15,6 +15,10 @@ class NoOffload(OffloadStrategy):
     offload = Offload.NONE
     label = "no offload"
     device = "none"
+    step_equation = "compute.optimizer_step_time"  # the GPU's roofline (optimizer.device_time)
+
+    def compare_entries(self, cat, node):
+        return [("no offload (optimizer on GPU)", None, False)]
 
     def fits_on_device(self, bytes_per_device, capacity, spill) -> bool:
         return True

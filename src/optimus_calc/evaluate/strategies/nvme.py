@@ -24,6 +24,11 @@ class NVMeOffload(OffloadStrategy):
     offload = Offload.NVME
     label = "ZeRO-Infinity"
     device = "NVMe drive"
+    offloads_params = True
+    step_equation = "offload.nvme_step_time"  # the CPU step plus the swaps (offload_step.py)
+
+    def compare_entries(self, cat, node):
+        return [("ZeRO-Infinity (NVMe)", None, False)]
 
     def flags(self, opar, gfrac):
         return (np.asarray(opar) == 1).astype(np.float64), 1.0, 1.0, 0.0

@@ -33,6 +33,15 @@ class SmartNICOffload(OffloadStrategy):
     offload = Offload.SMARTNIC
     label = "OptimusNIC"
     device = "SmartNIC"
+    step_equation = "compute.optimizer_step_time"  # the card's roofline (optimizer.device_time)
+
+    def compare_entries(self, cat, node):
+        """One row per catalog SmartNIC; a card the node does not have is a what-if."""
+        out = []
+        for sn in cat.all("smartnic"):
+            lacks = sn.name != node.smartnic
+            out.append((f"OptimusNIC ({sn.name}{', what-if' if lacks else ''})", sn.name, lacks))
+        return out
 
     def flags(self, opar, gfrac):
         return 0.0, 0.0, 1.0, 0.0

@@ -21,6 +21,10 @@ class SuperchipOffload(OffloadStrategy):
     offload = Offload.SUPERCHIP
     label = "SuperOffload"
     device = "Grace memory"
+    step_equation = "offload.superchip_step_time"
+
+    def compare_entries(self, cat, node):
+        return [("SuperOffload (Grace)", None, False)] if node.superchip else []
 
     def flags(self, opar, gfrac):
         return 0.0, 1.0, 1.0, gfrac
