@@ -156,3 +156,104 @@ def test_torchtitan_has_no_mixtral_flavour_and_the_export_says_so(run, cat, torc
     assert (m.layers, m.hidden, m.experts) not in shapes  # 32 layers, 4096, 8 experts
     r = run("plan", "mixtral-8x7b", "--nodes", 2, "--export", "torchtitan")
     assert r.code == 2 and "torchtitan" in r.err and "Traceback" not in r.err, r.err
+
+
+def _torchtitan_job(tmp_path, text: str):
+    from torchtitan.config.manager import ConfigManager
+    path = tmp_path / "job.toml"
+    path.write_text(text)
+    return ConfigManager().parse_args(["--job.config_file", str(path)])
+
+
+def _torchtitan_split(job, model_args, model) -> list[list[str]]:
+    """The module names of each virtual stage, as torchtitan's own pipeline_llm validates and
+    generates them (torchtitan/distributed/pipeline_parallel.py L41-119 @ v0.2.2): its stage
+    builder, which needs the PP process group, is replaced by one that returns the names."""
+    pp_mod = _need("torchtitan.distributed.pipeline_parallel")
+    seen = []
+
+    class Split(Exception):
+        pass
+
+    def module_split(whole, mesh, schedule, device, names):
+        seen.append(names)
+        raise Split
+
+    class Dims:  # only .pp and the PP mesh are read before the split (L50, L85)
+        pp = job.parallelism.pipeline_parallel_degree
+
+        def get_mesh(self, name):
+            return None
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(pp_mod, "pipeline_module_split", module_split)
+    try:
+        with pytest.raises(Split):
+            pp_mod.pipeline_llm(model, Dims(), job, "meta", model_args, None, None)
+    finally:
+        mp.undo()
+    return seen[0]
+
+
+@pytest.mark.parametrize("args", [
+    # the planner's own pick (issue 33: torchtitan counted ceil(82 / 20) = 5 virtual stages)
+    ("llama-3-70b", "--node", "dgx-h100", "--nodes", 4),
+    # 126 layers over 16 stages: the plan evaluates 7, 7, 8 x 14
+    ("llama-3-405b", "--node", "dgx-h100", "--nodes", 16, "--tp", 8, "--pp", 16),
+    # interleaved (Interleaved1F1B): Llama 4 Scout, 48 layers over PP 2 x 3 chunks
+    (str(HF / "llama4"), "--nodes", 4),
+], ids=["70b-4-nodes", "405b-pp16", "scout-interleaved"])
+def test_torchtitan_pipeline_splitter_builds_the_evaluated_split(run, tmp_path, torchtitan,
+                                                                 args):
+    _, get_train_spec = torchtitan
+    import torch
+    args = (*args, "--framework", "torchtitan")
+    lay = _plan(run, *args)
+    assert lay["pp"] > 1
+    job = _torchtitan_job(tmp_path, _export(run, tmp_path, *args, "--export", "torchtitan"))
+    spec = get_train_spec(job.model.name)
+    margs = spec.model_args[job.model.flavor]
+    with torch.device("meta"):
+        model = spec.model_cls(margs)
+    stages = _torchtitan_split(job, margs, model)
+    pp, v = lay["pp"], lay["interleave"]
+    assert len(stages) == pp * v
+    # loop-style schedules run virtual stage j on PP rank j mod pp (pipeline_parallel.py
+    # L451-461): each rank holds the layers the plan evaluated on it
+    per_rank = [0] * pp
+    for j, names in enumerate(stages):
+        per_rank[j % pp] += sum(n.startswith("layers.") for n in names)
+    assert per_rank == lay["stage_layers"]
+    if args[0] == "llama-3-405b":
+        assert per_rank == [7, 7] + [8] * 14
+    # every layer once, in order; embedding first, norm and head last; every name a module
+    flat = [n for names in stages for n in names]
+    layers = [n for n in flat if n.startswith("layers.")]
+    assert layers == [f"layers.{i}" for i in range(margs.n_layers)]
+    assert stages[0][0] == "tok_embeddings" and stages[-1][-2:] == ["norm", "output"]
+    modules = {n for n, _ in model.named_modules()}
+    assert set(flat) <= modules
+
+
+# torchtitan v0.2.2 models/llama4/__init__.py L38-60; the counts are the published totals of
+# meta-llama/Llama-4-Scout-17B-16E (107,769,861,120) and Llama-4-Maverick-17B-128E
+# (400,711,848,960) text models, which tests/data/hf/llama4*/config.json also give the tool
+@pytest.mark.parametrize("fixture,nodes,flavor,count", [
+    ("llama4", 4, "17bx16e", 107_769_861_120),
+    ("llama4_maverick", 16, "17bx128e", 400_711_848_960),
+])
+def test_torchtitan_builds_llama4_flavours_at_the_planned_count(run, tmp_path, torchtitan,
+                                                                fixture, nodes, flavor, count):
+    _, get_train_spec = torchtitan
+    import torch
+    from optimus_calc.hf_import import load_hf_config
+    args = (str(HF / fixture), "--node", "dgx-h100", "--nodes", nodes,
+            "--framework", "torchtitan")
+    job = _torchtitan_job(tmp_path, _export(run, tmp_path, *args, "--export", "torchtitan"))
+    assert (job.model.name, job.model.flavor) == ("llama4", flavor)
+    spec = get_train_spec("llama4")
+    with torch.device("meta"):
+        model = spec.model_cls(spec.model_args[flavor])
+    built = sum(p.numel() for p in model.parameters())
+    planned = load_hf_config(HF / fixture / "config.json").total_params
+    assert built == planned == count, (built, planned)
