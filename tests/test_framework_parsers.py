@@ -91,6 +91,50 @@ def test_deepspeed_config_accepts_the_export(run, tmp_path, args):
 
 
 
+
+# Qwen3-30B-A3B has 128 experts (its config.json): with EP 8 and TP 2 each GPU holds
+# 128 / (8 x 2) = 8 of them, with EP 8 alone 128 / 8 = 16
+@pytest.mark.parametrize("args,per_gpu", [
+    (("qwen3-30b-a3b", "--nodes", 2, "--framework", "deepspeed", "--tp", 2, "--ep", 8), 8),
+    (("qwen3-30b-a3b", "--nodes", 1, "--framework", "deepspeed", "--tp", 1, "--ep", 8), 16),
+], ids=["autotp-autoep", "autoep"])
+def test_deepspeed_autoep_export_passes_autoep_validation(run, tmp_path, cat, args, per_gpu):
+    """The expert_parallel block as DeepSpeed 0.19.8 reads and checks it before building any
+    group: parse_autoep_config (runtime/config.py get_expert_parallel_config),
+    validate_autoep_config with the engine's sizes (runtime/engine.py L828-842: no mpu on this
+    path, so PP 1 and TP = autotp_size), and the fold's rank tables: every EP group holds
+    whole TP groups (EP folded over the TP ranks), and each GPU the plan's expert share."""
+    _need("deepspeed")
+    from deepspeed.module_inject.auto_ep_config import validate_autoep_config
+    from deepspeed.module_inject.auto_ep_folding import (build_folding_spec,
+                                                         expected_folding_group_tables)
+    cfg = json.loads(_export(run, tmp_path, *args, "--export", "deepspeed"))
+    lay = _plan(run, *args)
+    assert lay["ep"] > 1 and lay["pp"] == 1
+    gpus = lay["tp"] * lay["dp"]
+    c = _deepspeed_config(cfg, gpus, lay["dp"])
+    ep = c.expert_parallel_config
+    assert ep.enabled and ep.autoep_size == lay["ep"] * lay["tp"]
+    tp = c.tensor_parallel_config.autotp_size if lay["tp"] > 1 else 1
+    assert tp == lay["tp"]
+    zero = cfg["zero_optimization"]
+    validate_autoep_config(ep, gpus, 1, tp, 1, zero_stage=zero["stage"],
+                           zero_offload_optimizer="offload_optimizer" in zero,
+                           zero_offload_param="offload_param" in zero)
+    spec = build_folding_spec(world_size=gpus, pp_size=1, tp_size=tp, ep_size=ep.autoep_size,
+                              etp_size=ep.expert_tensor_parallel_size,
+                              mp_mode="tp" if tp > 1 else "sp")
+    tables = expected_folding_group_tables(spec)
+    tp_groups = set(tables.tp_groups)
+    for group in tables.ep_groups:
+        parts = [group[i:i + tp] for i in range(0, len(group), tp)]
+        assert all(tuple(g) in tp_groups for g in parts)  # whole TP groups
+        assert len(parts) == lay["ep"]  # EP distinct token sets, as planned
+    experts = cat.get("qwen3-30b-a3b", "model").experts
+    assert experts == 128 and experts % ep.autoep_size == 0
+    assert experts // ep.autoep_size == per_gpu
+
+
 # ---- megatron-core (the PyPI wheel; Megatron-LM's argument parser is outside CI) -------------
 
 def test_megatron_core_parses_the_405b_pp16_layout_as_planned(run, tmp_path):

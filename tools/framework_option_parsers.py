@@ -303,6 +303,32 @@ def _model_schema(index: ClassIndex, cls: str) -> dict[str, dict]:
     return out
 
 
+def _autoep_keys(repo: Repo, top: dict) -> dict:
+    """AutoEP's ``expert_parallel`` block (runtime/config.py EXPERT_PARALLEL): its keys are the
+    ``param_dict.get("key", default)`` reads of ``parse_autoep_config``
+    (module_inject/auto_ep_config.py), typed by the default where it is a literal."""
+    cfg = repo.read("deepspeed/runtime/config.py")
+    key = _constants(cfg, "EXPERT_PARALLEL").get("expert_parallel")
+    path = "deepspeed/module_inject/auto_ep_config.py"
+    try:
+        src = repo.read(path)
+    except subprocess.CalledProcessError:
+        return {}
+    if key is None:
+        return {}
+    top["expert_parallel"] = {"type": "object", "constant": "EXPERT_PARALLEL",
+                              "file": "deepspeed/runtime/config.py"}
+    out: dict[str, dict] = {}
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "get" and getattr(node.func.value, "id", "") == "param_dict" \
+                and node.args and isinstance(node.args[0], ast.Constant):
+            default = _literal(node.args[1]) if len(node.args) > 1 else None
+            kind = {bool: "bool", int: "int", float: "float", str: "str"}.get(type(default))
+            out[node.args[0].value] = {"type": kind or "any", "file": path, "line": node.lineno}
+    return dict(sorted(out.items()))
+
+
 def extract_deepspeed(repo: Repo) -> dict:
     index = ClassIndex(repo, ["deepspeed/runtime"])
     const = _constants(repo.read("deepspeed/runtime/constants.py"))
@@ -330,6 +356,7 @@ def extract_deepspeed(repo: Repo) -> dict:
     for k in ("bf16", "fp16"):
         if k in top:
             top[k]["type"] = "object"
+    expert_parallel = _autoep_keys(repo, top)
     # optimizer names DeepSpeed builds itself; others fall back to torch.optim
     rc = ast.parse(repo.read("deepspeed/runtime/config.py"))
     names: dict[str, object] = {}
@@ -349,6 +376,7 @@ def extract_deepspeed(repo: Repo) -> dict:
         "bf16": _model_schema(index, "DeepSpeedBF16Config"),
         "fp16": _model_schema(index, "DeepSpeedFP16Config"),
         "tensor_parallel": _model_schema(index, "TPTrainingConfig"),
+        "expert_parallel": expert_parallel,
         "aio": {k: v for k, v in aio.items()},
         "activation_checkpointing": {k: v for k, v in act.items()},
         "optimizer": {"type": {"type": "str"}, "params": {"type": "object"}},
