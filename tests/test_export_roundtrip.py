@@ -224,12 +224,20 @@ def test_torchtitan_mixtral_refused_qwen3_moe_named(cat):
 
 # ---- DeepSpeed ----------------------------------------------------------------------------
 
-def test_deepspeed_mixtral_keeps_ep_in_the_launch_notes(cat):
+def test_deepspeed_mixtral_keeps_ep_in_the_config(cat):
+    # AutoEP (DeepSpeed 0.19.8 runtime/engine.py L816-877) has a mixtral preset
+    # (module_inject/auto_ep_presets/registry.py L20-29): 8 experts / EP 4 = 2 per GPU
     m = cat.get("mixtral-8x7b", "model")
     cfg = deepspeed_config_dict(Layout(tp=1, pp=1, dp=16, ep=4, zero=2), Training(
         seq_len=4096, global_batch=64), m)
+    assert cfg["expert_parallel"] == {"enabled": True, "autoep_size": 4}
     notes = " ".join(cfg["_launch"]["notes"])
-    assert "ep_size=4" in notes and "deepspeed.moe.layer.MoE" in notes
+    assert "2 of 8 experts per GPU" in notes and "mixtral" in notes
+    # the pipeline engine keeps DeepSpeed-MoE in the model code (no AutoEP there)
+    cfg = deepspeed_config_dict(Layout(tp=1, pp=2, dp=8, ep=4, zero=1), Training(
+        seq_len=4096, global_batch=64), m)
+    assert "expert_parallel" not in cfg
+    assert "ep_size=4" in " ".join(cfg["_launch"]["notes"])
 
 
 def test_deepspeed_sgd_with_offload_keys(cat):
