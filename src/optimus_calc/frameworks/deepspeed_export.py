@@ -25,6 +25,7 @@ from math import ceil
 from typing import assert_never
 
 from optimus_calc.frameworks.exporting import grad_accumulation, node_split, require
+from optimus_calc.frameworks.megatron_deepspeed_export import launch_args
 from optimus_calc.frameworks import Framework
 from optimus_calc.specs.training import Assumptions, Offload, Optimizer, Precision, Recompute
 
@@ -167,25 +168,12 @@ def _launch(layout, training, model, fw, gpus_per_node: int | None) -> dict:
         elif model.is_moe:
             notes.append("MoE layers: build them with deepspeed.moe.layer.MoE (ep_size=1)")
     else:
-        args = [f"--tensor-model-parallel-size {lay.tp}",
-                f"--pipeline-model-parallel-size {lay.pp}",
-                f"--micro-batch-size {training.micro_batch}",
-                f"--global-batch-size {training.global_batch}", f"--zero-stage {int(lay.zero)}"]
-        if lay.pp == 1:
-            # only then is the mpu passed to deepspeed.initialize (megatron/training.py L612)
-            # and the non-pipeline model built, which ZeRO-2/3 need (pipe/engine.py L76-77)
-            args.append("--no-pipeline-parallel")
-        if model.is_moe:
-            args += [f"--num-experts {model.experts}", f"--topk {model.top_k}",
-                     f"--moe-expert-parallel-size {lay.ep}"]
-        cmd = (f"deepspeed --num_nodes {nodes} --num_gpus {gpn} pretrain_gpt.py "
-               + " ".join(args) + " <model and data arguments> --deepspeed "
-               "--deepspeed_config ds_config.json")
+        args, notes = launch_args(layout, training, model)
+        cmd = (f"deepspeed --num_nodes {nodes} --num_gpus {gpn} pretrain_gpt.py {args} "
+               "<data arguments> --deepspeed --deepspeed_config ds_config.json")
         launcher = "Megatron-DeepSpeed (pretrain_gpt.py, its mpu)"
-        notes.append("Megatron-DeepSpeed @ 4efb479d: --zero-stage (megatron/arguments.py L1487)"
-                     + (", --no-pipeline-parallel (L954)" if lay.pp == 1 else "")
-                     + (", --num-experts (L608), --moe-expert-parallel-size (L1159)"
-                        if model.is_moe else ""))
+        notes.append("Megatron-DeepSpeed @ 4efb479d flags (megatron/arguments.py): the model "
+                     "(L599-687) and --zero-stage (L1487), --no-pipeline-parallel (L954)")
     return {"launcher": launcher, "command": cmd, "notes": notes}
 
 
