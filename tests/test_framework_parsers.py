@@ -12,6 +12,7 @@ written by the CLI in-process (``plan ... --export``), read back from the file, 
 what the tool evaluated (parameter count, pipeline split).
 """
 
+import copy
 import importlib
 import json
 import os
@@ -301,3 +302,42 @@ def test_torchtitan_builds_llama4_flavours_at_the_planned_count(run, tmp_path, t
     built = sum(p.numel() for p in model.parameters())
     planned = load_hf_config(HF / fixture / "config.json").total_params
     assert built == planned == count, (built, planned)
+
+
+def _hf_fixtures():
+    return sorted(d.name for d in HF.iterdir() if (d / "config.json").exists())
+
+
+@pytest.mark.parametrize("fixture", _hf_fixtures())
+def test_torchtitan_builds_every_hf_fixture_it_has_a_flavour_for(tmp_path, torchtitan, fixture):
+    """Every Hugging Face fixture with a torchtitan v0.2.2 flavour of its shape: the TOML
+    (FSDP over 8 GPUs) parsed by ConfigManager names it, and the flavour's model built on meta
+    has the tool's count (which holds no multi-token-prediction module: that is mtp_params), less
+    what torchtitan keeps as a buffer. A fixture without a flavour is refused with that
+    reason."""
+    _, get_train_spec = torchtitan
+    import torch
+    from optimus_calc.frameworks.exporting import ExportError
+    from optimus_calc.frameworks.torchtitan_export import flavour_of, torchtitan_toml
+    from optimus_calc.hf_import import load_hf_config
+    from optimus_calc.specs.training import Layout, Training
+    m = load_hf_config(HF / fixture / "config.json")
+    lay, tr = Layout(tp=1, pp=1, dp=8, zero=3), Training(seq_len=2048, global_batch=64)
+    if flavour_of(m) is None:
+        with pytest.raises(ExportError, match="no model flavour"):
+            torchtitan_toml(lay, tr, m)
+        return
+    job = _torchtitan_job(tmp_path, torchtitan_toml(lay, tr, m))
+    assert (job.model.name, job.model.flavor) == flavour_of(m)[:2]
+    spec = get_train_spec(job.model.name)
+    margs = copy.deepcopy(spec.model_args[job.model.flavor])
+    margs.update_from_config(job)  # as torchtitan's trainer does before building (train.py)
+    with torch.device("meta"):
+        model = spec.model_cls(margs)
+    built = sum(p.numel() for p in model.parameters())
+    # DeepSeek-V3's e_score_correction_bias (the tool's router_bias): torchtitan keeps it as
+    # the MoE's expert_bias buffer, updated outside the gradient (models/moe/moe.py L454-460),
+    # not a parameter; 58 MoE layers x 256 experts = 14,848 for DeepSeek-V3
+    buffer = m.moe_layers * m.experts if job.model.name == "deepseek_v3" and m.router_bias \
+        else 0
+    assert built == m.total_params - buffer, (fixture, built, m.total_params)
