@@ -304,27 +304,16 @@ def _model_schema(index: ClassIndex, cls: str) -> dict[str, dict]:
 
 
 def _autoep_keys(repo: Repo, top: dict) -> dict:
-    """AutoEP's ``expert_parallel`` block (runtime/config.py EXPERT_PARALLEL): its keys are the
-    ``param_dict.get("key", default)`` reads of ``parse_autoep_config``
-    (module_inject/auto_ep_config.py), typed by the default where it is a literal."""
-    cfg = repo.read("deepspeed/runtime/config.py")
-    key = _constants(cfg, "EXPERT_PARALLEL").get("expert_parallel")
+    """AutoEP's ``expert_parallel`` keys: ``param_dict.get`` reads of parse_autoep_config."""
     path = "deepspeed/module_inject/auto_ep_config.py"
-    try:
-        src = repo.read(path)
-    except subprocess.CalledProcessError:
+    if "expert_parallel" not in _constants(repo.read("deepspeed/runtime/config.py"), "EXPERT"):
         return {}
-    if key is None:
-        return {}
-    top["expert_parallel"] = {"type": "object", "constant": "EXPERT_PARALLEL",
-                              "file": "deepspeed/runtime/config.py"}
-    out: dict[str, dict] = {}
-    for node in ast.walk(ast.parse(src)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                node.func.attr == "get" and getattr(node.func.value, "id", "") == "param_dict" \
-                and node.args and isinstance(node.args[0], ast.Constant):
-            default = _literal(node.args[1]) if len(node.args) > 1 else None
-            kind = {bool: "bool", int: "int", float: "float", str: "str"}.get(type(default))
+    top["expert_parallel"], out = {"type": "object", "constant": "EXPERT_PARALLEL"}, {}
+    for node in ast.walk(ast.parse(repo.read(path))):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "get" and \
+                getattr(node.func.value, "id", "") == "param_dict" and node.args:
+            kind = {bool: "bool", int: "int", float: "float", str: "str"}.get(
+                type(_literal(node.args[1]) if len(node.args) > 1 else None))
             out[node.args[0].value] = {"type": kind or "any", "file": path, "line": node.lineno}
     return dict(sorted(out.items()))
 
