@@ -342,7 +342,7 @@ def test_megatron_deepspeed_export_writes_the_model_in_its_dialect(cat):
         "--make-vocab-size-divisible-by": "96"}
     for switch in ("--use-rotary-position-embeddings", "--no-position-embedding", "--swiglu",
                    "--disable-bias-linear", "--untie-embeddings-and-output-weights",
-                   "--no-pipeline-parallel"):
+                   "--no-pipeline-parallel", "--bf16"):
         assert switch in a and a[switch] is None, switch
     # Megatron-LM's spellings are not this dialect's (arguments.py L623-637)
     assert "--group-query-attention" not in a and "--position-embedding-type" not in a

@@ -70,6 +70,7 @@ def test_megatron_deepspeed_parses_and_validates_the_export(run, tmp_path, monke
     assert a.use_rotary_position_embeddings and not a.add_position_embedding
     assert a.rope_theta == int(m.rope_base)  # Llama 3: 500000; Mixtral: 1000000
     assert a.untie_embeddings_and_output_weights
+    assert a.bf16 and cfg["bf16"]["enabled"]  # the model's dtype is the config's
     # the tokenizer's vocabulary padded as Megatron-DeepSpeed pads it: nothing added
     from megatron.tokenizer.tokenizer import _vocab_size_with_padding
     assert _vocab_size_with_padding(m.vocab, a) == m.vocab

@@ -15,7 +15,7 @@ import shlex
 
 from optimus_calc.frameworks.exporting import ExportError
 from optimus_calc.frameworks.megatron_deepspeed import unbuildable
-from optimus_calc.specs.training import Recompute
+from optimus_calc.specs.training import Precision, Recompute
 
 # megatron/arguments.py L644: --make-vocab-size-divisible-by default 128; the vocabulary is padded
 # to a multiple of it x TP (megatron/tokenizer/tokenizer.py L58-71)
@@ -108,6 +108,12 @@ def launch_args(layout, training, model) -> tuple[str, list[str]]:
         # only then is the mpu passed to deepspeed.initialize (megatron/training.py L612)
         # and the non-pipeline model built, which ZeRO-2/3 need (pipe/engine.py L76-77)
         pairs.append(("--no-pipeline-parallel", None))  # L954
+    # the model's dtype, as the DeepSpeed config's bf16 / fp16 block says (L1111-1114; the
+    # params dtype follows it, L187-193)
+    if tr.precision is Precision.BF16:
+        pairs.append(("--bf16", None))
+    elif tr.precision is Precision.FP16:
+        pairs.append(("--fp16", None))
     match tr.recompute:
         case Recompute.FULL:
             # whole layers (transformer.py L1691, L2082) through DeepSpeed's checkpointing,
