@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test docs bench mutate wheel-check clean
+.PHONY: run test test-frameworks docs bench mutate wheel-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,24 @@ test: $(VENV)/.installed
 docs: $(VENV)/.installed
 	$(BIN)/python -m mkdocs build --strict
 
+# The exports checked by each framework's own code (tests/test_framework_parsers.py): DeepSpeed,
+# torchtitan and megatron-core from PyPI in an environment of their own (pins and reasons in
+# tests/requirements-frameworks.txt). OPTIMUS_FRAMEWORKS_REQUIRED=1 turns a framework that does not
+# import into a failure, not a skip. Megatron-LM's argument parser needs its source tree, which no
+# package serves: tests/test_megatron_checkout.py, outside CI (docs/frameworks.md). CI runs this
+# after `make test` (.ci/run).
+FRAMEWORKS_VENV ?= .venv-frameworks
+
+$(FRAMEWORKS_VENV)/.installed: pyproject.toml tests/requirements-frameworks.txt
+	$(PYTHON) -m venv $(FRAMEWORKS_VENV)
+	$(FRAMEWORKS_VENV)/bin/python -m pip install --quiet -r tests/requirements-frameworks.txt \
+		-e '.[test]'
+	@touch $@
+
+test-frameworks: $(FRAMEWORKS_VENV)/.installed
+	OPTIMUS_FRAMEWORKS_REQUIRED=1 PYTHONDONTWRITEBYTECODE= $(FRAMEWORKS_VENV)/bin/python -m pytest \
+		-p no:xdist -W ignore::UserWarning -rs tests/test_framework_parsers.py
+
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py
 
@@ -48,4 +66,4 @@ mutate: $(VENV)/.mutate-installed
 	$(BIN)/mutmut results
 
 clean:
-	rm -rf $(VENV) build dist mutants site
+	rm -rf $(VENV) $(FRAMEWORKS_VENV) build dist mutants site

@@ -89,8 +89,8 @@ def _check_deepspeed(cfg: dict):
         if sub in z:
             _check_block(z[sub], DS[sub], sub)
             assert z[sub]["device"] in DS["offload_devices"]
-    for blk in ("bf16", "fp16", "aio", "tensor_parallel", "activation_checkpointing",
-                "optimizer"):
+    for blk in ("bf16", "fp16", "aio", "tensor_parallel", "expert_parallel",
+                "activation_checkpointing", "optimizer"):
         if blk in cfg:
             _check_block(cfg[blk], DS[blk], blk)
     name = cfg["optimizer"]["type"]
@@ -500,3 +500,64 @@ def test_autotp_with_zero3_is_not_offered_to_deepspeed():
     assert _one(tp=2, dp=4, zero=3)[Framework.DEEPSPEED] is Reason.DS_AUTOTP_ZERO3
     assert _one(tp=2, dp=4, zero=2)[Framework.DEEPSPEED] is Reason.OK
     assert _one(tp=1, dp=8, zero=3)[Framework.DEEPSPEED] is Reason.OK
+
+
+def test_torchtitan_pipeline_keys_reproduce_the_evaluated_split(cat):
+    """torchtitan v0.2.2 weighs the embedding and the head as a layer each unless both
+    *_less_layers keys are 0 (torchtitan/config/job_config.py L377, L383), and its own uneven
+    split puts the extra layers first (distributed/pipeline_parallel.py L305-307): the export
+    sets both to 0 and names each stage's modules when the split is uneven."""
+    from optimus_calc.frameworks.torchtitan_export import virtual_stage_layers
+    tr = Training(seq_len=8192, global_batch=512)
+    even, _ = torchtitan_sections(Layout(tp=8, pp=4, dp=1, zero=3), tr,
+                                  cat.get("llama-3-70b", "model"))
+    p = even["parallelism"]
+    assert p["pipeline_parallel_first_stage_less_layers"] == 0
+    assert p["pipeline_parallel_last_stage_less_layers"] == 0
+    assert p["pipeline_parallel_layers_per_stage"] == 20  # 80 layers / 4 stages
+    assert "module_fqns_per_model_part" not in p
+    uneven, _ = torchtitan_sections(Layout(tp=8, pp=16, dp=1, zero=3), tr,
+                                    cat.get("llama-3-405b", "model"))
+    parts = uneven["parallelism"]["module_fqns_per_model_part"]
+    assert "pipeline_parallel_layers_per_stage" not in uneven["parallelism"]
+    # 126 = 2 x 7 + 14 x 8, the short stages first (evaluate/shapes.py split_layers)
+    assert [sum(n.startswith("layers.") for n in s) for s in parts] == [7, 7] + [8] * 14
+    assert parts[0][:2] == ["tok_embeddings", "layers.0"]
+    assert parts[-1][-3:] == ["layers.125", "norm", "output"]
+    # interleaved: virtual stage j runs on rank j mod pp. 27 layers over 4 ranks: 6, 7, 7, 7
+    # (extra on the last); each rank's two chunks 3 + 3 or 3 + 4 (extra on the later chunk), so
+    # stages 0-3 (first chunks) 3, 3, 3, 3 and stages 4-7 (second chunks) 3, 4, 4, 4
+    v = virtual_stage_layers(27, 4, 2)
+    assert v == [3, 3, 3, 3, 3, 4, 4, 4]
+    assert [v[r] + v[r + 4] for r in range(4)] == [6, 7, 7, 7]
+
+
+def test_deepspeed_autoep_rules_with_autotp():
+    # AutoEP folded over AutoTP (DeepSpeed 0.19.8): no ZeRO offload (module_inject/
+    # auto_ep_folding.py L248-250); experts a multiple of autoep_size = EP x TP
+    # (module_inject/auto_ep_config.py L378-383): 64 experts over EP 4 x TP 2 = 8 fit,
+    # 12 experts over 8 ranks do not
+    assert _one(tp=2, dp=4, ep=4, experts=64)[Framework.DEEPSPEED] is Reason.OK
+    assert _one(tp=2, dp=4, ep=4, experts=12)[Framework.DEEPSPEED] is Reason.DS_AUTOEP_TP_EXPERTS
+    assert _one(tp=1, dp=8, ep=4, experts=12)[Framework.DEEPSPEED] is Reason.OK  # 12 / 4
+    assert _one(tp=2, dp=4, ep=4, experts=64, offload=1)[Framework.DEEPSPEED] \
+        is Reason.DS_AUTOEP_TP_OFFLOAD
+    assert _one(tp=1, dp=8, ep=4, experts=64, offload=1)[Framework.DEEPSPEED] is Reason.OK
+    # Megatron-DeepSpeed builds its expert groups from its own mpu: not these rows
+    assert _one(tp=2, dp=4, ep=4, experts=12)[Framework.MEGATRON_DEEPSPEED] is not \
+        Reason.DS_AUTOEP_TP_EXPERTS
+
+
+def test_deepspeed_exports_autoep_with_autotp(cat):
+    from optimus_calc.frameworks.deepspeed_export import deepspeed_config_dict
+    m = cat.get("qwen3-30b-a3b", "model")  # 128 experts
+    tr = Training(seq_len=4096, global_batch=64)
+    cfg = deepspeed_config_dict(Layout(tp=2, pp=1, dp=8, ep=8, zero=2), tr, m)
+    _check_deepspeed(cfg)
+    assert cfg["tensor_parallel"] == {"autotp_size": 2}
+    # EP 8 folded over TP 2: 16 ranks, 128 / 16 = 8 experts per GPU
+    assert cfg["expert_parallel"] == {"enabled": True, "autoep_size": 16}
+    assert "8 of 128 experts per GPU" in " ".join(cfg["_launch"]["notes"])
+    cfg = deepspeed_config_dict(Layout(tp=1, pp=1, dp=8, ep=8, zero=2), tr, m)
+    assert cfg["expert_parallel"] == {"enabled": True, "autoep_size": 8}
+    assert "deepspeed.moe.layer.MoE" not in json.dumps(cfg)

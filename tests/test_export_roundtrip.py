@@ -224,12 +224,20 @@ def test_torchtitan_mixtral_refused_qwen3_moe_named(cat):
 
 # ---- DeepSpeed ----------------------------------------------------------------------------
 
-def test_deepspeed_mixtral_keeps_ep_in_the_launch_notes(cat):
+def test_deepspeed_mixtral_keeps_ep_in_the_config(cat):
+    # AutoEP (DeepSpeed 0.19.8 runtime/engine.py L816-877) has a mixtral preset
+    # (module_inject/auto_ep_presets/registry.py L20-29): 8 experts / EP 4 = 2 per GPU
     m = cat.get("mixtral-8x7b", "model")
     cfg = deepspeed_config_dict(Layout(tp=1, pp=1, dp=16, ep=4, zero=2), Training(
         seq_len=4096, global_batch=64), m)
+    assert cfg["expert_parallel"] == {"enabled": True, "autoep_size": 4}
     notes = " ".join(cfg["_launch"]["notes"])
-    assert "ep_size=4" in notes and "deepspeed.moe.layer.MoE" in notes
+    assert "2 of 8 experts per GPU" in notes and "mixtral" in notes
+    # the pipeline engine keeps DeepSpeed-MoE in the model code (no AutoEP there)
+    cfg = deepspeed_config_dict(Layout(tp=1, pp=2, dp=8, ep=4, zero=1), Training(
+        seq_len=4096, global_batch=64), m)
+    assert "expert_parallel" not in cfg
+    assert "ep_size=4" in " ".join(cfg["_launch"]["notes"])
 
 
 def test_deepspeed_sgd_with_offload_keys(cat):
@@ -299,3 +307,72 @@ def test_405b_pp16_export_splits_as_the_plan_evaluated(run):
     layout = next(w for w in r.out.split() if w.startswith("'Et*"))
     stages = layout.strip("'").replace("E", "").replace("L", "").split("|")
     assert [int(s[2:]) for s in stages] == planned
+
+
+# ---- Megatron-DeepSpeed (pretrain_gpt.py @ 4efb479d, megatron/arguments.py) ------------------
+
+def _md_args(cfg: dict) -> dict[str, str | None]:
+    import shlex
+    words = shlex.split(cfg["_launch"]["command"])
+    words = words[words.index("pretrain_gpt.py") + 1:words.index("<data")]
+    out: dict[str, str | None] = {}
+    for i, w in enumerate(words):
+        if w.startswith("--"):
+            nxt = words[i + 1] if i + 1 < len(words) else "--"
+            out[w] = None if nxt.startswith("--") else nxt
+    return out
+
+
+def test_megatron_deepspeed_export_writes_the_model_in_its_dialect(cat):
+    # Llama 3 70B config.json: 80 layers, 8192 hidden, 28672 SwiGLU, 64 heads / 8 KV heads,
+    # rope_theta 500000, RMSNorm, no biases, untied, vocab 128256 = 96 x TP 4 x 334 (no pad)
+    m = cat.get("llama-3-70b", "model")
+    lay = Layout(tp=4, pp=1, dp=4, zero=3)  # TP with ZeRO-3: only Megatron-DeepSpeed runs it
+    cfg = deepspeed_config_dict(lay, Training(seq_len=8192, global_batch=512), m)
+    assert cfg["_launch"]["launcher"].startswith("Megatron-DeepSpeed")
+    assert "<model and data arguments>" not in cfg["_launch"]["command"]
+    a = _md_args(cfg)
+    assert {k: a[k] for k in ("--num-layers", "--hidden-size", "--ffn-hidden-size",
+                              "--num-attention-heads", "--num-key-value-heads",
+                              "--rotary-position-embeddings-theta", "--normalization",
+                              "--make-vocab-size-divisible-by")} == {
+        "--num-layers": "80", "--hidden-size": "8192", "--ffn-hidden-size": "28672",
+        "--num-attention-heads": "64", "--num-key-value-heads": "8",
+        "--rotary-position-embeddings-theta": "500000", "--normalization": "rmsnorm",
+        "--make-vocab-size-divisible-by": "96"}
+    for switch in ("--use-rotary-position-embeddings", "--no-position-embedding", "--swiglu",
+                   "--disable-bias-linear", "--untie-embeddings-and-output-weights",
+                   "--no-pipeline-parallel", "--bf16"):
+        assert switch in a and a[switch] is None, switch
+    # Megatron-LM's spellings are not this dialect's (arguments.py L623-637)
+    assert "--group-query-attention" not in a and "--position-embedding-type" not in a
+    assert a["--zero-stage"] == "3" and a["--tensor-model-parallel-size"] == "4"
+
+
+def test_megatron_deepspeed_moe_flags_follow_deepspeed_moe(cat):
+    # Mixtral 8x7B: 8 experts, top-2, MoE in every layer (--expert-interval 1; its default is 2,
+    # arguments.py L614); experts sharded over EP x TP as planned
+    m = cat.get("mixtral-8x7b", "model")
+    cfg = deepspeed_config_dict(Layout(tp=2, pp=1, dp=8, ep=4, zero=3),
+                                Training(seq_len=4096, global_batch=64), m)
+    a = _md_args(cfg)
+    assert (a["--num-experts"], a["--topk"], a["--expert-interval"],
+            a["--moe-expert-parallel-size"]) == ("8", "2", "1", "4")
+    assert "--enable-expert-tensor-parallelism" in a and "--create-moe-param-group" in a
+
+
+@pytest.mark.parametrize("fixture,why", [
+    ("cohere", "parallel attention"),      # Command-R: use_parallel_attention-style blocks
+    ("qwen2", "--disable-bias-linear"),    # QKV-only biases
+    ("deepseek_v3", "multi-latent"),       # MLA
+    ("llama4", "shared experts"),          # Llama 4 Scout: one shared expert
+])
+def test_megatron_deepspeed_refuses_what_it_cannot_build(fixture, why):
+    from optimus_calc.frameworks import Framework, Reason, layout_support
+    m = load_hf_config(HF / fixture / "config.json")
+    tr = Training(seq_len=2048, global_batch=64)
+    lay = Layout(tp=2, pp=1, dp=4, zero=3)
+    assert layout_support(lay, tr, m)[Framework.MEGATRON_DEEPSPEED] is Reason.MD_ARCH
+    with pytest.raises(ExportError, match=why):
+        from optimus_calc.frameworks.megatron_deepspeed_export import model_args
+        model_args(lay, tr, m)

@@ -1,24 +1,40 @@
-"""Each framework's own parser and validator on the exports, as the tool writes them.
+"""Each framework's own parser and validator on the exports, as the tool writes them, from the
+frameworks' PyPI packages: DeepSpeed 0.19.8's ``DeepSpeedConfig``; torchtitan 0.2.2's
+``ConfigManager``, its flavour's model built on the meta device and its pipeline splitter;
+megatron-core's pipeline layout parser. ``make test-frameworks`` installs them in their own
+environment and runs this file with OPTIMUS_FRAMEWORKS_REQUIRED=1, where a framework that does
+not import fails the test instead of skipping it (CI runs that target). In the plain ``make
+test`` environment, which has none of them, the tests are skipped with that reason.
 
-Skipped where the framework is absent (CI has none): DeepSpeed 0.19.8's ``DeepSpeedConfig``,
-Megatron-LM's ``parse_args`` + ``validate_args`` + ``GPTModel`` on the meta device (its checkout
-at the pinned commit on PYTHONPATH), torchtitan v0.2.2's ``ConfigManager`` and its model built on
-the meta device. The README's export section says how to install them. Every export is written by
-the CLI in-process (``plan ... --export``), read back from the file, and the parameter count the
-framework builds is compared with the tool's own count of the planned model.
+Megatron-LM's ``parse_args`` + ``validate_args`` and its GPT builder need its source tree, which no
+package serves: tests/test_megatron_checkout.py, outside CI (docs/frameworks.md). Every export is
+written by the CLI in-process (``plan ... --export``), read back from the file, and compared with
+what the tool evaluated (parameter count, pipeline split).
 """
 
+import copy
+import importlib
 import json
 import os
-import shlex
-import sys
+import re
 from pathlib import Path
 
 import pytest
 
-from optimus_calc.hf_import import load_hf_config
-
 HF = Path(__file__).parent / "data" / "hf"
+
+
+REQUIRED = os.environ.get("OPTIMUS_FRAMEWORKS_REQUIRED") == "1"
+
+
+def _need(module: str):
+    """The framework's module; a skip when it is absent, a failure under make test-frameworks."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        if REQUIRED:
+            pytest.fail(f"{module} does not import in the make test-frameworks environment: {e}")
+        pytest.skip(f"{module} is not installed (make test-frameworks installs it): {e}")
 
 
 def _export(run, tmp_path, *args) -> str:
@@ -39,7 +55,7 @@ def _plan(run, *args) -> dict:
 def _deepspeed_config(cfg: dict, gpus: int, dp: int):
     """DeepSpeedConfig on the launch path the file names: Megatron-DeepSpeed and the pipeline
     engine pass an mpu answering the data-parallel ranks; plain DeepSpeed (AutoTP) passes none."""
-    dsc = pytest.importorskip("deepspeed.runtime.config")
+    dsc = _need("deepspeed.runtime.config")
     mp = pytest.MonkeyPatch()
     mp.setattr(dsc.dist, "get_rank", lambda *a, **k: 0)
     mp.setattr(dsc.dist, "get_world_size", lambda *a, **k: gpus)
@@ -66,7 +82,7 @@ def _deepspeed_config(cfg: dict, gpus: int, dp: int):
     ("llama70b", "--nodes", 1, "--offloads", "nvme"),
 ], ids=["headline", "autotp-z2", "405b-16-nodes", "nvme"])
 def test_deepspeed_config_accepts_the_export(run, tmp_path, args):
-    pytest.importorskip("deepspeed")
+    _need("deepspeed")
     cfg = json.loads(_export(run, tmp_path, *args, "--export", "deepspeed"))
     lay = _plan(run, *args)
     c = _deepspeed_config(cfg, lay["tp"] * lay["pp"] * lay["dp"], lay["dp"])
@@ -75,184 +91,77 @@ def test_deepspeed_config_accepts_the_export(run, tmp_path, args):
     assert c.gradient_accumulation_steps == cfg["gradient_accumulation_steps"]
 
 
-# ---- Megatron-LM --------------------------------------------------------------------------
-
-def _script(text: str) -> tuple[dict[str, str | None], list[str], int]:
-    """The environment (None = unset), the pretrain_gpt.py arguments and the world size of an
-    exported launch script."""
-    env: dict[str, str | None] = {}
-    lines = text.split("\n")
-    for line in lines:
-        if not line.startswith(("export ", "unset ")):
-            continue
-        words = shlex.split(line, comments=True)
-        if words[:1] == ["export"]:
-            name, value = words[1].split("=", 1)
-            env[name] = value
-        elif words[:1] == ["unset"]:
-            env[words[1]] = None
-    command = shlex.split(text[text.index("torchrun"):].replace("\\\n", " "))
-    gpn = int(command[command.index("--nproc-per-node") + 1])
-    nodes = int(command[command.index("--nnodes") + 1])
-    return env, command[command.index("pretrain_gpt.py") + 1:], gpn * nodes
 
 
-@pytest.fixture
-def megatron(monkeypatch):
-    """Megatron-LM's modules, with one gloo process standing for the job (CPU only)."""
-    import typing
-    if not hasattr(typing, "override"):  # Megatron-LM asks for Python 3.12 (typing.override)
-        monkeypatch.setattr(typing, "override", lambda f: f, raising=False)
-    pytest.importorskip("megatron.training.arguments")
-    import torch
-    import torch.distributed as dist
-    from megatron.training import arguments
-    monkeypatch.setattr(arguments, "get_device_arch_version", lambda: 9)  # Hopper
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: "cpu")  # MLA's rotary table
-    # MLA's local spec passes k/v_channels, which only TE's attention takes; the unfused core
-    # attention has no parameters, so dropping them changes no count
-    from megatron.core.transformer.dot_product_attention import DotProductAttention
-    init = DotProductAttention.__init__
-
-    def _init(self, *a, k_channels=None, v_channels=None, **k):
-        init(self, *a, **k)
-    monkeypatch.setattr(DotProductAttention, "__init__", _init)
-    # without Transformer Engine the inference-linear check has no class to test against
-    from megatron.core.transformer import multi_token_prediction
-    monkeypatch.setattr(multi_token_prediction, "is_inference_column_parallel_linear",
-                        lambda m: False)
-    if not dist.is_initialized():
-        monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
-        monkeypatch.setenv("MASTER_PORT", "29511")
-        dist.init_process_group("gloo", rank=0, world_size=1)
-    return arguments, torch
-
-
-def _megatron_validate(arguments, monkeypatch, text: str):
-    """parse_args + validate_args on the script's arguments, in its environment, with the world
-    size and rank torchrun would set on the first GPU."""
-    env, argv, world = _script(text)
-    for name, value in env.items():
-        if value is None:
-            monkeypatch.delenv(name, raising=False)
-        else:
-            monkeypatch.setenv(name, value)
-    monkeypatch.setenv("WORLD_SIZE", str(world))
-    monkeypatch.setenv("RANK", "0")
-    monkeypatch.setenv("LOCAL_RANK", "0")
-    # the data flags the script leaves to the user (its comment says so)
-    monkeypatch.setattr(sys, "argv", ["pretrain_gpt.py", *argv, "--mock-data",
-                                      "--tokenizer-type", "NullTokenizer"])
-    args = arguments.parse_args()
-    arguments.validate_args(args, {})
-    return args, argv
+# Qwen3-30B-A3B has 128 experts (its config.json): with EP 8 and TP 2 each GPU holds
+# 128 / (8 x 2) = 8 of them, with EP 8 alone 128 / 8 = 16
+@pytest.mark.parametrize("args,per_gpu", [
+    (("qwen3-30b-a3b", "--nodes", 2, "--framework", "deepspeed", "--tp", 2, "--ep", 8), 8),
+    (("qwen3-30b-a3b", "--nodes", 1, "--framework", "deepspeed", "--tp", 1, "--ep", 8), 16),
+], ids=["autotp-autoep", "autoep"])
+def test_deepspeed_autoep_export_passes_autoep_validation(run, tmp_path, cat, args, per_gpu):
+    """The expert_parallel block as DeepSpeed 0.19.8 reads and checks it before building any
+    group: parse_autoep_config (runtime/config.py get_expert_parallel_config),
+    validate_autoep_config with the engine's sizes (runtime/engine.py L828-842: no mpu on this
+    path, so PP 1 and TP = autotp_size), and the fold's rank tables: every EP group holds
+    whole TP groups (EP folded over the TP ranks), and each GPU the plan's expert share."""
+    _need("deepspeed")
+    from deepspeed.module_inject.auto_ep_config import validate_autoep_config
+    from deepspeed.module_inject.auto_ep_folding import (build_folding_spec,
+                                                         expected_folding_group_tables)
+    cfg = json.loads(_export(run, tmp_path, *args, "--export", "deepspeed"))
+    lay = _plan(run, *args)
+    assert lay["ep"] > 1 and lay["pp"] == 1
+    gpus = lay["tp"] * lay["dp"]
+    c = _deepspeed_config(cfg, gpus, lay["dp"])
+    ep = c.expert_parallel_config
+    assert ep.enabled and ep.autoep_size == lay["ep"] * lay["tp"]
+    tp = c.tensor_parallel_config.autotp_size if lay["tp"] > 1 else 1
+    assert tp == lay["tp"]
+    zero = cfg["zero_optimization"]
+    validate_autoep_config(ep, gpus, 1, tp, 1, zero_stage=zero["stage"],
+                           zero_offload_optimizer="offload_optimizer" in zero,
+                           zero_offload_param="offload_param" in zero)
+    spec = build_folding_spec(world_size=gpus, pp_size=1, tp_size=tp, ep_size=ep.autoep_size,
+                              etp_size=ep.expert_tensor_parallel_size,
+                              mp_mode="tp" if tp > 1 else "sp")
+    tables = expected_folding_group_tables(spec)
+    tp_groups = set(tables.tp_groups)
+    for group in tables.ep_groups:
+        parts = [group[i:i + tp] for i in range(0, len(group), tp)]
+        assert all(tuple(g) in tp_groups for g in parts)  # whole TP groups
+        assert len(parts) == lay["ep"]  # EP distinct token sets, as planned
+    experts = cat.get("qwen3-30b-a3b", "model").experts
+    assert experts == 128 and experts % ep.autoep_size == 0
+    assert experts // ep.autoep_size == per_gpu
 
 
-def _megatron_build(arguments, torch, args) -> tuple[int, int]:
-    """Parameters of the GPTModel these arguments build, whole (TP = PP = EP = 1), on the
-    meta device with Megatron's local (no Transformer Engine) layer specs: the model without
-    its multi-token-prediction modules, and those modules."""
-    import copy
-    from megatron.core import parallel_state
-    from megatron.training import global_vars
-    from megatron.training.vocab_utils import calculate_padded_vocab_size
-    a = copy.deepcopy(args)
-    a.padded_vocab_size = calculate_padded_vocab_size(
-        a.vocab_size, a.make_vocab_size_divisible_by, args.tensor_model_parallel_size, False)
-    a.tensor_model_parallel_size = a.pipeline_model_parallel_size = 1
-    a.expert_model_parallel_size = a.context_parallel_size = 1
-    a.expert_tensor_parallel_size = 1
-    a.pipeline_model_parallel_layout = None
-    a.virtual_pipeline_model_parallel_size = None
-    a.num_layers_per_virtual_pipeline_stage = None
-    a.sequence_parallel = False
-    a.transformer_impl = "local"
-    # kernels the CPU lacks (Transformer Engine, CUDA fusions): the parameters are the same
-    for fused in ("apply_rope_fusion", "gradient_accumulation_fusion", "bias_swiglu_fusion",
-                  "bias_gelu_fusion", "masked_softmax_fusion", "bias_dropout_fusion",
-                  "moe_grouped_gemm", "moe_permute_fusion"):
-        setattr(a, fused, False)
-    a.no_persist_layer_norm = True
-    a.use_cpu_initialization = True
-    a.perform_initialization = False
-    parallel_state.destroy_model_parallel()
-    parallel_state.initialize_model_parallel(1, 1)
-    global_vars.set_args(a)
-    try:
-        sys.path.insert(0, str(Path(arguments.__file__).parents[2]))
-        from gpt_builders import gpt_builder
-        with torch.device("meta"):
-            model = gpt_builder(a, pre_process=True, post_process=True)
-        counts = [0, 0]
-        for name, p in model.named_parameters():
-            counts[name.startswith("mtp.")] += p.numel()
-        return counts[0], counts[1]
-    finally:
-        global_vars.unset_global_variables() if hasattr(global_vars, "unset_global_variables") \
-            else None
-        parallel_state.destroy_model_parallel()
+# ---- megatron-core (the PyPI wheel; Megatron-LM's argument parser is outside CI) -------------
 
-
-LAYOUT_8 = ("--nodes", 1, "--tp", 1, "--pp", 1, "--zero", 1, "--offloads", "none",
-            "--framework", "megatron")
-
-
-# the published totals: Llama-3-70B 70.6B, DeepSeek-V3 671.0B without its MTP module
-# (deepseek-ai/DeepSeek-V3 README), Qwen1.5-MoE-A2.7B 14.3B (its model card)
-@pytest.mark.parametrize("model,args,name,expect_b", [
-    ("llama70b", ("--nodes", 2, "--framework", "megatron"), "llama-3-70b", 70.6),
-    (str(HF / "deepseek_v3"), ("--node", "dgx-h100", "--nodes", 64, "--framework", "megatron"),
-     None, 671.0),
-    (str(HF / "qwen2_moe"), ("--nodes", 1, "--framework", "megatron"), None, 14.3),
-], ids=["llama70b", "deepseek-v3", "qwen1.5-moe"])
-def test_megatron_validates_and_builds_the_planned_model(run, tmp_path, monkeypatch, megatron,
-                                                         model, args, name, expect_b):
-    arguments, torch = megatron
-    text = _export(run, tmp_path, model, *args, "--export", "megatron")
-    lay = _plan(run, model, *args)
-    margs, argv = _megatron_validate(arguments, monkeypatch, text)
-    assert (margs.tensor_model_parallel_size, margs.pipeline_model_parallel_size,
-            margs.data_parallel_size) == (lay["tp"], lay["pp"], lay["dp"])
-    if name:
-        from optimus_calc import catalog
-        planned = catalog.load(()).get(name, "model")
-    else:
-        planned = load_hf_config(Path(model) / "config.json")
-    built, mtp = _megatron_build(arguments, torch, margs)
-    # Megatron keeps an expert bias (DeepSeek-V3's noaux_tc) as a buffer, not a parameter, as
-    # the script's comment says: the experts' count per MoE layer (the MTP's one included)
-    buffer = planned.experts if "--moe-router-enable-expert-bias" in argv else 0
-    assert built == planned.total_params - planned.moe_layers * buffer, (built, planned)
-    assert mtp == planned.mtp_params - planned.mtp_layers * buffer
-    assert round((built + planned.moe_layers * buffer) / 1e9, 1) == expect_b
-    if planned.shared_experts:  # Qwen1.5-MoE config.json: one gated shared expert of 5632
-        assert margs.moe_shared_expert_intermediate_size == planned.shared_ffn
-        assert margs.moe_shared_expert_gate == planned.shared_expert_gate
-    assert margs.multi_latent_attention == planned.is_mla
-
-
-def test_megatron_405b_pp16_split_is_the_planned_one(run, tmp_path, monkeypatch, megatron):
-    arguments, _ = megatron
+def test_megatron_core_parses_the_405b_pp16_layout_as_planned(run, tmp_path):
+    """The Megatron-LM export's --pipeline-model-parallel-layout, parsed and validated by
+    megatron-core's own PipelineParallelLayerLayout (core/transformer/
+    pipeline_parallel_layer_layout.py), builds the split the plan evaluated: 126 layers over
+    16 stages, the two short stages first (evaluate/shapes.py split_layers)."""
+    layout_mod = _need("megatron.core.transformer.pipeline_parallel_layer_layout")
     from megatron.core.transformer.enums import LayerType
-    from megatron.core.transformer.pipeline_parallel_layer_layout import (
-        PipelineParallelLayerLayout)
     args = ("llama-3-405b", "--node", "dgx-h100", "--nodes", 16, "--tp", 8, "--pp", 16,
             "--zero", 1, "--offloads", "none", "--framework", "megatron")
     planned = _plan(run, *args)["stage_layers"]
     text = _export(run, tmp_path, *args, "--export", "megatron")
-    margs, _ = _megatron_validate(arguments, monkeypatch, text)
-    # checked by validate_args; parsed as the model builder parses it (argument_utils.py)
-    layout = PipelineParallelLayerLayout(margs.pipeline_model_parallel_layout, 16)
-    layout.validate_layer_layout(margs.num_layers, 0)
+    flag = re.search(r"--pipeline-model-parallel-layout\s+(\S+)", text).group(1).strip("'\"")
+    layout = layout_mod.PipelineParallelLayerLayout(flag, 16)
+    layout.validate_layer_layout(126, 0)  # the layers --num-layers says, no MTP
+    assert "--num-layers 126" in text
     built = [stage[0].count(LayerType.decoder) for stage in layout.layout]
-    assert built == planned == [7, 7] + [8] * 14  # 126 layers over 16 stages
+    assert built == planned == [7, 7] + [8] * 14  # 126 = 2 x 7 + 14 x 8
 
 
 # ---- torchtitan ---------------------------------------------------------------------------
 
 @pytest.fixture
 def torchtitan():
-    pytest.importorskip("torchtitan.config.manager")
+    _need("torchtitan.config.manager")
     from torchtitan.config.manager import ConfigManager
     from torchtitan.protocols.train_spec import get_train_spec
     return ConfigManager, get_train_spec
@@ -294,36 +203,141 @@ def test_torchtitan_has_no_mixtral_flavour_and_the_export_says_so(run, cat, torc
     assert r.code == 2 and "torchtitan" in r.err and "Traceback" not in r.err, r.err
 
 
-def _hf_models():
-    out = []
-    for d in sorted(HF.iterdir()):
-        if (d / "config.json").exists():
-            out.append(d.name)
-    return out
+def _torchtitan_job(tmp_path, text: str):
+    from torchtitan.config.manager import ConfigManager
+    path = tmp_path / "job.toml"
+    path.write_text(text)
+    return ConfigManager().parse_args(["--job.config_file", str(path)])
 
 
-@pytest.mark.parametrize("fixture", _hf_models())
-def test_megatron_builds_every_hf_fixture_it_accepts(monkeypatch, megatron, fixture):
-    """Every Hugging Face fixture's export (TP 1, EP over 8 or 4, ZeRO-1 on 8 GPUs): validated,
-    and the GPTModel built on meta has the planned count, less only what the script's comments
-    say Megatron keeps outside its parameters (an expert-bias buffer, no router bias)."""
-    from optimus_calc.frameworks.exporting import ExportError
-    from optimus_calc.frameworks.megatron_export import megatron_args
-    from optimus_calc.specs.training import Layout, Training
-    arguments, torch = megatron
-    m = load_hf_config(HF / fixture / "config.json")
-    ep = (8 if m.experts % 8 == 0 else 4 if m.experts % 4 == 0 else 1) if m.experts else 1
+def _torchtitan_split(job, model_args, model) -> list[list[str]]:
+    """The module names of each virtual stage, as torchtitan's own pipeline_llm validates and
+    generates them (torchtitan/distributed/pipeline_parallel.py L41-119 @ v0.2.2): its stage
+    builder, which needs the PP process group, is replaced by one that returns the names."""
+    pp_mod = _need("torchtitan.distributed.pipeline_parallel")
+    seen = []
+
+    class Split(Exception):
+        pass
+
+    def module_split(whole, mesh, schedule, device, names):
+        seen.append(names)
+        raise Split
+
+    class Dims:  # only .pp and the PP mesh are read before the split (L50, L85)
+        pp = job.parallelism.pipeline_parallel_degree
+
+        def get_mesh(self, name):
+            return None
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(pp_mod, "pipeline_module_split", module_split)
     try:
-        text = megatron_args(Layout(tp=1, pp=1, dp=8, ep=ep, zero=1),
-                             Training(seq_len=min(2048, m.max_position or 2048),
-                                      global_batch=64), m, 8)
-    except ExportError:
-        pytest.skip(f"{fixture}: refused with a reason (tests/test_export_roundtrip.py)")
-    margs, argv = _megatron_validate(arguments, monkeypatch, text)
-    built, mtp = _megatron_build(arguments, torch, margs)
-    buffer = m.experts if "--moe-router-enable-expert-bias" in argv else 0
-    # the script's "router bias" comment: a router bias the model has and Megatron's router,
-    # unbiased under --disable-bias-linear, lacks (router.py L67-72); gpt-oss's biased linears
-    # give its router a bias, so there is no comment and the count matches to the parameter
-    no_bias = (m.router_params - m.hidden * m.experts) if "# router bias:" in text else 0
-    assert built == m.total_params - m.moe_layers * (buffer + no_bias), (built, m)
+        with pytest.raises(Split):
+            pp_mod.pipeline_llm(model, Dims(), job, "meta", model_args, None, None)
+    finally:
+        mp.undo()
+    return seen[0]
+
+
+@pytest.mark.parametrize("args", [
+    # the planner's own pick (issue 33: torchtitan counted ceil(82 / 20) = 5 virtual stages)
+    ("llama-3-70b", "--node", "dgx-h100", "--nodes", 4),
+    # 126 layers over 16 stages: the plan evaluates 7, 7, 8 x 14
+    ("llama-3-405b", "--node", "dgx-h100", "--nodes", 16, "--tp", 8, "--pp", 16),
+    # interleaved (Interleaved1F1B): Llama 4 Scout, 48 layers over PP 2 x 3 chunks
+    (str(HF / "llama4"), "--nodes", 4),
+], ids=["70b-4-nodes", "405b-pp16", "scout-interleaved"])
+def test_torchtitan_pipeline_splitter_builds_the_evaluated_split(run, tmp_path, torchtitan,
+                                                                 args):
+    _, get_train_spec = torchtitan
+    import torch
+    args = (*args, "--framework", "torchtitan")
+    lay = _plan(run, *args)
+    assert lay["pp"] > 1
+    job = _torchtitan_job(tmp_path, _export(run, tmp_path, *args, "--export", "torchtitan"))
+    spec = get_train_spec(job.model.name)
+    margs = spec.model_args[job.model.flavor]
+    with torch.device("meta"):
+        model = spec.model_cls(margs)
+    stages = _torchtitan_split(job, margs, model)
+    pp, v = lay["pp"], lay["interleave"]
+    assert len(stages) == pp * v
+    # loop-style schedules run virtual stage j on PP rank j mod pp (pipeline_parallel.py
+    # L451-461): each rank holds the layers the plan evaluated on it
+    per_rank = [0] * pp
+    for j, names in enumerate(stages):
+        per_rank[j % pp] += sum(n.startswith("layers.") for n in names)
+    assert per_rank == lay["stage_layers"]
+    if args[0] == "llama-3-405b":
+        assert per_rank == [7, 7] + [8] * 14
+    # every layer once, in order; embedding first, norm and head last; every name a module
+    flat = [n for names in stages for n in names]
+    layers = [n for n in flat if n.startswith("layers.")]
+    assert layers == [f"layers.{i}" for i in range(margs.n_layers)]
+    assert stages[0][0] == "tok_embeddings" and stages[-1][-2:] == ["norm", "output"]
+    modules = {n for n, _ in model.named_modules()}
+    assert set(flat) <= modules
+
+
+# torchtitan v0.2.2 models/llama4/__init__.py L38-60; the counts are the published totals of
+# meta-llama/Llama-4-Scout-17B-16E (107,769,861,120) and Llama-4-Maverick-17B-128E
+# (400,711,848,960) text models, which tests/data/hf/llama4*/config.json also give the tool
+@pytest.mark.parametrize("fixture,nodes,flavor,count", [
+    ("llama4", 4, "17bx16e", 107_769_861_120),
+    ("llama4_maverick", 16, "17bx128e", 400_711_848_960),
+])
+def test_torchtitan_builds_llama4_flavours_at_the_planned_count(run, tmp_path, torchtitan,
+                                                                fixture, nodes, flavor, count):
+    _, get_train_spec = torchtitan
+    import torch
+    from optimus_calc.hf_import import load_hf_config
+    args = (str(HF / fixture), "--node", "dgx-h100", "--nodes", nodes,
+            "--framework", "torchtitan")
+    job = _torchtitan_job(tmp_path, _export(run, tmp_path, *args, "--export", "torchtitan"))
+    assert (job.model.name, job.model.flavor) == ("llama4", flavor)
+    spec = get_train_spec("llama4")
+    with torch.device("meta"):
+        model = spec.model_cls(spec.model_args[flavor])
+    built = sum(p.numel() for p in model.parameters())
+    planned = load_hf_config(HF / fixture / "config.json").total_params
+    assert built == planned == count, (built, planned)
+
+
+def _hf_fixtures():
+    return sorted(d.name for d in HF.iterdir() if (d / "config.json").exists())
+
+
+@pytest.mark.parametrize("fixture", _hf_fixtures())
+def test_torchtitan_builds_every_hf_fixture_it_has_a_flavour_for(tmp_path, torchtitan, fixture):
+    """Every Hugging Face fixture with a torchtitan v0.2.2 flavour of its shape: the TOML
+    (FSDP over 8 GPUs) parsed by ConfigManager names it, and the flavour's model built on meta
+    has the tool's count (which holds no multi-token-prediction module: that is mtp_params), less
+    what torchtitan keeps as a buffer. A fixture without a flavour is refused with that
+    reason."""
+    _, get_train_spec = torchtitan
+    import torch
+    from optimus_calc.frameworks.exporting import ExportError
+    from optimus_calc.frameworks.torchtitan_export import flavour_of, torchtitan_toml
+    from optimus_calc.hf_import import load_hf_config
+    from optimus_calc.specs.training import Layout, Training
+    m = load_hf_config(HF / fixture / "config.json")
+    lay, tr = Layout(tp=1, pp=1, dp=8, zero=3), Training(seq_len=2048, global_batch=64)
+    if flavour_of(m) is None:
+        with pytest.raises(ExportError, match="no model flavour"):
+            torchtitan_toml(lay, tr, m)
+        return
+    job = _torchtitan_job(tmp_path, torchtitan_toml(lay, tr, m))
+    assert (job.model.name, job.model.flavor) == flavour_of(m)[:2]
+    spec = get_train_spec(job.model.name)
+    margs = copy.deepcopy(spec.model_args[job.model.flavor])
+    margs.update_from_config(job)  # as torchtitan's trainer does before building (train.py)
+    with torch.device("meta"):
+        model = spec.model_cls(margs)
+    built = sum(p.numel() for p in model.parameters())
+    # DeepSeek-V3's e_score_correction_bias (the tool's router_bias): torchtitan keeps it as
+    # the MoE's expert_bias buffer, updated outside the gradient (models/moe/moe.py L454-460),
+    # not a parameter; 58 MoE layers x 256 experts = 14,848 for DeepSeek-V3
+    buffer = m.moe_layers * m.experts if job.model.name == "deepseek_v3" and m.router_bias \
+        else 0
+    assert built == m.total_params - buffer, (fixture, built, m.total_params)

@@ -303,6 +303,21 @@ def _model_schema(index: ClassIndex, cls: str) -> dict[str, dict]:
     return out
 
 
+def _autoep_keys(repo: Repo, top: dict) -> dict:
+    """AutoEP's ``expert_parallel`` keys: ``param_dict.get`` reads of parse_autoep_config."""
+    path = "deepspeed/module_inject/auto_ep_config.py"
+    if "expert_parallel" not in _constants(repo.read("deepspeed/runtime/config.py"), "EXPERT"):
+        return {}
+    top["expert_parallel"], out = {"type": "object", "constant": "EXPERT_PARALLEL"}, {}
+    for node in ast.walk(ast.parse(repo.read(path))):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "get" and \
+                getattr(node.func.value, "id", "") == "param_dict" and node.args:
+            kind = {bool: "bool", int: "int", float: "float", str: "str"}.get(
+                type(_literal(node.args[1]) if len(node.args) > 1 else None))
+            out[node.args[0].value] = {"type": kind or "any", "file": path, "line": node.lineno}
+    return dict(sorted(out.items()))
+
+
 def extract_deepspeed(repo: Repo) -> dict:
     index = ClassIndex(repo, ["deepspeed/runtime"])
     const = _constants(repo.read("deepspeed/runtime/constants.py"))
@@ -330,6 +345,7 @@ def extract_deepspeed(repo: Repo) -> dict:
     for k in ("bf16", "fp16"):
         if k in top:
             top[k]["type"] = "object"
+    expert_parallel = _autoep_keys(repo, top)
     # optimizer names DeepSpeed builds itself; others fall back to torch.optim
     rc = ast.parse(repo.read("deepspeed/runtime/config.py"))
     names: dict[str, object] = {}
@@ -349,6 +365,7 @@ def extract_deepspeed(repo: Repo) -> dict:
         "bf16": _model_schema(index, "DeepSpeedBF16Config"),
         "fp16": _model_schema(index, "DeepSpeedFP16Config"),
         "tensor_parallel": _model_schema(index, "TPTrainingConfig"),
+        "expert_parallel": expert_parallel,
         "aio": {k: v for k, v in aio.items()},
         "activation_checkpointing": {k: v for k, v in act.items()},
         "optimizer": {"type": {"type": "str"}, "params": {"type": "object"}},

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from optimus_calc.frameworks.base import (OFF_CPU, OFF_NVME, OFF_SUPERCHIP, SMARTNIC, Exporter,
                                           FrameworkPlugin, PhysicsProfile, Rule, Setting,
-                                          runs_offloads, runs_precisions)
+                                          not_dividing, runs_offloads, runs_precisions)
 from optimus_calc.specs.training import Offload
 
 COMMIT = "edaa7221267243c7be7fb49c5d5f5c4fb97b4641"
@@ -73,6 +73,20 @@ RULES: tuple[Rule, ...] = ENGINE_RULES + (
          "runtime/engine.py L332", lambda x: (x.tp > 1) & (x.pp > 1)),
     _row("DS_TP_HEADS", "AutoTP shards attention by KV heads; heads and KV heads must divide "
          "evenly by TP", "module_inject/tp_shard.py L80-82", lambda x: (x.tp > 1) & x.heads_bad),
+    # Expert parallelism on this path is AutoEP (the config's expert_parallel block, DeepSpeed
+    # 0.19.8 runtime/engine.py L816-877, the PyPI release make test-frameworks runs): with
+    # AutoTP it folds EP over the TP ranks (folding_spec, engine.py L870-876), autoep_size
+    # = EP x TP, so each GPU holds experts / (EP x TP) whole experts, the share the plan
+    # evaluates (experts sharded over EP x TP, evaluate/shapes.py)
+    _row("DS_AUTOEP_TP_OFFLOAD", "AutoEP folded over AutoTP (expert parallelism with TP > 1) "
+         "refuses ZeRO optimizer and parameter offload",
+         "module_inject/auto_ep_folding.py L248-250 @ 0.19.8",
+         lambda x: (x.tp > 1) & (x.ep > 1) & (x.offloading | x.oparams)),
+    _row("DS_AUTOEP_TP_EXPERTS", "AutoEP folded over AutoTP spreads the experts over EP x TP "
+         "ranks (autoep_size); experts must be a multiple of EP x TP",
+         "module_inject/auto_ep_config.py L369-383 @ 0.19.8",
+         lambda x: ((x.tp > 1) & (x.ep > 1) & not_dividing(x.experts, x.ep * x.tp))
+         if x.experts else None),
     _row("DS_AUTOTP_ZERO3", "AutoTP training (config-only tensor_parallel.autotp_size) is "
          "documented with ZeRO stages 0-2; TP with ZeRO-3 runs on Megatron-DeepSpeed",
          "docs/_tutorials/autotp-training.md L20", lambda x: (x.tp > 1) & (x.zero == 3)),

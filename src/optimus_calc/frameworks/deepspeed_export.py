@@ -13,7 +13,8 @@ Keys are DeepSpeed's at commit edaa7221267243c7be7fb49c5d5f5c4fb97b4641:
 runtime/constants.py (batch keys), runtime/precision_config.py (bf16/fp16),
 runtime/zero/config.py (zero_optimization and its stage3_* aliases),
 runtime/zero/offload_config.py (offload_optimizer / offload_param, super_offload, ratio),
-runtime/swap_tensor/constants.py (aio), runtime/tensor_parallel/config.py (AutoTP). Tests
+runtime/swap_tensor/constants.py (aio), runtime/tensor_parallel/config.py (AutoTP),
+module_inject/auto_ep_config.py (AutoEP's expert_parallel, read by runtime/config.py). Tests
 check every emitted key and its type against the extracted schema.
 """
 
@@ -24,6 +25,7 @@ from math import ceil
 from typing import assert_never
 
 from optimus_calc.frameworks.exporting import grad_accumulation, node_split, require
+from optimus_calc.frameworks.megatron_deepspeed_export import launch_args
 from optimus_calc.frameworks import Framework
 from optimus_calc.specs.training import Assumptions, Offload, Optimizer, Precision, Recompute
 
@@ -118,6 +120,30 @@ def _zero(layout, training, model, asm: Assumptions) -> dict:
     return zero
 
 
+# The Hugging Face model types AutoEP finds MoE layers in by itself: its presets
+# (DeepSpeed 0.19.8 module_inject/auto_ep_presets/registry.py L20-29)
+AUTOEP_PRESETS = ("mixtral", "qwen3_moe", "qwen3_5_moe", "deepseek_v2", "deepseek_v3",
+                  "minimax_m3")
+
+
+def autoep_size(layout) -> int:
+    """AutoEP's autoep_size for a layout: EP, folded over the TP ranks when TP > 1 (each GPU
+    then holds experts / (EP x TP) whole experts, the share the plan evaluates)."""
+    return layout.ep * layout.tp
+
+
+def autoep_note(layout, model) -> str:
+    size = autoep_size(layout)
+    fold = (f"folded over AutoTP's {layout.tp} ranks (runtime/engine.py L870-876), "
+            if layout.tp > 1 else "")
+    return (f"expert parallelism {layout.ep}: AutoEP (expert_parallel, DeepSpeed 0.19.8 "
+            f"runtime/engine.py L816-877) replaces the model's MoE blocks, {fold}autoep_size "
+            f"{size}: {model.experts // size} of {model.experts} experts per GPU; it finds them "
+            f"in Hugging Face model types {', '.join(AUTOEP_PRESETS)} (module_inject/"
+            "auto_ep_presets/registry.py L20-29), other models need moe_layer_pattern, "
+            "router_pattern and expert_pattern in the block")
+
+
 def _launch(layout, training, model, fw, gpus_per_node: int | None) -> dict:
     """The ``_launch`` block: which launcher, the command, what the model code must do."""
     lay = layout
@@ -132,33 +158,22 @@ def _launch(layout, training, model, fw, gpus_per_node: int | None) -> dict:
                f"config=...) with {model_arg})")
         launcher = ("DeepSpeed (AutoTP, config only)" if lay.tp > 1 else
                     "DeepSpeed (pipeline engine)" if lay.pp > 1 else "DeepSpeed")
-        if model.is_moe and lay.ep > 1:
+        if model.is_moe and lay.ep > 1 and lay.pp == 1:
+            notes.append(autoep_note(lay, model))
+        elif model.is_moe and lay.ep > 1:
             notes.append(f"expert parallelism {lay.ep}: DeepSpeed-MoE takes it in the model code, "
                          f"deepspeed.moe.layer.MoE(..., num_experts={model.experts}, "
-                         f"ep_size={lay.ep}, k={model.top_k}) (deepspeed/moe/layer.py L42); no "
-                         "config key sets it")
+                         f"ep_size={lay.ep}, k={model.top_k}) (deepspeed/moe/layer.py L42); "
+                         "AutoEP (expert_parallel) is not used with the pipeline engine")
         elif model.is_moe:
             notes.append("MoE layers: build them with deepspeed.moe.layer.MoE (ep_size=1)")
     else:
-        args = [f"--tensor-model-parallel-size {lay.tp}",
-                f"--pipeline-model-parallel-size {lay.pp}",
-                f"--micro-batch-size {training.micro_batch}",
-                f"--global-batch-size {training.global_batch}", f"--zero-stage {int(lay.zero)}"]
-        if lay.pp == 1:
-            # only then is the mpu passed to deepspeed.initialize (megatron/training.py L612)
-            # and the non-pipeline model built, which ZeRO-2/3 need (pipe/engine.py L76-77)
-            args.append("--no-pipeline-parallel")
-        if model.is_moe:
-            args += [f"--num-experts {model.experts}", f"--topk {model.top_k}",
-                     f"--moe-expert-parallel-size {lay.ep}"]
-        cmd = (f"deepspeed --num_nodes {nodes} --num_gpus {gpn} pretrain_gpt.py "
-               + " ".join(args) + " <model and data arguments> --deepspeed "
-               "--deepspeed_config ds_config.json")
+        args, notes = launch_args(layout, training, model)
+        cmd = (f"deepspeed --num_nodes {nodes} --num_gpus {gpn} pretrain_gpt.py {args} "
+               "<data arguments> --deepspeed --deepspeed_config ds_config.json")
         launcher = "Megatron-DeepSpeed (pretrain_gpt.py, its mpu)"
-        notes.append("Megatron-DeepSpeed @ 4efb479d: --zero-stage (megatron/arguments.py L1487)"
-                     + (", --no-pipeline-parallel (L954)" if lay.pp == 1 else "")
-                     + (", --num-experts (L608), --moe-expert-parallel-size (L1159)"
-                        if model.is_moe else ""))
+        notes.append("Megatron-DeepSpeed @ 4efb479d flags (megatron/arguments.py): the model "
+                     "(L599-687) and --zero-stage (L1487), --no-pipeline-parallel (L954)")
     return {"launcher": launcher, "command": cmd, "notes": notes}
 
 
@@ -175,6 +190,8 @@ def deepspeed_config_dict(layout, training, model, asm: Assumptions | None = Non
         cfg["aio"] = dict(AIO_DEFAULTS)
     if fw is Framework.DEEPSPEED and layout.tp > 1:
         cfg["tensor_parallel"] = {"autotp_size": layout.tp}
+    if fw is Framework.DEEPSPEED and model.is_moe and layout.ep > 1 and layout.pp == 1:
+        cfg["expert_parallel"] = {"enabled": True, "autoep_size": autoep_size(layout)}
     if training.recompute is not Recompute.NONE and fw is Framework.MEGATRON_DEEPSPEED:
         # Megatron-DeepSpeed's checkpointing reads this block; activations partitioned over TP
         cfg["activation_checkpointing"] = {"partition_activations": layout.tp > 1,

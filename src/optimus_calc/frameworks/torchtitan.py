@@ -62,6 +62,18 @@ FLAVOURS: tuple[tuple[str, str, str, dict], ...] = (
      dict(layers=61, hidden=7168, heads=128, experts=256, top_k=8, shared_experts=1,
           expert_ffn=2048, first_dense_layers=3, q_lora_rank=1536, kv_lora_rank=512,
           vocab=129280)),
+    # llama4: dim 5120, 48 layers, 40 / 8 heads, ffn_dim_multiplier 1.2 and multiple_of 2048
+    # (dense 16384, experts 8192), vocab 202048 (model/args.py L35), one shared expert and
+    # top-1 routing (models/moe/moe.py L24, L34); 17bx16e has a MoE FFN in every layer
+    # (interleave_moe_layer_step=1), 17bx128e in every second (args.py L63 default 2)
+    ("llama4", "17bx16e", "llama4/__init__.py L38-50",
+     dict(layers=48, hidden=5120, heads=40, n_kv=8, ffn_hidden=16384, expert_ffn=8192,
+          experts=16, top_k=1, shared_experts=1, moe_layer_freq=1, first_dense_layers=0,
+          vocab=202048, tied_embeddings=False)),
+    ("llama4", "17bx128e", "llama4/__init__.py L51-60, model/args.py L63",
+     dict(layers=48, hidden=5120, heads=40, n_kv=8, ffn_hidden=16384, expert_ffn=8192,
+          experts=128, top_k=1, shared_experts=1, moe_layer_freq=2, first_dense_layers=0,
+          vocab=202048, tied_embeddings=False)),
     ("gpt_oss", "20b", "gpt_oss/__init__.py L47-61, model/args.py L53-64",
      dict(layers=24, hidden=2880, heads=64, n_kv=8, experts=32, top_k=4, expert_ffn=2880,
           vocab=201088)),
@@ -69,6 +81,18 @@ FLAVOURS: tuple[tuple[str, str, str, dict], ...] = (
      dict(layers=36, hidden=2880, heads=64, n_kv=8, experts=128, top_k=4, expert_ffn=2880,
           vocab=201088)),
 )
+
+
+# What a flavour the export names builds differently from the released model, with the same
+# parameters (torchtitan/models/llama4/__init__.py L73-101: the *_irope flavours)
+FLAVOUR_NOTES: dict[tuple[str, str], str] = {
+    ("llama4", "17bx16e"): "the released Llama 4 attends with iRoPE (no RoPE every 4th layer, "
+                           "chunked attention elsewhere): flavor = \"17bx16e_irope\" trains that, "
+                           "with the same parameters (llama4/__init__.py L73-88)",
+    ("llama4", "17bx128e"): "the released Llama 4 attends with iRoPE (no RoPE every 4th layer, "
+                            "chunked attention elsewhere): flavor = \"17bx128e_irope\" trains "
+                            "that, with the same parameters (llama4/__init__.py L89-101)",
+}
 
 
 def flavour_of(model) -> tuple[str, str, str] | None:
@@ -120,7 +144,7 @@ RULES: tuple[Rule, ...] = (
          "(local experts = experts // ep, torchtitan/distributed/expert_parallel.py L107-108)",
          "torchtitan/distributed/expert_parallel.py L107-108", lambda x: x.experts_bad),
     Rule("TT_NO_FLAVOUR", f"{_TT}: v0.2.2 builds only the model flavours it registers "
-         "(llama3, qwen3, deepseek_v3, gpt_oss; train.py L138 looks the flavour up in "
+         "(llama3, llama4, qwen3, deepseek_v3, gpt_oss; train.py L138 looks the flavour up in "
          "models/<name>/__init__.py), none of this model's shape", "train.py L138",
          _no_flavour, on_model=True),
 )

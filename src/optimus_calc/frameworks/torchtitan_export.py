@@ -15,10 +15,36 @@ step's micro-batches, cut into pipeline_parallel_microbatch_size pieces (L412-41
 
 from __future__ import annotations
 
+from optimus_calc.evaluate.shapes import split_layers
 from optimus_calc.frameworks.exporting import ExportError, grad_accumulation, require
-from optimus_calc.frameworks.torchtitan import FLAVOURS, flavour_of
+from optimus_calc.frameworks.torchtitan import FLAVOUR_NOTES, FLAVOURS, flavour_of
 from optimus_calc.frameworks import Framework
 from optimus_calc.specs.training import Offload, Precision, Recompute, ZeroStage
+
+def virtual_stage_layers(layers: int, pp: int, interleave: int) -> list[int]:
+    """Layers of each virtual stage in torchtitan's order, whose stage j runs on PP rank
+    j mod pp (the "loop" style, pipeline_parallel.py L451-461), such that each rank holds the
+    layers the plan evaluated on it (evaluate/shapes.py split_layers), cut as evenly as
+    possible into its ``interleave`` chunks."""
+    out = [0] * (pp * interleave)
+    for rank, n in enumerate(split_layers(layers, pp)):
+        for chunk, c in enumerate(split_layers(n, interleave)):
+            out[rank + chunk * pp] = c
+    return out
+
+
+def stage_fqns(per_stage: list[int]) -> list[list[str]]:
+    """module_fqns_per_model_part for these layer counts: the embedding on the first stage,
+    the final norm and the output head on the last, as torchtitan's models name them
+    (pipeline_parallel.py L310-333)."""
+    out, start = [], 0
+    for n in per_stage:
+        out.append([f"layers.{i}" for i in range(start, start + n)])
+        start += n
+    out[0].insert(0, "tok_embeddings")
+    out[-1] += ["norm", "output"]
+    return out
+
 
 def _model_section(m) -> tuple[dict, list[str]]:
     found = flavour_of(m)
@@ -32,6 +58,8 @@ def _model_section(m) -> tuple[dict, list[str]]:
             "and without a [model] section it trains the llama3 debug model")
     name, flavor, source = found
     notes = [f"[model] {name} {flavor}: torchtitan/models/{source}"]
+    if (name, flavor) in FLAVOUR_NOTES:
+        notes.append(FLAVOUR_NOTES[name, flavor])
     if m.mtp_layers:
         notes.append(f"torchtitan's {name} builds no multi-token-prediction module: "
                      f"{m.mtp_params / 1e9:.2f}B fewer parameters than the plan counts")
@@ -70,12 +98,20 @@ def torchtitan_sections(layout, training, model) -> tuple[dict[str, dict], list[
     if lay.pp > 1:
         par["pipeline_parallel_microbatch_size"] = tr.micro_batch
         par["pipeline_parallel_schedule"] = "Interleaved1F1B" if lay.interleave > 1 else "1F1B"
-        stages = lay.pp * lay.interleave
-        if m.layers % stages == 0:
-            par["pipeline_parallel_layers_per_stage"] = m.layers // stages
+        per_stage = virtual_stage_layers(m.layers, lay.pp, lay.interleave)
+        # torchtitan weighs the embedding and the output head as one layer each by default
+        # (job_config.py L377, L383), taking a layer from the first and last stages: the plan
+        # evaluated none, so both are 0 (pipeline_parallel.py L67-68, L75-76)
+        par["pipeline_parallel_first_stage_less_layers"] = 0
+        par["pipeline_parallel_last_stage_less_layers"] = 0
+        if len(set(per_stage)) == 1:
+            # ceil(L / lps) virtual stages = pp x interleave, split evenly (L75-85)
+            par["pipeline_parallel_layers_per_stage"] = per_stage[0]
         else:
-            notes.append(f"{m.layers} layers over {stages} stages: torchtitan's default uneven "
-                         "split applies (pipeline_parallel_first/last_stage_less_layers)")
+            # torchtitan's own uneven split gives the extra layers to the first stages
+            # (pipeline_parallel.py L305-307); the plan evaluated them on the last, so the
+            # modules of each stage are named (job_config.py L367, taken as is by L117-119)
+            par["module_fqns_per_model_part"] = stage_fqns(per_stage)
     if lay.ep > 1:
         par["expert_parallel_degree"] = lay.ep
     sec["parallelism"] = par
