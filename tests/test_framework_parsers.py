@@ -78,7 +78,7 @@ def _deepspeed_config(cfg: dict, gpus: int, dp: int):
 @pytest.mark.parametrize("args", [
     ("llama70b", "--nodes", 2),                                     # the headline plan
     ("llama70b", "--nodes", 2, "--tp", 4, "--zero", 2, "--framework", "deepspeed"),
-    ("llama-3-405b", "--node", "dgx-h100", "--nodes", 16),
+    ("llama-3-405b", "--node", "dgx-h100", "--nodes", 16, "--framework", "deepspeed"),
     ("llama70b", "--nodes", 1, "--offloads", "nvme"),
 ], ids=["headline", "autotp-z2", "405b-16-nodes", "nvme"])
 def test_deepspeed_config_accepts_the_export(run, tmp_path, args):
@@ -241,12 +241,13 @@ def _torchtitan_split(job, model_args, model) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("args", [
-    # the planner's own pick (issue 33: torchtitan counted ceil(82 / 20) = 5 virtual stages)
-    ("llama-3-70b", "--node", "dgx-h100", "--nodes", 4),
+    # issue 33's layout, PP 4 (then the planner's pick; torchtitan counted ceil(82 / 20) = 5
+    # virtual stages)
+    ("llama-3-70b", "--node", "dgx-h100", "--nodes", 4, "--pp", 4),
     # 126 layers over 16 stages: the plan evaluates 7, 7, 8 x 14
     ("llama-3-405b", "--node", "dgx-h100", "--nodes", 16, "--tp", 8, "--pp", 16),
     # interleaved (Interleaved1F1B): Llama 4 Scout, 48 layers over PP 2 x 3 chunks
-    (str(HF / "llama4"), "--nodes", 4),
+    (str(HF / "llama4"), "--nodes", 4, "--pp", 2, "--interleave", 3),
 ], ids=["70b-4-nodes", "405b-pp16", "scout-interleaved"])
 def test_torchtitan_pipeline_splitter_builds_the_evaluated_split(run, tmp_path, torchtitan,
                                                                  args):
