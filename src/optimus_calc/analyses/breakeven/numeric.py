@@ -13,17 +13,9 @@ from __future__ import annotations
 
 import math
 
-from optimus_calc.record import record
+from optimus_calc.analyses.breakeven.inversion import Inversion
 
 TOL = 1e-9  # the goal holds within this much of 0 (as sym.invert's target + 1e-9 max(1, |target|))
-
-
-@record
-class Inversion:
-    value: float | None        # smallest x meeting the goal; None: no x alone does
-    formula: str               # x = ... as solved, or the expression when never
-    floor: float = 0.0         # the expression at the cap (when never)
-    any_value: bool = False    # the goal holds for every x > 0
 
 
 def form(key: tuple) -> dict:

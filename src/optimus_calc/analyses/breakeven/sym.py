@@ -35,7 +35,7 @@ from optimus_calc.equations.offload import W_o
 from optimus_calc.equations.optimusnic import (B_cl, B_gl, P_o, T_in, T_out, T_pipe, T_up,
                                                b_gr, b_wt, exposed_time,
                                                n_gc, n_L, pipeline_time)
-from optimus_calc.analyses.breakeven.numeric import Inversion
+from optimus_calc.analyses.breakeven.inversion import Inversion
 
 X = sp.Symbol("x", positive=True)  # the parameter, in its catalog unit
 TARGET = sp.Symbol("tau", real=True)           # the goal: expression <= tau
