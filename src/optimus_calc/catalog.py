@@ -10,13 +10,15 @@ cached; every error names the file (and line, or entry and field).
 from __future__ import annotations
 
 import os
+import types
+import typing
 from dataclasses import field
+from enum import Enum
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Iterable
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from optimus_calc.errors import CatalogError, InputError, UnknownNameError
 from optimus_calc.loaders import load_toml, os_message, read_snapshot, user_path
@@ -43,10 +45,12 @@ _REFS = [
 
 
 def builtin_dir() -> Path:
-    """Directory of the built-in catalog: inside the installed package, else the repo's."""
-    packaged = resources.files("optimus_calc") / "hardware_catalog"
+    """Directory of the built-in catalog: inside the installed package, else the repo's (the
+    package's own directory, as importlib.resources.files finds it for a package on disk,
+    without importing importlib.resources on every command)."""
+    packaged = Path(__file__).resolve().parent / "hardware_catalog"
     if packaged.is_dir():
-        return Path(str(packaged))
+        return packaged
     return Path(__file__).resolve().parents[2] / "hardware_catalog"
 
 
@@ -158,10 +162,49 @@ def _toml_files(directory: Path) -> list[Path]:
 SNAPSHOT = "parsed.json"
 
 
+def _typed(annotation, value, raw):
+    """``value`` (a field of a validated entry, as JSON gives it back) in the field's type:
+    nested models, enums and tuples rebuilt, numbers and strings as they are."""
+    if value is None:
+        return None
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _typed(args[0], value, raw) if len(args) == 1 else value
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return trusted_entry(annotation, value, raw if isinstance(raw, dict) else {})
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return annotation(value)
+    if origin is tuple:
+        args = typing.get_args(annotation)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_typed(args[0], v, None) for v in value)
+        return tuple(_typed(a, v, None) for a, v in zip(args, value))
+    if origin is dict:
+        vt = typing.get_args(annotation)[1]
+        return {k: _typed(vt, v, None) for k, v in value.items()}
+    if origin is list:
+        return [_typed(typing.get_args(annotation)[0], v, None) for v in value]
+    return value
+
+
+def trusted_entry(cls: type[BaseModel], data: dict, raw: dict) -> BaseModel:
+    """An entry of the built-in catalog from its validated snapshot (catalog_snapshot.py writes
+    every entry as validated), built without validating it again (``model_construct``): the
+    fields set are the keys the TOML file gives. tests/test_catalog_trusted.py checks that
+    every built-in entry built this way equals the validated one, field by field and type."""
+    values = {name: _typed(f.annotation, data[name], raw.get(name))
+              for name, f in cls.model_fields.items() if name in data}
+    return cls.model_construct(_fields_set={k for k in raw if k in cls.model_fields}, **values)
+
+
 def _load_dir(directory: Path, cat: Catalog, builtin: bool) -> None:
     snap = read_snapshot(directory / SNAPSHOT) if builtin else {}
     for path in _toml_files(directory):
-        data = _read_file(path, snap.get(path.relative_to(directory).as_posix()))
+        snapped = snap.get(path.relative_to(directory).as_posix())
+        data = _read_file(path, snapped)
+        # the file's text is the snapshot's: its entries were validated when it was written
+        valid = snapped.get("valid") if snapped is not None and data is snapped["data"] else None
         cat.sources.append(path)
         for kind, items in data.items():
             if kind not in KINDS:
@@ -172,7 +215,8 @@ def _load_dir(directory: Path, cat: Catalog, builtin: bool) -> None:
             for i, raw in enumerate(items):
                 label = raw.get("name", f"#{i + 1}") if isinstance(raw, dict) else f"#{i + 1}"
                 try:
-                    entry = KINDS[kind].model_validate(raw)
+                    entry = (KINDS[kind].model_validate(raw) if valid is None else
+                             trusted_entry(KINDS[kind], valid[kind][i], raw))
                 except ValidationError as exc:
                     raise CatalogError(
                         f"{path}: [[{kind}]] {label!s}: {_format_validation(exc)}") from None

@@ -104,9 +104,14 @@ def build(key: tuple) -> dict:
 
 
 def _lambda(expr: sp.Expr):
-    scope: dict = {"math": __import__("math")}
-    exec(_source("f", expr), scope)  # noqa: S102 - our own printed registry expression
-    return scope["f"]
+    """``expr`` as the generated functions take it, (x, **values), made by sympy.lambdify."""
+    symbols = sorted((s for s in expr.free_symbols if s is not S.X), key=lambda s: s.name)
+    f = sp.lambdify((S.X, *symbols), expr, modules="math")
+    names = [s.name for s in symbols]
+
+    def fn(x, **values):
+        return f(x, *[values[n] for n in names])
+    return fn
 
 
 def generate() -> str:

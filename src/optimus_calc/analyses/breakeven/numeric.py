@@ -33,7 +33,7 @@ def form(key: tuple) -> dict:
 def _num(fn, x: float, values: dict) -> float:
     try:
         return float(fn(x, **values))
-    except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+    except (ZeroDivisionError, OverflowError, ValueError, TypeError, KeyError):
         return math.nan
 
 
