@@ -162,39 +162,53 @@ def _toml_files(directory: Path) -> list[Path]:
 SNAPSHOT = "parsed.json"
 
 
-def _typed(annotation, value, raw):
-    """``value`` (a field of a validated entry, as JSON gives it back) in the field's type:
-    nested models, enums and tuples rebuilt, numbers and strings as they are."""
-    if value is None:
-        return None
+def _converter(annotation):
+    """How a field of a validated entry, as JSON gives it back, becomes the field's type: None
+    when it already is (numbers, strings, literals), else a function of (value, raw)."""
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return _typed(args[0], value, raw) if len(args) == 1 else value
+        inner = _converter(args[0]) if len(args) == 1 else None
+        return None if inner is None else (
+            lambda v, raw: None if v is None else inner(v, raw))
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return trusted_entry(annotation, value, raw if isinstance(raw, dict) else {})
+        return lambda v, raw: trusted_entry(annotation, v, raw if isinstance(raw, dict) else {})
     if isinstance(annotation, type) and issubclass(annotation, Enum):
-        return annotation(value)
+        return lambda v, raw: annotation(v)
     if origin is tuple:
         args = typing.get_args(annotation)
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_typed(args[0], v, None) for v in value)
-        return tuple(_typed(a, v, None) for a, v in zip(args, value))
-    if origin is dict:
-        vt = typing.get_args(annotation)[1]
-        return {k: _typed(vt, v, None) for k, v in value.items()}
-    if origin is list:
-        return [_typed(typing.get_args(annotation)[0], v, None) for v in value]
-    return value
+            each = _converter(args[0])
+            return (lambda v, raw: tuple(v)) if each is None else (
+                lambda v, raw: tuple(each(x, None) for x in v))
+        convs = [_converter(a) or (lambda x, raw: x) for a in args]
+        return lambda v, raw: tuple(c(x, None) for c, x in zip(convs, v))
+    if origin in (dict, list):
+        each = _converter(typing.get_args(annotation)[-1])
+        if each is None:
+            return (lambda v, raw: dict(v)) if origin is dict else (lambda v, raw: list(v))
+        if origin is dict:
+            return lambda v, raw: {k: each(x, None) for k, x in v.items()}
+        return lambda v, raw: [each(x, None) for x in v]
+    return None
+
+
+@lru_cache(maxsize=None)
+def _converters(cls: type[BaseModel]) -> tuple[tuple[str, object], ...]:
+    return tuple((name, _converter(f.annotation)) for name, f in cls.model_fields.items())
 
 
 def trusted_entry(cls: type[BaseModel], data: dict, raw: dict) -> BaseModel:
     """An entry of the built-in catalog from its validated snapshot (catalog_snapshot.py writes
-    every entry as validated), built without validating it again (``model_construct``): the
-    fields set are the keys the TOML file gives. tests/test_catalog_trusted.py checks that
-    every built-in entry built this way equals the validated one, field by field and type."""
-    values = {name: _typed(f.annotation, data[name], raw.get(name))
-              for name, f in cls.model_fields.items() if name in data}
+    every entry as validated), built without validating it again (``model_construct``): nested
+    models, enums and tuples rebuilt, and the fields set are the keys the TOML file gives.
+    tests/test_cold_start_budget.py checks that every built-in entry built this way equals the
+    validated one, field by field and type."""
+    values = {}
+    for name, conv in _converters(cls):
+        if name in data:
+            v = data[name]
+            values[name] = v if conv is None or v is None else conv(v, raw.get(name))
     return cls.model_construct(_fields_set={k for k in raw if k in cls.model_fields}, **values)
 
 
