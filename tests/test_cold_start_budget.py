@@ -31,6 +31,7 @@ except SystemExit as exc:
     code = exc.code
 sys.stdout = out
 modules = len(sys.modules)
+counted = dict(made)  # as the command left them (the imports below build more)
 ours_loaded = sum(m.startswith("optimus_calc") for m in sys.modules)
 from pydantic import BaseModel
 def subclasses(c):
@@ -39,9 +40,13 @@ def subclasses(c):
         yield from subclasses(s)
 ours = {c.__name__: bool(c.__pydantic_complete__) for c in subclasses(BaseModel)
         if c.__module__.startswith("optimus_calc")}
+import importlib.metadata as md, numpy, pydantic
+versions = [sys.version_info[:2], numpy.__version__, pydantic.VERSION, md.version("click"),
+            md.version("rich")]
 print(json.dumps({"code": code, "modules": modules, "our_modules": ours_loaded,
+                  "versions": versions,
                   "schemas": sorted(k for k, v in ours.items() if v),
-                  "models": sorted(ours), **made}))
+                  "models": sorted(ours), **counted}))
 """
 
 
@@ -66,14 +71,22 @@ def test_cold_plan_builds_schemas_only_for_its_input(plan):
     assert {"GPU", "Model", "Node", "SmartNIC", "Flops"} <= set(plan["models"])
 
 
+# the libraries the total module count below was measured with (Python, numpy, pydantic, click,
+# rich): another version loads other modules of its own
+MEASURED_WITH = [[3, 11], "2.4.6", "2.14.4", "8.5.1", "15.0.0"]
+
+
 def test_cold_plan_module_and_class_budget(plan):
     # 2691995, this probe: 460 modules (83 ours), 1,029 classes created (109 ours), 16 schemas
     # built; bounds at this commit's count (457, 83, 1,025, 3 schemas; importlib.resources is
     # no longer ours to import): a change that loads more on the plan path raises them on purpose
-    assert plan["our_modules"] <= 83
-    assert plan["modules"] <= 457
-    assert plan["classes"] <= 1025 and plan["ours"] <= 109
+    assert plan["our_modules"] <= 83 and plan["ours"] <= 109
     assert len(plan["schemas"]) <= 3
+    if plan["versions"] != MEASURED_WITH:
+        pytest.skip(f"library versions {plan['versions']}: the totals were counted with "
+                    f"{MEASURED_WITH}")
+    assert plan["modules"] <= 457
+    assert plan["classes"] <= 1025
 
 
 def _deep_same(a, b, where=""):
