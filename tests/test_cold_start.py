@@ -1,8 +1,8 @@
 """Cold start (issue 15, Speed): what a fresh process imports, and the single-threaded BLAS.
 
 Each check runs in a fresh interpreter (a subprocess), because in-process the test session has
-already imported everything. Heavy libraries load only where they are used: sympy for `explain`,
-`fit` closed forms and `breakeven`; matplotlib only with `--plot`; rich only to draw a text table;
+already imported everything. Heavy libraries load only where they are used: sympy for `explain`
+and `fit` closed forms (`breakeven`'s are generated: tests/test_breakeven_forms.py); matplotlib only with `--plot`; rich only to draw a text table;
 numpy and pydantic not at all for `--version` and `--help`.
 """
 

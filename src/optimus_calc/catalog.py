@@ -10,13 +10,15 @@ cached; every error names the file (and line, or entry and field).
 from __future__ import annotations
 
 import os
+import types
+import typing
 from dataclasses import field
+from enum import Enum
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Iterable
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from optimus_calc.errors import CatalogError, InputError, UnknownNameError
 from optimus_calc.loaders import load_toml, os_message, read_snapshot, user_path
@@ -43,10 +45,12 @@ _REFS = [
 
 
 def builtin_dir() -> Path:
-    """Directory of the built-in catalog: inside the installed package, else the repo's."""
-    packaged = resources.files("optimus_calc") / "hardware_catalog"
+    """Directory of the built-in catalog: inside the installed package, else the repo's (the
+    package's own directory, as importlib.resources.files finds it for a package on disk,
+    without importing importlib.resources on every command)."""
+    packaged = Path(__file__).resolve().parent / "hardware_catalog"
     if packaged.is_dir():
-        return Path(str(packaged))
+        return packaged
     return Path(__file__).resolve().parents[2] / "hardware_catalog"
 
 
@@ -158,10 +162,63 @@ def _toml_files(directory: Path) -> list[Path]:
 SNAPSHOT = "parsed.json"
 
 
+def _converter(annotation):
+    """How a field of a validated entry, as JSON gives it back, becomes the field's type: None
+    when it already is (numbers, strings, literals), else a function of (value, raw)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        inner = _converter(args[0]) if len(args) == 1 else None
+        return None if inner is None else (
+            lambda v, raw: None if v is None else inner(v, raw))
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return lambda v, raw: trusted_entry(annotation, v, raw if isinstance(raw, dict) else {})
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return lambda v, raw: annotation(v)
+    if origin is tuple:
+        args = typing.get_args(annotation)
+        if len(args) == 2 and args[1] is Ellipsis:
+            each = _converter(args[0])
+            return (lambda v, raw: tuple(v)) if each is None else (
+                lambda v, raw: tuple(each(x, None) for x in v))
+        convs = [_converter(a) or (lambda x, raw: x) for a in args]
+        return lambda v, raw: tuple(c(x, None) for c, x in zip(convs, v))
+    if origin in (dict, list):
+        each = _converter(typing.get_args(annotation)[-1])
+        if each is None:
+            return (lambda v, raw: dict(v)) if origin is dict else (lambda v, raw: list(v))
+        if origin is dict:
+            return lambda v, raw: {k: each(x, None) for k, x in v.items()}
+        return lambda v, raw: [each(x, None) for x in v]
+    return None
+
+
+@lru_cache(maxsize=None)
+def _converters(cls: type[BaseModel]) -> tuple[tuple[str, object], ...]:
+    return tuple((name, _converter(f.annotation)) for name, f in cls.model_fields.items())
+
+
+def trusted_entry(cls: type[BaseModel], data: dict, raw: dict) -> BaseModel:
+    """An entry of the built-in catalog from its validated snapshot (catalog_snapshot.py writes
+    every entry as validated), built without validating it again (``model_construct``): nested
+    models, enums and tuples rebuilt, and the fields set are the keys the TOML file gives.
+    tests/test_cold_start_budget.py checks that every built-in entry built this way equals the
+    validated one, field by field and type."""
+    values = {}
+    for name, conv in _converters(cls):
+        if name in data:
+            v = data[name]
+            values[name] = v if conv is None or v is None else conv(v, raw.get(name))
+    return cls.model_construct(_fields_set={k for k in raw if k in cls.model_fields}, **values)
+
+
 def _load_dir(directory: Path, cat: Catalog, builtin: bool) -> None:
     snap = read_snapshot(directory / SNAPSHOT) if builtin else {}
     for path in _toml_files(directory):
-        data = _read_file(path, snap.get(path.relative_to(directory).as_posix()))
+        snapped = snap.get(path.relative_to(directory).as_posix())
+        data = _read_file(path, snapped)
+        # the file's text is the snapshot's: its entries were validated when it was written
+        valid = snapped.get("valid") if snapped is not None and data is snapped["data"] else None
         cat.sources.append(path)
         for kind, items in data.items():
             if kind not in KINDS:
@@ -172,7 +229,8 @@ def _load_dir(directory: Path, cat: Catalog, builtin: bool) -> None:
             for i, raw in enumerate(items):
                 label = raw.get("name", f"#{i + 1}") if isinstance(raw, dict) else f"#{i + 1}"
                 try:
-                    entry = KINDS[kind].model_validate(raw)
+                    entry = (KINDS[kind].model_validate(raw) if valid is None else
+                             trusted_entry(KINDS[kind], valid[kind][i], raw))
                 except ValidationError as exc:
                     raise CatalogError(
                         f"{path}: [[{kind}]] {label!s}: {_format_validation(exc)}") from None

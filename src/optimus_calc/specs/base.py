@@ -12,7 +12,8 @@ NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.+-]*$")
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True,
+                              defer_build=True)
 
 
 def _numeric(annotation) -> bool:

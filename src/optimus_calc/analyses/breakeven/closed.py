@@ -1,5 +1,6 @@
 """Closed forms of `breakeven`: the card's roofline inputs rebuilt from the catalog entry and
-checked against the evaluator, sympy inversion of the OptimusNIC pipeline for one parameter, the
+checked against the evaluator, inversion of the OptimusNIC pipeline for one parameter (the sympy
+closed forms generated once into compiled_forms.py, evaluated here as numbers: numeric.py), the
 exposure floors of the host strategies, and the sentences that say what binds."""
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ class OptimizerInputs:
     binding stage of a SmartNIC layout, rebuilt from the catalog entry, checked against the
     evaluator."""
 
-    values: dict          # sympy symbol -> number (breakeven_sym)
+    values: dict          # symbol name (compute.optimizer_step_time's) -> number
     per_core: bool
     clock_flops: float    # FP32 FLOPs per cycle per core (F_core = clock x this)
     two_tier: bool        # an FPGA card reading part of its state from the slow tier
@@ -38,8 +39,6 @@ def optimizer_inputs(case: Case, st: State) -> OptimizerInputs | None:
     Only OptimusNIC's step is compute.optimizer_step_time; the host strategies (ZeRO-Offload,
     ZeRO-Infinity, SuperOffload) run DeepSpeed's step phase by phase
     (evaluate/offload_step.py offload_step_phases), which `breakeven` searches over."""
-    from optimus_calc.analyses.breakeven import sym as S
-
     hw, lay, tr, asm = case.hw, case.layout, case.training, case.asm
     if lay.offload is not Offload.SMARTNIC or hw.smartnic is None:
         return None
@@ -59,10 +58,9 @@ def optimizer_inputs(case: Case, st: State) -> OptimizerInputs | None:
     exposed = float(eq.optimusnic__exposed_time(T_pipe=st.pipeline_s, W_o=st.window_s))
     if not math.isclose(exposed, st.optimizer_exposed_s, rel_tol=1e-9, abs_tol=1e-12):
         return None
-    values = {S.Pn: p_n, S.bpp: beta, S.fpp: phi, S.eta_m: dev.mem_eff, S.BW: mem_Bps,
-              S.nthr: float(dev.cores if dev.per_core else 1), S.B_core: dev.core_Bps,
-              S.F_core: dev.core_flops, S.F_dev: dev.device_flops,
-              }
+    values = {"P_n": p_n, "beta_p": beta, "phi_p": phi, "eta_m": dev.mem_eff, "B_mem": mem_Bps,
+              "n_t": float(dev.cores if dev.per_core else 1), "B_core": dev.core_Bps,
+              "F_core": dev.core_flops, "F_dev": dev.device_flops}
     return OptimizerInputs(values, dev.per_core, float(hw.smartnic.fp32_flops_per_cycle or 0),
                            two_tier)
 
@@ -81,6 +79,25 @@ def superoffload_floor(case: Case, st: State) -> tuple[float, float, float, floa
 
 
 
+# the scale K_x of each roofline parameter: its symbol = K_x * x, x in the catalog's unit
+SCALES = {"B_mem": (GB, "bytes/s per GB/s"), "B_core": (GB, "bytes/s per GB/s"),
+          "F_dev": (1e12, "FLOP/s per TFLOP/s")}
+
+
+def _scale(p: Param, opt: OptimizerInputs) -> tuple[float, str]:
+    """(K_x, what it is) of a roofline parameter (cores: 1, their own unit)."""
+    if p.roofline == "F_core":
+        return 1e9 * opt.clock_flops, (f"FLOP/s per GHz of clock ({opt.clock_flops:g} FP32 "
+                                       "FLOP/cycle x 1e9)")
+    return SCALES.get(p.roofline, (1.0, ""))
+
+
+def _with_constants(formula: str, constants: dict[str, tuple[float, str]]) -> str:
+    """The formula, then the named constants it uses with their values."""
+    named = [f"{k} = {v:g} {what}" for k, (v, what) in constants.items() if k in formula]
+    return "; ".join([formula, *named])
+
+
 CLOSED_FORM = ("closed form (sympy.solve on compute.optimizer_step_time inside "
                "optimusnic.pipeline_time and exposed_time)")
 FLOOR_ZERO_OFFLOAD = ("exposure floor (offload.exposed_zero_offload = T_s > 0 at any value), "
@@ -91,10 +108,10 @@ FLOOR_SUPEROFFLOAD = ("exposure floor (offload.exposed_superoffload >= T_s min(1
 
 def _symbolic(prob: _Problem, p: Param, cur: float, cap: float,
               opt: OptimizerInputs | None) -> _Solved | None:
-    """Solve with sympy where the goal is a registry expression the parameter enters once (a
+    """Solve in closed form where the goal is a registry expression the parameter enters once (a
     SmartNIC's roofline inside OptimusNIC's exposure, its capacity inside the spill), or state
     the exposure floor no value can remove (ZeRO-Offload/Infinity and SuperOffload under hide)."""
-    from optimus_calc.analyses.breakeven import sym as S
+    from optimus_calc.analyses.breakeven import numeric as N
 
     case, goal, st = prob.case, prob.goal, prob.state()
     off = case.layout.offload
@@ -114,35 +131,33 @@ def _symbolic(prob: _Problem, p: Param, cur: float, cap: float,
     if p.roofline and goal in (Goal.HIDE, Goal.MATCH) and opt is not None:
         if opt.two_tier and p.roofline == "B_mem":
             return None  # the two tiers' mixed bandwidth is not compute.optimizer_step_time's
-        values = {**opt.values, S.U_up: st.update_budget_s(target)}
+        values = {**opt.values, "U": st.update_budget_s(target)}
+        scale, what = _scale(p, opt)
+        values["K_x"] = scale
         if p.roofline == "joint":
-            sym, scale = None, 1.0
-            expr = S.exposed_goal_joint(opt.per_core)
-            values = {**values, S.A_cur: cur}
-        else:
-            scale = {"B_mem": GB, "B_core": GB, "n_t": 1.0, "F_core": 1e9 * opt.clock_flops,
-                     "F_dev": 1e12}[p.roofline]
-            sym = S.ROOFLINE_SYMBOLS[p.roofline]
-            expr = S.exposed_goal(opt.per_core, sym, scale)
-        inv = S.invert(expr, values, 0.0, cap, integer=p.integer,
+            values["A"] = cur
+        form = N.form(("exposed", opt.per_core, p.roofline))
+        inv = N.invert(form, values, cap, integer=p.integer,
                        floor_x=1.0 if p.integer else cur / SPAN)
+        formula = _with_constants(inv.formula, {"K_x": (scale, what)})
         if inv.value is None:
-            return _Solved(None, "never", CLOSED_FORM, inv.formula,
-                           _roofline_binding(opt, sym, scale, cap, st, target))
-        return _Solved(inv.value, "any" if inv.any_value else "value", CLOSED_FORM, inv.formula)
+            return _Solved(None, "never", CLOSED_FORM, formula,
+                           _roofline_binding(opt, form, values, p, cap, st, target))
+        return _Solved(inv.value, "any" if inv.any_value else "value", CLOSED_FORM, formula)
     if p.role == "smartnic" and p.field in ("memory_GB", "expansion_memory_GB"):
         sn = case.hw.smartnic
         other = sn.expansion_memory_GB if p.field == "memory_GB" else sn.memory_GB
-        values = {S.B_dev: st.offload_bytes_per_device}
-        if goal is Goal.FIT:
-            inv = S.invert(S.spill_fit_goal(GB, other * GB), values, 0.0, cap,
-                           floor_x=cur / SPAN)
-            method = "closed form (sympy.solve on memory.spill_bytes)"
-        else:
+        if goal is not Goal.FIT:
             return None
+        values = {"B_dev": st.offload_bytes_per_device, "K_x": GB, "C_o": other * GB}
+        inv = N.invert(N.form(("spill_fit", None, None)), values, cap, floor_x=cur / SPAN)
+        method = "closed form (sympy.solve on memory.spill_bytes)"
+        other_field = "expansion_memory_GB" if p.field == "memory_GB" else "memory_GB"
+        formula = _with_constants(inv.formula, {"K_x": (GB, "bytes per GB"),
+                                                "C_o": (other * GB, f"bytes ({other_field})")})
         if inv.value is None:
-            return _Solved(None, "never", method, inv.formula)
-        return _Solved(inv.value, "any" if inv.any_value else "value", method, inv.formula)
+            return _Solved(None, "never", method, formula)
+        return _Solved(inv.value, "any" if inv.any_value else "value", method, formula)
     return None
 
 
@@ -164,25 +179,25 @@ def _superoffload_binding(case: Case, st: State) -> str:
     return text
 
 
-def _roofline_binding(opt: OptimizerInputs, sym, scale: float, cap: float, st: State,
-                      target: float) -> str:
+def _roofline_binding(opt: OptimizerInputs, form: dict, values: dict, p: Param, cap: float,
+                      st: State, target: float) -> str:
     """What keeps a SmartNIC's roofline parameter from meeting the goal: the limits of
-    compute.optimizer_step_time left when ``sym`` no longer binds, and the transfers when they
-    alone fill the window ("" when neither: the caller says what binds)."""
-    from optimus_calc.analyses.breakeven import sym as S
+    compute.optimizer_step_time left when it no longer binds (``form``'s roofline pieces free
+    of x), and the transfers when they alone fill the window ("" when neither: the caller says
+    what binds)."""
+    from optimus_calc.analyses.breakeven import numeric as N
+    from optimus_calc.analyses.breakeven.compiled_forms import LIMIT_NAMES
 
     budget = st.update_budget_s(target)
     parts: list[str] = []
-    if sym is not None:
-        roof = S.optimizer_roofline(opt.per_core).subs(sym, scale * S.X)
-        values = {k: v for k, v in opt.values.items() if k is not sym}
-        floor = S.value_at(roof, values, cap)
+    if p.roofline != "joint":
+        floor = N.roof_at(form, values, cap)
         names: list[str] = []
-        limits = dict(S.LIMIT_NAMES)
+        limits = dict(LIMIT_NAMES)
         if opt.two_tier:
-            limits[S.BW] = "memory_bandwidth_GBps and expansion_bandwidth_GBps (mixed tiers)"
-        for piece in S.binding_pieces(roof, values, cap):
-            for s in sorted(piece.free_symbols, key=lambda s: s.name):
+            limits["B_mem"] = "memory_bandwidth_GBps and expansion_bandwidth_GBps (mixed tiers)"
+        for symbols in N.binding_names(form, values, cap):
+            for s in symbols:
                 if s in limits and limits[s] not in names:
                     names.append(limits[s])
         if names and floor > max(budget, 0.0):

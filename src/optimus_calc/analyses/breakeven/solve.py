@@ -11,7 +11,9 @@ fixed) is given the smallest value that meets a goal:
   that keeps the optimizer on the GPU, or one the caller names).
 
 Where the goal is a registry expression that the parameter enters through one place it is
-solved with sympy (:mod:`optimus_calc.analyses.breakeven.sym`): a SmartNIC's bandwidths, cores,
+solved in closed form (sympy once, :mod:`optimus_calc.analyses.breakeven.sym` through
+:mod:`~optimus_calc.analyses.breakeven.formgen`; evaluated without sympy,
+:mod:`~optimus_calc.analyses.breakeven.numeric`): a SmartNIC's bandwidths, cores,
 clock and fabric through compute.optimizer_step_time inside offload.exposed_optimusnic (the
 card's step plus its transfers against the last micro-batch's backward and the next forward),
 its capacity through memory.spill_bytes. The host strategies run DeepSpeed's step phase by phase

@@ -14,6 +14,10 @@ meets the goal; the piece free of ``x`` that is left at large ``x`` names what b
 
 The caller checks every answer against the evaluator, so a composition that drifts from the
 engine falls back to a search instead of giving a wrong number.
+
+`breakeven` itself does not import this module: the forms are solved once from it
+(:mod:`optimus_calc.analyses.breakeven.formgen`) and evaluated numerically
+(:mod:`optimus_calc.analyses.breakeven.numeric`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from optimus_calc.equations.offload import W_o
 from optimus_calc.equations.optimusnic import (B_cl, B_gl, P_o, T_in, T_out, T_pipe, T_up,
                                                b_gr, b_wt, exposed_time,
                                                n_gc, n_L, pipeline_time)
-from optimus_calc.record import record
+from optimus_calc.analyses.breakeven.inversion import Inversion
 
 X = sp.Symbol("x", positive=True)  # the parameter, in its catalog unit
 TARGET = sp.Symbol("tau", real=True)           # the goal: expression <= tau
@@ -42,14 +46,6 @@ A_cur = sp.Symbol("A", positive=True)  # achievable bandwidth now, min(B_mem eta
 LIMIT_NAMES = {nthr: "cores", B_core: "core_bandwidth_GBps",
                F_core: "clock x fp32_flops_per_cycle", BW: "memory_bandwidth_GBps",
                F_dev: "fabric_fp32_TFLOPS"}
-
-
-@record
-class Inversion:
-    value: float | None        # smallest x meeting the goal; None: no x alone does
-    formula: str               # x = ... as solved, or the expression when never
-    floor: float = 0.0         # the expression at the cap (when never)
-    any_value: bool = False    # the goal holds for every x > 0
 
 
 @lru_cache(maxsize=256)

@@ -1,0 +1,189 @@
+"""Issue 35's targets, each printed as a ratio measured in one run, never asserted. Run:
+
+    python benchmarks/targets.py [--base COMMIT] [--release COMMIT] [--runs N] [--tests]
+
+(``make bench`` runs it with BASE= and RELEASE= when given). Whole-process figures are CPU
+seconds (user + sys of the child, os.wait4) of interleaved runs (A B A B ..., one warm-up each),
+so a machine whose speed drifts slows both alike; a ratio is the median of the run-by-run
+ratios. ``--base`` (default 2691995, the commit issue 35 measured) and ``--release`` (default
+a7cc365, version 0.2.0) are checked out with ``git archive`` into a temporary directory and run
+with ``PYTHONPATH`` set to their ``src``, by the same interpreter as this checkout (which runs
+the same way), so both import their own code and the same libraries.
+
+Rows (issue 35's table):
+1. cold `plan llama70b --nodes 2` / `python -c "import numpy, pydantic, click, rich"`
+2. cold README break-even example / cold `plan`
+3. `breakeven llama70b --nodes 2` (planner + every card) / cold `plan`
+4. worst unpinned plan found (`plan qwen3-30b-a3b --nodes 720 --seq-len 32768
+   --global-batch 99792000`), this / base
+5. mixed offload strategies in one small evaluation: `compare llama70b --nodes 2 --format json`
+   run in-process after a warm-up (its ~10 layouts, one per strategy and card), this / release
+6. (``--tests`` only, several minutes) the test suite's CPU, this / base
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+THIS_SRC = os.path.join(ROOT, "src")
+PY = sys.executable
+PLAN = ["plan", "llama70b", "--nodes", "2"]
+README_BREAKEVEN = ["breakeven", "llama70b", "--nodes", "2", "--tp", "2", "--pp", "4", "--zero",
+                    "3", "--recompute", "full", "--seq-len", "2048", "--global-batch", "16"]
+CATALOG_BREAKEVEN = ["breakeven", "llama70b", "--nodes", "2"]
+WORST = ["plan", "qwen3-30b-a3b", "--nodes", "720", "--seq-len", "32768", "--global-batch",
+         "99792000"]
+COMPARE = ["compare", "llama70b", "--nodes", "2", "--format", "json"]
+
+
+def checkout(commit: str) -> str:
+    """``commit``'s tree in a temporary directory (removed at exit); its ``src``."""
+    where = tempfile.mkdtemp(prefix="optimus-calc-bench-")
+    atexit.register(shutil.rmtree, where, True)
+    archive = subprocess.run(["git", "-C", ROOT, "archive", commit], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", where], input=archive, check=True)
+    return os.path.join(where, "src")
+
+
+def _env(src: str | None) -> dict[str, str]:
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # with the bytecode cache, as installed
+    if src is not None:
+        env["PYTHONPATH"] = src
+    return env
+
+
+def cpu_of(argv: list[str], src: str | None) -> float:
+    """One whole-process run's CPU seconds (user + sys)."""
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, env=_env(src))
+    _, status, usage = os.wait4(p.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv)} (PYTHONPATH={src}) failed")
+    return usage.ru_utime + usage.ru_stime
+
+
+def cli(args: list[str]) -> list[str]:
+    return [PY, "-m", "optimus_calc", *args]
+
+
+def interleaved(commands: dict[str, tuple[list[str], str | None]], runs: int) -> dict:
+    """CPU seconds of each command, A B C A B C ..., after one warm-up each."""
+    for argv, src in commands.values():
+        cpu_of(argv, src)
+    out: dict[str, list[float]] = {k: [] for k in commands}
+    for _ in range(runs):
+        for k, (argv, src) in commands.items():
+            out[k].append(cpu_of(argv, src))
+    return out
+
+
+def ratio(t: dict, a: str, b: str) -> float:
+    return statistics.median(x / y for x, y in zip(t[a], t[b]))
+
+
+def med(xs) -> float:
+    return statistics.median(xs)
+
+
+def row(what: str, value: float, target: str, met: bool, detail: str) -> None:
+    print(f"{what}: {value:.2f}x  [target {target}: {'met' if met else 'NOT met'}]  ({detail})")
+
+
+IN_PROCESS = r"""
+import io, json, sys, time
+from optimus_calc.cli.main import main
+args = json.loads(sys.argv[1])
+def once():
+    out, sys.stdout = sys.stdout, io.StringIO()
+    try:
+        main(args)
+    except SystemExit:
+        pass
+    finally:
+        sys.stdout = out
+once()
+xs = []
+for _ in range(int(sys.argv[2])):
+    t0 = time.process_time()
+    once()
+    xs.append(time.process_time() - t0)
+xs.sort()
+print(xs[len(xs) // 2])
+"""
+
+
+def warm_cpu(args: list[str], src: str, calls: int = 15) -> float:
+    """Median CPU seconds of a command run in-process after one warm-up call."""
+    p = subprocess.run([PY, "-c", IN_PROCESS, json.dumps(args), str(calls)],
+                       capture_output=True, text=True, env=_env(src))
+    if p.returncode:
+        raise SystemExit(f"{args} (PYTHONPATH={src}): {p.stderr.strip()[-300:]}")
+    return float(p.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", default="2691995")
+    ap.add_argument("--release", default="a7cc365")
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--tests", action="store_true")
+    opt = ap.parse_args(argv)
+    base, release = checkout(opt.base), checkout(opt.release)
+    print(f"issue 35 targets, paired CPU; base {opt.base}, release {opt.release}, "
+          f"load average {os.getloadavg()[0]:.2f}")
+    libs = [PY, "-c", "import numpy, pydantic, click, rich"]
+    t = interleaved({"plan": (cli(PLAN), THIS_SRC), "libs": (libs, THIS_SRC),
+                     "base plan": (cli(PLAN), base)}, opt.runs)
+    row("1. cold plan / libraries", ratio(t, "plan", "libs"), "<= 1.8x",
+        ratio(t, "plan", "libs") <= 1.8,
+        f"plan {med(t['plan']):.3f} s, libraries {med(t['libs']):.3f} s; base "
+        f"{ratio(t, 'base plan', 'libs'):.2f}x; plan this / base "
+        f"{ratio(t, 'plan', 'base plan'):.2f}x; {opt.runs} runs")
+    t = interleaved({"breakeven": (cli(README_BREAKEVEN), THIS_SRC),
+                     "plan": (cli(PLAN), THIS_SRC),
+                     "base breakeven": (cli(README_BREAKEVEN), base)}, opt.runs)
+    r = ratio(t, "breakeven", "plan")
+    row("2. README break-even / cold plan", r, "<= 1.5x", r <= 1.5,
+        f"breakeven {med(t['breakeven']):.3f} s, plan {med(t['plan']):.3f} s; breakeven this / "
+        f"base {ratio(t, 'breakeven', 'base breakeven'):.2f}x; {opt.runs} runs")
+    runs = max(3, opt.runs // 2)
+    t = interleaved({"breakeven": (cli(CATALOG_BREAKEVEN), THIS_SRC),
+                     "plan": (cli(PLAN), THIS_SRC),
+                     "base breakeven": (cli(CATALOG_BREAKEVEN), base)}, runs)
+    r = ratio(t, "breakeven", "plan")
+    row("3. breakeven llama70b --nodes 2 / cold plan", r, "<= 2x", r <= 2.0,
+        f"breakeven {med(t['breakeven']):.3f} s, plan {med(t['plan']):.3f} s; this / base "
+        f"{ratio(t, 'breakeven', 'base breakeven'):.2f}x; {runs} runs")
+    t = interleaved({"this": (cli(WORST), THIS_SRC), "base": (cli(WORST), base)}, 3)
+    r = ratio(t, "this", "base")
+    row("4. worst unpinned plan, this / base", r, "<= 0.5x", r <= 0.5,
+        f"{' '.join(WORST)}: this {med(t['this']):.2f} s, base {med(t['base']):.2f} s; 3 runs")
+    pairs = [(warm_cpu(COMPARE, THIS_SRC), warm_cpu(COMPARE, release)) for _ in range(3)]
+    r = med(a / b for a, b in pairs)
+    row("5. compare (mixed strategies, ~10 layouts) in-process, this / release", r, "<= 1.0x",
+        r <= 1.0, f"this {med(a for a, _ in pairs) * 1e3:.1f} ms, release "
+        f"{med(b for _, b in pairs) * 1e3:.1f} ms CPU; 3 rounds of 15 calls")
+    if opt.tests:
+        suite = [PY, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider"]
+        this_cpu = cpu_of(suite + [os.path.join(ROOT, "tests")], THIS_SRC)
+        base_cpu = cpu_of(suite + [os.path.join(os.path.dirname(base), "tests")], base)
+        row("6. test suite CPU, this / base", this_cpu / base_cpu, "<= 0.5x",
+            this_cpu / base_cpu <= 0.5, f"this {this_cpu:.0f} s, base {base_cpu:.0f} s; one run")
+    else:
+        print("6. test suite CPU, this / base: not run (--tests; several minutes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

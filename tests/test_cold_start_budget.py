@@ -1,0 +1,150 @@
+"""What a cold `plan` builds (issue 35): pydantic schemas only for what it validates (the
+command's own input: training, layout, assumptions), the built-in catalog taken from its
+validated snapshot without validating it again, and an upper bound on the modules and classes.
+
+Each probe is a fresh interpreter (in-process the test session has already built everything).
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+PROBE = """
+import builtins, io, json, sys
+made = {"classes": 0, "ours": 0}
+build = builtins.__build_class__
+def counting(func, name, *args, **kw):
+    made["classes"] += 1
+    made["ours"] += func.__module__.startswith("optimus_calc")
+    return build(func, name, *args, **kw)
+builtins.__build_class__ = counting
+from optimus_calc.cli.main import main
+out, sys.stdout = sys.stdout, io.StringIO()
+try:
+    main(json.loads(sys.argv[1]))
+except SystemExit as exc:
+    code = exc.code
+sys.stdout = out
+modules = len(sys.modules)
+counted = dict(made)  # as the command left them (the imports below build more)
+ours_loaded = sum(m.startswith("optimus_calc") for m in sys.modules)
+from pydantic import BaseModel
+def subclasses(c):
+    for s in c.__subclasses__():
+        yield s
+        yield from subclasses(s)
+ours = {c.__name__: bool(c.__pydantic_complete__) for c in subclasses(BaseModel)
+        if c.__module__.startswith("optimus_calc")}
+import importlib.metadata as md, numpy, pydantic
+versions = [sys.version_info[:2], numpy.__version__, pydantic.VERSION, md.version("click"),
+            md.version("rich")]
+print(json.dumps({"code": code, "modules": modules, "our_modules": ours_loaded,
+                  "versions": versions,
+                  "schemas": sorted(k for k, v in ours.items() if v),
+                  "models": sorted(ours), **counted}))
+"""
+
+
+def cold(args):
+    p = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], capture_output=True,
+                       text=True, env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return cold(["plan", "llama70b", "--nodes", "2"])
+
+
+def test_cold_plan_builds_schemas_only_for_its_input(plan):
+    # 2691995 built all 16 model classes' schemas at import; now only the command's input is
+    # validated (the catalog's eight kinds come from the validated snapshot)
+    assert plan["code"] == 0
+    assert plan["schemas"] == ["Assumptions", "Layout", "Training"]
+    assert {"GPU", "Model", "Node", "SmartNIC", "Flops"} <= set(plan["models"])
+
+
+# the libraries the total module count below was measured with (Python, numpy, pydantic, click,
+# rich): another version loads other modules of its own
+MEASURED_WITH = [[3, 11], "2.4.6", "2.14.4", "8.5.1", "15.0.0"]
+
+
+def test_cold_plan_module_and_class_budget(plan):
+    # 2691995, this probe: 460 modules (83 ours), 1,029 classes created (109 ours), 16 schemas
+    # built; bounds at this commit's count (457, 83, 1,025, 3 schemas; importlib.resources is
+    # no longer ours to import): a change that loads more on the plan path raises them on purpose.
+    # 85 of ours since the round's merges: evaluate.nccl (NCCL's latency model, issue 32) and
+    # report.cells (the cell text the table and the HTML page share, issue 34); one class more
+    assert plan["our_modules"] <= 85 and plan["ours"] <= 110
+    assert len(plan["schemas"]) <= 3
+    if plan["versions"] != MEASURED_WITH:
+        pytest.skip(f"library versions {plan['versions']}: the totals were counted with "
+                    f"{MEASURED_WITH}")
+    assert plan["modules"] <= 459  # 457 + the two modules of ours above
+    assert plan["classes"] <= 1026  # 1,025 + the class of ours above
+
+
+def _deep_same(a, b, where=""):
+    """Equal values of the same types, nested models field by field (and their fields set)."""
+    from pydantic import BaseModel
+    assert type(a) is type(b), (where, type(a), type(b))
+    if isinstance(a, BaseModel):
+        assert a.model_fields_set == b.model_fields_set, where
+        for name in type(a).model_fields:
+            _deep_same(getattr(a, name), getattr(b, name), f"{where}.{name}")
+    elif isinstance(a, (tuple, list)):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _deep_same(x, y, f"{where}[{i}]")
+    elif isinstance(a, dict):
+        assert list(a) == list(b), where
+        for k in a:
+            _deep_same(a[k], b[k], f"{where}[{k}]")
+    else:
+        assert a == b, where
+
+
+def test_trusted_catalog_equals_the_validated_one():
+    """Every built-in entry built from the snapshot without validation (catalog.trusted_entry)
+    is the entry pydantic validates from its TOML text: same values, types and fields set."""
+    import tomllib
+    from optimus_calc import catalog as C
+    from optimus_calc.loaders import read_snapshot
+    snap = read_snapshot(C.builtin_dir() / C.SNAPSHOT)
+    count = 0
+    for path in C._toml_files(C.builtin_dir()):
+        rel = path.relative_to(C.builtin_dir()).as_posix()
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        for kind, items in data.items():
+            for i, raw in enumerate(items):
+                trusted = C.trusted_entry(C.KINDS[kind], snap[rel]["valid"][kind][i], raw)
+                _deep_same(trusted, C.KINDS[kind].model_validate(raw), f"{rel}:{kind}[{i}]")
+                count += 1
+    assert count >= 50  # the whole catalog: GPUs, CPUs, cards, links, nodes, models
+
+
+def test_an_edited_builtin_file_is_validated(tmp_path, monkeypatch):
+    """A file whose text differs from the snapshot's is parsed and validated as before: its
+    bad value is an error naming the file, never a stale trusted entry."""
+    import shutil
+    from optimus_calc import catalog as C
+    from optimus_calc.errors import CatalogError
+    root = tmp_path / "hardware_catalog"
+    shutil.copytree(C.builtin_dir(), root)
+    gpus = next(root.rglob("gpus/*.toml"))
+    text = gpus.read_text(encoding="utf-8")
+    gpus.write_text(text.replace("memory_GB = ", "memory_GB = -", 1), encoding="utf-8")
+    monkeypatch.setattr(C, "builtin_dir", lambda: root)
+    C.load.cache_clear()
+    try:
+        with pytest.raises(CatalogError, match="memory_GB"):
+            C.load(())
+    finally:
+        C.load.cache_clear()
