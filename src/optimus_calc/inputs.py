@@ -89,11 +89,14 @@ def parse_assumptions(items: tuple[str, ...] | list[str]) -> Assumptions:
 
 
 def assumptions_from(kw: dict) -> Assumptions:
-    """``--assume`` items plus ``--headroom`` (the gpu_headroom assumption by its own flag)."""
+    """``--assume`` items plus ``--headroom`` and ``--moe-imbalance`` (the gpu_headroom and
+    moe_imbalance assumptions by their own flags)."""
     from optimus_calc.profile import assumptions_with
     asm = assumptions_with(kw.get("profile"), parse_assumptions(kw.get("assume") or ()))
     if kw.get("headroom") is not None:
         asm = asm.model_copy(update={"gpu_headroom": float(kw["headroom"])})
+    if kw.get("moe_imbalance") is not None:  # the moe_imbalance assumption by its own flag
+        asm = asm.model_copy(update={"moe_imbalance": float(kw["moe_imbalance"])})
     return asm
 
 

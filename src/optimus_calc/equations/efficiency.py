@@ -69,6 +69,7 @@ f_x = sym("f_x", "intermediate size of one routed expert")
 M_x = sym("M_x", "tokens per local expert: the M dimension of its GEMMs")
 F_x = sym("F_x", "FLOPs of the routed experts' GEMMs")
 eta_x = sym("eta_x", "efficiency of the routed experts' grouped GEMMs", positive=True)
+W_x = sym("W_x", "FLOPs of one unit expert GEMM on one GPU (balanced routing)", positive=True)
 
 tokens_per_expert = equation(
     "efficiency.tokens_per_expert", tok_mb * k_top * e_p / E, "tokens",
@@ -84,6 +85,34 @@ expert_gemm_flops = equation(
     "of (tokens per expert) x h x f GEMMs; expert tensor parallelism divides f",
     "FLOPs of one unit expert GEMM on one GPU: tokens per expert x hidden x expert width / TP. "
     "Its efficiency follows the same curve as the weight GEMMs (efficiency.gemm_efficiency).")
+
+n_g = sym("n_g", "expert GEMMs one kernel launch covers: the e_l = E / e_p local experts with "
+          "a grouped GEMM (Assumptions.moe_grouped_gemm = 1), 1 with one GEMM per expert")
+iota = sym("iota", "tokens the most-loaded expert-parallel rank processes / the balanced "
+           "share (>= 1; Assumptions.moe_imbalance, --moe-imbalance)", positive=True)
+W_l = sym("W_l", "FLOPs of one expert GEMM launch on the most-loaded rank", positive=True)
+eta_l = sym("eta_l", "GEMM-curve efficiency of one expert GEMM launch", positive=True)
+
+expert_launch_flops = equation(
+    "efficiency.expert_launch_flops", n_g * iota * W_x, "FLOP",
+    "a grouped GEMM launches once for the rank's local experts: Megatron-LM --moe-grouped-gemm "
+    "builds TEGroupedLinear with num_gemms = num_local_experts (megatron/core/transformer/moe/"
+    "experts.py L183, L217-218 @ d98e8a6), torchtitan one torch._grouped_mm per projection "
+    "(torchtitan/models/common/moe.py L120 @ b5bcd76); without it SequentialMLP loops over the "
+    "local experts, one GEMM each (experts.py L1507 @ d98e8a6). The most-loaded rank's GEMMs "
+    "are iota times the balanced size",
+    "FLOPs of one expert GEMM launch: the size the GEMM curve (efficiency.gemm_efficiency, "
+    "W_half charged once per launch) is read at for the routed experts.")
+
+expert_critical_efficiency = equation(
+    "efficiency.expert_critical_efficiency", eta_l / iota, "1",
+    "derived: the step waits for the most-loaded expert-parallel rank, which runs iota times "
+    "the balanced expert FLOPs at the launch efficiency eta_l; Megatron-LM "
+    "--moe-expert-capacity-factor caps an expert at capacity_factor x its balanced tokens "
+    "(moe_utils.get_capacity, megatron/core/transformer/moe/moe_utils.py L248-265 @ d98e8a6; "
+    "dropped past it, padded up to it with --moe-pad-expert-input-to-capacity)",
+    "Efficiency of the routed experts' balanced FLOPs on the step's critical path: F_x / "
+    "eta_x is the most-loaded rank's expert time.")
 
 moe_layer_efficiency = equation(
     "efficiency.moe_layer_efficiency",

@@ -63,14 +63,16 @@ def _moe_work(ctx: Ctx, tau, r_full):
     model = ctx.model
     if not model.is_moe:
         return 0.0, 0.0, None, 0.0
-    per_token = eq.compute__flops_per_token_layer(
-        E=0, P_att=0, d_s=0, d_v=0, f_a=model.expert_ffn * model.top_k, h=model.hidden,
-        m_m=model.ffn_type.matrices, s=0)
-    fwd = tau * ctx.st["moe_layers"] * per_token
-    bwd = eq.step__attention_backward_flops(F_af=fwd, r_a=r_full)  # 2x, + the recomputed fwd
+    fwd = eq.compute__moe_expert_forward_flops(L_moe=ctx.st["moe_layers"], f_x=model.expert_ffn,
+                                               h=model.hidden, k=model.top_k,
+                                               m_m=model.ffn_type.matrices, tau_g=tau)
+    bwd = eq.compute__moe_expert_backward_flops(F_xf=fwd, r_x=r_full)
     tokens_mb = ctx.s * ctx.mb / ctx.cp
     eta_x = expert_efficiency(ctx.hw.gpu, model.hidden, ctx.t, tokens_mb, model.top_k,
-                              model.experts, ctx.ep, model.expert_ffn)
+                              model.experts, ctx.ep, model.expert_ffn,
+                              grouped=ctx.asm.moe_grouped_gemm, imbalance=ctx.asm.moe_imbalance,
+                              fixed=(ctx.asm.gemm_efficiency
+                                     if "gemm_efficiency" in ctx.asm.model_fields_set else None))
     route = (eq.compute__moe_permute_bytes(b_a=ctx.tr.weight_bytes, h=model.hidden,
                                            k=model.top_k, tau_mb=tokens_mb)
              + eq.compute__moe_router_bytes(E=model.experts, b_r=ctx.asm.moe_router_logit_bytes,
@@ -186,7 +188,7 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
     a2a = 0.0
     if model.is_moe:
         z_ep = eq.step__ep_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, k=model.top_k,
-                                         s=s)
+                                         s=s, iota=asm.moe_imbalance)
         a2a = eq.comm__all_to_all_time(z=z_ep, **all_to_all(hw, ctx.ep, t, nic=nic))
     T_ep = eq.step__ep_comm_time(L_moe=ctx.st["moe_layers"], T_a2a=a2a, m=m,
                                  o_ep=asm.ep_overlap)

@@ -136,6 +136,19 @@ def efficiency_text(gpu, asm, kernel=None) -> str:
             "(`optimus-calc explain efficiency.gemm_efficiency`)")
 
 
+def moe_notes(model, asm) -> list[str]:
+    """For an MoE model: the routing the expert time assumes (--moe-imbalance, balanced by
+    default) and whether the experts' GEMMs launch per group or per expert."""
+    if not getattr(model, "is_moe", False):
+        return []
+    route = ("balanced routing (--moe-imbalance 1.0, the default)" if asm.moe_imbalance == 1
+             else f"the most-loaded expert-parallel rank at {asm.moe_imbalance:g}x its balanced "
+                  "tokens (--moe-imbalance): its expert GEMMs and all-to-all set the pace")
+    launch = ("one grouped GEMM over each rank's local experts (moe_grouped_gemm=1)"
+              if asm.moe_grouped_gemm else "one GEMM per expert (moe_grouped_gemm=0)")
+    return [f"MoE: {route}; {launch} (`optimus-calc explain efficiency.expert_launch_flops`)"]
+
+
 def fp8_notes(gpu, tr, asm) -> list[str]:
     """With --precision fp8: where the GEMMs run, what stays bf16, what MFU is measured against."""
     if tr.precision.value != "fp8":

@@ -198,6 +198,24 @@ class Assumptions(Frozen):
                     "microseconds (Simple protocol: 3x); NCCL src/graph/tuning.cc L226-233 @ "
                     "5067397c: 1.0 on Intel x86 hosts (the assumption), 2.0 on AMD, "
                     "NCCL_NET_OVERHEAD overrides")
+    moe_grouped_gemm: float = Field(
+        default=1.0, ge=0, le=1,
+        description="assumed: 1 = the routed experts run as one grouped GEMM per projection "
+                    "over the rank's local experts, so the GEMM curve's fixed cost (W_half) is "
+                    "charged once per group (Megatron-LM --moe-grouped-gemm, TEGroupedLinear, "
+                    "megatron/core/transformer/moe/experts.py L183-218 @ d98e8a6, recommended "
+                    "in its moe/README.md L272; torchtitan torch._grouped_mm, "
+                    "torchtitan/models/common/moe.py L120 @ b5bcd76); 0 = one GEMM per expert "
+                    "(Megatron-LM's SequentialMLP, experts.py L1507, the flag's default off)")
+    moe_imbalance: float = Field(
+        default=1.0, ge=1, le=1024,
+        description="assumed balanced (1.0): tokens the most-loaded expert-parallel rank "
+                    "processes / its balanced share. The step waits for that rank: its expert "
+                    "GEMMs and the all-to-all it receives scale by this. With token dropping "
+                    "it is at most Megatron-LM's --moe-expert-capacity-factor (an expert keeps "
+                    "ceil(tokens / experts x factor) tokens, megatron/core/transformer/moe/"
+                    "moe_utils.py L248-265 @ d98e8a6), and equal to it with "
+                    "--moe-pad-expert-input-to-capacity; --moe-imbalance sets it")
     ep_overlap: float = Field(
         default=0.0, ge=0, le=1,
         description="fraction of the expert-parallel all-to-alls (MoE dispatch and combine) "

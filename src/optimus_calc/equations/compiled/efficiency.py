@@ -8,9 +8,19 @@ alike without importing sympy. `optimus-calc explain NAME` shows the source expr
 import numpy
 
 
+def efficiency__expert_critical_efficiency(eta_l, iota):
+    """efficiency.expert_critical_efficiency [1]: derived: the step waits for the most-loaded expert-parallel rank, which runs iota times the balanced expert FLOPs at the launch efficiency eta_l; Megatron-LM --moe-expert-capacity-factor caps an expert at capacity_factor x its balanced tokens (moe_utils.get_capacity, megatron/core/transformer/moe/moe_utils.py L248-265 @ d98e8a6; dropped past it, padded up to it with --moe-pad-expert-input-to-capacity)"""
+    return eta_l/iota
+
+
 def efficiency__expert_gemm_flops(M_x, f_x, h, t):
     """efficiency.expert_gemm_flops [FLOP]: MegaBlocks (Gale et al. 2023, arXiv 2211.15841) section 3: expert computation is a batch of (tokens per expert) x h x f GEMMs; expert tensor parallelism divides f"""
     return 2*M_x*f_x*h/t
+
+
+def efficiency__expert_launch_flops(W_x, iota, n_g):
+    """efficiency.expert_launch_flops [FLOP]: a grouped GEMM launches once for the rank's local experts: Megatron-LM --moe-grouped-gemm builds TEGroupedLinear with num_gemms = num_local_experts (megatron/core/transformer/moe/experts.py L183, L217-218 @ d98e8a6), torchtitan one torch._grouped_mm per projection (torchtitan/models/common/moe.py L120 @ b5bcd76); without it SequentialMLP loops over the local experts, one GEMM each (experts.py L1507 @ d98e8a6). The most-loaded rank's GEMMs are iota times the balanced size"""
+    return W_x*iota*n_g
 
 
 def efficiency__gemm_efficiency(W_g, W_half, eta_max):

@@ -1,0 +1,102 @@
+"""MoE physics by hand: the routed experts' own FLOP equations, the grouped-GEMM launch (one
+W_half per group, not per expert) and the most-loaded expert-parallel rank (--moe-imbalance)."""
+
+import pytest
+
+from optimus_calc.equations import compiled as eq
+from optimus_calc.evaluate.efficiency import expert_efficiency
+from optimus_calc.specs.training import Assumptions
+
+H100_ETA, H100_HALF = 0.58, 4.77  # catalog h100-sxm: gemm_eta_max, gemm_half_GFLOP
+
+
+def curve(w_gflop):
+    return H100_ETA * w_gflop / (w_gflop + H100_HALF)
+
+
+def test_expert_flops_have_their_own_equations():
+    # Mixtral-8x7B (h 4096, expert f 14336, SwiGLU m_m = 3, top-2), 4096 tokens per GPU,
+    # 32 MoE layers: 4096 x 32 x 2 x 3 x 4096 x 14336 x 2 = (3 x 2^19) x (7 x 2^23) = 21 x 2^42
+    # = 92,358,976,733,184 FLOPs forward
+    f = eq.compute__moe_expert_forward_flops(L_moe=32, f_x=14336, h=4096, k=2, m_m=3,
+                                             tau_g=4096)
+    assert f == 92_358_976_733_184
+    # backward 2x; full recomputation re-runs the forward: 3x
+    assert eq.compute__moe_expert_backward_flops(F_xf=f, r_x=0) == 2 * f
+    assert eq.compute__moe_expert_backward_flops(F_xf=f, r_x=1) == 3 * f
+
+
+def test_explain_names_the_expert_equation(run):
+    r = run("explain", "compute.moe_expert_forward_flops")
+    assert r.code == 0 and "MegaBlocks" in r.out
+
+
+def test_grouped_launch_charges_w_half_once_per_group(cat):
+    # GPT-OSS-120B: h 2880, expert f 2880, 128 experts, top-4; EP 8, TP 1, 4096 tokens per
+    # micro-batch: 4096 x 4 x 8 / 128 = 1,024 tokens per expert; one expert GEMM
+    # 2 x 1024 x 2880 x 2880 = 16,986,931,200 FLOPs; the 128 / 8 = 16 local experts in one
+    # grouped GEMM: 271,790,899,200 FLOPs per launch
+    h100 = cat.get("h100-sxm", "gpu")
+    assert eq.efficiency__tokens_per_expert(E=128, e_p=8, k=4, tau_mb=4096) == 1024
+    w = eq.efficiency__expert_gemm_flops(M_x=1024, f_x=2880, h=2880, t=1)
+    assert w == 16_986_931_200
+    assert eq.efficiency__expert_launch_flops(W_x=w, n_g=16, iota=1) == 271_790_899_200
+    grouped = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880))
+    assert grouped == pytest.approx(curve(271.7908992), rel=1e-9)  # 0.56999
+    per_expert = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880, grouped=0))
+    assert per_expert == pytest.approx(curve(16.9869312), rel=1e-9)  # 0.45283
+    # Mixtral at EP 8 has one local expert: grouping changes nothing
+    assert float(expert_efficiency(h100, 4096, 2, 4096, 2, 8, 8, 14336)) == pytest.approx(
+        float(expert_efficiency(h100, 4096, 2, 4096, 2, 8, 8, 14336, grouped=0)), rel=1e-12)
+
+
+def test_most_loaded_rank_sets_the_expert_time(cat):
+    # iota 1.25: the loaded rank's grouped GEMM is 1.25 x 271.79 = 339.74 GFLOP, and it runs
+    # 1.25x the balanced FLOPs: 0.58 x 339.74 / (339.74 + 4.77) / 1.25 = 0.57197 / 1.25 = 0.45758
+    h100 = cat.get("h100-sxm", "gpu")
+    eta = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880, imbalance=1.25))
+    assert eta == pytest.approx(curve(1.25 * 271.7908992) / 1.25, rel=1e-9)
+    assert eta == pytest.approx(0.45758, abs=1e-5)
+    # a fixed efficiency (--assume gemm_efficiency=0.5) replaces the curve, not the imbalance
+    fixed = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880, imbalance=1.25,
+                                    fixed=0.5))
+    assert fixed == pytest.approx(0.4)
+
+
+def test_imbalance_slows_expert_compute_by_hand(run):
+    # Mixtral-8x7B on one DGX H100, TP 2, EP 4, global batch 8 x 4096: DP 4, 4096 tokens per
+    # GPU; experts forward 92,358,976,733,184 FLOPs (above) + backward 2x = 277,076,930,199,552.
+    # At a fixed efficiency 0.5 on 989 TFLOP/s, iota 1.25 adds 0.25 of their time:
+    # 0.25 x 2.77077e14 / (0.5 x 989e12) = 0.140080 s
+    base = ("step", "mixtral-8x7b", "--node", "dgx-h100", "--tp", 2, "--ep", 4, "--zero", 1,
+            "--seq-len", 4096, "--global-batch", 8, "--assume", "gemm_efficiency=0.5",
+            "--format", "json")
+    one = run(*base).json()["breakdown"]["compute_s"]
+    loaded = run(*base, "--moe-imbalance", 1.25).json()["breakdown"]["compute_s"]
+    assert loaded - one == pytest.approx(0.25 * 277_076_930_199_552 / (0.5 * 989e12), rel=1e-6)
+
+
+def test_imbalance_scales_the_all_to_all_by_hand(run):
+    # as tests/test_step.py's cross-node case (TP 8, EP 2 on 2 DGX H100: one NIC per rank,
+    # 45 GB/s, alpha 3 us), the loaded rank receives 1.25 x 67,108,864 B per all-to-all:
+    # each 3e-6 + 1.25 x 33,554,432 / 45e9; 4 per layer x 32 layers
+    assert eq.step__ep_message_bytes(b=1, b_w=2, c=1, h=4096, k=2, s=4096,
+                                     iota=1.25) == 83_886_080
+    d = run("step", "mixtral-8x7b", "--node", "dgx-h100", "--nodes", 2, "--tp", 8, "--ep", 2,
+            "--zero", 1, "--seq-len", 4096, "--global-batch", 2, "--moe-imbalance", 1.25,
+            "--format", "json").json()
+    assert d["breakdown"]["ep_comm_s"] == pytest.approx(
+        4 * 32 * (3e-6 + 1.25 * 33_554_432 / 45e9), rel=1e-6)
+
+
+def test_imbalance_is_a_named_assumption_said_in_the_notes(run):
+    assert Assumptions().moe_imbalance == 1.0 and Assumptions().moe_grouped_gemm == 1.0
+    r = run("step", "mixtral-8x7b", "--node", "dgx-h100", "--ep", 8, "--zero", 1,
+            "--seq-len", 4096, "--global-batch", 8)
+    assert r.code == 0 and "balanced routing (--moe-imbalance 1.0, the default)" in r.out
+    assert run("step", "llama-3-8b", "--node", "dgx-h100", "--zero", 1,
+               "--global-batch", 8).out.count("--moe-imbalance") == 0
+    bad = run("step", "mixtral-8x7b", "--ep", 8, "--moe-imbalance", 0.5)
+    assert bad.code == 2 and "--moe-imbalance" in bad.err and "Traceback" not in bad.err
+    bad = run("step", "mixtral-8x7b", "--ep", 8, "--assume", "moe_imbalance=0.9")
+    assert bad.code == 2 and "moe_imbalance" in bad.err
