@@ -37,8 +37,8 @@ def test_grouped_launch_charges_w_half_once_per_group(cat):
     # 2 x 1024 x 2880 x 2880 = 16,986,931,200 FLOPs; the 128 / 8 = 16 local experts in one
     # grouped GEMM: 271,790,899,200 FLOPs per launch
     h100 = cat.get("h100-sxm", "gpu")
-    assert eq.efficiency__tokens_per_expert(E=128, e_p=8, k=4, tau_mb=4096) == 1024
-    w = eq.efficiency__expert_gemm_flops(M_x=1024, f_x=2880, h=2880, t=1)
+    assert eq.efficiency__tokens_per_expert(E=128, e_p=8, k=4, t=1, t_x=1, tau_mb=4096) == 1024
+    w = eq.efficiency__expert_gemm_flops(M_x=1024, f_x=2880, h=2880, t_x=1)
     assert w == 16_986_931_200
     assert eq.efficiency__expert_launch_flops(W_x=w, n_g=16, iota=1) == 271_790_899_200
     grouped = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880))
@@ -80,7 +80,7 @@ def test_imbalance_scales_the_all_to_all_by_hand(run):
     # as tests/test_step.py's cross-node case (TP 8, EP 2 on 2 DGX H100: one NIC per rank,
     # 45 GB/s, alpha 3 us), the loaded rank receives 1.25 x 67,108,864 B per all-to-all:
     # each 3e-6 + 1.25 x 33,554,432 / 45e9; 4 per layer x 32 layers
-    assert eq.step__ep_message_bytes(b=1, b_w=2, c=1, h=4096, k=2, s=4096,
+    assert eq.step__ep_message_bytes(b=1, b_w=2, c=1, h=4096, k=2, s=4096, t=8, t_x=8,
                                      iota=1.25) == 83_886_080
     d = run("step", "mixtral-8x7b", "--node", "dgx-h100", "--nodes", 2, "--tp", 8, "--ep", 2,
             "--zero", 1, "--seq-len", 4096, "--global-batch", 2, "--moe-imbalance", 1.25,

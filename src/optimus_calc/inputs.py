@@ -214,7 +214,8 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict) -> Inputs:
     hw = resolve_hardware(cat, kw["node"], kw["nodes"], kw["gpu"], kw["gpus_per_node"],
                           kw["smartnic"])
     layout = fill_layout(
-        hw, kw["tp"], kw["pp"], kw["dp"], kw["cp"], ep=kw["ep"], zero=ZeroStage(kw["zero"]),
+        hw, kw["tp"], kw["pp"], kw["dp"], kw["cp"], ep=kw["ep"], etp=kw.get("etp"),
+        zero=ZeroStage(kw["zero"]),
         offload=Offload(kw["offload"]), interleave=kw["interleave"],
         offload_params=kw["offload_params"], smartnic=hw.smartnic.name if hw.smartnic else None,
         smartnics_per_node=kw["smartnics_per_node"] or 0,

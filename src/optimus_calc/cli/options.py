@@ -167,6 +167,10 @@ layout_options = _stack(
                  help="Data-parallel degree (default: the GPUs left after tp x pp x cp)."),
     click.option("--cp", type=click.IntRange(1, 1_000_000), default=1, show_default=True),
     click.option("--ep", type=click.IntRange(1, 1_000_000), default=1, show_default=True),
+    click.option("--etp", type=click.IntRange(1, 1_000_000), default=None,
+                 help="Expert tensor-parallel degree (default: TP, Megatron-LM's "
+                      "--expert-tensor-parallel-size default). Set, EP x ETP folds over "
+                      "TP x CP x DP (Megatron-LM's MoE parallel folding; Megatron only)."),
     click.option("--interleave", type=click.IntRange(1, 1000), default=1, show_default=True,
                  help="Model chunks per GPU (interleaved 1F1B)."),
     click.option("--zero", type=click.IntRange(0, 3), default=0, show_default=True,

@@ -65,6 +65,8 @@ tok_mb = sym("tau_mb", "tokens of one micro-batch on one GPU (s b / cp)")
 k_top = sym("k", "experts each token is routed to (top-k)")
 E = sym("E", "routed experts (router width); 0 for dense")
 e_p = sym("e_p", "expert-parallel degree")
+t_x = sym("t_x", "expert tensor-parallel degree (--etp; TP unless parallel folding sets it)",
+          positive=True)
 f_x = sym("f_x", "intermediate size of one routed expert")
 M_x = sym("M_x", "tokens per local expert: the M dimension of its GEMMs")
 F_x = sym("F_x", "FLOPs of the routed experts' GEMMs")
@@ -72,18 +74,21 @@ eta_x = sym("eta_x", "efficiency of the routed experts' grouped GEMMs", positive
 W_x = sym("W_x", "FLOPs of one unit expert GEMM on one GPU (balanced routing)", positive=True)
 
 tokens_per_expert = equation(
-    "efficiency.tokens_per_expert", tok_mb * k_top * e_p / E, "tokens",
+    "efficiency.tokens_per_expert", tok_mb * k_top * e_p * t_x / (E * t), "tokens",
     "Megatron-core MoE docs (transformer/moe/README.md, grouped GEMM over the local experts; "
     "alltoall dispatcher): every EP rank sends its tau_mb x k routed tokens to the E / e_p "
-    "experts of each rank; with balanced routing an expert receives tau_mb k e_p / E",
+    "experts of each rank; with balanced routing an expert receives tau_mb k e_p / E. Under "
+    "parallel folding (expert TP t_x below TP t, arXiv 2504.14960) an EP rank holds only its "
+    "t_x / t share of the micro-batch's tokens (the sequence-parallel shard)",
     "Tokens one routed expert processes per micro-batch (balanced routing): the M dimension of "
     "its grouped GEMM.")
 
 expert_gemm_flops = equation(
-    "efficiency.expert_gemm_flops", 2 * M_x * h * f_x / t, "FLOP",
+    "efficiency.expert_gemm_flops", 2 * M_x * h * f_x / t_x, "FLOP",
     "MegaBlocks (Gale et al. 2023, arXiv 2211.15841) section 3: expert computation is a batch "
     "of (tokens per expert) x h x f GEMMs; expert tensor parallelism divides f",
-    "FLOPs of one unit expert GEMM on one GPU: tokens per expert x hidden x expert width / TP. "
+    "FLOPs of one unit expert GEMM on one GPU: tokens per expert x hidden x expert width / "
+    "expert TP. "
     "Its efficiency follows the same curve as the weight GEMMs (efficiency.gemm_efficiency).")
 
 n_g = sym("n_g", "expert GEMMs one kernel launch covers: the e_l = E / e_p local experts with "

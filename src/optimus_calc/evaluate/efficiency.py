@@ -80,18 +80,18 @@ def attention_flops(tokens, layers, s, q_d, recompute_attention):
 
 
 def expert_efficiency(gpu: GPU, h, t, tokens_mb, top_k, experts, ep, expert_ffn,
-                      grouped=1.0, imbalance=1.0, fixed: float | None = None):
+                      grouped=1.0, imbalance=1.0, fixed: float | None = None, etp=None):
     """Efficiency of the routed experts' balanced FLOPs on the step's critical path: the GEMM
     curve at the size of one expert GEMM launch (efficiency.expert_launch_flops: the rank's
     E / ep local experts in one grouped GEMM when ``grouped``, else one expert; ``imbalance``
     times the balanced tokens on the most-loaded rank), divided by ``imbalance``
     (efficiency.expert_critical_efficiency). ``fixed`` (``--assume gemm_efficiency=X``)
-    replaces the curve, not the imbalance."""
-    ep = np.asarray(ep, dtype=float)
-    m_x = eq.efficiency__tokens_per_expert(E=experts, e_p=ep, k=top_k,
+    replaces the curve, not the imbalance. ``etp``: the experts' TP (None: TP)."""
+    ep, t = np.asarray(ep, dtype=float), np.asarray(t, dtype=float)
+    t_x = t if etp is None else np.asarray(etp, dtype=float)
+    m_x = eq.efficiency__tokens_per_expert(E=experts, e_p=ep, k=top_k, t=t, t_x=t_x,
                                            tau_mb=np.asarray(tokens_mb, dtype=float))
-    w = eq.efficiency__expert_gemm_flops(M_x=m_x, f_x=expert_ffn, h=h,
-                                         t=np.asarray(t, dtype=float))
+    w = eq.efficiency__expert_gemm_flops(M_x=m_x, f_x=expert_ffn, h=h, t_x=t_x)
     n_g = np.where(np.asarray(grouped) > 0, experts / ep, 1.0)
     w_l = eq.efficiency__expert_launch_flops(W_x=w, iota=imbalance, n_g=n_g)
     eta_l = (np.broadcast_to(np.float64(fixed), np.shape(w_l)) if fixed is not None else

@@ -71,6 +71,7 @@ def _moe_work(ctx: Ctx, tau, r_full):
     eta_x = expert_efficiency(ctx.hw.gpu, model.hidden, ctx.t, tokens_mb, model.top_k,
                               model.experts, ctx.ep, model.expert_ffn,
                               grouped=ctx.asm.moe_grouped_gemm, imbalance=ctx.asm.moe_imbalance,
+                              etp=ctx.t_x,
                               fixed=(ctx.asm.gemm_efficiency
                                      if "gemm_efficiency" in ctx.asm.model_fields_set else None))
     route = (eq.compute__moe_permute_bytes(b_a=ctx.tr.weight_bytes, h=model.hidden,
@@ -187,9 +188,11 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
     set_scope("ep")
     a2a = 0.0
     if model.is_moe:
+        # the EP group: ranks ETP apart (Megatron's expert grid, ETP innermost:
+        # parallel_state.py L887-896 @ d98e8a6); ETP = TP unless parallel folding sets it
         z_ep = eq.step__ep_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, k=model.top_k,
-                                         s=s, iota=asm.moe_imbalance)
-        a2a = eq.comm__all_to_all_time(z=z_ep, **all_to_all(hw, ctx.ep, t, nic=nic))
+                                         s=s, iota=asm.moe_imbalance, t=t, t_x=ctx.t_x)
+        a2a = eq.comm__all_to_all_time(z=z_ep, **all_to_all(hw, ctx.ep, ctx.t_x, nic=nic))
     T_ep = eq.step__ep_comm_time(L_moe=ctx.st["moe_layers"], T_a2a=a2a, m=m,
                                  o_ep=asm.ep_overlap)
     set_scope("pp")
@@ -223,8 +226,10 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     if np.any(np.asarray(p_x) > 0):  # MoE: the expert gradients reduce over the expert-DP group
         set_scope("dp experts")
         k_x = eq.step__gradient_buckets(B_cap=cap_g, P=p_x, b_g=gbytes)
-        # the expert-DP group: ranks EP x TP apart, on the DP group's bandwidth
-        dpx = dict(n=n_dp / ctx.ep, stride=ctx.t * ctx.ep, beta=b_dp, alpha=a_dp,
+        # the expert-DP group DP x CP x TP / (EP x ETP): ranks EP x ETP apart, on the DP
+        # group's bandwidth
+        dpx = dict(n=n_dp * ctx.t / (ctx.ep * ctx.t_x), stride=ctx.t_x * ctx.ep, beta=b_dp,
+                   alpha=a_dp,
                    z=gbytes * p_x / k_x)
         T_bkx = np.where(z == 0, _ring(ctx, "all-reduce", **dpx),
                          _ring(ctx, "reduce-scatter", **dpx))

@@ -26,7 +26,8 @@ def hardware_data(hw) -> dict[str, Any]:
 
 def layout_data(layout) -> dict[str, Any]:
     return {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "cp": layout.cp,
-            "ep": layout.ep, "zero": int(layout.zero), "offload": layout.offload.value,
+            "ep": layout.ep, "etp": layout.expert_tp, "zero": int(layout.zero),
+            "offload": layout.offload.value,
             "interleave": layout.interleave, "offload_params": layout.offload_params,
             "smartnic": layout.smartnic if layout.offload is Offload.SMARTNIC else None}
 
@@ -58,6 +59,8 @@ def layout_text(layout) -> str:
         s += f" CP={layout.cp}"
     if layout.ep > 1:
         s += f" EP={layout.ep}"
+    if layout.etp is not None:
+        s += f" ETP={layout.etp}"
     if layout.interleave > 1:
         s += f" interleave={layout.interleave}"
     s += f", ZeRO-{int(layout.zero)}, offload {layout.offload.value}"

@@ -13,9 +13,9 @@ def efficiency__expert_critical_efficiency(eta_l, iota):
     return eta_l/iota
 
 
-def efficiency__expert_gemm_flops(M_x, f_x, h, t):
+def efficiency__expert_gemm_flops(M_x, f_x, h, t_x):
     """efficiency.expert_gemm_flops [FLOP]: MegaBlocks (Gale et al. 2023, arXiv 2211.15841) section 3: expert computation is a batch of (tokens per expert) x h x f GEMMs; expert tensor parallelism divides f"""
-    return 2*M_x*f_x*h/t
+    return 2*M_x*f_x*h/t_x
 
 
 def efficiency__expert_launch_flops(W_x, iota, n_g):
@@ -43,6 +43,6 @@ def efficiency__moe_layer_efficiency(F_a, F_d, F_x, eta_a, eta_d, eta_x):
     return (F_a + F_d + F_x)/(F_a/eta_a + F_d/eta_d + F_x/eta_x)
 
 
-def efficiency__tokens_per_expert(E, e_p, k, tau_mb):
-    """efficiency.tokens_per_expert [tokens]: Megatron-core MoE docs (transformer/moe/README.md, grouped GEMM over the local experts; alltoall dispatcher): every EP rank sends its tau_mb x k routed tokens to the E / e_p experts of each rank; with balanced routing an expert receives tau_mb k e_p / E"""
-    return e_p*k*tau_mb/E
+def efficiency__tokens_per_expert(E, e_p, k, t, t_x, tau_mb):
+    """efficiency.tokens_per_expert [tokens]: Megatron-core MoE docs (transformer/moe/README.md, grouped GEMM over the local experts; alltoall dispatcher): every EP rank sends its tau_mb x k routed tokens to the E / e_p experts of each rank; with balanced routing an expert receives tau_mb k e_p / E. Under parallel folding (expert TP t_x below TP t, arXiv 2504.14960) an EP rank holds only its t_x / t share of the micro-batch's tokens (the sequence-parallel shard)"""
+    return e_p*k*t_x*tau_mb/(E*t)
