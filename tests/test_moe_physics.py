@@ -100,3 +100,67 @@ def test_imbalance_is_a_named_assumption_said_in_the_notes(run):
     assert bad.code == 2 and "--moe-imbalance" in bad.err and "Traceback" not in bad.err
     bad = run("step", "mixtral-8x7b", "--ep", 8, "--assume", "moe_imbalance=0.9")
     assert bad.code == 2 and "moe_imbalance" in bad.err
+
+
+# ---- Megatron-LM's MoE parallel folding (--etp) -----------------------------------------------
+
+def test_folding_layout_rule():
+    from optimus_calc.specs.training import Layout
+    # NeMo-style TP 2 x DP 16 with EP 32: 32 does not divide dp x cp = 16 without folding;
+    # with expert TP 1, EP x ETP = 32 divides tp x cp x dp = 32
+    assert Layout(tp=2, dp=16, ep=32, etp=1).expert_tp == 1
+    assert Layout(tp=2, dp=16, ep=8).expert_tp == 2  # default: TP (Megatron's)
+    with pytest.raises(ValueError, match="--etp"):
+        Layout(tp=2, dp=16, ep=32)
+    with pytest.raises(ValueError, match="must divide tp x cp x dp = 32"):
+        Layout(tp=2, dp=16, ep=32, etp=2)  # 64 ranks of experts on 32 GPUs
+
+
+def test_folded_expert_memory_by_hand():
+    # A = 1000 dense (TP-sharded), X = 6400 expert, R = 10 replicated parameters; TP 2, EP 32,
+    # ETP 1: 1000 / 2 + 6400 / 32 + 10 = 710 per GPU, 200 of them experts
+    assert eq.memory__params_per_gpu(A=1000, X=6400, R=10, e=32, t=2, t_x=1) == 710
+    # DP 16: dense states over 16 ranks, experts over dp x cp x t / (e t_x) = 1 rank:
+    # 510 / 16 + 200 / 1 = 231.875 per GPU = P / N_d, N_d = 710 / 231.875 = 3.06199
+    n = eq.memory__zero_shard_degree(D_p=16, P=710, P_x=200, c=1, e=32, t=2, t_x=1)
+    assert 710 / n == pytest.approx(231.875, rel=1e-12)
+    # ETP = TP gives back the unfolded form (e - 1) P_x: 16 x 710 / (710 + 31 x 200)
+    assert eq.memory__zero_shard_degree(D_p=16, P=710, P_x=200, c=1, e=32, t=2,
+                                        t_x=2) == pytest.approx(16 * 710 / (710 + 31 * 200))
+
+
+def test_folded_all_to_all_by_hand(run):
+    # Mixtral on one DGX H100, TP 2 x DP 4, EP 8 with ETP 1: the EP group is the 8 GPUs of the
+    # node (ranks ETP = 1 apart) and each sends its sequence-parallel half of the tokens:
+    # z = 4096 x 1 x 4096 x 2 B x top-2 x 1/2 = 33,554,432 B; pairwise all-to-all inside the
+    # node: 7 x 1 us + 7/8 x z / 369 GB/s (NVLink 4 at its efficiency); 4 per layer x 32 layers
+    d = run("step", "mixtral-8x7b", "--node", "dgx-h100", "--tp", 2, "--ep", 8, "--etp", 1,
+            "--zero", 1, "--seq-len", 4096, "--global-batch", 4, "--format", "json").json()
+    assert d["layout"]["etp"] == 1 and d["layout"]["dp"] == 4
+    assert d["breakdown"]["ep_comm_s"] == pytest.approx(
+        4 * 32 * (7e-6 + 7 / 8 * 33_554_432 / 369e9), rel=1e-9)
+    # without --etp the same EP 8 does not divide dp x cp = 4: refused, naming the flag
+    bad = run("step", "mixtral-8x7b", "--node", "dgx-h100", "--tp", 2, "--ep", 8)
+    assert bad.code == 2 and "--etp" in bad.err and "Traceback" not in bad.err
+
+
+def test_folding_is_megatron_and_torchtitan_only(cat):
+    from optimus_calc.frameworks.registry import layout_support
+    from optimus_calc.specs.training import Layout, Training
+    model = cat.get("qwen3-30b-a3b", "model")
+    tr = Training(seq_len=4096, global_batch=8)
+
+    def runs(**kw):
+        return {str(getattr(k, "value", k)): int(v) == 0 for k, v in layout_support(
+            Layout(tp=4, dp=2, ep=2, zero=3, **kw), tr, model).items()}
+    plain, one, two = runs(), runs(etp=1), runs(etp=2)
+    assert plain["megatron"] and one["megatron"] and two["megatron"]
+    # torchtitan v0.2.2: ETP is TP or 1 (parallel_dims.py L58-59)
+    assert plain["torchtitan"] and one["torchtitan"] and not two["torchtitan"]
+    # DeepSpeed's expert TP is its TP (deepspeed/utils/groups.py L559-560): TP 2 x DP 4, EP 2,
+    # ZeRO-1 runs there unfolded, not with ETP 1
+    ds = [{str(getattr(k, "value", k)): int(v) == 0 for k, v in layout_support(
+        Layout(tp=2, dp=4, ep=2, zero=1, **kw), tr, model).items()}["deepspeed"]
+          for kw in ({}, {"etp": 1})]
+    assert ds == [True, False]
+    assert not one["megatron-deepspeed"] and not one["deepspeed"]
