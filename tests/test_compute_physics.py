@@ -115,12 +115,12 @@ def test_tokens_per_expert_and_expert_gemm(cat):
     assert w == 481_036_337_152
     h100 = cat.get("h100-sxm", "gpu")
     assert float(expert_efficiency(h100, 4096, 2, 4096, 2, 8, 8, 14336,
-                                   grouped=0)) == pytest.approx(
+                                   streams=1)) == pytest.approx(
         0.58 * 481.036337152 / (481.036337152 + 4.77), rel=1e-9)
     # without EP each expert sees 4096 x 2 / 8 = 1,024 tokens: a GEMM 8x smaller, less efficient
-    # when each expert is its own GEMM (grouped=0; the grouped launch: tests/test_moe_physics.py)
+    # when each expert is its own GEMM (streams=1; concurrent GEMMs: tests/test_moe_physics.py)
     assert float(expert_efficiency(h100, 4096, 2, 4096, 2, 8, 1, 14336,
-                                   grouped=0)) == pytest.approx(
+                                   streams=1)) == pytest.approx(
         0.58 * 60.129542144 / (60.129542144 + 4.77), rel=1e-9)
 
 

@@ -1,5 +1,6 @@
-"""MoE physics by hand: the routed experts' own FLOP equations, the grouped-GEMM launch (one
-W_half per group, not per expert) and the most-loaded expert-parallel rank (--moe-imbalance)."""
+"""MoE physics by hand: the routed experts' own FLOP equations, concurrent expert GEMMs (one
+W_half per concurrent group, not per expert), the most-loaded expert-parallel rank
+(--moe-imbalance) and Megatron-LM's parallel folding (--etp)."""
 
 import pytest
 
@@ -31,35 +32,42 @@ def test_explain_names_the_expert_equation(run):
     assert r.code == 0 and "MegaBlocks" in r.out
 
 
-def test_grouped_launch_charges_w_half_once_per_group(cat):
+def test_concurrent_expert_gemms_share_one_fixed_cost(cat):
     # GPT-OSS-120B: h 2880, expert f 2880, 128 experts, top-4; EP 8, TP 1, 4096 tokens per
     # micro-batch: 4096 x 4 x 8 / 128 = 1,024 tokens per expert; one expert GEMM
-    # 2 x 1024 x 2880 x 2880 = 16,986,931,200 FLOPs; the 128 / 8 = 16 local experts in one
-    # grouped GEMM: 271,790,899,200 FLOPs per launch
+    # 2 x 1024 x 2880 x 2880 = 16,986,931,200 FLOPs. Transformer Engine runs the 16 local
+    # experts' GEMMs 4 at a time (4 compute streams): W_half once per 4 GEMMs, the curve read
+    # at 4 x 16.987 = 67.948 GFLOP: 0.58 x 67.948 / (67.948 + 4.77) = 0.54195
     h100 = cat.get("h100-sxm", "gpu")
     assert eq.efficiency__tokens_per_expert(E=128, e_p=8, k=4, t=1, t_x=1, tau_mb=4096) == 1024
     w = eq.efficiency__expert_gemm_flops(M_x=1024, f_x=2880, h=2880, t_x=1)
     assert w == 16_986_931_200
-    assert eq.efficiency__expert_launch_flops(W_x=w, n_g=16, iota=1) == 271_790_899_200
-    grouped = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880))
-    assert grouped == pytest.approx(curve(271.7908992), rel=1e-9)  # 0.56999
-    per_expert = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880, grouped=0))
-    assert per_expert == pytest.approx(curve(16.9869312), rel=1e-9)  # 0.45283
-    # Mixtral at EP 8 has one local expert: grouping changes nothing
+    assert eq.efficiency__expert_launch_flops(W_x=w, n_g=4, iota=1) == 67_947_724_800
+    four = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880))
+    assert four == pytest.approx(curve(67.9477248), rel=1e-9)
+    assert four == pytest.approx(0.54195, abs=1e-5)
+    # one after another (SequentialMLP): 0.58 x 16.987 / (16.987 + 4.77) = 0.45283
+    one = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880, streams=1))
+    assert one == pytest.approx(curve(16.9869312), rel=1e-9)
+    # one grouped kernel over all 16 (torch._grouped_mm): 271.79 GFLOP, 0.56999
+    grouped = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880, streams=1e6))
+    assert grouped == pytest.approx(curve(271.7908992), rel=1e-9)
+    # Mixtral at EP 8 has one local expert: concurrency changes nothing
     assert float(expert_efficiency(h100, 4096, 2, 4096, 2, 8, 8, 14336)) == pytest.approx(
-        float(expert_efficiency(h100, 4096, 2, 4096, 2, 8, 8, 14336, grouped=0)), rel=1e-12)
+        float(expert_efficiency(h100, 4096, 2, 4096, 2, 8, 8, 14336, streams=1)), rel=1e-12)
 
 
 def test_most_loaded_rank_sets_the_expert_time(cat):
     # iota 1.25: the loaded rank's grouped GEMM is 1.25 x 271.79 = 339.74 GFLOP, and it runs
     # 1.25x the balanced FLOPs: 0.58 x 339.74 / (339.74 + 4.77) / 1.25 = 0.57197 / 1.25 = 0.45758
     h100 = cat.get("h100-sxm", "gpu")
-    eta = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880, imbalance=1.25))
+    eta = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880, streams=1e6,
+                                  imbalance=1.25))
     assert eta == pytest.approx(curve(1.25 * 271.7908992) / 1.25, rel=1e-9)
     assert eta == pytest.approx(0.45758, abs=1e-5)
     # a fixed efficiency (--assume gemm_efficiency=0.5) replaces the curve, not the imbalance
     fixed = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880, imbalance=1.25,
-                                    fixed=0.5))
+                                    fixed=0.5, streams=1e6))
     assert fixed == pytest.approx(0.4)
 
 
@@ -90,7 +98,7 @@ def test_imbalance_scales_the_all_to_all_by_hand(run):
 
 
 def test_imbalance_is_a_named_assumption_said_in_the_notes(run):
-    assert Assumptions().moe_imbalance == 1.0 and Assumptions().moe_grouped_gemm == 1.0
+    assert Assumptions().moe_imbalance == 1.0 and Assumptions().moe_expert_gemm_streams == 4
     r = run("step", "mixtral-8x7b", "--node", "dgx-h100", "--ep", 8, "--zero", 1,
             "--seq-len", 4096, "--global-batch", 8)
     assert r.code == 0 and "balanced routing (--moe-imbalance 1.0, the default)" in r.out

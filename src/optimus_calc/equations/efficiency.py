@@ -91,8 +91,8 @@ expert_gemm_flops = equation(
     "expert TP. "
     "Its efficiency follows the same curve as the weight GEMMs (efficiency.gemm_efficiency).")
 
-n_g = sym("n_g", "expert GEMMs one kernel launch covers: the e_l = E / e_p local experts with "
-          "a grouped GEMM (Assumptions.moe_grouped_gemm = 1), 1 with one GEMM per expert")
+n_g = sym("n_g", "expert GEMMs that share one fixed cost: min(E / e_p local experts, the "
+          "concurrent GEMM streams, Assumptions.moe_expert_gemm_streams)")
 iota = sym("iota", "tokens the most-loaded expert-parallel rank processes / the balanced "
            "share (>= 1; Assumptions.moe_imbalance, --moe-imbalance)", positive=True)
 W_l = sym("W_l", "FLOPs of one expert GEMM launch on the most-loaded rank", positive=True)
@@ -100,12 +100,14 @@ eta_l = sym("eta_l", "GEMM-curve efficiency of one expert GEMM launch", positive
 
 expert_launch_flops = equation(
     "efficiency.expert_launch_flops", n_g * iota * W_x, "FLOP",
-    "a grouped GEMM launches once for the rank's local experts: Megatron-LM --moe-grouped-gemm "
-    "builds TEGroupedLinear with num_gemms = num_local_experts (megatron/core/transformer/moe/"
-    "experts.py L183, L217-218 @ d98e8a6), torchtitan one torch._grouped_mm per projection "
-    "(torchtitan/models/common/moe.py L120 @ b5bcd76); without it SequentialMLP loops over the "
-    "local experts, one GEMM each (experts.py L1507 @ d98e8a6). The most-loaded rank's GEMMs "
-    "are iota times the balanced size",
+    "Megatron-LM --moe-grouped-gemm builds TEGroupedLinear with num_gemms = num_local_experts "
+    "(megatron/core/transformer/moe/experts.py L183, L217-218 @ d98e8a6), which Transformer "
+    "Engine runs as one cuBLAS GEMM per expert over 4 concurrent streams "
+    "(transformer_engine/common/gemm/cublaslt_gemm.cu L1064-1077, util/multi_stream.cpp L53 @ "
+    "d0067d0): n_g = 4 GEMMs share a fixed cost; torchtitan launches one torch._grouped_mm per "
+    "projection over all local experts (models/moe/moe.py L113-128 @ v0.2.2); SequentialMLP "
+    "loops over them (experts.py L1507): n_g = 1. The most-loaded rank's GEMMs are iota times "
+    "the balanced size",
     "FLOPs of one expert GEMM launch: the size the GEMM curve (efficiency.gemm_efficiency, "
     "W_half charged once per launch) is read at for the routed experts.")
 

@@ -80,10 +80,10 @@ def attention_flops(tokens, layers, s, q_d, recompute_attention):
 
 
 def expert_efficiency(gpu: GPU, h, t, tokens_mb, top_k, experts, ep, expert_ffn,
-                      grouped=1.0, imbalance=1.0, fixed: float | None = None, etp=None):
+                      streams=4.0, imbalance=1.0, fixed: float | None = None, etp=None):
     """Efficiency of the routed experts' balanced FLOPs on the step's critical path: the GEMM
-    curve at the size of one expert GEMM launch (efficiency.expert_launch_flops: the rank's
-    E / ep local experts in one grouped GEMM when ``grouped``, else one expert; ``imbalance``
+    curve at the size of the GEMMs that share one fixed cost (efficiency.expert_launch_flops:
+    of the rank's E / ep local experts, the ``streams`` that run concurrently; ``imbalance``
     times the balanced tokens on the most-loaded rank), divided by ``imbalance``
     (efficiency.expert_critical_efficiency). ``fixed`` (``--assume gemm_efficiency=X``)
     replaces the curve, not the imbalance. ``etp``: the experts' TP (None: TP)."""
@@ -92,7 +92,7 @@ def expert_efficiency(gpu: GPU, h, t, tokens_mb, top_k, experts, ep, expert_ffn,
     m_x = eq.efficiency__tokens_per_expert(E=experts, e_p=ep, k=top_k, t=t, t_x=t_x,
                                            tau_mb=np.asarray(tokens_mb, dtype=float))
     w = eq.efficiency__expert_gemm_flops(M_x=m_x, f_x=expert_ffn, h=h, t_x=t_x)
-    n_g = np.where(np.asarray(grouped) > 0, experts / ep, 1.0)
+    n_g = np.minimum(experts / ep, np.asarray(streams, dtype=float))
     w_l = eq.efficiency__expert_launch_flops(W_x=w, iota=imbalance, n_g=n_g)
     eta_l = (np.broadcast_to(np.float64(fixed), np.shape(w_l)) if fixed is not None else
              eq.efficiency__gemm_efficiency(W_g=w_l, W_half=gpu.gemm_half_GFLOP * 1e9,

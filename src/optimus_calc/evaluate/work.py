@@ -70,7 +70,8 @@ def _moe_work(ctx: Ctx, tau, r_full):
     tokens_mb = ctx.s * ctx.mb / ctx.cp
     eta_x = expert_efficiency(ctx.hw.gpu, model.hidden, ctx.t, tokens_mb, model.top_k,
                               model.experts, ctx.ep, model.expert_ffn,
-                              grouped=ctx.asm.moe_grouped_gemm, imbalance=ctx.asm.moe_imbalance,
+                              streams=ctx.asm.moe_expert_gemm_streams,
+                              imbalance=ctx.asm.moe_imbalance,
                               etp=ctx.t_x,
                               fixed=(ctx.asm.gemm_efficiency
                                      if "gemm_efficiency" in ctx.asm.model_fields_set else None))

@@ -164,6 +164,8 @@ PROFILE = PhysicsProfile((
     # fully_shard on each transformer block: one all-gather per block, not per submodule
     Setting("zero3_modules_per_layer", 1, "torchtitan/models/llama3/infra/parallelize.py "
             "L334-357"),
+    # MoE experts: one torch._grouped_mm per projection over all local experts
+    Setting("moe_expert_gemm_streams", 1e6, "torchtitan/models/moe/moe.py L37, L113-128"),
 ))
 
 PLUGIN = FrameworkPlugin(

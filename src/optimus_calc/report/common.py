@@ -141,14 +141,14 @@ def efficiency_text(gpu, asm, kernel=None) -> str:
 
 def moe_notes(model, asm) -> list[str]:
     """For an MoE model: the routing the expert time assumes (--moe-imbalance, balanced by
-    default) and whether the experts' GEMMs launch per group or per expert."""
+    default) and how many expert GEMMs run concurrently, sharing one fixed cost."""
     if not getattr(model, "is_moe", False):
         return []
     route = ("balanced routing (--moe-imbalance 1.0, the default)" if asm.moe_imbalance == 1
              else f"the most-loaded expert-parallel rank at {asm.moe_imbalance:g}x its balanced "
                   "tokens (--moe-imbalance): its expert GEMMs and all-to-all set the pace")
-    launch = ("one grouped GEMM over each rank's local experts (moe_grouped_gemm=1)"
-              if asm.moe_grouped_gemm else "one GEMM per expert (moe_grouped_gemm=0)")
+    launch = (f"the local experts' GEMMs {asm.moe_expert_gemm_streams:g} at a time "
+              "(moe_expert_gemm_streams)")
     return [f"MoE: {route}; {launch} (`optimus-calc explain efficiency.expert_launch_flops`)"]
 
 

@@ -19,7 +19,7 @@ def efficiency__expert_gemm_flops(M_x, f_x, h, t_x):
 
 
 def efficiency__expert_launch_flops(W_x, iota, n_g):
-    """efficiency.expert_launch_flops [FLOP]: a grouped GEMM launches once for the rank's local experts: Megatron-LM --moe-grouped-gemm builds TEGroupedLinear with num_gemms = num_local_experts (megatron/core/transformer/moe/experts.py L183, L217-218 @ d98e8a6), torchtitan one torch._grouped_mm per projection (torchtitan/models/common/moe.py L120 @ b5bcd76); without it SequentialMLP loops over the local experts, one GEMM each (experts.py L1507 @ d98e8a6). The most-loaded rank's GEMMs are iota times the balanced size"""
+    """efficiency.expert_launch_flops [FLOP]: Megatron-LM --moe-grouped-gemm builds TEGroupedLinear with num_gemms = num_local_experts (megatron/core/transformer/moe/experts.py L183, L217-218 @ d98e8a6), which Transformer Engine runs as one cuBLAS GEMM per expert over 4 concurrent streams (transformer_engine/common/gemm/cublaslt_gemm.cu L1064-1077, util/multi_stream.cpp L53 @ d0067d0): n_g = 4 GEMMs share a fixed cost; torchtitan launches one torch._grouped_mm per projection over all local experts (models/moe/moe.py L113-128 @ v0.2.2); SequentialMLP loops over them (experts.py L1507): n_g = 1. The most-loaded rank's GEMMs are iota times the balanced size"""
     return W_x*iota*n_g
 
 
