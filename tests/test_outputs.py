@@ -13,7 +13,7 @@ INT_RE = re.compile(r"^-?[0-9]+$")
 FLOAT_RE = re.compile(r"^-?[0-9]+\.([0-9]+)$")
 # numeric columns whose header carries no unit because they are dimensionless counts/degrees
 COUNT_COLUMNS = {
-    "nodes", "gpus", "seq_len", "global_batch", "micro_batch", "tp", "pp", "dp", "cp", "ep",
+    "nodes", "gpus", "seq_len", "global_batch", "micro_batch", "tp", "pp", "dp", "cp", "ep", "etp",
     "zero", "interleave", "rank", "stage", "gpu_stage", "layouts_evaluated", "layouts_feasible",
     "nics_per_gpu_for_memory", "nics_per_gpu_for_compute", "nics_for_memory", "nics_for_compute",
     "recommended_nics_per_node", "offload_devices", "offload_devices_per_node",

@@ -77,16 +77,16 @@ def test_superoffload_stv_exposure_by_hand():
 
 def test_zero_shard_degree_by_hand():
     # dense model, dp 2 x cp 4: states shard over 8 (Megatron dp-cp group, torchtitan fsdp)
-    assert float(eq.memory__zero_shard_degree(D_p=2, P=8e9, P_x=0, c=4, e=1)) == 8.0
+    assert float(eq.memory__zero_shard_degree(D_p=2, P=8e9, P_x=0, c=4, e=1, t=1, t_x=1)) == 8.0
     # MoE: 1e9 dense + 4e9 expert parameters on the GPU, dp 8, ep 8: dense over 8, experts over
     # 8 / 8 = 1, so b P / N = b (1e9 / 8 + 4e9 / 1) -> N = 5e9 / 4.125e9 = 1.2121...
-    n = float(eq.memory__zero_shard_degree(D_p=8, P=5e9, P_x=4e9, c=1, e=8))
+    n = float(eq.memory__zero_shard_degree(D_p=8, P=5e9, P_x=4e9, c=1, e=8, t=1, t_x=1))
     assert n == pytest.approx(5e9 / (1e9 / 8 + 4e9))
     # CP and EP together: dp 4, cp 2, ep 4, 1e9 dense + 4e9 expert parameters on the GPU: dense
     # over dp x cp = 8, experts over the expert-DP group dp x cp / ep = 2 (Megatron
     # parallel_state.py expert data parallel), so per rank 1e9/8 + 4e9/2 = 2.125e9 and
     # N = 5e9 / 2.125e9 = 2.3529...
-    n = float(eq.memory__zero_shard_degree(D_p=4, P=5e9, P_x=4e9, c=2, e=4))
+    n = float(eq.memory__zero_shard_degree(D_p=4, P=5e9, P_x=4e9, c=2, e=4, t=1, t_x=1))
     assert n == pytest.approx(5e9 / 2.125e9)
 
 

@@ -89,11 +89,14 @@ def parse_assumptions(items: tuple[str, ...] | list[str]) -> Assumptions:
 
 
 def assumptions_from(kw: dict) -> Assumptions:
-    """``--assume`` items plus ``--headroom`` (the gpu_headroom assumption by its own flag)."""
+    """``--assume`` items plus ``--headroom`` and ``--moe-imbalance`` (the gpu_headroom and
+    moe_imbalance assumptions by their own flags)."""
     from optimus_calc.profile import assumptions_with
     asm = assumptions_with(kw.get("profile"), parse_assumptions(kw.get("assume") or ()))
     if kw.get("headroom") is not None:
         asm = asm.model_copy(update={"gpu_headroom": float(kw["headroom"])})
+    if kw.get("moe_imbalance") is not None:  # the moe_imbalance assumption by its own flag
+        asm = asm.model_copy(update={"moe_imbalance": float(kw["moe_imbalance"])})
     return asm
 
 
@@ -211,7 +214,8 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict) -> Inputs:
     hw = resolve_hardware(cat, kw["node"], kw["nodes"], kw["gpu"], kw["gpus_per_node"],
                           kw["smartnic"])
     layout = fill_layout(
-        hw, kw["tp"], kw["pp"], kw["dp"], kw["cp"], ep=kw["ep"], zero=ZeroStage(kw["zero"]),
+        hw, kw["tp"], kw["pp"], kw["dp"], kw["cp"], ep=kw["ep"], etp=kw.get("etp"),
+        zero=ZeroStage(kw["zero"]),
         offload=Offload(kw["offload"]), interleave=kw["interleave"],
         offload_params=kw["offload_params"], smartnic=hw.smartnic.name if hw.smartnic else None,
         smartnics_per_node=kw["smartnics_per_node"] or 0,

@@ -120,6 +120,12 @@ def _training(global_batch_help: str, per_layout: bool, lists: bool = False) -> 
         click.option("--headroom", type=FiniteFloat(0, 0.9), default=None, metavar="FRACTION",
                      help="GPU memory a layout must leave free, fraction of capacity (default "
                           "0.05): judges fits in memory, fit and plan."),
+        click.option("--moe-imbalance", type=FiniteFloat(1, 1024), default=None,
+                     metavar="FACTOR",
+                     help="MoE: tokens of the most-loaded expert-parallel rank / its balanced "
+                          "share (default 1.0, balanced); its expert GEMMs and all-to-all set "
+                          "the step's pace. Megatron-LM's --moe-expert-capacity-factor bounds "
+                          "it (the moe_imbalance assumption)."),
         click.option("--multicast", is_flag=True,
                      help="Parameter all-gathers (ZeRO/FSDP) use hardware multicast."),
         click.option("--overlap-grad-reduce/--no-overlap-grad-reduce", default=True,
@@ -161,6 +167,10 @@ layout_options = _stack(
                  help="Data-parallel degree (default: the GPUs left after tp x pp x cp)."),
     click.option("--cp", type=click.IntRange(1, 1_000_000), default=1, show_default=True),
     click.option("--ep", type=click.IntRange(1, 1_000_000), default=1, show_default=True),
+    click.option("--etp", type=click.IntRange(1, 1_000_000), default=None,
+                 help="Expert tensor-parallel degree (default: TP, Megatron-LM's "
+                      "--expert-tensor-parallel-size default). Set, EP x ETP folds over "
+                      "TP x CP x DP (Megatron-LM's MoE parallel folding; Megatron only)."),
     click.option("--interleave", type=click.IntRange(1, 1000), default=1, show_default=True,
                  help="Model chunks per GPU (interleaved 1F1B)."),
     click.option("--zero", type=click.IntRange(0, 3), default=0, show_default=True,

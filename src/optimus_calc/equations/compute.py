@@ -142,3 +142,27 @@ moe_router_bytes = equation(
     "the top-k (fused or not: three passes assumed)",
     "HBM bytes of one MoE layer's softmax and top-k over the router logits for one micro-batch "
     "(the router GEMM's FLOPs are in compute.flops_per_token_layer as 2 h E).")
+
+
+# ---- MoE: the routed experts' FLOPs (issue 36: their own equation, not the attention core's) --
+f_x = sym("f_x", "intermediate size of one routed expert")
+tau_g = sym("tau_g", "tokens per GPU of the stage in one step (global tokens / (dp cp t))")
+L_x = sym("L_moe", "MoE layers on the pipeline stage")
+F_xf = sym("F_xf", "forward FLOPs of the routed experts on the stage, FLOP")
+r_x = sym("r_x", "1 when full recomputation re-runs the experts' forward, else 0")
+
+moe_expert_forward_flops = equation(
+    "compute.moe_expert_forward_flops", tau_g * L_x * 2 * mm * h * f_x * k_top, "FLOP",
+    "Narayanan et al. SC'21 section 5.1 (2 FLOPs per multiply-add and weight) applied to the "
+    "k routed experts a token visits (MegaBlocks, Gale et al. 2023, arXiv 2211.15841 section "
+    "3: each token runs through k expert MLPs of m_m matrices h x f_x); the same term as the "
+    "2 m_m h f_a of compute.flops_per_token_layer with f_a = k f_x",
+    "Forward FLOPs of the routed experts on the stage: the grouped GEMMs timed on the expert "
+    "curve (efficiency.expert_gemm_flops); shared experts stay in the weight GEMMs.")
+
+moe_expert_backward_flops = equation(
+    "compute.moe_expert_backward_flops", F_xf * (2 + r_x), "FLOP",
+    "Narayanan et al. SC'21 section 5.1: backward = 2 x forward (the input and the weight "
+    "gradients); full recomputation (Korthikanti et al. 2022 section 5) re-runs the experts' "
+    "forward, selective recomputation does not touch them",
+    "Routed-expert FLOPs of the stage's backward pass, with the recomputed forward.")

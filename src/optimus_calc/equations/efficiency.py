@@ -65,25 +65,61 @@ tok_mb = sym("tau_mb", "tokens of one micro-batch on one GPU (s b / cp)")
 k_top = sym("k", "experts each token is routed to (top-k)")
 E = sym("E", "routed experts (router width); 0 for dense")
 e_p = sym("e_p", "expert-parallel degree")
+t_x = sym("t_x", "expert tensor-parallel degree (--etp; TP unless parallel folding sets it)",
+          positive=True)
 f_x = sym("f_x", "intermediate size of one routed expert")
 M_x = sym("M_x", "tokens per local expert: the M dimension of its GEMMs")
 F_x = sym("F_x", "FLOPs of the routed experts' GEMMs")
 eta_x = sym("eta_x", "efficiency of the routed experts' grouped GEMMs", positive=True)
+W_x = sym("W_x", "FLOPs of one unit expert GEMM on one GPU (balanced routing)", positive=True)
 
 tokens_per_expert = equation(
-    "efficiency.tokens_per_expert", tok_mb * k_top * e_p / E, "tokens",
+    "efficiency.tokens_per_expert", tok_mb * k_top * e_p * t_x / (E * t), "tokens",
     "Megatron-core MoE docs (transformer/moe/README.md, grouped GEMM over the local experts; "
     "alltoall dispatcher): every EP rank sends its tau_mb x k routed tokens to the E / e_p "
-    "experts of each rank; with balanced routing an expert receives tau_mb k e_p / E",
+    "experts of each rank; with balanced routing an expert receives tau_mb k e_p / E. Under "
+    "parallel folding (expert TP t_x below TP t, arXiv 2504.14960) an EP rank holds only its "
+    "t_x / t share of the micro-batch's tokens (the sequence-parallel shard)",
     "Tokens one routed expert processes per micro-batch (balanced routing): the M dimension of "
     "its grouped GEMM.")
 
 expert_gemm_flops = equation(
-    "efficiency.expert_gemm_flops", 2 * M_x * h * f_x / t, "FLOP",
+    "efficiency.expert_gemm_flops", 2 * M_x * h * f_x / t_x, "FLOP",
     "MegaBlocks (Gale et al. 2023, arXiv 2211.15841) section 3: expert computation is a batch "
     "of (tokens per expert) x h x f GEMMs; expert tensor parallelism divides f",
-    "FLOPs of one unit expert GEMM on one GPU: tokens per expert x hidden x expert width / TP. "
+    "FLOPs of one unit expert GEMM on one GPU: tokens per expert x hidden x expert width / "
+    "expert TP. "
     "Its efficiency follows the same curve as the weight GEMMs (efficiency.gemm_efficiency).")
+
+n_g = sym("n_g", "expert GEMMs that share one fixed cost: min(E / e_p local experts, the "
+          "concurrent GEMM streams, Assumptions.moe_expert_gemm_streams)")
+iota = sym("iota", "tokens the most-loaded expert-parallel rank processes / the balanced "
+           "share (>= 1; Assumptions.moe_imbalance, --moe-imbalance)", positive=True)
+W_l = sym("W_l", "FLOPs of one expert GEMM launch on the most-loaded rank", positive=True)
+eta_l = sym("eta_l", "GEMM-curve efficiency of one expert GEMM launch", positive=True)
+
+expert_launch_flops = equation(
+    "efficiency.expert_launch_flops", n_g * iota * W_x, "FLOP",
+    "Megatron-LM --moe-grouped-gemm builds TEGroupedLinear with num_gemms = num_local_experts "
+    "(megatron/core/transformer/moe/experts.py L183, L217-218 @ d98e8a6), which Transformer "
+    "Engine runs as one cuBLAS GEMM per expert over 4 concurrent streams "
+    "(transformer_engine/common/gemm/cublaslt_gemm.cu L1064-1077, util/multi_stream.cpp L53 @ "
+    "d0067d0): n_g = 4 GEMMs share a fixed cost; torchtitan launches one torch._grouped_mm per "
+    "projection over all local experts (models/moe/moe.py L113-128 @ v0.2.2); SequentialMLP "
+    "loops over them (experts.py L1507): n_g = 1. The most-loaded rank's GEMMs are iota times "
+    "the balanced size",
+    "FLOPs of one expert GEMM launch: the size the GEMM curve (efficiency.gemm_efficiency, "
+    "W_half charged once per launch) is read at for the routed experts.")
+
+expert_critical_efficiency = equation(
+    "efficiency.expert_critical_efficiency", eta_l / iota, "1",
+    "derived: the step waits for the most-loaded expert-parallel rank, which runs iota times "
+    "the balanced expert FLOPs at the launch efficiency eta_l; Megatron-LM "
+    "--moe-expert-capacity-factor caps an expert at capacity_factor x its balanced tokens "
+    "(moe_utils.get_capacity, megatron/core/transformer/moe/moe_utils.py L248-265 @ d98e8a6; "
+    "dropped past it, padded up to it with --moe-pad-expert-input-to-capacity)",
+    "Efficiency of the routed experts' balanced FLOPs on the step's critical path: F_x / "
+    "eta_x is the most-loaded rank's expert time.")
 
 moe_layer_efficiency = equation(
     "efficiency.moe_layer_efficiency",

@@ -18,6 +18,8 @@ X = sym("X", "expert parameters of the pipeline stage (all experts)")
 R = sym("R", "replicated parameters of the stage (norms, routers)")
 t = sym("t", "tensor-parallel degree", positive=True)
 e = sym("e", "expert-parallel degree", positive=True)
+t_x = sym("t_x", "expert tensor-parallel degree (--etp; TP unless parallel folding sets it)",
+          positive=True)
 N_d = sym("N_d", "ranks ZeRO partitions over: dp x cp, experts dp x cp / ep "
           "(memory.zero_shard_degree)", positive=True)
 Z = sym("Z", "ZeRO stage 0..3")
@@ -73,25 +75,29 @@ def _div(stage: int) -> sp.Expr:
 
 # ---- model states ------------------------------------------------------------------------------
 params_per_gpu = equation(
-    "memory.params_per_gpu", (A + X / e) / t + R, "parameters",
+    "memory.params_per_gpu", A / t + X / (e * t_x) + R, "parameters",
     "Shoeybi et al. 2019 (Megatron-LM) section 3: TP splits every matrix and the vocab "
-    "embedding; Lepikhin et al. 2020 (GShard): EP splits the experts",
+    "embedding; Lepikhin et al. 2020 (GShard): EP splits the experts; expert tensor "
+    "parallelism splits each expert (Megatron-LM --expert-tensor-parallel-size, TP by default: "
+    "megatron/core/model_parallel_config.py L506-507 @ d98e8a6; MoE Parallel Folding, arXiv "
+    "2504.14960)",
     "Parameters one GPU holds for its pipeline stage, before ZeRO partitioning.")
 
 D_p = sym("D_p", "data-parallel degree: model replicas, dp", positive=True)
-P_x = sym("P_x", "expert parameters one GPU holds (X / (e t)), part of P")
+P_x = sym("P_x", "expert parameters one GPU holds (X / (e t_x)), part of P")
 
 zero_shard_degree = equation(
-    "memory.zero_shard_degree", D_p * c * P / (P + (e - 1) * P_x), "ranks",
+    "memory.zero_shard_degree", D_p * c * P / (P + (e * t_x / t - 1) * P_x), "ranks",
     "Megatron-LM megatron/core/distributed/distributed_data_parallel.py L148-151, L283-295 @ "
     "d98e8a6 (dense buffers and the distributed optimizer on the data-parallel group with "
     "context parallel; expert buffers on the expert-data-parallel group, parallel_state.py "
-    "L870-883: world / (expert_tp x ep x pp) = dp x cp / ep with expert_tp = tp); torchtitan "
+    "L870-883: world / (expert_tp x ep x pp) = dp x cp x t / (e x t_x)); torchtitan "
     "v0.2.2 parallel_dims.py L97-98, L136-138 (fsdp = dp_shard x cp); DeepSpeed engine.py "
     "L2351-2551 (seq_data_parallel_group) and stage_1_and_2.py L768-790 (expert_dp_process_group)",
     "Ranks ZeRO/FSDP effectively partition one GPU's states over: dense parameters over dp x cp, "
-    "expert parameters over the expert-data-parallel group dp x cp / e; the harmonic blend "
-    "makes b P / N_d = b (P - P_x) / (dp c) + b P_x e / (dp c) in every state equation.")
+    "expert parameters over the expert-data-parallel group dp x cp x t / (e t_x); the "
+    "harmonic blend makes b P / N_d = b (P - P_x) / (dp c) + b P_x e t_x / (dp c t) in every "
+    "state equation.")
 
 W_res = sym("W_res", "parameter bytes ZeRO-Infinity keeps on the GPU with offload_param "
             "(memory.zero3_offload_param_resident_bytes)")

@@ -281,11 +281,21 @@ cp_message_bytes = equation(
     "TransformerEngine): the K and V of the sequence, 2 s b n_kv d_head, over the TP shards",
     "Bytes of K/V one CP rank gathers per layer and micro-batch.")
 
+i_ep = sym("iota", "tokens the most-loaded expert-parallel rank receives / the balanced share "
+           "(>= 1; Assumptions.moe_imbalance)", positive=True)
+
+t_xe = sym("t_x", "expert tensor-parallel degree (--etp; TP unless parallel folding sets it)",
+           positive=True)
+
 ep_message_bytes = equation(
-    "step.ep_message_bytes", (s_q / c_p) * b_m * h_m * b_w * k_e, "bytes",
+    "step.ep_message_bytes", i_ep * (s_q / c_p) * b_m * h_m * b_w * k_e * t_xe / t_p, "bytes",
     "Megatron-LM MoE token dispatcher (core/transformer/moe/token_dispatcher.py): each token's "
-    "hidden state goes to its top-k experts",
-    "Bytes of one expert-parallel all-to-all per MoE layer and micro-batch.")
+    "hidden state goes to its top-k experts; the all-to-all ends when the most-loaded rank "
+    "has received its iota x share (capacity factor: moe_utils.py L248-265 @ d98e8a6); under "
+    "parallel folding (expert TP t_x below TP t) an EP rank dispatches its t_x / t share of "
+    "the micro-batch's tokens, arXiv 2504.14960",
+    "Bytes of one expert-parallel all-to-all per MoE layer and micro-batch, as the most-loaded "
+    "rank receives them.")
 
 p2p_message_bytes = equation(
     "step.p2p_message_bytes", (s_q / c_p) * b_m * h_m * b_w / t_s, "bytes",

@@ -65,6 +65,7 @@ class Batch:
     gpu_fraction: np.ndarray | float = Layout.model_fields["superchip_gpu_fraction"].default
     allow_spill: np.ndarray | int = 1        # SmartNIC state may spill to host RAM
     smartnics_per_node: np.ndarray | int = 0  # 0: one per GPU
+    etp: np.ndarray | int = 0                # expert TP (0: as TP; parallel folding sets it)
 
     @classmethod
     def of(cls, layout: Layout, tr: Training) -> "Batch":
@@ -78,7 +79,8 @@ class Batch:
                    v=a(layout.interleave), offload_params=a(int(layout.offload_params)),
                    gpu_fraction=a(layout.superchip_gpu_fraction),
                    allow_spill=a(int(layout.allow_spill)),
-                   smartnics_per_node=a(layout.smartnics_per_node))
+                   smartnics_per_node=a(layout.smartnics_per_node),
+                   etp=a(layout.etp or 0))
 
     @classmethod
     def of_many(cls, layouts: list[Layout], trainings: list[Training]) -> "Batch":

@@ -79,15 +79,25 @@ def attention_flops(tokens, layers, s, q_d, recompute_attention):
         F_af=fwd, r_a=np.asarray(recompute_attention, dtype=float))
 
 
-def expert_efficiency(gpu: GPU, h, t, tokens_mb, top_k, experts, ep, expert_ffn):
-    """Efficiency of the routed experts' grouped GEMMs: the GEMM curve at the size one expert's
-    GEMM has (efficiency.tokens_per_expert x h x f / t)."""
-    m_x = eq.efficiency__tokens_per_expert(E=experts, e_p=np.asarray(ep, dtype=float),
-                                           k=top_k, tau_mb=np.asarray(tokens_mb, dtype=float))
-    w = eq.efficiency__expert_gemm_flops(M_x=m_x, f_x=expert_ffn, h=h,
-                                         t=np.asarray(t, dtype=float))
-    return eq.efficiency__gemm_efficiency(W_g=w, W_half=gpu.gemm_half_GFLOP * 1e9,
-                                          eta_max=gpu.gemm_eta_max)
+def expert_efficiency(gpu: GPU, h, t, tokens_mb, top_k, experts, ep, expert_ffn,
+                      streams=4.0, imbalance=1.0, fixed: float | None = None, etp=None):
+    """Efficiency of the routed experts' balanced FLOPs on the step's critical path: the GEMM
+    curve at the size of the GEMMs that share one fixed cost (efficiency.expert_launch_flops:
+    of the rank's E / ep local experts, the ``streams`` that run concurrently; ``imbalance``
+    times the balanced tokens on the most-loaded rank), divided by ``imbalance``
+    (efficiency.expert_critical_efficiency). ``fixed`` (``--assume gemm_efficiency=X``)
+    replaces the curve, not the imbalance. ``etp``: the experts' TP (None: TP)."""
+    ep, t = np.asarray(ep, dtype=float), np.asarray(t, dtype=float)
+    t_x = t if etp is None else np.asarray(etp, dtype=float)
+    m_x = eq.efficiency__tokens_per_expert(E=experts, e_p=ep, k=top_k, t=t, t_x=t_x,
+                                           tau_mb=np.asarray(tokens_mb, dtype=float))
+    w = eq.efficiency__expert_gemm_flops(M_x=m_x, f_x=expert_ffn, h=h, t_x=t_x)
+    n_g = np.minimum(experts / ep, np.asarray(streams, dtype=float))
+    w_l = eq.efficiency__expert_launch_flops(W_x=w, iota=imbalance, n_g=n_g)
+    eta_l = (np.broadcast_to(np.float64(fixed), np.shape(w_l)) if fixed is not None else
+             eq.efficiency__gemm_efficiency(W_g=w_l, W_half=gpu.gemm_half_GFLOP * 1e9,
+                                            eta_max=gpu.gemm_eta_max))
+    return eq.efficiency__expert_critical_efficiency(eta_l=eta_l, iota=imbalance)
 
 
 def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
@@ -104,7 +114,8 @@ def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
     but for ``bf16_gemm_flops`` of them (the output head), which stay bf16 on the BF16 curve."""
     total = np.asarray(total_flops, dtype=float)
     fixed = asm is not None and "gemm_efficiency" in asm.model_fields_set
-    if fixed and fp8 is None:
+    if fixed and fp8 is None and (eta_x is None or np.all(np.asarray(eta_x)
+                                                         == asm.gemm_efficiency)):
         return np.broadcast_to(np.float64(asm.gemm_efficiency), np.broadcast(
             total, np.asarray(h), np.asarray(t), np.asarray(s), np.asarray(b)).shape).copy()
     eta_d = np.float64(asm.gemm_efficiency) if fixed else gemm_efficiency(gpu, h, t, s, b)

@@ -177,10 +177,13 @@ def memory_stage(ctx: Ctx) -> MemoryRecord:
     tr, asm, st, z, dp = ctx.tr, ctx.asm, ctx.st, ctx.z, ctx.dp
     wb, gbytes, ob = tr.weight_bytes, tr.gradient_bytes, tr.optimizer_bytes
     flags = o_w, o_g, o_o, f_k = offload_flags(ctx.off, ctx.opar, ctx.gfrac)
-    P = eq.memory__params_per_gpu(A=st["A"], R=st["R"], X=st["X"], e=ctx.ep, t=ctx.t)
-    # ZeRO/FSDP states shard over DP x CP; expert states over the expert-DP group DP x CP / EP
-    p_x = st["X"] / (ctx.ep * ctx.t)
-    n_sh = eq.memory__zero_shard_degree(D_p=dp, P=P, P_x=p_x, c=ctx.cp, e=ctx.ep)
+    t_x = ctx.t_x
+    P = eq.memory__params_per_gpu(A=st["A"], R=st["R"], X=st["X"], e=ctx.ep, t=ctx.t, t_x=t_x)
+    # ZeRO/FSDP states shard over DP x CP; expert states over the expert-DP group
+    # DP x CP x TP / (EP x ETP)
+    p_x = st["X"] / (ctx.ep * t_x)
+    n_sh = eq.memory__zero_shard_degree(D_p=dp, P=P, P_x=p_x, c=ctx.cp, e=ctx.ep, t=ctx.t,
+                                        t_x=t_x)
     p_pers, p_mod = _resident_params(ctx)
     w_res = eq.memory__zero3_offload_param_resident_bytes(
         B_pf=asm.zero3_prefetch_bucket_params, M_live=asm.zero3_max_live_params, P_pers=p_pers,

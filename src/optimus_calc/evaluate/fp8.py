@@ -92,16 +92,18 @@ def bf16_head_flops(tr: Training, f_h, layers_last, tau, backward: bool):
                                    tau_g=tau)
 
 
-def gemm_weight_params(model: Model, layers, moe_layers, t, ep):
+def gemm_weight_params(model: Model, layers, moe_layers, t, ep, t_x=None):
     """GEMM weights of a stage on one GPU: the transformer layers' attention projections and
-    MLP matrices (TP-sharded), shared experts, routed experts (EP x TP-sharded); not the
+    MLP matrices (TP-sharded), shared experts, routed experts (EP x expert-TP-sharded, ``t_x``
+    defaults to TP); not the
     embedding nor the output head, which Megatron-LM builds outside Transformer Engine
     (tensor_parallel.VocabParallelEmbedding, ColumnParallelLinear)."""
     layers, moe_layers = np.asarray(layers, float), np.asarray(moe_layers, float)
     dense = layers * model.attention_matrix_params + (layers - moe_layers) * model.dense_mlp_params
     if model.is_moe:
         dense = dense + moe_layers * model.shared_experts * model.shared_expert_params
-        return dense / t + moe_layers * model.experts * model.expert_params / (ep * t)
+        t_x = t if t_x is None else t_x
+        return dense / t + moe_layers * model.experts * model.expert_params / (ep * t_x)
     return dense / t
 
 
@@ -111,7 +113,8 @@ def weight_copy_bytes(ctx) -> np.ndarray | float:
     if not (is_fp8(tr) and isinstance(model, Model)):
         return 0.0
     k_o, q_s = weight_orientations(ctx.hw.gpu, tr.fp8_recipe)
-    p_g = gemm_weight_params(model, ctx.st["layers"], ctx.st["moe_layers"], ctx.t, ctx.ep)
+    p_g = gemm_weight_params(model, ctx.st["layers"], ctx.st["moe_layers"], ctx.t, ctx.ep,
+                             ctx.t_x)
     return eq.fp8__weight_copy_bytes(P_g=p_g, Z=ctx.z, b_8=ctx.asm.fp8_weight_copy_bytes,
                                      k_o=k_o, q_s=q_s)
 

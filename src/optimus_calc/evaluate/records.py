@@ -53,6 +53,12 @@ class Ctx:
     gb: Array           # global batch per layout
     m: Array            # micro-batches per step
     st: dict            # the stage table's arrays at each layout's pipeline degree
+    etp: Array = 0      # expert TP (0: as TP; parallel folding sets it)
+
+    @property
+    def t_x(self) -> Array:
+        """The experts' tensor-parallel degree: etp where set, else TP."""
+        return np.where(np.asarray(self.etp) > 0, self.etp, self.t)
 
     @property
     def gpn(self) -> int:
@@ -82,7 +88,7 @@ def make_ctx(batch: Batch, model, hw: Hardware, tr: Training, asm: Assumptions,
                rc=L(batch.recompute), spf=L(batch.sp), mb=mb, v=L(batch.v),
                opar=L(batch.offload_params), gfrac=L(batch.gpu_fraction),
                spill_ok=L(batch.allow_spill), sn_k=L(batch.smartnics_per_node), gb=gb,
-               m=gb // (dp * mb), st=st)
+               m=gb // (dp * mb), st=st, etp=L(batch.etp))
 
 
 @record

@@ -63,14 +63,18 @@ def _moe_work(ctx: Ctx, tau, r_full):
     model = ctx.model
     if not model.is_moe:
         return 0.0, 0.0, None, 0.0
-    per_token = eq.compute__flops_per_token_layer(
-        E=0, P_att=0, d_s=0, d_v=0, f_a=model.expert_ffn * model.top_k, h=model.hidden,
-        m_m=model.ffn_type.matrices, s=0)
-    fwd = tau * ctx.st["moe_layers"] * per_token
-    bwd = eq.step__attention_backward_flops(F_af=fwd, r_a=r_full)  # 2x, + the recomputed fwd
+    fwd = eq.compute__moe_expert_forward_flops(L_moe=ctx.st["moe_layers"], f_x=model.expert_ffn,
+                                               h=model.hidden, k=model.top_k,
+                                               m_m=model.ffn_type.matrices, tau_g=tau)
+    bwd = eq.compute__moe_expert_backward_flops(F_xf=fwd, r_x=r_full)
     tokens_mb = ctx.s * ctx.mb / ctx.cp
     eta_x = expert_efficiency(ctx.hw.gpu, model.hidden, ctx.t, tokens_mb, model.top_k,
-                              model.experts, ctx.ep, model.expert_ffn)
+                              model.experts, ctx.ep, model.expert_ffn,
+                              streams=ctx.asm.moe_expert_gemm_streams,
+                              imbalance=ctx.asm.moe_imbalance,
+                              etp=ctx.t_x,
+                              fixed=(ctx.asm.gemm_efficiency
+                                     if "gemm_efficiency" in ctx.asm.model_fields_set else None))
     route = (eq.compute__moe_permute_bytes(b_a=ctx.tr.weight_bytes, h=model.hidden,
                                            k=model.top_k, tau_mb=tokens_mb)
              + eq.compute__moe_router_bytes(E=model.experts, b_r=ctx.asm.moe_router_logit_bytes,
@@ -185,9 +189,11 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
     set_scope("ep")
     a2a = 0.0
     if model.is_moe:
+        # the EP group: ranks ETP apart (Megatron's expert grid, ETP innermost:
+        # parallel_state.py L887-896 @ d98e8a6); ETP = TP unless parallel folding sets it
         z_ep = eq.step__ep_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, k=model.top_k,
-                                         s=s)
-        a2a = eq.comm__all_to_all_time(z=z_ep, **all_to_all(hw, ctx.ep, t, nic=nic))
+                                         s=s, iota=asm.moe_imbalance, t=t, t_x=ctx.t_x)
+        a2a = eq.comm__all_to_all_time(z=z_ep, **all_to_all(hw, ctx.ep, ctx.t_x, nic=nic))
     T_ep = eq.step__ep_comm_time(L_moe=ctx.st["moe_layers"], T_a2a=a2a, m=m,
                                  o_ep=asm.ep_overlap)
     set_scope("pp")
@@ -221,8 +227,10 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     if np.any(np.asarray(p_x) > 0):  # MoE: the expert gradients reduce over the expert-DP group
         set_scope("dp experts")
         k_x = eq.step__gradient_buckets(B_cap=cap_g, P=p_x, b_g=gbytes)
-        # the expert-DP group: ranks EP x TP apart, on the DP group's bandwidth
-        dpx = dict(n=n_dp / ctx.ep, stride=ctx.t * ctx.ep, beta=b_dp, alpha=a_dp,
+        # the expert-DP group DP x CP x TP / (EP x ETP): ranks EP x ETP apart, on the DP
+        # group's bandwidth
+        dpx = dict(n=n_dp * ctx.t / (ctx.ep * ctx.t_x), stride=ctx.t_x * ctx.ep, beta=b_dp,
+                   alpha=a_dp,
                    z=gbytes * p_x / k_x)
         T_bkx = np.where(z == 0, _ring(ctx, "all-reduce", **dpx),
                          _ring(ctx, "reduce-scatter", **dpx))

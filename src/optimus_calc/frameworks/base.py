@@ -46,11 +46,14 @@ class Layouts:
     def __init__(self, tp, pp, dp, cp, ep, zero, offload, offload_params, interleave,
                  micro_batch, *, heads: int, n_kv: int, experts: int, layers: int,
                  global_batch=None, precision: str = "bf16", model=None,
-                 fp8_recipe: str = "te-delayed"):
+                 fp8_recipe: str = "te-delayed", etp=None):
         (self.tp, self.pp, self.dp, self.cp, self.ep, self.zero, self.off, self.v,
          self.mb) = np.broadcast_arrays(*(np.asarray(a, dtype=np.int64) for a in (
              tp, pp, dp, cp, ep, zero, offload, interleave, micro_batch)))
         self.oparams = np.broadcast_to(np.asarray(offload_params, dtype=bool), self.tp.shape)
+        # expert TP: as TP unless given (Megatron-LM's parallel folding, --etp)
+        self.etp = (self.tp if etp is None else
+                    np.broadcast_to(np.asarray(etp, dtype=np.int64), self.tp.shape))
         self.heads, self.n_kv, self.experts, self.layers = heads, n_kv, experts, layers
         self.gb = None if global_batch is None else np.asarray(global_batch, dtype=np.int64)
         self.precision = precision
@@ -83,6 +86,11 @@ class Layouts:
     def heads_bad(self) -> np.ndarray:
         """Heads or KV heads not a multiple of TP."""
         return not_dividing(self.heads, self.tp) | not_dividing(self.n_kv, self.tp)
+
+    @cached_property
+    def etp_not_tp(self) -> np.ndarray:
+        """Expert TP other than TP (parallel folding, --etp)."""
+        return self.etp != self.tp
 
     @cached_property
     def experts_bad(self) -> np.ndarray | None:

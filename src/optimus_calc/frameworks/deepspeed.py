@@ -58,6 +58,9 @@ ENGINE_RULES: tuple[Rule, ...] = (
          lambda x: x.cp > 1),
     _row("DS_INTERLEAVE", "the pipeline engine has only the 1F1B TrainSchedule, no interleaved "
          "stages", "runtime/pipe/schedule.py L189", lambda x: x.v > 1),
+    _row("DS_EXPERT_TP", "the experts' tensor parallelism is the TP size (expert_tensor_"
+         "parallel_world_size = tensor_parallel_size_): no separate --etp, no parallel folding",
+         "deepspeed/utils/groups.py L559-560", lambda x: x.etp_not_tp),
     _row("DS_EXPERTS_EP", "experts must be a multiple of the expert-parallel size",
          "deepspeed/moe/layer.py L59", lambda x: x.experts_bad),
     runs_precisions("DS_FP8", f"{_DS}: the config has no FP8 training switch: its precision "

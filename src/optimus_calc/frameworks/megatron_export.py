@@ -236,6 +236,8 @@ def _parallel_and_batch(a: _Args, lay, tr, m) -> None:
         a.add("--context-parallel-size", lay.cp)
     if lay.ep > 1:
         a.add("--expert-model-parallel-size", lay.ep)
+    if getattr(lay, "etp", None) is not None:  # parallel folding (default: TP)
+        a.add("--expert-tensor-parallel-size", lay.etp)
     if tr.sequence_parallel and lay.tp > 1:
         a.add("--sequence-parallel")
     a.add("--micro-batch-size", tr.micro_batch)

@@ -128,7 +128,7 @@ def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interle
                       micro_batch, sequence_parallel, recompute, *, heads: int, n_kv: int,
                       experts: int, layers: int, global_batch=None,
                       precision: str = "bf16", frameworks=None, model=None,
-                      fp8_recipe: str = "te-delayed") -> FrameworkSupport:
+                      fp8_recipe: str = "te-delayed", etp=None) -> FrameworkSupport:
     """Which framework runs each layout. Arrays broadcast together; ``offload`` holds indices
     into ``specs.training.Offload``, ``zero`` 0-3, ``offload_params`` bool. ``global_batch``
     (scalar or array) gives the micro-batch count for rules that need it; without it those
@@ -142,7 +142,7 @@ def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interle
     x = Layouts(tp, pp, dp, cp, ep, zero, offload, offload_params, interleave, micro_batch,
                 heads=heads, n_kv=n_kv, experts=experts, layers=layers,
                 global_batch=global_batch, precision=precision, model=model,
-                fp8_recipe=fp8_recipe)
+                fp8_recipe=fp8_recipe, etp=etp)
     Framework = enums()[0]
     wanted = None if frameworks is None else {str(getattr(f, "value", f)) for f in frameworks}
     keys = [Framework(p.key) if p.key in Framework._value2member_map_ else p.key
@@ -190,7 +190,7 @@ def layout_support(layout, training, model) -> dict:
         training.micro_batch, training.sequence_parallel, training.recompute.code,
         heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
         global_batch=training.global_batch, precision=training.precision.value, model=model,
-        fp8_recipe=training.fp8_recipe.value)
+        fp8_recipe=training.fp8_recipe.value, etp=getattr(layout, "expert_tp", None))
     return {f: Reason(int(r.reshape(-1)[0])) for f, r in s.reason.items()}
 
 
@@ -211,6 +211,7 @@ def layouts_support(layouts, trainings, model) -> list[dict]:
         col(lambda lay, t: t.recompute.code), heads=model.heads, n_kv=model.n_kv,
         experts=model.experts, layers=model.layers,
         global_batch=col(lambda lay, t: t.global_batch), precision=trainings[0].precision.value,
-        model=model, fp8_recipe=trainings[0].fp8_recipe.value)
+        model=model, fp8_recipe=trainings[0].fp8_recipe.value,
+        etp=col(lambda lay, t: getattr(lay, "expert_tp", lay.tp)))
     return [{f: Reason(int(np.broadcast_to(r, (len(layouts),))[i])) for f, r in s.reason.items()}
             for i in range(len(layouts))]

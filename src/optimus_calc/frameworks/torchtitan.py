@@ -143,6 +143,10 @@ RULES: tuple[Rule, ...] = (
     Rule("TT_EXPERTS_EP", f"{_TT}: experts must be a multiple of the expert-parallel size "
          "(local experts = experts // ep, torchtitan/distributed/expert_parallel.py L107-108)",
          "torchtitan/distributed/expert_parallel.py L107-108", lambda x: x.experts_bad),
+    _row("TT_ETP", "expert TP (parallelism.expert_tensor_parallel_degree) is TP or 1 "
+         "(\"Currently we only support ETP=TP or ETP=1\")",
+         "torchtitan/distributed/parallel_dims.py L58-59",
+         lambda x: (x.ep > 1) & x.etp_not_tp & (x.etp != 1)),
     Rule("TT_NO_FLAVOUR", f"{_TT}: v0.2.2 builds only the model flavours it registers "
          "(llama3, llama4, qwen3, deepseek_v3, gpt_oss; train.py L138 looks the flavour up in "
          "models/<name>/__init__.py), none of this model's shape", "train.py L138",
@@ -160,6 +164,8 @@ PROFILE = PhysicsProfile((
     # fully_shard on each transformer block: one all-gather per block, not per submodule
     Setting("zero3_modules_per_layer", 1, "torchtitan/models/llama3/infra/parallelize.py "
             "L334-357"),
+    # MoE experts: one torch._grouped_mm per projection over all local experts
+    Setting("moe_expert_gemm_streams", 1e6, "torchtitan/models/moe/moe.py L37, L113-128"),
 ))
 
 PLUGIN = FrameworkPlugin(

@@ -114,6 +114,8 @@ def torchtitan_sections(layout, training, model) -> tuple[dict[str, dict], list[
             par["module_fqns_per_model_part"] = stage_fqns(per_stage)
     if lay.ep > 1:
         par["expert_parallel_degree"] = lay.ep
+        if lay.expert_tp > 1:  # v0.2.2's default is 1 (config/job_config.py L464); the plan's
+            par["expert_tensor_parallel_degree"] = lay.expert_tp  # experts are TP-sharded
     sec["parallelism"] = par
     mode = {Recompute.NONE: "none", Recompute.SELECTIVE: "selective",
             Recompute.FULL: "full"}[tr.recompute]

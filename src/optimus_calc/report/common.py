@@ -26,7 +26,8 @@ def hardware_data(hw) -> dict[str, Any]:
 
 def layout_data(layout) -> dict[str, Any]:
     return {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "cp": layout.cp,
-            "ep": layout.ep, "zero": int(layout.zero), "offload": layout.offload.value,
+            "ep": layout.ep, "etp": layout.expert_tp, "zero": int(layout.zero),
+            "offload": layout.offload.value,
             "interleave": layout.interleave, "offload_params": layout.offload_params,
             "smartnic": layout.smartnic if layout.offload is Offload.SMARTNIC else None}
 
@@ -58,6 +59,8 @@ def layout_text(layout) -> str:
         s += f" CP={layout.cp}"
     if layout.ep > 1:
         s += f" EP={layout.ep}"
+    if layout.etp is not None:
+        s += f" ETP={layout.etp}"
     if layout.interleave > 1:
         s += f" interleave={layout.interleave}"
     s += f", ZeRO-{int(layout.zero)}, offload {layout.offload.value}"
@@ -134,6 +137,19 @@ def efficiency_text(gpu, asm, kernel=None) -> str:
     return (f"GEMM efficiency from the {gpu.name} curve: up to {gpu.gemm_eta_max:g}, half of "
             f"that at {gpu.gemm_half_GFLOP:g} GFLOP per GEMM ({label}); {attn} "
             "(`optimus-calc explain efficiency.gemm_efficiency`)")
+
+
+def moe_notes(model, asm) -> list[str]:
+    """For an MoE model: the routing the expert time assumes (--moe-imbalance, balanced by
+    default) and how many expert GEMMs run concurrently, sharing one fixed cost."""
+    if not getattr(model, "is_moe", False):
+        return []
+    route = ("balanced routing (--moe-imbalance 1.0, the default)" if asm.moe_imbalance == 1
+             else f"the most-loaded expert-parallel rank at {asm.moe_imbalance:g}x its balanced "
+                  "tokens (--moe-imbalance): its expert GEMMs and all-to-all set the pace")
+    launch = (f"the local experts' GEMMs {asm.moe_expert_gemm_streams:g} at a time "
+              "(moe_expert_gemm_streams)")
+    return [f"MoE: {route}; {launch} (`optimus-calc explain efficiency.expert_launch_flops`)"]
 
 
 def fp8_notes(gpu, tr, asm) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from optimus_calc.report.common import (TrainRequest, context_row, efficiency_text, fp8_notes,
+                                        moe_notes,
                                         framework_data, framework_header, frameworks_of,
                                         hardware_data, layout_data,
                                         layout_text, model_data, pct, train_figures,
@@ -70,7 +71,8 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
              f"GPU memory {mem.worst.total_bytes / GB:.1f} GB of {mem.capacity_bytes / GB:.0f} GB: "
              + ("fits" if mem.fits else "DOES NOT FIT: " + "; ".join(mem.reasons)),
              efficiency_text(inp.hw.gpu, inp.assumptions, inp.training.attention_kernel)]
-    notes += fp8_notes(inp.hw.gpu, inp.training, inp.assumptions) + st.notes
+    notes += (fp8_notes(inp.hw.gpu, inp.training, inp.assumptions)
+              + moe_notes(inp.model, inp.assumptions) + st.notes)
     if fw_note:
         notes.append(fw_note)
     if figures:

@@ -198,6 +198,27 @@ class Assumptions(Frozen):
                     "microseconds (Simple protocol: 3x); NCCL src/graph/tuning.cc L226-233 @ "
                     "5067397c: 1.0 on Intel x86 hosts (the assumption), 2.0 on AMD, "
                     "NCCL_NET_OVERHEAD overrides")
+    moe_expert_gemm_streams: float = Field(
+        default=4.0, ge=1, le=1e6,
+        description="assumed: local experts whose GEMMs run concurrently and so share one "
+                    "GEMM-curve fixed cost (W_half). 4 = Megatron-LM --moe-grouped-gemm "
+                    "(TEGroupedMLP, megatron/core/transformer/moe/experts.py L183-218 @ "
+                    "d98e8a6) on Transformer Engine's default path: one cuBLAS GEMM per expert "
+                    "over 4 compute streams (transformer_engine/common/gemm/cublaslt_gemm.cu "
+                    "L1064-1077, util/multi_stream.cpp L53 @ d0067d0; the CUTLASS grouped "
+                    "kernel only on Hopper with NVTE_USE_CUTLASS_GROUPED_GEMM=1); 1 = one GEMM "
+                    "after another (Megatron's SequentialMLP, experts.py L1507); a large value "
+                    "= one grouped kernel over all local experts (torchtitan's "
+                    "torch._grouped_mm, models/moe/moe.py L113-128 @ v0.2.2)")
+    moe_imbalance: float = Field(
+        default=1.0, ge=1, le=1024,
+        description="assumed balanced (1.0): tokens the most-loaded expert-parallel rank "
+                    "processes / its balanced share. The step waits for that rank: its expert "
+                    "GEMMs and the all-to-all it receives scale by this. With token dropping "
+                    "it is at most Megatron-LM's --moe-expert-capacity-factor (an expert keeps "
+                    "ceil(tokens / experts x factor) tokens, megatron/core/transformer/moe/"
+                    "moe_utils.py L248-265 @ d98e8a6), and equal to it with "
+                    "--moe-pad-expert-input-to-capacity; --moe-imbalance sets it")
     ep_overlap: float = Field(
         default=0.0, ge=0, le=1,
         description="fraction of the expert-parallel all-to-alls (MoE dispatch and combine) "

@@ -205,6 +205,12 @@ class Layout(Frozen):
     dp: int = Field(default=1, gt=0, le=1_000_000, description="data-parallel degree")
     cp: int = Field(default=1, gt=0, le=1_000_000, description="context-parallel degree")
     ep: int = Field(default=1, gt=0, le=1_000_000, description="expert-parallel degree")
+    etp: int | None = Field(
+        default=None, gt=0, le=1_000_000,
+        description="expert tensor-parallel degree (Megatron-LM --expert-tensor-parallel-size; "
+                    "None: as TP, Megatron's default, megatron/core/model_parallel_config.py "
+                    "L506-507 @ d98e8a6). Set, the experts fold over TP x CP x DP (MoE "
+                    "Parallel Folding, arXiv 2504.14960): EP x ETP must divide tp x cp x dp")
     zero: ZeroStage = ZeroStage.NONE
     offload: Offload = Offload.NONE
     interleave: int = Field(default=1, gt=0, le=1000, description="model chunks per GPU")
@@ -222,10 +228,22 @@ class Layout(Frozen):
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
 
+    @property
+    def expert_tp(self) -> int:
+        """The experts' tensor-parallel degree: --etp, else TP (Megatron's default)."""
+        return self.tp if self.etp is None else self.etp
+
     @model_validator(mode="after")
     def _ep_divides(self) -> "Layout":
-        if self.dp * self.cp % self.ep and self.ep > 1:
-            raise ValueError(f"--ep {self.ep} must divide dp x cp = {self.dp * self.cp}")
+        if self.etp is not None:  # parallel folding: the expert grid ETP x EP x EDP x PP
+            dense = self.tp * self.cp * self.dp
+            if dense % (self.ep * self.etp):
+                raise ValueError(f"--ep {self.ep} x --etp {self.etp} must divide tp x cp x dp "
+                                 f"= {dense} (parallel folding: the experts' ranks are the "
+                                 "attention layers' ranks, megatron/core/parallel_state.py L874-884)")
+        elif self.dp * self.cp % self.ep and self.ep > 1:
+            raise ValueError(f"--ep {self.ep} must divide dp x cp = {self.dp * self.cp} (or "
+                             "give --etp: Megatron-LM's parallel folding)")
         return self
 
 

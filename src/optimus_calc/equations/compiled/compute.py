@@ -33,6 +33,16 @@ def compute__logits_flops_per_token(V, h):
     return 2*V*h
 
 
+def compute__moe_expert_backward_flops(F_xf, r_x):
+    """compute.moe_expert_backward_flops [FLOP]: Narayanan et al. SC'21 section 5.1: backward = 2 x forward (the input and the weight gradients); full recomputation (Korthikanti et al. 2022 section 5) re-runs the experts' forward, selective recomputation does not touch them"""
+    return F_xf*(r_x + 2)
+
+
+def compute__moe_expert_forward_flops(L_moe, f_x, h, k, m_m, tau_g):
+    """compute.moe_expert_forward_flops [FLOP]: Narayanan et al. SC'21 section 5.1 (2 FLOPs per multiply-add and weight) applied to the k routed experts a token visits (MegaBlocks, Gale et al. 2023, arXiv 2211.15841 section 3: each token runs through k expert MLPs of m_m matrices h x f_x); the same term as the 2 m_m h f_a of compute.flops_per_token_layer with f_a = k f_x"""
+    return 2*L_moe*f_x*h*k*m_m*tau_g
+
+
 def compute__moe_permute_bytes(b_a, h, k, tau_mb):
     """compute.moe_permute_bytes [bytes]: Megatron-core MoE (transformer/moe/moe_utils.py permute/unpermute, token_dispatcher.py): each token is gathered into k expert-ordered rows before the experts and scattered back and summed after; each is a read and a write of tau_mb x k x h activations (MegaBlocks, Gale et al. 2023, arXiv 2211.15841, section 5: gather/scatter are memory-bound)"""
     return 4*b_a*h*k*tau_mb

@@ -8,9 +8,19 @@ alike without importing sympy. `optimus-calc explain NAME` shows the source expr
 import numpy
 
 
-def efficiency__expert_gemm_flops(M_x, f_x, h, t):
+def efficiency__expert_critical_efficiency(eta_l, iota):
+    """efficiency.expert_critical_efficiency [1]: derived: the step waits for the most-loaded expert-parallel rank, which runs iota times the balanced expert FLOPs at the launch efficiency eta_l; Megatron-LM --moe-expert-capacity-factor caps an expert at capacity_factor x its balanced tokens (moe_utils.get_capacity, megatron/core/transformer/moe/moe_utils.py L248-265 @ d98e8a6; dropped past it, padded up to it with --moe-pad-expert-input-to-capacity)"""
+    return eta_l/iota
+
+
+def efficiency__expert_gemm_flops(M_x, f_x, h, t_x):
     """efficiency.expert_gemm_flops [FLOP]: MegaBlocks (Gale et al. 2023, arXiv 2211.15841) section 3: expert computation is a batch of (tokens per expert) x h x f GEMMs; expert tensor parallelism divides f"""
-    return 2*M_x*f_x*h/t
+    return 2*M_x*f_x*h/t_x
+
+
+def efficiency__expert_launch_flops(W_x, iota, n_g):
+    """efficiency.expert_launch_flops [FLOP]: Megatron-LM --moe-grouped-gemm builds TEGroupedLinear with num_gemms = num_local_experts (megatron/core/transformer/moe/experts.py L183, L217-218 @ d98e8a6), which Transformer Engine runs as one cuBLAS GEMM per expert over 4 concurrent streams (transformer_engine/common/gemm/cublaslt_gemm.cu L1064-1077, util/multi_stream.cpp L53 @ d0067d0): n_g = 4 GEMMs share a fixed cost; torchtitan launches one torch._grouped_mm per projection over all local experts (models/moe/moe.py L113-128 @ v0.2.2); SequentialMLP loops over them (experts.py L1507): n_g = 1. The most-loaded rank's GEMMs are iota times the balanced size"""
+    return W_x*iota*n_g
 
 
 def efficiency__gemm_efficiency(W_g, W_half, eta_max):
@@ -33,6 +43,6 @@ def efficiency__moe_layer_efficiency(F_a, F_d, F_x, eta_a, eta_d, eta_x):
     return (F_a + F_d + F_x)/(F_a/eta_a + F_d/eta_d + F_x/eta_x)
 
 
-def efficiency__tokens_per_expert(E, e_p, k, tau_mb):
-    """efficiency.tokens_per_expert [tokens]: Megatron-core MoE docs (transformer/moe/README.md, grouped GEMM over the local experts; alltoall dispatcher): every EP rank sends its tau_mb x k routed tokens to the E / e_p experts of each rank; with balanced routing an expert receives tau_mb k e_p / E"""
-    return e_p*k*tau_mb/E
+def efficiency__tokens_per_expert(E, e_p, k, t, t_x, tau_mb):
+    """efficiency.tokens_per_expert [tokens]: Megatron-core MoE docs (transformer/moe/README.md, grouped GEMM over the local experts; alltoall dispatcher): every EP rank sends its tau_mb x k routed tokens to the E / e_p experts of each rank; with balanced routing an expert receives tau_mb k e_p / E. Under parallel folding (expert TP t_x below TP t, arXiv 2504.14960) an EP rank holds only its t_x / t share of the micro-batch's tokens (the sequence-parallel shard)"""
+    return e_p*k*t_x*tau_mb/(E*t)

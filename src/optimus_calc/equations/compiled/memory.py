@@ -73,9 +73,9 @@ def memory__overhead_bytes(G, M_act, M_bkt, M_ctx, O, P_big, W, Z, f_frag, t):
     return M_bkt + M_ctx + f_frag*(G + M_act + O + W) + numpy.where(numpy.greater_equal(Z, 3), 4*P_big/t, 0)
 
 
-def memory__params_per_gpu(A, R, X, e, t):
-    """memory.params_per_gpu [parameters]: Shoeybi et al. 2019 (Megatron-LM) section 3: TP splits every matrix and the vocab embedding; Lepikhin et al. 2020 (GShard): EP splits the experts"""
-    return R + (A + X/e)/t
+def memory__params_per_gpu(A, R, X, e, t, t_x):
+    """memory.params_per_gpu [parameters]: Shoeybi et al. 2019 (Megatron-LM) section 3: TP splits every matrix and the vocab embedding; Lepikhin et al. 2020 (GShard): EP splits the experts; expert tensor parallelism splits each expert (Megatron-LM --expert-tensor-parallel-size, TP by default: megatron/core/model_parallel_config.py L506-507 @ d98e8a6; MoE Parallel Folding, arXiv 2504.14960)"""
+    return A/t + R + X/(e*t_x)
 
 
 def memory__recompute_working_bytes(M_l0, r_f):
@@ -113,6 +113,6 @@ def memory__zero3_offload_param_resident_bytes(B_pf, M_live, P_pers, b_g, b_w, p
     return P_pers*b_g + b_w*(P_pers + numpy.minimum(M_live, p_mod + numpy.minimum(B_pf, p_mod)))
 
 
-def memory__zero_shard_degree(D_p, P, P_x, c, e):
-    """memory.zero_shard_degree [ranks]: Megatron-LM megatron/core/distributed/distributed_data_parallel.py L148-151, L283-295 @ d98e8a6 (dense buffers and the distributed optimizer on the data-parallel group with context parallel; expert buffers on the expert-data-parallel group, parallel_state.py L870-883: world / (expert_tp x ep x pp) = dp x cp / ep with expert_tp = tp); torchtitan v0.2.2 parallel_dims.py L97-98, L136-138 (fsdp = dp_shard x cp); DeepSpeed engine.py L2351-2551 (seq_data_parallel_group) and stage_1_and_2.py L768-790 (expert_dp_process_group)"""
-    return D_p*P*c/(P + P_x*(e - 1))
+def memory__zero_shard_degree(D_p, P, P_x, c, e, t, t_x):
+    """memory.zero_shard_degree [ranks]: Megatron-LM megatron/core/distributed/distributed_data_parallel.py L148-151, L283-295 @ d98e8a6 (dense buffers and the distributed optimizer on the data-parallel group with context parallel; expert buffers on the expert-data-parallel group, parallel_state.py L870-883: world / (expert_tp x ep x pp) = dp x cp x t / (e x t_x)); torchtitan v0.2.2 parallel_dims.py L97-98, L136-138 (fsdp = dp_shard x cp); DeepSpeed engine.py L2351-2551 (seq_data_parallel_group) and stage_1_and_2.py L768-790 (expert_dp_process_group)"""
+    return D_p*P*c/(P + P_x*(e*t_x/t - 1))

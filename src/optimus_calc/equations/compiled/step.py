@@ -73,9 +73,9 @@ def step__ep_comm_time(L_moe, T_a2a, m, o_ep):
     return L_moe*T_a2a*m*(4 - 4*o_ep)
 
 
-def step__ep_message_bytes(b, b_w, c, h, k, s):
-    """step.ep_message_bytes [bytes]: Megatron-LM MoE token dispatcher (core/transformer/moe/token_dispatcher.py): each token's hidden state goes to its top-k experts"""
-    return b*b_w*h*k*s/c
+def step__ep_message_bytes(b, b_w, c, h, iota, k, s, t, t_x):
+    """step.ep_message_bytes [bytes]: Megatron-LM MoE token dispatcher (core/transformer/moe/token_dispatcher.py): each token's hidden state goes to its top-k experts; the all-to-all ends when the most-loaded rank has received its iota x share (capacity factor: moe_utils.py L248-265 @ d98e8a6); under parallel folding (expert TP t_x below TP t) an EP rank dispatches its t_x / t share of the micro-batch's tokens, arXiv 2504.14960"""
+    return b*b_w*h*iota*k*s*t_x/(c*t)
 
 
 def step__fixed_time(L_stage, T_s0, m, t_l0):
