@@ -134,3 +134,11 @@ def test_validate_nccl_tests_issue_119_by_hand(cat):
     assert t.predicted == pytest.approx(8.4 + 2 * 23 / 24 * 133169160 / 90e9 * 1e6, rel=1e-9)
     assert t.published == 2666.0 and bw.published == 95.74
     assert bw.predicted == pytest.approx(133169160 / (t.predicted * 1e-6) * 46 / 24 / 1e9)
+
+
+def test_alpha_us_selects_the_per_step_model(run):
+    # NCCL's model is the default; --alpha-us asks for the alpha model: 1 kB on 2 DGX H100,
+    # 30 steps x 2 us + 2 x 15/16 x 1000 B / 360e9 B/s
+    d = run("comm", "all-reduce", "--size", "1kB", "--node", "dgx-h100", "--nodes", 2,
+            "--alpha-us", 2, "--format", "json").json()
+    assert d["time_s"] == pytest.approx(30 * 2e-6 + 2 * 15 / 16 * 1000 / 360e9, rel=1e-9)

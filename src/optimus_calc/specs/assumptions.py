@@ -301,6 +301,21 @@ class Assumptions(Frozen):
         default=50.0, ge=0, le=1e6,
         description="assumed: per-module fixed cost of a ZeRO-3 gather (pre-forward hook, "
                     "coordinator bookkeeping, NCCL launch), microseconds, not hidden by prefetch")
+    offload_host_syncs_per_tensor: float = Field(
+        default=0.0, ge=0, le=100,
+        description="blocking host syncs per parameter tensor of the rank's optimizer "
+                    "partition per step in the ZeRO-1/2 CPU-offload step (offload.host_sync_time); "
+                    "0 framework-neutral; the DeepSpeed profile sets 2 (overflow check and "
+                    "norm .item(), deepspeed/runtime/zero/stage_1_and_2.py L1498-1500, L1622 "
+                    "@ edaa722)")
+    host_sync_us: float = Field(
+        default=25.0, ge=0, le=1e5,
+        description="assumed 25: GPU time lost per blocking host sync, microseconds: the "
+                    "device-to-host read drains the stream, then the GPU idles while eager "
+                    "PyTorch relaunches the next tensor's few small kernels (~5 for "
+                    "_has_inf_or_nan, stage_1_and_2.py L2486-2491). No public measurement of it "
+                    "and no public per-step time to fit it on (docs/reference/"
+                    "framework-physics.md section 5)")
     step_fixed_s: float = Field(
         default=0.0, ge=0, le=1e3,
         description="assumed 0 (no public source gives it in seconds): fixed time per optimizer "
