@@ -47,9 +47,13 @@ def test_small_message_is_nccl_latency(run):
     d = run("comm", "all-reduce", "--size", "1kB", "--node", "dgx-h100", "--nodes", 2,
             "--assume", "nccl_latency_model=1", "--format", "json").json()
     assert d["time_s"] == pytest.approx(40.0e-6 + 2 * 15 / 16 * 1000 / (0.5 * 360e9), rel=1e-9)
-    # without the switch: the per-step alpha model, 30 x ring alpha (2 x 3 + 14 x 1)/16 us
-    d0 = run("comm", "all-reduce", "--size", "1kB", "--node", "dgx-h100", "--nodes", 2,
+    # the switch is the default
+    dd = run("comm", "all-reduce", "--size", "1kB", "--node", "dgx-h100", "--nodes", 2,
              "--format", "json").json()
+    assert dd["time_s"] == d["time_s"]
+    # switched off: the per-step alpha model, 30 x ring alpha (2 x 3 + 14 x 1)/16 us
+    d0 = run("comm", "all-reduce", "--size", "1kB", "--node", "dgx-h100", "--nodes", 2,
+             "--assume", "nccl_latency_model=0", "--format", "json").json()
     assert d0["time_s"] == pytest.approx(30 * 1.25e-6 + 2 * 15 / 16 * 1000 / 360e9, rel=1e-9)
 
 
@@ -57,8 +61,8 @@ def test_nccl_model_in_the_step(run):
     # the switch reaches the evaluator's rings: a ZeRO-3 step over 16 nodes pays more latency
     base = ("step", "llama-3-8b", "--node", "dgx-h100", "--nodes", 16, "--zero", 3,
             "--global-batch", 128, "--seq-len", 4096, "--format", "json")
-    a = run(*base).json()["breakdown"]["dp_comm_s"]
-    b = run(*base, "--assume", "nccl_latency_model=1").json()["breakdown"]["dp_comm_s"]
+    a = run(*base, "--assume", "nccl_latency_model=0").json()["breakdown"]["dp_comm_s"]
+    b = run(*base).json()["breakdown"]["dp_comm_s"]
     assert b > a
 
 
@@ -77,14 +81,15 @@ def test_nvls_all_reduce_by_hand(run):
 
 def test_nvls_in_the_step_when_nccl_model_wins():
     from optimus_calc.evaluate import nccl
-    # 32 MiB all-reduce on 8 H100: ring LL128 40.6 us + 1.75 x 2^25 / (0.92 x 369e9) =
-    # 213.57 us (Simple 56 us + 1.75 x 2^25 / 369e9 = 215.13 us); NVLS 25 us + 1.75 x 2^25 /
-    # 480e9 = 147.33 us: NVLS wins; 64 kB: ring LL 15 us +
+    # 32 MiB all-reduce on 8 H100: ring Simple, pipelined, 8.4 us + max(47.6 us,
+    # 1.75 x 2^25 / 369e9 = 159.13 us) = 167.53 us (LL128 40.6 us + 1.75 x 2^25 /
+    # (0.92 x 369e9) = 213.57 us); NVLS 25 us + 1.75 x 2^25 / 480e9 = 147.33 us: NVLS wins;
+    # 64 kB: ring LL 15 us +
     # 1.75 x 65536 / (0.5 x 369e9) = 15.62 us beats NVLS 25.24 us
     z = 2 ** 25
     ring = float(nccl.ring_time("all-reduce", 8, 1, z, 1 / 369e9, **NCCL_KW))
     nvls = float(nccl.nvls_time(8, z, 480e9))
-    assert ring == pytest.approx(40.6e-6 + 1.75 * z / (0.92 * 369e9))
+    assert ring == pytest.approx(8.4e-6 + 1.75 * z / 369e9)
     assert nvls == pytest.approx(25e-6 + 1.75 * z / 480e9) and nvls < ring
     small = float(nccl.ring_time("all-reduce", 8, 1, 65536, 1 / 369e9, **NCCL_KW))
     assert small == pytest.approx(15e-6 + 1.75 * 65536 / (0.5 * 369e9))
@@ -95,3 +100,45 @@ def test_alpha_override_is_refused_with_the_nccl_model(run):
     r = run("comm", "all-reduce", "--size", "1GB", "--alpha-us", 2, "--assume",
             "nccl_latency_model=1")
     assert r.code == 2 and "--alpha-us" in r.err
+
+
+def test_simple_ring_overlaps_latency_with_transfer():
+    """comm.nccl_pipelined_time: the Simple ring pays the base latency plus the larger of its
+    steps' latencies and its bandwidth time (NCCL_STEPS 8 slots, slices of 2 steps: device.h
+    L26, collectives.h L19); LL and LL128 keep NCCL's sum."""
+    from optimus_calc.evaluate import nccl
+    # 8 H100 on one node, all-reduce, 1/beta = 369 GB/s: steps' latency 14 x 3.4 = 47.6 us.
+    # 1 GB: 1.75e9 / 369e9 = 4742.55 us > 47.6: 8.4 + 4742.55 us (NCCL's sum: 4798.55 us)
+    t = nccl.ring_times("all-reduce", 8, 1, 1e9, 1 / 369e9, **NCCL_KW)
+    assert float(t[2]) == pytest.approx(8.4e-6 + 1.75 / 369, rel=1e-12)
+    # 4 MB: 1.75 x 4e6 / 369e9 = 18.97 us < 47.6 us: latency-bound, 8.4 + 47.6 = 56.0 us
+    t = nccl.ring_times("all-reduce", 8, 1, 4e6, 1 / 369e9, **NCCL_KW)
+    assert float(t[2]) == pytest.approx(56.0e-6, rel=1e-12)
+    # LL128 at 4 MB keeps the sum: 40.6 us + 1.75 x 4e6 / (0.92 x 369e9) = 61.22 us
+    assert float(t[1]) == pytest.approx(40.6e-6 + 1.75 * 4e6 / (0.92 * 369e9), rel=1e-12)
+    # never above NCCL's own (additive) estimate, never below either term
+    for z in (1e3, 1e6, 1e8, 1e10):
+        simple = float(nccl.ring_times("all-reduce", 16, 2, z, 1 / 360e9, **NCCL_KW)[2])
+        lat, bw = 131.6e-6, 2 * 15 / 16 * z / 360e9
+        assert max(lat, 8.4e-6 + bw) * (1 - 1e-12) <= simple <= (lat + bw) * (1 + 1e-12)
+
+
+def test_validate_nccl_tests_issue_119_by_hand(cat):
+    # 3 nodes x 8 A100, 4 x 200 Gb/s NICs at 0.9: 90 GB/s per node < NVLink 231 GB/s.
+    # NCCL's Simple ring, pipelined: steps' latency 42 x max(3.4, 3 x 1) + 4 x 14 = 198.8 us,
+    # below 2*23/24 * 133169160 B / 90e9 = 2836.01 us; total 8.4 + 2836.01 = 2844.41 us
+    # (published 2666.0 us, +6.7%; NCCL's own additive model would give 3043.2 us, +14.1%)
+    from optimus_calc.validate import _comm_cases
+    from optimus_calc.specs.training import Assumptions
+    t, bw = _comm_cases(cat, Assumptions())
+    assert t.predicted == pytest.approx(8.4 + 2 * 23 / 24 * 133169160 / 90e9 * 1e6, rel=1e-9)
+    assert t.published == 2666.0 and bw.published == 95.74
+    assert bw.predicted == pytest.approx(133169160 / (t.predicted * 1e-6) * 46 / 24 / 1e9)
+
+
+def test_alpha_us_selects_the_per_step_model(run):
+    # NCCL's model is the default; --alpha-us asks for the alpha model: 1 kB on 2 DGX H100,
+    # 30 steps x 2 us + 2 x 15/16 x 1000 B / 360e9 B/s
+    d = run("comm", "all-reduce", "--size", "1kB", "--node", "dgx-h100", "--nodes", 2,
+            "--alpha-us", 2, "--format", "json").json()
+    assert d["time_s"] == pytest.approx(30 * 2e-6 + 2 * 15 / 16 * 1000 / 360e9, rel=1e-9)

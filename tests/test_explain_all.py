@@ -14,6 +14,8 @@ LAYOUTS = {
     "NVMe + params": ["llama-2-7b", "--nodes", 1, "--zero", 3, "--offload", "nvme",
                       "--offload-params"],
     "SmartNIC": ["llama-2-7b", "--nodes", 2, "--zero", 1, "--offload", "smartnic"],
+    "per-step alpha rings": ["llama70b", "--nodes", 2, "--tp", 4, "--pp", 2, "--zero", 1,
+                             "--assume", "nccl_latency_model=0"],
     "GH200 superchip": ["llama-3-8b", "--node", "gh200", "--nodes", 4, "--zero", 2,
                         "--offload", "superchip"],
     "Mixtral EP": ["mixtral-8x7b", "--nodes", 2, "--tp", 2, "--ep", 8, "--zero", 1],
@@ -112,13 +114,16 @@ def test_glue_equations_by_hand(run):
 
 
 def test_explain_for_picks_one_evaluation(run):
-    tp = _result(run, "comm.ring_all_gather_time", "--for", "tp")
-    dp = _result(run, "comm.ring_all_gather_time", "--for", "dp")
-    assert tp["values"]["n"] == 4 and tp["values"]["z"] == 134_217_728
-    assert dp["values"]["n"] == 2 and dp["result"] != tp["result"]
-    table = run("explain", "comm.ring_all_gather_time", *DENSE)
+    # NCCL's Simple ring (the default latency model): TP all-gather over 4 ranks, bus factor
+    # 3/4; DP over 2 ranks, 1/2
+    name = "comm.nccl_pipelined_time"
+    tp = _result(run, name, "--for", "tp")
+    dp = _result(run, name, "--for", "dp")
+    assert tp["values"]["F"] == 0.75 and tp["values"]["z"] == 134_217_728
+    assert dp["values"]["F"] == 0.5 and dp["result"] != tp["result"]
+    table = run("explain", name, *DENSE)
     assert "evaluated for tp, cp, dp; shown: dp" in table.out
-    bad = run("explain", "comm.ring_all_gather_time", *DENSE, "--for", "ep")
+    bad = run("explain", name, *DENSE, "--for", "ep")
     assert bad.code == 2 and "evaluated for 'tp', 'cp', 'dp'" in bad.err
 
 
@@ -127,10 +132,12 @@ def test_explain_training_and_collectives_outside_the_evaluator(run):
     s = run("step", *DENSE, "--tokens", "1e12", "--format", "json").json()
     assert e["result"] == pytest.approx(s["train_days"], rel=1e-12)
     # the collectives `comm` compares: one GPU's gradients over all 16 GPUs, as `comm` times it
-    tree = _result(run, "comm.tree_all_reduce_time")
+    # (the per-step alpha model's tree: NCCL's latency model, the default, times it otherwise)
+    off = ("--assume", "nccl_latency_model=0")
+    tree = _result(run, "comm.tree_all_reduce_time", *off)
     assert tree["values"]["n"] == 16 and tree["result"] > 0
     c = run("comm", "all-reduce", "--size", str(tree["values"]["z"]), "--nodes", 2, "--algo",
-            "tree", "--format", "json").json()
+            "tree", *off, "--format", "json").json()
     assert c["time_s"] == pytest.approx(tree["result"], rel=1e-9)
 
 

@@ -312,3 +312,23 @@ def test_weight_copies_per_recipe_and_gpu(cat):
     assert per_weight(b200, Fp8Recipe.TE_DELAYED) == 1
     assert per_weight(b200, Fp8Recipe.MXFP8) == 2.0625
     assert per_weight(h100, Fp8Recipe.TORCHAO) == 0
+
+
+def test_public_fp8_rows_carry_their_published_recipe():
+    """Each FP8 row of validate runs the recipe its source names: "FP8-CS" is current scaling
+    (Megatron-Bridge 25.11), NeMo 24.12 had delayed scaling only (NeMo v2.1.0 mixed_precision.py
+    L46-54), "MXFP8" is Transformer Engine MXFP8, torchtitan's Float8 is torchao."""
+    from optimus_calc.public_cases import NEMO2412, public_rows
+    fp8 = [r for r in public_rows() if r.precision == "fp8" and not r.why_not]
+    for r in fp8:
+        if r.source == NEMO2412:
+            assert r.fp8_recipe == "te-delayed", r.label
+        elif "MXFP8" in r.label:
+            assert r.fp8_recipe == "mxfp8", r.label
+        elif "FP8-CS" in r.label:
+            assert r.fp8_recipe == "te-current", r.label
+        elif "float8" in r.label.lower():
+            assert r.fp8_recipe == "torchao", r.label
+    # four NeMo 24.12 rows (Nemotron-340B not in the catalog), five dense MXFP8 rows
+    assert sum(r.source == NEMO2412 for r in fp8) == 4
+    assert sum(r.fp8_recipe == "mxfp8" for r in fp8) == 5

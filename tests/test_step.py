@@ -106,10 +106,10 @@ def test_calibration_all_within_tolerance(cat):
 def test_validate_command(run):
     d = run("validate", "--format", "json").json()
     # sections 1-7, 9 (Megatron-LM H100), 10 (FSDP scale): 52 cases, all within tolerance;
-    # section 12: the public rows of public_cases.py the tool expresses (71 with their memory)
+    # section 12: the public rows of public_cases.py the tool expresses (76 with their memory)
     early = [c for c in d["cases"] if c["section"] != "12"]
     assert len(early) == sum(c["ok"] for c in early) == 52
-    assert d["total"] == 52 + 71
+    assert d["total"] == 52 + 76
     # the overall accuracy is printed: mean and largest |error| over every case
     errs = [abs(c["error"]) for c in d["cases"]]
     assert d["mean_abs_error"] == pytest.approx(sum(errs) / len(errs))
@@ -221,10 +221,11 @@ def test_ep_all_to_all_across_nodes_by_hand(run):
 def test_cp_traffic_by_hand(run):
     # Llama-3-8B, TP 1, CP 2 on one DGX A100 (231 GB/s, alpha 1 us), seq 32768, no recompute:
     # per layer per micro-batch one all-gather and one reduce-scatter of K,V:
-    # z = 2 x 32768 x 1 x (8 x 128) x 2 B = 134,217,728; each 1 us + z/2 / 231e9.
+    # z = 2 x 32768 x 1 x (8 x 128) x 2 B = 134,217,728; each NCCL's Simple ring, pipelined
+    # (comm.nccl_pipelined_time): 8.4 us + max(1 step x 3.4 us, z/2 / 231e9 = 290.5 us).
     d = run("step", "llama-3-8b", "--cp", 2, "--zero", 1, "--seq-len", 32768,
             "--global-batch", 4, "--format", "json").json()
-    one = 1e-6 + 67_108_864 / 231e9
+    one = 8.4e-6 + 67_108_864 / 231e9
     # DP = 4, one micro-batch per replica, 32 layers
     assert d["breakdown"]["cp_comm_s"] == pytest.approx(2 * one * 32)
 
@@ -244,10 +245,12 @@ def test_dp_buckets_hold_gradient_bytes_by_hand(run):
     # 14 reduce-scatters; updated 2-byte weights 2P = 13.48 GB gathered in DeepSpeed's
     # allgather_bucket_size of 5e8 elements (1 GB of bf16, deepspeed/runtime/zero/config.py):
     # 14 all-gathers.
-    # Each ring step 1 us, 7 steps; bandwidth 300 x 0.77 = 231 GB/s, (n-1)/n = 7/8.
+    # NCCL's Simple ring, pipelined: 8.4 us + max(7 steps x 3.4 us, bandwidth time), each
+    # bucket's bandwidth time (>= 0.48 GB x 7/8 / 231e9 = 1.8 ms) the larger; bandwidth
+    # 300 x 0.77 = 231 GB/s, (n-1)/n = 7/8.
     P = 6_738_415_616
-    rs = 14 * 7e-6 + 7 / 8 * 4 * P / 231e9
-    ag = 14 * 7e-6 + 7 / 8 * 2 * P / 231e9
+    rs = 14 * 8.4e-6 + 7 / 8 * 4 * P / 231e9
+    ag = 14 * 8.4e-6 + 7 / 8 * 2 * P / 231e9
     d = run("step", "llama-2-7b", "--zero", 1, "--grad-bytes", 4, "--seq-len", 4096,
             "--global-batch", 8, "--format", "json").json()
     assert d["breakdown"]["dp_comm_s"] == pytest.approx(rs + ag, rel=1e-9)

@@ -85,6 +85,11 @@ _MEG_ASM = "recompute none and the distributed optimizer (Megatron-Bridge recipe
 _CS = dict(precision="fp8", fp8_recipe="te-current")
 _TTN = dict(framework="torchtitan", zero=3, recompute="selective")
 _MX = "MXFP8: no mxfp8 recipe in the tool (issue 32 item 4); the FP8-CS value of the row is a case"
+# Transformer Engine MXFP8 (--fp8-recipe mxfp8), the recipe the row's label names
+_MXR = dict(precision="fp8", fp8_recipe="mxfp8")
+# NeMo 2.1 (the NeMo 24.12 container) had delayed scaling only: nemo/collections/llm/recipes/
+# precision/mixed_precision.py L46-54 @ v2.1.0 (benchmarks/fit_fp8_recipes.py NEMO_2412)
+_DS = dict(precision="fp8", fp8_recipe="te-delayed")
 _GB = ("NVL72's 72-GPU NVLink domain is not a catalog node: GB200 GPUs on DGX-B200-sized "
        "8-GPU NVLink nodes")
 _CAT = "model not in the catalog"
@@ -124,11 +129,11 @@ def _megatron_dense() -> list[PublicRow]:
         r(MB25, "GB200 Llama3 8B FP8-CS, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 31508, gpu="gb200",
           gbs=128, mbs=2, assumed=_MEG_ASM + "; " + _GB, **_CS, **_MEG),
         r(MB25, "GB200 Llama3 8B MXFP8, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 29789, gpu="gb200",
-          gbs=128, mbs=2, why_not=_MX, **_MEG),
+          gbs=128, mbs=2, assumed=_MEG_ASM + "; " + _GB, **_MXR, **_MEG),
         r(MB25, "B200 Llama3 8B FP8-CS, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 30624, gbs=128,
           mbs=2, assumed=_MEG_ASM, **_CS, **_MEG),
         r(MB25, "B200 Llama3 8B MXFP8, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 29521, gbs=128,
-          mbs=2, why_not=_MX, **_MEG),
+          mbs=2, assumed=_MEG_ASM, **_MXR, **_MEG),
         r(MB25, "H100 Llama3 8B FP8-CS FSDP, 8 GPUs", "llama-3-8b", "dgx-h100", 1, 14451,
           gbs=128, mbs=1, assumed="recompute none", framework="megatron", zero=3, **_CS),
         r(MB25, "GB200 Llama3 70B FP8-CS FSDP, 64 GPUs", "llama-3-70b", "dgx-b200", 8, 4312,
@@ -141,12 +146,13 @@ def _megatron_dense() -> list[PublicRow]:
         r(MB25, "B200 Llama3.1 405B FP8-CS TP4 PP8 CP2 VP8, 128 GPUs", "llama-3-405b",
           "dgx-b200", 16, 661, tp=4, pp=8, cp=2, vp=8, gbs=64, assumed=_MEG_ASM, **_CS, **_MEG),
         r(MB25, "B200 Llama3.1 405B MXFP8, 128 GPUs", "llama-3-405b", "dgx-b200", 16, 624,
-          tp=4, pp=8, cp=2, vp=8, gbs=64, why_not=_MX, **_MEG),
+          tp=4, pp=8, cp=2, vp=8, gbs=64, assumed=_MEG_ASM, **_MXR, **_MEG),
         r(MB25, "H100 Llama3.1 405B FP8-CS TP8 PP8 CP2 VP8, 1024 GPUs", "llama-3-405b",
           "dgx-h100", 128, 292, tp=8, pp=8, cp=2, vp=8, gbs=512, assumed=_MEG_ASM, **_CS,
           **_MEG),
         r(MB26, "GB200 Llama3 70B MXFP8 TP2 PP4 VP5, 64 GPUs", "llama-3-70b", "dgx-b200", 8,
-          3613, gpu="gb200", tp=2, pp=4, vp=5, gbs=256, why_not=_MX, **_MEG),
+          3613, gpu="gb200", tp=2, pp=4, vp=5, gbs=256, assumed=_MEG_ASM + "; " + _GB, **_MXR,
+          **_MEG),
         r(MB26, "GB200 Llama3 70B FP8 FSDP 64, 64 GPUs", "llama-3-70b", "dgx-b200", 8, 4040,
           gpu="gb200", gbs=256, mbs=2, framework="megatron", zero=3,
           assumed="FP8 recipe te-current (not stated); " + _GB, **_CS),
@@ -159,6 +165,7 @@ def _megatron_dense() -> list[PublicRow]:
 def _nemo_dense() -> list[PublicRow]:
     r, c = PublicRow, NEMO.format
     asm = "FP8 per-tensor current scaling (te-current); " + _MEG_ASM
+    asm_ds = "FP8 delayed scaling (te-delayed, NeMo 2.1's only recipe); " + _MEG_ASM
     return [
         r(c(c="25.02"), "B200 Llama3 8B FP8, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 26006,
           gbs=128, mbs=2, assumed=asm, **_CS, **_MEG),
@@ -191,18 +198,18 @@ def _nemo_dense() -> list[PublicRow]:
         r(c(c="25.07"), "GB200 Llama3 8B FP8-CS, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 31737,
           gpu="gb200", gbs=128, mbs=2, assumed=asm + "; " + _GB, **_CS, **_MEG),
         r(c(c="25.07"), "GB200 Llama3 8B MXFP8, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 30341,
-          gpu="gb200", gbs=128, mbs=2, why_not=_MX, **_MEG),
+          gpu="gb200", gbs=128, mbs=2, assumed=_MEG_ASM + "; " + _GB, **_MXR, **_MEG),
         r(NEMO2412, "H100 GPT3-175B FP8 TP4 PP8 VP6, 512 GPUs", "gpt3-175b", "dgx-h100", 64,
           825, tp=4, pp=8, vp=6, gbs=2048, mbs=1, seq=2048,
-          assumed=asm + "; micro-batch 1 (not published)", **_CS, **_MEG),
+          assumed=asm_ds + "; micro-batch 1 (not published)", **_DS, **_MEG),
         r(NEMO2412, "H100 Llama2-70B FP8 TP4 PP4 VP20, 64 GPUs", "llama-2-70b", "dgx-h100", 8,
           1728, tp=4, pp=4, vp=20, seq=4096, gbs=128,
-          assumed=asm + "; global batch 128, micro-batch 1 (not published)", **_CS, **_MEG),
+          assumed=asm_ds + "; global batch 128, micro-batch 1 (not published)", **_DS, **_MEG),
         r(NEMO2412, "H100 Llama3-70B FP8 TP4 PP4 CP2 VP5, 64 GPUs", "llama-3-70b", "dgx-h100", 8,
           1524, tp=4, pp=4, cp=2, vp=5, gbs=128,
-          assumed=asm + "; global batch 128, micro-batch 1 (not published)", **_CS, **_MEG),
+          assumed=asm_ds + "; global batch 128, micro-batch 1 (not published)", **_DS, **_MEG),
         r(NEMO2412, "H100 Llama3-8B FP8 CP2, 8 GPUs", "llama-3-8b", "dgx-h100", 1, 12273, cp=2,
-          gbs=128, assumed=asm + "; global batch 128, micro-batch 1 (not published)", **_CS,
+          gbs=128, assumed=asm_ds + "; global batch 128, micro-batch 1 (not published)", **_DS,
           **_MEG),
         r(NEMO2412, "H100 Nemotron-340B FP8 TP8 PP8 VP12, 128 GPUs", "nemotron-340b",
           "dgx-h100", 16, 326, why_not=_CAT + " (Nemotron-4 340B)"),

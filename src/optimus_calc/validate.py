@@ -181,7 +181,8 @@ def _comm_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
     hw = resolve_hardware(cat, "dgx-a100", 3)
     topo = replace(topology(hw, 24, link_catalog=lambda name: cat.get(name, "link")),
                    nics=4, inter_link="4 x connectx-6 (HDR 200 Gb/s)")
-    r = collective_time(Collective.ALL_REDUCE, Algo.RING, 133169160, topo, asm.hier_chunk_bytes)
+    r = collective_time(Collective.ALL_REDUCE, Algo.RING, 133169160, topo, asm.hier_chunk_bytes,
+                        asm.nccl_net_overhead_us, bool(asm.nccl_latency_model))
     src = "NVIDIA/nccl-tests issue #119 (3 x 8 A100, 4 x HDR per node), 133169160 B row"
     note = ("the NIC efficiency 0.9 (22.5 GB/s per 200G NIC) is below the ~24 GB/s NCCL reaches "
             "on InfiniBand HDR, so multi-node rings are ~8% slow here")

@@ -101,6 +101,8 @@ def _collectives(inp: Inputs, params: float) -> None:
         if algo is C.Algo.NVLS and topo.nvls_Bps is None:  # no NVLink SHARP on this group
             continue
         for coll in sorted(colls, key=lambda c: c.value):
-            C.collective_time(coll, algo, z, topo, inp.assumptions.hier_chunk_bytes)
+            asm = inp.assumptions
+            C.collective_time(coll, algo, z, topo, asm.hier_chunk_bytes,
+                              asm.nccl_net_overhead_us, bool(asm.nccl_latency_model))
     if topo.nodes > 1:
         C.squeezenic(z, topo, 1.0, C.CompressSite.SMARTNIC, C.Approach.ONE, inp.assumptions)

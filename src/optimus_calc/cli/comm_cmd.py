@@ -50,7 +50,8 @@ def _sizes(size: str | None, sizes: str | None) -> tuple[float, ...]:
               show_default=True,
               help="SqueezeNIC approach; reported as time_s only when faster than --algo.")
 @click.option("--alpha-us", type=FiniteFloat(0, 1e6), default=None,
-              help="Override every link's latency alpha (microseconds).")
+              help="Override every link's latency alpha (microseconds): the per-step alpha "
+                   "model instead of NCCL's latency tables.")
 @click.option("--intra-efficiency", type=FiniteFloat(MIN_EFFICIENCY, 1), default=None,
               help="Override the intra-node link efficiency.")
 @click.option("--nic-efficiency", type=FiniteFloat(MIN_EFFICIENCY, 1), default=None,

@@ -235,3 +235,19 @@ nccl_collective_time = equation(
     "F beta z is the Simple protocol's bus-bandwidth time (nccl-tests doc/PERFORMANCE.md)",
     "Time of one collective with one algorithm and protocol; NCCL runs the protocol with the "
     "least such time.")
+
+L_s = sym("L_s", "the per-step latencies of a ring collective, (S - S_e) l_i + S_e l_e, s")
+
+nccl_pipelined_time = equation(
+    "comm.nccl_pipelined_time", a_0 + sp.Max(L_s, F * beta * z / f_p), "s",
+    "NCCL src/include/device.h L26 (NCCL_STEPS 8 buffer slots per connection), "
+    "src/include/collectives.h L19-20 (all-reduce slice 2 steps, chunk 4 steps), "
+    "src/enqueue.cc L2222-2225 (Simple ring chunk = buffer / NCCL_STEPS x chunk steps); "
+    "latency and transfer overlapped as in LogGP's gap/latency overlap (Alexandrov et al. 1995)",
+    "Ring collective with the Simple protocol: a sender keeps up to NCCL_STEPS / slice steps = 4 "
+    "slices in flight per connection, so a step's latency (the peer's credit and the proxy's "
+    "post) is waited for only while less data is in flight than it covers: the base latency "
+    "plus the larger of the steps' latencies and the bandwidth time. NCCL's own model "
+    "(comm.nccl_collective_time) adds them, a selection heuristic; nccl-tests issue #119 "
+    "(133 MB on 24 A100) would need 25.9 GB/s per 200 Gb/s NIC, above line rate, if they "
+    "added (docs/communication.md).")

@@ -227,6 +227,22 @@ exposed_zero12_offload = equation(
     "they run from the hooks on a side stream, except the last bucket; the step after it "
     "(unscale, CPU-Adam, parameter copies) is exposed.")
 
+n_hs = sym("n_hs", "blocking host syncs per parameter tensor of the rank's partition per "
+           "step (Assumptions.offload_host_syncs_per_tensor)")
+N_tp = sym("N_tp", "parameter tensors in the rank's optimizer partition: the stage's tensors "
+           "x the partition's share of the stage's parameters")
+t_hs = sym("t_hs", "GPU time lost per blocking host sync (Assumptions.host_sync_us), s")
+
+host_sync_time = equation(
+    "offload.host_sync_time", n_hs * N_tp * t_hs, "s",
+    _S12 + "with the optimizer offloaded, at the accumulation boundary each parameter "
+    "tensor of the partition is checked for overflow by `if self._has_inf_or_nan(grad.data)` "
+    "(L1498-1500, a host read of a GPU tensor: a sync; its kernels L2486-2491) and its norm "
+    "is read by `param_norm.item()` (L1622, complete_grad_norm_calculation_for_cpu_offload): "
+    "2 syncs per tensor, serialised with the GPU work",
+    "ZeRO-1/2 + CPU offload: the host syncs of the boundary's per-tensor overflow check and "
+    "gradient norm, exposed (the GPU idles while the host relaunches after each sync).")
+
 exposed_superoffload_stv = equation(
     "offload.exposed_superoffload_stv",
     sp.Max(T_sp - W_b, T_sp * sp.Min(1, Z_s / P_r)) + T_post + T_ov2, "s",

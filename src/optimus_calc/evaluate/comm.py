@@ -330,8 +330,10 @@ def doubling_sizes(lo: float, hi: float, limit: int = 64) -> tuple[float, ...]:
 
 def _row(req: CommRequest, z: float, topo: Topology) -> CommRow:
     asm = req.assumptions
+    # --alpha-us asks for the per-step alpha model; NCCL's tables otherwise (the default)
     r = collective_time(req.collective, req.algo, z, topo, asm.hier_chunk_bytes,
-                        asm.nccl_net_overhead_us, bool(asm.nccl_latency_model))
+                        asm.nccl_net_overhead_us,
+                        bool(asm.nccl_latency_model) and req.alpha_us is None)
     label = ("pairwise all-to-all" if req.collective is Collective.ALL_TO_ALL
              else f"{req.algo.value} {req.collective.value}")
     if req.compression is None:
@@ -352,7 +354,8 @@ def evaluate_comm(catalog, req: CommRequest) -> CommReport:
         raise InputError("give --ranks or --nodes, not both")
     if not req.sizes:
         raise InputError("give exactly one of --size SIZE or --sizes FROM..TO")
-    if req.alpha_us is not None and req.assumptions.nccl_latency_model:
+    if (req.alpha_us is not None and req.assumptions.nccl_latency_model
+            and "nccl_latency_model" in req.assumptions.model_fields_set):
         raise InputError("--alpha-us sets the per-step alpha model; with --assume "
                          "nccl_latency_model=1 the latencies are NCCL's own tables")
     hw = resolve_hardware(catalog, req.node, req.nodes or 1)

@@ -5,7 +5,9 @@ The tables are NCCL's tuning constants (src/graph/tuning.cc @ 5067397c2676d5aed5
 comm.nccl_collective_time: its latency (comm.nccl_ring_latency / comm.nccl_tree_latency) plus
 the Simple protocol's bus-bandwidth time over the protocol's bandwidth share; NCCL runs the
 protocol its own model predicts fastest (tuning.cc L630-653, ``ncclTopoGetAlgoTime``), and so do
-we. Applied when ``--assume nccl_latency_model=1``; the per-step latencies are the tables' own
+we, except that the Simple ring overlaps its steps' latency with the transfer
+(comm.nccl_pipelined_time). Applied by default (``--assume nccl_latency_model=0`` switches to the
+per-step alpha model); the per-step latencies are the tables' own
 (the catalog's ``alpha_us`` serves the per-step alpha model). ``alpha_i``/``alpha_e`` given
 scale a table's row by alpha / its Ring/Simple value (NVLink 3.4, PCI 5.7, network 14.0 us).
 
@@ -108,9 +110,14 @@ def ring_times(coll: str, n, nodes, z, beta, *, link_class: str, net_overhead_s:
         over = net_overhead_s * (3 if name == "Simple" else 1)   # L404-408
         lat_i = np.where(multi, np.maximum(lat_i, over), lat_i)
         lat_e = np.where(ppn_one, HW_US["net"]["tree"][p], HW_US["net"]["ring"][p]) * 1e-6 * s_e
-        L = eq.comm__nccl_ring_latency(S=S, S_e=S_e, a_0=BASE_US["ring"][p] * 1e-6, l_e=lat_e,
-                                       l_i=lat_i)
-        out.append(eq.comm__nccl_collective_time(F=F, L=L, beta=beta, f_p=RING_SHARE[p], z=z))
+        a_0 = BASE_US["ring"][p] * 1e-6
+        L = eq.comm__nccl_ring_latency(S=S, S_e=S_e, a_0=a_0, l_e=lat_e, l_i=lat_i)
+        if name == "Simple":  # pipelined: latency overlaps the transfer (comm.nccl_pipelined_time)
+            out.append(eq.comm__nccl_pipelined_time(F=F, L_s=L - a_0, a_0=a_0, beta=beta,
+                                                    f_p=RING_SHARE[p], z=z))
+        else:
+            out.append(eq.comm__nccl_collective_time(F=F, L=L, beta=beta, f_p=RING_SHARE[p],
+                                                     z=z))
     return out
 
 

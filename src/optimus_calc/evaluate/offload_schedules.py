@@ -49,10 +49,13 @@ class OffloadStep:
 
 def deepspeed_cpu_step(shard, *, zero, bucketed_params, precision: Precision, backward_s,
                        host: HostCPU, cpu: CPU, ranks_per_node, link_GBps, link_eff, asm: Assumptions,
-                       weight_bytes: float, grad_bytes: float) -> OffloadStep:
+                       weight_bytes: float, grad_bytes: float,
+                       partition_tensors=0.0) -> OffloadStep:
     """ZeRO-Offload (offload_optimizer: cpu) for ZeRO stage ``zero`` (an array: 1, 2 or 3 per
     layout); ``backward_s`` the boundary micro-batch's backward; ``bucketed_params`` the GPU's
-    parameters before partitioning (its gradient buckets carry all of them)."""
+    parameters before partitioning (its gradient buckets carry all of them);
+    ``partition_tensors`` the parameter tensors of the rank's partition (ZeRO-1/2's per-tensor
+    host syncs, offload.host_sync_time)."""
     z = np.asarray(zero)
     impl = AdamImpl.CPUADAM
     common = dict(host=host, ranks_per_node=ranks_per_node, link_GBps=link_GBps,
@@ -77,7 +80,10 @@ def deepspeed_cpu_step(shard, *, zero, bucketed_params, precision: Precision, ba
         ex12 = eq.offload__exposed_zero12_offload(P_g=bucketed_params, T_g=t_g,
                                                  T_post=z12.total - t_g, W_b=backward_s,
                                                  Z_b=asm.zero_bucket_params, o_c=o_c)
-        out12 = (z12.total, z12.grad_d2h + z12.param_h2d, ex12)
+        t_hs = eq.offload__host_sync_time(N_tp=partition_tensors,
+                                          n_hs=asm.offload_host_syncs_per_tensor,
+                                          t_hs=asm.host_sync_us * 1e-6)
+        out12 = (z12.total + t_hs, z12.grad_d2h + z12.param_h2d, ex12 + t_hs)
     out3, out12 = out3 or out12, out12 or out3
     return OffloadStep(*(np.where(is3, a, b) for a, b in zip(out3, out12)))
 

@@ -110,6 +110,11 @@ ENGINE_PROFILE = PhysicsProfile((
     Setting("zero3_modules_per_layer", 0, "DeepSpeed @ edaa722 deepspeed/runtime/zero/"
             "config.py L258-264; "
             "parameter_offload.py L293-302"),
+    # ZeRO-1/2 + CPU offload: at the boundary, per parameter tensor of the partition, a host
+    # sync in the overflow check (`if self._has_inf_or_nan(grad.data)`) and one in the norm
+    # (`param_norm.item()`); each costs host_sync_us (assumed)
+    Setting("offload_host_syncs_per_tensor", 2, "DeepSpeed @ edaa722 deepspeed/runtime/zero/"
+            "stage_1_and_2.py L1498-1500, L1622"),
 ))
 
 LAUNCH = ("deepspeed --num_nodes N --num_gpus G train.py --deepspeed_config ds_config.json "

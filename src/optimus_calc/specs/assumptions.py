@@ -186,12 +186,14 @@ class Assumptions(Frozen):
         default=0.0, ge=0, le=1,
         description="assumed: fraction of PP point-to-point time hidden behind compute")
     nccl_latency_model: float = Field(
-        default=0.0, ge=0, le=1,
-        description="1 = ring and tree collectives take NCCL's own latency model (base latency "
-                    "per algorithm and protocol + per-step hardware latencies, the fastest "
-                    "protocol; NCCL src/graph/tuning.cc @ 5067397c, evaluate/nccl.py); 0 = the "
-                    "catalog's per-step alpha (the default until validate's nccl-tests and "
-                    "Megatron rows are re-examined: docs/communication.md)")
+        default=1.0, ge=0, le=1,
+        description="1 (default) = ring and tree collectives take NCCL's own latency model "
+                    "(base latency per algorithm and protocol + per-step hardware latencies, "
+                    "the fastest protocol; NCCL src/graph/tuning.cc @ 5067397c, "
+                    "evaluate/nccl.py), the Simple ring pipelined (comm.nccl_pipelined_time); "
+                    "0 = the catalog's per-step alpha. On by default because it lowered "
+                    "validate's leave-one-source-out error (16.84% -> 16.78%) and keeps the "
+                    "nccl-tests case within tolerance (docs/communication.md)")
     nccl_net_overhead_us: float = Field(
         default=1.0, ge=0, le=1e3,
         description="assumed: NCCL's network post overhead per ring step across nodes, "
@@ -320,6 +322,21 @@ class Assumptions(Frozen):
         default=50.0, ge=0, le=1e6,
         description="assumed: per-module fixed cost of a ZeRO-3 gather (pre-forward hook, "
                     "coordinator bookkeeping, NCCL launch), microseconds, not hidden by prefetch")
+    offload_host_syncs_per_tensor: float = Field(
+        default=0.0, ge=0, le=100,
+        description="blocking host syncs per parameter tensor of the rank's optimizer "
+                    "partition per step in the ZeRO-1/2 CPU-offload step (offload.host_sync_time); "
+                    "0 framework-neutral; the DeepSpeed profile sets 2 (overflow check and "
+                    "norm .item(), deepspeed/runtime/zero/stage_1_and_2.py L1498-1500, L1622 "
+                    "@ edaa722)")
+    host_sync_us: float = Field(
+        default=25.0, ge=0, le=1e5,
+        description="assumed 25: GPU time lost per blocking host sync, microseconds: the "
+                    "device-to-host read drains the stream, then the GPU idles while eager "
+                    "PyTorch relaunches the next tensor's few small kernels (~5 for "
+                    "_has_inf_or_nan, stage_1_and_2.py L2486-2491). No public measurement of it "
+                    "and no public per-step time to fit it on (docs/reference/"
+                    "framework-physics.md section 5)")
     step_fixed_s: float = Field(
         default=0.0, ge=0, le=1e3,
         description="assumed 0 (no public source gives it in seconds): fixed time per optimizer "

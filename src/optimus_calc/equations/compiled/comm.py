@@ -38,6 +38,11 @@ def comm__nccl_collective_time(F, L, beta, f_p, z):
     return F*beta*z/f_p + L
 
 
+def comm__nccl_pipelined_time(F, L_s, a_0, beta, f_p, z):
+    """comm.nccl_pipelined_time [s]: NCCL src/include/device.h L26 (NCCL_STEPS 8 buffer slots per connection), src/include/collectives.h L19-20 (all-reduce slice 2 steps, chunk 4 steps), src/enqueue.cc L2222-2225 (Simple ring chunk = buffer / NCCL_STEPS x chunk steps); latency and transfer overlapped as in LogGP's gap/latency overlap (Alexandrov et al. 1995)"""
+    return a_0 + numpy.maximum(L_s, F*beta*z/f_p)
+
+
 def comm__nccl_ring_latency(S, S_e, a_0, l_e, l_i):
     """comm.nccl_ring_latency [s]: NCCL src/graph/tuning.cc @ 5067397c L384, L402-412 (ring: base + intra-node steps x intraLat + inter-node steps x interLat; intraLat raised to the network overhead across nodes)"""
     return S_e*l_e + a_0 + l_i*(S - S_e)

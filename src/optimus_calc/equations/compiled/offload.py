@@ -58,6 +58,11 @@ def offload__grad_host_copy_time(B_r, P_r, b_gd, b_gx, c_v, n_x, s_p):
     return P_r*(c_v*(b_gd + 4) + 2*s_p*(b_gd*n_x + b_gx))/B_r
 
 
+def offload__host_sync_time(N_tp, n_hs, t_hs):
+    """offload.host_sync_time [s]: DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py @ edaa722 (same code paths in v0.7.1 L1115-1130 and v0.15.0): with the optimizer offloaded, at the accumulation boundary each parameter tensor of the partition is checked for overflow by `if self._has_inf_or_nan(grad.data)` (L1498-1500, a host read of a GPU tensor: a sync; its kernels L2486-2491) and its norm is read by `param_norm.item()` (L1622, complete_grad_norm_calculation_for_cpu_offload): 2 syncs per tensor, serialised with the GPU work"""
+    return N_tp*n_hs*t_hs
+
+
 def offload__nvme_grad_write_time(P_r, R_wr, b_gs, eta_d, k_n, n_d):
     """offload.nvme_grad_write_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/stage3.py L1490-1511, swap at L1509 (swap_out_gradients at the accumulation boundary, in backward)"""
     return P_r*b_gs*k_n/(R_wr*eta_d*n_d)

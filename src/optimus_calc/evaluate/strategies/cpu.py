@@ -13,6 +13,7 @@ from optimus_calc.evaluate.offload_step import HostCPU, param_offload_traffic
 from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.evaluate.records import DeviceUse, OptimizerUse
 from optimus_calc.evaluate.strategies.base import OffloadStrategy, bit
+from optimus_calc.evaluate.work import modules_per_layer
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import fmt_gb
 
@@ -21,7 +22,12 @@ def host_phases(ctx, mem, comp, opt):
     """DeepSpeed's offloaded step on the node's CPUs (CPU-Adam) for the layout's ZeRO stage and
     precision (evaluate/offload_schedules.py): (step_s, transfer_s, exposed_s)."""
     hw = ctx.hw
+    # parameter tensors in the partition: the stage's (layers x parameterised modules, one
+    # weight each; biases and the embedding/head tensors not counted) x the partition's share
+    tensors = np.maximum(1, ctx.st["layers"]) * modules_per_layer(ctx.model, ctx.asm) \
+        * opt.shard / np.maximum(mem.P, 1)
     ds = deepspeed_cpu_step(opt.shard, zero=ctx.z, bucketed_params=mem.P,
+                            partition_tensors=tensors,
                             precision=ctx.tr.precision, backward_s=comp.W_b,
                             host=HostCPU.from_catalog(hw.cpu, hw.node.cpus), cpu=hw.cpu,
                             ranks_per_node=ctx.gpn, asm=ctx.asm,
