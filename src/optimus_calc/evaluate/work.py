@@ -66,7 +66,7 @@ def _moe_work(ctx: Ctx, tau, r_full):
     per_token = eq.compute__flops_per_token_layer(
         E=0, P_att=0, d_s=0, d_v=0, f_a=model.expert_ffn * model.top_k, h=model.hidden,
         m_m=model.ffn_type.matrices, s=0)
-    fwd = tau * ctx.st["moe_layers"] * per_token
+    fwd = tau * ctx.st.moe_layers * per_token
     bwd = eq.step__attention_backward_flops(F_af=fwd, r_a=r_full)  # 2x, + the recomputed fwd
     tokens_mb = ctx.s * ctx.mb / ctx.cp
     eta_x = expert_efficiency(ctx.hw.gpu, model.hidden, ctx.t, tokens_mb, model.top_k,
@@ -80,7 +80,7 @@ def _moe_work(ctx: Ctx, tau, r_full):
 
 def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     model, hw, tr, asm, s, rc = ctx.model, ctx.hw, ctx.tr, ctx.asm, ctx.s, ctx.rc
-    Ls, last = ctx.st["layers"], ctx.st["last"]
+    Ls, last = ctx.st.layers, ctx.st.last
     peak = check_precision(hw.gpu, tr.precision)
     f_l, f_h = layer_flops(model, s)
     f_r = recompute_flops(model, s, rc, f_l)
@@ -106,7 +106,7 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     bwd_pass = eq.step__elementwise_backward_passes(f_e=asm.elementwise_factor,
                                                     r_full=(rc == R_FULL))
     hbm = dict(B_hbm=hw.gpu.hbm_Bps, eta_hbm=asm.hbm_efficiency, m=ctx.m)
-    L_moe = ctx.st["moe_layers"]
+    L_moe = ctx.st.moe_layers
     set_scope("forward")
     a_f = eq.compute__causal_attention_flops(F_af=f_att, kappa_c=kappa)
     F_fx = F_fwd - (f_att - a_f)  # what the kernels execute
@@ -162,7 +162,7 @@ def _ring(ctx: Ctx, coll: str, n, stride, z, beta, alpha):
 def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
     """TP, CP and EP per stage (step.tp/cp/ep_comm_time over their rings)."""
     model, hw, asm, s, mb, wb = ctx.model, ctx.hw, ctx.asm, ctx.s, ctx.mb, ctx.tr.weight_bytes
-    t, cp, Ls, m = ctx.t, ctx.cp, ctx.st["layers"], ctx.m
+    t, cp, Ls, m = ctx.t, ctx.cp, ctx.st.layers, ctx.m
     set_scope("tp")
     a_tp, b_tp = group(hw, t, 1, nic=nic)
     z_tp = eq.step__tp_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, s=s)
@@ -188,7 +188,7 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
         z_ep = eq.step__ep_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, k=model.top_k,
                                          s=s)
         a2a = eq.comm__all_to_all_time(z=z_ep, **all_to_all(hw, ctx.ep, t, nic=nic))
-    T_ep = eq.step__ep_comm_time(L_moe=ctx.st["moe_layers"], T_a2a=a2a, m=m,
+    T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m,
                                  o_ep=asm.ep_overlap)
     set_scope("pp")
     inter = t * cp * ctx.dp >= ctx.gpn  # neighbouring stages sit on different nodes
@@ -228,7 +228,7 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
                          _ring(ctx, "reduce-scatter", **dpx))
         T_red = T_red + np.where(np.asarray(p_x) > 0, k_x * T_bkx, 0.0)
         set_scope("dp")
-    n_mod = np.maximum(1, ctx.st["layers"]) * modules_per_layer(ctx.model, asm)
+    n_mod = np.maximum(1, ctx.st.layers) * modules_per_layer(ctx.model, asm)
     k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
     t_piece = (eq.comm__multicast_all_gather_time(alpha=a_dp, beta=b_dp, n=n_dp, z=z_w / k_w)
                if tr.multicast else _ring(ctx, "all-gather", n_dp, ctx.t, z_w / k_w, b_dp, a_dp))
