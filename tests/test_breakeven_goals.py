@@ -7,7 +7,7 @@ import math
 import pytest
 
 from test_breakeven import BETA, LAYOUT, LAYOUT_M1, P_N, T_IN_BF3, req
-from tests_support import cli, cli_json  # noqa: F401 (one in-process runner)
+from tests_support import cli, cli_json
 
 # ---- sensitivity -------------------------------------------------------------------------------
 

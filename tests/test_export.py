@@ -19,7 +19,7 @@ from optimus_calc.frameworks.torchtitan_export import (flavour_of, torchtitan_se
                                                        torchtitan_toml)
 from optimus_calc.frameworks import (COMMITS, Framework, Reason, framework_support,
                                      layout_support, rejected_counts)
-from optimus_calc.search.space import OFFLOAD_CODES
+from optimus_calc.specs.training import OFFLOAD_CODES
 from optimus_calc.specs.training import Layout, Offload, Precision, Recompute, Training
 
 OPTIONS = json.loads((Path(__file__).parent / "data" / "framework_options.json").read_text())

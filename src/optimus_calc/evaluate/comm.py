@@ -16,8 +16,7 @@ from optimus_calc.equations.recording import eq
 from optimus_calc.errors import InputError
 from optimus_calc.evaluate.context import Hardware, resolve_hardware
 from optimus_calc.specs.training import Assumptions
-from optimus_calc.evaluate.squeezenic import (Approach, CompressSite, Squeeze,  # noqa: F401
-                                              compressor_GBps, compressors_per_node, squeezenic)
+from optimus_calc.evaluate.squeezenic import Approach, CompressSite, Squeeze, squeezenic
 from optimus_calc.evaluate import nccl
 from optimus_calc.evaluate.topology import nic_Bps, ring
 from optimus_calc.units import GB

@@ -16,7 +16,8 @@ from optimus_calc.equations import compiled as eq
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.optimusnic import card_pipeline
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.evaluate.engine import StageTable, evaluate, stage_table
+from optimus_calc.evaluate.engine import evaluate
+from optimus_calc.evaluate.stages import StageTable, stage_table
 from optimus_calc.evaluate.hw_params import Param
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
