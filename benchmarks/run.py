@@ -106,7 +106,7 @@ def default_plan_inputs():
 
 def _space(m, hw, gb, seq, si=None):
     from optimus_calc.search.inputs import offload_targets
-    from optimus_calc.evaluate.batch import RECOMPUTE_CODES
+    from optimus_calc.specs.training import RECOMPUTE_CODES
     from optimus_calc.search.space import enumerate_space
 
     if si is None:

@@ -7,6 +7,7 @@ import pytest
 from optimus_calc.equations import compiled as eq
 from optimus_calc.evaluate import comm as C
 from optimus_calc.evaluate import squeezenic as SN
+from optimus_calc.evaluate.topology import Topology
 
 A, B, Z = 1e-6, 1e-9, 1e9  # 1 us, 1 GB/s, 1 GB
 
@@ -336,7 +337,7 @@ def test_every_collective_has_its_ring_equation_and_bus_factor():
 def test_compress_site_and_approach_dispatch_cover_every_member():
     from optimus_calc.specs.training import Assumptions
     asm = Assumptions(gpu_compress_GBps=10, nic_compress_GBps=100)
-    topo = C.Topology(16, 2, 8, 1e-6, 3e-6, 231e9, 22.5e9, 4, "l", "n")
+    topo = Topology(16, 2, 8, 1e-6, 3e-6, 231e9, 22.5e9, 4, "l", "n")
     expected = {SN.CompressSite.GPU: (10, 8), SN.CompressSite.SMARTNIC: (100, 4)}
     assert set(expected) == set(SN.CompressSite)
     for site, (gbps, per_node) in expected.items():
@@ -357,7 +358,7 @@ def test_compress_site_and_approach_dispatch_cover_every_member():
 
 def test_results_are_frozen():
     import dataclasses
-    topo = C.Topology(16, 2, 8, 1e-6, 3e-6, 231e9, 22.5e9, 8, "l", "n")
+    topo = Topology(16, 2, 8, 1e-6, 3e-6, 231e9, 22.5e9, 8, "l", "n")
     r = C.collective_time(C.Collective.ALL_REDUCE, C.Algo.HIERARCHICAL, 1e8, topo)
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.time_s = 0.0  # type: ignore[misc]
@@ -366,8 +367,6 @@ def test_results_are_frozen():
 
 
 def test_cli_only_parses_and_emits():
-    import inspect
-
     from optimus_calc.cli import comm_cmd
     src = inspect.getsource(comm_cmd)
     for computation in ("collective_time", "squeezenic(", "bus_factor", "busbw", "topology("):
@@ -389,7 +388,7 @@ def test_validate_nccl_tests_issue_119_by_hand(cat):
 def test_hierarchical_monotone_across_chunk_boundaries():
     # fill/drain is one chunk's work, min(z, chunk): crossing a chunk boundary never shortens
     # the collective (a 1/C form would drop by (other work)/(C(C+1)) there)
-    topo = C.Topology(32, 4, 8, 1e-6, 3e-6, 231e9, 22.5e9, 8, "l", "n")
+    topo = Topology(32, 4, 8, 1e-6, 3e-6, 231e9, 22.5e9, 8, "l", "n")
     c = 4194304
     times = [C.collective_time(C.Collective.ALL_REDUCE, C.Algo.HIERARCHICAL, z, topo).time_s
              for k in (1, 2, 3, 10) for z in (k * c - 1, k * c, k * c + 1)]

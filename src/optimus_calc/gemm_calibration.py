@@ -16,7 +16,7 @@ import numpy as np
 
 from optimus_calc.catalog import Catalog
 from optimus_calc.equations import compiled as eq
-from optimus_calc.evaluate.batch import RECOMPUTE_CODES
+from optimus_calc.specs.training import RECOMPUTE_CODES
 from optimus_calc.evaluate.context import fill_layout, resolve_hardware
 from optimus_calc.evaluate.efficiency import attention_flops, compute_efficiency
 from optimus_calc.evaluate.memory import estimate_memory
