@@ -264,9 +264,17 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
 # ---- optimizer step on the device that owns the state ----------------------------------------
 
 def optimizer_inputs(ctx: Ctx, mem: MemoryRecord) -> OptimizerInputs:
-    tr, link = ctx.tr, ctx.hw.gpu_host_link
+    """What every strategy's optimizer step starts from: the rank's ZeRO partition of each
+    stage's parameters (over memory.zero_shard_degree) and the optimizer's constants."""
+    return optimizer_inputs_of(ctx.hw, ctx.tr, mem.P / np.where(ctx.z >= 1, mem.n_sh, 1))
+
+
+def optimizer_inputs_of(hw: Hardware, tr: Training, shard) -> OptimizerInputs:
+    """:func:`optimizer_inputs` for a given partition ``shard`` (`breakeven`'s closed forms
+    start from the evaluator's partition at the binding stage)."""
+    link = hw.gpu_host_link
     return OptimizerInputs(
-        shard=mem.P / np.where(ctx.z >= 1, mem.n_sh, 1), phi=flops_per_param(tr.optimizer),
+        shard=shard, phi=flops_per_param(tr.optimizer),
         bpp=bytes_per_param(tr.optimizer, Impl.FUSED, tr.gradient_bytes),
         link_Bps=link.bandwidth_Bps * link.efficiency,
         link_kw=dict(link_GBps=link.bandwidth_GBps, link_eff=link.efficiency))

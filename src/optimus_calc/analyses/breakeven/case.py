@@ -85,6 +85,7 @@ class State:
     gradient_in_s: float = 0.0    # OptimusNIC's pipeline stages at the binding stage
     weights_out_s: float = 0.0
     pipeline_s: float = 0.0
+    shard_params: float = 0.0     # the rank's optimizer partition (engine.optimizer_inputs)
 
     @property
     def excess_bytes(self) -> float:
@@ -185,6 +186,7 @@ def state_of(case: Case, figs: dict, i: int, pipe: dict | None = None) -> State:
         offload_transfer_s=one["offload_transfer_s"],
         forward_s=one["forward_s"], backward_s=one["backward_s"],
         params_stage=p_k, layers=l_k, **pipe,
+        shard_params=p_k / (n_k if int(case.layout.zero) >= 1 else 1),
         offload_bytes_per_device=one["offload_bytes_per_device"],
         offload_capacity_per_device=one["offload_capacity_per_device"],
         spill_bytes_per_device=one["spill_bytes_per_device"],
