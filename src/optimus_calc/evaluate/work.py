@@ -36,7 +36,8 @@ def recompute_flops(model: Model, seq: int, rc, f_l: float):
     """F_r of step.backward_flops: full recomputation re-runs the layer's forward, selective
     the attention core (scores and values, Korthikanti et al. 2022 section 5)."""
     rc = np.asarray(rc)
-    core = 2.0 * seq * (model.score_dim + model.value_dim)
+    core = eq.step__attention_core_flops_per_token(d_s=model.score_dim, d_v=model.value_dim,
+                                                   s=seq)
     return np.where(rc == R_FULL, f_l, np.where(rc == R_SELECTIVE, core, 0.0))
 
 
@@ -211,11 +212,11 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     n_dp = dp * ctx.cp
     a_dp, b_dp = group(hw, n_dp, ctx.t, nic=nic)
     p_x = mem.p_x
-    z_g, z_w = gbytes * (P - p_x), wb * P
     cap_g = eq.memory__bucket_capacity_bytes(M_ddp=asm.ddp_bucket_MB, Z=z,
                                              Z_bk=asm.zero_bucket_params, b_g=gbytes)
     k_g = eq.step__gradient_buckets(B_cap=cap_g, P=P - p_x, b_g=gbytes)
-    dpr = dict(n=n_dp, stride=ctx.t, beta=b_dp, alpha=a_dp, z=z_g / k_g)
+    dpr = dict(n=n_dp, stride=ctx.t, beta=b_dp, alpha=a_dp,
+               z=eq.step__dp_bucket_bytes(P=P - p_x, b_g=gbytes, n_bk=k_g))
     T_bkt = np.where(z == 0, _ring(ctx, "all-reduce", **dpr), _ring(ctx, "reduce-scatter", **dpr))
     T_red = k_g * T_bkt
     if np.any(np.asarray(p_x) > 0):  # MoE: the expert gradients reduce over the expert-DP group
@@ -223,15 +224,16 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
         k_x = eq.step__gradient_buckets(B_cap=cap_g, P=p_x, b_g=gbytes)
         # the expert-DP group: ranks EP x TP apart, on the DP group's bandwidth
         dpx = dict(n=n_dp / ctx.ep, stride=ctx.t * ctx.ep, beta=b_dp, alpha=a_dp,
-                   z=gbytes * p_x / k_x)
+                   z=eq.step__dp_bucket_bytes(P=p_x, b_g=gbytes, n_bk=k_x))
         T_bkx = np.where(z == 0, _ring(ctx, "all-reduce", **dpx),
                          _ring(ctx, "reduce-scatter", **dpx))
         T_red = T_red + np.where(np.asarray(p_x) > 0, k_x * T_bkx, 0.0)
         set_scope("dp")
     n_mod = np.maximum(1, ctx.st.layers) * modules_per_layer(ctx.model, asm)
     k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
-    t_piece = (eq.comm__multicast_all_gather_time(alpha=a_dp, beta=b_dp, n=n_dp, z=z_w / k_w)
-               if tr.multicast else _ring(ctx, "all-gather", n_dp, ctx.t, z_w / k_w, b_dp, a_dp))
+    z_piece = eq.step__dp_gather_piece_bytes(P=P, b_w=wb, k_w=k_w)
+    t_piece = (eq.comm__multicast_all_gather_time(alpha=a_dp, beta=b_dp, n=n_dp, z=z_piece)
+               if tr.multicast else _ring(ctx, "all-gather", n_dp, ctx.t, z_piece, b_dp, a_dp))
     T_gat = eq.step__dp_gather_time(Z=z, k_w=k_w, t_g=t_piece)
     r_full = ctx.r_full
     g_x = zero3_exposed_gather(modules=n_mod, module_params=P / n_mod, gather_s=t_piece,
