@@ -106,7 +106,7 @@ def default_plan_inputs():
 
 def _space(m, hw, gb, seq, si=None):
     from optimus_calc.search.inputs import offload_targets
-    from optimus_calc.evaluate.batch import RECOMPUTE_CODES
+    from optimus_calc.specs.training import RECOMPUTE_CODES
     from optimus_calc.search.space import enumerate_space
 
     if si is None:
@@ -121,8 +121,9 @@ def evaluate_space(space, m, hw, tr, asm, with_step: bool = True) -> None:
     """The one evaluator (memory and, with ``with_step``, step time of every layout) over
     ``space`` in the planner's chunks and with its stage table, without the ranking."""
     from optimus_calc.evaluate.batch import Batch
-    from optimus_calc.evaluate.engine import evaluate, sorted_unique, stage_table
-    from optimus_calc.search.plan import CHUNK_ELEMENTS
+    from optimus_calc.evaluate.engine import evaluate
+    from optimus_calc.evaluate.stages import sorted_unique, stage_table
+    from optimus_calc.search.passes import CHUNK_ELEMENTS
 
     table = stage_table(m, sorted_unique(space.base[:, 1]), all_stages=False)
     rows = max(1, CHUNK_ELEMENTS // (space.switch_count * table.index.shape[1]))

@@ -27,7 +27,7 @@ cores bind; BlueField-3 16 x 5 = 80 GB/s > 0.8 x 83.2 = 66.56 GB/s: the DDR5 bin
 
 import pytest
 
-from tests_support import cli, cli_json  # noqa: F401 (one in-process runner)
+from tests_support import cli, cli_json
 
 LAYOUT = ("llama70b", "--nodes", "2", "--tp", "2", "--pp", "4", "--zero", "3", "--recompute",
           "full", "--seq-len", "2048", "--global-batch", "16")

@@ -7,7 +7,7 @@ The runs are synthetic: a "slower cluster" whose measured tokens/s are 0.8 x tod
 import numpy as np
 import pytest
 
-from optimus_calc.analyses.calibrate import MIN_SINGULAR_RATIO, select
+from optimus_calc.analyses.calibrate_fit import MIN_SINGULAR_RATIO, select
 
 LAYOUTS = [("1", "1", "1", "1"), ("2", "2", "1", "2"), ("1", "2", "2", "1")]  # nodes tp pp mb
 FOURTH = ["--nodes", "2", "--tp", "1", "--micro-batch", "4"]  # DP 16: compute 90%+ of the step

@@ -168,7 +168,7 @@ def test_plan_skips_numpy_ma_and_difflib():
 
 def test_sorted_unique_is_np_unique():
     import numpy as np
-    from optimus_calc.evaluate.engine import sorted_unique
+    from optimus_calc.evaluate.stages import sorted_unique
     assert sorted_unique([8, 2, 8, 4, 2, 1]).tolist() == [1, 2, 4, 8]
     assert sorted_unique(np.array([[3, 3], [1, 5]])).tolist() == [1, 3, 5]  # flattened
     assert sorted_unique(np.array([2.0, 2.0])).dtype == np.float64

@@ -81,14 +81,16 @@ def test_cold_plan_module_and_class_budget(plan):
     # built; bounds at this commit's count (457, 83, 1,025, 3 schemas; importlib.resources is
     # no longer ours to import): a change that loads more on the plan path raises them on purpose.
     # 85 of ours since the round's merges: evaluate.nccl (NCCL's latency model, issue 32) and
-    # report.cells (the cell text the table and the HTML page share, issue 34); one class more
-    assert plan["our_modules"] <= 85 and plan["ours"] <= 110
+    # report.cells (the cell text the table and the HTML page share, issue 34); one class more;
+    # two more: the records issue 36 asks for (evaluate/stages.StageColumns for ctx.st,
+    # evaluate/records.OptimizerRecord from optimizer_stage)
+    assert plan["our_modules"] <= 85 and plan["ours"] <= 112
     assert len(plan["schemas"]) <= 3
     if plan["versions"] != MEASURED_WITH:
         pytest.skip(f"library versions {plan['versions']}: the totals were counted with "
                     f"{MEASURED_WITH}")
     assert plan["modules"] <= 459  # 457 + the two modules of ours above
-    assert plan["classes"] <= 1026  # 1,025 + the class of ours above
+    assert plan["classes"] <= 1028  # 1,025 + the three classes of ours above
 
 
 def _deep_same(a, b, where=""):

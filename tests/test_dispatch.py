@@ -17,7 +17,8 @@ from optimus_calc.specs.training import (Assumptions, Layout, Offload, Optimizer
 
 @pytest.fixture(scope="module")
 def small_plans(cat):
-    from optimus_calc.search.plan import Objective, plan
+    from optimus_calc.search.passes import Objective
+    from optimus_calc.search.plan import plan
     m = cat.get("llama-2-7b", "model")
     hw = resolve_hardware(cat, "dgx-a100", 1)
     base = Training(seq_len=2048, global_batch=64)
@@ -25,7 +26,7 @@ def small_plans(cat):
 
 
 def test_every_objective_ranks_by_its_key(small_plans):
-    from optimus_calc.search.plan import Objective
+    from optimus_calc.search.passes import Objective
     for obj, res in small_plans.items():
         key = ((lambda c: (c.gpu_bytes, -c.tokens_per_s)) if obj is Objective.MEMORY else
                (lambda c: (-c.tokens_per_s, c.gpu_bytes)))
@@ -47,7 +48,8 @@ def test_every_objective_ranks_by_its_key(small_plans):
 
 
 def test_objective_accepts_its_values_and_rejects_others(cat):
-    from optimus_calc.search.plan import Objective, plan
+    from optimus_calc.search.passes import Objective
+    from optimus_calc.search.plan import plan
     assert [o.value for o in Objective] == ["throughput", "time", "memory", "cost"]
     m = cat.get("llama-2-7b", "model")
     hw = resolve_hardware(cat, "dgx-a100", 1)

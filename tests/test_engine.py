@@ -13,9 +13,11 @@ import itertools
 import numpy as np
 import pytest
 
-from optimus_calc.evaluate.batch import OFFLOAD_CODES, Batch
+from optimus_calc.evaluate.batch import Batch
+from optimus_calc.specs.training import OFFLOAD_CODES
 from optimus_calc.evaluate.context import resolve_hardware
-from optimus_calc.evaluate.engine import Reason, evaluate, primary_reason, reasons_of
+from optimus_calc.evaluate.engine import evaluate
+from optimus_calc.evaluate.reasons import Reason, primary_reason, reasons_of
 from optimus_calc.evaluate.memory import estimate_memory
 from optimus_calc.evaluate.step import estimate_step
 from optimus_calc.frameworks import Reason as FwReason

@@ -6,22 +6,20 @@ fix (exit 1, a hang, a silent truncation, an absurd or infinite number, or a wro
 from __future__ import annotations
 
 import json
-import math
 import os
 import resource
 import signal
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from optimus_calc import catalog as catalog_mod
-from optimus_calc.errors import CatalogError
 from optimus_calc.loaders import MAX_INPUT_BYTES
 from optimus_calc.search.space import divisors
+from catalog_files import _entry_file
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 HF = Path(__file__).resolve().parent / "data" / "hf"
@@ -145,170 +143,6 @@ def test_names_too_long_for_the_file_system(run, tmp_path, where):
             "output": ("memory", "llama70b", "-o", long + ".json")}[where]
     r = run(*args)  # before: OSError ENAMETOOLONG, exit 1
     one_line_exit_2(r)
-
-
-# --- 2. required fields per device type, at catalog load ---------------------------------------
-
-def _builtin(kind: str, name: str) -> dict:
-    for path in sorted(BUILTIN.rglob("*.toml")):
-        for entry in tomllib.loads(path.read_text()).get(kind, []):
-            if entry["name"] == name:
-                return dict(entry)
-    raise KeyError(name)
-
-
-def _toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float) and math.isinf(v):
-        return "inf"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
-    raise TypeError(v)
-
-
-def _entry_file(tmp_path: Path, kind: str, base: str, drop=(), **changes) -> Path:
-    """A user catalog with one entry copied from a built-in one, renamed, then edited."""
-    e = _builtin(kind, base)
-    e.pop("aliases", None)
-    e["name"] = "my-" + kind
-    for k in drop:
-        e.pop(k)
-    e.update(changes)
-    d = tmp_path / "cat"
-    d.mkdir(exist_ok=True)
-    f = d / f"{kind}.toml"
-    f.write_text(f"[[{kind}]]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in e.items()))
-    return f
-
-
-# (kind, built-in entry copied, fields dropped, fields changed, field the error must name)
-BAD_ENTRIES = [
-    ("smartnic", "bluefield-3", ("cores",), {}, "cores"),
-    ("smartnic", "bluefield-3", ("core_bandwidth_GBps",), {}, "core_bandwidth_GBps"),
-    ("smartnic", "bluefield-3", (), {"core_GHz": 0.0}, "core_GHz"),
-    ("smartnic", "bluefield-3", ("fp32_flops_per_cycle",), {}, "fp32_flops_per_cycle"),
-    ("smartnic", "intel-ipu-e2100", ("cores",), {}, "cores"),
-    ("smartnic", "alveo-v80", ("fabric_fp32_TFLOPS",), {}, "fabric_fp32_TFLOPS"),
-    ("smartnic", "alveo-v80", ("expansion_bandwidth_GBps",), {}, "expansion_bandwidth_GBps"),
-    ("smartnic", "bluefield-3", (), {"memory_efficiency": 1e-300}, "memory_efficiency"),
-    ("gpu", "a100-80gb", (), {"peak_TFLOPS": {"bf16": 312.0}}, "peak_TFLOPS.fp32"),
-    ("gpu", "a100-80gb", (), {"peak_TFLOPS": {"fp32": 19.5, "bf16": 1e-300}}, "peak_TFLOPS.bf16"),
-    ("gpu", "a100-80gb", (), {"hbm_bandwidth_GBps": 1e-300}, "hbm_bandwidth_GBps"),
-    ("cpu", "epyc-7742", (), {"base_GHz": 0.0}, "base_GHz"),
-    ("cpu", "epyc-7742", (), {"base_GHz": 1e-300}, "base_GHz"),
-    ("cpu", "epyc-7742", (), {"core_bandwidth_GBps": 1e-300}, "core_bandwidth_GBps"),
-    ("nic", "connectx-6", (), {"efficiency": 1e-300}, "efficiency"),
-    ("nic", "connectx-6", (), {"line_rate_Gbps": 1e-300}, "line_rate_Gbps"),
-    ("link", "nvlink3", (), {"bandwidth_GBps": 1e-300}, "bandwidth_GBps"),
-    ("link", "nvlink3", (), {"efficiency": 1e-300}, "efficiency"),
-    ("nvme", None, (), {"read_GBps": 1e-300}, "read_GBps"),
-    ("node", "dgx-a100", (), {"host_memory_GB": 1e-300}, "host_memory_GB"),
-    ("model", "llama-3-70b", (), {"published_params": math.inf}, "published_params"),
-    ("model", "llama-3-70b", (), {"seq_len": 20_000_000}, "seq_len"),
-]
-
-
-@pytest.mark.parametrize("kind,base,drop,changes,field", BAD_ENTRIES,
-                         ids=[f"{k}-{f}-{'missing' if d else 'bad'}"
-                              for k, _, d, _, f in BAD_ENTRIES])
-def test_catalog_entry_validated_at_load(tmp_path, kind, base, drop, changes, field):
-    if base is None:
-        base = next(iter(tomllib.loads(
-            (BUILTIN / "storage" / "nvme.toml").read_text())["nvme"]))["name"]
-    f = _entry_file(tmp_path, kind, base, drop, **changes)
-    with pytest.raises(CatalogError) as exc:
-        catalog_mod.load((str(f.parent),))
-    msg = str(exc.value)
-    assert str(f) in msg and f"my-{kind}" in msg and repr(field) in msg, msg
-
-
-def test_the_copies_themselves_are_valid(tmp_path):
-    """The BAD_ENTRIES fixtures fail only because of the one change each makes."""
-    for kind, base in (("smartnic", "bluefield-3"), ("smartnic", "alveo-v80"),
-                       ("smartnic", "intel-ipu-e2100"), ("gpu", "a100-80gb"),
-                       ("cpu", "epyc-7742"), ("nic", "connectx-6"), ("link", "nvlink3"),
-                       ("node", "dgx-a100"), ("model", "llama-3-70b")):
-        d = tmp_path / f"{kind}-{base}"
-        d.mkdir()
-        f = _entry_file(d, kind, base)
-        cat = catalog_mod.load((str(f.parent),))
-        assert cat.get(f"my-{kind}", kind).name == f"my-{kind}"
-
-
-def test_dpu_without_cores_exits_2_in_every_command(run, tmp_path):
-    """Before: ZeroDivisionError (exit 1) in plan, nics, compare, step and optimizer-step."""
-    f = _entry_file(tmp_path, "smartnic", "bluefield-3", ("cores", "core_bandwidth_GBps"))
-    for args in (("plan", "llama-2-7b", "--smartnic", "my-smartnic"),
-                 ("nics", "llama-2-7b", "--smartnic", "my-smartnic"),
-                 ("compare", "llama-2-7b", "--smartnic", "my-smartnic"),
-                 ("step", "llama-2-7b", "--offload", "smartnic", "--zero", "1",
-                  "--smartnic", "my-smartnic"),
-                 ("optimizer-step", "--params", "1B", "--device", "my-smartnic")):
-        r = run("--catalog-dir", f.parent, *args)
-        one_line_exit_2(r)
-        assert "'cores'" in r.err and "my-smartnic" in r.err, (args, r.err)
-
-
-# --- 3. atomic -o, no overwriting an input, full devices ---------------------------------------
-
-def test_output_over_the_model_config_is_refused(run, tmp_path):
-    cfg = tmp_path / "cfg.json"
-    text = (HF / "llama" / "config.json").read_text()
-    cfg.write_text(text)
-    r = run("memory", cfg, "-o", cfg)  # before: the report replaced the config, exit 0
-    one_line_exit_2(r)
-    assert "input" in r.err and cfg.read_text() == text
-    r = run("plan", cfg, "--export", "deepspeed", "-o", cfg)
-    one_line_exit_2(r)
-    assert cfg.read_text() == text
-
-
-def test_output_over_a_catalog_file_is_refused(run, tmp_path):
-    f = _entry_file(tmp_path, "nic", "connectx-6")
-    before = f.read_text()
-    r = run("--catalog-dir", f.parent, "catalog", "list", "-o", f)
-    one_line_exit_2(r)
-    assert f.read_text() == before
-
-
-def test_failed_write_keeps_the_old_file_and_leaves_no_new_one(tmp_path):
-    """A 1000-byte file-size limit makes the write fail part way, as a full disk does. Before:
-    the target was truncated to the 1000 bytes written (invalid JSON over a file that held
-    data), and a new target was left behind partial."""
-    old = tmp_path / "old.json"
-    old.write_text('{"kept": true}')
-    r = cli("memory", "llama70b", "--format", "json", "-o", old, fsize=1000)
-    one_line_exit_2(r)
-    assert old.read_text() == '{"kept": true}'
-    new = tmp_path / "new.json"
-    r = cli("memory", "llama70b", "--format", "json", "-o", new, fsize=1000)
-    one_line_exit_2(r)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"]
-
-
-def test_output_is_written_whole_with_the_old_mode(run, tmp_path):
-    out = tmp_path / "out.json"
-    out.write_text("old")
-    out.chmod(0o640)
-    r = run("memory", "llama70b", "--format", "json", "-o", out)
-    assert r.code == 0, r.err
-    assert json.loads(out.read_text())["model"]
-    assert (out.stat().st_mode & 0o777) == 0o640
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
-
-
-def test_stdout_on_a_full_device():
-    with open("/dev/full", "w") as full:
-        r = cli("memory", "llama70b", stdout=full)  # before: internal error OSError, exit 1
-    one_line_exit_2(r)
-    assert "standard output" in r.stderr
 
 
 # --- 4. exit 2 where 2 is promised, flags the user typed --------------------------------------

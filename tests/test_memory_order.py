@@ -13,7 +13,8 @@ import pytest
 from optimus_calc.evaluate import stages, strategies
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import resolve_hardware
-from optimus_calc.evaluate.engine import by_strategy, evaluate
+from optimus_calc.evaluate.engine import evaluate
+from optimus_calc.evaluate.stages import by_strategy
 from optimus_calc.search.space import Chunk, enumerate_space
 from optimus_calc.specs.training import Assumptions, Training
 
@@ -65,7 +66,7 @@ def test_grid_last_equals_grid_first_and_flat(cat, monkeypatch, name, node, node
     monkeypatch.setattr(stages, "STAGE_MAJOR_FROM", 0)       # every per-stage array reordered
     fast = _figures(evaluate(Batch.from_columns(chunk.views()), m, hw, tr, asm))
     st = stages.stage_table(m, space.base[:, 1], False).lookup(chunk.views()["pp"])
-    assert st["layers"].shape[-1] > 1 and st["layers"].strides[-1] > st["layers"].strides[-2]
+    assert st.layers.shape[-1] > 1 and st.layers.strides[-1] > st.layers.strides[-2]
     monkeypatch.setattr(stages, "STAGE_MAJOR_FROM", 1 << 62)  # none: C order, grid first
     ref = evaluate(Batch.from_columns(_grid_first(chunk)), m, hw, tr, asm)
     for k, v in _grid_last(ref).items():

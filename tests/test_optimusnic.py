@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests_support import cli, cli_json  # noqa: F401 (one in-process runner)
+from tests_support import cli, cli_json
 
 LAYOUT = ("llama70b", "--nodes", "2", "--tp", "2", "--pp", "4", "--zero", "3", "--recompute",
           "full", "--seq-len", "2048", "--global-batch", "16")

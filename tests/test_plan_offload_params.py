@@ -7,7 +7,7 @@ import pytest
 
 from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.context import resolve_hardware
-from optimus_calc.search.plan import offload_targets
+from optimus_calc.search.inputs import offload_targets
 from optimus_calc.search.space import enumerate_space
 from optimus_calc.specs.training import Offload
 

@@ -142,7 +142,8 @@ def test_comm_monotone_in_size_and_free_for_one_rank(coll, algo, node, ranks, z,
 def test_planner_recommendation_is_feasible_and_optimal(m, node, objective):
     import numpy as np
 
-    from optimus_calc.search.plan import offload_targets, plan
+    from optimus_calc.search.inputs import offload_targets
+    from optimus_calc.search.plan import plan
     from optimus_calc.search.space import enumerate_space
     from tests_support import evaluate_space
     hw = resolve_hardware(CAT, node, 1)

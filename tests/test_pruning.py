@@ -178,7 +178,7 @@ def test_top_k_reports_batched_equal_one_by_one(cat, name, node, nodes, seq):
 
 def _cols(c) -> dict:
     """The search's columns of candidate ``c`` (search.plan.layout_of/training_of's inverse)."""
-    from optimus_calc.evaluate.batch import RECOMPUTE_CODES, offload_code
+    from optimus_calc.specs.training import RECOMPUTE_CODES, offload_code
 
     lay, tr = c.layout, c.training
     return {k: np.array([v]) for k, v in dict(

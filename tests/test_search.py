@@ -8,7 +8,8 @@ import pytest
 from optimus_calc.evaluate.context import resolve_hardware
 from optimus_calc.evaluate.memory import estimate_memory
 from optimus_calc.evaluate.step import estimate_step
-from optimus_calc.search.plan import layout_of, offload_targets, training_of
+from optimus_calc.search.inputs import offload_targets
+from optimus_calc.search.plan import layout_of, training_of
 from optimus_calc.search.space import enumerate_space
 from optimus_calc.specs.training import Assumptions, Training
 from tests_support import evaluate_space

@@ -13,7 +13,7 @@ from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.context import resolve_hardware
 from optimus_calc.search import passes
 from optimus_calc.search.passes import Objective, search
-from optimus_calc.search.plan import offload_targets
+from optimus_calc.search.inputs import offload_targets
 from optimus_calc.search.space import enumerate_space
 from optimus_calc.specs.training import Assumptions, Offload, Training
 from tests_support import evaluate_space

@@ -22,7 +22,7 @@ def test_flops_per_token_layer_gpt_by_hand():
 
 def test_step_flops_matches_narayanan_formula(cat):
     # 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) with full recompute, GPT-1.7B, B = 512
-    from optimus_calc.evaluate.step import layer_flops
+    from optimus_calc.evaluate.work import layer_flops
     m = cat.get("gpt-1.7b", "model")
     B, s, l, h, V = 512, 2048, 24, 2304, 51200
     ref = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))

@@ -16,7 +16,8 @@ from optimus_calc.evaluate.step import estimate_step
 from optimus_calc.evaluate.strategies.base import OffloadStrategy, bit
 from optimus_calc.frameworks import Framework, layout_support, plugin
 from optimus_calc.search.passes import NOT_RUNNABLE
-from optimus_calc.search.plan import offload_targets, plan
+from optimus_calc.search.inputs import offload_targets
+from optimus_calc.search.plan import plan
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, ZeroStage
 
 CXL_BYTES = 512e9   # one memory expander per node (a toy figure)

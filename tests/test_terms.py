@@ -141,7 +141,7 @@ def test_exposed_time_and_multicast_gather_by_hand():
 
 
 def test_zero3_modules_per_layer_by_hand(cat):
-    from optimus_calc.evaluate.engine import modules_per_layer
+    from optimus_calc.evaluate.work import modules_per_layer
     from optimus_calc.specs.training import Assumptions
     asm = Assumptions()
     # dense SwiGLU layer: q, k, v, o + 3 MLP matrices + 2 norms = 9 modules

@@ -109,16 +109,6 @@ def test_cpu_rates_by_hand():
     assert float(eq.offload__cpu_mask_rate(c_m=0.5, f_c=2e9, n_th=8)) == pytest.approx(8e9)
 
 
-def test_superoffload_exposure_by_hand():
-    # a 2 s step against a 0.5 s backward: 1.5 s left; the last bucket (1e8 of 1e9 params) 0.2 s
-    kw = dict(P_r=1e9, T_s=2.0)
-    assert float(eq.offload__exposed_superoffload(W_b=0.5, Z_b=1e8, **kw)) == pytest.approx(1.5)
-    # a 5 s backward hides all but the last bucket's update: 2 x 0.1 = 0.2 s
-    assert float(eq.offload__exposed_superoffload(W_b=5.0, Z_b=1e8, **kw)) == pytest.approx(0.2)
-    # one bucket larger than the partition: nothing overlaps
-    assert float(eq.offload__exposed_superoffload(W_b=5.0, Z_b=2e9, **kw)) == pytest.approx(2.0)
-
-
 @pytest.mark.parametrize("B_pf,M_live,expected", [
     (0, 1e9, 0),       # prefetch bucket 0 disables prefetching
     (1, 1e9, 1),       # any positive bucket starts the next module

@@ -16,12 +16,13 @@ import numpy as np
 
 from optimus_calc.catalog import Catalog
 from optimus_calc.equations import compiled as eq
-from optimus_calc.evaluate.batch import RECOMPUTE_CODES
+from optimus_calc.specs.training import RECOMPUTE_CODES
 from optimus_calc.evaluate.context import fill_layout, resolve_hardware
 from optimus_calc.evaluate.efficiency import attention_flops, compute_efficiency
 from optimus_calc.evaluate.memory import estimate_memory
 from optimus_calc.evaluate.shapes import split_layers
-from optimus_calc.evaluate.step import estimate_step, layer_flops, recompute_flops
+from optimus_calc.evaluate.step import estimate_step
+from optimus_calc.evaluate.work import layer_flops, recompute_flops
 from optimus_calc.specs.hardware import GPU
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Recompute, Training, ZeroStage

@@ -16,7 +16,6 @@ from optimus_calc.specs.model import BareModel
 from optimus_calc.specs.training import (Assumptions, Offload, Optimizer, Precision, Recompute,
                                          Training, ZeroStage)
 from optimus_calc.record import record
-from optimus_calc.validate_table import by_regime, overall, summary  # noqa: F401 (API)
 
 
 @record

@@ -9,9 +9,9 @@ from dataclasses import field
 
 import numpy as np
 
-from optimus_calc.analyses.calibrate_fit import (  # noqa: F401 (the names callers use)
-    CANDIDATES, FIXED_HINT, MIN_SINGULAR_RATIO, PRIOR_WEIGHT, Run, RunSet, defaults_of,
-    entry_names, fit, jacobian, predict, select)
+from optimus_calc.analyses.calibrate_fit import (CANDIDATES, FIXED_HINT, PRIOR_WEIGHT, Run,
+                                                 RunSet, defaults_of, entry_names, fit, jacobian,
+                                                 predict, select)
 from optimus_calc.errors import InputError
 from optimus_calc.record import record
 

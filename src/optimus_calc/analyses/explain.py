@@ -94,6 +94,7 @@ def _collectives(inp: Inputs, params: float) -> None:
     broadcast, reduce) of one GPU's 16-bit gradients over all GPUs; SqueezeNIC's equations at
     r = 1 (no compression) across nodes."""
     from optimus_calc.evaluate import comm as C
+    from optimus_calc.evaluate import squeezenic as SQ
     hw = inp.hw
     topo = C.topology(hw, hw.gpus)
     z = params * inp.training.gradient_bytes
@@ -105,4 +106,4 @@ def _collectives(inp: Inputs, params: float) -> None:
             C.collective_time(coll, algo, z, topo, asm.hier_chunk_bytes,
                               asm.nccl_net_overhead_us, bool(asm.nccl_latency_model))
     if topo.nodes > 1:
-        C.squeezenic(z, topo, 1.0, C.CompressSite.SMARTNIC, C.Approach.ONE, inp.assumptions)
+        SQ.squeezenic(z, topo, 1.0, SQ.CompressSite.SMARTNIC, SQ.Approach.ONE, inp.assumptions)

@@ -68,7 +68,7 @@ def rows_of(text: str, path: str) -> list[tuple[str, dict[str, str]]]:
 
 
 def load_runs(app, path: str, ctx: click.Context) -> list:
-    from optimus_calc.analyses.calibrate import Run
+    from optimus_calc.analyses.calibrate_fit import Run
     from optimus_calc.analyses.calibrate_io import measured_of
     from optimus_calc.evaluate.step import step_of
     from optimus_calc.inputs import build_inputs

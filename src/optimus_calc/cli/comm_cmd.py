@@ -8,7 +8,8 @@ from optimus_calc.cli.common import emit, output_options, plot_option
 from optimus_calc.cli.options import profile_option
 from optimus_calc.cli.types import FiniteFloat
 from optimus_calc.errors import InputError
-from optimus_calc.evaluate.comm import Algo, Approach, Collective, CompressSite
+from optimus_calc.evaluate.comm import Algo, Collective
+from optimus_calc.evaluate.squeezenic import Approach, CompressSite
 from optimus_calc.specs.hardware import MIN_EFFICIENCY
 
 

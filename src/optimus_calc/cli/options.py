@@ -20,7 +20,6 @@ import click
 from optimus_calc.cli.types import FiniteFloat, OffloadChoice
 from optimus_calc.errors import InputError
 from optimus_calc.inputs import build_inputs as _build_inputs
-from optimus_calc.inputs import make_training, parse_assumptions  # noqa: F401  (re-exported)
 from optimus_calc.specs.training import (AttentionKernel, Fp8Recipe, Offload, Optimizer,
                                          Precision, Recompute)
 
@@ -235,7 +234,7 @@ def pin_options(func: Callable) -> Callable:
 
 def objective_option(func: Callable) -> Callable:
     """``--objective`` (plan, sweep): what the planner ranks by (search/passes.py Objective)."""
-    from optimus_calc.search.plan import Objective
+    from optimus_calc.search.passes import Objective
     return click.option(
         "--objective", type=click.Choice([o.value for o in Objective]),
         default=Objective.THROUGHPUT.value, show_default=True,
@@ -248,7 +247,7 @@ def objective_option(func: Callable) -> Callable:
 def nics_objective_option(func: Callable) -> Callable:
     """``nics --objective``: how the recommended layout it sizes for is ranked (no --tokens
     there, so only the objectives that need no budget)."""
-    from optimus_calc.search.plan import Objective
+    from optimus_calc.search.passes import Objective
     return click.option(
         "--objective", type=click.Choice([Objective.THROUGHPUT.value, Objective.MEMORY.value]),
         default=Objective.THROUGHPUT.value, show_default=True,

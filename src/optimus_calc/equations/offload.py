@@ -194,12 +194,6 @@ exposed_zero_offload = equation(
     "gradients)",
     "ZeRO-Offload / ZeRO-Infinity: nothing of the step is hidden.")
 
-exposed_superoffload = equation(
-    "offload.exposed_superoffload", sp.Max(T_s - W_b, T_s * sp.Min(1, Z_b / P_r)), "s",
-    "seeds/superoffload.md (speculation-then-validation: CPU-Adam runs as buckets arrive during "
-    "backward; the last bucket's update follows the backward)",
-    "SuperOffload: the step overlaps the backward; at least the last bucket is exposed.")
-
 T_g = sym("T_g", "gradient phases of the offloaded step run from the reduction hooks "
           "(fp32 device-to-host copy and its host staging), s")
 P_g = sym("P_g", "gradients the rank's reduction buckets carry in a step (the GPU's parameters "
@@ -254,15 +248,6 @@ exposed_superoffload_stv = equation(
     "GPU partition (L114-126; PyTorch Copy.cu converts on the CPU for CPU-to-GPU copies)",
     "SuperOffload with speculation-then-validation: the speculative CPU-Adam overlaps the "
     "backward except the last sub-group; unscale and parameter copies follow the backward.")
-
-exposed_optimusnic = equation(
-    "offload.exposed_optimusnic", sp.Max(0, T_s - W_o), "s",
-    "seeds/optimusnic.md section 5: each layer is updated on its SmartNIC as soon as its "
-    "gradients are aggregated, so the step overlaps the backward and the next forward (\"the "
-    "optimizer step time is always shorter than the combined duration of the forward and "
-    "backward passes. This indicates that overlapping these operations is feasible\")",
-    "OptimusNIC: the step and its transfers hidden behind the last micro-batch's backward and "
-    "the next step's first forward; what exceeds that window is exposed.")
 
 # ---- NVMe (ZeRO-Infinity offload_optimizer: nvme) ----------------------------------------------
 nvme_read_time = equation(

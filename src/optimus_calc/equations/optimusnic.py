@@ -18,8 +18,8 @@ Each layer of a pipeline stage therefore travels through three stages, each on i
 Layers follow one another through these stages, so the stages overlap: the step's layers take
 the slowest stage's whole time plus one layer's passage through the others (fill and drain),
 the textbook pipeline time (n - 1) x slowest + sum of one item's stages with n = the layers.
-That time overlaps the last micro-batch's backward and the next forward (the window W_o of
-offload.exposed_optimusnic); only what exceeds the window is exposed.
+That time overlaps the last micro-batch's backward and the next forward (the window W_o);
+only what exceeds the window is exposed (optimusnic.exposed_time).
 """
 
 from __future__ import annotations

@@ -240,6 +240,13 @@ attention_core_flops = equation(
     "Forward FLOPs of the attention core on the stage (weighted by the attention kernel's "
     "efficiency, the rest by the GEMM curve).")
 
+attention_core_flops_per_token = equation(
+    "step.attention_core_flops_per_token", 2 * s_q * (d_s + d_v), "FLOP",
+    NARAYANAN + ": the attention scores Q K^T and their product with V, 2 s (d_s + d_v) FLOPs "
+    "per token per layer forward; Korthikanti et al. 2022 section 5: selective recomputation "
+    "re-runs exactly this part",
+    "Forward FLOPs of the attention core per token and layer (F_r of selective recomputation).")
+
 attention_backward_flops = equation(
     "step.attention_backward_flops", F_af * (2 + r_a), "FLOP",
     NARAYANAN + ": backward = 2 x forward; recomputation re-runs the attention core's forward "
@@ -325,6 +332,20 @@ weight_gathers = equation(
     "ZeRO-1/2 all-gather the updated weights in allgather_bucket_size pieces "
     "(runtime/zero/stage_1_and_2.py)",
     "All-gathers the stage's weights take per pass.")
+
+n_bk = sym("n_bk", "gradient buckets the parameters are reduced in (step.gradient_buckets)")
+
+dp_bucket_bytes = equation(
+    "step.dp_bucket_bytes", P_s * b_g / n_bk, "bytes",
+    "PyTorch DDP (torch/nn/parallel/distributed.py) and DeepSpeed ZeRO (runtime/zero/"
+    "stage_1_and_2.py reduce_bucket_size): the gradients reduce bucket by bucket",
+    "Bytes of one gradient bucket's reduction (the parameters' gradients over the buckets).")
+
+dp_gather_piece_bytes = equation(
+    "step.dp_gather_piece_bytes", P_s * b_w / k_w, "bytes",
+    "DeepSpeed ZeRO (runtime/zero/partitioned_param_coordinator.py, stage_1_and_2.py "
+    "allgather_bucket_size): the weights are all-gathered piece by piece",
+    "Bytes of one weight all-gather piece (the stage's weights over the gathers).")
 
 dp_gather_time = equation(
     "step.dp_gather_time", sp.Piecewise((0, sp.Eq(Z, 0)), (k_w * t_g, True)), "s",

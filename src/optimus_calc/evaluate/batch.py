@@ -14,8 +14,8 @@ from optimus_calc.specs.training import Layout, Offload, Recompute, Training
 
 # Integer codes of the closed sets inside arrays (position in the Enum's declaration order; an
 # offload strategy registered beyond the built-ins takes the next code, see offload_code).
-from optimus_calc.specs.training import OFFLOAD_CODES, RECOMPUTE_CODES  # noqa: E402,F401
-from optimus_calc.specs.training import offload_code  # noqa: E402,F401
+from optimus_calc.specs.training import RECOMPUTE_CODES  # noqa: E402
+from optimus_calc.specs.training import offload_code  # noqa: E402
 from optimus_calc.record import record
 R_NONE, R_SELECTIVE, R_FULL = (RECOMPUTE_CODES.index(r) for r in (
     Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL))

@@ -16,8 +16,7 @@ from optimus_calc.equations.recording import eq
 from optimus_calc.errors import InputError
 from optimus_calc.evaluate.context import Hardware, resolve_hardware
 from optimus_calc.specs.training import Assumptions
-from optimus_calc.evaluate.squeezenic import (Approach, CompressSite, Squeeze,  # noqa: F401
-                                              compressor_GBps, compressors_per_node, squeezenic)
+from optimus_calc.evaluate.squeezenic import Approach, CompressSite, Squeeze, squeezenic
 from optimus_calc.evaluate import nccl
 from optimus_calc.evaluate.topology import nic_Bps, ring
 from optimus_calc.units import GB
@@ -85,7 +84,7 @@ RING_TIME: dict[Collective, RingTime] = {
     Collective.REDUCE: lambda **kw: eq.comm__ring_reduce_time(**kw),
 }  # all-to-all is not a ring: pairwise send/recv, _all_to_all
 
-from optimus_calc.evaluate.topology import Topology  # noqa: E402,F401 (re-export)
+from optimus_calc.evaluate.topology import Topology  # noqa: E402
 
 DEFAULT_CHUNK_BYTES: float = Assumptions.model_fields["hier_chunk_bytes"].default
 DEFAULT_NET_OVERHEAD_US: float = Assumptions.model_fields["nccl_net_overhead_us"].default

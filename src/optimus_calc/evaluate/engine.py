@@ -29,21 +29,25 @@ from optimus_calc.evaluate import fp8
 from optimus_calc.evaluate import strategies as S
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.evaluate.evaluation import Evaluation, _pick, stage_value  # noqa: F401
+from optimus_calc.evaluate.evaluation import Evaluation
 from optimus_calc.evaluate.offload_step import persistent_params
 from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, flops_per_param
-from optimus_calc.evaluate.reasons import Reason, primary_reason, reasons_of  # noqa: F401
+from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devices, HostState,
-                                           MemoryRecord, OptimizerInputs, make_ctx, number)
+                                           MemoryRecord, OptimizerInputs, OptimizerRecord,
+                                           make_ctx, number)
 from optimus_calc.evaluate.shapes import activation_coefficients
-from optimus_calc.evaluate.stages import (StageTable, sorted_unique,  # noqa: F401
-                                          stage_argmax, stage_major_zeros, stage_max, stage_table)
+from optimus_calc.evaluate.stages import StageTable, by_strategy, stage_argmax, stage_max
 from optimus_calc.evaluate.strategies.base import bit
-from optimus_calc.evaluate.work import (comm_stage, compute_stage, layer_flops,  # noqa: F401
-                                        modules_per_layer, recompute_flops)
+from optimus_calc.evaluate.work import comm_stage, compute_stage
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Training
 from optimus_calc.units import GB
+
+# search/passes.py (another helper's scope in this round) imports these three from here; they go
+# when its import names their defining modules (reasons.py, stages.py)
+from optimus_calc.evaluate.reasons import primary_reason  # noqa: F401,E402
+from optimus_calc.evaluate.stages import sorted_unique, stage_table  # noqa: F401,E402
 
 
 def usable_gpu_bytes(hw: Hardware, asm: Assumptions) -> float:
@@ -84,7 +88,7 @@ def _first(ctx: Ctx):
     set_stage("offload devices")
     dev = devices_stage(ctx, mem)
     common = dict(
-        stage_index=ctx.st["index"], stage_layers=ctx.st["layers"], params_stage=mem.P,
+        stage_index=ctx.st.index, stage_layers=ctx.st.layers, params_stage=mem.P,
         weights_stage=mem.W, gradients_stage=mem.G, optimizer_stage=mem.O,
         activations_stage=mem.act, overhead_stage=mem.over, total_stage=mem.total,
         in_flight_stage=mem.n_f, worst_memory=mem.worst, gpu_bytes=mem.gpu_bytes,
@@ -140,7 +144,7 @@ def _resident_params(ctx: Ctx):
     model = ctx.model
     if not isinstance(model, Model):  # a bare count has no modules: nothing resident is known
         return 0.0, 0.0
-    p_pers = persistent_params([model.hidden] * model.layer_norms, ctx.st["layers"], ctx.asm)
+    p_pers = persistent_params([model.hidden] * model.layer_norms, ctx.st.layers, ctx.asm)
     p_mod = model.hidden * max(model.ffn_hidden, model.expert_ffn if model.is_moe else 0,
                                model.score_dim) / ctx.t
     return p_pers, p_mod
@@ -157,8 +161,8 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
     act_layer = fp8.activation_layer_bytes(
         ctx, eq.memory__activation_layer_bytes(r=ctx.rc, **layer_args), layer_args)
     act = eq.memory__stage_activation_bytes(
-        L_s=st["layers"], M_layer=act_layer, V=model.vocab, b=ctx.mb, beta_l=asm.logits_bytes,
-        c=ctx.cp, lambda_l=st["last"], n_f=np.minimum(ctx.pp - st["index"], ctx.m), p=ctx.pp,
+        L_s=st.layers, M_layer=act_layer, V=model.vocab, b=ctx.mb, beta_l=asm.logits_bytes,
+        c=ctx.cp, lambda_l=st.last, n_f=np.minimum(ctx.pp - st.index, ctx.m), p=ctx.pp,
         s=ctx.s, t=ctx.t, v=ctx.v)
     # full recompute re-materialises one layer at a time on top of the checkpoints
     act = act + eq.memory__recompute_working_bytes(
@@ -178,10 +182,10 @@ def memory_stage(ctx: Ctx) -> MemoryRecord:
     wb, gbytes, ob = tr.weight_bytes, tr.gradient_bytes, tr.optimizer_bytes
     flags = o_w, o_g, o_o, f_k = offload_flags(ctx.off, ctx.opar, ctx.gfrac)
     t_x = ctx.t_x
-    P = eq.memory__params_per_gpu(A=st["A"], R=st["R"], X=st["X"], e=ctx.ep, t=ctx.t, t_x=t_x)
+    P = eq.memory__params_per_gpu(A=st.A, R=st.R, X=st.X, e=ctx.ep, t=ctx.t, t_x=t_x)
     # ZeRO/FSDP states shard over DP x CP; expert states over the expert-DP group
     # DP x CP x TP / (EP x ETP)
-    p_x = st["X"] / (ctx.ep * t_x)
+    p_x = st.X / (ctx.ep * t_x)
     n_sh = eq.memory__zero_shard_degree(D_p=dp, P=P, P_x=p_x, c=ctx.cp, e=ctx.ep, t=ctx.t,
                                         t_x=t_x)
     p_pers, p_mod = _resident_params(ctx)
@@ -193,7 +197,7 @@ def memory_stage(ctx: Ctx) -> MemoryRecord:
     G = eq.memory__gradients_bytes(N_d=n_sh, P=P, Z=z, b_g=gbytes, k_g=asm.grads_stay_on_gpu,
                                    o_g=o_g)
     O = eq.memory__optimizer_bytes(N_d=n_sh, P=P, Z=z, b_o=ob, f_k=f_k, o_o=o_o)
-    n_f = np.minimum(ctx.pp - st["index"], ctx.m)
+    n_f = np.minimum(ctx.pp - st.index, ctx.m)
     states_only = tr.model_states_only or isinstance(ctx.model, BareModel)
     sigma = ((ctx.spf == 1) & (ctx.t > 1)).astype(np.float64)
     if states_only:
@@ -263,15 +267,24 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
 # ---- optimizer step on the device that owns the state ----------------------------------------
 
 def optimizer_inputs(ctx: Ctx, mem: MemoryRecord) -> OptimizerInputs:
-    tr, link = ctx.tr, ctx.hw.gpu_host_link
+    """What every strategy's optimizer step starts from: the rank's ZeRO partition of each
+    stage's parameters (over memory.zero_shard_degree) and the optimizer's constants."""
+    return optimizer_inputs_of(ctx.hw, ctx.tr, mem.P / np.where(ctx.z >= 1, mem.n_sh, 1))
+
+
+def optimizer_inputs_of(hw: Hardware, tr: Training, shard) -> OptimizerInputs:
+    """:func:`optimizer_inputs` for a given partition ``shard`` (`breakeven`'s closed forms
+    start from the evaluator's partition at the binding stage)."""
+    link = hw.gpu_host_link
     return OptimizerInputs(
-        shard=mem.P / np.where(ctx.z >= 1, mem.n_sh, 1), phi=flops_per_param(tr.optimizer),
+        shard=shard, phi=flops_per_param(tr.optimizer),
         bpp=bytes_per_param(tr.optimizer, Impl.FUSED, tr.gradient_bytes),
         link_Bps=link.bandwidth_Bps * link.efficiency,
         link_kw=dict(link_GBps=link.bandwidth_GBps, link_eff=link.efficiency))
 
 
-def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devices) -> dict:
+def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord,
+                    dev: Devices) -> OptimizerRecord:
     """Each layout's optimizer step under its strategy: step, transfers, exposed part, the
     window it overlaps with, and the exposed parameter-offload stream."""
     opt = optimizer_inputs(ctx, mem)
@@ -291,49 +304,8 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devic
             pairs[name].append((mine, getattr(use, name)))
         param_exposed = param_exposed + use.param_exposed_s  # already 0 outside its layouts
     set_scope("")
-    out = {k: by_strategy(pairs[k], base) for k in names}
-    out["param_exposed_s"] = param_exposed
-    return out
-
-
-def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
-    """One array from each strategy's (layouts, values): ``values`` where ``layouts`` (the
-    strategies' layouts are disjoint), 0 elsewhere, written in place (no array per strategy),
-    in the values' common dtype."""
-    shape = np.broadcast_shapes(shape, *(np.shape(m) for m, _ in pairs),
-                                *(np.shape(v) for _, v in pairs))
-    dtype = np.result_type(dtype, *(np.asarray(v).dtype for _, v in pairs))
-    out = stage_major_zeros(shape, dtype)
-    for mine, value in pairs:
-        part = _one_axis_run(np.asarray(mine), len(shape))
-        if part is None:
-            np.copyto(out, value, where=mine)
-        else:  # the planner's grid: the strategy is an axis, its layouts a run along it
-            out[part] = np.broadcast_to(value, shape)[part]
-    return out
-
-
-# a mask varying along a longer axis is a flat batch's layouts: scanning it for a run costs
-# more than the masked copy it would save (the planner's offload axis holds at most one value
-# per registered strategy). A speed tactic: the merge is the same either way (tested).
-_RUN_AXIS = 64
-
-
-def _one_axis_run(mine: np.ndarray, ndim: int):
-    """The index (slices) of the positions where ``mine`` holds when they are all of them (a
-    batch of one strategy) or one run along the only, short axis ``mine`` varies on (the
-    planner's offload axis); None otherwise (then a masked copy is made)."""
-    if mine.all():
-        return (Ellipsis,)
-    mine = mine.reshape((1,) * (ndim - mine.ndim) + mine.shape)
-    axes = [a for a, n in enumerate(mine.shape) if n > 1]
-    if len(axes) != 1 or mine.shape[axes[0]] > _RUN_AXIS:
-        return None
-    at = np.flatnonzero(mine.reshape(-1))
-    if at.size == 0 or at[-1] - at[0] + 1 != at.size:
-        return None
-    a = axes[0]
-    return (slice(None),) * a + (slice(int(at[0]), int(at[-1]) + 1),)
+    return OptimizerRecord(**{k: by_strategy(pairs[k], base) for k in names},
+                           param_exposed_s=param_exposed)
 
 
 def compute_bound_s(comp: ComputeRecord) -> np.ndarray:
@@ -348,14 +320,14 @@ def compute_bound_s(comp: ComputeRecord) -> np.ndarray:
 
 # ---- compose ---------------------------------------------------------------------------------
 
-def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord, opt: dict,
-            common: dict) -> Evaluation:
+def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
+            opt: OptimizerRecord, common: dict) -> Evaluation:
     """The step time of each stage as a sum of named terms (step.time); the slowest binds."""
-    model, T_po = ctx.model, opt["param_exposed_s"]
+    model, T_po = ctx.model, opt.param_exposed_s
     terms = dict(T_f=comp.T_f, T_b=comp.T_b, T_bubble=comp.bubble, T_tp=comm.T_tp,
                  T_cp=comm.T_cp, T_ep=comm.T_ep, T_pp=comm.T_pp, T_dp=comm.T_dpx,
-                 T_opt=opt["exposed_s"], T_po=T_po,
-                 T_fix=eq.step__fixed_time(L_stage=ctx.st["layers"], T_s0=ctx.asm.step_fixed_s,
+                 T_opt=opt.exposed_s, T_po=T_po,
+                 T_fix=eq.step__fixed_time(L_stage=ctx.st.layers, T_s0=ctx.asm.step_fixed_s,
                                            m=ctx.m, t_l0=ctx.asm.layer_fixed_s))
     step_stage = eq.step__time(**terms)
     worst_t = stage_argmax(step_stage)
@@ -365,15 +337,15 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord, 
     tokens = comp.tokens[..., 0]
     eq.step__mfu(F_model=model_flops, N_gpus=ctx.hw.gpus, T_step=step, peak=comp.peak)
     eq.step__tokens_per_s(T_step=step, tokens=tokens)
-    shape = np.shape(opt["exposed_s"])
+    shape = np.shape(opt.exposed_s)
     per_stage = {
         "forward_s": comp.T_f, "backward_s": comp.T_b, "compute_s": comp.T_cf + comp.T_cb,
         "elementwise_s": comp.T_ef + comp.T_eb, "bubble_s": comp.bubble,
         "tp_comm_s": comm.T_tp, "cp_comm_s": comm.T_cp, "ep_comm_s": comm.T_ep,
         "pp_comm_s": comm.T_pp, "dp_comm_s": comm.T_dp, "dp_comm_exposed_s": comm.T_dpx,
-        "optimizer_s": opt["step_s"], "optimizer_exposed_s": opt["exposed_s"],
-        "offload_transfer_s": np.broadcast_to(opt["transfer_s"], shape),
-        "optimizer_window_s": np.broadcast_to(opt["window_s"], shape),
+        "optimizer_s": opt.step_s, "optimizer_exposed_s": opt.exposed_s,
+        "offload_transfer_s": np.broadcast_to(opt.transfer_s, shape),
+        "optimizer_window_s": np.broadcast_to(opt.window_s, shape),
         "param_offload_exposed_s": T_po if np.ndim(T_po) else np.zeros((1,)),
         "fixed_s": np.broadcast_to(terms["T_fix"], np.shape(step_stage)),
         "hardware_flops": eq.compute__step_flops(F_h=comp.f_h, F_l=comp.f_l, F_r=comp.f_r,

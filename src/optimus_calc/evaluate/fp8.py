@@ -58,7 +58,7 @@ def amax_time(ctx, layer_args: dict, hbm: dict, passes):
     m_l = eq.fp8__amax_layer_bytes(
         b=a["b"], b_16=2.0, c=a["c"], d_v=model.value_dim, f_a=down_input_width(model),
         h=a["h"], n_a=float(tr.fp8_recipe.amax_passes), s=a["s"], sigma=a["sigma"], t=a["t"])
-    return eq.step__elementwise_time(n_pass=passes, L_stage=ctx.st["layers"], M_l=m_l, **hbm)
+    return eq.step__elementwise_time(n_pass=passes, L_stage=ctx.st.layers, M_l=m_l, **hbm)
 
 
 def weight_orientations(gpu: GPU, recipe: Fp8Recipe) -> tuple[float, float]:
@@ -113,7 +113,7 @@ def weight_copy_bytes(ctx) -> np.ndarray | float:
     if not (is_fp8(tr) and isinstance(model, Model)):
         return 0.0
     k_o, q_s = weight_orientations(ctx.hw.gpu, tr.fp8_recipe)
-    p_g = gemm_weight_params(model, ctx.st["layers"], ctx.st["moe_layers"], ctx.t, ctx.ep,
+    p_g = gemm_weight_params(model, ctx.st.layers, ctx.st.moe_layers, ctx.t, ctx.ep,
                              ctx.t_x)
     return eq.fp8__weight_copy_bytes(P_g=p_g, Z=ctx.z, b_8=ctx.asm.fp8_weight_copy_bytes,
                                      k_o=k_o, q_s=q_s)

@@ -14,9 +14,10 @@ import numpy as np
 from optimus_calc.errors import InputError
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.evaluate.engine import Evaluation, Reason, evaluate, usable_gpu_bytes
+from optimus_calc.evaluate.engine import evaluate, usable_gpu_bytes
+from optimus_calc.evaluate.evaluation import Evaluation, stage_value
 from optimus_calc.evaluate.strategies import strategy
-from optimus_calc.evaluate.engine import reasons_of, stage_value
+from optimus_calc.evaluate.reasons import Reason, reasons_of
 from optimus_calc.evaluate.evaluation import binding_kind
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training

@@ -13,10 +13,12 @@ Wiring into the step evaluator (per candidate layout, arrays of equal shape):
   GRACE_ADAM for SuperOffload (with ``grad_device_bytes=param_device_bytes=4, pageable=0,
   cpu_convert=param_cpu_convert=0, grad_crossings=0`` and
   ``threads=strategy_threads(Overlap.BACKWARD, ...)``).
-- ``offload_step_phases(...).total`` is the step; ``exposed_step`` puts it on the critical path:
-  NONE after the last backward (window 0), BACKWARD against the last micro-batch's backward,
-  PER_LAYER against the last backward and the next forward (pass both as ``backward_s``). NVMe: ``nvme_optimizer_step(P_rank,
-  total, ...)`` replaces the CPU step (its ``grad_write_s`` runs inside the last backward).
+- ``offload_step_phases(...).total`` is the step; ``exposed_step`` puts ZeRO-Offload's and
+  ZeRO-Infinity's on the critical path after the last backward (window 0). SuperOffload's
+  exposure is its speculation-then-validation model (offload_schedules.superoffload_step),
+  OptimusNIC's the card's per-layer pipeline (evaluate/optimusnic.py): one model each, the one
+  `step` and `breakeven` both run. NVMe: ``nvme_optimizer_step(P_rank, total, ...)`` replaces
+  the CPU step (its ``grad_write_s`` runs inside the last backward).
 - ``param_offload_traffic`` per step with ``compute_per_microbatch_s`` = forward + backward of one
   micro-batch; its ``exposed_s`` adds to the step. ``zero3_exposed_gather`` is per micro-batch
   (multiply by the micro-batches) and replaces a once-per-step gather charge.
@@ -222,20 +224,13 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
     )
 
 
-def exposed_step(overlap: Overlap, step_s, *, backward_s=0.0, params_rank=1.0,
-                 last_bucket_params=0.0, layers=1.0):
-    """Seconds of the offloaded step left on the critical path under each strategy."""
-    match overlap:
-        case Overlap.NONE:
-            return eq.offload__exposed_zero_offload(T_s=step_s)
-        case Overlap.BACKWARD:
-            return eq.offload__exposed_superoffload(
-                P_r=_positive("parameters per rank", params_rank), T_s=step_s, W_b=backward_s,
-                Z_b=last_bucket_params)
-        case Overlap.PER_LAYER:
-            return eq.offload__exposed_optimusnic(T_s=step_s, W_o=backward_s)
-        case _:
-            assert_never(overlap)
+def exposed_step(overlap: Overlap, step_s):
+    """Seconds of a step that follows the last backward left on the critical path
+    (offload.exposed_zero_offload: all of it). The strategies that overlap their step have a
+    model of their own (see the module's docstring), so only ``Overlap.NONE`` is accepted."""
+    if overlap is not Overlap.NONE:
+        raise ValueError(f"{overlap}: exposed by its strategy's own model, not exposed_step")
+    return eq.offload__exposed_zero_offload(T_s=step_s)
 
 
 @record

@@ -13,7 +13,8 @@ import numpy as np
 from optimus_calc.evaluate.batch import resolve_global_batch
 from optimus_calc.evaluate.batch import R_FULL, Batch
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.evaluate.stages import StageTable, stage_argmax, stage_max, stage_table
+from optimus_calc.evaluate.stages import (StageColumns, StageTable, stage_argmax, stage_max,
+                                          stage_table)
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Training
 from optimus_calc.record import record
@@ -52,7 +53,7 @@ class Ctx:
     sn_k: Array         # SmartNICs per node (0: one per GPU)
     gb: Array           # global batch per layout
     m: Array            # micro-batches per step
-    st: dict            # the stage table's arrays at each layout's pipeline degree
+    st: StageColumns    # the stage table's columns at each layout's pipeline degree
     etp: Array = 0      # expert TP (0: as TP; parallel folding sets it)
 
     @property
@@ -208,3 +209,15 @@ class OptimizerUse:
     exposed_s: Array
     window_s: Array | float
     param_exposed_s: Array | float = 0.0
+
+
+@record
+class OptimizerRecord:
+    """Every layout's optimizer step under its strategy (the strategies' OptimizerUse merged,
+    0 outside their layouts): what the composition reads."""
+
+    step_s: Array
+    transfer_s: Array
+    exposed_s: Array
+    window_s: Array
+    param_exposed_s: Array | float   # the exposed parameter-offload stream (T_po)

@@ -3,6 +3,12 @@
 With ``all_stages`` every stage is kept (one layout); otherwise a stage whose shape (layers, MoE
 layers, parameters, first/last) repeats an earlier stage's is dropped: it holds no more in-flight
 micro-batches (1F1B: min(p - i, m) falls with i) and takes the same time, so it never binds.
+
+The evaluator's array-layout tactics live here too, each a speed tactic that gives the same
+numbers (tested) and asks something of new code (docs/ARCHITECTURE.md, "Speed tactics"): the
+stage-major memory order (:data:`STAGE_MAJOR_FROM`, :func:`stage_major_zeros`), pairwise
+reductions over the stage axis (:func:`stage_max`, :func:`stage_argmax`) and the in-place merge
+of the offload strategies' figures (:func:`by_strategy`).
 """
 
 from __future__ import annotations
@@ -24,6 +30,23 @@ from optimus_calc.record import record
 # (tests/test_memory_order.py runs the evaluator at both extremes).
 STAGE_MAJOR_FROM = 512
 
+_COLUMNS = ("index", "layers", "moe_layers", "A", "X", "R", "first", "last")
+
+
+@record
+class StageColumns:
+    """The stage table's columns at every layout's pipeline degree, shape ``pp.shape + (K,)``:
+    what the evaluator's stages read as ``ctx.st``."""
+
+    index: np.ndarray       # stage index i (0 first)
+    layers: np.ndarray      # transformer layers of the stage
+    moe_layers: np.ndarray  # of which MoE layers
+    A: np.ndarray           # TP-sharded non-expert parameters (shapes.StageShape)
+    X: np.ndarray           # expert parameters
+    R: np.ndarray           # replicated parameters
+    first: np.ndarray       # 1 on the first stage
+    last: np.ndarray        # 1 on the last stage
+
 
 @record
 class StageTable:
@@ -39,15 +62,15 @@ class StageTable:
     first: np.ndarray
     last: np.ndarray
 
-    def lookup(self, pp: np.ndarray) -> dict[str, np.ndarray]:
+    def lookup(self, pp: np.ndarray) -> StageColumns:
         """Each column at every layout's pipeline degree, shape ``pp.shape + (K,)``; stored
         stage-major (see :data:`STAGE_MAJOR_FROM`) when large, gathered that way at once."""
         i = np.searchsorted(self.pps, np.asarray(pp))
-        cols = ("index", "layers", "moe_layers", "A", "X", "R", "first", "last")
         if i.size * self.index.shape[1] <= STAGE_MAJOR_FROM:
-            return {k: getattr(self, k)[i] for k in cols}
+            return StageColumns(**{k: getattr(self, k)[i] for k in _COLUMNS})
         # np.take allocates its result in C order, stage first (fancy indexing would not)
-        return {k: np.moveaxis(np.take(getattr(self, k).T, i, axis=1), 0, -1) for k in cols}
+        return StageColumns(**{k: np.moveaxis(np.take(getattr(self, k).T, i, axis=1), 0, -1)
+                               for k in _COLUMNS})
 
 
 def sorted_unique(values) -> np.ndarray:
@@ -100,6 +123,55 @@ def stage_major_zeros(shape: tuple, dtype=np.float64) -> np.ndarray:
     return np.moveaxis(np.zeros(shape[-1:] + shape[:-1], dtype), 0, -1)
 
 
+def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
+    """One array from each strategy's (layouts, values): ``values`` where ``layouts`` (the
+    strategies' layouts are disjoint), 0 elsewhere, written in place (no array per strategy),
+    in the values' common dtype, stored as :func:`stage_major_zeros` stores it.
+
+    The rule a new array must follow: a figure that depends on the layout's offload strategy
+    is built by each strategy for its own layouts and merged here, never as one ``np.where``
+    array per strategy (the planner's grid would hold a full-size copy per strategy); its
+    values broadcast against ``shape`` (per layout with a trailing stage axis, as ``Ctx``'s
+    arrays); a value that is 0 outside the strategy's layouts may be left out of ``pairs``.
+    Outside the evaluator's stages, a new per-stage array is allocated with
+    :func:`stage_major_zeros` and reduced over the stages with :func:`stage_max` /
+    :func:`stage_argmax`."""
+    shape = np.broadcast_shapes(shape, *(np.shape(m) for m, _ in pairs),
+                                *(np.shape(v) for _, v in pairs))
+    dtype = np.result_type(dtype, *(np.asarray(v).dtype for _, v in pairs))
+    out = stage_major_zeros(shape, dtype)
+    for mine, value in pairs:
+        part = _one_axis_run(np.asarray(mine), len(shape))
+        if part is None:
+            np.copyto(out, value, where=mine)
+        else:  # the planner's grid: the strategy is an axis, its layouts a run along it
+            out[part] = np.broadcast_to(value, shape)[part]
+    return out
+
+
+# a mask varying along a longer axis is a flat batch's layouts: scanning it for a run costs
+# more than the masked copy it would save (the planner's offload axis holds at most one value
+# per registered strategy). A speed tactic: the merge is the same either way (tested).
+_RUN_AXIS = 64
+
+
+def _one_axis_run(mine: np.ndarray, ndim: int):
+    """The index (slices) of the positions where ``mine`` holds when they are all of them (a
+    batch of one strategy) or one run along the only, short axis ``mine`` varies on (the
+    planner's offload axis); None otherwise (then a masked copy is made)."""
+    if mine.all():
+        return (Ellipsis,)
+    mine = mine.reshape((1,) * (ndim - mine.ndim) + mine.shape)
+    axes = [a for a, n in enumerate(mine.shape) if n > 1]
+    if len(axes) != 1 or mine.shape[axes[0]] > _RUN_AXIS:
+        return None
+    at = np.flatnonzero(mine.reshape(-1))
+    if at.size == 0 or at[-1] - at[0] + 1 != at.size:
+        return None
+    a = axes[0]
+    return (slice(None),) * a + (slice(int(at[0]), int(at[-1]) + 1),)
+
+
 def stage_table(model: Model | BareModel, pps, all_stages: bool) -> StageTable:
     """The stages evaluated for each pipeline degree of ``pps`` (cached per model, degrees and
     ``all_stages``: a report asks for the same table on every call; its arrays are read-only)."""
@@ -123,8 +195,7 @@ def _stage_table(model: Model | BareModel, pp_values: tuple[int, ...],
             shapes = keep
         rows.append(shapes)
     width = max(len(r) for r in rows)
-    cols = {k: np.zeros((len(rows), width)) for k in ("index", "layers", "moe_layers", "A", "X",
-                                                     "R", "first", "last")}
+    cols = {k: np.zeros((len(rows), width)) for k in _COLUMNS}
     for j, shapes in enumerate(rows):
         padded = shapes + [shapes[0]] * (width - len(shapes))  # a copy never changes a max
         for k_i, sh in enumerate(padded):

@@ -13,7 +13,7 @@ import numpy as np
 
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.evaluate.engine import evaluate, layer_flops, recompute_flops  # noqa: F401
+from optimus_calc.evaluate.engine import evaluate
 from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
 from optimus_calc.errors import InputError
 from optimus_calc.specs.model import BareModel, Model

@@ -36,7 +36,8 @@ def recompute_flops(model: Model, seq: int, rc, f_l: float):
     """F_r of step.backward_flops: full recomputation re-runs the layer's forward, selective
     the attention core (scores and values, Korthikanti et al. 2022 section 5)."""
     rc = np.asarray(rc)
-    core = 2.0 * seq * (model.score_dim + model.value_dim)
+    core = eq.step__attention_core_flops_per_token(d_s=model.score_dim, d_v=model.value_dim,
+                                                   s=seq)
     return np.where(rc == R_FULL, f_l, np.where(rc == R_SELECTIVE, core, 0.0))
 
 
@@ -63,7 +64,7 @@ def _moe_work(ctx: Ctx, tau, r_full):
     model = ctx.model
     if not model.is_moe:
         return 0.0, 0.0, None, 0.0
-    fwd = eq.compute__moe_expert_forward_flops(L_moe=ctx.st["moe_layers"], f_x=model.expert_ffn,
+    fwd = eq.compute__moe_expert_forward_flops(L_moe=ctx.st.moe_layers, f_x=model.expert_ffn,
                                                h=model.hidden, k=model.top_k,
                                                m_m=model.ffn_type.matrices, tau_g=tau)
     bwd = eq.compute__moe_expert_backward_flops(F_xf=fwd, r_x=r_full)
@@ -84,7 +85,7 @@ def _moe_work(ctx: Ctx, tau, r_full):
 
 def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     model, hw, tr, asm, s, rc = ctx.model, ctx.hw, ctx.tr, ctx.asm, ctx.s, ctx.rc
-    Ls, last = ctx.st["layers"], ctx.st["last"]
+    Ls, last = ctx.st.layers, ctx.st.last
     peak = check_precision(hw.gpu, tr.precision)
     f_l, f_h = layer_flops(model, s)
     f_r = recompute_flops(model, s, rc, f_l)
@@ -110,7 +111,7 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     bwd_pass = eq.step__elementwise_backward_passes(f_e=asm.elementwise_factor,
                                                     r_full=(rc == R_FULL))
     hbm = dict(B_hbm=hw.gpu.hbm_Bps, eta_hbm=asm.hbm_efficiency, m=ctx.m)
-    L_moe = ctx.st["moe_layers"]
+    L_moe = ctx.st.moe_layers
     set_scope("forward")
     a_f = eq.compute__causal_attention_flops(F_af=f_att, kappa_c=kappa)
     F_fx = F_fwd - (f_att - a_f)  # what the kernels execute
@@ -166,7 +167,7 @@ def _ring(ctx: Ctx, coll: str, n, stride, z, beta, alpha):
 def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
     """TP, CP and EP per stage (step.tp/cp/ep_comm_time over their rings)."""
     model, hw, asm, s, mb, wb = ctx.model, ctx.hw, ctx.asm, ctx.s, ctx.mb, ctx.tr.weight_bytes
-    t, cp, Ls, m = ctx.t, ctx.cp, ctx.st["layers"], ctx.m
+    t, cp, Ls, m = ctx.t, ctx.cp, ctx.st.layers, ctx.m
     set_scope("tp")
     a_tp, b_tp = group(hw, t, 1, nic=nic)
     z_tp = eq.step__tp_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, s=s)
@@ -194,7 +195,7 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
         z_ep = eq.step__ep_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, k=model.top_k,
                                          s=s, iota=asm.moe_imbalance, t=t, t_x=ctx.t_x)
         a2a = eq.comm__all_to_all_time(z=z_ep, **all_to_all(hw, ctx.ep, ctx.t_x, nic=nic))
-    T_ep = eq.step__ep_comm_time(L_moe=ctx.st["moe_layers"], T_a2a=a2a, m=m,
+    T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m,
                                  o_ep=asm.ep_overlap)
     set_scope("pp")
     inter = t * cp * ctx.dp >= ctx.gpn  # neighbouring stages sit on different nodes
@@ -217,11 +218,11 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     n_dp = dp * ctx.cp
     a_dp, b_dp = group(hw, n_dp, ctx.t, nic=nic)
     p_x = mem.p_x
-    z_g, z_w = gbytes * (P - p_x), wb * P
     cap_g = eq.memory__bucket_capacity_bytes(M_ddp=asm.ddp_bucket_MB, Z=z,
                                              Z_bk=asm.zero_bucket_params, b_g=gbytes)
     k_g = eq.step__gradient_buckets(B_cap=cap_g, P=P - p_x, b_g=gbytes)
-    dpr = dict(n=n_dp, stride=ctx.t, beta=b_dp, alpha=a_dp, z=z_g / k_g)
+    dpr = dict(n=n_dp, stride=ctx.t, beta=b_dp, alpha=a_dp,
+               z=eq.step__dp_bucket_bytes(P=P - p_x, b_g=gbytes, n_bk=k_g))
     T_bkt = np.where(z == 0, _ring(ctx, "all-reduce", **dpr), _ring(ctx, "reduce-scatter", **dpr))
     T_red = k_g * T_bkt
     if np.any(np.asarray(p_x) > 0):  # MoE: the expert gradients reduce over the expert-DP group
@@ -230,16 +231,16 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
         # the expert-DP group DP x CP x TP / (EP x ETP): ranks EP x ETP apart, on the DP
         # group's bandwidth
         dpx = dict(n=n_dp * ctx.t / (ctx.ep * ctx.t_x), stride=ctx.t_x * ctx.ep, beta=b_dp,
-                   alpha=a_dp,
-                   z=gbytes * p_x / k_x)
+                   alpha=a_dp, z=eq.step__dp_bucket_bytes(P=p_x, b_g=gbytes, n_bk=k_x))
         T_bkx = np.where(z == 0, _ring(ctx, "all-reduce", **dpx),
                          _ring(ctx, "reduce-scatter", **dpx))
         T_red = T_red + np.where(np.asarray(p_x) > 0, k_x * T_bkx, 0.0)
         set_scope("dp")
-    n_mod = np.maximum(1, ctx.st["layers"]) * modules_per_layer(ctx.model, asm)
+    n_mod = np.maximum(1, ctx.st.layers) * modules_per_layer(ctx.model, asm)
     k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
-    t_piece = (eq.comm__multicast_all_gather_time(alpha=a_dp, beta=b_dp, n=n_dp, z=z_w / k_w)
-               if tr.multicast else _ring(ctx, "all-gather", n_dp, ctx.t, z_w / k_w, b_dp, a_dp))
+    z_piece = eq.step__dp_gather_piece_bytes(P=P, b_w=wb, k_w=k_w)
+    t_piece = (eq.comm__multicast_all_gather_time(alpha=a_dp, beta=b_dp, n=n_dp, z=z_piece)
+               if tr.multicast else _ring(ctx, "all-gather", n_dp, ctx.t, z_piece, b_dp, a_dp))
     T_gat = eq.step__dp_gather_time(Z=z, k_w=k_w, t_g=t_piece)
     r_full = ctx.r_full
     g_x = zero3_exposed_gather(modules=n_mod, module_params=P / n_mod, gather_s=t_piece,

@@ -261,8 +261,9 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool, card=None,
                  "explain compute.optimizer_step_time`, optimusnic.pipeline_time, "
                  "memory.spill_bytes), checked against the evaluator; floor = the strategy's "
                  "exposure has a floor no value removes (offload.exposed_zero_offload, "
-                 "offload.exposed_superoffload's last bucket), confirmed at the bound; search = "
-                 "bracketing over the evaluator with the parameter changed (the host "
+                 "offload.exposed_superoffload_stv's last sub-group and step()), confirmed "
+                 "at the bound; search = bracketing over the evaluator with the parameter "
+                 "changed (the host "
                  "strategies' phase-by-phase step, links, capacities, cards); * = the closed "
                  "form disagreed with the evaluator and was replaced")
     return Document(title=title, header=header, data=data, tables=tables, notes=notes, csv=csv,

@@ -10,7 +10,7 @@ def calibrate_document(cal, runs_file: str, output: str) -> Document:
     """``cal``: an analyses.calibrate.Calibration."""
     import os
 
-    from optimus_calc.analyses.calibrate import CANDIDATES
+    from optimus_calc.analyses.calibrate_fit import CANDIDATES
     runs_file, output = os.path.basename(runs_file), os.path.basename(output)
     desc = {p.name: p.what for p in CANDIDATES}
     rows = [{"row": r.row, "run": r.label, "framework": r.framework or "",

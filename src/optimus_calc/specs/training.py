@@ -247,6 +247,6 @@ class Layout(Frozen):
         return self
 
 
-# The named assumptions live in specs/assumptions.py; re-exported here for the many importers.
-from optimus_calc.specs.assumptions import (MIN_DDP_BUCKET_MB, MIN_MASK_ELEMS_PER_CYCLE,  # noqa: E402,F401
-                                            Assumptions)
+# The named assumptions live in specs/assumptions.py; some 60 modules (search/ among them, another
+# branch's scope this round) still import the class from here: they move in one later change.
+from optimus_calc.specs.assumptions import Assumptions  # noqa: E402,F401

@@ -16,7 +16,8 @@ from optimus_calc.equations import compiled as eq
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.optimusnic import card_pipeline
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.evaluate.engine import StageTable, evaluate, stage_table
+from optimus_calc.evaluate.engine import evaluate
+from optimus_calc.evaluate.stages import StageTable, stage_table
 from optimus_calc.evaluate.hw_params import Param
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
@@ -84,6 +85,7 @@ class State:
     gradient_in_s: float = 0.0    # OptimusNIC's pipeline stages at the binding stage
     weights_out_s: float = 0.0
     pipeline_s: float = 0.0
+    shard_params: float = 0.0     # the rank's optimizer partition (engine.optimizer_inputs)
 
     @property
     def excess_bytes(self) -> float:
@@ -184,6 +186,7 @@ def state_of(case: Case, figs: dict, i: int, pipe: dict | None = None) -> State:
         offload_transfer_s=one["offload_transfer_s"],
         forward_s=one["forward_s"], backward_s=one["backward_s"],
         params_stage=p_k, layers=l_k, **pipe,
+        shard_params=p_k / (n_k if int(case.layout.zero) >= 1 else 1),
         offload_bytes_per_device=one["offload_bytes_per_device"],
         offload_capacity_per_device=one["offload_capacity_per_device"],
         spill_bytes_per_device=one["spill_bytes_per_device"],

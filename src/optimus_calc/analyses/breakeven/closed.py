@@ -1,5 +1,5 @@
-"""Closed forms of `breakeven`: the card's roofline inputs rebuilt from the catalog entry and
-checked against the evaluator, inversion of the OptimusNIC pipeline for one parameter (the sympy
+"""Closed forms of `breakeven`: the card's roofline inputs from the evaluator's (the rank's
+partition at the binding stage, engine.optimizer_inputs) checked against it, inversion of the OptimusNIC pipeline for one parameter (the sympy
 closed forms generated once into compiled_forms.py, evaluated here as numbers: numeric.py), the
 exposure floors of the host strategies, and the sentences that say what binds."""
 
@@ -10,9 +10,10 @@ import math
 from optimus_calc.equations.recording import eq
 
 from optimus_calc.analyses.breakeven.case import Case, Goal, State
+from optimus_calc.evaluate.engine import optimizer_inputs_of
 from optimus_calc.evaluate.hw_params import Param
-from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, device_from, device_time
-from optimus_calc.evaluate.optimizer import flops_per_param
+from optimus_calc.evaluate.optimizer import device_from, device_time
+from optimus_calc.evaluate.strategies.superchip import cpu_and_gpu_steps
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
 from optimus_calc.analyses.breakeven.problem import SPAN, _Problem, _Solved
@@ -22,9 +23,8 @@ from optimus_calc.record import record
 
 @record
 class OptimizerInputs:
-    """The values compute.optimizer_step_time and offload.exposed_optimusnic receive for the
-    binding stage of a SmartNIC layout, rebuilt from the catalog entry, checked against the
-    evaluator."""
+    """The values compute.optimizer_step_time receives inside optimusnic.pipeline_time for the
+    binding stage of a SmartNIC layout: the evaluator's inputs, checked against its figures."""
 
     values: dict          # symbol name (compute.optimizer_step_time's) -> number
     per_core: bool
@@ -43,11 +43,10 @@ def optimizer_inputs(case: Case, st: State) -> OptimizerInputs | None:
     if lay.offload is not Offload.SMARTNIC or hw.smartnic is None:
         return None
     gpn = hw.gpus_per_node
-    shard = st.params_stage / (lay.dp if int(lay.zero) >= 1 else 1)
-    phi = flops_per_param(tr.optimizer)
-    p_n = shard * gpn / (lay.smartnics_per_node or gpn)
+    opt = optimizer_inputs_of(hw, tr, st.shard_params)
+    phi, beta = opt.phi, opt.bpp
+    p_n = opt.shard * gpn / (lay.smartnics_per_node or gpn)  # strategies/smartnic.py's P_n
     dev = device_from(hw.smartnic, 1, asm)
-    beta = bytes_per_param(tr.optimizer, Impl.FUSED, tr.gradient_bytes)
     two_tier = bool(dev.slow_tier_Bps and dev.capacity_bytes
                     and p_n * tr.optimizer_bytes > dev.capacity_bytes)
     t_opt, bw = device_time(dev, p_n, beta, phi, tr.optimizer_bytes)
@@ -65,17 +64,16 @@ def optimizer_inputs(case: Case, st: State) -> OptimizerInputs | None:
                            two_tier)
 
 
-def superoffload_floor(case: Case, st: State) -> tuple[float, float, float, float]:
-    """(T_s, Z_b, P_r, tail): SuperOffload's CPU step of one rank, its last bucket and partition
-    (offload.exposed_superoffload >= T_s min(1, Z_b / P_r)) and the share kept on the GPU."""
-    hw, lay, tr, asm = case.hw, case.layout, case.training, case.asm
-    shard = st.params_stage / (lay.dp if int(lay.zero) >= 1 else 1)
-    f_k = lay.superchip_gpu_fraction
-    tail, _ = device_time(device_from(hw.gpu, 1, asm), shard * f_k,
-                          bytes_per_param(tr.optimizer, Impl.FUSED, tr.gradient_bytes),
-                          flops_per_param(tr.optimizer), tr.optimizer_bytes)
-    return (st.optimizer_s - float(tail), asm.zero_bucket_params, max(shard * (1 - f_k), 1.0),
-            float(tail))
+def superoffload_floor(case: Case, st: State) -> tuple[float, float]:
+    """(floor, tail): what SuperOffload leaves exposed behind a backward of any length, by the
+    evaluator's own call (strategies/superchip.py) with W_b unbounded: the last sub-group's
+    CPU-Adam, step()'s unscale, copy-back and overflow check (offload.exposed_superoffload_stv;
+    the whole step with gradient clipping), plus the GPU's tail (offload.superchip_exposed_time);
+    and that tail, the share kept on the GPU."""
+    hw, tr = case.hw, case.training
+    so, tail = cpu_and_gpu_steps(hw, tr, case.asm, optimizer_inputs_of(hw, tr, st.shard_params),
+                                 case.layout.superchip_gpu_fraction, math.inf)
+    return float(eq.offload__superchip_exposed_time(T_k=tail, T_x=so.exposed_s)), float(tail)
 
 
 
@@ -102,8 +100,9 @@ CLOSED_FORM = ("closed form (sympy.solve on compute.optimizer_step_time inside "
                "optimusnic.pipeline_time and exposed_time)")
 FLOOR_ZERO_OFFLOAD = ("exposure floor (offload.exposed_zero_offload = T_s > 0 at any value), "
                       "confirmed by the evaluator at the bound")
-FLOOR_SUPEROFFLOAD = ("exposure floor (offload.exposed_superoffload >= T_s min(1, Z_b / P_r) "
-                      "> 0 at any value), confirmed by the evaluator at the bound")
+FLOOR_SUPEROFFLOAD = ("exposure floor (offload.exposed_superoffload_stv >= T_sp min(1, Z_s / P_r)"
+                      " + T_post + T_ov > 0 at any value), confirmed by the evaluator at the "
+                      "bound")
 
 
 def _symbolic(prob: _Problem, p: Param, cur: float, cap: float,
@@ -120,7 +119,8 @@ def _symbolic(prob: _Problem, p: Param, cur: float, cap: float,
                        _zero_offload_binding(st))
     if goal is Goal.HIDE and off is Offload.SUPERCHIP:
         return _Solved(None, "never", FLOOR_SUPEROFFLOAD,
-                       "offload.exposed_superoffload = Max(T_s - W_b, T_s Min(1, Z_b / P_r))",
+                       "offload.exposed_superoffload_stv = "
+                       "Max(T_sp - W_b, T_sp Min(1, Z_s / P_r)) + T_post + T_ov",
                        _superoffload_binding(case, st))
     target = 0.0
     if goal is Goal.MATCH:
@@ -168,11 +168,11 @@ def _zero_offload_binding(st: State) -> str:
 
 
 def _superoffload_binding(case: Case, st: State) -> str:
-    t_s, z_b, p_r, tail = superoffload_floor(case, st)
-    text = (f"SuperOffload updates the last gradient bucket after the backward: at least "
-            f"T_s x min(1, Z_b / P_r) = {t_s:.3g} s x min(1, {z_b:.3g} / {p_r:.3g}) = "
-            f"{t_s * min(1.0, z_b / p_r):.3g} s stays exposed now, and some at any value "
-            "(offload.exposed_superoffload; Z_b is zero_bucket_params)")
+    floor, tail = superoffload_floor(case, st)
+    text = (f"SuperOffload updates the last sub-group after the backward, then unscales and "
+            f"copies back (step()): {floor:.3g} s stays exposed behind a backward of any "
+            "length (offload.exposed_superoffload_stv at W_b unbounded; Z_s is "
+            "zero_sub_group_params)")
     if tail > 0:
         text += ("; the optimizer share kept on the GPU (--gpu-fraction, "
                  f"{tail:.3g} s) is never hidden either")

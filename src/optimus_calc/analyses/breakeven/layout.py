@@ -8,7 +8,7 @@ import dataclasses
 
 from optimus_calc.analyses.breakeven.case import Case
 from optimus_calc.errors import InputError
-from optimus_calc.evaluate.engine import stage_table
+from optimus_calc.evaluate.stages import stage_table
 from optimus_calc.specs.training import Offload
 
 

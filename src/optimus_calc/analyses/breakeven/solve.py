@@ -14,12 +14,14 @@ Where the goal is a registry expression that the parameter enters through one pl
 solved in closed form (sympy once, :mod:`optimus_calc.analyses.breakeven.sym` through
 :mod:`~optimus_calc.analyses.breakeven.formgen`; evaluated without sympy,
 :mod:`~optimus_calc.analyses.breakeven.numeric`): a SmartNIC's bandwidths, cores,
-clock and fabric through compute.optimizer_step_time inside offload.exposed_optimusnic (the
-card's step plus its transfers against the last micro-batch's backward and the next forward),
+clock and fabric through compute.optimizer_step_time inside optimusnic.pipeline_time and
+optimusnic.exposed_time (the card's per-layer pipeline against the last micro-batch's backward
+and the next forward: the evaluator's model, evaluate/optimusnic.py),
 its capacity through memory.spill_bytes. The host strategies run DeepSpeed's step phase by phase
 (evaluate/offload_step.py): under ``hide`` their exposure has a floor no hardware value removes
 (ZeRO-Offload/Infinity expose the whole step, offload.exposed_zero_offload; SuperOffload at
-least its last gradient bucket, offload.exposed_superoffload), so every parameter is "never"
+least its last sub-group and step()'s unscale and copy-back, offload.exposed_superoffload_stv as
+the evaluator runs it), so every parameter is "never"
 with that floor named; their ``fit`` and ``match`` goals, and every other parameter (links,
 two-tier FPGA memory, host RAM, sockets, cards), are found by a monotone bracketing search over
 the one evaluator (:func:`optimus_calc.evaluate.engine.evaluate`) on hardware with that field

@@ -23,16 +23,6 @@ def offload__cpu_rank_bandwidth(B_sock, B_thr, S_n, eta_c, eta_s, k_n, n_th):
     return numpy.minimum(B_thr*n_th, B_sock*S_n*eta_c*eta_s/k_n)
 
 
-def offload__exposed_optimusnic(T_s, W_o):
-    """offload.exposed_optimusnic [s]: seeds/optimusnic.md section 5: each layer is updated on its SmartNIC as soon as its gradients are aggregated, so the step overlaps the backward and the next forward ("the optimizer step time is always shorter than the combined duration of the forward and backward passes. This indicates that overlapping these operations is feasible")"""
-    return numpy.maximum(0, T_s - W_o)
-
-
-def offload__exposed_superoffload(P_r, T_s, W_b, Z_b):
-    """offload.exposed_superoffload [s]: seeds/superoffload.md (speculation-then-validation: CPU-Adam runs as buckets arrive during backward; the last bucket's update follows the backward)"""
-    return numpy.maximum(T_s - W_b, T_s*numpy.minimum(1, Z_b/P_r))
-
-
 def offload__exposed_superoffload_stv(P_r, T_ov, T_post, T_sp, W_b, Z_s):
     """offload.exposed_superoffload_stv [s]: DeepSpeed deepspeed/runtime/superoffload/superoffload_stage3.py @ edaa722: partition_grads L134-184 hands each sub-group whose gradients are complete to the CPU-Adam worker process during the backward (only without gradient clipping); step() L192-230 waits for the last one, checks overflow (fp16 only), then per sub-group unscales the fp32 gradients on the CPU (mul_, unconditional, stage3.py L2696-2705) and copies the fp32 partition into the 16-bit GPU partition (L114-126; PyTorch Copy.cu converts on the CPU for CPU-to-GPU copies)"""
     return T_ov + T_post + numpy.maximum(T_sp - W_b, T_sp*numpy.minimum(1, Z_s/P_r))

@@ -18,6 +18,11 @@ def step__attention_core_flops(L_stage, d_s, d_v, s, tau_g):
     return 2*L_stage*s*tau_g*(d_s + d_v)
 
 
+def step__attention_core_flops_per_token(d_s, d_v, s):
+    """step.attention_core_flops_per_token [FLOP]: Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1: the attention scores Q K^T and their product with V, 2 s (d_s + d_v) FLOPs per token per layer forward; Korthikanti et al. 2022 section 5: selective recomputation re-runs exactly this part"""
+    return 2*s*(d_s + d_v)
+
+
 def step__backward_flops(F_h, F_l, F_r, L_stage, lambda_h, tau_g):
     """step.backward_flops [FLOP]: Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1: backward = 2 x forward; activation recomputation re-runs (part of) the forward inside the backward pass"""
     return tau_g*(2*F_h*lambda_h + 2*F_l*L_stage + F_r*L_stage)
@@ -38,6 +43,11 @@ def step__cp_message_bytes(b, b_w, d_head, n_kv, s, t):
     return 2*b*b_w*d_head*n_kv*s/t
 
 
+def step__dp_bucket_bytes(P, b_g, n_bk):
+    """step.dp_bucket_bytes [bytes]: PyTorch DDP (torch/nn/parallel/distributed.py) and DeepSpeed ZeRO (runtime/zero/stage_1_and_2.py reduce_bucket_size): the gradients reduce bucket by bucket"""
+    return P*b_g/n_bk
+
+
 def step__dp_comm_time(A_g, T_gat, T_red, Z, m, r_full):
     """step.dp_comm_time [s]: DeepSpeed deepspeed/runtime/zero/stage3.py (parameters gathered per module in the forward and again in the backward, gradients reduce-scattered, every micro-batch); with full recomputation the recomputed forward gathers each module once more (runtime/zero/parameter_offload.py pre_sub_module_forward_function fetches in every forward, the recompute inside the backward included: DeepSpeed issue #4784), the 2 + r_full passes step.dp_exposed_time charges, each with its per-module fixed cost; stage_1_and_2.py (ZeRO-2 reduces gradients every micro-batch as buckets fill; ZeRO-1 at the gradient-accumulation boundary); PyTorch DDP no_sync and Megatron-LM distributed_data_parallel.py (one reduction per step); calibration.md section 10"""
     return numpy.where(numpy.greater_equal(Z, 3), m*(T_red + (A_g + T_gat)*(r_full + 2)), numpy.where(numpy.greater_equal(Z, 2), T_gat + T_red*m, T_gat + T_red))
@@ -46,6 +56,11 @@ def step__dp_comm_time(A_g, T_gat, T_red, Z, m, r_full):
 def step__dp_exposed_time(A_g, G_x, T_bkt, T_gat, T_red, W_b, W_f, Z, m, o_dr, o_pg, r_full):
     """step.dp_exposed_time [s]: as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch except the last bucket (o_dr = 1), or all of it follows the backward (o_dr = 0, Megatron-LM without --overlap-grad-reduce: distributed_data_parallel.py L131-137 @ d98e8a6); ZeRO-1/2 gathers overlap the next forward (o_pg = 1, Megatron --overlap-param-gather) or run whole before it (o_pg = 0); ZeRO-3 gathers wait per module as far as prefetching does not hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time), and there the overlapped reduce-scatters share the backward's link with the gathers (in G_x): only the last bucket follows the backward. Never more than the communication it exposes (step.dp_comm_time): when a window is shorter than one bucket or one module's gather, the last bucket's tail would otherwise count a reduction twice (issue 32 item 9)"""
     return numpy.where(numpy.greater_equal(Z, 3), numpy.minimum(m*(T_red + (A_g + T_gat)*(r_full + 2)), m*(G_x + T_red*(1 - o_dr) + o_dr*numpy.minimum(T_bkt, T_red))), numpy.where(numpy.greater_equal(Z, 2), numpy.minimum(T_gat + T_red*m, T_gat*(1 - o_pg) + m*(T_red*(1 - o_dr) + o_dr*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red))) + o_pg*numpy.maximum(0, T_gat - W_f)), numpy.minimum(T_gat + T_red, T_gat*(1 - o_pg) + T_red*(1 - o_dr) + o_dr*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)) + o_pg*numpy.maximum(0, T_gat - W_f))))
+
+
+def step__dp_gather_piece_bytes(P, b_w, k_w):
+    """step.dp_gather_piece_bytes [bytes]: DeepSpeed ZeRO (runtime/zero/partitioned_param_coordinator.py, stage_1_and_2.py allgather_bucket_size): the weights are all-gathered piece by piece"""
+    return P*b_w/k_w
 
 
 def step__dp_gather_time(Z, k_w, t_g):

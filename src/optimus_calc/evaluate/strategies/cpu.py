@@ -24,7 +24,7 @@ def host_phases(ctx, mem, comp, opt):
     hw = ctx.hw
     # parameter tensors in the partition: the stage's (layers x parameterised modules, one
     # weight each; biases and the embedding/head tensors not counted) x the partition's share
-    tensors = np.maximum(1, ctx.st["layers"]) * modules_per_layer(ctx.model, ctx.asm) \
+    tensors = np.maximum(1, ctx.st.layers) * modules_per_layer(ctx.model, ctx.asm) \
         * opt.shard / np.maximum(mem.P, 1)
     ds = deepspeed_cpu_step(opt.shard, zero=ctx.z, bucketed_params=mem.P,
                             partition_tensors=tensors,

@@ -64,24 +64,30 @@ class SuperchipOffload(OffloadStrategy):
         return f"{hw.cpu.name} (NVLink-C2C)"
 
     def optimizer(self, ctx, mem, comp, opt, dev):
-        hw, asm = ctx.hw, ctx.asm
-        if not self.offered(hw):
+        if not self.offered(ctx.hw):
             return None
-        f_k = mem.flags[3]
-        host_cpu = HostCPU.from_catalog(hw.cpu, hw.node.cpus)
-        p_r = np.maximum(opt.shard * (1 - f_k), 1.0)
-        # speculation-then-validation: CPU-Adam behind the backward, casts on the GPU
-        # (evaluate/offload_schedules.py)
-        so = superoffload_step(p_r, precision=ctx.tr.precision, backward_s=comp.W_b,
-                               host=host_cpu, cpu=hw.cpu, ranks_per_node=ctx.gpn, asm=asm,
-                               weight_bytes=ctx.tr.weight_bytes,
-                               grad_bytes=ctx.tr.gradient_bytes, **opt.link_kw)
-        tail, _ = device_time(device_from(hw.gpu, 1, asm), opt.shard * f_k, opt.bpp, opt.phi,
-                              ctx.tr.optimizer_bytes)
+        so, tail = cpu_and_gpu_steps(ctx.hw, ctx.tr, ctx.asm, opt, mem.flags[3], comp.W_b)
         return OptimizerUse(eq.offload__superchip_step_time(T_k=tail, T_s=so.step_s),
                             so.transfer_s,
                             eq.offload__superchip_exposed_time(T_k=tail, T_x=so.exposed_s),
                             comp.W_b)
+
+
+def cpu_and_gpu_steps(hw, tr, asm, opt, f_k, backward_s):
+    """(Grace's step, the GPU's tail) of one rank whose optimizer partition is ``opt.shard``
+    (records.OptimizerInputs) with the fraction ``f_k`` kept on the GPU, against a backward of
+    ``backward_s``: the evaluator's call, and `breakeven`'s for the exposure floor."""
+    p_r = np.maximum(opt.shard * (1 - f_k), 1.0)
+    # speculation-then-validation: CPU-Adam behind the backward, casts on the GPU
+    # (evaluate/offload_schedules.py)
+    so = superoffload_step(p_r, precision=tr.precision, backward_s=backward_s,
+                           host=HostCPU.from_catalog(hw.cpu, hw.node.cpus), cpu=hw.cpu,
+                           ranks_per_node=hw.gpus_per_node, asm=asm,
+                           weight_bytes=tr.weight_bytes, grad_bytes=tr.gradient_bytes,
+                           **opt.link_kw)
+    tail, _ = device_time(device_from(hw.gpu, 1, asm), opt.shard * f_k, opt.bpp, opt.phi,
+                          tr.optimizer_bytes)
+    return so, tail
 
 
 SUPERCHIP = SuperchipOffload()

@@ -1,0 +1,148 @@
+"""Issue 23, output hardening: one output writer for stdout, -o and --plot: file-size limits,
+full devices, FIFOs without a reader, plot paths, never over the command's input (split by
+subject from test_hardening_3.py)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from optimus_calc import catalog as catalog_mod
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+HF = Path(__file__).resolve().parent / "data" / "hf"
+BUILTIN = catalog_mod.builtin_dir()
+GIB = 1 << 30
+
+
+def cli(*args, timeout=60, stdout=None, fsize=None, mem=GIB, cwd=None, code=None):
+    """The CLI in a subprocess under a 1 GiB address-space cap (and optionally a file-size
+    limit); returns the CompletedProcess and the CPU seconds it used."""
+    def limits():
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        if fsize is not None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+    env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONDONTWRITEBYTECODE="1")
+    env.pop(catalog_mod.ENV_VAR, None)
+    argv = [sys.executable, "-c", code] if code else [sys.executable, "-m", "optimus_calc"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        r = subprocess.run([*argv, *map(str, args)], preexec_fn=limits,
+                           stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=timeout, env=env, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"hung for {timeout} s: {args}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def one_line(r, code: int = 2) -> str:
+    err = r.stderr if hasattr(r, "stderr") else r.err
+    got = r.returncode if hasattr(r, "returncode") else r.code
+    assert got == code, (got, err)
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    return err
+
+
+# --- 5. one output writer: stdout, -o, --plot ------------------------------------------------
+
+def test_stdout_over_the_file_size_limit_is_an_error(tmp_path):
+    """Before: `ulimit -f 1; optimus-calc catalog list --format json > f` exit 0, 1 kB of 34."""
+    out = tmp_path / "f"
+    with open(out, "w") as fh:
+        r, _ = cli("catalog", "list", "--format", "json", stdout=fh, fsize=1024)
+    err = one_line(r)
+    assert "standard output" in err and "too large" in err.lower()
+
+
+def test_stdout_on_dev_full_catalog_json():
+    with open("/dev/full", "w") as full:
+        r, _ = cli("catalog", "list", "--format", "json", stdout=full)
+    assert "No space left" in one_line(r)
+
+
+def test_output_to_a_fifo_without_reader_does_not_hang(run, tmp_path):
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    err = one_line(run("catalog", "list", "-o", fifo))  # before: blocked forever in open()
+    assert "out.fifo" in err and "FIFO" in err and "reading" in err
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    import time
+    for _ in range(200):  # until the reader has the FIFO open
+        r = run("catalog", "list", "--format", "csv", "-o", fifo)
+        if r.code == 0:
+            break
+        time.sleep(0.01)
+    reader.join(10)
+    assert r.code == 0 and got and got[0].startswith(b"kind,name"), r.err
+
+
+@pytest.fixture
+def plot_ok():
+    pytest.importorskip("matplotlib")
+
+
+def _left(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+@pytest.mark.parametrize("target, message", [
+    ("/proc/x.png", "cannot write"),
+    ("/proc/self/x.png", "cannot write"),
+    ("{tmp}/" + "a" * 300 + ".png", "file name too long"),
+    ("{tmp}/nodir/x.png", "does not exist"),
+    ("{tmp}/x.png/", "ends in '/'"),
+    ("{tmp}", "is a directory"),
+])
+def test_plot_path_errors_are_one_line(run, tmp_path, plot_ok, target, message):
+    """Before: the temporary file was made outside the error handling (exit 1), and
+    `--plot /x.png/` wrote /x.png."""
+    target = target.format(tmp=tmp_path)
+    err = one_line(run("memory", "llama70b", "--plot", target))
+    assert message in err and "--plot" in err
+    assert _left(tmp_path) == []
+    assert not os.path.isfile(target.rstrip("/"))
+
+
+def test_plot_with_a_250_character_name_is_written(run, tmp_path, plot_ok):
+    """A legal name (under 255 bytes) is written; only the temporary name is shortened."""
+    name = "p" * 246 + ".svg"
+    r = run("memory", "llama70b", "--plot", tmp_path / name)
+    assert r.code == 0, r.err
+    assert _left(tmp_path) == [name] and (tmp_path / name).read_bytes().startswith(b"<?xml")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a directory of mode 555")
+def test_plot_into_an_unwritable_directory(run, tmp_path, plot_ok):
+    d = tmp_path / "ro"
+    d.mkdir()
+    d.chmod(0o555)
+    try:
+        err = one_line(run("memory", "llama70b", "--plot", d / "x.png"))
+    finally:
+        d.chmod(0o755)
+    assert "Permission denied" in err and _left(d) == []
+
+
+@pytest.mark.parametrize("spell", ["cfg/input.svg", "./cfg/../cfg/input.svg", "cfg/link.svg"])
+def test_plot_never_overwrites_the_commands_input(run, tmp_path, plot_ok, monkeypatch, spell):
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    text = (HF / "llama" / "config.json").read_text()
+    (cfg / "input.svg").write_text(text)
+    (cfg / "link.svg").symlink_to("input.svg")
+    monkeypatch.chdir(tmp_path)
+    err = one_line(run("memory", "cfg/input.svg", "--plot", spell))
+    assert "input of this command" in err and "--plot" in err
+    assert (cfg / "input.svg").read_text() == text and _left(cfg) == ["input.svg", "link.svg"]
