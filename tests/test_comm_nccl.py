@@ -142,3 +142,10 @@ def test_alpha_us_selects_the_per_step_model(run):
     d = run("comm", "all-reduce", "--size", "1kB", "--node", "dgx-h100", "--nodes", 2,
             "--alpha-us", 2, "--format", "json").json()
     assert d["time_s"] == pytest.approx(30 * 2e-6 + 2 * 15 / 16 * 1000 / 360e9, rel=1e-9)
+
+
+@pytest.mark.parametrize("value", ["0.5", "0.01", "2"])
+def test_the_nccl_model_is_a_switch(run, value):
+    # 0 = the catalog's per-step alpha, 1 = NCCL's model: a value between acted as 1 (review)
+    r = run("step", "llama-2-7b", "--assume", f"nccl_latency_model={value}")
+    assert r.code == 2 and r.err.count("\n") == 1 and "nccl_latency_model" in r.err

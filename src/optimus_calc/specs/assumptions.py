@@ -365,5 +365,13 @@ class Assumptions(Frozen):
             raise PydanticCustomError("zero_or_one", "must be 0 (derived) or at least 1")
         return value
 
+    @field_validator("nccl_latency_model")
+    @classmethod
+    def _a_switch(cls, value: float) -> float:
+        """A switch: 0 (the catalog's per-step alpha) or 1 (NCCL's model); nothing between."""
+        if value not in (0, 1):
+            raise PydanticCustomError("switch", "must be 0 or 1 (a switch)")
+        return value
+
     def names(self) -> list[str]:
         return list(type(self).model_fields)
