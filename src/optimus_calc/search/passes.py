@@ -23,7 +23,7 @@ from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.evaluate.engine import (Reason, compute_bound_s, evaluate, evaluate_window,
                                           primary_reason, sorted_unique, stage_table)
-from optimus_calc.frameworks import Framework, framework_support
+from optimus_calc.frameworks import Framework
 from optimus_calc.frameworks import Reason as FrameworkReason
 from optimus_calc.search.space import Chunk, Gather, Space
 from optimus_calc.specs.model import Model
@@ -108,38 +108,32 @@ class _Tally:
     whatif: _Pool = field(default_factory=_Pool)
 
 
-def _runnable(chunk: Chunk, model: Model, base: Training, frameworks: tuple, what_if: bool,
+def _runnable(chunk: Chunk, lo: int, rules, frameworks: tuple, what_if: bool,
               tally: _Tally) -> list:
-    """Filter 0, the rules. Counts the chunk's layouts no framework of ``frameworks`` runs (by
-    each framework's first failing rule) and returns the parts still wanted, each (sub-chunk,
-    runnable, wanted) over the grid points and switch values that hold one: the layouts a
-    framework runs, and with ``what_if`` apart the SmartNIC layouts none runs (the what-if),
-    so neither keeps the other's rows and switch values in its sub-chunk."""
+    """Filter 0, the rules (``rules``: search.per_framework.GridRules, evaluated once over the
+    grid; ``lo``: the chunk's first grid point). Counts the chunk's layouts no framework of
+    ``frameworks`` runs (by each framework's first failing rule) and returns the parts still
+    wanted, each (sub-chunk, runnable, wanted) over the grid points and switch values that hold
+    one: the layouts a framework runs, and with ``what_if`` apart the SmartNIC layouts none
+    runs (the what-if), so neither keeps the other's rows and switch values in its sub-chunk."""
     views = chunk.views()
-    sup = framework_support(
-        views["tp"], views["pp"], views["dp"], views["cp"], views["ep"], views["zero"],
-        views["offload"], views["offload_params"], views["v"], views["mb"], views["sp"],
-        views["recompute"],
-        heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
-        global_batch=views["gb"], precision=base.precision.value, model=model,
-        fp8_recipe=base.fp8_recipe.value, frameworks=frameworks)
     keep = chunk.keep
-    runs = keep & np.broadcast_to(sup.any(frameworks), chunk.shape)
-    gone = keep & ~runs
-    n_gone = int(gone.sum())
+    reason, runs_r, gone_r, weight = rules.rejected(views, lo, frameworks)
+    runs = keep & np.broadcast_to(runs_r, chunk.shape)
+    n_gone = int(weight.sum())
     if n_gone:
         tally.n_dropped += n_gone
         for f in frameworks:  # rule codes are small integers; 0 (runs) is never counted
-            n = np.bincount(np.where(gone, sup.reason[f], 0).reshape(-1))
+            n = np.bincount(reason[f][gone_r], weights=weight)
             for c in np.flatnonzero(n[1:]) + 1:
                 text = FrameworkReason(int(c)).text
-                tally.dropped[text] = tally.dropped.get(text, 0) + int(n[c])
+                tally.dropped[text] = tally.dropped.get(text, 0) + int(round(n[c]))
     parts = []
     part = _shrink(chunk, runs)
     if part is not None:
         parts.append((part[0], part[1], part[1]))
-    if what_if:
-        smart = gone & np.broadcast_to(
+    if what_if and n_gone:
+        smart = keep & ~runs & np.broadcast_to(
             views["offload"] == strategies.code_of(Offload.SMARTNIC), chunk.shape)
         part = _shrink(chunk, smart)
         if part is not None:
@@ -357,11 +351,13 @@ def _result(tally: _Tally, objective: Objective, top_k: int, distinct: bool) -> 
 
 def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: Space,
            objective: Objective, top_k: int, distinct: bool,
-           frameworks: tuple[Framework, ...] = tuple(Framework), what_if: bool = True):
+           frameworks: tuple[Framework, ...] = tuple(Framework), what_if: bool = True,
+           rules=None):
     """Rank ``space`` under one physics profile (``base``, ``asm``) chunk by chunk: keep the
     top K of the layouts that fit and that one of ``frameworks`` runs and, with ``what_if``,
     the best SmartNIC layout apart (no framework runs OptimusNIC); count the rest by reason
-    (the rules first, then memory); the figures `_why` needs. Memory is bounded by the chunk."""
+    (the rules first, then memory); the figures `_why` needs. Memory is bounded by the chunk.
+    ``rules``: per_framework.grid_rules over ``space`` (computed here when None)."""
     table = stage_table(model, sorted_unique(space.base[:, 1]), all_stages=False)
     width = table.index.shape[1]
     rows = max(1, CHUNK_ELEMENTS // (space.switch_count * width))
@@ -378,8 +374,11 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
             _step_pass(sub, flat, gpu, runs, bound, *args, pending)
         if pending.n >= SECOND_PASS_BATCH:
             _second_pass(*pending.take(), *args)
-    for chunk in space.chunks(rows):
-        for sub, runs, want in _runnable(chunk, model, base, frameworks, what_if, tally):
+    if rules is None:
+        from optimus_calc.search.per_framework import grid_rules
+        rules = grid_rules(space, model, base, frameworks)
+    for i, chunk in enumerate(space.chunks(rows)):
+        for sub, runs, want in _runnable(chunk, i * rows, rules, frameworks, what_if, tally):
             for part in gather.add(sub, runs, want):
                 evaluate_part(*part)
     for part in gather.flush():
