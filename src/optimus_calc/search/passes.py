@@ -25,7 +25,7 @@ from optimus_calc.evaluate.engine import (Reason, compute_bound_s, evaluate, eva
                                           primary_reason, sorted_unique, stage_table)
 from optimus_calc.frameworks import Framework
 from optimus_calc.frameworks import Reason as FrameworkReason
-from optimus_calc.search.space import Chunk, Gather, Space
+from optimus_calc.search.space import Chunk, Gather, Space, grid_rules, rejected
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Offload, Training
 from optimus_calc.record import record
@@ -110,7 +110,7 @@ class _Tally:
 
 def _runnable(chunk: Chunk, lo: int, rules, frameworks: tuple, what_if: bool,
               tally: _Tally) -> list:
-    """Filter 0, the rules (``rules``: search.per_framework.GridRules, evaluated once over the
+    """Filter 0, the rules (``rules``: space.grid_rules, evaluated once over the
     grid; ``lo``: the chunk's first grid point). Counts the chunk's layouts no framework of
     ``frameworks`` runs (by each framework's first failing rule) and returns the parts still
     wanted, each (sub-chunk, runnable, wanted) over the grid points and switch values that hold
@@ -118,7 +118,7 @@ def _runnable(chunk: Chunk, lo: int, rules, frameworks: tuple, what_if: bool,
     runs (the what-if), so neither keeps the other's rows and switch values in its sub-chunk."""
     views = chunk.views()
     keep = chunk.keep
-    reason, runs_r, gone_r, weight = rules.rejected(views, lo, frameworks)
+    reason, runs_r, gone_r, weight = rejected(rules, views, lo, frameworks)
     runs = keep & np.broadcast_to(runs_r, chunk.shape)
     n_gone = int(weight.sum())
     if n_gone:
@@ -357,7 +357,7 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     top K of the layouts that fit and that one of ``frameworks`` runs and, with ``what_if``,
     the best SmartNIC layout apart (no framework runs OptimusNIC); count the rest by reason
     (the rules first, then memory); the figures `_why` needs. Memory is bounded by the chunk.
-    ``rules``: per_framework.grid_rules over ``space`` (computed here when None)."""
+    ``rules``: space.grid_rules over ``space`` (computed here when None)."""
     table = stage_table(model, sorted_unique(space.base[:, 1]), all_stages=False)
     width = table.index.shape[1]
     rows = max(1, CHUNK_ELEMENTS // (space.switch_count * width))
@@ -375,8 +375,7 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
         if pending.n >= SECOND_PASS_BATCH:
             _second_pass(*pending.take(), *args)
     if rules is None:
-        from optimus_calc.search.per_framework import grid_rules
-        rules = grid_rules(space, model, base, frameworks)
+        rules = grid_rules(space, model, base, frameworks, CHUNK_ELEMENTS)
     for i, chunk in enumerate(space.chunks(rows)):
         for sub, runs, want in _runnable(chunk, i * rows, rules, frameworks, what_if, tally):
             for part in gather.add(sub, runs, want):

@@ -281,3 +281,45 @@ def offload_variants(offloads, offload_params=(False, True), zero_stages=(0, 1, 
         if True in offload_params and 3 in zero_stages and strategies.strategy(o).offloads_params:
             out.append(offload_variant(code, True))
     return out
+
+
+def grid_rules(space: Space, model: Model, base: Training, frameworks, elements: int) -> dict:
+    """Every framework's rules over ``space``'s grid, evaluated once for all physics profiles
+    and chunks (the profiles change neither the precision nor the batch the rules read:
+    frameworks/base.PhysicsProfile): per framework the code of its first failing rule (0: it
+    runs the layout), of shape (zero, offload, 1, 1, grid points): the rules read the grid
+    columns and the ZeRO and offload switches, never recompute or sequence parallelism
+    (frameworks.framework_support); ``elements``: how many are evaluated at once."""
+    from optimus_calc.frameworks import framework_support
+    z, o = (len(v) for v in space.switches[:2])
+    parts = []
+    for chunk in space.chunks(max(1, elements // (z * o))):
+        v = chunk.views()
+        parts.append(framework_support(
+            v["tp"], v["pp"], v["dp"], v["cp"], v["ep"], v["zero"], v["offload"],
+            v["offload_params"], v["v"], v["mb"], v["sp"], v["recompute"],
+            heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
+            global_batch=v["gb"], precision=base.precision.value, model=model,
+            fp8_recipe=base.fp8_recipe.value, frameworks=tuple(frameworks)).reason)
+    shape = (z, o, 1, 1)
+    return {f: (np.concatenate([np.broadcast_to(p[f], shape + p[f].shape[-1:]) for p in parts],
+                               axis=-1) if parts else np.zeros(shape + (0,), dtype=np.int16))
+            for f in (parts[0] if parts else frameworks)}
+
+
+def rejected(rules: dict, views: dict, lo: int, frameworks: tuple):
+    """For a chunk (its ``views``, its first grid point ``lo``) and :func:`grid_rules`: (the
+    reason arrays of ``frameworks`` over its grid points, runnable by one of them, not runnable
+    but kept, the number of kept layouts each of those stands for), the last three over (zero,
+    offload, 1, 1, grid); kept: Chunk.keep (SP only with TP, parameter offload only with
+    ZeRO-3), so a (zero, offload, grid point) stands for each of its kept (recompute, SP)."""
+    nb = views["tp"].shape[-1]
+    reason = {f: rules[f][..., lo:lo + nb] for f in frameworks}
+    runs = np.zeros(next(iter(reason.values())).shape, dtype=bool)
+    for r in reason.values():
+        runs |= r == 0
+    kept = (views["offload_params"] == 0) | (views["zero"] == 3)
+    pairs = ((views["sp"] == 0) | (views["tp"] > 1)).sum(axis=3, keepdims=True)
+    gone = kept & ~runs
+    weight = np.broadcast_to(pairs * views["recompute"].size, gone.shape)[gone]
+    return reason, runs, gone, weight
