@@ -1,9 +1,10 @@
 """Issue 23, hardening round 3: what tomllib builds, assumption floors, the table's refusal of
 non-finite values, sweep's size, the one output writer (stdout, -o, --plot), nics = 0, control
 characters as --csv-sep, superchip offload on a non-superchip node (Ctrl-C: test_ctrl_c.py).
-Each case asserts the exit status, the one-line message and that nothing was written or left partial. Each failed on
-the code before the fix (memory exhausted, NaN or a 9e36 s step with exit 0, minutes of sweep,
-exit 1, a hang, a silent truncation, or "fits on device yes" beside "DOES NOT FIT")."""
+Each case asserts the exit status, the one-line message and that nothing was written or left
+partial. Each failed on the code before the fix (memory exhausted, NaN or a 9e36 s step with
+exit 0, minutes of sweep, exit 1, a hang, a silent truncation, or "fits on device yes" beside
+"DOES NOT FIT")."""
 
 from __future__ import annotations
 
