@@ -61,3 +61,11 @@ def run(capsys, monkeypatch):
         out, err = capsys.readouterr()
         return Result(code, out, err)
     return _run
+
+
+@pytest.fixture(scope="session")
+def html_pages(tmp_path_factory):
+    """The HTML pages (html_support.PAGES) and their JSON, written once per worker for
+    test_html.py and test_html_browser.py (one xdist group, so one worker writes them)."""
+    from html_support import write_pages
+    return write_pages(tmp_path_factory.mktemp("html"))
