@@ -117,9 +117,7 @@ def _runnable(chunk: Chunk, lo: int, rules, frameworks: tuple, what_if: bool,
     one: the layouts a framework runs, and with ``what_if`` apart the SmartNIC layouts none
     runs (the what-if), so neither keeps the other's rows and switch values in its sub-chunk."""
     views = chunk.views()
-    keep = chunk.keep
     reason, runs_r, gone_r, weight = rejected(rules, views, lo, frameworks)
-    runs = keep & np.broadcast_to(runs_r, chunk.shape)
     n_gone = int(weight.sum())
     if n_gone:
         tally.n_dropped += n_gone
@@ -129,32 +127,36 @@ def _runnable(chunk: Chunk, lo: int, rules, frameworks: tuple, what_if: bool,
                 text = FrameworkReason(int(c)).text
                 tally.dropped[text] = tally.dropped.get(text, 0) + int(round(n[c]))
     parts = []
-    part = _shrink(chunk, runs)
+    part = _shrink(chunk, views, runs_r)
     if part is not None:
         parts.append((part[0], part[1], part[1]))
     if what_if and n_gone:
-        smart = keep & ~runs & np.broadcast_to(
-            views["offload"] == strategies.code_of(Offload.SMARTNIC), chunk.shape)
-        part = _shrink(chunk, smart)
+        part = _shrink(chunk, views, gone_r & (views["offload"]
+                                               == strategies.code_of(Offload.SMARTNIC)))
         if part is not None:
             parts.append((part[0], np.zeros_like(part[1]), part[1]))
     return parts
 
 
-def _shrink(chunk: Chunk, mask: np.ndarray):
-    """(sub-chunk, mask over it): the grid points and switch values where ``mask`` holds a
-    layout; None when it holds none."""
-    if not mask.any():
+def _shrink(chunk: Chunk, views: dict, x: np.ndarray):
+    """(sub-chunk, mask over it): the grid points and switch values holding a kept layout
+    (Chunk.keep: any recompute, SP 0 or 1 with TP) where ``x`` (zero, offload, 1, 1, grid)
+    holds; None when none does. The full mask is built over the sub-chunk only."""
+    sp_ok = (views["sp"] == 0) | (views["tp"] > 1)  # (1, 1, 1, SP values, grid)
+    y = x & ((views["offload_params"] == 0) | (views["zero"] == 3)) & sp_ok.any(axis=3)
+    rows = y.any(axis=(0, 1)).reshape(-1)
+    if not rows.any():
         return None
-    rows = mask.reshape(-1, mask.shape[-1]).any(axis=0)  # the grid points, last
-    over_rows = mask.any(axis=-1)  # the switch axes, small
-    idx = [np.flatnonzero(over_rows.any(axis=tuple(a for a in range(over_rows.ndim) if a != ax)))
-           for ax in range(over_rows.ndim)] + [np.flatnonzero(rows)]
+    idx = [np.flatnonzero(y.any(axis=(1, 4)).reshape(-1)),
+           np.flatnonzero(y.any(axis=(0, 4)).reshape(-1)),
+           np.arange(len(chunk.switches[2])),
+           np.flatnonzero(sp_ok[..., rows].any(axis=4).reshape(-1)), np.flatnonzero(rows)]
     if all(len(i) == n for i, n in zip(idx, chunk.shape)):
-        return chunk, mask
+        return chunk, chunk.keep & np.broadcast_to(x, chunk.shape)
     sub = Chunk(chunk.base[idx[-1]],
                 tuple(np.asarray(v)[i] for v, i in zip(chunk.switches, idx[:-1])))
-    return sub, mask[np.ix_(*idx)]
+    return sub, sub.keep & np.broadcast_to(x[np.ix_(idx[0], idx[1], [0], [0], idx[-1])],
+                                           sub.shape)
 
 
 def _first_pass(chunk: Chunk, runs, want, model: Model, hw: Hardware, base: Training,
