@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import resource
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,12 +18,17 @@ GIB = 1 << 30
 
 
 def cli(*args, code: str, timeout: int, mem: int):
-    """``python -c code ARGS`` with the package on its path, under an address-space cap."""
+    """``python -c code ARGS`` with the package on its path, under an address-space cap, and
+    SIGINT at its default as a shell starts a command: a pytest-xdist worker ignores SIGINT, a
+    child inherits that, and Python then installs no KeyboardInterrupt handler (why this test
+    failed in every `make test` and passed alone: the sweep ran on and wrote its file)."""
+    def child():
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     env = dict(os.environ, PYTHONPATH=str(SRC))
     env.pop(catalog_mod.ENV_VAR, None)
     return subprocess.run([sys.executable, "-c", code, *map(str, args)], text=True, env=env,
-                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (mem, mem)),
-                          capture_output=True, timeout=timeout)
+                          preexec_fn=child, capture_output=True, timeout=timeout)
 
 
 def test_ctrl_c_exits_130_in_process(run, monkeypatch):
@@ -48,7 +54,7 @@ def test_ctrl_c_exits_130_and_leaves_no_output_file(tmp_path):
     """A real SIGINT in the middle of the longest sweep allowed (1,000 cluster sizes, a few
     CPU-s), with -o: exit 130, one line, no file. The process sends it to itself right after
     the sweep's third point, so it lands mid-sweep however loaded the machine is (a timer
-    started at import landed before the sweep on a slow start, or after a fast one)."""
+    started at import could land before the sweep on a slow start, or after a fast one)."""
     code = ("import os, signal, sys\n"
             "import optimus_calc.analyses.sweep as sweep\n"
             "from optimus_calc.cli.main import main\n"
