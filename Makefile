@@ -48,13 +48,14 @@ test-frameworks: $(FRAMEWORKS_VENV)/.installed
 	OPTIMUS_FRAMEWORKS_REQUIRED=1 PYTHONDONTWRITEBYTECODE= $(FRAMEWORKS_VENV)/bin/python -m pytest \
 		-p no:xdist -W ignore::UserWarning -rs tests/test_framework_parsers.py
 
-# BASE / RELEASE: the commits issue 35's targets are paired against (benchmarks/targets.py).
+# BASE / RELEASE: the commits issue 35's targets are paired against (benchmarks/targets.py);
+# every row, the test suite's CPU against BASE's included (two runs of the suite: minutes).
 BASE ?= 2691995
 RELEASE ?= a7cc365
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py
-	$(BIN)/python benchmarks/targets.py --base $(BASE) --release $(RELEASE)
+	$(BIN)/python benchmarks/targets.py --base $(BASE) --release $(RELEASE) --tests
 
 # Mutation testing of the evaluator and the compiled equations (pyproject [tool.mutmut]); not
 # part of `make test`. About three hours for every mutant on 2 cores; results stay in mutants/

@@ -12,7 +12,25 @@ import json
 import pytest
 
 from optimus_calc import catalog as catalog_mod
+from optimus_calc import validate as validate_mod
 from optimus_calc.cli.main import main
+
+# `validate` (every public case and the leave-one-source-out fits, ~1.5 s CPU) is run by some ten
+# tests (its three golden formats, the docs example, the regimes' and the accuracy page's
+# checks) on the same catalog and assumptions: computed once per worker for equal inputs, each
+# test still rendering and checking the same deterministic cases (frozen records, a new list).
+_RUN_ALL = validate_mod.run_all
+_RUN_ALL_DONE: dict[str, list] = {}
+
+
+def _run_all_once(cat, asm=None, cross_validate=True):
+    key = repr((cat.entries, cat.aliases, asm, cross_validate))
+    if key not in _RUN_ALL_DONE:
+        _RUN_ALL_DONE[key] = _RUN_ALL(cat, asm, cross_validate)
+    return list(_RUN_ALL_DONE[key])
+
+
+validate_mod.run_all = _run_all_once
 
 
 @pytest.fixture(scope="session")
@@ -43,3 +61,11 @@ def run(capsys, monkeypatch):
         out, err = capsys.readouterr()
         return Result(code, out, err)
     return _run
+
+
+@pytest.fixture(scope="session")
+def html_pages(tmp_path_factory):
+    """The HTML pages (html_support.PAGES) and their JSON, written once per worker for
+    test_html.py and test_html_browser.py (one xdist group, so one worker writes them)."""
+    from html_support import write_pages
+    return write_pages(tmp_path_factory.mktemp("html"))

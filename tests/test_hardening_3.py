@@ -1,9 +1,10 @@
 """Issue 23, hardening round 3: what tomllib builds, assumption floors, the table's refusal of
 non-finite values, sweep's size, the one output writer (stdout, -o, --plot), nics = 0, control
-characters as --csv-sep, superchip offload on a non-superchip node, Ctrl-C. Each case asserts the
-exit status, the one-line message and that nothing was written or left partial. Each failed on
-the code before the fix (memory exhausted, NaN or a 9e36 s step with exit 0, minutes of sweep,
-exit 1, a hang, a silent truncation, or "fits on device yes" beside "DOES NOT FIT")."""
+characters as --csv-sep, superchip offload on a non-superchip node (Ctrl-C: test_ctrl_c.py).
+Each case asserts the exit status, the one-line message and that nothing was written or left
+partial. Each failed on the code before the fix (memory exhausted, NaN or a 9e36 s step with
+exit 0, minutes of sweep, exit 1, a hang, a silent truncation, or "fits on device yes" beside
+"DOES NOT FIT")."""
 
 from __future__ import annotations
 
@@ -228,46 +229,6 @@ def test_superchip_offload_on_a_dgx_a100_never_says_it_fits(run):
     gh = run("memory", "llama70b", "--node", "gh200", "--nodes", "16", "--tp", "1", "--zero",
              "3", "--offload", "superchip", "--format", "json").json()
     assert gh["offload"]["fits_on_device"] is True  # a superchip node still holds it
-
-
-# --- 7. Ctrl-C -------------------------------------------------------------------------------
-
-def test_ctrl_c_exits_130_in_process(run, monkeypatch):
-    def interrupted(*a, **k):
-        raise KeyboardInterrupt
-    monkeypatch.setattr(catalog_mod, "load", interrupted)
-    r = run("catalog", "list")
-    assert r.code == 130 and r.err == "error: interrupted\n" and r.out == ""
-
-
-def test_ctrl_c_while_click_parses_exits_130(run, monkeypatch):
-    """click turns a KeyboardInterrupt in its own parsing into Abort (exit 1 before)."""
-    from optimus_calc.cli import main as main_mod
-
-    def interrupted(*a, **k):
-        raise KeyboardInterrupt
-    monkeypatch.setattr(main_mod.cli, "parse_args", interrupted)
-    r = run("catalog", "list")
-    assert r.code == 130 and r.err.endswith("error: interrupted\n") and r.out == ""
-
-
-def test_ctrl_c_exits_130_and_leaves_no_output_file(tmp_path):
-    """SIGINT half a second into the longest sweep allowed (1,000 cluster sizes, a few CPU-s):
-    the timer starts once the CLI is imported (a slow import on a busy machine is not
-    interrupted instead), so the signal lands in the middle of the sweep (300 sizes a second
-    after start could finish before the signal)."""
-    code = ("import os, signal, sys, threading\n"
-            "from optimus_calc.cli.main import main\n"
-            "t = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))\n"
-            "t.daemon = True\n"
-            "t.start()\n"
-            "main(sys.argv[1:])\n")
-    nodes = ",".join(str(i) for i in range(1, 1001))
-    r, _ = cli("sweep", "--models", "llama70b", "--nodes", nodes, "-o", tmp_path / "s.csv",
-               code=code, timeout=120, mem=2 * GIB)
-    assert r.returncode == 130, r.stderr
-    assert r.stderr == "error: interrupted\n"
-    assert _left(tmp_path) == []
 
 
 def test_unwritable_plot_directory_fails_before_any_work(run, monkeypatch):

@@ -22,8 +22,8 @@ GB = 1e9
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    return write_pages(tmp_path_factory.mktemp("html"))
+def pages(html_pages):
+    return html_pages  # conftest: written once for this module and test_html_browser.py
 
 
 def parse(text: str) -> ET.Element:

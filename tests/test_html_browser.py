@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from html_support import PAGES, write_pages
+from html_support import PAGES
 
-pytestmark = pytest.mark.xdist_group("html_browser")
+pytestmark = pytest.mark.xdist_group("html")  # test_html.py's pages (conftest.html_pages)
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -34,9 +34,9 @@ def _need_browser():
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory):
+def pages(html_pages):
     _need_browser()
-    return write_pages(tmp_path_factory.mktemp("pages"))
+    return html_pages
 
 
 def _options(width: int, height: int):
@@ -55,6 +55,7 @@ def _options(width: int, height: int):
 
 @pytest.fixture(scope="module")
 def browser():
+    """One browser for the module; a test that resizes it or emulates print puts it back."""
     _need_browser()
     os.environ.setdefault("SE_OFFLINE", "true")  # selenium's manager must not fetch a driver
     from selenium import webdriver
@@ -62,6 +63,17 @@ def browser():
     driver = webdriver.Chrome(service=Service(DRIVER), options=_options(1280, 900))
     yield driver
     driver.quit()
+
+
+def resize(driver, width: int, height: int) -> None:
+    """The window at ``width`` x ``height``; the page sees the new width a moment later."""
+    import time
+    driver.set_window_size(width, height)
+    for _ in range(100):
+        if driver.execute_script("return window.innerWidth") == width:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the window did not take width {width}")
 
 
 def open_page(driver, path: Path):
@@ -181,40 +193,37 @@ def test_copy_selects_the_export(browser, pages):
 
 
 @pytest.mark.parametrize("name", ["plan", "step"])
-def test_readable_on_a_phone(pages, name):
+def test_readable_on_a_phone(browser, pages, name):
     """At 390 px the page never scrolls sideways (wide tables scroll in their own box)."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    driver = webdriver.Chrome(service=Service(DRIVER), options=_options(390, 844))
+    resize(browser, 390, 844)
     try:
-        errors, requests = open_page(driver, pages[name][0])
+        errors, requests = open_page(browser, pages[name][0])
         assert errors == [] and requests == []
-        width = driver.execute_script("return document.documentElement.scrollWidth")
-        inner = driver.execute_script("return window.innerWidth")
+        width = browser.execute_script("return document.documentElement.scrollWidth")
+        inner = browser.execute_script("return window.innerWidth")
         assert width <= inner, (width, inner)
     finally:
-        driver.quit()
+        resize(browser, 1280, 900)
 
 
-def test_printed_page(pages):
+def test_printed_page(browser, pages):
     """Print media (the stylesheet asks for A4 landscape, about 1,030 CSS px of text): the
     navigation and buttons are gone, every fold opens, no table runs off the page."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    driver = webdriver.Chrome(service=Service(DRIVER), options=_options(1030, 900))
+    resize(browser, 1030, 900)
     try:
-        open_page(driver, pages["plan"][0])
-        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
-        driver.execute_script("window.dispatchEvent(new Event('beforeprint'))")
-        hidden = driver.execute_script(
+        open_page(browser, pages["plan"][0])
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+        browser.execute_script("window.dispatchEvent(new Event('beforeprint'))")
+        hidden = browser.execute_script(
             "return ['header.top nav', '.foldall', 'button.copy'].map("
             "s => getComputedStyle(document.querySelector(s)).display)")
         assert hidden == ["none"] * 3
-        assert driver.execute_script(
+        assert browser.execute_script(
             "return Array.from(document.querySelectorAll('details')).every(d => d.open)")
-        wide = driver.execute_script(
+        wide = browser.execute_script(
             "return Array.from(document.querySelectorAll('table')).filter("
             "t => t.getBoundingClientRect().right > innerWidth + 1).map(t => t.id)")
         assert wide == []
     finally:
-        driver.quit()
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+        resize(browser, 1280, 900)

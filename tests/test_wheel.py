@@ -39,10 +39,17 @@ def test_wheel_contains_catalog(wheel):
         assert f"optimus_calc/report/templates/{part}" in names
 
 
-def test_installed_wheel_lists_catalog_from_tmp(wheel, tmp_path):
-    target = tmp_path / "site"
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory):
+    """The wheel installed (not editable) in a directory of its own, once for both tests."""
+    target = tmp_path_factory.mktemp("installed") / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
                     str(target), str(wheel)], check=True, capture_output=True)
+    return target
+
+
+def test_installed_wheel_lists_catalog_from_tmp(installed):
+    target = installed
     env = {**os.environ, "PYTHONPATH": str(target)}
     code = ("import optimus_calc, sys; assert optimus_calc.__file__.startswith(sys.argv[1]), "
             "optimus_calc.__file__; from optimus_calc.cli.main import main; "
@@ -53,11 +60,9 @@ def test_installed_wheel_lists_catalog_from_tmp(wheel, tmp_path):
     assert "dgx-a100" in p.stdout and "xe8545" in p.stdout
 
 
-def test_installed_wheel_writes_an_html_page(wheel, tmp_path):
+def test_installed_wheel_writes_an_html_page(installed):
     # the template is found as package data of an installed (not editable) copy
-    target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
-                    str(target), str(wheel)], check=True, capture_output=True)
+    target = installed
     env = {**os.environ, "PYTHONPATH": str(target)}
     code = ("import optimus_calc, sys; assert optimus_calc.__file__.startswith(sys.argv[1]), "
             "optimus_calc.__file__; from optimus_calc.cli.main import main; "

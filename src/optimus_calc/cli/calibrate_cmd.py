@@ -75,15 +75,20 @@ def load_runs(app, path: str, ctx: click.Context) -> list:
     from optimus_calc.loaders import read_text, user_path
     text = read_text(user_path(path, "RUNS"), "runs file")
     runs = []
+    built: dict[str, object] = {}  # rows with the same settings: built and checked once
     for line, row in rows_of(text, path[:200]):
         where = f"runs file {path[:200]} {line}"
         figure, value = measured_of(row, where)
         model, kw, fw = run_kw(row, where, ctx)
         if fw:  # the run's framework: its physics profile applies (frameworks/physics.py)
             kw = dict(kw, framework=fw)
+        key = repr((model, sorted(kw.items())))
         try:
-            inp = build_inputs(app.catalog, model, kw)
-            step_of(inp, model)  # a run the evaluator cannot time fails here, with its row
+            inp = built.get(key)
+            if inp is None:
+                inp = build_inputs(app.catalog, model, kw)
+                step_of(inp, model)  # a run the evaluator cannot time fails here, with its row
+                built[key] = inp
         except InputError as exc:
             from optimus_calc.cli.flags import message
             raise InputError(f"{where}: {message(exc)}") from None

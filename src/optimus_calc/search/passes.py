@@ -23,9 +23,9 @@ from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.evaluate.engine import (Reason, compute_bound_s, evaluate, evaluate_window,
                                           primary_reason, sorted_unique, stage_table)
-from optimus_calc.frameworks import Framework, framework_support
+from optimus_calc.frameworks import Framework
 from optimus_calc.frameworks import Reason as FrameworkReason
-from optimus_calc.search.space import Chunk, Gather, Space
+from optimus_calc.search.space import Chunk, Gather, Space, grid_rules, rejected
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Offload, Training
 from optimus_calc.record import record
@@ -108,59 +108,55 @@ class _Tally:
     whatif: _Pool = field(default_factory=_Pool)
 
 
-def _runnable(chunk: Chunk, model: Model, base: Training, frameworks: tuple, what_if: bool,
+def _runnable(chunk: Chunk, lo: int, rules, frameworks: tuple, what_if: bool,
               tally: _Tally) -> list:
-    """Filter 0, the rules. Counts the chunk's layouts no framework of ``frameworks`` runs (by
-    each framework's first failing rule) and returns the parts still wanted, each (sub-chunk,
-    runnable, wanted) over the grid points and switch values that hold one: the layouts a
-    framework runs, and with ``what_if`` apart the SmartNIC layouts none runs (the what-if),
-    so neither keeps the other's rows and switch values in its sub-chunk."""
+    """Filter 0, the rules (``rules``: space.grid_rules, evaluated once over the
+    grid; ``lo``: the chunk's first grid point). Counts the chunk's layouts no framework of
+    ``frameworks`` runs (by each framework's first failing rule) and returns the parts still
+    wanted, each (sub-chunk, runnable, wanted) over the grid points and switch values that hold
+    one: the layouts a framework runs, and with ``what_if`` apart the SmartNIC layouts none
+    runs (the what-if), so neither keeps the other's rows and switch values in its sub-chunk."""
     views = chunk.views()
-    sup = framework_support(
-        views["tp"], views["pp"], views["dp"], views["cp"], views["ep"], views["zero"],
-        views["offload"], views["offload_params"], views["v"], views["mb"], views["sp"],
-        views["recompute"],
-        heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
-        global_batch=views["gb"], precision=base.precision.value, model=model,
-        fp8_recipe=base.fp8_recipe.value, frameworks=frameworks)
-    keep = chunk.keep
-    runs = keep & np.broadcast_to(sup.any(frameworks), chunk.shape)
-    gone = keep & ~runs
-    n_gone = int(gone.sum())
+    reason, runs_r, gone_r, weight = rejected(rules, views, lo, frameworks)
+    n_gone = int(weight.sum())
     if n_gone:
         tally.n_dropped += n_gone
         for f in frameworks:  # rule codes are small integers; 0 (runs) is never counted
-            n = np.bincount(np.where(gone, sup.reason[f], 0).reshape(-1))
+            n = np.bincount(reason[f][gone_r], weights=weight)
             for c in np.flatnonzero(n[1:]) + 1:
                 text = FrameworkReason(int(c)).text
-                tally.dropped[text] = tally.dropped.get(text, 0) + int(n[c])
+                tally.dropped[text] = tally.dropped.get(text, 0) + int(round(n[c]))
     parts = []
-    part = _shrink(chunk, runs)
+    part = _shrink(chunk, views, runs_r)
     if part is not None:
         parts.append((part[0], part[1], part[1]))
-    if what_if:
-        smart = gone & np.broadcast_to(
-            views["offload"] == strategies.code_of(Offload.SMARTNIC), chunk.shape)
-        part = _shrink(chunk, smart)
+    if what_if and n_gone:
+        part = _shrink(chunk, views, gone_r & (views["offload"]
+                                               == strategies.code_of(Offload.SMARTNIC)))
         if part is not None:
             parts.append((part[0], np.zeros_like(part[1]), part[1]))
     return parts
 
 
-def _shrink(chunk: Chunk, mask: np.ndarray):
-    """(sub-chunk, mask over it): the grid points and switch values where ``mask`` holds a
-    layout; None when it holds none."""
-    if not mask.any():
+def _shrink(chunk: Chunk, views: dict, x: np.ndarray):
+    """(sub-chunk, mask over it): the grid points and switch values holding a kept layout
+    (Chunk.keep: any recompute, SP 0 or 1 with TP) where ``x`` (zero, offload, 1, 1, grid)
+    holds; None when none does. The full mask is built over the sub-chunk only."""
+    sp_ok = (views["sp"] == 0) | (views["tp"] > 1)  # (1, 1, 1, SP values, grid)
+    y = x & ((views["offload_params"] == 0) | (views["zero"] == 3)) & sp_ok.any(axis=3)
+    rows = y.any(axis=(0, 1)).reshape(-1)
+    if not rows.any():
         return None
-    rows = mask.reshape(-1, mask.shape[-1]).any(axis=0)  # the grid points, last
-    over_rows = mask.any(axis=-1)  # the switch axes, small
-    idx = [np.flatnonzero(over_rows.any(axis=tuple(a for a in range(over_rows.ndim) if a != ax)))
-           for ax in range(over_rows.ndim)] + [np.flatnonzero(rows)]
+    idx = [np.flatnonzero(y.any(axis=(1, 4)).reshape(-1)),
+           np.flatnonzero(y.any(axis=(0, 4)).reshape(-1)),
+           np.arange(len(chunk.switches[2])),
+           np.flatnonzero(sp_ok[..., rows].any(axis=4).reshape(-1)), np.flatnonzero(rows)]
     if all(len(i) == n for i, n in zip(idx, chunk.shape)):
-        return chunk, mask
+        return chunk, chunk.keep & np.broadcast_to(x, chunk.shape)
     sub = Chunk(chunk.base[idx[-1]],
                 tuple(np.asarray(v)[i] for v, i in zip(chunk.switches, idx[:-1])))
-    return sub, mask[np.ix_(*idx)]
+    return sub, sub.keep & np.broadcast_to(x[np.ix_(idx[0], idx[1], [0], [0], idx[-1])],
+                                           sub.shape)
 
 
 def _first_pass(chunk: Chunk, runs, want, model: Model, hw: Hardware, base: Training,
@@ -357,11 +353,13 @@ def _result(tally: _Tally, objective: Objective, top_k: int, distinct: bool) -> 
 
 def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: Space,
            objective: Objective, top_k: int, distinct: bool,
-           frameworks: tuple[Framework, ...] = tuple(Framework), what_if: bool = True):
+           frameworks: tuple[Framework, ...] = tuple(Framework), what_if: bool = True,
+           rules=None):
     """Rank ``space`` under one physics profile (``base``, ``asm``) chunk by chunk: keep the
     top K of the layouts that fit and that one of ``frameworks`` runs and, with ``what_if``,
     the best SmartNIC layout apart (no framework runs OptimusNIC); count the rest by reason
-    (the rules first, then memory); the figures `_why` needs. Memory is bounded by the chunk."""
+    (the rules first, then memory); the figures `_why` needs. Memory is bounded by the chunk.
+    ``rules``: space.grid_rules over ``space`` (computed here when None)."""
     table = stage_table(model, sorted_unique(space.base[:, 1]), all_stages=False)
     width = table.index.shape[1]
     rows = max(1, CHUNK_ELEMENTS // (space.switch_count * width))
@@ -378,8 +376,10 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
             _step_pass(sub, flat, gpu, runs, bound, *args, pending)
         if pending.n >= SECOND_PASS_BATCH:
             _second_pass(*pending.take(), *args)
-    for chunk in space.chunks(rows):
-        for sub, runs, want in _runnable(chunk, model, base, frameworks, what_if, tally):
+    if rules is None:
+        rules = grid_rules(space, model, base, frameworks, CHUNK_ELEMENTS)
+    for i, chunk in enumerate(space.chunks(rows)):
+        for sub, runs, want in _runnable(chunk, i * rows, rules, frameworks, what_if, tally):
             for part in gather.add(sub, runs, want):
                 evaluate_part(*part)
     for part in gather.flush():

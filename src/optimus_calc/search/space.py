@@ -218,27 +218,33 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     """
     grids = []
     batch = Training(seq_len=seq_len, global_batch=global_batch)  # the batch fields only
-    capped = not (pins and "mb" in pins)  # a pinned micro-batch is searched as given
-    tps = [t for t in tp_degrees(model, gpus_per_node) if gpus % t == 0]
-    cps = [c for c in divisors(gpus) if seq_len % c == 0 and c <= MAX_CP] \
-        if seq_len >= LONG_CONTEXT else [1]
+    pin = {k: frozenset(int(x) for x in v) for k, v in (pins or {}).items()}
+    ok = lambda col, x: col not in pin or x in pin[col]  # noqa: E731 (pins inside the loops)
+    capped = "mb" not in pin  # a pinned micro-batch is searched as given
+    tps = [t for t in tp_degrees(model, gpus_per_node) if gpus % t == 0 and ok("tp", t)]
+    cps = [c for c in divisors(gpus) if seq_len % c == 0 and c <= MAX_CP and ok("cp", c)] \
+        if seq_len >= LONG_CONTEXT else [1] if ok("cp", 1) else []
     for t in tps:
         for c in cps:
             rest = gpus // t
             if rest % c:
                 continue
             for p in divisors(rest // c):
-                if p > model.layers:
+                if p > model.layers or not ok("pp", p):
                     continue
                 d = rest // c // p
+                if not ok("dp", d):
+                    continue
                 gb = int(resolve_global_batch(d, 1, batch))
                 if gb % d:
                     continue
-                eps = [e for e in divisors(d * c) if model.experts % e == 0] \
-                    if model.is_moe else [1]
+                eps = [e for e in divisors(d * c) if model.experts % e == 0 and ok("ep", e)] \
+                    if model.is_moe else [1] if ok("ep", 1) else []
                 per_replica = gb // d
+                mbs = (divisors(per_replica) if capped else
+                       sorted(m for m in pin["mb"] if m > 0 and per_replica % m == 0))
                 for e in eps:
-                    for mb in divisors(per_replica):
+                    for mb in mbs:
                         if capped and mb > 1 and (mb > MAX_MICRO_BATCH
                                                   or mb * seq_len > MAX_MICRO_BATCH_TOKENS):
                             break  # divisors come in increasing order
@@ -248,10 +254,11 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
                             vs += [v for v in range(2, max_interleave + 1)
                                    if model.layers % (p * v) == 0]
                         for v in vs:
-                            grids.append((t, p, d, c, e, mb, v, gb))
+                            if ok("v", v):
+                                grids.append((t, p, d, c, e, mb, v, gb))
     base = np.array(grids, dtype=np.int64).reshape(-1, len(BASE_COLS))
-    for col, values in (pins or {}).items():
-        base = base[np.isin(base[:, BASE_COLS.index(col)], np.asarray(values, dtype=np.int64))]
+    for col in pin.keys() - {"tp", "pp", "dp", "cp", "ep", "mb", "v"}:  # any other column
+        base = base[np.isin(base[:, BASE_COLS.index(col)], np.fromiter(pin[col], np.int64))]
     switches = (np.array(sorted(set(zero_stages)), dtype=np.int64),
                 np.array(offload_variants(offloads, offload_params, zero_stages),
                          dtype=np.int64),
@@ -274,3 +281,45 @@ def offload_variants(offloads, offload_params=(False, True), zero_stages=(0, 1, 
         if True in offload_params and 3 in zero_stages and strategies.strategy(o).offloads_params:
             out.append(offload_variant(code, True))
     return out
+
+
+def grid_rules(space: Space, model: Model, base: Training, frameworks, elements: int) -> dict:
+    """Every framework's rules over ``space``'s grid, evaluated once for all physics profiles
+    and chunks (the profiles change neither the precision nor the batch the rules read:
+    frameworks/base.PhysicsProfile): per framework the code of its first failing rule (0: it
+    runs the layout), of shape (zero, offload, 1, 1, grid points): the rules read the grid
+    columns and the ZeRO and offload switches, never recompute or sequence parallelism
+    (frameworks.framework_support); ``elements``: how many are evaluated at once."""
+    from optimus_calc.frameworks import framework_support
+    z, o = (len(v) for v in space.switches[:2])
+    parts = []
+    for chunk in space.chunks(max(1, elements // (z * o))):
+        v = chunk.views()
+        parts.append(framework_support(
+            v["tp"], v["pp"], v["dp"], v["cp"], v["ep"], v["zero"], v["offload"],
+            v["offload_params"], v["v"], v["mb"], v["sp"], v["recompute"],
+            heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
+            global_batch=v["gb"], precision=base.precision.value, model=model,
+            fp8_recipe=base.fp8_recipe.value, frameworks=tuple(frameworks)).reason)
+    shape = (z, o, 1, 1)
+    return {f: (np.concatenate([np.broadcast_to(p[f], shape + p[f].shape[-1:]) for p in parts],
+                               axis=-1) if parts else np.zeros(shape + (0,), dtype=np.int16))
+            for f in (parts[0] if parts else frameworks)}
+
+
+def rejected(rules: dict, views: dict, lo: int, frameworks: tuple):
+    """For a chunk (its ``views``, its first grid point ``lo``) and :func:`grid_rules`: (the
+    reason arrays of ``frameworks`` over its grid points, runnable by one of them, not runnable
+    but kept, the number of kept layouts each of those stands for), the last three over (zero,
+    offload, 1, 1, grid); kept: Chunk.keep (SP only with TP, parameter offload only with
+    ZeRO-3), so a (zero, offload, grid point) stands for each of its kept (recompute, SP)."""
+    nb = views["tp"].shape[-1]
+    reason = {f: rules[f][..., lo:lo + nb] for f in frameworks}
+    runs = np.zeros(next(iter(reason.values())).shape, dtype=bool)
+    for r in reason.values():
+        runs |= r == 0
+    kept = (views["offload_params"] == 0) | (views["zero"] == 3)
+    pairs = ((views["sp"] == 0) | (views["tp"] > 1)).sum(axis=3, keepdims=True)
+    gone = kept & ~runs
+    weight = np.broadcast_to(pairs * views["recompute"].size, gone.shape)[gone]
+    return reason, runs, gone, weight
