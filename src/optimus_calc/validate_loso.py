@@ -12,8 +12,8 @@ GEMM ratio held: fitting the H100 curve and attention on both lifted the fused-a
 a value that left every FP8 row slow, changes/jointfit.md). Not refitted (their rows keep the
 shipped prediction in the LOSO column, and `validate` says so): the FP8 GEMM ratios
 (``fp8_gemm_efficiency`` and the recipes', evaluate/fp8.py), the Blackwell (B200/GB200)
-curves (derived, no fit routine), V100's (derived: one public row, which the curve alone cannot fit), the framework
-profiles, the memory model (arithmetic, no fit).
+curves (derived, no fit routine), V100's (derived: one public row, which the curve alone
+cannot fit), the framework profiles, the memory model (arithmetic, no fit).
 
 A row's prediction under parameters theta uses its sensitivity (validate_public.Sensitivity):
 P(theta) = P(shipped) x S(shipped) / S(theta) for rates (tokens/s, TFLOP/s), x S(theta) /

@@ -42,7 +42,8 @@ def overall(cases: list) -> dict:
 
 
 NOT_REFIT = ("the FP8 GEMM ratios (fp8_gemm_efficiency and the recipes': FP8 rows enter the "
-             "fit with their ratio held)", "the B200/GB200 and V100 curves (derived, no fit routine)",
+             "fit with their ratio held)",
+             "the B200/GB200 and V100 curves (derived, no fit routine)",
              "the framework profiles and the collective model", "MoE rows are predicted, never "
              "fitted (their expert GEMMs move with the dense curve at the dense GEMM size, "
              "approximate)")
