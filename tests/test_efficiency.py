@@ -135,10 +135,10 @@ def test_every_gpu_states_its_efficiency_source(cat):
     assert cat.get("h100-sxm", "gpu").efficiency_label == "calibrated"
     # no public training data in our sources: the catalog says so (issue 19)
     assert cat.get("mi300x", "gpu").efficiency_label == "unvalidated"
-    # B200/GB200 from NVIDIA's NeMo FP8 tables: 0.88 and 0.98 x H100's 0.58 (catalog source)
+    # B200/GB200 from NVIDIA's NeMo FP8 tables: 0.88 and 0.98 x H100's 0.59 (catalog source)
     assert cat.get("b200", "gpu").efficiency_label == "derived"
-    assert cat.get("b200", "gpu").gemm_eta_max == pytest.approx(0.88 * 0.58, abs=0.005)
-    assert cat.get("gb200", "gpu").gemm_eta_max == pytest.approx(0.98 * 0.58, abs=0.005)
+    assert cat.get("b200", "gpu").gemm_eta_max == pytest.approx(0.88 * 0.59, abs=0.005)
+    assert cat.get("gb200", "gpu").gemm_eta_max == pytest.approx(0.98 * 0.59, abs=0.005)
 
 
 def test_compiled_equation_matches_formula():

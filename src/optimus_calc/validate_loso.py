@@ -7,10 +7,13 @@ efficiency (``flash_attention_eta`` / ``attention_kernel_eta``). For each source
 publication: all tables of one benchmark file are one source), the parameters are refitted on
 every other source's rows of the group and the source's rows are predicted with them.
 
-Not refitted (their rows keep the shipped prediction in the LOSO column, and `validate` says
-so): ``fp8_gemm_efficiency`` (evaluate/fp8.py), the Blackwell (B200/GB200) curves (derived, no
-fit routine), V100's (derived: one public row, which the curve alone cannot fit), the framework
-profiles, the memory model (arithmetic, no fit).
+The rows fitted: the dense rows of the group, 16-bit and FP8 (an FP8 row with its recipe's
+GEMM ratio held: fitting the H100 curve and attention on both lifted the fused-attention fit off
+a value that left every FP8 row slow, changes/jointfit.md). Not refitted (their rows keep the
+shipped prediction in the LOSO column, and `validate` says so): the FP8 GEMM ratios
+(``fp8_gemm_efficiency`` and the recipes', evaluate/fp8.py), the Blackwell (B200/GB200)
+curves (derived, no fit routine), V100's (derived: one public row, which the curve alone
+cannot fit), the framework profiles, the memory model (arithmetic, no fit).
 
 A row's prediction under parameters theta uses its sensitivity (validate_public.Sensitivity):
 P(theta) = P(shipped) x S(shipped) / S(theta) for rates (tokens/s, TFLOP/s), x S(theta) /
@@ -73,9 +76,11 @@ class FitRow:
     published: float
     pred0: float        # the shipped prediction
     time_like: bool     # the figure grows with step time (seconds) or with its inverse
-    fitted: bool = True  # enters the fit (16-bit dense rows); FP8 and MoE rows are predicted,
-    #                      never fitted: fp8_gemm_efficiency is not refitted here and the MoE
-    #                      expert GEMMs follow the dense size only approximately (Sensitivity)
+    fitted: bool = True  # enters the fit (dense rows, 16-bit and FP8); MoE rows are
+    #                      predicted, never fitted: their expert GEMMs follow the dense size only
+    #                      approximately (Sensitivity). An FP8 row enters with its recipe's GEMM
+    #                      ratio held (specs/assumptions.py; its sensitivity is taken at that
+    #                      ratio), so it informs the BF16 curve and the attention kernels
 
 
 def shipped_params(gpu, cat=None) -> dict[str, float]:

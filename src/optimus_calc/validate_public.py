@@ -198,7 +198,7 @@ def public_fit(res: PublicResult):
     sens = sensitivity(s)
     return lambda key: _fit_row(key, res.row.source, s.hw.gpu.name, s.kernel, sens, s.gemm_W,
                                 res.row.published, res.predicted, res.row.unit == "s",
-                                res.row.precision != "fp8" and not s.model.experts)
+                                not s.model.experts)
 
 
 def affine_fit(c, gpu, source: str):

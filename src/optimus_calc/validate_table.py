@@ -41,8 +41,9 @@ def overall(cases: list) -> dict:
 
 
 
-NOT_REFIT = ("fp8_gemm_efficiency (FP8 rows are predicted from the refitted 16-bit curve, "
-             "never fitted)", "the B200/GB200 and V100 curves (derived, no fit routine)",
+NOT_REFIT = ("the FP8 GEMM ratios (fp8_gemm_efficiency and the recipes': FP8 rows enter the "
+             "fit with their ratio held)",
+             "the B200/GB200 and V100 curves (derived, no fit routine)",
              "the framework profiles and the collective model", "MoE rows are predicted, never "
              "fitted (their expert GEMMs move with the dense curve at the dense GEMM size, "
              "approximate)")
