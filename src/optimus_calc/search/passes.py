@@ -55,9 +55,9 @@ def tokens_per_s(step_s, global_batch, seq_len: int) -> np.ndarray:
     return np.asarray(eq.step__tokens_per_s(T_step=step_s, tokens=tokens), dtype=np.float64)
 
 
-# Layouts x stages evaluated at once: bounds the planner's memory whatever the space's size
-# (about 30 float64 arrays of this many elements are alive at the peak).
+# Layouts x stages evaluated at once, which bounds the planner's memory (~30 such arrays at peak)
 CHUNK_ELEMENTS = 1 << 18
+TP_PP_KEY = 1_000_003  # --distinct's (TP, PP) key TP x this + PP: above any PP, never shared
 
 
 @record(frozen=False)
@@ -85,7 +85,7 @@ def _shortlist(order: np.ndarray, tp, pp, keep: int, distinct: bool) -> np.ndarr
     """The first ``keep`` of ``order`` and, with ``distinct``, the best of each (TP, PP)."""
     if not distinct:
         return order[:keep]
-    _, first = np.unique(tp[order] * 1_000_003 + pp[order], return_index=True)
+    _, first = np.unique(tp[order] * TP_PP_KEY + pp[order], return_index=True)
     return order[np.sort(first)][:keep]
 
 
@@ -262,7 +262,7 @@ def _pool_threshold(tally: _Tally, objective: Objective, top_k: int, distinct: b
         return np.inf
     v = _loss(pool, objective)
     if distinct:
-        group = pool["tp"] * 1_000_003 + pool["pp"]
+        group = pool["tp"] * TP_PP_KEY + pool["pp"]
         order = np.lexsort((v, group))
         _, first = np.unique(group[order], return_index=True)
         v = v[order][first]
