@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from optimus_calc.evaluate.context import resolve_hardware
-from optimus_calc.search.plan import offload_targets
+from optimus_calc.search.inputs import offload_targets
 from optimus_calc.search.space import BASE_COLS, enumerate_space
 
 # (model, node, nodes, seq, global batch): the worst unpinned plan (MoE, CP from 32K) and a

@@ -44,11 +44,6 @@ from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Assumptions, Training
 from optimus_calc.units import GB
 
-# search/passes.py (another helper's scope in this round) imports these three from here; they go
-# when its import names their defining modules (reasons.py, stages.py)
-from optimus_calc.evaluate.reasons import primary_reason  # noqa: F401,E402
-from optimus_calc.evaluate.stages import sorted_unique, stage_table  # noqa: F401,E402
-
 
 def usable_gpu_bytes(hw: Hardware, asm: Assumptions) -> float:
     """GPU memory a layout may fill: the capacity less the safety margin (gpu_headroom). The one

@@ -21,10 +21,10 @@ from optimus_calc.equations import compiled as eq
 from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.evaluate.engine import (Reason, compute_bound_s, evaluate, evaluate_window,
-                                          primary_reason, sorted_unique, stage_table)
-from optimus_calc.frameworks import Framework
-from optimus_calc.frameworks import Reason as FrameworkReason
+from optimus_calc.evaluate.engine import Reason, compute_bound_s, evaluate, evaluate_window
+from optimus_calc.evaluate.reasons import primary_reason
+from optimus_calc.evaluate.stages import sorted_unique, stage_table
+from optimus_calc.frameworks import Framework, Reason as FrameworkReason
 from optimus_calc.search.space import Chunk, Gather, Space, grid_rules, rejected
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Offload, Training

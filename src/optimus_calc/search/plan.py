@@ -17,9 +17,8 @@ from optimus_calc.evaluate.batch import RECOMPUTE_CODES, Batch
 from optimus_calc.evaluate.engine import evaluate, usable_gpu_bytes
 from optimus_calc.frameworks import Framework, layout_support, layouts_support
 from optimus_calc.frameworks import Reason as FrameworkReason
-from optimus_calc.search.inputs import SearchInputs, offload_targets  # noqa: F401 (re-export)
-from optimus_calc.search.passes import (CHUNK_ELEMENTS, NOT_RUNNABLE, Objective,  # noqa: F401
-                                        SearchResult, search)
+from optimus_calc.search.inputs import SearchInputs, offload_targets
+from optimus_calc.search.passes import Objective, search
 from optimus_calc.search.per_framework import groups_note, search_per_framework
 from optimus_calc.search.space import enumerate_space, offload_variants
 from optimus_calc.specs.model import Model

@@ -8,8 +8,8 @@ import numpy as np
 
 from optimus_calc.evaluate.shapes import tp_degrees
 from optimus_calc.specs.model import Model
-from optimus_calc.evaluate.batch import offload_code, resolve_global_batch  # noqa: F401
-from optimus_calc.specs.training import OFFLOAD_CODES, RECOMPUTE_CODES, Offload, Training  # noqa: F401
+from optimus_calc.evaluate.batch import offload_code, resolve_global_batch
+from optimus_calc.specs.training import RECOMPUTE_CODES, Offload, Training
 from optimus_calc.record import record
 
 # Search bounds (not physics): context parallelism is searched from 32K-token sequences, up to
