@@ -7,12 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import resource
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -20,39 +15,7 @@ from optimus_calc import catalog as catalog_mod
 from optimus_calc.loaders import MAX_INPUT_BYTES
 from optimus_calc.search.space import divisors
 from catalog_files import _entry_file
-
-SRC = Path(__file__).resolve().parents[1] / "src"
-HF = Path(__file__).resolve().parent / "data" / "hf"
-BUILTIN = catalog_mod.builtin_dir()
-
-
-def cli(*args, timeout=60, stdout=None, fsize=None, env=None, cwd=None):
-    """Run the CLI in a subprocess (FIFOs, devices and resource limits need a real process).
-    Memory is capped at 2 GiB so an unbounded read fails fast instead of exhausting the host."""
-    def limits():
-        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-        if fsize is not None:
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-    full_env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONDONTWRITEBYTECODE="1")
-    full_env.pop(catalog_mod.ENV_VAR, None)
-    full_env.update(env or {})
-    try:
-        r = subprocess.run([sys.executable, "-m", "optimus_calc", *map(str, args)],
-                           preexec_fn=limits, stdout=stdout or subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, timeout=timeout, env=full_env,
-                           cwd=cwd)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"hung for {timeout} s: {args}")
-    return r
-
-
-def one_line_exit_2(r) -> None:
-    err = r.stderr if hasattr(r, "stderr") else r.err
-    code = r.returncode if hasattr(r, "returncode") else r.code
-    assert code == 2, (code, err)
-    assert err.startswith("error: ") and err.count("\n") == 1, err
-    assert "Traceback" not in err and "internal error" not in err, err
+from cli_process import BUILTIN, HF, cli, one_line_exit_2
 
 
 # --- 1. device and FIFO paths, size and nesting caps, unreadable names ------------------------
