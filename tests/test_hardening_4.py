@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from test_calibrate_guards import _profile, _runs, one_line
+from test_calibrate_guards import _runs, one_line
 
 
 # ---- issue 37 Low -------------------------------------------------------------------------------
