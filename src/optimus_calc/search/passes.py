@@ -12,7 +12,6 @@ recommendation against a brute-force evaluation of every layout)."""
 
 from __future__ import annotations
 
-from dataclasses import field
 from enum import Enum
 
 import numpy as np
@@ -25,6 +24,7 @@ from optimus_calc.evaluate.engine import Reason, compute_bound_s, evaluate, eval
 from optimus_calc.evaluate.reasons import primary_reason
 from optimus_calc.evaluate.stages import sorted_unique, stage_table
 from optimus_calc.frameworks import Framework, Reason as FrameworkReason
+from optimus_calc.search.pools import Pending, SearchState, Tally
 from optimus_calc.search.space import Chunk, Gather, Space, grid_rules, rejected
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.training import Assumptions, Offload, Training
@@ -60,19 +60,6 @@ CHUNK_ELEMENTS = 1 << 18
 TP_PP_KEY = 1_000_003  # --distinct's (TP, PP) key TP x this + PP: above any PP, never shared
 
 
-@record(frozen=False)
-class _Pool:
-    """The few layouts that can still make the top K, gathered chunk by chunk."""
-
-    cols: list = field(default_factory=list)
-
-    def add(self, cols: dict) -> None:
-        self.cols.append(cols)
-
-    def merged(self) -> dict:
-        return {k: np.concatenate([c[k] for c in self.cols]) for k in (self.cols or [{}])[0]}
-
-
 def _rank(tps, gpu, objective: Objective) -> np.ndarray:
     """Indices in rank order: most tokens/s first (then least GPU memory), or least GPU memory
     first (then most tokens/s). np.lexsort sorts by its last key first."""
@@ -92,24 +79,8 @@ def _shortlist(order: np.ndarray, tp, pp, keep: int, distinct: bool) -> np.ndarr
 NOT_RUNNABLE = "no framework runs it (see framework_rejections)"
 
 
-@record(frozen=False)
-class _Tally:
-    """What `search` gathers over the chunks: counts by reason, framework rejections, the
-    feasible count, the smallest GPU footprint of a runnable layout, the most tokens/s of a
-    runnable layout without offload (0: none yet) and the two pools."""
-
-    counts: np.ndarray
-    dropped: dict[str, int] = field(default_factory=dict)
-    n_dropped: int = 0
-    feasible: int = 0
-    smallest: float = np.inf
-    best_none: float = 0.0
-    pool: _Pool = field(default_factory=_Pool)
-    whatif: _Pool = field(default_factory=_Pool)
-
-
 def _runnable(chunk: Chunk, lo: int, rules, frameworks: tuple, what_if: bool,
-              tally: _Tally) -> list:
+              tally: Tally) -> list:
     """Filter 0, the rules (``rules``: space.grid_rules, evaluated once over the
     grid; ``lo``: the chunk's first grid point). Counts the chunk's layouts no framework of
     ``frameworks`` runs (by each framework's first failing rule) and returns the parts still
@@ -159,14 +130,14 @@ def _shrink(chunk: Chunk, views: dict, x: np.ndarray):
                                            sub.shape)
 
 
-def _first_pass(chunk: Chunk, runs, want, model: Model, hw: Hardware, base: Training,
-                asm: Assumptions, table, tally: _Tally):
+def _first_pass(chunk: Chunk, runs, want, cx: SearchState):
     """Filter 1, over the (sub-)chunk's grid x switches: memory and feasibility, counted over
     the runnable layouts, and the compute-only lower bound on the step time (computed on the
     axes compute depends on). Returns (fits: wanted and feasible, GPU bytes, bound or None),
     arrays of the chunk's shape; the bound is a function computing it on demand, or None."""
-    ev, bound = evaluate_window(Batch.from_columns(chunk.views()), model, hw, base, asm,
-                                compute_bound_s, stages=table, lazy=True)
+    ev, bound = evaluate_window(Batch.from_columns(chunk.views()), cx.model, cx.hw, cx.base,
+                                cx.asm, compute_bound_s, stages=cx.table, lazy=True)
+    tally = cx.tally
     reasons = np.broadcast_to(ev.reasons, chunk.shape)
     prim = primary_reason(reasons[runs])
     tally.counts += np.bincount(prim[prim >= 0], minlength=len(Reason))
@@ -179,12 +150,11 @@ def _first_pass(chunk: Chunk, runs, want, model: Model, hw: Hardware, base: Trai
         lambda: np.broadcast_to(bound(), chunk.shape))
 
 
-def _second_pass(cols: dict, gpu_sel: np.ndarray, runs_sel: np.ndarray, model: Model,
-                 hw: Hardware, base: Training, asm: Assumptions, table, objective: Objective,
-                 top_k: int, distinct: bool, tally: _Tally) -> None:
+def _second_pass(cols: dict, gpu_sel: np.ndarray, runs_sel: np.ndarray, cx: SearchState) -> None:
     """The step time of the layouts ``cols`` (they fit and are wanted; ``gpu_sel`` and
     ``runs_sel`` theirs); the best of them join the pools."""
-    ev2 = evaluate(Batch.from_columns(cols), model, hw, base, asm, stages=table)
+    ev2 = evaluate(Batch.from_columns(cols), cx.model, cx.hw, cx.base, cx.asm, stages=cx.table)
+    tally, objective, top_k, distinct = cx.tally, cx.objective, cx.top_k, cx.distinct
     step_sel = np.asarray(ev2.step_time_s)
     tps_sel = np.asarray(ev2.term("tokens_per_s"))
     off_sel = cols["offload"]
@@ -206,28 +176,6 @@ def _second_pass(cols: dict, gpu_sel: np.ndarray, runs_sel: np.ndarray, model: M
         picked = {k: v[sel][pick] for k, v in cols.items()}
         picked.update(step=step[pick], gpu=g[pick], tps=tps[pick])
         target.add(picked)
-
-
-@record(frozen=False)
-class _Pending:
-    """Second-pass layouts gathered over chunks and evaluated together: an evaluator call
-    costs a few milliseconds whatever its size, and a large space's many chunks each leave a
-    few layouts (the worst known input: some 200 calls of about 7 ms)."""
-
-    parts: list = field(default_factory=list)
-    n: int = 0
-
-    def add(self, cols: dict, gpu: np.ndarray, runs: np.ndarray) -> None:
-        if len(gpu):
-            self.parts.append((cols, gpu, runs))
-            self.n += len(gpu)
-
-    def take(self) -> tuple:
-        cols = {k: np.concatenate([p[0][k] for p in self.parts]) for k in self.parts[0][0]}
-        out = (cols, np.concatenate([p[1] for p in self.parts]),
-               np.concatenate([p[2] for p in self.parts]))
-        self.parts, self.n = [], 0
-        return out
 
 
 # Second-pass layouts evaluated in one call once this many are pending (a search tactic: the
@@ -254,7 +202,7 @@ def _loss(d: dict, objective: Objective) -> np.ndarray:
     return d["gpu"] if objective.by_memory else -np.asarray(d["tps"])
 
 
-def _pool_threshold(tally: _Tally, objective: Objective, top_k: int, distinct: bool) -> float:
+def _pool_threshold(tally: Tally, objective: Objective, top_k: int, distinct: bool) -> float:
     """The primary key (:func:`_loss`) a layout must not exceed to reach the top K so far: the
     K-th smallest (with ``distinct``, of the per-(TP, PP) bests); inf below K."""
     pool = tally.pool.merged()
@@ -269,7 +217,7 @@ def _pool_threshold(tally: _Tally, objective: Objective, top_k: int, distinct: b
     return _kth(v, top_k)
 
 
-def _still_needed(ub, gpu, runs, off, tally: _Tally, objective: Objective, top_k: int,
+def _still_needed(ub, gpu, runs, off, tally: Tally, objective: Objective, top_k: int,
                   distinct: bool) -> np.ndarray:
     """Which layouts (flat arrays) could still change the result: enter the top K, beat the
     most tokens/s without offload, or (a SmartNIC layout) the what-if. A layout is dropped only
@@ -290,7 +238,7 @@ def _still_needed(ub, gpu, runs, off, tally: _Tally, objective: Objective, top_k
     return need | (none & ~(high < tally.best_none))
 
 
-def _settled(tally: _Tally, objective: Objective, top_k: int, distinct: bool, runs, off) -> bool:
+def _settled(tally: Tally, objective: Objective, top_k: int, distinct: bool, runs, off) -> bool:
     """Whether every target these layouts could join already has a threshold."""
     none = runs & (off == strategies.code_of(Offload.NONE))
     return (np.isfinite(_pool_threshold(tally, objective, top_k, distinct))
@@ -298,13 +246,12 @@ def _settled(tally: _Tally, objective: Objective, top_k: int, distinct: bool, ru
             and (bool(tally.whatif.merged()) or bool(runs.all())))
 
 
-def _step_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, bound, model: Model, hw: Hardware,
-               base: Training, asm: Assumptions, table, objective: Objective, top_k: int,
-               distinct: bool, tally: _Tally, pending: _Pending) -> None:
+def _step_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, bound, cx: SearchState,
+               pending: Pending) -> None:
     """Filter 2 with the bound: the layouts of ``flat`` that can still change the result join
     the pending second pass. Until every target has a threshold, the most promising of each
     (by the bound; by GPU bytes for the memory objective) are evaluated at once to set it."""
-    args = (model, hw, base, asm, table, objective, top_k, distinct, tally)
+    tally, objective, top_k, distinct = cx.tally, cx.objective, cx.top_k, cx.distinct
 
     def pick(m):
         f = flat[m]
@@ -316,11 +263,11 @@ def _step_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, bound, model: Model, h
     g, r = gpu.reshape(-1)[flat], runs.reshape(-1)[flat]
     # an upper bound on each layout's tokens/s, from the lower bound on its step
     ub = tokens_per_s(bound().reshape(-1)[flat],
-                      np.broadcast_to(views["gb"], chunk.shape).reshape(-1)[flat], base.seq_len)
+                      np.broadcast_to(views["gb"], chunk.shape).reshape(-1)[flat], cx.base.seq_len)
     off = np.broadcast_to(views["offload"], chunk.shape).reshape(-1)[flat]
     probe = np.zeros(flat.size, dtype=bool)
     if not _settled(tally, objective, top_k, distinct, r, off) and pending.n:
-        _second_pass(*pending.take(), *args)  # what is pending may settle it
+        _second_pass(*pending.take(), cx)  # what is pending may settle it
     if not _settled(tally, objective, top_k, distinct, r, off):
         order = _rank(ub, g, objective)
         cols = chunk.columns_at(flat[order])  # with --distinct the best of each (TP, PP) first
@@ -328,12 +275,12 @@ def _step_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, bound, model: Model, h
             sel = np.flatnonzero(target[order])
             first = _shortlist(sel, cols["tp"], cols["pp"], PROBE, distinct and i == 0)
             probe[order[first]] = True
-        _second_pass(*pick(probe), *args)
+        _second_pass(*pick(probe), cx)
     rest = ~probe & _still_needed(ub, g, r, off, tally, objective, top_k, distinct)
     pending.add(*pick(rest))
 
 
-def _result(tally: _Tally, objective: Objective, top_k: int, distinct: bool) -> SearchResult:
+def _result(tally: Tally, objective: Objective, top_k: int, distinct: bool) -> SearchResult:
     """The ranked top K and the best what-if of the pools, with the counts by reason."""
     merged = tally.pool.merged()
     if merged:
@@ -363,19 +310,19 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     table = stage_table(model, sorted_unique(space.base[:, 1]), all_stages=False)
     width = table.index.shape[1]
     rows = max(1, CHUNK_ELEMENTS // (space.switch_count * width))
-    tally = _Tally(counts=np.zeros(len(Reason), dtype=np.int64))
+    tally = Tally(counts=np.zeros(len(Reason), dtype=np.int64))
     frameworks = tuple(frameworks)
-    pending = _Pending()
-    args = (model, hw, base, asm, table, objective, top_k, distinct, tally)
+    pending = Pending()
+    cx = SearchState(model, hw, base, asm, table, objective, top_k, distinct, tally)
     gather = Gather(CHUNK_ELEMENTS // width)
 
     def evaluate_part(sub, runs, want):
-        fits, gpu, bound = _first_pass(sub, runs, want, model, hw, base, asm, table, tally)
+        fits, gpu, bound = _first_pass(sub, runs, want, cx)
         flat = np.flatnonzero(fits)
         if flat.size:
-            _step_pass(sub, flat, gpu, runs, bound, *args, pending)
+            _step_pass(sub, flat, gpu, runs, bound, cx, pending)
         if pending.n >= SECOND_PASS_BATCH:
-            _second_pass(*pending.take(), *args)
+            _second_pass(*pending.take(), cx)
     if rules is None:
         rules = grid_rules(space, model, base, frameworks, CHUNK_ELEMENTS)
     for i, chunk in enumerate(space.chunks(rows)):
@@ -385,7 +332,7 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     for part in gather.flush():
         evaluate_part(*part)
     if pending.n:
-        _second_pass(*pending.take(), *args)
+        _second_pass(*pending.take(), cx)
     return _result(tally, objective, top_k, distinct)
 
 
