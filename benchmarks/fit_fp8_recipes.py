@@ -20,8 +20,8 @@ from optimus_calc.evaluate.context import fill_layout, resolve_hardware
 from optimus_calc.evaluate.fp8 import RATIO_FIELD
 from optimus_calc.evaluate.step import estimate_step
 from optimus_calc.frameworks.physics import apply_framework
-from optimus_calc.specs.training import (Assumptions, Fp8Recipe, Precision, Recompute,
-                                         Training, ZeroStage)
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Fp8Recipe, Precision, Recompute, Training, ZeroStage
 
 BRIDGE = ("Megatron-Bridge docs/performance-summary.md @ 00b7660 (release 25.11), "
           "framework-physics.md 7.2")

@@ -147,7 +147,8 @@ def cpu_rate(fn, layouts: int, target_s: float = 2.0) -> tuple[int, float]:
 def throughput(cat, si) -> None:
     from optimus_calc.evaluate.context import resolve_hardware
     from optimus_calc.search.plan import plan_search
-    from optimus_calc.specs.training import Assumptions, Training
+    from optimus_calc.specs.assumptions import Assumptions
+    from optimus_calc.specs.training import Training
 
     space = _space(si.model, si.hw, si.training.global_batch, si.training.seq_len, si)
     args = (si.model, si.hw, si.training, si.assumptions)

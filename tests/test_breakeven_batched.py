@@ -18,7 +18,8 @@ from optimus_calc.analyses.breakeven.problem import _Bracket, bracket, bracket_a
 def cases(cat):
     from optimus_calc.evaluate.context import fill_layout, resolve_hardware
     from optimus_calc.inputs import resolve_model
-    from optimus_calc.specs.training import Assumptions, Offload, Training, ZeroStage
+    from optimus_calc.specs.assumptions import Assumptions
+    from optimus_calc.specs.training import Offload, Training, ZeroStage
     hw = resolve_hardware(cat, "dgx-a100", 2, smartnic="bluefield-3")
     tr = Training(seq_len=2048, global_batch=16, micro_batch=8, recompute="full")
     model = resolve_model("llama70b", cat)

@@ -208,7 +208,8 @@ def test_symbolic_agrees_with_search(cat):
     from optimus_calc.evaluate.context import fill_layout, resolve_hardware
     from optimus_calc.evaluate.strategies import device_params
     from optimus_calc.inputs import resolve_model
-    from optimus_calc.specs.training import Assumptions, Offload, Training, ZeroStage
+    from optimus_calc.specs.assumptions import Assumptions
+    from optimus_calc.specs.training import Offload, Training, ZeroStage
     hw = resolve_hardware(cat, "dgx-a100", 2, smartnic="bluefield-3")
     lay = fill_layout(hw, 2, 4, None, 1, zero=ZeroStage(3), offload=Offload.SMARTNIC,
                       smartnic="bluefield-3")

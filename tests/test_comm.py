@@ -244,7 +244,7 @@ def test_squeezenic_seed_comparison_v100_cx5():
     the orderings are. DGX-2 nodes (V100, CX-5), the seed's GPU and NIC generation."""
     from optimus_calc.catalog import load
     from optimus_calc.evaluate.context import resolve_hardware
-    from optimus_calc.specs.training import Assumptions
+    from optimus_calc.specs.assumptions import Assumptions
     cat = load(())
     hw = resolve_hardware(cat, "dgx-2", 16)
     topo = C.topology(hw, hw.gpus, link_catalog=lambda n: cat.get(n, "link"))
@@ -339,7 +339,7 @@ def test_every_collective_has_its_ring_equation_and_bus_factor():
 
 
 def test_compress_site_and_approach_dispatch_cover_every_member():
-    from optimus_calc.specs.training import Assumptions
+    from optimus_calc.specs.assumptions import Assumptions
     asm = Assumptions(gpu_compress_GBps=10, nic_compress_GBps=100)
     topo = Topology(16, 2, 8, 1e-6, 3e-6, 231e9, 22.5e9, 4, "l", "n")
     expected = {SN.CompressSite.GPU: (10, 8), SN.CompressSite.SMARTNIC: (100, 4)}

@@ -129,7 +129,7 @@ def test_validate_nccl_tests_issue_119_by_hand(cat):
     # below 2*23/24 * 133169160 B / 90e9 = 2836.01 us; total 8.4 + 2836.01 = 2844.41 us
     # (published 2666.0 us, +6.7%; NCCL's own additive model would give 3043.2 us, +14.1%)
     from optimus_calc.validate import _comm_cases
-    from optimus_calc.specs.training import Assumptions
+    from optimus_calc.specs.assumptions import Assumptions
     t, bw = _comm_cases(cat, Assumptions())
     assert t.predicted == pytest.approx(8.4 + 2 * 23 / 24 * 133169160 / 90e9 * 1e6, rel=1e-9)
     assert t.published == 2666.0 and bw.published == 95.74

@@ -23,7 +23,8 @@ from optimus_calc.evaluate.strategies.base import OffloadStrategy, bit
 from optimus_calc.frameworks import FrameworkPlugin, Rule, plugins, register
 from optimus_calc.frameworks.base import PhysicsProfile, Setting
 from optimus_calc.frameworks.registry import framework_support, make_enums, unregister
-from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, ZeroStage
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Layout, Offload, Training, ZeroStage
 
 # ---- the contracts ---------------------------------------------------------------------------
 

@@ -9,8 +9,8 @@ import pytest
 
 from optimus_calc.evaluate.context import resolve_hardware
 from optimus_calc.evaluate.strategies import offload_device_name
-from optimus_calc.specs.training import (Assumptions, Layout, Offload, Optimizer, Recompute,
-                                         Training, ZeroStage)
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Layout, Offload, Optimizer, Recompute, Training, ZeroStage
 
 
 # ---- Objective ------------------------------------------------------------------------------
@@ -144,7 +144,8 @@ def test_megatron_export_for_every_recompute_mode(cat):
 # ---- Export ---------------------------------------------------------------------------------
 
 def test_every_export_target(cat):
-    from optimus_calc.report.plan_view import Export, export_text
+    from optimus_calc.frameworks import Export
+    from optimus_calc.report.plan_view import export_text
     m = cat.get("llama-2-7b", "model")
     # a layout each framework runs: DeepSpeed ZeRO-1 without pipelining, Megatron-LM TP 2 PP 2
     # with its distributed optimizer, torchtitan FSDP2 (ZeRO-3)

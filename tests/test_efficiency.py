@@ -11,7 +11,8 @@ from optimus_calc.evaluate.efficiency import (attention_flops, compute_efficienc
 from optimus_calc.evaluate.memory import estimate_memory
 from optimus_calc.evaluate.step import estimate_step
 from optimus_calc.gemm_calibration import megatron_h100_cases, narayanan_cases
-from optimus_calc.specs.training import Assumptions, Recompute, Training, ZeroStage
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Recompute, Training, ZeroStage
 
 
 @pytest.fixture(scope="module")

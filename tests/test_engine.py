@@ -22,7 +22,8 @@ from optimus_calc.evaluate.memory import estimate_memory
 from optimus_calc.evaluate.step import estimate_step
 from optimus_calc.frameworks import Reason as FwReason
 from optimus_calc.frameworks import layout_support
-from optimus_calc.specs.training import Assumptions, Layout, Offload, Recompute, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Layout, Offload, Recompute, Training
 
 P7 = 6_738_415_616
 # forward FLOPs per token of one Llama-2-7B layer at s = 4096 (compute.flops_per_token_layer):

@@ -20,7 +20,8 @@ from optimus_calc.frameworks.megatron_export import megatron_arg_list
 from optimus_calc.frameworks.registry import layout_support
 from optimus_calc.frameworks.torchtitan_export import torchtitan_sections, torchtitan_toml
 from optimus_calc.frameworks.deepspeed_export import deepspeed_config
-from optimus_calc.specs.training import Assumptions, Layout, Precision, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Layout, Precision, Training
 
 H100_FP8, H100_BF16 = 1979e12, 989e12  # dense peaks, NVIDIA H100 SXM datasheet (catalog)
 

@@ -5,7 +5,8 @@ import pytest
 
 from optimus_calc.equations.recording import eq
 from optimus_calc.frameworks import plugin
-from optimus_calc.specs.training import Assumptions, Precision, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Precision, Training
 
 BASE = ("memory", "llama70b", "--nodes", 2, "--tp", 4, "--zero", 3, "--offload", "cpu",
         "--format", "json")

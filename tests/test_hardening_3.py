@@ -17,7 +17,7 @@ import pytest
 
 from optimus_calc.report.document import Document
 from optimus_calc.report.formats import Format, render
-from optimus_calc.specs.training import Assumptions
+from optimus_calc.specs.assumptions import Assumptions
 
 from cli_process import BUILTIN, one_line
 

@@ -13,8 +13,8 @@ from optimus_calc.evaluate.step import estimate_step
 from optimus_calc.frameworks.megatron_export import megatron_arg_list
 from optimus_calc.frameworks.physics import apply_framework
 from optimus_calc.gemm_calibration import NARAYANAN_TABLE1
-from optimus_calc.specs.training import (Assumptions, Layout, Precision, Recompute, Training,
-                                         ZeroStage)
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Layout, Precision, Recompute, Training, ZeroStage
 
 from tests.test_export import _check_megatron
 

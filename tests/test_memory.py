@@ -212,7 +212,8 @@ def test_fit_layers_is_the_boundary(run):
     from optimus_calc import catalog
     from optimus_calc.evaluate.context import fill_layout, resolve_hardware
     from optimus_calc.evaluate.memory import estimate_memory
-    from optimus_calc.specs.training import Assumptions, Recompute, Training, ZeroStage
+    from optimus_calc.specs.assumptions import Assumptions
+    from optimus_calc.specs.training import Recompute, Training, ZeroStage
     cat = catalog.load(())
     m = cat.get("llama-2-70b", "model")
     hw = resolve_hardware(cat, "dgx-a100", 2)

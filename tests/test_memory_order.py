@@ -16,7 +16,8 @@ from optimus_calc.evaluate.context import resolve_hardware
 from optimus_calc.evaluate.engine import evaluate
 from optimus_calc.evaluate.stages import by_strategy
 from optimus_calc.search.space import Chunk, enumerate_space
-from optimus_calc.specs.training import Assumptions, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Training
 
 # MoE with a SmartNIC (expert DP), long context (CP), a superchip (SuperOffload), NVMe and CPU
 SPACES = [("qwen3-30b-a3b", "dgx-h100", 2, 32768, "bluefield-3"),

@@ -6,7 +6,7 @@ import pytest
 
 from optimus_calc.equations import compiled as eq
 from optimus_calc.evaluate.efficiency import expert_efficiency
-from optimus_calc.specs.training import Assumptions
+from optimus_calc.specs.assumptions import Assumptions
 
 H100_ETA, H100_HALF = 0.59, 9.37  # catalog h100-sxm: gemm_eta_max, gemm_half_GFLOP
 

@@ -24,7 +24,7 @@ from optimus_calc.evaluate.offload_step import (AdamImpl, HostCPU, Overlap, expo
                                                 param_offload_traffic, persistent_params,
                                                 strategy_threads, threads_per_rank,
                                                 zero3_exposed_gather)
-from optimus_calc.specs.training import Assumptions
+from optimus_calc.specs.assumptions import Assumptions
 
 LAYER = 151_058_432          # nn.TransformerDecoderLayer(4096), see the test below
 MODEL1 = 2 * LAYER           # 302M (section 4.2)

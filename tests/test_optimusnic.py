@@ -127,7 +127,8 @@ def test_planner_nics_from_the_pipeline(cat):
     from optimus_calc.analyses.nics import size_nics
     from optimus_calc.evaluate.context import fill_layout, resolve_hardware
     from optimus_calc.inputs import resolve_model
-    from optimus_calc.specs.training import Assumptions, Offload, Training, ZeroStage
+    from optimus_calc.specs.assumptions import Assumptions
+    from optimus_calc.specs.training import Offload, Training, ZeroStage
     hw = resolve_hardware(cat, "dgx-a100", 2)
     lay = fill_layout(hw, 2, 4, None, 1, zero=ZeroStage(3), offload=Offload.NONE)
     tr = Training(seq_len=2048, global_batch=16, recompute="full")

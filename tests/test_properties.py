@@ -12,8 +12,8 @@ from optimus_calc.evaluate.context import resolve_hardware
 from optimus_calc.evaluate.memory import estimate_memory
 from optimus_calc.evaluate.step import estimate_step
 from optimus_calc.specs.model import Model
-from optimus_calc.specs.training import (Assumptions, Layout, Offload, Recompute, Training,
-                                         ZeroStage)
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Layout, Offload, Recompute, Training, ZeroStage
 
 CAT = catalog_mod.load(())
 NODES = ["dgx-a100", "dgx-h100", "xe8545", "dgx-2", "mi300x-node", "gh200-nvl2"]

@@ -19,7 +19,8 @@ from optimus_calc.evaluate.evaluation import _pick
 from optimus_calc.evaluate.stages import stage_argmax, stage_max
 from optimus_calc.evaluate.step import TERMS
 from optimus_calc.search.space import enumerate_space
-from optimus_calc.specs.training import Assumptions, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Training
 
 # (model, node, nodes, sequence length, SmartNIC card): MoE (gpt-oss-120b, qwen3-30b-a3b),
 # context parallelism (>= 32K tokens), interleaved PP (every space searches v up to 8), a

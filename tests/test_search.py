@@ -11,7 +11,8 @@ from optimus_calc.evaluate.step import estimate_step
 from optimus_calc.search.inputs import offload_targets
 from optimus_calc.search.plan import layout_of, training_of
 from optimus_calc.search.space import enumerate_space
-from optimus_calc.specs.training import Assumptions, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Training
 from tests_support import evaluate_space
 
 

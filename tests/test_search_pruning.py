@@ -15,7 +15,8 @@ from optimus_calc.search import passes
 from optimus_calc.search.passes import Objective, search
 from optimus_calc.search.inputs import offload_targets
 from optimus_calc.search.space import enumerate_space
-from optimus_calc.specs.training import Assumptions, Offload, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Offload, Training
 from tests_support import evaluate_space
 
 CASES = [("llama-3-8b", "dgx-h100", 2, 32768, 64, "bluefield-3"),   # CP, SmartNIC what-if

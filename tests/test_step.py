@@ -6,7 +6,8 @@ import pytest
 
 from optimus_calc.equations import compiled as eq
 from optimus_calc.evaluate.optimizer import Impl, bytes_per_param
-from optimus_calc.specs.training import Assumptions, Optimizer
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Optimizer
 
 ONE_LAYER = Path(__file__).parent / "data" / "hf" / "one_layer" / "config.json"
 
@@ -77,7 +78,7 @@ def test_optimizer_gpu_and_fpga(run):
 
 def test_fpga_two_memory_tiers_by_hand(cat):
     from optimus_calc.evaluate.optimizer import device_from, optimizer_step
-    from optimus_calc.specs.training import Assumptions
+    from optimus_calc.specs.assumptions import Assumptions
     u280 = device_from(cat.get("alveo-u280", "smartnic"), 1, Assumptions())
     # Adam, 1e9 params: 12 GB of state, 8 GB in HBM (460 GB/s) and 4 GB in DDR4 (38.4 GB/s):
     # harmonic mix 1 / ((2/3)/460e9 + (1/3)/38.4e9) = 98.71 GB/s, x 0.85; 28 GB moved

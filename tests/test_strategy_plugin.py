@@ -18,7 +18,8 @@ from optimus_calc.frameworks import Framework, layout_support, plugin
 from optimus_calc.search.passes import NOT_RUNNABLE
 from optimus_calc.search.inputs import offload_targets
 from optimus_calc.search.plan import plan
-from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, ZeroStage
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Layout, Offload, Training, ZeroStage
 
 CXL_BYTES = 512e9   # one memory expander per node (a toy figure)
 CXL_Bps = 64e9      # its bandwidth as the CPU sees it (a toy figure)

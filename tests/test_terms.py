@@ -142,7 +142,7 @@ def test_exposed_time_and_multicast_gather_by_hand():
 
 def test_zero3_modules_per_layer_by_hand(cat):
     from optimus_calc.evaluate.work import modules_per_layer
-    from optimus_calc.specs.training import Assumptions
+    from optimus_calc.specs.assumptions import Assumptions
     asm = Assumptions()
     # dense SwiGLU layer: q, k, v, o + 3 MLP matrices + 2 norms = 9 modules
     assert modules_per_layer(cat.get("llama-2-7b", "model"), asm) == 9.0

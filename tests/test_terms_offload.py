@@ -199,7 +199,8 @@ def test_optimizer_step_input_errors_name_the_flag(cat):
     from optimus_calc.errors import InputError
     from optimus_calc.evaluate.optimizer import (Impl, device_from, find_device,
                                                  optimizer_step)
-    from optimus_calc.specs.training import Assumptions, Optimizer
+    from optimus_calc.specs.assumptions import Assumptions
+    from optimus_calc.specs.training import Optimizer
     dev = device_from(cat.get("bluefield-2", "smartnic"), 1, Assumptions())
     with pytest.raises(InputError, match=r"^--count 0 must be >= 1$"):
         optimizer_step(dev, 1e9, Optimizer.ADAM, Impl.FUSED, 2, count=0)

@@ -25,7 +25,8 @@ from optimus_calc.evaluate.step import estimate_step
 from optimus_calc.evaluate.work import layer_flops, recompute_flops
 from optimus_calc.specs.hardware import GPU
 from optimus_calc.specs.model import Model
-from optimus_calc.specs.training import Assumptions, Recompute, Training, ZeroStage
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Recompute, Training, ZeroStage
 from optimus_calc.record import record
 
 # Narayanan et al. SC'21 Table 1 (calibration.md section 4) with the micro-batch size and the

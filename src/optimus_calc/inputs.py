@@ -21,9 +21,8 @@ from optimus_calc.evaluate.inputs import Inputs
 from optimus_calc.loaders import safe_stat
 from optimus_calc.search.inputs import SearchInputs, check_offloads
 from optimus_calc.specs.model import BareModel, Model
-from optimus_calc.specs.training import (Assumptions, Fp8Recipe, Layout, Offload, Recompute,
-                                         Training,
-                                         ZeroStage)
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Fp8Recipe, Offload, Recompute, Training, ZeroStage
 from optimus_calc.units import looks_like_count, parse_count
 
 __all__ = ["Inputs", "SearchInputs", "build_inputs", "build_search_inputs", "make_training",

@@ -4,7 +4,7 @@ parameters fitted on a user's runs by ``optimus-calc calibrate`` (analyses/calib
 A profile changes only the parameters it lists: per GPU (catalog ``[gpu."NAME"]`` fields among
 :data:`GPU_FIELDS`), per link and per NIC (``[link."NAME"]`` / ``[nic."NAME"]``: their
 ``efficiency``, :data:`LINK_FIELDS`) and named assumptions (``[assumptions]``, the fields of
-specs/training.Assumptions). Its leave-one-out error replaces the public error range for the GPU
+specs/assumptions.Assumptions). Its leave-one-out error replaces the public error range for the GPU
 it was fitted on (regimes.py). Pure: the file is read by loaders.py; this module validates the
 parsed TOML and applies it.
 """
@@ -78,7 +78,7 @@ def _number(value, where: str) -> float:
 
 def parse_profile(doc: dict, path: str) -> Profile:
     """Validate a parsed profile TOML; errors name the file and the field."""
-    from optimus_calc.specs.training import Assumptions
+    from optimus_calc.specs.assumptions import Assumptions
     p = str(path)[:200]
     known = {"profile", "gpu", "link", "nic", "assumptions", "kept_at_default"}
     for key in doc:
@@ -192,7 +192,7 @@ def assumptions_with(profile: Profile | None, asm):
     """``asm`` (from --assume) over the profile's assumptions: a value typed with --assume wins."""
     if profile is None or not profile.assumptions:
         return asm
-    from optimus_calc.specs.training import Assumptions
+    from optimus_calc.specs.assumptions import Assumptions
     typed = {k: getattr(asm, k) for k in asm.model_fields_set}
     return Assumptions(**{**profile.assumptions, **typed})
 

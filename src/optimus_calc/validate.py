@@ -13,8 +13,9 @@ from optimus_calc.evaluate.optimizer import Impl, device_from, optimizer_step
 from optimus_calc.evaluate.step import estimate_step
 from optimus_calc.regimes import Regime
 from optimus_calc.specs.model import BareModel
-from optimus_calc.specs.training import (Assumptions, Offload, Optimizer, Precision, Recompute,
-                                         Training, ZeroStage)
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import (Offload, Optimizer, Precision, Recompute, Training,
+                                         ZeroStage)
 from optimus_calc.record import record
 
 

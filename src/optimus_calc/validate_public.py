@@ -22,8 +22,9 @@ from optimus_calc.public_cases import SHAPES, PublicRow
 from optimus_calc.record import record
 from optimus_calc.regimes import Regime, regime_for
 from optimus_calc.specs.model import Model
-from optimus_calc.specs.training import (Assumptions, Fp8Recipe, Offload, Precision, Recompute,
-                                         Training, ZeroStage)
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import (Fp8Recipe, Offload, Precision, Recompute, Training,
+                                         ZeroStage)
 
 
 @record

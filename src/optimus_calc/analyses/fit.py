@@ -15,7 +15,8 @@ from optimus_calc.evaluate.batch import resolve_global_batch
 from optimus_calc.evaluate.context import Hardware, check_layout, fill_layout
 from optimus_calc.evaluate.memory import estimate_memory, offload_flags
 from optimus_calc.specs.model import BareModel, Model
-from optimus_calc.specs.training import Assumptions, Layout, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Layout, Training
 from optimus_calc.record import record
 
 if TYPE_CHECKING:

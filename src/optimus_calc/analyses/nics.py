@@ -23,7 +23,8 @@ from optimus_calc.evaluate.context import Hardware
 from optimus_calc.evaluate.engine import evaluate_window
 from optimus_calc.evaluate.strategies.smartnic import SMARTNIC
 from optimus_calc.evaluate.optimusnic import card_update_time, pipeline
-from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, offload_code
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Layout, Offload, Training, offload_code
 from optimus_calc.record import record
 
 MAX_CARDS_PER_GPU = 16  # card counts tried per GPU

@@ -12,7 +12,8 @@ from optimus_calc.search.inputs import SearchInputs, check_offloads
 from optimus_calc.analyses.nics import NicSizing, size_nics
 from optimus_calc.search.plan import PlanResult, plan_search
 from optimus_calc.specs.model import Model
-from optimus_calc.specs.training import Assumptions, Offload
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Offload
 from optimus_calc.record import record
 
 

@@ -9,7 +9,6 @@ import stat
 import sys
 import tempfile
 import unicodedata
-from pathlib import Path
 from typing import Callable
 
 import click

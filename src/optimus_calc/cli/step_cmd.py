@@ -54,7 +54,8 @@ def optimizer_step_cmd(app, params, device, threads, count, sockets, optimizer, 
     from optimus_calc.evaluate.optimizer import (Impl, default_grad_bytes, device_from,
                                                  find_device, optimizer_step)
     from optimus_calc.report.step_view import optimizer_document
-    from optimus_calc.specs.training import Assumptions, Optimizer
+    from optimus_calc.specs.assumptions import Assumptions
+    from optimus_calc.specs.training import Optimizer
     from optimus_calc.units import parse_count
 
     n = parse_count(params, "--params")

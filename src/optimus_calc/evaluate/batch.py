@@ -10,7 +10,7 @@ from dataclasses import fields
 
 import numpy as np
 
-from optimus_calc.specs.training import Layout, Offload, Recompute, Training
+from optimus_calc.specs.training import Layout, Recompute, Training
 
 # Integer codes of the closed sets inside arrays (position in the Enum's declaration order; an
 # offload strategy registered beyond the built-ins takes the next code, see offload_code).

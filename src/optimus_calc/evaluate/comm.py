@@ -15,7 +15,7 @@ from typing import assert_never
 from optimus_calc.equations.recording import eq
 from optimus_calc.errors import InputError
 from optimus_calc.evaluate.context import Hardware, resolve_hardware
-from optimus_calc.specs.training import Assumptions
+from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.evaluate.squeezenic import Approach, CompressSite, Squeeze, squeezenic
 from optimus_calc.evaluate import nccl
 from optimus_calc.evaluate.topology import nic_Bps, ring

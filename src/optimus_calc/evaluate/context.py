@@ -9,7 +9,7 @@ from optimus_calc.catalog import Catalog
 from optimus_calc.errors import FieldError, InputError
 from optimus_calc.specs.hardware import CPU, GPU, NIC, Link, Node, NVMe, SmartNIC
 from optimus_calc.specs.model import BareModel, Model
-from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
+from optimus_calc.specs.training import Layout, Training
 from optimus_calc.record import record
 
 

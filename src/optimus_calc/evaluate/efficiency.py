@@ -15,7 +15,7 @@ from optimus_calc.equations.recording import eq
 from optimus_calc.errors import InputError
 from optimus_calc.evaluate.fp8 import bf16_equivalent
 from optimus_calc.specs.hardware import GPU
-from optimus_calc.specs.training import Assumptions
+from optimus_calc.specs.assumptions import Assumptions
 
 
 def gemm_efficiency(gpu: GPU, h, t, s, b):

@@ -41,7 +41,8 @@ from optimus_calc.evaluate.stages import StageTable, by_strategy, stage_argmax, 
 from optimus_calc.evaluate.strategies.base import bit
 from optimus_calc.evaluate.work import comm_stage, compute_stage
 from optimus_calc.specs.model import BareModel, Model
-from optimus_calc.specs.training import Assumptions, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Training
 from optimus_calc.units import GB
 
 

@@ -10,7 +10,8 @@ from optimus_calc.equations.recording import eq
 from optimus_calc.errors import InputError
 from optimus_calc.specs.hardware import GPU
 from optimus_calc.specs.model import Model
-from optimus_calc.specs.training import Assumptions, Fp8Recipe, Precision, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Fp8Recipe, Precision, Training
 
 
 def is_fp8(tr: Training) -> bool:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.specs.model import BareModel, Model
-from optimus_calc.specs.training import Assumptions, Layout, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Layout, Training
 from optimus_calc.record import record
 
 

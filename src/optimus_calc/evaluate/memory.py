@@ -20,7 +20,8 @@ from optimus_calc.evaluate.strategies import strategy
 from optimus_calc.evaluate.reasons import Reason, reasons_of
 from optimus_calc.evaluate.evaluation import binding_kind
 from optimus_calc.specs.model import BareModel, Model
-from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Layout, Offload, Training
 from optimus_calc.units import fmt_gb
 from optimus_calc.record import record
 

@@ -32,7 +32,8 @@ from optimus_calc.evaluate.offload_step import (AdamImpl, HostCPU, Overlap, expo
                                                 offload_step_phases, strategy_threads,
                                                 threads_per_rank)
 from optimus_calc.specs.hardware import CPU
-from optimus_calc.specs.training import Assumptions, Precision
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Precision
 from optimus_calc.record import record
 
 FP32 = 4.0  # bytes of the fp32 gradient the GPU casts before the copy

@@ -34,7 +34,8 @@ import numpy as np
 from optimus_calc.equations.recording import eq
 from optimus_calc.errors import InputError
 from optimus_calc.specs.hardware import CPU
-from optimus_calc.specs.training import Assumptions, Offload
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
 from optimus_calc.record import record
 

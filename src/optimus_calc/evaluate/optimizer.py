@@ -12,7 +12,8 @@ from optimus_calc.equations.recording import eq
 from optimus_calc.errors import InputError
 from optimus_calc.specs.base import CatalogEntry
 from optimus_calc.specs.hardware import CPU, GPU, SmartNIC
-from optimus_calc.specs.training import Assumptions, Optimizer
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Optimizer
 from optimus_calc.units import GB
 from optimus_calc.record import record
 

@@ -15,7 +15,8 @@ import numpy as np
 from optimus_calc.equations.recording import eq
 from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, device_from, device_time
 from optimus_calc.evaluate.optimizer import flops_per_param
-from optimus_calc.specs.training import Assumptions, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Training
 from optimus_calc.record import record
 
 STAGES = ("gradient in", "update", "weights out")

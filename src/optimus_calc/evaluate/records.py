@@ -16,7 +16,8 @@ from optimus_calc.evaluate.context import Hardware
 from optimus_calc.evaluate.stages import (StageColumns, StageTable, stage_argmax, stage_max,
                                           stage_table)
 from optimus_calc.specs.model import BareModel, Model
-from optimus_calc.specs.training import Assumptions, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Training
 from optimus_calc.record import record
 
 Array = np.ndarray

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, assert_never
 
 from optimus_calc.equations.recording import eq
 from optimus_calc.errors import InputError
-from optimus_calc.specs.training import Assumptions
+from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.units import GB
 from optimus_calc.record import record
 

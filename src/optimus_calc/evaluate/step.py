@@ -17,7 +17,8 @@ from optimus_calc.evaluate.engine import evaluate
 from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
 from optimus_calc.errors import InputError
 from optimus_calc.specs.model import BareModel, Model
-from optimus_calc.specs.training import Assumptions, Layout, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Layout, Training
 from optimus_calc.record import record
 
 if TYPE_CHECKING:

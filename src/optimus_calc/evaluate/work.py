@@ -15,7 +15,7 @@ from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, Memory
 from optimus_calc.evaluate import nccl
 from optimus_calc.evaluate.topology import all_to_all, group, neighbour, nic_Bps, placement
 from optimus_calc.specs.model import Model
-from optimus_calc.specs.training import Assumptions
+from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.units import GB
 
 

@@ -27,7 +27,8 @@ from typing import assert_never
 from optimus_calc.frameworks.exporting import grad_accumulation, node_split, require
 from optimus_calc.frameworks.megatron_deepspeed_export import launch_args
 from optimus_calc.frameworks import Framework
-from optimus_calc.specs.training import Assumptions, Offload, Optimizer, Precision, Recompute
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Offload, Optimizer, Precision, Recompute
 
 # DeepSpeed's NVMe offload needs a directory on the node's NVMe drives; this is the example
 # path DeepSpeed's documentation uses, to be replaced by the user's mount point.

@@ -46,7 +46,7 @@ def list_document() -> Document:
 
 
 def assumptions_document() -> Document:
-    from optimus_calc.specs.training import Assumptions
+    from optimus_calc.specs.assumptions import Assumptions
     a = Assumptions()
     values = a.model_dump()
     rows = [{"name": n, "default": values[n], "description": f.description}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from optimus_calc.report.common import (TrainRequest, context_row, layout_data, pct,
                                         shown_training, train_figures)
-from optimus_calc.frameworks import Export, Framework, exports_for
+from optimus_calc.frameworks import Framework, exports_for
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB

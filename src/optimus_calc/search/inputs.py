@@ -6,7 +6,8 @@ from __future__ import annotations
 from optimus_calc.errors import FieldError
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.specs.model import Model
-from optimus_calc.specs.training import Assumptions, Offload, Recompute, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Offload, Recompute, Training
 from optimus_calc.record import record
 
 

@@ -27,7 +27,8 @@ from optimus_calc.frameworks import Framework, Reason as FrameworkReason
 from optimus_calc.search.pools import Pending, SearchState, Tally
 from optimus_calc.search.space import Chunk, Gather, Space, grid_rules, rejected
 from optimus_calc.specs.model import Model
-from optimus_calc.specs.training import Assumptions, Offload, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Offload, Training
 from optimus_calc.record import record
 
 

@@ -12,7 +12,8 @@ from optimus_calc.search.passes import (CHUNK_ELEMENTS, SearchResult, _rank, _sh
                                         search)
 from optimus_calc.search.space import Space, grid_rules
 from optimus_calc.specs.model import Model
-from optimus_calc.specs.training import Assumptions, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Training
 
 
 # A large search allocates and frees many arrays of a few MB (each chunk's temporaries). glibc

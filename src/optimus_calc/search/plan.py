@@ -9,20 +9,20 @@ import numpy as np
 
 from optimus_calc.catalog import Catalog
 from optimus_calc.errors import FieldError
-from optimus_calc.evaluate.context import Hardware, resolve_hardware
+from optimus_calc.evaluate.context import Hardware
 from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory, memory_from
 from optimus_calc.evaluate.step import StepEstimate, batch_terms, estimate_step
 from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.batch import RECOMPUTE_CODES, Batch
 from optimus_calc.evaluate.engine import evaluate, usable_gpu_bytes
 from optimus_calc.frameworks import Framework, layout_support, layouts_support
-from optimus_calc.frameworks import Reason as FrameworkReason
 from optimus_calc.search.inputs import SearchInputs, offload_targets
-from optimus_calc.search.passes import Objective, search
+from optimus_calc.search.passes import Objective
 from optimus_calc.search.per_framework import groups_note, search_per_framework
 from optimus_calc.search.space import enumerate_space, offload_variants
 from optimus_calc.specs.model import Model
-from optimus_calc.specs.training import Assumptions, Layout, Offload, Training, ZeroStage
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Layout, Offload, Training, ZeroStage
 from optimus_calc.units import fmt_gb
 from optimus_calc.record import record
 

@@ -11,7 +11,8 @@ import numpy as np
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.record import record
 from optimus_calc.specs.model import Model
-from optimus_calc.specs.training import Assumptions, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Training
 
 
 @record(frozen=False)

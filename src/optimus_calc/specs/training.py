@@ -246,7 +246,3 @@ class Layout(Frozen):
                              "give --etp: Megatron-LM's parallel folding)")
         return self
 
-
-# The named assumptions live in specs/assumptions.py; some 60 modules (search/ among them, another
-# branch's scope this round) still import the class from here: they move in one later change.
-from optimus_calc.specs.assumptions import Assumptions  # noqa: E402,F401

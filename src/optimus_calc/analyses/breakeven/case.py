@@ -20,7 +20,8 @@ from optimus_calc.evaluate.engine import evaluate
 from optimus_calc.evaluate.stages import StageTable, stage_table
 from optimus_calc.evaluate.hw_params import Param
 from optimus_calc.specs.model import Model
-from optimus_calc.specs.training import Assumptions, Layout, Offload, Training
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.training import Layout, Offload, Training
 from optimus_calc.record import record
 
 
