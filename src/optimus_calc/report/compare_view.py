@@ -58,6 +58,12 @@ def compare_document(cmp, train: TrainRequest | None = None) -> Document:
         notes.append(f"best what-if (hardware the node lacks, or no framework runs it): "
                      f"{w['strategy']}, step {w['step_time_s']:.2f} s, GPU memory "
                      f"{w['gpu_memory_bytes'] / GB:.1f} GB")
+    longer = [r["strategy"] for r in rows
+              if r["optimizer_exposed_s"] > r["optimizer_s"] * (1 + 1e-9)]
+    if longer:
+        notes.append("exposed s: what the step waits for, the optimizer step and its transfers "
+                     "to and from the device that do not hide; above opt step s where the "
+                     f"transfers outlast the step ({', '.join(longer)})")
     for r in rows:
         if r["reasons"]:
             notes.append(f"{r['strategy']}: {'; '.join(r['reasons'])}")
