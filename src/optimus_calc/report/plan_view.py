@@ -127,7 +127,9 @@ def _plan_columns(rows: list[dict], train: TrainRequest | None) -> list[Column]:
     cols += [Column("zero", "ZeRO"), Column("offload_txt", "offload", align="left"),
              Column("recompute", "recompute", align="left"),
              Column("sp_txt", "SP", compact=False),
-             Column("micro_batch", "mb"), Column("interleave", "v", compact=False),
+             Column("micro_batch", "mb"),
+             # kept in the compact table when rows interleave: else two rows can look the same
+             Column("interleave", "v", compact=any(r["interleave"] > 1 for r in rows)),
              Column("global_batch", "batch", compact=False),
              Column("gpu_GB", "GPU GB", ".1f"),
              Column("headroom_GB", "free GB (of usable)", ".1f", compact=False),

@@ -1,0 +1,20 @@
+"""The plan's top-K table tells its rows apart."""
+
+
+def _header(text: str) -> list[str]:
+    return next(line for line in text.splitlines() if line.startswith("#   framework")).split()
+
+
+def test_interleave_column_when_rows_interleave(run):
+    # plan llama70b --nodes 2: rows 1 and 2 are one layout at v 1 and v 2 (JSON `interleave`),
+    # which the table showed as two identical rows before the v column was kept
+    d = run("plan", "llama70b", "--nodes", 2, "--format", "json").json()
+    assert any(c["interleave"] > 1 for c in d["candidates"])
+    assert "v" in _header(run("plan", "llama70b", "--nodes", 2).out)
+
+
+def test_no_interleave_column_without_interleaving(run):
+    # PP 1 everywhere: no row interleaves, the 120-column table keeps its width
+    d = run("plan", "llama-2-7b", "--pp", 1, "--format", "json").json()
+    assert all(c["interleave"] == 1 for c in d["candidates"])
+    assert "v" not in _header(run("plan", "llama-2-7b", "--pp", 1).out)
