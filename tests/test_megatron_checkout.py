@@ -13,24 +13,12 @@ from pathlib import Path
 import pytest
 
 from optimus_calc.hf_import import load_hf_config
+from test_framework_parsers import _export, _plan
 
 HF = Path(__file__).parent / "data" / "hf"
 
 CHECKOUT = ("needs a Megatron-LM checkout at d98e8a64 on PYTHONPATH (megatron.training is not in "
             "the megatron-core wheel; run outside CI, docs/frameworks.md)")
-
-
-def _export(run, tmp_path, *args) -> str:
-    out = tmp_path / "export.out"
-    r = run("plan", *args, "-o", out)
-    assert r.code == 0, r.err
-    return out.read_text()
-
-
-def _plan(run, *args) -> dict:
-    r = run("plan", *args, "--format", "json")
-    assert r.code == 0, r.err
-    return r.json()["recommended"]
 
 
 # ---- Megatron-LM --------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from optimus_calc.analyses.breakeven.inversion import Inversion
+from optimus_calc.analyses.breakeven.inversion import Inversion, smallest_root
 
 TOL = 1e-9  # the goal holds within this much of 0 (as sym.invert's target + 1e-9 max(1, |target|))
 
@@ -47,20 +47,9 @@ def invert(f: dict, values: dict, cap: float, integer: bool = False,
 
     if ok(floor_x):
         return Inversion(floor_x, "holds for any value", any_value=True)
-    best: tuple[float, str] | None = None
-    for root, text in f["roots"]:
-        x = _num(root, 1.0, values)
-        if not (x > 0 and math.isfinite(x)) or x > cap * (1 + 1e-12):
-            continue
-        if integer:
-            x = float(math.ceil(x - 1e-9))
-        if not ok(x):
-            continue
-        if best is None or x < best[0]:
-            best = (x, text)
-    if best is not None:
-        return Inversion(best[0], best[1])
-    return Inversion(None, f["text"], _num(goal, cap, values))
+    found = smallest_root(((_num(root, 1.0, values), text) for root, text in f["roots"]), ok,
+                          cap, integer)
+    return found or Inversion(None, f["text"], _num(goal, cap, values))
 
 
 def roof_at(f: dict, values: dict, x: float) -> float:

@@ -35,7 +35,7 @@ from optimus_calc.equations.offload import W_o
 from optimus_calc.equations.optimusnic import (B_cl, B_gl, P_o, T_in, T_out, T_pipe, T_up,
                                                b_gr, b_wt, exposed_time,
                                                n_gc, n_L, pipeline_time)
-from optimus_calc.analyses.breakeven.inversion import Inversion
+from optimus_calc.analyses.breakeven.inversion import Inversion, smallest_root
 
 X = sp.Symbol("x", positive=True)  # the parameter, in its catalog unit
 TARGET = sp.Symbol("tau", real=True)           # the goal: expression <= tau
@@ -107,23 +107,10 @@ def invert(expr: sp.Expr, values: dict, target: float, cap: float, integer: bool
 
     if ok(floor_x):
         return Inversion(floor_x, "holds for any value", any_value=True)
-    best: tuple[float, str] | None = None
-    for piece in branches(expr):
-        if X not in piece.free_symbols:
-            continue
-        for root in _roots(piece):
-            x = num(root)
-            if not (x > 0 and math.isfinite(x)) or x > cap * (1 + 1e-12):
-                continue
-            if integer:
-                x = float(math.ceil(x - 1e-9))
-            if not ok(x):
-                continue
-            if best is None or x < best[0]:
-                best = (x, f"x = {sp.sstr(root)}")
-    if best is not None:
-        return Inversion(best[0], best[1])
-    return Inversion(None, sp.sstr(expr), num(expr, cap))
+    roots = ((num(root), f"x = {sp.sstr(root)}") for piece in branches(expr)
+             if X in piece.free_symbols for root in _roots(piece))
+    found = smallest_root(roots, ok, cap, integer)
+    return found or Inversion(None, sp.sstr(expr), num(expr, cap))
 
 
 def binding_pieces(expr: sp.Expr, values: dict, x: float) -> list[sp.Expr]:
