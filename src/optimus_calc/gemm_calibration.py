@@ -22,7 +22,7 @@ from optimus_calc.evaluate.efficiency import attention_flops, compute_efficiency
 from optimus_calc.evaluate.memory import estimate_memory
 from optimus_calc.evaluate.shapes import split_layers
 from optimus_calc.evaluate.step import estimate_step
-from optimus_calc.evaluate.work import layer_flops, recompute_flops
+from optimus_calc.evaluate.work import attention_recomputed, layer_flops, recompute_flops
 from optimus_calc.specs.hardware import GPU
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.assumptions import Assumptions
@@ -118,12 +118,13 @@ def _affine(model: Model, hw, layout, tr: Training, asm: Assumptions, model_flop
     # attention share of the most loaded stage's compute FLOPs, as step.py counts them
     s = tr.seq_len
     f_l, f_h = layer_flops(model, s)
-    f_r = float(recompute_flops(model, s, RECOMPUTE_CODES.index(tr.recompute), f_l))
+    rc = RECOMPUTE_CODES.index(tr.recompute)
+    f_r = float(recompute_flops(model, s, rc, f_l, asm.selective_policy))
     layers = max(split_layers(model.layers, layout.pp))
     work = dict(F_h=f_h, F_l=f_l, L_stage=layers, lambda_h=1, tau_g=1.0)
     total = float(eq.step__forward_flops(**work) + eq.step__backward_flops(F_r=f_r, **work))
     attn = float(attention_flops(1.0, layers, s, (model.score_dim + model.value_dim) / 2,
-                                 tr.recompute is not Recompute.NONE))
+                                 bool(attention_recomputed(rc, asm.selective_policy))))
     # a fused kernel executes half of the causal attention core (compute.causal_attention_flops)
     executed = float(eq.compute__causal_attention_flops(F_af=attn,
                                                         kappa_c=float(tr.flash_attention)))

@@ -228,6 +228,7 @@ tokens_per_s = equation(
 d_s = sym("d_s", "score width: heads x query/key head dim (MLA: nope + rope dims)")
 d_v = sym("d_v", "value width: heads x value head dim")
 s_q = sym("s", "sequence length, tokens", positive=True)
+h_a = sym("h", "hidden size", positive=True)
 F_af = sym("F_af", "forward FLOPs of the attention core on the stage, FLOP")
 r_a = sym("r_a", "1 when the attention core is recomputed (full or selective), else 0")
 f_e = sym("f_e", "HBM passes of element-wise work per stored activation byte (assumed, "
@@ -252,6 +253,25 @@ attention_backward_flops = equation(
     NARAYANAN + ": backward = 2 x forward; recomputation re-runs the attention core's forward "
     "(Korthikanti et al. 2022 section 5: selective recomputes exactly this part)",
     "Attention-core FLOPs of the stage's backward pass, with its recomputed forward.")
+
+TT_SAC = ("torchtitan selective op activation checkpointing (`selective_ac_option = \"op\"`, the "
+          "llama3 recipes' default): torchtitan/distributed/activation_checkpoint.py L98-123 and "
+          "the save list torchtitan/models/llama3/infra/parallelize.py L36-52 @ v0.2.2 "
+          "(torchtitan/parallelisms/parallelize_llama.py L214-262 @ 9dec370, the 2024-12 "
+          "benchmarks, the same rule)")
+f_kw = sym("f_k", "K projection width: KV heads x key head dim")
+f_rm = sym("f_rm", "MLP width whose GEMM op-SAC recomputes: the FFN width of a dense layer; an "
+           "MoE layer's routed experts k m_m f_x (torch._grouped_mm is not in the save list) "
+           "plus its shared experts' width")
+op_sac_recompute_flops_per_token = equation(
+    "step.op_sac_recompute_flops_per_token", 2 * h_a * (f_kw + d_v + f_rm), "FLOP",
+    TT_SAC + ": the block saves the outputs of the ops in the save list (aten.mm, the SDPA "
+    "kernels, reduce-scatter, max) except every second aten.mm. A Llama block runs its mms as "
+    "wq, wk, wv, wo, w1, w3, w2 (models/llama3/model/model.py L251, L304, L343): wk, wo and w3 "
+    "are re-run in the backward, 2 h (kv + d_v + f) FLOPs per token; the SDPA output is saved, "
+    "so the attention core is not",
+    "Forward FLOPs per token and layer that torchtitan's selective (op) recomputation re-runs "
+    "(F_r of selective recomputation under Assumptions.selective_policy = 1).")
 
 elementwise_forward_passes = equation(
     "step.elementwise_forward_passes", sp.Min(1, f_e), "passes",

@@ -27,7 +27,7 @@ import numpy as np
 from optimus_calc.equations.recording import Recorder, eq, recording, set_scope, set_stage
 from optimus_calc.evaluate import fp8
 from optimus_calc.evaluate import strategies as S
-from optimus_calc.evaluate.batch import Batch
+from optimus_calc.evaluate.batch import R_SELECTIVE, Batch
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.evaluate.evaluation import Evaluation
 from optimus_calc.evaluate.offload_step import persistent_params
@@ -36,7 +36,7 @@ from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devices, HostState,
                                            MemoryRecord, OptimizerInputs, OptimizerRecord,
                                            make_ctx, number)
-from optimus_calc.evaluate.shapes import activation_coefficients
+from optimus_calc.evaluate.shapes import activation_coefficients, op_sac_widths
 from optimus_calc.evaluate.stages import StageTable, by_strategy, stage_argmax, stage_max
 from optimus_calc.evaluate.strategies.base import bit
 from optimus_calc.evaluate.work import comm_stage, compute_stage
@@ -154,8 +154,13 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
     layer_args = dict(a=model.heads, b=ctx.mb, c=ctx.cp, d=int(tr.dropout), h=model.hidden,
                       m_c=m_c, phi=int(tr.flash_attention), q_c=q_c, s=ctx.s, sigma=sigma,
                       t=ctx.t)
-    act_layer = fp8.activation_layer_bytes(
-        ctx, eq.memory__activation_layer_bytes(r=ctx.rc, **layer_args), layer_args)
+    act_layer = eq.memory__activation_layer_bytes(r=ctx.rc, **layer_args)
+    if asm.selective_policy:  # torchtitan's op AC keeps its own set (memory.op_sac_layer_bytes)
+        i_c, o_c, _, _ = op_sac_widths(model, asm.selective_policy)
+        sac = eq.memory__op_sac_layer_bytes(i_c=i_c, o_c=o_c, **{
+            k: layer_args[k] for k in ("b", "c", "h", "s", "sigma", "t")})
+        act_layer = np.where(ctx.rc == R_SELECTIVE, sac, act_layer)
+    act_layer = fp8.activation_layer_bytes(ctx, act_layer, layer_args)
     act = eq.memory__stage_activation_bytes(
         L_s=st.layers, M_layer=act_layer, V=model.vocab, b=ctx.mb, beta_l=asm.logits_bytes,
         c=ctx.cp, lambda_l=st.last, n_f=np.minimum(ctx.pp - st.index, ctx.m), p=ctx.pp,

@@ -116,3 +116,34 @@ def activation_coefficients(model: Model) -> tuple[float, float]:
              + 4 * model.experts / h)
     m_c = (model.dense_layers * dense_c + model.moe_layers * moe_c) / model.layers
     return q_c, m_c
+
+
+def op_sac_widths(model: Model, policy: float = 1) -> tuple[float, float, float, float]:
+    """(i_c, o_c, f_k, f_rm) of torchtitan's selective op AC (memory.op_sac_layer_bytes,
+    step.op_sac_recompute_flops_per_token), averaged over the model's layers.
+
+    The block's aten.mm calls run in order; the odd ones' outputs are saved, the even ones
+    re-run (torchtitan/distributed/activation_checkpoint.py L108-118 @ v0.2.2). Attention: wq
+    (saved, q_dim), wk (re-run, f_k), wv (saved, n_kv x d_v), wo (re-run, d_v = value_dim), and
+    the SDPA output (saved, value_dim). A dense MLP runs w1, w3, w2 (models/llama3/model/
+    model.py L343): w1's and w2's outputs are saved, w3 re-runs (f). An MoE layer (models/moe/
+    moe.py L490-545): the router gate (saved, E wide), the routed experts' torch._grouped_mm
+    (not in the save list: every expert GEMM re-runs, k m_m f_x), then the shared experts' w1
+    (re-run), w3 (saved) and w2 (re-run). ``policy`` 2, torchao float8 linears: their
+    torch._scaled_mm is not in the save list (parallelize.py L36-52), so only the block input
+    and the SDPA output stay and every weight GEMM re-runs (f_rm = -1 marks "all of them":
+    work.recompute_flops takes the layer's weight GEMMs)."""
+    h = model.hidden
+    f_k = model.n_kv * model.d_head
+    if policy == 2:
+        return 2.0, 2 * model.value_dim / h, f_k, -1.0
+    attn_kept = model.score_dim + model.n_kv * model.d_value + model.value_dim
+    dense_kept, dense_rm = model.ffn_hidden, float(model.ffn_hidden)
+    if not model.is_moe:
+        return 4.0, 2 * (attn_kept + dense_kept) / h, f_k, dense_rm
+    shared = model.shared_experts * model.shared_ffn if model.shared_experts else 0
+    moe_kept = model.experts + shared
+    moe_rm = model.top_k * model.ffn_type.matrices * model.expert_ffn + 2 * shared
+    kept = (model.dense_layers * dense_kept + model.moe_layers * moe_kept) / model.layers
+    rm = (model.dense_layers * dense_rm + model.moe_layers * moe_rm) / model.layers
+    return 4.0, 2 * (attn_kept + kept) / h, f_k, rm

@@ -12,6 +12,7 @@ from optimus_calc.evaluate.efficiency import causal_factor, compute_efficiency, 
 from optimus_calc.evaluate.fp8 import amax_time, bf16_head_flops, fp8_gemm_ratio
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord
+from optimus_calc.evaluate.shapes import op_sac_widths
 from optimus_calc.evaluate import nccl
 from optimus_calc.evaluate.topology import all_to_all, group, neighbour, nic_Bps, placement
 from optimus_calc.specs.model import Model
@@ -32,13 +33,30 @@ def layer_flops(model: Model, seq: int) -> tuple[float, float]:
     return f_l, float(eq.compute__logits_flops_per_token(V=model.vocab, h=model.hidden))
 
 
-def recompute_flops(model: Model, seq: int, rc, f_l: float):
+def recompute_flops(model: Model, seq: int, rc, f_l: float, policy: float = 0):
     """F_r of step.backward_flops: full recomputation re-runs the layer's forward, selective
-    the attention core (scores and values, Korthikanti et al. 2022 section 5)."""
+    the attention core (scores and values, Korthikanti et al. 2022 section 5), or under
+    torchtitan's op AC (``policy`` 1, Assumptions.selective_policy) every second weight GEMM,
+    and with torchao float8 linears (``policy`` 2) every weight GEMM."""
     rc = np.asarray(rc)
     core = eq.step__attention_core_flops_per_token(d_s=model.score_dim, d_v=model.value_dim,
                                                    s=seq)
-    return np.where(rc == R_FULL, f_l, np.where(rc == R_SELECTIVE, core, 0.0))
+    if policy == 2:  # torchao float8 linears: every weight GEMM re-runs, not the core
+        sel = f_l - core
+    elif policy:
+        _, _, f_k, f_rm = op_sac_widths(model, policy)
+        sel = eq.step__op_sac_recompute_flops_per_token(d_v=model.value_dim, f_k=f_k,
+                                                        f_rm=f_rm, h=model.hidden)
+    else:
+        sel = core
+    return np.where(rc == R_FULL, f_l, np.where(rc == R_SELECTIVE, sel, 0.0))
+
+
+def attention_recomputed(rc, policy: float):
+    """r_a of step.attention_backward_flops: full recomputation re-runs the attention core, and
+    so does Korthikanti's selective; torchtitan's op AC (policy 1, 2) saves the SDPA output."""
+    rc = np.asarray(rc)
+    return (rc == R_FULL) | ((rc == R_SELECTIVE) & (policy == 0))
 
 
 def modules_per_layer(model: Model, asm: Assumptions) -> float:
@@ -88,7 +106,7 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     Ls, last = ctx.st.layers, ctx.st.last
     peak = check_precision(hw.gpu, tr.precision)
     f_l, f_h = layer_flops(model, s)
-    f_r = recompute_flops(model, s, rc, f_l)
+    f_r = recompute_flops(model, s, rc, f_l, asm.selective_policy)
     tokens = ctx.gb * s
     tau = tokens / (ctx.dp * ctx.cp * ctx.t)
     F_fwd = eq.step__forward_flops(F_h=f_h, F_l=f_l, L_stage=Ls, lambda_h=last, tau_g=tau)
@@ -101,7 +119,8 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     kappa = causal_factor(tr.flash_attention)
     f_att = eq.step__attention_core_flops(L_stage=Ls, d_s=model.score_dim, d_v=model.value_dim,
                                           s=s, tau_g=tau)
-    f_att_b = eq.step__attention_backward_flops(F_af=f_att, r_a=(rc != R_NONE))
+    f_att_b = eq.step__attention_backward_flops(
+        F_af=f_att, r_a=attention_recomputed(rc, asm.selective_policy))
     x_f, x_b, eta_x, route = _moe_work(ctx, tau, (rc == R_FULL))
     eff = dict(gpu=hw.gpu, h=model.hidden, t=ctx.t, s=s / ctx.cp, b=ctx.mb,
                flash=tr.flash_attention, asm=asm, kernel=tr.attention_kernel, eta_x=eta_x,

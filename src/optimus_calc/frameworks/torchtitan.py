@@ -166,6 +166,19 @@ PROFILE = PhysicsProfile((
             "L334-357"),
     # MoE experts: one torch._grouped_mm per projection over all local experts
     Setting("moe_expert_gemm_streams", 1e6, "torchtitan/models/moe/moe.py L37, L113-128"),
+    # --recompute selective is torchtitan's op AC (selective_ac_option "op", the recipes'
+    # default): every other aten.mm and the SDPA output saved, the rest re-run. torchao float8
+    # linears run torch._scaled_mm, not in the save list: all of them re-run (2). (The 2024-12
+    # list also saved aten.abs, the float8 inputs' |x|: more memory in that version.)
+    Setting("selective_policy", 1, "torchtitan/distributed/activation_checkpoint.py L98-123; "
+            "torchtitan/models/llama3/infra/parallelize.py L36-52", ("bf16",)),
+    Setting("selective_policy", 2, "torchtitan/models/llama3/infra/parallelize.py L36-52 (no "
+            "torch._scaled_mm in the save list)", ("fp8",)),
+    # the loss: cross_entropy(pred.flatten(0, 1).float(), ...) while the train step still holds
+    # the bf16 logits `pred` (deleted only after the loss): 2 (bf16 pred) + 4 (its fp32 copy) +
+    # 4 (log_softmax's fp32 output, saved for the backward) bytes per logit at the loss
+    Setting("logits_bytes", 10, "torchtitan/components/loss.py L20-26; torchtitan/train.py "
+            "L532-542 (the 2024-12 benchmark's train.py L303-308 the same)"),
 ))
 
 PLUGIN = FrameworkPlugin(

@@ -58,6 +58,11 @@ def memory__nvme_host_bytes(B_hg, G_n, N_buf, P_buf, b_buf):
     return G_n*(B_hg + N_buf*P_buf*b_buf)
 
 
+def memory__op_sac_layer_bytes(b, c, h, i_c, o_c, s, sigma, t):
+    """memory.op_sac_layer_bytes [bytes]: torchtitan selective op activation checkpointing (torchtitan/distributed/activation_checkpoint.py L98-123, save list models/llama3/infra/parallelize.py L36-52 @ v0.2.2): the block's input (the checkpoint's) and the outputs of the odd aten.mm calls (wq, wv, w1, w2 in a Llama block) and of the SDPA kernel stay; norms, activations, residual sums and the even mms are recomputed. The input and w2's output are h wide (sequence-sharded under SP); the rest is TP-sharded. torchao float8 linears run torch._scaled_mm, not in the list: only the input and the SDPA output stay"""
+    return b*h*s*(i_c/(sigma*(t - 1) + 1) + o_c/t)/c
+
+
 def memory__optimizer_bytes(N_d, P, Z, b_o, f_k, o_o):
     """memory.optimizer_bytes [bytes]: Rajbhandari et al. 2020 (ZeRO) section 5.1, P_os; seeds/optimusnic.md section 3.1 (12D/N_p)"""
     return P*b_o*(-o_o*(1 - f_k) + 1)*numpy.where(numpy.greater_equal(Z, 1), N_d**(-1.0), 1)

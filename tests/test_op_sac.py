@@ -1,0 +1,66 @@
+"""torchtitan's selective (op) activation checkpointing and its loss's logits (issue 32: each
+framework's own physics). Sources: torchtitan/distributed/activation_checkpoint.py L98-123, the
+save list models/llama3/infra/parallelize.py L36-52, components/loss.py L20-26 and train.py
+L532-542 @ v0.2.2.
+
+Llama 3 8B (catalog): h 4096, 32 heads x 128 (q_dim 4096), 8 KV heads (kv 1024), SwiGLU f 14336,
+32 layers, vocabulary 128,256."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimus_calc.equations.recording import eq
+from optimus_calc.evaluate.shapes import op_sac_widths
+
+STEP = ("llama-3-8b", "--node", "grand-teton-h100", "--nodes", "1", "--zero", "3",
+        "--framework", "torchtitan", "--micro-batch", "2", "--global-batch", "16",
+        "--seq-len", "8192", "--format", "json")
+
+
+def test_llama_block_widths(cat):
+    # saved: wq 4096 + wv 1024 + SDPA 4096 + w1 14336 = 23,552 -> o_c = 2 x 23552 / 4096 = 11.5;
+    # the block input and w2's output: i_c = 4; re-run: wk (1024), wo (4096), w3 (14336)
+    m = cat.get("llama-3-8b", "model")
+    assert op_sac_widths(m, 1) == pytest.approx((4.0, 11.5, 1024, 14336))
+    # float8 linears: only the input (2) and the SDPA output (2 x 4096 / 4096 = 2) stay
+    assert op_sac_widths(m, 2)[:2] == pytest.approx((2.0, 2.0))
+    # 2 h (kv + d_v + f) = 2 x 4096 x 19,456 = 159,383,552 FLOPs per token and layer
+    assert float(eq.step__op_sac_recompute_flops_per_token(
+        d_v=4096, f_k=1024, f_rm=14336, h=4096)) == 159_383_552
+
+
+def test_moe_block_widths(cat):
+    # Qwen3-30B-A3B (catalog): h 2048, 32 heads x 128 (q_dim 4096), 4 KV heads (kv 512), 48
+    # MoE layers, 128 experts, top-8 of width 768, SwiGLU, no shared expert. Saved: wq 4096 +
+    # wv 512 + SDPA 4096 + the router's 128 logits = 8,832 -> o_c = 2 x 8832 / 2048 = 8.625;
+    # re-run: every routed expert GEMM (8 x 3 x 768 = 18,432) besides wk and wo
+    m = cat.get("qwen3-30b-a3b", "model")
+    assert (m.moe_layers, m.experts, m.top_k, m.expert_ffn) == (48, 128, 8, 768)
+    assert op_sac_widths(m, 1) == pytest.approx((4.0, 8.625, 512, 18432))
+
+
+def test_torchtitan_memory_keeps_the_op_sac_set_and_its_loss_logits(run):
+    # per layer and micro-batch: s b h (i_c + o_c) = 8192 x 2 x 4096 x 15.5 = 1,040,187,392 B;
+    # x 32 layers = 33,285,996,544; the loss holds 10 bytes per logit (bf16 pred 2, its fp32
+    # copy 4, log_softmax's fp32 output 4): 8192 x 2 x 128,256 x 10 = 21,013,463,040
+    d = run("memory", *STEP, "--recompute", "selective").json()
+    assert d["per_gpu"]["activations_bytes"] == pytest.approx(33_285_996_544 + 21_013_463_040,
+                                                              rel=1e-9)
+
+
+def test_torchtitan_selective_reruns_gemms_not_the_attention_core(run):
+    # Korthikanti's selective re-runs the core, 2 s (d_s + d_v) = 2 x 8192 x 8192 = 134,217,728
+    # FLOPs per token and layer; op AC re-runs 159,383,552 of weight GEMMs instead: + 25,165,824
+    # x 32 layers x 131,072 tokens (16 x 8192) = 1.05553e14 hardware FLOPs per step
+    tt = run("step", *STEP, "--recompute", "selective").json()
+    ko = run("step", *STEP, "--recompute", "selective",
+                 "--assume", "selective_policy=0").json()
+    assert tt["hardware_flops"] - ko["hardware_flops"] == pytest.approx(
+        25_165_824 * 32 * 131_072, rel=1e-9)
+
+
+def test_selective_policy_is_a_policy(run):
+    r = run("step", *STEP[:-2], "--assume", "selective_policy=0.5")
+    assert r.code == 2 and r.err.strip() == (
+        "error: --assume selective_policy: must be 0, 1 or 2 (a policy)")
