@@ -80,6 +80,8 @@ T_fix = sym("T_fix", "fixed costs of the step not hidden by GPU work (step.fixed
 T_s0 = sym("T_s0", "fixed time per optimizer step (Assumptions.step_fixed_s), s")
 t_l0 = sym("t_l0", "fixed time per layer per micro-batch, forward + backward "
            "(Assumptions.layer_fixed_s), s")
+t_mh = sym("t_mh", "host time per MoE layer per micro-batch, forward + backward, the GPU "
+           "waits for after the token dispatcher's host sync (Assumptions.moe_layer_host_s), s")
 T_step = sym("T_step", "step time, s", positive=True)
 F_mod = sym("F_model", "model FLOPs of the step (no recompute)")
 N_g = sym("N_gpus", "GPUs in the cluster", positive=True)
@@ -197,14 +199,21 @@ dp_exposed_time = equation(
     "Part of the data-parallel communication the compute windows do not hide.")
 
 fixed_time = equation(
-    "step.fixed_time", T_s0 + t_l0 * L_s * m, "s",
-    "assumed (both default 0; no public source gives them in seconds): host work once per "
-    "optimizer step (Megatron's NaN scan of the gradient buffers, DeepSpeed's per-tensor "
+    "step.fixed_time", T_s0 + t_l0 * L_s * m + t_mh * L_moe * m, "s",
+    "assumed (T_s0, t_l0 default 0; no public source gives them in seconds): host work once "
+    "per optimizer step (Megatron's NaN scan of the gradient buffers, DeepSpeed's per-tensor "
     "overflow syncs and .item() norms, torchtitan's periodic GC; docs/reference/"
     "framework-physics.md section 5) and per layer per micro-batch (kernel launches, module "
     "hooks); serialised with the GPU work, as on small models where the host binds. Fitted by "
-    "`calibrate` from runs that differ in layers x micro-batches per step",
-    "Framework fixed costs of the stage in one step: per step plus per layer and micro-batch.")
+    "`calibrate` from runs that differ in layers x micro-batches per step. Per MoE layer and "
+    "micro-batch, t_mh: a dropless token dispatcher reads the token counts on the host "
+    "(Megatron-LM core/transformer/moe/token_dispatcher.py L452-470, L590-616 @ d98e8a6: a "
+    "CUDA sync point in every MoE layer; torchtitan distributed/expert_parallel.py L134-135 @ "
+    "v0.2.2: .tolist()), so the GPU's queue drains there and the launches after it are "
+    "exposed ('gaps between GPU kernels where CPU cannot launch kernels fast enough', "
+    "moe/README.md L254-263); fitted on public MoE training rows (benchmarks/fit_moe_host.py)",
+    "Framework fixed costs of the stage in one step: per step, per layer and micro-batch, "
+    "and per MoE layer and micro-batch.")
 
 step_time = equation(
     "step.time",

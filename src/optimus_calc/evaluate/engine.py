@@ -328,8 +328,10 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
     terms = dict(T_f=comp.T_f, T_b=comp.T_b, T_bubble=comp.bubble, T_tp=comm.T_tp,
                  T_cp=comm.T_cp, T_ep=comm.T_ep, T_pp=comm.T_pp, T_dp=comm.T_dpx,
                  T_opt=opt.exposed_s, T_po=T_po,
-                 T_fix=eq.step__fixed_time(L_stage=ctx.st.layers, T_s0=ctx.asm.step_fixed_s,
-                                           m=ctx.m, t_l0=ctx.asm.layer_fixed_s))
+                 T_fix=eq.step__fixed_time(L_stage=ctx.st.layers, L_moe=ctx.st.moe_layers,
+                                           T_s0=ctx.asm.step_fixed_s, m=ctx.m,
+                                           t_l0=ctx.asm.layer_fixed_s,
+                                           t_mh=ctx.asm.moe_layer_host_s))
     step_stage = eq.step__time(**terms)
     worst_t = stage_argmax(step_stage)
     step = stage_max(step_stage)

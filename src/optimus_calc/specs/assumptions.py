@@ -109,31 +109,21 @@ class Assumptions(Frozen):
                     "forward adds one (derived, not measured)")
     selective_policy: float = Field(
         default=0, ge=0, le=2,
-        description="what --recompute selective keeps: 0 = Korthikanti et al. 2022's selective "
-                    "recomputation (Megatron-LM core_attn: the attention core re-runs, the rest "
-                    "is stored); 1 = torchtitan's selective op AC (the outputs of every other "
-                    "aten.mm and of the SDPA kernel are saved, the rest re-runs: "
-                    "memory.op_sac_layer_bytes, step.op_sac_recompute_flops_per_token); 2 = the "
-                    "same with torchao float8 linears (torch._scaled_mm is not saved: every "
-                    "weight GEMM re-runs). 0, 1 or 2; the torchtitan profile sets 1 (bf16), 2 "
-                    "(fp8)")
+        description="what --recompute selective keeps: 0 = Korthikanti et al. 2022 (Megatron "
+                    "core_attn: the attention core re-runs); 1 = torchtitan's op AC (every other "
+                    "aten.mm and the SDPA output saved: memory.op_sac_layer_bytes, "
+                    "step.op_sac_recompute_flops_per_token); 2 = op AC with torchao float8 "
+                    "linears (every weight GEMM re-runs). The torchtitan profile sets 1 / 2")
     fp8_gemm_efficiency: float = Field(
         default=0.896, ge=MIN_EFFICIENCY, le=1,
         description="torchao float8 (--fp8-recipe torchao): FP8 weight GEMMs reach this "
                     "fraction of the BF16 GEMM efficiency of the same shape, against the FP8 "
-                    "peak (quantization casts and amax included). "
-                    "Calibrated on one public pair: torchtitan benchmarks/"
-                    "llama3_h100_202412_torchtitan.md Table 1 (v0.2.2), Llama 3.1 8B on 8 H100, "
-                    "FSDP + torch.compile 6,667 tokens/s/GPU, + Float8 8,532 (x1.28); the "
-                    "model, with the torchtitan profile the runs used (op-level selective AC, "
-                    "which under Float8 re-runs every weight GEMM), gives x1.28 with 0.896 "
-                    "(0.813 under framework-neutral selective recompute; 0.865 before the "
-                    "H100 curve and "
-                    "attention were fitted on BF16 and FP8 rows together; 0.72 before the "
-                    "attention kernels were timed at their end-to-end fits, issue 32; 0.78 before "
-                    "attention was timed causally halved); Table 3's 128-GPU run, not "
-                    "fitted: x1.29 measured, x1.28 modelled (tests/test_fp8.py). A "
-                    "divisor: at least 0.01 (MIN_EFFICIENCY)")
+                    "peak (casts and amax included). Fitted on one public pair under the "
+                    "torchtitan profile the runs used: torchtitan benchmarks/llama3_h100_"
+                    "202412_torchtitan.md Table 1, Llama 3.1 8B on 8 H100, FSDP + compile "
+                    "6,667 tokens/s/GPU, + Float8 8,532 (x1.28); Table 3's 128-GPU pair, not "
+                    "fitted: x1.29 measured, x1.28 modelled (tests/test_fp8.py; the earlier "
+                    "values: docs/fp8-and-megatron.md). At least 0.01 (MIN_EFFICIENCY)")
     fp8_te_delayed_gemm_efficiency: float = Field(
         default=FIT_TE_DELAYED, ge=MIN_EFFICIENCY, le=1,
         description="Transformer Engine delayed scaling (--fp8-recipe te-delayed): as "
@@ -360,6 +350,14 @@ class Assumptions(Frozen):
                     "(overflow/NaN scans with host syncs, gradient clipping, zero_grad, "
                     "scheduler, logging, garbage collection; docs/reference/framework-physics.md "
                     "section 5). Fitted by calibrate; a framework profile may set it")
+    moe_layer_host_s: float = Field(
+        default=0.0, ge=0, le=10,
+        description="host time per MoE layer per micro-batch (forward and backward) the GPU "
+                    "waits for: the dropless token dispatcher syncs the host on the token "
+                    "counts each MoE layer (Megatron-LM token_dispatcher.py L452-470, L590-616; "
+                    "torchtitan expert_parallel.py L134-135), exposing the launches after it "
+                    "(step.fixed_time). Fitted on public MoE training rows "
+                    "(benchmarks/fit_moe_host.py)")
     layer_fixed_s: float = Field(
         default=0.0, ge=0, le=10,
         description="assumed 0: fixed time per transformer layer per micro-batch (forward and "

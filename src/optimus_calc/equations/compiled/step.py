@@ -93,9 +93,9 @@ def step__ep_message_bytes(b, b_w, c, h, iota, k, s, t, t_x):
     return b*b_w*h*iota*k*s*t_x/(c*t)
 
 
-def step__fixed_time(L_stage, T_s0, m, t_l0):
-    """step.fixed_time [s]: assumed (both default 0; no public source gives them in seconds): host work once per optimizer step (Megatron's NaN scan of the gradient buffers, DeepSpeed's per-tensor overflow syncs and .item() norms, torchtitan's periodic GC; docs/reference/framework-physics.md section 5) and per layer per micro-batch (kernel launches, module hooks); serialised with the GPU work, as on small models where the host binds. Fitted by `calibrate` from runs that differ in layers x micro-batches per step"""
-    return L_stage*m*t_l0 + T_s0
+def step__fixed_time(L_moe, L_stage, T_s0, m, t_l0, t_mh):
+    """step.fixed_time [s]: assumed (T_s0, t_l0 default 0; no public source gives them in seconds): host work once per optimizer step (Megatron's NaN scan of the gradient buffers, DeepSpeed's per-tensor overflow syncs and .item() norms, torchtitan's periodic GC; docs/reference/framework-physics.md section 5) and per layer per micro-batch (kernel launches, module hooks); serialised with the GPU work, as on small models where the host binds. Fitted by `calibrate` from runs that differ in layers x micro-batches per step. Per MoE layer and micro-batch, t_mh: a dropless token dispatcher reads the token counts on the host (Megatron-LM core/transformer/moe/token_dispatcher.py L452-470, L590-616 @ d98e8a6: a CUDA sync point in every MoE layer; torchtitan distributed/expert_parallel.py L134-135 @ v0.2.2: .tolist()), so the GPU's queue drains there and the launches after it are exposed ('gaps between GPU kernels where CPU cannot launch kernels fast enough', moe/README.md L254-263); fitted on public MoE training rows (benchmarks/fit_moe_host.py)"""
+    return L_moe*m*t_mh + L_stage*m*t_l0 + T_s0
 
 
 def step__forward_flops(F_h, F_l, L_stage, lambda_h, tau_g):
