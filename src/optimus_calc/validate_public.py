@@ -65,14 +65,15 @@ def setup(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> RowSe
     asm = asm or Assumptions()
     model = _model(cat, row.model)
     hw = resolve_hardware(cat, row.node, row.nodes, row.gpu, row.gpus_per_node)
-    lay = fill_layout(hw, row.tp, row.pp, None, row.cp, ep=row.ep, zero=ZeroStage(row.zero),
+    lay = fill_layout(hw, row.tp, row.pp, None, row.cp, ep=row.ep, etp=row.etp,
+                      zero=ZeroStage(row.zero),
                       offload=Offload.NONE, interleave=row.vp)
     gbs = row.gbs or row.mbs * lay.dp
     tr = Training(seq_len=row.seq, global_batch=gbs, micro_batch=row.mbs,
                   precision=Precision(row.precision),
                   fp8_recipe=Fp8Recipe(row.fp8_recipe or "te-delayed"),
                   recompute=Recompute(row.recompute), flash_attention=row.flash,
-                  attention_kernel=row.kernel)
+                  attention_kernel=row.kernel, tp_comm_overlap=row.tp_comm_overlap)
     check_layout(model, lay, tr)
     tr, asm2, _ = apply_framework(row.framework, lay, tr, asm, model)
     kernel = kernel_of(hw.gpu, row.kernel) if row.flash else ""
