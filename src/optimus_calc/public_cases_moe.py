@@ -112,14 +112,17 @@ def _deepseek() -> list[PublicRow]:
                   "deepseek_v3.py L240) not modelled; " + _COMMON, **_MXR, **_MEG),
         r(m09, "H100 DeepSeek-V3 FP8 TP2 PP8 VP4 EP64, 1024 GPUs", "deepseek-v3", "dgx-h100",
           128, 1297, tp=2, pp=8, vp=4, ep=64, etp=1, gbs=8192, seq=4096,
-          recompute="selective",
+          overlap_grad_reduce=False,
           assumed="Megatron-Bridge @ r0.1.0 scripts/performance/configs/deepseek/"
                   "deepseek_v3_llm_pretrain.yaml L58-73 (TP2 PP8 VP4 EP64 ETP1, no CUDA "
-                  "graphs) and L22 (selective recompute, Megatron's default module core_attn); "
-                  "FP8 current scaling assumed (the 25.09 table names no precision; its "
-                  "parenthesised figure is the 128x128 blockwise run); " + _MTP + " (recipe "
-                  "default mtp_num_layers 1, recipes/deepseek/deepseek_v3.py L51 @ r0.1.0); "
-                  "alltoall dispatcher; " + _COMMON, **_CS, **_MEG),
+                  "graphs) and run_script.py L55-102: overlap_grad_reduce off (L101-102: "
+                  "--no-overlap-grad-reduce), DeepEP dispatcher (L56) not modelled, "
+                  "overlap_moe_expert_parallel_comm on (L62, L82-85) not expressible, "
+                  + _RC.format(m="mla_up_proj, mlp (L90-91)") + ", pipeline layout "
+                  "Et|(tt|)*30mL (L66) not modelled; FP8 current scaling assumed (the 25.09 "
+                  "table names no precision; its parenthesised figure is the 128x128 blockwise "
+                  "run); " + _MTP + " (recipe default mtp_num_layers 1, recipes/deepseek/"
+                  "deepseek_v3.py L51 @ r0.1.0); " + _COMMON, **_CS, **_MEG),
     ]
 
 
