@@ -1,6 +1,7 @@
 """Every published end-to-end training measurement the project cites (docs/reference/
 framework-physics.md section 7, docs/reference/calibration.md, the seeds), one row each, with
-its source and the layout as published. Data only: validate_public.py runs them.
+its source and the layout as published (the MoE rows of section 7.3 in public_cases_moe.py).
+Data only: validate_public.py runs them.
 
 A row is a step `optimus-calc step` can express; ``why_not`` says why a row cannot be expressed
 (the row is still listed, `validate` prints the reason). ``assumed`` names every setting the
@@ -14,41 +15,13 @@ catalog model.
 
 from __future__ import annotations
 
-from optimus_calc.record import record
-
-
-@record
-class PublicRow:
-    source: str            # the table or text and its file/commit, never empty
-    label: str             # what the row is (model, GPUs, setting)
-    model: str             # catalog model name, or "shape:<name>" for SHAPES below
-    node: str
-    nodes: int
-    published: float
-    unit: str = "tps"      # "tps" tokens/s per GPU, "tflops:unhalved", "tflops:halved", "s"
-    gpu: str | None = None
-    tp: int = 1
-    pp: int = 1
-    cp: int = 1
-    ep: int = 1
-    etp: int | None = None  # expert tensor parallel (Megatron --expert-tensor-parallel-size)
-    vp: int = 1
-    zero: int = 1          # 3 = FSDP / ZeRO-3
-    seq: int = 8192
-    gbs: int = 0           # 0: micro-batch x dp (one micro-batch per step)
-    mbs: int = 1
-    precision: str = "bf16"
-    fp8_recipe: str | None = None
-    recompute: str = "none"
-    flash: bool = True
-    kernel: str | None = None
-    framework: str | None = None
-    tp_comm_overlap: bool = True  # Megatron --tp-comm-overlap (recipes: on; needs TP > 1)
-    overlap_grad_reduce: bool = True  # Megatron --overlap-grad-reduce (recipes: on)
-    gpus_per_node: int | None = None
-    mem_gib: float = 0.0   # the published GPU memory (GiB, torchtitan) when there is one
-    assumed: str = ""      # settings not in the source, from the recipe or default
-    why_not: str = ""      # non-empty: the tool cannot express the row (listed, not run)
+from optimus_calc.public_cases_moe import moe_rows
+from optimus_calc.public_row import CS as _CS
+from optimus_calc.public_row import DS as _DS
+from optimus_calc.public_row import FP as _FP
+from optimus_calc.public_row import MEG as _MEG
+from optimus_calc.public_row import MXR as _MXR
+from optimus_calc.public_row import PublicRow
 
 
 # Shapes of models the catalog does not hold (from the row's own source)
@@ -65,12 +38,10 @@ SHAPES = {
                       max_position=8192, seq_len=2048),
 }
 
-_FP = "docs/reference/framework-physics.md"
 MB25 = f"Megatron-Bridge docs/performance-summary.md, release 25.11 ({_FP} 7.2, @ 00b7660)"
 MB26 = (f"Megatron-Bridge docs/performance-summary.md, release 26.02 ({_FP} 7.2)")
 NEMO = "NeMo Framework performance summary, container {c} ({_FP} 7.2)".replace("{_FP}", _FP)
 NEMO2412 = f"NeMo 24.12 docs performance_summary.html ({_FP} 7.2)"
-MOE = f"Megatron-Bridge docs/performance-summary.md, release {{r}} ({_FP} 7.3)"
 TT = f"torchtitan benchmarks/llama3_h100_202412_torchtitan.md @ 73a0e69 Table {{t}} ({_FP} 7.4)"
 TT_ASYNC = (f"torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md ({_FP} 7.4)")
 TT_H200 = f"torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md ({_FP} 7.4)"
@@ -83,15 +54,8 @@ MEGV1 = ("NVIDIA ADLR blog 'MegatronLM's Supercharged V1.0' (nv-adlr.github.io/M
          "Table 1")
 MEG19 = "Shoeybi et al. 2019, Megatron-LM (arXiv 1909.08053), abstract"
 
-_MEG = dict(framework="megatron", zero=1)
 _MEG_ASM = "recompute none and the distributed optimizer (Megatron-Bridge recipe defaults)"
-_CS = dict(precision="fp8", fp8_recipe="te-current")
 _TTN = dict(framework="torchtitan", zero=3, recompute="selective")
-# Transformer Engine MXFP8 (--fp8-recipe mxfp8), the recipe the row's label names
-_MXR = dict(precision="fp8", fp8_recipe="mxfp8")
-# NeMo 2.1 (the NeMo 24.12 container) had delayed scaling only: nemo/collections/llm/recipes/
-# precision/mixed_precision.py L46-54 @ v2.1.0 (benchmarks/fit_fp8_recipes.py NEMO_2412)
-_DS = dict(precision="fp8", fp8_recipe="te-delayed")
 _GB = ("NVL72's 72-GPU NVLink domain is not a catalog node: GB200 GPUs on DGX-B200-sized "
        "8-GPU NVLink nodes")
 _CAT = "model not in the catalog"
@@ -369,6 +333,5 @@ def _v100() -> list[PublicRow]:
 
 def public_rows() -> list[PublicRow]:
     """Every row, expressible or not, in source order."""
-    from optimus_calc.public_cases_moe import moe_rows
     return _fa2_rows() + _megatron_dense() + _nemo_dense() + moe_rows() + _torchtitan() \
         + _offload_and_small() + _v100()

@@ -10,7 +10,10 @@ published table and the script disagree, ``assumed`` says which was used and why
 
 from __future__ import annotations
 
-from optimus_calc.public_cases import _CS, _MEG, _MXR, MOE, PublicRow
+from optimus_calc.public_row import CS as _CS
+from optimus_calc.public_row import MEG as _MEG
+from optimus_calc.public_row import MOE, PublicRow
+from optimus_calc.public_row import MXR as _MXR
 
 _MB = "Megatron-Bridge @ v0.2.1 scripts/performance/configs/"
 # every MoE perf script: dropless with forced balanced routing (the table's footnote), router

@@ -18,7 +18,8 @@ from optimus_calc.errors import InputError
 from optimus_calc.evaluate.context import check_layout, fill_layout, resolve_hardware
 from optimus_calc.evaluate.efficiency import kernel_of
 from optimus_calc.evaluate.step import estimate_step
-from optimus_calc.public_cases import SHAPES, PublicRow
+from optimus_calc.public_cases import SHAPES
+from optimus_calc.public_row import PublicRow
 from optimus_calc.record import record
 from optimus_calc.regimes import Regime, regime_for
 from optimus_calc.specs.model import Model
