@@ -333,6 +333,7 @@ def test_public_fp8_rows_carry_their_published_recipe():
             assert r.fp8_recipe == "te-current", r.label
         elif "float8" in r.label.lower():
             assert r.fp8_recipe == "torchao", r.label
-    # four NeMo 24.12 rows (Nemotron-340B not in the catalog), five dense MXFP8 rows
+    # four NeMo 24.12 rows (Nemotron-340B not in the catalog), five dense MXFP8 rows and three
+    # MoE ones (Qwen3-30B-A3B on GB200 and B200, DeepSeek-V3 on B200)
     assert sum(r.source == NEMO2412 for r in fp8) == 4
-    assert sum(r.fp8_recipe == "mxfp8" for r in fp8) == 5
+    assert sum(r.fp8_recipe == "mxfp8" for r in fp8) == 8

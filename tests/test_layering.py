@@ -62,7 +62,8 @@ FLOORS = (
     ("evaluate",),                             # the one evaluator and its batches of one
     ("frameworks",),                           # which framework runs a layout; its exporters
     ("search",),                               # the planner over evaluate/
-    ("analyses", "validate", "gemm_calibration", "public_cases", "validate_public",
+    ("analyses", "validate", "gemm_calibration", "public_row", "public_cases",
+     "public_cases_moe", "validate_public",
      "validate_loso", "validate_table"),         # applications on the evaluator and planner
     ("report",),                               # result objects -> Documents
     ("inputs",),                               # the option values -> typed specs

@@ -1,6 +1,7 @@
 """Every published end-to-end training measurement the project cites (docs/reference/
 framework-physics.md section 7, docs/reference/calibration.md, the seeds), one row each, with
-its source and the layout as published. Data only: validate_public.py runs them.
+its source and the layout as published (the MoE rows of section 7.3 in public_cases_moe.py).
+Data only: validate_public.py runs them.
 
 A row is a step `optimus-calc step` can express; ``why_not`` says why a row cannot be expressed
 (the row is still listed, `validate` prints the reason). ``assumed`` names every setting the
@@ -14,38 +15,13 @@ catalog model.
 
 from __future__ import annotations
 
-from optimus_calc.record import record
-
-
-@record
-class PublicRow:
-    source: str            # the table or text and its file/commit, never empty
-    label: str             # what the row is (model, GPUs, setting)
-    model: str             # catalog model name, or "shape:<name>" for SHAPES below
-    node: str
-    nodes: int
-    published: float
-    unit: str = "tps"      # "tps" tokens/s per GPU, "tflops:unhalved", "tflops:halved", "s"
-    gpu: str | None = None
-    tp: int = 1
-    pp: int = 1
-    cp: int = 1
-    ep: int = 1
-    vp: int = 1
-    zero: int = 1          # 3 = FSDP / ZeRO-3
-    seq: int = 8192
-    gbs: int = 0           # 0: micro-batch x dp (one micro-batch per step)
-    mbs: int = 1
-    precision: str = "bf16"
-    fp8_recipe: str | None = None
-    recompute: str = "none"
-    flash: bool = True
-    kernel: str | None = None
-    framework: str | None = None
-    gpus_per_node: int | None = None
-    mem_gib: float = 0.0   # the published GPU memory (GiB, torchtitan) when there is one
-    assumed: str = ""      # settings not in the source, from the recipe or default
-    why_not: str = ""      # non-empty: the tool cannot express the row (listed, not run)
+from optimus_calc.public_cases_moe import moe_rows
+from optimus_calc.public_row import CS as _CS
+from optimus_calc.public_row import DS as _DS
+from optimus_calc.public_row import FP as _FP
+from optimus_calc.public_row import MEG as _MEG
+from optimus_calc.public_row import MXR as _MXR
+from optimus_calc.public_row import PublicRow
 
 
 # Shapes of models the catalog does not hold (from the row's own source)
@@ -62,12 +38,10 @@ SHAPES = {
                       max_position=8192, seq_len=2048),
 }
 
-_FP = "docs/reference/framework-physics.md"
 MB25 = f"Megatron-Bridge docs/performance-summary.md, release 25.11 ({_FP} 7.2, @ 00b7660)"
 MB26 = (f"Megatron-Bridge docs/performance-summary.md, release 26.02 ({_FP} 7.2)")
 NEMO = "NeMo Framework performance summary, container {c} ({_FP} 7.2)".replace("{_FP}", _FP)
 NEMO2412 = f"NeMo 24.12 docs performance_summary.html ({_FP} 7.2)"
-MOE = f"Megatron-Bridge docs/performance-summary.md, release {{r}} ({_FP} 7.3)"
 TT = f"torchtitan benchmarks/llama3_h100_202412_torchtitan.md @ 73a0e69 Table {{t}} ({_FP} 7.4)"
 TT_ASYNC = (f"torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md ({_FP} 7.4)")
 TT_H200 = f"torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md ({_FP} 7.4)"
@@ -80,19 +54,18 @@ MEGV1 = ("NVIDIA ADLR blog 'MegatronLM's Supercharged V1.0' (nv-adlr.github.io/M
          "Table 1")
 MEG19 = "Shoeybi et al. 2019, Megatron-LM (arXiv 1909.08053), abstract"
 
-_MEG = dict(framework="megatron", zero=1)
 _MEG_ASM = "recompute none and the distributed optimizer (Megatron-Bridge recipe defaults)"
-_CS = dict(precision="fp8", fp8_recipe="te-current")
 _TTN = dict(framework="torchtitan", zero=3, recompute="selective")
-_MX = "MXFP8: no mxfp8 recipe in the tool (issue 32 item 4); the FP8-CS value of the row is a case"
-# Transformer Engine MXFP8 (--fp8-recipe mxfp8), the recipe the row's label names
-_MXR = dict(precision="fp8", fp8_recipe="mxfp8")
-# NeMo 2.1 (the NeMo 24.12 container) had delayed scaling only: nemo/collections/llm/recipes/
-# precision/mixed_precision.py L46-54 @ v2.1.0 (benchmarks/fit_fp8_recipes.py NEMO_2412)
-_DS = dict(precision="fp8", fp8_recipe="te-delayed")
 _GB = ("NVL72's 72-GPU NVLink domain is not a catalog node: GB200 GPUs on DGX-B200-sized "
        "8-GPU NVLink nodes")
 _CAT = "model not in the catalog"
+# NeMo's Mixtral 8x7B perf recipe (nemo/collections/llm/recipes/mixtral_8x7b.py L214-235,
+# v2.2.0 = v2.3.0): token drop at capacity 1.0 padded to capacity (callbacks/moe_token_drop.py
+# L38-39: every expert takes its balanced share), GC every 100 steps; the model sets neither
+# moe_grouped_gemm nor moe_permute_fusion (MCore default False, transformer_config.py
+# L333/L382 @ core_v0.11.0): one local expert a GPU at EP 8, so nothing to group
+_MIXTRAL = ("token drop at capacity factor 1.0, padded (= balanced); alltoall dispatcher; "
+            "recompute none; distributed optimizer with overlapped grad reduce and param gather")
 _COMPILE = "torch.compile not modelled (no flag changes the element-wise fusion)"
 
 
@@ -176,7 +149,9 @@ def _nemo_dense() -> list[PublicRow]:
         r(c(c="25.02"), "B200 GPT3-175B FP8 TP4 PP4 VP6, 512 GPUs", "gpt3-175b", "dgx-b200", 64,
           1600, tp=4, pp=4, vp=6, gbs=2048, mbs=2, seq=2048, assumed=asm, **_CS, **_MEG),
         r(c(c="25.02"), "B200 Mixtral-8x7B FP8 EP8, 64 GPUs", "mixtral-8x7b", "dgx-b200", 8,
-          15457, ep=8, gbs=256, mbs=2, seq=4096, assumed=asm, **_CS, **_MEG),
+          15457, ep=8, gbs=256, mbs=2, seq=4096, assumed="FP8 delayed scaling, NeMo 2.2's only "
+          "recipe (pretrain_mixtral_8x7b.py L66-68, mixed_precision.py L46-54 @ NeMo v2.2.0); "
+          "CUDA graphs on for B200 (L70-72) not modelled; " + _MIXTRAL, **_DS, **_MEG),
         r(c(c="25.02"), "B200 Mixtral-8x22B FP8, 256 GPUs, seq 64k", "mixtral-8x22b",
           "dgx-b200", 32, 2232, why_not=_CAT + " (Mixtral-8x22B)"),
         r(c(c="25.02"), "H100 GPT3-175B FP8 TP4 PP8 VP6, 512 GPUs", "gpt3-175b", "dgx-h100", 64,
@@ -193,8 +168,10 @@ def _nemo_dense() -> list[PublicRow]:
           16, 1804, gpu="gb200", tp=4, pp=4, vp=12, gbs=256, mbs=2, seq=2048,
           assumed=asm + "; " + _GB, **_CS, **_MEG),
         r(c(c="25.04"), "GB200 Mixtral-8x7B FP8 EP8, 64 GPUs", "mixtral-8x7b", "dgx-b200", 8,
-          19275, gpu="gb200", ep=8, gbs=256, mbs=2, seq=4096, assumed=asm + "; " + _GB, **_CS,
-          **_MEG),
+          19275, gpu="gb200", ep=8, gbs=256, mbs=2, seq=4096, assumed="FP8 per-tensor current "
+          "scaling (the 25.04 page; the script's default is delayed, argument_parser.py L80-91 "
+          "@ NeMo v2.3.0); CUDA graphs on (model_configs_gb200.csv L17) not modelled; "
+          + _MIXTRAL + "; " + _GB, **_CS, **_MEG),
         r(c(c="25.07"), "GB200 Llama3 8B FP8-CS, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 31737,
           gpu="gb200", gbs=128, mbs=2, assumed=asm + "; " + _GB, **_CS, **_MEG),
         r(c(c="25.07"), "GB200 Llama3 8B MXFP8, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 30341,
@@ -213,40 +190,6 @@ def _nemo_dense() -> list[PublicRow]:
           **_MEG),
         r(NEMO2412, "H100 Nemotron-340B FP8 TP8 PP8 VP12, 128 GPUs", "nemotron-340b",
           "dgx-h100", 16, 326, why_not=_CAT + " (Nemotron-4 340B)"),
-    ]
-
-
-def _moe() -> list[PublicRow]:
-    r = PublicRow
-    m25, m09 = MOE.format(r="25.11"), MOE.format(r="25.09")
-    asm = _MEG_ASM + "; force-balanced routing, as the source states"
-    return [
-        r(m25, "GB200 DeepSeek-V3 BF16, 256 GPUs", "deepseek-v3", "dgx-b200", 32, 3139,
-          why_not=_CAT + " (DeepSeek-V3: MLA attention)"),
-        r(m25, "GB200 DeepSeek-V3 MXFP8, 256 GPUs", "deepseek-v3", "dgx-b200", 32, 4018,
-          why_not=_CAT + " (DeepSeek-V3)"),
-        r(m25, "B200 DeepSeek-V3 MXFP8, 256 GPUs", "deepseek-v3", "dgx-b200", 32, 2139,
-          why_not=_CAT + " (DeepSeek-V3)"),
-        r(m09, "H100 DeepSeek-V3, 1024 GPUs", "deepseek-v3", "dgx-h100", 128, 1297,
-          why_not=_CAT + " (DeepSeek-V3); precision not stated"),
-        r(m25, "GB200 GPT-OSS 120B BF16 EP64, 64 GPUs", "gpt-oss-120b", "dgx-b200", 8, 15876,
-          gpu="gb200", ep=64, gbs=1280, seq=8192,
-          why_not="EP 64 spans 8 nodes of the 8-GPU NVLink node that stands for NVL72: "
-                  "the all-to-all would be priced over NICs the NVL72 run does not use"),
-        r(m25, "B200 GPT-OSS 120B BF16 EP8, 64 GPUs", "gpt-oss-120b", "dgx-b200", 8, 8213,
-          ep=8, gbs=512, mbs=4, seq=4096, assumed=asm, **_MEG),
-        r(m25, "H100 GPT-OSS 120B BF16 PP4 EP8, 64 GPUs", "gpt-oss-120b", "dgx-h100", 8, 5630,
-          pp=4, ep=8, gbs=512, mbs=4, seq=4096, assumed=asm, **_MEG),
-        r(m25, "GB200 Qwen3-30B-A3B MXFP8 EP8, 8 GPUs", "qwen3-30b-a3b", "dgx-b200", 1, 23766,
-          gpu="gb200", ep=8, gbs=512, mbs=4, seq=4096, why_not=_MX, **_MEG),
-        r(m25, "B200 Qwen3-30B-A3B MXFP8 EP8, 8 GPUs", "qwen3-30b-a3b", "dgx-b200", 1, 9299,
-          ep=8, gbs=512, seq=4096, why_not=_MX, **_MEG),
-        r(m25, "H100 Qwen3-30B-A3B FP8-CS PP2 VP24 EP8, 16 GPUs", "qwen3-30b-a3b", "dgx-h100",
-          2, 5275, pp=2, vp=24, ep=8, gbs=512, mbs=2, seq=4096, assumed=asm, **_CS, **_MEG),
-        r(m25, "GB200 Qwen3-235B-A22B BF16, 256 GPUs", "qwen3-235b-a22b", "dgx-b200", 32, 4916,
-          why_not=_CAT + " (Qwen3-235B-A22B)"),
-        r(m25, "H100 Qwen3-235B-A22B FP8-CS, 256 GPUs", "qwen3-235b-a22b", "dgx-h100", 32,
-          1575, why_not=_CAT + " (Qwen3-235B-A22B)"),
     ]
 
 
@@ -390,5 +333,5 @@ def _v100() -> list[PublicRow]:
 
 def public_rows() -> list[PublicRow]:
     """Every row, expressible or not, in source order."""
-    return _fa2_rows() + _megatron_dense() + _nemo_dense() + _moe() + _torchtitan() \
+    return _fa2_rows() + _megatron_dense() + _nemo_dense() + moe_rows() + _torchtitan() \
         + _offload_and_small() + _v100()

@@ -18,7 +18,8 @@ from optimus_calc.errors import InputError
 from optimus_calc.evaluate.context import check_layout, fill_layout, resolve_hardware
 from optimus_calc.evaluate.efficiency import kernel_of
 from optimus_calc.evaluate.step import estimate_step
-from optimus_calc.public_cases import SHAPES, PublicRow
+from optimus_calc.public_cases import SHAPES
+from optimus_calc.public_row import PublicRow
 from optimus_calc.record import record
 from optimus_calc.regimes import Regime, regime_for
 from optimus_calc.specs.model import Model
@@ -65,14 +66,16 @@ def setup(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> RowSe
     asm = asm or Assumptions()
     model = _model(cat, row.model)
     hw = resolve_hardware(cat, row.node, row.nodes, row.gpu, row.gpus_per_node)
-    lay = fill_layout(hw, row.tp, row.pp, None, row.cp, ep=row.ep, zero=ZeroStage(row.zero),
+    lay = fill_layout(hw, row.tp, row.pp, None, row.cp, ep=row.ep, etp=row.etp,
+                      zero=ZeroStage(row.zero),
                       offload=Offload.NONE, interleave=row.vp)
     gbs = row.gbs or row.mbs * lay.dp
     tr = Training(seq_len=row.seq, global_batch=gbs, micro_batch=row.mbs,
                   precision=Precision(row.precision),
                   fp8_recipe=Fp8Recipe(row.fp8_recipe or "te-delayed"),
                   recompute=Recompute(row.recompute), flash_attention=row.flash,
-                  attention_kernel=row.kernel)
+                  attention_kernel=row.kernel, tp_comm_overlap=row.tp_comm_overlap,
+                  overlap_grad_reduce=row.overlap_grad_reduce)
     check_layout(model, lay, tr)
     tr, asm2, _ = apply_framework(row.framework, lay, tr, asm, model)
     kernel = kernel_of(hw.gpu, row.kernel) if row.flash else ""

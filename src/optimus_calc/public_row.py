@@ -1,0 +1,53 @@
+"""The record of one published end-to-end training row (public_cases.py, public_cases_moe.py)
+and the settings several row modules share. Data only."""
+
+from __future__ import annotations
+
+from optimus_calc.record import record
+
+FP = "docs/reference/framework-physics.md"
+# the Megatron-Bridge MoE table (framework-physics.md 7.3), by release
+MOE = f"Megatron-Bridge docs/performance-summary.md, release {{r}} ({FP} 7.3)"
+
+MEG = dict(framework="megatron", zero=1)
+CS = dict(precision="fp8", fp8_recipe="te-current")
+# Transformer Engine MXFP8 (--fp8-recipe mxfp8), the recipe the row's label names
+MXR = dict(precision="fp8", fp8_recipe="mxfp8")
+# NeMo 2.1 (the NeMo 24.12 container) had delayed scaling only: nemo/collections/llm/recipes/
+# precision/mixed_precision.py L46-54 @ v2.1.0 (benchmarks/fit_fp8_recipes.py NEMO_2412); so had
+# NeMo 2.2 (container 25.02), the same lines @ v2.2.0
+DS = dict(precision="fp8", fp8_recipe="te-delayed")
+
+
+@record
+class PublicRow:
+    source: str            # the table or text and its file/commit, never empty
+    label: str             # what the row is (model, GPUs, setting)
+    model: str             # catalog model name, or "shape:<name>" for public_cases.SHAPES
+    node: str
+    nodes: int
+    published: float
+    unit: str = "tps"      # "tps" tokens/s per GPU, "tflops:unhalved", "tflops:halved", "s"
+    gpu: str | None = None
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    etp: int | None = None  # expert tensor parallel (Megatron --expert-tensor-parallel-size)
+    vp: int = 1
+    zero: int = 1          # 3 = FSDP / ZeRO-3
+    seq: int = 8192
+    gbs: int = 0           # 0: micro-batch x dp (one micro-batch per step)
+    mbs: int = 1
+    precision: str = "bf16"
+    fp8_recipe: str | None = None
+    recompute: str = "none"
+    flash: bool = True
+    kernel: str | None = None
+    framework: str | None = None
+    tp_comm_overlap: bool = True  # Megatron --tp-comm-overlap (recipes: on; needs TP > 1)
+    overlap_grad_reduce: bool = True  # Megatron --overlap-grad-reduce (recipes: on)
+    gpus_per_node: int | None = None
+    mem_gib: float = 0.0   # the published GPU memory (GiB, torchtitan) when there is one
+    assumed: str = ""      # settings not in the source, from the recipe or default
+    why_not: str = ""      # non-empty: the tool cannot express the row (listed, not run)
