@@ -76,7 +76,9 @@ def test_validate_counts(cat):
     assert len(cases) + len(missing) >= 150
     assert all(why for _, _, why in missing)
     o = overall(cases)
-    assert o["rows"] == 91 and o["refitted"] == 62
+    # refitted: 62 dense rows in the GPU groups' fit, and the MoE rows outside those groups
+    # (B200/GB200: 6) whose host-sync constant is refitted per source (validate_moe.py)
+    assert o["rows"] == 91 and o["refitted"] == 68
 
 
 def _mfu(run, node, seq, cp):

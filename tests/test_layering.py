@@ -64,7 +64,7 @@ FLOORS = (
     ("search",),                               # the planner over evaluate/
     ("analyses", "validate", "gemm_calibration", "public_row", "public_cases",
      "public_cases_moe", "validate_public",
-     "validate_loso", "validate_table"),         # applications on the evaluator and planner
+     "validate_loso", "validate_moe", "validate_table"),         # applications on the evaluator and planner
     ("report",),                               # result objects -> Documents
     ("inputs",),                               # the option values -> typed specs
     ("cli", "__main__"),                       # click: the only layer that prints or exits

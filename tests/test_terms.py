@@ -158,11 +158,12 @@ def test_zero3_modules_per_layer_by_hand(cat):
 
 def test_step_time_is_the_sum_of_its_terms(run):
     # Mixtral 8x7B on 2 DGX A100 with TP 2 x CP 2 x EP 2, ZeRO-1: every communication term is
-    # non-zero except PP; step.time adds them (one pipeline stage binds)
+    # non-zero except PP; step.time adds them and the MoE layers' host syncs (fixed_s; one
+    # pipeline stage binds)
     d = _json(run, "step", "mixtral-8x7b", "--nodes", "2", "--tp", "2", "--cp", "2", "--ep", "2",
               "--zero", "1", "--seq-len", "4096")
     terms = ("forward_s", "backward_s", "bubble_s", "tp_comm_s", "cp_comm_s", "ep_comm_s",
-             "pp_comm_s", "dp_comm_exposed_s", "optimizer_exposed_s")
+             "pp_comm_s", "dp_comm_exposed_s", "optimizer_exposed_s", "fixed_s")
     assert all(d[k] > 0 for k in ("tp_comm_s", "cp_comm_s", "ep_comm_s", "dp_comm_exposed_s"))
     assert d["step_time_s"] == pytest.approx(sum(d[k] for k in terms), rel=1e-12)
 
@@ -226,9 +227,10 @@ def test_step_terms_by_hand():
     ten = dict(T_b=1, T_bubble=2, T_cp=4, T_dp=8, T_ep=16, T_f=32, T_opt=64, T_po=128,
                T_pp=256, T_tp=512, T_fix=1024)
     assert float(eq.step__time(**ten)) == 2047
-    # step.fixed_time: 0.3 s per step + 1 ms x 32 layers x 64 micro-batches = 2.348 s
-    assert float(eq.step__fixed_time(L_stage=32, T_s0=0.3, m=64, t_l0=1e-3)) == \
-        pytest.approx(2.348)
+    # step.fixed_time: 0.3 s per step + 1 ms x 32 layers x 64 micro-batches = 2.348 s, + 2 ms
+    # per MoE layer x 8 MoE layers x 64 micro-batches = 1.024 s: 3.372 s
+    assert float(eq.step__fixed_time(L_moe=8, L_stage=32, T_s0=0.3, m=64, t_l0=1e-3,
+                                     t_mh=2e-3)) == pytest.approx(3.372)
 
 
 def test_zero0_dp_all_reduce_by_hand(run):

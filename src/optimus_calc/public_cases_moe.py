@@ -25,9 +25,9 @@ _COMMON = ("force-balanced dropless routing; distributed optimizer with overlapp
 # tool has no flag for; the rows run recompute none (the time is nearly that; memory is less)
 _RC = "recompute_modules {m} (selective, helpers.py L178-180) has no flag: recompute none"
 # moe_a2a_overlap=True -> overlap_moe_expert_parallel_comm + delay_wgrad_compute (helpers.py
-# L183-187); the Megatron profile keeps ep_overlap 0 and a row sets no assumption
-_A2A = ("overlap_moe_expert_parallel_comm on (moe_a2a_overlap, helpers.py L183-187) is not "
-        "expressible: the all-to-all is priced exposed")
+# L183-187): the row's ep_comm_overlap (--overlap-moe-expert-parallel-comm)
+_A2A = ("overlap_moe_expert_parallel_comm on (moe_a2a_overlap, helpers.py L183-187): "
+        "--overlap-moe-expert-parallel-comm, the all-to-all assumed hidden")
 _CG = "Transformer Engine CUDA graphs ({s}) not modelled"
 # MTP is counted apart (Model.mtp_layers) and not timed: one MoE layer, a 2h x h projection
 # and a second pass of the 129,280 x 7,168 output head, about 4% of the FLOPs per token
@@ -83,7 +83,7 @@ def _qwen3() -> list[PublicRow]:
         r(m25, "H100 Qwen3-30B-A3B FP8-CS PP2 VP24 EP8, 16 GPUs", "qwen3-30b-a3b", "dgx-h100",
           2, 5275, pp=2, vp=24, ep=8, etp=1, gbs=512, mbs=2, seq=4096,
           assumed=f"{q} L233-239 (VP 12 there and in the 25.09 config; the table's VP 24 kept): "
-                  + _A2A + "; no CUDA graphs; " + base, **_CS, **_MEG),
+                  + _A2A + "; no CUDA graphs; " + base, ep_comm_overlap=True, **_CS, **_MEG),
         r(m25, "GB200 Qwen3-235B-A22B BF16 PP8 VP3 EP32, 256 GPUs", "qwen3-235b-a22b",
           "dgx-b200", 32, 4916, gpu="gb200", pp=8, vp=3, ep=32, gbs=8192, seq=4096,
           why_not=_nvl72(32, "HybridEP, qwen3/workload_base_configs.py L71-80")),
@@ -93,7 +93,7 @@ def _qwen3() -> list[PublicRow]:
                   "tp_comm_overlap off (qwen3_llm_pretrain.py L156): "
                   "--no-tp-comm-overlap; " + _A2A + "; the recipe's embedding and loss "
                   "pipeline slots (recipes/qwen/qwen3_moe.py L160-161) not modelled; " + base,
-          **_CS, **_MEG, tp_comm_overlap=False),
+          **_CS, **_MEG, tp_comm_overlap=False, ep_comm_overlap=True),
     ]
 
 
@@ -115,12 +115,13 @@ def _deepseek() -> list[PublicRow]:
                   "deepseek_v3.py L240) not modelled; " + _COMMON, **_MXR, **_MEG),
         r(m09, "H100 DeepSeek-V3 FP8 TP2 PP8 VP4 EP64, 1024 GPUs", "deepseek-v3", "dgx-h100",
           128, 1297, tp=2, pp=8, vp=4, ep=64, etp=1, gbs=8192, seq=4096,
-          overlap_grad_reduce=False,
+          overlap_grad_reduce=False, ep_comm_overlap=True,
           assumed="Megatron-Bridge @ r0.1.0 scripts/performance/configs/deepseek/"
                   "deepseek_v3_llm_pretrain.yaml L58-73 (TP2 PP8 VP4 EP64 ETP1, no CUDA "
                   "graphs) and run_script.py L55-102: overlap_grad_reduce off (L101-102: "
                   "--no-overlap-grad-reduce), DeepEP dispatcher (L56) not modelled, "
-                  "overlap_moe_expert_parallel_comm on (L62, L82-85) not expressible, "
+                  "overlap_moe_expert_parallel_comm on (L62, L82-85): "
+                  "--overlap-moe-expert-parallel-comm, the all-to-all assumed hidden; "
                   + _RC.format(m="mla_up_proj, mlp (L90-91)") + ", pipeline layout "
                   "Et|(tt|)*30mL (L66) not modelled; FP8 current scaling assumed (the 25.09 "
                   "table names no precision; its parenthesised figure is the 128x128 blockwise "

@@ -35,6 +35,8 @@ class Case:
     #                                this case's source (validate_loso.py); None: not refitted
     fit: object = field(default=None, compare=False, repr=False)  # its validate_loso.FitRow
     #                                inputs (a callable of the case's index), or None
+    host: object = field(default=None, compare=False, repr=False)  # its validate_moe.HostRow
+    #                                (a callable of the case's index) for an MoE row, or None
 
     @property
     def loso_error(self) -> float | None:
@@ -300,6 +302,8 @@ PUBLIC_TOLERANCE = 0.20  # issue 32's per-regime target, set before any result w
 
 
 def _public_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
+    from functools import partial
+    from optimus_calc.validate_moe import host_row
     from optimus_calc.validate_public import memory_gib, public_fit, run_public
     out = []
     for r in run_public(cat, asm):
@@ -309,7 +313,8 @@ def _public_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
         out.append(Case(PUBLIC_SECTION, r.row.label, r.row.published, r.predicted, unit,
                         PUBLIC_TOLERANCE, r.row.source, r.row.assumed, regime=r.regime,
                         kind="step_time" if r.row.unit == "s" else "throughput",
-                        fit=public_fit(r)))
+                        fit=public_fit(r), host=partial(host_row, res=r,
+                                                        t0=asm.moe_layer_host_s)))
         if r.row.mem_gib:
             out.append(Case(PUBLIC_SECTION, r.row.label + ": GPU memory", r.row.mem_gib,
                             memory_gib(r.setup), "GiB", PUBLIC_TOLERANCE, r.row.source,
@@ -335,7 +340,15 @@ def with_loso(cases: list[Case], cat: Catalog, names=None):
     shipped = {g: shipped_params(gpu, cat) for g, names_ in GROUPS.items()
                for gpu in [cat.find(names_[0], "gpu")] if gpu is not None}
     res = loso(rows, shipped, tuple(names or FIT_NAMES))
-    return [replace(c, loso=res.predictions.get(i)) for i, c in enumerate(cases)], res
+    out = [replace(c, loso=res.predictions.get(i)) for i, c in enumerate(cases)]
+    # MoE rows: the host-sync constant refitted without their source too (validate_moe.py)
+    from optimus_calc.validate_moe import loso as host_loso
+    host = [h for i, c in enumerate(cases) if c.host is not None for h in [c.host(i)] if h]
+    refit = host_loso(host)
+    for h in host:
+        c = out[h.key]
+        out[h.key] = replace(c, loso=(c.loso or c.predicted) * refit[h.key][1] / h.pred)
+    return out, res
 
 
 def run_all(cat: Catalog, asm: Assumptions | None = None, cross_validate: bool = True

@@ -66,6 +66,29 @@ hardware_options = _stack(
 )
 
 
+# Megatron-LM launch flags: read by the Megatron-LM profile, written by --export megatron
+LAUNCH_FLAGS = (
+    click.option("--overlap-grad-reduce/--no-overlap-grad-reduce", default=True,
+                 show_default=True,
+                 help="Megatron-LM launch flag: gradient reductions overlap the backward "
+                      "(read by the Megatron-LM profile, written by --export megatron)."),
+    click.option("--overlap-param-gather/--no-overlap-param-gather", default=True,
+                 show_default=True,
+                 help="Megatron-LM launch flag: the distributed optimizer's parameter "
+                      "all-gather overlaps the next forward (needs "
+                      "--overlap-grad-reduce)."),
+    click.option("--tp-comm-overlap/--no-tp-comm-overlap", default=True,
+                 show_default=True,
+                 help="Megatron-LM launch flag: Transformer Engine overlaps the TP "
+                      "collectives with the GEMMs (needs --sp, TP > 1)."),
+    click.option("--overlap-moe-expert-parallel-comm/--no-overlap-moe-expert-parallel-comm",
+                 default=False, show_default=True,
+                 help="Megatron-LM launch flag: one micro-batch's MoE all-to-alls overlap "
+                      "another's compute (needs EP > 1; with PP > 1 an interleaved "
+                      "schedule; not with full recompute)."),
+)
+
+
 def _training(global_batch_help: str, per_layout: bool, lists: bool = False) -> Callable:
     """What every layout of a run shares: sequence, batch, precision, optimizer, assumptions;
     with ``per_layout`` also the training fields of one layout (micro-batch, recomputation,
@@ -127,19 +150,7 @@ def _training(global_batch_help: str, per_layout: bool, lists: bool = False) -> 
                           "it (the moe_imbalance assumption)."),
         click.option("--multicast", is_flag=True,
                      help="Parameter all-gathers (ZeRO/FSDP) use hardware multicast."),
-        click.option("--overlap-grad-reduce/--no-overlap-grad-reduce", default=True,
-                     show_default=True,
-                     help="Megatron-LM launch flag: gradient reductions overlap the backward "
-                          "(read by the Megatron-LM profile, written by --export megatron)."),
-        click.option("--overlap-param-gather/--no-overlap-param-gather", default=True,
-                     show_default=True,
-                     help="Megatron-LM launch flag: the distributed optimizer's parameter "
-                          "all-gather overlaps the next forward (needs "
-                          "--overlap-grad-reduce)."),
-        click.option("--tp-comm-overlap/--no-tp-comm-overlap", default=True,
-                     show_default=True,
-                     help="Megatron-LM launch flag: Transformer Engine overlaps the TP "
-                          "collectives with the GEMMs (needs --sp, TP > 1)."),
+        *LAUNCH_FLAGS,
         states_only,
         click.option("--assume", "assume", multiple=True, metavar="NAME=VALUE",
                      help="Override a named assumption (see `optimus-calc explain "

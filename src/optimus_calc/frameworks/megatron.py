@@ -10,7 +10,7 @@ from optimus_calc.frameworks.base import (OFF_CPU, SMARTNIC, EnvVar, Exporter,
                                           FrameworkPlugin, PhysicsProfile, Rule, Setting,
                                           dividing_into, not_dividing, runs_offloads,
                                           runs_precisions)
-from optimus_calc.specs.training import Offload
+from optimus_calc.specs.training import Offload, Recompute
 
 COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
 _MG = "Megatron-LM"
@@ -141,6 +141,12 @@ def _gather_overlap(tr) -> bool:
     return bool(tr.overlap_param_gather and tr.overlap_grad_reduce)
 
 
+def _ep_comm_overlap(tr) -> bool:
+    """--overlap-moe-expert-parallel-comm, refused with full recompute (transformer_config.py
+    L3021-3023)."""
+    return bool(tr.overlap_moe_expert_parallel_comm and tr.recompute is not Recompute.FULL)
+
+
 def _tp_comm_overlap(tr) -> bool:
     """--tp-comm-overlap asserts sequence parallelism (arguments.py L1441-1442)."""
     return bool(tr.tp_comm_overlap and tr.sequence_parallel)
@@ -190,8 +196,15 @@ PROFILE = PhysicsProfile((
             "Megatron-Bridge src/megatron/bridge/recipes/llama/h100/llama3.py L795-798 @ "
             "067f987", when=_tp_comm_overlap),
     # --overlap-moe-expert-parallel-comm (combined 1F1B: one micro-batch's dispatch/combine
-    # behind another's compute) is off by default; the export does not pass it
-    Setting("ep_overlap", 0, "megatron/core/model_parallel_config.py L343"),
+    # behind another's compute) is off by default; on, assumed fully hidden (as tp_overlap)
+    # (TransformerConfig refuses it with full recompute; with PP > 1 it needs an interleaved
+    # schedule, which the export checks: megatron_export._ep_overlap)
+    Setting("ep_overlap", 0, "megatron/core/model_parallel_config.py L343",
+            when=lambda tr: not _ep_comm_overlap(tr)),
+    Setting("ep_overlap", 1, "--overlap-moe-expert-parallel-comm: megatron/core/"
+            "model_parallel_config.py L343-346, transformer/transformer_config.py L3002-3041; "
+            "Megatron-Bridge scripts/performance/utils/helpers.py L183-187 @ v0.2.1",
+            when=_ep_comm_overlap),
 ))
 
 LAUNCH = ("torchrun --nproc-per-node G --nnodes N pretrain_gpt.py ARGS (Megatron-LM's GPT "

@@ -305,6 +305,8 @@ def _overlaps(a: _Args, lay, tr) -> None:
         a.add("--overlap-grad-reduce")  # arguments.py L3121-3122
         if tr.overlap_param_gather and lay.zero >= ZeroStage.OS:
             a.add("--overlap-param-gather")  # arguments.py L3148-3149
+    if tr.overlap_moe_expert_parallel_comm:
+        _ep_overlap(a, lay, tr)
     if tr.tp_comm_overlap and tr.sequence_parallel and lay.tp > 1:
         # ModelParallelConfig.tp_comm_overlap (core/model_parallel_config.py L265), a flag
         # through ArgumentGroupFactory(TransformerConfig) (arguments.py L2373)
@@ -313,6 +315,23 @@ def _overlaps(a: _Args, lay, tr) -> None:
                        "Transformer Engine asks for UB_SKIPMC=1 (CUDA IPC instead; "
                        "TransformerEngine transformer_engine/pytorch/module/base.py L217-225 "
                        "@ d0067d0)")
+
+
+def _ep_overlap(a: _Args, lay, tr) -> None:
+    """--overlap-moe-expert-parallel-comm where TransformerConfig accepts it (transformer_config.py
+    L3002-3041 @ d98e8a6: EP > 1, a virtual pipeline when PP > 1, no full recompute, the
+    alltoall or flex dispatcher), else a note why it is left out."""
+    why = ("EP is 1" if lay.ep <= 1 else
+           "PP > 1 needs an interleaved schedule" if lay.pp > 1 and lay.interleave <= 1 else
+           "full recompute" if tr.recompute is Recompute.FULL else "")
+    if why:
+        a.notes.append(f"--overlap-moe-expert-parallel-comm left out: {why} "
+                       "(transformer_config.py L3002-3041)")
+        return
+    a.add("--moe-token-dispatcher-type", "alltoall")  # the default allgather refuses it
+    a.add("--overlap-moe-expert-parallel-comm")
+    a.notes.append("--overlap-moe-expert-parallel-comm: Megatron-Bridge pairs it with "
+                   "--delay-wgrad-compute (scripts/performance/utils/helpers.py L183-187)")
 
 
 def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None

@@ -351,13 +351,13 @@ class Assumptions(Frozen):
                     "scheduler, logging, garbage collection; docs/reference/framework-physics.md "
                     "section 5). Fitted by calibrate; a framework profile may set it")
     moe_layer_host_s: float = Field(
-        default=0.0, ge=0, le=10,
+        default=0.0061, ge=0, le=10,
         description="host time per MoE layer per micro-batch (forward and backward) the GPU "
                     "waits for: the dropless token dispatcher syncs the host on the token "
                     "counts each MoE layer (Megatron-LM token_dispatcher.py L452-470, L590-616; "
                     "torchtitan expert_parallel.py L134-135), exposing the launches after it "
-                    "(step.fixed_time). Fitted on public MoE training rows "
-                    "(benchmarks/fit_moe_host.py)")
+                    "(step.fixed_time). Fitted: 6.1 ms on the 10 public MoE training rows of 4 "
+                    "sources (validate_moe.py; docs/moe.md)")
     layer_fixed_s: float = Field(
         default=0.0, ge=0, le=10,
         description="assumed 0: fixed time per transformer layer per micro-batch (forward and "

@@ -183,6 +183,10 @@ class Training(Frozen):
         default=True, description="Megatron-LM --tp-comm-overlap: Transformer Engine "
                                   "userbuffers overlap the TP collectives with the GEMMs "
                                   "(needs sequence parallelism)")
+    overlap_moe_expert_parallel_comm: bool = Field(
+        default=False, description="Megatron-LM --overlap-moe-expert-parallel-comm (default "
+                                   "off, core/model_parallel_config.py L343): one "
+                                   "micro-batch's MoE all-to-alls overlap another's compute")
 
     @property
     def weight_bytes(self) -> int:

@@ -1,0 +1,77 @@
+"""The MoE host sync per layer and micro-batch (Assumptions.moe_layer_host_s, step.fixed_time),
+its fit and leave-one-source-out refit (validate_moe.py), and Megatron-LM's
+--overlap-moe-expert-parallel-comm (issue 32)."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.validate_moe import HostRow, fit, loso, predict
+
+QWEN = ("qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", "1", "--ep", "8", "--zero", "1",
+        "--micro-batch", "1", "--global-batch", "8", "--framework", "megatron",
+        "--format", "json")
+
+
+def _row(key, fold, published, T, K, t0=0.001, pred=1000.0, time_like=False):
+    return HostRow(key, fold, published, pred, T, K, t0, time_like)
+
+
+def test_predict_is_affine_in_the_constant():
+    # T 2 s at t0 1 ms, K 100 layer-micro-batches: at 2 ms T = 2 + 100 x 0.001 = 2.1 s; a
+    # tokens/s figure 1000 -> 1000 / 1.05 = 952.38, a seconds figure 1000 -> 1050
+    rows = [_row(0, "a", 1.0, 2.0, 100.0), _row(1, "a", 1.0, 2.0, 100.0, time_like=True)]
+    assert predict(rows, 0.002) == pytest.approx([1000 / 1.05, 1050.0])
+
+
+def test_fit_finds_the_constant_that_makes_the_rows_exact():
+    # both rows published at what t = 5 ms gives: T = 2 + 100 x 0.004 = 2.4 s (tokens/s 1000 x
+    # 2 / 2.4 = 833.33) and T = 1 + 50 x 0.004 = 1.2 s (1000 / 1.2 = 833.33)
+    rows = [_row(0, "a", 1000 * 2 / 2.4, 2.0, 100.0), _row(1, "b", 1000 / 1.2, 1.0, 50.0)]
+    assert fit(rows) == pytest.approx(0.005)
+    assert fit([]) is None
+
+
+def test_loso_refits_without_the_rows_source():
+    # source a's rows say 5 ms, source b's say 10 ms (T = 1 + 50 x 0.009 = 1.45 s):
+    # a is predicted with b's 10 ms and b with a's 5 ms; a source alone keeps its prediction
+    a = _row(0, "a", 1000 / 1.2, 1.0, 50.0)
+    b = _row(1, "b", 1000 / 1.45, 1.0, 50.0)
+    got = loso([a, b])
+    assert got[0] == pytest.approx((0.010, 1000 / 1.45))
+    assert got[1] == pytest.approx((0.005, 1000 / 1.2))
+    assert loso([a]) == {0: (0.001, 1000.0)}
+
+
+def test_the_fixed_time_counts_every_moe_layer_and_micro_batch(run):
+    # Qwen3-30B-A3B: 48 MoE layers, one stage, 8 / (DP 8 x 1) = 1 micro-batch:
+    # 6.1 ms x 48 x 1 = 0.2928 s; a dense model pays none of it
+    assert Assumptions().moe_layer_host_s == 0.0061
+    d = run("step", *QWEN).json()
+    assert d["fixed_s"] == pytest.approx(0.0061 * 48)
+    dense = run("step", "llama-3-8b", "--node", "dgx-h100", "--format", "json").json()
+    assert dense["fixed_s"] == 0.0
+
+
+def test_megatron_overlap_flag_hides_the_all_to_all(run):
+    off = run("step", *QWEN).json()
+    on = run("step", *QWEN, "--overlap-moe-expert-parallel-comm").json()
+    assert off["ep_comm_s"] > 0 and on["ep_comm_s"] == 0.0
+    assert on["step_time_s"] == pytest.approx(off["step_time_s"] - off["ep_comm_s"], rel=1e-9)
+    # refused by TransformerConfig with full recompute (transformer_config.py L3021-3023): the
+    # profile keeps the all-to-all exposed
+    full = run("step", *QWEN, "--recompute", "full", "--overlap-moe-expert-parallel-comm").json()
+    assert full["ep_comm_s"] > 0
+
+
+def test_megatron_export_writes_the_overlap_where_megatron_takes_it(run):
+    args = ("plan", "qwen3-30b-a3b", "--node", "dgx-h100", "--ep", "8", "--tp", "1", "--pp",
+            "1", "--framework", "megatron", "--overlap-moe-expert-parallel-comm",
+            "--export", "megatron")
+    out = run(*args, "--recompute", "none").out
+    assert "--moe-token-dispatcher-type alltoall" in out
+    assert "  --overlap-moe-expert-parallel-comm" in out
+    full = run(*args, "--recompute", "full").out
+    assert "# --overlap-moe-expert-parallel-comm left out: full recompute" in full
+    assert "  --overlap-moe-expert-parallel-comm" not in full
