@@ -37,8 +37,10 @@ ROWS = [
      1, 1, 1, 1, 3, 128, 1, 8192, 14451, BRIDGE, "Megatron-FSDP as ZeRO-3; no recompute"),
     ("H100 Llama3 70B TP4 PP8 VP5 FP8-CS", Fp8Recipe.TE_CURRENT, "llama-3-70b", "dgx-h100", 8,
      4, 8, 1, 5, 1, 128, 1, 8192, 1602, BRIDGE, "distributed optimizer; no recompute"),
-    ("H100 GPT3-175B TP4 PP8 VP6 FP8-CS", Fp8Recipe.TE_CURRENT, "gpt3-175b", "dgx-h100", 64,
-     4, 8, 1, 6, 1, 2048, 2, 2048, 866, NEMO_2502, "distributed optimizer; no recompute"),
+    ("H100 GPT3-175B TP4 PP8 VP6 FP8 (25.02, delayed)", Fp8Recipe.TE_DELAYED, "gpt3-175b",
+     "dgx-h100", 64, 4, 8, 1, 6, 1, 2048, 2, 2048, 866, NEMO_2502,
+     "NeMo 2.2's only FP8 recipe is delayed scaling (mixed_precision.py L46-54 @ v2.2.0); "
+     "distributed optimizer; no recompute"),
     ("H100 GPT3-175B TP4 PP8 VP6 FP8 (delayed)", Fp8Recipe.TE_DELAYED, "gpt3-175b", "dgx-h100",
      64, 4, 8, 1, 6, 1, 2048, 2, 2048, 825, NEMO_2412,
      "micro-batch 2 as the 25.02 row; distributed optimizer; no recompute"),

@@ -139,15 +139,18 @@ def _nemo_dense() -> list[PublicRow]:
     r, c = PublicRow, NEMO.format
     asm = "FP8 per-tensor current scaling (te-current); " + _MEG_ASM
     asm_ds = "FP8 delayed scaling (te-delayed, NeMo 2.1's only recipe); " + _MEG_ASM
+    # container 25.02 is NeMo 2.2, whose only FP8 recipe is delayed scaling
+    # (nemo/collections/llm/recipes/precision/mixed_precision.py L46-54 @ v2.2.0)
+    asm_22 = "FP8 delayed scaling (te-delayed, NeMo 2.2's only recipe); " + _MEG_ASM
     return [
         r(c(c="25.02"), "B200 Llama3 8B FP8, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 26006,
-          gbs=128, mbs=2, assumed=asm, **_CS, **_MEG),
+          gbs=128, mbs=2, assumed=asm_22, **_DS, **_MEG),
         r(c(c="25.02"), "B200 Llama3 70B FP8 TP2 PP4 CP2 VP5, 64 GPUs", "llama-3-70b",
-          "dgx-b200", 8, 3062, tp=2, pp=4, cp=2, vp=5, gbs=128, assumed=asm, **_CS, **_MEG),
+          "dgx-b200", 8, 3062, tp=2, pp=4, cp=2, vp=5, gbs=128, assumed=asm_22, **_DS, **_MEG),
         r(c(c="25.02"), "B200 Llama3 405B FP8 TP4 PP8 CP2 VP8, 128 GPUs", "llama-3-405b",
-          "dgx-b200", 16, 625, tp=4, pp=8, cp=2, vp=8, gbs=64, assumed=asm, **_CS, **_MEG),
+          "dgx-b200", 16, 625, tp=4, pp=8, cp=2, vp=8, gbs=64, assumed=asm_22, **_DS, **_MEG),
         r(c(c="25.02"), "B200 GPT3-175B FP8 TP4 PP4 VP6, 512 GPUs", "gpt3-175b", "dgx-b200", 64,
-          1600, tp=4, pp=4, vp=6, gbs=2048, mbs=2, seq=2048, assumed=asm, **_CS, **_MEG),
+          1600, tp=4, pp=4, vp=6, gbs=2048, mbs=2, seq=2048, assumed=asm_22, **_DS, **_MEG),
         r(c(c="25.02"), "B200 Mixtral-8x7B FP8 EP8, 64 GPUs", "mixtral-8x7b", "dgx-b200", 8,
           15457, ep=8, gbs=256, mbs=2, seq=4096, assumed="FP8 delayed scaling, NeMo 2.2's only "
           "recipe (pretrain_mixtral_8x7b.py L66-68, mixed_precision.py L46-54 @ NeMo v2.2.0); "
@@ -155,7 +158,7 @@ def _nemo_dense() -> list[PublicRow]:
         r(c(c="25.02"), "B200 Mixtral-8x22B FP8, 256 GPUs, seq 64k", "mixtral-8x22b",
           "dgx-b200", 32, 2232, why_not=_CAT + " (Mixtral-8x22B)"),
         r(c(c="25.02"), "H100 GPT3-175B FP8 TP4 PP8 VP6, 512 GPUs", "gpt3-175b", "dgx-h100", 64,
-          866, tp=4, pp=8, vp=6, gbs=2048, mbs=2, seq=2048, assumed=asm, **_CS, **_MEG),
+          866, tp=4, pp=8, vp=6, gbs=2048, mbs=2, seq=2048, assumed=asm_22, **_DS, **_MEG),
         r(c(c="25.04"), "GB200 Llama3 8B FP8, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 33099,
           gpu="gb200", gbs=128, mbs=2, assumed=asm + "; " + _GB, **_CS, **_MEG),
         r(c(c="25.04"), "GB200 Llama3 70B FP8 FSDP, 64 GPUs", "llama-3-70b", "dgx-b200", 8,
