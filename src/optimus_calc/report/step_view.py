@@ -23,7 +23,7 @@ BREAKDOWN = [
     ("pp_comm_s", "PP point-to-point", "comm.p2p_time"),
     ("dp_comm_exposed_s", "DP communication, exposed", "compute.exposed_time"),
     ("optimizer_exposed_s", "optimizer step + transfers, exposed", "compute.exposed_time"),
-    ("fixed_s", "framework fixed costs (per step, per layer)", "step.fixed_time"),
+    ("fixed_s", "fixed costs (per step, layer, MoE host sync)", "step.fixed_time"),
 ]
 
 
