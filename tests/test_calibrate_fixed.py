@@ -25,7 +25,7 @@ def test_fixed_time_adds_per_step_and_per_layer_micro_batch(run):
     assert fixed["step_time_s"] - base["step_time_s"] == pytest.approx(2.348, rel=1e-9)
     assert fixed["compute_s"] == base["compute_s"]
     table = run("step", "llama-2-7b", "--node", "dgx-a100", "--assume", "step_fixed_s=0.3").out
-    assert "framework fixed costs" in table and "step.fixed_time" in table
+    assert "fixed costs (per step, layer, MoE host sync)" in table and "step.fixed_time" in table
     res = run("explain", "step.fixed_time", "llama-2-7b", "--node", "dgx-a100",
               "--assume", "step_fixed_s=0.3")
     assert res.code == 0 and "assumed" in res.out and "0.3" in res.out

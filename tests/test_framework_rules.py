@@ -61,7 +61,10 @@ def test_rules_from_the_sources():
     assert _one(zero=0, tp=2, dp=4)[Framework.TORCHTITAN] is Reason.TT_DDP_ND
     assert _one(zero=3, offload=1)[Framework.TORCHTITAN] is Reason.TT_OFFLOAD_FSDP
     assert _one(zero=3, offload=1, offload_params=True)[Framework.TORCHTITAN] is Reason.OK
-    assert _one(zero=2, pp=2, tp=2, cp=2)[Framework.TORCHTITAN] is Reason.OK
+    # torchtitan under PP: FSDP2's parameters and gradients stay unsharded through the step
+    # (torch pipelining stage.py backward_maybe_with_nosync): ZeRO-1, not ZeRO-2/3
+    assert _one(zero=2, pp=2, tp=2, cp=2)[Framework.TORCHTITAN] is Reason.TT_FSDP_PP
+    assert _one(zero=1, pp=2, tp=2, cp=2)[Framework.TORCHTITAN] is Reason.OK
     s = framework_support(1, 1, 8, 1, 1, 3, 0, False, 1, 1, True, 0, heads=64, n_kv=8,
                           experts=0, layers=80, precision="fp16")
     assert int(s.reason[Framework.TORCHTITAN]) == Reason.TT_FP16
@@ -109,12 +112,14 @@ def test_plan_exports_torchtitan_and_megatron(run):
 
 
 def test_rejected_counts():
-    # three layouts: ZeRO-3 + PP 2 (DeepSpeed and Megatron refuse, torchtitan runs it), SmartNIC
-    # (nobody), ZeRO-1 no offload (runs everywhere but torchtitan)
+    # three layouts: ZeRO-3 + PP 2 (DeepSpeed and Megatron refuse, and torchtitan, whose FSDP
+    # is ZeRO-1 under PP), SmartNIC (nobody), ZeRO-1 no offload (runs everywhere but torchtitan)
     s = framework_support([1, 1, 1], [2, 1, 1], [4, 8, 8], 1, 1, [3, 3, 1], [0, 3, 0], False,
                           1, 1, True, 0, heads=64, n_kv=8, experts=0, layers=80)
-    assert s.any().tolist() == [True, False, True]
-    assert rejected_counts(s) == {Reason.SMARTNIC.text: 4}  # one layout, four frameworks
+    assert s.any().tolist() == [False, False, True]
+    assert rejected_counts(s) == {Reason.SMARTNIC.text: 4,  # one layout, four frameworks
+                                  Reason.DS_ZERO23_PP.text: 2, Reason.MG_FSDP_PP.text: 1,
+                                  Reason.TT_FSDP_PP.text: 1}
     ds = rejected_counts(s, [Framework.DEEPSPEED])
     assert ds == {Reason.DS_ZERO23_PP.text: 1, Reason.SMARTNIC.text: 1}
 

@@ -107,11 +107,12 @@ def test_calibration_all_within_tolerance(cat):
 def test_validate_command(run):
     d = run("validate", "--format", "json").json()
     # sections 1-7, 9 (Megatron-LM H100), 10 (FSDP scale): 52 cases, all within tolerance;
-    # section 12: the public rows of public_cases.py the tool expresses (81 with their memory;
-    # 76 before the MoE rows of public_cases_moe.py took their scripts' settings, issue 32)
+    # section 12: the public rows of public_cases.py the tool expresses (89 with their memory;
+    # 76 before the MoE rows of public_cases_moe.py took their scripts' settings, 81 before
+    # torchtitan's Table 5 rows and Tables 5-6's memory became cases, issue 32)
     early = [c for c in d["cases"] if c["section"] != "12"]
     assert len(early) == sum(c["ok"] for c in early) == 52
-    assert d["total"] == 52 + 81
+    assert d["total"] == 52 + 89
     # the overall accuracy is printed: mean and largest |error| over every case
     errs = [abs(c["error"]) for c in d["cases"]]
     assert d["mean_abs_error"] == pytest.approx(sum(errs) / len(errs))
@@ -309,12 +310,15 @@ def test_offload_step_responds_to_what_changes_it(run, tmp_path):
 def test_single_layout_says_which_frameworks_run_it(run):
     # issue 12: each framework's verdict with its rule: DeepSpeed's pipeline engine takes
     # ZeRO-1 only (deepspeed/runtime/pipe/engine.py), Megatron-FSDP does not compose with PP,
-    # torchtitan composes FSDP2 with PP
+    # torchtitan composes FSDP2 with PP as ZeRO-1 (parameters and gradients unsharded through
+    # the step under torch pipelining)
     # (llama-3-8b: torchtitan v0.2.2 registers its shape, llama3 "8B"; it has no Llama-2)
     d = run("step", "llama-3-8b", "--pp", 2, "--zero", 3, "--format", "json").json()
     assert d["frameworks"]["deepspeed"].startswith("DeepSpeed: ZeRO-2/3 are incompatible")
     assert d["frameworks"]["megatron"].startswith("Megatron-LM: ZeRO-2/3 is Megatron-FSDP")
-    assert d["frameworks"]["torchtitan"] == "runs"
+    assert d["frameworks"]["torchtitan"].startswith("torchtitan: under pipeline parallelism")
+    z1 = run("step", "llama-3-8b", "--pp", 2, "--zero", 1, "--format", "json").json()
+    assert z1["frameworks"]["torchtitan"] == "runs"
     nic = run("step", "llama-2-7b", "--zero", 1, "--offload", "smartnic", "--format",
               "json").json()
     assert all(v != "runs" for v in nic["frameworks"].values())  # OptimusNIC: a what-if

@@ -229,20 +229,27 @@ def _torchtitan() -> list[PublicRow]:
                      recompute="full", assumed=long_asm, mem_gib=gib,
                      why_not="" if name == "2D" else
                      "async TP (micro-pipelined TP collectives) has no switch in the tool"))
-    for name, tps, v in (("1F1B", 100, 1), ("interleaved 1F1B", 128, 2)):
+    # torchtitan splits a PP rank's local batch into pipeline_parallel_degree micro-batches
+    # unless told otherwise (torchtitan/parallelisms/pipelining_utils.py L79-81 @ 9dec370)
+    mb_pp = ("micro-batch = local batch / 8, torchtitan's default of PP-degree micro-batches "
+             "(parallelisms/pipelining_utils.py L79-81 @ 9dec370); FSDP under PP keeps "
+             "parameters and gradients unsharded through the step (parallelize_llama.py "
+             "L326-329 @ 9dec370, torch pipelining): ZeRO-1; AsyncTP (in the table's title) has "
+             "no switch: TP collectives priced exposed; " + long_asm)
+    for name, tps, v, gib in (("1F1B", 100, 1, 82.5), ("interleaved 1F1B", 128, 2, 72.7)):
         out.append(r(t5, f"Llama 3.1 405B FSDP 8 TP 8 PP 8 {name}, 512 GPUs", "llama-3-405b",
-                     "grand-teton-h100", 64, tps, tp=8, pp=8, vp=v, seq=8192, mbs=32, gbs=256,
-                     precision="fp8", fp8_recipe="torchao", framework="torchtitan", zero=3,
-                     recompute="full",
-                     why_not="local batch 32 with global batch 256 over FSDP 8 is not a "
-                             "consistent batch in the tool's terms (micro-batch unknown)"))
-    for seq, cp, tps in ((32768, 1, 76), (65536, 2, 47), (131072, 4, 31), (262144, 8, 16)):
+                     "grand-teton-h100", 64, tps, tp=8, pp=8, vp=v, seq=8192, mbs=4, gbs=256,
+                     precision="fp8", fp8_recipe="torchao", framework="torchtitan", zero=1,
+                     recompute="full", mem_gib=gib,
+                     assumed=mb_pp + ("; two stages a rank" if v > 1 else "")))
+    for seq, cp, tps, gib in ((32768, 1, 76, 75.3), (65536, 2, 47, 75.9), (131072, 4, 31, 77.1),
+                              (262144, 8, 16, 84.9)):
         out.append(r(t6, f"Llama 3.1 405B TP 8 PP 8 FSDP {8 // cp} CP {cp}, seq {seq // 1024}k, "
                          "512 GPUs", "llama-3-405b", "grand-teton-h100", 64, tps, tp=8, pp=8, cp=cp,
-                     seq=seq, mbs=1, gbs=8 * 8 // cp, framework="torchtitan", zero=3,
-                     recompute="full",
-                     assumed="bf16, micro-batch 1, global batch local 8 x FSDP (not "
-                             "published)"))
+                     seq=seq, mbs=1, gbs=8 * 8 // cp, precision="fp8", fp8_recipe="torchao",
+                     framework="torchtitan", zero=1, recompute="full",
+                     mem_gib=gib,
+                     assumed="Float8 as the table's title says; " + mb_pp))
     return out + _torchtitan_other()
 
 

@@ -133,8 +133,22 @@ RULES: tuple[Rule, ...] = (
          "models/llama3/infra/parallelize.py L315-317",
          lambda x: (x.off == OFF_CPU) & ~((x.zero == 3) & x.oparams)),
     _row("TT_ZERO1", "FSDP2 shards parameters, gradients and optimizer together (ZeRO-3, or "
-         "ZeRO-2 with fsdp_reshard_after_forward = never); there is no optimizer-only ZeRO-1",
-         "torchtitan/config/job_config.py L336-349", lambda x: (x.zero == 1) & (x.dp > 1)),
+         "ZeRO-2 with fsdp_reshard_after_forward = never); there is no optimizer-only ZeRO-1 "
+         "without pipeline parallelism",
+         "torchtitan/config/job_config.py L336-349",
+         lambda x: (x.zero == 1) & (x.dp > 1) & (x.pp == 1)),
+    # under PP, torch.distributed.pipelining keeps FSDP2's parameters unsharded and its
+    # gradients unsynced (accumulated unsharded) until the last micro-batch's backward
+    # (pipelining/stage.py backward_maybe_with_nosync), and torchtitan does not reshard after
+    # forward (fsdp_reshard_after_forward "default" = not pp_enabled): ZeRO-1's memory and
+    # traffic, once a step. Only parameter offload (CPUOffloadPolicy) keeps ZeRO-3 there
+    _row("TT_FSDP_PP", "under pipeline parallelism FSDP2 keeps the stage's parameters unsharded "
+         "and accumulates unsharded gradients until the last micro-batch (torch.distributed."
+         "pipelining stage.py backward_maybe_with_nosync; fsdp_reshard_after_forward default = "
+         "not pp_enabled): that is ZeRO-1, plan it as --zero 1",
+         "torchtitan/models/llama3/infra/parallelize.py L319-329; torch/distributed/"
+         "pipelining/stage.py (backward_maybe_with_nosync)",
+         lambda x: (x.zero >= 2) & (x.dp > 1) & (x.pp > 1) & ~x.oparams),
     _row("TT_DDP_ND", "plain DDP (ZeRO-0) only without TP/PP/CP",
          "torchtitan/models/llama3/infra/parallelize.py L148-151",
          lambda x: (x.zero == 0) & (x.dp > 1) & ((x.tp > 1) | (x.pp > 1) | (x.cp > 1))),
@@ -160,7 +174,8 @@ PROFILE = PhysicsProfile((
     # MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=float32): fp32 reduce-scatter into
     # fp32 sharded gradients, 4 bytes per gradient
     Setting("grad_bytes", 4, "torchtitan/models/llama3/infra/parallelize.py L133-136, L313; "
-            "torchtitan/config/job_config.py L282-294", ("bf16",)),
+            "torchtitan/config/job_config.py L282-294 (Float8 changes the linears' matmuls, "
+            "not the MixedPrecisionPolicy)", ("bf16", "fp8")),
     # fully_shard on each transformer block: one all-gather per block, not per submodule
     Setting("zero3_modules_per_layer", 1, "torchtitan/models/llama3/infra/parallelize.py "
             "L334-357"),

@@ -7,7 +7,9 @@ schema.
 
 ZeRO maps onto FSDP2 (job_config.py L313-349): ZeRO-3 = data_parallel_shard_degree with
 fsdp_reshard_after_forward "always", ZeRO-2 = the same with "never" (parameters stay gathered
-between forward and backward), ZeRO-0 = data_parallel_replicate_degree (DDP). Batch
+between forward and backward), ZeRO-0 = data_parallel_replicate_degree (DDP); with PP, ZeRO-1 =
+data_parallel_shard_degree with "default" (the pipeline keeps parameters and gradients
+unsharded through the step: frameworks/torchtitan.py TT_FSDP_PP). Batch
 (job_config.py L253-261): local_batch_size is the per-replica batch of one optimizer step
 without PP (torchtitan accumulates global / (local x dp) micro-steps); with PP it holds all the
 step's micro-batches, cut into pipeline_parallel_microbatch_size pieces (L412-418).
@@ -89,7 +91,12 @@ def torchtitan_sections(layout, training, model) -> tuple[dict[str, dict], list[
     else:
         par["data_parallel_replicate_degree"] = 1
         par["data_parallel_shard_degree"] = lay.dp
-        if lay.dp > 1 or lay.cp > 1:
+        if lay.zero is ZeroStage.OS and lay.pp > 1:
+            # ZeRO-1 under PP: torchtitan's default policy is not to reshard with PP
+            # (parallelize.py L319-329), and the pipeline keeps gradients unsynced until the
+            # last micro-batch (frameworks/torchtitan.py TT_FSDP_PP)
+            par["fsdp_reshard_after_forward"] = "default"
+        elif lay.dp > 1 or lay.cp > 1:
             par["fsdp_reshard_after_forward"] = "always" if lay.zero is ZeroStage.OS_G_P \
                 else "never"
     par["tensor_parallel_degree"] = lay.tp
