@@ -94,6 +94,12 @@ def _megatron_validate(arguments, monkeypatch, text: str):
     return args, argv
 
 
+# kernels the CPU lacks (Transformer Engine, CUDA fusions), switched off before a build
+CPU_LACKS = ("apply_rope_fusion", "gradient_accumulation_fusion", "bias_swiglu_fusion",
+             "bias_gelu_fusion", "masked_softmax_fusion", "bias_dropout_fusion",
+             "moe_grouped_gemm", "moe_permute_fusion")
+
+
 def _megatron_build(arguments, torch, args) -> tuple[int, int]:
     """Parameters of the GPTModel these arguments build, whole (TP = PP = EP = 1), on the
     meta device with Megatron's local (no Transformer Engine) layer specs: the model without
@@ -113,10 +119,7 @@ def _megatron_build(arguments, torch, args) -> tuple[int, int]:
     a.num_layers_per_virtual_pipeline_stage = None
     a.sequence_parallel = False
     a.transformer_impl = "local"
-    # kernels the CPU lacks (Transformer Engine, CUDA fusions): the parameters are the same
-    for fused in ("apply_rope_fusion", "gradient_accumulation_fusion", "bias_swiglu_fusion",
-                  "bias_gelu_fusion", "masked_softmax_fusion", "bias_dropout_fusion",
-                  "moe_grouped_gemm", "moe_permute_fusion"):
+    for fused in CPU_LACKS:  # the parameters are the same
         setattr(a, fused, False)
     a.no_persist_layer_norm = True
     a.use_cpu_initialization = True
@@ -227,3 +230,63 @@ def test_megatron_builds_every_hf_fixture_it_accepts(monkeypatch, megatron, fixt
     # give its router a bias, so there is no comment and the count matches to the parameter
     no_bias = (m.router_params - m.hidden * m.experts) if "# router bias:" in text else 0
     assert built == m.total_params - m.moe_layers * (buffer + no_bias), (built, m)
+
+
+# ---- --overlap-moe-expert-parallel-comm ---------------------------------------------------
+
+EP_OVERLAP = ("qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", 2, "--ep", 8, "--tp", 1,
+              "--framework", "megatron", "--overlap-moe-expert-parallel-comm")
+WITH_EP_OVERLAP = ("  --moe-token-dispatcher-type alltoall \\\n"
+                   "  --overlap-moe-expert-parallel-comm\n")
+
+
+def _megatron_config(args):
+    """The TransformerConfig pretrain_gpt.py's model builder makes of the validated arguments
+    (gpt_builders.py through argument_utils.py core_transformer_config_from_args), with the
+    job's real TP/PP/EP: its __post_init__ runs transformer_config.py L3002-3041 (which reads
+    none of the kernels the CPU lacks)."""
+    import copy
+    from megatron.training.argument_utils import core_transformer_config_from_args
+    a = copy.deepcopy(args)
+    for fused in CPU_LACKS:
+        setattr(a, fused, False)
+    return core_transformer_config_from_args(a)
+
+
+@pytest.mark.parametrize("pp,vp", [(1, None), (2, 2)], ids=["pp1", "pp2-interleave2"])
+def test_megatron_takes_the_exported_ep_overlap(run, tmp_path, monkeypatch, megatron, pp, vp):
+    """Qwen3-30B-A3B on 16 H100 (EP 8): the export writes the overlap with the alltoall
+    dispatcher, and with PP 2 the 2 model chunks (48 layers / (2 x 2) = 12 per chunk) it needs;
+    validate_args and the TransformerConfig accept both."""
+    arguments, _ = megatron
+    text = _export(run, tmp_path, *EP_OVERLAP, "--pp", pp, "--interleave", vp or 1,
+                   "--recompute", "none", "--export", "megatron")
+    assert text.endswith(WITH_EP_OVERLAP)
+    margs, _ = _megatron_validate(arguments, monkeypatch, text)
+    c = _megatron_config(margs)
+    assert c.overlap_moe_expert_parallel_comm and c.moe_token_dispatcher_type == "alltoall"
+    assert (c.expert_model_parallel_size, c.pipeline_model_parallel_size,
+            c.virtual_pipeline_model_parallel_size) == (8, pp, vp)
+    assert c.recompute_granularity is None and c.bf16
+
+
+@pytest.mark.parametrize("args,why,refusal", [
+    (("--pp", 2, "--interleave", 1, "--recompute", "none"),
+     "PP > 1 needs an interleaved schedule", "virtual_pipeline_model_parallel_size must be"),
+    (("--pp", 1, "--recompute", "full"), "full recompute", "disable full recomputation"),
+    (("--pp", 1, "--recompute", "none", "--precision", "fp32"), "FP32",
+     "only supported with bf16 or fp16"),
+], ids=["pp2-no-interleave", "full-recompute", "fp32"])
+def test_megatron_refuses_the_ep_overlap_where_the_export_leaves_it_out(
+        run, tmp_path, monkeypatch, megatron, args, why, refusal):
+    """The export's note names the reason; its script is accepted as written, and the same
+    script with the overlap added by hand is refused by Megatron with that reason."""
+    arguments, _ = megatron
+    text = _export(run, tmp_path, *EP_OVERLAP, *args, "--export", "megatron")
+    assert f"# --overlap-moe-expert-parallel-comm left out: {why}" in text
+    margs, argv = _megatron_validate(arguments, monkeypatch, text)
+    assert "--overlap-moe-expert-parallel-comm" not in argv
+    assert not _megatron_config(margs).overlap_moe_expert_parallel_comm
+    forced = text.rstrip("\n") + " \\\n" + WITH_EP_OVERLAP
+    with pytest.raises(AssertionError, match=refusal):
+        _megatron_config(_megatron_validate(arguments, monkeypatch, forced)[0])

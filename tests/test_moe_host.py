@@ -75,3 +75,7 @@ def test_megatron_export_writes_the_overlap_where_megatron_takes_it(run):
     full = run(*args, "--recompute", "full").out
     assert "# --overlap-moe-expert-parallel-comm left out: full recompute" in full
     assert "  --overlap-moe-expert-parallel-comm" not in full
+    # TransformerConfig asks for bf16 or fp16 weights (transformer_config.py L3034-3037)
+    fp32 = run(*args, "--recompute", "none", "--precision", "fp32").out
+    assert "# --overlap-moe-expert-parallel-comm left out: FP32" in fp32
+    assert "  --overlap-moe-expert-parallel-comm" not in fp32

@@ -320,10 +320,12 @@ def _overlaps(a: _Args, lay, tr) -> None:
 def _ep_overlap(a: _Args, lay, tr) -> None:
     """--overlap-moe-expert-parallel-comm where TransformerConfig accepts it (transformer_config.py
     L3002-3041 @ d98e8a6: EP > 1, a virtual pipeline when PP > 1, no full recompute, the
-    alltoall or flex dispatcher), else a note why it is left out."""
+    alltoall or flex dispatcher, bf16 or fp16 weights: FP8 launches with --bf16), else a note
+    why it is left out."""
     why = ("EP is 1" if lay.ep <= 1 else
            "PP > 1 needs an interleaved schedule" if lay.pp > 1 and lay.interleave <= 1 else
-           "full recompute" if tr.recompute is Recompute.FULL else "")
+           "full recompute" if tr.recompute is Recompute.FULL else
+           "FP32 (bf16 or fp16 only, L3034-3037)" if tr.precision is Precision.FP32 else "")
     if why:
         a.notes.append(f"--overlap-moe-expert-parallel-comm left out: {why} "
                        "(transformer_config.py L3002-3041)")
