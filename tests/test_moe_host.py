@@ -63,6 +63,9 @@ def test_megatron_overlap_flag_hides_the_all_to_all(run):
     # profile keeps the all-to-all exposed
     full = run("step", *QWEN, "--recompute", "full", "--overlap-moe-expert-parallel-comm").json()
     assert full["ep_comm_s"] > 0
+    # ... and in FP32 (L3034-3037: bf16 or fp16 models only)
+    fp32 = run("step", *QWEN, "--precision", "fp32", "--overlap-moe-expert-parallel-comm").json()
+    assert fp32["ep_comm_s"] > 0
 
 
 def test_megatron_export_writes_the_overlap_where_megatron_takes_it(run):

@@ -10,7 +10,7 @@ from optimus_calc.frameworks.base import (OFF_CPU, SMARTNIC, EnvVar, Exporter,
                                           FrameworkPlugin, PhysicsProfile, Rule, Setting,
                                           dividing_into, not_dividing, runs_offloads,
                                           runs_precisions)
-from optimus_calc.specs.training import Offload, Recompute
+from optimus_calc.specs.training import Offload, Precision, Recompute
 
 COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
 _MG = "Megatron-LM"
@@ -142,9 +142,10 @@ def _gather_overlap(tr) -> bool:
 
 
 def _ep_comm_overlap(tr) -> bool:
-    """--overlap-moe-expert-parallel-comm, refused with full recompute (transformer_config.py
-    L3021-3023)."""
-    return bool(tr.overlap_moe_expert_parallel_comm and tr.recompute is not Recompute.FULL)
+    """--overlap-moe-expert-parallel-comm, refused with full recompute and in FP32
+    (transformer_config.py L3021-3023, L3034-3037)."""
+    return bool(tr.overlap_moe_expert_parallel_comm and tr.recompute is not Recompute.FULL
+                and tr.precision is not Precision.FP32)
 
 
 def _tp_comm_overlap(tr) -> bool:
