@@ -74,6 +74,9 @@ CANDIDATES = (
     Param("hbm_efficiency", "assumptions", 0.05, 1.0, "achievable fraction of HBM bandwidth"),
     Param("cuda_context_GB", "assumptions", 0.01, 100.0, "CUDA context and workspaces, GB"),
     Param("fragmentation", "assumptions", 0.001, 1.0, "allocator fragmentation fraction"),
+    Param("moe_layer_host_s", "assumptions", 0.0, 0.1,
+          "host time per MoE layer per micro-batch (the dispatcher's host sync), s",
+          scale=1e-3),
 )
 
 
