@@ -18,3 +18,17 @@ def test_no_interleave_column_without_interleaving(run):
     d = run("plan", "llama-2-7b", "--pp", 1, "--format", "json").json()
     assert all(c["interleave"] == 1 for c in d["candidates"])
     assert "v" not in _header(run("plan", "llama-2-7b", "--pp", 1).out)
+
+
+def test_sp_column_when_rows_differ_in_sequence_parallelism(run):
+    # plan llama-3-70b --node dgx-h100 --nodes 4 --framework torchtitan: rows 2 and 3 are one
+    # layout with SP on and off (JSON `sequence_parallel`), identical in the table before
+    args = ("plan", "llama-3-70b", "--node", "dgx-h100", "--nodes", 4, "--framework",
+            "torchtitan")
+    d = run(*args, "--format", "json").json()
+    assert len({c["sequence_parallel"] for c in d["candidates"]}) == 2
+    assert "SP" in _header(run(*args).out)
+    # ... and the headline plan, whose rows share SP, keeps its width
+    d = run("plan", "llama70b", "--nodes", 2, "--format", "json").json()
+    assert len({c["sequence_parallel"] for c in d["candidates"]}) == 1
+    assert "SP" not in _header(run("plan", "llama70b", "--nodes", 2).out)

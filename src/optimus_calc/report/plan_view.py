@@ -126,9 +126,10 @@ def _plan_columns(rows: list[dict], train: TrainRequest | None) -> list[Column]:
         cols.append(Column("ep", "EP"))
     cols += [Column("zero", "ZeRO"), Column("offload_txt", "offload", align="left"),
              Column("recompute", "recompute", align="left"),
-             Column("sp_txt", "SP", compact=False),
+             # SP and v kept in the compact table when rows differ in them (SP) or interleave:
+             # else two rows can look the same
+             Column("sp_txt", "SP", compact=len({r["sp_txt"] for r in rows}) > 1),
              Column("micro_batch", "mb"),
-             # kept in the compact table when rows interleave: else two rows can look the same
              Column("interleave", "v", compact=any(r["interleave"] > 1 for r in rows)),
              Column("global_batch", "batch", compact=False),
              Column("gpu_GB", "GPU GB", ".1f"),
