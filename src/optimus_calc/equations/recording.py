@@ -86,6 +86,12 @@ class _Equations:
 eq = _Equations()
 
 
+def active() -> bool:
+    """Whether the calls made now are recorded (inside :func:`recording` with a Recorder): a
+    speed tactic may skip a call whose value it knows only when nobody is watching."""
+    return _ACTIVE.get() is not None
+
+
 @contextmanager
 def recording(rec: Recorder | None) -> Iterator[Recorder | None]:
     """Record every equation call made inside the block into ``rec`` (None: record nothing)."""
