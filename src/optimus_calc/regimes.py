@@ -14,6 +14,9 @@ energy, cost, memory) and P (1 + min eps) .. P (1 + max eps) when it is a rate (
 """
 
 from __future__ import annotations
+
+import functools
+
 from optimus_calc.record import record
 
 
@@ -113,9 +116,11 @@ class ErrorRange:
         return f"({lo / value - 1:+.0%} / {hi / value - 1:+.0%}, {self.basis})"
 
 
-def _residuals():
+@functools.lru_cache(maxsize=1)
+def _residuals() -> tuple:
+    """The generated table's rows in today's layout (read once: the table is a constant)."""
     from optimus_calc.regime_residuals import RESIDUALS
-    return [_row(r) for r in RESIDUALS]
+    return tuple(_row(r) for r in RESIDUALS)
 
 
 def _row(r: tuple) -> tuple:
@@ -138,10 +143,10 @@ WIDEN = (6, 5, 1, 4, 3, 0)
 def _match(rows, kinds, key: tuple, free=()):
     """Residual rows of ``kinds`` whose regime equals ``key`` except at the ``free`` positions
     (indices into Regime.key)."""
-    def k(r):
-        return tuple("*" if i in free else v for i, v in enumerate(r[KEY]))
-    want = tuple("*" if i in free else v for i, v in enumerate(key))
-    return [r for r in rows if r[KIND] in kinds and k(r) == want]
+    at = [KEY.start + i for i in range(len(key)) if i not in free]
+    want = [v for i, v in enumerate(key) if i not in free]
+    return [r for r in rows if r[KIND] in kinds and len(r[KEY]) == len(key)
+            and [r[j] for j in at] == want]
 
 
 def _cv(r) -> float:

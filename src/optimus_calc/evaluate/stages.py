@@ -14,7 +14,7 @@ of the offload strategies' figures (:func:`by_strategy`).
 from __future__ import annotations
 
 import functools
-
+import math
 
 import numpy as np
 
@@ -139,9 +139,15 @@ def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
     shape = np.broadcast_shapes(shape, *(np.shape(m) for m, _ in pairs),
                                 *(np.shape(v) for _, v in pairs))
     dtype = np.result_type(dtype, *(np.asarray(v).dtype for _, v in pairs))
+    small = math.prod(shape) <= STAGE_MAJOR_FROM
+    if small and len(pairs) == 1 and np.all(pairs[0][0]):
+        # a small batch of one strategy: its values, copied (C order, as stage_major_zeros
+        # stores a small array)
+        return np.array(np.broadcast_to(pairs[0][1], shape), dtype=dtype)
     out = stage_major_zeros(shape, dtype)
     for mine, value in pairs:
-        part = _one_axis_run(np.asarray(mine), len(shape))
+        # a small array's masked copy costs less than looking for a run (a speed tactic)
+        part = None if small else _one_axis_run(np.asarray(mine), len(shape))
         if part is None:
             np.copyto(out, value, where=mine)
         else:  # the planner's grid: the strategy is an axis, its layouts a run along it
