@@ -97,3 +97,21 @@ def test_layout_support_is_asked_once_per_layout(cat, monkeypatch):
     assert calls == [model, other]
     registry._ONE.clear()
     assert layout_support(lay, tr, model) == first and calls == [model, other, model]
+
+
+def test_a_single_layouts_terms_are_the_batch_terms(cat):
+    """``first_term`` (estimate_step's reading of a batch of one) equals ``Evaluation.term``'s
+    first value for every reported term, on a stage that binds past the first (PP 4)."""
+    from optimus_calc.evaluate.evaluation import first_term
+    from optimus_calc.evaluate.step import TERMS
+    model = cat.get("llama70b", "model")
+    hw = resolve_hardware(cat, "dgx-a100", 2)
+    tr = Training(seq_len=4096, global_batch=64, micro_batch=1)
+    binding = []
+    for lay in (Layout(tp=4, pp=4, dp=1, zero=1, offload=Offload.CPU),
+                Layout(tp=8, pp=1, dp=2, zero=3)):
+        ev = evaluate(Batch.of(lay, tr), model, hw, tr, Assumptions(), all_stages=True)
+        for k in TERMS:
+            assert first_term(ev, k) == float(np.asarray(ev.term(k)).reshape(-1)[0]), k
+        binding.append(int(np.asarray(ev.worst_time).reshape(-1)[0]))
+    assert binding == [3, 0]  # the last of 4 stages (it holds the logits), the only one

@@ -105,7 +105,8 @@ def ring_times(coll: str, n, nodes, z, beta, *, link_class: str, net_overhead_s:
     ppn_one = n <= nodes          # one rank per node: the tree's network latency (L386-388)
     s_i, s_e = _scale(alpha_i, link_class), _scale(alpha_e, "net")
     F = bus_factor(coll, n)
-    if not recording_active():
+    if max(map(np.size, (z, beta, S, multi, s_i, s_e))) <= AT_ONCE \
+            and not recording_active():
         return _ring_times_at_once(S, S_e, F, multi, ppn_one, s_i, s_e, z, beta,
                                    link_class=link_class, net_overhead_s=net_overhead_s)
     out = []
@@ -123,6 +124,12 @@ def ring_times(coll: str, n, nodes, z, beta, *, link_class: str, net_overhead_s:
             out.append(eq.comm__nccl_collective_time(F=F, L=L, beta=beta, f_p=RING_SHARE[p],
                                                      z=z))
     return out
+
+
+# below this many values per input the three protocols go along one axis (a third of the numpy
+# calls); above it one at a time, so a large batch's temporaries are not tripled (a speed
+# tactic: the same numbers either way)
+AT_ONCE = 4096
 
 
 def _ring_times_at_once(S, S_e, F, multi, ppn_one, s_i, s_e, z, beta, *, link_class: str,
