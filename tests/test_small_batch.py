@@ -115,3 +115,20 @@ def test_a_single_layouts_terms_are_the_batch_terms(cat):
             assert first_term(ev, k) == float(np.asarray(ev.term(k)).reshape(-1)[0]), k
         binding.append(int(np.asarray(ev.worst_time).reshape(-1)[0]))
     assert binding == [3, 0]  # the last of 4 stages (it holds the logits), the only one
+
+
+def test_equations_kept_between_recordings_are_still_recorded(cat):
+    """An evaluation outside a recording keeps the equations it looked up on the stand-in
+    (``recording._OPEN``); a recording opened after it still sees every call."""
+    from optimus_calc.equations import recording as R
+    model, hw = cat.get("llama70b", "model"), resolve_hardware(cat, "dgx-a100", 2)
+    tr = Training(seq_len=4096, global_batch=64, micro_batch=1)
+    batch = Batch.of(Layout(tp=8, dp=2, zero=3, offload=Offload.CPU), tr)
+
+    def calls():
+        return len(evaluate(batch, model, hw, tr, Assumptions(), all_stages=True,
+                            record=True).calls)
+    first = calls()
+    evaluate(batch, model, hw, tr, Assumptions(), all_stages=True)
+    assert "memory__weights_bytes" in vars(R.eq) and R._OPEN == [0]
+    assert calls() == first > 100
