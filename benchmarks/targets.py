@@ -17,7 +17,9 @@ Rows (issue 35's table):
 4. worst unpinned plan found (`plan qwen3-30b-a3b --nodes 720 --seq-len 32768
    --global-batch 99792000`), this / base
 5. mixed offload strategies in one small evaluation: `compare llama70b --nodes 2 --format json`
-   run in-process after a warm-up (its ~10 layouts, one per strategy and card), this / release
+   run in-process after a warm-up (its ~10 layouts, one per strategy and card), this / release;
+   5b. one evaluation of a flat batch of 10, 36 and 72 layouts mixing the strategies (as the
+   planner's top-K report evaluates them), this / release
 6. (``--tests``, as ``make bench`` runs it: several minutes) the test suite's CPU, this / base
 """
 
@@ -137,6 +139,51 @@ def warm_cpu(args: list[str], src: str, calls: int = 15) -> float:
     return float(p.stdout.strip().splitlines()[-1])
 
 
+# 5b: one evaluation of a flat batch of mixed offload strategies (what the planner's top-K
+# report and `compare`-like callers evaluate), every stage, in-process; the API both this
+# checkout and 0.2.0 have (Batch.of rows concatenated)
+MIXED = r"""
+import sys, time
+from dataclasses import fields
+import numpy as np
+from optimus_calc import catalog
+from optimus_calc.evaluate.batch import Batch
+from optimus_calc.evaluate.context import resolve_hardware
+from optimus_calc.evaluate.engine import evaluate
+try:
+    from optimus_calc.specs.assumptions import Assumptions
+except ImportError:  # 0.2.0
+    from optimus_calc.specs.training import Assumptions
+from optimus_calc.specs.training import Layout, Offload, Training
+cat = catalog.load(())
+model, hw = cat.get("llama70b", "model"), resolve_hardware(cat, "dgx-a100", 2,
+                                                            smartnic="bluefield-3")
+tr = Training(seq_len=4096, global_batch=64, micro_batch=1)
+lays = [Layout(tp=t, pp=p, dp=16 // (t * p), zero=z, offload=Offload(o))
+        for o in ("none", "cpu", "nvme", "smartnic") for z in (1, 2, 3) for t in (8, 4, 2, 1)
+        for p in (1, 2)]
+rows = [Batch.of(lays[i], tr) for i in np.random.default_rng(0).permutation(len(lays))[:N]]
+batch = Batch(**{f.name: np.concatenate([np.atleast_1d(getattr(r, f.name)) for r in rows])
+                 for f in fields(Batch)})
+evaluate(batch, model, hw, tr, Assumptions(), all_stages=True)
+xs = []
+for _ in range(30):
+    t0 = time.process_time()
+    evaluate(batch, model, hw, tr, Assumptions(), all_stages=True)
+    xs.append(time.process_time() - t0)
+print(min(xs))
+"""
+
+
+def mixed_cpu(n: int, src: str) -> float:
+    """The least CPU seconds of 30 evaluations of a mixed flat batch of ``n`` layouts."""
+    p = subprocess.run([PY, "-c", MIXED.replace("[:N]", f"[:{n}]")], capture_output=True,
+                       text=True, env=_env(src))
+    if p.returncode:
+        raise SystemExit(f"mixed batch (PYTHONPATH={src}): {p.stderr.strip()[-300:]}")
+    return float(p.stdout.strip().splitlines()[-1])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", default="2691995")
@@ -179,6 +226,12 @@ def main(argv: list[str] | None = None) -> int:
     row("5. compare (mixed strategies, ~10 layouts) in-process, this / release", r, "<= 1.0x",
         r <= 1.0, f"this {med(a for a, _ in pairs) * 1e3:.1f} ms, release "
         f"{med(b for _, b in pairs) * 1e3:.1f} ms CPU; 3 rounds of 15 calls")
+    for n in (10, 36, 72):
+        pairs = [(mixed_cpu(n, THIS_SRC), mixed_cpu(n, release)) for _ in range(3)]
+        r = med(a / b for a, b in pairs)
+        row(f"5b. one evaluation of {n} layouts of mixed offload strategies, this / release", r,
+            "<= 1.0x", r <= 1.0, f"this {med(a for a, _ in pairs) * 1e3:.2f} ms, release "
+            f"{med(b for _, b in pairs) * 1e3:.2f} ms CPU (least of 30); 3 rounds")
     if opt.tests:
         # each checkout's own suite from its own root (its conftest, pyproject and docs), one
         # process (no xdist), its subprocesses' CPU included; a failing test is reported, not fatal

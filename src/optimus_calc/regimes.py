@@ -14,6 +14,9 @@ energy, cost, memory) and P (1 + min eps) .. P (1 + max eps) when it is a rate (
 """
 
 from __future__ import annotations
+
+import functools
+
 from optimus_calc.record import record
 
 
@@ -113,9 +116,11 @@ class ErrorRange:
         return f"({lo / value - 1:+.0%} / {hi / value - 1:+.0%}, {self.basis})"
 
 
-def _residuals():
+@functools.lru_cache(maxsize=1)
+def _residuals() -> tuple:
+    """The generated table's rows in today's layout (read once: the table is a constant)."""
     from optimus_calc.regime_residuals import RESIDUALS
-    return [_row(r) for r in RESIDUALS]
+    return tuple(_row(r) for r in RESIDUALS)
 
 
 def _row(r: tuple) -> tuple:
@@ -135,13 +140,23 @@ KIND, EPS, LOSO = 9, 10, 11
 WIDEN = (6, 5, 1, 4, 3, 0)
 
 
-def _match(rows, kinds, key: tuple, free=()):
+def _match(kinds, key: tuple, free=()):
     """Residual rows of ``kinds`` whose regime equals ``key`` except at the ``free`` positions
-    (indices into Regime.key)."""
-    def k(r):
-        return tuple("*" if i in free else v for i, v in enumerate(r[KEY]))
-    want = tuple("*" if i in free else v for i, v in enumerate(key))
-    return [r for r in rows if r[KIND] in kinds and k(r) == want]
+    (indices into Regime.key), in the table's order."""
+    return _index(tuple(kinds), len(key), tuple(free)).get(
+        tuple(v for i, v in enumerate(key) if i not in free), [])
+
+
+@functools.lru_cache(maxsize=64)
+def _index(kinds: tuple, n: int, free: tuple) -> dict[tuple, list]:
+    """The rows of ``kinds`` by their regime less the ``free`` positions (built once per
+    kinds and free positions: every step and plan report asks for its error ranges)."""
+    at = [KEY.start + i for i in range(n) if i not in free]
+    out: dict[tuple, list] = {}
+    for r in _residuals():
+        if r[KIND] in kinds and len(r[KEY]) == n:
+            out.setdefault(tuple(r[j] for j in at), []).append(r)
+    return out
 
 
 def _cv(r) -> float:
@@ -169,7 +184,7 @@ def error_range(gpu_name: str, frameworks, offload: str, model, profile=None,
     kinds = ("memory",) if memory else TIME_KINDS
     # memory arithmetic does not depend on the GPU, precision class, sequence or scale band
     base_free = (0, 4, 5, 6) if memory else ()
-    rows = [r for k in keys for r in _match(_residuals(), kinds, k, base_free)]
+    rows = [r for k in keys for r in _match(kinds, k, base_free)]
     r0 = Regime(*keys[0])
     where = (f"{'any GPU' if memory else r0.gpu_family} x {'/'.join(names)} x offload "
              f"{offload} x {r0.model_class}"
@@ -184,7 +199,7 @@ def error_range(gpu_name: str, frameworks, offload: str, model, profile=None,
         if i in free:
             continue
         free = free + (i,)
-        near = [r for k in keys for r in _match(_residuals(), kinds, k, free)]
+        near = [r for k in keys for r in _match(kinds, k, free)]
         if near:
             # a step-time residual below -1 has no meaning; 0.9 keeps the bounds finite
             worst = min(max(abs(_cv(r)) for r in near), 0.9)

@@ -262,7 +262,9 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
     for code, strat in S.coded():
         if code in uses:
             bits = bits | np.where(offc == code, strat.reasons(ctx, red, host.host_capacity), 0)
-    return dataclasses.replace(red, reasons=bits)
+    # built again rather than dataclasses.replace (its field introspection costs more than
+    # the record on a batch of one)
+    return Devices(**acc, host_capacity=host.host_capacity, reasons=bits, uses=uses)
 
 
 # ---- optimizer step on the device that owns the state ----------------------------------------
@@ -321,6 +323,17 @@ def compute_bound_s(comp: ComputeRecord) -> np.ndarray:
 
 # ---- compose ---------------------------------------------------------------------------------
 
+_ACTIVE: list = [None, 0.0]
+
+
+def _active_params(model) -> float:
+    """``float(model.active_params)``, kept for the last model (the property sums every layer
+    kind's parameters anew on each call; `compare` asks once per strategy)."""
+    if _ACTIVE[0] is not model:
+        _ACTIVE[:] = [model, float(model.active_params)]
+    return _ACTIVE[1]
+
+
 def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
             opt: OptimizerRecord, common: dict) -> Evaluation:
     """The step time of each stage as a sum of named terms (step.time); the slowest binds."""
@@ -354,7 +367,7 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
         "hardware_flops": eq.compute__step_flops(F_h=comp.f_h, F_l=comp.f_l, F_r=comp.f_r,
                                                  L=model.layers, tokens=tokens[..., None])}
     # float: 6 x 405e9 x 4M tokens passes int64's 9.2e18 (issue 37 High 1)
-    six_n = eq.compute__six_n_flops(N_act=float(model.active_params),
+    six_n = eq.compute__six_n_flops(N_act=_active_params(model),
                                     tokens=np.asarray(tokens, dtype=float))
     return Evaluation(has_step=True, step_time_s=step, worst_time=worst_t,
                       stage_terms=per_stage, step_figures=dict(

@@ -112,6 +112,24 @@ class Evaluation:
         return _pick(self.stage_terms[name], self.worst_time)
 
 
+def first_term(ev: Evaluation, name: str) -> float:
+    """``ev.term(name)``'s first value as a float: of a batch of one, its value. A stage term is
+    read at the binding stage directly (``_pick`` broadcasts and copies the whole array, per
+    term, for each single-layout report: a speed tactic, the same value)."""
+    x = ev.stage_terms.get(name) if name not in _DERIVED else None
+    if x is None:
+        return float(np.asarray(ev.term(name)).reshape(-1)[0])
+    x = np.asarray(x)
+    row = x.reshape(-1, x.shape[-1])[0]
+    return float(row[int(np.asarray(ev.worst_time).reshape(-1)[0])] if row.shape[-1] > 1
+                 else row[0])
+
+
+# the names Evaluation.term computes itself (the rest are stage terms picked at the binding stage)
+_DERIVED = frozenset(("step_time_s", "model_flops", "model_flops_6n", "mfu_6n", "tokens", "mfu",
+                      "tokens_per_s", "tflops_per_gpu"))
+
+
 def staged(name: str) -> bool:
     """Whether Evaluation field ``name`` has a trailing stage axis: the class's naming rule,
     ``..._stage`` and ``stage_...`` (stage_terms: each of its values)."""

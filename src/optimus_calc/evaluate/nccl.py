@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from optimus_calc.equations.recording import active as recording_active
 from optimus_calc.equations.recording import eq
 
 PROTOCOLS = ("LL", "LL128", "Simple")
@@ -104,6 +105,10 @@ def ring_times(coll: str, n, nodes, z, beta, *, link_class: str, net_overhead_s:
     ppn_one = n <= nodes          # one rank per node: the tree's network latency (L386-388)
     s_i, s_e = _scale(alpha_i, link_class), _scale(alpha_e, "net")
     F = bus_factor(coll, n)
+    if max(map(np.size, (z, beta, S, multi, s_i, s_e))) <= AT_ONCE \
+            and not recording_active():
+        return _ring_times_at_once(S, S_e, F, multi, ppn_one, s_i, s_e, z, beta,
+                                   link_class=link_class, net_overhead_s=net_overhead_s)
     out = []
     for p, name in enumerate(PROTOCOLS):
         lat_i = HW_US[link_class]["ring"][p] * 1e-6 * s_i
@@ -119,6 +124,33 @@ def ring_times(coll: str, n, nodes, z, beta, *, link_class: str, net_overhead_s:
             out.append(eq.comm__nccl_collective_time(F=F, L=L, beta=beta, f_p=RING_SHARE[p],
                                                      z=z))
     return out
+
+
+# below this many values per input the three protocols go along one axis (a third of the numpy
+# calls); above it one at a time, so a large batch's temporaries are not tripled (a speed
+# tactic: the same numbers either way)
+AT_ONCE = 4096
+
+
+def _ring_times_at_once(S, S_e, F, multi, ppn_one, s_i, s_e, z, beta, *, link_class: str,
+                        net_overhead_s: float) -> list:
+    """:func:`ring_times`' loop with the protocols along a new leading axis: the same
+    operations on the same values elementwise (so the same numbers, tests/test_small_batch.py),
+    in a third of the numpy calls. A speed tactic for small batches, used when no `explain`
+    records the calls one protocol at a time."""
+    lead = (3,) + (1,) * max(map(np.ndim, (S, S_e, F, multi, ppn_one, s_i, s_e, z, beta)))
+    col = lambda xs: np.array(xs, dtype=np.float64).reshape(lead)  # noqa: E731
+    lat_i = col(HW_US[link_class]["ring"]) * 1e-6 * s_i
+    over = col([net_overhead_s, net_overhead_s, net_overhead_s * 3])   # L404-408
+    lat_i = np.where(multi, np.maximum(lat_i, over), lat_i)
+    lat_e = np.where(ppn_one, col(HW_US["net"]["tree"]), col(HW_US["net"]["ring"])) * 1e-6 * s_e
+    a_0 = col(BASE_US["ring"]) * 1e-6
+    L = eq.comm__nccl_ring_latency(S=S, S_e=S_e, a_0=a_0, l_e=lat_e, l_i=lat_i)
+    share = col(RING_SHARE)
+    t = eq.comm__nccl_collective_time(F=F, L=L[:SIMPLE], beta=beta, f_p=share[:SIMPLE], z=z)
+    simple = eq.comm__nccl_pipelined_time(F=F, L_s=L[SIMPLE] - a_0[SIMPLE], a_0=a_0[SIMPLE],
+                                          beta=beta, f_p=share[SIMPLE], z=z)
+    return [t[0], t[1], simple]
 
 
 def ring_time(coll: str, n, nodes, z, beta, **kw):

@@ -14,7 +14,7 @@ of the offload strategies' figures (:func:`by_strategy`).
 from __future__ import annotations
 
 import functools
-
+import math
 
 import numpy as np
 
@@ -136,17 +136,40 @@ def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
     Outside the evaluator's stages, a new per-stage array is allocated with
     :func:`stage_major_zeros` and reduced over the stages with :func:`stage_max` /
     :func:`stage_argmax`."""
-    shape = np.broadcast_shapes(shape, *(np.shape(m) for m, _ in pairs),
-                                *(np.shape(v) for _, v in pairs))
-    dtype = np.result_type(dtype, *(np.asarray(v).dtype for _, v in pairs))
+    values = [np.asarray(v) for _, v in pairs]
+    shape = _broadcast(tuple(shape), *(np.shape(m) for m, _ in pairs),
+                       *(v.shape for v in values))
+    dtype = np.result_type(dtype, *(v.dtype for v in values))
+    small = math.prod(shape) <= STAGE_MAJOR_FROM
+    if small and len(pairs) == 1 and np.asarray(pairs[0][0]).all():
+        # a small batch of one strategy: its values, copied (C order, as stage_major_zeros
+        # stores a small array)
+        v = values[0]
+        if v.shape == shape and v.dtype == dtype:
+            return v.copy()
+        return np.array(np.broadcast_to(v, shape), dtype=dtype)
     out = stage_major_zeros(shape, dtype)
     for mine, value in pairs:
-        part = _one_axis_run(np.asarray(mine), len(shape))
+        # a small array's masked copy costs less than looking for a run (a speed tactic)
+        part = None if small else _one_axis_run(np.asarray(mine), len(shape))
         if part is None:
             np.copyto(out, value, where=mine)
         else:  # the planner's grid: the strategy is an axis, its layouts a run along it
             out[part] = np.broadcast_to(value, shape)[part]
     return out
+
+
+def _broadcast(*shapes: tuple) -> tuple:
+    """``np.broadcast_shapes`` of a few short shapes, in Python (numpy's builds an array per
+    shape: most of a small merge's cost)."""
+    out = [1] * max(map(len, shapes))
+    for s in shapes:
+        for i, n in enumerate(s, len(out) - len(s)):
+            if n != 1:
+                if out[i] != 1 and out[i] != n:
+                    raise ValueError(f"shapes {shapes} do not broadcast")
+                out[i] = n
+    return tuple(out)
 
 
 # a mask varying along a longer axis is a flat batch's layouts: scanning it for a run costs

@@ -14,6 +14,7 @@ import numpy as np
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.evaluate.engine import evaluate
+from optimus_calc.evaluate.evaluation import first_term
 from optimus_calc.evaluate.memory import MemoryEstimate, estimate_memory
 from optimus_calc.errors import InputError
 from optimus_calc.specs.model import BareModel, Model
@@ -80,7 +81,7 @@ def estimate_step(model: Model, hw: Hardware, layout: Layout, tr: Training, asm:
     ev = mem.evaluation
     assert ev is not None and ev.has_step
     vals = (dict(terms) if terms is not None else
-            {k: float(np.asarray(ev.term(k)).reshape(-1)[0]) for k in TERMS})
+            {k: first_term(ev, k) for k in TERMS})
     from optimus_calc.evaluate.strategies import strategy
     notes = strategy(layout.offload).step_notes(mem.offload)
     stage = mem.stages[int(np.asarray(ev.worst_time).reshape(-1)[0])].index

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from optimus_calc.equations.recording import active as recording_active
 from optimus_calc.equations.recording import eq, set_scope
 from optimus_calc.evaluate.batch import R_FULL, R_NONE, R_SELECTIVE
 from optimus_calc.evaluate.context import check_precision
@@ -165,13 +166,41 @@ RING_EQ = {"all-reduce": lambda **kw: eq.comm__ring_all_reduce_time(**kw),
            "all-gather": lambda **kw: eq.comm__ring_all_gather_time(**kw)}
 
 
+# Small batches' NCCL ring times by their inputs (arrays of at most _RINGS_SMALL values):
+# `compare` evaluates one layout under every offload strategy, the same collectives each time.
+# A speed tactic: the same values (read-only arrays); the key holds everything _nccl_ring reads.
+_RINGS: dict[tuple, np.ndarray] = {}
+_RINGS_SMALL = 64
+
+
 def _ring(ctx: Ctx, coll: str, n, stride, z, beta, alpha):
     """A ring collective over ``n`` ranks ``stride`` apart on the group's ``beta``: the
     per-step ``alpha`` model, or with ``nccl_latency_model`` NCCL's latency model and fastest
     protocol (evaluate/nccl.py)."""
-    hw = ctx.hw
     if not ctx.asm.nccl_latency_model:
         return RING_EQ[coll](alpha=alpha, beta=beta, n=n, z=z)
+    if recording_active():  # `explain`: every call as made
+        return _nccl_ring(ctx, coll, n, stride, z, beta)
+    args = tuple(np.asarray(x) for x in (n, stride, z, beta))
+    if not np.any(args[0] > 1):
+        # one rank everywhere (CP 1, DP 1): the ring takes 0 s (nccl.ring_time's value)
+        return np.zeros(np.broadcast_shapes(*(a.shape for a in args)))
+    if max(a.size for a in args) > _RINGS_SMALL:
+        return _nccl_ring(ctx, coll, *args)
+    hw = ctx.hw
+    key = (coll, hw.gpus_per_node, hw.intra_link.link_kind, hw.intra_link.nvls_busbw_GBps,
+           ctx.asm.nccl_net_overhead_us, *((a.dtype.str, a.shape, a.tobytes()) for a in args))
+    t = _RINGS.get(key)
+    if t is None:
+        if len(_RINGS) >= 1024:
+            _RINGS.clear()
+        t = _RINGS[key] = np.asarray(_nccl_ring(ctx, coll, *args))
+        t.flags.writeable = False
+    return t
+
+
+def _nccl_ring(ctx: Ctx, coll: str, n, stride, z, beta):
+    hw = ctx.hw
     _, nodes = placement(hw, n, stride)
     t = nccl.ring_time(coll, n, nodes, z, beta,
                        link_class=nccl.intra_class(hw.intra_link.link_kind),
@@ -181,6 +210,24 @@ def _ring(ctx: Ctx, coll: str, n, stride, z, beta, alpha):
         full = (np.asarray(nodes) == 1) & (np.asarray(n) == hw.gpus_per_node)
         t = np.where(full, np.minimum(t, nccl.nvls_time(n, z, nvls * GB)), t)
     return t
+
+
+def _either(ctx: Ctx, cond, yes: str, no: str, ring: dict):
+    """``np.where(cond, ring yes, ring no)``; when ``cond`` is the same for every layout (and no
+    `explain` records both), only the ring it picks is computed (a speed tactic)."""
+    cond = np.asarray(cond)
+    if not recording_active():
+        if cond.all():
+            return _where(cond, _ring(ctx, yes, **ring))
+        if not cond.any():
+            return _where(cond, _ring(ctx, no, **ring))
+    return np.where(cond, _ring(ctx, yes, **ring), _ring(ctx, no, **ring))
+
+
+def _where(cond, t):
+    """``t`` as ``np.where(cond, t, other)`` shapes it when ``cond`` picks ``t`` everywhere."""
+    return np.array(np.broadcast_to(t, np.broadcast_shapes(cond.shape, np.shape(t))),
+                    dtype=np.result_type(t, np.float64))
 
 
 def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
@@ -242,7 +289,7 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     k_g = eq.step__gradient_buckets(B_cap=cap_g, P=P - p_x, b_g=gbytes)
     dpr = dict(n=n_dp, stride=ctx.t, beta=b_dp, alpha=a_dp,
                z=eq.step__dp_bucket_bytes(P=P - p_x, b_g=gbytes, n_bk=k_g))
-    T_bkt = np.where(z == 0, _ring(ctx, "all-reduce", **dpr), _ring(ctx, "reduce-scatter", **dpr))
+    T_bkt = _either(ctx, z == 0, "all-reduce", "reduce-scatter", dpr)
     T_red = k_g * T_bkt
     if np.any(np.asarray(p_x) > 0):  # MoE: the expert gradients reduce over the expert-DP group
         set_scope("dp experts")
@@ -251,8 +298,7 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
         # group's bandwidth
         dpx = dict(n=n_dp * ctx.t / (ctx.ep * ctx.t_x), stride=ctx.t_x * ctx.ep, beta=b_dp,
                    alpha=a_dp, z=eq.step__dp_bucket_bytes(P=p_x, b_g=gbytes, n_bk=k_x))
-        T_bkx = np.where(z == 0, _ring(ctx, "all-reduce", **dpx),
-                         _ring(ctx, "reduce-scatter", **dpx))
+        T_bkx = _either(ctx, z == 0, "all-reduce", "reduce-scatter", dpx)
         T_red = T_red + np.where(np.asarray(p_x) > 0, k_x * T_bkx, 0.0)
         set_scope("dp")
     n_mod = np.maximum(1, ctx.st.layers) * modules_per_layer(ctx.model, asm)

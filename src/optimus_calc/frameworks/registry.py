@@ -19,10 +19,15 @@ from optimus_calc.record import record
 _PLUGINS: dict[str, FrameworkPlugin] = {}
 _RULES: list[Rule | None] = [None]          # code -> rule; code 0 = runs
 _CODES: dict[str, int] = {}                 # rule name -> code
+# layout_support's answers by the rules' inputs (one model at a time): `compare` asks for each
+# strategy's layout twice (the profile's choice, then the row's frameworks), and the rules read
+# nothing else. Cleared when the registry changes. A speed tactic: the same answer either way.
+_ONE: dict[tuple, tuple[object, dict]] = {}
 
 
 def register(plugin: FrameworkPlugin) -> FrameworkPlugin:
     """Add a framework. Rule rows shared between frameworks (the same name) share a code."""
+    _ONE.clear()
     if plugin.key in _PLUGINS:
         raise ValueError(f"framework {plugin.key!r} is already registered")
     for rule in plugin.rules:
@@ -38,6 +43,7 @@ def register(plugin: FrameworkPlugin) -> FrameworkPlugin:
 
 def unregister(key: str) -> None:
     """Remove a framework (tests); its rule codes stay reserved."""
+    _ONE.clear()
     del _PLUGINS[key]
 
 
@@ -180,18 +186,32 @@ def offload_refusals(frameworks, targets) -> list[str]:
     return list(dict.fromkeys(texts))
 
 
+def _one_key(layout, training) -> tuple:
+    from optimus_calc.specs.training import offload_code
+    return (layout.tp, layout.pp, layout.dp, layout.cp, layout.ep, int(layout.zero),
+            offload_code(layout.offload), layout.offload_params, layout.interleave,
+            training.micro_batch, training.sequence_parallel, training.recompute.code,
+            training.global_batch, training.precision.value, training.fp8_recipe.value,
+            getattr(layout, "expert_tp", None))
+
+
 def layout_support(layout, training, model) -> dict:
     """Scalar convenience for one (Layout, Training, Model): the Reason per framework."""
-    from optimus_calc.specs.training import offload_code
+    key = _one_key(layout, training)
+    hit = _ONE.get(key)
+    if hit is not None and hit[0] is model:
+        return dict(hit[1])
     Reason = enums()[1]
-    s = framework_support(
-        layout.tp, layout.pp, layout.dp, layout.cp, layout.ep, int(layout.zero),
-        offload_code(layout.offload), layout.offload_params, layout.interleave,
-        training.micro_batch, training.sequence_parallel, training.recompute.code,
-        heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
-        global_batch=training.global_batch, precision=training.precision.value, model=model,
-        fp8_recipe=training.fp8_recipe.value, etp=getattr(layout, "expert_tp", None))
-    return {f: Reason(int(r.reshape(-1)[0])) for f, r in s.reason.items()}
+    (tp, pp, dp, cp, ep, zero, off, opar, v, mb, sp, rc, gb, prec, recipe, etp) = key
+    s = framework_support(tp, pp, dp, cp, ep, zero, off, opar, v, mb, sp, rc, heads=model.heads,
+                          n_kv=model.n_kv, experts=model.experts, layers=model.layers,
+                          global_batch=gb, precision=prec, model=model, fp8_recipe=recipe,
+                          etp=etp)
+    out = {f: Reason(int(r.reshape(-1)[0])) for f, r in s.reason.items()}
+    if hit is None and len(_ONE) >= 256 or hit is not None:
+        _ONE.clear()  # another model, or many layouts: start again
+    _ONE[key] = (model, out)
+    return dict(out)
 
 
 def layouts_support(layouts, trainings, model) -> list[dict]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from optimus_calc.equations.recording import active as recording_active
 from optimus_calc.equations.recording import eq
 from optimus_calc.evaluate.offload_schedules import deepspeed_cpu_step
 from optimus_calc.evaluate.offload_step import HostCPU, param_offload_traffic
@@ -18,9 +19,28 @@ from optimus_calc.specs.training import Offload
 from optimus_calc.units import fmt_gb
 
 
+# The last small batch's host_phases (ZeRO-Offload and ZeRO-Infinity both run CPU-Adam on the
+# same inputs: a mixed batch holding both asks twice). Kept by the identity of its (frozen)
+# inputs, which it holds, so no other evaluation can reuse their ids; never while `explain`
+# records each strategy's calls. A speed tactic: the same values.
+_LAST: list = []
+_SMALL = 512
+
+
 def host_phases(ctx, mem, comp, opt):
     """DeepSpeed's offloaded step on the node's CPUs (CPU-Adam) for the layout's ZeRO stage and
     precision (evaluate/offload_schedules.py): (step_s, transfer_s, exposed_s)."""
+    key = (ctx, mem, comp, opt)
+    if _LAST and all(a is b for a, b in zip(_LAST[0], key)):
+        return _LAST[1]
+    out = _host_phases(ctx, mem, comp, opt)
+    _LAST.clear()
+    if np.size(mem.total) <= _SMALL and not recording_active():
+        _LAST.extend((key, out))
+    return out
+
+
+def _host_phases(ctx, mem, comp, opt):
     hw = ctx.hw
     # parameter tensors in the partition: the stage's (layers x parameterised modules, one
     # weight each; biases and the embedding/head tensors not counted) x the partition's share
