@@ -49,6 +49,19 @@ def test_torchtitan_memory_keeps_the_op_sac_set_and_its_loss_logits(run):
                                                               rel=1e-9)
 
 
+def test_torchtitan_float8_keeps_the_bf16_op_sac_set(run):
+    # torchao's Float8Linear calls torch.mm on its Float8 tensor subclasses (float8_linear.py,
+    # matmul_with_hp_or_float8_args); SAC's dispatch mode sees that aten.mm before the subclass
+    # lowers it to torch._scaled_mm, so it counts and saves the same outputs as in BF16: the
+    # activations above, 33,285,996,544 + 21,013,463,040 B. (Policy 2, every GEMM re-run, would
+    # keep s b h (2 + 2) per layer, 8,589,934,592 B in all: torchtitan's Table 1 Float8 run
+    # peaks at 76.8 GiB against 82.4 without, not ~25 GB lower.)
+    d = run("memory", *STEP, "--recompute", "selective", "--precision", "fp8",
+            "--fp8-recipe", "torchao").json()
+    assert d["per_gpu"]["activations_bytes"] == pytest.approx(33_285_996_544 + 21_013_463_040,
+                                                              rel=1e-9)
+
+
 def test_torchtitan_selective_reruns_gemms_not_the_attention_core(run):
     # Korthikanti's selective re-runs the core, 2 s (d_s + d_v) = 2 x 8192 x 8192 = 134,217,728
     # FLOPs per token and layer; op AC re-runs 159,383,552 of weight GEMMs instead: + 25,165,824

@@ -177,9 +177,9 @@ activation_layer_bytes = equation(
     "selective recompute drops the score term; full recompute keeps only the layer input 2sbh.")
 
 i_c = sym("i_c", "op-SAC kept h-wide tensors x 2 bytes: the block input and w2's output (4), "
-          "the block input alone under float8 linears (2)")
+          "the block input alone when no weight GEMM is saved (selective_policy 2: 2)")
 o_c = sym("o_c", "op-SAC kept TP-sharded widths in units of h x 2 bytes: wq's, wv's, the SDPA's "
-          "and the first MLP matrix's outputs; the SDPA's alone under float8 linears")
+          "and the first MLP matrix's outputs; the SDPA's alone under selective_policy 2")
 op_sac_layer_bytes = equation(
     "memory.op_sac_layer_bytes",
     _s_loc * b * h * (i_c / (1 + sigma * (t - 1)) + o_c / t), "bytes",
@@ -188,8 +188,9 @@ op_sac_layer_bytes = equation(
     "v0.2.2): the block's input (the checkpoint's) and the outputs of the odd aten.mm calls "
     "(wq, wv, w1, w2 in a Llama block) and of the SDPA kernel stay; norms, activations, "
     "residual sums and the even mms are recomputed. The input and w2's output are h wide "
-    "(sequence-sharded under SP); the rest is TP-sharded. torchao float8 linears run "
-    "torch._scaled_mm, not in the list: only the input and the SDPA output stay",
+    "(sequence-sharded under SP); the rest is TP-sharded. Were no weight GEMM saved "
+    "(selective_policy 2, which no profile sets: torchao's float8 linears are counted as "
+    "aten.mm too) only the input and the SDPA output would stay",
     "Activation bytes one layer stores for one micro-batch under torchtitan's selective (op) "
     "recomputation (Assumptions.selective_policy = 1).")
 

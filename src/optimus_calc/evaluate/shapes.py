@@ -129,10 +129,10 @@ def op_sac_widths(model: Model, policy: float = 1) -> tuple[float, float, float,
     model.py L343): w1's and w2's outputs are saved, w3 re-runs (f). An MoE layer (models/moe/
     moe.py L490-545): the router gate (saved, E wide), the routed experts' torch._grouped_mm
     (not in the save list: every expert GEMM re-runs, k m_m f_x), then the shared experts' w1
-    (re-run), w3 (saved) and w2 (re-run). ``policy`` 2, torchao float8 linears: their
-    torch._scaled_mm is not in the save list (parallelize.py L36-52), so only the block input
-    and the SDPA output stay and every weight GEMM re-runs (f_rm = -1 marks "all of them":
-    work.recompute_flops takes the layer's weight GEMMs)."""
+    (re-run), w3 (saved) and w2 (re-run). ``policy`` 2 (no profile sets it: torchao's
+    float8 linears call torch.mm, which SAC counts as in BF16): no weight GEMM saved, so only
+    the block input and the SDPA output stay and every weight GEMM re-runs (f_rm = -1 marks
+    "all of them": work.recompute_flops takes the layer's weight GEMMs)."""
     h = model.hidden
     f_k = model.n_kv * model.d_head
     if policy == 2:

@@ -37,11 +37,11 @@ def recompute_flops(model: Model, seq: int, rc, f_l: float, policy: float = 0):
     """F_r of step.backward_flops: full recomputation re-runs the layer's forward, selective
     the attention core (scores and values, Korthikanti et al. 2022 section 5), or under
     torchtitan's op AC (``policy`` 1, Assumptions.selective_policy) every second weight GEMM,
-    and with torchao float8 linears (``policy`` 2) every weight GEMM."""
+    and with no weight GEMM saved (``policy`` 2, no profile sets it) every one."""
     rc = np.asarray(rc)
     core = eq.step__attention_core_flops_per_token(d_s=model.score_dim, d_v=model.value_dim,
                                                    s=seq)
-    if policy == 2:  # torchao float8 linears: every weight GEMM re-runs, not the core
+    if policy == 2:  # no weight GEMM saved: every one re-runs, not the core
         sel = f_l - core
     elif policy:
         _, _, f_k, f_rm = op_sac_widths(model, policy)

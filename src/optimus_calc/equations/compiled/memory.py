@@ -59,7 +59,7 @@ def memory__nvme_host_bytes(B_hg, G_n, N_buf, P_buf, b_buf):
 
 
 def memory__op_sac_layer_bytes(b, c, h, i_c, o_c, s, sigma, t):
-    """memory.op_sac_layer_bytes [bytes]: torchtitan selective op activation checkpointing (torchtitan/distributed/activation_checkpoint.py L98-123, save list models/llama3/infra/parallelize.py L36-52 @ v0.2.2): the block's input (the checkpoint's) and the outputs of the odd aten.mm calls (wq, wv, w1, w2 in a Llama block) and of the SDPA kernel stay; norms, activations, residual sums and the even mms are recomputed. The input and w2's output are h wide (sequence-sharded under SP); the rest is TP-sharded. torchao float8 linears run torch._scaled_mm, not in the list: only the input and the SDPA output stay"""
+    """memory.op_sac_layer_bytes [bytes]: torchtitan selective op activation checkpointing (torchtitan/distributed/activation_checkpoint.py L98-123, save list models/llama3/infra/parallelize.py L36-52 @ v0.2.2): the block's input (the checkpoint's) and the outputs of the odd aten.mm calls (wq, wv, w1, w2 in a Llama block) and of the SDPA kernel stay; norms, activations, residual sums and the even mms are recomputed. The input and w2's output are h wide (sequence-sharded under SP); the rest is TP-sharded. Were no weight GEMM saved (selective_policy 2, which no profile sets: torchao's float8 linears are counted as aten.mm too) only the input and the SDPA output would stay"""
     return b*h*s*(i_c/(sigma*(t - 1) + 1) + o_c/t)/c
 
 
