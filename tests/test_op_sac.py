@@ -32,12 +32,22 @@ def test_llama_block_widths(cat):
 
 def test_moe_block_widths(cat):
     # Qwen3-30B-A3B (catalog): h 2048, 32 heads x 128 (q_dim 4096), 4 KV heads (kv 512), 48
-    # MoE layers, 128 experts, top-8 of width 768, SwiGLU, no shared expert. Saved: wq 4096 +
-    # wv 512 + SDPA 4096 + the router's 128 logits = 8,832 -> o_c = 2 x 8832 / 2048 = 8.625;
-    # re-run: every routed expert GEMM (8 x 3 x 768 = 18,432) besides wk and wo
+    # MoE layers, 128 experts, top-8 of width 768, SwiGLU, no shared expert. The router gate's
+    # mm is forced to re-run and not counted (job_config.py L661-673: the default
+    # per_op_sac_force_recompute_mm_shapes_by_fqns = ["moe.router.gate"]; activation_checkpoint
+    # .py L110-113). Saved: wq 4096 + wv 512 + SDPA 4096 = 8,704 -> o_c = 2 x 8704 / 2048 = 8.5,
+    # and of the h-wide tensors the block input alone (no w2 mm: the experts run
+    # torch._grouped_mm): i_c = 2; re-run: every routed expert GEMM (8 x 3 x 768 = 18,432) and
+    # the router (128) besides wk and wo
     m = cat.get("qwen3-30b-a3b", "model")
     assert (m.moe_layers, m.experts, m.top_k, m.expert_ffn) == (48, 128, 8, 768)
-    assert op_sac_widths(m, 1) == pytest.approx((4.0, 8.625, 512, 18432))
+    assert op_sac_widths(m, 1) == pytest.approx((2.0, 8.5, 512, 18560))
+    # with one shared expert of width 768 (torchtitan's FeedForward w1, w3, w2 after the
+    # routed experts): w1 is the 5th counted mm (saved, + 768 -> o_c = 2 x 9472 / 2048 = 9.25),
+    # w3 the 6th (re-run, + 768 -> 19,328), w2 the 7th (saved, h wide: i_c = 4)
+    shared = m.model_copy(update={"shared_experts": 1})
+    assert shared.shared_ffn == 768
+    assert op_sac_widths(shared, 1) == pytest.approx((4.0, 9.25, 512, 19328))
 
 
 def test_torchtitan_memory_keeps_the_op_sac_set_and_its_loss_logits(run):

@@ -176,7 +176,8 @@ activation_layer_bytes = equation(
     "GELU MLP this is s*b*h*(10 + 24/t + 5*a*s/(h*t)) (Korthikanti's TP row); SP shards the 10; "
     "selective recompute drops the score term; full recompute keeps only the layer input 2sbh.")
 
-i_c = sym("i_c", "op-SAC kept h-wide tensors x 2 bytes: the block input and w2's output (4), "
+i_c = sym("i_c", "op-SAC kept h-wide tensors x 2 bytes, averaged over the layers: the block "
+          "input and w2's output (4; an MoE layer without shared experts has no w2 mm: 2), "
           "the block input alone when no weight GEMM is saved (selective_policy 2: 2)")
 o_c = sym("o_c", "op-SAC kept TP-sharded widths in units of h x 2 bytes: wq's, wv's, the SDPA's "
           "and the first MLP matrix's outputs; the SDPA's alone under selective_policy 2")
