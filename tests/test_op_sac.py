@@ -20,11 +20,12 @@ STEP = ("llama-3-8b", "--node", "grand-teton-h100", "--nodes", "1", "--zero", "3
 
 def test_llama_block_widths(cat):
     # saved: wq 4096 + wv 1024 + SDPA 4096 + w1 14336 = 23,552 -> o_c = 2 x 23552 / 4096 = 11.5;
-    # the block input and w2's output: i_c = 4; re-run: wk (1024), wo (4096), w3 (14336)
+    # w2's h-wide output: i_c = 2 (the block input is in the equation); re-run: wk (1024), wo
+    # (4096), w3 (14336)
     m = cat.get("llama-3-8b", "model")
-    assert op_sac_widths(m, 1) == pytest.approx((4.0, 11.5, 1024, 14336))
-    # float8 linears: only the input (2) and the SDPA output (2 x 4096 / 4096 = 2) stay
-    assert op_sac_widths(m, 2)[:2] == pytest.approx((2.0, 2.0))
+    assert op_sac_widths(m, 1) == pytest.approx((2.0, 11.5, 1024, 14336))
+    # no weight GEMM saved (policy 2): no w2 output, the SDPA output (2 x 4096 / 4096 = 2)
+    assert op_sac_widths(m, 2)[:2] == pytest.approx((0.0, 2.0))
     # 2 h (kv + d_v + f) = 2 x 4096 x 19,456 = 159,383,552 FLOPs per token and layer
     assert float(eq.step__op_sac_recompute_flops_per_token(
         d_v=4096, f_k=1024, f_rm=14336, h=4096)) == 159_383_552
@@ -36,18 +37,29 @@ def test_moe_block_widths(cat):
     # mm is forced to re-run and not counted (job_config.py L661-673: the default
     # per_op_sac_force_recompute_mm_shapes_by_fqns = ["moe.router.gate"]; activation_checkpoint
     # .py L110-113). Saved: wq 4096 + wv 512 + SDPA 4096 = 8,704 -> o_c = 2 x 8704 / 2048 = 8.5,
-    # and of the h-wide tensors the block input alone (no w2 mm: the experts run
-    # torch._grouped_mm): i_c = 2; re-run: every routed expert GEMM (8 x 3 x 768 = 18,432) and
+    # and no h-wide mm output (no w2 mm: the experts run torch._grouped_mm): i_c = 0; re-run: every routed expert GEMM (8 x 3 x 768 = 18,432) and
     # the router (128) besides wk and wo
     m = cat.get("qwen3-30b-a3b", "model")
     assert (m.moe_layers, m.experts, m.top_k, m.expert_ffn) == (48, 128, 8, 768)
-    assert op_sac_widths(m, 1) == pytest.approx((2.0, 8.5, 512, 18560))
+    assert op_sac_widths(m, 1) == pytest.approx((0.0, 8.5, 512, 18560))
     # with one shared expert of width 768 (torchtitan's FeedForward w1, w3, w2 after the
     # routed experts): w1 is the 5th counted mm (saved, + 768 -> o_c = 2 x 9472 / 2048 = 9.25),
-    # w3 the 6th (re-run, + 768 -> 19,328), w2 the 7th (saved, h wide: i_c = 4)
+    # w3 the 6th (re-run, + 768 -> 19,328), w2 the 7th (saved, h wide: i_c = 2)
     shared = m.model_copy(update={"shared_experts": 1})
     assert shared.shared_ffn == 768
-    assert op_sac_widths(shared, 1) == pytest.approx((4.0, 9.25, 512, 19328))
+    assert op_sac_widths(shared, 1) == pytest.approx((2.0, 9.25, 512, 19328))
+
+
+def test_op_sac_bytes_under_tp_and_sp():
+    # Llama 3 8B block, s 8192, b 2 (s b h = 67,108,864), TP 8 with SP (torchtitan's TP plan:
+    # wo and w2 RowwiseParallel to Shard(1), parallelize.py L232, L239): the block input
+    # sharded 2/8 = 0.25; w2's saved mm output is the whole partial sum, 2; the reduce-scatters
+    # after wo and w2 keep their sharded outputs, 4/8 = 0.5; the column-parallel outputs
+    # 11.5/8 = 1.4375: 4.1875 s b h = 281,018,368 B
+    args = dict(b=2, c=1, h=4096, i_c=2.0, o_c=11.5, s=8192, sigma=1)
+    assert float(eq.memory__op_sac_layer_bytes(t=8, **args)) == pytest.approx(281_018_368)
+    # TP 1: the input and w2's output, 2 + 2, no reduce-scatter: 15.5 s b h = 1,040,187,392 B
+    assert float(eq.memory__op_sac_layer_bytes(t=1, **args)) == pytest.approx(1_040_187_392)
 
 
 def test_torchtitan_memory_keeps_the_op_sac_set_and_its_loss_logits(run):
