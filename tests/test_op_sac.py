@@ -99,3 +99,16 @@ def test_selective_policy_is_a_policy(run):
     r = run("step", *STEP[:-2], "--assume", "selective_policy=0.5")
     assert r.code == 2 and r.err.strip() == (
         "error: --assume selective_policy: must be 0, 1 or 2 (a policy)")
+
+
+def test_op_sac_reruns_the_routed_experts_at_their_own_efficiency():
+    # the routed experts' torch._grouped_mm is outside the save list: op AC (policy 1) re-runs
+    # them as full recomputation does, so compute.moe_expert_backward_flops counts 2 + 1
+    # forwards and times them at the grouped-GEMM efficiency; Korthikanti's selective (policy
+    # 0) leaves them alone
+    from optimus_calc.evaluate.batch import R_FULL, R_NONE, R_SELECTIVE
+    from optimus_calc.evaluate.work import experts_recomputed
+    rc = [R_NONE, R_SELECTIVE, R_FULL]
+    assert experts_recomputed(rc, 1).tolist() == [False, True, True]
+    assert experts_recomputed(rc, 0).tolist() == [False, False, True]
+    assert float(eq.compute__moe_expert_backward_flops(F_xf=1e12, r_x=True)) == 3e12

@@ -59,6 +59,15 @@ def attention_recomputed(rc, policy: float):
     return (rc == R_FULL) | ((rc == R_SELECTIVE) & (policy == 0))
 
 
+def experts_recomputed(rc, policy: float):
+    """r_x of compute.moe_expert_backward_flops: full recomputation re-runs the routed experts,
+    and so does torchtitan's op AC (policy 1, 2): their torch._grouped_mm is not in its save
+    list (evaluate/shapes.op_sac_widths), so its F_r holds them; Korthikanti's selective does
+    not."""
+    rc = np.asarray(rc)
+    return (rc == R_FULL) | ((rc == R_SELECTIVE) & (policy > 0))
+
+
 def modules_per_layer(model: Model, asm: Assumptions) -> float:
     """Parameterised submodules DeepSpeed ZeRO-3 gathers one by one in a layer (its hooks fetch
     every module with parameters, partitioned_param_coordinator.py): the attention projections
@@ -121,7 +130,8 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                                           s=s, tau_g=tau)
     f_att_b = eq.step__attention_backward_flops(
         F_af=f_att, r_a=attention_recomputed(rc, asm.selective_policy))
-    x_f, x_b, eta_x, route = _moe_work(ctx, tau, (rc == R_FULL))
+    r_x = experts_recomputed(rc, asm.selective_policy)
+    x_f, x_b, eta_x, route = _moe_work(ctx, tau, r_x)
     eff = dict(gpu=hw.gpu, h=model.hidden, t=ctx.t, s=s / ctx.cp, b=ctx.mb,
                flash=tr.flash_attention, asm=asm, kernel=tr.attention_kernel, eta_x=eta_x,
                fp8=fp8_gemm_ratio(tr, asm))
@@ -147,7 +157,7 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, True))
     T_cb = eq.compute__compute_time(FLOPs=F_bx, eta_g=eta_b, peak=peak)
     T_eb = (eq.step__elementwise_time(n_pass=bwd_pass, L_stage=Ls, M_l=act0, **hbm)
-            + eq.step__elementwise_time(n_pass=1 + (rc == R_FULL), L_stage=L_moe, M_l=route,
+            + eq.step__elementwise_time(n_pass=1 + r_x, L_stage=L_moe, M_l=route,
                                         **hbm)
             + amax_time(ctx, mem.layer_args, hbm, 1 + (rc == R_FULL)))
     set_scope("")
