@@ -149,7 +149,8 @@ f_x = sym("f_x", "intermediate size of one routed expert")
 tau_g = sym("tau_g", "tokens per GPU of the stage in one step (global tokens / (dp cp t))")
 L_x = sym("L_moe", "MoE layers on the pipeline stage")
 F_xf = sym("F_xf", "forward FLOPs of the routed experts on the stage, FLOP")
-r_x = sym("r_x", "1 when full recomputation re-runs the experts' forward, else 0")
+r_x = sym("r_x", "1 when recomputation re-runs the experts' forward (full, or torchtitan's "
+          "op-level selective), else 0")
 
 moe_expert_forward_flops = equation(
     "compute.moe_expert_forward_flops", tau_g * L_x * 2 * mm * h * f_x * k_top, "FLOP",
@@ -164,5 +165,7 @@ moe_expert_backward_flops = equation(
     "compute.moe_expert_backward_flops", F_xf * (2 + r_x), "FLOP",
     "Narayanan et al. SC'21 section 5.1: backward = 2 x forward (the input and the weight "
     "gradients); full recomputation (Korthikanti et al. 2022 section 5) re-runs the experts' "
-    "forward, selective recomputation does not touch them",
+    "forward, Korthikanti's selective recomputation does not touch them; torchtitan's op-level "
+    "selective does (torch._grouped_mm is not in its save list, models/llama3/infra/"
+    "parallelize.py L36-52 @ v0.2.2)",
     "Routed-expert FLOPs of the stage's backward pass, with the recomputed forward.")

@@ -176,20 +176,27 @@ activation_layer_bytes = equation(
     "GELU MLP this is s*b*h*(10 + 24/t + 5*a*s/(h*t)) (Korthikanti's TP row); SP shards the 10; "
     "selective recompute drops the score term; full recompute keeps only the layer input 2sbh.")
 
-i_c = sym("i_c", "op-SAC kept h-wide tensors x 2 bytes: the block input and w2's output (4), "
-          "the block input alone under float8 linears (2)")
+i_c = sym("i_c", "op-SAC saved h-wide mm outputs x 2 bytes, averaged over the layers: w2's "
+          "(2; an MoE layer's shared experts' w2, none without shared experts: 0; none under "
+          "selective_policy 2). A row-parallel partial sum under TP: not sharded")
 o_c = sym("o_c", "op-SAC kept TP-sharded widths in units of h x 2 bytes: wq's, wv's, the SDPA's "
-          "and the first MLP matrix's outputs; the SDPA's alone under float8 linears")
+          "and the first MLP matrix's outputs; the SDPA's alone under selective_policy 2")
 op_sac_layer_bytes = equation(
     "memory.op_sac_layer_bytes",
-    _s_loc * b * h * (i_c / (1 + sigma * (t - 1)) + o_c / t), "bytes",
+    _s_loc * b * h * (2 / (1 + sigma * (t - 1)) + i_c
+                      + sp.Piecewise((0, t <= 1), (4 * sigma / t, True)) + o_c / t), "bytes",
     "torchtitan selective op activation checkpointing (torchtitan/distributed/"
     "activation_checkpoint.py L98-123, save list models/llama3/infra/parallelize.py L36-52 @ "
-    "v0.2.2): the block's input (the checkpoint's) and the outputs of the odd aten.mm calls "
-    "(wq, wv, w1, w2 in a Llama block) and of the SDPA kernel stay; norms, activations, "
-    "residual sums and the even mms are recomputed. The input and w2's output are h wide "
-    "(sequence-sharded under SP); the rest is TP-sharded. torchao float8 linears run "
-    "torch._scaled_mm, not in the list: only the input and the SDPA output stay",
+    "v0.2.2): the block's input (the checkpoint's, 2 bytes x h, sequence-sharded under SP), "
+    "the outputs of the odd aten.mm calls (wq, wv, w1, w2 in a Llama block) and of the SDPA "
+    "kernel stay; norms, activations, residual sums and the even mms are recomputed. wq, wv, "
+    "w1 and the SDPA are TP-sharded; w2 is row-parallel, so its saved mm output is the whole "
+    "h-wide partial sum on every TP rank; under TP with SP the reduce-scatters that follow wo "
+    "and the MLP (reduce_scatter_tensor is in the save list; parallelize.py L232, L239: "
+    "RowwiseParallel to Shard(1)) keep their sequence-sharded outputs too, 2 x 2 h / t. Were "
+    "no weight GEMM saved (selective_policy 2, which no profile sets: torchao's float8 linears "
+    "are counted as aten.mm too) only the input, the SDPA and the reduce-scatter outputs "
+    "would stay",
     "Activation bytes one layer stores for one micro-batch under torchtitan's selective (op) "
     "recomputation (Assumptions.selective_policy = 1).")
 

@@ -211,7 +211,8 @@ fixed_time = equation(
     "CUDA sync point in every MoE layer; torchtitan distributed/expert_parallel.py L134-135 @ "
     "v0.2.2: .tolist()), so the GPU's queue drains there and the launches after it are "
     "exposed ('gaps between GPU kernels where CPU cannot launch kernels fast enough', "
-    "moe/README.md L254-263); fitted on public MoE training rows (benchmarks/fit_moe_host.py)",
+    "moe/README.md L254-263); fitted on public MoE training rows (src/optimus_calc/"
+    "validate_moe.py)",
     "Framework fixed costs of the stage in one step: per step, per layer and micro-batch, "
     "and per MoE layer and micro-batch.")
 

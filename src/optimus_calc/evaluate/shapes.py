@@ -127,23 +127,28 @@ def op_sac_widths(model: Model, policy: float = 1) -> tuple[float, float, float,
     (saved, q_dim), wk (re-run, f_k), wv (saved, n_kv x d_v), wo (re-run, d_v = value_dim), and
     the SDPA output (saved, value_dim). A dense MLP runs w1, w3, w2 (models/llama3/model/
     model.py L343): w1's and w2's outputs are saved, w3 re-runs (f). An MoE layer (models/moe/
-    moe.py L490-545): the router gate (saved, E wide), the routed experts' torch._grouped_mm
-    (not in the save list: every expert GEMM re-runs, k m_m f_x), then the shared experts' w1
-    (re-run), w3 (saved) and w2 (re-run). ``policy`` 2, torchao float8 linears: their
-    torch._scaled_mm is not in the save list (parallelize.py L36-52), so only the block input
-    and the SDPA output stay and every weight GEMM re-runs (f_rm = -1 marks "all of them":
-    work.recompute_flops takes the layer's weight GEMMs)."""
+    moe.py L490-545): the router gate re-runs and is not counted (its shape is forced to
+    recompute: per_op_sac_force_recompute_mm_shapes_by_fqns defaults to ["moe.router.gate"],
+    config/job_config.py L661-673, activation_checkpoint.py L110-113), the routed experts'
+    torch._grouped_mm is not in the save list (every expert GEMM re-runs, k m_m f_x), then
+    the shared experts' w1 (5th mm: saved), w3 (re-run) and w2 (7th: saved, h wide). i_c
+    counts the saved h-wide mm outputs (w2's), the block input being in the equation.
+    ``policy`` 2 (no profile sets it: torchao's float8 linears call torch.mm, which SAC counts
+    as in BF16): no weight GEMM saved, so only the block input and the SDPA output stay and
+    every weight GEMM re-runs (f_rm = -1 marks "all of them": work.recompute_flops takes the
+    layer's weight GEMMs)."""
     h = model.hidden
     f_k = model.n_kv * model.d_head
     if policy == 2:
-        return 2.0, 2 * model.value_dim / h, f_k, -1.0
+        return 0.0, 2 * model.value_dim / h, f_k, -1.0
     attn_kept = model.score_dim + model.n_kv * model.d_value + model.value_dim
     dense_kept, dense_rm = model.ffn_hidden, float(model.ffn_hidden)
     if not model.is_moe:
-        return 4.0, 2 * (attn_kept + dense_kept) / h, f_k, dense_rm
+        return 2.0, 2 * (attn_kept + dense_kept) / h, f_k, dense_rm
     shared = model.shared_experts * model.shared_ffn if model.shared_experts else 0
-    moe_kept = model.experts + shared
-    moe_rm = model.top_k * model.ffn_type.matrices * model.expert_ffn + 2 * shared
-    kept = (model.dense_layers * dense_kept + model.moe_layers * moe_kept) / model.layers
+    moe_w2 = 2.0 if shared else 0.0  # the shared experts' w2 output (h wide)
+    moe_rm = model.top_k * model.ffn_type.matrices * model.expert_ffn + shared + model.experts
+    kept = (model.dense_layers * dense_kept + model.moe_layers * shared) / model.layers
     rm = (model.dense_layers * dense_rm + model.moe_layers * moe_rm) / model.layers
-    return 4.0, 2 * (attn_kept + kept) / h, f_k, rm
+    i_c = (model.dense_layers * 2.0 + model.moe_layers * moe_w2) / model.layers
+    return i_c, 2 * (attn_kept + kept) / h, f_k, rm

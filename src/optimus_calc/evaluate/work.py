@@ -38,11 +38,11 @@ def recompute_flops(model: Model, seq: int, rc, f_l: float, policy: float = 0):
     """F_r of step.backward_flops: full recomputation re-runs the layer's forward, selective
     the attention core (scores and values, Korthikanti et al. 2022 section 5), or under
     torchtitan's op AC (``policy`` 1, Assumptions.selective_policy) every second weight GEMM,
-    and with torchao float8 linears (``policy`` 2) every weight GEMM."""
+    and with no weight GEMM saved (``policy`` 2, no profile sets it) every one."""
     rc = np.asarray(rc)
     core = eq.step__attention_core_flops_per_token(d_s=model.score_dim, d_v=model.value_dim,
                                                    s=seq)
-    if policy == 2:  # torchao float8 linears: every weight GEMM re-runs, not the core
+    if policy == 2:  # no weight GEMM saved: every one re-runs, not the core
         sel = f_l - core
     elif policy:
         _, _, f_k, f_rm = op_sac_widths(model, policy)
@@ -58,6 +58,15 @@ def attention_recomputed(rc, policy: float):
     so does Korthikanti's selective; torchtitan's op AC (policy 1, 2) saves the SDPA output."""
     rc = np.asarray(rc)
     return (rc == R_FULL) | ((rc == R_SELECTIVE) & (policy == 0))
+
+
+def experts_recomputed(rc, policy: float):
+    """r_x of compute.moe_expert_backward_flops: full recomputation re-runs the routed experts,
+    and so does torchtitan's op AC (policy 1, 2): their torch._grouped_mm is not in its save
+    list (evaluate/shapes.op_sac_widths), so its F_r holds them; Korthikanti's selective does
+    not."""
+    rc = np.asarray(rc)
+    return (rc == R_FULL) | ((rc == R_SELECTIVE) & (policy > 0))
 
 
 def modules_per_layer(model: Model, asm: Assumptions) -> float:
@@ -122,7 +131,8 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                                           s=s, tau_g=tau)
     f_att_b = eq.step__attention_backward_flops(
         F_af=f_att, r_a=attention_recomputed(rc, asm.selective_policy))
-    x_f, x_b, eta_x, route = _moe_work(ctx, tau, (rc == R_FULL))
+    r_x = experts_recomputed(rc, asm.selective_policy)
+    x_f, x_b, eta_x, route = _moe_work(ctx, tau, r_x)
     eff = dict(gpu=hw.gpu, h=model.hidden, t=ctx.t, s=s / ctx.cp, b=ctx.mb,
                flash=tr.flash_attention, asm=asm, kernel=tr.attention_kernel, eta_x=eta_x,
                fp8=fp8_gemm_ratio(tr, asm))
@@ -148,7 +158,7 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, True))
     T_cb = eq.compute__compute_time(FLOPs=F_bx, eta_g=eta_b, peak=peak)
     T_eb = (eq.step__elementwise_time(n_pass=bwd_pass, L_stage=Ls, M_l=act0, **hbm)
-            + eq.step__elementwise_time(n_pass=1 + (rc == R_FULL), L_stage=L_moe, M_l=route,
+            + eq.step__elementwise_time(n_pass=1 + r_x, L_stage=L_moe, M_l=route,
                                         **hbm)
             + amax_time(ctx, mem.layer_args, hbm, 1 + (rc == R_FULL)))
     set_scope("")

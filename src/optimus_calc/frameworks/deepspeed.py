@@ -115,6 +115,12 @@ ENGINE_PROFILE = PhysicsProfile((
     # (`param_norm.item()`); each costs host_sync_us (assumed)
     Setting("offload_host_syncs_per_tensor", 2, "DeepSpeed @ edaa722 deepspeed/runtime/zero/"
             "stage_1_and_2.py L1498-1500, L1622"),
+    # DeepSpeed-MoE drops tokens by default (TopKGate drop_tokens=True): the capacity comes
+    # from the token count on the host (_capacity on CPU tensors) and the expert counts stay
+    # on the GPU, so the all-to-alls keep fixed shapes and no MoE layer waits on the host
+    # (Megatron-DeepSpeed builds the same layer: --disable-moe-token-dropping turns it off)
+    Setting("moe_layer_host_s", 0, "DeepSpeed @ edaa722 deepspeed/moe/sharded_moe.py "
+            "L162-171, L264, L554; Megatron-DeepSpeed @ 4efb479 megatron/arguments.py L910"),
 ))
 
 LAUNCH = ("deepspeed --num_nodes N --num_gpus G train.py --deepspeed_config ds_config.json "

@@ -182,13 +182,16 @@ PROFILE = PhysicsProfile((
     # MoE experts: one torch._grouped_mm per projection over all local experts
     Setting("moe_expert_gemm_streams", 1e6, "torchtitan/models/moe/moe.py L37, L113-128"),
     # --recompute selective is torchtitan's op AC (selective_ac_option "op", the recipes'
-    # default): every other aten.mm and the SDPA output saved, the rest re-run. torchao float8
-    # linears run torch._scaled_mm, not in the save list: all of them re-run (2). (The 2024-12
-    # list also saved aten.abs, the float8 inputs' |x|: more memory in that version.)
+    # default): every other aten.mm and the SDPA output saved, the rest re-run. With torchao
+    # float8 linears the same (1): their forward calls torch.mm on Float8 tensor subclasses
+    # (torchao float8/float8_linear.py, matmul_with_hp_or_float8_args), and SAC's dispatch mode
+    # sees that aten.mm before the subclass lowers it to torch._scaled_mm (a mode runs ahead of
+    # a subclass's __torch_dispatch__); torchtitan saves aten.max for float8's amax for that
+    # reason (parallelize.py L44-47). The public rows agree: Float8 peaks 76.8 and 61.8 GiB
+    # against 82.4 and 67.0 without (Tables 1 and 3), where re-running every GEMM would keep
+    # ~25 GB less. (The 2024-12 list also saved aten.abs, the float8 inputs' |x|.)
     Setting("selective_policy", 1, "torchtitan/distributed/activation_checkpoint.py L98-123; "
-            "torchtitan/models/llama3/infra/parallelize.py L36-52", ("bf16",)),
-    Setting("selective_policy", 2, "torchtitan/models/llama3/infra/parallelize.py L36-52 (no "
-            "torch._scaled_mm in the save list)", ("fp8",)),
+            "torchtitan/models/llama3/infra/parallelize.py L36-52", ("bf16", "fp8")),
     # the loss: cross_entropy(pred.flatten(0, 1).float(), ...) while the train step still holds
     # the bf16 logits `pred` (deleted only after the loss): 2 (bf16 pred) + 4 (its fp32 copy) +
     # 4 (log_softmax's fp32 output, saved for the backward) bytes per logit at the loss

@@ -34,7 +34,7 @@ def compute__logits_flops_per_token(V, h):
 
 
 def compute__moe_expert_backward_flops(F_xf, r_x):
-    """compute.moe_expert_backward_flops [FLOP]: Narayanan et al. SC'21 section 5.1: backward = 2 x forward (the input and the weight gradients); full recomputation (Korthikanti et al. 2022 section 5) re-runs the experts' forward, selective recomputation does not touch them"""
+    """compute.moe_expert_backward_flops [FLOP]: Narayanan et al. SC'21 section 5.1: backward = 2 x forward (the input and the weight gradients); full recomputation (Korthikanti et al. 2022 section 5) re-runs the experts' forward, Korthikanti's selective recomputation does not touch them; torchtitan's op-level selective does (torch._grouped_mm is not in its save list, models/llama3/infra/parallelize.py L36-52 @ v0.2.2)"""
     return F_xf*(r_x + 2)
 
 

@@ -59,8 +59,8 @@ def memory__nvme_host_bytes(B_hg, G_n, N_buf, P_buf, b_buf):
 
 
 def memory__op_sac_layer_bytes(b, c, h, i_c, o_c, s, sigma, t):
-    """memory.op_sac_layer_bytes [bytes]: torchtitan selective op activation checkpointing (torchtitan/distributed/activation_checkpoint.py L98-123, save list models/llama3/infra/parallelize.py L36-52 @ v0.2.2): the block's input (the checkpoint's) and the outputs of the odd aten.mm calls (wq, wv, w1, w2 in a Llama block) and of the SDPA kernel stay; norms, activations, residual sums and the even mms are recomputed. The input and w2's output are h wide (sequence-sharded under SP); the rest is TP-sharded. torchao float8 linears run torch._scaled_mm, not in the list: only the input and the SDPA output stay"""
-    return b*h*s*(i_c/(sigma*(t - 1) + 1) + o_c/t)/c
+    """memory.op_sac_layer_bytes [bytes]: torchtitan selective op activation checkpointing (torchtitan/distributed/activation_checkpoint.py L98-123, save list models/llama3/infra/parallelize.py L36-52 @ v0.2.2): the block's input (the checkpoint's, 2 bytes x h, sequence-sharded under SP), the outputs of the odd aten.mm calls (wq, wv, w1, w2 in a Llama block) and of the SDPA kernel stay; norms, activations, residual sums and the even mms are recomputed. wq, wv, w1 and the SDPA are TP-sharded; w2 is row-parallel, so its saved mm output is the whole h-wide partial sum on every TP rank; under TP with SP the reduce-scatters that follow wo and the MLP (reduce_scatter_tensor is in the save list; parallelize.py L232, L239: RowwiseParallel to Shard(1)) keep their sequence-sharded outputs too, 2 x 2 h / t. Were no weight GEMM saved (selective_policy 2, which no profile sets: torchao's float8 linears are counted as aten.mm too) only the input, the SDPA and the reduce-scatter outputs would stay"""
+    return b*h*s*(i_c + o_c/t + numpy.where(numpy.less_equal(t, 1), 0, 4*sigma/t) + 2/(sigma*(t - 1) + 1))/c
 
 
 def memory__optimizer_bytes(N_d, P, Z, b_o, f_k, o_o):
