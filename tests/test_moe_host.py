@@ -92,3 +92,23 @@ def test_deepspeed_moe_drops_tokens_without_a_host_sync(run):
     args = [a if a != "megatron" else "deepspeed" for a in QWEN]
     d = run("step", *args).json()
     assert d["fixed_s"] == 0.0
+
+
+def test_torchtitan_pays_the_host_sync_only_with_expert_parallelism(run):
+    # torch._grouped_mm takes its offsets on the GPU; only EP's all-to-all .tolist() syncs
+    # (torchtitan expert_parallel.py L134-135): EP 1 pays none; EP 8 on 8 GPUs, ZeRO-3, global
+    # batch 8 / (DP 8 x micro-batch 1) = 1 micro-batch: 6.1 ms x 48 MoE layers = 0.2928 s
+    tt = ("step", "qwen3-30b-a3b", "--node", "dgx-h100", "--zero", "3", "--global-batch", "8",
+          "--framework", "torchtitan", "--format", "json")
+    assert run(*tt, "--ep", "1").json()["fixed_s"] == 0.0
+    assert run(*tt, "--ep", "8").json()["fixed_s"] == pytest.approx(0.0061 * 48)
+
+
+def test_megatron_overlap_needs_an_interleaved_schedule_under_pp(run):
+    # TransformerConfig refuses the overlap at PP > 1 without a virtual pipeline (L3007-3011):
+    # the all-to-all stays exposed there, and is hidden with --interleave 2
+    pp = ("step", "qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", "2", "--ep", "8", "--pp",
+          "2", "--zero", "1", "--framework", "megatron", "--overlap-moe-expert-parallel-comm",
+          "--format", "json")
+    assert run(*pp).json()["ep_comm_s"] > 0
+    assert run(*pp, "--interleave", "2").json()["ep_comm_s"] == 0.0

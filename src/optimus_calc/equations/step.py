@@ -81,7 +81,8 @@ T_s0 = sym("T_s0", "fixed time per optimizer step (Assumptions.step_fixed_s), s"
 t_l0 = sym("t_l0", "fixed time per layer per micro-batch, forward + backward "
            "(Assumptions.layer_fixed_s), s")
 t_mh = sym("t_mh", "host time per MoE layer per micro-batch, forward + backward, the GPU "
-           "waits for after the token dispatcher's host sync (Assumptions.moe_layer_host_s), s")
+           "waits for after the token dispatcher's host sync (Assumptions.moe_layer_host_s "
+           "from EP >= moe_host_sync_min_ep, else 0), s")
 T_step = sym("T_step", "step time, s", positive=True)
 F_mod = sym("F_model", "model FLOPs of the step (no recompute)")
 N_g = sym("N_gpus", "GPUs in the cluster", positive=True)

@@ -344,7 +344,8 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
                  T_fix=eq.step__fixed_time(L_stage=ctx.st.layers, L_moe=ctx.st.moe_layers,
                                            T_s0=ctx.asm.step_fixed_s, m=ctx.m,
                                            t_l0=ctx.asm.layer_fixed_s,
-                                           t_mh=ctx.asm.moe_layer_host_s))
+                                           t_mh=np.where(ctx.ep >= ctx.asm.moe_host_sync_min_ep,
+                                                         ctx.asm.moe_layer_host_s, 0.0)))
     step_stage = eq.step__time(**terms)
     worst_t = stage_argmax(step_stage)
     step = stage_max(step_stage)

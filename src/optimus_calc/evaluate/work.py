@@ -271,8 +271,10 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
         z_ep = eq.step__ep_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, k=model.top_k,
                                          s=s, iota=asm.moe_imbalance, t=t, t_x=ctx.t_x)
         a2a = eq.comm__all_to_all_time(z=z_ep, **all_to_all(hw, ctx.ep, ctx.t_x, nic=nic))
-    T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m,
-                                 o_ep=asm.ep_overlap)
+    # the overlap a framework refuses at PP > 1 without interleaving hides nothing there
+    o_ep = np.where((ctx.pp > 1) & (ctx.v <= 1) & (asm.ep_overlap_needs_interleave > 0), 0.0,
+                    asm.ep_overlap)
+    T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m, o_ep=o_ep)
     set_scope("pp")
     inter = t * cp * ctx.dp >= ctx.gpn  # neighbouring stages sit on different nodes
     alpha, beta = neighbour(hw, inter, nic)

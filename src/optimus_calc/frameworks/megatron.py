@@ -202,6 +202,8 @@ PROFILE = PhysicsProfile((
     # schedule, which the export checks: megatron_export._ep_overlap)
     Setting("ep_overlap", 0, "megatron/core/model_parallel_config.py L343",
             when=lambda tr: not _ep_comm_overlap(tr)),
+    Setting("ep_overlap_needs_interleave", 1, "megatron/core/transformer/transformer_config.py "
+            "L3007-3011 (a virtual pipeline when PP > 1)"),
     Setting("ep_overlap", 1, "--overlap-moe-expert-parallel-comm: megatron/core/"
             "model_parallel_config.py L343-346, transformer/transformer_config.py L3002-3041; "
             "Megatron-Bridge scripts/performance/utils/helpers.py L183-187 @ v0.2.1",

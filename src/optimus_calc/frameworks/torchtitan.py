@@ -192,6 +192,10 @@ PROFILE = PhysicsProfile((
     # ~25 GB less. (The 2024-12 list also saved aten.abs, the float8 inputs' |x|.)
     Setting("selective_policy", 1, "torchtitan/distributed/activation_checkpoint.py L98-123; "
             "torchtitan/models/llama3/infra/parallelize.py L36-52", ("bf16", "fp8")),
+    # MoE: torch._grouped_mm takes the token offsets on the GPU; only the EP all-to-all's
+    # split sizes go to the host (.tolist()), so the MoE host sync needs EP > 1
+    Setting("moe_host_sync_min_ep", 2, "torchtitan/distributed/expert_parallel.py L134-135; "
+            "torchtitan/models/moe/moe.py L113-128"),
     # the loss: cross_entropy(pred.flatten(0, 1).float(), ...) while the train step still holds
     # the bf16 logits `pred` (deleted only after the loss): 2 (bf16 pred) + 4 (its fp32 copy) +
     # 4 (log_softmax's fp32 output, saved for the backward) bytes per logit at the loss

@@ -210,25 +210,20 @@ class Assumptions(Frozen):
                     "NCCL_NET_OVERHEAD overrides")
     moe_expert_gemm_streams: float = Field(
         default=4.0, ge=1, le=1e6,
-        description="assumed: local experts whose GEMMs run concurrently and so share one "
-                    "GEMM-curve fixed cost (W_half). 4 = Megatron-LM --moe-grouped-gemm "
-                    "(TEGroupedMLP, megatron/core/transformer/moe/experts.py L183-218 @ "
-                    "d98e8a6) on Transformer Engine's default path: one cuBLAS GEMM per expert "
-                    "over 4 compute streams (transformer_engine/common/gemm/cublaslt_gemm.cu "
-                    "L1064-1077, util/multi_stream.cpp L53 @ d0067d0; the CUTLASS grouped "
-                    "kernel only on Hopper with NVTE_USE_CUTLASS_GROUPED_GEMM=1); 1 = one GEMM "
-                    "after another (Megatron's SequentialMLP, experts.py L1507); a large value "
-                    "= one grouped kernel over all local experts (torchtitan's "
-                    "torch._grouped_mm, models/moe/moe.py L113-128 @ v0.2.2)")
+        description="assumed: local experts whose GEMMs run concurrently, sharing one GEMM-curve "
+                    "fixed cost (W_half). 4 = Megatron-LM --moe-grouped-gemm on Transformer "
+                    "Engine's default path (one cuBLAS GEMM per expert over 4 streams); 1 = "
+                    "SequentialMLP; large = one grouped kernel (torchtitan's torch._grouped_mm). "
+                    "Sources with file and line: docs/moe.md")
     moe_imbalance: float = Field(
         default=1.0, ge=1, le=1024,
         description="assumed balanced (1.0): tokens the most-loaded expert-parallel rank "
-                    "processes / its balanced share. The step waits for that rank: its expert "
-                    "GEMMs and the all-to-all it receives scale by this. With token dropping "
-                    "it is at most Megatron-LM's --moe-expert-capacity-factor (an expert keeps "
-                    "ceil(tokens / experts x factor) tokens, megatron/core/transformer/moe/"
-                    "moe_utils.py L248-265 @ d98e8a6), and equal to it with "
-                    "--moe-pad-expert-input-to-capacity; --moe-imbalance sets it")
+                    "processes / its balanced share; its expert GEMMs and all-to-all scale by "
+                    "it. At most Megatron-LM's --moe-expert-capacity-factor with token dropping, "
+                    "equal to it with padding (docs/moe.md); --moe-imbalance sets it")
+    ep_overlap_needs_interleave: float = Field(
+        default=0, ge=0, le=1, description="1: no ep_overlap at PP > 1 without interleaving "
+        "(Megatron-LM refuses it there, transformer_config.py L3007-3011; its profile sets 1)")
     ep_overlap: float = Field(
         default=0.0, ge=0, le=1,
         description="fraction of the expert-parallel all-to-alls (MoE dispatch and combine) "
@@ -360,6 +355,9 @@ class Assumptions(Frozen):
                     "torchtitan expert_parallel.py L134-135), exposing the launches after it "
                     "(step.fixed_time). Fitted: 6.1 ms on the 10 public MoE training rows of 4 "
                     "sources (validate_moe.py; docs/moe.md)")
+    moe_host_sync_min_ep: float = Field(
+        default=1, ge=1, le=1e6, description="moe_layer_host_s is paid from this EP degree up; "
+        "torchtitan sets 2 (torch._grouped_mm takes GPU offsets: only the EP all-to-all syncs)")
     layer_fixed_s: float = Field(
         default=0.0, ge=0, le=10,
         description="assumed 0: fixed time per transformer layer per micro-batch (forward and "
