@@ -52,6 +52,15 @@ def test_stratified_sample_is_seeded_and_order_free():
     assert ms.stratified_sample(names, per_dir=8, seed=8)["evaluate"] != a["evaluate"]
 
 
+def test_a_larger_sample_extends_the_smaller():
+    names = _names()
+    small = ms.stratified_sample(names, per_dir=4, seed=7)
+    large = ms.stratified_sample(names, per_dir=10, seed=7)
+    # 4 of 30 within 10 of 30, 4 of 12 within 10 of 12, 4 of 5 within all 5
+    assert all(set(small[s]) < set(large[s]) for s in ("evaluate", "search", "compiled"))
+    assert len(large["compiled"]) == 5
+
+
 def test_wilson_interval_by_hand():
     # 8 of 10, z = 1.96: z^2/n = 0.38416, centre = (0.8 + 0.19208) / 1.38416 = 0.716738,
     # half = 1.96/1.38416 * sqrt(0.016 + 0.009604) = 1.416021 * 0.160012 = 0.226581

@@ -10,7 +10,9 @@ the repository root (mutmut reads pyproject's [tool.mutmut]):
     python tools/mutate_sample.py --per-dir 40 --seed 20261126 [--max-children 1]
     python tools/mutate_sample.py --per-dir 40 --seed 20261126 --report   # no run: what is in mutants/
 
-`make mutate-sample` runs the first under `nice -n 19`. The score counts a timeout as detected
+`make mutate-sample` runs the first under `nice -n 19`. Sampled mutants that already have a
+result in mutants/ are not run again (--rerun runs them), so an interrupted run resumes and a
+larger --per-dir extends a smaller one (the larger sample contains the smaller). The score counts a timeout as detected
 (the mutant hung a test) and a mutant no selected test reaches ("no tests") as undetected;
 mutants not yet run (an interrupted run) are left out of the score and counted as not checked.
 """
@@ -45,18 +47,21 @@ def stratum_of(mutant_name: str) -> str | None:
 
 
 def stratified_sample(names: list[str], per_dir: int, seed: int) -> dict[str, list[str]]:
-    """`per_dir` names drawn without replacement from each stratum (all of a smaller one), the
-    same for the same names, size and seed whatever the order the names come in."""
+    """`per_dir` names drawn without replacement from each stratum (all of a smaller one): each
+    stratum's names, sorted, shuffled by a generator seeded with "seed/stratum", and the first
+    `per_dir` kept. The same for the same names, size and seed whatever the order the names come
+    in; a larger `per_dir` keeps the smaller sample and adds to it (a run can be extended)."""
     by_stratum: dict[str, list[str]] = {s: [] for s in STRATA}
     for name in names:
         stratum = stratum_of(name)
         if stratum is not None:
             by_stratum[stratum].append(name)
-    rng = random.Random(seed)
-    return {
-        s: sorted(rng.sample(sorted(members), min(per_dir, len(members))))
-        for s, members in by_stratum.items()
-    }
+    out = {}
+    for s, members in by_stratum.items():
+        order = sorted(members)
+        random.Random(f"{seed}/{s}").shuffle(order)
+        out[s] = sorted(order[:per_dir])
+    return out
 
 
 def wilson_interval(detected: int, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -162,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=20261126)
     ap.add_argument("--max-children", type=int, default=1, help="mutmut workers")
     ap.add_argument("--report", action="store_true", help="score what mutants/ holds; run nothing")
+    ap.add_argument("--rerun", action="store_true",
+                    help="run sampled mutants that already have a result again (default: keep it)")
     args = ap.parse_args(argv)
     if not args.report:
         _generate()
@@ -170,9 +177,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report:
         names = [n for s in STRATA for n in sample[s]]
         Path("mutants/sample.txt").write_text("\n".join(names) + "\n")
+        todo = [n for n in names if args.rerun or codes[n] is None]
         mutmut = Path(sys.executable).with_name("mutmut")
-        subprocess.run([str(mutmut), "run", "--max-children", str(args.max_children), *names],
-                       check=False)
+        if todo:
+            subprocess.run([str(mutmut), "run", "--max-children", str(args.max_children), *todo],
+                           check=False)
         codes = _exit_codes()
     _report(sample, codes, args.seed)
     return 0
