@@ -86,3 +86,45 @@ def test_torchtitan_exports_expert_parallelism_of_two(cat):
     lay, tr = Layout(tp=1, pp=1, dp=8, ep=2, zero=3), Training(seq_len=4096, global_batch=64)
     sec, _ = torchtitan_sections(lay, tr, m)
     assert sec["parallelism"]["expert_parallel_degree"] == 2
+
+
+def test_megatron_deepspeed_writes_zero_dropout_when_training_without_it(cat):
+    # Training(dropout=False): both rates 0.0, written as values (Megatron-DeepSpeed's own
+    # defaults are 0.1, arguments.py L768-771, so leaving them out would train with dropout)
+    m = cat.get("llama-3-8b", "model")
+    words, _ = launch_args(Layout(tp=1, pp=1, dp=8, zero=1),
+                           Training(seq_len=4096, global_batch=64, dropout=False), m)
+    w = words.split()
+    assert w[w.index("--attention-dropout") + 1] == "0.0"
+    assert w[w.index("--hidden-dropout") + 1] == "0.0"
+
+
+def test_megatron_gpt_oss_attention_sinks_use_the_learnable_softmax(cat):
+    # gpt-oss's attention sinks: --softmax-type learnable, one of the choices at the pinned
+    # commit (transformer_config.py L170: vanilla, off-by-one, learnable)
+    m = cat.get("gpt-oss-20b", "model")
+    lay, tr = Layout(tp=1, pp=1, dp=8, ep=8, zero=1), Training(seq_len=4096, global_batch=64)
+    args = dict(megatron_arg_list(lay, tr, m, 8)[0])
+    assert args["--softmax-type"] == "learnable"
+    assert args["--softmax-type"] in OPTIONS["megatron"]["flags"]["--softmax-type"]["choices"]
+
+
+def test_megatron_rope_model_keeps_its_own_context_as_max_positions(cat):
+    # llama-3-8b (RoPE, 8,192-token context) trained at 4,096: max(8192, 4096) = 8192
+    m = cat.get("llama-3-8b", "model")
+    args = dict(megatron_arg_list(Layout(tp=1, pp=1, dp=8, zero=1),
+                                  Training(seq_len=4096, global_batch=64), m, 8)[0])
+    assert args["--position-embedding-type"] == "rope"
+    assert args["--max-position-embeddings"] == "8192"
+
+
+def test_torchtitan_float8_all_gather_only_where_fsdp_shards(cat):
+    # torchao float8 with FSDP: the float8 all-gather and the precomputed scales apply where
+    # FSDP shards the weights (torchtitan docs/float8.md); ZeRO-3 over DP 1 shards nothing
+    m = cat.get("llama-3-8b", "model")
+    tr = Training(seq_len=4096, global_batch=64, precision=Precision.FP8, fp8_recipe="torchao")
+    one, _ = torchtitan_sections(Layout(tp=8, pp=1, dp=1, zero=3), tr, m)
+    eight, _ = torchtitan_sections(Layout(tp=1, pp=1, dp=8, zero=3), tr, m)
+    f1, f8 = one["quantize"]["linear"]["float8"], eight["quantize"]["linear"]["float8"]
+    assert not f1["enable_fsdp_float8_all_gather"] and not f1["precompute_float8_dynamic_scale_for_fsdp"]
+    assert f8["enable_fsdp_float8_all_gather"] and f8["precompute_float8_dynamic_scale_for_fsdp"]
