@@ -74,7 +74,7 @@ mutate: $(VENV)/.mutate-installed
 # A seeded sample of the same mutants, MUTATE_PER_DIR from each of frameworks/, search/,
 # analyses/, evaluate/ and equations/compiled/, run at the lowest priority and scored per
 # directory with a 95% interval (tools/mutate_sample.py; the 2026-11-26 score: docs/hardening.md).
-MUTATE_PER_DIR ?= 40
+MUTATE_PER_DIR ?= 100
 MUTATE_SEED ?= 20261126
 
 mutate-sample: $(VENV)/.mutate-installed

@@ -7,14 +7,15 @@ directory the mutants in scope, the sample, killed, survived, timeout and the sc
 Wilson interval, then the overall score weighted by each directory's share of the scope. Run from
 the repository root (mutmut reads pyproject's [tool.mutmut]):
 
-    python tools/mutate_sample.py --per-dir 40 --seed 20261126 [--max-children 1]
-    python tools/mutate_sample.py --per-dir 40 --seed 20261126 --report   # no run: what is in mutants/
+    python tools/mutate_sample.py --per-dir 100 --seed 20261126 [--max-children 1]
+    python tools/mutate_sample.py --per-dir 100 --seed 20261126 --report  # score mutants/, no run
 
 `make mutate-sample` runs the first under `nice -n 19`. Sampled mutants that already have a
 result in mutants/ are not run again (--rerun runs them), so an interrupted run resumes and a
-larger --per-dir extends a smaller one (the larger sample contains the smaller). The score counts a timeout as detected
-(the mutant hung a test) and a mutant no selected test reaches ("no tests") as undetected;
-mutants not yet run (an interrupted run) are left out of the score and counted as not checked.
+larger --per-dir extends a smaller one (the larger sample contains the smaller);
+--rerun-undetected runs the survivors again. The score counts a timeout as detected (the mutant
+hung a test) and a mutant no selected test reaches ("no tests") as undetected; mutants not yet
+run (an interrupted run) are left out of the score and counted as not checked.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def wilson_interval(detected: int, n: int, z: float = Z_95) -> tuple[float, floa
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def stratified_score(rows: list[tuple[int, int, int]], z: float = Z_95) -> tuple[float, float, float]:
+def stratified_score(rows: list[tuple[int, int, int]],
+                     z: float = Z_95) -> tuple[float, float, float]:
     """Overall score from (in scope N_h, detected d_h, scored n_h) per stratum: sum of
     N_h/N * d_h/n_h, with a normal interval from the variance sum (N_h/N)^2 p_h (1-p_h)/n_h
     (1 - n_h/N_h) (Cochran, Sampling Techniques, 3rd ed., eq. 5.7 with the finite-population
@@ -112,10 +114,11 @@ def tally(statuses: list[str]) -> dict[str, int]:
 
 
 def _generate() -> None:
-    """mutmut's own generation step (what `mutmut run` does first; only changed files are redone)."""
+    """mutmut's own generation step (what `mutmut run` does first; changed files only)."""
     import os
 
-    from mutmut.__main__ import copy_also_copy_files, copy_src_dir, create_mutants, setup_source_paths
+    from mutmut.__main__ import (copy_also_copy_files, copy_src_dir, create_mutants,
+                                 setup_source_paths)
     from mutmut.mutation.trampoline import set_mutant_under_test
 
     set_mutant_under_test("mutant_generation")
@@ -169,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report", action="store_true", help="score what mutants/ holds; run nothing")
     ap.add_argument("--rerun", action="store_true",
                     help="run sampled mutants that already have a result again (default: keep it)")
+    ap.add_argument("--rerun-undetected", action="store_true",
+                    help="run the sampled mutants that survived or had no test again")
     args = ap.parse_args(argv)
     if not args.report:
         _generate()
@@ -177,7 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report:
         names = [n for s in STRATA for n in sample[s]]
         Path("mutants/sample.txt").write_text("\n".join(names) + "\n")
-        todo = [n for n in names if args.rerun or codes[n] is None]
+        from mutmut.stats import status_by_exit_code
+
+        todo = [n for n in names if args.rerun or codes[n] is None or (
+            args.rerun_undetected and status_by_exit_code[codes[n]] in UNDETECTED)]
         mutmut = Path(sys.executable).with_name("mutmut")
         if todo:
             subprocess.run([str(mutmut), "run", "--max-children", str(args.max_children), *todo],
