@@ -129,3 +129,26 @@ def test_torchtitan_float8_all_gather_only_where_fsdp_shards(cat):
     keys = ("enable_fsdp_float8_all_gather", "precompute_float8_dynamic_scale_for_fsdp")
     assert [f1[k] for k in keys] == [False, False]
     assert [f8[k] for k in keys] == [True, True]
+
+
+def test_megatron_fsdp_meta_device_init_only_at_zero3(cat):
+    # Megatron-FSDP (arguments.py L1118-1135): ZeRO-2 = optim_grads, ZeRO-3 =
+    # optim_grads_params, which alone shards the parameters and so initialises them on the
+    # meta device (megatron_export.py _zero_precision)
+    m = cat.get("llama-3-70b", "model")
+    tr = Training(seq_len=4096, global_batch=64)
+    z3 = dict(megatron_arg_list(Layout(tp=2, pp=1, dp=8, zero=3), tr, m, 8)[0])
+    z2 = dict(megatron_arg_list(Layout(tp=2, pp=1, dp=8, zero=2), tr, m, 8)[0])
+    assert z3["--data-parallel-sharding-strategy"] == "optim_grads_params"
+    assert "--init-model-with-meta-device" in z3
+    assert z2["--data-parallel-sharding-strategy"] == "optim_grads"
+    assert "--init-model-with-meta-device" not in z2
+
+
+def test_export_names_offered_for_the_frameworks_that_run_a_plan():
+    # each framework's --export (Megatron-DeepSpeed writes DeepSpeed's config), in
+    # export_choices order, only for the frameworks named
+    from optimus_calc.frameworks import exports_for
+    assert exports_for(["megatron"]) == ["megatron"]
+    assert exports_for(["megatron-deepspeed"]) == ["deepspeed"]
+    assert exports_for(["torchtitan", "deepspeed"]) == ["deepspeed", "torchtitan"]
