@@ -90,3 +90,12 @@ def test_tally_counts_timeouts_as_detected_and_unrun_apart():
     # killed 2 + segfault 1; scored = 3 killed + 1 timeout + 1 survived + 1 no tests
     assert t == {"killed": 3, "timeout": 1, "survived": 1, "no tests": 1, "not checked": 2,
                  "scored": 6}
+
+
+def test_a_size_per_directory():
+    sample = ms.stratified_sample(_names(), {"frameworks": 3, "search": 2, "analyses": 3,
+                                             "evaluate": 6, "compiled": 9}, seed=7)
+    # 6 of 30, 2 of 12, all 5 (of 9 asked); each the prefix of the same shuffle as per_dir=8
+    assert [len(sample[s]) for s in ("search", "evaluate", "compiled")] == [2, 6, 5]
+    full = ms.stratified_sample(_names(), per_dir=8, seed=7)
+    assert set(sample["evaluate"]) < set(full["evaluate"])

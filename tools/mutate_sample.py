@@ -47,11 +47,14 @@ def stratum_of(mutant_name: str) -> str | None:
     return parts[1] if parts[1] in STRATA else None
 
 
-def stratified_sample(names: list[str], per_dir: int, seed: int) -> dict[str, list[str]]:
-    """`per_dir` names drawn without replacement from each stratum (all of a smaller one): each
-    stratum's names, sorted, shuffled by a generator seeded with "seed/stratum", and the first
-    `per_dir` kept. The same for the same names, size and seed whatever the order the names come
-    in; a larger `per_dir` keeps the smaller sample and adds to it (a run can be extended)."""
+def stratified_sample(names: list[str], per_dir: int | dict[str, int],
+                      seed: int) -> dict[str, list[str]]:
+    """`per_dir` names (an int, or a size per stratum) drawn without replacement from each
+    stratum (all of a smaller one): each stratum's names, sorted, shuffled by a generator seeded
+    with "seed/stratum", and the first `per_dir` kept. The same for the same names, size and seed
+    whatever the order the names come in; a larger `per_dir` keeps the smaller sample and adds
+    to it (a run can be extended)."""
+    sizes = per_dir if isinstance(per_dir, dict) else {s: per_dir for s in STRATA}
     by_stratum: dict[str, list[str]] = {s: [] for s in STRATA}
     for name in names:
         stratum = stratum_of(name)
@@ -61,7 +64,7 @@ def stratified_sample(names: list[str], per_dir: int, seed: int) -> dict[str, li
     for s, members in by_stratum.items():
         order = sorted(members)
         random.Random(f"{seed}/{s}").shuffle(order)
-        out[s] = sorted(order[:per_dir])
+        out[s] = sorted(order[:sizes[s]])
     return out
 
 
@@ -166,7 +169,9 @@ def _report(sample: dict[str, list[str]], codes: dict[str, int | None], seed: in
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--per-dir", type=int, default=40, help="mutants drawn per directory")
+    ap.add_argument("--per-dir", type=int, default=100, help="mutants drawn per directory")
+    ap.add_argument("--size", action="append", default=[], metavar="DIR=N",
+                    help="another sample size for one directory, e.g. evaluate=50 (repeatable)")
     ap.add_argument("--seed", type=int, default=20261126)
     ap.add_argument("--max-children", type=int, default=1, help="mutmut workers")
     ap.add_argument("--report", action="store_true", help="score what mutants/ holds; run nothing")
@@ -178,7 +183,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report:
         _generate()
     codes = _exit_codes()
-    sample = stratified_sample(list(codes), args.per_dir, args.seed)
+    sizes = {s: args.per_dir for s in STRATA}
+    for item in args.size:
+        key, _, n = item.partition("=")
+        if key not in sizes or not n.isdigit():
+            ap.error(f"--size {item}: expected DIR=N with DIR one of {', '.join(STRATA)}")
+        sizes[key] = int(n)
+    sample = stratified_sample(list(codes), sizes, args.seed)
     if not args.report:
         names = [n for s in STRATA for n in sample[s]]
         Path("mutants/sample.txt").write_text("\n".join(names) + "\n")
