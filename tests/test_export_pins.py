@@ -1,6 +1,6 @@
-"""Exported framework settings no other test pinned: each test kills a mutant that survived the
-sampled mutation run of 2026-11-26 (docs/hardening.md, "Mutation score"), checked by applying
-the mutation by hand and seeing the test fail."""
+"""Exported framework settings (and a refusal's source) no other test pinned: each test kills a
+mutant that survived the sampled mutation run of 2026-11-26 (docs/hardening.md, "Mutation
+score"), checked by applying the mutation by hand and seeing the test fail."""
 
 import json
 from pathlib import Path
@@ -152,3 +152,10 @@ def test_export_names_offered_for_the_frameworks_that_run_a_plan():
     assert exports_for(["megatron"]) == ["megatron"]
     assert exports_for(["megatron-deepspeed"]) == ["deepspeed"]
     assert exports_for(["torchtitan", "deepspeed"]) == ["deepspeed", "torchtitan"]
+
+
+def test_a_reason_names_its_rules_source():
+    # the source of Megatron-LM's interleaving rule (frameworks/megatron.py MG_INTERLEAVE_MICRO);
+    # OK cites nothing
+    assert Reason.MG_INTERLEAVE_MICRO.source == "core/pipeline_parallel/schedules.py L1160-1168"
+    assert Reason.OK.source == ""
