@@ -51,3 +51,18 @@ def test_device_flops_form_without_a_per_core_parameter():
     assert names == ("F_dev", "P_n", "phi_p")
     assert compute(1.0, **V) == pytest.approx(1.2, rel=1e-12)
     assert memory(1.0, **V) == pytest.approx(0.35, rel=1e-12)
+
+
+def test_global_batch_sweep_reaches_sixteen_times_the_batch():
+    """`--sweep global-batch` doubles the micro-batch at the layout's 8 micro-batches per step
+    until DP x micro-batch reaches 16 x the global batch (sweep.py MAX_BATCH_MULTIPLE): Llama-2
+    70B on 16 GPUs, TP 2 x PP 4 so DP 2, global batch 16: micro-batches 1, 2, ..., 128
+    (2 x 128 = 256 = 16 x 16), global batches 16 x 2^k for k = 0..7."""
+    from tests_support import cli_json
+    from test_optimusnic import LAYOUT
+    doc = cli_json("breakeven", *LAYOUT, "--device", "bluefield-3", "--sweep", "global-batch")
+    rows = doc["batch_sweep"]["rows"]
+    assert [r["micro_batch"] for r in rows] == [2 ** k for k in range(8)]
+    assert [r["global_batch"] for r in rows] == [16 * 2 ** k for k in range(8)]
+    # a count of micro-batches: 8, never 8.0 in the JSON
+    assert all(type(r["micro_batches"]) is int and r["micro_batches"] == 8 for r in rows)
