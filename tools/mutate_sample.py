@@ -179,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="run sampled mutants that already have a result again (default: keep it)")
     ap.add_argument("--rerun-undetected", action="store_true",
                     help="run the sampled mutants that survived or had no test again")
+    ap.add_argument("--undetected-only", action="store_true",
+                    help="with --rerun-undetected: run only those, not the ones without a result")
     args = ap.parse_args(argv)
     if not args.report:
         _generate()
@@ -195,8 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         Path("mutants/sample.txt").write_text("\n".join(names) + "\n")
         from mutmut.stats import status_by_exit_code
 
-        todo = [n for n in names if args.rerun or codes[n] is None or (
-            args.rerun_undetected and status_by_exit_code[codes[n]] in UNDETECTED)]
+        undetected = {n for n in names if status_by_exit_code[codes[n]] in UNDETECTED}
+        todo = [n for n in names if args.rerun or (n in undetected and args.rerun_undetected)
+                or (codes[n] is None and not args.undetected_only)]
         mutmut = Path(sys.executable).with_name("mutmut")
         if todo:
             subprocess.run([str(mutmut), "run", "--max-children", str(args.max_children), *todo],
