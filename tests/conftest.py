@@ -33,6 +33,20 @@ def _run_all_once(cat, asm=None, cross_validate=True):
 validate_mod.run_all = _run_all_once
 
 
+def pytest_sessionstart(session):
+    """Under mutmut (MUTANT_UNDER_TEST set in the processes it forks, one per mutant), forget
+    what earlier test sessions of the parent process cached: a cached CLI run, `validate` or
+    evaluation computed without the mutant would hide it (docs/hardening.md, "Mutation score")."""
+    if not os.environ.get("MUTANT_UNDER_TEST"):
+        return
+    import functools
+    import gc
+    _RUN_ALL_DONE.clear()
+    for obj in gc.get_objects():
+        if isinstance(obj, functools._lru_cache_wrapper):
+            obj.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def cat():
     return catalog_mod.load(())
