@@ -1,7 +1,6 @@
 """`fit --solve nodes` under `--assume`: the fewest nodes is the smallest count `memory` says fits
-with the same assumptions. The sampled mutation run of 2026-11-26 (docs/hardening.md,
-"Mutation score") found that solving nodes with the default assumptions instead survived
-every test of its selection (all use the defaults)."""
+with the same assumptions (every other fit test uses the default assumptions; written during the
+sampled mutation run of 2026-11-26, docs/hardening.md "Mutation score")."""
 
 from tests_support import cli_json
 
