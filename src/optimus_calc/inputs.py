@@ -60,7 +60,8 @@ def resolve_model(text: str, cat: Catalog) -> Model | BareModel:
 # ``kw`` below is the dict of option values the shared option stack (cli/options.py) produces;
 # these functions are pure (no click): the CLI parses, this module resolves and validates.
 
-_NUM = re.compile(r"^[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?$|^\.[0-9]+([eE][+-]?[0-9]+)?$")
+# a plain decimal, optionally signed (a negative value is a number out of range, said as such)
+_NUM = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$")
 
 
 
