@@ -12,19 +12,17 @@ import re
 import numpy as np
 import pytest
 
-from optimus_calc.equations.recording import eq
 from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.context import resolve_hardware
 from optimus_calc.evaluate.memory import estimate_memory
-from optimus_calc.evaluate.reasons import Reason
-from optimus_calc.evaluate.records import DeviceUse, OptimizerUse
 from optimus_calc.evaluate.step import estimate_step
-from optimus_calc.evaluate.strategies.base import OffloadStrategy, bit
+from optimus_calc.evaluate.strategies.base import OffloadStrategy
 from optimus_calc.frameworks import FrameworkPlugin, Rule, plugins, register
 from optimus_calc.frameworks.base import PhysicsProfile, Setting
 from optimus_calc.frameworks.registry import framework_support, make_enums, unregister
 from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.specs.training import Layout, Offload, Training, ZeroStage
+from tests.toy_offload import ADAM_BYTES, memory_device
 
 # ---- the contracts ---------------------------------------------------------------------------
 
@@ -91,7 +89,6 @@ def test_every_framework_keeps_the_contract(key):
 
 TOY_BYTES = 1e12     # one toy memory box per node (a toy figure)
 TOY_Bps = 100e9      # its bandwidth to the CPU that steps the optimizer (a toy figure)
-ADAM_BYTES = 28.0    # fused Adam: read p, g, m, v and write p, m, v in fp32
 
 
 class HalfDoneBox(OffloadStrategy):
@@ -100,31 +97,8 @@ class HalfDoneBox(OffloadStrategy):
     offload = "contrib-box"
 
 
-class ToyBox(OffloadStrategy):
-    """Finished: optimizer state in a per-node memory box, stepped at its bandwidth after the
-    backward, nothing hidden."""
-
-    offload = "contrib-box"
-    label = "toy memory box"
-    device = "memory box"
-
-    def flags(self, opar, gfrac):
-        return 0.0, 0.0, 1.0, 0.0  # the optimizer state leaves the GPU
-
-    def devices(self, ctx, host):
-        per = eq.memory__bytes_per_offload_device(B_gpu=host.optimizer, G_n=ctx.gpn, K_n=1)
-        return DeviceUse(per, host.optimizer, TOY_BYTES, 1, 0.0, 0.0)
-
-    def reasons(self, ctx, dev, host_capacity):
-        return bit(dev.bytes_per_device > dev.capacity, Reason.HOST_RAM)
-
-    def reason_text(self, reason, info):
-        return "memory box full" if reason is Reason.HOST_RAM else None
-
-    def optimizer(self, ctx, mem, comp, opt, dev):
-        step = opt.shard * ADAM_BYTES / TOY_Bps
-        moved = opt.shard * (ctx.tr.gradient_bytes + ctx.tr.weight_bytes) / opt.link_Bps
-        return OptimizerUse(step, moved, step + moved, 0.0)
+# finished: the toy of tests/toy_offload.py as a per-node memory box
+ToyBox = memory_device("contrib-box", "toy memory box", "memory box", TOY_BYTES, TOY_Bps)
 
 
 def test_a_toy_offload_target_fails_the_contract_until_finished(cat):

@@ -6,14 +6,10 @@ and no exporter writes it (issue 33)."""
 import numpy as np
 import pytest
 
-from optimus_calc.equations.recording import eq
 from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.context import resolve_hardware
 from optimus_calc.evaluate.memory import estimate_memory
-from optimus_calc.evaluate.reasons import Reason
-from optimus_calc.evaluate.records import DeviceUse, OptimizerUse
 from optimus_calc.evaluate.step import estimate_step
-from optimus_calc.evaluate.strategies.base import OffloadStrategy, bit
 from optimus_calc.frameworks import Framework, layout_support, plugin
 from optimus_calc.search.passes import NOT_RUNNABLE
 from optimus_calc.search.inputs import offload_targets
@@ -21,36 +17,12 @@ from optimus_calc.search.plan import plan
 from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.specs.training import Layout, Offload, Training, ZeroStage
 
+from tests.toy_offload import ADAM_BYTES, memory_device
+
 CXL_BYTES = 512e9   # one memory expander per node (a toy figure)
 CXL_Bps = 64e9      # its bandwidth as the CPU sees it (a toy figure)
-ADAM_BYTES = 28.0   # fused Adam: read p, g, m, v and write p, m, v in fp32
-
-
-class CXLMemory(OffloadStrategy):
-    """Optimizer state in a CXL memory expander; the host CPU steps it at the expander's
-    bandwidth after the backward, nothing hidden."""
-
-    offload = "cxl"
-    label = "CXL memory"
-    device = "CXL expander"
-
-    def flags(self, opar, gfrac):
-        return 0.0, 0.0, 1.0, 0.0  # the optimizer state leaves the GPU, nothing else
-
-    def devices(self, ctx, host):
-        per = eq.memory__bytes_per_offload_device(B_gpu=host.optimizer, G_n=ctx.gpn, K_n=1)
-        return DeviceUse(per, host.optimizer, CXL_BYTES, 1, 0.0, 0.0)
-
-    def reasons(self, ctx, dev, host_capacity):
-        return bit(dev.bytes_per_device > dev.capacity, Reason.HOST_RAM)
-
-    def reason_text(self, reason, info):
-        return "CXL expander full" if reason is Reason.HOST_RAM else None
-
-    def optimizer(self, ctx, mem, comp, opt, dev):
-        step = opt.shard * ADAM_BYTES / CXL_Bps
-        moved = opt.shard * (ctx.tr.gradient_bytes + ctx.tr.weight_bytes) / opt.link_Bps
-        return OptimizerUse(step, moved, step + moved, 0.0)
+# the toy of tests/toy_offload.py as a CXL memory expander
+CXLMemory = memory_device("cxl", "CXL memory", "CXL expander", CXL_BYTES, CXL_Bps)
 
 
 @pytest.fixture
