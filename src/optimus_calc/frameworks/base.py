@@ -261,3 +261,13 @@ SMARTNIC = Rule(
     "SMARTNIC",
     "SmartNIC (OptimusNIC) offload is a research prototype that no framework runs; it is a "
     "what-if", "", lambda x: x.smartnic)
+
+
+def unbuildable_everywhere(unbuildable: Callable[[object], str | None]):
+    """The test of an architecture rule (``on_model``): every layout, when the framework cannot
+    build the model (``unbuildable`` gives its reason), else none; without a model, none."""
+    def test(x):
+        if x.model is None or unbuildable(x.model) is None:
+            return None
+        return x.everywhere()
+    return test

@@ -9,7 +9,7 @@ from __future__ import annotations
 from optimus_calc.frameworks.base import (OFF_CPU, SMARTNIC, EnvVar, Exporter,
                                           FrameworkPlugin, PhysicsProfile, Rule, Setting,
                                           dividing_into, not_dividing, runs_offloads,
-                                          runs_precisions)
+                                          runs_precisions, unbuildable_everywhere)
 from optimus_calc.specs.training import Offload, Precision, Recompute
 
 COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
@@ -52,10 +52,6 @@ def unbuildable(m) -> str | None:
     return None
 
 
-def _cannot_build(x):
-    if x.model is None or unbuildable(x.model) is None:
-        return None
-    return x.everywhere()
 
 
 _ARCH_SOURCE = ("training/arguments.py L2397 (position embeddings), L2450 (--swiglu); "
@@ -106,7 +102,7 @@ RULES: tuple[Rule, ...] = (
          "core/pipeline_parallel/schedules.py L1160-1168", _interleave_micro),
     Rule("MG_ARCH", f"{_MG}: pretrain_gpt.py cannot build this architecture from its flags (an "
          "encoder, parallel attention + MLP, a GEGLU/ReLU MLP, ALiBi or partial biases) "
-         f"({_ARCH_SOURCE})", _ARCH_SOURCE, _cannot_build, on_model=True),
+         f"({_ARCH_SOURCE})", _ARCH_SOURCE, unbuildable_everywhere(unbuildable), on_model=True),
 )
 
 

@@ -12,7 +12,7 @@ is megatron/model/gpt_model.py on megatron/model/transformer.py, with DeepSpeed-
 
 from __future__ import annotations
 
-from optimus_calc.frameworks.base import FrameworkPlugin, Rule
+from optimus_calc.frameworks.base import FrameworkPlugin, Rule, unbuildable_everywhere
 from optimus_calc.frameworks.deepspeed import ENGINE_PROFILE, ENGINE_RULES
 
 COMMIT = "4efb479d5317ce9b86096b9d8e3e8030b0b5263b"
@@ -81,10 +81,6 @@ def _moe_unbuildable(m) -> str | None:
     return None
 
 
-def _cannot_build(x):
-    if x.model is None or unbuildable(x.model) is None:
-        return None
-    return x.everywhere()
 
 
 RULES: tuple[Rule, ...] = ENGINE_RULES + (
@@ -95,7 +91,7 @@ RULES: tuple[Rule, ...] = ENGINE_RULES + (
          "encoder, parallel attention + MLP, MLA, Q/K norms, a GEGLU/ReLU MLP, ALiBi, partial "
          "biases, shared experts or leading dense layers; megatron/arguments.py L599-687, "
          "megatron/model/transformer.py L98-1080)", "megatron/arguments.py L599-687",
-         _cannot_build, on_model=True),
+         unbuildable_everywhere(unbuildable), on_model=True),
 )
 
 LAUNCH = ("deepspeed --num_nodes N --num_gpus G pretrain_gpt.py --tensor-model-parallel-size T "
