@@ -101,22 +101,25 @@ def leave_one_out(rs: RunSet, defaults: dict[str, float], values: dict[str, floa
     without it), by the linearised hat-matrix residual r_i / (1 - h_ii) of the fitted problem
     (:data:`MAX_LINEAR_LEVERAGE`): H = J (J'J + w I)^-1 J' over the parameters not on a bound,
     J the Jacobian of the log predictions at the fit, w the prior weight. A run of higher
-    leverage is refitted without it, warm-started at ``values``."""
+    leverage is refitted without it, warm-started at ``values`` with that Jacobian less the
+    run's row."""
     pred = rs.log_preds(values)
     resid = pred - rs.log_meas
     by = {p.name: p for p in CANDIDATES}
     free = [j for j, n in enumerate(names) if by[n].lo < values[n] < by[n].hi]
     lev = np.zeros(len(rs))
     if free:
-        jac = jacobian(rs, values, [names[j] for j in free], pred)
+        jac_all = jacobian(rs, values, names, pred)
+        jac = jac_all[:, free]
         a = jac.T @ jac + PRIOR_WEIGHT * np.eye(len(free))
         lev = np.einsum("ij,ij->i", jac @ np.linalg.inv(a), jac)
     loo = []
     for i, r in enumerate(rs.runs):
         if lev[i] <= MAX_LINEAR_LEVERAGE:
             loo.append(float(np.expm1(resid[i] / (1 - lev[i]))))
-        else:
-            sub = fit(rs.without(i), defaults, names, init=values)
+        else:   # the fit's Jacobian without the run's row starts the refit
+            sub = fit(rs.without(i), defaults, names, init=values,
+                      jac0=np.delete(jac_all, i, axis=0))
             loo.append(predict(r, sub) / r.measured - 1)
     return loo
 

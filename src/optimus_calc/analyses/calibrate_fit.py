@@ -250,14 +250,17 @@ def _left(jac: np.ndarray, cols: list[int], resid: np.ndarray, up_only) -> float
 
 def fit(runs, start: dict[str, float], names: list[str],
         iterations: int = 12, init: dict[str, float] | None = None,
-        jac0: np.ndarray | None = None) -> dict[str, float]:
+        jac0: np.ndarray | None = None, tie: float = TIE_RESIDUAL) -> dict[str, float]:
     """Bounded Gauss-Newton on ``names`` (each in its coordinate, Param.to_x); the other values
     stay as in ``start``, towards which the weak prior pulls. ``init``: where the iteration
     starts (a leave-one-out refit starts from the full fit), default ``start``; ``jac0``: the
     Jacobian there, if known. Between finite-difference Jacobians (at most ``iterations``) the
     Jacobian follows each step by Broyden's rank-one update (Broyden 1965, Math. Comp. 19,
     577-593: one evaluation per run per step instead of one per run per parameter); a step the
-    updated Jacobian cannot make, or convergence on it, asks for a fresh one."""
+    updated Jacobian cannot make, or convergence on it, asks for a fresh one. Converged: a step
+    on a fresh Jacobian that moves no coordinate by 1e-4 or lowers the cost by less than ``tie``
+    per run (default :data:`TIE_RESIDUAL`: the fits tie, so the floor of a valley of parameters
+    the runs barely tell apart is not walked to its end)."""
     if not names:
         return dict(start)
     runs = _as_set(runs)
@@ -272,6 +275,7 @@ def fit(runs, start: dict[str, float], names: list[str],
     def cost(res, x):
         return float(res @ res + PRIOR_WEIGHT * (x - x0) @ (x - x0))
 
+    tie = tie * len(runs)   # a step that lowers the cost less than this has converged
     x = x0.copy() if init is None else np.array([p.to_x(init[p.name]) for p in ps])
     pred = _log_preds(runs, values_at(x))
     c = cost(pred - meas, x)
@@ -298,9 +302,9 @@ def fit(runs, start: dict[str, float], names: list[str],
             jac = None   # the updated Jacobian points nowhere better: a fresh one
             continue
         dx, dp = x_new - x, p_new - pred
-        moved = float(np.max(np.abs(dx)))
+        moved, fell = float(np.max(np.abs(dx))), c - c_new
         x, pred, c = x_new, p_new, c_new
-        if moved < 1e-4:
+        if moved < 1e-4 or fell < tie:
             if fresh:
                 break
             jac = None   # converged on an updated Jacobian: confirm with a fresh one
