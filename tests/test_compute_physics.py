@@ -54,6 +54,19 @@ def test_six_n_convention(run):
     assert d["mfu_convention"].startswith("model FLOPs")
 
 
+def test_causal_mfu_halves_the_attention_core_as_megatron_logs(run):
+    # llama-2-7b: 32 layers, 32 heads x 128 = 4096 score and value width. At s = 4096 the
+    # attention core is 2 s (d_s + d_v) = 2 x 4096 x 8192 = 67,108,864 FLOPs per token and
+    # layer forward; Megatron-LM (training.py L1160-1170 @ d98e8a6) halves it for the causal
+    # mask: 3 x 32 layers x 8 x 4096 tokens x 67,108,864 / 2 = 1.0555e14 FLOPs fewer.
+    d = step_json(run, "llama-2-7b", "--seq-len", 4096, "--global-batch", 8)
+    assert d["model_flops"] - d["model_flops_causal"] == pytest.approx(
+        3 * 32 * 8 * 4096 * 67_108_864 / 2, rel=1e-12)
+    assert d["mfu_causal"] / d["mfu"] == pytest.approx(
+        d["model_flops_causal"] / d["model_flops"], rel=1e-12)
+    assert "halved" in d["mfu_causal_convention"]
+
+
 def test_six_n_days_at_the_published_mfu(run):
     d = step_json(run, "llama-2-7b", "--seq-len", 4096, "--global-batch", 8, "--tokens", "1T")
     # a planner's 6 N D / (peak x GPUs x MFU) equals train_days x 6N / model FLOPs

@@ -117,6 +117,20 @@ causal_attention_flops = equation(
     "with a block-skipping kernel (kappa_c = 1), all of it unfused (kappa_c = 0). Times use this "
     "count; MFU keeps the un-halved count, as published (PaLM appendix B, Narayanan et al.).")
 
+F_ac = sym("F_ac", "forward FLOPs of the attention core per token and layer, un-halved "
+           "(2 s d_s + 2 s d_v)")
+F_un = sym("F_model", "model FLOPs of the step (no recompute), attention core un-halved")
+
+causal_model_flops = equation(
+    "compute.causal_model_flops", F_un - 3 * L * tok * F_ac / 2, "FLOP",
+    "Megatron-LM megatron/training/training.py num_floating_point_operations @ d98e8a6 L1160-"
+    "1170 (MHA/GQA: the core-attention term '/ 2  # causal mask (only half of the mask is "
+    "non-zero)') and L1126-1137 (MLA, the same halving)",
+    "Model FLOPs with the causal attention core halved, as Megatron-LM counts its logged "
+    "TFLOP/s today (forward and backward: 3 x the forward's half); PaLM, Narayanan et al. and "
+    "torchtitan (models/utils.py, 'do not account for sparsity in causal attention') keep it "
+    "un-halved, the convention of 'mfu'.")
+
 six_n_flops = equation(
     "compute.six_n_flops", 6 * N_p * tok, "FLOP",
     "Kaplan et al. 2020 (arXiv 2001.08361) section 2.1, C = 6 N D; Hoffmann et al. 2022 "

@@ -370,7 +370,12 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
     # float: 6 x 405e9 x 4M tokens passes int64's 9.2e18 (issue 37 High 1)
     six_n = eq.compute__six_n_flops(N_act=_active_params(model),
                                     tokens=np.asarray(tokens, dtype=float))
+    causal = eq.compute__causal_model_flops(
+        F_model=model_flops, L=model.layers, tokens=np.asarray(tokens, dtype=float),
+        F_ac=eq.step__attention_core_flops_per_token(d_s=model.score_dim, d_v=model.value_dim,
+                                                     s=ctx.s))
     return Evaluation(has_step=True, step_time_s=step, worst_time=worst_t,
                       stage_terms=per_stage, step_figures=dict(
                           model_flops=model_flops, peak=comp.peak, tokens=tokens,
-                          gpus=ctx.hw.gpus, model_flops_6n=six_n), **common)
+                          gpus=ctx.hw.gpus, model_flops_6n=six_n,
+                          model_flops_causal=causal), **common)

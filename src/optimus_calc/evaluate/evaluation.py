@@ -100,6 +100,11 @@ class Evaluation:
         if name == "mfu_6n":  # the same utilisation with 6 N tokens (compute.six_n_flops)
             return eq.step__mfu(F_model=f["model_flops_6n"], N_gpus=f["gpus"],
                                 T_step=self.step_time_s, peak=f["peak"])
+        if name == "model_flops_causal":
+            return np.broadcast_to(f["model_flops_causal"], np.shape(self.step_time_s))
+        if name == "mfu_causal":  # Megatron-LM's convention (compute.causal_model_flops)
+            return eq.step__mfu(F_model=f["model_flops_causal"], N_gpus=f["gpus"],
+                                T_step=self.step_time_s, peak=f["peak"])
         if name == "tokens":
             return np.broadcast_to(f["tokens"], np.shape(self.step_time_s))
         if name == "mfu":
@@ -127,7 +132,7 @@ def first_term(ev: Evaluation, name: str) -> float:
 
 # the names Evaluation.term computes itself (the rest are stage terms picked at the binding stage)
 _DERIVED = frozenset(("step_time_s", "model_flops", "model_flops_6n", "mfu_6n", "tokens", "mfu",
-                      "tokens_per_s", "tflops_per_gpu"))
+                      "tokens_per_s", "tflops_per_gpu", "model_flops_causal", "mfu_causal"))
 
 
 def staged(name: str) -> bool:

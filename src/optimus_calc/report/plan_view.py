@@ -19,6 +19,7 @@ def candidate_data(c) -> dict:
             "gpu_memory_bytes": c.gpu_bytes,
             "gpu_headroom_bytes": c.memory.headroom_bytes,
             "step_time_s": c.step_s, "mfu": c.mfu, "mfu_6n": c.step.mfu_6n,
+            "mfu_causal": c.step.mfu_causal,
             "tokens_per_s": c.tokens_per_s,
             "optimizer_s": c.step.optimizer_s, "optimizer_exposed_s": c.step.optimizer_exposed_s,
             "stage_layers": [s.layers for s in c.memory.stages],
@@ -237,7 +238,8 @@ def attention_text(gpu, tr, asm) -> str:
     kernel = (f"{kernel_of(gpu, tr.attention_kernel)} "
               f"{kernel_efficiency(gpu, tr.attention_kernel, asm):g} on the halved causal FLOPs"
               if tr.flash_attention else f"unfused {gpu.attention_eta:g}")
-    return kernel + "; MFU on model FLOPs with attention un-halved (mfu_6n: 6 N tokens)"
+    return kernel + ("; MFU on model FLOPs with attention un-halved (mfu_causal: halved, as "
+                     "Megatron-LM logs; mfu_6n: 6 N tokens)")
 
 
 def _plan_csv(res, rows: list[dict], train: TrainRequest | None) -> Table:
@@ -249,8 +251,9 @@ def _plan_csv(res, rows: list[dict], train: TrainRequest | None) -> Table:
     for r in rows:
         out = dict(ctx)
         for k, v in r.items():
-            if k in ("mfu", "mfu_low", "mfu_high", "mfu_6n"):  # CSV: MFU in percent
-                out["mfu_6n_pct" if k == "mfu_6n" else k.replace("mfu", "mfu_pct")] = pct(v)
+            if k in ("mfu", "mfu_low", "mfu_high", "mfu_6n", "mfu_causal"):  # CSV: percent
+                out[k + "_pct" if k in ("mfu_6n", "mfu_causal") else
+                    k.replace("mfu", "mfu_pct")] = pct(v)
             elif k not in view_only:
                 out[k] = v
         csv_rows.append(out)

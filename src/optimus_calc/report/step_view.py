@@ -65,7 +65,8 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
               Table(title="overlapped or informational", rows=info, columns=cols)]
     notes = [headline_text(st, mem.worst.total_bytes, figures, trange, mrange),
              f"MFU {st.mfu:.1%} (model FLOPs: attention un-halved, no recomputation, as "
-             f"PaLM and Megatron publish it; 6 x N x tokens convention: {st.mfu_6n:.1%}), "
+             f"PaLM, Narayanan et al. and torchtitan count; causal core halved as Megatron-LM "
+             f"logs it: {st.mfu_causal:.1%}; 6 x N x tokens convention: {st.mfu_6n:.1%}), "
              f"{st.tflops_per_gpu:.1f} TFLOP/s per GPU counting hardware FLOPs (with "
              f"recomputation, attention un-halved), {st.tokens_per_s:,.0f} tokens/s",
              f"GPU memory {mem.worst.total_bytes / GB:.1f} GB of {mem.capacity_bytes / GB:.0f} GB: "
@@ -84,6 +85,7 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
                **layout_data(inp.layout), "micro_batch": inp.training.micro_batch,
                "recompute": inp.training.recompute.value, "step_time_s": st.step_time_s,
                "mfu_pct": pct(st.mfu), "mfu_6n_pct": pct(st.mfu_6n),
+               "mfu_causal_pct": pct(st.mfu_causal),
                "tflops_per_gpu": st.tflops_per_gpu,
                "tokens_per_s": st.tokens_per_s, **data["breakdown"],
                "gpu_memory_bytes": mem.worst.total_bytes, "fits": mem.fits,
@@ -101,10 +103,13 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
 
 def mfu_conventions(st, figures: dict) -> dict:
     """Which FLOP count each figure uses (issue 19): ``mfu`` model FLOPs with the attention
-    core un-halved (PaLM appendix B), ``mfu_6n`` 6 N_active tokens; with --tokens, the days a
+    core un-halved (PaLM appendix B), ``mfu_causal`` with it halved (Megatron-LM's log),
+    ``mfu_6n`` 6 N_active tokens; with --tokens, the days a
     6 N tokens estimate at the published-convention MFU gives (fewer than ``train_days``)."""
     out = {"mfu_convention": "model FLOPs, causal attention un-halved, no recomputation",
-           "mfu_6n_convention": "6 x active parameters x tokens"}
+           "mfu_6n_convention": "6 x active parameters x tokens",
+           "mfu_causal_convention": "model FLOPs, causal attention core halved (Megatron-LM's "
+                                    "logged TFLOP/s), no recomputation"}
     if figures.get("train_days") is not None and st.model_flops > 0:
         out["train_days_6n_at_mfu"] = figures["train_days"] * st.model_flops_6n / st.model_flops
     return out

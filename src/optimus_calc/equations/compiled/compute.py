@@ -13,6 +13,11 @@ def compute__causal_attention_flops(F_af, kappa_c):
     return F_af*(1 - 1/2*kappa_c)
 
 
+def compute__causal_model_flops(F_ac, F_model, L, tokens):
+    """compute.causal_model_flops [FLOP]: Megatron-LM megatron/training/training.py num_floating_point_operations @ d98e8a6 L1160-1170 (MHA/GQA: the core-attention term '/ 2  # causal mask (only half of the mask is non-zero)') and L1126-1137 (MLA, the same halving)"""
+    return -3/2*F_ac*L*tokens + F_model
+
+
 def compute__compute_time(FLOPs, eta_g, peak):
     """compute.compute_time [s]: roofline; the GEMM efficiency is a named assumption calibrated on Narayanan et al. Table 1"""
     return FLOPs/(eta_g*peak)
