@@ -132,8 +132,6 @@ def torchtitan_sections(layout, training, model) -> tuple[dict[str, dict], list[
     sec["activation_checkpoint"] = ac
     if tr.precision is Precision.FP8:
         _float8(sec, lay)
-    if lay.tp > 1 and not tr.sequence_parallel:
-        notes.append("torchtitan always shards the sequence with TP (sequence parallelism on)")
     return sec, notes
 
 

@@ -112,22 +112,22 @@ def _runnable(chunk: Chunk, lo: int, rules, frameworks: tuple, what_if: bool,
 
 def _shrink(chunk: Chunk, views: dict, x: np.ndarray):
     """(sub-chunk, mask over it): the grid points and switch values holding a kept layout
-    (Chunk.keep: any recompute, SP 0 or 1 with TP) where ``x`` (zero, offload, 1, 1, grid)
+    (Chunk.keep: any recompute, SP 0 or 1 with TP) where ``x`` (zero, offload, 1, SP, grid)
     holds; None when none does. The full mask is built over the sub-chunk only."""
     sp_ok = (views["sp"] == 0) | (views["tp"] > 1)  # (1, 1, 1, SP values, grid)
-    y = x & ((views["offload_params"] == 0) | (views["zero"] == 3)) & sp_ok.any(axis=3)
-    rows = y.any(axis=(0, 1)).reshape(-1)
+    y = x & ((views["offload_params"] == 0) | (views["zero"] == 3)) & sp_ok
+    rows = y.any(axis=(0, 1, 2, 3)).reshape(-1)
     if not rows.any():
         return None
-    idx = [np.flatnonzero(y.any(axis=(1, 4)).reshape(-1)),
-           np.flatnonzero(y.any(axis=(0, 4)).reshape(-1)),
+    idx = [np.flatnonzero(y.any(axis=(1, 2, 3, 4)).reshape(-1)),
+           np.flatnonzero(y.any(axis=(0, 2, 3, 4)).reshape(-1)),
            np.arange(len(chunk.switches[2])),
-           np.flatnonzero(sp_ok[..., rows].any(axis=4).reshape(-1)), np.flatnonzero(rows)]
+           np.flatnonzero(y.any(axis=(0, 1, 2, 4)).reshape(-1)), np.flatnonzero(rows)]
     if all(len(i) == n for i, n in zip(idx, chunk.shape)):
         return chunk, chunk.keep & np.broadcast_to(x, chunk.shape)
     sub = Chunk(chunk.base[idx[-1]],
                 tuple(np.asarray(v)[i] for v, i in zip(chunk.switches, idx[:-1])))
-    return sub, sub.keep & np.broadcast_to(x[np.ix_(idx[0], idx[1], [0], [0], idx[-1])],
+    return sub, sub.keep & np.broadcast_to(x[np.ix_(idx[0], idx[1], [0], idx[3], idx[-1])],
                                            sub.shape)
 
 
