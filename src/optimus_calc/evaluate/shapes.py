@@ -27,6 +27,46 @@ def split_layers(layers: int, pp: int) -> list[int]:
     return [base + (1 if i >= pp - extra else 0) for i in range(pp)]
 
 
+def virtual_stage_layers(layers: int, pp: int, interleave: int) -> list[int]:
+    """Layers of each virtual stage in order, virtual stage j running on PP rank j mod pp (the
+    interleaved schedule's assignment: Megatron-LM's model chunk v of rank p starts at layer
+    v x L / V + p x L / (pp V), i.e. it is virtual stage v x pp + p, core/transformer/
+    transformer_layer.py L200-202 @ d98e8a6; torchtitan's "loop" style, distributed/
+    pipeline_parallel.py L451-461 @ v0.2.2), each rank holding the layers of
+    :func:`split_layers`, cut as evenly as possible into its ``interleave`` chunks (evenly when
+    pp x interleave divides the layers)."""
+    out = [0] * (pp * interleave)
+    for rank, n in enumerate(split_layers(layers, pp)):
+        for chunk, c in enumerate(split_layers(n, interleave)):
+            out[rank + chunk * pp] = c
+    return out
+
+
+def rank_layer_ranges(layers: int, pp: int, interleave: int = 1) -> list[list[tuple[int, int]]]:
+    """Per PP rank, the (start, stop) ranges of the model's layers it holds: one contiguous
+    range without interleaving; with it, the ranges of its virtual stages r, r + pp, ...
+    (:func:`virtual_stage_layers`), which are not contiguous."""
+    if interleave <= 1:
+        out, start = [], 0
+        for n in split_layers(layers, pp):
+            out.append([(start, start + n)])
+            start += n
+        return out
+    ranks: list[list[tuple[int, int]]] = [[] for _ in range(pp)]
+    start = 0
+    for j, n in enumerate(virtual_stage_layers(layers, pp, interleave)):
+        ranks[j % pp].append((start, start + n))
+        start += n
+    return ranks
+
+
+def interleave_matters(model: Model | BareModel) -> bool:
+    """Whether the interleaved assignment changes a rank's MoE layer count: an MoE model whose
+    MoE layers are not every layer (leading dense layers, a MoE layer every few)."""
+    return (isinstance(model, Model) and model.is_moe
+            and (model.first_dense_layers > 0 or model.moe_layer_freq > 1))
+
+
 def _is_moe_layer(model: Model, i: int) -> bool:
     """Dense layers first (DeepSeek ``first_k_dense_replace``), then every ``moe_layer_freq``-th
     layer: the rule of :meth:`Model.is_moe_layer`."""
@@ -44,16 +84,21 @@ def _moe_layers_in(model: Model, start: int, stop: int) -> int:
     return max(0, b // q - (a - 1) // q) if b >= a else 0
 
 
-def stage_shapes(model: Model | BareModel, pp: int) -> list[StageShape]:
+def stage_shapes(model: Model | BareModel, pp: int, interleave: int = 1) -> list[StageShape]:
+    """Per PP rank its layers, MoE layers and parameters. With ``interleave`` > 1 a rank holds
+    its virtual stages' layers (:func:`rank_layer_ranges`): the same count, but the MoE layers
+    among them follow the chunks (DeepSeek-V3's 3 leading dense layers over PP 8 x 4 chunks
+    land one on each of ranks 0, 1, 2, not all on rank 0)."""
     if isinstance(model, BareModel):
         share = model.total_params / pp  # no architecture: an even split of the count
         return [StageShape(i, 0, 0, share, 0.0, 0.0, i == 0, i == pp - 1) for i in range(pp)]
-    counts = split_layers(model.layers, pp)
+    ranges = rank_layer_ranges(model.layers, pp, interleave)
     norms = model.layer_norm_params + model.attention_norm_params  # replicated under TP
     attn_sharded = model.attention_params - model.attention_norm_params
-    out, start = [], 0
-    for i, n in enumerate(counts):
-        moe = _moe_layers_in(model, start, start + n)
+    out = []
+    for i, held in enumerate(ranges):
+        n = sum(b - a for a, b in held)
+        moe = sum(_moe_layers_in(model, a, b) for a, b in held)
         dense = n - moe
         A = n * attn_sharded + dense * model.dense_mlp_params + moe * (
             model.shared_experts * model.shared_expert_params)
@@ -69,7 +114,6 @@ def stage_shapes(model: Model | BareModel, pp: int) -> list[StageShape]:
             if model.tied_embeddings and pp > 1:
                 A += model.vocab * model.hidden  # Megatron keeps a copy of the tied embedding
         out.append(StageShape(i, n, moe, float(A), float(X), float(R), i == 0, i == pp - 1))
-        start += n
     return out
 
 

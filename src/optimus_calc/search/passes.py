@@ -22,7 +22,7 @@ from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.evaluate.engine import Reason, compute_bound_s, evaluate, evaluate_window
 from optimus_calc.evaluate.reasons import primary_reason
-from optimus_calc.evaluate.stages import sorted_unique, stage_table
+from optimus_calc.evaluate.stages import stage_table
 from optimus_calc.frameworks import Framework, Reason as FrameworkReason
 from optimus_calc.search.pools import Pending, SearchState, Tally
 from optimus_calc.search.space import Chunk, Gather, Space, grid_rules, rejected
@@ -308,7 +308,7 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     the best SmartNIC layout apart (no framework runs OptimusNIC); count the rest by reason
     (the rules first, then memory); the figures `_why` needs. Memory is bounded by the chunk.
     ``rules``: space.grid_rules over ``space`` (computed here when None)."""
-    table = stage_table(model, sorted_unique(space.base[:, 1]), all_stages=False)
+    table = stage_table(model, space.base[:, 1], False, space.base[:, 6])  # (pp, v) pairs
     width = table.index.shape[1]
     rows = max(1, CHUNK_ELEMENTS // (space.switch_count * width))
     tally = Tally(counts=np.zeros(len(Reason), dtype=np.int64))
