@@ -23,12 +23,12 @@ def test_llama_block_widths(cat):
     # w2's h-wide output: i_c = 2 (the block input is in the equation); re-run: wk (1024), wo
     # (4096), w3 (14336)
     m = cat.get("llama-3-8b", "model")
-    assert op_sac_widths(m, 1) == pytest.approx((2.0, 11.5, 1024, 14336))
+    # W_r = h (kv + d_v + f) = 4096 x 19,456 = 79,691,776 weight elements
+    assert op_sac_widths(m, 1) == pytest.approx((2.0, 11.5, 79_691_776))
     # no weight GEMM saved (policy 2): no w2 output, the SDPA output (2 x 4096 / 4096 = 2)
     assert op_sac_widths(m, 2)[:2] == pytest.approx((0.0, 2.0))
-    # 2 h (kv + d_v + f) = 2 x 4096 x 19,456 = 159,383,552 FLOPs per token and layer
-    assert float(eq.step__op_sac_recompute_flops_per_token(
-        d_v=4096, f_k=1024, f_rm=14336, h=4096)) == 159_383_552
+    # 2 W_r = 2 x 4096 x 19,456 = 159,383,552 FLOPs per token and layer
+    assert float(eq.step__op_sac_recompute_flops_per_token(W_r=79_691_776)) == 159_383_552
 
 
 def test_moe_block_widths(cat):
@@ -38,16 +38,17 @@ def test_moe_block_widths(cat):
     # per_op_sac_force_recompute_mm_shapes_by_fqns = ["moe.router.gate"]; activation_checkpoint
     # .py L110-113). Saved: wq 4096 + wv 512 + SDPA 4096 = 8,704 -> o_c = 2 x 8704 / 2048 = 8.5,
     # and no h-wide mm output (no w2 mm: the experts run torch._grouped_mm): i_c = 0; re-run: every routed expert GEMM (8 x 3 x 768 = 18,432) and
-    # the router (128) besides wk and wo
+    # the router (128) besides wk (512) and wo (4096): W_r = 2048 x 23,168 = 47,448,064
     m = cat.get("qwen3-30b-a3b", "model")
     assert (m.moe_layers, m.experts, m.top_k, m.expert_ffn) == (48, 128, 8, 768)
-    assert op_sac_widths(m, 1) == pytest.approx((0.0, 8.5, 512, 18560))
+    assert op_sac_widths(m, 1) == pytest.approx((0.0, 8.5, 47_448_064))
     # with one shared expert of width 768 (torchtitan's FeedForward w1, w3, w2 after the
     # routed experts): w1 is the 5th counted mm (saved, + 768 -> o_c = 2 x 9472 / 2048 = 9.25),
-    # w3 the 6th (re-run, + 768 -> 19,328), w2 the 7th (saved, h wide: i_c = 2)
+    # w3 the 6th (re-run, + 768 -> 2048 x 23,936 = 49,020,928), w2 the 7th (saved, h wide:
+    # i_c = 2)
     shared = m.model_copy(update={"shared_experts": 1})
     assert shared.shared_ffn == 768
-    assert op_sac_widths(shared, 1) == pytest.approx((2.0, 9.25, 512, 19328))
+    assert op_sac_widths(shared, 1) == pytest.approx((2.0, 9.25, 49_020_928))
 
 
 def test_op_sac_bytes_under_tp_and_sp():

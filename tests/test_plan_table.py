@@ -21,10 +21,11 @@ def test_no_interleave_column_without_interleaving(run):
 
 
 def test_sp_column_when_rows_differ_in_sequence_parallelism(run):
-    # plan llama-3-70b --node dgx-h100 --nodes 4 --framework torchtitan: rows 2 and 3 are one
-    # layout with SP on and off (JSON `sequence_parallel`), identical in the table before
-    args = ("plan", "llama-3-70b", "--node", "dgx-h100", "--nodes", 4, "--framework",
-            "torchtitan")
+    # plan llama-3-8b --node dgx-h100 --framework megatron --tp 2 --pp 1 --zero 1: rows 1 and 2
+    # are one layout with SP on and off (JSON `sequence_parallel`), identical in the table
+    # before (torchtitan, the earlier example, runs TP only with SP: TT_TP_SP)
+    args = ("plan", "llama-3-8b", "--node", "dgx-h100", "--nodes", 1, "--framework",
+            "megatron", "--tp", 2, "--pp", 1, "--zero", 1)
     d = run(*args, "--format", "json").json()
     assert len({c["sequence_parallel"] for c in d["candidates"]}) == 2
     assert "SP" in _header(run(*args).out)

@@ -12,9 +12,10 @@ from optimus_calc.cli.main import main
 from optimus_calc.evaluate.engine import evaluate
 
 
-def evaluate_space(space, m, hw, base, asm):
+def evaluate_space(space, m, hw, base, asm, frameworks=None):
     """The planner's evaluation of a whole space, one value per layout, plus its columns.
-    ``feasible``: fits; ``runs``: some framework runs it (frameworks.py)."""
+    ``feasible``: fits; ``runs``: some framework (of ``frameworks``; default all) runs it
+    (frameworks.py)."""
     from optimus_calc.frameworks import framework_support
     chunk = space.whole()
     v = chunk.views()
@@ -30,7 +31,7 @@ def evaluate_space(space, m, hw, base, asm):
            "tokens_per_s": chunk.finish(ev.term("tokens_per_s")),
            "optimizer_exposed_s": chunk.finish(ev.term("optimizer_exposed_s")),
            "feasible": chunk.finish(ev.reasons) == 0,
-           "runs": chunk.finish(sup.any())}
+           "runs": chunk.finish(sup.any(frameworks))}
     return out, chunk.columns(np.arange(len(space)))
 
 

@@ -176,11 +176,13 @@ activation_layer_bytes = equation(
     "GELU MLP this is s*b*h*(10 + 24/t + 5*a*s/(h*t)) (Korthikanti's TP row); SP shards the 10; "
     "selective recompute drops the score term; full recompute keeps only the layer input 2sbh.")
 
-i_c = sym("i_c", "op-SAC saved h-wide mm outputs x 2 bytes, averaged over the layers: w2's "
-          "(2; an MoE layer's shared experts' w2, none without shared experts: 0; none under "
-          "selective_policy 2). A row-parallel partial sum under TP: not sharded")
-o_c = sym("o_c", "op-SAC kept TP-sharded widths in units of h x 2 bytes: wq's, wv's, the SDPA's "
-          "and the first MLP matrix's outputs; the SDPA's alone under selective_policy 2")
+i_c = sym("i_c", "op-SAC saved mm outputs TP does not shard, in units of h x 2 bytes, "
+          "averaged over the layers: a row-parallel partial sum (Llama's w2: 2; an MoE layer's "
+          "shared experts' w2, none without shared experts: 0; MLA's wo) and MLA's replicated "
+          "down-projections (wq_a, wkv_a); none under selective_policy 2")
+o_c = sym("o_c", "op-SAC kept TP-sharded widths in units of h x 2 bytes: the saved column-"
+          "parallel mm outputs (Llama's wq, wv, w1; MLA's wkv_b or wq, and w3) and the SDPA's; "
+          "the SDPA's alone under selective_policy 2")
 op_sac_layer_bytes = equation(
     "memory.op_sac_layer_bytes",
     _s_loc * b * h * (2 / (1 + sigma * (t - 1)) + i_c
@@ -196,7 +198,9 @@ op_sac_layer_bytes = equation(
     "RowwiseParallel to Shard(1)) keep their sequence-sharded outputs too, 2 x 2 h / t. Were "
     "no weight GEMM saved (selective_policy 2, which no profile sets: torchao's float8 linears "
     "are counted as aten.mm too) only the input, the SDPA and the reduce-scatter outputs "
-    "would stay",
+    "would stay. An MLA block (models/deepseek_v3/model/model.py L275-323) saves wq_a, wkv_a, "
+    "wo and the MLP's w3: wq_a and wkv_a are replicated (NoParallel, deepseek_v3/infra/"
+    "parallelize.py L271, L292) and wo's output is the partial sum, so these count in i_c",
     "Activation bytes one layer stores for one micro-batch under torchtitan's selective (op) "
     "recomputation (Assumptions.selective_policy = 1).")
 

@@ -270,17 +270,21 @@ TT_SAC = ("torchtitan selective op activation checkpointing (`selective_ac_optio
           "the save list torchtitan/models/llama3/infra/parallelize.py L36-52 @ v0.2.2 "
           "(torchtitan/parallelisms/parallelize_llama.py L214-262 @ 9dec370, the 2024-12 "
           "benchmarks, the same rule)")
-f_kw = sym("f_k", "K projection width: KV heads x key head dim")
-f_rm = sym("f_rm", "MLP width whose GEMM op-SAC recomputes: the FFN width of a dense layer; an "
-           "MoE layer's routed experts k m_m f_x (torch._grouped_mm is not in the save list) "
-           "plus its shared experts' width")
+W_r = sym("W_r", "weight elements (input x output width) of the GEMMs op-SAC re-runs per "
+          "layer, averaged over the layers: every second aten.mm of the block; an MoE layer's "
+          "routed experts k m_m h f_x (torch._grouped_mm is not in the save list) and its "
+          "router gate h E (forced to re-run)")
 op_sac_recompute_flops_per_token = equation(
-    "step.op_sac_recompute_flops_per_token", 2 * h_a * (f_kw + d_v + f_rm), "FLOP",
+    "step.op_sac_recompute_flops_per_token", 2 * W_r, "FLOP",
     TT_SAC + ": the block saves the outputs of the ops in the save list (aten.mm, the SDPA "
-    "kernels, reduce-scatter, max) except every second aten.mm. A Llama block runs its mms as "
-    "wq, wk, wv, wo, w1, w3, w2 (models/llama3/model/model.py L251, L304, L343): wk, wo and w3 "
-    "are re-run in the backward, 2 h (kv + d_v + f) FLOPs per token; the SDPA output is saved, "
-    "so the attention core is not",
+    "kernels, reduce-scatter, max) except every second aten.mm, and each re-run GEMM costs "
+    "2 x its weight elements per token. A Llama block runs its mms as wq, wk, wv, wo, w1, w3, "
+    "w2 (models/llama3/model/model.py L251, L304, L343): wk, wo and w3 re-run, W_r = h (kv + "
+    "d_v + f). An MLA block (models/deepseek_v3/model/model.py L272-323) runs wq_a, wq_b, "
+    "wkv_a, wkv_b, wo, then the MLP's w1, w3, w2 (models/moe/moe.py L67-68): wq_b (r_q x "
+    "d_s), wkv_b (r_kv x heads (nope + v)), w1 and w2 re-run (without q_lora_rank: wq, wkv_a, "
+    "wkv_b, wo, so wkv_a and wo re-run and w3). The SDPA output is saved, so the attention "
+    "core is not re-run",
     "Forward FLOPs per token and layer that torchtitan's selective (op) recomputation re-runs "
     "(F_r of selective recomputation under Assumptions.selective_policy = 1).")
 

@@ -156,7 +156,7 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
                       t=ctx.t)
     act_layer = eq.memory__activation_layer_bytes(r=ctx.rc, **layer_args)
     if asm.selective_policy:  # torchtitan's op AC keeps its own set (memory.op_sac_layer_bytes)
-        i_c, o_c, _, _ = op_sac_widths(model, asm.selective_policy)
+        i_c, o_c, _ = op_sac_widths(model, asm.selective_policy)
         sac = eq.memory__op_sac_layer_bytes(i_c=i_c, o_c=o_c, **{
             k: layer_args[k] for k in ("b", "c", "h", "s", "sigma", "t")})
         act_layer = np.where(ctx.rc == R_SELECTIVE, sac, act_layer)

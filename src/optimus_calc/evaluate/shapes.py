@@ -27,6 +27,46 @@ def split_layers(layers: int, pp: int) -> list[int]:
     return [base + (1 if i >= pp - extra else 0) for i in range(pp)]
 
 
+def virtual_stage_layers(layers: int, pp: int, interleave: int) -> list[int]:
+    """Layers of each virtual stage in order, virtual stage j running on PP rank j mod pp (the
+    interleaved schedule's assignment: Megatron-LM's model chunk v of rank p starts at layer
+    v x L / V + p x L / (pp V), i.e. it is virtual stage v x pp + p, core/transformer/
+    transformer_layer.py L200-202 @ d98e8a6; torchtitan's "loop" style, distributed/
+    pipeline_parallel.py L451-461 @ v0.2.2), each rank holding the layers of
+    :func:`split_layers`, cut as evenly as possible into its ``interleave`` chunks (evenly when
+    pp x interleave divides the layers)."""
+    out = [0] * (pp * interleave)
+    for rank, n in enumerate(split_layers(layers, pp)):
+        for chunk, c in enumerate(split_layers(n, interleave)):
+            out[rank + chunk * pp] = c
+    return out
+
+
+def rank_layer_ranges(layers: int, pp: int, interleave: int = 1) -> list[list[tuple[int, int]]]:
+    """Per PP rank, the (start, stop) ranges of the model's layers it holds: one contiguous
+    range without interleaving; with it, the ranges of its virtual stages r, r + pp, ...
+    (:func:`virtual_stage_layers`), which are not contiguous."""
+    if interleave <= 1:
+        out, start = [], 0
+        for n in split_layers(layers, pp):
+            out.append([(start, start + n)])
+            start += n
+        return out
+    ranks: list[list[tuple[int, int]]] = [[] for _ in range(pp)]
+    start = 0
+    for j, n in enumerate(virtual_stage_layers(layers, pp, interleave)):
+        ranks[j % pp].append((start, start + n))
+        start += n
+    return ranks
+
+
+def interleave_matters(model: Model | BareModel) -> bool:
+    """Whether the interleaved assignment changes a rank's MoE layer count: an MoE model whose
+    MoE layers are not every layer (leading dense layers, a MoE layer every few)."""
+    return (isinstance(model, Model) and model.is_moe
+            and (model.first_dense_layers > 0 or model.moe_layer_freq > 1))
+
+
 def _is_moe_layer(model: Model, i: int) -> bool:
     """Dense layers first (DeepSeek ``first_k_dense_replace``), then every ``moe_layer_freq``-th
     layer: the rule of :meth:`Model.is_moe_layer`."""
@@ -44,16 +84,21 @@ def _moe_layers_in(model: Model, start: int, stop: int) -> int:
     return max(0, b // q - (a - 1) // q) if b >= a else 0
 
 
-def stage_shapes(model: Model | BareModel, pp: int) -> list[StageShape]:
+def stage_shapes(model: Model | BareModel, pp: int, interleave: int = 1) -> list[StageShape]:
+    """Per PP rank its layers, MoE layers and parameters. With ``interleave`` > 1 a rank holds
+    its virtual stages' layers (:func:`rank_layer_ranges`): the same count, but the MoE layers
+    among them follow the chunks (DeepSeek-V3's 3 leading dense layers over PP 8 x 4 chunks
+    land one on each of ranks 0, 1, 2, not all on rank 0)."""
     if isinstance(model, BareModel):
         share = model.total_params / pp  # no architecture: an even split of the count
         return [StageShape(i, 0, 0, share, 0.0, 0.0, i == 0, i == pp - 1) for i in range(pp)]
-    counts = split_layers(model.layers, pp)
+    ranges = rank_layer_ranges(model.layers, pp, interleave)
     norms = model.layer_norm_params + model.attention_norm_params  # replicated under TP
     attn_sharded = model.attention_params - model.attention_norm_params
-    out, start = [], 0
-    for i, n in enumerate(counts):
-        moe = _moe_layers_in(model, start, start + n)
+    out = []
+    for i, held in enumerate(ranges):
+        n = sum(b - a for a, b in held)
+        moe = sum(_moe_layers_in(model, a, b) for a, b in held)
         dense = n - moe
         A = n * attn_sharded + dense * model.dense_mlp_params + moe * (
             model.shared_experts * model.shared_expert_params)
@@ -69,7 +114,6 @@ def stage_shapes(model: Model | BareModel, pp: int) -> list[StageShape]:
             if model.tied_embeddings and pp > 1:
                 A += model.vocab * model.hidden  # Megatron keeps a copy of the tied embedding
         out.append(StageShape(i, n, moe, float(A), float(X), float(R), i == 0, i == pp - 1))
-        start += n
     return out
 
 
@@ -118,37 +162,68 @@ def activation_coefficients(model: Model) -> tuple[float, float]:
     return q_c, m_c
 
 
-def op_sac_widths(model: Model, policy: float = 1) -> tuple[float, float, float, float]:
-    """(i_c, o_c, f_k, f_rm) of torchtitan's selective op AC (memory.op_sac_layer_bytes,
+def _block_mms(model: Model, moe: bool) -> list[tuple[float, float, bool]]:
+    """The aten.mm calls of one torchtitan block in order: (input width, output width, whether
+    TP shards the output). Attention: Llama's wq, wk, wv, wo (models/llama3/model/model.py
+    L251, L304); MLA's wq_a, wq_b (or wq without q_lora_rank), wkv_a, wkv_b, wo
+    (models/deepseek_v3/model/model.py L272-323; wq_a and wkv_a replicated, NoParallel,
+    deepseek_v3/infra/parallelize.py L271, L292). wo is row-parallel: its output is the whole
+    partial sum. Then a dense layer's MLP, or an MoE layer's shared experts (their
+    FeedForward): w1, w3, w2 (models/moe/moe.py L67-68), or fc1, fc2 for a 2-matrix MLP. The
+    router gate and the routed experts' torch._grouped_mm are not counted (op_sac_widths)."""
+    h = model.hidden
+    if model.is_mla:
+        r_q, r_kv = model.q_lora_rank, model.kv_lora_rank
+        mms = ([(h, r_q, False), (r_q, model.score_dim, True)] if r_q
+               else [(h, model.score_dim, True)])
+        mms += [(h, r_kv + model.qk_rope_head_dim, False),
+                (r_kv, model.heads * (model.qk_nope_head_dim + model.v_head_dim), True)]
+    else:
+        mms = [(h, model.score_dim, True), (h, model.n_kv * model.d_head, True),
+               (h, model.n_kv * model.d_value, True)]
+    mms.append((model.value_dim, h, False))
+    f = model.shared_experts * model.shared_ffn if moe else model.ffn_hidden
+    if f:
+        mms += [(h, f, True)] * (model.ffn_type.matrices - 1) + [(f, h, False)]
+    return mms
+
+
+def _op_sac_layer(model: Model, moe: bool) -> tuple[float, float, float]:
+    """(i_c, o_c, W_r) of one block: the odd mms (1st, 3rd, ...) saved, the even re-run."""
+    h = model.hidden
+    mms = _block_mms(model, moe)
+    saved, rerun = mms[0::2], mms[1::2]
+    i_c = 2 * sum(o for _, o, sharded in saved if not sharded) / h
+    o_c = 2 * (sum(o for _, o, sharded in saved if sharded) + model.value_dim) / h  # + SDPA
+    w_r = sum(i * o for i, o, _ in rerun)
+    if moe:  # every routed expert GEMM and the router gate re-run
+        w_r += h * (model.top_k * model.ffn_type.matrices * model.expert_ffn + model.experts)
+    return i_c, o_c, float(w_r)
+
+
+def op_sac_widths(model: Model, policy: float = 1) -> tuple[float, float, float]:
+    """(i_c, o_c, W_r) of torchtitan's selective op AC (memory.op_sac_layer_bytes,
     step.op_sac_recompute_flops_per_token), averaged over the model's layers.
 
-    The block's aten.mm calls run in order; the odd ones' outputs are saved, the even ones
-    re-run (torchtitan/distributed/activation_checkpoint.py L108-118 @ v0.2.2). Attention: wq
-    (saved, q_dim), wk (re-run, f_k), wv (saved, n_kv x d_v), wo (re-run, d_v = value_dim), and
-    the SDPA output (saved, value_dim). A dense MLP runs w1, w3, w2 (models/llama3/model/
-    model.py L343): w1's and w2's outputs are saved, w3 re-runs (f). An MoE layer (models/moe/
-    moe.py L490-545): the router gate re-runs and is not counted (its shape is forced to
-    recompute: per_op_sac_force_recompute_mm_shapes_by_fqns defaults to ["moe.router.gate"],
-    config/job_config.py L661-673, activation_checkpoint.py L110-113), the routed experts'
-    torch._grouped_mm is not in the save list (every expert GEMM re-runs, k m_m f_x), then
-    the shared experts' w1 (5th mm: saved), w3 (re-run) and w2 (7th: saved, h wide). i_c
-    counts the saved h-wide mm outputs (w2's), the block input being in the equation.
+    The block's aten.mm calls run in order (:func:`_block_mms`); the odd ones' outputs are
+    saved, the even ones re-run (torchtitan/distributed/activation_checkpoint.py L108-118 @
+    v0.2.2). A Llama block saves wq, wv, w1, w2 and the SDPA output and re-runs wk, wo, w3; an
+    MLA block with q_lora_rank (DeepSeek-V3) saves wq_a, wkv_a, wo, w3 and re-runs wq_b,
+    wkv_b, w1, w2. An MoE layer (models/moe/moe.py L490-545): the router gate re-runs and is
+    not counted (its shape is forced to recompute: per_op_sac_force_recompute_mm_shapes_by_fqns
+    defaults to ["moe.router.gate"], config/job_config.py L661-673, activation_checkpoint.py
+    L110-113), the routed experts' torch._grouped_mm is not in the save list (every expert GEMM
+    re-runs, k m_m f_x), then the shared experts' mms continue the count.
     ``policy`` 2 (no profile sets it: torchao's float8 linears call torch.mm, which SAC counts
     as in BF16): no weight GEMM saved, so only the block input and the SDPA output stay and
-    every weight GEMM re-runs (f_rm = -1 marks "all of them": work.recompute_flops takes the
+    every weight GEMM re-runs (W_r = -1 marks "all of them": work.recompute_flops takes the
     layer's weight GEMMs)."""
     h = model.hidden
-    f_k = model.n_kv * model.d_head
     if policy == 2:
-        return 0.0, 2 * model.value_dim / h, f_k, -1.0
-    attn_kept = model.score_dim + model.n_kv * model.d_value + model.value_dim
-    dense_kept, dense_rm = model.ffn_hidden, float(model.ffn_hidden)
+        return 0.0, 2 * model.value_dim / h, -1.0
+    dense = _op_sac_layer(model, False)
     if not model.is_moe:
-        return 2.0, 2 * (attn_kept + dense_kept) / h, f_k, dense_rm
-    shared = model.shared_experts * model.shared_ffn if model.shared_experts else 0
-    moe_w2 = 2.0 if shared else 0.0  # the shared experts' w2 output (h wide)
-    moe_rm = model.top_k * model.ffn_type.matrices * model.expert_ffn + shared + model.experts
-    kept = (model.dense_layers * dense_kept + model.moe_layers * shared) / model.layers
-    rm = (model.dense_layers * dense_rm + model.moe_layers * moe_rm) / model.layers
-    i_c = (model.dense_layers * 2.0 + model.moe_layers * moe_w2) / model.layers
-    return i_c, 2 * (attn_kept + kept) / h, f_k, rm
+        return dense
+    moe = _op_sac_layer(model, True)
+    return tuple((model.dense_layers * d + model.moe_layers * x) / model.layers
+                 for d, x in zip(dense, moe))

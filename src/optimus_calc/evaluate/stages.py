@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from optimus_calc.evaluate.shapes import stage_shapes
+from optimus_calc.evaluate.shapes import interleave_matters, stage_shapes
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.record import record
 
@@ -48,11 +48,17 @@ class StageColumns:
     last: np.ndarray        # 1 on the last stage
 
 
+# the table's key of a (pipeline degree, model chunks per GPU) pair: pp x V_KEY + v, above
+# any interleave (the CLI's --interleave stops at 1000)
+V_KEY = 1 << 20
+
+
 @record
 class StageTable:
-    """Per pipeline degree, the stages evaluated (padded to a common width)."""
+    """Per pipeline degree (and, where it changes a rank's MoE layers, interleave: shapes.
+    interleave_matters), the stages evaluated (padded to a common width)."""
 
-    pps: np.ndarray        # sorted unique pipeline degrees
+    pps: np.ndarray        # sorted unique keys: pipeline degree x V_KEY + interleave (or 1)
     index: np.ndarray      # (n_pp, K) stage index
     layers: np.ndarray
     moe_layers: np.ndarray
@@ -62,10 +68,13 @@ class StageTable:
     first: np.ndarray
     last: np.ndarray
 
-    def lookup(self, pp: np.ndarray) -> StageColumns:
-        """Each column at every layout's pipeline degree, shape ``pp.shape + (K,)``; stored
-        stage-major (see :data:`STAGE_MAJOR_FROM`) when large, gathered that way at once."""
-        i = np.searchsorted(self.pps, np.asarray(pp))
+    by_v: bool = False     # keyed by interleave too (else every interleave reads v = 1)
+
+    def lookup(self, pp: np.ndarray, v=1) -> StageColumns:
+        """Each column at every layout's pipeline degree (and interleave ``v``), shape
+        ``pp.shape + (K,)``; stored stage-major (see :data:`STAGE_MAJOR_FROM`) when large,
+        gathered that way at once."""
+        i = np.searchsorted(self.pps, _keys(pp, v, self.by_v))
         if i.size * self.index.shape[1] <= STAGE_MAJOR_FROM:
             return StageColumns(**{k: getattr(self, k)[i] for k in _COLUMNS})
         # np.take allocates its result in C order, stage first (fancy indexing would not)
@@ -195,19 +204,28 @@ def _one_axis_run(mine: np.ndarray, ndim: int):
     return (slice(None),) * a + (slice(int(at[0]), int(at[-1]) + 1),)
 
 
-def stage_table(model: Model | BareModel, pps, all_stages: bool) -> StageTable:
-    """The stages evaluated for each pipeline degree of ``pps`` (cached per model, degrees and
-    ``all_stages``: a report asks for the same table on every call; its arrays are read-only)."""
-    return _stage_table(model, tuple(sorted({int(x) for x in np.asarray(pps).reshape(-1)})),
-                        bool(all_stages))
+def _keys(pp, v, by_v: bool) -> np.ndarray:
+    pp = np.asarray(pp, dtype=np.int64)
+    return pp * V_KEY + (np.asarray(v, dtype=np.int64) if by_v else 1)
+
+
+def stage_table(model: Model | BareModel, pps, all_stages: bool, vs=1) -> StageTable:
+    """The stages evaluated for each pipeline degree of ``pps`` with the interleave of ``vs``
+    (paired with them, broadcast; used only where interleaving changes a rank's MoE layers,
+    shapes.interleave_matters). Cached per model, keys and ``all_stages``: a report asks for
+    the same table on every call; its arrays are read-only."""
+    by_v = interleave_matters(model)
+    pp, v = np.broadcast_arrays(np.asarray(pps, dtype=np.int64), np.asarray(vs, dtype=np.int64))
+    keys = sorted({int(k) for k in _keys(pp, v, by_v).reshape(-1)})
+    return _stage_table(model, tuple(keys), bool(all_stages), by_v)
 
 
 @functools.lru_cache(maxsize=64)
-def _stage_table(model: Model | BareModel, pp_values: tuple[int, ...],
-                 all_stages: bool) -> StageTable:
+def _stage_table(model: Model | BareModel, keys: tuple[int, ...], all_stages: bool,
+                 by_v: bool) -> StageTable:
     rows = []
-    for p in pp_values:
-        shapes = stage_shapes(model, p)
+    for key in keys:
+        shapes = stage_shapes(model, key // V_KEY, key % V_KEY)
         if not all_stages:
             seen, keep = set(), []
             for sh in shapes:
@@ -227,7 +245,7 @@ def _stage_table(model: Model | BareModel, pp_values: tuple[int, ...],
             cols["moe_layers"][j, k_i] = sh.moe_layers
             cols["A"][j, k_i], cols["X"][j, k_i], cols["R"][j, k_i] = sh.A, sh.X, sh.R
             cols["first"][j, k_i], cols["last"][j, k_i] = sh.first, sh.last
-    table = StageTable(np.array(pp_values), **cols)
+    table = StageTable(np.array(keys, dtype=np.int64), **cols, by_v=by_v)
     for a in (table.pps, *cols.values()):
         a.flags.writeable = False
     return table

@@ -45,9 +45,8 @@ def recompute_flops(model: Model, seq: int, rc, f_l: float, policy: float = 0):
     if policy == 2:  # no weight GEMM saved: every one re-runs, not the core
         sel = f_l - core
     elif policy:
-        _, _, f_k, f_rm = op_sac_widths(model, policy)
-        sel = eq.step__op_sac_recompute_flops_per_token(d_v=model.value_dim, f_k=f_k,
-                                                        f_rm=f_rm, h=model.hidden)
+        _, _, w_r = op_sac_widths(model, policy)
+        sel = eq.step__op_sac_recompute_flops_per_token(W_r=w_r)
     else:
         sel = core
     return np.where(rc == R_FULL, f_l, np.where(rc == R_SELECTIVE, sel, 0.0))

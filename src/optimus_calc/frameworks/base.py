@@ -41,12 +41,16 @@ def dividing_into(d: np.ndarray, n: int) -> np.ndarray:
 
 class Layouts:
     """The layout arrays the rules read (broadcast together) and the model's shape. Derived
-    masks that several frameworks share are computed once (cached)."""
+    masks that several frameworks share are computed once (cached).
+
+    ``sp`` (sequence parallelism, 0/1) stays on its own axis, outside the broadcast: the
+    planner holds it as a switch axis of its own (search/space.Chunk), and only a rule that
+    reads it pays for that axis (registry.run_rules widens the result where one does)."""
 
     def __init__(self, tp, pp, dp, cp, ep, zero, offload, offload_params, interleave,
                  micro_batch, *, heads: int, n_kv: int, experts: int, layers: int,
                  global_batch=None, precision: str = "bf16", model=None,
-                 fp8_recipe: str = "te-delayed", etp=None):
+                 fp8_recipe: str = "te-delayed", etp=None, sp=True):
         (self.tp, self.pp, self.dp, self.cp, self.ep, self.zero, self.off, self.v,
          self.mb) = np.broadcast_arrays(*(np.asarray(a, dtype=np.int64) for a in (
              tp, pp, dp, cp, ep, zero, offload, interleave, micro_batch)))
@@ -56,6 +60,7 @@ class Layouts:
                     np.broadcast_to(np.asarray(etp, dtype=np.int64), self.tp.shape))
         self.heads, self.n_kv, self.experts, self.layers = heads, n_kv, experts, layers
         self.gb = None if global_batch is None else np.asarray(global_batch, dtype=np.int64)
+        self.sp = np.asarray(sp, dtype=bool)  # sequence parallelism (Training's default: on)
         self.precision = precision
         self.fp8_recipe = fp8_recipe  # with precision fp8: te-delayed, te-current or torchao
         self.model = model  # the Model, for rules on the architecture (None: those are skipped)
@@ -86,6 +91,11 @@ class Layouts:
     def heads_bad(self) -> np.ndarray:
         """Heads or KV heads not a multiple of TP."""
         return not_dividing(self.heads, self.tp) | not_dividing(self.n_kv, self.tp)
+
+    @cached_property
+    def tp_without_sp(self) -> np.ndarray:
+        """TP > 1 with sequence parallelism off (over the broadcast shape and ``sp``'s axis)."""
+        return (self.tp > 1) & ~self.sp
 
     @cached_property
     def etp_not_tp(self) -> np.ndarray:

@@ -121,12 +121,19 @@ class FrameworkSupport:
 
 
 def run_rules(rules: tuple[Rule, ...], x: Layouts) -> np.ndarray:
-    """The code of the first rule that holds, per layout (0: none holds)."""
+    """The code of the first rule that holds, per layout (0: none holds). Over ``x.shape``,
+    widened to a rule's broadcast shape where one reads an axis outside it (``x.sp``)."""
     reason = np.zeros(x.shape, dtype=np.int16)
     for rule in rules:
         fail = rule.when(x)
-        if fail is not None:
-            reason[fail & (reason == 0)] = _CODES[rule.name]
+        if fail is None:
+            continue
+        if np.shape(fail) != reason.shape:
+            shape = np.broadcast_shapes(reason.shape, np.shape(fail))
+            if shape != reason.shape:
+                reason = np.broadcast_to(reason, shape).copy()
+            fail = np.broadcast_to(fail, shape)
+        reason[fail & (reason == 0)] = _CODES[rule.name]
     return reason
 
 
@@ -142,18 +149,23 @@ def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interle
     ``fp8_recipe`` its FP8 recipe (te-delayed, te-current, torchao).
     ``model`` (the Model) enables the rules on the architecture (a framework that cannot build
     it); without it they are skipped.
-    ``sequence_parallel`` and ``recompute`` are accepted for a stable signature: every
-    registered framework supports each of their values."""
-    del sequence_parallel, recompute
+    ``sequence_parallel`` (0/1) is read by the rules as ``Layouts.sp``, on its own axis: the
+    arrays returned have the broadcast shape of every input when a rule reads it, else of every
+    input but it. ``recompute`` is accepted for a stable signature: every registered framework
+    supports each of its values."""
+    del recompute
     x = Layouts(tp, pp, dp, cp, ep, zero, offload, offload_params, interleave, micro_batch,
                 heads=heads, n_kv=n_kv, experts=experts, layers=layers,
                 global_batch=global_batch, precision=precision, model=model,
-                fp8_recipe=fp8_recipe, etp=etp)
+                fp8_recipe=fp8_recipe, etp=etp, sp=sequence_parallel)
     Framework = enums()[0]
     wanted = None if frameworks is None else {str(getattr(f, "value", f)) for f in frameworks}
     keys = [Framework(p.key) if p.key in Framework._value2member_map_ else p.key
             for p in plugins() if wanted is None or p.key in wanted]
     reason = {k: run_rules(_PLUGINS[str(getattr(k, "value", k))].rules, x) for k in keys}
+    shape = np.broadcast_shapes(*(r.shape for r in reason.values())) if reason else ()
+    reason = {k: r if r.shape == shape else np.broadcast_to(r, shape)
+              for k, r in reason.items()}
     return FrameworkSupport(ok={k: r == 0 for k, r in reason.items()}, reason=reason)
 
 

@@ -165,6 +165,15 @@ RULES: tuple[Rule, ...] = (
          "(llama3, llama4, qwen3, deepseek_v3, gpt_oss; train.py L138 looks the flavour up in "
          "models/<name>/__init__.py), none of this model's shape", "train.py L138",
          _no_flavour, on_model=True),
+    # apply_tp puts SequenceParallel on every block's attention_norm and ffn_norm and on the
+    # final norm, with the row-parallel outputs Shard(1) (the sequence): the same in every
+    # model's parallelize.py, and the [parallelism] section has no switch for it (only
+    # tensor_parallel_degree, disable_loss_parallel, enable_async_tensor_parallel, L350-359).
+    # Last, so the other rules keep their counts and only this one reads the SP axis
+    _row("TT_TP_SP", "tensor parallelism always shards the sequence (SequenceParallel on "
+         "the norms, no option to turn it off): plan TP > 1 with --sp",
+         "torchtitan/models/llama3/infra/parallelize.py L181, L212-233; torchtitan/config/"
+         "job_config.py L350-359", lambda x: x.tp_without_sp),
 )
 
 LAUNCH = ("NGPU=<GPUs per node> CONFIG_FILE=job.toml ./run_train.sh on each node (torchrun; "

@@ -17,23 +17,14 @@ step's micro-batches, cut into pipeline_parallel_microbatch_size pieces (L412-41
 
 from __future__ import annotations
 
-from optimus_calc.evaluate.shapes import split_layers
+# virtual_stage_layers: the interleaved assignment the evaluator counts MoE layers by (each rank
+# holds the layers of split_layers; virtual stage j runs on rank j mod pp, the "loop" style,
+# distributed/pipeline_parallel.py L451-461)
+from optimus_calc.evaluate.shapes import virtual_stage_layers
 from optimus_calc.frameworks.exporting import ExportError, grad_accumulation, require
 from optimus_calc.frameworks.torchtitan import FLAVOUR_NOTES, FLAVOURS, flavour_of
 from optimus_calc.frameworks import Framework
 from optimus_calc.specs.training import Offload, Precision, Recompute, ZeroStage
-
-def virtual_stage_layers(layers: int, pp: int, interleave: int) -> list[int]:
-    """Layers of each virtual stage in torchtitan's order, whose stage j runs on PP rank
-    j mod pp (the "loop" style, pipeline_parallel.py L451-461), such that each rank holds the
-    layers the plan evaluated on it (evaluate/shapes.py split_layers), cut as evenly as
-    possible into its ``interleave`` chunks."""
-    out = [0] * (pp * interleave)
-    for rank, n in enumerate(split_layers(layers, pp)):
-        for chunk, c in enumerate(split_layers(n, interleave)):
-            out[rank + chunk * pp] = c
-    return out
-
 
 def stage_fqns(per_stage: list[int]) -> list[list[str]]:
     """module_fqns_per_model_part for these layer counts: the embedding on the first stage,
@@ -132,8 +123,6 @@ def torchtitan_sections(layout, training, model) -> tuple[dict[str, dict], list[
     sec["activation_checkpoint"] = ac
     if tr.precision is Precision.FP8:
         _float8(sec, lay)
-    if lay.tp > 1 and not tr.sequence_parallel:
-        notes.append("torchtitan always shards the sequence with TP (sequence parallelism on)")
     return sec, notes
 
 

@@ -22,7 +22,7 @@ from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.evaluate.engine import Reason, compute_bound_s, evaluate, evaluate_window
 from optimus_calc.evaluate.reasons import primary_reason
-from optimus_calc.evaluate.stages import sorted_unique, stage_table
+from optimus_calc.evaluate.stages import stage_table
 from optimus_calc.frameworks import Framework, Reason as FrameworkReason
 from optimus_calc.search.pools import Pending, SearchState, Tally
 from optimus_calc.search.space import Chunk, Gather, Space, grid_rules, rejected
@@ -112,22 +112,22 @@ def _runnable(chunk: Chunk, lo: int, rules, frameworks: tuple, what_if: bool,
 
 def _shrink(chunk: Chunk, views: dict, x: np.ndarray):
     """(sub-chunk, mask over it): the grid points and switch values holding a kept layout
-    (Chunk.keep: any recompute, SP 0 or 1 with TP) where ``x`` (zero, offload, 1, 1, grid)
+    (Chunk.keep: any recompute, SP 0 or 1 with TP) where ``x`` (zero, offload, 1, SP, grid)
     holds; None when none does. The full mask is built over the sub-chunk only."""
     sp_ok = (views["sp"] == 0) | (views["tp"] > 1)  # (1, 1, 1, SP values, grid)
-    y = x & ((views["offload_params"] == 0) | (views["zero"] == 3)) & sp_ok.any(axis=3)
-    rows = y.any(axis=(0, 1)).reshape(-1)
+    y = x & ((views["offload_params"] == 0) | (views["zero"] == 3)) & sp_ok
+    rows = y.any(axis=(0, 1, 2, 3)).reshape(-1)
     if not rows.any():
         return None
-    idx = [np.flatnonzero(y.any(axis=(1, 4)).reshape(-1)),
-           np.flatnonzero(y.any(axis=(0, 4)).reshape(-1)),
+    idx = [np.flatnonzero(y.any(axis=(1, 2, 3, 4)).reshape(-1)),
+           np.flatnonzero(y.any(axis=(0, 2, 3, 4)).reshape(-1)),
            np.arange(len(chunk.switches[2])),
-           np.flatnonzero(sp_ok[..., rows].any(axis=4).reshape(-1)), np.flatnonzero(rows)]
+           np.flatnonzero(y.any(axis=(0, 1, 2, 4)).reshape(-1)), np.flatnonzero(rows)]
     if all(len(i) == n for i, n in zip(idx, chunk.shape)):
         return chunk, chunk.keep & np.broadcast_to(x, chunk.shape)
     sub = Chunk(chunk.base[idx[-1]],
                 tuple(np.asarray(v)[i] for v, i in zip(chunk.switches, idx[:-1])))
-    return sub, sub.keep & np.broadcast_to(x[np.ix_(idx[0], idx[1], [0], [0], idx[-1])],
+    return sub, sub.keep & np.broadcast_to(x[np.ix_(idx[0], idx[1], [0], idx[3], idx[-1])],
                                            sub.shape)
 
 
@@ -308,7 +308,7 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     the best SmartNIC layout apart (no framework runs OptimusNIC); count the rest by reason
     (the rules first, then memory); the figures `_why` needs. Memory is bounded by the chunk.
     ``rules``: space.grid_rules over ``space`` (computed here when None)."""
-    table = stage_table(model, sorted_unique(space.base[:, 1]), all_stages=False)
+    table = stage_table(model, space.base[:, 1], False, space.base[:, 6])  # (pp, v) pairs
     width = table.index.shape[1]
     rows = max(1, CHUNK_ELEMENTS // (space.switch_count * width))
     tally = Tally(counts=np.zeros(len(Reason), dtype=np.int64))

@@ -287,13 +287,13 @@ def grid_rules(space: Space, model: Model, base: Training, frameworks, elements:
     """Every framework's rules over ``space``'s grid, evaluated once for all physics profiles
     and chunks (the profiles change neither the precision nor the batch the rules read:
     frameworks/base.PhysicsProfile): per framework the code of its first failing rule (0: it
-    runs the layout), of shape (zero, offload, 1, 1, grid points): the rules read the grid
-    columns and the ZeRO and offload switches, never recompute or sequence parallelism
+    runs the layout), of shape (zero, offload, 1, SP, grid points): the rules read the grid
+    columns and the ZeRO, offload and sequence-parallelism switches, never recompute
     (frameworks.framework_support); ``elements``: how many are evaluated at once."""
     from optimus_calc.frameworks import framework_support
-    z, o = (len(v) for v in space.switches[:2])
+    z, o, s = len(space.switches[0]), len(space.switches[1]), len(space.switches[3])
     parts = []
-    for chunk in space.chunks(max(1, elements // (z * o))):
+    for chunk in space.chunks(max(1, elements // (z * o * s))):
         v = chunk.views()
         parts.append(framework_support(
             v["tp"], v["pp"], v["dp"], v["cp"], v["ep"], v["zero"], v["offload"],
@@ -301,7 +301,7 @@ def grid_rules(space: Space, model: Model, base: Training, frameworks, elements:
             heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
             global_batch=v["gb"], precision=base.precision.value, model=model,
             fp8_recipe=base.fp8_recipe.value, frameworks=tuple(frameworks)).reason)
-    shape = (z, o, 1, 1)
+    shape = (z, o, 1, s)
     return {f: (np.concatenate([np.broadcast_to(p[f], shape + p[f].shape[-1:]) for p in parts],
                                axis=-1) if parts else np.zeros(shape + (0,), dtype=np.int16))
             for f in (parts[0] if parts else frameworks)}
@@ -311,15 +311,15 @@ def rejected(rules: dict, views: dict, lo: int, frameworks: tuple):
     """For a chunk (its ``views``, its first grid point ``lo``) and :func:`grid_rules`: (the
     reason arrays of ``frameworks`` over its grid points, runnable by one of them, not runnable
     but kept, the number of kept layouts each of those stands for), the last three over (zero,
-    offload, 1, 1, grid); kept: Chunk.keep (SP only with TP, parameter offload only with
-    ZeRO-3), so a (zero, offload, grid point) stands for each of its kept (recompute, SP)."""
+    offload, 1, SP, grid); kept: Chunk.keep (SP only with TP, parameter offload only with
+    ZeRO-3), so a (zero, offload, SP, grid point) stands for each of its recompute values."""
     nb = views["tp"].shape[-1]
     reason = {f: rules[f][..., lo:lo + nb] for f in frameworks}
     runs = np.zeros(next(iter(reason.values())).shape, dtype=bool)
     for r in reason.values():
         runs |= r == 0
-    kept = (views["offload_params"] == 0) | (views["zero"] == 3)
-    pairs = ((views["sp"] == 0) | (views["tp"] > 1)).sum(axis=3, keepdims=True)
+    kept = (((views["offload_params"] == 0) | (views["zero"] == 3))
+            & ((views["sp"] == 0) | (views["tp"] > 1)))
     gone = kept & ~runs
-    weight = np.broadcast_to(pairs * views["recompute"].size, gone.shape)[gone]
+    weight = np.full(int(gone.sum()), views["recompute"].size)
     return reason, runs, gone, weight

@@ -27,4 +27,4 @@ def planned_case(base: Case, offload: Offload | None) -> Case:
         raise InputError(f"no layout of {base.model.name}{what} fits on {base.hw.nodes} x "
                          f"{base.hw.node.name}: {res.why}; pin one with --tp/--pp/--zero")
     return dataclasses.replace(base, layout=rec.layout, training=rec.training,
-                               stages=stage_table(base.model, [rec.layout.pp], False))
+                               stages=stage_table(base.model, [rec.layout.pp], False, [rec.layout.interleave]))

@@ -118,9 +118,9 @@ def step__mfu(F_model, N_gpus, T_step, peak):
     return F_model/(N_gpus*T_step*peak)
 
 
-def step__op_sac_recompute_flops_per_token(d_v, f_k, f_rm, h):
-    """step.op_sac_recompute_flops_per_token [FLOP]: torchtitan selective op activation checkpointing (`selective_ac_option = "op"`, the llama3 recipes' default): torchtitan/distributed/activation_checkpoint.py L98-123 and the save list torchtitan/models/llama3/infra/parallelize.py L36-52 @ v0.2.2 (torchtitan/parallelisms/parallelize_llama.py L214-262 @ 9dec370, the 2024-12 benchmarks, the same rule): the block saves the outputs of the ops in the save list (aten.mm, the SDPA kernels, reduce-scatter, max) except every second aten.mm. A Llama block runs its mms as wq, wk, wv, wo, w1, w3, w2 (models/llama3/model/model.py L251, L304, L343): wk, wo and w3 are re-run in the backward, 2 h (kv + d_v + f) FLOPs per token; the SDPA output is saved, so the attention core is not"""
-    return 2*h*(d_v + f_k + f_rm)
+def step__op_sac_recompute_flops_per_token(W_r):
+    """step.op_sac_recompute_flops_per_token [FLOP]: torchtitan selective op activation checkpointing (`selective_ac_option = "op"`, the llama3 recipes' default): torchtitan/distributed/activation_checkpoint.py L98-123 and the save list torchtitan/models/llama3/infra/parallelize.py L36-52 @ v0.2.2 (torchtitan/parallelisms/parallelize_llama.py L214-262 @ 9dec370, the 2024-12 benchmarks, the same rule): the block saves the outputs of the ops in the save list (aten.mm, the SDPA kernels, reduce-scatter, max) except every second aten.mm, and each re-run GEMM costs 2 x its weight elements per token. A Llama block runs its mms as wq, wk, wv, wo, w1, w3, w2 (models/llama3/model/model.py L251, L304, L343): wk, wo and w3 re-run, W_r = h (kv + d_v + f). An MLA block (models/deepseek_v3/model/model.py L272-323) runs wq_a, wq_b, wkv_a, wkv_b, wo, then the MLP's w1, w3, w2 (models/moe/moe.py L67-68): wq_b (r_q x d_s), wkv_b (r_kv x heads (nope + v)), w1 and w2 re-run (without q_lora_rank: wq, wkv_a, wkv_b, wo, so wkv_a and wo re-run and w3). The SDPA output is saved, so the attention core is not re-run"""
+    return 2*W_r
 
 
 def step__p2p_message_bytes(b, b_w, c, h, s, t_sp):
