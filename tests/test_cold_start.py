@@ -177,8 +177,8 @@ def test_sorted_unique_is_np_unique():
 
 @pytest.mark.parametrize("args", [["plan", "llama70b", "--nodes", "2", "--format", "json"],
                                   ["memory", "no-such-model"], ["--help"]])
-def test_garbage_collector_paused_for_command_import_only(run, args):
-    # get_command pauses the collector while a command module is imported; whatever the
+def test_garbage_collector_paused_for_the_command_only(run, args):
+    # LazyGroup.invoke pauses the collector while a command is imported and runs; whatever the
     # command then does (or fails to do), the collector is back on
     import gc
     assert gc.isenabled()
@@ -186,8 +186,9 @@ def test_garbage_collector_paused_for_command_import_only(run, args):
     assert gc.isenabled()
 
 
-def test_command_import_runs_few_collections():
+def test_command_runs_few_collections():
     # plan --format json: 105 collections when the command module was imported with the
-    # collector on, 34 with it paused (CPython 3.11, default thresholds)
+    # collector on, 34 with it paused for the import only, 29 with it paused for the whole
+    # command (CPython 3.11, default thresholds: the rest are the entry point's own imports)
     r = probe(["plan", "llama70b", "--nodes", "2", "--format", "json"])
-    assert r["code"] == 0 and r["collections"] < 80
+    assert r["code"] == 0 and r["collections"] <= 31
