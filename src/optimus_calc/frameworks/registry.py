@@ -121,12 +121,14 @@ class FrameworkSupport:
 
 
 def run_rules(rules: tuple[Rule, ...], x: Layouts) -> np.ndarray:
-    """The code of the first rule that holds, per layout (0: none holds)."""
+    """The code of the first rule that holds, per layout (0: none holds). The rules are written
+    last to first, each where it holds (broadcast from the axes it read), so the first that
+    holds is the one left: one pass per rule, no full-size temporaries."""
     reason = np.zeros(x.shape, dtype=np.int16)
-    for rule in rules:
+    for rule in reversed(rules):
         fail = rule.when(x)
         if fail is not None:
-            reason[fail & (reason == 0)] = _CODES[rule.name]
+            np.copyto(reason, _CODES[rule.name], where=fail)
     return reason
 
 
