@@ -2,7 +2,7 @@
 
 Each check runs in a fresh interpreter (a subprocess), because in-process the test session has
 already imported everything. Heavy libraries load only where they are used: sympy for `explain`
-and `fit` closed forms (`breakeven`'s are generated: tests/test_breakeven_forms.py); matplotlib only with `--plot`; rich only to draw a text table;
+and `fit` closed forms (`breakeven`'s are generated: tests/test_breakeven_forms.py); matplotlib only with `--plot`; rich only to draw a text table with text other than printable ASCII;
 numpy and pydantic not at all for `--version` and `--help`.
 """
 
@@ -106,8 +106,9 @@ MACHINE = [
 def test_hot_path_table_loads_no_sympy_or_matplotlib(i):
     r = probe_sequence(HOT_TABLES)[i]  # after the first i + 1 commands, in one process
     assert r["code"] == 0
-    # the text table needs rich; the numbers need numpy and pydantic; nothing else heavy
-    assert r["loaded"] == ["numpy", "pydantic", "rich", "click"]
+    # the numbers need numpy and pydantic; nothing else heavy: a table of printable ASCII is
+    # drawn without rich (report/plain_table.py; tests/test_plain_table.py: other text is not)
+    assert r["loaded"] == ["numpy", "pydantic", "click"]
 
 
 @pytest.mark.parametrize("i", range(len(MACHINE)))
@@ -177,8 +178,8 @@ def test_sorted_unique_is_np_unique():
 
 @pytest.mark.parametrize("args", [["plan", "llama70b", "--nodes", "2", "--format", "json"],
                                   ["memory", "no-such-model"], ["--help"]])
-def test_garbage_collector_paused_for_command_import_only(run, args):
-    # get_command pauses the collector while a command module is imported; whatever the
+def test_garbage_collector_paused_for_the_command_only(run, args):
+    # LazyGroup.invoke pauses the collector while a command is imported and runs; whatever the
     # command then does (or fails to do), the collector is back on
     import gc
     assert gc.isenabled()
@@ -186,8 +187,9 @@ def test_garbage_collector_paused_for_command_import_only(run, args):
     assert gc.isenabled()
 
 
-def test_command_import_runs_few_collections():
+def test_command_runs_few_collections():
     # plan --format json: 105 collections when the command module was imported with the
-    # collector on, 34 with it paused (CPython 3.11, default thresholds)
+    # collector on, 34 with it paused for the import only, 29 with it paused for the whole
+    # command (CPython 3.11, default thresholds: the rest are the entry point's own imports)
     r = probe(["plan", "llama70b", "--nodes", "2", "--format", "json"])
-    assert r["code"] == 0 and r["collections"] < 80
+    assert r["code"] == 0 and r["collections"] <= 31

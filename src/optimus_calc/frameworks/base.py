@@ -51,13 +51,19 @@ class Layouts:
                  micro_batch, *, heads: int, n_kv: int, experts: int, layers: int,
                  global_batch=None, precision: str = "bf16", model=None,
                  fp8_recipe: str = "te-delayed", etp=None, sp=True):
+        # each array keeps its own shape (the search's grid columns are (1, 1, 1, 1, grid), its
+        # switches one axis each): a rule computes on the axes it reads, and only its result
+        # meets the others' (run_rules), never millions of broadcast copies of a switch
         (self.tp, self.pp, self.dp, self.cp, self.ep, self.zero, self.off, self.v,
-         self.mb) = np.broadcast_arrays(*(np.asarray(a, dtype=np.int64) for a in (
-             tp, pp, dp, cp, ep, zero, offload, interleave, micro_batch)))
-        self.oparams = np.broadcast_to(np.asarray(offload_params, dtype=bool), self.tp.shape)
+         self.mb) = (np.asarray(a, dtype=np.int64) for a in (
+             tp, pp, dp, cp, ep, zero, offload, interleave, micro_batch))
+        self.oparams = np.asarray(offload_params, dtype=bool)
         # expert TP: as TP unless given (Megatron-LM's parallel folding, --etp)
-        self.etp = (self.tp if etp is None else
-                    np.broadcast_to(np.asarray(etp, dtype=np.int64), self.tp.shape))
+        self.etp = self.tp if etp is None else np.asarray(etp, dtype=np.int64)
+        self._shape = np.broadcast_shapes(self.tp.shape, self.pp.shape, self.dp.shape,
+                                          self.cp.shape, self.ep.shape, self.zero.shape,
+                                          self.off.shape, self.v.shape, self.mb.shape,
+                                          self.oparams.shape, self.etp.shape)
         self.heads, self.n_kv, self.experts, self.layers = heads, n_kv, experts, layers
         self.gb = None if global_batch is None else np.asarray(global_batch, dtype=np.int64)
         self.sp = np.asarray(sp, dtype=bool)  # sequence parallelism (Training's default: on)
@@ -67,7 +73,8 @@ class Layouts:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.tp.shape
+        """The layouts' shape: every array's broadcast together."""
+        return self._shape
 
     def everywhere(self) -> np.ndarray:
         return np.ones(self.shape, dtype=bool)

@@ -121,19 +121,19 @@ class FrameworkSupport:
 
 
 def run_rules(rules: tuple[Rule, ...], x: Layouts) -> np.ndarray:
-    """The code of the first rule that holds, per layout (0: none holds). Over ``x.shape``,
+    """The code of the first rule that holds, per layout (0: none holds). The rules are written
+    last to first, each where it holds (broadcast from the axes it read), so the first that
+    holds is the one left: one pass per rule, no full-size temporaries. Over ``x.shape``,
     widened to a rule's broadcast shape where one reads an axis outside it (``x.sp``)."""
     reason = np.zeros(x.shape, dtype=np.int16)
-    for rule in rules:
+    for rule in reversed(rules):
         fail = rule.when(x)
         if fail is None:
             continue
-        if np.shape(fail) != reason.shape:
-            shape = np.broadcast_shapes(reason.shape, np.shape(fail))
-            if shape != reason.shape:
-                reason = np.broadcast_to(reason, shape).copy()
-            fail = np.broadcast_to(fail, shape)
-        reason[fail & (reason == 0)] = _CODES[rule.name]
+        shape = np.broadcast_shapes(reason.shape, np.shape(fail))
+        if shape != reason.shape:
+            reason = np.broadcast_to(reason, shape).copy()
+        np.copyto(reason, _CODES[rule.name], where=fail)
     return reason
 
 

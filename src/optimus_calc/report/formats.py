@@ -19,6 +19,7 @@ import re
 from enum import Enum
 from typing import Any, assert_never
 
+from optimus_calc.report import plain_table
 from optimus_calc.report.cells import _cell_text, _clean, _finite
 from optimus_calc.report.document import Column, Document
 from optimus_calc.record import record
@@ -169,34 +170,70 @@ def render_csv(doc: Document, opts: CsvOptions = CsvOptions()) -> str:
 
 # -------------------------------------------------------------------------------------- table
 
-def render_table(doc: Document, width: int = DEFAULT_WIDTH) -> str:
-    """Rich table at ``width`` columns; under :data:`COMPACT_WIDTH` the columns marked
+def render_table(doc: Document, width: int = DEFAULT_WIDTH, use_rich: bool = False) -> str:
+    """Text table at ``width`` columns; under :data:`COMPACT_WIDTH` the columns marked
     ``compact=False`` are left out. Text is wrapped at word boundaries, numbers never split.
     A NaN or infinity, in a cell or in the data behind the header and notes, is refused as JSON
-    and CSV refuse it: it is a bug, never an answer."""
+    and CSV refuse it: it is a bug, never an answer. Drawn by report/plain_table.py when every
+    character is printable ASCII and each table fits the page, else (or ``use_rich``) by
+    rich: the same text."""
     _clean(doc.data)
+    compact = width < COMPACT_WIDTH
+    texts = [safe_text(doc.title)] + [safe_text(f"  {key}: {value}") for key, value in doc.header]
+    notes = [safe_text(f"- {note}") for note in doc.notes]
+    tables = [(safe_text(t.title) if t.title else None, _layout(t, width, compact))
+              for t in doc.tables]
+    everything = texts + notes + [x for title, lay in tables for x in _strings(title, lay)]
+    pad = (1, 1) if not compact else (1, 0)
+    if not use_rich and all(plain_table.plain(x) for x in everything) and all(
+            sum(lay[1]) + sum(pad) * len(lay[1]) - sum(pad) + len(lay[1]) - 1 <= width
+            for _, lay in tables if lay[1]):
+        lines = [line for x in texts for line in plain_table.wrap(x, width)]
+        for title, (headers, widths, aligns, rows, caption) in tables:
+            if title:
+                lines += plain_table.wrap(title, width)
+            lines += plain_table.table(headers, rows, widths, aligns, pad, caption) \
+                if widths else [""]
+        lines += [line for x in notes for line in plain_table.wrap(x, width)]
+        return "".join(line + "\n" for line in lines)
+    return _render_rich(texts, notes, tables, width, compact)
+
+
+def _strings(title, lay) -> list[str]:
+    headers, _, _, rows, caption = lay
+    return ([title] if title else []) + headers + [c for r in rows for c in r] + (
+        [caption] if caption else [])
+
+
+def _render_rich(texts, notes, tables, width: int, compact: bool) -> str:
     from rich import box
     from rich.console import Console, Group
     from rich.table import Table as RichTable
     from rich.text import Text
 
-    compact = width < COMPACT_WIDTH
     buf = io.StringIO()
     console = Console(file=buf, width=width, no_color=True, color_system=None,
                       highlight=False, emoji=False, soft_wrap=False, markup=False)
-    parts = [Text(safe_text(doc.title), style="bold")]
-    parts += [Text(safe_text(f"  {key}: {value}")) for key, value in doc.header]
-    for table in doc.tables:
-        if table.title:  # printed apart: rich crops a table title wider than its table
-            parts.append(Text(safe_text(table.title)))
-        parts.append(_rich_table(table, width, compact, box, RichTable, Text))
-    parts += [Text(safe_text(f"- {note}")) for note in doc.notes]
+    parts = [Text(texts[0], style="bold")] + [Text(x) for x in texts[1:]]
+    for title, (headers, widths, aligns, rows, caption) in tables:
+        if title:  # printed apart: rich crops a table title wider than its table
+            parts.append(Text(title))
+        rt = RichTable(caption=Text(caption) if caption else None, caption_justify="left",
+                       box=box.SIMPLE_HEAVY, title_justify="left", show_edge=False,
+                       pad_edge=False, padding=(0, 1) if not compact else (0, 0, 0, 1))
+        for h, w, a in zip(headers, widths, aligns):
+            rt.add_column(Text(h), justify=a, overflow="fold", width=w)  # type: ignore[arg-type]
+        for r in rows:
+            rt.add_row(*[Text(c) for c in r])
+        parts.append(rt)
+    parts += [Text(x) for x in notes]
     console.print(Group(*parts))  # one print: rich's per-call set-up is most of a small table
     return buf.getvalue()
 
 
-def _rich_table(table, width: int, compact: bool, box, RichTable, Text):
-    """One rich table that fits ``width``: every column at least as wide as its longest word;
+def _layout(table, width: int, compact: bool):
+    """(headers, widths, aligns, rows of cell texts, caption or None) of a table that fits
+    ``width``: every column at least as wide as its longest word;
     when that does not fit, the optional (``compact=False``) columns go first, then columns
     from the right, named in a caption. Only a word longer than its cap (a long path or URL,
     or a table of two columns that still does not fit) is folded."""
@@ -218,11 +255,8 @@ def _rich_table(table, width: int, compact: bool, box, RichTable, Text):
     hidden = []
     while len(cols) > 2 and needed(cols, mins, pad) > width:
         hidden.insert(0, cols.pop().header)  # fewer columns rather than split words
-    caption = (Text(f"not shown at {width} columns: {', '.join(hidden)} (widen the terminal "
-                    "or use --format csv/json)") if hidden else None)
-    rt = RichTable(caption=caption, caption_justify="left",
-                   box=box.SIMPLE_HEAVY, title_justify="left", show_edge=False,
-                   pad_edge=False, padding=(0, 1) if not compact else (0, 0, 0, 1))
+    caption = (f"not shown at {width} columns: {', '.join(hidden)} (widen the terminal "
+               "or use --format csv/json)") if hidden else None
     # widths decided here, not by rich's collapse (which can squeeze a column to nothing):
     # every column gets its longest word; the room left goes first to one-line cells, then
     # to one-line headers, cheapest first
@@ -240,14 +274,9 @@ def _rich_table(table, width: int, compact: bool, box, RichTable, Text):
         extra = min(room, max(0, cell_width[c.key] - widths[c.key]))
         widths[c.key] += extra
         room -= extra
-    for c in cols:
-        rt.add_column(Text(safe_text(c.header)), justify=c.align,  # type: ignore[arg-type]
-                      overflow="fold", width=widths[c.key])
-    for i in range(len(table.rows)):
-        rt.add_row(*[Text(all_cells[c.key][i]) for c in cols])
-    return rt
-
-
+    return ([safe_text(c.header) for c in cols], [widths[c.key] for c in cols],
+            [c.align for c in cols],
+            [[all_cells[c.key][i] for c in cols] for i in range(len(table.rows))], caption)
 
 
 def render(doc: Document, fmt: Format, width: int = DEFAULT_WIDTH,

@@ -216,7 +216,7 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     micro-batch searched divides its per-replica share, so the evaluator's
     ``resolve_global_batch(dp, mb, training)`` gives the same batch for each layout.
     """
-    grids = []
+    blocks = []
     batch = Training(seq_len=seq_len, global_batch=global_batch)  # the batch fields only
     pin = {k: frozenset(int(x) for x in v) for k, v in (pins or {}).items()}
     ok = lambda col, x: col not in pin or x in pin[col]  # noqa: E731 (pins inside the loops)
@@ -224,6 +224,8 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     tps = [t for t in tp_degrees(model, gpus_per_node) if gpus % t == 0 and ok("tp", t)]
     cps = [c for c in divisors(gpus) if seq_len % c == 0 and c <= MAX_CP and ok("cp", c)] \
         if seq_len >= LONG_CONTEXT else [1] if ok("cp", 1) else []
+    interleaves = functools.lru_cache(maxsize=None)(lambda p: [1] + [
+        v for v in range(2, max_interleave + 1) if p > 1 and model.layers % (p * v) == 0])
     for t in tps:
         for c in cps:
             rest = gpus // t
@@ -243,20 +245,21 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
                 per_replica = gb // d
                 mbs = (divisors(per_replica) if capped else
                        sorted(m for m in pin["mb"] if m > 0 and per_replica % m == 0))
-                for e in eps:
-                    for mb in mbs:
-                        if capped and mb > 1 and (mb > MAX_MICRO_BATCH
-                                                  or mb * seq_len > MAX_MICRO_BATCH_TOKENS):
-                            break  # divisors come in increasing order
-                        m = per_replica // mb
-                        vs = [1]
-                        if p > 1 and m % p == 0:
-                            vs += [v for v in range(2, max_interleave + 1)
-                                   if model.layers % (p * v) == 0]
-                        for v in vs:
-                            if ok("v", v):
-                                grids.append((t, p, d, c, e, mb, v, gb))
-    base = np.array(grids, dtype=np.int64).reshape(-1, len(BASE_COLS))
+                mv = []  # the (micro-batch, interleave) pairs of this (t, c, p): any EP's
+                for mb in mbs:
+                    if capped and mb > 1 and (mb > MAX_MICRO_BATCH
+                                              or mb * seq_len > MAX_MICRO_BATCH_TOKENS):
+                        break  # divisors come in increasing order
+                    vs = interleaves(p) if (per_replica // mb) % p == 0 else [1]
+                    mv += [(mb, v) for v in vs if ok("v", v)]
+                if eps and mv:  # rows in the order e, then micro-batch, then interleave
+                    block = np.empty((len(eps), len(mv), len(BASE_COLS)), dtype=np.int64)
+                    block[...] = (t, p, d, c, 0, 0, 0, gb)
+                    block[:, :, 4] = np.asarray(eps, dtype=np.int64)[:, None]
+                    block[:, :, 5:7] = np.asarray(mv, dtype=np.int64)
+                    blocks.append(block.reshape(-1, len(BASE_COLS)))
+    base = (np.concatenate(blocks) if blocks else
+            np.zeros((0, len(BASE_COLS)), dtype=np.int64))
     for col in pin.keys() - {"tp", "pp", "dp", "cp", "ep", "mb", "v"}:  # any other column
         base = base[np.isin(base[:, BASE_COLS.index(col)], np.fromiter(pin[col], np.int64))]
     switches = (np.array(sorted(set(zero_stages)), dtype=np.int64),
