@@ -6,14 +6,14 @@ column folded), in a few milliseconds and without importing rich (some 20 ms of 
 wide glyph) or a table wider than the page is drawn by rich itself (formats.render_table), which
 measures cells by their terminal width. tests/test_plain_table.py checks the two agree.
 
-The behaviour reproduced, of rich 15.0.0 (MIT licence; tested against it): word wrapping (``rich/_wrap.py`` divide_line: a word is
-its leading and trailing whitespace, a line is broken before the word that does not fit, a word
-wider than the line is folded), the line clean-up (``Text.wrap``: trailing whitespace past the
-width dropped, then justified and cropped; ``containers.Lines.justify``: left pads, right and
-center strip the right first), and the table (``rich/table.py``: each cell padded by the
-table's padding except at the outer edges, rows top-aligned, the header row bottom-aligned,
-cells joined by the box's space divider, a heavy rule under the header, the caption wrapped
-at the table's width and left-justified).
+The behaviour reproduced, of rich 15.0.0 (MIT licence; tested against it): word wrapping
+(``rich/_wrap.py`` divide_line: a word is its leading and trailing whitespace, a line is broken
+before the word that does not fit, a word wider than the line is folded), the line clean-up
+(``Text.wrap``: trailing whitespace past the width dropped, then justified and cropped;
+``containers.Lines.justify``: left pads, right and center strip the right first), and the table
+(``rich/table.py``: each cell padded by the table's padding except at the outer edges, rows top-
+aligned, the header row bottom-aligned, cells joined by the box's space divider, a heavy rule under
+the header, the caption wrapped at the table's width and left-justified).
 """
 
 from __future__ import annotations
