@@ -223,6 +223,17 @@ def test_wrong_types_are_input_errors(tmp_path, field, value, msg):
         load_hf_config(_cfg(tmp_path, text))
 
 
+def test_check_across_fields_names_no_empty_field(tmp_path):
+    # DeepSeek-V3 (61 layers) with first_k_dense_replace 61: Model's own check (no MoE layer
+    # left) has no field location; before: "config.json: field '': Value error, ..."
+    cfg = json.loads((DATA / "deepseek_v3" / "config.json").read_text())
+    cfg["first_k_dense_replace"] = cfg["num_hidden_layers"]
+    with pytest.raises(InputError) as e:
+        load_hf_config(_cfg(tmp_path, json.dumps(cfg)))
+    assert str(e.value).endswith("config.json: first_dense_layers 61 leaves no MoE layer of 61")
+    assert "field ''" not in str(e.value) and "Value error" not in str(e.value)
+
+
 def test_nan_literal_rejected(tmp_path):
     text = json.dumps(_llama()).replace('"vocab_size": 128256', '"vocab_size": NaN')
     with pytest.raises(InputError, match="non-finite number NaN"):

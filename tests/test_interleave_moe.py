@@ -58,3 +58,45 @@ def test_interleave_keys_the_table_only_where_it_matters(cat):
     assert moe.by_v and len(moe.pps) == 2
     st = moe.lookup([8, 8], [1, 4])
     assert st.moe_layers[0, 0] == 4 and st.moe_layers[1, 0] == 6  # rank 0: contiguous 4, 6
+
+
+def test_search_over_interleaved_mixed_moe_equals_brute_force(cat, monkeypatch):
+    # the planner's stage table keyed by (PP, interleave) (search/passes.py) against every
+    # layout of the space evaluated whole: Qwen3-30B-A3B with 3 leading dense layers (48
+    # layers, 45 MoE) on 2 x DGX H100, where PP 2, 4, 8 x 2-8 chunks divide the layers. Rank 0
+    # of PP 4 holds layers 0-11, 3 dense, contiguous; with 2 chunks of 6 layers it holds
+    # layers 0-5 and 24-29, still 3 dense; with 4 chunks of 3, layers 0-2 (all dense), 12-14,
+    # 24-26, 36-38: 9 MoE layers either way. PP 8 x 2 chunks of 3: rank 0 holds 0-2 and 24-26,
+    # 3 MoE layers, where contiguous layers 0-5 hold 3 too; PP 8 x 3 chunks of 2: 0-1, 16-17,
+    # 32-33, 4 MoE layers against 3 contiguous
+    import numpy as np
+    from optimus_calc.evaluate.context import resolve_hardware
+    from optimus_calc.frameworks import Framework
+    from optimus_calc.search import passes
+    from optimus_calc.search.inputs import offload_targets
+    from optimus_calc.search.passes import Objective, search
+    from optimus_calc.search.space import enumerate_space
+    from optimus_calc.specs.assumptions import Assumptions
+    from optimus_calc.specs.training import Training
+    from tests_support import evaluate_space
+    monkeypatch.setattr(passes, "PROBE", 3)
+    monkeypatch.setattr(passes, "CHUNK_ELEMENTS", 1 << 13)
+    monkeypatch.setattr(passes, "SECOND_PASS_BATCH", 7)
+    m = cat.get("qwen3-30b-a3b", "model").model_copy(update={"first_dense_layers": 3})
+    assert (m.layers, m.moe_layers) == (48, 45)
+    assert [s.moe_layers for s in stage_shapes(m, 8)] == [3, 6, 6, 6, 6, 6, 6, 6]
+    assert [s.moe_layers for s in stage_shapes(m, 8, 3)] == [4, 5, 6, 6, 6, 6, 6, 6]
+    hw = resolve_hardware(cat, "dgx-h100", 2)
+    base, asm = Training(seq_len=4096, global_batch=64), Assumptions()
+    space = enumerate_space(m, hw.gpus, hw.gpus_per_node, 64, 4096, offload_targets(hw))
+    fw = tuple(Framework)
+    res = search(m, hw, base, asm, space, Objective.THROUGHPUT, 5, False, fw, what_if=False)
+    ev, cols = evaluate_space(space, m, hw, base, asm, fw)
+    ok = ev["feasible"] & ev["runs"]
+    assert (ok & (cols["v"] == 3) & (cols["pp"] == 8)).any()
+    assert res.feasible == int(ok.sum())
+    tps, gpu = ev["tokens_per_s"], ev["gpu_bytes"]
+    idx = np.flatnonzero(ok)
+    top = idx[np.lexsort((gpu[idx], -tps[idx]))][:5]
+    np.testing.assert_allclose(res.top["tps"], tps[top], rtol=1e-12)
+    np.testing.assert_allclose(res.top["gpu"], gpu[top], rtol=1e-12)

@@ -119,3 +119,18 @@ def test_torchtitan_search_equals_brute_force_over_the_sp_axis(cat, monkeypatch,
     top = idx[np.lexsort(tuple(k[idx] for k in key))][:5]
     np.testing.assert_allclose(res.top["tps"], tps[top], rtol=1e-12)
     np.testing.assert_allclose(res.top["gpu"], gpu[top], rtol=1e-12)
+
+
+def test_rule_text_names_only_flags_of_the_commands_that_show_it():
+    # the text is shown by `plan` (framework_rejections) and in `step`'s header: it must not
+    # tell to "plan TP > 1 with --sp", a flag `plan` lacks (it searches SP itself); the one
+    # flag it names, --sp, is `step`'s
+    import re
+    import click
+    from optimus_calc.cli.main import cli as root
+    with click.Context(root) as ctx:
+        opts = {c: {o for p in root.get_command(ctx, c).params
+                    for o in p.opts + p.secondary_opts} for c in ("plan", "step")}
+    assert "--sp" not in opts["plan"] and "--sp" in opts["step"]
+    assert re.findall(r"--[a-z][a-z-]*", SP_TEXT) == ["--sp"]
+    assert "plan TP" not in SP_TEXT

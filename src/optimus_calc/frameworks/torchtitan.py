@@ -171,7 +171,8 @@ RULES: tuple[Rule, ...] = (
     # tensor_parallel_degree, disable_loss_parallel, enable_async_tensor_parallel, L350-359).
     # Last, so the other rules keep their counts and only this one reads the SP axis
     _row("TT_TP_SP", "tensor parallelism always shards the sequence (SequenceParallel on "
-         "the norms, no option to turn it off): plan TP > 1 with --sp",
+         "the norms, no option to turn it off): TP > 1 runs only with sequence parallelism "
+         "on (--sp)",
          "torchtitan/models/llama3/infra/parallelize.py L181, L212-233; torchtitan/config/"
          "job_config.py L350-359", lambda x: x.tp_without_sp),
 )

@@ -114,4 +114,6 @@ def load_hf_config(path: str | Path) -> Model:
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
-        raise InputError(f"{p}: field {loc!r}: {first['msg']}") from None
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        # a check across fields (Model's validator) has no location: name none
+        raise InputError(f"{p}: field {loc!r}: {msg}" if loc else f"{p}: {msg}") from None
