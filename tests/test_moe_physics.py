@@ -97,6 +97,20 @@ def test_imbalance_scales_the_all_to_all_by_hand(run):
         4 * 32 * (3e-6 + 1.25 * 33_554_432 / 45e9), rel=1e-6)
 
 
+def test_full_recompute_reruns_the_forward_all_to_alls(run):
+    # the case above with --recompute full: the recomputed forward dispatches and combines
+    # again, 6 all-to-alls per MoE layer instead of 4 (Megatron-LM checkpoints the whole layer)
+    argv = ("step", "mixtral-8x7b", "--node", "dgx-h100", "--nodes", 2, "--tp", 8, "--ep", 2,
+            "--zero", 1, "--seq-len", 4096, "--global-batch", 2, "--moe-imbalance", 1.25,
+            "--format", "json")
+    d = run(*argv, "--recompute", "full").json()
+    assert d["breakdown"]["ep_comm_s"] == pytest.approx(
+        6 * 32 * (3e-6 + 1.25 * 33_554_432 / 45e9), rel=1e-6)
+    sel = run(*argv, "--recompute", "selective").json()   # the attention core only
+    assert sel["breakdown"]["ep_comm_s"] == pytest.approx(
+        4 * 32 * (3e-6 + 1.25 * 33_554_432 / 45e9), rel=1e-6)
+
+
 def test_imbalance_is_a_named_assumption_said_in_the_notes(run):
     assert Assumptions().moe_imbalance == 1.0 and Assumptions().moe_expert_gemm_streams == 4
     r = run("step", "mixtral-8x7b", "--node", "dgx-h100", "--ep", 8, "--zero", 1,

@@ -143,9 +143,12 @@ cp_comm_time = equation(
     "Exposed context-parallel K/V traffic of the stage in one step.")
 
 ep_comm_time = equation(
-    "step.ep_comm_time", (1 - o_ep) * 4 * T_a2a * L_moe * m, "s",
+    "step.ep_comm_time", (1 - o_ep) * (4 + 2 * r_f) * T_a2a * L_moe * m, "s",
     "Lepikhin et al. 2020 (GShard), Megatron-LM MoE token dispatcher (alltoall): dispatch and "
-    "combine in the forward and again in the backward, 4 all-to-alls per MoE layer; o_ep is "
+    "combine in the forward and again in the backward, 4 all-to-alls per MoE layer, and full "
+    "recomputation re-runs the forward's two (the checkpointed unit is the whole transformer "
+    "layer, its MoE dispatcher included: Megatron-LM transformer_block.py _checkpointed_forward, "
+    "torchtitan's full AC wraps each block); o_ep is "
     "the framework profile's share hidden behind another micro-batch's compute (Megatron-LM "
     "--overlap-moe-expert-parallel-comm, off by default: megatron/core/model_parallel_config.py "
     "L343 @ d98e8a6)",

@@ -273,7 +273,8 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
     # the overlap a framework refuses at PP > 1 without interleaving hides nothing there
     o_ep = np.where((ctx.pp > 1) & (ctx.v <= 1) & (asm.ep_overlap_needs_interleave > 0), 0.0,
                     asm.ep_overlap)
-    T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m, o_ep=o_ep)
+    T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m, o_ep=o_ep,
+                                 r_full=ctx.r_full)
     set_scope("pp")
     inter = t * cp * ctx.dp >= ctx.gpn  # neighbouring stages sit on different nodes
     alpha, beta = neighbour(hw, inter, nic)
