@@ -208,13 +208,13 @@ def test_step_terms_by_hand():
     assert float(eq.step__elementwise_time(B_hbm=10, L_stage=2, M_l=3, eta_hbm=0.5, m=4,
                                            n_pass=5)) == pytest.approx(24.0)
     # EP: 4 all-to-alls per MoE layer and micro-batch: 4 x 3 x 0.5 x 2 = 12
-    assert float(eq.step__ep_comm_time(L_moe=3, T_a2a=0.5, m=2, o_ep=0, r_full=0)) == \
+    assert float(eq.step__ep_comm_time(L_moe=3, T_a2a=0.5, m=2, o_ep=0, r_a2a=0)) == \
         pytest.approx(12.0)
     # a quarter hidden (ep_overlap 0.25): 12 x 0.75 = 9
-    assert float(eq.step__ep_comm_time(L_moe=3, T_a2a=0.5, m=2, o_ep=0.25, r_full=0)) == \
+    assert float(eq.step__ep_comm_time(L_moe=3, T_a2a=0.5, m=2, o_ep=0.25, r_a2a=0)) == \
         pytest.approx(9.0)
     # full recomputation: 6 per layer and micro-batch, 6 x 3 x 0.5 x 2 x 0.75 = 13.5
-    assert float(eq.step__ep_comm_time(L_moe=3, T_a2a=0.5, m=2, o_ep=0.25, r_full=1)) == \
+    assert float(eq.step__ep_comm_time(L_moe=3, T_a2a=0.5, m=2, o_ep=0.25, r_a2a=1)) == \
         pytest.approx(13.5)
     # PP: a send forward and back per micro-batch and chunk: 0.5 x 4 x 3 x (2 - 2 x 0.25) = 9
     assert float(eq.step__pp_comm_time(T_p2p=0.5, m=4, o_pp=0.25, v=3)) == pytest.approx(9.0)

@@ -204,6 +204,24 @@ op_sac_layer_bytes = equation(
     "Activation bytes one layer stores for one micro-batch under torchtitan's selective (op) "
     "recomputation (Assumptions.selective_policy = 1).")
 
+k_x = sym("k", "experts each token is routed to (top-k)", positive=True)
+iota = sym("iota", "tokens the most-loaded expert-parallel rank receives / the balanced share "
+           "(>= 1; Assumptions.moe_imbalance)", positive=True)
+w_a = sym("w_a", "1 if op SAC saves the EP all-to-alls' outputs (Assumptions."
+          "sac_saves_ep_all_to_all), else 0")
+L_moe = sym("L_moe", "MoE layers on the pipeline stage")
+op_sac_ep_saved_bytes = equation(
+    "memory.op_sac_ep_saved_bytes",
+    w_a * sp.Piecewise((0, e <= 1), ((1 + iota) * (s / c) * b * h * b_w * k_x * t_x / t, True))
+    * L_moe / L_s, "bytes",
+    "torchtitan op SAC save lists with torch.ops._c10d_functional.all_to_all_single (models/"
+    "deepseek_v3/infra/parallelize.py L41, llama4 L59, gpt_oss L50 @ v0.2.2; not qwen3): the "
+    "MoE dispatch's and combine's outputs (distributed/expert_parallel.py L138-143, L175-180) "
+    "stay. The dispatch delivers iota x the balanced top-k copies of the micro-batch's tokens "
+    "(step.ep_message_bytes), the combine returns the rank's own k copies of each token",
+    "Activation bytes the EP all-to-alls keep under torchtitan's selective (op) recomputation, "
+    "per layer of the stage for one micro-batch (L_moe / L_s of the layers are MoE layers).")
+
 stage_activation_bytes = equation(
     "memory.stage_activation_bytes",
     n_f * sp.Piecewise((1, v <= 1), (1 + (p - 1) / (p * v), True)) * L_s

@@ -142,13 +142,18 @@ cp_comm_time = equation(
     "in the backward; full recomputation gathers again",
     "Exposed context-parallel K/V traffic of the stage in one step.")
 
+r_a2a = sym("r_a2a", "share of the forward's EP all-to-alls the backward's recompute sends "
+            "again: 1 with full recomputation, and with op SAC not saving them "
+            "(Assumptions.sac_saves_ep_all_to_all 0), else 0")
 ep_comm_time = equation(
-    "step.ep_comm_time", (1 - o_ep) * (4 + 2 * r_f) * T_a2a * L_moe * m, "s",
+    "step.ep_comm_time", (1 - o_ep) * (4 + 2 * r_a2a) * T_a2a * L_moe * m, "s",
     "Lepikhin et al. 2020 (GShard), Megatron-LM MoE token dispatcher (alltoall): dispatch and "
-    "combine in the forward and again in the backward, 4 all-to-alls per MoE layer, and full "
-    "recomputation re-runs the forward's two (the checkpointed unit is the whole transformer "
-    "layer, its MoE dispatcher included: Megatron-LM transformer_block.py _checkpointed_forward, "
-    "torchtitan's full AC wraps each block); o_ep is "
+    "combine in the forward and again in the backward, 4 all-to-alls per MoE layer, and a "
+    "recompute re-runs the forward's two: full recomputation (the checkpointed unit is the whole "
+    "transformer layer, its MoE dispatcher included: Megatron-LM transformer_block.py "
+    "_checkpointed_forward, torchtitan's full AC wraps each block) and torchtitan's op SAC "
+    "where the family's save list lacks _c10d_functional.all_to_all_single (qwen3/infra/"
+    "parallelize.py L39-54 @ v0.2.2; deepseek_v3 L41, llama4 L59, gpt_oss L50 save it); o_ep is "
     "the framework profile's share hidden behind another micro-batch's compute (Megatron-LM "
     "--overlap-moe-expert-parallel-comm, off by default: megatron/core/model_parallel_config.py "
     "L343 @ d98e8a6)",

@@ -161,6 +161,12 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
             k: layer_args[k] for k in ("b", "c", "h", "s", "sigma", "t")})
         act_layer = np.where(ctx.rc == R_SELECTIVE, sac, act_layer)
     act_layer = fp8.activation_layer_bytes(ctx, act_layer, layer_args)
+    if asm.selective_policy and model.is_moe:  # and its save list may keep the EP all-to-alls
+        a2a = eq.memory__op_sac_ep_saved_bytes(
+            L_moe=st.moe_layers, L_s=np.maximum(st.layers, 1), b=ctx.mb, b_w=tr.weight_bytes,
+            c=ctx.cp, e=ctx.ep, h=model.hidden, iota=asm.moe_imbalance, k=model.top_k, s=ctx.s,
+            t=ctx.t, t_x=ctx.t_x, w_a=asm.sac_saves_ep_all_to_all)
+        act_layer = act_layer + np.where(ctx.rc == R_SELECTIVE, a2a, 0.0)
     act = eq.memory__stage_activation_bytes(
         L_s=st.layers, M_layer=act_layer, V=model.vocab, b=ctx.mb, beta_l=asm.logits_bytes,
         c=ctx.cp, lambda_l=st.last, n_f=np.minimum(ctx.pp - st.index, ctx.m), p=ctx.pp,

@@ -68,6 +68,14 @@ def experts_recomputed(rc, policy: float):
     return (rc == R_FULL) | ((rc == R_SELECTIVE) & (policy > 0))
 
 
+def ep_all_to_all_rerun(rc, policy: float, saves: float):
+    """r_a2a of step.ep_comm_time: full recomputation re-sends the forward's EP all-to-alls,
+    and so does torchtitan's op AC (policy 1, 2) where its save list lacks them
+    (Assumptions.sac_saves_ep_all_to_all 0); Korthikanti's selective keeps the MoE layer."""
+    rc = np.asarray(rc)
+    return ((rc == R_FULL) | ((rc == R_SELECTIVE) & (policy > 0) & (saves == 0))).astype(float)
+
+
 def modules_per_layer(model: Model, asm: Assumptions) -> float:
     """Parameterised submodules DeepSpeed ZeRO-3 gathers one by one in a layer (its hooks fetch
     every module with parameters, partitioned_param_coordinator.py): the attention projections
@@ -273,8 +281,8 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
     # the overlap a framework refuses at PP > 1 without interleaving hides nothing there
     o_ep = np.where((ctx.pp > 1) & (ctx.v <= 1) & (asm.ep_overlap_needs_interleave > 0), 0.0,
                     asm.ep_overlap)
-    T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m, o_ep=o_ep,
-                                 r_full=ctx.r_full)
+    r_a2a = ep_all_to_all_rerun(ctx.rc, asm.selective_policy, asm.sac_saves_ep_all_to_all)
+    T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m, o_ep=o_ep, r_a2a=r_a2a)
     set_scope("pp")
     inter = t * cp * ctx.dp >= ctx.gpn  # neighbouring stages sit on different nodes
     alpha, beta = neighbour(hw, inter, nic)

@@ -9,7 +9,7 @@ once, so a rule costs a few vectorised operations.
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, replace
 from functools import cached_property
 from typing import Callable
 
@@ -154,10 +154,22 @@ class Setting:
     # a condition on the Training (its launch flags, e.g. ``overlap_grad_reduce``): the value
     # applies where it holds; None: always
     when: Callable[[object], bool] | None = field(default=None, compare=False, repr=False)
+    # the value for one model (what the framework builds for its family), None where it sets
+    # nothing for that model; None here: ``value`` for every model. Needs the model: a profile
+    # applied without one (a bare parameter count) leaves the assumption's default
+    per_model: Callable[[object], float | None] | None = field(default=None, compare=False,
+                                                                repr=False)
 
     def applies(self, training) -> bool:
         return ((not self.precisions or training.precision.value in self.precisions)
                 and (self.when is None or bool(self.when(training))))
+
+    def for_model(self, model) -> Setting | None:
+        """This setting with its value for ``model``, or None if it sets nothing there."""
+        if self.per_model is None:
+            return self
+        value = None if model is None else self.per_model(model)
+        return None if value is None else replace(self, value=value, per_model=None)
 
 
 TRAINING_SETTINGS = ("grad_bytes",)  # Training fields a profile may set (0 there = not typed)
@@ -172,19 +184,21 @@ class PhysicsProfile:
 
     settings: tuple[Setting, ...] = ()
 
-    def for_training(self, training) -> tuple[Setting, ...]:
-        """The settings that apply to ``training`` (its precision and launch flags)."""
-        return tuple(x for x in self.settings if x.applies(training))
+    def for_training(self, training, model=None) -> tuple[Setting, ...]:
+        """The settings that apply to ``training`` (its precision and launch flags) and
+        ``model`` (a per-model setting with its value for it)."""
+        found = (x.for_model(model) for x in self.settings if x.applies(training))
+        return tuple(x for x in found if x is not None)
 
-    def key(self, training) -> tuple:
+    def key(self, training, model=None) -> tuple:
         """What the evaluator receives: frameworks with equal keys give equal numbers."""
-        return tuple(sorted((x.name, x.value) for x in self.for_training(training)))
+        return tuple(sorted((x.name, x.value) for x in self.for_training(training, model)))
 
-    def apply(self, training, assumptions):
+    def apply(self, training, assumptions, model=None):
         """(training, assumptions, applied, kept): the profile's values set where the user gave
         none; ``applied`` the Settings used, ``kept`` the names the user's values override."""
         applied, kept, tr_upd, asm_upd = [], [], {}, {}
-        for x in self.for_training(training):
+        for x in self.for_training(training, model):
             if x.name in TRAINING_SETTINGS:
                 if getattr(training, x.name):
                     kept.append(x.name)

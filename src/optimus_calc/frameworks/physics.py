@@ -84,7 +84,7 @@ def apply_framework(name: str | None, layout, training, assumptions, model):
     before = (training, assumptions)
     if p is None:
         return training, assumptions, Choice(None, "", why, requested=name, before=before)
-    tr, asm, applied, kept = p.profile.apply(training, assumptions)
+    tr, asm, applied, kept = p.profile.apply(training, assumptions, model)
     return tr, asm, Choice(p.key, p.label, why, applied, kept, name, before)
 
 
@@ -99,12 +99,14 @@ def for_layout(inp, layout):
     return replace(inp, layout=layout, training=tr, assumptions=asm, framework=new)
 
 
-def profile_groups(frameworks, training, assumptions) -> list[tuple[tuple, object, object]]:
+def profile_groups(frameworks, training, assumptions,
+                   model=None) -> list[tuple[tuple, object, object]]:
     """[(frameworks, training, assumptions)]: each framework's profile applied to a search's
-    specs, frameworks whose applied parameters are identical in one group (one search)."""
+    specs (and ``model``: per-model settings), frameworks whose applied parameters are
+    identical in one group (one search)."""
     groups: dict[tuple, list] = {}
     for f in frameworks:
-        tr, asm, _, _ = plugin(f).profile.apply(training, assumptions)
+        tr, asm, _, _ = plugin(f).profile.apply(training, assumptions, model)
         key = (tr.grad_bytes, tuple(sorted(asm.model_dump().items())))
         groups.setdefault(key, [tr, asm, []])[2].append(f)
     return [(tuple(fs), tr, asm) for tr, asm, fs in groups.values()]

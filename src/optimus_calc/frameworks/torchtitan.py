@@ -103,6 +103,26 @@ def flavour_of(model) -> tuple[str, str, str] | None:
     return None
 
 
+# Op SAC's save list is per model family (models/<name>/infra/parallelize.py, _op_sac_save_list):
+# deepseek_v3 L33-48 (L41), llama4 L51-66 (L59) and gpt_oss L42-57 (L50) list
+# torch.ops._c10d_functional.all_to_all_single.default, the op the EP dispatch and combine
+# reach (expert_parallel.py L138-143, L175-180 call all_to_all_single_autograd, whose autograd
+# forward dispatches _c10d_functional::all_to_all_single: PyTorch torch/csrc/distributed/c10d/
+# Functional.cpp, AllToAllSingle::forward); qwen3 L39-54 does not. A MoE model without a
+# flavour: 1 (assumed, as three of the four MoE families: the larger memory)
+SAC_SAVES_EP_ALL_TO_ALL = {"deepseek_v3": 1, "llama4": 1, "gpt_oss": 1, "qwen3": 0}
+SAC_SAVES_EP_ALL_TO_ALL_UNKNOWN = 1
+
+
+def sac_saves_ep_all_to_all(model) -> float | None:
+    """Assumptions.sac_saves_ep_all_to_all for ``model`` (None for a dense model or a bare
+    count: no MoE all-to-all to save)."""
+    if not getattr(model, "is_moe", False):
+        return None
+    family = (flavour_of(model) or ("",))[0]
+    return SAC_SAVES_EP_ALL_TO_ALL.get(family, SAC_SAVES_EP_ALL_TO_ALL_UNKNOWN)
+
+
 def _no_flavour(x):
     """The model has no registered flavour (None when the rules run without a model)."""
     if x.model is None or flavour_of(x.model) is not None:
@@ -202,6 +222,11 @@ PROFILE = PhysicsProfile((
     # ~25 GB less. (The 2024-12 list also saved aten.abs, the float8 inputs' |x|.)
     Setting("selective_policy", 1, "torchtitan/distributed/activation_checkpoint.py L98-123; "
             "torchtitan/models/llama3/infra/parallelize.py L36-52", ("bf16", "fp8")),
+    # op SAC keeps the EP all-to-alls' outputs or re-sends them, per model family (above)
+    Setting("sac_saves_ep_all_to_all", SAC_SAVES_EP_ALL_TO_ALL_UNKNOWN,
+            "models/deepseek_v3/infra/parallelize.py L41, llama4 L59, gpt_oss L50 save "
+            "all_to_all_single; qwen3 L39-54 does not", ("bf16", "fp8"),
+            per_model=sac_saves_ep_all_to_all),
     # MoE: torch._grouped_mm takes the token offsets on the GPU; only the EP all-to-all's
     # split sizes go to the host (.tolist()), so the MoE host sync needs EP > 1
     Setting("moe_host_sync_min_ep", 2, "torchtitan/distributed/expert_parallel.py L134-135; "

@@ -52,7 +52,8 @@ def search_per_framework(model: Model, hw: Hardware, base: Training, asm: Assump
     over all of ``frameworks`` (``--framework any``). The SmartNIC what-if (no framework runs
     OptimusNIC) is searched in the first group only: it is the one whose result is reported."""
     from optimus_calc.frameworks.physics import profile_groups
-    groups = profile_groups(frameworks, base, asm) if physics else [(frameworks, base, asm)]
+    groups = (profile_groups(frameworks, base, asm, model) if physics
+              else [(frameworks, base, asm)])
     if len(space) >= LARGE_SPACE:
         _keep_freed_blocks()
     rules = grid_rules(space, model, base, frameworks, CHUNK_ELEMENTS)  # once for every profile

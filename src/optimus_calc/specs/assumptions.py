@@ -111,11 +111,13 @@ class Assumptions(Frozen):
         default=0, ge=0, le=2,
         description="what --recompute selective keeps: 0 = Korthikanti et al. 2022 (Megatron "
                     "core_attn: the attention core re-runs); 1 = torchtitan's op AC (every other "
-                    "aten.mm and the SDPA output saved: memory.op_sac_layer_bytes, "
-                    "step.op_sac_recompute_flops_per_token); 2 = op AC with torchao float8 "
-                    "linears if their GEMMs were outside the save list (every weight GEMM re-runs; no "
-                    "profile sets it: SAC counts torchao's aten.mm too). The torchtitan profile "
-                    "sets 1")
+                    "aten.mm and the SDPA output saved: memory.op_sac_layer_bytes, step.op_sac_"
+                    "recompute_flops_per_token); 2 = op AC with torchao float8 linears if their "
+                    "GEMMs were outside the save list (every weight GEMM re-runs; no profile "
+                    "sets it: SAC counts torchao's aten.mm too). The torchtitan profile sets 1")
+    sac_saves_ep_all_to_all: float = Field(default=1, ge=0, le=1, description="selective_policy "
+        "1-2, EP > 1: 1 = op AC saves the MoE all-to-alls' outputs (memory.op_sac_ep_saved_bytes)"
+        ", 0 = its re-run forward sends them again (step.ep_comm_time); torchtitan: per family")
     fp8_gemm_efficiency: float = Field(
         default=0.825, ge=MIN_EFFICIENCY, le=1,
         description="torchao float8 (--fp8-recipe torchao): FP8 weight GEMMs reach this "
@@ -386,10 +388,10 @@ class Assumptions(Frozen):
             raise PydanticCustomError("policy", "must be 0, 1 or 2 (a policy)")
         return value
 
-    @field_validator("nccl_latency_model")
+    @field_validator("nccl_latency_model", "sac_saves_ep_all_to_all")
     @classmethod
     def _a_switch(cls, value: float) -> float:
-        """A switch: 0 (the catalog's per-step alpha) or 1 (NCCL's model); nothing between."""
+        """A switch: 0 or 1 (NCCL's model or the catalog's alpha; saved or re-run), no between."""
         if value not in (0, 1):
             raise PydanticCustomError("switch", "must be 0 or 1 (a switch)")
         return value

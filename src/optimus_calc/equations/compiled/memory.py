@@ -58,6 +58,11 @@ def memory__nvme_host_bytes(B_hg, G_n, N_buf, P_buf, b_buf):
     return G_n*(B_hg + N_buf*P_buf*b_buf)
 
 
+def memory__op_sac_ep_saved_bytes(L_moe, L_s, b, b_w, c, e, h, iota, k, s, t, t_x, w_a):
+    """memory.op_sac_ep_saved_bytes [bytes]: torchtitan op SAC save lists with torch.ops._c10d_functional.all_to_all_single (models/deepseek_v3/infra/parallelize.py L41, llama4 L59, gpt_oss L50 @ v0.2.2; not qwen3): the MoE dispatch's and combine's outputs (distributed/expert_parallel.py L138-143, L175-180) stay. The dispatch delivers iota x the balanced top-k copies of the micro-batch's tokens (step.ep_message_bytes), the combine returns the rank's own k copies of each token"""
+    return L_moe*w_a*numpy.where(numpy.less_equal(e, 1), 0, b*b_w*h*k*s*t_x*(iota + 1)/(c*t))/L_s
+
+
 def memory__op_sac_layer_bytes(b, c, h, i_c, o_c, s, sigma, t):
     """memory.op_sac_layer_bytes [bytes]: torchtitan selective op activation checkpointing (torchtitan/distributed/activation_checkpoint.py L98-123, save list models/llama3/infra/parallelize.py L36-52 @ v0.2.2): the block's input (the checkpoint's, 2 bytes x h, sequence-sharded under SP), the outputs of the odd aten.mm calls (wq, wv, w1, w2 in a Llama block) and of the SDPA kernel stay; norms, activations, residual sums and the even mms are recomputed. wq, wv, w1 and the SDPA are TP-sharded; w2 is row-parallel, so its saved mm output is the whole h-wide partial sum on every TP rank; under TP with SP the reduce-scatters that follow wo and the MLP (reduce_scatter_tensor is in the save list; parallelize.py L232, L239: RowwiseParallel to Shard(1)) keep their sequence-sharded outputs too, 2 x 2 h / t. Were no weight GEMM saved (selective_policy 2, which no profile sets: torchao's float8 linears are counted as aten.mm too) only the input, the SDPA and the reduce-scatter outputs would stay. An MLA block (models/deepseek_v3/model/model.py L275-323) saves wq_a, wkv_a, wo and the MLP's w3: wq_a and wkv_a are replicated (NoParallel, deepseek_v3/infra/parallelize.py L271, L292) and wo's output is the partial sum, so these count in i_c"""
     return b*h*s*(i_c + o_c/t + numpy.where(numpy.less_equal(t, 1), 0, 4*sigma/t) + 2/(sigma*(t - 1) + 1))/c

@@ -83,9 +83,9 @@ def step__elementwise_time(B_hbm, L_stage, M_l, eta_hbm, m, n_pass):
     return L_stage*M_l*m*n_pass/(B_hbm*eta_hbm)
 
 
-def step__ep_comm_time(L_moe, T_a2a, m, o_ep, r_full):
-    """step.ep_comm_time [s]: Lepikhin et al. 2020 (GShard), Megatron-LM MoE token dispatcher (alltoall): dispatch and combine in the forward and again in the backward, 4 all-to-alls per MoE layer, and full recomputation re-runs the forward's two (the checkpointed unit is the whole transformer layer, its MoE dispatcher included: Megatron-LM transformer_block.py _checkpointed_forward, torchtitan's full AC wraps each block); o_ep is the framework profile's share hidden behind another micro-batch's compute (Megatron-LM --overlap-moe-expert-parallel-comm, off by default: megatron/core/model_parallel_config.py L343 @ d98e8a6)"""
-    return L_moe*T_a2a*m*(1 - o_ep)*(2*r_full + 4)
+def step__ep_comm_time(L_moe, T_a2a, m, o_ep, r_a2a):
+    """step.ep_comm_time [s]: Lepikhin et al. 2020 (GShard), Megatron-LM MoE token dispatcher (alltoall): dispatch and combine in the forward and again in the backward, 4 all-to-alls per MoE layer, and a recompute re-runs the forward's two: full recomputation (the checkpointed unit is the whole transformer layer, its MoE dispatcher included: Megatron-LM transformer_block.py _checkpointed_forward, torchtitan's full AC wraps each block) and torchtitan's op SAC where the family's save list lacks _c10d_functional.all_to_all_single (qwen3/infra/parallelize.py L39-54 @ v0.2.2; deepseek_v3 L41, llama4 L59, gpt_oss L50 save it); o_ep is the framework profile's share hidden behind another micro-batch's compute (Megatron-LM --overlap-moe-expert-parallel-comm, off by default: megatron/core/model_parallel_config.py L343 @ d98e8a6)"""
+    return L_moe*T_a2a*m*(1 - o_ep)*(2*r_a2a + 4)
 
 
 def step__ep_message_bytes(b, b_w, c, h, iota, k, s, t, t_x):
