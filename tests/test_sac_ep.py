@@ -4,11 +4,14 @@ not, so its re-run forward sends the dispatch and combine again (step: 6 all-to-
 layer, not 4). torchtitan v0.2.2 = 73a0e697, models/<name>/infra/parallelize.py: deepseek_v3
 L41, llama4 L59, gpt_oss L50; qwen3 L39-54 has no all_to_all_single."""
 
+from pathlib import Path
+
 import pytest
 
 from optimus_calc.equations import compiled as eq
 from optimus_calc.frameworks import plugin
-from optimus_calc.frameworks.torchtitan import sac_saves_ep_all_to_all
+from optimus_calc.frameworks.torchtitan import flavour_of, sac_saves_ep_all_to_all
+from optimus_calc.hf_import import load_hf_config
 from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.specs.training import Recompute, Training
 
@@ -56,6 +59,15 @@ def test_the_family_decides(cat):
     # mixtral: no torchtitan flavour, the stated default 1; llama-3-8b: dense, nothing set
     assert value == {"deepseek-v3": 1, "gpt-oss-120b": 1, "qwen3-30b-a3b": 0,
                      "qwen3-235b-a22b": 0, "mixtral-8x7b": 1, "llama-3-8b": None}
+
+
+@pytest.mark.parametrize("config, family, value", [
+    ("llama4", "llama4", 1), ("llama4_maverick", "llama4", 1), ("qwen3_moe", "qwen3", 0),
+    ("glm4_moe", None, 1)])  # GLM-4.5: no torchtitan flavour, the stated default
+def test_hf_configs_by_flavour(config, family, value):
+    m = load_hf_config(Path(__file__).parent / "data" / "hf" / config / "config.json")
+    assert (flavour_of(m) or (None,))[0] == family
+    assert sac_saves_ep_all_to_all(m) == value
 
 
 def test_the_profile_needs_the_model(cat):
