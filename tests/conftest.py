@@ -13,24 +13,42 @@ import pytest
 
 from optimus_calc import catalog as catalog_mod
 from optimus_calc import validate as validate_mod
+from optimus_calc import validate_public as validate_public_mod
+from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.cli.main import main
 
 # `validate` (every public case and the leave-one-source-out fits, ~1.5 s CPU) is run by some ten
 # tests (its three golden formats, the docs example, the regimes' and the accuracy page's
 # checks) on the same catalog and assumptions: computed once per worker for equal inputs, each
 # test still rendering and checking the same deterministic cases (frozen records, a new list).
+# No assumptions and the defaults are one key (run_all and run_public read None as the
+# defaults), and the public rows `validate` cannot express (`not_expressed`, which runs every
+# public row again) are kept the same way.
 _RUN_ALL = validate_mod.run_all
+_RUN_PUBLIC = validate_public_mod.run_public
 _RUN_ALL_DONE: dict[str, list] = {}
 
 
+def _key(cat, asm, *rest) -> str:
+    return repr((cat.entries, cat.aliases, asm or Assumptions(), *rest))
+
+
 def _run_all_once(cat, asm=None, cross_validate=True):
-    key = repr((cat.entries, cat.aliases, asm, cross_validate))
+    key = _key(cat, asm, cross_validate)
     if key not in _RUN_ALL_DONE:
         _RUN_ALL_DONE[key] = _RUN_ALL(cat, asm, cross_validate)
     return list(_RUN_ALL_DONE[key])
 
 
+def _run_public_once(cat, asm=None):
+    key = _key(cat, asm, "public")
+    if key not in _RUN_ALL_DONE:
+        _RUN_ALL_DONE[key] = _RUN_PUBLIC(cat, asm)
+    return list(_RUN_ALL_DONE[key])
+
+
 validate_mod.run_all = _run_all_once
+validate_public_mod.run_public = _run_public_once
 
 
 def pytest_sessionstart(session):
