@@ -101,3 +101,43 @@ def html_pages(tmp_path_factory):
     test_html.py and test_html_browser.py (one xdist group, so one worker writes them)."""
     from html_support import write_pages
     return write_pages(tmp_path_factory.mktemp("html"))
+
+
+# The tests that run `validate`'s cases with the built-in catalog and default assumptions (the
+# cache above), kept on one pytest-xdist worker (make test: --dist loadgroup) so that only one
+# worker computes them.
+VALIDATE_USERS = (
+    "tests/test_accuracy.py::test_validate_counts",
+    "tests/test_docs.py::test_example_is_what_the_command_prints[docs/guide/validate.md:",
+    "tests/test_golden.py::test_golden_output[validate.",
+    "tests/test_outputs.py::test_every_command_csv_is_typed[validate]",
+    "tests/test_outputs.py::test_sources_name_papers_not_missing_files",
+    "tests/test_regimes.py::test_residual_table_is_fresh",
+    "tests/test_regimes.py::test_validate_prints_errors_per_regime",
+    "tests/test_step.py::test_calibration_all_within_tolerance",
+    "tests/test_step.py::test_validate_command",
+)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's own hook
+def pytest_collection_modifyitems(config, items):
+    """`--dist loadgroup` sends the tests of one ``xdist_group`` to one worker: pytest-xdist
+    (3.8) names each such test ``NODEID@GROUP`` by setting ``item._nodeid``, which pytest 9 no
+    longer reads (a node's id is ``item._id``), so every group was split over the workers
+    (each worker wrote the HTML pages, built the wheel, ran the cold-start probes). The name
+    is set here where pytest-xdist's did not take."""
+    for item in items:
+        if item.nodeid.startswith(VALIDATE_USERS) and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group("validate"))
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if not names or item.nodeid.rfind("@") > item.nodeid.rfind("]"):
+            continue
+        nodeid = f"{item.nodeid}@{'_'.join(names)}"
+        if hasattr(type(item._id), "parse"):  # pytest >= 9: a NodeId
+            item._id = type(item._id).parse(nodeid)
+        else:
+            item._nodeid = nodeid
