@@ -129,9 +129,6 @@ def pytest_collection_modifyitems(config, items):
     is set here where pytest-xdist's did not take. A test without a group is in its module's:
     a module's fixtures and caches are then built by one worker, not both (CPU of the suite
     -4%, paired; `--dist loadfile` does the same but ignores the groups across modules)."""
-    for item in items:
-        if item.nodeid.startswith(VALIDATE_USERS) and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group("validate"))
     if not getattr(config.option, "loadgroup", False):
         return
     for item in items:
@@ -139,9 +136,12 @@ def pytest_collection_modifyitems(config, items):
             continue  # named by pytest-xdist (pytest < 9)
         names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
                         for m in item.iter_markers("xdist_group")})
+        if not names and item.nodeid.startswith(VALIDATE_USERS):
+            names = ["validate"]
         names = names or [item.nodeid.split("::", 1)[0]]
         nodeid = f"{item.nodeid}@{'_'.join(names)}"
-        if hasattr(type(item._id), "parse"):  # pytest >= 9: a NodeId
-            item._id = type(item._id).parse(nodeid)
+        node_id = getattr(item, "_id", None)
+        if hasattr(type(node_id), "parse"):  # pytest >= 9: a NodeId
+            item._id = type(node_id).parse(nodeid)
         else:
             item._nodeid = nodeid
