@@ -16,8 +16,9 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 run: $(VENV)/.installed
 	$(BIN)/optimus-calc plan llama70b --nodes 2
 
-# Two workers (pytest-xdist, a test dependency): the suite is CPU-bound Python. Tests that share
-# an expensive module fixture carry an xdist_group mark and run on one worker (--dist loadgroup).
+# Two workers (pytest-xdist, a test dependency): the suite is CPU-bound Python. Each test module
+# runs on one worker, and tests that share an expensive fixture across modules carry an
+# xdist_group mark and run on one worker (--dist loadgroup; tests/conftest.py names the groups).
 TEST_JOBS ?= 2
 
 # Bytecode is cached (an environment's PYTHONDONTWRITEBYTECODE is overridden for the test run):

@@ -13,24 +13,42 @@ import pytest
 
 from optimus_calc import catalog as catalog_mod
 from optimus_calc import validate as validate_mod
+from optimus_calc import validate_public as validate_public_mod
+from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.cli.main import main
 
 # `validate` (every public case and the leave-one-source-out fits, ~1.5 s CPU) is run by some ten
 # tests (its three golden formats, the docs example, the regimes' and the accuracy page's
 # checks) on the same catalog and assumptions: computed once per worker for equal inputs, each
 # test still rendering and checking the same deterministic cases (frozen records, a new list).
+# No assumptions and the defaults are one key (run_all and run_public read None as the
+# defaults), and the public rows `validate` cannot express (`not_expressed`, which runs every
+# public row again) are kept the same way.
 _RUN_ALL = validate_mod.run_all
+_RUN_PUBLIC = validate_public_mod.run_public
 _RUN_ALL_DONE: dict[str, list] = {}
 
 
+def _key(cat, asm, *rest) -> str:
+    return repr((cat.entries, cat.aliases, asm or Assumptions(), *rest))
+
+
 def _run_all_once(cat, asm=None, cross_validate=True):
-    key = repr((cat.entries, cat.aliases, asm, cross_validate))
+    key = _key(cat, asm, cross_validate)
     if key not in _RUN_ALL_DONE:
         _RUN_ALL_DONE[key] = _RUN_ALL(cat, asm, cross_validate)
     return list(_RUN_ALL_DONE[key])
 
 
+def _run_public_once(cat, asm=None):
+    key = _key(cat, asm, "public")
+    if key not in _RUN_ALL_DONE:
+        _RUN_ALL_DONE[key] = _RUN_PUBLIC(cat, asm)
+    return list(_RUN_ALL_DONE[key])
+
+
 validate_mod.run_all = _run_all_once
+validate_public_mod.run_public = _run_public_once
 
 
 def pytest_sessionstart(session):
@@ -83,3 +101,48 @@ def html_pages(tmp_path_factory):
     test_html.py and test_html_browser.py (one xdist group, so one worker writes them)."""
     from html_support import write_pages
     return write_pages(tmp_path_factory.mktemp("html"))
+
+
+# The tests that run `validate`'s cases with the built-in catalog and default assumptions (the
+# cache above), kept on one pytest-xdist worker (make test: --dist loadgroup) so that only one
+# worker computes them.
+VALIDATE_USERS = (
+    "tests/test_accuracy.py::test_validate_counts",
+    "tests/test_docs.py::test_example_is_what_the_command_prints[docs/guide/validate.md:",
+    "tests/test_fuzz.py::test_random_argv[10]",  # its seed draws a bare `validate`
+    "tests/test_golden.py::test_golden_output[validate.",
+    "tests/test_outputs.py::test_every_command_csv_is_typed[validate]",
+    "tests/test_outputs.py::test_sources_name_papers_not_missing_files",
+    "tests/test_regimes.py::test_residual_table_is_fresh",
+    "tests/test_regimes.py::test_validate_prints_errors_per_regime",
+    "tests/test_step.py::test_calibration_all_within_tolerance",
+    "tests/test_step.py::test_validate_command",
+)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's own hook
+def pytest_collection_modifyitems(config, items):
+    """`--dist loadgroup` sends the tests of one ``xdist_group`` to one worker: pytest-xdist
+    (3.8) names each such test ``NODEID@GROUP`` by setting ``item._nodeid``, which pytest 9 no
+    longer reads (a node's id is ``item._id``), so every group was split over the workers
+    (each worker wrote the HTML pages, built the wheel, ran the cold-start probes). The name
+    is set here where pytest-xdist's did not take. A test without a group is in its module's:
+    a module's fixtures and caches are then built by one worker, not both (`--dist loadfile`
+    does that too, but ignores the groups across modules: it took 4% less CPU than tests sent
+    one by one, two alternating runs each)."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        if item.nodeid.rfind("@") > item.nodeid.rfind("]"):
+            continue  # named by pytest-xdist (pytest < 9)
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if not names and item.nodeid.startswith(VALIDATE_USERS):
+            names = ["validate"]
+        names = names or [item.nodeid.split("::", 1)[0]]
+        nodeid = f"{item.nodeid}@{'_'.join(names)}"
+        node_id = getattr(item, "_id", None)
+        if hasattr(type(node_id), "parse"):  # pytest >= 9: a NodeId
+            item._id = type(node_id).parse(nodeid)
+        else:
+            item._nodeid = nodeid

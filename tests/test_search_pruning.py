@@ -6,9 +6,12 @@ filter acts, over several chunks), the search must return
 the same top K (step and GPU bytes, in order), feasible count, best no-offload step and what-if
 as ranking every layout of the space evaluated whole."""
 
+import functools
+
 import numpy as np
 import pytest
 
+from optimus_calc import catalog as catalog_mod
 from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.context import resolve_hardware
 from optimus_calc.search import passes
@@ -48,6 +51,18 @@ def _brute(ev, cols, objective, top_k, distinct):
             (tps[w], gpu[w]))
 
 
+@functools.lru_cache(maxsize=None)
+def _whole_space(name, node, nodes, seq, gb, card):
+    """A case's whole space evaluated (brute force), once for its objectives and distinct
+    settings: it does not depend on them, nor on the planner's chunking patched below."""
+    cat = catalog_mod.load(())
+    m = cat.get(name, "model")
+    hw = resolve_hardware(cat, node, nodes, smartnic=card)
+    base, asm = Training(seq_len=seq, global_batch=gb), Assumptions()
+    space = enumerate_space(m, hw.gpus, hw.gpus_per_node, gb, seq, offload_targets(hw))
+    return evaluate_space(space, m, hw, base, asm)
+
+
 @pytest.mark.parametrize("objective", list(Objective))
 @pytest.mark.parametrize("distinct", [False, True])
 @pytest.mark.parametrize("name,node,nodes,seq,gb,card", CASES)
@@ -66,7 +81,8 @@ def test_pruned_search_equals_brute_force(cat, monkeypatch, name, node, nodes, s
     base, asm = Training(seq_len=seq, global_batch=gb), Assumptions()
     space = enumerate_space(m, hw.gpus, hw.gpus_per_node, gb, seq, offload_targets(hw))
     res = search(m, hw, base, asm, space, objective, 5, distinct)
-    ev, cols = evaluate_space(space, m, hw, base, asm)
+    ev, cols = _whole_space(name, node, nodes, seq, gb, card)
+    assert len(cols["tp"]) == len(space)
     feasible, tps, gpu, best_none, (w_tps, w_gpu) = _brute(ev, cols, objective, 5, distinct)
     assert res.feasible == feasible > 5
     np.testing.assert_allclose(res.top["tps"], tps, rtol=1e-12)

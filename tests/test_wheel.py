@@ -1,5 +1,6 @@
 """The catalog ships inside the wheel and is found from a non-editable install elsewhere."""
 
+import json
 import os
 import subprocess
 import sys
@@ -48,26 +49,48 @@ def installed(wheel, tmp_path_factory):
     return target
 
 
-def test_installed_wheel_lists_catalog_from_tmp(installed):
-    target = installed
-    env = {**os.environ, "PYTHONPATH": str(target)}
-    code = ("import optimus_calc, sys; assert optimus_calc.__file__.startswith(sys.argv[1]), "
-            "optimus_calc.__file__; from optimus_calc.cli.main import main; "
-            "main(['catalog', 'list', '--kind', 'node', '--format', 'csv'])")
-    p = subprocess.run([sys.executable, "-c", code, str(target)], cwd="/tmp", env=env,
-                       capture_output=True, text=True)
+# Both checks of the installed copy in one fresh interpreter (it must not see this checkout):
+# each command's exit status and output, with the copy the process imported.
+RUN_INSTALLED = """
+import contextlib, io, json, sys
+import optimus_calc
+from optimus_calc.cli.main import main
+out = {"file": optimus_calc.__file__}
+for name, args in json.loads(sys.argv[2]).items():
+    buf, code = io.StringIO(), 0
+    with contextlib.redirect_stdout(buf):
+        try:
+            main(args)
+        except SystemExit as exc:
+            code = exc.code
+    out[name] = [code, buf.getvalue()]
+print(json.dumps(out))
+"""
+COMMANDS = {"catalog": ["catalog", "list", "--kind", "node", "--format", "csv"],
+            "html": ["memory", "llama70b", "--nodes", "1", "--tp", "8", "--format", "html"]}
+
+
+@pytest.fixture(scope="module")
+def from_installed(installed):
+    """What each of COMMANDS printed when run from the installed copy, from /tmp."""
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    p = subprocess.run([sys.executable, "-c", RUN_INSTALLED, str(installed),
+                        json.dumps(COMMANDS)], cwd="/tmp", env=env, capture_output=True,
+                       text=True)
     assert p.returncode == 0, p.stderr
-    assert "dgx-a100" in p.stdout and "xe8545" in p.stdout
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["file"].startswith(str(installed)), out["file"]
+    return out
 
 
-def test_installed_wheel_writes_an_html_page(installed):
+def test_installed_wheel_lists_catalog_from_tmp(from_installed):
+    code, stdout = from_installed["catalog"]
+    assert code == 0
+    assert "dgx-a100" in stdout and "xe8545" in stdout
+
+
+def test_installed_wheel_writes_an_html_page(from_installed):
     # the template is found as package data of an installed (not editable) copy
-    target = installed
-    env = {**os.environ, "PYTHONPATH": str(target)}
-    code = ("import optimus_calc, sys; assert optimus_calc.__file__.startswith(sys.argv[1]), "
-            "optimus_calc.__file__; from optimus_calc.cli.main import main; "
-            "main(['memory', 'llama70b', '--nodes', '1', '--tp', '8', '--format', 'html'])")
-    p = subprocess.run([sys.executable, "-c", code, str(target)], cwd="/tmp", env=env,
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith("<!DOCTYPE html>") and "memory: llama-3-70b" in p.stdout
+    code, stdout = from_installed["html"]
+    assert code == 0
+    assert stdout.startswith("<!DOCTYPE html>") and "memory: llama-3-70b" in stdout
