@@ -54,6 +54,19 @@ def test_the_fixed_time_counts_every_moe_layer_and_micro_batch(run):
     assert dense["fixed_s"] == 0.0
 
 
+def test_a_re_run_moe_forward_syncs_again(run):
+    # the layout above: full recomputation re-runs each MoE layer's forward, dispatcher and
+    # host sync included: 2 x 6.1 ms x 48 x 1 = 0.5856 s; Megatron's selective recomputes the
+    # attention core only (0.2928 s); torchtitan's op AC re-runs the block (EP 8 >= 2: 0.5856 s)
+    full = run("step", *QWEN, "--recompute", "full").json()
+    assert full["fixed_s"] == pytest.approx(2 * 0.0061 * 48)
+    sel = run("step", *QWEN, "--recompute", "selective").json()
+    assert sel["fixed_s"] == pytest.approx(0.0061 * 48)
+    tt = [a if a != "megatron" else "torchtitan" for a in QWEN]
+    op = run("step", *tt, "--recompute", "selective").json()
+    assert op["fixed_s"] == pytest.approx(2 * 0.0061 * 48)
+
+
 def test_megatron_overlap_flag_hides_the_all_to_all(run):
     off = run("step", *QWEN).json()
     on = run("step", *QWEN, "--overlap-moe-expert-parallel-comm").json()

@@ -207,8 +207,10 @@ dp_exposed_time = equation(
     "gather, the last bucket's tail would otherwise count a reduction twice (issue 32 item 9)",
     "Part of the data-parallel communication the compute windows do not hide.")
 
+r_h = sym("r_h", "1 when the MoE forward re-runs in the backward (full or op-level AC), else 0")
+
 fixed_time = equation(
-    "step.fixed_time", T_s0 + t_l0 * L_s * m + t_mh * L_moe * m, "s",
+    "step.fixed_time", T_s0 + t_l0 * L_s * m + t_mh * L_moe * m * (1 + r_h), "s",
     "assumed (T_s0, t_l0 default 0; no public source gives them in seconds): host work once "
     "per optimizer step (Megatron's NaN scan of the gradient buffers, DeepSpeed's per-tensor "
     "overflow syncs and .item() norms, torchtitan's periodic GC; docs/reference/"
@@ -221,7 +223,9 @@ fixed_time = equation(
     "v0.2.2: .tolist()), so the GPU's queue drains there and the launches after it are "
     "exposed ('gaps between GPU kernels where CPU cannot launch kernels fast enough', "
     "moe/README.md L254-263); fitted on public MoE training rows (src/optimus_calc/"
-    "validate_moe.py)",
+    "validate_moe.py). r_h = 1 when the MoE layer's forward runs again in the backward (full "
+    "recomputation; torchtitan's op-level AC re-runs the block's forward with the saved ops "
+    "taken from its cache, the host read of the counts included), which syncs again",
     "Framework fixed costs of the stage in one step: per step, per layer and micro-batch, "
     "and per MoE layer and micro-batch.")
 
