@@ -52,16 +52,23 @@ def usable_gpu_bytes(hw: Hardware, asm: Assumptions) -> float:
     return float(eq.memory__usable_gpu_bytes(C_gpu=hw.gpu.memory_bytes, f_h=asm.gpu_headroom))
 
 
-def offload_flags(off, offload_params, gpu_fraction):
-    """(o_w, o_g, o_o, f_k) of memory.*: what leaves the GPU under each layout's strategy."""
+def offload_flags(off, offload_params, gpu_fraction, codes=None):
+    """(o_w, o_g, o_o, f_k) of memory.*: what leaves the GPU under each layout's strategy;
+    ``codes``: the strategy codes ``off`` holds, when known (:attr:`Ctx.codes`)."""
     off = np.asarray(off)
     out = [0.0, 0.0, 0.0, 0.0]
     for code, strat in S.coded():
+        if codes is not None and code not in codes:
+            continue
+        if codes is not None and len(codes) == 1:  # every layout: np.where would pick flags
+            out = strat.flags(offload_params, gpu_fraction)
+            break
         mine = off == code
         if np.any(mine):
             flags = strat.flags(offload_params, gpu_fraction)
             out = [np.where(mine, f, acc) for f, acc in zip(flags, out)]
-    return tuple(np.asarray(x, dtype=np.float64) * np.ones(off.shape) for x in out)
+    ones = np.ones(off.shape)
+    return tuple(np.asarray(x, dtype=np.float64) * ones for x in out)
 
 
 def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
@@ -187,7 +194,7 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
 def memory_stage(ctx: Ctx) -> MemoryRecord:
     tr, asm, st, z, dp = ctx.tr, ctx.asm, ctx.st, ctx.z, ctx.dp
     wb, gbytes, ob = tr.weight_bytes, tr.gradient_bytes, tr.optimizer_bytes
-    flags = o_w, o_g, o_o, f_k = offload_flags(ctx.off, ctx.opar, ctx.gfrac)
+    flags = o_w, o_g, o_o, f_k = offload_flags(ctx.off, ctx.opar, ctx.gfrac, ctx.codes)
     t_x = ctx.t_x
     P = eq.memory__params_per_gpu(A=st.A, R=st.R, X=st.X, e=ctx.ep, t=ctx.t, t_x=t_x)
     # ZeRO/FSDP states shard over DP x CP; expert states over the expert-DP group
@@ -249,7 +256,7 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
             continue
         set_scope(strat.key)
         use = uses[code] = strat.devices(ctx, host)
-        mine = offc == code
+        mine = True if len(ctx.codes) == 1 else offc == code  # True: every layout (merged alike)
         for name in pairs:
             value = getattr(use, name)
             if np.ndim(value) == 0 and value == 0:
@@ -308,7 +315,7 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord,
         use = strat.optimizer(ctx, mem, comp, opt, dev.uses[code])
         if use is None:  # the node cannot run it: the layout is infeasible, its step 0
             continue
-        mine = ctx.off == code
+        mine = True if len(ctx.codes) == 1 else ctx.off == code
         for name in names:
             pairs[name].append((mine, getattr(use, name)))
         param_exposed = param_exposed + use.param_exposed_s  # already 0 outside its layouts

@@ -148,9 +148,10 @@ def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
     values = [np.asarray(v) for _, v in pairs]
     shape = _broadcast(tuple(shape), *(np.shape(m) for m, _ in pairs),
                        *(v.shape for v in values))
-    dtype = np.result_type(dtype, *(v.dtype for v in values))
+    if len(values) != 1 or values[0].dtype != dtype:
+        dtype = np.result_type(dtype, *(v.dtype for v in values))
     small = math.prod(shape) <= STAGE_MAJOR_FROM
-    if small and len(pairs) == 1 and np.asarray(pairs[0][0]).all():
+    if small and len(pairs) == 1 and (pairs[0][0] is True or np.asarray(pairs[0][0]).all()):
         # a small batch of one strategy: its values, copied (C order, as stage_major_zeros
         # stores a small array)
         v = values[0]

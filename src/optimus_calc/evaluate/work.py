@@ -198,8 +198,8 @@ def _ring(ctx: Ctx, coll: str, n, stride, z, beta, alpha):
         return RING_EQ[coll](alpha=alpha, beta=beta, n=n, z=z)
     if recording_active():  # `explain`: every call as made
         return _nccl_ring(ctx, coll, n, stride, z, beta)
-    args = tuple(np.asarray(x) for x in (n, stride, z, beta))
-    if not np.any(args[0] > 1):
+    args = (np.asarray(n), np.asarray(stride), np.asarray(z), np.asarray(beta))
+    if not (args[0] > 1).any():
         # one rank everywhere (CP 1, DP 1): the ring takes 0 s (nccl.ring_time's value)
         return np.zeros(np.broadcast_shapes(*(a.shape for a in args)))
     if max(a.size for a in args) > _RINGS_SMALL:
@@ -243,7 +243,9 @@ def _either(ctx: Ctx, cond, yes: str, no: str, ring: dict):
 
 def _where(cond, t):
     """``t`` as ``np.where(cond, t, other)`` shapes it when ``cond`` picks ``t`` everywhere."""
-    return np.array(np.broadcast_to(t, np.broadcast_shapes(cond.shape, np.shape(t))),
+    t = np.asarray(t)
+    shape = np.broadcast_shapes(cond.shape, t.shape) if cond.shape != t.shape else t.shape
+    return np.array(t if shape == t.shape else np.broadcast_to(t, shape),
                     dtype=np.result_type(t, np.float64))
 
 
