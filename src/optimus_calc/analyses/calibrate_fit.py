@@ -97,12 +97,13 @@ def predict(run: Run, values: dict[str, float]) -> float:
     gpu_upd = {p.name: values[p.name] for p in CANDIDATES if p.where == "gpu" and p.name in values}
     asm_upd = {p.name: values[p.name] for p in CANDIDATES
                if p.where == "assumptions" and p.name in values}
-    hw = replace(inp.hw, gpu=inp.hw.gpu.model_copy(update=gpu_upd)) if gpu_upd else inp.hw
+    hw_upd = {"gpu": inp.hw.gpu.model_copy(update=gpu_upd)} if gpu_upd else {}
     if "link_efficiency" in values:
-        hw = replace(hw, intra_link=hw.intra_link.model_copy(
-            update={"efficiency": values["link_efficiency"]}))
+        hw_upd["intra_link"] = inp.hw.intra_link.model_copy(
+            update={"efficiency": values["link_efficiency"]})
     if "nic_efficiency" in values:
-        hw = replace(hw, nic=hw.nic.model_copy(update={"efficiency": values["nic_efficiency"]}))
+        hw_upd["nic"] = inp.hw.nic.model_copy(update={"efficiency": values["nic_efficiency"]})
+    hw = replace(inp.hw, **hw_upd) if hw_upd else inp.hw  # one copy of the record, not three
     asm = inp.assumptions.model_copy(update=asm_upd) if asm_upd else inp.assumptions
     return step_figure(replace(inp, hw=hw, assumptions=asm), inp.model.name, run.figure)
 

@@ -179,8 +179,8 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
         c=ctx.cp, lambda_l=st.last, n_f=np.minimum(ctx.pp - st.index, ctx.m), p=ctx.pp,
         s=ctx.s, t=ctx.t, v=ctx.v)
     # full recompute re-materialises one layer at a time on top of the checkpoints
-    act = act + eq.memory__recompute_working_bytes(
-        M_l0=eq.memory__activation_layer_bytes(r=0, **layer_args), r_f=ctx.r_full)
+    act0 = eq.memory__activation_layer_bytes(r=0, **layer_args)
+    act = act + eq.memory__recompute_working_bytes(M_l0=act0, r_f=ctx.r_full)
     z, gbytes = ctx.z, tr.gradient_bytes
     cap_bkt = eq.memory__bucket_capacity_bytes(M_ddp=asm.ddp_bucket_MB, Z=z,
                                                Z_bk=asm.zero_bucket_params, b_g=gbytes)
@@ -188,7 +188,7 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
     over = eq.memory__overhead_bytes(
         G=G, M_act=act, M_bkt=bkt, M_ctx=asm.cuda_context_GB * GB, O=O,
         P_big=model.largest_layer_params, W=W, Z=z, f_frag=asm.fragmentation, t=ctx.t)
-    return act, over, layer_args
+    return act, over, layer_args, act0
 
 
 def memory_stage(ctx: Ctx) -> MemoryRecord:
@@ -217,11 +217,12 @@ def memory_stage(ctx: Ctx) -> MemoryRecord:
     if states_only:
         act = over = np.zeros(np.broadcast_shapes(np.shape(W), np.shape(G), np.shape(O)))
         layer_args: dict = {}
+        act0 = None
     else:
-        act, over, layer_args = _activations(ctx, P, W, G, O, sigma)
+        act, over, layer_args, act0 = _activations(ctx, P, W, G, O, sigma)
     total = eq.memory__gpu_total_bytes(G=G, M_act=act, M_over=over, O=O, W=W)
     return MemoryRecord(flags, P, W, G, O, act, over, total, n_f, sigma, layer_args,
-                        states_only, n_sh, p_x)
+                        states_only, n_sh, p_x, act0)
 
 
 # ---- offload devices and feasibility --------------------------------------------------------

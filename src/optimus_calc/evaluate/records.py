@@ -119,6 +119,7 @@ class MemoryRecord:
     states_only: bool
     n_sh: Array = 1.0       # memory.zero_shard_degree: ranks the ZeRO states shard over
     p_x: Array = 0.0        # expert parameters per GPU (shard over DP x CP / EP)
+    act0: Array | None = None  # memory.activation_layer_bytes at r = 0 (the compute reuses it)
 
     @property
     def worst(self) -> Array:

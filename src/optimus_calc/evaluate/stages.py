@@ -146,7 +146,7 @@ def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
     :func:`stage_major_zeros` and reduced over the stages with :func:`stage_max` /
     :func:`stage_argmax`."""
     values = [np.asarray(v) for _, v in pairs]
-    shape = _broadcast(tuple(shape), *(np.shape(m) for m, _ in pairs),
+    shape = broadcast_small(tuple(shape), *(np.shape(m) for m, _ in pairs),
                        *(v.shape for v in values))
     if len(values) != 1 or values[0].dtype != dtype:
         dtype = np.result_type(dtype, *(v.dtype for v in values))
@@ -169,7 +169,7 @@ def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
     return out
 
 
-def _broadcast(*shapes: tuple) -> tuple:
+def broadcast_small(*shapes: tuple) -> tuple:
     """``np.broadcast_shapes`` of a few short shapes, in Python (numpy's builds an array per
     shape: most of a small merge's cost)."""
     out = [1] * max(map(len, shapes))
