@@ -48,6 +48,10 @@ class StageColumns:
     last: np.ndarray        # 1 on the last stage
 
 
+# batches of at most this many layouts keep their looked-up columns on the table (a speed
+# tactic: the same arrays, read-only)
+_LOOKUPS_SMALL = 16
+
 # the table's key of a (pipeline degree, model chunks per GPU) pair: pp x V_KEY + v, above
 # any interleave (the CLI's --interleave stops at 1000)
 V_KEY = 1 << 20
@@ -74,9 +78,23 @@ class StageTable:
         """Each column at every layout's pipeline degree (and interleave ``v``), shape
         ``pp.shape + (K,)``; stored stage-major (see :data:`STAGE_MAJOR_FROM`) when large,
         gathered that way at once."""
-        i = np.searchsorted(self.pps, _keys(pp, v, self.by_v))
+        keys = _keys(pp, v, self.by_v)
+        small = keys.size <= _LOOKUPS_SMALL
+        if small:  # a report's batch: the same few columns on every call (read-only, kept)
+            memo = self.__dict__.setdefault("_lookups", {})
+            got = memo.get((keys.shape, keys.tobytes()))
+            if got is not None:
+                return got
+        i = np.searchsorted(self.pps, keys)
         if i.size * self.index.shape[1] <= STAGE_MAJOR_FROM:
-            return StageColumns(**{k: getattr(self, k)[i] for k in _COLUMNS})
+            cols = StageColumns(**{k: getattr(self, k)[i] for k in _COLUMNS})
+            if small:
+                for k in _COLUMNS:
+                    getattr(cols, k).flags.writeable = False
+                if len(memo) >= 256:
+                    memo.clear()
+                memo[(keys.shape, keys.tobytes())] = cols
+            return cols
         # np.take allocates its result in C order, stage first (fancy indexing would not)
         return StageColumns(**{k: np.moveaxis(np.take(getattr(self, k).T, i, axis=1), 0, -1)
                                for k in _COLUMNS})
