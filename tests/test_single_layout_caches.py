@@ -64,3 +64,26 @@ def test_stage_columns_kept_per_pipeline_degree(cat):
         # the pp stages' layers add up to the model's 80 (2 x 40 or 4 x 20; PP 2's row is
         # padded to the table's width with copies of its first stage)
         assert small.layers[0, 0, :pp].sum() == 80 and small.index[0, 0, pp - 1] == pp - 1
+
+
+def test_calibrate_predictions_kept_by_run_and_values(tmp_path, monkeypatch):
+    """A fit's predictions are kept by (run, values) and shared with the leave-one-out subsets:
+    the same values again cost no evaluation, other values are evaluated (a slower link
+    predicts fewer tokens/s), and a subset reads the full set's predictions."""
+    from tests.test_calibrate_guards import _load, _runs
+    from optimus_calc.analyses import calibrate_fit as F
+    runs = _load(_runs(tmp_path, "model,tp,measured_tokens_per_s\nllama-2-7b,2,1000\n"
+                                 "llama-2-7b,4,1000\n"))
+    rs = F.RunSet(runs)
+    calls = []
+    real = F.predict
+    monkeypatch.setattr(F, "predict", lambda r, v: (calls.append(1), real(r, v))[1])
+    values = F.defaults_of(runs)
+    first = rs.log_preds(values)
+    assert len(calls) == 2
+    np.testing.assert_array_equal(rs.log_preds(dict(values)), first)
+    assert len(calls) == 2
+    slow = rs.log_preds({**values, "link_efficiency": values["link_efficiency"] * 0.5})
+    assert len(calls) == 4 and (slow < first).all()   # TP 2 and 4 talk over the link
+    np.testing.assert_array_equal(rs.without(0).log_preds(values), first[1:])
+    assert len(calls) == 4
