@@ -37,7 +37,8 @@ from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devic
                                            MemoryRecord, OptimizerInputs, OptimizerRecord,
                                            make_ctx, number)
 from optimus_calc.evaluate.shapes import activation_coefficients, op_sac_widths
-from optimus_calc.evaluate.stages import StageTable, by_strategy, stage_argmax, stage_max
+from optimus_calc.evaluate.stages import (StageTable, by_strategy, shaped, stage_argmax,
+                                          stage_max)
 from optimus_calc.evaluate.strategies.base import bit
 from optimus_calc.evaluate.work import comm_stage, compute_stage, experts_recomputed
 from optimus_calc.specs.model import BareModel, Model
@@ -377,10 +378,10 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
         "tp_comm_s": comm.T_tp, "cp_comm_s": comm.T_cp, "ep_comm_s": comm.T_ep,
         "pp_comm_s": comm.T_pp, "dp_comm_s": comm.T_dp, "dp_comm_exposed_s": comm.T_dpx,
         "optimizer_s": opt.step_s, "optimizer_exposed_s": opt.exposed_s,
-        "offload_transfer_s": np.broadcast_to(opt.transfer_s, shape),
-        "optimizer_window_s": np.broadcast_to(opt.window_s, shape),
+        "offload_transfer_s": shaped(opt.transfer_s, shape),
+        "optimizer_window_s": shaped(opt.window_s, shape),
         "param_offload_exposed_s": T_po if np.ndim(T_po) else np.zeros((1,)),
-        "fixed_s": np.broadcast_to(terms["T_fix"], np.shape(step_stage)),
+        "fixed_s": shaped(terms["T_fix"], np.shape(step_stage)),
         "hardware_flops": eq.compute__step_flops(F_h=comp.f_h, F_l=comp.f_l, F_r=comp.f_r,
                                                  L=model.layers, tokens=tokens[..., None])}
     # float: 6 x 405e9 x 4M tokens passes int64's 9.2e18 (issue 37 High 1)

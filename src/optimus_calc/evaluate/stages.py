@@ -187,6 +187,16 @@ def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
     return out
 
 
+def shaped(x, shape: tuple):
+    """``np.broadcast_to(x, shape)``, read-only; ``x`` itself, made read-only, when it has that
+    shape (a term the evaluation made: nothing else writes to it; a batch of one would pay
+    numpy's broadcast for nothing)."""
+    if isinstance(x, np.ndarray) and x.shape == shape:
+        x.flags.writeable = False
+        return x
+    return np.broadcast_to(x, shape)
+
+
 def broadcast_small(*shapes: tuple) -> tuple:
     """``np.broadcast_shapes`` of a few short shapes, in Python (numpy's builds an array per
     shape: most of a small merge's cost)."""
@@ -234,8 +244,12 @@ def stage_table(model: Model | BareModel, pps, all_stages: bool, vs=1) -> StageT
     shapes.interleave_matters). Cached per model, keys and ``all_stages``: a report asks for
     the same table on every call; its arrays are read-only."""
     by_v = interleave_matters(model)
-    pp, v = np.broadcast_arrays(np.asarray(pps, dtype=np.int64), np.asarray(vs, dtype=np.int64))
-    keys = sorted({int(k) for k in _keys(pp, v, by_v).reshape(-1)})
+    pp, v = np.asarray(pps, dtype=np.int64), np.asarray(vs, dtype=np.int64)
+    if pp.size == 1 and v.size == 1:  # a batch of one: its key, as _keys makes it
+        keys = [int(pp.reshape(-1)[0]) * V_KEY + (int(v.reshape(-1)[0]) if by_v else 1)]
+    else:
+        pp, v = np.broadcast_arrays(pp, v)
+        keys = sorted({int(k) for k in _keys(pp, v, by_v).reshape(-1)})
     return _stage_table(model, tuple(keys), bool(all_stages), by_v)
 
 
