@@ -78,8 +78,12 @@ class Ctx:
     def codes(self) -> frozenset:
         """The offload strategy codes the batch's layouts use (found once per context: every
         stage asks per strategy)."""
-        off = np.asarray(self.off)
-        return frozenset((off.reshape(-1) if off.size <= 64 else sorted_unique(off)).tolist())
+        off = np.asarray(self.off).reshape(-1)
+        if off.size <= 64:
+            return frozenset(off.tolist())
+        # a large batch: one counting pass (a sort of every layout's code costs ~30x more)
+        return frozenset((np.flatnonzero(np.bincount(off)) if off.min() >= 0
+                          else sorted_unique(off)).tolist())
 
     def uses(self, code: int) -> bool:
         """Whether any layout of the batch uses offload strategy ``code``."""
