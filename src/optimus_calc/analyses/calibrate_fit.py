@@ -97,12 +97,13 @@ def predict(run: Run, values: dict[str, float]) -> float:
     gpu_upd = {p.name: values[p.name] for p in CANDIDATES if p.where == "gpu" and p.name in values}
     asm_upd = {p.name: values[p.name] for p in CANDIDATES
                if p.where == "assumptions" and p.name in values}
-    hw = replace(inp.hw, gpu=inp.hw.gpu.model_copy(update=gpu_upd)) if gpu_upd else inp.hw
+    hw_upd = {"gpu": inp.hw.gpu.model_copy(update=gpu_upd)} if gpu_upd else {}
     if "link_efficiency" in values:
-        hw = replace(hw, intra_link=hw.intra_link.model_copy(
-            update={"efficiency": values["link_efficiency"]}))
+        hw_upd["intra_link"] = inp.hw.intra_link.model_copy(
+            update={"efficiency": values["link_efficiency"]})
     if "nic_efficiency" in values:
-        hw = replace(hw, nic=hw.nic.model_copy(update={"efficiency": values["nic_efficiency"]}))
+        hw_upd["nic"] = inp.hw.nic.model_copy(update={"efficiency": values["nic_efficiency"]})
+    hw = replace(inp.hw, **hw_upd) if hw_upd else inp.hw  # one copy of the record, not three
     asm = inp.assumptions.model_copy(update=asm_upd) if asm_upd else inp.assumptions
     return step_figure(replace(inp, hw=hw, assumptions=asm), inp.model.name, run.figure)
 
@@ -134,7 +135,7 @@ class RunSet:
     """The runs with identical layouts (same figure, same resolved inputs) evaluated once: a
     runs file of 1,000 copies of one layout costs one evaluation per prediction, not 1,000."""
 
-    def __init__(self, runs: list[Run]):
+    def __init__(self, runs: list[Run], memo: dict | None = None):
         index: dict = {}
         inv = [index.setdefault((r.figure, repr(r.inputs)), len(index)) for r in runs]
         reps: list = [None] * len(index)
@@ -142,16 +143,26 @@ class RunSet:
             reps[i] = reps[i] or r
         self.runs, self.reps, self.inv = list(runs), reps, np.array(inv, dtype=int)
         self.log_meas = np.log([r.measured for r in runs])
+        # predictions by (run, values), shared with the subsets of leave-one-out: a fit starts
+        # from values another fit already evaluated (the runs outlive the set, so ids are stable)
+        self.memo: dict = {} if memo is None else memo
 
     def __len__(self) -> int:
         return len(self.runs)
 
     def without(self, i: int) -> "RunSet":
-        return RunSet(self.runs[:i] + self.runs[i + 1:])
+        return RunSet(self.runs[:i] + self.runs[i + 1:], self.memo)
 
     def log_preds(self, values) -> np.ndarray:
-        """log prediction per run (each distinct layout evaluated once)."""
-        return np.log([predict(r, values) for r in self.reps])[self.inv]
+        """log prediction per run (each distinct layout evaluated once per set of values)."""
+        key = tuple(sorted(values.items()))
+        return np.log([self._predict(r, key, values) for r in self.reps])[self.inv]
+
+    def _predict(self, run: Run, key: tuple, values) -> float:
+        got = self.memo.get((id(run), key))
+        if got is None:
+            got = self.memo[(id(run), key)] = predict(run, values)
+        return got
 
     def groups(self) -> list[list[int]]:
         """Indices of the runs of each layout given more than once."""

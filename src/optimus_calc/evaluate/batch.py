@@ -40,8 +40,10 @@ def resolve_global_batch(dp, micro_batch, tr: Training):
     """The global batch of a layout (arrays welcome): the training's, or when it is None the
     rule's. The one place the batch is decided: every command and the planner call it."""
     if tr.global_batch is not None:
-        return np.broadcast_to(np.asarray(tr.global_batch), np.broadcast_shapes(
-            np.shape(dp), np.shape(micro_batch))).copy()
+        shape = np.shape(dp)
+        if np.shape(micro_batch) != shape:
+            shape = np.broadcast_shapes(shape, np.shape(micro_batch))
+        return np.broadcast_to(np.asarray(tr.global_batch), shape).copy()
     return rule_global_batch(dp, micro_batch)
 
 

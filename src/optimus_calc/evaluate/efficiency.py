@@ -102,7 +102,8 @@ def expert_efficiency(gpu: GPU, h, t, tokens_mb, top_k, experts, ep, expert_ffn,
 
 def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
                        asm: Assumptions | None = None, kernel=None, expert_flops=0.0,
-                       eta_x=None, fp8: float | None = None, bf16_gemm_flops=0.0):
+                       eta_x=None, fp8: float | None = None, bf16_gemm_flops=0.0,
+                       curves: tuple | None = None):
     """Effective efficiency of ``total_flops`` of which ``attn_flops`` are the attention core
     (as the kernel executes them), ``expert_flops`` the routed experts' GEMMs (at ``eta_x``) and
     the rest weight GEMMs. Compute time is then total_flops / (peak x this).
@@ -111,16 +112,19 @@ def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
     returned for every layout: the curve is replaced, not combined. With ``fp8`` (the FP8 GEMM
     efficiency ratio, evaluate/fp8.py) the weight and expert GEMMs run at the FP8 peak and the
     result is against the BF16 peak (X then stands for the BF16 GEMMs and the attention core),
-    but for ``bf16_gemm_flops`` of them (the output head), which stay bf16 on the BF16 curve."""
+    but for ``bf16_gemm_flops`` of them (the output head), which stay bf16 on the BF16 curve.
+    ``curves``: (gemm_efficiency, attention_efficiency) at these arguments, when already
+    computed (the forward's, reused by the backward)."""
     total = np.asarray(total_flops, dtype=float)
     fixed = asm is not None and "gemm_efficiency" in asm.model_fields_set
     if fixed and fp8 is None and (eta_x is None or np.all(np.asarray(eta_x)
                                                          == asm.gemm_efficiency)):
         return np.broadcast_to(np.float64(asm.gemm_efficiency), np.broadcast(
             total, np.asarray(h), np.asarray(t), np.asarray(s), np.asarray(b)).shape).copy()
-    eta_d = np.float64(asm.gemm_efficiency) if fixed else gemm_efficiency(gpu, h, t, s, b)
-    eta_a = (np.float64(asm.gemm_efficiency) if fixed
-             else attention_efficiency(gpu, flash, kernel, asm))
+    if not fixed and curves is None:
+        curves = gemm_efficiency(gpu, h, t, s, b), attention_efficiency(gpu, flash, kernel, asm)
+    eta_d = np.float64(asm.gemm_efficiency) if fixed else curves[0]
+    eta_a = np.float64(asm.gemm_efficiency) if fixed else curves[1]
     f_a = np.clip(np.asarray(attn_flops, dtype=float), 0.0, total)
     f_x = np.clip(np.asarray(expert_flops, dtype=float), 0.0, total - f_a)
     safe = np.where(total > 0, total, 1.0)  # no work: the GEMM curve's value, not 0/0

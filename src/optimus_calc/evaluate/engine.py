@@ -37,7 +37,8 @@ from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devic
                                            MemoryRecord, OptimizerInputs, OptimizerRecord,
                                            make_ctx, number)
 from optimus_calc.evaluate.shapes import activation_coefficients, op_sac_widths
-from optimus_calc.evaluate.stages import StageTable, by_strategy, stage_argmax, stage_max
+from optimus_calc.evaluate.stages import (StageTable, by_strategy, shaped, stage_argmax,
+                                          stage_max)
 from optimus_calc.evaluate.strategies.base import bit
 from optimus_calc.evaluate.work import comm_stage, compute_stage, experts_recomputed
 from optimus_calc.specs.model import BareModel, Model
@@ -52,16 +53,23 @@ def usable_gpu_bytes(hw: Hardware, asm: Assumptions) -> float:
     return float(eq.memory__usable_gpu_bytes(C_gpu=hw.gpu.memory_bytes, f_h=asm.gpu_headroom))
 
 
-def offload_flags(off, offload_params, gpu_fraction):
-    """(o_w, o_g, o_o, f_k) of memory.*: what leaves the GPU under each layout's strategy."""
+def offload_flags(off, offload_params, gpu_fraction, codes=None):
+    """(o_w, o_g, o_o, f_k) of memory.*: what leaves the GPU under each layout's strategy;
+    ``codes``: the strategy codes ``off`` holds, when known (:attr:`Ctx.codes`)."""
     off = np.asarray(off)
     out = [0.0, 0.0, 0.0, 0.0]
     for code, strat in S.coded():
+        if codes is not None and code not in codes:
+            continue
+        if codes is not None and len(codes) == 1:  # every layout: np.where would pick flags
+            out = strat.flags(offload_params, gpu_fraction)
+            break
         mine = off == code
         if np.any(mine):
             flags = strat.flags(offload_params, gpu_fraction)
             out = [np.where(mine, f, acc) for f, acc in zip(flags, out)]
-    return tuple(np.asarray(x, dtype=np.float64) * np.ones(off.shape) for x in out)
+    ones = np.ones(off.shape)
+    return tuple(np.asarray(x, dtype=np.float64) * ones for x in out)
 
 
 def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
@@ -172,8 +180,8 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
         c=ctx.cp, lambda_l=st.last, n_f=np.minimum(ctx.pp - st.index, ctx.m), p=ctx.pp,
         s=ctx.s, t=ctx.t, v=ctx.v)
     # full recompute re-materialises one layer at a time on top of the checkpoints
-    act = act + eq.memory__recompute_working_bytes(
-        M_l0=eq.memory__activation_layer_bytes(r=0, **layer_args), r_f=ctx.r_full)
+    act0 = eq.memory__activation_layer_bytes(r=0, **layer_args)
+    act = act + eq.memory__recompute_working_bytes(M_l0=act0, r_f=ctx.r_full)
     z, gbytes = ctx.z, tr.gradient_bytes
     cap_bkt = eq.memory__bucket_capacity_bytes(M_ddp=asm.ddp_bucket_MB, Z=z,
                                                Z_bk=asm.zero_bucket_params, b_g=gbytes)
@@ -181,13 +189,13 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
     over = eq.memory__overhead_bytes(
         G=G, M_act=act, M_bkt=bkt, M_ctx=asm.cuda_context_GB * GB, O=O,
         P_big=model.largest_layer_params, W=W, Z=z, f_frag=asm.fragmentation, t=ctx.t)
-    return act, over, layer_args
+    return act, over, layer_args, act0
 
 
 def memory_stage(ctx: Ctx) -> MemoryRecord:
     tr, asm, st, z, dp = ctx.tr, ctx.asm, ctx.st, ctx.z, ctx.dp
     wb, gbytes, ob = tr.weight_bytes, tr.gradient_bytes, tr.optimizer_bytes
-    flags = o_w, o_g, o_o, f_k = offload_flags(ctx.off, ctx.opar, ctx.gfrac)
+    flags = o_w, o_g, o_o, f_k = offload_flags(ctx.off, ctx.opar, ctx.gfrac, ctx.codes)
     t_x = ctx.t_x
     P = eq.memory__params_per_gpu(A=st.A, R=st.R, X=st.X, e=ctx.ep, t=ctx.t, t_x=t_x)
     # ZeRO/FSDP states shard over DP x CP; expert states over the expert-DP group
@@ -210,11 +218,12 @@ def memory_stage(ctx: Ctx) -> MemoryRecord:
     if states_only:
         act = over = np.zeros(np.broadcast_shapes(np.shape(W), np.shape(G), np.shape(O)))
         layer_args: dict = {}
+        act0 = None
     else:
-        act, over, layer_args = _activations(ctx, P, W, G, O, sigma)
+        act, over, layer_args, act0 = _activations(ctx, P, W, G, O, sigma)
     total = eq.memory__gpu_total_bytes(G=G, M_act=act, M_over=over, O=O, W=W)
     return MemoryRecord(flags, P, W, G, O, act, over, total, n_f, sigma, layer_args,
-                        states_only, n_sh, p_x)
+                        states_only, n_sh, p_x, act0)
 
 
 # ---- offload devices and feasibility --------------------------------------------------------
@@ -249,7 +258,7 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
             continue
         set_scope(strat.key)
         use = uses[code] = strat.devices(ctx, host)
-        mine = offc == code
+        mine = True if len(ctx.codes) == 1 else offc == code  # True: every layout (merged alike)
         for name in pairs:
             value = getattr(use, name)
             if np.ndim(value) == 0 and value == 0:
@@ -308,7 +317,7 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord,
         use = strat.optimizer(ctx, mem, comp, opt, dev.uses[code])
         if use is None:  # the node cannot run it: the layout is infeasible, its step 0
             continue
-        mine = ctx.off == code
+        mine = True if len(ctx.codes) == 1 else ctx.off == code
         for name in names:
             pairs[name].append((mine, getattr(use, name)))
         param_exposed = param_exposed + use.param_exposed_s  # already 0 outside its layouts
@@ -369,10 +378,10 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
         "tp_comm_s": comm.T_tp, "cp_comm_s": comm.T_cp, "ep_comm_s": comm.T_ep,
         "pp_comm_s": comm.T_pp, "dp_comm_s": comm.T_dp, "dp_comm_exposed_s": comm.T_dpx,
         "optimizer_s": opt.step_s, "optimizer_exposed_s": opt.exposed_s,
-        "offload_transfer_s": np.broadcast_to(opt.transfer_s, shape),
-        "optimizer_window_s": np.broadcast_to(opt.window_s, shape),
+        "offload_transfer_s": shaped(opt.transfer_s, shape),
+        "optimizer_window_s": shaped(opt.window_s, shape),
         "param_offload_exposed_s": T_po if np.ndim(T_po) else np.zeros((1,)),
-        "fixed_s": np.broadcast_to(terms["T_fix"], np.shape(step_stage)),
+        "fixed_s": shaped(terms["T_fix"], np.shape(step_stage)),
         "hardware_flops": eq.compute__step_flops(F_h=comp.f_h, F_l=comp.f_l, F_r=comp.f_r,
                                                  L=model.layers, tokens=tokens[..., None])}
     # float: 6 x 405e9 x 4M tokens passes int64's 9.2e18 (issue 37 High 1)

@@ -113,15 +113,17 @@ def offload_flags(layout: Layout) -> tuple[int, int, int, float]:
 
 
 def _stages(ev: Evaluation) -> list[StageMemory]:
-    def f(x, k):
-        row = np.asarray(x, dtype=np.float64).reshape(-1, np.shape(x)[-1])[0]
-        return float(row[k if row.size > 1 else 0])
     n = np.shape(ev.total_stage)[-1]
-    return [StageMemory(int(f(ev.stage_index, k)), int(f(ev.stage_layers, k)),
-                        f(ev.params_stage, k), f(ev.weights_stage, k), f(ev.gradients_stage, k),
-                        f(ev.optimizer_stage, k), f(ev.activations_stage, k),
-                        f(ev.overhead_stage, k), f(ev.total_stage, k),
-                        int(f(ev.in_flight_stage, k))) for k in range(n)]
+
+    def col(x) -> list[float]:  # the first layout's row as floats, one per stage
+        row = np.asarray(x, dtype=np.float64).reshape(-1, np.shape(x)[-1])[0].tolist()
+        return row if len(row) > 1 else row * n
+    ix, lay, par, w, g, o, act, over, tot, fl = map(col, (
+        ev.stage_index, ev.stage_layers, ev.params_stage, ev.weights_stage, ev.gradients_stage,
+        ev.optimizer_stage, ev.activations_stage, ev.overhead_stage, ev.total_stage,
+        ev.in_flight_stage))
+    return [StageMemory(int(ix[k]), int(lay[k]), par[k], w[k], g[k], o[k], act[k], over[k],
+                        tot[k], int(fl[k])) for k in range(n)]
 
 
 def _reason_text(r: Reason, ev: Evaluation, worst: StageMemory, hw: Hardware,

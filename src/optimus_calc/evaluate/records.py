@@ -13,8 +13,8 @@ import numpy as np
 from optimus_calc.evaluate.batch import resolve_global_batch
 from optimus_calc.evaluate.batch import R_FULL, Batch
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.evaluate.stages import (StageColumns, StageTable, stage_argmax, stage_max,
-                                          stage_table)
+from optimus_calc.evaluate.stages import (StageColumns, StageTable, sorted_unique,
+                                          stage_argmax, stage_max, stage_table)
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.specs.training import Training
@@ -57,7 +57,7 @@ class Ctx:
     st: StageColumns    # the stage table's columns at each layout's pipeline degree
     etp: Array = 0      # expert TP (0: as TP; parallel folding sets it)
 
-    @property
+    @functools.cached_property
     def t_x(self) -> Array:
         """The experts' tensor-parallel degree: etp where set, else TP."""
         return np.where(np.asarray(self.etp) > 0, self.etp, self.t)
@@ -70,13 +70,24 @@ class Ctx:
     def s(self) -> int:
         return self.tr.seq_len
 
-    @property
+    @functools.cached_property
     def r_full(self) -> Array:
         return (self.rc == R_FULL).astype(np.float64)
 
+    @functools.cached_property
+    def codes(self) -> frozenset:
+        """The offload strategy codes the batch's layouts use (found once per context: every
+        stage asks per strategy)."""
+        off = np.asarray(self.off).reshape(-1)
+        if off.size <= 64:
+            return frozenset(off.tolist())
+        # a large batch: one counting pass (a sort of every layout's code costs ~30x more)
+        return frozenset((np.flatnonzero(np.bincount(off)) if off.min() >= 0
+                          else sorted_unique(off)).tolist())
+
     def uses(self, code: int) -> bool:
         """Whether any layout of the batch uses offload strategy ``code``."""
-        return bool(np.any(self.off == code))
+        return code in self.codes
 
 
 def make_ctx(batch: Batch, model, hw: Hardware, tr: Training, asm: Assumptions,
@@ -112,6 +123,7 @@ class MemoryRecord:
     states_only: bool
     n_sh: Array = 1.0       # memory.zero_shard_degree: ranks the ZeRO states shard over
     p_x: Array = 0.0        # expert parameters per GPU (shard over DP x CP / EP)
+    act0: Array | None = None  # memory.activation_layer_bytes at r = 0 (the compute reuses it)
 
     @property
     def worst(self) -> Array:

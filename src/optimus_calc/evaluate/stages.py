@@ -48,6 +48,10 @@ class StageColumns:
     last: np.ndarray        # 1 on the last stage
 
 
+# batches of at most this many layouts keep their looked-up columns on the table (a speed
+# tactic: the same arrays, read-only)
+_LOOKUPS_SMALL = 16
+
 # the table's key of a (pipeline degree, model chunks per GPU) pair: pp x V_KEY + v, above
 # any interleave (the CLI's --interleave stops at 1000)
 V_KEY = 1 << 20
@@ -74,9 +78,23 @@ class StageTable:
         """Each column at every layout's pipeline degree (and interleave ``v``), shape
         ``pp.shape + (K,)``; stored stage-major (see :data:`STAGE_MAJOR_FROM`) when large,
         gathered that way at once."""
-        i = np.searchsorted(self.pps, _keys(pp, v, self.by_v))
+        keys = _keys(pp, v, self.by_v)
+        small = keys.size <= _LOOKUPS_SMALL
+        if small:  # a report's batch: the same few columns on every call (read-only, kept)
+            memo = self.__dict__.setdefault("_lookups", {})
+            got = memo.get((keys.shape, keys.tobytes()))
+            if got is not None:
+                return got
+        i = np.searchsorted(self.pps, keys)
         if i.size * self.index.shape[1] <= STAGE_MAJOR_FROM:
-            return StageColumns(**{k: getattr(self, k)[i] for k in _COLUMNS})
+            cols = StageColumns(**{k: getattr(self, k)[i] for k in _COLUMNS})
+            if small:
+                for k in _COLUMNS:
+                    getattr(cols, k).flags.writeable = False
+                if len(memo) >= 256:
+                    memo.clear()
+                memo[(keys.shape, keys.tobytes())] = cols
+            return cols
         # np.take allocates its result in C order, stage first (fancy indexing would not)
         return StageColumns(**{k: np.moveaxis(np.take(getattr(self, k).T, i, axis=1), 0, -1)
                                for k in _COLUMNS})
@@ -146,11 +164,12 @@ def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
     :func:`stage_major_zeros` and reduced over the stages with :func:`stage_max` /
     :func:`stage_argmax`."""
     values = [np.asarray(v) for _, v in pairs]
-    shape = _broadcast(tuple(shape), *(np.shape(m) for m, _ in pairs),
+    shape = broadcast_small(tuple(shape), *(np.shape(m) for m, _ in pairs),
                        *(v.shape for v in values))
-    dtype = np.result_type(dtype, *(v.dtype for v in values))
+    if len(values) != 1 or values[0].dtype != dtype:
+        dtype = np.result_type(dtype, *(v.dtype for v in values))
     small = math.prod(shape) <= STAGE_MAJOR_FROM
-    if small and len(pairs) == 1 and np.asarray(pairs[0][0]).all():
+    if small and len(pairs) == 1 and (pairs[0][0] is True or np.asarray(pairs[0][0]).all()):
         # a small batch of one strategy: its values, copied (C order, as stage_major_zeros
         # stores a small array)
         v = values[0]
@@ -168,7 +187,17 @@ def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
     return out
 
 
-def _broadcast(*shapes: tuple) -> tuple:
+def shaped(x, shape: tuple):
+    """``np.broadcast_to(x, shape)``, read-only; ``x`` itself, made read-only, when it has that
+    shape (a term the evaluation made: nothing else writes to it; a batch of one would pay
+    numpy's broadcast for nothing)."""
+    if isinstance(x, np.ndarray) and x.shape == shape:
+        x.flags.writeable = False
+        return x
+    return np.broadcast_to(x, shape)
+
+
+def broadcast_small(*shapes: tuple) -> tuple:
     """``np.broadcast_shapes`` of a few short shapes, in Python (numpy's builds an array per
     shape: most of a small merge's cost)."""
     out = [1] * max(map(len, shapes))
@@ -215,8 +244,12 @@ def stage_table(model: Model | BareModel, pps, all_stages: bool, vs=1) -> StageT
     shapes.interleave_matters). Cached per model, keys and ``all_stages``: a report asks for
     the same table on every call; its arrays are read-only."""
     by_v = interleave_matters(model)
-    pp, v = np.broadcast_arrays(np.asarray(pps, dtype=np.int64), np.asarray(vs, dtype=np.int64))
-    keys = sorted({int(k) for k in _keys(pp, v, by_v).reshape(-1)})
+    pp, v = np.asarray(pps, dtype=np.int64), np.asarray(vs, dtype=np.int64)
+    if pp.size == 1 and v.size == 1:  # a batch of one: its key, as _keys makes it
+        keys = [int(pp.reshape(-1)[0]) * V_KEY + (int(v.reshape(-1)[0]) if by_v else 1)]
+    else:
+        pp, v = np.broadcast_arrays(pp, v)
+        keys = sorted({int(k) for k in _keys(pp, v, by_v).reshape(-1)})
     return _stage_table(model, tuple(keys), bool(all_stages), by_v)
 
 

@@ -9,11 +9,14 @@ from optimus_calc.equations.recording import active as recording_active
 from optimus_calc.equations.recording import eq, set_scope
 from optimus_calc.evaluate.batch import R_FULL, R_NONE, R_SELECTIVE
 from optimus_calc.evaluate.context import check_precision
-from optimus_calc.evaluate.efficiency import causal_factor, compute_efficiency, expert_efficiency
+from optimus_calc.evaluate.efficiency import (attention_efficiency, causal_factor,
+                                              compute_efficiency, expert_efficiency,
+                                              gemm_efficiency)
 from optimus_calc.evaluate.fp8 import amax_time, bf16_head_flops, fp8_gemm_ratio
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord
 from optimus_calc.evaluate.shapes import op_sac_widths
+from optimus_calc.evaluate.stages import broadcast_small
 from optimus_calc.evaluate import nccl
 from optimus_calc.evaluate.topology import all_to_all, group, neighbour, nic_Bps, placement
 from optimus_calc.specs.model import Model
@@ -143,7 +146,13 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     eff = dict(gpu=hw.gpu, h=model.hidden, t=ctx.t, s=s / ctx.cp, b=ctx.mb,
                flash=tr.flash_attention, asm=asm, kernel=tr.attention_kernel, eta_x=eta_x,
                fp8=fp8_gemm_ratio(tr, asm))
-    act0 = eq.memory__activation_layer_bytes(r=0, **mem.layer_args)
+    if not recording_active() and "gemm_efficiency" not in asm.model_fields_set:
+        # the weight GEMMs' and attention kernel's curves, once for both passes (`explain`
+        # shows each pass's calls as made)
+        eff["curves"] = (gemm_efficiency(hw.gpu, eff["h"], eff["t"], eff["s"], eff["b"]),
+                         attention_efficiency(hw.gpu, eff["flash"], eff["kernel"], asm))
+    act0 = (mem.act0 if mem.act0 is not None and not recording_active()  # `explain`: as made
+            else eq.memory__activation_layer_bytes(r=0, **mem.layer_args))
     fwd_pass = eq.step__elementwise_forward_passes(f_e=asm.elementwise_factor)
     bwd_pass = eq.step__elementwise_backward_passes(f_e=asm.elementwise_factor,
                                                     r_full=(rc == R_FULL))
@@ -198,15 +207,18 @@ def _ring(ctx: Ctx, coll: str, n, stride, z, beta, alpha):
         return RING_EQ[coll](alpha=alpha, beta=beta, n=n, z=z)
     if recording_active():  # `explain`: every call as made
         return _nccl_ring(ctx, coll, n, stride, z, beta)
-    args = tuple(np.asarray(x) for x in (n, stride, z, beta))
-    if not np.any(args[0] > 1):
+    args = n, stride, z, beta = (np.asarray(n), np.asarray(stride), np.asarray(z),
+                                 np.asarray(beta))
+    if not (n > 1).any():
         # one rank everywhere (CP 1, DP 1): the ring takes 0 s (nccl.ring_time's value)
-        return np.zeros(np.broadcast_shapes(*(a.shape for a in args)))
-    if max(a.size for a in args) > _RINGS_SMALL:
+        return np.zeros(broadcast_small(n.shape, stride.shape, z.shape, beta.shape))
+    if max(n.size, stride.size, z.size, beta.size) > _RINGS_SMALL:
         return _nccl_ring(ctx, coll, *args)
     hw = ctx.hw
     key = (coll, hw.gpus_per_node, hw.intra_link.link_kind, hw.intra_link.nvls_busbw_GBps,
-           ctx.asm.nccl_net_overhead_us, *((a.dtype.str, a.shape, a.tobytes()) for a in args))
+           ctx.asm.nccl_net_overhead_us, n.dtype.str, n.shape, n.tobytes(), stride.dtype.str,
+           stride.shape, stride.tobytes(), z.dtype.str, z.shape, z.tobytes(), beta.dtype.str,
+           beta.shape, beta.tobytes())
     t = _RINGS.get(key)
     if t is None:
         if len(_RINGS) >= 1024:
@@ -243,7 +255,9 @@ def _either(ctx: Ctx, cond, yes: str, no: str, ring: dict):
 
 def _where(cond, t):
     """``t`` as ``np.where(cond, t, other)`` shapes it when ``cond`` picks ``t`` everywhere."""
-    return np.array(np.broadcast_to(t, np.broadcast_shapes(cond.shape, np.shape(t))),
+    t = np.asarray(t)
+    shape = np.broadcast_shapes(cond.shape, t.shape) if cond.shape != t.shape else t.shape
+    return np.array(t if shape == t.shape else np.broadcast_to(t, shape),
                     dtype=np.result_type(t, np.float64))
 
 
@@ -328,18 +342,31 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
                if tr.multicast else _ring(ctx, "all-gather", n_dp, ctx.t, z_piece, b_dp, a_dp))
     T_gat = eq.step__dp_gather_time(Z=z, k_w=k_w, t_g=t_piece)
     r_full = ctx.r_full
-    g_x = zero3_exposed_gather(modules=n_mod, module_params=P / n_mod, gather_s=t_piece,
-                               forward_s=comp.W_f, backward_s=comp.W_b, asm=asm,
-                               recompute_full=r_full, reduce_s=asm.dp_reduce_overlap * T_red)
+    g_x = _zero3_wait(ctx, (z == 3) & (n_dp > 1), n_mod, P, t_piece, comp, T_red)
     # the per-module fixed cost of every gather pass, as the exposed term charges it (in G_x)
     A_g = np.where(n_dp > 1, n_mod * asm.zero3_gather_latency_us * 1e-6, 0.0)
     dp_args = dict(T_gat=T_gat, T_red=T_red, Z=z, m=ctx.m, A_g=A_g, r_full=r_full)
     T_dp = eq.step__dp_comm_time(**dp_args)
-    T_dpx = eq.step__dp_exposed_time(G_x=np.where((z == 3) & (n_dp > 1), g_x, 0.0), T_bkt=T_bkt,
+    T_dpx = eq.step__dp_exposed_time(G_x=g_x, T_bkt=T_bkt,
                                      o_dr=asm.dp_reduce_overlap, o_pg=asm.dp_gather_overlap,
                                      W_b=comp.W_b, W_f=comp.W_f, **dp_args)
     set_scope("")
     return T_dp, T_dpx
+
+
+def _zero3_wait(ctx: Ctx, on, n_mod, P, t_piece, comp: ComputeRecord, T_red):
+    """G_x of step.dp_exposed_time: the ZeRO-3 gathers a micro-batch waits for where ``on``
+    (ZeRO-3 over more than one rank), else 0. A batch with no such layout skips the computation
+    unless `explain` records it (a speed tactic: the same zeros)."""
+    asm, r_full = ctx.asm, ctx.r_full
+    if not recording_active() and not on.any():
+        return np.zeros(broadcast_small(on.shape, np.shape(n_mod), np.shape(P), np.shape(t_piece),
+                                        np.shape(comp.W_f), np.shape(comp.W_b),
+                                        np.shape(r_full), np.shape(T_red)))
+    g_x = zero3_exposed_gather(modules=n_mod, module_params=P / n_mod, gather_s=t_piece,
+                               forward_s=comp.W_f, backward_s=comp.W_b, asm=asm,
+                               recompute_full=r_full, reduce_s=asm.dp_reduce_overlap * T_red)
+    return np.where(on, g_x, 0.0)
 
 
 def comm_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord) -> CommRecord:
