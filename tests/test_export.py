@@ -339,14 +339,14 @@ def test_torchtitan_pipeline_keys_reproduce_the_evaluated_split(cat):
     sets both to 0 and names each stage's modules when the split is uneven."""
     from optimus_calc.frameworks.torchtitan_export import virtual_stage_layers
     tr = Training(seq_len=8192, global_batch=512)
-    even, _ = torchtitan_sections(Layout(tp=8, pp=4, dp=1, zero=3), tr,
+    even, _ = torchtitan_sections(Layout(tp=8, pp=4, dp=1, zero=0), tr,
                                   cat.get("llama-3-70b", "model"))
     p = even["parallelism"]
     assert p["pipeline_parallel_first_stage_less_layers"] == 0
     assert p["pipeline_parallel_last_stage_less_layers"] == 0
     assert p["pipeline_parallel_layers_per_stage"] == 20  # 80 layers / 4 stages
     assert "module_fqns_per_model_part" not in p
-    uneven, _ = torchtitan_sections(Layout(tp=8, pp=16, dp=1, zero=3), tr,
+    uneven, _ = torchtitan_sections(Layout(tp=8, pp=16, dp=1, zero=0), tr,
                                     cat.get("llama-3-405b", "model"))
     parts = uneven["parallelism"]["module_fqns_per_model_part"]
     assert "pipeline_parallel_layers_per_stage" not in uneven["parallelism"]

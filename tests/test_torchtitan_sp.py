@@ -57,7 +57,7 @@ def test_only_a_rule_reading_sp_widens_the_result():
     # grid (4 points) x SP axis (2): frameworks without an SP rule keep the grid's shape
     tp = np.array([1, 2, 4, 8]).reshape(1, 4)
     sp = np.array([0, 1]).reshape(2, 1)
-    args = (tp, 1, 1, 1, 1, 3, 0, False, 1, 1, sp, 0)
+    args = (tp, 1, 1, 1, 1, 0, 0, False, 1, 1, sp, 0)
     kw = dict(heads=32, n_kv=8, experts=0, layers=32, global_batch=64)
     meg = framework_support(*args, frameworks=(Framework.MEGATRON,), **kw)
     assert meg.reason[Framework.MEGATRON].shape == (1, 4)
@@ -134,3 +134,19 @@ def test_rule_text_names_only_flags_of_the_commands_that_show_it():
     assert "--sp" not in opts["plan"] and "--sp" in opts["step"]
     assert re.findall(r"--[a-z][a-z-]*", SP_TEXT) == ["--sp"]
     assert "plan TP" not in SP_TEXT
+
+
+def test_torchtitan_shards_nothing_over_one_data_parallel_rank():
+    # ParallelDims.fsdp_enabled = dp_shard > 1 or cp > 1 (parallel_dims.py L334-335): with
+    # DP x CP = 1 torchtitan applies no FSDP, so ZeRO 1-3 are the ZeRO-0 run and are refused;
+    # DP 2 or CP 2 shard (ZeRO-3 runs), and ZeRO-0 over one rank runs
+    zero = np.array([0, 1, 2, 3]).reshape(4, 1)
+    dp = np.array([1, 2, 1]).reshape(1, 3)
+    cp = np.array([1, 1, 2]).reshape(1, 3)
+    kw = dict(heads=32, n_kv=8, experts=0, layers=32, global_batch=64)
+    r = framework_support(1, 1, dp, cp, 1, zero, 0, False, 1, 1, 1, 0,
+                          frameworks=(Framework.TORCHTITAN,), **kw).reason[Framework.TORCHTITAN]
+    one_rank = (r == Reason.TT_ZERO_ONE_RANK).tolist()
+    assert one_rank == [[False, False, False], [True, False, False], [True, False, False],
+                        [True, False, False]]
+    assert r[3, 1] == 0 and r[3, 2] == 0 and r[0, 0] == 0

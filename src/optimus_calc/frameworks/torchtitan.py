@@ -169,6 +169,10 @@ RULES: tuple[Rule, ...] = (
          "torchtitan/models/llama3/infra/parallelize.py L319-329; torch/distributed/"
          "pipelining/stage.py (backward_maybe_with_nosync)",
          lambda x: (x.zero >= 2) & (x.dp > 1) & (x.pp > 1) & ~x.oparams),
+    _row("TT_ZERO_ONE_RANK", "with one data-parallel rank (dp_shard x cp = 1) FSDP2 is not "
+         "applied (ParallelDims.fsdp_enabled): there is nothing to shard; plan it as --zero 0",
+         "torchtitan/distributed/parallel_dims.py L334-335; torchtitan/models/llama3/infra/"
+         "parallelize.py L125", lambda x: (x.zero > 0) & (x.dp * x.cp == 1)),
     _row("TT_DDP_ND", "plain DDP (ZeRO-0) only without TP/PP/CP",
          "torchtitan/models/llama3/infra/parallelize.py L148-151",
          lambda x: (x.zero == 0) & (x.dp > 1) & ((x.tp > 1) | (x.pp > 1) | (x.cp > 1))),
