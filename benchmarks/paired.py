@@ -51,22 +51,34 @@ print(json.dumps(out))
 '''
 
 
-def measure(src: str) -> dict:
+def probe(src: str, code: str) -> dict:
+    """The JSON the last line of ``code`` prints, run in a fresh interpreter on checkout ``src``
+    (also benchmarks/single_layout.py's)."""
     env = dict(os.environ, PYTHONPATH=src, OPENBLAS_NUM_THREADS="1")
-    code = PROBE.replace("BENCH_DIR", repr(HERE))
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     if p.returncode:
         raise SystemExit(f"{src}: {p.stderr.strip()[-400:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def checkouts(argv: list[str]) -> tuple[str, str, int] | None:
+    """(BASE_SRC, THIS_SRC, ROUNDS) of the command line; None without BASE_SRC."""
+    if len(argv) < 2:
+        return None
+    this = os.path.abspath(argv[2]) if len(argv) > 2 else os.path.join(HERE, "..", "src")
+    return os.path.abspath(argv[1]), this, int(argv[3]) if len(argv) > 3 else 5
+
+
+def measure(src: str) -> dict:
+    return probe(src, PROBE.replace("BENCH_DIR", repr(HERE)))
+
+
 def main() -> int:
-    if len(sys.argv) < 2:
+    args = checkouts(sys.argv)
+    if args is None:
         print(__doc__)
         return 2
-    base = os.path.abspath(sys.argv[1])
-    this = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else os.path.join(HERE, "..", "src")
-    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    base, this, rounds = args
     runs = [(measure(base), measure(this)) for _ in range(rounds)]
     n = runs[0][1]["layouts"]
     print(f"paired, {rounds} rounds, load average {os.getloadavg()[0]:.2f}; base {base}")

@@ -12,14 +12,14 @@ the median of the round-by-round ratios base / this (above 1: this checkout is f
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from paired import checkouts, probe  # noqa: E402
 
 PROBE = r'''
 import json, statistics, sys, time
@@ -69,21 +69,15 @@ def _runs_file(d: str) -> str:
 
 
 def measure(src: str, runs: str, out: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=src, OPENBLAS_NUM_THREADS="1")
-    code = PROBE.replace("RUNS", repr(runs)).replace("OUT", repr(out))
-    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    if p.returncode:
-        raise SystemExit(f"{src}: {p.stderr.strip()[-400:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return probe(src, PROBE.replace("RUNS", repr(runs)).replace("OUT", repr(out)))
 
 
 def main() -> int:
-    if len(sys.argv) < 2:
+    args = checkouts(sys.argv)
+    if args is None:
         print(__doc__)
         return 2
-    base = os.path.abspath(sys.argv[1])
-    this = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else os.path.join(HERE, "..", "src")
-    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    base, this, rounds = args
     with tempfile.TemporaryDirectory() as d:
         runs, out = _runs_file(d), os.path.join(d, "p.toml")
         pairs = [(measure(base, runs, out), measure(this, runs, out)) for _ in range(rounds)]
