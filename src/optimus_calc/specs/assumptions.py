@@ -117,7 +117,7 @@ class Assumptions(Frozen):
                     "sets it: SAC counts torchao's aten.mm too). The torchtitan profile sets 1")
     sac_saves_ep_all_to_all: float = Field(default=1, ge=0, le=1, description="selective_policy "
         "1-2, EP > 1: 1 = op AC saves the MoE all-to-alls' outputs (memory.op_sac_ep_saved_bytes)"
-        ", 0 = its re-run forward sends them again (step.ep_comm_time); torchtitan: per family")
+        ", 0 = its re-run re-sends them (step.ep_comm_time). Assumed 1; torchtitan: per family")
     fp8_gemm_efficiency: float = Field(
         default=0.825, ge=MIN_EFFICIENCY, le=1,
         description="torchao float8 (--fp8-recipe torchao): FP8 weight GEMMs reach this "
