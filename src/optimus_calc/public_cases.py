@@ -15,6 +15,9 @@ catalog model.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from optimus_calc.public_cases_long import long_rows
 from optimus_calc.public_cases_moe import moe_rows
 from optimus_calc.public_row import CS as _CS
 from optimus_calc.public_row import DS as _DS
@@ -56,6 +59,21 @@ MEG19 = "Shoeybi et al. 2019, Megatron-LM (arXiv 1909.08053), abstract"
 
 _MEG_ASM = "recompute none and the distributed optimizer (Megatron-Bridge recipe defaults)"
 _TTN = dict(framework="torchtitan", zero=3, recompute="selective")
+# The attention kernel of torchtitan's published Hopper runs (2024-12 to 2025-07): PyTorch's
+# SDPA flash backend (FlashAttention-2). torchtitan called F.scaled_dot_product_attention with
+# PyTorch's backend order until 2025-05-14, then put FLASH_ATTENTION first below compute
+# capability 10.0 (torchtitan 3b85aa31f, torchtitan/models/attention.py) until 2025-10-09
+# (6a3a9da95: cuDNN first everywhere, as at the plug-in's pinned commit 73a0e69, attention.py
+# L168-178); PyTorch made its cuDNN backend opt-in from 2.5.1 (pytorch/pytorch#138522)
+_TT_FA2 = ("attention on FlashAttention-2 (torchtitan before 6a3a9da95 ran PyTorch's SDPA "
+           "flash backend on Hopper: pytorch/pytorch#138522, torchtitan 3b85aa31f)")
+
+
+def _on_fa2(row: PublicRow) -> PublicRow:
+    """A torchtitan Hopper row on the FlashAttention-2 it ran (_TT_FA2)."""
+    if row.node == "dgx-a100" or row.kernel:
+        return row
+    return replace(row, kernel="fa2", assumed="; ".join(x for x in (row.assumed, _TT_FA2) if x))
 _GB = ("NVL72's 72-GPU NVLink domain is not a catalog node: GB200 GPUs on DGX-B200-sized "
        "8-GPU NVLink nodes")
 _CAT = "model not in the catalog"
@@ -250,7 +268,7 @@ def _torchtitan() -> list[PublicRow]:
                      framework="torchtitan", zero=1, recompute="full",
                      mem_gib=gib,
                      assumed="Float8 as the table's title says; " + mb_pp))
-    return out + _torchtitan_other()
+    return [_on_fa2(r) for r in out + _torchtitan_other()]
 
 
 def _torchtitan_other() -> list[PublicRow]:
@@ -344,4 +362,4 @@ def _v100() -> list[PublicRow]:
 def public_rows() -> list[PublicRow]:
     """Every row, expressible or not, in source order."""
     return _fa2_rows() + _megatron_dense() + _nemo_dense() + moe_rows() + _torchtitan() \
-        + _offload_and_small() + _v100()
+        + long_rows() + _offload_and_small() + _v100()

@@ -1,0 +1,56 @@
+"""Long-context rows: NeMo's "Long Sequence Performance" page (context parallelism from 4K to 1M
+tokens). Data only: validate_public.py runs them (public_cases.public_rows)."""
+
+from __future__ import annotations
+
+from optimus_calc.public_row import DS as _DS
+from optimus_calc.public_row import MEG as _MEG
+from optimus_calc.public_row import PublicRow
+
+# NVIDIA/NeMo docs/source/performance/performance_long_sequence.md @ 8cfedd7 (H100 table added
+# by 5b47a94c11 / b39e679ba9, Oct 2024, container NeMo 24.03.01; B200 table by 14d427f575 /
+# 19fadb67b0, container 25.04.rc2). TFLOP/s per GPU: the Oct 2024 numbers predate NeMo's FLOP
+# callback (nemo/utils/flops_formulas.py, first commit f0bf77bcf7, 2025-01-22) and the causal
+# halving in both NeMo (6251117f4c, 2025-08) and Megatron-LM's training.py (8873b55d6a,
+# 2025-03): attention un-halved
+NEMO_LONG = ("NeMo docs/source/performance/performance_long_sequence.md @ 8cfedd7, "
+             "{t} (container {c})")
+_H100 = NEMO_LONG.format(t="LLAMA2-7B (FP8) - H100", c="NeMo 24.03.01")
+_B200 = NEMO_LONG.format(t="LLAMA3-8B (FP8) - B200", c="NeMo 25.04.rc2")
+_ASM = ("FP8 delayed scaling (te-delayed: Transformer Engine had no other recipe in 2024); "
+        "micro-batch 1; recompute none; distributed optimizer with the recipe's overlaps "
+        "(NeMo defaults; the page publishes none of these)")
+_NO_CP = ("the layout of the run without CP is not published ('the most performant model- and "
+          "data-parallel configurations without CP')")
+_B200_WHY = ("the published layout does not fill the GPUs (TP x PP x DP x CP = 1/4 of '# of "
+             "GPUs' on every row of the B200 table)")
+
+
+def long_rows() -> list[PublicRow]:
+    """The H100 table's runs with CP, as published (sequence in K tokens, GPUs, global batch,
+    TP, PP, DP, CP, TFLOP/s per GPU); the runs without CP and the B200 table are listed with
+    the reason the tool cannot run them."""
+    h100 = [(4, 4, 1024, 1, 1, 4, 1, 768, 768), (8, 8, 512, 1, 2, 4, 1, 730, 730),
+            (16, 16, 256, 2, 1, 8, 1, 660, 660), (32, 32, 128, 2, 1, 8, 2, 610, 595),
+            (64, 64, 64, 4, 1, 8, 2, 574, 534), (128, 128, 32, 4, 1, 8, 4, 555, 424),
+            (256, 256, 16, 4, 1, 8, 8, 549, 392), (512, 512, 8, 8, 1, 4, 16, 549, 104),
+            (1024, 1024, 4, 8, 1, 4, 32, 536, 26.5)]
+    out = []
+    for k, gpus, gbs, tp, pp, dp, cp, with_cp, without in h100:
+        assert tp * pp * dp * cp == gpus
+        node = dict(nodes=max(1, gpus // 8), gpus_per_node=gpus if gpus < 8 else None)
+        out.append(PublicRow(_H100, f"H100 Llama2-7B FP8 seq {k}K TP{tp} PP{pp} CP{cp}, "
+                             f"{gpus} GPUs", "llama-2-7b", "dgx-h100", published=with_cp,
+                             unit="tflops:unhalved", tp=tp, pp=pp, cp=cp, seq=k * 1024,
+                             gbs=gbs, assumed=_ASM, **node, **_DS, **_MEG))
+        if cp > 1:
+            out.append(PublicRow(_H100, f"H100 Llama2-7B FP8 seq {k}K without CP, {gpus} GPUs",
+                                 "llama-2-7b", "dgx-h100", published=without,
+                                 unit="tflops:unhalved", seq=k * 1024, why_not=_NO_CP, **node))
+    b200 = [(8, 8, 1671), (16, 16, 1717), (32, 32, 1624), (64, 64, 1600), (128, 128, 1588),
+            (256, 256, 1590), (512, 512, 1619), (1024, 1024, 1608)]
+    for k, gpus, v in b200:
+        out.append(PublicRow(_B200, f"B200 Llama3-8B FP8 seq {k}K with CP, {gpus} GPUs",
+                             "llama-3-8b", "dgx-b200", max(1, gpus // 8), v,
+                             unit="tflops:unhalved", seq=k * 1024, why_not=_B200_WHY))
+    return out
