@@ -108,3 +108,14 @@ def test_mfu_with_sequence_follows_the_attention_efficiency(run, cat, node):
     m = [_mfu(run, node, s, cp, "mfu_causal") for s, cp in lay]
     assert m[0] > m[1] > m[2]
     assert _mfu(run, node, 524288, 8) == pytest.approx(1.5 * kernel_efficiency(gpu), rel=0.03)
+
+
+def test_published_flops_formula_by_hand():
+    # FA2 Table 1's GPT3-1.3B at 8k, un-halved (Dao 2023 section 4.2): 24 layers, h 2048,
+    # N = 1.3e9 (round): 6 x 1.3e9 + 12 x 24 x 2048 x 8192 = 7.8e9 + 4,831,838,208 =
+    # 12,631,838,208 FLOPs per token; halved: 7.8e9 + 2,415,919,104
+    from optimus_calc.equations import compiled as eq
+    assert eq.compute__published_flops_per_token(N_pub=1.3e9, c_pub=12, L=24, h=2048,
+                                                 s=8192) == pytest.approx(12_631_838_208)
+    assert eq.compute__published_flops_per_token(N_pub=1.3e9, c_pub=6, L=24, h=2048,
+                                                 s=8192) == pytest.approx(10_215_919_104)

@@ -55,8 +55,9 @@ def flops_per_token(model: Model, seq: int, convention: str) -> float:
     """6 N + 12 L h s (un-halved) or 6 N + 6 L h s (halved): the publications' formulas
     (framework-physics.md 7.2: NeMo <= 25.07 / Megatron-Bridge >= 25.09; FA2 section 4.2)."""
     n = float(model.total_params if hasattr(model, "total_params") else 0)
-    attn = (12 if convention == "unhalved" else 6) * model.layers * model.hidden * seq
-    return 6 * n + attn
+    return float(eq.compute__published_flops_per_token(
+        N_pub=n, c_pub=12 if convention == "unhalved" else 6, L=model.layers, h=model.hidden,
+        s=seq))
 
 
 def setup(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> RowSetup:

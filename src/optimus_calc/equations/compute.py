@@ -139,6 +139,20 @@ six_n_flops = equation(
     "Training FLOPs of a step by the 6 N tokens convention (N active parameters with "
     "embeddings): the basis of 'MFU (6N)'; lower than model FLOPs by the attention core.")
 
+c_pub = sym("c_pub", "attention FLOPs per token per layer over h x s in a publication's "
+            "formula: 12 (un-halved) or 6 (causal halved)")
+N_pub = sym("N_pub", "parameters a publication's formula counts (all, with embeddings)")
+
+published_flops_per_token = equation(
+    "compute.published_flops_per_token", 6 * N_pub + c_pub * L * h * s, "FLOP/token",
+    "the formulas behind published TFLOP/s per GPU (docs/reference/framework-physics.md 7.2): "
+    "6 N + 12 L h s un-halved, as Narayanan et al. SC'21 section 5.1 (24 h^2 + 4 s h forward "
+    "per layer, x 3), Dao 2023 (FlashAttention-2) section 4.2, NeMo <= 25.07 "
+    "(nemo/utils/flops_formulas.py before 6251117f4c) and Megatron-LM training.py before "
+    "8873b55d6a; 6 N + 6 L h s halved, Megatron-Bridge >= 25.09",
+    "Training FLOPs per token as a publication counts them (N all parameters): `validate` "
+    "turns a prediction into the published TFLOP/s with the publication's own formula.")
+
 moe_permute_bytes = equation(
     "compute.moe_permute_bytes", 2 * 2 * tok_mb * k_top * h * b_a, "bytes",
     "Megatron-core MoE (transformer/moe/moe_utils.py permute/unpermute, token_dispatcher.py): "

@@ -68,6 +68,11 @@ def compute__pipeline_bubble(T_c, m, p, v):
     return T_c*(p - 1)/(m*v)
 
 
+def compute__published_flops_per_token(L, N_pub, c_pub, h, s):
+    """compute.published_flops_per_token [FLOP/token]: the formulas behind published TFLOP/s per GPU (docs/reference/framework-physics.md 7.2): 6 N + 12 L h s un-halved, as Narayanan et al. SC'21 section 5.1 (24 h^2 + 4 s h forward per layer, x 3), Dao 2023 (FlashAttention-2) section 4.2, NeMo <= 25.07 (nemo/utils/flops_formulas.py before 6251117f4c) and Megatron-LM training.py before 8873b55d6a; 6 N + 6 L h s halved, Megatron-Bridge >= 25.09"""
+    return L*c_pub*h*s + 6*N_pub
+
+
 def compute__six_n_flops(N_act, tokens):
     """compute.six_n_flops [FLOP]: Kaplan et al. 2020 (arXiv 2001.08361) section 2.1, C = 6 N D; Hoffmann et al. 2022 (Chinchilla) section 3: the convention planners use (2 N forward, 4 N backward per token, attention scores left out)"""
     return 6*N_act*tokens
