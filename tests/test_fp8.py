@@ -91,9 +91,11 @@ def test_fp8_speed_up_scales_as_torchtitans_float8_tables(cat):
 
 
 def test_torchao_ratio_is_the_fit_on_every_public_torchao_row(cat):
-    """The default fp8_gemm_efficiency (0.825) minimises the mean |log(predicted / published)|
-    of the 17 expressible torchao rows (3 sources) on benchmarks/fit_torchao.py's 0.005 grid:
-    its neighbours 0.820 and 0.830 do no better."""
+    """The default fp8_gemm_efficiency (0.925) is the minimum of the mean |log(predicted /
+    published)| of the 17 expressible torchao rows (3 sources) on benchmarks/fit_torchao.py's
+    0.005 grid, to within 0.01 points: the loss is flat from 0.925 to 0.935 (7.798%, 7.797%,
+    7.797%; the script's argmin is 0.935), and 0.925 keeps validate's leave-one-source-out
+    error lower (9.1% against 9.3%); 0.05 either side is clearly worse."""
     import numpy as np
     from optimus_calc.public_cases import public_rows
     from optimus_calc.validate_public import predicted_value, setup, step_time
@@ -107,7 +109,8 @@ def test_torchao_ratio_is_the_fit_on_every_public_torchao_row(cat):
             errs.append(abs(np.log(predicted_value(r, s, step_time(s)) / r.published)))
         return float(np.mean(errs))
     at = loss(Assumptions().fp8_gemm_efficiency)
-    assert at <= loss(0.820) and at <= loss(0.830)
+    assert at <= min(loss(0.920), loss(0.930)) + 1e-4
+    assert at < loss(0.875) - 1e-3 and at < loss(0.975) - 1e-3
 
 
 # ---- memory ------------------------------------------------------------------------------------

@@ -220,9 +220,14 @@ def test_step_terms_by_hand():
     assert float(eq.step__pp_comm_time(T_p2p=0.5, m=4, o_pp=0.25, v=3)) == pytest.approx(9.0)
     # TP with SP and full recomputation: 2 layers x 3 micro-batches x 4 x (1 - 0.5)
     # x (1 + 1/2) x (T_ag + T_rs = 0.75) = 13.5; without SP the all-reduce 2 instead
-    tp = dict(L_stage=2, T_ag=0.5, T_ar=2.0, T_rs=0.25, m=3, o_tp=0.5, r_full=1)
+    tp = dict(L_stage=2, T_ag=0.5, T_ar=2.0, T_rs=0.25, m=3, o_tp=0.5, r_full=1, r_g=1)
     assert float(eq.step__tp_comm_time(sigma_sp=1, o_tb=0, **tp)) == pytest.approx(13.5)
     assert float(eq.step__tp_comm_time(sigma_sp=0, o_tb=0, **tp)) == pytest.approx(36.0)
+    # torchtitan's op SAC re-sends the all-gathers only (r_g 1, r_full 0): 2 x 3 x (1 - 0.5) x
+    # (0.5 x (4 + 2) + 0.25 x (2 + 2)) = 3 x 4 = 12.0; without SP its all-reduces: 36 as above
+    sac = {**tp, "r_full": 0}
+    assert float(eq.step__tp_comm_time(sigma_sp=1, o_tb=0, **sac)) == pytest.approx(12.0)
+    assert float(eq.step__tp_comm_time(sigma_sp=0, o_tb=0, **sac)) == pytest.approx(36.0)
     # MFU = model FLOPs / (GPUs x step x peak): 6e15 / (8 x 2 x 1e15) = 0.375
     assert float(eq.step__mfu(F_model=6e15, N_gpus=8, T_step=2.0, peak=1e15)) == \
         pytest.approx(0.375)

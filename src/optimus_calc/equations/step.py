@@ -1,9 +1,8 @@
 """Step time: how the per-stage terms compose into one training step.
 
 Every term the step-time report shows is one of these equations (or one in compute.py/comm.py
-that they take as input), evaluated by the one evaluator (:mod:`optimus_calc.evaluate.engine`)
-for one layout or millions. `optimus-calc explain step.time MODEL [layout]` prints the top-level
-expression with the values of the binding pipeline stage; each input term has its own entry.
+it takes as input), evaluated by the one evaluator (:mod:`optimus_calc.evaluate.engine`);
+`optimus-calc explain step.time MODEL [layout]` prints each with its values.
 
 Windows and counts follow the frameworks (seeds-independent, read from their source):
 - forward = one pass of the stage's layers (plus the logits on the last stage); backward = two
@@ -116,18 +115,21 @@ elementwise_time = equation(
     "Assumptions.elementwise_factor)",
     "Element-wise time of the stage's layers over all micro-batches for n_pass passes.")
 
-forward_time = equation(
-    "step.forward_time", T_cf + T_ef, "s", "sum of the forward's GEMM and element-wise time",
-    "Forward time of the stage in one step (all micro-batches).")
+forward_time = equation("step.forward_time", T_cf + T_ef, "s", "sum of the forward's GEMM and "
+                        "element-wise time", "Forward time of the stage in one step.")
 
-backward_time = equation(
-    "step.backward_time", T_cb + T_eb, "s", "sum of the backward's GEMM and element-wise time",
-    "Backward time of the stage in one step (all micro-batches, with recomputation).")
+backward_time = equation("step.backward_time", T_cb + T_eb, "s", "sum of the backward's GEMM "
+                         "and element-wise time", "Backward time of the stage in one step "
+                         "(all micro-batches, with recomputation).")
 
+r_g = sym("r_g", "1 if the recompute re-sends the forward's TP all-gathers (all-reduces without "
+          "SP): full recomputation; torchtitan's op SAC, whose save list holds reduce-scatter, "
+          "no all-gather (models/llama3/infra/parallelize.py L36-52 @ 73a0e69)")
+_tp_n = 2 * (1 - o_tb)  # the backward's collectives of each kind, exposed
 tp_comm_time = equation(
     "step.tp_comm_time",
-    (1 - o_tp) * (sig * (T_ag + T_rs) + (1 - sig) * T_ar) * (2 * (1 + r_f) + 2 * (1 - o_tb))
-    * L_s * m, "s",
+    (1 - o_tp) * (sig * (T_ag * (2 * (1 + r_g) + _tp_n) + T_rs * (2 * (1 + r_f) + _tp_n))
+                  + (1 - sig) * T_ar * (2 * (1 + r_g) + _tp_n)) * L_s * m, "s",
     "Korthikanti et al. 2022 (arXiv 2205.05198) section 4.2.2: per layer and micro-batch 4 "
     "all-reduces (2 forward, 2 backward), or with sequence parallelism 4 all-gathers + 4 "
     "reduce-scatters; full recomputation repeats the forward's half. Megatron-LM "
@@ -301,15 +303,13 @@ op_sac_recompute_flops_per_token = equation(
     "(F_r of selective recomputation under Assumptions.selective_policy = 1).")
 
 elementwise_forward_passes = equation(
-    "step.elementwise_forward_passes", sp.Min(1, f_e), "passes",
-    "derived (step.elementwise_time): the forward writes each stored activation byte once",
-    "HBM passes of element-wise work in the forward.")
+    "step.elementwise_forward_passes", sp.Min(1, f_e), "passes", "derived (step.elementwise_"
+    "time): the forward writes each stored activation byte once", "HBM passes in the forward.")
 
 elementwise_backward_passes = equation(
     "step.elementwise_backward_passes", f_e - sp.Min(1, f_e) + r_f, "passes",
     "derived (step.elementwise_time): the rest of the passes run in the backward; a full "
-    "recomputation writes the activations once more",
-    "HBM passes of element-wise work in the backward.")
+    "recomputation writes the activations once more", "HBM passes in the backward.")
 
 # message sizes (bytes per collective per micro-batch and layer)
 b_m = sym("b", "micro-batch size, sequences", positive=True)

@@ -71,6 +71,14 @@ def experts_recomputed(rc, policy: float):
     return (rc == R_FULL) | ((rc == R_SELECTIVE) & (policy > 0))
 
 
+def tp_gathers_rerun(rc, policy: float):
+    """r_g of step.tp_comm_time: full recomputation re-sends the forward's TP all-gathers, and
+    so does torchtitan's op AC (policy 1, 2), whose save list keeps reduce-scatter outputs but
+    no all-gather; Korthikanti's selective keeps the layer's inputs."""
+    rc = np.asarray(rc)
+    return (rc == R_FULL) | ((rc == R_SELECTIVE) & (policy > 0))
+
+
 def ep_all_to_all_rerun(rc, policy: float, saves: float):
     """r_a2a of step.ep_comm_time: full recomputation re-sends the forward's EP all-to-alls,
     and so does torchtitan's op AC (policy 1, 2) where its save list lacks them
@@ -273,7 +281,7 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
         L_stage=Ls, T_ag=_ring(ctx, "all-gather", **ring),
         T_ar=_ring(ctx, "all-reduce", **ring),
         T_rs=_ring(ctx, "reduce-scatter", **ring), m=m, o_tp=asm.tp_overlap,
-        o_tb=asm.tp_backward_overlap,
+        o_tb=asm.tp_backward_overlap, r_g=tp_gathers_rerun(ctx.rc, asm.selective_policy),
         r_full=ctx.r_full, sigma_sp=mem.sigma)
     set_scope("cp")
     a_cp, b_cp = group(hw, cp, t, nic=nic)

@@ -125,9 +125,9 @@ class Assumptions(Frozen):
                     "peak (casts and amax included). Fitted (benchmarks/fit_torchao.py) on "
                     "the 17 public torchtitan Float8 rows of 3 sources (the 2024-12 H100 "
                     "benchmark, the 2025-06 async-TP and H200 files) under the torchtitan "
-                    "profile, the rows on FlashAttention-2: in-sample 8.4%, leave-one-source-out "
-                    "9.6% (10.0% at 0.753, the fit on Table 1's single pair; the earlier "
-                    "values: docs/fp8-and-megatron.md). At least 0.01 (MIN_EFFICIENCY)")
+                    "profile, the rows on FlashAttention-2: in-sample 8.0%, leave-one-source-out "
+                    "9.1% (9.6% at 0.753, the fit on Table 1's single pair; flat from 0.925 to "
+                    "the argmin 0.935; docs/fp8-and-megatron.md). At least 0.01 (MIN_EFFICIENCY)")
     fp8_te_delayed_gemm_efficiency: float = Field(
         default=FIT_TE_DELAYED, ge=MIN_EFFICIENCY, le=1,
         description="Transformer Engine delayed scaling (--fp8-recipe te-delayed): as "

@@ -143,9 +143,9 @@ def step__tokens_per_s(T_step, tokens):
     return tokens/T_step
 
 
-def step__tp_comm_time(L_stage, T_ag, T_ar, T_rs, m, o_tb, o_tp, r_full, sigma_sp):
+def step__tp_comm_time(L_stage, T_ag, T_ar, T_rs, m, o_tb, o_tp, r_full, r_g, sigma_sp):
     """step.tp_comm_time [s]: Korthikanti et al. 2022 (arXiv 2205.05198) section 4.2.2: per layer and micro-batch 4 all-reduces (2 forward, 2 backward), or with sequence parallelism 4 all-gathers + 4 reduce-scatters; full recomputation repeats the forward's half. Megatron-LM megatron/core/tensor_parallel/layers.py L694-711, L790, L807 @ d98e8a6: the backward's collectives are issued async before the weight-gradient GEMM and waited after it (o_tb)"""
-    return L_stage*m*(1 - o_tp)*(T_ar*(1 - sigma_sp) + sigma_sp*(T_ag + T_rs))*(-2*o_tb + 2*r_full + 4)
+    return L_stage*m*(1 - o_tp)*(T_ar*(1 - sigma_sp)*(-2*o_tb + 2*r_g + 4) + sigma_sp*(T_ag*(-2*o_tb + 2*r_g + 4) + T_rs*(-2*o_tb + 2*r_full + 4)))
 
 
 def step__tp_message_bytes(b, b_w, c, h, s):
