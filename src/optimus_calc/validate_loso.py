@@ -97,29 +97,59 @@ def shipped_params(gpu, cat=None) -> dict[str, float]:
     return p
 
 
-def _S(rows: list[FitRow], p: dict[str, float]) -> np.ndarray:
-    a = np.array([r.a for r in rows])
-    c_d = np.array([r.c_d for r in rows])
-    c_a = np.array([r.c_a for r in rows])
-    w = np.array([r.W for r in rows])
+@record
+class _Pack:
+    """A fit's rows as arrays, built once per fit (the loss runs ~1,000 times per fit)."""
+    a: np.ndarray
+    c_d: np.ndarray
+    c_a: np.ndarray
+    w: np.ndarray
+    attn_keys: tuple       # the parameter each row's attention reads ("eta_u", "eta_a:<k>")
+    attn_of: np.ndarray    # row -> index into attn_keys
+    scale_keys: tuple      # "scale:<gpu>" per distinct GPU
+    scale_of: np.ndarray
+    published: np.ndarray
+    pred0: np.ndarray
+    time_like: np.ndarray
+
+
+def _pack(rows: list[FitRow]) -> _Pack:
+    def index(keys):
+        uniq = tuple(dict.fromkeys(keys))
+        return uniq, np.array([uniq.index(k) for k in keys], dtype=int)
+    attn_keys, attn_of = index(["eta_u" if not r.kernel else f"eta_a:{r.kernel}"
+                                for r in rows])
+    scale_keys, scale_of = index([f"scale:{r.gpu}" for r in rows])
+    col = (lambda f, dtype=float: np.array([getattr(r, f) for r in rows], dtype=dtype))
+    return _Pack(col("a"), col("c_d"), col("c_a"), col("W"), attn_keys, attn_of, scale_keys,
+                 scale_of, col("published"), col("pred0"), col("time_like", bool))
+
+
+def _S(rows: list[FitRow] | _Pack, p: dict[str, float]) -> np.ndarray:
+    """a + (c_d / eta_d(W) + c_a / min(eta_a, eta_max)) / scale for each row under ``p``
+    (a row's attention reads eta_u when unfused, its kernel's eta_a else, eta_max if the group
+    has no value for it)."""
+    k = rows if isinstance(rows, _Pack) else _pack(rows)
     em = p["eta_max"]
-    eta_d = em * w / (w + p["W_half"] * 1e9)
-    eta_a = np.array([min(p["eta_u"] if not r.kernel else p.get(f"eta_a:{r.kernel}", em), em)
-                      for r in rows])
-    scale = np.array([p.get(f"scale:{r.gpu}", 1.0) for r in rows])
-    return a + (c_d / eta_d + c_a / eta_a) / scale
+    eta_d = em * k.w / (k.w + p["W_half"] * 1e9)
+    eta_a = np.minimum(np.array([p.get(n, em) for n in k.attn_keys])[k.attn_of], em)
+    scale = np.array([p.get(n, 1.0) for n in k.scale_keys])[k.scale_of]
+    return k.a + (k.c_d / eta_d + k.c_a / eta_a) / scale
 
 
-def predict(rows: list[FitRow], p: dict[str, float], p0: dict[str, float]) -> np.ndarray:
-    ratio = _S(rows, p0) / _S(rows, p)
-    pred0 = np.array([r.pred0 for r in rows])
-    tl = np.array([r.time_like for r in rows])
-    return np.where(tl, pred0 / ratio, pred0 * ratio)
+def predict(rows: list[FitRow] | _Pack, p: dict[str, float], p0: dict[str, float],
+            s0: np.ndarray | None = None) -> np.ndarray:
+    """The rows' predictions under ``p``, from the shipped ones under ``p0`` (``s0``: _S at p0,
+    when the caller holds it)."""
+    k = rows if isinstance(rows, _Pack) else _pack(rows)
+    ratio = (_S(k, p0) if s0 is None else s0) / _S(k, p)
+    return np.where(k.time_like, k.pred0 / ratio, k.pred0 * ratio)
 
 
-def loss(rows: list[FitRow], p: dict[str, float], p0: dict[str, float]) -> float:
-    pub = np.array([r.published for r in rows])
-    return float(np.mean(np.abs(np.log(predict(rows, p, p0) / pub))))
+def loss(rows: list[FitRow] | _Pack, p: dict[str, float], p0: dict[str, float],
+         s0: np.ndarray | None = None) -> float:
+    k = rows if isinstance(rows, _Pack) else _pack(rows)
+    return float(np.mean(np.abs(np.log(predict(k, p, p0, s0) / k.published))))
 
 
 def informed(rows: list[FitRow], names: tuple[str, ...]) -> list[str]:
@@ -153,14 +183,16 @@ def fit(rows: list[FitRow], p0: dict[str, float], names: tuple[str, ...]) -> dic
             p[n] = 1.0
     if not rows or not free:
         return p
+    k = _pack(rows)
+    s0 = _S(k, p0)
     for _ in range(SWEEPS):
         for n in free:
-            best = (loss(rows, p, p0), p[n])
+            best = (loss(k, p, p0, s0), p[n])
             for v in GRIDS[n]:
                 if n.startswith("eta_a:") and v > p["eta_max"]:
                     continue
                 q = {**p, n: float(v)}
-                lo = loss(rows, q, p0)
+                lo = loss(k, q, p0, s0)
                 if lo < best[0] - 1e-12:
                     best = (lo, float(v))
             p[n] = best[1]
