@@ -198,6 +198,13 @@ PROFILE = PhysicsProfile((
     # schedule, which the export checks: megatron_export._ep_overlap)
     Setting("ep_overlap", 0, "megatron/core/model_parallel_config.py L343",
             when=lambda tr: not _ep_comm_overlap(tr)),
+    # context parallelism: --cp-comm-type p2p (the default) runs Transformer Engine's ring,
+    # which sends block i+1's K/V on a side stream while block i's attention computes (block 0
+    # is local): every transfer hides while a block's attention outlasts it (assumed; where CP
+    # is used the blocks are thousands of tokens long)
+    Setting("cp_overlap", 1, "megatron/training/arguments.py L3221 (--cp-comm-type default "
+            "p2p); TransformerEngine @ d0067d0 transformer_engine/pytorch/attention/"
+            "dot_product_attention/context_parallel.py L1698-1715 (AttnFuncWithCPAndKVP2P)"),
     Setting("ep_overlap_needs_interleave", 1, "megatron/core/transformer/transformer_config.py "
             "L3007-3011 (a virtual pipeline when PP > 1)"),
     Setting("ep_overlap", 1, "--overlap-moe-expert-parallel-comm: megatron/core/"
