@@ -83,3 +83,23 @@ def test_dpu_without_cores_exits_2_in_every_command(run, tmp_path):
         r = run("--catalog-dir", f.parent, *args)
         one_line_exit_2(r)
         assert "'cores'" in r.err and "my-smartnic" in r.err, (args, r.err)
+
+
+def test_a_source_citing_docs_reference_is_not_doubled():
+    # report.common.cite maps the seeds' shared/reference paths to the repository's
+    # docs/reference copies; a source that already names docs/reference/ stays as written
+    from optimus_calc.report.common import cite
+    assert cite("docs/reference/hardware-specs.md: GB200") == \
+        "docs/reference/hardware-specs.md: GB200"
+    assert cite("shared/reference/calibration.md section 3") == \
+        "docs/reference/calibration.md section 3"
+    assert cite("hardware-specs.md section 5 (x)") == "hardware-specs.md section 5 (x)"
+
+
+def test_gb200_nvl72_is_one_nvlink_domain(cat):
+    # 72 GB200 GPUs and 36 Grace CPUs (2 GPUs per Grace) on NVLink5 (900 GB/s per direction,
+    # docs/reference/hardware-specs.md GB200 row); C2C to the Grace half: a superchip node
+    n = cat.get("gb200-nvl72", "node")
+    assert (n.gpus, n.cpus, n.gpu, n.intra_link, n.gpu_host_link, n.superchip) == \
+        (72, 36, "gb200", "nvlink5", "nvlink-c2c", True)
+    assert n.host_memory_GB == 36 * 480

@@ -196,7 +196,8 @@ def cite(text: str) -> str:
     for bare in ("calibration.md", "hardware-specs.md"):
         text = text.replace(f" {bare}", f" docs/reference/{bare}").replace(
             f"({bare}", f"(docs/reference/{bare}")
-    return text.replace("docs/reference/docs/reference/", "docs/reference/")
+    return text.replace("docs/reference/docs/reference/", "docs/reference/").replace(
+        "docs/docs/reference/", "docs/reference/")
 
 
 def frameworks_of(inp) -> tuple[dict[str, str], str]:
