@@ -74,8 +74,7 @@ def _on_fa2(row: PublicRow) -> PublicRow:
     if row.node == "dgx-a100" or row.kernel:
         return row
     return replace(row, kernel="fa2", assumed="; ".join(x for x in (row.assumed, _TT_FA2) if x))
-_GB = ("NVL72's 72-GPU NVLink domain is not a catalog node: GB200 GPUs on DGX-B200-sized "
-       "8-GPU NVLink nodes")
+_GB = "64 GPUs per GB200 NVL72 rack (gb200-nvl72; one rack for 64 GPUs or fewer), assumed"
 _CAT = "model not in the catalog"
 # NeMo's Mixtral 8x7B perf recipe (nemo/collections/llm/recipes/mixtral_8x7b.py L214-235,
 # v2.2.0 = v2.3.0): token drop at capacity 1.0 padded to capacity (callbacks/moe_token_drop.py
@@ -359,7 +358,20 @@ def _v100() -> list[PublicRow]:
     ]
 
 
+def _on_nvl72(row: PublicRow) -> PublicRow:
+    """A GB200 row on the catalog's NVL72 rack (gb200-nvl72): the rows give their GPUs as
+    8-GPU nodes (``nodes``); up to 64 GPUs run in one rack's NVLink domain, more on racks of 64
+    (assumed, _GB: the pages give the GPU count only). The MoE rows whose EP spans the rack keep
+    their reason (public_cases_moe._nvl72: HybridEP)."""
+    if row.gpu != "gb200" or row.why_not:
+        return row
+    gpus = row.nodes * (row.gpus_per_node or 8)
+    racks = max(1, -(-gpus // 64))
+    return replace(row, node="gb200-nvl72", gpu=None, nodes=racks, gpus_per_node=gpus // racks)
+
+
 def public_rows() -> list[PublicRow]:
     """Every row, expressible or not, in source order."""
-    return _fa2_rows() + _megatron_dense() + _nemo_dense() + moe_rows() + _torchtitan() \
+    rows = _fa2_rows() + _megatron_dense() + _nemo_dense() + moe_rows() + _torchtitan() \
         + long_rows() + _offload_and_small() + _v100()
+    return [_on_nvl72(r) for r in rows]

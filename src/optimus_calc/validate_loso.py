@@ -11,9 +11,10 @@ The rows fitted: the dense rows of the group, 16-bit and FP8 (an FP8 row with it
 GEMM ratio held: fitting the H100 curve and attention on both lifted the fused-attention fit off
 a value that left every FP8 row slow, changes/jointfit.md). Not refitted (their rows keep the
 shipped prediction in the LOSO column, and `validate` says so): the FP8 GEMM ratios
-(``fp8_gemm_efficiency`` and the recipes', evaluate/fp8.py), the Blackwell (B200/GB200)
-curves (derived, no fit routine), V100's (derived: one public row, which the curve alone
-cannot fit), the framework profiles, the memory model (arithmetic, no fit).
+(``fp8_gemm_efficiency`` and the recipes', evaluate/fp8.py), V100's curve (derived: one
+public row, which the curve alone cannot fit), the framework profiles, the memory model
+(arithmetic, no fit). The Blackwell groups (B200, GB200) are fitted on FP8 rows alone (no
+public dense BF16 Blackwell row), each at its recipe's ratio held.
 
 A row's prediction under parameters theta uses its sensitivity (validate_public.Sensitivity):
 P(theta) = P(shipped) x S(shipped) / S(theta) for rates (tokens/s, TFLOP/s), x S(theta) /
@@ -32,7 +33,8 @@ from optimus_calc.record import record
 # GPU parameter groups: the catalog GPUs that share one fitted parameter set
 GROUPS = {"a100": ("a100-40gb", "a100-80gb"),
           "h100": ("h100-sxm", "h100-pcie", "h200", "gh200-96gb", "gh200-144gb",
-                   "h100-sxm-500w")}
+                   "h100-sxm-500w"),
+          "b200": ("b200",), "gb200": ("gb200",)}
 # Members whose compute runs at a fitted fraction of the group's (``scale:<gpu>``): the 500 W
 # H100 of Meta's Grand Teton hosts (public_cases.py torchtitan rows). The factor absorbs all
 # that differs between those runs and the group's others (the power cap, eager PyTorch

@@ -43,7 +43,8 @@ def overall(cases: list) -> dict:
 
 NOT_REFIT = ("the FP8 GEMM ratios (fp8_gemm_efficiency and the recipes': FP8 rows enter the "
              "fit with their ratio held)",
-             "the B200/GB200 and V100 curves (derived, no fit routine)",
+             "the V100 curve (derived, no fit routine); B200 and GB200 are fitted on their "
+             "FP8 rows alone",
              "the framework profiles and the collective model", "the GEMM curve's fit leaves "
              "MoE rows out (their expert GEMMs move with the dense curve at the dense GEMM "
              "size, approximate); their one constant, the host sync per MoE layer and "
