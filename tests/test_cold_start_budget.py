@@ -214,3 +214,30 @@ def test_an_edited_builtin_file_is_validated(tmp_path, monkeypatch):
             C.load(())
     finally:
         C.load.cache_clear()
+
+
+EXIT_PROBE = """
+import atexit, gc, sys
+atexit.register(lambda: sys.stderr.write(f"frozen={gc.get_freeze_count()}"))
+from optimus_calc.cli.main import main
+if sys.argv[1] == "entry":
+    sys.argv = ["optimus-calc", "catalog", "list", "--kind", "nic"]
+    main()
+try:
+    main(["catalog", "list", "--kind", "nic"])
+except SystemExit:
+    pass
+"""
+
+
+@pytest.mark.parametrize("how", ["entry", "in-process"])
+def test_only_the_process_entry_point_freezes_its_objects(how):
+    # main() without arguments (console script, python -m) ends the process: its objects are
+    # frozen so the interpreter's exit does not collect over them; main(argv) in-process leaves
+    # the caller's collector alone (nothing frozen)
+    p = subprocess.run([sys.executable, "-c", EXIT_PROBE, how], capture_output=True, text=True,
+                       env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "nic" in p.stdout.lower()
+    frozen = int(p.stderr.rsplit("frozen=", 1)[1])
+    assert (frozen > 10_000) if how == "entry" else frozen == 0
