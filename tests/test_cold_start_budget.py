@@ -169,6 +169,10 @@ def test_unvalidated_specs_equal_the_validated_ones():
     from optimus_calc.specs.training import Layout, Training
     _deep_same(unvalidated(Assumptions, {}), Assumptions(), "Assumptions()")
     assert type(unvalidated(Assumptions, {}).sac_saves_ep_all_to_all) is float  # default=1
+    # the reports' dict(assumptions) is model_dump()'s dict (flat fields, same order), built
+    # without a serializer
+    for asm in (unvalidated(Assumptions, {}), Assumptions(gpu_headroom=0.2)):
+        assert list(dict(asm).items()) == list(asm.model_dump().items())
     fields = dict(seq_len=8192, global_batch=None, precision="bf16", optimizer="adam",
                   grad_bytes=0, flash_attention=True, dropout=False, multicast=False)
     _deep_same(unvalidated(Training, fields, ("seq_len", "dropout")), Training(**fields))
