@@ -1,6 +1,7 @@
 """Issue 35's targets, each printed as a ratio measured in one run, never asserted. Run:
 
     python benchmarks/targets.py [--base COMMIT] [--release COMMIT] [--runs N] [--tests]
+                                 [--rows 1,2,3,4,5]
 
 (``make bench`` runs it with ``--tests``, and BASE= and RELEASE= when given). Whole-process figures are CPU
 seconds (user + sys of the child, os.wait4) of interleaved runs (A B A B ..., one warm-up each),
@@ -8,7 +9,8 @@ so a machine whose speed drifts slows both alike; a ratio is the median of the r
 ratios. ``--base`` (default 2691995, the commit issue 35 measured) and ``--release`` (default
 a7cc365, version 0.2.0) are checked out with ``git archive`` into a temporary directory and run
 with ``PYTHONPATH`` set to their ``src``, by the same interpreter as this checkout (which runs
-the same way), so both import their own code and the same libraries.
+the same way), so both import their own code and the same libraries. ``--rows 1`` measures
+row 1 only (default rows 1-5).
 
 Rows (issue 35's table):
 1. cold `plan llama70b --nodes 2` / `python -c "import numpy, pydantic, click, rich"`
@@ -184,24 +186,19 @@ def mixed_cpu(n: int, src: str) -> float:
     return float(p.stdout.strip().splitlines()[-1])
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--base", default="2691995")
-    ap.add_argument("--release", default="a7cc365")
-    ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--tests", action="store_true")
-    opt = ap.parse_args(argv)
-    base, release = checkout(opt.base), checkout(opt.release)
-    print(f"issue 35 targets, paired CPU; base {opt.base}, release {opt.release}, "
-          f"load average {os.getloadavg()[0]:.2f}")
+def row1(opt, base, release) -> None:
     libs = [PY, "-c", "import numpy, pydantic, click, rich"]
     t = interleaved({"plan": (cli(PLAN), THIS_SRC), "libs": (libs, THIS_SRC),
                      "base plan": (cli(PLAN), base)}, opt.runs)
-    row("1. cold plan / libraries", ratio(t, "plan", "libs"), "<= 1.8x",
-        ratio(t, "plan", "libs") <= 1.8,
+    r = ratio(t, "plan", "libs")
+    row("1. cold plan / libraries", r, "<= 1.8x", r <= 1.8,
         f"plan {med(t['plan']):.3f} s, libraries {med(t['libs']):.3f} s; base "
         f"{ratio(t, 'base plan', 'libs'):.2f}x; plan this / base "
-        f"{ratio(t, 'plan', 'base plan'):.2f}x; {opt.runs} runs")
+        f"{ratio(t, 'plan', 'base plan'):.2f}x; {opt.runs} runs; run by run "
+        + ", ".join(f"{a / b:.2f}" for a, b in zip(t["plan"], t["libs"])))
+
+
+def row2(opt, base, release) -> None:
     t = interleaved({"breakeven": (cli(README_BREAKEVEN), THIS_SRC),
                      "plan": (cli(PLAN), THIS_SRC),
                      "base breakeven": (cli(README_BREAKEVEN), base)}, opt.runs)
@@ -209,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     row("2. README break-even / cold plan", r, "<= 1.5x", r <= 1.5,
         f"breakeven {med(t['breakeven']):.3f} s, plan {med(t['plan']):.3f} s; breakeven this / "
         f"base {ratio(t, 'breakeven', 'base breakeven'):.2f}x; {opt.runs} runs")
+
+
+def row3(opt, base, release) -> None:
     runs = max(3, opt.runs // 2)
     t = interleaved({"breakeven": (cli(CATALOG_BREAKEVEN), THIS_SRC),
                      "plan": (cli(PLAN), THIS_SRC),
@@ -217,10 +217,16 @@ def main(argv: list[str] | None = None) -> int:
     row("3. breakeven llama70b --nodes 2 / cold plan", r, "<= 2x", r <= 2.0,
         f"breakeven {med(t['breakeven']):.3f} s, plan {med(t['plan']):.3f} s; this / base "
         f"{ratio(t, 'breakeven', 'base breakeven'):.2f}x; {runs} runs")
+
+
+def row4(opt, base, release) -> None:
     t = interleaved({"this": (cli(WORST), THIS_SRC), "base": (cli(WORST), base)}, 3)
     r = ratio(t, "this", "base")
     row("4. worst unpinned plan, this / base", r, "<= 0.5x", r <= 0.5,
         f"{' '.join(WORST)}: this {med(t['this']):.2f} s, base {med(t['base']):.2f} s; 3 runs")
+
+
+def row5(opt, base, release) -> None:
     pairs = [(warm_cpu(COMPARE, THIS_SRC), warm_cpu(COMPARE, release)) for _ in range(3)]
     r = med(a / b for a, b in pairs)
     row("5. compare (mixed strategies, ~10 layouts) in-process, this / release", r, "<= 1.0x",
@@ -232,15 +238,39 @@ def main(argv: list[str] | None = None) -> int:
         row(f"5b. one evaluation of {n} layouts of mixed offload strategies, this / release", r,
             "<= 1.0x", r <= 1.0, f"this {med(a for a, _ in pairs) * 1e3:.2f} ms, release "
             f"{med(b for _, b in pairs) * 1e3:.2f} ms CPU (least of 30); 3 rounds")
-    if opt.tests:
-        # each checkout's own suite from its own root (its conftest, pyproject and docs), one
-        # process (no xdist), its subprocesses' CPU included; a failing test is reported, not fatal
-        suite = [PY, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", "tests"]
-        this_cpu = cpu_of(suite, THIS_SRC, check=False, cwd=ROOT)
-        base_cpu = cpu_of(suite, base, check=False, cwd=os.path.dirname(base))
-        row("6. test suite CPU, this / base", this_cpu / base_cpu, "<= 0.5x",
-            this_cpu / base_cpu <= 0.5, f"this {this_cpu:.0f} s, base {base_cpu:.0f} s; one run")
-    else:
+
+
+def row6(opt, base, release) -> None:
+    # each checkout's own suite from its own root (its conftest, pyproject and docs), one
+    # process (no xdist), its subprocesses' CPU included; a failing test is reported, not fatal
+    suite = [PY, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", "tests"]
+    this_cpu = cpu_of(suite, THIS_SRC, check=False, cwd=ROOT)
+    base_cpu = cpu_of(suite, base, check=False, cwd=os.path.dirname(base))
+    row("6. test suite CPU, this / base", this_cpu / base_cpu, "<= 0.5x",
+        this_cpu / base_cpu <= 0.5, f"this {this_cpu:.0f} s, base {base_cpu:.0f} s; one run")
+
+
+ROWS = {"1": row1, "2": row2, "3": row3, "4": row4, "5": row5, "6": row6}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", default="2691995")
+    ap.add_argument("--release", default="a7cc365")
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--tests", action="store_true")
+    ap.add_argument("--rows", default="1,2,3,4,5",
+                    help="the rows to measure, comma-separated (6 only with --tests)")
+    opt = ap.parse_args(argv)
+    rows = [r.strip() for r in opt.rows.split(",")] + (["6"] if opt.tests else [])
+    if unknown := [r for r in rows if r not in ROWS]:
+        ap.error(f"--rows: no row {', '.join(unknown)} (rows are 1-6)")
+    base, release = checkout(opt.base), checkout(opt.release)
+    print(f"issue 35 targets, paired CPU; base {opt.base}, release {opt.release}, "
+          f"load average {os.getloadavg()[0]:.2f}")
+    for r in sorted(set(rows)):
+        ROWS[r](opt, base, release)
+    if "6" not in rows:
         print("6. test suite CPU, this / base: not run (--tests; several minutes)")
     return 0
 

@@ -1,6 +1,8 @@
-"""What a cold `plan` builds (issue 35): pydantic schemas only for what it validates (the
-command's own input: training, layout, assumptions), the built-in catalog taken from its
-validated snapshot without validating it again, and an upper bound on the modules and classes.
+"""What a cold `plan` builds (issue 35): pydantic schemas only for what it validates (none
+when the user typed nothing but the model and the node count: defaults and values of validated
+specs are built without validating them, specs/base.unvalidated), the built-in catalog taken
+from its validated snapshot without validating it again, and an upper bound on the modules and
+classes.
 
 Each probe is a fresh interpreter (in-process the test session has already built everything).
 """
@@ -66,11 +68,23 @@ def plan():
 
 
 def test_cold_plan_builds_schemas_only_for_its_input(plan):
-    # 2691995 built all 16 model classes' schemas at import; now only the command's input is
-    # validated (the catalog's eight kinds come from the validated snapshot)
+    # 2691995 built all 16 model classes' schemas at import; 991ec23 only the command's input
+    # (Assumptions, Layout, Training; the catalog's eight kinds come from the validated
+    # snapshot); now none: the defaults, the model's sequence length and the search's own
+    # layouts need no validation, and a schema's first build also imported pydantic's plug-in
+    # loader (importlib.metadata, email, socket: 38 modules)
     assert plan["code"] == 0
-    assert plan["schemas"] == ["Assumptions", "Layout", "Training"]
+    assert plan["schemas"] == []
     assert {"GPU", "Model", "Node", "SmartNIC", "Flops"} <= set(plan["models"])
+
+
+def test_typed_training_flags_still_build_the_schemas():
+    # a value the user typed is validated: --seq-len builds Training's schema, --assume
+    # Assumptions' (and a bad one is still the one-line error, tests/test_cli*.py)
+    typed = cold(["plan", "llama70b", "--nodes", "2", "--seq-len", "8192", "--assume",
+                  "gpu_headroom=0.1"])
+    assert typed["code"] == 0
+    assert {"Assumptions", "Training"} <= set(typed["schemas"])
 
 
 # the libraries the total module count below was measured with (Python, numpy, pydantic, click,
@@ -90,14 +104,18 @@ def test_cold_plan_module_and_class_budget(plan):
     # df799ae: 460 modules (86 ours), 1,029 classes (113 ours). Then the text table of printable
     # ASCII drawn without rich (report/plain_table.py, one module of ours more): 415 modules,
     # 951 classes, rich's 45 modules and 78 classes gone
+    # 991ec23: 415 modules, 951 classes, 3 schemas. No schema built (specs/base.unvalidated):
+    # 377 modules (pydantic's plug-in loader and importlib.metadata with email, socket, zipfile
+    # not imported), 832 classes; csv and tempfile imported only to write CSV or a file: 374
+    # modules, 820 classes
     assert plan["our_modules"] <= 87 and plan["ours"] <= 113
-    assert len(plan["schemas"]) <= 3
+    assert len(plan["schemas"]) == 0
     assert "rich" not in plan["loaded"]
     if plan["versions"] != MEASURED_WITH:
         pytest.skip(f"library versions {plan['versions']}: the totals were counted with "
                     f"{MEASURED_WITH}")
-    assert plan["modules"] <= 415
-    assert plan["classes"] <= 951
+    assert plan["modules"] <= 374
+    assert plan["classes"] <= 820
 
 
 def _deep_same(a, b, where=""):
@@ -139,6 +157,50 @@ def test_trusted_catalog_equals_the_validated_one():
     assert count >= 50  # the whole catalog: GPUs, CPUs, cards, links, nodes, models
 
 
+def test_unvalidated_specs_equal_the_validated_ones():
+    """specs/base.unvalidated builds what validation builds (values, types, fields set) for the
+    cold plan's specs: the default assumptions (their integer defaults become floats), a
+    training of defaults and a model's sequence length, and every layout a plan reports."""
+    from optimus_calc import catalog as C
+    from optimus_calc.search.plan import plan
+    from optimus_calc.evaluate.context import resolve_hardware
+    from optimus_calc.specs.assumptions import Assumptions
+    from optimus_calc.specs.base import unvalidated
+    from optimus_calc.specs.training import Layout, Training
+    _deep_same(unvalidated(Assumptions, {}), Assumptions(), "Assumptions()")
+    assert type(unvalidated(Assumptions, {}).sac_saves_ep_all_to_all) is float  # default=1
+    # the reports' dict(assumptions) is model_dump()'s dict (flat fields, same order), built
+    # without a serializer
+    for asm in (unvalidated(Assumptions, {}), Assumptions(gpu_headroom=0.2)):
+        assert list(dict(asm).items()) == list(asm.model_dump().items())
+    fields = dict(seq_len=8192, global_batch=None, precision="bf16", optimizer="adam",
+                  grad_bytes=0, flash_attention=True, dropout=False, multicast=False)
+    _deep_same(unvalidated(Training, fields, ("seq_len", "dropout")), Training(**fields))
+    cat = C.load(())
+    model = cat.get("llama70b", "model")
+    hw = resolve_hardware(cat, "dgx-a100", 2)
+    res = plan(model, hw, Training(seq_len=4096), Assumptions(), top_k=5)
+    lays = [c.layout for c in (res.recommended, *res.top) if c is not None]
+    assert len(lays) >= 2
+    for lay in lays:
+        _deep_same(lay, Layout(**{k: getattr(lay, k) for k in lay.model_fields_set}))
+
+
+def test_unvalidated_refuses_what_needs_validating():
+    """A value that is not its field's default, an unknown field or a missing required one is
+    left to validation (None): it may be out of bounds, of the wrong type or a typo."""
+    from optimus_calc.specs.assumptions import Assumptions
+    from optimus_calc.specs.base import unvalidated
+    from optimus_calc.specs.training import Training
+    assert unvalidated(Training, {"seq_len": 0}) is None            # typed: validated
+    assert unvalidated(Training, {"seq_len": 4096, "micro_batch": 0}, ("seq_len",)) is None
+    assert unvalidated(Training, {"seq_len": 4096, "precision": "bf17"}, ("seq_len",)) is None
+    assert unvalidated(Training, {"micro_batch": 1}) is None        # seq_len is required
+    assert unvalidated(Training, {"seq_len": 4096, "seqlen": 1}, ("seq_len",)) is None
+    assert unvalidated(Assumptions, {"gpu_headroom": 1}) is None    # an int, not the float
+    assert unvalidated(Training, {"seq_len": 4096, "dropout": 1}, ("seq_len",)) is None
+
+
 def test_an_edited_builtin_file_is_validated(tmp_path, monkeypatch):
     """A file whose text differs from the snapshot's is parsed and validated as before: its
     bad value is an error naming the file, never a stale trusted entry."""
@@ -157,3 +219,30 @@ def test_an_edited_builtin_file_is_validated(tmp_path, monkeypatch):
             C.load(())
     finally:
         C.load.cache_clear()
+
+
+EXIT_PROBE = """
+import atexit, gc, sys
+atexit.register(lambda: sys.stderr.write(f"frozen={gc.get_freeze_count()}"))
+from optimus_calc.cli.main import main
+if sys.argv[1] == "entry":
+    sys.argv = ["optimus-calc", "catalog", "list", "--kind", "nic"]
+    main()
+try:
+    main(["catalog", "list", "--kind", "nic"])
+except SystemExit:
+    pass
+"""
+
+
+@pytest.mark.parametrize("how", ["entry", "in-process"])
+def test_only_the_process_entry_point_freezes_its_objects(how):
+    # main() without arguments (console script, python -m) ends the process: its objects are
+    # frozen so the interpreter's exit does not collect over them; main(argv) in-process leaves
+    # the caller's collector alone (nothing frozen)
+    p = subprocess.run([sys.executable, "-c", EXIT_PROBE, how], capture_output=True, text=True,
+                       env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "nic" in p.stdout.lower()
+    frozen = int(p.stderr.rsplit("frozen=", 1)[1])
+    assert (frozen > 10_000) if how == "entry" else frozen == 0

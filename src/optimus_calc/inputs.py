@@ -22,6 +22,7 @@ from optimus_calc.loaders import safe_stat
 from optimus_calc.search.inputs import SearchInputs, check_offloads
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.base import unvalidated
 from optimus_calc.specs.training import Fp8Recipe, Offload, Recompute, Training, ZeroStage
 from optimus_calc.units import looks_like_count, parse_count
 
@@ -67,8 +68,9 @@ _NUM = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$")
 
 
 def parse_assumptions(items: tuple[str, ...] | list[str]) -> Assumptions:
-    """``--assume NAME=VALUE`` items into :class:`Assumptions` (plain decimal numbers only)."""
-    base = Assumptions()
+    """``--assume NAME=VALUE`` items into :class:`Assumptions` (plain decimal numbers only);
+    without items the defaults, built without validating them (specs/base.unvalidated)."""
+    base = unvalidated(Assumptions, {}) or Assumptions()
     values: dict[str, float] = {}
     for item in items:
         if "=" not in item:
@@ -81,6 +83,8 @@ def parse_assumptions(items: tuple[str, ...] | list[str]) -> Assumptions:
         if not _NUM.match(raw):
             raise InputError(f"--assume {name}={raw!r}: not a number")
         values[name] = float(raw)
+    if not values:
+        return base
     try:
         return Assumptions(**values)
     except ValueError as exc:
@@ -153,9 +157,16 @@ def launch_overlaps(kw: dict) -> dict:
     return {n: bool(kw[n]) for n in names if kw.get(n) is not None}
 
 
-def make_training(origins: dict[str, str] | None = None, **fields) -> Training:
+def make_training(origins: dict[str, str] | None = None, trusted: tuple[str, ...] = (),
+                  **fields) -> Training:
     """``Training(**fields)``, its validation errors as InputErrors naming the flag the user
-    typed; ``origins`` explains a value the user did not type (a default derived from others)."""
+    typed; ``origins`` explains a value the user did not type (a default derived from others).
+    ``trusted``: fields whose values come from a validated spec with the field's own bounds
+    (a model's sequence length) or are computed here of the field's type; when every other value is its field's default, nothing is
+    validated (specs/base.unvalidated: no schema is built on a cold command)."""
+    tr = unvalidated(Training, fields, trusted)
+    if tr is not None:
+        return tr  # type: ignore[return-value]
     from pydantic import ValidationError
     try:
         return Training(**fields)
@@ -255,7 +266,10 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
                           kw.get("smartnic"))
     from optimus_calc.frameworks import Framework
     origins = {"seq_len": f"the sequence length of {model.name}"}
-    tr = make_training(origins, seq_len=kw["seq_len"] or model.seq_len,
+    # the model's sequence length was validated with Training.seq_len's bounds (specs/model.py);
+    # dropout is a bool of ours (dropout_of)
+    tr = make_training(origins, ("dropout",) if kw["seq_len"] else ("dropout", "seq_len"),
+                       seq_len=kw["seq_len"] or model.seq_len,
                        global_batch=kw["global_batch"],  # None: the batch rule per layout
                        precision=kw["precision"], optimizer=kw["optimizer"],
                        fp8_recipe=kw.get("fp8_recipe") or Fp8Recipe.TE_DELAYED,

@@ -7,7 +7,6 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 import unicodedata
 from typing import Callable
 
@@ -265,6 +264,7 @@ def _same(st: os.stat_result, path: str) -> bool:
 
 
 def _atomic_write(target: str, data: bytes, st: os.stat_result | None) -> None:
+    import tempfile  # only when a file is written (off the cold path)
     directory, name = os.path.split(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{name[:100]}.", suffix=".tmp", dir=directory or ".")
     try:

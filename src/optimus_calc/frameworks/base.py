@@ -215,7 +215,7 @@ class PhysicsProfile:
         if asm_upd:  # not marked as typed: a later step still tells user values from these
             asm = type(assumptions).model_construct(
                 _fields_set=set(assumptions.model_fields_set),
-                **{**assumptions.model_dump(), **asm_upd})
+                **{**dict(assumptions), **asm_upd})  # its flat fields (no serializer built)
         return tr, asm, tuple(applied), tuple(kept)
 
 

@@ -107,6 +107,6 @@ def profile_groups(frameworks, training, assumptions,
     groups: dict[tuple, list] = {}
     for f in frameworks:
         tr, asm, _, _ = plugin(f).profile.apply(training, assumptions, model)
-        key = (tr.grad_bytes, tuple(sorted(asm.model_dump().items())))
+        key = (tr.grad_bytes, tuple(sorted(dict(asm).items())))  # flat: model_dump's
         groups.setdefault(key, [tr, asm, []])[2].append(f)
     return [(tuple(fs), tr, asm) for tr, asm, fs in groups.values()]

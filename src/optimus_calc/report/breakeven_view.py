@@ -217,7 +217,7 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool, card=None,
     was written."""
     data: dict = {"model": model_data(inp.model), "hardware": hardware_data(inp.hw),
                   "layout": layout_data(inp.layout), "training": training_data(inp.training),
-                  "assumptions": inp.assumptions.model_dump(), "goal": goal.value,
+                  "assumptions": dict(inp.assumptions), "goal": goal.value,
                   "goal_text": goal.text}
     lay_text = (layout_text(results[0].case.layout) if single else
                 layout_text(inp.layout).split(", offload")[0] + ", the optimizer on each device "

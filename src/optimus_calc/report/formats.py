@@ -12,7 +12,6 @@ and table cells are never parsed as rich markup.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import re
@@ -155,6 +154,7 @@ def render_csv(doc: Document, opts: CsvOptions = CsvOptions()) -> str:
     table = doc.csv if doc.csv is not None else doc.tables[doc.csv_table]
     kinds = {c.key: column_kind(c.key, [row.get(c.key) for row in table.rows])
              for c in table.columns}
+    import csv  # only for --format csv (off the cold text path)
     buf = io.StringIO()
     writer = csv.writer(buf, delimiter=opts.sep, lineterminator="\n")
     writer.writerow([c.key for c in table.columns])

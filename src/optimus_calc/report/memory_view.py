@@ -105,7 +105,7 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
     data = {
         "model": model_data(inp.model), "hardware": hardware_data(inp.hw),
         "layout": layout_data(inp.layout), "training": training_data(inp.training),
-        "assumptions": inp.assumptions.model_dump(),
+        "assumptions": dict(inp.assumptions),
         "model_states_total_bytes": est.model_states_total_bytes,
         "micro_batches": est.micro_batches,
         "per_gpu": per_gpu, "offload": offload,

@@ -214,7 +214,7 @@ def _plan_data(res, si, ranged) -> dict:
                     "global_batch": shown_training(res.training).global_batch,
                     "precision": res.training.precision.value,
                     "optimizer": res.training.optimizer.value,
-                    "assumptions": si.assumptions.model_dump()},
+                    "assumptions": dict(si.assumptions)},
         "layouts": res.evaluated // res.profiles, "profiles": res.profiles,
         "evaluated": res.evaluated, "feasible": res.feasible,
         "infeasible_by_reason": res.infeasible_by_reason,

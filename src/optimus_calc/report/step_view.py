@@ -36,7 +36,7 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
     terms = asdict(st)
     data = {"model": model_data(inp.model), "hardware": hardware_data(inp.hw),
             "layout": layout_data(inp.layout), "training": training_data(inp.training),
-            "assumptions": inp.assumptions.model_dump(),
+            "assumptions": dict(inp.assumptions),
             **{k: v for k, v in terms.items() if k != "notes"},
             "breakdown": {k: terms[k] for k in BREAKDOWN_KEYS},
             "fits": mem.fits, "reasons": mem.reasons,

@@ -22,6 +22,7 @@ from optimus_calc.search.per_framework import groups_note, search_per_framework
 from optimus_calc.search.space import enumerate_space, offload_variants
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.assumptions import Assumptions
+from optimus_calc.specs.base import unvalidated
 from optimus_calc.specs.training import Layout, Offload, Training, ZeroStage
 from optimus_calc.units import fmt_gb
 from optimus_calc.record import record
@@ -64,13 +65,17 @@ class PlanResult:
 
 
 def layout_of(cols: dict, i: int, hw: Hardware, smartnic: str | None) -> Layout:
+    """Row ``i`` of the search's grid as a Layout: the grid holds only layouts the Layout
+    checks pass (search/space.py), so it is built without validating it again
+    (specs/base.unvalidated; tests/test_cold_start_budget.py checks a plan's layouts)."""
     off = strategies.at(int(cols["offload"][i])).offload
-    return Layout(tp=int(cols["tp"][i]), pp=int(cols["pp"][i]), dp=int(cols["dp"][i]),
+    fields = dict(tp=int(cols["tp"][i]), pp=int(cols["pp"][i]), dp=int(cols["dp"][i]),
                   cp=int(cols["cp"][i]), ep=int(cols["ep"][i]),
                   zero=ZeroStage(int(cols["zero"][i])), offload=off,
                   offload_params=bool(cols["offload_params"][i]),
                   interleave=int(cols["v"][i]),
                   smartnic=smartnic if off is Offload.SMARTNIC else None)
+    return unvalidated(Layout, fields, tuple(fields)) or Layout(**fields)
 
 
 def training_of(cols: dict, i: int, base: Training) -> Training:

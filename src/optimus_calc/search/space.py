@@ -9,6 +9,7 @@ import numpy as np
 from optimus_calc.evaluate.shapes import tp_degrees
 from optimus_calc.specs.model import Model
 from optimus_calc.evaluate.batch import offload_code, resolve_global_batch
+from optimus_calc.specs.base import unvalidated
 from optimus_calc.specs.training import RECOMPUTE_CODES, Offload, Training
 from optimus_calc.record import record
 
@@ -217,7 +218,9 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     ``resolve_global_batch(dp, mb, training)`` gives the same batch for each layout.
     """
     blocks = []
-    batch = Training(seq_len=seq_len, global_batch=global_batch)  # the batch fields only
+    # the batch fields only, both a validated Training's (specs/base.unvalidated)
+    fields = {"seq_len": seq_len, "global_batch": global_batch}
+    batch = unvalidated(Training, fields, tuple(fields)) or Training(**fields)
     pin = {k: frozenset(int(x) for x in v) for k, v in (pins or {}).items()}
     ok = lambda col, x: col not in pin or x in pin[col]  # noqa: E731 (pins inside the loops)
     capped = "mb" not in pin  # a pinned micro-batch is searched as given

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from enum import Enum
 
 import typing
 
@@ -67,3 +68,50 @@ class CatalogEntry(Frozen):
     @property
     def kind(self) -> str:  # overridden by subclasses as a class attribute
         return type(self).__name__.lower()
+
+
+_NO_DEFAULT = object()
+
+
+def _validated_default(field):
+    """A field's default as validation leaves it (a float field's integer default becomes a
+    float); _NO_DEFAULT for a field without a plain default (required, or a default factory)."""
+    if field.is_required() or field.default_factory is not None:
+        return _NO_DEFAULT
+    d = field.default
+    return float(d) if field.annotation is float and type(d) is int else d
+
+
+def _is_default(value, default) -> bool:
+    """``value`` is the default itself, of its type, or an enum default's text (a click
+    choice)."""
+    if value is default or (type(value) is type(default) and value == default):
+        return True
+    return (isinstance(default, Enum) and type(value) is type(default.value)
+            and value == default.value)
+
+
+def unvalidated(cls: type[BaseModel], fields: dict, trusted=()) -> BaseModel | None:
+    """``cls(**fields)`` built without validating it (``model_construct``: no schema is
+    built), or None when something in it needs validating. Nothing does when each field is
+    in ``trusted`` (a value taken from a validated spec, whose bounds are the field's, or
+    computed by our own code) or is its field's default (or an enum default's text): a value
+    its default already is cannot fail. The defaults are kept as validation leaves them and the
+    fields set are the keys of ``fields``, as ``cls(**fields)`` has them
+    (tests/test_cold_start_budget.py checks the two are equal)."""
+    if set(fields) - set(cls.model_fields):
+        return None  # an unknown field: validation names it
+    values = {}
+    for name, field in cls.model_fields.items():
+        default = _validated_default(field)
+        if name not in fields:
+            if default is _NO_DEFAULT:
+                return None
+            values[name] = default
+        elif name in trusted:
+            values[name] = fields[name]
+        elif default is not _NO_DEFAULT and _is_default(fields[name], default):
+            values[name] = default
+        else:
+            return None
+    return cls.model_construct(_fields_set=set(fields), **values)
