@@ -310,19 +310,50 @@ def grid_rules(space: Space, model: Model, base: Training, frameworks, elements:
             for f in (parts[0] if parts else frameworks)}
 
 
-def rejected(rules: dict, views: dict, lo: int, frameworks: tuple):
-    """For a chunk (its ``views``, its first grid point ``lo``) and :func:`grid_rules`: (the
-    reason arrays of ``frameworks`` over its grid points, runnable by one of them, not runnable
-    but kept, the number of kept layouts each of those stands for), the last three over (zero,
-    offload, 1, SP, grid); kept: Chunk.keep (SP only with TP, parameter offload only with
-    ZeRO-3), so a (zero, offload, SP, grid point) stands for each of its recompute values."""
-    nb = views["tp"].shape[-1]
-    reason = {f: rules[f][..., lo:lo + nb] for f in frameworks}
-    runs = np.zeros(next(iter(reason.values())).shape, dtype=bool)
-    for r in reason.values():
-        runs |= r == 0
-    kept = (((views["offload_params"] == 0) | (views["zero"] == 3))
-            & ((views["sp"] == 0) | (views["tp"] > 1)))
+def profile_filter(rules: dict, space: Space, frameworks: tuple, what_if: bool,
+                   smart_code: int, rows: int):
+    """One physics profile's rule filter over ``space``'s whole grid, from :func:`grid_rules`
+    (once per profile, not per chunk): (the kept layouts a framework of ``frameworks`` runs,
+    with ``what_if`` the kept SmartNIC layouts none runs (else None), both over (zero, offload,
+    1, SP, grid), the grid points holding either, how many layouts none runs and the
+    rejections: (framework, rule code, layouts) in the order the chunks of ``rows`` grid points
+    first meet them (as a chunk-by-chunk count would), layouts counted over every recompute
+    value). Kept: Chunk.keep (SP only with TP, parameter offload only with ZeRO-3)."""
+    zero, off, rec, sp = space.switches
+    nb = len(space.base)
+    off_code, opar = np.asarray(off) % PARAMS, np.asarray(off) // PARAMS
+    tp = space.base[:, 0].reshape(1, 1, 1, 1, nb)
+    kept = (((opar[None, :] == 0) | (np.asarray(zero)[:, None] == 3))[:, :, None, None, None]
+            & ((np.asarray(sp).reshape(1, 1, 1, -1, 1) == 0) | (tp > 1)))
+    runs = np.zeros(kept.shape, dtype=bool)
+    for f in frameworks:
+        runs |= rules[f] == 0
     gone = kept & ~runs
-    weight = np.full(int(gone.sum()), views["recompute"].size)
-    return reason, runs, gone, weight
+    run = runs & kept
+    smart = None
+    if what_if and (off_code == smart_code).any():
+        smart = gone & (off_code == smart_code).reshape(1, -1, 1, 1, 1)
+    wanted = run.any(axis=(0, 1, 2, 3)).reshape(-1)
+    if smart is not None:
+        wanted |= smart.any(axis=(0, 1, 2, 3)).reshape(-1)
+    n_gone = int(gone.sum())
+    dropped = []  # (framework index, rule code, layouts)
+    for k, f in enumerate(frameworks):  # rule codes are small integers; 0 is never counted
+        n = np.bincount(rules[f][gone]) if n_gone else np.zeros(1, dtype=np.int64)
+        dropped += [(k, int(c), int(n[c]) * len(rec)) for c in np.flatnonzero(n[1:]) + 1]
+    # a chunk-by-chunk count meets them chunk by chunk (within a chunk, framework by framework,
+    # code by code): that order decides ties of equal counts, so the tied are put in it
+    counts = [n for _, _, n in dropped]
+    tied = [i for i, n in enumerate(counts) if counts.count(n) > 1]
+    first = {}  # the first chunk holding each tied (framework, code), found chunk by chunk
+    step = max(1, rows)
+    for lo in range(0, nb if tied else 0, step):
+        for i in tied:
+            if i not in first and ((rules[frameworks[dropped[i][0]]][..., lo:lo + step]
+                                    == dropped[i][1]) & gone[..., lo:lo + step]).any():
+                first[i] = lo
+        if len(first) == len(tied):
+            break
+    order = sorted(range(len(dropped)), key=lambda i: (first.get(i, 0), i))
+    return (run, smart, wanted, n_gone * len(rec),
+            [(frameworks[dropped[i][0]],) + dropped[i][1:] for i in order])
