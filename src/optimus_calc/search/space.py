@@ -7,6 +7,7 @@ import functools
 import numpy as np
 
 from optimus_calc.evaluate.shapes import tp_degrees
+from optimus_calc.evaluate.stages import broadcast_small
 from optimus_calc.specs.model import Model
 from optimus_calc.evaluate.batch import offload_code, resolve_global_batch
 from optimus_calc.specs.training import RECOMPUTE_CODES, Offload, Training
@@ -290,8 +291,9 @@ def grid_rules(space: Space, model: Model, base: Training, frameworks, elements:
     """Every framework's rules over ``space``'s grid, evaluated once for all physics profiles
     and chunks (the profiles change neither the precision nor the batch the rules read:
     frameworks/base.PhysicsProfile): per framework the code of its first failing rule (0: it
-    runs the layout), of shape (zero, offload, 1, SP, grid points): the rules read the grid
-    columns and the ZeRO, offload and sequence-parallelism switches, never recompute
+    runs the layout), of shape (zero, offload, 1, SP, grid points), or 1 for SP where no rule
+    reads it (one chunk: broadcast by the reader): the rules read the grid columns and the
+    ZeRO, offload and sequence-parallelism switches, never recompute
     (frameworks.framework_support); ``elements``: how many are evaluated at once."""
     from optimus_calc.frameworks import framework_support
     z, o, s = len(space.switches[0]), len(space.switches[1]), len(space.switches[3])
@@ -304,10 +306,16 @@ def grid_rules(space: Space, model: Model, base: Training, frameworks, elements:
             heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
             global_batch=v["gb"], precision=base.precision.value, model=model,
             fp8_recipe=base.fp8_recipe.value, frameworks=tuple(frameworks)).reason)
-    shape = (z, o, 1, s)
-    return {f: (np.concatenate([np.broadcast_to(p[f], shape + p[f].shape[-1:]) for p in parts],
-                               axis=-1) if parts else np.zeros(shape + (0,), dtype=np.int16))
-            for f in (parts[0] if parts else frameworks)}
+    if not parts:
+        return {f: np.zeros((z, o, 1, s, 0), dtype=np.int16) for f in frameworks}
+    if len(parts) == 1:  # kept on the axes its rules read (SP only where a rule reads it)
+        return dict(parts[0])
+    out = {}
+    for f in parts[0]:
+        shape = broadcast_small(*(p[f].shape[:-1] for p in parts))
+        out[f] = np.concatenate([np.broadcast_to(p[f], shape + p[f].shape[-1:])
+                                 for p in parts], axis=-1)
+    return out
 
 
 def profile_filter(rules: dict, space: Space, frameworks: tuple, what_if: bool,
@@ -339,7 +347,8 @@ def profile_filter(rules: dict, space: Space, frameworks: tuple, what_if: bool,
     n_gone = int(gone.sum())
     dropped = []  # (framework index, rule code, layouts)
     for k, f in enumerate(frameworks):  # rule codes are small integers; 0 is never counted
-        n = np.bincount(rules[f][gone]) if n_gone else np.zeros(1, dtype=np.int64)
+        n = (np.bincount(np.broadcast_to(rules[f], gone.shape)[gone]) if n_gone
+             else np.zeros(1, dtype=np.int64))
         dropped += [(k, int(c), int(n[c]) * len(rec)) for c in np.flatnonzero(n[1:]) + 1]
     # a chunk-by-chunk count meets them chunk by chunk (within a chunk, framework by framework,
     # code by code): that order decides ties of equal counts, so the tied are put in it
