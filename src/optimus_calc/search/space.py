@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -138,26 +139,27 @@ class Gather:
 
     def __init__(self, limit: int):
         self.limit = max(1, limit)
-        self.parts: dict[tuple, list] = {}
+        self.parts: dict[tuple, tuple] = {}  # key: (parts, layouts they hold)
 
     def add(self, chunk: Chunk, *masks: np.ndarray):
         """Yields the merged chunks this part completes (none, or one or two)."""
         key = (len(masks),) + tuple(tuple(np.asarray(v).tolist()) for v in chunk.switches)
-        size = lambda parts: sum(int(np.prod(c.shape)) for c, _ in parts)  # noqa: E731
-        parts = self.parts.get(key, [])
-        if parts and size(parts) + int(np.prod(chunk.shape)) > self.limit:
-            yield self._merged(self.parts.pop(key))  # never more than the limit at once
-            parts = []
+        n = math.prod(chunk.shape)
+        parts, size = self.parts.get(key, ([], 0))
+        if parts and size + n > self.limit:
+            yield self._merged(self.parts.pop(key)[0])  # never more than the limit at once
+            parts, size = [], 0
         parts.append((chunk, masks))
-        if size(parts) >= self.limit:
+        size += n
+        if size >= self.limit:
             self.parts.pop(key, None)
             yield self._merged(parts)
         else:
-            self.parts[key] = parts
+            self.parts[key] = (parts, size)
 
     def flush(self):
         for key in list(self.parts):
-            yield self._merged(self.parts.pop(key))
+            yield self._merged(self.parts.pop(key)[0])
 
     @staticmethod
     def _merged(parts: list) -> tuple:
