@@ -1,5 +1,6 @@
-"""Issue 35's rows 4 and 5b alone (benchmarks/targets.py measures every row), paired, with an
-optional third checkout to compare a change against. Run:
+"""Issue 35's rows 4 and 5b alone, paired, with an optional third checkout (a change's base).
+
+benchmarks/targets.py measures every row; this measures these two. Run:
 
     python benchmarks/rows_4_5b.py BASE_SRC RELEASE_SRC [BEFORE_SRC] [--runs N]
 
