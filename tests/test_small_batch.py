@@ -1,10 +1,11 @@
 """The small-batch speed tactics give the numbers of the plain path, bit for bit.
 
 A batch of a few layouts (`compare`, `step`, the planner's top K) pays numpy's per-call cost
-many times over. Three tactics cut it, each taken only when no `explain` records the calls:
-NCCL's three protocols computed along one array axis (``nccl._ring_times_at_once``), a ring of
-one rank left at 0 s and only the ring a uniform ZeRO stage picks (``work._ring``,
-``work._either``), and small batches' ring times kept by their inputs (``work._RINGS``).
+many times over. These tactics cut it, each taken only when no `explain` records the calls:
+NCCL's three protocols computed along one array axis (``nccl._ring_times_at_once``), and a
+ring's collectives too (``nccl.ring_time_many``, ``work._rings``), a ring of one rank left at
+0 s and only the ring a uniform ZeRO stage picks (``work._ring``, ``work._either``), and small
+batches' ring times kept by their inputs (``work._RINGS``).
 A recorded evaluation takes none of them, so it is the reference here.
 """
 
@@ -79,6 +80,52 @@ def test_small_batch_equals_the_recorded_evaluation(cat, name, node, nodes, rows
                 assert got[k].shape == v.shape, k
                 np.testing.assert_array_equal(got[k], v, err_msg=k)
     assert work._RINGS and not any(t.flags.writeable for t in work._RINGS.values())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_collectives_at_once_equal_one_by_one(seed):
+    # a ring's collectives along one axis (nccl.ring_time_many) against ring_time per
+    # collective as `explain` records it
+    rng = np.random.default_rng(seed)
+    n = rng.integers(1, 65, size=(40, 1))
+    nodes = np.maximum(1, n // rng.integers(1, 9, size=(1, 3)))
+    z = rng.random((40, 3)) * 10.0 ** rng.integers(2, 10)
+    beta = 1 / (rng.random((40, 1)) * 4e11 + 1e9)
+    kw = dict(link_class=("nvlink", "pci")[seed % 2], net_overhead_s=rng.random() * 5e-6)
+    colls = [("all-gather", "all-reduce", "reduce-scatter"), ("all-gather", "reduce-scatter"),
+             ("broadcast", "all-reduce")][seed % 3]
+    fast = nccl.ring_time_many(colls, n, nodes, z, beta, **kw)
+    with recording(Recorder()):
+        ref = [nccl.ring_time(c, n, nodes, z, beta, **kw) for c in colls]
+    assert len(fast) == len(ref) == len(colls)
+    for a, b in zip(fast, ref):
+        assert np.shape(a) == np.shape(b)
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("node", ["dgx-a100", "dgx-h100"])  # H100: NVLS all-reduce in TP 8
+def test_flat_mixed_batch_equals_the_recorded_evaluation(cat, monkeypatch, node):
+    """A flat batch above the ring cache's size (96 layouts, 4 offload strategies, ZeRO 1-3,
+    TP 1-8, PP 1-2; the top-K report's kind) computes each ring's collectives together; the
+    numbers are the recorded evaluation's."""
+    model = cat.get("llama70b", "model")
+    hw = resolve_hardware(cat, node, 2, smartnic="bluefield-3")
+    tr, asm = Training(seq_len=4096, global_batch=64, micro_batch=1), Assumptions()
+    lays = [Layout(tp=t, pp=p, dp=16 // (t * p), zero=z, offload=Offload(o))
+            for o in ("none", "cpu", "nvme", "smartnic") for z in (1, 2, 3) for t in (8, 4, 2, 1)
+            for p in (1, 2)]
+    batch = Batch.of_many(lays, [tr] * len(lays))
+    together = []
+    many = nccl.ring_time_many
+    monkeypatch.setattr(nccl, "ring_time_many", lambda colls, *a, **k: (
+        together.append(colls), many(colls, *a, **k))[1])
+    ref = _figures(evaluate(batch, model, hw, tr, asm, all_stages=True, record=True))
+    assert not together  # a recorded evaluation computes each collective on its own
+    got = _figures(evaluate(batch, model, hw, tr, asm, all_stages=True))
+    assert ("all-gather", "all-reduce", "reduce-scatter") in together
+    for k, v in ref.items():
+        assert got[k].shape == v.shape, k
+        np.testing.assert_array_equal(got[k], v, err_msg=k)
 
 
 def test_layout_support_is_asked_once_per_layout(cat, monkeypatch):

@@ -85,8 +85,9 @@ def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
     return ev if rec is None else dataclasses.replace(ev, calls=tuple(rec.calls))
 
 
-def _first(ctx: Ctx):
-    """Memory, offload devices and feasibility: (memory record, devices, Evaluation fields)."""
+def _first(ctx: Ctx, worst: bool = True):
+    """Memory, offload devices and feasibility: (memory record, devices, Evaluation fields);
+    without ``worst`` no most loaded stage (worst_memory None: evaluate_window's readers)."""
     set_stage("memory")
     mem = memory_stage(ctx)
     set_stage("offload devices")
@@ -95,8 +96,8 @@ def _first(ctx: Ctx):
         stage_index=ctx.st.index, stage_layers=ctx.st.layers, params_stage=mem.P,
         weights_stage=mem.W, gradients_stage=mem.G, optimizer_stage=mem.O,
         activations_stage=mem.act, overhead_stage=mem.over, total_stage=mem.total,
-        in_flight_stage=mem.n_f, worst_memory=mem.worst, gpu_bytes=mem.gpu_bytes,
-        capacity_bytes=ctx.hw.gpu.memory_bytes, micro_batches=ctx.m[..., 0],
+        in_flight_stage=mem.n_f, gpu_bytes=mem.gpu_bytes, micro_batches=ctx.m[..., 0],
+        worst_memory=mem.worst if worst else None, capacity_bytes=ctx.hw.gpu.memory_bytes,
         offload_bytes_per_gpu=dev.bytes_per_gpu, offload_bytes_per_device=dev.bytes_per_device,
         offload_capacity_per_device=dev.capacity, offload_devices_per_node=dev.per_node,
         spill_bytes_per_device=dev.spill, host_bytes_per_node=dev.host_per_node,
@@ -116,7 +117,7 @@ def evaluate_window(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Tr
     the second value is a function that computes it when called (the planner asks only when
     there are enough layouts to prune)."""
     ctx = make_ctx(batch, model, hw, tr, asm, all_stages, stages)
-    mem, _, common = _first(ctx)
+    mem, _, common = _first(ctx, worst=False)
     ev = Evaluation(has_step=False, **common)
     if mem.states_only:
         return ev, None

@@ -25,7 +25,8 @@ class Evaluation:
     overhead_stage: np.ndarray
     total_stage: np.ndarray
     in_flight_stage: np.ndarray
-    worst_memory: np.ndarray        # position on the stage axis of the most loaded stage
+    worst_memory: np.ndarray | None  # position on the stage axis of the most loaded stage
+    #                                (None from engine.evaluate_window)
     gpu_bytes: np.ndarray
     capacity_bytes: float
     micro_batches: np.ndarray

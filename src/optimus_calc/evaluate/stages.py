@@ -249,7 +249,7 @@ def stage_table(model: Model | BareModel, pps, all_stages: bool, vs=1) -> StageT
         keys = [int(pp.reshape(-1)[0]) * V_KEY + (int(v.reshape(-1)[0]) if by_v else 1)]
     else:
         pp, v = np.broadcast_arrays(pp, v)
-        keys = sorted({int(k) for k in _keys(pp, v, by_v).reshape(-1)})
+        keys = sorted_unique(_keys(pp, v, by_v).reshape(-1)).tolist()  # a grid's: one sort
     return _stage_table(model, tuple(keys), bool(all_stages), by_v)
 
 

@@ -71,12 +71,8 @@ def experts_recomputed(rc, policy: float):
     return (rc == R_FULL) | ((rc == R_SELECTIVE) & (policy > 0))
 
 
-def tp_gathers_rerun(rc, policy: float):
-    """r_g of step.tp_comm_time: full recomputation re-sends the forward's TP all-gathers, and
-    so does torchtitan's op AC (policy 1, 2), whose save list keeps reduce-scatter outputs but
-    no all-gather; Korthikanti's selective keeps the layer's inputs."""
-    rc = np.asarray(rc)
-    return (rc == R_FULL) | ((rc == R_SELECTIVE) & (policy > 0))
+# r_g of step.tp_comm_time, the same test: torchtitan's op AC saves reduce-scatters, no all-gather
+tp_gathers_rerun = experts_recomputed
 
 
 def ep_all_to_all_rerun(rc, policy: float, saves: float):
@@ -236,15 +232,36 @@ def _ring(ctx: Ctx, coll: str, n, stride, z, beta, alpha):
     return t
 
 
+def _rings(ctx: Ctx, colls: tuple, n, stride, z, beta, alpha) -> list:
+    """``[_ring(ctx, c, ...) for c in colls]``: a batch above the small cache's size (and below
+    nccl.AT_ONCE values) computes the collectives of one ring together (nccl.ring_time_many:
+    the same numbers in fewer numpy calls)."""
+    a = n, stride, z, beta = [np.asarray(x) for x in (n, stride, z, beta)]
+    size = max(x.size for x in a)
+    if (not ctx.asm.nccl_latency_model or recording_active() or size <= _RINGS_SMALL
+            or size > nccl.AT_ONCE // len(colls) or not (n > 1).any()):
+        return [_ring(ctx, c, n, stride, z, beta, alpha) for c in colls]
+    hw = ctx.hw
+    _, nodes = placement(hw, n, stride)
+    ts = nccl.ring_time_many(colls, n, nodes, z, beta,
+                             link_class=nccl.intra_class(hw.intra_link.link_kind),
+                             net_overhead_s=ctx.asm.nccl_net_overhead_us * 1e-6)
+    return [_nvls(ctx, c, n, nodes, z, t) for c, t in zip(colls, ts)]
+
+
 def _nccl_ring(ctx: Ctx, coll: str, n, stride, z, beta):
     hw = ctx.hw
     _, nodes = placement(hw, n, stride)
     t = nccl.ring_time(coll, n, nodes, z, beta,
                        link_class=nccl.intra_class(hw.intra_link.link_kind),
                        net_overhead_s=ctx.asm.nccl_net_overhead_us * 1e-6)
-    nvls = hw.intra_link.nvls_busbw_GBps
+    return _nvls(ctx, coll, n, nodes, z, t)
+
+
+def _nvls(ctx: Ctx, coll: str, n, nodes, z, t):
+    nvls = ctx.hw.intra_link.nvls_busbw_GBps
     if coll == "all-reduce" and nvls:  # NVLS over a full NVSwitch node, when NCCL's model wins
-        full = (np.asarray(nodes) == 1) & (np.asarray(n) == hw.gpus_per_node)
+        full = (np.asarray(nodes) == 1) & (np.asarray(n) == ctx.hw.gpus_per_node)
         t = np.where(full, np.minimum(t, nccl.nvls_time(n, z, nvls * GB)), t)
     return t
 
@@ -276,21 +293,20 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
     set_scope("tp")
     a_tp, b_tp = group(hw, t, 1, nic=nic)
     z_tp = eq.step__tp_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, s=s)
-    ring = dict(n=t, stride=1, z=z_tp, beta=b_tp, alpha=a_tp)
+    T_ag, T_ar, T_rs = _rings(ctx, ("all-gather", "all-reduce", "reduce-scatter"), n=t, stride=1,
+                              z=z_tp, beta=b_tp, alpha=a_tp)
     T_tp = eq.step__tp_comm_time(
-        L_stage=Ls, T_ag=_ring(ctx, "all-gather", **ring),
-        T_ar=_ring(ctx, "all-reduce", **ring),
-        T_rs=_ring(ctx, "reduce-scatter", **ring), m=m, o_tp=asm.tp_overlap,
+        L_stage=Ls, T_ag=T_ag, T_ar=T_ar, T_rs=T_rs, m=m, o_tp=asm.tp_overlap,
         o_tb=asm.tp_backward_overlap, r_g=tp_gathers_rerun(ctx.rc, asm.selective_policy),
         r_full=ctx.r_full, sigma_sp=mem.sigma)
     set_scope("cp")
     a_cp, b_cp = group(hw, cp, t, nic=nic)
     z_cp = eq.step__cp_message_bytes(b=mb, b_w=wb, d_head=model.d_head, n_kv=model.n_kv, s=s,
                                      t=t)
-    ring = dict(n=cp, stride=t, z=z_cp, beta=b_cp, alpha=a_cp)
+    T_ag, T_rs = _rings(ctx, ("all-gather", "reduce-scatter"), n=cp, stride=t, z=z_cp,
+                        beta=b_cp, alpha=a_cp)
     T_cp = eq.step__cp_comm_time(
-        L_stage=Ls, T_ag=_ring(ctx, "all-gather", **ring),
-        T_rs=_ring(ctx, "reduce-scatter", **ring), m=m, o_cp=asm.cp_overlap,
+        L_stage=Ls, T_ag=T_ag, T_rs=T_rs, m=m, o_cp=asm.cp_overlap,
         r_full=ctx.r_full)
     set_scope("ep")
     a2a = 0.0

@@ -25,7 +25,7 @@ from optimus_calc.evaluate.reasons import primary_reason
 from optimus_calc.evaluate.stages import stage_table
 from optimus_calc.frameworks import Framework, Reason as FrameworkReason
 from optimus_calc.search.pools import Pending, SearchState, Tally
-from optimus_calc.search.space import Chunk, Gather, Space, grid_rules, rejected
+from optimus_calc.search.space import Chunk, Gather, Space, grid_rules, profile_filter
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.specs.training import Offload, Training
@@ -80,42 +80,37 @@ def _shortlist(order: np.ndarray, tp, pp, keep: int, distinct: bool) -> np.ndarr
 NOT_RUNNABLE = "no framework runs it (see framework_rejections)"
 
 
-def _runnable(chunk: Chunk, lo: int, rules, frameworks: tuple, what_if: bool,
-              tally: Tally) -> list:
-    """Filter 0, the rules (``rules``: space.grid_rules, evaluated once over the
-    grid; ``lo``: the chunk's first grid point). Counts the chunk's layouts no framework of
-    ``frameworks`` runs (by each framework's first failing rule) and returns the parts still
-    wanted, each (sub-chunk, runnable, wanted) over the grid points and switch values that hold
-    one: the layouts a framework runs, and with ``what_if`` apart the SmartNIC layouts none
-    runs (the what-if), so neither keeps the other's rows and switch values in its sub-chunk."""
-    views = chunk.views()
-    reason, runs_r, gone_r, weight = rejected(rules, views, lo, frameworks)
-    n_gone = int(weight.sum())
-    if n_gone:
-        tally.n_dropped += n_gone
-        for f in frameworks:  # rule codes are small integers; 0 (runs) is never counted
-            n = np.bincount(reason[f][gone_r], weights=weight)
-            for c in np.flatnonzero(n[1:]) + 1:
-                text = FrameworkReason(int(c)).text
-                tally.dropped[text] = tally.dropped.get(text, 0) + int(round(n[c]))
+def _count_rejections(n_gone: int, dropped: list, tally: Tally) -> None:
+    """Filter 0's counts (space.profile_filter): the layouts no framework of the profile runs,
+    by each framework's first failing rule."""
+    tally.n_dropped += n_gone
+    for _, code, n in dropped:
+        text = FrameworkReason(code).text
+        tally.dropped[text] = tally.dropped.get(text, 0) + n
+
+
+def _runnable(chunk: Chunk, run: np.ndarray, smart: np.ndarray | None) -> list:
+    """Filter 0, the rules, on one chunk (``run``, ``smart``: space.profile_filter's over the
+    chunk's grid points): the parts still wanted, each (sub-chunk, runnable, wanted) over the
+    grid points and switch values that hold one: the layouts a framework runs, and apart the
+    SmartNIC layouts none runs (the what-if), so neither keeps the other's rows and switch
+    values in its sub-chunk."""
     parts = []
-    part = _shrink(chunk, views, runs_r)
+    part = _shrink(chunk, run)
     if part is not None:
         parts.append((part[0], part[1], part[1]))
-    if what_if and n_gone:
-        part = _shrink(chunk, views, gone_r & (views["offload"]
-                                               == strategies.code_of(Offload.SMARTNIC)))
+    if smart is not None:
+        part = _shrink(chunk, smart)
         if part is not None:
             parts.append((part[0], np.zeros_like(part[1]), part[1]))
     return parts
 
 
-def _shrink(chunk: Chunk, views: dict, x: np.ndarray):
+def _shrink(chunk: Chunk, y: np.ndarray):
     """(sub-chunk, mask over it): the grid points and switch values holding a kept layout
-    (Chunk.keep: any recompute, SP 0 or 1 with TP) where ``x`` (zero, offload, 1, SP, grid)
-    holds; None when none does. The full mask is built over the sub-chunk only."""
-    sp_ok = (views["sp"] == 0) | (views["tp"] > 1)  # (1, 1, 1, SP values, grid)
-    y = x & ((views["offload_params"] == 0) | (views["zero"] == 3)) & sp_ok
+    (Chunk.keep: any recompute, SP 0 or 1 with TP) where ``y`` (kept layouts over zero,
+    offload, 1, SP, grid) holds; None when none does. The full mask is built over the
+    sub-chunk only."""
     rows = y.any(axis=(0, 1, 2, 3)).reshape(-1)
     if not rows.any():
         return None
@@ -124,11 +119,11 @@ def _shrink(chunk: Chunk, views: dict, x: np.ndarray):
            np.arange(len(chunk.switches[2])),
            np.flatnonzero(y.any(axis=(0, 1, 2, 4)).reshape(-1)), np.flatnonzero(rows)]
     if all(len(i) == n for i, n in zip(idx, chunk.shape)):
-        return chunk, chunk.keep & np.broadcast_to(x, chunk.shape)
+        return chunk, np.broadcast_to(y, chunk.shape).copy()
     sub = Chunk(chunk.base[idx[-1]],
                 tuple(np.asarray(v)[i] for v, i in zip(chunk.switches, idx[:-1])))
-    return sub, sub.keep & np.broadcast_to(x[np.ix_(idx[0], idx[1], [0], idx[3], idx[-1])],
-                                           sub.shape)
+    return sub, np.broadcast_to(y[np.ix_(idx[0], idx[1], [0], idx[3], idx[-1])],
+                                sub.shape).copy()
 
 
 def _first_pass(chunk: Chunk, runs, want, cx: SearchState):
@@ -326,8 +321,15 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
             _second_pass(*pending.take(), cx)
     if rules is None:
         rules = grid_rules(space, model, base, frameworks, CHUNK_ELEMENTS)
+    run, smart, wanted, n_gone, dropped = profile_filter(
+        rules, space, frameworks, what_if, strategies.code_of(Offload.SMARTNIC), rows)
+    _count_rejections(n_gone, dropped, tally)
     for i, chunk in enumerate(space.chunks(rows)):
-        for sub, runs, want in _runnable(chunk, i * rows, rules, frameworks, what_if, tally):
+        lo, hi = i * rows, i * rows + len(chunk.base)
+        if not wanted[lo:hi].any():
+            continue
+        for sub, runs, want in _runnable(chunk, run[..., lo:hi],
+                                         None if smart is None else smart[..., lo:hi]):
             for part in gather.add(sub, runs, want):
                 evaluate_part(*part)
     for part in gather.flush():

@@ -28,6 +28,12 @@ KEEP_BLOCK_BYTES = 32 << 20  # glibc's largest mmap threshold on 64-bit systems
 KEEP_FREE_BYTES = 64 << 20
 _KEPT: list = []
 
+# Layouts whose rules are evaluated at once (grid_rules): a 2-byte code each and a few boolean
+# temporaries, so 16 times the evaluator's CHUNK_ELEMENTS holds less memory than one of its
+# chunks; the worst known plan's 3.3 M (ZeRO x offload x SP x grid point) in one pass, no
+# concatenation. A tactic: any value gives the same codes.
+RULE_ELEMENTS = CHUNK_ELEMENTS * 16
+
 
 def _keep_freed_blocks() -> None:
     if _KEPT:
@@ -56,7 +62,7 @@ def search_per_framework(model: Model, hw: Hardware, base: Training, asm: Assump
               else [(frameworks, base, asm)])
     if len(space) >= LARGE_SPACE:
         _keep_freed_blocks()
-    rules = grid_rules(space, model, base, frameworks, CHUNK_ELEMENTS)  # once for every profile
+    rules = grid_rules(space, model, base, frameworks, RULE_ELEMENTS)  # once for every profile
     results = [search(model, hw, tr, a, space, objective, top_k, distinct, fs, what_if=g == 0,
                       rules=rules)
                for g, (fs, tr, a) in enumerate(groups)]

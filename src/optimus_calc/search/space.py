@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
 from optimus_calc.evaluate.shapes import tp_degrees
+from optimus_calc.evaluate.stages import broadcast_small
 from optimus_calc.specs.model import Model
 from optimus_calc.evaluate.batch import offload_code, resolve_global_batch
 from optimus_calc.specs.base import unvalidated
@@ -138,26 +140,27 @@ class Gather:
 
     def __init__(self, limit: int):
         self.limit = max(1, limit)
-        self.parts: dict[tuple, list] = {}
+        self.parts: dict[tuple, tuple] = {}  # key: (parts, layouts they hold)
 
     def add(self, chunk: Chunk, *masks: np.ndarray):
         """Yields the merged chunks this part completes (none, or one or two)."""
         key = (len(masks),) + tuple(tuple(np.asarray(v).tolist()) for v in chunk.switches)
-        size = lambda parts: sum(int(np.prod(c.shape)) for c, _ in parts)  # noqa: E731
-        parts = self.parts.get(key, [])
-        if parts and size(parts) + int(np.prod(chunk.shape)) > self.limit:
-            yield self._merged(self.parts.pop(key))  # never more than the limit at once
-            parts = []
+        n = math.prod(chunk.shape)
+        parts, size = self.parts.get(key, ([], 0))
+        if parts and size + n > self.limit:
+            yield self._merged(self.parts.pop(key)[0])  # never more than the limit at once
+            parts, size = [], 0
         parts.append((chunk, masks))
-        if size(parts) >= self.limit:
+        size += n
+        if size >= self.limit:
             self.parts.pop(key, None)
             yield self._merged(parts)
         else:
-            self.parts[key] = parts
+            self.parts[key] = (parts, size)
 
     def flush(self):
         for key in list(self.parts):
-            yield self._merged(self.parts.pop(key))
+            yield self._merged(self.parts.pop(key)[0])
 
     @staticmethod
     def _merged(parts: list) -> tuple:
@@ -293,8 +296,9 @@ def grid_rules(space: Space, model: Model, base: Training, frameworks, elements:
     """Every framework's rules over ``space``'s grid, evaluated once for all physics profiles
     and chunks (the profiles change neither the precision nor the batch the rules read:
     frameworks/base.PhysicsProfile): per framework the code of its first failing rule (0: it
-    runs the layout), of shape (zero, offload, 1, SP, grid points): the rules read the grid
-    columns and the ZeRO, offload and sequence-parallelism switches, never recompute
+    runs the layout), of shape (zero, offload, 1, SP, grid points), or 1 for SP where no rule
+    reads it (one chunk: broadcast by the reader): the rules read the grid columns and the
+    ZeRO, offload and sequence-parallelism switches, never recompute
     (frameworks.framework_support); ``elements``: how many are evaluated at once."""
     from optimus_calc.frameworks import framework_support
     z, o, s = len(space.switches[0]), len(space.switches[1]), len(space.switches[3])
@@ -307,25 +311,63 @@ def grid_rules(space: Space, model: Model, base: Training, frameworks, elements:
             heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
             global_batch=v["gb"], precision=base.precision.value, model=model,
             fp8_recipe=base.fp8_recipe.value, frameworks=tuple(frameworks)).reason)
-    shape = (z, o, 1, s)
-    return {f: (np.concatenate([np.broadcast_to(p[f], shape + p[f].shape[-1:]) for p in parts],
-                               axis=-1) if parts else np.zeros(shape + (0,), dtype=np.int16))
-            for f in (parts[0] if parts else frameworks)}
+    if not parts:
+        return {f: np.zeros((z, o, 1, s, 0), dtype=np.int16) for f in frameworks}
+    if len(parts) == 1:  # kept on the axes its rules read (SP only where a rule reads it)
+        return dict(parts[0])
+    out = {}
+    for f in parts[0]:
+        shape = broadcast_small(*(p[f].shape[:-1] for p in parts))
+        out[f] = np.concatenate([np.broadcast_to(p[f], shape + p[f].shape[-1:])
+                                 for p in parts], axis=-1)
+    return out
 
 
-def rejected(rules: dict, views: dict, lo: int, frameworks: tuple):
-    """For a chunk (its ``views``, its first grid point ``lo``) and :func:`grid_rules`: (the
-    reason arrays of ``frameworks`` over its grid points, runnable by one of them, not runnable
-    but kept, the number of kept layouts each of those stands for), the last three over (zero,
-    offload, 1, SP, grid); kept: Chunk.keep (SP only with TP, parameter offload only with
-    ZeRO-3), so a (zero, offload, SP, grid point) stands for each of its recompute values."""
-    nb = views["tp"].shape[-1]
-    reason = {f: rules[f][..., lo:lo + nb] for f in frameworks}
-    runs = np.zeros(next(iter(reason.values())).shape, dtype=bool)
-    for r in reason.values():
-        runs |= r == 0
-    kept = (((views["offload_params"] == 0) | (views["zero"] == 3))
-            & ((views["sp"] == 0) | (views["tp"] > 1)))
+def profile_filter(rules: dict, space: Space, frameworks: tuple, what_if: bool,
+                   smart_code: int, rows: int):
+    """One physics profile's rule filter over ``space``'s whole grid, from :func:`grid_rules`
+    (once per profile, not per chunk): (the kept layouts a framework of ``frameworks`` runs,
+    with ``what_if`` the kept SmartNIC layouts none runs (else None), both over (zero, offload,
+    1, SP, grid), the grid points holding either, how many layouts none runs and the
+    rejections: (framework, rule code, layouts) in the order the chunks of ``rows`` grid points
+    first meet them (as a chunk-by-chunk count would), layouts counted over every recompute
+    value). Kept: Chunk.keep (SP only with TP, parameter offload only with ZeRO-3)."""
+    zero, off, rec, sp = space.switches
+    nb = len(space.base)
+    off_code, opar = np.asarray(off) % PARAMS, np.asarray(off) // PARAMS
+    tp = space.base[:, 0].reshape(1, 1, 1, 1, nb)
+    kept = (((opar[None, :] == 0) | (np.asarray(zero)[:, None] == 3))[:, :, None, None, None]
+            & ((np.asarray(sp).reshape(1, 1, 1, -1, 1) == 0) | (tp > 1)))
+    runs = np.zeros(kept.shape, dtype=bool)
+    for f in frameworks:
+        runs |= rules[f] == 0
     gone = kept & ~runs
-    weight = np.full(int(gone.sum()), views["recompute"].size)
-    return reason, runs, gone, weight
+    run = runs & kept
+    smart = None
+    if what_if and (off_code == smart_code).any():
+        smart = gone & (off_code == smart_code).reshape(1, -1, 1, 1, 1)
+    wanted = run.any(axis=(0, 1, 2, 3)).reshape(-1)
+    if smart is not None:
+        wanted |= smart.any(axis=(0, 1, 2, 3)).reshape(-1)
+    n_gone = int(gone.sum())
+    dropped = []  # (framework index, rule code, layouts)
+    for k, f in enumerate(frameworks):  # rule codes are small integers; 0 is never counted
+        n = (np.bincount(np.broadcast_to(rules[f], gone.shape)[gone]) if n_gone
+             else np.zeros(1, dtype=np.int64))
+        dropped += [(k, int(c), int(n[c]) * len(rec)) for c in np.flatnonzero(n[1:]) + 1]
+    # a chunk-by-chunk count meets them chunk by chunk (within a chunk, framework by framework,
+    # code by code): that order decides ties of equal counts, so the tied are put in it
+    counts = [n for _, _, n in dropped]
+    tied = [i for i, n in enumerate(counts) if counts.count(n) > 1]
+    first = {}  # the first chunk holding each tied (framework, code), found chunk by chunk
+    step = max(1, rows)
+    for lo in range(0, nb if tied else 0, step):
+        for i in tied:
+            if i not in first and ((rules[frameworks[dropped[i][0]]][..., lo:lo + step]
+                                    == dropped[i][1]) & gone[..., lo:lo + step]).any():
+                first[i] = lo
+        if len(first) == len(tied):
+            break
+    order = sorted(range(len(dropped)), key=lambda i: (first.get(i, 0), i))
+    return (run, smart, wanted, n_gone * len(rec),
+            [(frameworks[dropped[i][0]],) + dropped[i][1:] for i in order])
