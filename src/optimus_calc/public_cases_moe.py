@@ -35,9 +35,10 @@ _MTP = "with MTP: the MTP module is not timed (about 4% of the FLOPs per token)"
 
 
 def _nvl72(ep: int, what: str) -> str:
-    return (f"EP {ep} spans {ep // 8} of the 8-GPU NVLink nodes that stand for NVL72: the "
-            f"all-to-all would be priced over NICs the NVL72 run does not use ({what} inside "
-            "the 72-GPU NVLink domain)")
+    # on the catalog's gb200-nvl72 (64 GPUs a rack, public_cases._on_nvl72) these EP groups sit
+    # inside one NVLink domain; what the tool lacks is the dispatcher, not the network
+    return (f"EP {ep} across the NVL72 rack's NVLink domain dispatches with HybridEP ({what}), "
+            "which the tool does not model (it prices NCCL's all-to-all)")
 
 
 def _gpt_oss() -> list[PublicRow]:
@@ -74,8 +75,7 @@ def _qwen3() -> list[PublicRow]:
           gpu="gb200", ep=8, etp=1, gbs=512, mbs=4, seq=4096,
           assumed=f"{q} L193-200: HybridEP dispatcher (not modelled), "
                   + _CG.format(s="moe_router, moe_preprocess") + "; " + base + "; "
-                  "NVL72's 72-GPU NVLink domain is not a catalog node: GB200 GPUs on a "
-                  "DGX-B200-sized 8-GPU NVLink node", **_MXR, **_MEG),
+                  "8 GPUs of a GB200 NVL72 rack (gb200-nvl72), assumed", **_MXR, **_MEG),
         r(m25, "B200 Qwen3-30B-A3B MXFP8 EP8, 8 GPUs", "qwen3-30b-a3b", "dgx-b200", 1, 9299,
           ep=8, etp=1, gbs=512, mbs=1, seq=4096,
           assumed=f"{q} L211-219: alltoall dispatcher, micro-batch 1, "

@@ -41,6 +41,15 @@ DEFAULT_SMARTNIC = "bluefield-3"
 MAX_GPUS = 1_000_000
 
 
+def superchip_share(n: Node, gpus: int) -> Node:
+    """The part of a superchip node ``gpus`` of its GPUs bring: each GPU comes with its share of
+    the C2C-attached CPUs and their memory (GB200: one Grace per 2 GPUs), so fewer GPUs per
+    node (--gpus-per-node) means fewer CPUs, not the whole node's CPUs for them."""
+    cpus = max(1, -(-n.cpus * gpus // n.gpus))
+    return n.model_copy(update={"cpus": cpus,
+                                "host_memory_GB": n.host_memory_GB * cpus / n.cpus})
+
+
 def resolve_hardware(cat: Catalog, node: str, nodes: int, gpu: str | None = None,
                      gpus_per_node: int | None = None, smartnic: str | None = None) -> Hardware:
     n: Node = cat.get(node, "node", what="node")  # type: ignore[assignment]
@@ -57,6 +66,8 @@ def resolve_hardware(cat: Catalog, node: str, nodes: int, gpu: str | None = None
         raise FieldError("nodes", f"{{nodes}} {nodes} x {per_node} {how} = "
                          f"{nodes * per_node:,} GPUs is more than the {MAX_GPUS:,} this tool "
                          "models")
+    if n.superchip and gpus_per_node and gpus_per_node < n.gpus:
+        n = superchip_share(n, gpus_per_node)
     sn_name = smartnic or n.smartnic or DEFAULT_SMARTNIC
     sn: SmartNIC = cat.get(sn_name, "smartnic", what="SmartNIC")  # type: ignore[assignment]
     return Hardware(

@@ -1,0 +1,115 @@
+"""Issue 32 round 6 (review): the accuracy changes reach the evaluator and the public rows where
+they should and nowhere else: torchtitan's op SAC re-sending the TP all-gathers (step.tp_comm_time
+r_g), Megatron's hidden CP ring (cp_overlap), FlashAttention-2 on torchtitan's Hopper rows, the
+GB200 rows on the gb200-nvl72 rack, NeMo's long-sequence H100 table, and a superchip node's CPUs
+following the GPUs a job uses (--gpus-per-node)."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimus_calc.evaluate.context import resolve_hardware
+from optimus_calc.public_cases import public_rows
+
+_TP = ("step", "llama-3-8b", "--node", "dgx-h100", "--nodes", 8, "--tp", 8, "--sp", "--zero", 1,
+       "--micro-batch", 2, "--global-batch", 64, "--format", "json")
+
+
+def _tp_s(run, *extra):
+    r = run(*_TP, *extra)
+    assert r.code == 0, r.err
+    return r.json()["tp_comm_s"]
+
+
+def test_op_sac_resends_the_tp_all_gathers_and_only_it(run):
+    # TP 8 with SP, no TP overlap in the neutral physics: per layer and micro-batch Korthikanti's
+    # selective sends 2 all-gathers + 2 reduce-scatters forward and as many backward (4 AG + 4
+    # RS); torchtitan's op SAC (selective_policy 1) re-runs the forward's 2 all-gathers in the
+    # backward (its save list, llama3/infra/parallelize.py L36-52 @ 73a0e69, has reduce-scatter,
+    # no all-gather): 6 AG + 4 RS. AG and RS of one message on one ring cost the same, so x 10/8;
+    # full recomputation re-sends both kinds: 6 + 6 = x 12/8 whatever the policy
+    base = _tp_s(run, "--recompute", "selective")
+    assert base > 0.1
+    assert _tp_s(run, "--recompute", "selective", "--assume", "selective_policy=1") == \
+        pytest.approx(1.25 * base, rel=1e-9)
+    for fw in ("deepspeed", "megatron-deepspeed"):  # policy 0: unchanged
+        assert _tp_s(run, "--recompute", "selective", "--framework", fw) == \
+            pytest.approx(base, rel=1e-9)
+    for policy in ("0", "1"):
+        assert _tp_s(run, "--recompute", "full", "--assume", f"selective_policy={policy}") == \
+            pytest.approx(1.5 * base, rel=1e-9)
+
+
+def test_the_hidden_cp_ring_is_megatrons_alone(run):
+    # cp_overlap 1 is set by the Megatron-LM profile only (TE's p2p ring); torchtitan's
+    # all-gather rotation and the DeepSpeed engines keep the neutral, exposed CP traffic
+    args = ("step", "llama-3-8b", "--node", "dgx-h100", "--nodes", 2, "--cp", 2, "--zero", 1,
+            "--seq-len", 32768, "--global-batch", 16, "--format", "json")
+    neutral = run(*args).json()["cp_comm_s"]
+    assert neutral > 0.01
+    for fw in ("torchtitan", "deepspeed", "megatron-deepspeed"):
+        assert run(*args, "--framework", fw).json()["cp_comm_s"] == \
+            pytest.approx(neutral, rel=1e-9), fw
+    assert run(*args, "--framework", "megatron").json()["cp_comm_s"] == 0.0
+
+
+def test_torchtitans_hopper_rows_run_flashattention2():
+    # torchtitan put FLASH_ATTENTION first below compute capability 10 from 3b85aa31f
+    # (2025-05-14) until 6a3a9da95 (2025-10-09); before, PyTorch >= 2.5.1 ranked cuDNN last
+    # (pytorch/pytorch#138522): every published torchtitan run on H100/H200 ran FA2
+    rows = [r for r in public_rows() if not r.why_not]
+    tt = [r for r in rows if r.framework == "torchtitan"]
+    hopper = [r for r in tt if r.node != "dgx-a100"]
+    assert len(hopper) >= 20 and all(r.kernel == "fa2" for r in hopper)
+    assert all("FlashAttention-2" in r.assumed for r in hopper)
+    # the rule touches torchtitan rows only: no Megatron / NeMo row names torchtitan's kernel
+    assert not [r for r in rows if r.framework != "torchtitan" and "6a3a9da95" in r.assumed]
+
+
+def test_gb200_rows_run_on_nvl72_racks_of_64():
+    # the pages give GPU counts only: up to 64 GPUs in one rack, more on racks of 64 (assumed);
+    # the label's GPU count is kept, and no row says it runs on 8-GPU NVLink nodes any more
+    gb = [r for r in public_rows() if "GB200" in r.label]
+    run = [r for r in gb if not r.why_not]
+    assert len(run) >= 14
+    for r in run:
+        gpus = int(r.label.rsplit(", ", 1)[1].split()[0])
+        assert r.node == "gb200-nvl72" and r.gpus_per_node <= 64, r.label
+        assert r.nodes * r.gpus_per_node == gpus, r.label
+    for r in gb:
+        text = r.assumed + r.why_not
+        assert "8-GPU NVLink node" not in text and "not a catalog node" not in text, r.label
+
+
+def test_nemo_long_sequence_rows_are_the_pages():
+    # NVIDIA/NeMo docs/source/performance/performance_long_sequence.md @ 8cfedd7, LLAMA2-7B
+    # (FP8) - H100: (seq K, GPUs, batch, TP, PP, CP, TFLOPS/GPU with CP, without CP)
+    page = [(4, 4, 1024, 1, 1, 1, 768, 768), (8, 8, 512, 1, 2, 1, 730, 730),
+            (16, 16, 256, 2, 1, 1, 660, 660), (32, 32, 128, 2, 1, 2, 610, 595),
+            (64, 64, 64, 4, 1, 2, 574, 534), (128, 128, 32, 4, 1, 4, 555, 424),
+            (256, 256, 16, 4, 1, 8, 549, 392), (512, 512, 8, 8, 1, 16, 549, 104),
+            (1024, 1024, 4, 8, 1, 32, 536, 26.5)]
+    rows = [r for r in public_rows() if "Llama2-7B FP8 seq" in r.label]
+    run = [r for r in rows if not r.why_not]
+    got = [(r.seq // 1024, r.nodes * (r.gpus_per_node or 8), r.gbs, r.tp, r.pp, r.cp,
+            r.published) for r in run]
+    assert got == [p[:7] for p in page]
+    assert all(r.unit == "tflops:unhalved" and r.fp8_recipe == "te-delayed" for r in run)
+    without = {r.seq // 1024: r.published for r in rows if r.why_not and "H100" in r.label}
+    assert without == {p[0]: p[7] for p in page if p[5] > 1}
+
+
+def test_a_superchip_nodes_cpus_follow_the_gpus_used(cat, run):
+    # GB200 NVL72: 72 GPUs and 36 Grace (one per 2 GPUs, 480 GB each); 64 GPUs of a rack bring
+    # 32 Grace and 15,360 GB, not the rack's 36 and 17,280 GB
+    hw = resolve_hardware(cat, "gb200-nvl72", 2, gpus_per_node=64)
+    assert (hw.node.cpus, hw.node.host_memory_GB) == (32, pytest.approx(32 * 480))
+    assert resolve_hardware(cat, "gb200-nvl72", 1).node.cpus == 36
+    assert resolve_hardware(cat, "dgx-h100", 1, gpus_per_node=4).node.cpus == 2  # not superchip
+    # so the superchip optimizer step of 72 GPUs is one figure however the racks are cut
+    # (each GPU with half a Grace): 1 x 72 and 18 x 4 agree; before, 4 GPUs had all 36 Grace
+    args = ("step", "llama-3-8b", "--node", "gb200-nvl72", "--zero", 3, "--offload",
+            "superchip", "--global-batch", 144, "--format", "json")
+    whole = run(*args).json()["optimizer_s"]
+    trays = run(*args, "--gpus-per-node", 4, "--nodes", 18).json()["optimizer_s"]
+    assert whole > 0 and trays == pytest.approx(whole, rel=1e-9)
