@@ -113,3 +113,23 @@ def test_a_superchip_nodes_cpus_follow_the_gpus_used(cat, run):
     whole = run(*args).json()["optimizer_s"]
     trays = run(*args, "--gpus-per-node", 4, "--nodes", 18).json()["optimizer_s"]
     assert whole > 0 and trays == pytest.approx(whole, rel=1e-9)
+
+
+def test_exports_launch_an_nvl72_rack_per_compute_tray(run):
+    # an NVL72 rack is one NVLink domain but 18 hosts (compute trays) of 4 GPUs (catalog
+    # gpus_per_host): torchrun / the deepspeed launcher start 4 processes on each of 18 hosts,
+    # not 72 on one; 64 GPUs a rack x 2 racks = 32 hosts of 4; 6 a rack: 2 on each of 6 hosts
+    # (gcd(6, 4)); a DGX is one host of 8
+    plan = ("plan", "llama-3-8b", "--tp", 2, "--pp", 1, "--micro-batch", 1, "--offloads",
+            "none", "--recompute", "none")
+    cases = [(("--node", "gb200-nvl72"), "--nproc-per-node 4 --nnodes 18"),
+             (("--node", "gb200-nvl72", "--gpus-per-node", 64, "--nodes", 2),
+              "--nproc-per-node 4 --nnodes 32"),
+             (("--node", "gb200-nvl72", "--gpus-per-node", 6, "--nodes", 2),
+              "--nproc-per-node 2 --nnodes 6"),
+             (("--node", "dgx-h100", "--nodes", 4), "--nproc-per-node 8 --nnodes 4")]
+    for hw, launch in cases:
+        r = run(*plan, *hw, "--framework", "megatron", "--export", "megatron")
+        assert r.code == 0 and launch in r.out, (hw, r.err, r.out[:400])
+    r = run(*plan, "--node", "gb200-nvl72", "--framework", "deepspeed", "--export", "deepspeed")
+    assert r.code == 0 and "--num_nodes 18 --num_gpus 4" in r.out, r.err

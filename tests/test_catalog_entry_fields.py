@@ -39,6 +39,7 @@ BAD_ENTRIES = [
     ("link", "nvlink3", (), {"efficiency": 1e-300}, "efficiency"),
     ("nvme", None, (), {"read_GBps": 1e-300}, "read_GBps"),
     ("node", "dgx-a100", (), {"host_memory_GB": 1e-300}, "host_memory_GB"),
+    ("node", "dgx-a100", (), {"gpus_per_host": 3}, "gpus_per_host"),
     ("model", "llama-3-70b", (), {"published_params": math.inf}, "published_params"),
     ("model", "llama-3-70b", (), {"seq_len": 20_000_000}, "seq_len"),
 ]

@@ -44,7 +44,7 @@ def plan_cmd(app, model, objective, top, export, fmt, output, **kw) -> None:
     if export:
         if res.recommended is None:
             raise InputError(f"nothing to export: {res.why}")
-        text = V.export_text(export, res.recommended, res.model, res.hw.gpus_per_node)
+        text = V.export_text(export, res.recommended, res.model, res.hw.gpus_per_host)
         if output and output != "-":
             write_file(output, text)  # atomic, never over an input (cli/common.py)
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from math import gcd
 
 from pydantic import ValidationError
 
@@ -32,6 +33,14 @@ class Hardware:
     @property
     def gpus(self) -> int:
         return self.gpus_per_node * self.nodes
+
+    @property
+    def gpus_per_host(self) -> int:
+        """GPUs per launched host (the exports' node): the node's GPUs used, split over its
+        hosts where it spans several (Node.gpus_per_host), evenly (the greatest common
+        divisor when --gpus-per-node is not a multiple of the host's GPUs)."""
+        host = self.node.gpus_per_host
+        return gcd(self.gpus_per_node, host) if host else self.gpus_per_node
 
 
 DEFAULT_SMARTNIC = "bluefield-3"

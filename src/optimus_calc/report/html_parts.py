@@ -96,6 +96,6 @@ def plan_parts(res, si, train=None) -> dict[str, Any]:
     # the plan's own assumptions, as its JSON states them; the recommended framework's physics
     # profile (what it sets over them) is the page's framework-physics part
     parts["assumptions"] = assumption_rows(si.assumptions)
-    parts["exports"] = {t: export_text(t, r, res.model, res.hw.gpus_per_node)
+    parts["exports"] = {t: export_text(t, r, res.model, res.hw.gpus_per_host)
                         for t in exports_for(r.frameworks)} if r.frameworks else {}
     return parts

@@ -321,9 +321,17 @@ class Node(CatalogEntry):
     intra_link: str = Field(description="catalog link name of the intra-node GPU fabric")
     gpu_host_link: str = Field(description="catalog link name GPU-to-host (PCIe or NVLink-C2C)")
     superchip: bool = Field(default=False, description="GPU and CPU share a coherent C2C link")
+    gpus_per_host: int | None = Field(
+        default=None, gt=0, le=1024,
+        description="GPUs one host (one OS, one launcher) drives where the node, an NVLink "
+                    "domain, spans several hosts (a rack's compute trays): the node of the "
+                    "exported launch lines; default: the node's gpus")
 
     @model_validator(mode="after")
     def _consistent(self) -> "Node":
+        if self.gpus_per_host and self.gpus % self.gpus_per_host:
+            raise ValueError(f"field 'gpus_per_host': {self.gpus_per_host} does not divide the "
+                             f"node's gpus {self.gpus}")
         if self.smartnics and not self.smartnic:
             raise ValueError("smartnics > 0 needs a smartnic name")
         if self.nvme_drives and not self.nvme:
