@@ -100,10 +100,11 @@ def test_nemo_long_sequence_rows_are_the_pages():
 
 
 def test_a_superchip_nodes_cpus_follow_the_gpus_used(cat, run):
-    # GB200 NVL72: 72 GPUs and 36 Grace (one per 2 GPUs, 480 GB each); 64 GPUs of a rack bring
-    # 32 Grace and 15,360 GB, not the rack's 36 and 17,280 GB
+    # GB200 NVL72: 72 GPUs, 36 Grace (one per 2 GPUs, 480 GB each), 72 NICs (one per GPU); 64
+    # GPUs of a rack bring 32 Grace, 15,360 GB and 64 NICs, not the rack's 36, 17,280 and 72
     hw = resolve_hardware(cat, "gb200-nvl72", 2, gpus_per_node=64)
-    assert (hw.node.cpus, hw.node.host_memory_GB) == (32, pytest.approx(32 * 480))
+    assert (hw.node.cpus, hw.node.host_memory_GB, hw.node.nics) == \
+        (32, pytest.approx(32 * 480), 64)
     assert resolve_hardware(cat, "gb200-nvl72", 1).node.cpus == 36
     assert resolve_hardware(cat, "dgx-h100", 1, gpus_per_node=4).node.cpus == 2  # not superchip
     # so the superchip optimizer step of 72 GPUs is one figure however the racks are cut
@@ -113,6 +114,13 @@ def test_a_superchip_nodes_cpus_follow_the_gpus_used(cat, run):
     whole = run(*args).json()["optimizer_s"]
     trays = run(*args, "--gpus-per-node", 4, "--nodes", 18).json()["optimizer_s"]
     assert whole > 0 and trays == pytest.approx(whole, rel=1e-9)
+    # and a rack cut into 8-GPU parts is 8-GPU nodes of one NIC per GPU, as DGX B200 (8 NICs):
+    # the same DP traffic (before, 72 NICs served 8 GPUs, as fast as NVLink)
+    dp = ("step", "llama-3-70b", "--zero", 1, "--tp", 4, "--gpus-per-node", 8, "--nodes", 9,
+          "--format", "json")
+    rack = run(*dp, "--node", "gb200-nvl72").json()["dp_comm_s"]
+    dgx = run(*dp, "--node", "dgx-b200", "--gpu", "gb200").json()["dp_comm_s"]
+    assert rack > 0.1 and rack == pytest.approx(dgx, rel=1e-9)
 
 
 def test_exports_launch_an_nvl72_rack_per_compute_tray(run):

@@ -52,10 +52,11 @@ MAX_GPUS = 1_000_000
 
 def superchip_share(n: Node, gpus: int) -> Node:
     """The part of a superchip node ``gpus`` of its GPUs bring: each GPU comes with its share of
-    the C2C-attached CPUs and their memory (GB200: one Grace per 2 GPUs), so fewer GPUs per
-    node (--gpus-per-node) means fewer CPUs, not the whole node's CPUs for them."""
+    the C2C-attached CPUs, their memory and the NICs beside them (GB200 NVL72: one Grace per 2
+    GPUs, one NIC per GPU), so fewer GPUs per node (--gpus-per-node) means fewer CPUs and NICs,
+    not the whole node's for them."""
     cpus = max(1, -(-n.cpus * gpus // n.gpus))
-    return n.model_copy(update={"cpus": cpus,
+    return n.model_copy(update={"cpus": cpus, "nics": -(-n.nics * gpus // n.gpus),
                                 "host_memory_GB": n.host_memory_GB * cpus / n.cpus})
 
 
