@@ -37,8 +37,8 @@ _MTP = "with MTP: the MTP module is not timed (about 4% of the FLOPs per token)"
 def _nvl72(ep: int, what: str) -> str:
     # on the catalog's gb200-nvl72 (64 GPUs a rack, public_cases._on_nvl72) these EP groups sit
     # inside one NVLink domain; what the tool lacks is the dispatcher, not the network
-    return (f"EP {ep} across the NVL72 rack's NVLink domain dispatches with HybridEP ({what}), "
-            "which the tool does not model (it prices NCCL's all-to-all)")
+    return (f"EP {ep} across the NVL72 rack's NVLink domain runs a dispatcher the tool does not "
+            f"model ({what}); it would price NCCL's all-to-all")
 
 
 def _gpt_oss() -> list[PublicRow]:
