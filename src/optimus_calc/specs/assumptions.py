@@ -15,10 +15,9 @@ from optimus_calc.specs.hardware import MIN_EFFICIENCY
 # training rows (the rows and errors: docs/fp8-and-megatron.md). Refitted after the attention
 # kernels were timed at their end-to-end training fits (issue 32), and again after the H100
 # curve and attention were fitted on BF16 and FP8 rows together (validate_loso.py,
-# changes/jointfit.md), and after the H100 refit of issue 32 round 6 (cuDNN 0.26, FA2 0.22,
-# W_half 13.1): delayed scaling fits 0.970 (0.985 before; its 5 NeMo 24.12 and 25.02 rows within
-# 6%); current scaling still ends on the upper bound 1 (an FP8 GEMM at the BF16 GEMM's fraction
-# of its own peak), its rows 6-13% slow there: the rest of that gap is outside the GEMM ratio
+# changes/jointfit.md), and after the round-6 H100 refit: delayed scaling fits 0.970 (its 5 NeMo
+# 24.12/25.02 rows within 6%); current scaling still ends on the upper bound 1 (an FP8 GEMM at the
+# BF16 GEMM's fraction of its own peak), its rows 6-13% slow there: the rest is outside the ratio
 FIT_TE_DELAYED = 0.970
 FIT_TE_CURRENT = 1.0
 FIT_MXFP8 = FIT_TE_CURRENT  # assumed: one expressible public row, no cross-validation
