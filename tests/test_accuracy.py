@@ -119,3 +119,13 @@ def test_published_flops_formula_by_hand():
                                                  s=8192) == pytest.approx(12_631_838_208)
     assert eq.compute__published_flops_per_token(N_pub=1.3e9, c_pub=6, L=24, h=2048,
                                                  s=8192) == pytest.approx(10_215_919_104)
+
+
+def test_published_flops_count_the_vocabulary_once(cat):
+    # NeMo's flops_formulas.llama2 (and Megatron-LM's): the layers, the logits' 6 V h once, no
+    # input embedding. Llama-2-7B (untied): 6,738,415,616 parameters - the input embedding
+    # 32,000 x 4,096 = 6,607,343,616; at 4K un-halved: 6 x that + 12 x 32 x 4096 x 4096 =
+    # 39,644,061,696 + 6,442,450,944 = 46,086,512,640 FLOPs per token (the review's 46.08e9)
+    from optimus_calc.validate_public import flops_per_token
+    assert flops_per_token(cat.get("llama-2-7b", "model"), 4096, "unhalved") == \
+        pytest.approx(46_086_512_640, rel=1e-9)

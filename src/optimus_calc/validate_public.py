@@ -53,8 +53,12 @@ def _model(cat: Catalog, name: str) -> Model:
 
 def flops_per_token(model: Model, seq: int, convention: str) -> float:
     """6 N + 12 L h s (un-halved) or 6 N + 6 L h s (halved): the publications' formulas
-    (framework-physics.md 7.2: NeMo <= 25.07 / Megatron-Bridge >= 25.09; FA2 section 4.2)."""
-    n = float(model.total_params if hasattr(model, "total_params") else 0)
+    (framework-physics.md 7.2: NeMo <= 25.07 / Megatron-Bridge >= 25.09; FA2 section 4.2),
+    N the layers' parameters and the logits' V x h once (no input embedding: NeMo's
+    flops_formulas.llama2 6 V / (L h) term, Megatron-LM's logits term)."""
+    n = float(model.total_params - model.embedding_params  # the head holds an untied V x h
+              + model.tied_embeddings * model.vocab * model.hidden
+              if hasattr(model, "total_params") else 0)
     return float(eq.compute__published_flops_per_token(
         N_pub=n, c_pub=12 if convention == "unhalved" else 6, L=model.layers, h=model.hidden,
         s=seq))

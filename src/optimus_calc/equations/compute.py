@@ -141,7 +141,8 @@ six_n_flops = equation(
 
 c_pub = sym("c_pub", "attention FLOPs per token per layer over h x s in a publication's "
             "formula: 12 (un-halved) or 6 (causal halved)")
-N_pub = sym("N_pub", "parameters a publication's formula counts (all, with embeddings)")
+N_pub = sym("N_pub", "parameters a publication's formula counts: the layers' and the logits' "
+            "V x h once (no input embedding)")
 
 published_flops_per_token = equation(
     "compute.published_flops_per_token", 6 * N_pub + c_pub * L * h * s, "FLOP/token",
@@ -150,7 +151,7 @@ published_flops_per_token = equation(
     "per layer, x 3), Dao 2023 (FlashAttention-2) section 4.2, NeMo <= 25.07 "
     "(nemo/utils/flops_formulas.py before 6251117f4c) and Megatron-LM training.py before "
     "8873b55d6a; 6 N + 6 L h s halved, Megatron-Bridge >= 25.09",
-    "Training FLOPs per token as a publication counts them (N all parameters): `validate` "
+    "Training FLOPs per token as a publication counts them: `validate` "
     "turns a prediction into the published TFLOP/s with the publication's own formula.")
 
 moe_permute_bytes = equation(

@@ -41,18 +41,15 @@ T_a2a = sym("T_a2a", "one all-to-all, s")
 T_p2p = sym("T_p2p", "one point-to-point send, s")
 r_f = sym("r_full", "1 with full recomputation, else 0")
 o_tp = sym("o_tp", "fraction of TP communication hidden behind compute (assumed)")
-o_cp = sym("o_cp", "fraction of CP K/V traffic hidden behind attention (assumed)")
+o_cp = sym("o_cp", "1 if the CP ring's K/V traffic hides behind the attention, else 0")
 o_pp = sym("o_pp", "fraction of PP point-to-point time hidden (assumed)")
 o_tb = sym("o_tb", "fraction of the backward's TP collectives hidden behind the weight-gradient "
            "GEMM (framework profile: Megatron-LM async dgrad 1, else 0)")
 o_dr = sym("o_dr", "1 if bucketed gradient reductions overlap the backward, 0 if the whole "
-           "reduction runs after it (framework profile: Megatron-LM without "
-           "--overlap-grad-reduce)")
+           "reduction runs after it (Megatron-LM without --overlap-grad-reduce)")
 o_pg = sym("o_pg", "1 if the ZeRO-1/2 parameter all-gather overlaps the next forward, 0 if "
-           "it runs whole before it (framework profile: Megatron-LM without "
-           "--overlap-param-gather)")
-o_ep = sym("o_ep", "fraction of the expert-parallel all-to-alls hidden behind compute "
-           "(framework profile; framework-neutral 0)")
+           "it runs whole before it (Megatron-LM without --overlap-param-gather)")
+o_ep = sym("o_ep", "fraction of the EP all-to-alls hidden behind compute (framework profile)")
 L_moe = sym("L_moe", "MoE layers on the pipeline stage")
 v = sym("v", "model chunks per GPU (interleaving)", positive=True)
 Z = sym("Z", "ZeRO stage 0..3")
@@ -137,11 +134,14 @@ tp_comm_time = equation(
     "collectives are issued async before the weight-gradient GEMM and waited after it (o_tb)",
     "Exposed tensor-parallel communication of the stage in one step.")
 
+T_att = sym("T_att", "attention-core time of the stage in the step, forward and backward, s")
 cp_comm_time = equation(
-    "step.cp_comm_time", (1 - o_cp) * (T_ag * (1 + r_f) + T_rs) * L_s * m, "s",
-    "Megatron-LM context parallelism (megatron/core/transformer/dot_product_attention "
-    "context_parallel ring): K/V all-gathered in the forward, their gradients reduce-scattered "
-    "in the backward; full recomputation gathers again",
+    "step.cp_comm_time", sp.Max(0, (T_ag * (1 + r_f) + T_rs) * L_s * m - o_cp * T_att), "s",
+    "Megatron-LM context parallelism (transformer/dot_product_attention, TransformerEngine's "
+    "ring): K/V all-gathered in the forward, their gradients reduce-scattered in the backward, "
+    "full recomputation gathers again; a ring that sends the next block while the current one "
+    "computes (o_cp 1) hides the traffic behind the attention (TransformerEngine "
+    "context_parallel.py L1698-1715 @ d0067d0)",
     "Exposed context-parallel K/V traffic of the stage in one step.")
 
 r_a2a = sym("r_a2a", "share of the forward's EP all-to-alls the backward's recompute sends "

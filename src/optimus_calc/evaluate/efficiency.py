@@ -65,6 +65,18 @@ def attention_efficiency(gpu: GPU, flash, kernel=None, asm: Assumptions | None =
     return np.where(np.asarray(flash, dtype=bool), fused, gpu.attention_eta)
 
 
+def attention_seconds(flops, peak, gpu: GPU, flash, kernel=None, asm: Assumptions | None = None,
+                      curve=None):
+    """The attention core's executed ``flops`` at its efficiency (``curve`` when computed;
+    --assume gemm_efficiency=X replaces it as in compute_efficiency), compute.compute_time:
+    what a context-parallel ring's traffic can hide behind (step.cp_comm_time)."""
+    if asm is not None and "gemm_efficiency" in asm.model_fields_set:
+        curve = asm.gemm_efficiency
+    elif curve is None:
+        curve = attention_efficiency(gpu, flash, kernel, asm)
+    return eq.compute__compute_time(FLOPs=flops, eta_g=curve, peak=peak)
+
+
 def causal_factor(flash):
     """kappa_c of compute.causal_attention_flops: 1 for a block-skipping fused kernel."""
     return np.asarray(flash, dtype=float)

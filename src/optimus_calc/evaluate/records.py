@@ -189,6 +189,7 @@ class ComputeRecord:
     bubble: Array
     W_f: Array              # one micro-batch's forward
     W_b: Array              # one micro-batch's backward
+    T_att: Array | float = 0.0  # the attention core's time in the step (step.cp_comm_time)
 
 
 @record

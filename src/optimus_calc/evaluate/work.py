@@ -9,9 +9,9 @@ from optimus_calc.equations.recording import active as recording_active
 from optimus_calc.equations.recording import eq, set_scope
 from optimus_calc.evaluate.batch import R_FULL, R_NONE, R_SELECTIVE
 from optimus_calc.evaluate.context import check_precision
-from optimus_calc.evaluate.efficiency import (attention_efficiency, causal_factor,
-                                              compute_efficiency, expert_efficiency,
-                                              gemm_efficiency)
+from optimus_calc.evaluate.efficiency import (attention_efficiency, attention_seconds,
+                                              causal_factor, compute_efficiency,
+                                              expert_efficiency, gemm_efficiency)
 from optimus_calc.evaluate.fp8 import amax_time, bf16_head_flops, fp8_gemm_ratio
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord
@@ -136,10 +136,8 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     F_fwd = eq.step__forward_flops(F_h=f_h, F_l=f_l, L_stage=Ls, lambda_h=last, tau_g=tau)
     F_bwd = eq.step__backward_flops(F_h=f_h, F_l=f_l, F_r=f_r, L_stage=Ls, lambda_h=last,
                                     tau_g=tau)
-    # efficiency that follows the work: weight GEMMs by their size, the attention core by its
-    # kernel on the FLOPs it executes (half under a causal mask with a fused kernel), the routed
-    # experts by their grouped GEMMs' size (evaluate/efficiency.py; --assume gemm_efficiency=X
-    # replaces the curve)
+    # efficiency following the work: weight GEMMs by size, the attention core by its kernel on
+    # the FLOPs it executes, experts by their grouped GEMMs (evaluate/efficiency.py)
     kappa = causal_factor(tr.flash_attention)
     f_att = eq.step__attention_core_flops(L_stage=Ls, d_s=model.score_dim, d_v=model.value_dim,
                                           s=s, tau_g=tau)
@@ -186,8 +184,10 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     T_b = eq.step__backward_time(T_cb=T_cb, T_eb=T_eb)
     bubble = eq.compute__pipeline_bubble(T_c=(T_f + T_b).max(axis=-1)[..., None], m=ctx.m,
                                          p=ctx.pp, v=ctx.v)
+    T_att = attention_seconds(a_f + a_b, peak, hw.gpu, tr.flash_attention, tr.attention_kernel,
+                              asm, eff["curves"][1] if "curves" in eff else None)
     return ComputeRecord(f_l, f_h, f_r, tokens, peak, T_cf, T_cb, T_ef, T_eb, T_f, T_b, bubble,
-                         T_f / ctx.m, T_b / ctx.m)
+                         T_f / ctx.m, T_b / ctx.m, T_att)
 
 
 # called through the recording stand-in at call time, so `explain` sees each call
@@ -286,7 +286,7 @@ def _where(cond, t):
                     dtype=np.result_type(t, np.float64))
 
 
-def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
+def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
     """TP, CP and EP per stage (step.tp/cp/ep_comm_time over their rings)."""
     model, hw, asm, s, mb, wb = ctx.model, ctx.hw, ctx.asm, ctx.s, ctx.mb, ctx.tr.weight_bytes
     t, cp, Ls, m = ctx.t, ctx.cp, ctx.st.layers, ctx.m
@@ -306,7 +306,7 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float):
     T_ag, T_rs = _rings(ctx, ("all-gather", "reduce-scatter"), n=cp, stride=t, z=z_cp,
                         beta=b_cp, alpha=a_cp)
     T_cp = eq.step__cp_comm_time(
-        L_stage=Ls, T_ag=T_ag, T_rs=T_rs, m=m, o_cp=asm.cp_overlap,
+        L_stage=Ls, T_ag=T_ag, T_rs=T_rs, m=m, o_cp=asm.cp_overlap, T_att=T_att,
         r_full=ctx.r_full)
     set_scope("ep")
     a2a = 0.0
@@ -395,6 +395,6 @@ def _zero3_wait(ctx: Ctx, on, n_mod, P, t_piece, comp: ComputeRecord, T_red):
 
 def comm_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord) -> CommRecord:
     nic = nic_Bps(ctx.hw)
-    T_tp, T_cp, T_ep, T_pp = _model_parallel(ctx, mem, nic)
+    T_tp, T_cp, T_ep, T_pp = _model_parallel(ctx, mem, nic, comp.T_att)
     T_dp, T_dpx = _data_parallel(ctx, mem, comp, nic)
     return CommRecord(T_tp, T_cp, T_ep, T_pp, T_dp, T_dpx)

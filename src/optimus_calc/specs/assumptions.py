@@ -191,10 +191,10 @@ class Assumptions(Frozen):
                     "the framework-neutral default)")
     cp_overlap: float = Field(
         default=0.0, ge=0, le=1,
-        description="assumed: fraction of context-parallel K/V traffic hidden behind attention")
-    pp_overlap: float = Field(
-        default=0.0, ge=0, le=1,
-        description="assumed: fraction of PP point-to-point time hidden behind compute")
+        description="assumed 0: 1 = the CP ring's K/V traffic hides behind the stage's "
+                    "attention time, 0 = exposed (step.cp_comm_time; Megatron's profile: 1)")
+    pp_overlap: float = Field(default=0.0, ge=0, le=1, description="assumed: fraction of PP "
+                              "point-to-point time hidden behind compute")
     nccl_latency_model: float = Field(
         default=1.0, ge=0, le=1,
         description="1 (default) = ring and tree collectives take NCCL's own latency model "

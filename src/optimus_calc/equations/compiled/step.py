@@ -33,9 +33,9 @@ def step__backward_time(T_cb, T_eb):
     return T_cb + T_eb
 
 
-def step__cp_comm_time(L_stage, T_ag, T_rs, m, o_cp, r_full):
-    """step.cp_comm_time [s]: Megatron-LM context parallelism (megatron/core/transformer/dot_product_attention context_parallel ring): K/V all-gathered in the forward, their gradients reduce-scattered in the backward; full recomputation gathers again"""
-    return L_stage*m*(1 - o_cp)*(T_ag*(r_full + 1) + T_rs)
+def step__cp_comm_time(L_stage, T_ag, T_att, T_rs, m, o_cp, r_full):
+    """step.cp_comm_time [s]: Megatron-LM context parallelism (transformer/dot_product_attention, TransformerEngine's ring): K/V all-gathered in the forward, their gradients reduce-scattered in the backward, full recomputation gathers again; a ring that sends the next block while the current one computes (o_cp 1) hides the traffic behind the attention (TransformerEngine context_parallel.py L1698-1715 @ d0067d0)"""
+    return numpy.maximum(0, L_stage*m*(T_ag*(r_full + 1) + T_rs) - T_att*o_cp)
 
 
 def step__cp_message_bytes(b, b_w, d_head, n_kv, s, t):
