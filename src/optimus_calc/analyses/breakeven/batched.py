@@ -36,6 +36,9 @@ from optimus_calc.evaluate.hw_params import Param, read_field, with_fields
 from optimus_calc.specs.training import Offload
 
 
+_BATCH_FIELDS = {f.name for f in dataclasses.fields(Batch)}
+
+
 class Unstackable(Exception):
     """The cases differ in something the evaluator cannot take as a column."""
 
@@ -127,12 +130,12 @@ def measure_fields(case: Case, asks: list[tuple[Param, float]]) -> "Rows | None"
     """The figures of ``case.with_param(p, v)`` for each distinct ``(p, v)`` of ``asks`` (one
     parameter over many values, or several parameters at once) in one call of the evaluator:
     :func:`measure_rows` of those cases, without building a case per value (each parameter's
-    fields, :meth:`Param.changes`, become columns: :func:`measure_changes`)."""
+    fields, :meth:`Param.changes`, become columns, and the layout's cards per node its batch
+    column: :func:`measure_changes`)."""
     cases = lambda: [case.with_param(p, v) for p, v in asks]  # noqa: E731
-    if len(asks) < 2 or any(p.role == "layout" for p, _ in asks):
+    if len(asks) < 2:
         return measure_rows(cases())
-    changes = [{(p.role, path): value for path, value in p.changes(case.hw, v).items()}
-               for p, v in asks]
+    changes = [_column_changes(case, p, v) for p, v in asks]
     firsts: dict[str, int] = {}  # each parameter is checked at its first row
     for r, (p, _) in enumerate(asks):
         firsts.setdefault(p.key, r)
@@ -140,6 +143,17 @@ def measure_fields(case: Case, asks: list[tuple[Param, float]]) -> "Rows | None"
         return measure_changes(case, changes, lambda i: case.with_param(*asks[i]), firsts)
     except Unstackable:
         return measure_rows(cases())
+
+
+def _column_changes(case: Case, p: Param, v: float) -> dict[tuple[str, str], float]:
+    """The columns ``case.with_param(p, v)`` changes: the hardware fields of
+    :meth:`Param.changes`, or for a layout parameter its field of the layout, which is also a
+    column of :class:`~optimus_calc.evaluate.batch.Batch` (the value :meth:`Param.apply` sets)."""
+    if p.role == "layout":
+        if p.field not in _BATCH_FIELDS:
+            raise Unstackable(p.key)
+        return {("layout", p.field): getattr(p.apply(case.hw, case.layout, v)[1], p.field)}
+    return {(p.role, path): value for path, value in p.changes(case.hw, v).items()}
 
 
 def model_changes(base: BaseModel, new: BaseModel, role: str, prefix: str = ""
@@ -172,9 +186,14 @@ def measure_changes(case: Case, changes: list[dict[tuple[str, str], float]],
     parameter, a field) and one of its rows, checked against a batch of one the first time the
     key is seen. Unstackable when the hardware does not take the columns."""
     hw0, n = case.hw, len(changes)
+    base = Batch.of(case.layout, case.training)
     columns: dict[tuple[str, str], np.ndarray] = {}
+    laid: dict[str, list] = {}  # a layout field's values, row by row, as Batch.of has them
     for r, change in enumerate(changes):
         for key, value in change.items():
+            if key[0] == "layout":
+                laid.setdefault(key[1], [getattr(case.layout, key[1])] * n)[r] = value
+                continue
             col = columns.get(key)
             if col is None:
                 col = columns[key] = np.full(n, read_field(hw0, *key))
@@ -183,10 +202,11 @@ def measure_changes(case: Case, changes: list[dict[tuple[str, str], float]],
         hw = with_fields(hw0, {k: col[:, None] for k, col in columns.items()})
     except (TypeError, ValueError, AttributeError):
         raise Unstackable("hardware") from None
-    base = Batch.of(case.layout, case.training)
-    batch = Batch.from_columns({f.name: np.repeat(np.asarray(getattr(base, f.name)), n)
-                                for f in dataclasses.fields(Batch)})
-    return _evaluate_stacked([case] * n, hw, batch, tuple(sorted(checks)), one, checks=checks)
+    cols = {f.name: np.repeat(np.asarray(getattr(base, f.name)), n)
+            for f in dataclasses.fields(Batch)}
+    cols.update({name: np.array(vals) for name, vals in laid.items()})  # Batch.of's dtype
+    return _evaluate_stacked([case] * n, hw, Batch.from_columns(cols), tuple(sorted(checks)),
+                             one, checks=checks)
 
 
 def _evaluate_stacked(cases: list[Case], hw, batch: Batch, changed: tuple,
@@ -202,7 +222,7 @@ def _evaluate_stacked(cases: list[Case], hw, batch: Batch, changed: tuple,
     c0 = cases[0]
     try:
         ev = evaluate(batch, c0.model, hw, c0.training, c0.asm, stages=c0.stages)
-        rows = _rows(cases, hw, ev)
+        rows = _rows(cases, hw, batch, ev)
     except (Unstackable, TypeError, ValueError):  # a field used as a Python scalar
         _CHECKED[changed] = False
         return None
@@ -244,7 +264,7 @@ class Rows:
         return st
 
 
-def _rows(cases: list[Case], hw, ev) -> Rows:
+def _rows(cases: list[Case], hw, batch: Batch, ev) -> Rows:
     """Every row's figures; OptimusNIC's pipeline of every row in one call."""
     c0, cols = cases[0], figures_of(ev)
     pipes: list[dict | None] = [None] * len(cases)
@@ -253,7 +273,9 @@ def _rows(cases: list[Case], hw, ev) -> Rows:
                for c in cases):
             raise Unstackable("layout")
         figs = np.array([binding_figures(cols, i) for i in range(len(cases))])[:, :, None]
-        cards = np.array([[c.layout.smartnics_per_node or c.hw.gpus_per_node] for c in cases],
+        # each row's cards per node from the batch (a stacked layout field, measure_changes)
+        per_row = np.broadcast_to(np.asarray(batch.smartnics_per_node), (len(cases),))
+        cards = np.array([[x or c0.hw.gpus_per_node] for x in per_row.tolist()],
                          dtype=np.float64)
         pipe = pipeline_figures(dataclasses.replace(c0, hw=hw), *figs.transpose(1, 0, 2), cards)
         arr = {k: np.broadcast_to(np.asarray(v, dtype=np.float64), cards.shape)
