@@ -123,7 +123,7 @@ def measure_rows(cases: list[Case]) -> "Rows | None":
         hw, batch, changed = _stack(cases)
     except Unstackable:
         return None
-    return _evaluate_stacked(cases, hw, batch, changed, lambda i: cases[i])
+    return _evaluate_stacked(cases, hw, batch, changed, lambda i: measure(cases[i]))
 
 
 def measure_fields(case: Case, asks: list[tuple[Param, float]]) -> "Rows | None":
@@ -206,14 +206,33 @@ def measure_changes(case: Case, changes: list[dict[tuple[str, str], float]],
             for f in dataclasses.fields(Batch)}
     cols.update({name: np.array(vals) for name, vals in laid.items()})  # Batch.of's dtype
     return _evaluate_stacked([case] * n, hw, Batch.from_columns(cols), tuple(sorted(checks)),
-                             one, checks=checks)
+                             _references(case, changes, one), checks=checks)
+
+
+def _references(case: Case, changes: list[dict[tuple[str, str], float]],
+                one: Callable[[int], Case]) -> Callable[[int], State]:
+    """The batch of one each checked row of :func:`measure_changes` is compared with: a row
+    that sets every field to the value ``case`` already has (a search's first call asks each
+    parameter at today's value first) is ``case`` itself, measured once for all such rows."""
+    base: list[State] = []
+
+    def reference(i: int) -> State:
+        same = all(v == (getattr(case.layout, k[1]) if k[0] == "layout"
+                         else read_field(case.hw, *k)) for k, v in changes[i].items())
+        if not same:
+            return measure(one(i))
+        if not base:
+            base.append(measure(case))
+        return base[0]
+    return reference
 
 
 def _evaluate_stacked(cases: list[Case], hw, batch: Batch, changed: tuple,
-                      one: Callable[[int], Case], checks: dict[str, int] | None = None
+                      reference: Callable[[int], State], checks: dict[str, int] | None = None
                       ) -> "Rows | None":
     """Evaluate the stack. The first time a set of changed fields is stacked, its first and
-    last rows are checked against a batch of one (``one(i)``: row i's case); with ``checks``
+    last rows are checked against a batch of one (``reference(i)``: row i's case measured
+    alone); with ``checks``
     (parameter key -> one of its rows) each parameter is checked once, at that row, whatever
     it is stacked with."""
     if _CHECKED.get(changed) is False or (checks and any(
@@ -229,14 +248,14 @@ def _evaluate_stacked(cases: list[Case], hw, batch: Batch, changed: tuple,
     if checks is not None:
         for key, i in checks.items():
             if (key,) not in _CHECKED:
-                _CHECKED[(key,)] = rows.state(i) == measure(one(i))
+                _CHECKED[(key,)] = rows.state(i) == reference(i)
             if not _CHECKED[(key,)]:
                 return None
         return rows
     if changed not in _CHECKED:
         n = len(cases)
-        _CHECKED[changed] = (rows.state(n - 1) == measure(one(n - 1))
-                             and rows.state(0) == measure(one(0)))
+        _CHECKED[changed] = (rows.state(n - 1) == reference(n - 1)
+                             and rows.state(0) == reference(0))
         if not _CHECKED[changed]:
             return None
     return rows
