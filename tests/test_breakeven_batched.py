@@ -259,3 +259,18 @@ def test_a_stacking_bug_is_caught_at_today_s_value(cases, monkeypatch):
     cur = p.get(case.hw, case.layout)
     assert measure_fields(case, [(p, cur), (p, cur * 1000)]) is None
     assert batched._CHECKED[(p.key,)] is False
+
+
+def test_the_first_look_ahead_is_what_a_search_asks_first():
+    """solve._closed_forms evaluates each searched parameter's first look-ahead with the
+    closed forms' checks (problem.first_look_ahead): it must be the values bracket_all's first
+    round asks, so that round finds them known and calls the evaluator for nothing."""
+    from optimus_calc.analyses.breakeven.problem import first_look_ahead
+    seen = []
+    searches = [(lambda v: v >= 37.5, 10.0, 0.01, 1e4, False),
+                (lambda v: v >= 3, 8.0, 1.0, 64.0, True),
+                (lambda v: v >= 0.5, 2.0, 0.002, 2e6, False)]
+    bracket_all(searches, seen.append)
+    assert seen[0] == [(i, first_look_ahead(cur, low, cap, integer))
+                       for i, (_, cur, low, cap, integer) in enumerate(searches)]
+    assert seen[0][0][1][0] == 10.0 and len(seen[0][0][1]) > 10  # today's value, then 4 levels
