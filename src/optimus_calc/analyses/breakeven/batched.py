@@ -36,7 +36,9 @@ from optimus_calc.evaluate.hw_params import Param, read_field, with_fields
 from optimus_calc.specs.training import Offload
 
 
-_BATCH_FIELDS = {f.name for f in dataclasses.fields(Batch)}
+# layout fields Batch.of copies into its column of the same name unchanged: a layout parameter
+# (hw_params: SmartNICs per node) of these stacks as that column
+_LAYOUT_COLUMNS = {"smartnics_per_node"}
 
 
 class Unstackable(Exception):
@@ -150,7 +152,7 @@ def _column_changes(case: Case, p: Param, v: float) -> dict[tuple[str, str], flo
     :meth:`Param.changes`, or for a layout parameter its field of the layout, which is also a
     column of :class:`~optimus_calc.evaluate.batch.Batch` (the value :meth:`Param.apply` sets)."""
     if p.role == "layout":
-        if p.field not in _BATCH_FIELDS:
+        if p.field not in _LAYOUT_COLUMNS:
             raise Unstackable(p.key)
         return {("layout", p.field): getattr(p.apply(case.hw, case.layout, v)[1], p.field)}
     return {(p.role, path): value for path, value in p.changes(case.hw, v).items()}
