@@ -124,18 +124,18 @@ def test_several_fields_as_columns_equal_one_at_a_time(cases, kind):
     """measure_fields stacks every hardware parameter of the device at once, each at three
     values, without a case per value: each field a parameter changes is a column holding its
     value in that parameter's rows and today's value in the others' (the joint bandwidth pair
-    changes two fields, an FPGA's second tier a nested one). Every row equals measure() of the
-    case with that one parameter changed, bit for bit."""
+    changes two fields, an FPGA's second tier a nested one; the cards per node are the batch's
+    column). Every row equals measure() of the case with that one parameter changed, bit for
+    bit."""
     from optimus_calc.evaluate.strategies import device_params
     case = cases[kind]
     asks = []
     for p in device_params(case.hw, case.layout.offload):
-        if p.role == "layout":
-            continue
         cur = p.get(case.hw, case.layout)
         asks += [(p, max(1.0, round(cur * f)) if p.integer else cur * f) for f in (0.3, 2.0, 7.0)]
     params = {p.key for p, _ in asks}
     assert len(params) >= 4 and (kind == "fpga" or any("+" in k for k in params))
+    assert ("layout.smartnics_per_node" in params) is (kind != "cpu")
     rows = measure_fields(case, asks)
     assert rows is not None and len(rows) == len(asks)
     for i, (p, v) in enumerate(asks):
@@ -210,3 +210,67 @@ def test_device_figures_read_from_the_look_ahead_are_the_case_s_own(cases, kind)
     parameter at its value: the same State as one evaluation of the case, bit for bit."""
     for goal in (B.Goal.HIDE, B.Goal.FIT):
         assert B.solve_device(cases[kind], goal).state == B.measure(cases[kind])
+
+
+def _hw_params(case):
+    from optimus_calc.evaluate.strategies import device_params
+    return [p for p in device_params(case.hw, case.layout.offload) if p.role != "layout"]
+
+
+def test_rows_at_today_s_values_are_checked_against_one_measurement(cases, monkeypatch):
+    """Each parameter stacked for the first time is checked at its first row against a batch
+    of one; a search asks every parameter at today's value first, and those rows are all the
+    case itself: measured once, not once per parameter."""
+    from optimus_calc.analyses.breakeven import batched
+    case = cases["smartnic"]
+    params = _hw_params(case)
+    asks = [(p, p.get(case.hw, case.layout)) for p in params]
+    asks += [(p, 2 * p.get(case.hw, case.layout)) for p in params]
+    calls = []
+    monkeypatch.setattr(batched, "_CHECKED", {})
+    monkeypatch.setattr(batched, "measure", lambda c: calls.append(c) or B.measure(c))
+    rows = measure_fields(case, asks)
+    assert len(calls) == 1 and calls[0] is case
+    assert set(batched._CHECKED) == {(p.key,) for p in params}
+    assert all(batched._CHECKED.values())
+    for i, (p, v) in enumerate(asks):
+        assert rows.state(i) == B.measure(case.with_param(p, v)), (p.key, v)
+
+
+def test_a_stacking_bug_is_caught_at_today_s_value(cases, monkeypatch):
+    """An evaluator that collapsed a column to one value (a reduction over the layouts) gives
+    the row at today's value another figure than the case measured alone: the check refuses
+    the stack, and the parameter is evaluated one case at a time from then on."""
+    import numpy as np
+    from optimus_calc.analyses.breakeven import batched
+    from optimus_calc.evaluate.hw_params import with_fields
+    real = batched.evaluate
+
+    def collapsing(batch, model, hw, *args, **kw):
+        col = hw.smartnic.memory_bandwidth_GBps
+        if isinstance(col, np.ndarray):
+            hw = with_fields(hw, {("smartnic", "memory_bandwidth_GBps"): float(col.max())})
+        return real(batch, model, hw, *args, **kw)
+
+    monkeypatch.setattr(batched, "_CHECKED", {})
+    monkeypatch.setattr(batched, "evaluate", collapsing)
+    case = cases["smartnic"]
+    p = next(q for q in _hw_params(case) if q.key == "smartnic.memory_bandwidth_GBps")
+    cur = p.get(case.hw, case.layout)
+    assert measure_fields(case, [(p, cur), (p, cur * 1000)]) is None
+    assert batched._CHECKED[(p.key,)] is False
+
+
+def test_the_first_look_ahead_is_what_a_search_asks_first():
+    """solve._closed_forms evaluates each searched parameter's first look-ahead with the
+    closed forms' checks (problem.first_look_ahead): it must be the values bracket_all's first
+    round asks, so that round finds them known and calls the evaluator for nothing."""
+    from optimus_calc.analyses.breakeven.problem import first_look_ahead
+    seen = []
+    searches = [(lambda v: v >= 37.5, 10.0, 0.01, 1e4, False),
+                (lambda v: v >= 3, 8.0, 1.0, 64.0, True),
+                (lambda v: v >= 0.5, 2.0, 0.002, 2e6, False)]
+    bracket_all(searches, seen.append)
+    assert seen[0] == [(i, first_look_ahead(cur, low, cap, integer))
+                       for i, (_, cur, low, cap, integer) in enumerate(searches)]
+    assert seen[0][0][1][0] == 10.0 and len(seen[0][0][1]) > 10  # today's value, then 4 levels

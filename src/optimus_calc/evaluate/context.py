@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from optimus_calc.catalog import Catalog
 from optimus_calc.errors import FieldError, InputError
+from optimus_calc.specs.base import unvalidated
 from optimus_calc.specs.hardware import CPU, GPU, NIC, Link, Node, NVMe, SmartNIC
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.training import Layout, Training
@@ -109,8 +110,9 @@ def fill_layout(hw: Hardware, tp: int, pp: int, dp: int | None, cp: int, **kw) -
         raise FieldError("dp", f"{{tp}} {tp} x {{pp}} {pp} x {{dp}} {dp} x {{cp}} {cp} = "
                          f"{tp * pp * dp * cp} is not the {hw.gpus} GPUs ({hw.nodes} x "
                          f"{hw.gpus_per_node})")
-    try:
-        return Layout(tp=tp, pp=pp, dp=dp, cp=cp, **kw)
+    fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, **kw)
+    try:  # values validation could only accept as they are need no schema (specs/base)
+        return unvalidated(Layout, fields) or Layout(**fields)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"])

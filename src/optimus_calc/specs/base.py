@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from enum import Enum
 
@@ -91,16 +92,96 @@ def _is_default(value, default) -> bool:
             and value == default.value)
 
 
+# what unvalidated() knows validation does: the Frozen config's keys (nothing else changes a value)
+_PLAIN_CONFIG = {"frozen", "extra", "validate_default", "defer_build"}
+
+
+def _bounded(field, value) -> bool:
+    """``value`` meets every constraint of ``field`` (only gt/ge/lt/le are known here)."""
+    for m in field.metadata:
+        kind = type(m).__name__
+        bound = getattr(m, kind.lower(), None)
+        if type(m).__module__ != "annotated_types" or kind not in ("Gt", "Ge", "Lt", "Le") \
+                or bound is None:
+            return False
+        if not {"Gt": value > bound, "Ge": value >= bound, "Lt": value < bound,
+                "Le": value <= bound}[kind]:
+            return False
+    return True
+
+
+def _as_validated(field, value):
+    """``value`` as validation returns it when validation can only accept it unchanged (or
+    take an enum's value text for its member): an int within the field's bounds (not a bool),
+    a finite float within them, a bool, an enum member or value, a plain string, None where
+    the field allows it; _NO_DEFAULT when anything else (a bad value among them) needs
+    validating."""
+    ann, args = field.annotation, typing.get_args(field.annotation)
+    if args:  # X | None
+        kinds = [a for a in args if a is not type(None)]
+        if len(args) != 2 or len(kinds) != 1:
+            return _NO_DEFAULT
+        if value is None:
+            return None
+        ann = kinds[0]
+    if not isinstance(ann, type):
+        return _NO_DEFAULT
+    if issubclass(ann, Enum):  # the declared members only (no plug-in pseudo-member)
+        members = {m.value: m for m in ann}
+        if type(value) is ann:
+            return value if members.get(value.value) is value else _NO_DEFAULT
+        member = members.get(value) if type(value) in (int, str) else None
+        ok = member is not None and type(member.value) is type(value) and not field.metadata
+        return member if ok else _NO_DEFAULT
+    if type(value) is not ann or ann not in (int, float, bool, str):
+        return _NO_DEFAULT
+    if ann is float and not math.isfinite(value):
+        return _NO_DEFAULT
+    if ann in (bool, str):
+        return value if not field.metadata else _NO_DEFAULT
+    return value if _bounded(field, value) else _NO_DEFAULT
+
+
+def _after_checks_pass(cls: type[BaseModel], obj: BaseModel) -> bool:
+    """The class's after-model validators (Layout's EP rule) accept ``obj`` as it is (a
+    validator's errors are ValueError or AssertionError, as pydantic's are)."""
+    for dec in cls.__pydantic_decorators__.model_validators.values():
+        try:
+            if dec.func(obj) is not obj:
+                return False
+        except (ValueError, AssertionError):
+            return False
+    return True
+
+
+def _plainly_checked(cls: type[BaseModel]) -> set | None:
+    """The fields whose values unvalidated() may check itself (none validated by a field
+    validator of the class), or None when the class validates in a way it does not know."""
+    decs = cls.__pydantic_decorators__
+    if set(cls.model_config) - _PLAIN_CONFIG or decs.validators or decs.root_validators or \
+            any(d.info.mode != "after" or getattr(getattr(d.func, "__code__", None),
+                                                  "co_argcount", 0) != 1
+                for d in decs.model_validators.values()):
+        return None
+    own = {f for d in decs.field_validators.values() for f in d.info.fields}
+    return set() if "*" in own else set(cls.model_fields) - own
+
+
 def unvalidated(cls: type[BaseModel], fields: dict, trusted=()) -> BaseModel | None:
     """``cls(**fields)`` built without validating it (``model_construct``: no schema is
     built), or None when something in it needs validating. Nothing does when each field is
     in ``trusted`` (a value taken from a validated spec, whose bounds are the field's, or
-    computed by our own code) or is its field's default (or an enum default's text): a value
-    its default already is cannot fail. The defaults are kept as validation leaves them and the
-    fields set are the keys of ``fields``, as ``cls(**fields)`` has them
-    (tests/test_cold_start_budget.py checks the two are equal)."""
-    if set(fields) - set(cls.model_fields):
-        return None  # an unknown field: validation names it
+    computed by our own code), is its field's default (or an enum default's text: a value its
+    default already is cannot fail), or is a value validation could only accept unchanged
+    (:func:`_as_validated`: an int within the field's bounds, an enum's member or value text,
+    a bool, ...: what click's IntRange and Choice parsed); the class's after-model validators
+    then run on the result (a failing one: None, and validation raises its error). The
+    defaults are kept as validation leaves them and the fields set are the keys of ``fields``,
+    as ``cls(**fields)`` has them (tests/test_cold_start_budget.py and
+    tests/test_unvalidated.py check the two are equal)."""
+    checkable = _plainly_checked(cls)
+    if checkable is None or set(fields) - set(cls.model_fields):
+        return None  # a validator not known here, or an unknown field: validation names it
     values = {}
     for name, field in cls.model_fields.items():
         default = _validated_default(field)
@@ -113,5 +194,9 @@ def unvalidated(cls: type[BaseModel], fields: dict, trusted=()) -> BaseModel | N
         elif default is not _NO_DEFAULT and _is_default(fields[name], default):
             values[name] = default
         else:
-            return None
-    return cls.model_construct(_fields_set=set(fields), **values)
+            value = _as_validated(field, fields[name]) if name in checkable else _NO_DEFAULT
+            if value is _NO_DEFAULT:
+                return None
+            values[name] = value
+    obj = cls.model_construct(_fields_set=set(fields), **values)
+    return obj if _after_checks_pass(cls, obj) else None

@@ -36,6 +36,11 @@ from optimus_calc.evaluate.hw_params import Param, read_field, with_fields
 from optimus_calc.specs.training import Offload
 
 
+# layout fields Batch.of copies into its column of the same name unchanged: a layout parameter
+# (hw_params: SmartNICs per node) of these stacks as that column
+_LAYOUT_COLUMNS = {"smartnics_per_node"}
+
+
 class Unstackable(Exception):
     """The cases differ in something the evaluator cannot take as a column."""
 
@@ -120,19 +125,19 @@ def measure_rows(cases: list[Case]) -> "Rows | None":
         hw, batch, changed = _stack(cases)
     except Unstackable:
         return None
-    return _evaluate_stacked(cases, hw, batch, changed, lambda i: cases[i])
+    return _evaluate_stacked(cases, hw, batch, changed, lambda i: measure(cases[i]))
 
 
 def measure_fields(case: Case, asks: list[tuple[Param, float]]) -> "Rows | None":
     """The figures of ``case.with_param(p, v)`` for each distinct ``(p, v)`` of ``asks`` (one
     parameter over many values, or several parameters at once) in one call of the evaluator:
     :func:`measure_rows` of those cases, without building a case per value (each parameter's
-    fields, :meth:`Param.changes`, become columns: :func:`measure_changes`)."""
+    fields, :meth:`Param.changes`, become columns, and the layout's cards per node its batch
+    column: :func:`measure_changes`)."""
     cases = lambda: [case.with_param(p, v) for p, v in asks]  # noqa: E731
-    if len(asks) < 2 or any(p.role == "layout" for p, _ in asks):
+    if len(asks) < 2:
         return measure_rows(cases())
-    changes = [{(p.role, path): value for path, value in p.changes(case.hw, v).items()}
-               for p, v in asks]
+    changes = [_column_changes(case, p, v) for p, v in asks]
     firsts: dict[str, int] = {}  # each parameter is checked at its first row
     for r, (p, _) in enumerate(asks):
         firsts.setdefault(p.key, r)
@@ -140,6 +145,17 @@ def measure_fields(case: Case, asks: list[tuple[Param, float]]) -> "Rows | None"
         return measure_changes(case, changes, lambda i: case.with_param(*asks[i]), firsts)
     except Unstackable:
         return measure_rows(cases())
+
+
+def _column_changes(case: Case, p: Param, v: float) -> dict[tuple[str, str], float]:
+    """The columns ``case.with_param(p, v)`` changes: the hardware fields of
+    :meth:`Param.changes`, or for a layout parameter its field of the layout, which is also a
+    column of :class:`~optimus_calc.evaluate.batch.Batch` (the value :meth:`Param.apply` sets)."""
+    if p.role == "layout":
+        if p.field not in _LAYOUT_COLUMNS:
+            raise Unstackable(p.key)
+        return {("layout", p.field): getattr(p.apply(case.hw, case.layout, v)[1], p.field)}
+    return {(p.role, path): value for path, value in p.changes(case.hw, v).items()}
 
 
 def model_changes(base: BaseModel, new: BaseModel, role: str, prefix: str = ""
@@ -172,9 +188,14 @@ def measure_changes(case: Case, changes: list[dict[tuple[str, str], float]],
     parameter, a field) and one of its rows, checked against a batch of one the first time the
     key is seen. Unstackable when the hardware does not take the columns."""
     hw0, n = case.hw, len(changes)
+    base = Batch.of(case.layout, case.training)
     columns: dict[tuple[str, str], np.ndarray] = {}
+    laid: dict[str, list] = {}  # a layout field's values, row by row, as Batch.of has them
     for r, change in enumerate(changes):
         for key, value in change.items():
+            if key[0] == "layout":
+                laid.setdefault(key[1], [getattr(case.layout, key[1])] * n)[r] = value
+                continue
             col = columns.get(key)
             if col is None:
                 col = columns[key] = np.full(n, read_field(hw0, *key))
@@ -183,17 +204,37 @@ def measure_changes(case: Case, changes: list[dict[tuple[str, str], float]],
         hw = with_fields(hw0, {k: col[:, None] for k, col in columns.items()})
     except (TypeError, ValueError, AttributeError):
         raise Unstackable("hardware") from None
-    base = Batch.of(case.layout, case.training)
-    batch = Batch.from_columns({f.name: np.repeat(np.asarray(getattr(base, f.name)), n)
-                                for f in dataclasses.fields(Batch)})
-    return _evaluate_stacked([case] * n, hw, batch, tuple(sorted(checks)), one, checks=checks)
+    cols = {f.name: np.repeat(np.asarray(getattr(base, f.name)), n)
+            for f in dataclasses.fields(Batch)}
+    cols.update({name: np.array(vals) for name, vals in laid.items()})  # Batch.of's dtype
+    return _evaluate_stacked([case] * n, hw, Batch.from_columns(cols), tuple(sorted(checks)),
+                             _references(case, changes, one), checks=checks)
+
+
+def _references(case: Case, changes: list[dict[tuple[str, str], float]],
+                one: Callable[[int], Case]) -> Callable[[int], State]:
+    """The batch of one each checked row of :func:`measure_changes` is compared with: a row
+    that sets every field to the value ``case`` already has (a search's first call asks each
+    parameter at today's value first) is ``case`` itself, measured once for all such rows."""
+    base: list[State] = []
+
+    def reference(i: int) -> State:
+        same = all(v == (getattr(case.layout, k[1]) if k[0] == "layout"
+                         else read_field(case.hw, *k)) for k, v in changes[i].items())
+        if not same:
+            return measure(one(i))
+        if not base:
+            base.append(measure(case))
+        return base[0]
+    return reference
 
 
 def _evaluate_stacked(cases: list[Case], hw, batch: Batch, changed: tuple,
-                      one: Callable[[int], Case], checks: dict[str, int] | None = None
+                      reference: Callable[[int], State], checks: dict[str, int] | None = None
                       ) -> "Rows | None":
     """Evaluate the stack. The first time a set of changed fields is stacked, its first and
-    last rows are checked against a batch of one (``one(i)``: row i's case); with ``checks``
+    last rows are checked against a batch of one (``reference(i)``: row i's case measured
+    alone); with ``checks``
     (parameter key -> one of its rows) each parameter is checked once, at that row, whatever
     it is stacked with."""
     if _CHECKED.get(changed) is False or (checks and any(
@@ -202,21 +243,21 @@ def _evaluate_stacked(cases: list[Case], hw, batch: Batch, changed: tuple,
     c0 = cases[0]
     try:
         ev = evaluate(batch, c0.model, hw, c0.training, c0.asm, stages=c0.stages)
-        rows = _rows(cases, hw, ev)
+        rows = _rows(cases, hw, batch, ev)
     except (Unstackable, TypeError, ValueError):  # a field used as a Python scalar
         _CHECKED[changed] = False
         return None
     if checks is not None:
         for key, i in checks.items():
             if (key,) not in _CHECKED:
-                _CHECKED[(key,)] = rows.state(i) == measure(one(i))
+                _CHECKED[(key,)] = rows.state(i) == reference(i)
             if not _CHECKED[(key,)]:
                 return None
         return rows
     if changed not in _CHECKED:
         n = len(cases)
-        _CHECKED[changed] = (rows.state(n - 1) == measure(one(n - 1))
-                             and rows.state(0) == measure(one(0)))
+        _CHECKED[changed] = (rows.state(n - 1) == reference(n - 1)
+                             and rows.state(0) == reference(0))
         if not _CHECKED[changed]:
             return None
     return rows
@@ -244,7 +285,7 @@ class Rows:
         return st
 
 
-def _rows(cases: list[Case], hw, ev) -> Rows:
+def _rows(cases: list[Case], hw, batch: Batch, ev) -> Rows:
     """Every row's figures; OptimusNIC's pipeline of every row in one call."""
     c0, cols = cases[0], figures_of(ev)
     pipes: list[dict | None] = [None] * len(cases)
@@ -253,7 +294,9 @@ def _rows(cases: list[Case], hw, ev) -> Rows:
                for c in cases):
             raise Unstackable("layout")
         figs = np.array([binding_figures(cols, i) for i in range(len(cases))])[:, :, None]
-        cards = np.array([[c.layout.smartnics_per_node or c.hw.gpus_per_node] for c in cases],
+        # each row's cards per node from the batch (a stacked layout field, measure_changes)
+        per_row = np.broadcast_to(np.asarray(batch.smartnics_per_node), (len(cases),))
+        cards = np.array([[x or c0.hw.gpus_per_node] for x in per_row.tolist()],
                          dtype=np.float64)
         pipe = pipeline_figures(dataclasses.replace(c0, hw=hw), *figs.transpose(1, 0, 2), cards)
         arr = {k: np.broadcast_to(np.asarray(v, dtype=np.float64), cards.shape)

@@ -167,6 +167,14 @@ def bracket_all(searches: list[tuple[Callable[[float], bool], float, float, floa
 PREFETCH_LEVELS = 5   # a bisection's next 5 questions: 31 values in one evaluation
 
 
+def first_look_ahead(cur: float, low: float, cap: float, integer: bool) -> list[float]:
+    """The values :func:`bracket_all` hands its ``prefetch`` first for a search of ``(cur,
+    low, cap, integer)``: they depend on no answer, so a caller may evaluate them earlier, with
+    other questions, and the search then finds them known."""
+    box = _Bracket(cur, low, cap, integer)
+    return box.ahead(box.start(), PREFETCH_LEVELS)
+
+
 class _Bracket:
     """:func:`bracket` as a state machine: a state is (phase, good, bad); ``query`` is the
     next value to ask (or the answer), ``advance`` takes the predicate's answer at it."""

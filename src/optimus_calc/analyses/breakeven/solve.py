@@ -44,7 +44,7 @@ from optimus_calc.units import GB
 from optimus_calc.analyses.breakeven.closed import (FLOOR_SUPEROFFLOAD, FLOOR_ZERO_OFFLOAD,
                                                     OptimizerInputs, _symbolic, optimizer_inputs)
 from optimus_calc.analyses.breakeven.problem import (REL_TOL, _bounds, _Problem, _Solved,
-                                                     bracket_all)
+                                                     bracket_all, first_look_ahead)
 from optimus_calc.record import record
 
 
@@ -191,7 +191,8 @@ def _lift_pairs(prob: _Problem, p: Param, params: list[Param]) -> list[tuple]:
 
 def _closed_forms(prob: _Problem, params: list[Param], opt: OptimizerInputs | None) -> dict:
     """Each parameter's closed form (or None), with the evaluator's checks of every one of
-    them asked in one call."""
+    them asked in one call, and with them the first look-ahead of the search each parameter
+    without a closed form starts (:func:`_answers`), which depends on no answer."""
     case, out, asks = prob.case, {}, []
     for p in params:
         cur = p.get(case.hw, case.layout)
@@ -199,6 +200,8 @@ def _closed_forms(prob: _Problem, params: list[Param], opt: OptimizerInputs | No
         out[p.key] = solved = _symbolic(prob, p, cur, cap, opt)
         if solved is not None:
             asks += [(p, v) for v in _check_values(p, solved, low, cap)]
+        else:
+            asks += [(p, v) for v in first_look_ahead(cur, low, cap, p.integer)]
     prob.prefetch_each(asks)
     return out
 

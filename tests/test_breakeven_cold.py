@@ -1,0 +1,68 @@
+"""What a cold `breakeven` loads and builds (issue 35, rows 2 and 3 of its table): the README
+example with typed layout flags and the catalog-wide form without them build no pydantic
+schema (the typed values click parsed are checked by specs/base.unvalidated, so pydantic's
+plug-in loader, importlib.metadata and email are not imported), load no sympy (the generated
+closed forms, tests/test_breakeven_forms.py) and no rich, and stay within a module and class
+budget next to a cold `plan`'s (tests/test_cold_start_budget.py).
+
+Each probe is a fresh interpreter (in-process the test session has already built everything).
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from test_cold_start_budget import MEASURED_WITH, PROBE, SRC
+
+README = ["breakeven", "llama70b", "--nodes", "2", "--tp", "2", "--pp", "4", "--zero", "3",
+          "--recompute", "full", "--seq-len", "2048", "--global-batch", "16"]
+CATALOG = ["breakeven", "llama70b", "--nodes", "2"]
+NOT_LOADED = ("rich", "sympy", "pydantic.plugin._loader", "importlib.metadata", "email")
+
+pytestmark = pytest.mark.xdist_group("cold_start")
+
+
+def cold(args):
+    probe = PROBE.replace('for m in ("rich", "sympy")', f"for m in {NOT_LOADED!r}")
+    assert probe != PROBE  # the probe reports these modules
+    p = subprocess.run([sys.executable, "-c", probe, json.dumps(args)], capture_output=True,
+                       text=True, env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module", params=["readme", "catalog"])
+def probe(request):
+    return request.param, cold(README if request.param == "readme" else CATALOG)
+
+
+def test_cold_breakeven_builds_no_schema_and_loads_no_sympy(probe):
+    # 251a87e built Layout's and Training's schemas for both (fill_layout validated the
+    # layout; the typed --seq-len/--global-batch, or the batch rule's global batch, the
+    # training), which imported pydantic's plug-in loader with importlib.metadata and email
+    _, r = probe
+    assert r["code"] == 0
+    assert r["schemas"] == []
+    assert r["loaded"] == []  # none of NOT_LOADED
+
+
+# 251a87e, this probe: README example 417 modules (89 ours), 949 classes (111 ours); catalog-wide
+# 425 modules (97 ours), 964 classes (126 ours). Without the two schemas: 376 (89) and 818
+# (111); 384 (97) and 833 (126). The bounds are those counts: a change that loads more on
+# break-even's cold path raises them on purpose.
+BUDGET = {"readme": {"our_modules": 89, "ours": 111, "modules": 376, "classes": 818},
+          "catalog": {"our_modules": 97, "ours": 126, "modules": 384, "classes": 833}}
+
+
+def test_cold_breakeven_module_and_class_budget(probe):
+    name, r = probe
+    budget = BUDGET[name]
+    assert r["our_modules"] <= budget["our_modules"] and r["ours"] <= budget["ours"]
+    if r["versions"] != MEASURED_WITH:
+        pytest.skip(f"library versions {r['versions']}: the totals were counted with "
+                    f"{MEASURED_WITH}")
+    assert r["modules"] <= budget["modules"]
+    assert r["classes"] <= budget["classes"]
