@@ -2,6 +2,7 @@
 text, and every number on it equals the JSON's. The browser tests are in test_html_browser.py.
 """
 
+import copy
 import math
 import re
 import string
@@ -31,8 +32,17 @@ def parse(text: str) -> ET.Element:
     return html5lib.HTMLParser(strict=True, namespaceHTMLElements=False).parse(text)
 
 
+_TREES: dict[str, ET.Element] = {}
+
+
 def tree(pages, name):
-    return parse(pages[name][0].read_text())
+    """The page's tree, parsed once per page text (a strict html5lib parse of the plan page is
+    ~0.1 s CPU and a dozen tests read it; a parse error is not kept, so it fails every test
+    that reads the page); each test gets its own copy."""
+    text = pages[name][0].read_text()
+    if text not in _TREES:
+        _TREES[text] = parse(text)
+    return copy.deepcopy(_TREES[text])
 
 
 def text_of(el: ET.Element) -> str:

@@ -54,6 +54,15 @@ def _pyplot():
     return plt
 
 
+def tight(fig) -> None:
+    """``fig.tight_layout()``'s subplot parameters, applied without leaving a layout engine on
+    the figure: ``tight_layout`` leaves a placeholder engine, and a figure with an engine is drawn
+    once more, unseen, before ``savefig`` draws it (matplotlib backend_bases.py print_figure)
+    (a third of a PNG's CPU; the bytes are the same)."""
+    from matplotlib.layout_engine import TightLayoutEngine
+    TightLayoutEngine(pad=1.08, rect=None).execute(fig)  # tight_layout()'s defaults
+
+
 def _from_zero(ax, top: float) -> None:
     """Every value axis starts at 0 (a 0.03-point MFU spread must look flat, issue 20); the top
     leaves room for the point labels."""
@@ -227,7 +236,7 @@ def _sensitivity(plt, data: dict[str, Any]):
     ax.set_xlabel("% change of step time per +1% of the parameter (negative: faster)")
     ax.set_title("breakeven --sensitivity", fontsize=10)
     ax.grid(True, axis="x", linewidth=0.3)
-    fig.tight_layout()
+    tight(fig)
     return fig
 
 
@@ -275,7 +284,7 @@ def figure_bytes(kind: str, data: dict[str, Any], fmt: str) -> bytes:
     plt = _pyplot()
     fig = KINDS[kind](plt, data)
     try:
-        fig.tight_layout()
+        tight(fig)
         buf = io.BytesIO()
         meta = ({"Date": None, "Creator": None} if fmt == "svg" else {"Software": None})
         fig.savefig(buf, format=fmt, metadata=meta, dpi=DPI)
