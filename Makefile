@@ -56,7 +56,7 @@ RELEASE ?= a7cc365
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py
-	$(BIN)/python benchmarks/targets.py --base $(BASE) --release $(RELEASE) --tests
+	$(BIN)/python benchmarks/targets.py --base $(BASE) --release $(RELEASE) --tests --write docs/speed.md
 
 # Mutation testing of frameworks/, search/, analyses/, evaluate/ and the compiled equations
 # (pyproject [tool.mutmut]); not part of `make test`. 23,014 mutants (2026-11-26): many hours on

@@ -28,6 +28,8 @@ Rows (issue 35's table):
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import atexit
 import json
 import os
@@ -261,7 +263,67 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tests", action="store_true")
     ap.add_argument("--rows", default="1,2,3,4,5",
                     help="the rows to measure, comma-separated (6 only with --tests)")
+    ap.add_argument("--write", metavar="PAGE", help="also write the report, with the date and "
+                    "the machine, between PAGE's <!-- targets --> and <!-- /targets --> lines")
     opt = ap.parse_args(argv)
+    if opt.write:
+        with open(opt.write, encoding="utf-8") as f:
+            if MARK[0] not in f.read():
+                ap.error(f"--write {opt.write}: no '{MARK[0]}' line to write after")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(Tee(sys.stdout, out)):
+            code = _measure(opt, ap)
+        write_block(opt.write, out.getvalue())
+        return code
+    return _measure(opt, ap)
+
+
+MARK = ("<!-- targets -->", "<!-- /targets -->")
+
+
+class Tee(io.TextIOBase):
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, text):
+        for s in self.streams:
+            s.write(text)
+        return len(text)
+
+
+def machine() -> str:
+    """The date, commit and machine the figures come from."""
+    import datetime
+    import platform
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")),
+                       cpu)
+    except OSError:
+        pass
+    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip() or "?"
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (f"Measured {when} at commit {head} on {cpu}, {os.cpu_count()} CPUs, Python "
+            f"{platform.python_version()}:")
+
+
+def write_block(page: str, report: str) -> None:
+    """Replace the lines between MARK in ``page`` with ``report`` (atomically)."""
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    start = text.index(MARK[0]) + len(MARK[0])
+    end = text.index(MARK[1], start) if MARK[1] in text[start:] else start
+    block = f"\n{machine()}\n\n```\n{report.rstrip()}\n```\n"
+    tmp = page + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text[:start] + block + (text[end:] if end > start else MARK[1] + "\n"
+                                        + text[start:]))
+    os.replace(tmp, page)
+
+
+def _measure(opt, ap) -> int:
     rows = [r.strip() for r in opt.rows.split(",")] + (["6"] if opt.tests else [])
     if unknown := [r for r in rows if r not in ROWS]:
         ap.error(f"--rows: no row {', '.join(unknown)} (rows are 1-6)")
