@@ -146,8 +146,8 @@ def test_nic_sizing_pruned_equals_every_stage(cat, monkeypatch, name, node, node
     hw_sn = nics._with_card(hw, cat, card)
     lay_sn = layout.model_copy(update={"offload": "smartnic", "smartnic": card.name})
     ev = evaluate(Batch.of(lay_sn, tr), model, hw_sn, tr, Assumptions(), all_stages=True)
-    _, win = every(Batch.of(lay_sn, tr), model, hw_sn, tr, Assumptions(), nics.SMARTNIC.window,
-                   all_stages=True)
+    _, win = every(Batch.of(lay_sn, tr), model, hw_sn, tr, Assumptions(), nics.SMARTNIC.window_of,
+                   all_stages=True, comm=True)
     np.testing.assert_array_equal(np.broadcast_to(win, ev.stage_terms["optimizer_window_s"].shape),
                                   ev.stage_terms["optimizer_window_s"])
     assert (win > 0).all()

@@ -110,8 +110,9 @@ def size_nics(cat: Catalog, model, hw: Hardware, layout: Layout, tr: Training,
                                                            offload_code(Offload.SMARTNIC)]))
     # the stages that can bind only (evaluate/stages.py): a dropped stage repeats a kept one's
     # shape, so its shard, layers, window and card pipeline too (tests/test_pruning.py); of the
-    # step only the SmartNIC's overlap window is needed
-    ev, window_s = evaluate_window(batch, model, hw_sn, tr, asm, SMARTNIC.window)
+    # step only the SmartNIC's overlap window is needed (compute and the exposed DP time)
+    ev, window_s = evaluate_window(batch, model, hw_sn, tr, asm, SMARTNIC.window_of,
+                                   comm=True)
     gpu_bytes = np.asarray(ev.gpu_bytes, dtype=np.float64).reshape(-1)
     opt = float(np.asarray(ev.offload_bytes_per_gpu).reshape(-1)[1])
     pipe = update = None

@@ -108,24 +108,23 @@ def _first(ctx: Ctx, worst: bool = True):
 
 def evaluate_window(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
                     asm: Assumptions, window, all_stages: bool = False,
-                    stages: StageTable | None = None,
-                    lazy: bool = False) -> tuple[Evaluation, np.ndarray | None]:
+                    stages: StageTable | None = None, lazy: bool = False,
+                    comm: bool = False) -> tuple[Evaluation, np.ndarray | None]:
     """The first pass's evaluation (memory, devices, feasibility; the stages that can bind)
-    and ``window(compute record)``, without the rest of the step: an offload strategy's overlap
-    window per stage (e.g. the SmartNIC's, what NIC sizing reads) or the planner's
-    :func:`compute_bound_s`. None without a step (a model-states-only count). With ``lazy``
-    the second value is a function that computes it when called (the planner asks only when
-    there are enough layouts to prune)."""
+    and ``window(compute record)`` (with ``comm``: ``window(compute, communication)``), without
+    the optimizer step: the SmartNIC's window per stage (NIC sizing) or :func:`compute_bound_s`.
+    None without a step (a model-states-only count). With ``lazy`` a function that computes it
+    when called (the planner asks only when there are enough layouts to prune)."""
     ctx = make_ctx(batch, model, hw, tr, asm, all_stages, stages)
     mem, _, common = _first(ctx, worst=False)
-    ev = Evaluation(has_step=False, **common)
     if mem.states_only:
-        return ev, None
+        return Evaluation(has_step=False, **common), None
 
     def computed():
         set_stage("compute")
-        return window(compute_stage(ctx, mem))
-    return ev, (computed if lazy else computed())
+        comp = compute_stage(ctx, mem)
+        return window(comp, comm_stage(ctx, mem, comp)) if comm else window(comp)
+    return Evaluation(has_step=False, **common), (computed if lazy else computed())
 
 
 def _evaluate(ctx: Ctx, with_step: bool) -> Evaluation:
@@ -137,7 +136,7 @@ def _evaluate(ctx: Ctx, with_step: bool) -> Evaluation:
     set_stage("communication")
     comm = comm_stage(ctx, mem, comp)
     set_stage("optimizer")
-    opt = optimizer_stage(ctx, mem, comp, dev)
+    opt = optimizer_stage(ctx, mem, comp, dev, comm)
     set_stage("composition")
     return compose(ctx, mem, comp, comm, opt, common)
 
@@ -278,20 +277,21 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
     for code, strat in S.coded():
         if code in uses:
             bits = bits | np.where(offc == code, strat.reasons(ctx, red, host.host_capacity), 0)
-    # built again rather than dataclasses.replace (its field introspection costs more than
-    # the record on a batch of one)
+    # built again: dataclasses.replace's field introspection costs more on a batch of one
     return Devices(**acc, host_capacity=host.host_capacity, reasons=bits, uses=uses)
 
 
 # ---- optimizer step on the device that owns the state ----------------------------------------
 
-def optimizer_inputs(ctx: Ctx, mem: MemoryRecord) -> OptimizerInputs:
+def optimizer_inputs(ctx: Ctx, mem: MemoryRecord, comm: CommRecord) -> OptimizerInputs:
     """What every strategy's optimizer step starts from: the rank's ZeRO partition of each
-    stage's parameters (over memory.zero_shard_degree) and the optimizer's constants."""
-    return optimizer_inputs_of(ctx.hw, ctx.tr, mem.P / np.where(ctx.z >= 1, mem.n_sh, 1))
+    stage's parameters (over memory.zero_shard_degree), the optimizer's constants and the
+    exposed data-parallel time (the SmartNIC's window includes it)."""
+    return optimizer_inputs_of(ctx.hw, ctx.tr, mem.P / np.where(ctx.z >= 1, mem.n_sh, 1),
+                               comm.T_dpx)
 
 
-def optimizer_inputs_of(hw: Hardware, tr: Training, shard) -> OptimizerInputs:
+def optimizer_inputs_of(hw: Hardware, tr: Training, shard, dp_tail_s=0.0) -> OptimizerInputs:
     """:func:`optimizer_inputs` for a given partition ``shard`` (`breakeven`'s closed forms
     start from the evaluator's partition at the binding stage)."""
     link = hw.gpu_host_link
@@ -299,14 +299,15 @@ def optimizer_inputs_of(hw: Hardware, tr: Training, shard) -> OptimizerInputs:
         shard=shard, phi=flops_per_param(tr.optimizer),
         bpp=bytes_per_param(tr.optimizer, Impl.FUSED, tr.gradient_bytes),
         link_Bps=link.bandwidth_Bps * link.efficiency,
-        link_kw=dict(link_GBps=link.bandwidth_GBps, link_eff=link.efficiency))
+        link_kw=dict(link_GBps=link.bandwidth_GBps, link_eff=link.efficiency),
+        dp_tail_s=dp_tail_s)
 
 
-def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord,
-                    dev: Devices) -> OptimizerRecord:
+def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devices,
+                    comm: CommRecord) -> OptimizerRecord:
     """Each layout's optimizer step under its strategy: step, transfers, exposed part, the
     window it overlaps with, and the exposed parameter-offload stream."""
-    opt = optimizer_inputs(ctx, mem)
+    opt = optimizer_inputs(ctx, mem, comm)
     base = np.broadcast_shapes(ctx.off.shape, np.shape(opt.shard))
     names = ("step_s", "transfer_s", "exposed_s", "window_s")
     pairs: dict[str, list] = {k: [] for k in names}

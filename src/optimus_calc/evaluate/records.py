@@ -213,6 +213,7 @@ class OptimizerInputs:
     bpp: float              # bytes per parameter of a fused kernel (16-bit gradients)
     link_Bps: float         # GPU-host link, effective
     link_kw: dict           # link_GBps, link_eff for offload_step
+    dp_tail_s: Array | float = 0.0  # exposed data-parallel time (step.dp_exposed_time)
 
 
 @record

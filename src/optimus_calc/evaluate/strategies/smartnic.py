@@ -109,10 +109,18 @@ class SmartNICOffload(OffloadStrategy):
         return f"{k} x {name} per node"
 
     @staticmethod
-    def window(comp):
+    def window(comp, dp_tail_s):
         """Per stage, the time the card's layer-by-layer step overlaps with: one micro-batch's
-        forward and backward (NIC sizing reads it without the rest of the step)."""
-        return comp.W_b + comp.W_f
+        forward and backward, and the exposed data-parallel time after them (step.dp_exposed_time:
+        the card aggregates and updates layer by layer while the GPU waits on that traffic,
+        seeds/optimusnic.md section 5), so the step's tail is max(DP tail, pipeline - W_f - W_b),
+        not their sum."""
+        return comp.W_b + comp.W_f + dp_tail_s
+
+    @classmethod
+    def window_of(cls, comp, comm):
+        """:meth:`window` from the compute and communication records (NIC sizing's reader)."""
+        return cls.window(comp, comm.T_dpx)
 
     def optimizer(self, ctx, mem, comp, opt, dev):
         hw = ctx.hw
@@ -126,7 +134,7 @@ class SmartNICOffload(OffloadStrategy):
         x_sn = eq.offload__smartnic_transfer_time(
             B_le=opt.link_Bps, B_sn=snl_Bps, G_n=ctx.gpn, K_n=k, P_r=opt.shard, S=dev.spill,
             b_g=ctx.tr.gradient_bytes, b_w=ctx.tr.weight_bytes)
-        window = self.window(comp)
+        window = self.window(comp, opt.dp_tail_s)
         exposed = optimusnic.exposed(hw, ctx.tr, ctx.asm, shard_params=opt.shard,
                                      cards_per_node=k, spill_bytes=dev.spill, window_s=window,
                                      layers=ctx.st.layers)
