@@ -201,3 +201,30 @@ def test_breakeven_pipeline_shards_over_dp_x_cp():
                 walk(v)
     walk(d)
     assert found and found[0] == pytest.approx(2 * 8_030_261_248 / 8 / (31.5e9 * 0.76), rel=1e-3)
+
+
+def test_faster_gpu_never_slows_a_smartnic_step(tmp_path):
+    """The property case (tests/test_properties_cli.py faster, 1500 cases) that found the double
+    count: DeepSeek-V2 on 64 DGX B200, ZeRO-3, EP 2, FP8. The exposed DP time (42.57 s, the
+    ZeRO-3 traffic over 512 ranks) and the card's exposure both subtracted the compute window
+    and were added, so a GPU at efficiency 1.0 (forward + backward 0.143 -> 0.082 s) raised the
+    step 43.135 -> 43.196 s (exposure 0.051 -> 0.112 s). The card runs while the GPU waits on
+    that traffic: its window is W_o + 42.57 s, far above its pipeline (the update alone 0.194 s),
+    so nothing of it is exposed and the faster GPU gives the shorter step (43.0838 s both, the
+    DP tail taking what the compute gives up)."""
+    args = ("step", "tests/data/hf/deepseek_v2", "--node", "dgx-b200", "--nodes", "64", "--tp",
+            "1", "--pp", "1", "--zero", "3", "--recompute", "selective", "--seq-len", "512",
+            "--micro-batch", "2", "--ep", "2", "--offload", "smartnic", "--precision", "fp8",
+            "--fp8-recipe", "te-current")
+    prof = tmp_path / "gpu.toml"
+    prof.write_text('[gpu."b200"]\ngemm_eta_max = 1.0\nflash_attention_eta = 1.0\n'
+                    "attention_eta = 1.0\n")
+    base = cli_json(*args)
+    fast = cli_json(*args, "--profile", prof)
+    assert fast["forward_s"] + fast["backward_s"] < base["forward_s"] + base["backward_s"]
+    for d in (base, fast):
+        assert d["dp_comm_exposed_s"] == pytest.approx(42.6, abs=0.1)
+        assert d["optimizer_s"] == pytest.approx(0.1937, abs=1e-4)
+        assert d["optimizer_exposed_s"] == 0.0
+    assert fast["step_time_s"] <= base["step_time_s"] * (1 + 1e-12)
+    assert base["step_time_s"] == pytest.approx(43.0838, abs=1e-4)
