@@ -18,8 +18,10 @@ Each layer of a pipeline stage therefore travels through three stages, each on i
 Layers follow one another through these stages, so the stages overlap: the step's layers take
 the slowest stage's whole time plus one layer's passage through the others (fill and drain),
 the textbook pipeline time (n - 1) x slowest + sum of one item's stages with n = the layers.
-That time overlaps the last micro-batch's backward and the next forward (the window W_o);
-only what exceeds the window is exposed (optimusnic.exposed_time).
+That time overlaps the last micro-batch's backward and the next forward, and the exposed
+data-parallel time the GPU waits on around them (the card aggregates and updates layer by layer
+meanwhile, so the step's tail is max(DP tail, pipeline - compute), not their sum): the window
+W_o; only what exceeds the window is exposed (optimusnic.exposed_time).
 """
 
 from __future__ import annotations
@@ -82,4 +84,5 @@ exposed_time = equation(
     "forward and backward passes. This indicates that overlapping these operations is "
     "feasible\" (Table 3)",
     "OptimusNIC: what the card's pipeline needs beyond the window (the last micro-batch's "
-    "backward and the next forward) is exposed in the step.")
+    "backward and the next forward, and the exposed data-parallel time, during which the card "
+    "keeps working) is exposed in the step.")

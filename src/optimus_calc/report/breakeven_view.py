@@ -146,7 +146,7 @@ def now_text(res) -> str:
         s = (f"card pipeline {st.pipeline_s:.4g} s (gradient in {st.gradient_in_s:.4g} s, "
              f"update {st.optimizer_s:.4g} s, weights out {st.weights_out_s:.4g} s over "
              f"{st.layers:.0f} layers), window {st.window_s:.4g} s (the last micro-batch's "
-             "backward + the next forward)")
+             "backward + the next forward + the exposed DP time)")
     elif off is Offload.SUPERCHIP:
         s = (f"step {st.optimizer_s:.4g} s (transfers {st.offload_transfer_s:.4g} s of it), "
              f"window {st.window_s:.4g} s (the last micro-batch's backward; the last bucket "
@@ -335,8 +335,8 @@ def _catalog_parts(results, goal, data: dict, tables: list, notes: list) -> Tabl
         notes.append("optimizer s: a card's step (its transfers come on top) or a host "
                      "strategy's whole step (transfers included); window: what the step "
                      "overlaps with (OptimusNIC: the last micro-batch's backward + the next "
-                     "forward; SuperOffload: the last micro-batch's backward, the last "
-                     "bucket after it; ZeRO-Offload: nothing)")
+                     "forward + the exposed DP time; SuperOffload: the last micro-batch's "
+                     "backward, the last bucket after it; ZeRO-Offload: nothing)")
     notes.append("`optimus-calc breakeven ... --device NAME` lists every parameter of one "
                  "device; JSON has them for all")
     return Table(title="", rows=[{k: v for k, v in d.items()

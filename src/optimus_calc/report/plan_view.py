@@ -280,7 +280,8 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
     if res.nic_sizing:
         tables.append(_nic_table(res))
         notes.append("cards/GPU (hide step): SmartNICs per GPU so that the optimizer step and "
-                     "its transfers fit in the last micro-batch's backward + the next forward; "
+                     "its transfers fit in the last micro-batch's backward + the next forward "
+                     "+ the exposed DP time; "
                      "per node = the larger of memory and compute x GPUs per node")
     rec = figures(res.recommended) if res.recommended else {}
     if rec:

@@ -39,7 +39,7 @@ def _binding(goal: Goal, st: State, reference_s: float | None, card: str) -> str
             f"card's pipeline needs {st.pipeline_s:.3g} s (gradient in {st.gradient_in_s:.3g} s "
             f"and weights out {st.weights_out_s:.3g} s over the GPU's own link, over "
             f"{st.layers:.0f} layers) against the {st.window_s:.3g} s window (the last "
-            "micro-batch's backward + the next forward)")
+            "micro-batch's backward + the next forward + the exposed DP time)")
 
 
 def _ok(case: Case, goal: Goal, reference_s: float | None) -> bool:
