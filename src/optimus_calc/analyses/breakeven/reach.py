@@ -2,7 +2,8 @@
 layout or training that makes the goal reachable, each checked with the evaluator on a card
 MULTIPLE_CAP times the named one (so the card does not bind).
 
-OptimusNIC's window is the last micro-batch's backward and the next forward: a larger
+OptimusNIC's window is the last micro-batch's backward and the next forward (and the exposed
+data-parallel time): a larger
 micro-batch (fewer micro-batches per step at the same global batch, or a larger global batch
 at the same count) widens it; a faster GPU-host link shortens the link stages the card cannot
 speed up.

@@ -1,6 +1,7 @@
 """`breakeven --sweep global-batch|micro-batches`: where the offload starts to pay off.
 
-OptimusNIC's window is one micro-batch's backward + the next forward, so what decides is the
+OptimusNIC's window is one micro-batch's backward + the next forward (+ the exposed DP time), so
+what decides is the
 micro-batch size: ``global-batch`` grows the global batch with the micro-batches per step fixed
 (each micro-batch larger), ``micro-batches`` splits the same global batch into more or fewer
 micro-batches. At each point the evaluator gives the offloaded step and the same layout's step
