@@ -13,14 +13,15 @@ Optimizer state 12 B/param: 54,492,315,648 bytes per card.
 OptimusNIC's exposure (optimusnic.exposed_time) is max(0, T_pipe - W_o), T_pipe the card's
 per-layer pipeline (optimusnic.pipeline_time): the slowest of gradient in (T_in), update (T_up,
 compute.optimizer_step_time) and weights out (T_out), plus one layer's passage through the other
-two (their sum / n_L, n_L = 20 layers in the stage). W_o = the LAST micro-batch's backward + the
-next step's first forward + the exposed data-parallel time (step.dp_exposed_time: the card runs
-while the GPU waits on it, so the step's tail is max(DP tail, T_pipe - compute), not the sum).
-The issue's command (global batch 16, micro-batch 1, DP 2) has 8 micro-batches, so W_o =
-(forward + backward) / 8 + dp_comm_exposed_s = 0.768 + 0.240 = 1.008 s (the causal attention
-core timed at the half a fused kernel executes; 0.768 s before the DP tail joined the window).
+two (their sum / n_L, n_L = 20 layers in the stage). W_o (optimusnic.overlap_window) = the LAST
+micro-batch's backward + the next step's first forward + that micro-batch's exposed data-parallel
+time (ZeRO-3 exposes it in every micro-batch: dp_comm_exposed_s / m; the card runs while the GPU
+waits on it, so the step's tail is max(DP tail, T_pipe - compute), not the sum). The issue's
+command (global batch 16, micro-batch 1, DP 2) has 8 micro-batches, so W_o = (forward +
+backward + dp_comm_exposed_s) / 8 = 0.768 + 0.240 / 8 = 0.798 s (the causal attention core
+timed at the half a fused kernel executes; 0.768 s before the DP tail joined the window).
 LAYOUT_M1 is the same layout with micro-batch 8: one micro-batch per step, W_o = the whole
-forward + backward + its exposed DP time, 5.405 + 0.030 = 5.435 s.
+forward + backward + the exposed DP time, 5.405 + 0.030 = 5.435 s.
 
 Catalog values (hardware_catalog/smartnics/smartnics.toml, links/links.toml): BlueField-2 8
 cores x core_bandwidth_GBps 2.5 (assumed) = 20 GB/s < 0.8 x 25.6 = 20.48 GB/s of DDR4: the
@@ -112,7 +113,7 @@ def test_done_when_bluefield2_hide_json(run, tmp_path, cat):
     reasons the binding names: the 8 cores draw 8 x 2.5 = 20 GB/s < 0.8 x 25.6 = 20.48 GB/s of
     DDR4, so the roofline's min() is the cores' already (the update stays P_n x 28 / 20e9 =
     6.357 s); and its link stages (gradients in and the 38.5 GB spill read over one Gen4 link,
-    1.987 s, T_IN_BF2) alone overrun the 1.008 s window. The card's pipeline is 6.357 + 2 x
+    1.987 s, T_IN_BF2) alone overrun the 0.798 s window. The card's pipeline is 6.357 + 2 x
     1.987 / 20 = 6.556 s (PIPE_BF2). A user-catalog copy with 1000 x the memory bandwidth
     exposes exactly as much as the card."""
     r = run("breakeven", *LAYOUT, "--device", "bluefield-2", "--goal", "hide", "--format",
@@ -123,7 +124,7 @@ def test_done_when_bluefield2_hide_json(run, tmp_path, cat):
         assert {"parameter", "unit", "current", "required", "ratio", "method",
                 "binding"} <= set(entry)
     step = step_json(run, LAYOUT, "bluefield-2")
-    window = (step["forward_s"] + step["backward_s"]) / 8 + step["dp_comm_exposed_s"]  # 1.008 s
+    window = (step["forward_s"] + step["backward_s"] + step["dp_comm_exposed_s"]) / 8  # 0.798 s
     assert doc["window_s"] == pytest.approx(window, rel=1e-12)
     assert doc["gradient_in_s"] == pytest.approx(T_IN_BF2, rel=1e-9)
     assert doc["weights_out_s"] == pytest.approx(T_IN_BF2, rel=1e-9)
@@ -143,7 +144,7 @@ def test_done_when_bluefield2_hide_json(run, tmp_path, cat):
     fast = exposed_with_copy(run, tmp_path, cat, "bluefield-2", "bf2-fast",
                              memory_bandwidth_GBps=25.6e3)
     assert fast == pytest.approx(doc["optimizer_exposed_s"], rel=1e-12)
-    assert fast == pytest.approx(PIPE_BF2 - window, rel=1e-9)   # 6.556 - 1.008 = 5.549 s
+    assert fast == pytest.approx(PIPE_BF2 - window, rel=1e-9)   # 6.556 - 0.798 = 5.758 s
 
 
 def test_cards_per_node_round_trip_bluefield2(run):
@@ -153,12 +154,12 @@ def test_cards_per_node_round_trip_bluefield2(run):
     whatever k) and the card's (8 P_n / k x 2 B + the spill max(0, 8 x 54.49 GB / k - 16 GB))
     / 23.94 GB/s; the pipeline the slowest + the others / 20 layers. The smallest k whose
     pipeline fits in W_o, by hand below, on both the issue's command (8 micro-batches, W_o =
-    1.008 s: 53 cards, pipeline 0.9975 s; 52 give 1.0160 s) and one micro-batch per step (W_o =
+    0.798 s: 67 cards, pipeline 0.7970 s; 66 give 0.8085 s) and one micro-batch per step (W_o =
     5.435 s: 10 cards, 5.232 s; 9 give 5.820 s); the evaluator agrees: k cards expose nothing,
     k - 1 expose some."""
-    for layout, per_step, cards in ((LAYOUT_M1, 1, 10), (LAYOUT, 8, 53)):
+    for layout, per_step, cards in ((LAYOUT_M1, 1, 10), (LAYOUT, 8, 67)):
         step = step_json(run, layout, "bluefield-2")
-        window = (step["forward_s"] + step["backward_s"]) / per_step + step["dp_comm_exposed_s"]
+        window = (step["forward_s"] + step["backward_s"] + step["dp_comm_exposed_s"]) / per_step
 
         def hand(k):
             card = 8 * P_N / k
@@ -181,7 +182,7 @@ def test_memory_bandwidth_round_trip_bluefield3(run, tmp_path, cat):
     """BlueField-3's memory bandwidth binds its update (16 x 5 = 80 GB/s of cores against
     0.8 x 83.2 = 66.56 GB/s of DDR5). On the issue's command it is "never": at any DDR
     bandwidth the cores' 80 GB/s hold the update at P_n x 28 / 80e9 = 1.59 s, more than the
-    1.008 - 2 x 0.659 / 20 = 0.942 s the window leaves it (the window: the causal attention core
+    0.798 - 2 x 0.659 / 20 = 0.732 s the window leaves it (the window: the causal attention core
     at the half the fused kernel executes, compute.causal_attention_flops, and the exposed DP
     time). With one micro-batch per step (LAYOUT_M1, W_o = 5.435 s) the required
     memory_bandwidth_GBps is the memory branch of compute.optimizer_step_time with the update
@@ -191,7 +192,7 @@ def test_memory_bandwidth_round_trip_bluefield3(run, tmp_path, cat):
     now = req(cli_json("breakeven", *LAYOUT, "--device", "bluefield-3"),
               "memory_bandwidth_GBps")
     assert now["status"] == "never"
-    assert "core_bandwidth_GBps x cores hold the card's step at 1.59 s > the 0.942" \
+    assert "core_bandwidth_GBps x cores hold the card's step at 1.59 s > the 0.732" \
         in now["binding"]
     doc = cli_json("breakeven", *LAYOUT_M1, "--device", "bluefield-3")
     mem = req(doc, "memory_bandwidth_GBps")
@@ -253,7 +254,7 @@ def test_fpga_two_tier_binding_by_hand():
     0.5872 in HBM: 57.47 GB/s, so its step is P_n x 28 / (0.85 x 57.47e9) = 2.603 s. The fabric's
     FLOPs never bind (P_n x 12 / 5e12 = 0.011 s), and no fabric throughput hides the step:
     the binding names the two tiers at that 2.6 s, not the HBM alone (0.325 s), against the
-    1.008 - 2 x 0.379 / 20 = 0.970 s the window leaves the update (no spill: 64 GB hold the
+    0.798 - 2 x 0.379 / 20 = 0.760 s the window leaves the update (no spill: 64 GB hold the
     state, so the link stages are the GPU's own 9.08 GB / 23.94 GB/s = 0.379 s)."""
     doc = cli_json("breakeven", *LAYOUT, "--device", "alveo-v80")
     f = 32e9 / STATE
@@ -262,7 +263,7 @@ def test_fpga_two_tier_binding_by_hand():
     fab = req(doc, "fabric_fp32_TFLOPS")
     assert fab["status"] == "never" and fab["method"].startswith("closed form")
     assert fab["binding"].startswith("memory_bandwidth_GBps and expansion_bandwidth_GBps (mixed "
-                                     "tiers) hold the card's step at 2.6 s > the 0.97 s")
+                                     "tiers) hold the card's step at 2.6 s > the 0.76 s")
     # the HBM bandwidth enters through the mixed tiers: searched, not solved
     assert req(doc, "memory_bandwidth_GBps")["method"].startswith("bracketing search")
 
@@ -293,8 +294,8 @@ def test_fit_capacity_closed_form_by_hand():
 # ---- catalog view ------------------------------------------------------------------------------
 
 def test_catalog_view_every_device(cat):
-    """The issue's setting (8 micro-batches, W_o = 1.008 s): no catalog card hides its step, each
-    short by exactly its exposed time; 53 BlueField-2 per node would
+    """The issue's setting (8 micro-batches, W_o = 0.798 s): no catalog card hides its step, each
+    short by exactly its exposed time; 67 BlueField-2 per node would
     (test_cards_per_node_round_trip_bluefield2); the CPU never (ZeRO-Offload: window 0, every
     parameter "never" on the exposure floor). With one micro-batch per step BlueField-3 and the
     Alveo V80 hide it, and BlueField-2's cheapest fix is both bandwidths together."""
@@ -304,18 +305,18 @@ def test_catalog_view_every_device(cat):
     by = {d["device"]: d for d in doc["devices"]}
     cards = [by[n] for n in names[:-1]]
     window = cards[0]["window_s"]
-    # test_done_when_...: (fwd + bwd) / 8 = 0.768 s + the exposed DP time 0.240 s (0.787 s
+    # test_done_when_...: (fwd + bwd) / 8 = 0.768 s + the exposed DP time 0.240 s / 8 (0.787 s
     # without it before the A100 curve's leave-one-source-out refit, issue 32)
-    assert window == pytest.approx(1.008, abs=2e-3)
+    assert window == pytest.approx(0.798, abs=2e-3)
     for d in cards:
         assert d["goal_met"] is False and d["window_s"] == window
         assert d["margin"] == pytest.approx(d["window_s"] - d["pipeline_s"])
         assert d["margin"] == pytest.approx(-d["optimizer_exposed_s"])
     # more cards hide it (test_cards_per_node_round_trip_bluefield2's hand(k)): the card
-    # pipeline scales about as 1 / cards, so against the 1.008 s window 52 per node leave
-    # 1.0160 s and 53 0.9975 s: 53 / 8 per GPU (70 / 8 against the 0.768 s window without the
+    # pipeline scales about as 1 / cards, so against the 0.798 s window 66 per node leave
+    # 0.8085 s and 67 0.7970 s: 67 / 8 per GPU (70 / 8 against the 0.768 s window without the
     # DP tail)
-    assert by["bluefield-2"]["cards_per_gpu_required"] == pytest.approx(53 / 8)
+    assert by["bluefield-2"]["cards_per_gpu_required"] == pytest.approx(67 / 8)
     cpu = by["epyc-7742"]
     assert cpu["offload"] == "cpu" and cpu["window_s"] == 0.0 and cpu["goal_met"] is False
     assert cpu["margin"] == pytest.approx(-cpu["optimizer_exposed_s"])

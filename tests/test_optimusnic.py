@@ -28,6 +28,12 @@ def test_pipeline_equations_by_hand():
         pytest.approx(4.3)
     assert eq.optimusnic__exposed_time(T_pipe=4.3, W_o=4.0) == pytest.approx(0.3)
     assert eq.optimusnic__exposed_time(T_pipe=3.0, W_o=4.0) == 0.0
+    # the window: backward 2 + forward 1 + one micro-batch's share of 0.8 s of exposed DP time
+    # over 8 micro-batches with ZeRO-2/3 (3.1 s), all of it with ZeRO-0/1 (3.8 s)
+    assert eq.optimusnic__overlap_window(T_dp=0.8, W_b=2.0, W_f=1.0, Z=3, m=8) == \
+        pytest.approx(3.1)
+    assert eq.optimusnic__overlap_window(T_dp=0.8, W_b=2.0, W_f=1.0, Z=1, m=8) == \
+        pytest.approx(3.8)
     assert eq.optimusnic__gradient_in_time(B_cl=20e9, B_gl=10e9, P_o=1e9, S_sp=1e9, b_gr=2,
                                            n_gc=2) == pytest.approx(0.25)
 
@@ -124,11 +130,11 @@ def test_no_layout_uses_the_planners():
 def test_planner_nics_from_the_pipeline(cat):
     """`plan llama70b --nodes 2`'s cards/GPU (hide step) is the fewest cards per GPU whose
     pipeline the evaluator hides on every pipeline stage: that many and one fewer through the
-    evaluator agree. The windows include each stage's exposed DP time (0.2398 s, ZeRO-3's last
-    bucket): the last stage's 0.7687 + 0.2398 = 1.0085 s, the first's 0.9763 s. BlueField-3
-    with 2 cards per GPU: update P_n / 2 x 28 / 66.56e9 = 0.955 s, pipeline 0.993 s: hidden on
-    the last stage, 0.0168 s exposed on the first, so 3 per GPU (also 3 against the 0.7687 s
-    window without the DP tail); BlueField-2 needs 7 (10 without it)."""
+    evaluator agree. The windows include the last micro-batch's exposed DP time (ZeRO-3: 0.2398 s
+    over 8 micro-batches): the last stage's 0.7687 + 0.0300 = 0.7987 s. BlueField-3 with 2 cards
+    per GPU: update P_n / 2 x 28 / 66.56e9 = 0.955 s, pipeline 0.993 s, 0.194 s exposed, so 3
+    per GPU (also 3 against the 0.7687 s window without the DP tail); BlueField-2 needs 9 (10
+    without it)."""
     import numpy as np
     from optimus_calc.analyses.nics import _with_card, size_nics
     from optimus_calc.evaluate.batch import Batch
@@ -142,9 +148,9 @@ def test_planner_nics_from_the_pipeline(cat):
     tr = Training(seq_len=2048, global_batch=16, recompute="full")
     model = resolve_model("llama70b", cat)
     sizing = {s.smartnic: s for s in size_nics(cat, model, hw, lay, tr, Assumptions())}
-    assert sizing["bluefield-3"].window_s == pytest.approx(1.0085, abs=1e-4)
+    assert sizing["bluefield-3"].window_s == pytest.approx(0.7987, abs=1e-4)
     assert sizing["bluefield-3"].nics_per_gpu_for_compute == 3
-    assert sizing["bluefield-2"].nics_per_gpu_for_compute == 7
+    assert sizing["bluefield-2"].nics_per_gpu_for_compute == 9
     for name in ("bluefield-3", "alveo-v80", "bluefield-2"):
         k = sizing[name].nics_per_gpu_for_compute
         assert k is not None
@@ -163,16 +169,17 @@ def test_planner_nics_from_the_pipeline(cat):
 def test_sweep_global_batch_breakeven():
     """BlueField-3 on the paper's layout, 8 micro-batches per step: the window grows with the
     micro-batch (forward + backward / 8: 0.77 s at 1, about 1.43 s at 2, 2.76 s at 4) plus the
-    exposed DP time (ZeRO-3's last bucket, 0.240 s at each: 1.008, 1.670, 2.995 s), the card's
-    pipeline is 1.976 s, so the exposed time is 1.976 - 1.008 = 0.968 s (1.21 s before the DP
-    tail joined the window), then about 0.31 s, then 0 from global batch 64 on; there the offloaded
+    last micro-batch's exposed DP time (ZeRO-3: 0.240 s / 8 = 0.030 s at each: 0.798, 1.460,
+    2.785 s), the card's pipeline is 1.976 s, so the exposed time is 1.976 - 0.798 = 1.178 s
+    (1.208 s before the DP tail joined the window), then about 0.52 s, then 0 from global batch
+    64 on; there the offloaded
     step is shorter than the same layout's with the optimizer on the GPU (which would not fit
     memory: ZeRO-3 with the state on the GPU needs 70 GB per GPU before activations)."""
     doc = cli_json("breakeven", *LAYOUT, "--device", "bluefield-3", "--sweep", "global-batch")
     sw = doc["batch_sweep"]
     rows = {r["global_batch"]: r for r in sw["rows"]}
     assert [rows[g]["micro_batches"] for g in (16, 32, 64)] == [8, 8, 8]
-    assert rows[16]["optimizer_exposed_s"] == pytest.approx(1.976 - 1.008, abs=2e-3)
+    assert rows[16]["optimizer_exposed_s"] == pytest.approx(1.976 - 0.798, abs=2e-3)
     assert rows[32]["optimizer_exposed_s"] > 0 and rows[64]["optimizer_exposed_s"] == 0.0
     assert rows[32]["pays_off"] is False and rows[64]["pays_off"] is True
     assert sw["breakeven_global_batch"] == 64

@@ -77,7 +77,7 @@ T_s = sym("T_s", "the offloaded optimizer step of one rank, s")
 W_b = sym("W_b", "backward time of the step's last micro-batch, s")
 Z_b = sym("Z_b", "parameters in the last gradient bucket (reduce_bucket_size), elements")
 W_o = sym("W_o", "overlap window of OptimusNIC: last micro-batch's backward + next first forward "
-                "+ exposed data-parallel time (step.dp_exposed_time), s")
+                "+ its exposed data-parallel time (optimusnic.overlap_window), s")
 # NVMe
 n_d = sym("n_d", "NVMe drives of the node in RAID0", positive=True)
 R_rd = sym("R_rd", "sequential read bandwidth of one drive, bytes/s", positive=True)

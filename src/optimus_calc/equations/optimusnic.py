@@ -30,6 +30,7 @@ import sympy as sp
 
 from optimus_calc.equations.offload import W_o
 from optimus_calc.equations.registry import equation, sym
+from optimus_calc.equations.step import T_dpx, W_b, W_f, Z, m
 
 P_o = sym("P_o", "optimizer parameters of one GPU (its ZeRO shard of the stage)")
 n_gc = sym("n_gc", "GPUs one card serves (GPUs per node / cards per node)", positive=True)
@@ -77,6 +78,17 @@ pipeline_time = equation(
     "times s_i = T_i / n_L",
     "The card's pipeline over the step's layers: the slowest stage's whole time plus one "
     "layer's fill and drain through the other two stages.")
+
+overlap_window = equation(
+    "optimusnic.overlap_window",
+    W_b + W_f + sp.Piecewise((T_dpx / m, Z >= 2), (T_dpx, True)), "s",
+    _SEED + "; step.dp_exposed_time: ZeRO-2/3 expose data-parallel traffic in every micro-batch "
+    "(m times one micro-batch's share), ZeRO-0/1 once per step, after the last backward and "
+    "before the next forward",
+    "OptimusNIC's window W_o: the last micro-batch's backward and the next forward, and the "
+    "data-parallel time the GPU waits on around them (the last micro-batch's share of the "
+    "exposed DP time; all of it with ZeRO-0/1). The card aggregates and updates layer by layer "
+    "meanwhile, so the step's tail is max(DP tail, pipeline - compute), not their sum.")
 
 exposed_time = equation(
     "optimusnic.exposed_time", sp.Max(0, T_pipe - W_o), "s",

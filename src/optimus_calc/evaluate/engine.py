@@ -111,7 +111,7 @@ def evaluate_window(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Tr
                     stages: StageTable | None = None, lazy: bool = False,
                     comm: bool = False) -> tuple[Evaluation, np.ndarray | None]:
     """The first pass's evaluation (memory, devices, feasibility; the stages that can bind)
-    and ``window(compute record)`` (with ``comm``: ``window(compute, communication)``), without
+    and ``window(compute record)`` (``comm``: ``window(compute, communication, ctx)``), without
     the optimizer step: the SmartNIC's window per stage (NIC sizing) or :func:`compute_bound_s`.
     None without a step (a model-states-only count). With ``lazy`` a function that computes it
     when called (the planner asks only when there are enough layouts to prune)."""
@@ -123,7 +123,7 @@ def evaluate_window(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Tr
     def computed():
         set_stage("compute")
         comp = compute_stage(ctx, mem)
-        return window(comp, comm_stage(ctx, mem, comp)) if comm else window(comp)
+        return window(comp, comm_stage(ctx, mem, comp), ctx) if comm else window(comp)
     return Evaluation(has_step=False, **common), (computed if lazy else computed())
 
 

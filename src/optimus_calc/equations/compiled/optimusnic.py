@@ -18,6 +18,11 @@ def optimusnic__gradient_in_time(B_cl, B_gl, P_o, S_sp, b_gr, n_gc):
     return numpy.maximum(P_o*b_gr/B_gl, (P_o*b_gr*n_gc + S_sp)/B_cl)
 
 
+def optimusnic__overlap_window(T_dp, W_b, W_f, Z, m):
+    """optimusnic.overlap_window [s]: seeds/optimusnic.md section 5 ("each model layer's gradients are sent for aggregation once its backward pass is complete, the optimizer step can be executed on OptimusNIC immediately after aggregation"); step.dp_exposed_time: ZeRO-2/3 expose data-parallel traffic in every micro-batch (m times one micro-batch's share), ZeRO-0/1 once per step, after the last backward and before the next forward"""
+    return W_b + W_f + numpy.where(numpy.greater_equal(Z, 2), T_dp/m, T_dp)
+
+
 def optimusnic__pipeline_time(T_in, T_out, T_up, n_L):
     """optimusnic.pipeline_time [s]: seeds/optimusnic.md section 5 ("each model layer's gradients are sent for aggregation once its backward pass is complete, the optimizer step can be executed on OptimusNIC immediately after aggregation"); pipeline time of n items through stages s_i: (n - 1) max s_i + sum s_i (Hennessy and Patterson, Computer Architecture, appendix C), here with per-layer stage times s_i = T_i / n_L"""
     return numpy.maximum(numpy.maximum(T_in, T_out), T_up) + (T_in + T_out + T_up - numpy.maximum(numpy.maximum(T_in, T_out), T_up))/n_L

@@ -109,18 +109,17 @@ class SmartNICOffload(OffloadStrategy):
         return f"{k} x {name} per node"
 
     @staticmethod
-    def window(comp, dp_tail_s):
-        """Per stage, the time the card's layer-by-layer step overlaps with: one micro-batch's
-        forward and backward, and the exposed data-parallel time after them (step.dp_exposed_time:
-        the card aggregates and updates layer by layer while the GPU waits on that traffic,
-        seeds/optimusnic.md section 5), so the step's tail is max(DP tail, pipeline - W_f - W_b),
-        not their sum."""
-        return comp.W_b + comp.W_f + dp_tail_s
+    def window(ctx, comp, dp_exposed_s):
+        """Per stage, the time the card's layer-by-layer step overlaps with
+        (optimusnic.overlap_window): one micro-batch's backward and forward and the exposed
+        data-parallel time of that micro-batch (step.dp_exposed_time ``dp_exposed_s``)."""
+        return eq.optimusnic__overlap_window(T_dp=dp_exposed_s, W_b=comp.W_b, W_f=comp.W_f,
+                                             Z=ctx.z, m=ctx.m)
 
     @classmethod
-    def window_of(cls, comp, comm):
-        """:meth:`window` from the compute and communication records (NIC sizing's reader)."""
-        return cls.window(comp, comm.T_dpx)
+    def window_of(cls, comp, comm, ctx):
+        """:meth:`window` from the records (NIC sizing's reader, engine.evaluate_window)."""
+        return cls.window(ctx, comp, comm.T_dpx)
 
     def optimizer(self, ctx, mem, comp, opt, dev):
         hw = ctx.hw
@@ -134,7 +133,7 @@ class SmartNICOffload(OffloadStrategy):
         x_sn = eq.offload__smartnic_transfer_time(
             B_le=opt.link_Bps, B_sn=snl_Bps, G_n=ctx.gpn, K_n=k, P_r=opt.shard, S=dev.spill,
             b_g=ctx.tr.gradient_bytes, b_w=ctx.tr.weight_bytes)
-        window = self.window(comp, opt.dp_tail_s)
+        window = self.window(ctx, comp, opt.dp_tail_s)
         exposed = optimusnic.exposed(hw, ctx.tr, ctx.asm, shard_params=opt.shard,
                                      cards_per_node=k, spill_bytes=dev.spill, window_s=window,
                                      layers=ctx.st.layers)
