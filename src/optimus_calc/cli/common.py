@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import stat
 import sys
 import unicodedata
@@ -70,8 +69,20 @@ def plot_option(func: Callable) -> Callable:
 
 
 def terminal_width() -> int:
-    """The terminal's width (COLUMNS first, as rich and shutil do); 120 when there is none."""
-    return max(40, shutil.get_terminal_size(fallback=(DEFAULT_WIDTH, 24)).columns)
+    """The terminal's width (COLUMNS first, as rich and shutil do); 120 when there is none.
+    The columns ``shutil.get_terminal_size(fallback=(120, 24))`` returns, without importing
+    shutil (and the compression modules it loads) on every command."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):  # no stdout, or not a terminal
+            columns = DEFAULT_WIDTH
+        columns = columns or DEFAULT_WIDTH
+    return max(40, columns)
 
 
 def emit(doc: Document, fmt: str, output: str | None) -> None:
