@@ -267,8 +267,7 @@ def user_path(text: str, what: str) -> Path:
 # A list of flat mappings of scalars, top level or under ``runs:``. Anything else YAML allows
 # (anchors, aliases, tags, flow collections, block scalars, nesting, several documents) is refused
 # naming the line, so a file never means something other than what it says.
-# compiled on first use (re caches them): only calibrate reads a runs file
-_YAML_KEY = r"([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]+|$)"
+_YAML_KEY = r"([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]+|$)"  # compiled on first use
 _YAML_INT = r"[-+]?[0-9]+"
 _YAML_FLOAT = r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
 _YAML_UNSUPPORTED = {"&": "anchors", "*": "aliases", "!": "tags", "[": "flow sequences",
