@@ -6,7 +6,6 @@ import functools
 import os
 import stat
 import sys
-import unicodedata
 from typing import Callable
 
 import click
@@ -16,6 +15,11 @@ from optimus_calc.report.document import Document
 from optimus_calc.report.formats import DEFAULT_WIDTH, CsvOptions, Format, render
 
 _META = "optimus_calc.output"  # click context meta key: CSV options and the --plot path
+
+
+def _category(char: str) -> str:
+    import unicodedata
+    return unicodedata.category(char)
 
 
 def csv_options(sep: str, decimal: str) -> CsvOptions:
@@ -29,7 +33,8 @@ def csv_options(sep: str, decimal: str) -> CsvOptions:
     if sep == decimal:
         raise InputError(f"--csv-sep {sep!r} is also the decimal mark; they must differ "
                          "(e.g. --csv-sep ';' --csv-decimal ',')")
-    invisible = sep != "\t" and (sep.isspace() or unicodedata.category(sep)[0] in "CZ")
+    # the usual separators are visible (unicodedata, a compiled module, loads for the others)
+    invisible = sep not in ",;\t" and (sep.isspace() or _category(sep)[0] in "CZ")
     if sep.isalnum() or sep in "\"'\r\n.+-=@|" or invisible:  # ESC, DEL, NUL, bidi marks...
         raise InputError(f"--csv-sep {sep!r}: not usable as a field separator; use , ; or tab")
     return CsvOptions(sep=sep, decimal=decimal)
@@ -161,12 +166,12 @@ def write_stdout(text: str) -> None:
 def _write_all(fd: int, data: bytes) -> None:
     """``os.write`` until every byte is out; a descriptor left non-blocking waits until ready."""
     import errno
-    import select
     view = memoryview(data)
     while view:
         try:
             n = os.write(fd, view[:1 << 20])
         except BlockingIOError:
+            import select  # only for a descriptor left non-blocking
             select.select([], [fd], [])
             continue
         if n <= 0:
