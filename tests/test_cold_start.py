@@ -42,7 +42,8 @@ for args in json.loads(sys.argv[1]):
                     "ours": sorted(m for m in sys.modules if m.startswith("optimus_calc")),
                     "threads": threads[0],
                     "collections": sum(s["collections"] for s in gc.get_stats()),
-                    "also_loaded": [m for m in ("numpy.ma", "difflib", "tomllib")
+                    "also_loaded": [m for m in ("numpy.ma", "difflib", "tomllib", "shutil",
+                                                 "unicodedata")
                                     if m in sys.modules],
                     "env": {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS",
                             "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")}})
@@ -160,11 +161,15 @@ def test_numpy_starts_no_blas_threads():
 
 def test_plan_skips_numpy_ma_and_difflib():
     # np.unique's default path imports numpy.ma (numpy 2); difflib is only for "did you mean";
-    # tomllib only when a catalog file differs from the built-in snapshot (catalog_snapshot.py)
+    # tomllib only when a catalog file differs from the built-in snapshot (catalog_snapshot.py);
+    # shutil (and the compression modules it loads) not for the terminal's width, unicodedata
+    # only to check an unusual --csv-sep (cli/common.py)
     r = probe(["plan", "llama70b", "--nodes", "2"])
     assert r["code"] == 0 and r["also_loaded"] == []
     # the probe sees them when a command does load them: a misspelt model name suggests
     assert "difflib" in probe(["memory", "llama-70"])["also_loaded"]
+    sep = probe(["plan", "llama70b", "--nodes", "2", "--format", "csv", "--csv-sep", ":"])
+    assert sep["code"] == 0 and sep["also_loaded"] == ["unicodedata"]
 
 
 def test_sorted_unique_is_np_unique():

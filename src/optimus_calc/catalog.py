@@ -198,6 +198,12 @@ def _converters(cls: type[BaseModel]) -> tuple[tuple[str, object], ...]:
     return tuple((name, _converter(f.annotation)) for name, f in cls.model_fields.items())
 
 
+@lru_cache(maxsize=None)
+def _field_names(cls: type[BaseModel]) -> frozenset[str]:
+    """The class's field names, looked up once (``cls.model_fields`` is a property)."""
+    return frozenset(cls.model_fields)
+
+
 def trusted_entry(cls: type[BaseModel], data: dict, raw: dict) -> BaseModel:
     """An entry of the built-in catalog from its validated snapshot (catalog_snapshot.py writes
     every entry as validated), built without validating it again (``model_construct``): nested
@@ -209,7 +215,7 @@ def trusted_entry(cls: type[BaseModel], data: dict, raw: dict) -> BaseModel:
         if name in data:
             v = data[name]
             values[name] = v if conv is None or v is None else conv(v, raw.get(name))
-    return cls.model_construct(_fields_set={k for k in raw if k in cls.model_fields}, **values)
+    return cls.model_construct(_fields_set=set(raw).intersection(_field_names(cls)), **values)
 
 
 def _load_dir(directory: Path, cat: Catalog, builtin: bool) -> None:

@@ -62,7 +62,7 @@ def resolve_model(text: str, cat: Catalog) -> Model | BareModel:
 # these functions are pure (no click): the CLI parses, this module resolves and validates.
 
 # a plain decimal, optionally signed (a negative value is a number out of range, said as such)
-_NUM = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$")
+_NUM = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"  # compiled on first use
 
 
 
@@ -80,7 +80,7 @@ def parse_assumptions(items: tuple[str, ...] | list[str]) -> Assumptions:
         if name not in base.names():
             raise InputError(f"--assume {name!r}: unknown assumption; known: "
                              f"{', '.join(base.names())}")
-        if not _NUM.match(raw):
+        if not re.match(_NUM, raw):
             raise InputError(f"--assume {name}={raw!r}: not a number")
         values[name] = float(raw)
     if not values:

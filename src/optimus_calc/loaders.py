@@ -169,7 +169,7 @@ def read_snapshot(path: str | os.PathLike) -> dict:
 
 # Strings and comments (skipped whole: their dots and brackets are text) and the characters that
 # give a TOML document its structure. Multi-line forms first, escapes honoured.
-_TOML_TOKEN = re.compile(
+_TOML_TOKEN = (  # compiled on first use: the built-in catalog comes from its snapshot
     r'"""(?:\\[\s\S]|[^\\])*?"""'  # multi-line basic string
     r"|'''[\s\S]*?'''"             # multi-line literal string
     r'|"(?:\\.|[^"\\\n])*"'          # basic string
@@ -183,7 +183,7 @@ def check_toml_shape(text: str, path: str | os.PathLike, what: str = "catalog fi
     :data:`MAX_TOML_TOKENS` structural tokens, before ``tomllib`` builds it. One linear pass;
     a dot inside a number counts as a key part, so the depth is an upper bound."""
     depth, tokens = _TomlDepth(), 0
-    for m in _TOML_TOKEN.finditer(text):
+    for m in re.finditer(_TOML_TOKEN, text):
         tokens += 1
         if tokens > MAX_TOML_TOKENS:
             raise InputError(f"{what} {str(path)[:200]}: more than {MAX_TOML_TOKENS:,} keys, "
@@ -267,9 +267,9 @@ def user_path(text: str, what: str) -> Path:
 # A list of flat mappings of scalars, top level or under ``runs:``. Anything else YAML allows
 # (anchors, aliases, tags, flow collections, block scalars, nesting, several documents) is refused
 # naming the line, so a file never means something other than what it says.
-_YAML_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]+|$)")
-_YAML_INT = re.compile(r"[-+]?[0-9]+")
-_YAML_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_YAML_KEY = r"([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]+|$)"  # compiled on first use
+_YAML_INT = r"[-+]?[0-9]+"
+_YAML_FLOAT = r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
 _YAML_UNSUPPORTED = {"&": "anchors", "*": "aliases", "!": "tags", "[": "flow sequences",
                      "{": "flow mappings", "|": "block (multi-line) scalars",
                      ">": "block (multi-line) scalars", "@": "reserved '@'", "`": "reserved '`'",
@@ -298,9 +298,9 @@ def _yaml_scalar(text: str, where: str) -> str | None:
             raise InputError(f"{where}: a quoted value must close on its own line")
         return "".join(out)
     text = "" if text.startswith("#") else re.split(r"[ \t]#", text, maxsplit=1)[0].strip()
-    if _YAML_INT.fullmatch(text):  # before the '-' of a nested list: -1 is a number
+    if re.fullmatch(_YAML_INT, text):  # before the '-' of a nested list: -1 is a number
         return str(int(text))
-    if _YAML_FLOAT.fullmatch(text):
+    if re.fullmatch(_YAML_FLOAT, text):
         value = float(text)
         return str(int(value)) if value.is_integer() and abs(value) < 1e18 else repr(value)
     if text[:1] in _YAML_UNSUPPORTED:
@@ -367,7 +367,7 @@ def parse_runs_yaml(text: str, path: str | os.PathLike) -> list[tuple[int, dict[
         elif ind != col:
             raise InputError(f"{where}: indentation {ind} where the run's keys are at {col} "
                              "(nested values are not supported)")
-        m = _YAML_KEY.match(body)
+        m = re.match(_YAML_KEY, body)
         if not m:
             first = body[:1]
             what = (_YAML_UNSUPPORTED.get(first, "") + " are not supported"

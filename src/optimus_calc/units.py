@@ -22,8 +22,9 @@ _BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0
 
 # A plain decimal number (no exponent letters other than e/E with digits), then an optional unit.
 _NUMBER = r"(?P<num>[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?)"
-_SIZE_RE = re.compile(_NUMBER + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|Pi|k|K|M|G|T|P)?(?P<unit>B)?$")
-_COUNT_RE = re.compile(_NUMBER + r"\s*(?P<suffix>[kKMBT])?$")
+# compiled on first use (re caches them): most commands parse no size or count
+_SIZE_RE = _NUMBER + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|Pi|k|K|M|G|T|P)?(?P<unit>B)?$"
+_COUNT_RE = _NUMBER + r"\s*(?P<suffix>[kKMBT])?$"
 
 MAX_BYTES = 1e21  # 1 ZB: anything larger is a typo, not a plan
 MAX_COUNT = 1e16  # parameters
@@ -49,7 +50,7 @@ def parse_size(text: str, what: str = "size", allow_zero: bool = False) -> float
     are accepted: the text is matched by a regular expression, never evaluated.
     """
     raw = str(text).strip()
-    m = _SIZE_RE.match(raw)
+    m = re.match(_SIZE_RE, raw)
     if not m:
         raise InputError(
             f"{what} {text!r} is not a size; use e.g. 4096, 1.5GB, 256MiB, 1GiB")
@@ -69,7 +70,7 @@ def parse_count(text: str, what: str = "count") -> float:
     Suffixes: k/K = 1e3, M = 1e6, B = 1e9, T = 1e12 (counts, not bytes).
     """
     raw = str(text).strip()
-    m = _COUNT_RE.match(raw)
+    m = re.match(_COUNT_RE, raw)
     if not m:
         raise InputError(f"{what} {text!r} is not a number; use e.g. 70e9, 70B, 302M")
     factor = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}[m.group("suffix") or ""]
@@ -81,7 +82,7 @@ def parse_count(text: str, what: str = "count") -> float:
 
 
 def looks_like_count(text: str) -> bool:
-    return bool(_COUNT_RE.match(str(text).strip()))
+    return bool(re.match(_COUNT_RE, str(text).strip()))
 
 
 def fmt_bytes(value: float, binary: bool = False, digits: int = 2) -> str:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import stat
 import sys
-import unicodedata
 from typing import Callable
 
 import click
@@ -17,6 +15,11 @@ from optimus_calc.report.document import Document
 from optimus_calc.report.formats import DEFAULT_WIDTH, CsvOptions, Format, render
 
 _META = "optimus_calc.output"  # click context meta key: CSV options and the --plot path
+
+
+def _category(char: str) -> str:
+    import unicodedata
+    return unicodedata.category(char)
 
 
 def csv_options(sep: str, decimal: str) -> CsvOptions:
@@ -30,7 +33,8 @@ def csv_options(sep: str, decimal: str) -> CsvOptions:
     if sep == decimal:
         raise InputError(f"--csv-sep {sep!r} is also the decimal mark; they must differ "
                          "(e.g. --csv-sep ';' --csv-decimal ',')")
-    invisible = sep != "\t" and (sep.isspace() or unicodedata.category(sep)[0] in "CZ")
+    # the usual separators are visible (unicodedata, a compiled module, loads for the others)
+    invisible = sep not in ",;\t" and (sep.isspace() or _category(sep)[0] in "CZ")
     if sep.isalnum() or sep in "\"'\r\n.+-=@|" or invisible:  # ESC, DEL, NUL, bidi marks...
         raise InputError(f"--csv-sep {sep!r}: not usable as a field separator; use , ; or tab")
     return CsvOptions(sep=sep, decimal=decimal)
@@ -70,8 +74,20 @@ def plot_option(func: Callable) -> Callable:
 
 
 def terminal_width() -> int:
-    """The terminal's width (COLUMNS first, as rich and shutil do); 120 when there is none."""
-    return max(40, shutil.get_terminal_size(fallback=(DEFAULT_WIDTH, 24)).columns)
+    """The terminal's width (COLUMNS first, as rich and shutil do); 120 when there is none.
+    The columns ``shutil.get_terminal_size(fallback=(120, 24))`` returns, without importing
+    shutil (and the compression modules it loads) on every command."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):  # no stdout, or not a terminal
+            columns = DEFAULT_WIDTH
+        columns = columns or DEFAULT_WIDTH
+    return max(40, columns)
 
 
 def emit(doc: Document, fmt: str, output: str | None) -> None:
@@ -150,12 +166,12 @@ def write_stdout(text: str) -> None:
 def _write_all(fd: int, data: bytes) -> None:
     """``os.write`` until every byte is out; a descriptor left non-blocking waits until ready."""
     import errno
-    import select
     view = memoryview(data)
     while view:
         try:
             n = os.write(fd, view[:1 << 20])
         except BlockingIOError:
+            import select  # only for a descriptor left non-blocking
             select.select([], [fd], [])
             continue
         if n <= 0:

@@ -46,8 +46,9 @@ class CsvOptions:
 # What a terminal would act on: Unicode category Cc (exactly U+0000-U+001F and U+007F-U+009F)
 # and the bidirectional overrides/isolates (U+202A-U+202E, U+2066-U+2069), invisible, which
 # reorder what a terminal shows
-_UNSAFE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_NL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# compiled on first use (re caches them): a command uses one of the two
+_UNSAFE = r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+_UNSAFE_NL = r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 
 
 def _escape(m: re.Match) -> str:
@@ -59,7 +60,7 @@ def safe_text(text: str, keep_newlines: bool = True) -> str:
     """Control characters (ESC of ANSI sequences, C0/C1, DEL, bidi overrides) as visible
     ``\\xNN`` / ``\\uNNNN`` escapes, so catalog text cannot drive the terminal. One regular
     expression pass (a table renders some 75 cells and lines)."""
-    return (_UNSAFE if keep_newlines else _UNSAFE_NL).sub(_escape, str(text))
+    return re.sub(_UNSAFE if keep_newlines else _UNSAFE_NL, _escape, str(text))
 
 
 def render_json(doc: Document) -> str:
@@ -69,14 +70,14 @@ def render_json(doc: Document) -> str:
 
 # ---------------------------------------------------------------------------------------- CSV
 
-_INT_WORD = re.compile(r"(^|_)(bytes|params|flops|count)(_|$)")
+_INT_WORD = r"(^|_)(bytes|params|flops|count)(_|$)"  # compiled on first use (CSV)
 INT_KEYS = {"tokens", "steps"}
 
 
 def is_int_key(key: str) -> bool:
     """Columns whose numbers are whole by nature: bytes (``gpu_total_bytes``,
     ``optimizer_bytes_per_gpu``), parameter and other counts. Rates are ``_Bps``/``_per_s``."""
-    return key in INT_KEYS or (bool(_INT_WORD.search(key)) and not key.endswith("_per_s"))
+    return key in INT_KEYS or (bool(re.search(_INT_WORD, key)) and not key.endswith("_per_s"))
 
 
 def float_decimals(key: str) -> int:

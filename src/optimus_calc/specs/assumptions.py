@@ -2,8 +2,6 @@
 framework default the evaluator reads, each with its source or "assumed" (split from
 specs/training.py, which re-exports them)."""
 
-from __future__ import annotations
-
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 

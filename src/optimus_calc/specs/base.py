@@ -1,7 +1,5 @@
 """Shared base for catalog entries: name, aliases and provenance."""
 
-from __future__ import annotations
-
 import math
 import re
 from enum import Enum

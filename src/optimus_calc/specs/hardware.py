@@ -6,8 +6,6 @@ Field names carry their units: ``_GB`` (1e9 bytes), ``_GBps`` (1e9 bytes/s per d
 properties, so the rest of the code works in bytes, seconds and FLOP/s only.
 """
 
-from __future__ import annotations
-
 from enum import Enum
 from typing import ClassVar, Literal, assert_never
 

@@ -11,8 +11,6 @@ multi-token-prediction (MTP) modules are counted apart (``mtp_params``), never i
 ``published_params`` is kept only to check the derivation against.
 """
 
-from __future__ import annotations
-
 from enum import Enum
 from typing import ClassVar, Literal
 

@@ -1,7 +1,5 @@
 """Training settings, parallel layout and named assumptions. Closed sets are Enums."""
 
-from __future__ import annotations
-
 from enum import Enum, IntEnum
 
 from pydantic import Field, model_validator
