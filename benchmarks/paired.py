@@ -73,6 +73,18 @@ def measure(src: str) -> dict:
     return probe(src, PROBE.replace("BENCH_DIR", repr(HERE)))
 
 
+def report(pairs: list[tuple[dict, dict]], base: str, line) -> None:
+    """Print each probe figure's medians over the rounds and the median round-by-round ratio
+    base / this; ``line(name, base_s, this_s, ratio)`` formats one figure (None: skip it)."""
+    print(f"paired, {len(pairs)} rounds, load average {os.getloadavg()[0]:.2f}; base {base}")
+    for name in pairs[0][0]:
+        b = statistics.median(r[0][name] for r in pairs)
+        t = statistics.median(r[1][name] for r in pairs)
+        text = line(name, b, t, statistics.median(r[0][name] / r[1][name] for r in pairs))
+        if text is not None:
+            print(text)
+
+
 def main() -> int:
     args = checkouts(sys.argv)
     if args is None:
@@ -81,16 +93,14 @@ def main() -> int:
     base, this, rounds = args
     runs = [(measure(base), measure(this)) for _ in range(rounds)]
     n = runs[0][1]["layouts"]
-    print(f"paired, {rounds} rounds, load average {os.getloadavg()[0]:.2f}; base {base}")
-    for name in runs[0][0]:
+
+    def line(name, b, t, ratio):
         if name == "layouts":
-            continue
-        b = statistics.median(r[0][name] for r in runs)
-        t = statistics.median(r[1][name] for r in runs)
-        ratio = statistics.median(r[0][name] / r[1][name] for r in runs)
+            return None
         rate = "" if name.startswith("size_nics") else f", {n / t:,.0f} layouts/s CPU"
-        print(f"{name}: base {b * 1e3:.2f} ms, this {t * 1e3:.2f} ms CPU{rate}; "
-              f"ratio base/this {ratio:.2f}")
+        return (f"{name}: base {b * 1e3:.2f} ms, this {t * 1e3:.2f} ms CPU{rate}; "
+                f"ratio base/this {ratio:.2f}")
+    report(runs, base, line)
     return 0
 
 

@@ -13,13 +13,12 @@ the median of the round-by-round ratios base / this (above 1: this checkout is f
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from paired import checkouts, probe  # noqa: E402
+from paired import checkouts, probe, report  # noqa: E402
 
 PROBE = r'''
 import json, statistics, sys, time
@@ -81,13 +80,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as d:
         runs, out = _runs_file(d), os.path.join(d, "p.toml")
         pairs = [(measure(base, runs, out), measure(this, runs, out)) for _ in range(rounds)]
-    print(f"paired, {rounds} rounds, load average {os.getloadavg()[0]:.2f}; base {base}")
-    for name in pairs[0][0]:
-        b = statistics.median(r[0][name] for r in pairs)
-        t = statistics.median(r[1][name] for r in pairs)
-        ratio = statistics.median(r[0][name] / r[1][name] for r in pairs)
-        print(f"{name}: base {b * 1e3:.3f} ms, this {t * 1e3:.3f} ms CPU per layout; "
-              f"base / this {ratio:.2f}x")
+    report(pairs, base, lambda name, b, t, ratio: (
+        f"{name}: base {b * 1e3:.3f} ms, this {t * 1e3:.3f} ms CPU per layout; "
+        f"base / this {ratio:.2f}x"))
     return 0
 
 
