@@ -18,11 +18,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from optimus_calc.errors import CatalogError, InputError, UnknownNameError
 from optimus_calc.loaders import load_toml, os_message, read_snapshot, user_path
-from optimus_calc.specs.base import CatalogEntry
+from optimus_calc.specs.base import CatalogEntry, Frozen
 from optimus_calc.specs.hardware import CPU, GPU, NIC, Link, Node, NVMe, SmartNIC
 from optimus_calc.specs.model import Model
 from optimus_calc.record import record
@@ -171,7 +171,7 @@ def _converter(annotation):
         inner = _converter(args[0]) if len(args) == 1 else None
         return None if inner is None else (
             lambda v, raw: None if v is None else inner(v, raw))
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+    if isinstance(annotation, type) and issubclass(annotation, Frozen):
         return lambda v, raw: trusted_entry(annotation, v, raw if isinstance(raw, dict) else {})
     if isinstance(annotation, type) and issubclass(annotation, Enum):
         return lambda v, raw: annotation(v)
@@ -194,17 +194,17 @@ def _converter(annotation):
 
 
 @lru_cache(maxsize=None)
-def _converters(cls: type[BaseModel]) -> tuple[tuple[str, object], ...]:
+def _converters(cls: type[Frozen]) -> tuple[tuple[str, object], ...]:
     return tuple((name, _converter(f.annotation)) for name, f in cls.model_fields.items())
 
 
 @lru_cache(maxsize=None)
-def _field_names(cls: type[BaseModel]) -> frozenset[str]:
+def _field_names(cls: type[Frozen]) -> frozenset[str]:
     """The class's field names, looked up once (``cls.model_fields`` is a property)."""
     return frozenset(cls.model_fields)
 
 
-def trusted_entry(cls: type[BaseModel], data: dict, raw: dict) -> BaseModel:
+def trusted_entry(cls: type[Frozen], data: dict, raw: dict) -> Frozen:
     """An entry of the built-in catalog from its validated snapshot (catalog_snapshot.py writes
     every entry as validated), built without validating it again (``model_construct``): nested
     models, enums and tuples rebuilt, and the fields set are the keys the TOML file gives.

@@ -2,7 +2,7 @@
 framework default the evaluator reads, each with its source or "assumed" (split from
 specs/training.py, which re-exports them)."""
 
-from pydantic import Field, field_validator
+from optimus_calc.specs.frozen import Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from optimus_calc.specs.base import Frozen

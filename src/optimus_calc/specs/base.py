@@ -6,14 +6,9 @@ from enum import Enum
 
 import typing
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from optimus_calc.specs.frozen import _Bound, Field, Frozen, field_validator, model_validator
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.+-]*$")
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True,
-                              defer_build=True)
 
 
 def _numeric(annotation) -> bool:
@@ -91,19 +86,16 @@ def _is_default(value, default) -> bool:
 
 
 # what unvalidated() knows validation does: the Frozen config's keys (nothing else changes a value)
-_PLAIN_CONFIG = {"frozen", "extra", "validate_default", "defer_build"}
+_PLAIN_CONFIG = {"frozen", "extra", "validate_default"}
 
 
 def _bounded(field, value) -> bool:
     """``value`` meets every constraint of ``field`` (only gt/ge/lt/le are known here)."""
     for m in field.metadata:
-        kind = type(m).__name__
-        bound = getattr(m, kind.lower(), None)
-        if type(m).__module__ != "annotated_types" or kind not in ("Gt", "Ge", "Lt", "Le") \
-                or bound is None:
+        if not isinstance(m, _Bound):
             return False
-        if not {"Gt": value > bound, "Ge": value >= bound, "Lt": value < bound,
-                "Le": value <= bound}[kind]:
+        if not ((m.gt is None or value > m.gt) and (m.ge is None or value >= m.ge)
+                and (m.lt is None or value < m.lt) and (m.le is None or value <= m.le)):
             return False
     return True
 
@@ -140,32 +132,33 @@ def _as_validated(field, value):
     return value if _bounded(field, value) else _NO_DEFAULT
 
 
-def _after_checks_pass(cls: type[BaseModel], obj: BaseModel) -> bool:
+def _after_checks_pass(cls: type[Frozen], obj: Frozen) -> bool:
     """The class's after-model validators (Layout's EP rule) accept ``obj`` as it is (a
     validator's errors are ValueError or AssertionError, as pydantic's are)."""
-    for dec in cls.__pydantic_decorators__.model_validators.values():
+    for check in cls.checks.values():
+        if check.kind != "model":
+            continue
         try:
-            if dec.func(obj) is not obj:
+            if check.func(obj) is not obj:
                 return False
         except (ValueError, AssertionError):
             return False
     return True
 
 
-def _plainly_checked(cls: type[BaseModel]) -> set | None:
+def _plainly_checked(cls: type[Frozen]) -> set | None:
     """The fields whose values unvalidated() may check itself (none validated by a field
     validator of the class), or None when the class validates in a way it does not know."""
-    decs = cls.__pydantic_decorators__
-    if set(cls.model_config) - _PLAIN_CONFIG or decs.validators or decs.root_validators or \
-            any(d.info.mode != "after" or getattr(getattr(d.func, "__code__", None),
-                                                  "co_argcount", 0) != 1
-                for d in decs.model_validators.values()):
+    checks = cls.checks.values()
+    if set(cls.model_config) - _PLAIN_CONFIG or \
+            any(c.kind == "model" and (c.mode != "after" or getattr(
+                getattr(c.func, "__code__", None), "co_argcount", 0) != 1) for c in checks):
         return None
-    own = {f for d in decs.field_validators.values() for f in d.info.fields}
+    own = {f for c in checks if c.kind == "field" for f in c.fields}
     return set() if "*" in own else set(cls.model_fields) - own
 
 
-def unvalidated(cls: type[BaseModel], fields: dict, trusted=()) -> BaseModel | None:
+def unvalidated(cls: type[Frozen], fields: dict, trusted=()) -> Frozen | None:
     """``cls(**fields)`` built without validating it (``model_construct``: no schema is
     built), or None when something in it needs validating. Nothing does when each field is
     in ``trusted`` (a value taken from a validated spec, whose bounds are the field's, or

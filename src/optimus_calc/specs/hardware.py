@@ -9,7 +9,7 @@ properties, so the rest of the code works in bytes, seconds and FLOP/s only.
 from enum import Enum
 from typing import ClassVar, Literal, assert_never
 
-from pydantic import Field, field_validator, model_validator
+from optimus_calc.specs.frozen import Field, field_validator, model_validator
 
 from optimus_calc.specs.base import CatalogEntry, Frozen
 from optimus_calc.units import GB, TFLOPS, gbps_to_bytes_per_s

@@ -14,7 +14,7 @@ multi-token-prediction (MTP) modules are counted apart (``mtp_params``), never i
 from enum import Enum
 from typing import ClassVar, Literal
 
-from pydantic import Field, model_validator
+from optimus_calc.specs.frozen import Field, model_validator
 
 from optimus_calc.specs.base import CatalogEntry, Frozen
 

@@ -2,7 +2,7 @@
 
 from enum import Enum, IntEnum
 
-from pydantic import Field, model_validator
+from optimus_calc.specs.frozen import Field, model_validator
 
 from optimus_calc.specs.base import Frozen
 

@@ -25,8 +25,8 @@ import math
 from typing import Callable
 
 import numpy as np
-from pydantic import BaseModel
 
+from optimus_calc.specs.frozen import Frozen
 from optimus_calc.analyses.breakeven.case import (Case, Sensitivity, State, binding_figures,
                                                   figures_of, measure, pipeline_figures,
                                                   state_of)
@@ -61,14 +61,14 @@ def _stack_model(objs: list, path: str, changed: list[str]):
     first = objs[0]
     if _same(objs):
         return first
-    if not isinstance(first, BaseModel) or any(type(o) is not type(first) for o in objs):
+    if not isinstance(first, Frozen) or any(type(o) is not type(first) for o in objs):
         raise Unstackable(path)
     update = {}
     for name in type(first).model_fields:
         vals = [getattr(o, name) for o in objs]
         if _same(vals):
             continue
-        if isinstance(vals[0], BaseModel):
+        if isinstance(vals[0], Frozen):
             update[name] = _stack_model(vals, f"{path}.{name}", changed)
         elif _numbers(vals):
             update[name] = np.array(vals, dtype=np.float64)[:, None]
@@ -92,7 +92,7 @@ def _stack(cases: list[Case]):
         vals = [getattr(c.hw, f.name) for c in cases]
         if _same(vals):
             continue
-        if vals[0] is None or not isinstance(vals[0], BaseModel):
+        if vals[0] is None or not isinstance(vals[0], Frozen):
             raise Unstackable(f.name)
         hw_update[f.name] = _stack_model(vals, f.name, changed)
     hw = dataclasses.replace(c0.hw, **hw_update)
@@ -158,7 +158,7 @@ def _column_changes(case: Case, p: Param, v: float) -> dict[tuple[str, str], flo
     return {(p.role, path): value for path, value in p.changes(case.hw, v).items()}
 
 
-def model_changes(base: BaseModel, new: BaseModel, role: str, prefix: str = ""
+def model_changes(base: Frozen, new: Frozen, role: str, prefix: str = ""
                   ) -> dict[tuple[str, str], float]:
     """The numeric fields (paths, nested models followed) in which catalog entry ``new``
     differs from ``base``, as {(role, path): value}: what :func:`measure_changes` takes.
@@ -170,7 +170,7 @@ def model_changes(base: BaseModel, new: BaseModel, role: str, prefix: str = ""
         a, b = getattr(base, name), getattr(new, name)
         if a is b or a == b:
             continue
-        if isinstance(a, BaseModel):
+        if isinstance(a, Frozen):
             out.update(model_changes(a, b, role, f"{prefix}{name}."))
         elif _numbers([a, b]):
             out[(role, f"{prefix}{name}")] = float(b)

@@ -1,0 +1,307 @@
+"""The specs' base class without pydantic on the path that trusts its input (issue 35).
+
+A spec class (GPU, Model, Layout, Assumptions, ...) is declared as a pydantic model is: typed
+fields with ``Field(default, ge=..., description=...)``, ``field_validator`` and
+``model_validator``. Building one from untrusted input (a user's TOML file, a flag) validates it
+with pydantic, through the class's *twin* (:func:`twin`: a pydantic model built from the same
+declaration the first time the class validates something: the same fields, types, defaults,
+bounds, validators, config, class variables, properties and methods, and the class's name),
+so the rules, the errors and their messages are pydantic's. What does not validate (the built-in catalog's snapshot, values the CLI's types
+already checked: base.unvalidated) builds instances of the plain class directly, and a cold
+`plan` never imports pydantic's model machinery (tests/test_cold_start_budget.py).
+
+The instances keep the part of pydantic's model interface the code uses: ``model_fields``
+(name -> :class:`FieldInfo`: annotation, default, description, bounds in ``metadata``),
+``model_fields_set``, ``model_construct``, ``model_copy``, ``model_validate``, ``model_dump``,
+``dict(spec)`` as (name, value) pairs, equality and hashing by value, frozen attributes.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from functools import cache
+from typing import Any, ClassVar
+
+_MISSING: Any = object()
+
+
+class _Bound:
+    """One bound of a field (in ``metadata``): its ``.gt``, ``.ge``, ``.lt`` or ``.le`` is the
+    value and the others None, as annotated_types' Gt/Ge/Lt/Le (pydantic's) read."""
+    __slots__ = ("gt", "ge", "lt", "le")
+
+    def __init__(self, kind: str, value: float):
+        for k in self.__slots__:
+            setattr(self, k, value if k == kind else None)
+
+    def __repr__(self) -> str:
+        kind = next(k for k in self.__slots__ if getattr(self, k) is not None)
+        return f"{kind.capitalize()}({getattr(self, kind)!r})"
+
+
+class FieldInfo:
+    """A declared field: what pydantic's FieldInfo gives the code (``annotation``,
+    ``default``, ``default_factory``, ``description``, ``metadata`` with the bounds,
+    ``is_required()``) and the keyword arguments the twin passes to pydantic's Field."""
+    __slots__ = ("annotation", "default", "default_factory", "description", "metadata", "kwargs")
+
+    def __init__(self, default: Any = _MISSING, **kwargs: Any):
+        self.annotation: Any = None
+        self.default = default
+        self.default_factory = kwargs.get("default_factory")
+        self.description = kwargs.get("description")
+        self.metadata = [_Bound(k, kwargs[k]) for k in ("gt", "ge", "lt", "le")
+                         if kwargs.get(k) is not None]
+        self.kwargs = kwargs
+
+    def is_required(self) -> bool:
+        return self.default is _MISSING and self.default_factory is None
+
+    def __repr__(self) -> str:
+        return f"FieldInfo(annotation={self.annotation!r}, default={self.default!r})"
+
+
+def Field(default: Any = _MISSING, **kwargs: Any) -> Any:  # noqa: N802 (pydantic's name)
+    """A field's declaration (pydantic's keyword arguments: description, gt, ge, lt, le,
+    min_length, strict, default_factory)."""
+    return FieldInfo(default, **kwargs)
+
+
+class Check:
+    """A validator declared on a spec class (``field_validator`` or ``model_validator``): the
+    twin hands it to pydantic; base.unvalidated runs the after-model ones itself."""
+    __slots__ = ("kind", "fields", "mode", "func")
+
+    def __init__(self, kind: str, fields: tuple[str, ...], mode: str, func: Any):
+        self.kind, self.fields, self.mode, self.func = kind, fields, mode, func
+
+
+def field_validator(*fields: str, mode: str = "after"):
+    """pydantic's ``field_validator``, recorded on the class."""
+    return lambda func: Check("field", fields, mode, func)
+
+
+def model_validator(*, mode: str):
+    """pydantic's ``model_validator``, recorded on the class."""
+    return lambda func: Check("model", (), mode, func)
+
+
+def _class_var(annotation: Any) -> bool:
+    return annotation is ClassVar or typing.get_origin(annotation) is ClassVar
+
+
+class Frozen:
+    """A frozen, value-compared spec (see the module's docstring)."""
+    __slots__ = ("__dict__", "__weakref__", "_fields_set")
+
+    model_config: ClassVar[dict] = {"frozen": True, "extra": "forbid", "validate_default": True}
+    model_fields: ClassVar[dict[str, FieldInfo]] = {}
+    checks: ClassVar[dict[str, Check]] = {}       # validator name -> its declaration
+    class_vars: ClassVar[dict[str, Any]] = {}     # ClassVar annotations (the twin repeats them)
+
+    def __init_subclass__(cls, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        fields = dict(cls.model_fields)
+        checks = dict(cls.checks)
+        class_vars = dict(cls.class_vars)
+        for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+            if _class_var(annotation):
+                class_vars[name] = annotation
+                continue
+            value = cls.__dict__.get(name, _MISSING)
+            info = value if isinstance(value, FieldInfo) else FieldInfo(value)
+            info.annotation = annotation
+            fields[name] = info
+            if value is not _MISSING:
+                delattr(cls, name)  # as pydantic: the default is the field's, not the class's
+        for name, value in list(cls.__dict__.items()):
+            if isinstance(value, Check):
+                checks[name] = value
+                setattr(cls, name, value.func)
+        cls.model_fields, cls.checks, cls.class_vars = fields, checks, class_vars
+
+    def __init__(self, **data: Any):
+        values, fields_set = validated(type(self), data)
+        object.__setattr__(self, "__dict__", values)
+        object.__setattr__(self, "_fields_set", fields_set)
+
+    @classmethod
+    def model_validate(cls, obj: Any) -> Frozen:
+        """``obj`` validated (an instance of the class is returned as it is, as pydantic
+        does; anything else goes to pydantic, which names what is wrong)."""
+        if isinstance(obj, cls):
+            return obj
+        if isinstance(obj, dict):
+            return cls(**obj)
+        return from_twin(twin(cls).model_validate(to_twin(obj)))
+
+    @classmethod
+    def model_construct(cls, _fields_set: set[str] | None = None, **values: Any) -> Frozen:
+        """An instance from trusted values, unvalidated; missing fields take their defaults
+        (pydantic's ``model_construct``)."""
+        obj = object.__new__(cls)
+        full = {}
+        for name, info in cls.model_fields.items():
+            if name in values:
+                full[name] = values[name]
+            elif info.default_factory is not None:
+                full[name] = info.default_factory()
+            elif info.default is not _MISSING:
+                full[name] = info.default
+        object.__setattr__(obj, "__dict__", full)
+        object.__setattr__(obj, "_fields_set",
+                           set(values) if _fields_set is None else set(_fields_set))
+        return obj
+
+    @property
+    def model_fields_set(self) -> set[str]:
+        return self._fields_set
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Frozen:
+        """A copy with ``update`` applied, unvalidated (pydantic's ``model_copy``)."""
+        if deep:
+            import copy
+            return copy.deepcopy(self) if not update else copy.deepcopy(self).model_copy(
+                update=update)
+        obj = object.__new__(type(self))
+        values = dict(self.__dict__)
+        fields_set = set(self._fields_set)
+        if update:
+            values.update(update)
+            fields_set.update(update)
+        object.__setattr__(obj, "__dict__", values)
+        object.__setattr__(obj, "_fields_set", fields_set)
+        return obj
+
+    def model_dump(self, *, mode: str = "python", exclude: set[str] | None = None,
+                   **kwargs: Any) -> dict[str, Any]:
+        """The fields as a dict (nested specs as dicts); ``mode="json"`` and other options
+        are pydantic's, through the twin."""
+        if mode != "python" or kwargs:
+            return to_twin(self).model_dump(mode=mode, exclude=exclude, **kwargs)
+        return {k: (v.model_dump() if isinstance(v, Frozen) else v)
+                for k, v in self.__dict__.items() if not exclude or k not in exclude}
+
+    def __iter__(self):
+        yield from self.__dict__.items()
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.__dict__ == other.__dict__  # type: ignore[union-attr]
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.__dict__.values()))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise TypeError(f"{type(self).__name__} is frozen: field {name!r} cannot be assigned "
+                        "(use model_copy(update=...))")
+
+    def __delattr__(self, name: str) -> None:
+        raise TypeError(f"{type(self).__name__} is frozen: field {name!r} cannot be deleted")
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
+        return f"{type(self).__name__}({inner})"
+
+    def __copy__(self) -> Frozen:
+        return self.model_copy()
+
+    def __deepcopy__(self, memo: dict) -> Frozen:
+        import copy
+        obj = object.__new__(type(self))
+        object.__setattr__(obj, "__dict__", copy.deepcopy(self.__dict__, memo))
+        object.__setattr__(obj, "_fields_set", set(self._fields_set))
+        return obj
+
+    def __reduce__(self):
+        return (_rebuild, (type(self), dict(self.__dict__), set(self._fields_set)))
+
+
+def _rebuild(cls: type[Frozen], values: dict, fields_set: set) -> Frozen:
+    return cls.model_construct(_fields_set=fields_set, **values)
+
+
+# -- the twins: pydantic models that validate (see the module's docstring) ---------------------
+
+_MACHINERY = frozenset(vars(Frozen)) | {"__annotations__", "__dict__", "__weakref__"}
+_SPEC_OF: dict[type, type[Frozen]] = {}  # twin -> its spec class
+
+
+def _twin_type(annotation: Any) -> Any:
+    """``annotation`` with every spec class in it replaced by its twin."""
+    if isinstance(annotation, type) and issubclass(annotation, Frozen):
+        return twin(annotation)
+    args = typing.get_args(annotation)
+    new = tuple(_twin_type(a) for a in args)
+    if new == args:
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[new]  # noqa: UP007 (built from a tuple)
+    return origin[new if len(new) > 1 else new[0]]
+
+
+def _members(cls: type[Frozen]) -> dict[str, Any]:
+    """The class's own methods, properties and plain class attributes (its bases' first)."""
+    out: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        if klass is object or klass is Frozen or not issubclass(klass, Frozen):
+            continue
+        for name, value in vars(klass).items():
+            if name not in _MACHINERY and name not in cls.checks and name not in cls.model_fields:
+                out[name] = value
+    return out
+
+
+@cache
+def twin(cls: type[Frozen]) -> type:
+    """The pydantic model that validates ``cls``'s input (built once): its twin (pydantic's
+    model machinery is imported here, when something is first validated)."""
+    from pydantic import BaseModel, ConfigDict
+    from pydantic import Field as PydanticField
+    from pydantic import field_validator as pydantic_field_validator
+    from pydantic import model_validator as pydantic_model_validator
+    ns: dict[str, Any] = _members(cls)
+    annotations: dict[str, Any] = dict(cls.class_vars)
+    for name in cls.class_vars:
+        if hasattr(cls, name):
+            ns[name] = getattr(cls, name)
+    for name, info in cls.model_fields.items():
+        annotations[name] = _twin_type(info.annotation)
+        ns[name] = (PydanticField(**info.kwargs) if info.default is _MISSING else
+                    PydanticField(info.default, **info.kwargs))
+    for name, check in cls.checks.items():
+        decorate = (pydantic_field_validator(*check.fields, mode=check.mode)
+                    if check.kind == "field" else pydantic_model_validator(mode=check.mode))
+        ns[name] = decorate(check.func)
+    ns.update(__module__=cls.__module__, __qualname__=cls.__qualname__, __doc__=cls.__doc__,
+              __annotations__=annotations, model_config=ConfigDict(**cls.model_config))
+    model = type(cls.__name__, (BaseModel,), ns)
+    _SPEC_OF[model] = cls
+    return model
+
+
+def to_twin(value: Any) -> Any:
+    """A spec instance as its twin's instance (unvalidated: it was validated or trusted)."""
+    if not isinstance(value, Frozen):
+        return value
+    fields = {k: to_twin(v) for k, v in value.__dict__.items()}
+    return twin(type(value)).model_construct(_fields_set=set(value.model_fields_set), **fields)
+
+
+def from_twin(value: Any) -> Any:
+    """A twin's instance as its spec class's instance (other values unchanged)."""
+    spec = _SPEC_OF.get(type(value))
+    if spec is None:
+        return value
+    return spec.model_construct(_fields_set=set(value.model_fields_set),
+                                **{k: from_twin(v) for k, v in value.__dict__.items()})
+
+
+def validated(cls: type[Frozen], data: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    """``cls(**data)``'s field values and fields set, validated by pydantic (which raises its
+    ValidationError naming what is wrong)."""
+    obj = twin(cls)(**{k: to_twin(v) for k, v in data.items()})
+    return {k: from_twin(v) for k, v in obj.__dict__.items()}, set(obj.model_fields_set)
