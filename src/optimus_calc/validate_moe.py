@@ -69,7 +69,7 @@ def predict(rows: list[HostRow], t, f=None) -> np.ndarray:
 
 def fit(rows: list[HostRow]) -> tuple[float, float] | None:
     """The GRID values (t_s, t_f) with the least mean |log(predicted / published)| over
-    ``rows`` (the smallest t_f, then t_s, among ties); None without rows."""
+    ``rows`` (the smallest t_s, then t_f, among ties); None without rows."""
     if not rows:
         return None
     pub = np.array([r.published for r in rows])
