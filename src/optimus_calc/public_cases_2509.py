@@ -2,7 +2,7 @@
 every row of the table with the settings of the scripts that ran them. Data only.
 
 The table: Megatron-Bridge docs/performance-summary.md, section "25.09 NeMo Container" (added in
-fa0315ae2, L48-78 there; L100-137 @ v0.2.1). It names no precision: the first figure of a cell
+fa0315ae2, L44-81 there; L100-137 @ v0.2.1). It names no precision: the first figure of a cell
 is FP8 per-tensor current scaling (the recipe of the 25.11 table's same rows; the GB200
 Llama3 8B 31,357 sits beside 25.11's FP8-CS 31,508), the parenthesised one "a different
 quantization granularity" (its footnote: 32x32 on GB200 and B200, Transformer Engine's MXFP8
@@ -112,7 +112,7 @@ def _moe() -> list[PublicRow]:
     tdds = ("token drop with padding, capacity factor 1.0 on B200 and GB200 (run_script.py "
             "L57-60, L79-80; moe_token_drop.py L18-57): --moe-pad-expert-input-to-capacity, "
             "alltoall dispatcher; no EP overlap (L86-89), shared-expert overlap on (L89) not "
-            "modelled; recompute_modules mla_up_proj (L92-96) has no flag: recompute none; "
+            "modelled; recompute_modules mla_up_proj (L92-98) has no flag: recompute none; "
             + _MTP)
     qk = dict(ep=8, etp=1, seq=4096, drop_pad=True)
     return [
