@@ -101,3 +101,15 @@ def test_the_tables_layouts_fold_as_published(cat):
     assert (s.layout.tp, s.layout.dp, s.layout.ep, s.layout.etp) == (2, 32, 64, 1)
     assert s.training.global_batch // (s.training.micro_batch * s.layout.dp) == 32
     assert s.training.moe_pad_expert_input_to_capacity and s.asm.moe_host_sync_min_ep == 1e6
+
+
+def test_the_shipped_constants_are_the_fit_of_the_public_moe_rows(cat):
+    # validate's MoE rows (22: 10 dropless or Mixtral, 12 of 25.09), fitted on validate_moe's
+    # 0.1 ms grid: the sync 4.5 ms and the launches 2.0 ms, the Assumptions defaults
+    from optimus_calc.specs.assumptions import Assumptions
+    from optimus_calc.validate import run_all
+    cases = run_all(cat, cross_validate=False)
+    rows = [h for i, c in enumerate(cases) if c.host is not None for h in [c.host(i)] if h]
+    assert len(rows) == 22 and sum(r.K == 0 for r in rows) == 14  # 12 + 2 Mixtral padded
+    a = Assumptions()
+    assert fit(rows) == pytest.approx((a.moe_layer_host_s, a.moe_layer_fixed_s))
