@@ -360,6 +360,8 @@ def test_public_fp8_rows_carry_their_published_recipe():
         elif "float8" in r.label.lower():
             assert r.fp8_recipe == "torchao", r.label
     # four NeMo 24.12 rows (Nemotron-340B not in the catalog), five dense MXFP8 rows and three
-    # MoE ones (Qwen3-30B-A3B on GB200 and B200, DeepSeek-V3 on B200)
+    # MoE ones (Qwen3-30B-A3B on GB200 and B200, DeepSeek-V3 on B200); the 25.09 table's
+    # parenthesised figures: 5 dense (GB200 8B, 70B, 405B; B200 8B, 405B) and 4 MoE (GB200
+    # Qwen3-30B and Qwen3-235B, B200 Qwen3-235B and DeepSeek-V3)
     assert sum(r.source == NEMO2412 for r in fp8) == 4
-    assert sum(r.fp8_recipe == "mxfp8" for r in fp8) == 8
+    assert sum(r.fp8_recipe == "mxfp8" for r in fp8) == 8 + 9

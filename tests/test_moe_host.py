@@ -29,7 +29,8 @@ def test_fit_finds_the_constant_that_makes_the_rows_exact():
     # both rows published at what t = 5 ms gives: T = 2 + 100 x 0.004 = 2.4 s (tokens/s 1000 x
     # 2 / 2.4 = 833.33) and T = 1 + 50 x 0.004 = 1.2 s (1000 / 1.2 = 833.33)
     rows = [_row(0, "a", 1000 * 2 / 2.4, 2.0, 100.0), _row(1, "b", 1000 / 1.2, 1.0, 50.0)]
-    assert fit(rows) == pytest.approx(0.005)
+    # (no row has a fixed-constant slope K_f: the fixed constant stays at the grid's 0)
+    assert fit(rows) == pytest.approx((0.005, 0.0))
     assert fit([]) is None
 
 
@@ -39,32 +40,32 @@ def test_loso_refits_without_the_rows_source():
     a = _row(0, "a", 1000 / 1.2, 1.0, 50.0)
     b = _row(1, "b", 1000 / 1.45, 1.0, 50.0)
     got = loso([a, b])
-    assert got[0] == pytest.approx((0.010, 1000 / 1.45))
-    assert got[1] == pytest.approx((0.005, 1000 / 1.2))
-    assert loso([a]) == {0: (0.001, 1000.0)}
+    assert got[0][0] == pytest.approx((0.010, 0.0)) and got[0][1] == pytest.approx(1000 / 1.45)
+    assert got[1][0] == pytest.approx((0.005, 0.0)) and got[1][1] == pytest.approx(1000 / 1.2)
+    assert loso([a]) == {0: ((0.001, 0.0), 1000.0)}
 
 
 def test_the_fixed_time_counts_every_moe_layer_and_micro_batch(run):
-    # Qwen3-30B-A3B: 48 MoE layers, one stage, 8 / (DP 8 x 1) = 1 micro-batch:
-    # 6.1 ms x 48 x 1 = 0.2928 s; a dense model pays none of it
-    assert Assumptions().moe_layer_host_s == 0.0061
+    # Qwen3-30B-A3B: 48 MoE layers, one stage, 8 / (DP 8 x 1) = 1 micro-batch: (sync 4.5 ms
+    # + launches 2.0 ms) x 48 x 1 = 0.312 s; a dense model pays none of it
+    assert (Assumptions().moe_layer_host_s, Assumptions().moe_layer_fixed_s) == (0.0045, 0.002)
     d = run("step", *QWEN).json()
-    assert d["fixed_s"] == pytest.approx(0.0061 * 48)
+    assert d["fixed_s"] == pytest.approx(0.0065 * 48)
     dense = run("step", "llama-3-8b", "--node", "dgx-h100", "--format", "json").json()
     assert dense["fixed_s"] == 0.0
 
 
 def test_a_re_run_moe_forward_syncs_again(run):
     # the layout above: full recomputation re-runs each MoE layer's forward, dispatcher and
-    # host sync included: 2 x 6.1 ms x 48 x 1 = 0.5856 s; Megatron's selective recomputes the
-    # attention core only (0.2928 s); torchtitan's op AC re-runs the block (EP 8 >= 2: 0.5856 s)
+    # host sync included: 2 x 6.5 ms x 48 x 1 = 0.624 s; Megatron's selective recomputes the
+    # attention core only (0.312 s); torchtitan's op AC re-runs the block (EP 8 >= 2: 0.624 s)
     full = run("step", *QWEN, "--recompute", "full").json()
-    assert full["fixed_s"] == pytest.approx(2 * 0.0061 * 48)
+    assert full["fixed_s"] == pytest.approx(2 * 0.0065 * 48)
     sel = run("step", *QWEN, "--recompute", "selective").json()
-    assert sel["fixed_s"] == pytest.approx(0.0061 * 48)
+    assert sel["fixed_s"] == pytest.approx(0.0065 * 48)
     tt = [a if a != "megatron" else "torchtitan" for a in QWEN]
     op = run("step", *tt, "--recompute", "selective").json()
-    assert op["fixed_s"] == pytest.approx(2 * 0.0061 * 48)
+    assert op["fixed_s"] == pytest.approx(2 * 0.0065 * 48)
 
 
 def test_megatron_overlap_flag_hides_the_all_to_all(run):
@@ -100,21 +101,23 @@ def test_megatron_export_writes_the_overlap_where_megatron_takes_it(run):
 def test_deepspeed_moe_drops_tokens_without_a_host_sync(run):
     # DeepSpeed-MoE's gate (drop_tokens=True by default, sharded_moe.py L554) sizes the
     # capacity on the host and keeps the expert counts on the GPU (L162-171, L264): no host
-    # sync per MoE layer, so its profile sets moe_layer_host_s 0; Megatron-LM's dropless
-    # dispatcher pays 6.1 ms x 48 layers x 1 micro-batch = 0.2928 s (above)
+    # sync per MoE layer, so its profile sets moe_layer_host_s 0: only the layer's launches,
+    # 2.0 ms x 48 layers x 1 micro-batch = 0.096 s; Megatron-LM's dropless dispatcher pays
+    # (4.5 + 2.0) ms x 48 = 0.312 s (above)
     args = [a if a != "megatron" else "deepspeed" for a in QWEN]
     d = run("step", *args).json()
-    assert d["fixed_s"] == 0.0
+    assert d["fixed_s"] == pytest.approx(0.002 * 48)
 
 
 def test_torchtitan_pays_the_host_sync_only_with_expert_parallelism(run):
     # torch._grouped_mm takes its offsets on the GPU; only EP's all-to-all .tolist() syncs
     # (torchtitan expert_parallel.py L134-135): EP 1 pays none; EP 8 on 8 GPUs, ZeRO-3, global
-    # batch 8 / (DP 8 x micro-batch 1) = 1 micro-batch: 6.1 ms x 48 MoE layers = 0.2928 s
+    # batch 8 / (DP 8 x micro-batch 1) = 1 micro-batch: (4.5 + 2.0) ms x 48 MoE layers =
+    # 0.312 s; EP 1 the launches only, 2.0 ms x 48 = 0.096 s
     tt = ("step", "qwen3-30b-a3b", "--node", "dgx-h100", "--zero", "3", "--global-batch", "8",
           "--framework", "torchtitan", "--format", "json")
-    assert run(*tt, "--ep", "1").json()["fixed_s"] == 0.0
-    assert run(*tt, "--ep", "8").json()["fixed_s"] == pytest.approx(0.0061 * 48)
+    assert run(*tt, "--ep", "1").json()["fixed_s"] == pytest.approx(0.002 * 48)
+    assert run(*tt, "--ep", "8").json()["fixed_s"] == pytest.approx(0.0065 * 48)
 
 
 def test_megatron_overlap_needs_an_interleaved_schedule_under_pp(run):

@@ -239,11 +239,17 @@ def test_step_terms_by_hand():
     assert float(eq.step__time(**ten)) == 2047
     # step.fixed_time: 0.3 s per step + 1 ms x 32 layers x 64 micro-batches = 2.348 s, + 2 ms
     # per MoE layer x 8 MoE layers x 64 micro-batches = 1.024 s: 3.372 s
-    assert float(eq.step__fixed_time(L_moe=8, L_stage=32, T_s0=0.3, m=64, t_l0=1e-3,
+    assert float(eq.step__fixed_time(L_moe=8, L_stage=32, T_s0=0.3, m=64, t_l0=1e-3, t_mf=0,
                                      t_mh=2e-3, r_h=0)) == pytest.approx(3.372)
     # the MoE forward re-run in the backward syncs again: + 1.024 s = 4.396 s
-    assert float(eq.step__fixed_time(L_moe=8, L_stage=32, T_s0=0.3, m=64, t_l0=1e-3,
+    assert float(eq.step__fixed_time(L_moe=8, L_stage=32, T_s0=0.3, m=64, t_l0=1e-3, t_mf=0,
                                      t_mh=2e-3, r_h=1)) == pytest.approx(4.396)
+    # every MoE layer's launches, 0.5 ms x 8 x 64 = 0.256 s, with the sync or without it:
+    # 3.372 + 0.256 = 3.628 s; padded to capacity (no sync) 3.628 - 1.024 = 2.604 s
+    assert float(eq.step__fixed_time(L_moe=8, L_stage=32, T_s0=0.3, m=64, t_l0=1e-3,
+                                     t_mf=5e-4, t_mh=2e-3, r_h=0)) == pytest.approx(3.628)
+    assert float(eq.step__fixed_time(L_moe=8, L_stage=32, T_s0=0.3, m=64, t_l0=1e-3,
+                                     t_mf=5e-4, t_mh=0, r_h=0)) == pytest.approx(2.604)
 
 
 def test_zero0_dp_all_reduce_by_hand(run):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from optimus_calc.public_cases_2509 import rows_2509
 from optimus_calc.public_cases_long import long_rows
 from optimus_calc.public_cases_moe import moe_rows
 from optimus_calc.public_row import CS as _CS
@@ -81,7 +82,8 @@ _CAT = "model not in the catalog"
 # L38-39: every expert takes its balanced share), GC every 100 steps; the model sets neither
 # moe_grouped_gemm nor moe_permute_fusion (MCore default False, transformer_config.py
 # L333/L382 @ core_v0.11.0): one local expert a GPU at EP 8, so nothing to group
-_MIXTRAL = ("token drop at capacity factor 1.0, padded (= balanced); alltoall dispatcher; "
+_MIXTRAL = ("token drop at capacity factor 1.0, padded (= balanced; "
+            "--moe-pad-expert-input-to-capacity); alltoall dispatcher; "
             "recompute none; distributed optimizer with overlapped grad reduce and param gather")
 _COMPILE = "torch.compile not modelled (no flag changes the element-wise fusion)"
 
@@ -171,7 +173,8 @@ def _nemo_dense() -> list[PublicRow]:
         r(c(c="25.02"), "B200 Mixtral-8x7B FP8 EP8, 64 GPUs", "mixtral-8x7b", "dgx-b200", 8,
           15457, ep=8, gbs=256, mbs=2, seq=4096, assumed="FP8 delayed scaling, NeMo 2.2's only "
           "recipe (pretrain_mixtral_8x7b.py L66-68, mixed_precision.py L46-54 @ NeMo v2.2.0); "
-          "CUDA graphs on for B200 (L70-72) not modelled; " + _MIXTRAL, **_DS, **_MEG),
+          "CUDA graphs on for B200 (L70-72) not modelled; " + _MIXTRAL, drop_pad=True, **_DS,
+          **_MEG),
         r(c(c="25.02"), "B200 Mixtral-8x22B FP8, 256 GPUs, seq 64k", "mixtral-8x22b",
           "dgx-b200", 32, 2232, why_not=_CAT + " (Mixtral-8x22B)"),
         r(c(c="25.02"), "H100 GPT3-175B FP8 TP4 PP8 VP6, 512 GPUs", "gpt3-175b", "dgx-h100", 64,
@@ -191,7 +194,7 @@ def _nemo_dense() -> list[PublicRow]:
           19275, gpu="gb200", ep=8, gbs=256, mbs=2, seq=4096, assumed="FP8 per-tensor current "
           "scaling (the 25.04 page; the script's default is delayed, argument_parser.py L80-91 "
           "@ NeMo v2.3.0); CUDA graphs on (model_configs_gb200.csv L17) not modelled; "
-          + _MIXTRAL + "; " + _GB, **_CS, **_MEG),
+          + _MIXTRAL + "; " + _GB, drop_pad=True, **_CS, **_MEG),
         r(c(c="25.07"), "GB200 Llama3 8B FP8-CS, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 31737,
           gpu="gb200", gbs=128, mbs=2, assumed=asm + "; " + _GB, **_CS, **_MEG),
         r(c(c="25.07"), "GB200 Llama3 8B MXFP8, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 30341,
@@ -372,6 +375,6 @@ def _on_nvl72(row: PublicRow) -> PublicRow:
 
 def public_rows() -> list[PublicRow]:
     """Every row, expressible or not, in source order."""
-    rows = _fa2_rows() + _megatron_dense() + _nemo_dense() + moe_rows() + _torchtitan() \
-        + long_rows() + _offload_and_small() + _v100()
+    rows = _fa2_rows() + _megatron_dense() + _nemo_dense() + moe_rows() + rows_2509() \
+        + _torchtitan() + long_rows() + _offload_and_small() + _v100()
     return [_on_nvl72(r) for r in rows]

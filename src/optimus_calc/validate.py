@@ -314,7 +314,8 @@ def _public_cases(cat: Catalog, asm: Assumptions) -> list[Case]:
                         PUBLIC_TOLERANCE, r.row.source, r.row.assumed, regime=r.regime,
                         kind="step_time" if r.row.unit == "s" else "throughput",
                         fit=public_fit(r), host=partial(host_row, res=r,
-                                                        t0=asm.moe_layer_host_s)))
+                                                        t0=asm.moe_layer_host_s,
+                                                        f0=asm.moe_layer_fixed_s)))
         if r.row.mem_gib:
             out.append(Case(PUBLIC_SECTION, r.row.label + ": GPU memory", r.row.mem_gib,
                             memory_gib(r.setup), "GiB", PUBLIC_TOLERANCE, r.row.source,

@@ -1,11 +1,14 @@
-"""The MoE host-sync constant (Assumptions.moe_layer_host_s, step.fixed_time): its fit on the
+"""The MoE host constants (Assumptions.moe_layer_host_s, the dropless dispatcher's sync, and
+moe_layer_fixed_s, every MoE layer's launch-bound kernels; step.fixed_time): their fit on the
 public MoE training rows and its leave-one-source-out (LOSO) prediction. Pure.
 
-The step time is affine in the constant t (step.fixed_time adds t x MoE layers x micro-batches
-of the binding stage): T(t) = T + K (t - t0), with T the row's step at the shipped t0 and K
-measured on the row by one more evaluation (:func:`host_row`). The fit picks t on GRID that
-minimises the rows' mean |log(predicted / published)|, as validate_loso.py does; LOSO refits it
-without the row's source (validate_loso.fold_of) and predicts the row.
+The step time is affine in both constants (step.fixed_time adds (t_f + t_s) x MoE layers x
+micro-batches of the binding stage, t_s only where the dispatcher syncs): T(t_s, t_f) = T + K
+(t_s - t0) + K_f (t_f - f0), with T the row's step at the shipped (t0, f0) and K, K_f measured
+on the row by one more evaluation each (:func:`host_row`; K = 0 on a row whose dispatcher does
+not sync, token drop padded to capacity). The fit picks (t_s, t_f) on GRID x GRID that
+minimises the rows' mean |log(predicted / published)|, as validate_loso.py does; LOSO refits
+them without the row's source (validate_loso.fold_of) and predicts the row.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ import numpy as np
 
 from optimus_calc.record import record
 
-GRID = np.round(np.arange(0.0, 0.0300001, 0.0001), 4)  # 0 to 30 ms in 0.1 ms
-DELTA_S = 1e-3  # the step added to t to measure K (the step is affine in t)
+GRID = np.round(np.arange(0.0, 0.0200001, 0.0001), 4)  # 0 to 20 ms in 0.1 ms
+DELTA_S = 1e-3  # the step added to a constant to measure K (the step is affine in it)
 
 
 @record
@@ -25,14 +28,16 @@ class HostRow:
     key: int            # the case's index in validate's list
     fold: str           # the publication (validate_loso.fold_of)
     published: float
-    pred: float         # the shipped prediction (at t0)
-    T: float            # the step time at t0, s
-    K: float            # dT/dt: MoE layers x micro-batches of the binding stage
-    t0: float           # the constant the shipped prediction was made with, s
+    pred: float         # the shipped prediction (at t0, f0)
+    T: float            # the step time at (t0, f0), s
+    K: float            # dT/dt_s: MoE layers x micro-batches of the binding stage, 0 unsynced
+    t0: float           # the sync constant the shipped prediction was made with, s
     time_like: bool     # the figure grows with step time (seconds) or with its inverse
+    K_f: float = 0.0    # dT/dt_f: MoE layers x micro-batches of the binding stage
+    f0: float = 0.0     # the fixed constant the shipped prediction was made with, s
 
 
-def host_row(key: int, res, t0: float) -> HostRow | None:
+def host_row(key: int, res, t0: float, f0: float = 0.0) -> HostRow | None:
     """The HostRow of a validate_public.PublicResult of an MoE model; None otherwise."""
     from optimus_calc.validate_loso import fold_of
     from optimus_calc.validate_public import step_time
@@ -40,37 +45,48 @@ def host_row(key: int, res, t0: float) -> HostRow | None:
     if s is None or res.predicted is None or not s.model.is_moe:
         return None
     T = step_time(s)
-    up = replace(s, asm=s.asm.model_copy(update={"moe_layer_host_s": t0 + DELTA_S}))
-    K = (step_time(up) - T) / DELTA_S
-    return HostRow(key, fold_of(res.row.source), res.row.published, res.predicted, T, K, t0,
-                   res.row.unit == "s")
+
+    def slope(name: str, x0: float) -> float:
+        up = replace(s, asm=s.asm.model_copy(update={name: x0 + DELTA_S}))
+        return (step_time(up) - T) / DELTA_S
+    return HostRow(key, fold_of(res.row.source), res.row.published, res.predicted, T,
+                   slope("moe_layer_host_s", t0), t0, res.row.unit == "s",
+                   slope("moe_layer_fixed_s", f0), f0)
 
 
-def predict(rows: list[HostRow], t: float) -> np.ndarray:
-    """Each row's prediction with the constant at ``t`` (the shipped ones at their t0)."""
+def predict(rows: list[HostRow], t, f=None) -> np.ndarray:
+    """Each row's prediction with the sync constant at ``t`` and the fixed one at ``f`` (the
+    shipped f0 when None); ``t`` and ``f`` may be arrays (broadcast ahead of the rows' axis)."""
     T = np.array([r.T for r in rows])
-    ratio = (T + np.array([r.K * (t - r.t0) for r in rows])) / T
+    K, Kf = np.array([r.K for r in rows]), np.array([r.K_f for r in rows])
+    t0, f0 = np.array([r.t0 for r in rows]), np.array([r.f0 for r in rows])
+    t = np.asarray(t, dtype=float)[..., None]
+    f = f0 if f is None else np.asarray(f, dtype=float)[..., None]
+    ratio = (T + K * (t - t0) + Kf * (f - f0)) / T
     pred = np.array([r.pred for r in rows])
     return np.where(np.array([r.time_like for r in rows]), pred * ratio, pred / ratio)
 
 
-def fit(rows: list[HostRow]) -> float | None:
-    """The GRID value of t with the least mean |log(predicted / published)| over ``rows``;
-    None without rows."""
+def fit(rows: list[HostRow]) -> tuple[float, float] | None:
+    """The GRID values (t_s, t_f) with the least mean |log(predicted / published)| over
+    ``rows`` (the smallest t_s, then t_f, among ties); None without rows."""
     if not rows:
         return None
     pub = np.array([r.published for r in rows])
-    losses = [float(np.mean(np.abs(np.log(predict(rows, float(t)) / pub)))) for t in GRID]
-    return float(GRID[int(np.argmin(losses))])
+    ts, tf = np.meshgrid(GRID, GRID, indexing="ij")
+    loss = np.mean(np.abs(np.log(predict(rows, ts, tf) / pub)), axis=-1)
+    i, j = np.unravel_index(int(np.argmin(loss)), loss.shape)
+    return float(GRID[i]), float(GRID[j])
 
 
-def loso(rows: list[HostRow]) -> dict[int, tuple[float, float]]:
-    """key -> (the value t refitted without the row's source, the row's prediction with it);
-    a source alone keeps its shipped t."""
+def loso(rows: list[HostRow]) -> dict[int, tuple[tuple[float, float], float]]:
+    """key -> ((t_s, t_f) refitted without the row's source, the row's prediction with them);
+    a source alone keeps its shipped constants."""
     out = {}
     for fold in {r.fold for r in rows}:
         mine = [r for r in rows if r.fold == fold]
-        t = fit([r for r in rows if r.fold != fold])
-        for r, p in zip(mine, predict(mine, t) if t is not None else [r.pred for r in mine]):
-            out[r.key] = (t if t is not None else r.t0, float(p))
+        th = fit([r for r in rows if r.fold != fold])
+        preds = predict(mine, *th) if th is not None else [r.pred for r in mine]
+        for r, p in zip(mine, preds):
+            out[r.key] = (th if th is not None else (r.t0, r.f0), float(p))
     return out

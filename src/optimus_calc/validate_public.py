@@ -81,7 +81,8 @@ def setup(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> RowSe
                   recompute=Recompute(row.recompute), flash_attention=row.flash,
                   attention_kernel=row.kernel, tp_comm_overlap=row.tp_comm_overlap,
                   overlap_grad_reduce=row.overlap_grad_reduce,
-                  overlap_moe_expert_parallel_comm=row.ep_comm_overlap)
+                  overlap_moe_expert_parallel_comm=row.ep_comm_overlap,
+                  moe_pad_expert_input_to_capacity=row.drop_pad)
     check_layout(model, lay, tr)
     tr, asm2, _ = apply_framework(row.framework, lay, tr, asm, model)
     kernel = kernel_of(hw.gpu, row.kernel) if row.flash else ""

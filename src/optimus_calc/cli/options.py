@@ -86,6 +86,10 @@ LAUNCH_FLAGS = (
                  help="Megatron-LM launch flag: one micro-batch's MoE all-to-alls overlap "
                       "another's compute (needs EP > 1; with PP > 1 an interleaved "
                       "schedule; not with full recompute)."),
+    click.option("--moe-pad-expert-input-to-capacity/--no-moe-pad-expert-input-to-capacity",
+                 default=False, show_default=True,
+                 help="Megatron-LM launch flag: token drop at capacity factor 1.0, every "
+                      "expert's input padded to its capacity: no host sync per MoE layer."),
 )
 
 

@@ -76,9 +76,9 @@ T_fix = sym("T_fix", "fixed costs of the step not hidden by GPU work (step.fixed
 T_s0 = sym("T_s0", "fixed time per optimizer step (Assumptions.step_fixed_s), s")
 t_l0 = sym("t_l0", "fixed time per layer per micro-batch, forward + backward "
            "(Assumptions.layer_fixed_s), s")
-t_mh = sym("t_mh", "host time per MoE layer per micro-batch, forward + backward, the GPU "
-           "waits for after the token dispatcher's host sync (Assumptions.moe_layer_host_s "
-           "from EP >= moe_host_sync_min_ep, else 0), s")
+t_mh = sym("t_mh", "host time per MoE layer per micro-batch the GPU waits for after the "
+           "dispatcher's host sync (moe_layer_host_s from EP >= moe_host_sync_min_ep, else 0), s")
+t_mf = sym("t_mf", "launch-bound host time per MoE layer per micro-batch (moe_layer_fixed_s), s")
 T_step = sym("T_step", "step time, s", positive=True)
 F_mod = sym("F_model", "model FLOPs of the step (no recompute)")
 N_g = sym("N_gpus", "GPUs in the cluster", positive=True)
@@ -212,22 +212,22 @@ dp_exposed_time = equation(
 r_h = sym("r_h", "1 when the MoE forward re-runs in the backward (full or op-level AC), else 0")
 
 fixed_time = equation(
-    "step.fixed_time", T_s0 + t_l0 * L_s * m + t_mh * L_moe * m * (1 + r_h), "s",
-    "assumed (T_s0, t_l0 default 0; no public source gives them in seconds): host work once "
-    "per optimizer step (Megatron's NaN scan of the gradient buffers, DeepSpeed's per-tensor "
-    "overflow syncs and .item() norms, torchtitan's periodic GC; docs/reference/"
-    "framework-physics.md section 5) and per layer per micro-batch (kernel launches, module "
-    "hooks); serialised with the GPU work, as on small models where the host binds. Fitted by "
-    "`calibrate` from runs that differ in layers x micro-batches per step. Per MoE layer and "
-    "micro-batch, t_mh: a dropless token dispatcher reads the token counts on the host "
-    "(Megatron-LM core/transformer/moe/token_dispatcher.py L452-470, L590-616 @ d98e8a6: a "
-    "CUDA sync point in every MoE layer; torchtitan distributed/expert_parallel.py L134-135 @ "
-    "v0.2.2: .tolist()), so the GPU's queue drains there and the launches after it are "
-    "exposed ('gaps between GPU kernels where CPU cannot launch kernels fast enough', "
-    "moe/README.md L254-263); fitted on public MoE training rows (src/optimus_calc/"
-    "validate_moe.py). r_h = 1 when the MoE layer's forward runs again in the backward (full "
-    "recomputation; torchtitan's op-level AC re-runs the block's forward with the saved ops "
-    "taken from its cache, the host read of the counts included), which syncs again",
+    "step.fixed_time", T_s0 + t_l0 * L_s * m + (t_mf + t_mh) * L_moe * m * (1 + r_h), "s",
+    "assumed (T_s0, t_l0 default 0; no public source gives them in seconds): host work once per "
+    "optimizer step (Megatron's NaN scan of the gradient buffers, DeepSpeed's per-tensor overflow "
+    "syncs and .item() norms, torchtitan's periodic GC; docs/reference/framework-physics.md "
+    "section 5) and per layer per micro-batch (kernel launches, module hooks); serialised with "
+    "the GPU work, as on small models where the host binds. Fitted by `calibrate` from runs that "
+    "differ in layers x micro-batches per step. Per MoE layer and micro-batch, t_mh: a dropless "
+    "token dispatcher reads the token counts on the host (Megatron-LM core/transformer/moe/"
+    "token_dispatcher.py L452-470, L590-616 @ d98e8a6: a CUDA sync point in every MoE layer; "
+    "torchtitan distributed/expert_parallel.py L134-135 @ v0.2.2: .tolist()), so the GPU's "
+    "queue drains there and the launches after it are exposed ('gaps between GPU kernels where "
+    "CPU cannot launch kernels fast enough', moe/README.md L254-263); drop-and-pad has none "
+    "(core_v0.14.0 token_dispatcher.py L444-467: static counts). t_mf, every MoE layer: its "
+    "router, permutation and dispatch kernels launched one by one. Both fitted on public MoE "
+    "rows (validate_moe.py). r_h = 1 when the MoE forward re-runs in the backward (full "
+    "recomputation; torchtitan's op AC re-runs the block, the host read included)",
     "Framework fixed costs of the stage in one step: per step, per layer and micro-batch, "
     "and per MoE layer and micro-batch.")
 

@@ -9,9 +9,7 @@ of one; the planner evaluates its whole grid with this same function.
 The evaluation runs in stages over a frozen context (records.py), each returning a frozen
 record: memory, offload devices and feasibility, compute and communication (work.py), the
 optimizer step, and the composition of the step time as a sum of named terms. The offload
-targets are strategy objects (strategies/): the evaluator iterates the registry.
-
-Pipeline stages are a trailing array axis. With ``all_stages`` every stage is evaluated (one
+targets are strategy objects (strategies/): the evaluator iterates the registry. Pipeline stages are a trailing array axis. With ``all_stages`` every stage is evaluated (one
 layout); otherwise each pipeline degree's stages are reduced to the stages that can bind: a
 stage whose shape (layers, MoE layers, parameters, first/last) repeats an earlier stage's holds
 no more in-flight micro-batches than it (1F1B: min(p - i, m) falls with i) and takes the same
@@ -361,6 +359,7 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
                  T_fix=eq.step__fixed_time(L_stage=ctx.st.layers, L_moe=ctx.st.moe_layers,
                                            T_s0=ctx.asm.step_fixed_s, m=ctx.m,
                                            t_l0=ctx.asm.layer_fixed_s,
+                                           t_mf=ctx.asm.moe_layer_fixed_s,
                                            t_mh=np.where(ctx.ep >= ctx.asm.moe_host_sync_min_ep,
                                                          ctx.asm.moe_layer_host_s, 0.0),
                                            r_h=experts_recomputed(ctx.rc,

@@ -211,6 +211,15 @@ PROFILE = PhysicsProfile((
             "model_parallel_config.py L343-346, transformer/transformer_config.py L3002-3041; "
             "Megatron-Bridge scripts/performance/utils/helpers.py L183-187 @ v0.2.1",
             when=_ep_comm_overlap),
+    # --moe-pad-expert-input-to-capacity (with --moe-expert-capacity-factor): the alltoall
+    # dispatcher's preprocess returns the static per-expert counts (capacity x ranks) built on
+    # the host, no device-to-host copy, so no MoE layer waits on the host (core_v0.14.0
+    # token_dispatcher.py L444-467; the dropless path syncs, L523, L532): no EP degree pays
+    # moe_layer_host_s. Megatron-Bridge 25.09 runs it (training/utils/moe_token_drop.py L18-57
+    # @ 684a686), as NeMo's Mixtral recipe (callbacks/moe_token_drop.py L38-39 @ v2.2.0)
+    Setting("moe_host_sync_min_ep", 1e6, "--moe-pad-expert-input-to-capacity: megatron/core/"
+            "transformer/moe/token_dispatcher.py L444-467 @ core_v0.14.0 (L517-540 @ d98e8a6)",
+            when=lambda tr: bool(tr.moe_pad_expert_input_to_capacity)),
 ))
 
 LAUNCH = ("torchrun --nproc-per-node G --nnodes N pretrain_gpt.py ARGS (Megatron-LM's GPT "

@@ -336,6 +336,20 @@ def _ep_overlap(a: _Args, lay, tr) -> None:
                    "--delay-wgrad-compute (scripts/performance/utils/helpers.py L183-187)")
 
 
+def _token_drop(a: _Args, m, tr) -> None:
+    """--moe-pad-expert-input-to-capacity: token drop at capacity factor 1.0 (Megatron-Bridge's
+    apply_moe_token_drop, training/utils/moe_token_drop.py L18-57 @ 684a686), the inputs padded
+    to capacity; the capacity factor works with the alltoall dispatcher (the assertion there,
+    L39-42) and asks for aux_loss, seq_aux_loss, global_aux_loss or no load balancing
+    (transformer_config.py L1836-1850 @ d98e8a6)."""
+    if not (m.is_moe and tr.moe_pad_expert_input_to_capacity):
+        return
+    if ("--moe-token-dispatcher-type", "alltoall") not in a.pairs:
+        a.add("--moe-token-dispatcher-type", "alltoall")
+    a.add("--moe-expert-capacity-factor", "1.0")
+    a.add("--moe-pad-expert-input-to-capacity")
+
+
 def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
                       ) -> tuple[list[tuple[str, str | None]], list[str]]:
     """The (flag, value) pairs (value None for a switch) and comment lines."""
@@ -347,6 +361,7 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
     _parallel_and_batch(a, layout, training, model)
     _zero_precision(a, layout, training)
     _overlaps(a, layout, training)
+    _token_drop(a, model, training)
     gpn, nodes = node_split(layout.gpus, gpus_per_node)
     head = [f"# Megatron-LM @ d98e8a64 ({layout.gpus} GPUs, {nodes} x {gpn}): run this script "
             "on every node from the Megatron-LM checkout, with MASTER_ADDR/NODE_RANK set"]

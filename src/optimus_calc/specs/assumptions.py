@@ -348,28 +348,29 @@ class Assumptions(Frozen):
                     "scheduler, logging, garbage collection; docs/reference/framework-physics.md "
                     "section 5). Fitted by calibrate; a framework profile may set it")
     moe_layer_host_s: float = Field(
-        default=0.0061, ge=0, le=10,
-        description="host time per MoE layer per micro-batch (forward and backward) the GPU "
-                    "waits for: the dropless token dispatcher syncs the host on the token "
-                    "counts each MoE layer (Megatron-LM token_dispatcher.py L452-470, L590-616; "
-                    "torchtitan expert_parallel.py L134-135), exposing the launches after it "
-                    "(step.fixed_time). Fitted: 6.1 ms on the 10 public MoE training rows of 4 "
-                    "sources (validate_moe.py; docs/moe.md)")
+        default=0.0045, ge=0, le=10, description="host time per MoE layer per micro-batch "
+        "(forward and backward) the GPU waits for: the dropless token dispatcher syncs the host "
+        "on the token counts (Megatron-LM token_dispatcher.py L452-470, L590-616; torchtitan "
+        "expert_parallel.py L134-135), exposing the launches after it (step.fixed_time). "
+        "Fitted with moe_layer_fixed_s on the public MoE rows (validate_moe.py; docs/moe.md)")
+    moe_layer_fixed_s: float = Field(
+        default=0.0020, ge=0, le=10, description="host time per MoE layer per micro-batch of "
+        "the layer's short kernels, launched one by one (router, permutation, dispatch), sync or "
+        "not (step.fixed_time). Fitted with moe_layer_host_s (validate_moe.py; docs/moe.md)")
     moe_host_sync_min_ep: float = Field(
         default=1, ge=1, le=1e6, description="moe_layer_host_s is paid from this EP degree up; "
-        "torchtitan sets 2 (torch._grouped_mm takes GPU offsets: only the EP all-to-all syncs)")
+        "torchtitan sets 2 (torch._grouped_mm takes GPU offsets: only the EP all-to-all syncs), "
+        "Megatron-LM with --moe-pad-expert-input-to-capacity 1e6 (no sync)")
     layer_fixed_s: float = Field(
-        default=0.0, ge=0, le=10,
-        description="assumed 0: fixed time per transformer layer per micro-batch (forward and "
-                    "backward together) that the GPU work does not hide, s: host-side kernel "
-                    "launches and module hooks that leave the GPU idle when its kernels are "
-                    "short (small models, small micro-batches); ZeRO-3 gathers have their own "
-                    "zero3_gather_latency_us. Fitted by calibrate; a framework profile may set it")
+        default=0.0, ge=0, le=10, description="assumed 0: fixed time per transformer layer per "
+        "micro-batch (forward and backward together) that the GPU work does not hide, s: "
+        "host-side kernel launches and module hooks that leave the GPU idle when its kernels "
+        "are short (small models, small micro-batches); ZeRO-3 gathers have their own "
+        "zero3_gather_latency_us. Fitted by calibrate; a framework profile may set it")
     pue: float = Field(
-        default=1.2, ge=1, le=5,
-        description="assumed: data-centre power usage effectiveness for --tokens energy; "
-                    "between hyperscale fleets (Google reports 1.10 fleet-wide, 2023) and the "
-                    "industry average (Uptime Institute Global Data Center Survey 2023: 1.58)")
+        default=1.2, ge=1, le=5, description="assumed: data-centre power usage effectiveness "
+        "for --tokens energy; between hyperscale fleets (Google reports 1.10 fleet-wide, 2023) "
+        "and the industry average (Uptime Institute Global Data Center Survey 2023: 1.58)")
 
     @field_validator("zero3_modules_per_layer", "offload_threads_per_rank")
     @classmethod

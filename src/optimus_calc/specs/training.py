@@ -185,6 +185,10 @@ class Training(Frozen):
         default=False, description="Megatron-LM --overlap-moe-expert-parallel-comm (default "
                                    "off, core/model_parallel_config.py L343): one "
                                    "micro-batch's MoE all-to-alls overlap another's compute")
+    moe_pad_expert_input_to_capacity: bool = Field(
+        default=False, description="Megatron-LM --moe-pad-expert-input-to-capacity with "
+                                   "--moe-expert-capacity-factor: token drop, every expert's "
+                                   "input padded to its capacity (static shapes, no host sync)")
 
     @property
     def weight_bytes(self) -> int:

@@ -1,0 +1,115 @@
+"""Token drop with padding (Megatron-LM --moe-pad-expert-input-to-capacity): no host sync per
+MoE layer, the launches of every MoE layer still paid (step.fixed_time), the two constants'
+fit (validate_moe.py), and the Megatron-Bridge 25.09 rows that run it (public_cases_2509.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimus_calc.public_cases import public_rows
+from optimus_calc.public_cases_2509 import MB2509, M09, rows_2509
+from optimus_calc.validate_moe import HostRow, fit, loso
+from optimus_calc.validate_public import setup
+
+QWEN = ("step", "qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", "1", "--ep", "8", "--zero",
+        "1", "--micro-batch", "1", "--global-batch", "8", "--framework", "megatron",
+        "--format", "json")
+
+
+def test_drop_and_pad_pays_the_launches_but_not_the_sync(run):
+    # Qwen3-30B-A3B, 48 MoE layers, 1 micro-batch: dropless (4.5 ms sync + 2.0 ms launches)
+    # x 48 = 0.312 s; padded to capacity the dispatcher's counts are static (Megatron-LM
+    # core_v0.14.0 token_dispatcher.py L444-467): 2.0 ms x 48 = 0.096 s, the step 0.216 s less
+    dropless = run(*QWEN).json()
+    padded = run(*QWEN, "--moe-pad-expert-input-to-capacity").json()
+    assert dropless["fixed_s"] == pytest.approx(0.312)
+    assert padded["fixed_s"] == pytest.approx(0.096)
+    assert dropless["step_time_s"] - padded["step_time_s"] == pytest.approx(0.216)
+    # ... under the DeepSpeed profile the flag changes nothing (its gate never syncs)
+    ds = [a if a != "megatron" else "deepspeed" for a in QWEN]
+    assert run(*ds, "--moe-pad-expert-input-to-capacity").json()["fixed_s"] == \
+        pytest.approx(run(*ds).json()["fixed_s"]) == pytest.approx(0.096)
+
+
+def test_the_export_writes_megatron_lms_token_drop_flags(run):
+    args = ("plan", "qwen3-30b-a3b", "--node", "dgx-h100", "--ep", "8", "--tp", "1", "--pp",
+            "1", "--framework", "megatron", "--export", "megatron")
+    out = run(*args, "--moe-pad-expert-input-to-capacity").out
+    # capacity factor 1.0 as Megatron-Bridge's apply_moe_token_drop; the alltoall dispatcher
+    for flag in ("--moe-token-dispatcher-type alltoall", "--moe-expert-capacity-factor 1.0",
+                 "--moe-pad-expert-input-to-capacity"):
+        assert flag in out
+    assert "capacity" not in run(*args).out
+    # written once with the EP overlap, which names the dispatcher too
+    both = run(*args, "--moe-pad-expert-input-to-capacity",
+               "--overlap-moe-expert-parallel-comm").out
+    assert both.count("--moe-token-dispatcher-type alltoall") == 1
+
+
+def _row(key, fold, published, T, K, K_f):
+    return HostRow(key, fold, published, 1000.0, T, K, 0.001, False, K_f, 0.001)
+
+
+def test_the_fit_separates_the_sync_from_the_launches():
+    # a padded row (K = 0, K_f = 100 layer-micro-batches, T = 2 s at 1 ms / 1 ms) published at
+    # t_f = 2 ms: T = 2 + 100 x 0.001 = 2.1 s, 1000 x 2 / 2.1 = 952.38 tokens/s; a dropless row
+    # (K = K_f = 50, T = 1 s) at t_s = 4 ms, t_f = 2 ms: T = 1 + 50 x 0.003 + 50 x 0.001 = 1.2 s,
+    # 1000 / 1.2 = 833.33
+    a = _row(0, "a", 1000 * 2 / 2.1, 2.0, 0.0, 100.0)
+    b = _row(1, "b", 1000 / 1.2, 1.0, 50.0, 50.0)
+    assert fit([a, b]) == pytest.approx((0.004, 0.002))
+    # LOSO of b: the padded row a alone fixes t_f = 2 ms but not the sync (K = 0: every t_s
+    # ties, the smallest, 0, is taken): b at (0, 2 ms) is T = 1 + 50 x (0 - 0.001) + 50 x 0.001
+    # = 1 s, 1000 tokens/s, 20% above its 833.33
+    th_b, p_b = loso([a, b])[1]
+    assert th_b == pytest.approx((0.0, 0.002)) and p_b == pytest.approx(1000.0)
+
+
+def test_every_row_of_the_2509_table_is_there():
+    rows = rows_2509()
+    dense, moe = [r for r in rows if r.source == MB2509], [r for r in rows if r.source == M09]
+    # GB200 8B, 70B, 405B x (FP8-CS, MXFP8), B200 8B, 405B x 2, H100 8B, 70B, 405B: 13;
+    # GB200/B200 Qwen3-30B, Qwen3-235B, DeepSeek-V3 x 2 (B200 Qwen3-30B one figure), H100
+    # Qwen3-30B and Qwen3-235B: 13 (H100 DeepSeek-V3, dropless, is in public_cases_moe.py)
+    assert (len(dense), len(moe)) == (13, 13)
+    # the published figures of the table (performance-summary.md @ fa0315ae2)
+    pub = {r.label: r.published for r in rows}
+    assert pub["B200 Qwen3-30B-A3B FP8-CS EP8, 8 GPUs (25.09)"] == 18066
+    assert pub["GB200 Llama3 70B MXFP8 TP2 PP4 VP5, 64 GPUs (25.09)"] == 3546
+    assert pub["H100 Qwen3-235B-A22B FP8-CS TP2 PP8 VP4 EP32, 256 GPUs (25.09)"] == 1204
+    # every MoE row but the listed one runs token drop padded to capacity; the dense rows don't
+    assert all(r.drop_pad for r in moe if not r.why_not) and not any(r.drop_pad for r in dense)
+    (listed,) = [r for r in rows if r.why_not]
+    assert listed.label.startswith("GB200 DeepSeek-V3 MXFP8")
+    assert "32 GPUs a stage" in listed.why_not
+
+
+def test_the_mixtral_rows_run_drop_and_pad_too():
+    # NeMo's Mixtral recipe: capacity 1.0, padded (callbacks/moe_token_drop.py L38-39)
+    mix = [r for r in public_rows() if "Mixtral-8x7B" in r.label]
+    assert len(mix) == 2 and all(r.drop_pad for r in mix)
+    dsv3 = [r for r in public_rows() if r.label.startswith("H100 DeepSeek-V3")]
+    assert len(dsv3) == 1 and not dsv3[0].drop_pad  # the table's "(dropless)"
+
+
+def test_the_tables_layouts_fold_as_published(cat):
+    # GB200 Qwen3-235B: TP 2, EP 64 x ETP 1 over TP 2 x DP 32 on 64 GPUs; GA = 1024 / (1 x 32)
+    # = 32 as the table's GA column; one 64-GPU NVL72 rack
+    (r,) = [r for r in public_rows() if r.label.startswith("GB200 Qwen3-235B-A22B FP8-CS")
+            and "25.09" in r.label]
+    s = setup(cat, r)
+    assert (s.layout.tp, s.layout.dp, s.layout.ep, s.layout.etp) == (2, 32, 64, 1)
+    assert s.training.global_batch // (s.training.micro_batch * s.layout.dp) == 32
+    assert s.training.moe_pad_expert_input_to_capacity and s.asm.moe_host_sync_min_ep == 1e6
+
+
+def test_the_shipped_constants_are_the_fit_of_the_public_moe_rows(cat):
+    # validate's MoE rows (22: 10 dropless or Mixtral, 12 of 25.09), fitted on validate_moe's
+    # 0.1 ms grid: the sync 4.5 ms and the launches 2.0 ms, the Assumptions defaults
+    from optimus_calc.specs.assumptions import Assumptions
+    from optimus_calc.validate import run_all
+    cases = run_all(cat, cross_validate=False)
+    rows = [h for i, c in enumerate(cases) if c.host is not None for h in [c.host(i)] if h]
+    assert len(rows) == 22 and sum(r.K == 0 for r in rows) == 14  # 12 + 2 Mixtral padded
+    a = Assumptions()
+    assert fit(rows) == pytest.approx((a.moe_layer_host_s, a.moe_layer_fixed_s))
