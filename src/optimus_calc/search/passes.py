@@ -24,6 +24,7 @@ from optimus_calc.evaluate.engine import Reason, compute_bound_s, evaluate, eval
 from optimus_calc.evaluate.reasons import primary_reason
 from optimus_calc.evaluate.stages import stage_table
 from optimus_calc.frameworks import Framework, Reason as FrameworkReason
+from optimus_calc.search.blocks import blocks
 from optimus_calc.search.pools import Pending, SearchState, Tally
 from optimus_calc.search.space import Chunk, Gather, Space, grid_rules, profile_filter
 from optimus_calc.specs.model import Model
@@ -89,41 +90,30 @@ def _count_rejections(n_gone: int, dropped: list, tally: Tally) -> None:
         tally.dropped[text] = tally.dropped.get(text, 0) + n
 
 
-def _runnable(chunk: Chunk, run: np.ndarray, smart: np.ndarray | None) -> list:
-    """Filter 0, the rules, on one chunk (``run``, ``smart``: space.profile_filter's over the
-    chunk's grid points): the parts still wanted, each (sub-chunk, runnable, wanted) over the
-    grid points and switch values that hold one: the layouts a framework runs, and apart the
-    SmartNIC layouts none runs (the what-if), so neither keeps the other's rows and switch
-    values in its sub-chunk."""
+def _runnable(chunk: Chunk, lo: int, run: np.ndarray, run_blocks: list,
+              smart: np.ndarray | None, smart_blocks: list) -> list:
+    """Filter 0, the rules, on one chunk whose grid points start at ``lo`` (``run``,
+    ``smart``: space.profile_filter's over the whole grid, ``*_blocks`` search/blocks.py's
+    of them): the parts still wanted, each (sub-chunk, runnable, wanted), one per block the
+    chunk's grid points hold, with the block's (ZeRO, offload) pairs on one axis: the layouts
+    a framework runs, and apart the SmartNIC layouts none runs (the what-if), so neither
+    keeps the other's rows and switch values in its sub-chunk."""
     parts = []
-    part = _shrink(chunk, run)
-    if part is not None:
-        parts.append((part[0], part[1], part[1]))
-    if smart is not None:
-        part = _shrink(chunk, smart)
-        if part is not None:
-            parts.append((part[0], np.zeros_like(part[1]), part[1]))
+    hi, sw = lo + len(chunk.base), chunk.switches
+    for y, found, runnable in ((run, run_blocks, True), (smart, smart_blocks, False)):
+        for (pairs, sps), rows in found:
+            idx = rows[np.searchsorted(rows, lo):np.searchsorted(rows, hi)]
+            if idx.size == 0:
+                continue
+            zi, oi = (np.array(i)[:, None, None] for i in zip(*pairs))
+            si = np.array(sps)
+            sub = Chunk(chunk.base[idx - lo], (np.asarray(sw[0])[zi.ravel()],
+                                               np.asarray(sw[1])[oi.ravel()], sw[2],
+                                               np.asarray(sw[3])[si]), paired=True)
+            mask = y[zi, oi, 0, si[None, :, None], idx[None, None, :]][:, None, None]
+            mask = np.broadcast_to(mask, sub.shape).copy()
+            parts.append((sub, mask if runnable else np.zeros_like(mask), mask))
     return parts
-
-
-def _shrink(chunk: Chunk, y: np.ndarray):
-    """(sub-chunk, mask over it): the grid points and switch values holding a kept layout
-    (Chunk.keep: any recompute, SP 0 or 1 with TP) where ``y`` (kept layouts over zero,
-    offload, 1, SP, grid) holds; None when none does. The full mask is built over the
-    sub-chunk only."""
-    rows = y.any(axis=(0, 1, 2, 3)).reshape(-1)
-    if not rows.any():
-        return None
-    idx = [np.flatnonzero(y.any(axis=(1, 2, 3, 4)).reshape(-1)),
-           np.flatnonzero(y.any(axis=(0, 2, 3, 4)).reshape(-1)),
-           np.arange(len(chunk.switches[2])),
-           np.flatnonzero(y.any(axis=(0, 1, 2, 4)).reshape(-1)), np.flatnonzero(rows)]
-    if all(len(i) == n for i, n in zip(idx, chunk.shape)):
-        return chunk, np.broadcast_to(y, chunk.shape).copy()
-    sub = Chunk(chunk.base[idx[-1]],
-                tuple(np.asarray(v)[i] for v, i in zip(chunk.switches, idx[:-1])))
-    return sub, np.broadcast_to(y[np.ix_(idx[0], idx[1], [0], idx[3], idx[-1])],
-                                sub.shape).copy()
 
 
 def _first_pass(chunk: Chunk, runs, want, cx: SearchState):
@@ -324,12 +314,13 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     run, smart, wanted, n_gone, dropped = profile_filter(
         rules, space, frameworks, what_if, strategies.code_of(Offload.SMARTNIC), rows)
     _count_rejections(n_gone, dropped, tally)
+    run_blocks = blocks(run)
+    smart_blocks = [] if smart is None else blocks(smart)
     for i, chunk in enumerate(space.chunks(rows)):
         lo, hi = i * rows, i * rows + len(chunk.base)
         if not wanted[lo:hi].any():
             continue
-        for sub, runs, want in _runnable(chunk, run[..., lo:hi],
-                                         None if smart is None else smart[..., lo:hi]):
+        for sub, runs, want in _runnable(chunk, lo, run, run_blocks, smart, smart_blocks):
             for part in gather.add(sub, runs, want):
                 evaluate_part(*part)
     for part in gather.flush():

@@ -86,20 +86,31 @@ class Chunk:
     grid); the full product is formed only where terms meet. The grid is last because numpy
     runs its inner loops along the last axis of a broadcast and the grid is the long one (the
     switches hold 2-4 values each): several times faster than along a switch. ``finish``
-    flattens a result to one value per kept layout (C order over the five axes)."""
+    flattens a result to one value per kept layout (C order over the five axes).
+
+    ``paired``: the ZeRO and offload values are (zero, offload) pairs, both on axis 0 (the
+    offload axis has length 1): the wanted pairs of a rule pattern that is no product
+    (search/blocks.py), evaluated without the pairs no framework runs."""
 
     base: np.ndarray                           # (nb, 8) BASE_COLS
     switches: tuple[np.ndarray, ...]           # values of SWITCH_COLS
+    paired: bool = False
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(len(v) for v in self.switches) + (len(self.base),)
+        n = [len(v) for v in self.switches]
+        if self.paired:
+            n[1] = 1
+        return tuple(n) + (len(self.base),)
+
+    def _axes(self) -> tuple[int, ...]:
+        return (0, 0, 2, 3) if self.paired else (0, 1, 2, 3)
 
     def views(self) -> dict[str, np.ndarray]:
         nb = len(self.base)
         out = {k: np.ascontiguousarray(self.base[:, j]).reshape(1, 1, 1, 1, nb)
                for j, k in enumerate(BASE_COLS)}
-        for axis, (k, vals) in enumerate(zip(SWITCH_COLS, self.switches)):
+        for axis, k, vals in zip(self._axes(), SWITCH_COLS, self.switches):
             shape = [1] * 5
             shape[axis] = len(vals)
             out[k] = np.asarray(vals).reshape(shape)
@@ -126,7 +137,7 @@ class Chunk:
         """Field values at flat positions of the full (switches x grid) shape."""
         ix = np.unravel_index(np.asarray(flat), self.shape)
         out = {k: self.base[ix[-1], j] for j, k in enumerate(BASE_COLS)}
-        for axis, (k, vals) in enumerate(zip(SWITCH_COLS, self.switches)):
+        for axis, k, vals in zip(self._axes(), SWITCH_COLS, self.switches):
             out[k] = np.asarray(vals)[ix[axis]]
         _split_offload(out["offload"], out)
         return out
@@ -144,7 +155,8 @@ class Gather:
 
     def add(self, chunk: Chunk, *masks: np.ndarray):
         """Yields the merged chunks this part completes (none, or one or two)."""
-        key = (len(masks),) + tuple(tuple(np.asarray(v).tolist()) for v in chunk.switches)
+        key = (len(masks), chunk.paired) + tuple(tuple(np.asarray(v).tolist())
+                                                 for v in chunk.switches)
         n = math.prod(chunk.shape)
         parts, size = self.parts.get(key, ([], 0))
         if parts and size + n > self.limit:
@@ -166,7 +178,8 @@ class Gather:
     def _merged(parts: list) -> tuple:
         if len(parts) == 1:
             return (parts[0][0],) + tuple(parts[0][1])
-        chunk = Chunk(np.concatenate([c.base for c, _ in parts]), parts[0][0].switches)
+        chunk = Chunk(np.concatenate([c.base for c, _ in parts]), parts[0][0].switches,
+                      parts[0][0].paired)
         return (chunk,) + tuple(np.concatenate([m[i] for _, m in parts], axis=-1)
                                 for i in range(len(parts[0][1])))
 

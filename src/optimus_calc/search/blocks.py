@@ -1,0 +1,58 @@
+"""The rule filter's wanted layouts as blocks the evaluator takes whole (search/passes.py).
+
+A grid point's wanted layouts (search/space.profile_filter: a framework of the profile runs
+them) form a pattern over the ZeRO x offload x sequence-parallelism switches that is seldom a
+product of value sets: DeepSpeed offloads only from ZeRO-1, torchtitan's CPU offload needs
+ZeRO-3 with the weights, Megatron-LM offloads only with its distributed optimizer. Evaluated
+over the pattern's bounding box (every ZeRO stage with every offload target of the pattern),
+the worst known plan (qwen3-30b-a3b on 720 nodes) computed the memory of 2.9 M layouts for
+1.76 M wanted. Here each pattern is cut into blocks: the (ZeRO, offload) pairs with the same
+SP values, evaluated as one paired axis (space.Chunk's ``paired``) times those SP values and
+every recompute value; every grid point holding a block is listed under it. The first pass
+then evaluates each wanted layout once and nothing else, a grid point's pairs in one call
+(the compute bound, which depends on neither switch, is computed once per grid point and SP
+value), the grid points of a block gathered into few calls (space.Gather). A tactic: the same
+layouts are evaluated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+Block = tuple[tuple[tuple[int, int], ...], tuple[int, ...]]  # ((zero i, offload i) ..., SP i)
+
+
+def pattern_blocks(p: np.ndarray) -> list[Block]:
+    """Disjoint blocks covering the boolean pattern ``p`` of shape (zero, offload, SP)
+    exactly: the (zero, offload) index pairs holding the same SP values, each block's pairs
+    offload-major (a strategy's pairs are then one run along the axis: stages.by_strategy),
+    the blocks in the order of their first pair."""
+    by_sp: dict[bytes, list[tuple[int, int]]] = {}
+    for o in range(p.shape[1]):
+        for z in range(p.shape[0]):
+            if p[z, o].any():
+                by_sp.setdefault(p[z, o].tobytes(), []).append((z, o))
+    return [(tuple(pairs), tuple(int(s) for s in np.flatnonzero(p[pairs[0]])))
+            for pairs in by_sp.values()]
+
+
+def blocks(y: np.ndarray) -> list[tuple[Block, np.ndarray]]:
+    """The blocks of ``y`` (wanted layouts over zero, offload, 1, SP, grid points: the rule
+    filter's), each with the grid points holding it (ascending), the blocks in the order of
+    their first grid point; [] when nothing is wanted."""
+    z, o, _, s, nb = y.shape
+    cols = y.reshape(z * o * s, nb)
+    held = np.flatnonzero(cols.any(axis=0))
+    if held.size == 0:
+        return []
+    packed = np.ascontiguousarray(np.packbits(cols[:, held].T, axis=1))
+    keys = packed.view(np.dtype((np.void, packed.shape[1]))).reshape(-1)
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    members: dict[Block, list[np.ndarray]] = {}
+    for u in np.argsort(first, kind="stable"):
+        rows = held[inverse == u]
+        for block in pattern_blocks(cols[:, held[first[u]]].reshape(z, o, s)):
+            members.setdefault(block, []).append(rows)
+    out = [(b, np.sort(np.concatenate(r)) if len(r) > 1 else r[0]) for b, r in members.items()]
+    return sorted(out, key=lambda br: int(br[1][0]))
