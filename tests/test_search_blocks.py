@@ -11,7 +11,7 @@ from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import resolve_hardware
 from optimus_calc.evaluate.engine import evaluate
 from optimus_calc.frameworks import Framework
-from optimus_calc.search.blocks import blocks, pattern_blocks
+from optimus_calc.search.blocks import blocks, pattern_blocks, pattern_keys
 from optimus_calc.search.inputs import offload_targets
 from optimus_calc.search.space import Chunk, enumerate_space, grid_rules, profile_filter
 from optimus_calc.specs.assumptions import Assumptions
@@ -40,6 +40,15 @@ def test_pattern_blocks_by_hand():
     p = _pattern([(0, 0, 0), (0, 0, 1), (2, 0, 0), (2, 3, 0)])
     assert pattern_blocks(p) == [(((0, 0),), (0, 1)), (((2, 0), (2, 3)), (0,))]
     assert pattern_blocks(np.zeros((4, 5, 2), dtype=bool)) == []
+
+
+def test_pattern_keys_by_hand():
+    cols = np.array([[1, 0, 1, 0], [0, 1, 1, 0], [1, 1, 1, 0]], dtype=bool)
+    # column 0 holds rows 0 and 2: 1 + 4; column 1 rows 1, 2: 2 + 4; column 2 all: 7
+    assert pattern_keys(cols).tolist() == [[5, 6, 7, 0]]
+    tall = np.zeros((70, 2), dtype=bool)
+    tall[9, 0] = tall[63, 0] = tall[65, 1] = True  # 2**9 + 2**63 in word 0; row 65: 2 in word 1
+    assert pattern_keys(tall).tolist() == [[2**9 + 2**63, 0], [0, 2]]
 
 
 def test_blocks_list_grid_points_by_pattern():

@@ -36,23 +36,36 @@ def pattern_blocks(p: np.ndarray) -> list[Block]:
             for pairs in by_sp.values()]
 
 
+def pattern_keys(cols: np.ndarray) -> np.ndarray:
+    """Each column of the boolean ``cols`` as integer words (row k: bit k % 64 of word
+    k // 64), shape (words, columns): equal columns have equal words, all 0 where a column
+    holds nothing. Built a byte (8 rows) at a time along the long axis: numpy's packbits
+    across it walks the array by strides."""
+    bits = cols.view(np.uint8)
+    words = np.zeros((-(-len(bits) // 64), bits.shape[1]), dtype=np.uint64)
+    for j in range(0, len(bits), 8):
+        byte = bits[j].copy()
+        for i in range(1, min(8, len(bits) - j)):
+            byte |= bits[j + i] << np.uint8(i)
+        words[j // 64] |= byte.astype(np.uint64) << np.uint64(j % 64)
+    return words
+
+
 def blocks(y: np.ndarray) -> list[tuple[Block, np.ndarray]]:
     """The blocks of ``y`` (wanted layouts over zero, offload, 1, SP, grid points: the rule
     filter's), each with the grid points holding it (ascending), the blocks in the order of
-    their first grid point; [] when nothing is wanted."""
+    their first grid point; [] when nothing is wanted. The grid points are grouped by pattern
+    one pattern at a time (a search has a few: one pass each, no sort)."""
     z, o, _, s, nb = y.shape
     cols = y.reshape(z * o * s, nb)
-    held = np.flatnonzero(cols.any(axis=0))
-    if held.size == 0:
-        return []
-    packed = np.ascontiguousarray(np.packbits(cols[:, held].T, axis=1))
-    keys = packed.view(np.dtype((np.void, packed.shape[1]))).reshape(-1)
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    words = pattern_keys(cols)
+    idx = np.flatnonzero(words.any(axis=0))
+    words = words[:, idx]
     members: dict[Block, list[np.ndarray]] = {}
-    for u in np.argsort(first, kind="stable"):
-        rows = held[inverse == u]
-        for block in pattern_blocks(cols[:, held[first[u]]].reshape(z, o, s)):
-            members.setdefault(block, []).append(rows)
+    while idx.size:
+        same = (words == words[:, :1]).all(axis=0)
+        for block in pattern_blocks(cols[:, idx[0]].reshape(z, o, s)):
+            members.setdefault(block, []).append(idx[same])
+        idx, words = idx[~same], words[:, ~same]
     out = [(b, np.sort(np.concatenate(r)) if len(r) > 1 else r[0]) for b, r in members.items()]
     return sorted(out, key=lambda br: int(br[1][0]))

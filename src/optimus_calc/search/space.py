@@ -349,8 +349,10 @@ def profile_filter(rules: dict, space: Space, frameworks: tuple, what_if: bool,
     nb = len(space.base)
     off_code, opar = np.asarray(off) % PARAMS, np.asarray(off) // PARAMS
     tp = space.base[:, 0].reshape(1, 1, 1, 1, nb)
-    kept = (((opar[None, :] == 0) | (np.asarray(zero)[:, None] == 3))[:, :, None, None, None]
-            & ((np.asarray(sp).reshape(1, 1, 1, -1, 1) == 0) | (tp > 1)))
+    pairs = (opar[None, :] == 0) | (np.asarray(zero)[:, None] == 3)  # (zero, offload)
+    grid = (np.asarray(sp).reshape(-1, 1) == 0) | (tp.reshape(1, -1) > 1)  # (SP, grid)
+    kept = np.zeros(pairs.shape + (1,) + grid.shape, dtype=bool)
+    kept[pairs] = grid[None]  # one row copy per kept pair, not a broadcast product
     runs = np.zeros(kept.shape, dtype=bool)
     for f in frameworks:
         runs |= rules[f] == 0
@@ -362,7 +364,7 @@ def profile_filter(rules: dict, space: Space, frameworks: tuple, what_if: bool,
     wanted = run.any(axis=(0, 1, 2, 3)).reshape(-1)
     if smart is not None:
         wanted |= smart.any(axis=(0, 1, 2, 3)).reshape(-1)
-    n_gone = int(gone.sum())
+    n_gone = int(np.count_nonzero(gone))
     dropped = []  # (framework index, rule code, layouts)
     for k, f in enumerate(frameworks):  # rule codes are small integers; 0 is never counted
         n = (np.bincount(np.broadcast_to(rules[f], gone.shape)[gone]) if n_gone
