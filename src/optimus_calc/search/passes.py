@@ -90,30 +90,35 @@ def _count_rejections(n_gone: int, dropped: list, tally: Tally) -> None:
         tally.dropped[text] = tally.dropped.get(text, 0) + n
 
 
-def _runnable(chunk: Chunk, lo: int, run: np.ndarray, run_blocks: list,
-              smart: np.ndarray | None, smart_blocks: list) -> list:
-    """Filter 0, the rules, on one chunk whose grid points start at ``lo`` (``run``,
-    ``smart``: space.profile_filter's over the whole grid, ``*_blocks`` search/blocks.py's
-    of them): the parts still wanted, each (sub-chunk, runnable, wanted), one per block the
-    chunk's grid points hold, with the block's (ZeRO, offload) pairs on one axis: the layouts
-    a framework runs, and apart the SmartNIC layouts none runs (the what-if), so neither
-    keeps the other's rows and switch values in its sub-chunk."""
-    parts = []
-    hi, sw = lo + len(chunk.base), chunk.switches
-    for y, found, runnable in ((run, run_blocks, True), (smart, smart_blocks, False)):
-        for (pairs, sps), rows in found:
-            idx = rows[np.searchsorted(rows, lo):np.searchsorted(rows, hi)]
-            if idx.size == 0:
-                continue
-            zi, oi = (np.array(i)[:, None, None] for i in zip(*pairs))
-            si = np.array(sps)
-            sub = Chunk(chunk.base[idx - lo], (np.asarray(sw[0])[zi.ravel()],
-                                               np.asarray(sw[1])[oi.ravel()], sw[2],
-                                               np.asarray(sw[3])[si]), paired=True)
-            mask = y[zi, oi, 0, si[None, :, None], idx[None, None, :]][:, None, None]
-            mask = np.broadcast_to(mask, sub.shape).copy()
-            parts.append((sub, mask if runnable else np.zeros_like(mask), mask))
-    return parts
+def _block_parts(space: Space, rows: int, run, smart) -> list:
+    """Filter 0, the rules (``run``, ``smart``: space.profile_filter's over the whole grid),
+    as search/blocks.py's blocks, each (its switch values with the (ZeRO, offload) pairs on
+    one axis, its grid points, where they cut into the chunks of ``rows`` grid points, whether
+    a framework runs its layouts): the layouts a framework runs, and apart the SmartNIC
+    layouts none runs (the what-if), so neither keeps the other's rows and switch values."""
+    sw = space.switches
+    cuts = np.arange(0, len(space.base) + rows, rows)
+    out = []
+    for y, runnable in ((run, True), (smart, False)):
+        for (pairs, sps), at in ([] if y is None else blocks(y)):
+            zi, oi = (list(i) for i in zip(*pairs))
+            values = (np.asarray(sw[0])[zi], np.asarray(sw[1])[oi], sw[2],
+                      np.asarray(sw[3])[list(sps)])
+            out.append((values, at, np.searchsorted(at, cuts), runnable))
+    return out
+
+
+def _runnable(space: Space, i: int, parts: list) -> list:
+    """The parts of chunk ``i`` (:func:`_block_parts`), each (sub-chunk, runnable, wanted):
+    a block's grid points in the chunk, every layout of it wanted (the blocks are exact)."""
+    out = []
+    for values, at, cut, runnable in parts:
+        if cut[i] == cut[i + 1]:
+            continue
+        sub = Chunk(space.base[at[cut[i]:cut[i + 1]]], values, paired=True)
+        want = np.ones(sub.shape, dtype=bool)
+        out.append((sub, want if runnable else np.zeros_like(want), want))
+    return out
 
 
 def _first_pass(chunk: Chunk, runs, want, cx: SearchState):
@@ -311,16 +316,12 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
             _second_pass(*pending.take(), cx)
     if rules is None:
         rules = grid_rules(space, model, base, frameworks, CHUNK_ELEMENTS)
-    run, smart, wanted, n_gone, dropped = profile_filter(
+    run, smart, _, n_gone, dropped = profile_filter(
         rules, space, frameworks, what_if, strategies.code_of(Offload.SMARTNIC), rows)
     _count_rejections(n_gone, dropped, tally)
-    run_blocks = blocks(run)
-    smart_blocks = [] if smart is None else blocks(smart)
-    for i, chunk in enumerate(space.chunks(rows)):
-        lo, hi = i * rows, i * rows + len(chunk.base)
-        if not wanted[lo:hi].any():
-            continue
-        for sub, runs, want in _runnable(chunk, lo, run, run_blocks, smart, smart_blocks):
+    parts = _block_parts(space, rows, run, smart)
+    for i in range(-(-len(space.base) // rows)):
+        for sub, runs, want in _runnable(space, i, parts):
             for part in gather.add(sub, runs, want):
                 evaluate_part(*part)
     for part in gather.flush():

@@ -243,8 +243,13 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     tps = [t for t in tp_degrees(model, gpus_per_node) if gpus % t == 0 and ok("tp", t)]
     cps = [c for c in divisors(gpus) if seq_len % c == 0 and c <= MAX_CP and ok("cp", c)] \
         if seq_len >= LONG_CONTEXT else [1] if ok("cp", 1) else []
-    interleaves = functools.lru_cache(maxsize=None)(lambda p: [1] + [
-        v for v in range(2, max_interleave + 1) if p > 1 and model.layers % (p * v) == 0])
+    interleaves = functools.lru_cache(maxsize=None)(lambda p: [v for v in [1] + [
+        v for v in range(2, max_interleave + 1) if p > 1 and model.layers % (p * v) == 0]
+        if ok("v", v)])  # the pins applied once per PP degree
+    eps_of = functools.lru_cache(maxsize=None)(lambda n: [
+        e for e in divisors(n) if model.experts % e == 0 and ok("ep", e)] if model.is_moe
+        else [1] if ok("ep", 1) else [])
+    batch_of = functools.lru_cache(maxsize=None)(lambda d: int(resolve_global_batch(d, 1, batch)))
     for t in tps:
         for c in cps:
             rest = gpus // t
@@ -256,11 +261,10 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
                 d = rest // c // p
                 if not ok("dp", d):
                     continue
-                gb = int(resolve_global_batch(d, 1, batch))
+                gb = batch_of(d)
                 if gb % d:
                     continue
-                eps = [e for e in divisors(d * c) if model.experts % e == 0 and ok("ep", e)] \
-                    if model.is_moe else [1] if ok("ep", 1) else []
+                eps = eps_of(d * c)
                 per_replica = gb // d
                 mbs = (divisors(per_replica) if capped else
                        sorted(m for m in pin["mb"] if m > 0 and per_replica % m == 0))
@@ -269,8 +273,8 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
                     if capped and mb > 1 and (mb > MAX_MICRO_BATCH
                                               or mb * seq_len > MAX_MICRO_BATCH_TOKENS):
                         break  # divisors come in increasing order
-                    vs = interleaves(p) if (per_replica // mb) % p == 0 else [1]
-                    mv += [(mb, v) for v in vs if ok("v", v)]
+                    vs = interleaves(p) if (per_replica // mb) % p == 0 else interleaves(1)
+                    mv += [(mb, v) for v in vs]
                 if eps and mv:  # rows in the order e, then micro-batch, then interleave
                     block = np.empty((len(eps), len(mv), len(BASE_COLS)), dtype=np.int64)
                     block[...] = (t, p, d, c, 0, 0, 0, gb)
