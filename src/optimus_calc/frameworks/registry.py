@@ -9,6 +9,7 @@ returns, per framework, a "can run" mask and the code of the first rule that rej
 
 from __future__ import annotations
 
+import functools
 from enum import Enum, IntEnum
 
 import numpy as np
@@ -106,10 +107,14 @@ def enums() -> tuple[type[Enum], type[IntEnum], type[Enum]]:
 class FrameworkSupport:
     """Per framework key: ``ok[f]`` (bool array) and ``reason[f]`` (int16 array of rule codes,
     the first rule that fails; 0 where the framework runs the layout). Keys are framework
-    names; the ``Framework`` enum's members compare and hash equal to them."""
+    names; the ``Framework`` enum's members compare and hash equal to them. ``ok`` is made
+    when first read (the planner's grid reads only the codes)."""
 
-    ok: dict
     reason: dict
+
+    @functools.cached_property
+    def ok(self) -> dict:
+        return {k: r == 0 for k, r in self.reason.items()}
 
     def any(self, frameworks=None) -> np.ndarray:
         """Runnable by at least one of ``frameworks`` (default: all)."""
@@ -197,7 +202,7 @@ def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interle
     shape = np.broadcast_shapes(*(r.shape for r in reason.values())) if reason else ()
     reason = {k: r if r.shape == shape else np.broadcast_to(r, shape)
               for k, r in reason.items()}
-    return FrameworkSupport(ok={k: r == 0 for k, r in reason.items()}, reason=reason)
+    return FrameworkSupport(reason=reason)
 
 
 def rejected_counts(support: FrameworkSupport, frameworks=None) -> dict[str, int]:

@@ -130,13 +130,14 @@ def _first_pass(chunk: Chunk, runs, want, cx: SearchState):
                                 cx.asm, compute_bound_s, stages=cx.table, lazy=True)
     tally = cx.tally
     reasons = np.broadcast_to(ev.reasons, chunk.shape)
-    prim = primary_reason(reasons[runs])
-    tally.counts += np.bincount(prim[prim >= 0], minlength=len(Reason))
     gpu = np.broadcast_to(ev.gpu_bytes, chunk.shape)
+    every = runs.all()  # a block a framework runs: every layout (no masked gathers)
+    prim = primary_reason(reasons.reshape(-1) if every else reasons[runs])
+    tally.counts += np.bincount(prim[prim >= 0], minlength=len(Reason))
     if runs.any():
-        tally.smallest = min(tally.smallest, float(gpu[runs].min()))
+        tally.smallest = min(tally.smallest, float(gpu.min() if every else gpu[runs].min()))
     fits = want & (reasons == 0)
-    tally.feasible += int((fits & runs).sum())
+    tally.feasible += int(np.count_nonzero(fits if every else fits & runs))
     return fits, gpu, None if bound is None else (
         lambda: np.broadcast_to(bound(), chunk.shape))
 
