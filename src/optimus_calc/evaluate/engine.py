@@ -110,11 +110,10 @@ def evaluate_window(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Tr
                     asm: Assumptions, window, all_stages: bool = False,
                     stages: StageTable | None = None, lazy: bool = False,
                     comm: bool = False) -> tuple[Evaluation, np.ndarray | None]:
-    """The first pass's evaluation (memory, devices, feasibility; the stages that can bind)
-    and ``window(compute record, ctx)`` (``comm``: ``window(compute, communication, ctx)``), without
-    the optimizer step: the SmartNIC's window per stage (NIC sizing) or :func:`compute_bound_s`.
-    None without a step (a model-states-only count). With ``lazy`` a function that computes it
-    when called (the planner asks only when there are enough layouts to prune)."""
+    """The first pass's evaluation (memory, devices, feasibility; the stages that can bind) and
+    ``window(compute, ctx)`` (``comm``: ``window(compute, communication, ctx)``), no optimizer
+    step: the SmartNIC's window per stage (NIC sizing) or :func:`compute_bound_s`; None without
+    a step (model states only). ``lazy``: a function computing it when called (the planner's)."""
     ctx = make_ctx(batch, model, hw, tr, asm, all_stages, stages)
     mem, _, common = _first(ctx, worst=False)
     if mem.states_only:
@@ -275,8 +274,9 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
     red = Devices(**acc, host_capacity=host.host_capacity, reasons=None, uses=uses)
     bits = bit(mem.gpu_bytes > usable_gpu_bytes(ctx.hw, ctx.asm), Reason.GPU_MEMORY)
     for code, strat in S.coded():
-        if code in uses:
-            bits = bits | np.where(offc == code, strat.reasons(ctx, red, host.host_capacity), 0)
+        r = strat.reasons(ctx, red, host.host_capacity) if code in uses else 0
+        if np.ndim(r) or r:  # a strategy without reasons (0) leaves every bit as it is
+            bits = bits | (r if len(ctx.codes) == 1 else np.where(offc == code, r, 0))
     # built again: dataclasses.replace's field introspection costs more on a batch of one
     return Devices(**acc, host_capacity=host.host_capacity, reasons=bits, uses=uses)
 
