@@ -1,4 +1,4 @@
-"""The planner's first pass over blocks of wanted layouts (search/blocks.py): each rule pattern
+"""The planner's first pass over blocks of wanted layouts (search/pools.py): each rule pattern
 cut into (ZeRO, offload) pairs with the same SP values, evaluated on one paired axis
 (space.Chunk's ``paired``). The blocks cover the rule filter's wanted layouts exactly, each
 once; a paired chunk evaluates each layout to the same bits as the full product chunk."""
@@ -11,7 +11,7 @@ from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import resolve_hardware
 from optimus_calc.evaluate.engine import evaluate
 from optimus_calc.frameworks import Framework
-from optimus_calc.search.blocks import blocks, pattern_blocks, pattern_keys
+from optimus_calc.search.pools import blocks, pattern_blocks, pattern_keys
 from optimus_calc.search.inputs import offload_targets
 from optimus_calc.search.space import Chunk, enumerate_space, grid_rules, profile_filter
 from optimus_calc.specs.assumptions import Assumptions

@@ -24,8 +24,7 @@ from optimus_calc.evaluate.engine import Reason, compute_bound_s, evaluate, eval
 from optimus_calc.evaluate.reasons import primary_reason
 from optimus_calc.evaluate.stages import stage_table
 from optimus_calc.frameworks import Framework, Reason as FrameworkReason
-from optimus_calc.search.blocks import blocks
-from optimus_calc.search.pools import Pending, SearchState, Tally
+from optimus_calc.search.pools import Pending, SearchState, Tally, blocks
 from optimus_calc.search.space import Chunk, Gather, Space, grid_rules, profile_filter
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.assumptions import Assumptions
@@ -92,7 +91,7 @@ def _count_rejections(n_gone: int, dropped: list, tally: Tally) -> None:
 
 def _block_parts(space: Space, rows: int, run, smart) -> list:
     """Filter 0, the rules (``run``, ``smart``: space.profile_filter's over the whole grid),
-    as search/blocks.py's blocks, each (its switch values with the (ZeRO, offload) pairs on
+    as search/pools.py's blocks, each (its switch values with the (ZeRO, offload) pairs on
     one axis, its grid points, where they cut into the chunks of ``rows`` grid points, whether
     a framework runs its layouts): the layouts a framework runs, and apart the SmartNIC
     layouts none runs (the what-if), so neither keeps the other's rows and switch values."""

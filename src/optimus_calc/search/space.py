@@ -90,7 +90,7 @@ class Chunk:
 
     ``paired``: the ZeRO and offload values are (zero, offload) pairs, both on axis 0 (the
     offload axis has length 1): the wanted pairs of a rule pattern that is no product
-    (search/blocks.py), evaluated without the pairs no framework runs."""
+    (search/pools.py's blocks), evaluated without the pairs no framework runs."""
 
     base: np.ndarray                           # (nb, 8) BASE_COLS
     switches: tuple[np.ndarray, ...]           # values of SWITCH_COLS
