@@ -126,3 +126,36 @@ def test_paired_chunk_evaluates_as_the_product(cat):
     assert cols["zero"].tolist() == [0] * n + [3] * n + [1] * n + [3] * n
     assert (cols["offload"][:2 * n] == strategies.code_of(Offload.NONE)).all()
     assert (cols["sp"] == 1).all() and (cols["tp"][:len(rows)] == space.base[rows, 0]).all()
+
+
+@pytest.mark.parametrize("stage_major", [False, True])
+def test_bound_on_some_grid_points_equals_the_whole_chunks(cat, monkeypatch, stage_major):
+    """The planner's step bound computed on the grid points still needing it (records.at_grid,
+    passes._bound_at) equals, bit for bit, the bound over the whole chunk at those points."""
+    from optimus_calc.evaluate import stages
+    from optimus_calc.evaluate.engine import compute_bound_s, evaluate_window
+    from optimus_calc.search.passes import _bound_at
+
+    if stage_major:
+        monkeypatch.setattr(stages, "STAGE_MAJOR_FROM", 0)  # every per-stage array stage-major
+    m = cat.get("qwen3-30b-a3b", "model")
+    hw = resolve_hardware(cat, "dgx-h100", 2)
+    tr = Training(seq_len=32768, global_batch=64)
+    asm = Assumptions(moe_layer_host_s=0.0061, layer_fixed_s=1e-4)  # T_fix in the bound
+    space = enumerate_space(m, hw.gpus, hw.gpus_per_node, 64, 32768, offload_targets(hw))
+    rows = np.argsort(space.base[:, 1], kind="stable")[-30:]  # the deepest pipelines
+    zero, off, rec, sp = space.switches
+    chunk = Chunk(space.base[rows], (zero[[1, 3]], off[[0, 0]], rec, sp), paired=True)
+    table = stages.stage_table(m, space.base[:, 1], False, space.base[:, 6])
+    _, bound = evaluate_window(Batch.from_columns(chunk.views()), m, hw, tr, asm,
+                               compute_bound_s, stages=table, lazy=True)
+    full = np.broadcast_to(bound(), chunk.shape)
+    assert table.index.shape[1] > 1 and np.unique(full).size > 20
+    some = np.array([0, 3, 4, 17, 29])
+    np.testing.assert_array_equal(np.broadcast_to(bound(some), chunk.shape[:-1] + (5,)),
+                                  full[..., some])
+    # at flat positions: on a few grid points (cut) and on most of them (the whole chunk)
+    grid = np.arange(np.prod(chunk.shape)).reshape(chunk.shape)
+    for points in (some, np.arange(27)):
+        flat = np.sort(grid[..., points].reshape(-1))[::3]
+        np.testing.assert_array_equal(_bound_at(chunk, flat, bound), full.reshape(-1)[flat])

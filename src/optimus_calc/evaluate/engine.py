@@ -35,7 +35,7 @@ from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, flops_per_par
 from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devices, HostState,
                                            MemoryRecord, OptimizerInputs, OptimizerRecord,
-                                           make_ctx, number)
+                                           at_grid, make_ctx, number)
 from optimus_calc.evaluate.shapes import activation_coefficients, op_sac_widths
 from optimus_calc.evaluate.stages import (StageTable, by_strategy, shaped, stage_argmax,
                                           stage_max)
@@ -112,17 +112,18 @@ def evaluate_window(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Tr
                     comm: bool = False) -> tuple[Evaluation, np.ndarray | None]:
     """The first pass's evaluation (memory, devices, feasibility; the stages that can bind) and
     ``window(compute, ctx)`` (``comm``: ``window(compute, communication, ctx)``), no optimizer
-    step: the SmartNIC's window per stage (NIC sizing) or :func:`compute_bound_s`; None without
-    a step (model states only). ``lazy``: a function computing it when called (the planner's)."""
+    step: NIC sizing's SmartNIC window or :func:`compute_bound_s`; None with model states only.
+    ``lazy``: a function computing it (given ``rows``, at a chunk's grid points: at_grid)."""
     ctx = make_ctx(batch, model, hw, tr, asm, all_stages, stages)
     mem, _, common = _first(ctx, worst=False)
     if mem.states_only:
         return Evaluation(has_step=False, **common), None
 
-    def computed():
+    def computed(rows=None):
         set_stage("compute")
-        comp = compute_stage(ctx, mem)
-        return window(comp, comm_stage(ctx, mem, comp), ctx) if comm else window(comp, ctx)
+        c, m = (ctx, mem) if rows is None else at_grid(ctx, mem, rows)
+        comp = compute_stage(c, m)
+        return window(comp, comm_stage(c, m, comp), c) if comm else window(comp, c)
     return Evaluation(has_step=False, **common), (computed if lazy else computed())
 
 
@@ -339,8 +340,7 @@ def compute_bound_s(comp: ComputeRecord, ctx: Ctx) -> np.ndarray:
     """A lower bound on step.time: the most loaded stage's T_b + T_bubble + T_f + T_fix, which
     step.time sums in this order with only non-negative terms between and after them (the
     properties tests check each >= 0); rounded addition is monotone, so the bound never exceeds
-    the step time from the same records. The planner evaluates a layout's step only when the
-    bound can still reach its top K (search/passes.py; tests/test_pruning.py checks both)."""
+    the step from the same records. The planner skips the steps it rules out (test_pruning)."""
     return stage_max(comp.T_b + comp.bubble + comp.T_f + fixed_time_s(ctx))
 
 

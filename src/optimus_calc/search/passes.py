@@ -124,7 +124,8 @@ def _first_pass(chunk: Chunk, runs, want, cx: SearchState):
     """Filter 1, over the (sub-)chunk's grid x switches: memory and feasibility, counted over
     the runnable layouts, and the compute-only lower bound on the step time (computed on the
     axes compute depends on). Returns (fits: wanted and feasible, GPU bytes, bound or None),
-    arrays of the chunk's shape; the bound is a function computing it on demand, or None."""
+    arrays of the chunk's shape; the bound is a function computing it on demand (on the grid
+    points ``rows`` when given; broadcast against the chunk: :func:`_bound_at`), or None."""
     ev, bound = evaluate_window(Batch.from_columns(chunk.views()), cx.model, cx.hw, cx.base,
                                 cx.asm, compute_bound_s, stages=cx.table, lazy=True)
     tally = cx.tally
@@ -137,8 +138,7 @@ def _first_pass(chunk: Chunk, runs, want, cx: SearchState):
         tally.smallest = min(tally.smallest, float(gpu.min() if every else gpu[runs].min()))
     fits = want & (reasons == 0)
     tally.feasible += int(np.count_nonzero(fits if every else fits & runs))
-    return fits, gpu, None if bound is None else (
-        lambda: np.broadcast_to(bound(), chunk.shape))
+    return fits, gpu, bound
 
 
 def _second_pass(cols: dict, gpu_sel: np.ndarray, runs_sel: np.ndarray, cx: SearchState) -> None:
@@ -237,6 +237,26 @@ def _settled(tally: Tally, objective: Objective, top_k: int, distinct: bool, run
             and (bool(tally.whatif.merged()) or bool(runs.all())))
 
 
+# Below this share of a chunk's grid points holding a layout that fits, the bound is computed
+# on those grid points only (engine.evaluate_window's rows): cutting the context costs less
+# than the compute it saves. A tactic: the same bounds.
+BOUND_ROWS_SHARE = 0.8
+
+
+def _bound_at(chunk: Chunk, flat: np.ndarray, bound) -> np.ndarray:
+    """The step's lower bound (``bound``: _first_pass's) at flat positions ``flat`` of the
+    chunk, computed on the grid points holding them."""
+    ix = np.unravel_index(flat, chunk.shape)
+    held = np.zeros(chunk.shape[-1], dtype=bool)
+    held[ix[-1]] = True
+    rows = np.flatnonzero(held)
+    if rows.size >= BOUND_ROWS_SHARE * held.size:
+        return np.broadcast_to(bound(), chunk.shape).reshape(-1)[flat]
+    at = np.cumsum(held) - 1  # a grid point's position among ``rows``
+    cut = np.broadcast_to(bound(rows), chunk.shape[:-1] + (rows.size,))
+    return cut[ix[:-1] + (at[ix[-1]],)]
+
+
 def _step_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, bound, cx: SearchState,
                pending: Pending) -> None:
     """Filter 2 with the bound: the layouts of ``flat`` that can still change the result join
@@ -253,7 +273,7 @@ def _step_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, bound, cx: SearchState
     views = chunk.views()
     g, r = gpu.reshape(-1)[flat], runs.reshape(-1)[flat]
     # an upper bound on each layout's tokens/s, from the lower bound on its step
-    ub = tokens_per_s(bound().reshape(-1)[flat],
+    ub = tokens_per_s(_bound_at(chunk, flat, bound),
                       np.broadcast_to(views["gb"], chunk.shape).reshape(-1)[flat], cx.base.seq_len)
     off = np.broadcast_to(views["offload"], chunk.shape).reshape(-1)[flat]
     probe = np.zeros(flat.size, dtype=bool)
