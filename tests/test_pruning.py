@@ -5,7 +5,8 @@ pairwise stage maxima the same as numpy's reductions.
 10,000 random layouts drawn from the planner's own spaces (MoE, context parallelism, interleaved
 pipelines, every offload strategy with its switches), in one batch per space: the pruned and
 the full evaluation must agree exactly (same operations on the same numbers), layout by layout,
-and the planner's compute-only lower bound on the step time must hold for every one of them.
+and the planner's lower bound on the step time (compute and fixed host time) must hold for
+every one of them.
 """
 
 import numpy as np
@@ -77,7 +78,7 @@ def test_pruned_stages_equal_every_stage(cat, name, node, nodes, seq, card):
                                       _pick(full.stage_index, getattr(full, which)))
     for term in TERMS:
         np.testing.assert_array_equal(pruned.term(term), full.term(term), err_msg=term)
-    # the compute-only lower bound the planner skips second-pass layouts with
+    # the lower bound (compute and fixed host time) the planner skips second-pass layouts with
     # (engine.compute_bound_s) never exceeds the step time, and is no trivial bound
     _, bound = evaluate_window(batch, model, hw, tr, asm, compute_bound_s)
     step = np.asarray(pruned.step_time_s)

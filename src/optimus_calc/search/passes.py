@@ -2,8 +2,8 @@
 
 0. the rules: a layout no framework of the profile runs can never be recommended under it, so
    it is counted (by the framework's first failing rule) and dropped before anything is
-   evaluated; the chunk shrinks to the grid points and switch values that still hold a wanted
-   layout (one a framework runs, or, in the what-if search, a SmartNIC layout);
+   evaluated; what is left (the layouts a framework runs, or, in the what-if search, the
+   SmartNIC layouts) is cut into blocks of switch values evaluated whole (pools.blocks);
 1. memory and feasibility of what is left (the first pass);
 2. the step time of the layouts that fit (the second pass); the best join the pools.
 
@@ -122,8 +122,8 @@ def _runnable(space: Space, i: int, parts: list) -> list:
 
 def _first_pass(chunk: Chunk, runs, want, cx: SearchState):
     """Filter 1, over the (sub-)chunk's grid x switches: memory and feasibility, counted over
-    the runnable layouts, and the compute-only lower bound on the step time (computed on the
-    axes compute depends on). Returns (fits: wanted and feasible, GPU bytes, bound or None),
+    the runnable layouts, and a lower bound on the step time from compute and the fixed host
+    time (engine.compute_bound_s, computed on the axes they depend on). Returns (fits: wanted and feasible, GPU bytes, bound or None),
     arrays of the chunk's shape; the bound is a function computing it on demand (on the grid
     points ``rows`` when given; broadcast against the chunk: :func:`_bound_at`), or None."""
     ev, bound = evaluate_window(Batch.from_columns(chunk.views()), cx.model, cx.hw, cx.base,
