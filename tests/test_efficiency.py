@@ -66,6 +66,23 @@ def test_broadcasts_over_layouts(a100):
     assert float(zero) == pytest.approx(float(gemm_efficiency(a100, 4096, 1, 2048, 1)))
 
 
+def test_layouts_with_work_take_the_same_values_as_beside_idle_ones(a100):
+    """compute_efficiency skips its no-work masks when every layout works: the values are
+    those the masked path gives the same layouts beside an idle one (the GPT-1.7B case of
+    test_curve_by_hand, 0.527887, with more attention and routed expert GEMMs at 0.4)."""
+    total = np.array([[1.0, 2e15, 3e15], [1e15, 5e14, 0.0]])
+    attn, experts = 0.123 * total, 0.25 * total
+    both = compute_efficiency(a100, 2304, 1, 2048, 16, total, attn, False,
+                              expert_flops=experts, eta_x=0.4)
+    busy = compute_efficiency(a100, 2304, 1, 2048, 16, total[:, :2], attn[:, :2], False,
+                              expert_flops=experts[:, :2], eta_x=0.4)
+    np.testing.assert_array_equal(busy, both[:, :2])
+    assert busy.shape == (2, 2) and both[1, 2] == pytest.approx(0.703301, rel=1e-5)
+    # 1 / (0.627 / 0.703301 + 0.123 / 0.19 + 0.25 / 0.4) = 1 / (0.891510 + 0.647368 + 0.625)
+    # = 1 / 2.163878 = 0.462133
+    assert busy[0, 0] == pytest.approx(0.462133, rel=1e-5)
+
+
 def test_assumption_overrides_the_curve(a100):
     h = np.array([2048, 16384])
     curve = compute_efficiency(a100, h, 1, 2048, 1, 1.0, 0.1, False, Assumptions())

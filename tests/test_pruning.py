@@ -5,7 +5,8 @@ pairwise stage maxima the same as numpy's reductions.
 10,000 random layouts drawn from the planner's own spaces (MoE, context parallelism, interleaved
 pipelines, every offload strategy with its switches), in one batch per space: the pruned and
 the full evaluation must agree exactly (same operations on the same numbers), layout by layout,
-and the planner's compute-only lower bound on the step time must hold for every one of them.
+and the planner's lower bound on the step time (compute and fixed host time) must hold for
+every one of them.
 """
 
 import numpy as np
@@ -77,7 +78,7 @@ def test_pruned_stages_equal_every_stage(cat, name, node, nodes, seq, card):
                                       _pick(full.stage_index, getattr(full, which)))
     for term in TERMS:
         np.testing.assert_array_equal(pruned.term(term), full.term(term), err_msg=term)
-    # the compute-only lower bound the planner skips second-pass layouts with
+    # the lower bound (compute and fixed host time) the planner skips second-pass layouts with
     # (engine.compute_bound_s) never exceeds the step time, and is no trivial bound
     _, bound = evaluate_window(batch, model, hw, tr, asm, compute_bound_s)
     step = np.asarray(pruned.step_time_s)
@@ -188,3 +189,26 @@ def _cols(c) -> dict:
         v=lay.interleave, mb=tr.micro_batch,
         gb=tr.global_batch, recompute=RECOMPUTE_CODES.index(tr.recompute),
         sp=int(tr.sequence_parallel)).items()}
+
+
+def test_bound_adds_the_fixed_host_time(cat):
+    """The planner's bound is T_b + T_bubble + T_f + T_fix of the most loaded stage, summed as
+    step.time sums them: equal, bit for bit, to that sum of the full evaluation's terms, no
+    larger than the step, and above the compute-only sum by the fixed time when it is set."""
+    rng = np.random.default_rng(5)
+    model = cat.get("qwen3-30b-a3b", "model")
+    hw = resolve_hardware(cat, "dgx-h100", 2)
+    # Megatron-LM's per-MoE-layer host sync (frameworks/megatron.py) and a per-layer launch
+    # cost: T_fix = L_moe m 6.1 ms (r_h + 1) + L_stage m 0.1 ms + 20 ms
+    tr = Training(seq_len=32768)
+    asm = Assumptions(moe_layer_host_s=0.0061, layer_fixed_s=1e-4, step_fixed_s=0.02)
+    batch = Batch.from_columns(_random_batch(cat, model, hw, 32768, rng))
+    ev = evaluate(batch, model, hw, tr, asm)
+    _, bound = evaluate_window(batch, model, hw, tr, asm, compute_bound_s)
+    t = ev.stage_terms
+    compute = t["backward_s"] + t["bubble_s"] + t["forward_s"]
+    np.testing.assert_array_equal(bound, stage_max(compute + t["fixed_s"]))
+    step = np.asarray(ev.step_time_s)
+    assert (bound <= step).all()
+    # every stage holds MoE layers: at least 20 ms + 6.1 ms per micro-batch above compute
+    assert (bound - stage_max(compute) >= 0.02 + 0.0061 * ev.micro_batches - 1e-9).all()

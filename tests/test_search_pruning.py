@@ -1,8 +1,8 @@
 """The planner's exact filters (search/passes.py), checked against brute force: the rules
-before memory, and the compute-only lower bound that skips the step time of layouts that
-cannot reach the top K, the best step without offload or the SmartNIC what-if, evaluated in
-batches gathered over chunks. With small chunks, a small probe and small batches (so every
-filter acts, over several chunks), the search must return
+before memory, and the lower bound (compute, fixed host time) that skips the step time of
+layouts that cannot reach the top K, the best step without offload or the SmartNIC what-if,
+evaluated in batches gathered over chunks. With small chunks, a small probe and small batches
+(so every filter acts, over several chunks), the search must return
 the same top K (step and GPU bytes, in order), feasible count, best no-offload step and what-if
 as ranking every layout of the space evaluated whole."""
 

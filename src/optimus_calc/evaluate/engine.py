@@ -33,7 +33,7 @@ from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, flops_per_par
 from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devices, HostState,
                                            MemoryRecord, OptimizerInputs, OptimizerRecord,
-                                           make_ctx, number)
+                                           at_grid, make_ctx, number)
 from optimus_calc.evaluate.shapes import activation_coefficients, op_sac_widths
 from optimus_calc.evaluate.stages import (StageTable, by_strategy, shaped, stage_argmax,
                                           stage_max)
@@ -108,20 +108,20 @@ def evaluate_window(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Tr
                     asm: Assumptions, window, all_stages: bool = False,
                     stages: StageTable | None = None, lazy: bool = False,
                     comm: bool = False) -> tuple[Evaluation, np.ndarray | None]:
-    """The first pass's evaluation (memory, devices, feasibility; the stages that can bind)
-    and ``window(compute record)`` (``comm``: ``window(compute, communication, ctx)``), without
-    the optimizer step: the SmartNIC's window per stage (NIC sizing) or :func:`compute_bound_s`.
-    None without a step (a model-states-only count). With ``lazy`` a function that computes it
-    when called (the planner asks only when there are enough layouts to prune)."""
+    """The first pass's evaluation (memory, devices, feasibility; the stages that can bind) and
+    ``window(compute, ctx)`` (``comm``: ``window(compute, communication, ctx)``), no optimizer
+    step: NIC sizing's SmartNIC window or :func:`compute_bound_s`; None with model states only.
+    ``lazy``: a function computing it (given ``rows``, at a chunk's grid points: at_grid)."""
     ctx = make_ctx(batch, model, hw, tr, asm, all_stages, stages)
     mem, _, common = _first(ctx, worst=False)
     if mem.states_only:
         return Evaluation(has_step=False, **common), None
 
-    def computed():
+    def computed(rows=None):
         set_stage("compute")
-        comp = compute_stage(ctx, mem)
-        return window(comp, comm_stage(ctx, mem, comp), ctx) if comm else window(comp)
+        c, m = (ctx, mem) if rows is None else at_grid(ctx, mem, rows)
+        comp = compute_stage(c, m)
+        return window(comp, comm_stage(c, m, comp), c) if comm else window(comp, c)
     return Evaluation(has_step=False, **common), (computed if lazy else computed())
 
 
@@ -273,8 +273,9 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
     red = Devices(**acc, host_capacity=host.host_capacity, reasons=None, uses=uses)
     bits = bit(mem.gpu_bytes > usable_gpu_bytes(ctx.hw, ctx.asm), Reason.GPU_MEMORY)
     for code, strat in S.coded():
-        if code in uses:
-            bits = bits | np.where(offc == code, strat.reasons(ctx, red, host.host_capacity), 0)
+        r = strat.reasons(ctx, red, host.host_capacity) if code in uses else 0
+        if np.ndim(r) or r:  # a strategy without reasons (0) leaves every bit as it is
+            bits = bits | (r if len(ctx.codes) == 1 else np.where(offc == code, r, 0))
     # built again: dataclasses.replace's field introspection costs more on a batch of one
     return Devices(**acc, host_capacity=host.host_capacity, reasons=bits, uses=uses)
 
@@ -326,14 +327,20 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devic
                            param_exposed_s=param_exposed)
 
 
-def compute_bound_s(comp: ComputeRecord) -> np.ndarray:
-    """A lower bound on step.time from the compute record alone: the most loaded stage's
-    T_b + T_bubble + T_f. step.time adds only non-negative terms to these three (the properties
-    tests check every term >= 0), and rounded addition is monotone in each operand, so the
-    bound, summed in step.time's own order, never exceeds the step time computed from the same
-    record. The planner evaluates the step of a layout only when this bound can still reach
-    its top K (search/passes.py; tests/test_pruning.py checks both claims)."""
-    return stage_max(comp.T_b + comp.bubble + comp.T_f)
+def fixed_time_s(ctx: Ctx):  # step.fixed_time per stage: compose's T_fix, the bound's
+    return eq.step__fixed_time(
+        L_stage=ctx.st.layers, L_moe=ctx.st.moe_layers, T_s0=ctx.asm.step_fixed_s, m=ctx.m,
+        t_l0=ctx.asm.layer_fixed_s, r_h=experts_recomputed(ctx.rc, ctx.asm.selective_policy),
+        t_mf=ctx.asm.moe_layer_fixed_s,
+        t_mh=np.where(ctx.ep >= ctx.asm.moe_host_sync_min_ep, ctx.asm.moe_layer_host_s, 0.0))
+
+
+def compute_bound_s(comp: ComputeRecord, ctx: Ctx) -> np.ndarray:
+    """A lower bound on step.time: the most loaded stage's T_b + T_bubble + T_f + T_fix, which
+    step.time sums in this order with only non-negative terms between and after them (the
+    properties tests check each >= 0); rounded addition is monotone, so the bound never exceeds
+    the step from the same records. The planner skips the steps it rules out (test_pruning)."""
+    return stage_max(comp.T_b + comp.bubble + comp.T_f + fixed_time_s(ctx))
 
 
 # ---- compose ---------------------------------------------------------------------------------
@@ -356,14 +363,7 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
     terms = dict(T_f=comp.T_f, T_b=comp.T_b, T_bubble=comp.bubble, T_tp=comm.T_tp,
                  T_cp=comm.T_cp, T_ep=comm.T_ep, T_pp=comm.T_pp, T_dp=comm.T_dpx,
                  T_opt=opt.exposed_s, T_po=T_po,
-                 T_fix=eq.step__fixed_time(L_stage=ctx.st.layers, L_moe=ctx.st.moe_layers,
-                                           T_s0=ctx.asm.step_fixed_s, m=ctx.m,
-                                           t_l0=ctx.asm.layer_fixed_s,
-                                           t_mf=ctx.asm.moe_layer_fixed_s,
-                                           t_mh=np.where(ctx.ep >= ctx.asm.moe_host_sync_min_ep,
-                                                         ctx.asm.moe_layer_host_s, 0.0),
-                                           r_h=experts_recomputed(ctx.rc,
-                                                                  ctx.asm.selective_policy)))
+                 T_fix=fixed_time_s(ctx))
     step_stage = eq.step__time(**terms)
     worst_t = stage_argmax(step_stage)
     step = stage_max(step_stage)

@@ -6,6 +6,7 @@ Arrays broadcast against each other: per-layout values carry a trailing stage ax
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -103,6 +104,31 @@ def make_ctx(batch: Batch, model, hw: Hardware, tr: Training, asm: Assumptions,
                opar=L(batch.offload_params), gfrac=L(batch.gpu_fraction),
                spill_ok=L(batch.allow_spill), sn_k=L(batch.smartnics_per_node), gb=gb,
                m=gb // (dp * mb), st=st, etp=L(batch.etp))
+
+
+def _at_rows(x, rows, nb: int):
+    """``x`` at grid points ``rows`` when it varies along a planner chunk's grid (the axis
+    before the stages, of length ``nb``), stored as it was (stage-major when it was)."""
+    if not isinstance(x, np.ndarray) or x.ndim < 2 or x.shape[-2] != nb or nb == 1:
+        return x
+    if x.strides[-1] > x.strides[-2]:  # stage-major: np.take allocates the stages first
+        return np.moveaxis(np.moveaxis(x, -1, 0).take(rows, axis=-1), 0, -1)
+    return x.take(rows, axis=-2)
+
+
+def at_grid(ctx: Ctx, mem: "MemoryRecord", rows) -> tuple[Ctx, "MemoryRecord"]:
+    """``ctx`` at grid points ``rows`` (ascending) of a planner chunk, whose grid is the axis
+    before the stages, and of ``mem`` what the compute stage reads (the activations' inputs,
+    the rest left as it is): the planner's bound on the step, computed only where a layout
+    still needs it. The values are the whole chunk's at those points."""
+    nb = np.shape(ctx.gb)[-2]
+    cut = lambda x: _at_rows(x, rows, nb)  # noqa: E731
+    st = dataclasses.replace(ctx.st, **{f.name: cut(getattr(ctx.st, f.name))
+                                        for f in dataclasses.fields(ctx.st)})
+    sub = dataclasses.replace(ctx, st=st, **{f.name: cut(getattr(ctx, f.name))
+                                             for f in dataclasses.fields(ctx) if f.name != "st"})
+    return sub, dataclasses.replace(mem, act0=cut(mem.act0), layer_args={
+        k: cut(v) for k, v in mem.layer_args.items()})
 
 
 @record

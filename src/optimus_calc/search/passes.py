@@ -2,8 +2,8 @@
 
 0. the rules: a layout no framework of the profile runs can never be recommended under it, so
    it is counted (by the framework's first failing rule) and dropped before anything is
-   evaluated; the chunk shrinks to the grid points and switch values that still hold a wanted
-   layout (one a framework runs, or, in the what-if search, a SmartNIC layout);
+   evaluated; what is left (the layouts a framework runs, or, in the what-if search, the
+   SmartNIC layouts) is cut into blocks of switch values evaluated whole (pools.blocks);
 1. memory and feasibility of what is left (the first pass);
 2. the step time of the layouts that fit (the second pass); the best join the pools.
 
@@ -24,7 +24,7 @@ from optimus_calc.evaluate.engine import Reason, compute_bound_s, evaluate, eval
 from optimus_calc.evaluate.reasons import primary_reason
 from optimus_calc.evaluate.stages import stage_table
 from optimus_calc.frameworks import Framework, Reason as FrameworkReason
-from optimus_calc.search.pools import Pending, SearchState, Tally
+from optimus_calc.search.pools import Pending, SearchState, Tally, blocks
 from optimus_calc.search.space import Chunk, Gather, Space, grid_rules, profile_filter
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.assumptions import Assumptions
@@ -89,61 +89,56 @@ def _count_rejections(n_gone: int, dropped: list, tally: Tally) -> None:
         tally.dropped[text] = tally.dropped.get(text, 0) + n
 
 
-def _runnable(chunk: Chunk, run: np.ndarray, smart: np.ndarray | None) -> list:
-    """Filter 0, the rules, on one chunk (``run``, ``smart``: space.profile_filter's over the
-    chunk's grid points): the parts still wanted, each (sub-chunk, runnable, wanted) over the
-    grid points and switch values that hold one: the layouts a framework runs, and apart the
-    SmartNIC layouts none runs (the what-if), so neither keeps the other's rows and switch
-    values in its sub-chunk."""
-    parts = []
-    part = _shrink(chunk, run)
-    if part is not None:
-        parts.append((part[0], part[1], part[1]))
-    if smart is not None:
-        part = _shrink(chunk, smart)
-        if part is not None:
-            parts.append((part[0], np.zeros_like(part[1]), part[1]))
-    return parts
+def _block_parts(space: Space, rows: int, run, smart) -> list:
+    """Filter 0, the rules (``run``, ``smart``: space.profile_filter's over the whole grid),
+    as search/pools.py's blocks, each (its switch values with the (ZeRO, offload) pairs on
+    one axis, its grid points, where they cut into the chunks of ``rows`` grid points, whether
+    a framework runs its layouts): the layouts a framework runs, and apart the SmartNIC
+    layouts none runs (the what-if), so neither keeps the other's rows and switch values."""
+    sw = space.switches
+    cuts = np.arange(0, len(space.base) + rows, rows)
+    out = []
+    for y, runnable in ((run, True), (smart, False)):
+        for (pairs, sps), at in ([] if y is None else blocks(y)):
+            zi, oi = (list(i) for i in zip(*pairs))
+            values = (np.asarray(sw[0])[zi], np.asarray(sw[1])[oi], sw[2],
+                      np.asarray(sw[3])[list(sps)])
+            out.append((values, at, np.searchsorted(at, cuts), runnable))
+    return out
 
 
-def _shrink(chunk: Chunk, y: np.ndarray):
-    """(sub-chunk, mask over it): the grid points and switch values holding a kept layout
-    (Chunk.keep: any recompute, SP 0 or 1 with TP) where ``y`` (kept layouts over zero,
-    offload, 1, SP, grid) holds; None when none does. The full mask is built over the
-    sub-chunk only."""
-    rows = y.any(axis=(0, 1, 2, 3)).reshape(-1)
-    if not rows.any():
-        return None
-    idx = [np.flatnonzero(y.any(axis=(1, 2, 3, 4)).reshape(-1)),
-           np.flatnonzero(y.any(axis=(0, 2, 3, 4)).reshape(-1)),
-           np.arange(len(chunk.switches[2])),
-           np.flatnonzero(y.any(axis=(0, 1, 2, 4)).reshape(-1)), np.flatnonzero(rows)]
-    if all(len(i) == n for i, n in zip(idx, chunk.shape)):
-        return chunk, np.broadcast_to(y, chunk.shape).copy()
-    sub = Chunk(chunk.base[idx[-1]],
-                tuple(np.asarray(v)[i] for v, i in zip(chunk.switches, idx[:-1])))
-    return sub, np.broadcast_to(y[np.ix_(idx[0], idx[1], [0], idx[3], idx[-1])],
-                                sub.shape).copy()
+def _runnable(space: Space, i: int, parts: list) -> list:
+    """The parts of chunk ``i`` (:func:`_block_parts`), each (sub-chunk, runnable, wanted):
+    a block's grid points in the chunk, every layout of it wanted (the blocks are exact)."""
+    out = []
+    for values, at, cut, runnable in parts:
+        if cut[i] == cut[i + 1]:
+            continue
+        sub = Chunk(space.base[at[cut[i]:cut[i + 1]]], values, paired=True)
+        want = np.ones(sub.shape, dtype=bool)
+        out.append((sub, want if runnable else np.zeros_like(want), want))
+    return out
 
 
 def _first_pass(chunk: Chunk, runs, want, cx: SearchState):
     """Filter 1, over the (sub-)chunk's grid x switches: memory and feasibility, counted over
-    the runnable layouts, and the compute-only lower bound on the step time (computed on the
-    axes compute depends on). Returns (fits: wanted and feasible, GPU bytes, bound or None),
-    arrays of the chunk's shape; the bound is a function computing it on demand, or None."""
+    the runnable layouts, and a lower bound on the step time from compute and the fixed host
+    time (engine.compute_bound_s, computed on the axes they depend on). Returns (fits: wanted and feasible, GPU bytes, bound or None),
+    arrays of the chunk's shape; the bound is a function computing it on demand (on the grid
+    points ``rows`` when given; broadcast against the chunk: :func:`_bound_at`), or None."""
     ev, bound = evaluate_window(Batch.from_columns(chunk.views()), cx.model, cx.hw, cx.base,
                                 cx.asm, compute_bound_s, stages=cx.table, lazy=True)
     tally = cx.tally
     reasons = np.broadcast_to(ev.reasons, chunk.shape)
-    prim = primary_reason(reasons[runs])
-    tally.counts += np.bincount(prim[prim >= 0], minlength=len(Reason))
     gpu = np.broadcast_to(ev.gpu_bytes, chunk.shape)
+    every = runs.all()  # a block a framework runs: every layout (no masked gathers)
+    prim = primary_reason(reasons.reshape(-1) if every else reasons[runs])
+    tally.counts += np.bincount(prim[prim >= 0], minlength=len(Reason))
     if runs.any():
-        tally.smallest = min(tally.smallest, float(gpu[runs].min()))
+        tally.smallest = min(tally.smallest, float(gpu.min() if every else gpu[runs].min()))
     fits = want & (reasons == 0)
-    tally.feasible += int((fits & runs).sum())
-    return fits, gpu, None if bound is None else (
-        lambda: np.broadcast_to(bound(), chunk.shape))
+    tally.feasible += int(np.count_nonzero(fits if every else fits & runs))
+    return fits, gpu, bound
 
 
 def _second_pass(cols: dict, gpu_sel: np.ndarray, runs_sel: np.ndarray, cx: SearchState) -> None:
@@ -242,6 +237,26 @@ def _settled(tally: Tally, objective: Objective, top_k: int, distinct: bool, run
             and (bool(tally.whatif.merged()) or bool(runs.all())))
 
 
+# Below this share of a chunk's grid points holding a layout that fits, the bound is computed
+# on those grid points only (engine.evaluate_window's rows): cutting the context costs less
+# than the compute it saves. A tactic: the same bounds.
+BOUND_ROWS_SHARE = 0.8
+
+
+def _bound_at(chunk: Chunk, flat: np.ndarray, bound) -> np.ndarray:
+    """The step's lower bound (``bound``: _first_pass's) at flat positions ``flat`` of the
+    chunk, computed on the grid points holding them."""
+    ix = np.unravel_index(flat, chunk.shape)
+    held = np.zeros(chunk.shape[-1], dtype=bool)
+    held[ix[-1]] = True
+    rows = np.flatnonzero(held)
+    if rows.size >= BOUND_ROWS_SHARE * held.size:
+        return np.broadcast_to(bound(), chunk.shape).reshape(-1)[flat]
+    at = np.cumsum(held) - 1  # a grid point's position among ``rows``
+    cut = np.broadcast_to(bound(rows), chunk.shape[:-1] + (rows.size,))
+    return cut[ix[:-1] + (at[ix[-1]],)]
+
+
 def _step_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, bound, cx: SearchState,
                pending: Pending) -> None:
     """Filter 2 with the bound: the layouts of ``flat`` that can still change the result join
@@ -258,7 +273,7 @@ def _step_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, bound, cx: SearchState
     views = chunk.views()
     g, r = gpu.reshape(-1)[flat], runs.reshape(-1)[flat]
     # an upper bound on each layout's tokens/s, from the lower bound on its step
-    ub = tokens_per_s(bound().reshape(-1)[flat],
+    ub = tokens_per_s(_bound_at(chunk, flat, bound),
                       np.broadcast_to(views["gb"], chunk.shape).reshape(-1)[flat], cx.base.seq_len)
     off = np.broadcast_to(views["offload"], chunk.shape).reshape(-1)[flat]
     probe = np.zeros(flat.size, dtype=bool)
@@ -321,15 +336,12 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
             _second_pass(*pending.take(), cx)
     if rules is None:
         rules = grid_rules(space, model, base, frameworks, CHUNK_ELEMENTS)
-    run, smart, wanted, n_gone, dropped = profile_filter(
+    run, smart, _, n_gone, dropped = profile_filter(
         rules, space, frameworks, what_if, strategies.code_of(Offload.SMARTNIC), rows)
     _count_rejections(n_gone, dropped, tally)
-    for i, chunk in enumerate(space.chunks(rows)):
-        lo, hi = i * rows, i * rows + len(chunk.base)
-        if not wanted[lo:hi].any():
-            continue
-        for sub, runs, want in _runnable(chunk, run[..., lo:hi],
-                                         None if smart is None else smart[..., lo:hi]):
+    parts = _block_parts(space, rows, run, smart)
+    for i in range(-(-len(space.base) // rows)):
+        for sub, runs, want in _runnable(space, i, parts):
             for part in gather.add(sub, runs, want):
                 evaluate_part(*part)
     for part in gather.flush():

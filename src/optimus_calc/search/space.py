@@ -86,20 +86,31 @@ class Chunk:
     grid); the full product is formed only where terms meet. The grid is last because numpy
     runs its inner loops along the last axis of a broadcast and the grid is the long one (the
     switches hold 2-4 values each): several times faster than along a switch. ``finish``
-    flattens a result to one value per kept layout (C order over the five axes)."""
+    flattens a result to one value per kept layout (C order over the five axes).
+
+    ``paired``: the ZeRO and offload values are (zero, offload) pairs, both on axis 0 (the
+    offload axis has length 1): the wanted pairs of a rule pattern that is no product
+    (search/pools.py's blocks), evaluated without the pairs no framework runs."""
 
     base: np.ndarray                           # (nb, 8) BASE_COLS
     switches: tuple[np.ndarray, ...]           # values of SWITCH_COLS
+    paired: bool = False
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(len(v) for v in self.switches) + (len(self.base),)
+        n = [len(v) for v in self.switches]
+        if self.paired:
+            n[1] = 1
+        return tuple(n) + (len(self.base),)
+
+    def _axes(self) -> tuple[int, ...]:
+        return (0, 0, 2, 3) if self.paired else (0, 1, 2, 3)
 
     def views(self) -> dict[str, np.ndarray]:
         nb = len(self.base)
         out = {k: np.ascontiguousarray(self.base[:, j]).reshape(1, 1, 1, 1, nb)
                for j, k in enumerate(BASE_COLS)}
-        for axis, (k, vals) in enumerate(zip(SWITCH_COLS, self.switches)):
+        for axis, k, vals in zip(self._axes(), SWITCH_COLS, self.switches):
             shape = [1] * 5
             shape[axis] = len(vals)
             out[k] = np.asarray(vals).reshape(shape)
@@ -126,7 +137,7 @@ class Chunk:
         """Field values at flat positions of the full (switches x grid) shape."""
         ix = np.unravel_index(np.asarray(flat), self.shape)
         out = {k: self.base[ix[-1], j] for j, k in enumerate(BASE_COLS)}
-        for axis, (k, vals) in enumerate(zip(SWITCH_COLS, self.switches)):
+        for axis, k, vals in zip(self._axes(), SWITCH_COLS, self.switches):
             out[k] = np.asarray(vals)[ix[axis]]
         _split_offload(out["offload"], out)
         return out
@@ -144,7 +155,8 @@ class Gather:
 
     def add(self, chunk: Chunk, *masks: np.ndarray):
         """Yields the merged chunks this part completes (none, or one or two)."""
-        key = (len(masks),) + tuple(tuple(np.asarray(v).tolist()) for v in chunk.switches)
+        key = (len(masks), chunk.paired) + tuple(tuple(np.asarray(v).tolist())
+                                                 for v in chunk.switches)
         n = math.prod(chunk.shape)
         parts, size = self.parts.get(key, ([], 0))
         if parts and size + n > self.limit:
@@ -166,7 +178,8 @@ class Gather:
     def _merged(parts: list) -> tuple:
         if len(parts) == 1:
             return (parts[0][0],) + tuple(parts[0][1])
-        chunk = Chunk(np.concatenate([c.base for c, _ in parts]), parts[0][0].switches)
+        chunk = Chunk(np.concatenate([c.base for c, _ in parts]), parts[0][0].switches,
+                      parts[0][0].paired)
         return (chunk,) + tuple(np.concatenate([m[i] for _, m in parts], axis=-1)
                                 for i in range(len(parts[0][1])))
 
@@ -230,8 +243,13 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     tps = [t for t in tp_degrees(model, gpus_per_node) if gpus % t == 0 and ok("tp", t)]
     cps = [c for c in divisors(gpus) if seq_len % c == 0 and c <= MAX_CP and ok("cp", c)] \
         if seq_len >= LONG_CONTEXT else [1] if ok("cp", 1) else []
-    interleaves = functools.lru_cache(maxsize=None)(lambda p: [1] + [
-        v for v in range(2, max_interleave + 1) if p > 1 and model.layers % (p * v) == 0])
+    interleaves = functools.lru_cache(maxsize=None)(lambda p: [v for v in [1] + [
+        v for v in range(2, max_interleave + 1) if p > 1 and model.layers % (p * v) == 0]
+        if ok("v", v)])  # the pins applied once per PP degree
+    eps_of = functools.lru_cache(maxsize=None)(lambda n: [
+        e for e in divisors(n) if model.experts % e == 0 and ok("ep", e)] if model.is_moe
+        else [1] if ok("ep", 1) else [])
+    batch_of = functools.lru_cache(maxsize=None)(lambda d: int(resolve_global_batch(d, 1, batch)))
     for t in tps:
         for c in cps:
             rest = gpus // t
@@ -243,11 +261,10 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
                 d = rest // c // p
                 if not ok("dp", d):
                     continue
-                gb = int(resolve_global_batch(d, 1, batch))
+                gb = batch_of(d)
                 if gb % d:
                     continue
-                eps = [e for e in divisors(d * c) if model.experts % e == 0 and ok("ep", e)] \
-                    if model.is_moe else [1] if ok("ep", 1) else []
+                eps = eps_of(d * c)
                 per_replica = gb // d
                 mbs = (divisors(per_replica) if capped else
                        sorted(m for m in pin["mb"] if m > 0 and per_replica % m == 0))
@@ -256,8 +273,8 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
                     if capped and mb > 1 and (mb > MAX_MICRO_BATCH
                                               or mb * seq_len > MAX_MICRO_BATCH_TOKENS):
                         break  # divisors come in increasing order
-                    vs = interleaves(p) if (per_replica // mb) % p == 0 else [1]
-                    mv += [(mb, v) for v in vs if ok("v", v)]
+                    vs = interleaves(p) if (per_replica // mb) % p == 0 else interleaves(1)
+                    mv += [(mb, v) for v in vs]
                 if eps and mv:  # rows in the order e, then micro-batch, then interleave
                     block = np.empty((len(eps), len(mv), len(BASE_COLS)), dtype=np.int64)
                     block[...] = (t, p, d, c, 0, 0, 0, gb)
@@ -336,8 +353,10 @@ def profile_filter(rules: dict, space: Space, frameworks: tuple, what_if: bool,
     nb = len(space.base)
     off_code, opar = np.asarray(off) % PARAMS, np.asarray(off) // PARAMS
     tp = space.base[:, 0].reshape(1, 1, 1, 1, nb)
-    kept = (((opar[None, :] == 0) | (np.asarray(zero)[:, None] == 3))[:, :, None, None, None]
-            & ((np.asarray(sp).reshape(1, 1, 1, -1, 1) == 0) | (tp > 1)))
+    pairs = (opar[None, :] == 0) | (np.asarray(zero)[:, None] == 3)  # (zero, offload)
+    grid = (np.asarray(sp).reshape(-1, 1) == 0) | (tp.reshape(1, -1) > 1)  # (SP, grid)
+    kept = np.zeros(pairs.shape + (1,) + grid.shape, dtype=bool)
+    kept[pairs] = grid[None]  # one row copy per kept pair, not a broadcast product
     runs = np.zeros(kept.shape, dtype=bool)
     for f in frameworks:
         runs |= rules[f] == 0
@@ -349,7 +368,7 @@ def profile_filter(rules: dict, space: Space, frameworks: tuple, what_if: bool,
     wanted = run.any(axis=(0, 1, 2, 3)).reshape(-1)
     if smart is not None:
         wanted |= smart.any(axis=(0, 1, 2, 3)).reshape(-1)
-    n_gone = int(gone.sum())
+    n_gone = int(np.count_nonzero(gone))
     dropped = []  # (framework index, rule code, layouts)
     for k, f in enumerate(frameworks):  # rule codes are small integers; 0 is never counted
         n = (np.bincount(np.broadcast_to(rules[f], gone.shape)[gone]) if n_gone
