@@ -121,7 +121,7 @@ class Frozen:
                 setattr(cls, name, value.func)
         cls.model_fields, cls.checks, cls.class_vars = fields, checks, class_vars
 
-    def __init__(self, **data: Any):
+    def __init__(self, /, **data: Any):  # self positional only: a key "self" is a field
         values, fields_set = validated(type(self), data)
         object.__setattr__(self, "__dict__", values)
         object.__setattr__(self, "_fields_set", fields_set)
