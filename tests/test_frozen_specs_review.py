@@ -31,3 +31,30 @@ def test_a_field_named_self_is_an_unknown_key(tmp_path, run):
     assert res.code == 2
     assert "[[gpu]] my-gpu: field 'self': unknown key" in res.err
     assert "internal error" not in res.err
+
+
+def test_a_subclass_instance_is_its_base_spec_as_a_nested_value():
+    # pydantic accepts an instance of a subclass for a model-typed field and keeps it as given
+    # (revalidate_instances="never"): a plug-in's node type in a Cluster, its FLOP table in a GPU
+    from optimus_calc import catalog as C
+    from optimus_calc.specs.frozen import Field
+    from optimus_calc.specs.hardware import GPU, Cluster, Flops, Node
+
+    class RackNode(Node):
+        rack: str = Field(default="r1", description="rack")
+
+    class Fp4Flops(Flops):
+        fp4: float = Field(default=0.0, ge=0, le=1e6)
+
+    cat = C.load(())
+    node = RackNode(**{**cat.get("dgx-a100", "node").model_dump(), "rack": "r9"})
+    cluster = Cluster(node=node, count=2)
+    assert cluster.node is node and cluster.node.rack == "r9"
+    assert cluster.gpus == 16  # 2 nodes x 8 GPUs (catalog dgx-a100)
+    peak = Fp4Flops(fp32=1, bf16=10, fp4=40)
+    gpu = GPU(**{**cat.get("a100-80gb", "gpu").model_dump(), "peak_TFLOPS": peak})
+    assert gpu.peak_TFLOPS is peak
+    with pytest.raises(ValidationError, match="Node"):  # another spec is still not a Node
+        Cluster(node=cat.get("a100-80gb", "gpu"), count=2)
+    with pytest.raises(ValidationError, match="does not divide"):  # Node's own rule, inherited
+        RackNode(**{**node.model_dump(), "gpus_per_host": 3})

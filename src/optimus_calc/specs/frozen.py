@@ -278,7 +278,10 @@ def twin(cls: type[Frozen]) -> type:
         ns[name] = decorate(check.func)
     ns.update(__module__=cls.__module__, __qualname__=cls.__qualname__, __doc__=cls.__doc__,
               __annotations__=annotations, model_config=ConfigDict(**cls.model_config))
-    model = type(cls.__name__, (BaseModel,), ns)
+    # the spec classes' hierarchy (a subclass's instance is its base's, as a nested field's value)
+    bases = tuple(BaseModel if b is Frozen else twin(b) if issubclass(b, Frozen) else b
+                  for b in cls.__bases__)
+    model = type(cls.__name__, bases, ns)
     _SPEC_OF[model] = cls
     return model
 
@@ -303,5 +306,17 @@ def from_twin(value: Any) -> Any:
 def validated(cls: type[Frozen], data: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
     """``cls(**data)``'s field values and fields set, validated by pydantic (which raises its
     ValidationError naming what is wrong)."""
-    obj = twin(cls)(**{k: to_twin(v) for k, v in data.items()})
-    return {k: from_twin(v) for k, v in obj.__dict__.items()}, set(obj.model_fields_set)
+    given: dict[int, tuple[Any, Any]] = {}  # a spec given as a value comes back as itself
+
+    def into(value: Any) -> Any:
+        out = to_twin(value)
+        if out is not value:
+            given[id(out)] = (out, value)
+        return out
+
+    def back(value: Any) -> Any:
+        hit = given.get(id(value))
+        return hit[1] if hit is not None and hit[0] is value else from_twin(value)
+
+    obj = twin(cls)(**{k: into(v) for k, v in data.items()})
+    return {k: back(v) for k, v in obj.__dict__.items()}, set(obj.model_fields_set)
