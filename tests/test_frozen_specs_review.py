@@ -54,7 +54,27 @@ def test_a_subclass_instance_is_its_base_spec_as_a_nested_value():
     peak = Fp4Flops(fp32=1, bf16=10, fp4=40)
     gpu = GPU(**{**cat.get("a100-80gb", "gpu").model_dump(), "peak_TFLOPS": peak})
     assert gpu.peak_TFLOPS is peak
+    # pydantic dumps a nested value by its declared class: Flops's six fields, no fp4
+    assert gpu.model_dump()["peak_TFLOPS"] == {"fp64": 0.0, "fp32": 1.0, "tf32": 0.0,
+                                               "bf16": 10.0, "fp16": 0.0, "fp8": 0.0}
+    assert "rack" not in cluster.model_dump()["node"] and node.model_dump()["rack"] == "r9"
     with pytest.raises(ValidationError, match="Node"):  # another spec is still not a Node
         Cluster(node=cat.get("a100-80gb", "gpu"), count=2)
     with pytest.raises(ValidationError, match="does not divide"):  # Node's own rule, inherited
         RackNode(**{**node.model_dump(), "gpus_per_host": 3})
+
+
+def test_model_dump_copies_containers_and_dumps_declared_fields_only():
+    from optimus_calc import catalog as C
+    from optimus_calc.specs.hardware import GPU
+
+    gpu = GPU(**C.load(()).get("h100-sxm", "gpu").model_dump())
+    etas = dict(gpu.attention_kernel_eta)
+    assert etas  # catalog h100-sxm lists the other kernels' efficiencies
+    dumped = gpu.model_dump()
+    dumped["attention_kernel_eta"]["fa2"] = 1.0  # pydantic's dump is a copy: the spec keeps its
+    assert gpu.attention_kernel_eta == etas
+    # model_copy(update=) takes any key, unvalidated; pydantic's dump names the fields only
+    lay = Layout(tp=2).model_copy(update={"bogus": 1})
+    assert "bogus" not in lay.model_dump() and lay.model_dump()["tp"] == 2
+    assert list(lay.model_dump()) == list(Layout.model_fields)

@@ -87,6 +87,23 @@ def model_validator(*, mode: str):
     return lambda func: Check("model", (), mode, func)
 
 
+def _dumped(value: Any, annotation: Any = None) -> Any:
+    """A field's value as pydantic's python-mode model_dump gives it: a spec as a dict of the
+    declared class's fields (a subclass's instance too), dicts, lists and tuples as copies."""
+    if isinstance(value, Frozen):
+        out = value.model_dump()
+        declared = next((a for a in (annotation, *typing.get_args(annotation))
+                         if isinstance(a, type) and issubclass(a, Frozen)), None)
+        if declared is not None and type(value) is not declared:
+            out = {k: out[k] for k in declared.model_fields if k in out}
+        return out
+    if isinstance(value, dict):
+        return {k: _dumped(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_dumped(v) for v in value)
+    return value
+
+
 def _class_var(annotation: Any) -> bool:
     return annotation is ClassVar or typing.get_origin(annotation) is ClassVar
 
@@ -176,12 +193,13 @@ class Frozen:
 
     def model_dump(self, *, mode: str = "python", exclude: set[str] | None = None,
                    **kwargs: Any) -> dict[str, Any]:
-        """The fields as a dict (nested specs as dicts); ``mode="json"`` and other options
-        are pydantic's, through the twin."""
-        if mode != "python" or kwargs:
+        """The fields as a dict (nested specs as dicts, containers copied, as pydantic's);
+        ``mode="json"`` and other options are pydantic's, through the twin."""
+        if mode != "python" or kwargs or isinstance(exclude, dict):
             return to_twin(self).model_dump(mode=mode, exclude=exclude, **kwargs)
-        return {k: (v.model_dump() if isinstance(v, Frozen) else v)
-                for k, v in self.__dict__.items() if not exclude or k not in exclude}
+        values = self.__dict__
+        return {k: _dumped(values[k], info.annotation) for k, info in self.model_fields.items()
+                if k in values and not (exclude and k in exclude)}
 
     def __iter__(self):
         yield from self.__dict__.items()
