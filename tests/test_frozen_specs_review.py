@@ -78,3 +78,22 @@ def test_model_dump_copies_containers_and_dumps_declared_fields_only():
     lay = Layout(tp=2).model_copy(update={"bogus": 1})
     assert "bogus" not in lay.model_dump() and lay.model_dump()["tp"] == 2
     assert list(lay.model_dump()) == list(Layout.model_fields)
+
+
+def test_str_repr_equality_and_assignment_are_pydantics():
+    lay = Layout(tp=2)
+    # pydantic's str() is the fields without the class's name, space-separated
+    assert str(lay).startswith("tp=2 pp=1 dp=1 cp=1 ep=1 etp=None zero=<ZeroStage.NONE: 0> ")
+    assert repr(lay).startswith("Layout(tp=2, pp=1, ")
+    # model_copy(update=) keeps an unknown key, unvalidated; pydantic's ==, hash and repr
+    # look at the declared fields only
+    odd = lay.model_copy(update={"bogus": 1})
+    assert odd == lay and hash(odd) == hash(lay) and repr(odd) == repr(lay)
+    assert odd != lay.model_copy(update={"tp": 4})
+    # assigning to a frozen model is pydantic's ValidationError (a ValueError), not a TypeError
+    with pytest.raises(ValidationError) as exc:
+        lay.tp = 8
+    assert exc.value.errors()[0]["type"] == "frozen_instance"
+    assert exc.value.errors()[0]["loc"] == ("tp",) and exc.value.title == "Layout"
+    with pytest.raises(ValueError, match="Instance is frozen"):
+        del lay.pp

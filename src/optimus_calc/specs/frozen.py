@@ -207,21 +207,30 @@ class Frozen:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.__dict__ == other.__dict__  # type: ignore[union-attr]
+        mine, theirs = self.__dict__, other.__dict__  # type: ignore[union-attr]
+        if mine == theirs:
+            return True
+        # as pydantic: the fields only (model_copy(update=...) may have added other keys)
+        return all(mine.get(k, _MISSING) == theirs.get(k, _MISSING) for k in self.model_fields)
 
     def __hash__(self) -> int:
-        return hash(tuple(self.__dict__.values()))
+        return hash(tuple(self.__dict__.get(k, _MISSING) for k in self.model_fields))
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise TypeError(f"{type(self).__name__} is frozen: field {name!r} cannot be assigned "
-                        "(use model_copy(update=...))")
+        raise _frozen_error(self, name, value)
 
     def __delattr__(self, name: str) -> None:
-        raise TypeError(f"{type(self).__name__} is frozen: field {name!r} cannot be deleted")
+        raise _frozen_error(self, name, None)
+
+    def _pairs(self, sep: str) -> str:
+        fields = self.model_fields
+        return sep.join(f"{k}={v!r}" for k, v in self.__dict__.items() if k in fields)
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
-        return f"{type(self).__name__}({inner})"
+        return f"{type(self).__name__}({self._pairs(', ')})"
+
+    def __str__(self) -> str:  # pydantic's: the fields without the class's name
+        return self._pairs(" ")
 
     def __copy__(self) -> Frozen:
         return self.model_copy()
@@ -235,6 +244,13 @@ class Frozen:
 
     def __reduce__(self):
         return (_rebuild, (type(self), dict(self.__dict__), set(self._fields_set)))
+
+
+def _frozen_error(obj: Frozen, name: str, value: Any) -> Exception:
+    """pydantic's error for an assignment to a frozen model (a ValueError)."""
+    from pydantic_core import ValidationError
+    return ValidationError.from_exception_data(
+        type(obj).__name__, [{"type": "frozen_instance", "loc": (name,), "input": value}])
 
 
 def _rebuild(cls: type[Frozen], values: dict, fields_set: set) -> Frozen:
