@@ -97,3 +97,13 @@ def test_str_repr_equality_and_assignment_are_pydantics():
     assert exc.value.errors()[0]["loc"] == ("tp",) and exc.value.title == "Layout"
     with pytest.raises(ValueError, match="Instance is frozen"):
         del lay.pp
+
+
+def test_model_validate_and_model_construct_corners():
+    # a mapping whose keys are not all strings is pydantic's invalid_key error, not a TypeError
+    with pytest.raises(ValidationError) as exc:
+        Layout.model_validate({1: 2})
+    assert exc.value.errors()[0]["type"] == "invalid_key"
+    # pydantic's model_construct drops an unknown key (extra="forbid") and counts only fields set
+    lay = Layout.model_construct(tp=2, bogus=3)
+    assert lay.model_fields_set == {"tp"} and "bogus" not in dict(lay) and lay == Layout(tp=2)

@@ -149,7 +149,7 @@ class Frozen:
         does; anything else goes to pydantic, which names what is wrong)."""
         if isinstance(obj, cls):
             return obj
-        if isinstance(obj, dict):
+        if isinstance(obj, dict) and all(isinstance(k, str) for k in obj):
             return cls(**obj)
         return from_twin(twin(cls).model_validate(to_twin(obj)))
 
@@ -168,7 +168,8 @@ class Frozen:
                 full[name] = info.default
         object.__setattr__(obj, "__dict__", full)
         object.__setattr__(obj, "_fields_set",
-                           set(values) if _fields_set is None else set(_fields_set))
+                           set(full).intersection(values) if _fields_set is None
+                           else set(_fields_set))
         return obj
 
     @property
