@@ -107,3 +107,25 @@ def test_model_validate_and_model_construct_corners():
     # pydantic's model_construct drops an unknown key (extra="forbid") and counts only fields set
     lay = Layout.model_construct(tp=2, bogus=3)
     assert lay.model_fields_set == {"tp"} and "bogus" not in dict(lay) and lay == Layout(tp=2)
+
+
+def test_constraints_other_than_bounds_are_left_to_validation():
+    # pydantic's metadata lists every constraint (MinLen for CatalogEntry.source, Strict for
+    # Model.dropout), and base.unvalidated builds nothing it cannot check itself
+    from optimus_calc.specs.base import unvalidated
+    from optimus_calc.specs.frozen import Field
+    from optimus_calc.specs.hardware import GPU
+    from optimus_calc.specs.model import Model
+
+    assert len(GPU.model_fields["source"].metadata) == 1  # min_length=3
+    assert len(Model.model_fields["dropout"].metadata) == 3  # ge=0, le=1, strict
+
+    class TaggedLayout(Layout):  # a plug-in's layout with a constrained text field
+        tag: str = Field(default="a", pattern="^[a-z]+$")
+        label: str = Field(default="abc", min_length=3)
+
+    assert unvalidated(TaggedLayout, {"tag": "B!"}) is None
+    assert unvalidated(TaggedLayout, {"label": "x"}) is None
+    with pytest.raises(ValidationError, match="pattern"):
+        TaggedLayout(tag="B!")
+    assert unvalidated(TaggedLayout, {"tp": 2}).tp == 2  # a bounded int is still checked here

@@ -40,6 +40,12 @@ class _Bound:
         return f"{kind.capitalize()}({getattr(self, kind)!r})"
 
 
+# constraints other than bounds (in ``metadata`` as pydantic has them, one attribute each, so
+# that base.unvalidated leaves such a value to validation)
+_CONSTRAINTS = ("strict", "min_length", "max_length", "pattern", "multiple_of", "allow_inf_nan",
+                "max_digits", "decimal_places")
+
+
 class FieldInfo:
     """A declared field: what pydantic's FieldInfo gives the code (``annotation``,
     ``default``, ``default_factory``, ``description``, ``metadata`` with the bounds,
@@ -52,7 +58,9 @@ class FieldInfo:
         self.default_factory = kwargs.get("default_factory")
         self.description = kwargs.get("description")
         self.metadata = [_Bound(k, kwargs[k]) for k in ("gt", "ge", "lt", "le")
-                         if kwargs.get(k) is not None]
+                         if kwargs.get(k) is not None] + [
+            types.SimpleNamespace(**{k: kwargs[k]}) for k in _CONSTRAINTS
+            if kwargs.get(k) is not None]
         self.kwargs = kwargs
 
     def is_required(self) -> bool:
