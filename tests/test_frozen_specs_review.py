@@ -5,6 +5,7 @@ behaviour by hand."""
 import pytest
 from pydantic import ValidationError
 
+from optimus_calc.specs.hardware import Flops
 from optimus_calc.specs.training import Layout
 
 GPU_ENTRY = '''[[gpu]]
@@ -129,3 +130,45 @@ def test_constraints_other_than_bounds_are_left_to_validation():
     with pytest.raises(ValidationError, match="pattern"):
         TaggedLayout(tag="B!")
     assert unvalidated(TaggedLayout, {"tp": 2}).tp == 2  # a bounded int is still checked here
+
+
+PLUGIN = '''from __future__ import annotations
+from typing import ClassVar, Optional
+from optimus_calc.specs.base import Frozen
+from optimus_calc.specs.frozen import Field
+from optimus_calc.specs.hardware import Flops
+from optimus_calc.specs.hardware import Flops
+from optimus_calc.specs.training import Layout
+
+class WeightedLayout(Layout):
+    unit: ClassVar[str] = "x"
+    weight: float = Field(default=1, ge=0, le=10)
+
+class Pair(Frozen):
+    left: Flops
+    right: Optional[Later] = None
+
+class Later(Frozen):
+    x: int = Field(default=0, ge=0)
+'''
+
+
+def test_a_plugin_module_with_postponed_annotations(tmp_path, monkeypatch):
+    # `from __future__ import annotations` makes every annotation text; pydantic resolves
+    # it (also a name defined later in the module) and so must the plain classes
+    import importlib
+
+    from optimus_calc.specs.base import unvalidated
+    (tmp_path / "review_plugin.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("review_plugin")
+    assert mod.WeightedLayout.model_fields["weight"].annotation is float
+    assert "unit" not in mod.WeightedLayout.model_fields
+    # the int default of a float field comes out as validation leaves it: 1.0
+    assert type(unvalidated(mod.WeightedLayout, {}).weight) is float
+    pair = mod.Pair(left={"fp32": 1}, right={"x": 2})
+    assert type(pair.left) is Flops and pair.left.fp32 == 1.0
+    assert type(pair.right) is mod.Later and pair.right.x == 2
+    with pytest.raises(ValidationError) as exc:
+        mod.Pair(left={"fp32": -1})
+    assert exc.value.errors()[0]["loc"] == ("left", "fp32")

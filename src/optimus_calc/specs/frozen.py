@@ -113,7 +113,19 @@ def _dumped(value: Any, annotation: Any = None) -> Any:
 
 
 def _class_var(annotation: Any) -> bool:
+    if isinstance(annotation, str):  # not resolved (yet): as pydantic reads it
+        return annotation.startswith(("ClassVar", "typing.ClassVar"))
     return annotation is ClassVar or typing.get_origin(annotation) is ClassVar
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """The class's annotations as objects where a module wrote them as text (``from
+    __future__ import annotations``: a plug-in's), as pydantic resolves them; {} while a name
+    they use is not defined yet (the twin resolves them again when it is built)."""
+    try:
+        return typing.get_type_hints(cls, include_extras=True)
+    except (NameError, AttributeError, TypeError):
+        return {}
 
 
 class Frozen:
@@ -130,7 +142,10 @@ class Frozen:
         fields = dict(cls.model_fields)
         checks = dict(cls.checks)
         class_vars = dict(cls.class_vars)
-        for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+        own = cls.__dict__.get("__annotations__", {})
+        if any(isinstance(a, str) for a in own.values()):
+            own = {**own, **{k: v for k, v in _hints(cls).items() if k in own}}
+        for name, annotation in own.items():
             if _class_var(annotation):
                 class_vars[name] = annotation
                 continue
@@ -306,6 +321,10 @@ def twin(cls: type[Frozen]) -> type:
     from pydantic import Field as PydanticField
     from pydantic import field_validator as pydantic_field_validator
     from pydantic import model_validator as pydantic_model_validator
+    if any(isinstance(info.annotation, str) for info in cls.model_fields.values()):
+        hints = _hints(cls)
+        for name, info in cls.model_fields.items():
+            info.annotation = hints.get(name, info.annotation)
     ns: dict[str, Any] = _members(cls)
     annotations: dict[str, Any] = dict(cls.class_vars)
     for name in cls.class_vars:
