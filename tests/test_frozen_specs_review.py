@@ -172,3 +172,26 @@ def test_a_plugin_module_with_postponed_annotations(tmp_path, monkeypatch):
     with pytest.raises(ValidationError) as exc:
         mod.Pair(left={"fp32": -1})
     assert exc.value.errors()[0]["loc"] == ("left", "fp32")
+
+
+def test_zero_argument_super_in_a_subclass_validates():
+    # a plug-in's layout doubles the GPU count through super() and extends Layout's EP rule;
+    # pydantic ran both on the instance itself, the twin must too (not a TypeError from super)
+    from optimus_calc.specs.frozen import model_validator
+
+    class Doubled(Layout):
+        @property
+        def gpus(self) -> int:
+            return super().gpus * 2
+
+        @model_validator(mode="after")
+        def _ep_divides(self):
+            if self.gpus > 8:
+                raise ValueError(f"{self.gpus} GPUs: at most 8")
+            return super()._ep_divides()
+
+    assert Doubled(tp=2).gpus == 4  # tp 2 x pp x dp x cp 1 = 2, doubled
+    with pytest.raises(ValidationError, match="16 GPUs: at most 8"):  # tp 8: 8 x 2
+        Doubled(tp=8)
+    with pytest.raises(ValidationError, match="--ep 3 must divide"):  # Layout's own rule
+        Doubled(dp=2, ep=3)

@@ -203,8 +203,7 @@ class Frozen:
         """A copy with ``update`` applied, unvalidated (pydantic's ``model_copy``)."""
         if deep:
             import copy
-            return copy.deepcopy(self) if not update else copy.deepcopy(self).model_copy(
-                update=update)
+            return copy.deepcopy(self).model_copy(update=update)
         obj = object.__new__(type(self))
         values = dict(self.__dict__)
         fields_set = set(self._fields_set)
@@ -221,9 +220,8 @@ class Frozen:
         ``mode="json"`` and other options are pydantic's, through the twin."""
         if mode != "python" or kwargs or isinstance(exclude, dict):
             return to_twin(self).model_dump(mode=mode, exclude=exclude, **kwargs)
-        values = self.__dict__
-        return {k: _dumped(values[k], info.annotation) for k, info in self.model_fields.items()
-                if k in values and not (exclude and k in exclude)}
+        return {k: _dumped(self.__dict__[k], info.annotation) for k, info in
+                self.model_fields.items() if k in self.__dict__ and not (exclude and k in exclude)}
 
     def __iter__(self):
         yield from self.__dict__.items()
@@ -247,8 +245,7 @@ class Frozen:
         raise _frozen_error(self, name, None)
 
     def _pairs(self, sep: str) -> str:
-        fields = self.model_fields
-        return sep.join(f"{k}={v!r}" for k, v in self.__dict__.items() if k in fields)
+        return sep.join(f"{k}={v!r}" for k, v in self.__dict__.items() if k in self.model_fields)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._pairs(', ')})"
@@ -301,15 +298,32 @@ def _twin_type(annotation: Any) -> Any:
     return origin[new if len(new) > 1 else new[0]]
 
 
-def _members(cls: type[Frozen]) -> dict[str, Any]:
-    """The class's own methods, properties and plain class attributes (its bases' first)."""
-    out: dict[str, Any] = {}
-    for klass in reversed(cls.__mro__):
-        if klass is object or klass is Frozen or not issubclass(klass, Frozen):
-            continue
-        for name, value in vars(klass).items():
-            if name not in _MACHINERY and name not in cls.checks and name not in cls.model_fields:
-                out[name] = value
+def _members(cls: type[Frozen], cell: Any) -> dict[str, Any]:
+    """The class's own methods, properties and plain class attributes (its bases' come with
+    the bases' twins), their zero-argument ``super()`` reading the twins (:func:`_for_twin`)."""
+    return {name: _for_twin(value, cls, cell) for name, value in vars(cls).items()
+            if name not in _MACHINERY and name not in cls.checks and name not in cls.model_fields}
+
+
+def _for_twin(value: Any, cls: type[Frozen], cell: Any) -> Any:
+    """A function (property, classmethod, staticmethod) whose ``__class__`` cell, what its
+    zero-argument ``super()`` reads, holds the twin of the spec class it names (``cell``: the
+    twin of ``cls``, being built)."""
+    if isinstance(value, property):
+        return property(*(_for_twin(f, cls, cell) for f in (value.fget, value.fset, value.fdel)))
+    if isinstance(value, (classmethod, staticmethod)):
+        return type(value)(_for_twin(value.__func__, cls, cell))
+    code = getattr(value, "__code__", None)
+    if code is None or "__class__" not in code.co_freevars:
+        return value
+    spec = value.__closure__[code.co_freevars.index("__class__")].cell_contents
+    if not (isinstance(spec, type) and issubclass(spec, Frozen)):
+        return value
+    closure = tuple((cell if spec is cls else types.CellType(twin(spec))) if n == "__class__"
+                    else c for n, c in zip(code.co_freevars, value.__closure__))
+    out = types.FunctionType(code, value.__globals__, value.__name__, value.__defaults__, closure)
+    out.__kwdefaults__, out.__qualname__ = value.__kwdefaults__, value.__qualname__
+    out.__dict__.update(value.__dict__)
     return out
 
 
@@ -325,7 +339,8 @@ def twin(cls: type[Frozen]) -> type:
         hints = _hints(cls)
         for name, info in cls.model_fields.items():
             info.annotation = hints.get(name, info.annotation)
-    ns: dict[str, Any] = _members(cls)
+    cell = types.CellType()  # the twin, for its methods' super() (filled in below)
+    ns: dict[str, Any] = _members(cls, cell)
     annotations: dict[str, Any] = dict(cls.class_vars)
     for name in cls.class_vars:
         if hasattr(cls, name):
@@ -337,13 +352,14 @@ def twin(cls: type[Frozen]) -> type:
     for name, check in cls.checks.items():
         decorate = (pydantic_field_validator(*check.fields, mode=check.mode)
                     if check.kind == "field" else pydantic_model_validator(mode=check.mode))
-        ns[name] = decorate(check.func)
+        ns[name] = decorate(_for_twin(check.func, cls, cell))
     ns.update(__module__=cls.__module__, __qualname__=cls.__qualname__, __doc__=cls.__doc__,
               __annotations__=annotations, model_config=ConfigDict(**cls.model_config))
     # the spec classes' hierarchy (a subclass's instance is its base's, as a nested field's value)
     bases = tuple(BaseModel if b is Frozen else twin(b) if issubclass(b, Frozen) else b
                   for b in cls.__bases__)
     model = type(cls.__name__, bases, ns)
+    cell.cell_contents = model
     _SPEC_OF[model] = cls
     return model
 
