@@ -40,6 +40,12 @@ class _Bound:
         return f"{kind.capitalize()}({getattr(self, kind)!r})"
 
 
+# constraints other than bounds (in ``metadata`` as pydantic has them, one attribute each, so
+# that base.unvalidated leaves such a value to validation)
+_CONSTRAINTS = ("strict", "min_length", "max_length", "pattern", "multiple_of", "allow_inf_nan",
+                "max_digits", "decimal_places")
+
+
 class FieldInfo:
     """A declared field: what pydantic's FieldInfo gives the code (``annotation``,
     ``default``, ``default_factory``, ``description``, ``metadata`` with the bounds,
@@ -52,7 +58,9 @@ class FieldInfo:
         self.default_factory = kwargs.get("default_factory")
         self.description = kwargs.get("description")
         self.metadata = [_Bound(k, kwargs[k]) for k in ("gt", "ge", "lt", "le")
-                         if kwargs.get(k) is not None]
+                         if kwargs.get(k) is not None] + [
+            types.SimpleNamespace(**{k: kwargs[k]}) for k in _CONSTRAINTS
+            if kwargs.get(k) is not None]
         self.kwargs = kwargs
 
     def is_required(self) -> bool:
@@ -87,8 +95,37 @@ def model_validator(*, mode: str):
     return lambda func: Check("model", (), mode, func)
 
 
+def _dumped(value: Any, annotation: Any = None) -> Any:
+    """A field's value as pydantic's python-mode model_dump gives it: a spec as a dict of the
+    declared class's fields (a subclass's instance too), dicts, lists and tuples as copies."""
+    if isinstance(value, Frozen):
+        out = value.model_dump()
+        declared = next((a for a in (annotation, *typing.get_args(annotation))
+                         if isinstance(a, type) and issubclass(a, Frozen)), None)
+        if declared is not None and type(value) is not declared:
+            out = {k: out[k] for k in declared.model_fields if k in out}
+        return out
+    if isinstance(value, dict):
+        return {k: _dumped(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_dumped(v) for v in value)
+    return value
+
+
 def _class_var(annotation: Any) -> bool:
+    if isinstance(annotation, str):  # not resolved (yet): as pydantic reads it
+        return annotation.startswith(("ClassVar", "typing.ClassVar"))
     return annotation is ClassVar or typing.get_origin(annotation) is ClassVar
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """The class's annotations as objects where a module wrote them as text (``from
+    __future__ import annotations``: a plug-in's), as pydantic resolves them; {} while a name
+    they use is not defined yet (the twin resolves them again when it is built)."""
+    try:
+        return typing.get_type_hints(cls, include_extras=True)
+    except (NameError, AttributeError, TypeError):
+        return {}
 
 
 class Frozen:
@@ -105,7 +142,10 @@ class Frozen:
         fields = dict(cls.model_fields)
         checks = dict(cls.checks)
         class_vars = dict(cls.class_vars)
-        for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+        own = cls.__dict__.get("__annotations__", {})
+        if any(isinstance(a, str) for a in own.values()):
+            own = {**own, **{k: v for k, v in _hints(cls).items() if k in own}}
+        for name, annotation in own.items():
             if _class_var(annotation):
                 class_vars[name] = annotation
                 continue
@@ -121,7 +161,7 @@ class Frozen:
                 setattr(cls, name, value.func)
         cls.model_fields, cls.checks, cls.class_vars = fields, checks, class_vars
 
-    def __init__(self, **data: Any):
+    def __init__(self, /, **data: Any):  # self positional only: a key "self" is a field
         values, fields_set = validated(type(self), data)
         object.__setattr__(self, "__dict__", values)
         object.__setattr__(self, "_fields_set", fields_set)
@@ -132,7 +172,7 @@ class Frozen:
         does; anything else goes to pydantic, which names what is wrong)."""
         if isinstance(obj, cls):
             return obj
-        if isinstance(obj, dict):
+        if isinstance(obj, dict) and all(isinstance(k, str) for k in obj):
             return cls(**obj)
         return from_twin(twin(cls).model_validate(to_twin(obj)))
 
@@ -151,7 +191,8 @@ class Frozen:
                 full[name] = info.default
         object.__setattr__(obj, "__dict__", full)
         object.__setattr__(obj, "_fields_set",
-                           set(values) if _fields_set is None else set(_fields_set))
+                           set(full).intersection(values) if _fields_set is None
+                           else set(_fields_set))
         return obj
 
     @property
@@ -162,8 +203,7 @@ class Frozen:
         """A copy with ``update`` applied, unvalidated (pydantic's ``model_copy``)."""
         if deep:
             import copy
-            return copy.deepcopy(self) if not update else copy.deepcopy(self).model_copy(
-                update=update)
+            return copy.deepcopy(self).model_copy(update=update)
         obj = object.__new__(type(self))
         values = dict(self.__dict__)
         fields_set = set(self._fields_set)
@@ -176,12 +216,12 @@ class Frozen:
 
     def model_dump(self, *, mode: str = "python", exclude: set[str] | None = None,
                    **kwargs: Any) -> dict[str, Any]:
-        """The fields as a dict (nested specs as dicts); ``mode="json"`` and other options
-        are pydantic's, through the twin."""
-        if mode != "python" or kwargs:
+        """The fields as a dict (nested specs as dicts, containers copied, as pydantic's);
+        ``mode="json"`` and other options are pydantic's, through the twin."""
+        if mode != "python" or kwargs or isinstance(exclude, dict):
             return to_twin(self).model_dump(mode=mode, exclude=exclude, **kwargs)
-        return {k: (v.model_dump() if isinstance(v, Frozen) else v)
-                for k, v in self.__dict__.items() if not exclude or k not in exclude}
+        return {k: _dumped(self.__dict__[k], info.annotation) for k, info in
+                self.model_fields.items() if k in self.__dict__ and not (exclude and k in exclude)}
 
     def __iter__(self):
         yield from self.__dict__.items()
@@ -189,21 +229,29 @@ class Frozen:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.__dict__ == other.__dict__  # type: ignore[union-attr]
+        mine, theirs = self.__dict__, other.__dict__  # type: ignore[union-attr]
+        if mine == theirs:
+            return True
+        # as pydantic: the fields only (model_copy(update=...) may have added other keys)
+        return all(mine.get(k, _MISSING) == theirs.get(k, _MISSING) for k in self.model_fields)
 
     def __hash__(self) -> int:
-        return hash(tuple(self.__dict__.values()))
+        return hash(tuple(self.__dict__.get(k, _MISSING) for k in self.model_fields))
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise TypeError(f"{type(self).__name__} is frozen: field {name!r} cannot be assigned "
-                        "(use model_copy(update=...))")
+        raise _frozen_error(self, name, value)
 
     def __delattr__(self, name: str) -> None:
-        raise TypeError(f"{type(self).__name__} is frozen: field {name!r} cannot be deleted")
+        raise _frozen_error(self, name, None)
+
+    def _pairs(self, sep: str) -> str:
+        return sep.join(f"{k}={v!r}" for k, v in self.__dict__.items() if k in self.model_fields)
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
-        return f"{type(self).__name__}({inner})"
+        return f"{type(self).__name__}({self._pairs(', ')})"
+
+    def __str__(self) -> str:  # pydantic's: the fields without the class's name
+        return self._pairs(" ")
 
     def __copy__(self) -> Frozen:
         return self.model_copy()
@@ -217,6 +265,13 @@ class Frozen:
 
     def __reduce__(self):
         return (_rebuild, (type(self), dict(self.__dict__), set(self._fields_set)))
+
+
+def _frozen_error(obj: Frozen, name: str, value: Any) -> Exception:
+    """pydantic's error for an assignment to a frozen model (a ValueError)."""
+    from pydantic_core import ValidationError
+    return ValidationError.from_exception_data(
+        type(obj).__name__, [{"type": "frozen_instance", "loc": (name,), "input": value}])
 
 
 def _rebuild(cls: type[Frozen], values: dict, fields_set: set) -> Frozen:
@@ -243,15 +298,32 @@ def _twin_type(annotation: Any) -> Any:
     return origin[new if len(new) > 1 else new[0]]
 
 
-def _members(cls: type[Frozen]) -> dict[str, Any]:
-    """The class's own methods, properties and plain class attributes (its bases' first)."""
-    out: dict[str, Any] = {}
-    for klass in reversed(cls.__mro__):
-        if klass is object or klass is Frozen or not issubclass(klass, Frozen):
-            continue
-        for name, value in vars(klass).items():
-            if name not in _MACHINERY and name not in cls.checks and name not in cls.model_fields:
-                out[name] = value
+def _members(cls: type[Frozen], cell: Any) -> dict[str, Any]:
+    """The class's own methods, properties and plain class attributes (its bases' come with
+    the bases' twins), their zero-argument ``super()`` reading the twins (:func:`_for_twin`)."""
+    return {name: _for_twin(value, cls, cell) for name, value in vars(cls).items()
+            if name not in _MACHINERY and name not in cls.checks and name not in cls.model_fields}
+
+
+def _for_twin(value: Any, cls: type[Frozen], cell: Any) -> Any:
+    """A function (property, classmethod, staticmethod) whose ``__class__`` cell, what its
+    zero-argument ``super()`` reads, holds the twin of the spec class it names (``cell``: the
+    twin of ``cls``, being built)."""
+    if isinstance(value, property):
+        return property(*(_for_twin(f, cls, cell) for f in (value.fget, value.fset, value.fdel)))
+    if isinstance(value, (classmethod, staticmethod)):
+        return type(value)(_for_twin(value.__func__, cls, cell))
+    code = getattr(value, "__code__", None)
+    if code is None or "__class__" not in code.co_freevars:
+        return value
+    spec = value.__closure__[code.co_freevars.index("__class__")].cell_contents
+    if not (isinstance(spec, type) and issubclass(spec, Frozen)):
+        return value
+    closure = tuple((cell if spec is cls else types.CellType(twin(spec))) if n == "__class__"
+                    else c for n, c in zip(code.co_freevars, value.__closure__))
+    out = types.FunctionType(code, value.__globals__, value.__name__, value.__defaults__, closure)
+    out.__kwdefaults__, out.__qualname__ = value.__kwdefaults__, value.__qualname__
+    out.__dict__.update(value.__dict__)
     return out
 
 
@@ -263,7 +335,12 @@ def twin(cls: type[Frozen]) -> type:
     from pydantic import Field as PydanticField
     from pydantic import field_validator as pydantic_field_validator
     from pydantic import model_validator as pydantic_model_validator
-    ns: dict[str, Any] = _members(cls)
+    if any(isinstance(info.annotation, str) for info in cls.model_fields.values()):
+        hints = _hints(cls)
+        for name, info in cls.model_fields.items():
+            info.annotation = hints.get(name, info.annotation)
+    cell = types.CellType()  # the twin, for its methods' super() (filled in below)
+    ns: dict[str, Any] = _members(cls, cell)
     annotations: dict[str, Any] = dict(cls.class_vars)
     for name in cls.class_vars:
         if hasattr(cls, name):
@@ -275,10 +352,14 @@ def twin(cls: type[Frozen]) -> type:
     for name, check in cls.checks.items():
         decorate = (pydantic_field_validator(*check.fields, mode=check.mode)
                     if check.kind == "field" else pydantic_model_validator(mode=check.mode))
-        ns[name] = decorate(check.func)
+        ns[name] = decorate(_for_twin(check.func, cls, cell))
     ns.update(__module__=cls.__module__, __qualname__=cls.__qualname__, __doc__=cls.__doc__,
               __annotations__=annotations, model_config=ConfigDict(**cls.model_config))
-    model = type(cls.__name__, (BaseModel,), ns)
+    # the spec classes' hierarchy (a subclass's instance is its base's, as a nested field's value)
+    bases = tuple(BaseModel if b is Frozen else twin(b) if issubclass(b, Frozen) else b
+                  for b in cls.__bases__)
+    model = type(cls.__name__, bases, ns)
+    cell.cell_contents = model
     _SPEC_OF[model] = cls
     return model
 
@@ -303,5 +384,17 @@ def from_twin(value: Any) -> Any:
 def validated(cls: type[Frozen], data: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
     """``cls(**data)``'s field values and fields set, validated by pydantic (which raises its
     ValidationError naming what is wrong)."""
-    obj = twin(cls)(**{k: to_twin(v) for k, v in data.items()})
-    return {k: from_twin(v) for k, v in obj.__dict__.items()}, set(obj.model_fields_set)
+    given: dict[int, tuple[Any, Any]] = {}  # a spec given as a value comes back as itself
+
+    def into(value: Any) -> Any:
+        out = to_twin(value)
+        if out is not value:
+            given[id(out)] = (out, value)
+        return out
+
+    def back(value: Any) -> Any:
+        hit = given.get(id(value))
+        return hit[1] if hit is not None and hit[0] is value else from_twin(value)
+
+    obj = twin(cls)(**{k: into(v) for k, v in data.items()})
+    return {k: back(v) for k, v in obj.__dict__.items()}, set(obj.model_fields_set)
