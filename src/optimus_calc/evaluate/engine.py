@@ -21,6 +21,7 @@ time, so it can never be the most loaded. The result is exact, not a sample of s
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -35,10 +36,10 @@ from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, flops_per_par
 from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devices, HostState,
                                            MemoryRecord, OptimizerInputs, OptimizerRecord,
-                                           make_ctx, number)
+                                           active_params, make_ctx, number)
 from optimus_calc.evaluate.shapes import activation_coefficients, op_sac_widths
-from optimus_calc.evaluate.stages import (StageTable, by_strategy, shaped, stage_argmax,
-                                          stage_max)
+from optimus_calc.evaluate.stages import (STAGE_MAJOR_FROM, StageTable, by_strategy, shaped,
+                                          stage_argmax, stage_max)
 from optimus_calc.evaluate.strategies.base import bit
 from optimus_calc.evaluate.work import comm_stage, compute_stage, experts_recomputed
 from optimus_calc.specs.model import BareModel, Model
@@ -53,23 +54,26 @@ def usable_gpu_bytes(hw: Hardware, asm: Assumptions) -> float:
     return float(eq.memory__usable_gpu_bytes(C_gpu=hw.gpu.memory_bytes, f_h=asm.gpu_headroom))
 
 
-def offload_flags(off, offload_params, gpu_fraction, codes=None):
+def offload_flags(off, offload_params, gpu_fraction, codes=None, mine=None):
     """(o_w, o_g, o_o, f_k) of memory.*: what leaves the GPU under each layout's strategy;
-    ``codes``: the strategy codes ``off`` holds, when known (:attr:`Ctx.codes`)."""
+    ``codes``: the strategy codes ``off`` holds, when known (:attr:`Ctx.codes`), and ``mine``
+    their layouts (:meth:`Ctx.mine`)."""
     off = np.asarray(off)
-    out = [0.0, 0.0, 0.0, 0.0]
+    one = [s for c, s in S.coded() if c in codes] if codes is not None and len(codes) == 1 else 0
+    if one:  # every layout: np.where would pick its flags
+        flags = one[0].flags(offload_params, gpu_fraction)
+        return tuple(np.asarray(x, dtype=np.float64) * np.ones(off.shape) for x in flags)
+    pairs: tuple[list, ...] = ([], [], [], [])
     for code, strat in S.coded():
         if codes is not None and code not in codes:
             continue
-        if codes is not None and len(codes) == 1:  # every layout: np.where would pick flags
-            out = strat.flags(offload_params, gpu_fraction)
-            break
-        mine = off == code
-        if np.any(mine):
-            flags = strat.flags(offload_params, gpu_fraction)
-            out = [np.where(mine, f, acc) for f, acc in zip(flags, out)]
-    ones = np.ones(off.shape)
-    return tuple(np.asarray(x, dtype=np.float64) * ones for x in out)
+        layouts = off == code if mine is None else mine(code)
+        if codes is None and not np.any(layouts):
+            continue
+        for acc, f in zip(pairs, strat.flags(offload_params, gpu_fraction)):
+            if np.ndim(f) or f != 0:  # 0 is what by_strategy leaves outside its layouts
+                acc.append((layouts, f))
+    return tuple(by_strategy(p, off.shape) for p in pairs)
 
 
 def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
@@ -195,7 +199,7 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
 def memory_stage(ctx: Ctx) -> MemoryRecord:
     tr, asm, st, z, dp = ctx.tr, ctx.asm, ctx.st, ctx.z, ctx.dp
     wb, gbytes, ob = tr.weight_bytes, tr.gradient_bytes, tr.optimizer_bytes
-    flags = o_w, o_g, o_o, f_k = offload_flags(ctx.off, ctx.opar, ctx.gfrac, ctx.codes)
+    flags = o_w, o_g, o_o, f_k = offload_flags(ctx.off, ctx.opar, ctx.gfrac, ctx.codes, ctx.mine)
     t_x = ctx.t_x
     P = eq.memory__params_per_gpu(A=st.A, R=st.R, X=st.X, e=ctx.ep, t=ctx.t, t_x=t_x)
     # ZeRO/FSDP states shard over DP x CP; expert states over the expert-DP group
@@ -248,8 +252,10 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
     host = host_state(ctx, mem)
     offc = ctx.off[..., 0]
     # a layout's strategy does not vary over its stages, so the most loaded stage of the chosen
-    # strategy's values is the chosen strategy's most loaded stage: reduce, then select
-    stage_shape = np.broadcast_shapes(ctx.off.shape, mem.total.shape)[:-1]
+    # strategy's values is the chosen strategy's most loaded stage: a large batch reduces, then
+    # selects (no per-stage array per figure); a small one selects, then reduces (fewer calls)
+    full = np.broadcast_shapes(ctx.off.shape, mem.total.shape)
+    small = math.prod(full) <= STAGE_MAJOR_FROM
     staged = ("bytes_per_device", "bytes_per_gpu", "spill", "host_per_node")
     pairs: dict[str, list] = {k: [] for k in staged + ("capacity", "per_node")}
     uses = {}
@@ -258,25 +264,27 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
             continue
         set_scope(strat.key)
         use = uses[code] = strat.devices(ctx, host)
-        mine = True if len(ctx.codes) == 1 else offc == code  # True: every layout (merged alike)
+        mine, mine0 = ctx.mine(code), ctx.mine(code, 0)  # True: every layout (merged alike)
         for name in pairs:
             value = getattr(use, name)
             if np.ndim(value) == 0 and value == 0:
                 continue  # the strategies' layouts are disjoint: 0 is what ``mine`` gets
-            if name in staged:
+            if name in staged and not small:
                 value = stage_max(value)
-            elif np.ndim(value):
+            elif name not in staged and np.ndim(value):
                 value = np.asarray(value)[..., 0]
-            pairs[name].append((mine, value))
+            pairs[name].append((mine if name in staged and small else mine0, value))
     set_scope("")
-    acc = {k: by_strategy(pairs[k], stage_shape) for k in staged}
+    acc = {k: (stage_max(by_strategy(pairs[k], full)) if small
+               else by_strategy(pairs[k], full[:-1])) for k in staged}
     acc.update(capacity=by_strategy(pairs["capacity"], offc.shape),
                per_node=by_strategy(pairs["per_node"], offc.shape, np.int64))
     red = Devices(**acc, host_capacity=host.host_capacity, reasons=None, uses=uses)
     bits = bit(mem.gpu_bytes > usable_gpu_bytes(ctx.hw, ctx.asm), Reason.GPU_MEMORY)
     for code, strat in S.coded():
         if code in uses:
-            bits = bits | np.where(offc == code, strat.reasons(ctx, red, host.host_capacity), 0)
+            bits = bits | np.where(ctx.mine(code, 0), strat.reasons(ctx, red, red.host_capacity),
+                                   0)
     # built again: dataclasses.replace's field introspection costs more on a batch of one
     return Devices(**acc, host_capacity=host.host_capacity, reasons=bits, uses=uses)
 
@@ -319,7 +327,7 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devic
         use = strat.optimizer(ctx, mem, comp, opt, dev.uses[code])
         if use is None:  # the node cannot run it: the layout is infeasible, its step 0
             continue
-        mine = True if len(ctx.codes) == 1 else ctx.off == code
+        mine = ctx.mine(code)
         for name in names:
             pairs[name].append((mine, getattr(use, name)))
         param_exposed = param_exposed + use.param_exposed_s  # already 0 outside its layouts
@@ -339,17 +347,6 @@ def compute_bound_s(comp: ComputeRecord) -> np.ndarray:
 
 
 # ---- compose ---------------------------------------------------------------------------------
-
-_ACTIVE: list = [None, 0.0]
-
-
-def _active_params(model) -> float:
-    """``float(model.active_params)``, kept for the last model (the property sums every layer
-    kind's parameters anew on each call; `compare` asks once per strategy)."""
-    if _ACTIVE[0] is not model:
-        _ACTIVE[:] = [model, float(model.active_params)]
-    return _ACTIVE[1]
-
 
 def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
             opt: OptimizerRecord, common: dict) -> Evaluation:
@@ -387,7 +384,7 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
         "hardware_flops": eq.compute__step_flops(F_h=comp.f_h, F_l=comp.f_l, F_r=comp.f_r,
                                                  L=model.layers, tokens=tokens[..., None])}
     # float: 6 x 405e9 x 4M tokens passes int64's 9.2e18 (issue 37 High 1)
-    six_n = eq.compute__six_n_flops(N_act=_active_params(model),
+    six_n = eq.compute__six_n_flops(N_act=active_params(model),
                                     tokens=np.asarray(tokens, dtype=float))
     causal = eq.compute__causal_model_flops(
         F_model=model_flops, L=model.layers, tokens=np.asarray(tokens, dtype=float),

@@ -89,6 +89,30 @@ class Ctx:
         """Whether any layout of the batch uses offload strategy ``code``."""
         return code in self.codes
 
+    def mine(self, code: int, stage=None):
+        """``off == code``: the layouts of offload strategy ``code`` (shape of ``off``; with
+        ``stage`` 0 without its stage axis), or True when the batch holds that strategy only;
+        made once per context (the memory, devices, feasibility and optimizer stages ask)."""
+        if len(self.codes) == 1:
+            return True
+        masks = self.__dict__.setdefault("_masks", {})
+        got = masks.get((code, stage))
+        if got is None:
+            got = masks[code, stage] = self.off == code if stage is None else self.mine(code)[
+                ..., stage]
+        return got
+
+
+_ACTIVE: list = [None, 0.0]
+
+
+def active_params(model) -> float:
+    """``float(model.active_params)``, kept for the last model (the property sums every layer
+    kind's parameters anew on each call; `compare` asks once per strategy)."""
+    if _ACTIVE[0] is not model:
+        _ACTIVE[:] = [model, float(model.active_params)]
+    return _ACTIVE[1]
+
 
 def make_ctx(batch: Batch, model, hw: Hardware, tr: Training, asm: Assumptions,
              all_stages: bool, stages: StageTable | None) -> Ctx:

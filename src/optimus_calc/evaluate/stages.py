@@ -145,7 +145,7 @@ def stage_major_zeros(shape: tuple, dtype=np.float64) -> np.ndarray:
     columns (:data:`STAGE_MAJOR_FROM`): operations mixing them keep their inner loops along the
     layouts (a C-ordered array would put the 1-4 stages innermost)."""
     shape = tuple(shape)
-    if len(shape) < 2 or int(np.prod(shape)) <= STAGE_MAJOR_FROM:
+    if len(shape) < 2 or math.prod(shape) <= STAGE_MAJOR_FROM:
         return np.zeros(shape, dtype)
     return np.moveaxis(np.zeros(shape[-1:] + shape[:-1], dtype), 0, -1)
 
@@ -163,11 +163,23 @@ def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
     Outside the evaluator's stages, a new per-stage array is allocated with
     :func:`stage_major_zeros` and reduced over the stages with :func:`stage_max` /
     :func:`stage_argmax`."""
-    values = [np.asarray(v) for _, v in pairs]
-    shape = broadcast_small(tuple(shape), *(np.shape(m) for m, _ in pairs),
-                       *(v.shape for v in values))
-    if len(values) != 1 or values[0].dtype != dtype:
-        dtype = np.result_type(dtype, *(v.dtype for v in values))
+    shape, want = tuple(shape), np.dtype(dtype)
+    # the shapes and dtypes differing from ``shape`` and ``dtype``, looked at in Python (a flat
+    # batch's are mostly the same few: numpy's broadcast and result_type cost more than the merge)
+    values, others, odd = [], set(), False
+    for m, v in pairs:
+        v = np.asarray(v)
+        values.append(v)
+        if v.shape != shape and v.shape != ():
+            others.add(v.shape)
+        ms = m.shape if type(m) is np.ndarray else np.shape(m)
+        if ms != shape and ms != ():
+            others.add(ms)
+        odd = odd or (v.dtype is not want and v.dtype != want)
+    if others:
+        shape = broadcast_small(shape, *others)
+    if odd:
+        dtype = np.result_type(want, *(v.dtype for v in values))
     small = math.prod(shape) <= STAGE_MAJOR_FROM
     if small and len(pairs) == 1 and (pairs[0][0] is True or np.asarray(pairs[0][0]).all()):
         # a small batch of one strategy: its values, copied (C order, as stage_major_zeros
@@ -176,7 +188,7 @@ def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
         if v.shape == shape and v.dtype == dtype:
             return v.copy()
         return np.array(np.broadcast_to(v, shape), dtype=dtype)
-    out = stage_major_zeros(shape, dtype)
+    out = np.zeros(shape, dtype) if small else stage_major_zeros(shape, dtype)
     for mine, value in pairs:
         # a small array's masked copy costs less than looking for a run (a speed tactic)
         part = None if small else _one_axis_run(np.asarray(mine), len(shape))
