@@ -115,6 +115,9 @@ class Phases:
     adam: np.ndarray
     param_host_copy: np.ndarray
     param_h2d: np.ndarray
+    # (parameters, threads, pass bandwidth, mask rate, link bytes/s) the phases were computed
+    # from: another schedule of the same rank passes them back (offload_step_phases' rates)
+    rates: tuple = ()
 
     @property
     def total(self) -> np.ndarray:
@@ -130,6 +133,10 @@ class Phases:
 
 
 def _positive(name: str, value) -> np.ndarray:
+    if type(value) is float or type(value) is int:  # one number: no array reductions
+        if not (value > 0 and value < np.inf):
+            raise InputError(f"{name} must be a positive finite number (got {value!r})")
+        return np.asarray(value, dtype=float)
     arr = np.asarray(value, dtype=float)
     # min > 0 is False for NaN; max < inf refuses +inf (array methods: no wrapper per call)
     if arr.size and not (arr.min() > 0 and arr.max() < np.inf):
@@ -182,7 +189,8 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
                         impl: AdamImpl, simd_fraction, asm: Assumptions, threads=None,
                         grad_device_bytes=2.0, param_device_bytes=2.0, host_buffer_bytes=2.0,
                         pageable=1.0, cpu_convert=1.0, param_cpu_convert=1.0,
-                        grad_crossings=2.0, grad_final_bytes=None, overflow_scan=1.0) -> Phases:
+                        grad_crossings=2.0, grad_final_bytes=None, overflow_scan=1.0,
+                        rates=None) -> Phases:
     """Phase times of one rank's offloaded step, DeepSpeed ZeRO-Offload/Infinity order.
 
     ``params_rank`` parameters whose state the rank updates (its ZeRO partition); ``host`` the
@@ -196,12 +204,15 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
     partition_grads: D2H into the host buffer and back, 2; SuperOffload 0) and
     ``grad_final_bytes`` the bytes of that fp32 copy per gradient (default: 16-bit if the CPU
     converts, else 4); ``overflow_scan`` 1 when the host buffer is scanned for inf/NaN
-    (ZeRO-3 with fp16, the profile of Table 4), 0 otherwise (bf16; ZeRO-1/2 check on the GPU)."""
-    P = _positive("parameters per rank", params_rank)
-    k = _positive("GPU ranks per node", ranks_per_node)
-    n_t = threads_per_rank(host, k, asm) if threads is None else _positive("threads", threads)
-    B_r, R_m = host_rates(host, k, n_t, asm)
-    B_l = _positive("GPU-host link bandwidth", link_GBps) * GB
+    (ZeRO-3 with fp16, the profile of Table 4), 0 otherwise (bf16; ZeRO-1/2 check on the GPU).
+    ``rates``: what an earlier call on the same rank, host and link returned as ``.rates``."""
+    if rates is None:
+        P = _positive("parameters per rank", params_rank)
+        k = _positive("GPU ranks per node", ranks_per_node)
+        n_t = threads_per_rank(host, k, asm) if threads is None else _positive("threads", threads)
+        rates = (P, n_t, *host_rates(host, k, n_t, asm),
+                 _positive("GPU-host link bandwidth", link_GBps) * GB)
+    P, n_t, B_r, R_m, B_l = rates
     link = dict(B_l=B_l, eta_l=link_eff)
     if grad_final_bytes is None:
         grad_final_bytes = np.where(np.asarray(cpu_convert) > 0, grad_device_bytes,
@@ -222,6 +233,7 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
         param_host_copy=eq.offload__param_host_copy_time(B_r=B_r, P_r=P, b_pd=param_device_bytes,
                                                          c_w=param_cpu_convert, s_p=pageable),
         param_h2d=eq.offload__param_h2d_time(P_r=P, b_pd=param_device_bytes, **link),
+        rates=rates,
     )
 
 
