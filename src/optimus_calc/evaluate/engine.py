@@ -25,7 +25,8 @@ import math
 
 import numpy as np
 
-from optimus_calc.equations.recording import Recorder, eq, recording, set_scope, set_stage
+from optimus_calc.equations.recording import (Recorder, eq, recording, set_scope, set_stage,
+                                              active as recording_active)
 from optimus_calc.evaluate import fp8
 from optimus_calc.evaluate import strategies as S
 from optimus_calc.evaluate.batch import R_SELECTIVE, Batch
@@ -36,10 +37,10 @@ from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, flops_per_par
 from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devices, HostState,
                                            MemoryRecord, OptimizerInputs, OptimizerRecord,
-                                           active_params, make_ctx, number)
+                                           active_params, make_ctx, number, per_model)
 from optimus_calc.evaluate.shapes import activation_coefficients, op_sac_widths
-from optimus_calc.evaluate.stages import (STAGE_MAJOR_FROM, StageTable, by_strategy, shaped,
-                                          stage_argmax, stage_max)
+from optimus_calc.evaluate.stages import (STAGE_MAJOR_FROM, StageTable, broadcast_small,
+                                          by_strategy, shaped, stage_argmax, stage_max)
 from optimus_calc.evaluate.strategies.base import bit
 from optimus_calc.evaluate.work import comm_stage, compute_stage, experts_recomputed
 from optimus_calc.specs.model import BareModel, Model
@@ -162,11 +163,11 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
     """(activations, overheads, layer_args) per stage; zeros with model states only."""
     model, asm, tr, st = ctx.model, ctx.asm, ctx.tr, ctx.st
     assert isinstance(model, Model)
-    q_c, m_c = activation_coefficients(model)
+    q_c, m_c = per_model(model, "activation_coefficients", activation_coefficients)
     layer_args = dict(a=model.heads, b=ctx.mb, c=ctx.cp, d=int(tr.dropout), h=model.hidden,
                       m_c=m_c, phi=int(tr.flash_attention), q_c=q_c, s=ctx.s, sigma=sigma,
                       t=ctx.t)
-    act_layer = eq.memory__activation_layer_bytes(r=ctx.rc, **layer_args)
+    act_layer = raw = eq.memory__activation_layer_bytes(r=ctx.rc, **layer_args)
     if asm.selective_policy:  # torchtitan's op AC keeps its own set (memory.op_sac_layer_bytes)
         i_c, o_c, _ = op_sac_widths(model, asm.selective_policy)
         sac = eq.memory__op_sac_layer_bytes(i_c=i_c, o_c=o_c, **{
@@ -183,8 +184,11 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
         L_s=st.layers, M_layer=act_layer, V=model.vocab, b=ctx.mb, beta_l=asm.logits_bytes,
         c=ctx.cp, lambda_l=st.last, n_f=np.minimum(ctx.pp - st.index, ctx.m), p=ctx.pp,
         s=ctx.s, t=ctx.t, v=ctx.v)
-    # full recompute re-materialises one layer at a time on top of the checkpoints
-    act0 = eq.memory__activation_layer_bytes(r=0, **layer_args)
+    # full recompute re-materialises one layer at a time on top of the checkpoints (r = 0 is
+    # ``raw`` again where no layout recomputes, unless `explain` records the call)
+    same = not recording_active() and not ctx.rc.any() and raw.shape == broadcast_small(
+        *map(np.shape, layer_args.values()))
+    act0 = raw if same else eq.memory__activation_layer_bytes(r=0, **layer_args)
     act = act + eq.memory__recompute_working_bytes(M_l0=act0, r_f=ctx.r_full)
     z, gbytes = ctx.z, tr.gradient_bytes
     cap_bkt = eq.memory__bucket_capacity_bytes(M_ddp=asm.ddp_bucket_MB, Z=z,
@@ -192,7 +196,8 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
     bkt = eq.memory__bucket_bytes(B_cap=cap_bkt, P=P, b_g=gbytes)
     over = eq.memory__overhead_bytes(
         G=G, M_act=act, M_bkt=bkt, M_ctx=asm.cuda_context_GB * GB, O=O,
-        P_big=model.largest_layer_params, W=W, Z=z, f_frag=asm.fragmentation, t=ctx.t)
+        P_big=per_model(model, "largest_layer_params", lambda m: m.largest_layer_params), W=W,
+        Z=z, f_frag=asm.fragmentation, t=ctx.t)
     return act, over, layer_args, act0
 
 
@@ -251,8 +256,7 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
     the feasibility bits: GPU memory, then each strategy's own reasons."""
     host = host_state(ctx, mem)
     offc = ctx.off[..., 0]
-    # a layout's strategy does not vary over its stages, so the most loaded stage of the chosen
-    # strategy's values is the chosen strategy's most loaded stage: a large batch reduces, then
+    # a layout's strategy is the same on every stage: a large batch reduces over the stages, then
     # selects (no per-stage array per figure); a small one selects, then reduces (fewer calls)
     full = np.broadcast_shapes(ctx.off.shape, mem.total.shape)
     small = math.prod(full) <= STAGE_MAJOR_FROM
@@ -285,8 +289,8 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
         if code in uses:
             bits = bits | np.where(ctx.mine(code, 0), strat.reasons(ctx, red, red.host_capacity),
                                    0)
-    # built again: dataclasses.replace's field introspection costs more on a batch of one
-    return Devices(**acc, host_capacity=host.host_capacity, reasons=bits, uses=uses)
+    return Devices(  # built again: dataclasses.replace costs more on a batch of one
+        **acc, host_capacity=host.host_capacity, reasons=bits, uses=uses)
 
 
 # ---- optimizer step on the device that owns the state ----------------------------------------
@@ -319,7 +323,7 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devic
     base = np.broadcast_shapes(ctx.off.shape, np.shape(opt.shard))
     names = ("step_s", "transfer_s", "exposed_s", "window_s")
     pairs: dict[str, list] = {k: [] for k in names}
-    param_exposed = 0.0
+    param_exposed = 0.0  # T_po: each strategy's is 0 outside its layouts
     for code, strat in S.coded():
         if code not in dev.uses:
             continue
@@ -327,10 +331,9 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devic
         use = strat.optimizer(ctx, mem, comp, opt, dev.uses[code])
         if use is None:  # the node cannot run it: the layout is infeasible, its step 0
             continue
-        mine = ctx.mine(code)
         for name in names:
-            pairs[name].append((mine, getattr(use, name)))
-        param_exposed = param_exposed + use.param_exposed_s  # already 0 outside its layouts
+            pairs[name].append((ctx.mine(code), getattr(use, name)))
+        param_exposed = param_exposed + use.param_exposed_s
     set_scope("")
     return OptimizerRecord(**{k: by_strategy(pairs[k], base) for k in names},
                            param_exposed_s=param_exposed)

@@ -103,15 +103,28 @@ class Ctx:
         return got
 
 
-_ACTIVE: list = [None, 0.0]
+# a frozen model's derived constants by the model's identity (kept, so its id is not reused):
+# its properties sum every layer kind anew on each call, and a report evaluates the same model
+# again and again (a speed tactic: the same values)
+_PER_MODEL: dict[tuple, tuple] = {}
+
+
+def per_model(model, what: str, make):
+    """``make(model)``, made once per (frozen) model and ``what``."""
+    key = (id(model), what)
+    got = _PER_MODEL.get(key)
+    if got is not None and got[0] is model:
+        return got[1]
+    value = make(model)
+    if len(_PER_MODEL) >= 256:
+        _PER_MODEL.clear()
+    _PER_MODEL[key] = (model, value)
+    return value
 
 
 def active_params(model) -> float:
-    """``float(model.active_params)``, kept for the last model (the property sums every layer
-    kind's parameters anew on each call; `compare` asks once per strategy)."""
-    if _ACTIVE[0] is not model:
-        _ACTIVE[:] = [model, float(model.active_params)]
-    return _ACTIVE[1]
+    """``float(model.active_params)``, kept per model (:func:`per_model`)."""
+    return per_model(model, "active_params", lambda m: float(m.active_params))
 
 
 def make_ctx(batch: Batch, model, hw: Hardware, tr: Training, asm: Assumptions,
