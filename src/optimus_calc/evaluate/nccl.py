@@ -190,7 +190,10 @@ def ring_time_many(colls: tuple, n, nodes, z, beta, *, link_class: str,
     with the collectives along a leading axis as well as the protocols: the same operations on
     the same values elementwise (so the same numbers, tests/test_small_batch.py), in a third of
     the numpy calls for three collectives. A speed tactic for small batches (at most AT_ONCE
-    values), used when no `explain` records the calls one at a time."""
+    values), used when no `explain` records the calls one at a time. ``z`` may be a tuple of one
+    array per collective (of one shape)."""
+    if isinstance(z, tuple):
+        z = np.stack(z)
     n, nodes = np.asarray(n), np.maximum(np.asarray(nodes), 1)
     per = [steps(c, n, nodes) + (bus_factor(c, n),) for c in colls]
     S, S_e, F = (np.stack([p[k] for p in per]) for k in range(3))

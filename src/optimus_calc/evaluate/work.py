@@ -17,11 +17,11 @@ from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord
 from optimus_calc.evaluate.shapes import op_sac_widths
 from optimus_calc.evaluate.stages import broadcast_small
-from optimus_calc.evaluate import nccl
-from optimus_calc.evaluate.topology import all_to_all, group, neighbour, nic_Bps, placement
+from optimus_calc.evaluate.rings import _RINGS, _either, _ring, _rings  # noqa: F401 (_RINGS)
+from optimus_calc.evaluate.rings import reduce_and_gather
+from optimus_calc.evaluate.topology import all_to_all, group, neighbour, nic_Bps
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.assumptions import Assumptions
-from optimus_calc.units import GB
 
 
 def layer_flops(model: Model, seq: int) -> tuple[float, float]:
@@ -190,102 +190,6 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                          T_f / ctx.m, T_b / ctx.m, T_att)
 
 
-# called through the recording stand-in at call time, so `explain` sees each call
-RING_EQ = {"all-reduce": lambda **kw: eq.comm__ring_all_reduce_time(**kw),
-           "reduce-scatter": lambda **kw: eq.comm__ring_reduce_scatter_time(**kw),
-           "all-gather": lambda **kw: eq.comm__ring_all_gather_time(**kw)}
-
-
-# Small batches' NCCL ring times by their inputs (arrays of at most _RINGS_SMALL values):
-# `compare` evaluates one layout under every offload strategy, the same collectives each time.
-# A speed tactic: the same values (read-only arrays); the key holds everything _nccl_ring reads.
-_RINGS: dict[tuple, np.ndarray] = {}
-_RINGS_SMALL = 64
-
-
-def _ring(ctx: Ctx, coll: str, n, stride, z, beta, alpha):
-    """A ring collective over ``n`` ranks ``stride`` apart on the group's ``beta``: the
-    per-step ``alpha`` model, or with ``nccl_latency_model`` NCCL's latency model and fastest
-    protocol (evaluate/nccl.py)."""
-    if not ctx.asm.nccl_latency_model:
-        return RING_EQ[coll](alpha=alpha, beta=beta, n=n, z=z)
-    if recording_active():  # `explain`: every call as made
-        return _nccl_ring(ctx, coll, n, stride, z, beta)
-    args = n, stride, z, beta = (np.asarray(n), np.asarray(stride), np.asarray(z),
-                                 np.asarray(beta))
-    if not (n > 1).any():
-        # one rank everywhere (CP 1, DP 1): the ring takes 0 s (nccl.ring_time's value)
-        return np.zeros(broadcast_small(n.shape, stride.shape, z.shape, beta.shape))
-    if max(n.size, stride.size, z.size, beta.size) > _RINGS_SMALL:
-        return _nccl_ring(ctx, coll, *args)
-    hw = ctx.hw
-    key = (coll, hw.gpus_per_node, hw.intra_link.link_kind, hw.intra_link.nvls_busbw_GBps,
-           ctx.asm.nccl_net_overhead_us, n.dtype.str, n.shape, n.tobytes(), stride.dtype.str,
-           stride.shape, stride.tobytes(), z.dtype.str, z.shape, z.tobytes(), beta.dtype.str,
-           beta.shape, beta.tobytes())
-    t = _RINGS.get(key)
-    if t is None:
-        if len(_RINGS) >= 1024:
-            _RINGS.clear()
-        t = _RINGS[key] = np.asarray(_nccl_ring(ctx, coll, *args))
-        t.flags.writeable = False
-    return t
-
-
-def _rings(ctx: Ctx, colls: tuple, n, stride, z, beta, alpha) -> list:
-    """``[_ring(ctx, c, ...) for c in colls]``: a batch above the small cache's size (and below
-    nccl.AT_ONCE values) computes the collectives of one ring together (nccl.ring_time_many:
-    the same numbers in fewer numpy calls)."""
-    a = n, stride, z, beta = [np.asarray(x) for x in (n, stride, z, beta)]
-    size = max(x.size for x in a)
-    if (not ctx.asm.nccl_latency_model or recording_active() or size <= _RINGS_SMALL
-            or size > nccl.AT_ONCE // len(colls) or not (n > 1).any()):
-        return [_ring(ctx, c, n, stride, z, beta, alpha) for c in colls]
-    hw = ctx.hw
-    _, nodes = placement(hw, n, stride)
-    ts = nccl.ring_time_many(colls, n, nodes, z, beta,
-                             link_class=nccl.intra_class(hw.intra_link.link_kind),
-                             net_overhead_s=ctx.asm.nccl_net_overhead_us * 1e-6)
-    return [_nvls(ctx, c, n, nodes, z, t) for c, t in zip(colls, ts)]
-
-
-def _nccl_ring(ctx: Ctx, coll: str, n, stride, z, beta):
-    hw = ctx.hw
-    _, nodes = placement(hw, n, stride)
-    t = nccl.ring_time(coll, n, nodes, z, beta,
-                       link_class=nccl.intra_class(hw.intra_link.link_kind),
-                       net_overhead_s=ctx.asm.nccl_net_overhead_us * 1e-6)
-    return _nvls(ctx, coll, n, nodes, z, t)
-
-
-def _nvls(ctx: Ctx, coll: str, n, nodes, z, t):
-    nvls = ctx.hw.intra_link.nvls_busbw_GBps
-    if coll == "all-reduce" and nvls:  # NVLS over a full NVSwitch node, when NCCL's model wins
-        full = (np.asarray(nodes) == 1) & (np.asarray(n) == ctx.hw.gpus_per_node)
-        t = np.where(full, np.minimum(t, nccl.nvls_time(n, z, nvls * GB)), t)
-    return t
-
-
-def _either(ctx: Ctx, cond, yes: str, no: str, ring: dict):
-    """``np.where(cond, ring yes, ring no)``; when ``cond`` is the same for every layout (and no
-    `explain` records both), only the ring it picks is computed (a speed tactic)."""
-    cond = np.asarray(cond)
-    if not recording_active():
-        if cond.all():
-            return _where(cond, _ring(ctx, yes, **ring))
-        if not cond.any():
-            return _where(cond, _ring(ctx, no, **ring))
-    return np.where(cond, _ring(ctx, yes, **ring), _ring(ctx, no, **ring))
-
-
-def _where(cond, t):
-    """``t`` as ``np.where(cond, t, other)`` shapes it when ``cond`` picks ``t`` everywhere."""
-    t = np.asarray(t)
-    shape = np.broadcast_shapes(cond.shape, t.shape) if cond.shape != t.shape else t.shape
-    return np.array(t if shape == t.shape else np.broadcast_to(t, shape),
-                    dtype=np.result_type(t, np.float64))
-
-
 def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
     """TP, CP and EP per stage (step.tp/cp/ep_comm_time over their rings)."""
     model, hw, asm, s, mb, wb = ctx.model, ctx.hw, ctx.asm, ctx.s, ctx.mb, ctx.tr.weight_bytes
@@ -344,10 +248,17 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     p_x = mem.p_x
     cap_g = eq.memory__bucket_capacity_bytes(M_ddp=asm.ddp_bucket_MB, Z=z,
                                              Z_bk=asm.zero_bucket_params, b_g=gbytes)
-    k_g = eq.step__gradient_buckets(B_cap=cap_g, P=P - p_x, b_g=gbytes)
+    P_d = P - p_x  # the dense (non-expert) parameters
+    k_g = eq.step__gradient_buckets(B_cap=cap_g, P=P_d, b_g=gbytes)
     dpr = dict(n=n_dp, stride=ctx.t, beta=b_dp, alpha=a_dp,
-               z=eq.step__dp_bucket_bytes(P=P - p_x, b_g=gbytes, n_bk=k_g))
-    T_bkt = _either(ctx, z == 0, "all-reduce", "reduce-scatter", dpr)
+               z=eq.step__dp_bucket_bytes(P=P_d, b_g=gbytes, n_bk=k_g))
+    n_mod = np.maximum(1, ctx.st.layers) * modules_per_layer(ctx.model, asm)
+    both = None
+    if not tr.multicast and not recording_active():  # the gather's sizes first: its ring and
+        k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
+        z_piece = eq.step__dp_gather_piece_bytes(P=P, b_w=wb, k_w=k_w)  # the reduction's at once
+        both = reduce_and_gather(ctx, z == 0, dpr, z_piece)
+    T_bkt = both[0] if both else _either(ctx, z == 0, "all-reduce", "reduce-scatter", dpr)
     T_red = k_g * T_bkt
     if np.any(np.asarray(p_x) > 0):  # MoE: the expert gradients reduce over the expert-DP group
         set_scope("dp experts")
@@ -359,11 +270,13 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
         T_bkx = _either(ctx, z == 0, "all-reduce", "reduce-scatter", dpx)
         T_red = T_red + np.where(np.asarray(p_x) > 0, k_x * T_bkx, 0.0)
         set_scope("dp")
-    n_mod = np.maximum(1, ctx.st.layers) * modules_per_layer(ctx.model, asm)
-    k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
-    z_piece = eq.step__dp_gather_piece_bytes(P=P, b_w=wb, k_w=k_w)
-    t_piece = (eq.comm__multicast_all_gather_time(alpha=a_dp, beta=b_dp, n=n_dp, z=z_piece)
-               if tr.multicast else _ring(ctx, "all-gather", n_dp, ctx.t, z_piece, b_dp, a_dp))
+    if both:
+        t_piece = both[1]
+    else:
+        k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
+        z_piece = eq.step__dp_gather_piece_bytes(P=P, b_w=wb, k_w=k_w)
+        t_piece = (eq.comm__multicast_all_gather_time(alpha=a_dp, beta=b_dp, n=n_dp, z=z_piece)
+                   if tr.multicast else _ring(ctx, "all-gather", n_dp, ctx.t, z_piece, b_dp, a_dp))
     T_gat = eq.step__dp_gather_time(Z=z, k_w=k_w, t_g=t_piece)
     r_full = ctx.r_full
     g_x = _zero3_wait(ctx, (z == 3) & (n_dp > 1), n_mod, P, t_piece, comp, T_red)
