@@ -331,8 +331,7 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devic
         use = strat.optimizer(ctx, mem, comp, opt, dev.uses[code])
         if use is None:  # the node cannot run it: the layout is infeasible, its step 0
             continue
-        for name in names:
-            pairs[name].append((ctx.mine(code), getattr(use, name)))
+        pairs = {k: v + [(ctx.mine(code), getattr(use, k))] for k, v in pairs.items()}
         param_exposed = param_exposed + use.param_exposed_s
     set_scope("")
     return OptimizerRecord(**{k: by_strategy(pairs[k], base) for k in names},
@@ -371,8 +370,9 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
     model_flops = eq.compute__step_flops(F_h=comp.f_h, F_l=comp.f_l, F_r=0, L=model.layers,
                                          tokens=comp.tokens)[..., 0]
     tokens = comp.tokens[..., 0]
-    eq.step__mfu(F_model=model_flops, N_gpus=ctx.hw.gpus, T_step=step, peak=comp.peak)
-    eq.step__tokens_per_s(T_step=step, tokens=tokens)
+    if recording_active():  # for `explain` only: the reports compute their own from the figures
+        eq.step__mfu(F_model=model_flops, N_gpus=ctx.hw.gpus, T_step=step, peak=comp.peak)
+        eq.step__tokens_per_s(T_step=step, tokens=tokens)
     shape = np.shape(opt.exposed_s)
     per_stage = {
         "forward_s": comp.T_f, "backward_s": comp.T_b, "compute_s": comp.T_cf + comp.T_cb,

@@ -89,6 +89,13 @@ class Ctx:
         """Whether any layout of the batch uses offload strategy ``code``."""
         return code in self.codes
 
+    def memo(self, key, make):
+        """``make(self)``, made once per context: a figure several stages ask for."""
+        d = self.__dict__.setdefault("_memo", {})
+        if key not in d:
+            d[key] = make(self)
+        return d[key]
+
     def mine(self, code: int, stage=None):
         """``off == code``: the layouts of offload strategy ``code`` (shape of ``off``; with
         ``stage`` 0 without its stage axis), or True when the batch holds that strategy only;

@@ -204,7 +204,10 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
         o_tb=asm.tp_backward_overlap, r_g=tp_gathers_rerun(ctx.rc, asm.selective_policy),
         r_full=ctx.r_full, sigma_sp=mem.sigma)
     set_scope("cp")
-    a_cp, b_cp = group(hw, cp, t, nic=nic)
+    # one rank per CP group everywhere: NCCL's rings take 0 s (rings._ring), their group unread
+    # (`explain` sees the calls)
+    one = not recording_active() and asm.nccl_latency_model and not (np.asarray(cp) > 1).any()
+    a_cp, b_cp = (0.0, 0.0) if one else group(hw, cp, t, nic=nic)
     z_cp = eq.step__cp_message_bytes(b=mb, b_w=wb, d_head=model.d_head, n_kv=model.n_kv, s=s,
                                      t=t)
     T_ag, T_rs = _rings(ctx, ("all-gather", "reduce-scatter"), n=cp, stride=t, z=z_cp,
