@@ -393,7 +393,7 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
         F_model=model_flops, L=model.layers, tokens=np.asarray(tokens, dtype=float),
         F_ac=eq.step__attention_core_flops_per_token(d_s=model.score_dim, d_v=model.value_dim,
                                                      s=ctx.s))
-    return Evaluation(has_step=True, step_time_s=step, worst_time=worst_t,
+    return Evaluation(has_step=True, step_time_s=step, worst_time=worst_t, calls=(),
                       stage_terms=per_stage, step_figures=dict(
                           model_flops=model_flops, peak=comp.peak, tokens=tokens,
                           gpus=ctx.hw.gpus, model_flops_6n=six_n,

@@ -31,7 +31,7 @@ class NoOffload(OffloadStrategy):
                                ctx.tr.optimizer_bytes)
         zeros = np.zeros_like(np.asarray(t_gpu, dtype=np.float64))
         return OptimizerUse(t_gpu, zeros, eq.compute__exposed_time(T_opt=t_gpu, T_x=0.0, W=0.0),
-                            zeros)
+                            zeros, 0.0)
 
 
 NONE = NoOffload()

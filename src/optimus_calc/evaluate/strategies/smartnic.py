@@ -138,7 +138,7 @@ class SmartNICOffload(OffloadStrategy):
         exposed = optimusnic.exposed(hw, ctx.tr, ctx.asm, shard_params=opt.shard,
                                      cards_per_node=k, spill_bytes=dev.spill, window_s=window,
                                      layers=ctx.st.layers)
-        return OptimizerUse(t_sn, x_sn, exposed, window)
+        return OptimizerUse(t_sn, x_sn, exposed, window, 0.0)
 
 
 SMARTNIC = SmartNICOffload()
