@@ -87,7 +87,12 @@ class StageTable:
                 return got
         i = np.searchsorted(self.pps, keys)
         if i.size * self.index.shape[1] <= STAGE_MAJOR_FROM:
-            cols = StageColumns(**{k: getattr(self, k)[i] for k in _COLUMNS})
+            # the columns stacked once per table (one gather instead of one per column)
+            stacked = self.__dict__.get("_stacked")
+            if stacked is None:
+                stacked = self.__dict__["_stacked"] = np.stack([getattr(self, k)
+                                                                for k in _COLUMNS])
+            cols = StageColumns(*stacked[:, i])
             if small:
                 for k in _COLUMNS:
                     getattr(cols, k).flags.writeable = False
