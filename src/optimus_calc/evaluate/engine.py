@@ -40,7 +40,7 @@ from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devic
                                            active_params, make_ctx, number, per_model)
 from optimus_calc.evaluate.shapes import activation_coefficients, op_sac_widths
 from optimus_calc.evaluate.stages import (STAGE_MAJOR_FROM, StageTable, broadcast_small,
-                                          by_strategy, shaped, stage_argmax, stage_max)
+                                          by_strategy, ndim, shaped, stage_argmax, stage_max)
 from optimus_calc.evaluate.strategies.base import bit
 from optimus_calc.evaluate.work import comm_stage, compute_stage, experts_recomputed
 from optimus_calc.specs.model import BareModel, Model
@@ -72,7 +72,7 @@ def offload_flags(off, offload_params, gpu_fraction, codes=None, mine=None):
         if codes is None and not np.any(layouts):
             continue
         for acc, f in zip(pairs, strat.flags(offload_params, gpu_fraction)):
-            if np.ndim(f) or f != 0:  # 0 is what by_strategy leaves outside its layouts
+            if ndim(f) or f != 0:  # 0 is what by_strategy leaves outside its layouts
                 acc.append((layouts, f))
     return tuple(by_strategy(p, off.shape) for p in pairs)
 
@@ -258,7 +258,7 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
     offc = ctx.off[..., 0]
     # a layout's strategy is the same on every stage: a large batch reduces over the stages, then
     # selects (no per-stage array per figure); a small one selects, then reduces (fewer calls)
-    full = np.broadcast_shapes(ctx.off.shape, mem.total.shape)
+    full = broadcast_small(ctx.off.shape, mem.total.shape)
     small = math.prod(full) <= STAGE_MAJOR_FROM
     staged = ("bytes_per_device", "bytes_per_gpu", "spill", "host_per_node")
     pairs: dict[str, list] = {k: [] for k in staged + ("capacity", "per_node")}
@@ -271,11 +271,11 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
         mine, mine0 = ctx.mine(code), ctx.mine(code, 0)  # True: every layout (merged alike)
         for name in pairs:
             value = getattr(use, name)
-            if np.ndim(value) == 0 and value == 0:
+            if ndim(value) == 0 and value == 0:
                 continue  # the strategies' layouts are disjoint: 0 is what ``mine`` gets
             if name in staged and not small:
                 value = stage_max(value)
-            elif name not in staged and np.ndim(value):
+            elif name not in staged and ndim(value):
                 value = np.asarray(value)[..., 0]
             pairs[name].append((mine if name in staged and small else mine0, value))
     set_scope("")
@@ -320,7 +320,7 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devic
     """Each layout's optimizer step under its strategy: step, transfers, exposed part, the
     window it overlaps with, and the exposed parameter-offload stream."""
     opt = optimizer_inputs(ctx, mem, comm)
-    base = np.broadcast_shapes(ctx.off.shape, np.shape(opt.shard))
+    base = broadcast_small(ctx.off.shape, np.shape(opt.shard))
     names = ("step_s", "transfer_s", "exposed_s", "window_s")
     pairs: dict[str, list] = {k: [] for k in names}
     param_exposed = 0.0  # T_po: each strategy's is 0 outside its layouts

@@ -138,7 +138,8 @@ def _ring_times_at_once(S, S_e, F, multi, ppn_one, s_i, s_e, z, beta, *, link_cl
     operations on the same values elementwise (so the same numbers, tests/test_small_batch.py),
     in a third of the numpy calls. A speed tactic for small batches, used when no `explain`
     records the calls one protocol at a time."""
-    nd = max(map(np.ndim, (S, S_e, F, multi, ppn_one, s_i, s_e, z, beta)))
+    nd = max(x.ndim if type(x) is np.ndarray else np.ndim(x)
+             for x in (S, S_e, F, multi, ppn_one, s_i, s_e, z, beta))
     lat_i, over, tree, ring, a_0, share = _columns(link_class, net_overhead_s, s_i, s_e, nd)
     lat_i = np.where(multi, over, lat_i)
     lat_e = np.where(ppn_one, tree, ring)

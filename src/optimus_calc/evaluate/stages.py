@@ -214,6 +214,11 @@ def shaped(x, shape: tuple):
     return np.broadcast_to(x, shape)
 
 
+def ndim(x) -> int:
+    """``np.ndim(x)`` without numpy's dispatch for an array or a Python number."""
+    return x.ndim if type(x) is np.ndarray else 0 if type(x) in (float, int, bool) else np.ndim(x)
+
+
 def broadcast_small(*shapes: tuple) -> tuple:
     """``np.broadcast_shapes`` of a few short shapes, in Python (numpy's builds an array per
     shape: most of a small merge's cost)."""
@@ -266,7 +271,8 @@ def stage_table(model: Model | BareModel, pps, all_stages: bool, vs=1) -> StageT
         keys = [int(pp.reshape(-1)[0]) * V_KEY + (int(v.reshape(-1)[0]) if by_v else 1)]
     else:
         pp, v = np.broadcast_arrays(pp, v)
-        keys = sorted_unique(_keys(pp, v, by_v).reshape(-1)).tolist()  # a grid's: one sort
+        keys = _keys(pp, v, by_v).reshape(-1)  # a grid's: one sort; a flat batch's in Python
+        keys = sorted(set(keys.tolist())) if keys.size <= 256 else sorted_unique(keys).tolist()
     return _stage_table(model, tuple(keys), bool(all_stages), by_v)
 
 
