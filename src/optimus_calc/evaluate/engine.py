@@ -55,28 +55,6 @@ def usable_gpu_bytes(hw: Hardware, asm: Assumptions) -> float:
     return float(eq.memory__usable_gpu_bytes(C_gpu=hw.gpu.memory_bytes, f_h=asm.gpu_headroom))
 
 
-def offload_flags(off, offload_params, gpu_fraction, codes=None, mine=None):
-    """(o_w, o_g, o_o, f_k) of memory.*: what leaves the GPU under each layout's strategy;
-    ``codes``: the strategy codes ``off`` holds, when known (:attr:`Ctx.codes`), and ``mine``
-    their layouts (:meth:`Ctx.mine`)."""
-    off = np.asarray(off)
-    one = [s for c, s in S.coded() if c in codes] if codes is not None and len(codes) == 1 else 0
-    if one:  # every layout: np.where would pick its flags
-        flags = one[0].flags(offload_params, gpu_fraction)
-        return tuple(np.asarray(x, dtype=np.float64) * np.ones(off.shape) for x in flags)
-    pairs: tuple[list, ...] = ([], [], [], [])
-    for code, strat in S.coded():
-        if codes is not None and code not in codes:
-            continue
-        layouts = off == code if mine is None else mine(code)
-        if codes is None and not np.any(layouts):
-            continue
-        for acc, f in zip(pairs, strat.flags(offload_params, gpu_fraction)):
-            if ndim(f) or f != 0:  # 0 is what by_strategy leaves outside its layouts
-                acc.append((layouts, f))
-    return tuple(by_strategy(p, off.shape) for p in pairs)
-
-
 def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
              asm: Assumptions, all_stages: bool = False, record: bool = False,
              stages: StageTable | None = None, with_step: bool = True) -> Evaluation:
@@ -204,7 +182,7 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
 def memory_stage(ctx: Ctx) -> MemoryRecord:
     tr, asm, st, z, dp = ctx.tr, ctx.asm, ctx.st, ctx.z, ctx.dp
     wb, gbytes, ob = tr.weight_bytes, tr.gradient_bytes, tr.optimizer_bytes
-    flags = o_w, o_g, o_o, f_k = offload_flags(ctx.off, ctx.opar, ctx.gfrac, ctx.codes, ctx.mine)
+    flags = o_w, o_g, o_o, f_k = S.offload_flags(ctx.off, ctx.opar, ctx.gfrac, ctx.codes, ctx.mine)
     t_x = ctx.t_x
     P = eq.memory__params_per_gpu(A=st.A, R=st.R, X=st.X, e=ctx.ep, t=ctx.t, t_x=t_x)
     # ZeRO/FSDP states shard over DP x CP; expert states over the expert-DP group
@@ -331,7 +309,10 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devic
         use = strat.optimizer(ctx, mem, comp, opt, dev.uses[code])
         if use is None:  # the node cannot run it: the layout is infeasible, its step 0
             continue
-        pairs = {k: v + [(ctx.mine(code), getattr(use, k))] for k, v in pairs.items()}
+        for k, v in pairs.items():
+            x = getattr(use, k)
+            if ndim(x) or x != 0:  # a 0 is what by_strategy leaves outside the layouts given
+                v.append((ctx.mine(code), x))
         param_exposed = param_exposed + use.param_exposed_s
     set_scope("")
     return OptimizerRecord(**{k: by_strategy(pairs[k], base) for k in names},
