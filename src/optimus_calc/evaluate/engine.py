@@ -42,7 +42,7 @@ from optimus_calc.evaluate.shapes import activation_coefficients, op_sac_widths
 from optimus_calc.evaluate.stages import (STAGE_MAJOR_FROM, StageTable, broadcast_small,
                                           by_strategy, ndim, shaped, stage_argmax, stage_max)
 from optimus_calc.evaluate.strategies.base import bit
-from optimus_calc.evaluate.work import comm_stage, compute_stage, experts_recomputed
+from optimus_calc.evaluate.work import comm_stage, compute_stage, experts_rerun
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.specs.training import Training
@@ -343,8 +343,7 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
                                            t_l0=ctx.asm.layer_fixed_s,
                                            t_mh=np.where(ctx.ep >= ctx.asm.moe_host_sync_min_ep,
                                                          ctx.asm.moe_layer_host_s, 0.0),
-                                           r_h=experts_recomputed(ctx.rc,
-                                                                  ctx.asm.selective_policy)))
+                                           r_h=experts_rerun(ctx)))
     step_stage = eq.step__time(**terms)
     worst_t = stage_argmax(step_stage)
     step = stage_max(step_stage)

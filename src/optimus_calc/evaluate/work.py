@@ -75,6 +75,13 @@ def experts_recomputed(rc, policy: float):
 tp_gathers_rerun = experts_recomputed
 
 
+def experts_rerun(ctx: Ctx):
+    """:func:`experts_recomputed` of the batch, made once per context (the compute, the TP
+    collectives and the fixed costs read it)."""
+    return ctx.memo("experts_recomputed",
+                    lambda c: experts_recomputed(c.rc, c.asm.selective_policy))
+
+
 def ep_all_to_all_rerun(rc, policy: float, saves: float):
     """r_a2a of step.ep_comm_time: full recomputation re-sends the forward's EP all-to-alls,
     and so does torchtitan's op AC (policy 1, 2) where its save list lacks them
@@ -143,7 +150,7 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                                           s=s, tau_g=tau)
     f_att_b = eq.step__attention_backward_flops(
         F_af=f_att, r_a=attention_recomputed(rc, asm.selective_policy))
-    r_x = experts_recomputed(rc, asm.selective_policy)
+    r_x = experts_rerun(ctx)
     x_f, x_b, eta_x, route = _moe_work(ctx, tau, r_x)
     eff = dict(gpu=hw.gpu, h=model.hidden, t=ctx.t, s=s / ctx.cp, b=ctx.mb,
                flash=tr.flash_attention, asm=asm, kernel=tr.attention_kernel, eta_x=eta_x,
@@ -201,7 +208,7 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
                               z=z_tp, beta=b_tp, alpha=a_tp)
     T_tp = eq.step__tp_comm_time(
         L_stage=Ls, T_ag=T_ag, T_ar=T_ar, T_rs=T_rs, m=m, o_tp=asm.tp_overlap,
-        o_tb=asm.tp_backward_overlap, r_g=tp_gathers_rerun(ctx.rc, asm.selective_policy),
+        o_tb=asm.tp_backward_overlap, r_g=experts_rerun(ctx),
         r_full=ctx.r_full, sigma_sp=mem.sigma)
     set_scope("cp")
     # one rank per CP group everywhere: NCCL's rings take 0 s (rings._ring), their group unread
@@ -223,11 +230,18 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
         z_ep = eq.step__ep_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, k=model.top_k,
                                          s=s, iota=asm.moe_imbalance, t=t, t_x=ctx.t_x)
         a2a = eq.comm__all_to_all_time(z=z_ep, **all_to_all(hw, ctx.ep, ctx.t_x, nic=nic))
-    # the overlap a framework refuses at PP > 1 without interleaving hides nothing there
-    o_ep = np.where((ctx.pp > 1) & (ctx.v <= 1) & (asm.ep_overlap_needs_interleave > 0), 0.0,
-                    asm.ep_overlap)
-    r_a2a = ep_all_to_all_rerun(ctx.rc, asm.selective_policy, asm.sac_saves_ep_all_to_all)
-    T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m, o_ep=o_ep, r_a2a=r_a2a)
+    if not model.is_moe and not recording_active():
+        # no all-to-all: L_moe x 0 x m x (1 - o_ep) x (2 r + 4), every factor finite and >= 0
+        # (o_ep <= 1), is +0 on the shape its inputs give (`explain` sees the call)
+        T_ep = np.zeros(broadcast_small(ctx.st.moe_layers.shape, np.shape(m), ctx.pp.shape,
+                                        ctx.v.shape, ctx.rc.shape))
+    else:
+        # the overlap a framework refuses at PP > 1 without interleaving hides nothing there
+        o_ep = np.where((ctx.pp > 1) & (ctx.v <= 1) & (asm.ep_overlap_needs_interleave > 0),
+                        0.0, asm.ep_overlap)
+        r_a2a = ep_all_to_all_rerun(ctx.rc, asm.selective_policy, asm.sac_saves_ep_all_to_all)
+        T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m, o_ep=o_ep,
+                                     r_a2a=r_a2a)
     set_scope("pp")
     inter = t * cp * ctx.dp >= ctx.gpn  # neighbouring stages sit on different nodes
     alpha, beta = neighbour(hw, inter, nic)
