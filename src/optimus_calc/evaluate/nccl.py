@@ -185,6 +185,9 @@ def ring_time(coll: str, n, nodes, z, beta, **kw):
     return np.where(np.asarray(n) > 1, np.minimum(np.minimum(t[0], t[1]), t[2]), 0.0)
 
 
+_RING_STEPS = {"all-reduce": 2, "reduce-scatter": 1, "all-gather": 1}
+
+
 def ring_time_many(colls: tuple, n, nodes, z, beta, *, link_class: str,
                    net_overhead_s: float) -> list:
     """``[ring_time(c, n, nodes, z, beta, ...) for c in colls]`` (no ``alpha_i``/``alpha_e``)
@@ -196,8 +199,18 @@ def ring_time_many(colls: tuple, n, nodes, z, beta, *, link_class: str,
     if isinstance(z, tuple):
         z = np.stack(z)
     n, nodes = np.asarray(n), np.maximum(np.asarray(nodes), 1)
-    per = [steps(c, n, nodes) + (bus_factor(c, n),) for c in colls]
-    S, S_e, F = (np.stack([p[k] for p in per]) for k in range(3))
+    if all(c in _RING_STEPS for c in colls):
+        # steps and bus factor are (n - 1) and the nodes' (N - 1) times 1 (reduce-scatter,
+        # all-gather) or 2 (all-reduce): the products with a column of the multipliers, the
+        # same operations as steps() and bus_factor() per collective
+        k = np.array([_RING_STEPS[c] for c in colls])
+        nf = np.asarray(n, dtype=float)
+        S = k.reshape((-1,) + (1,) * n.ndim) * (n - 1)
+        S_e = k.reshape((-1,) + (1,) * nodes.ndim) * np.where(nodes > 1, nodes - 1, 0)
+        F = k.astype(float).reshape((-1,) + (1,) * n.ndim) * (nf - 1) / np.maximum(nf, 1)
+    else:
+        per = [steps(c, n, nodes) + (bus_factor(c, n),) for c in colls]
+        S, S_e, F = (np.stack([p[k] for p in per]) for k in range(3))
     t = _ring_times_at_once(S, S_e, F, nodes > 1, n <= nodes, 1.0, 1.0, z, beta,
                             link_class=link_class, net_overhead_s=net_overhead_s)
     best = np.where(n > 1, np.minimum(np.minimum(t[0], t[1]), t[2]), 0.0)
