@@ -77,6 +77,7 @@ def deepspeed_cpu_step(shard, *, zero, bucketed_params, precision: Precision, ba
         # ZeRO-1/2: fp32 over the link, no crossing before it, no host cast, no host scan
         z12 = offload_step_phases(shard, grad_device_bytes=FP32, grad_crossings=0.0,
                                   cpu_convert=0.0, grad_final_bytes=FP32, rates=rates,
+                                  same=z3 if rates is not None else None,
                                   param_device_bytes=weight_bytes, overflow_scan=0.0, **common)
         t_g, total = z12.grad_d2h + z12.grad_host_copy, z12.total
         o_c = np.where(z >= 2, asm.ds_zero2_overlap_comm, asm.ds_zero1_overlap_comm)

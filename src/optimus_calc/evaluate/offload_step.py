@@ -31,6 +31,7 @@ from typing import assert_never
 
 import numpy as np
 
+from optimus_calc.equations.recording import active as recording_active
 from optimus_calc.equations.recording import eq
 from optimus_calc.errors import InputError
 from optimus_calc.specs.hardware import CPU
@@ -118,6 +119,9 @@ class Phases:
     # (parameters, threads, pass bandwidth, mask rate, link bytes/s) the phases were computed
     # from: another schedule of the same rank passes them back (offload_step_phases' rates)
     rates: tuple = ()
+    # what else the unscale, Adam and parameter phases read (Adam's kernel and SIMD share, the
+    # parameters' device bytes, cast and pinning): offload_step_phases' ``same``
+    params: tuple = ()
 
     @property
     def total(self) -> np.ndarray:
@@ -190,7 +194,7 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
                         grad_device_bytes=2.0, param_device_bytes=2.0, host_buffer_bytes=2.0,
                         pageable=1.0, cpu_convert=1.0, param_cpu_convert=1.0,
                         grad_crossings=2.0, grad_final_bytes=None, overflow_scan=1.0,
-                        rates=None) -> Phases:
+                        rates=None, same: Phases | None = None) -> Phases:
     """Phase times of one rank's offloaded step, DeepSpeed ZeRO-Offload/Infinity order.
 
     ``params_rank`` parameters whose state the rank updates (its ZeRO partition); ``host`` the
@@ -205,7 +209,9 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
     ``grad_final_bytes`` the bytes of that fp32 copy per gradient (default: 16-bit if the CPU
     converts, else 4); ``overflow_scan`` 1 when the host buffer is scanned for inf/NaN
     (ZeRO-3 with fp16, the profile of Table 4), 0 otherwise (bf16; ZeRO-1/2 check on the GPU).
-    ``rates``: what an earlier call on the same rank, host and link returned as ``.rates``."""
+    ``rates``: what an earlier call on the same rank, host and link returned as ``.rates``;
+    ``same``: that call's phases, whose unscale, Adam and parameter phases are this call's when
+    they read the same (a speed tactic: the same numbers; not while `explain` records)."""
     if rates is None:
         P = _positive("parameters per rank", params_rank)
         k = _positive("GPU ranks per node", ranks_per_node)
@@ -218,6 +224,17 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
         grad_final_bytes = np.where(np.asarray(cpu_convert) > 0, grad_device_bytes,
                                     FP32_GRAD_BYTES)
     grad = dict(P_r=P, b_gd=grad_device_bytes, b_gx=grad_final_bytes, n_x=grad_crossings)
+    params = (impl, simd_fraction, param_device_bytes, param_cpu_convert, pageable)
+    if same is not None and same.rates is rates and _same(same.params, params) \
+            and not recording_active():
+        return Phases(eq.offload__grad_d2h_time(**grad, **link),
+                      eq.offload__grad_host_copy_time(B_r=B_r, c_v=cpu_convert, s_p=pageable,
+                                                      **grad),
+                      eq.offload__overflow_check_time(B_r=B_r, P_r=P, R_m=R_m,
+                                                      b_acc=host_buffer_bytes,
+                                                      n_m=OVERFLOW_PASSES, o_s=overflow_scan),
+                      same.unscale, same.adam, same.param_host_copy, same.param_h2d, rates,
+                      params)
     return Phases(
         grad_d2h=eq.offload__grad_d2h_time(**grad, **link),
         grad_host_copy=eq.offload__grad_host_copy_time(B_r=B_r, c_v=cpu_convert, s_p=pageable,
@@ -233,8 +250,15 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
         param_host_copy=eq.offload__param_host_copy_time(B_r=B_r, P_r=P, b_pd=param_device_bytes,
                                                          c_w=param_cpu_convert, s_p=pageable),
         param_h2d=eq.offload__param_h2d_time(P_r=P, b_pd=param_device_bytes, **link),
-        rates=rates,
+        rates=rates, params=params,
     )
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """Whether two ``Phases.params`` are the same inputs (numbers equal, the rest identical)."""
+    return len(a) == len(b) and all(
+        x is y or (type(x) in (int, float) and type(y) in (int, float) and x == y)
+        for x, y in zip(a, b))
 
 
 def exposed_step(overlap: Overlap, step_s):
