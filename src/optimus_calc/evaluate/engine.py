@@ -164,8 +164,8 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
         s=ctx.s, t=ctx.t, v=ctx.v)
     # full recompute re-materialises one layer at a time on top of the checkpoints (r = 0 is
     # ``raw`` again where no layout recomputes, unless `explain` records the call)
-    same = not recording_active() and not ctx.rc.any() and raw.shape == broadcast_small(
-        *map(np.shape, layer_args.values()))
+    same = not recording_active() and not ctx.rc.any() and all(
+        v.shape == raw.shape for v in layer_args.values() if type(v) is np.ndarray)
     act0 = raw if same else eq.memory__activation_layer_bytes(r=0, **layer_args)
     act = act + eq.memory__recompute_working_bytes(M_l0=act0, r_f=ctx.r_full)
     z, gbytes = ctx.z, tr.gradient_bytes

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from optimus_calc.evaluate.stages import by_strategy, ndim
+from optimus_calc.evaluate.stages import STAGE_MAJOR_FROM, by_strategy, ndim
 from optimus_calc.evaluate.strategies.base import OffloadStrategy
 from optimus_calc.specs.training import Offload, offload_code, offload_of_code, register_offload
 
@@ -88,5 +88,17 @@ def offload_flags(off, offload_params, gpu_fraction, codes=None, mine=None):
             continue
         for acc, f in zip(pairs, strat.flags(offload_params, gpu_fraction)):
             if ndim(f) or f != 0:  # 0 is what by_strategy leaves outside its layouts
-                acc.append((layouts, f))
-    return tuple(by_strategy(p, off.shape) for p in pairs)
+                acc.append((layouts, f, code))
+    return tuple(_by_code(p, off, codes) for p in pairs)
+
+
+def _by_code(pairs: list, off, codes):
+    """``by_strategy`` of (layouts, flag) pairs; a small batch's flags that are numbers each
+    strategy's, looked up by code (one gather instead of a masked copy per strategy)."""
+    if (codes is None or not pairs or off.size > STAGE_MAJOR_FROM
+            or any(ndim(f) for _, f, _ in pairs)):
+        return by_strategy([(m, f) for m, f, _ in pairs], off.shape)
+    table = np.zeros(max(codes) + 1)
+    for _, f, code in pairs:
+        table[code] = f
+    return table[off]
