@@ -264,9 +264,8 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
     red = Devices(**acc, host_capacity=host.host_capacity, reasons=None, uses=uses)
     bits = bit(mem.gpu_bytes > usable_gpu_bytes(ctx.hw, ctx.asm), Reason.GPU_MEMORY)
     for code, strat in S.coded():
-        if code in uses:
-            bits = bits | np.where(ctx.mine(code, 0), strat.reasons(ctx, red, red.host_capacity),
-                                   0)
+        if code in uses and (ndim(r := strat.reasons(ctx, red, red.host_capacity)) or r):
+            bits = bits | np.where(ctx.mine(code, 0), r, 0)  # (no bit set: bits as they are)
     return Devices(  # built again: dataclasses.replace costs more on a batch of one
         **acc, host_capacity=host.host_capacity, reasons=bits, uses=uses)
 

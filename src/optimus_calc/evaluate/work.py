@@ -16,7 +16,7 @@ from optimus_calc.evaluate.fp8 import amax_time, bf16_head_flops, fp8_gemm_ratio
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord
 from optimus_calc.evaluate.shapes import op_sac_widths
-from optimus_calc.evaluate.stages import broadcast_small
+from optimus_calc.evaluate.stages import broadcast_small, stage_max
 from optimus_calc.evaluate.rings import _RINGS, _either, _ring, _rings  # noqa: F401 (_RINGS)
 from optimus_calc.evaluate.rings import reduce_and_gather
 from optimus_calc.evaluate.topology import all_to_all, group, neighbour, nic_Bps
@@ -189,7 +189,7 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     set_scope("")
     T_f = eq.step__forward_time(T_cf=T_cf, T_ef=T_ef)
     T_b = eq.step__backward_time(T_cb=T_cb, T_eb=T_eb)
-    bubble = eq.compute__pipeline_bubble(T_c=(T_f + T_b).max(axis=-1)[..., None], m=ctx.m,
+    bubble = eq.compute__pipeline_bubble(T_c=stage_max(T_f + T_b)[..., None], m=ctx.m,
                                          p=ctx.pp, v=ctx.v)
     T_att = attention_seconds(a_f + a_b, peak, hw.gpu, tr.flash_attention, tr.attention_kernel,
                               asm, eff["curves"][1] if "curves" in eff else None)
