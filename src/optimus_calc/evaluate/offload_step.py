@@ -34,6 +34,7 @@ import numpy as np
 from optimus_calc.equations.recording import active as recording_active
 from optimus_calc.equations.recording import eq
 from optimus_calc.errors import InputError
+from optimus_calc.evaluate.stages import ndim
 from optimus_calc.specs.hardware import CPU
 from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.specs.training import Offload
@@ -230,18 +231,14 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
         return Phases(eq.offload__grad_d2h_time(**grad, **link),
                       eq.offload__grad_host_copy_time(B_r=B_r, c_v=cpu_convert, s_p=pageable,
                                                       **grad),
-                      eq.offload__overflow_check_time(B_r=B_r, P_r=P, R_m=R_m,
-                                                      b_acc=host_buffer_bytes,
-                                                      n_m=OVERFLOW_PASSES, o_s=overflow_scan),
+                      _overflow_check(B_r, P, R_m, host_buffer_bytes, overflow_scan),
                       same.unscale, same.adam, same.param_host_copy, same.param_h2d, rates,
                       params)
     return Phases(
         grad_d2h=eq.offload__grad_d2h_time(**grad, **link),
         grad_host_copy=eq.offload__grad_host_copy_time(B_r=B_r, c_v=cpu_convert, s_p=pageable,
                                                        **grad),
-        overflow_check=eq.offload__overflow_check_time(B_r=B_r, P_r=P, R_m=R_m,
-                                                       b_acc=host_buffer_bytes,
-                                                       n_m=OVERFLOW_PASSES, o_s=overflow_scan),
+        overflow_check=_overflow_check(B_r, P, R_m, host_buffer_bytes, overflow_scan),
         unscale=eq.offload__unscale_time(B_r=B_r, P_r=P),
         adam=eq.offload__adam_time(B_r=B_r, F_cyc=host.flops_per_cycle,
                                    P_r=P, beta_a=impl.bytes_per_param(),
@@ -252,6 +249,17 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
         param_h2d=eq.offload__param_h2d_time(P_r=P, b_pd=param_device_bytes, **link),
         rates=rates, params=params,
     )
+
+
+def _overflow_check(B_r, P, R_m, b_acc, o_s):
+    """offload.overflow_check_time. Without the host scan (``o_s`` 0) on one positive finite
+    rate of each kind it is 0 x (a finite time) = +0 everywhere: those zeros without the call,
+    unless `explain` records it (``P`` is positive and finite: offload_step_phases checks it)."""
+    if (type(o_s) in (int, float) and o_s == 0 and not recording_active()
+            and all(ndim(x) == 0 and 0 < float(x) < np.inf for x in (B_r, R_m, b_acc))):
+        return np.zeros(np.shape(P))
+    return eq.offload__overflow_check_time(B_r=B_r, P_r=P, R_m=R_m, b_acc=b_acc,
+                                           n_m=OVERFLOW_PASSES, o_s=o_s)
 
 
 def _same(a: tuple, b: tuple) -> bool:
