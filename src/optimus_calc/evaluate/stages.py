@@ -270,7 +270,8 @@ def stage_table(model: Model | BareModel, pps, all_stages: bool, vs=1) -> StageT
     if pp.size == 1 and v.size == 1:  # a batch of one: its key, as _keys makes it
         keys = [int(pp.reshape(-1)[0]) * V_KEY + (int(v.reshape(-1)[0]) if by_v else 1)]
     else:
-        pp, v = np.broadcast_arrays(pp, v)
+        if by_v:  # (without, the keys read no interleave: pp's own are the same set)
+            pp, v = np.broadcast_arrays(pp, v)
         keys = _keys(pp, v, by_v).reshape(-1)  # a grid's: one sort; a flat batch's in Python
         keys = sorted(set(keys.tolist())) if keys.size <= 256 else sorted_unique(keys).tolist()
     return _stage_table(model, tuple(keys), bool(all_stages), by_v)
