@@ -12,7 +12,7 @@ from optimus_calc.evaluate.context import check_precision
 from optimus_calc.evaluate.efficiency import (attention_efficiency, attention_seconds,
                                               causal_factor, compute_efficiency,
                                               expert_efficiency, gemm_efficiency)
-from optimus_calc.evaluate.fp8 import amax_time, bf16_head_flops, fp8_gemm_ratio
+from optimus_calc.evaluate.fp8 import amax_time, bf16_head_flops, fp8_gemm_ratio, reads_amax
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord
 from optimus_calc.evaluate.shapes import op_sac_widths
@@ -173,19 +173,25 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     eta_f = compute_efficiency(total_flops=F_fx, attn_flops=a_f, expert_flops=x_f, **eff,
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, False))
     T_cf = eq.compute__compute_time(FLOPs=F_fx, eta_g=eta_f, peak=peak)
-    T_ef = (eq.step__elementwise_time(n_pass=fwd_pass, L_stage=Ls, M_l=act0, **hbm)
-            + eq.step__elementwise_time(n_pass=1, L_stage=L_moe, M_l=route, **hbm)
-            + amax_time(ctx, mem.layer_args, hbm, 1))
+    # a dense model's routing passes (route 0) and a recipe without amax passes add 0 to times
+    # that are >= +0: left out unless `explain` records the calls (the same numbers)
+    routed, amax = model.is_moe or recording_active(), reads_amax(ctx) or recording_active()
+    T_ef = eq.step__elementwise_time(n_pass=fwd_pass, L_stage=Ls, M_l=act0, **hbm)
+    if routed:
+        T_ef = T_ef + eq.step__elementwise_time(n_pass=1, L_stage=L_moe, M_l=route, **hbm)
+    if amax:
+        T_ef = T_ef + amax_time(ctx, mem.layer_args, hbm, 1)
     set_scope("backward")
     a_b = eq.compute__causal_attention_flops(F_af=f_att_b, kappa_c=kappa)
     F_bx = F_bwd - (f_att_b - a_b)
     eta_b = compute_efficiency(total_flops=F_bx, attn_flops=a_b, expert_flops=x_b, **eff,
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, True))
     T_cb = eq.compute__compute_time(FLOPs=F_bx, eta_g=eta_b, peak=peak)
-    T_eb = (eq.step__elementwise_time(n_pass=bwd_pass, L_stage=Ls, M_l=act0, **hbm)
-            + eq.step__elementwise_time(n_pass=1 + r_x, L_stage=L_moe, M_l=route,
-                                        **hbm)
-            + amax_time(ctx, mem.layer_args, hbm, 1 + (rc == R_FULL)))
+    T_eb = eq.step__elementwise_time(n_pass=bwd_pass, L_stage=Ls, M_l=act0, **hbm)
+    if routed:
+        T_eb = T_eb + eq.step__elementwise_time(n_pass=1 + r_x, L_stage=L_moe, M_l=route, **hbm)
+    if amax:
+        T_eb = T_eb + amax_time(ctx, mem.layer_args, hbm, 1 + (rc == R_FULL))
     set_scope("")
     T_f = eq.step__forward_time(T_cf=T_cf, T_ef=T_ef)
     T_b = eq.step__backward_time(T_cb=T_cb, T_eb=T_eb)
