@@ -17,9 +17,8 @@ from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord
 from optimus_calc.evaluate.shapes import op_sac_widths
 from optimus_calc.evaluate.stages import broadcast_small, stage_max
-from optimus_calc.evaluate.rings import _RINGS, _either, _ring, _rings  # noqa: F401 (_RINGS)
-from optimus_calc.evaluate.rings import reduce_and_gather
-from optimus_calc.evaluate.topology import all_to_all, group, neighbour, nic_Bps
+from optimus_calc.evaluate.topology import _RINGS, _either, _ring, _rings  # noqa: F401 (_RINGS)
+from optimus_calc.evaluate.topology import all_to_all, group, neighbour, nic_Bps, reduce_and_gather
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.assumptions import Assumptions
 
