@@ -219,14 +219,19 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
     # one rank per CP group everywhere: NCCL's rings take 0 s (rings._ring), their group unread
     # (`explain` sees the calls)
     one = not recording_active() and asm.nccl_latency_model and not (np.asarray(cp) > 1).any()
-    a_cp, b_cp = (0.0, 0.0) if one else group(hw, cp, t, nic=nic)
-    z_cp = eq.step__cp_message_bytes(b=mb, b_w=wb, d_head=model.d_head, n_kv=model.n_kv, s=s,
-                                     t=t)
-    T_ag, T_rs = _rings(ctx, ("all-gather", "reduce-scatter"), n=cp, stride=t, z=z_cp,
-                        beta=b_cp, alpha=a_cp)
-    T_cp = eq.step__cp_comm_time(
-        L_stage=Ls, T_ag=T_ag, T_rs=T_rs, m=m, o_cp=asm.cp_overlap, T_att=T_att,
-        r_full=ctx.r_full)
+    if one and np.isfinite(T_att).all():
+        # then T_cp = max(0, L m (0 (r + 1) + 0) - T_att o_cp) = +0 (T_att finite, o_cp >= 0)
+        T_cp = np.zeros(broadcast_small(Ls.shape, np.shape(m), np.shape(T_att), np.shape(cp),
+                                        np.shape(t), np.shape(mb), ctx.r_full.shape))
+    else:
+        a_cp, b_cp = (0.0, 0.0) if one else group(hw, cp, t, nic=nic)
+        z_cp = eq.step__cp_message_bytes(b=mb, b_w=wb, d_head=model.d_head, n_kv=model.n_kv,
+                                         s=s, t=t)
+        T_ag, T_rs = _rings(ctx, ("all-gather", "reduce-scatter"), n=cp, stride=t, z=z_cp,
+                            beta=b_cp, alpha=a_cp)
+        T_cp = eq.step__cp_comm_time(
+            L_stage=Ls, T_ag=T_ag, T_rs=T_rs, m=m, o_cp=asm.cp_overlap, T_att=T_att,
+            r_full=ctx.r_full)
     set_scope("ep")
     a2a = 0.0
     if model.is_moe:
