@@ -14,7 +14,7 @@ from optimus_calc.evaluate.efficiency import (attention_efficiency, attention_se
                                               expert_efficiency, gemm_efficiency)
 from optimus_calc.evaluate.fp8 import amax_time, bf16_head_flops, fp8_gemm_ratio, reads_amax
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
-from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord
+from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord, per_model
 from optimus_calc.evaluate.shapes import op_sac_widths
 from optimus_calc.evaluate.stages import broadcast_small, stage_max
 from optimus_calc.evaluate.topology import _RINGS, _either, _ring, _rings  # noqa: F401 (_RINGS)
@@ -135,8 +135,14 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     model, hw, tr, asm, s, rc = ctx.model, ctx.hw, ctx.tr, ctx.asm, ctx.s, ctx.rc
     Ls, last = ctx.st.layers, ctx.st.last
     peak = check_precision(hw.gpu, tr.precision)
-    f_l, f_h = layer_flops(model, s)
-    f_r = recompute_flops(model, s, rc, f_l, asm.selective_policy)
+    # not while `explain` records: a model's layer FLOPs at this length kept (per_model), and
+    # with no layout recomputing (rc 0 = R_NONE) F_r and r_a zeros without their calls
+    quiet = not recording_active()
+    f_l, f_h = (per_model(model, ("layer_flops", s), lambda mdl: layer_flops(mdl, s)) if quiet
+                else layer_flops(model, s))
+    none = quiet and not rc.any()
+    f_r = (np.zeros(rc.shape) if none
+           else recompute_flops(model, s, rc, f_l, asm.selective_policy))
     tokens = ctx.gb * s
     tau = tokens / (ctx.dp * ctx.cp * ctx.t)
     F_fwd = eq.step__forward_flops(F_h=f_h, F_l=f_l, L_stage=Ls, lambda_h=last, tau_g=tau)
@@ -148,7 +154,8 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     f_att = eq.step__attention_core_flops(L_stage=Ls, d_s=model.score_dim, d_v=model.value_dim,
                                           s=s, tau_g=tau)
     f_att_b = eq.step__attention_backward_flops(
-        F_af=f_att, r_a=attention_recomputed(rc, asm.selective_policy))
+        F_af=f_att, r_a=(np.zeros(rc.shape, dtype=bool) if none
+                         else attention_recomputed(rc, asm.selective_policy)))
     r_x = experts_rerun(ctx)
     x_f, x_b, eta_x, route = _moe_work(ctx, tau, r_x)
     eff = dict(gpu=hw.gpu, h=model.hidden, t=ctx.t, s=s / ctx.cp, b=ctx.mb,
