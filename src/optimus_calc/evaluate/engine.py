@@ -167,7 +167,8 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
     same = not recording_active() and not ctx.rc.any() and all(
         v.shape == raw.shape for v in layer_args.values() if type(v) is np.ndarray)
     act0 = raw if same else eq.memory__activation_layer_bytes(r=0, **layer_args)
-    act = act + eq.memory__recompute_working_bytes(M_l0=act0, r_f=ctx.r_full)
+    if not same:  # (same: no layout recomputes, M_l0 x 0 = +0 would be added to act >= +0)
+        act = act + eq.memory__recompute_working_bytes(M_l0=act0, r_f=ctx.r_full)
     z, gbytes = ctx.z, tr.gradient_bytes
     cap_bkt = eq.memory__bucket_capacity_bytes(M_ddp=asm.ddp_bucket_MB, Z=z,
                                                Z_bk=asm.zero_bucket_params, b_g=gbytes)
@@ -195,7 +196,8 @@ def memory_stage(ctx: Ctx) -> MemoryRecord:
         B_pf=asm.zero3_prefetch_bucket_params, M_live=asm.zero3_max_live_params, P_pers=p_pers,
         b_g=gbytes, b_w=wb, p_mod=p_mod)
     W = eq.memory__weights_bytes(N_d=n_sh, P=P, W_res=w_res, Z=z, b_w=wb, o_w=o_w)
-    W = W + fp8.weight_copy_bytes(ctx)  # FP8 copies of the GEMM weights (TE recipes)
+    if ndim(w8 := fp8.weight_copy_bytes(ctx)) or w8:  # FP8 copies of the GEMM weights (TE)
+        W = W + w8
     G = eq.memory__gradients_bytes(N_d=n_sh, P=P, Z=z, b_g=gbytes, k_g=asm.grads_stay_on_gpu,
                                    o_g=o_g)
     O = eq.memory__optimizer_bytes(N_d=n_sh, P=P, Z=z, b_o=ob, f_k=f_k, o_o=o_o)
