@@ -92,6 +92,7 @@ class StageTable:
             if stacked is None:
                 stacked = self.__dict__["_stacked"] = np.stack([getattr(self, k)
                                                                 for k in _COLUMNS])
+                stacked.flags.writeable = False  # (the gathered columns are copies)
             cols = StageColumns(*stacked[:, i])
             if small:
                 for k in _COLUMNS:
