@@ -8,6 +8,7 @@ fails when a generated file differs from what the registry produces.
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
@@ -70,6 +71,54 @@ class _Printer(NumPyPrinter):
         return out
 
 
+_OPS = (ast.BinOp, ast.Call, ast.UnaryOp, ast.Compare)
+
+
+def _size(node: ast.AST) -> int:
+    return sum(isinstance(n, _OPS) for n in ast.walk(node))
+
+
+def _cse(body: str) -> tuple[list[str], str]:
+    """(assignments, expression): ``body`` with every operation it repeats (the same subtree of
+    the printed expression, on some argument) computed once into a local ``_cN``, the largest
+    first. The same operations on the same values, once each (the functions are pure), so the
+    same numbers in fewer numpy calls; a body that repeats nothing is returned as printed."""
+    program = [ast.parse(body, mode="eval").body]  # the locals' expressions, then the result
+    names: list[str] = []
+    while True:
+        seen: dict[str, tuple[int, ast.AST]] = {}
+        for tree in program:
+            for node in ast.walk(tree):
+                if isinstance(node, _OPS) and any(isinstance(n, ast.Name) for n in ast.walk(node)):
+                    key = ast.dump(node)
+                    seen[key] = (seen.get(key, (0, node))[0] + 1, node)
+        repeated = [(_size(node), key, node) for key, (k, node) in seen.items() if k > 1]
+        if not repeated:
+            break
+        _, key, node = max(repeated, key=lambda r: r[0])
+        name = f"_c{len(names)}"
+
+        class Swap(ast.NodeTransformer):
+            def visit(self, n):
+                return ast.Name(id=name, ctx=ast.Load()) if ast.dump(n) == key else \
+                    super().visit(n)
+
+        program = [Swap().visit(tree) for tree in program]
+        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        at = max([i + 1 for i, t in enumerate(names) if t in used], default=0)
+        program.insert(at, node)
+        names.insert(at, name)
+    if not names:
+        return [], body
+    order = {old: f"_c{i}" for i, old in enumerate(names)}  # numbered as they are computed
+    for tree in program:
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Name) and n.id in order:
+                n.id = order[n.id]
+    return ([f"{order[n]} = {ast.unparse(t)}" for n, t in zip(names, program)],
+            ast.unparse(program[-1]))
+
+
 def generate() -> dict[str, str]:
     """File name -> text of every module of the compiled package."""
     printer = _Printer({"fully_qualified_modules": True, "inline": True})
@@ -78,11 +127,11 @@ def generate() -> dict[str, str]:
     for name in sorted(registry):
         eq = registry[name]
         args = ", ".join(s.name for s in eq.args)
-        body = printer.doprint(eq.expr)
+        lets, body = _cse(printer.doprint(eq.expr))
         families.setdefault(name.split(".", 1)[0], []).append(
             f"\n\ndef {eq.func_name}({args}):\n"
             f"    \"\"\"{eq.name} [{eq.unit}]: {eq.source}\"\"\"\n"
-            f"    return {body}\n")
+            + "".join(f"    {let}\n" for let in lets) + f"    return {body}\n")
     files = {f"{fam}.py": HEADER.format(family=fam) + "".join(parts)
              for fam, parts in families.items()}
     imports = "".join(f"from optimus_calc.equations.compiled.{fam} import *  # noqa: F401,F403\n"

@@ -138,9 +138,16 @@ def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
     eta_d = np.float64(asm.gemm_efficiency) if fixed else curves[0]
     eta_a = np.float64(asm.gemm_efficiency) if fixed else curves[1]
     f_a = np.clip(np.asarray(attn_flops, dtype=float), 0.0, total)
+    pos = total > 0
+    work = bool(pos.all())  # every layout works: the same values, fewer passes
+    safe = total if work else np.where(pos, total, 1.0)  # no work: the curve's, not 0/0
+    if eta_x is None and fp8 is None and type(expert_flops) is float and expert_flops == 0:
+        # no expert work (a dense model): f_x = clip(0, 0, total - f_a) is 0 where total > 0,
+        # the only places the result reads it, so the same numbers without it
+        mixed = eq.efficiency__layer_efficiency(F_a=f_a / safe, F_d=np.where(
+            pos, (total - f_a) / safe, 1.0), eta_a=eta_a, eta_d=eta_d)
+        return np.where(pos, mixed, eta_d)
     f_x = np.clip(np.asarray(expert_flops, dtype=float), 0.0, total - f_a)
-    work = bool((total > 0).all())  # every layout works: the same values, fewer passes
-    safe = total if work else np.where(total > 0, total, 1.0)  # none: the curve's, not 0/0
     if fp8 is not None:  # FP8 GEMMs and the bf16 head: their times add (layer_efficiency)
         f_dd = np.maximum(total - f_a - f_x, 0.0)
         f_h = np.clip(np.asarray(bf16_gemm_flops, dtype=float), 0.0, f_dd)
@@ -150,15 +157,14 @@ def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
             eta_d=bf16_equivalent(gpu, eta_d, fp8))
         if eta_x is not None:
             eta_x = bf16_equivalent(gpu, eta_x, fp8)
-    f_d = (total - f_a - f_x) / safe if work else np.where(total > 0,
-                                                            (total - f_a - f_x) / safe, 1.0)
+    f_d = (total - f_a - f_x) / safe if work else np.where(pos, (total - f_a - f_x) / safe, 1.0)
     if eta_x is None or not np.any(f_x > 0):
         mixed = eq.efficiency__layer_efficiency(F_a=f_a / safe, F_d=f_d, eta_a=eta_a, eta_d=eta_d)
     else:
         mixed = eq.efficiency__moe_layer_efficiency(F_a=f_a / safe, F_d=f_d, F_x=f_x / safe,
                                                     eta_a=eta_a, eta_d=eta_d, eta_x=eta_x)
     if not work:
-        return np.where(total > 0, mixed, eta_d)
+        return np.where(pos, mixed, eta_d)
     shape = np.broadcast_shapes(np.shape(mixed), np.shape(eta_d), total.shape)
     if isinstance(mixed, np.ndarray) and mixed.shape == shape:
         return mixed

@@ -19,10 +19,12 @@ time, so it can never be the most loaded. The result is exact, not a sample of s
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
-from optimus_calc.equations.recording import Recorder, eq, recording, set_scope, set_stage
+from optimus_calc.equations.recording import (Recorder, eq, recording, set_scope, set_stage,
+                                              active as recording_active)
 from optimus_calc.evaluate import fp8
 from optimus_calc.evaluate import strategies as S
 from optimus_calc.evaluate.batch import R_SELECTIVE, Batch
@@ -33,12 +35,12 @@ from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, flops_per_par
 from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devices, HostState,
                                            MemoryRecord, OptimizerInputs, OptimizerRecord,
-                                           at_grid, make_ctx, number)
+                                           active_params, at_grid, make_ctx, number, per_model)
 from optimus_calc.evaluate.shapes import activation_coefficients, op_sac_widths
-from optimus_calc.evaluate.stages import (StageTable, by_strategy, shaped, stage_argmax,
-                                          stage_max)
+from optimus_calc.evaluate.stages import (STAGE_MAJOR_FROM, StageTable, broadcast_small,
+                                          by_strategy, ndim, shaped, stage_argmax, stage_max)
 from optimus_calc.evaluate.strategies.base import bit
-from optimus_calc.evaluate.work import comm_stage, compute_stage, experts_recomputed
+from optimus_calc.evaluate.work import comm_stage, compute_stage, experts_rerun
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.specs.training import Training
@@ -49,25 +51,6 @@ def usable_gpu_bytes(hw: Hardware, asm: Assumptions) -> float:
     """GPU memory a layout may fill: the capacity less the safety margin (gpu_headroom). The one
     place this is computed (memory, fit and the planner read it)."""
     return float(eq.memory__usable_gpu_bytes(C_gpu=hw.gpu.memory_bytes, f_h=asm.gpu_headroom))
-
-
-def offload_flags(off, offload_params, gpu_fraction, codes=None):
-    """(o_w, o_g, o_o, f_k) of memory.*: what leaves the GPU under each layout's strategy;
-    ``codes``: the strategy codes ``off`` holds, when known (:attr:`Ctx.codes`)."""
-    off = np.asarray(off)
-    out = [0.0, 0.0, 0.0, 0.0]
-    for code, strat in S.coded():
-        if codes is not None and code not in codes:
-            continue
-        if codes is not None and len(codes) == 1:  # every layout: np.where would pick flags
-            out = strat.flags(offload_params, gpu_fraction)
-            break
-        mine = off == code
-        if np.any(mine):
-            flags = strat.flags(offload_params, gpu_fraction)
-            out = [np.where(mine, f, acc) for f, acc in zip(flags, out)]
-    ones = np.ones(off.shape)
-    return tuple(np.asarray(x, dtype=np.float64) * ones for x in out)
 
 
 def evaluate(batch: Batch, model: Model | BareModel, hw: Hardware, tr: Training,
@@ -156,11 +139,11 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
     """(activations, overheads, layer_args) per stage; zeros with model states only."""
     model, asm, tr, st = ctx.model, ctx.asm, ctx.tr, ctx.st
     assert isinstance(model, Model)
-    q_c, m_c = activation_coefficients(model)
+    q_c, m_c = per_model(model, "activation_coefficients", activation_coefficients)
     layer_args = dict(a=model.heads, b=ctx.mb, c=ctx.cp, d=int(tr.dropout), h=model.hidden,
                       m_c=m_c, phi=int(tr.flash_attention), q_c=q_c, s=ctx.s, sigma=sigma,
                       t=ctx.t)
-    act_layer = eq.memory__activation_layer_bytes(r=ctx.rc, **layer_args)
+    act_layer = raw = eq.memory__activation_layer_bytes(r=ctx.rc, **layer_args)
     if asm.selective_policy:  # torchtitan's op AC keeps its own set (memory.op_sac_layer_bytes)
         i_c, o_c, _ = op_sac_widths(model, asm.selective_policy)
         sac = eq.memory__op_sac_layer_bytes(i_c=i_c, o_c=o_c, **{
@@ -177,23 +160,28 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
         L_s=st.layers, M_layer=act_layer, V=model.vocab, b=ctx.mb, beta_l=asm.logits_bytes,
         c=ctx.cp, lambda_l=st.last, n_f=np.minimum(ctx.pp - st.index, ctx.m), p=ctx.pp,
         s=ctx.s, t=ctx.t, v=ctx.v)
-    # full recompute re-materialises one layer at a time on top of the checkpoints
-    act0 = eq.memory__activation_layer_bytes(r=0, **layer_args)
-    act = act + eq.memory__recompute_working_bytes(M_l0=act0, r_f=ctx.r_full)
+    # full recompute re-materialises one layer at a time on top of the checkpoints (r = 0 is
+    # ``raw`` again where no layout recomputes, unless `explain` records the call)
+    same = not recording_active() and not ctx.rc.any() and all(
+        v.shape == raw.shape for v in layer_args.values() if type(v) is np.ndarray)
+    act0 = raw if same else eq.memory__activation_layer_bytes(r=0, **layer_args)
+    if not same:  # (same: no layout recomputes, M_l0 x 0 = +0 would be added to act >= +0)
+        act = act + eq.memory__recompute_working_bytes(M_l0=act0, r_f=ctx.r_full)
     z, gbytes = ctx.z, tr.gradient_bytes
     cap_bkt = eq.memory__bucket_capacity_bytes(M_ddp=asm.ddp_bucket_MB, Z=z,
                                                Z_bk=asm.zero_bucket_params, b_g=gbytes)
     bkt = eq.memory__bucket_bytes(B_cap=cap_bkt, P=P, b_g=gbytes)
     over = eq.memory__overhead_bytes(
         G=G, M_act=act, M_bkt=bkt, M_ctx=asm.cuda_context_GB * GB, O=O,
-        P_big=model.largest_layer_params, W=W, Z=z, f_frag=asm.fragmentation, t=ctx.t)
+        P_big=per_model(model, "largest_layer_params", lambda m: m.largest_layer_params), W=W,
+        Z=z, f_frag=asm.fragmentation, t=ctx.t)
     return act, over, layer_args, act0
 
 
 def memory_stage(ctx: Ctx) -> MemoryRecord:
     tr, asm, st, z, dp = ctx.tr, ctx.asm, ctx.st, ctx.z, ctx.dp
     wb, gbytes, ob = tr.weight_bytes, tr.gradient_bytes, tr.optimizer_bytes
-    flags = o_w, o_g, o_o, f_k = offload_flags(ctx.off, ctx.opar, ctx.gfrac, ctx.codes)
+    flags = o_w, o_g, o_o, f_k = S.offload_flags(ctx.off, ctx.opar, ctx.gfrac, ctx.codes, ctx.mine)
     t_x = ctx.t_x
     P = eq.memory__params_per_gpu(A=st.A, R=st.R, X=st.X, e=ctx.ep, t=ctx.t, t_x=t_x)
     # ZeRO/FSDP states shard over DP x CP; expert states over the expert-DP group
@@ -206,7 +194,8 @@ def memory_stage(ctx: Ctx) -> MemoryRecord:
         B_pf=asm.zero3_prefetch_bucket_params, M_live=asm.zero3_max_live_params, P_pers=p_pers,
         b_g=gbytes, b_w=wb, p_mod=p_mod)
     W = eq.memory__weights_bytes(N_d=n_sh, P=P, W_res=w_res, Z=z, b_w=wb, o_w=o_w)
-    W = W + fp8.weight_copy_bytes(ctx)  # FP8 copies of the GEMM weights (TE recipes)
+    if ndim(w8 := fp8.weight_copy_bytes(ctx)) or w8:  # FP8 copies of the GEMM weights (TE)
+        W = W + w8
     G = eq.memory__gradients_bytes(N_d=n_sh, P=P, Z=z, b_g=gbytes, k_g=asm.grads_stay_on_gpu,
                                    o_g=o_g)
     O = eq.memory__optimizer_bytes(N_d=n_sh, P=P, Z=z, b_o=ob, f_k=f_k, o_o=o_o)
@@ -245,9 +234,10 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
     the feasibility bits: GPU memory, then each strategy's own reasons."""
     host = host_state(ctx, mem)
     offc = ctx.off[..., 0]
-    # a layout's strategy does not vary over its stages, so the most loaded stage of the chosen
-    # strategy's values is the chosen strategy's most loaded stage: reduce, then select
-    stage_shape = np.broadcast_shapes(ctx.off.shape, mem.total.shape)[:-1]
+    # a layout's strategy is the same on every stage: a large batch reduces over the stages, then
+    # selects (no per-stage array per figure); a small one selects, then reduces (fewer calls)
+    full = broadcast_small(ctx.off.shape, mem.total.shape)
+    small = math.prod(full) <= STAGE_MAJOR_FROM
     staged = ("bytes_per_device", "bytes_per_gpu", "spill", "host_per_node")
     pairs: dict[str, list] = {k: [] for k in staged + ("capacity", "per_node")}
     uses = {}
@@ -256,28 +246,28 @@ def devices_stage(ctx: Ctx, mem: MemoryRecord) -> Devices:
             continue
         set_scope(strat.key)
         use = uses[code] = strat.devices(ctx, host)
-        mine = True if len(ctx.codes) == 1 else offc == code  # True: every layout (merged alike)
+        mine, mine0 = ctx.mine(code), ctx.mine(code, 0)  # True: every layout (merged alike)
         for name in pairs:
             value = getattr(use, name)
-            if np.ndim(value) == 0 and value == 0:
+            if ndim(value) == 0 and value == 0:
                 continue  # the strategies' layouts are disjoint: 0 is what ``mine`` gets
-            if name in staged:
+            if name in staged and not small:
                 value = stage_max(value)
-            elif np.ndim(value):
+            elif name not in staged and ndim(value):
                 value = np.asarray(value)[..., 0]
-            pairs[name].append((mine, value))
+            pairs[name].append((mine if name in staged and small else mine0, value))
     set_scope("")
-    acc = {k: by_strategy(pairs[k], stage_shape) for k in staged}
+    acc = {k: (stage_max(by_strategy(pairs[k], full)) if small
+               else by_strategy(pairs[k], full[:-1])) for k in staged}
     acc.update(capacity=by_strategy(pairs["capacity"], offc.shape),
                per_node=by_strategy(pairs["per_node"], offc.shape, np.int64))
     red = Devices(**acc, host_capacity=host.host_capacity, reasons=None, uses=uses)
     bits = bit(mem.gpu_bytes > usable_gpu_bytes(ctx.hw, ctx.asm), Reason.GPU_MEMORY)
     for code, strat in S.coded():
-        r = strat.reasons(ctx, red, host.host_capacity) if code in uses else 0
-        if np.ndim(r) or r:  # a strategy without reasons (0) leaves every bit as it is
-            bits = bits | (r if len(ctx.codes) == 1 else np.where(offc == code, r, 0))
-    # built again: dataclasses.replace's field introspection costs more on a batch of one
-    return Devices(**acc, host_capacity=host.host_capacity, reasons=bits, uses=uses)
+        if code in uses and (ndim(r := strat.reasons(ctx, red, red.host_capacity)) or r):
+            bits = bits | np.where(ctx.mine(code, 0), r, 0)  # (no bit set: bits as they are)
+    return Devices(  # built again: dataclasses.replace costs more on a batch of one
+        **acc, host_capacity=host.host_capacity, reasons=bits, uses=uses)
 
 
 # ---- optimizer step on the device that owns the state ----------------------------------------
@@ -307,10 +297,10 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devic
     """Each layout's optimizer step under its strategy: step, transfers, exposed part, the
     window it overlaps with, and the exposed parameter-offload stream."""
     opt = optimizer_inputs(ctx, mem, comm)
-    base = np.broadcast_shapes(ctx.off.shape, np.shape(opt.shard))
+    base = broadcast_small(ctx.off.shape, np.shape(opt.shard))
     names = ("step_s", "transfer_s", "exposed_s", "window_s")
     pairs: dict[str, list] = {k: [] for k in names}
-    param_exposed = 0.0
+    param_exposed = 0.0  # T_po: each strategy's is 0 outside its layouts
     for code, strat in S.coded():
         if code not in dev.uses:
             continue
@@ -318,10 +308,11 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devic
         use = strat.optimizer(ctx, mem, comp, opt, dev.uses[code])
         if use is None:  # the node cannot run it: the layout is infeasible, its step 0
             continue
-        mine = True if len(ctx.codes) == 1 else ctx.off == code
-        for name in names:
-            pairs[name].append((mine, getattr(use, name)))
-        param_exposed = param_exposed + use.param_exposed_s  # already 0 outside its layouts
+        for k, v in pairs.items():
+            x = getattr(use, k)
+            if ndim(x) or x != 0:  # a 0 is what by_strategy leaves outside the layouts given
+                v.append((ctx.mine(code), x))
+        param_exposed = param_exposed + use.param_exposed_s
     set_scope("")
     return OptimizerRecord(**{k: by_strategy(pairs[k], base) for k in names},
                            param_exposed_s=param_exposed)
@@ -330,7 +321,7 @@ def optimizer_stage(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, dev: Devic
 def fixed_time_s(ctx: Ctx):  # step.fixed_time per stage: compose's T_fix, the bound's
     return eq.step__fixed_time(
         L_stage=ctx.st.layers, L_moe=ctx.st.moe_layers, T_s0=ctx.asm.step_fixed_s, m=ctx.m,
-        t_l0=ctx.asm.layer_fixed_s, r_h=experts_recomputed(ctx.rc, ctx.asm.selective_policy),
+        t_l0=ctx.asm.layer_fixed_s, r_h=experts_rerun(ctx),
         t_mf=ctx.asm.moe_layer_fixed_s,
         t_mh=np.where(ctx.ep >= ctx.asm.moe_host_sync_min_ep, ctx.asm.moe_layer_host_s, 0.0))
 
@@ -344,17 +335,6 @@ def compute_bound_s(comp: ComputeRecord, ctx: Ctx) -> np.ndarray:
 
 
 # ---- compose ---------------------------------------------------------------------------------
-
-_ACTIVE: list = [None, 0.0]
-
-
-def _active_params(model) -> float:
-    """``float(model.active_params)``, kept for the last model (the property sums every layer
-    kind's parameters anew on each call; `compare` asks once per strategy)."""
-    if _ACTIVE[0] is not model:
-        _ACTIVE[:] = [model, float(model.active_params)]
-    return _ACTIVE[1]
-
 
 def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
             opt: OptimizerRecord, common: dict) -> Evaluation:
@@ -370,8 +350,9 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
     model_flops = eq.compute__step_flops(F_h=comp.f_h, F_l=comp.f_l, F_r=0, L=model.layers,
                                          tokens=comp.tokens)[..., 0]
     tokens = comp.tokens[..., 0]
-    eq.step__mfu(F_model=model_flops, N_gpus=ctx.hw.gpus, T_step=step, peak=comp.peak)
-    eq.step__tokens_per_s(T_step=step, tokens=tokens)
+    if recording_active():  # for `explain` only: the reports compute their own from the figures
+        eq.step__mfu(F_model=model_flops, N_gpus=ctx.hw.gpus, T_step=step, peak=comp.peak)
+        eq.step__tokens_per_s(T_step=step, tokens=tokens)
     shape = np.shape(opt.exposed_s)
     per_stage = {
         "forward_s": comp.T_f, "backward_s": comp.T_b, "compute_s": comp.T_cf + comp.T_cb,
@@ -386,13 +367,13 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
         "hardware_flops": eq.compute__step_flops(F_h=comp.f_h, F_l=comp.f_l, F_r=comp.f_r,
                                                  L=model.layers, tokens=tokens[..., None])}
     # float: 6 x 405e9 x 4M tokens passes int64's 9.2e18 (issue 37 High 1)
-    six_n = eq.compute__six_n_flops(N_act=_active_params(model),
+    six_n = eq.compute__six_n_flops(N_act=active_params(model),
                                     tokens=np.asarray(tokens, dtype=float))
     causal = eq.compute__causal_model_flops(
         F_model=model_flops, L=model.layers, tokens=np.asarray(tokens, dtype=float),
         F_ac=eq.step__attention_core_flops_per_token(d_s=model.score_dim, d_v=model.value_dim,
                                                      s=ctx.s))
-    return Evaluation(has_step=True, step_time_s=step, worst_time=worst_t,
+    return Evaluation(has_step=True, step_time_s=step, worst_time=worst_t, calls=(),
                       stage_terms=per_stage, step_figures=dict(
                           model_flops=model_flops, peak=comp.peak, tokens=tokens,
                           gpus=ctx.hw.gpus, model_flops_6n=six_n,

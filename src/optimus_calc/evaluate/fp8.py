@@ -47,13 +47,19 @@ def fp8_gemm_ratio(tr: Training, asm: Assumptions) -> float | None:
     return getattr(asm, RATIO_FIELD[tr.fp8_recipe]) if is_fp8(tr) else None
 
 
+def reads_amax(ctx) -> bool:
+    """Whether the recipe reads the GEMM inputs before the cast (:func:`amax_time` not 0)."""
+    tr = ctx.tr
+    return bool(is_fp8(tr) and tr.fp8_recipe.amax_passes and isinstance(ctx.model, Model))
+
+
 def amax_time(ctx, layer_args: dict, hbm: dict, passes):
     """HBM time of the recipe's amax passes over the GEMM inputs of the stage's layers
     (fp8.amax_layer_bytes) for ``passes`` pass directions (forward 1; backward the gradients
     and, with full recompute, the recomputed forward's inputs again); 0 unless a recipe reads
     its inputs before the cast (Fp8Recipe.amax_passes)."""
     tr, model = ctx.tr, ctx.model
-    if not (is_fp8(tr) and tr.fp8_recipe.amax_passes and isinstance(model, Model)):
+    if not reads_amax(ctx):
         return 0.0
     a = layer_args
     m_l = eq.fp8__amax_layer_bytes(

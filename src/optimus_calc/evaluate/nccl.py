@@ -138,19 +138,45 @@ def _ring_times_at_once(S, S_e, F, multi, ppn_one, s_i, s_e, z, beta, *, link_cl
     operations on the same values elementwise (so the same numbers, tests/test_small_batch.py),
     in a third of the numpy calls. A speed tactic for small batches, used when no `explain`
     records the calls one protocol at a time."""
-    lead = (3,) + (1,) * max(map(np.ndim, (S, S_e, F, multi, ppn_one, s_i, s_e, z, beta)))
-    col = lambda xs: np.array(xs, dtype=np.float64).reshape(lead)  # noqa: E731
-    lat_i = col(HW_US[link_class]["ring"]) * 1e-6 * s_i
-    over = col([net_overhead_s, net_overhead_s, net_overhead_s * 3])   # L404-408
-    lat_i = np.where(multi, np.maximum(lat_i, over), lat_i)
-    lat_e = np.where(ppn_one, col(HW_US["net"]["tree"]), col(HW_US["net"]["ring"])) * 1e-6 * s_e
-    a_0 = col(BASE_US["ring"]) * 1e-6
+    nd = max(x.ndim if type(x) is np.ndarray else np.ndim(x)
+             for x in (S, S_e, F, multi, ppn_one, s_i, s_e, z, beta))
+    lat_i, over, tree, ring, a_0, share = _columns(link_class, net_overhead_s, s_i, s_e, nd)
+    lat_i = np.where(multi, over, lat_i)
+    lat_e = np.where(ppn_one, tree, ring)
     L = eq.comm__nccl_ring_latency(S=S, S_e=S_e, a_0=a_0, l_e=lat_e, l_i=lat_i)
-    share = col(RING_SHARE)
     t = eq.comm__nccl_collective_time(F=F, L=L[:SIMPLE], beta=beta, f_p=share[:SIMPLE], z=z)
     simple = eq.comm__nccl_pipelined_time(F=F, L_s=L[SIMPLE] - a_0[SIMPLE], a_0=a_0[SIMPLE],
                                           beta=beta, f_p=share[SIMPLE], z=z)
     return [t[0], t[1], simple]
+
+
+# the tables' columns per (link class, overhead, alpha scales, rank), kept when the scales are
+# numbers (a speed tactic: the same operations on the same constants, made once)
+_COLUMNS: dict[tuple, tuple] = {}
+
+
+def _columns(link_class: str, net_overhead_s: float, s_i, s_e, nd: int) -> tuple:
+    """(l_i, l_i with the network overhead's floor, l_e of one rank per node, l_e otherwise,
+    a_0, the protocols' bandwidth shares) along a leading protocol axis of ``nd`` + 1 dims."""
+    key = (link_class, net_overhead_s, s_i, s_e, nd) if (
+        type(s_i) is float and type(s_e) is float) else None
+    got = _COLUMNS.get(key) if key is not None else None
+    if got is not None:
+        return got
+    lead = (3,) + (1,) * nd
+    col = lambda xs: np.array(xs, dtype=np.float64).reshape(lead)  # noqa: E731
+    lat_i = col(HW_US[link_class]["ring"]) * 1e-6 * s_i
+    over = col([net_overhead_s, net_overhead_s, net_overhead_s * 3])   # L404-408
+    # the ring's own l_e: where(one rank per node, tree, ring) x 1e-6 x s_e, each scaled first
+    got = (lat_i, np.maximum(lat_i, over), col(HW_US["net"]["tree"]) * 1e-6 * s_e,
+           col(HW_US["net"]["ring"]) * 1e-6 * s_e, col(BASE_US["ring"]) * 1e-6, col(RING_SHARE))
+    if key is not None:
+        for x in got:
+            x.flags.writeable = False
+        if len(_COLUMNS) >= 64:
+            _COLUMNS.clear()
+        _COLUMNS[key] = got
+    return got
 
 
 def ring_time(coll: str, n, nodes, z, beta, **kw):
@@ -159,16 +185,32 @@ def ring_time(coll: str, n, nodes, z, beta, **kw):
     return np.where(np.asarray(n) > 1, np.minimum(np.minimum(t[0], t[1]), t[2]), 0.0)
 
 
+_RING_STEPS = {"all-reduce": 2, "reduce-scatter": 1, "all-gather": 1}
+
+
 def ring_time_many(colls: tuple, n, nodes, z, beta, *, link_class: str,
                    net_overhead_s: float) -> list:
     """``[ring_time(c, n, nodes, z, beta, ...) for c in colls]`` (no ``alpha_i``/``alpha_e``)
     with the collectives along a leading axis as well as the protocols: the same operations on
     the same values elementwise (so the same numbers, tests/test_small_batch.py), in a third of
     the numpy calls for three collectives. A speed tactic for small batches (at most AT_ONCE
-    values), used when no `explain` records the calls one at a time."""
+    values), used when no `explain` records the calls one at a time. ``z`` may be a tuple of one
+    array per collective (of one shape)."""
+    if isinstance(z, tuple):
+        z = np.stack(z)
     n, nodes = np.asarray(n), np.maximum(np.asarray(nodes), 1)
-    per = [steps(c, n, nodes) + (bus_factor(c, n),) for c in colls]
-    S, S_e, F = (np.stack([p[k] for p in per]) for k in range(3))
+    if all(c in _RING_STEPS for c in colls):
+        # steps and bus factor are (n - 1) and the nodes' (N - 1) times 1 (reduce-scatter,
+        # all-gather) or 2 (all-reduce): the products with a column of the multipliers, the
+        # same operations as steps() and bus_factor() per collective
+        k = np.array([_RING_STEPS[c] for c in colls])
+        nf = np.asarray(n, dtype=float)
+        S = k.reshape((-1,) + (1,) * n.ndim) * (n - 1)
+        S_e = k.reshape((-1,) + (1,) * nodes.ndim) * np.where(nodes > 1, nodes - 1, 0)
+        F = k.astype(float).reshape((-1,) + (1,) * n.ndim) * (nf - 1) / np.maximum(nf, 1)
+    else:
+        per = [steps(c, n, nodes) + (bus_factor(c, n),) for c in colls]
+        S, S_e, F = (np.stack([p[k] for p in per]) for k in range(3))
     t = _ring_times_at_once(S, S_e, F, nodes > 1, n <= nodes, 1.0, 1.0, z, beta,
                             link_class=link_class, net_overhead_s=net_overhead_s)
     best = np.where(n > 1, np.minimum(np.minimum(t[0], t[1]), t[2]), 0.0)

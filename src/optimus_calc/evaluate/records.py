@@ -90,6 +90,50 @@ class Ctx:
         """Whether any layout of the batch uses offload strategy ``code``."""
         return code in self.codes
 
+    def memo(self, key, make):
+        """``make(self)``, made once per context: a figure several stages ask for."""
+        d = self.__dict__.setdefault("_memo", {})
+        if key not in d:
+            d[key] = make(self)
+        return d[key]
+
+    def mine(self, code: int, stage=None):
+        """``off == code``: the layouts of offload strategy ``code`` (shape of ``off``; with
+        ``stage`` 0 without its stage axis), or True when the batch holds that strategy only;
+        made once per context (the memory, devices, feasibility and optimizer stages ask)."""
+        if len(self.codes) == 1:
+            return True
+        masks = self.__dict__.setdefault("_masks", {})
+        got = masks.get((code, stage))
+        if got is None:
+            got = masks[code, stage] = self.off == code if stage is None else self.mine(code)[
+                ..., stage]
+        return got
+
+
+# a frozen model's derived constants by the model's identity (kept, so its id is not reused):
+# its properties sum every layer kind anew on each call, and a report evaluates the same model
+# again and again (a speed tactic: the same values)
+_PER_MODEL: dict[tuple, tuple] = {}
+
+
+def per_model(model, what: str, make):
+    """``make(model)``, made once per (frozen) model and ``what``."""
+    key = (id(model), what)
+    got = _PER_MODEL.get(key)
+    if got is not None and got[0] is model:
+        return got[1]
+    value = make(model)
+    if len(_PER_MODEL) >= 256:
+        _PER_MODEL.clear()
+    _PER_MODEL[key] = (model, value)
+    return value
+
+
+def active_params(model) -> float:
+    """``float(model.active_params)``, kept per model (:func:`per_model`)."""
+    return per_model(model, "active_params", lambda m: float(m.active_params))
+
 
 def make_ctx(batch: Batch, model, hw: Hardware, tr: Training, asm: Assumptions,
              all_stages: bool, stages: StageTable | None) -> Ctx:

@@ -87,7 +87,13 @@ class StageTable:
                 return got
         i = np.searchsorted(self.pps, keys)
         if i.size * self.index.shape[1] <= STAGE_MAJOR_FROM:
-            cols = StageColumns(**{k: getattr(self, k)[i] for k in _COLUMNS})
+            # the columns stacked once per table (one gather instead of one per column)
+            stacked = self.__dict__.get("_stacked")
+            if stacked is None:
+                stacked = self.__dict__["_stacked"] = np.stack([getattr(self, k)
+                                                                for k in _COLUMNS])
+                stacked.flags.writeable = False  # (the gathered columns are copies)
+            cols = StageColumns(*stacked[:, i])
             if small:
                 for k in _COLUMNS:
                     getattr(cols, k).flags.writeable = False
@@ -145,7 +151,7 @@ def stage_major_zeros(shape: tuple, dtype=np.float64) -> np.ndarray:
     columns (:data:`STAGE_MAJOR_FROM`): operations mixing them keep their inner loops along the
     layouts (a C-ordered array would put the 1-4 stages innermost)."""
     shape = tuple(shape)
-    if len(shape) < 2 or int(np.prod(shape)) <= STAGE_MAJOR_FROM:
+    if len(shape) < 2 or math.prod(shape) <= STAGE_MAJOR_FROM:
         return np.zeros(shape, dtype)
     return np.moveaxis(np.zeros(shape[-1:] + shape[:-1], dtype), 0, -1)
 
@@ -163,11 +169,23 @@ def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
     Outside the evaluator's stages, a new per-stage array is allocated with
     :func:`stage_major_zeros` and reduced over the stages with :func:`stage_max` /
     :func:`stage_argmax`."""
-    values = [np.asarray(v) for _, v in pairs]
-    shape = broadcast_small(tuple(shape), *(np.shape(m) for m, _ in pairs),
-                       *(v.shape for v in values))
-    if len(values) != 1 or values[0].dtype != dtype:
-        dtype = np.result_type(dtype, *(v.dtype for v in values))
+    shape, want = tuple(shape), np.dtype(dtype)
+    # the shapes and dtypes differing from ``shape`` and ``dtype``, looked at in Python (a flat
+    # batch's are mostly the same few: numpy's broadcast and result_type cost more than the merge)
+    values, others, odd = [], set(), False
+    for m, v in pairs:
+        v = np.asarray(v)
+        values.append(v)
+        if v.shape != shape and v.shape != ():
+            others.add(v.shape)
+        ms = m.shape if type(m) is np.ndarray else np.shape(m)
+        if ms != shape and ms != ():
+            others.add(ms)
+        odd = odd or (v.dtype is not want and v.dtype != want)
+    if others:
+        shape = broadcast_small(shape, *others)
+    if odd:
+        dtype = np.result_type(want, *(v.dtype for v in values))
     small = math.prod(shape) <= STAGE_MAJOR_FROM
     if small and len(pairs) == 1 and (pairs[0][0] is True or np.asarray(pairs[0][0]).all()):
         # a small batch of one strategy: its values, copied (C order, as stage_major_zeros
@@ -176,7 +194,7 @@ def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
         if v.shape == shape and v.dtype == dtype:
             return v.copy()
         return np.array(np.broadcast_to(v, shape), dtype=dtype)
-    out = stage_major_zeros(shape, dtype)
+    out = np.zeros(shape, dtype) if small else stage_major_zeros(shape, dtype)
     for mine, value in pairs:
         # a small array's masked copy costs less than looking for a run (a speed tactic)
         part = None if small else _one_axis_run(np.asarray(mine), len(shape))
@@ -195,6 +213,11 @@ def shaped(x, shape: tuple):
         x.flags.writeable = False
         return x
     return np.broadcast_to(x, shape)
+
+
+def ndim(x) -> int:
+    """``np.ndim(x)`` without numpy's dispatch for an array or a Python number."""
+    return x.ndim if type(x) is np.ndarray else 0 if type(x) in (float, int, bool) else np.ndim(x)
 
 
 def broadcast_small(*shapes: tuple) -> tuple:
@@ -248,8 +271,10 @@ def stage_table(model: Model | BareModel, pps, all_stages: bool, vs=1) -> StageT
     if pp.size == 1 and v.size == 1:  # a batch of one: its key, as _keys makes it
         keys = [int(pp.reshape(-1)[0]) * V_KEY + (int(v.reshape(-1)[0]) if by_v else 1)]
     else:
-        pp, v = np.broadcast_arrays(pp, v)
-        keys = sorted_unique(_keys(pp, v, by_v).reshape(-1)).tolist()  # a grid's: one sort
+        if by_v:  # (without, the keys read no interleave: pp's own are the same set)
+            pp, v = np.broadcast_arrays(pp, v)
+        keys = _keys(pp, v, by_v).reshape(-1)  # a grid's: one sort; a flat batch's in Python
+        keys = sorted(set(keys.tolist())) if keys.size <= 256 else sorted_unique(keys).tolist()
     return _stage_table(model, tuple(keys), bool(all_stages), by_v)
 
 

@@ -12,16 +12,15 @@ from optimus_calc.evaluate.context import check_precision
 from optimus_calc.evaluate.efficiency import (attention_efficiency, attention_seconds,
                                               causal_factor, compute_efficiency,
                                               expert_efficiency, gemm_efficiency)
-from optimus_calc.evaluate.fp8 import amax_time, bf16_head_flops, fp8_gemm_ratio
+from optimus_calc.evaluate.fp8 import amax_time, bf16_head_flops, fp8_gemm_ratio, reads_amax
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
-from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord
+from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord, per_model
 from optimus_calc.evaluate.shapes import op_sac_widths
-from optimus_calc.evaluate.stages import broadcast_small
-from optimus_calc.evaluate import nccl
-from optimus_calc.evaluate.topology import all_to_all, group, neighbour, nic_Bps, placement
+from optimus_calc.evaluate.stages import broadcast_small, stage_max
+from optimus_calc.evaluate.topology import _RINGS, _either, _ring, _rings  # noqa: F401 (_RINGS)
+from optimus_calc.evaluate.topology import all_to_all, group, neighbour, nic_Bps, reduce_and_gather
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.assumptions import Assumptions
-from optimus_calc.units import GB
 
 
 def layer_flops(model: Model, seq: int) -> tuple[float, float]:
@@ -73,6 +72,13 @@ def experts_recomputed(rc, policy: float):
 
 # r_g of step.tp_comm_time, the same test: torchtitan's op AC saves reduce-scatters, no all-gather
 tp_gathers_rerun = experts_recomputed
+
+
+def experts_rerun(ctx: Ctx):
+    """:func:`experts_recomputed` of the batch, made once per context (the compute, the TP
+    collectives and the fixed costs read it)."""
+    return ctx.memo("experts_recomputed",
+                    lambda c: experts_recomputed(c.rc, c.asm.selective_policy))
 
 
 def ep_all_to_all_rerun(rc, policy: float, saves: float):
@@ -129,8 +135,14 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     model, hw, tr, asm, s, rc = ctx.model, ctx.hw, ctx.tr, ctx.asm, ctx.s, ctx.rc
     Ls, last = ctx.st.layers, ctx.st.last
     peak = check_precision(hw.gpu, tr.precision)
-    f_l, f_h = layer_flops(model, s)
-    f_r = recompute_flops(model, s, rc, f_l, asm.selective_policy)
+    # not while `explain` records: a model's layer FLOPs at this length kept (per_model), and
+    # with no layout recomputing (rc 0 = R_NONE) F_r and r_a zeros without their calls
+    quiet = not recording_active()
+    f_l, f_h = (per_model(model, ("layer_flops", s), lambda mdl: layer_flops(mdl, s)) if quiet
+                else layer_flops(model, s))
+    none = quiet and not rc.any()
+    f_r = (np.zeros(rc.shape) if none
+           else recompute_flops(model, s, rc, f_l, asm.selective_policy))
     tokens = ctx.gb * s
     tau = tokens / (ctx.dp * ctx.cp * ctx.t)
     F_fwd = eq.step__forward_flops(F_h=f_h, F_l=f_l, L_stage=Ls, lambda_h=last, tau_g=tau)
@@ -142,8 +154,9 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     f_att = eq.step__attention_core_flops(L_stage=Ls, d_s=model.score_dim, d_v=model.value_dim,
                                           s=s, tau_g=tau)
     f_att_b = eq.step__attention_backward_flops(
-        F_af=f_att, r_a=attention_recomputed(rc, asm.selective_policy))
-    r_x = experts_recomputed(rc, asm.selective_policy)
+        F_af=f_att, r_a=(np.zeros(rc.shape, dtype=bool) if none
+                         else attention_recomputed(rc, asm.selective_policy)))
+    r_x = experts_rerun(ctx)
     x_f, x_b, eta_x, route = _moe_work(ctx, tau, r_x)
     eff = dict(gpu=hw.gpu, h=model.hidden, t=ctx.t, s=s / ctx.cp, b=ctx.mb,
                flash=tr.flash_attention, asm=asm, kernel=tr.attention_kernel, eta_x=eta_x,
@@ -166,124 +179,34 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     eta_f = compute_efficiency(total_flops=F_fx, attn_flops=a_f, expert_flops=x_f, **eff,
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, False))
     T_cf = eq.compute__compute_time(FLOPs=F_fx, eta_g=eta_f, peak=peak)
-    T_ef = (eq.step__elementwise_time(n_pass=fwd_pass, L_stage=Ls, M_l=act0, **hbm)
-            + eq.step__elementwise_time(n_pass=1, L_stage=L_moe, M_l=route, **hbm)
-            + amax_time(ctx, mem.layer_args, hbm, 1))
+    # a dense model's routing passes (route 0) and a recipe without amax passes add 0 to times
+    # that are >= +0: left out unless `explain` records the calls (the same numbers)
+    routed, amax = model.is_moe or recording_active(), reads_amax(ctx) or recording_active()
+    T_ef = eq.step__elementwise_time(n_pass=fwd_pass, L_stage=Ls, M_l=act0, **hbm)
+    if routed:
+        T_ef = T_ef + eq.step__elementwise_time(n_pass=1, L_stage=L_moe, M_l=route, **hbm)
+    if amax:
+        T_ef = T_ef + amax_time(ctx, mem.layer_args, hbm, 1)
     set_scope("backward")
     a_b = eq.compute__causal_attention_flops(F_af=f_att_b, kappa_c=kappa)
     F_bx = F_bwd - (f_att_b - a_b)
     eta_b = compute_efficiency(total_flops=F_bx, attn_flops=a_b, expert_flops=x_b, **eff,
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, True))
     T_cb = eq.compute__compute_time(FLOPs=F_bx, eta_g=eta_b, peak=peak)
-    T_eb = (eq.step__elementwise_time(n_pass=bwd_pass, L_stage=Ls, M_l=act0, **hbm)
-            + eq.step__elementwise_time(n_pass=1 + r_x, L_stage=L_moe, M_l=route,
-                                        **hbm)
-            + amax_time(ctx, mem.layer_args, hbm, 1 + (rc == R_FULL)))
+    T_eb = eq.step__elementwise_time(n_pass=bwd_pass, L_stage=Ls, M_l=act0, **hbm)
+    if routed:
+        T_eb = T_eb + eq.step__elementwise_time(n_pass=1 + r_x, L_stage=L_moe, M_l=route, **hbm)
+    if amax:
+        T_eb = T_eb + amax_time(ctx, mem.layer_args, hbm, 1 + (rc == R_FULL))
     set_scope("")
     T_f = eq.step__forward_time(T_cf=T_cf, T_ef=T_ef)
     T_b = eq.step__backward_time(T_cb=T_cb, T_eb=T_eb)
-    bubble = eq.compute__pipeline_bubble(T_c=(T_f + T_b).max(axis=-1)[..., None], m=ctx.m,
+    bubble = eq.compute__pipeline_bubble(T_c=stage_max(T_f + T_b)[..., None], m=ctx.m,
                                          p=ctx.pp, v=ctx.v)
     T_att = attention_seconds(a_f + a_b, peak, hw.gpu, tr.flash_attention, tr.attention_kernel,
                               asm, eff["curves"][1] if "curves" in eff else None)
     return ComputeRecord(f_l, f_h, f_r, tokens, peak, T_cf, T_cb, T_ef, T_eb, T_f, T_b, bubble,
                          T_f / ctx.m, T_b / ctx.m, T_att)
-
-
-# called through the recording stand-in at call time, so `explain` sees each call
-RING_EQ = {"all-reduce": lambda **kw: eq.comm__ring_all_reduce_time(**kw),
-           "reduce-scatter": lambda **kw: eq.comm__ring_reduce_scatter_time(**kw),
-           "all-gather": lambda **kw: eq.comm__ring_all_gather_time(**kw)}
-
-
-# Small batches' NCCL ring times by their inputs (arrays of at most _RINGS_SMALL values):
-# `compare` evaluates one layout under every offload strategy, the same collectives each time.
-# A speed tactic: the same values (read-only arrays); the key holds everything _nccl_ring reads.
-_RINGS: dict[tuple, np.ndarray] = {}
-_RINGS_SMALL = 64
-
-
-def _ring(ctx: Ctx, coll: str, n, stride, z, beta, alpha):
-    """A ring collective over ``n`` ranks ``stride`` apart on the group's ``beta``: the
-    per-step ``alpha`` model, or with ``nccl_latency_model`` NCCL's latency model and fastest
-    protocol (evaluate/nccl.py)."""
-    if not ctx.asm.nccl_latency_model:
-        return RING_EQ[coll](alpha=alpha, beta=beta, n=n, z=z)
-    if recording_active():  # `explain`: every call as made
-        return _nccl_ring(ctx, coll, n, stride, z, beta)
-    args = n, stride, z, beta = (np.asarray(n), np.asarray(stride), np.asarray(z),
-                                 np.asarray(beta))
-    if not (n > 1).any():
-        # one rank everywhere (CP 1, DP 1): the ring takes 0 s (nccl.ring_time's value)
-        return np.zeros(broadcast_small(n.shape, stride.shape, z.shape, beta.shape))
-    if max(n.size, stride.size, z.size, beta.size) > _RINGS_SMALL:
-        return _nccl_ring(ctx, coll, *args)
-    hw = ctx.hw
-    key = (coll, hw.gpus_per_node, hw.intra_link.link_kind, hw.intra_link.nvls_busbw_GBps,
-           ctx.asm.nccl_net_overhead_us, n.dtype.str, n.shape, n.tobytes(), stride.dtype.str,
-           stride.shape, stride.tobytes(), z.dtype.str, z.shape, z.tobytes(), beta.dtype.str,
-           beta.shape, beta.tobytes())
-    t = _RINGS.get(key)
-    if t is None:
-        if len(_RINGS) >= 1024:
-            _RINGS.clear()
-        t = _RINGS[key] = np.asarray(_nccl_ring(ctx, coll, *args))
-        t.flags.writeable = False
-    return t
-
-
-def _rings(ctx: Ctx, colls: tuple, n, stride, z, beta, alpha) -> list:
-    """``[_ring(ctx, c, ...) for c in colls]``: a batch above the small cache's size (and below
-    nccl.AT_ONCE values) computes the collectives of one ring together (nccl.ring_time_many:
-    the same numbers in fewer numpy calls)."""
-    a = n, stride, z, beta = [np.asarray(x) for x in (n, stride, z, beta)]
-    size = max(x.size for x in a)
-    if (not ctx.asm.nccl_latency_model or recording_active() or size <= _RINGS_SMALL
-            or size > nccl.AT_ONCE // len(colls) or not (n > 1).any()):
-        return [_ring(ctx, c, n, stride, z, beta, alpha) for c in colls]
-    hw = ctx.hw
-    _, nodes = placement(hw, n, stride)
-    ts = nccl.ring_time_many(colls, n, nodes, z, beta,
-                             link_class=nccl.intra_class(hw.intra_link.link_kind),
-                             net_overhead_s=ctx.asm.nccl_net_overhead_us * 1e-6)
-    return [_nvls(ctx, c, n, nodes, z, t) for c, t in zip(colls, ts)]
-
-
-def _nccl_ring(ctx: Ctx, coll: str, n, stride, z, beta):
-    hw = ctx.hw
-    _, nodes = placement(hw, n, stride)
-    t = nccl.ring_time(coll, n, nodes, z, beta,
-                       link_class=nccl.intra_class(hw.intra_link.link_kind),
-                       net_overhead_s=ctx.asm.nccl_net_overhead_us * 1e-6)
-    return _nvls(ctx, coll, n, nodes, z, t)
-
-
-def _nvls(ctx: Ctx, coll: str, n, nodes, z, t):
-    nvls = ctx.hw.intra_link.nvls_busbw_GBps
-    if coll == "all-reduce" and nvls:  # NVLS over a full NVSwitch node, when NCCL's model wins
-        full = (np.asarray(nodes) == 1) & (np.asarray(n) == ctx.hw.gpus_per_node)
-        t = np.where(full, np.minimum(t, nccl.nvls_time(n, z, nvls * GB)), t)
-    return t
-
-
-def _either(ctx: Ctx, cond, yes: str, no: str, ring: dict):
-    """``np.where(cond, ring yes, ring no)``; when ``cond`` is the same for every layout (and no
-    `explain` records both), only the ring it picks is computed (a speed tactic)."""
-    cond = np.asarray(cond)
-    if not recording_active():
-        if cond.all():
-            return _where(cond, _ring(ctx, yes, **ring))
-        if not cond.any():
-            return _where(cond, _ring(ctx, no, **ring))
-    return np.where(cond, _ring(ctx, yes, **ring), _ring(ctx, no, **ring))
-
-
-def _where(cond, t):
-    """``t`` as ``np.where(cond, t, other)`` shapes it when ``cond`` picks ``t`` everywhere."""
-    t = np.asarray(t)
-    shape = np.broadcast_shapes(cond.shape, t.shape) if cond.shape != t.shape else t.shape
-    return np.array(t if shape == t.shape else np.broadcast_to(t, shape),
-                    dtype=np.result_type(t, np.float64))
 
 
 def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
@@ -297,17 +220,25 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
                               z=z_tp, beta=b_tp, alpha=a_tp)
     T_tp = eq.step__tp_comm_time(
         L_stage=Ls, T_ag=T_ag, T_ar=T_ar, T_rs=T_rs, m=m, o_tp=asm.tp_overlap,
-        o_tb=asm.tp_backward_overlap, r_g=tp_gathers_rerun(ctx.rc, asm.selective_policy),
+        o_tb=asm.tp_backward_overlap, r_g=experts_rerun(ctx),
         r_full=ctx.r_full, sigma_sp=mem.sigma)
     set_scope("cp")
-    a_cp, b_cp = group(hw, cp, t, nic=nic)
-    z_cp = eq.step__cp_message_bytes(b=mb, b_w=wb, d_head=model.d_head, n_kv=model.n_kv, s=s,
-                                     t=t)
-    T_ag, T_rs = _rings(ctx, ("all-gather", "reduce-scatter"), n=cp, stride=t, z=z_cp,
-                        beta=b_cp, alpha=a_cp)
-    T_cp = eq.step__cp_comm_time(
-        L_stage=Ls, T_ag=T_ag, T_rs=T_rs, m=m, o_cp=asm.cp_overlap, T_att=T_att,
-        r_full=ctx.r_full)
+    # one rank per CP group everywhere: NCCL's rings take 0 s (rings._ring), their group unread
+    # (`explain` sees the calls)
+    one = not recording_active() and asm.nccl_latency_model and not (np.asarray(cp) > 1).any()
+    if one and np.isfinite(T_att).all():
+        # then T_cp = max(0, L m (0 (r + 1) + 0) - T_att o_cp) = +0 (T_att finite, o_cp >= 0)
+        T_cp = np.zeros(broadcast_small(Ls.shape, np.shape(m), np.shape(T_att), np.shape(cp),
+                                        np.shape(t), np.shape(mb), ctx.r_full.shape))
+    else:
+        a_cp, b_cp = (0.0, 0.0) if one else group(hw, cp, t, nic=nic)
+        z_cp = eq.step__cp_message_bytes(b=mb, b_w=wb, d_head=model.d_head, n_kv=model.n_kv,
+                                         s=s, t=t)
+        T_ag, T_rs = _rings(ctx, ("all-gather", "reduce-scatter"), n=cp, stride=t, z=z_cp,
+                            beta=b_cp, alpha=a_cp)
+        T_cp = eq.step__cp_comm_time(
+            L_stage=Ls, T_ag=T_ag, T_rs=T_rs, m=m, o_cp=asm.cp_overlap, T_att=T_att,
+            r_full=ctx.r_full)
     set_scope("ep")
     a2a = 0.0
     if model.is_moe:
@@ -316,11 +247,18 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
         z_ep = eq.step__ep_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, k=model.top_k,
                                          s=s, iota=asm.moe_imbalance, t=t, t_x=ctx.t_x)
         a2a = eq.comm__all_to_all_time(z=z_ep, **all_to_all(hw, ctx.ep, ctx.t_x, nic=nic))
-    # the overlap a framework refuses at PP > 1 without interleaving hides nothing there
-    o_ep = np.where((ctx.pp > 1) & (ctx.v <= 1) & (asm.ep_overlap_needs_interleave > 0), 0.0,
-                    asm.ep_overlap)
-    r_a2a = ep_all_to_all_rerun(ctx.rc, asm.selective_policy, asm.sac_saves_ep_all_to_all)
-    T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m, o_ep=o_ep, r_a2a=r_a2a)
+    if not model.is_moe and not recording_active():
+        # no all-to-all: L_moe x 0 x m x (1 - o_ep) x (2 r + 4), every factor finite and >= 0
+        # (o_ep <= 1), is +0 on the shape its inputs give (`explain` sees the call)
+        T_ep = np.zeros(broadcast_small(ctx.st.moe_layers.shape, np.shape(m), ctx.pp.shape,
+                                        ctx.v.shape, ctx.rc.shape))
+    else:
+        # the overlap a framework refuses at PP > 1 without interleaving hides nothing there
+        o_ep = np.where((ctx.pp > 1) & (ctx.v <= 1) & (asm.ep_overlap_needs_interleave > 0),
+                        0.0, asm.ep_overlap)
+        r_a2a = ep_all_to_all_rerun(ctx.rc, asm.selective_policy, asm.sac_saves_ep_all_to_all)
+        T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m, o_ep=o_ep,
+                                     r_a2a=r_a2a)
     set_scope("pp")
     inter = t * cp * ctx.dp >= ctx.gpn  # neighbouring stages sit on different nodes
     alpha, beta = neighbour(hw, inter, nic)
@@ -344,10 +282,17 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     p_x = mem.p_x
     cap_g = eq.memory__bucket_capacity_bytes(M_ddp=asm.ddp_bucket_MB, Z=z,
                                              Z_bk=asm.zero_bucket_params, b_g=gbytes)
-    k_g = eq.step__gradient_buckets(B_cap=cap_g, P=P - p_x, b_g=gbytes)
+    P_d = P - p_x  # the dense (non-expert) parameters
+    k_g = eq.step__gradient_buckets(B_cap=cap_g, P=P_d, b_g=gbytes)
     dpr = dict(n=n_dp, stride=ctx.t, beta=b_dp, alpha=a_dp,
-               z=eq.step__dp_bucket_bytes(P=P - p_x, b_g=gbytes, n_bk=k_g))
-    T_bkt = _either(ctx, z == 0, "all-reduce", "reduce-scatter", dpr)
+               z=eq.step__dp_bucket_bytes(P=P_d, b_g=gbytes, n_bk=k_g))
+    n_mod = np.maximum(1, ctx.st.layers) * modules_per_layer(ctx.model, asm)
+    both = None
+    if not tr.multicast and not recording_active():  # the gather's sizes first: its ring and
+        k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
+        z_piece = eq.step__dp_gather_piece_bytes(P=P, b_w=wb, k_w=k_w)  # the reduction's at once
+        both = reduce_and_gather(ctx, z == 0, dpr, z_piece)
+    T_bkt = both[0] if both else _either(ctx, z == 0, "all-reduce", "reduce-scatter", dpr)
     T_red = k_g * T_bkt
     if np.any(np.asarray(p_x) > 0):  # MoE: the expert gradients reduce over the expert-DP group
         set_scope("dp experts")
@@ -359,11 +304,13 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
         T_bkx = _either(ctx, z == 0, "all-reduce", "reduce-scatter", dpx)
         T_red = T_red + np.where(np.asarray(p_x) > 0, k_x * T_bkx, 0.0)
         set_scope("dp")
-    n_mod = np.maximum(1, ctx.st.layers) * modules_per_layer(ctx.model, asm)
-    k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
-    z_piece = eq.step__dp_gather_piece_bytes(P=P, b_w=wb, k_w=k_w)
-    t_piece = (eq.comm__multicast_all_gather_time(alpha=a_dp, beta=b_dp, n=n_dp, z=z_piece)
-               if tr.multicast else _ring(ctx, "all-gather", n_dp, ctx.t, z_piece, b_dp, a_dp))
+    if both:
+        t_piece = both[1]
+    else:
+        k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
+        z_piece = eq.step__dp_gather_piece_bytes(P=P, b_w=wb, k_w=k_w)
+        t_piece = (eq.comm__multicast_all_gather_time(alpha=a_dp, beta=b_dp, n=n_dp, z=z_piece)
+                   if tr.multicast else _ring(ctx, "all-gather", n_dp, ctx.t, z_piece, b_dp, a_dp))
     T_gat = eq.step__dp_gather_time(Z=z, k_w=k_w, t_g=t_piece)
     r_full = ctx.r_full
     g_x = _zero3_wait(ctx, (z == 3) & (n_dp > 1), n_mod, P, t_piece, comp, T_red)

@@ -20,7 +20,12 @@ def comm__bus_bandwidth(F, T, z):
 
 def comm__hierarchical_all_reduce_pipelined_time(N, alpha_e, alpha_i, beta_e, beta_i, c_b, m, z):
     """comm.hierarchical_all_reduce_pipelined_time [s]: seeds/squeezenic.md section 3 (local reduce-scatter, global all-reduce, local all-gather); pipelined over chunks as NCCL moves data through its FIFO buffers: NCCL src/init.cc DEFAULT_BUFFSIZE (1 << 22) = 4 MiB per channel connection (NCCL_BUFFSIZE, docs: Environment Variables), cut into NCCL_STEPS = 8 slots (src/include/device.h)"""
-    return alpha_e*(2*N - 2) + alpha_i*(2*m - 2) + z*numpy.maximum(beta_e*(2*N - 2)/N, beta_i*(2*m - 2)/m) + (beta_i*(2*m - 2)/m - numpy.maximum(beta_e*(2*N - 2)/N, beta_i*(2*m - 2)/m) + beta_e*(2*N - 2)/N)*numpy.minimum(c_b, z)
+    _c0 = 2 * N - 2
+    _c1 = 2 * m - 2
+    _c2 = beta_i * _c1 / m
+    _c3 = beta_e * _c0 / N
+    _c4 = numpy.maximum(_c3, _c2)
+    return alpha_e * _c0 + alpha_i * _c1 + z * _c4 + (_c2 - _c4 + _c3) * numpy.minimum(c_b, z)
 
 
 def comm__multicast_all_gather_injected_bytes(n, z):
@@ -30,7 +35,8 @@ def comm__multicast_all_gather_injected_bytes(n, z):
 
 def comm__multicast_all_gather_time(alpha, beta, n, z):
     """comm.multicast_all_gather_time [s]: seeds/multicast-allgather-abstract.md (Khalilov et al., SC'24): constant-time reliable broadcast over hardware multicast; receive-bound"""
-    return 2*alpha*numpy.minimum(1, n - 1) + beta*z*(n - 1)/n
+    _c0 = n - 1
+    return 2 * alpha * numpy.minimum(1, _c0) + beta * z * _c0 / n
 
 
 def comm__nccl_collective_time(F, L, beta, f_p, z):
@@ -75,12 +81,14 @@ def comm__ring_all_gather_injected_bytes(n, z):
 
 def comm__ring_all_gather_time(alpha, beta, n, z):
     """comm.ring_all_gather_time [s]: nccl-tests doc/PERFORMANCE.md; Patarasuk & Yuan 2009 (bandwidth-optimal ring)"""
-    return alpha*(n - 1) + beta*z*(n - 1)/n
+    _c0 = n - 1
+    return alpha * _c0 + beta * z * _c0 / n
 
 
 def comm__ring_all_reduce_time(alpha, beta, n, z):
     """comm.ring_all_reduce_time [s]: nccl-tests doc/PERFORMANCE.md; Patarasuk & Yuan 2009 (bandwidth-optimal ring); calibration.md section 6"""
-    return alpha*(2*n - 2) + beta*z*(2*n - 2)/n
+    _c0 = 2 * n - 2
+    return alpha * _c0 + beta * z * _c0 / n
 
 
 def comm__ring_alpha(N, alpha_e, alpha_i, n):
@@ -95,17 +103,20 @@ def comm__ring_bandwidth(B_intra, B_nic, K):
 
 def comm__ring_broadcast_time(alpha, beta, n, z):
     """comm.ring_broadcast_time [s]: nccl-tests doc/PERFORMANCE.md; Patarasuk & Yuan 2009 (bandwidth-optimal ring) (pipelined ring: bus bandwidth factor 1)"""
-    return alpha*(n - 1) + beta*z*numpy.minimum(1, n - 1)
+    _c0 = n - 1
+    return alpha * _c0 + beta * z * numpy.minimum(1, _c0)
 
 
 def comm__ring_reduce_scatter_time(alpha, beta, n, z):
     """comm.ring_reduce_scatter_time [s]: nccl-tests doc/PERFORMANCE.md; Patarasuk & Yuan 2009 (bandwidth-optimal ring)"""
-    return alpha*(n - 1) + beta*z*(n - 1)/n
+    _c0 = n - 1
+    return alpha * _c0 + beta * z * _c0 / n
 
 
 def comm__ring_reduce_time(alpha, beta, n, z):
     """comm.ring_reduce_time [s]: nccl-tests doc/PERFORMANCE.md; Patarasuk & Yuan 2009 (bandwidth-optimal ring) (pipelined ring: bus bandwidth factor 1)"""
-    return alpha*(n - 1) + beta*z*numpy.minimum(1, n - 1)
+    _c0 = n - 1
+    return alpha * _c0 + beta * z * numpy.minimum(1, _c0)
 
 
 def comm__squeezenic_app1_time(N, alpha_e, alpha_i, beta_e, beta_i, m, r, theta_c, theta_d, z):
@@ -115,7 +126,9 @@ def comm__squeezenic_app1_time(N, alpha_e, alpha_i, beta_e, beta_i, m, r, theta_
 
 def comm__squeezenic_app2_time(N, alpha_e, alpha_i, beta_e, beta_i, m, r, theta_c, theta_d, theta_gc, theta_gd, z):
     """comm.squeezenic_app2_time [s]: Rebai et al. 2024, SqueezeNIC (seeds/squeezenic.md) section 3, equation (3)"""
-    return r*z/theta_d + (2*N - 2)*(alpha_e + beta_e*r*z/N) + (alpha_i + beta_i*z/m)*(m - 1) + (alpha_i + beta_i*r*z/m)*(m - 1) + z/theta_c + r*z*(m - 1)/(m*theta_gd) + z*(m - 1)/(m*theta_gc)
+    _c0 = r * z
+    _c1 = m - 1
+    return _c0 / theta_d + (2 * N - 2) * (alpha_e + beta_e * r * z / N) + (alpha_i + beta_i * z / m) * _c1 + (alpha_i + beta_i * r * z / m) * _c1 + z / theta_c + _c0 * _c1 / (m * theta_gd) + z * _c1 / (m * theta_gc)
 
 
 def comm__squeezenic_baseline_time(N, alpha_e, alpha_i, beta_e, beta_i, m, z):

@@ -60,7 +60,9 @@ def compute__moe_router_bytes(E, b_r, tau_mb):
 
 def compute__optimizer_step_time(B_core, B_mem, F_core, F_dev, P_n, beta_p, c_n, eta_m, n_t, phi_p):
     """compute.optimizer_step_time [s]: roofline (Williams et al. 2009); element-wise Adam is memory-bound (seeds/optimusnic.md section 4.2); on CPUs and Arm SoCs bandwidth grows with threads until it saturates (optimusnic.md Fig. 2)"""
-    return numpy.maximum(P_n*phi_p*numpy.where(numpy.equal(c_n, 1), 1/(F_core*n_t), F_dev**(-1.0)), P_n*beta_p*numpy.where(numpy.equal(c_n, 1), numpy.minimum(B_core*n_t, B_mem*eta_m)**(-1.0), 1/(B_mem*eta_m)))
+    _c0 = B_mem * eta_m
+    _c1 = numpy.equal(c_n, 1)
+    return numpy.maximum(P_n * phi_p * numpy.where(_c1, 1 / (F_core * n_t), F_dev ** (-1.0)), P_n * beta_p * numpy.where(_c1, numpy.minimum(B_core * n_t, _c0) ** (-1.0), 1 / _c0))
 
 
 def compute__pipeline_bubble(T_c, m, p, v):

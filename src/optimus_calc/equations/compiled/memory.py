@@ -10,7 +10,8 @@ import numpy
 
 def memory__activation_layer_bytes(a, b, c, d, h, m_c, phi, q_c, r, s, sigma, t):
     """memory.activation_layer_bytes [bytes]: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2; coefficients generalised here: attention (4 q_dim + 4 kv_dim)/h for GQA, MLP 4f/h (2-matrix) or 6f/h (SwiGLU, fused kernel keeps gate and up), x (top-k + shared) experts for MoE; dropout masks only with dropout; FlashAttention drops the score matrices; context parallelism divides s"""
-    return numpy.where(numpy.equal(r, 2), 2*b*h*s/(c*(sigma*(t - 1) + 1)), b*h*s*((2*d + 8)/(sigma*(t - 1) + 1) + (m_c + q_c)/t)/c + numpy.where(numpy.greater_equal(r, 1), 0, a*b*s**2*(1 - phi)*(3*d + 2)/(c*t)))
+    _c0 = sigma * (t - 1) + 1
+    return numpy.where(numpy.equal(r, 2), 2 * b * h * s / (c * _c0), b * h * s * ((2 * d + 8) / _c0 + (m_c + q_c) / t) / c + numpy.where(numpy.greater_equal(r, 1), 0, a * b * s ** 2 * (1 - phi) * (3 * d + 2) / (c * t)))
 
 
 def memory__bucket_bytes(B_cap, P, b_g):
@@ -35,7 +36,8 @@ def memory__gpu_total_bytes(G, M_act, M_over, O, W):
 
 def memory__gradients_bytes(N_d, P, Z, b_g, k_g, o_g):
     """memory.gradients_bytes [bytes]: Rajbhandari et al. 2020 (ZeRO) section 5.2, P_os+g; with offload, DeepSpeed v0.15.0 deepspeed/runtime/zero/stage_1_and_2.py L1422-1424 (ZeRO-1 reduces only at the accumulation boundary, so the full 16-bit gradients stay in param.grad on the GPU) and L1412-1414 (then copies its partition to the host, copy_grads_in_partition L1328-1340); ZeRO-2/3 move each reduced partition out during backward; Megatron-LM --optimizer-cpu-offload keeps its gradient buffer on the GPU and copies at step time (megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py L100-115, L150-179 @ d98e8a6): k_g = 1"""
-    return P*b_g*(-o_g*(1 - k_g)*numpy.where(numpy.greater_equal(Z, 2), 1, 0) + 1)*numpy.where(numpy.greater_equal(Z, 2), N_d**(-1.0), 1)
+    _c0 = numpy.greater_equal(Z, 2)
+    return P * b_g * (-o_g * (1 - k_g) * numpy.where(_c0, 1, 0) + 1) * numpy.where(_c0, N_d ** (-1.0), 1)
 
 
 def memory__host_bytes_per_socket(C_u, S_n):

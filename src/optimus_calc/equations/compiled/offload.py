@@ -110,7 +110,8 @@ def offload__param_stream_time_nvme(B_l, Q_p, R_rd, eta_d, eta_l, k_n, n_d):
 
 def offload__smartnic_transfer_time(B_le, B_sn, G_n, K_n, P_r, S, b_g, b_w):
     """offload.smartnic_transfer_time [s]: seeds/optimusnic.md section 4: each GPU sends its shard's gradients and takes the weights back over its own link; each card receives the shards of the G_n/K_n GPUs it serves over its link (the slower side sets the time); a spill streams from host RAM and back"""
-    return numpy.maximum(P_r*(b_g + b_w)/B_le, G_n*P_r*(b_g + b_w)/(B_sn*K_n)) + 2*S/B_sn
+    _c0 = b_g + b_w
+    return numpy.maximum(P_r * _c0 / B_le, G_n * P_r * _c0 / (B_sn * K_n)) + 2 * S / B_sn
 
 
 def offload__step_time(T_ad, T_d2h, T_gc, T_h2d, T_ov, T_pc, T_un):
@@ -135,7 +136,10 @@ def offload__unscale_time(B_r, P_r):
 
 def offload__zero3_exposed_gather_time(alpha_g, c_pass, d_p, n_mod, t_cb, t_cf, t_g, t_rs):
     """offload.zero3_exposed_gather_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/partitioned_param_coordinator.py L262-387 (per-module fetch and prefetch); DeepSpeed @ edaa722 deepspeed/runtime/zero/stage3.py L335-336, L1570-1608 (gradients reduce-scattered per bucket during the backward on reduce_and_partition_stream, overlap_comm true for stage 3: runtime/zero/config.py L383-386), so the backward's all-gathers and reduce-scatters cross the same NICs; torchtitan FSDP2 likewise reduce-scatters each block in the backward (torchtitan/models/llama3/infra/parallelize.py L334-357 @ 73a0e69)"""
-    return alpha_g*c_pass*n_mod + d_p*(t_g + t_rs + (n_mod - 1)*numpy.maximum(0, -t_cb + t_g + t_rs)) + n_mod*(1 - d_p)*(t_g + t_rs) + (c_pass - 1)*(d_p*(t_g + (n_mod - 1)*numpy.maximum(0, -t_cf + t_g)) + n_mod*t_g*(1 - d_p))
+    _c0 = n_mod - 1
+    _c1 = 1 - d_p
+    _c2 = t_g + t_rs
+    return alpha_g * c_pass * n_mod + d_p * (_c2 + _c0 * numpy.maximum(0, -t_cb + t_g + t_rs)) + n_mod * _c1 * _c2 + (c_pass - 1) * (d_p * (t_g + _c0 * numpy.maximum(0, -t_cf + t_g)) + n_mod * t_g * _c1)
 
 
 def offload__zero3_prefetch_depth(B_pf, M_live, p_m):

@@ -15,7 +15,8 @@ def optimusnic__exposed_time(T_pipe, W_o):
 
 def optimusnic__gradient_in_time(B_cl, B_gl, P_o, S_sp, b_gr, n_gc):
     """optimusnic.gradient_in_time [s]: seeds/optimusnic.md section 5 ("each model layer's gradients are sent for aggregation once its backward pass is complete, the optimizer step can be executed on OptimusNIC immediately after aggregation"); section 4.1 (the state that does not fit on the card lives in host memory, prefetched over the card's link)"""
-    return numpy.maximum(P_o*b_gr/B_gl, (P_o*b_gr*n_gc + S_sp)/B_cl)
+    _c0 = P_o * b_gr
+    return numpy.maximum(_c0 / B_gl, (_c0 * n_gc + S_sp) / B_cl)
 
 
 def optimusnic__overlap_window(T_dp, W_b, W_f, Z, m):
@@ -25,9 +26,11 @@ def optimusnic__overlap_window(T_dp, W_b, W_f, Z, m):
 
 def optimusnic__pipeline_time(T_in, T_out, T_up, n_L):
     """optimusnic.pipeline_time [s]: seeds/optimusnic.md section 5 ("each model layer's gradients are sent for aggregation once its backward pass is complete, the optimizer step can be executed on OptimusNIC immediately after aggregation"); pipeline time of n items through stages s_i: (n - 1) max s_i + sum s_i (Hennessy and Patterson, Computer Architecture, appendix C), here with per-layer stage times s_i = T_i / n_L"""
-    return numpy.maximum(numpy.maximum(T_in, T_out), T_up) + (T_in + T_out + T_up - numpy.maximum(numpy.maximum(T_in, T_out), T_up))/n_L
+    _c0 = numpy.maximum(numpy.maximum(T_in, T_out), T_up)
+    return _c0 + (T_in + T_out + T_up - _c0) / n_L
 
 
 def optimusnic__weights_out_time(B_cl, B_gl, P_o, S_sp, b_wt, n_gc):
     """optimusnic.weights_out_time [s]: seeds/optimusnic.md section 5 ("each model layer's gradients are sent for aggregation once its backward pass is complete, the optimizer step can be executed on OptimusNIC immediately after aggregation"); PCIe links are full duplex, so weights out does not share a direction with gradients in"""
-    return numpy.maximum(P_o*b_wt/B_gl, (P_o*b_wt*n_gc + S_sp)/B_cl)
+    _c0 = P_o * b_wt
+    return numpy.maximum(_c0 / B_gl, (_c0 * n_gc + S_sp) / B_cl)

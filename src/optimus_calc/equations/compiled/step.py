@@ -55,7 +55,12 @@ def step__dp_comm_time(A_g, T_gat, T_red, Z, m, r_full):
 
 def step__dp_exposed_time(A_g, G_x, T_bkt, T_gat, T_red, W_b, W_f, Z, m, o_dr, o_pg, r_full):
     """step.dp_exposed_time [s]: as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch except the last bucket (o_dr = 1), or all of it follows the backward (o_dr = 0, Megatron-LM without --overlap-grad-reduce: distributed_data_parallel.py L131-137 @ d98e8a6); ZeRO-1/2 gathers overlap the next forward (o_pg = 1, Megatron --overlap-param-gather) or run whole before it (o_pg = 0); ZeRO-3 gathers wait per module as far as prefetching does not hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time), and there the overlapped reduce-scatters share the backward's link with the gathers (in G_x): only the last bucket follows the backward. Never more than the communication it exposes (step.dp_comm_time): when a window is shorter than one bucket or one module's gather, the last bucket's tail would otherwise count a reduction twice (issue 32 item 9)"""
-    return numpy.where(numpy.greater_equal(Z, 3), numpy.minimum(m*(T_red + (A_g + T_gat)*(r_full + 2)), m*(G_x + T_red*(1 - o_dr) + o_dr*numpy.minimum(T_bkt, T_red))), numpy.where(numpy.greater_equal(Z, 2), numpy.minimum(T_gat + T_red*m, T_gat*(1 - o_pg) + m*(T_red*(1 - o_dr) + o_dr*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red))) + o_pg*numpy.maximum(0, T_gat - W_f)), numpy.minimum(T_gat + T_red, T_gat*(1 - o_pg) + T_red*(1 - o_dr) + o_dr*(numpy.maximum(0, T_red - W_b) + numpy.minimum(T_bkt, T_red)) + o_pg*numpy.maximum(0, T_gat - W_f))))
+    _c0 = numpy.minimum(T_bkt, T_red)
+    _c1 = T_gat * (1 - o_pg)
+    _c2 = T_red * (1 - o_dr)
+    _c3 = o_pg * numpy.maximum(0, T_gat - W_f)
+    _c4 = o_dr * (numpy.maximum(0, T_red - W_b) + _c0)
+    return numpy.where(numpy.greater_equal(Z, 3), numpy.minimum(m * (T_red + (A_g + T_gat) * (r_full + 2)), m * (G_x + _c2 + o_dr * _c0)), numpy.where(numpy.greater_equal(Z, 2), numpy.minimum(T_gat + T_red * m, _c1 + m * (_c2 + _c4) + _c3), numpy.minimum(T_gat + T_red, _c1 + _c2 + _c4 + _c3)))
 
 
 def step__dp_gather_piece_bytes(P, b_w, k_w):
@@ -145,7 +150,9 @@ def step__tokens_per_s(T_step, tokens):
 
 def step__tp_comm_time(L_stage, T_ag, T_ar, T_rs, m, o_tb, o_tp, r_full, r_g, sigma_sp):
     """step.tp_comm_time [s]: Korthikanti et al. 2022 (arXiv 2205.05198) section 4.2.2: per layer and micro-batch 4 all-reduces (2 forward, 2 backward), or with sequence parallelism 4 all-gathers + 4 reduce-scatters; full recomputation repeats the forward's half. Megatron-LM megatron/core/tensor_parallel/layers.py L694-711, L790, L807 @ d98e8a6: the backward's collectives are issued async before the weight-gradient GEMM and waited after it (o_tb)"""
-    return L_stage*m*(1 - o_tp)*(T_ar*(1 - sigma_sp)*(-2*o_tb + 2*r_g + 4) + sigma_sp*(T_ag*(-2*o_tb + 2*r_g + 4) + T_rs*(-2*o_tb + 2*r_full + 4)))
+    _c0 = -2 * o_tb
+    _c1 = _c0 + 2 * r_g + 4
+    return L_stage * m * (1 - o_tp) * (T_ar * (1 - sigma_sp) * _c1 + sigma_sp * (T_ag * _c1 + T_rs * (_c0 + 2 * r_full + 4)))
 
 
 def step__tp_message_bytes(b, b_w, c, h, s):

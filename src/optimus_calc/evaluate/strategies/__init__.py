@@ -12,7 +12,7 @@ from optimus_calc.evaluate.strategies.cpu import CPU
 from optimus_calc.evaluate.strategies.none import NONE
 from optimus_calc.evaluate.strategies.nvme import NVME
 from optimus_calc.evaluate.strategies.registry import (at, code_of, coded,  # noqa: F401
-                                                       device_params, offered,
+                                                       device_params, offered, offload_flags,
                                                        offload_device_name, register,
                                                        strategies, strategy, unregister)
 from optimus_calc.evaluate.strategies.smartnic import SMARTNIC

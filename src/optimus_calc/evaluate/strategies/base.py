@@ -58,7 +58,7 @@ class OffloadStrategy:
 
     def devices(self, ctx: Ctx, host: HostState) -> DeviceUse:
         from optimus_calc.evaluate.records import DeviceUse
-        return DeviceUse(0.0, 0.0, 0.0, 0)
+        return DeviceUse(0.0, 0.0, 0.0, 0, 0.0, 0.0)
 
     def reasons(self, ctx: Ctx, dev: Devices, host_capacity: float):
         """Bits of Reason for the layouts of this strategy (``dev``: reduced to the most loaded

@@ -58,8 +58,8 @@ def _host_phases(ctx, mem, comp, opt):
 
 def param_exposed(ctx, mem, comp, opt, target: str, **where):
     """ZeRO-3 offload_param: weights stream in every forward and backward (0 without it)."""
-    mine = (ctx.opar == 1) & (ctx.off == where.pop("code"))
-    if not np.any(mine):
+    mine = (ctx.opar == 1) & ctx.mine(where.pop("code"))
+    if not mine.any():
         return 0.0
     po = dict(dp=ctx.dp, micro_batches=ctx.m, weight_bytes=ctx.tr.weight_bytes,
               recompute_full=ctx.r_full, compute_per_microbatch_s=(comp.T_f + comp.T_b) / ctx.m,

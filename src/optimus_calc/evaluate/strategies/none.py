@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from optimus_calc.equations.recording import eq
 from optimus_calc.evaluate.optimizer import device_from, device_time
 from optimus_calc.evaluate.records import OptimizerUse
@@ -29,9 +27,9 @@ class NoOffload(OffloadStrategy):
     def optimizer(self, ctx, mem, comp, opt, dev):
         t_gpu, _ = device_time(device_from(ctx.hw.gpu, 1, ctx.asm), opt.shard, opt.bpp, opt.phi,
                                ctx.tr.optimizer_bytes)
-        zeros = np.zeros_like(np.asarray(t_gpu, dtype=np.float64))
-        return OptimizerUse(t_gpu, zeros, eq.compute__exposed_time(T_opt=t_gpu, T_x=0.0, W=0.0),
-                            zeros)
+        # no transfer, no overlap window: the 0 the merge leaves outside every strategy's layouts
+        return OptimizerUse(t_gpu, 0.0, eq.compute__exposed_time(T_opt=t_gpu, T_x=0.0, W=0.0),
+                            0.0, 0.0)
 
 
 NONE = NoOffload()

@@ -3,6 +3,9 @@ lookup. The package's ``__init__`` registers the built-ins; a plug-in calls :fun
 
 from __future__ import annotations
 
+import numpy as np
+
+from optimus_calc.evaluate.stages import STAGE_MAJOR_FROM, by_strategy, ndim
 from optimus_calc.evaluate.strategies.base import OffloadStrategy
 from optimus_calc.specs.training import Offload, offload_code, offload_of_code, register_offload
 
@@ -65,3 +68,37 @@ def device_params(hw, offload: Offload) -> list:
     """The fields of the offload target's hardware that can enter the equations (its
     strategy's list of hw_params.Param)."""
     return strategy(offload).device_params(hw)
+
+
+def offload_flags(off, offload_params, gpu_fraction, codes=None, mine=None):
+    """(o_w, o_g, o_o, f_k) of memory.*: what leaves the GPU under each layout's strategy;
+    ``codes``: the strategy codes ``off`` holds, when known (:attr:`Ctx.codes`), and ``mine``
+    their layouts (:meth:`Ctx.mine`)."""
+    off = np.asarray(off)
+    one = [s for c, s in coded() if c in codes] if codes is not None and len(codes) == 1 else 0
+    if one:  # every layout: np.where would pick its flags
+        flags = one[0].flags(offload_params, gpu_fraction)
+        return tuple(np.asarray(x, dtype=np.float64) * np.ones(off.shape) for x in flags)
+    pairs: tuple[list, ...] = ([], [], [], [])
+    for code, strat in coded():
+        if codes is not None and code not in codes:
+            continue
+        layouts = off == code if mine is None else mine(code)
+        if codes is None and not np.any(layouts):
+            continue
+        for acc, f in zip(pairs, strat.flags(offload_params, gpu_fraction)):
+            if ndim(f) or f != 0:  # 0 is what by_strategy leaves outside its layouts
+                acc.append((layouts, f, code))
+    return tuple(_by_code(p, off, codes) for p in pairs)
+
+
+def _by_code(pairs: list, off, codes):
+    """``by_strategy`` of (layouts, flag) pairs; a small batch's flags that are numbers each
+    strategy's, looked up by code (one gather instead of a masked copy per strategy)."""
+    if (codes is None or not pairs or off.size > STAGE_MAJOR_FROM
+            or any(ndim(f) for _, f, _ in pairs)):
+        return by_strategy([(m, f) for m, f, _ in pairs], off.shape)
+    table = np.zeros(max(codes) + 1)
+    for _, f, code in pairs:
+        table[code] = f
+    return table[off]

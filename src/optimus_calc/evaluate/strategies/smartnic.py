@@ -25,8 +25,9 @@ def cards_per_gpu(bytes_per_gpu: float, card_bytes: float) -> int:
 
 
 def cards_per_node(ctx):
-    """K_n: SmartNICs per node (--smartnics-per-node; 0 means one per GPU)."""
-    return np.where(ctx.sn_k > 0, ctx.sn_k, ctx.gpn)
+    """K_n: SmartNICs per node (--smartnics-per-node; 0 means one per GPU), made once per
+    context (the devices, the reasons and the optimizer step ask)."""
+    return ctx.memo("cards_per_node", lambda c: np.where(c.sn_k > 0, c.sn_k, c.gpn))
 
 
 class SmartNICOffload(OffloadStrategy):
@@ -137,7 +138,7 @@ class SmartNICOffload(OffloadStrategy):
         exposed = optimusnic.exposed(hw, ctx.tr, ctx.asm, shard_params=opt.shard,
                                      cards_per_node=k, spill_bytes=dev.spill, window_s=window,
                                      layers=ctx.st.layers)
-        return OptimizerUse(t_sn, x_sn, exposed, window)
+        return OptimizerUse(t_sn, x_sn, exposed, window, 0.0)
 
 
 SMARTNIC = SmartNICOffload()
