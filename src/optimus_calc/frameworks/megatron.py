@@ -211,6 +211,18 @@ PROFILE = PhysicsProfile((
             "model_parallel_config.py L343-346, transformer/transformer_config.py L3002-3041; "
             "Megatron-Bridge scripts/performance/utils/helpers.py L183-187 @ v0.2.1",
             when=_ep_comm_overlap),
+    # ZeRO-3 is Megatron-FSDP (optim_grads_params): it gathers and reduce-scatters whole
+    # TransformerLayers (the default fsdp_unit_modules, core/distributed/fsdp/
+    # mcore_fsdp_adapter.py L163-173), one all-gather per layer, not per submodule
+    Setting("zero3_modules_per_layer", 1, "megatron/core/distributed/fsdp/"
+            "mcore_fsdp_adapter.py L163-173"),
+    # ... and always prefetches the next unit while the current one computes: the
+    # AllGatherPipeline adds the following bucket group before it checks the prefetch size
+    # (suggested_AG_prefetch_size, at least one unit), with no cap on live parameters
+    # (DeepSpeed's stage3_max_live_parameters, which stops the prefetch of a unit larger
+    # than half of it): the cap set to the field's largest value turns that limit off
+    Setting("zero3_max_live_params", 1e13, "megatron/core/distributed/fsdp/src/"
+            "megatron_fsdp/param_and_grad_buffer.py L4487-4512; megatron_fsdp.py L420-444"),
     # --moe-pad-expert-input-to-capacity (with --moe-expert-capacity-factor): the alltoall
     # dispatcher's preprocess returns the static per-expert counts (capacity x ranks) built on
     # the host, no device-to-host copy, so no MoE layer waits on the host (core_v0.14.0
