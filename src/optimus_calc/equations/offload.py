@@ -337,7 +337,9 @@ zero3_exposed_gather_time = equation(
     "overlap_comm true for stage 3: runtime/zero/config.py L383-386), so the backward's "
     "all-gathers and reduce-scatters cross the same NICs; torchtitan FSDP2 likewise "
     "reduce-scatters each block in the backward (torchtitan/models/llama3/infra/parallelize.py "
-    "L334-357 @ 73a0e69)",
+    "L334-357 @ 73a0e69); Megatron-FSDP (Megatron-LM @ d98e8a6 core/distributed/fsdp/src/"
+    "megatron_fsdp/param_and_grad_buffer.py L4440-4512, megatron_fsdp.py L757-790) gathers "
+    "and reduce-scatters one TransformerLayer at a time, the next one always prefetched",
     "Gather time one micro-batch waits for: the per-module fixed cost of every pass, then per "
     "pass the link time each module's gather adds beyond the previous module's compute. The "
     "forward and each recomputed forward carry the gathers (c_pass - 1 = 1 + r_f passes, windows "

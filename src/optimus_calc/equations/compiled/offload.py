@@ -135,7 +135,7 @@ def offload__unscale_time(B_r, P_r):
 
 
 def offload__zero3_exposed_gather_time(alpha_g, c_pass, d_p, n_mod, t_cb, t_cf, t_g, t_rs):
-    """offload.zero3_exposed_gather_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/partitioned_param_coordinator.py L262-387 (per-module fetch and prefetch); DeepSpeed @ edaa722 deepspeed/runtime/zero/stage3.py L335-336, L1570-1608 (gradients reduce-scattered per bucket during the backward on reduce_and_partition_stream, overlap_comm true for stage 3: runtime/zero/config.py L383-386), so the backward's all-gathers and reduce-scatters cross the same NICs; torchtitan FSDP2 likewise reduce-scatters each block in the backward (torchtitan/models/llama3/infra/parallelize.py L334-357 @ 73a0e69)"""
+    """offload.zero3_exposed_gather_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/partitioned_param_coordinator.py L262-387 (per-module fetch and prefetch); DeepSpeed @ edaa722 deepspeed/runtime/zero/stage3.py L335-336, L1570-1608 (gradients reduce-scattered per bucket during the backward on reduce_and_partition_stream, overlap_comm true for stage 3: runtime/zero/config.py L383-386), so the backward's all-gathers and reduce-scatters cross the same NICs; torchtitan FSDP2 likewise reduce-scatters each block in the backward (torchtitan/models/llama3/infra/parallelize.py L334-357 @ 73a0e69); Megatron-FSDP (Megatron-LM @ d98e8a6 core/distributed/fsdp/src/megatron_fsdp/param_and_grad_buffer.py L4440-4512, megatron_fsdp.py L757-790) gathers and reduce-scatters one TransformerLayer at a time, the next one always prefetched"""
     _c0 = n_mod - 1
     _c1 = 1 - d_p
     _c2 = t_g + t_rs
