@@ -290,13 +290,16 @@ def exposed_step(overlap: Overlap, step_s):
 class NVMeStep:
     read_s: np.ndarray
     write_s: np.ndarray
-    grad_write_s: np.ndarray  # during the last backward
+    grad_write_s: np.ndarray | None  # during the last backward (None: not asked for)
     step_s: np.ndarray        # the whole step (CPU phases and swaps)
 
 
 def nvme_optimizer_step(params_rank, cpu_step_s, *, ranks_per_node, drives, read_GBps,
-                        write_GBps, asm: Assumptions, pipelined=0.0) -> NVMeStep:
-    """ZeRO-Infinity offload_optimizer: nvme. The node's ranks share a RAID0 of its drives."""
+                        write_GBps, asm: Assumptions, pipelined=0.0,
+                        grad_write: bool = True) -> NVMeStep:
+    """ZeRO-Infinity offload_optimizer: nvme. The node's ranks share a RAID0 of its drives.
+    Without ``grad_write`` (the evaluator's step does not read it) no gradient write time,
+    unless `explain` records the call."""
     P = _positive("parameters per rank", params_rank)
     n = _positive("NVMe drives", drives)
     common = dict(P_r=P, eta_d=asm.nvme_efficiency, k_n=ranks_per_node, n_d=n)
@@ -304,8 +307,9 @@ def nvme_optimizer_step(params_rank, cpu_step_s, *, ranks_per_node, drives, read
                                     b_gs=FP32_GRAD_BYTES, b_os=STATE_BYTES, **common)
     wr = eq.offload__nvme_write_time(R_wr=_positive("NVMe write", write_GBps) * GB,
                                      b_os=STATE_BYTES, **common)
-    gw = eq.offload__nvme_grad_write_time(R_wr=np.asarray(write_GBps, dtype=float) * GB,
-                                          b_gs=FP32_GRAD_BYTES, **common)
+    gw = (eq.offload__nvme_grad_write_time(R_wr=_num(write_GBps) * GB, b_gs=FP32_GRAD_BYTES,
+                                           **common)
+          if grad_write or recording_active() else None)
     total = eq.offload__nvme_step_time(T_cpu=cpu_step_s, T_rd=rd, T_wr=wr, pi_n=pipelined)
     return NVMeStep(rd, wr, gw, total)
 
