@@ -229,7 +229,10 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
                  _positive("GPU-host link bandwidth", link_GBps) * GB)
     P, n_t, B_r, R_m, B_l = rates
     link = dict(B_l=B_l, eta_l=link_eff)
-    if grad_final_bytes is None:
+    if grad_final_bytes is None and type(cpu_convert) in (int, float) \
+            and type(grad_device_bytes) in (int, float):  # numbers: where()'s value, no arrays
+        grad_final_bytes = np.float64(grad_device_bytes if cpu_convert > 0 else FP32_GRAD_BYTES)
+    elif grad_final_bytes is None:
         grad_final_bytes = np.where(np.asarray(cpu_convert) > 0, grad_device_bytes,
                                     FP32_GRAD_BYTES)
     grad = dict(P_r=P, b_gd=grad_device_bytes, b_gx=grad_final_bytes, n_x=grad_crossings)
