@@ -174,7 +174,7 @@ def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
     :func:`stage_argmax`."""
     shape = tuple(shape)
     col = shape[:-1] + (1,) if shape else ()  # (a per-layout mask: its stage axis 1)
-    if dtype is np.float64 and len(pairs) > 1 and math.prod(shape) <= STAGE_MAJOR_FROM and all(
+    if dtype is np.float64 and pairs and math.prod(shape) <= STAGE_MAJOR_FROM and all(
             type(m) is np.ndarray and (m.shape == shape or m.shape == col)
             and (type(v) is float or type(v) is np.ndarray and v.shape == shape
                  and v.dtype == _F8) for m, v in pairs):
