@@ -225,7 +225,9 @@ def ring_time_many(colls: tuple, n, nodes, z, beta, *, link_class: str,
         k, k_f = _multipliers(colls, n.ndim)
         nf = np.asarray(n, dtype=float)
         S = k * (n - 1)
-        S_e = _multipliers(colls, nodes.ndim)[0] * np.where(nodes > 1, nodes - 1, 0)
+        # integer nodes >= 1 (the maximum above): where(N > 1, N - 1, 0) is N - 1
+        S_e = _multipliers(colls, nodes.ndim)[0] * (
+            nodes - 1 if nodes.dtype.kind in "iu" else np.where(nodes > 1, nodes - 1, 0))
         F = k_f * (nf - 1) / np.maximum(nf, 1)
     else:
         per = [steps(c, n, nodes) + (bus_factor(c, n),) for c in colls]
