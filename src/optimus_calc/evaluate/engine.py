@@ -135,7 +135,7 @@ def _resident_params(ctx: Ctx):
     return p_pers, p_mod
 
 
-def _activations(ctx: Ctx, P, W, G, O, sigma):
+def _activations(ctx: Ctx, P, W, G, O, sigma, n_f):
     """(activations, overheads, layer_args) per stage; zeros with model states only."""
     model, asm, tr, st = ctx.model, ctx.asm, ctx.tr, ctx.st
     assert isinstance(model, Model)
@@ -158,7 +158,7 @@ def _activations(ctx: Ctx, P, W, G, O, sigma):
         act_layer = act_layer + np.where(ctx.rc == R_SELECTIVE, a2a, 0.0)
     act = eq.memory__stage_activation_bytes(
         L_s=st.layers, M_layer=act_layer, V=model.vocab, b=ctx.mb, beta_l=asm.logits_bytes,
-        c=ctx.cp, lambda_l=st.last, n_f=np.minimum(ctx.pp - st.index, ctx.m), p=ctx.pp,
+        c=ctx.cp, lambda_l=st.last, n_f=n_f, p=ctx.pp,
         s=ctx.s, t=ctx.t, v=ctx.v)
     # full recompute re-materialises one layer at a time on top of the checkpoints (r = 0 is
     # ``raw`` again where no layout recomputes, unless `explain` records the call)
@@ -207,7 +207,7 @@ def memory_stage(ctx: Ctx) -> MemoryRecord:
         layer_args: dict = {}
         act0 = None
     else:
-        act, over, layer_args, act0 = _activations(ctx, P, W, G, O, sigma)
+        act, over, layer_args, act0 = _activations(ctx, P, W, G, O, sigma, n_f)
     total = eq.memory__gpu_total_bytes(G=G, M_act=act, M_over=over, O=O, W=W)
     return MemoryRecord(flags, P, W, G, O, act, over, total, n_f, sigma, layer_args,
                         states_only, n_sh, p_x, act0)

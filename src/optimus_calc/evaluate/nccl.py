@@ -188,6 +188,25 @@ def ring_time(coll: str, n, nodes, z, beta, **kw):
 _RING_STEPS = {"all-reduce": 2, "reduce-scatter": 1, "all-gather": 1}
 
 
+_MULTIPLIERS: dict[tuple, tuple] = {}
+
+
+def _multipliers(colls: tuple, nd: int) -> tuple:
+    """The collectives' step multipliers (int and float) as a column along a leading axis over
+    ``nd`` more dims: constants of the few collective tuples the evaluator asks for, made once
+    (read-only)."""
+    got = _MULTIPLIERS.get((colls, nd))
+    if got is None:
+        k = np.array([_RING_STEPS[c] for c in colls]).reshape((-1,) + (1,) * nd)
+        got = (k, k.astype(float))
+        for x in got:
+            x.flags.writeable = False
+        if len(_MULTIPLIERS) >= 64:
+            _MULTIPLIERS.clear()
+        _MULTIPLIERS[colls, nd] = got
+    return got
+
+
 def ring_time_many(colls: tuple, n, nodes, z, beta, *, link_class: str,
                    net_overhead_s: float) -> list:
     """``[ring_time(c, n, nodes, z, beta, ...) for c in colls]`` (no ``alpha_i``/``alpha_e``)
@@ -203,11 +222,13 @@ def ring_time_many(colls: tuple, n, nodes, z, beta, *, link_class: str,
         # steps and bus factor are (n - 1) and the nodes' (N - 1) times 1 (reduce-scatter,
         # all-gather) or 2 (all-reduce): the products with a column of the multipliers, the
         # same operations as steps() and bus_factor() per collective
-        k = np.array([_RING_STEPS[c] for c in colls])
+        k, k_f = _multipliers(colls, n.ndim)
         nf = np.asarray(n, dtype=float)
-        S = k.reshape((-1,) + (1,) * n.ndim) * (n - 1)
-        S_e = k.reshape((-1,) + (1,) * nodes.ndim) * np.where(nodes > 1, nodes - 1, 0)
-        F = k.astype(float).reshape((-1,) + (1,) * n.ndim) * (nf - 1) / np.maximum(nf, 1)
+        S = k * (n - 1)
+        # integer nodes >= 1 (the maximum above): where(N > 1, N - 1, 0) is N - 1
+        S_e = _multipliers(colls, nodes.ndim)[0] * (
+            nodes - 1 if nodes.dtype.kind in "iu" else np.where(nodes > 1, nodes - 1, 0))
+        F = k_f * (nf - 1) / np.maximum(nf, 1)
     else:
         per = [steps(c, n, nodes) + (bus_factor(c, n),) for c in colls]
         S, S_e, F = (np.stack([p[k] for p in per]) for k in range(3))

@@ -137,11 +137,19 @@ class Phases:
                 "param_h2d": self.param_h2d, "total": self.total}
 
 
+def _num(x):
+    """``np.asarray(x, dtype=float)``, as a numpy scalar when ``x`` is one number: the same value,
+    and the arithmetic on it skips a 0-d array's ufunc dispatch (a speed tactic)."""
+    if type(x) in (float, int, np.float64):
+        return np.float64(x)
+    return np.asarray(x, dtype=float)
+
+
 def _positive(name: str, value) -> np.ndarray:
     if type(value) is float or type(value) is int:  # one number: no array reductions
         if not (value > 0 and value < np.inf):
             raise InputError(f"{name} must be a positive finite number (got {value!r})")
-        return np.asarray(value, dtype=float)
+        return np.float64(value)
     arr = np.asarray(value, dtype=float)
     # min > 0 is False for NaN; max < inf refuses +inf (array methods: no wrapper per call)
     if arr.size and not (arr.min() > 0 and arr.max() < np.inf):
@@ -154,8 +162,8 @@ def threads_per_rank(host: HostCPU, ranks_per_node, asm: Assumptions, share: flo
     ranks (DeepSpeed launcher --bind_cores_to_rank), times the share the strategy gives it."""
     if asm.offload_threads_per_rank > 0:
         return np.asarray(asm.offload_threads_per_rank * share, dtype=float)
-    cores = np.asarray(host.cores, dtype=float) * np.asarray(host.sockets, dtype=float)
-    return np.maximum(1.0, cores * share / np.asarray(ranks_per_node, dtype=float))
+    cores = _num(host.cores) * _num(host.sockets)
+    return np.maximum(1.0, cores * share / _num(ranks_per_node))
 
 
 def strategy_threads(overlap: "Overlap", host: HostCPU, ranks_per_node, asm: Assumptions):
@@ -182,11 +190,11 @@ def persistent_params(tensor_numels, layers, asm: Assumptions):
 def host_rates(host: HostCPU, ranks_per_node, threads, asm: Assumptions):
     """(bytes/s of a bandwidth-bound pass, elements/s of a comparison pass) for one rank."""
     B_r = eq.offload__cpu_rank_bandwidth(
-        B_sock=np.asarray(host.mem_GBps, dtype=float) * GB, B_thr=np.asarray(host.core_GBps) * GB,
+        B_sock=_num(host.mem_GBps) * GB, B_thr=_num(host.core_GBps) * GB,
         S_n=host.sockets, eta_c=asm.cpu_pass_efficiency, eta_s=host.stream_eff,
         k_n=ranks_per_node, n_th=threads)
     R_m = eq.offload__cpu_mask_rate(c_m=asm.cpu_mask_elems_per_cycle,
-                                    f_c=np.asarray(host.GHz, dtype=float) * 1e9, n_th=threads)
+                                    f_c=_num(host.GHz) * 1e9, n_th=threads)
     return B_r, R_m
 
 
@@ -221,7 +229,10 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
                  _positive("GPU-host link bandwidth", link_GBps) * GB)
     P, n_t, B_r, R_m, B_l = rates
     link = dict(B_l=B_l, eta_l=link_eff)
-    if grad_final_bytes is None:
+    if grad_final_bytes is None and type(cpu_convert) in (int, float) \
+            and type(grad_device_bytes) in (int, float):  # numbers: where()'s value, no arrays
+        grad_final_bytes = np.float64(grad_device_bytes if cpu_convert > 0 else FP32_GRAD_BYTES)
+    elif grad_final_bytes is None:
         grad_final_bytes = np.where(np.asarray(cpu_convert) > 0, grad_device_bytes,
                                     FP32_GRAD_BYTES)
     grad = dict(P_r=P, b_gd=grad_device_bytes, b_gx=grad_final_bytes, n_x=grad_crossings)
@@ -242,7 +253,7 @@ def offload_step_phases(params_rank, *, host: HostCPU, ranks_per_node, link_GBps
         unscale=eq.offload__unscale_time(B_r=B_r, P_r=P),
         adam=eq.offload__adam_time(B_r=B_r, F_cyc=host.flops_per_cycle,
                                    P_r=P, beta_a=impl.bytes_per_param(),
-                                   f_c=np.asarray(host.GHz, dtype=float) * 1e9, n_th=n_t,
+                                   f_c=_num(host.GHz) * 1e9, n_th=n_t,
                                    phi_a=ADAM_FLOPS_PER_PARAM, u_v=simd_fraction),
         param_host_copy=eq.offload__param_host_copy_time(B_r=B_r, P_r=P, b_pd=param_device_bytes,
                                                          c_w=param_cpu_convert, s_p=pageable),
@@ -282,13 +293,16 @@ def exposed_step(overlap: Overlap, step_s):
 class NVMeStep:
     read_s: np.ndarray
     write_s: np.ndarray
-    grad_write_s: np.ndarray  # during the last backward
+    grad_write_s: np.ndarray | None  # during the last backward (None: not asked for)
     step_s: np.ndarray        # the whole step (CPU phases and swaps)
 
 
 def nvme_optimizer_step(params_rank, cpu_step_s, *, ranks_per_node, drives, read_GBps,
-                        write_GBps, asm: Assumptions, pipelined=0.0) -> NVMeStep:
-    """ZeRO-Infinity offload_optimizer: nvme. The node's ranks share a RAID0 of its drives."""
+                        write_GBps, asm: Assumptions, pipelined=0.0,
+                        grad_write: bool = True) -> NVMeStep:
+    """ZeRO-Infinity offload_optimizer: nvme. The node's ranks share a RAID0 of its drives.
+    Without ``grad_write`` (the evaluator's step does not read it) no gradient write time,
+    unless `explain` records the call."""
     P = _positive("parameters per rank", params_rank)
     n = _positive("NVMe drives", drives)
     common = dict(P_r=P, eta_d=asm.nvme_efficiency, k_n=ranks_per_node, n_d=n)
@@ -296,8 +310,9 @@ def nvme_optimizer_step(params_rank, cpu_step_s, *, ranks_per_node, drives, read
                                     b_gs=FP32_GRAD_BYTES, b_os=STATE_BYTES, **common)
     wr = eq.offload__nvme_write_time(R_wr=_positive("NVMe write", write_GBps) * GB,
                                      b_os=STATE_BYTES, **common)
-    gw = eq.offload__nvme_grad_write_time(R_wr=np.asarray(write_GBps, dtype=float) * GB,
-                                          b_gs=FP32_GRAD_BYTES, **common)
+    gw = (eq.offload__nvme_grad_write_time(R_wr=_num(write_GBps) * GB, b_gs=FP32_GRAD_BYTES,
+                                           **common)
+          if grad_write or recording_active() else None)
     total = eq.offload__nvme_step_time(T_cpu=cpu_step_s, T_rd=rd, T_wr=wr, pi_n=pipelined)
     return NVMeStep(rd, wr, gw, total)
 

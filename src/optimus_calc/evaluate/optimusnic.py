@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from optimus_calc.equations.recording import active as recording_active
 from optimus_calc.equations.recording import eq
 from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, device_from, device_time
 from optimus_calc.evaluate.optimizer import flops_per_param
@@ -74,21 +75,31 @@ def card_update_time(card, params_per_card, tr: Training, asm: Assumptions):
 
 
 def card_pipeline(hw, tr: Training, asm: Assumptions, *, shard_params, cards_per_node,
-                  spill_bytes, window_s, layers) -> Pipeline:
-    """The pipeline of ``hw``'s SmartNIC with ``cards_per_node`` cards per node."""
+                  spill_bytes, window_s, layers, update=None) -> Pipeline:
+    """The pipeline of ``hw``'s SmartNIC with ``cards_per_node`` cards per node. ``update``:
+    (parameters per card, :func:`card_update_time` of them) the caller has already computed;
+    used where those parameters equal this pipeline's, element by element (the same roofline
+    on the same numbers: a speed tactic, not while `explain` records)."""
     gpn = hw.gpus_per_node
     gpus_per_card = gpn / np.asarray(cards_per_node, dtype=np.float64)
     gl, cl = hw.gpu_host_link, hw.smartnic_host_link
+    per_card = shard_params * gpus_per_card
+    if update is not None and not recording_active() and np.shape(update[0]) == per_card.shape \
+            and (update[0] == per_card).all():
+        update_s = update[1]
+    else:
+        update_s = card_update_time(hw.smartnic, per_card, tr, asm)
     return pipeline(
         shard_params=shard_params, gpus_per_card=gpus_per_card, spill_bytes=spill_bytes,
-        update_s=card_update_time(hw.smartnic, shard_params * gpus_per_card, tr, asm),
+        update_s=update_s,
         layers=layers, window_s=window_s, gpu_link_Bps=gl.bandwidth_Bps * gl.efficiency,
         card_link_Bps=cl.bandwidth_Bps * cl.efficiency, grad_bytes=tr.gradient_bytes,
         weight_bytes=tr.weight_bytes)
 
 
 def exposed(hw, tr: Training, asm: Assumptions, *, shard_params, cards_per_node, spill_bytes,
-            window_s, layers):
+            window_s, layers, update=None):
     """Seconds of the OptimusNIC step left on the critical path (the evaluator's call)."""
     return card_pipeline(hw, tr, asm, shard_params=shard_params, cards_per_node=cards_per_node,
-                         spill_bytes=spill_bytes, window_s=window_s, layers=layers,).exposed_s
+                         spill_bytes=spill_bytes, window_s=window_s, layers=layers,
+                         update=update).exposed_s

@@ -156,6 +156,9 @@ def stage_major_zeros(shape: tuple, dtype=np.float64) -> np.ndarray:
     return np.moveaxis(np.zeros(shape[-1:] + shape[:-1], dtype), 0, -1)
 
 
+_F8 = np.dtype(np.float64)
+
+
 def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
     """One array from each strategy's (layouts, values): ``values`` where ``layouts`` (the
     strategies' layouts are disjoint), 0 elsewhere, written in place (no array per strategy),
@@ -169,7 +172,20 @@ def by_strategy(pairs: list, shape: tuple, dtype=np.float64) -> np.ndarray:
     Outside the evaluator's stages, a new per-stage array is allocated with
     :func:`stage_major_zeros` and reduced over the stages with :func:`stage_max` /
     :func:`stage_argmax`."""
-    shape, want = tuple(shape), np.dtype(dtype)
+    shape = tuple(shape)
+    col = shape[:-1] + (1,) if shape else ()  # (a per-layout mask: its stage axis 1)
+    if dtype is np.float64 and pairs and math.prod(shape) <= STAGE_MAJOR_FROM and all(
+            type(m) is np.ndarray and (m.shape == shape or m.shape == col)
+            and (type(v) is float or type(v) is np.ndarray and v.shape == shape
+                 and v.dtype == _F8) for m, v in pairs):
+        # a small mixed batch's figure: every mask and array of ``shape`` (a mask maybe one
+        # per layout), every value in float64 (the common case, checked in one pass: the same
+        # copies as below)
+        out = np.zeros(shape)
+        for mine, value in pairs:
+            np.copyto(out, value, where=mine)
+        return out
+    want = np.dtype(dtype)
     # the shapes and dtypes differing from ``shape`` and ``dtype``, looked at in Python (a flat
     # batch's are mostly the same few: numpy's broadcast and result_type cost more than the merge)
     values, others, odd = [], set(), False

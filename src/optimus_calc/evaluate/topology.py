@@ -56,6 +56,12 @@ _GROUPS_SMALL = 64
 def group(hw: Hardware, size, stride, *, nic: float | None = None):
     """(alpha, beta) of a ring over ``size`` ranks ``stride`` apart on ``hw`` (arrays welcome);
     ``nic`` is one NIC's effective bandwidth (default :func:`nic_Bps`)."""
+    return group_placed(hw, size, stride, nic=nic)[:2]
+
+
+def group_placed(hw: Hardware, size, stride, *, nic: float | None = None):
+    """(alpha, beta, nodes) of :func:`group`: ``nodes`` the group's nodes (placement's) when
+    it was computed, for :func:`_rings` (not again), else None (a small batch's kept group)."""
     il = hw.intra_link
     nic = nic_Bps(hw) if nic is None else nic
     size, stride = np.asarray(size), np.asarray(stride)
@@ -67,7 +73,7 @@ def group(hw: Hardware, size, stride, *, nic: float | None = None):
                stride.dtype.str, stride.shape, stride.tobytes())
         out = _GROUPS.get(key)
         if out is not None:
-            return out
+            return out + (None,)
     per_node, nodes = placement(hw, size, stride)
     share = per_node / hw.gpus_per_node * max(hw.node.nics, 1)
     out = ring(nodes, size, share, alpha_intra=il.alpha_s, alpha_inter=hw.nic.alpha_us * 1e-6,
@@ -79,7 +85,7 @@ def group(hw: Hardware, size, stride, *, nic: float | None = None):
         for x in out:
             x.flags.writeable = False
         _GROUPS[key] = out
-    return out
+    return out + (nodes,)
 
 
 def gpu_nic_Bps(hw: Hardware, nic: float) -> float:
@@ -186,11 +192,11 @@ def _ring(ctx: Ctx, coll: str, n, stride, z, beta, alpha):
     return t
 
 
-def _rings(ctx: Ctx, colls: tuple, n, stride, z, beta, alpha) -> list:
+def _rings(ctx: Ctx, colls: tuple, n, stride, z, beta, alpha, nodes=None) -> list:
     """``[_ring(ctx, c, ...) for c in colls]`` (``z`` one array, or a tuple of one per
     collective, of one shape): a batch above the small cache's size (and below nccl.AT_ONCE
     values) computes the collectives of one ring together (nccl.ring_time_many: the same
-    numbers in fewer numpy calls)."""
+    numbers in fewer numpy calls). ``nodes``: placement's for ``n`` and ``stride`` if known."""
     zs = tuple(np.asarray(x) for x in z) if isinstance(z, tuple) else (np.asarray(z),) * len(colls)
     a = n, stride, beta = [np.asarray(x) for x in (n, stride, beta)]
     size = max(max(x.size for x in a), zs[0].size)
@@ -198,14 +204,15 @@ def _rings(ctx: Ctx, colls: tuple, n, stride, z, beta, alpha) -> list:
             or size > nccl.AT_ONCE // len(colls) or not (n > 1).any()):
         return [_ring(ctx, c, n, stride, zc, beta, alpha) for c, zc in zip(colls, zs)]
     hw = ctx.hw
-    _, nodes = placement(hw, n, stride)
+    if nodes is None:
+        _, nodes = placement(hw, n, stride)
     ts = nccl.ring_time_many(colls, n, nodes, zs if isinstance(z, tuple) else zs[0], beta,
                              link_class=nccl.intra_class(hw.intra_link.link_kind),
                              net_overhead_s=ctx.asm.nccl_net_overhead_us * 1e-6)
     return [_nvls(ctx, c, n, nodes, zc, t) for c, zc, t in zip(colls, zs, ts)]
 
 
-def reduce_and_gather(ctx: Ctx, cond, ring: dict, z_gather):
+def reduce_and_gather(ctx: Ctx, cond, ring: dict, z_gather, nodes=None):
     """(``_either(ctx, cond, "all-reduce", "reduce-scatter", ring)``, the all-gather of
     ``z_gather`` bytes on the same ring) computed together (:func:`_rings`); None while `explain`
     records (each call in its order), without NCCL's model or when the sizes' shapes differ."""
@@ -215,7 +222,7 @@ def reduce_and_gather(ctx: Ctx, cond, ring: dict, z_gather):
     colls, zs = ("all-reduce", "reduce-scatter", "all-gather"), (z, z, z_g)
     if cond.all() or not cond.any():  # one ZeRO stage kind: only the reduction it uses
         colls, zs = (colls[0] if cond.all() else colls[1], colls[2]), (z, z_g)
-    ts = _rings(ctx, colls, ring["n"], ring["stride"], zs, ring["beta"], ring["alpha"])
+    ts = _rings(ctx, colls, ring["n"], ring["stride"], zs, ring["beta"], ring["alpha"], nodes)
     red = np.where(cond, ts[0], ts[1]) if len(ts) == 3 else _where(cond, ts[0])
     return red, ts[-1]
 

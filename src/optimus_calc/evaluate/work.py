@@ -18,7 +18,8 @@ from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, Memory
 from optimus_calc.evaluate.shapes import op_sac_widths
 from optimus_calc.evaluate.stages import broadcast_small, stage_max
 from optimus_calc.evaluate.topology import _RINGS, _either, _ring, _rings  # noqa: F401 (_RINGS)
-from optimus_calc.evaluate.topology import all_to_all, group, neighbour, nic_Bps, reduce_and_gather
+from optimus_calc.evaluate.topology import (all_to_all, group, group_placed, neighbour, nic_Bps,
+                                            reduce_and_gather)
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.assumptions import Assumptions
 
@@ -214,10 +215,10 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
     model, hw, asm, s, mb, wb = ctx.model, ctx.hw, ctx.asm, ctx.s, ctx.mb, ctx.tr.weight_bytes
     t, cp, Ls, m = ctx.t, ctx.cp, ctx.st.layers, ctx.m
     set_scope("tp")
-    a_tp, b_tp = group(hw, t, 1, nic=nic)
+    a_tp, b_tp, nodes = group_placed(hw, t, 1, nic=nic)
     z_tp = eq.step__tp_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, s=s)
     T_ag, T_ar, T_rs = _rings(ctx, ("all-gather", "all-reduce", "reduce-scatter"), n=t, stride=1,
-                              z=z_tp, beta=b_tp, alpha=a_tp)
+                              z=z_tp, beta=b_tp, alpha=a_tp, nodes=nodes)
     T_tp = eq.step__tp_comm_time(
         L_stage=Ls, T_ag=T_ag, T_ar=T_ar, T_rs=T_rs, m=m, o_tp=asm.tp_overlap,
         o_tb=asm.tp_backward_overlap, r_g=experts_rerun(ctx),
@@ -278,7 +279,7 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     # ZeRO/FSDP/DDP reduce over data parallel x context parallel (Megatron's data-parallel group
     # with context parallel, torchtitan's dp_shard x cp mesh); expert gradients over DP x CP / EP
     n_dp = dp * ctx.cp
-    a_dp, b_dp = group(hw, n_dp, ctx.t, nic=nic)
+    a_dp, b_dp, nodes = group_placed(hw, n_dp, ctx.t, nic=nic)
     p_x = mem.p_x
     cap_g = eq.memory__bucket_capacity_bytes(M_ddp=asm.ddp_bucket_MB, Z=z,
                                              Z_bk=asm.zero_bucket_params, b_g=gbytes)
@@ -291,7 +292,7 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     if not tr.multicast and not recording_active():  # the gather's sizes first: its ring and
         k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
         z_piece = eq.step__dp_gather_piece_bytes(P=P, b_w=wb, k_w=k_w)  # the reduction's at once
-        both = reduce_and_gather(ctx, z == 0, dpr, z_piece)
+        both = reduce_and_gather(ctx, z == 0, dpr, z_piece, nodes)
     T_bkt = both[0] if both else _either(ctx, z == 0, "all-reduce", "reduce-scatter", dpr)
     T_red = k_g * T_bkt
     if np.any(np.asarray(p_x) > 0):  # MoE: the expert gradients reduce over the expert-DP group

@@ -58,6 +58,9 @@ def _host_phases(ctx, mem, comp, opt):
 
 def param_exposed(ctx, mem, comp, opt, target: str, **where):
     """ZeRO-3 offload_param: weights stream in every forward and backward (0 without it)."""
+    # no layout offloading its parameters: 0 for every strategy, found once per context
+    if not ctx.memo("offloads_params", lambda c: bool((c.opar == 1).any())):
+        return 0.0
     mine = (ctx.opar == 1) & ctx.mine(where.pop("code"))
     if not mine.any():
         return 0.0

@@ -82,7 +82,7 @@ class NVMeOffload(OffloadStrategy):
         t_cpu, x_cpu, _ = host_phases(ctx, mem, comp, opt)
         nv = nvme_optimizer_step(opt.shard, t_cpu, ranks_per_node=ctx.gpn, drives=drives(hw),
                                  read_GBps=hw.nvme.read_GBps, write_GBps=hw.nvme.write_GBps,
-                                 asm=ctx.asm)
+                                 asm=ctx.asm, grad_write=False)
         po = param_exposed(ctx, mem, comp, opt, "nvme", code=ctx_code(self),
                            ranks_per_node=ctx.gpn, drives=drives(hw),
                            read_GBps=hw.nvme.read_GBps)

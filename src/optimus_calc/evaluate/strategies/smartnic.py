@@ -129,15 +129,18 @@ class SmartNICOffload(OffloadStrategy):
         k = cards_per_node(ctx)
         snl = hw.smartnic_host_link
         snl_Bps = snl.bandwidth_Bps * snl.efficiency
-        t_sn, _ = device_time(device_from(hw.smartnic, 1, ctx.asm), opt.shard * ctx.gpn / k,
-                              opt.bpp, opt.phi, ctx.tr.optimizer_bytes)
+        per_card = opt.shard * ctx.gpn / k
+        # the card's roofline, the pipeline's update stage too (optimusnic.card_update_time:
+        # the same device, bytes and FLOPs per parameter and state bytes)
+        t_sn, _ = device_time(device_from(hw.smartnic, 1, ctx.asm), per_card, opt.bpp, opt.phi,
+                              ctx.tr.optimizer_bytes)
         x_sn = eq.offload__smartnic_transfer_time(
             B_le=opt.link_Bps, B_sn=snl_Bps, G_n=ctx.gpn, K_n=k, P_r=opt.shard, S=dev.spill,
             b_g=ctx.tr.gradient_bytes, b_w=ctx.tr.weight_bytes)
         window = self.window(ctx, comp, opt.dp_tail_s)
         exposed = optimusnic.exposed(hw, ctx.tr, ctx.asm, shard_params=opt.shard,
                                      cards_per_node=k, spill_bytes=dev.spill, window_s=window,
-                                     layers=ctx.st.layers)
+                                     layers=ctx.st.layers, update=(per_card, t_sn))
         return OptimizerUse(t_sn, x_sn, exposed, window, 0.0)
 
 
