@@ -93,3 +93,20 @@ def test_model_validate_and_json_dump():
     dumped = Assumptions().model_dump(mode="json")
     assert dumped["gpu_headroom"] == 0.05
     assert Layout(tp=2).model_dump(exclude={"tp"}).get("tp") is None
+
+
+def test_a_class_of_defaults_is_validated_once_and_never_shared():
+    # cls() keeps its validated defaults per class (Assumptions() took ~15 us through the twin
+    # each time); each instance gets its own dict, and a default factory's value is made per
+    # instance, as pydantic does
+    a, b = Assumptions(), Assumptions()
+    assert a == b and a.__dict__ is not b.__dict__ and b.model_fields_set == set()
+    assert type(b.sac_saves_ep_all_to_all) is float  # still the validated default (1 -> 1.0)
+    from optimus_calc.specs.frozen import Field as F
+
+    class Opt(Frozen):
+        xs: dict = F(default_factory=dict)
+        n: float = 1
+
+    x, y = Opt(), Opt()
+    assert x.xs == {} and x.xs is not y.xs and type(y.n) is float

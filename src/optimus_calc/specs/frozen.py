@@ -5,10 +5,9 @@ fields with ``Field(default, ge=..., description=...)``, ``field_validator`` and
 ``model_validator``. Building one from untrusted input (a user's TOML file, a flag) validates it
 with pydantic, through the class's *twin* (:func:`twin`: a pydantic model built from the same
 declaration the first time the class validates something: the same fields, types, defaults,
-bounds, validators, config, class variables, properties and methods, and the class's name),
-so the rules, the errors and their messages are pydantic's. What does not validate (the built-in catalog's snapshot, values the CLI's types
-already checked: base.unvalidated) builds instances of the plain class directly, and a cold
-`plan` never imports pydantic's model machinery (tests/test_cold_start_budget.py).
+bounds, validators, config, class variables, properties, methods and name), so the rules and
+messages are pydantic's. Trusted input (the catalog snapshot, base.unvalidated) builds the plain
+class directly: a cold `plan` never imports pydantic's models (tests/test_cold_start_budget.py).
 
 The instances keep the part of pydantic's model interface the code uses: ``model_fields``
 (name -> :class:`FieldInfo`: annotation, default, description, bounds in ``metadata``),
@@ -27,8 +26,7 @@ _MISSING: Any = object()
 
 
 class _Bound:
-    """One bound of a field (in ``metadata``): its ``.gt``, ``.ge``, ``.lt`` or ``.le`` is the
-    value and the others None, as annotated_types' Gt/Ge/Lt/Le (pydantic's) read."""
+    """A field's bound in ``metadata``, read as annotated_types' Gt/Ge/Lt/Le (pydantic's)."""
     __slots__ = ("gt", "ge", "lt", "le")
 
     def __init__(self, kind: str, value: float):
@@ -40,16 +38,14 @@ class _Bound:
         return f"{kind.capitalize()}({getattr(self, kind)!r})"
 
 
-# constraints other than bounds (in ``metadata`` as pydantic has them, one attribute each, so
-# that base.unvalidated leaves such a value to validation)
+# other constraints, in ``metadata`` as pydantic has them (base.unvalidated leaves them alone)
 _CONSTRAINTS = ("strict", "min_length", "max_length", "pattern", "multiple_of", "allow_inf_nan",
                 "max_digits", "decimal_places")
 
 
 class FieldInfo:
-    """A declared field: what pydantic's FieldInfo gives the code (``annotation``,
-    ``default``, ``default_factory``, ``description``, ``metadata`` with the bounds,
-    ``is_required()``) and the keyword arguments the twin passes to pydantic's Field."""
+    """A declared field: what pydantic's FieldInfo gives the code (annotation, default,
+    default_factory, description, metadata, is_required) and pydantic Field's arguments."""
     __slots__ = ("annotation", "default", "default_factory", "description", "metadata", "kwargs")
 
     def __init__(self, default: Any = _MISSING, **kwargs: Any):
@@ -71,14 +67,12 @@ class FieldInfo:
 
 
 def Field(default: Any = _MISSING, **kwargs: Any) -> Any:  # noqa: N802 (pydantic's name)
-    """A field's declaration (pydantic's keyword arguments: description, gt, ge, lt, le,
-    min_length, strict, default_factory)."""
+    """A field's declaration (pydantic's keyword arguments)."""
     return FieldInfo(default, **kwargs)
 
 
 class Check:
-    """A validator declared on a spec class (``field_validator`` or ``model_validator``): the
-    twin hands it to pydantic; base.unvalidated runs the after-model ones itself."""
+    """A spec class's validator: the twin hands it to pydantic (base.unvalidated runs it)."""
     __slots__ = ("kind", "fields", "mode", "func")
 
     def __init__(self, kind: str, fields: tuple[str, ...], mode: str, func: Any):
@@ -281,6 +275,7 @@ def _rebuild(cls: type[Frozen], values: dict, fields_set: set) -> Frozen:
 # -- the twins: pydantic models that validate (see the module's docstring) ---------------------
 
 _MACHINERY = frozenset(vars(Frozen)) | {"__annotations__", "__dict__", "__weakref__"}
+_DEFAULTS: dict[type, dict] = {}  # cls -> cls()'s validated values (no default factory)
 _SPEC_OF: dict[type, type[Frozen]] = {}  # twin -> its spec class
 
 
@@ -306,9 +301,8 @@ def _members(cls: type[Frozen], cell: Any) -> dict[str, Any]:
 
 
 def _for_twin(value: Any, cls: type[Frozen], cell: Any) -> Any:
-    """A function (property, classmethod, staticmethod) whose ``__class__`` cell, what its
-    zero-argument ``super()`` reads, holds the twin of the spec class it names (``cell``: the
-    twin of ``cls``, being built)."""
+    """A function (property, classmethod, staticmethod) whose ``__class__`` cell (what its
+    ``super()`` reads) holds the twin of the spec class it names (``cell``: ``cls``'s twin)."""
     if isinstance(value, property):
         return property(*(_for_twin(f, cls, cell) for f in (value.fget, value.fset, value.fdel)))
     if isinstance(value, (classmethod, staticmethod)):
@@ -392,9 +386,15 @@ def validated(cls: type[Frozen], data: dict[str, Any]) -> tuple[dict[str, Any], 
             given[id(out)] = (out, value)
         return out
 
-    def back(value: Any) -> Any:
-        hit = given.get(id(value))
-        return hit[1] if hit is not None and hit[0] is value else from_twin(value)
+    def back(value: Any) -> Any:  # (most values are no twin: returned as they are)
+        hit = given.get(id(value)) if type(value) in _SPEC_OF else None
+        return value if type(value) not in _SPEC_OF else (
+            hit[1] if hit is not None and hit[0] is value else from_twin(value))
 
+    if not data and cls in _DEFAULTS:  # cls(): its defaults, validated once
+        return dict(_DEFAULTS[cls]), set()
     obj = twin(cls)(**{k: into(v) for k, v in data.items()})
-    return {k: back(v) for k, v in obj.__dict__.items()}, set(obj.model_fields_set)
+    out = {k: back(v) for k, v in obj.__dict__.items()}, set(obj.model_fields_set)
+    if not data and all(f.default_factory is None for f in cls.model_fields.values()):
+        _DEFAULTS[cls] = dict(out[0])  # (a factory's value is made per instance: not kept)
+    return out
