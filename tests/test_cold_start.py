@@ -58,8 +58,11 @@ pytestmark = pytest.mark.xdist_group("cold_start")
 
 
 def probe(args, **env_extra):
-    """What a fresh process has loaded after running ``args`` (None: nothing)."""
-    return probe_sequence([args], **env_extra)[0]
+    """What a fresh process has loaded after running ``args`` (None: nothing): the first
+    report of a sequence that starts with ``args`` is that (the commands after it run later,
+    in the same process), so such a sequence's process answers it."""
+    seq = next((s for s in SEQUENCES if s[0] == args), [args]) if not env_extra else [args]
+    return probe_sequence(seq, **env_extra)[0]
 
 
 def probe_sequence(sequence, **env_extra):
@@ -100,7 +103,15 @@ HOT_TABLES = [
 MACHINE = [
     ["plan", "llama70b", "--nodes", "2", "--format", "json"],
     ["memory", "llama70b", "--nodes", "2", "--tp", "8", "--format", "csv"],
+    ["step", "llama-2-7b", "--format", "json"],  # test_regimes.py: no validate module
+    # test_outputs_display.py: no matplotlib without --plot
+    ["memory", "70e9", "--model-states-only", "--format", "json"],
 ]
+EXPLAIN = ["explain", "memory.weights_bytes", "--format", "json"]
+# the machine formats, then `explain` in the same process (the positive control for sympy):
+# one fresh interpreter for the tests of this module and of the two named above
+MACHINE_THEN_EXPLAIN = [*MACHINE, EXPLAIN]
+SEQUENCES = (HOT_TABLES, MACHINE_THEN_EXPLAIN)
 
 
 @pytest.mark.parametrize("i", range(len(HOT_TABLES)))
@@ -114,15 +125,14 @@ def test_hot_path_table_loads_no_sympy_or_matplotlib(i):
 
 @pytest.mark.parametrize("i", range(len(MACHINE)))
 def test_machine_formats_do_not_load_rich(i):
-    r = probe_sequence(MACHINE)[i]
+    r = probe_sequence(MACHINE_THEN_EXPLAIN)[i]
     assert r["code"] == 0 and r["loaded"] == ["numpy", "pydantic", "click"]
 
 
 def test_explain_does_load_sympy():
     # the positive control: the probe sees a lazily imported library when a command needs it,
-    # also as the second command of a sequence (the first did not load it)
-    first, r = probe_sequence([MACHINE[1], ["explain", "memory.weights_bytes", "--format",
-                                            "json"]])
+    # also as a later command of a sequence (the ones before it did not load it)
+    *_, first, r = probe_sequence(MACHINE_THEN_EXPLAIN)
     assert "sympy" not in first["loaded"]
     assert r["code"] == 0 and "sympy" in r["loaded"]
 
