@@ -111,12 +111,16 @@ EXPLAIN = ["explain", "memory.weights_bytes", "--format", "json"]
 # the machine formats, then `explain` in the same process (the positive control for sympy):
 # one fresh interpreter for the tests of this module and of the two named above
 MACHINE_THEN_EXPLAIN = [*MACHINE, EXPLAIN]
-SEQUENCES = (HOT_TABLES, MACHINE_THEN_EXPLAIN)
+# the hot tables, then a misspelt model (the positive control for difflib, which only "did you
+# mean" loads): one fresh interpreter
+MISSPELT = ["memory", "llama-70"]
+HOT_THEN_MISSPELT = [*HOT_TABLES, MISSPELT]
+SEQUENCES = (HOT_THEN_MISSPELT, MACHINE_THEN_EXPLAIN)
 
 
 @pytest.mark.parametrize("i", range(len(HOT_TABLES)))
 def test_hot_path_table_loads_no_sympy_or_matplotlib(i):
-    r = probe_sequence(HOT_TABLES)[i]  # after the first i + 1 commands, in one process
+    r = probe_sequence(HOT_THEN_MISSPELT)[i]  # after the first i + 1 commands, in one process
     assert r["code"] == 0
     # the numbers need numpy and pydantic; nothing else heavy: a table of printable ASCII is
     # drawn without rich (report/plain_table.py; tests/test_plain_table.py: other text is not)
@@ -176,8 +180,10 @@ def test_plan_skips_numpy_ma_and_difflib():
     # only to check an unusual --csv-sep (cli/common.py)
     r = probe(["plan", "llama70b", "--nodes", "2"])
     assert r["code"] == 0 and r["also_loaded"] == []
-    # the probe sees them when a command does load them: a misspelt model name suggests
-    assert "difflib" in probe(["memory", "llama-70"])["also_loaded"]
+    # the probe sees them when a command does load them: a misspelt model name suggests (the
+    # commands before it in the process had not loaded difflib)
+    *_, before, misspelt = probe_sequence(HOT_THEN_MISSPELT)
+    assert "difflib" not in before["also_loaded"] and "difflib" in misspelt["also_loaded"]
     sep = probe(["plan", "llama70b", "--nodes", "2", "--format", "csv", "--csv-sep", ":"])
     assert sep["code"] == 0 and sep["also_loaded"] == ["unicodedata"]
 
