@@ -7,6 +7,7 @@ from pathlib import Path
 os.environ["COLUMNS"] = "120"
 
 sys.path.insert(0, str(Path(__file__).parent))
+import gc
 import json
 
 import pytest
@@ -58,11 +59,31 @@ def pytest_sessionstart(session):
     if not os.environ.get("MUTANT_UNDER_TEST"):
         return
     import functools
-    import gc
     _RUN_ALL_DONE.clear()
+    gc.unfreeze()  # the parent session's frozen objects (below) are not in get_objects()
     for obj in gc.get_objects():
         if isinstance(obj, functools._lru_cache_wrapper):
             obj.cache_clear()
+
+
+def pytest_collection_finish(session):
+    """What collection built (the test modules, everything they import, the parametrized
+    cases) lives until the session ends: frozen (``gc.freeze``), so the cyclic collector's full
+    collections do not walk it again and again (the product's entry point does the same,
+    cli/main.py)."""
+    gc.freeze()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After a module's last test (its module fixtures torn down): its garbage collected and
+    what outlives it (imported libraries, caches) frozen like collection's objects. Before, the
+    serial suite ran 13 full collections over everything, 2.2 s of its CPU; now each object is
+    walked about once more."""
+    yield
+    if nextitem is None or nextitem.module is not item.module:
+        gc.collect()
+        gc.freeze()
 
 
 @pytest.fixture(scope="session")

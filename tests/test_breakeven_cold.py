@@ -8,6 +8,7 @@ budget next to a cold `plan`'s (tests/test_cold_start_budget.py).
 Each probe is a fresh interpreter (in-process the test session has already built everything).
 """
 
+import functools
 import json
 import subprocess
 import sys
@@ -25,19 +26,50 @@ NOT_LOADED = ("rich", "sympy", "pydantic.main", "pydantic.plugin._loader", "impo
 pytestmark = pytest.mark.xdist_group("cold_start")
 
 
-def cold(args):
-    probe = PROBE.replace('for m in ("rich", "sympy", "pydantic.main")', f"for m in {NOT_LOADED!r}")
+# After its report the probe runs THEN's commands in the same process, each one's exit status
+# and whether sympy is then loaded on a line of their own: test_breakeven_forms.py's check that
+# one card's parameters and the fit goal need no sympy after the README example, and that
+# `explain` loads it (the probe sees it when it is there), without a process of its own.
+THEN = """
+after = []
+for args in json.loads(sys.argv[2]):
+    code, sys.stdout, keep = 0, io.StringIO(), sys.stdout
+    try:
+        main(args)
+    except SystemExit as exc:
+        code = exc.code
+    sys.stdout = keep
+    after.append({"code": code, "sympy": "sympy" in sys.modules})
+print(json.dumps(after))
+"""
+AFTER_README = [README + ["--device", "bluefield-3"],
+                README + ["--goal", "fit", "--device", "bluefield-3"],
+                ["explain", "memory.spill_bytes", "--format", "json"]]
+
+
+def cold(args, then=()):
+    """The probe's report of ``args`` in a fresh interpreter, and THEN's of ``then`` after it
+    (one process per distinct pair)."""
+    return _cold(json.dumps(args), json.dumps(list(then)))
+
+
+@functools.lru_cache(maxsize=None)
+def _cold(args: str, then: str):
+    probe = PROBE.replace('for m in ("rich", "sympy", "pydantic.main")',
+                          f"for m in {NOT_LOADED!r}")
     assert probe != PROBE  # the probe reports these modules
-    p = subprocess.run([sys.executable, "-c", probe, json.dumps(args)], capture_output=True,
+    p = subprocess.run([sys.executable, "-c", probe + THEN, args, then], capture_output=True,
                        text=True, env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
-                       timeout=300)
+                       timeout=600)
     assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    report, after = p.stdout.strip().splitlines()[-2:]
+    return json.loads(report), tuple(json.loads(after))
 
 
 @pytest.fixture(scope="module", params=["readme", "catalog"])
 def probe(request):
-    return request.param, cold(README if request.param == "readme" else CATALOG)
+    readme = request.param == "readme"
+    return request.param, cold(README, AFTER_README)[0] if readme else cold(CATALOG)[0]
 
 
 def test_cold_breakeven_builds_no_schema_and_loads_no_sympy(probe):

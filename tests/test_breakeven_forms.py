@@ -2,14 +2,8 @@
 from the sympy registry, the numeric inversion gives the sympy inversion's answers, the printed
 formula names the card's scale, and a numeric `breakeven` imports no sympy."""
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src"
 README_EXAMPLE = ["breakeven", "llama70b", "--nodes", "2", "--tp", "2", "--pp", "4", "--zero",
                   "3", "--recompute", "full", "--seq-len", "2048", "--global-batch", "16"]
 
@@ -105,33 +99,18 @@ def test_breakeven_prints_the_cards_scale_as_a_named_constant(run):
     assert reqs["memory_bandwidth_GBps"]["equation"].endswith("K_x = 1e+09 bytes/s per GB/s")
 
 
-PROBE = """
-import io, json, sys
-from optimus_calc.cli.main import main
-out = []
-for args in json.loads(sys.argv[1]):
-    sys.stdout, keep = io.StringIO(), sys.stdout
-    try:
-        main(args)
-    except SystemExit as exc:
-        code = exc.code
-    sys.stdout = keep
-    out.append({"code": code, "sympy": "sympy" in sys.modules})
-print(json.dumps(out))
-"""
-
-
+@pytest.mark.xdist_group("cold_start")  # the probe's process is test_breakeven_cold.py's
 def test_numeric_breakeven_imports_no_sympy():
-    """The README example (every card, closed forms for the SmartNICs' rooflines), one card's
-    parameters and the fit goal (memory.spill_bytes' form) run without sympy; `explain` then
-    loads it in the same process (the probe sees it when it is there)."""
-    seq = [README_EXAMPLE, README_EXAMPLE + ["--device", "bluefield-3"],
-           README_EXAMPLE + ["--goal", "fit", "--device", "bluefield-3"],
-           ["explain", "memory.spill_bytes", "--format", "json"]]
-    p = subprocess.run([sys.executable, "-c", PROBE, json.dumps(seq)], capture_output=True,
-                       text=True, env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
-                       timeout=600)
-    assert p.returncode == 0, p.stderr
-    reports = json.loads(p.stdout.strip().splitlines()[-1])
-    assert [r["code"] for r in reports] == [0, 0, 0, 0]
-    assert [r["sympy"] for r in reports] == [False, False, False, True]
+    """The README example (every card, closed forms for the SmartNICs' rooflines), then one
+    card's parameters and the fit goal (memory.spill_bytes' form) run without sympy in one
+    fresh interpreter; `explain` then loads it in the same process (the probe sees it when it
+    is there). The process is test_breakeven_cold.py's README probe, which goes on with them."""
+    from test_breakeven_cold import AFTER_README, NOT_LOADED, README, cold
+    assert README == README_EXAMPLE and "sympy" in NOT_LOADED
+    first, after = cold(README, AFTER_README)
+    assert first["code"] == 0 and "sympy" not in first["loaded"]
+    assert AFTER_README[:2] == [README_EXAMPLE + ["--device", "bluefield-3"],
+                                README_EXAMPLE + ["--goal", "fit", "--device", "bluefield-3"]]
+    assert AFTER_README[2] == ["explain", "memory.spill_bytes", "--format", "json"]
+    assert [r["code"] for r in after] == [0, 0, 0]
+    assert [r["sympy"] for r in after] == [False, False, True]

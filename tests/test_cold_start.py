@@ -58,8 +58,11 @@ pytestmark = pytest.mark.xdist_group("cold_start")
 
 
 def probe(args, **env_extra):
-    """What a fresh process has loaded after running ``args`` (None: nothing)."""
-    return probe_sequence([args], **env_extra)[0]
+    """What a fresh process has loaded after running ``args`` (None: nothing): the first
+    report of a sequence that starts with ``args`` is that (the commands after it run later,
+    in the same process), so such a sequence's process answers it."""
+    seq = next((s for s in SEQUENCES if s[0] == args), [args]) if not env_extra else [args]
+    return probe_sequence(seq, **env_extra)[0]
 
 
 def probe_sequence(sequence, **env_extra):
@@ -100,12 +103,24 @@ HOT_TABLES = [
 MACHINE = [
     ["plan", "llama70b", "--nodes", "2", "--format", "json"],
     ["memory", "llama70b", "--nodes", "2", "--tp", "8", "--format", "csv"],
+    ["step", "llama-2-7b", "--format", "json"],  # test_regimes.py: no validate module
+    # test_outputs_display.py: no matplotlib without --plot
+    ["memory", "70e9", "--model-states-only", "--format", "json"],
 ]
+EXPLAIN = ["explain", "memory.weights_bytes", "--format", "json"]
+# the machine formats, then `explain` in the same process (the positive control for sympy):
+# one fresh interpreter for the tests of this module and of the two named above
+MACHINE_THEN_EXPLAIN = [*MACHINE, EXPLAIN]
+# the hot tables, then a misspelt model (the positive control for difflib, which only "did you
+# mean" loads): one fresh interpreter
+MISSPELT = ["memory", "llama-70"]
+HOT_THEN_MISSPELT = [*HOT_TABLES, MISSPELT]
+SEQUENCES = (HOT_THEN_MISSPELT, MACHINE_THEN_EXPLAIN)
 
 
 @pytest.mark.parametrize("i", range(len(HOT_TABLES)))
 def test_hot_path_table_loads_no_sympy_or_matplotlib(i):
-    r = probe_sequence(HOT_TABLES)[i]  # after the first i + 1 commands, in one process
+    r = probe_sequence(HOT_THEN_MISSPELT)[i]  # after the first i + 1 commands, in one process
     assert r["code"] == 0
     # the numbers need numpy and pydantic; nothing else heavy: a table of printable ASCII is
     # drawn without rich (report/plain_table.py; tests/test_plain_table.py: other text is not)
@@ -114,15 +129,14 @@ def test_hot_path_table_loads_no_sympy_or_matplotlib(i):
 
 @pytest.mark.parametrize("i", range(len(MACHINE)))
 def test_machine_formats_do_not_load_rich(i):
-    r = probe_sequence(MACHINE)[i]
+    r = probe_sequence(MACHINE_THEN_EXPLAIN)[i]
     assert r["code"] == 0 and r["loaded"] == ["numpy", "pydantic", "click"]
 
 
 def test_explain_does_load_sympy():
     # the positive control: the probe sees a lazily imported library when a command needs it,
-    # also as the second command of a sequence (the first did not load it)
-    first, r = probe_sequence([MACHINE[1], ["explain", "memory.weights_bytes", "--format",
-                                            "json"]])
+    # also as a later command of a sequence (the ones before it did not load it)
+    *_, first, r = probe_sequence(MACHINE_THEN_EXPLAIN)
     assert "sympy" not in first["loaded"]
     assert r["code"] == 0 and "sympy" in r["loaded"]
 
@@ -166,8 +180,10 @@ def test_plan_skips_numpy_ma_and_difflib():
     # only to check an unusual --csv-sep (cli/common.py)
     r = probe(["plan", "llama70b", "--nodes", "2"])
     assert r["code"] == 0 and r["also_loaded"] == []
-    # the probe sees them when a command does load them: a misspelt model name suggests
-    assert "difflib" in probe(["memory", "llama-70"])["also_loaded"]
+    # the probe sees them when a command does load them: a misspelt model name suggests (the
+    # commands before it in the process had not loaded difflib)
+    *_, before, misspelt = probe_sequence(HOT_THEN_MISSPELT)
+    assert "difflib" not in before["also_loaded"] and "difflib" in misspelt["also_loaded"]
     sep = probe(["plan", "llama70b", "--nodes", "2", "--format", "csv", "--csv-sep", ":"])
     assert sep["code"] == 0 and sep["also_loaded"] == ["unicodedata"]
 

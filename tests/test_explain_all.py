@@ -141,23 +141,25 @@ def test_explain_training_and_collectives_outside_the_evaluator(run):
     assert c["time_s"] == pytest.approx(tree["result"], rel=1e-9)
 
 
-def test_each_equation_module_registers_only_its_own_prefix():
+def test_each_equation_module_registers_only_its_own_prefix(monkeypatch):
     # `explain memory.x` imports equations/memory.py alone (registry.load_module): that is
-    # right only while every module names its equations after itself (a fresh interpreter:
-    # this one's registry is already full)
-    import json
-    import subprocess
+    # right only while every module names its equations after itself. This process's registry
+    # is already full, so each module is imported again, in MODULES' order, into an empty
+    # registry as in a fresh interpreter (monkeypatch then puts the modules and registry back)
+    import importlib
     import sys
-    code = ("import importlib, json\n"
-            "from optimus_calc.equations import registry as R\n"
-            "out = {}\n"
-            "for m in R.MODULES:\n"
-            "    before = set(R.REGISTRY)\n"
-            "    importlib.import_module('optimus_calc.equations.' + m)\n"
-            "    out[m] = sorted(set(R.REGISTRY) - before)\n"
-            "print(json.dumps(out))\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    added = json.loads(p.stdout)
+    from optimus_calc import equations
+    from optimus_calc.equations import registry as R
+    for m in R.MODULES:
+        monkeypatch.delitem(sys.modules, f"optimus_calc.equations.{m}", raising=False)
+        monkeypatch.delattr(equations, m, raising=False)
+    monkeypatch.setattr(R, "REGISTRY", {})
+    monkeypatch.setattr(R, "_MEANINGS", {})
+    added = {}
+    for m in R.MODULES:
+        before = set(R.REGISTRY)
+        importlib.import_module("optimus_calc.equations." + m)
+        added[m] = sorted(set(R.REGISTRY) - before)
     assert sum(len(v) for v in added.values()) >= 120
     for module, names in added.items():
         assert names and all(n.split(".", 1)[0] == module for n in names), module

@@ -8,15 +8,21 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import pytest
+
+from src_ast import parse
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "optimus_calc"
 TESTS = Path(__file__).resolve().parent
+# src/ parsed once for this module and test_sizes.py (src_ast.py), on one worker
+pytestmark = pytest.mark.xdist_group("src_ast")
 
 
 @lru_cache(maxsize=None)
 def _import_nodes_of(text: str) -> tuple[ast.AST, ...]:
     """The import statements of a module's source (parsed once per text: three tests walk
     every module)."""
-    return tuple(n for n in ast.walk(ast.parse(text))
+    return tuple(n for n in ast.walk(parse(text))
                  if isinstance(n, (ast.Import, ast.ImportFrom)))
 
 

@@ -84,17 +84,14 @@ def test_plot_bad_path_is_exit_2(run, tmp_path, target, msg):
     assert not p.exists()
 
 
+@pytest.mark.xdist_group("cold_start")  # the probe's process is test_cold_start.py's
 def test_matplotlib_is_imported_only_for_plots():
-    import subprocess
-    import sys
-    code = ("import sys; from optimus_calc.cli.main import main\n"
-            "try:\n main(['memory', '70e9', '--model-states-only', '--format', 'json'])\n"
-            "except SystemExit: pass\n"
-            "assert 'matplotlib' not in sys.modules, 'matplotlib imported'")
-    src = Path(__file__).resolve().parents[1] / "src"
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"})
-    assert p.returncode == 0, p.stderr
+    # a fresh interpreter that ran the machine formats (`plan`, `memory`, `step`) and then
+    # `memory 70e9 --model-states-only --format json` has not imported matplotlib
+    from test_cold_start import MACHINE, MACHINE_THEN_EXPLAIN, probe_sequence
+    i = MACHINE.index(["memory", "70e9", "--model-states-only", "--format", "json"])
+    r = probe_sequence(MACHINE_THEN_EXPLAIN)[i]
+    assert r["code"] == 0 and "matplotlib" not in r["loaded"], r
 
 
 # ------------------------------------------------------------------------ time and cost

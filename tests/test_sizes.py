@@ -7,18 +7,24 @@ import ast
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from src_ast import parse
+
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "optimus_calc"
 TOOLS = ROOT / "tools"
 GENERATED = {"regime_residuals.py"}
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
+# src/ parsed once for this module and test_layering.py (src_ast.py), on one worker
+pytestmark = pytest.mark.xdist_group("src_ast")
 
 
 def _long_functions(text: str, name: str) -> list[str]:
     """``name:line function (n lines)`` of every def / async def longer than the limit."""
     out = []
-    for node in ast.walk(ast.parse(text, filename=name)):
+    for node in ast.walk(parse(text)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             n = node.end_lineno - node.lineno + 1
             if n > MAX_FUNCTION_LINES:
