@@ -8,17 +8,7 @@ from pydantic import ValidationError
 from optimus_calc.specs.hardware import Flops
 from optimus_calc.specs.training import Layout
 
-GPU_ENTRY = '''[[gpu]]
-name = "my-gpu"
-vendor = "nvidia"
-memory_GB = 10
-hbm_bandwidth_GBps = 100
-peak_TFLOPS = { fp32 = 1, bf16 = 10 }
-scale_up_link = "nvlink3"
-scale_up_GBps = 100
-host_link = "pcie4-x16"
-source = "my lab measurement, 2026"
-'''
+from test_catalog import GOOD_GPU as GPU_ENTRY  # a valid user GPU entry
 
 
 def test_a_field_named_self_is_an_unknown_key(tmp_path, run):
