@@ -290,3 +290,30 @@ def test_megatron_refuses_the_ep_overlap_where_the_export_leaves_it_out(
     forced = text.rstrip("\n") + " \\\n" + WITH_EP_OVERLAP
     with pytest.raises(AssertionError, match=refusal):
         _megatron_config(_megatron_validate(arguments, monkeypatch, forced)[0])
+
+
+# ---- --moe-pad-expert-input-to-capacity ---------------------------------------------------
+
+@pytest.mark.parametrize("args,ep,overlap", [
+    (EP_OVERLAP[:-1], 8, False),
+    (EP_OVERLAP, 8, True),
+    (("qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", 1, "--ep", 1, "--tp", 1,
+      "--framework", "megatron"), 1, False),
+    ((str(HF / "deepseek_v3"), "--node", "dgx-h100", "--nodes", 64, "--ep", 64,
+      "--framework", "megatron"), 64, False),
+], ids=["qwen3-ep8", "qwen3-ep8-ep-overlap", "qwen3-ep1", "deepseek-v3-ep64"])
+def test_megatron_takes_the_exported_token_drop(run, tmp_path, monkeypatch, megatron, args, ep,
+                                               overlap):
+    """The export's token drop (--moe-expert-capacity-factor 1.0 --moe-pad-expert-input-to-
+    capacity, the alltoall dispatcher written once) passes parse_args + validate_args, and the
+    TransformerConfig takes it (transformer_config.py L1836-1850 @ d98e8a6: the default
+    aux_loss balancing, the alltoall dispatcher): Qwen3-30B-A3B at EP 8 (alone and with the EP
+    overlap) and EP 1, DeepSeek-V3's sigmoid router with its expert bias at EP 64."""
+    arguments, _ = megatron
+    text = _export(run, tmp_path, *args, "--pp", 1, "--recompute", "none",
+                   "--moe-pad-expert-input-to-capacity", "--export", "megatron")
+    assert text.count("--moe-token-dispatcher-type alltoall") == 1
+    c = _megatron_config(_megatron_validate(arguments, monkeypatch, text)[0])
+    assert c.moe_expert_capacity_factor == 1.0 and c.moe_pad_expert_input_to_capacity
+    assert (c.moe_token_dispatcher_type, c.expert_model_parallel_size) == ("alltoall", ep)
+    assert c.overlap_moe_expert_parallel_comm == overlap
