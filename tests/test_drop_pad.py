@@ -46,6 +46,23 @@ def test_the_export_writes_megatron_lms_token_drop_flags(run):
     assert both.count("--moe-token-dispatcher-type alltoall") == 1
 
 
+def test_padding_to_capacity_leaves_no_imbalance(run):
+    # capacity factor 1.0, padded: every expert runs exactly capacity = its balanced share of
+    # tokens x top-k, and every rank's all-to-all splits are that capacity (core_v0.14.0
+    # token_dispatcher.py L444-467: torch.full(..., capacity)); the moe_imbalance assumption is
+    # "equal to [the capacity factor] with padding": a most-loaded rank at 1.5x contradicts it
+    for extra in (("--moe-imbalance", "1.5"), ("--assume", "moe_imbalance=1.5")):
+        for cmd in (QWEN, ("plan", *QWEN[1:6], "--ep", "8", "--tp", "1", "--pp", "1")):
+            r = run(*cmd, "--moe-pad-expert-input-to-capacity", *extra)
+            assert r.code == 2 and "moe_imbalance 1.5" in r.err, (cmd, extra, r.err)
+            assert "--moe-pad-expert-input-to-capacity" in r.err and len(r.err.splitlines()) == 1
+    # 1.0 is what padding gives: the padded step as without the flag (fixed 0.096 s)
+    ok = run(*QWEN, "--moe-pad-expert-input-to-capacity", "--moe-imbalance", "1").json()
+    assert ok["fixed_s"] == pytest.approx(0.096)
+    # ... and dropless routing keeps its imbalance (no padding: the flag is off)
+    assert run(*QWEN, "--moe-imbalance", "1.5").code == 0
+
+
 def _row(key, fold, published, T, K, K_f):
     return HostRow(key, fold, published, 1000.0, T, K, 0.001, False, K_f, 0.001)
 

@@ -218,6 +218,18 @@ def training_from(kw: dict, model, dp: int) -> tuple[Training, bool, bool]:
     return tr, defaulted, kw["seq_len"] is None
 
 
+def check_token_drop(model, tr: Training, asm) -> None:
+    """--moe-pad-expert-input-to-capacity pads every expert to exactly its capacity at factor
+    1.0, its balanced share (Megatron-LM core_v0.14.0 token_dispatcher.py L444-467: the counts
+    are torch.full of the capacity): no rank is more loaded, so moe_imbalance above 1 is
+    refused (the assumption is "equal to [the capacity factor] with padding")."""
+    if (tr.moe_pad_expert_input_to_capacity and getattr(model, "is_moe", False)
+            and asm.moe_imbalance != 1):
+        raise InputError(f"moe_imbalance {asm.moe_imbalance:g} (--moe-imbalance or --assume): "
+                         "--moe-pad-expert-input-to-capacity pads every expert to exactly its "
+                         "balanced share (capacity factor 1.0): give 1 or leave the flag out")
+
+
 def build_inputs(cat: Catalog, model_text: str, kw: dict) -> Inputs:
     """Resolve MODEL and every single-layout option into validated specs."""
     from optimus_calc.evaluate.context import check_layout, fill_layout, resolve_hardware
@@ -241,8 +253,9 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict) -> Inputs:
     from optimus_calc.evaluate.fp8 import check_fp8_gpu
     check_fp8_gpu(hw.gpu, tr)
     from optimus_calc.frameworks.physics import apply_framework
-    tr, asm, choice = apply_framework(kw.get("framework"), layout, tr, assumptions_from(kw),
-                                      model)
+    asm = assumptions_from(kw)
+    check_token_drop(model, tr, asm)
+    tr, asm, choice = apply_framework(kw.get("framework"), layout, tr, asm, model)
     return Inputs(model, hw, layout, tr, asm, gb_default, seq_default, kw.get("profile"),
                   choice)
 
@@ -280,6 +293,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
     from optimus_calc.evaluate.fp8 import check_fp8_gpu
     check_fp8_gpu(hw.gpu, tr)
     asm = assumptions_from(kw)
+    check_token_drop(model, tr, asm)
     offloads = parse_choices(kw.get("offloads"), Offload, "--offloads") or ()
     offloads += parse_choices(kw.get("offload"), Offload, "--offload") or ()
     offloads = tuple(dict.fromkeys(offloads)) or None
