@@ -141,15 +141,10 @@ def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
     pos = total > 0
     work = bool(pos.all())  # every layout works: the same values, fewer passes
     safe = total if work else np.where(pos, total, 1.0)  # no work: the curve's, not 0/0
-    if eta_x is None and fp8 is None and type(expert_flops) is float and expert_flops == 0:
-        # no expert work (a dense model): f_x = clip(0, 0, total - f_a) is 0 where total > 0,
-        # the only places the result reads it, so the same numbers without it
-        # (every layout working: the where()s would give these values on this shape)
-        f_d = (total - f_a) / safe if work else np.where(pos, (total - f_a) / safe, 1.0)
-        mixed = eq.efficiency__layer_efficiency(F_a=f_a / safe, F_d=f_d, eta_a=eta_a,
-                                                eta_d=eta_d)
-        return mixed if work and type(mixed) is np.ndarray else np.where(pos, mixed, eta_d)
-    f_x = np.clip(np.asarray(expert_flops, dtype=float), 0.0, total - f_a)
+    # no expert work (a dense model): f_x = clip(0, 0, total - f_a) is 0 wherever the result
+    # reads it (total > 0), so the number 0 gives the same values without the clip
+    f_x = 0.0 if type(expert_flops) is float and expert_flops == 0 else np.clip(
+        np.asarray(expert_flops, dtype=float), 0.0, total - f_a)
     if fp8 is not None:  # FP8 GEMMs and the bf16 head: their times add (layer_efficiency)
         f_dd = np.maximum(total - f_a - f_x, 0.0)
         f_h = np.clip(np.asarray(bf16_gemm_flops, dtype=float), 0.0, f_dd)
