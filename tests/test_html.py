@@ -241,7 +241,8 @@ def test_plan_equations_are_the_recommended_layouts(pages, tmp_path):
     layout = ["llama70b", "--nodes", "2", "--tp", rec["tp"], "--pp", rec["pp"], "--dp",
               rec["dp"], "--zero", rec["zero"], "--offload", rec["offload"], "--micro-batch",
               rec["micro_batch"], "--recompute", rec["recompute"], "--framework",
-              rec["framework"], "--format", "json", "-o"]
+              rec["framework"], *(["--offload-params"] if rec["offload_params"] else []),
+              "--format", "json", "-o"]
     js = tmp_path / "explain.json"
     assert run_main("explain", "--all", *layout, js) == 0
     listed = json.loads(js.read_text())["equations"]

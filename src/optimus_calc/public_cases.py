@@ -20,6 +20,8 @@ from dataclasses import replace
 from optimus_calc.public_cases_2509 import rows_2509
 from optimus_calc.public_cases_long import long_rows
 from optimus_calc.public_cases_moe import moe_rows
+from optimus_calc.public_cases_mpt import mpt_rows
+from optimus_calc.public_cases_mpt import shapes as _mpt_shapes
 from optimus_calc.public_row import CS as _CS
 from optimus_calc.public_row import DS as _DS
 from optimus_calc.public_row import FP as _FP
@@ -40,6 +42,8 @@ SHAPES = {
                                max_position=1024, seq_len=1024),
     "gpt3-2.7b": dict(layers=32, hidden=2560, heads=32, ffn_hidden=10240, vocab=50257,
                       max_position=8192, seq_len=2048),
+    # MosaicML's MPT benchmark models, one shape per sequence (public_cases_mpt.py)
+    **_mpt_shapes(),
 }
 
 MB25 = f"Megatron-Bridge docs/performance-summary.md, release 25.11 ({_FP} 7.2, @ 00b7660)"
@@ -109,7 +113,7 @@ def _fa2_rows() -> list[PublicRow]:
         out.append(PublicRow(label=f"{m} seq {s // 1024}k, no FlashAttention", published=none,
                              flash=False, **base))
         out.append(PublicRow(label=f"{m} seq {s // 1024}k, FlashAttention-1", published=fa1,
-                             why_not="FlashAttention-1 is not a kernel of the tool", **base))
+                             kernel="fa1", **base))
         out.append(PublicRow(label=f"{m} seq {s // 1024}k, FlashAttention-2", published=fa2,
                              kernel="fa2", **base))
     return out
@@ -376,5 +380,5 @@ def _on_nvl72(row: PublicRow) -> PublicRow:
 def public_rows() -> list[PublicRow]:
     """Every row, expressible or not, in source order."""
     rows = _fa2_rows() + _megatron_dense() + _nemo_dense() + moe_rows() + rows_2509() \
-        + _torchtitan() + long_rows() + _offload_and_small() + _v100()
+        + _torchtitan() + long_rows() + _offload_and_small() + _v100() + mpt_rows()
     return [_on_nvl72(r) for r in rows]

@@ -152,10 +152,10 @@ class GPU(CatalogEntry):
         description="end-to-end (training) efficiency of the GPU's default fused attention "
                     "kernel (attention_kernel), forward + backward, on causally halved FLOPs "
                     "(FlashAttention's convention); capped at gemm_eta_max")
-    attention_kernel: Literal["fa2", "fa3", "cudnn"] = Field(
+    attention_kernel: Literal["fa2", "fa3", "cudnn", "fa1"] = Field(
         default="fa2", description="fused attention kernel the GPU's usual training stack runs "
                                    "(--attention-kernel's default)")
-    attention_kernel_eta: dict[Literal["fa2", "fa3", "cudnn"], float] = Field(
+    attention_kernel_eta: dict[Literal["fa2", "fa3", "cudnn", "fa1"], float] = Field(
         default_factory=dict,
         description="efficiency of the other fused attention kernels that run on this GPU "
                     "(causally halved FLOPs); a kernel absent here and not the default does not "

@@ -58,6 +58,7 @@ class AttentionKernel(str, Enum):
     FA2 = "fa2"      # FlashAttention-2 (Dao 2023): Ampere, Ada, Hopper
     FA3 = "fa3"      # FlashAttention-3 (Shah et al. 2024): Hopper only
     CUDNN = "cudnn"  # cuDNN fused attention (Transformer Engine FusedAttention, PyTorch SDPA)
+    FA1 = "fa1"      # FlashAttention-1 (Dao et al. 2022) and its Triton port (MPT's triton)
 
 
 # Integer codes of the closed sets inside arrays (position in the Enum's declaration order);
