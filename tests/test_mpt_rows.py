@@ -85,3 +85,18 @@ def test_unhalved_mfu_falls_with_sequence_on_fa1(run, node):
     # A100 80GB: 54.5% at 8K, 49.5% at 32K, 47.0% at 64K)
     m = [_mfu(run, node, s, cp, "fa1") for s, cp in ((8192, 1), (32768, 2), (131072, 8))]
     assert m[0] > m[1] > m[2]
+
+
+def test_long_sequences_match_cases_of_their_kernel(run):
+    # past 8K the regime carries the kernel: the A100 rows at 64K ran FlashAttention-1, so a
+    # FlashAttention-2 prediction there has no public case like it, an FA1 one has MPT's six
+    from optimus_calc.regimes import seq_band
+    assert (seq_band(65536, "fa2"), seq_band(16384, "fa1"), seq_band(8192, "fa2")) == \
+        (">32K fa2", "8K-32K fa1", "<=8K")
+    args = ("step", "llama-3-8b", "--node", "dgx-a100", "--nodes", "1", "--seq-len", "65536",
+            "--micro-batch", "1", "--global-batch", "8", "--zero", "3", "--recompute", "full",
+            "--cp", "2", "--format", "json")
+    fa2, fa1 = run(*args).json(), run(*args, "--attention-kernel", "fa1").json()
+    assert fa2["error_range"] == "widened" and "seq >32K fa2" in fa2["error_range_basis"]
+    assert fa1["error_range"] == "public"
+    assert fa1["error_range_basis"].startswith("6 public cases like this")

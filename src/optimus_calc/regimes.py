@@ -68,8 +68,12 @@ def precision_class(precision: str) -> str:
     return "16-bit" if p in ("bf16", "fp16") else p
 
 
-def seq_band(seq_len: int) -> str:
-    return SEQ_BANDS[0] if seq_len <= 8192 else SEQ_BANDS[1] if seq_len <= 32768 else SEQ_BANDS[2]
+def seq_band(seq_len: int, kernel: str = "") -> str:
+    """The sequence band; past 8K tokens with the attention kernel that ran (``kernel``: fa1,
+    fa2, fa3, cudnn, "unfused"), where the kernel's efficiency sets much of the step (a
+    FlashAttention-1 row does not validate a FlashAttention-2 prediction at 64K)."""
+    band = SEQ_BANDS[0] if seq_len <= 8192 else SEQ_BANDS[1] if seq_len <= 32768 else SEQ_BANDS[2]
+    return f"{band} {kernel}" if kernel and seq_len > 8192 else band
 
 
 def scale_band(nodes: int) -> str:
@@ -77,11 +81,12 @@ def scale_band(nodes: int) -> str:
 
 
 def regime_for(gpu_name: str, framework: str, offload: str, model, precision: str = "bf16",
-               seq_len: int = 2048, nodes: int = 1) -> Regime:
+               seq_len: int = 2048, nodes: int = 1, kernel: str = "") -> Regime:
     """THE regime key: the one place that says which public cases are like a layout (GPU
-    family x framework x offload x dense/MoE x precision x sequence band x scale band)."""
+    family x framework x offload x dense/MoE x precision x sequence band, with the attention
+    kernel past 8K, x scale band)."""
     return Regime(gpu_family(gpu_name), framework, str(offload), model_class(model),
-                  precision_class(precision), seq_band(seq_len), scale_band(nodes))
+                  precision_class(precision), seq_band(seq_len, kernel), scale_band(nodes))
 
 
 def regime_of(gpu_name: str, framework: str, offload: str, model) -> Regime:
@@ -167,7 +172,7 @@ def _cv(r) -> float:
 
 def error_range(gpu_name: str, frameworks, offload: str, model, profile=None,
                 memory: bool = False, precision: str = "bf16", seq_len: int = 2048,
-                nodes: int = 1) -> ErrorRange:
+                nodes: int = 1, kernel: str = "") -> ErrorRange:
     """The range of a layout's time figures (or, with ``memory``, its GPU memory): the
     leave-one-source-out residuals of the public cases of its regime (any of the
     ``frameworks`` that run it), or the profile's leave-one-out error on the GPU the profile
@@ -179,8 +184,8 @@ def error_range(gpu_name: str, frameworks, offload: str, model, profile=None,
                           profile.runs, f"leave-one-out over the {profile.runs} runs of "
                                         f"profile {profile.path}")
     names = [str(getattr(f, "value", f)) for f in frameworks] or ["none"]
-    keys = [regime_for(gpu_name, fw, str(offload), model, precision, seq_len, nodes).key
-            for fw in names]
+    keys = [regime_for(gpu_name, fw, str(offload), model, precision, seq_len, nodes,
+                       kernel).key for fw in names]
     kinds = ("memory",) if memory else TIME_KINDS
     # memory arithmetic does not depend on the GPU, precision class, sequence or scale band
     base_free = (0, 4, 5, 6) if memory else ()

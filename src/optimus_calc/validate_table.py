@@ -99,7 +99,8 @@ def accuracy_markdown(cases, missing, full_fit: dict | None = None) -> str:
         f"| {o['rows']} | {_pct(o['mean_abs_error'])} | {_pct(o['loso_mean_abs_error'])} |", "",
         *_targets(cases),
         "## Per regime", "",
-        "Regime = GPU family x framework x offload x dense/MoE x precision x sequence band x "
+        "Regime = GPU family x framework x offload x dense/MoE x precision x sequence band "
+        "(past 8K tokens with the attention kernel that ran: fa1, fa2, fa3, cudnn or unfused) x "
         "scale band (`src/optimus_calc/regimes.py`). Error = predicted / published - 1 on the "
         "published figure (tokens/s, TFLOP/s, seconds or bytes).", "",
         "| regime | figure | rows | refitted | in-sample mean abs error | LOSO mean abs error |",

@@ -46,6 +46,14 @@ def kernel_of(gpu: GPU, kernel=None) -> str:
     return k
 
 
+def attention_kernel_name(gpu: GPU, training) -> str:
+    """The attention kernel a layout runs, as regimes.py names it: the fused kernel
+    (--attention-kernel or the GPU's default) or "unfused"."""
+    if not training.flash_attention:
+        return "unfused"
+    return kernel_of(gpu, training.attention_kernel)
+
+
 def kernel_efficiency(gpu: GPU, kernel=None, asm: Assumptions | None = None) -> float:
     """End-to-end (forward + backward) efficiency of the fused attention kernel on the causally
     halved FLOPs it executes: --assume attention_efficiency=X, else the catalog's value for the

@@ -117,13 +117,15 @@ def mfu_conventions(st, figures: dict) -> dict:
 
 def step_ranges(inp, fws: dict):
     """The error ranges of a step's time figures and GPU memory (regimes.py)."""
+    from optimus_calc.evaluate.efficiency import attention_kernel_name
     from optimus_calc.regimes import error_range
     running = [f for f, how in fws.items() if how == "runs"]
     if getattr(inp.framework, "key", None) is None:  # framework-neutral physics: its own
         running.append("none")                        # public rows (framework "none") count
     common = (inp.hw.gpu.name, running, inp.layout.offload.value, inp.model)
     kw = dict(profile=inp.profile, precision=inp.training.precision.value,
-              seq_len=inp.training.seq_len, nodes=inp.hw.nodes)
+              seq_len=inp.training.seq_len, nodes=inp.hw.nodes,
+              kernel=attention_kernel_name(inp.hw.gpu, inp.training))
     return error_range(*common, **kw), error_range(*common, memory=True, **kw)
 
 
