@@ -136,3 +136,21 @@ def test_published_flops_count_the_vocabulary_once(cat):
     from optimus_calc.validate_public import flops_per_token
     assert flops_per_token(cat.get("llama-2-7b", "model"), 4096, "unhalved") == \
         pytest.approx(46_086_512_640, rel=1e-9)
+
+
+def test_the_grid_losses_are_the_loss_at_each_value():
+    # fit() scores a parameter's whole grid at once (validate_loso._losses): the same numbers
+    # as loss() value by value, on rows that read every kind of parameter
+    import numpy as np
+    from optimus_calc.validate_loso import _losses, _pack, _S, loss
+    rows = [FitRow(0, "A", "h100", "h100-sxm", "cudnn", 0.1, 1.0, 0.5, 5e10, 120.0, 100.0,
+                   False),
+            FitRow(1, "B", "h100", "h100-sxm-500w", "", 0.2, 2.0, 0.3, 2e10, 90.0, 100.0, True),
+            FitRow(2, "B", "h100", "h100-sxm", "fa2", 0.0, 1.5, 1.0, 8e10, 80.0, 100.0, False)]
+    k = _pack(rows)
+    s0 = _S(k, P0)
+    for n, vals in (("eta_max", [0.4, 0.6]), ("W_half", [5.0, 20.0]), ("eta_u", [0.1, 0.3]),
+                    ("eta_a:cudnn", [0.2, 0.4]), ("eta_a:fa2", [0.25, 0.45]),
+                    ("scale:h100-sxm-500w", [0.8, 1.0])):
+        got = _losses(k, P0, n, np.array(vals), P0, s0)
+        assert got.tolist() == [loss(k, {**P0, n: v}, P0, s0) for v in vals]

@@ -158,6 +158,27 @@ def loss(rows: list[FitRow] | _Pack, p: dict[str, float], p0: dict[str, float],
     return float(np.mean(np.abs(np.log(predict(k, p, p0, s0) / k.published))))
 
 
+def _losses(k: _Pack, p: dict[str, float], n: str, vals: np.ndarray, p0: dict[str, float],
+            s0: np.ndarray) -> np.ndarray:
+    """loss(k, {**p, n: v}, p0, s0) for every v of ``vals`` at once: the same element-wise
+    arithmetic as _S, predict and loss, on a (values x rows) array."""
+    col = np.asarray(vals, dtype=float)[:, None]
+    em = col if n == "eta_max" else np.full((1, 1), p["eta_max"])
+    wh = col if n == "W_half" else p["W_half"]
+    eta_d = em * k.w / (k.w + wh * 1e9)
+
+    def grid(keys, fallback):
+        """(values x keys): ``n``'s values in its column, the others' values in ``p`` (the
+        ``fallback`` where ``p`` has none), as _S reads them."""
+        return np.concatenate([col if key == n else np.broadcast_to(
+            p[key] if key in p else fallback, (len(col), 1)) for key in keys], axis=1)
+    eta_a = np.minimum(grid(k.attn_keys, em)[:, k.attn_of], em)
+    scale = grid(k.scale_keys, 1.0)[:, k.scale_of]
+    ratio = s0 / (k.a + (k.c_d / eta_d + k.c_a / eta_a) / scale)
+    pred = np.where(k.time_like, k.pred0 / ratio, k.pred0 * ratio)
+    return np.mean(np.abs(np.log(pred / k.published)), axis=1)
+
+
 def informed(rows: list[FitRow], names: tuple[str, ...]) -> list[str]:
     """The parameters in ``names`` that ``rows`` depend on and can tell apart: one row fixes
     eta_max alone; W_half needs GEMMs of two sizes."""
@@ -194,11 +215,10 @@ def fit(rows: list[FitRow], p0: dict[str, float], names: tuple[str, ...]) -> dic
     for _ in range(SWEEPS):
         for n in free:
             best = (loss(k, p, p0, s0), p[n])
-            for v in GRIDS[n]:
-                if n.startswith("eta_a:") and v > p["eta_max"]:
-                    continue
-                q = {**p, n: float(v)}
-                lo = loss(k, q, p0, s0)
+            vals = GRIDS[n][GRIDS[n] <= p["eta_max"]] if n.startswith("eta_a:") else GRIDS[n]
+            # every grid value's loss at once, then the scan in grid order: a value replaces
+            # the best only when lower by more than 1e-12
+            for v, lo in zip(vals.tolist(), _losses(k, p, n, vals, p0, s0).tolist()):
                 if lo < best[0] - 1e-12:
                     best = (lo, float(v))
             p[n] = best[1]

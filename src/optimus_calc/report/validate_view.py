@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import fields
 
 from optimus_calc.report.document import Column, Document, Table
 
@@ -12,7 +12,9 @@ def validate_document(cases, missing=()) -> Document:
     rows the tool cannot express (:func:`optimus_calc.validate.not_expressed`)."""
     from optimus_calc.validate_table import NOT_REFIT, by_regime, overall, summary
     from optimus_calc.report.common import cite
-    rows = [{**{k: v for k, v in asdict(c).items() if k not in ("fit", "host")},
+    # the case's own fields, not asdict: it would deep-copy the fit and host callables'
+    # captured setups before dropping them
+    rows = [{**{f.name: getattr(c, f.name) for f in fields(c) if f.name not in ("fit", "host")},
              "regime": str(c.regime) if c.regime else "", "source": cite(c.source),
              "error": c.error, "loso_error": c.loso_error, "ok": c.ok} for c in cases]
     regimes = by_regime(cases)
