@@ -82,3 +82,15 @@ def test_calibrate_says_a_profile_does_not_carry_a_named_kernel(cat):
     assert notes[0].startswith("2 run(s) name --attention-kernel fa1, not a100-80gb's default "
                                "(fa2)")
     assert other_kernel_notes([r(), r(attention_kernel=AttentionKernel.FA2)]) == []
+
+
+def test_plan_html_of_a_row_two_frameworks_share(run, tmp_path):
+    # fa1 leaves DeepSpeed and Megatron-DeepSpeed, whose profiles apply identically: the row's
+    # framework is both ("deepspeed, megatron-deepspeed"); the page re-applies the first one
+    # (it raised KeyError on the joined name, an internal error, exit 1)
+    args = ("plan", *A100, "--attention-kernel", "fa1")
+    rec = run(*args, "--format", "json").json()["recommended"]
+    assert rec["framework"] == "deepspeed, megatron-deepspeed"
+    page = tmp_path / "plan.html"
+    r = run(*args, "--format", "html", "-o", str(page))
+    assert r.code == 0 and 'data-name="step.time"' in page.read_text()
