@@ -94,3 +94,21 @@ def test_plan_html_of_a_row_two_frameworks_share(run, tmp_path):
     page = tmp_path / "plan.html"
     r = run(*args, "--format", "html", "-o", str(page))
     assert r.code == 0 and 'data-name="step.time"' in page.read_text()
+
+
+def test_megatron_deepspeed_runs_flashattention_unless_told_not_to(cat):
+    # without --use-flash-attn-* its core attention is unfused (transformer.py L396-410): the
+    # launch names FlashAttention-2 for the GPU's default kernel (with a note for cuDNN GPUs),
+    # nothing with --no-flash-attn, and a named FA3 or cuDNN kernel is refused
+    from optimus_calc.frameworks import layout_support
+    from optimus_calc.frameworks.megatron_deepspeed_export import launch_args
+    from optimus_calc.specs.training import Layout, Training
+    m, lay = cat.get("llama-2-7b", "model"), Layout(tp=2, pp=2, dp=2, zero=1)
+    t = dict(seq_len=4096, global_batch=64)
+    words, notes = launch_args(lay, Training(**t), m)
+    assert "--use-flash-attn-v2" in words.split() and any("cuDNN" in n for n in notes)
+    words, notes = launch_args(lay, Training(**t, flash_attention=False), m)
+    assert "--use-flash-attn" not in words
+    for k in (AttentionKernel.FA3, AttentionKernel.CUDNN):
+        sup = layout_support(lay, Training(**t, attention_kernel=k), m)
+        assert sup[Framework.MEGATRON_DEEPSPEED] is getattr(Reason, f"MD_{k.value.upper()}")
