@@ -112,3 +112,25 @@ def test_megatron_deepspeed_runs_flashattention_unless_told_not_to(cat):
     for k in (AttentionKernel.FA3, AttentionKernel.CUDNN):
         sup = layout_support(lay, Training(**t, attention_kernel=k), m)
         assert sup[Framework.MEGATRON_DEEPSPEED] is getattr(Reason, f"MD_{k.value.upper()}")
+
+
+@pytest.mark.parametrize("kw,flags", [
+    ({}, []),  # the GPU's default: --attention-backend auto, Transformer Engine's choice
+    ({"attention_kernel": AttentionKernel.FA2}, ["--attention-backend flash",
+                                                 "--flash-attention-version 2"]),
+    ({"attention_kernel": AttentionKernel.FA3}, ["--attention-backend flash",
+                                                 "--flash-attention-version 3"]),
+    ({"attention_kernel": AttentionKernel.CUDNN}, ["--attention-backend fused"]),
+    ({"flash_attention": False}, ["--attention-backend unfused"])])
+def test_megatron_launch_pins_the_planned_kernel(cat, kw, flags):
+    # Megatron-LM @ d98e8a64: --attention-backend flash|fused|unfused|local|auto
+    # (core/transformer/enums.py L51-57, default auto) and --flash-attention-version 2|3|4
+    # (transformer_config.py L151, L157): the kernel the plan assumed, not TE's own pick
+    from optimus_calc.frameworks import exporter
+    from optimus_calc.specs.training import Layout, Training
+    text = exporter("megatron").render(Layout(tp=1, pp=1, dp=8, zero=1),
+                                       Training(seq_len=4096, global_batch=64, **kw),
+                                       cat.get("llama-3-8b", "model"), 8)
+    lines = [ln.strip(" \\") for ln in text.splitlines()]
+    assert [ln for ln in lines if ln.startswith(("--attention-backend",
+                                                  "--flash-attention-version"))] == flags
