@@ -41,13 +41,18 @@ _ASM = ("attention on the Triton FlashAttention-1 port (attn_impl triton, submit
         "them (Composer's mixed_precision DEFAULT / PURE: bf16 or fp32 gathers by release, "
         "not modelled); a DGX-class node (8 GPUs, one 200 Gb/s (A100) or 400 Gb/s (H100) NIC "
         "per GPU; the A100 tables state 1600 Gbps RoCE per node)")
-# What ran in FP8 is not known: the script sets no fc_type, and MPT's default torch.nn.Linear
-# layers (configuration_mpt.py L63, L122 @ b2a43a1: "te layers support fp8") do not run under
-# Transformer Engine's fp8_autocast, yet the rows are up to 1.35x the BF16 rows' tokens/s
-_FP8_WHY = ("which layers ran in FP8 is not known: submit_benchmarks.py sets no fc_type and "
-            "MPT's default torch Linear layers do not run under Transformer Engine's "
-            "fp8_autocast (configuration_mpt.py L63, L122 @ b2a43a1), yet the rows are faster "
-            "than the BF16 rows")
+# The FP8 runs (submit_benchmarks.py @ b2a43a1): fc_type "te" on H100 FP8 (L469-470), so
+# MPT's four block GEMMs (Wqkv, out_proj, up_proj, down_proj) are Transformer Engine te.Linear
+# (llmfoundry/models/layers/attention.py L484, L511 and ffn.py L35, L41 @ v0.3.0, the branch
+# the runs installed, L401), under Composer's amp_fp8 autocast, with TE v0.10 and flash-attn
+# 1.0.7 installed for them (L412-417); attention (attn_impl triton) and the tied LM head stay
+# BF16. The tool can express that (--precision fp8 --fp8-recipe te-delayed); the rows are
+# listed, not run: their FP8 GEMM ratio would be the one fitted on Transformer Engine 1.x+
+# Megatron/NeMo rows (specs/assumptions.py FIT_TE_*), not TE v0.10's, and run so they come out
+# 1-24% fast (review-mpt, changes/review-mpt.md): admitting them is the lead's call.
+_FP8_WHY = ("FP8 on the four block GEMMs through Transformer Engine v0.10 te.Linear "
+            "(submit_benchmarks.py L412-417, L469-470 @ b2a43a1: fc_type te); not run: the "
+            "tool's FP8 GEMM ratio is fitted on Transformer Engine 1.x+ rows, not v0.10's")
 
 
 def shape(size: str, seq: int) -> dict:

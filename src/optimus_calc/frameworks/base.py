@@ -50,7 +50,7 @@ class Layouts:
     def __init__(self, tp, pp, dp, cp, ep, zero, offload, offload_params, interleave,
                  micro_batch, *, heads: int, n_kv: int, experts: int, layers: int,
                  global_batch=None, precision: str = "bf16", model=None,
-                 fp8_recipe: str = "te-delayed", etp=None, sp=True):
+                 fp8_recipe: str = "te-delayed", etp=None, sp=True, attention_kernel: str = ""):
         # each array keeps its own shape (the search's grid columns are (1, 1, 1, 1, grid), its
         # switches one axis each): a rule computes on the axes it reads, and only its result
         # meets the others' (run_rules), never millions of broadcast copies of a switch
@@ -70,6 +70,8 @@ class Layouts:
         self.precision = precision
         self.fp8_recipe = fp8_recipe  # with precision fp8: te-delayed, te-current or torchao
         self.model = model  # the Model, for rules on the architecture (None: those are skipped)
+        # the fused kernel the run names (--attention-kernel), "" for the GPU's default or none
+        self.attention_kernel = attention_kernel
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -130,6 +132,8 @@ class Rule:
     on_model: bool = False  # about the architecture: no layout of this model escapes it
     offloads: tuple = ()    # an allowlist row (runs_offloads): the offload targets it lets by
     precisions: tuple = ()  # an allowlist row (runs_precisions): the precisions it lets by
+    on_run: bool = False    # about the run (its precision, its attention kernel): no layout
+    #                         escapes it
 
 
 @record
@@ -285,7 +289,14 @@ def runs_precisions(name: str, text: str, source: str, precisions: tuple[str, ..
     every layout is refused when the run's precision is not among ``precisions``."""
     return Rule(name, text, source,
                 lambda x: None if x.precision in precisions else x.everywhere(),
-                precisions=tuple(precisions))
+                precisions=tuple(precisions), on_run=True)
+
+
+def refuses_kernel(name: str, text: str, source: str, kernel: str) -> Rule:
+    """The row of a fused attention kernel a framework does not run: every layout is refused
+    when the run names ``kernel`` (--attention-kernel)."""
+    return Rule(name, text, source,
+                lambda x: x.everywhere() if x.attention_kernel == kernel else None, on_run=True)
 
 
 SMARTNIC = Rule(

@@ -27,6 +27,7 @@ from typing import assert_never
 from optimus_calc.frameworks.exporting import grad_accumulation, node_split, require
 from optimus_calc.frameworks.megatron_deepspeed_export import launch_args
 from optimus_calc.frameworks import Framework
+from optimus_calc.frameworks.registry import named_kernel
 from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.specs.training import Offload, Optimizer, Precision, Recompute
 
@@ -43,6 +44,10 @@ AIO_DEFAULTS = {"block_size": 1048576, "queue_depth": 8, "intra_op_parallelism":
 PARAM_PERSISTENCE_THRESHOLD = 100_000
 
 _OPTIMIZER_TYPE = {Optimizer.ADAM: "Adam", Optimizer.ADAMW: "AdamW", Optimizer.SGD: "SGD"}
+
+
+_KERNELS = {"fa1": "FlashAttention-1", "fa2": "FlashAttention-2", "fa3": "FlashAttention-3",
+            "cudnn": "cuDNN's fused attention"}
 
 
 def _batch(layout, training, fw) -> tuple[dict, int, list[str]]:
@@ -168,6 +173,10 @@ def _launch(layout, training, model, fw, gpus_per_node: int | None) -> dict:
                          "AutoEP (expert_parallel) is not used with the pipeline engine")
         elif model.is_moe:
             notes.append("MoE layers: build them with deepspeed.moe.layer.MoE (ep_size=1)")
+        if named_kernel(training):
+            k = named_kernel(training)
+            notes.append(f"attention: the config selects no kernel, the model code does: "
+                         f"{_KERNELS[k]}, as the plan assumed (--attention-kernel {k})")
     else:
         args, notes = launch_args(layout, training, model)
         cmd = (f"deepspeed --num_nodes {nodes} --num_gpus {gpn} pretrain_gpt.py {args} "

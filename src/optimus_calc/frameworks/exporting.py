@@ -26,7 +26,8 @@ def require(layout, training, model, *frameworks: Framework) -> Framework:
             return f
     why = "; ".join(dict.fromkeys(support[f].text for f in frameworks))
     from optimus_calc.frameworks.registry import rule_of
-    whole = [support[f] is Reason.SMARTNIC or rule_of(support[f]).on_model for f in frameworks]
+    whole = [support[f] is Reason.SMARTNIC or rule_of(support[f]).on_model
+             or rule_of(support[f]).on_run for f in frameworks]
     hint = "" if any(whole) else (
         f" (plan with --framework {','.join(f.value for f in frameworks)} to search only "
         "layouts it runs)")

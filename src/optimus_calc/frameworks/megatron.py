@@ -9,7 +9,8 @@ from __future__ import annotations
 from optimus_calc.frameworks.base import (OFF_CPU, SMARTNIC, EnvVar, Exporter,
                                           FrameworkPlugin, PhysicsProfile, Rule, Setting,
                                           dividing_into, not_dividing, runs_offloads,
-                                          runs_precisions, unbuildable_everywhere)
+                                          refuses_kernel, runs_precisions,
+                                          unbuildable_everywhere)
 from optimus_calc.specs.training import Offload, Precision, Recompute
 
 COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
@@ -70,6 +71,12 @@ RULES: tuple[Rule, ...] = (
     runs_precisions("MG_PRECISION", f"{_MG}: trains in fp16, bf16, fp32 or FP8 (args.fp16, "
                     "args.bf16, training/arguments.py L1195-1206; FP8 as MG_FP8_TE)",
                     "training/arguments.py L1195-1206", PRECISIONS),
+    refuses_kernel("MG_FA1", f"{_MG}: no FlashAttention-1 (--attention-kernel fa1): "
+                   "--flash-attention-version is 2, 3 or 4 (core/transformer/"
+                   "transformer_config.py L157, L3194-3197), and Transformer Engine's flash "
+                   "backend needs flash-attn >= 2.1.1 (Transformer Engine utils.py L123 @ "
+                   "d0067d0d); its other backends are cuDNN's and unfused",
+                   "core/transformer/transformer_config.py L157, L3194-3197", "fa1"),
     _row("MG_HEADS_TP", "num_attention_heads must be a multiple of TP",
          "megatron/core/transformer/transformer_config.py L1446",
          lambda x: not_dividing(x.heads, x.tp)),

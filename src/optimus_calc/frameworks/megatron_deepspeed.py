@@ -12,7 +12,8 @@ is megatron/model/gpt_model.py on megatron/model/transformer.py, with DeepSpeed-
 
 from __future__ import annotations
 
-from optimus_calc.frameworks.base import FrameworkPlugin, Rule, unbuildable_everywhere
+from optimus_calc.frameworks.base import (FrameworkPlugin, Rule, refuses_kernel,
+                                          unbuildable_everywhere)
 from optimus_calc.frameworks.deepspeed import ENGINE_PROFILE, ENGINE_RULES
 
 COMMIT = "4efb479d5317ce9b86096b9d8e3e8030b0b5263b"
@@ -92,6 +93,11 @@ RULES: tuple[Rule, ...] = ENGINE_RULES + (
          "biases, shared experts or leading dense layers; megatron/arguments.py L599-687, "
          "megatron/model/transformer.py L98-1080)", "megatron/arguments.py L599-687",
          unbuildable_everywhere(unbuildable), on_model=True),
+    *(refuses_kernel(f"MD_{k.upper()}", f"{_MD}: its attention is FlashAttention-1 or -2 "
+                     "(--use-flash-attn-v1 / -v2 / -triton, megatron/arguments.py L927-935; "
+                     "megatron/model/transformer.py L396-410) or unfused, not "
+                     f"{what} (--attention-kernel {k})", "megatron/arguments.py L927-935", k)
+      for k, what in (("fa3", "FlashAttention-3"), ("cudnn", "cuDNN's fused attention"))),
 )
 
 LAUNCH = ("deepspeed --num_nodes N --num_gpus G pretrain_gpt.py --tensor-model-parallel-size T "

@@ -15,6 +15,7 @@ import shlex
 
 from optimus_calc.frameworks.exporting import ExportError
 from optimus_calc.frameworks.megatron_deepspeed import unbuildable
+from optimus_calc.frameworks.registry import named_kernel
 from optimus_calc.specs.training import Precision, Recompute
 
 # megatron/arguments.py L644: --make-vocab-size-divisible-by default 128; the vocabulary is padded
@@ -76,6 +77,14 @@ def model_args(layout, training, model) -> tuple[list[tuple[str, str | None]], l
     notes.append(f"the tokenizer (data arguments) must have {m.vocab} tokens: padded to a "
                  f"multiple of {divisor} x TP {lay.tp} (megatron/tokenizer/tokenizer.py "
                  "L58-71), the planned embedding")
+    # the fused attention kernel: FlashAttention-1 (L927) when the run names it, else -2 (L930,
+    # transformer.py L396-410); without a flag the core attention is unfused (--no-flash-attn)
+    if tr.flash_attention:
+        add("--use-flash-attn-v1" if named_kernel(tr) == "fa1" else "--use-flash-attn-v2")
+        if not named_kernel(tr):
+            notes.append("--use-flash-attn-v2: FlashAttention-2, the plan's kernel on A100; "
+                         "where the plan assumed the GPU's cuDNN fused attention (H100, B200) "
+                         "Megatron-DeepSpeed has none: plan with --attention-kernel fa2")
     rate = m.dropout if tr.dropout else 0.0  # its defaults are 0.1 (L768-771)
     add("--attention-dropout", rate)
     add("--hidden-dropout", rate)

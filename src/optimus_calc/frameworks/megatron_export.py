@@ -19,6 +19,7 @@ from optimus_calc.frameworks.megatron import unbuildable
 from optimus_calc.frameworks.exporting import (ExportError, environment_lines,
                                                grad_accumulation, node_split, require)
 from optimus_calc.frameworks import Framework
+from optimus_calc.frameworks.registry import named_kernel
 from optimus_calc.specs.training import (Fp8Recipe, Offload, Optimizer, Precision, Recompute,
                                          ZeroStage)
 
@@ -26,6 +27,8 @@ from optimus_calc.specs.training import (Fp8Recipe, Offload, Optimizer, Precisio
 # megatron/core/transformer/transformer_config.py L188-191): written when the plan assumed
 # dropout (--dropout), 0 otherwise.
 MEGATRON_DEFAULT_DROPOUT = 0.1
+# --attention-backend and --flash-attention-version of a named kernel (fa1: rule MG_FA1)
+BACKENDS = {"fa2": ("flash", 2), "fa3": ("flash", 3), "cudnn": ("fused", None)}
 # arguments.py L2441: --make-vocab-size-divisible-by default 128 (padding multiple per TP rank)
 MEGATRON_VOCAB_MULTIPLE = 128
 
@@ -130,6 +133,14 @@ def _architecture(a: _Args, m, tr, tp: int) -> None:
     a.add("--hidden-size", m.hidden)
     a.add("--ffn-hidden-size", m.ffn_hidden)
     _attention(a, m)
+    # the attention kernel the plan assumed (transformer_config.py L151, L157; core/transformer/
+    # enums.py L51-57): a named one pinned, unfused for --no-flash-attn, else auto (TE's pick)
+    backend, version = (("unfused", None) if not tr.flash_attention
+                        else BACKENDS.get(named_kernel(tr), (None, None)))
+    if backend:
+        a.add("--attention-backend", backend)
+    if version:
+        a.add("--flash-attention-version", version)
     if m.ffn_type.value == "swiglu":
         a.add("--swiglu")
     a.add("--normalization", "RMSNorm" if m.norm == "rmsnorm" else "LayerNorm")

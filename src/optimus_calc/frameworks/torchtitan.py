@@ -7,8 +7,8 @@ the TOML job config the exporter writes; every file and line below refers to it.
 from __future__ import annotations
 
 from optimus_calc.frameworks.base import (OFF_CPU, SMARTNIC, Exporter, FrameworkPlugin,
-                                          PhysicsProfile, Rule, Setting, runs_offloads,
-                                          runs_precisions)
+                                          PhysicsProfile, Rule, Setting, refuses_kernel,
+                                          runs_offloads, runs_precisions)
 from optimus_calc.specs.training import Offload
 
 COMMIT = "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce"
@@ -148,6 +148,11 @@ RULES: tuple[Rule, ...] = (
     runs_precisions("TT_FP16", f"{_TT}: mixed precision is bfloat16 or float32, no fp16 "
                     "(torchtitan/config/job_config.py L282)",
                     "torchtitan/config/job_config.py L282", PRECISIONS),
+    refuses_kernel("TT_FA1", f"{_TT}: no FlashAttention-1 (--attention-kernel fa1): attention "
+                   "is PyTorch SDPA (cuDNN, its FlashAttention-2 or math), FlexAttention or "
+                   "varlen (attn_type; torchtitan/models/attention.py L174-178, "
+                   "models/llama3/model/args.py L45)",
+                   "torchtitan/models/attention.py L174-178", "fa1"),
     _row("TT_OFFLOAD_FSDP", "CPU offload is FSDP2's CPUOffloadPolicy, which moves parameters, "
          "gradients and optimizer states together: it needs ZeRO-3 with parameter offload",
          "models/llama3/infra/parallelize.py L315-317",

@@ -26,6 +26,7 @@ def calibrate_document(cal, runs_file: str, output: str) -> Document:
     notes += [f"kept at its default: {k} ({desc[k]}): {why}"
               for k, why in cal.kept_at_default.items()]
     notes += [f"disagreeing runs: {d}" for d in cal.disagreements]
+    notes += other_kernel_notes(cal.runs)
     rng = cal.loo_range
     if rng is not None:
         errs = [abs(e) for e in cal.loo if e is not None]
@@ -57,3 +58,20 @@ def calibrate_document(cal, runs_file: str, output: str) -> Document:
                     Column("what", "", align="left"), Column("default", "default", ".4g"),
                     Column("fitted", "fitted", ".4g"), Column("change", "change", "+.1%")])],
         notes=notes)
+
+
+def other_kernel_notes(runs) -> list[str]:
+    """A note per fused attention kernel the runs name that is not their GPU's default: a
+    profile carries the default kernel's efficiency only (flash_attention_eta)."""
+    named: dict[tuple[str, str, str], int] = {}
+    for r in runs:
+        tr, gpu = r.inputs.training, r.inputs.hw.gpu
+        k = tr.attention_kernel.value if tr.attention_kernel and tr.flash_attention else ""
+        if k and k != gpu.attention_kernel:
+            key = (k, gpu.name, gpu.attention_kernel)
+            named[key] = named.get(key, 0) + 1
+    return [f"{n} run(s) name --attention-kernel {k}, not {g}'s default ({d}): a profile carries "
+            f"the default kernel's efficiency only (flash_attention_eta), so their attention "
+            f"time is fitted through the other parameters, and a --attention-kernel {k} "
+            f"prediction keeps the catalog's {k} efficiency"
+            for (k, g, d), n in named.items()]

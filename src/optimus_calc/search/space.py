@@ -318,6 +318,7 @@ def grid_rules(space: Space, model: Model, base: Training, frameworks, elements:
     ZeRO, offload and sequence-parallelism switches, never recompute
     (frameworks.framework_support); ``elements``: how many are evaluated at once."""
     from optimus_calc.frameworks import framework_support
+    from optimus_calc.frameworks.registry import named_kernel
     z, o, s = len(space.switches[0]), len(space.switches[1]), len(space.switches[3])
     parts = []
     for chunk in space.chunks(max(1, elements // (z * o * s))):
@@ -327,7 +328,8 @@ def grid_rules(space: Space, model: Model, base: Training, frameworks, elements:
             v["offload_params"], v["v"], v["mb"], v["sp"], v["recompute"],
             heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
             global_batch=v["gb"], precision=base.precision.value, model=model,
-            fp8_recipe=base.fp8_recipe.value, frameworks=tuple(frameworks)).reason)
+            fp8_recipe=base.fp8_recipe.value, frameworks=tuple(frameworks),
+            attention_kernel=named_kernel(base)).reason)
     if not parts:
         return {f: np.zeros((z, o, 1, s, 0), dtype=np.int16) for f in frameworks}
     if len(parts) == 1:  # kept on the axes its rules read (SP only where a rule reads it)
