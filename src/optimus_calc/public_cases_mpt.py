@@ -46,13 +46,13 @@ _ASM = ("attention on the Triton FlashAttention-1 port (attn_impl triton, submit
 # (llmfoundry/models/layers/attention.py L484, L511 and ffn.py L35, L41 @ v0.3.0, the branch
 # the runs installed, L401), under Composer's amp_fp8 autocast, with TE v0.10 and flash-attn
 # 1.0.7 installed for them (L412-417); attention (attn_impl triton) and the tied LM head stay
-# BF16. The tool can express that (--precision fp8 --fp8-recipe te-delayed); the rows are
-# listed, not run: their FP8 GEMM ratio would be the one fitted on Transformer Engine 1.x+
-# Megatron/NeMo rows (specs/assumptions.py FIT_TE_*), not TE v0.10's, and run so they come out
-# 1-24% fast (review-mpt, changes/review-mpt.md): admitting them is the lead's call.
-_FP8_WHY = ("FP8 on the four block GEMMs through Transformer Engine v0.10 te.Linear "
-            "(submit_benchmarks.py L412-417, L469-470 @ b2a43a1: fc_type te); not run: the "
-            "tool's FP8 GEMM ratio is fitted on Transformer Engine 1.x+ rows, not v0.10's")
+# BF16. The tool expresses that (--precision fp8 --fp8-recipe te-delayed), so the rows are
+# cases: their FP8 GEMM ratio is the one fitted on Transformer Engine 1.x+ Megatron/NeMo rows
+# (specs/assumptions.py FIT_TE_*), not TE v0.10's, and they come out fast (validate says how much)
+_FP8_ASM = ("; FP8 on the four block GEMMs through Transformer Engine v0.10 te.Linear with "
+            "delayed scaling (submit_benchmarks.py L412-417, L469-470 @ b2a43a1: fc_type te; "
+            "te-delayed), attention and the tied head in BF16; the tool's te-delayed ratio is "
+            "fitted on Transformer Engine 1.x+ rows")
 
 
 def shape(size: str, seq: int) -> dict:
@@ -311,6 +311,6 @@ def mpt_rows() -> list[PublicRow]:
             f"shape:{shape_key(size, seq)}", node, max(1, gpus // 8), tps, gpu=gpu,
             gpus_per_node=gpus if gpus < 8 else None, zero=zero, seq=seq, gbs=gbs, mbs=mbs,
             recompute="full" if ac else "none", kernel="fa1",
-            assumed=_ASM, why_not=_FP8_WHY if prec == "fp8" else "",
+            assumed=_ASM + (_FP8_ASM if prec == "fp8" else ""),
             **(dict(precision="fp8", fp8_recipe="te-delayed") if prec == "fp8" else {})))
     return out
