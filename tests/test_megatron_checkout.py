@@ -317,3 +317,22 @@ def test_megatron_takes_the_exported_token_drop(run, tmp_path, monkeypatch, mega
     assert c.moe_expert_capacity_factor == 1.0 and c.moe_pad_expert_input_to_capacity
     assert (c.moe_token_dispatcher_type, c.expert_model_parallel_size) == ("alltoall", ep)
     assert c.overlap_moe_expert_parallel_comm == overlap
+
+
+@pytest.mark.parametrize("args,backend,version", [
+    (("--attention-kernel", "fa3"), "flash", 3),
+    (("--attention-kernel", "fa2"), "flash", 2),
+    (("--attention-kernel", "cudnn"), "fused", None),
+    (("--no-flash-attn",), "unfused", None),
+], ids=["fa3", "fa2", "cudnn", "unfused"])
+def test_megatron_takes_the_exported_attention_kernel(run, tmp_path, monkeypatch, megatron,
+                                                      args, backend, version):
+    """The export pins the kernel the plan assumed (megatron_export.BACKENDS): parse_args and
+    validate_args take --attention-backend (transformer_config.py L151, enums.py AttnBackend)
+    and --flash-attention-version (L157, L3194-3197), and the TransformerConfig carries them."""
+    arguments, _ = megatron
+    text = _export(run, tmp_path, "llama-3-8b", "--node", "dgx-h100", "--nodes", "1",
+                   "--framework", "megatron", *args, "--export", "megatron")
+    margs, _ = _megatron_validate(arguments, monkeypatch, text)
+    c = _megatron_config(margs)
+    assert (c.attention_backend.name, c.flash_attention_version) == (backend, version)

@@ -41,7 +41,9 @@ def _export(run, tmp_path, *args) -> dict:
     ("llama70b", "--nodes", 2),  # the headline plan: TP 4, ZeRO-3
     ("mixtral-8x7b", "--nodes", 2, "--tp", 2, "--zero", 3),  # DeepSpeed-MoE, EP x TP experts
     ("llama-3-70b", "--node", "dgx-h100", "--nodes", 4, "--tp", 4, "--pp", 4, "--zero", 1),
-], ids=["headline", "mixtral-tp2-z3", "70b-tp4-pp4"])
+    # FlashAttention-1 named: the launch writes --use-flash-attn-v1 (megatron/arguments.py L927)
+    ("llama70b", "--nodes", 2, "--attention-kernel", "fa1"),
+], ids=["headline", "mixtral-tp2-z3", "70b-tp4-pp4", "headline-fa1"])
 def test_megatron_deepspeed_parses_and_validates_the_export(run, tmp_path, monkeypatch, cat,
                                                             mds, args):
     cfg = _export(run, tmp_path, *args)
@@ -60,6 +62,9 @@ def test_megatron_deepspeed_parses_and_validates_the_export(run, tmp_path, monke
     monkeypatch.setattr(sys, "argv", ["pretrain_gpt.py", *argv])
     a = mds.parse_args()
     mds.validate_args(a)
+    # the plan's fused kernel (L927-935): FlashAttention-1 when named, else FlashAttention-2
+    fa1 = "fa1" in args
+    assert (a.use_flash_attn_v1, a.use_flash_attn_v2) == (fa1, not fa1)
     m = cat.get(args[0], "model")
     assert (a.tensor_model_parallel_size, a.pipeline_model_parallel_size,
             a.data_parallel_size) == (lay["tp"], lay["pp"], lay["dp"])
