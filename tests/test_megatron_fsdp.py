@@ -57,16 +57,27 @@ _ROW = ("step", "llama-3-8b", "--node", "dgx-h100", "--nodes", 1, "--framework",
 def test_megatron_bridge_8b_fsdp_row(run):
     """Megatron-Bridge 25.11's 'H100 Llama3 8B FP8-CS FSDP, 8 GPUs' (validate section 12)."""
     got = run(*_ROW).json()["dp_comm_exposed_s"]
-    # 16 micro-batches (128 / 8 DP), 32 units. Per micro-batch: the fixed cost of 2 passes x
-    # 32 units x 50 us = 3.2 ms; the forward waits for the first unit's gather t_g = 1.20 ms
-    # (one layer's 218.1M bf16 weights, 436 MB, over the 8-GPU NVLink ring), every later one
-    # hides behind a layer's forward (6.35 ms); the backward waits for the first unit's
-    # gather and reduce-scatter, t_g + t_rs = 1.20 + 2.38 ms (the rest hide behind 12.9 ms
-    # per layer), and the last gradient bucket follows it, T_bkt = 4.49 ms:
-    # 16 x (3.2 + 1.20 + 3.58 + 4.49) ms = 16 x 12.47 ms = 0.1995 s
-    assert got == pytest.approx(16 * (3.2 + 1.20 + 3.58 + 4.49) * 1e-3, rel=0.02)
+    # 16 micro-batches (128 / 8 DP), 32 units. By hand, with Llama 3 8B's P = 8,030,261,248
+    # parameters, the 8-GPU NVLink ring at 450 x 0.82 = 369 GB/s per direction (catalog
+    # nvlink4), bus factor 7/8 and NCCL's Simple ring base latency 8.4 us (its 7 steps'
+    # 7 x 3.4 us = 23.8 us hide under the transfer, comm.nccl_pipelined_time):
+    # - a unit's gather moves P x 2 B / 32 = 501,891,328 B: t_g = 8.4 us + 0.875 x
+    #   501,891,328 / 369e9 s = 8.4 + 1190.1 = 1198.5 us;
+    # - a gradient bucket (fp32 grads, 2 GB cap: 17 buckets of P x 4 / 17 = 1,889,473,235 B):
+    #   T_bkt = 8.4 + 0.875 x 1,889,473,235 / 369e9 s = 8.4 + 4480.5 = 4488.9 us; a unit's share
+    #   of the reduction t_rs = 17 x T_bkt / 32 = 2384.7 us.
+    # Per micro-batch: the fixed cost of 2 passes x 32 units x 50 us = 3.2 ms; the forward waits
+    # for the first unit's gather (every later one hides behind a layer's 6.35 ms forward); the
+    # backward waits for the first unit's gather and reduce-scatter t_g + t_rs (the rest hide
+    # behind 12.9 ms per layer), and the last bucket follows it:
+    # 16 x (3.2 + 1.1985 + 1.1985 + 2.3847 + 4.4889) ms = 16 x 12.4706 ms = 0.19953 s
+    assert got == pytest.approx(16 * (3.2 + 1.1985 + 1.1985 + 2.3847 + 4.4889) * 1e-3,
+                                rel=1e-3)
     # DeepSpeed's model (before): 9 modules per layer, 288 gathers per pass, 2 x 288 x 50 us =
-    # 28.8 ms per micro-batch plus the same waits: 16 x (28.8 + 0.5 + 4.49) ms = 0.54 s
+    # 28.8 ms per micro-batch plus the same waits on 288 smaller pieces: t_g = 8.4 us + 0.875 x
+    # P x 2 / 288 / 369e9 s = 140.6 us, t_rs = 17 x 4488.9 / 288 = 265.0 us, and the last
+    # bucket: 16 x (28.8 + 0.1406 + 0.1406 + 0.2650 + 4.4889) ms = 0.54136 s
     old = run(*_ROW[:-2], "--assume", "zero3_modules_per_layer=0",
               "--assume", "zero3_max_live_params=1e9", "--format", "json").json()
-    assert old["dp_comm_exposed_s"] == pytest.approx(16 * (28.8 + 0.5 + 4.49) * 1e-3, rel=0.02)
+    assert old["dp_comm_exposed_s"] == pytest.approx(
+        16 * (28.8 + 0.1406 + 0.1406 + 0.2650 + 4.4889) * 1e-3, rel=1e-3)
