@@ -61,7 +61,9 @@ def test_the_rules_read_the_named_kernel_only():
     # the GPU's default kernel, or none: nothing named
     assert named_kernel(Training(**t)) == ""
     assert named_kernel(Training(**t, flash_attention=False)) == ""
-    assert Reason.MG_FA1 and Reason.TT_FA1 and Framework.MEGATRON
+    # a named fa1 with flash attention off is no kernel either (the unfused path runs)
+    assert named_kernel(Training(**t, attention_kernel=AttentionKernel.FA1,
+                                 flash_attention=False)) == ""
 
 
 def test_calibrate_says_a_profile_does_not_carry_a_named_kernel(cat):

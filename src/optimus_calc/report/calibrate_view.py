@@ -63,10 +63,11 @@ def calibrate_document(cal, runs_file: str, output: str) -> Document:
 def other_kernel_notes(runs) -> list[str]:
     """A note per fused attention kernel the runs name that is not their GPU's default: a
     profile carries the default kernel's efficiency only (flash_attention_eta)."""
+    from optimus_calc.frameworks.registry import named_kernel
     named: dict[tuple[str, str, str], int] = {}
     for r in runs:
-        tr, gpu = r.inputs.training, r.inputs.hw.gpu
-        k = tr.attention_kernel.value if tr.attention_kernel and tr.flash_attention else ""
+        gpu = r.inputs.hw.gpu
+        k = named_kernel(r.inputs.training)
         if k and k != gpu.attention_kernel:
             key = (k, gpu.name, gpu.attention_kernel)
             named[key] = named.get(key, 0) + 1
