@@ -1,5 +1,6 @@
 """Long-context rows: NeMo's "Long Sequence Performance" page (context parallelism from 4K to 1M
-tokens). Data only: validate_public.py runs them (public_cases.public_rows)."""
+tokens) and the Llama 3 paper's scaling table (8K and 128K tokens on 8,192-16,384 H100). Data
+only: validate_public.py runs them (public_cases.public_rows)."""
 
 from __future__ import annotations
 
@@ -53,4 +54,32 @@ def long_rows() -> list[PublicRow]:
         out.append(PublicRow(_B200, f"B200 Llama3-8B FP8 seq {k}K with CP, {gpus} GPUs",
                              "llama-3-8b", "dgx-b200", max(1, gpus // 8), v,
                              unit="tflops:unhalved", seq=k * 1024, why_not=_B200_WHY))
+    return out + llama3_rows()
+
+
+# Dubey et al. 2024, "The Llama 3 Herd of Models" (arXiv 2407.21783v3) section 3.3.2 Table 4:
+# Llama 3 405B pre-training on H100 80GB HBM3 at 700 W (section 3.3.1), 400 Gb/s RoCE per GPU,
+# 16M tokens per batch, BF16; TFLOP/s per GPU as published with its "BF16 MFU" (43/41/38%)
+LLAMA3 = "Dubey et al. 2024 (Llama 3, arXiv 2407.21783) Table 4, Llama 3 405B pre-training"
+_L3_ASM = ("not published, assumed: micro-batch 1; the interleaved schedule at 4 stages a rank "
+           "(126 = 16 x 8 - 2 layers, one fewer on the first and last stage, fits 4 or 8; at 8 "
+           "the embedding and the head take chunks of their own, which the tool cannot place); "
+           "DP as ZeRO-1 (optimizer states and gradients sharded, weights not resharded, DP "
+           "synchronised once a step); no recomputation; attention on FlashAttention-2, "
+           "PyTorch SDPA's Hopper backend in 2024 (its cuDNN backend opt-in from 2.5.1, "
+           "pytorch/pytorch#138522, as for torchtitan's rows); TFLOP/s un-halved as Meta's torchtitan counts; the all-gather-based CP timed as "
+           "Megatron's ring (both hidden under the attention at 128K); Grand Teton hosts with "
+           "400 Gb/s per GPU timed on DGX-H100 nodes (same GPU, NIC rate)")
+
+
+def llama3_rows() -> list[PublicRow]:
+    """Table 4's three rows (GPUs, CP, DP, sequence, TFLOP/s per GPU), TP 8 and PP 16 on all."""
+    out = []
+    for gpus, cp, dp, seq, tflops in ((8192, 1, 64, 8192, 430), (16384, 1, 128, 8192, 400),
+                                      (16384, 16, 8, 131072, 380)):
+        assert 8 * 16 * cp * dp == gpus
+        out.append(PublicRow(LLAMA3, f"Llama 3 405B TP8 CP{cp} PP16 DP{dp}, seq {seq // 1024}K, "
+                             f"{gpus:,} H100", "llama-3-405b", "dgx-h100", gpus // 8, tflops,
+                             unit="tflops:unhalved", tp=8, pp=16, cp=cp, vp=4, zero=1, seq=seq,
+                             gbs=16 * 1024 * 1024 // seq, kernel="fa2", assumed=_L3_ASM))
     return out
