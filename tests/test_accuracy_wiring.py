@@ -11,6 +11,7 @@ import pytest
 from optimus_calc.evaluate.context import resolve_hardware
 from optimus_calc.public_cases import public_rows
 from optimus_calc.public_cases_long import LLAMA3
+from optimus_calc.public_cases_mlm import MLM_LLAMA
 from optimus_calc.validate_public import run_row
 
 _TP = ("step", "llama-3-8b", "--node", "dgx-h100", "--nodes", 8, "--tp", 8, "--sp", "--zero", 1,
@@ -116,6 +117,21 @@ def test_llama3_paper_rows_are_table_4(cat):
     got = {r.seq: run_row(cat, r).predicted for r in rows if r.nodes == 2048}
     assert got[131072] == pytest.approx(380, rel=0.20)
     assert run_row(cat, rows[0]).predicted > got[131072]
+
+
+def test_megatron_lm_llama_example_rows_are_the_readme():
+    # NVIDIA/Megatron-LM examples/llama/README.md @ d98e8a6, FP8 Performance: (GPUs, GBS, MBS,
+    # seq, TP, PP, CP, VP, tokens/s/GPU); 8B 13812, 70B 1621, 405B 315
+    table = [(8, 128, 1, 8192, 1, 1, 2, 1, 13812), (64, 128, 1, 8192, 4, 8, 1, 5, 1621),
+             (1024, 512, 1, 8192, 8, 8, 2, 8, 315)]
+    rows = [r for r in public_rows() if r.source == MLM_LLAMA]
+    assert [(r.nodes * 8, r.gbs, r.mbs, r.seq, r.tp, r.pp, r.cp, r.vp, r.published)
+            for r in rows] == table
+    # the script's hybrid format with an amax history is delayed scaling; the 70B figure is
+    # Megatron-Bridge's own H100 70B row, counted once
+    assert [r.fp8_recipe for r in rows if not r.why_not] == ["te-delayed", "te-delayed"]
+    same = [r for r in public_rows() if r.label == "H100 Llama3 70B FP8 TP4 PP8 VP5, 64 GPUs"]
+    assert rows[1].why_not and [r.published for r in same] == [1621]
 
 
 def test_a_superchip_nodes_cpus_follow_the_gpus_used(cat, run):
