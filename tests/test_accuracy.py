@@ -62,8 +62,9 @@ def test_every_public_row_has_a_source_and_a_value():
     # the cell has one, MXFP8), one of them listed (GB200 DeepSeek-V3 MXFP8's layout);
     # MosaicML's MPT tables (public_cases_mpt.py): 216 rows, all cases; the Llama 3 paper's
     # Table 4 (public_cases_long.llama3_rows): 3 rows, all cases; Megatron-LM's examples/llama
-    # table (public_cases_mlm.py): 3 rows, the 70B one listed (Megatron-Bridge's same figure)
-    assert len(rows) == 125 + 26 + 216 + 3 + 3
+    # table (public_cases_mlm.py): 3 rows, the 70B one listed (Megatron-Bridge's same figure);
+    # Megatron-DeepSpeed's long-sequence table (public_cases_mds.py): 8 + 2 rows, all listed
+    assert len(rows) == 125 + 26 + 216 + 3 + 3 + 10
     assert all(r.source.strip() and r.label.strip() and r.published > 0 for r in rows)
     # a row the tool cannot express says why; the others are layouts the tool runs
     assert all(r.why_not or r.node for r in rows)
@@ -83,8 +84,9 @@ def test_validate_counts(cat):
     # their published memory: 89 cases, 30 listed. NeMo's long-sequence page: 98 cases, 44 listed
     # ... the 25.09 table: 25 more cases, 1 more listed; FA2 Table 1's four FlashAttention-1
     # rows (kernel fa1) and MPT's 216 rows (209 BF16, 7 FP8) cases; the Llama 3 paper's 3;
-    # Megatron-LM's examples/llama table: 2 cases, 1 listed
-    assert (len(public), len(missing)) == (98 + 25 + 4 + 216 + 3 + 2, 44 + 1 - 4 + 1)
+    # Megatron-LM's examples/llama table: 2 cases, 1 listed; Megatron-DeepSpeed's long-sequence
+    # table: 10 listed (batch unpublished)
+    assert (len(public), len(missing)) == (98 + 25 + 4 + 216 + 3 + 2, 44 + 1 - 4 + 1 + 10)
     assert len(cases) + len(missing) >= 150
     assert all(why for _, _, why in missing)
     o = overall(cases)

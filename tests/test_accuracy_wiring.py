@@ -10,7 +10,9 @@ import pytest
 
 from optimus_calc.evaluate.context import resolve_hardware
 from optimus_calc.public_cases import public_rows
+from optimus_calc.public_cases import SHAPES
 from optimus_calc.public_cases_long import LLAMA3
+from optimus_calc.public_cases_mds import MDS_LONG
 from optimus_calc.public_cases_mlm import MLM_LLAMA
 from optimus_calc.validate_public import run_row
 
@@ -132,6 +134,24 @@ def test_megatron_lm_llama_example_rows_are_the_readme():
     assert [r.fp8_recipe for r in rows if not r.why_not] == ["te-delayed", "te-delayed"]
     same = [r for r in public_rows() if r.label == "H100 Llama3 70B FP8 TP4 PP8 VP5, 64 GPUs"]
     assert rows[1].why_not and [r.published for r in same] == [1621]
+
+
+def test_megatron_deepspeed_long_sequence_rows_are_listed_with_the_readme_values(cat):
+    # deepspeedai/Megatron-DeepSpeed examples_deepspeed/deepspeed4science/
+    # megatron_long_seq_support/README.md @ cc3a94c6: TFLOPS at 2k..256k, new code 68 80 86 92
+    # 100 106 119 94, old code 25 28 then OoM
+    rows = [r for r in public_rows() if r.source == MDS_LONG]
+    new = [(r.seq // 1024, r.published) for r in rows if "old" not in r.label]
+    assert new == [(2, 68), (4, 80), (8, 86), (16, 92), (32, 100), (64, 106), (128, 119),
+                   (256, 94)]
+    assert [r.published for r in rows if "old" in r.label] == [25, 28]
+    assert all(r.why_not for r in rows)
+    # the script's GPT 30B: 64 x 12 h^2 (+ biases and norms) = 29.0e9 in the layers; GPT-2's
+    # 50,257 tokens padded to a multiple of 128 x 32 = 4,096: 53,248
+    m = SHAPES["mds-gpt-30b-s2048"]
+    assert (m["layers"], m["hidden"], m["heads"], m["vocab"]) == (64, 6144, 64, 53248)
+    assert -(-50257 // 4096) * 4096 == 53248
+    assert 64 * 12 * 6144 ** 2 == pytest.approx(29.0e9, rel=0.001)
 
 
 def test_a_superchip_nodes_cpus_follow_the_gpus_used(cat, run):

@@ -22,6 +22,8 @@ from optimus_calc.public_cases_long import long_rows
 from optimus_calc.public_cases_mlm import mlm_llama_rows
 from optimus_calc.public_cases_moe import moe_rows
 from optimus_calc.public_cases_mpt import mpt_rows
+from optimus_calc.public_cases_mds import mds_rows
+from optimus_calc.public_cases_mds import shapes as _mds_shapes
 from optimus_calc.public_cases_mpt import shapes as _mpt_shapes
 from optimus_calc.public_row import CS as _CS
 from optimus_calc.public_row import DS as _DS
@@ -45,6 +47,8 @@ SHAPES = {
                       max_position=8192, seq_len=2048),
     # MosaicML's MPT benchmark models, one shape per sequence (public_cases_mpt.py)
     **_mpt_shapes(),
+    # Megatron-DeepSpeed's long-sequence GPT 30B, one shape per sequence (public_cases_mds.py)
+    **_mds_shapes(),
 }
 
 MB25 = f"Megatron-Bridge docs/performance-summary.md, release 25.11 ({_FP} 7.2, @ 00b7660)"
@@ -381,5 +385,5 @@ def _on_nvl72(row: PublicRow) -> PublicRow:
 def public_rows() -> list[PublicRow]:
     """Every row, expressible or not, in source order."""
     rows = _fa2_rows() + _megatron_dense() + mlm_llama_rows() + _nemo_dense() + moe_rows() + rows_2509() \
-        + _torchtitan() + long_rows() + _offload_and_small() + _v100() + mpt_rows()
+        + _torchtitan() + long_rows() + _offload_and_small() + _v100() + mpt_rows() + mds_rows()
     return [_on_nvl72(r) for r in rows]

@@ -1,0 +1,63 @@
+"""Megatron-DeepSpeed's long-sequence table: ``examples_deepspeed/deepspeed4science/
+megatron_long_seq_support/README.md`` (GPT 30B, TP 32 with sequence parallelism over 4 DGX
+A100-40GB, 2K-256K tokens). Data only: validate_public.py runs them (public_cases.public_rows)."""
+
+from __future__ import annotations
+
+from optimus_calc.public_row import PublicRow
+
+# deepspeedai/Megatron-DeepSpeed examples_deepspeed/deepspeed4science/megatron_long_seq_support/
+# README.md @ cc3a94c6 (2023-09-18), "Performance Comparison between Old Megatron-DeepSpeed and
+# New Megatron-DeepSpeed": 4 DGX A100-40GB nodes, 8 HDR InfiniBand (200 Gb/s) each, TP 32;
+# TFLOPS per GPU by sequence length. The run is the folder's pretrain_gpt_30B_seq_parallel.sh
+# @ cc3a94c6: 64 layers, hidden 6144, 64 heads, learned positions of the sequence's length
+# (--max-position-embeddings seq_len), GPT-2 vocabulary (50,257) padded to a multiple of
+# 128 x TP = 4,096 (megatron/tokenizer/tokenizer.py _vocab_size_with_padding): 53,248; TP 32
+# with --sequence-parallel, PP 1, ZeRO 0, micro-batch 1, global batch 2, fp16,
+# --checkpoint-activations (full recomputation), --use-flash-attn-triton (the Triton
+# FlashAttention port: --attention-kernel fa1). The TFLOPS are megatron/utils.py
+# throughput_calculator's @ cc3a94c6: 24 x 4 x B s L h^2 (1 + s / 6h + V / 16 L h) with
+# activation checkpointing, i.e. attention un-halved and the recomputed forward counted (4/3).
+# The README names only the sequence and says the new code's gain comes partly from "larger
+# batch sizes", so the script's global batch 2 is not what every row ran: the rows are listed
+MDS_LONG = ("Megatron-DeepSpeed examples_deepspeed/deepspeed4science/megatron_long_seq_support/"
+            "README.md @ cc3a94c6, GPT 30B on 4 x DGX A100-40GB")
+_VOCAB = 53248
+_WHY = ("batch size not published: the README names only the sequence and credits part of "
+        "the gain to 'larger batch sizes' than the folder's script (global batch 2), and at TP "
+        "32 the batch sets the GEMM sizes")
+_OLD = ("the pre-rebase Megatron-DeepSpeed (no FlashAttention, no sequence parallelism), "
+        "whose settings the README does not give")
+
+
+def shape(seq: int) -> dict:
+    """The 30B GPT of the script at ``seq`` tokens (learned positions = seq)."""
+    return dict(layers=64, hidden=6144, heads=64, ffn_hidden=4 * 6144, vocab=_VOCAB,
+                max_position=seq, seq_len=seq, attention_bias=True, attention_out_bias=True,
+                mlp_bias=True)
+
+
+# (sequence in K tokens, old TFLOPS or 0 where the README says OoM, new TFLOPS)
+ROWS = [(2, 25, 68), (4, 28, 80), (8, 0, 86), (16, 0, 92), (32, 0, 100), (64, 0, 106),
+        (128, 0, 119), (256, 0, 94)]
+
+
+def shapes() -> dict[str, dict]:
+    return {f"mds-gpt-30b-s{k * 1024}": shape(k * 1024) for k, _, _ in ROWS}
+
+
+def mds_rows() -> list[PublicRow]:
+    """The new code's eight rows and the old code's two measured ones, listed (_WHY, _OLD)."""
+    out = []
+    for k, old, new in ROWS:
+        seq = k * 1024
+        common = dict(model=f"shape:mds-gpt-30b-s{seq}", node="dgx-a100", nodes=4,
+                      gpu="a100-40gb", unit="tflops:unhalved", tp=32, seq=seq, gbs=2, mbs=1,
+                      zero=0, precision="fp16", recompute="full", kernel="fa1",
+                      framework="deepspeed")
+        out.append(PublicRow(MDS_LONG, f"GPT 30B TP32 SP seq {k}K, 32 A100-40GB", published=new,
+                             why_not=_WHY, **common))
+        if old:
+            out.append(PublicRow(MDS_LONG, f"GPT 30B TP32 seq {k}K, 32 A100-40GB, old code",
+                                 published=old, why_not=_OLD, **common))
+    return out
