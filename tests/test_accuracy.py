@@ -63,8 +63,9 @@ def test_every_public_row_has_a_source_and_a_value():
     # MosaicML's MPT tables (public_cases_mpt.py): 216 rows, all cases; the Llama 3 paper's
     # Table 4 (public_cases_long.llama3_rows): 3 rows, all cases; Megatron-LM's examples/llama
     # table (public_cases_mlm.py): 3 rows, the 70B one listed (Megatron-Bridge's same figure);
-    # Megatron-DeepSpeed's long-sequence table (public_cases_mds.py): 8 + 2 rows, all listed
-    assert len(rows) == 125 + 26 + 216 + 3 + 3 + 10
+    # Megatron-DeepSpeed's long-sequence table (public_cases_mds.py): 8 + 2 rows, all listed;
+    # NeMo's 24.07 table (public_cases_nemo2407.py): 12 rows, 5 cases
+    assert len(rows) == 125 + 26 + 216 + 3 + 3 + 10 + 12
     assert all(r.source.strip() and r.label.strip() and r.published > 0 for r in rows)
     # a row the tool cannot express says why; the others are layouts the tool runs
     assert all(r.why_not or r.node for r in rows)
@@ -85,8 +86,9 @@ def test_validate_counts(cat):
     # ... the 25.09 table: 25 more cases, 1 more listed; FA2 Table 1's four FlashAttention-1
     # rows (kernel fa1) and MPT's 216 rows (209 BF16, 7 FP8) cases; the Llama 3 paper's 3;
     # Megatron-LM's examples/llama table: 2 cases, 1 listed; Megatron-DeepSpeed's long-sequence
-    # table: 10 listed (batch unpublished)
-    assert (len(public), len(missing)) == (98 + 25 + 4 + 216 + 3 + 2, 44 + 1 - 4 + 1 + 10)
+    # table: 10 listed (batch unpublished); NeMo's 24.07 table: 5 cases, 7 listed
+    assert (len(public), len(missing)) == (98 + 25 + 4 + 216 + 3 + 2 + 5,
+                                           44 + 1 - 4 + 1 + 10 + 7)
     assert len(cases) + len(missing) >= 150
     assert all(why for _, _, why in missing)
     o = overall(cases)
@@ -95,8 +97,10 @@ def test_validate_counts(cat):
     # NeMo long-sequence H100 rows: 102 and 79; the B200 and GB200 groups refitted too: 99
     # the 25 rows of 25.09 (none on a GPU outside the groups): 127 and 124; the 4 + 216
     # FlashAttention-1 rows (all in the A100 and H100 groups): 347 and 344; the Llama 3 paper's
-    # 3 (H100 group): 350 and 347; Megatron-LM's examples/llama 2 (H100 group): 352 and 349
-    assert o["rows"] == 102 + 25 + 220 + 3 + 2 and o["refitted"] == 99 + 25 + 220 + 3 + 2
+    # 3 (H100 group): 350 and 347; Megatron-LM's examples/llama 2 (H100 group): 352 and 349;
+    # NeMo 24.07's 5 (H100 group): 357 and 354
+    assert o["rows"] == 102 + 25 + 220 + 3 + 2 + 5
+    assert o["refitted"] == 99 + 25 + 220 + 3 + 2 + 5
 
 
 def _mfu(run, node, seq, cp, key="mfu"):

@@ -13,6 +13,7 @@ from optimus_calc.public_cases import public_rows
 from optimus_calc.public_cases import SHAPES
 from optimus_calc.public_cases_long import LLAMA3
 from optimus_calc.public_cases_mds import MDS_LONG
+from optimus_calc.public_cases_nemo2407 import NEMO2407
 from optimus_calc.public_cases_mlm import MLM_LLAMA
 from optimus_calc.validate_public import run_row
 
@@ -152,6 +153,29 @@ def test_megatron_deepspeed_long_sequence_rows_are_listed_with_the_readme_values
     assert (m["layers"], m["hidden"], m["heads"], m["vocab"]) == (64, 6144, 64, 53248)
     assert -(-50257 // 4096) * 4096 == 53248
     assert 64 * 12 * 6144 ** 2 == pytest.approx(29.0e9, rel=0.001)
+
+
+def test_nemo_2407_rows_are_the_table_and_its_repeats_count_once():
+    # NVIDIA/NeMo docs/source/performance/performance_summary.md @ 8e3d65dcfe (24.07, DGX-H100,
+    # FP8): (GPUs, GBS, MBS, seq, TP, PP, CP, VP, tokens/s/GPU)
+    table = [(64, 2048, 4, 2048, 1, 1, 1, 1, 23406), (64, 256, 2, 2048, 2, 1, 1, 1, 5851),
+             (128, 256, 1, 2048, 4, 8, 1, 6, 716), (512, 2048, 2, 2048, 4, 8, 1, 6, 825),
+             (8, 128, 1, 4096, 1, 1, 1, 1, 16934), (16, 128, 1, 4096, 1, 4, 1, 10, 8715),
+             (64, 128, 1, 4096, 4, 4, 1, 20, 1728), (64, 256, 4, 4096, 2, 1, 1, 1, 12507),
+             (64, 256, 2, 4096, 2, 4, 1, 10, 4312), (128, 32, 1, 4096, 8, 8, 1, 12, 326),
+             (8, 128, 1, 8192, 1, 1, 2, 1, 12273), (64, 128, 1, 8192, 4, 4, 2, 5, 1524)]
+    rows = [r for r in public_rows() if r.source == NEMO2407]
+    assert [(r.nodes * 8, r.gbs, r.mbs, r.seq, r.tp, r.pp, r.cp, r.vp, r.published)
+            for r in rows] == table
+    assert [r.label.split(" FP8")[0] for r in rows if not r.why_not] == [
+        "H100 GPT3-5B", "H100 GPT3-20B", "H100 GPT3-175B", "H100 Llama2-7B", "H100 Llama2-13B"]
+    # the 24.12 page's rows with the same figures run once, at the 24.07 table's batch: the
+    # 512-GPU GPT3-175B at micro-batch 2 (it was assumed 1)
+    twice = {r.published for r in rows if "counted once" in r.why_not}
+    assert twice == {825, 1728, 326, 12273, 1524}
+    old = {r.published: r for r in public_rows() if r.source != NEMO2407 and not r.why_not
+           and r.published in twice and r.node == "dgx-h100"}
+    assert old[825].mbs == 2 and old[825].gbs == 2048
 
 
 def test_a_superchip_nodes_cpus_follow_the_gpus_used(cat, run):

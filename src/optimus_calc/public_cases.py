@@ -25,6 +25,8 @@ from optimus_calc.public_cases_mpt import mpt_rows
 from optimus_calc.public_cases_mds import mds_rows
 from optimus_calc.public_cases_mds import shapes as _mds_shapes
 from optimus_calc.public_cases_mpt import shapes as _mpt_shapes
+from optimus_calc.public_cases_nemo2407 import SHAPES as _NEMO2407_SHAPES
+from optimus_calc.public_cases_nemo2407 import nemo2407_rows
 from optimus_calc.public_row import CS as _CS
 from optimus_calc.public_row import DS as _DS
 from optimus_calc.public_row import FP as _FP
@@ -49,6 +51,7 @@ SHAPES = {
     **_mpt_shapes(),
     # Megatron-DeepSpeed's long-sequence GPT 30B, one shape per sequence (public_cases_mds.py)
     **_mds_shapes(),
+    **_NEMO2407_SHAPES,  # NeMo's GPT-3 5B and 20B (public_cases_nemo2407.py)
 }
 
 MB25 = f"Megatron-Bridge docs/performance-summary.md, release 25.11 ({_FP} 7.2, @ 00b7660)"
@@ -209,8 +212,9 @@ def _nemo_dense() -> list[PublicRow]:
         r(c(c="25.07"), "GB200 Llama3 8B MXFP8, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 30341,
           gpu="gb200", gbs=128, mbs=2, assumed=_MEG_ASM + "; " + _GB, **_MXR, **_MEG),
         r(NEMO2412, "H100 GPT3-175B FP8 TP4 PP8 VP6, 512 GPUs", "gpt3-175b", "dgx-h100", 64,
-          825, tp=4, pp=8, vp=6, gbs=2048, mbs=1, seq=2048,
-          assumed=asm_ds + "; micro-batch 1 (not published)", **_DS, **_MEG),
+          825, tp=4, pp=8, vp=6, gbs=2048, mbs=2, seq=2048,
+          assumed=asm_ds + "; micro-batch 2 as NeMo's 24.07 table of the same figure "
+                  "publishes (public_cases_nemo2407.py)", **_DS, **_MEG),
         r(NEMO2412, "H100 Llama2-70B FP8 TP4 PP4 VP20, 64 GPUs", "llama-2-70b", "dgx-h100", 8,
           1728, tp=4, pp=4, vp=20, seq=4096, gbs=128,
           assumed=asm_ds + "; global batch 128, micro-batch 1 (not published)", **_DS, **_MEG),
@@ -384,6 +388,6 @@ def _on_nvl72(row: PublicRow) -> PublicRow:
 
 def public_rows() -> list[PublicRow]:
     """Every row, expressible or not, in source order."""
-    rows = _fa2_rows() + _megatron_dense() + mlm_llama_rows() + _nemo_dense() + moe_rows() + rows_2509() \
+    rows = _fa2_rows() + _megatron_dense() + mlm_llama_rows() + _nemo_dense() + nemo2407_rows() + moe_rows() + rows_2509() \
         + _torchtitan() + long_rows() + _offload_and_small() + _v100() + mpt_rows() + mds_rows()
     return [_on_nvl72(r) for r in rows]
