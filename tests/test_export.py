@@ -267,6 +267,26 @@ def test_405b_pp16_export_has_the_evaluated_split(cat):
     assert f"--pipeline-model-parallel-layout '{layout}'" in text  # quoted for the shell
 
 
+def test_405b_interleaved_export_writes_the_evaluated_virtual_stages(cat):
+    # Megatron-Bridge's H100 405B layout TP 8 PP 8 CP 2 VP 8 (public_cases._megatron_dense):
+    # 126 layers over 8 x 8 = 64 chunks do not divide, so no --num-layers-per-virtual-
+    # pipeline-stage; the ranks hold split_layers(126, 8) = 15, 15, 16 x 6, cut into 8 chunks
+    # each: 15 = 1 + 7 x 2, 16 = 8 x 2; chunk v of rank p is virtual stage v x 8 + p
+    from optimus_calc.evaluate.shapes import virtual_stage_layers
+    chunks = virtual_stage_layers(126, 8, 8)
+    assert chunks[:8] == [1, 1, 2, 2, 2, 2, 2, 2] and chunks[8:] == [2] * 56
+    m = cat.get("llama-3-405b", "model")
+    lay = Layout(tp=8, pp=8, cp=2, dp=8, zero=1, interleave=8)
+    tr = Training(seq_len=8192, global_batch=512, micro_batch=1)
+    args = dict(megatron_arg_list(lay, tr, m, 8)[0])
+    assert "--num-layers-per-virtual-pipeline-stage" not in args
+    layout = args["--pipeline-model-parallel-layout"]
+    stages = layout.split("|")
+    assert len(stages) == 64 and stages[0] == "Et*1" and stages[-1] == "t*2L"
+    assert [int(st.replace("E", "").replace("L", "")[2:]) for st in stages] == chunks
+    assert sum(chunks) == 126
+
+
 def test_uneven_split_with_mtp_puts_the_mtp_layer_last():
     assert stage_layout([1, 2, 2], 1) == "Et*1|t*2|t*2mL"
     assert layout_string([1, 2, 2]) == "Et*1|t*2|t*2L"

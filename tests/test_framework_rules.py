@@ -51,8 +51,12 @@ def test_rules_from_the_sources():
     assert _one(ep=3, experts=8)[Framework.MEGATRON] is Reason.MG_EXPERTS_EP
     assert _one(zero=3, pp=2)[Framework.MEGATRON] is Reason.MG_FSDP_PP
     assert _one(zero=1, pp=2)[Framework.MEGATRON] is Reason.OK
-    # interleaving: 80 layers over PP 4 x 3 chunks do not divide; 64 / (8 x 1) < PP 16
-    assert _one(pp=4, dp=2, interleave=3)[Framework.MEGATRON] is Reason.MG_INTERLEAVE_LAYERS
+    # interleaving: 80 layers over PP 4 x 3 chunks do not divide, which Megatron runs through
+    # --pipeline-model-parallel-layout (arguments.py L941-951); 96 chunks of 80 layers leave
+    # some without a layer; 64 / (8 x 1) < PP 16
+    assert _one(pp=4, dp=2, interleave=3)[Framework.MEGATRON] is Reason.OK
+    assert _one(pp=16, dp=1, interleave=6, layers=80)[Framework.MEGATRON] \
+        is Reason.MG_INTERLEAVE_LAYERS
     assert _one(pp=16, dp=8, interleave=5)[Framework.MEGATRON] is Reason.MG_INTERLEAVE_MICRO
     assert _one(pp=4, dp=2, interleave=2)[Framework.MEGATRON] is Reason.OK
     assert _one(pp=4, dp=2, interleave=2)[Framework.DEEPSPEED] is Reason.DS_INTERLEAVE

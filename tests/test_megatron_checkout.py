@@ -197,6 +197,28 @@ def test_megatron_405b_pp16_split_is_the_planned_one(run, tmp_path, monkeypatch,
     assert built == planned == [7, 7] + [8] * 14  # 126 layers over 16 stages
 
 
+def test_megatron_405b_uneven_interleave_is_the_planned_split(run, tmp_path, monkeypatch,
+                                                              megatron):
+    # Megatron-Bridge's H100 405B layout TP 8 PP 8 CP 2 VP 8: 126 layers over 64 chunks run as
+    # a layout (arguments.py L941-951 derives VP 8 from its 64 stages); each rank builds the
+    # chunks the evaluator timed: 15 = 1 + 7 x 2 on ranks 0-1, 16 = 8 x 2 on the others
+    arguments, _ = megatron
+    from megatron.core.transformer.enums import LayerType
+    from megatron.core.transformer.pipeline_parallel_layer_layout import (
+        PipelineParallelLayerLayout)
+    args = ("llama-3-405b", "--node", "dgx-h100", "--nodes", 128, "--tp", 8, "--pp", 8,
+            "--cp", 2, "--interleave", 8, "--zero", 1, "--micro-batch", 1, "--global-batch",
+            512, "--offloads", "none", "--framework", "megatron")
+    text = _export(run, tmp_path, *args, "--export", "megatron")
+    margs, _ = _megatron_validate(arguments, monkeypatch, text)
+    assert margs.virtual_pipeline_model_parallel_size == 8
+    layout = PipelineParallelLayerLayout(margs.pipeline_model_parallel_layout, 8)
+    layout.validate_layer_layout(margs.num_layers, 0)
+    per_rank = [[chunk.count(LayerType.decoder) for chunk in rank] for rank in layout.layout]
+    assert per_rank[0] == per_rank[1] == [1] + [2] * 7
+    assert all(r == [2] * 8 for r in per_rank[2:]) and sum(map(sum, per_rank)) == 126
+
+
 def _hf_models():
     out = []
     for d in sorted(HF.iterdir()):

@@ -199,3 +199,20 @@ def test_no_runnable_layout_is_an_answer_not_an_error(run, args, frameworks):
     assert d["why"].startswith(f"no framework runs any layout searched ({frameworks}; ")
     assert d["infeasible_by_reason"] == {
         "no framework runs it (see framework_rejections)": d["evaluated"]}
+
+
+def test_pinned_cp_and_uneven_interleave_are_searched(run):
+    # Megatron-Bridge's H100 Llama 3.1 405B recipe: TP 8 PP 8 CP 2 VP 8 at 8,192 tokens on
+    # 1,024 GPUs, global batch 512 (public_cases._megatron_dense). CP is searched unpinned only
+    # from 32K tokens, and VP only where it divides the layers (126 / 64 does not): pinned,
+    # both are searched; dp = 1024 / (8 x 8 x 2) = 8, 512 / 8 = 64 micro-batches of 1
+    base = ("plan", "llama-3-405b", "--node", "dgx-h100", "--nodes", 128, "--seq-len", 8192,
+            "--global-batch", 512, "--micro-batch", 1, "--format", "json")
+    r = run(*base, "--tp", 8, "--pp", 8, "--cp", 2, "--interleave", 8, "--framework",
+            "megatron")
+    assert r.code == 0, r.err
+    rec = r.json()["recommended"]
+    assert (rec["tp"], rec["pp"], rec["cp"], rec["dp"], rec["interleave"]) == (8, 8, 2, 8, 8)
+    # unpinned at 8K: no CP, and no interleave that leaves 126 layers uneven
+    free = run(*base, "--tp", 8, "--pp", 8).json()["recommended"]
+    assert free["cp"] == 1 and (free["interleave"] == 1 or 126 % (8 * free["interleave"]) == 0)

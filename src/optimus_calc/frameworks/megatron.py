@@ -102,9 +102,13 @@ RULES: tuple[Rule, ...] = (
          "L762-795", lambda x: x.fp8_unless("te-delayed", "te-current", "mxfp8")),
     _row("MG_INTERLEAVE_PP", "the interleaved schedule needs PP > 1",
          "training/arguments.py L1000-1003", lambda x: (x.v > 1) & (x.pp < 2)),
-    _row("MG_INTERLEAVE_LAYERS", "interleaving needs layers divisible by PP and by the layers "
-         "per virtual stage", "training/arguments.py L966-975",
-         lambda x: (x.v > 1) & not_dividing(x.layers, x.pp * x.v)),
+    # an uneven split runs through --pipeline-model-parallel-layout (the export writes the
+    # evaluated split, megatron_export._pipeline; arguments.py L941-951 derives the virtual
+    # stages from it): only a virtual stage without a layer is refused
+    _row("MG_INTERLEAVE_LAYERS", "interleaving needs at least one layer per virtual stage "
+         "(PP x interleave <= layers; an uneven split runs as --pipeline-model-parallel-layout)",
+         "training/arguments.py L941-951, core/transformer/pipeline_parallel_layer_layout.py "
+         "L40-55", lambda x: (x.v > 1) & (x.pp * x.v > x.layers)),
     _row("MG_INTERLEAVE_MICRO", "the interleaved schedule needs at least PP micro-batches",
          "core/pipeline_parallel/schedules.py L1160-1168", _interleave_micro),
     Rule("MG_ARCH", f"{_MG}: pretrain_gpt.py cannot build this architecture from its flags (an "

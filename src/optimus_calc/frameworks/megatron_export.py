@@ -14,7 +14,7 @@ from __future__ import annotations
 import shlex
 from typing import assert_never
 
-from optimus_calc.evaluate.shapes import split_layers
+from optimus_calc.evaluate.shapes import split_layers, virtual_stage_layers
 from optimus_calc.frameworks.megatron import unbuildable
 from optimus_calc.frameworks.exporting import (ExportError, environment_lines,
                                                grad_accumulation, node_split, require)
@@ -227,7 +227,14 @@ def _moe(a: _Args, m) -> None:
 
 def _pipeline(a: _Args, lay, m, n_micro: int) -> None:
     if lay.interleave > 1:
-        a.add("--num-layers-per-virtual-pipeline-stage", m.layers // (lay.pp * lay.interleave))
+        if m.layers % (lay.pp * lay.interleave):
+            # the evaluated virtual stages in Megatron's order (stage v x pp + p runs on rank p,
+            # pipeline_parallel_layer_layout.py L47-54); the layout sets the interleave
+            chunks = virtual_stage_layers(m.layers, lay.pp, lay.interleave)
+            a.add("--pipeline-model-parallel-layout", stage_layout(chunks, m.mtp_layers))
+            a.notes.append(f"virtual pipeline split as evaluated: {chunks} layers per chunk")
+        else:
+            a.add("--num-layers-per-virtual-pipeline-stage", m.layers // (lay.pp * lay.interleave))
         if n_micro % lay.pp:
             # the default group size (= PP) needs a multiple of PP micro-batches; one group of
             # all of them satisfies schedules.py L1160-1178

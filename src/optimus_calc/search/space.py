@@ -15,8 +15,8 @@ from optimus_calc.specs.base import unvalidated
 from optimus_calc.specs.training import RECOMPUTE_CODES, Offload, Training
 from optimus_calc.record import record
 
-# Search bounds (not physics): context parallelism is searched from 32K-token sequences, up to
-# 16-way; interleaving up to 8 model chunks per GPU. Widen them here if a model calls for it.
+# Search bounds (not physics), unless pinned: CP from 32K-token sequences, up to 16-way;
+# interleaving up to 8 model chunks per GPU. Widen them here if a model calls for it.
 LONG_CONTEXT = 32768
 MAX_CP = 16
 # Micro-batch candidates (a search bound, not physics): at most MAX_MICRO_BATCH sequences and
@@ -213,6 +213,18 @@ class Space:
         return Chunk(self.base, self.switches)
 
 
+def _cp_and_interleave(model: Model, gpus: int, seq_len: int, pin: dict, max_interleave: int):
+    """CP degrees and, per PP degree, interleaves: pinned, CP at any sequence (CP 2 at 8K) and
+    uneven chunks too (megatron_export._pipeline); else LONG_CONTEXT, MAX_CP, even chunks."""
+    d = [c for c in divisors(gpus) if seq_len % c == 0]
+    cps = sorted(pin["cp"] & set(d)) if "cp" in pin else [c for c in d if c <= MAX_CP] \
+        if seq_len >= LONG_CONTEXT else [1]
+    top, vs, n = max(max_interleave, *pin.get("v", [1])), pin.get("v"), model.layers
+    return cps, functools.lru_cache(maxsize=None)(lambda p: [v for v in [1] + [v for v in range(
+        2, top + 1) if p > 1 and (n % (p * v) == 0 or vs is not None and p * v <= n)]
+        if vs is None or v in vs])  # the pins applied once per PP degree
+
+
 def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: int | None,
                     seq_len: int, offloads: list[Offload], zero_stages=(0, 1, 2, 3),
                     recomputes=RECOMPUTE_CODES, max_interleave: int = 8,
@@ -220,18 +232,16 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
                     offload_params: tuple[bool, ...] = (False, True)) -> Space:
     """Every (tp, pp, cp, ep, dp) grid point that divides out, times the other switches.
 
-    TP: divisors of the node's GPUs (TP inside a node first) that divide the heads and are
-    compatible with the KV heads. PP: divisors of what is left, at most the layer count
-    (uneven layer splits allowed). CP only for long sequences, EP only for MoE models.
-    Micro-batch: divisors of the per-replica batch. Interleaving: model chunks that divide the
-    layers of a stage, with the micro-batches a multiple of PP (Megatron's rule).
-    ``pins`` fixes grid columns (tp, pp, dp, cp, ep, mb, v) to the values given.
-    ``offload_params``: whether the weights stay (False) and/or leave with the optimizer
-    (True: ZeRO-3 only, to targets whose strategy offloads them) on each offload target.
-    The global batch of a grid point is ``resolve_global_batch(dp, 1, ...)``: ``global_batch``,
-    or (None) the batch rule's, the smallest multiple of dp holding 512 sequences; every
-    micro-batch searched divides its per-replica share, so the evaluator's
-    ``resolve_global_batch(dp, mb, training)`` gives the same batch for each layout.
+    TP: divisors of the node's GPUs (TP inside a node first) that divide the heads and fit
+    the KV heads. PP: divisors of what is left, at most the layers (uneven splits allowed). CP
+    and interleaving: :func:`_cp_and_interleave` (micro-batches a multiple of PP, Megatron's
+    rule); EP only for MoE models; micro-batch: divisors of the per-replica batch. ``pins``
+    fixes grid columns (tp, pp, dp, cp, ep, mb, v). ``offload_params``: whether the weights
+    stay (False) and/or leave with the optimizer (True: ZeRO-3 only, to targets whose
+    strategy offloads them). A grid point's global batch is ``resolve_global_batch(dp, 1,
+    ...)``: ``global_batch``, or (None) the smallest multiple of dp holding 512 sequences;
+    every micro-batch divides its per-replica share, so ``resolve_global_batch(dp, mb,
+    training)`` gives the same batch for each layout.
     """
     blocks = []
     # the batch fields only, both a validated Training's (specs/base.unvalidated)
@@ -241,11 +251,7 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     ok = lambda col, x: col not in pin or x in pin[col]  # noqa: E731 (pins inside the loops)
     capped = "mb" not in pin  # a pinned micro-batch is searched as given
     tps = [t for t in tp_degrees(model, gpus_per_node) if gpus % t == 0 and ok("tp", t)]
-    cps = [c for c in divisors(gpus) if seq_len % c == 0 and c <= MAX_CP and ok("cp", c)] \
-        if seq_len >= LONG_CONTEXT else [1] if ok("cp", 1) else []
-    interleaves = functools.lru_cache(maxsize=None)(lambda p: [v for v in [1] + [
-        v for v in range(2, max_interleave + 1) if p > 1 and model.layers % (p * v) == 0]
-        if ok("v", v)])  # the pins applied once per PP degree
+    cps, interleaves = _cp_and_interleave(model, gpus, seq_len, pin, max_interleave)
     eps_of = functools.lru_cache(maxsize=None)(lambda n: [
         e for e in divisors(n) if model.experts % e == 0 and ok("ep", e)] if model.is_moe
         else [1] if ok("ep", 1) else [])
