@@ -26,6 +26,9 @@ table runs force-balanced dropless routing (the tables' footnote): no ``drop_pad
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import replace
+
 from optimus_calc.public_row import CS, FP, MEG, MXR, PublicRow
 
 _SRC = ("Megatron-Bridge docs/performance-summary{a}.md @ 067f987df, release {r} "
@@ -91,7 +94,9 @@ def _moe(rel: str, gpu: str, model: str, ep: int, pp: int) -> tuple[str, str, di
         rc = _RC.format(m="layernorm, moe_act") + "; sliding window timed as full attention"
         if gpu == "GB200" or (gpu == "B200" and rel in ("26.02", "26.04.01")):
             ov = gpu == "GB200" and rel == "26.04.01"
-            return "", ("alltoall dispatcher (no flex backend in the config)"
+            return "", ("alltoall dispatcher (no flex backend in the config: models/gpt_oss/"
+                        "gpt_oss_provider.py L72 @ v0.3.0, recipes/gpt_oss/gpt_oss.py L76 @ "
+                        "v0.4.2)"
                         + ("; " + _A2A if ov else "") + "; " + rc), dict(ep_comm_overlap=ov)
         if gpu == "B200":
             return "", _HEP + " (EP 8 inside the node); " + rc, {}
@@ -153,8 +158,12 @@ def _row(rel, gpu, model, prec, gpus, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep,
 
 
 def mb26_rows() -> list[PublicRow]:
-    """Every pre-training row of the seven tables in release order (ROWS)."""
-    return [_row(*r) for r in ROWS]
+    """Every pre-training row of the seven tables in release order (ROWS); a label two rows
+    share (26.06's GB300 DeepSeek-V3 at GBS 4096 and 15360) names the global batch."""
+    rows = [_row(*r) for r in ROWS]
+    n = Counter(r.label for r in rows)
+    return [replace(r, label=r.label.replace(" GPUs (", f" GPUs, GBS {r.gbs} ("))
+            if n[r.label] > 1 else r for r in rows]
 
 
 # (release, system, model, precision, GPUs, GBS, MBS, sequence, FSDP, TP, PP, CP, VP, EP,
