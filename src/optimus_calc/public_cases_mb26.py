@@ -31,8 +31,10 @@ from dataclasses import replace
 
 from optimus_calc.public_row import CS, FP, MEG, MXR, PublicRow
 
-_SRC = ("Megatron-Bridge docs/performance-summary{a}.md @ 067f987df, release {r} "
-        f"({FP} 7.2, 7.3)")
+# one publication per release (validate_loso.fold_of: the text before the parenthesis), the
+# 26.02 rows with public_cases.MB26's: each release was docs/performance-summary.md's newest
+_SRC = ("Megatron-Bridge docs/performance-summary.md, release {r} (docs/performance-summary{a}"
+        f".md @ 067f987df; {FP} 7.2, 7.3)")
 # release -> the tag (commit) whose scripts ran it, assumed (the newest release of its docs)
 _TAG = {"26.02": "v0.3.0 (21b02e0cf)", "26.02.01": "v0.4.0 (0fbfe7d3e)",
         "26.04": "26.04-alpha.rc2 (fd5c4737f)", "26.04.01": "v0.4.2 (c81012934)",
