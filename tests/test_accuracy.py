@@ -64,8 +64,11 @@ def test_every_public_row_has_a_source_and_a_value():
     # Table 4 (public_cases_long.llama3_rows): 3 rows, all cases; Megatron-LM's examples/llama
     # table (public_cases_mlm.py): 3 rows, the 70B one listed (Megatron-Bridge's same figure);
     # Megatron-DeepSpeed's long-sequence table (public_cases_mds.py): 8 + 2 rows, all listed;
-    # NeMo's 24.07 table (public_cases_nemo2407.py): 12 rows, 5 cases
-    assert len(rows) == 125 + 26 + 216 + 3 + 3 + 10 + 12
+    # NeMo's 24.07 table (public_cases_nemo2407.py): 12 rows, 5 cases; Megatron-Bridge's
+    # 26.02 (less the 3 rows already in _megatron_dense), 26.02.01, 26.04, 26.04.01, 26.06,
+    # 26.06.01 and 26.08 pre-training tables (public_cases_mb26.py): 33 - 3 + 36 + 44 + 47 +
+    # 31 + 14 + 18 = 220 rows, 58 of them expressible
+    assert len(rows) == 125 + 26 + 216 + 3 + 3 + 10 + 12 + 220
     assert all(r.source.strip() and r.label.strip() and r.published > 0 for r in rows)
     # a row the tool cannot express says why; the others are layouts the tool runs
     assert all(r.why_not or r.node for r in rows)
@@ -86,9 +89,12 @@ def test_validate_counts(cat):
     # ... the 25.09 table: 25 more cases, 1 more listed; FA2 Table 1's four FlashAttention-1
     # rows (kernel fa1) and MPT's 216 rows (209 BF16, 7 FP8) cases; the Llama 3 paper's 3;
     # Megatron-LM's examples/llama table: 2 cases, 1 listed; Megatron-DeepSpeed's long-sequence
-    # table: 10 listed (batch unpublished); NeMo's 24.07 table: 5 cases, 7 listed
-    assert (len(public), len(missing)) == (98 + 25 + 4 + 216 + 3 + 2 + 5,
-                                           44 + 1 - 4 + 1 + 10 + 7)
+    # table: 10 listed (batch unpublished); NeMo's 24.07 table: 5 cases, 7 listed;
+    # Megatron-Bridge 26.02-26.08 (public_cases_mb26.py): 58 expressible rows, 5 of them
+    # (GB200 Llama3.1 405B MXFP8 PP 16 VP 8: 128 virtual stages for 126 layers) refused by
+    # the tool: 53 cases (GB200 20, H100 19, B200 14), 162 + 5 = 167 listed
+    assert (len(public), len(missing)) == (98 + 25 + 4 + 216 + 3 + 2 + 5 + 53,
+                                           44 + 1 - 4 + 1 + 10 + 7 + 167)
     assert len(cases) + len(missing) >= 150
     assert all(why for _, _, why in missing)
     o = overall(cases)
@@ -98,9 +104,10 @@ def test_validate_counts(cat):
     # the 25 rows of 25.09 (none on a GPU outside the groups): 127 and 124; the 4 + 216
     # FlashAttention-1 rows (all in the A100 and H100 groups): 347 and 344; the Llama 3 paper's
     # 3 (H100 group): 350 and 347; Megatron-LM's examples/llama 2 (H100 group): 352 and 349;
-    # NeMo 24.07's 5 (H100 group): 357 and 354
-    assert o["rows"] == 102 + 25 + 220 + 3 + 2 + 5
-    assert o["refitted"] == 99 + 25 + 220 + 3 + 2 + 5
+    # NeMo 24.07's 5 (H100 group): 357 and 354; Megatron-Bridge 26.02-26.08's 53 (B200, GB200
+    # and H100, all refitted without their source): 410 and 407
+    assert o["rows"] == 102 + 25 + 220 + 3 + 2 + 5 + 53
+    assert o["refitted"] == 99 + 25 + 220 + 3 + 2 + 5 + 53
 
 
 def _mfu(run, node, seq, cp, key="mfu"):

@@ -122,11 +122,18 @@ def test_the_tables_layouts_fold_as_published(cat):
 
 def test_the_shipped_constants_are_the_fit_of_the_public_moe_rows(cat):
     # validate's MoE rows (22: 10 dropless or Mixtral, 12 of 25.09), fitted on validate_moe's
-    # 0.1 ms grid: the sync 4.5 ms and the launches 2.0 ms, the Assumptions defaults
+    # 0.1 ms grid: the sync 4.5 ms and the launches 2.0 ms, the Assumptions defaults. The 36
+    # MoE rows of Megatron-Bridge 26.02-26.08 (public_cases_mb26.py, sources "@ 067f987df")
+    # joined after the fit and are not in it: on all 58 rows the grid's best is (3.4, 2.0) ms
+    # (framework-physics.md 7.2), not shipped
     from optimus_calc.specs.assumptions import Assumptions
     from optimus_calc.validate import run_all
     cases = run_all(cat, cross_validate=False)
-    rows = [h for i, c in enumerate(cases) if c.host is not None for h in [c.host(i)] if h]
+    later = {i for i, c in enumerate(cases) if "@ 067f987df" in c.source}
+    every = [h for i, c in enumerate(cases) if c.host is not None for h in [c.host(i)] if h]
+    rows = [h for h in every if h.key not in later]
     assert len(rows) == 22 and sum(r.K == 0 for r in rows) == 14  # 12 + 2 Mixtral padded
+    assert len(every) == 22 + 36
     a = Assumptions()
     assert fit(rows) == pytest.approx((a.moe_layer_host_s, a.moe_layer_fixed_s))
+    assert fit(every) == pytest.approx((0.0034, 0.002))

@@ -362,6 +362,9 @@ def test_public_fp8_rows_carry_their_published_recipe():
     # four NeMo 24.12 rows (Nemotron-340B not in the catalog), five dense MXFP8 rows and three
     # MoE ones (Qwen3-30B-A3B on GB200 and B200, DeepSeek-V3 on B200); the 25.09 table's
     # parenthesised figures: 5 dense (GB200 8B, 70B, 405B; B200 8B, 405B) and 4 MoE (GB200
-    # Qwen3-30B and Qwen3-235B, B200 Qwen3-235B and DeepSeek-V3)
+    # Qwen3-30B and Qwen3-235B, B200 Qwen3-235B and DeepSeek-V3); Megatron-Bridge 26.02-26.08
+    # (public_cases_mb26.py): its expressible MXFP8 rows, GB200 Llama3 70B (3) and Llama3.1
+    # 405B (5), GB200 Qwen3-30B-A3B (7), B200 DeepSeek-V3 (4), Qwen3-30B-A3B (4) and
+    # Qwen3-235B-A22B (2): 25
     assert sum(r.source == NEMO2412 for r in fp8) == 4
-    assert sum(r.fp8_recipe == "mxfp8" for r in fp8) == 8 + 9
+    assert sum(r.fp8_recipe == "mxfp8" for r in fp8) == 8 + 9 + 25

@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from optimus_calc.public_cases_2509 import rows_2509
 from optimus_calc.public_cases_long import long_rows
+from optimus_calc.public_cases_mb26 import mb26_rows
 from optimus_calc.public_cases_mlm import mlm_llama_rows
 from optimus_calc.public_cases_moe import moe_rows
 from optimus_calc.public_cases_mpt import mpt_rows
@@ -389,5 +390,5 @@ def _on_nvl72(row: PublicRow) -> PublicRow:
 def public_rows() -> list[PublicRow]:
     """Every row, expressible or not, in source order."""
     rows = _fa2_rows() + _megatron_dense() + mlm_llama_rows() + _nemo_dense() + nemo2407_rows() + moe_rows() + rows_2509() \
-        + _torchtitan() + long_rows() + _offload_and_small() + _v100() + mpt_rows() + mds_rows()
+        + _torchtitan() + long_rows() + _offload_and_small() + _v100() + mpt_rows() + mds_rows() + mb26_rows()
     return [_on_nvl72(r) for r in rows]

@@ -1,0 +1,72 @@
+"""Megatron-Bridge's 26.02-26.08 pre-training tables as public rows (public_cases_mb26.py):
+the rows equal the published tables, every listed row says why, the cases carry the scripts'
+settings."""
+
+from optimus_calc.public_cases import public_rows
+from optimus_calc.public_cases_mb26 import mb26_rows
+
+
+def _one(label: str):
+    (row,) = [r for r in mb26_rows() if r.label == label]
+    return row
+
+
+def test_rows_equal_the_tables():
+    # Megatron-Bridge docs/performance-summary-archive.md @ 067f987df, "26.04.01 NeMo
+    # Container", LLAMA3_70B:
+    # | DGX-GB200 | 64 | MXFP8 | 256 | 1 | 8192 | 0 | 2 | 4 | 1 | 5 | n/a | 3712 | 1664 |
+    r = _one("GB200 llama-3-70b MXFP8 TP2 PP4 VP5, 64 GPUs (26.04.01)")
+    assert (r.published, r.gbs, r.mbs, r.seq, r.tp, r.pp, r.cp, r.vp, r.ep) == \
+        (3712, 256, 1, 8192, 2, 4, 1, 5, 1)
+    assert (r.precision, r.fp8_recipe, r.gpu, r.nodes) == ("fp8", "mxfp8", "gb200", 8)
+    # "26.02 NeMo Container", Qwen3_235B_a22B:
+    # | DGX-H100 | 256 | FP8 | 8192 | 1 | 4096 | 0 | 2 | 8 | 1 | 4 | 32 | 1633 | 242 |
+    r = _one("H100 qwen3-235b-a22b FP8 TP2 PP8 VP4 EP32, 256 GPUs (26.02)")
+    assert (r.published, r.gbs, r.seq, r.tp, r.pp, r.vp, r.ep, r.nodes) == \
+        (1633, 8192, 4096, 2, 8, 4, 32, 32)
+    # FP8 on H100 is per-tensor current scaling; the config overlaps the EP all-to-all
+    assert (r.fp8_recipe, r.ep_comm_overlap, r.drop_pad) == ("te-current", True, False)
+    # "26.06 NeMo Container", LLAMA3.1_405B (no FSDP column):
+    # | DGX-H100 | 1024 | FP8 | 1536 | 1 | 8192 | 8 | 8 | 2 | 8 | n/a | 326 | 822 |
+    r = _one("H100 llama-3-405b FP8 TP8 PP8 CP2 VP8, 1024 GPUs (26.06)")
+    assert (r.published, r.gbs, r.tp, r.pp, r.cp, r.vp, r.nodes) == (326, 1536, 8, 8, 2, 8, 128)
+    # docs/performance-summary.md @ 067f987df, "26.08 NeMo Container", Qwen3_30B_a3B:
+    # | DGX-GB200 | 8 | MXFP8 | 512 | 4 | 4096 | 1 | 1 | 1 | n/a | 8 | 39936 | 923 |
+    r = _one("GB200 qwen3-30b-a3b MXFP8 TP1 PP1 EP8, 8 GPUs (26.08)")
+    assert (r.published, r.gbs, r.mbs, r.ep, r.nodes) == (39936, 512, 4, 8, 1)
+    assert "full-iteration CUDA graph" in r.assumed and "HybridEP" in r.assumed
+    # "26.04 NeMo Container", LLAMA3_70B, the FSDP column 64: Megatron FSDP (ZeRO-3)
+    # | DGX-GB200 | 64 | FP8 | 256 | 2 | 8192 | 64 | 1 | 1 | 1 | n/a | n/a | 4143 | 1861 |
+    r = _one("GB200 llama-3-70b FP8 FSDP, 64 GPUs (26.04)")
+    assert (r.published, r.mbs, r.zero, r.framework) == (4143, 2, 3, "megatron")
+
+
+def test_listed_rows_say_why():
+    rows = mb26_rows()
+    # 33 + 36 + 44 + 47 + 31 + 14 + 18 = 223 table rows less the three 26.02 rows already in
+    # public_cases._megatron_dense
+    assert len(rows) == 220
+    listed = [r for r in rows if r.why_not]
+    assert len(listed) == 162 and all(r.why_not.strip() for r in listed)
+    # "26.06.01", Nemotron_3_Super on GB300, NVFP4: the GPU is the first reason
+    # | DGX-GB300 | 64 | NVFP4 | 512 | 1 | 8192 | 1 | 1 | 1 | n/a | 64 | 9984 | 845 |
+    (r,) = [r for r in listed if r.published == 9984]
+    assert r.why_not == "GPU not in the catalog (GB300)"
+    # "26.04", DeepSeekV3 on GB200 EP 64 runs HybridEP across the rack (as 25.11's rows)
+    # | DGX-GB200 | 256 | MXFP8 | 4096 | 1 | 4096 | 0 | 1 | 4 | 1 | 4 | 64 | 4193 | 1090 |
+    (r,) = [r for r in listed if r.published == 4193]
+    assert "HybridEP" in r.why_not and "EP 64" in r.why_not
+    # "26.02", LLAMA3_70B on GB200 in NVFP4: no recipe
+    # | DGX-GB200 | 64 | NVFP4 | 256 | 1 | 8192 | 0 | 2 | 4 | 1 | 5 | n/a | 4458 | 2004 |
+    (r,) = [r for r in listed if r.published == 4458]
+    assert r.why_not == "NVFP4 has no recipe in the tool"
+
+
+def test_cases_name_their_settings_and_run_on_the_rack():
+    cases = [r for r in mb26_rows() if not r.why_not]
+    assert all(r.assumed.startswith("Megatron-Bridge @ ") for r in cases)
+    # no 26.02 row already a case is repeated (GB200 70B MXFP8 3,613 / FSDP 4,040, H100 1,621)
+    assert not {3613, 4040, 1621} & {r.published for r in cases if r.label.endswith("(26.02)")}
+    # the GB200 rows go onto the NVL72 rack: 64 GPUs in one rack, 256 on four
+    on_rack = [r for r in public_rows() if "(26.0" in r.label and r.node == "gb200-nvl72"]
+    assert {(r.nodes, r.gpus_per_node) for r in on_rack} == {(1, 8), (1, 64), (4, 64)}
