@@ -15,9 +15,10 @@ from optimus_calc.evaluate.step import StepEstimate, batch_terms, estimate_step
 from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.batch import RECOMPUTE_CODES, Batch
 from optimus_calc.evaluate.engine import evaluate, usable_gpu_bytes
+from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.frameworks import Framework, layout_support, layouts_support
 from optimus_calc.search.inputs import SearchInputs, offload_targets
-from optimus_calc.search.passes import Objective
+from optimus_calc.search.passes import NOT_RUNNABLE, Objective
 from optimus_calc.search.per_framework import groups_note, search_per_framework
 from optimus_calc.search.space import enumerate_space, offload_variants
 from optimus_calc.specs.model import Model
@@ -138,6 +139,23 @@ def _top_candidates(picks, results, groups, model: Model, hw: Hardware) -> list[
     return out
 
 
+def _no_fit_why(res, names: tuple[str, ...], hw: Hardware, asm: Assumptions) -> str:
+    """Why nothing fits when a framework runs some layout: the rules are checked before memory,
+    so the smallest is of the layouts a framework runs; when that one fits GPU memory, what
+    failed is another resource (host RAM, NVMe, the SmartNIC): name it, not GPU memory."""
+    who = names[0] if len(names) == 1 else "a framework"
+    usable = usable_gpu_bytes(hw, asm)
+    other = [t for t in res.infeasible_by_reason
+             if t not in (Reason.GPU_MEMORY.text, NOT_RUNNABLE)]
+    if res.smallest_gpu_bytes > usable or not other:
+        return (f"no layout fits: the smallest {who} runs needs "
+                f"{fmt_gb(res.smallest_gpu_bytes)} per GPU on {fmt_gb(usable)} usable of "
+                f"{hw.gpu.name}")
+    return (f"no layout fits: the layouts {who} runs that fit GPU memory (from "
+            f"{fmt_gb(res.smallest_gpu_bytes)} per GPU on {fmt_gb(usable)} usable of "
+            f"{hw.gpu.name}) fail on: {'; '.join(other)}")
+
+
 def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
          objective: Objective | str = Objective.THROUGHPUT, top_k: int = 5,
          offloads: list[Offload] | tuple[Offload, ...] | None = None, max_zero: int = 3,
@@ -183,11 +201,7 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                   what_if=what_if, framework_rejections=res.framework_rejections,
                   frameworks=names, profiles=len(groups))
     if res.feasible == 0:
-        # the rules are checked before memory: the smallest is of the layouts a framework runs
-        why = (f"no layout fits: the smallest {names[0] if len(names) == 1 else 'a framework'} "
-               f"runs needs {fmt_gb(res.smallest_gpu_bytes)} per GPU on "
-               f"{fmt_gb(usable_gpu_bytes(hw, asm))} usable of {hw.gpu.name}"
-               if np.isfinite(res.smallest_gpu_bytes) else
+        why = (_no_fit_why(res, names, hw, asm) if np.isfinite(res.smallest_gpu_bytes) else
                "no framework runs any layout searched (" + ", ".join(names) + "; see "
                "framework_rejections; SmartNIC layouts are a what-if)" + _refused(frameworks,
                                                                                   offloads))

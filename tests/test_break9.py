@@ -1,0 +1,32 @@
+"""Defects found by reading the product cold and trying to break it from the CLI (branch break9):
+each test pins the corrected behaviour."""
+
+import re
+
+import pytest
+
+
+def test_no_fit_names_host_ram_when_gpu_memory_fits(run):
+    # gpt-1008b on one DGX A100: the ZeRO-3 layouts that offload weights and optimizer to the
+    # CPU fit GPU memory (a few GB per GPU), but their host state does not fit host RAM: the
+    # optimizer alone is 1008.04e9 x 12 B = 12.1 TB against dgx-a100's 2,048 GB less the 10%
+    # host_reserved_fraction = 1,843.2 GB. The verdict said "the smallest a framework runs needs
+    # 8.63 GB per GPU on 76.00 GB usable", a figure that fits: it must name host RAM instead.
+    d = run("plan", "gpt-1t", "--nodes", 1, "--format", "json").json()
+    assert d["recommended"] is None
+    why = d["why"]
+    assert "fit GPU memory" in why and why.endswith("fail on: offloaded state exceeds host RAM")
+    smallest = float(re.search(r"from ([0-9.]+) GB per GPU", why).group(1))
+    assert smallest < 76.0 and d["smallest_gpu_memory_bytes"] == pytest.approx(smallest * 1e9,
+                                                                               abs=5e6)
+    r = run("plan", "gpt-1t", "--nodes", 1, "--export", "megatron")
+    assert r.code == 2 and r.err.count("\n") == 1 and "host RAM" in r.err
+
+
+def test_no_fit_names_gpu_memory_when_nothing_fits_it(run):
+    # without offload the smallest gpt-1008b layout on 8 GPUs is ZeRO-3: at least
+    # 1008.04e9 x 16 B / 8 = 2,016 GB per GPU of model states alone, far over 76 GB usable
+    d = run("plan", "gpt-1t", "--nodes", 1, "--offloads", "none", "--format", "json").json()
+    assert d["why"].startswith("no layout fits: the smallest a framework runs needs ")
+    assert d["smallest_gpu_memory_bytes"] > 1008.04e9 * 16 / 8
+    assert "per GPU on 76.00 GB usable of a100-80gb" in d["why"]
