@@ -30,3 +30,18 @@ def test_no_fit_names_gpu_memory_when_nothing_fits_it(run):
     assert d["why"].startswith("no layout fits: the smallest a framework runs needs ")
     assert d["smallest_gpu_memory_bytes"] > 1008.04e9 * 16 / 8
     assert "per GPU on 76.00 GB usable of a100-80gb" in d["why"]
+
+
+def test_breakeven_catalog_view_says_when_the_layout_does_not_fit(run):
+    # `breakeven llama70b` (no --device) studies the planner's CPU layout, TP4 DP2 ZeRO-3, for
+    # every device; with a SmartNIC the weights stay on the GPU: 70.55e9 x (2 + 2) B / 8 =
+    # 35.28 GB of model states plus 46.54 GB of activations and overheads, 88.56 GB > 76 GB
+    # usable (`memory llama70b --tp 4 --dp 2 --zero 3 --offload smartnic` says the same). The
+    # table said "yes" for BlueField-3 with no word of it; the one-device view has the note.
+    d = run("breakeven", "llama70b", "--format", "json").json()
+    bf3 = next(x for x in d["devices"] if x["device"] == "bluefield-3")
+    assert not bf3["layout_fits"] and bf3["gpu_memory_bytes"] == pytest.approx(88.56e9,
+                                                                               rel=1e-3)
+    out = run("breakeven", "llama70b").out
+    note = re.search(r"the layout does not fit as it is with ([^(]*)\(", " ".join(out.split()))
+    assert note and "bluefield-3" in note.group(1) and "epyc-7742" not in note.group(1)

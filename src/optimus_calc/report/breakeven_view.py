@@ -337,6 +337,11 @@ def _catalog_parts(results, goal, data: dict, tables: list, notes: list) -> Tabl
                      "overlaps with (OptimusNIC: the last micro-batch's backward + the next "
                      "forward + the exposed DP time; SuperOffload: the last micro-batch's "
                      "backward, the last bucket after it; ZeRO-Offload: nothing)")
+    no_fit = [d["device"] for d in devs if not d["layout_fits"]]
+    if no_fit:  # as the one-device view says it: a "yes" on a layout that does not fit
+        notes.append(f"the layout does not fit as it is with {', '.join(no_fit)} (see "
+                     "`optimus-calc memory`; layout_fits in JSON and CSV); their rows are for "
+                     "its step as evaluated")
     notes.append("`optimus-calc breakeven ... --device NAME` lists every parameter of one "
                  "device; JSON has them for all")
     return Table(title="", rows=[{k: v for k, v in d.items()
