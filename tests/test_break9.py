@@ -45,3 +45,25 @@ def test_breakeven_catalog_view_says_when_the_layout_does_not_fit(run):
     out = run("breakeven", "llama70b").out
     note = re.search(r"the layout does not fit as it is with ([^(]*)\(", " ".join(out.split()))
     assert note and "bluefield-3" in note.group(1) and "epyc-7742" not in note.group(1)
+
+
+@pytest.mark.parametrize("args, says", [
+    (("step", "llama70b", "--gpu", ""), "error: unknown GPU ''"),
+    (("step", "llama70b", "--smartnic", "", "--offload", "smartnic"), "error: unknown SmartNIC ''"),
+    (("memory", "llama70b", "--profile", ""), "error: --profile is empty"),
+    (("plan", "llama-2-7b", "--offloads", ""), "error: --offloads: '' is not one of"),
+    (("plan", "llama-2-7b", "--framework", ""), "error: --framework: '' is not one of"),
+    (("sweep", "--models", "llama70b", "--node", "dgx-a100", "--nodes", "1", "--smartnic", ""),
+     "error: --smartnic is empty"),
+])
+def test_an_empty_flag_value_is_an_error_not_the_default(run, args, says):
+    # each ran before as if the flag were absent (the node's GPU, every offload target, ...):
+    # an explicit empty value is a typo or an unset shell variable, named as --node '' is
+    r = run(*args)
+    assert r.code == 2 and r.out == "" and r.err.startswith(says) and r.err.count("\n") == 1
+
+
+def test_an_empty_profile_environment_variable_is_unset(run, monkeypatch):
+    # click reads an empty OPTIMUS_CALC_PROFILE as unset: the defaults, exit 0
+    monkeypatch.setenv("OPTIMUS_CALC_PROFILE", "")
+    assert run("memory", "70e9", "--model-states-only").code == 0

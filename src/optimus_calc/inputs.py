@@ -129,7 +129,7 @@ def parse_ints(text: str | None, flag: str, lo: int = 1, hi: int = 1_000_000
 
 def parse_choices(text: str | None, enum: type[E], flag: str) -> tuple[E, ...] | None:
     """A comma-separated list of an Enum's values (``--offloads none,cpu``); None when empty."""
-    if not text:
+    if text is None:  # not given; an empty --offloads '' is an error, as ',' is
         return None
     out = []
     for item in text.split(","):
@@ -299,7 +299,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
     offloads = tuple(dict.fromkeys(offloads)) or None
     check_offloads(hw, offloads)
     max_zero = kw.get("max_zero")
-    fw = kw.get("framework") or "each"
+    fw = "each" if kw.get("framework") is None else kw["framework"]  # '': an error below
     if fw in ("any", "each"):
         frameworks: tuple = tuple(Framework)
     elif "auto" in [f.strip() for f in fw.split(",")]:

@@ -171,7 +171,7 @@ def sweep(app, models, nodes_types, node_counts, smartnics, objective, fmt, outp
     offs = tuple(dict.fromkeys(offs)) or (None,)
     cat = app.catalog
     names, types = _split(models, "--models"), tuple(_split(nodes_types, "--node"))
-    sns = tuple(_split(smartnics, "--smartnic")) if smartnics else (None,)
+    sns = tuple(_split(smartnics, "--smartnic")) if smartnics is not None else (None,)
     _check_points({"--models": names, "--node": types, "--nodes": counts, "--smartnic": sns,
                    "--seq-len": seqs, "--global-batch": gbs, "--offloads": offs})
     # the shared training, assumptions and search limits, checked once on the first point
