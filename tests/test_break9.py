@@ -67,3 +67,17 @@ def test_an_empty_profile_environment_variable_is_unset(run, monkeypatch):
     # click reads an empty OPTIMUS_CALC_PROFILE as unset: the defaults, exit 0
     monkeypatch.setenv("OPTIMUS_CALC_PROFILE", "")
     assert run("memory", "70e9", "--model-states-only").code == 0
+
+
+def test_calibrate_absurdly_slow_measurement_is_one_line(run, tmp_path):
+    # a step of 1e30 s: prediction / measured = ~1e-30, so 1 + (p/m - 1) rounds to 0.0 and
+    # 1 / 0 printed two numpy RuntimeWarnings before the error, and the error said "0x"
+    runs = tmp_path / "runs.csv"
+    runs.write_text("model,node,measured_step_time_s\nllama-2-7b,dgx-a100,1e30\n")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning would be an internal error, exit 1
+        r = run("calibrate", str(runs), "-o", str(tmp_path / "p.toml"))
+    assert r.code == 2 and r.err.count("\n") == 1 and "no profile written" in r.err
+    assert "prediction still below 1e-15x its measurement" in r.err
+    assert not (tmp_path / "p.toml").exists()
