@@ -81,3 +81,24 @@ def test_calibrate_absurdly_slow_measurement_is_one_line(run, tmp_path):
     assert r.code == 2 and r.err.count("\n") == 1 and "no profile written" in r.err
     assert "prediction still below 1e-15x its measurement" in r.err
     assert not (tmp_path / "p.toml").exists()
+
+
+def test_fit_nodes_finds_node_counts_that_are_not_powers_of_two(run):
+    # TP 8 x PP 5 = 40 GPUs runs on multiples of 5 DGX A100 nodes; `memory` says it fits at 5
+    # (55.4 GB of 76 GB usable on stage 0). The search doubled over 1, 2, 4, ... 65,536, none a
+    # multiple of 5, and answered "no node count up to 100000 fits".
+    assert run("memory", "llama70b", "--tp", 8, "--pp", 5, "--nodes", 5,
+               "--format", "json").json()["fits"] is True
+    d = run("fit", "llama70b", "--solve", "nodes", "--tp", 8, "--pp", 5, "--nodes", 5,
+            "--format", "json").json()
+    assert d["min_nodes"] == 5
+
+
+def test_fit_nodes_does_not_refuse_a_layout_larger_than_the_default_node_count(run):
+    # TP 8 x PP 16 = 128 GPUs: the fewest DGX A100 nodes holding it are 128 / 8 = 16; without
+    # --nodes the layout was checked at --nodes 1 and refused ("does not divide the 8 GPUs")
+    # though the node count is what --solve nodes asks for
+    r = run("fit", "gpt-1t", "--solve", "nodes", "--tp", 8, "--pp", 16, "--zero", 1,
+            "--offload", "cpu", "--format", "json")
+    assert r.code == 0, r.err
+    assert r.json()["min_nodes"] == 16
