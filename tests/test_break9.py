@@ -102,3 +102,14 @@ def test_fit_nodes_does_not_refuse_a_layout_larger_than_the_default_node_count(r
             "--offload", "cpu", "--format", "json")
     assert r.code == 0, r.err
     assert r.json()["min_nodes"] == 16
+
+
+def test_breakeven_capacity_column_names_its_unit(run):
+    # `memory` and `compare` call it offload_capacity_bytes_per_device; `breakeven` said
+    # offload_capacity_per_device, a CSV column without a unit. BlueField-3: 32 GB per card.
+    r = run("breakeven", "llama70b", "--format", "csv")
+    header = r.out.splitlines()[0].split(",")
+    assert "offload_capacity_bytes_per_device" in header
+    assert "offload_capacity_per_device" not in header
+    d = run("breakeven", "llama70b", "--device", "bluefield-3", "--format", "json").json()
+    assert d["offload_capacity_bytes_per_device"] == 32e9

@@ -98,7 +98,7 @@ def device_data(res) -> dict:
         "weights_out_s": st.weights_out_s,
         "optimizer_exposed_s": st.optimizer_exposed_s,
         "offload_bytes_per_device": st.offload_bytes_per_device,
-        "offload_capacity_per_device": st.offload_capacity_per_device,
+        "offload_capacity_bytes_per_device": st.offload_capacity_per_device,
         "spill_bytes_per_device": st.spill_bytes_per_device,
         "gpu_memory_bytes": st.gpu_bytes, "layout_fits": st.reasons == 0,
         "requirements": [requirement_data(r) for r in res.requirements],
