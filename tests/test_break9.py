@@ -113,3 +113,12 @@ def test_breakeven_capacity_column_names_its_unit(run):
     assert "offload_capacity_per_device" not in header
     d = run("breakeven", "llama70b", "--device", "bluefield-3", "--format", "json").json()
     assert d["offload_capacity_bytes_per_device"] == 32e9
+
+
+def test_plan_zero_list_above_max_zero_is_an_error(run):
+    # `--zero 0,3 --max-zero 1` recommended a ZeRO-3 layout: the list silently won
+    r = run("plan", "llama70b", "--zero", "0,3", "--max-zero", 1)
+    assert r.code == 2 and r.out == ""
+    assert r.err == "error: --zero 3 is above --max-zero 1; give one of them\n"
+    d = run("plan", "llama70b", "--zero", "0,1", "--max-zero", 1, "--format", "json").json()
+    assert d["recommended"]["zero"] <= 1

@@ -317,6 +317,8 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
         if values:
             pins[col] = values
     zero = parse_ints(kw.get("zero"), "--zero", 0, 3)
+    if zero and max_zero is not None and max(zero) > max_zero:  # --zero would win silently
+        raise InputError(f"--zero {max(zero)} is above --max-zero {max_zero}; give one of them")
     return SearchInputs(
         model, hw, tr, asm, offloads,
         parse_choices(kw.get("recomputes"), Recompute, "--recompute"),
