@@ -122,3 +122,23 @@ def test_plan_zero_list_above_max_zero_is_an_error(run):
     assert r.err == "error: --zero 3 is above --max-zero 1; give one of them\n"
     d = run("plan", "llama70b", "--zero", "0,1", "--max-zero", 1, "--format", "json").json()
     assert d["recommended"]["zero"] <= 1
+
+
+@pytest.mark.parametrize("target", ["none", "smartnic"])
+def test_offload_params_on_a_target_that_keeps_the_weights_is_an_error(run, target):
+    # `memory llama70b --zero 3 --offload-params` (no --offload) printed 17.64 GB of weights
+    # per GPU (70.55e9 x 2 B / 8) and "offload_params": true in its JSON: the flag was ignored
+    r = run("memory", "llama70b", "--zero", 3, "--offload-params", "--offload", target)
+    assert r.code == 2 and r.out == ""
+    assert r.err == ("error: --offload-params needs an offload target that moves the weights "
+                     f"(cpu, nvme); --offload {target} keeps them on the GPU\n")
+
+
+def test_offload_params_still_moves_the_weights_where_it_can(run):
+    # to the CPU: the GPU keeps only the gathered buffers, 0.58 GB of weights instead of
+    # 70.55e9 x 2 B / 8 = 17.64 GB; compare keeps applying it to cpu and nvme only
+    d = run("memory", "llama70b", "--zero", 3, "--offload-params", "--offload", "cpu",
+            "--format", "json").json()
+    assert d["per_gpu"]["weights_bytes"] < 17.64e9 / 10
+    c = run("compare", "llama70b", "--zero", 3, "--offload-params", "--format", "json")
+    assert c.code == 0

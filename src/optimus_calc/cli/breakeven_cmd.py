@@ -137,7 +137,7 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
         raise InputError("--offload none: breakeven needs an offload target (leave --offload "
                          "out to use the device's)")
     entry = _device_for(cat, device, kw)
-    inp = build_inputs(app, model, kw)
+    inp = build_inputs(app, model, kw, strategies_vary=True)
     if not isinstance(inp.model, Model):
         raise InputError(f"MODEL {model!r} is a bare parameter count: breakeven needs an "
                          "architecture (a catalog model or a config.json)")

@@ -317,9 +317,9 @@ def plan_options(func: Callable) -> Callable:
     return hardware_options(search_options(search_training_options(func)))
 
 
-def build_inputs(app, model_text: str, kw: dict):
+def build_inputs(app, model_text: str, kw: dict, strategies_vary: bool = False):
     """:func:`optimus_calc.inputs.build_inputs` with the command's catalog."""
-    return _build_inputs(app.catalog, model_text, kw)
+    return _build_inputs(app.catalog, model_text, kw, strategies_vary)
 
 
 def train_options(func: Callable) -> Callable:

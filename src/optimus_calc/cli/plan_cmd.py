@@ -80,7 +80,7 @@ def nics(ctx, model, fmt, output, objective, **kw) -> None:
     cat = ctx.obj.catalog
     given = [p for p in LAYOUT_PARAMS if ctx.get_parameter_source(p) != ParameterSource.DEFAULT]
     if given or kw["model_states_only"]:
-        inp = build_inputs(cat, model, dict(kw, offload="none"))
+        inp = build_inputs(cat, model, dict(kw, offload="none"), strategies_vary=True)
         mdl, hw, lay, tr, asm = inp.model, inp.hw, inp.layout, inp.training, inp.assumptions
         source = "the given layout"
         fw = inp.framework.text() if inp.framework is not None else ""
