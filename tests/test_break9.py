@@ -142,3 +142,13 @@ def test_offload_params_still_moves_the_weights_where_it_can(run):
     assert d["per_gpu"]["weights_bytes"] < 17.64e9 / 10
     c = run("compare", "llama70b", "--zero", 3, "--offload-params", "--format", "json")
     assert c.code == 0
+
+
+@pytest.mark.parametrize("flag", ["--ep", "--etp"])
+def test_expert_degrees_on_a_dense_model_are_an_error(run, flag):
+    # `step llama70b --etp 2` ran (same step time as without) and listed DeepSpeed as
+    # rejecting the layout for its --etp; `--ep 8` said "must divide the 0 experts"
+    r = run("step", "llama70b", flag, 2)
+    assert r.code == 2 and r.err == (f"error: {flag} 2: llama-3-70b is dense (no experts); "
+                                     "expert parallelism applies to MoE models\n")
+    assert run("step", "mixtral", "--ep", 8, "--etp", 1, "--tp", 2).code == 0

@@ -142,7 +142,11 @@ def check_layout(model: Model | BareModel, layout: Layout, training: Training) -
         if layout.pp > model.layers:
             raise FieldError("pp", f"{{pp}} {layout.pp} is larger than the {model.layers} "
                              f"layers of {model.name}")
-        if layout.ep > 1 and (not model.is_moe or model.experts % layout.ep):
+        for field, given in (("ep", layout.ep > 1), ("etp", layout.etp is not None)):
+            if given and not model.is_moe:  # an expert degree of a dense model: no experts
+                raise FieldError(field, f"{{{field}}} {getattr(layout, field)}: {model.name} "
+                                 "is dense (no experts); expert parallelism applies to MoE models")
+        if layout.ep > 1 and model.experts % layout.ep:
             raise FieldError("ep", f"{{ep}} {layout.ep} must divide the {model.experts} experts "
                              f"of {model.name}")
         if layout.interleave > 1 and layout.pp * layout.interleave > model.layers:
