@@ -152,3 +152,49 @@ def test_expert_degrees_on_a_dense_model_are_an_error(run, flag):
     assert r.code == 2 and r.err == (f"error: {flag} 2: llama-3-70b is dense (no experts); "
                                      "expert parallelism applies to MoE models\n")
     assert run("step", "mixtral", "--ep", 8, "--etp", 1, "--tp", 2).code == 0
+
+
+# step's breakdown rows, JSON key -> the row's equation (the table's "equation" column)
+_ROWS = {"elementwise_s": "step.elementwise_time", "tp_comm_s": "step.tp_comm_time",
+         "cp_comm_s": "step.cp_comm_time", "pp_comm_s": "step.pp_comm_time",
+         "dp_comm_exposed_s": "step.dp_exposed_time"}
+
+
+@pytest.mark.parametrize("layout, exposed_eq", [
+    (("--nodes", 4, "--tp", 8, "--cp", 2, "--pp", 2), "compute.exposed_time"),
+    (("--nodes", 2, "--tp", 4, "--zero", 1, "--offload", "cpu"),
+     "offload.exposed_zero12_offload"),
+    (("--nodes", 2, "--tp", 4, "--zero", 3, "--offload", "nvme"), "offload.exposed_zero_offload"),
+    (("--nodes", 2, "--tp", 4, "--zero", 3, "--offload", "smartnic"), "optimusnic.exposed_time"),
+])
+def test_every_step_row_names_an_equation_explain_shows(run, layout, exposed_eq):
+    # the table named comm.ring_all_gather_time for the TP and CP rows, compute.exposed_time
+    # for the DP and (every target's) optimizer rows and memory.activation_layer_bytes for
+    # the element-wise one: `explain NAME MODEL [layout]` answered "not evaluated for this
+    # configuration" or showed another quantity
+    d = run("step", "llama70b", *layout, "--format", "json").json()
+    table = run("step", "llama70b", *layout).out
+    for key, name in {**_ROWS, "optimizer_exposed_s": exposed_eq}.items():
+        # the element-wise row is its forward and backward calls together
+        scopes = ("forward", "backward") if key == "elementwise_s" else (None,)
+        total = 0.0
+        for scope in scopes:
+            e = run("explain", name, "llama70b", *layout, *(("--for", scope) if scope else ()),
+                    "--format", "json")
+            assert e.code == 0, (name, e.err)
+            total += e.json()["result"]
+        assert total == pytest.approx(d[key], rel=1e-9, abs=1e-12), name
+        assert name in table
+
+
+def test_explain_elementwise_shows_the_activations_call(run):
+    # a dense model's zero-byte routing call, made last, was the one `explain` showed:
+    # L_stage 0, M_l 0, result 0 s, while step's element-wise row is 12.54 s. Backward: 3 HBM
+    # passes x 80 layers x 2.24815e9 B x 32 micro-batches / (2,039 GB/s x 0.9) = 9.4086 s;
+    # the forward's 1 pass a third of it: 3.1362 s, 12.5448 s together
+    v = run("explain", "step.elementwise_time", "llama70b", "--nodes", 2,
+            "--format", "json").json()
+    assert v["values"]["L_stage"] == 80 and v["values"]["n_pass"] == 3
+    assert v["result"] == pytest.approx(3 * 80 * 2.24815e9 * 32 / (2039e9 * 0.9), rel=1e-5)
+    st = run("step", "llama70b", "--nodes", 2, "--format", "json").json()
+    assert st["elementwise_s"] == pytest.approx(v["result"] * 4 / 3, rel=1e-9)
