@@ -198,3 +198,14 @@ def test_explain_elementwise_shows_the_activations_call(run):
     assert v["result"] == pytest.approx(3 * 80 * 2.24815e9 * 32 / (2039e9 * 0.9), rel=1e-5)
     st = run("step", "llama70b", "--nodes", 2, "--format", "json").json()
     assert st["elementwise_s"] == pytest.approx(v["result"] * 4 / 3, rel=1e-9)
+
+
+@pytest.mark.parametrize("flag", [("--smartnics-per-node", 2), ("--no-spill",)])
+def test_smartnic_only_flags_without_the_smartnic_offload_are_an_error(run, flag):
+    # `memory llama70b --smartnics-per-node 2` (no --offload smartnic) printed the memory of
+    # the layout without offload, the flag silently ignored
+    r = run("memory", "llama70b", *flag)
+    assert r.code == 2 and r.err == (f"error: {flag[0]} applies to --offload smartnic (got "
+                                     "--offload none)\n")
+    ok = run("memory", "llama70b", "--zero", 3, "--offload", "smartnic", *flag)
+    assert ok.code == 0, ok.err
