@@ -209,3 +209,12 @@ def test_smartnic_only_flags_without_the_smartnic_offload_are_an_error(run, flag
                                      "--offload none)\n")
     ok = run("memory", "llama70b", "--zero", 3, "--offload", "smartnic", *flag)
     assert ok.code == 0, ok.err
+
+
+@pytest.mark.parametrize("flag, value", [("--for", "tp"), ("--stage", "1")])
+def test_explain_value_pickers_without_a_model_are_an_error(run, flag, value):
+    # `explain step.tp_comm_time --stage 1` printed the bare equation, the flag ignored
+    r = run("explain", "step.tp_comm_time", flag, value)
+    assert r.code == 2 and r.out == "" and r.err == (
+        f"error: {flag} picks values of a layout: give MODEL (explain step.tp_comm_time MODEL "
+        "[layout options])\n")
