@@ -218,3 +218,15 @@ def test_explain_value_pickers_without_a_model_are_an_error(run, flag, value):
     assert r.code == 2 and r.out == "" and r.err == (
         f"error: {flag} picks values of a layout: give MODEL (explain step.tp_comm_time MODEL "
         "[layout options])\n")
+
+
+def test_small_training_budget_figures_are_not_printed_as_zero(run):
+    # llama-3-8b on one DGX A100, 1e9 tokens: 238.4 steps of 139.76 s = 0.386 days, 8 GPUs x
+    # 9.26 h = 74 GPU-hours x 400 W x PUE 1.2 = 0.0355 MWh; the table printed "0.0 MWh"
+    r = run("step", "llama-3-8b", "--tokens", "1e9", "--gpu-hour-price", 2)
+    d = run("step", "llama-3-8b", "--tokens", "1e9", "--gpu-hour-price", 2,
+            "--format", "json").json()
+    assert d["energy_MWh"] == pytest.approx(d["gpu_hours"] * 400 * 1.2 / 1e6, rel=1e-9)
+    assert d["energy_MWh"] == pytest.approx(0.0355, abs=5e-4)
+    text = " ".join(r.out.split())
+    assert "0.036 MWh" in text and "0.39 days" in text and "0.0 MWh" not in text

@@ -137,9 +137,9 @@ def headline_text(st, gpu_bytes: float, figures: dict, trange, mrange) -> str:
     parts = [f"step {st.step_time_s:,.4g} s {trange.text('step_time_s', st.step_time_s)}",
              f"{st.tokens_per_s:,.0f} tokens/s", f"MFU {st.mfu:.1%}"]
     if figures.get("train_days") is not None:
-        parts.append(f"{figures['train_days']:,.1f} days")
+        parts.append(f"{amount(figures['train_days'], 1)} days")
     if figures.get("cost_usd") is not None:
-        parts.append(f"${figures['cost_usd']:,.0f}")
+        parts.append(f"${amount(figures['cost_usd'], 0)}")
     return (", ".join(parts) + f"; GPU memory {gpu_bytes / GB:.1f} GB "
             + mrange.text("gpu_memory_bytes", gpu_bytes))
 
@@ -166,12 +166,18 @@ def optimizer_document(entry, dev, params, res, optimizer, impl, count) -> Docum
                   columns=[Column(k, k) for k in data if k != "inputs"]))
 
 
+def amount(x: float, decimals: int) -> str:
+    """A --tokens figure for the table view: ``decimals`` places, or two significant digits
+    below 1 (a small budget's 0.036 MWh is not "0.0 MWh")."""
+    return f"{x:,.{decimals}f}" if x >= 1 or x == 0 else f"{x:.2g}"
+
+
 def train_note(figures: dict, pue: float) -> str:
     """One line for the table view: the --tokens figures."""
-    s = (f"{figures['tokens']:.4g} tokens: {figures['steps']:,.0f} steps, "
-         f"{figures['train_days']:,.1f} days, {figures['gpu_hours']:,.0f} GPU-hours")
+    s = (f"{figures['tokens']:.4g} tokens: {amount(figures['steps'], 0)} steps, "
+         f"{amount(figures['train_days'], 1)} days, {amount(figures['gpu_hours'], 0)} GPU-hours")
     if figures.get("energy_MWh") is not None:
-        s += f", {figures['energy_MWh']:,.1f} MWh (GPU TDP x PUE {pue:g}, assumed)"
+        s += f", {amount(figures['energy_MWh'], 1)} MWh (GPU TDP x PUE {pue:g}, assumed)"
     if figures.get("cost_usd") is not None:
-        s += f", ${figures['cost_usd']:,.0f}"
+        s += f", ${amount(figures['cost_usd'], 0)}"
     return s
