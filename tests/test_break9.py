@@ -230,3 +230,14 @@ def test_small_training_budget_figures_are_not_printed_as_zero(run):
     assert d["energy_MWh"] == pytest.approx(0.0355, abs=5e-4)
     text = " ".join(r.out.split())
     assert "0.036 MWh" in text and "0.39 days" in text and "0.0 MWh" not in text
+
+
+def test_breakeven_save_scale_nan_is_an_input_error(run, tmp_path):
+    # click's FloatRange lets NaN through its bounds: an internal error (exit 1,
+    # "cannot convert float NaN to integer") instead of naming the flag
+    card = tmp_path / "card.toml"
+    r = run("breakeven", "llama70b", "--device", "bluefield-3", "--save-scale", "nan",
+            "--save-card", str(card))
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert "--save-scale" in r.err and "not a finite number" in r.err
+    assert not card.exists()
