@@ -241,3 +241,14 @@ def test_breakeven_save_scale_nan_is_an_input_error(run, tmp_path):
     assert r.code == 2 and r.err.count("\n") == 1
     assert "--save-scale" in r.err and "not a finite number" in r.err
     assert not card.exists()
+
+
+def test_optimizer_step_sockets_on_a_card_is_an_error(run):
+    # --sockets "CPU sockets (CPUs only)" was ignored on a SmartNIC (0.4207 s either way),
+    # while --threads on a GPU is refused; on a CPU two sockets halve the step: 0.1808 s ->
+    # 0.0904 s for 1B parameters on EPYC 7742 (twice the memory bandwidth)
+    r = run("optimizer-step", "--params", "1B", "--device", "bluefield-3", "--sockets", 2)
+    assert r.code == 2 and r.err == "error: --sockets applies to CPUs; bluefield-3 is a dpu\n"
+    one, two = (run("optimizer-step", "--params", "1B", "--device", "epyc-7742", "--sockets",
+                    k, "--format", "json").json()["time_s"] for k in (1, 2))
+    assert two == pytest.approx(one / 2, rel=1e-9)
