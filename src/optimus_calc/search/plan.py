@@ -156,6 +156,23 @@ def _no_fit_why(res, names: tuple[str, ...], hw: Hardware, asm: Assumptions) -> 
             f"{hw.gpu.name}) fail on: {'; '.join(other)}")
 
 
+def _no_space(model: Model, hw: Hardware, base: Training, pins: dict) -> FieldError:
+    """No layout to search: the pins and the batch, with the rules (search/space.py) that
+    the pinned columns must meet, not only TP's."""
+    pinned = "".join(f" {{{k}}} {','.join(map(str, v))}" for k, v in pins.items())
+    batch = (f"{{global_batch}} {base.global_batch}" if base.global_batch is not None else
+             "the default global batch")
+    rules = ["TP must divide the heads and the node's GPUs"]
+    if "mb" in pins:
+        rules.append("a micro-batch must divide the global batch / DP")
+    if "ep" in pins:
+        rules.append("EP must divide the experts and DP x CP" if model.is_moe else
+                     f"EP > 1 needs experts: {model.name} is dense")
+    return FieldError(next(iter(pins or {"global_batch": 0})),
+                      f"no layout of {model.name} divides {hw.gpus} GPUs with {batch}"
+                      f"{' and' + pinned if pinned else ''} ({'; '.join(rules)})")
+
+
 def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
          objective: Objective | str = Objective.THROUGHPUT, top_k: int = 5,
          offloads: list[Offload] | tuple[Offload, ...] | None = None, max_zero: int = 3,
@@ -184,13 +201,7 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                             recomputes=recomputes or RECOMPUTE_CODES, pins=pins,
                             offload_params=offload_params)
     if len(space) == 0:
-        pinned = "".join(f" {{{k}}} {','.join(map(str, v))}" for k, v in (pins or {}).items())
-        batch = (f"{{global_batch}} {base.global_batch}" if base.global_batch is not None else
-                 "the default global batch")
-        raise FieldError(next(iter(pins or {"global_batch": 0})),
-                         f"no layout of {model.name} divides {hw.gpus} GPUs with {batch}"
-                         f"{' and' + pinned if pinned else ''} (TP must divide the heads and "
-                         "the node's GPUs)")
+        raise _no_space(model, hw, base, pins or {})
     res, picks, groups, results = search_per_framework(
         model, hw, base, asm, space, objective, top_k, distinct, frameworks, physics)
     names = tuple(f.value for f in frameworks)
