@@ -266,3 +266,15 @@ def test_plan_without_layouts_names_the_rule_of_the_pinned_column(run, args, rul
     r = run("plan", *args)
     assert r.code == 2 and r.err.startswith("error: no layout of ")
     assert r.err.rstrip().endswith(f"; {rule})")
+
+
+@pytest.mark.parametrize("command, says", [
+    ("compare", "compare evaluates every offload target in turn; leave it out"),
+    ("nics", "nics sizes the SmartNIC offload of the layout; leave it out"),
+])
+def test_offload_flag_that_a_command_ignores_is_an_error(run, command, says):
+    # `compare llama70b --offload cpu` printed every target as without it; nics sized the
+    # SmartNICs of the layout whatever --offload said
+    r = run(command, "llama70b", "--offload", "cpu")
+    assert r.code == 2 and r.err == f"error: --offload cpu: {says}\n"
+    assert run(command, "llama70b", "--format", "json").code == 0

@@ -7,6 +7,7 @@ from click.core import ParameterSource
 
 from optimus_calc.cli.common import emit, plot_option
 from optimus_calc.cli.options import model_options, train_options
+from optimus_calc.errors import InputError
 
 
 @click.command()
@@ -30,6 +31,9 @@ def compare(ctx, model: str, fmt: str, output: str | None, **kw) -> None:
 
     cat = ctx.obj.catalog
     src = ctx.get_parameter_source
+    if src("offload") != ParameterSource.DEFAULT:  # it would be ignored: every target is a row
+        raise InputError(f"--offload {kw['offload']}: compare evaluates every offload target in "
+                         "turn; leave it out")
     if src("tp") == ParameterSource.DEFAULT:
         node = cat.get(kw["node"], "node", what="node")
         kw["tp"] = default_tp(resolve_model(model, cat), kw["gpus_per_node"] or node.gpus)

@@ -78,6 +78,9 @@ def nics(ctx, model, fmt, output, objective, **kw) -> None:
     from optimus_calc.search.plan import plan_search
 
     cat = ctx.obj.catalog
+    if ctx.get_parameter_source("offload") != ParameterSource.DEFAULT:  # it would be ignored
+        raise InputError(f"--offload {kw['offload']}: nics sizes the SmartNIC offload of the "
+                         "layout; leave it out")
     given = [p for p in LAYOUT_PARAMS if ctx.get_parameter_source(p) != ParameterSource.DEFAULT]
     if given or kw["model_states_only"]:
         inp = build_inputs(cat, model, dict(kw, offload="none"), strategies_vary=True)
