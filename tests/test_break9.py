@@ -278,3 +278,21 @@ def test_offload_flag_that_a_command_ignores_is_an_error(run, command, says):
     r = run(command, "llama70b", "--offload", "cpu")
     assert r.code == 2 and r.err == f"error: --offload cpu: {says}\n"
     assert run(command, "llama70b", "--format", "json").code == 0
+
+
+def test_a_reader_that_stops_early_ends_the_run_quietly(tmp_path):
+    # `optimus-calc validate | head -1`: validate writes 317 kB, more than a pipe holds; the
+    # broken pipe reached click's main, which exits 1 (the internal-error status) without a
+    # word, although cli/main.py meant exit 0 for it
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    src = Path(__file__).resolve().parents[1] / "src"
+    env = dict(os.environ, PYTHONPATH=str(src))
+    p = subprocess.Popen([sys.executable, "-m", "optimus_calc", "validate"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert p.stdout.read(100).startswith(b"validate: ")
+    p.stdout.close()  # what `head` does after its line
+    err = p.stderr.read()
+    assert p.wait(timeout=120) == 0 and err == b""
