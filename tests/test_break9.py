@@ -296,3 +296,15 @@ def test_a_reader_that_stops_early_ends_the_run_quietly(tmp_path):
     p.stdout.close()  # what `head` does after its line
     err = p.stderr.read()
     assert p.wait(timeout=120) == 0 and err == b""
+
+
+def test_catalog_dir_empty_or_a_file_is_named_as_such(run, tmp_path, monkeypatch):
+    # `--catalog-dir ''` loaded the current directory (Path('') is '.'): here a stray TOML
+    # file there broke every command; a file given as the directory "does not exist"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "stray.toml").write_text("[[profile]]\n")
+    r = run("--catalog-dir", "", "memory", "70e9", "--model-states-only")
+    assert r.code == 2 and r.err == ("error: --catalog-dir is empty; give a directory of "
+                                     "catalog TOML files\n")
+    r = run("--catalog-dir", "stray.toml", "memory", "70e9", "--model-states-only")
+    assert r.code == 2 and r.err == "error: catalog directory 'stray.toml' is not a directory\n"
