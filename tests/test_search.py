@@ -84,9 +84,11 @@ def test_no_layout_fits_message(run):
     r = run("plan", "llama-3-405b", "--node", "xe8545", "--format", "json")
     d = r.json()
     assert r.code == 0 and d["recommended"] is None
-    # the rules are checked before memory: the smallest is of the layouts a framework runs
-    assert d["why"].startswith("no layout fits: the smallest a framework runs needs ")
+    # the rules are checked before memory: the smallest is of the layouts a framework runs;
+    # it fits GPU memory (its weights and optimizer offloaded), the host RAM is what fails
+    assert d["why"].startswith("no layout fits: the layouts a framework runs that fit GPU ")
     assert "per GPU on 38.00 GB usable of a100-40gb" in d["why"]  # 40 GB less 5% headroom
+    assert d["why"].endswith("fail on: offloaded state exceeds host RAM")
 
 
 def test_nics_agrees_with_memory(run):

@@ -142,7 +142,8 @@ def _toml_files(directory: Path) -> list[Path]:
 
     try:
         if not directory.is_dir():
-            raise CatalogError(f"catalog directory {str(directory)[:200]!r} does not exist")
+            raise CatalogError(f"catalog directory {str(directory)[:200]!r} " + (
+                "is not a directory" if os.path.lexists(directory) else "does not exist"))
         found, seen = [], set()
         for root, dirs, files in os.walk(directory, onerror=fail, followlinks=True):
             st = os.stat(root)

@@ -129,7 +129,7 @@ def parse_ints(text: str | None, flag: str, lo: int = 1, hi: int = 1_000_000
 
 def parse_choices(text: str | None, enum: type[E], flag: str) -> tuple[E, ...] | None:
     """A comma-separated list of an Enum's values (``--offloads none,cpu``); None when empty."""
-    if not text:
+    if text is None:  # not given; an empty --offloads '' is an error, as ',' is
         return None
     out = []
     for item in text.split(","):
@@ -230,8 +230,11 @@ def check_token_drop(model, tr: Training, asm) -> None:
                          "balanced share (capacity factor 1.0): give 1 or leave the flag out")
 
 
-def build_inputs(cat: Catalog, model_text: str, kw: dict) -> Inputs:
-    """Resolve MODEL and every single-layout option into validated specs."""
+def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool = False
+                 ) -> Inputs:
+    """Resolve MODEL and every single-layout option into validated specs. ``strategies_vary``:
+    the command evaluates the layout under each offload target in turn (compare, breakeven,
+    nics), so --offload-params applies to the targets that move the weights only."""
     from optimus_calc.evaluate.context import check_layout, fill_layout, resolve_hardware
 
     model = resolve_model(model_text, cat)
@@ -244,6 +247,13 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict) -> Inputs:
         offload_params=kw["offload_params"], smartnic=hw.smartnic.name if hw.smartnic else None,
         smartnics_per_node=kw["smartnics_per_node"] or 0,
         superchip_gpu_fraction=kw["gpu_fraction"], allow_spill=not kw["no_spill"])
+    if layout.offload_params and layout.zero == 3 and not strategies_vary:  # < 3: check_layout
+        check_params_target(layout)
+    for flag, given in (("--smartnics-per-node", kw["smartnics_per_node"]),
+                        ("--no-spill", kw["no_spill"])):
+        if given and not strategies_vary and layout.offload is not Offload.SMARTNIC:
+            raise InputError(f"{flag} applies to --offload smartnic (got --offload "
+                             f"{layout.offload.value})")
     tr, gb_default, seq_default = training_from(kw, model, layout.dp)
     if isinstance(model, BareModel) and not tr.model_states_only:
         raise InputError(f"MODEL {model_text!r} is a bare parameter count: activations need an "
@@ -258,6 +268,17 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict) -> Inputs:
     tr, asm, choice = apply_framework(kw.get("framework"), layout, tr, asm, model)
     return Inputs(model, hw, layout, tr, asm, gb_default, seq_default, kw.get("profile"),
                   choice)
+
+
+def check_params_target(layout) -> None:
+    """--offload-params on a target whose flags() do not move the weights (none, smartnic,
+    superchip) would be ignored, the weights counted on the GPU: an error naming both flags."""
+    from optimus_calc.evaluate import strategies
+    movers = [st.key for st in strategies.strategies() if st.offloads_params]
+    if layout.offload.value not in movers:
+        raise InputError(f"--offload-params needs an offload target that moves the weights "
+                         f"({', '.join(movers)}); --offload {layout.offload.value} keeps them "
+                         "on the GPU")
 
 
 def search_model(cat: Catalog, model_text: str) -> Model:
@@ -299,7 +320,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
     offloads = tuple(dict.fromkeys(offloads)) or None
     check_offloads(hw, offloads)
     max_zero = kw.get("max_zero")
-    fw = kw.get("framework") or "each"
+    fw = "each" if kw.get("framework") is None else kw["framework"]  # '': an error below
     if fw in ("any", "each"):
         frameworks: tuple = tuple(Framework)
     elif "auto" in [f.strip() for f in fw.split(",")]:
@@ -317,6 +338,8 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
         if values:
             pins[col] = values
     zero = parse_ints(kw.get("zero"), "--zero", 0, 3)
+    if zero and max_zero is not None and max(zero) > max_zero:  # --zero would win silently
+        raise InputError(f"--zero {max(zero)} is above --max-zero {max_zero}; give one of them")
     return SearchInputs(
         model, hw, tr, asm, offloads,
         parse_choices(kw.get("recomputes"), Recompute, "--recompute"),

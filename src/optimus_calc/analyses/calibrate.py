@@ -78,19 +78,26 @@ def disagreements(rs: RunSet) -> list[str]:
     return out
 
 
+def _off(e: float) -> float:
+    """How far off a run is, 1 or more either way (prediction / measured = 1 + e, which rounds
+    to 0 when the prediction is below 1e-16 of the measurement: infinitely far)."""
+    ratio = 1 + e
+    return max(ratio, 1 / ratio) if ratio > 0 else float("inf")
+
+
 def pinned(values: dict[str, float], names: list[str], after: list[float]) -> str:
     """Why the fit cannot be a profile ("" when it can): a parameter on a bound while a run is
     still more than :data:`MAX_PINNED_RESIDUAL` off."""
     by = {p.name: p for p in CANDIDATES}
-    worst = max(after, key=lambda e: max(1 + e, 1 / (1 + e)))
-    if max(1 + worst, 1 / (1 + worst)) <= 1 + MAX_PINNED_RESIDUAL:
+    worst = max(after, key=_off)
+    if _off(worst) <= 1 + MAX_PINNED_RESIDUAL:
         return ""
     at = [f"{n} = {values[n]:.4g}" for n in names
           if values[n] <= by[n].lo * (1 + 1e-9) or values[n] >= by[n].hi * (1 - 1e-9)]
     if not at:
         return ""
     return (f"the fit ends on the bound of {', '.join(at)} with a run's prediction still "
-            f"{1 + worst:.3g}x its measurement: "
+            f"{f'{1 + worst:.3g}' if 1 + worst > 0 else 'below 1e-15'}x its measurement: "
             "the runs are not like the model (check the layout columns and the units of the "
             "measurements); no profile written")
 

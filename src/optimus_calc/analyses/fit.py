@@ -7,6 +7,7 @@ exactly over integers (doubling, then bisection).
 
 from __future__ import annotations
 
+import math
 from enum import Enum
 from typing import TYPE_CHECKING, Callable, assert_never
 
@@ -154,20 +155,21 @@ def solve_nodes(model, hw: Hardware, layout: Layout, tr: Training, asm: Assumpti
             return None
         return _fits(model, h, lay, t, asm)
 
-    n, found = 1, None
-    while n <= max_nodes:  # doubling to bracket, then a linear scan of the bracket's lower half
-        ok = at(n)
-        if ok:
-            found = n
+    # only multiples of the fewest nodes holding TP x PP x CP can run the layout: doubling over
+    # those (not over 1, 2, 4, ...: TP x PP 40 on 8-GPU nodes needs a multiple of 5 nodes)
+    unit = group // math.gcd(group, hw.gpus_per_node)
+    k, found = 1, None
+    while unit * k <= max_nodes:  # doubling to bracket, then a linear scan of its lower half
+        if at(unit * k):
+            found = unit * k
             break
-        n *= 2
+        k *= 2
     if found is None:
         return FitResult("nodes", None, None, "search over node counts",
                          detail=f"no node count up to {max_nodes} fits (ZeRO-{int(layout.zero)}"
                                 + (": ZeRO-0 replicates all model states)" if not layout.zero
                                    else ")"))
-    lo = found // 2 + 1
-    for m in range(lo, found):
+    for m in range(unit * (k // 2 + 1), found, unit):
         if at(m):
             found = m
             break

@@ -9,6 +9,7 @@ from click.core import ParameterSource
 
 from optimus_calc.cli.common import emit, plot_option
 from optimus_calc.cli.options import model_options
+from optimus_calc.cli.types import FiniteFloat
 from optimus_calc.errors import InputError
 
 LAYOUT_PARAMS = ("tp", "pp", "dp", "cp", "ep", "zero", "interleave", "micro_batch", "recompute")
@@ -99,7 +100,7 @@ def parse_reference(text: str, inp):
               help="With a SmartNIC --device: write the minimum card (the cheapest corner) "
                    "as a catalog entry (TOML, with its host link) to FILE; load it with "
                    "--catalog-dir and use it with --smartnic NAME.")
-@click.option("--save-scale", "save_scale", type=click.FloatRange(0.01, 100), default=1.0,
+@click.option("--save-scale", "save_scale", type=FiniteFloat(0.01, 100), default=1.0,
               show_default=True, metavar="F",
               help="Save the corner with every field times F (e.g. 1.02 for a margin).")
 @model_options
@@ -137,7 +138,7 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
         raise InputError("--offload none: breakeven needs an offload target (leave --offload "
                          "out to use the device's)")
     entry = _device_for(cat, device, kw)
-    inp = build_inputs(app, model, kw)
+    inp = build_inputs(app, model, kw, strategies_vary=True)
     if not isinstance(inp.model, Model):
         raise InputError(f"MODEL {model!r} is a bare parameter count: breakeven needs an "
                          "architecture (a catalog model or a config.json)")

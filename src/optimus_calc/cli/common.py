@@ -156,8 +156,9 @@ def write_stdout(text: str) -> None:
     try:
         sys.stdout.flush()
         _write_all(fd, text.encode(encoding, errors="replace"))
-    except BrokenPipeError:
-        raise
+    except BrokenPipeError:  # the reader went away (`| head`): end quietly, exit 0. Raised
+        _silence_stdout()     # on, click's main would turn it into exit 1 (click 8.5 main())
+        sys.exit(0)
     except OSError as exc:
         _silence_stdout()
         raise InputError(f"cannot write to standard output: {exc.strerror or exc}") from None

@@ -7,6 +7,7 @@ from click.core import ParameterSource
 
 from optimus_calc.cli.common import emit, plot_option
 from optimus_calc.cli.options import model_options, train_options
+from optimus_calc.errors import InputError
 
 
 @click.command()
@@ -30,6 +31,9 @@ def compare(ctx, model: str, fmt: str, output: str | None, **kw) -> None:
 
     cat = ctx.obj.catalog
     src = ctx.get_parameter_source
+    if src("offload") != ParameterSource.DEFAULT:  # it would be ignored: every target is a row
+        raise InputError(f"--offload {kw['offload']}: compare evaluates every offload target in "
+                         "turn; leave it out")
     if src("tp") == ParameterSource.DEFAULT:
         node = cat.get(kw["node"], "node", what="node")
         kw["tp"] = default_tp(resolve_model(model, cat), kw["gpus_per_node"] or node.gpus)
@@ -37,7 +41,7 @@ def compare(ctx, model: str, fmt: str, output: str | None, **kw) -> None:
         kw["zero"] = 3
     if src("recompute") == ParameterSource.DEFAULT:
         kw["recompute"] = Recompute.SELECTIVE.value
-    inp = build_inputs(cat, model, dict(kw, offload="none"))
+    inp = build_inputs(cat, model, dict(kw, offload="none"), strategies_vary=True)
     doc = compare_document(run_compare(cat, inp), kw.get("train"))
     if fmt == "html":
         from optimus_calc.report.html_parts import assumption_rows, with_html

@@ -46,6 +46,9 @@ def explain(app, name: str | None, model: str | None, latex: bool, show_assumpti
         emit(V.list_document(), fmt, output)
         return
     eq = V.find_equation(name)
+    if model is None and (scope is not None or pipeline_stage is not None):
+        raise InputError(f"{'--for' if scope is not None else '--stage'} picks values of a "
+                         f"layout: give MODEL (explain {name} MODEL [layout options])")
     values, scopes = None, []
     if model is not None:
         values, scopes = _values(app, eq.name, model, kw, pipeline_stage, scope, train)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from optimus_calc.cli.common import emit
@@ -22,8 +24,20 @@ def fit(app, model: str, what: str, fmt: str, output: str | None, **kw) -> None:
     from optimus_calc.inputs import build_inputs
     from optimus_calc.report.fit_view import fit_document
 
-    inp = build_inputs(app.catalog, model, kw)
     kind = Solve(what)
+    if kind is Solve.NODES:  # --nodes is only where the search is shown: one the layout runs at
+        kw = dict(kw, nodes=_holding(app.catalog, kw))
+    inp = build_inputs(app.catalog, model, kw)
     res = solve(kind, inp)
     why = explain_fit(kind.value, inp, res)
     emit(fit_document(inp, kind, res, why), fmt, output)
+
+
+def _holding(cat, kw: dict) -> int:
+    """For --solve nodes: --nodes raised to the next multiple of the fewest nodes holding
+    TP x PP x CP (TP 8 x PP 16 on 8-GPU nodes: 16), so that the layout is checked where it can
+    run instead of refused at the default --nodes 1."""
+    per = kw["gpus_per_node"] or cat.get(kw["node"], "node", what="node").gpus
+    group = kw["tp"] * kw["pp"] * kw["cp"]
+    unit = group // math.gcd(group, per)
+    return -(-kw["nodes"] // unit) * unit

@@ -156,6 +156,8 @@ def cli(ctx: click.Context, catalog_dirs: tuple[str, ...], debug: bool) -> None:
     Every number comes from a closed-form equation (see `optimus-calc explain`) and a sourced
     catalog entry (see `optimus-calc catalog list`).
     """
+    if any(not d.strip() for d in catalog_dirs):  # Path('') would be the current directory
+        raise InputError("--catalog-dir is empty; give a directory of catalog TOML files")
     ctx.obj = App(catalog_dirs, debug)
 
 

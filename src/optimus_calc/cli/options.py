@@ -36,8 +36,10 @@ def _stack(*options: Callable) -> Callable:
 def _load_profile(ctx: click.Context, param: click.Parameter, value: str | None):
     """--profile FILE / OPTIMUS_CALC_PROFILE: read and check the profile, apply it to the app's
     catalog (GPU efficiency fields); its assumptions reach the specs through ``kw["profile"]``."""
-    if not value:
+    if value is None:  # an empty OPTIMUS_CALC_PROFILE is unset (click); --profile '' is an error
         return None
+    if not value.strip():
+        raise InputError("--profile is empty; give the file `optimus-calc calibrate` wrote")
     from optimus_calc.profile import load_profile
     profile = load_profile(value)
     app = ctx.find_root().obj
@@ -315,9 +317,9 @@ def plan_options(func: Callable) -> Callable:
     return hardware_options(search_options(search_training_options(func)))
 
 
-def build_inputs(app, model_text: str, kw: dict):
+def build_inputs(app, model_text: str, kw: dict, strategies_vary: bool = False):
     """:func:`optimus_calc.inputs.build_inputs` with the command's catalog."""
-    return _build_inputs(app.catalog, model_text, kw)
+    return _build_inputs(app.catalog, model_text, kw, strategies_vary)
 
 
 def train_options(func: Callable) -> Callable:

@@ -78,9 +78,12 @@ def nics(ctx, model, fmt, output, objective, **kw) -> None:
     from optimus_calc.search.plan import plan_search
 
     cat = ctx.obj.catalog
+    if ctx.get_parameter_source("offload") != ParameterSource.DEFAULT:  # it would be ignored
+        raise InputError(f"--offload {kw['offload']}: nics sizes the SmartNIC offload of the "
+                         "layout; leave it out")
     given = [p for p in LAYOUT_PARAMS if ctx.get_parameter_source(p) != ParameterSource.DEFAULT]
     if given or kw["model_states_only"]:
-        inp = build_inputs(cat, model, dict(kw, offload="none"))
+        inp = build_inputs(cat, model, dict(kw, offload="none"), strategies_vary=True)
         mdl, hw, lay, tr, asm = inp.model, inp.hw, inp.layout, inp.training, inp.assumptions
         source = "the given layout"
         fw = inp.framework.text() if inp.framework is not None else ""
@@ -171,7 +174,7 @@ def sweep(app, models, nodes_types, node_counts, smartnics, objective, fmt, outp
     offs = tuple(dict.fromkeys(offs)) or (None,)
     cat = app.catalog
     names, types = _split(models, "--models"), tuple(_split(nodes_types, "--node"))
-    sns = tuple(_split(smartnics, "--smartnic")) if smartnics else (None,)
+    sns = tuple(_split(smartnics, "--smartnic")) if smartnics is not None else (None,)
     _check_points({"--models": names, "--node": types, "--nodes": counts, "--smartnic": sns,
                    "--seq-len": seqs, "--global-batch": gbs, "--offloads": offs})
     # the shared training, assumptions and search limits, checked once on the first point

@@ -64,6 +64,8 @@ def optimizer_step_cmd(app, params, device, threads, count, sockets, optimizer, 
     if threads is not None and not dev.per_core:
         raise InputError(f"--threads applies to CPUs and SoC SmartNICs; {entry.name} is a "
                          f"{dev.kind}, whose optimizer step does not scale with threads")
+    if sockets != 1 and dev.kind != "cpu":  # device_from reads it for CPUs only
+        raise InputError(f"--sockets applies to CPUs; {entry.name} is a {dev.kind}")
     gb = grad_bytes or default_grad_bytes(entry)
     res = optimizer_step(dev, n, Optimizer(optimizer), Impl(impl), gb, threads, count)
     emit(optimizer_document(entry, dev, n, res, optimizer, impl, count), fmt, output)

@@ -64,7 +64,8 @@ def superchip_share(n: Node, gpus: int) -> Node:
 def resolve_hardware(cat: Catalog, node: str, nodes: int, gpu: str | None = None,
                      gpus_per_node: int | None = None, smartnic: str | None = None) -> Hardware:
     n: Node = cat.get(node, "node", what="node")  # type: ignore[assignment]
-    g: GPU = cat.get(gpu or n.gpu, "gpu", what="GPU")  # type: ignore[assignment]
+    # None: the node's; an empty name (--gpu '') is an unknown name, as --node '' is
+    g: GPU = cat.get(n.gpu if gpu is None else gpu, "gpu", what="GPU")  # type: ignore[assignment]
     if nodes < 1:
         raise FieldError("nodes", f"{{nodes}} {nodes} must be >= 1")
     if nodes > 1 and n.nics == 0:  # the cluster would have no network between its nodes
@@ -79,7 +80,7 @@ def resolve_hardware(cat: Catalog, node: str, nodes: int, gpu: str | None = None
                          "models")
     if n.superchip and gpus_per_node and gpus_per_node < n.gpus:
         n = superchip_share(n, gpus_per_node)
-    sn_name = smartnic or n.smartnic or DEFAULT_SMARTNIC
+    sn_name = (n.smartnic or DEFAULT_SMARTNIC) if smartnic is None else smartnic
     sn: SmartNIC = cat.get(sn_name, "smartnic", what="SmartNIC")  # type: ignore[assignment]
     return Hardware(
         node=n, nodes=nodes, gpu=g, gpus_per_node=gpus_per_node or n.gpus,
@@ -141,7 +142,11 @@ def check_layout(model: Model | BareModel, layout: Layout, training: Training) -
         if layout.pp > model.layers:
             raise FieldError("pp", f"{{pp}} {layout.pp} is larger than the {model.layers} "
                              f"layers of {model.name}")
-        if layout.ep > 1 and (not model.is_moe or model.experts % layout.ep):
+        for field, given in (("ep", layout.ep > 1), ("etp", layout.etp is not None)):
+            if given and not model.is_moe:  # an expert degree of a dense model: no experts
+                raise FieldError(field, f"{{{field}}} {getattr(layout, field)}: {model.name} "
+                                 "is dense (no experts); expert parallelism applies to MoE models")
+        if layout.ep > 1 and model.experts % layout.ep:
             raise FieldError("ep", f"{{ep}} {layout.ep} must divide the {model.experts} experts "
                              f"of {model.name}")
         if layout.interleave > 1 and layout.pp * layout.interleave > model.layers:

@@ -173,32 +173,21 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     bwd_pass = eq.step__elementwise_backward_passes(f_e=asm.elementwise_factor,
                                                     r_full=(rc == R_FULL))
     hbm = dict(B_hbm=hw.gpu.hbm_Bps, eta_hbm=asm.hbm_efficiency, m=ctx.m)
-    L_moe = ctx.st.moe_layers
     set_scope("forward")
     a_f = eq.compute__causal_attention_flops(F_af=f_att, kappa_c=kappa)
     F_fx = F_fwd - (f_att - a_f)  # what the kernels execute
     eta_f = compute_efficiency(total_flops=F_fx, attn_flops=a_f, expert_flops=x_f, **eff,
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, False))
     T_cf = eq.compute__compute_time(FLOPs=F_fx, eta_g=eta_f, peak=peak)
-    # a dense model's routing passes (route 0) and a recipe without amax passes add 0 to times
-    # that are >= +0: left out unless `explain` records the calls (the same numbers)
-    routed, amax = model.is_moe or recording_active(), reads_amax(ctx) or recording_active()
-    T_ef = eq.step__elementwise_time(n_pass=fwd_pass, L_stage=Ls, M_l=act0, **hbm)
-    if routed:
-        T_ef = T_ef + eq.step__elementwise_time(n_pass=1, L_stage=L_moe, M_l=route, **hbm)
-    if amax:
-        T_ef = T_ef + amax_time(ctx, mem.layer_args, hbm, 1)
+    T_ef = _elementwise(ctx, mem, "forward", (fwd_pass, act0), (1, route), 1, hbm)
     set_scope("backward")
     a_b = eq.compute__causal_attention_flops(F_af=f_att_b, kappa_c=kappa)
     F_bx = F_bwd - (f_att_b - a_b)
     eta_b = compute_efficiency(total_flops=F_bx, attn_flops=a_b, expert_flops=x_b, **eff,
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, True))
     T_cb = eq.compute__compute_time(FLOPs=F_bx, eta_g=eta_b, peak=peak)
-    T_eb = eq.step__elementwise_time(n_pass=bwd_pass, L_stage=Ls, M_l=act0, **hbm)
-    if routed:
-        T_eb = T_eb + eq.step__elementwise_time(n_pass=1 + r_x, L_stage=L_moe, M_l=route, **hbm)
-    if amax:
-        T_eb = T_eb + amax_time(ctx, mem.layer_args, hbm, 1 + (rc == R_FULL))
+    T_eb = _elementwise(ctx, mem, "backward", (bwd_pass, act0), (1 + r_x, route),
+                        1 + (rc == R_FULL), hbm)
     set_scope("")
     T_f = eq.step__forward_time(T_cf=T_cf, T_ef=T_ef)
     T_b = eq.step__backward_time(T_cb=T_cb, T_eb=T_eb)
@@ -208,6 +197,29 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                               asm, eff["curves"][1] if "curves" in eff else None)
     return ComputeRecord(f_l, f_h, f_r, tokens, peak, T_cf, T_cb, T_ef, T_eb, T_f, T_b, bubble,
                          T_f / ctx.m, T_b / ctx.m, T_att)
+
+
+def _elementwise(ctx: Ctx, mem: MemoryRecord, scope: str, stored, routing, amax_passes, hbm):
+    """The stage's element-wise time in one pass direction (step.elementwise_time): the stored
+    activations ``stored`` = (passes, bytes per layer), plus an MoE model's routing buffers
+    ``routing`` (on its MoE layers) and a recipe's amax passes. The additions are recorded
+    under scopes of their own ("forward routing", "forward amax"), made first, so that
+    `explain step.elementwise_time` shows the activations' call, not the last addition's.
+    A dense model's routing (0 bytes) and a recipe without amax passes add nothing."""
+    t_route = t_amax = None
+    if ctx.model.is_moe:
+        set_scope(f"{scope} routing")
+        t_route = eq.step__elementwise_time(n_pass=routing[0], L_stage=ctx.st.moe_layers,
+                                            M_l=routing[1], **hbm)
+    if reads_amax(ctx):
+        set_scope(f"{scope} amax")
+        t_amax = amax_time(ctx, mem.layer_args, hbm, amax_passes)
+    set_scope(scope)
+    T = eq.step__elementwise_time(n_pass=stored[0], L_stage=ctx.st.layers, M_l=stored[1], **hbm)
+    for t in (t_route, t_amax):  # in the order they were summed before: the same numbers
+        if t is not None:
+            T = T + t
+    return T
 
 
 def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):

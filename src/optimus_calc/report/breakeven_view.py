@@ -98,7 +98,7 @@ def device_data(res) -> dict:
         "weights_out_s": st.weights_out_s,
         "optimizer_exposed_s": st.optimizer_exposed_s,
         "offload_bytes_per_device": st.offload_bytes_per_device,
-        "offload_capacity_per_device": st.offload_capacity_per_device,
+        "offload_capacity_bytes_per_device": st.offload_capacity_per_device,
         "spill_bytes_per_device": st.spill_bytes_per_device,
         "gpu_memory_bytes": st.gpu_bytes, "layout_fits": st.reasons == 0,
         "requirements": [requirement_data(r) for r in res.requirements],
@@ -337,6 +337,11 @@ def _catalog_parts(results, goal, data: dict, tables: list, notes: list) -> Tabl
                      "overlaps with (OptimusNIC: the last micro-batch's backward + the next "
                      "forward + the exposed DP time; SuperOffload: the last micro-batch's "
                      "backward, the last bucket after it; ZeRO-Offload: nothing)")
+    no_fit = [d["device"] for d in devs if not d["layout_fits"]]
+    if no_fit:  # as the one-device view says it: a "yes" on a layout that does not fit
+        notes.append(f"the layout does not fit as it is with {', '.join(no_fit)} (see "
+                     "`optimus-calc memory`; layout_fits in JSON and CSV); their rows are for "
+                     "its step as evaluated")
     notes.append("`optimus-calc breakeven ... --device NAME` lists every parameter of one "
                  "device; JSON has them for all")
     return Table(title="", rows=[{k: v for k, v in d.items()

@@ -15,13 +15,14 @@ from optimus_calc.units import GB
 
 BREAKDOWN = [
     ("compute_s", "compute (GEMMs at peak x efficiency)", "compute.compute_time"),
-    ("elementwise_s", "element-wise work on HBM", "memory.activation_layer_bytes"),
+    # the equation whose result is the row (`explain NAME MODEL [layout]` shows its values)
+    ("elementwise_s", "element-wise work on HBM", "step.elementwise_time"),
     ("bubble_s", "pipeline bubble", "compute.pipeline_bubble"),
-    ("tp_comm_s", "TP communication (exposed)", "comm.ring_all_gather_time"),
-    ("cp_comm_s", "CP K/V all-gather + reduce-scatter", "comm.ring_all_gather_time"),
-    ("ep_comm_s", "EP all-to-all (MoE dispatch/combine)", "comm.all_to_all_time"),
-    ("pp_comm_s", "PP point-to-point", "comm.p2p_time"),
-    ("dp_comm_exposed_s", "DP communication, exposed", "compute.exposed_time"),
+    ("tp_comm_s", "TP communication (exposed)", "step.tp_comm_time"),
+    ("cp_comm_s", "CP K/V all-gather + reduce-scatter", "step.cp_comm_time"),
+    ("ep_comm_s", "EP all-to-all (MoE dispatch/combine)", "step.ep_comm_time"),
+    ("pp_comm_s", "PP point-to-point", "step.pp_comm_time"),
+    ("dp_comm_exposed_s", "DP communication, exposed", "step.dp_exposed_time"),
     ("optimizer_exposed_s", "optimizer step + transfers, exposed", "compute.exposed_time"),
     ("fixed_s", "fixed costs (per step, layer, MoE host sync)", "step.fixed_time"),
 ]
@@ -51,10 +52,12 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
     trange, mrange = step_ranges(inp, fws)
     ranges = range_fields({**data, **figures}, trange, mrange)
     data.update(ranges)
-    rows = [{"part": label, "s": terms[key], "share": terms[key] / st.step_time_s,
-             "eq": eqn} for key, label, eqn in BREAKDOWN]
-    rows.append({"part": "step time", "s": st.step_time_s, "share": 1.0, "eq": ""})
     from optimus_calc.evaluate import strategies
+    exposed = strategies.strategy(inp.layout.offload).exposed_equation(int(inp.layout.zero))
+    rows = [{"part": label, "s": terms[key], "share": terms[key] / st.step_time_s,
+             "eq": exposed if key == "optimizer_exposed_s" else eqn}
+            for key, label, eqn in BREAKDOWN]
+    rows.append({"part": "step time", "s": st.step_time_s, "share": 1.0, "eq": ""})
     info = [{"part": "optimizer step (on " + st.optimizer_device + ")", "s": st.optimizer_s,
              "share": None, "eq": strategies.strategy(inp.layout.offload).step_equation},
             {"part": "offload transfers", "s": st.offload_transfer_s, "share": None, "eq": ""},
@@ -134,9 +137,9 @@ def headline_text(st, gpu_bytes: float, figures: dict, trange, mrange) -> str:
     parts = [f"step {st.step_time_s:,.4g} s {trange.text('step_time_s', st.step_time_s)}",
              f"{st.tokens_per_s:,.0f} tokens/s", f"MFU {st.mfu:.1%}"]
     if figures.get("train_days") is not None:
-        parts.append(f"{figures['train_days']:,.1f} days")
+        parts.append(f"{amount(figures['train_days'], 1)} days")
     if figures.get("cost_usd") is not None:
-        parts.append(f"${figures['cost_usd']:,.0f}")
+        parts.append(f"${amount(figures['cost_usd'], 0)}")
     return (", ".join(parts) + f"; GPU memory {gpu_bytes / GB:.1f} GB "
             + mrange.text("gpu_memory_bytes", gpu_bytes))
 
@@ -163,12 +166,18 @@ def optimizer_document(entry, dev, params, res, optimizer, impl, count) -> Docum
                   columns=[Column(k, k) for k in data if k != "inputs"]))
 
 
+def amount(x: float, decimals: int) -> str:
+    """A --tokens figure for the table view: ``decimals`` places, or two significant digits
+    below 1 (a small budget's 0.036 MWh is not "0.0 MWh")."""
+    return f"{x:,.{decimals}f}" if x >= 1 or x == 0 else f"{x:.2g}"
+
+
 def train_note(figures: dict, pue: float) -> str:
     """One line for the table view: the --tokens figures."""
-    s = (f"{figures['tokens']:.4g} tokens: {figures['steps']:,.0f} steps, "
-         f"{figures['train_days']:,.1f} days, {figures['gpu_hours']:,.0f} GPU-hours")
+    s = (f"{figures['tokens']:.4g} tokens: {amount(figures['steps'], 0)} steps, "
+         f"{amount(figures['train_days'], 1)} days, {amount(figures['gpu_hours'], 0)} GPU-hours")
     if figures.get("energy_MWh") is not None:
-        s += f", {figures['energy_MWh']:,.1f} MWh (GPU TDP x PUE {pue:g}, assumed)"
+        s += f", {amount(figures['energy_MWh'], 1)} MWh (GPU TDP x PUE {pue:g}, assumed)"
     if figures.get("cost_usd") is not None:
-        s += f", ${figures['cost_usd']:,.0f}"
+        s += f", ${amount(figures['cost_usd'], 0)}"
     return s

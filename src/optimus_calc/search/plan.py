@@ -15,9 +15,10 @@ from optimus_calc.evaluate.step import StepEstimate, batch_terms, estimate_step
 from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.batch import RECOMPUTE_CODES, Batch
 from optimus_calc.evaluate.engine import evaluate, usable_gpu_bytes
+from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.frameworks import Framework, layout_support, layouts_support
 from optimus_calc.search.inputs import SearchInputs, offload_targets
-from optimus_calc.search.passes import Objective
+from optimus_calc.search.passes import NOT_RUNNABLE, Objective
 from optimus_calc.search.per_framework import groups_note, search_per_framework
 from optimus_calc.search.space import enumerate_space, offload_variants
 from optimus_calc.specs.model import Model
@@ -138,6 +139,40 @@ def _top_candidates(picks, results, groups, model: Model, hw: Hardware) -> list[
     return out
 
 
+def _no_fit_why(res, names: tuple[str, ...], hw: Hardware, asm: Assumptions) -> str:
+    """Why nothing fits when a framework runs some layout: the rules are checked before memory,
+    so the smallest is of the layouts a framework runs; when that one fits GPU memory, what
+    failed is another resource (host RAM, NVMe, the SmartNIC): name it, not GPU memory."""
+    who = names[0] if len(names) == 1 else "a framework"
+    usable = usable_gpu_bytes(hw, asm)
+    other = [t for t in res.infeasible_by_reason
+             if t not in (Reason.GPU_MEMORY.text, NOT_RUNNABLE)]
+    if res.smallest_gpu_bytes > usable or not other:
+        return (f"no layout fits: the smallest {who} runs needs "
+                f"{fmt_gb(res.smallest_gpu_bytes)} per GPU on {fmt_gb(usable)} usable of "
+                f"{hw.gpu.name}")
+    return (f"no layout fits: the layouts {who} runs that fit GPU memory (from "
+            f"{fmt_gb(res.smallest_gpu_bytes)} per GPU on {fmt_gb(usable)} usable of "
+            f"{hw.gpu.name}) fail on: {'; '.join(other)}")
+
+
+def _no_space(model: Model, hw: Hardware, base: Training, pins: dict) -> FieldError:
+    """No layout to search: the pins and the batch, with the rules (search/space.py) that
+    the pinned columns must meet, not only TP's."""
+    pinned = "".join(f" {{{k}}} {','.join(map(str, v))}" for k, v in pins.items())
+    batch = (f"{{global_batch}} {base.global_batch}" if base.global_batch is not None else
+             "the default global batch")
+    rules = ["TP must divide the heads and the node's GPUs"]
+    if "mb" in pins:
+        rules.append("a micro-batch must divide the global batch / DP")
+    if "ep" in pins:
+        rules.append("EP must divide the experts and DP x CP" if model.is_moe else
+                     f"EP > 1 needs experts: {model.name} is dense")
+    return FieldError(next(iter(pins or {"global_batch": 0})),
+                      f"no layout of {model.name} divides {hw.gpus} GPUs with {batch}"
+                      f"{' and' + pinned if pinned else ''} ({'; '.join(rules)})")
+
+
 def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
          objective: Objective | str = Objective.THROUGHPUT, top_k: int = 5,
          offloads: list[Offload] | tuple[Offload, ...] | None = None, max_zero: int = 3,
@@ -166,13 +201,7 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                             recomputes=recomputes or RECOMPUTE_CODES, pins=pins,
                             offload_params=offload_params)
     if len(space) == 0:
-        pinned = "".join(f" {{{k}}} {','.join(map(str, v))}" for k, v in (pins or {}).items())
-        batch = (f"{{global_batch}} {base.global_batch}" if base.global_batch is not None else
-                 "the default global batch")
-        raise FieldError(next(iter(pins or {"global_batch": 0})),
-                         f"no layout of {model.name} divides {hw.gpus} GPUs with {batch}"
-                         f"{' and' + pinned if pinned else ''} (TP must divide the heads and "
-                         "the node's GPUs)")
+        raise _no_space(model, hw, base, pins or {})
     res, picks, groups, results = search_per_framework(
         model, hw, base, asm, space, objective, top_k, distinct, frameworks, physics)
     names = tuple(f.value for f in frameworks)
@@ -183,11 +212,7 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                   what_if=what_if, framework_rejections=res.framework_rejections,
                   frameworks=names, profiles=len(groups))
     if res.feasible == 0:
-        # the rules are checked before memory: the smallest is of the layouts a framework runs
-        why = (f"no layout fits: the smallest {names[0] if len(names) == 1 else 'a framework'} "
-               f"runs needs {fmt_gb(res.smallest_gpu_bytes)} per GPU on "
-               f"{fmt_gb(usable_gpu_bytes(hw, asm))} usable of {hw.gpu.name}"
-               if np.isfinite(res.smallest_gpu_bytes) else
+        why = (_no_fit_why(res, names, hw, asm) if np.isfinite(res.smallest_gpu_bytes) else
                "no framework runs any layout searched (" + ", ".join(names) + "; see "
                "framework_rejections; SmartNIC layouts are a what-if)" + _refused(frameworks,
                                                                                   offloads))

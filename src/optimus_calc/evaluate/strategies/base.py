@@ -40,6 +40,13 @@ class OffloadStrategy:
     # the equation whose result is its optimizer step (OptimizerUse.step_s): the step report
     # names it and `explain` prints it; "" when the step is computed outside the equations
     step_equation: str = ""
+    # the equation whose result is its exposed optimizer time (StepEstimate.optimizer_exposed_s):
+    # the step report names it for `explain`
+    exposed_equation_name: str = "compute.exposed_time"
+
+    def exposed_equation(self, zero: int) -> str:
+        """The equation of the exposed optimizer time at ZeRO stage ``zero``."""
+        return self.exposed_equation_name
 
     @property
     def key(self) -> str:

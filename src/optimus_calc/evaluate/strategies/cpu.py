@@ -78,6 +78,10 @@ class HostOffload(OffloadStrategy):
     offloads_params = True
     step_equation = "offload.step_time"  # CPU-Adam's phases (offload_schedules.py)
 
+    def exposed_equation(self, zero: int) -> str:
+        # ZeRO-1/2 overlap the gradient copies with the backward (offload_schedules.py)
+        return "offload.exposed_zero_offload" if zero == 3 else "offload.exposed_zero12_offload"
+
     def compare_entries(self, cat, node):
         return [("ZeRO-Offload (CPU)", None, False)]
 

@@ -26,6 +26,7 @@ class NVMeOffload(OffloadStrategy):
     device = "NVMe drive"
     offloads_params = True
     step_equation = "offload.nvme_step_time"  # the CPU step plus the swaps (offload_step.py)
+    exposed_equation_name = "offload.exposed_zero_offload"
 
     def compare_entries(self, cat, node):
         return [("ZeRO-Infinity (NVMe)", None, False)]

@@ -35,6 +35,7 @@ class SmartNICOffload(OffloadStrategy):
     label = "OptimusNIC"
     device = "SmartNIC"
     step_equation = "compute.optimizer_step_time"  # the card's roofline (optimizer.device_time)
+    exposed_equation_name = "optimusnic.exposed_time"
 
     def compare_entries(self, cat, node):
         """One row per catalog SmartNIC; a card the node does not have is a what-if."""

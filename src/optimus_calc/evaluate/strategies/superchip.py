@@ -22,6 +22,7 @@ class SuperchipOffload(OffloadStrategy):
     label = "SuperOffload"
     device = "Grace memory"
     step_equation = "offload.superchip_step_time"
+    exposed_equation_name = "offload.superchip_exposed_time"
 
     def compare_entries(self, cat, node):
         return [("SuperOffload (Grace)", None, False)] if node.superchip else []
