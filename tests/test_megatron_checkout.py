@@ -219,6 +219,29 @@ def test_megatron_405b_uneven_interleave_is_the_planned_split(run, tmp_path, mon
     assert all(r == [2] * 8 for r in per_rank[2:]) and sum(map(sum, per_rank)) == 126
 
 
+def test_megatron_405b_pp16_vp8_runs_the_embedding_only_chunk(run, tmp_path, monkeypatch,
+                                                               megatron):
+    # Megatron-Bridge's GB200 405B MXFP8 layout TP 4 PP 16 VP 8 (public_cases_mb26.py): 128
+    # chunks for 126 layers; the ranks hold split_layers(126, 16) = 7, 7, 8 x 14, so the first
+    # chunk of ranks 0 and 1 has no layer (rank 0's holds the embedding): Megatron derives VP 8
+    # from the 128 stages and builds them
+    arguments, _ = megatron
+    from megatron.core.transformer.enums import LayerType
+    from megatron.core.transformer.pipeline_parallel_layer_layout import (
+        PipelineParallelLayerLayout)
+    args = ("llama-3-405b", "--node", "dgx-h100", "--nodes", 32, "--tp", 4, "--pp", 16,
+            "--interleave", 8, "--zero", 1, "--micro-batch", 1, "--global-batch", 1536,
+            "--offloads", "none", "--framework", "megatron")
+    text = _export(run, tmp_path, *args, "--export", "megatron")
+    margs, _ = _megatron_validate(arguments, monkeypatch, text)
+    assert margs.virtual_pipeline_model_parallel_size == 8
+    layout = PipelineParallelLayerLayout(margs.pipeline_model_parallel_layout, 16)
+    layout.validate_layer_layout(margs.num_layers, 0)
+    per_rank = [[chunk.count(LayerType.decoder) for chunk in rank] for rank in layout.layout]
+    assert per_rank[0] == per_rank[1] == [0] + [1] * 7
+    assert all(r == [1] * 8 for r in per_rank[2:]) and sum(map(sum, per_rank)) == 126
+
+
 def _hf_models():
     out = []
     for d in sorted(HF.iterdir()):

@@ -149,9 +149,11 @@ def check_layout(model: Model | BareModel, layout: Layout, training: Training) -
         if layout.ep > 1 and model.experts % layout.ep:
             raise FieldError("ep", f"{{ep}} {layout.ep} must divide the {model.experts} experts "
                              f"of {model.name}")
-        if layout.interleave > 1 and layout.pp * layout.interleave > model.layers:
+        # the embedding and the loss may take a chunk each (shapes.split_layers)
+        if layout.interleave > 1 and layout.pp * layout.interleave > model.layers + 2:
             raise FieldError("interleave", f"{{interleave}} {layout.interleave} x {{pp}} "
-                             f"{layout.pp} exceeds the {model.layers} layers")
+                             f"{layout.pp} exceeds the {model.layers} layers and the "
+                             "embedding's and the loss's chunks")
         if training.seq_len % layout.cp:
             raise FieldError("cp", f"{{cp}} {layout.cp} does not divide {{seq_len}} "
                              f"{training.seq_len}")

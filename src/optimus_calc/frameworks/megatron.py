@@ -105,10 +105,11 @@ RULES: tuple[Rule, ...] = (
     # an uneven split runs through --pipeline-model-parallel-layout (the export writes the
     # evaluated split, megatron_export._pipeline; arguments.py L941-951 derives the virtual
     # stages from it): only a virtual stage without a layer is refused
-    _row("MG_INTERLEAVE_LAYERS", "interleaving needs at least one layer per virtual stage "
-         "(PP x interleave <= layers; an uneven split runs as --pipeline-model-parallel-layout)",
-         "training/arguments.py L941-951, core/transformer/pipeline_parallel_layer_layout.py "
-         "L40-55", lambda x: (x.v > 1) & (x.pp * x.v > x.layers)),
+    _row("MG_INTERLEAVE_LAYERS", "interleaving needs a layer, the embedding or the loss in "
+         "every virtual stage (PP x interleave <= layers + 2; an uneven split runs as "
+         "--pipeline-model-parallel-layout)", "training/arguments.py L941-951, core/"
+         "transformer/pipeline_parallel_layer_layout.py L40-55",
+         lambda x: (x.v > 1) & (x.pp * x.v > x.layers + 2)),
     _row("MG_INTERLEAVE_MICRO", "the interleaved schedule needs at least PP micro-batches",
          "core/pipeline_parallel/schedules.py L1160-1168", _interleave_micro),
     Rule("MG_ARCH", f"{_MG}: pretrain_gpt.py cannot build this architecture from its flags (an "

@@ -221,7 +221,7 @@ def _cp_and_interleave(model: Model, gpus: int, seq_len: int, pin: dict, max_int
         if seq_len >= LONG_CONTEXT else [1]
     top, vs, n = max(max_interleave, *pin.get("v", [1])), pin.get("v"), model.layers
     return cps, functools.lru_cache(maxsize=None)(lambda p: [v for v in [1] + [v for v in range(
-        2, top + 1) if p > 1 and (n % (p * v) == 0 or vs is not None and p * v <= n)]
+        2, top + 1) if p > 1 and (n % (p * v) == 0 or vs is not None and p * v <= n + 2)]
         if vs is None or v in vs])  # the pins applied once per PP degree
 
 
