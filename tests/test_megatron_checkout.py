@@ -197,49 +197,32 @@ def test_megatron_405b_pp16_split_is_the_planned_one(run, tmp_path, monkeypatch,
     assert built == planned == [7, 7] + [8] * 14  # 126 layers over 16 stages
 
 
+# Megatron-Bridge's 405B recipes: H100 TP 8 PP 8 CP 2 VP 8 (126 layers over 64 chunks; the
+# ranks hold split_layers(126, 8) = 15, 15, 16 x 6: 15 = 1 + 7 x 2, 16 = 8 x 2) and GB200 TP 4
+# PP 16 VP 8 (128 chunks for 126 layers; 7, 7, 8 x 14: the first chunk of ranks 0 and 1 has no
+# layer, rank 0's holding the embedding). Both run as a layout (arguments.py L941-951 derives
+# VP 8 from its stages); each rank builds the chunks the evaluator timed
+@pytest.mark.parametrize("nodes,tp,pp,extra,first,rest", [
+    (128, 8, 8, ("--cp", 2, "--global-batch", 512), [1] + [2] * 7, [2] * 8),
+    (32, 4, 16, ("--global-batch", 1536), [0] + [1] * 7, [1] * 8)], ids=["pp8", "pp16"])
 def test_megatron_405b_uneven_interleave_is_the_planned_split(run, tmp_path, monkeypatch,
-                                                              megatron):
-    # Megatron-Bridge's H100 405B layout TP 8 PP 8 CP 2 VP 8: 126 layers over 64 chunks run as
-    # a layout (arguments.py L941-951 derives VP 8 from its 64 stages); each rank builds the
-    # chunks the evaluator timed: 15 = 1 + 7 x 2 on ranks 0-1, 16 = 8 x 2 on the others
+                                                              megatron, nodes, tp, pp, extra,
+                                                              first, rest):
     arguments, _ = megatron
     from megatron.core.transformer.enums import LayerType
     from megatron.core.transformer.pipeline_parallel_layer_layout import (
         PipelineParallelLayerLayout)
-    args = ("llama-3-405b", "--node", "dgx-h100", "--nodes", 128, "--tp", 8, "--pp", 8,
-            "--cp", 2, "--interleave", 8, "--zero", 1, "--micro-batch", 1, "--global-batch",
-            512, "--offloads", "none", "--framework", "megatron")
+    args = ("llama-3-405b", "--node", "dgx-h100", "--nodes", nodes, "--tp", tp, "--pp", pp,
+            "--interleave", 8, "--zero", 1, "--micro-batch", 1, *extra, "--offloads", "none",
+            "--framework", "megatron")
     text = _export(run, tmp_path, *args, "--export", "megatron")
     margs, _ = _megatron_validate(arguments, monkeypatch, text)
     assert margs.virtual_pipeline_model_parallel_size == 8
-    layout = PipelineParallelLayerLayout(margs.pipeline_model_parallel_layout, 8)
+    layout = PipelineParallelLayerLayout(margs.pipeline_model_parallel_layout, pp)
     layout.validate_layer_layout(margs.num_layers, 0)
     per_rank = [[chunk.count(LayerType.decoder) for chunk in rank] for rank in layout.layout]
-    assert per_rank[0] == per_rank[1] == [1] + [2] * 7
-    assert all(r == [2] * 8 for r in per_rank[2:]) and sum(map(sum, per_rank)) == 126
-
-
-def test_megatron_405b_pp16_vp8_runs_the_embedding_only_chunk(run, tmp_path, monkeypatch,
-                                                               megatron):
-    # Megatron-Bridge's GB200 405B MXFP8 layout TP 4 PP 16 VP 8 (public_cases_mb26.py): 128
-    # chunks for 126 layers; the ranks hold split_layers(126, 16) = 7, 7, 8 x 14, so the first
-    # chunk of ranks 0 and 1 has no layer (rank 0's holds the embedding): Megatron derives VP 8
-    # from the 128 stages and builds them
-    arguments, _ = megatron
-    from megatron.core.transformer.enums import LayerType
-    from megatron.core.transformer.pipeline_parallel_layer_layout import (
-        PipelineParallelLayerLayout)
-    args = ("llama-3-405b", "--node", "dgx-h100", "--nodes", 32, "--tp", 4, "--pp", 16,
-            "--interleave", 8, "--zero", 1, "--micro-batch", 1, "--global-batch", 1536,
-            "--offloads", "none", "--framework", "megatron")
-    text = _export(run, tmp_path, *args, "--export", "megatron")
-    margs, _ = _megatron_validate(arguments, monkeypatch, text)
-    assert margs.virtual_pipeline_model_parallel_size == 8
-    layout = PipelineParallelLayerLayout(margs.pipeline_model_parallel_layout, 16)
-    layout.validate_layer_layout(margs.num_layers, 0)
-    per_rank = [[chunk.count(LayerType.decoder) for chunk in rank] for rank in layout.layout]
-    assert per_rank[0] == per_rank[1] == [0] + [1] * 7
-    assert all(r == [1] * 8 for r in per_rank[2:]) and sum(map(sum, per_rank)) == 126
+    assert per_rank[0] == per_rank[1] == first
+    assert all(r == rest for r in per_rank[2:]) and sum(map(sum, per_rank)) == 126
 
 
 def _hf_models():
