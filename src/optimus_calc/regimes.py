@@ -29,7 +29,11 @@ TIME_KINDS = ("throughput", "step_time")
 
 
 SEQ_BANDS = ("<=8K", "8K-32K", ">32K")          # tokens per sequence
-SCALE_BANDS = ("1 node", "<=16 nodes", ">16 nodes")
+# The largest run a public case holds: the Llama 3 paper's 16,384 H100 on 2,048 nodes
+# (public_cases_long.llama3_rows; tests/test_regimes.py checks it against the cases). Past it
+# a prediction is an extrapolation: its own band, which no case matches
+PUBLIC_MAX_NODES = 2048
+SCALE_BANDS = ("1 node", "<=16 nodes", ">16 nodes", f">{PUBLIC_MAX_NODES} nodes")
 
 
 @record
@@ -77,7 +81,9 @@ def seq_band(seq_len: int, kernel: str = "") -> str:
 
 
 def scale_band(nodes: int) -> str:
-    return SCALE_BANDS[0] if nodes <= 1 else SCALE_BANDS[1] if nodes <= 16 else SCALE_BANDS[2]
+    """1 node, up to 16, up to the largest public run (PUBLIC_MAX_NODES), past it."""
+    return SCALE_BANDS[0] if nodes <= 1 else SCALE_BANDS[1] if nodes <= 16 else \
+        SCALE_BANDS[2] if nodes <= PUBLIC_MAX_NODES else SCALE_BANDS[3]
 
 
 def regime_for(gpu_name: str, framework: str, offload: str, model, precision: str = "bf16",
