@@ -200,10 +200,12 @@ def test_explain_elementwise_shows_the_activations_call(run):
     assert st["elementwise_s"] == pytest.approx(v["result"] * 4 / 3, rel=1e-9)
 
 
-@pytest.mark.parametrize("flag", [("--smartnics-per-node", 2), ("--no-spill",)])
+@pytest.mark.parametrize("flag", [("--smartnics-per-node", 2), ("--no-spill",),
+                                  ("--smartnic", "bluefield-2")])
 def test_smartnic_only_flags_without_the_smartnic_offload_are_an_error(run, flag):
     # `memory llama70b --smartnics-per-node 2` (no --offload smartnic) printed the memory of
-    # the layout without offload, the flag silently ignored
+    # the layout without offload, the flag silently ignored; so did `step ... --offload cpu
+    # --smartnic bluefield-2` (705.93 s with and without it)
     r = run("memory", "llama70b", *flag)
     assert r.code == 2 and r.err == (f"error: {flag[0]} applies to --offload smartnic (got "
                                      "--offload none)\n")

@@ -249,7 +249,8 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
         superchip_gpu_fraction=kw["gpu_fraction"], allow_spill=not kw["no_spill"])
     if layout.offload_params and layout.zero == 3 and not strategies_vary:  # < 3: check_layout
         check_params_target(layout)
-    for flag, given in (("--smartnics-per-node", kw["smartnics_per_node"]),
+    for flag, given in (("--smartnic", kw["smartnic"]),
+                        ("--smartnics-per-node", kw["smartnics_per_node"]),
                         ("--no-spill", kw["no_spill"])):
         if given and not strategies_vary and layout.offload is not Offload.SMARTNIC:
             raise InputError(f"{flag} applies to --offload smartnic (got --offload "
