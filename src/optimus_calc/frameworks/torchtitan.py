@@ -190,6 +190,13 @@ RULES: tuple[Rule, ...] = (
          "(\"Currently we only support ETP=TP or ETP=1\")",
          "torchtitan/distributed/parallel_dims.py L58-59",
          lambda x: (x.ep > 1) & x.etp_not_tp & (x.etp != 1)),
+    # PP x V = layers + 2 (context.check_layout) leaves virtual stage 1 without a layer, the
+    # embedding or the output (shapes.virtual_stage_layers); at layers + 1 only stage 0 is
+    # empty of layers, and it holds tok_embeddings
+    _row("TT_EMPTY_PART", "interleaving leaves a model part with no parameters (PP x interleave "
+         "> layers + 1), and each part gets its own optimizer, which torch.optim refuses on an "
+         "empty parameter list", "torchtitan/distributed/pipeline_parallel.py L390-431, "
+         "components/optimizer.py L80-81", lambda x: (x.v > 1) & (x.pp * x.v > x.layers + 1)),
     Rule("TT_NO_FLAVOUR", f"{_TT}: v0.2.2 builds only the model flavours it registers "
          "(llama3, llama4, qwen3, deepseek_v3, gpt_oss; train.py L138 looks the flavour up in "
          "models/<name>/__init__.py), none of this model's shape", "train.py L138",
