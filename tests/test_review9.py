@@ -3,6 +3,8 @@ corrected behaviour."""
 
 from __future__ import annotations
 
+import pytest
+
 from optimus_calc.evaluate.shapes import virtual_stage_layers
 
 
@@ -32,3 +34,20 @@ def test_torchtitan_refuses_an_interleave_with_a_chunk_holding_nothing(run):
               "--pp", "3", "--interleave", "11", "--zero", "0", "--framework", "torchtitan",
               "--format", "json").json()
     assert one["frameworks"]["torchtitan"] == "runs"
+
+
+@pytest.mark.parametrize("pin, rule", [
+    # llama-3-8b on one DGX H100: PP <= 8 GPUs, so PP x 40 >= 80 > 32 layers + 2 everywhere
+    (("--interleave", "40"), "interleave > 1 needs PP > 1, PP x interleave <= 32 layers + 2"),
+    # 3 divides neither the 8,192-token sequence nor the 8 GPUs
+    (("--cp", "3"), "CP must divide the sequence and the GPUs left by TP"),
+])
+def test_no_space_hint_names_the_pinned_cp_and_interleave_rules(run, pin, rule):
+    # this round searches a pinned --cp at any sequence and a pinned --interleave unevenly;
+    # when such a pin leaves no layout, the hint said only "TP must divide the heads and the
+    # node's GPUs", which both pins here satisfy at TP 1
+    r = run("plan", "llama-3-8b", "--node", "dgx-h100", *pin)
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert r.err.startswith(f"error: no layout of llama-3-8b divides 8 GPUs with the default "
+                            f"global batch and {' '.join(pin)} (")
+    assert rule in r.err

@@ -168,6 +168,11 @@ def _no_space(model: Model, hw: Hardware, base: Training, pins: dict) -> FieldEr
     if "ep" in pins:
         rules.append("EP must divide the experts and DP x CP" if model.is_moe else
                      f"EP > 1 needs experts: {model.name} is dense")
+    if "cp" in pins:
+        rules.append("CP must divide the sequence and the GPUs left by TP")
+    if "v" in pins:
+        rules.append(f"interleave > 1 needs PP > 1, PP x interleave <= {model.layers} layers "
+                     "+ 2 and the micro-batches a multiple of PP")
     return FieldError(next(iter(pins or {"global_batch": 0})),
                       f"no layout of {model.name} divides {hw.gpus} GPUs with {batch}"
                       f"{' and' + pinned if pinned else ''} ({'; '.join(rules)})")
