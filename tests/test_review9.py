@@ -51,3 +51,17 @@ def test_no_space_hint_names_the_pinned_cp_and_interleave_rules(run, pin, rule):
     assert r.err.startswith(f"error: no layout of llama-3-8b divides 8 GPUs with the default "
                             f"global batch and {' '.join(pin)} (")
     assert rule in r.err
+
+
+@pytest.mark.parametrize("per_node, nodes, rng", [
+    # 16 x 2,048 = 32,768 H100, twice the largest public run (16,384): the band was the node
+    # count's (">16 nodes", 21 H100 cases) and the range "public"
+    (16, 2048, "widened"),
+    # 4 x 4,096 = 16,384 H100, the Llama 3 paper's own size: the band was ">2048 nodes", no case
+    (4, 4096, "public"),
+])
+def test_past_the_largest_public_run_counts_gpus_not_nodes(run, per_node, nodes, rng):
+    d = run("step", "llama70b", "--node", "dgx-h100", "--gpus-per-node", per_node, "--nodes",
+            nodes, "--tp", 4, "--format", "json").json()
+    assert d["error_range"] == rng
+    assert (">16384 GPUs" in d["error_range_basis"]) == (rng == "widened")

@@ -29,11 +29,12 @@ TIME_KINDS = ("throughput", "step_time")
 
 
 SEQ_BANDS = ("<=8K", "8K-32K", ">32K")          # tokens per sequence
-# The largest run a public case holds: the Llama 3 paper's 16,384 H100 on 2,048 nodes
-# (public_cases_long.llama3_rows; tests/test_regimes.py checks it against the cases). Past it
-# a prediction is an extrapolation: its own band, which no case matches
-PUBLIC_MAX_NODES = 2048
-SCALE_BANDS = ("1 node", "<=16 nodes", ">16 nodes", f">{PUBLIC_MAX_NODES} nodes")
+# The largest run a public case holds: the Llama 3 paper's 16,384 H100 (2,048 nodes of 8;
+# public_cases_long.llama3_rows; tests/test_regimes.py checks it against the cases). Past it
+# a prediction is an extrapolation: its own band, which no case matches. Counted in GPUs, not
+# nodes: nodes hold 1 (GH200) to 72 (NVL72) GPUs, or --gpus-per-node's
+PUBLIC_MAX_GPUS = 16384
+SCALE_BANDS = ("1 node", "<=16 nodes", ">16 nodes", f">{PUBLIC_MAX_GPUS} GPUs")
 
 
 @record
@@ -80,19 +81,21 @@ def seq_band(seq_len: int, kernel: str = "") -> str:
     return f"{band} {kernel}" if kernel and seq_len > 8192 else band
 
 
-def scale_band(nodes: int) -> str:
-    """1 node, up to 16, up to the largest public run (PUBLIC_MAX_NODES), past it."""
-    return SCALE_BANDS[0] if nodes <= 1 else SCALE_BANDS[1] if nodes <= 16 else \
-        SCALE_BANDS[2] if nodes <= PUBLIC_MAX_NODES else SCALE_BANDS[3]
+def scale_band(nodes: int, gpus: int | None = None) -> str:
+    """Past the largest public run (``gpus`` > PUBLIC_MAX_GPUS); else 1 node, up to 16, more."""
+    if gpus is not None and gpus > PUBLIC_MAX_GPUS:
+        return SCALE_BANDS[3]
+    return SCALE_BANDS[0] if nodes <= 1 else SCALE_BANDS[1] if nodes <= 16 else SCALE_BANDS[2]
 
 
 def regime_for(gpu_name: str, framework: str, offload: str, model, precision: str = "bf16",
-               seq_len: int = 2048, nodes: int = 1, kernel: str = "") -> Regime:
+               seq_len: int = 2048, nodes: int = 1, kernel: str = "",
+               gpus: int | None = None) -> Regime:
     """THE regime key: the one place that says which public cases are like a layout (GPU
     family x framework x offload x dense/MoE x precision x sequence band, with the attention
     kernel past 8K, x scale band)."""
     return Regime(gpu_family(gpu_name), framework, str(offload), model_class(model),
-                  precision_class(precision), seq_band(seq_len, kernel), scale_band(nodes))
+                  precision_class(precision), seq_band(seq_len, kernel), scale_band(nodes, gpus))
 
 
 def regime_of(gpu_name: str, framework: str, offload: str, model) -> Regime:
@@ -178,7 +181,7 @@ def _cv(r) -> float:
 
 def error_range(gpu_name: str, frameworks, offload: str, model, profile=None,
                 memory: bool = False, precision: str = "bf16", seq_len: int = 2048,
-                nodes: int = 1, kernel: str = "") -> ErrorRange:
+                nodes: int = 1, kernel: str = "", gpus: int | None = None) -> ErrorRange:
     """The range of a layout's time figures (or, with ``memory``, its GPU memory): the
     leave-one-source-out residuals of the public cases of its regime (any of the
     ``frameworks`` that run it), or the profile's leave-one-out error on the GPU the profile
@@ -191,7 +194,7 @@ def error_range(gpu_name: str, frameworks, offload: str, model, profile=None,
                                         f"profile {profile.path}")
     names = [str(getattr(f, "value", f)) for f in frameworks] or ["none"]
     keys = [regime_for(gpu_name, fw, str(offload), model, precision, seq_len, nodes,
-                       kernel).key for fw in names]
+                       kernel, gpus).key for fw in names]
     kinds = ("memory",) if memory else TIME_KINDS
     # memory arithmetic does not depend on the GPU, precision class, sequence or scale band
     base_free = (0, 4, 5, 6) if memory else ()

@@ -179,7 +179,7 @@ def run_row(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> Pub
     err = pred / row.published - 1
     eps = err if row.unit == "s" else 1 / (1 + err) - 1
     reg = regime_for(s.hw.gpu.name, row.framework or "none", "none", s.model, row.precision,
-                     row.seq, s.hw.nodes, s.kernel or "unfused")
+                     row.seq, s.hw.nodes, s.kernel or "unfused", s.hw.gpus)
     return PublicResult(row, pred, reg, err, eps, s)
 
 

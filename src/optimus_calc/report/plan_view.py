@@ -33,7 +33,7 @@ def candidate_ranges(c, res, profile, fig: dict) -> dict:
     common = (res.hw.gpu.name, list(c.frameworks), c.layout.offload.value, res.model)
     from optimus_calc.evaluate.efficiency import attention_kernel_name
     kw = dict(profile=profile, precision=res.training.precision.value,
-              seq_len=res.training.seq_len, nodes=res.hw.nodes,
+              seq_len=res.training.seq_len, nodes=res.hw.nodes, gpus=res.hw.gpus,
               kernel=attention_kernel_name(res.hw.gpu, res.training))
     return range_fields({**candidate_data(c), **fig}, error_range(*common, **kw),
                         error_range(*common, memory=True, **kw))
