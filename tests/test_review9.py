@@ -65,3 +65,24 @@ def test_past_the_largest_public_run_counts_gpus_not_nodes(run, per_node, nodes,
             nodes, "--tp", 4, "--format", "json").json()
     assert d["error_range"] == rng
     assert (">16384 GPUs" in d["error_range_basis"]) == (rng == "widened")
+
+
+def test_cp_needs_the_sequence_in_2cp_chunks(run):
+    # a pinned --cp is now searched at any sequence. Megatron-LM asserts seq_length % (2 x CP)
+    # == 0 (training/arguments.py L1335-1338 @ d98e8a6): 4,100 % 8 = 4. torchtitan asserts
+    # seq_len % (TP x 2 x CP) == 0 (models/llama3/infra/parallelize.py L69-74 @ v0.2.2):
+    # 4,100 % 16 = 4. Both said "runs", and plan --export megatron wrote --context-parallel-size
+    # 4 --seq-length 4100
+    base = ("llama-3-8b", "--node", "dgx-h100", "--global-batch", "64")
+    d = run("step", *base, "--cp", 4, "--tp", 2, "--seq-len", 4100, "--format", "json").json()
+    assert d["frameworks"]["megatron"].startswith("Megatron-LM: context parallelism cuts the "
+                                                  "sequence into 2 x CP chunks")
+    assert d["frameworks"]["torchtitan"].startswith("torchtitan: the sequence must be a "
+                                                    "multiple of TP x 2 x CP")
+    r = run("plan", *base, "--cp", 4, "--seq-len", 4100, "--offloads", "none", "--framework",
+            "megatron", "--export", "megatron")
+    assert r.code == 2 and "--context-parallel-size" not in r.out
+    # 4,104 = 8 x 513: a multiple of 2 x CP 4 (Megatron runs it), not of TP 2 x 2 x 4 = 16
+    ok = run("step", *base, "--cp", 4, "--tp", 2, "--seq-len", 4104, "--format", "json").json()
+    assert ok["frameworks"]["megatron"] == "runs"
+    assert ok["frameworks"]["torchtitan"].startswith("torchtitan: the sequence must be")

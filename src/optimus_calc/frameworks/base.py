@@ -50,7 +50,8 @@ class Layouts:
     def __init__(self, tp, pp, dp, cp, ep, zero, offload, offload_params, interleave,
                  micro_batch, *, heads: int, n_kv: int, experts: int, layers: int,
                  global_batch=None, precision: str = "bf16", model=None,
-                 fp8_recipe: str = "te-delayed", etp=None, sp=True, attention_kernel: str = ""):
+                 fp8_recipe: str = "te-delayed", etp=None, sp=True, attention_kernel: str = "",
+                 seq_len: int | None = None):
         # each array keeps its own shape (the search's grid columns are (1, 1, 1, 1, grid), its
         # switches one axis each): a rule computes on the axes it reads, and only its result
         # meets the others' (run_rules), never millions of broadcast copies of a switch
@@ -72,6 +73,11 @@ class Layouts:
         self.model = model  # the Model, for rules on the architecture (None: those are skipped)
         # the fused kernel the run names (--attention-kernel), "" for the GPU's default or none
         self.attention_kernel = attention_kernel
+        self.seq_len = seq_len  # tokens per sequence (None: the rules on it are skipped)
+
+    def seq_not_dividing(self, divisor) -> np.ndarray | None:
+        """The sequence not a multiple of ``divisor`` (an array); None without a sequence."""
+        return None if self.seq_len is None else not_dividing(self.seq_len, divisor)
 
     @property
     def shape(self) -> tuple[int, ...]:

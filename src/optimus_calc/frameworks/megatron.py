@@ -110,6 +110,9 @@ RULES: tuple[Rule, ...] = (
          "--pipeline-model-parallel-layout)", "training/arguments.py L941-951, core/"
          "transformer/pipeline_parallel_layer_layout.py L40-55",
          lambda x: (x.v > 1) & (x.pp * x.v > x.layers + 2)),
+    _row("MG_CP_SEQ", "context parallelism cuts the sequence into 2 x CP chunks: the sequence "
+         "must be a multiple of 2 x CP", "training/arguments.py L1335-1338",
+         lambda x: None if x.seq_len is None else (x.cp > 1) & x.seq_not_dividing(2 * x.cp)),
     _row("MG_INTERLEAVE_MICRO", "the interleaved schedule needs at least PP micro-batches",
          "core/pipeline_parallel/schedules.py L1160-1168", _interleave_micro),
     Rule("MG_ARCH", f"{_MG}: pretrain_gpt.py cannot build this architecture from its flags (an "

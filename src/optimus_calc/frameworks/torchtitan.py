@@ -197,6 +197,10 @@ RULES: tuple[Rule, ...] = (
          "> layers + 1), and each part gets its own optimizer, which torch.optim refuses on an "
          "empty parameter list", "torchtitan/distributed/pipeline_parallel.py L390-431, "
          "components/optimizer.py L80-81", lambda x: (x.v > 1) & (x.pp * x.v > x.layers + 1)),
+    _row("TT_SEQ_DIVISOR", "the sequence must be a multiple of TP x 2 x CP (sequence "
+         "parallelism over TP, load-balanced CP chunks)", "models/llama3/infra/parallelize.py "
+         "L69-74, distributed/parallel_dims.py L365-372",
+         lambda x: x.seq_not_dividing(x.tp * 2 * x.cp)),
     Rule("TT_NO_FLAVOUR", f"{_TT}: v0.2.2 builds only the model flavours it registers "
          "(llama3, llama4, qwen3, deepseek_v3, gpt_oss; train.py L138 looks the flavour up in "
          "models/<name>/__init__.py), none of this model's shape", "train.py L138",
