@@ -86,3 +86,17 @@ def test_cp_needs_the_sequence_in_2cp_chunks(run):
     ok = run("step", *base, "--cp", 4, "--tp", 2, "--seq-len", 4104, "--format", "json").json()
     assert ok["frameworks"]["megatron"] == "runs"
     assert ok["frameworks"]["torchtitan"].startswith("torchtitan: the sequence must be")
+
+
+def test_nemo_2412_rows_say_the_2407_table_publishes_their_batch():
+    # NeMo 24.07's table (docs/source/performance/performance_summary.md @ 8e3d65dcfe):
+    # | LLAMA2-70B | 64 | 128 | 1 | 4096 | 4 | 4 | 1 | 20 | 1728 | ...
+    # | LLAMA3-8B  | 8  | 128 | 1 | 8192 | 1 | 1 | 2 | 1  | 12273 | ...
+    # | LLAMA3-70B | 64 | 128 | 1 | 8192 | 4 | 4 | 2 | 5  | 1524 | ...
+    # the 24.12 rows of these figures said "global batch 128, micro-batch 1 (not published)"
+    from optimus_calc.public_cases import public_rows
+    rows = {r.published: r for r in public_rows() if r.source.startswith("NeMo 24.12")}
+    for tps in (1728, 12273, 1524):
+        r = rows[tps]
+        assert (r.gbs, r.mbs) == (128, 1) and "not published" not in r.assumed
+        assert "as NeMo's 24.07 table of the same figure publishes" in r.assumed

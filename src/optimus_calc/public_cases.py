@@ -55,6 +55,11 @@ SHAPES = {
     **_NEMO2407_SHAPES,  # NeMo's GPT-3 5B and 20B (public_cases_nemo2407.py)
 }
 
+# NeMo 24.12's rows of the same figure as the 24.07 table's publish no batch; the 24.07 table
+# (public_cases_nemo2407.ROWS) gives GBS 128, MBS 1 for Llama2-70B, Llama3-70B and Llama3-8B
+_NEMO2407_BATCH = ("; global batch 128, micro-batch 1 as NeMo's 24.07 table of the same figure "
+                   "publishes (public_cases_nemo2407.py)")
+
 MB25 = f"Megatron-Bridge docs/performance-summary.md, release 25.11 ({_FP} 7.2, @ 00b7660)"
 MB26 = (f"Megatron-Bridge docs/performance-summary.md, release 26.02 ({_FP} 7.2)")
 NEMO = "NeMo Framework performance summary, container {c} ({_FP} 7.2)".replace("{_FP}", _FP)
@@ -218,12 +223,12 @@ def _nemo_dense() -> list[PublicRow]:
                   "publishes (public_cases_nemo2407.py)", **_DS, **_MEG),
         r(NEMO2412, "H100 Llama2-70B FP8 TP4 PP4 VP20, 64 GPUs", "llama-2-70b", "dgx-h100", 8,
           1728, tp=4, pp=4, vp=20, seq=4096, gbs=128,
-          assumed=asm_ds + "; global batch 128, micro-batch 1 (not published)", **_DS, **_MEG),
+          assumed=asm_ds + _NEMO2407_BATCH, **_DS, **_MEG),
         r(NEMO2412, "H100 Llama3-70B FP8 TP4 PP4 CP2 VP5, 64 GPUs", "llama-3-70b", "dgx-h100", 8,
           1524, tp=4, pp=4, cp=2, vp=5, gbs=128,
-          assumed=asm_ds + "; global batch 128, micro-batch 1 (not published)", **_DS, **_MEG),
+          assumed=asm_ds + _NEMO2407_BATCH, **_DS, **_MEG),
         r(NEMO2412, "H100 Llama3-8B FP8 CP2, 8 GPUs", "llama-3-8b", "dgx-h100", 1, 12273, cp=2,
-          gbs=128, assumed=asm_ds + "; global batch 128, micro-batch 1 (not published)", **_DS,
+          gbs=128, assumed=asm_ds + _NEMO2407_BATCH, **_DS,
           **_MEG),
         r(NEMO2412, "H100 Nemotron-340B FP8 TP8 PP8 VP12, 128 GPUs", "nemotron-340b",
           "dgx-h100", 16, 326, why_not=_CAT + " (Nemotron-4 340B)"),
