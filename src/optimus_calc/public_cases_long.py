@@ -62,8 +62,8 @@ def long_rows() -> list[PublicRow]:
 # 16M tokens per batch, BF16; TFLOP/s per GPU as published with its "BF16 MFU" (43/41/38%)
 LLAMA3 = "Dubey et al. 2024 (Llama 3, arXiv 2407.21783) Table 4, Llama 3 405B pre-training"
 _L3_ASM = ("not published, assumed: micro-batch 1; the interleaved schedule at 4 stages a rank "
-           "(126 = 16 x 8 - 2 layers, one fewer on the first and last stage, fits 4 or 8; at 8 "
-           "the embedding and the head take chunks of their own, which the tool cannot place); "
+           "(126 = 16 x 8 - 2 layers, one fewer on the first and last stage, fits 4 or 8; 4 was "
+           "chosen when the tool could not run 8, and is kept: the paper names neither); "
            "DP as ZeRO-1 (optimizer states and gradients sharded, weights not resharded, DP "
            "synchronised once a step); no recomputation; attention on FlashAttention-2, "
            "PyTorch SDPA's Hopper backend in 2024 (its cuDNN backend opt-in from 2.5.1, "
