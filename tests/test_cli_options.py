@@ -64,7 +64,8 @@ def test_field_error_names_the_field_in_the_core_and_the_flag_in_the_cli(run, ca
         "error: no layout of llama-2-7b divides 8 GPUs with the default global batch and --tp 3 "
         "--micro-batch 5 --interleave 2 (TP must divide the heads and the node's GPUs; a "
         "micro-batch must divide the global batch / DP; interleave > 1 needs PP > 1, PP x "
-        "interleave <= 32 layers + 2 and the micro-batches a multiple of PP)\n")
+        "interleave <= 34 (32 layers, the embedding and the loss) and the micro-batches a "
+        "multiple of PP)\n")
 
 
 def test_layout_errors_carry_their_field(cat):

@@ -285,6 +285,9 @@ def test_405b_interleaved_export_writes_the_evaluated_virtual_stages(cat):
     assert len(stages) == 64 and stages[0] == "Et*1" and stages[-1] == "t*2L"
     assert [int(st.replace("E", "").replace("L", "")[2:]) for st in stages] == chunks
     assert sum(chunks) == 126
+    # at most 126 layers + the embedding's and the loss's chunks: the GB200 recipe's PP 16 x 8
+    from optimus_calc.evaluate.shapes import max_chunks
+    assert max_chunks(126) == 16 * 8
 
 
 def test_uneven_split_with_mtp_puts_the_mtp_layer_last():

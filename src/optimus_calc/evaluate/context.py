@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from optimus_calc.catalog import Catalog
 from optimus_calc.errors import FieldError, InputError
+from optimus_calc.evaluate.shapes import max_chunks
 from optimus_calc.specs.base import unvalidated
 from optimus_calc.specs.hardware import CPU, GPU, NIC, Link, Node, NVMe, SmartNIC
 from optimus_calc.specs.model import BareModel, Model
@@ -149,8 +150,7 @@ def check_layout(model: Model | BareModel, layout: Layout, training: Training) -
         if layout.ep > 1 and model.experts % layout.ep:
             raise FieldError("ep", f"{{ep}} {layout.ep} must divide the {model.experts} experts "
                              f"of {model.name}")
-        # the embedding and the loss may take a chunk each (shapes.split_layers)
-        if layout.interleave > 1 and layout.pp * layout.interleave > model.layers + 2:
+        if layout.interleave > 1 and layout.pp * layout.interleave > max_chunks(model.layers):
             raise FieldError("interleave", f"{{interleave}} {layout.interleave} x {{pp}} "
                              f"{layout.pp} exceeds the {model.layers} layers and the "
                              "embedding's and the loss's chunks")

@@ -20,6 +20,14 @@ class StageShape:
     last: bool
 
 
+def max_chunks(layers):
+    """The most virtual pipeline stages a model of ``layers`` can fill: one layer each, and
+    the embedding and the loss one chunk each (Megatron-LM's account_for_embedding/loss_in_
+    pipeline_split, core/transformer/transformer_block.py L150-200 @ d98e8a6, which NVIDIA's
+    Llama 3.1 405B recipes set: 126 layers over PP 16 x 8 chunks). Array-friendly."""
+    return layers + 2
+
+
 def split_layers(layers: int, pp: int) -> list[int]:
     """Layers per stage. An uneven split gives the extra layers to the last stages, which hold
     the fewest in-flight micro-batches under 1F1B (Korthikanti et al. 2022 section 4.2.3)."""

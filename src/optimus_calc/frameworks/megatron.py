@@ -6,6 +6,7 @@ below refers to it. ZeRO-1 is the distributed optimizer, ZeRO-2/3 are Megatron-F
 
 from __future__ import annotations
 
+from optimus_calc.evaluate.shapes import max_chunks
 from optimus_calc.frameworks.base import (OFF_CPU, SMARTNIC, EnvVar, Exporter,
                                           FrameworkPlugin, PhysicsProfile, Rule, Setting,
                                           dividing_into, not_dividing, runs_offloads,
@@ -109,7 +110,7 @@ RULES: tuple[Rule, ...] = (
          "every virtual stage (PP x interleave <= layers + 2; an uneven split runs as "
          "--pipeline-model-parallel-layout)", "training/arguments.py L941-951, core/"
          "transformer/pipeline_parallel_layer_layout.py L40-55",
-         lambda x: (x.v > 1) & (x.pp * x.v > x.layers + 2)),
+         lambda x: (x.v > 1) & (x.pp * x.v > max_chunks(x.layers))),
     _row("MG_CP_SEQ", "context parallelism cuts the sequence into 2 x CP chunks: the sequence "
          "must be a multiple of 2 x CP", "training/arguments.py L1335-1338",
          lambda x: None if x.seq_len is None else (x.cp > 1) & x.seq_not_dividing(2 * x.cp)),

@@ -190,7 +190,7 @@ RULES: tuple[Rule, ...] = (
          "(\"Currently we only support ETP=TP or ETP=1\")",
          "torchtitan/distributed/parallel_dims.py L58-59",
          lambda x: (x.ep > 1) & x.etp_not_tp & (x.etp != 1)),
-    # PP x V = layers + 2 (context.check_layout) leaves virtual stage 1 without a layer, the
+    # PP x V = shapes.max_chunks(layers) leaves virtual stage 1 without a layer, the
     # embedding or the output (shapes.virtual_stage_layers); at layers + 1 only stage 0 is
     # empty of layers, and it holds tok_embeddings
     _row("TT_EMPTY_PART", "interleaving leaves a model part with no parameters (PP x interleave "

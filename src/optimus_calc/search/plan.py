@@ -16,6 +16,7 @@ from optimus_calc.evaluate import strategies
 from optimus_calc.evaluate.batch import RECOMPUTE_CODES, Batch
 from optimus_calc.evaluate.engine import evaluate, usable_gpu_bytes
 from optimus_calc.evaluate.reasons import Reason
+from optimus_calc.evaluate.shapes import max_chunks
 from optimus_calc.frameworks import Framework, layout_support, layouts_support
 from optimus_calc.search.inputs import SearchInputs, offload_targets
 from optimus_calc.search.passes import NOT_RUNNABLE, Objective
@@ -171,8 +172,9 @@ def _no_space(model: Model, hw: Hardware, base: Training, pins: dict) -> FieldEr
     if "cp" in pins:
         rules.append("CP must divide the sequence and the GPUs left by TP")
     if "v" in pins:
-        rules.append(f"interleave > 1 needs PP > 1, PP x interleave <= {model.layers} layers "
-                     "+ 2 and the micro-batches a multiple of PP")
+        rules.append(f"interleave > 1 needs PP > 1, PP x interleave <= {max_chunks(model.layers)}"
+                     f" ({model.layers} layers, the embedding and the loss) and the "
+                     "micro-batches a multiple of PP")
     return FieldError(next(iter(pins or {"global_batch": 0})),
                       f"no layout of {model.name} divides {hw.gpus} GPUs with {batch}"
                       f"{' and' + pinned if pinned else ''} ({'; '.join(rules)})")

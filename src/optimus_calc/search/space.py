@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from optimus_calc.evaluate.shapes import tp_degrees
+from optimus_calc.evaluate.shapes import max_chunks, tp_degrees
 from optimus_calc.evaluate.stages import broadcast_small
 from optimus_calc.specs.model import Model
 from optimus_calc.evaluate.batch import offload_code, resolve_global_batch
@@ -221,7 +221,7 @@ def _cp_and_interleave(model: Model, gpus: int, seq_len: int, pin: dict, max_int
         if seq_len >= LONG_CONTEXT else [1]
     top, vs, n = max(max_interleave, *pin.get("v", [1])), pin.get("v"), model.layers
     return cps, functools.lru_cache(maxsize=None)(lambda p: [v for v in [1] + [v for v in range(
-        2, top + 1) if p > 1 and (n % (p * v) == 0 or vs is not None and p * v <= n + 2)]
+        2, top + 1) if p > 1 and (n % (p * v) == 0 or vs is not None and p * v <= max_chunks(n))]
         if vs is None or v in vs])  # the pins applied once per PP degree
 
 
