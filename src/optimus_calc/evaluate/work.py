@@ -283,6 +283,17 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
     return T_tp, T_cp, T_ep, T_pp
 
 
+def _expert_dp_group(ctx: Ctx, n_dp, nic: float) -> dict:
+    """Ring arguments of the expert-DP group, DP x CP x TP / (EP x ETP) ranks EP x ETP apart
+    (Megatron-core's expert rank order "tp-ep-dp-pp", parallel_state.py
+    initialize_model_parallel; torchtitan's dp_shard_mod_ep mesh), on its own placement: with
+    EP filling the node it has one rank per node, whose ring crosses every node through that
+    GPU's NIC (topology.group_placed), not the whole DP group's NICs."""
+    n_x, stride = n_dp * ctx.t / (ctx.ep * ctx.t_x), ctx.t_x * ctx.ep
+    a_x, b_x, _ = group_placed(ctx.hw, n_x, stride, nic=nic)
+    return dict(n=n_x, stride=stride, beta=b_x, alpha=a_x)
+
+
 def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float):
     """Gradient reduction and ZeRO weight gathers per stage (step.dp_comm/exposed_time)."""
     hw, asm, tr, z, dp, P = ctx.hw, ctx.asm, ctx.tr, ctx.z, ctx.dp, mem.P
@@ -303,17 +314,16 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     both = None
     if not tr.multicast and not recording_active():  # the gather's sizes first: its ring and
         k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
-        z_piece = eq.step__dp_gather_piece_bytes(P=P, b_w=wb, k_w=k_w)  # the reduction's at once
+        z_piece = eq.step__dp_gather_piece_bytes(P=P_d, b_w=wb, k_w=k_w)  # with the reduction
         both = reduce_and_gather(ctx, z == 0, dpr, z_piece, nodes)
     T_bkt = both[0] if both else _either(ctx, z == 0, "all-reduce", "reduce-scatter", dpr)
     T_red = k_g * T_bkt
-    if np.any(np.asarray(p_x) > 0):  # MoE: the expert gradients reduce over the expert-DP group
+    moe = np.any(np.asarray(p_x) > 0)
+    if moe:  # MoE: the expert gradients reduce over the expert-DP group
         set_scope("dp experts")
         k_x = eq.step__gradient_buckets(B_cap=cap_g, P=p_x, b_g=gbytes)
-        # the expert-DP group DP x CP x TP / (EP x ETP): ranks EP x ETP apart, on the DP
-        # group's bandwidth
-        dpx = dict(n=n_dp * ctx.t / (ctx.ep * ctx.t_x), stride=ctx.t_x * ctx.ep, beta=b_dp,
-                   alpha=a_dp, z=eq.step__dp_bucket_bytes(P=p_x, b_g=gbytes, n_bk=k_x))
+        dpx = dict(_expert_dp_group(ctx, n_dp, nic),
+                   z=eq.step__dp_bucket_bytes(P=p_x, b_g=gbytes, n_bk=k_x))
         T_bkx = _either(ctx, z == 0, "all-reduce", "reduce-scatter", dpx)
         T_red = T_red + np.where(np.asarray(p_x) > 0, k_x * T_bkx, 0.0)
         set_scope("dp")
@@ -321,9 +331,17 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
         t_piece = both[1]
     else:
         k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
-        z_piece = eq.step__dp_gather_piece_bytes(P=P, b_w=wb, k_w=k_w)
+        # a piece's dense weights over the DP group (all of it for a dense model)
+        z_piece = eq.step__dp_gather_piece_bytes(P=P_d, b_w=wb, k_w=k_w)
         t_piece = (eq.comm__multicast_all_gather_time(alpha=a_dp, beta=b_dp, n=n_dp, z=z_piece)
                    if tr.multicast else _ring(ctx, "all-gather", n_dp, ctx.t, z_piece, b_dp, a_dp))
+    if moe:  # and its expert weights over the expert-DP group
+        set_scope("dp experts")
+        x = _expert_dp_group(ctx, n_dp, nic)
+        z_px = eq.step__dp_gather_piece_bytes(P=p_x, b_w=wb, k_w=k_w)
+        t_piece = t_piece + np.where(np.asarray(p_x) > 0, _ring(
+            ctx, "all-gather", x["n"], x["stride"], z_px, x["beta"], x["alpha"]), 0.0)
+        set_scope("dp")
     T_gat = eq.step__dp_gather_time(Z=z, k_w=k_w, t_g=t_piece)
     r_full = ctx.r_full
     g_x = _zero3_wait(ctx, (z == 3) & (n_dp > 1), n_mod, P, t_piece, comp, T_red)
