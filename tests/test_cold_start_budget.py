@@ -117,15 +117,16 @@ def test_cold_plan_module_and_class_budget(plan):
     # not imported for the terminal width and the default CSV separator: 366 modules, 809 classes.
     # plain-specs: the spec classes without pydantic's model machinery (specs/frozen.py; 88 of
     # ours: frozen.py; 116 classes of ours: its field, bound and validator records): 318
-    # modules, 670 classes
-    assert plan["our_modules"] <= 88 and plan["ours"] <= 116
+    # modules, 670 classes. The MoE token dispatcher's enum (specs/training.MoeDispatcher,
+    # --moe-dispatcher, issue 32): 117 classes of ours, 671
+    assert plan["our_modules"] <= 88 and plan["ours"] <= 117
     assert len(plan["schemas"]) == 0
     assert "rich" not in plan["loaded"]
     if plan["versions"] != MEASURED_WITH:
         pytest.skip(f"library versions {plan['versions']}: the totals were counted with "
                     f"{MEASURED_WITH}")
     assert plan["modules"] <= 318
-    assert plan["classes"] <= 670
+    assert plan["classes"] <= 671
 
 
 def _deep_same(a, b, where=""):

@@ -364,3 +364,24 @@ def test_megatron_takes_the_exported_attention_kernel(run, tmp_path, monkeypatch
     margs, _ = _megatron_validate(arguments, monkeypatch, text)
     c = _megatron_config(margs)
     assert (c.attention_backend.name, c.flash_attention_version) == (backend, version)
+
+
+# ---- --moe-dispatcher deepep | hybridep ----------------------------------------------------
+
+@pytest.mark.parametrize("backend,extra", [
+    ("deepep", ()), ("hybridep", ()), ("hybridep", ("--overlap-moe-expert-parallel-comm",)),
+    ("hybridep", ("--moe-pad-expert-input-to-capacity",)),
+], ids=["deepep", "hybridep", "hybridep-ep-overlap", "hybridep-token-drop"])
+def test_megatron_takes_the_exported_flex_dispatcher(run, tmp_path, monkeypatch, megatron,
+                                                     backend, extra):
+    """--moe-dispatcher writes the flex dispatcher with its backend once (transformer_config.py
+    L891, L898 @ d98e8a6), with the EP overlap and HybridEP's padding to capacity where
+    Megatron takes them (L1754-1761 refuses padding on DeepEP only)."""
+    arguments, _ = megatron
+    text = _export(run, tmp_path, *EP_OVERLAP[:-1], "--pp", 1, "--recompute", "none",
+                   "--moe-dispatcher", backend, *extra, "--export", "megatron")
+    assert text.count("--moe-token-dispatcher-type") == 1
+    c = _megatron_config(_megatron_validate(arguments, monkeypatch, text)[0])
+    assert (c.moe_token_dispatcher_type, c.moe_flex_dispatcher_backend) == ("flex", backend)
+    assert c.overlap_moe_expert_parallel_comm == ("--overlap-moe-expert-parallel-comm" in extra)
+    assert c.moe_pad_expert_input_to_capacity == ("--moe-pad-expert-input-to-capacity" in extra)

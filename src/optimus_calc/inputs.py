@@ -154,7 +154,10 @@ def launch_overlaps(kw: dict) -> dict:
     without them keep the Training defaults)."""
     names = ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
              "overlap_moe_expert_parallel_comm", "moe_pad_expert_input_to_capacity")
-    return {n: bool(kw[n]) for n in names if kw.get(n) is not None}
+    out = {n: bool(kw[n]) for n in names if kw.get(n) is not None}
+    if kw.get("moe_dispatcher"):
+        out["moe_dispatcher"] = kw["moe_dispatcher"]
+    return out
 
 
 def make_training(origins: dict[str, str] | None = None, trusted: tuple[str, ...] = (),
@@ -223,6 +226,12 @@ def check_token_drop(model, tr: Training, asm) -> None:
     1.0, its balanced share (Megatron-LM core_v0.14.0 token_dispatcher.py L444-467: the counts
     are torch.full of the capacity): no rank is more loaded, so moe_imbalance above 1 is
     refused (the assumption is "equal to [the capacity factor] with padding")."""
+    if (tr.moe_pad_expert_input_to_capacity and getattr(model, "is_moe", False)
+            and tr.moe_dispatcher.value == "deepep"):
+        raise InputError("--moe-pad-expert-input-to-capacity with --moe-dispatcher deepep: "
+                         "Megatron-LM's flex dispatcher refuses padding on its DeepEP backend "
+                         "(megatron/core/transformer/transformer_config.py L1754-1761 @ "
+                         "d98e8a6): use alltoall or hybridep, or leave the flag out")
     if (tr.moe_pad_expert_input_to_capacity and getattr(model, "is_moe", False)
             and asm.moe_imbalance != 1):
         raise InputError(f"moe_imbalance {asm.moe_imbalance:g} (--moe-imbalance or --assume): "

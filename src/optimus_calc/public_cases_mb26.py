@@ -45,8 +45,10 @@ _GB = "64 GPUs per GB200 NVL72 rack (gb200-nvl72), assumed"
 _DENSE = "recompute none and the distributed optimizer (the recipes' defaults)"
 _BAL = ("force-balanced dropless routing (the tables' footnote); distributed optimizer with "
         "overlapped grad reduce and param gather (the recipe)")
-_HEP = "HybridEP dispatcher (moe_flex_dispatcher_backend hybridep) not modelled: all-to-all"
-_DEEP = "DeepEP dispatcher (moe_flex_dispatcher_backend deepep) not modelled: all-to-all"
+_HEP = ("HybridEP dispatcher (moe_flex_dispatcher_backend hybridep): --moe-dispatcher "
+        "hybridep, a token crosses to each other node once")
+_DEEP = ("DeepEP dispatcher (moe_flex_dispatcher_backend deepep): --moe-dispatcher deepep, a "
+         "token crosses to each other node once")
 _A2A = ("overlap_moe_expert_parallel_comm on (moe_a2a_overlap): "
         "--overlap-moe-expert-parallel-comm, the all-to-all assumed hidden")
 _CG = "Transformer Engine CUDA graphs ({s}) not modelled"
@@ -146,7 +148,8 @@ def _row(rel, gpu, model, prec, gpus, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep,
     why = _why_not(gpu, model, prec)
     if not why and ep > 1:
         why, asm, kw = _moe(rel, gpu, model, ep, pp)
-        kw = dict(etp=1, **kw, **({} if prec == "BF16" else MXR if prec == "MXFP8" else CS),
+        disp = "hybridep" if _HEP in asm else "deepep" if _DEEP in asm else "alltoall"
+        kw = dict(etp=1, dispatcher=disp, **kw, **({} if prec == "BF16" else MXR if prec == "MXFP8" else CS),
                   **MEG)
         asm = asm + "; " + _BAL
     elif not why:

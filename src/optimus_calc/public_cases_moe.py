@@ -73,7 +73,8 @@ def _qwen3() -> list[PublicRow]:
     return [
         r(m25, "GB200 Qwen3-30B-A3B MXFP8 EP8, 8 GPUs", "qwen3-30b-a3b", "dgx-b200", 1, 23766,
           gpu="gb200", ep=8, etp=1, gbs=512, mbs=4, seq=4096,
-          assumed=f"{q} L193-200: HybridEP dispatcher (not modelled), "
+          dispatcher="hybridep",
+          assumed=f"{q} L193-200: HybridEP dispatcher (--moe-dispatcher hybridep), "
                   + _CG.format(s="moe_router, moe_preprocess") + "; " + base + "; "
                   "8 GPUs of a GB200 NVL72 rack (gb200-nvl72), assumed", **_MXR, **_MEG),
         r(m25, "B200 Qwen3-30B-A3B MXFP8 EP8, 8 GPUs", "qwen3-30b-a3b", "dgx-b200", 1, 9299,
@@ -115,11 +116,12 @@ def _deepseek() -> list[PublicRow]:
                   "deepseek_v3.py L240) not modelled; " + _COMMON, **_MXR, **_MEG),
         r(m09, "H100 DeepSeek-V3 FP8 TP2 PP8 VP4 EP64, 1024 GPUs", "deepseek-v3", "dgx-h100",
           128, 1297, tp=2, pp=8, vp=4, ep=64, etp=1, gbs=8192, seq=4096,
-          overlap_grad_reduce=False, ep_comm_overlap=True,
+          overlap_grad_reduce=False, ep_comm_overlap=True, dispatcher="deepep",
           assumed="Megatron-Bridge @ r0.1.0 scripts/performance/configs/deepseek/"
                   "deepseek_v3_llm_pretrain.yaml L58-73 (TP2 PP8 VP4 EP64 ETP1, no CUDA "
                   "graphs) and run_script.py L55-102: overlap_grad_reduce off (L101-102: "
-                  "--no-overlap-grad-reduce), DeepEP dispatcher (L56) not modelled, "
+                  "--no-overlap-grad-reduce), DeepEP dispatcher (L56): --moe-dispatcher "
+                  "deepep, "
                   "overlap_moe_expert_parallel_comm on (L62, L82-85): "
                   "--overlap-moe-expert-parallel-comm, the all-to-all assumed hidden; "
                   + _RC.format(m="mla_up_proj, mlp (L90-91)") + ", pipeline layout "

@@ -24,8 +24,8 @@ from optimus_calc.record import record
 from optimus_calc.regimes import Regime, regime_for
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.assumptions import Assumptions
-from optimus_calc.specs.training import (Fp8Recipe, Offload, Precision, Recompute, Training,
-                                         ZeroStage)
+from optimus_calc.specs.training import (Fp8Recipe, MoeDispatcher, Offload, Precision, Recompute,
+                                         Training, ZeroStage)
 
 
 @record
@@ -82,7 +82,8 @@ def setup(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> RowSe
                   attention_kernel=row.kernel, tp_comm_overlap=row.tp_comm_overlap,
                   overlap_grad_reduce=row.overlap_grad_reduce,
                   overlap_moe_expert_parallel_comm=row.ep_comm_overlap,
-                  moe_pad_expert_input_to_capacity=row.drop_pad)
+                  moe_pad_expert_input_to_capacity=row.drop_pad,
+                  moe_dispatcher=MoeDispatcher(row.dispatcher))
     check_layout(model, lay, tr)
     tr, asm2, _ = apply_framework(row.framework, lay, tr, asm, model)
     kernel = kernel_of(hw.gpu, row.kernel) if row.flash else ""

@@ -88,6 +88,11 @@ LAUNCH_FLAGS = (
                  help="Megatron-LM launch flag: one micro-batch's MoE all-to-alls overlap "
                       "another's compute (needs EP > 1; with PP > 1 an interleaved "
                       "schedule; not with full recompute)."),
+    click.option("--moe-dispatcher", type=click.Choice(["alltoall", "deepep", "hybridep"]),
+                 default="alltoall", show_default=True,
+                 help="MoE token dispatcher: NCCL's all-to-all, or DeepEP / HybridEP, which "
+                      "send a token to each other node once (Megatron-LM flex dispatcher; "
+                      "torchtitan deepep)."),
     click.option("--moe-pad-expert-input-to-capacity/--no-moe-pad-expert-input-to-capacity",
                  default=False, show_default=True,
                  help="Megatron-LM launch flag: token drop at capacity factor 1.0, every "

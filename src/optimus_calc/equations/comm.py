@@ -109,6 +109,25 @@ all_to_all_time = equation(
     "bandwidth). One node "
     "(m = n) gives the intra-node (n-1) alpha + (n-1)/n beta_i z.")
 
+k_d = sym("k", "experts each token is routed to (top-k)", positive=True)
+
+dedup_all_to_all_time = equation(
+    "comm.dedup_all_to_all_time",
+    (n - 1) * alpha + (m - 1) / n * beta_i * z
+    + (n - m) / (m * k_d) * (1 - (1 - m / n) ** k_d) * z / B_g, "s",
+    "DeepSeek-V3 arXiv 2412.19437 section 3.2.2 (a token crosses IB once to each node hosting "
+    "its experts, then NVLink forwards it); Megatron-LM megatron/core/transformer/moe/README.md "
+    "L310-311 @ d98e8a6 (the flex dispatcher's DeepEP backend 'removes redundant tokens during "
+    "cross-node communication'; HybridEP, DeepEP's hierarchical RDMA + NVLink branch, assumed "
+    "alike); balanced routing, experts drawn independently (assumed)",
+    "MoE dispatch or combine through DeepEP or HybridEP (--moe-dispatcher): as "
+    "comm.all_to_all_time, but a token's k copies bound for the (n - m) / m other nodes cross "
+    "each such node's NICs once, not once per expert: of z / k bytes per token copy, "
+    "(n / m - 1)(1 - (1 - m / n)^k) copies cross the network (the expected number of other "
+    "nodes among k experts), against k (n - m) / n for NCCL's pairwise all-to-all. The NVLink "
+    "forwarding on the receiving node is hidden under the NIC time (one fused kernel, README "
+    "L310). One node (m = n) gives comm.all_to_all_time's intra-node time.")
+
 tree_all_reduce_time = equation(
     "comm.tree_all_reduce_time", 2 * D * alpha + 2 * (n - 1) / n * beta * z, "s",
     "Sanders, Speck & Traeff 2009 (two-tree reduction/broadcast); NCCL 2.4 double binary trees",

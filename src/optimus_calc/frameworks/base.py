@@ -51,7 +51,7 @@ class Layouts:
                  micro_batch, *, heads: int, n_kv: int, experts: int, layers: int,
                  global_batch=None, precision: str = "bf16", model=None,
                  fp8_recipe: str = "te-delayed", etp=None, sp=True, attention_kernel: str = "",
-                 seq_len: int | None = None):
+                 seq_len: int | None = None, moe_dispatcher: str = "alltoall"):
         # each array keeps its own shape (the search's grid columns are (1, 1, 1, 1, grid), its
         # switches one axis each): a rule computes on the axes it reads, and only its result
         # meets the others' (run_rules), never millions of broadcast copies of a switch
@@ -74,6 +74,7 @@ class Layouts:
         # the fused kernel the run names (--attention-kernel), "" for the GPU's default or none
         self.attention_kernel = attention_kernel
         self.seq_len = seq_len  # tokens per sequence (None: the rules on it are skipped)
+        self.moe_dispatcher = moe_dispatcher  # --moe-dispatcher: alltoall, deepep, hybridep
 
     def seq_not_dividing(self, divisor) -> np.ndarray | None:
         """The sequence not a multiple of ``divisor`` (an array); None without a sequence."""
@@ -296,6 +297,14 @@ def runs_precisions(name: str, text: str, source: str, precisions: tuple[str, ..
     return Rule(name, text, source,
                 lambda x: None if x.precision in precisions else x.everywhere(),
                 precisions=tuple(precisions), on_run=True)
+
+
+def runs_dispatchers(name: str, text: str, source: str, dispatchers: tuple[str, ...]) -> Rule:
+    """The allowlist row of a framework's MoE token dispatchers (--moe-dispatcher): every
+    layout of an MoE model is refused when the run's dispatcher is not among ``dispatchers``."""
+    return Rule(name, text, source,
+                lambda x: None if not x.experts or x.moe_dispatcher in dispatchers
+                else x.everywhere(), on_run=True)
 
 
 def refuses_kernel(name: str, text: str, source: str, kernel: str) -> Rule:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from optimus_calc.frameworks.base import (OFF_CPU, OFF_NVME, OFF_SUPERCHIP, SMARTNIC, Exporter,
                                           FrameworkPlugin, PhysicsProfile, Rule, Setting,
-                                          not_dividing, runs_offloads, runs_precisions)
+                                          not_dividing, runs_dispatchers, runs_offloads,
+                                          runs_precisions)
 from optimus_calc.specs.training import Offload
 
 COMMIT = "edaa7221267243c7be7fb49c5d5f5c4fb97b4641"
@@ -63,6 +64,10 @@ ENGINE_RULES: tuple[Rule, ...] = (
          "deepspeed/utils/groups.py L559-560", lambda x: x.etp_not_tp),
     _row("DS_EXPERTS_EP", "experts must be a multiple of the expert-parallel size",
          "deepspeed/moe/layer.py L59", lambda x: x.experts_bad),
+    runs_dispatchers("DS_DISPATCHER", f"{_DS}: the MoE layer dispatches with NCCL's "
+                     "all-to-all (_AllToAll, deepspeed/moe/sharded_moe.py L97-104), no DeepEP "
+                     "or HybridEP: --moe-dispatcher alltoall", "deepspeed/moe/sharded_moe.py "
+                     "L97-104", ("alltoall",)),
     runs_precisions("DS_FP8", f"{_DS}: the config has no FP8 training switch: its precision "
                     "sections are bf16 and fp16 only (runtime/precision_config.py L30, L92; no "
                     "fp8 key in runtime/config.py)",

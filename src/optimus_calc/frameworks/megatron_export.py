@@ -16,6 +16,7 @@ from typing import assert_never
 
 from optimus_calc.evaluate.shapes import split_layers, virtual_stage_layers
 from optimus_calc.frameworks.megatron import unbuildable
+from optimus_calc.frameworks.megatron_export_moe import dispatcher, ep_overlap, token_drop
 from optimus_calc.frameworks.exporting import (ExportError, environment_lines,
                                                grad_accumulation, node_split, require)
 from optimus_calc.frameworks import Framework
@@ -324,7 +325,7 @@ def _overlaps(a: _Args, lay, tr) -> None:
         if tr.overlap_param_gather and lay.zero >= ZeroStage.OS:
             a.add("--overlap-param-gather")  # arguments.py L3148-3149
     if tr.overlap_moe_expert_parallel_comm:
-        _ep_overlap(a, lay, tr)
+        ep_overlap(a, lay, tr)
     if tr.tp_comm_overlap and tr.sequence_parallel and lay.tp > 1:
         # ModelParallelConfig.tp_comm_overlap (core/model_parallel_config.py L265), a flag
         # through ArgumentGroupFactory(TransformerConfig) (arguments.py L2373)
@@ -333,39 +334,6 @@ def _overlaps(a: _Args, lay, tr) -> None:
                        "Transformer Engine asks for UB_SKIPMC=1 (CUDA IPC instead; "
                        "TransformerEngine transformer_engine/pytorch/module/base.py L217-225 "
                        "@ d0067d0)")
-
-
-def _ep_overlap(a: _Args, lay, tr) -> None:
-    """--overlap-moe-expert-parallel-comm where TransformerConfig accepts it (transformer_config.py
-    L3002-3041 @ d98e8a6: EP > 1, a virtual pipeline when PP > 1, no full recompute, the
-    alltoall or flex dispatcher, bf16 or fp16 weights: FP8 launches with --bf16), else a note
-    why it is left out."""
-    why = ("EP is 1" if lay.ep <= 1 else
-           "PP > 1 needs an interleaved schedule" if lay.pp > 1 and lay.interleave <= 1 else
-           "full recompute" if tr.recompute is Recompute.FULL else
-           "FP32 (bf16 or fp16 only, L3034-3037)" if tr.precision is Precision.FP32 else "")
-    if why:
-        a.notes.append(f"--overlap-moe-expert-parallel-comm left out: {why} "
-                       "(transformer_config.py L3002-3041)")
-        return
-    a.add("--moe-token-dispatcher-type", "alltoall")  # the default allgather refuses it
-    a.add("--overlap-moe-expert-parallel-comm")
-    a.notes.append("--overlap-moe-expert-parallel-comm: Megatron-Bridge pairs it with "
-                   "--delay-wgrad-compute (scripts/performance/utils/helpers.py L183-187)")
-
-
-def _token_drop(a: _Args, m, tr) -> None:
-    """--moe-pad-expert-input-to-capacity: token drop at capacity factor 1.0 (Megatron-Bridge's
-    apply_moe_token_drop, training/utils/moe_token_drop.py L18-57 @ 684a686), the inputs padded
-    to capacity; the capacity factor works with the alltoall dispatcher (the assertion there,
-    L39-42) and asks for aux_loss, seq_aux_loss, global_aux_loss or no load balancing
-    (transformer_config.py L1836-1850 @ d98e8a6)."""
-    if not (m.is_moe and tr.moe_pad_expert_input_to_capacity):
-        return
-    if ("--moe-token-dispatcher-type", "alltoall") not in a.pairs:
-        a.add("--moe-token-dispatcher-type", "alltoall")
-    a.add("--moe-expert-capacity-factor", "1.0")
-    a.add("--moe-pad-expert-input-to-capacity")
 
 
 def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
@@ -378,8 +346,9 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
     _moe(a, model)
     _parallel_and_batch(a, layout, training, model)
     _zero_precision(a, layout, training)
+    dispatcher(a, model, training)
     _overlaps(a, layout, training)
-    _token_drop(a, model, training)
+    token_drop(a, model, training)
     gpn, nodes = node_split(layout.gpus, gpus_per_node)
     head = [f"# Megatron-LM @ d98e8a64 ({layout.gpus} GPUs, {nodes} x {gpn}): run this script "
             "on every node from the Megatron-LM checkout, with MASTER_ADDR/NODE_RANK set"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from optimus_calc.frameworks.base import (OFF_CPU, SMARTNIC, Exporter, FrameworkPlugin,
                                           PhysicsProfile, Rule, Setting, refuses_kernel,
-                                          runs_offloads, runs_precisions)
+                                          runs_dispatchers, runs_offloads, runs_precisions)
 from optimus_calc.specs.training import Offload
 
 COMMIT = "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce"
@@ -186,6 +186,10 @@ RULES: tuple[Rule, ...] = (
     Rule("TT_EXPERTS_EP", f"{_TT}: experts must be a multiple of the expert-parallel size "
          "(local experts = experts // ep, torchtitan/distributed/expert_parallel.py L107-108)",
          "torchtitan/distributed/expert_parallel.py L107-108", lambda x: x.experts_bad),
+    runs_dispatchers("TT_DISPATCHER", f"{_TT}: parallelism.expert_parallel_comm_backend is "
+                     "standard (all-to-all) or deepep, no HybridEP (torchtitan/config/"
+                     "job_config.py L474)", "torchtitan/config/job_config.py L474",
+                     ("alltoall", "deepep")),
     _row("TT_ETP", "expert TP (parallelism.expert_tensor_parallel_degree) is TP or 1 "
          "(\"Currently we only support ETP=TP or ETP=1\")",
          "torchtitan/distributed/parallel_dims.py L58-59",

@@ -114,6 +114,8 @@ def torchtitan_sections(layout, training, model) -> tuple[dict[str, dict], list[
         par["expert_parallel_degree"] = lay.ep
         if lay.expert_tp > 1:  # v0.2.2's default is 1 (config/job_config.py L464); the plan's
             par["expert_tensor_parallel_degree"] = lay.expert_tp  # experts are TP-sharded
+        if tr.moe_dispatcher.value == "deepep":  # job_config.py L474 (default "standard")
+            par["expert_parallel_comm_backend"] = "deepep"
     sec["parallelism"] = par
     mode = {Recompute.NONE: "none", Recompute.SELECTIVE: "selective",
             Recompute.FULL: "full"}[tr.recompute]

@@ -320,9 +320,8 @@ def grid_rules(space: Space, model: Model, base: Training, frameworks, elements:
     and chunks (the profiles change neither the precision nor the batch the rules read:
     frameworks/base.PhysicsProfile): per framework the code of its first failing rule (0: it
     runs the layout), of shape (zero, offload, 1, SP, grid points), or 1 for SP where no rule
-    reads it (one chunk: broadcast by the reader): the rules read the grid columns and the
-    ZeRO, offload and sequence-parallelism switches, never recompute
-    (frameworks.framework_support); ``elements``: how many are evaluated at once."""
+    reads it (one chunk: broadcast by the reader): the rules read the grid columns and the ZeRO,
+    offload and SP switches, never recompute; ``elements``: how many are evaluated at once."""
     from optimus_calc.frameworks import framework_support
     from optimus_calc.frameworks.registry import named_kernel
     z, o, s = len(space.switches[0]), len(space.switches[1]), len(space.switches[3])
@@ -335,7 +334,8 @@ def grid_rules(space: Space, model: Model, base: Training, frameworks, elements:
             heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
             global_batch=v["gb"], precision=base.precision.value, model=model,
             fp8_recipe=base.fp8_recipe.value, frameworks=tuple(frameworks),
-            attention_kernel=named_kernel(base), seq_len=base.seq_len).reason)
+            attention_kernel=named_kernel(base), seq_len=base.seq_len,
+            moe_dispatcher=base.moe_dispatcher.value).reason)
     if not parts:
         return {f: np.zeros((z, o, 1, s, 0), dtype=np.int16) for f in frameworks}
     if len(parts) == 1:  # kept on the axes its rules read (SP only where a rule reads it)

@@ -84,6 +84,19 @@ def offload_of_code(code: int) -> Offload:
     return _EXTRA_OFFLOADS[list(_EXTRA_OFFLOADS)[code - len(OFFLOAD_CODES)]]
 
 
+class MoeDispatcher(str, Enum):
+    """The MoE token dispatcher (Megatron-LM --moe-token-dispatcher-type, with flex its
+    --moe-flex-dispatcher-backend; torchtitan parallelism.expert_parallel_comm_backend)."""
+
+    ALLTOALL = "alltoall"  # NCCL's pairwise all-to-all (comm.all_to_all_time)
+    DEEPEP = "deepep"      # DeepEP: across nodes once per node (comm.dedup_all_to_all_time)
+    HYBRIDEP = "hybridep"  # NVIDIA's HybridEP (DeepEP's hybrid-ep branch), as DeepEP (assumed)
+
+    @property
+    def dedups_nodes(self) -> bool:
+        return self is not MoeDispatcher.ALLTOALL
+
+
 class Precision(str, Enum):
     BF16 = "bf16"
     FP16 = "fp16"
@@ -186,6 +199,11 @@ class Training(Frozen):
         default=False, description="Megatron-LM --overlap-moe-expert-parallel-comm (default "
                                    "off, core/model_parallel_config.py L343): one "
                                    "micro-batch's MoE all-to-alls overlap another's compute")
+    moe_dispatcher: MoeDispatcher = Field(
+        default=MoeDispatcher.ALLTOALL, description="MoE token dispatcher: alltoall (NCCL), "
+        "deepep or hybridep (Megatron-LM --moe-token-dispatcher-type flex "
+        "--moe-flex-dispatcher-backend; torchtitan expert_parallel_comm_backend deepep): a "
+        "token crosses to each other node once (comm.dedup_all_to_all_time)")
     moe_pad_expert_input_to_capacity: bool = Field(
         default=False, description="Megatron-LM --moe-pad-expert-input-to-capacity with "
                                    "--moe-expert-capacity-factor: token drop, every expert's "

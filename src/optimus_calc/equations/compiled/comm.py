@@ -18,6 +18,12 @@ def comm__bus_bandwidth(F, T, z):
     return F*z/T
 
 
+def comm__dedup_all_to_all_time(B_g, alpha, beta_i, k, m, n, z):
+    """comm.dedup_all_to_all_time [s]: DeepSeek-V3 arXiv 2412.19437 section 3.2.2 (a token crosses IB once to each node hosting its experts, then NVLink forwards it); Megatron-LM megatron/core/transformer/moe/README.md L310-311 @ d98e8a6 (the flex dispatcher's DeepEP backend 'removes redundant tokens during cross-node communication'; HybridEP, DeepEP's hierarchical RDMA + NVLink branch, assumed alike); balanced routing, experts drawn independently (assumed)"""
+    _c0 = -m
+    return alpha * (n - 1) + beta_i * z * (m - 1) / n + z * (1 - (_c0 / n + 1) ** k) * (_c0 + n) / (B_g * k * m)
+
+
 def comm__hierarchical_all_reduce_pipelined_time(N, alpha_e, alpha_i, beta_e, beta_i, c_b, m, z):
     """comm.hierarchical_all_reduce_pipelined_time [s]: seeds/squeezenic.md section 3 (local reduce-scatter, global all-reduce, local all-gather); pipelined over chunks as NCCL moves data through its FIFO buffers: NCCL src/init.cc DEFAULT_BUFFSIZE (1 << 22) = 4 MiB per channel connection (NCCL_BUFFSIZE, docs: Environment Variables), cut into NCCL_STEPS = 8 slots (src/include/device.h)"""
     _c0 = 2 * N - 2

@@ -1,0 +1,56 @@
+"""The MoE token dispatcher and its overlap and token-drop flags of the Megatron-LM export
+(frameworks/megatron_export.py): --moe-token-dispatcher-type, --moe-flex-dispatcher-backend,
+--overlap-moe-expert-parallel-comm, --moe-pad-expert-input-to-capacity, each written where
+Megatron-LM @ d98e8a6 accepts it."""
+
+from __future__ import annotations
+
+from optimus_calc.specs.training import Precision, Recompute
+
+
+def _has_dispatcher(a) -> bool:
+    return any(flag == "--moe-token-dispatcher-type" for flag, _ in a.pairs)
+
+
+def dispatcher(a, m, tr) -> None:
+    """--moe-dispatcher deepep or hybridep: the flex dispatcher with that backend
+    (TransformerConfig.moe_token_dispatcher_type 'flex', moe_flex_dispatcher_backend 'deepep' |
+    'hybridep', megatron/core/transformer/transformer_config.py L891, L898 @ d98e8a6); the
+    default alltoall writes nothing here (the overlap and token-drop flags ask for it)."""
+    if m.is_moe and tr.moe_dispatcher.dedups_nodes:
+        a.add("--moe-token-dispatcher-type", "flex")
+        a.add("--moe-flex-dispatcher-backend", tr.moe_dispatcher.value)
+
+
+def ep_overlap(a, lay, tr) -> None:
+    """--overlap-moe-expert-parallel-comm where TransformerConfig accepts it (transformer_config.py
+    L3002-3041 @ d98e8a6: EP > 1, a virtual pipeline when PP > 1, no full recompute, the
+    alltoall or flex dispatcher, bf16 or fp16 weights: FP8 launches with --bf16), else a note
+    why it is left out."""
+    why = ("EP is 1" if lay.ep <= 1 else
+           "PP > 1 needs an interleaved schedule" if lay.pp > 1 and lay.interleave <= 1 else
+           "full recompute" if tr.recompute is Recompute.FULL else
+           "FP32 (bf16 or fp16 only, L3034-3037)" if tr.precision is Precision.FP32 else "")
+    if why:
+        a.notes.append(f"--overlap-moe-expert-parallel-comm left out: {why} "
+                       "(transformer_config.py L3002-3041)")
+        return
+    if not _has_dispatcher(a):  # the default allgather refuses it; flex takes it
+        a.add("--moe-token-dispatcher-type", "alltoall")
+    a.add("--overlap-moe-expert-parallel-comm")
+    a.notes.append("--overlap-moe-expert-parallel-comm: Megatron-Bridge pairs it with "
+                   "--delay-wgrad-compute (scripts/performance/utils/helpers.py L183-187)")
+
+
+def token_drop(a, m, tr) -> None:
+    """--moe-pad-expert-input-to-capacity: token drop at capacity factor 1.0 (Megatron-Bridge's
+    apply_moe_token_drop, training/utils/moe_token_drop.py L18-57 @ 684a686), the inputs padded
+    to capacity; the capacity factor works with the alltoall dispatcher (the assertion there,
+    L39-42) and asks for aux_loss, seq_aux_loss, global_aux_loss or no load balancing
+    (transformer_config.py L1836-1850 @ d98e8a6)."""
+    if not (m.is_moe and tr.moe_pad_expert_input_to_capacity):
+        return
+    if not _has_dispatcher(a):  # HybridEP pads too (DeepEP is refused: inputs.py)
+        a.add("--moe-token-dispatcher-type", "alltoall")
+    a.add("--moe-expert-capacity-factor", "1.0")
+    a.add("--moe-pad-expert-input-to-capacity")
