@@ -82,6 +82,11 @@ def test_exports_write_the_dispatcher(run, tmp_path):
     assert "--moe-token-dispatcher-type flex" in text
     assert "--moe-flex-dispatcher-backend hybridep" in text
     assert "--moe-token-dispatcher-type alltoall" not in text
+    # the default names the dispatcher the step timed: Megatron-LM's own default is allgather
+    # (transformer_config.py L891), an all-gather of the EP group's tokens, not an all-to-all
+    plain = tmp_path / "plain.sh"
+    assert run(*base, "--framework", "megatron", "--export", "megatron", "-o", plain).code == 0
+    assert plain.read_text().count("--moe-token-dispatcher-type alltoall") == 1
     toml = tmp_path / "run.toml"
     r = run(*base, "--framework", "torchtitan", "--moe-dispatcher", "deepep",
             "--export", "torchtitan", "-o", toml)

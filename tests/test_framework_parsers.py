@@ -216,6 +216,19 @@ def test_torchtitan_config_manager_loads_the_qwen3_moe_export(run, tmp_path, cat
     assert round(built / 1e9, 1) == 30.5  # Qwen/Qwen3-30B-A3B model card: 30.5B
 
 
+def test_torchtitan_config_manager_takes_the_deepep_backend(run, tmp_path, torchtitan):
+    """--moe-dispatcher deepep: parallelism.expert_parallel_comm_backend (torchtitan/config/
+    job_config.py L474 @ v0.2.2, "standard" or "deepep")."""
+    ConfigManager, _ = torchtitan
+    text = _export(run, tmp_path, "qwen3-30b-a3b", "--framework", "torchtitan", "--nodes", 2,
+                   "--ep", 16, "--moe-dispatcher", "deepep", "--export", "torchtitan")
+    path = tmp_path / "job.toml"
+    path.write_text(text)
+    job = ConfigManager().parse_args(["--job.config_file", str(path)])
+    assert (job.parallelism.expert_parallel_comm_backend,
+            job.parallelism.expert_parallel_degree) == ("deepep", 16)
+
+
 def test_torchtitan_has_no_mixtral_flavour_and_the_export_says_so(run, cat, torchtitan):
     _, get_train_spec = torchtitan
     from torchtitan.models import _supported_models

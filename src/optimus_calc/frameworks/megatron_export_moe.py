@@ -13,13 +13,18 @@ def _has_dispatcher(a) -> bool:
 
 
 def dispatcher(a, m, tr) -> None:
-    """--moe-dispatcher deepep or hybridep: the flex dispatcher with that backend
-    (TransformerConfig.moe_token_dispatcher_type 'flex', moe_flex_dispatcher_backend 'deepep' |
-    'hybridep', megatron/core/transformer/transformer_config.py L891, L898 @ d98e8a6); the
-    default alltoall writes nothing here (the overlap and token-drop flags ask for it)."""
-    if m.is_moe and tr.moe_dispatcher.dedups_nodes:
+    """The token dispatcher the step timed, named for every MoE model: Megatron-LM's default is
+    'allgather' (TransformerConfig.moe_token_dispatcher_type, megatron/core/transformer/
+    transformer_config.py L891 @ d98e8a6), whose all-gather and reduce-scatter of the EP
+    group's tokens is not the all-to-all the tool prices; --moe-dispatcher deepep or hybridep
+    is the flex dispatcher with that backend (moe_flex_dispatcher_backend, L898)."""
+    if not m.is_moe:
+        return
+    if tr.moe_dispatcher.dedups_nodes:
         a.add("--moe-token-dispatcher-type", "flex")
         a.add("--moe-flex-dispatcher-backend", tr.moe_dispatcher.value)
+    else:
+        a.add("--moe-token-dispatcher-type", "alltoall")
 
 
 def ep_overlap(a, lay, tr) -> None:
