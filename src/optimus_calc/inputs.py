@@ -157,6 +157,8 @@ def launch_overlaps(kw: dict) -> dict:
     out = {n: bool(kw[n]) for n in names if kw.get(n) is not None}
     if kw.get("moe_dispatcher"):
         out["moe_dispatcher"] = kw["moe_dispatcher"]
+    if kw.get("cuda_graph_impl") is not None:
+        out["cuda_graph_full_iteration"] = kw["cuda_graph_impl"] == "full_iteration"
     return out
 
 
@@ -226,6 +228,12 @@ def check_token_drop(model, tr: Training, asm) -> None:
     1.0, its balanced share (Megatron-LM core_v0.14.0 token_dispatcher.py L444-467: the counts
     are torch.full of the capacity): no rank is more loaded, so moe_imbalance above 1 is
     refused (the assumption is "equal to [the capacity factor] with padding")."""
+    if (tr.cuda_graph_full_iteration and getattr(model, "is_moe", False)
+            and tr.moe_dispatcher.value != "hybridep"):
+        raise InputError("--cuda-graph-impl full_iteration on an MoE model needs "
+                         "--moe-dispatcher hybridep: expert dispatch has dynamic shapes and is "
+                         "captured only with HybridEP's paged stash (Megatron-LM docs/user-guide/"
+                         "features/cuda_graph.md L162-182 @ d98e8a6)")
     if (tr.moe_pad_expert_input_to_capacity and getattr(model, "is_moe", False)
             and tr.moe_dispatcher.value == "deepep"):
         raise InputError("--moe-pad-expert-input-to-capacity with --moe-dispatcher deepep: "

@@ -56,8 +56,9 @@ _CG = "Transformer Engine CUDA graphs ({s}) not modelled"
 # cutedsl_fused_grouped_mlp in the workload config; from 381d0b825
 # _enable_hybridep_full_iteration_mxfp8 (perf_recipes/qwen/common.py L36-60 @ v0.6.0): the
 # whole step in one CUDA graph, EP overlap, FP8 dot-product attention, cuteDSL grouped MLP
-_FULL = ("full-iteration CUDA graph, FP8 dot-product attention and cuteDSL fused grouped MLP "
-         "(qwen/common.py L36-60 @ v0.6.0) not modelled; " + _A2A)
+_FULL = ("full-iteration CUDA graph (qwen/common.py L36-60 @ v0.6.0): --cuda-graph-impl "
+         "full_iteration, no host launches or syncs per MoE layer; its FP8 dot-product "
+         "attention and cuteDSL fused grouped MLP not modelled; " + _A2A)
 _MTP = "with MTP: the MTP module is not timed (about 4% of the FLOPs per token)"
 _RC = "recompute_modules {m} has no flag: recompute none"
 _CAT = "model not in the catalog ({m})"
@@ -108,7 +109,8 @@ def _moe(rel: str, gpu: str, model: str, ep: int, pp: int) -> tuple[str, str, di
     if model == "q30":
         if gpu == "GB200":
             if not early:
-                return "", _HEP + " (EP 8); " + _FULL, dict(ep_comm_overlap=True)
+                return "", _HEP + " (EP 8); " + _FULL, dict(ep_comm_overlap=True,
+                                                            cuda_graph=True)
             return "", _HEP + " (EP 8); " + _CG.format(s="moe_router, moe_preprocess"), {}
         if gpu == "B200":
             if rel == "26.02":

@@ -50,6 +50,7 @@ class PublicRow:
     ep_comm_overlap: bool = False  # Megatron --overlap-moe-expert-parallel-comm (default off)
     drop_pad: bool = False  # Megatron --moe-pad-expert-input-to-capacity (token drop, padded)
     dispatcher: str = "alltoall"  # --moe-dispatcher: alltoall, deepep, hybridep
+    cuda_graph: bool = False  # Megatron --cuda-graph-impl full_iteration
     gpus_per_node: int | None = None
     mem_gib: float = 0.0   # the published GPU memory (GiB, torchtitan) when there is one
     assumed: str = ""      # settings not in the source, from the recipe or default

@@ -47,6 +47,8 @@ def host_row(key: int, res, t0: float, f0: float = 0.0) -> HostRow | None:
     T = step_time(s)
 
     def slope(name: str, x0: float) -> float:
+        if getattr(s.asm, name) != x0:  # the row's framework profile sets its own value (the
+            return 0.0                  # full-iteration CUDA graph: 0), a refit does not move it
         up = replace(s, asm=s.asm.model_copy(update={name: x0 + DELTA_S}))
         return (step_time(up) - T) / DELTA_S
     return HostRow(key, fold_of(res.row.source), res.row.published, res.predicted, T,

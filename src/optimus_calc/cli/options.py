@@ -93,6 +93,11 @@ LAUNCH_FLAGS = (
                  help="MoE token dispatcher: NCCL's all-to-all, or DeepEP / HybridEP, which "
                       "send a token to each other node once (Megatron-LM flex dispatcher; "
                       "torchtitan deepep)."),
+    click.option("--cuda-graph-impl", type=click.Choice(["none", "full_iteration"]),
+                 default="none", show_default=True,
+                 help="Megatron-LM launch flag: full_iteration replays the iteration as one "
+                      "CUDA graph: no host launches or syncs per MoE layer (MoE: needs "
+                      "--moe-dispatcher hybridep)."),
     click.option("--moe-pad-expert-input-to-capacity/--no-moe-pad-expert-input-to-capacity",
                  default=False, show_default=True,
                  help="Megatron-LM launch flag: token drop at capacity factor 1.0, every "

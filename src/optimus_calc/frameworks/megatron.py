@@ -153,6 +153,10 @@ def _gather_overlap(tr) -> bool:
     return bool(tr.overlap_param_gather and tr.overlap_grad_reduce)
 
 
+_CUDA_GRAPH = ("--cuda-graph-impl full_iteration: docs/user-guide/features/cuda_graph.md "
+               "L114-127, L162-182 @ d98e8a6")
+
+
 def _ep_comm_overlap(tr) -> bool:
     """--overlap-moe-expert-parallel-comm, refused with full recompute and in FP32
     (transformer_config.py L3021-3023, L3034-3037)."""
@@ -248,6 +252,13 @@ PROFILE = PhysicsProfile((
     Setting("moe_host_sync_min_ep", 1e6, "--moe-pad-expert-input-to-capacity: megatron/core/"
             "transformer/moe/token_dispatcher.py L444-467 @ core_v0.14.0 (L517-540 @ d98e8a6)",
             when=lambda tr: bool(tr.moe_pad_expert_input_to_capacity)),
+    # --cuda-graph-impl full_iteration: one graph per iteration replays every kernel without a
+    # host launch, and a graph cannot hold a host sync (cuda_graph.md L114-127 @ d98e8a6: the
+    # NaN check is turned off for that reason); on MoE models it runs with HybridEP's paged
+    # stash, whose dispatch buffers are pre-sized (L162-182): neither the MoE layer's launches
+    # nor its sync reach the host
+    Setting("moe_layer_fixed_s", 0.0, _CUDA_GRAPH, when=lambda tr: tr.cuda_graph_full_iteration),
+    Setting("moe_layer_host_s", 0.0, _CUDA_GRAPH, when=lambda tr: tr.cuda_graph_full_iteration),
 ))
 
 LAUNCH = ("torchrun --nproc-per-node G --nnodes N pretrain_gpt.py ARGS (Megatron-LM's GPT "

@@ -16,7 +16,8 @@ from typing import assert_never
 
 from optimus_calc.evaluate.shapes import split_layers, virtual_stage_layers
 from optimus_calc.frameworks.megatron import unbuildable
-from optimus_calc.frameworks.megatron_export_moe import dispatcher, ep_overlap, token_drop
+from optimus_calc.frameworks.megatron_export_moe import (cuda_graph, dispatcher, ep_overlap,
+                                                         token_drop)
 from optimus_calc.frameworks.exporting import (ExportError, environment_lines,
                                                grad_accumulation, node_split, require)
 from optimus_calc.frameworks import Framework
@@ -349,6 +350,7 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
     dispatcher(a, model, training)
     _overlaps(a, layout, training)
     token_drop(a, model, training)
+    cuda_graph(a, model, training)
     gpn, nodes = node_split(layout.gpus, gpus_per_node)
     head = [f"# Megatron-LM @ d98e8a64 ({layout.gpus} GPUs, {nodes} x {gpn}): run this script "
             "on every node from the Megatron-LM checkout, with MASTER_ADDR/NODE_RANK set"]

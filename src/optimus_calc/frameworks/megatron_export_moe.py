@@ -27,6 +27,26 @@ def dispatcher(a, m, tr) -> None:
         a.add("--moe-token-dispatcher-type", "alltoall")
 
 
+def cuda_graph(a, m, tr) -> None:
+    """--cuda-graph-impl full_iteration with what it needs (docs/user-guide/features/
+    cuda_graph.md @ d98e8a6): --no-check-for-nan-in-loss-and-grad (L125-126; arguments.py
+    L1237), and on an MoE model HybridEP's paged stash (L162-182): the TE op fuser, the
+    per-rank capacity factor and --moe-paged-stash (transformer_config.py L1019, L1364, L2210-
+    2216). The capacity 1.5 is Megatron-Bridge's (perf_recipes/qwen/common.py L36-51 @
+    v0.6.0): a rank's dispatch buffer holds 1.5x its balanced tokens, the excess dropped."""
+    if not tr.cuda_graph_full_iteration:
+        return
+    a.add("--cuda-graph-impl", "full_iteration")
+    a.add("--no-check-for-nan-in-loss-and-grad")
+    if m.is_moe:
+        a.add("--use-transformer-engine-op-fuser")
+        a.add("--moe-expert-rank-capacity-factor", "1.5")
+        a.add("--moe-paged-stash")
+        a.notes.append("--cuda-graph-impl full_iteration on MoE: HybridEP's paged stash drops "
+                       "the tokens past 1.5x a rank's balanced share (Megatron-Bridge "
+                       "perf_recipes/qwen/common.py L45 @ v0.6.0); the plan timed no drop")
+
+
 def ep_overlap(a, lay, tr) -> None:
     """--overlap-moe-expert-parallel-comm where TransformerConfig accepts it (transformer_config.py
     L3002-3041 @ d98e8a6: EP > 1, a virtual pipeline when PP > 1, no full recompute, the

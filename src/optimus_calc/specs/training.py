@@ -204,6 +204,10 @@ class Training(Frozen):
         "deepep or hybridep (Megatron-LM --moe-token-dispatcher-type flex "
         "--moe-flex-dispatcher-backend; torchtitan expert_parallel_comm_backend deepep): a "
         "token crosses to each other node once (comm.dedup_all_to_all_time)")
+    cuda_graph_full_iteration: bool = Field(
+        default=False, description="Megatron-LM --cuda-graph-impl full_iteration: the training "
+        "iteration replayed as one CUDA graph, no kernel launched by the host, no host sync "
+        "(docs/user-guide/features/cuda_graph.md @ d98e8a6)")
     moe_pad_expert_input_to_capacity: bool = Field(
         default=False, description="Megatron-LM --moe-pad-expert-input-to-capacity with "
                                    "--moe-expert-capacity-factor: token drop, every expert's "
