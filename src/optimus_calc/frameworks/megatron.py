@@ -22,6 +22,14 @@ def _row(name: str, what: str, source: str, when) -> Rule:
     return Rule(name, f"{_MG}: {what} ({source})", source, when)
 
 
+def _deepep_one_rank(x):
+    """DeepEP over a one-rank expert TP x EP group; None unless the run is an MoE model's with
+    --moe-dispatcher deepep (HybridEP's branch asserts nothing, token_dispatcher.py L1845)."""
+    if not x.experts or x.moe_dispatcher != "deepep":
+        return None
+    return x.etp * x.ep <= 1
+
+
 def _interleave_micro(x):
     """Fewer micro-batches per step than PP stages: global / (dp x micro) < pp, no division."""
     if x.gb is None:
@@ -86,6 +94,10 @@ RULES: tuple[Rule, ...] = (
          lambda x: not_dividing(x.n_kv, x.tp) & ~dividing_into(x.tp, x.n_kv)),
     _row("MG_EXPERTS_EP", "experts must be a multiple of the expert-parallel size",
          "megatron/training/arguments.py L1655-1658", lambda x: x.experts_bad),
+    _row("MG_DEEPEP_RANKS", "the DeepEP dispatcher (--moe-dispatcher deepep) needs expert TP x "
+         "EP > 1 (MoEFlexTokenDispatcher asserts \"DeepEP dispatcher requires TPxEP > 1\", "
+         "its tp_size the expert TP group's, L86-89)",
+         "megatron/core/transformer/moe/token_dispatcher.py L1836", _deepep_one_rank),
     _row("MG_FSDP_PP", "ZeRO-2/3 is Megatron-FSDP, documented to compose with TP, CP and EP "
          "but not PP", "docs/user-guide/features/megatron_fsdp.md L318; Megatron-FSDP v2 "
          "rejects PP, core/distributed/fsdp/mcore_fsdp_adapter.py L627-638",
@@ -215,7 +227,7 @@ PROFILE = PhysicsProfile((
     # --overlap-moe-expert-parallel-comm (combined 1F1B: one micro-batch's dispatch/combine
     # behind another's compute) is off by default; on, assumed fully hidden (as tp_overlap)
     # (TransformerConfig refuses it with full recompute; with PP > 1 it needs an interleaved
-    # schedule, which the export checks: megatron_export._ep_overlap)
+    # schedule, which the export checks: megatron_export_moe.ep_overlap)
     Setting("ep_overlap", 0, "megatron/core/model_parallel_config.py L343",
             when=lambda tr: not _ep_comm_overlap(tr)),
     # context parallelism: --cp-comm-type p2p (the default) runs Transformer Engine's ring,
