@@ -87,8 +87,4 @@ def test_exports_write_the_dispatcher(run, tmp_path):
     plain = tmp_path / "plain.sh"
     assert run(*base, "--framework", "megatron", "--export", "megatron", "-o", plain).code == 0
     assert plain.read_text().count("--moe-token-dispatcher-type alltoall") == 1
-    toml = tmp_path / "run.toml"
-    r = run(*base, "--framework", "torchtitan", "--moe-dispatcher", "deepep",
-            "--export", "torchtitan", "-o", toml)
-    assert r.code == 0
-    assert 'expert_parallel_comm_backend = "deepep"' in toml.read_text()
+    # torchtitan's: tests/test_dispatcher_frameworks.py (its qwen3 model ignores deepep)

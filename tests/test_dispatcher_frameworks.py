@@ -2,6 +2,8 @@
 a layout the framework refuses, or runs with another dispatcher than the one the step timed,
 is refused by a rule, so neither the step nor the export claims it."""
 
+import pytest
+
 QWEN1 = ("step", "qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", "1", "--pp", "1",
          "--micro-batch", "1", "--global-batch", "64", "--seq-len", "4096", "--zero", "1")
 REJECT = "although its rules reject"
@@ -28,3 +30,46 @@ def test_megatron_deepep_needs_more_than_one_rank(run):
     r = run("plan", *QWEN1[1:], "--ep", "1", "--tp", "1", *meg, "--moe-dispatcher", "deepep",
             "--export", "megatron", "-o", "/dev/null")
     assert r.code == 2
+
+
+def test_torchtitan_deepep_only_where_its_model_reads_it(run):
+    # torchtitan v0.2.2 reads expert_parallel_comm_backend only in llama4's and deepseek_v3's
+    # parallelize.py (llama4/infra/parallelize.py L114-135, deepseek_v3 L100-121); qwen3's
+    # (L111-118) and gpt_oss's (L106-113) call apply_moe_ep_tp without use_deepep: they run
+    # the standard all-to-all, not the deduplicated dispatch the step would time
+    tt = ("--framework", "torchtitan", "--zero", "3", "--tp", "1")
+    assert REJECT not in _said(run(*QWEN1[:-2], *tt, "--ep", "8"))
+    r = run(*QWEN1[:-2], *tt, "--ep", "8", "--moe-dispatcher", "deepep")
+    assert REJECT in _said(r) and "qwen3/infra/parallelize.py" in _said(r)
+
+
+DSV3 = ("step", "deepseek-v3", "--node", "dgx-h100", "--nodes", "32", "--pp", "1",
+        "--micro-batch", "1", "--global-batch", "256", "--seq-len", "4096",
+        "--framework", "torchtitan", "--zero", "3", "--ep", "64")
+
+
+def test_torchtitan_deepep_refuses_expert_tp(run):
+    # deepseek_v3/infra/parallelize.py L107-111 (llama4 L121-125): 'DeepEP with Expert Tensor
+    # Parallelism (ETP) is not supported yet' where parallel_dims.etp_enabled (etp > 1,
+    # distributed/parallel_dims.py L350-351); torchtitan's ETP is TP or 1
+    assert REJECT not in _said(run(*DSV3, "--tp", "1", "--moe-dispatcher", "deepep"))
+    assert REJECT not in _said(run(*DSV3, "--tp", "2"))
+    r = run(*DSV3, "--tp", "2", "--moe-dispatcher", "deepep")
+    assert REJECT in _said(r) and "deepseek_v3/infra/parallelize.py L107-111" in _said(r)
+    # ETP 1 under TP 2 (every TP rank an EP rank) runs it
+    assert REJECT not in _said(run(*DSV3, "--tp", "2", "--etp", "1",
+                                   "--moe-dispatcher", "deepep"))
+
+
+@pytest.mark.parametrize("model,ok", [("qwen3-30b-a3b", False), ("deepseek-v3", True)])
+def test_torchtitan_export_writes_deepep_only_where_it_runs(run, tmp_path, model, ok):
+    out = tmp_path / "job.toml"
+    nodes = "32" if model == "deepseek-v3" else "2"
+    r = run("plan", model, "--node", "dgx-h100", "--nodes", nodes, "--ep", "16", "--tp", "1",
+            "--pp", "1", "--framework", "torchtitan", "--moe-dispatcher", "deepep",
+            "--export", "torchtitan", "-o", out)
+    if ok:
+        assert r.code == 0
+        assert 'expert_parallel_comm_backend = "deepep"' in out.read_text()
+    else:
+        assert r.code == 2 and not out.exists()

@@ -218,10 +218,12 @@ def test_torchtitan_config_manager_loads_the_qwen3_moe_export(run, tmp_path, cat
 
 def test_torchtitan_config_manager_takes_the_deepep_backend(run, tmp_path, torchtitan):
     """--moe-dispatcher deepep: parallelism.expert_parallel_comm_backend (torchtitan/config/
-    job_config.py L474 @ v0.2.2, "standard" or "deepep")."""
+    job_config.py L474 @ v0.2.2, "standard" or "deepep"), on DeepSeek-V3, whose parallelize.py
+    reads it (qwen3's does not: frameworks/torchtitan.py TT_DEEPEP_MODEL)."""
     ConfigManager, _ = torchtitan
-    text = _export(run, tmp_path, "qwen3-30b-a3b", "--framework", "torchtitan", "--nodes", 2,
-                   "--ep", 16, "--moe-dispatcher", "deepep", "--export", "torchtitan")
+    text = _export(run, tmp_path, "deepseek-v3", "--framework", "torchtitan", "--nodes", 32,
+                   "--ep", 16, "--tp", 1, "--pp", 1, "--moe-dispatcher", "deepep",
+                   "--export", "torchtitan")
     path = tmp_path / "job.toml"
     path.write_text(text)
     job = ConfigManager().parse_args(["--job.config_file", str(path)])

@@ -130,6 +130,28 @@ def _no_flavour(x):
     return x.everywhere()
 
 
+# The families whose parallelize.py reads parallelism.expert_parallel_comm_backend "deepep"
+# (llama4/infra/parallelize.py L114-135, deepseek_v3/infra/parallelize.py L100-121)
+DEEPEP_FAMILIES = ("llama4", "deepseek_v3")
+
+
+def _deepep_unread(x):
+    """--moe-dispatcher deepep on a flavour whose family ignores it (None unless deepep on an
+    MoE model with a flavour; _no_flavour refuses the others)."""
+    found = None if x.model is None else flavour_of(x.model)
+    if x.moe_dispatcher != "deepep" or not x.experts or found is None:
+        return None
+    return None if found[0] in DEEPEP_FAMILIES else x.everywhere()
+
+
+def _deepep_etp(x):
+    """DeepEP with expert TP over more than one rank (EP 1 runs no dispatcher: the export
+    writes no backend there)."""
+    if x.moe_dispatcher != "deepep" or not x.experts:
+        return None
+    return (x.ep > 1) & (x.etp > 1)
+
+
 # What torchtitan runs (allowlists: a target or precision not named here is refused).
 # Offload: FSDP2's CPUOffloadPolicy behind training.enable_cpu_offload, job_config.py L270.
 OFFLOAD_TARGETS: tuple[Offload, ...] = (Offload.NONE, Offload.CPU)
@@ -190,6 +212,16 @@ RULES: tuple[Rule, ...] = (
                      "standard (all-to-all) or deepep, no HybridEP (torchtitan/config/"
                      "job_config.py L474)", "torchtitan/config/job_config.py L474",
                      ("alltoall", "deepep")),
+    Rule("TT_DEEPEP_MODEL", f"{_TT}: only its llama4 and deepseek_v3 models read "
+         "expert_parallel_comm_backend deepep (llama4/infra/parallelize.py L114-135, "
+         "deepseek_v3/infra/parallelize.py L100-121); qwen3's and gpt_oss's build their experts "
+         "without it (torchtitan/models/qwen3/infra/parallelize.py L111-118, gpt_oss/infra/"
+         "parallelize.py L106-113) and dispatch with the standard all-to-all: --moe-dispatcher alltoall",
+         "torchtitan/models/qwen3/infra/parallelize.py L111-118", _deepep_unread, on_run=True),
+    _row("TT_DEEPEP_ETP", "DeepEP runs without expert TP (\"DeepEP with Expert Tensor "
+         "Parallelism (ETP) is not supported yet\" where etp > 1, distributed/parallel_dims.py "
+         "L350-351; llama4 L121-125): --etp 1 or --moe-dispatcher alltoall",
+         "torchtitan/models/deepseek_v3/infra/parallelize.py L107-111", _deepep_etp),
     _row("TT_ETP", "expert TP (parallelism.expert_tensor_parallel_degree) is TP or 1 "
          "(\"Currently we only support ETP=TP or ETP=1\")",
          "torchtitan/distributed/parallel_dims.py L58-59",
