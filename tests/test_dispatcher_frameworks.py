@@ -73,3 +73,23 @@ def test_torchtitan_export_writes_deepep_only_where_it_runs(run, tmp_path, model
         assert 'expert_parallel_comm_backend = "deepep"' in out.read_text()
     else:
         assert r.code == 2 and not out.exists()
+
+
+def test_the_step_says_which_dispatcher_it_timed(run):
+    # the dispatcher moves the EP time (tests/test_dispatcher.py: 20.51 s -> 6.75 s on two
+    # DGX H100) and no field of the report named it: the MoE note does, and the JSON's
+    # training block where it is not the default (as fp8_recipe where the run is FP8)
+    args = ("step", "qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", "2", "--ep", "16",
+            "--tp", "1", "--framework", "megatron")
+    assert "tokens dispatched by NCCL's all-to-all (comm.all_to_all_time) (--moe-dispatcher " \
+        "alltoall)" in _said(run(*args))
+    text = _said(run(*args, "--moe-dispatcher", "deepep"))
+    assert "(comm.dedup_all_to_all_time) (--moe-dispatcher deepep)" in text
+    assert "--moe-dispatcher hybridep" in _said(run(*args, "--moe-dispatcher", "hybridep"))
+    assert "moe_dispatcher" not in run(*args, "--format", "json").json()["training"]
+    deep = run(*args, "--moe-dispatcher", "hybridep", "--cuda-graph-impl", "full_iteration",
+               "--format", "json").json()["training"]
+    assert (deep["moe_dispatcher"], deep["cuda_graph_impl"]) == ("hybridep", "full_iteration")
+    # a dense model has no dispatcher to name in its notes
+    dense = run("step", "llama-3-8b", "--node", "dgx-h100", "--moe-dispatcher", "deepep")
+    assert "--moe-dispatcher" not in _said(dense)

@@ -50,7 +50,11 @@ def training_data(tr) -> dict[str, Any]:
             "recompute": tr.recompute.value, "sequence_parallel": tr.sequence_parallel,
             "flash_attention": tr.flash_attention, "dropout": tr.dropout,
             "model_states_only": tr.model_states_only,
-            **({"fp8_recipe": tr.fp8_recipe.value} if tr.precision.value == "fp8" else {})}
+            **({"fp8_recipe": tr.fp8_recipe.value} if tr.precision.value == "fp8" else {}),
+            # the launch choices that move the physics, where not the default
+            **({"moe_dispatcher": tr.moe_dispatcher.value}
+               if tr.moe_dispatcher.value != "alltoall" else {}),
+            **({"cuda_graph_impl": "full_iteration"} if tr.cuda_graph_full_iteration else {})}
 
 
 def layout_text(layout) -> str:
@@ -139,17 +143,27 @@ def efficiency_text(gpu, asm, kernel=None) -> str:
             "(`optimus-calc explain efficiency.gemm_efficiency`)")
 
 
-def moe_notes(model, asm) -> list[str]:
+_DISPATCH = {"alltoall": "NCCL's all-to-all (comm.all_to_all_time)",
+             "deepep": "DeepEP, a token across the network once per node "
+                       "(comm.dedup_all_to_all_time)",
+             "hybridep": "HybridEP, timed as DeepEP (comm.dedup_all_to_all_time)"}
+
+
+def moe_notes(model, asm, tr=None) -> list[str]:
     """For an MoE model: the routing the expert time assumes (--moe-imbalance, balanced by
-    default) and how many expert GEMMs run concurrently, sharing one fixed cost."""
+    default), how many expert GEMMs run concurrently, sharing one fixed cost, and the token
+    dispatcher the all-to-all is timed with (--moe-dispatcher)."""
     if not getattr(model, "is_moe", False):
         return []
+    disp = "" if tr is None else (f"; tokens dispatched by {_DISPATCH[tr.moe_dispatcher.value]}"
+                                  f" (--moe-dispatcher {tr.moe_dispatcher.value})")
     route = ("balanced routing (--moe-imbalance 1.0, the default)" if asm.moe_imbalance == 1
              else f"the most-loaded expert-parallel rank at {asm.moe_imbalance:g}x its balanced "
                   "tokens (--moe-imbalance): its expert GEMMs and all-to-all set the pace")
     launch = (f"the local experts' GEMMs {asm.moe_expert_gemm_streams:g} at a time "
               "(moe_expert_gemm_streams)")
-    return [f"MoE: {route}; {launch} (`optimus-calc explain efficiency.expert_launch_flops`)"]
+    return [f"MoE: {route}; {launch} (`optimus-calc explain efficiency.expert_launch_flops`)"
+            + disp]
 
 
 def fp8_notes(gpu, tr, asm) -> list[str]:

@@ -76,7 +76,7 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
              + ("fits" if mem.fits else "DOES NOT FIT: " + "; ".join(mem.reasons)),
              efficiency_text(inp.hw.gpu, inp.assumptions, inp.training.attention_kernel)]
     notes += (fp8_notes(inp.hw.gpu, inp.training, inp.assumptions)
-              + moe_notes(inp.model, inp.assumptions) + st.notes)
+              + moe_notes(inp.model, inp.assumptions, inp.training) + st.notes)
     if fw_note:
         notes.append(fw_note)
     if figures:
