@@ -95,8 +95,9 @@ def predict(run: Run, values: dict[str, float]) -> float:
     from optimus_calc.evaluate.step import step_figure
     inp = run.inputs
     gpu_upd = {p.name: values[p.name] for p in CANDIDATES if p.where == "gpu" and p.name in values}
+    own = _profile_set(inp)  # the run's framework sets these (its physics, not a fit's)
     asm_upd = {p.name: values[p.name] for p in CANDIDATES
-               if p.where == "assumptions" and p.name in values}
+               if p.where == "assumptions" and p.name in values and p.name not in own}
     hw_upd = {"gpu": inp.hw.gpu.model_copy(update=gpu_upd)} if gpu_upd else {}
     if "link_efficiency" in values:
         hw_upd["intra_link"] = inp.hw.intra_link.model_copy(
@@ -108,10 +109,20 @@ def predict(run: Run, values: dict[str, float]) -> float:
     return step_figure(replace(inp, hw=hw, assumptions=asm), inp.model.name, run.figure)
 
 
+def _profile_set(inp) -> set[str]:
+    """The assumptions the run's framework profile set (frameworks/physics.Choice.applied: e.g.
+    DeepSpeed's moe_layer_host_s = 0, or Megatron-LM's with a full-iteration CUDA graph)."""
+    choice = getattr(inp, "framework", None)
+    return {x.name for x in choice.applied} if choice is not None else set()
+
+
 def _holder(inp, where: str):
-    """The object holding a candidate of kind ``where`` for one run's inputs."""
+    """The object holding a candidate of kind ``where`` for one run's inputs; the assumptions
+    before its framework profile (another run's profile value is not a default)."""
+    choice = getattr(inp, "framework", None)
+    asm = choice.before[1] if choice is not None and choice.before else inp.assumptions
     return {"gpu": inp.hw.gpu, "link": inp.hw.intra_link, "nic": inp.hw.nic,
-            "assumptions": inp.assumptions}[where]
+            "assumptions": asm}[where]
 
 
 def field_of(p: Param) -> str:
