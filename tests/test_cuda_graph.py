@@ -58,3 +58,21 @@ def test_rows_on_a_graph_do_not_fit_the_host_constants(cat):
     assert len(graph) == 1 and graph[0].K == 0.0 and graph[0].K_f == 0.0
     eager = [h for k, h in rows.items() if "GB200 qwen3-30b-a3b" in k and "(26.04)" in k]
     assert len(eager) == 1 and eager[0].K_f > 0
+
+
+def test_the_export_refuses_graphed_attention_recompute_with_dropout(run, tmp_path):
+    # Megatron-LM's TransformerConfig: with --recompute-granularity selective (recompute_modules
+    # default ["core_attn"], transformer_config.py L1940-1941) under a full-iteration graph,
+    # "attention dropout is not supported with graphed attention recomputation" (L2874-2884
+    # @ d98e8a6): --dropout writes --attention-dropout 0.1, which Megatron would refuse
+    base = ("plan", "llama-3-8b", "--node", "dgx-h100", "--framework", "megatron", "--tp", "1",
+            "--pp", "1", "--cuda-graph-impl", "full_iteration", "--export", "megatron")
+    out = tmp_path / "run.sh"
+    r = run(*base, "--recompute", "selective", "--dropout", "-o", out)
+    assert r.code == 2 and "L2874-2884" in r.err and "\n" not in r.err.strip()
+    assert not out.exists()
+    # without dropout, or with full recompute (L2855-2858: full recompute needs the graph), it
+    # is written
+    for extra in (("--recompute", "selective"), ("--recompute", "full", "--dropout")):
+        assert run(*base, *extra, "-o", out).code == 0
+        assert "--cuda-graph-impl full_iteration" in out.read_text()
