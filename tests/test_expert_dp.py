@@ -40,3 +40,19 @@ def test_expert_gradients_and_weights_cross_the_nodes_at_one_nic(run):
     # EP 64 = DP: every expert on one GPU, nothing of it to reduce or gather; the dense
     # 2.13e9 parameters over 64 ranks only (was 0.045 s with the experts gathered over DP)
     assert run(*ARGS, "--ep", "64").json()["dp_comm_s"] < 0.04
+
+
+def test_explain_shows_the_expert_reduction_and_gather_apart(run):
+    # each has its own scope, so `explain` shows both (the gather, evaluated last, hid the
+    # reduction's values): the fp32 expert gradients in 29 buckets, ceil(14.3377e9 x 4 B /
+    # 2e9 B) = ceil(28.68), of 14.3377e9 x 4 / 29 = 1.97761e9 B each, reduce-scattered over
+    # the 8 ranks (bus factor 7/8); the bf16 weights all-gathered in k_w = 33 pieces of
+    # 14.3377e9 x 2 / 33 = 8.68952e8 B
+    def values(scope):
+        r = run("explain", "comm.nccl_pipelined_time", *ARGS[1:-2], "--ep", "8", "--for", scope,
+                "--format", "json")
+        assert r.code == 0, r.err
+        return r.json()["values"]
+    red, gat = values("dp experts"), values("dp experts gather")
+    assert red["F"] == 0.875 and red["z"] == pytest.approx(1.97761e9, rel=1e-5)
+    assert gat["F"] == 0.875 and gat["z"] == pytest.approx(8.68952e8, rel=1e-5)

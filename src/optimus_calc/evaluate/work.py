@@ -339,8 +339,8 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
         z_piece = eq.step__dp_gather_piece_bytes(P=P_d, b_w=wb, k_w=k_w)
         t_piece = (eq.comm__multicast_all_gather_time(alpha=a_dp, beta=b_dp, n=n_dp, z=z_piece)
                    if tr.multicast else _ring(ctx, "all-gather", n_dp, ctx.t, z_piece, b_dp, a_dp))
-    if moe:  # and its expert weights over the expert-DP group
-        set_scope("dp experts")
+    if moe:  # and its expert weights over the expert-DP group (a scope of its own: `explain`
+        set_scope("dp experts gather")  # shows one call per scope, the reduction's above)
         x = _expert_dp_group(ctx, n_dp, nic)
         z_px = eq.step__dp_gather_piece_bytes(P=p_x, b_w=wb, k_w=k_w)
         t_piece = t_piece + np.where(np.asarray(p_x) > 0, _ring(
