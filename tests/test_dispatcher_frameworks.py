@@ -93,3 +93,18 @@ def test_the_step_says_which_dispatcher_it_timed(run):
     # a dense model has no dispatcher to name in its notes
     dense = run("step", "llama-3-8b", "--node", "dgx-h100", "--moe-dispatcher", "deepep")
     assert "--moe-dispatcher" not in _said(dense)
+
+
+@pytest.mark.parametrize("flags,source", [
+    (("--cuda-graph-impl", "full_iteration"), "cuda_graph.md L162-182"),
+    (("--moe-dispatcher", "deepep", "--moe-pad-expert-input-to-capacity"), "L1754-1761"),
+])
+def test_sweep_checks_every_model_for_the_moe_launch_flags(run, flags, source):
+    # the sweep checked the launch flags against its first model only: a dense first model let
+    # an MoE one run a full-iteration graph with NCCL's all-to-all (its host sync priced 0), or
+    # DeepEP padded to capacity, both of which Megatron-LM refuses (step and plan exit 2)
+    args = ("sweep", "--node", "dgx-h100", "--nodes", "1", *flags)
+    r = run(*args, "--models", "llama-3-8b,qwen3-30b-a3b")
+    assert r.code == 2 and source in r.err and "qwen3-30b-a3b" in r.err
+    assert "\n" not in r.err.strip()
+    assert run(*args, "--models", "llama-3-8b").code == 0

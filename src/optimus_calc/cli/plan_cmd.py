@@ -183,7 +183,21 @@ def sweep(app, models, nodes_types, node_counts, smartnics, objective, fmt, outp
         global_batch=gbs[0], offloads=None, offload=None))
     spec = SweepSpec(template, tuple(search_model(cat, m) for m in names), types, tuple(counts),
                      sns, seqs, gbs, offs, kw.get("dropout"), objective)
+    _check_moe_flags(spec)
     from optimus_calc.cli.progress import progress_bar
     with progress_bar("sweep") as bar:
         points = run_sweep(cat, spec, progress=bar)
     emit(sweep_document(points, kw.get("train"), kw.get("profile")), fmt, output)
+
+
+def _check_moe_flags(spec) -> None:
+    """The MoE launch flags checked against every model of the sweep (the template's checks
+    saw the first model only): inputs.check_token_drop, naming the model it refuses."""
+    from optimus_calc.cli.flags import message
+    from optimus_calc.errors import InputError
+    from optimus_calc.inputs import check_token_drop
+    for m in spec.models:
+        try:
+            check_token_drop(m, spec.template.training, spec.template.assumptions)
+        except InputError as exc:
+            raise InputError(f"--models {m.name}: {message(exc)}") from None
