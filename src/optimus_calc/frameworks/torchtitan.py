@@ -216,7 +216,8 @@ RULES: tuple[Rule, ...] = (
          "expert_parallel_comm_backend deepep (llama4/infra/parallelize.py L114-135, "
          "deepseek_v3/infra/parallelize.py L100-121); qwen3's and gpt_oss's build their experts "
          "without it (torchtitan/models/qwen3/infra/parallelize.py L111-118, gpt_oss/infra/"
-         "parallelize.py L106-113) and dispatch with the standard all-to-all: --moe-dispatcher alltoall",
+         "parallelize.py L106-113) and dispatch with the standard all-to-all: "
+         "--moe-dispatcher alltoall",
          "torchtitan/models/qwen3/infra/parallelize.py L111-118", _deepep_unread, on_run=True),
     _row("TT_DEEPEP_ETP", "DeepEP runs without expert TP (\"DeepEP with Expert Tensor "
          "Parallelism (ETP) is not supported yet\" where etp > 1, distributed/parallel_dims.py "
