@@ -38,12 +38,49 @@ def nic_Bps(hw: Hardware, nic_efficiency: float | None = None) -> float:
 
 
 def placement(hw: Hardware, size, stride):
-    """(ranks per node, nodes) of ``size`` ranks ``stride`` apart."""
+    """(ranks per node, nodes) of the slowest group of ``size`` ranks ``stride`` apart. The
+    groups tile the ranks in blocks of size x stride (Megatron-core's rank order); where a
+    block does not tile the nodes (a node's GPUs not a multiple of it, e.g. 16 of a 72-GPU
+    NVL72 rack, or 3 of 8), some group straddles two nodes: its ranks per node are the fewer
+    side's (its ring and all-to-all cross on that side's NICs), its nodes the most any group
+    spans (:func:`_straddle`)."""
     gpn = hw.gpus_per_node
     size, stride = np.asarray(size), np.asarray(stride)
     per_node = np.where(stride < gpn, np.maximum(1, np.minimum(size, gpn // np.maximum(stride, 1))),
                         1)
-    return per_node, np.maximum(1, size // per_node)
+    nodes = np.maximum(1, size // per_node)
+    span = size * stride
+    tiled = (stride >= gpn) | (gpn % np.maximum(span, 1) == 0) | (
+        (span % gpn == 0) & (gpn % np.maximum(stride, 1) == 0))
+    if np.all(tiled):
+        return per_node, nodes
+    pairs, inverse = np.unique(np.stack(np.broadcast_arrays(size, stride)).reshape(2, -1),
+                               axis=1, return_inverse=True)
+    worst = np.array([_straddle(gpn, int(n), int(s)) for n, s in pairs.T]).T.reshape(2, -1)
+    shape = np.broadcast_shapes(size.shape, stride.shape)
+    m_w, n_w = (w[inverse.reshape(-1)].reshape(shape) for w in worst)
+    return np.where(tiled, per_node, m_w), np.where(tiled, nodes, n_w)
+
+
+_STRADDLE: dict[tuple[int, int, int], tuple[int, int]] = {}
+
+
+def _straddle(gpn: int, size: int, stride: int) -> tuple[int, int]:
+    """(fewest ranks on a node of any group, most nodes of any group) over one period of the
+    tiling, lcm(gpn, size x stride) ranks: group q of block j holds ranks j size stride + q +
+    i stride, i < size."""
+    key = (gpn, size, stride)
+    if key not in _STRADDLE:
+        span = size * stride
+        period = span * gpn // np.gcd(span, gpn)
+        m, n = size, 1
+        for start in range(0, period, span):
+            for q in range(min(stride, gpn)):
+                counts = np.bincount((start + q + np.arange(size) * stride) // gpn)
+                counts = counts[counts > 0]
+                m, n = min(m, int(counts.min())), max(n, len(counts))
+        _STRADDLE[key] = (m, n)
+    return _STRADDLE[key]
 
 
 # Small batches' groups by what they read (arrays of at most _GROUPS_SMALL values): a report
