@@ -67,7 +67,8 @@ def test_every_public_row_has_a_source_and_a_value():
     # NeMo's 24.07 table (public_cases_nemo2407.py): 12 rows, 5 cases; Megatron-Bridge's
     # 26.02 (less the 3 rows already in _megatron_dense), 26.02.01, 26.04, 26.04.01, 26.06,
     # 26.06.01 and 26.08 pre-training tables (public_cases_mb26.py): 33 - 3 + 36 + 44 + 47 +
-    # 31 + 14 + 18 = 220 rows, 58 of them expressible
+    # 31 + 14 + 18 = 220 rows, 58 of them expressible; 77 once the 19 GB200 HybridEP rows
+    # (DeepSeek-V3 7, Qwen3-235B-A22B 7, GPT-OSS 120B 5) run --moe-dispatcher hybridep
     assert len(rows) == 125 + 26 + 216 + 3 + 3 + 10 + 12 + 220
     assert all(r.source.strip() and r.label.strip() and r.published > 0 for r in rows)
     # a row the tool cannot express says why; the others are layouts the tool runs
@@ -93,9 +94,11 @@ def test_validate_counts(cat):
     # Megatron-Bridge 26.02-26.08 (public_cases_mb26.py): 58 expressible rows, all cases
     # (GB200 20 + 5, H100 19, B200 14; the 5 GB200 Llama3.1 405B MXFP8 PP 16 VP 8 rows, 128
     # virtual stages for 126 layers, run since the embedding and the loss may take a chunk
-    # each), 162 listed
-    assert (len(public), len(missing)) == (98 + 25 + 4 + 216 + 3 + 2 + 5 + 58,
-                                           44 + 1 - 4 + 1 + 10 + 7 + 162)
+    # each), 162 listed. The GB200 HybridEP rows inside the NVL72 rack (--moe-dispatcher
+    # hybridep): 25.11's 4 (public_cases_moe) and 26.02-26.08's 19 (public_cases_mb26) cases,
+    # 143 of 26.02-26.08 listed
+    assert (len(public), len(missing)) == (98 + 25 + 4 + 216 + 3 + 2 + 5 + 58 + 4 + 19,
+                                           44 + 1 - 4 + 1 + 10 + 7 + 162 - 4 - 19)
     assert len(cases) + len(missing) >= 150
     assert all(why for _, _, why in missing)
     o = overall(cases)
@@ -107,9 +110,9 @@ def test_validate_counts(cat):
     # 3 (H100 group): 350 and 347; Megatron-LM's examples/llama 2 (H100 group): 352 and 349;
     # NeMo 24.07's 5 (H100 group): 357 and 354; Megatron-Bridge 26.02-26.08's 53 (B200, GB200
     # and H100, all refitted without their source): 410 and 407; with the 5 PP 16 VP 8 rows,
-    # 415 and 412
-    assert o["rows"] == 102 + 25 + 220 + 3 + 2 + 5 + 58
-    assert o["refitted"] == 99 + 25 + 220 + 3 + 2 + 5 + 58
+    # 415 and 412; the 23 GB200 HybridEP rows (GB200 group, refitted): 438 and 435
+    assert o["rows"] == 102 + 25 + 220 + 3 + 2 + 5 + 58 + 23
+    assert o["refitted"] == 99 + 25 + 220 + 3 + 2 + 5 + 58 + 23
 
 
 def _mfu(run, node, seq, cp, key="mfu"):

@@ -47,15 +47,13 @@ def test_listed_rows_say_why():
     # public_cases._megatron_dense
     assert len(rows) == 220
     listed = [r for r in rows if r.why_not]
-    assert len(listed) == 162 and all(r.why_not.strip() for r in listed)
+    # 162 listed before the GB200 HybridEP rows became cases; 19 of them are (DeepSeek-V3 and
+    # Qwen3-235B-A22B in all 7 releases, GPT-OSS 120B in 26.02.01, 26.04, 26.06-26.08)
+    assert len(listed) == 162 - 19 and all(r.why_not.strip() for r in listed)
     # "26.06.01", Nemotron_3_Super on GB300, NVFP4: the GPU is the first reason
     # | DGX-GB300 | 64 | NVFP4 | 512 | 1 | 8192 | 1 | 1 | 1 | n/a | 64 | 9984 | 845 |
     (r,) = [r for r in listed if r.published == 9984]
     assert r.why_not == "GPU not in the catalog (GB300)"
-    # "26.04", DeepSeekV3 on GB200 EP 64 runs HybridEP across the rack (as 25.11's rows)
-    # | DGX-GB200 | 256 | MXFP8 | 4096 | 1 | 4096 | 0 | 1 | 4 | 1 | 4 | 64 | 4193 | 1090 |
-    (r,) = [r for r in listed if r.published == 4193]
-    assert "HybridEP" in r.why_not and "EP 64" in r.why_not
     # "26.02", LLAMA3_70B on GB200 in NVFP4: no recipe
     # | DGX-GB200 | 64 | NVFP4 | 256 | 1 | 8192 | 0 | 2 | 4 | 1 | 5 | n/a | 4458 | 2004 |
     (r,) = [r for r in listed if r.published == 4458]
@@ -70,3 +68,31 @@ def test_cases_name_their_settings_and_run_on_the_rack():
     # the GB200 rows go onto the NVL72 rack: 64 GPUs in one rack, 256 on four
     on_rack = [r for r in public_rows() if "(26.0" in r.label and r.node == "gb200-nvl72"]
     assert {(r.nodes, r.gpus_per_node) for r in on_rack} == {(1, 8), (1, 64), (4, 64)}
+
+
+def test_gb200_hybridep_rows_run_their_configs_inside_the_rack():
+    # "26.04", DeepSeekV3 on GB200:
+    # | DGX-GB200 | 256 | MXFP8 | 4096 | 1 | 4096 | 0 | 1 | 4 | 1 | 4 | 64 | 4193 | 1090 |
+    # deepseek_workload_base_configs.py @ 26.04-alpha.rc2 L72-84, L182-191: PP 4 VP 4 EP 64,
+    # hybridep, moe_a2a_overlap False, recompute_modules ["mlp"], TE graphs, no full iteration
+    (r,) = [r for r in public_rows() if r.label.startswith("GB200 deepseek-v3")
+            and r.label.endswith("(26.04)")]
+    assert (r.published, r.pp, r.vp, r.ep, r.etp, r.dispatcher) == (4193, 4, 4, 64, 1,
+                                                                   "hybridep")
+    assert (r.ep_comm_overlap, r.cuda_graph) == (False, False) and "mlp has no flag" in r.assumed
+    # 256 GPUs on 4 racks of 64: a PP stage (64 GPUs) holds the EP group, one NVLink domain
+    assert (r.node, r.nodes, r.gpus_per_node) == ("gb200-nvl72", 4, 64)
+    # "26.08", Qwen3_235B_a22B on GB200 (docs/performance-summary.md @ 067f987df):
+    # | DGX-GB200 | 256 | MXFP8 | 8192 | 1 | 4096 | 0 | 1 | 8 | 1 | 3 | 32 | 7280 | 1085 |
+    # perf_recipes/qwen/gb200/qwen3_moe.py @ v0.6.0 L462-487: PP 8 VP 3 EP 32, hybridep,
+    # _enable_hybridep_full_iteration_mxfp8 (full_iteration, EP overlap)
+    (r,) = [r for r in public_rows() if r.label.startswith("GB200 qwen3-235b")
+            and r.label.endswith("(26.08)")]
+    assert (r.published, r.pp, r.vp, r.ep, r.dispatcher) == (7280, 8, 3, 32, "hybridep")
+    assert (r.ep_comm_overlap, r.cuda_graph) == (True, True)
+    # "26.04", GPT_OSS_120B on GB200 BF16: gpt_oss_workload_base_configs.py @ 26.04-alpha.rc2
+    # L102-107 (V2: hybridep, moe_a2a_overlap True), no CUDA graphs
+    (r,) = [r for r in public_rows() if r.label.startswith("GB200 gpt-oss-120b")
+            and r.label.endswith("(26.04)")]
+    assert (r.published, r.ep, r.mbs, r.dispatcher) == (15938, 64, 4, "hybridep")
+    assert (r.ep_comm_overlap, r.cuda_graph, r.nodes, r.gpus_per_node) == (True, False, 1, 64)

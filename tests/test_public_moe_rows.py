@@ -3,6 +3,7 @@ performance scripts that produced them (Megatron-Bridge @ v0.2.1 scripts/perform
 
 from dataclasses import replace
 
+from optimus_calc.public_cases import _on_nvl72 as on_nvl72
 from optimus_calc.public_cases_moe import moe_rows
 from optimus_calc.validate_public import memory_gib, setup
 
@@ -40,17 +41,23 @@ def test_qwen3_235b_h100_folds_ep32_over_tp2_dp16_without_tp_overlap(cat):
     assert s.training.tp_comm_overlap is False
 
 
-def test_multi_node_ep_on_gb200_is_listed_with_the_nvl72_reason():
+def test_gb200_ep_rows_run_hybridep_inside_the_rack(cat):
+    # GPT-OSS EP 64, Qwen3-235B EP 32, DeepSeek-V3 EP 64 and EP 32: their scripts set HybridEP
+    # (gpt_oss/workload_base_configs.py L42-47 @ 4a82e16, qwen3/workload_base_configs.py
+    # L71-80, deepseek/workload_base_configs.py L45-57)
     gb200 = [r for r in moe_rows() if r.gpu == "gb200" and r.ep > 8]
-    # GPT-OSS EP 64, Qwen3-235B EP 32, DeepSeek-V3 EP 64 and EP 32
     assert len(gb200) == 4
-    # on gb200-nvl72 (64 GPUs a rack) the EP group is inside one NVLink domain: what the tool
-    # lacks is HybridEP, the dispatcher their scripts set
-    assert all("NVL72" in r.why_not and f"EP {r.ep} across" in r.why_not
-               and "HybridEP" in r.why_not for r in gb200)
+    assert all(not r.why_not and r.dispatcher == "hybridep" for r in gb200)
+    # on gb200-nvl72 (64 GPUs a rack): DeepSeek-V3 BF16 PP 4 on 256 GPUs, 64 GPUs a stage, so
+    # EP 64 x DP 1 is the stage: one rack's NVLink domain
+    (r,) = [r for r in gb200 if r.label.startswith("GB200 DeepSeek-V3 BF16")]
+    s = setup(cat, on_nvl72(r))
+    assert (s.hw.nodes, s.hw.gpus_per_node) == (4, 64)
+    assert (s.layout.pp, s.layout.dp, s.layout.ep) == (4, 64, 64)
 
 
 def test_every_expressible_moe_row_names_its_script():
     rows = [r for r in moe_rows() if not r.why_not]
-    assert len(rows) == 8
+    # 8, and the 4 GB200 rows with EP over 8 (HybridEP in the rack)
+    assert len(rows) == 8 + 4
     assert all("workload_base_configs.py" in r.assumed or ".yaml" in r.assumed for r in rows)

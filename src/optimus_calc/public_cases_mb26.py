@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+from optimus_calc.public_cases_mb26_moe import DEEP, HEP, moe_settings
 from optimus_calc.public_row import CS, FP, MEG, MXR, PublicRow
 
 # one publication per release (validate_loso.fold_of: the text before the parenthesis), the
@@ -45,31 +46,7 @@ _GB = "64 GPUs per GB200 NVL72 rack (gb200-nvl72), assumed"
 _DENSE = "recompute none and the distributed optimizer (the recipes' defaults)"
 _BAL = ("force-balanced dropless routing (the tables' footnote); distributed optimizer with "
         "overlapped grad reduce and param gather (the recipe)")
-_HEP = ("HybridEP dispatcher (moe_flex_dispatcher_backend hybridep): --moe-dispatcher "
-        "hybridep, a token crosses to each other node once")
-_DEEP = ("DeepEP dispatcher (moe_flex_dispatcher_backend deepep): --moe-dispatcher deepep, a "
-         "token crosses to each other node once")
-_A2A = ("overlap_moe_expert_parallel_comm on (moe_a2a_overlap): "
-        "--overlap-moe-expert-parallel-comm, the all-to-all assumed hidden")
-_CG = "Transformer Engine CUDA graphs ({s}) not modelled"
-# v0.5.0 (26.06) on, GB200 MXFP8: cuda_graph_impl full_iteration, moe_a2a_overlap and
-# cutedsl_fused_grouped_mlp in the workload config; from 381d0b825
-# _enable_hybridep_full_iteration_mxfp8 (perf_recipes/qwen/common.py L36-60 @ v0.6.0): the
-# whole step in one CUDA graph, EP overlap, FP8 dot-product attention, cuteDSL grouped MLP
-_FULL = ("full-iteration CUDA graph (qwen/common.py L36-60 @ v0.6.0): --cuda-graph-impl "
-         "full_iteration, no host launches or syncs per MoE layer; its FP8 dot-product "
-         "attention and cuteDSL fused grouped MLP not modelled; " + _A2A)
-_MTP = "with MTP: the MTP module is not timed (about 4% of the FLOPs per token)"
-_RC = "recompute_modules {m} has no flag: recompute none"
 _CAT = "model not in the catalog ({m})"
-
-
-def _nvl72(ep: int) -> str:
-    # as public_cases_moe._nvl72: on the catalog's gb200-nvl72 the EP group sits inside one
-    # NVLink domain; what the tool lacks is the dispatcher, not the network
-    return (f"EP {ep} across the NVL72 rack's NVLink domain runs a dispatcher the tool does not "
-            "model (HybridEP, moe_flex_dispatcher_backend hybridep in the release's "
-            "GB200 config); it would price NCCL's all-to-all")
 
 
 def _dense(rel: str, gpu: str, model: str, prec: str, fsdp: int) -> tuple[str, dict]:
@@ -79,53 +56,6 @@ def _dense(rel: str, gpu: str, model: str, prec: str, fsdp: int) -> tuple[str, d
                 "compute", dict(framework="megatron", zero=3, **CS))
     return _DENSE, dict(**(MXR if prec == "MXFP8" else CS), **MEG)
 
-
-def _moe(rel: str, gpu: str, model: str, ep: int, pp: int) -> tuple[str, str, dict]:
-    """(why not, assumed, flags) of a MoE row from its release's config (_TAG)."""
-    early = rel in ("26.02", "26.02.01", "26.04", "26.04.01")
-    if gpu == "GB200" and (model in ("dsv3", "q235") or (model == "oss" and rel not in
-                                                           ("26.02", "26.04.01"))):
-        return _nvl72(ep), "", {}
-    if model == "dsv3":   # B200: PP16 EP8 hybridep to 26.04; PP8 VP2 EP32 deepep in 26.04.01
-        if rel == "26.04.01":
-            return "", (_DEEP + "; " + _A2A + "; " + _CG.format(s="attn, moe_router, "
-                        "moe_preprocess") + "; " + _RC.format(m="mla_up_proj, mlp")
-                        + "; pipeline layout Et*4|(t*4|)*14tmL not modelled; " + _MTP), \
-                dict(ep_comm_overlap=True)
-        asm = ("" if rel != "26.04" else "the table's PP 16 EP 8 (the config at 26.04-alpha."
-               "rc2 runs PP 8 VP 2 EP 32); ") + _HEP + "; " + _RC.format(m="mla_up_proj")
-        return "", asm + "; no CUDA graphs; " + _MTP, {}
-    if model == "oss":
-        rc = _RC.format(m="layernorm, moe_act") + "; sliding window timed as full attention"
-        if gpu == "GB200" or (gpu == "B200" and rel in ("26.02", "26.04.01")):
-            ov = gpu == "GB200" and rel == "26.04.01"
-            return "", ("alltoall dispatcher (no flex backend in the config: models/gpt_oss/"
-                        "gpt_oss_provider.py L72 @ v0.3.0, recipes/gpt_oss/gpt_oss.py L76 @ "
-                        "v0.4.2)"
-                        + ("; " + _A2A if ov else "") + "; " + rc), dict(ep_comm_overlap=ov)
-        if gpu == "B200":
-            return "", _HEP + " (EP 8 inside the node); " + rc, {}
-        return "", "alltoall dispatcher, micro-batch 1; " + rc, {}
-    if model == "q30":
-        if gpu == "GB200":
-            if not early:
-                return "", _HEP + " (EP 8); " + _FULL, dict(ep_comm_overlap=True,
-                                                            cuda_graph=True)
-            return "", _HEP + " (EP 8); " + _CG.format(s="moe_router, moe_preprocess"), {}
-        if gpu == "B200":
-            if rel == "26.02":
-                return "", ("alltoall dispatcher, micro-batch 1; "
-                            + _CG.format(s="moe_router, moe_preprocess")), {}
-            return "", _HEP + "; " + _CG.format(s="attn, moe_router, moe_preprocess"), {}
-        if rel == "26.02":    # H100
-            return "", _DEEP + "; " + _A2A + "; no CUDA graphs", dict(ep_comm_overlap=True)
-        lay = ("the table's PP 2 VP 12 EP 8 (the config runs EP 16); " if pp > 1 else "")
-        return "", lay + _HEP + " (EP 16 over two nodes' InfiniBand); no CUDA graphs", {}
-    if gpu == "B200":     # q235
-        return "", "alltoall dispatcher (no flex backend in the config); no CUDA graphs", {}
-    return "", ("alltoall dispatcher; " + _A2A + "; TP overlap on (qwen3_llm_pretrain.py "
-                "CommOverlapConfig(tp_comm_overlap=True)); the recipe's embedding and loss "
-                "pipeline slots not modelled"), dict(ep_comm_overlap=True)
 
 
 def _why_not(gpu: str, model: str, prec: str) -> str:
@@ -149,9 +79,10 @@ def _row(rel, gpu, model, prec, gpus, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep,
                  tp=tp, pp=pp, cp=cp, vp=vp, ep=ep, seq=seq, gbs=gbs, mbs=mbs)
     why = _why_not(gpu, model, prec)
     if not why and ep > 1:
-        why, asm, kw = _moe(rel, gpu, model, ep, pp)
-        disp = "hybridep" if _HEP in asm else "deepep" if _DEEP in asm else "alltoall"
-        kw = dict(etp=1, dispatcher=disp, **kw, **({} if prec == "BF16" else MXR if prec == "MXFP8" else CS),
+        why, asm, kw = moe_settings(rel, gpu, model, ep, pp)
+        disp = "hybridep" if HEP in asm else "deepep" if DEEP in asm else "alltoall"
+        kw = dict(etp=1, dispatcher=disp, **kw,
+                  **({} if prec == "BF16" else MXR if prec == "MXFP8" else CS),
                   **MEG)
         asm = asm + "; " + _BAL
     elif not why:

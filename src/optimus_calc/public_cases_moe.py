@@ -34,11 +34,12 @@ _CG = "Transformer Engine CUDA graphs ({s}) not modelled"
 _MTP = "with MTP: the MTP module is not timed (about 4% of the FLOPs per token)"
 
 
-def _nvl72(ep: int, what: str) -> str:
-    # on the catalog's gb200-nvl72 (64 GPUs a rack, public_cases._on_nvl72) these EP groups sit
-    # inside one NVLink domain; what the tool lacks is the dispatcher, not the network
-    return (f"EP {ep} across the NVL72 rack's NVLink domain runs a dispatcher the tool does not "
-            f"model ({what}); it would price NCCL's all-to-all")
+# the GB200 rows run HybridEP (moe_flex_dispatcher_backend hybridep) with their EP group inside
+# the rack's NVLink domain (64 GPUs a rack, public_cases._on_nvl72: EP 64 is one rack, EP 32
+# one PP stage of 32 GPUs), which --moe-dispatcher hybridep prices as NVLink traffic
+_HEP = ("HybridEP dispatcher (moe_flex_dispatcher_backend hybridep): --moe-dispatcher hybridep "
+        "(EP {ep} in the rack's NVLink domain)")
+_GB = "64 GPUs per GB200 NVL72 rack (gb200-nvl72), assumed"
 
 
 def _gpt_oss() -> list[PublicRow]:
@@ -46,9 +47,13 @@ def _gpt_oss() -> list[PublicRow]:
     rc = _RC.format(m="layernorm, moe_act")
     return [
         r(m25, "GB200 GPT-OSS 120B BF16 EP64, 64 GPUs", "gpt-oss-120b", "dgx-b200", 8, 15876,
-          gpu="gb200", ep=64, gbs=1280, seq=8192,
-          why_not=_nvl72(64, "HybridEP, Megatron-Bridge branch gaod/r0.2.0_test @ 4a82e16 "
-                             "gpt_oss/workload_base_configs.py L42-47")),
+          gpu="gb200", ep=64, etp=1, gbs=1280, mbs=1, seq=8192, dispatcher="hybridep",
+          assumed="Megatron-Bridge branch gaod/r0.2.0_test @ 4a82e16 scripts/performance/"
+                  "configs/gpt_oss/workload_base_configs.py L22-28, L42-47 (EP 64, MBS 1, GBS "
+                  "1280) and gpt_oss_llm_pretrain.py L33-34 (seq 8192): "
+                  + _HEP.format(ep=64) + ", no EP overlap, no CUDA graphs; " + rc
+                  + "; sliding window timed as full attention; " + _COMMON + "; " + _GB,
+          **_MEG),
         r(m25, "B200 GPT-OSS 120B BF16 EP64, 64 GPUs", "gpt-oss-120b", "dgx-b200", 8, 8213,
           ep=64, etp=1, gbs=512, mbs=4, seq=4096,
           assumed=f"EP 64 as {_MB}gpt_oss/workload_base_configs.py L50-55 sets (the table's "
@@ -86,8 +91,13 @@ def _qwen3() -> list[PublicRow]:
           assumed=f"{q} L233-239 (VP 12 there and in the 25.09 config; the table's VP 24 kept): "
                   + _A2A + "; no CUDA graphs; " + base, ep_comm_overlap=True, **_CS, **_MEG),
         r(m25, "GB200 Qwen3-235B-A22B BF16 PP8 VP3 EP32, 256 GPUs", "qwen3-235b-a22b",
-          "dgx-b200", 32, 4916, gpu="gb200", pp=8, vp=3, ep=32, gbs=8192, seq=4096,
-          why_not=_nvl72(32, "HybridEP, qwen3/workload_base_configs.py L71-80")),
+          "dgx-b200", 32, 4916, gpu="gb200", pp=8, vp=3, ep=32, etp=1, gbs=8192, seq=4096,
+          dispatcher="hybridep",
+          assumed="the table's PP 8 VP 3 EP 32 (no config at v0.2.1 has the 256-GPU layout; "
+                  f"{q} L71-80 is 64 GPUs, PP 8 EP 8): " + _HEP.format(ep=32) + ", no EP "
+                  "overlap; " + _CG.format(s="attn, moe_router, moe_preprocess") + "; the "
+                  "recipe's embedding and loss pipeline slots (recipes/qwen/qwen3_moe.py "
+                  "L160-161) not modelled; " + base + "; " + _GB, **_MEG),
         r(m25, "H100 Qwen3-235B-A22B FP8-CS TP2 PP8 VP4 EP32, 256 GPUs", "qwen3-235b-a22b",
           "dgx-h100", 32, 1575, tp=2, pp=8, vp=4, ep=32, etp=1, gbs=2048, seq=4096,
           assumed=f"{q} L135-144 (the table's layout; EP 32 x ETP 1 folds over TP 2 x DP 16), "
@@ -101,13 +111,22 @@ def _qwen3() -> list[PublicRow]:
 def _deepseek() -> list[PublicRow]:
     r, m25, m09 = PublicRow, MOE.format(r="25.11"), MOE.format(r="25.09")
     d = f"{_MB}deepseek/workload_base_configs.py"
+    # the 25.11 table's GB200 rows are "w/o MTP"
+    gb200_ds = (_HEP.format(ep=64) + ", no EP overlap; " + _CG.format(s="moe_router, "
+                "moe_preprocess") + "; " + _RC.format(m="mla_up_proj") + "; without MTP (the "
+                "table); " + _COMMON + "; " + _GB)
     return [
         r(m25, "GB200 DeepSeek-V3 BF16 PP4 VP4 EP64, 256 GPUs", "deepseek-v3", "dgx-b200", 32,
-          3139, gpu="gb200", pp=4, vp=4, ep=64, gbs=4096, seq=4096,
-          why_not=_nvl72(64, f"HybridEP, {d} L45-57")),
+          3139, gpu="gb200", pp=4, vp=4, ep=64, etp=1, gbs=4096, seq=4096,
+          dispatcher="hybridep", assumed=f"{d} L45-57 (PP 4 VP 4 EP 64; its GBS 2048, the "
+          "table's 4096 run): " + gb200_ds + "; the recipe's pipeline layout (4 layers a virtual "
+          "stage, recipes/deepseek/deepseek_v3.py L242) not modelled", **_MEG),
         r(m25, "GB200 DeepSeek-V3 MXFP8 PP8 VP4 EP32, 256 GPUs", "deepseek-v3", "dgx-b200", 32,
-          4018, gpu="gb200", pp=8, vp=4, ep=32, gbs=4096, seq=4096,
-          why_not=_nvl72(32, f"HybridEP, {d} L45-57")),
+          4018, gpu="gb200", pp=8, vp=4, ep=32, etp=1, gbs=4096, seq=4096,
+          dispatcher="hybridep", assumed=f"the table's PP 8 VP 4 EP 32 ({d} L45-57 runs PP 4 VP "
+          "4 EP 64 for every precision, GBS 2048): " + gb200_ds.replace("EP 64", "EP 32")
+          + "; overlap_param_gather off (deepseek_llm_pretrain.py L112-115) not modelled",
+          **_MXR, **_MEG),
         r(m25, "B200 DeepSeek-V3 MXFP8 PP16 EP8, 256 GPUs", "deepseek-v3", "dgx-b200", 32,
           2139, pp=16, ep=8, etp=1, gbs=2048, seq=4096,
           assumed=f"{d} L63-71: alltoall dispatcher, no EP overlap, no CUDA graphs; "
