@@ -129,6 +129,7 @@ def html_pages(tmp_path_factory):
 # worker computes them.
 VALIDATE_USERS = (
     "tests/test_accuracy.py::test_validate_counts",
+    "tests/test_break9.py::test_a_reader_that_stops_early_ends_the_run_quietly",
     "tests/test_docs.py::test_example_is_what_the_command_prints[docs/guide/validate.md:",
     "tests/test_fuzz.py::test_random_argv[10]",  # its seed draws a bare `validate`
     "tests/test_golden.py::test_golden_output[validate.",
