@@ -51,6 +51,28 @@ def _run_public_once(cat, asm=None):
 validate_mod.run_all = _run_all_once
 validate_public_mod.run_public = _run_public_once
 
+# The planner's, the sweep's and break-even's results the same way (tests/session_memo.py): not
+# while a test has monkeypatched anything.
+import session_memo  # noqa: E402
+
+session_memo.install()
+
+
+def _patching(method):
+    def patched(self, *args, **kwargs):
+        session_memo.note_patch()
+        return method(self, *args, **kwargs)
+    return patched
+
+
+for _name in ("setattr", "delattr", "setitem", "delitem"):
+    setattr(pytest.MonkeyPatch, _name, _patching(getattr(pytest.MonkeyPatch, _name)))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    session_memo.test_starts()
+
 
 def pytest_sessionstart(session):
     """Under mutmut (MUTANT_UNDER_TEST set in the processes it forks, one per mutant), forget
@@ -60,6 +82,7 @@ def pytest_sessionstart(session):
         return
     import functools
     _RUN_ALL_DONE.clear()
+    session_memo.clear()
     gc.unfreeze()  # the parent session's frozen objects (below) are not in get_objects()
     for obj in gc.get_objects():
         if isinstance(obj, functools._lru_cache_wrapper):
