@@ -19,8 +19,10 @@ turns the sharing off.
 
 from __future__ import annotations
 
+import enum
 import functools
 import importlib
+import io
 import os
 import pickle
 
@@ -50,11 +52,23 @@ def _registries() -> tuple:
             tuple((k, id(v)) for k, v in frameworks._PLUGINS.items()))
 
 
+class _Pickler(pickle.Pickler):
+    """An enum member as its class's name, its name and its value (the Framework enum is built
+    at run time from the registry, which the key holds, and does not pickle by reference)."""
+    def reducer_override(self, obj):
+        if isinstance(obj, enum.Enum):
+            cls = type(obj)
+            return str, (f"{cls.__module__}.{cls.__qualname__}.{obj.name}={obj.value!r}",)
+        return NotImplemented
+
+
 def _key(name: str, args, kwargs):
+    buf = io.BytesIO()
     try:
-        return name, _registries(), pickle.dumps((args, sorted(kwargs.items())), protocol=5)
+        _Pickler(buf, protocol=5).dump((args, sorted(kwargs.items())))
     except (pickle.PicklingError, TypeError, AttributeError):
         return None
+    return name, _registries(), buf.getvalue()
 
 
 def share(module: str, name: str, cacheable=lambda *a, **k: True) -> None:
