@@ -60,7 +60,8 @@ session_memo.install()
 
 def _patching(method):
     def patched(self, *args, **kwargs):
-        session_memo.note_patch()
+        if not (args and args[0] is os.environ):  # setenv, delenv: the core reads no variable
+            session_memo.note_patch()
         return method(self, *args, **kwargs)
     return patched
 
