@@ -1,20 +1,20 @@
-"""The planner's, the sweep's and break-even's results shared across the tests of a session
-(conftest.py installs it), as conftest.py shares `validate`'s cases.
+"""The planner's, the sweep's, break-even's and fit's results shared across the
+tests of a session (conftest.py installs it), as conftest.py shares `validate`'s cases.
 
 Many tests run the same command in other formats, with `-o` or `--plot`, or the same layout
 with other break-even flags (the golden files' table/JSON/CSV, the CSV and display checks, the
 docs examples): the same pure computation again, ~10 s of the serial suite's CPU. Here each of
-the functions below is computed once per worker for equal inputs and its result returned to
-every later caller; each test still parses, renders and checks its own output.
+the functions :func:`install` names is computed once per worker for equal inputs and its result
+returned to every later caller; each test still parses, renders and checks its own output.
 
-Equal inputs: the arguments' pickled bytes (every field of every spec and the catalog's entries;
-arguments that do not pickle, e.g. a callable, are not cached) and the same registered offload
-strategies and frameworks. Not served while the running
-test has monkeypatched anything (:func:`note_patch`: a test that replaces an evaluator, a
-constant or counts evaluations gets the real computation) or under mutmut (conftest.py). A
-result is a frozen record the callers read, never write; OPTIMUS_CALC_TEST_MEMO=verify computes
-every call anyway and fails on a cached result that differs from the fresh one (repr), =off
-turns the sharing off.
+Equal inputs: the arguments' pickled bytes (every field of every spec, the catalog's entries;
+arguments that do not pickle, e.g. a callable, are not shared) and the same registered offload
+strategies and frameworks. Not shared while the running test has monkeypatched an attribute or
+an item other than an environment variable (:func:`note_patch`: a test that replaces an
+evaluator or a constant, or counts evaluations, gets the real computation; the core reads no
+environment variable) nor under mutmut (conftest.py). A result is a frozen record its callers
+read, never write. OPTIMUS_CALC_TEST_MEMO=verify computes every call anyway and fails when a
+shared result differs from the fresh one (repr); =off turns the sharing off.
 """
 
 from __future__ import annotations
@@ -104,3 +104,5 @@ def install() -> None:
     share("optimus_calc.analyses.sweep", "sweep", _no_progress)
     share("optimus_calc.analyses.breakeven", "solve_device")
     share("optimus_calc.cli.breakeven_cmd", "_minimum_card")
+    share("optimus_calc.analyses.fit", "solve")
+    share("optimus_calc.analyses.fit", "explain_fit")
