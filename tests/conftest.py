@@ -70,9 +70,16 @@ for _name in ("setattr", "delattr", "setitem", "delitem"):
     setattr(pytest.MonkeyPatch, _name, _patching(getattr(pytest.MonkeyPatch, _name)))
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "fresh: computed anew, never from the session's shared "
+                            "results (tests/session_memo.py): a test of determinism")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     session_memo.test_starts()
+    if item.get_closest_marker("fresh"):
+        session_memo.note_patch()
 
 
 def pytest_sessionstart(session):

@@ -12,7 +12,8 @@ arguments that do not pickle, e.g. a callable, are not shared) and the same regi
 strategies and frameworks. Not shared while the running test has monkeypatched an attribute or
 an item other than an environment variable (:func:`note_patch`: a test that replaces an
 evaluator or a constant, or counts evaluations, gets the real computation; the core reads no
-environment variable) nor under mutmut (conftest.py). A result is a frozen record its callers
+environment variable), nor in a test marked ``fresh`` (a test of determinism: each of its
+runs computes anew), nor under mutmut (conftest.py). A result is a frozen record its callers
 read, never write. OPTIMUS_CALC_TEST_MEMO=verify computes every call anyway and fails when a
 shared result differs from the fresh one (repr); =off turns the sharing off.
 """
