@@ -1,5 +1,6 @@
-"""The planner's, the sweep's, break-even's and fit's results shared across the
-tests of a session (conftest.py installs it), as conftest.py shares `validate`'s cases.
+"""The planner's, the sweep's, break-even's and fit's results, and the HTML pages' charts,
+shared across the tests of a session (conftest.py installs it), as conftest.py shares
+`validate`'s cases.
 
 Many tests run the same command in other formats, with `-o` or `--plot`, or the same layout
 with other break-even flags (the golden files' table/JSON/CSV, the CSV and display checks, the
@@ -107,3 +108,5 @@ def install() -> None:
     share("optimus_calc.cli.breakeven_cmd", "_minimum_card")
     share("optimus_calc.analyses.fit", "solve")
     share("optimus_calc.analyses.fit", "explain_fit")
+    for chart in ("memory_chart", "step_chart", "plot_chart"):  # an HTML page's SVG charts
+        share("optimus_calc.report.html_charts", chart)
