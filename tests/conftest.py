@@ -77,7 +77,7 @@ def pytest_configure(config):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    session_memo.test_starts()
+    session_memo.new_test()
     if item.get_closest_marker("fresh"):
         session_memo.note_patch()
 

@@ -42,7 +42,8 @@ def note_patch() -> None:
     _PATCHED[0] = True
 
 
-def test_starts() -> None:
+def new_test() -> None:
+    """A test begins: nothing patched yet."""
     _PATCHED[0] = False
 
 
@@ -92,7 +93,6 @@ def share(module: str, name: str, cacheable=lambda *a, **k: True) -> None:
             fresh = real(*args, **kwargs)
             assert repr(fresh) == repr(_DONE[key]), f"{module}.{name}: shared result differs"
         return _DONE[key]
-    shared.__wrapped_real__ = real
     setattr(mod, name, shared)
 
 
