@@ -51,6 +51,36 @@ def _run_public_once(cat, asm=None):
 validate_mod.run_all = _run_all_once
 validate_public_mod.run_public = _run_public_once
 
+# The planner's, the sweep's and break-even's results the same way (tests/session_memo.py): not
+# while a test has monkeypatched anything.
+import session_memo  # noqa: E402
+
+session_memo.install()
+
+
+def _patching(method):
+    def patched(self, *args, **kwargs):
+        if not (args and args[0] is os.environ):  # setenv, delenv: the core reads no variable
+            session_memo.note_patch()
+        return method(self, *args, **kwargs)
+    return patched
+
+
+for _name in ("setattr", "delattr", "setitem", "delitem"):
+    setattr(pytest.MonkeyPatch, _name, _patching(getattr(pytest.MonkeyPatch, _name)))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "fresh: computed anew, never from the session's shared "
+                            "results (tests/session_memo.py): a test of determinism")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    session_memo.new_test()
+    if item.get_closest_marker("fresh"):
+        session_memo.note_patch()
+
 
 def pytest_sessionstart(session):
     """Under mutmut (MUTANT_UNDER_TEST set in the processes it forks, one per mutant), forget
@@ -60,6 +90,7 @@ def pytest_sessionstart(session):
         return
     import functools
     _RUN_ALL_DONE.clear()
+    session_memo.clear()
     gc.unfreeze()  # the parent session's frozen objects (below) are not in get_objects()
     for obj in gc.get_objects():
         if isinstance(obj, functools._lru_cache_wrapper):
@@ -129,6 +160,7 @@ def html_pages(tmp_path_factory):
 # worker computes them.
 VALIDATE_USERS = (
     "tests/test_accuracy.py::test_validate_counts",
+    "tests/test_break9.py::test_a_reader_that_stops_early_ends_the_run_quietly",
     "tests/test_docs.py::test_example_is_what_the_command_prints[docs/guide/validate.md:",
     "tests/test_fuzz.py::test_random_argv[10]",  # its seed draws a bare `validate`
     "tests/test_golden.py::test_golden_output[validate.",

@@ -15,6 +15,7 @@ def test_golden_output(name, fmt, monkeypatch):
     assert got == expected, f"{name}.{fmt} changed: run python tests/golden_cases.py if intended"
 
 
+@pytest.mark.fresh  # each render computes its command anew (tests/session_memo.py)
 @pytest.mark.parametrize("name", ["memory", "plan", "comm", "sweep"])
 def test_deterministic(name):
     for fmt in ("json", "csv"):

@@ -67,11 +67,33 @@ def test_the_plain_path_is_taken_for_a_plan_sized_table_and_wraps_as_rich():
 
 
 def test_other_text_is_drawn_by_rich():
-    # a wide glyph takes two terminal cells: rich measures it, the plain path would not
+    # a wide glyph takes two terminal cells: rich measures it, the plain path would not; nor
+    # a no-break space (whitespace to re, left to rich's wrapping) or a soft hyphen
     doc = Document("\u6a21\u578b plan", {}, [Table("", [Column("a", "name")],
                                                      [{"a": "\u00e9t\u00e9"}])])
-    assert not PT.plain("\u00e9") and PT.plain("a b\nc")
+    assert not PT.plain("\u6a21") and not PT.plain("a\u00a0b") and not PT.plain("\u00ad")
+    assert not PT.plain("\u2501") and PT.plain("a b\nc")
     assert F.render_table(doc, 60) == F.render_table(doc, 60, use_rich=True)
+
+
+LATIN1 = ["\u00a7", "\u00e9t\u00e9", "\u00b110%", "na\u00efve", "\u00d7" * 23, "\u00bd\u00bc",
+          "\u00a1hola!", "\u00ff"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_latin1_is_drawn_as_rich_draws_it(seed):
+    # Latin-1's signs and letters are one terminal cell each (`validate`'s "\u00a7" column):
+    # the plain path draws them, the same text as rich's
+    assert PT.plain("\u00a7 \u00e9t\u00e9 \u00b1 \u00ff\u00a1") and PT.plain(" ".join(LATIN1))
+    rng = random.Random(1000 + seed)
+    words = list(WORDS)
+    WORDS[:] = words + LATIN1
+    try:
+        doc = _doc(rng)
+    finally:
+        WORDS[:] = words
+    for width in (40, 80, 120):
+        assert F.render_table(doc, width) == F.render_table(doc, width, use_rich=True), width
 
 
 def test_wrap_folds_a_word_longer_than_the_line():

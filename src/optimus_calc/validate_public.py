@@ -17,7 +17,8 @@ from optimus_calc.equations import compiled as eq
 from optimus_calc.errors import InputError
 from optimus_calc.evaluate.context import check_layout, fill_layout, resolve_hardware
 from optimus_calc.evaluate.efficiency import kernel_of
-from optimus_calc.evaluate.step import estimate_step
+from optimus_calc.evaluate.batch import Batch
+from optimus_calc.evaluate.engine import evaluate
 from optimus_calc.public_cases import SHAPES
 from optimus_calc.public_row import PublicRow
 from optimus_calc.record import record
@@ -132,7 +133,13 @@ def memory_gib(s: RowSetup) -> float:
 
 
 def step_time(s: RowSetup) -> float:
-    return float(estimate_step(s.model, s.hw, s.layout, s.training, s.asm).step_time_s)
+    """The row's step time: the one-layout evaluation estimate_step reads it from, without the
+    memory and step reports built around it (validate asks ~2,000: each row, its sensitivity
+    and the MoE slopes; a fifth of each)."""
+    ev = evaluate(Batch.of(s.layout, s.training), s.model, s.hw, s.training, s.asm,
+                  all_stages=True)
+    assert ev.has_step
+    return float(np.asarray(ev.step_time_s).reshape(-1)[0])
 
 
 @record

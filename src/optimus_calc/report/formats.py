@@ -176,8 +176,8 @@ def render_table(doc: Document, width: int = DEFAULT_WIDTH, use_rich: bool = Fal
     ``compact=False`` are left out. Text is wrapped at word boundaries, numbers never split.
     A NaN or infinity, in a cell or in the data behind the header and notes, is refused as JSON
     and CSV refuse it: it is a bug, never an answer. Drawn by report/plain_table.py when every
-    character is printable ASCII and each table fits the page, else (or ``use_rich``) by
-    rich: the same text."""
+    character is one it draws (plain_table.plain: printable ASCII and Latin-1) and each table
+    fits the page, else (or ``use_rich``) by rich: the same text."""
     _clean(doc.data)
     compact = width < COMPACT_WIDTH
     texts = [safe_text(doc.title)] + [safe_text(f"  {key}: {value}") for key, value in doc.header]
