@@ -46,13 +46,37 @@ def placement(hw: Hardware, size, stride):
     spans (:func:`_straddle`)."""
     gpn = hw.gpus_per_node
     size, stride = np.asarray(size), np.asarray(stride)
+    key = None
+    if size.size <= _PLACED_SMALL and stride.size <= _PLACED_SMALL:  # a speed tactic, as _GROUPS
+        key = (gpn, size.dtype.str, size.shape, size.tobytes(), stride.dtype.str, stride.shape,
+               stride.tobytes())
+        got = _PLACED.get(key)
+        if got is not None:
+            return got
+    out = _placement(gpn, size, stride)
+    if key is not None:
+        if len(_PLACED) >= 1024:
+            _PLACED.clear()
+        for x in out:
+            if isinstance(x, np.ndarray):
+                x.flags.writeable = False
+        _PLACED[key] = out
+    return out
+
+
+# placements of small batches by their inputs (read-only arrays): the same values, kept
+_PLACED: dict[tuple, tuple] = {}
+_PLACED_SMALL = 256
+
+
+def _placement(gpn: int, size: np.ndarray, stride: np.ndarray):
     per_node = np.where(stride < gpn, np.maximum(1, np.minimum(size, gpn // np.maximum(stride, 1))),
                         1)
     nodes = np.maximum(1, size // per_node)
     span = size * stride
-    tiled = (stride >= gpn) | (gpn % np.maximum(span, 1) == 0) | (
-        (span % gpn == 0) & (gpn % np.maximum(stride, 1) == 0))
-    if np.all(tiled):
+    # a block tiles the node (it divides the node's GPUs) or the nodes (a multiple of them)
+    tiled = (span % gpn) * (gpn % np.maximum(span, 1)) == 0
+    if tiled.all():
         return per_node, nodes
     pairs, inverse = np.unique(np.stack(np.broadcast_arrays(size, stride)).reshape(2, -1),
                                axis=1, return_inverse=True)
