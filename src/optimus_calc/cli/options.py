@@ -92,7 +92,7 @@ LAUNCH_FLAGS = (
                  default="alltoall", show_default=True,
                  help="MoE token dispatcher: NCCL's all-to-all, or DeepEP / HybridEP, which "
                       "send a token to each other node once (Megatron-LM flex dispatcher; "
-                      "torchtitan deepep)."),
+                      "torchtitan deepep on its deepseek_v3 and llama4 models)."),
     click.option("--cuda-graph-impl", type=click.Choice(["none", "full_iteration"]),
                  default="none", show_default=True,
                  help="Megatron-LM launch flag: full_iteration replays the iteration as one "
