@@ -105,15 +105,15 @@ def test_collectives_at_once_equal_one_by_one(seed):
 
 @pytest.mark.parametrize("node", ["dgx-a100", "dgx-h100"])  # H100: NVLS all-reduce in TP 8
 def test_flat_mixed_batch_equals_the_recorded_evaluation(cat, monkeypatch, node):
-    """A flat batch above the ring cache's size (96 layouts, 4 offload strategies, ZeRO 1-3,
-    TP 1-8, PP 1-2; the top-K report's kind) computes each ring's collectives together; the
-    numbers are the recorded evaluation's."""
+    """A flat batch above the ring cache's size (192 layouts: twice 4 offload strategies,
+    ZeRO 1-3, TP 1-8, PP 1-2; the top-K report's kind) computes each ring's collectives
+    together; the numbers are the recorded evaluation's."""
     model = cat.get("llama70b", "model")
     hw = resolve_hardware(cat, node, 2, smartnic="bluefield-3")
     tr, asm = Training(seq_len=4096, global_batch=64, micro_batch=1), Assumptions()
     lays = [Layout(tp=t, pp=p, dp=16 // (t * p), zero=z, offload=Offload(o))
             for o in ("none", "cpu", "nvme", "smartnic") for z in (1, 2, 3) for t in (8, 4, 2, 1)
-            for p in (1, 2)]
+            for p in (1, 2)] * 2  # above topology._RINGS_SMALL (128)
     batch = Batch.of_many(lays, [tr] * len(lays))
     together = []
     many = nccl.ring_time_many

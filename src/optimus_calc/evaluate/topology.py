@@ -111,7 +111,7 @@ def _straddle(gpn: int, size: int, stride: int) -> tuple[int, int]:
 # or a fit evaluates one layout at a time on the same node, the same TP/CP/DP groups each time.
 # A speed tactic: the same values (read-only arrays), not kept while `explain` records.
 _GROUPS: dict[tuple, tuple] = {}
-_GROUPS_SMALL = 64
+_GROUPS_SMALL = 128
 
 
 def group(hw: Hardware, size, stride, *, nic: float | None = None):
@@ -221,7 +221,7 @@ RING_EQ = {"all-reduce": lambda **kw: eq.comm__ring_all_reduce_time(**kw),
 # `compare` evaluates one layout under every offload strategy, the same collectives each time.
 # A speed tactic: the same values (read-only arrays); the key holds everything _nccl_ring reads.
 _RINGS: dict[tuple, np.ndarray] = {}
-_RINGS_SMALL = 64
+_RINGS_SMALL = 128
 
 
 def _ring(ctx: Ctx, coll: str, n, stride, z, beta, alpha):
