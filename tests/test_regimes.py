@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from optimus_calc.regimes import ErrorRange, error_range, gpu_family, regime_for, regime_of
-from optimus_calc.validate import residuals_source as generate
-from optimus_calc.regime_residuals import RESIDUALS
+from optimus_calc.validate import residuals_text as generate
+from optimus_calc.regimes import _residuals
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -43,7 +43,7 @@ def test_a100_megatron_range_is_narayanans_rows_cross_validated(cat):
     model = cat.get("llama-2-7b", "model")
     # Narayanan's seven runs on more than 16 nodes at seq 2048: their LOSO residuals
     r = error_range("a100-80gb", ["megatron"], "none", model, seq_len=2048, nodes=64)
-    rows = [x for x in RESIDUALS if x[0] == "4" and x[8] == ">16 nodes"]
+    rows = [x for x in _residuals() if x[0] == "4" and x[8] == ">16 nodes"]
     assert r.status == "public" and r.count == 7 == len(rows)
     # the prediction stays inside its own range: 0 joins the residuals
     assert (r.eps_low, r.eps_high) == (min(_cv(rows) + [0]), max(_cv(rows) + [0]))
@@ -51,7 +51,7 @@ def test_a100_megatron_range_is_narayanans_rows_cross_validated(cat):
     # one node: no public Megatron case on one A100 node, so the range widens to the worst
     # residual of the nearest regime (the scale band freed first: Narayanan's ten rows)
     one = error_range("a100-80gb", ["megatron"], "none", model, seq_len=2048, nodes=1)
-    ten = [x for x in RESIDUALS if x[0] == "4"]
+    ten = [x for x in _residuals() if x[0] == "4"]
     worst = max(abs(e) for e in _cv(ten))
     assert one.status == "widened" and (one.eps_low, one.eps_high) == (-worst, worst)
     assert one.basis.startswith("no public case like this")
@@ -97,7 +97,7 @@ def test_step_plan_sweep_json_carry_ranges(run):
         assert d["error_range"] in ("public", "widened")
     # 4 A100 nodes at seq 4096 (llama-2-7b's): Narayanan's three runs on <= 16 nodes are at
     # seq 2048, the same band: the step time's range is theirs, cross-validated
-    rows = [x for x in RESIDUALS if x[0] == "4" and x[8] == "<=16 nodes"]
+    rows = [x for x in _residuals() if x[0] == "4" and x[8] == "<=16 nodes"]
     assert step["error_range"] == "public"
     assert step["step_time_s_high"] / step["step_time_s"] == pytest.approx(
         1 / (1 + min(_cv(rows) + [0])))

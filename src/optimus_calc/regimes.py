@@ -132,17 +132,11 @@ class ErrorRange:
 
 @functools.lru_cache(maxsize=1)
 def _residuals() -> tuple:
-    """The generated table's rows in today's layout (read once: the table is a constant)."""
-    from optimus_calc.regime_residuals import RESIDUALS
-    return tuple(_row(r) for r in RESIDUALS)
-
-
-def _row(r: tuple) -> tuple:
-    """A residual row in today's layout (KEY, KIND, EPS, LOSO); a table generated before the
-    regime gained precision and bands (8 columns) reads at the default bands, in-sample only."""
-    if len(r) == 8:
-        return (*r[:6], "16-bit", SEQ_BANDS[0], SCALE_BANDS[0], r[6], r[7], None)
-    return r
+    """The generated table's cases as rows (section, None, *regime, kind, eps, loso) (read
+    once: the table is a constant; the case names are validate's, not needed here)."""
+    from optimus_calc.regime_residuals import BY_REGIME
+    return tuple((sec, None, *key, eps, loso) for key, rows in BY_REGIME.items()
+                 for sec, eps, loso in rows)
 
 
 # Residual rows (regime_residuals.py): (section, case, gpu family, framework, offload, model
