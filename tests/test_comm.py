@@ -42,12 +42,16 @@ def test_all_to_all_by_hand():
     # one node (m = n = 8): (n-1) alpha + (n-1)/n beta_i z = 7 us + 0.875 s, the ring's form;
     # the NIC term (n - m)/n z / B_g vanishes
     one = dict(alpha=A, beta_i=B, B_g=1e9, m=8, n=8, z=Z)
-    assert float(eq.comm__all_to_all_time(**one)) == pytest.approx(7e-6 + 0.875)
+    assert eq.comm__pairwise_cross_share(m=8, n=8) == 0
+    assert float(eq.comm__all_to_all_time(x=0, **one)) == pytest.approx(7e-6 + 0.875)
     # 64 ranks on 8 nodes of 8, NIC 50 GB/s per GPU, NVLink 1/beta_i = 400 GB/s:
     # 63 us + 7/64 x 1e9 / 400e9 + 56/64 x 1e9 / 50e9 = 63e-6 + 273.4375e-6 + 17.5e-3 s
-    t = float(eq.comm__all_to_all_time(alpha=A, beta_i=1 / 400e9, B_g=50e9, m=8, n=64, z=Z))
+    assert eq.comm__pairwise_cross_share(m=8, n=64) == pytest.approx(56 / 64, rel=1e-12)
+    t = float(eq.comm__all_to_all_time(alpha=A, beta_i=1 / 400e9, B_g=50e9, m=8, n=64, z=Z,
+                                       x=56 / 64))
     assert t == pytest.approx(63e-6 + 273.4375e-6 + 17.5e-3, rel=1e-12)
-    assert float(eq.comm__all_to_all_time(alpha=A, beta_i=B, B_g=1e9, m=1, n=1, z=Z)) == 0.0
+    assert float(eq.comm__all_to_all_time(alpha=A, beta_i=B, B_g=1e9, m=1, n=1, z=Z,
+                                          x=0)) == 0.0
 
 
 def test_all_to_all_across_nodes_is_nic_bound(run):

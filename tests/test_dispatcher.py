@@ -1,5 +1,5 @@
 """--moe-dispatcher deepep | hybridep: a token crosses to each other node once
-(comm.dedup_all_to_all_time; DeepSeek-V3 arXiv 2412.19437 section 3.2.2, Megatron-LM
+(comm.dedup_cross_share in comm.all_to_all_time; DeepSeek-V3 arXiv 2412.19437 section 3.2.2, Megatron-LM
 megatron/core/transformer/moe/README.md L310-311 @ d98e8a6), the frameworks that run it, and
 the flags the exports write."""
 
@@ -14,10 +14,9 @@ QWEN = ("step", "qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", "2", "--ep", "
 
 
 def _a2a(z, n, m, k=None):
-    kw = dict(alpha=0.0, beta_i=0.0, B_g=1.0, m=m, n=n, z=z)
-    if k is None:
-        return eq.comm__all_to_all_time(**kw)
-    return eq.comm__dedup_all_to_all_time(k=k, **kw)
+    x = (eq.comm__pairwise_cross_share(m=m, n=n) if k is None
+         else eq.comm__dedup_cross_share(k=k, m=m, n=n))
+    return eq.comm__all_to_all_time(alpha=0.0, beta_i=0.0, B_g=1.0, m=m, n=n, z=z, x=x)
 
 
 def test_a_token_crosses_to_each_other_node_once():
@@ -33,22 +32,28 @@ def test_a_token_crosses_to_each_other_node_once():
     assert _a2a(1.0, 64, 8, k=8) == pytest.approx(7 * (1 - (7 / 8) ** 8) / 8, rel=1e-12)
     assert _a2a(1.0, 64, 8, k=8) == pytest.approx(0.574342, abs=1e-6)
     # inside one node nothing crosses a NIC: the same time as NCCL's
-    kw = dict(alpha=1e-6, beta_i=1e-9, B_g=5e10, m=8, n=8, z=3e8)
-    assert eq.comm__dedup_all_to_all_time(k=8, **kw) == pytest.approx(
-        eq.comm__all_to_all_time(**kw), rel=1e-12)
+    assert eq.comm__dedup_cross_share(k=8, m=8, n=8) == 0 == \
+        eq.comm__pairwise_cross_share(m=8, n=8)
 
 
 def test_step_times_the_dispatcher_the_run_names(run):
     nccl = run(*QWEN).json()
     deep = run(*QWEN, "--moe-dispatcher", "deepep").json()
     hyb = run(*QWEN, "--moe-dispatcher", "hybridep").json()
-    # per MoE layer and micro-batch the NIC term falls from 0.5 z to 0.1245 z (above), the
-    # NVLink share (7/16 z at 12x the NIC's rate) stays: EP time 20.51 s -> 6.75 s, the step
-    # 49.9 s -> 36.2 s; HybridEP is timed as DeepEP (assumed)
-    assert nccl["ep_comm_s"] == pytest.approx(20.51, abs=0.01)
-    assert deep["ep_comm_s"] == pytest.approx(6.75, abs=0.01)
+    # One all-to-all moves z = micro-batch 1 x 4096 tokens x hidden 2048 x top-8 x 2 bytes =
+    # 134,217,728 bytes; a step runs 48 MoE layers x 64 micro-batches (1024 / DP 16) x 4 of
+    # them (dispatch and combine, forward and backward) = 12,288. NCCL: the NIC carries
+    # (16 - 8)/16 = 0.5 z at one ConnectX-7's 400 Gb/s x 0.9 = 45 GB/s (1.4913 ms), NVLink
+    # 7/16 z at 450 GB/s x 0.82 (0.1591 ms): 12,288 x 1.6504 ms = 20.28 s before the 15
+    # per-peer latencies. DeepEP: the NIC carries 0.12451171875 z (test above); the NVLink and
+    # latency terms are the same, so the two differ by exactly 12,288 x (0.5 - 0.12451171875)
+    # x z / 45e9 = 13.7618 s. HybridEP is timed as DeepEP (assumed)
+    assert 20.28 <= nccl["ep_comm_s"] <= 20.28 * 1.02
+    assert nccl["ep_comm_s"] - deep["ep_comm_s"] == pytest.approx(
+        12288 * (0.5 - 0.12451171875) * 134217728 / 45e9, rel=1e-6)
     assert hyb["ep_comm_s"] == deep["ep_comm_s"]
-    assert nccl["step_time_s"] - deep["step_time_s"] == pytest.approx(20.51 - 6.75, abs=0.02)
+    assert nccl["step_time_s"] - deep["step_time_s"] == pytest.approx(
+        nccl["ep_comm_s"] - deep["ep_comm_s"], rel=1e-9)
 
 
 def test_frameworks_refuse_a_dispatcher_they_lack(run):

@@ -81,10 +81,10 @@ def test_the_step_says_which_dispatcher_it_timed(run):
     # training block where it is not the default (as fp8_recipe where the run is FP8)
     args = ("step", "qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", "2", "--ep", "16",
             "--tp", "1", "--framework", "megatron")
-    assert "tokens dispatched by NCCL's all-to-all (comm.all_to_all_time) (--moe-dispatcher " \
+    assert "tokens dispatched by NCCL's all-to-all (comm.pairwise_cross_share) (--moe-dispatcher " \
         "alltoall)" in _said(run(*args))
     text = _said(run(*args, "--moe-dispatcher", "deepep"))
-    assert "(comm.dedup_all_to_all_time) (--moe-dispatcher deepep)" in text
+    assert "(comm.dedup_cross_share) (--moe-dispatcher deepep)" in text
     assert "--moe-dispatcher hybridep" in _said(run(*args, "--moe-dispatcher", "hybridep"))
     assert "moe_dispatcher" not in run(*args, "--format", "json").json()["training"]
     deep = run(*args, "--moe-dispatcher", "hybridep", "--cuda-graph-impl", "full_iteration",

@@ -97,36 +97,40 @@ A2A_SRC = (
     "relays, it adds no NIC); DeepSeek-V3 arXiv 2412.19437 section 3.2.2 (tokens limited to 4 "
     "nodes because the IB all-to-all binds)")
 
+x_a = sym("x", "share of a rank's buffer that crosses the network "
+          "(comm.pairwise_cross_share or comm.dedup_cross_share)", positive=True)
+
 all_to_all_time = equation(
     "comm.all_to_all_time",
-    (n - 1) * alpha + (m - 1) / n * beta_i * z + (n - m) / n * z / B_g, "s", A2A_SRC,
-    "Pairwise all-to-all of a z-byte buffer over n ranks, m of them on each node: each rank "
-    "sends z/n to each of its n-1 peers (one latency alpha per peer); (m-1)/n of the buffer "
-    "goes to peers on its node over the scale-up link (beta_i), (n-m)/n to other nodes through "
-    "one NIC's worth of bandwidth (B_g), however PXN routes it, since every GPU of the node "
-    "sends the same share at once. The two shares are summed, not overlapped (conservative: "
-    "across nodes the NIC share dominates, (n-m)/n vs (m-1)/n of the buffer at a tenth of the "
-    "bandwidth). One node "
-    "(m = n) gives the intra-node (n-1) alpha + (n-1)/n beta_i z.")
+    (n - 1) * alpha + (m - 1) / n * beta_i * z + x_a * z / B_g, "s", A2A_SRC,
+    "All-to-all of a z-byte buffer over n ranks, m of them on each node: each rank sends to "
+    "each of its n-1 peers (one latency alpha per peer); (m-1)/n of the buffer goes to peers on "
+    "its node over the scale-up link (beta_i), the share x to other nodes through one NIC's "
+    "worth of bandwidth (B_g), however PXN routes it, since every GPU of the node sends the "
+    "same share at once. The two shares are summed, not overlapped (conservative: across "
+    "nodes the NIC share dominates at a tenth of the bandwidth). One node (m = n, x = 0) "
+    "gives the intra-node (n-1) alpha + (n-1)/n beta_i z.")
+
+pairwise_cross_share = equation(
+    "comm.pairwise_cross_share", (n - m) / n, "1", A2A_SRC,
+    "NCCL's pairwise all-to-all (and --moe-dispatcher alltoall): z/n to each peer, so the "
+    "(n - m)/n of the buffer bound for the other nodes' ranks crosses the network.")
 
 k_d = sym("k", "experts each token is routed to (top-k)", positive=True)
 
-dedup_all_to_all_time = equation(
-    "comm.dedup_all_to_all_time",
-    (n - 1) * alpha + (m - 1) / n * beta_i * z
-    + (n - m) / (m * k_d) * (1 - (1 - m / n) ** k_d) * z / B_g, "s",
+dedup_cross_share = equation(
+    "comm.dedup_cross_share", (n - m) / (m * k_d) * (1 - (1 - m / n) ** k_d), "1",
     "DeepSeek-V3 arXiv 2412.19437 section 3.2.2 (a token crosses IB once to each node hosting "
     "its experts, then NVLink forwards it); Megatron-LM megatron/core/transformer/moe/README.md "
     "L310-311 @ d98e8a6 (the flex dispatcher's DeepEP backend 'removes redundant tokens during "
     "cross-node communication'; HybridEP, DeepEP's hierarchical RDMA + NVLink branch, assumed "
     "alike); balanced routing, experts drawn independently (assumed)",
-    "MoE dispatch or combine through DeepEP or HybridEP (--moe-dispatcher): as "
-    "comm.all_to_all_time, but a token's k copies bound for the (n - m) / m other nodes cross "
-    "each such node's NICs once, not once per expert: of z / k bytes per token copy, "
-    "(n / m - 1)(1 - (1 - m / n)^k) copies cross the network (the expected number of other "
-    "nodes among k experts), against k (n - m) / n for NCCL's pairwise all-to-all. The NVLink "
-    "forwarding on the receiving node is hidden under the NIC time (one fused kernel, README "
-    "L310). One node (m = n) gives comm.all_to_all_time's intra-node time.")
+    "MoE dispatch or combine through DeepEP or HybridEP (--moe-dispatcher): of the buffer's k "
+    "copies of each token (z / k bytes a copy), one crosses to each other node among the "
+    "token's experts: (n / m - 1)(1 - (1 - m / n)^k) copies, the expected number of the "
+    "(n - m) / m other nodes that k experts fall on, against k (n - m) / n for the pairwise "
+    "all-to-all. The NVLink forwarding on the receiving node is hidden under the NIC time (one "
+    "fused kernel, README L310). One node (m = n) crosses nothing.")
 
 tree_all_reduce_time = equation(
     "comm.tree_all_reduce_time", 2 * D * alpha + 2 * (n - 1) / n * beta * z, "s",

@@ -159,7 +159,8 @@ def _all_to_all(size: float, topo: Topology) -> tuple[float, tuple[Phase, ...]]:
     a, _, _ = _ring_params(topo)
     b_i = 1.0 / topo.intra_Bps
     b_g = topo.node_network_Bps / m
-    t = float(eq.comm__all_to_all_time(alpha=a, beta_i=b_i, B_g=b_g, m=m, n=n, z=size))
+    t = float(eq.comm__all_to_all_time(alpha=a, beta_i=b_i, B_g=b_g, m=m, n=n, z=size,
+                                       x=eq.comm__pairwise_cross_share(m=m, n=n)))
     intra = (m - 1) / n * size
     phases = [Phase("sends to peers on the node", topo.intra_link, intra,
                     (m - 1) * a + intra * b_i)]

@@ -143,10 +143,10 @@ def efficiency_text(gpu, asm, kernel=None) -> str:
             "(`optimus-calc explain efficiency.gemm_efficiency`)")
 
 
-_DISPATCH = {"alltoall": "NCCL's all-to-all (comm.all_to_all_time)",
+_DISPATCH = {"alltoall": "NCCL's all-to-all (comm.pairwise_cross_share)",
              "deepep": "DeepEP, a token across the network once per node "
-                       "(comm.dedup_all_to_all_time)",
-             "hybridep": "HybridEP, timed as DeepEP (comm.dedup_all_to_all_time)"}
+                       "(comm.dedup_cross_share)",
+             "hybridep": "HybridEP, timed as DeepEP (comm.dedup_cross_share)"}
 
 
 def moe_notes(model, asm, tr=None) -> list[str]:

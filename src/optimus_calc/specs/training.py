@@ -88,8 +88,8 @@ class MoeDispatcher(str, Enum):
     """The MoE token dispatcher (Megatron-LM --moe-token-dispatcher-type, with flex its
     --moe-flex-dispatcher-backend; torchtitan parallelism.expert_parallel_comm_backend)."""
 
-    ALLTOALL = "alltoall"  # NCCL's pairwise all-to-all (comm.all_to_all_time)
-    DEEPEP = "deepep"      # DeepEP: across nodes once per node (comm.dedup_all_to_all_time)
+    ALLTOALL = "alltoall"  # NCCL's pairwise all-to-all (comm.pairwise_cross_share)
+    DEEPEP = "deepep"      # DeepEP: across nodes once per node (comm.dedup_cross_share)
     HYBRIDEP = "hybridep"  # NVIDIA's HybridEP (DeepEP's hybrid-ep branch), as DeepEP (assumed)
 
     @property
@@ -203,7 +203,7 @@ class Training(Frozen):
         default=MoeDispatcher.ALLTOALL, description="MoE token dispatcher: alltoall (NCCL), "
         "deepep or hybridep (Megatron-LM --moe-token-dispatcher-type flex "
         "--moe-flex-dispatcher-backend; torchtitan expert_parallel_comm_backend deepep): a "
-        "token crosses to each other node once (comm.dedup_all_to_all_time)")
+        "token crosses to each other node once (comm.dedup_cross_share)")
     cuda_graph_full_iteration: bool = Field(
         default=False, description="Megatron-LM --cuda-graph-impl full_iteration: the training "
         "iteration replayed as one CUDA graph, no kernel launched by the host, no host sync "

@@ -8,9 +8,9 @@ alike without importing sympy. `optimus-calc explain NAME` shows the source expr
 import numpy
 
 
-def comm__all_to_all_time(B_g, alpha, beta_i, m, n, z):
+def comm__all_to_all_time(B_g, alpha, beta_i, m, n, x, z):
     """comm.all_to_all_time [s]: nccl-tests src/alltoall.cu @ a0b82b2 L328-331 (one ncclSend + ncclRecv per peer in a group) and L48-53 (bus factor (n-1)/n); NCCL src/graph/paths.cc @ 5067397 L812-840 (PXN: a GPU may reach a NIC through an NVLink peer's PCIe switch, GPU->NIC direction only; it relays, it adds no NIC); DeepSeek-V3 arXiv 2412.19437 section 3.2.2 (tokens limited to 4 nodes because the IB all-to-all binds)"""
-    return alpha*(n - 1) + beta_i*z*(m - 1)/n + z*(-m + n)/(B_g*n)
+    return alpha*(n - 1) + beta_i*z*(m - 1)/n + x*z/B_g
 
 
 def comm__bus_bandwidth(F, T, z):
@@ -18,10 +18,10 @@ def comm__bus_bandwidth(F, T, z):
     return F*z/T
 
 
-def comm__dedup_all_to_all_time(B_g, alpha, beta_i, k, m, n, z):
-    """comm.dedup_all_to_all_time [s]: DeepSeek-V3 arXiv 2412.19437 section 3.2.2 (a token crosses IB once to each node hosting its experts, then NVLink forwards it); Megatron-LM megatron/core/transformer/moe/README.md L310-311 @ d98e8a6 (the flex dispatcher's DeepEP backend 'removes redundant tokens during cross-node communication'; HybridEP, DeepEP's hierarchical RDMA + NVLink branch, assumed alike); balanced routing, experts drawn independently (assumed)"""
+def comm__dedup_cross_share(k, m, n):
+    """comm.dedup_cross_share [1]: DeepSeek-V3 arXiv 2412.19437 section 3.2.2 (a token crosses IB once to each node hosting its experts, then NVLink forwards it); Megatron-LM megatron/core/transformer/moe/README.md L310-311 @ d98e8a6 (the flex dispatcher's DeepEP backend 'removes redundant tokens during cross-node communication'; HybridEP, DeepEP's hierarchical RDMA + NVLink branch, assumed alike); balanced routing, experts drawn independently (assumed)"""
     _c0 = -m
-    return alpha * (n - 1) + beta_i * z * (m - 1) / n + z * (1 - (_c0 / n + 1) ** k) * (_c0 + n) / (B_g * k * m)
+    return (1 - (_c0 / n + 1) ** k) * (_c0 + n) / (k * m)
 
 
 def comm__hierarchical_all_reduce_pipelined_time(N, alpha_e, alpha_i, beta_e, beta_i, c_b, m, z):
@@ -78,6 +78,11 @@ def comm__node_network_bandwidth(B_nic, K):
 def comm__p2p_time(alpha, beta, z):
     """comm.p2p_time [s]: Hockney alpha-beta model as used in seeds/squeezenic.md section 3: T(z) = alpha + beta z"""
     return alpha + beta*z
+
+
+def comm__pairwise_cross_share(m, n):
+    """comm.pairwise_cross_share [1]: nccl-tests src/alltoall.cu @ a0b82b2 L328-331 (one ncclSend + ncclRecv per peer in a group) and L48-53 (bus factor (n-1)/n); NCCL src/graph/paths.cc @ 5067397 L812-840 (PXN: a GPU may reach a NIC through an NVLink peer's PCIe switch, GPU->NIC direction only; it relays, it adds no NIC); DeepSeek-V3 arXiv 2412.19437 section 3.2.2 (tokens limited to 4 nodes because the IB all-to-all binds)"""
+    return (-m + n)/n
 
 
 def comm__ring_all_gather_injected_bytes(n, z):
