@@ -227,19 +227,12 @@ def check_token_drop(model, tr: Training, asm) -> None:
     """--moe-pad-expert-input-to-capacity pads every expert to exactly its capacity at factor
     1.0, its balanced share (Megatron-LM core_v0.14.0 token_dispatcher.py L444-467: the counts
     are torch.full of the capacity): no rank is more loaded, so moe_imbalance above 1 is
-    refused (the assumption is "equal to [the capacity factor] with padding")."""
-    if (tr.cuda_graph_full_iteration and getattr(model, "is_moe", False)
-            and tr.moe_dispatcher.value != "hybridep"):
-        raise InputError("--cuda-graph-impl full_iteration on an MoE model needs "
-                         "--moe-dispatcher hybridep: expert dispatch has dynamic shapes and is "
-                         "captured only with HybridEP's paged stash (Megatron-LM docs/user-guide/"
-                         "features/cuda_graph.md L162-182 @ d98e8a6)")
-    if (tr.moe_pad_expert_input_to_capacity and getattr(model, "is_moe", False)
-            and tr.moe_dispatcher.value == "deepep"):
-        raise InputError("--moe-pad-expert-input-to-capacity with --moe-dispatcher deepep: "
-                         "Megatron-LM's flex dispatcher refuses padding on its DeepEP backend "
-                         "(megatron/core/transformer/transformer_config.py L1754-1761 @ "
-                         "d98e8a6): use alltoall or hybridep, or leave the flag out")
+    refused (the assumption is "equal to [the capacity factor] with padding"). The Megatron-LM
+    launch flags' own combinations are that framework's rules (frameworks/megatron.py)."""
+    from optimus_calc.frameworks.megatron import launch_flag_error
+    why = launch_flag_error(model, tr)
+    if why:
+        raise InputError(why)
     if (tr.moe_pad_expert_input_to_capacity and getattr(model, "is_moe", False)
             and asm.moe_imbalance != 1):
         raise InputError(f"moe_imbalance {asm.moe_imbalance:g} (--moe-imbalance or --assume): "

@@ -169,6 +169,26 @@ _CUDA_GRAPH = ("--cuda-graph-impl full_iteration: docs/user-guide/features/cuda_
                "L114-127, L162-182 @ d98e8a6")
 
 
+def launch_flag_error(model, tr) -> str | None:
+    """Why Megatron-LM refuses this combination of its launch flags on ``model``, or None:
+    a full-iteration CUDA graph on an MoE model needs HybridEP's paged stash
+    (docs/user-guide/features/cuda_graph.md L162-182), and padding to capacity is refused on
+    the flex dispatcher's DeepEP backend (transformer_config.py L1754-1761)."""
+    if not getattr(model, "is_moe", False):
+        return None
+    if tr.cuda_graph_full_iteration and tr.moe_dispatcher.value != "hybridep":
+        return ("--cuda-graph-impl full_iteration on an MoE model needs --moe-dispatcher "
+                "hybridep: expert dispatch has dynamic shapes and is captured only with "
+                "HybridEP's paged stash (Megatron-LM docs/user-guide/features/cuda_graph.md "
+                "L162-182 @ d98e8a6)")
+    if tr.moe_pad_expert_input_to_capacity and tr.moe_dispatcher.value == "deepep":
+        return ("--moe-pad-expert-input-to-capacity with --moe-dispatcher deepep: Megatron-LM's "
+                "flex dispatcher refuses padding on its DeepEP backend (megatron/core/"
+                "transformer/transformer_config.py L1754-1761 @ d98e8a6): use alltoall or "
+                "hybridep, or leave the flag out")
+    return None
+
+
 def _ep_comm_overlap(tr) -> bool:
     """--overlap-moe-expert-parallel-comm, refused with full recompute and in FP32
     (transformer_config.py L3021-3023, L3034-3037)."""
