@@ -26,6 +26,9 @@ LAYOUTS = {
                                   "--interleave", 2, "--recompute", "selective"],
     "FP8 (TE) on H100": ["llama-2-7b", "--node", "dgx-h100", "--nodes", 1, "--zero", 1,
                          "--precision", "fp8"],
+    "Megatron FP8 parameters, current scaling": [
+        "llama-2-7b", "--node", "dgx-h100", "--nodes", 1, "--zero", 1, "--precision", "fp8",
+        "--fp8-recipe", "te-current", "--framework", "megatron"],
 }
 
 

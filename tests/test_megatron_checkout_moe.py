@@ -149,3 +149,21 @@ def test_megatron_takes_the_exported_full_iteration_cuda_graph(run, tmp_path, mo
     c = _megatron_config(margs)
     assert (c.moe_paged_stash, c.moe_expert_rank_capacity_factor) == (True, 1.5)
     assert (c.moe_token_dispatcher_type, c.moe_flex_dispatcher_backend) == ("flex", "hybridep")
+
+
+# ---- --fp8-param-gather ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("recipe,name", [("te-delayed", "delayed"), ("te-current", "tensorwise")])
+def test_megatron_takes_the_exported_fp8_parameters(run, tmp_path, monkeypatch, megatron, recipe,
+                                                    name):
+    """With the distributed optimizer the export writes --fp8-param-gather, as NVIDIA's FP8
+    recipes set it (Megatron-Bridge training/mixed_precision.py L218, L289 @ v0.3.0):
+    validate_args takes it (arguments.py L1095-1097) and the TransformerConfig carries it as
+    fp8_param (L2357)."""
+    arguments, _ = megatron
+    text = _export(run, tmp_path, "llama-3-8b", "--node", "dgx-h100", "--nodes", "1",
+                   "--framework", "megatron", "--precision", "fp8", "--fp8-recipe", recipe,
+                   "--zero", "1", "--export", "megatron")
+    margs, _ = _megatron_validate(arguments, monkeypatch, text)
+    assert (margs.fp8_param_gather, margs.fp8_recipe) == (True, name)
+    assert _megatron_config(margs).fp8_param

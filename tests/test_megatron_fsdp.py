@@ -61,8 +61,10 @@ def test_megatron_bridge_8b_fsdp_row(run):
     # parameters, the 8-GPU NVLink ring at 450 x 0.82 = 369 GB/s per direction (catalog
     # nvlink4), bus factor 7/8 and NCCL's Simple ring base latency 8.4 us (its 7 steps'
     # 7 x 3.4 us = 23.8 us hide under the transfer, comm.nccl_pipelined_time):
-    # - a unit's gather moves P x 2 B / 32 = 501,891,328 B: t_g = 8.4 us + 0.875 x
-    #   501,891,328 / 369e9 s = 8.4 + 1190.1 = 1198.5 us;
+    # - FP8 parameters (--fp8-param-gather, on in NVIDIA's FP8-CS recipe): the 6,979,321,856
+    #   GEMM weights gather in 1 byte, the rest in 2: 2 P - P_g = 9,081,200,640 B a pass; a
+    #   unit's gather moves 283,787,520 B: t_g = 8.4 us + 0.875 x 283,787,520 / 369e9 s =
+    #   8.4 + 672.9 = 681.3 us;
     # - a gradient bucket (fp32 grads, 2 GB cap: 17 buckets of P x 4 / 17 = 1,889,473,235 B):
     #   T_bkt = 8.4 + 0.875 x 1,889,473,235 / 369e9 s = 8.4 + 4480.5 = 4488.9 us; a unit's share
     #   of the reduction t_rs = 17 x T_bkt / 32 = 2384.7 us.
@@ -70,14 +72,14 @@ def test_megatron_bridge_8b_fsdp_row(run):
     # for the first unit's gather (every later one hides behind a layer's 6.35 ms forward); the
     # backward waits for the first unit's gather and reduce-scatter t_g + t_rs (the rest hide
     # behind 12.9 ms per layer), and the last bucket follows it:
-    # 16 x (3.2 + 1.1985 + 1.1985 + 2.3847 + 4.4889) ms = 16 x 12.4706 ms = 0.19953 s
-    assert got == pytest.approx(16 * (3.2 + 1.1985 + 1.1985 + 2.3847 + 4.4889) * 1e-3,
+    # 16 x (3.2 + 0.6813 + 0.6813 + 2.3847 + 4.4889) ms = 16 x 11.4362 ms = 0.18298 s
+    assert got == pytest.approx(16 * (3.2 + 0.6813 + 0.6813 + 2.3847 + 4.4889) * 1e-3,
                                 rel=1e-3)
     # DeepSpeed's model (before): 9 modules per layer, 288 gathers per pass, 2 x 288 x 50 us =
     # 28.8 ms per micro-batch plus the same waits on 288 smaller pieces: t_g = 8.4 us + 0.875 x
-    # P x 2 / 288 / 369e9 s = 140.6 us, t_rs = 17 x 4488.9 / 288 = 265.0 us, and the last
-    # bucket: 16 x (28.8 + 0.1406 + 0.1406 + 0.2650 + 4.4889) ms = 0.54136 s
+    # 9,081,200,640 / 288 / 369e9 s = 83.2 us, t_rs = 17 x 4488.9 / 288 = 265.0 us, and the
+    # last bucket: 16 x (28.8 + 0.0832 + 0.0832 + 0.2650 + 4.4889) ms = 0.53952 s
     old = run(*_ROW[:-2], "--assume", "zero3_modules_per_layer=0",
               "--assume", "zero3_max_live_params=1e9", "--format", "json").json()
     assert old["dp_comm_exposed_s"] == pytest.approx(
-        16 * (28.8 + 0.1406 + 0.1406 + 0.2650 + 4.4889) * 1e-3, rel=1e-3)
+        16 * (28.8 + 0.0832 + 0.0832 + 0.2650 + 4.4889) * 1e-3, rel=1e-3)

@@ -153,7 +153,8 @@ def launch_overlaps(kw: dict) -> dict:
     """The Megatron-LM overlap flags of the command line (on unless --no-...; commands
     without them keep the Training defaults)."""
     names = ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
-             "overlap_moe_expert_parallel_comm", "moe_pad_expert_input_to_capacity")
+             "overlap_moe_expert_parallel_comm", "moe_pad_expert_input_to_capacity",
+             "fp8_param_gather")
     out = {n: bool(kw[n]) for n in names if kw.get(n) is not None}
     if kw.get("moe_dispatcher"):
         out["moe_dispatcher"] = kw["moe_dispatcher"]

@@ -98,6 +98,10 @@ LAUNCH_FLAGS = (
                  help="Megatron-LM launch flag: full_iteration replays the iteration as one "
                       "CUDA graph: no host launches or syncs per MoE layer (MoE: needs "
                       "--moe-dispatcher hybridep)."),
+    click.option("--fp8-param-gather/--no-fp8-param-gather", default=True, show_default=True,
+                 help="Megatron-LM launch flag: FP8 GEMM weights with no 16-bit copy, "
+                      "all-gathered in FP8 (with --precision fp8, a Transformer Engine "
+                      "recipe and --zero 1 or more; NVIDIA's FP8 recipes set it)."),
     click.option("--moe-pad-expert-input-to-capacity/--no-moe-pad-expert-input-to-capacity",
                  default=False, show_default=True,
                  help="Megatron-LM launch flag: token drop at capacity factor 1.0, every "

@@ -77,6 +77,39 @@ weight_copy_bytes = equation(
     "d98e8a6): counted in the gathered-layer overhead, not here",
     "FP8 copies of the GPU's GEMM weights kept by Transformer Engine beside the bf16 weights.")
 
+k_pw = sym("k_pw", "1 where the GEMM weights are the FP8 parameters themselves (Megatron-LM "
+           "--fp8-param-gather: Assumptions.fp8_primary_weights), else 0")
+b_w = sym("b_w", "bytes per weight (2 for bf16/fp16)")
+N_d = sym("N_d", "ranks ZeRO partitions over: dp x cp, experts dp x cp / ep")
+o_x = sym("o_x", "1 where the weights or the optimizer state are offloaded from the GPU, else 0 "
+          "(Megatron-LM refuses --fp8-param-gather with --optimizer-cpu-offload but for the "
+          "delayed recipe, arguments.py L1889-1890 @ d98e8a6: kept off there for every recipe)")
+_FP8_PARAMS = ("Megatron-LM megatron/training/arguments.py L2016-2018 @ d98e8a6 (--fp8-param-"
+               "gather: 'keep the compute param in fp8 ... and perform the param all-gather in "
+               "fp8'; TransformerConfig.fp8_param, L2357), L1095-1097 (only with the "
+               "distributed optimizer or an FSDP: the fp32 main copy lives in the optimizer "
+               "state, ZeRO >= 1 here); on in NVIDIA's FP8 recipes: Megatron-Bridge src/megatron/"
+               "bridge/training/mixed_precision.py L218, L251, L289 @ v0.3.0 (delayed, MXFP8, "
+               "current scaling), NeMo nemo/collections/llm/recipes/precision/"
+               "mixed_precision.py L70-200 @ 8cfedd7")
+primary_weight_saving_bytes = equation(
+    "fp8.primary_weight_saving_bytes",
+    k_pw * (1 - o_x) * sp.Piecewise((0, Z < 1), ((b_w - b_8) * P_g / N_d, Z >= 3),
+                                    (b_w * P_g, True)), "bytes",
+    _FP8_PARAMS + ": the GEMM weights are held as Transformer Engine FP8 tensors only, so the "
+    "16-bit copy beside TE's FP8 data (fp8.weight_copy_bytes, which stays) is not kept; with "
+    "ZeRO-3 / Megatron-FSDP the sharded weights are FP8 (b_8 bytes) instead of 16-bit",
+    "GPU memory FP8 parameters save on the GEMM weights (subtracted from the weights' bytes).")
+
+phi_g = sym("phi_g", "GEMM weights' share of the GPU's parameters (P_g / P)")
+gather_bytes_per_param = equation(
+    "fp8.gather_bytes_per_param",
+    b_w - k_pw * (1 - o_x) * sp.Piecewise((0, Z < 1), (1, True)) * phi_g * (b_w - b_8),
+    "bytes",
+    _FP8_PARAMS + ": the distributed optimizer's (or FSDP's) parameter all-gather moves the "
+    "GEMM weights in FP8, the rest (norms, embeddings) in 16 bits",
+    "Bytes per parameter of the ZeRO weight all-gathers, averaged over the parameters.")
+
 n_a = sym("n_a", "extra reads of each GEMM input before its cast: 1 for Transformer Engine "
           "current scaling, 0 for the others (specs.training.Fp8Recipe.amax_passes)")
 b_16 = sym("b_16", "bytes per element of the high-precision GEMM input (bf16: 2)")

@@ -196,6 +196,8 @@ def memory_stage(ctx: Ctx) -> MemoryRecord:
     W = eq.memory__weights_bytes(N_d=n_sh, P=P, W_res=w_res, Z=z, b_w=wb, o_w=o_w)
     if ndim(w8 := fp8.weight_copy_bytes(ctx)) or w8:  # FP8 copies of the GEMM weights (TE)
         W = W + w8
+    if ndim(w16 := fp8.primary_weight_saving_bytes(ctx, n_sh, flags)) or w16:  # FP8 params:
+        W = W - w16  # no 16-bit copy of the GEMM weights
     G = eq.memory__gradients_bytes(N_d=n_sh, P=P, Z=z, b_g=gbytes, k_g=asm.grads_stay_on_gpu,
                                    o_g=o_g)
     O = eq.memory__optimizer_bytes(N_d=n_sh, P=P, Z=z, b_o=ob, f_k=f_k, o_o=o_o)

@@ -126,6 +126,40 @@ def weight_copy_bytes(ctx) -> np.ndarray | float:
                                      k_o=k_o, q_s=q_s)
 
 
+def _primary(ctx) -> float:
+    """k_pw: Assumptions.fp8_primary_weights under a Transformer Engine FP8 recipe, else 0."""
+    tr = ctx.tr
+    te = is_fp8(tr) and tr.fp8_recipe.transformer_engine and isinstance(ctx.model, Model)
+    return float(ctx.asm.fp8_primary_weights) if te else 0.0
+
+
+def _gemm_params(ctx):
+    return gemm_weight_params(ctx.model, ctx.st.layers, ctx.st.moe_layers, ctx.t, ctx.ep,
+                              ctx.t_x)
+
+
+def primary_weight_saving_bytes(ctx, n_sh, flags) -> np.ndarray | float:
+    """fp8.primary_weight_saving_bytes of each stage (0 without FP8 parameters); ``flags``:
+    the stage's offload flags (o_w, o_g, o_o, f_k of strategies.offload_flags)."""
+    if not (k := _primary(ctx)):
+        return 0.0
+    return eq.fp8__primary_weight_saving_bytes(
+        N_d=n_sh, P_g=_gemm_params(ctx), Z=ctx.z, b_8=ctx.asm.fp8_weight_copy_bytes,
+        b_w=ctx.tr.weight_bytes, k_pw=k, o_x=np.maximum(flags[0], flags[2]))
+
+
+def gather_bytes_per_param(ctx, P, flags):
+    """fp8.gather_bytes_per_param: the ZeRO all-gathers' bytes per parameter (the 16-bit
+    weight bytes without FP8 parameters)."""
+    if not (k := _primary(ctx)):
+        return ctx.tr.weight_bytes
+    share = _gemm_params(ctx) / np.maximum(np.asarray(P, dtype=float), 1.0)
+    return eq.fp8__gather_bytes_per_param(Z=ctx.z, b_8=ctx.asm.fp8_weight_copy_bytes,
+                                          b_w=ctx.tr.weight_bytes, k_pw=k,
+                                          o_x=np.maximum(flags[0], flags[2]),
+                                          phi_g=np.minimum(share, 1.0))
+
+
 def down_input_width(model: Model) -> float:
     """f_a of fp8.activation_layer_bytes: the MLP down projection's input width per token,
     averaged over the layers (routed top-k and shared experts in MoE layers)."""

@@ -12,7 +12,8 @@ from optimus_calc.evaluate.context import check_precision
 from optimus_calc.evaluate.efficiency import (attention_efficiency, attention_seconds,
                                               causal_factor, compute_efficiency,
                                               expert_efficiency, gemm_efficiency)
-from optimus_calc.evaluate.fp8 import amax_time, bf16_head_flops, fp8_gemm_ratio, reads_amax
+from optimus_calc.evaluate.fp8 import (amax_time, bf16_head_flops, fp8_gemm_ratio,
+                                       gather_bytes_per_param, reads_amax)
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord, per_model
 from optimus_calc.evaluate.shapes import op_sac_widths
@@ -302,7 +303,7 @@ def _expert_dp_group(ctx: Ctx, n_dp, nic: float) -> dict:
 def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float):
     """Gradient reduction and ZeRO weight gathers per stage (step.dp_comm/exposed_time)."""
     hw, asm, tr, z, dp, P = ctx.hw, ctx.asm, ctx.tr, ctx.z, ctx.dp, mem.P
-    gbytes, wb = tr.gradient_bytes, tr.weight_bytes
+    gbytes, wb = tr.gradient_bytes, gather_bytes_per_param(ctx, P, mem.flags)  # gathers'
     set_scope("dp")
     # ZeRO/FSDP/DDP reduce over data parallel x context parallel (Megatron's data-parallel group
     # with context parallel, torchtitan's dp_shard x cp mesh); expert gradients over DP x CP / EP

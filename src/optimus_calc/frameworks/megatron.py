@@ -289,6 +289,14 @@ PROFILE = PhysicsProfile((
     # NaN check is turned off for that reason); on MoE models it runs with HybridEP's paged
     # stash, whose dispatch buffers are pre-sized (L162-182): neither the MoE layer's launches
     # nor its sync reach the host
+    # --fp8-param-gather (NVIDIA's FP8 recipes): Transformer Engine FP8 parameters, no 16-bit
+    # copy of the GEMM weights, gathered in FP8 (fp8.primary_weight_saving_bytes; with the
+    # distributed optimizer or Megatron-FSDP only, arguments.py L1095-1097: ZeRO >= 1 there)
+    Setting("fp8_primary_weights", 1, "--fp8-param-gather: megatron/training/arguments.py "
+            "L2016-2018; Megatron-Bridge src/megatron/bridge/training/mixed_precision.py L218, "
+            "L251, L289 @ v0.3.0", when=lambda tr: bool(
+                tr.fp8_param_gather and tr.precision.value == "fp8"
+                and tr.fp8_recipe.transformer_engine)),
     Setting("moe_layer_fixed_s", 0.0, _CUDA_GRAPH, when=lambda tr: tr.cuda_graph_full_iteration),
     Setting("moe_layer_host_s", 0.0, _CUDA_GRAPH, when=lambda tr: tr.cuda_graph_full_iteration),
 ))

@@ -310,6 +310,12 @@ def _zero_precision(a: _Args, lay, tr) -> None:
             a.add("--fp8-format", "hybrid")
             a.add("--fp8-recipe", {Fp8Recipe.TE_DELAYED: "delayed",
                                    Fp8Recipe.MXFP8: "mxfp8"}.get(tr.fp8_recipe, "tensorwise"))
+            # FP8 parameters where the plan timed them (fp8.primary_weight_saving_bytes): the
+            # distributed optimizer or Megatron-FSDP (arguments.py L1095-1097), not with
+            # --optimizer-cpu-offload (L1889-1890 allows the delayed recipe only)
+            if (tr.fp8_param_gather and lay.zero >= ZeroStage.OS
+                    and lay.offload is Offload.NONE):
+                a.add("--fp8-param-gather")  # arguments.py L2016-2018
         case _:
             assert_never(prec)
     a.add("--optimizer", "sgd" if tr.optimizer is Optimizer.SGD else "adam")

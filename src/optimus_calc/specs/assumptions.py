@@ -153,14 +153,15 @@ class Assumptions(Frozen):
     fp8_weight_copy_bytes: float = Field(
         default=1.0, ge=0, le=4,
         description="bytes per GEMM weight of each FP8 copy Transformer Engine keeps beside "
-                    "the bf16 weight: 1 (TransformerEngine docs/features/low_precision_training/"
-                    "performance_considerations/performance_considerations.rst L247 @ d0067d0: "
-                    "2 MB bf16 weight + 1 MB weight in FP8); TE keeps 2 copies (rowwise and "
-                    "transpose) on Hopper and for MXFP8, 1 on Blackwell per-tensor "
-                    "(fp8.weight_copy_bytes)")
-    tp_overlap: float = Field(
-        default=0.0, ge=0, le=1,
-        description="assumed: fraction of TP communication hidden behind compute (0: exposed)")
+                    "the bf16 weight: 1 (TransformerEngine performance_considerations.rst L247 "
+                    "@ d0067d0: 2 MB bf16 weight + 1 MB weight in FP8); 2 copies (rowwise and "
+                    "transpose) on Hopper and for MXFP8, 1 on Blackwell (fp8.weight_copy_bytes)")
+    fp8_primary_weights: float = Field(
+        default=0.0, ge=0, le=1, description="1 = the GEMM weights are the FP8 parameters "
+        "(no 16-bit copy) and all-gathered in FP8 where ZeRO >= 1; 0 framework-neutral; the "
+        "Megatron-LM profile: 1 with --fp8-param-gather (fp8.primary_weight_saving_bytes)")
+    tp_overlap: float = Field(default=0.0, ge=0, le=1, description="assumed: fraction of TP "
+                              "communication hidden behind compute (0: exposed)")
     tp_backward_overlap: float = Field(
         default=0.0, ge=0, le=1,
         description="fraction of the backward's TP collectives hidden behind the "
@@ -187,10 +188,9 @@ class Assumptions(Frozen):
                     "megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py L100-115 @ "
                     "d98e8a6); 0 = ZeRO-2/3 move each reduced partition to the host (DeepSpeed, "
                     "the framework-neutral default)")
-    cp_overlap: float = Field(
-        default=0.0, ge=0, le=1,
-        description="assumed 0: 1 = the CP ring's K/V traffic hides behind the stage's "
-                    "attention time, 0 = exposed (step.cp_comm_time; Megatron's profile: 1)")
+    cp_overlap: float = Field(default=0.0, ge=0, le=1, description="assumed 0: 1 = the CP "
+                              "ring's K/V traffic hides behind the stage's attention time, 0 = "
+                              "exposed (step.cp_comm_time; Megatron's profile: 1)")
     pp_overlap: float = Field(default=0.0, ge=0, le=1, description="assumed: fraction of PP "
                               "point-to-point time hidden behind compute")
     nccl_latency_model: float = Field(

@@ -212,6 +212,10 @@ class Training(Frozen):
         default=False, description="Megatron-LM --moe-pad-expert-input-to-capacity with "
                                    "--moe-expert-capacity-factor: token drop, every expert's "
                                    "input padded to its capacity (static shapes, no host sync)")
+    fp8_param_gather: bool = Field(
+        default=True, description="Megatron-LM --fp8-param-gather: with a Transformer Engine "
+        "FP8 recipe and the distributed optimizer (ZeRO >= 1), the GEMM weights are kept and "
+        "all-gathered in FP8 only, as NVIDIA's FP8 recipes set (fp8.primary_weight_saving_bytes)")
 
     @property
     def weight_bytes(self) -> int:

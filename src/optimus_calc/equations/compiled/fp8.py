@@ -28,9 +28,19 @@ def fp8__bf16_head_flops(F_h, k_p, lambda_h, tau_g):
     return F_h*k_p*lambda_h*tau_g
 
 
+def fp8__gather_bytes_per_param(Z, b_8, b_w, k_pw, o_x, phi_g):
+    """fp8.gather_bytes_per_param [bytes]: Megatron-LM megatron/training/arguments.py L2016-2018 @ d98e8a6 (--fp8-param-gather: 'keep the compute param in fp8 ... and perform the param all-gather in fp8'; TransformerConfig.fp8_param, L2357), L1095-1097 (only with the distributed optimizer or an FSDP: the fp32 main copy lives in the optimizer state, ZeRO >= 1 here); on in NVIDIA's FP8 recipes: Megatron-Bridge src/megatron/bridge/training/mixed_precision.py L218, L251, L289 @ v0.3.0 (delayed, MXFP8, current scaling), NeMo nemo/collections/llm/recipes/precision/mixed_precision.py L70-200 @ 8cfedd7: the distributed optimizer's (or FSDP's) parameter all-gather moves the GEMM weights in FP8, the rest (norms, embeddings) in 16 bits"""
+    return b_w - k_pw*phi_g*(1 - o_x)*(-b_8 + b_w)*numpy.where(numpy.less(Z, 1), 0, 1)
+
+
 def fp8__gemm_efficiency(eta_d, r_8):
     """fp8.gemm_efficiency [1]: assumed proportional to the BF16 curve of the same GEMM shape (equations/efficiency.py); r_8 calibrated on torchtitan benchmarks/llama3_h100_202412_torchtitan.md Table 1 @ v0.2.2"""
     return eta_d*r_8
+
+
+def fp8__primary_weight_saving_bytes(N_d, P_g, Z, b_8, b_w, k_pw, o_x):
+    """fp8.primary_weight_saving_bytes [bytes]: Megatron-LM megatron/training/arguments.py L2016-2018 @ d98e8a6 (--fp8-param-gather: 'keep the compute param in fp8 ... and perform the param all-gather in fp8'; TransformerConfig.fp8_param, L2357), L1095-1097 (only with the distributed optimizer or an FSDP: the fp32 main copy lives in the optimizer state, ZeRO >= 1 here); on in NVIDIA's FP8 recipes: Megatron-Bridge src/megatron/bridge/training/mixed_precision.py L218, L251, L289 @ v0.3.0 (delayed, MXFP8, current scaling), NeMo nemo/collections/llm/recipes/precision/mixed_precision.py L70-200 @ 8cfedd7: the GEMM weights are held as Transformer Engine FP8 tensors only, so the 16-bit copy beside TE's FP8 data (fp8.weight_copy_bytes, which stays) is not kept; with ZeRO-3 / Megatron-FSDP the sharded weights are FP8 (b_8 bytes) instead of 16-bit"""
+    return k_pw*(1 - o_x)*numpy.where(numpy.less(Z, 1), 0, numpy.where(numpy.greater_equal(Z, 3), P_g*(-b_8 + b_w)/N_d, P_g*b_w))
 
 
 def fp8__weight_copy_bytes(P_g, Z, b_8, k_o, q_s):
