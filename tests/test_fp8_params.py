@@ -80,3 +80,19 @@ def test_the_export_writes_the_flag_where_the_plan_timed_it(run, tmp_path):
     assert "--fp8-param-gather" in flags("--zero", "1")
     assert "--fp8-param-gather" not in flags("--zero", "1", "--no-fp8-param-gather")
     assert "--fp8-param-gather" not in flags("--zero", "0")  # DDP: Megatron refuses it
+
+
+def test_two_byte_gradients_export_as_megatrons_bf16_reduction(run, tmp_path):
+    # --grad-bytes 2 under the Megatron-LM profile (whose bf16 default is 4, fp32 main grads)
+    # times bf16 gradients; the export says so with --grad-reduce-in-bf16 (arguments.py
+    # L1213-1214 @ d98e8a6), as NVIDIA's performance configs run (Megatron-Bridge
+    # scripts/performance/configs/llama/llama3_llm_pretrain.py L43-44 @ v0.3.0)
+    def text(*extra):
+        out = tmp_path / "run.sh"
+        r = run("plan", "gpt-1.7b", "--node", "dgx-h100", "--tp", "2", "--pp", "1", "--zero", "1",
+                "--seq-len", "4096", "--global-batch", "64", "--framework", "megatron",
+                "--export", "megatron", "-o", out, *extra)
+        assert r.code == 0, r.err
+        return out.read_text()
+    assert "--grad-reduce-in-bf16" in text("--grad-bytes", "2")
+    assert "--grad-reduce-in-bf16" not in text()

@@ -153,9 +153,10 @@ def test_megatron_takes_the_exported_full_iteration_cuda_graph(run, tmp_path, mo
 
 # ---- --fp8-param-gather ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("recipe,name", [("te-delayed", "delayed"), ("te-current", "tensorwise")])
+@pytest.mark.parametrize("recipe,name,grads", [("te-delayed", "delayed", ()),
+                                               ("te-current", "tensorwise", ("--grad-bytes", "2"))])
 def test_megatron_takes_the_exported_fp8_parameters(run, tmp_path, monkeypatch, megatron, recipe,
-                                                    name):
+                                                    name, grads):
     """With the distributed optimizer the export writes --fp8-param-gather, as NVIDIA's FP8
     recipes set it (Megatron-Bridge training/mixed_precision.py L218, L289 @ v0.3.0):
     validate_args takes it (arguments.py L1095-1097) and the TransformerConfig carries it as
@@ -163,7 +164,9 @@ def test_megatron_takes_the_exported_fp8_parameters(run, tmp_path, monkeypatch, 
     arguments, _ = megatron
     text = _export(run, tmp_path, "llama-3-8b", "--node", "dgx-h100", "--nodes", "1",
                    "--framework", "megatron", "--precision", "fp8", "--fp8-recipe", recipe,
-                   "--zero", "1", "--export", "megatron")
+                   "--zero", "1", *grads, "--export", "megatron")
     margs, _ = _megatron_validate(arguments, monkeypatch, text)
     assert (margs.fp8_param_gather, margs.fp8_recipe) == (True, name)
     assert _megatron_config(margs).fp8_param
+    # --grad-bytes 2: bf16 gradients, no fp32 accumulation (arguments.py L1213-1214)
+    assert margs.accumulate_allreduce_grads_in_fp32 == (not grads)

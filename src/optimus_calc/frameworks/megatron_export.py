@@ -318,6 +318,10 @@ def _zero_precision(a: _Args, lay, tr) -> None:
                 a.add("--fp8-param-gather")  # arguments.py L2016-2018
         case _:
             assert_never(prec)
+    if prec in (Precision.BF16, Precision.FP8) and tr.grad_bytes == 2:
+        # --grad-bytes 2: bf16 gradients, accumulated and reduced in bf16 (arguments.py
+        # L1213-1214; L3053), where Megatron-LM's bf16 default is fp32 (the profile's 4 bytes)
+        a.add("--grad-reduce-in-bf16")
     a.add("--optimizer", "sgd" if tr.optimizer is Optimizer.SGD else "adam")
 
 
