@@ -260,10 +260,10 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
         z_ep = eq.step__ep_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, k=model.top_k,
                                          s=s, iota=asm.moe_imbalance, t=t, t_x=ctx.t_x)
         ep_group = all_to_all(hw, ctx.ep, ctx.t_x, nic=nic)
-        m_n = dict(m=ep_group["m"], n=ep_group["n"])
-        x = (eq.comm__dedup_cross_share(k=model.top_k, **m_n)  # DeepEP / HybridEP: a token
-             if ctx.tr.moe_dispatcher.dedups_nodes              # crosses to a node once
-             else eq.comm__pairwise_cross_share(**m_n))
+        m_n, N = dict(m=ep_group["m"], n=ep_group["n"]), ep_group.pop("N")
+        x = (eq.comm__dedup_cross_share(k=model.top_k, N=N, **m_n)  # DeepEP / HybridEP: a
+             if ctx.tr.moe_dispatcher.dedups_nodes                  # token crosses to a node
+             else eq.comm__pairwise_cross_share(**m_n))             # once
         a2a = eq.comm__all_to_all_time(z=z_ep, x=x, **ep_group)
     if not model.is_moe and not recording_active():
         # no all-to-all: L_moe x 0 x m x (1 - o_ep) x (2 r + 4), every factor finite and >= 0
