@@ -301,10 +301,13 @@ def search_model(cat: Catalog, model_text: str) -> Model:
     return model
 
 
-def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs:
+def build_search_inputs(cat: Catalog, model_text: str, kw: dict, one_model: bool = True
+                        ) -> SearchInputs:
     """Resolve MODEL, the hardware and the shared training options for a search. ``kw`` may
-    carry the search limits (offloads, recomputes, max_zero, distinct)."""
-    from optimus_calc.evaluate.context import resolve_hardware
+    carry the search limits (offloads, recomputes, max_zero, distinct). ``one_model``: MODEL is
+    the only model searched (a sweep's template is its first of several: the sweep checks its
+    MoE-only flags against them all)."""
+    from optimus_calc.evaluate.context import check_moe_flags, resolve_hardware
 
     model = search_model(cat, model_text)
     hw = resolve_hardware(cat, kw["node"], kw["nodes"], kw.get("gpu"), kw.get("gpus_per_node"),
@@ -326,6 +329,8 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
     check_fp8_gpu(hw.gpu, tr)
     asm = assumptions_from(kw)
     check_token_drop(model, tr, asm)
+    if one_model:
+        check_moe_flags(model, tr)
     offloads = parse_choices(kw.get("offloads"), Offload, "--offloads") or ()
     offloads += parse_choices(kw.get("offload"), Offload, "--offload") or ()
     offloads = tuple(dict.fromkeys(offloads)) or None
