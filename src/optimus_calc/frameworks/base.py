@@ -51,7 +51,8 @@ class Layouts:
                  micro_batch, *, heads: int, n_kv: int, experts: int, layers: int,
                  global_batch=None, precision: str = "bf16", model=None,
                  fp8_recipe: str = "te-delayed", etp=None, sp=True, attention_kernel: str = "",
-                 seq_len: int | None = None, moe_dispatcher: str = "alltoall"):
+                 seq_len: int | None = None, moe_dispatcher: str = "alltoall",
+                 cuda_graph: bool = False):
         # each array keeps its own shape (the search's grid columns are (1, 1, 1, 1, grid), its
         # switches one axis each): a rule computes on the axes it reads, and only its result
         # meets the others' (run_rules), never millions of broadcast copies of a switch
@@ -75,6 +76,7 @@ class Layouts:
         self.attention_kernel = attention_kernel
         self.seq_len = seq_len  # tokens per sequence (None: the rules on it are skipped)
         self.moe_dispatcher = moe_dispatcher  # --moe-dispatcher: alltoall, deepep, hybridep
+        self.cuda_graph = bool(cuda_graph)  # --cuda-graph-impl full_iteration (Megatron-LM's)
 
     def seq_not_dividing(self, divisor) -> np.ndarray | None:
         """The sequence not a multiple of ``divisor`` (an array); None without a sequence."""
@@ -305,6 +307,13 @@ def runs_dispatchers(name: str, text: str, source: str, dispatchers: tuple[str, 
     return Rule(name, text, source,
                 lambda x: None if not x.experts or x.moe_dispatcher in dispatchers
                 else x.everywhere(), on_run=True)
+
+
+def no_iteration_graph(name: str, text: str, source: str) -> Rule:
+    """The row of a framework that captures no training iteration as one CUDA graph: every
+    layout is refused when the run asks for one (--cuda-graph-impl full_iteration)."""
+    return Rule(name, text, source, lambda x: x.everywhere() if x.cuda_graph else None,
+                on_run=True)
 
 
 def refuses_kernel(name: str, text: str, source: str, kernel: str) -> Rule:
