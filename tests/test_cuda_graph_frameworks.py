@@ -36,3 +36,26 @@ def test_megatron_runs_it_and_auto_picks_it(run):
     plan = run("plan", *LLAMA, "--top", "3", "--format", "json").json()
     assert plan["recommended"]["framework"] == "megatron"
     assert {c["framework"] for c in plan["candidates"]} == {"megatron"}
+
+
+GRAPH_DROPOUT = ("llama-3-8b", "--node", "dgx-h100", "--framework", "megatron",
+                 "--cuda-graph-impl", "full_iteration", "--dropout")
+
+
+def test_step_and_plan_refuse_what_megatron_refuses(run):
+    # Megatron-LM asserts no attention dropout in graphed attention recomputation under a
+    # full-iteration graph (transformer_config.py L2874-2884 @ d98e8a6; selective recompute's
+    # default module is core_attn, L1940-1941): only the export refused it, so `step` timed it
+    # and `plan` recommended TP 8 selective (63.19 s) that its own export then refused
+    for cmd in ("step", "plan"):
+        r = run(cmd, *GRAPH_DROPOUT, "--recompute", "selective")
+        assert r.code == 2 and "L2874-2884" in r.err and "\n" not in r.err.strip(), cmd
+    # searched: the plan leaves selective out (none and full are Megatron's to run)
+    plan = run("plan", *GRAPH_DROPOUT, "--recompute", "selective,full", "--top", "5",
+               "--format", "json").json()
+    assert {c["recompute"] for c in plan["candidates"]} == {"full"}
+    plan = run("plan", *GRAPH_DROPOUT, "--top", "20", "--format", "json").json()
+    assert "selective" not in {c["recompute"] for c in plan["candidates"]}
+    # without dropout, selective stays
+    ok = run("step", *GRAPH_DROPOUT[:-1], "--recompute", "selective")
+    assert ok.code == 0

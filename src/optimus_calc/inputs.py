@@ -331,6 +331,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict, one_model: bool
     check_token_drop(model, tr, asm)
     if one_model:
         check_moe_flags(model, tr)
+    recomputes = searched_recomputes(kw.get("recomputes"), tr)
     offloads = parse_choices(kw.get("offloads"), Offload, "--offloads") or ()
     offloads += parse_choices(kw.get("offload"), Offload, "--offload") or ()
     offloads = tuple(dict.fromkeys(offloads)) or None
@@ -358,10 +359,23 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict, one_model: bool
         raise InputError(f"--zero {max(zero)} is above --max-zero {max_zero}; give one of them")
     return SearchInputs(
         model, hw, tr, asm, offloads,
-        parse_choices(kw.get("recomputes"), Recompute, "--recompute"),
-        3 if max_zero is None else int(max_zero), bool(kw.get("distinct")),
+        recomputes, 3 if max_zero is None else int(max_zero), bool(kw.get("distinct")),
         kw["seq_len"] is None, frameworks, pins or None, zero, kw.get("profile"), fw != "any",
         offload_params=_params_axis(kw.get("search_offload_params")))
+
+
+def searched_recomputes(text: str | None, tr: Training) -> tuple[Recompute, ...] | None:
+    """--recompute's modes for a search (None: every mode), less those the launch flags rule
+    out (Megatron-LM's, the only framework that runs a full-iteration graph:
+    frameworks/megatron.refused_recomputes); none left is an error."""
+    from optimus_calc.frameworks.megatron import GRAPH_DROPOUT, refused_recomputes
+    modes, out = parse_choices(text, Recompute, "--recompute"), refused_recomputes(tr)
+    if not out:
+        return modes
+    modes = tuple(r for r in (modes or tuple(Recompute)) if r not in out)
+    if not modes:
+        raise InputError(GRAPH_DROPOUT)
+    return modes
 
 
 def _params_axis(flag: bool | None) -> tuple[bool, ...]:
