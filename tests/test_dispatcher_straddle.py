@@ -45,3 +45,19 @@ def test_hybridep_on_ep32_over_four_nvl72_racks(run):
     # the difference is the NIC term alone: 752 x (0.75 - 0.12499809) z / 45e9
     assert nccl["ep_comm_s"] - hyb["ep_comm_s"] == pytest.approx(
         752 * (0.75 - (1 - 0.25 ** 8) / 8) * 268435456 / 45e9, rel=1e-6)
+
+
+def test_a_pipeline_stage_straddling_two_nodes_sends_over_the_nic(run):
+    # llama-3-70b TP 8 PP 3 on 2 nodes of 12 GPUs (--gpus-per-node 12): stage 1 (ranks 8-15)
+    # straddles the boundary, so ranks 4-7 of stage 0 send to 12-15 on the other node. One
+    # hop: micro-batch 1 x seq 8192 x hidden 8192 x 2 B / TP 8 (SP) = 16,777,216 B; over a
+    # ConnectX-7 (3 us + z / 45 GB/s) 3.758272e-4 s, on NVLink (1 us + z x 2.71003e-12)
+    # 4.64667e-5 s; 512 micro-batches x 2 (forward, backward) = 1,024 hops a step:
+    # 0.384847 s (it was priced on NVLink: 0.0475819 s)
+    args = ("step", "llama-3-70b", "--node", "dgx-h100", "--nodes", "2", "--gpus-per-node",
+            "12", "--tp", "8", "--pp", "3", "--dp", "1", "--zero", "1", "--format", "json")
+    assert run(*args).json()["pp_comm_s"] == pytest.approx(1024 * (3e-6 + 16777216 / 45e9),
+                                                           rel=1e-6)
+    # the same pipeline inside one 24-GPU node stays on NVLink
+    one = run(*args[:5], "1", "--gpus-per-node", "24", *args[8:]).json()
+    assert one["pp_comm_s"] == pytest.approx(1024 * (1e-6 + 16777216 * 2.71003e-12), rel=1e-5)

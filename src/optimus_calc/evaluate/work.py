@@ -278,7 +278,11 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
         T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m, o_ep=o_ep,
                                      r_a2a=r_a2a)
     set_scope("pp")
-    inter = t * cp * ctx.dp >= ctx.gpn  # neighbouring stages sit on different nodes
+    # neighbouring stages sit on different nodes: stages of s = t x cp x dp ranks fill nodes,
+    # or one straddles a node's boundary (s does not divide the node, the pipeline spans more
+    # than one), so the hop into it crosses for some ranks (as topology.placement's groups)
+    s_pp = t * cp * ctx.dp
+    inter = (s_pp >= ctx.gpn) | ((ctx.gpn % s_pp != 0) & (ctx.pp * s_pp > ctx.gpn))
     alpha, beta = neighbour(hw, inter, nic)
     z_pp = eq.step__p2p_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, s=s,
                                       t_sp=np.where(ctx.spf == 1, t, 1))
