@@ -187,8 +187,9 @@ def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interle
     rules are skipped. ``precision`` is the Training precision value (bf16, fp16, fp32, fp8),
     ``fp8_recipe`` its FP8 recipe (te-delayed, te-current, torchao), ``attention_kernel`` the
     fused kernel it names (:func:`named_kernel`), ``seq_len`` its sequence (rules on it skipped
-    without), ``moe_dispatcher`` and ``cuda_graph`` its launch choices. ``model`` (the Model) enables the rules on the architecture (a framework that cannot build
-    it); without it they are skipped.
+    without), ``moe_dispatcher`` and ``cuda_graph`` its launch choices. ``model`` (the Model)
+    enables the rules on the architecture (a framework that cannot build it); without it they
+    are skipped.
     ``sequence_parallel`` (0/1) is read by the rules as ``Layouts.sp``, on its own axis: the
     arrays returned have the broadcast shape of every input when a rule reads it, else of every
     input but it. ``recompute`` is accepted for a stable signature: every registered framework
