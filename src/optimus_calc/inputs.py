@@ -104,6 +104,19 @@ def assumptions_from(kw: dict) -> Assumptions:
     return asm
 
 
+def profile_only(kw: dict) -> frozenset:
+    """The assumptions --profile sets that --assume (or --headroom, --moe-imbalance) does not:
+    a framework profile's value wins over them (frameworks/base.PhysicsProfile), as calibrate
+    fits them only where the run's framework sets none."""
+    prof = kw.get("profile")
+    if prof is None or not prof.assumptions:
+        return frozenset()
+    typed = {str(i).partition("=")[0].strip() for i in kw.get("assume") or ()}
+    typed |= {n for n, f in (("gpu_headroom", "headroom"), ("moe_imbalance", "moe_imbalance"))
+              if kw.get(f) is not None}
+    return frozenset(set(prof.assumptions) - typed)
+
+
 def dropout_of(kw: dict, model) -> bool:
     """--dropout/--no-dropout, else the model's own config (dropout probability > 0)."""
     if kw.get("dropout") is not None:
@@ -276,7 +289,8 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
     from optimus_calc.frameworks.physics import apply_framework
     asm = assumptions_from(kw)
     check_token_drop(model, tr, asm)
-    tr, asm, choice = apply_framework(kw.get("framework"), layout, tr, asm, model)
+    tr, asm, choice = apply_framework(kw.get("framework"), layout, tr, asm, model,
+                                      profile_only(kw))
     return Inputs(model, hw, layout, tr, asm, gb_default, seq_default, kw.get("profile"),
                   choice)
 
@@ -361,7 +375,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict, one_model: bool
         model, hw, tr, asm, offloads,
         recomputes, 3 if max_zero is None else int(max_zero), bool(kw.get("distinct")),
         kw["seq_len"] is None, frameworks, pins or None, zero, kw.get("profile"), fw != "any",
-        offload_params=_params_axis(kw.get("search_offload_params")))
+        offload_params=_params_axis(kw.get("search_offload_params")), yields=profile_only(kw))
 
 
 def searched_recomputes(text: str | None, tr: Training) -> tuple[Recompute, ...] | None:

@@ -192,8 +192,9 @@ TRAINING_SETTINGS = ("grad_bytes",)  # Training fields a profile may set (0 ther
 class PhysicsProfile:
     """How the framework's own mechanics change the numbers: named parameter values the
     evaluator already reads (evaluate/ sits below frameworks/ and never imports it). A value
-    the user typed (--grad-bytes, --assume) or a calibration profile (--profile) set wins over
-    the framework's; the framework's wins over the framework-neutral default."""
+    the user typed (--grad-bytes, --assume) wins over the framework's; the framework's wins
+    over a calibration profile's (--profile: calibrate fits a value only on the runs whose
+    framework sets none, analyses/calibrate_fit.predict) and the framework-neutral default."""
 
     settings: tuple[Setting, ...] = ()
 
@@ -207,9 +208,10 @@ class PhysicsProfile:
         """What the evaluator receives: frameworks with equal keys give equal numbers."""
         return tuple(sorted((x.name, x.value) for x in self.for_training(training, model)))
 
-    def apply(self, training, assumptions, model=None):
+    def apply(self, training, assumptions, model=None, yields=frozenset()):
         """(training, assumptions, applied, kept): the profile's values set where the user gave
-        none; ``applied`` the Settings used, ``kept`` the names the user's values override."""
+        none; ``applied`` the Settings used, ``kept`` the names the user's values override.
+        ``yields``: names set by a calibration profile, not typed (the framework's win)."""
         applied, kept, tr_upd, asm_upd = [], [], {}, {}
         for x in self.for_training(training, model):
             if x.name in TRAINING_SETTINGS:
@@ -217,7 +219,7 @@ class PhysicsProfile:
                     kept.append(x.name)
                     continue
                 tr_upd[x.name] = int(x.value)
-            elif x.name in assumptions.model_fields_set:
+            elif x.name in assumptions.model_fields_set and x.name not in yields:
                 kept.append(x.name)
                 continue
             else:
