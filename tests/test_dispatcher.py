@@ -15,7 +15,7 @@ QWEN = ("step", "qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", "2", "--ep", "
 
 def _a2a(z, n, m, k=None):
     x = (eq.comm__pairwise_cross_share(m=m, n=n) if k is None
-         else eq.comm__dedup_cross_share(k=k, m=m, n=n))
+         else eq.comm__dedup_cross_share(k=k, m=m, n=n, N=n / m))
     return eq.comm__all_to_all_time(alpha=0.0, beta_i=0.0, B_g=1.0, m=m, n=n, z=z, x=x)
 
 
@@ -32,7 +32,7 @@ def test_a_token_crosses_to_each_other_node_once():
     assert _a2a(1.0, 64, 8, k=8) == pytest.approx(7 * (1 - (7 / 8) ** 8) / 8, rel=1e-12)
     assert _a2a(1.0, 64, 8, k=8) == pytest.approx(0.574342, abs=1e-6)
     # inside one node nothing crosses a NIC: the same time as NCCL's
-    assert eq.comm__dedup_cross_share(k=8, m=8, n=8) == 0 == \
+    assert eq.comm__dedup_cross_share(k=8, m=8, n=8, N=1) == 0 == \
         eq.comm__pairwise_cross_share(m=8, n=8)
 
 

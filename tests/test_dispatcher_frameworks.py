@@ -90,9 +90,9 @@ def test_the_step_says_which_dispatcher_it_timed(run):
     deep = run(*args, "--moe-dispatcher", "hybridep", "--cuda-graph-impl", "full_iteration",
                "--format", "json").json()["training"]
     assert (deep["moe_dispatcher"], deep["cuda_graph_impl"]) == ("hybridep", "full_iteration")
-    # a dense model has no dispatcher to name in its notes
+    # a dense model has no dispatcher: an error since review11 (tests/test_moe_flags_dense.py)
     dense = run("step", "llama-3-8b", "--node", "dgx-h100", "--moe-dispatcher", "deepep")
-    assert "--moe-dispatcher" not in _said(dense)
+    assert dense.code == 2 and "llama-3-8b is dense" in dense.err
 
 
 @pytest.mark.parametrize("flags,source", [
@@ -107,4 +107,7 @@ def test_sweep_checks_every_model_for_the_moe_launch_flags(run, flags, source):
     r = run(*args, "--models", "llama-3-8b,qwen3-30b-a3b")
     assert r.code == 2 and source in r.err and "qwen3-30b-a3b" in r.err
     assert "\n" not in r.err.strip()
-    assert run(*args, "--models", "llama-3-8b").code == 0
+    # the dense model alone: the graph runs; DeepEP and the padding are MoE-only flags, an
+    # error on a sweep of dense models only (review11)
+    alone = run(*args, "--models", "llama-3-8b")
+    assert alone.code == (2 if "--moe-dispatcher" in flags else 0)

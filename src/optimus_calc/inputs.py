@@ -104,6 +104,19 @@ def assumptions_from(kw: dict) -> Assumptions:
     return asm
 
 
+def profile_only(kw: dict) -> frozenset:
+    """The assumptions --profile sets that --assume (or --headroom, --moe-imbalance) does not:
+    a framework profile's value wins over them (frameworks/base.PhysicsProfile), as calibrate
+    fits them only where the run's framework sets none."""
+    prof = kw.get("profile")
+    if prof is None or not prof.assumptions:
+        return frozenset()
+    typed = {str(i).partition("=")[0].strip() for i in kw.get("assume") or ()}
+    typed |= {n for n, f in (("gpu_headroom", "headroom"), ("moe_imbalance", "moe_imbalance"))
+              if kw.get(f) is not None}
+    return frozenset(set(prof.assumptions) - typed)
+
+
 def dropout_of(kw: dict, model) -> bool:
     """--dropout/--no-dropout, else the model's own config (dropout probability > 0)."""
     if kw.get("dropout") is not None:
@@ -277,7 +290,8 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
     from optimus_calc.frameworks.physics import apply_framework
     asm = assumptions_from(kw)
     check_token_drop(model, tr, asm)
-    tr, asm, choice = apply_framework(kw.get("framework"), layout, tr, asm, model)
+    tr, asm, choice = apply_framework(kw.get("framework"), layout, tr, asm, model,
+                                      profile_only(kw))
     return Inputs(model, hw, layout, tr, asm, gb_default, seq_default, kw.get("profile"),
                   choice)
 
@@ -302,10 +316,13 @@ def search_model(cat: Catalog, model_text: str) -> Model:
     return model
 
 
-def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs:
+def build_search_inputs(cat: Catalog, model_text: str, kw: dict, one_model: bool = True
+                        ) -> SearchInputs:
     """Resolve MODEL, the hardware and the shared training options for a search. ``kw`` may
-    carry the search limits (offloads, recomputes, max_zero, distinct)."""
-    from optimus_calc.evaluate.context import resolve_hardware
+    carry the search limits (offloads, recomputes, max_zero, distinct). ``one_model``: MODEL is
+    the only model searched (a sweep's template is its first of several: the sweep checks its
+    MoE-only flags against them all)."""
+    from optimus_calc.evaluate.context import check_moe_flags, resolve_hardware
 
     model = search_model(cat, model_text)
     hw = resolve_hardware(cat, kw["node"], kw["nodes"], kw.get("gpu"), kw.get("gpus_per_node"),
@@ -327,6 +344,9 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
     check_fp8_gpu(hw.gpu, tr)
     asm = assumptions_from(kw)
     check_token_drop(model, tr, asm)
+    if one_model:
+        check_moe_flags(model, tr)
+    recomputes = searched_recomputes(kw.get("recomputes"), tr)
     offloads = parse_choices(kw.get("offloads"), Offload, "--offloads") or ()
     offloads += parse_choices(kw.get("offload"), Offload, "--offload") or ()
     offloads = tuple(dict.fromkeys(offloads)) or None
@@ -354,10 +374,23 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict) -> SearchInputs
         raise InputError(f"--zero {max(zero)} is above --max-zero {max_zero}; give one of them")
     return SearchInputs(
         model, hw, tr, asm, offloads,
-        parse_choices(kw.get("recomputes"), Recompute, "--recompute"),
-        3 if max_zero is None else int(max_zero), bool(kw.get("distinct")),
+        recomputes, 3 if max_zero is None else int(max_zero), bool(kw.get("distinct")),
         kw["seq_len"] is None, frameworks, pins or None, zero, kw.get("profile"), fw != "any",
-        offload_params=_params_axis(kw.get("search_offload_params")))
+        offload_params=_params_axis(kw.get("search_offload_params")), yields=profile_only(kw))
+
+
+def searched_recomputes(text: str | None, tr: Training) -> tuple[Recompute, ...] | None:
+    """--recompute's modes for a search (None: every mode), less those the launch flags rule
+    out (Megatron-LM's, the only framework that runs a full-iteration graph:
+    frameworks/megatron.refused_recomputes); none left is an error."""
+    from optimus_calc.frameworks.megatron import GRAPH_DROPOUT, refused_recomputes
+    modes, out = parse_choices(text, Recompute, "--recompute"), refused_recomputes(tr)
+    if not out:
+        return modes
+    modes = tuple(r for r in (modes or tuple(Recompute)) if r not in out)
+    if not modes:
+        raise InputError(GRAPH_DROPOUT)
+    return modes
 
 
 def _params_axis(flag: bool | None) -> tuple[bool, ...]:

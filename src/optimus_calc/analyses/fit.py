@@ -139,6 +139,15 @@ def at_nodes(hw: Hardware, layout: Layout, tr: Training, n: int
     return h, lay, tr.model_copy(update={"global_batch": gb})
 
 
+def node_unit(gpus_per_node: int, tp: int, pp: int, cp: int, ep: int = 1,
+              etp: int | None = None) -> int:
+    """The fewest nodes whose multiples can run the layout: their GPUs hold TP x PP x CP, and
+    the GPUs of a stage (TP x CP x DP) hold EP x ETP (ETP: TP unless given; Layout's rule):
+    the node's GPUs times the unit are a multiple of lcm(TP PP CP, PP EP ETP)."""
+    need = math.lcm(tp * pp * cp, pp * ep * (tp if etp is None else etp))
+    return need // math.gcd(need, gpus_per_node)
+
+
 def solve_nodes(model, hw: Hardware, layout: Layout, tr: Training, asm: Assumptions,
                 max_nodes: int = 100_000) -> FitResult:
     """The fewest nodes at which the layout fits; ``tr.global_batch`` None: the batch rule's
@@ -148,16 +157,17 @@ def solve_nodes(model, hw: Hardware, layout: Layout, tr: Training, asm: Assumpti
     def at(n: int):
         if (hw.gpus_per_node * n) % group:
             return None
-        h, lay, t = at_nodes(hw, layout, tr, n)
-        try:
+        try:  # the layout's own checks (EP dividing the stage's GPUs) refuse some counts
+            h, lay, t = at_nodes(hw, layout, tr, n)
             check_layout(model, lay, t)
         except InputError:
             return None
         return _fits(model, h, lay, t, asm)
 
-    # only multiples of the fewest nodes holding TP x PP x CP can run the layout: doubling over
-    # those (not over 1, 2, 4, ...: TP x PP 40 on 8-GPU nodes needs a multiple of 5 nodes)
-    unit = group // math.gcd(group, hw.gpus_per_node)
+    # only multiples of the fewest nodes holding the layout can run it: doubling over those
+    # (not over 1, 2, 4, ...: TP x PP 40 on 8-GPU nodes needs a multiple of 5 nodes, EP 16 of
+    # 2 on 8-GPU nodes)
+    unit = node_unit(hw.gpus_per_node, layout.tp, layout.pp, layout.cp, layout.ep, layout.etp)
     k, found = 1, None
     while unit * k <= max_nodes:  # doubling to bracket, then a linear scan of its lower half
         if at(unit * k):

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
 import click
 
 from optimus_calc.cli.common import emit
 from optimus_calc.cli.options import model_options
-from optimus_calc.analyses.fit import Solve
+from optimus_calc.analyses.fit import Solve, node_unit
 
 
 @click.command()
@@ -35,9 +33,8 @@ def fit(app, model: str, what: str, fmt: str, output: str | None, **kw) -> None:
 
 def _holding(cat, kw: dict) -> int:
     """For --solve nodes: --nodes raised to the next multiple of the fewest nodes holding
-    TP x PP x CP (TP 8 x PP 16 on 8-GPU nodes: 16), so that the layout is checked where it can
-    run instead of refused at the default --nodes 1."""
+    the layout (TP 8 x PP 16 on 8-GPU nodes: 16; EP 16: 2, analyses/fit.node_unit), so that
+    the layout is checked where it can run instead of refused at the default --nodes 1."""
     per = kw["gpus_per_node"] or cat.get(kw["node"], "node", what="node").gpus
-    group = kw["tp"] * kw["pp"] * kw["cp"]
-    unit = group // math.gcd(group, per)
+    unit = node_unit(per, kw["tp"], kw["pp"], kw["cp"], kw["ep"], kw.get("etp"))
     return -(-kw["nodes"] // unit) * unit

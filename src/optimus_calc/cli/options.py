@@ -90,14 +90,16 @@ LAUNCH_FLAGS = (
                       "schedule; not with full recompute)."),
     click.option("--moe-dispatcher", type=click.Choice(["alltoall", "deepep", "hybridep"]),
                  default="alltoall", show_default=True,
-                 help="MoE token dispatcher: NCCL's all-to-all, or DeepEP / HybridEP, which "
-                      "send a token to each other node once (Megatron-LM flex dispatcher; "
-                      "torchtitan deepep on its deepseek_v3 and llama4 models)."),
+                 help="MoE token dispatcher (MoE models only): NCCL's all-to-all, or DeepEP "
+                      "/ HybridEP, which send a token once to each other node holding one of "
+                      "its experts (Megatron-LM flex dispatcher; torchtitan deepep on its "
+                      "deepseek_v3 and llama4 models)."),
     click.option("--cuda-graph-impl", type=click.Choice(["none", "full_iteration"]),
                  default="none", show_default=True,
-                 help="Megatron-LM launch flag: full_iteration replays the iteration as one "
-                      "CUDA graph: no host launches or syncs per MoE layer (MoE: needs "
-                      "--moe-dispatcher hybridep)."),
+                 help="Megatron-LM launch flag (no other framework runs it): full_iteration "
+                      "replays the iteration as one CUDA graph: no host launches or syncs per "
+                      "MoE layer (MoE: needs --moe-dispatcher hybridep; not with --dropout "
+                      "under selective recompute)."),
     click.option("--fp8-param-gather/--no-fp8-param-gather", default=True, show_default=True,
                  help="Megatron-LM launch flag: FP8 GEMM weights with no 16-bit copy, "
                       "all-gathered in FP8 (with --precision fp8, a Transformer Engine "

@@ -180,7 +180,7 @@ def sweep(app, models, nodes_types, node_counts, smartnics, objective, fmt, outp
     # the shared training, assumptions and search limits, checked once on the first point
     template = build_search_inputs(cat, names[0], dict(
         kw, node=types[0], nodes=counts[0], smartnic=sns[0], seq_len=seqs[0],
-        global_batch=gbs[0], offloads=None, offload=None))
+        global_batch=gbs[0], offloads=None, offload=None), one_model=False)
     spec = SweepSpec(template, tuple(search_model(cat, m) for m in names), types, tuple(counts),
                      sns, seqs, gbs, offs, kw.get("dropout"), objective)
     _check_moe_flags(spec)
@@ -195,9 +195,12 @@ def _check_moe_flags(spec) -> None:
     saw the first model only): inputs.check_token_drop, naming the model it refuses."""
     from optimus_calc.cli.flags import message
     from optimus_calc.errors import InputError
+    from optimus_calc.evaluate.context import check_moe_flags
     from optimus_calc.inputs import check_token_drop
     for m in spec.models:
         try:
             check_token_drop(m, spec.template.training, spec.template.assumptions)
+            if not any(x.is_moe for x in spec.models):  # MoE-only flags: dense models only
+                check_moe_flags(m, spec.template.training)
         except InputError as exc:
             raise InputError(f"--models {m.name}: {message(exc)}") from None

@@ -118,8 +118,10 @@ pairwise_cross_share = equation(
 
 k_d = sym("k", "experts each token is routed to (top-k)", positive=True)
 
+c_o = sp.Max(N - 1, 1)  # the group's other nodes (one node: none, its term 0)
+
 dedup_cross_share = equation(
-    "comm.dedup_cross_share", (n - m) / (m * k_d) * (1 - (1 - m / n) ** k_d), "1",
+    "comm.dedup_cross_share", c_o / k_d * (1 - (1 - (n - m) / (c_o * n)) ** k_d), "1",
     "DeepSeek-V3 arXiv 2412.19437 section 3.2.2 (a token crosses IB once to each node hosting "
     "its experts, then NVLink forwards it); Megatron-LM megatron/core/transformer/moe/README.md "
     "L310-311 @ d98e8a6 (the flex dispatcher's DeepEP backend 'removes redundant tokens during "
@@ -127,10 +129,15 @@ dedup_cross_share = equation(
     "alike); balanced routing, experts drawn independently (assumed)",
     "MoE dispatch or combine through DeepEP or HybridEP (--moe-dispatcher): of the buffer's k "
     "copies of each token (z / k bytes a copy), one crosses to each other node among the "
-    "token's experts: (n / m - 1)(1 - (1 - m / n)^k) copies, the expected number of the "
-    "(n - m) / m other nodes that k experts fall on, against k (n - m) / n for the pairwise "
-    "all-to-all. The NVLink forwarding on the receiving node is hidden under the NIC time (one "
-    "fused kernel, README L310). One node (m = n) crosses nothing.")
+    "token's experts. The rank with m of the group's n ranks on its node sees the other n - m "
+    "on the group's N - 1 other nodes, (n - m) / ((N - 1) n) of the experts on each: "
+    "(N - 1)(1 - (1 - (n - m) / ((N - 1) n))^k) copies cross, the expected number of other "
+    "nodes that k experts fall on, against k (n - m) / n for the pairwise all-to-all. A group "
+    "that tiles its nodes (N = n / m) gives (n / m - 1)(1 - (1 - m / n)^k); one that straddles "
+    "two (EP 32 on 72-GPU racks: 8 ranks on one, 24 on the other, "
+    "topology.placement) crosses at most once. The NVLink forwarding on the receiving node is "
+    "hidden under the NIC time (one fused kernel, README L310). One node (m = n) crosses "
+    "nothing.")
 
 tree_all_reduce_time = equation(
     "comm.tree_all_reduce_time", 2 * D * alpha + 2 * (n - 1) / n * beta * z, "s",

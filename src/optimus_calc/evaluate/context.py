@@ -129,9 +129,26 @@ def fill_layout(hw: Hardware, tp: int, pp: int, dp: int | None, cp: int, **kw) -
         raise InputError(f"{where}: {msg}" if where else msg) from None
 
 
+def check_moe_flags(model: Model | BareModel, training: Training) -> None:
+    """The MoE-only launch choices (--moe-dispatcher other than alltoall,
+    --moe-pad-expert-input-to-capacity) on a model without experts: a FieldError, as --ep is
+    (they would be ignored while the output named them)."""
+    if getattr(model, "is_moe", False):
+        return
+    if training.moe_dispatcher.dedups_nodes:
+        raise FieldError("moe_dispatcher", f"{{moe_dispatcher}} {training.moe_dispatcher.value}: "
+                         f"{model.name} is dense (no experts); the token dispatcher applies to "
+                         "MoE models")
+    if training.moe_pad_expert_input_to_capacity:
+        raise FieldError("moe_pad_expert_input_to_capacity", f"{{moe_pad_expert_input_to_capacity}}"
+                         f": {model.name} is dense (no experts); token drop applies to MoE "
+                         "models")
+
+
 def check_layout(model: Model | BareModel, layout: Layout, training: Training) -> None:
     """Divisibility rules a framework would reject. Raises a FieldError naming the field
     (the CLI names it by its flag, cli/flags.py)."""
+    check_moe_flags(model, training)
     if isinstance(model, Model):
         if model.heads % layout.tp:
             raise FieldError("tp", f"{{tp}} {layout.tp} does not divide the {model.heads} "

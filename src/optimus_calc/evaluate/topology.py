@@ -157,13 +157,14 @@ def gpu_nic_Bps(hw: Hardware, nic: float) -> float:
 
 def all_to_all(hw: Hardware, size, stride, *, nic: float | None = None) -> dict:
     """Arguments of comm.all_to_all_time for ``size`` ranks ``stride`` apart: the ring's
-    per-hop latency, the scale-up link, and one GPU's NIC share (arrays welcome)."""
+    per-hop latency, the scale-up link, and one GPU's NIC share (arrays welcome); ``N``, the
+    nodes the group spans (:func:`placement`), is comm.dedup_cross_share's, not the time's."""
     il = hw.intra_link
-    per_node, _ = placement(hw, size, stride)
+    per_node, nodes = placement(hw, size, stride)
     alpha, _ = group(hw, size, stride, nic=nic)
     nic = nic_Bps(hw) if nic is None else nic
     return dict(alpha=alpha, beta_i=1.0 / (il.bandwidth_Bps * il.efficiency),
-                B_g=gpu_nic_Bps(hw, nic), m=per_node, n=size)
+                B_g=gpu_nic_Bps(hw, nic), m=per_node, n=size, N=nodes)
 
 
 def ring(nodes, size, nics, *, alpha_intra, alpha_inter, intra_Bps, nic):

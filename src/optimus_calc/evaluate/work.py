@@ -261,10 +261,10 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
         z_ep = eq.step__ep_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, k=model.top_k,
                                          s=s, iota=asm.moe_imbalance, t=t, t_x=ctx.t_x)
         ep_group = all_to_all(hw, ctx.ep, ctx.t_x, nic=nic)
-        m_n = dict(m=ep_group["m"], n=ep_group["n"])
-        x = (eq.comm__dedup_cross_share(k=model.top_k, **m_n)  # DeepEP / HybridEP: a token
-             if ctx.tr.moe_dispatcher.dedups_nodes              # crosses to a node once
-             else eq.comm__pairwise_cross_share(**m_n))
+        m_n, N = dict(m=ep_group["m"], n=ep_group["n"]), ep_group.pop("N")
+        x = (eq.comm__dedup_cross_share(k=model.top_k, N=N, **m_n)  # DeepEP / HybridEP: a
+             if ctx.tr.moe_dispatcher.dedups_nodes                  # token crosses to a node
+             else eq.comm__pairwise_cross_share(**m_n))             # once
         a2a = eq.comm__all_to_all_time(z=z_ep, x=x, **ep_group)
     if not model.is_moe and not recording_active():
         # no all-to-all: L_moe x 0 x m x (1 - o_ep) x (2 r + 4), every factor finite and >= 0
@@ -279,7 +279,11 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
         T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m, o_ep=o_ep,
                                      r_a2a=r_a2a)
     set_scope("pp")
-    inter = t * cp * ctx.dp >= ctx.gpn  # neighbouring stages sit on different nodes
+    # neighbouring stages sit on different nodes: stages of s = t x cp x dp ranks fill nodes,
+    # or one straddles a node's boundary (s does not divide the node, the pipeline spans more
+    # than one), so the hop into it crosses for some ranks (as topology.placement's groups)
+    s_pp = t * cp * ctx.dp
+    inter = (s_pp >= ctx.gpn) | ((ctx.gpn % s_pp != 0) & (ctx.pp * s_pp > ctx.gpn))
     alpha, beta = neighbour(hw, inter, nic)
     z_pp = eq.step__p2p_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, s=s,
                                       t_sp=np.where(ctx.spf == 1, t, 1))

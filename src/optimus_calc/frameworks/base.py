@@ -51,7 +51,8 @@ class Layouts:
                  micro_batch, *, heads: int, n_kv: int, experts: int, layers: int,
                  global_batch=None, precision: str = "bf16", model=None,
                  fp8_recipe: str = "te-delayed", etp=None, sp=True, attention_kernel: str = "",
-                 seq_len: int | None = None, moe_dispatcher: str = "alltoall"):
+                 seq_len: int | None = None, moe_dispatcher: str = "alltoall",
+                 cuda_graph: bool = False):
         # each array keeps its own shape (the search's grid columns are (1, 1, 1, 1, grid), its
         # switches one axis each): a rule computes on the axes it reads, and only its result
         # meets the others' (run_rules), never millions of broadcast copies of a switch
@@ -75,6 +76,7 @@ class Layouts:
         self.attention_kernel = attention_kernel
         self.seq_len = seq_len  # tokens per sequence (None: the rules on it are skipped)
         self.moe_dispatcher = moe_dispatcher  # --moe-dispatcher: alltoall, deepep, hybridep
+        self.cuda_graph = bool(cuda_graph)  # --cuda-graph-impl full_iteration (Megatron-LM's)
 
     def seq_not_dividing(self, divisor) -> np.ndarray | None:
         """The sequence not a multiple of ``divisor`` (an array); None without a sequence."""
@@ -190,8 +192,9 @@ TRAINING_SETTINGS = ("grad_bytes",)  # Training fields a profile may set (0 ther
 class PhysicsProfile:
     """How the framework's own mechanics change the numbers: named parameter values the
     evaluator already reads (evaluate/ sits below frameworks/ and never imports it). A value
-    the user typed (--grad-bytes, --assume) or a calibration profile (--profile) set wins over
-    the framework's; the framework's wins over the framework-neutral default."""
+    the user typed (--grad-bytes, --assume) wins over the framework's; the framework's wins
+    over a calibration profile's (--profile: calibrate fits a value only on the runs whose
+    framework sets none, analyses/calibrate_fit.predict) and the framework-neutral default."""
 
     settings: tuple[Setting, ...] = ()
 
@@ -205,9 +208,10 @@ class PhysicsProfile:
         """What the evaluator receives: frameworks with equal keys give equal numbers."""
         return tuple(sorted((x.name, x.value) for x in self.for_training(training, model)))
 
-    def apply(self, training, assumptions, model=None):
+    def apply(self, training, assumptions, model=None, yields=frozenset()):
         """(training, assumptions, applied, kept): the profile's values set where the user gave
-        none; ``applied`` the Settings used, ``kept`` the names the user's values override."""
+        none; ``applied`` the Settings used, ``kept`` the names the user's values override.
+        ``yields``: names set by a calibration profile, not typed (the framework's win)."""
         applied, kept, tr_upd, asm_upd = [], [], {}, {}
         for x in self.for_training(training, model):
             if x.name in TRAINING_SETTINGS:
@@ -215,7 +219,7 @@ class PhysicsProfile:
                     kept.append(x.name)
                     continue
                 tr_upd[x.name] = int(x.value)
-            elif x.name in assumptions.model_fields_set:
+            elif x.name in assumptions.model_fields_set and x.name not in yields:
                 kept.append(x.name)
                 continue
             else:
@@ -305,6 +309,13 @@ def runs_dispatchers(name: str, text: str, source: str, dispatchers: tuple[str, 
     return Rule(name, text, source,
                 lambda x: None if not x.experts or x.moe_dispatcher in dispatchers
                 else x.everywhere(), on_run=True)
+
+
+def no_iteration_graph(name: str, text: str, source: str) -> Rule:
+    """The row of a framework that captures no training iteration as one CUDA graph: every
+    layout is refused when the run asks for one (--cuda-graph-impl full_iteration)."""
+    return Rule(name, text, source, lambda x: x.everywhere() if x.cuda_graph else None,
+                on_run=True)
 
 
 def refuses_kernel(name: str, text: str, source: str, kernel: str) -> Rule:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from optimus_calc.frameworks.base import (OFF_CPU, OFF_NVME, OFF_SUPERCHIP, SMARTNIC, Exporter,
                                           FrameworkPlugin, PhysicsProfile, Rule, Setting,
-                                          not_dividing, runs_dispatchers, runs_offloads,
-                                          runs_precisions)
+                                          no_iteration_graph, not_dividing, runs_dispatchers,
+                                          runs_offloads, runs_precisions)
 from optimus_calc.specs.training import Offload
 
 COMMIT = "edaa7221267243c7be7fb49c5d5f5c4fb97b4641"
@@ -68,6 +68,12 @@ ENGINE_RULES: tuple[Rule, ...] = (
                      "all-to-all (_AllToAll, deepspeed/moe/sharded_moe.py L97-104), no DeepEP "
                      "or HybridEP: --moe-dispatcher alltoall", "deepspeed/moe/sharded_moe.py "
                      "L97-104", ("alltoall",)),
+    no_iteration_graph("DS_CUDA_GRAPH", f"{_DS}: no switch captures the training iteration as "
+                       "one CUDA graph (graph_harvesting captures short kernel sequences, the "
+                       "BF16 optimizer's norms: runtime/constants.py L264-273, "
+                       "bf16_optimizer.py L311-327; hybrid_engine.enable_cuda_graph the RLHF "
+                       "generation, runtime/config.py L522): --cuda-graph-impl full_iteration "
+                       "is Megatron-LM's", "runtime/constants.py L264-273"),
     runs_precisions("DS_FP8", f"{_DS}: the config has no FP8 training switch: its precision "
                     "sections are bf16 and fp16 only (runtime/precision_config.py L30, L92; no "
                     "fp8 key in runtime/config.py)",

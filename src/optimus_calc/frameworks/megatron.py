@@ -169,11 +169,29 @@ _CUDA_GRAPH = ("--cuda-graph-impl full_iteration: docs/user-guide/features/cuda_
                "L114-127, L162-182 @ d98e8a6")
 
 
+GRAPH_DROPOUT = ("--cuda-graph-impl full_iteration with --recompute selective and --dropout: "
+                 "Megatron-LM refuses attention dropout in graphed attention recomputation "
+                 "(core/transformer/transformer_config.py L2874-2884 @ d98e8a6); leave out "
+                 "--dropout or use --recompute none or full")
+
+
+def refused_recomputes(tr) -> tuple[Recompute, ...]:
+    """The recompute modes Megatron-LM refuses with ``tr``'s launch flags: selective under a
+    full-iteration graph with dropout (its core_attn, recompute_modules' default L1940-1941,
+    would replay a dropout mask inside the graph: transformer_config.py L2874-2884)."""
+    if tr.cuda_graph_full_iteration and tr.dropout:
+        return (Recompute.SELECTIVE,)
+    return ()
+
+
 def launch_flag_error(model, tr) -> str | None:
     """Why Megatron-LM refuses this combination of its launch flags on ``model``, or None:
-    a full-iteration CUDA graph on an MoE model needs HybridEP's paged stash
-    (docs/user-guide/features/cuda_graph.md L162-182), and padding to capacity is refused on
-    the flex dispatcher's DeepEP backend (transformer_config.py L1754-1761)."""
+    a full-iteration graph with dropout under selective recompute (:func:`refused_recomputes`),
+    a full-iteration CUDA graph on an MoE model without HybridEP's paged stash
+    (docs/user-guide/features/cuda_graph.md L162-182), and padding to capacity on the flex
+    dispatcher's DeepEP backend (transformer_config.py L1754-1761)."""
+    if tr.recompute in refused_recomputes(tr):
+        return GRAPH_DROPOUT
     if not getattr(model, "is_moe", False):
         return None
     if tr.cuda_graph_full_iteration and tr.moe_dispatcher.value != "hybridep":

@@ -37,14 +37,9 @@ def cuda_graph(a, m, tr) -> None:
     v0.6.0): a rank's dispatch buffer holds 1.5x its balanced tokens, the excess dropped."""
     if not tr.cuda_graph_full_iteration:
         return
-    if tr.dropout and tr.recompute is Recompute.SELECTIVE:
-        # selective recompute re-runs core_attn (recompute_modules' default, L1940-1941), and
-        # a graph cannot replay its dropout mask
-        raise ExportError("--cuda-graph-impl full_iteration with --recompute selective and "
-                          "--dropout: Megatron-LM refuses attention dropout in graphed "
-                          "attention recomputation (core/transformer/transformer_config.py "
-                          "L2874-2884 @ d98e8a6); leave out --dropout or use --recompute none "
-                          "or full")
+    from optimus_calc.frameworks.megatron import GRAPH_DROPOUT, refused_recomputes
+    if tr.recompute in refused_recomputes(tr):  # a plan pinned to it never gets here (inputs)
+        raise ExportError(GRAPH_DROPOUT)
     a.add("--cuda-graph-impl", "full_iteration")
     a.add("--no-check-for-nan-in-loss-and-grad")
     if m.is_moe:

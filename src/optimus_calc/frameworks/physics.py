@@ -27,6 +27,7 @@ class Choice:
     kept: tuple[str, ...] = ()      # profile values the user's own values override
     requested: str | None = None    # --framework as given (None: chosen per layout)
     before: tuple = field(default=(), repr=False, compare=False)  # (training, asm) unapplied
+    yields: frozenset = field(default=frozenset(), repr=False, compare=False)  # apply's
 
     def data(self) -> dict:
         return {"framework": self.key, "why": self.why,
@@ -78,14 +79,17 @@ def choose(name: str | None, layout, training, model) -> tuple[FrameworkPlugin |
     return None, f"no framework runs this layout ({first.text})"
 
 
-def apply_framework(name: str | None, layout, training, assumptions, model):
-    """(training, assumptions, Choice): the chosen profile applied to one layout's specs."""
+def apply_framework(name: str | None, layout, training, assumptions, model,
+                    yields: frozenset = frozenset()):
+    """(training, assumptions, Choice): the chosen profile applied to one layout's specs;
+    ``yields``: PhysicsProfile.apply's (a calibration profile's names)."""
     p, why = choose(name, layout, training, model)
     before = (training, assumptions)
     if p is None:
-        return training, assumptions, Choice(None, "", why, requested=name, before=before)
-    tr, asm, applied, kept = p.profile.apply(training, assumptions, model)
-    return tr, asm, Choice(p.key, p.label, why, applied, kept, name, before)
+        return training, assumptions, Choice(None, "", why, requested=name, before=before,
+                                             yields=yields)
+    tr, asm, applied, kept = p.profile.apply(training, assumptions, model, yields)
+    return tr, asm, Choice(p.key, p.label, why, applied, kept, name, before, yields)
 
 
 def for_layout(inp, layout):
@@ -95,18 +99,19 @@ def for_layout(inp, layout):
     if choice is None or not choice.before:
         return replace(inp, layout=layout)
     tr0, asm0 = choice.before
-    tr, asm, new = apply_framework(choice.requested, layout, tr0, asm0, inp.model)
+    tr, asm, new = apply_framework(choice.requested, layout, tr0, asm0, inp.model,
+                                   choice.yields)
     return replace(inp, layout=layout, training=tr, assumptions=asm, framework=new)
 
 
-def profile_groups(frameworks, training, assumptions,
-                   model=None) -> list[tuple[tuple, object, object]]:
+def profile_groups(frameworks, training, assumptions, model=None,
+                   yields: frozenset = frozenset()) -> list[tuple[tuple, object, object]]:
     """[(frameworks, training, assumptions)]: each framework's profile applied to a search's
     specs (and ``model``: per-model settings), frameworks whose applied parameters are
     identical in one group (one search)."""
     groups: dict[tuple, list] = {}
     for f in frameworks:
-        tr, asm, _, _ = plugin(f).profile.apply(training, assumptions, model)
+        tr, asm, _, _ = plugin(f).profile.apply(training, assumptions, model, yields)
         key = (tr.grad_bytes, tuple(sorted(dict(asm).items())))  # flat: model_dump's
         groups.setdefault(key, [tr, asm, []])[2].append(f)
     return [(tuple(fs), tr, asm) for tr, asm, fs in groups.values()]

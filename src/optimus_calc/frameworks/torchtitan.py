@@ -7,8 +7,9 @@ the TOML job config the exporter writes; every file and line below refers to it.
 from __future__ import annotations
 
 from optimus_calc.frameworks.base import (OFF_CPU, SMARTNIC, Exporter, FrameworkPlugin,
-                                          PhysicsProfile, Rule, Setting, refuses_kernel,
-                                          runs_dispatchers, runs_offloads, runs_precisions)
+                                          PhysicsProfile, Rule, Setting, no_iteration_graph,
+                                          refuses_kernel, runs_dispatchers, runs_offloads,
+                                          runs_precisions)
 from optimus_calc.specs.training import Offload
 
 COMMIT = "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce"
@@ -212,6 +213,13 @@ RULES: tuple[Rule, ...] = (
                      "standard (all-to-all) or deepep, no HybridEP (torchtitan/config/"
                      "job_config.py L474)", "torchtitan/config/job_config.py L474",
                      ("alltoall", "deepep")),
+    no_iteration_graph("TT_CUDA_GRAPH", f"{_TT}: the trainer captures no CUDA graph "
+                       "(compile.enable compiles each block with torch.compile's default mode, "
+                       "no CUDA graphs: torchtitan/models/llama3/infra/parallelize.py "
+                       "L256-267; the "
+                       "cudagraph pass is experiments/compiler_toolkit's): --cuda-graph-impl "
+                       "full_iteration is Megatron-LM's",
+                       "torchtitan/models/llama3/infra/parallelize.py L256-267"),
     Rule("TT_DEEPEP_MODEL", f"{_TT}: only its llama4 and deepseek_v3 models read "
          "expert_parallel_comm_backend deepep (llama4/infra/parallelize.py L114-135, "
          "deepseek_v3/infra/parallelize.py L100-121); qwen3's and gpt_oss's build their experts "

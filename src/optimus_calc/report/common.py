@@ -51,10 +51,21 @@ def training_data(tr) -> dict[str, Any]:
             "flash_attention": tr.flash_attention, "dropout": tr.dropout,
             "model_states_only": tr.model_states_only,
             **({"fp8_recipe": tr.fp8_recipe.value} if tr.precision.value == "fp8" else {}),
-            # the launch choices that move the physics, where not the default
-            **({"moe_dispatcher": tr.moe_dispatcher.value}
+            **launch_data(tr)}
+
+
+def launch_data(tr) -> dict[str, Any]:
+    """The launch choices that move the physics, where not the default (--moe-dispatcher,
+    --cuda-graph-impl): every JSON that describes the training names them."""
+    return {**({"moe_dispatcher": tr.moe_dispatcher.value}
                if tr.moe_dispatcher.value != "alltoall" else {}),
             **({"cuda_graph_impl": "full_iteration"} if tr.cuda_graph_full_iteration else {})}
+
+
+def launch_text(tr) -> str:
+    """:func:`launch_data` for a header line ("" with the defaults): ", --moe-dispatcher
+    deepep, --cuda-graph-impl full_iteration"."""
+    return "".join(f", --{k.replace('_', '-')} {v}" for k, v in launch_data(tr).items())
 
 
 def layout_text(layout) -> str:
@@ -89,7 +100,7 @@ def training_text(inp) -> str:
         return s + ", model states only"
     return (s + f", recompute {tr.recompute.value}, SP {'on' if tr.sequence_parallel else 'off'}"
             f", FlashAttention {'on' if tr.flash_attention else 'off'}, dropout "
-            f"{'on' if tr.dropout else 'off'}")
+            f"{'on' if tr.dropout else 'off'}" + launch_text(tr))
 
 
 @record
@@ -112,10 +123,12 @@ def train_figures(req: TrainRequest | None, step_time_s: float, tr, hw,
 
 def context_row(model_name: str, hw, tr, req: TrainRequest | None = None) -> dict[str, Any]:
     """The columns every per-layout CSV starts with, so rows from different runs can be pasted
-    into one sheet: model, node, nodes, GPUs, sequence length, global batch, precision, tokens."""
+    into one sheet: model, node, nodes, GPUs, sequence length, global batch, precision, the
+    launch choices where not the default (:func:`launch_data`), tokens."""
     d: dict[str, Any] = {"model": model_name, "node": hw.node.name, "nodes": hw.nodes,
                          "gpus": hw.gpus, "seq_len": tr.seq_len,
-                         "global_batch": tr.global_batch, "precision": tr.precision.value}
+                         "global_batch": tr.global_batch, "precision": tr.precision.value,
+                         **launch_data(tr)}
     if req is not None:
         d["tokens"] = req.tokens
     return d

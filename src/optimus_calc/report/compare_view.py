@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from optimus_calc.report.common import (TrainRequest, context_row, layout_text, pct,
-                                        train_figures, training_text)
+from optimus_calc.report.common import (TrainRequest, context_row, launch_data, layout_text,
+                                        pct, train_figures, training_text)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
@@ -98,7 +98,8 @@ def compare_document(cmp, train: TrainRequest | None = None) -> Document:
                  "reasons": r["reasons"]} for r in rows]
     data = {"model": inp.model.name, "node": inp.hw.node.name, "nodes": inp.hw.nodes,
             "gpus": inp.hw.gpus, "seq_len": inp.training.seq_len,
-            "global_batch": inp.training.global_batch, "strategies": rows,
+            "global_batch": inp.training.global_batch, **launch_data(inp.training),
+            "strategies": rows,
             "best": best["strategy"] if best else None}
     return Document(
         title=f"compare: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name} "

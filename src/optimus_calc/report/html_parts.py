@@ -62,7 +62,7 @@ def layout_inputs(res, si):
     # ``framework`` joins the frameworks of the row's profile group ("deepspeed,
     # megatron-deepspeed"), whose profiles apply identically: the first of them
     tr, asm, choice = apply_framework(r.frameworks[0] if r.framework else None, r.layout,
-                                      r.training, si.assumptions, res.model)
+                                      r.training, si.assumptions, res.model, si.yields)
     return Inputs(res.model, res.hw, r.layout, tr, asm, si.global_batch_defaulted,
                   si.seq_len_defaulted, si.profile, choice)
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from optimus_calc.report.common import (TrainRequest, context_row, layout_data, pct,
-                                        shown_training, train_figures)
+from optimus_calc.report.common import (TrainRequest, context_row, launch_data, launch_text,
+                                        layout_data, pct, shown_training, train_figures)
 from optimus_calc.frameworks import Framework, exports_for
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
@@ -80,7 +80,7 @@ def plan_header(res, si) -> list[tuple[str, str]]:
                     + f", {tr.precision.value}, {tr.optimizer.value} "
                       f"({tr.weight_bytes}+{tr.gradient_bytes}+{tr.optimizer_bytes} B/param), "
                       f"FlashAttention {'on' if tr.flash_attention else 'off'}, dropout "
-                      f"{'on' if tr.dropout else 'off'}, headroom "
+                      f"{'on' if tr.dropout else 'off'}{launch_text(tr)}, headroom "
                       f"{asm.gpu_headroom:.0%} of GPU memory (--headroom)"),
         ("efficiencies", ("GEMM " + (f"{asm.gemm_efficiency:g} (--assume)" if "gemm_efficiency"
                                      in asm.model_fields_set else
@@ -216,7 +216,7 @@ def _plan_data(res, si, ranged) -> dict:
                     "global_batch": shown_training(res.training).global_batch,
                     "precision": res.training.precision.value,
                     "optimizer": res.training.optimizer.value,
-                    "assumptions": dict(si.assumptions)},
+                    **launch_data(res.training), "assumptions": dict(si.assumptions)},
         "layouts": res.evaluated // res.profiles, "profiles": res.profiles,
         "evaluated": res.evaluated, "feasible": res.feasible,
         "infeasible_by_reason": res.infeasible_by_reason,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from optimus_calc.report.common import TrainRequest, pct, shown_training, train_figures
+from optimus_calc.report.common import (TrainRequest, launch_data, launch_text, pct,
+                                        shown_training, train_figures)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.report.plan_view import candidate_data, candidate_ranges
 
@@ -32,7 +33,7 @@ def sweep_row(p, train: TrainRequest | None = None, profile=None) -> dict:
                seq_len=tr.seq_len, global_batch=tr.global_batch, precision=tr.precision.value,
                fits=res.recommended is not None, layouts_evaluated=res.evaluated,
                layouts_feasible=res.feasible, reason="" if res.recommended else res.why,
-               smartnic_offered=res.hw.smartnic.name)
+               smartnic_offered=res.hw.smartnic.name, **launch_data(tr))
     if train:
         row["tokens"] = train.tokens  # context, also where nothing fits
     if res.recommended:
@@ -76,7 +77,8 @@ def sweep_rows(points, train: TrainRequest | None = None, profile=None) -> list[
 def sweep_document(points, train: TrainRequest | None = None, profile=None) -> Document:
     from optimus_calc.report.plan_view import objective_text
     rows = sweep_rows(points, train, profile)
-    csv_cols = (SWEEP_COLUMNS + (TRAIN_COLUMNS if train else []) + RANGE_COLUMNS
+    launch = launch_data(points[0].result.training) if points else {}  # one for every point
+    csv_cols = (SWEEP_COLUMNS + list(launch) + (TRAIN_COLUMNS if train else []) + RANGE_COLUMNS
                 + (TRAIN_RANGE_COLUMNS if train else []))
     table = Table(title="", rows=rows, columns=[Column(k, k) for k in csv_cols])
     # most telling columns first: a narrow terminal hides them from the right
@@ -97,6 +99,8 @@ def sweep_document(points, train: TrainRequest | None = None, profile=None) -> D
                                  for r in rows], columns=view_cols)
     header = ([("objective", "each point's first layout by " + objective_text(
         points[0].result.objective))] if points else [])
+    if launch:
+        header.append(("launch", launch_text(points[0].result.training).removeprefix(", ")))
     return Document(title=f"sweep: {len(rows)} configurations", data={"rows": rows},
                     header=header,
                     tables=[view], csv=table, plot="sweep")

@@ -30,6 +30,7 @@ class SearchInputs:
     profile: object = None                 # profile.Profile applied (--profile), or None
     physics: bool = False                  # each framework's physics (--framework each/NAMES)
     offload_params: tuple[bool, ...] = (False, True)  # weights kept / offloaded (ZeRO-3)
+    yields: frozenset = frozenset()  # the profile's assumptions not typed (inputs.profile_only)
 
     @property
     def global_batch_defaulted(self) -> bool:

@@ -50,7 +50,8 @@ def _keep_freed_blocks() -> None:
 
 def search_per_framework(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                          space: Space, objective, top_k: int, distinct: bool,
-                         frameworks: tuple[Framework, ...], physics: bool):
+                         frameworks: tuple[Framework, ...], physics: bool,
+                         yields: frozenset = frozenset()):
     """:func:`search` once per group of frameworks with identical physics profiles (its rules
     as the filter, its profile applied: frameworks/physics.py), the tops merged: a layout two
     frameworks run with different physics is two rows. Returns (merged SearchResult, the top's
@@ -58,7 +59,7 @@ def search_per_framework(model: Model, hw: Hardware, base: Training, asm: Assump
     over all of ``frameworks`` (``--framework any``). The SmartNIC what-if (no framework runs
     OptimusNIC) is searched in the first group only: it is the one whose result is reported."""
     from optimus_calc.frameworks.physics import profile_groups
-    groups = (profile_groups(frameworks, base, asm, model) if physics
+    groups = (profile_groups(frameworks, base, asm, model, yields) if physics
               else [(frameworks, base, asm)])
     if len(space) >= LARGE_SPACE:
         _keep_freed_blocks()

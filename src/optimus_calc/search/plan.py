@@ -186,8 +186,8 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
          recomputes: list | tuple | None = None, distinct: bool = False,
          frameworks: tuple[Framework, ...] = tuple(Framework),
          pins: dict | None = None, zero_stages: tuple[int, ...] | None = None,
-         physics: bool = False, offload_params: tuple[bool, ...] = (False, True)
-         ) -> PlanResult:
+         physics: bool = False, offload_params: tuple[bool, ...] = (False, True),
+         yields: frozenset = frozenset()) -> PlanResult:
     """Rank every layout that fits and that one of ``frameworks`` runs. ``distinct`` keeps the
     best layout per (TP, PP) in the top K; ``pins`` fixes grid columns; SmartNIC layouts are a
     what-if beside the recommendation. ``base.global_batch`` None: each layout takes the batch
@@ -210,7 +210,7 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
     if len(space) == 0:
         raise _no_space(model, hw, base, pins or {})
     res, picks, groups, results = search_per_framework(
-        model, hw, base, asm, space, objective, top_k, distinct, frameworks, physics)
+        model, hw, base, asm, space, objective, top_k, distinct, frameworks, physics, yields)
     names = tuple(f.value for f in frameworks)
     # the SmartNIC what-if runs on no framework: framework-neutral parameters
     what_if = (_candidate(res.what_if, 0, model, hw, base, asm) if res.what_if else None)
@@ -242,7 +242,7 @@ def plan_search(cat: Catalog, si: SearchInputs,
                 si.max_zero, si.recomputes, si.distinct,
                 frameworks=si.frameworks or tuple(Framework), pins=si.pins,
                 zero_stages=si.zero_stages, physics=si.physics,
-                offload_params=si.offload_params)
+                offload_params=si.offload_params, yields=si.yields)
 
 
 def _refused(frameworks, offloads) -> str:

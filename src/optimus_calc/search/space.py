@@ -334,8 +334,8 @@ def grid_rules(space: Space, model: Model, base: Training, frameworks, elements:
             heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
             global_batch=v["gb"], precision=base.precision.value, model=model,
             fp8_recipe=base.fp8_recipe.value, frameworks=tuple(frameworks),
-            attention_kernel=named_kernel(base), seq_len=base.seq_len,
-            moe_dispatcher=base.moe_dispatcher.value).reason)
+            attention_kernel=named_kernel(base), seq_len=base.seq_len, cuda_graph=base.
+            cuda_graph_full_iteration, moe_dispatcher=base.moe_dispatcher.value).reason)
     if not parts:
         return {f: np.zeros((z, o, 1, s, 0), dtype=np.int16) for f in frameworks}
     if len(parts) == 1:  # kept on the axes its rules read (SP only where a rule reads it)

@@ -18,10 +18,10 @@ def comm__bus_bandwidth(F, T, z):
     return F*z/T
 
 
-def comm__dedup_cross_share(k, m, n):
+def comm__dedup_cross_share(N, k, m, n):
     """comm.dedup_cross_share [1]: DeepSeek-V3 arXiv 2412.19437 section 3.2.2 (a token crosses IB once to each node hosting its experts, then NVLink forwards it); Megatron-LM megatron/core/transformer/moe/README.md L310-311 @ d98e8a6 (the flex dispatcher's DeepEP backend 'removes redundant tokens during cross-node communication'; HybridEP, DeepEP's hierarchical RDMA + NVLink branch, assumed alike); balanced routing, experts drawn independently (assumed)"""
-    _c0 = -m
-    return (1 - (_c0 / n + 1) ** k) * (_c0 + n) / (k * m)
+    _c0 = numpy.maximum(1, N - 1)
+    return (1 - (1 - (-m + n) / (n * _c0)) ** k) * _c0 / k
 
 
 def comm__hierarchical_all_reduce_pipelined_time(N, alpha_e, alpha_i, beta_e, beta_i, c_b, m, z):

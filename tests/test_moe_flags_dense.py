@@ -1,0 +1,40 @@
+"""MoE-only launch choices on a dense model (review11): --moe-dispatcher deepep|hybridep and
+--moe-pad-expert-input-to-capacity were accepted on llama-3-8b, ignored by the step and the
+export, while step's JSON said "moe_dispatcher": "hybridep". They are errors naming the flag,
+as --ep on a dense model is (evaluate/context.check_moe_flags)."""
+
+import pytest
+
+LLAMA = ("llama-3-8b", "--node", "dgx-h100")
+
+
+@pytest.mark.parametrize("cmd", ["step", "memory", "compare", "plan", "nics"])
+def test_a_dispatcher_on_a_dense_model_is_an_error(run, cmd):
+    r = run(cmd, *LLAMA, "--moe-dispatcher", "hybridep")
+    assert r.code == 2 and not r.out
+    assert r.err.strip() == ("error: --moe-dispatcher hybridep: llama-3-8b is dense (no "
+                             "experts); the token dispatcher applies to MoE models")
+
+
+def test_padding_to_capacity_on_a_dense_model_is_an_error(run):
+    r = run("step", *LLAMA, "--moe-pad-expert-input-to-capacity")
+    assert r.code == 2 and "--moe-pad-expert-input-to-capacity: llama-3-8b is dense" in r.err
+    assert "\n" not in r.err.strip()
+
+
+def test_sweep_takes_the_dispatcher_for_its_moe_models(run):
+    # dense models only: the error names the model; with an MoE model among them the
+    # dispatcher applies to it, and the dense rows are as without the flag
+    r = run("sweep", "--models", "llama-3-8b", "--node", "dgx-h100", "--moe-dispatcher",
+            "deepep")
+    assert r.code == 2 and r.err.startswith("error: --models llama-3-8b: --moe-dispatcher")
+    args = ("sweep", "--models", "llama-3-8b,qwen3-30b-a3b", "--node", "dgx-h100", "--nodes",
+            "2", "--framework", "megatron", "--format", "json")
+    plain, deep = run(*args).json()["rows"], run(*args, "--moe-dispatcher", "deepep").json()["rows"]
+    assert deep[0]["step_time_s"] == plain[0]["step_time_s"]  # llama-3-8b: no all-to-all
+
+
+def test_the_default_dispatcher_stays_accepted_on_a_dense_model(run):
+    # alltoall is the default: naming it says nothing new, so it is no error
+    r = run("step", *LLAMA, "--moe-dispatcher", "alltoall", "--format", "json")
+    assert r.code == 0 and "moe_dispatcher" not in r.json()["training"]
