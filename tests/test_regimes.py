@@ -116,6 +116,21 @@ def test_b200_says_no_public_case(run):
     assert d["step_time_s_low"] < d["step_time_s"] < d["step_time_s_high"]
 
 
+def test_a_frameworks_physics_is_vouched_for_by_its_own_rows_only(run):
+    # Qwen3-30B-A3B EP 8 PP 2 on 2 DGX H100: Megatron-Bridge's five H100 MoE BF16 rows
+    # (<= 16 nodes) match Megatron-LM's physics; DeepSpeed's physics (its 2-byte gradients, no
+    # MoE host sync) has no public MoE row, so its range is widened, not "5 public cases"
+    args = ("step", "qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", "2", "--ep", "8", "--tp",
+            "1", "--pp", "2", "--zero", "1", "--micro-batch", "1", "--global-batch", "64",
+            "--format", "json", "--framework")
+    mg = run(*args, "megatron").json()
+    ds = run(*args, "deepspeed").json()
+    assert (mg["error_range"], mg["error_range_basis"]) == (
+        "public", "5 public cases like this, cross-validated")
+    assert ds["error_range"] == "widened"
+    assert "(h100 x deepspeed x offload none x moe" in ds["error_range_basis"]
+
+
 def test_validate_prints_errors_per_regime(run):
     res = run("validate")
     assert "errors per regime" in res.out and "leave-one-source-out" in res.out

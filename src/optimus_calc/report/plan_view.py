@@ -30,7 +30,11 @@ def candidate_ranges(c, res, profile, fig: dict) -> dict:
     """``*_low``/``*_high`` of a layout's headline figures (regimes.py); ``profile``: the
     calibration profile in use or None."""
     from optimus_calc.regimes import error_range, range_fields
-    common = (res.hw.gpu.name, list(c.frameworks), c.layout.offload.value, res.model)
+    # the rows of the frameworks whose physics timed it (c.frameworks: those of the profile
+    # group that run it; framework-neutral physics: every framework that runs it and the
+    # neutral rows), as step_view.step_ranges
+    fws = list(c.frameworks) if c.framework else [*c.frameworks, "none"]
+    common = (res.hw.gpu.name, fws, c.layout.offload.value, res.model)
     from optimus_calc.evaluate.efficiency import attention_kernel_name
     kw = dict(profile=profile, precision=res.training.precision.value,
               seq_len=res.training.seq_len, nodes=res.hw.nodes, gpus=res.hw.gpus,
