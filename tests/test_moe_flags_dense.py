@@ -22,6 +22,14 @@ def test_padding_to_capacity_on_a_dense_model_is_an_error(run):
     assert "\n" not in r.err.strip()
 
 
+def test_the_ep_overlap_on_a_dense_model_is_an_error(run):
+    # ignored before: a dense model has no expert all-to-all to overlap
+    r = run("step", *LLAMA, "--overlap-moe-expert-parallel-comm")
+    assert r.code == 2 and r.err.strip() == (
+        "error: --overlap-moe-expert-parallel-comm: llama-3-8b is dense (no experts); the "
+        "expert-parallel overlap applies to MoE models")
+
+
 def test_sweep_takes_the_dispatcher_for_its_moe_models(run):
     # dense models only: the error names the model; with an MoE model among them the
     # dispatcher applies to it, and the dense rows are as without the flag

@@ -131,7 +131,8 @@ def fill_layout(hw: Hardware, tp: int, pp: int, dp: int | None, cp: int, **kw) -
 
 def check_moe_flags(model: Model | BareModel, training: Training) -> None:
     """The MoE-only launch choices (--moe-dispatcher other than alltoall,
-    --moe-pad-expert-input-to-capacity) on a model without experts: a FieldError, as --ep is
+    --moe-pad-expert-input-to-capacity, --overlap-moe-expert-parallel-comm) on a model without
+    experts: a FieldError, as --ep is
     (they would be ignored while the output named them)."""
     if getattr(model, "is_moe", False):
         return
@@ -143,6 +144,10 @@ def check_moe_flags(model: Model | BareModel, training: Training) -> None:
         raise FieldError("moe_pad_expert_input_to_capacity", f"{{moe_pad_expert_input_to_capacity}}"
                          f": {model.name} is dense (no experts); token drop applies to MoE "
                          "models")
+    if training.overlap_moe_expert_parallel_comm:
+        raise FieldError("overlap_moe_expert_parallel_comm",
+                         f"{{overlap_moe_expert_parallel_comm}}: {model.name} is dense (no "
+                         "experts); the expert-parallel overlap applies to MoE models")
 
 
 def check_layout(model: Model | BareModel, layout: Layout, training: Training) -> None:
