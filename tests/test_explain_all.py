@@ -166,3 +166,13 @@ def test_each_equation_module_registers_only_its_own_prefix(monkeypatch):
     assert sum(len(v) for v in added.values()) >= 120
     for module, names in added.items():
         assert names and all(n.split(".", 1)[0] == module for n in names), module
+
+
+def test_explain_without_a_model_refuses_layout_flags(run):
+    # `explain NAME --tp 4` printed the bare equation and dropped --tp (review11's finding)
+    r = run("explain", "step.time", "--tp", "4")
+    assert r.code == 2 and r.err.strip() == (
+        "error: --tp sets the values of a layout: give MODEL (explain step.time MODEL [layout "
+        "options]); without it the equation has no values")
+    assert run("explain", "step.time", "--format", "json").code == 0
+    assert run("explain", "step.time", "llama-3-8b", "--tp", "2", "--format", "json").code == 0

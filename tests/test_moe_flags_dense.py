@@ -46,3 +46,4 @@ def test_the_default_dispatcher_stays_accepted_on_a_dense_model(run):
     # alltoall is the default: naming it says nothing new, so it is no error
     r = run("step", *LLAMA, "--moe-dispatcher", "alltoall", "--format", "json")
     assert r.code == 0 and "moe_dispatcher" not in r.json()["training"]
+

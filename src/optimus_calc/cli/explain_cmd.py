@@ -49,6 +49,9 @@ def explain(app, name: str | None, model: str | None, latex: bool, show_assumpti
     if model is None and (scope is not None or pipeline_stage is not None):
         raise InputError(f"{'--for' if scope is not None else '--stage'} picks values of a "
                          f"layout: give MODEL (explain {name} MODEL [layout options])")
+    if model is None and (typed := _typed_layout_flag()):
+        raise InputError(f"{typed} sets the values of a layout: give MODEL (explain {name} "
+                         "MODEL [layout options]); without it the equation has no values")
     values, scopes = None, []
     if model is not None:
         values, scopes = _values(app, eq.name, model, kw, pipeline_stage, scope, train)
@@ -93,3 +96,20 @@ def _values(app, name, model, kw, pipeline_stage, scope, train):
         if not rows:
             raise err
         return rows[-1].inputs, [r.scope for r in rows]
+
+
+# the options of explain itself; every other option describes the layout and its training
+_OWN = {"name", "model", "latex", "show_assumptions", "show_all", "scope", "pipeline_stage",
+        "fmt", "output", "csv_sep", "csv_decimal"}
+
+
+def _typed_layout_flag() -> str | None:
+    """The first layout or training option typed on the command line (its flag), or None."""
+    from click.core import ParameterSource
+    ctx = click.get_current_context()
+    for p in ctx.command.params:
+        if (p.name not in _OWN and isinstance(p, click.Option)
+                and ctx.get_parameter_source(p.name) is ParameterSource.COMMANDLINE):
+            return p.opts[0]
+    return None
+
