@@ -48,9 +48,10 @@ def validate_document(cases, missing=()) -> Document:
                  "throughput error e is a step-time error 1 / (1 + e) - 1)")
     per_regime = Table(title="errors per regime", rows=regimes, columns=[
         Column("regime", "regime", align="left"), Column("kind", "figure", align="left"),
-        Column("cases", "cases"), Column("mean_abs_error", "mean |error|", ".1%"),
+        Column("cases", "cases"), Column("mean_abs_error", "in-sample mean |error|", ".1%"),
         Column("loso_mean_abs_error", "LOSO mean |error|", ".1%"),
-        Column("min_error", "lowest", "+.1%"), Column("max_error", "highest", "+.1%")])
+        Column("min_error", "in-sample lowest", "+.1%"),
+        Column("max_error", "in-sample highest", "+.1%")])
     missing_rows = [{"source": cite(s), "row": r, "why": w} for s, r, w in missing]
     not_expr = Table(title="public rows the tool cannot express", rows=missing_rows, columns=[
         Column("row", "row", align="left"), Column("why", "why", align="left"),
