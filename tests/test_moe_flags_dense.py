@@ -47,3 +47,14 @@ def test_the_default_dispatcher_stays_accepted_on_a_dense_model(run):
     r = run("step", *LLAMA, "--moe-dispatcher", "alltoall", "--format", "json")
     assert r.code == 0 and "moe_dispatcher" not in r.json()["training"]
 
+
+
+def test_the_most_loaded_expert_on_a_dense_model_is_an_error(run):
+    # --moe-imbalance (or --assume moe_imbalance) was accepted and ignored on a dense model
+    r = run("step", *LLAMA, "--moe-imbalance", "1.3")
+    assert r.code == 2 and r.err.strip() == (
+        "error: --moe-imbalance 1.3 (or --assume moe_imbalance): llama-3-8b is dense (no "
+        "experts); the most-loaded expert applies to MoE models")
+    assert run("plan", *LLAMA, "--assume", "moe_imbalance=1.2").code == 2
+    assert run("step", "mixtral-8x7b", "--node", "dgx-h100", "--ep", "8", "--moe-imbalance",
+               "1.3").code == 0

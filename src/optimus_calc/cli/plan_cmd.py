@@ -201,6 +201,6 @@ def _check_moe_flags(spec) -> None:
         try:
             check_token_drop(m, spec.template.training, spec.template.assumptions)
             if not any(x.is_moe for x in spec.models):  # MoE-only flags: dense models only
-                check_moe_flags(m, spec.template.training)
+                check_moe_flags(m, spec.template.training, spec.template.assumptions)
         except InputError as exc:
             raise InputError(f"--models {m.name}: {message(exc)}") from None

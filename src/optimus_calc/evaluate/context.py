@@ -129,7 +129,7 @@ def fill_layout(hw: Hardware, tp: int, pp: int, dp: int | None, cp: int, **kw) -
         raise InputError(f"{where}: {msg}" if where else msg) from None
 
 
-def check_moe_flags(model: Model | BareModel, training: Training) -> None:
+def check_moe_flags(model: Model | BareModel, training: Training, asm=None) -> None:
     """The MoE-only launch choices (--moe-dispatcher other than alltoall,
     --moe-pad-expert-input-to-capacity, --overlap-moe-expert-parallel-comm) on a model without
     experts: a FieldError, as --ep is
@@ -148,6 +148,10 @@ def check_moe_flags(model: Model | BareModel, training: Training) -> None:
         raise FieldError("overlap_moe_expert_parallel_comm",
                          f"{{overlap_moe_expert_parallel_comm}}: {model.name} is dense (no "
                          "experts); the expert-parallel overlap applies to MoE models")
+    if asm is not None and asm.moe_imbalance != 1:  # ``asm``: the run's assumptions
+        raise FieldError("moe_imbalance", f"{{moe_imbalance}} {asm.moe_imbalance:g} (or --assume "
+                         f"moe_imbalance): {model.name} is dense (no experts); the most-loaded "
+                         "expert applies to MoE models")
 
 
 def check_layout(model: Model | BareModel, layout: Layout, training: Training) -> None:
