@@ -1,5 +1,5 @@
-"""The planner's, the sweep's, break-even's and fit's results, and the HTML pages' charts,
-shared across the tests of a session (conftest.py installs it), as conftest.py shares
+"""The one evaluator's results for a small batch, the planner's, the sweep's, break-even's and
+fit's results, and the HTML pages' charts, shared across the tests of a session (conftest.py installs it), as conftest.py shares
 `validate`'s cases.
 
 Many tests run the same command in other formats, with `-o` or `--plot`, or the same layout
@@ -15,7 +15,7 @@ an item other than an environment variable (:func:`note_patch`: a test that repl
 evaluator or a constant, or counts evaluations, gets the real computation; the core reads no
 environment variable), nor in a test marked ``fresh`` (a test of determinism: each of its
 runs computes anew), nor under mutmut (conftest.py). A result is a frozen record its callers
-read, never write. OPTIMUS_CALC_TEST_MEMO=verify computes every call anyway and fails when a
+read, never write (an evaluation's arrays are made read-only). OPTIMUS_CALC_TEST_MEMO=verify computes every call anyway and fails when a
 shared result differs from the fresh one (repr); =off turns the sharing off.
 """
 
@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import enum
 import functools
+import hashlib
 import importlib
 import io
 import os
 import pickle
+import sys
 
 _DONE: dict = {}
 _PATCHED = [False]
@@ -74,9 +76,13 @@ def _key(name: str, args, kwargs):
     return name, _registries(), buf.getvalue()
 
 
-def share(module: str, name: str, cacheable=lambda *a, **k: True) -> None:
+def share(module: str, name: str, cacheable=lambda *a, **k: True, digest: bool = False,
+          freeze=None) -> None:
     """Replace ``module.name`` with its shared version; ``cacheable(*args, **kwargs)`` says
-    whether a call may be shared (e.g. no progress callback to call)."""
+    whether a call may be shared (e.g. no progress callback to call). ``digest``: the key is
+    the pickled inputs' hash, not the bytes (a function called thousands of times); ``freeze``
+    is applied once to a result before it is shared. Modules already imported that hold the
+    function by name (``from module import name``) are given the shared version too."""
     mod = importlib.import_module(module)
     real = getattr(mod, name)
 
@@ -87,13 +93,39 @@ def share(module: str, name: str, cacheable=lambda *a, **k: True) -> None:
         key = _key(f"{module}.{name}", args, kwargs)
         if key is None:
             return real(*args, **kwargs)
+        if digest:
+            key = key[:2] + (hashlib.blake2b(key[2], digest_size=32).digest(),)
         if key not in _DONE:
-            _DONE[key] = real(*args, **kwargs)
+            result = real(*args, **kwargs)
+            _DONE[key] = result if freeze is None else freeze(result)
         elif MODE == "verify":
             fresh = real(*args, **kwargs)
             assert repr(fresh) == repr(_DONE[key]), f"{module}.{name}: shared result differs"
         return _DONE[key]
     setattr(mod, name, shared)
+    for other in list(sys.modules.values()):
+        if getattr(other, "__name__", "").startswith("optimus_calc.") \
+                and getattr(other, name, None) is real:
+            setattr(other, name, shared)
+
+
+def _one_layout(batch, *args, record=False, **kwargs):
+    """A small batch (a command's one layout, a breakeven probe), not inside another
+    evaluation's recording (whose recorder would miss the calls): the planner's and the
+    sweep's large batches are neither repeated nor worth keeping."""
+    from optimus_calc.equations.recording import active
+    import numpy as np
+    return np.size(batch.tp) <= 64 and not active()
+
+
+def _read_only(ev):
+    """An Evaluation's arrays made read-only: a reader that wrote into a shared result would
+    fail at once, not change what a later test reads."""
+    import numpy as np
+    for value in list(vars(ev).values()) + list(ev.stage_terms.values()):
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+    return ev
 
 
 def _no_progress(cat, spec, progress=None):
@@ -102,6 +134,8 @@ def _no_progress(cat, spec, progress=None):
 
 
 def install() -> None:
+    share("optimus_calc.evaluate.engine", "evaluate", _one_layout, digest=True,
+          freeze=_read_only)
     share("optimus_calc.search.plan", "plan_search")
     share("optimus_calc.analyses.sweep", "sweep", _no_progress)
     share("optimus_calc.analyses.breakeven", "solve_device")
