@@ -1,6 +1,6 @@
-"""The one evaluator's results for a small batch, the planner's, the sweep's, break-even's and
-fit's results, and the HTML pages' charts, shared across the tests of a session (conftest.py
-installs it), as conftest.py shares `validate`'s cases.
+"""The planner's, the sweep's, break-even's and fit's results, and the HTML pages' charts,
+shared across the tests of a session (conftest.py installs it), as conftest.py shares
+`validate`'s cases.
 
 Many tests run the same command in other formats, with `-o` or `--plot`, or the same layout
 with other break-even flags (the golden files' table/JSON/CSV, the CSV and display checks, the
@@ -15,33 +15,26 @@ an item other than an environment variable (:func:`note_patch`: a test that repl
 evaluator or a constant, or counts evaluations, gets the real computation; the core reads no
 environment variable), nor in a test marked ``fresh`` (a test of determinism: each of its
 runs computes anew), nor under mutmut (conftest.py). A result is a frozen record its callers
-read, never write (an evaluation's arrays are made read-only, so a write fails at once).
-OPTIMUS_CALC_TEST_MEMO=verify computes every call anyway and fails when a shared result differs
-from the fresh one (repr); =off turns the sharing off.
+read, never write. OPTIMUS_CALC_TEST_MEMO=verify computes every call anyway and fails when a
+shared result differs from the fresh one (repr); =off turns the sharing off.
 """
 
 from __future__ import annotations
 
-import collections
 import enum
 import functools
-import hashlib
 import importlib
 import io
 import os
 import pickle
-import sys
 
 _DONE: dict = {}
-_LAST: dict = {}  # function -> its last ``keep`` results (share's keep)
 _PATCHED = [False]
 MODE = os.environ.get("OPTIMUS_CALC_TEST_MEMO", "on")
 
 
 def clear() -> None:
     _DONE.clear()
-    for done in _LAST.values():
-        done.clear()
 
 
 def note_patch() -> None:
@@ -81,18 +74,11 @@ def _key(name: str, args, kwargs):
     return name, _registries(), buf.getvalue()
 
 
-def share(module: str, name: str, cacheable=lambda *a, **k: True, keep: int = 0,
-          freeze=None) -> None:
+def share(module: str, name: str, cacheable=lambda *a, **k: True) -> None:
     """Replace ``module.name`` with its shared version; ``cacheable(*args, **kwargs)`` says
-    whether a call may be shared (e.g. no progress callback to call). ``keep``: a function
-    called thousands of times keeps the results of its last ``keep`` distinct inputs only,
-    keyed by the pickled inputs' hash, not the bytes (a test repeats a command its module ran,
-    rarely one of another module); ``freeze`` is applied once to a result before it is
-    shared. Modules already imported that hold the function by name (``from module import
-    name``) are given the shared version too."""
+    whether a call may be shared (e.g. no progress callback to call)."""
     mod = importlib.import_module(module)
     real = getattr(mod, name)
-    done = _LAST.setdefault(f"{module}.{name}", collections.OrderedDict()) if keep else _DONE
 
     @functools.wraps(real)
     def shared(*args, **kwargs):
@@ -101,44 +87,13 @@ def share(module: str, name: str, cacheable=lambda *a, **k: True, keep: int = 0,
         key = _key(f"{module}.{name}", args, kwargs)
         if key is None:
             return real(*args, **kwargs)
-        if keep:
-            key = key[:2] + (hashlib.blake2b(key[2], digest_size=32).digest(),)
-        if key not in done:
-            result = real(*args, **kwargs)
-            done[key] = result if freeze is None else freeze(result)
-            if keep and len(done) > keep:
-                done.popitem(last=False)
+        if key not in _DONE:
+            _DONE[key] = real(*args, **kwargs)
         elif MODE == "verify":
             fresh = real(*args, **kwargs)
-            assert repr(fresh) == repr(done[key]), f"{module}.{name}: shared result differs"
-        elif keep:
-            done.move_to_end(key)
-        return done[key]
+            assert repr(fresh) == repr(_DONE[key]), f"{module}.{name}: shared result differs"
+        return _DONE[key]
     setattr(mod, name, shared)
-    for other in list(sys.modules.values()):
-        if getattr(other, "__name__", "").startswith("optimus_calc.") \
-                and getattr(other, name, None) is real:
-            setattr(other, name, shared)
-
-
-def _one_layout(batch, model, hw, tr, asm, all_stages=False, record=False, *args, **kwargs):
-    """A small batch (a command's one layout, a breakeven probe), not recorded (`explain`'s
-    evaluations keep every equation call: large, and rarely repeated) and not inside another
-    evaluation's recording (whose recorder would miss the calls): the planner's and the
-    sweep's large batches are neither repeated nor worth keeping."""
-    from optimus_calc.equations.recording import active
-    import numpy as np
-    return not record and np.size(batch.tp) <= 64 and not active()
-
-
-def _read_only(ev):
-    """An Evaluation's arrays made read-only: a reader that wrote into a shared result would
-    fail at once, not change what a later test reads."""
-    import numpy as np
-    for value in list(vars(ev).values()) + list(ev.stage_terms.values()):
-        if isinstance(value, np.ndarray):
-            value.flags.writeable = False
-    return ev
 
 
 def _no_progress(cat, spec, progress=None):
@@ -147,8 +102,6 @@ def _no_progress(cat, spec, progress=None):
 
 
 def install() -> None:
-    share("optimus_calc.evaluate.engine", "evaluate", _one_layout, keep=1024,
-          freeze=_read_only)
     share("optimus_calc.search.plan", "plan_search")
     share("optimus_calc.analyses.sweep", "sweep", _no_progress)
     share("optimus_calc.analyses.breakeven", "solve_device")
