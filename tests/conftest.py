@@ -37,7 +37,10 @@ def _key(cat, asm, *rest) -> str:
 def _run_all_once(cat, asm=None, cross_validate=True):
     key = _key(cat, asm, cross_validate)
     if key not in _RUN_ALL_DONE:
-        _RUN_ALL_DONE[key] = _RUN_ALL(cat, asm, cross_validate)
+        # run_all(cross_validate=True) is with_loso over run_all(cross_validate=False)'s cases
+        # (validate.py): those cases computed once for both
+        _RUN_ALL_DONE[key] = (validate_mod.with_loso(_run_all_once(cat, asm, False), cat)[0]
+                              if cross_validate else _RUN_ALL(cat, asm, False))
     return list(_RUN_ALL_DONE[key])
 
 

@@ -69,25 +69,38 @@ def predict(rows: list[HostRow], t, f=None) -> np.ndarray:
     return np.where(np.array([r.time_like for r in rows]), pred * ratio, pred / ratio)
 
 
-def fit(rows: list[HostRow]) -> tuple[float, float] | None:
-    """The GRID values (t_s, t_f) with the least mean |log(predicted / published)| over
-    ``rows`` (the smallest t_s, then t_f, among ties); None without rows."""
-    if not rows:
-        return None
+def _errors(rows: list[HostRow]) -> np.ndarray:
+    """|log(predicted / published)| of each row (last axis) at every (t_s, t_f) of GRID x GRID."""
     pub = np.array([r.published for r in rows])
-    ts, tf = np.meshgrid(GRID, GRID, indexing="ij")
-    loss = np.mean(np.abs(np.log(predict(rows, ts, tf) / pub)), axis=-1)
+    # t_s along the first axis, t_f along the second: GRID x GRID by broadcasting (each
+    # constant's term computed once per value, the same numbers as on the meshgrid)
+    return np.abs(np.log(predict(rows, GRID[:, None], GRID[None, :]) / pub))
+
+
+def _best(errors: np.ndarray) -> tuple[float, float]:
+    """The GRID values with the least mean error over the rows (the first among ties)."""
+    loss = np.mean(errors, axis=-1)
     i, j = np.unravel_index(int(np.argmin(loss)), loss.shape)
     return float(GRID[i]), float(GRID[j])
 
 
+def fit(rows: list[HostRow]) -> tuple[float, float] | None:
+    """The GRID values (t_s, t_f) with the least mean |log(predicted / published)| over
+    ``rows`` (the smallest t_s, then t_f, among ties); None without rows."""
+    return _best(_errors(rows)) if rows else None
+
+
 def loso(rows: list[HostRow]) -> dict[int, tuple[tuple[float, float], float]]:
     """key -> ((t_s, t_f) refitted without the row's source, the row's prediction with them);
-    a source alone keeps its shipped constants."""
+    a source alone keeps its shipped constants. Each row's errors over the grid are computed
+    once for every fold (:func:`fit` of the other rows: the same values, in the same order)."""
     out = {}
+    errors = _errors(rows) if rows else None
     for fold in {r.fold for r in rows}:
         mine = [r for r in rows if r.fold == fold]
-        th = fit([r for r in rows if r.fold != fold])
+        others = [i for i, r in enumerate(rows) if r.fold != fold]
+        # C order, as _errors(others) lays it out: np.mean sums the rows in the same order
+        th = _best(np.ascontiguousarray(errors[..., others])) if others else None
         preds = predict(mine, *th) if th is not None else [r.pred for r in mine]
         for r, p in zip(mine, preds):
             out[r.key] = (th if th is not None else (r.t0, r.f0), float(p))
