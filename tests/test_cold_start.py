@@ -10,6 +10,7 @@ import functools
 import json
 import os
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -108,9 +109,12 @@ MACHINE = [
     ["memory", "70e9", "--model-states-only", "--format", "json"],
 ]
 EXPLAIN = ["explain", "memory.weights_bytes", "--format", "json"]
-# the machine formats, then `explain` in the same process (the positive control for sympy):
-# one fresh interpreter for the tests of this module and of the two named above
-MACHINE_THEN_EXPLAIN = [*MACHINE, EXPLAIN]
+# the design-review page lists its equations from the generated text (compiled/text.py)
+HTML = ["step", "llama-2-7b", "--format", "html", "-o",
+        os.path.join(tempfile.gettempdir(), f"optimus-calc-probe-{os.getpid()}.html")]
+# the machine formats, the HTML page, then `explain` in the same process (the positive
+# control for sympy): one fresh interpreter for the tests of this module and of the two above
+MACHINE_THEN_EXPLAIN = [*MACHINE, HTML, EXPLAIN]
 # the hot tables, then a misspelt model (the positive control for difflib, which only "did you
 # mean" loads): one fresh interpreter
 MISSPELT = ["memory", "llama-70"]
@@ -131,6 +135,13 @@ def test_hot_path_table_loads_no_sympy_or_matplotlib(i):
 def test_machine_formats_do_not_load_rich(i):
     r = probe_sequence(MACHINE_THEN_EXPLAIN)[i]
     assert r["code"] == 0 and r["loaded"] == ["numpy", "pydantic", "click"]
+
+
+def test_the_html_page_lists_its_equations_without_sympy():
+    r = probe_sequence(MACHINE_THEN_EXPLAIN)[len(MACHINE)]
+    if os.path.exists(HTML[-1]):
+        os.remove(HTML[-1])
+    assert r["code"] == 0 and "sympy" not in r["loaded"]
 
 
 def test_explain_does_load_sympy():

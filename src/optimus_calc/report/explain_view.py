@@ -93,8 +93,8 @@ def _inputs_text(inputs: dict[str, float]) -> str:
 
 def all_document(rows, model_name: str) -> Document:
     """`explain --all`: every equation evaluated for the layout, grouped by evaluator stage."""
-    reg = _registry()
-    data = [{"name": r.name, "unit": reg[r.name].unit, "result": r.result, "inputs": r.inputs,
+    from optimus_calc.equations.compiled.text import TEXT  # generated: no sympy to import
+    data = [{"name": r.name, "unit": TEXT[r.name][1], "result": r.result, "inputs": r.inputs,
              "stage": r.stage, "scope": r.scope, "pipeline_stage": r.pipeline_stage}
             for r in rows]
     tables = []

@@ -23,20 +23,18 @@ def with_html(doc: Document, **parts: Any) -> Document:
 def equations(inp, train=None) -> list[dict[str, Any]]:
     """``explain --all`` of ``inp``'s layout, each equation with its expression, source and unit
     (explain_view.all_document's rows and the registry's text)."""
-    import sympy as sp
-
     from optimus_calc.analyses.explain import evaluated_equations
+    from optimus_calc.equations.compiled.text import TEXT  # generated from the registry
     from optimus_calc.report.common import cite
-    from optimus_calc.report.explain_view import _registry, all_document
+    from optimus_calc.report.explain_view import all_document
 
     rows = evaluated_equations(inp, None, train.tokens if train else None,
                                train.gpu_hour_price if train else None)
-    reg = _registry()
     out = []
     for r in all_document(rows, inp.model.name).data["equations"]:
-        eq = reg[r["name"]]
-        out.append({**r, "expression": sp.sstr(eq.expr), "source": cite(eq.source),
-                    "doc": eq.doc, "symbols": dict(eq.symbols)})
+        expression, _, source, doc, symbols = TEXT[r["name"]]
+        out.append({**r, "expression": expression, "source": cite(source), "doc": doc,
+                    "symbols": dict(symbols)})
     return out
 
 
