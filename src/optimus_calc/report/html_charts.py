@@ -41,12 +41,21 @@ _RC = {"svg.hashsalt": "optimus-calc", "svg.fonttype": "none", "path.simplify": 
        "font.size": 10, "font.family": "sans-serif", "hatch.linewidth": 0.6}
 
 
+def _bars(height: float):
+    """A figure and its axes without pyplot (matplotlib's object API: pyplot and its backend
+    machinery cost ~0.1 s to import, more than drawing a bar)."""
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(10, height))
+    return fig, fig.subplots()
+
+
 def _svg(fig, plt, label: str) -> str:
     """The figure as an ``<svg>`` element (no XML prolog, no fixed size: the page scales it),
-    with an accessible name."""
+    with an accessible name; ``plt``: pyplot, where it drew the figure (to close it)."""
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
+    if plt is not None:
+        plt.close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg"):]
     # no RDF metadata: its namespace URLs would be the page's only addresses
@@ -81,9 +90,8 @@ def memory_chart(per_gpu: dict[str, Any]) -> str:
     """One GPU's memory (the most loaded stage) as a stacked bar against the usable memory
     (capacity less the --headroom margin, solid) and the capacity (dashed), in GB."""
     import matplotlib
-    plt = _pyplot()
     with matplotlib.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(10, 1.5))
+        fig, ax = _bars(1.5)
         parts = [(name, per_gpu.get(key, 0.0) / GB) for key, name in MEMORY_PARTS]
         _segments(ax, 0, parts)
         usable, cap = per_gpu["usable_bytes"] / GB, per_gpu["capacity_bytes"] / GB
@@ -99,7 +107,7 @@ def memory_chart(per_gpu: dict[str, Any]) -> str:
         ax.spines[["top", "right"]].set_visible(False)
         ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=7, frameon=False,
                   fontsize=9)
-        return _svg(fig, plt, "GPU memory per part against the usable memory and capacity")
+        return _svg(fig, None, "GPU memory per part against the usable memory and capacity")
 
 
 def step_chart(data: dict[str, Any]) -> str:
@@ -107,12 +115,11 @@ def step_chart(data: dict[str, Any]) -> str:
     is overlapped and hidden (DP communication and the optimizer step beyond their exposed
     parts), in seconds. ``data``: a step Document's data."""
     import matplotlib
-    plt = _pyplot()
     b = data["breakdown"]
     exposed = [(name, b.get(key, 0.0)) for key, name in STEP_TERMS]
     hidden = hidden_parts(data)
     with matplotlib.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(10, 2.0))
+        fig, ax = _bars(2.0)
         _segments(ax, 1, exposed)
         # a hidden part wears its exposed part's colour, faded, with a hatch of its own
         keys = [k for k, _ in STEP_TERMS]
@@ -126,7 +133,7 @@ def step_chart(data: dict[str, Any]) -> str:
         ax.spines[["top", "right"]].set_visible(False)
         ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=5, frameon=False,
                   fontsize=9)
-        return _svg(fig, plt, "step time as named terms, and the overlapped work beside it")
+        return _svg(fig, None, "step time as named terms, and the overlapped work beside it")
 
 
 def hidden_parts(data: dict[str, Any]) -> list[tuple[str, float]]:
