@@ -112,4 +112,3 @@ def _typed_layout_flag() -> str | None:
                 and ctx.get_parameter_source(p.name) is ParameterSource.COMMANDLINE):
             return p.opts[0]
     return None
-
