@@ -19,8 +19,13 @@ def test_no_fit_names_host_ram_when_gpu_memory_fits(run):
     smallest = float(re.search(r"from ([0-9.]+) GB per GPU", why).group(1))
     assert smallest < 76.0 and d["smallest_gpu_memory_bytes"] == pytest.approx(smallest * 1e9,
                                                                                abs=5e6)
-    r = run("plan", "gpt-1t", "--nodes", 1, "--export", "megatron")
+    # the export plans with the exported framework's layouts: DeepSpeed's offload them, so
+    # host RAM is what fails; Megatron-LM offloads no weights, so GPU memory is
+    r = run("plan", "gpt-1t", "--nodes", 1, "--export", "deepspeed")
     assert r.code == 2 and r.err.count("\n") == 1 and "host RAM" in r.err
+    r = run("plan", "gpt-1t", "--nodes", 1, "--export", "megatron")
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert "the smallest megatron runs needs" in r.err and "host RAM" not in r.err
 
 
 def test_no_fit_names_gpu_memory_when_nothing_fits_it(run):

@@ -36,6 +36,11 @@ def plan_cmd(app, model, objective, top, export, fmt, output, **kw) -> None:
 
     from optimus_calc.cli.options import check_objective
     check_objective(objective, kw.get("train"))
+    if export and kw.get("framework") in (None, "each"):
+        # the layout exported is the best one timed with the exported framework's physics,
+        # not another framework's best that it also happens to run
+        from optimus_calc.frameworks import exported_frameworks
+        kw = {**kw, "framework": ",".join(exported_frameworks(export))}
     si = build_search_inputs(app.catalog, model, kw)
     res = plan_search(app.catalog, si, objective, top)
     if export is None:

@@ -42,6 +42,13 @@ def exports_for(frameworks) -> list[str]:
     return list(dict.fromkeys(n for n in export_choices() if n in names))
 
 
+def exported_frameworks(name: str) -> list[str]:
+    """The framework keys ``--export NAME`` writes a configuration for (its plug-in's and those
+    its exporter covers, e.g. Megatron-DeepSpeed under deepspeed)."""
+    return [p.key for p in plugins()
+            if (p.exporter and p.exporter.name == name) or p.exported_by == name]
+
+
 def exporter(name: str) -> Exporter:
     for p in plugins():
         if p.exporter and p.exporter.name == str(getattr(name, "value", name)):

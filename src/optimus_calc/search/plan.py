@@ -219,10 +219,11 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                   what_if=what_if, framework_rejections=res.framework_rejections,
                   frameworks=names, profiles=len(groups))
     if res.feasible == 0:
+        refused = _refused(frameworks, offloads)
         why = (_no_fit_why(res, names, hw, asm) if np.isfinite(res.smallest_gpu_bytes) else
                "no framework runs any layout searched (" + ", ".join(names) + "; see "
-               "framework_rejections; SmartNIC layouts are a what-if)" + _refused(frameworks,
-                                                                                  offloads))
+               "framework_rejections; SmartNIC layouts are a what-if)"
+               + (refused or _most_rejected(res.framework_rejections)))
         return PlanResult(model, hw, base, objective, len(space) * len(groups), 0,
                           res.infeasible_by_reason, (), None, why, **common)
     top = _top_candidates(picks, results, groups, model, hw)
@@ -243,6 +244,12 @@ def plan_search(cat: Catalog, si: SearchInputs,
                 frameworks=si.frameworks or tuple(Framework), pins=si.pins,
                 zero_stages=si.zero_stages, physics=si.physics,
                 offload_params=si.offload_params, yields=si.yields)
+
+
+def _most_rejected(rejections: dict) -> str:
+    """": <the rule that rejects the most layouts>" (its text names the framework and the
+    source line), "" without rejections."""
+    return f": most often, {next(iter(rejections))}" if rejections else ""
 
 
 def _refused(frameworks, offloads) -> str:
