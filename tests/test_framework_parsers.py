@@ -84,7 +84,9 @@ def _deepspeed_config(cfg: dict, gpus: int, dp: int):
 def test_deepspeed_config_accepts_the_export(run, tmp_path, args):
     _need("deepspeed")
     cfg = json.loads(_export(run, tmp_path, *args, "--export", "deepspeed"))
-    lay = _plan(run, *args)
+    # the export plans with the layouts DeepSpeed's two launch paths run (cli/plan_cmd.py)
+    mine = () if "--framework" in args else ("--framework", "deepspeed,megatron-deepspeed")
+    lay = _plan(run, *args, *mine)
     c = _deepspeed_config(cfg, lay["tp"] * lay["pp"] * lay["dp"], lay["dp"])
     assert c.train_batch_size == cfg["train_batch_size"]
     assert c.zero_optimization_stage == lay["zero"]
