@@ -259,8 +259,8 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
     """Resolve MODEL and every single-layout option into validated specs. ``strategies_vary``:
     the command evaluates the layout under each offload target in turn (compare, breakeven,
     nics), so --offload-params applies to the targets that move the weights only."""
-    from optimus_calc.evaluate.context import (check_layout, check_moe_flags, fill_layout,
-                                            resolve_hardware)
+    from optimus_calc.evaluate.context import (check_layout, check_moe_assumptions,
+                                            fill_layout, resolve_hardware)
 
     model = resolve_model(model_text, cat)
     hw = resolve_hardware(cat, kw["node"], kw["nodes"], kw["gpu"], kw["gpus_per_node"],
@@ -291,7 +291,7 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
     from optimus_calc.frameworks.physics import apply_framework
     asm = assumptions_from(kw)
     check_token_drop(model, tr, asm)
-    check_moe_flags(model, tr, asm)  # with the assumptions: --moe-imbalance on a dense model
+    check_moe_assumptions(model, asm)  # check_layout checked the MoE launch flags
     tr, asm, choice = apply_framework(kw.get("framework"), layout, tr, asm, model,
                                       profile_only(kw))
     return Inputs(model, hw, layout, tr, asm, gb_default, seq_default, kw.get("profile"),

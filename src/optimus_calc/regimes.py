@@ -173,6 +173,13 @@ def _cv(r) -> float:
     return r[LOSO] if r[LOSO] is not None else r[EPS]
 
 
+def vouching_frameworks(physics, running) -> list[str]:
+    """Whose public rows vouch for a figure: those of ``physics``, the frameworks whose
+    profile timed it (their rows ran that physics); with framework-neutral physics (empty),
+    every framework in ``running`` and the rows of no named framework ("none")."""
+    return list(physics) if physics else [*running, "none"]
+
+
 def error_range(gpu_name: str, frameworks, offload: str, model, profile=None,
                 memory: bool = False, precision: str = "bf16", seq_len: int = 2048,
                 nodes: int = 1, kernel: str = "", gpus: int | None = None) -> ErrorRange:

@@ -131,7 +131,8 @@ def fill_layout(hw: Hardware, tp: int, pp: int, dp: int | None, cp: int, **kw) -
 
 def check_moe_flags(model: Model | BareModel, training: Training, asm=None) -> None:
     """The MoE-only launch choices (--moe-dispatcher other than alltoall,
-    --moe-pad-expert-input-to-capacity, --overlap-moe-expert-parallel-comm) on a model without
+    --moe-pad-expert-input-to-capacity, --overlap-moe-expert-parallel-comm), and with ``asm``
+    the MoE-only assumption (check_moe_assumptions), on a model without
     experts: a FieldError, as --ep is
     (they would be ignored while the output named them)."""
     if getattr(model, "is_moe", False):
@@ -148,7 +149,14 @@ def check_moe_flags(model: Model | BareModel, training: Training, asm=None) -> N
         raise FieldError("overlap_moe_expert_parallel_comm",
                          f"{{overlap_moe_expert_parallel_comm}}: {model.name} is dense (no "
                          "experts); the expert-parallel overlap applies to MoE models")
-    if asm is not None and asm.moe_imbalance != 1:  # ``asm``: the run's assumptions
+    if asm is not None:
+        check_moe_assumptions(model, asm)
+
+
+def check_moe_assumptions(model: Model | BareModel, asm) -> None:
+    """The MoE-only assumption (--moe-imbalance, --assume moe_imbalance) on a model without
+    experts: a FieldError, as check_moe_flags' launch choices."""
+    if not getattr(model, "is_moe", False) and asm.moe_imbalance != 1:
         raise FieldError("moe_imbalance", f"{{moe_imbalance}} {asm.moe_imbalance:g} (or --assume "
                          f"moe_imbalance): {model.name} is dense (no experts); the most-loaded "
                          "expert applies to MoE models")

@@ -29,11 +29,9 @@ def candidate_data(c) -> dict:
 def candidate_ranges(c, res, profile, fig: dict) -> dict:
     """``*_low``/``*_high`` of a layout's headline figures (regimes.py); ``profile``: the
     calibration profile in use or None."""
-    from optimus_calc.regimes import error_range, range_fields
-    # the rows of the frameworks whose physics timed it (c.frameworks: those of the profile
-    # group that run it; framework-neutral physics: every framework that runs it and the
-    # neutral rows), as step_view.step_ranges
-    fws = list(c.frameworks) if c.framework else [*c.frameworks, "none"]
+    from optimus_calc.regimes import error_range, range_fields, vouching_frameworks
+    # c.frameworks: those of the profile group that timed it (c.framework) that run it
+    fws = vouching_frameworks(c.frameworks if c.framework else (), c.frameworks)
     common = (res.hw.gpu.name, fws, c.layout.offload.value, res.model)
     from optimus_calc.evaluate.efficiency import attention_kernel_name
     kw = dict(profile=profile, precision=res.training.precision.value,

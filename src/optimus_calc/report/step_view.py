@@ -121,12 +121,10 @@ def mfu_conventions(st, figures: dict) -> dict:
 def step_ranges(inp, fws: dict):
     """The error ranges of a step's time figures and GPU memory (regimes.py)."""
     from optimus_calc.evaluate.efficiency import attention_kernel_name
-    from optimus_calc.regimes import error_range
+    from optimus_calc.regimes import error_range, vouching_frameworks
     key = getattr(inp.framework, "key", None)
-    # a framework's physics: its own public rows; framework-neutral physics: the rows of
-    # every framework that runs the layout and its own (framework "none")
-    running = ([key] if key is not None else
-               [f for f, how in fws.items() if how == "runs"] + ["none"])
+    running = vouching_frameworks([key] if key is not None else [],
+                                  [f for f, how in fws.items() if how == "runs"])
     common = (inp.hw.gpu.name, running, inp.layout.offload.value, inp.model)
     kw = dict(profile=inp.profile, precision=inp.training.precision.value,
               seq_len=inp.training.seq_len, nodes=inp.hw.nodes, gpus=inp.hw.gpus,
