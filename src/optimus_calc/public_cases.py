@@ -33,7 +33,7 @@ from optimus_calc.public_row import DS as _DS
 from optimus_calc.public_row import FP as _FP
 from optimus_calc.public_row import MEG as _MEG
 from optimus_calc.public_row import MXR as _MXR
-from optimus_calc.public_row import PublicRow
+from optimus_calc.public_row import DAO_DROPOUT, MEGATRON_DROPOUT, NEMO_175B, PublicRow
 
 
 # Shapes of models the catalog does not hold (from the row's own source)
@@ -41,13 +41,13 @@ SHAPES = {
     # FlashAttention-2 paper section 4.2: GPT3-1.3B / 2.7B (GPT-3 paper Table 2.1 shapes;
     # learned positions sized for the 8k runs, assumed)
     "gpt3-1.3b": dict(layers=24, hidden=2048, heads=16, ffn_hidden=8192, vocab=50257,
-                      max_position=8192, seq_len=2048),
+                      max_position=8192, seq_len=2048, **DAO_DROPOUT),
     # Shoeybi et al. 2019 (Megatron-LM, arXiv 1909.08053) Table 1, the 1.2B GPT-2 of the
     # single-GPU baseline: hidden 1536, 16 heads, 40 layers; sequence 1024, vocabulary 51,200
     "megatron-gpt2-1.2b": dict(layers=40, hidden=1536, heads=16, ffn_hidden=6144, vocab=51200,
-                               max_position=1024, seq_len=1024),
+                               max_position=1024, seq_len=1024, **MEGATRON_DROPOUT),
     "gpt3-2.7b": dict(layers=32, hidden=2560, heads=32, ffn_hidden=10240, vocab=50257,
-                      max_position=8192, seq_len=2048),
+                      max_position=8192, seq_len=2048, **DAO_DROPOUT),
     # MosaicML's MPT benchmark models, one shape per sequence (public_cases_mpt.py)
     **_mpt_shapes(),
     # Megatron-DeepSpeed's long-sequence GPT 30B, one shape per sequence (public_cases_mds.py)
@@ -187,7 +187,7 @@ def _nemo_dense() -> list[PublicRow]:
         r(c(c="25.02"), "B200 Llama3 405B FP8 TP4 PP8 CP2 VP8, 128 GPUs", "llama-3-405b",
           "dgx-b200", 16, 625, tp=4, pp=8, cp=2, vp=8, gbs=64, assumed=asm_22, **_DS, **_MEG),
         r(c(c="25.02"), "B200 GPT3-175B FP8 TP4 PP4 VP6, 512 GPUs", "gpt3-175b", "dgx-b200", 64,
-          1600, tp=4, pp=4, vp=6, gbs=2048, mbs=2, seq=2048, assumed=asm_22, **_DS, **_MEG),
+          1600, tp=4, pp=4, vp=6, gbs=2048, mbs=2, seq=2048, assumed=asm_22, **NEMO_175B, **_DS, **_MEG),
         r(c(c="25.02"), "B200 Mixtral-8x7B FP8 EP8, 64 GPUs", "mixtral-8x7b", "dgx-b200", 8,
           15457, ep=8, gbs=256, mbs=2, seq=4096, assumed="FP8 delayed scaling, NeMo 2.2's only "
           "recipe (pretrain_mixtral_8x7b.py L66-68, mixed_precision.py L46-54 @ NeMo v2.2.0); "
@@ -196,7 +196,7 @@ def _nemo_dense() -> list[PublicRow]:
         r(c(c="25.02"), "B200 Mixtral-8x22B FP8, 256 GPUs, seq 64k", "mixtral-8x22b",
           "dgx-b200", 32, 2232, why_not=_CAT + " (Mixtral-8x22B)"),
         r(c(c="25.02"), "H100 GPT3-175B FP8 TP4 PP8 VP6, 512 GPUs", "gpt3-175b", "dgx-h100", 64,
-          866, tp=4, pp=8, vp=6, gbs=2048, mbs=2, seq=2048, assumed=asm_22, **_DS, **_MEG),
+          866, tp=4, pp=8, vp=6, gbs=2048, mbs=2, seq=2048, assumed=asm_22, **NEMO_175B, **_DS, **_MEG),
         r(c(c="25.04"), "GB200 Llama3 8B FP8, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 33099,
           gpu="gb200", gbs=128, mbs=2, assumed=asm + "; " + _GB, **_CS, **_MEG),
         r(c(c="25.04"), "GB200 Llama3 70B FP8 FSDP, 64 GPUs", "llama-3-70b", "dgx-b200", 8,
@@ -207,7 +207,7 @@ def _nemo_dense() -> list[PublicRow]:
           assumed=asm + "; " + _GB, **_CS, **_MEG),
         r(c(c="25.04"), "GB200 GPT3-175B FP8 TP4 PP4 VP12, 128 GPUs", "gpt3-175b", "dgx-b200",
           16, 1804, gpu="gb200", tp=4, pp=4, vp=12, gbs=256, mbs=2, seq=2048,
-          assumed=asm + "; " + _GB, **_CS, **_MEG),
+          assumed=asm + "; " + _GB, **NEMO_175B, **_CS, **_MEG),
         r(c(c="25.04"), "GB200 Mixtral-8x7B FP8 EP8, 64 GPUs", "mixtral-8x7b", "dgx-b200", 8,
           19275, gpu="gb200", ep=8, gbs=256, mbs=2, seq=4096, assumed="FP8 per-tensor current "
           "scaling (the 25.04 page; the script's default is delayed, argument_parser.py L80-91 "
@@ -220,7 +220,7 @@ def _nemo_dense() -> list[PublicRow]:
         r(NEMO2412, "H100 GPT3-175B FP8 TP4 PP8 VP6, 512 GPUs", "gpt3-175b", "dgx-h100", 64,
           825, tp=4, pp=8, vp=6, gbs=2048, mbs=2, seq=2048,
           assumed=asm_ds + "; micro-batch 2 as NeMo's 24.07 table of the same figure "
-                  "publishes (public_cases_nemo2407.py)", **_DS, **_MEG),
+                  "publishes (public_cases_nemo2407.py)", **NEMO_175B, **_DS, **_MEG),
         r(NEMO2412, "H100 Llama2-70B FP8 TP4 PP4 VP20, 64 GPUs", "llama-2-70b", "dgx-h100", 8,
           1728, tp=4, pp=4, vp=20, seq=4096, gbs=128,
           assumed=asm_ds + _NEMO2407_BATCH, **_DS, **_MEG),

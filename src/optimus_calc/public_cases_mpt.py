@@ -60,7 +60,9 @@ def shape(size: str, seq: int) -> dict:
     layers, d, heads = DIMS[size]
     return dict(layers=layers, hidden=d, heads=heads, ffn_hidden=4 * d, vocab=_VOCAB,
                 max_position=seq, seq_len=seq, attention_bias=True, attention_out_bias=True,
-                mlp_bias=True)
+                mlp_bias=True, dropout=0.0, dropout_source="MPTConfig defaults: resid_pdrop, "
+                "emb_pdrop and attn_pdrop 0.0 (llmfoundry/models/mpt/configuration_mpt.py "
+                "L37-38 @ 8c8dd48), which the benchmark configs keep")
 
 
 def shape_key(size: str, seq: int) -> str:

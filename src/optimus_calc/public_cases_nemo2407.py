@@ -22,11 +22,14 @@ _SAME = "the same figure as the NeMo 24.12 page's row (public_cases._nemo_dense)
 _CAT = "model not in the catalog"
 # NeMo's GPT-3 5B and 20B (nemo/collections/llm/gpt/model/base.py @ 8e3d65dcfe GPTConfig5B
 # L195-200, GPTConfig20B L213-218): GPT-2 vocabulary, learned positions, sequence 2048
+# GPTConfig5B/20B set no dropout: Megatron-core's 0.1 (transformer_config.py L188-191 @ d98e8a6);
+# GPTConfig175B sets 0.0 (base.py L550-551 @ 8cfedd7), so its row runs without
+_DROPOUT = dict(dropout=0.1, dropout_source="Megatron-core TransformerConfig default 0.1")
 SHAPES = {
     "nemo-gpt3-5b": dict(layers=24, hidden=4096, heads=32, ffn_hidden=16384, vocab=50257,
-                         max_position=2048, seq_len=2048),
+                         max_position=2048, seq_len=2048, **_DROPOUT),
     "nemo-gpt3-20b": dict(layers=44, hidden=6144, heads=48, ffn_hidden=24576, vocab=50257,
-                          max_position=2048, seq_len=2048),
+                          max_position=2048, seq_len=2048, **_DROPOUT),
 }
 # (label, model, GPUs, GBS, MBS, seq, TP, PP, CP, VP, tokens/s/GPU, why not a case)
 ROWS = [
@@ -51,6 +54,8 @@ def nemo2407_rows() -> list[PublicRow]:
     for name, model, gpus, gbs, mbs, seq, tp, pp, cp, vp, tps, why in ROWS:
         par = f"TP{tp} PP{pp}" + (f" CP{cp}" if cp > 1 else "") + (f" VP{vp}" if vp > 1 else "")
         extra = {} if why else dict(assumed=_ASM, **_DS, **_MEG)
+        if model == "gpt3-175b":
+            extra["dropout"] = False
         out.append(PublicRow(NEMO2407, f"H100 {name} FP8 {par}, {gpus} GPUs (NeMo 24.07)",
                              model, "dgx-h100", gpus // 8, tps, tp=tp, pp=pp, cp=cp, vp=vp,
                              seq=seq, gbs=gbs, mbs=mbs, why_not=why, **extra))

@@ -18,6 +18,22 @@ MXR = dict(precision="fp8", fp8_recipe="mxfp8")
 # NeMo 2.2 (container 25.02), the same lines @ v2.2.0
 DS = dict(precision="fp8", fp8_recipe="te-delayed")
 
+# Dropout of the shapes' runs (the activation masks count in memory and in the memory-bound
+# time): FlashAttention-2's GPT-3 runs build the `gpt2` model config (GPT2Config: resid, embd
+# and attn pdrop 0.1) with fused_dropout_add_ln (Dao-AILab/flash-attention training/configs/
+# experiment/pile/gpt3s-flash.yaml @ 0b037c2); Megatron-LM's own runs keep its defaults
+# (TransformerConfig hidden_dropout and attention_dropout 0.1, megatron/core/transformer/
+# transformer_config.py L188-191 @ d98e8a6). MPT's default to 0 (public_cases_mpt.shape).
+DAO_DROPOUT = dict(dropout=0.1, dropout_source="GPT2Config pdrop 0.1 (flash-attention "
+                   "training/configs/experiment/pile/gpt3s-flash.yaml @ 0b037c2)")
+MEGATRON_DROPOUT = dict(dropout=0.1, dropout_source="Megatron-LM defaults (transformer_config"
+                        ".py L188-191 @ d98e8a6)")
+
+# NeMo 2's GPT-3 175B runs without dropout (GPTConfig175B sets hidden_dropout and
+# attention_dropout 0.0: nemo/collections/llm/gpt/model/base.py L550-551 @ 8cfedd7), unlike the
+# catalog's gpt3-175b (Brown et al.'s, dropout assumed 0.1)
+NEMO_175B = dict(dropout=False)
+
 
 @record
 class PublicRow:
@@ -51,6 +67,7 @@ class PublicRow:
     drop_pad: bool = False  # Megatron --moe-pad-expert-input-to-capacity (token drop, padded)
     dispatcher: str = "alltoall"  # --moe-dispatcher: alltoall, deepep, hybridep
     cuda_graph: bool = False  # Megatron --cuda-graph-impl full_iteration
+    dropout: bool | None = None  # None: the model's config (as `step` reads it); else the run's
     gpus_per_node: int | None = None
     mem_gib: float = 0.0   # the published GPU memory (GiB, torchtitan) when there is one
     assumed: str = ""      # settings not in the source, from the recipe or default

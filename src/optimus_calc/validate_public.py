@@ -85,7 +85,8 @@ def setup(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> RowSe
                   overlap_moe_expert_parallel_comm=row.ep_comm_overlap,
                   moe_pad_expert_input_to_capacity=row.drop_pad,
                   moe_dispatcher=MoeDispatcher(row.dispatcher),
-                  cuda_graph_full_iteration=row.cuda_graph)
+                  cuda_graph_full_iteration=row.cuda_graph,
+                  dropout=model.has_dropout if row.dropout is None else row.dropout)  # as `step`
     check_layout(model, lay, tr)
     tr, asm2, _ = apply_framework(row.framework, lay, tr, asm, model)
     kernel = kernel_of(hw.gpu, row.kernel) if row.flash else ""
