@@ -239,7 +239,8 @@ def test_plan_equations_are_the_recommended_layouts(pages, tmp_path):
     # the same equations `explain --all` lists for that layout under that framework's physics
     import json
     layout = ["llama70b", "--nodes", "2", "--tp", rec["tp"], "--pp", rec["pp"], "--dp",
-              rec["dp"], "--zero", rec["zero"], "--offload", rec["offload"], "--micro-batch",
+              rec["dp"], "--zero", rec["zero"], "--offload", rec["offload"], "--interleave",
+              rec["interleave"], "--micro-batch",
               rec["micro_batch"], "--recompute", rec["recompute"], "--framework",
               rec["framework"], *(["--offload-params"] if rec["offload_params"] else []),
               "--format", "json", "-o"]

@@ -74,7 +74,8 @@ def test_flags_off_give_todays_profile_back(cat, row):
     --no-overlap-grad-reduce alone is. Turning each flag off never makes a step faster."""
     model, hw, lay = _narayanan(cat, row, zero=0)
     today = _today(model, hw, lay)
-    off = _time(model, hw, lay, "megatron", overlap_grad_reduce=False, tp_comm_overlap=False)
+    off = _time(model, hw, lay, "megatron", overlap_grad_reduce=False, tp_comm_overlap=False,
+                overlap_p2p_comm=False)
     assert off == pytest.approx(today, rel=1e-12)
     no_ogr = _time(model, hw, lay, "megatron", overlap_grad_reduce=False)
     if row[1] == 1:
@@ -135,6 +136,13 @@ def test_export_writes_the_flags_the_profile_times(cat):
     assert "--tp-comm-overlap" not in _args(cat, Layout(tp=1, dp=8, zero=1))
     assert "--tp-comm-overlap" not in _args(cat, tp2, tp_comm_overlap=False)
     assert "--overlap-param-gather" not in _args(cat, tp2, overlap_param_gather=False)
+    # --overlap-p2p-communication is Megatron's default (arguments.py L3118-3120): written off
+    # only where it counts, an interleaved pipeline (off anyway without one, L1010-1012)
+    vp = Layout(tp=2, pp=2, dp=2, zero=1, interleave=2)
+    assert "--no-overlap-p2p-communication" not in _args(cat, vp)
+    assert "--no-overlap-p2p-communication" in _args(cat, vp, overlap_p2p_comm=False)
+    assert "--no-overlap-p2p-communication" not in _args(
+        cat, Layout(tp=2, pp=2, dp=2, zero=1), overlap_p2p_comm=False)
 
 
 def test_cli_flags_reach_the_profile_and_the_export(run):

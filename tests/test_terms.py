@@ -217,8 +217,14 @@ def test_step_terms_by_hand():
     # full recomputation: 6 per layer and micro-batch, 6 x 3 x 0.5 x 2 x 0.75 = 13.5
     assert float(eq.step__ep_comm_time(L_moe=3, T_a2a=0.5, m=2, o_ep=0.25, r_a2a=1)) == \
         pytest.approx(13.5)
-    # PP: a send forward and back per micro-batch and chunk: 0.5 x 4 x 3 x (2 - 2 x 0.25) = 9
-    assert float(eq.step__pp_comm_time(T_p2p=0.5, m=4, o_pp=0.25, v=3)) == pytest.approx(9.0)
+    # PP: a send forward and back per micro-batch and chunk, interleaved (v 3) with o_pi 0.25
+    # hidden but for the fill's and the drain's p v - 1 = 5 hops: 2 x 0.5 x (0.75 x 4 x 3 +
+    # 0.25 x 5) = 9 + 1.25 = 10.25; plain 1F1B (v 1) with o_pp 0.25: 2 x 0.5 x (0.75 x 4 + 0.25 x 1) = 3.25
+    pp = dict(T_p2p=0.5, m=4, o_pp=0.25, o_pi=0.25, p=2)
+    assert float(eq.step__pp_comm_time(v=3, **pp)) == pytest.approx(10.25)
+    assert float(eq.step__pp_comm_time(v=1, **pp)) == pytest.approx(3.25)
+    # the interleaved share follows o_pi, not o_pp: all hidden but the 5 hops, 2 x 0.5 x 5 = 5
+    assert float(eq.step__pp_comm_time(v=3, **{**pp, "o_pi": 1.0})) == pytest.approx(5.0)
     # TP with SP and full recomputation: 2 layers x 3 micro-batches x 4 x (1 - 0.5)
     # x (1 + 1/2) x (T_ag + T_rs = 0.75) = 13.5; without SP the all-reduce 2 instead
     tp = dict(L_stage=2, T_ag=0.5, T_ar=2.0, T_rs=0.25, m=3, o_tp=0.5, r_full=1, r_g=1)

@@ -176,3 +176,32 @@ def test_torchtitan_reduces_fp32_gradients(run):
     neutral = run("step", *args, "--grad-bytes", 4, "--assume",
                   "zero3_modules_per_layer=1").json()
     assert tt["dp_comm_s"] == pytest.approx(neutral["dp_comm_s"], rel=1e-12)
+
+
+def test_pipeline_whose_stages_tile_a_node_crosses_at_the_block_boundary(run):
+    """2 DGX A100, TP 4 x PP 4 (DP 1): stages of t x cp x dp = 4 ranks tile a node, so stages 0-1
+    sit on node 0 and 2-3 on node 1; the hop 1 -> 2 crosses the NIC and 1F1B's steady state runs
+    at its slowest hop: global batch 8 is 8 micro-batches, 2 x 8 x (3 us + 8,388,608 / 22.5e9) =
+    6.01323 ms. Kills work.py's `inter` without `ctx.pp * s_pp > ctx.gpn` for a divisor stage
+    (the round-11 formula priced the hop on NVLink: 2 x 8 x (1 us + z / 231e9) = 0.597 ms)."""
+    d = _step(run, "llama-2-7b", "--nodes", 2, "--tp", 4, "--pp", 4, "--dp", 1,
+              "--global-batch", 8)
+    assert d["pp_comm_s"] == pytest.approx(2 * 8 * (NIC_ALPHA + Z_PP / NIC_BPS), rel=1e-9)
+
+
+def test_megatron_interleaved_schedule_hides_the_pipeline_sends(run):
+    """Megatron-LM overlaps the interleaved schedule's p2p with the chunks' compute
+    (overlap_p2p_comm, default on: arguments.py L3118-3120 @ d98e8a6) and turns it off without a
+    virtual pipeline (L1010-1012). 2 DGX A100, TP 4 x DP 2 x PP 2, 4 micro-batches: with
+    --interleave 2 the Megatron profile hides the 2 x 4 x 2 sends (step.pp_comm_time, o_pi = 1)
+    but the fill's and drain's p v - 1 = 3 hops each: 6 x (3 us + z / 22.5e9) = 2.25497 ms;
+    --no-overlap-p2p-communication exposes all 16: 6.01323 ms; plain 1F1B (no --interleave)
+    keeps pp_overlap 0: 8 sends, 3.00662 ms."""
+    base = ["--nodes", 2, "--tp", 4, "--pp", 2, "--dp", 2, "--global-batch", 8,
+            "--framework", "megatron", "--zero", 1]
+    hop = NIC_ALPHA + Z_PP / NIC_BPS
+    on = _step(run, "llama-2-7b", *base, "--interleave", 2)
+    assert on["pp_comm_s"] == pytest.approx(6 * hop, rel=1e-9)
+    off = _step(run, "llama-2-7b", *base, "--interleave", 2, "--no-overlap-p2p-communication")
+    assert off["pp_comm_s"] == pytest.approx(16 * hop, rel=1e-9)
+    assert _step(run, "llama-2-7b", *base)["pp_comm_s"] == pytest.approx(8 * hop, rel=1e-9)

@@ -165,7 +165,7 @@ _TRAINING_FLAGS = {"seq_len": "--seq-len", "micro_batch": "--micro-batch",
 def launch_overlaps(kw: dict) -> dict:
     """The Megatron-LM overlap flags of the command line (on unless --no-...; commands
     without them keep the Training defaults)."""
-    names = ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
+    names = ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "overlap_p2p_comm",
              "overlap_moe_expert_parallel_comm", "moe_pad_expert_input_to_capacity",
              "fp8_param_gather")
     out = {n: bool(kw[n]) for n in names if kw.get(n) is not None}

@@ -83,6 +83,11 @@ LAUNCH_FLAGS = (
                  show_default=True,
                  help="Megatron-LM launch flag: Transformer Engine overlaps the TP "
                       "collectives with the GEMMs (needs --sp, TP > 1)."),
+    click.option("--overlap-p2p-communication/--no-overlap-p2p-communication",
+                 "overlap_p2p_comm", default=True, show_default=True,
+                 help="Megatron-LM launch flag: the interleaved schedule's pipeline sends "
+                      "overlap the chunks' compute (Megatron turns it off without "
+                      "--interleave)."),
     click.option("--overlap-moe-expert-parallel-comm/--no-overlap-moe-expert-parallel-comm",
                  default=False, show_default=True,
                  help="Megatron-LM launch flag: one micro-batch's MoE all-to-alls overlap "

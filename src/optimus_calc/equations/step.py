@@ -1,8 +1,7 @@
 """Step time: how the per-stage terms compose into one training step.
 
-Every term the step-time report shows is one of these equations (or one in compute.py/comm.py
-it takes as input), evaluated by the one evaluator (:mod:`optimus_calc.evaluate.engine`);
-`optimus-calc explain step.time MODEL [layout]` prints each with its values.
+Every term the step-time report shows is one of these (or of compute.py/comm.py), evaluated by
+:mod:`optimus_calc.evaluate.engine`; `optimus-calc explain step.time MODEL [layout]` shows them.
 
 Windows and counts follow the frameworks (seeds-independent, read from their source):
 - forward = one pass of the stage's layers (plus the logits on the last stage); backward = two
@@ -42,7 +41,8 @@ T_p2p = sym("T_p2p", "one point-to-point send, s")
 r_f = sym("r_full", "1 with full recomputation, else 0")
 o_tp = sym("o_tp", "fraction of TP communication hidden behind compute (assumed)")
 o_cp = sym("o_cp", "1 if the CP ring's K/V traffic hides behind the attention, else 0")
-o_pp = sym("o_pp", "fraction of PP point-to-point time hidden (assumed)")
+o_pp = sym("o_pp", "fraction of PP point-to-point time hidden, plain 1F1B (assumed)")
+o_pi = sym("o_pi", "fraction hidden under the interleaved schedule, v > 1 (profile)")
 o_tb = sym("o_tb", "fraction of the backward's TP collectives hidden behind the weight-gradient "
            "GEMM (framework profile: Megatron-LM async dgrad 1, else 0)")
 o_dr = sym("o_dr", "1 if bucketed gradient reductions overlap the backward, 0 if the whole "
@@ -52,6 +52,7 @@ o_pg = sym("o_pg", "1 if the ZeRO-1/2 parameter all-gather overlaps the next for
 o_ep = sym("o_ep", "fraction of the EP all-to-alls hidden behind compute (framework profile)")
 L_moe = sym("L_moe", "MoE layers on the pipeline stage")
 v = sym("v", "model chunks per GPU (interleaving)", positive=True)
+p_pp = sym("p", "pipeline-parallel degree", positive=True)
 Z = sym("Z", "ZeRO stage 0..3")
 T_red = sym("T_red", "gradient reduction of the stage's gradients once (all buckets), s")
 T_bkt = sym("T_bkt", "gradient reduction of one bucket, s")
@@ -70,12 +71,11 @@ T_pp = sym("T_pp", "exposed pipeline point-to-point, s")
 T_dpx = sym("T_dp", "exposed data-parallel communication, s")
 T_ox = sym("T_opt", "exposed optimizer step and offload transfers, s")
 T_po = sym("T_po", "exposed parameter streaming from host or NVMe (ZeRO-Infinity), s")
-G_x = sym("G_x", "ZeRO-3 parameter gathers (and, overlapped, reduce-scatters) one "
-          "micro-batch waits for, s (offload.zero3_exposed_gather_time)")
+G_x = sym("G_x", "ZeRO-3 gathers (overlapped: reduce-scatters) a micro-batch waits for, s "
+          "(offload.zero3_exposed_gather_time)")
 T_fix = sym("T_fix", "fixed costs of the step not hidden by GPU work (step.fixed_time), s")
 T_s0 = sym("T_s0", "fixed time per optimizer step (Assumptions.step_fixed_s), s")
-t_l0 = sym("t_l0", "fixed time per layer per micro-batch, forward + backward "
-           "(Assumptions.layer_fixed_s), s")
+t_l0 = sym("t_l0", "fixed time per layer per micro-batch, fwd + bwd (Assumptions.layer_fixed_s), s")
 t_mh = sym("t_mh", "host time per MoE layer per micro-batch the GPU waits for after the "
            "dispatcher's host sync (moe_layer_host_s from EP >= moe_host_sync_min_ep, else 0), s")
 t_mf = sym("t_mf", "launch-bound host time per MoE layer per micro-batch (moe_layer_fixed_s), s")
@@ -88,8 +88,7 @@ tok = sym("tokens", "tokens per step (global batch x sequence)")
 NARAYANAN = "Narayanan et al. SC'21 (arXiv 2104.04473) section 5.1"
 
 
-def _ex(x, w):
-    """The part of x that a window w does not hide."""
+def _ex(x, w):  # the part of x that a window w does not hide
     return sp.Max(0, x - w)
 
 
@@ -114,10 +113,8 @@ elementwise_time = equation(
 
 forward_time = equation("step.forward_time", T_cf + T_ef, "s", "sum of the forward's GEMM and "
                         "element-wise time", "Forward time of the stage in one step.")
-
 backward_time = equation("step.backward_time", T_cb + T_eb, "s", "sum of the backward's GEMM "
-                         "and element-wise time", "Backward time of the stage in one step "
-                         "(all micro-batches, with recomputation).")
+                         "and element-wise time", "Backward time of the stage in one step.")
 
 r_g = sym("r_g", "1 if the recompute re-sends the forward's TP all-gathers (all-reduces without "
           "SP): full recomputation; torchtitan's op SAC, whose save list holds reduce-scatter, "
@@ -161,10 +158,15 @@ ep_comm_time = equation(
     "L343 @ d98e8a6)",
     "Exposed expert-parallel all-to-all time of the stage in one step.")
 
+_o_p = sp.Piecewise((o_pi, v > 1), (o_pp, True))
 pp_comm_time = equation(
-    "step.pp_comm_time", (1 - o_pp) * 2 * m * v * T_p2p, "s",
+    "step.pp_comm_time", 2 * T_p2p * ((1 - _o_p) * m * v + _o_p * sp.Min(p_pp * v - 1, m * v)),
+    "s",
     "Narayanan et al. SC'21 section 2.2: one activation send forward and one gradient send "
-    "backward per micro-batch per model chunk",
+    "backward per micro-batch per model chunk; interleaved, Megatron-LM overlaps them with the "
+    "chunks' compute (overlap_p2p_comm on by default, off without VP: megatron/training/"
+    "arguments.py L3118-3120, L1010-1012 @ d98e8a6), except the p v - 1 hops of the fill and "
+    "of the drain, which the first micro-batch waits for (derived)",
     "Exposed pipeline point-to-point time of the stage in one step.")
 
 _t_last = sp.Min(T_red, T_bkt)
@@ -240,14 +242,12 @@ step_time = equation(
 
 mfu = equation(
     "step.mfu", F_mod / (T_step * N_g * pk), "1",
-    "Chowdhery et al. 2022 (PaLM) appendix B: model FLOPs utilisation, recomputation not "
-    "counted",
+    "Chowdhery et al. 2022 (PaLM) appendix B: model FLOPs utilisation, recomputation not counted",
     "Model FLOPs per second over the cluster's dense peak.")
 
 tokens_per_s = equation(
     "step.tokens_per_s", tok / T_step, "tokens/s", "definition: tokens per step over step time",
     "Training throughput in tokens per second.")
-
 
 # ---- the glue of the stages: attention work, element-wise passes, message sizes, buckets ------
 d_s = sym("d_s", "score width: heads x query/key head dim (MLA: nope + rope dims)")

@@ -279,17 +279,17 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
         T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m, o_ep=o_ep,
                                      r_a2a=r_a2a)
     set_scope("pp")
-    # neighbouring stages sit on different nodes: stages of s = t x cp x dp ranks fill nodes,
-    # or one straddles a node's boundary (s does not divide the node, the pipeline spans more
-    # than one), so the hop into it crosses for some ranks (as topology.placement's groups)
+    # a pipeline over more than one node has a hop between nodes: stages of s = t x cp x dp
+    # ranks fill nodes, or tile a node and the next block of stages starts on the next node,
+    # or one straddles a node's boundary; 1F1B's steady state runs at its slowest hop
     s_pp = t * cp * ctx.dp
-    inter = (s_pp >= ctx.gpn) | ((ctx.gpn % s_pp != 0) & (ctx.pp * s_pp > ctx.gpn))
+    inter = (s_pp >= ctx.gpn) | (ctx.pp * s_pp > ctx.gpn)
     alpha, beta = neighbour(hw, inter, nic)
     z_pp = eq.step__p2p_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, s=s,
                                       t_sp=np.where(ctx.spf == 1, t, 1))
     p2p = eq.comm__p2p_time(alpha=alpha, beta=beta, z=z_pp)
     T_pp = eq.step__pp_comm_time(T_p2p=np.where(ctx.pp > 1, p2p, 0.0), m=m, o_pp=asm.pp_overlap,
-                                 v=ctx.v)
+                                 o_pi=asm.pp_overlap_interleaved, p=ctx.pp, v=ctx.v)
     return T_tp, T_cp, T_ep, T_pp
 
 

@@ -275,6 +275,14 @@ PROFILE = PhysicsProfile((
     Setting("cp_overlap", 1, "megatron/training/arguments.py L3221 (--cp-comm-type default "
             "p2p); TransformerEngine @ d0067d0 transformer_engine/pytorch/attention/"
             "dot_product_attention/context_parallel.py L1698-1715 (AttnFuncWithCPAndKVP2P)"),
+    # --overlap-p2p-communication (default on): interleaved 1F1B overlaps each chunk's sends
+    # and receives with the next chunk's compute; Megatron forces it off without a virtual
+    # pipeline, so plain 1F1B keeps pp_overlap. Megatron-Bridge sets it for VP > 1 likewise
+    Setting("pp_overlap_interleaved", 1, "megatron/training/arguments.py L3118-3120, "
+            "L1010-1012; Megatron-Bridge v0.2.0 src/megatron/bridge/training/comm_overlap.py "
+            "L451-457", when=lambda tr: tr.overlap_p2p_comm),
+    Setting("pp_overlap_interleaved", 0, "--no-overlap-p2p-communication: megatron/training/"
+            "arguments.py L3118-3120", when=lambda tr: not tr.overlap_p2p_comm),
     Setting("ep_overlap_needs_interleave", 1, "megatron/core/transformer/transformer_config.py "
             "L3007-3011 (a virtual pipeline when PP > 1)"),
     Setting("ep_overlap", 1, "--overlap-moe-expert-parallel-comm: megatron/core/"

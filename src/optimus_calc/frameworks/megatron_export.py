@@ -335,6 +335,8 @@ def _overlaps(a: _Args, lay, tr) -> None:
         a.add("--overlap-grad-reduce")  # arguments.py L3121-3122
         if tr.overlap_param_gather and lay.zero >= ZeroStage.OS:
             a.add("--overlap-param-gather")  # arguments.py L3148-3149
+    if not tr.overlap_p2p_comm and lay.interleave > 1:
+        a.add("--no-overlap-p2p-communication")  # arguments.py L3118-3120 (default on)
     if tr.overlap_moe_expert_parallel_comm:
         ep_overlap(a, lay, tr)
     if tr.tp_comm_overlap and tr.sequence_parallel and lay.tp > 1:

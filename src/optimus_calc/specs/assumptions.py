@@ -28,8 +28,7 @@ MIN_DDP_BUCKET_MB = 1e-3  # 1 kB, as zero_bucket_params' 1e3 elements
 
 
 class Assumptions(Frozen):
-    """Named, overridable assumptions (``--assume NAME=VALUE``). Each says where it comes from
-    and, when the model divides by it, the floor that keeps times physical."""
+    """Named, overridable assumptions (``--assume NAME=VALUE``): each says its source and floor."""
 
     gpu_headroom: float = Field(
         default=0.05, ge=0, le=0.9,
@@ -192,7 +191,9 @@ class Assumptions(Frozen):
                               "ring's K/V traffic hides behind the stage's attention time, 0 = "
                               "exposed (step.cp_comm_time; Megatron's profile: 1)")
     pp_overlap: float = Field(default=0.0, ge=0, le=1, description="assumed: fraction of PP "
-                              "point-to-point time hidden behind compute")
+                              "point-to-point time hidden behind compute, plain 1F1B")
+    pp_overlap_interleaved: float = Field(default=0.0, ge=0, le=1, description="the same under "
+                                          "the interleaved schedule (v > 1; Megatron's profile: 1)")
     nccl_latency_model: float = Field(
         default=1.0, ge=0, le=1,
         description="1 (default) = ring and tree collectives take NCCL's own latency model "

@@ -195,6 +195,10 @@ class Training(Frozen):
         default=True, description="Megatron-LM --tp-comm-overlap: Transformer Engine "
                                   "userbuffers overlap the TP collectives with the GEMMs "
                                   "(needs sequence parallelism)")
+    overlap_p2p_comm: bool = Field(
+        default=True, description="Megatron-LM --overlap-p2p-communication (on unless "
+                                  "--no-overlap-p2p-communication, arguments.py L3118-3120): "
+                                  "the interleaved schedule's sends overlap the chunks' compute")
     overlap_moe_expert_parallel_comm: bool = Field(
         default=False, description="Megatron-LM --overlap-moe-expert-parallel-comm (default "
                                    "off, core/model_parallel_config.py L343): one "
