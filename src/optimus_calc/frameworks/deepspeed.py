@@ -75,10 +75,9 @@ GRAD_RULES: tuple[Rule, ...] = (
          _fp32_grads(lambda x: x.zero == 2)),
     _row("DS_GRAD_FP32_OFFLOAD", "--grad-bytes 4 (fp32 gradients) with optimizer offload: the "
          "GPU gradients stay in the model dtype (ZeRO-1 then runs the ZeRO optimizer, which "
-         "reduces its fp32 accumulation cast back, engine.py L1994-1996 and zero/stage_1_and_2"
-         ".py L1136-1140; ZeRO-3 accumulates fp32 in its host buffer, zero/stage3.py L328, "
-         "L742-744)", "runtime/engine.py L1994-1996; runtime/zero/stage3.py L328, L742-744",
-         _fp32_grads(lambda x: x.offloading)),
+         "reduces its fp32 accumulation cast back; ZeRO-3 accumulates fp32 in its host buffer)",
+         "runtime/engine.py L1994-1996, runtime/zero/stage_1_and_2.py L1136-1140; "
+         "runtime/zero/stage3.py L328, L742-744", _fp32_grads(lambda x: x.offloading)),
     _row("DS_GRAD_FP32_FP16_ZERO1", "--grad-bytes 4 (fp32 gradients) under fp16 at ZeRO-1: "
          "the BF16 optimizer (fp32 gradient buffers) is chosen for bf16 only; the ZeRO "
          "optimizer reduces its fp32 accumulation cast back to fp16",
