@@ -51,9 +51,13 @@ DS = ("--framework", "deepspeed")
 FP32_GRADS = {"data_types": {"grad_accum_dtype": "fp32"}, "communication_data_type": "fp32"}
 
 
-def test_zero1_bf16_export_gets_the_bf16_optimizer(run, tmp_path):
-    cfg, choice = _choice(run, tmp_path, "llama8b", "--nodes", 1, *DS, "--zero", 1,
-                          "--grad-bytes", 4)
+@pytest.mark.parametrize("args", [
+    ("llama8b", "--nodes", 1, *DS, "--zero", 1),
+    # Megatron-DeepSpeed's plan: TP 8 x PP 4 x DP 1, ZeRO-1 (the same exporter and engine)
+    ("llama70b", "--nodes", 4, "--framework", "megatron-deepspeed"),
+], ids=["deepspeed", "megatron-deepspeed"])
+def test_zero1_bf16_export_gets_the_bf16_optimizer(run, tmp_path, args):
+    cfg, choice = _choice(run, tmp_path, *args, "--grad-bytes", 4)
     assert cfg["zero_optimization"]["stage"] == 1 and cfg["data_types"]
     assert choice == _engine_const("BFLOAT16") == "bf16"
 

@@ -36,7 +36,6 @@ OFFLOAD_TARGETS: tuple[Offload, ...] = (Offload.NONE, Offload.CPU, Offload.NVME,
 PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp32")
 
 
-
 def fp32_grads(precision: str, grad_bytes: int) -> bool:
     """--grad-bytes 4 under a bf16/fp16 model: fp32 gradients, which DeepSpeed keeps only when
     asked (data_types.grad_accum_dtype, runtime/config.py L896; engine.py L1485-1496)."""
