@@ -80,7 +80,9 @@ def _deepspeed_config(cfg: dict, gpus: int, dp: int):
     ("llama70b", "--nodes", 2, "--tp", 4, "--zero", 2, "--framework", "deepspeed"),
     ("llama-3-405b", "--node", "dgx-h100", "--nodes", 16, "--framework", "deepspeed"),
     ("llama70b", "--nodes", 1, "--offloads", "nvme"),
-], ids=["headline", "autotp-z2", "405b-16-nodes", "nvme"])
+    ("llama8b", "--nodes", 1, "--framework", "deepspeed", "--zero", 1, "--grad-bytes", 4),
+    ("llama70b", "--nodes", 4, "--framework", "deepspeed", "--grad-bytes", 4),
+], ids=["headline", "autotp-z2", "405b-16-nodes", "nvme", "z1-fp32-grads", "z3-fp32-grads"])
 def test_deepspeed_config_accepts_the_export(run, tmp_path, args):
     _need("deepspeed")
     cfg = json.loads(_export(run, tmp_path, *args, "--export", "deepspeed"))
@@ -91,6 +93,8 @@ def test_deepspeed_config_accepts_the_export(run, tmp_path, args):
     assert c.train_batch_size == cfg["train_batch_size"]
     assert c.zero_optimization_stage == lay["zero"]
     assert c.gradient_accumulation_steps == cfg["gradient_accumulation_steps"]
+    if "--grad-bytes" in args:  # what engine.get_data_types / communication_data_type read
+        assert c.grad_accum_dtype == "fp32" and str(c.communication_data_type) == "torch.float32"
 
 
 

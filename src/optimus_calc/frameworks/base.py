@@ -52,7 +52,7 @@ class Layouts:
                  global_batch=None, precision: str = "bf16", model=None,
                  fp8_recipe: str = "te-delayed", etp=None, sp=True, attention_kernel: str = "",
                  seq_len: int | None = None, moe_dispatcher: str = "alltoall",
-                 cuda_graph: bool = False):
+                 cuda_graph: bool = False, grad_bytes: int = 0):
         # each array keeps its own shape (the search's grid columns are (1, 1, 1, 1, grid), its
         # switches one axis each): a rule computes on the axes it reads, and only its result
         # meets the others' (run_rules), never millions of broadcast copies of a switch
@@ -77,6 +77,7 @@ class Layouts:
         self.seq_len = seq_len  # tokens per sequence (None: the rules on it are skipped)
         self.moe_dispatcher = moe_dispatcher  # --moe-dispatcher: alltoall, deepep, hybridep
         self.cuda_graph = bool(cuda_graph)  # --cuda-graph-impl full_iteration (Megatron-LM's)
+        self.grad_bytes = int(grad_bytes)  # Training.grad_bytes: --grad-bytes (0: not typed)
 
     def seq_not_dividing(self, divisor) -> np.ndarray | None:
         """The sequence not a multiple of ``divisor`` (an array); None without a sequence."""

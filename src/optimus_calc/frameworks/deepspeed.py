@@ -17,7 +17,7 @@ from optimus_calc.frameworks.base import (OFF_CPU, OFF_NVME, OFF_SUPERCHIP, SMAR
                                           FrameworkPlugin, PhysicsProfile, Rule, Setting,
                                           no_iteration_graph, not_dividing, runs_dispatchers,
                                           runs_offloads, runs_precisions)
-from optimus_calc.specs.training import Offload
+from optimus_calc.specs.training import Offload, Precision
 
 COMMIT = "edaa7221267243c7be7fb49c5d5f5c4fb97b4641"
 _DS = "DeepSpeed"
@@ -34,6 +34,55 @@ OFFLOAD_TARGETS: tuple[Offload, ...] = (Offload.NONE, Offload.CPU, Offload.NVME,
                                         Offload.SUPERCHIP)
 # bf16 and fp16 sections (runtime/precision_config.py L30, L92), fp32 without either; no FP8.
 PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp32")
+
+
+def fp32_grads(precision: str, grad_bytes: int) -> bool:
+    """--grad-bytes 4 under a bf16/fp16 model: fp32 gradients, which DeepSpeed keeps only when
+    asked (data_types.grad_accum_dtype, runtime/config.py L896; engine.py L1485-1496)."""
+    return grad_bytes == 4 and precision in ("bf16", "fp16")
+
+
+def _fp32_grads(when):
+    """A rule's test that applies only to fp32 gradients under a bf16/fp16 model."""
+    return lambda x: when(x) if fp32_grads(x.precision, x.grad_bytes) else None
+
+
+def _other_grad_bytes(x):
+    """Typed --grad-bytes neither the model's bytes nor fp32 under a bf16/fp16 model."""
+    gb = x.grad_bytes
+    if not gb or gb == Precision(x.precision).weight_bytes or fp32_grads(x.precision, gb):
+        return None
+    return x.everywhere()
+
+
+# --grad-bytes 4 under a bf16/fp16 model: where DeepSpeed keeps fp32 gradients. It does at
+# ZeRO-1 with bf16 and no offload (the BF16 optimizer: fp32 gradient buffers, engine.py
+# L1994-1996, bf16_optimizer.py L176) and at ZeRO-3 without offload (fp32 gradient
+# partitions, zero/stage3.py L742-744, L1825-1826); these rows refuse the rest.
+GRAD_RULES: tuple[Rule, ...] = (
+    Rule("DS_GRAD_BYTES", f"{_DS}: --grad-bytes is the model's bytes or, under a bf16/fp16 "
+         "model, 4 (fp32 gradients, data_types.grad_accum_dtype; runtime/engine.py "
+         "L1485-1496): no other gradient width is written for it",
+         "runtime/engine.py L1485-1496", _other_grad_bytes, on_run=True),
+    _row("DS_GRAD_FP32_ZERO0", "--grad-bytes 4 (fp32 gradients) under a bf16/fp16 model needs "
+         "ZeRO: without it the engine raises NotImplementedError('unsupported mix of "
+         "model_dtype and grad_accum_dtype')", "runtime/engine.py L2011-2021",
+         _fp32_grads(lambda x: x.zero == 0)),
+    _row("DS_GRAD_FP32_ZERO2", "--grad-bytes 4 (fp32 gradients): ZeRO-2 keeps its gradient "
+         "partition in the model dtype whatever data_types.grad_accum_dtype says",
+         "runtime/zero/stage_1_and_2.py L361-364, L1678-1680",
+         _fp32_grads(lambda x: x.zero == 2)),
+    _row("DS_GRAD_FP32_OFFLOAD", "--grad-bytes 4 (fp32 gradients) with optimizer offload: the "
+         "GPU gradients stay in the model dtype (ZeRO-1 then runs the ZeRO optimizer, which "
+         "reduces its fp32 accumulation cast back; ZeRO-3 accumulates fp32 in its host buffer)",
+         "runtime/engine.py L1994-1996, runtime/zero/stage_1_and_2.py L1136-1140; "
+         "runtime/zero/stage3.py L328, L742-744", _fp32_grads(lambda x: x.offloading)),
+    _row("DS_GRAD_FP32_FP16_ZERO1", "--grad-bytes 4 (fp32 gradients) under fp16 at ZeRO-1: "
+         "the BF16 optimizer (fp32 gradient buffers) is chosen for bf16 only; the ZeRO "
+         "optimizer reduces its fp32 accumulation cast back to fp16",
+         "runtime/engine.py L1994-1996; runtime/zero/stage_1_and_2.py L1136-1140",
+         _fp32_grads(lambda x: (x.zero == 1) if x.precision == "fp16" else None)),
+)
 
 # Rows every DeepSpeed-engine framework obeys (plain DeepSpeed and Megatron-DeepSpeed).
 ENGINE_RULES: tuple[Rule, ...] = (
@@ -79,6 +128,7 @@ ENGINE_RULES: tuple[Rule, ...] = (
                     "fp8 key in runtime/config.py)",
                     "runtime/precision_config.py L30, L92; no fp8 key in runtime/config.py",
                     PRECISIONS),
+    *GRAD_RULES,
 )
 
 RULES: tuple[Rule, ...] = ENGINE_RULES + (
@@ -146,4 +196,4 @@ PLUGIN = FrameworkPlugin(
                       "optimus_calc.frameworks.deepspeed_export", "deepspeed_config"))
 
 __all__ = ["PLUGIN", "RULES", "ENGINE_RULES", "ENGINE_PROFILE", "COMMIT", "OFF_CPU",
-           "OFFLOAD_TARGETS", "PRECISIONS"]
+           "OFFLOAD_TARGETS", "PRECISIONS", "GRAD_RULES", "fp32_grads"]

@@ -24,6 +24,7 @@ import json
 from math import ceil
 from typing import assert_never
 
+from optimus_calc.frameworks.deepspeed import fp32_grads
 from optimus_calc.frameworks.exporting import grad_accumulation, node_split, require
 from optimus_calc.frameworks.megatron_deepspeed_export import launch_args
 from optimus_calc.frameworks import Framework
@@ -89,6 +90,29 @@ def _precision_and_optimizer(cfg: dict, layout, training) -> None:
             # an optimizer other than DeepSpeedCPUAdam/Lion with offload raises
             # ZeRORuntimeException unless this is false (runtime/engine.py L2040-2044)
             cfg["zero_force_ds_cpu_optimizer"] = False
+
+
+def _gradients(cfg: dict, layout, training) -> list[str]:
+    """fp32 gradients under a bf16/fp16 model (--grad-bytes 4; the DeepSpeed profile's default
+    is the model's 2 bytes): data_types.grad_accum_dtype (runtime/config.py L896) and
+    communication_data_type (runtime/config.py L209-223), the 4 bytes per gradient the plan
+    holds and reduces (evaluate/work.py ``_data_parallel``). The DS_GRAD_* rules
+    (frameworks/deepspeed.py) leave ZeRO-1 with bf16 and ZeRO-3, both without offload."""
+    if not fp32_grads(training.precision.value, training.gradient_bytes):
+        return []
+    cfg["data_types"] = {"grad_accum_dtype": "fp32"}
+    cfg["communication_data_type"] = "fp32"
+    if int(layout.zero) == 3:
+        return ["--grad-bytes 4: DeepSpeed runs its ZeRO-3 optimizer (runtime/engine.py "
+                "L1997), whose gradient partitions data_types.grad_accum_dtype keeps in fp32 "
+                "(runtime/zero/stage3.py L742-744); communication_data_type fp32 reduce-scatters "
+                "them in fp32 (stage3.py L1798-1799, L1825-1826)"]
+    return ["--grad-bytes 4: with bf16, ZeRO-1, no offload and data_types.grad_accum_dtype fp32 "
+            "DeepSpeed picks its BF16_Optimizer (runtime/engine.py L1994-1996), which "
+            "accumulates every gradient in fp32 buffers (runtime/bf16_optimizer.py L176) and "
+            "all-reduces them (engine.py L3784-3790) in communication_data_type fp32 "
+            "(engine.py L3663-3664): an all-reduce where the plan times ZeRO-1's "
+            "reduce-scatter, so the step is slower than planned by one fp32 gradient all-gather"]
 
 
 def _zero(layout, training, model, asm: Assumptions) -> dict:
@@ -195,6 +219,7 @@ def deepspeed_config_dict(layout, training, model, asm: Assumptions | None = Non
     asm = asm or Assumptions()
     cfg, _, batch_notes = _batch(layout, training, fw)
     _precision_and_optimizer(cfg, layout, training)
+    grad_notes = _gradients(cfg, layout, training)
     cfg["zero_optimization"] = _zero(layout, training, model, asm)
     if layout.offload is Offload.NVME:
         cfg["aio"] = dict(AIO_DEFAULTS)
@@ -207,7 +232,7 @@ def deepspeed_config_dict(layout, training, model, asm: Assumptions | None = Non
         cfg["activation_checkpointing"] = {"partition_activations": layout.tp > 1,
                                            "contiguous_memory_optimization": False}
     launch = _launch(layout, training, model, fw, gpus_per_node)
-    launch["notes"] = batch_notes + launch["notes"]
+    launch["notes"] = batch_notes + grad_notes + launch["notes"]
     return {"_launch": launch, **cfg}
 
 

@@ -180,16 +180,16 @@ def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interle
                       fp8_recipe: str = "te-delayed", etp=None,
                       attention_kernel: str = "", seq_len: int | None = None,
                       moe_dispatcher: str = "alltoall",
-                      cuda_graph: bool = False) -> FrameworkSupport:
+                      cuda_graph: bool = False, grad_bytes: int = 0) -> FrameworkSupport:
     """Which framework runs each layout. Arrays broadcast together; ``offload`` holds indices
     into ``specs.training.Offload``, ``zero`` 0-3, ``offload_params`` bool. ``global_batch``
     (scalar or array) gives the micro-batch count for rules that need it; without it those
     rules are skipped. ``precision`` is the Training precision value (bf16, fp16, fp32, fp8),
     ``fp8_recipe`` its FP8 recipe (te-delayed, te-current, torchao), ``attention_kernel`` the
     fused kernel it names (:func:`named_kernel`), ``seq_len`` its sequence (rules on it skipped
-    without), ``moe_dispatcher`` and ``cuda_graph`` its launch choices. ``model`` (the Model)
-    enables the rules on the architecture (a framework that cannot build it); without it they
-    are skipped.
+    without), ``moe_dispatcher`` and ``cuda_graph`` its launch choices, ``grad_bytes`` its
+    Training.grad_bytes (0: not typed). ``model`` (the Model) enables the rules on the
+    architecture (a framework that cannot build it); without it they are skipped.
     ``sequence_parallel`` (0/1) is read by the rules as ``Layouts.sp``, on its own axis: the
     arrays returned have the broadcast shape of every input when a rule reads it, else of every
     input but it. ``recompute`` is accepted for a stable signature: every registered framework
@@ -200,7 +200,7 @@ def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interle
                 global_batch=global_batch, precision=precision, model=model,
                 fp8_recipe=fp8_recipe, etp=etp, sp=sequence_parallel,
                 attention_kernel=attention_kernel, seq_len=seq_len, moe_dispatcher=moe_dispatcher,
-                cuda_graph=cuda_graph)
+                cuda_graph=cuda_graph, grad_bytes=grad_bytes)
     Framework = enums()[0]
     wanted = None if frameworks is None else {str(getattr(f, "value", f)) for f in frameworks}
     keys = [Framework(p.key) if p.key in Framework._value2member_map_ else p.key
@@ -255,7 +255,8 @@ def _one_key(layout, training) -> tuple:
             training.micro_batch, training.sequence_parallel, training.recompute.code,
             training.global_batch, training.precision.value, training.fp8_recipe.value,
             getattr(layout, "expert_tp", None), named_kernel(training), training.seq_len,
-            training.moe_dispatcher.value, training.cuda_graph_full_iteration)
+            training.moe_dispatcher.value, training.cuda_graph_full_iteration,
+            training.grad_bytes)
 
 
 def layout_support(layout, training, model) -> dict:
@@ -266,12 +267,12 @@ def layout_support(layout, training, model) -> dict:
         return dict(hit[1])
     Reason = enums()[1]
     (tp, pp, dp, cp, ep, zero, off, opar, v, mb, sp, rc, gb, prec, recipe, etp, kern, seq,
-     disp, graph) = key
+     disp, graph, gbytes) = key
     s = framework_support(tp, pp, dp, cp, ep, zero, off, opar, v, mb, sp, rc, heads=model.heads,
                           n_kv=model.n_kv, experts=model.experts, layers=model.layers,
                           global_batch=gb, precision=prec, model=model, fp8_recipe=recipe,
                           etp=etp, attention_kernel=kern, seq_len=seq, moe_dispatcher=disp,
-                          cuda_graph=graph)
+                          cuda_graph=graph, grad_bytes=gbytes)
     out = {f: Reason(int(r.reshape(-1)[0])) for f, r in s.reason.items()}
     if hit is None and len(_ONE) >= 256 or hit is not None:
         _ONE.clear()  # another model, or many layouts: start again
@@ -281,11 +282,11 @@ def layout_support(layout, training, model) -> dict:
 
 def layouts_support(layouts, trainings, model) -> list[dict]:
     """:func:`layout_support` of several layouts in one pass of the rules (the planner's top K);
-    the trainings must share precision, FP8 recipe, attention kernel and sequence (each layout
-    alone otherwise)."""
+    the trainings must share precision, FP8 recipe, attention kernel, sequence and gradient
+    bytes (each layout alone otherwise)."""
     from optimus_calc.specs.training import offload_code
     if len({(t.precision, t.fp8_recipe, named_kernel(t), t.seq_len, t.moe_dispatcher,
-             t.cuda_graph_full_iteration) for t in trainings}) > 1:
+             t.cuda_graph_full_iteration, t.grad_bytes) for t in trainings}) > 1:
         return [layout_support(lay, t, model) for lay, t in zip(layouts, trainings)]
     Reason = enums()[1]
     col = lambda f: np.array([f(lay, t) for lay, t in zip(layouts, trainings)])  # noqa: E731
@@ -302,6 +303,6 @@ def layouts_support(layouts, trainings, model) -> list[dict]:
         etp=col(lambda lay, t: getattr(lay, "expert_tp", lay.tp)),
         attention_kernel=named_kernel(trainings[0]), seq_len=trainings[0].seq_len,
         moe_dispatcher=trainings[0].moe_dispatcher.value,
-        cuda_graph=trainings[0].cuda_graph_full_iteration)
+        cuda_graph=trainings[0].cuda_graph_full_iteration, grad_bytes=trainings[0].grad_bytes)
     return [{f: Reason(int(np.broadcast_to(r, (len(layouts),))[i])) for f, r in s.reason.items()}
             for i in range(len(layouts))]
