@@ -228,6 +228,23 @@ def test_megatron_405b_uneven_interleave_is_the_planned_split(run, tmp_path, mon
     assert all(r == rest for r in per_rank[2:]) and sum(map(sum, per_rank)) == 126
 
 
+@pytest.mark.parametrize("flag,expect", [((), True), (("--no-overlap-p2p-communication",), False)],
+                         ids=["default", "off"])
+def test_megatron_reads_the_planned_p2p_overlap(run, tmp_path, monkeypatch, megatron, flag,
+                                                 expect):
+    """The interleaved plan's --overlap-p2p-communication (the profile's pp_overlap_interleaved)
+    is what Megatron-LM runs: on by default (arguments.py L3118-3120), off where the export
+    writes --no-overlap-p2p-communication; validate_args keeps it with a virtual pipeline."""
+    arguments, _ = megatron
+    args = ("llama-3-70b", "--node", "dgx-h100", "--nodes", 4, "--tp", 4, "--pp", 4,
+            "--interleave", 2, "--zero", 1, "--offloads", "none", "--framework", "megatron",
+            *flag)
+    text = _export(run, tmp_path, *args, "--export", "megatron")
+    margs, _ = _megatron_validate(arguments, monkeypatch, text)
+    assert margs.virtual_pipeline_model_parallel_size == 2
+    assert margs.overlap_p2p_comm is expect
+
+
 def _hf_models():
     out = []
     for d in sorted(HF.iterdir()):
