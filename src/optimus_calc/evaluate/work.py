@@ -321,12 +321,14 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     dpr = dict(n=n_dp, stride=ctx.t, beta=b_dp, alpha=a_dp,
                z=eq.step__dp_bucket_bytes(P=P_d, b_g=gbytes, n_bk=k_g))
     n_mod = np.maximum(1, ctx.st.layers) * modules_per_layer(ctx.model, asm)
+    # DDP (ZeRO-0) all-reduces; so does ZeRO-1 where the profile says (zero1_grad_all_reduce)
+    ar = (z == 0) | ((z == 1) & (asm.zero1_grad_all_reduce > 0))
     both = None
     if not tr.multicast and not recording_active():  # the gather's sizes first: its ring and
         k_w = eq.step__weight_gathers(P=P, Z=z, Z_b=asm.zero_bucket_params, n_mod=n_mod)
         z_piece = eq.step__dp_gather_piece_bytes(P=P_d, b_w=wb, k_w=k_w)  # with the reduction
-        both = reduce_and_gather(ctx, z == 0, dpr, z_piece, nodes)
-    T_bkt = both[0] if both else _either(ctx, z == 0, "all-reduce", "reduce-scatter", dpr)
+        both = reduce_and_gather(ctx, ar, dpr, z_piece, nodes)
+    T_bkt = both[0] if both else _either(ctx, ar, "all-reduce", "reduce-scatter", dpr)
     T_red = k_g * T_bkt
     moe = np.any(np.asarray(p_x) > 0)
     if moe:  # MoE: the expert gradients reduce over the expert-DP group
@@ -334,7 +336,7 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
         k_x = eq.step__gradient_buckets(B_cap=cap_g, P=p_x, b_g=gbytes)
         dpx = dict(_expert_dp_group(ctx, n_dp, nic),
                    z=eq.step__dp_bucket_bytes(P=p_x, b_g=gbytes, n_bk=k_x))
-        T_bkx = _either(ctx, z == 0, "all-reduce", "reduce-scatter", dpx)
+        T_bkx = _either(ctx, ar, "all-reduce", "reduce-scatter", dpx)
         T_red = T_red + np.where(np.asarray(p_x) > 0, k_x * T_bkx, 0.0)
         set_scope("dp")
     if both:

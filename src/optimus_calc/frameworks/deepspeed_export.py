@@ -111,8 +111,8 @@ def _gradients(cfg: dict, layout, training) -> list[str]:
             "DeepSpeed picks its BF16_Optimizer (runtime/engine.py L1994-1996), which "
             "accumulates every gradient in fp32 buffers (runtime/bf16_optimizer.py L176) and "
             "all-reduces them (engine.py L3784-3790) in communication_data_type fp32 "
-            "(engine.py L3663-3664): an all-reduce where the plan times ZeRO-1's "
-            "reduce-scatter, so the step is slower than planned by one fp32 gradient all-gather"]
+            "(engine.py L3663-3664): an all-reduce, as the plan times it (the DeepSpeed "
+            "profile's zero1_grad_all_reduce)"]
 
 
 def _zero(layout, training, model, asm: Assumptions) -> dict:

@@ -35,12 +35,10 @@ class Assumptions(Frozen):
         description="safety margin of GPU memory a plan leaves free (fraction of capacity; "
                     "--headroom): allocator spikes, NCCL buffers growing with communicators, "
                     "memory the model does not count. A choice, not a measurement")
-    cuda_context_GB: float = Field(
-        default=0.8, ge=0, le=1e3,
-        description="assumed: CUDA context + cuBLAS/NCCL workspaces per GPU process")
-    fragmentation: float = Field(
-        default=0.05, ge=0, le=1,
-        description="assumed: PyTorch caching-allocator fragmentation, fraction of allocations")
+    cuda_context_GB: float = Field(default=0.8, ge=0, le=1e3, description="assumed: CUDA "
+                                   "context + cuBLAS/NCCL workspaces per GPU process")
+    fragmentation: float = Field(default=0.05, ge=0, le=1, description="assumed: PyTorch "
+                                 "caching-allocator fragmentation, fraction of allocations")
     ddp_bucket_MB: float = Field(
         default=25.0, ge=MIN_DDP_BUCKET_MB, le=1e6,
         description="PyTorch DDP default bucket_cap_mb (ZeRO 0). A divisor of the step model "
@@ -56,12 +54,10 @@ class Assumptions(Frozen):
         default=4, ge=0, le=1e3, description="DeepSpeed offload_optimizer nvme buffer_count")
     nvme_buffer_params: float = Field(
         default=1e8, ge=0, le=1e12, description="DeepSpeed aio buffer_size, elements")
-    logits_bytes: float = Field(
-        default=6, ge=0, le=16,
-        description="bytes per logit held for the loss: bf16 logits + fp32 copy (Megatron)")
-    host_reserved_fraction: float = Field(
-        default=0.1, ge=0, le=1,
-        description="assumed: host RAM kept for the OS, data loaders and pinned buffers")
+    logits_bytes: float = Field(default=6, ge=0, le=16, description="bytes per logit held for "
+                                "the loss: bf16 logits + fp32 copy (Megatron)")
+    host_reserved_fraction: float = Field(default=0.1, ge=0, le=1, description="assumed: host RAM "
+                                          "kept for the OS, data loaders and pinned buffers")
 
     gpu_compress_GBps: float = Field(
         default=21.6, ge=0.001, le=1e5,
@@ -259,6 +255,10 @@ class Assumptions(Frozen):
                     "(DeepSpeed deepspeed/runtime/superoffload/superoffload_stage3.py L56, "
                     "cpuadam_cores_perc default 0.8, master edaa722). A divisor: at least 0.01 "
                     "(MIN_EFFICIENCY)")
+    zero1_grad_all_reduce: float = Field(default=0.0, ge=0, le=1, description="1: ZeRO-1 "
+                                         "all-reduces the gradients (DeepSpeed's BF16_Optimizer: "
+                                         "engine.py L1994-1996, L3784-3794 @ edaa722), 0: "
+                                         "reduce-scatter")
     ds_zero1_overlap_comm: float = Field(
         default=0.0, ge=0, le=1,
         description="DeepSpeed overlap_comm for ZeRO-1 (default false, deepspeed/runtime/zero/"
