@@ -38,7 +38,7 @@ def moe_settings(rel: str, gpu: str, model: str, ep: int, pp: int) -> tuple[str,
                "rc2 runs PP 8 VP 2 EP 32); ") + HEP + "; " + _RC.format(m="mla_up_proj")
         return "", asm + "; no CUDA graphs; " + _MTP, {}
     if model == "oss":
-        rc = _RC.format(m="layernorm, moe_act") + "; sliding window timed as full attention"
+        rc = _RC.format(m="layernorm, moe_act") + "; " + _SWA
         if gpu == "GB200" or (gpu == "B200" and rel in ("26.02", "26.04.01")):
             ov = gpu == "GB200" and rel == "26.04.01"
             return "", ("alltoall dispatcher (no flex backend in the config: models/gpt_oss/"
@@ -75,7 +75,8 @@ def moe_settings(rel: str, gpu: str, model: str, ep: int, pp: int) -> tuple[str,
 # rack's NVLink domain (public_cases._on_nvl72); the MXFP8 configs from v0.5.0 (26.06) run
 # full-iteration CUDA graphs with EP overlap
 _TE3 = _CG.format(s="attn, moe_router, moe_preprocess")
-_SWA = "sliding window timed as full attention"
+_SWA = ("the 128-token window on every other layer timed (gpt_oss_provider.py L77, L83 @ "
+        "v0.3.0)")
 
 
 def _gb200(rel: str, model: str, ep: int) -> tuple[str, str, dict]:

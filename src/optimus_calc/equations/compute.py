@@ -117,6 +117,22 @@ causal_attention_flops = equation(
     "with a block-skipping kernel (kappa_c = 1), all of it unfused (kappa_c = 0). Times use this "
     "count; MFU keeps the un-halved count, as published (PaLM appendix B, Narayanan et al.).")
 
+W_sw = sym("W_sw", "sliding window of the windowed layers, tokens (0: none)")
+L_sw = sym("L_sw", "layers with the sliding window (the rest attend to the whole sequence)")
+attention_span = equation(
+    "compute.attention_span",
+    s * (L - L_sw + L_sw * sp.Piecewise((1, s <= W_sw), ((2 * W_sw - W_sw**2 / s) / s, True)))
+    / L, "tokens",
+    "sliding-window attention (Jiang et al. 2023, Mistral 7B, section 2; gpt-oss and Gemma 2 "
+    "alternate windowed and full layers, transformers configuration_gpt_oss.py L102-105, "
+    "configuration_gemma2.py L95-98): a causal query i attends to min(i + 1, W) keys, on "
+    "average W - W^2 / (2 s) over a sequence s > W against s / 2 for a full causal layer, so a "
+    "windowed layer's un-halved span is 2 W - W^2 / s (derived); kernels with a window "
+    "(FlashAttention window_size, cuDNN / Transformer Engine) skip the blocks outside it; an "
+    "unfused kernel that computes the whole score matrix and masks it is not modelled",
+    "The sequence length the attention core's FLOPs see, averaged over the layers: s without "
+    "a sliding window (2 s (d_s + d_v) FLOPs per token and layer stay as Narayanan et al.).")
+
 F_ac = sym("F_ac", "forward FLOPs of the attention core per token and layer, un-halved "
            "(2 s d_s + 2 s d_v)")
 F_un = sym("F_model", "model FLOPs of the step (no recompute), attention core un-halved")

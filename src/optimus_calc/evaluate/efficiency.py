@@ -90,6 +90,15 @@ def causal_factor(flash):
     return np.asarray(flash, dtype=float)
 
 
+def attention_span(model, s):
+    """The sequence the attention core's FLOPs see (compute.attention_span): ``s``, or less
+    where the model's layers have a sliding window; ``s`` itself (the same value) without one."""
+    if not getattr(model, "sliding_window_layers", 0):
+        return s
+    return eq.compute__attention_span(L=model.layers, L_sw=model.sliding_window_layers,
+                                      W_sw=model.sliding_window, s=s)
+
+
 def attention_flops(tokens, layers, s, q_d, recompute_attention):
     """FLOPs of the attention core over forward and backward (step.attention_core_flops with
     d_s = d_v = ``q_d``, plus step.attention_backward_flops: x2, and a recomputed forward when

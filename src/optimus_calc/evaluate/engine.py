@@ -29,6 +29,7 @@ from optimus_calc.evaluate import fp8
 from optimus_calc.evaluate import strategies as S
 from optimus_calc.evaluate.batch import R_SELECTIVE, Batch
 from optimus_calc.evaluate.context import Hardware
+from optimus_calc.evaluate.efficiency import attention_span
 from optimus_calc.evaluate.evaluation import Evaluation
 from optimus_calc.evaluate.offload_step import persistent_params
 from optimus_calc.evaluate.optimizer import Impl, bytes_per_param, flops_per_param
@@ -374,7 +375,7 @@ def compose(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, comm: CommRecord,
     causal = eq.compute__causal_model_flops(
         F_model=model_flops, L=model.layers, tokens=np.asarray(tokens, dtype=float),
         F_ac=eq.step__attention_core_flops_per_token(d_s=model.score_dim, d_v=model.value_dim,
-                                                     s=ctx.s))
+                                                     s=attention_span(model, ctx.s)))
     return Evaluation(has_step=True, step_time_s=step, worst_time=worst_t, calls=(),
                       stage_terms=per_stage, step_figures=dict(
                           model_flops=model_flops, peak=comp.peak, tokens=tokens,

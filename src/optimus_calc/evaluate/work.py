@@ -10,7 +10,7 @@ from optimus_calc.equations.recording import eq, set_scope
 from optimus_calc.evaluate.batch import R_FULL, R_NONE, R_SELECTIVE
 from optimus_calc.evaluate.context import check_precision
 from optimus_calc.evaluate.efficiency import (attention_efficiency, attention_seconds,
-                                              causal_factor, compute_efficiency,
+                                              attention_span, causal_factor, compute_efficiency,
                                               expert_efficiency, gemm_efficiency)
 from optimus_calc.evaluate.fp8 import (amax_time, bf16_head_flops, fp8_gemm_ratio,
                                        gather_bytes_per_param, reads_amax)
@@ -28,7 +28,7 @@ from optimus_calc.specs.assumptions import Assumptions
 def layer_flops(model: Model, seq: int) -> tuple[float, float]:
     """(F_l averaged over layers, F_h): forward FLOPs per token of a layer and of the logits."""
     common = dict(P_att=model.attention_matrix_params, d_s=model.score_dim, d_v=model.value_dim,
-                  h=model.hidden, m_m=model.ffn_type.matrices, s=seq)
+                  h=model.hidden, m_m=model.ffn_type.matrices, s=attention_span(model, seq))
     dense = float(eq.compute__flops_per_token_layer(E=0, f_a=model.ffn_hidden, **common))
     f_l = dense
     if model.is_moe:
@@ -45,7 +45,7 @@ def recompute_flops(model: Model, seq: int, rc, f_l: float, policy: float = 0):
     and with no weight GEMM saved (``policy`` 2, no profile sets it) every one."""
     rc = np.asarray(rc)
     core = eq.step__attention_core_flops_per_token(d_s=model.score_dim, d_v=model.value_dim,
-                                                   s=seq)
+                                                   s=attention_span(model, seq))
     if policy == 2:  # no weight GEMM saved: every one re-runs, not the core
         sel = f_l - core
     elif policy:
@@ -154,7 +154,7 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     # the FLOPs it executes, experts by their grouped GEMMs (evaluate/efficiency.py)
     kappa = causal_factor(tr.flash_attention)
     f_att = eq.step__attention_core_flops(L_stage=Ls, d_s=model.score_dim, d_v=model.value_dim,
-                                          s=s, tau_g=tau)
+                                          s=attention_span(model, s), tau_g=tau)
     f_att_b = eq.step__attention_backward_flops(
         F_af=f_att, r_a=(np.zeros(rc.shape, dtype=bool) if none
                          else attention_recomputed(rc, asm.selective_policy)))

@@ -28,7 +28,7 @@ from optimus_calc.specs.model import Model
 
 MAPPERS: dict[str, Callable[[Cfg], dict]] = {
     "llama": llama.llama_like,
-    "mistral": llama.llama_like,
+    "mistral": llama.mistral,
     "mixtral": llama.mixtral,
     "qwen2": lambda c: llama.llama_like(c, qkv_bias=True),
     "qwen2_moe": llama.qwen2_moe,

@@ -130,3 +130,23 @@ def text_model(c: Cfg, outer: str) -> Cfg:
     if "tie_word_embeddings" in c.data and "tie_word_embeddings" not in t.data:
         t.data = {**t.data, "tie_word_embeddings": c.data["tie_word_embeddings"]}
     return t
+
+
+def sliding(c: Cfg, layers: int, window: int, full_every: int) -> dict:
+    """``sliding_window`` and ``sliding_window_layers``: the config's window (``window`` where
+    it omits it; null or 0: none) on its ``layer_types``' "sliding_attention" layers, or where
+    it gives none on the family's pattern, every ``full_every``-th layer full (0: all windowed;
+    transformers configuration_gpt_oss.py L102-105, configuration_gemma2.py L95-98)."""
+    w = c.int("sliding_window", default=window)
+    if not w:
+        return {}
+    types = c.data.get("layer_types")
+    if types is None:
+        n = layers - (layers // full_every if full_every else 0)
+    elif isinstance(types, list) and len(types) == layers and all(
+            t in ("sliding_attention", "full_attention") for t in types):
+        n = types.count("sliding_attention")
+    else:
+        raise c._bad("layer_types", f"a list of {layers} \"sliding_attention\" or "
+                     "\"full_attention\"", types)
+    return dict(sliding_window=w, sliding_window_layers=n) if n else {}

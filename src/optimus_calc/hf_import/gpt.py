@@ -4,7 +4,7 @@ legacy RefinedWeb types), starcoder2, nemotron."""
 from __future__ import annotations
 
 from optimus_calc.errors import InputError
-from optimus_calc.hf_import.config import DROPOUT_KEYS, Cfg, act, seq_len
+from optimus_calc.hf_import.config import DROPOUT_KEYS, Cfg, act, seq_len, sliding
 
 
 def falcon(c: Cfg) -> dict:
@@ -103,7 +103,8 @@ def starcoder2(c: Cfg) -> dict:
     layer and a final one), RoPE. Starcoder2Config sets no ``tie_word_embeddings``, so
     PretrainedConfig's default (tied) applies when the file omits it."""
     bias = c.bool("use_bias", True)
-    return dict(
+    sw = sliding(c, c.int("num_hidden_layers"), 0, 0)  # its window on every layer
+    return dict(**sw,
         layers=c.int("num_hidden_layers"), hidden=c.int("hidden_size"),
         heads=c.int("num_attention_heads"), kv_heads=c.int("num_key_value_heads", default=0),
         ffn_hidden=c.int("intermediate_size"), ffn_type=act(c, "hidden_act", "gelu_pytorch_tanh"),

@@ -5,7 +5,7 @@ qwen3_moe, gpt_oss)."""
 from __future__ import annotations
 
 from optimus_calc.errors import InputError
-from optimus_calc.hf_import.config import DROPOUT_KEYS, Cfg, seq_len
+from optimus_calc.hf_import.config import DROPOUT_KEYS, Cfg, seq_len, sliding
 
 
 def llama_like(c: Cfg, *, qkv_bias: bool = False, qk_norm: bool = False) -> dict:
@@ -66,11 +66,19 @@ def qwen2_moe(c: Cfg) -> dict:
 
 
 def gpt_oss(c: Cfg) -> dict:
+    """gpt-oss: GptOssConfig's 128-token window on every other layer (the first of each pair)."""
     d = llama_like(c)
     d.update(attention_bias=True, attention_out_bias=True, mlp_bias=True, attention_sinks=True,
              experts=c.int("num_local_experts"), top_k=c.int("num_experts_per_tok"),
-             router_bias=True)
+             router_bias=True, **sliding(c, d["layers"], 128, 2))
     return d
+
+
+def mistral(c: Cfg) -> dict:
+    """Mistral: the Llama layout; MistralConfig's ``sliding_window`` (4096 in Mistral-7B-v0.1,
+    null from v0.2) on every layer (Jiang et al. 2023 section 2)."""
+    d = llama_like(c)
+    return {**d, **sliding(c, d["layers"], 0, 0)}
 
 
 def granite(c: Cfg) -> dict:

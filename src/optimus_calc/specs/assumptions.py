@@ -349,7 +349,7 @@ class Assumptions(Frozen):
                     "scheduler, logging, garbage collection; docs/reference/framework-physics.md "
                     "section 5). Fitted by calibrate; a framework profile may set it")
     moe_layer_host_s: float = Field(
-        default=0.0019, ge=0, le=10, description="host time per MoE layer per micro-batch "
+        default=0.0020, ge=0, le=10, description="host time per MoE layer per micro-batch "
         "(forward and backward) the GPU waits for: the dropless token dispatcher syncs the host "
         "on the token counts (Megatron-LM token_dispatcher.py L452-470, L590-616; torchtitan "
         "expert_parallel.py L134-135), exposing the launches after it (step.fixed_time). "

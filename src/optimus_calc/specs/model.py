@@ -60,6 +60,10 @@ class Model(CatalogEntry):
     qk_norm_full: bool = Field(default=False, description="the Q/K norms span all heads' width, "
                                "heads x head_dim and kv_heads x head_dim (OLMo-2, Cohere)")
     attention_sinks: bool = Field(default=False, description="one learned sink logit per head")
+    sliding_window: int = Field(default=0, ge=0, le=100_000_000, description="tokens a "
+                                "windowed layer attends to (0 = no sliding window)")
+    sliding_window_layers: int = Field(default=0, ge=0, le=100_000, description="layers with "
+                                       "the sliding window (the others attend to all tokens)")
     token_type_vocab: int = Field(default=0, ge=0, le=1000, description="BERT segment embeddings")
     embedding_norm: bool = Field(default=False, description="norm after the embeddings (BERT)")
     final_norm: bool = Field(default=True, description="norm before the output head")
@@ -135,6 +139,10 @@ class Model(CatalogEntry):
                              "qk_rope_head_dim, and v_head_dim")
         if self.q_lora_rank and not self.kv_lora_rank:
             raise ValueError("q_lora_rank is an MLA field: give kv_lora_rank too")
+        if self.sliding_window_layers > self.layers or (
+                self.sliding_window_layers > 0) != (self.sliding_window > 0):
+            raise ValueError("sliding_window_layers must be 1..layers with a sliding_window "
+                             "> 0, and 0 without one")
         if self.first_dense_layers >= self.layers and self.experts:
             raise ValueError(f"first_dense_layers {self.first_dense_layers} leaves no MoE layer "
                              f"of {self.layers}")

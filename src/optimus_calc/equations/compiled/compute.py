@@ -8,6 +8,11 @@ alike without importing sympy. `optimus-calc explain NAME` shows the source expr
 import numpy
 
 
+def compute__attention_span(L, L_sw, W_sw, s):
+    """compute.attention_span [tokens]: sliding-window attention (Jiang et al. 2023, Mistral 7B, section 2; gpt-oss and Gemma 2 alternate windowed and full layers, transformers configuration_gpt_oss.py L102-105, configuration_gemma2.py L95-98): a causal query i attends to min(i + 1, W) keys, on average W - W^2 / (2 s) over a sequence s > W against s / 2 for a full causal layer, so a windowed layer's un-halved span is 2 W - W^2 / s (derived); kernels with a window (FlashAttention window_size, cuDNN / Transformer Engine) skip the blocks outside it; an unfused kernel that computes the whole score matrix and masks it is not modelled"""
+    return s*(L + L_sw*numpy.where(numpy.greater_equal(W_sw, s), 1, (-W_sw**2/s + 2*W_sw)/s) - L_sw)/L
+
+
 def compute__causal_attention_flops(F_af, kappa_c):
     """compute.causal_attention_flops [FLOP]: FlashAttention benchmarks/benchmark_flash_attention.py (flops(): 4 b s^2 n_h d_h halved when causal); Dao 2023 (FlashAttention-2, arXiv 2307.08691), its causal-masking paragraph: blocks above the diagonal are skipped, so the kernel does half of Q K^T and P V (plus the diagonal blocks, which the published efficiencies already absorb); the unfused path computes the whole s x s matrix"""
     return F_af*(1 - 1/2*kappa_c)
