@@ -1,0 +1,54 @@
+"""Defects found by reading the product cold (branch review12): each test pins the corrected
+behaviour."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def _row(cands, **want):
+    return next(c for c in cands if all(c[k] == v for k, v in want.items()))
+
+
+def _step(run, model, *args):
+    return run("step", model, *args, "--format", "json").json()
+
+
+def test_plan_times_megatron_sp_off_rows_without_tp_comm_overlap(run):
+    # Megatron-LM's --tp-comm-overlap asserts --sequence-parallel (arguments.py L1441-1442,
+    # frameworks/megatron._tp_comm_overlap): `step --no-sp` exposes the TP all-reduces. The
+    # planner applied the profile once, at the default SP on, so its SP-off rows kept
+    # tp_overlap = 1: 7.6735 s here instead of step's 7.8683 s (0.1948 s of TP hidden).
+    args = ("--node", "dgx-h100", "--framework", "megatron", "--tp", "2", "--zero", "1",
+            "--global-batch", "64")
+    plan = run("plan", "llama-3-8b", *args, "--offloads", "none", "--recompute", "none",
+               "--micro-batch", "1", "--pp", "1", "--top", "2", "--format", "json").json()
+    cands = plan["candidates"]
+    off = _row(cands, sequence_parallel=False)
+    on = _row(cands, sequence_parallel=True)
+    nosp = _step(run, "llama-3-8b", *args, "--no-sp")
+    sp = _step(run, "llama-3-8b", *args)
+    assert nosp["breakdown"]["tp_comm_s"] == pytest.approx(0.1948, rel=1e-3)
+    assert sp["breakdown"]["tp_comm_s"] == 0.0
+    assert off["step_time_s"] == pytest.approx(nosp["step_time_s"], rel=1e-9)
+    assert on["step_time_s"] == pytest.approx(sp["step_time_s"], rel=1e-9)
+    # one profile still (Megatron-LM's), searched in two parts
+    assert plan["profiles"] == 1 and plan["evaluated"] == 2
+
+
+def test_plan_times_full_recompute_rows_without_megatron_ep_overlap(run):
+    # --overlap-moe-expert-parallel-comm is refused with full recompute (transformer_config.py
+    # L3021-3023, frameworks/megatron._ep_comm_overlap): step exposes the all-to-alls (1.4706 s
+    # here). The planner hid them on its full-recompute rows: 6.016 s instead of 7.487 s.
+    lay = ("--node", "dgx-h100", "--nodes", "4", "--framework", "megatron",
+           "--overlap-moe-expert-parallel-comm", "--ep", "8", "--tp", "1", "--pp", "1")
+    plan = run("plan", "qwen3-30b-a3b", *lay, "--recompute", "full", "--zero", "2",
+               "--offloads", "none", "--micro-batch", "8", "--top", "1",
+               "--format", "json").json()
+    c = plan["recommended"]
+    assert (c["dp"], c["recompute"], c["global_batch"]) == (32, "full", 512)
+    st = _step(run, "qwen3-30b-a3b", *lay, "--zero", "2", "--micro-batch", "8",
+               "--recompute", "full")
+    assert st["breakdown"]["ep_comm_s"] == pytest.approx(1.4706, rel=1e-3)
+    assert c["step_time_s"] == pytest.approx(st["step_time_s"], rel=1e-9)
+    assert c["step_time_s"] == pytest.approx(7.4867, rel=1e-3)
