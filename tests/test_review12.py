@@ -3,6 +3,9 @@ behaviour."""
 
 from __future__ import annotations
 
+import csv
+import io
+
 import pytest
 
 
@@ -52,3 +55,24 @@ def test_plan_times_full_recompute_rows_without_megatron_ep_overlap(run):
     assert st["breakdown"]["ep_comm_s"] == pytest.approx(1.4706, rel=1e-3)
     assert c["step_time_s"] == pytest.approx(st["step_time_s"], rel=1e-9)
     assert c["step_time_s"] == pytest.approx(7.4867, rel=1e-3)
+
+
+def test_compare_json_and_csv_name_the_layout_the_table_shows(run):
+    # compare's defaults are not step's: without layout options TP = the node's GPUs (8 divides
+    # llama-3-70b's 64 heads), ZeRO-3 and selective recompute. The table's header said
+    # "TP=8 PP=1 DP=8, ZeRO-3" and "recompute selective"; JSON and CSV said neither, so a
+    # script reading them could not rebuild the layout (step with the same flags gives TP 1).
+    args = ("compare", "llama70b", "--node", "dgx-h100", "--nodes", "8")
+    d = run(*args, "--format", "json").json()
+    assert d["layout"] == {"tp": 8, "pp": 1, "dp": 8, "cp": 1, "ep": 1, "etp": 8, "zero": 3,
+                           "interleave": 1}
+    assert (d["training"]["recompute"], d["training"]["micro_batch"]) == ("selective", 1)
+    rows = list(csv.DictReader(io.StringIO(run(*args, "--format", "csv").out)))
+    assert len(rows) == len(d["strategies"])
+    for row in rows:
+        assert (row["tp"], row["dp"], row["zero"], row["recompute"]) == ("8", "8", "3",
+                                                                         "selective")
+    # the no-offload row is step's figure for that layout
+    st = run("step", "llama70b", "--node", "dgx-h100", "--nodes", "8", "--tp", "8", "--zero",
+             "3", "--recompute", "selective", "--format", "json").json()
+    assert d["strategies"][0]["step_time_s"] == pytest.approx(st["step_time_s"], rel=1e-12)
