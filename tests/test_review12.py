@@ -76,3 +76,16 @@ def test_compare_json_and_csv_name_the_layout_the_table_shows(run):
     st = run("step", "llama70b", "--node", "dgx-h100", "--nodes", "8", "--tp", "8", "--zero",
              "3", "--recompute", "selective", "--format", "json").json()
     assert d["strategies"][0]["step_time_s"] == pytest.approx(st["step_time_s"], rel=1e-12)
+
+
+def test_compare_help_shows_no_default_it_does_not_use(run):
+    # `compare --help` said "--tp [default: 1]", "--zero [default: 0]" and "--recompute
+    # [default: none]" (the options shared with step) above a description saying it uses TP =
+    # the node's GPUs, ZeRO-3 and selective recomputation; step's help keeps its defaults
+    text = " ".join(run("compare", "--help").out.split())
+    assert "ZeRO-3 and selective recomputation" in text
+    for opt in ("--tp INTEGER RANGE [1<=x<=1000000]", "--zero INTEGER RANGE ZeRO stage 0-3. "
+                "[0<=x<=3]", "--recompute [none|selective|full] Activation recomputation. --sp"):
+        assert opt in text
+    assert "--tp INTEGER RANGE [default: 1; 1<=x<=1000000]" in " ".join(
+        run("step", "--help").out.split())
