@@ -89,3 +89,25 @@ def test_compare_help_shows_no_default_it_does_not_use(run):
         assert opt in text
     assert "--tp INTEGER RANGE [default: 1; 1<=x<=1000000]" in " ".join(
         run("step", "--help").out.split())
+
+
+def test_sweep_rows_name_the_physics_profile_that_timed_them(run):
+    # sweep searches each framework's physics profile (--framework each, the default) but its
+    # rows said neither the framework nor the expert TP: mixtral-8x7b's winner on one DGX H100
+    # is timed with DeepSpeed's profile (ZeRO-2, CPU offload: DeepSpeed moves the bf16
+    # gradients off, Megatron-LM keeps fp32 ones on the GPU), so `step` without --framework
+    # gave another number for the row's layout
+    d = run("sweep", "--models", "mixtral-8x7b", "--node", "dgx-h100", "--nodes", "1",
+            "--format", "json").json()
+    row = d["rows"][0]
+    assert row["framework"] == "deepspeed, megatron-deepspeed"
+    assert (row["tp"], row["ep"], row["etp"], row["zero"], row["offload"],
+            row["offload_params"]) == (1, 4, 1, 2, "cpu", False)
+    args = ("step", "mixtral-8x7b", "--node", "dgx-h100", "--tp", "1", "--ep", "4",
+            "--zero", "2", "--offload", "cpu", "--micro-batch", str(row["micro_batch"]),
+            "--recompute", row["recompute"], "--format", "json")
+    timed = run(*args, "--framework", "deepspeed").json()
+    assert row["step_time_s"] == pytest.approx(timed["step_time_s"], rel=1e-12)
+    assert row["step_time_s"] == pytest.approx(58.6397, rel=1e-4)
+    neutral = run(*args).json()
+    assert abs(neutral["step_time_s"] / row["step_time_s"] - 1) > 1e-3
