@@ -111,3 +111,22 @@ def test_sweep_rows_name_the_physics_profile_that_timed_them(run):
     assert row["step_time_s"] == pytest.approx(58.6397, rel=1e-4)
     neutral = run(*args).json()
     assert abs(neutral["step_time_s"] / row["step_time_s"] - 1) > 1e-3
+
+
+def test_plan_html_of_a_neutral_search_times_the_layout_as_its_table(run, tmp_path):
+    # `plan --framework any` times every layout with framework-neutral parameters, but its
+    # HTML page rebuilt the recommended layout under the profile of the first framework that
+    # runs it (the row's "framework" lists them): here Megatron-LM's, whose --tp-comm-overlap
+    # hides the TP communication, so the page's step breakdown said 128.6562 s below a table
+    # saying 155.42 s, and named the Megatron-LM profile
+    args = ("plan", "llama70b", "--node", "dgx-h100", "--nodes", "4", "--framework", "any",
+            "--tp", "8", "--pp", "4", "--interleave", "2", "--top", "1")
+    rec = run(*args, "--format", "json").json()["recommended"]
+    assert rec["framework"] == "megatron, torchtitan"  # who runs it, not whose physics
+    assert rec["step_time_s"] == pytest.approx(155.4153, rel=1e-5)
+    page = tmp_path / "plan.html"
+    assert run(*args, "--format", "html", "-o", str(page)).code == 0
+    text = page.read_text()
+    assert f"{rec['step_time_s']:.4f}" in text and "128.6562" not in text
+    assert "framework-neutral parameters" in text
+    assert "Megatron-LM profile (--framework megatron)" not in text
