@@ -130,3 +130,20 @@ def test_plan_html_of_a_neutral_search_times_the_layout_as_its_table(run, tmp_pa
     assert f"{rec['step_time_s']:.4f}" in text and "128.6562" not in text
     assert "framework-neutral parameters" in text
     assert "Megatron-LM profile (--framework megatron)" not in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("optimizer-step", "--params", "-70B", "--device", "h100"), "--params '-70B' must be > 0"),
+    (("step", "llama-3-8b", "--tokens", "-2T"), "--tokens '-2T' must be > 0"),
+    (("comm", "all-reduce", "--size", "-1"), "--size '-1' must be > 0"),
+    (("comm", "all-reduce", "--sizes", "-1KB..1GB"), "--sizes '-1KB' must be > 0"),
+    # not a number with or without its sign: as before
+    (("comm", "all-reduce", "--size", "-x"), "--size '-x' is not a size"),
+    (("optimizer-step", "--params", "-", "--device", "h100"), "--params '-' is not a number"),
+])
+def test_a_negative_count_or_size_is_named_negative(run, argv, message):
+    # "-70B" was "not a number; use e.g. 70e9, 70B, 302M" although it is one: the suggestion
+    # repeated the user's own spelling; 0 already said "must be > 0"
+    r = run(*argv)
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert r.err.startswith("error: " + message)
