@@ -147,3 +147,21 @@ def test_a_negative_count_or_size_is_named_negative(run, argv, message):
     r = run(*argv)
     assert r.code == 2 and r.err.count("\n") == 1
     assert r.err.startswith("error: " + message)
+
+
+def test_gpu_fraction_applies_to_the_superchip_offload_only(run):
+    # --gpu-fraction was taken and ignored without --offload superchip (its siblings
+    # --smartnic, --smartnics-per-node, --no-spill are refused off their target)
+    r = run("step", "llama-3-8b", "--offload", "cpu", "--zero", "1", "--gpu-fraction", "0.5")
+    assert r.code == 2 and r.err == ("error: --gpu-fraction applies to --offload superchip "
+                                     "(got --offload cpu)\n")
+    sc = ("step", "llama-3-8b", "--node", "gh200", "--offload", "superchip", "--format", "json")
+    default, given = run(*sc).json(), run(*sc, "--gpu-fraction", "0.1").json()
+    assert default["step_time_s"] == given["step_time_s"]  # the default is still 0.1
+    half = run(*sc, "--gpu-fraction", "0.5").json()
+    # half the Adam state (12 bytes/param) on the GPU instead of a tenth: 0.4 x 12 x 8.03e9
+    # bytes = 38.55 GB more, x 1.05 for the allocator's fragmentation (assumption 0.05)
+    assert half["gpu_memory_bytes"] - default["gpu_memory_bytes"] == pytest.approx(
+        0.4 * 12 * 8.030261248e9 * 1.05, rel=1e-6)
+    # compare and breakeven evaluate every target: the value goes to the superchip row
+    assert run("compare", "llama-3-8b", "--node", "gh200", "--gpu-fraction", "0.5").code == 0
