@@ -165,3 +165,24 @@ def test_gpu_fraction_applies_to_the_superchip_offload_only(run):
         0.4 * 12 * 8.030261248e9 * 1.05, rel=1e-6)
     # compare and breakeven evaluate every target: the value goes to the superchip row
     assert run("compare", "llama-3-8b", "--node", "gh200", "--gpu-fraction", "0.5").code == 0
+
+
+@pytest.mark.parametrize("seq, cp, extra, runs", [
+    # Megatron-LM scatters the embedding's output over TP along the sequence
+    # (_split_along_first_dim asserts dim_size % world_size == 0): 4,097 tokens over TP 2
+    (4097, 1, (), False),
+    (4097, 1, ("--no-sp",), True),  # no sequence parallelism: no split
+    (4096, 1, (), True),
+    # with CP each rank holds s / CP tokens, split over TP: 4,100 / 2 = 2,050 = 2 x 1,025
+    (4100, 2, (), True),
+    # 4,098 / 2 = 2,049 is odd, but 4,098 is no multiple of 2 x CP = 4 either (MG_CP_SEQ)
+    (4098, 2, (), False),
+])
+def test_megatron_refuses_a_sequence_tp_does_not_split(run, seq, cp, extra, runs):
+    d = run("step", "llama-3-8b", "--tp", "2", "--cp", str(cp), "--seq-len", str(seq), *extra,
+            "--format", "json").json()
+    verdict = d["frameworks"]["megatron"]
+    assert (verdict == "runs") is runs, verdict
+    if not runs and cp == 1:
+        assert verdict.startswith("Megatron-LM: sequence parallelism splits each CP rank's "
+                                  "sequence over TP")
