@@ -30,7 +30,7 @@ BATTERY = [
     (["comm", "all-reduce", "--size", "1.5GB", "--ranks", "12"], "not a multiple"),
     (["comm", "all-reduce", "--size", "abc"], "'abc' is not a size"),
     (["comm", "all-reduce", "--size", "1e"], "'1e' is not a size"),
-    (["comm", "all-reduce", "--size", "-1GB"], "is not a size"),
+    (["comm", "all-reduce", "--size", "-1GB"], "--size '-1GB' must be > 0"),
     (["comm", "all-reduce", "--size", "1e400"], "not a finite number"),
     (["comm", "all-reduce", "--size", "1GB", "--alpha-us", "nan"], "not a finite number"),
     (["comm", "gather", "--size", "1GB"], "'gather' is not one of"),

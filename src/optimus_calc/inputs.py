@@ -265,20 +265,20 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
     model = resolve_model(model_text, cat)
     hw = resolve_hardware(cat, kw["node"], kw["nodes"], kw["gpu"], kw["gpus_per_node"],
                           kw["smartnic"])
-    layout = fill_layout(
+    frac = {} if kw.get("gpu_fraction") is None else {"superchip_gpu_fraction": kw["gpu_fraction"]}
+    layout = fill_layout(  # no --gpu-fraction: the Layout's sourced default
         hw, kw["tp"], kw["pp"], kw["dp"], kw["cp"], ep=kw["ep"], etp=kw.get("etp"),
-        zero=ZeroStage(kw["zero"]),
-        offload=Offload(kw["offload"]), interleave=kw["interleave"],
+        zero=ZeroStage(kw["zero"]), offload=Offload(kw["offload"]), interleave=kw["interleave"],
         offload_params=kw["offload_params"], smartnic=hw.smartnic.name if hw.smartnic else None,
-        smartnics_per_node=kw["smartnics_per_node"] or 0,
-        superchip_gpu_fraction=kw["gpu_fraction"], allow_spill=not kw["no_spill"])
+        smartnics_per_node=kw["smartnics_per_node"] or 0, allow_spill=not kw["no_spill"], **frac)
     if layout.offload_params and layout.zero == 3 and not strategies_vary:  # < 3: check_layout
         check_params_target(layout)
-    for flag, given in (("--smartnic", kw["smartnic"]),
-                        ("--smartnics-per-node", kw["smartnics_per_node"]),
-                        ("--no-spill", kw["no_spill"])):
-        if given and not strategies_vary and layout.offload is not Offload.SMARTNIC:
-            raise InputError(f"{flag} applies to --offload smartnic (got --offload "
+    for flag, given, target in (("--smartnic", kw["smartnic"], "smartnic"),
+                                ("--smartnics-per-node", kw["smartnics_per_node"], "smartnic"),
+                                ("--no-spill", kw["no_spill"], "smartnic"),
+                                ("--gpu-fraction", frac, "superchip")):
+        if given and not strategies_vary and layout.offload.value != target:
+            raise InputError(f"{flag} applies to --offload {target} (got --offload "
                              f"{layout.offload.value})")
     tr, gb_default, seq_default = training_from(kw, model, layout.dp)
     if isinstance(model, BareModel) and not tr.model_states_only:

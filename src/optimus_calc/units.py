@@ -43,6 +43,13 @@ def _finite_positive(value: float, what: str, text: str, allow_zero: bool) -> fl
     return value
 
 
+def _negative(pattern: str, raw: str, what: str, allow_zero: bool = False) -> None:
+    """A number the pattern would take but for its minus sign: say that it must be positive,
+    not that it is no number ('-5' is one)."""
+    if raw.startswith("-") and re.match(pattern, raw[1:].strip()):
+        raise InputError(f"{what} {raw!r} must be {'>= 0' if allow_zero else '> 0'}")
+
+
 def parse_size(text: str, what: str = "size", allow_zero: bool = False) -> float:
     """Parse a byte size such as ``4096``, ``1.5GB``, ``256MiB``, ``1GiB``; returns bytes.
 
@@ -52,6 +59,7 @@ def parse_size(text: str, what: str = "size", allow_zero: bool = False) -> float
     raw = str(text).strip()
     m = re.match(_SIZE_RE, raw)
     if not m:
+        _negative(_SIZE_RE, raw, what, allow_zero)
         raise InputError(
             f"{what} {text!r} is not a size; use e.g. 4096, 1.5GB, 256MiB, 1GiB")
     num = float(m.group("num"))
@@ -72,6 +80,7 @@ def parse_count(text: str, what: str = "count") -> float:
     raw = str(text).strip()
     m = re.match(_COUNT_RE, raw)
     if not m:
+        _negative(_COUNT_RE, raw, what)
         raise InputError(f"{what} {text!r} is not a number; use e.g. 70e9, 70B, 302M")
     factor = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}[m.group("suffix") or ""]
     value = float(m.group("num")) * factor

@@ -47,3 +47,10 @@ def compare(ctx, model: str, fmt: str, output: str | None, **kw) -> None:
         from optimus_calc.report.html_parts import assumption_rows, with_html
         doc = with_html(doc, kind="compare", assumptions=assumption_rows(inp.assumptions))
     emit(doc, fmt, output)
+
+
+# compare's own defaults are the docstring's (TP = the node's GPUs, ZeRO-3, selective): the
+# shared options' "[default: 1]", "[default: 0]", "[default: none]" would contradict them
+for _param in compare.params:
+    if _param.name in ("tp", "zero", "recompute"):
+        _param.show_default = False

@@ -219,9 +219,10 @@ layout_options = _stack(
     click.option("--smartnics-per-node", type=click.IntRange(1, 1024), default=None,
                  help="SmartNICs per node (default: one per GPU)."),
     click.option("--no-spill", is_flag=True, help="SmartNIC state may not spill to host RAM."),
-    click.option("--gpu-fraction", type=FiniteFloat(0, 1), default=0.1, show_default=True,
-                 help="SuperOffload: fraction of optimizer state kept on the GPU (0.1: the "
-                      "published configs' offload_optimizer ratio 0.90)."),
+    click.option("--gpu-fraction", type=FiniteFloat(0, 1), default=None,
+                 help="SuperOffload (--offload superchip): fraction of optimizer state kept on "
+                      "the GPU (default 0.1: the published configs' offload_optimizer ratio "
+                      "0.90)."),
 )
 
 

@@ -126,6 +126,14 @@ RULES: tuple[Rule, ...] = (
     _row("MG_CP_SEQ", "context parallelism cuts the sequence into 2 x CP chunks: the sequence "
          "must be a multiple of 2 x CP", "training/arguments.py L1335-1338",
          lambda x: None if x.seq_len is None else (x.cp > 1) & x.seq_not_dividing(2 * x.cp)),
+    # the embedding's output is scattered over TP along the sequence (each CP rank's s / CP
+    # tokens), and _split_along_first_dim asserts the split is even (the stored Megatron-LM
+    # checkout is 00caa53, not COMMIT: mappings.py L56-70 there)
+    _row("MG_SP_SEQ", "sequence parallelism splits each CP rank's sequence over TP: the "
+         "sequence must be a multiple of TP x CP (or --no-sp)", "megatron/core/tensor_parallel/"
+         "mappings.py L56-70 @ 00caa53 (_split_along_first_dim)",
+         lambda x: None if x.seq_len is None else (x.tp > 1) & x.sp
+         & x.seq_not_dividing(x.tp * x.cp)),
     _row("MG_INTERLEAVE_MICRO", "the interleaved schedule needs at least PP micro-batches",
          "core/pipeline_parallel/schedules.py L1160-1168", _interleave_micro),
     Rule("MG_ARCH", f"{_MG}: pretrain_gpt.py cannot build this architecture from its flags (an "

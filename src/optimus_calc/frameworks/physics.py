@@ -115,3 +115,37 @@ def profile_groups(frameworks, training, assumptions, model=None,
         key = (tr.grad_bytes, tuple(sorted(dict(asm).items())))  # flat: model_dump's
         groups.setdefault(key, [tr, asm, []])[2].append(f)
     return [(tuple(fs), tr, asm) for tr, asm, fs in groups.values()]
+
+
+def profile_parts(frameworks, training, assumptions, model, yields: frozenset,
+                  recomputes, sps) -> list[tuple[tuple, object, object, tuple, tuple]]:
+    """:func:`profile_groups` for a planner that varies recompute and sequence parallelism per
+    layout: a Setting's ``when`` may read them (Megatron-LM's --tp-comm-overlap needs SP, its
+    EP overlap refuses full recompute), so each framework's profile is applied at every
+    (recompute, SP) pair of ``recomputes`` x ``sps`` (Recompute members, bools). Frameworks
+    with the same values at every pair share a group, as in profile_groups; a group is cut into
+    parts of equal values, each a product of recompute modes x SP values (one search each):
+    [(frameworks, training, assumptions, recomputes, sps)], parts of a group consecutive."""
+    pairs = [(r, s) for r in recomputes for s in sps]
+    groups: dict[tuple, list] = {}
+    for f in frameworks:
+        tr = plugin(f).profile.apply(training, assumptions, model, yields)[0]
+        at = {}
+        for r, s in pairs:
+            t = training.model_copy(update={"recompute": r, "sequence_parallel": s})
+            t2, asm, _, _ = plugin(f).profile.apply(t, assumptions, model, yields)
+            at[(r, s)] = ((t2.grad_bytes, tuple(sorted(dict(asm).items()))), asm)
+        sig = tuple(at[p][0] for p in pairs)
+        groups.setdefault(sig, [tr, at, []])[2].append(f)
+    out = []
+    for tr, at, fs in groups.values():
+        blocks: dict[tuple, list] = {}  # (values, the SP values a mode takes them at) -> modes
+        for r in recomputes:
+            by_key: dict = {}
+            for s in sps:
+                by_key.setdefault(at[(r, s)][0], []).append(s)
+            for key, ss in by_key.items():
+                blocks.setdefault((key, tuple(ss)), []).append(r)
+        out += [(tuple(fs), tr, at[(rs[0], ss[0])][1], tuple(rs), ss)
+                for (_, ss), rs in blocks.items()]
+    return out

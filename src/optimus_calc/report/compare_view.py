@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from optimus_calc.report.common import (TrainRequest, context_row, launch_data, layout_text,
-                                        pct, train_figures, training_text)
+from optimus_calc.report.common import (TrainRequest, context_row, launch_data, layout_data,
+                                        layout_text, pct, train_figures, training_data,
+                                        training_text)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
@@ -31,6 +32,19 @@ def strategy_row(r, train: TrainRequest | None = None) -> dict:
         "frameworks": list(r.frameworks),
         "framework": getattr(getattr(inp, "framework", None), "key", None) or "neutral",
         **train_figures(train, st.step_time_s, inp.training, inp.hw, inp.assumptions)}
+
+
+def _layout(r) -> dict:
+    """The layout a strategy row was evaluated with, but its offload (the row's own columns):
+    compare's defaults are not step's (TP = the node's GPUs, ZeRO-3, selective recompute),
+    so JSON and CSV say what the table's header line says."""
+    return {k: v for k, v in layout_data(r.inputs.layout).items()
+            if k not in ("offload", "smartnic", "offload_params")}
+
+
+def _layout_columns(r) -> dict:
+    tr = r.inputs.training
+    return {**_layout(r), "micro_batch": tr.micro_batch, "recompute": tr.recompute.value}
 
 
 def compare_document(cmp, train: TrainRequest | None = None) -> Document:
@@ -94,11 +108,13 @@ def compare_document(cmp, train: TrainRequest | None = None) -> Document:
         Column("fits", "fits"), *extra])
     ctx = context_row(inp.model.name, inp.hw, inp.training, train)
     skip = {"reasons", "mfu", "tokens"}
-    csv_rows = [{**ctx, **{k: v for k, v in r.items() if k not in skip}, "mfu_pct": pct(r["mfu"]),
-                 "reasons": r["reasons"]} for r in rows]
+    csv_rows = [{**ctx, **_layout_columns(res), **{k: v for k, v in r.items() if k not in skip},
+                 "mfu_pct": pct(r["mfu"]), "reasons": r["reasons"]}
+                for res, r in zip(cmp.results, rows)]
     data = {"model": inp.model.name, "node": inp.hw.node.name, "nodes": inp.hw.nodes,
             "gpus": inp.hw.gpus, "seq_len": inp.training.seq_len,
             "global_batch": inp.training.global_batch, **launch_data(inp.training),
+            "layout": _layout(cmp.baseline), "training": training_data(inp.training),
             "strategies": rows,
             "best": best["strategy"] if best else None}
     return Document(

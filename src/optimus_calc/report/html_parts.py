@@ -58,9 +58,12 @@ def layout_inputs(res, si):
 
     r = res.recommended
     # ``framework`` joins the frameworks of the row's profile group ("deepspeed,
-    # megatron-deepspeed"), whose profiles apply identically: the first of them
-    tr, asm, choice = apply_framework(r.frameworks[0] if r.framework else None, r.layout,
-                                      r.training, si.assumptions, res.model, si.yields)
+    # megatron-deepspeed"), whose profiles apply identically: the first of them; a plan
+    # searched with framework-neutral physics (--framework any) lists the frameworks that run
+    # the row there too, and its page keeps the neutral parameters its table used
+    name = r.frameworks[0] if r.framework and si.physics else None
+    tr, asm, choice = apply_framework(name, r.layout, r.training, si.assumptions, res.model,
+                                      si.yields)
     return Inputs(res.model, res.hw, r.layout, tr, asm, si.global_batch_defaulted,
                   si.seq_len_defaulted, si.profile, choice)
 

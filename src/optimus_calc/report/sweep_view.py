@@ -9,8 +9,8 @@ from optimus_calc.report.plan_view import candidate_data, candidate_ranges
 
 SWEEP_COLUMNS = [
     "model", "node", "nodes", "gpus", "seq_len", "global_batch", "precision", "smartnic", "fits",
-    "tp", "pp", "dp", "cp", "ep", "zero", "offload", "recompute", "sequence_parallel",
-    "micro_batch", "interleave", "gpu_memory_bytes", "gpu_headroom_bytes", "step_time_s",
+    "tp", "pp", "dp", "cp", "ep", "etp", "zero", "offload", "offload_params", "recompute",
+    "sequence_parallel", "micro_batch", "interleave", "framework", "gpu_memory_bytes", "gpu_headroom_bytes", "step_time_s",
     "mfu_pct", "tokens_per_s", "whatif_smartnic_step_time_s", "whatif_smartnic_tokens_per_s",
     "optimizer_bytes_per_gpu", "nics_per_gpu_for_memory", "nics_per_gpu_for_compute",
     "layouts_evaluated", "layouts_feasible", "reason"]

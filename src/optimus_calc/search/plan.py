@@ -20,7 +20,8 @@ from optimus_calc.evaluate.shapes import max_chunks
 from optimus_calc.frameworks import Framework, layout_support, layouts_support
 from optimus_calc.search.inputs import SearchInputs, offload_targets
 from optimus_calc.search.passes import NOT_RUNNABLE, Objective
-from optimus_calc.search.per_framework import groups_note, search_per_framework
+from optimus_calc.search.per_framework import (groups_note, profile_count,
+                                               search_per_framework)
 from optimus_calc.search.space import enumerate_space, offload_variants
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.assumptions import Assumptions
@@ -217,19 +218,20 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
     smallest = res.smallest_gpu_bytes if np.isfinite(res.smallest_gpu_bytes) else None
     common = dict(smallest_gpu_bytes=smallest, notes=tuple(groups_note(groups)),
                   what_if=what_if, framework_rejections=res.framework_rejections,
-                  frameworks=names, profiles=len(groups))
+                  frameworks=names, profiles=profile_count(groups))
     if res.feasible == 0:
         refused = _refused(frameworks, offloads)
         why = (_no_fit_why(res, names, hw, asm) if np.isfinite(res.smallest_gpu_bytes) else
                "no framework runs any layout searched (" + ", ".join(names) + "; see "
                "framework_rejections; SmartNIC layouts are a what-if)"
                + (refused or _most_rejected(res.framework_rejections)))
-        return PlanResult(model, hw, base, objective, len(space) * len(groups), 0,
+        return PlanResult(model, hw, base, objective, len(space) * profile_count(groups), 0,
                           res.infeasible_by_reason, (), None, why, **common)
     top = _top_candidates(picks, results, groups, model, hw)
     rec = top[0]
     why = _why(rec, res.feasible, res.best_no_offload_tps, objective)
-    return PlanResult(model, hw, base, objective, len(space) * len(groups), res.feasible,
+    evaluated = len(space) * profile_count(groups)
+    return PlanResult(model, hw, base, objective, evaluated, res.feasible,
                       res.infeasible_by_reason, tuple(top), rec, why, **common)
 
 
