@@ -54,7 +54,9 @@ def test_plan_times_full_recompute_rows_without_megatron_ep_overlap(run):
                "--recompute", "full")
     assert st["breakdown"]["ep_comm_s"] == pytest.approx(1.4706, rel=1e-3)
     assert c["step_time_s"] == pytest.approx(st["step_time_s"], rel=1e-9)
-    assert c["step_time_s"] == pytest.approx(7.4867, rel=1e-3)
+    # 7.4867 s at review12's commit; the MoE host sync then moved 1.9 -> 2.0 ms (its fit on the
+    # public MoE rows): 0.1 ms x 48 MoE layers x 2 micro-batches x 2 (full recompute re-syncs)
+    assert c["step_time_s"] == pytest.approx(7.4867 + 0.1e-3 * 48 * 2 * 2, rel=1e-3)
 
 
 def test_compare_json_and_csv_name_the_layout_the_table_shows(run):
