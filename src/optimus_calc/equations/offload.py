@@ -312,8 +312,12 @@ zero3_prefetch_depth = equation(
 
 t_cf = sym("t_cf", "forward compute of one module in a forward (or recomputed) pass, s")
 t_cb = sym("t_cb", "backward compute of one module (its gradient GEMMs), s")
-t_rs = sym("t_rs", "reduce-scatter of one module's gradients that overlaps the backward, s "
-           "(0 when the reduction runs after the backward)")
+T_rb = sym("T_rb", "gradient reduce-scatters of one micro-batch that overlap the backward (all "
+           "buckets but the last), s (0 when the reduction runs after the backward)")
+o_dr = sym("o_dr", "1 if bucketed gradient reductions overlap the backward, 0 if the whole "
+           "reduction runs after it (Megatron-LM without --overlap-grad-reduce)")
+T_red = sym("T_red", "gradient reduction of the stage's gradients once (all buckets), s")
+T_bkt = sym("T_bkt", "gradient reduction of one bucket, s")
 
 
 def _pass_wait(x, w):
@@ -327,10 +331,27 @@ def _pass_wait(x, w):
     return (1 - d_p) * n_mod * x + d_p * (x + (n_mod - 1) * sp.Max(0, x - w))
 
 
+zero3_overlapped_reduce_time = equation(
+    "offload.zero3_overlapped_reduce_time", o_dr * (T_red - sp.Min(T_red, T_bkt)), "s",
+    "DeepSpeed @ edaa722 deepspeed/runtime/zero/stage3.py L1570-1608: a bucket is reduce-"
+    "scattered as it fills during the backward; the last fills with the backward's last "
+    "gradients and follows it (step.dp_exposed_time charges it, o_dr Min(T_bkt, T_red))",
+    "ZeRO-3 reduce-scatters of one micro-batch that cross the backward's link with the gathers: "
+    "every bucket but the last (0 without overlap: all of it follows the backward).")
+
+_r = T_rb / sp.Max(1, n_mod - 1)  # the reductions of one module before the last
+# the backward on one link, in issue order (prefetch d_p = 1): the first module's gather; the
+# second module's gather behind the first's compute; then behind each module's compute the next
+# one's gather and the reduction of the module before; behind the last module's compute the
+# reduction of the one before it. The last module's (the last bucket) follows the backward.
+_bwd_wait = sp.Piecewise(
+    (d_p * (t_g + sp.Max(0, t_g - t_cb) + (n_mod - 2) * sp.Max(0, t_g + _r - t_cb)
+            + sp.Max(0, _r - t_cb)) + (1 - d_p) * (n_mod * t_g + T_rb), n_mod >= 2),
+    (_pass_wait(t_g, t_cb) + T_rb, True))
+
 zero3_exposed_gather_time = equation(
     "offload.zero3_exposed_gather_time",
-    c_pass * n_mod * alpha_g + (c_pass - 1) * _pass_wait(t_g, t_cf)
-    + _pass_wait(t_g + t_rs, t_cb), "s",
+    c_pass * n_mod * alpha_g + (c_pass - 1) * _pass_wait(t_g, t_cf) + _bwd_wait, "s",
     _DS + "partitioned_param_coordinator.py L262-387 (per-module fetch and prefetch); "
     "DeepSpeed @ edaa722 deepspeed/runtime/zero/stage3.py L335-336, L1570-1608 (gradients "
     "reduce-scattered per bucket during the backward on reduce_and_partition_stream, "
@@ -343,10 +364,12 @@ zero3_exposed_gather_time = equation(
     "Gather time one micro-batch waits for: the per-module fixed cost of every pass, then per "
     "pass the link time each module's gather adds beyond the previous module's compute. The "
     "forward and each recomputed forward carry the gathers (c_pass - 1 = 1 + r_f passes, windows "
-    "of the forward's compute); the backward's link carries each module's gather and its "
-    "reduce-scatter together (t_g + t_rs) behind the backward's compute, 2x the forward's: at "
-    "hundreds of GPUs the ring latency (n - 1) alpha of every per-module collective grows with "
-    "n while the compute per module does not, and the gathers stop hiding.")
+    "of the forward's compute); in the backward (compute 2x the forward's) the link carries "
+    "the next module's gather and the previous module's reduce-scatter (T_rb / (n_mod - 1) "
+    "each, every bucket but the last, which step.dp_exposed_time adds once) behind each "
+    "module's compute: at hundreds of GPUs the ring latency (n - 1) alpha of every per-module "
+    "collective grows with n while the compute per module does not, and the gathers stop "
+    "hiding.")
 
 # ---- SmartNIC transfers and the superchip tail ---------------------------------------------
 G_n = sym("G_n", "GPUs per node", positive=True)

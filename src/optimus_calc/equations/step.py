@@ -205,10 +205,10 @@ dp_exposed_time = equation(
     "without --overlap-grad-reduce: distributed_data_parallel.py L131-137 @ d98e8a6); ZeRO-1/2 gathers overlap the next forward (o_pg = 1, Megatron "
     "--overlap-param-gather) or run whole before it (o_pg = 0); ZeRO-3 gathers wait per module as far as prefetching does not "
     "hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time), "
-    "and there the overlapped reduce-scatters share the backward's link with the gathers (in "
-    "G_x): only the last bucket follows the backward. Never more than the communication it "
-    "exposes (step.dp_comm_time): when a window is shorter than one bucket or one module's "
-    "gather, the last bucket's tail would otherwise count a reduction twice (issue 32 item 9)",
+    "and there the overlapped reduce-scatters but the last bucket's share the backward's link "
+    "with the gathers (in G_x, offload.zero3_overlapped_reduce_time): the last bucket follows "
+    "the backward, counted here once. Never more than the communication it exposes "
+    "(step.dp_comm_time): a window shorter than a bucket counts no reduction twice (issue 32 9)",
     "Part of the data-parallel communication the compute windows do not hide.")
 
 r_h = sym("r_h", "1 when the MoE forward re-runs in the backward (full or op-level AC), else 0")

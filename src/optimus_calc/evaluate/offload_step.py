@@ -363,8 +363,9 @@ def zero3_exposed_gather(*, modules, module_params, gather_s, forward_s, backwar
     """Gather time one micro-batch waits for under ZeRO-3 (forward, recomputed forward and
     backward passes), with DeepSpeed's prefetch limits from the assumptions. ``forward_s`` and
     ``backward_s`` are one micro-batch's compute windows (the backward's with its recomputed
-    forward); ``reduce_s`` the gradient reduce-scatter that overlaps the backward (it shares
-    the backward's link with the gathers; 0 when it runs after the backward)."""
+    forward); ``reduce_s`` the micro-batch's gradient reduce-scatters that overlap the backward
+    (every bucket but the last, offload.zero3_overlapped_reduce_time: they share the
+    backward's link with the gathers; 0 when the reduction runs after the backward)."""
     depth = eq.offload__zero3_prefetch_depth(B_pf=asm.zero3_prefetch_bucket_params,
                                              M_live=asm.zero3_max_live_params, p_m=module_params)
     n = _positive("modules", modules)
@@ -373,4 +374,4 @@ def zero3_exposed_gather(*, modules, module_params, gather_s, forward_s, backwar
     t_cb = np.maximum(0.0, np.asarray(backward_s) - r * np.asarray(forward_s)) / n
     return eq.offload__zero3_exposed_gather_time(
         alpha_g=asm.zero3_gather_latency_us * 1e-6, c_pass=2.0 + r, d_p=depth, n_mod=n,
-        t_cb=t_cb, t_cf=t_cf, t_g=gather_s, t_rs=np.asarray(reduce_s) / n)
+        t_cb=t_cb, t_cf=t_cf, t_g=gather_s, T_rb=reduce_s)

@@ -356,7 +356,7 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
         set_scope("dp")
     T_gat = eq.step__dp_gather_time(Z=z, k_w=k_w, t_g=t_piece)
     r_full = ctx.r_full
-    g_x = _zero3_wait(ctx, (z == 3) & (n_dp > 1), n_mod, P, t_piece, comp, T_red)
+    g_x = _zero3_wait(ctx, (z == 3) & (n_dp > 1), n_mod, P, t_piece, comp, T_red, T_bkt)
     # the per-module fixed cost of every gather pass, as the exposed term charges it (in G_x)
     A_g = np.where(n_dp > 1, n_mod * asm.zero3_gather_latency_us * 1e-6, 0.0)
     dp_args = dict(T_gat=T_gat, T_red=T_red, Z=z, m=ctx.m, A_g=A_g, r_full=r_full)
@@ -368,7 +368,7 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     return T_dp, T_dpx
 
 
-def _zero3_wait(ctx: Ctx, on, n_mod, P, t_piece, comp: ComputeRecord, T_red):
+def _zero3_wait(ctx: Ctx, on, n_mod, P, t_piece, comp: ComputeRecord, T_red, T_bkt):
     """G_x of step.dp_exposed_time: the ZeRO-3 gathers a micro-batch waits for where ``on``
     (ZeRO-3 over more than one rank), else 0. A batch with no such layout skips the computation
     unless `explain` records it (a speed tactic: the same zeros)."""
@@ -377,9 +377,11 @@ def _zero3_wait(ctx: Ctx, on, n_mod, P, t_piece, comp: ComputeRecord, T_red):
         return np.zeros(broadcast_small(on.shape, np.shape(n_mod), np.shape(P), np.shape(t_piece),
                                         np.shape(comp.W_f), np.shape(comp.W_b),
                                         np.shape(r_full), np.shape(T_red)))
+    T_rb = eq.offload__zero3_overlapped_reduce_time(o_dr=asm.dp_reduce_overlap, T_red=T_red,
+                                                    T_bkt=T_bkt)
     g_x = zero3_exposed_gather(modules=n_mod, module_params=P / n_mod, gather_s=t_piece,
                                forward_s=comp.W_f, backward_s=comp.W_b, asm=asm,
-                               recompute_full=r_full, reduce_s=asm.dp_reduce_overlap * T_red)
+                               recompute_full=r_full, reduce_s=T_rb)
     return np.where(on, g_x, 0.0)
 
 

@@ -134,12 +134,20 @@ def offload__unscale_time(B_r, P_r):
     return 8*P_r/B_r
 
 
-def offload__zero3_exposed_gather_time(alpha_g, c_pass, d_p, n_mod, t_cb, t_cf, t_g, t_rs):
+def offload__zero3_exposed_gather_time(T_rb, alpha_g, c_pass, d_p, n_mod, t_cb, t_cf, t_g):
     """offload.zero3_exposed_gather_time [s]: DeepSpeed v0.15.0 deepspeed/runtime/zero/partitioned_param_coordinator.py L262-387 (per-module fetch and prefetch); DeepSpeed @ edaa722 deepspeed/runtime/zero/stage3.py L335-336, L1570-1608 (gradients reduce-scattered per bucket during the backward on reduce_and_partition_stream, overlap_comm true for stage 3: runtime/zero/config.py L383-386), so the backward's all-gathers and reduce-scatters cross the same NICs; torchtitan FSDP2 likewise reduce-scatters each block in the backward (torchtitan/models/llama3/infra/parallelize.py L334-357 @ 73a0e69); Megatron-FSDP (Megatron-LM @ d98e8a6 core/distributed/fsdp/src/megatron_fsdp/param_and_grad_buffer.py L4440-4512, megatron_fsdp.py L757-790) gathers and reduce-scatters one TransformerLayer at a time, the next one always prefetched"""
     _c0 = n_mod - 1
     _c1 = 1 - d_p
-    _c2 = t_g + t_rs
-    return alpha_g * c_pass * n_mod + d_p * (_c2 + _c0 * numpy.maximum(0, -t_cb + t_g + t_rs)) + n_mod * _c1 * _c2 + (c_pass - 1) * (d_p * (t_g + _c0 * numpy.maximum(0, -t_cf + t_g)) + n_mod * t_g * _c1)
+    _c2 = n_mod * t_g
+    _c3 = numpy.maximum(0, -t_cb + t_g)
+    _c4 = _c2 * _c1
+    _c5 = T_rb / numpy.maximum(1, _c0) - t_cb
+    return alpha_g * c_pass * n_mod + (c_pass - 1) * (d_p * (t_g + _c0 * numpy.maximum(0, -t_cf + t_g)) + _c4) + numpy.where(numpy.greater_equal(n_mod, 2), d_p * (t_g + (n_mod - 2) * numpy.maximum(0, _c5 + t_g) + _c3 + numpy.maximum(0, _c5)) + _c1 * (T_rb + _c2), T_rb + d_p * (t_g + _c0 * _c3) + _c4)
+
+
+def offload__zero3_overlapped_reduce_time(T_bkt, T_red, o_dr):
+    """offload.zero3_overlapped_reduce_time [s]: DeepSpeed @ edaa722 deepspeed/runtime/zero/stage3.py L1570-1608: a bucket is reduce-scattered as it fills during the backward; the last fills with the backward's last gradients and follows it (step.dp_exposed_time charges it, o_dr Min(T_bkt, T_red))"""
+    return o_dr*(T_red - numpy.minimum(T_bkt, T_red))
 
 
 def offload__zero3_prefetch_depth(B_pf, M_live, p_m):
