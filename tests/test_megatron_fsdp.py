@@ -66,20 +66,20 @@ def test_megatron_bridge_8b_fsdp_row(run):
     #   unit's gather moves 283,787,520 B: t_g = 8.4 us + 0.875 x 283,787,520 / 369e9 s =
     #   8.4 + 672.9 = 681.3 us;
     # - a gradient bucket (fp32 grads, 2 GB cap: 17 buckets of P x 4 / 17 = 1,889,473,235 B):
-    #   T_bkt = 8.4 + 0.875 x 1,889,473,235 / 369e9 s = 8.4 + 4480.5 = 4488.9 us; a unit's share
-    #   of the reduction t_rs = 17 x T_bkt / 32 = 2384.7 us.
+    #   T_bkt = 8.4 + 0.875 x 1,889,473,235 / 369e9 s = 8.4 + 4480.5 = 4488.9 us; the 16
+    #   buckets but the last share the backward's link, 16 x T_bkt / 31 = 2316.8 us a unit.
     # Per micro-batch: the fixed cost of 2 passes x 32 units x 50 us = 3.2 ms; the forward waits
     # for the first unit's gather (every later one hides behind a layer's 6.35 ms forward); the
-    # backward waits for the first unit's gather and reduce-scatter t_g + t_rs (the rest hide
-    # behind 12.9 ms per layer), and the last bucket follows it:
-    # 16 x (3.2 + 0.6813 + 0.6813 + 2.3847 + 4.4889) ms = 16 x 11.4362 ms = 0.18298 s
-    assert got == pytest.approx(16 * (3.2 + 0.6813 + 0.6813 + 2.3847 + 4.4889) * 1e-3,
-                                rel=1e-3)
+    # backward waits for the first unit's gather (each later gather + 2.3168 ms of reduction
+    # hides behind 12.9 ms per layer), and the last bucket follows it, once:
+    # 16 x (3.2 + 0.6813 + 0.6813 + 4.4889) ms = 16 x 9.0515 ms = 0.14482 s
+    assert got == pytest.approx(16 * (3.2 + 0.6813 + 0.6813 + 4.4889) * 1e-3, rel=1e-3)
     # DeepSpeed's model (before): 9 modules per layer, 288 gathers per pass, 2 x 288 x 50 us =
     # 28.8 ms per micro-batch plus the same waits on 288 smaller pieces: t_g = 8.4 us + 0.875 x
-    # 9,081,200,640 / 288 / 369e9 s = 83.2 us, t_rs = 17 x 4488.9 / 288 = 265.0 us, and the
-    # last bucket: 16 x (28.8 + 0.0832 + 0.0832 + 0.2650 + 4.4889) ms = 0.53952 s
+    # 9,081,200,640 / 288 / 369e9 s = 83.2 us (16 x 4488.9 / 287 = 250.3 us of reduction
+    # behind each hides too), and the last bucket: 16 x (28.8 + 0.0832 + 0.0832 + 4.4889) ms
+    # = 0.53528 s
     old = run(*_ROW[:-2], "--assume", "zero3_modules_per_layer=0",
               "--assume", "zero3_max_live_params=1e9", "--format", "json").json()
     assert old["dp_comm_exposed_s"] == pytest.approx(
-        16 * (28.8 + 0.0832 + 0.0832 + 0.2650 + 4.4889) * 1e-3, rel=1e-3)
+        16 * (28.8 + 0.0832 + 0.0832 + 4.4889) * 1e-3, rel=1e-3)

@@ -334,16 +334,14 @@ def _pass_wait(x, w):
 zero3_overlapped_reduce_time = equation(
     "offload.zero3_overlapped_reduce_time", o_dr * (T_red - sp.Min(T_red, T_bkt)), "s",
     "DeepSpeed @ edaa722 deepspeed/runtime/zero/stage3.py L1570-1608: a bucket is reduce-"
-    "scattered as it fills during the backward; the last fills with the backward's last "
-    "gradients and follows it (step.dp_exposed_time charges it, o_dr Min(T_bkt, T_red))",
+    "scattered as it fills in the backward; the last follows it (step.dp_exposed_time)",
     "ZeRO-3 reduce-scatters of one micro-batch that cross the backward's link with the gathers: "
     "every bucket but the last (0 without overlap: all of it follows the backward).")
 
 _r = T_rb / sp.Max(1, n_mod - 1)  # the reductions of one module before the last
-# the backward on one link, in issue order (prefetch d_p = 1): the first module's gather; the
-# second module's gather behind the first's compute; then behind each module's compute the next
-# one's gather and the reduction of the module before; behind the last module's compute the
-# reduction of the one before it. The last module's (the last bucket) follows the backward.
+# the backward's link in issue order (d_p = 1): the first gather; behind the first module's
+# compute the second's gather, behind each later one the next gather and the previous module's
+# reduction, behind the last the one before's; the last bucket follows (step.dp_exposed_time)
 _bwd_wait = sp.Piecewise(
     (d_p * (t_g + sp.Max(0, t_g - t_cb) + (n_mod - 2) * sp.Max(0, t_g + _r - t_cb)
             + sp.Max(0, _r - t_cb)) + (1 - d_p) * (n_mod * t_g + T_rb), n_mod >= 2),

@@ -146,7 +146,7 @@ def offload__zero3_exposed_gather_time(T_rb, alpha_g, c_pass, d_p, n_mod, t_cb, 
 
 
 def offload__zero3_overlapped_reduce_time(T_bkt, T_red, o_dr):
-    """offload.zero3_overlapped_reduce_time [s]: DeepSpeed @ edaa722 deepspeed/runtime/zero/stage3.py L1570-1608: a bucket is reduce-scattered as it fills during the backward; the last fills with the backward's last gradients and follows it (step.dp_exposed_time charges it, o_dr Min(T_bkt, T_red))"""
+    """offload.zero3_overlapped_reduce_time [s]: DeepSpeed @ edaa722 deepspeed/runtime/zero/stage3.py L1570-1608: a bucket is reduce-scattered as it fills in the backward; the last follows it (step.dp_exposed_time)"""
     return o_dr*(T_red - numpy.minimum(T_bkt, T_red))
 
 
