@@ -76,8 +76,7 @@ def _check_deepspeed(cfg: dict):
     assert cfg["_launch"]["launcher"] and cfg["_launch"]["command"]
     for k in cfg:
         assert k == "_launch" or k in DS["top_level"], f"{k} is not a DeepSpeed top-level key"
-    for k in ("train_batch_size", "train_micro_batch_size_per_gpu",
-              "gradient_accumulation_steps"):
+    for k in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"):
         assert isinstance(cfg[k], int) and not isinstance(cfg[k], bool)
     z = cfg["zero_optimization"]
     _check_block({k: v for k, v in z.items() if k not in ("offload_optimizer", "offload_param")},
@@ -110,7 +109,7 @@ def _check_torchtitan(sections: dict, schema: dict = TT, where: str = ""):
 
 # ---- a spread of layouts ---------------------------------------------------------------------
 CASES = [
-    # model, layout, training
+    # model, layout, training (AutoTP, plain DeepSpeed with TP > 1, runs only with SP off)
     ("llama-3-70b", dict(tp=8, pp=2, dp=4, zero=1), dict(seq_len=8192, global_batch=512)),
     ("llama-3-70b", dict(tp=8, pp=1, dp=8, zero=3, offload=Offload.CPU, offload_params=True),
      dict(seq_len=8192, global_batch=512, recompute=Recompute.FULL)),
@@ -121,7 +120,6 @@ CASES = [
     ("llama-3-70b", dict(tp=8, pp=4, dp=2, zero=1, interleave=2),
      dict(seq_len=4096, global_batch=64, recompute=Recompute.SELECTIVE)),
     ("llama-3-70b", dict(tp=4, pp=1, dp=4, cp=2, zero=2), dict(seq_len=32768, global_batch=32)),
-    # AutoTP (plain DeepSpeed, TP > 1) runs without sequence parallelism: SP off
     ("llama-3-70b", dict(tp=8, pp=1, dp=2, zero=1, offload=Offload.CPU),
      dict(seq_len=4096, global_batch=64, precision=Precision.FP16, sequence_parallel=False)),
     ("llama-3-405b", dict(tp=8, pp=16, dp=1, zero=1), dict(seq_len=8192, global_batch=64)),

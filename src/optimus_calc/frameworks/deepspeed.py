@@ -163,7 +163,7 @@ RULES: tuple[Rule, ...] = ENGINE_RULES + (
          "all-reduce the full sequence (LinearAllreduce, RowParallel) and the training config "
          "has no switch to shard it: TP > 1 runs only with --no-sp (Megatron-DeepSpeed has "
          "Megatron's sequence parallelism)",
-         "module_inject/layers.py L159-189, L220-247, L752-775; "
+         "module_inject/layers.py L159-188, L220-247, L752-776; "
          "runtime/tensor_parallel/config.py L38-58", lambda x: (x.tp > 1) & x.sp),
 )
 
