@@ -38,9 +38,14 @@ def test_op_sac_resends_the_tp_all_gathers_and_only_it(run):
     assert base > 0.1
     assert _tp_s(run, "--recompute", "selective", "--assume", "selective_policy=1") == \
         pytest.approx(1.25 * base, rel=1e-9)
-    for fw in ("deepspeed", "megatron-deepspeed"):  # policy 0: unchanged
-        assert _tp_s(run, "--recompute", "selective", "--framework", fw) == \
-            pytest.approx(base, rel=1e-9)
+    # policy 0: unchanged. Megatron-DeepSpeed with SP; DeepSpeed's AutoTP has no SP (rule
+    # DS_AUTOTP_SP): against the neutral physics without SP
+    assert _tp_s(run, "--recompute", "selective", "--framework", "megatron-deepspeed") == \
+        pytest.approx(base, rel=1e-9)
+    no_sp = _tp_s(run, "--recompute", "selective", "--no-sp")
+    assert no_sp > 0.1
+    assert _tp_s(run, "--recompute", "selective", "--no-sp", "--framework", "deepspeed") == \
+        pytest.approx(no_sp, rel=1e-9)
     for policy in ("0", "1"):
         assert _tp_s(run, "--recompute", "full", "--assume", f"selective_policy={policy}") == \
             pytest.approx(1.5 * base, rel=1e-9)

@@ -76,8 +76,7 @@ def _check_deepspeed(cfg: dict):
     assert cfg["_launch"]["launcher"] and cfg["_launch"]["command"]
     for k in cfg:
         assert k == "_launch" or k in DS["top_level"], f"{k} is not a DeepSpeed top-level key"
-    for k in ("train_batch_size", "train_micro_batch_size_per_gpu",
-              "gradient_accumulation_steps"):
+    for k in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"):
         assert isinstance(cfg[k], int) and not isinstance(cfg[k], bool)
     z = cfg["zero_optimization"]
     _check_block({k: v for k, v in z.items() if k not in ("offload_optimizer", "offload_param")},
@@ -110,7 +109,7 @@ def _check_torchtitan(sections: dict, schema: dict = TT, where: str = ""):
 
 # ---- a spread of layouts ---------------------------------------------------------------------
 CASES = [
-    # model, layout, training
+    # model, layout, training (AutoTP, plain DeepSpeed with TP > 1, runs only with SP off)
     ("llama-3-70b", dict(tp=8, pp=2, dp=4, zero=1), dict(seq_len=8192, global_batch=512)),
     ("llama-3-70b", dict(tp=8, pp=1, dp=8, zero=3, offload=Offload.CPU, offload_params=True),
      dict(seq_len=8192, global_batch=512, recompute=Recompute.FULL)),
@@ -122,15 +121,16 @@ CASES = [
      dict(seq_len=4096, global_batch=64, recompute=Recompute.SELECTIVE)),
     ("llama-3-70b", dict(tp=4, pp=1, dp=4, cp=2, zero=2), dict(seq_len=32768, global_batch=32)),
     ("llama-3-70b", dict(tp=8, pp=1, dp=2, zero=1, offload=Offload.CPU),
-     dict(seq_len=4096, global_batch=64, precision=Precision.FP16)),
+     dict(seq_len=4096, global_batch=64, precision=Precision.FP16, sequence_parallel=False)),
     ("llama-3-405b", dict(tp=8, pp=16, dp=1, zero=1), dict(seq_len=8192, global_batch=64)),
     ("mixtral-8x7b", dict(tp=2, pp=1, dp=16, ep=8, zero=3), dict(seq_len=4096, global_batch=512)),
     ("mixtral-8x7b", dict(tp=1, pp=4, dp=8, ep=4, zero=1), dict(seq_len=4096, global_batch=256)),
     ("llama-2-7b", dict(tp=1, pp=1, dp=8, zero=0), dict(seq_len=4096, global_batch=64)),
     ("llama-2-7b", dict(tp=2, pp=1, dp=4, zero=2, offload=Offload.CPU),
-     dict(seq_len=4096, global_batch=64)),
+     dict(seq_len=4096, global_batch=64, sequence_parallel=False)),
     ("qwen2-7b", dict(tp=2, pp=2, dp=2, zero=1), dict(seq_len=4096, global_batch=64)),
-    ("gpt-7.5b", dict(tp=4, pp=1, dp=2, zero=1), dict(seq_len=2048, global_batch=64)),
+    ("gpt-7.5b", dict(tp=4, pp=1, dp=2, zero=1), dict(seq_len=2048, global_batch=64,
+                                                      sequence_parallel=False)),
     # FP8: Transformer Engine recipes export to Megatron-LM, torchao float8 to torchtitan
     ("llama-3-8b", dict(tp=2, pp=1, dp=4, zero=1), dict(seq_len=8192, global_batch=64,
                                                         precision=Precision.FP8)),
@@ -388,7 +388,7 @@ def test_torchtitan_pipeline_keys_reproduce_the_evaluated_split(cat):
 def test_deepspeed_exports_autoep_with_autotp(cat):
     from optimus_calc.frameworks.deepspeed_export import deepspeed_config_dict
     m = cat.get("qwen3-30b-a3b", "model")  # 128 experts
-    tr = Training(seq_len=4096, global_batch=64)
+    tr = Training(seq_len=4096, global_batch=64, sequence_parallel=False)  # AutoTP: no SP
     cfg = deepspeed_config_dict(Layout(tp=2, pp=1, dp=8, ep=8, zero=2), tr, m)
     _check_deepspeed(cfg)
     assert cfg["tensor_parallel"] == {"autotp_size": 2}

@@ -47,7 +47,10 @@ def test_megatron_deepspeed_launch_names_the_kernel(run):
 
 
 def test_deepspeed_config_notes_the_models_kernel(run):
-    d = run("plan", *A100, "--attention-kernel", "fa1", "--export", "deepspeed").json()
+    # --framework deepspeed: the recommended row is plain DeepSpeed's (AutoTP, SP off), not
+    # Megatron-DeepSpeed's (its TP 2 rows with sequence parallelism rank first)
+    d = run("plan", *A100, "--attention-kernel", "fa1", "--framework", "deepspeed",
+            "--export", "deepspeed").json()
     assert d["_launch"]["launcher"].startswith("DeepSpeed")
     assert any(n.startswith("attention: the config selects no kernel") and
                "FlashAttention-1" in n for n in d["_launch"]["notes"])
@@ -89,8 +92,9 @@ def test_calibrate_says_a_profile_does_not_carry_a_named_kernel(cat):
 def test_plan_html_of_a_row_two_frameworks_share(run, tmp_path):
     # fa1 leaves DeepSpeed and Megatron-DeepSpeed, whose profiles apply identically: the row's
     # framework is both ("deepspeed, megatron-deepspeed"); the page re-applies the first one
-    # (it raised KeyError on the joined name, an internal error, exit 1)
-    args = ("plan", *A100, "--attention-kernel", "fa1")
+    # (it raised KeyError on the joined name, an internal error, exit 1). TP 1: with TP 2 the
+    # sequence-parallel rows rank first, and only Megatron-DeepSpeed runs them (AutoTP has no SP)
+    args = ("plan", *A100, "--attention-kernel", "fa1", "--tp", "1")
     rec = run(*args, "--format", "json").json()["recommended"]
     assert rec["framework"] == "deepspeed, megatron-deepspeed"
     page = tmp_path / "plan.html"

@@ -183,9 +183,22 @@ def test_architecture_rules_need_the_model(cat):
 def test_autotp_with_zero3_is_not_offered_to_deepspeed():
     # DeepSpeed's AutoTP training tutorial lists ZeRO stages 0-2 only
     # (docs/_tutorials/autotp-training.md L20 @ edaa722): TP 2 with ZeRO-3 is refused, ZeRO-2 runs
+    # (without sequence parallelism, which AutoTP lacks: the next test)
     assert _one(tp=2, dp=4, zero=3)[Framework.DEEPSPEED] is Reason.DS_AUTOTP_ZERO3
-    assert _one(tp=2, dp=4, zero=2)[Framework.DEEPSPEED] is Reason.OK
+    assert _one(tp=2, dp=4, zero=2, sequence_parallel=False)[Framework.DEEPSPEED] is Reason.OK
     assert _one(tp=1, dp=8, zero=3)[Framework.DEEPSPEED] is Reason.OK
+
+
+def test_autotp_has_no_sequence_parallelism():
+    # AutoTP's row-parallel LinearAllreduce all-reduces the full sequence (RowParallel.forward,
+    # module_inject/layers.py L170-181 @ edaa722) and TPTrainingConfig has no sequence-parallel
+    # field (runtime/tensor_parallel/config.py L38-58): TP 2 with SP is refused, without it runs;
+    # TP 1 has nothing to shard (the SP switch is moot); Megatron-DeepSpeed has Megatron's SP
+    assert _one(tp=2, dp=4, zero=2)[Framework.DEEPSPEED] is Reason.DS_AUTOTP_SP
+    assert _one(tp=2, dp=4, zero=2, sequence_parallel=False)[Framework.DEEPSPEED] is Reason.OK
+    assert _one(tp=1, dp=8, zero=2)[Framework.DEEPSPEED] is Reason.OK
+    assert _one(tp=2, dp=4, zero=2)[Framework.MEGATRON_DEEPSPEED] is Reason.OK
+    assert _one(tp=2, dp=4, zero=2)[Framework.MEGATRON] is Reason.OK
 
 
 def test_deepspeed_autoep_rules_with_autotp():
@@ -193,7 +206,8 @@ def test_deepspeed_autoep_rules_with_autotp():
     # auto_ep_folding.py L248-250); experts a multiple of autoep_size = EP x TP
     # (module_inject/auto_ep_config.py L378-383): 64 experts over EP 4 x TP 2 = 8 fit,
     # 12 experts over 8 ranks do not
-    assert _one(tp=2, dp=4, ep=4, experts=64)[Framework.DEEPSPEED] is Reason.OK
+    assert _one(tp=2, dp=4, ep=4, experts=64, sequence_parallel=False)[Framework.DEEPSPEED] \
+        is Reason.OK
     assert _one(tp=2, dp=4, ep=4, experts=12)[Framework.DEEPSPEED] is Reason.DS_AUTOEP_TP_EXPERTS
     assert _one(tp=1, dp=8, ep=4, experts=12)[Framework.DEEPSPEED] is Reason.OK  # 12 / 4
     assert _one(tp=2, dp=4, ep=4, experts=64, offload=1)[Framework.DEEPSPEED] \

@@ -180,9 +180,10 @@ def test_folding_is_megatron_and_torchtitan_only(cat):
     # torchtitan v0.2.2: ETP is TP or 1 (parallel_dims.py L58-59)
     assert plain["torchtitan"] and one["torchtitan"] and not two["torchtitan"]
     # DeepSpeed's expert TP is its TP (deepspeed/utils/groups.py L559-560): TP 2 x DP 4, EP 2,
-    # ZeRO-1 runs there unfolded, not with ETP 1
+    # ZeRO-1 runs there unfolded (AutoTP: no sequence parallelism), not with ETP 1
+    no_sp = Training(seq_len=4096, global_batch=8, sequence_parallel=False)
     ds = [{str(getattr(k, "value", k)): int(v) == 0 for k, v in layout_support(
-        Layout(tp=2, dp=4, ep=2, zero=1, **kw), tr, model).items()}["deepspeed"]
+        Layout(tp=2, dp=4, ep=2, zero=1, **kw), no_sp, model).items()}["deepspeed"]
           for kw in ({}, {"etp": 1})]
     assert ds == [True, False]
     assert not one["megatron-deepspeed"] and not one["deepspeed"]

@@ -78,13 +78,25 @@ def test_export_refuses_tp_without_sp_in_one_line(cat):
         lay, Training(seq_len=8192, global_batch=64), m)
 
 
-def test_step_names_the_rule_when_torchtitan_is_asked_for_tp_without_sp():
-    # the existing mechanism for a layout the chosen framework refuses: the profile applies,
-    # and the header names the rule
-    code, out, _ = cli("step", "llama-3-8b", "--node", "dgx-h100", "--tp", "2", "--zero", "3",
+def test_step_refuses_no_sp_when_torchtitan_runs_tp_only_with_sp():
+    # the framework's rules run TP 2 x ZeRO-3 with SP on only: a typed --no-sp is refused in
+    # one line naming the flag and the rule (frameworks/physics.framework_sp), exit 2; left
+    # out, SP is on (the default) and the layout runs
+    code, out, err = cli("step", "llama-3-8b", "--node", "dgx-h100", "--tp", "2", "--zero", "3",
+                         "--framework", "torchtitan", "--no-sp", "--format", "json")
+    assert code == 2 and out == ""
+    line = err.strip()
+    assert "\n" not in line and line.startswith("error: --no-sp with --framework torchtitan")
+    assert SP_TEXT in line
+    d = cli_json("step", "llama-3-8b", "--node", "dgx-h100", "--tp", "2", "--zero", "3",
+                 "--framework", "torchtitan")
+    assert d["training"]["sequence_parallel"] is True
+    # a layout torchtitan refuses on another rule whatever SP is (ZeRO-0 with TP: TT_DDP_ND)
+    # keeps the existing mechanism: the profile applies and the header names that rule
+    code, out, _ = cli("step", "llama-3-8b", "--node", "dgx-h100", "--tp", "2", "--zero", "0",
                        "--framework", "torchtitan", "--no-sp", "--format", "json")
     assert code == 0
-    assert "although its rules reject this layout" in out and SP_TEXT in out
+    assert "although its rules reject this layout" in out and Reason.TT_DDP_ND.text in out
 
 
 @pytest.mark.parametrize("objective", [Objective.THROUGHPUT, Objective.MEMORY])

@@ -65,8 +65,6 @@ def resolve_model(text: str, cat: Catalog) -> Model | BareModel:
 _NUM = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"  # compiled on first use
 
 
-
-
 def parse_assumptions(items: tuple[str, ...] | list[str]) -> Assumptions:
     """``--assume NAME=VALUE`` items into :class:`Assumptions` (plain decimal numbers only);
     without items the defaults, built without validating them (specs/base.unvalidated)."""
@@ -226,7 +224,7 @@ def training_from(kw: dict, model, dp: int) -> tuple[Training, bool, bool]:
                   precision=kw["precision"], optimizer=kw["optimizer"],
                   fp8_recipe=kw.get("fp8_recipe") or Fp8Recipe.TE_DELAYED,
                   grad_bytes=kw["grad_bytes"] or 0, recompute=kw["recompute"],
-                  sequence_parallel=kw["sp"], flash_attention=kw["flash_attn"],
+                  sequence_parallel=kw["sp"] is not False, flash_attention=kw["flash_attn"],
                   attention_kernel=attention_kernel_of(kw),
                   dropout=dropout_of(kw, model), model_states_only=kw["model_states_only"],
                   multicast=kw["multicast"], **launch_overlaps(kw))
@@ -288,12 +286,13 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
     check_layout(model, layout, tr)
     from optimus_calc.evaluate.fp8 import check_fp8_gpu
     check_fp8_gpu(hw.gpu, tr)
-    from optimus_calc.frameworks.physics import apply_framework
+    from optimus_calc.frameworks.physics import apply_framework, framework_sp
     asm = assumptions_from(kw)
     check_token_drop(model, tr, asm)
     check_moe_assumptions(model, asm)  # check_layout checked the MoE launch flags
+    tr, note = framework_sp(kw.get("framework"), kw.get("sp"), layout, tr, model)
     tr, asm, choice = apply_framework(kw.get("framework"), layout, tr, asm, model,
-                                      profile_only(kw))
+                                      profile_only(kw), note)
     return Inputs(model, hw, layout, tr, asm, gb_default, seq_default, kw.get("profile"),
                   choice)
 

@@ -126,8 +126,9 @@ def _training(global_batch_help: str, per_layout: bool, lists: bool = False) -> 
         click.option("--recompute", type=click.Choice([r.value for r in Recompute]),
                      default=Recompute.NONE.value, show_default=True,
                      help="Activation recomputation."),
-        click.option("--sp/--no-sp", default=True, show_default=True,
-                     help="Sequence parallelism (with TP > 1)."),
+        click.option("--sp/--no-sp", default=None,
+                     help="Sequence parallelism (with TP > 1; default: on, or the one value "
+                          "the --framework named runs the layout with)."),
         click.option("--model-states-only", is_flag=True,
                      help="Only weights, gradients and optimizer state (papers' arithmetic)."),
     ]

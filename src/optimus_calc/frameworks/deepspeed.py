@@ -154,6 +154,17 @@ RULES: tuple[Rule, ...] = ENGINE_RULES + (
     _row("DS_AUTOTP_ZERO3", "AutoTP training (config-only tensor_parallel.autotp_size) is "
          "documented with ZeRO stages 0-2; TP with ZeRO-3 runs on Megatron-DeepSpeed",
          "docs/_tutorials/autotp-training.md L20", lambda x: (x.tp > 1) & (x.zero == 3)),
+    # AutoTP's row-parallel layers (LinearAllreduce) all-reduce their full-sequence output in
+    # the forward (RowParallel), its column-parallel ones all-reduce the input gradient in the
+    # backward (ColumnParallel): every TP rank holds the whole sequence between them, and the
+    # training config (TPTrainingConfig) has no sequence-parallel switch. Last, so the other
+    # rules keep their counts and only this one reads the SP axis
+    _row("DS_AUTOTP_SP", "AutoTP has no sequence parallelism: its row-parallel layers "
+         "all-reduce the full sequence (LinearAllreduce, RowParallel) and the training config "
+         "has no switch to shard it: TP > 1 runs only with --no-sp (Megatron-DeepSpeed has "
+         "Megatron's sequence parallelism)",
+         "module_inject/layers.py L159-188, L220-247, L752-776; "
+         "runtime/tensor_parallel/config.py L38-58", lambda x: (x.tp > 1) & x.sp),
 )
 
 # The DeepSpeed engine's physics (shared with Megatron-DeepSpeed, which runs on the engine).

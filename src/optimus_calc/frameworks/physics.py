@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import field, replace
 
+from optimus_calc.errors import InputError
 from optimus_calc.frameworks.base import FrameworkPlugin, Setting
 from optimus_calc.frameworks.registry import layout_support, plugin, plugins
 from optimus_calc.record import record
@@ -79,11 +80,37 @@ def choose(name: str | None, layout, training, model) -> tuple[FrameworkPlugin |
     return None, f"no framework runs this layout ({first.text})"
 
 
+def framework_sp(name: str | None, typed: bool | None, layout, training, model):
+    """(training, note): sequence parallelism as ``--framework NAME`` runs the layout when its
+    rules run it with one SP value only (DeepSpeed's AutoTP: off; torchtitan's TP: on). Not
+    typed (``typed`` None), the training takes that value and ``note`` says so; typed the
+    other way, an InputError naming the flag and the rule. Otherwise (no name, auto, TP 1, a
+    rule refusing both or neither) the training as given and no note."""
+    if name in (None, "auto") or layout.tp < 2:
+        return training, ""
+    key = plugin(name).key
+    runs = {s: _support(layout, training.model_copy(update={"sequence_parallel": s}),
+                        model).get(key) for s in (True, False)}
+    if any(r is None for r in runs.values()) or sum(int(r) == 0 for r in runs.values()) != 1:
+        return training, ""
+    sp = int(runs[True]) == 0
+    if typed is not None and bool(typed) != sp:
+        raise InputError(f"{'--sp' if typed else '--no-sp'} with --framework {key} and --tp "
+                         f"{layout.tp}: {runs[not sp].text}")
+    if typed is not None or training.sequence_parallel == sp:
+        return training, ""
+    return (training.model_copy(update={"sequence_parallel": sp}),
+            f"; sequence parallelism {'on' if sp else 'off'} (--sp/--no-sp not given): the only "
+            f"way {plugin(name).label} runs TP {layout.tp}")
+
+
 def apply_framework(name: str | None, layout, training, assumptions, model,
-                    yields: frozenset = frozenset()):
+                    yields: frozenset = frozenset(), note: str = ""):
     """(training, assumptions, Choice): the chosen profile applied to one layout's specs;
-    ``yields``: PhysicsProfile.apply's (a calibration profile's names)."""
+    ``yields``: PhysicsProfile.apply's (a calibration profile's names); ``note`` follows the
+    reason the profile was chosen (:func:`framework_sp`'s)."""
     p, why = choose(name, layout, training, model)
+    why += note
     before = (training, assumptions)
     if p is None:
         return training, assumptions, Choice(None, "", why, requested=name, before=before,
