@@ -28,3 +28,28 @@ def test_step_keeps_a_typed_pp_overlap_when_interleaved(run):
     inter = run("step", *args, "--interleave", 2).json()["pp_comm_s"]
     assert plain > 0
     assert inter / plain == pytest.approx(14 / 6, rel=1e-9)
+
+
+def test_unfused_attention_runs_the_whole_window_masked_sequence(run, tmp_path):
+    """The unfused path computes the whole s x s score matrix and masks the window: gpt-oss's
+    windowed layers cost what full ones do (compute.executed_attention_span with kappa_c 0),
+    while FlashAttention skips the blocks outside the window; model FLOPs keep the window."""
+    import json
+    from pathlib import Path
+    hf = Path(__file__).parent / "data" / "hf" / "gpt_oss"
+    cfg = json.loads((hf / "config.json").read_text())
+    cfg["sliding_window"] = 0
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    args = ("--node", "dgx-h100", "--nodes", 1, "--ep", 8, "--zero", 1, "--seq-len", 4096,
+            "--global-batch", 8, "--format", "json")
+    win = run("step", str(hf), *args, "--no-flash-attn").json()
+    full = run("step", str(tmp_path), *args, "--no-flash-attn").json()
+    assert win["compute_s"] == pytest.approx(full["compute_s"], rel=1e-12)
+    # the span by hand (tests/test_sliding_window.py): 2174.0 of 4096 tokens, 3 passes
+    assert full["model_flops"] - win["model_flops"] == pytest.approx(
+        3 * 36 * 32768 * 2 * (4096 - 2174.0) * 8192, rel=1e-9)
+    fa = run("step", str(hf), *args).json()
+    assert fa["compute_s"] < win["compute_s"]
+    # executed span by hand: kappa_c 1 keeps 2174.0, kappa_c 0 gives back s
+    assert float(eq.compute__executed_attention_span(S_w=2174.0, kappa_c=1.0, s=4096)) == 2174.0
+    assert float(eq.compute__executed_attention_span(S_w=2174.0, kappa_c=0.0, s=4096)) == 4096

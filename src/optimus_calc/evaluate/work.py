@@ -155,9 +155,15 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     kappa = causal_factor(tr.flash_attention)
     f_att = eq.step__attention_core_flops(L_stage=Ls, d_s=model.score_dim, d_v=model.value_dim,
                                           s=attention_span(model, s), tau_g=tau)
-    f_att_b = eq.step__attention_backward_flops(
-        F_af=f_att, r_a=(np.zeros(rc.shape, dtype=bool) if none
-                         else attention_recomputed(rc, asm.selective_policy)))
+    r_a = (np.zeros(rc.shape, dtype=bool) if none
+           else attention_recomputed(rc, asm.selective_policy))
+    f_att_b = eq.step__attention_backward_flops(F_af=f_att, r_a=r_a)
+    f_run, f_run_b = f_att, f_att_b  # what the kernel runs: unfused, the whole window-masked s
+    if getattr(model, "sliding_window_layers", 0):
+        f_run = eq.step__attention_core_flops(L_stage=Ls, d_s=model.score_dim, d_v=model.value_dim,
+                                              s=attention_span(model, s, tr.flash_attention),
+                                              tau_g=tau)
+        f_run_b = eq.step__attention_backward_flops(F_af=f_run, r_a=r_a)
     r_x = experts_rerun(ctx)
     x_f, x_b, eta_x, route = _moe_work(ctx, tau, r_x)
     eff = dict(gpu=hw.gpu, h=model.hidden, t=ctx.t, s=s / ctx.cp, b=ctx.mb,
@@ -175,14 +181,14 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                                                     r_full=(rc == R_FULL))
     hbm = dict(B_hbm=hw.gpu.hbm_Bps, eta_hbm=asm.hbm_efficiency, m=ctx.m)
     set_scope("forward")
-    a_f = eq.compute__causal_attention_flops(F_af=f_att, kappa_c=kappa)
+    a_f = eq.compute__causal_attention_flops(F_af=f_run, kappa_c=kappa)
     F_fx = F_fwd - (f_att - a_f)  # what the kernels execute
     eta_f = compute_efficiency(total_flops=F_fx, attn_flops=a_f, expert_flops=x_f, **eff,
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, False))
     T_cf = eq.compute__compute_time(FLOPs=F_fx, eta_g=eta_f, peak=peak)
     T_ef = _elementwise(ctx, mem, "forward", (fwd_pass, act0), (1, route), 1, hbm)
     set_scope("backward")
-    a_b = eq.compute__causal_attention_flops(F_af=f_att_b, kappa_c=kappa)
+    a_b = eq.compute__causal_attention_flops(F_af=f_run_b, kappa_c=kappa)
     F_bx = F_bwd - (f_att_b - a_b)
     eta_b = compute_efficiency(total_flops=F_bx, attn_flops=a_b, expert_flops=x_b, **eff,
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, True))
