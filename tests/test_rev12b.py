@@ -53,3 +53,21 @@ def test_unfused_attention_runs_the_whole_window_masked_sequence(run, tmp_path):
     # executed span by hand: kappa_c 1 keeps 2174.0, kappa_c 0 gives back s
     assert float(eq.compute__executed_attention_span(S_w=2174.0, kappa_c=1.0, s=4096)) == 2174.0
     assert float(eq.compute__executed_attention_span(S_w=2174.0, kappa_c=0.0, s=4096)) == 4096
+
+
+def test_bf16_optimizer_all_reduce_follows_the_backward(run):
+    """DeepSpeed's BF16_Optimizer (bf16, --grad-bytes 4, ZeRO-1) all-reduces in
+    _backward_epilogue after the whole backward (engine.py L2970-2982 @ edaa722): none of it
+    hides (o_dr 0); it showed only the last bucket exposed (0.0201 of 0.2809 s here)."""
+    args = ("step.dp_exposed_time", "llama2-7b", "--nodes", 2, "--zero", 1, "--framework",
+            "deepspeed", "--grad-bytes", 4, "--format", "json")
+    e = run("explain", *args).json()
+    v = e["values"]
+    assert v["o_dr"] == 0
+    # Z = 1: T_gat (1 - o_pg) + T_red (1 - o_dr) + o_pg max(0, T_gat - W_f), o_pg 1, T_gat < W_f
+    assert v["o_pg"] == 1 and v["T_gat"] < v["W_f"]
+    assert e["result"] == pytest.approx(v["T_red"], rel=1e-12)
+    assert v["T_red"] > 5 * v["T_bkt"]  # many buckets: the old last-bucket figure was far less
+    # bf16 gradients (the reduce-scatter) keep the profile's o_dr, untouched here
+    e2 = run("explain", *args[:-4], "--grad-bytes", 2, "--format", "json").json()
+    assert e2["values"]["o_dr"] == 1

@@ -367,8 +367,9 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     A_g = np.where(n_dp > 1, n_mod * asm.zero3_gather_latency_us * 1e-6, 0.0)
     dp_args = dict(T_gat=T_gat, T_red=T_red, Z=z, m=ctx.m, A_g=A_g, r_full=r_full)
     T_dp = eq.step__dp_comm_time(**dp_args)
-    T_dpx = eq.step__dp_exposed_time(G_x=g_x, T_bkt=T_bkt,
-                                     o_dr=asm.dp_reduce_overlap, o_pg=asm.dp_gather_overlap,
+    # ZeRO-1's all-reduce (zero1_grad_all_reduce) follows the whole backward: o_dr 0
+    T_dpx = eq.step__dp_exposed_time(G_x=g_x, T_bkt=T_bkt, o_pg=asm.dp_gather_overlap,
+                                     o_dr=np.where(ar & (z == 1), 0.0, asm.dp_reduce_overlap),
                                      W_b=comp.W_b, W_f=comp.W_f, **dp_args)
     set_scope("")
     return T_dp, T_dpx

@@ -256,9 +256,9 @@ class Assumptions(Frozen):
                     "cpuadam_cores_perc default 0.8, master edaa722). A divisor: at least 0.01 "
                     "(MIN_EFFICIENCY)")
     zero1_grad_all_reduce: float = Field(default=0.0, ge=0, le=1, description="1: ZeRO-1 "
-                                         "all-reduces the gradients (DeepSpeed's BF16_Optimizer: "
-                                         "engine.py L1994-1996, L3784-3794 @ edaa722), 0: "
-                                         "reduce-scatter")
+                                         "all-reduces the gradients after the backward (DeepSpeed "
+                                         "BF16_Optimizer: engine.py L1994-1996, L2970-2982, L3784-"
+                                         "3794 @ edaa722), 0: reduce-scatters")
     ds_zero1_overlap_comm: float = Field(
         default=0.0, ge=0, le=1,
         description="DeepSpeed overlap_comm for ZeRO-1 (default false, deepspeed/runtime/zero/"
