@@ -71,3 +71,20 @@ def test_bf16_optimizer_all_reduce_follows_the_backward(run):
     # bf16 gradients (the reduce-scatter) keep the profile's o_dr, untouched here
     e2 = run("explain", *args[:-4], "--grad-bytes", 2, "--format", "json").json()
     assert e2["values"]["o_dr"] == 1
+
+
+def test_bf16_optimizer_keeps_the_model_dtype_grad_too(run):
+    """BF16_Optimizer allocates an fp32 buffer for every gradient (bf16_optimizer.py L175-176
+    @ edaa722) and adds each bf16 .grad into it without freeing it (L356-377): 4 + 2 bytes per
+    parameter at ZeRO-1. llama-2-7b's 6,738,415,616 parameters: 6 x that = 40,430,493,696
+    bytes (it counted the fp32 buffer only, 26.95 GB); bf16 gradients stay 2 bytes each."""
+    args = ("llama2-7b", "--nodes", 2, "--zero", 1, "--framework", "deepspeed", "--format",
+            "json")
+    st = run("memory", *args, "--grad-bytes", 4).json()["stages"][0]
+    assert st["params"] == 6_738_415_616
+    assert st["gradients_bytes"] == pytest.approx(6 * 6_738_415_616, rel=1e-12)
+    st2 = run("memory", *args, "--grad-bytes", 2).json()["stages"][0]
+    assert st2["gradients_bytes"] == pytest.approx(2 * 6_738_415_616, rel=1e-12)
+    # the equation: a_bf b_w P at ZeRO-1 only (ZeRO-3's fp32 partitions are its own optimizer's)
+    g = eq.memory__gradients_bytes(N_d=16, P=1e9, Z=3, a_bf=1.0, b_g=4, b_w=2, k_g=0, o_g=0)
+    assert float(g) == pytest.approx(4e9 / 16, rel=1e-12)
