@@ -88,3 +88,43 @@ def test_bf16_optimizer_keeps_the_model_dtype_grad_too(run):
     # the equation: a_bf b_w P at ZeRO-1 only (ZeRO-3's fp32 partitions are its own optimizer's)
     g = eq.memory__gradients_bytes(N_d=16, P=1e9, Z=3, a_bf=1.0, b_g=4, b_w=2, k_g=0, o_g=0)
     assert float(g) == pytest.approx(4e9 / 16, rel=1e-12)
+
+
+def test_phi3_config_window_is_read(tmp_path):
+    """Phi-3-mini-4k's config.json has sliding_window 2047 and Phi3Attention passes it to every
+    layer; the phi3 mapper dropped it (the test config, Phi-4's, has none: still none)."""
+    import json
+    from pathlib import Path
+
+    from optimus_calc.hf_import import load_hf_config
+    hf = Path(__file__).parent / "data" / "hf" / "phi3"
+    m = load_hf_config(hf / "config.json")
+    assert (m.sliding_window, m.sliding_window_layers) == (0, 0)
+    cfg = json.loads((hf / "config.json").read_text())
+    cfg["sliding_window"] = 2047
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    m = load_hf_config(tmp_path / "config.json")
+    assert (m.sliding_window, m.sliding_window_layers) == (2047, m.layers)
+
+
+def test_catalog_mistral_7b_has_its_window(run, cat):
+    """mistral-7b is Mistral-7B-v0.1, whose config.json has sliding_window 4096 on every layer
+    (Jiang et al. 2023 section 2); the catalog left it out. At its 8,192 tokens a layer's span
+    is 2 x 4096 - 4096^2 / 8192 = 6144 of 8192: model FLOPs fall by 3 passes x 32 layers x
+    512 x 8192 tokens x 2 x (8192 - 6144) x (4096 + 4096) = 1.3510798882111488e16."""
+    m = cat.get("mistral-7b", "model")
+    assert (m.sliding_window, m.sliding_window_layers) == (4096, 32)
+    from pathlib import Path
+    args = ("--nodes", 1, "--seq-len", 8192, "--global-batch", 512, "--format", "json")
+    win = run("step", "mistral-7b", *args).json()
+    hf = Path(__file__).parent / "data" / "hf" / "mistral"
+    assert run("step", str(hf), *args).json()["model_flops"] == win["model_flops"]
+    import json
+    cfg = json.loads((hf / "config.json").read_text())
+    del cfg["sliding_window"]
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "config.json").write_text(json.dumps(cfg))
+        full = run("step", d, *args).json()
+    assert full["model_flops"] - win["model_flops"] == pytest.approx(1.3510798882111488e16,
+                                                                     rel=1e-9)
