@@ -128,3 +128,15 @@ def test_catalog_mistral_7b_has_its_window(run, cat):
         full = run("step", d, *args).json()
     assert full["model_flops"] - win["model_flops"] == pytest.approx(1.3510798882111488e16,
                                                                      rel=1e-9)
+
+
+def test_compare_csv_names_sequence_parallelism(run):
+    """compare's table header says SP on/off and --framework deepspeed turns it off (AutoTP has
+    none, DS_AUTOTP_SP); its CSV named the layout and recompute but not SP."""
+    import csv
+    import io
+    base = ("compare", "llama2-7b", "--nodes", 1, "--zero", 1, "--format", "csv")
+    ds = list(csv.DictReader(io.StringIO(run(*base, "--framework", "deepspeed").out)))
+    neutral = list(csv.DictReader(io.StringIO(run(*base).out)))
+    assert ds and {r["sp"] for r in ds} == {"FALSE"} and {r["tp"] for r in ds} == {"8"}
+    assert {r["sp"] for r in neutral} == {"TRUE"}
