@@ -138,5 +138,5 @@ def test_compare_csv_names_sequence_parallelism(run):
     base = ("compare", "llama2-7b", "--nodes", 1, "--zero", 1, "--format", "csv")
     ds = list(csv.DictReader(io.StringIO(run(*base, "--framework", "deepspeed").out)))
     neutral = list(csv.DictReader(io.StringIO(run(*base).out)))
-    assert ds and {r["sp"] for r in ds} == {"FALSE"} and {r["tp"] for r in ds} == {"8"}
-    assert {r["sp"] for r in neutral} == {"TRUE"}
+    assert ds and {r["sequence_parallel"] for r in ds} == {"FALSE"} and {r["tp"] for r in ds} == {"8"}
+    assert {r["sequence_parallel"] for r in neutral} == {"TRUE"}
