@@ -29,6 +29,8 @@ LAYOUTS = {
     "Megatron FP8 parameters, current scaling": [
         "llama-2-7b", "--node", "dgx-h100", "--nodes", 1, "--zero", 1, "--precision", "fp8",
         "--fp8-recipe", "te-current", "--framework", "megatron"],
+    "gpt-oss sliding window, unfused": ["gpt-oss-20b", "--node", "dgx-h100", "--nodes", 1,
+                                        "--ep", 8, "--zero", 1, "--no-flash-attn"],
 }
 
 

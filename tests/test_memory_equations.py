@@ -54,7 +54,7 @@ def test_zero_paper_section5_per_stage(z, expected_gb):
     # ZeRO paper: Psi = 7.5B, N_d = 64, K = 12: 16 Psi; 4 Psi + 12 Psi/64; 2 Psi + 14 Psi/64; 16 Psi/64
     P, nd = 7.5e9, 64
     w = float(eq.memory__weights_bytes(N_d=nd, P=P, W_res=0, Z=z, b_w=2, o_w=0))
-    g = float(eq.memory__gradients_bytes(N_d=nd, P=P, Z=z, b_g=2, k_g=0, o_g=0))
+    g = float(eq.memory__gradients_bytes(N_d=nd, P=P, Z=z, a_bf=0, b_g=2, b_w=2, k_g=0, o_g=0))
     o = float(eq.memory__optimizer_bytes(N_d=nd, P=P, Z=z, b_o=12, f_k=0, o_o=0))
     assert (w + g + o) / 1e9 == pytest.approx(expected_gb, rel=0.01)
 

@@ -312,7 +312,7 @@ def test_zero3_exposed_gather():
 
 def test_memory_offload_equations():
     # ZeRO-1 + CPU offload keeps the full 16-bit gradients: 2 B x 8.75e9 = 17.5 GB
-    kw = dict(P=8.75e9, b_g=2, N_d=2, o_g=1, k_g=0)
+    kw = dict(P=8.75e9, b_g=2, N_d=2, o_g=1, k_g=0, a_bf=0, b_w=2)
     assert float(eq.memory__gradients_bytes(Z=1, **kw)) == pytest.approx(17.5e9)
     assert float(eq.memory__gradients_bytes(Z=2, **kw)) == 0.0
     assert float(eq.memory__gradients_bytes(Z=2, **(kw | {"o_g": 0}))) == \

@@ -32,7 +32,7 @@ def test_span_by_hand():
     ("gemma2", 4096, 21),      # 42 layers alternating (configuration_gemma2.py L95-98)
     ("gemma3", 1024, 52),      # 62 layers, every 6th full (sliding_window_pattern 6): 62 - 10
     ("starcoder2", 4096, 30),  # its window on every layer
-    ("mistral", 0, 0),         # sliding_window absent (null from v0.2): none
+    ("mistral", 4096, 32),     # Mistral-7B-v0.1's 4096 on every layer (null from v0.2)
     ("llama", 0, 0)])
 def test_hf_configs_give_their_windows(name, window, layers):
     m = load_hf_config(HF / name / "config.json")

@@ -129,7 +129,7 @@ def test_zero3_prefetch_depth_by_hand(B_pf, M_live, expected):
     (3, 1, 0.0),
 ])
 def test_gradients_bytes_with_offload_by_hand(Z, o_g, expected):
-    got = float(eq.memory__gradients_bytes(N_d=4, P=1e9, Z=Z, b_g=2, k_g=0, o_g=o_g))
+    got = float(eq.memory__gradients_bytes(N_d=4, P=1e9, Z=Z, a_bf=0, b_g=2, b_w=2, k_g=0, o_g=o_g))
     assert got == pytest.approx(expected, abs=1e-6)
 
 

@@ -69,13 +69,14 @@ def solve_params_closed_form(hw: Hardware, layout: Layout, tr: Training,
     from optimus_calc.equations.memory import (b_g, b_o, b_w, gradients_bytes, N_d,
                                                optimizer_bytes, weights_bytes)
     from optimus_calc.equations.memory import P as P_sym
-    from optimus_calc.equations.memory import Z, f_k, k_g, o_g, o_o, o_w
+    from optimus_calc.equations.memory import Z, a_bf, f_k, k_g, o_g, o_o, o_w
 
     psi = sp.Symbol("Psi", positive=True)
     o_w_v, o_g_v, o_o_v, f_k_v = offload_flags(layout)
     subs = {b_w: tr.weight_bytes, b_g: tr.gradient_bytes, b_o: tr.optimizer_bytes,
             N_d: layout.dp * layout.cp, Z: int(layout.zero), o_w: o_w_v, o_g: o_g_v, o_o: o_o_v, f_k: f_k_v,
             k_g: (asm or Assumptions()).grads_stay_on_gpu,
+            a_bf: (asm or Assumptions()).zero1_grad_all_reduce,
             P_sym: psi / (layout.tp * layout.pp)}
     total = sum(e.expr.subs(subs) for e in (weights_bytes, gradients_bytes, optimizer_bytes))
     total = sp.nsimplify(sp.simplify(total))

@@ -128,10 +128,20 @@ attention_span = equation(
     "configuration_gemma2.py L95-98): a causal query i attends to min(i + 1, W) keys, on "
     "average W - W^2 / (2 s) over a sequence s > W against s / 2 for a full causal layer, so a "
     "windowed layer's un-halved span is 2 W - W^2 / s (derived); kernels with a window "
-    "(FlashAttention window_size, cuDNN / Transformer Engine) skip the blocks outside it; an "
-    "unfused kernel that computes the whole score matrix and masks it is not modelled",
+    "(FlashAttention window_size, cuDNN / Transformer Engine) skip the blocks outside it; the "
+    "unfused path computes the whole score matrix (compute.executed_attention_span)",
     "The sequence length the attention core's FLOPs see, averaged over the layers: s without "
     "a sliding window (2 s (d_s + d_v) FLOPs per token and layer stay as Narayanan et al.).")
+
+S_w = sym("S_w", "the model's attention span over the layers (compute.attention_span), tokens")
+executed_attention_span = equation(
+    "compute.executed_attention_span", kappa * S_w + (1 - kappa) * s, "tokens",
+    "a block-skipping kernel skips the blocks outside a window as it skips those above the "
+    "diagonal (FlashAttention window_size, kappa_c = 1); the unfused path computes the whole "
+    "s x s score matrix and masks it (kappa_c = 0), as compute.causal_attention_flops counts it",
+    "The span the attention kernel executes: the windowed span (compute.attention_span) with a "
+    "block-skipping kernel, the whole sequence unfused. Model FLOPs (MFU) keep the windowed "
+    "span.")
 
 F_ac = sym("F_ac", "forward FLOPs of the attention core per token and layer, un-halved "
            "(2 s d_s + 2 s d_v)")

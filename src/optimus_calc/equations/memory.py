@@ -110,9 +110,13 @@ weights_bytes = equation(
     "16-bit weights on the GPU; ZeRO-3 partitions them over the data-parallel group; with "
     "--offload-params only the resident modules and persistent tensors stay.")
 
+a_bf = sym("a_bf", "1 if ZeRO-1 runs DeepSpeed's BF16_Optimizer, which keeps each model-dtype "
+           ".grad next to its fp32 gradient buffer (Assumptions.zero1_grad_all_reduce), else 0")
+
 gradients_bytes = equation(
     "memory.gradients_bytes",
-    b_g * P / _div(2) * (1 - o_g * (1 - k_g) * sp.Piecewise((1, Z >= 2), (0, True))), "bytes",
+    b_g * P / _div(2) * (1 - o_g * (1 - k_g) * sp.Piecewise((1, Z >= 2), (0, True)))
+    + a_bf * b_w * P * sp.Piecewise((1, sp.Eq(Z, 1)), (0, True)), "bytes",
     "Rajbhandari et al. 2020 (ZeRO) section 5.2, P_os+g; with offload, DeepSpeed v0.15.0 "
     "deepspeed/runtime/zero/stage_1_and_2.py L1422-1424 (ZeRO-1 reduces only at the "
     "accumulation boundary, so the full 16-bit gradients stay in param.grad on the GPU) and "
@@ -120,9 +124,12 @@ gradients_bytes = equation(
     "ZeRO-2/3 move each reduced partition out during backward; Megatron-LM "
     "--optimizer-cpu-offload keeps its gradient buffer on the GPU and copies at step time "
     "(megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py L100-115, L150-179 @ d98e8a6): "
-    "k_g = 1",
+    "k_g = 1; DeepSpeed @ edaa722 deepspeed/runtime/bf16_optimizer.py L175-177 (the fp32 "
+    "buffer of every gradient, b_g) and L356-377 (update_hp_grads adds each .grad into it and "
+    "keeps it, clear_lp_grads False: the model-dtype copy, b_w)",
     "Gradients on the GPU; ZeRO-2 and -3 partition them; with ZeRO-Offload, ZeRO-2/3 move them "
-    "to the host while ZeRO-1 keeps all of them until the step.")
+    "to the host while ZeRO-1 keeps all of them until the step; DeepSpeed's BF16_Optimizer "
+    "holds the model-dtype gradients too.")
 
 optimizer_bytes = equation(
     "memory.optimizer_bytes", b_o * P / _div(1) * (1 - o_o * (1 - f_k)), "bytes",

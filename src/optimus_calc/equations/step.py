@@ -42,7 +42,7 @@ r_f = sym("r_full", "1 with full recomputation, else 0")
 o_tp = sym("o_tp", "fraction of TP communication hidden behind compute (assumed)")
 o_cp = sym("o_cp", "1 if the CP ring's K/V traffic hides behind the attention, else 0")
 o_pp = sym("o_pp", "fraction of PP point-to-point time hidden, plain 1F1B (assumed)")
-o_pi = sym("o_pi", "fraction hidden under the interleaved schedule, v > 1 (profile)")
+o_pi = sym("o_pi", "fraction hidden interleaved, v > 1 (profile; at least o_pp)")
 o_tb = sym("o_tb", "fraction of the backward's TP collectives hidden behind the weight-gradient "
            "GEMM (framework profile: Megatron-LM async dgrad 1, else 0)")
 o_dr = sym("o_dr", "1 if bucketed gradient reductions overlap the backward, 0 if the whole "
@@ -158,7 +158,7 @@ ep_comm_time = equation(
     "L343 @ d98e8a6)",
     "Exposed expert-parallel all-to-all time of the stage in one step.")
 
-_o_p = sp.Piecewise((o_pi, v > 1), (o_pp, True))
+_o_p = sp.Piecewise((sp.Max(o_pi, o_pp), v > 1), (o_pp, True))  # interleaving hides no less
 pp_comm_time = equation(
     "step.pp_comm_time", 2 * T_p2p * ((1 - _o_p) * m * v + _o_p * sp.Min(p_pp * v - 1, m * v)),
     "s",

@@ -90,13 +90,18 @@ def causal_factor(flash):
     return np.asarray(flash, dtype=float)
 
 
-def attention_span(model, s):
+def attention_span(model, s, flash=None):
     """The sequence the attention core's FLOPs see (compute.attention_span): ``s``, or less
-    where the model's layers have a sliding window; ``s`` itself (the same value) without one."""
+    where the model's layers have a sliding window; ``s`` itself (the same value) without one.
+    With ``flash`` (Training.flash_attention, an array or bool) the span the kernel executes
+    (compute.executed_attention_span): the unfused path computes the whole sequence."""
     if not getattr(model, "sliding_window_layers", 0):
         return s
-    return eq.compute__attention_span(L=model.layers, L_sw=model.sliding_window_layers,
+    span = eq.compute__attention_span(L=model.layers, L_sw=model.sliding_window_layers,
                                       W_sw=model.sliding_window, s=s)
+    if flash is None:
+        return span
+    return eq.compute__executed_attention_span(S_w=span, kappa_c=causal_factor(flash), s=s)
 
 
 def attention_flops(tokens, layers, s, q_d, recompute_attention):

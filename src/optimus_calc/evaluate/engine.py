@@ -199,8 +199,8 @@ def memory_stage(ctx: Ctx) -> MemoryRecord:
         W = W + w8
     if ndim(w16 := fp8.primary_weight_saving_bytes(ctx, n_sh, flags)) or w16:  # FP8 params:
         W = W - w16  # no 16-bit copy of the GEMM weights
-    G = eq.memory__gradients_bytes(N_d=n_sh, P=P, Z=z, b_g=gbytes, k_g=asm.grads_stay_on_gpu,
-                                   o_g=o_g)
+    G = eq.memory__gradients_bytes(N_d=n_sh, P=P, Z=z, a_bf=asm.zero1_grad_all_reduce, b_g=gbytes,
+                                   b_w=wb, k_g=asm.grads_stay_on_gpu, o_g=o_g)
     O = eq.memory__optimizer_bytes(N_d=n_sh, P=P, Z=z, b_o=ob, f_k=f_k, o_o=o_o)
     n_f = np.minimum(ctx.pp - st.index, ctx.m)
     states_only = tr.model_states_only or isinstance(ctx.model, BareModel)

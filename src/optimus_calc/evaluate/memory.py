@@ -178,6 +178,10 @@ def memory_from(ev: Evaluation, model: Model | BareModel, hw: Hardware, layout: 
                      f"{fmt_gb(stage_value(ev, copy.result, 'memory', k))} of FP8 weight copies "
                      "(fp8.weight_copy_bytes); GEMM inputs are saved in FP8 "
                      "(fp8.activation_layer_bytes)")
+    if asm is not None and asm.zero1_grad_all_reduce and int(layout.zero) == 1:
+        notes.append(f"gradients: the {tr.gradient_bytes}-byte buffer and the {tr.weight_bytes}-"
+                     "byte .grad DeepSpeed's BF16_Optimizer keeps next to it (memory."
+                     "gradients_bytes, a_bf; not in the model-state total below)")
     if isinstance(model, BareModel):
         notes.append(f"{model.name} is a bare parameter count: parameters split evenly over "
                      "pipeline stages; no activations")

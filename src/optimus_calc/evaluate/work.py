@@ -155,9 +155,15 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     kappa = causal_factor(tr.flash_attention)
     f_att = eq.step__attention_core_flops(L_stage=Ls, d_s=model.score_dim, d_v=model.value_dim,
                                           s=attention_span(model, s), tau_g=tau)
-    f_att_b = eq.step__attention_backward_flops(
-        F_af=f_att, r_a=(np.zeros(rc.shape, dtype=bool) if none
-                         else attention_recomputed(rc, asm.selective_policy)))
+    r_a = (np.zeros(rc.shape, dtype=bool) if none
+           else attention_recomputed(rc, asm.selective_policy))
+    f_att_b = eq.step__attention_backward_flops(F_af=f_att, r_a=r_a)
+    f_run, f_run_b = f_att, f_att_b  # what the kernel runs: unfused, the whole window-masked s
+    if getattr(model, "sliding_window_layers", 0):
+        f_run = eq.step__attention_core_flops(L_stage=Ls, d_s=model.score_dim, d_v=model.value_dim,
+                                              s=attention_span(model, s, tr.flash_attention),
+                                              tau_g=tau)
+        f_run_b = eq.step__attention_backward_flops(F_af=f_run, r_a=r_a)
     r_x = experts_rerun(ctx)
     x_f, x_b, eta_x, route = _moe_work(ctx, tau, r_x)
     eff = dict(gpu=hw.gpu, h=model.hidden, t=ctx.t, s=s / ctx.cp, b=ctx.mb,
@@ -175,14 +181,14 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                                                     r_full=(rc == R_FULL))
     hbm = dict(B_hbm=hw.gpu.hbm_Bps, eta_hbm=asm.hbm_efficiency, m=ctx.m)
     set_scope("forward")
-    a_f = eq.compute__causal_attention_flops(F_af=f_att, kappa_c=kappa)
+    a_f = eq.compute__causal_attention_flops(F_af=f_run, kappa_c=kappa)
     F_fx = F_fwd - (f_att - a_f)  # what the kernels execute
     eta_f = compute_efficiency(total_flops=F_fx, attn_flops=a_f, expert_flops=x_f, **eff,
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, False))
     T_cf = eq.compute__compute_time(FLOPs=F_fx, eta_g=eta_f, peak=peak)
     T_ef = _elementwise(ctx, mem, "forward", (fwd_pass, act0), (1, route), 1, hbm)
     set_scope("backward")
-    a_b = eq.compute__causal_attention_flops(F_af=f_att_b, kappa_c=kappa)
+    a_b = eq.compute__causal_attention_flops(F_af=f_run_b, kappa_c=kappa)
     F_bx = F_bwd - (f_att_b - a_b)
     eta_b = compute_efficiency(total_flops=F_bx, attn_flops=a_b, expert_flops=x_b, **eff,
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, True))
@@ -361,8 +367,9 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     A_g = np.where(n_dp > 1, n_mod * asm.zero3_gather_latency_us * 1e-6, 0.0)
     dp_args = dict(T_gat=T_gat, T_red=T_red, Z=z, m=ctx.m, A_g=A_g, r_full=r_full)
     T_dp = eq.step__dp_comm_time(**dp_args)
-    T_dpx = eq.step__dp_exposed_time(G_x=g_x, T_bkt=T_bkt,
-                                     o_dr=asm.dp_reduce_overlap, o_pg=asm.dp_gather_overlap,
+    # ZeRO-1's all-reduce (zero1_grad_all_reduce) follows the whole backward: o_dr 0
+    T_dpx = eq.step__dp_exposed_time(G_x=g_x, T_bkt=T_bkt, o_pg=asm.dp_gather_overlap,
+                                     o_dr=np.where(ar & (z == 1), 0.0, asm.dp_reduce_overlap),
                                      W_b=comp.W_b, W_f=comp.W_f, **dp_args)
     set_scope("")
     return T_dp, T_dpx

@@ -176,9 +176,10 @@ ENGINE_PROFILE = PhysicsProfile((
             ("bf16", "fp16")),
     # bf16 with fp32 gradient accumulation (--grad-bytes 4) at ZeRO-1 runs the BF16_Optimizer,
     # which all-reduces the fp32 gradients (buffered_allreduce_fallback) where ZeRO-1 reduce-
-    # scatters; the rules refuse the other --grad-bytes 4 layouts but ZeRO-3's
+    # scatters, in _backward_epilogue after the whole backward (no hook overlaps it); the rules
+    # refuse the other --grad-bytes 4 layouts but ZeRO-3's
     Setting("zero1_grad_all_reduce", 1, "DeepSpeed @ edaa722 deepspeed/runtime/engine.py "
-            "L1994-1996, L3784-3794", ("bf16",), when=lambda tr: tr.grad_bytes == 4),
+            "L1994-1996, L2970-2982, L3784-3794", ("bf16",), when=lambda tr: tr.grad_bytes == 4),
     # ZeRO-Offload casts each reduced partition on the GPU and copies it into the fp32 CPU .grad
     Setting("grads_stay_on_gpu", 0, "DeepSpeed @ edaa722 deepspeed/runtime/zero/"
             "stage_1_and_2.py L1590-1605; "

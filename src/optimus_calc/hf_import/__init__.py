@@ -34,7 +34,7 @@ MAPPERS: dict[str, Callable[[Cfg], dict]] = {
     "qwen2_moe": llama.qwen2_moe,
     "qwen3": lambda c: llama.llama_like(c, qk_norm=True),
     "qwen3_moe": llama.qwen3_moe,
-    "phi3": llama.llama_like,
+    "phi3": llama.phi3,
     "granite": llama.granite,
     "olmo2": llama.olmo2,
     "gpt_oss": llama.gpt_oss,

@@ -81,6 +81,15 @@ def mistral(c: Cfg) -> dict:
     return {**d, **sliding(c, d["layers"], 0, 0)}
 
 
+def phi3(c: Cfg) -> dict:
+    """Phi-3 / Phi-4: the Llama layout; Phi3Config's ``sliding_window`` (2047 in
+    Phi-3-mini-4k, null in Phi-4) on every layer: Phi3Attention.forward passes
+    config.sliding_window to every layer's attention (transformers models/phi3/modeling_phi3.py
+    @ 43c2b48)."""
+    d = llama_like(c)
+    return {**d, **sliding(c, d["layers"], 0, 0)}
+
+
 def granite(c: Cfg) -> dict:
     """IBM Granite (transformers modeling_granite.py): the Llama layout (``attention_bias`` on
     Q, K, V and O, ``mlp_bias``); ``embedding_multiplier``, ``attention_multiplier``,

@@ -44,7 +44,10 @@ def _layout(r) -> dict:
 
 def _layout_columns(r) -> dict:
     tr = r.inputs.training
-    return {**_layout(r), "micro_batch": tr.micro_batch, "recompute": tr.recompute.value}
+    # sequence parallelism too: the table's header says it, and --framework may set it
+    # (frameworks/physics.framework_sp: DeepSpeed AutoTP runs TP without it)
+    return {**_layout(r), "micro_batch": tr.micro_batch, "recompute": tr.recompute.value,
+            "sequence_parallel": tr.sequence_parallel}
 
 
 def compare_document(cmp, train: TrainRequest | None = None) -> Document:

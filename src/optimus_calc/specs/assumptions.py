@@ -187,9 +187,9 @@ class Assumptions(Frozen):
                               "ring's K/V traffic hides behind the stage's attention time, 0 = "
                               "exposed (step.cp_comm_time; Megatron's profile: 1)")
     pp_overlap: float = Field(default=0.0, ge=0, le=1, description="assumed: fraction of PP "
-                              "point-to-point time hidden behind compute, plain 1F1B")
-    pp_overlap_interleaved: float = Field(default=0.0, ge=0, le=1, description="the same under "
-                                          "the interleaved schedule (v > 1; Megatron's profile: 1)")
+                              "sends hidden behind compute but the fill's and drain's, any schedule")
+    pp_overlap_interleaved: float = Field(default=0.0, ge=0, le=1, description="the same, "
+                                          "interleaved (v > 1; Megatron's profile: 1; >= pp_overlap)")
     nccl_latency_model: float = Field(
         default=1.0, ge=0, le=1,
         description="1 (default) = ring and tree collectives take NCCL's own latency model "
@@ -256,9 +256,9 @@ class Assumptions(Frozen):
                     "cpuadam_cores_perc default 0.8, master edaa722). A divisor: at least 0.01 "
                     "(MIN_EFFICIENCY)")
     zero1_grad_all_reduce: float = Field(default=0.0, ge=0, le=1, description="1: ZeRO-1 "
-                                         "all-reduces the gradients (DeepSpeed's BF16_Optimizer: "
-                                         "engine.py L1994-1996, L3784-3794 @ edaa722), 0: "
-                                         "reduce-scatter")
+                                         "all-reduces the gradients after the backward (DeepSpeed "
+                                         "BF16_Optimizer: engine.py L1994-1996, L2970-2982, L3784-"
+                                         "3794 @ edaa722), 0: reduce-scatters")
     ds_zero1_overlap_comm: float = Field(
         default=0.0, ge=0, le=1,
         description="DeepSpeed overlap_comm for ZeRO-1 (default false, deepspeed/runtime/zero/"

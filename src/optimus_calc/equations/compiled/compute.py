@@ -9,7 +9,7 @@ import numpy
 
 
 def compute__attention_span(L, L_sw, W_sw, s):
-    """compute.attention_span [tokens]: sliding-window attention (Jiang et al. 2023, Mistral 7B, section 2; gpt-oss and Gemma 2 alternate windowed and full layers, transformers configuration_gpt_oss.py L102-105, configuration_gemma2.py L95-98): a causal query i attends to min(i + 1, W) keys, on average W - W^2 / (2 s) over a sequence s > W against s / 2 for a full causal layer, so a windowed layer's un-halved span is 2 W - W^2 / s (derived); kernels with a window (FlashAttention window_size, cuDNN / Transformer Engine) skip the blocks outside it; an unfused kernel that computes the whole score matrix and masks it is not modelled"""
+    """compute.attention_span [tokens]: sliding-window attention (Jiang et al. 2023, Mistral 7B, section 2; gpt-oss and Gemma 2 alternate windowed and full layers, transformers configuration_gpt_oss.py L102-105, configuration_gemma2.py L95-98): a causal query i attends to min(i + 1, W) keys, on average W - W^2 / (2 s) over a sequence s > W against s / 2 for a full causal layer, so a windowed layer's un-halved span is 2 W - W^2 / s (derived); kernels with a window (FlashAttention window_size, cuDNN / Transformer Engine) skip the blocks outside it; the unfused path computes the whole score matrix (compute.executed_attention_span)"""
     return s*(L + L_sw*numpy.where(numpy.greater_equal(W_sw, s), 1, (-W_sw**2/s + 2*W_sw)/s) - L_sw)/L
 
 
@@ -26,6 +26,11 @@ def compute__causal_model_flops(F_ac, F_model, L, tokens):
 def compute__compute_time(FLOPs, eta_g, peak):
     """compute.compute_time [s]: roofline; the GEMM efficiency is a named assumption calibrated on Narayanan et al. Table 1"""
     return FLOPs/(eta_g*peak)
+
+
+def compute__executed_attention_span(S_w, kappa_c, s):
+    """compute.executed_attention_span [tokens]: a block-skipping kernel skips the blocks outside a window as it skips those above the diagonal (FlashAttention window_size, kappa_c = 1); the unfused path computes the whole s x s score matrix and masks it (kappa_c = 0), as compute.causal_attention_flops counts it"""
+    return S_w*kappa_c + s*(1 - kappa_c)
 
 
 def compute__exposed_time(T_opt, T_x, W):

@@ -34,10 +34,10 @@ def memory__gpu_total_bytes(G, M_act, M_over, O, W):
     return G + M_act + M_over + O + W
 
 
-def memory__gradients_bytes(N_d, P, Z, b_g, k_g, o_g):
-    """memory.gradients_bytes [bytes]: Rajbhandari et al. 2020 (ZeRO) section 5.2, P_os+g; with offload, DeepSpeed v0.15.0 deepspeed/runtime/zero/stage_1_and_2.py L1422-1424 (ZeRO-1 reduces only at the accumulation boundary, so the full 16-bit gradients stay in param.grad on the GPU) and L1412-1414 (then copies its partition to the host, copy_grads_in_partition L1328-1340); ZeRO-2/3 move each reduced partition out during backward; Megatron-LM --optimizer-cpu-offload keeps its gradient buffer on the GPU and copies at step time (megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py L100-115, L150-179 @ d98e8a6): k_g = 1"""
+def memory__gradients_bytes(N_d, P, Z, a_bf, b_g, b_w, k_g, o_g):
+    """memory.gradients_bytes [bytes]: Rajbhandari et al. 2020 (ZeRO) section 5.2, P_os+g; with offload, DeepSpeed v0.15.0 deepspeed/runtime/zero/stage_1_and_2.py L1422-1424 (ZeRO-1 reduces only at the accumulation boundary, so the full 16-bit gradients stay in param.grad on the GPU) and L1412-1414 (then copies its partition to the host, copy_grads_in_partition L1328-1340); ZeRO-2/3 move each reduced partition out during backward; Megatron-LM --optimizer-cpu-offload keeps its gradient buffer on the GPU and copies at step time (megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py L100-115, L150-179 @ d98e8a6): k_g = 1; DeepSpeed @ edaa722 deepspeed/runtime/bf16_optimizer.py L175-177 (the fp32 buffer of every gradient, b_g) and L356-377 (update_hp_grads adds each .grad into it and keeps it, clear_lp_grads False: the model-dtype copy, b_w)"""
     _c0 = numpy.greater_equal(Z, 2)
-    return P * b_g * (-o_g * (1 - k_g) * numpy.where(_c0, 1, 0) + 1) * numpy.where(_c0, N_d ** (-1.0), 1)
+    return P * a_bf * b_w * numpy.where(numpy.equal(Z, 1), 1, 0) + P * b_g * (-o_g * (1 - k_g) * numpy.where(_c0, 1, 0) + 1) * numpy.where(_c0, N_d ** (-1.0), 1)
 
 
 def memory__host_bytes_per_socket(C_u, S_n):

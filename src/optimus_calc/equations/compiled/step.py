@@ -136,7 +136,7 @@ def step__p2p_message_bytes(b, b_w, c, h, s, t_sp):
 def step__pp_comm_time(T_p2p, m, o_pi, o_pp, p, v):
     """step.pp_comm_time [s]: Narayanan et al. SC'21 section 2.2: one activation send forward and one gradient send backward per micro-batch per model chunk; interleaved, Megatron-LM overlaps them with the chunks' compute (overlap_p2p_comm on by default, off without VP: megatron/training/arguments.py L3118-3120, L1010-1012 @ d98e8a6), except the p v - 1 hops of the fill and of the drain, which the first micro-batch waits for (derived)"""
     _c0 = m * v
-    _c1 = numpy.where(numpy.greater(v, 1), o_pi, o_pp)
+    _c1 = numpy.where(numpy.greater(v, 1), numpy.maximum(o_pi, o_pp), o_pp)
     return 2 * T_p2p * (_c0 * (1 - _c1) + _c1 * numpy.minimum(_c0, p * v - 1))
 
 
