@@ -75,3 +75,14 @@ def test_step_counts_the_windowed_layers_span(run, tmp_path):
     assert full["model_flops"] - win["model_flops"] == pytest.approx(
         3 * 36 * 32768 * 2 * (4096 - 2174.0) * 8192, rel=1e-9)
     assert win["step_time_s"] < full["step_time_s"]
+
+
+def test_fit_keeps_the_windowed_share_of_the_layers(cat):
+    # gpt-oss-120b, 18 windowed of 36: a 5-layer copy keeps round(18 x 5 / 36) = 2 (2.5 rounds
+    # to even), never more windowed layers than layers (the span's L - L_sw >= 0)
+    from optimus_calc.analyses.fit import with_layers
+    m = cat.get("gpt-oss-120b", "model")
+    assert (with_layers(m, 5).layers, with_layers(m, 5).sliding_window_layers) == (5, 2)
+    assert with_layers(m, 1).sliding_window_layers == 1
+    assert with_layers(m, 72).sliding_window_layers == 36
+    assert with_layers(cat.get("llama-3-8b", "model"), 5).sliding_window_layers == 0

@@ -93,15 +93,24 @@ def _fits(model, hw, layout, tr, asm) -> bool:
     return estimate_memory(model, hw, layout, tr, asm).fits
 
 
+def with_layers(model: Model, n: int) -> Model:
+    """``model`` with ``n`` layers, its windowed layers in the same share (gpt-oss's every
+    other layer stays every other: compute.attention_span needs L_sw <= L)."""
+    sw = model.sliding_window_layers
+    upd = {"layers": n} if not sw else {
+        "layers": n, "sliding_window_layers": max(1, min(n, round(sw * n / model.layers)))}
+    return model.model_copy(update=upd)
+
+
 def solve_layers(model: Model, hw: Hardware, layout: Layout, tr: Training,
                  asm: Assumptions, max_layers: int = 100_000) -> FitResult:
     lo = max(layout.pp * layout.interleave, 1)
 
     def pred(n: int) -> bool:
-        return _fits(model.model_copy(update={"layers": n}), hw, layout, tr, asm)
+        return _fits(with_layers(model, n), hw, layout, tr, asm)
 
     best = largest_true(pred, lo, max_layers)
-    params = model.model_copy(update={"layers": best}).total_params if best else None
+    params = with_layers(model, best).total_params if best else None
     if best is not None and best >= max_layers:
         return FitResult("layers", best, params,
                          f"search over layers stopped at its cap of {max_layers:,}",
