@@ -168,3 +168,20 @@ def test_bf16_optimizer_all_reduces_the_fp32_gradients(run):
     # without --grad-bytes 4 DeepSpeed runs its ZeRO-1 optimizer: no all-reduce
     plain = run(*base[:-6], "--format", "json").json()
     assert "zero1_grad_all_reduce" not in plain["physics_profile"]["applied"]
+
+
+def test_pipeline_engine_reduces_after_the_flush(run):
+    """DeepSpeed's pipeline engine turns overlap_comm off (engine.py L2390-2393) and reduces
+    the gradients after the schedule's last step (pipe/schedule.py L237-241: ReduceTiedGrads,
+    ReduceGrads, OptimizerStep): with PP > 1 none of the reduction hides (o_dr 0). ZeRO-1 on
+    two DGX H100, PP 2: DeepSpeed's bf16 gradients and bf16 parameters move the same bytes, so
+    the reduction is half of dp_comm_s and, the gather hidden behind the next forward, all of
+    the exposed DP time; --assume dp_reduce_after_pipeline=0 hides all but its last bucket."""
+    base = ("step", "llama-3-8b", "--node", "dgx-h100", "--nodes", 2, "--tp", 1, "--pp", 2,
+            "--zero", 1, "--framework", "deepspeed", "--global-batch", 64, "--assume",
+            "nccl_latency_model=0", "--format", "json")
+    d = run(*base).json()
+    assert d["physics_profile"]["applied"]["dp_reduce_after_pipeline"] == 1
+    assert d["dp_comm_exposed_s"] == pytest.approx(d["dp_comm_s"] / 2, rel=1e-9)
+    hidden = run(*base, "--assume", "dp_reduce_after_pipeline=0").json()
+    assert hidden["dp_comm_exposed_s"] < d["dp_comm_exposed_s"] / 5

@@ -285,9 +285,8 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
         T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m, o_ep=o_ep,
                                      r_a2a=r_a2a)
     set_scope("pp")
-    # a pipeline over more than one node has a hop between nodes: stages of s = t x cp x dp
-    # ranks fill nodes, or tile a node and the next block of stages starts on the next node,
-    # or one straddles a node's boundary; 1F1B's steady state runs at its slowest hop
+    # a pipeline over more than one node hops between nodes (stages of s = t x cp x dp ranks
+    # fill, tile or straddle nodes); 1F1B's steady state runs at its slowest hop
     s_pp = t * cp * ctx.dp
     inter = (s_pp >= ctx.gpn) | (ctx.pp * s_pp > ctx.gpn)
     alpha, beta = neighbour(hw, inter, nic)
@@ -367,9 +366,10 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     A_g = np.where(n_dp > 1, n_mod * asm.zero3_gather_latency_us * 1e-6, 0.0)
     dp_args = dict(T_gat=T_gat, T_red=T_red, Z=z, m=ctx.m, A_g=A_g, r_full=r_full)
     T_dp = eq.step__dp_comm_time(**dp_args)
-    # ZeRO-1's all-reduce (zero1_grad_all_reduce) follows the whole backward: o_dr 0
+    # ZeRO-1's all-reduce and a reduction after the pipeline's flush follow the backward: o_dr 0
+    after = (ar & (z == 1)) | ((ctx.pp > 1) & (asm.dp_reduce_after_pipeline > 0))
     T_dpx = eq.step__dp_exposed_time(G_x=g_x, T_bkt=T_bkt, o_pg=asm.dp_gather_overlap,
-                                     o_dr=np.where(ar & (z == 1), 0.0, asm.dp_reduce_overlap),
+                                     o_dr=np.where(after, 0.0, asm.dp_reduce_overlap),
                                      W_b=comp.W_b, W_f=comp.W_f, **dp_args)
     set_scope("")
     return T_dp, T_dpx

@@ -180,6 +180,10 @@ ENGINE_PROFILE = PhysicsProfile((
     # refuse the other --grad-bytes 4 layouts but ZeRO-3's
     Setting("zero1_grad_all_reduce", 1, "DeepSpeed @ edaa722 deepspeed/runtime/engine.py "
             "L1994-1996, L2970-2982, L3784-3794", ("bf16",), when=lambda tr: tr.grad_bytes == 4),
+    # the pipeline engine reduces after the whole schedule (TrainSchedule: ReduceTiedGrads,
+    # ReduceGrads, OptimizerStep at its last step) with overlap_comm turned off
+    Setting("dp_reduce_after_pipeline", 1, "DeepSpeed @ edaa722 deepspeed/runtime/pipe/"
+            "schedule.py L237-241; runtime/engine.py L2390-2393"),
     # ZeRO-Offload casts each reduced partition on the GPU and copies it into the fp32 CPU .grad
     Setting("grads_stay_on_gpu", 0, "DeepSpeed @ edaa722 deepspeed/runtime/zero/"
             "stage_1_and_2.py L1590-1605; "

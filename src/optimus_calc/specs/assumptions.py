@@ -10,19 +10,15 @@ from optimus_calc.specs.hardware import MIN_EFFICIENCY
 
 
 # FP8 GEMM ratios per recipe fitted by benchmarks/fit_fp8_recipes.py on public end-to-end
-# training rows (the rows and errors: docs/fp8-and-megatron.md). Refitted after the attention
-# kernels were timed at their end-to-end training fits (issue 32), and again after the H100
-# curve and attention were fitted on BF16 and FP8 rows together (validate_loso.py,
-# changes/jointfit.md), and after the round-6 H100 refit: delayed scaling fits 0.970 (its 5 NeMo
-# 24.12/25.02 rows within 6%); current scaling still ends on the upper bound 1 (an FP8 GEMM at the
-# BF16 GEMM's fraction of its own peak), its rows 6-13% slow there: the rest is outside the ratio
+# training rows (rows, errors and the refits' history: docs/fp8-and-megatron.md): delayed scaling
+# fits 0.970 (its 5 NeMo 24.12/25.02 rows within 6%); current scaling ends on the upper bound 1
+# (an FP8 GEMM at the BF16 GEMM's fraction of its own peak), its rows 6-13% slow there
 FIT_TE_DELAYED = 0.970
 FIT_TE_CURRENT = 1.0
 FIT_MXFP8 = FIT_TE_CURRENT  # assumed: one expressible public row, no cross-validation
 
-# Floors of the assumptions the step model divides by (issue 23). Like the catalog's (specs/
-# hardware.py MIN_EFFICIENCY, MIN_GBPS), each sits far below any measured value and keeps every
-# time finite and physical: a positive-only bound let 1e-300 through to a NaN or a 1e36 s step.
+# Floors of the assumptions the step model divides by (issue 23), as the catalog's (specs/
+# hardware.py MIN_EFFICIENCY, MIN_GBPS): far below any measured value, every time finite.
 MIN_MASK_ELEMS_PER_CYCLE = 1e-3  # 1,000 core-cycles per element: slower than a DRAM miss
 MIN_DDP_BUCKET_MB = 1e-3  # 1 kB, as zero_bucket_params' 1e3 elements
 
@@ -48,12 +44,12 @@ class Assumptions(Frozen):
         description="DeepSpeed defaults reduce_bucket_size = allgather_bucket_size = 5e8 "
                     "elements (deepspeed/runtime/zero/config.py): ZeRO 1-3 buckets. A divisor "
                     "of the step model (buckets per step), so at least 1e3 elements")
-    host_grad_bytes: float = Field(
-        default=4, ge=0, le=8, description="ZeRO-Offload keeps fp32 gradients on the host")
-    nvme_buffer_count: float = Field(
-        default=4, ge=0, le=1e3, description="DeepSpeed offload_optimizer nvme buffer_count")
-    nvme_buffer_params: float = Field(
-        default=1e8, ge=0, le=1e12, description="DeepSpeed aio buffer_size, elements")
+    host_grad_bytes: float = Field(default=4, ge=0, le=8, description="ZeRO-Offload keeps "
+                                   "fp32 gradients on the host")
+    nvme_buffer_count: float = Field(default=4, ge=0, le=1e3, description="DeepSpeed "
+                                     "offload_optimizer nvme buffer_count")
+    nvme_buffer_params: float = Field(default=1e8, ge=0, le=1e12, description="DeepSpeed aio "
+                                      "buffer_size, elements")
     logits_bytes: float = Field(default=6, ge=0, le=16, description="bytes per logit held for "
                                 "the loss: bf16 logits + fp32 copy (Megatron)")
     host_reserved_fraction: float = Field(default=0.1, ge=0, le=1, description="assumed: host RAM "
@@ -168,7 +164,11 @@ class Assumptions(Frozen):
         description="1 = bucketed gradient reductions overlap the backward, all but the last "
                     "bucket (framework-neutral); 0 = the whole reduction follows the backward: "
                     "the Megatron-LM profile without --overlap-grad-reduce (one bucket, "
-                    "megatron/core/distributed/distributed_data_parallel.py L131-137 @ d98e8a6)")
+                    "megatron/core/distributed/distributed_data_parallel.py L131-137 @ d98e8a6); "
+                    "with PP > 1 also where dp_reduce_after_pipeline is 1")
+    dp_reduce_after_pipeline: float = Field(default=0.0, ge=0, le=1, description="1: with PP > "
+                                            "1 the reduction follows the pipeline's flush (the "
+                                            "DeepSpeed profile: pipe/schedule.py L237-241)")
     dp_gather_overlap: float = Field(
         default=1.0, ge=0, le=1,
         description="1 = the ZeRO-1/2 parameter all-gather after the optimizer step overlaps "
