@@ -126,8 +126,11 @@ def test_catalog_mistral_7b_has_its_window(run, cat):
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "config.json").write_text(json.dumps(cfg))
         full = run("step", d, *args).json()
-    assert full["model_flops"] - win["model_flops"] == pytest.approx(1.3510798882111488e16,
-                                                                     rel=1e-9)
+    # by hand: all 32 layers windowed, W 4096 at s 8192: span (2 W - W^2 / s) = 6144 tokens; the
+    # core's 2 s (d_s + d_v) per token and layer (d_s = d_v = 32 x 128), three passes, over
+    # 512 x 8192 tokens: 3 x 32 x 4,194,304 x 2 x (8192 - 6144) x 8192 = 1.3510798882111488e16
+    assert full["model_flops"] - win["model_flops"] == pytest.approx(
+        3 * 32 * 512 * 8192 * 2 * (8192 - 6144) * 8192, rel=1e-9)
 
 
 def test_compare_csv_names_sequence_parallelism(run):

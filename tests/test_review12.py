@@ -31,7 +31,9 @@ def test_plan_times_megatron_sp_off_rows_without_tp_comm_overlap(run):
     on = _row(cands, sequence_parallel=True)
     nosp = _step(run, "llama-3-8b", *args, "--no-sp")
     sp = _step(run, "llama-3-8b", *args)
-    assert nosp["breakdown"]["tp_comm_s"] == pytest.approx(0.1948, rel=1e-3)
+    # SP off, --tp-comm-overlap cannot apply: the TP traffic is what the flag off exposes
+    bare = _step(run, "llama-3-8b", *args, "--no-sp", "--no-tp-comm-overlap")
+    assert nosp["breakdown"]["tp_comm_s"] == bare["breakdown"]["tp_comm_s"] > 0
     assert sp["breakdown"]["tp_comm_s"] == 0.0
     assert off["step_time_s"] == pytest.approx(nosp["step_time_s"], rel=1e-9)
     assert on["step_time_s"] == pytest.approx(sp["step_time_s"], rel=1e-9)
@@ -52,11 +54,13 @@ def test_plan_times_full_recompute_rows_without_megatron_ep_overlap(run):
     assert (c["dp"], c["recompute"], c["global_batch"]) == (32, "full", 512)
     st = _step(run, "qwen3-30b-a3b", *lay, "--zero", "2", "--micro-batch", "8",
                "--recompute", "full")
-    assert st["breakdown"]["ep_comm_s"] == pytest.approx(1.4706, rel=1e-3)
+    # refused with full recompute, the flag leaves the all-to-alls as exposed as without it
+    off = _step(run, "qwen3-30b-a3b", *[a for a in lay if a != "--overlap-moe-expert-parallel-"
+                                         "comm"], "--zero", "2", "--micro-batch", "8",
+                "--recompute", "full")
+    assert st["breakdown"]["ep_comm_s"] == off["breakdown"]["ep_comm_s"] > 0
     assert c["step_time_s"] == pytest.approx(st["step_time_s"], rel=1e-9)
-    # 7.4867 s at review12's commit; the MoE host sync then moved 1.9 -> 2.0 ms (its fit on the
-    # public MoE rows): 0.1 ms x 48 MoE layers x 2 micro-batches x 2 (full recompute re-syncs)
-    assert c["step_time_s"] == pytest.approx(7.4867 + 0.1e-3 * 48 * 2 * 2, rel=1e-3)
+    assert c["step_time_s"] == pytest.approx(off["step_time_s"], rel=1e-9)
 
 
 def test_compare_json_and_csv_name_the_layout_the_table_shows(run):
@@ -110,7 +114,6 @@ def test_sweep_rows_name_the_physics_profile_that_timed_them(run):
             "--recompute", row["recompute"], "--format", "json")
     timed = run(*args, "--framework", "deepspeed").json()
     assert row["step_time_s"] == pytest.approx(timed["step_time_s"], rel=1e-12)
-    assert row["step_time_s"] == pytest.approx(58.6397, rel=1e-4)
     neutral = run(*args).json()
     assert abs(neutral["step_time_s"] / row["step_time_s"] - 1) > 1e-3
 
@@ -125,7 +128,6 @@ def test_plan_html_of_a_neutral_search_times_the_layout_as_its_table(run, tmp_pa
             "--tp", "8", "--pp", "4", "--interleave", "2", "--top", "1")
     rec = run(*args, "--format", "json").json()["recommended"]
     assert rec["framework"] == "megatron, torchtitan"  # who runs it, not whose physics
-    assert rec["step_time_s"] == pytest.approx(155.4153, rel=1e-5)
     page = tmp_path / "plan.html"
     assert run(*args, "--format", "html", "-o", str(page)).code == 0
     text = page.read_text()

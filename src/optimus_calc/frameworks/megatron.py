@@ -288,7 +288,8 @@ PROFILE = PhysicsProfile((
     # pipeline, so plain 1F1B keeps pp_overlap. Megatron-Bridge sets it for VP > 1 likewise
     Setting("pp_overlap_interleaved", 1, "megatron/training/arguments.py L3118-3120, "
             "L1010-1012; Megatron-Bridge v0.2.0 src/megatron/bridge/training/comm_overlap.py "
-            "L451-457", when=lambda tr: tr.overlap_p2p_comm),
+            "L451-457; the steady state's sends fully hidden: assumed",
+            when=lambda tr: tr.overlap_p2p_comm),
     Setting("pp_overlap_interleaved", 0, "--no-overlap-p2p-communication: megatron/training/"
             "arguments.py L3118-3120", when=lambda tr: not tr.overlap_p2p_comm),
     Setting("ep_overlap_needs_interleave", 1, "megatron/core/transformer/transformer_config.py "
