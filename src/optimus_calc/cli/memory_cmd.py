@@ -25,7 +25,11 @@ def memory(app, model: str, fmt: str, output: str | None, gib: bool, **kw) -> No
 
     inp = build_inputs(app.catalog, model, kw)
     est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
-    doc = memory_document(inp, est, binary=gib)
+    hint = None
+    if not est.fits:
+        from optimus_calc.analyses.fit_hint import fit_hint
+        hint = fit_hint(lambda k: build_inputs(app.catalog, model, k), kw, inp)
+    doc = memory_document(inp, est, binary=gib, fit=(est.fits, hint))
     if fmt == "html":
         from optimus_calc.report.html_parts import layout_parts, with_html
         doc = with_html(doc, kind="memory", **layout_parts(inp, memory=False, step=False))

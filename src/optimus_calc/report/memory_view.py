@@ -99,7 +99,8 @@ def _offload_table(est: MemoryEstimate, unit: str, div: float) -> Table:
         Column("k", "", align="left"), Column("v", "", align="left")])
 
 
-def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
+def memory_document(inp, est: MemoryEstimate, binary: bool = False, fit=None) -> Document:
+    """``fit``: (fits, analyses.fit_hint.FitHint or None) from the command (step_view)."""
     unit, div = ("GiB", GiB) if binary else ("GB", GB)
     per_gpu, offload = _per_gpu(est), _offload_data(est)
     data = {
@@ -111,6 +112,7 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
         "per_gpu": per_gpu, "offload": offload,
         "stages": [{k: v for k, v in asdict(s).items() if k != "inputs"} for s in est.stages],
         "fits": est.fits, "reasons": est.reasons, "notes": est.notes,
+        "fit_hint": fit[1].as_dict() if fit and fit[1] else None,
     }
     fws, fw_note = frameworks_of(inp)
     data["frameworks"] = fws
@@ -131,6 +133,9 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False) -> Document:
     csv = Table(title="", rows=[csv_row], columns=[Column(k, k) for k in csv_row])
     verdict = "fits" if est.fits else "DOES NOT FIT"
     notes = [f"{verdict}" + (f": {'; '.join(est.reasons)}" if est.reasons else "")] + est.notes
+    if fit and not fit[0]:
+        from optimus_calc.analyses.fit_hint import hint_note, plannable
+        notes.insert(1, hint_note(fit[1], plannable(inp)))
     if fw_note:
         notes.append(fw_note)
     tr = inp.training

@@ -33,7 +33,9 @@ BREAKDOWN_KEYS = ("compute_s", "elementwise_s", "bubble_s", "tp_comm_s", "cp_com
                   "optimizer_exposed_s", "offload_transfer_s", "fixed_s")
 
 
-def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
+def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> Document:
+    """``fit``: (fits, analyses.fit_hint.FitHint or None) from the command: the note after
+    DOES NOT FIT, and ``fit_hint`` in the data (None where the layout fits)."""
     terms = asdict(st)
     data = {"model": model_data(inp.model), "hardware": hardware_data(inp.hw),
             "layout": layout_data(inp.layout), "training": training_data(inp.training),
@@ -41,7 +43,8 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
             **{k: v for k, v in terms.items() if k != "notes"},
             "breakdown": {k: terms[k] for k in BREAKDOWN_KEYS},
             "fits": mem.fits, "reasons": mem.reasons,
-            "gpu_memory_bytes": mem.worst.total_bytes, "notes": st.notes}
+            "gpu_memory_bytes": mem.worst.total_bytes, "notes": st.notes,
+            "fit_hint": fit[1].as_dict() if fit and fit[1] else None}
     fws, fw_note = frameworks_of(inp)
     data["frameworks"] = fws
     data.update(framework_data(inp))
@@ -75,6 +78,9 @@ def step_document(inp, mem, st, train: TrainRequest | None = None) -> Document:
              f"GPU memory {mem.worst.total_bytes / GB:.1f} GB of {mem.capacity_bytes / GB:.0f} GB: "
              + ("fits" if mem.fits else "DOES NOT FIT: " + "; ".join(mem.reasons)),
              efficiency_text(inp.hw.gpu, inp.assumptions, inp.training.attention_kernel)]
+    if fit and not fit[0]:
+        from optimus_calc.analyses.fit_hint import hint_note, plannable
+        notes.insert(3, hint_note(fit[1], plannable(inp)))
     notes += (fp8_notes(inp.hw.gpu, inp.training, inp.assumptions)
               + moe_notes(inp.model, inp.assumptions, inp.training) + st.notes)
     if fw_note:

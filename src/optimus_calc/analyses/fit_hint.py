@@ -1,0 +1,121 @@
+"""The fewest option changes that make a layout that does not fit fit (`step` and `memory`:
+the note after "DOES NOT FIT"). Pure: the candidates are the user's own options with
+``--zero``, ``--recompute`` and ``--cp`` changed, each resolved by the command's own resolver
+(inputs.build_inputs, passed in: the same rules and framework checks as if typed) and measured
+by the memory model.
+
+Candidates come in rounds of one, two, then three changed options; the first round with any
+layout that fits answers, and among its layouts the fastest step wins (the least GPU memory
+where there is no step time: a bare parameter count, --model-states-only). Each option only moves
+towards less memory: ZeRO up to 3, recomputation from none to selective to full, CP doubled
+while TP x PP x CP divides the GPUs (DP shrinks to match; a given ``--dp`` is rewritten)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations, product
+
+from optimus_calc.errors import InputError
+
+RECOMPUTE_ORDER = ("none", "selective", "full")
+MAX_CHANGES = 3
+
+
+@dataclass(frozen=True)
+class FitHint:
+    """A layout that fits: the options that changed (flag -> value, as typed), its worst
+    GPU's memory, step time and MFU."""
+    flags: tuple[tuple[str, str], ...]
+    gpu_memory_bytes: float
+    step_time_s: float | None   # None without a step time (bare count, model states only)
+    mfu: float | None
+
+    @property
+    def text(self) -> str:
+        return " ".join(f"{f} {v}" for f, v in self.flags)
+
+    def as_dict(self) -> dict:
+        return {"flags": self.text, "gpu_memory_bytes": self.gpu_memory_bytes,
+                "step_time_s": self.step_time_s, "mfu": self.mfu}
+
+
+def _choices(inp, kw: dict) -> dict[str, list[dict]]:
+    """Per option, the kw updates that each lower memory (never the current value)."""
+    lay, tr = inp.layout, inp.training
+    zero = [{"zero": z} for z in range(int(lay.zero) + 1, 4)]
+    cur = RECOMPUTE_ORDER.index(tr.recompute.value)
+    rec = [{"recompute": r} for r in RECOMPUTE_ORDER[cur + 1:]]
+    cps, cp = [], lay.cp * 2
+    while inp.hw.gpus % (lay.tp * lay.pp * cp) == 0:
+        dp = inp.hw.gpus // (lay.tp * lay.pp * cp)
+        cps.append({"cp": cp, "dp": dp if kw.get("dp") is not None else None})
+        cp *= 2
+    return {"zero": zero, "recompute": rec, "cp": cps}
+
+
+def _flags(update: dict) -> tuple[tuple[str, str], ...]:
+    return tuple((f"--{k}", str(v)) for k, v in update.items() if v is not None)
+
+
+def _has_step(inp) -> bool:
+    from optimus_calc.specs.model import Model
+    return isinstance(inp.model, Model) and not inp.training.model_states_only
+
+
+def _measure(cand, update: dict) -> FitHint | None:
+    """The candidate's hint when it fits, else None."""
+    from optimus_calc.evaluate.memory import estimate_memory
+    from optimus_calc.evaluate.step import estimate_step
+    mem = estimate_memory(cand.model, cand.hw, cand.layout, cand.training, cand.assumptions)
+    if not mem.fits:
+        return None
+    if not _has_step(cand):
+        return FitHint(_flags(update), mem.worst.total_bytes, None, None)
+    st = estimate_step(cand.model, cand.hw, cand.layout, cand.training, cand.assumptions, mem)
+    return FitHint(_flags(update), mem.worst.total_bytes, st.step_time_s, st.mfu)
+
+
+def _key(h: FitHint) -> float:
+    return h.gpu_memory_bytes if h.step_time_s is None else h.step_time_s
+
+
+def fit_hint(resolve, kw: dict, inp) -> FitHint | None:
+    """The fastest layout that fits with the fewest of --zero, --recompute, --cp changed from
+    ``kw`` (the command's options, resolved as ``inp``; ``resolve(kw)`` resolves a candidate's,
+    raising InputError where a rule refuses it); None when none within MAX_CHANGES does."""
+    choices = _choices(inp, kw)
+    for n in range(1, MAX_CHANGES + 1):
+        best = None
+        for names in combinations(choices, n):
+            for picks in product(*(choices[k] for k in names)):
+                update = {k: v for p in picks for k, v in p.items()}
+                try:
+                    cand = resolve({**kw, **update})
+                except (InputError, ValueError):
+                    continue  # a rule refuses it: not a layout the user could run
+                hint = _measure(cand, update)
+                if hint is not None and (best is None or _key(hint) < _key(best)):
+                    best = hint
+        if best is not None:
+            return best
+    return None
+
+
+def hint_note(hint: FitHint | None, plannable: bool) -> str:
+    """The note under "DOES NOT FIT"; ``plannable``: the model has an architecture, so
+    `optimus-calc plan` can search it (a bare parameter count cannot)."""
+    plan = "; `optimus-calc plan` searches every layout" if plannable else ""
+    if hint is None:
+        return ("no change of --zero, --recompute and --cp makes it fit"
+                + (plan + " (TP, PP, offload, micro-batch, more nodes)" if plannable else ""))
+    step = ("" if hint.step_time_s is None else
+            f", step {hint.step_time_s:.4g} s, MFU {hint.mfu:.1%}")
+    return (f"fits with {hint.text} (the fewest of --zero, --recompute and --cp changed, the "
+            f"{'least memory' if hint.step_time_s is None else 'fastest'} such: GPU memory "
+            f"{hint.gpu_memory_bytes / 1e9:.1f} GB{step}){plan}")
+
+
+def plannable(inp) -> bool:
+    """Whether `plan` takes the model (an architecture, not a bare parameter count)."""
+    from optimus_calc.specs.model import Model
+    return isinstance(inp.model, Model)

@@ -1,0 +1,96 @@
+"""The note after "DOES NOT FIT" in `step` and `memory` (analyses/fit_hint.py): the fewest of
+--zero, --recompute and --cp that make the layout fit, each candidate resolved as if typed."""
+
+import pytest
+
+BASE = ("llama-3-8b", "--node", "dgx-h100", "--nodes", "1", "--micro-batch", "1",
+        "--global-batch", "8")
+# Llama 3 8B: 8,030,261,248 parameters (catalog; Meta's config.json). Mixed-precision Adam,
+# 16 bytes each: 128.48 GB of model states on every GPU at ZeRO-0, above the 76.0 GB an
+# H100 SXM offers with the default 5% headroom (80 GB x 0.95). ZeRO-3 over DP 8 divides
+# them by 8: 16.06 GB.
+N = 8_030_261_248
+USABLE = 80e9 * 0.95
+
+
+def _json(run, *args):
+    res = run(*args, "--format", "json")
+    assert res.code == 0, res.err
+    return res.json()
+
+
+@pytest.mark.parametrize("cmd", ["step", "memory"])
+def test_zero0_does_not_fit_and_the_hint_fits(run, cmd):
+    assert 16 * N > USABLE  # 128.48 GB of states alone: no ZeRO-0 layout fits
+    d = _json(run, cmd, *BASE, "--seq-len", "8192")
+    assert d["fits"] is False and d["fit_hint"] is not None
+    flags = d["fit_hint"]["flags"].split()
+    # the hint is a layout the user can type: its own run fits, at the memory the hint states
+    again = _json(run, cmd, *BASE, "--seq-len", "8192", *flags)
+    assert again["fits"] is True and again["fit_hint"] is None
+    mem = again["gpu_memory_bytes"] if cmd == "step" else again["per_gpu"]["total_bytes"]
+    assert mem == pytest.approx(d["fit_hint"]["gpu_memory_bytes"], rel=1e-9)
+    assert mem <= USABLE
+
+
+def test_the_fewest_options_and_the_fastest_of_them(run):
+    d = _json(run, "step", *BASE, "--seq-len", "8192")
+    hint = d["fit_hint"]
+    # one option is enough here (ZeRO-3 alone puts the states at 16 x N / 8 = 16.06 GB), so
+    # the hint changes one; of the single changes that fit, it is the fastest
+    assert len(hint["flags"].split()) == 2
+    singles = [("--zero", z) for z in (1, 2, 3)] + [("--recompute", r) for r in
+                                                    ("selective", "full")] + \
+        [("--cp", c) for c in (2, 4, 8)]
+    fitting = []
+    for flag, v in singles:
+        r = _json(run, "step", *BASE, "--seq-len", "8192", flag, v)
+        if r["fits"]:
+            fitting.append((r["step_time_s"], f"{flag} {v}"))
+    assert ("--zero 3" in [f for _, f in fitting])
+    assert hint["flags"] == min(fitting)[1]
+    assert hint["step_time_s"] == pytest.approx(min(fitting)[0], rel=1e-9)
+
+
+def test_a_given_dp_is_rewritten_with_cp(run):
+    # at 64K tokens the activations need CP; with --dp 8 given, CP 8 on 8 GPUs leaves DP 1
+    # (TP 1 x PP 1 x CP 8 x DP 1 = 8), so the hint says both
+    d = _json(run, "step", *BASE, "--seq-len", "65536", "--zero", "3", "--dp", "8")
+    flags = d["fit_hint"]["flags"]
+    assert "--cp" in flags and "--dp" in flags
+    cp = int(flags.split("--cp ")[1].split()[0])
+    dp = int(flags.split("--dp ")[1].split()[0])
+    assert cp * dp == 8
+
+
+def test_no_change_of_the_three_fits_says_so(run):
+    # Llama 3 70B (70,553,706,496 parameters) at TP 8 on one node: DP 1, so ZeRO shards
+    # nothing: 16 x 70.55e9 / 8 = 141.1 GB of states per GPU; recomputation does not touch
+    # them and CP cannot double (TP 8 x CP 2 > 8 GPUs)
+    assert 16 * 70_553_706_496 / 8 > USABLE
+    res = run("memory", "llama-3-70b", "--node", "dgx-h100", "--nodes", "1", "--tp", "8")
+    assert res.code == 0
+    assert "no change of --zero, --recompute and --cp makes it fit" in res.out
+    assert _json(run, "memory", "llama-3-70b", "--node", "dgx-h100", "--nodes", "1",
+                 "--tp", "8")["fit_hint"] is None
+
+
+def test_a_layout_that_fits_has_no_hint(run):
+    res = run("step", *BASE, "--seq-len", "8192", "--zero", "3")
+    assert res.code == 0 and "fits with" not in res.out and "no change of" not in res.out
+
+
+def test_a_bare_count_ranks_by_memory_by_hand(run):
+    # calibration.md section 2's layout: 70e9 parameters, TP 2 x PP 4 x DP 2 on 2 DGX A100,
+    # 70e9 / 8 = 8.75e9 parameters per GPU. ZeRO-1: 4 x 8.75e9 + 12 x 8.75e9 / 2 = 87.5 GB;
+    # ZeRO-2: 2 x 8.75e9 + 14 x 8.75e9 / 2 = 78.75 GB; both above 76 GB usable. ZeRO-3:
+    # 16 x 8.75e9 / 2 = 70.0 GB fits. No step time for a bare count: the least memory wins,
+    # and `plan` (which needs an architecture) is not offered
+    args = ("memory", "70e9", "--nodes", "2", "--tp", "2", "--pp", "4", "--dp", "2",
+            "--model-states-only")
+    d = _json(run, *args)
+    assert d["fit_hint"]["flags"] == "--zero 3"
+    assert d["fit_hint"]["gpu_memory_bytes"] == pytest.approx(16 * 8.75e9 / 2, rel=1e-9)
+    assert d["fit_hint"]["step_time_s"] is None
+    out = run(*args).out
+    assert "fits with --zero 3" in out and "least memory" in out and "plan" not in out
