@@ -1,0 +1,70 @@
+"""Sliding-window models on the frameworks: what each launch builds must be the windowed
+attention the plan timed (compute.attention_span), or the framework must refuse the model."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from optimus_calc.frameworks.megatron_export import megatron_arg_list
+from optimus_calc.specs.training import Layout, Training
+
+HF = Path(__file__).parent / "data" / "hf"
+
+
+def _window_args(model) -> tuple[dict, list]:
+    lay, tr = Layout(tp=1, pp=1, dp=8), Training(seq_len=4096, global_batch=64)
+    args, notes = megatron_arg_list(lay, tr, model, 8)
+    return {f: v for f, v in args if f.startswith("--window")}, notes
+
+
+def _megatron_windowed(L: int, skip) -> int:
+    """Layers Megatron-LM windows (core/transformer/utils.py L531-547 @ d98e8a64, 1-based
+    layer_number): with an int N all but the multiples of N, with a list its 1s."""
+    if skip is None:
+        return L
+    if skip.startswith("["):  # "[1]*a+[0]*b": the shape _eval_pattern accepts
+        ones, zeros = (int(part.split("*")[1]) for part in skip.split("+"))
+        pattern = [1] * ones + [0] * zeros
+        assert len(pattern) == L  # Megatron reads window_attn_skip_freq[layer_number - 1]
+        return sum(pattern)
+    return sum(1 for layer in range(1, L + 1) if layer % int(skip))
+
+
+def test_megatron_export_writes_mistral_window(cat):
+    # Mistral-7B-v0.1: W = 4096 on all 32 layers; TE's (left, right) window is inclusive, so
+    # left = 4096 - 1 = 4095 (Megatron-Bridge mistral_bridge.py L58: sliding_window - 1); no
+    # skip frequency (every layer windowed). Before the fix no --window-size was written: the
+    # script trained full attention while the plan timed a 6144-token span at seq 8192.
+    w, _ = _window_args(cat.get("mistral-7b", "model"))
+    assert w == {"--window-size": "4095,0"}
+
+
+def test_megatron_export_writes_gpt_oss_alternation(cat):
+    # gpt-oss-120b: 128-token window on 18 of 36 layers, the first of each pair: left 127 and
+    # N = 2 (gpt_oss_bridge.py L87-88 sets the same); Megatron windows layer_number % 2 != 0:
+    # layers 1, 3, ..., 35 = 18
+    w, _ = _window_args(cat.get("gpt-oss-120b", "model"))
+    assert w == {"--window-size": "127,0", "--window-attn-skip-freq": "2"}
+    assert _megatron_windowed(36, w["--window-attn-skip-freq"]) == 18
+
+
+@pytest.mark.parametrize("windowed,want", [
+    (30, "6"),               # 36 - 36 // 6 = 30: every 6th full
+    (20, "[1]*20+[0]*16"),   # 36 - 36 // k is 18, 24, 27, ... never 20: the count as a list
+])
+def test_megatron_export_keeps_the_windowed_count(tmp_path, windowed, want):
+    from optimus_calc.hf_import import load_hf_config
+    cfg = json.loads((HF / "gpt_oss" / "config.json").read_text())
+    cfg["layer_types"] = (["sliding_attention"] * windowed
+                          + ["full_attention"] * (36 - windowed))
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    m = load_hf_config(tmp_path / "config.json")
+    w, notes = _window_args(m)
+    assert w["--window-attn-skip-freq"] == want
+    assert _megatron_windowed(36, want) == windowed
+    assert any("layer_types" in n for n in notes) == want.startswith("[")
+
+
+def test_megatron_export_of_a_dense_full_model_has_no_window(cat):
+    assert _window_args(cat.get("llama-3-8b", "model"))[0] == {}
