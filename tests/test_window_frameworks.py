@@ -68,3 +68,22 @@ def test_megatron_export_keeps_the_windowed_count(tmp_path, windowed, want):
 
 def test_megatron_export_of_a_dense_full_model_has_no_window(cat):
     assert _window_args(cat.get("llama-3-8b", "model"))[0] == {}
+
+
+def test_megatron_deepspeed_refuses_a_windowed_model(cat, run):
+    """Megatron-DeepSpeed @ 4efb479 has no window argument (megatron/arguments.py) and builds
+    FlashSelfAttention(causal=True) or CoreAttention over the whole sequence: mistral-7b there
+    trains full attention, not the span the plan times. It ran it; now MD_ARCH refuses it."""
+    from optimus_calc.frameworks import Framework, Reason, layout_support
+    from optimus_calc.frameworks.exporting import ExportError
+    from optimus_calc.frameworks.megatron_deepspeed_export import model_args
+    m = cat.get("mistral-7b", "model")
+    lay, tr = Layout(tp=2, pp=2, dp=2, zero=1), Training(seq_len=8192, global_batch=64)
+    assert layout_support(lay, tr, m)[Framework.MEGATRON_DEEPSPEED] is Reason.MD_ARCH
+    with pytest.raises(ExportError, match="sliding-window"):
+        model_args(lay, tr, m)
+    # the same shape without the window (llama-2-7b's Llama layout at TP 2 x PP 2) still runs
+    assert layout_support(lay, tr, m.model_copy(update=dict(
+        sliding_window=0, sliding_window_layers=0)))[Framework.MEGATRON_DEEPSPEED] is Reason.OK
+    plan = run("plan", "mistral-7b", "--framework", "megatron-deepspeed", "--format", "json")
+    assert plan.code == 0 and plan.json()["recommended"] is None  # nothing it runs
