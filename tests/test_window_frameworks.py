@@ -87,3 +87,39 @@ def test_megatron_deepspeed_refuses_a_windowed_model(cat, run):
         sliding_window=0, sliding_window_layers=0)))[Framework.MEGATRON_DEEPSPEED] is Reason.OK
     plan = run("plan", "mistral-7b", "--framework", "megatron-deepspeed", "--format", "json")
     assert plan.code == 0 and plan.json()["recommended"] is None  # nothing it runs
+
+
+@pytest.mark.parametrize("model", ["mistral-7b", "gpt-oss-20b"])
+def test_megatron_refuses_context_parallelism_with_a_window(cat, model):
+    """Transformer Engine @ d0067d0 asserts cp_comm_type in (a2a, all_gather) when the window is
+    not (-1, 0) / (-1, -1) (context_parallel.py L5054-5060); Megatron's default --cp-comm-type
+    is p2p, the ring whose overlap the profile times (cp_overlap 1). Megatron-LM ran CP 2 on a
+    windowed model; MG_CP_WINDOW now refuses it, and CP 1 (or a full model at CP 2) still runs."""
+    from optimus_calc.frameworks import Framework, Reason, layout_support
+    m = cat.get(model, "model")
+    tr = Training(seq_len=4096, global_batch=64)
+    ep = 4 if m.is_moe else 1
+    cp2, cp1 = Layout(tp=1, pp=1, dp=4, cp=2, ep=ep, zero=1), Layout(tp=1, pp=1, dp=8, ep=ep,
+                                                                      zero=1)
+    assert layout_support(cp2, tr, m)[Framework.MEGATRON] is Reason.MG_CP_WINDOW
+    assert layout_support(cp1, tr, m)[Framework.MEGATRON] is Reason.OK
+    full = m.model_copy(update=dict(sliding_window=0, sliding_window_layers=0))
+    assert layout_support(cp2, tr, full)[Framework.MEGATRON] is Reason.OK
+
+
+def test_torchtitan_gpt_oss_refuses_context_parallelism(cat):
+    """torchtitan v0.2.2 GptOssModelArgs.update_from_config raises NotImplementedError for
+    context_parallel_degree > 1 (models/gpt_oss/model/args.py L89-92); it was listed as
+    running gpt-oss-20b at CP 2. llama3 8B (llama-3-8b) keeps CP (its parallelize.py applies
+    it)."""
+    from optimus_calc.frameworks import Framework, Reason, layout_support
+    tr = Training(seq_len=4096, global_batch=64)
+    oss = Layout(tp=1, pp=1, dp=4, cp=2, ep=4, zero=3)
+    assert layout_support(oss, tr, cat.get("gpt-oss-20b", "model"))[Framework.TORCHTITAN] \
+        is Reason.TT_GPT_OSS_CP
+    no_cp = Layout(tp=1, pp=1, dp=8, ep=4, zero=3)
+    assert layout_support(no_cp, tr, cat.get("gpt-oss-20b", "model"))[Framework.TORCHTITAN] \
+        is Reason.OK
+    dense = Layout(tp=1, pp=1, dp=4, cp=2, zero=3)
+    assert layout_support(dense, tr, cat.get("llama-3-8b", "model"))[Framework.TORCHTITAN] \
+        is Reason.OK
