@@ -121,7 +121,7 @@ def test_catalog_mistral_7b_has_its_window(run, cat):
     assert run("step", str(hf), *args).json()["model_flops"] == win["model_flops"]
     import json
     cfg = json.loads((hf / "config.json").read_text())
-    del cfg["sliding_window"]
+    cfg["sliding_window"] = None  # v0.2's null: no window (absent, MistralConfig's 4096 holds)
     import tempfile
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "config.json").write_text(json.dumps(cfg))
