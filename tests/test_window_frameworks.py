@@ -123,3 +123,18 @@ def test_torchtitan_gpt_oss_refuses_context_parallelism(cat):
     dense = Layout(tp=1, pp=1, dp=4, cp=2, zero=3)
     assert layout_support(dense, tr, cat.get("llama-3-8b", "model"))[Framework.TORCHTITAN] \
         is Reason.OK
+
+
+def test_plan_names_the_architecture_when_no_framework_can_build_the_model(run):
+    """A model no framework searched can build: the plan's reason named the layout rule that
+    rejected the most layouts ("most often, DeepSpeed: ZeRO-2/3 are incompatible with pipeline
+    parallelism"), which no layout change cures; it now names the architecture row."""
+    for model in ("mistral-7b", "qwen3-14b"):  # a sliding window; Q/K norms
+        r = run("plan", model, "--framework", "megatron-deepspeed", "--format", "json")
+        why = r.json()["why"]
+        assert "cannot build this architecture" in why and "most often" not in why
+    # a model it can build keeps the layout rule (llama-2-7b on one A100 node, offload to an
+    # NVMe that Megatron-LM does not run)
+    r = run("plan", "llama-2-7b", "--framework", "megatron", "--offloads", "nvme",
+            "--format", "json")
+    assert "cannot build" not in r.json()["why"]
