@@ -184,6 +184,13 @@ ENGINE_PROFILE = PhysicsProfile((
     # ReduceGrads, OptimizerStep at its last step) with overlap_comm turned off
     Setting("dp_reduce_after_pipeline", 1, "DeepSpeed @ edaa722 deepspeed/runtime/pipe/"
             "schedule.py L237-241; runtime/engine.py L2390-2393"),
+    # ZeRO-1/2 (and the BF16 optimizer) all-gather the updated 16-bit partitions inside step():
+    # a blocking all_gather_into_tensor on the current stream, issued before the next forward,
+    # which therefore hides none of it (the neutral default, Megatron's --overlap-param-gather,
+    # hides it behind that forward)
+    Setting("dp_gather_overlap", 0, "DeepSpeed @ edaa722 deepspeed/runtime/zero/"
+            "stage_1_and_2.py L2393-2401; runtime/bf16_optimizer.py L344, L454-464; runtime/utils.py "
+            "L1005-1019"),
     # ZeRO-Offload casts each reduced partition on the GPU and copies it into the fp32 CPU .grad
     Setting("grads_stay_on_gpu", 0, "DeepSpeed @ edaa722 deepspeed/runtime/zero/"
             "stage_1_and_2.py L1590-1605; "
