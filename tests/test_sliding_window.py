@@ -117,3 +117,17 @@ def test_mixtral_reads_its_window(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     m = load_hf_config(tmp_path / "config.json")
     assert (m.sliding_window, m.sliding_window_layers) == (4096, cfg["num_hidden_layers"])
+
+
+def test_step_says_the_span_it_timed(run):
+    """`step` on a windowed model said nothing of the window. mistral-7b at 8,192 tokens: every
+    layer's span 2 x 4096 - 4096^2 / 8192 = 6,144 tokens; gpt-oss-20b at 4,096: 12 of 24
+    layers at 2 x 128 - 128^2 / 4096 = 252, the rest 4,096: (12 x 4096 + 12 x 252) / 24 =
+    2,174; a model without a window gets no such line."""
+    out = " ".join(run("step", "mistral-7b", "--seq-len", 8192).out.split())
+    assert ("sliding window 4,096 tokens on 32 of 32 layers: the attention core's FLOPs see a "
+            "6,144-token span of the 8,192") in out
+    out = " ".join(run("step", "gpt-oss-20b", "--seq-len", 4096, "--no-flash-attn").out.split())
+    assert "on 12 of 24 layers: the attention core's FLOPs see a 2,174-token span" in out
+    assert "unfused, the kernel computes all of it" in out
+    assert "sliding window" not in run("step", "llama-2-7b").out
