@@ -29,3 +29,22 @@ def test_zero2_gather_is_exposed_on_deepspeed_and_hidden_on_megatron(run):
     assert v["T_gat"] < v["W_f"]
     assert whole["dp_comm_exposed_s"] - hid["dp_comm_exposed_s"] == pytest.approx(
         v["T_gat"], rel=1e-9)
+
+
+def test_zero0_all_reduce_follows_the_backward_on_deepspeed(run):
+    """DeepSpeed at ZeRO-0 (the DDP_BFLOAT16 / FP16 wrapper, no ZeRO optimizer) all-reduces in
+    _backward_epilogue, after the whole backward: allreduce_gradients ->
+    buffered_allreduce_fallback (engine.py L2891-2914, L2970-2982 @ edaa722); no hook overlaps
+    it (PyTorch DDP and Megatron-LM's DDP do). ZeRO-0 has no gather (step.dp_comm_time:
+    T_red + T_gat with T_gat 0), so the exposed DP time is the whole reduction; it showed only
+    the last bucket. Framework-neutral keeps the overlapped buckets."""
+    base = ("step", "llama-2-7b", "--nodes", 2, "--zero", 0, "--format", "json")
+    ds = run(*base, "--framework", "deepspeed").json()
+    assert ds["physics_profile"]["applied"]["dp_reduce_after_backward"] == 1
+    assert ds["dp_comm_exposed_s"] == pytest.approx(ds["dp_comm_s"], rel=1e-9)
+    neutral = run(*base).json()
+    assert neutral["dp_comm_s"] == pytest.approx(ds["dp_comm_s"], rel=1e-9)
+    assert neutral["dp_comm_exposed_s"] < neutral["dp_comm_s"] / 10
+    e = run("explain", "step.dp_exposed_time", *base[1:-2], "--framework", "deepspeed",
+            "--format", "json").json()
+    assert e["values"]["o_dr"] == 0 and e["values"]["Z"] == 0

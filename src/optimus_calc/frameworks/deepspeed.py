@@ -184,6 +184,10 @@ ENGINE_PROFILE = PhysicsProfile((
     # ReduceGrads, OptimizerStep at its last step) with overlap_comm turned off
     Setting("dp_reduce_after_pipeline", 1, "DeepSpeed @ edaa722 deepspeed/runtime/pipe/"
             "schedule.py L237-241; runtime/engine.py L2390-2393"),
+    # at ZeRO-0 the engine all-reduces in _backward_epilogue, after the whole backward
+    # (allreduce_gradients -> buffered_allreduce_fallback): no hook overlaps it
+    Setting("dp_reduce_after_backward", 1, "DeepSpeed @ edaa722 deepspeed/runtime/engine.py "
+            "L2891-2914, L2970-2982"),
     # ZeRO-1/2 (and the BF16 optimizer) all-gather the updated 16-bit partitions inside step():
     # a blocking all_gather_into_tensor on the current stream, issued before the next forward,
     # which therefore hides none of it (the neutral default, Megatron's --overlap-param-gather,
