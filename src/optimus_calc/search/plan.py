@@ -255,12 +255,12 @@ def _most_rejected(rejections: dict) -> str:
 
 
 def _refused(frameworks, offloads, model=None) -> str:
-    """": <each framework's architecture row>" when none of them can build the model, or
+    """": <each framework's architecture row>" when none of them can build the model, and
     ": <each framework's offload allowlist>" when none runs any target searched (SmartNIC
-    apart: no framework runs OptimusNIC, the what-if); "" otherwise."""
+    apart: no framework runs OptimusNIC, the what-if); "" when neither."""
     from optimus_calc.frameworks import model_refusals, offload_refusals
     real = [o for o in offloads if o is not Offload.SMARTNIC]
-    texts = model_refusals(frameworks, model) or (
+    texts = model_refusals(frameworks, model) + (
         offload_refusals(frameworks, real) if real else [])
     return (": " + "; ".join(texts)) if texts else ""
 
