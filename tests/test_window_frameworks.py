@@ -138,3 +138,19 @@ def test_plan_names_the_architecture_when_no_framework_can_build_the_model(run):
     r = run("plan", "llama-2-7b", "--framework", "megatron", "--offloads", "nvme",
             "--format", "json")
     assert "cannot build" not in r.json()["why"]
+
+
+def test_calibrate_says_when_a_runs_framework_refuses_its_layout(run, tmp_path):
+    """`step --framework megatron` on a layout Megatron-LM refuses says "although its rules
+    reject this layout"; `calibrate` fitted such a run in silence (here mistral-7b at CP 2,
+    which MG_CP_WINDOW refuses). The report now names the row and the rule."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("model,nodes,cp,framework,measured_tokens_per_s\n"
+                    "mistral-7b,1,2,megatron,30000\n"
+                    "mistral-7b,1,1,megatron,30000\n")
+    r = run("calibrate", runs, "-o", tmp_path / "p.toml")
+    assert r.code == 0, r.err
+    flat = " ".join(r.out.split())
+    assert ("row 2: --framework megatron, although its rules reject this layout: Megatron-LM: "
+            "context parallelism with a sliding window") in flat
+    assert "row 3:" not in flat
