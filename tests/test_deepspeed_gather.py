@@ -48,3 +48,29 @@ def test_zero0_all_reduce_follows_the_backward_on_deepspeed(run):
     e = run("explain", "step.dp_exposed_time", *base[1:-2], "--framework", "deepspeed",
             "--format", "json").json()
     assert e["values"]["o_dr"] == 0 and e["values"]["Z"] == 0
+
+
+def test_pipeline_bf16_without_zero_is_the_bf16_optimizer(cat):
+    """DeepSpeed's engine picks its BF16_Optimizer for bf16 in the pipeline engine when the
+    gradients accumulate in bf16 and ZeRO is off (runtime/engine.py L2014-2018 @ edaa722), and
+    that optimizer partitions the fp32 weights and Adam state over DP (bf16_optimizer.py
+    L161-171) and keeps a gradient buffer (L176): ZeRO-1's memory, not the ZeRO-0 replicas the
+    plan counted (12 bytes per parameter of the stage where DP 4 holds 3). DS_PIPE_BF16_ZERO0
+    refuses the ZeRO-0 layout on DeepSpeed and
+    Megatron-DeepSpeed; fp16 (FP16_Optimizer, unpartitioned), PP 1, ZeRO-1 and fp32 gradients
+    (DS_GRAD_FP32_ZERO0, the engine's NotImplementedError) keep their answers."""
+    from optimus_calc.frameworks import Framework, Reason, layout_support
+    from optimus_calc.specs.training import Layout, Training
+    m = cat.get("llama-2-7b", "model")
+    tr = Training(seq_len=4096, global_batch=64)
+    pp0 = Layout(tp=1, pp=2, dp=4, zero=0)
+    for f in (Framework.DEEPSPEED, Framework.MEGATRON_DEEPSPEED):
+        assert layout_support(pp0, tr, m)[f] is Reason.DS_PIPE_BF16_ZERO0
+    assert layout_support(pp0, Training(seq_len=4096, global_batch=64, precision="fp16"), m)[
+        Framework.DEEPSPEED] is Reason.OK
+    assert layout_support(Layout(tp=1, pp=2, dp=4, zero=1), tr, m)[Framework.DEEPSPEED] \
+        is Reason.OK
+    assert layout_support(Layout(tp=1, pp=1, dp=8, zero=0), tr, m)[Framework.DEEPSPEED] \
+        is Reason.OK
+    assert layout_support(pp0, Training(seq_len=4096, global_batch=64, grad_bytes=4), m)[
+        Framework.DEEPSPEED] is Reason.DS_GRAD_FP32_ZERO0
