@@ -24,3 +24,22 @@ def test_no_note_when_every_exposed_time_is_within_its_step(run):
     assert all(r["optimizer_exposed_s"] <= r["optimizer_s"] * (1 + 1e-9)
                for r in d["strategies"])
     assert "exposed s: what the step waits for" not in run("compare", "llama-2-7b").out
+
+
+def test_compare_says_why_a_row_no_framework_runs_is_a_what_if(run):
+    """compare at ZeRO-1 shows a ZeRO-Infinity (NVMe) row that no framework runs (DeepSpeed
+    swaps to NVMe only at ZeRO-3: stage_1_and_2.py L186-187 @ edaa722; Megatron-LM and
+    torchtitan offload only to the CPU). The "best" choice already left it out, but the table
+    read as an ordinary, fitting strategy under "physics of deepspeed"; a note now says it is
+    a what-if and why (the --framework named's rule)."""
+    out = run("compare", "mistral-7b", "--nodes", 2, "--zero", 1, "--framework",
+              "deepspeed").out
+    flat = " ".join(out.split())
+    assert ("ZeRO-Infinity (NVMe): no framework runs this layout (a what-if): DeepSpeed: NVMe "
+            "optimizer offload needs ZeRO-3") in flat
+    assert "no offload (optimizer on GPU): no framework" not in flat
+    assert "ZeRO-Offload (CPU): no framework" not in flat
+    doc = run("compare", "mistral-7b", "--nodes", 2, "--zero", 1, "--framework", "deepspeed",
+              "--format", "json").json()
+    nvme = next(s for s in doc["strategies"] if s["offload"] == "nvme")
+    assert nvme["frameworks"] == [] and not nvme["what_if"]

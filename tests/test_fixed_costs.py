@@ -46,8 +46,10 @@ def test_deepspeed_zero12_cpu_pays_two_syncs_per_partition_tensor(run, layout):
 def test_only_the_deepspeed_zero12_offload_step_pays_them(run):
     # framework-neutral physics: no per-tensor syncs (the assumption's default is 0)
     neutral = _step(run, "--nodes", 1, "--zero", 2)
+    # (and the parameter all-gather hidden as the neutral physics has it: DeepSpeed runs it
+    # inside step(), dp_gather_overlap 0, tests/test_deepspeed_gather.py)
     off = _step(run, "--nodes", 1, "--zero", 2, "--framework", "deepspeed", "--assume",
-                "offload_host_syncs_per_tensor=0")
+                "offload_host_syncs_per_tensor=0", "--assume", "dp_gather_overlap=1")
     assert neutral == pytest.approx(off, rel=1e-12)
     # ZeRO-3 + CPU runs another path (stage3.py: no per-tensor overflow sync with bf16,
     # framework-physics.md F1): unchanged

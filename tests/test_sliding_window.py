@@ -86,3 +86,48 @@ def test_fit_keeps_the_windowed_share_of_the_layers(cat):
     assert with_layers(m, 1).sliding_window_layers == 1
     assert with_layers(m, 72).sliding_window_layers == 36
     assert with_layers(cat.get("llama-3-8b", "model"), 5).sliding_window_layers == 0
+
+
+@pytest.mark.parametrize("family,absent,null", [
+    ("mistral", (4096, 32), (0, 0)),   # MistralConfig sliding_window: int | None = 4096
+    ("gpt_oss", (128, 18), (0, 0)),    # GptOssConfig 128 on every other of 36 layers
+    ("starcoder2", (0, 0), (0, 0)),    # Starcoder2Config sliding_window: int | None = None
+])
+def test_absent_window_is_the_class_default_and_null_is_none(tmp_path, family, absent, null):
+    """transformers fills an absent field with the config class default and keeps an explicit
+    null as None (no window). The mistral mapper read an absent field as no window (where
+    MistralConfig gives 4096) and the shared reader read null as the default (gpt-oss: 128),
+    against its own docstring ("null or 0: none")."""
+    cfg = json.loads((HF / family / "config.json").read_text())
+    cfg.pop("sliding_window", None)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    m = load_hf_config(tmp_path / "config.json")
+    assert (m.sliding_window, m.sliding_window_layers) == absent
+    cfg["sliding_window"] = None
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    m = load_hf_config(tmp_path / "config.json")
+    assert (m.sliding_window, m.sliding_window_layers) == null
+
+
+def test_mixtral_reads_its_window(tmp_path):
+    """MixtralAttention is Mistral's, windowed on every layer when the config sets one
+    (MixtralConfig's default None); the mixtral mapper ignored the field."""
+    cfg = json.loads((HF / "mixtral" / "config.json").read_text())
+    cfg["sliding_window"] = 4096
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    m = load_hf_config(tmp_path / "config.json")
+    assert (m.sliding_window, m.sliding_window_layers) == (4096, cfg["num_hidden_layers"])
+
+
+def test_step_says_the_span_it_timed(run):
+    """`step` on a windowed model said nothing of the window. mistral-7b at 8,192 tokens: every
+    layer's span 2 x 4096 - 4096^2 / 8192 = 6,144 tokens; gpt-oss-20b at 4,096: 12 of 24
+    layers at 2 x 128 - 128^2 / 4096 = 252, the rest 4,096: (12 x 4096 + 12 x 252) / 24 =
+    2,174; a model without a window gets no such line."""
+    out = " ".join(run("step", "mistral-7b", "--seq-len", 8192).out.split())
+    assert ("sliding window 4,096 tokens on 32 of 32 layers: the attention core's FLOPs see a "
+            "6,144-token span of the 8,192") in out
+    out = " ".join(run("step", "gpt-oss-20b", "--seq-len", 4096, "--no-flash-attn").out.split())
+    assert "on 12 of 24 layers: the attention core's FLOPs see a 2,174-token span" in out
+    assert "unfused, the kernel computes all of it" in out
+    assert "sliding window" not in run("step", "llama-2-7b").out

@@ -34,6 +34,7 @@ class StrategyResult:
     memory: MemoryEstimate
     step: StepEstimate
     frameworks: tuple[str, ...] = ()   # the frameworks that run this layout (frameworks.py)
+    refusal: str = ""   # without one: why (the --framework named's rule, else each one's)
 
 
 @record
@@ -92,10 +93,13 @@ def compare(cat: Catalog, inp: Inputs) -> Comparison:
     for strat in strategies(cat, inp.hw.node):
         inp = with_strategy(cat, inp, strat)
         mem, st = step_of(inp, inp.model.name)
-        runs = (tuple(f.value for f, r in layout_support(inp.layout, inp.training,
-                                                         inp.model).items() if r is Reason.OK)
-                if isinstance(inp.model, Model) else ())
-        results.append(StrategyResult(strat, inp, mem, st, runs))
+        support = (layout_support(inp.layout, inp.training, inp.model)
+                   if isinstance(inp.model, Model) else {})
+        runs = tuple(f.value for f, r in support.items() if r is Reason.OK)
+        named = getattr(getattr(inp, "framework", None), "key", None)
+        why = [r.text for f, r in support.items() if named in (None, f.value)]
+        results.append(StrategyResult(strat, inp, mem, st, runs,
+                                      "" if runs else "; ".join(dict.fromkeys(why))))
     res = tuple(results)
     base = next(r for r in res if r.strategy.offload is Offload.NONE)
     # "best on this hardware": what the node has and some framework runs; the rest what-ifs

@@ -366,8 +366,9 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
     A_g = np.where(n_dp > 1, n_mod * asm.zero3_gather_latency_us * 1e-6, 0.0)
     dp_args = dict(T_gat=T_gat, T_red=T_red, Z=z, m=ctx.m, A_g=A_g, r_full=r_full)
     T_dp = eq.step__dp_comm_time(**dp_args)
-    # ZeRO-1's all-reduce and a reduction after the pipeline's flush follow the backward: o_dr 0
-    after = (ar & (z == 1)) | ((ctx.pp > 1) & (asm.dp_reduce_after_pipeline > 0))
+    # o_dr 0 after the backward: ZeRO-1's all-reduce, PP's flush, an engine's ZeRO-0 all-reduce
+    after = ((ar & (z == 1)) | ((ctx.pp > 1) & (asm.dp_reduce_after_pipeline > 0))
+             | ((z == 0) & (asm.dp_reduce_after_backward > 0)))
     T_dpx = eq.step__dp_exposed_time(G_x=g_x, T_bkt=T_bkt, o_pg=asm.dp_gather_overlap,
                                      o_dr=np.where(after, 0.0, asm.dp_reduce_overlap),
                                      W_b=comp.W_b, W_f=comp.W_f, **dp_args)

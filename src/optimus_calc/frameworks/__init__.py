@@ -14,8 +14,9 @@ from optimus_calc.frameworks.base import (OFF_CPU, OFF_NONE, OFF_NVME, OFF_SMART
                                           OFF_SUPERCHIP, EnvVar, Exporter, FrameworkPlugin,
                                           Layouts, PhysicsProfile, Rule)
 from optimus_calc.frameworks.registry import (FrameworkSupport, framework_support,
-                                              layout_support, layouts_support, offload_refusals,
-                                              plugin, plugins, register, rejected_counts)
+                                              layout_support, layouts_support, model_refusals,
+                                              offload_refusals, plugin, plugins, register,
+                                              rejected_counts)
 
 register(deepspeed.PLUGIN)
 register(megatron.PLUGIN)
@@ -60,5 +61,5 @@ __all__ = ["COMMITS", "EnvVar", "Export", "Exporter", "Framework", "FrameworkPlu
            "FrameworkSupport", "Layouts", "OFF_CPU", "OFF_NONE", "OFF_NVME", "OFF_SMARTNIC",
            "OFF_SUPERCHIP", "PhysicsProfile", "Reason", "Rule", "export_choices", "exporter",
            "exports_for", "framework_support", "layout_support", "layouts_support",
-           "offload_refusals", "plugin", "plugins", "register",
+           "model_refusals", "offload_refusals", "plugin", "plugins", "register",
            "rejected_counts"]

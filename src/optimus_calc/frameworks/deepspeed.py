@@ -92,6 +92,15 @@ ENGINE_RULES: tuple[Rule, ...] = (
                   "zero_optimization.offload_optimizer.device, super_offload"),
     _row("DS_ZERO23_PP", "ZeRO-2/3 are incompatible with pipeline parallelism",
          "deepspeed/runtime/pipe/engine.py L76-77", lambda x: (x.zero >= 2) & (x.pp > 1)),
+    # bf16 in the pipeline engine without ZeRO (bf16 gradients: fp32 ones are DS_GRAD_FP32_ZERO0)
+    # is no ZeRO-0: the engine picks its BF16_Optimizer
+    _row("DS_PIPE_BF16_ZERO0", "bf16 with pipeline parallelism and no ZeRO runs the BF16 "
+         "optimizer, which partitions the fp32 weights and optimizer state over DP as ZeRO-1 "
+         "does, keeps a gradient buffer beside .grad and all-gathers in step(): not ZeRO-0's "
+         "memory or time (--zero 1 is the nearest layout)", "runtime/engine.py L2014-2018; "
+         "runtime/bf16_optimizer.py L161-176",
+         lambda x: (x.zero == 0) & (x.pp > 1)
+         if x.precision == "bf16" and not fp32_grads(x.precision, x.grad_bytes) else None),
     _row("DS_OFFLOAD_ZERO0", "offload needs ZeRO >= 1; at stage 0 no ZeRO optimizer is built "
          "and offload_optimizer is ignored", "runtime/config.py L817, runtime/engine.py L2057",
          lambda x: (x.zero == 0) & (x.offloading | x.oparams)),
@@ -184,6 +193,17 @@ ENGINE_PROFILE = PhysicsProfile((
     # ReduceGrads, OptimizerStep at its last step) with overlap_comm turned off
     Setting("dp_reduce_after_pipeline", 1, "DeepSpeed @ edaa722 deepspeed/runtime/pipe/"
             "schedule.py L237-241; runtime/engine.py L2390-2393"),
+    # at ZeRO-0 the engine all-reduces in _backward_epilogue, after the whole backward
+    # (allreduce_gradients -> buffered_allreduce_fallback): no hook overlaps it
+    Setting("dp_reduce_after_backward", 1, "DeepSpeed @ edaa722 deepspeed/runtime/engine.py "
+            "L2891-2914, L2970-2982"),
+    # ZeRO-1/2 (and the BF16 optimizer) all-gather the updated 16-bit partitions inside step():
+    # a blocking all_gather_into_tensor on the current stream, issued before the next forward,
+    # which therefore hides none of it (the neutral default, Megatron's --overlap-param-gather,
+    # hides it behind that forward)
+    Setting("dp_gather_overlap", 0, "DeepSpeed @ edaa722 deepspeed/runtime/zero/"
+            "stage_1_and_2.py L2393-2401; runtime/bf16_optimizer.py L344, L454-464; runtime/utils.py "
+            "L1005-1019"),
     # ZeRO-Offload casts each reduced partition on the GPU and copies it into the fp32 CPU .grad
     Setting("grads_stay_on_gpu", 0, "DeepSpeed @ edaa722 deepspeed/runtime/zero/"
             "stage_1_and_2.py L1590-1605; "

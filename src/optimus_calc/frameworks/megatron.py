@@ -136,6 +136,12 @@ RULES: tuple[Rule, ...] = (
          & x.seq_not_dividing(x.tp * x.cp)),
     _row("MG_INTERLEAVE_MICRO", "the interleaved schedule needs at least PP micro-batches",
          "core/pipeline_parallel/schedules.py L1160-1168", _interleave_micro),
+    # the window the export writes (--window-size) reaches Transformer Engine's attention
+    _row("MG_CP_WINDOW", "context parallelism with a sliding window: Transformer Engine "
+         "refuses it on --cp-comm-type p2p, the default ring the profile times (a2a and "
+         "all_gather are not modelled)", "TransformerEngine @ d0067d0 transformer_engine/"
+         "pytorch/attention/dot_product_attention/context_parallel.py L5054-5060",
+         lambda x: None if not getattr(x.model, "sliding_window_layers", 0) else x.cp > 1),
     Rule("MG_ARCH", f"{_MG}: pretrain_gpt.py cannot build this architecture from its flags (an "
          "encoder, parallel attention + MLP, a GEGLU/ReLU MLP, ALiBi or partial biases) "
          f"({_ARCH_SOURCE})", _ARCH_SOURCE, unbuildable_everywhere(unbuildable), on_model=True),

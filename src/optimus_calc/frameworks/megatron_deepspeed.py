@@ -31,6 +31,10 @@ def unbuildable(m) -> str | None:
                 "transformer.py L1331-1390)")
     if m.is_mla:
         return f"{n}: multi-latent attention has no {_MD} flag (megatron/arguments.py L599-687)"
+    if m.sliding_window_layers:
+        return (f"{n}: sliding-window attention has no {_MD} flag (megatron/arguments.py has "
+                "no window argument; ParallelAttention attends causally to the whole sequence, "
+                "megatron/model/transformer.py L606-612)")
     if m.qk_norm or m.qk_norm_full or m.attention_sinks:
         return (f"{n}: Q/K norms or attention sinks have no {_MD} flag (ParallelAttention, "
                 "megatron/model/transformer.py L507-962)")
@@ -89,9 +93,9 @@ RULES: tuple[Rule, ...] = ENGINE_RULES + (
          "(megatron/model/transformer.py L562-567)", "megatron/model/transformer.py L562-567",
          lambda x: x.heads_bad),
     Rule("MD_ARCH", f"{_MD}: pretrain_gpt.py cannot build this architecture from its flags (an "
-         "encoder, parallel attention + MLP, MLA, Q/K norms, a GEGLU/ReLU MLP, ALiBi, partial "
-         "biases, shared experts or leading dense layers; megatron/arguments.py L599-687, "
-         "megatron/model/transformer.py L98-1080)", "megatron/arguments.py L599-687",
+         "encoder, parallel attention + MLP, MLA, a sliding window, Q/K norms, a GEGLU/ReLU MLP, "
+         "ALiBi, partial biases, shared experts or leading dense layers; megatron/arguments.py "
+         "L599-687, megatron/model/transformer.py L98-1080)", "megatron/arguments.py L599-687",
          unbuildable_everywhere(unbuildable), on_model=True),
     *(refuses_kernel(f"MD_{k.upper()}", f"{_MD}: its attention is FlashAttention-1 or -2 "
                      "(--use-flash-attn-v1 / -v2 / -triton, megatron/arguments.py L927-935; "

@@ -130,11 +130,28 @@ def _attention(a: _Args, m) -> None:
         a.add("--num-query-groups", m.n_kv)
 
 
+def _window(a: _Args, m) -> None:
+    """The window the plan timed: --window-size "W-1,0", W keys with the query's (Megatron-Bridge
+    @ 067f987 models/mistral/mistral_bridge.py L56-58, gpt_oss/gpt_oss_bridge.py L87-88); all
+    but every N-th layer: --window-attn-skip-freq N (core/transformer/utils.py L531-542)."""
+    n, L = m.sliding_window_layers, m.layers
+    if not n:
+        return
+    a.add("--window-size", f"{m.sliding_window - 1},0")  # training/arguments.py L2384-2394
+    every = next((k for k in range(2, L + 1) if L - L // k == n), None)
+    if n < L:
+        a.add("--window-attn-skip-freq", every or f"[1]*{n}+[0]*{L - n}")
+    if n < L and not every:
+        a.notes.append(f"--window-attn-skip-freq: {n} windowed layers of {L} first; write the "
+                       "config's layer_types as its 1/0 list")
+
+
 def _architecture(a: _Args, m, tr, tp: int) -> None:
     a.add("--num-layers", m.layers)
     a.add("--hidden-size", m.hidden)
     a.add("--ffn-hidden-size", m.ffn_hidden)
     _attention(a, m)
+    _window(a, m)
     # the attention kernel the plan assumed (transformer_config.py L151, L157; core/transformer/
     # enums.py L51-57): a named one pinned, unfused for --no-flash-attn, else auto (TE's pick)
     backend, version = (("unfused", None) if not tr.flash_attention

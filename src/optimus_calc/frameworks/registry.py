@@ -241,6 +241,23 @@ def offload_refusals(frameworks, targets) -> list[str]:
     return list(dict.fromkeys(texts))
 
 
+def model_refusals(frameworks, model) -> list[str]:
+    """The architecture rows (Rule.on_model) that refuse ``model`` in every one of
+    ``frameworks`` (keys), once each; [] when one of them can build it (or without a model)."""
+    if model is None or not hasattr(model, "heads"):
+        return []
+    x = Layouts(1, 1, 1, 1, 1, 0, 0, False, 1, 1, heads=model.heads, n_kv=model.n_kv,
+                experts=model.experts, layers=model.layers, model=model)
+    texts = []
+    for key in frameworks:
+        hit = next((r.text for r in plugin(key).rules
+                    if r.on_model and r.when(x) is not None), None)
+        if hit is None:
+            return []
+        texts.append(hit)
+    return list(dict.fromkeys(texts))
+
+
 def named_kernel(training) -> str:
     """The fused attention kernel a run names (--attention-kernel), "" when it runs the GPU's
     default or no fused kernel: what the frameworks' kernel rules read."""

@@ -137,6 +137,8 @@ def sliding(c: Cfg, layers: int, window: int, full_every: int) -> dict:
     it omits it; null or 0: none) on its ``layer_types``' "sliding_attention" layers, or where
     it gives none on the family's pattern, every ``full_every``-th layer full (0: all windowed;
     transformers configuration_gpt_oss.py L102-105, configuration_gemma2.py L95-98)."""
+    if "sliding_window" in c.data and c.data["sliding_window"] is None:
+        return {}  # an explicit null: no window (the class default applies only when absent)
     w = c.int("sliding_window", default=window)
     if not w:
         return {}

@@ -26,8 +26,11 @@ def llama_like(c: Cfg, *, qkv_bias: bool = False, qk_norm: bool = False) -> dict
 
 
 def mixtral(c: Cfg) -> dict:
+    """Mixtral: MixtralAttention is Mistral's (a ``sliding_window`` on every layer; MixtralConfig's
+    default None)."""
     d = llama_like(c)
-    d.update(experts=c.int("num_local_experts"), top_k=c.int("num_experts_per_tok"))
+    d.update(experts=c.int("num_local_experts"), top_k=c.int("num_experts_per_tok"),
+             **sliding(c, d["layers"], 0, 0))
     return d
 
 
@@ -76,9 +79,11 @@ def gpt_oss(c: Cfg) -> dict:
 
 def mistral(c: Cfg) -> dict:
     """Mistral: the Llama layout; MistralConfig's ``sliding_window`` (4096 in Mistral-7B-v0.1,
-    null from v0.2) on every layer (Jiang et al. 2023 section 2)."""
+    null from v0.2) on every layer (Jiang et al. 2023 section 2). A config without the field
+    gets the class default, 4096 (transformers configuration_mistral.py, MistralConfig
+    ``sliding_window: int | None = 4096``)."""
     d = llama_like(c)
-    return {**d, **sliding(c, d["layers"], 0, 0)}
+    return {**d, **sliding(c, d["layers"], 4096, 0)}
 
 
 def phi3(c: Cfg) -> dict:

@@ -27,6 +27,10 @@ def calibrate_document(cal, runs_file: str, output: str) -> Document:
               for k, why in cal.kept_at_default.items()]
     notes += [f"disagreeing runs: {d}" for d in cal.disagreements]
     notes += other_kernel_notes(cal.runs)
+    # a run on a framework whose rules refuse its layout: the row or the rule is wrong
+    notes += [f"row {r.row}: {why}" for r in cal.runs
+              if "rules reject" in (why := getattr(getattr(r.inputs, "framework", None), "why",
+                                                   "") or "")]
     rng = cal.loo_range
     if rng is not None:
         errs = [abs(e) for e in cal.loo if e is not None]

@@ -179,6 +179,20 @@ def moe_notes(model, asm, tr=None) -> list[str]:
             + disp]
 
 
+def window_notes(model, tr) -> list[str]:
+    """For a sliding-window model: the span its attention core's FLOPs see at this length."""
+    n = getattr(model, "sliding_window_layers", 0)
+    if not n:
+        return []
+    from optimus_calc.evaluate.efficiency import attention_span
+    span = float(attention_span(model, tr.seq_len))
+    run = ("" if tr.flash_attention else "; unfused, the kernel computes all of it "
+           "(compute.executed_attention_span)")
+    return [f"sliding window {model.sliding_window:,} tokens on {n} of {model.layers} layers: "
+            f"the attention core's FLOPs see a {span:,.0f}-token span of the {tr.seq_len:,} "
+            f"(compute.attention_span){run}"]
+
+
 def fp8_notes(gpu, tr, asm) -> list[str]:
     """With --precision fp8: where the GEMMs run, what stays bf16, what MFU is measured against."""
     if tr.precision.value != "fp8":

@@ -81,7 +81,10 @@ def compare_document(cmp, train: TrainRequest | None = None) -> Document:
         notes.append("exposed s: what the step waits for, the optimizer step and its transfers "
                      "to and from the device that do not hide; above opt step s where the "
                      f"transfers outlast the step ({', '.join(longer)})")
-    for r in rows:
+    for r, res in zip(rows, cmp.results):
+        if not r["what_if"] and res.refusal:
+            notes.append(f"{r['strategy']}: no framework runs this layout (a what-if): "
+                         f"{res.refusal}")
         if r["reasons"]:
             notes.append(f"{r['strategy']}: {'; '.join(r['reasons'])}")
         elif r["spill_bytes_per_device"] > 0:

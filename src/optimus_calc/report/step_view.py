@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from optimus_calc.report.common import (TrainRequest, context_row, efficiency_text, fp8_notes,
-                                        moe_notes,
+                                        moe_notes, window_notes,
                                         framework_data, framework_header, frameworks_of,
                                         hardware_data, layout_data,
                                         layout_text, model_data, pct, train_figures,
@@ -82,7 +82,8 @@ def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> 
         from optimus_calc.analyses.fit_hint import hint_note, plannable
         notes.insert(3, hint_note(fit[1], plannable(inp)))
     notes += (fp8_notes(inp.hw.gpu, inp.training, inp.assumptions)
-              + moe_notes(inp.model, inp.assumptions, inp.training) + st.notes)
+              + moe_notes(inp.model, inp.assumptions, inp.training)
+              + window_notes(inp.model, inp.training) + st.notes)
     if fw_note:
         notes.append(fw_note)
     if figures:

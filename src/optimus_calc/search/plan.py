@@ -220,7 +220,7 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                   what_if=what_if, framework_rejections=res.framework_rejections,
                   frameworks=names, profiles=profile_count(groups))
     if res.feasible == 0:
-        refused = _refused(frameworks, offloads)
+        refused = _refused(frameworks, offloads, model)
         why = (_no_fit_why(res, names, hw, asm) if np.isfinite(res.smallest_gpu_bytes) else
                "no framework runs any layout searched (" + ", ".join(names) + "; see "
                "framework_rejections; SmartNIC layouts are a what-if)"
@@ -254,12 +254,14 @@ def _most_rejected(rejections: dict) -> str:
     return f": most often, {next(iter(rejections))}" if rejections else ""
 
 
-def _refused(frameworks, offloads) -> str:
-    """": <each framework's offload allowlist>" when none of them runs any target searched
-    (SmartNIC apart: no framework runs OptimusNIC, the what-if); "" otherwise."""
-    from optimus_calc.frameworks import offload_refusals
+def _refused(frameworks, offloads, model=None) -> str:
+    """": <each framework's architecture row>" when none of them can build the model, and
+    ": <each framework's offload allowlist>" when none runs any target searched (SmartNIC
+    apart: no framework runs OptimusNIC, the what-if); "" when neither."""
+    from optimus_calc.frameworks import model_refusals, offload_refusals
     real = [o for o in offloads if o is not Offload.SMARTNIC]
-    texts = offload_refusals(frameworks, real) if real else []
+    texts = model_refusals(frameworks, model) + (
+        offload_refusals(frameworks, real) if real else [])
     return (": " + "; ".join(texts)) if texts else ""
 
 

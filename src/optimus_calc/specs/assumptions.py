@@ -163,26 +163,26 @@ class Assumptions(Frozen):
         default=1.0, ge=0, le=1,
         description="1 = bucketed gradient reductions overlap the backward, all but the last "
                     "bucket (framework-neutral); 0 = the whole reduction follows the backward: "
-                    "the Megatron-LM profile without --overlap-grad-reduce (one bucket, "
-                    "megatron/core/distributed/distributed_data_parallel.py L131-137 @ d98e8a6); "
-                    "with PP > 1 also where dp_reduce_after_pipeline is 1")
+                    "the Megatron-LM profile without --overlap-grad-reduce (distributed_data_"
+                    "parallel.py L131-137 @ d98e8a6); also where dp_reduce_after_* apply")
     dp_reduce_after_pipeline: float = Field(default=0.0, ge=0, le=1, description="1: with PP > "
                                             "1 the reduction follows the pipeline's flush (the "
                                             "DeepSpeed profile: pipe/schedule.py L237-241)")
+    dp_reduce_after_backward: float = Field(default=0.0, ge=0, le=1, description="1: ZeRO-0's "
+                                            "all-reduce follows the whole backward (the DeepSpeed "
+                                            "profile: engine.py L2970-2982, L2891-2914)")
     dp_gather_overlap: float = Field(
         default=1.0, ge=0, le=1,
         description="1 = the ZeRO-1/2 parameter all-gather after the optimizer step overlaps "
                     "the next forward (framework-neutral; Megatron-LM --overlap-param-gather); "
-                    "0 = it runs whole before the forward: the Megatron-LM profile with "
-                    "--no-overlap-param-gather (megatron/training/arguments.py L3148-3149 @ "
-                    "d98e8a6)")
+                    "0 = it runs whole before the forward (Megatron-LM --no-overlap-param-"
+                    "gather, arguments.py L3148-3149 @ d98e8a6; DeepSpeed's step())")
     grads_stay_on_gpu: float = Field(
         default=0.0, ge=0, le=1,
         description="1 = the gradient buffer stays on the GPU under optimizer offload "
-                    "(Megatron-LM --optimizer-cpu-offload, HybridDeviceOptimizer: "
-                    "megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py L100-115 @ "
-                    "d98e8a6); 0 = ZeRO-2/3 move each reduced partition to the host (DeepSpeed, "
-                    "the framework-neutral default)")
+                    "(Megatron-LM --optimizer-cpu-offload, HybridDeviceOptimizer: hybrid_"
+                    "optimizer.py L100-115 @ d98e8a6); 0 = ZeRO-2/3 move each reduced "
+                    "partition to the host (DeepSpeed, the framework-neutral default)")
     cp_overlap: float = Field(default=0.0, ge=0, le=1, description="assumed 0: 1 = the CP "
                               "ring's K/V traffic hides behind the stage's attention time, 0 = "
                               "exposed (step.cp_comm_time; Megatron's profile: 1)")
