@@ -137,3 +137,16 @@ def test_a_what_if_layout_gets_a_what_if_hint_said_as_such(run):
     assert d["fit_hint"]["framework_runs"] is False
     assert _json(run, *args, *d["fit_hint"]["flags"].split())["fits"] is True
     assert "a what-if, as your layout" in run(*args).out
+
+
+def test_divisibility_of_a_few_huge_degrees():
+    # frameworks/base.not_dividing answers a few values with % (the hint's one layout of CP x TP
+    # up to millions of GPUs) and many through its table: both agree with % by hand
+    import numpy as np
+    from optimus_calc.frameworks.base import dividing_into, not_dividing
+    d = np.array([1, 3, 8, 4096, 2 ** 19 * 8])
+    # 1,048,576 = 2^20: divisible by 1, 8, 4096 and 2^22 / 2^22 = no (2^22 > 2^20); 3 does not
+    assert not_dividing(2 ** 20, d).tolist() == [False, True, False, False, True]
+    assert dividing_into(d, 8).tolist() == [False, False, True, True, True]
+    many = np.arange(1, 5001)
+    assert (not_dividing(4096, many) == (4096 % many != 0)).all()
