@@ -94,3 +94,59 @@ def test_a_bare_count_ranks_by_memory_by_hand(run):
     assert d["fit_hint"]["step_time_s"] is None
     out = run(*args).out
     assert "fits with --zero 3" in out and "least memory" in out and "plan" not in out
+
+
+# ---- the framework rules (they note, they do not raise: each hint is checked against them) --
+
+def test_the_hint_is_a_layout_the_named_framework_runs(run):
+    # Megatron-LM's ZeRO-2/3 is Megatron-FSDP, which does not compose with PP (rule MG_FSDP_PP:
+    # docs/user-guide/features/megatron_fsdp.md L318 @ d98e8a6). Llama 3 8B at PP 2, 8K tokens,
+    # ZeRO-1 under the Megatron-LM profile does not fit; --zero 2 alone would (the rule refuses
+    # it), so the hint must be another single change that Megatron-LM runs
+    args = ("step", "llama-3-8b", "--node", "dgx-h100", "--nodes", "1", "--pp", "2",
+            "--seq-len", "8192", "--zero", "1", "--framework", "megatron")
+    z2 = _json(run, *args, "--zero", "2")
+    assert z2["fits"] is True and z2["frameworks"]["megatron"] != "runs"
+    hint = _json(run, *args)["fit_hint"]
+    assert hint["framework_runs"] is True and "--zero" not in hint["flags"]
+    assert len(hint["flags"].split()) == 2   # still one option
+    again = _json(run, *args, *hint["flags"].split())
+    assert again["fits"] is True and again["frameworks"]["megatron"] == "runs"
+    assert again["step_time_s"] == pytest.approx(hint["step_time_s"], rel=1e-9)
+
+
+def test_no_cp_for_a_windowed_model_under_megatron(run):
+    # Mistral-7B-v0.1: a 4096-token window on all 32 layers; Transformer Engine refuses CP with
+    # a window on the p2p ring Megatron-LM runs by default (rule MG_CP_WINDOW: TE @ d0067d0
+    # context_parallel.py L5054-5060), so no hint may change --cp
+    args = ("step", "mistral-7b", "--node", "dgx-h100", "--nodes", "1", "--seq-len", "32768",
+            "--zero", "1", "--global-batch", "64", "--framework", "megatron")
+    assert _json(run, *args, "--zero", "2", "--cp", "4")["frameworks"]["megatron"] != "runs"
+    hint = _json(run, *args)["fit_hint"]
+    assert "--cp" not in hint["flags"]
+    again = _json(run, *args, *hint["flags"].split())
+    assert again["fits"] is True and again["frameworks"]["megatron"] == "runs"
+
+
+def test_a_what_if_layout_gets_a_what_if_hint_said_as_such(run):
+    # no framework runs the OptimusNIC SmartNIC target, whatever --zero/--recompute/--cp: the
+    # user's layout is a what-if, and so is the hint (said in the note and framework_runs)
+    args = ("step", "llama-3-70b", "--node", "dgx-h100", "--nodes", "8", "--tp", "8",
+            "--offload", "smartnic", "--zero", "1", "--seq-len", "32768")
+    d = _json(run, *args)
+    assert d["fit_hint"]["framework_runs"] is False
+    assert _json(run, *args, *d["fit_hint"]["flags"].split())["fits"] is True
+    assert "a what-if, as your layout" in run(*args).out
+
+
+def test_divisibility_of_a_few_huge_degrees():
+    # frameworks/base.not_dividing answers a few values with % (the hint's one layout of CP x TP
+    # up to millions of GPUs) and many through its table: both agree with % by hand
+    import numpy as np
+    from optimus_calc.frameworks.base import dividing_into, not_dividing
+    d = np.array([1, 3, 8, 4096, 2 ** 19 * 8])
+    # 1,048,576 = 2^20: divisible by 1, 8, 4096 and 2^22 / 2^22 = no (2^22 > 2^20); 3 does not
+    assert not_dividing(2 ** 20, d).tolist() == [False, True, False, False, True]
+    assert dividing_into(d, 8).tolist() == [False, False, True, True, True]
+    many = np.arange(1, 5001)
+    assert (not_dividing(4096, many) == (4096 % many != 0)).all()

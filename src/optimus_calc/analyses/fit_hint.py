@@ -8,11 +8,17 @@ Candidates come in rounds of one, two, then three changed options; the first rou
 layout that fits answers, and among its layouts the fastest step wins (the least GPU memory
 where there is no step time: a bare parameter count, --model-states-only). Each option only moves
 towards less memory: ZeRO up to 3, recomputation from none to selective to full, CP doubled
-while TP x PP x CP divides the GPUs (DP shrinks to match; a given ``--dp`` is rewritten)."""
+while TP x PP x CP divides the GPUs (DP shrinks to match; a given ``--dp`` is rewritten).
+
+A framework rule does not raise (the command notes it), so each layout that fits is checked
+against the rules as well: a candidate the framework named by ``--framework`` (else every
+framework) refuses is no answer; only where the user's own layout is refused too and no
+candidate at all is run by the rules (a what-if: a SmartNIC target, an architecture the framework
+cannot build) does a refused one answer, said as such."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations, product
 
 from optimus_calc.errors import InputError
@@ -29,6 +35,7 @@ class FitHint:
     gpu_memory_bytes: float
     step_time_s: float | None   # None without a step time (bare count, model states only)
     mfu: float | None
+    runs: bool = True   # False: the framework rules refuse it, as they refuse the user's layout
 
     @property
     def text(self) -> str:
@@ -36,7 +43,7 @@ class FitHint:
 
     def as_dict(self) -> dict:
         return {"flags": self.text, "gpu_memory_bytes": self.gpu_memory_bytes,
-                "step_time_s": self.step_time_s, "mfu": self.mfu}
+                "step_time_s": self.step_time_s, "mfu": self.mfu, "framework_runs": self.runs}
 
 
 def _choices(inp, kw: dict) -> dict[str, list[dict]]:
@@ -75,6 +82,22 @@ def _measure(cand, update: dict) -> FitHint | None:
     return FitHint(_flags(update), mem.worst.total_bytes, st.step_time_s, st.mfu)
 
 
+def _runs(inp) -> bool:
+    """Whether the framework ``--framework NAME`` names (else any) runs the layout by its rules,
+    read on the training they are read on for the header (physics.choose: before the profile);
+    True without rules (a bare parameter count)."""
+    from optimus_calc.frameworks import layout_support
+    from optimus_calc.specs.model import Model
+    if not isinstance(inp.model, Model):
+        return True
+    choice = inp.framework
+    tr = choice.before[0] if choice is not None and choice.before else inp.training
+    named = (choice.key if choice is not None and choice.requested not in (None, "auto")
+             else None)
+    return any(int(r) == 0 for f, r in layout_support(inp.layout, tr, inp.model).items()
+               if named in (None, str(getattr(f, "value", f))))
+
+
 def _key(h: FitHint) -> float:
     return h.gpu_memory_bytes if h.step_time_s is None else h.step_time_s
 
@@ -82,23 +105,33 @@ def _key(h: FitHint) -> float:
 def fit_hint(resolve, kw: dict, inp) -> FitHint | None:
     """The fastest layout that fits with the fewest of --zero, --recompute, --cp changed from
     ``kw`` (the command's options, resolved as ``inp``; ``resolve(kw)`` resolves a candidate's,
-    raising InputError where a rule refuses it); None when none within MAX_CHANGES does."""
-    choices = _choices(inp, kw)
+    raising InputError where a check refuses it; the framework rules are read by _runs); None
+    when none within MAX_CHANGES does."""
+    choices, what_if = _choices(inp, kw), not _runs(inp)
+    fallback, unfit = None, []   # the first round's best refused one; what did not fit
     for n in range(1, MAX_CHANGES + 1):
-        best = None
+        best = {True: None, False: None}
         for names in combinations(choices, n):
             for picks in product(*(choices[k] for k in names)):
                 update = {k: v for p in picks for k, v in p.items()}
                 try:
                     cand = resolve({**kw, **update})
                 except (InputError, ValueError):
-                    continue  # a rule refuses it: not a layout the user could run
+                    continue  # a check refuses it: not a layout the user could run
                 hint = _measure(cand, update)
-                if hint is not None and (best is None or _key(hint) < _key(best)):
-                    best = hint
-        if best is not None:
-            return best
-    return None
+                if hint is None:
+                    unfit += [cand] if what_if else []
+                    continue
+                runs = _runs(cand)
+                if not (runs or what_if):
+                    continue  # the framework's rules refuse it
+                if best[runs] is None or _key(hint) < _key(best[runs]):
+                    best[runs] = hint if runs else replace(hint, runs=False)
+        if best[True] is not None:
+            return best[True]
+        fallback = fallback or best[False]
+    # a refused one answers only where no change is run by the rules (the user's a what-if)
+    return None if fallback is None or any(_runs(c) for c in unfit) else fallback
 
 
 def hint_note(hint: FitHint | None, plannable: bool) -> str:
@@ -107,12 +140,15 @@ def hint_note(hint: FitHint | None, plannable: bool) -> str:
     plan = "; `optimus-calc plan` searches every layout" if plannable else ""
     if hint is None:
         return ("no change of --zero, --recompute and --cp makes it fit"
+                + (" (of the layouts the framework rules run)" if plannable else "")
                 + (plan + " (TP, PP, offload, micro-batch, more nodes)" if plannable else ""))
     step = ("" if hint.step_time_s is None else
             f", step {hint.step_time_s:.4g} s, MFU {hint.mfu:.1%}")
+    refused = ("" if hint.runs else "; a what-if, as your layout: the framework rules refuse "
+               "it too")
     return (f"fits with {hint.text} (the fewest of --zero, --recompute and --cp changed, the "
             f"{'least memory' if hint.step_time_s is None else 'fastest'} such: GPU memory "
-            f"{hint.gpu_memory_bytes / 1e9:.1f} GB{step}){plan}")
+            f"{hint.gpu_memory_bytes / 1e9:.1f} GB{step}{refused}){plan}")
 
 
 def plannable(inp) -> bool:

@@ -27,8 +27,11 @@ OFF_NONE, OFF_CPU, OFF_NVME, OFF_SMARTNIC, OFF_SUPERCHIP = (offload_code(o) for 
 
 def not_dividing(n: int, d: np.ndarray) -> np.ndarray:
     """``n % d != 0`` through a lookup table over the (small) degrees: faster than ``%`` on
-    millions of int64 values."""
+    millions of int64 values; ``%`` itself where the table would outgrow the values (one
+    layout's CP x TP on a million GPUs: a table of millions for one value)."""
     top = int(d.max(initial=1))
+    if d.size < top:
+        return (n % np.maximum(d, 1)) != 0
     table = (n % np.arange(1, top + 1)) != 0
     return table[np.maximum(d, 1) - 1]
 
@@ -36,6 +39,8 @@ def not_dividing(n: int, d: np.ndarray) -> np.ndarray:
 def dividing_into(d: np.ndarray, n: int) -> np.ndarray:
     """``d % n == 0`` elementwise for a scalar n (lookup table as above)."""
     top = int(d.max(initial=1))
+    if d.size < top:
+        return np.maximum(d, 1) % max(n, 1) == 0
     return (np.arange(1, top + 1) % max(n, 1) == 0)[np.maximum(d, 1) - 1]
 
 
