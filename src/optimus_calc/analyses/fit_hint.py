@@ -70,15 +70,21 @@ def _has_step(inp) -> bool:
 
 
 def _measure(cand, update: dict) -> FitHint | None:
-    """The candidate's hint when it fits, else None."""
-    from optimus_calc.evaluate.memory import estimate_memory
+    """The candidate's hint when it fits, else None. Memory from the evaluator's memory-only
+    pass (the planner's first pass: the same memory stage), the step only where it fits."""
+    from optimus_calc.evaluate.batch import Batch
+    from optimus_calc.evaluate.engine import evaluate
+    from optimus_calc.evaluate.memory import memory_from
     from optimus_calc.evaluate.step import estimate_step
-    mem = estimate_memory(cand.model, cand.hw, cand.layout, cand.training, cand.assumptions)
+    lay, tr, asm = cand.layout, cand.training, cand.assumptions
+    ev = evaluate(Batch.of(lay, tr), cand.model, cand.hw, tr, asm, all_stages=True,
+                  with_step=False)
+    mem = memory_from(ev, cand.model, cand.hw, lay, tr, asm)
     if not mem.fits:
         return None
     if not _has_step(cand):
         return FitHint(_flags(update), mem.worst.total_bytes, None, None)
-    st = estimate_step(cand.model, cand.hw, cand.layout, cand.training, cand.assumptions, mem)
+    st = estimate_step(cand.model, cand.hw, lay, tr, asm)  # one full evaluation
     return FitHint(_flags(update), mem.worst.total_bytes, st.step_time_s, st.mfu)
 
 
