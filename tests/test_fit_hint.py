@@ -150,3 +150,37 @@ def test_divisibility_of_a_few_huge_degrees():
     assert dividing_into(d, 8).tolist() == [False, False, True, True, True]
     many = np.arange(1, 5001)
     assert (not_dividing(4096, many) == (4096 % many != 0)).all()
+
+
+@pytest.mark.parametrize("model", ["llama-3-8b", "llama-2-7b", "mixtral-8x7b", "gpt-oss-20b",
+                                   "llama-3-70b"])
+def test_memory_falls_with_recompute_and_cp_the_shortcut_rests_on(cat, model):
+    # fit_hint._none_can_fit stops when the most relieving candidates do not fit; that holds
+    # only if the worst GPU's memory never rises from recompute none to selective to full, nor
+    # when CP doubles at a fixed GPU count (DP halves: ZeRO shards over DP x CP, the same group,
+    # while each GPU's activations see S / CP tokens). ZeRO itself is not monotone at DP x CP =
+    # 1 (ZeRO-3's gather buffers shard nothing), which is why the shortcut tries every stage.
+    from optimus_calc.evaluate.context import fill_layout, resolve_hardware
+    from optimus_calc.evaluate.memory import estimate_memory
+    from optimus_calc.inputs import resolve_model
+    from optimus_calc.specs.assumptions import Assumptions
+    from optimus_calc.specs.training import Offload, Recompute, Training, ZeroStage
+    m = resolve_model(model, cat)
+    hw = resolve_hardware(cat, "dgx-h100", 2, None, None, None)
+
+    def gb(tp, pp, cp, zero, rec, seq):
+        dp = hw.gpus // (tp * pp * cp)
+        lay = fill_layout(hw, tp, pp, dp, cp, ep=1, zero=ZeroStage(zero), offload=Offload.NONE,
+                          interleave=1)
+        tr = Training(seq_len=seq, global_batch=dp * 4, micro_batch=1, recompute=Recompute(rec))
+        return estimate_memory(m, hw, lay, tr, Assumptions()).worst.total_bytes
+    checked = 0
+    for tp, pp, zero, seq in [(1, 1, 1, 8192), (2, 2, 3, 32768), (8, 2, 0, 8192),
+                              (4, 1, 2, 16384)]:
+        by_rec = [gb(tp, pp, 1, zero, r, seq) for r in ("none", "selective", "full")]
+        assert by_rec[0] >= by_rec[1] >= by_rec[2]
+        by_cp = [gb(tp, pp, cp, zero, "none", seq) for cp in (1, 2, 4)
+                 if hw.gpus % (tp * pp * cp) == 0]
+        assert all(a >= b for a, b in zip(by_cp, by_cp[1:]))
+        checked += len(by_cp) > 1
+    assert checked >= 3

@@ -69,9 +69,10 @@ def _has_step(inp) -> bool:
     return isinstance(inp.model, Model) and not inp.training.model_states_only
 
 
-def _measure(cand, update: dict) -> FitHint | None:
-    """The candidate's hint when it fits, else None. Memory from the evaluator's memory-only
-    pass (the planner's first pass: the same memory stage), the step only where it fits."""
+def _measure(cand, update: dict, memory_only: bool = False) -> FitHint | None:
+    """The candidate's hint when it fits, else None (``memory_only``: no step evaluated).
+    Memory from the evaluator's memory-only pass (the planner's first pass: the same memory
+    stage), the step only where it fits."""
     from optimus_calc.evaluate.batch import Batch
     from optimus_calc.evaluate.engine import evaluate
     from optimus_calc.evaluate.memory import memory_from
@@ -82,7 +83,7 @@ def _measure(cand, update: dict) -> FitHint | None:
     mem = memory_from(ev, cand.model, cand.hw, lay, tr, asm)
     if not mem.fits:
         return None
-    if not _has_step(cand):
+    if memory_only or not _has_step(cand):
         return FitHint(_flags(update), mem.worst.total_bytes, None, None)
     st = estimate_step(cand.model, cand.hw, lay, tr, asm)  # one full evaluation
     return FitHint(_flags(update), mem.worst.total_bytes, st.step_time_s, st.mfu)
@@ -108,12 +109,37 @@ def _key(h: FitHint) -> float:
     return h.gpu_memory_bytes if h.step_time_s is None else h.step_time_s
 
 
+def _none_can_fit(resolve, kw: dict, choices: dict) -> bool:
+    """True when no candidate can fit, read from the few that relieve memory most: for each
+    ZeRO stage on offer (ZeRO-3's gather buffers can outweigh what it shards at DP 1, so every
+    stage is tried), full recomputation (or the current mode) and the largest CP. The memory
+    model falls with recomputation (none > selective > full) and with CP at a fixed GPU count
+    (tests/test_fit_hint.py checks both), so when these do not fit no mix of smaller changes
+    does. False (search them all) as soon as one fits or one of them cannot be resolved."""
+    most = {**(choices["recompute"][-1] if choices["recompute"] else {}),
+            **(choices["cp"][-1] if choices["cp"] else {})}
+    for z in [{}] + choices["zero"]:
+        update = {**z, **most}
+        if not update:
+            continue  # the user's own layout: it does not fit
+        try:
+            cand = resolve({**kw, **update})
+        except (InputError, ValueError):
+            return False  # no shortcut: the full search sees what runs
+        if _measure(cand, update, memory_only=True) is not None:
+            return False
+    return True
+
+
 def fit_hint(resolve, kw: dict, inp) -> FitHint | None:
     """The fastest layout that fits with the fewest of --zero, --recompute, --cp changed from
     ``kw`` (the command's options, resolved as ``inp``; ``resolve(kw)`` resolves a candidate's,
     raising InputError where a check refuses it; the framework rules are read by _runs); None
     when none within MAX_CHANGES does."""
-    choices, what_if = _choices(inp, kw), not _runs(inp)
+    choices = _choices(inp, kw)
+    if _none_can_fit(resolve, kw, choices):
+        return None
+    what_if = not _runs(inp)
     fallback, unfit = None, []   # the first round's best refused one; what did not fit
     for n in range(1, MAX_CHANGES + 1):
         best = {True: None, False: None}
