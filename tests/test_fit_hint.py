@@ -184,3 +184,20 @@ def test_memory_falls_with_recompute_and_cp_the_shortcut_rests_on(cat, model):
         assert all(a >= b for a, b in zip(by_cp, by_cp[1:]))
         checked += len(by_cp) > 1
     assert checked >= 3
+
+
+@pytest.mark.parametrize("cmd", ["step", "memory"])
+def test_the_csv_row_carries_the_hint(run, cmd):
+    # the same hint as JSON's, its flags as name=value (a cell starting with "-" would be
+    # quoted by the CSV-injection rule), empty where the layout fits
+    import csv
+    import io
+    args = (cmd, *BASE, "--seq-len", "8192")
+    hint = _json(run, *args)["fit_hint"]
+    row = next(csv.DictReader(io.StringIO(run(*args, "--format", "csv").out)))
+    flags = hint["flags"].split()
+    assert row["fit_hint"] == " ".join(f"{f[2:]}={v}" for f, v in zip(flags[::2], flags[1::2]))
+    assert float(row["fit_hint_gpu_memory_bytes"]) == pytest.approx(hint["gpu_memory_bytes"],
+                                                                   rel=1e-6)
+    fits = next(csv.DictReader(io.StringIO(run(*args, "--zero", "3", "--format", "csv").out)))
+    assert fits["fits"] == "TRUE" and fits["fit_hint"] == "" == fits["fit_hint_step_time_s"]

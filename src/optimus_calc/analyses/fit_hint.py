@@ -183,6 +183,14 @@ def hint_note(hint: FitHint | None, plannable: bool) -> str:
             f"{hint.gpu_memory_bytes / 1e9:.1f} GB{step}{refused}){plan}")
 
 
+def csv_fields(hint: FitHint | None) -> dict:
+    """The hint as CSV columns, empty where there is none: the flags as ``zero=3 cp=4`` (a cell
+    starting with "-" would be quoted by the CSV-injection rule, report/formats.py)."""
+    return {"fit_hint": " ".join(f"{f[2:]}={v}" for f, v in hint.flags) if hint else "",
+            "fit_hint_gpu_memory_bytes": hint.gpu_memory_bytes if hint else None,
+            "fit_hint_step_time_s": hint.step_time_s if hint else None}
+
+
 def plannable(inp) -> bool:
     """Whether `plan` takes the model (an architecture, not a bare parameter count)."""
     from optimus_calc.specs.model import Model

@@ -26,10 +26,10 @@ def memory(app, model: str, fmt: str, output: str | None, gib: bool, **kw) -> No
     inp = build_inputs(app.catalog, model, kw)
     est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
     hint = None
-    if not est.fits and fmt != "csv":  # the CSV row has no hint column
+    if not est.fits:
         from optimus_calc.analyses.fit_hint import fit_hint
         hint = fit_hint(lambda k: build_inputs(app.catalog, model, k), kw, inp)
-    fit = None if fmt == "csv" else (est.fits, hint)
+    fit = (est.fits, hint)
     doc = memory_document(inp, est, binary=gib, fit=fit)
     if fmt == "html":
         from optimus_calc.report.html_parts import layout_parts, with_html

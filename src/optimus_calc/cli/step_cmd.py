@@ -25,10 +25,10 @@ def step(app, model: str, fmt: str, output: str | None, **kw) -> None:
     inp = build_inputs(app.catalog, model, kw)
     mem, st = step_of(inp, model)
     hint = None
-    if not mem.fits and fmt != "csv":  # the CSV row has no hint column
+    if not mem.fits:
         from optimus_calc.analyses.fit_hint import fit_hint
         hint = fit_hint(lambda k: build_inputs(app.catalog, model, k), kw, inp)
-    fit = None if fmt == "csv" else (mem.fits, hint)
+    fit = (mem.fits, hint)
     doc = step_document(inp, mem, st, kw.get("train"), fit=fit)
     if fmt == "html":
         from optimus_calc.report.html_parts import layout_parts, with_html

@@ -129,7 +129,8 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False, fit=None) ->
                "stage_layers": [s.layers for s in est.stages],
                **{f"gpu_{k}": v for k, v in per_gpu.items()},
                **{f"offload_{k}": v for k, v in offload.items()},
-               "fits": est.fits, "reasons": est.reasons}
+               "fits": est.fits, "reasons": est.reasons,
+               **_hint_columns(fit)}
     csv = Table(title="", rows=[csv_row], columns=[Column(k, k) for k in csv_row])
     verdict = "fits" if est.fits else "DOES NOT FIT"
     notes = [f"{verdict}" + (f": {'; '.join(est.reasons)}" if est.reasons else "")] + est.notes
@@ -148,3 +149,9 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False, fit=None) ->
         header=[("layout", layout_text(inp.layout)), *framework_header(inp),
                 ("training", training_text(inp))],
         data=data, tables=tables, notes=notes, csv=csv, plot="memory")
+
+
+def _hint_columns(fit) -> dict:
+    """The fit hint's CSV columns (analyses.fit_hint.csv_fields), empty where the layout fits."""
+    from optimus_calc.analyses.fit_hint import csv_fields
+    return csv_fields(fit[1] if fit else None)

@@ -99,6 +99,7 @@ def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> 
                "tflops_per_gpu": st.tflops_per_gpu,
                "tokens_per_s": st.tokens_per_s, **data["breakdown"],
                "gpu_memory_bytes": mem.worst.total_bytes, "fits": mem.fits,
+               **_hint_columns(fit),
                **{k: v for k, v in figures.items() if k != "tokens"},
                **{k.replace("mfu", "mfu_pct"): pct(v) if k.startswith("mfu") else v
                   for k, v in ranges.items()}}
@@ -188,3 +189,9 @@ def train_note(figures: dict, pue: float) -> str:
     if figures.get("cost_usd") is not None:
         s += f", ${amount(figures['cost_usd'], 0)}"
     return s
+
+
+def _hint_columns(fit) -> dict:
+    """The fit hint's CSV columns (analyses.fit_hint.csv_fields), empty where the layout fits."""
+    from optimus_calc.analyses.fit_hint import csv_fields
+    return csv_fields(fit[1] if fit else None)
