@@ -105,7 +105,7 @@ def pinned(values: dict[str, float], names: list[str], after: list[float]) -> st
 def leave_one_out(rs: RunSet, defaults: dict[str, float], values: dict[str, float],
                   names: list[str]) -> list[float]:
     """Each run's leave-one-out error (prediction / measured - 1 with the parameters refitted
-    without it), by the linearised hat-matrix residual r_i / (1 - h_ii) of the fitted problem
+    without it and every other run of its layout: a copy left in would predict it), by the linearised hat-matrix residual r_i / (1 - h_ii) of the fitted problem
     (:data:`MAX_LINEAR_LEVERAGE`): H = J (J'J + w I)^-1 J' over the parameters not on a bound,
     J the Jacobian of the log predictions at the fit, w the prior weight. A run of higher
     leverage is refitted without it, warm-started at ``values`` with that Jacobian less the
@@ -120,14 +120,18 @@ def leave_one_out(rs: RunSet, defaults: dict[str, float], values: dict[str, floa
         jac = jac_all[:, free]
         a = jac.T @ jac + PRIOR_WEIGHT * np.eye(len(free))
         lev = np.einsum("ij,ij->i", jac @ np.linalg.inv(a), jac)
-    loo = []
+    loo, refits = [], {}
     for i, r in enumerate(rs.runs):
-        if lev[i] <= MAX_LINEAR_LEVERAGE:
-            loo.append(float(np.expm1(resid[i] / (1 - lev[i]))))
-        else:   # the fit's Jacobian without the run's row starts the refit
-            sub = fit(rs.without(i), defaults, names, init=values,
-                      jac0=np.delete(jac_all, i, axis=0))
-            loo.append(predict(r, sub) / r.measured - 1)
+        g = np.flatnonzero(rs.inv == rs.inv[i])   # the run's layout, all its copies
+        if lev[i] * len(g) <= MAX_LINEAR_LEVERAGE:
+            # (I - H_GG)^-1 r_G with H_GG = h 1 1' (identical rows): r_i + h / (1 - n h) sum r_G
+            loo.append(float(np.expm1(resid[i] + lev[i] / (1 - lev[i] * len(g))
+                                      * resid[g].sum())))
+            continue
+        if int(rs.inv[i]) not in refits:   # the fit's Jacobian less the layout's rows starts it
+            refits[int(rs.inv[i])] = fit(rs.without(g), defaults, names, init=values,
+                                         jac0=np.delete(jac_all, g, axis=0))
+        loo.append(predict(r, refits[int(rs.inv[i])]) / r.measured - 1)
     return loo
 
 
@@ -139,7 +143,7 @@ class Calibration:
     kept_at_default: dict[str, str]   # name -> why
     before: list[float]           # prediction / measured - 1 per run
     after: list[float]
-    loo: list[float | None]       # leave-one-out error per run (None with one run)
+    loo: list[float | None]       # leave-one-out error per run (None with one layout)
     gpu: str
     link: str = ""                # the runs' scale-up link ("" when they use several)
     nic: str = ""                 # the runs' NIC ("" when they use several)
@@ -188,9 +192,9 @@ def calibrate(runs: list[Run], source: str = "") -> Calibration:
     if problem:
         raise InputError(f"calibrate: {problem}")
     loo: list[float | None] = [None] * len(runs)
-    if len(runs) > 1 and fit_names:
+    if len(rs.reps) > 1 and fit_names:
         loo = list(leave_one_out(rs, defaults, values, fit_names))
-    elif len(runs) > 1:
+    elif len(rs.reps) > 1:
         loo = list(after)
     cal = Calibration(runs, defaults, {n: values[n] for n in fit_names},
                       {p.name: why_named[p.name] for p in CANDIDATES if p.name in why_named},

@@ -161,8 +161,10 @@ class RunSet:
     def __len__(self) -> int:
         return len(self.runs)
 
-    def without(self, i: int) -> "RunSet":
-        return RunSet(self.runs[:i] + self.runs[i + 1:], self.memo)
+    def without(self, drop) -> "RunSet":
+        """The set less run ``drop`` (an index or an array of indices)."""
+        gone = set(np.atleast_1d(drop).tolist())
+        return RunSet([r for k, r in enumerate(self.runs) if k not in gone], self.memo)
 
     def log_preds(self, values) -> np.ndarray:
         """log prediction per run (each distinct layout evaluated once per set of values)."""

@@ -38,7 +38,8 @@ def calibrate_document(cal, runs_file: str, output: str) -> Document:
                      f"error {rng[0]:+.1%} / {rng[1]:+.1%}, the error range of figures on "
                      f"{cal.gpu} with --profile {output}")
     else:
-        notes.append("one run: no leave-one-out error (figures keep the public error range)")
+        notes.append(f"{'one run' if len(cal.runs) == 1 else 'one layout'}: no leave-one-out "
+                     "error (figures keep the public error range)")
     data = {"runs_file": runs_file, "profile": output, "gpu": cal.gpu, "runs": rows,
             "fitted": cal.fitted, "defaults": {k: cal.defaults[k] for k in cal.fitted},
             "kept_at_default": cal.kept_at_default, "disagreements": cal.disagreements,

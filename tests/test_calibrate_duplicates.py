@@ -1,0 +1,48 @@
+"""Duplicate runs (the same layout given several times) are one piece of evidence: the
+leave-one-out error of a run leaves out every copy of its layout, not just the run (rev13c).
+Each test failed on the code before the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_calibrate_guards import _load, _synthetic_runs
+
+
+def test_copies_of_one_layout_claim_no_leave_one_out_range(run, tmp_path):
+    """Three copies of one layout measured at 0.8x today's prediction: a left-out copy was
+    'predicted' by its twins, so before the fix every leave-one-out error was ~0 (+0% / +0%)
+    and the profile narrowed every later figure's error range to that. One layout gives no
+    leave-one-out error, as one run does: no band in the profile, the public range in `step`."""
+    path = _synthetic_runs(run, tmp_path, [("1", "1", "1", "1")], copies=3)
+    out = tmp_path / "p.toml"
+    r = run("calibrate", path, "-o", out, "--format", "json")
+    assert r.code == 0, r.err
+    d = r.json()
+    assert d["loo_error_low"] is None and d["loo_error_high"] is None
+    assert [row["error_loo"] for row in d["runs"]] == [None] * 3
+    assert "loo_error" not in out.read_text()
+    s = run("step", "llama-2-7b", "--node", "dgx-a100", "--profile", out)
+    assert s.code == 0 and "public cases like this" in s.out, s.out
+
+
+def test_leave_one_out_leaves_out_the_whole_layout(run, tmp_path):
+    """Two layouts, each given twice, the second measured 1.2x the first's ratio (0.8 and 0.96
+    of today's prediction): a run's left-out error is the prediction of a fit on the other layout
+    alone, checked against that brute-force refit within 1.5 points. Before the fix the copy left
+    in pinned it to the fitted error (|after| < 2%), far from the refit's ~10%."""
+    from optimus_calc.analyses import calibrate as C
+    a = _synthetic_runs(run, tmp_path, [("1", "1", "1", "1")], copies=2).read_text()
+    b = _synthetic_runs(run, tmp_path, [("1", "2", "1", "1")], factor=0.96).read_text()
+    b_row = b.splitlines()[1]
+    path = tmp_path / "two.csv"
+    path.write_text(a + b_row + "\n" + b_row + "\n")
+    runs = _load(path)
+    cal = C.calibrate(runs)
+    names = list(cal.fitted)
+    assert names
+    for i, r in enumerate(runs):
+        others = [q for k, q in enumerate(runs) if k // 2 != i // 2]   # the other layout
+        exact = C.predict(r, C.fit(others, cal.defaults, names)) / r.measured - 1
+        assert cal.loo[i] == pytest.approx(exact, abs=0.015), (i, cal.loo[i], exact)
+        assert abs(exact) > 0.05   # what the copy left in hid
