@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from optimus_calc.equations.recording import active as recording_active
-from optimus_calc.equations.recording import eq, set_scope
+from optimus_calc.equations.recording import active as recording_active, eq, set_scope
 from optimus_calc.evaluate.batch import R_FULL, R_NONE, R_SELECTIVE
 from optimus_calc.evaluate.context import check_precision
 from optimus_calc.evaluate.efficiency import (attention_efficiency, attention_seconds,
@@ -66,8 +65,7 @@ def attention_recomputed(rc, policy: float):
 def experts_recomputed(rc, policy: float):
     """r_x of compute.moe_expert_backward_flops: full recomputation re-runs the routed experts,
     and so does torchtitan's op AC (policy 1, 2): their torch._grouped_mm is not in its save
-    list (evaluate/shapes.op_sac_widths), so its F_r holds them; Korthikanti's selective does
-    not."""
+    list (evaluate/shapes.op_sac_widths), so its F_r holds them; Korthikanti's does not."""
     rc = np.asarray(rc)
     return (rc == R_FULL) | ((rc == R_SELECTIVE) & (policy > 0))
 
@@ -189,6 +187,10 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     T_ef = _elementwise(ctx, mem, "forward", (fwd_pass, act0), (1, route), 1, hbm)
     set_scope("backward")
     a_b = eq.compute__causal_attention_flops(F_af=f_run_b, kappa_c=kappa)
+    set_scope("attention core")   # what a CP ring hides (step.cp_comm_time); recorded before
+    T_att = attention_seconds(a_f + a_b, peak, hw.gpu, tr.flash_attention, tr.attention_kernel,
+                              asm, eff.get("curves", (0, None))[1])   # the backward's, shown
+    set_scope("backward")   # by default (`explain compute.compute_time`: the last call)
     F_bx = F_bwd - (f_att_b - a_b)
     eta_b = compute_efficiency(total_flops=F_bx, attn_flops=a_b, expert_flops=x_b, **eff,
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, True))
@@ -200,8 +202,6 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     T_b = eq.step__backward_time(T_cb=T_cb, T_eb=T_eb)
     bubble = eq.compute__pipeline_bubble(T_c=stage_max(T_f + T_b)[..., None], m=ctx.m,
                                          p=ctx.pp, v=ctx.v)
-    T_att = attention_seconds(a_f + a_b, peak, hw.gpu, tr.flash_attention, tr.attention_kernel,
-                              asm, eff["curves"][1] if "curves" in eff else None)
     return ComputeRecord(f_l, f_h, f_r, tokens, peak, T_cf, T_cb, T_ef, T_eb, T_f, T_b, bubble,
                          T_f / ctx.m, T_b / ctx.m, T_att)
 
