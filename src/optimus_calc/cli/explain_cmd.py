@@ -40,7 +40,7 @@ def explain(app, name: str | None, model: str | None, latex: bool, show_assumpti
         _explain_all(app, name, model, pipeline_stage, train, fmt, output, kw)
         return
     if show_assumptions:
-        emit(V.assumptions_document(), fmt, output)
+        _assumptions(kw, fmt, output)
         return
     if name is None:
         emit(V.list_document(), fmt, output)
@@ -62,6 +62,24 @@ def explain(app, name: str | None, model: str | None, latex: bool, show_assumpti
             f"evaluated for {', '.join(scopes)}; shown: {shown} (--for SCOPE picks one; "
             "'explain --all' lists each)"])
     emit(doc, fmt, output)
+
+# the flags `explain --assumptions` shows the values of (inputs.assumptions_from)
+_ASSUMPTION_FLAGS = {"assume", "profile", "headroom", "moe_imbalance"}
+
+
+def _assumptions(kw, fmt, output) -> None:
+    """`explain --assumptions`: each named assumption's default and, with --assume, --profile
+    (or OPTIMUS_CALC_PROFILE), --headroom or --moe-imbalance, the value in effect."""
+    from optimus_calc.inputs import assumptions_from
+    from optimus_calc.report import explain_view as V
+
+    if (typed := _typed_layout_flag(_ASSUMPTION_FLAGS)) is not None:
+        raise InputError(f"{typed} describes a layout; explain --assumptions takes only "
+                         "--assume, --profile, --headroom and --moe-imbalance")
+    given = bool(kw.get("assume")) or any(kw.get(k) is not None for k in _ASSUMPTION_FLAGS
+                                          - {"assume"})
+    emit(V.assumptions_document(assumptions_from(kw) if given else None), fmt, output)
+
 
 def _explain_all(app, name, model, pipeline_stage, train, fmt, output, kw) -> None:
     """`explain --all MODEL [layout]` (MODEL is the first argument)."""
@@ -103,12 +121,13 @@ _OWN = {"name", "model", "latex", "show_assumptions", "show_all", "scope", "pipe
         "fmt", "output", "csv_sep", "csv_decimal"}
 
 
-def _typed_layout_flag() -> str | None:
-    """The first layout or training option typed on the command line (its flag), or None."""
+def _typed_layout_flag(allowed: set[str] = frozenset()) -> str | None:
+    """The first layout or training option typed on the command line (its flag), or None;
+    ``allowed``: options not counted."""
     from click.core import ParameterSource
     ctx = click.get_current_context()
     for p in ctx.command.params:
-        if (p.name not in _OWN and isinstance(p, click.Option)
+        if (p.name not in _OWN | allowed and isinstance(p, click.Option)
                 and ctx.get_parameter_source(p.name) is ParameterSource.COMMANDLINE):
             return p.opts[0]
     return None

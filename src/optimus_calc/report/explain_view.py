@@ -45,16 +45,21 @@ def list_document() -> Document:
                                      "MODEL and layout options to see every value."])
 
 
-def assumptions_document() -> Document:
+def assumptions_document(in_effect=None) -> Document:
+    """The named assumptions and their defaults; ``in_effect`` (Assumptions from --assume,
+    --profile, ...): also the value each takes with them."""
     from optimus_calc.specs.assumptions import Assumptions
     a = Assumptions()
     values = a.model_dump()
-    rows = [{"name": n, "default": values[n], "description": f.description}
-            for n, f in type(a).model_fields.items()]
+    now = (in_effect or a).model_dump()
+    rows = [{"name": n, "default": values[n],
+             **({"value": now[n]} if in_effect is not None else {}),
+             "description": f.description} for n, f in type(a).model_fields.items()]
+    value = [Column("value", "in effect")] if in_effect is not None else []
     return Document(title="named assumptions (override with --assume NAME=VALUE)",
                     data={"assumptions": rows}, tables=[Table(title="", rows=rows, columns=[
                         Column("name", "name", align="left"), Column("default", "default"),
-                        Column("description", "source / meaning", align="left")])])
+                        *value, Column("description", "source / meaning", align="left")])])
 
 
 def equation_document(eq, values: dict[str, float] | None, latex: bool) -> Document:
