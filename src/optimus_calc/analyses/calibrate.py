@@ -85,15 +85,20 @@ def _off(e: float) -> float:
     return max(ratio, 1 / ratio) if ratio > 0 else float("inf")
 
 
+def on_bound(values: dict[str, float], names) -> dict[str, str]:
+    """The fitted parameters the fit left on a bound of their range: name -> "lower"/"upper"."""
+    by = {p.name: p for p in CANDIDATES}
+    return {n: "lower" if values[n] <= by[n].lo * (1 + 1e-9) else "upper" for n in names
+            if values[n] <= by[n].lo * (1 + 1e-9) or values[n] >= by[n].hi * (1 - 1e-9)}
+
+
 def pinned(values: dict[str, float], names: list[str], after: list[float]) -> str:
     """Why the fit cannot be a profile ("" when it can): a parameter on a bound while a run is
     still more than :data:`MAX_PINNED_RESIDUAL` off."""
-    by = {p.name: p for p in CANDIDATES}
     worst = max(after, key=_off)
     if _off(worst) <= 1 + MAX_PINNED_RESIDUAL:
         return ""
-    at = [f"{n} = {values[n]:.4g}" for n in names
-          if values[n] <= by[n].lo * (1 + 1e-9) or values[n] >= by[n].hi * (1 - 1e-9)]
+    at = [f"{n} = {values[n]:.4g}" for n in on_bound(values, names)]
     if not at:
         return ""
     return (f"the fit ends on the bound of {', '.join(at)} with a run's prediction still "
@@ -148,6 +153,11 @@ class Calibration:
     link: str = ""                # the runs' scale-up link ("" when they use several)
     nic: str = ""                 # the runs' NIC ("" when they use several)
     disagreements: list[str] = field(default_factory=list)  # same layout, measures far apart
+
+    @property
+    def on_bound(self) -> dict[str, str]:
+        """The fitted parameters left on a bound (:func:`on_bound`): the runs ask for more."""
+        return on_bound(self.fitted, list(self.fitted))
 
     @property
     def loo_range(self) -> tuple[float, float] | None:

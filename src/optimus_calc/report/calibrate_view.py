@@ -23,6 +23,9 @@ def calibrate_document(cal, runs_file: str, output: str) -> Document:
     n = len(cal.runs)
     notes = [f"fitted {len(cal.fitted)} parameter(s) of {len(CANDIDATES)} on {n} run(s) of "
              f"{cal.gpu}: {', '.join(cal.fitted) or 'none'}"]
+    notes += [f"{k} ends on the {side} bound of its range ({cal.fitted[k]:.4g}): the runs ask "
+              "for more than it may move; the 'after' column is what is left"
+              for k, side in cal.on_bound.items()]
     notes += [f"kept at its default: {k} ({desc[k]}): {why}"
               for k, why in cal.kept_at_default.items()]
     notes += [f"disagreeing runs: {d}" for d in cal.disagreements]
@@ -42,6 +45,7 @@ def calibrate_document(cal, runs_file: str, output: str) -> Document:
                      "error (figures keep the public error range)")
     data = {"runs_file": runs_file, "profile": output, "gpu": cal.gpu, "runs": rows,
             "fitted": cal.fitted, "defaults": {k: cal.defaults[k] for k in cal.fitted},
+            "on_bound": cal.on_bound,
             "kept_at_default": cal.kept_at_default, "disagreements": cal.disagreements,
             "loo_error_low": rng[0] if rng else None, "loo_error_high": rng[1] if rng else None}
     csv_rows = [{"run": r["run"], "framework": r["framework"], "figure": r["figure"],
