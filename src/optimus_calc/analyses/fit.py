@@ -322,7 +322,8 @@ def _suggestions(solve: str, model, hw: Hardware, layout: Layout, tr: Training,
         if alt.value is None or (res.value is not None and (
                 alt.value >= res.value if solve == "nodes" else alt.value <= res.value)):
             continue
-        sgt = {"change": what, "flags": flags, "value": alt.value}
+        sgt = {"change": what, "flags": flags, "value": alt.value,
+               "at_least": alt.detail.startswith("hit the search cap")}
         if solve == "nodes":
             sgt["starved"] = bool(_starved(model, hw, lay, t, asm, int(alt.value)))
         out.append(sgt)
@@ -336,12 +337,14 @@ def explain_fit(solve: str, inp: Inputs, res: FitResult) -> FitExplanation:
     starve it leads (``lead``)."""
     model, hw, layout, asm = inp.model, inp.hw, inp.layout, inp.assumptions
     tr = fit_training(inp) if solve == "nodes" else inp.training
-    probe = (hw, layout, tr)
+    probe, at = (hw, layout, tr), model
     if solve == "nodes" and res.value is not None:
         probe = at_nodes(hw, layout, tr, int(res.value))
     elif solve == "micro-batch" and res.value is not None:
         probe = (hw, layout, tr.model_copy(update={"micro_batch": int(res.value)}))
-    binding, part, stage = _binding(_estimate(model, *probe, asm))
+    elif solve == "layers" and res.value is not None and not isinstance(model, BareModel):
+        at = with_layers(model, int(res.value))
+    binding, part, stage = _binding(_estimate(at, *probe, asm))
     starved = ""
     if solve == "nodes" and res.value is not None:
         starved = _starved(model, hw, layout, tr, asm, int(res.value))

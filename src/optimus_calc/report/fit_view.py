@@ -36,7 +36,9 @@ def fit_document(inp, what, res, why=None) -> Document:
         unit = {"nodes": "nodes", "layers": "layers", "micro-batch": "micro-batch"}
         for sgt in why.suggestions:
             notes.append(f"with {sgt['change']} ({sgt['flags']}): {what.value} "
-                         f"{sgt['value']:g}" if isinstance(sgt["value"], (int, float))
+                         + ("at least " if sgt.get("at_least") else "") + f"{sgt['value']:g}"
+                         + (" (the search's cap)" if sgt.get("at_least") else "")
+                         if isinstance(sgt["value"], (int, float))
                          else f"with {sgt['change']} ({sgt['flags']})")
         if not why.suggestions and res.value is None:
             notes.append("none of recompute, micro-batch 1, ZeRO-3, CPU offload or twice the "
