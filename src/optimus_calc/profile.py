@@ -110,6 +110,10 @@ def parse_profile(doc: dict, path: str) -> Profile:
         raise InputError(f"profile {p}: fields 'profile.loo_error_low' and 'loo_error_high': "
                          f"{loo_band_problem(loo[0], loo[1])}")
     gpus = _entry_tables(doc.get("gpu", {}), p, "gpu")
+    if loo[0] is not None and (runs < 2 or not (gpu or gpus)):   # else claimed or never used
+        raise InputError(f"profile {p}: fields 'profile.loo_error_low' and 'loo_error_high' "
+                         "need 'profile.runs' >= 2 (a leave-one-out error leaves one of several "
+                         "runs out) and 'profile.gpu' (the GPU they were measured on)")
     links = _entry_tables(doc.get("link", {}), p, "link")
     nics = _entry_tables(doc.get("nic", {}), p, "nic")
     asm = doc.get("assumptions", {})
