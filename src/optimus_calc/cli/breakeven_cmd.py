@@ -263,15 +263,29 @@ def _save(card, path: str, scale: float, goal, model: str, inp) -> None:
                          f"{goal.value} (see the verdict without --save-card)")
     spec = mc.corner if scale == 1.0 else scaled(mc.corner, scale,
                                                  "up" if scale > 1 else "down")
-    lay = inp.layout
-    derivation = (f"optimus-calc breakeven {model} --nodes {inp.hw.nodes} --tp {lay.tp} "
-                  f"--pp {lay.pp} --zero {int(lay.zero)} --global-batch "
-                  f"{inp.training.global_batch} --seq-len {inp.training.seq_len} --goal "
-                  f"{goal.value}: the cheapest corner for {mc.named.card.name}"
+    derivation = (f"optimus-calc breakeven {model} {_layout_flags(inp)} --device "
+                  f"{mc.named.card.name} --goal {goal.value}: the cheapest corner for "
+                  f"{mc.named.card.name}"
                   + (f", every field x {scale:g}" if scale != 1.0 else ""))
     name = card_name(mc.named.card.name, goal.value, scale)
     _check_name_free(path, name)
     write_file(path, card_toml(spec, name, derivation), flag="--save-card")
+
+
+def _layout_flags(inp) -> str:
+    """The flags that give ``inp``'s layout and training again, the planner's choices included
+    (micro-batch, recompute, SP), so a saved card's derivation reproduces its verdict."""
+    hw, lay, tr = inp.hw, inp.layout, inp.training
+    out = [f"--node {hw.node.name}", f"--nodes {hw.nodes}"]
+    out += [f"--gpu {hw.gpu.name}"] if hw.gpu.name != hw.node.gpu else []
+    out += [f"--gpus-per-node {hw.gpus_per_node}"] if hw.gpus_per_node != hw.node.gpus else []
+    out += [f"--{k} {getattr(lay, k)}" for k in ("tp", "pp", "dp", "cp", "ep", "interleave")]
+    out += [f"--zero {int(lay.zero)}", f"--micro-batch {tr.micro_batch}",
+            f"--global-batch {tr.global_batch}", f"--seq-len {tr.seq_len}",
+            f"--precision {tr.precision.value}", f"--recompute {tr.recompute.value}",
+            "--sp" if tr.sequence_parallel else "--no-sp"]
+    key = getattr(inp.framework, "key", None)
+    return " ".join(out + ([f"--framework {key}"] if key else []))
 
 
 def _check_name_free(path: str, name: str) -> None:
