@@ -46,3 +46,14 @@ def test_leave_one_out_leaves_out_the_whole_layout(run, tmp_path):
         exact = C.predict(r, C.fit(others, cal.defaults, names)) / r.measured - 1
         assert cal.loo[i] == pytest.approx(exact, abs=0.015), (i, cal.loo[i], exact)
         assert abs(exact) > 0.05   # what the copy left in hid
+
+
+def test_csv_rows_are_named_by_their_line_in_the_file(run, tmp_path):
+    """Blank lines are skipped by the CSV reader; before, the error named the row's index + 2
+    ("row 3" for the bad cell on line 5 of this file), now the line the user opens (rev13c)."""
+    p = tmp_path / "blank.csv"
+    # line 1 header, 2 blank, 3 a good run, 4 blank, 5 the bad cell
+    p.write_text("model,node,nodes,measured_tokens_per_s\n\nllama-2-7b,dgx-a100,1,25118\n\n"
+                 "llama-2-7b,dgx-a100,one,25118\n")
+    r = run("calibrate", p, "-o", tmp_path / "p.toml")
+    assert r.code == 2 and "blank.csv row 5, column nodes:" in r.err, r.err

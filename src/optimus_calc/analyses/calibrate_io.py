@@ -14,16 +14,17 @@ MEASURES = {"measured_step_time_s": "step_time_s", "measured_tokens_per_s": "tok
 MAX_ROWS = 1000
 
 
-def read_rows(text: str, path: str) -> list[dict[str, str]]:
-    """The runs CSV as rows of column -> text (empty cells dropped). Line ends may be LF, CRLF
-    or CR alone (classic Mac, some exports): read as universal newlines."""
+def read_rows(text: str, path: str) -> list[tuple[int, dict[str, str]]]:
+    """The runs CSV as (line number in the file, column -> text) rows (empty cells dropped;
+    blank lines skipped and counted). Line ends may be LF, CRLF or CR alone (classic Mac, some
+    exports): read as universal newlines."""
     try:
         return _read_rows(csv.DictReader(io.StringIO(text, newline=None)), path)
     except csv.Error as exc:
         raise InputError(f"runs file {path}: not a CSV file the reader accepts: {exc}") from None
 
 
-def _read_rows(reader, path: str) -> list[dict[str, str]]:
+def _read_rows(reader, path: str) -> list[tuple[int, dict[str, str]]]:
     if not reader.fieldnames:
         raise InputError(f"runs file {path}: empty (expected a header row of option names)")
     names = [str(n).strip() for n in reader.fieldnames]
@@ -34,9 +35,9 @@ def _read_rows(reader, path: str) -> list[dict[str, str]]:
         if i >= MAX_ROWS:
             raise InputError(f"runs file {path}: more than {MAX_ROWS} runs")
         if None in raw:
-            raise InputError(f"runs file {path} row {i + 2}: more cells than columns")
-        rows.append({str(k).strip(): str(v).strip() for k, v in raw.items()
-                     if v is not None and str(v).strip()})
+            raise InputError(f"runs file {path} row {reader.line_num}: more cells than columns")
+        rows.append((reader.line_num, {str(k).strip(): str(v).strip() for k, v in raw.items()
+                                       if v is not None and str(v).strip()}))
     if not rows:
         raise InputError(f"runs file {path}: no runs under the header")
     return rows

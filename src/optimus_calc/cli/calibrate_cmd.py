@@ -64,7 +64,7 @@ def rows_of(text: str, path: str) -> list[tuple[str, dict[str, str]]]:
         from optimus_calc.loaders import parse_runs_yaml
         return [(f"line {n}", row) for n, row in parse_runs_yaml(text, path)]
     from optimus_calc.analyses.calibrate_io import read_rows
-    return [(f"row {i + 2}", row) for i, row in enumerate(read_rows(text, path))]
+    return [(f"row {n}", row) for n, row in read_rows(text, path)]
 
 
 def load_runs(app, path: str, ctx: click.Context) -> list:
