@@ -110,7 +110,8 @@ def pinned(values: dict[str, float], names: list[str], after: list[float]) -> st
 def leave_one_out(rs: RunSet, defaults: dict[str, float], values: dict[str, float],
                   names: list[str]) -> list[float]:
     """Each run's leave-one-out error (prediction / measured - 1 with the parameters refitted
-    without it and every other run of its layout: a copy left in would predict it), by the linearised hat-matrix residual r_i / (1 - h_ii) of the fitted problem
+    without it and every other run of its layout: a copy left in would predict it), by the
+    linearised hat-matrix residual r_i / (1 - h_ii) of the fitted problem
     (:data:`MAX_LINEAR_LEVERAGE`): H = J (J'J + w I)^-1 J' over the parameters not on a bound,
     J the Jacobian of the log predictions at the fit, w the prior weight. A run of higher
     leverage is refitted without it, warm-started at ``values`` with that Jacobian less the

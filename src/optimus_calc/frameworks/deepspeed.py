@@ -202,8 +202,8 @@ ENGINE_PROFILE = PhysicsProfile((
     # which therefore hides none of it (the neutral default, Megatron's --overlap-param-gather,
     # hides it behind that forward)
     Setting("dp_gather_overlap", 0, "DeepSpeed @ edaa722 deepspeed/runtime/zero/"
-            "stage_1_and_2.py L2393-2401; runtime/bf16_optimizer.py L344, L454-464; runtime/utils.py "
-            "L1005-1019"),
+            "stage_1_and_2.py L2393-2401; runtime/bf16_optimizer.py L344, L454-464; "
+            "runtime/utils.py L1005-1019"),
     # ZeRO-Offload casts each reduced partition on the GPU and copies it into the fp32 CPU .grad
     Setting("grads_stay_on_gpu", 0, "DeepSpeed @ edaa722 deepspeed/runtime/zero/"
             "stage_1_and_2.py L1590-1605; "
