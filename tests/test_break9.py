@@ -60,6 +60,12 @@ def test_breakeven_catalog_view_says_when_the_layout_does_not_fit(run):
     (("plan", "llama-2-7b", "--framework", ""), "error: --framework: '' is not one of"),
     (("sweep", "--models", "llama70b", "--node", "dgx-a100", "--nodes", "1", "--smartnic", ""),
      "error: --smartnic is empty"),
+    # an empty item of a list (a doubled or trailing comma) ran as if absent, where --tp 1,,2
+    # and --seq-len 2048, were already refused (inputs.parse_ints)
+    (("sweep", "--models", "llama-2-7b", "--nodes", "1,,4"),
+     "error: --nodes: '1,,4' has an empty item"),
+    (("sweep", "--models", "llama-2-7b,", "--nodes", "1"),
+     "error: --models: 'llama-2-7b,' has an empty item"),
 ])
 def test_an_empty_flag_value_is_an_error_not_the_default(run, args, says):
     # each ran before as if the flag were absent (the node's GPU, every offload target, ...):

@@ -108,9 +108,14 @@ def nics(ctx, model, fmt, output, objective, **kw) -> None:
 
 
 def _split(text: str, flag: str) -> list[str]:
-    items = [x.strip() for x in text.split(",") if x.strip()]
-    if not items:
+    """The items of a comma-separated list; an empty one (``1,,4``: a doubled or trailing
+    comma, which may hide a mistyped value) is an error, as parse_ints makes it for numbers."""
+    items = [x.strip() for x in text.split(",")]
+    if not any(items):
         raise InputError(f"{flag} is empty")
+    if not all(items):
+        raise InputError(f"{flag}: {text[:40]!r} has an empty item (a doubled or trailing "
+                         "comma)")
     return list(dict.fromkeys(items))  # a value given twice is one point
 
 
