@@ -107,3 +107,13 @@ def test_plot_never_overwrites_the_commands_input(run, tmp_path, plot_ok, monkey
     err = one_line(run("memory", "cfg/input.svg", "--plot", spell))
     assert "input of this command" in err and "--plot" in err
     assert (cfg / "input.svg").read_text() == text and _left(cfg) == ["input.svg", "link.svg"]
+
+
+def test_a_tiny_negative_is_written_as_zero_not_minus_zero():
+    # -0.0004 at a percentage's 3 decimals rounds to "-0.000" (what calibrate's change column
+    # showed): a zero has no sign; -0.0006 still reads -0.001 and a true zero stays 0.000
+    from optimus_calc.report.formats import csv_cell
+    assert csv_cell(-0.0004, "change_pct", "float") == "0.000"
+    assert csv_cell(-0.0006, "change_pct", "float") == "-0.001"
+    assert csv_cell(0.0, "change_pct", "float") == "0.000"
+    assert csv_cell(-2e-10, "step_time_s", "float") == "0.000000000"

@@ -109,6 +109,8 @@ def _number(value: Any, key: str, kind: str, opts: CsvOptions) -> str:
     if kind == "int":
         return str(int(round(_finite(float(value)))))
     text = f"{_finite(float(value)):.{float_decimals(key)}f}"
+    if text.startswith("-") and not text.strip("-0."):  # a tiny negative rounds to "-0.000"
+        text = text[1:]
     return text.replace(".", opts.decimal) if opts.decimal != "." else text
 
 
