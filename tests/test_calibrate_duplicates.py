@@ -57,3 +57,12 @@ def test_csv_rows_are_named_by_their_line_in_the_file(run, tmp_path):
                  "llama-2-7b,dgx-a100,one,25118\n")
     r = run("calibrate", p, "-o", tmp_path / "p.toml")
     assert r.code == 2 and "blank.csv row 5, column nodes:" in r.err, r.err
+
+
+def test_one_run_reads_in_the_singular(run, tmp_path):
+    # a parameter kept at its default for want of runs says how many the runs determine; with
+    # one run in the singular ("1 run determine at most ..." before)
+    path = _synthetic_runs(run, tmp_path, [("1", "1", "1", "1")])
+    r = run("calibrate", path, "-o", tmp_path / "one.toml")
+    text = " ".join(r.out.split())
+    assert r.code == 0 and "1 run determines at most" in text and "1 run determine " not in text

@@ -237,8 +237,8 @@ def select(jac: np.ndarray, n_runs: int, resid: np.ndarray | None = None,
             break
         if len(kept) >= limit:
             for j in open_:
-                why[j] = (f"{n_runs} run{'s' if n_runs != 1 else ''} determine at most {limit} "
-                          "parameter(s) with one run left out")
+                why[j] = (f"{n_runs} run{'s determine' if n_runs != 1 else ' determines'} at "
+                          f"most {limit} parameter(s) with one run left out")
             break
         pick = open_[0] if resid is None else _best(jac, kept, open_, resid, up_only)
         kept.append(pick)
