@@ -191,6 +191,22 @@ def csv_fields(hint: FitHint | None) -> dict:
             "fit_hint_step_time_s": hint.step_time_s if hint else None}
 
 
+@dataclass(frozen=True)
+class HintParts:
+    """What `step` and `memory` show of a fit hint: JSON's ``fit_hint``, the note after DOES NOT
+    FIT (None where the layout fits), the CSV columns."""
+    data: dict | None
+    note: str | None
+    columns: dict
+
+
+def report_parts(fit, inp) -> HintParts:
+    """``fit``: (fits, FitHint or None) from the command, or None (nothing asked)."""
+    hint = fit[1] if fit else None
+    note = hint_note(hint, plannable(inp)) if fit and not fit[0] else None
+    return HintParts(hint.as_dict() if hint else None, note, csv_fields(hint))
+
+
 def plannable(inp) -> bool:
     """Whether `plan` takes the model (an architecture, not a bare parameter count)."""
     from optimus_calc.specs.model import Model

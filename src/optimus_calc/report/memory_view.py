@@ -101,6 +101,8 @@ def _offload_table(est: MemoryEstimate, unit: str, div: float) -> Table:
 
 def memory_document(inp, est: MemoryEstimate, binary: bool = False, fit=None) -> Document:
     """``fit``: (fits, analyses.fit_hint.FitHint or None) from the command (step_view)."""
+    from optimus_calc.analyses.fit_hint import report_parts
+    hint = report_parts(fit, inp)
     unit, div = ("GiB", GiB) if binary else ("GB", GB)
     per_gpu, offload = _per_gpu(est), _offload_data(est)
     data = {
@@ -112,7 +114,7 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False, fit=None) ->
         "per_gpu": per_gpu, "offload": offload,
         "stages": [{k: v for k, v in asdict(s).items() if k != "inputs"} for s in est.stages],
         "fits": est.fits, "reasons": est.reasons, "notes": est.notes,
-        "fit_hint": fit[1].as_dict() if fit and fit[1] else None,
+        "fit_hint": hint.data,
     }
     fws, fw_note = frameworks_of(inp)
     data["frameworks"] = fws
@@ -130,13 +132,12 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False, fit=None) ->
                **{f"gpu_{k}": v for k, v in per_gpu.items()},
                **{f"offload_{k}": v for k, v in offload.items()},
                "fits": est.fits, "reasons": est.reasons,
-               **_hint_columns(fit)}
+               **hint.columns}
     csv = Table(title="", rows=[csv_row], columns=[Column(k, k) for k in csv_row])
     verdict = "fits" if est.fits else "DOES NOT FIT"
     notes = [f"{verdict}" + (f": {'; '.join(est.reasons)}" if est.reasons else "")] + est.notes
-    if fit and not fit[0]:
-        from optimus_calc.analyses.fit_hint import hint_note, plannable
-        notes.insert(1, hint_note(fit[1], plannable(inp)))
+    if hint.note:
+        notes.insert(1, hint.note)
     if fw_note:
         notes.append(fw_note)
     tr = inp.training
@@ -150,8 +151,3 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False, fit=None) ->
                 ("training", training_text(inp))],
         data=data, tables=tables, notes=notes, csv=csv, plot="memory")
 
-
-def _hint_columns(fit) -> dict:
-    """The fit hint's CSV columns (analyses.fit_hint.csv_fields), empty where the layout fits."""
-    from optimus_calc.analyses.fit_hint import csv_fields
-    return csv_fields(fit[1] if fit else None)

@@ -36,6 +36,8 @@ BREAKDOWN_KEYS = ("compute_s", "elementwise_s", "bubble_s", "tp_comm_s", "cp_com
 def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> Document:
     """``fit``: (fits, analyses.fit_hint.FitHint or None) from the command: the note after
     DOES NOT FIT, and ``fit_hint`` in the data (None where the layout fits)."""
+    from optimus_calc.analyses.fit_hint import report_parts
+    hint = report_parts(fit, inp)
     terms = asdict(st)
     data = {"model": model_data(inp.model), "hardware": hardware_data(inp.hw),
             "layout": layout_data(inp.layout), "training": training_data(inp.training),
@@ -44,7 +46,7 @@ def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> 
             "breakdown": {k: terms[k] for k in BREAKDOWN_KEYS},
             "fits": mem.fits, "reasons": mem.reasons,
             "gpu_memory_bytes": mem.worst.total_bytes, "notes": st.notes,
-            "fit_hint": fit[1].as_dict() if fit and fit[1] else None}
+            "fit_hint": hint.data}
     fws, fw_note = frameworks_of(inp)
     data["frameworks"] = fws
     data.update(framework_data(inp))
@@ -78,9 +80,8 @@ def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> 
              f"GPU memory {mem.worst.total_bytes / GB:.1f} GB of {mem.capacity_bytes / GB:.0f} GB: "
              + ("fits" if mem.fits else "DOES NOT FIT: " + "; ".join(mem.reasons)),
              efficiency_text(inp.hw.gpu, inp.assumptions, inp.training.attention_kernel)]
-    if fit and not fit[0]:
-        from optimus_calc.analyses.fit_hint import hint_note, plannable
-        notes.insert(3, hint_note(fit[1], plannable(inp)))
+    if hint.note:
+        notes.insert(3, hint.note)
     notes += (fp8_notes(inp.hw.gpu, inp.training, inp.assumptions)
               + moe_notes(inp.model, inp.assumptions, inp.training)
               + window_notes(inp.model, inp.training) + st.notes)
@@ -99,7 +100,7 @@ def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> 
                "tflops_per_gpu": st.tflops_per_gpu,
                "tokens_per_s": st.tokens_per_s, **data["breakdown"],
                "gpu_memory_bytes": mem.worst.total_bytes, "fits": mem.fits,
-               **_hint_columns(fit),
+               **hint.columns,
                **{k: v for k, v in figures.items() if k != "tokens"},
                **{k.replace("mfu", "mfu_pct"): pct(v) if k.startswith("mfu") else v
                   for k, v in ranges.items()}}
@@ -190,8 +191,3 @@ def train_note(figures: dict, pue: float) -> str:
         s += f", ${amount(figures['cost_usd'], 0)}"
     return s
 
-
-def _hint_columns(fit) -> dict:
-    """The fit hint's CSV columns (analyses.fit_hint.csv_fields), empty where the layout fits."""
-    from optimus_calc.analyses.fit_hint import csv_fields
-    return csv_fields(fit[1] if fit else None)
