@@ -176,3 +176,30 @@ def test_the_grid_losses_are_the_loss_at_each_value():
                     ("scale:h100-sxm-500w", [0.8, 1.0])):
         got = _losses(k, P0, n, np.array(vals), P0, s0)
         assert got.tolist() == [loss(k, {**P0, n: v}, P0, s0) for v in vals]
+
+
+def test_h100_kernels_are_tied_by_the_fa3_papers_forward_and_backward_rates():
+    # Shah et al. 2024 at 8k, head dim 128: forward (causal) and backward TFLOP/s, the backward
+    # 2.5x the forward's FLOPs: FA2 3.5 / (1/333 + 2.5/318) = 322.1, cuDNN 3.5 / (1/529 +
+    # 2.5/518) = 521.1, FA3 3.5 / (1/602 + 2.5/559) = 570.6
+    from optimus_calc.validate_loso import TIED
+    assert TIED["h100"]["eta_a:cudnn"] == ("eta_a:fa2", pytest.approx(521.1 / 322.1, rel=1e-3))
+    assert TIED["h100"]["eta_a:fa3"] == ("eta_a:fa2", pytest.approx(570.6 / 322.1, rel=1e-3))
+    assert "a100" not in TIED  # measured on H100 only
+
+
+def test_a_cudnn_row_fits_the_fa2_level_and_cudnn_follows():
+    # two cuDNN rows (one fixes eta_max alone), all attention (a = c_d = 0, c_a = 1), each
+    # published 120 where the shipped
+    # cuDNN 0.3 predicts 100: it needs cuDNN 0.36 = 1.6176 x FA2, FA2 0.2226; on the 0.01 grid
+    # 0.22 (|log(1.6176 x 0.22 / 0.36)| = 0.0115 against 0.0329 at 0.23); cuDNN 0.22 x 1.6176
+    p0 = {"eta_max": 0.9, "W_half": 10.0, "eta_u": 0.2, "eta_a:cudnn": 0.3, "eta_a:fa2": 0.2}
+    row = FitRow(0, "A", "h100", "h100-sxm", "cudnn", 0.0, 0.0, 1.0, 1e21, 120.0, 100.0, False)
+    p = fit([row, row], p0, ("eta_a:fa2", "eta_a:cudnn"))
+    assert p["eta_a:fa2"] == pytest.approx(0.22)
+    assert p["eta_a:cudnn"] == pytest.approx(0.22 * 521.1 / 322.1, rel=1e-3)
+    # the shipped values need not follow the tie: the shipped prediction was made at cuDNN 0.3,
+    # and under any parameters the row reads FA2 x 1.6176 (at the shipped FA2 0.2: 107.8)
+    assert predict([row], p0, p0)[0] == pytest.approx(100 * 0.2 * 521.1 / 322.1 / 0.3, rel=1e-3)
+    # and under the fit: 100 x 0.3559 / 0.3 = 118.6
+    assert predict([row], p, p0)[0] == pytest.approx(100 * 0.22 * 521.1 / 322.1 / 0.3, rel=1e-3)

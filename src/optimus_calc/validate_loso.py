@@ -50,6 +50,27 @@ GRIDS = {"eta_max": np.linspace(0.30, 0.95, 66), "W_half": np.geomspace(0.5, 100
          **{f"eta_a:{k}": np.linspace(0.05, 0.90, 86) for k in KERNELS},
          **{f"scale:{g}": np.linspace(0.40, 1.10, 71) for g in SCALED}}
 SWEEPS = 4
+
+
+def _fwd_bwd(fwd_TFLOPs: float, bwd_TFLOPs: float) -> float:
+    """A kernel's forward + backward rate from its two measured rates: the backward runs 2.5x
+    the forward's FLOPs (flash-attention benchmarks/benchmark_flash_attention.py ``flops``:
+    ``2.5 * f`` for "bwd", ``3.5 * f`` for "fwd_bwd")."""
+    return 3.5 / (1.0 / fwd_TFLOPs + 2.5 / bwd_TFLOPs)
+
+
+# One published benchmark of the three kernels on one H100 SXM5 at one shape (Shah et al. 2024,
+# FlashAttention-3, arXiv 2407.08608; BF16, head dim 128, seq 8k, TFLOP/s): Fig. 5's causal
+# forward panel and Fig. 6's backward (the paper shows no causal backward). Their forward +
+# backward ratios (cuDNN 1.62x FlashAttention-2, FlashAttention-3 1.77x; 1.60-1.62x at 4k-16k)
+# tie the kernels' end-to-end efficiencies in the H100 fit: one level, fitted on training rows
+# of every kernel, times the benchmark's ratio. Free, the cuDNN value rested on one source's
+# long-context rows (NeMo's, 4K-1M), and without them it drifted to 0.43 on short-sequence
+# rows where attention is a few percent of the step (changes in CHANGELOG, issue 32 round 14).
+FA3_PAPER_H100_TFLOPs = {"fa2": (333.0, 318.0), "cudnn": (529.0, 518.0), "fa3": (602.0, 559.0)}
+TIED = {"h100": {f"eta_a:{k}": ("eta_a:fa2", _fwd_bwd(*FA3_PAPER_H100_TFLOPs[k])
+                                / _fwd_bwd(*FA3_PAPER_H100_TFLOPs["fa2"]))
+                 for k in ("cudnn", "fa3")}}
 # The parameters refitted per group: the GEMM curve, the unfused attention core and the fused
 # kernels' end-to-end efficiencies
 FIT_NAMES = ("eta_max", "W_half", "eta_u", *(f"eta_a:{k}" for k in KERNELS),
@@ -110,8 +131,11 @@ class _Pack:
     c_d: np.ndarray
     c_a: np.ndarray
     w: np.ndarray
-    attn_keys: tuple       # the parameter each row's attention reads ("eta_u", "eta_a:<k>")
-    attn_of: np.ndarray    # row -> index into attn_keys
+    attn_keys: tuple       # the parameter each row's attention reads ("eta_u", "eta_a:<k>"),
+    attn_of: np.ndarray    # row -> index into attn_keys; a TIED kernel reads its reference's
+    attn_mult: np.ndarray  # ... times its ratio
+    own_keys: tuple        # each row's own kernel parameter (the shipped prediction's)
+    own_of: np.ndarray
     scale_keys: tuple      # "scale:<gpu>" per distinct GPU
     scale_of: np.ndarray
     published: np.ndarray
@@ -119,26 +143,37 @@ class _Pack:
     time_like: np.ndarray
 
 
+def _own_key(r: FitRow) -> str:
+    return "eta_u" if not r.kernel else f"eta_a:{r.kernel}"
+
+
+def _tie(r: FitRow) -> tuple[str, float]:
+    """The parameter a row's attention reads in the fit and its factor (TIED, else its own)."""
+    return TIED.get(r.group, {}).get(_own_key(r), (_own_key(r), 1.0))
+
+
 def _pack(rows: list[FitRow]) -> _Pack:
     def index(keys):
         uniq = tuple(dict.fromkeys(keys))
         return uniq, np.array([uniq.index(k) for k in keys], dtype=int)
-    attn_keys, attn_of = index(["eta_u" if not r.kernel else f"eta_a:{r.kernel}"
-                                for r in rows])
+    attn_keys, attn_of = index([_tie(r)[0] for r in rows])
+    own_keys, own_of = index([_own_key(r) for r in rows])
     scale_keys, scale_of = index([f"scale:{r.gpu}" for r in rows])
     col = (lambda f, dtype=float: np.array([getattr(r, f) for r in rows], dtype=dtype))
-    return _Pack(col("a"), col("c_d"), col("c_a"), col("W"), attn_keys, attn_of, scale_keys,
-                 scale_of, col("published"), col("pred0"), col("time_like", bool))
+    return _Pack(col("a"), col("c_d"), col("c_a"), col("W"), attn_keys, attn_of,
+                 np.array([_tie(r)[1] for r in rows]), own_keys, own_of, scale_keys, scale_of, col("published"), col("pred0"), col("time_like", bool))
 
 
-def _S(rows: list[FitRow] | _Pack, p: dict[str, float]) -> np.ndarray:
+def _S(rows: list[FitRow] | _Pack, p: dict[str, float], own: bool = False) -> np.ndarray:
     """a + (c_d / eta_d(W) + c_a / min(eta_a, eta_max)) / scale for each row under ``p``
     (a row's attention reads eta_u when unfused, its kernel's eta_a else, eta_max if the group
-    has no value for it)."""
+    has no value for it; a TIED kernel its reference's times its ratio, unless ``own``: the
+    shipped prediction's reading)."""
     k = rows if isinstance(rows, _Pack) else _pack(rows)
     em = p["eta_max"]
     eta_d = em * k.w / (k.w + p["W_half"] * 1e9)
-    eta_a = np.minimum(np.array([p.get(n, em) for n in k.attn_keys])[k.attn_of], em)
+    keys, of, mult = (k.own_keys, k.own_of, 1.0) if own else (k.attn_keys, k.attn_of, k.attn_mult)
+    eta_a = np.minimum(np.array([p.get(n, em) for n in keys])[of] * mult, em)
     scale = np.array([p.get(n, 1.0) for n in k.scale_keys])[k.scale_of]
     return k.a + (k.c_d / eta_d + k.c_a / eta_a) / scale
 
@@ -148,7 +183,7 @@ def predict(rows: list[FitRow] | _Pack, p: dict[str, float], p0: dict[str, float
     """The rows' predictions under ``p``, from the shipped ones under ``p0`` (``s0``: _S at p0,
     when the caller holds it)."""
     k = rows if isinstance(rows, _Pack) else _pack(rows)
-    ratio = (_S(k, p0) if s0 is None else s0) / _S(k, p)
+    ratio = (_S(k, p0, own=True) if s0 is None else s0) / _S(k, p)
     return np.where(k.time_like, k.pred0 / ratio, k.pred0 * ratio)
 
 
@@ -172,7 +207,7 @@ def _losses(k: _Pack, p: dict[str, float], n: str, vals: np.ndarray, p0: dict[st
         ``fallback`` where ``p`` has none), as _S reads them."""
         return np.concatenate([col if key == n else np.broadcast_to(
             p[key] if key in p else fallback, (len(col), 1)) for key in keys], axis=1)
-    eta_a = np.minimum(grid(k.attn_keys, em)[:, k.attn_of], em)
+    eta_a = np.minimum(grid(k.attn_keys, em)[:, k.attn_of] * k.attn_mult, em)
     scale = grid(k.scale_keys, 1.0)[:, k.scale_of]
     ratio = s0 / (k.a + (k.c_d / eta_d + k.c_a / eta_a) / scale)
     pred = np.where(k.time_like, k.pred0 / ratio, k.pred0 * ratio)
@@ -190,7 +225,7 @@ def informed(rows: list[FitRow], names: tuple[str, ...]) -> list[str]:
             out.append(n)
         elif n == "eta_u" and any(not r.kernel and r.c_a > 0 for r in rows):
             out.append(n)
-        elif n.startswith("eta_a:") and any(r.kernel == n[6:] and r.c_a > 0 for r in rows):
+        elif n.startswith("eta_a:") and any(_tie(r)[0] == n and r.c_a > 0 for r in rows):
             out.append(n)
         elif (n.startswith("scale:") and any(r.gpu == n[6:] for r in rows)
               and any(r.gpu not in SCALED for r in rows)):  # a ratio needs both sides
@@ -204,14 +239,15 @@ def fit(rows: list[FitRow], p0: dict[str, float], names: tuple[str, ...]) -> dic
     executed-FLOP rate of attention never above the GEMM curve's ceiling)."""
     p = dict(p0)
     rows = [r for r in rows if r.fitted]
+    group = rows[0].group if rows else None
     free = informed(rows, names)
     for n in names:  # a factor the rows cannot tell apart from the curve: the prior, no factor
         if n.startswith("scale:") and n not in free and n in p:
             p[n] = 1.0
     if not rows or not free:
-        return _prior(p, names, free)
+        return _prior(p, names, free, group)
     k = _pack(rows)
-    s0 = _S(k, p0)
+    s0 = _S(k, p0, own=True)
     for _ in range(SWEEPS):
         for n in free:
             best = (loss(k, p, p0, s0), p[n])
@@ -222,14 +258,19 @@ def fit(rows: list[FitRow], p0: dict[str, float], names: tuple[str, ...]) -> dic
                 if lo < best[0] - 1e-12:
                     best = (lo, float(v))
             p[n] = best[1]
-    return _prior(p, names, free)
+    return _prior(p, names, free, group)
 
 
-def _prior(p: dict[str, float], names: tuple[str, ...], free: list[str]) -> dict[str, float]:
-    """``p`` with each PRIOR parameter the fit's rows do not inform set to its stand-in."""
+def _prior(p: dict[str, float], names: tuple[str, ...], free: list[str],
+           group: str | None = None) -> dict[str, float]:
+    """``p`` with each PRIOR parameter the fit's rows do not inform set to its stand-in, and
+    each TIED kernel of ``group`` at its reference's value times its ratio."""
     for n, like in PRIOR.items():
         if n in names and n not in free and like in p:
             p[n] = p[like]
+    for n, (ref, ratio) in TIED.get(group, {}).items():
+        if n in names and ref in free:
+            p[n] = p[ref] * ratio
     return p
 
 

@@ -73,7 +73,7 @@ def accuracy_markdown(cases, missing, full_fit: dict | None = None) -> str:
     """docs/accuracy.md: overall and per-regime error, in-sample and leave-one-source-out,
     the public rows the tool cannot express (``missing``: validate.not_expressed) and, with
     ``full_fit`` (validate_loso.LosoResult.full_fit), the parameters refitted on every row."""
-    from optimus_calc.validate_loso import FIT_NAMES, GROUPS
+    from optimus_calc.validate_loso import FIT_NAMES, GROUPS, TIED
     o = overall(cases)
     lines = [
         "# How accurate is it", "",
@@ -88,7 +88,11 @@ def accuracy_markdown(cases, missing, full_fit: dict | None = None) -> str:
         "(`src/optimus_calc/validate_loso.py`). In-sample is the shipped catalog's error on the "
         "same rows.", "",
         f"Refitted per GPU group ({', '.join(f'{g}: ' + ', '.join(n) for g, n in GROUPS.items())}"
-        f"): {', '.join(FIT_NAMES)}.", "",
+        f"): {', '.join(FIT_NAMES)}; "
+        + "; ".join(f"in the {g} group " + ", ".join(
+            f"{n} is {ref} x {r:.3f}" for n, (ref, r) in tie.items()) for g, tie in TIED.items())
+        + " (the kernels' forward + backward rates in one published benchmark, Shah et al. "
+        "2024 Figs. 5-6: one level fitted, validate_loso.TIED).", "",
         "Not refitted (those rows' LOSO column equals in-sample): " + "; ".join(NOT_REFIT) + ".",
         "",
         f"**{len(cases)} cases** ({o['rows']} step-time or throughput rows, "
