@@ -156,10 +156,19 @@ def test_every_gpu_states_its_efficiency_source(cat):
     # B200/GB200 fitted on their own FP8 rows (validate_loso GROUPS; catalog source): 0.54 and
     # 0.49, where the earlier derivation from NeMo's per-GPU fractions gave 0.52 and 0.578
     from optimus_calc.validate_loso import GROUPS
-    assert GROUPS["b200"] == ("b200",) and GROUPS["gb200"] == ("gb200",)
+    assert GROUPS["b200"] == ("b200", "b300") and GROUPS["gb200"] == ("gb200", "gb300")
     b200, gb200 = cat.get("b200", "gpu"), cat.get("gb200", "gpu")
     assert b200.efficiency_label == gb200.efficiency_label == "calibrated"
     assert (b200.gemm_eta_max, gb200.gemm_eta_max) == (0.54, 0.49)
+    # Blackwell Ultra: B300 takes B200's values (derived, no expressible public row); GB300
+    # GB200's x its fitted factor 1.20 (validate_loso.SCALED): 0.49 x 1.2 = 0.588, cuDNN 0.31 x
+    # 1.2 = 0.372, FA2 0.22 x 1.2 = 0.264, the unfused core 0.21 x 1.2 = 0.252; W_half GB200's
+    b300, gb300 = cat.get("b300", "gpu"), cat.get("gb300", "gpu")
+    assert (b300.efficiency_label, b300.gemm_eta_max, b300.flash_attention_eta) == (
+        "derived", b200.gemm_eta_max, b200.flash_attention_eta)
+    assert gb300.efficiency_label == "calibrated" and gb300.gemm_half_GFLOP == 40.6
+    assert (gb300.gemm_eta_max, gb300.flash_attention_eta, gb300.attention_kernel_eta["fa2"],
+            gb300.attention_eta) == pytest.approx((0.588, 0.372, 0.264, 0.252))
 
 
 def test_compiled_equation_matches_formula():

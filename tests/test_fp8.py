@@ -366,6 +366,7 @@ def test_public_fp8_rows_carry_their_published_recipe():
     # (public_cases_mb26.py): its expressible MXFP8 rows, GB200 Llama3 70B (3) and Llama3.1
     # 405B (5), GB200 Qwen3-30B-A3B (7), B200 DeepSeek-V3 (4), Qwen3-30B-A3B (4) and
     # Qwen3-235B-A22B (2): 25; the GB200 HybridEP rows: 25.11's DeepSeek-V3 MXFP8 (1), and
-    # 26.02-26.08's DeepSeek-V3 (7), Qwen3-235B-A22B (7) and GPT-OSS 120B 26.06-26.08 (3): 18
+    # 26.02-26.08's DeepSeek-V3 (7), Qwen3-235B-A22B (7) and GPT-OSS 120B 26.06-26.08 (3): 18;
+    # GB300's MXFP8 rows, Llama 3 70B (4) and Llama 3.1 405B (5): 9
     assert sum(r.source == NEMO2412 for r in fp8) == 4
-    assert sum(r.fp8_recipe == "mxfp8" for r in fp8) == 8 + 9 + 25 + 18
+    assert sum(r.fp8_recipe == "mxfp8" for r in fp8) == 8 + 9 + 25 + 18 + 9

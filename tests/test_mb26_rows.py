@@ -48,12 +48,19 @@ def test_listed_rows_say_why():
     assert len(rows) == 220
     listed = [r for r in rows if r.why_not]
     # 162 listed before the GB200 HybridEP rows became cases; 19 of them are (DeepSeek-V3 and
-    # Qwen3-235B-A22B in all 7 releases, GPT-OSS 120B in 26.02.01, 26.04, 26.06-26.08)
-    assert len(listed) == 162 - 19 and all(r.why_not.strip() for r in listed)
-    # "26.06.01", Nemotron_3_Super on GB300, NVFP4: the GPU is the first reason
+    # Qwen3-235B-A22B in all 7 releases, GPT-OSS 120B in 26.02.01, 26.04, 26.06-26.08); then
+    # GB300's 18 dense FP8 and MXFP8 rows (Llama 3 70B in 26.02-26.04.01: 4 + 4, Llama 3.1
+    # 405B in 26.02-26.06: 5 + 5)
+    assert len(listed) == 162 - 19 - 18 and all(r.why_not.strip() for r in listed)
+    # "26.06.01", Nemotron_3_Super on GB300, NVFP4: the model is the first reason
     # | DGX-GB300 | 64 | NVFP4 | 512 | 1 | 8192 | 1 | 1 | 1 | n/a | 64 | 9984 | 845 |
     (r,) = [r for r in listed if r.published == 9984]
-    assert r.why_not == "GPU not in the catalog (GB300)"
+    assert r.why_not == "model not in the catalog (Nemotron 3 Super)"
+    # a GB300 MoE row and every B300 row stay listed, each saying why
+    assert all(r.why_not.startswith("the GB300 MoE configs") for r in listed
+               if r.label.startswith("GB300") and "EP" in r.label and r.model in (
+                   "deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b"))
+    assert all(r.why_not for r in rows if r.label.startswith("B300"))
     # "26.02", LLAMA3_70B on GB200 in NVFP4: no recipe
     # | DGX-GB200 | 64 | NVFP4 | 256 | 1 | 8192 | 0 | 2 | 4 | 1 | 5 | n/a | 4458 | 2004 |
     (r,) = [r for r in listed if r.published == 4458]
@@ -68,6 +75,10 @@ def test_cases_name_their_settings_and_run_on_the_rack():
     # the GB200 rows go onto the NVL72 rack: 64 GPUs in one rack, 256 on four
     on_rack = [r for r in public_rows() if "(26.0" in r.label and r.node == "gb200-nvl72"]
     assert {(r.nodes, r.gpus_per_node) for r in on_rack} == {(1, 8), (1, 64), (4, 64)}
+    # and the GB300 rows onto theirs: Llama 3 70B on one rack of 64, Llama 3.1 405B on four
+    gb300 = [r for r in public_rows() if r.label.startswith("GB300") and not r.why_not]
+    assert {(r.node, r.nodes, r.gpus_per_node) for r in gb300} == {
+        ("gb300-nvl72", 1, 64), ("gb300-nvl72", 4, 64)} and len(gb300) == 18
 
 
 def test_gb200_hybridep_rows_run_their_configs_inside_the_rack():

@@ -381,15 +381,16 @@ def _v100() -> list[PublicRow]:
 
 
 def _on_nvl72(row: PublicRow) -> PublicRow:
-    """A GB200 row on the catalog's NVL72 rack (gb200-nvl72): the rows give their GPUs as
-    8-GPU nodes (``nodes``); up to 64 GPUs run in one rack's NVLink domain, more on racks of 64
+    """A GB200 (GB300) row on the catalog's NVL72 rack (gb200-nvl72, gb300-nvl72): the rows
+    give their GPUs as 8-GPU nodes (``nodes``); up to 64 GPUs run in one rack's NVLink domain,
+    more on racks of 64
     (assumed, _GB: the pages give the GPU count only). The HybridEP MoE rows' EP groups (32 or
     64 GPUs, one PP stage) then sit inside one rack's NVLink domain (--moe-dispatcher hybridep)."""
-    if row.gpu != "gb200" or row.why_not:
+    if row.gpu not in ("gb200", "gb300") or row.why_not:
         return row
     gpus = row.nodes * (row.gpus_per_node or 8)
     racks = max(1, -(-gpus // 64))
-    return replace(row, node="gb200-nvl72", gpu=None, nodes=racks, gpus_per_node=gpus // racks)
+    return replace(row, node=f"{row.gpu}-nvl72", gpu=None, nodes=racks, gpus_per_node=gpus // racks)
 
 
 def public_rows() -> list[PublicRow]:

@@ -11,9 +11,11 @@ listed). Three 26.02 rows are cases already (public_cases._megatron_dense, MB26:
 
 Precision per cell: FP8 is per-tensor current scaling (the scripts' FP8_CS configs; ``CS``),
 MXFP8 Transformer Engine's MXFP8 recipe (``MXR``), BF16 plain; NVFP4 has no recipe in the
-tool (listed). GB300 and B300 are not in the catalog (listed), nor Kimi-K2, Nemotron 3 (Nano,
-Super, Ultra), Nemotron 3.5 Lightning and DeepSeek-V4 Flash. GB200 rows run on the rack
-(gpu="gb200"; public_cases._on_nvl72).
+tool (listed). Kimi-K2, Nemotron 3 (Nano, Super, Ultra), Nemotron 3.5 Lightning and DeepSeek-V4
+Flash are not in the catalog (listed). GB200 and GB300 rows run on their racks (gpu="gb200" or
+"gb300"; public_cases._on_nvl72); the GB300 and B300 MoE rows are listed: their per-release
+MoE configs (dispatcher, CUDA graphs, overlap) are not read (public_cases_mb26_moe.py reads
+the H100, B200 and GB200 ones).
 
 The settings: the scripts at the first tag whose docs/performance-summary.md carries the
 release as its newest (_TAG; assumed to be the container's Megatron-Bridge), files
@@ -42,29 +44,43 @@ _TAG = {"26.02": "v0.3.0 (21b02e0cf)", "26.02.01": "v0.4.0 (0fbfe7d3e)",
         "26.06": "v0.5.0 (fcbb60311)", "26.06.01": "381d0b825", "26.08": "v0.6.0 (51885cf13)"}
 _MODEL = {"l70": "llama-3-70b", "l405": "llama-3-405b", "dsv3": "deepseek-v3",
           "oss": "gpt-oss-120b", "q30": "qwen3-30b-a3b", "q235": "qwen3-235b-a22b"}
-_GB = "64 GPUs per GB200 NVL72 rack (gb200-nvl72), assumed"
+_GB = "64 GPUs per {g} NVL72 rack ({n}-nvl72), assumed"
 _DENSE = "recompute none and the distributed optimizer (the recipes' defaults)"
 _BAL = ("force-balanced dropless routing (the tables' footnote); distributed optimizer with "
         "overlapped grad reduce and param gather (the recipe)")
 _CAT = "model not in the catalog ({m})"
 
 
+# dense GB300 rows whose table and config disagree (the table's layout runs):
+# llama3_workload_base_configs.py and llama31_workload_base_configs.py @ v0.4.0 (26.02.01)
+_GB300_TABLE = {("26.02.01", "l70", "MXFP8"): "the table's VP 1 and micro-batch 2 (the config "
+                "LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V2 runs PP 4 VP 5, micro-batch 1); ",
+                ("26.02.01", "l405", "FP8"): "the table's TP 2 CP 2 (the config LLAMA31_405B_"
+                "PRETRAIN_CONFIG_GB300_FP8_CS_V2 runs TP 4 PP 8 VP 4); "}
+
+
 def _dense(rel: str, gpu: str, model: str, prec: str, fsdp: int) -> tuple[str, dict]:
+    if gpu == "GB300" and (rel, model, prec) in _GB300_TABLE:
+        asm, kw = _dense(rel, "GB200", model, prec, fsdp)
+        return _GB300_TABLE[rel, model, prec] + asm, kw
     if fsdp:
-        return ("Megatron FSDP (use_megatron_fsdp), micro-batch 2; activation offload of 40 "
-                "layers (cpu_offloading_num_layers 40) not modelled: assumed hidden behind "
+        n = 20 if gpu == "GB300" else 40  # llama3_workload_base_configs.py @ v0.3.0 FP8_CS_V2
+        return (f"Megatron FSDP (use_megatron_fsdp), micro-batch 2; activation offload of {n} "
+                f"layers (cpu_offloading_num_layers {n}) not modelled: assumed hidden behind "
                 "compute", dict(framework="megatron", zero=3, **CS))
     return _DENSE, dict(**(MXR if prec == "MXFP8" else CS), **MEG)
 
 
 
-def _why_not(gpu: str, model: str, prec: str) -> str:
-    if gpu in ("GB300", "B300"):
-        return f"GPU not in the catalog ({gpu})"
+def _why_not(gpu: str, model: str, prec: str, ep: int) -> str:
     if model not in _MODEL:
         return _CAT.format(m=model)
     if prec == "NVFP4":
         return "NVFP4 has no recipe in the tool"
+    if gpu == "B300":
+        return "no DGX B300 node in the catalog (the b300 GPU is; its MoE configs are not read)"
+    if gpu == "GB300" and ep > 1:
+        return "the GB300 MoE configs (dispatcher, CUDA graphs, EP overlap) are not read"
     return ""
 
 
@@ -77,7 +93,7 @@ def _row(rel, gpu, model, prec, gpus, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep,
             f"{gpus} GPUs ({rel})"
     where = dict(node="dgx-h100" if gpu == "H100" else "dgx-b200", nodes=max(1, gpus // 8),
                  tp=tp, pp=pp, cp=cp, vp=vp, ep=ep, seq=seq, gbs=gbs, mbs=mbs)
-    why = _why_not(gpu, model, prec)
+    why = _why_not(gpu, model, prec, ep)
     if not why and ep > 1:
         why, asm, kw = moe_settings(rel, gpu, model, ep, pp)
         disp = "hybridep" if HEP in asm else "deepep" if DEEP in asm else "alltoall"
@@ -89,8 +105,8 @@ def _row(rel, gpu, model, prec, gpus, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep,
         asm, kw = _dense(rel, gpu, model, prec, fsdp)
     if why:
         return PublicRow(src, label, model, published=tps, why_not=why, **where)
-    if gpu == "GB200":
-        where["gpu"], asm = "gb200", asm + "; " + _GB
+    if gpu in ("GB200", "GB300"):
+        where["gpu"], asm = gpu.lower(), asm + "; " + _GB.format(g=gpu, n=gpu.lower())
     asm = f"Megatron-Bridge @ {_TAG[rel]} performance configs: " + asm
     return PublicRow(src, label, _MODEL[model], published=tps, assumed=asm, **where, **kw)
 

@@ -34,12 +34,14 @@ from optimus_calc.record import record
 GROUPS = {"a100": ("a100-40gb", "a100-80gb"),
           "h100": ("h100-sxm", "h100-pcie", "h200", "gh200-96gb", "gh200-144gb",
                    "h100-sxm-500w"),
-          "b200": ("b200",), "gb200": ("gb200",)}
+          "b200": ("b200", "b300"), "gb200": ("gb200", "gb300")}
 # Members whose compute runs at a fitted fraction of the group's (``scale:<gpu>``): the 500 W
-# H100 of Meta's Grand Teton hosts (public_cases.py torchtitan rows). The factor absorbs all
-# that differs between those runs and the group's others (the power cap, eager PyTorch
-# against Transformer Engine's fused kernels): it is fitted, not a clock measurement.
-SCALED = ("h100-sxm-500w",)
+# H100 of Meta's Grand Teton hosts (public_cases.py torchtitan rows), and GB300 against GB200
+# (the same BF16 and FP8 dense peaks; 1,400 W against 1,200 W, 160 SMs against 148 and twice
+# the attention exponent rate: catalog gb300). The factor absorbs all that differs between
+# those runs and the group's others (power, SMs, eager PyTorch against Transformer Engine's
+# fused kernels): it is fitted, not a clock measurement.
+SCALED = ("h100-sxm-500w", "gb300")
 KERNELS = ("fa2", "fa3", "cudnn", "fa1")
 # A kernel no training row of a fold informs takes another's value, not the shipped one (that
 # was fitted on the held-out source itself): FlashAttention-1 as fast as FlashAttention-2 (the
@@ -48,7 +50,7 @@ PRIOR = {"eta_a:fa1": "eta_a:fa2"}
 GRIDS = {"eta_max": np.linspace(0.30, 0.95, 66), "W_half": np.geomspace(0.5, 100.0, 48),
          "eta_u": np.linspace(0.05, 0.60, 56),
          **{f"eta_a:{k}": np.linspace(0.05, 0.90, 86) for k in KERNELS},
-         **{f"scale:{g}": np.linspace(0.40, 1.10, 71) for g in SCALED}}
+         **{f"scale:{g}": np.linspace(0.40, 1.60, 121) for g in SCALED}}
 SWEEPS = 4
 
 
