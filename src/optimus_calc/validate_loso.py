@@ -163,7 +163,8 @@ def _pack(rows: list[FitRow]) -> _Pack:
     scale_keys, scale_of = index([f"scale:{r.gpu}" for r in rows])
     col = (lambda f, dtype=float: np.array([getattr(r, f) for r in rows], dtype=dtype))
     return _Pack(col("a"), col("c_d"), col("c_a"), col("W"), attn_keys, attn_of,
-                 np.array([_tie(r)[1] for r in rows]), own_keys, own_of, scale_keys, scale_of, col("published"), col("pred0"), col("time_like", bool))
+                 np.array([_tie(r)[1] for r in rows]), own_keys, own_of, scale_keys, scale_of,
+                 col("published"), col("pred0"), col("time_like", bool))
 
 
 def _S(rows: list[FitRow] | _Pack, p: dict[str, float], own: bool = False) -> np.ndarray:
@@ -174,7 +175,8 @@ def _S(rows: list[FitRow] | _Pack, p: dict[str, float], own: bool = False) -> np
     k = rows if isinstance(rows, _Pack) else _pack(rows)
     em = p["eta_max"]
     eta_d = em * k.w / (k.w + p["W_half"] * 1e9)
-    keys, of, mult = (k.own_keys, k.own_of, 1.0) if own else (k.attn_keys, k.attn_of, k.attn_mult)
+    keys, of, mult = ((k.own_keys, k.own_of, 1.0) if own
+                      else (k.attn_keys, k.attn_of, k.attn_mult))
     eta_a = np.minimum(np.array([p.get(n, em) for n in keys])[of] * mult, em)
     scale = np.array([p.get(n, 1.0) for n in k.scale_keys])[k.scale_of]
     return k.a + (k.c_d / eta_d + k.c_a / eta_a) / scale
