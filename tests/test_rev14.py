@@ -1,0 +1,29 @@
+"""Defects found by the cold review of round 14 (rev14): each test failed before its fix."""
+
+from optimus_calc.frameworks import Framework, Reason, layout_support
+from optimus_calc.frameworks.deepspeed_export import deepspeed_config_dict
+from optimus_calc.specs.training import Layout, Training
+from tests_support import cli
+
+
+def test_megatron_deepspeed_moe_pipeline_turns_pipe_partitioning_off(cat):
+    # Megatron-DeepSpeed's GPTModelPipe asserts that neither pipe_partitioned nor
+    # grad_partitioned is on for an MoE model with PP > 1 and TP > 1 (gpt_model.py L376-384
+    # @ 4efb479d): its stages send the MoE loss, which requires grad, beside the activations,
+    # and the pipeline engine asserts every tensor after the first is grad-free when it
+    # partitions (deepspeed pipe/engine.py L755-760 @ edaa722). DeepSpeed defaults both on
+    # (runtime/config.py L435-436), so the export must write them off.
+    m = cat.get("mixtral-8x7b", "model")
+    lay = Layout(tp=2, pp=2, dp=4, ep=4, zero=1)
+    tr = Training(seq_len=4096, global_batch=512, sequence_parallel=True)
+    sup = layout_support(lay, tr, m)
+    assert sup[Framework.DEEPSPEED] is not Reason.OK  # so the export is Megatron-DeepSpeed's
+    assert sup[Framework.MEGATRON_DEEPSPEED] is Reason.OK
+    cfg = deepspeed_config_dict(lay, tr, m)
+    assert "pretrain_gpt.py" in cfg["_launch"]["command"]
+    assert cfg["pipeline"] == {"pipe_partitioned": False, "grad_partitioned": False}
+    # a dense model, or an MoE model without TP or without PP, keeps DeepSpeed's defaults
+    dense = cat.get("llama-3-8b", "model")
+    assert "pipeline" not in deepspeed_config_dict(lay.model_copy(update={"ep": 1}), tr, dense)
+    no_tp = Layout(tp=1, pp=2, dp=8, ep=4, zero=1)
+    assert "pipeline" not in deepspeed_config_dict(no_tp, tr, m)
