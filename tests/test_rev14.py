@@ -27,3 +27,17 @@ def test_megatron_deepspeed_moe_pipeline_turns_pipe_partitioning_off(cat):
     assert "pipeline" not in deepspeed_config_dict(lay.model_copy(update={"ep": 1}), tr, dense)
     no_tp = Layout(tp=1, pp=2, dp=8, ep=4, zero=1)
     assert "pipeline" not in deepspeed_config_dict(no_tp, tr, m)
+
+
+def test_bare_count_on_a_step_command_does_not_suggest_model_states_only():
+    # step, compare and breakeven time the step, which a bare count cannot have even with
+    # --model-states-only (step then refused the flag it had just suggested); memory and fit
+    # do take the flag, so they keep the suggestion
+    for cmd in ("step", "compare", "breakeven"):
+        code, _, err = cli(cmd, "70B")
+        assert code == 2
+        assert "step time needs an architecture" in err and "--model-states-only" not in err
+    code, _, err = cli("memory", "70B")
+    assert code == 2 and "add --model-states-only" in err
+    code, out, _ = cli("memory", "70B", "--model-states-only")
+    assert code == 0 and "1120.0 GB (16 bytes x 70.00B params)" in out  # 16 B x 70e9

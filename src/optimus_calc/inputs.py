@@ -252,15 +252,20 @@ def check_token_drop(model, tr: Training, asm) -> None:
                          "balanced share (capacity factor 1.0): give 1 or leave the flag out")
 
 
-def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool = False
-                 ) -> Inputs:
+def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool = False,
+                 step_time: bool = False) -> Inputs:
     """Resolve MODEL and every single-layout option into validated specs. ``strategies_vary``:
     the command evaluates the layout under each offload target in turn (compare, breakeven,
-    nics), so --offload-params applies to the targets that move the weights only."""
+    nics), so --offload-params applies to the targets that move the weights only;
+    ``step_time``: the command times the step (a bare count has none)."""
     from optimus_calc.evaluate.context import (check_layout, check_moe_assumptions,
                                             fill_layout, resolve_hardware)
-
     model = resolve_model(model_text, cat)
+    if isinstance(model, BareModel) and (step_time or not kw["model_states_only"]):
+        raise InputError(f"MODEL {model_text!r} is a bare parameter count: " + (
+            "step time needs an architecture (a catalog model or a config.json)" if step_time
+            else "activations need an architecture; add --model-states-only or give a catalog "
+            "model or config.json"))
     hw = resolve_hardware(cat, kw["node"], kw["nodes"], kw["gpu"], kw["gpus_per_node"],
                           kw["smartnic"])
     frac = {} if kw.get("gpu_fraction") is None else {"superchip_gpu_fraction": kw["gpu_fraction"]}
@@ -279,10 +284,6 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
             raise InputError(f"{flag} applies to --offload {target} (got --offload "
                              f"{layout.offload.value})")
     tr, gb_default, seq_default = training_from(kw, model, layout.dp)
-    if isinstance(model, BareModel) and not tr.model_states_only:
-        raise InputError(f"MODEL {model_text!r} is a bare parameter count: activations need an "
-                         "architecture; add --model-states-only or give a catalog model or "
-                         "config.json")
     check_layout(model, layout, tr)
     from optimus_calc.evaluate.fp8 import check_fp8_gpu
     check_fp8_gpu(hw.gpu, tr)
