@@ -41,3 +41,20 @@ def test_bare_count_on_a_step_command_does_not_suggest_model_states_only():
     assert code == 2 and "add --model-states-only" in err
     code, out, _ = cli("memory", "70B", "--model-states-only")
     assert code == 0 and "1120.0 GB (16 bytes x 70.00B params)" in out  # 16 B x 70e9
+
+
+def test_plan_export_searches_only_the_exported_frameworks_of_a_framework_list():
+    # llama-3-8b on one DGX H100: over Megatron-LM and torchtitan the fastest layout is
+    # Megatron-LM's TP 8 (58.63 s), which torchtitan also runs; `--export torchtitan` must write
+    # torchtitan's own best as its profile times it (TP 1, FSDP over 8: 59.28 s), as it does
+    # without --framework, not Megatron-LM's pick re-labelled
+    base = ("plan", "llama-3-8b", "--node", "dgx-h100")
+    code, both, err = cli(*base, "--framework", "megatron,torchtitan", "--export", "torchtitan")
+    assert code == 0, err
+    code, alone, _ = cli(*base, "--framework", "torchtitan", "--export", "torchtitan")
+    assert code == 0 and both == alone
+    assert "tensor_parallel_degree = 1" in both and "data_parallel_shard_degree = 8" in both
+    # a list without the exported framework is an error, not another framework's layout
+    code, _, err = cli(*base, "--framework", "deepspeed,torchtitan", "--export", "megatron")
+    assert code == 2
+    assert "--export megatron" in err and "--framework deepspeed,torchtitan" in err
