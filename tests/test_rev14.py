@@ -58,3 +58,18 @@ def test_plan_export_searches_only_the_exported_frameworks_of_a_framework_list()
     code, _, err = cli(*base, "--framework", "deepspeed,torchtitan", "--export", "megatron")
     assert code == 2
     assert "--export megatron" in err and "--framework deepspeed,torchtitan" in err
+
+
+def test_megatron_deepspeed_refuses_sequence_parallelism_on_a_sequence_tp_does_not_divide(cat):
+    # Megatron-DeepSpeed scatters the embedding output over TP along the sequence and
+    # _split_along_first_dim asserts dim_size % world_size == 0 (megatron/core/tensor_parallel/
+    # mappings.py L56-58 @ 4efb479d), as Megatron-LM does (MG_SP_SEQ): seq 4097 at TP 2 with
+    # SP cannot run; 4096 can, and so can 4097 without SP
+    m = cat.get("llama-3-8b", "model")
+    lay = Layout(tp=2, pp=1, dp=4, zero=1)
+    odd = Training(seq_len=4097, global_batch=64, sequence_parallel=True)
+    assert layout_support(lay, odd, m)[Framework.MEGATRON_DEEPSPEED] is Reason.MD_SP_SEQ
+    even = Training(seq_len=4096, global_batch=64, sequence_parallel=True)
+    assert layout_support(lay, even, m)[Framework.MEGATRON_DEEPSPEED] is Reason.OK
+    no_sp = Training(seq_len=4097, global_batch=64, sequence_parallel=False)
+    assert layout_support(lay, no_sp, m)[Framework.MEGATRON_DEEPSPEED] is Reason.OK
