@@ -73,3 +73,14 @@ def test_megatron_deepspeed_refuses_sequence_parallelism_on_a_sequence_tp_does_n
     assert layout_support(lay, even, m)[Framework.MEGATRON_DEEPSPEED] is Reason.OK
     no_sp = Training(seq_len=4097, global_batch=64, sequence_parallel=False)
     assert layout_support(lay, no_sp, m)[Framework.MEGATRON_DEEPSPEED] is Reason.OK
+
+
+def test_explain_for_on_an_equation_without_scopes_says_to_leave_it_out():
+    # step.time is evaluated once, with no scope: the error listed that scope as '' ("is
+    # evaluated for '' here"), a value --for cannot take
+    code, _, err = cli("explain", "step.time", "llama-3-8b", "--for", "backward")
+    assert code == 2
+    assert "''" not in err and "leave --for out" in err
+    # an equation with scopes still lists them
+    code, _, err = cli("explain", "compute.compute_time", "llama-3-8b", "--for", "x")
+    assert code == 2 and "'forward'" in err and "'backward'" in err
