@@ -84,3 +84,17 @@ def test_explain_for_on_an_equation_without_scopes_says_to_leave_it_out():
     # an equation with scopes still lists them
     code, _, err = cli("explain", "compute.compute_time", "llama-3-8b", "--for", "x")
     assert code == 2 and "'forward'" in err and "'backward'" in err
+
+
+def test_fit_names_the_framework_profile_it_sized_with():
+    # fit applies --framework's physics (Megatron-LM's fp32 gradients: 4 bytes, not 2) but its
+    # header said nothing of it, even on a layout the framework refuses; as step and memory,
+    # it now names the profile and, here, DeepSpeed's ZeRO-3-with-PP rule
+    args = ("fit", "llama-3-8b", "--node", "dgx-h100", "--solve", "micro-batch")
+    code, out, _ = cli(*args, "--pp", "2", "--zero", "3", "--framework", "deepspeed")
+    assert code == 0
+    assert "framework: DeepSpeed profile (--framework deepspeed, although its rules reject" in out
+    code, out, _ = cli(*args, "--zero", "1", "--framework", "megatron", "--format", "json")
+    d = __import__("json").loads(out)
+    assert d["physics_profile"]["framework"] == "megatron"
+    assert d["physics_profile"]["applied"]["grad_bytes"] == 4
