@@ -98,3 +98,14 @@ def test_fit_names_the_framework_profile_it_sized_with():
     d = __import__("json").loads(out)
     assert d["physics_profile"]["framework"] == "megatron"
     assert d["physics_profile"]["applied"]["grad_bytes"] == 4
+
+
+def test_hf_config_error_names_the_config_json_key(tmp_path):
+    # "num_hidden_layers": 0 failed the Model's layers > 0 check and was reported as
+    # "field 'layers'", a key the file does not have; the file's key is named now
+    cfg = tmp_path / "config.json"
+    cfg.write_text('{"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, '
+                   '"num_attention_heads": 4, "num_hidden_layers": 0, "vocab_size": 1000}')
+    code, _, err = cli("memory", str(cfg))
+    assert code == 2
+    assert "field 'num_hidden_layers' (the model's layers): Input should be greater than 0" in err
