@@ -109,3 +109,23 @@ def test_hf_config_error_names_the_config_json_key(tmp_path):
     code, _, err = cli("memory", str(cfg))
     assert code == 2
     assert "field 'num_hidden_layers' (the model's layers): Input should be greater than 0" in err
+
+
+def test_calibrate_memory_runs_of_three_layouts_are_not_one_layout(tmp_path):
+    # three GPU-memory runs of three layouts (TP 1, 2, 4) have leave-one-out errors (the
+    # table's "left out" column) but give no step-time band; the note said "one layout: no
+    # leave-one-out error", contradicting the table. It now gives their mean |error|.
+    runs = tmp_path / "mem.csv"
+    runs.write_text("model,node,nodes,tp,zero,framework,measured_gpu_memory_bytes\n"
+                    "llama-2-7b,dgx-a100,1,1,1,megatron,60e9\n"
+                    "llama-2-7b,dgx-a100,1,2,1,megatron,45e9\n"
+                    "llama-2-7b,dgx-a100,1,4,1,megatron,38e9\n")
+    prof = tmp_path / "p.toml"
+    code, out, err = cli("calibrate", str(runs), "-o", str(prof))
+    assert code == 0, err
+    assert "one layout" not in out
+    code, js, _ = cli("calibrate", str(runs), "-o", str(prof), "--format", "json")
+    d = __import__("json").loads(js)
+    loo = [abs(r["error_loo"]) for r in d["runs"]]
+    assert len(loo) == 3 and d["loo_error_low"] is None  # no step-time band
+    assert f"leave-one-out: mean |error| {sum(loo) / 3:.1%}, GPU memory runs only" in out
