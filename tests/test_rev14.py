@@ -129,3 +129,21 @@ def test_calibrate_memory_runs_of_three_layouts_are_not_one_layout(tmp_path):
     loo = [abs(r["error_loo"]) for r in d["runs"]]
     assert len(loo) == 3 and d["loo_error_low"] is None  # no step-time band
     assert f"leave-one-out: mean |error| {sum(loo) / 3:.1%}, GPU memory runs only" in out
+
+
+def test_torchtitan_refuses_a_run_with_dropout(cat):
+    # torchtitan's models have no dropout layer (llama3 TransformerBlock.forward is
+    # x + attention(norm(x)), h + feed_forward(norm(h)): models/llama3/model/model.py
+    # L390-414 @ 73a0e69) and its config no dropout key: `plan ... --dropout --export
+    # torchtitan` wrote a config that trains without the dropout the plan sized and timed
+    m = cat.get("llama-3-8b", "model")
+    lay = Layout(tp=1, pp=1, dp=8, zero=3)
+    asked = Training(seq_len=4096, global_batch=64, dropout=True)
+    assert layout_support(lay, asked, m)[Framework.TORCHTITAN] is Reason.TT_DROPOUT
+    assert layout_support(lay, asked, m)[Framework.MEGATRON] is Reason.OK  # it has dropout
+    off = Training(seq_len=4096, global_batch=64, dropout=False)
+    assert layout_support(lay, off, m)[Framework.TORCHTITAN] is Reason.OK
+    base = ("plan", "llama-3-8b", "--node", "dgx-h100", "--export", "torchtitan")
+    assert cli(*base)[0] == 0
+    code, _, err = cli(*base, "--dropout")
+    assert code == 2 and "its models have no dropout" in err
