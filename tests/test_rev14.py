@@ -147,3 +147,23 @@ def test_torchtitan_refuses_a_run_with_dropout(cat):
     assert cli(*base)[0] == 0
     code, _, err = cli(*base, "--dropout")
     assert code == 2 and "its models have no dropout" in err
+
+
+def test_sweep_pins_ep_on_its_moe_models_only():
+    # `sweep --models llama-3-8b,mixtral-8x7b --ep 8` stopped at the dense model ("EP > 1
+    # needs experts"), whichever came first, as --moe-imbalance no longer does: the pin is the
+    # MoE models' (mixtral's row is plan's with --ep 8), the dense one runs EP 1 (plan's row)
+    nodes = ("--node", "dgx-h100", "--nodes", "2")
+    code, out, err = cli("sweep", "--models", "llama-3-8b,mixtral-8x7b", *nodes, "--ep", "8",
+                         "--format", "json")
+    assert code == 0, err
+    rows = {r["model"]: r for r in __import__("json").loads(out)["rows"]}
+    moe = cli("plan", "mixtral-8x7b", *nodes, "--ep", "8", "--format", "json")[1]
+    dense = cli("plan", "llama-3-8b", *nodes, "--format", "json")[1]
+    for name, plan in (("mixtral-8x7b", moe), ("llama-3-8b", dense)):
+        rec = __import__("json").loads(plan)["recommended"]
+        assert rows[name]["ep"] == rec["ep"] and rows[name]["step_time_s"] == rec["step_time_s"]
+    assert rows["mixtral-8x7b"]["ep"] == 8 and rows["llama-3-8b"]["ep"] == 1
+    # dense models alone: --ep 8 is still an error
+    code, _, err = cli("sweep", "--models", "llama-3-8b", *nodes, "--ep", "8")
+    assert code == 2 and "llama-3-8b is dense" in err
