@@ -167,3 +167,13 @@ def test_sweep_pins_ep_on_its_moe_models_only():
     # dense models alone: --ep 8 is still an error
     code, _, err = cli("sweep", "--models", "llama-3-8b", *nodes, "--ep", "8")
     assert code == 2 and "llama-3-8b is dense" in err
+
+
+def test_nics_refuses_the_card_count_flags_it_would_ignore():
+    # nics solves for the cards per node (memory: ceil(state / card), compute: to hide the
+    # step), so --smartnics-per-node 4 and --no-spill left its output byte for byte unchanged
+    base = ("nics", "llama70b", "--nodes", "2", "--tp", "8", "--zero", "3")
+    assert cli(*base)[0] == 0
+    for flag in (("--smartnics-per-node", "4"), ("--no-spill",)):
+        code, _, err = cli(*base, *flag)
+        assert code == 2 and err.startswith(f"error: {flag[0]}: nics computes the cards")

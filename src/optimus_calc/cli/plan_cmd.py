@@ -102,6 +102,11 @@ def nics(ctx, model, fmt, output, objective, **kw) -> None:
     if ctx.get_parameter_source("offload") != ParameterSource.DEFAULT:  # it would be ignored
         raise InputError(f"--offload {kw['offload']}: nics sizes the SmartNIC offload of the "
                          "layout; leave it out")
+    for flag, given in (("--smartnics-per-node", kw["smartnics_per_node"]),
+                        ("--no-spill", kw["no_spill"])):  # the count is what nics solves for
+        if given:
+            raise InputError(f"{flag}: nics computes the cards each node needs (to hold the "
+                             "state without spilling, and to hide the step); leave it out")
     given = [p for p in LAYOUT_PARAMS if ctx.get_parameter_source(p) != ParameterSource.DEFAULT]
     if given or kw["model_states_only"]:
         inp = build_inputs(cat, model, dict(kw, offload="none"), strategies_vary=True)
