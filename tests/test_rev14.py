@@ -177,3 +177,22 @@ def test_nics_refuses_the_card_count_flags_it_would_ignore():
     for flag in (("--smartnics-per-node", "4"), ("--no-spill",)):
         code, _, err = cli(*base, *flag)
         assert code == 2 and err.startswith(f"error: {flag[0]}: nics computes the cards")
+
+
+def test_breakeven_on_the_planners_layout_keeps_the_typed_card_count():
+    # without a pinned layout breakeven studies the planner's, which dropped --smartnics-per-node
+    # (and --no-spill, --gpu-fraction): 16 BlueField-2 per node gave the 8-card verdict. Now the
+    # verdict's step is `step`'s on that layout with 16 cards per node
+    import json
+    be = ("breakeven", "llama70b", "--nodes", "2", "--device", "bluefield-2", "--format", "json")
+    code, out, err = cli(*be, "--smartnics-per-node", "16")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["devices_per_node"] == 16 and json.loads(cli(*be)[1])["devices_per_node"] == 8
+    lay = d["layout"]
+    code, out, err = cli("step", "llama70b", "--nodes", "2", "--tp", lay["tp"], "--pp", lay["pp"],
+                         "--zero", lay["zero"], "--offload", "smartnic", "--smartnic",
+                         "bluefield-2", "--micro-batch", d["training"]["micro_batch"],
+                         "--smartnics-per-node", "16", "--format", "json")
+    assert code == 0, err
+    assert d["step_time_s"] == json.loads(out)["step_time_s"]
