@@ -196,3 +196,13 @@ def test_breakeven_on_the_planners_layout_keeps_the_typed_card_count():
                          "--smartnics-per-node", "16", "--format", "json")
     assert code == 0, err
     assert d["step_time_s"] == json.loads(out)["step_time_s"]
+
+
+def test_assume_with_a_mistyped_name_suggests_the_close_ones():
+    # `--assume fragmentaton=0.1` printed the 70-odd assumption names in one ~2,000-character
+    # line; catalog names and commands already suggest difflib's close matches
+    code, _, err = cli("memory", "llama-3-8b", "--assume", "fragmentaton=0.1")
+    assert code == 2
+    assert err == "error: --assume 'fragmentaton': unknown assumption; did you mean fragmentation?\n"
+    code, _, err = cli("memory", "llama-3-8b", "--assume", "nope=1")
+    assert code == 2 and err.count("\n") == 1 and len(err) < 120 and "explain --assumptions" in err
