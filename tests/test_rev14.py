@@ -206,3 +206,16 @@ def test_assume_with_a_mistyped_name_suggests_the_close_ones():
     assert err == "error: --assume 'fragmentaton': unknown assumption; did you mean fragmentation?\n"
     code, _, err = cli("memory", "llama-3-8b", "--assume", "nope=1")
     assert code == 2 and err.count("\n") == 1 and len(err) < 120 and "explain --assumptions" in err
+
+
+def test_catalog_entry_error_names_every_missing_field(tmp_path):
+    # a [[model]] without tied_embeddings and position_embedding said only the first and
+    # "(+1 more)": the user had to fix and rerun to learn the second
+    (tmp_path / "m.toml").write_text(
+        '[[model]]\nname = "tiny-2"\nfamily = "llama"\nlayers = 1\nhidden = 64\nheads = 1\n'
+        'kv_heads = 1\nffn_hidden = 128\nffn_type = "swiglu"\nvocab = 100\nnorm = "rmsnorm"\n'
+        'source = "test"\n')
+    code, _, err = cli("--catalog-dir", str(tmp_path), "catalog", "list")
+    assert code == 2
+    assert ("field 'tied_embeddings': missing required field (+1 more: 'position_embedding')"
+            in err)
