@@ -166,7 +166,7 @@ def test_export_and_framework_choices_come_from_the_registry():
 
 def test_architecture_rules_need_the_model(cat):
     from optimus_calc.hf_import import load_hf_config
-    tr = Training(seq_len=4096, global_batch=64)
+    tr = Training(seq_len=4096, global_batch=64, dropout=False)  # Llama's (torchtitan has none)
     lay = Layout(tp=1, pp=1, dp=8, zero=3)
     # torchtitan v0.2.2 has llama3 8B/70B/405B but no Llama-2 flavour (llama3/__init__.py)
     assert layout_support(lay, tr, cat.get("llama-2-7b", "model"))[Framework.TORCHTITAN] \

@@ -109,7 +109,9 @@ def _format_validation(err: ValidationError) -> str:
     first = err.errors()[0]
     loc = ".".join(str(p) for p in first["loc"]) or "(entry)"
     msg = first["msg"]
-    more = f" (+{len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
+    rest = [".".join(str(p) for p in e["loc"]) or "(entry)" for e in err.errors()[1:]]
+    more = (f" (+{len(rest)} more: {', '.join(repr(r) for r in rest[:5])}"
+            f"{', ...' if len(rest) > 5 else ''})" if rest else "")
     if not first["loc"] and first["type"] == "value_error":
         # Cross-field rules (specs/hardware.py) name their field in the message.
         return str(msg).removeprefix("Value error, ") + more

@@ -66,8 +66,8 @@ _NUM = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"  # compiled on f
 
 
 def parse_assumptions(items: tuple[str, ...] | list[str]) -> Assumptions:
-    """``--assume NAME=VALUE`` items into :class:`Assumptions` (plain decimal numbers only);
-    without items the defaults, built without validating them (specs/base.unvalidated)."""
+    """``--assume NAME=VALUE`` items (plain decimals) into :class:`Assumptions`; none: the
+    defaults, unvalidated (specs/base.unvalidated); an unknown name: its close matches."""
     base = unvalidated(Assumptions, {}) or Assumptions()
     values: dict[str, float] = {}
     for item in items:
@@ -76,8 +76,10 @@ def parse_assumptions(items: tuple[str, ...] | list[str]) -> Assumptions:
         name, _, raw = item.partition("=")
         name, raw = name.strip(), raw.strip()
         if name not in base.names():
-            raise InputError(f"--assume {name!r}: unknown assumption; known: "
-                             f"{', '.join(base.names())}")
+            import difflib  # only for the suggestion of an unknown name
+            close = difflib.get_close_matches(name, base.names(), n=3, cutoff=0.6)
+            hint = f"did you mean {', '.join(close)}?" if close else "see explain --assumptions"
+            raise InputError(f"--assume {name[:80]!r}: unknown assumption; {hint}")
         if not re.match(_NUM, raw):
             raise InputError(f"--assume {name}={raw!r}: not a number")
         values[name] = float(raw)
@@ -252,15 +254,19 @@ def check_token_drop(model, tr: Training, asm) -> None:
                          "balanced share (capacity factor 1.0): give 1 or leave the flag out")
 
 
-def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool = False
-                 ) -> Inputs:
+def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool = False,
+                 step_time: bool = False) -> Inputs:
     """Resolve MODEL and every single-layout option into validated specs. ``strategies_vary``:
-    the command evaluates the layout under each offload target in turn (compare, breakeven,
-    nics), so --offload-params applies to the targets that move the weights only."""
+    the layout is evaluated under each offload target (compare, breakeven, nics), so
+    --offload-params applies to the targets moving weights; ``step_time``: it times the step."""
     from optimus_calc.evaluate.context import (check_layout, check_moe_assumptions,
                                             fill_layout, resolve_hardware)
-
     model = resolve_model(model_text, cat)
+    if isinstance(model, BareModel) and (step_time or not kw["model_states_only"]):
+        raise InputError(f"MODEL {model_text!r} is a bare parameter count: " + (
+            "step time needs an architecture (a catalog model or a config.json)" if step_time
+            else "activations need an architecture; add --model-states-only or give a catalog "
+            "model or config.json"))
     hw = resolve_hardware(cat, kw["node"], kw["nodes"], kw["gpu"], kw["gpus_per_node"],
                           kw["smartnic"])
     frac = {} if kw.get("gpu_fraction") is None else {"superchip_gpu_fraction": kw["gpu_fraction"]}
@@ -279,10 +285,6 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
             raise InputError(f"{flag} applies to --offload {target} (got --offload "
                              f"{layout.offload.value})")
     tr, gb_default, seq_default = training_from(kw, model, layout.dp)
-    if isinstance(model, BareModel) and not tr.model_states_only:
-        raise InputError(f"MODEL {model_text!r} is a bare parameter count: activations need an "
-                         "architecture; add --model-states-only or give a catalog model or "
-                         "config.json")
     check_layout(model, layout, tr)
     from optimus_calc.evaluate.fp8 import check_fp8_gpu
     check_fp8_gpu(hw.gpu, tr)
@@ -298,8 +300,7 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
 
 
 def check_params_target(layout) -> None:
-    """--offload-params on a target whose flags() do not move the weights (none, smartnic,
-    superchip) would be ignored, the weights counted on the GPU: an error naming both flags."""
+    """--offload-params on a target that keeps the weights on the GPU: an error (not ignored)."""
     from optimus_calc.evaluate import strategies
     movers = [st.key for st in strategies.strategies() if st.offloads_params]
     if layout.offload.value not in movers:

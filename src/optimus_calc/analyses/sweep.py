@@ -73,7 +73,10 @@ def point_inputs(cat: Catalog, spec: SweepSpec, model: Model, seq: int | None, g
                                        "dropout": dropout})
     offloads = (off,) if off is not None else t.offloads
     check_offloads(hw, offloads)
-    return replace(t, model=model, hw=hw, training=tr, offloads=offloads,
+    pins = t.pins
+    if pins and "ep" in pins and not model.is_moe and any(m.is_moe for m in spec.models):
+        pins = {k: v for k, v in pins.items() if k != "ep"} or None  # --ep: the MoE models'
+    return replace(t, model=model, hw=hw, training=tr, offloads=offloads, pins=pins,
                    seq_len_defaulted=seq is None)
 
 

@@ -127,7 +127,6 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
     from optimus_calc.evaluate.hw_params import Joint, system_params
     from optimus_calc.evaluate.strategies import device_params
     from optimus_calc.report.breakeven_view import breakeven_document
-    from optimus_calc.specs.model import Model
     from optimus_calc.specs.training import Offload
 
     app = ctx.obj
@@ -138,10 +137,7 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
         raise InputError("--offload none: breakeven needs an offload target (leave --offload "
                          "out to use the device's)")
     entry = _device_for(cat, device, kw)
-    inp = build_inputs(app, model, kw, strategies_vary=True)
-    if not isinstance(inp.model, Model):
-        raise InputError(f"MODEL {model!r} is a bare parameter count: breakeven needs an "
-                         "architecture (a catalog model or a config.json)")
+    inp = build_inputs(app, model, kw, strategies_vary=True, step_time=True)
     if inp.training.model_states_only:
         raise InputError("--model-states-only does not apply to breakeven (it needs the step)")
     base = B.Case.of(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)

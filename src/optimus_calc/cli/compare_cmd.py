@@ -41,7 +41,8 @@ def compare(ctx, model: str, fmt: str, output: str | None, **kw) -> None:
         kw["zero"] = 3
     if src("recompute") == ParameterSource.DEFAULT:
         kw["recompute"] = Recompute.SELECTIVE.value
-    inp = build_inputs(cat, model, dict(kw, offload="none"), strategies_vary=True)
+    inp = build_inputs(cat, model, dict(kw, offload="none"), strategies_vary=True,
+                       step_time=True)
     doc = compare_document(run_compare(cat, inp), kw.get("train"))
     if fmt == "html":
         from optimus_calc.report.html_parts import assumption_rows, with_html

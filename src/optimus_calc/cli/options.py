@@ -340,9 +340,10 @@ def plan_options(func: Callable) -> Callable:
     return hardware_options(search_options(search_training_options(func)))
 
 
-def build_inputs(app, model_text: str, kw: dict, strategies_vary: bool = False):
+def build_inputs(app, model_text: str, kw: dict, strategies_vary: bool = False,
+                 step_time: bool = False):
     """:func:`optimus_calc.inputs.build_inputs` with the command's catalog."""
-    return _build_inputs(app.catalog, model_text, kw, strategies_vary)
+    return _build_inputs(app.catalog, model_text, kw, strategies_vary, step_time)
 
 
 def train_options(func: Callable) -> Callable:

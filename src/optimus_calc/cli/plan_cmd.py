@@ -36,11 +36,10 @@ def plan_cmd(app, model, objective, top, export, fmt, output, **kw) -> None:
 
     from optimus_calc.cli.options import check_objective
     check_objective(objective, kw.get("train"))
-    if export and kw.get("framework") in (None, "each"):
+    if export and kw.get("framework") != "any":
         # the layout exported is the best one timed with the exported framework's physics,
         # not another framework's best that it also happens to run
-        from optimus_calc.frameworks import exported_frameworks
-        kw = {**kw, "framework": ",".join(exported_frameworks(export))}
+        kw = {**kw, "framework": _exported_search(export, kw.get("framework"))}
     si = build_search_inputs(app.catalog, model, kw)
     res = plan_search(app.catalog, si, objective, top)
     if export is None:
@@ -60,6 +59,23 @@ def plan_cmd(app, model, objective, top, export, fmt, output, **kw) -> None:
         from optimus_calc.report.html_parts import plan_parts, with_html
         doc = with_html(doc, **plan_parts(res, si, kw.get("train")))
     emit(doc, fmt, output)
+
+
+def _exported_search(export: str, given: str | None) -> str | None:
+    """--framework for a plan behind --export: the exported frameworks among those named (all
+    of them without a list); a list naming none of them is an error."""
+    from optimus_calc.frameworks import Framework, exported_frameworks
+    named = exported_frameworks(export)
+    if given in (None, "each"):
+        return ",".join(named)
+    listed = [f.strip() for f in given.split(",")]
+    if not all(f in {x.value for x in Framework} for f in listed):
+        return given  # the search's own error names the bad item
+    keep = [f for f in listed if f in named]
+    if keep:
+        return ",".join(keep)
+    raise InputError(f"--export {export} writes a layout for {', '.join(named)}; "
+                     f"--framework {given} searches none of them")
 
 
 # the single-layout options whose presence means "size this layout" rather than the plan's
@@ -86,6 +102,11 @@ def nics(ctx, model, fmt, output, objective, **kw) -> None:
     if ctx.get_parameter_source("offload") != ParameterSource.DEFAULT:  # it would be ignored
         raise InputError(f"--offload {kw['offload']}: nics sizes the SmartNIC offload of the "
                          "layout; leave it out")
+    for flag, given in (("--smartnics-per-node", kw["smartnics_per_node"]),
+                        ("--no-spill", kw["no_spill"])):  # the count is what nics solves for
+        if given:
+            raise InputError(f"{flag}: nics computes the cards each node needs (to hold the "
+                             "state without spilling, and to hide the step); leave it out")
     given = [p for p in LAYOUT_PARAMS if ctx.get_parameter_source(p) != ParameterSource.DEFAULT]
     if given or kw["model_states_only"]:
         inp = build_inputs(cat, model, dict(kw, offload="none"), strategies_vary=True)

@@ -22,7 +22,7 @@ def step(app, model: str, fmt: str, output: str | None, **kw) -> None:
     from optimus_calc.inputs import build_inputs
     from optimus_calc.report.step_view import step_document
 
-    inp = build_inputs(app.catalog, model, kw)
+    inp = build_inputs(app.catalog, model, kw, step_time=True)
     mem, st = step_of(inp, model)
     hint = None
     if not mem.fits:

@@ -95,9 +95,11 @@ class MemoryEstimate:
             return None
         if scope is not None:
             call = ev.last_call(name, scope)
+            named = [repr(s) for s in ev.scopes(name) if s]
             if call is None:
-                raise InputError(f"--for {scope!r}: {name} is evaluated for "
-                                 f"{', '.join(repr(s) for s in ev.scopes(name))} here")
+                raise InputError(f"--for {scope!r}: {name} is evaluated " + (
+                    f"for {', '.join(named)} here" if named else "once here, for no scope: "
+                    "leave --for out"))
         if stage is not None and not 0 <= stage < len(self.stages):
             raise InputError(f"--stage {stage}: the layout has pipeline stages 0 to "
                              f"{len(self.stages) - 1}")

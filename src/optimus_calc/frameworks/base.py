@@ -57,7 +57,7 @@ class Layouts:
                  global_batch=None, precision: str = "bf16", model=None,
                  fp8_recipe: str = "te-delayed", etp=None, sp=True, attention_kernel: str = "",
                  seq_len: int | None = None, moe_dispatcher: str = "alltoall",
-                 cuda_graph: bool = False, grad_bytes: int = 0):
+                 cuda_graph: bool = False, grad_bytes: int = 0, dropout: bool = False):
         # each array keeps its own shape (the search's grid columns are (1, 1, 1, 1, grid), its
         # switches one axis each): a rule computes on the axes it reads, and only its result
         # meets the others' (run_rules), never millions of broadcast copies of a switch
@@ -83,6 +83,7 @@ class Layouts:
         self.moe_dispatcher = moe_dispatcher  # --moe-dispatcher: alltoall, deepep, hybridep
         self.cuda_graph = bool(cuda_graph)  # --cuda-graph-impl full_iteration (Megatron-LM's)
         self.grad_bytes = int(grad_bytes)  # Training.grad_bytes: --grad-bytes (0: not typed)
+        self.dropout = bool(dropout)  # Training.dropout: dropout masks (--dropout)
 
     def seq_not_dividing(self, divisor) -> np.ndarray | None:
         """The sequence not a multiple of ``divisor`` (an array); None without a sequence."""

@@ -227,6 +227,12 @@ def deepspeed_config_dict(layout, training, model, asm: Assumptions | None = Non
         cfg["tensor_parallel"] = {"autotp_size": layout.tp}
     if fw is Framework.DEEPSPEED and model.is_moe and layout.ep > 1 and layout.pp == 1:
         cfg["expert_parallel"] = {"enabled": True, "autoep_size": autoep_size(layout)}
+    if fw is Framework.MEGATRON_DEEPSPEED and model.is_moe and layout.pp > 1 and layout.tp > 1:
+        # the pipeline engine partitions only the first tensor a stage sends (pipe/engine.py
+        # L755-760 @ edaa722) and defaults both switches on (runtime/config.py L435-436); MoE
+        # stages also send the MoE loss, which requires grad (Megatron-DeepSpeed gpt_model.py
+        # L376-384 @ 4efb479d)
+        cfg["pipeline"] = {"pipe_partitioned": False, "grad_partitioned": False}
     if training.recompute is not Recompute.NONE and fw is Framework.MEGATRON_DEEPSPEED:
         # Megatron-DeepSpeed's checkpointing reads this block; activations partitioned over TP
         cfg["activation_checkpointing"] = {"partition_activations": layout.tp > 1,

@@ -180,7 +180,8 @@ def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interle
                       fp8_recipe: str = "te-delayed", etp=None,
                       attention_kernel: str = "", seq_len: int | None = None,
                       moe_dispatcher: str = "alltoall",
-                      cuda_graph: bool = False, grad_bytes: int = 0) -> FrameworkSupport:
+                      cuda_graph: bool = False, grad_bytes: int = 0,
+                      dropout: bool = False) -> FrameworkSupport:
     """Which framework runs each layout. Arrays broadcast together; ``offload`` holds indices
     into ``specs.training.Offload``, ``zero`` 0-3, ``offload_params`` bool. ``global_batch``
     (scalar or array) gives the micro-batch count for rules that need it; without it those
@@ -188,8 +189,9 @@ def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interle
     ``fp8_recipe`` its FP8 recipe (te-delayed, te-current, torchao), ``attention_kernel`` the
     fused kernel it names (:func:`named_kernel`), ``seq_len`` its sequence (rules on it skipped
     without), ``moe_dispatcher`` and ``cuda_graph`` its launch choices, ``grad_bytes`` its
-    Training.grad_bytes (0: not typed). ``model`` (the Model) enables the rules on the
-    architecture (a framework that cannot build it); without it they are skipped.
+    Training.grad_bytes (0: not typed), ``dropout`` its dropout (:func:`asked_dropout`).
+    ``model`` (the Model) enables the rules on the architecture (a framework that cannot build
+    it); without it they are skipped.
     ``sequence_parallel`` (0/1) is read by the rules as ``Layouts.sp``, on its own axis: the
     arrays returned have the broadcast shape of every input when a rule reads it, else of every
     input but it. ``recompute`` is accepted for a stable signature: every registered framework
@@ -200,7 +202,7 @@ def framework_support(tp, pp, dp, cp, ep, zero, offload, offload_params, interle
                 global_batch=global_batch, precision=precision, model=model,
                 fp8_recipe=fp8_recipe, etp=etp, sp=sequence_parallel,
                 attention_kernel=attention_kernel, seq_len=seq_len, moe_dispatcher=moe_dispatcher,
-                cuda_graph=cuda_graph, grad_bytes=grad_bytes)
+                cuda_graph=cuda_graph, grad_bytes=grad_bytes, dropout=dropout)
     Framework = enums()[0]
     wanted = None if frameworks is None else {str(getattr(f, "value", f)) for f in frameworks}
     keys = [Framework(p.key) if p.key in Framework._value2member_map_ else p.key
@@ -265,6 +267,13 @@ def named_kernel(training) -> str:
     return k.value if k is not None and training.flash_attention else ""
 
 
+def asked_dropout(training) -> bool:
+    """The run's dropout as the rules read it: Training.dropout where it was given (the CLI
+    always gives it: the model's config or --dropout); a Training built without it leaves the
+    rules on it skipped, as an untyped --grad-bytes does."""
+    return bool(training.dropout) and "dropout" in training.model_fields_set
+
+
 def _one_key(layout, training) -> tuple:
     from optimus_calc.specs.training import offload_code
     return (layout.tp, layout.pp, layout.dp, layout.cp, layout.ep, int(layout.zero),
@@ -273,7 +282,7 @@ def _one_key(layout, training) -> tuple:
             training.global_batch, training.precision.value, training.fp8_recipe.value,
             getattr(layout, "expert_tp", None), named_kernel(training), training.seq_len,
             training.moe_dispatcher.value, training.cuda_graph_full_iteration,
-            training.grad_bytes)
+            training.grad_bytes, asked_dropout(training))
 
 
 def layout_support(layout, training, model) -> dict:
@@ -284,12 +293,12 @@ def layout_support(layout, training, model) -> dict:
         return dict(hit[1])
     Reason = enums()[1]
     (tp, pp, dp, cp, ep, zero, off, opar, v, mb, sp, rc, gb, prec, recipe, etp, kern, seq,
-     disp, graph, gbytes) = key
+     disp, graph, gbytes, drop) = key
     s = framework_support(tp, pp, dp, cp, ep, zero, off, opar, v, mb, sp, rc, heads=model.heads,
                           n_kv=model.n_kv, experts=model.experts, layers=model.layers,
                           global_batch=gb, precision=prec, model=model, fp8_recipe=recipe,
                           etp=etp, attention_kernel=kern, seq_len=seq, moe_dispatcher=disp,
-                          cuda_graph=graph, grad_bytes=gbytes)
+                          cuda_graph=graph, grad_bytes=gbytes, dropout=drop)
     out = {f: Reason(int(r.reshape(-1)[0])) for f, r in s.reason.items()}
     if hit is None and len(_ONE) >= 256 or hit is not None:
         _ONE.clear()  # another model, or many layouts: start again
@@ -303,7 +312,7 @@ def layouts_support(layouts, trainings, model) -> list[dict]:
     bytes (each layout alone otherwise)."""
     from optimus_calc.specs.training import offload_code
     if len({(t.precision, t.fp8_recipe, named_kernel(t), t.seq_len, t.moe_dispatcher,
-             t.cuda_graph_full_iteration, t.grad_bytes) for t in trainings}) > 1:
+             t.cuda_graph_full_iteration, t.grad_bytes, asked_dropout(t)) for t in trainings}) > 1:
         return [layout_support(lay, t, model) for lay, t in zip(layouts, trainings)]
     Reason = enums()[1]
     col = lambda f: np.array([f(lay, t) for lay, t in zip(layouts, trainings)])  # noqa: E731
@@ -320,6 +329,7 @@ def layouts_support(layouts, trainings, model) -> list[dict]:
         etp=col(lambda lay, t: getattr(lay, "expert_tp", lay.tp)),
         attention_kernel=named_kernel(trainings[0]), seq_len=trainings[0].seq_len,
         moe_dispatcher=trainings[0].moe_dispatcher.value,
-        cuda_graph=trainings[0].cuda_graph_full_iteration, grad_bytes=trainings[0].grad_bytes)
+        cuda_graph=trainings[0].cuda_graph_full_iteration, grad_bytes=trainings[0].grad_bytes,
+        dropout=asked_dropout(trainings[0]))
     return [{f: Reason(int(np.broadcast_to(r, (len(layouts),))[i])) for f, r in s.reason.items()}
             for i in range(len(layouts))]

@@ -182,6 +182,11 @@ RULES: tuple[Rule, ...] = (
                    "varlen (attn_type; torchtitan/models/attention.py L174-178, "
                    "models/llama3/model/args.py L45)",
                    "torchtitan/models/attention.py L174-178", "fa1"),
+    # no model torchtitan builds has a dropout layer (TransformerBlock.forward: x + attention,
+    # h + feed_forward, llama3/model/model.py L390-414; likewise qwen3, llama4, deepseek_v3,
+    # gpt_oss), and its config has no dropout key
+    _row("TT_DROPOUT", "its models have no dropout (a run with --dropout trains without it)",
+         "models/llama3/model/model.py L390-414", lambda x: x.everywhere() if x.dropout else None),
     _row("TT_OFFLOAD_FSDP", "CPU offload is FSDP2's CPUOffloadPolicy, which moves parameters, "
          "gradients and optimizer states together: it needs ZeRO-3 with parameter offload",
          "models/llama3/infra/parallelize.py L315-317",

@@ -114,6 +114,8 @@ def load_hf_config(path: str | Path) -> Model:
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
+        key = cfg.source_of(first.get("input")) if loc else None
+        where = f"field {key!r} (the model's {loc})" if key and key != loc else f"field {loc!r}"
         msg = str(first["msg"]).removeprefix("Value error, ")
         # a check across fields (Model's validator) has no location: name none
-        raise InputError(f"{p}: field {loc!r}: {msg}" if loc else f"{p}: {msg}") from None
+        raise InputError(f"{p}: {where}: {msg}" if loc else f"{p}: {msg}") from None

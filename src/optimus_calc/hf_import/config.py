@@ -18,8 +18,15 @@ class Cfg:
     (integers are JSON integers, booleans JSON booleans, floats finite), and a bad one is an
     InputError naming the file and the field (issue 15: a string "false" is not True)."""
 
-    def __init__(self, data: dict, path: Path, prefix: str = ""):
+    def __init__(self, data: dict, path: Path, prefix: str = "", reads: dict | None = None):
         self.data, self.path, self.prefix = data, path, prefix
+        self.reads = {} if reads is None else reads  # file key -> value, for error messages
+
+    def source_of(self, value: Any) -> str | None:
+        """The one file key read whose value is ``value`` (None if none or several): names the
+        config.json field behind a Model field that fails validation."""
+        keys = [k for k, v in self.reads.items() if type(v) is type(value) and v == value]
+        return keys[0] if len(keys) == 1 else None
 
     def _bad(self, key: str, want: str, v: Any) -> InputError:
         shown = json.dumps(v)[:40] if not isinstance(v, float) else repr(v)
@@ -29,6 +36,7 @@ class Cfg:
     def _raw(self, keys: tuple[str, ...], default: Any) -> tuple[str, Any]:
         for k in keys:
             if k in self.data and self.data[k] is not None:
+                self.reads[self.prefix + k] = self.data[k]
                 return k, self.data[k]
         if default is _MISSING:
             raise InputError(f"{self.path}: missing field {self.prefix + keys[0]!r} "
@@ -90,7 +98,7 @@ class Cfg:
         v = self.data.get(key)
         if not isinstance(v, dict):
             raise self._bad(key, "a JSON object", v)
-        return Cfg(v, self.path, f"{self.prefix}{key}.")
+        return Cfg(v, self.path, f"{self.prefix}{key}.", self.reads)
 
 
 def act(c: Cfg, key: str, default: str) -> str:

@@ -40,6 +40,10 @@ def calibrate_document(cal, runs_file: str, output: str) -> Document:
         notes.append(f"leave-one-out: mean |error| {sum(errs) / len(errs):.1%}; as step-time "
                      f"error {rng[0]:+.1%} / {rng[1]:+.1%}, the error range of figures on "
                      f"{cal.gpu} with --profile {output}")
+    elif any(e is not None for e in cal.loo):  # every run measured GPU memory
+        errs = [abs(e) for e in cal.loo if e is not None]
+        notes.append(f"leave-one-out: mean |error| {sum(errs) / len(errs):.1%}, GPU memory "
+                     "runs only: no step-time error range (figures keep the public one)")
     else:
         notes.append(f"{'one run' if len(cal.runs) == 1 else 'one layout'}: no leave-one-out "
                      "error (figures keep the public error range)")

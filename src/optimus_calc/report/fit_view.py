@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from optimus_calc.report.common import context_row, layout_data, layout_text, training_text
+from optimus_calc.report.common import (context_row, framework_data, framework_header,
+                                        layout_data, layout_text, training_text)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.model import BareModel
 
@@ -28,6 +29,7 @@ def fit_document(inp, what, res, why=None) -> Document:
         case _:
             assert_never(what)
     data.update(method=res.method, equation=res.equation, detail=res.detail)
+    data.update(framework_data(inp))  # the --framework profile the memory was computed with
     notes = []
     if why is not None:
         data.update(binding=why.binding, binding_part=why.binding_part,
@@ -45,7 +47,8 @@ def fit_document(inp, what, res, why=None) -> Document:
                          f"pipeline stages alone makes it fit ({unit.get(what.value, '')})")
     rows = [{"k": k, "v": v} for k, v in data.items()
             if v not in (None, "") and k not in ("suggestions", "binding", "binding_part",
-                                                  "binding_stage", "answer", "starved")]
+                                                  "binding_stage", "answer", "starved",
+                                                  "physics_profile")]
     if why is not None and why.lead is not None:  # lead with the answer a planner acts on
         lead = why.lead
         data["answer"] = {"nodes": lead["value"], "flags": lead["flags"],
@@ -71,7 +74,8 @@ def fit_document(inp, what, res, why=None) -> Document:
                if why else ""}
     return Document(
         title=f"fit: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name}, solve {what.value}",
-        header=[("layout", layout_text(inp.layout)), ("training", training_text(inp))],
+        header=[("layout", layout_text(inp.layout)), *framework_header(inp),
+                ("training", training_text(inp))],
         data=data, notes=notes, tables=[Table(title="", rows=rows, columns=[
             Column("k", "", align="left"), Column("v", "", align="left")])],
         csv=Table(title="", rows=[csv_row], columns=[Column(k, k) for k in csv_row]))

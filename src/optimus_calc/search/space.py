@@ -316,14 +316,13 @@ def offload_variants(offloads, offload_params=(False, True), zero_stages=(0, 1, 
 
 
 def grid_rules(space: Space, model: Model, base: Training, frameworks, elements: int) -> dict:
-    """Every framework's rules over ``space``'s grid, evaluated once for all profiles and
-    chunks (profiles change neither the precision nor the batch the rules read, grad_bytes only
-    where none is typed: untyped to the rules, frameworks/base.PhysicsProfile): per framework the
-    code of its first failing rule (0: it runs), of shape (zero, offload, 1, SP, grid points), or
-    1 for SP where no rule reads it (one chunk: broadcast by the reader): the rules read the grid
-    columns, ZeRO, offload and SP switches, never recompute; ``elements``: evaluated at once."""
-    from optimus_calc.frameworks import framework_support
-    from optimus_calc.frameworks.registry import named_kernel
+    """Every framework's rules over ``space``'s grid, evaluated once for all profiles and chunks
+    (profiles change neither the precision nor the batch the rules read, grad_bytes only where
+    none is typed: untyped to the rules, frameworks/base.PhysicsProfile): per framework the code
+    of its first failing rule (0: it runs), of shape (zero, offload, 1, SP, grid points), or 1
+    for SP where no rule reads it (one chunk: broadcast by the reader); they read the grid's
+    columns, ZeRO, offload and SP switches, not recompute; ``elements``: evaluated at once."""
+    from optimus_calc.frameworks.registry import asked_dropout, framework_support, named_kernel
     z, o, s = len(space.switches[0]), len(space.switches[1]), len(space.switches[3])
     parts = []
     for chunk in space.chunks(max(1, elements // (z * o * s))):
@@ -334,8 +333,9 @@ def grid_rules(space: Space, model: Model, base: Training, frameworks, elements:
             heads=model.heads, n_kv=model.n_kv, experts=model.experts, layers=model.layers,
             global_batch=v["gb"], precision=base.precision.value, model=model, fp8_recipe=base.
             fp8_recipe.value, frameworks=tuple(frameworks), attention_kernel=named_kernel(base),
-            seq_len=base.seq_len, grad_bytes=base.grad_bytes, cuda_graph=base.
-            cuda_graph_full_iteration, moe_dispatcher=base.moe_dispatcher.value).reason)
+            seq_len=base.seq_len, grad_bytes=base.grad_bytes, dropout=asked_dropout(base),
+            cuda_graph=base.cuda_graph_full_iteration, moe_dispatcher=base.moe_dispatcher.value,
+            ).reason)
     if not parts:
         return {f: np.zeros((z, o, 1, s, 0), dtype=np.int16) for f in frameworks}
     if len(parts) == 1:  # kept on the axes its rules read (SP only where a rule reads it)

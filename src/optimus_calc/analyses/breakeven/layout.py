@@ -12,6 +12,9 @@ from optimus_calc.evaluate.stages import stage_table
 from optimus_calc.specs.training import Offload
 
 
+_DEVICE_FIELDS = ("smartnics_per_node", "allow_spill", "superchip_gpu_fraction")
+
+
 def planned_case(base: Case, offload: Offload | None) -> Case:
     """``base`` on the planner's recommended layout (and its micro-batch and recomputation)
     among the layouts that offload to ``offload`` (None: the planner's own choice)."""
@@ -26,5 +29,9 @@ def planned_case(base: Case, offload: Offload | None) -> Case:
         what = f" offloading to {offload.value}" if offload is not None else ""
         raise InputError(f"no layout of {base.model.name}{what} fits on {base.hw.nodes} x "
                          f"{base.hw.node.name}: {res.why}; pin one with --tp/--pp/--zero")
-    return dataclasses.replace(base, layout=rec.layout, training=rec.training,
+    # the planner searches none of the device options typed with it (--smartnics-per-node,
+    # --no-spill, --gpu-fraction): they stay as given
+    kept = {k: getattr(base.layout, k) for k in _DEVICE_FIELDS}
+    return dataclasses.replace(base, layout=rec.layout.model_copy(update=kept),
+                               training=rec.training,
                                stages=stage_table(base.model, [rec.layout.pp], False, [rec.layout.interleave]))
