@@ -96,9 +96,12 @@ def test_validate_counts(cat):
     # virtual stages for 126 layers, run since the embedding and the loss may take a chunk
     # each), 162 listed. The GB200 HybridEP rows inside the NVL72 rack (--moe-dispatcher
     # hybridep): 25.11's 4 (public_cases_moe) and 26.02-26.08's 19 (public_cases_mb26) cases,
-    # 143 of 26.02-26.08 listed; GB300's 18 dense rows on the gb300-nvl72 rack: 125 listed
-    assert (len(public), len(missing)) == (98 + 25 + 4 + 216 + 3 + 2 + 5 + 58 + 4 + 19 + 18,
-                                           44 + 1 - 4 + 1 + 10 + 7 + 162 - 4 - 19 - 18)
+    # 143 of 26.02-26.08 listed; GB300's 18 dense rows on the gb300-nvl72 rack: 125 listed;
+    # the Blackwell Ultra MoE rows with their configs (public_cases_mb26_bw.py), GB300's 29 on
+    # the rack and B300's 19 on dgx-b300: 77 listed
+    assert (len(public), len(missing)) == (
+        98 + 25 + 4 + 216 + 3 + 2 + 5 + 58 + 4 + 19 + 18 + 29 + 19,
+        44 + 1 - 4 + 1 + 10 + 7 + 162 - 4 - 19 - 18 - 29 - 19)
     assert len(cases) + len(missing) >= 150
     assert all(why for _, _, why in missing)
     o = overall(cases)
@@ -111,9 +114,11 @@ def test_validate_counts(cat):
     # NeMo 24.07's 5 (H100 group): 357 and 354; Megatron-Bridge 26.02-26.08's 53 (B200, GB200
     # and H100, all refitted without their source): 410 and 407; with the 5 PP 16 VP 8 rows,
     # 415 and 412; the 23 GB200 HybridEP rows (GB200 group, refitted): 438 and 435; GB300's 18
-    # dense rows (GB200's group, with their fitted factor): 456 and 453
-    assert o["rows"] == 102 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18
-    assert o["refitted"] == 99 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18
+    # dense rows (GB200's group, with their fitted factor): 456 and 453; the 48 Blackwell Ultra
+    # MoE rows (GB300 in GB200's group, B300 in B200's; their MoE constants refitted without
+    # their source): 504 and 501
+    assert o["rows"] == 102 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48
+    assert o["refitted"] == 99 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48
 
 
 def _mfu(run, node, seq, cp, key="mfu"):

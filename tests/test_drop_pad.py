@@ -138,6 +138,15 @@ def test_the_shipped_constants_are_the_fit_of_the_public_moe_rows(cat):
     rows = [h for h in every if h.key not in later]
     # 22 + the 4 GB200 HybridEP rows of 25.11 (public_cases_moe.py, dropless: K > 0)
     assert len(rows) == 26 and sum(r.K == 0 for r in rows) == 14  # 12 + 2 Mixtral padded
-    assert len(every) == 26 + 36 + 19  # + the 19 GB200 HybridEP rows of 26.02-26.08
+    # + the 19 GB200 HybridEP rows of 26.02-26.08, and the 48 GB300 and B300 rows
+    # (public_cases_mb26_bw.py), 14 of them on a full-iteration graph (K = 0: GB300 26.06-26.08
+    # DeepSeek-V3 4, GPT-OSS, Qwen3-30B and Qwen3-235B 3 each; B300 Qwen3-30B at 26.06)
+    bw = {i for i, c in enumerate(cases) if c.case.startswith(("GB300", "B300"))}
+    ultra = [h for h in every if h.key in bw]
+    assert len(every) == 26 + 36 + 19 + 48 and len(ultra) == 48
+    assert sum(h.K == 0 for h in ultra) == 4 + 3 + 3 + 3 + 1
+    # the constants were fitted on the 81 before them and stay (round 14: on all 129 the grid
+    # puts the sync at 2.7 ms; not shipped, docs/reference/framework-physics.md 7.3)
     a = Assumptions()
-    assert fit(every) == pytest.approx((a.moe_layer_host_s, a.moe_layer_fixed_s))
+    assert fit([h for h in every if h.key not in bw]) == pytest.approx(
+        (a.moe_layer_host_s, a.moe_layer_fixed_s))

@@ -160,9 +160,10 @@ def test_every_gpu_states_its_efficiency_source(cat):
     b200, gb200 = cat.get("b200", "gpu"), cat.get("gb200", "gpu")
     assert b200.efficiency_label == gb200.efficiency_label == "calibrated"
     assert (b200.gemm_eta_max, gb200.gemm_eta_max) == (0.54, 0.49)
-    # Blackwell Ultra: B300 takes B200's values (derived, no expressible public row); GB300
-    # GB200's x its fitted factor 1.20 (validate_loso.SCALED): 0.49 x 1.2 = 0.588, cuDNN 0.31 x
-    # 1.2 = 0.372, FA2 0.22 x 1.2 = 0.264, the unfused core 0.21 x 1.2 = 0.252; W_half GB200's
+    # Blackwell Ultra: B300 takes B200's values (derived: its public rows are MoE, outside the
+    # GEMM fit); GB300 GB200's x its fitted factor 1.20 (validate_loso.SCALED): 0.49 x 1.2 =
+    # 0.588, cuDNN 0.31 x 1.2 = 0.372, FA2 0.22 x 1.2 = 0.264, the unfused core 0.21 x 1.2 =
+    # 0.252; W_half GB200's
     b300, gb300 = cat.get("b300", "gpu"), cat.get("gb300", "gpu")
     assert (b300.efficiency_label, b300.gemm_eta_max, b300.flash_attention_eta) == (
         "derived", b200.gemm_eta_max, b200.flash_attention_eta)

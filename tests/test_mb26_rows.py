@@ -2,6 +2,8 @@
 the rows equal the published tables, every listed row says why, the cases carry the scripts'
 settings."""
 
+import pytest
+
 from optimus_calc.public_cases import public_rows
 from optimus_calc.public_cases_mb26 import mb26_rows
 
@@ -50,17 +52,18 @@ def test_listed_rows_say_why():
     # 162 listed before the GB200 HybridEP rows became cases; 19 of them are (DeepSeek-V3 and
     # Qwen3-235B-A22B in all 7 releases, GPT-OSS 120B in 26.02.01, 26.04, 26.06-26.08); then
     # GB300's 18 dense FP8 and MXFP8 rows (Llama 3 70B in 26.02-26.04.01: 4 + 4, Llama 3.1
-    # 405B in 26.02-26.06: 5 + 5)
-    assert len(listed) == 162 - 19 - 18 and all(r.why_not.strip() for r in listed)
+    # 405B in 26.02-26.06: 5 + 5); then the 48 Blackwell Ultra MoE rows (public_cases_mb26_bw):
+    # GB300's 29 (DeepSeek-V3 in all 7 releases, two rows in 26.06: 8; GPT-OSS 120B,
+    # Qwen3-30B-A3B and Qwen3-235B-A22B in all 7: 7 each) and B300's 19 on dgx-b300 (DeepSeek-V3,
+    # GPT-OSS and Qwen3-30B in 26.02-26.06: 5 each; Qwen3-235B in 26.02-26.04.01: 4)
+    assert len(listed) == 162 - 19 - 18 - 29 - 19 and all(r.why_not.strip() for r in listed)
     # "26.06.01", Nemotron_3_Super on GB300, NVFP4: the model is the first reason
     # | DGX-GB300 | 64 | NVFP4 | 512 | 1 | 8192 | 1 | 1 | 1 | n/a | 64 | 9984 | 845 |
     (r,) = [r for r in listed if r.published == 9984]
     assert r.why_not == "model not in the catalog (Nemotron 3 Super)"
-    # a GB300 MoE row and every B300 row stay listed, each saying why
-    assert all(r.why_not.startswith("the GB300 MoE configs") for r in listed
-               if r.label.startswith("GB300") and "EP" in r.label and r.model in (
-                   "deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b"))
-    assert all(r.why_not for r in rows if r.label.startswith("B300"))
+    # the GB300 and B300 rows still listed are so for their model or NVFP4 only
+    assert {r.why_not.split(" (")[0] for r in listed if r.label.startswith(("GB300", "B300"))} \
+        == {"model not in the catalog", "NVFP4 has no recipe in the tool"}
     # "26.02", LLAMA3_70B on GB200 in NVFP4: no recipe
     # | DGX-GB200 | 64 | NVFP4 | 256 | 1 | 8192 | 0 | 2 | 4 | 1 | 5 | n/a | 4458 | 2004 |
     (r,) = [r for r in listed if r.published == 4458]
@@ -75,10 +78,16 @@ def test_cases_name_their_settings_and_run_on_the_rack():
     # the GB200 rows go onto the NVL72 rack: 64 GPUs in one rack, 256 on four
     on_rack = [r for r in public_rows() if "(26.0" in r.label and r.node == "gb200-nvl72"]
     assert {(r.nodes, r.gpus_per_node) for r in on_rack} == {(1, 8), (1, 64), (4, 64)}
-    # and the GB300 rows onto theirs: Llama 3 70B on one rack of 64, Llama 3.1 405B on four
+    # and the GB300 rows onto theirs: Llama 3 70B and GPT-OSS 120B on one rack of 64, Llama
+    # 3.1 405B, DeepSeek-V3 and Qwen3-235B on four, Qwen3-30B on 8 GPUs of one; 18 dense + 29 MoE
     gb300 = [r for r in public_rows() if r.label.startswith("GB300") and not r.why_not]
     assert {(r.node, r.nodes, r.gpus_per_node) for r in gb300} == {
-        ("gb300-nvl72", 1, 64), ("gb300-nvl72", 4, 64)} and len(gb300) == 18
+        ("gb300-nvl72", 1, 8), ("gb300-nvl72", 1, 64), ("gb300-nvl72", 4, 64)}
+    assert len(gb300) == 18 + 29
+    # the B300 rows on DGX B300 nodes of 8: 8, 64 and 256 GPUs are 1, 8 and 32 nodes
+    b300 = [r for r in public_rows() if r.label.startswith("B300") and not r.why_not]
+    assert {(r.node, r.nodes) for r in b300} == {("dgx-b300", 1), ("dgx-b300", 8),
+                                                 ("dgx-b300", 32)} and len(b300) == 19
 
 
 def test_gb200_hybridep_rows_run_their_configs_inside_the_rack():
@@ -107,3 +116,53 @@ def test_gb200_hybridep_rows_run_their_configs_inside_the_rack():
             and r.label.endswith("(26.04)")]
     assert (r.published, r.ep, r.mbs, r.dispatcher) == (15938, 64, 4, "hybridep")
     assert (r.ep_comm_overlap, r.cuda_graph, r.nodes, r.gpus_per_node) == (True, False, 1, 64)
+
+
+def _case(prefix: str, release: str):
+    (r,) = [r for r in public_rows() if r.label.startswith(prefix) and r.label.endswith(release)]
+    return r
+
+
+def test_blackwell_ultra_moe_rows_run_their_configs(cat):
+    # "26.04", DeepSeekV3 on GB300 (docs/performance-summary-archive.md @ 067f987df):
+    # | DGX-GB300 | 256 | MXFP8 | 4096 | 2 | 4096 | 0 | 1 | 2 | 1 | 8 | 32 | 4965 | 1290 |
+    # deepseek_workload_base_configs.py @ 26.04-alpha.rc2 L41-54, L169-178: PP 2 VP 8 EP 32,
+    # micro-batch 2, hybridep, moe_a2a_overlap False, cuda_graph_scope [], mla_up_proj
+    r = _case("GB300 deepseek-v3", "(26.04)")
+    assert (r.published, r.mbs, r.pp, r.vp, r.ep, r.dispatcher) == (4965, 2, 2, 8, 32, "hybridep")
+    assert (r.ep_comm_overlap, r.cuda_graph) == (False, False) and "mla_up_proj" in r.assumed
+    # 256 GPUs on 4 GB300 racks of 64: a PP stage (128 GPUs, two racks) holds 4 EP groups of
+    # 32, each inside one rack's NVLink domain
+    assert (r.node, r.nodes, r.gpus_per_node) == ("gb300-nvl72", 4, 64)
+    # "26.08", Qwen3_235B_a22B on GB300 (docs/performance-summary.md @ 067f987df):
+    # | DGX-GB300 | 256 | MXFP8 | 8192 | 2 | 4096 | 1 | 4 | 1 | 12 | 32 | 8816 | 1306 |
+    # perf_recipes/qwen/gb300/qwen3_moe.py @ v0.6.0 L461-487: PP 4 VP 12 EP 32, hybridep,
+    # _enable_hybridep_full_iteration_mxfp8 (full_iteration, EP overlap: common.py L36-60)
+    r = _case("GB300 qwen3-235b", "(26.08)")
+    assert (r.published, r.pp, r.vp, r.ep, r.dispatcher) == (8816, 4, 12, 32, "hybridep")
+    assert (r.ep_comm_overlap, r.cuda_graph) == (True, True)
+    # "26.04.01", DeepSeekV3 on B300:
+    # | DGX-B300 | 256 | MXFP8 | 4096 | 2 | 4096 | 0 | 1 | 8 | 1 | n/a | 8 | 3456 | 898 |
+    # deepseek_workload_base_configs.py @ v0.4.2 L180-189: micro-batch 2, PP 8, EP 8, hybridep,
+    # no EP overlap, Transformer Engine graphs of attn/moe_router/moe_preprocess (not modelled)
+    r = _case("B300 deepseek-v3", "(26.04.01)")
+    assert (r.published, r.mbs, r.pp, r.vp, r.ep, r.dispatcher) == (3456, 2, 8, 1, 8, "hybridep")
+    assert (r.ep_comm_overlap, r.cuda_graph) == (False, False)
+    assert "attn, moe_router, moe_preprocess" in r.assumed
+    # 256 GPUs = 32 DGX B300 nodes of 8: the EP group of 8 inside one node's NVLink
+    assert (r.node, r.nodes, r.precision, r.fp8_recipe) == ("dgx-b300", 32, "fp8", "mxfp8")
+    # "26.02.01", Qwen3_235B_a22B on B300: the table's micro-batch 1 and VP 4 run, where
+    # qwen3_workload_base_configs.py @ v0.4.0 L237-245 has micro-batch 2 and no VP; no flex
+    # backend (alltoall), moe_a2a_overlap False
+    # | DGX-B300 | 256 | MXFP8 | 8192 | 1 | 4096 | 0 | 1 | 8 | 1 | 4 | 8 | 2644 | 391 |
+    r = _case("B300 qwen3-235b", "(26.02.01)")
+    assert (r.published, r.mbs, r.vp, r.dispatcher, r.ep_comm_overlap) == (
+        2644, 1, 4, "alltoall", False) and r.assumed.startswith(
+        "Megatron-Bridge @ v0.4.0 (0fbfe7d3e) performance configs: the table's micro-batch 1")
+    # the node: 8 x b300, 2 x Xeon 6 6776P (8 channels of DDR5-6400: 8 x 6,400 MT/s x 8 B =
+    # 409.6 GB/s each), 8 x ConnectX-8 (800 Gb/s), NVLink 5 inside
+    node = cat.get("dgx-b300", "node")
+    assert (node.gpu, node.gpus, node.cpu, node.cpus, node.nic, node.nics, node.intra_link) == (
+        "b300", 8, "xeon-6776p", 2, "connectx-8", 8, "nvlink5")
+    cpu = cat.get("xeon-6776p", "cpu")
+    assert (cpu.cores, cpu.memory_bandwidth_GBps) == (64, pytest.approx(8 * 6400 * 8 / 1000))

@@ -13,9 +13,9 @@ Precision per cell: FP8 is per-tensor current scaling (the scripts' FP8_CS confi
 MXFP8 Transformer Engine's MXFP8 recipe (``MXR``), BF16 plain; NVFP4 has no recipe in the
 tool (listed). Kimi-K2, Nemotron 3 (Nano, Super, Ultra), Nemotron 3.5 Lightning and DeepSeek-V4
 Flash are not in the catalog (listed). GB200 and GB300 rows run on their racks (gpu="gb200" or
-"gb300"; public_cases._on_nvl72); the GB300 and B300 MoE rows are listed: their per-release
-MoE configs (dispatcher, CUDA graphs, overlap) are not read (public_cases_mb26_moe.py reads
-the H100, B200 and GB200 ones).
+"gb300"; public_cases._on_nvl72), B300 rows on dgx-b300 nodes; the MoE rows run their
+release's config (dispatcher, CUDA graphs, overlap): public_cases_mb26_moe.py reads the H100,
+B200 and GB200 ones, public_cases_mb26_bw.py the GB300 and B300 ones.
 
 The settings: the scripts at the first tag whose docs/performance-summary.md carries the
 release as its newest (_TAG; assumed to be the container's Megatron-Bridge), files
@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+from optimus_calc.public_cases_mb26_bw import bw_settings
 from optimus_calc.public_cases_mb26_moe import DEEP, HEP, moe_settings
 from optimus_calc.public_row import CS, FP, MEG, MXR, PublicRow
 
@@ -72,15 +73,11 @@ def _dense(rel: str, gpu: str, model: str, prec: str, fsdp: int) -> tuple[str, d
 
 
 
-def _why_not(gpu: str, model: str, prec: str, ep: int) -> str:
+def _why_not(model: str, prec: str) -> str:
     if model not in _MODEL:
         return _CAT.format(m=model)
     if prec == "NVFP4":
         return "NVFP4 has no recipe in the tool"
-    if gpu == "B300":
-        return "no DGX B300 node in the catalog (the b300 GPU is; its MoE configs are not read)"
-    if gpu == "GB300" and ep > 1:
-        return "the GB300 MoE configs (dispatcher, CUDA graphs, EP overlap) are not read"
     return ""
 
 
@@ -91,11 +88,13 @@ def _row(rel, gpu, model, prec, gpus, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep,
            + (f" VP{vp}" if vp > 1 else "")) + (f" EP{ep}" if ep > 1 else "")
     label = f"{gpu} {model if model not in _MODEL else _MODEL[model]} {prec} {lay}, " \
             f"{gpus} GPUs ({rel})"
-    where = dict(node="dgx-h100" if gpu == "H100" else "dgx-b200", nodes=max(1, gpus // 8),
+    node = {"H100": "dgx-h100", "B300": "dgx-b300"}.get(gpu, "dgx-b200")
+    where = dict(node=node, nodes=max(1, gpus // 8),
                  tp=tp, pp=pp, cp=cp, vp=vp, ep=ep, seq=seq, gbs=gbs, mbs=mbs)
-    why = _why_not(gpu, model, prec, ep)
+    why = _why_not(model, prec)
     if not why and ep > 1:
-        why, asm, kw = moe_settings(rel, gpu, model, ep, pp)
+        why, asm, kw = (bw_settings(rel, gpu, model, ep) if gpu in ("GB300", "B300") else
+                        moe_settings(rel, gpu, model, ep, pp))
         disp = "hybridep" if HEP in asm else "deepep" if DEEP in asm else "alltoall"
         kw = dict(etp=1, dispatcher=disp, **kw,
                   **({} if prec == "BF16" else MXR if prec == "MXFP8" else CS),
