@@ -196,8 +196,8 @@ def test_h100_kernels_are_tied_by_the_fa3_papers_forward_and_backward_rates():
 
 def test_a_cudnn_row_fits_the_fa2_level_and_cudnn_follows():
     # two cuDNN rows (one fixes eta_max alone), all attention (a = c_d = 0, c_a = 1), each
-    # published 120 where the shipped
-    # cuDNN 0.3 predicts 100: it needs cuDNN 0.36 = 1.6176 x FA2, FA2 0.2226; on the 0.01 grid
+    # published 120 where the shipped cuDNN 0.3 predicts 100: it needs cuDNN 0.36 = 1.6176 x
+    # FA2, FA2 0.2226; on the 0.01 grid
     # 0.22 (|log(1.6176 x 0.22 / 0.36)| = 0.0115 against 0.0329 at 0.23); cuDNN 0.22 x 1.6176
     p0 = {"eta_max": 0.9, "W_half": 10.0, "eta_u": 0.2, "eta_a:cudnn": 0.3, "eta_a:fa2": 0.2}
     row = FitRow(0, "A", "h100", "h100-sxm", "cudnn", 0.0, 0.0, 1.0, 1e21, 120.0, 100.0, False)
