@@ -43,3 +43,18 @@ def test_attention_core_time_is_named(run):
     r = run("explain", "compute.compute_time", *LAYOUT)
     assert "evaluated for forward, attention core, backward; shown: backward" in " ".join(
         r.out.split())
+
+
+def test_explain_names_the_framework_profile_its_values_come_from(run):
+    # the same equation under two profiles: Megatron-LM's overlaps the gradient reduction and
+    # the parameter gather (dp_reduce_overlap = dp_gather_overlap = 1, the recipes' launch
+    # flags); DeepSpeed's ZeRO-0 all-reduces after the backward (0, 0); each says whose values
+    args = ("explain", "step.dp_exposed_time", "llama-3-8b", "--node", "dgx-h100")
+    mg = run(*args, "--framework", "megatron", "--format", "json").json()
+    ds = run(*args, "--framework", "deepspeed", "--format", "json").json()
+    assert mg["physics_profile"].startswith("Megatron-LM profile (--framework megatron)")
+    assert ds["physics_profile"].startswith("DeepSpeed profile (--framework deepspeed)")
+    assert (mg["values"]["o_dr"], mg["values"]["o_pg"]) == (1.0, 1.0)
+    assert (ds["values"]["o_dr"], ds["values"]["o_pg"]) == (0.0, 0.0)
+    text = run(*args).out
+    assert "values under the framework-neutral parameters" in text
