@@ -39,3 +39,15 @@ def test_line_rate_bits_to_bytes():
 def test_fmt_bytes_decimal_and_binary():
     assert fmt_bytes(52.5e9) == "52.50 GB"
     assert fmt_bytes(2**30, binary=True) == "1.00 GiB"
+
+
+def test_less_than_one_byte_or_one_parameter_is_refused(run):
+    # a message is at least one byte and a model at least one parameter: 0.5 of either is an
+    # input error naming the flag (exit 2), where 1.5GB = 1.5e9 bytes and 70B stay fine
+    with pytest.raises(InputError, match="less than one byte"):
+        parse_size("0.5", "--size")
+    with pytest.raises(InputError, match="less than one"):
+        parse_count("0.5", "--params")
+    assert parse_size("1.5GB") == 1.5e9 and parse_count("70B") == 70e9
+    r = run("comm", "all-gather", "--size", "0.5")
+    assert r.code == 2 and "--size '0.5' is less than one byte" in r.err

@@ -67,6 +67,8 @@ def parse_size(text: str, what: str = "size", allow_zero: bool = False) -> float
     factor = _BINARY[prefix] if prefix in _BINARY else _DECIMAL[prefix]
     value = num * factor
     _finite_positive(value, what, raw, allow_zero)
+    if 0 < value < 1:
+        raise InputError(f"{what} {text!r} is less than one byte")
     if value > MAX_BYTES:
         raise InputError(f"{what} {text!r} is larger than {MAX_BYTES:.0e} bytes")
     return value
@@ -85,6 +87,8 @@ def parse_count(text: str, what: str = "count") -> float:
     factor = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}[m.group("suffix") or ""]
     value = float(m.group("num")) * factor
     _finite_positive(value, what, raw, allow_zero=False)
+    if value < 1:
+        raise InputError(f"{what} {text!r} is less than one")
     if value > MAX_COUNT:
         raise InputError(f"{what} {text!r} is larger than {MAX_COUNT:.0e}")
     return value
