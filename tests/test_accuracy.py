@@ -209,3 +209,28 @@ def test_a_cudnn_row_fits_the_fa2_level_and_cudnn_follows():
     assert predict([row], p0, p0)[0] == pytest.approx(100 * 0.2 * 521.1 / 322.1 / 0.3, rel=1e-3)
     # and under the fit: 100 x 0.3559 / 0.3 = 118.6
     assert predict([row], p, p0)[0] == pytest.approx(100 * 0.22 * 521.1 / 322.1 / 0.3, rel=1e-3)
+
+
+def test_a_tied_kernels_row_without_other_sources_keeps_its_shipped_prediction():
+    # one cuDNN row with attention (c_a = 1), alone in its group: nothing to refit on, so its
+    # LOSO prediction is the shipped 100 (before: read as FA2 0.2 x 1.6176 = 0.3235 against the
+    # shipped cuDNN 0.3, 100 x 0.3235 / 0.3 = 107.8)
+    p0 = {"eta_max": 0.9, "W_half": 10.0, "eta_u": 0.2, "eta_a:cudnn": 0.3, "eta_a:fa2": 0.2}
+    row = FitRow(0, "A", "h100", "h100-sxm", "cudnn", 0.0, 0.0, 1.0, 1e21, 120.0, 100.0, False)
+    assert loso([row], {"h100": p0}, ("eta_max", "eta_a:fa2")).predictions[0] == \
+        pytest.approx(100.0)
+
+
+def test_a_refit_reports_the_tied_value_its_rows_read():
+    # training rows without a fused kernel (unfused, c_a = 0: FA2 not informed): the refit's
+    # cuDNN is the held FA2 0.2 x 521.1 / 322.1 = 0.3236, and the held-out cuDNN row is
+    # predicted at that value, 100 x 0.3236 / 0.3 = 107.9 (eta_max stays 0.9: the unfused rows
+    # publish what they predict)
+    p0 = {"eta_max": 0.9, "W_half": 10.0, "eta_u": 0.2, "eta_a:cudnn": 0.3, "eta_a:fa2": 0.2}
+    held = FitRow(0, "A", "h100", "h100-sxm", "cudnn", 0.0, 0.0, 1.0, 1e21, 120.0, 100.0, False)
+    train = [FitRow(i, "B", "h100", "h100-sxm", "", 0.0, 1.0, 0.0, 1e21, 100.0, 100.0, False)
+             for i in (1, 2)]
+    names = ("eta_max", "eta_a:fa2", "eta_a:cudnn")
+    assert fit(train, p0, names)["eta_a:cudnn"] == pytest.approx(0.2 * 521.1 / 322.1, rel=1e-3)
+    assert loso([held, *train], {"h100": p0}, names).predictions[0] == \
+        pytest.approx(100 * 0.2 * 521.1 / 322.1 / 0.3, rel=1e-3)

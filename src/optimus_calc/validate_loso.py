@@ -183,11 +183,12 @@ def _S(rows: list[FitRow] | _Pack, p: dict[str, float], own: bool = False) -> np
 
 
 def predict(rows: list[FitRow] | _Pack, p: dict[str, float], p0: dict[str, float],
-            s0: np.ndarray | None = None) -> np.ndarray:
+            s0: np.ndarray | None = None, own: bool = False) -> np.ndarray:
     """The rows' predictions under ``p``, from the shipped ones under ``p0`` (``s0``: _S at p0,
-    when the caller holds it)."""
+    when the caller holds it); ``own``: each row reads its own kernel's value in ``p`` (a fit's
+    result, where _prior has set each TIED kernel from its reference), else the fit's reading."""
     k = rows if isinstance(rows, _Pack) else _pack(rows)
-    ratio = (_S(k, p0, own=True) if s0 is None else s0) / _S(k, p)
+    ratio = (_S(k, p0, own=True) if s0 is None else s0) / _S(k, p, own=own)
     return np.where(k.time_like, k.pred0 / ratio, k.pred0 * ratio)
 
 
@@ -268,12 +269,13 @@ def fit(rows: list[FitRow], p0: dict[str, float], names: tuple[str, ...]) -> dic
 def _prior(p: dict[str, float], names: tuple[str, ...], free: list[str],
            group: str | None = None) -> dict[str, float]:
     """``p`` with each PRIOR parameter the fit's rows do not inform set to its stand-in, and
-    each TIED kernel of ``group`` at its reference's value times its ratio."""
+    each TIED kernel of ``group`` at its reference's value times its ratio (refitted or not:
+    the value the fit's rows read, _S)."""
     for n, like in PRIOR.items():
         if n in names and n not in free and like in p:
             p[n] = p[like]
     for n, (ref, ratio) in TIED.get(group, {}).items():
-        if n in names and ref in free:
+        if n in names and ref in p:
             p[n] = p[ref] * ratio
     return p
 
@@ -301,6 +303,8 @@ def loso(rows: list[FitRow], shipped: dict[str, dict], names: tuple[str, ...]) -
             train = [r for r in mine if r.fold != f]
             test = [r for r in mine if r.fold == f]
             p = fit(train, p0, names) if train else p0
-            for r, v in zip(test, predict(test, p, p0)):
+            # each row at its own kernel's value in the refit (_prior sets a TIED one from its
+            # reference); nothing to refit on (no other source): the shipped values
+            for r, v in zip(test, predict(test, p, p0, own=True)):
                 preds[r.key] = float(v)
     return LosoResult(preds, full, shipped, names, folds)
