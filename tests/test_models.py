@@ -135,3 +135,23 @@ def test_moe_layer_count_in_closed_form_equals_the_layer_rule(cat):
     mix = cat.get("mixtral-8x7b", "model").model_copy(
         update={"layers": 10, "first_dense_layers": 3, "moe_layer_freq": 2})
     assert _moe_layers_in(mix, 0, 10) == 3 and _moe_layers_in(mix, 5, 7) == 1
+
+
+def test_a_learned_position_table_grows_to_the_sequence(run, cat):
+    # gpt2-xl has a 1,024-row learned position table (hidden 1,600); trained at 4,096 tokens the
+    # run builds 4,096 rows, as the exports write --max-position-embeddings max(table, seq):
+    # 3,072 x 1,600 = 4,915,200 parameters more; rotary models do not change
+    def params(model, seq):
+        d = run("memory", model, "--node", "dgx-a100", "--seq-len", seq, "--format", "json")
+        return d.json()["model"]["total_params"]
+    assert params("gpt2-xl", 4096) - params("gpt2-xl", 1024) == 3072 * 1600
+    assert params("gpt2-xl", 512) == params("gpt2-xl", 1024)  # a shorter run keeps the table
+    assert params("llama-3-8b", 16384) == params("llama-3-8b", 8192)
+    # the planner plans the same model: its pick's GPU memory is `memory`'s on that layout
+    args = ("gpt2-xl", "--node", "dgx-a100", "--seq-len", 4096)
+    r = run("plan", *args, "--format", "json").json()["recommended"]
+    m = run("memory", *args, "--tp", r["tp"], "--pp", r["pp"], "--dp", r["dp"], "--zero",
+            r["zero"], "--micro-batch", r["micro_batch"], "--global-batch", r["global_batch"],
+            "--recompute", r["recompute"], "--offload", r["offload"], "--framework",
+            r["framework"], "--no-sp", "--format", "json").json()
+    assert m["per_gpu"]["total_bytes"] == pytest.approx(r["gpu_memory_bytes"], rel=1e-9)

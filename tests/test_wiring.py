@@ -101,14 +101,15 @@ def test_full_recompute_repeats_the_moe_routing_pass(run):
 
 
 def test_a_smartnic_serves_the_shards_of_the_gpus_it_is_shared_by(run):
-    """gpt2-xl (1,557,611,200 parameters) on one DGX A100 at ZeRO-1, DP 8: each GPU's shard is
-    194,701,400 parameters, 2-byte gradients out and 2-byte weights back = 778,805,600 bytes
-    over its PCIe 4 x16 (31.5 GB/s x 0.76 = 23.94 GB/s): 32.53 ms. BlueField-3's PCIe 5 x16
-    (63 GB/s x 0.76 = 47.88 GB/s) carries G_n / K_n shards: one card per GPU is faster than the
-    GPU's link; 2 cards for 8 GPUs carry 4 shards each, 4 x 778,805,600 / 47.88e9 = 65.06 ms
-    (offload.smartnic_transfer_time; no spill: 4 x 194.7M x 16 bytes < 32 GB). Kills the card's
-    side without G_n (`P_r G_n / K_n` -> `P_r / K_n`)."""
-    shard = 1_557_611_200 / 8 * 4
+    """gpt2-xl at 4,096 tokens (1,557,611,200 parameters with its 1,024-row learned position
+    table, which the run grows to 4,096 rows: + 3,072 x 1,600 = 1,562,526,400) on one DGX A100
+    at ZeRO-1, DP 8: each GPU's shard is 195,315,800 parameters, 2-byte gradients out and 2-byte
+    weights back = 781,263,200 bytes over its PCIe 4 x16 (31.5 GB/s x 0.76 = 23.94 GB/s): 32.63
+    ms. BlueField-3's PCIe 5 x16 (63 GB/s x 0.76 = 47.88 GB/s) carries G_n / K_n shards: one
+    card per GPU is faster than the GPU's link; 2 cards for 8 GPUs carry 4 shards each, 4 x
+    781,263,200 / 47.88e9 = 65.27 ms (offload.smartnic_transfer_time; no spill: 4 x 195.3M x 16
+    bytes < 32 GB). Kills the card's side without G_n (`P_r G_n / K_n` -> `P_r / K_n`)."""
+    shard = (1_557_611_200 + 3_072 * 1_600) / 8 * 4
     times = {}
     for k in (8, 2):
         d = _step(run, "gpt2-xl", "--zero", 1, "--offload", "smartnic", "--smartnics-per-node",

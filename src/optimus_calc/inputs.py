@@ -178,11 +178,10 @@ def launch_overlaps(kw: dict) -> dict:
 
 def make_training(origins: dict[str, str] | None = None, trusted: tuple[str, ...] = (),
                   **fields) -> Training:
-    """``Training(**fields)``, its validation errors as InputErrors naming the flag the user
-    typed; ``origins`` explains a value the user did not type (a default derived from others).
-    ``trusted``: fields whose values come from a validated spec with the field's own bounds
-    (a model's sequence length) or are computed here of the field's type; when every other value is its field's default, nothing is
-    validated (specs/base.unvalidated: no schema is built on a cold command)."""
+    """``Training(**fields)``, its validation errors as InputErrors naming the flag typed;
+    ``origins`` explains a value the user did not type. ``trusted``: fields from a validated
+    spec with the field's bounds (a model's sequence length) or computed here; when every other
+    value is its field's default, nothing is validated (specs/base.unvalidated)."""
     tr = unvalidated(Training, fields, trusted)
     if tr is not None:
         return tr  # type: ignore[return-value]
@@ -260,7 +259,7 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
     the layout is evaluated under each offload target (compare, breakeven, nics), so
     --offload-params applies to the targets moving weights; ``step_time``: it times the step."""
     from optimus_calc.evaluate.context import (check_layout, check_moe_assumptions,
-                                            fill_layout, resolve_hardware)
+                                            fill_layout, resolve_hardware, with_positions)
     model = resolve_model(model_text, cat)
     if isinstance(model, BareModel) and (step_time or not kw["model_states_only"]):
         raise InputError(f"MODEL {model_text!r} is a bare parameter count: " + (
@@ -285,6 +284,7 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
             raise InputError(f"{flag} applies to --offload {target} (got --offload "
                              f"{layout.offload.value})")
     tr, gb_default, seq_default = training_from(kw, model, layout.dp)
+    model = with_positions(model, tr.seq_len)
     check_layout(model, layout, tr)
     from optimus_calc.evaluate.fp8 import check_fp8_gpu
     check_fp8_gpu(hw.gpu, tr)
@@ -324,7 +324,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict, one_model: bool
     carry the search limits (offloads, recomputes, max_zero, distinct). ``one_model``: MODEL is
     the only model searched (a sweep's template is its first of several: the sweep checks its
     MoE-only flags against them all)."""
-    from optimus_calc.evaluate.context import check_moe_flags, resolve_hardware
+    from optimus_calc.evaluate.context import check_moe_flags, resolve_hardware, with_positions
 
     model = search_model(cat, model_text)
     hw = resolve_hardware(cat, kw["node"], kw["nodes"], kw.get("gpu"), kw.get("gpus_per_node"),
@@ -344,7 +344,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict, one_model: bool
                        **launch_overlaps(kw))
     from optimus_calc.evaluate.fp8 import check_fp8_gpu
     check_fp8_gpu(hw.gpu, tr)
-    asm = assumptions_from(kw)
+    model, asm = with_positions(model, tr.seq_len), assumptions_from(kw)
     check_token_drop(model, tr, asm)
     if one_model:
         check_moe_flags(model, tr, asm)

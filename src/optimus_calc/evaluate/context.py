@@ -162,6 +162,16 @@ def check_moe_assumptions(model: Model | BareModel, asm) -> None:
                          "expert applies to MoE models")
 
 
+def with_positions(model, seq_len: int):
+    """``model`` with a learned position table of at least ``seq_len`` rows: a run at a longer
+    sequence builds one that long, as the exports write it (--max-position-embeddings
+    max(table, seq): frameworks/megatron_export.py, megatron_deepspeed_export.py), so the
+    planned parameters are the built model's; rotary, ALiBi and bare counts are unchanged."""
+    if getattr(model, "position_embedding", "") == "learned" and seq_len > model.max_position:
+        return model.model_copy(update={"max_position": int(seq_len)})
+    return model
+
+
 def check_layout(model: Model | BareModel, layout: Layout, training: Training) -> None:
     """Divisibility rules a framework would reject. Raises a FieldError naming the field
     (the CLI names it by its flag, cli/flags.py)."""
