@@ -96,8 +96,8 @@ RULES: tuple[Rule, ...] = ENGINE_RULES + (
     # even (megatron/core/tensor_parallel/mappings.py L46-58, _split_along_first_dim)
     Rule("MD_SP_SEQ", f"{_MD}: sequence parallelism splits the sequence over TP: the sequence "
          "must be a multiple of TP (or --no-sp) (megatron/core/tensor_parallel/mappings.py "
-         "L56-58)", "megatron/core/tensor_parallel/mappings.py L56-58", lambda x: None if x.seq_len is None else (x.tp > 1) & x.sp
-         & x.seq_not_dividing(x.tp)),
+         "L56-58)", "megatron/core/tensor_parallel/mappings.py L56-58",
+         lambda x: None if x.seq_len is None else (x.tp > 1) & x.sp & x.seq_not_dividing(x.tp)),
     Rule("MD_ARCH", f"{_MD}: pretrain_gpt.py cannot build this architecture from its flags (an "
          "encoder, parallel attention + MLP, MLA, a sliding window, Q/K norms, a GEGLU/ReLU MLP, "
          "ALiBi, partial biases, shared experts or leading dense layers; megatron/arguments.py "
