@@ -155,3 +155,8 @@ def test_a_learned_position_table_grows_to_the_sequence(run, cat):
             "--recompute", r["recompute"], "--offload", r["offload"], "--framework",
             r["framework"], "--no-sp", "--format", "json").json()
     assert m["per_gpu"]["total_bytes"] == pytest.approx(r["gpu_memory_bytes"], rel=1e-9)
+    # and a sweep's point at that sequence plans it too (its first row: the point's pick)
+    rows = run("sweep", "--models", "gpt2-xl", "--node", "dgx-a100", "--seq-len", "1024,4096",
+               "--format", "json").json()["rows"]
+    pt = next(x for x in rows if x["seq_len"] == 4096)
+    assert pt["gpu_memory_bytes"] == pytest.approx(r["gpu_memory_bytes"], rel=1e-9)

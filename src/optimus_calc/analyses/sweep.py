@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Callable
 
 from optimus_calc.catalog import Catalog
-from optimus_calc.evaluate.context import resolve_hardware
+from optimus_calc.evaluate.context import resolve_hardware, with_positions
 from optimus_calc.search.inputs import SearchInputs, check_offloads
 from optimus_calc.analyses.nics import NicSizing, size_nics
 from optimus_calc.search.plan import PlanResult, plan_search
@@ -76,8 +76,9 @@ def point_inputs(cat: Catalog, spec: SweepSpec, model: Model, seq: int | None, g
     pins = t.pins
     if pins and "ep" in pins and not model.is_moe and any(m.is_moe for m in spec.models):
         pins = {k: v for k, v in pins.items() if k != "ep"} or None  # --ep: the MoE models'
-    return replace(t, model=model, hw=hw, training=tr, offloads=offloads, pins=pins,
-                   seq_len_defaulted=seq is None)
+    # a learned position table holds the point's sequence, as plan's (inputs.build_search_inputs)
+    return replace(t, model=with_positions(model, tr.seq_len), hw=hw, training=tr,
+                   offloads=offloads, pins=pins, seq_len_defaulted=seq is None)
 
 
 def _point(cat: Catalog, si: SearchInputs, objective: str = "throughput") -> SweepPoint:
