@@ -52,13 +52,13 @@ def explain(app, name: str | None, model: str | None, latex: bool, show_assumpti
     if model is None and (typed := _typed_layout_flag()):
         raise InputError(f"{typed} sets the values of a layout: give MODEL (explain {name} "
                          "MODEL [layout options]); without it the equation has no values")
-    values, scopes, physics = None, [], None
+    values, scopes, choice = None, [], None
     if model is not None:
-        values, scopes, physics = _values(app, eq.name, model, kw, pipeline_stage, scope, train)
+        values, scopes, choice = _values(app, eq.name, model, kw, pipeline_stage, scope, train)
     doc = V.equation_document(eq, values, latex)
-    if physics:  # whose physics the values are (the header line step and memory print)
-        doc = dataclasses.replace(doc, notes=doc.notes + [f"values under the {physics}"],
-                                  data={**doc.data, "physics_profile": physics})
+    if choice is not None:  # whose physics the values are: step's and memory's header and key
+        doc = dataclasses.replace(doc, notes=doc.notes + [f"values under the {choice.text()}"],
+                                  data={**doc.data, "physics_profile": choice.data()})
     if len(scopes) > 1:
         shown = scope if scope is not None else scopes[-1]
         doc = dataclasses.replace(doc, notes=doc.notes + [
@@ -99,15 +99,16 @@ def _explain_all(app, name, model, pipeline_stage, train, fmt, output, kw) -> No
 
 
 def _values(app, name, model, kw, pipeline_stage, scope, train):
-    """(values, scopes, physics) of equation ``name`` for the layout: the evaluator's call,
+    """(values, scopes, choice) of equation ``name`` for the layout: the evaluator's call,
     else one of the figures `explain --all` adds (training time with --tokens, the
-    collectives); ``physics`` the framework profile's header text (or None)."""
+    collectives); ``choice`` the framework profile applied (frameworks.physics.Choice, or
+    None)."""
     from optimus_calc.analyses.explain import evaluated_equations
     from optimus_calc.evaluate.memory import equation_values
     from optimus_calc.inputs import build_inputs
 
     inp = build_inputs(app.catalog, model, kw)
-    physics = inp.framework.text() if getattr(inp, "framework", None) is not None else None
+    physics = getattr(inp, "framework", None)
     try:
         return (*equation_values(inp, name, pipeline_stage, scope), physics)
     except InputError as err:
