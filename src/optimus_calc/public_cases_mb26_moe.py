@@ -9,7 +9,7 @@ HEP = ("HybridEP dispatcher (moe_flex_dispatcher_backend hybridep): --moe-dispat
 DEEP = ("DeepEP dispatcher (moe_flex_dispatcher_backend deepep): --moe-dispatcher deepep, a "
         "token crosses to each other node once")
 _A2A = ("overlap_moe_expert_parallel_comm on (moe_a2a_overlap): "
-        "--overlap-moe-expert-parallel-comm, the all-to-all assumed hidden")
+        "--overlap-moe-expert-parallel-comm, the profile's fitted share of the all-to-all hidden")
 _CG = "Transformer Engine CUDA graphs ({s}) not modelled"
 # v0.5.0 (26.06) on, GB200 MXFP8: cuda_graph_impl full_iteration, moe_a2a_overlap and
 # cutedsl_fused_grouped_mlp in the workload config; from 381d0b825

@@ -28,7 +28,7 @@ _RC = "recompute_modules {m} (selective, helpers.py L178-180) has no flag: recom
 # moe_a2a_overlap=True -> overlap_moe_expert_parallel_comm + delay_wgrad_compute (helpers.py
 # L183-187): the row's ep_comm_overlap (--overlap-moe-expert-parallel-comm)
 _A2A = ("overlap_moe_expert_parallel_comm on (moe_a2a_overlap, helpers.py L183-187): "
-        "--overlap-moe-expert-parallel-comm, the all-to-all assumed hidden")
+        "--overlap-moe-expert-parallel-comm, the profile's fitted share of the all-to-all hidden")
 _CG = "Transformer Engine CUDA graphs ({s}) not modelled"
 # MTP is counted apart (Model.mtp_layers) and not timed: one MoE layer, a 2h x h projection
 # and a second pass of the 129,280 x 7,168 output head, about 4% of the FLOPs per token
@@ -142,7 +142,8 @@ def _deepseek() -> list[PublicRow]:
                   "--no-overlap-grad-reduce), DeepEP dispatcher (L56): --moe-dispatcher "
                   "deepep, "
                   "overlap_moe_expert_parallel_comm on (L62, L82-85): "
-                  "--overlap-moe-expert-parallel-comm, the all-to-all assumed hidden; "
+                  "--overlap-moe-expert-parallel-comm, the profile's fitted share of the "
+                  "all-to-all hidden; "
                   + _RC.format(m="mla_up_proj, mlp (L90-91)") + ", pipeline layout "
                   "Et|(tt|)*30mL (L66) not modelled; FP8 current scaling assumed (the 25.09 "
                   "table names no precision; its parenthesised figure is the 128x128 blockwise "

@@ -349,6 +349,11 @@ def with_loso(cases: list[Case], cat: Catalog, names=None):
     for h in host:
         c = out[h.key]
         out[h.key] = replace(c, loso=(c.loso or c.predicted) * refit[h.key][1] / h.pred)
+    # ... and the share of the EP all-to-all an overlapping profile hides (validate_moe.py)
+    from optimus_calc.validate_moe import loso_overlap
+    for key, p in loso_overlap(host).items():
+        h = next(h for h in host if h.key == key)
+        out[key] = replace(out[key], loso=out[key].loso * p / h.pred)
     return out, res
 
 

@@ -35,6 +35,8 @@ class HostRow:
     time_like: bool     # the figure grows with step time (seconds) or with its inverse
     K_f: float = 0.0    # dT/dt_f: MoE layers x micro-batches of the binding stage
     f0: float = 0.0     # the fixed constant the shipped prediction was made with, s
+    A: float = 0.0      # -dT/do: the EP all-to-all time an overlap share o hides, s (0: the
+    o0: float = 0.0     # row's profile hides none); o0 the share the prediction was made with
 
 
 def host_row(key: int, res, t0: float, f0: float = 0.0) -> HostRow | None:
@@ -51,9 +53,13 @@ def host_row(key: int, res, t0: float, f0: float = 0.0) -> HostRow | None:
             return 0.0                  # full-iteration CUDA graph: 0), a refit does not move it
         up = replace(s, asm=s.asm.model_copy(update={name: x0 + DELTA_S}))
         return (step_time(up) - T) / DELTA_S
+    o0 = s.asm.ep_overlap  # the step is affine in it (step.ep_comm_time)
+    A = 0.0
+    if o0 > 0:
+        A = (step_time(replace(s, asm=s.asm.model_copy(update={"ep_overlap": 0.0}))) - T) / o0
     return HostRow(key, fold_of(res.row.source), res.row.published, res.predicted, T,
                    slope("moe_layer_host_s", t0), t0, res.row.unit == "s",
-                   slope("moe_layer_fixed_s", f0), f0)
+                   slope("moe_layer_fixed_s", f0), f0, A, o0)
 
 
 def predict(rows: list[HostRow], t, f=None) -> np.ndarray:
@@ -104,4 +110,49 @@ def loso(rows: list[HostRow]) -> dict[int, tuple[tuple[float, float], float]]:
         preds = predict(mine, *th) if th is not None else [r.pred for r in mine]
         for r, p in zip(mine, preds):
             out[r.key] = (th if th is not None else (r.t0, r.f0), float(p))
+    return out
+
+
+# ---- the EP overlap share (Megatron-LM --overlap-moe-expert-parallel-comm) -------------------
+
+O_GRID = np.round(np.arange(0.0, 1.00001, 0.01), 2)  # the share hidden, 0 to 1 in 0.01
+
+
+def predict_overlap(rows: list[HostRow], o) -> np.ndarray:
+    """Each row's prediction with the EP overlap share at ``o`` (may be an array, broadcast
+    ahead of the rows' axis): T(o) = T + A (o0 - o), step.ep_comm_time being linear in o."""
+    T, A = np.array([r.T for r in rows]), np.array([r.A for r in rows])
+    o0 = np.array([r.o0 for r in rows])
+    ratio = (T + A * (o0 - np.asarray(o, dtype=float)[..., None])) / T
+    pred = np.array([r.pred for r in rows])
+    return np.where(np.array([r.time_like for r in rows]), pred * ratio, pred / ratio)
+
+
+def _overlap_errors(rows: list[HostRow]) -> np.ndarray:
+    pub = np.array([r.published for r in rows])
+    return np.abs(np.log(predict_overlap(rows, O_GRID) / pub))
+
+
+def fit_overlap(rows: list[HostRow]) -> float | None:
+    """The O_GRID share with the least mean |log(predicted / published)| over the rows whose
+    profile overlaps the EP all-to-all (A > 0; the smallest among ties); None without any."""
+    rows = [r for r in rows if r.A > 0]
+    if not rows:
+        return None
+    return float(O_GRID[int(np.argmin(np.mean(_overlap_errors(rows), axis=-1)))])
+
+
+def loso_overlap(rows: list[HostRow]) -> dict[int, float]:
+    """key -> the row's prediction with the share refitted without its source (rows with
+    A > 0 only; a source alone keeps its shipped share)."""
+    rows = [r for r in rows if r.A > 0]
+    errors = _overlap_errors(rows) if rows else None
+    out = {}
+    for fold in {r.fold for r in rows}:
+        mine = [r for r in rows if r.fold == fold]
+        others = [i for i, r in enumerate(rows) if r.fold != fold]
+        o = (float(O_GRID[int(np.argmin(np.mean(errors[..., others], axis=-1)))])
+             if others else None)
+        preds = predict_overlap(mine, o) if o is not None else [r.pred for r in mine]
+        out.update({r.key: float(p) for r, p in zip(mine, preds)})
     return out

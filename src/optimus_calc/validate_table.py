@@ -47,10 +47,11 @@ NOT_REFIT = ("the FP8 GEMM ratios (fp8_gemm_efficiency and the recipes': FP8 row
              "FP8 rows alone",
              "the framework profiles and the collective model", "the GEMM curve's fit leaves "
              "MoE rows out (their expert GEMMs move with the dense curve at the dense GEMM "
-             "size, approximate); their two constants, the dropless dispatcher's host sync "
-             "and every MoE layer's launches per micro-batch (moe_layer_host_s, "
-             "moe_layer_fixed_s), are fitted on them and refitted without each source in "
-             "the LOSO column (validate_moe.py)")
+             "size, approximate); their three constants, the dropless dispatcher's host "
+             "sync, every MoE layer's launches per micro-batch (moe_layer_host_s, "
+             "moe_layer_fixed_s) and the share of the EP all-to-all that Megatron's "
+             "--overlap-moe-expert-parallel-comm hides (ep_overlap), are fitted on them and "
+             "refitted without each source in the LOSO column (validate_moe.py)")
 
 
 def _targets(cases) -> list[str]:

@@ -349,11 +349,11 @@ class Assumptions(Frozen):
                     "scheduler, logging, garbage collection; docs/reference/framework-physics.md "
                     "section 5). Fitted by calibrate; a framework profile may set it")
     moe_layer_host_s: float = Field(
-        default=0.0020, ge=0, le=10, description="host time per MoE layer per micro-batch "
+        default=0.0014, ge=0, le=10, description="host time per MoE layer per micro-batch "
         "(forward and backward) the GPU waits for: the dropless token dispatcher syncs the host "
         "on the token counts (Megatron-LM token_dispatcher.py L452-470, L590-616; torchtitan "
         "expert_parallel.py L134-135), exposing the launches after it (step.fixed_time). "
-        "Fitted with moe_layer_fixed_s on the public MoE rows (validate_moe.py; docs/moe.md)")
+        "Fitted with moe_layer_fixed_s and Megatron's EP overlap share (validate_moe.py)")
     moe_layer_fixed_s: float = Field(
         default=0.0020, ge=0, le=10, description="host time per MoE layer per micro-batch of "
         "the layer's short kernels, launched one by one (router, permutation, dispatch), sync or "
