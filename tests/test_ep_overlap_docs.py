@@ -78,3 +78,14 @@ def test_moe_md_ranges_are_validates(cases, cat):
     rest = _errors(cases, lambda x: x in graph and "gpt-oss" not in x.lower())
     assert min(oss) > 0 and f"(every row {_span(oss)})" in text
     assert f"within {_span(rest)} (up to +32% before)" in text
+
+
+def test_the_docs_name_the_shipped_host_constants():
+    # Assumptions: sync 1.4 ms, launches 2.0 ms (round 15; the calibrate guide said 6.1 ms,
+    # round 12's value, and docs/moe.md's host-sync section 2.0 ms for the sync, round 14's)
+    a = Assumptions()
+    sync, launches = f"{a.moe_layer_host_s * 1e3:.1f} ms", f"{a.moe_layer_fixed_s * 1e3:.1f} ms"
+    assert (sync, launches) == ("1.4 ms", "2.0 ms")
+    assert f"shipped at {sync}, fitted on public MoE runs" in _text("docs/guide/calibrate.md")
+    assert (f"below: {sync} for the sync since round 15 plus {launches} that every MoE layer "
+            "pays") in _text("docs/moe.md")
