@@ -55,7 +55,9 @@ def host_row(key: int, res, t0: float, f0: float = 0.0) -> HostRow | None:
         return (step_time(up) - T) / DELTA_S
     o0 = s.asm.ep_overlap  # the step is affine in it (step.ep_comm_time)
     A = 0.0
-    if o0 > 0:
+    # the share refitted is the profile's; a typed --assume ep_overlap (every MoE row's, any
+    # framework's) is the user's and stays, as the profile keeps it (frameworks/base.apply)
+    if o0 > 0 and "ep_overlap" not in s.asm.model_fields_set:
         A = (step_time(replace(s, asm=s.asm.model_copy(update={"ep_overlap": 0.0}))) - T) / o0
     return HostRow(key, fold_of(res.row.source), res.row.published, res.predicted, T,
                    slope("moe_layer_host_s", t0), t0, res.row.unit == "s",
