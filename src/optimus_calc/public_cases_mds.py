@@ -1,6 +1,7 @@
 """Megatron-DeepSpeed's long-sequence table: ``examples_deepspeed/deepspeed4science/
 megatron_long_seq_support/README.md`` (GPT 30B, TP 32 with sequence parallelism over 4 DGX
-A100-40GB, 2K-256K tokens). Data only: validate_public.py runs them (public_cases.public_rows)."""
+A100-40GB, 2K-256K tokens), and BLOOM-176B's training run on BigScience's fork of it. Data
+only: validate_public.py runs them (public_cases.public_rows)."""
 
 from __future__ import annotations
 
@@ -46,9 +47,34 @@ def shapes() -> dict[str, dict]:
     return {f"mds-gpt-30b-s{k * 1024}": shape(k * 1024) for k, _, _ in ROWS}
 
 
+# BLOOM-176B (bigscience-workshop/bigscience @ 9e64ede, train/tr11-176B-ml): 384 A100-80GB on 48
+# Jean Zay nodes (README.md L40-46: 4 Omni-Path links per node), TP 4, PP 12 (DP 8), micro-batch 2,
+# global batch 2,048 x 2,048 tokens, bf16 with DeepSpeed's BF16 optimizer (ZeRO stage 0 in the
+# config, 'its own zero stage 1 equivalent': sharded optimizer state), --checkpoint-activations,
+# ALiBi, no FlashAttention (2022), Megatron-LM's dropout 0.1 (tr11-176B-ml.slurm L66-75, L104-125,
+# L141-163; README.md L308-312). The published figure: the log line at the first epoch's end,
+# iteration 85,376 at global batch 2,048, 'elapsed time per iteration (s): 104.70' (README.md
+# L661-663; 'TFLOPs: 149.77' there is 8 N tokens / time, the README's hardware-FLOP count).
+# The fork (bigscience-workshop/Megatron-DeepSpeed) has ALiBi, which upstream's flags lack, and
+# no sequence-parallel flag: framework-neutral physics, sequence parallelism off
+BLOOM = ("bigscience-workshop/bigscience train/tr11-176B-ml/README.md L661-663 @ 9e64ede "
+         "(BLOOM-176B training log, first epoch's end)")
+
+
+def bloom_rows() -> list[PublicRow]:
+    return [PublicRow(BLOOM, "BLOOM-176B TP4 PP12 DP8, 384 A100-80GB (Jean Zay, Omni-Path)",
+                      model="bloom-176b", node="jean-zay-a100", nodes=48, published=104.70,
+                      unit="s", tp=4, pp=12, zero=1, seq=2048, gbs=2048, mbs=2,
+                      precision="bf16", recompute="full", flash=False, sp=False,
+                      dropout=True, assumed="ZeRO-1 for DeepSpeed's BF16 optimizer (sharded "
+                      "optimizer state, as the config's comment says); the 'AMD' host CPU as "
+                      "EPYC 7742 (jean-zay-a100); no sequence parallelism (the fork has no flag)")]
+
+
 def mds_rows() -> list[PublicRow]:
-    """The new code's eight rows and the old code's two measured ones, listed (_WHY, _OLD)."""
-    out = []
+    """The new code's eight rows and the old code's two measured ones, listed (_WHY, _OLD),
+    and BLOOM-176B's run (:func:`bloom_rows`)."""
+    out = bloom_rows()
     for k, old, new in ROWS:
         seq = k * 1024
         common = dict(model=f"shape:mds-gpt-30b-s{seq}", node="dgx-a100", nodes=4,

@@ -68,6 +68,7 @@ class PublicRow:
     dispatcher: str = "alltoall"  # --moe-dispatcher: alltoall, deepep, hybridep
     cuda_graph: bool = False  # Megatron --cuda-graph-impl full_iteration
     dropout: bool | None = None  # None: the model's config (as `step` reads it); else the run's
+    sp: bool | None = None  # sequence parallelism: None the tool's default; else the run's
     gpus_per_node: int | None = None
     mem_gib: float = 0.0   # the published GPU memory (GiB, torchtitan) when there is one
     assumed: str = ""      # settings not in the source, from the recipe or default

@@ -86,7 +86,8 @@ def setup(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> RowSe
                   moe_pad_expert_input_to_capacity=row.drop_pad,
                   moe_dispatcher=MoeDispatcher(row.dispatcher),
                   cuda_graph_full_iteration=row.cuda_graph,
-                  dropout=model.has_dropout if row.dropout is None else row.dropout)  # as `step`
+                  dropout=model.has_dropout if row.dropout is None else row.dropout,  # as `step`
+                  **({} if row.sp is None else {"sequence_parallel": row.sp}))
     check_layout(model, lay, tr)
     tr, asm2, _ = apply_framework(row.framework, lay, tr, asm, model)
     kernel = kernel_of(hw.gpu, row.kernel) if row.flash else ""

@@ -1,0 +1,36 @@
+"""BLOOM-176B's training run as a public case (public_cases_mds.bloom_rows): its settings as the
+BigScience scripts give them, the published step time checked against the same log line's
+TFLOPs, and the prediction (framework-neutral physics, issue 32: every public row a case)."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimus_calc.public_cases_mds import bloom_rows
+from optimus_calc.validate_public import setup
+
+
+def test_the_row_is_the_log_line_and_the_slurm_script():
+    (row,) = bloom_rows()
+    # tr11-176B-ml.slurm L66-75: TP 4, PP 12, MBS 2, GBS 2048, seq 2048; 48 nodes x 8 GPUs
+    # (README L40-46): DP = 384 / 48 = 8; 2,048 / (8 x 2) = 128 micro-batches per step
+    assert (row.tp, row.pp, row.nodes, row.mbs, row.gbs, row.seq) == (4, 12, 48, 2, 2048, 2048)
+    assert (row.recompute, row.flash, row.sp, row.dropout) == ("full", False, False, True)
+    assert (row.unit, row.published) == ("s", 104.70)
+    # the same log line: 'samples per second: 19.561' -> 2,048 / 19.561 = 104.70 s; and
+    # 'TFLOPs: 149.77' is Megatron-DeepSpeed's count with activation checkpointing,
+    # 96 B s L h^2 (1 + s / 6h + V / 16 L h) / (time x GPUs): 96 x 2048 x 2048 x 70 x 14336^2 x
+    # (1 + 2048 / 86016 + 250880 / 16,056,320) / (104.70 x 384) = 149.77e12
+    assert 2048 / 19.561 == pytest.approx(104.70, abs=0.005)
+    flops = 96 * 2048 * 2048 * 70 * 14336 ** 2 * (1 + 2048 / (6 * 14336)
+                                                  + 250880 / (16 * 70 * 14336))
+    assert flops / (104.70 * 384) / 1e12 == pytest.approx(149.77, abs=0.01)
+
+
+def test_the_prediction_runs_the_published_layout(cat):
+    s = setup(cat, bloom_rows()[0])
+    assert (s.layout.tp, s.layout.pp, s.layout.dp) == (4, 12, 8)
+    assert s.training.sequence_parallel is False and s.training.flash_attention is False
+    assert s.hw.gpus == 384 and s.hw.node.nic == "omni-path-100"
+    # 176,247M parameters (the BLOOM paper): the catalog's shape counts them within 0.1%
+    assert s.model.total_params == pytest.approx(176.247e9, rel=1e-3)
