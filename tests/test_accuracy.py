@@ -69,8 +69,8 @@ def test_every_public_row_has_a_source_and_a_value():
     # 26.06.01 and 26.08 pre-training tables (public_cases_mb26.py): 33 - 3 + 36 + 44 + 47 +
     # 31 + 14 + 18 = 220 rows, 58 of them expressible; 77 once the 19 GB200 HybridEP rows
     # (DeepSeek-V3 7, Qwen3-235B-A22B 7, GPT-OSS 120B 5) run --moe-dispatcher hybridep;
-    # BLOOM-176B's training log (public_cases_mds.bloom_rows): 1
-    assert len(rows) == 125 + 26 + 216 + 3 + 3 + 10 + 12 + 220 + 1
+    # BLOOM-176B's training logs (public_cases_mds.bloom_rows): 2
+    assert len(rows) == 125 + 26 + 216 + 3 + 3 + 10 + 12 + 220 + 2
     assert all(r.source.strip() and r.label.strip() and r.published > 0 for r in rows)
     # a row the tool cannot express says why; the others are layouts the tool runs
     assert all(r.why_not or r.node for r in rows)
@@ -99,10 +99,10 @@ def test_validate_counts(cat):
     # hybridep): 25.11's 4 (public_cases_moe) and 26.02-26.08's 19 (public_cases_mb26) cases,
     # 143 of 26.02-26.08 listed; GB300's 18 dense rows on the gb300-nvl72 rack: 125 listed;
     # the Blackwell Ultra MoE rows with their configs (public_cases_mb26_bw.py), GB300's 29 on
-    # the rack and B300's 19 on dgx-b300: 77 listed; BLOOM-176B's training log (public_cases_mds
-    # .bloom_rows): 1 case
+    # the rack and B300's 19 on dgx-b300: 77 listed; BLOOM-176B's training logs (public_cases_mds
+    # .bloom_rows): 2 cases
     assert (len(public), len(missing)) == (
-        98 + 25 + 4 + 216 + 3 + 2 + 5 + 58 + 4 + 19 + 18 + 29 + 19 + 1,
+        98 + 25 + 4 + 216 + 3 + 2 + 5 + 58 + 4 + 19 + 18 + 29 + 19 + 2,
         44 + 1 - 4 + 1 + 10 + 7 + 162 - 4 - 19 - 18 - 29 - 19)
     assert len(cases) + len(missing) >= 150
     assert all(why for _, _, why in missing)
@@ -118,9 +118,9 @@ def test_validate_counts(cat):
     # 415 and 412; the 23 GB200 HybridEP rows (GB200 group, refitted): 438 and 435; GB300's 18
     # dense rows (GB200's group, with their fitted factor): 456 and 453; the 48 Blackwell Ultra
     # MoE rows (GB300 in GB200's group, B300 in B200's; their MoE constants refitted without
-    # their source): 504 and 501; BLOOM-176B (A100 group): 505 and 502
-    assert o["rows"] == 102 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 1
-    assert o["refitted"] == 99 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 1
+    # their source): 504 and 501; BLOOM-176B's 2 (A100 group): 506 and 503
+    assert o["rows"] == 102 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2
+    assert o["refitted"] == 99 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2
 
 
 def _mfu(run, node, seq, cp, key="mfu"):

@@ -11,7 +11,7 @@ from optimus_calc.validate_public import setup
 
 
 def test_the_row_is_the_log_line_and_the_slurm_script():
-    (row,) = bloom_rows()
+    row, small = bloom_rows()
     # tr11-176B-ml.slurm L66-75: TP 4, PP 12, MBS 2, GBS 2048, seq 2048; 48 nodes x 8 GPUs
     # (README L40-46): DP = 384 / 48 = 8; 2,048 / (8 x 2) = 128 micro-batches per step
     assert (row.tp, row.pp, row.nodes, row.mbs, row.gbs, row.seq) == (4, 12, 48, 2, 2048, 2048)
@@ -22,13 +22,21 @@ def test_the_row_is_the_log_line_and_the_slurm_script():
     # 96 B s L h^2 (1 + s / 6h + V / 16 L h) / (time x GPUs): 96 x 2048 x 2048 x 70 x 14336^2 x
     # (1 + 2048 / 86016 + 250880 / 16,056,320) / (104.70 x 384) = 149.77e12
     assert 2048 / 19.561 == pytest.approx(104.70, abs=0.005)
+    # the set-up test's line (README L245): global batch 16, 'samples per second: 1.051' ->
+    # 16 / 1.051 = 15.22 s ('elapsed time per iteration (s): 15.23'), 'TFLOPs: 8.04' the same
+    # count at B = 16
+    assert (small.gbs, small.published) == (16, 15.23)
+    assert 16 / 1.051 == pytest.approx(15.23, abs=0.02)
     flops = 96 * 2048 * 2048 * 70 * 14336 ** 2 * (1 + 2048 / (6 * 14336)
                                                   + 250880 / (16 * 70 * 14336))
     assert flops / (104.70 * 384) / 1e12 == pytest.approx(149.77, abs=0.01)
+    assert flops * 16 / 2048 / (15.23 * 384) / 1e12 == pytest.approx(8.04, abs=0.01)
 
 
 def test_the_prediction_runs_the_published_layout(cat):
     s = setup(cat, bloom_rows()[0])
+    # DeepSpeed's pipeline engine reduces the gradients after the pipeline drains
+    assert s.asm.dp_reduce_after_pipeline == 1
     assert (s.layout.tp, s.layout.pp, s.layout.dp) == (4, 12, 8)
     assert s.training.sequence_parallel is False and s.training.flash_attention is False
     assert s.hw.gpus == 384 and s.hw.node.nic == "omni-path-100"

@@ -52,23 +52,29 @@ def shapes() -> dict[str, dict]:
 # global batch 2,048 x 2,048 tokens, bf16 with DeepSpeed's BF16 optimizer (ZeRO stage 0 in the
 # config, 'its own zero stage 1 equivalent': sharded optimizer state), --checkpoint-activations,
 # ALiBi, no FlashAttention (2022), Megatron-LM's dropout 0.1 (tr11-176B-ml.slurm L66-75, L104-125,
-# L141-163; README.md L308-312). The published figure: the log line at the first epoch's end,
-# iteration 85,376 at global batch 2,048, 'elapsed time per iteration (s): 104.70' (README.md
-# L661-663; 'TFLOPs: 149.77' there is 8 N tokens / time, the README's hardware-FLOP count).
-# The fork (bigscience-workshop/Megatron-DeepSpeed) has ALiBi, which upstream's flags lack, and
-# no sequence-parallel flag: framework-neutral physics, sequence parallelism off
-BLOOM = ("bigscience-workshop/bigscience train/tr11-176B-ml/README.md L661-663 @ 9e64ede "
-         "(BLOOM-176B training log, first epoch's end)")
+# L141-163; README.md L308-312). Two published log lines: at the first epoch's end, iteration
+# 85,376 at global batch 2,048, 'elapsed time per iteration (s): 104.70' (README.md L661-663), and
+# a set-up test at global batch 16 (one micro-batch per pipeline, the batch-size ramp-up's first
+# step), 15.23 s (L237-245). 'TFLOPs' in both lines is Megatron-DeepSpeed's hardware-FLOP count.
+# The run is DeepSpeed's pipeline engine with Megatron's TP: the Megatron-DeepSpeed profile (its
+# rules refuse ALiBi only because upstream's flags lack it; the BigScience fork has it, and no
+# sequence-parallel flag: sequence parallelism off)
+BLOOM = ("bigscience-workshop/bigscience train/tr11-176B-ml/README.md @ 9e64ede (BLOOM-176B "
+         "training logs)")
+_BLOOM_ASSUMED = ("ZeRO-1 for DeepSpeed's BF16 optimizer (sharded optimizer state, as the "
+                  "config's comment says); the 'AMD' host CPU as EPYC 7742 (jean-zay-a100); no "
+                  "sequence parallelism (the fork has no flag)")
 
 
 def bloom_rows() -> list[PublicRow]:
+    common = dict(model="bloom-176b", node="jean-zay-a100", nodes=48, unit="s", tp=4, pp=12,
+                  zero=1, seq=2048, mbs=2, precision="bf16", recompute="full", flash=False,
+                  sp=False, dropout=True, framework="megatron-deepspeed",
+                  assumed=_BLOOM_ASSUMED)
     return [PublicRow(BLOOM, "BLOOM-176B TP4 PP12 DP8, 384 A100-80GB (Jean Zay, Omni-Path)",
-                      model="bloom-176b", node="jean-zay-a100", nodes=48, published=104.70,
-                      unit="s", tp=4, pp=12, zero=1, seq=2048, gbs=2048, mbs=2,
-                      precision="bf16", recompute="full", flash=False, sp=False,
-                      dropout=True, assumed="ZeRO-1 for DeepSpeed's BF16 optimizer (sharded "
-                      "optimizer state, as the config's comment says); the 'AMD' host CPU as "
-                      "EPYC 7742 (jean-zay-a100); no sequence parallelism (the fork has no flag)")]
+                      published=104.70, gbs=2048, **common),
+            PublicRow(BLOOM, "BLOOM-176B TP4 PP12 DP8, 384 A100-80GB, global batch 16 "
+                      "(set-up test)", published=15.23, gbs=16, **common)]
 
 
 def mds_rows() -> list[PublicRow]:
