@@ -179,3 +179,23 @@ def test_full_recompute_working_set(run):
         sigma=0, t=1))
     assert layer0 == 1_077_936_128
     assert d["activations_bytes"] == 2_147_483_648 + 1_572_864_000 + 1_077_936_128
+
+
+def test_expert_bias_bytes_by_hand():
+    # GPT-OSS's eager fc2 bias add (Megatron-core experts.py _apply_bias): 14 passes of the
+    # tau_mb x k x h bf16 rows over a forward and a backward, 7 a pass: 7 x 4096 x 4 x 2880 x 2
+    # = 660,602,880 bytes per MoE layer and pass
+    assert eq.compute__moe_expert_bias_bytes(b_a=2, h=2880, k=4, tau_mb=4096) == 660_602_880
+
+
+def test_expert_bias_reaches_the_step_outside_a_cuda_graph(run):
+    # gpt-oss-20b (expert biases) on one DGX H100, EP 8, one 4096-token micro-batch per GPU:
+    # 24 MoE layers x 2 passes x 660,602,880 bytes / (3350e9 x 0.9) = 0.0105171 s of element-
+    # wise time; a full-iteration CUDA graph cannot hold the eager add (experts.py @ d98e8a6
+    # L357-361), so that run has none of it
+    args = ("gpt-oss-20b", "--node", "dgx-h100", "--nodes", 1, "--ep", 8, "--seq-len", 4096,
+            "--global-batch", 8, "--framework", "megatron", "--moe-dispatcher", "hybridep")
+    eager = step_json(run, *args)
+    graph = step_json(run, *args, "--cuda-graph-impl", "full_iteration")
+    assert eager["elementwise_s"] - graph["elementwise_s"] == pytest.approx(
+        2 * 24 * 660_602_880 / (3350e9 * 0.9), rel=1e-6)

@@ -49,8 +49,8 @@ def test_changelog_command_runs_one_micro_batch(run):
 
 def test_guide_gpt_oss_ranges_are_validates(cases):
     # GPT-OSS 120B from Megatron-Bridge 26.02 on ("(26." in the label; the 25.11 GB200 row, at
-    # +10%, is not one of them): GB200 +41% to +138%, GB300 +29% to +146%, B300 16-bit +36% to
-    # +63% (validate's in-sample column)
+    # +7%, is not one of them): GB200 +36% to +138%, GB300 +24% to +146%, B300 16-bit +32% to
+    # +59% (validate's in-sample column; the expert bias passes took 3-5 points off each)
     def oss(gpu, bf16=False):
         return lambda label: (label.startswith(gpu + " gpt-oss-120b") and "(26." in label
                               and (not bf16 or " BF16 " in label))
@@ -58,7 +58,7 @@ def test_guide_gpt_oss_ranges_are_validates(cases):
     assert f"GB200 {_span(_errors(cases, oss('GB200')))}, " in text
     assert f"GB300 {_span(_errors(cases, oss('GB300')))});" in text
     assert f"(GPT-OSS 120B {_span(_errors(cases, oss('B300', True)))})" in text
-    assert "GB200 +41% to +138%" in text
+    assert "GB200 +36% to +138%" in text
 
 
 def test_moe_md_ranges_are_validates(cases, cat):
@@ -71,7 +71,7 @@ def test_moe_md_ranges_are_validates(cases, cat):
     assert len(ov) == 39 and min(at1) > 0
     assert f"by {min(at1):.0%} to {max(at1):.0%}." == "by 2% to 171%."
     assert "by 2% to 171%." in text
-    # GPT-OSS 120B on Blackwell, every row fast: +10% to +146%; the other rows on a
+    # GPT-OSS 120B on Blackwell, every row fast: +7% to +146%; the other rows on a
     # full-iteration graph -9% to +11%
     graph = {r.label for r in public_rows() if r.cuda_graph and not r.why_not}
     oss = _errors(cases, lambda x: x.startswith(BLACKWELL) and "gpt-oss" in x.lower())

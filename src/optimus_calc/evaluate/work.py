@@ -108,26 +108,26 @@ def modules_per_layer(model: Model, asm: Assumptions) -> float:
 def _moe_work(ctx: Ctx, tau, r_full):
     """(forward, backward) FLOPs of the routed experts on the stage, their grouped-GEMM
     efficiency, and the routing HBM bytes of one MoE layer and micro-batch (router softmax and
-    top-k, token permutation and unpermutation); zeros for a dense model."""
+    top-k, token permutation and unpermutation, an eager expert bias); zeros for a dense model."""
     model = ctx.model
     if not model.is_moe:
         return 0.0, 0.0, None, 0.0
     fwd = eq.compute__moe_expert_forward_flops(L_moe=ctx.st.moe_layers, f_x=model.expert_ffn,
-                                               h=model.hidden, k=model.top_k,
-                                               m_m=model.ffn_type.matrices, tau_g=tau)
+                                               h=model.hidden, k=model.top_k, tau_g=tau,
+                                               m_m=model.ffn_type.matrices)
     bwd = eq.compute__moe_expert_backward_flops(F_xf=fwd, r_x=r_full)
     tokens_mb = ctx.s * ctx.mb / ctx.cp
+    fixed = ctx.asm.gemm_efficiency if "gemm_efficiency" in ctx.asm.model_fields_set else None
     eta_x = expert_efficiency(ctx.hw.gpu, model.hidden, ctx.t, tokens_mb, model.top_k,
                               model.experts, ctx.ep, model.expert_ffn,
                               streams=ctx.asm.moe_expert_gemm_streams,
-                              imbalance=ctx.asm.moe_imbalance,
-                              etp=ctx.t_x,
-                              fixed=(ctx.asm.gemm_efficiency
-                                     if "gemm_efficiency" in ctx.asm.model_fields_set else None))
-    route = (eq.compute__moe_permute_bytes(b_a=ctx.tr.weight_bytes, h=model.hidden,
-                                           k=model.top_k, tau_mb=tokens_mb)
+                              imbalance=ctx.asm.moe_imbalance, etp=ctx.t_x, fixed=fixed)
+    rows = dict(b_a=ctx.tr.weight_bytes, h=model.hidden, k=model.top_k, tau_mb=tokens_mb)
+    route = (eq.compute__moe_permute_bytes(**rows)
              + eq.compute__moe_router_bytes(E=model.experts, b_r=ctx.asm.moe_router_logit_bytes,
                                             tau_mb=tokens_mb))
+    if model.mlp_bias and not ctx.tr.cuda_graph_full_iteration:  # eager: never in a graph
+        route = route + eq.compute__moe_expert_bias_bytes(**rows)
     return fwd, bwd, eta_x, route
 
 
