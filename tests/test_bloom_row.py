@@ -42,3 +42,13 @@ def test_the_prediction_runs_the_published_layout(cat):
     assert s.hw.gpus == 384 and s.hw.node.nic == "omni-path-100"
     # 176,247M parameters (the BLOOM paper): the catalog's shape counts them within 0.1%
     assert s.model.total_params == pytest.approx(176.247e9, rel=1e-3)
+
+
+def test_jean_zay_node_marks_what_the_readme_does_not_give(cat):
+    # train/tr11-176B-ml/README.md L40-46 gives GPUs, NVLink, 4 OmniPath links, 512 GB and
+    # 'CPU: AMD' only: the drive count and the GPU-host link are assumed, as the notes say
+    node = cat.get("jean-zay-a100")
+    for field in ("cpu", "nvme", "nvme_drives", "intra_link", "gpu_host_link"):
+        assert field in node.assumed, field
+    for field in ("gpus", "nics", "host_memory_GB"):
+        assert field not in node.assumed, field
