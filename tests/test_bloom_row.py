@@ -52,3 +52,12 @@ def test_jean_zay_node_marks_what_the_readme_does_not_give(cat):
         assert field in node.assumed, field
     for field in ("gpus", "nics", "host_memory_GB"):
         assert field not in node.assumed, field
+
+
+def test_each_row_cites_its_log_line_in_one_fold():
+    # README.md L661-663 (104.70 s, global batch 2,048) and L237-245 (15.23 s, global batch 16;
+    # L272: at MBS 2); one publication, so one leave-one-source-out fold for both
+    from optimus_calc.validate_loso import fold_of
+    row, small = bloom_rows()
+    assert "L661-663" in row.source and "L237-245" in small.source
+    assert fold_of(row.source) == fold_of(small.source)
