@@ -61,3 +61,26 @@ def test_each_row_cites_its_log_line_in_one_fold():
     row, small = bloom_rows()
     assert "L661-663" in row.source and "L237-245" in small.source
     assert fold_of(row.source) == fold_of(small.source)
+
+
+def test_the_guide_states_the_two_rows_marginal_and_remainder():
+    # golden validate.json: 109.04 s (GBS 2,048, 128 micro-batches per pipeline) and 10.24 s
+    # (GBS 16, one): per micro-batch (109.04 - 10.24) / 127 = 0.778 s, published
+    # (104.70 - 15.23) / 127 = 0.704 s (+10%); the rest 10.24 - 0.778 = 9.46 s against
+    # 15.23 - 0.704 = 14.53 s (5.1 s short)
+    import json
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    cases = json.loads((root / "tests/golden/validate.json").read_text())["cases"]
+    big, small = (next(c for c in cases if c["case"].startswith("BLOOM") and c["published"] == p)
+                  for p in (104.70, 15.23))
+    per_mb = (big["predicted"] - small["predicted"]) / 127
+    pub_mb = (104.70 - 15.23) / 127
+    assert per_mb == pytest.approx(0.778, abs=0.001) and pub_mb == pytest.approx(0.704, abs=0.001)
+    assert per_mb / pub_mb - 1 == pytest.approx(0.10, abs=0.01)
+    rest, pub_rest = small["predicted"] - per_mb, 15.23 - pub_mb
+    assert (rest, pub_rest) == (pytest.approx(9.46, abs=0.01), pytest.approx(14.53, abs=0.01))
+    text = " ".join((root / "docs/guide/validate.md").read_text().split())
+    for fact in ("= 0.78 s", "= 0.70 s", "10% more", "9.46 s against", "14.53 s", "5.1 s"):
+        assert fact in text, fact
+    assert "The marginal time per micro-batch agrees" not in text
