@@ -84,3 +84,13 @@ def test_the_guide_states_the_two_rows_marginal_and_remainder():
     for fact in ("= 0.78 s", "= 0.70 s", "10% more", "9.46 s against", "14.53 s", "5.1 s"):
         assert fact in text, fact
     assert "The marginal time per micro-batch agrees" not in text
+
+
+def test_the_row_says_the_pipeline_split_differs(cat):
+    # slurm L104: --pp-partition-method 'type:transformer|embedding': (70 + 2) / 12 = 6 items a
+    # stage, the last 5 layers + the tied output layer; the tool's split_layers(70, 12) gives
+    # divmod(70, 12) = (5, 10): 5, 5, then ten stages of 6, the last with the logits
+    from optimus_calc.evaluate.shapes import split_layers
+    assert split_layers(70, 12) == [5, 5] + [6] * 10
+    for row in bloom_rows():
+        assert "'type:transformer|embedding'" in row.assumed and "5, 5, 6 x 10" in row.assumed
