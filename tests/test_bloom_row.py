@@ -42,3 +42,55 @@ def test_the_prediction_runs_the_published_layout(cat):
     assert s.hw.gpus == 384 and s.hw.node.nic == "omni-path-100"
     # 176,247M parameters (the BLOOM paper): the catalog's shape counts them within 0.1%
     assert s.model.total_params == pytest.approx(176.247e9, rel=1e-3)
+
+
+def test_jean_zay_node_marks_what_the_readme_does_not_give(cat):
+    # train/tr11-176B-ml/README.md L40-46 gives GPUs, NVLink, 4 OmniPath links, 512 GB and
+    # 'CPU: AMD' only: the drive count and the GPU-host link are assumed, as the notes say
+    node = cat.get("jean-zay-a100")
+    for field in ("cpu", "nvme", "nvme_drives", "intra_link", "gpu_host_link"):
+        assert field in node.assumed, field
+    for field in ("gpus", "nics", "host_memory_GB"):
+        assert field not in node.assumed, field
+
+
+def test_each_row_cites_its_log_line_in_one_fold():
+    # README.md L661-663 (104.70 s, global batch 2,048) and L237-245 (15.23 s, global batch 16;
+    # L272: at MBS 2); one publication, so one leave-one-source-out fold for both
+    from optimus_calc.validate_loso import fold_of
+    row, small = bloom_rows()
+    assert "L661-663" in row.source and "L237-245" in small.source
+    assert fold_of(row.source) == fold_of(small.source)
+
+
+def test_the_guide_states_the_two_rows_marginal_and_remainder():
+    # golden validate.json: 109.04 s (GBS 2,048, 128 micro-batches per pipeline) and 10.24 s
+    # (GBS 16, one): per micro-batch (109.04 - 10.24) / 127 = 0.778 s, published
+    # (104.70 - 15.23) / 127 = 0.704 s (+10%); the rest 10.24 - 0.778 = 9.46 s against
+    # 15.23 - 0.704 = 14.53 s (5.1 s short)
+    import json
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    cases = json.loads((root / "tests/golden/validate.json").read_text())["cases"]
+    big, small = (next(c for c in cases if c["case"].startswith("BLOOM") and c["published"] == p)
+                  for p in (104.70, 15.23))
+    per_mb = (big["predicted"] - small["predicted"]) / 127
+    pub_mb = (104.70 - 15.23) / 127
+    assert per_mb == pytest.approx(0.778, abs=0.001) and pub_mb == pytest.approx(0.704, abs=0.001)
+    assert per_mb / pub_mb - 1 == pytest.approx(0.10, abs=0.01)
+    rest, pub_rest = small["predicted"] - per_mb, 15.23 - pub_mb
+    assert (rest, pub_rest) == (pytest.approx(9.46, abs=0.01), pytest.approx(14.53, abs=0.01))
+    text = " ".join((root / "docs/guide/validate.md").read_text().split())
+    for fact in ("= 0.78 s", "= 0.70 s", "10% more", "9.46 s against", "14.53 s", "5.1 s"):
+        assert fact in text, fact
+    assert "The marginal time per micro-batch agrees" not in text
+
+
+def test_the_row_says_the_pipeline_split_differs(cat):
+    # slurm L104: --pp-partition-method 'type:transformer|embedding': (70 + 2) / 12 = 6 items a
+    # stage, the last 5 layers + the tied output layer; the tool's split_layers(70, 12) gives
+    # divmod(70, 12) = (5, 10): 5, 5, then ten stages of 6, the last with the logits
+    from optimus_calc.evaluate.shapes import split_layers
+    assert split_layers(70, 12) == [5, 5] + [6] * 10
+    for row in bloom_rows():
+        assert "'type:transformer|embedding'" in row.assumed and "5, 5, 6 x 10" in row.assumed

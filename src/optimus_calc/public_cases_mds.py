@@ -54,16 +54,21 @@ def shapes() -> dict[str, dict]:
 # ALiBi, no FlashAttention (2022), Megatron-LM's dropout 0.1 (tr11-176B-ml.slurm L66-75, L104-125,
 # L141-163; README.md L308-312). Two published log lines: at the first epoch's end, iteration
 # 85,376 at global batch 2,048, 'elapsed time per iteration (s): 104.70' (README.md L661-663), and
-# a set-up test at global batch 16 (one micro-batch per pipeline, the batch-size ramp-up's first
-# step), 15.23 s (L237-245). 'TFLOPs' in both lines is Megatron-DeepSpeed's hardware-FLOP count.
+# a set-up test at global batch 16 (one micro-batch per pipeline: the ramp-up's first stage,
+# iteration 3,707 of its 4,805 steps at 16; MBS 2 per L272), 15.23 s (L237-245). 'TFLOPs' in
+# both lines is Megatron-DeepSpeed's hardware-FLOP count.
 # The run is DeepSpeed's pipeline engine with Megatron's TP: the Megatron-DeepSpeed profile (its
 # rules refuse ALiBi only because upstream's flags lack it; the BigScience fork has it, and no
 # sequence-parallel flag: sequence parallelism off)
+# one source (one leave-one-source-out fold: validate_loso.fold_of drops the parenthesis)
 BLOOM = ("bigscience-workshop/bigscience train/tr11-176B-ml/README.md @ 9e64ede (BLOOM-176B "
-         "training logs)")
+         "training log, {})")
 _BLOOM_ASSUMED = ("ZeRO-1 for DeepSpeed's BF16 optimizer (sharded optimizer state, as the "
                   "config's comment says); the 'AMD' host CPU as EPYC 7742 (jean-zay-a100); no "
-                  "sequence parallelism (the fork has no flag)")
+                  "sequence parallelism (the fork has no flag); the 70 layers split 5, 5, 6 x 10 "
+                  "with the logits on a 6-layer last stage, where the run's --pp-partition-method "
+                  "'type:transformer|embedding' (slurm L104) put 6 items on each stage, the "
+                  "first and last 5 layers and an embedding (not expressible)")
 
 
 def bloom_rows() -> list[PublicRow]:
@@ -71,10 +76,12 @@ def bloom_rows() -> list[PublicRow]:
                   zero=1, seq=2048, mbs=2, precision="bf16", recompute="full", flash=False,
                   sp=False, dropout=True, framework="megatron-deepspeed",
                   assumed=_BLOOM_ASSUMED)
-    return [PublicRow(BLOOM, "BLOOM-176B TP4 PP12 DP8, 384 A100-80GB (Jean Zay, Omni-Path)",
+    return [PublicRow(BLOOM.format("L661-663: the first epoch's end"),
+                      "BLOOM-176B TP4 PP12 DP8, 384 A100-80GB (Jean Zay, Omni-Path)",
                       published=104.70, gbs=2048, **common),
-            PublicRow(BLOOM, "BLOOM-176B TP4 PP12 DP8, 384 A100-80GB, global batch 16 "
-                      "(set-up test)", published=15.23, gbs=16, **common)]
+            PublicRow(BLOOM.format("L237-245, L272: global batch 16 at MBS 2"),
+                      "BLOOM-176B TP4 PP12 DP8, 384 A100-80GB, global batch 16 (set-up test)",
+                      published=15.23, gbs=16, **common)]
 
 
 def mds_rows() -> list[PublicRow]:
