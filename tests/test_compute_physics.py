@@ -185,7 +185,8 @@ def test_expert_bias_bytes_by_hand():
     # GPT-OSS's eager fc2 bias add (Megatron-core experts.py _apply_bias): 14 passes of the
     # tau_mb x k x h bf16 rows over a forward and a backward, 7 a pass: 7 x 4096 x 4 x 2880 x 2
     # = 660,602,880 bytes per MoE layer and pass
-    assert eq.compute__moe_expert_bias_bytes(b_a=2, h=2880, k=4, tau_mb=4096) == 660_602_880
+    assert eq.compute__moe_expert_bias_bytes(b_a=2, h=2880, k=4, n_b=14,
+                                             tau_mb=4096) == 660_602_880
 
 
 def test_expert_bias_reaches_the_step_outside_a_cuda_graph(run):
@@ -199,3 +200,20 @@ def test_expert_bias_reaches_the_step_outside_a_cuda_graph(run):
     graph = step_json(run, *args, "--cuda-graph-impl", "full_iteration")
     assert eager["elementwise_s"] - graph["elementwise_s"] == pytest.approx(
         2 * 24 * 660_602_880 / (3350e9 * 0.9), rel=1e-6)
+
+
+def test_expert_bias_passes_are_a_named_assumption_the_megatron_graph_sets(run):
+    # the same gpt-oss-20b layout: framework-neutral physics reads no launch flag, so its
+    # expert-bias time stays under --cuda-graph-impl (2 x 24 x 660,602,880 B / (3350e9 x 0.9)
+    # = 0.0105171 s); --assume moe_expert_bias_passes=0 removes exactly that; the Megatron-LM
+    # profile sets 0 under a full-iteration graph (its fused grouped MLP adds the bias)
+    args = ("gpt-oss-20b", "--node", "dgx-h100", "--nodes", 1, "--ep", 8, "--seq-len", 4096,
+            "--global-batch", 8, "--moe-dispatcher", "hybridep")
+    bias = 2 * 24 * 660_602_880 / (3350e9 * 0.9)
+    neutral = step_json(run, *args)
+    graphed = step_json(run, *args, "--cuda-graph-impl", "full_iteration")
+    off = step_json(run, *args, "--assume", "moe_expert_bias_passes=0")
+    assert graphed["elementwise_s"] == pytest.approx(neutral["elementwise_s"], rel=1e-12)
+    assert neutral["elementwise_s"] - off["elementwise_s"] == pytest.approx(bias, rel=1e-6)
+    meg = step_json(run, *args, "--framework", "megatron", "--cuda-graph-impl", "full_iteration")
+    assert meg["physics_profile"]["applied"]["moe_expert_bias_passes"] == 0.0

@@ -98,17 +98,22 @@ def fit(rows: list[HostRow]) -> tuple[float, float] | None:
     return _best(_errors(rows)) if rows else None
 
 
+def _held_out(rows: list[HostRow], errors: np.ndarray, best):
+    """Per source: (its rows, ``best`` of the other sources' rows' errors, or None when no other
+    source has rows). ``errors``: every row's (last axis) over a grid, computed once for all
+    folds; taken in C order, as computing them on the other rows alone lays them out, so that
+    np.mean sums the rows in the same order as a fit on them would."""
+    for fold in {r.fold for r in rows}:
+        others = [i for i, r in enumerate(rows) if r.fold != fold]
+        yield ([r for r in rows if r.fold == fold],
+               best(np.ascontiguousarray(errors[..., others])) if others else None)
+
+
 def loso(rows: list[HostRow]) -> dict[int, tuple[tuple[float, float], float]]:
     """key -> ((t_s, t_f) refitted without the row's source, the row's prediction with them);
-    a source alone keeps its shipped constants. Each row's errors over the grid are computed
-    once for every fold (:func:`fit` of the other rows: the same values, in the same order)."""
+    a source alone keeps its shipped constants (:func:`fit` of the other rows)."""
     out = {}
-    errors = _errors(rows) if rows else None
-    for fold in {r.fold for r in rows}:
-        mine = [r for r in rows if r.fold == fold]
-        others = [i for i, r in enumerate(rows) if r.fold != fold]
-        # C order, as _errors(others) lays it out: np.mean sums the rows in the same order
-        th = _best(np.ascontiguousarray(errors[..., others])) if others else None
+    for mine, th in _held_out(rows, _errors(rows) if rows else None, _best):
         preds = predict(mine, *th) if th is not None else [r.pred for r in mine]
         for r, p in zip(mine, preds):
             out[r.key] = (th if th is not None else (r.t0, r.f0), float(p))
@@ -135,26 +140,24 @@ def _overlap_errors(rows: list[HostRow]) -> np.ndarray:
     return np.abs(np.log(predict_overlap(rows, O_GRID) / pub))
 
 
+def _best_share(errors: np.ndarray) -> float:
+    """The O_GRID share with the least mean error over the rows (the smallest among ties)."""
+    return float(O_GRID[int(np.argmin(np.mean(errors, axis=-1)))])
+
+
 def fit_overlap(rows: list[HostRow]) -> float | None:
     """The O_GRID share with the least mean |log(predicted / published)| over the rows whose
     profile overlaps the EP all-to-all (A > 0; the smallest among ties); None without any."""
     rows = [r for r in rows if r.A > 0]
-    if not rows:
-        return None
-    return float(O_GRID[int(np.argmin(np.mean(_overlap_errors(rows), axis=-1)))])
+    return _best_share(_overlap_errors(rows)) if rows else None
 
 
 def loso_overlap(rows: list[HostRow]) -> dict[int, float]:
     """key -> the row's prediction with the share refitted without its source (rows with
     A > 0 only; a source alone keeps its shipped share)."""
     rows = [r for r in rows if r.A > 0]
-    errors = _overlap_errors(rows) if rows else None
     out = {}
-    for fold in {r.fold for r in rows}:
-        mine = [r for r in rows if r.fold == fold]
-        others = [i for i, r in enumerate(rows) if r.fold != fold]
-        o = (float(O_GRID[int(np.argmin(np.mean(errors[..., others], axis=-1)))])
-             if others else None)
+    for mine, o in _held_out(rows, _overlap_errors(rows) if rows else None, _best_share):
         preds = predict_overlap(mine, o) if o is not None else [r.pred for r in mine]
         out.update({r.key: float(p) for r, p in zip(mine, preds)})
     return out

@@ -190,15 +190,19 @@ moe_permute_bytes = equation(
     "HBM bytes of one MoE layer's token permutation and unpermutation for one micro-batch, "
     "forward (the backward moves as many again).")
 
+n_b = sym("n_b", "HBM passes of the eager expert bias add over a forward and a backward "
+          "(Assumptions.moe_expert_bias_passes)")
+
 moe_expert_bias_bytes = equation(
-    "compute.moe_expert_bias_bytes", 7 * tok_mb * k_top * h * b_a, "bytes",
+    "compute.moe_expert_bias_bytes", n_b / 2 * tok_mb * k_top * h * b_a, "bytes",
     "Megatron-core TEGroupedMLP._apply_bias (transformer/moe/experts.py @ core_v0.16.0 "
     "L609-626, @ d98e8a6 L345-380): with expert biases (GPT-OSS, add_bias_linear) fc2 returns "
     "its bias (skip_bias_add=True) and every expert's rows get t + b p in eager torch, then "
     "torch.cat; fc1's bias runs in the GEMM. Passes of the tau_mb x k x h bf16 rows (probs in "
     "the router's bf16: TE fused_topk_with_score_function): forward b p written (1), the add "
     "(3), the cat (2); backward the split's cat (2), the mul's grad x p and grad x b each "
-    "written and summed (3 + 3): 6 + 8 = 14, moved as 7 in each pass as the routing bytes",
+    "written and summed (3 + 3): n_b = 6 + 8 = 14, moved as 7 in each pass as the routing "
+    "bytes",
     "HBM bytes of one MoE layer's eager expert output-bias add for one micro-batch, forward "
     "(the backward moves as many again); 0 without expert biases.")
 

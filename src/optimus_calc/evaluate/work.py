@@ -126,8 +126,8 @@ def _moe_work(ctx: Ctx, tau, r_full):
     route = (eq.compute__moe_permute_bytes(**rows)
              + eq.compute__moe_router_bytes(E=model.experts, b_r=ctx.asm.moe_router_logit_bytes,
                                             tau_mb=tokens_mb))
-    if model.mlp_bias and not ctx.tr.cuda_graph_full_iteration:  # eager: never in a graph
-        route = route + eq.compute__moe_expert_bias_bytes(**rows)
+    if model.mlp_bias:  # expert biases: eager unless a profile's fused MLP adds them (0)
+        route += eq.compute__moe_expert_bias_bytes(n_b=ctx.asm.moe_expert_bias_passes, **rows)
     return fwd, bwd, eta_x, route
 
 

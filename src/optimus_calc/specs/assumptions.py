@@ -9,10 +9,9 @@ from optimus_calc.specs.base import Frozen
 from optimus_calc.specs.hardware import MIN_EFFICIENCY
 
 
-# FP8 GEMM ratios per recipe fitted by benchmarks/fit_fp8_recipes.py on public end-to-end
-# training rows (rows, errors and the refits' history: docs/fp8-and-megatron.md): delayed scaling
-# fits 0.970 (its 5 NeMo 24.12/25.02 rows within 6%); current scaling ends on the upper bound 1
-# (an FP8 GEMM at the BF16 GEMM's fraction of its own peak), its rows 6-13% slow there
+# FP8 GEMM ratios per recipe, fitted by benchmarks/fit_fp8_recipes.py on public end-to-end rows
+# (docs/fp8-and-megatron.md): delayed scaling 0.970 (its 5 NeMo rows within 6%); current scaling
+# the upper bound 1, an FP8 GEMM at the BF16 GEMM's fraction of its own peak (rows 6-13% slow)
 FIT_TE_DELAYED = 0.970
 FIT_TE_CURRENT = 1.0
 FIT_MXFP8 = FIT_TE_CURRENT  # assumed: one expressible public row, no cross-validation
@@ -354,14 +353,15 @@ class Assumptions(Frozen):
         "on the token counts (Megatron-LM token_dispatcher.py L452-470, L590-616; torchtitan "
         "expert_parallel.py L134-135), exposing the launches after it (step.fixed_time). "
         "Fitted with moe_layer_fixed_s and Megatron's EP overlap share (validate_moe.py)")
-    moe_layer_fixed_s: float = Field(
-        default=0.0020, ge=0, le=10, description="host time per MoE layer per micro-batch of "
-        "the layer's short kernels, launched one by one (router, permutation, dispatch), sync or "
-        "not (step.fixed_time). Fitted with moe_layer_host_s (validate_moe.py; docs/moe.md)")
-    moe_host_sync_min_ep: float = Field(
-        default=1, ge=1, le=1e6, description="moe_layer_host_s is paid from this EP degree up; "
-        "torchtitan sets 2 (torch._grouped_mm takes GPU offsets: only the EP all-to-all syncs), "
-        "Megatron-LM with --moe-pad-expert-input-to-capacity 1e6 (no sync)")
+    moe_layer_fixed_s: float = Field(default=0.0020, ge=0, le=10, description="host time per "
+        "MoE layer per micro-batch of its short kernels launched one by one (router, permutation, "
+        "dispatch), sync or not (step.fixed_time). Fitted with moe_layer_host_s (validate_moe.py)")
+    moe_host_sync_min_ep: float = Field(default=1, ge=1, le=1e6, description="moe_layer_host_s "
+        "is paid from this EP degree up; torchtitan 2 (only the EP all-to-all syncs), Megatron-LM "
+        "with --moe-pad-expert-input-to-capacity 1e6 (no sync)")
+    moe_expert_bias_passes: float = Field(default=14, ge=0, le=100, description="HBM passes "
+        "of an expert bias added eagerly, forward + backward (compute.moe_expert_bias_bytes: "
+        "counted from Megatron-core experts.py); a fused grouped MLP adds it in the GEMM: 0")
     layer_fixed_s: float = Field(
         default=0.0, ge=0, le=10, description="assumed 0: fixed time per transformer layer per "
         "micro-batch (forward and backward together) that the GPU work does not hide, s: "

@@ -53,9 +53,9 @@ def compute__moe_expert_backward_flops(F_xf, r_x):
     return F_xf*(r_x + 2)
 
 
-def compute__moe_expert_bias_bytes(b_a, h, k, tau_mb):
-    """compute.moe_expert_bias_bytes [bytes]: Megatron-core TEGroupedMLP._apply_bias (transformer/moe/experts.py @ core_v0.16.0 L609-626, @ d98e8a6 L345-380): with expert biases (GPT-OSS, add_bias_linear) fc2 returns its bias (skip_bias_add=True) and every expert's rows get t + b p in eager torch, then torch.cat; fc1's bias runs in the GEMM. Passes of the tau_mb x k x h bf16 rows (probs in the router's bf16: TE fused_topk_with_score_function): forward b p written (1), the add (3), the cat (2); backward the split's cat (2), the mul's grad x p and grad x b each written and summed (3 + 3): 6 + 8 = 14, moved as 7 in each pass as the routing bytes"""
-    return 7*b_a*h*k*tau_mb
+def compute__moe_expert_bias_bytes(b_a, h, k, n_b, tau_mb):
+    """compute.moe_expert_bias_bytes [bytes]: Megatron-core TEGroupedMLP._apply_bias (transformer/moe/experts.py @ core_v0.16.0 L609-626, @ d98e8a6 L345-380): with expert biases (GPT-OSS, add_bias_linear) fc2 returns its bias (skip_bias_add=True) and every expert's rows get t + b p in eager torch, then torch.cat; fc1's bias runs in the GEMM. Passes of the tau_mb x k x h bf16 rows (probs in the router's bf16: TE fused_topk_with_score_function): forward b p written (1), the add (3), the cat (2); backward the split's cat (2), the mul's grad x p and grad x b each written and summed (3 + 3): n_b = 6 + 8 = 14, moved as 7 in each pass as the routing bytes"""
+    return (1/2)*b_a*h*k*n_b*tau_mb
 
 
 def compute__moe_expert_forward_flops(L_moe, f_x, h, k, m_m, tau_g):
