@@ -118,15 +118,16 @@ def test_cold_plan_module_and_class_budget(plan):
     # plain-specs: the spec classes without pydantic's model machinery (specs/frozen.py; 88 of
     # ours: frozen.py; 116 classes of ours: its field, bound and validator records): 318
     # modules, 670 classes. The MoE token dispatcher's enum (specs/training.MoeDispatcher,
-    # --moe-dispatcher, issue 32): 117 classes of ours, 671
-    assert plan["our_modules"] <= 88 and plan["ours"] <= 117
+    # --moe-dispatcher, issue 32): 117 classes of ours, 671. The loss's fusion enum
+    # (specs/training.CrossEntropyFusion, --cross-entropy-fusion, round 16): 118, 672
+    assert plan["our_modules"] <= 88 and plan["ours"] <= 118
     assert len(plan["schemas"]) == 0
     assert "rich" not in plan["loaded"]
     if plan["versions"] != MEASURED_WITH:
         pytest.skip(f"library versions {plan['versions']}: the totals were counted with "
                     f"{MEASURED_WITH}")
     assert plan["modules"] <= 318
-    assert plan["classes"] <= 671
+    assert plan["classes"] <= 672
 
 
 def _deep_same(a, b, where=""):

@@ -8,7 +8,7 @@ from optimus_calc.equations import compiled as eq
 from optimus_calc.evaluate.efficiency import expert_efficiency
 from optimus_calc.specs.assumptions import Assumptions
 
-H100_ETA, H100_HALF = 0.59, 13.1  # catalog h100-sxm: gemm_eta_max, gemm_half_GFLOP
+H100_ETA, H100_HALF = 0.59, 11.5  # catalog h100-sxm: gemm_eta_max, gemm_half_GFLOP
 
 
 def curve(w_gflop):
@@ -37,7 +37,7 @@ def test_concurrent_expert_gemms_share_one_fixed_cost(cat):
     # micro-batch: 4096 x 4 x 8 / 128 = 1,024 tokens per expert; one expert GEMM
     # 2 x 1024 x 2880 x 2880 = 16,986,931,200 FLOPs. Transformer Engine runs the 16 local
     # experts' GEMMs 4 at a time (4 compute streams): W_half once per 4 GEMMs, the curve read
-    # at 4 x 16.987 = 67.948 GFLOP: 0.59 x 67.948 / (67.948 + 13.1) = 0.49464
+    # at 4 x 16.987 = 67.948 GFLOP: 0.59 x 67.948 / (67.948 + 11.5) = 0.50460
     h100 = cat.get("h100-sxm", "gpu")
     assert eq.efficiency__tokens_per_expert(E=128, e_p=8, k=4, t=1, t_x=1, tau_mb=4096) == 1024
     w = eq.efficiency__expert_gemm_flops(M_x=1024, f_x=2880, h=2880, t_x=1)
@@ -45,11 +45,11 @@ def test_concurrent_expert_gemms_share_one_fixed_cost(cat):
     assert eq.efficiency__expert_launch_flops(W_x=w, n_g=4, iota=1) == 67_947_724_800
     four = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880))
     assert four == pytest.approx(curve(67.9477248), rel=1e-9)
-    assert four == pytest.approx(0.49464, abs=1e-5)
-    # one after another (SequentialMLP): 0.59 x 16.987 / (16.987 + 13.1) = 0.33311
+    assert four == pytest.approx(0.50460, abs=1e-5)
+    # one after another (SequentialMLP): 0.59 x 16.987 / (16.987 + 11.5) = 0.35182
     one = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880, streams=1))
     assert one == pytest.approx(curve(16.9869312), rel=1e-9)
-    # one grouped kernel over all 16 (torch._grouped_mm): 271.79 GFLOP, 0.56287
+    # one grouped kernel over all 16 (torch._grouped_mm): 271.79 GFLOP, 0.56605
     grouped = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880, streams=1e6))
     assert grouped == pytest.approx(curve(271.7908992), rel=1e-9)
     # Mixtral at EP 8 has one local expert: concurrency changes nothing
@@ -59,12 +59,12 @@ def test_concurrent_expert_gemms_share_one_fixed_cost(cat):
 
 def test_most_loaded_rank_sets_the_expert_time(cat):
     # iota 1.25: the loaded rank's grouped GEMM is 1.25 x 271.79 = 339.74 GFLOP, and it runs
-    # 1.25x the balanced FLOPs: 0.59 x 339.74 / (339.74 + 13.1) / 1.25 = 0.56809 / 1.25 = 0.45448
+    # 1.25x the balanced FLOPs: 0.59 x 339.74 / (339.74 + 11.5) / 1.25 = 0.57068 / 1.25 = 0.45655
     h100 = cat.get("h100-sxm", "gpu")
     eta = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880, streams=1e6,
                                   imbalance=1.25))
     assert eta == pytest.approx(curve(1.25 * 271.7908992) / 1.25, rel=1e-9)
-    assert eta == pytest.approx(0.45448, abs=1e-5)
+    assert eta == pytest.approx(0.45655, abs=1e-5)
     # a fixed efficiency (--assume gemm_efficiency=0.5) replaces the curve, not the imbalance
     fixed = float(expert_efficiency(h100, 2880, 1, 4096, 4, 128, 8, 2880, imbalance=1.25,
                                     fixed=0.5, streams=1e6))

@@ -28,11 +28,13 @@ def test_review_repro_overlap_is_not_slower(run):
     assert t_on < t_off
     # what is left of the reduction after the backward, 1.95 s whole vs 0.037 s (the last
     # bucket), less the reduce-scatters the link adds behind the backward's compute. Each
-    # module's backward (28.16 ms with the expert bias passes, compute.moe_expert_bias_bytes)
-    # now outlasts its gather (27.08 ms): off waits t_g once, on waits t_g + 34 (t_g + r - t_cb)
-    # + (r - t_cb) with 35 r = T_rb, so off - on = 32 x (35 t_cb - 34 t_g)
-    # = 32 x (35 x 0.0281598 - 34 x 0.0270824) s = 2.073 s
-    assert t_off - t_on == pytest.approx(2.073, abs=0.02)
+    # module's backward (backward_s / (32 x 36): 27.89 ms with the expert bias passes,
+    # compute.moe_expert_bias_bytes, and the A100 curve at 0.76; 28.16 ms at 0.75) outlasts its
+    # gather (27.08 ms): off waits t_g once, on waits t_g + 34 (t_g + r - t_cb) + (r - t_cb)
+    # with 35 r = T_rb, so off - on = 32 x (35 t_cb - 34 t_g)
+    # = 32 x (35 x 0.0278936 - 34 x 0.0270824) s = 1.775 s
+    assert on.json()["backward_s"] / (32 * 36) == pytest.approx(0.0278936, rel=1e-5)
+    assert t_off - t_on == pytest.approx(1.775, abs=0.02)
 
 
 # A small case by hand: 4 modules on one link, prefetch depth 1, t_g = 1 s per gather, forward

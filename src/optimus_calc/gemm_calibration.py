@@ -26,7 +26,7 @@ from optimus_calc.evaluate.work import attention_recomputed, layer_flops, recomp
 from optimus_calc.specs.hardware import GPU
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.assumptions import Assumptions
-from optimus_calc.specs.training import Recompute, Training, ZeroStage
+from optimus_calc.specs.training import CrossEntropyFusion, Recompute, Training, ZeroStage
 from optimus_calc.record import record
 
 # Narayanan et al. SC'21 Table 1 (calibration.md section 4) with the micro-batch size and the
@@ -62,6 +62,9 @@ H100_TP_OVERLAP = 1.0
 # NVIDIA's performance recipes run): the profile's fp32 main grads (4 bytes) would double the
 # DP reduction and put the 32B row 27% under its published throughput
 H100_GRAD_BYTES = 2
+# Megatron-LM's own runs: the loss unfused (--cross-entropy-loss-fusion is off by default,
+# core/model_parallel_config.py L320 @ d98e8a6; Narayanan et al.'s 2021 code had no fused one)
+UNFUSED = CrossEntropyFusion.NONE
 
 # The data-parallel implementation of each Table 1 run (run_table_1.sh, DDP=torch or local):
 # PyTorch DDP overlaps the bucketed all-reduce with the backward, Megatron's local DDP reduces
@@ -140,7 +143,7 @@ def narayanan_cases(cat: Catalog, asm: Assumptions | None = None) -> list[Affine
         v = model.layers // (pp * lpv) if lpv else 1
         lay = fill_layout(hw, tp, pp, None, 1, zero=ZeroStage(1), interleave=v)
         tr = Training(seq_len=2048, global_batch=gb, micro_batch=mb, recompute=Recompute.FULL,
-                      flash_attention=False)
+                      flash_attention=False, cross_entropy_fusion=UNFUSED)
         # the run's own DDP (run_table_1.sh); the 2021 code predates the async TP backward
         # all-reduce and the bf16 fp32-gradient rule, so the rest stays framework-neutral
         asm_c = asm if "dp_reduce_overlap" in asm.model_fields_set else asm.model_copy(
@@ -164,7 +167,7 @@ def megatron_h100_cases(cat: Catalog, asm: Assumptions | None = None) -> list[Af
         hw = resolve_hardware(cat, "dgx-h100", gpus // 8)
         tr = Training(seq_len=4096, global_batch=gb, micro_batch=H100_MICRO_BATCH,
                       recompute=Recompute.NONE, flash_attention=True,
-                      grad_bytes=H100_GRAD_BYTES)
+                      grad_bytes=H100_GRAD_BYTES, cross_entropy_fusion=UNFUSED)
         # today's Megatron-LM: its profile (async TP backward), with the README's
         # --overlap-grad-reduce (README.md L91-122 @ d98e8a6)
         tr, asm_c = _megatron_profile(tr, asm)

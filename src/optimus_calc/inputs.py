@@ -169,8 +169,7 @@ def launch_overlaps(kw: dict) -> dict:
              "overlap_moe_expert_parallel_comm", "moe_pad_expert_input_to_capacity",
              "fp8_param_gather")
     out = {n: bool(kw[n]) for n in names if kw.get(n) is not None}
-    if kw.get("moe_dispatcher"):
-        out["moe_dispatcher"] = kw["moe_dispatcher"]
+    out.update({k: kw[k] for k in ("moe_dispatcher", "cross_entropy_fusion") if kw.get(k)})
     if kw.get("cuda_graph_impl") is not None:
         out["cuda_graph_full_iteration"] = kw["cuda_graph_impl"] == "full_iteration"
     return out

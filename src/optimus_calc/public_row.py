@@ -72,4 +72,25 @@ class PublicRow:
     gpus_per_node: int | None = None
     mem_gib: float = 0.0   # the published GPU memory (GiB, torchtitan) when there is one
     assumed: str = ""      # settings not in the source, from the recipe or default
+    cross_entropy: str | None = None  # the loss the run ran; None: by its source (loss_of)
     why_not: str = ""      # non-empty: the tool cannot express the row (listed, not run)
+
+
+# The loss over the logits each source's runs ran (compute.loss_bytes). Megatron-Bridge: TE's
+# (its providers' cross_entropy_fusion_impl "te", llama_provider.py L186 @ 684a686, and
+# scripts/performance/utils/overrides.py L83-84); Megatron-LM's own runs: unfused (the flag is
+# off by default, core/model_parallel_config.py L320 @ d98e8a6); NeMo 2: the native fused one
+# (the Megatron profile's default). llm-foundry's MPT (loss_fn fused_crossentropy, its default)
+# and FlashAttention-2's GPT runs load flash_attn.losses.cross_entropy, a fused kernel: two
+# reads of the bf16 logits forward, one read and an in-place write backward (assumed)
+FUSED_XENTROPY = {"loss_forward_bytes_per_logit": 4.0, "loss_backward_bytes_per_logit": 4.0}
+
+
+def loss_of(row: PublicRow) -> tuple[str, dict]:
+    """(the Megatron --cross-entropy-fusion, the assumptions to set) of ``row``'s runs."""
+    if row.source.startswith(("llm-foundry", "Dao 2023")):
+        return "native", FUSED_XENTROPY
+    if row.cross_entropy:
+        return row.cross_entropy, {}
+    return ("te" if row.source.startswith("Megatron-Bridge") else "none"
+            if row.source.startswith(("Megatron-LM", "NVIDIA ADLR")) else "native"), {}

@@ -20,7 +20,7 @@ from optimus_calc.evaluate.efficiency import kernel_of
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.engine import evaluate
 from optimus_calc.public_cases import SHAPES
-from optimus_calc.public_row import PublicRow
+from optimus_calc.public_row import PublicRow, loss_of
 from optimus_calc.record import record
 from optimus_calc.regimes import Regime, regime_for
 from optimus_calc.specs.model import Model
@@ -69,7 +69,8 @@ def setup(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> RowSe
     """The row's specs, as build_inputs resolves the `step` options; an InputError when the
     tool refuses the layout."""
     from optimus_calc.frameworks.physics import apply_framework
-    asm = asm or Assumptions()
+    fusion, loss_asm = loss_of(row)
+    asm = (asm or Assumptions()).model_copy(update=loss_asm) if loss_asm else asm or Assumptions()
     model = _model(cat, row.model)
     hw = resolve_hardware(cat, row.node, row.nodes, row.gpu, row.gpus_per_node)
     lay = fill_layout(hw, row.tp, row.pp, None, row.cp, ep=row.ep, etp=row.etp,
@@ -85,7 +86,7 @@ def setup(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> RowSe
                   overlap_moe_expert_parallel_comm=row.ep_comm_overlap,
                   moe_pad_expert_input_to_capacity=row.drop_pad,
                   moe_dispatcher=MoeDispatcher(row.dispatcher),
-                  cuda_graph_full_iteration=row.cuda_graph,
+                  cuda_graph_full_iteration=row.cuda_graph, cross_entropy_fusion=fusion,
                   dropout=model.has_dropout if row.dropout is None else row.dropout,  # as `step`
                   **({} if row.sp is None else {"sequence_parallel": row.sp}))
     check_layout(model, lay, tr)

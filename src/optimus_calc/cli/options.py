@@ -105,6 +105,10 @@ LAUNCH_FLAGS = (
                       "replays the iteration as one CUDA graph: no host launches or syncs per "
                       "MoE layer (MoE: needs --moe-dispatcher hybridep; not with --dropout "
                       "under selective recompute)."),
+    click.option("--cross-entropy-fusion", type=click.Choice(["none", "native", "te"]),
+                 default=None, help="Megatron-LM launch flags for the loss over the logits: "
+                 "--cross-entropy-loss-fusion (native, the default), with "
+                 "--cross-entropy-fusion-impl te (Megatron-Bridge's recipes), or none."),
     click.option("--fp8-param-gather/--no-fp8-param-gather", default=True, show_default=True,
                  help="Megatron-LM launch flag: FP8 GEMM weights with no 16-bit copy, "
                       "all-gathered in FP8 (with --precision fp8, a Transformer Engine "

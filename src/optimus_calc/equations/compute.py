@@ -206,6 +206,25 @@ moe_expert_bias_bytes = equation(
     "HBM bytes of one MoE layer's eager expert output-bias add for one micro-batch, forward "
     "(the backward moves as many again); 0 without expert biases.")
 
+t_v = sym("t", "tensor-parallel degree (the vocabulary is split over it)", positive=True)
+b_lo = sym("beta_loss", "HBM bytes the loss moves per logit in one pass direction "
+           "(Assumptions.loss_forward_bytes_per_logit / loss_backward_bytes_per_logit)")
+
+loss_bytes = equation(
+    "compute.loss_bytes", b_lo * tok_mb * V / t_v, "bytes",
+    "The cross-entropy over the tau_mb x V / t logits each GPU of the last stage holds "
+    "(vocab-parallel: Megatron-LM tensor_parallel/cross_entropy.py @ d98e8a6), HBM-bound. "
+    "Counted per logit, forward / backward: unfused (L25 the fp32 copy 2 + 4, L27 max 4, L42 "
+    "the shift 4 + 4, L62 exp 4 + 4, L63 sum 4, L77 the softmax 4 + 4; L114 the grad mul "
+    "4 + 4, the bf16 cast back 4 + 2) 38 / 14; --cross-entropy-loss-fusion native "
+    "(core/fusions/fused_cross_entropy.py: each jit-fused function one kernel, its in-place "
+    "results written) 22 / 10; Transformer Engine's (--cross-entropy-fusion-impl te: "
+    "transformer_engine/common/triton/cross_entropy.py @ d0067d0, two reads of the bf16 "
+    "logits and the fp32 gradient written in the forward, L70-82, L180-194; the grad mul "
+    "4 + 4, L263-266, and autograd's cast to bf16 4 + 2) 8 / 14",
+    "HBM bytes of the loss over one micro-batch's logits on one GPU of the last stage, in one "
+    "pass direction (0 elsewhere: step.elementwise_time with L_stage the last-stage flag).")
+
 moe_router_bytes = equation(
     "compute.moe_router_bytes", 3 * tok_mb * E * b_r, "bytes",
     "Megatron-core MoE router (transformer/moe/router.py: logits, softmax, top-k): the "

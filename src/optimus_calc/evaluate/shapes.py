@@ -4,6 +4,7 @@ head on the last, experts apart from the rest (they shard over EP x TP)."""
 from __future__ import annotations
 
 
+from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.record import record
 
@@ -235,3 +236,19 @@ def op_sac_widths(model: Model, policy: float = 1) -> tuple[float, float, float]
     moe = _op_sac_layer(model, True)
     return tuple((model.dense_layers * d + model.moe_layers * x) / model.layers
                  for d, x in zip(dense, moe))
+
+
+def modules_per_layer(model: Model, asm: Assumptions) -> float:
+    """Parameterised submodules DeepSpeed ZeRO-3 gathers one by one in a layer (its hooks fetch
+    every module with parameters, partitioned_param_coordinator.py): the attention projections
+    (q, k, v, o), the MLP's matrices, the norms, and for MoE layers every expert's matrices and
+    the router, averaged over the layers. ``zero3_modules_per_layer`` overrides it (FSDP wraps
+    one module per transformer block: 1)."""
+    if asm.zero3_modules_per_layer > 0:
+        return asm.zero3_modules_per_layer
+    dense = 4 + model.ffn_type.matrices + model.layer_norms
+    if not model.is_moe:
+        return float(dense)
+    moe = 4 + model.layer_norms + 1 + model.ffn_type.matrices * (model.experts
+                                                                 + model.shared_experts)
+    return (model.dense_layers * dense + model.moe_layers * moe) / model.layers

@@ -15,7 +15,7 @@ from optimus_calc.evaluate.fp8 import (amax_time, bf16_head_flops, fp8_gemm_rati
                                        gather_bytes_per_param, reads_amax)
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord, per_model
-from optimus_calc.evaluate.shapes import op_sac_widths
+from optimus_calc.evaluate.shapes import modules_per_layer, op_sac_widths  # noqa: F401
 from optimus_calc.evaluate.stages import broadcast_small, stage_max
 from optimus_calc.evaluate.topology import _RINGS, _either, _ring, _rings  # noqa: F401 (_RINGS)
 from optimus_calc.evaluate.topology import (all_to_all, group, group_placed, neighbour, nic_Bps,
@@ -87,22 +87,6 @@ def ep_all_to_all_rerun(rc, policy: float, saves: float):
     (Assumptions.sac_saves_ep_all_to_all 0); Korthikanti's selective keeps the MoE layer."""
     rc = np.asarray(rc)
     return ((rc == R_FULL) | ((rc == R_SELECTIVE) & (policy > 0) & (saves == 0))).astype(float)
-
-
-def modules_per_layer(model: Model, asm: Assumptions) -> float:
-    """Parameterised submodules DeepSpeed ZeRO-3 gathers one by one in a layer (its hooks fetch
-    every module with parameters, partitioned_param_coordinator.py): the attention projections
-    (q, k, v, o), the MLP's matrices, the norms, and for MoE layers every expert's matrices and
-    the router, averaged over the layers. ``zero3_modules_per_layer`` overrides it (FSDP wraps
-    one module per transformer block: 1)."""
-    if asm.zero3_modules_per_layer > 0:
-        return asm.zero3_modules_per_layer
-    dense = 4 + model.ffn_type.matrices + model.layer_norms
-    if not model.is_moe:
-        return float(dense)
-    moe = 4 + model.layer_norms + 1 + model.ffn_type.matrices * (model.experts
-                                                                 + model.shared_experts)
-    return (model.dense_layers * dense + model.moe_layers * moe) / model.layers
 
 
 def _moe_work(ctx: Ctx, tau, r_full):
@@ -184,7 +168,8 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     eta_f = compute_efficiency(total_flops=F_fx, attn_flops=a_f, expert_flops=x_f, **eff,
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, False))
     T_cf = eq.compute__compute_time(FLOPs=F_fx, eta_g=eta_f, peak=peak)
-    T_ef = _elementwise(ctx, mem, "forward", (fwd_pass, act0), (1, route), 1, hbm)
+    T_ef = _elementwise(ctx, mem, "forward", (fwd_pass, act0), (1, route), 1, hbm,
+                        asm.loss_forward_bytes_per_logit)
     set_scope("backward")
     a_b = eq.compute__causal_attention_flops(F_af=f_run_b, kappa_c=kappa)
     set_scope("attention core")   # what a CP ring hides (step.cp_comm_time); recorded before
@@ -196,7 +181,7 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, True))
     T_cb = eq.compute__compute_time(FLOPs=F_bx, eta_g=eta_b, peak=peak)
     T_eb = _elementwise(ctx, mem, "backward", (bwd_pass, act0), (1 + r_x, route),
-                        1 + (rc == R_FULL), hbm)
+                        1 + (rc == R_FULL), hbm, asm.loss_backward_bytes_per_logit)
     set_scope("")
     T_f = eq.step__forward_time(T_cf=T_cf, T_ef=T_ef)
     T_b = eq.step__backward_time(T_cb=T_cb, T_eb=T_eb)
@@ -206,13 +191,19 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                          T_f / ctx.m, T_b / ctx.m, T_att)
 
 
-def _elementwise(ctx: Ctx, mem: MemoryRecord, scope: str, stored, routing, amax_passes, hbm):
+def _elementwise(ctx: Ctx, mem: MemoryRecord, scope: str, stored, routing, amax_passes, hbm,
+                 loss_bpl):
     """The stage's element-wise time in one pass direction (step.elementwise_time): the stored
     activations ``stored`` = (passes, bytes per layer), plus an MoE model's routing buffers
-    ``routing`` (on its MoE layers) and a recipe's amax passes. The additions are recorded
-    under scopes of their own ("forward routing", "forward amax"), made first, so that
-    `explain step.elementwise_time` shows the activations' call, not the last addition's.
-    A dense model's routing (0 bytes) and a recipe without amax passes add nothing."""
+    ``routing`` (on its MoE layers), a recipe's amax passes and, on the last stage, the loss
+    over the logits at ``loss_bpl`` bytes each (compute.loss_bytes). The additions are recorded
+    under scopes of their own ("forward loss", "forward routing", "forward amax"), made first,
+    so that `explain step.elementwise_time` shows the activations' call, not the last
+    addition's. A dense model's routing (0 bytes) and a recipe without amax passes add nothing."""
+    set_scope(f"{scope} loss")
+    loss = eq.compute__loss_bytes(beta_loss=loss_bpl, tau_mb=ctx.s * ctx.mb / ctx.cp,
+                                  V=ctx.model.vocab, t=ctx.t)
+    t_loss = eq.step__elementwise_time(n_pass=1, L_stage=ctx.st.last, M_l=loss, **hbm)
     t_route = t_amax = None
     if ctx.model.is_moe:
         set_scope(f"{scope} routing")
@@ -226,7 +217,7 @@ def _elementwise(ctx: Ctx, mem: MemoryRecord, scope: str, stored, routing, amax_
     for t in (t_route, t_amax):  # in the order they were summed before: the same numbers
         if t is not None:
             T = T + t
-    return T
+    return T + t_loss
 
 
 def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):

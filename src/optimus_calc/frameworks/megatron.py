@@ -185,7 +185,7 @@ def _gather_overlap(tr) -> bool:
 # 39 was predicted fast with 1. Below 1: the dispatcher's kernels take SMs from the compute they
 # overlap (Megatron-Bridge perf_recipes/gpt_oss/common.py L32-33 @ 067f987df: HybridEP on 32
 # SMs), and a micro-batch's all-to-all can outlast the other micro-batch's compute
-EP_OVERLAP_SHARE = 0.55
+EP_OVERLAP_SHARE = 0.58
 EP_OVERLAP_SOURCE = ("--overlap-moe-expert-parallel-comm: megatron/core/model_parallel_config.py "
                      "L343-346, transformer/transformer_config.py L3002-3041; Megatron-Bridge "
                      "scripts/performance/utils/helpers.py L183-187 @ v0.2.1; the share "
@@ -243,6 +243,18 @@ def _ep_comm_overlap(tr) -> bool:
 def _tp_comm_overlap(tr) -> bool:
     """--tp-comm-overlap asserts sequence parallelism (arguments.py L1441-1442)."""
     return bool(tr.tp_comm_overlap and tr.sequence_parallel)
+
+
+_LOSS = {"native": "--cross-entropy-loss-fusion: core/model_parallel_config.py L320-328, "
+                   "core/models/common/language_module/language_module.py L173-198 @ d98e8a6 "
+                   "(compute.loss_bytes)",
+         "te": "--cross-entropy-fusion-impl te: language_module.py L174-195 @ d98e8a6 "
+               "(compute.loss_bytes); Megatron-Bridge's recipes (llama_provider.py L186 @ "
+               "684a686, scripts/performance/utils/overrides.py L83-84)"}
+
+
+def _loss_is(impl: str):
+    return lambda tr: tr.cross_entropy_fusion.value == impl
 
 
 # What the exported launch (megatron_export.py) runs. Every Megatron-LM line at d98e8a6.
@@ -355,6 +367,12 @@ PROFILE = PhysicsProfile((
     Setting("moe_expert_bias_passes", 0.0, "core/transformer/moe/experts.py L357-361, L623-636 "
             "@ d98e8a6 (scale_bias in the fused grouped MLP)",
             when=lambda tr: tr.cuda_graph_full_iteration),
+    # the loss over the logits (compute.loss_bytes): --cross-entropy-loss-fusion, natively
+    # fused (what the export writes) or Transformer Engine's (Megatron-Bridge's recipes);
+    # without the flag Megatron-LM's unfused count, the assumptions' default
+    *(Setting(f"loss_{d}_bytes_per_logit", v, _LOSS[impl], when=_loss_is(impl))
+      for impl, vals in (("native", (22.0, 10.0)), ("te", (8.0, 14.0)))
+      for d, v in zip(("forward", "backward"), vals)),
 ))
 
 LAUNCH = ("torchrun --nproc-per-node G --nnodes N pretrain_gpt.py ARGS (Megatron-LM's GPT "

@@ -16,8 +16,8 @@ from typing import assert_never
 
 from optimus_calc.evaluate.shapes import split_layers, virtual_stage_layers
 from optimus_calc.frameworks.megatron import unbuildable
-from optimus_calc.frameworks.megatron_export_moe import (cuda_graph, dispatcher, ep_overlap,
-                                                         token_drop)
+from optimus_calc.frameworks.megatron_export_moe import (cross_entropy, cuda_graph, dispatcher,
+                                                         ep_overlap, token_drop)
 from optimus_calc.frameworks.exporting import (ExportError, environment_lines,
                                                grad_accumulation, node_split, require)
 from optimus_calc.frameworks import Framework
@@ -102,8 +102,7 @@ class _Args:
 
 
 def _refuse_unbuildable(m) -> None:
-    why = unbuildable(m)
-    if why:
+    if why := unbuildable(m):
         raise ExportError(why)
 
 
@@ -380,6 +379,7 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
     _overlaps(a, layout, training)
     token_drop(a, model, training)
     cuda_graph(a, model, training)
+    cross_entropy(a, training)
     gpn, nodes = node_split(layout.gpus, gpus_per_node)
     head = [f"# Megatron-LM @ d98e8a64 ({layout.gpus} GPUs, {nodes} x {gpn}): run this script "
             "on every node from the Megatron-LM checkout, with MASTER_ADDR/NODE_RANK set"]

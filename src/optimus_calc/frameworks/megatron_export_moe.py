@@ -51,6 +51,18 @@ def cuda_graph(a, m, tr) -> None:
                        "perf_recipes/qwen/common.py L45 @ v0.6.0); the plan timed no drop")
 
 
+def cross_entropy(a, tr) -> None:
+    """The loss the profile timed (compute.loss_bytes): --cross-entropy-loss-fusion for the
+    native fused one; Transformer Engine's is refused at d98e8a6 (training/arguments.py
+    L1697-1702, core/model_parallel_config.py L536-541)."""
+    if tr.cross_entropy_fusion.value == "te":
+        raise ExportError("--cross-entropy-fusion te: Megatron-LM refuses Transformer Engine's "
+                          "cross entropy (training/arguments.py L1697-1702 @ d98e8a6); export "
+                          "with --cross-entropy-fusion native or none")
+    if tr.cross_entropy_fusion.value == "native":
+        a.add("--cross-entropy-loss-fusion")
+
+
 def ep_overlap(a, lay, tr) -> None:
     """--overlap-moe-expert-parallel-comm where TransformerConfig accepts it (transformer_config.py
     L3002-3041 @ d98e8a6: EP > 1, a virtual pipeline when PP > 1, no full recompute, the

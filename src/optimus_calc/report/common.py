@@ -59,7 +59,9 @@ def launch_data(tr) -> dict[str, Any]:
     --cuda-graph-impl): every JSON that describes the training names them."""
     return {**({"moe_dispatcher": tr.moe_dispatcher.value}
                if tr.moe_dispatcher.value != "alltoall" else {}),
-            **({"cuda_graph_impl": "full_iteration"} if tr.cuda_graph_full_iteration else {})}
+            **({"cuda_graph_impl": "full_iteration"} if tr.cuda_graph_full_iteration else {}),
+            **({"cross_entropy_fusion": tr.cross_entropy_fusion.value}
+               if tr.cross_entropy_fusion.value != "native" else {})}
 
 
 def launch_text(tr) -> str:

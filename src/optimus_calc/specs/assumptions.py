@@ -25,24 +25,18 @@ MIN_DDP_BUCKET_MB = 1e-3  # 1 kB, as zero_bucket_params' 1e3 elements
 class Assumptions(Frozen):
     """Named, overridable assumptions (``--assume NAME=VALUE``): each says its source and floor."""
 
-    gpu_headroom: float = Field(
-        default=0.05, ge=0, le=0.9,
-        description="safety margin of GPU memory a plan leaves free (fraction of capacity; "
-                    "--headroom): allocator spikes, NCCL buffers growing with communicators, "
-                    "memory the model does not count. A choice, not a measurement")
+    gpu_headroom: float = Field(default=0.05, ge=0, le=0.9, description="safety margin of GPU "
+        "memory a plan leaves free (fraction of capacity; --headroom): allocator spikes, NCCL "
+        "buffers growing with communicators, memory the model does not count. A choice")
     cuda_context_GB: float = Field(default=0.8, ge=0, le=1e3, description="assumed: CUDA "
                                    "context + cuBLAS/NCCL workspaces per GPU process")
     fragmentation: float = Field(default=0.05, ge=0, le=1, description="assumed: PyTorch "
                                  "caching-allocator fragmentation, fraction of allocations")
-    ddp_bucket_MB: float = Field(
-        default=25.0, ge=MIN_DDP_BUCKET_MB, le=1e6,
-        description="PyTorch DDP default bucket_cap_mb (ZeRO 0). A divisor of the step model "
-                    "(buckets per step), so at least 1 kB (0.001 MB)")
-    zero_bucket_params: float = Field(
-        default=5e8, ge=1e3, le=1e12,
-        description="DeepSpeed defaults reduce_bucket_size = allgather_bucket_size = 5e8 "
-                    "elements (deepspeed/runtime/zero/config.py): ZeRO 1-3 buckets. A divisor "
-                    "of the step model (buckets per step), so at least 1e3 elements")
+    ddp_bucket_MB: float = Field(default=25.0, ge=MIN_DDP_BUCKET_MB, le=1e6, description="PyTorch "
+        "DDP default bucket_cap_mb (ZeRO 0). A divisor (buckets per step): at least 0.001 MB")
+    zero_bucket_params: float = Field(default=5e8, ge=1e3, le=1e12, description="DeepSpeed "
+        "defaults reduce_bucket_size = allgather_bucket_size = 5e8 elements (deepspeed/runtime/"
+        "zero/config.py): ZeRO 1-3 buckets. A divisor (buckets per step): at least 1e3")
     host_grad_bytes: float = Field(default=4, ge=0, le=8, description="ZeRO-Offload keeps "
                                    "fp32 gradients on the host")
     nvme_buffer_count: float = Field(default=4, ge=0, le=1e3, description="DeepSpeed "
@@ -348,7 +342,7 @@ class Assumptions(Frozen):
                     "scheduler, logging, garbage collection; docs/reference/framework-physics.md "
                     "section 5). Fitted by calibrate; a framework profile may set it")
     moe_layer_host_s: float = Field(
-        default=0.0014, ge=0, le=10, description="host time per MoE layer per micro-batch "
+        default=0.0013, ge=0, le=10, description="host time per MoE layer per micro-batch "
         "(forward and backward) the GPU waits for: the dropless token dispatcher syncs the host "
         "on the token counts (Megatron-LM token_dispatcher.py L452-470, L590-616; torchtitan "
         "expert_parallel.py L134-135), exposing the launches after it (step.fixed_time). "
@@ -362,6 +356,11 @@ class Assumptions(Frozen):
     moe_expert_bias_passes: float = Field(default=14, ge=0, le=100, description="HBM passes "
         "of an expert bias added eagerly, forward + backward (compute.moe_expert_bias_bytes: "
         "counted from Megatron-core experts.py); a fused grouped MLP adds it in the GEMM: 0")
+    loss_forward_bytes_per_logit: float = Field(default=38, ge=0, le=1000, description="HBM "
+        "bytes per logit of the loss's forward (compute.loss_bytes): Megatron-LM's unfused "
+        "count, assumed for eager losses; the Megatron profile sets its fused ones")
+    loss_backward_bytes_per_logit: float = Field(default=14, ge=0, le=1000, description="the "
+        "same for the loss's backward (compute.loss_bytes)")
     layer_fixed_s: float = Field(
         default=0.0, ge=0, le=10, description="assumed 0: fixed time per transformer layer per "
         "micro-batch (forward and backward together) that the GPU work does not hide, s: "

@@ -97,6 +97,15 @@ class MoeDispatcher(str, Enum):
         return self is not MoeDispatcher.ALLTOALL
 
 
+class CrossEntropyFusion(str, Enum):
+    """Megatron-LM's loss over the logits (--cross-entropy-loss-fusion,
+    --cross-entropy-fusion-impl): unfused, its fused native one, or Transformer Engine's."""
+
+    NONE = "none"
+    NATIVE = "native"
+    TE = "te"
+
+
 class Precision(str, Enum):
     BF16 = "bf16"
     FP16 = "fp16"
@@ -212,6 +221,10 @@ class Training(Frozen):
         default=False, description="Megatron-LM --cuda-graph-impl full_iteration: the training "
         "iteration replayed as one CUDA graph, no kernel launched by the host, no host sync "
         "(docs/user-guide/features/cuda_graph.md @ d98e8a6)")
+    cross_entropy_fusion: CrossEntropyFusion = Field(
+        default=CrossEntropyFusion.NATIVE, description="Megatron-LM --cross-entropy-loss-fusion "
+        "(native; none without it) or with --cross-entropy-fusion-impl te (Megatron-Bridge's "
+        "recipes): the loss's HBM bytes per logit (compute.loss_bytes, the Megatron profile)")
     moe_pad_expert_input_to_capacity: bool = Field(
         default=False, description="Megatron-LM --moe-pad-expert-input-to-capacity with "
                                    "--moe-expert-capacity-factor: token drop, every expert's "

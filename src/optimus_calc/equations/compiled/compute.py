@@ -48,6 +48,11 @@ def compute__logits_flops_per_token(V, h):
     return 2*V*h
 
 
+def compute__loss_bytes(V, beta_loss, t, tau_mb):
+    """compute.loss_bytes [bytes]: The cross-entropy over the tau_mb x V / t logits each GPU of the last stage holds (vocab-parallel: Megatron-LM tensor_parallel/cross_entropy.py @ d98e8a6), HBM-bound. Counted per logit, forward / backward: unfused (L25 the fp32 copy 2 + 4, L27 max 4, L42 the shift 4 + 4, L62 exp 4 + 4, L63 sum 4, L77 the softmax 4 + 4; L114 the grad mul 4 + 4, the bf16 cast back 4 + 2) 38 / 14; --cross-entropy-loss-fusion native (core/fusions/fused_cross_entropy.py: each jit-fused function one kernel, its in-place results written) 22 / 10; Transformer Engine's (--cross-entropy-fusion-impl te: transformer_engine/common/triton/cross_entropy.py @ d0067d0, two reads of the bf16 logits and the fp32 gradient written in the forward, L70-82, L180-194; the grad mul 4 + 4, L263-266, and autograd's cast to bf16 4 + 2) 8 / 14"""
+    return V*beta_loss*tau_mb/t
+
+
 def compute__moe_expert_backward_flops(F_xf, r_x):
     """compute.moe_expert_backward_flops [FLOP]: Narayanan et al. SC'21 section 5.1: backward = 2 x forward (the input and the weight gradients); full recomputation (Korthikanti et al. 2022 section 5) re-runs the experts' forward, Korthikanti's selective recomputation does not touch them; torchtitan's op-level selective does (torch._grouped_mm is not in its save list, models/llama3/infra/parallelize.py L36-52 @ v0.2.2)"""
     return F_xf*(r_x + 2)
