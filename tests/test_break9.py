@@ -187,14 +187,14 @@ def test_every_step_row_names_an_equation_explain_shows(run, layout, exposed_eq)
     table = run("step", "llama70b", *layout).out
     for key, name in {**_ROWS, "optimizer_exposed_s": exposed_eq}.items():
         # the element-wise row is its forward and backward calls together, with the loss over
-        # the logits on the last stage (compute.loss_bytes), made under scopes of their own
-        scopes = (("forward", "backward", "forward loss", "backward loss")
-                  if key == "elementwise_s" else (None,))
+        # the logits on the last stage (its own equation, compute.loss_time)
+        calls = ([(n, s) for n in (name, "compute.loss_time") for s in ("forward", "backward")]
+                 if key == "elementwise_s" else [(name, None)])
         total = 0.0
-        for scope in scopes:
-            e = run("explain", name, "llama70b", *layout, *(("--for", scope) if scope else ()),
+        for what, scope in calls:
+            e = run("explain", what, "llama70b", *layout, *(("--for", scope) if scope else ()),
                     "--format", "json")
-            assert e.code == 0, (name, e.err)
+            assert e.code == 0, (what, e.err)
             total += e.json()["result"]
         assert total == pytest.approx(d[key], rel=1e-9, abs=1e-12), name
         assert name in table
@@ -205,16 +205,17 @@ def test_explain_elementwise_shows_the_activations_call(run):
     # L_stage 0, M_l 0, result 0 s, while step's element-wise row is 12.54 s. Backward: 3 HBM
     # passes x 80 layers x 2.24815e9 B x 32 micro-batches / (2,039 GB/s x 0.9) = 9.4086 s;
     # the forward's 1 pass a third of it: 3.1362 s, 12.5448 s together. The row adds the loss
-    # over the logits of the one stage (compute.loss_bytes, its own "forward loss" and
-    # "backward loss" calls): (38 + 14) B x 8,192 tokens x 128,256 logits x 32 micro-batches
+    # over the logits of the one stage (compute.loss_time of compute.loss_bytes, forward and
+    # backward): (38 + 14) B x 8,192 tokens x 128,256 logits x 32 micro-batches
     # / (2,039 GB/s x 0.9) = 0.6962 + 0.2565 s
     v = run("explain", "step.elementwise_time", "llama70b", "--nodes", 2,
             "--format", "json").json()
     assert v["values"]["L_stage"] == 80 and v["values"]["n_pass"] == 3
     assert v["result"] == pytest.approx(3 * 80 * 2.24815e9 * 32 / (2039e9 * 0.9), rel=1e-5)
-    loss = run("explain", "step.elementwise_time", "llama70b", "--nodes", 2, "--for",
-               "forward loss", "--format", "json").json()
-    assert loss["values"]["M_l"] == 38 * 8192 * 128256 and loss["values"]["L_stage"] == 1
+    loss = run("explain", "compute.loss_time", "llama70b", "--nodes", 2, "--for",
+               "forward", "--format", "json").json()
+    assert loss["values"]["M_loss"] == 38 * 8192 * 128256 and loss["values"]["lambda_h"] == 1
+    assert loss["result"] == pytest.approx(38 * 8192 * 128256 * 32 / (2039e9 * 0.9), rel=1e-9)
     st = run("step", "llama70b", "--nodes", 2, "--format", "json").json()
     assert st["elementwise_s"] == pytest.approx(
         v["result"] * 4 / 3 + (38 + 14) * 8192 * 128256 * 32 / (2039e9 * 0.9), rel=1e-9)

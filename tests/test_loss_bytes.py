@@ -82,3 +82,14 @@ def test_public_rows_run_their_sources_loss():
     assert loss_of(row("llm-foundry scripts/train/benchmarking/README.md")) == ("native",
                                                                                FUSED_XENTROPY)
     assert loss_of(row("NeMo x", cross_entropy="none")) == ("none", {})
+
+
+def test_a_typed_loss_wins_over_the_rows(cat):
+    # `validate --assume loss_forward_bytes_per_logit=X` moves every row, the flash-attn ones too
+    # (setup wrote the rows' 4 / 4 over the typed value: a cold review, round 16)
+    from optimus_calc.public_cases import public_rows
+    from optimus_calc.validate_public import setup
+    mpt = next(r for r in public_rows() if r.source.startswith("llm-foundry") and not r.why_not)
+    assert setup(cat, mpt).asm.loss_forward_bytes_per_logit == 4
+    typed = setup(cat, mpt, Assumptions(loss_forward_bytes_per_logit=100)).asm
+    assert (typed.loss_forward_bytes_per_logit, typed.loss_backward_bytes_per_logit) == (100, 4)

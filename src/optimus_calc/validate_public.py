@@ -70,7 +70,9 @@ def setup(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> RowSe
     tool refuses the layout."""
     from optimus_calc.frameworks.physics import apply_framework
     fusion, loss_asm = loss_of(row)
-    asm = (asm or Assumptions()).model_copy(update=loss_asm) if loss_asm else asm or Assumptions()
+    asm = asm or Assumptions()
+    if loss := {k: v for k, v in loss_asm.items() if k not in asm.model_fields_set}:
+        asm = asm.model_copy(update=loss)  # the row's loss, unless `validate --assume` typed one
     model = _model(cat, row.model)
     hw = resolve_hardware(cat, row.node, row.nodes, row.gpu, row.gpus_per_node)
     lay = fill_layout(hw, row.tp, row.pp, None, row.cp, ep=row.ep, etp=row.etp,

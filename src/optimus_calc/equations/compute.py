@@ -225,6 +225,20 @@ loss_bytes = equation(
     "HBM bytes of the loss over one micro-batch's logits on one GPU of the last stage, in one "
     "pass direction (0 elsewhere: step.elementwise_time with L_stage the last-stage flag).")
 
+lam_h = sym("lambda_h", "1 on the last pipeline stage (runs the logits), else 0")
+M_lo = sym("M_loss", "HBM bytes of the loss over one micro-batch's logits on one GPU in one pass "
+           "direction (compute.loss_bytes)")
+B_hbm = sym("B_hbm", "peak HBM bandwidth, bytes/s", positive=True)
+eta_hbm = sym("eta_hbm", "achievable fraction of HBM bandwidth", positive=True)
+
+loss_time = equation(
+    "compute.loss_time", lam_h * M_lo * mb / (B_hbm * eta_hbm), "s",
+    "HBM roofline of the cross-entropy over the logits (compute.loss_bytes), run by the last "
+    "pipeline stage once per micro-batch in each pass direction; not re-run by recomputation "
+    "(the loss is outside the checkpointed layers)",
+    "Time of the loss over the logits on the stage in one step, in one pass direction; part of "
+    "step's element-wise row.")
+
 moe_router_bytes = equation(
     "compute.moe_router_bytes", 3 * tok_mb * E * b_r, "bytes",
     "Megatron-core MoE router (transformer/moe/router.py: logits, softmax, top-k): the "

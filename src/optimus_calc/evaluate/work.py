@@ -197,13 +197,14 @@ def _elementwise(ctx: Ctx, mem: MemoryRecord, scope: str, stored, routing, amax_
     activations ``stored`` = (passes, bytes per layer), plus an MoE model's routing buffers
     ``routing`` (on its MoE layers), a recipe's amax passes and, on the last stage, the loss
     over the logits at ``loss_bpl`` bytes each (compute.loss_bytes). The additions are recorded
-    under scopes of their own ("forward loss", "forward routing", "forward amax"), made first,
-    so that `explain step.elementwise_time` shows the activations' call, not the last
-    addition's. A dense model's routing (0 bytes) and a recipe without amax passes add nothing."""
-    set_scope(f"{scope} loss")
+    under scopes of their own ("forward routing", "forward amax"), made first, so that
+    `explain step.elementwise_time` shows the activations' call, not the last addition's (the
+    loss is its own equation, compute.loss_time). A dense model's routing (0 bytes) and a recipe
+    without amax passes add nothing."""
+    set_scope(scope)
     loss = eq.compute__loss_bytes(beta_loss=loss_bpl, tau_mb=ctx.s * ctx.mb / ctx.cp,
                                   V=ctx.model.vocab, t=ctx.t)
-    t_loss = eq.step__elementwise_time(n_pass=1, L_stage=ctx.st.last, M_l=loss, **hbm)
+    t_loss = eq.compute__loss_time(lambda_h=ctx.st.last, M_loss=loss, **hbm)
     t_route = t_amax = None
     if ctx.model.is_moe:
         set_scope(f"{scope} routing")

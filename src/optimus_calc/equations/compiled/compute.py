@@ -53,6 +53,11 @@ def compute__loss_bytes(V, beta_loss, t, tau_mb):
     return V*beta_loss*tau_mb/t
 
 
+def compute__loss_time(B_hbm, M_loss, eta_hbm, lambda_h, m):
+    """compute.loss_time [s]: HBM roofline of the cross-entropy over the logits (compute.loss_bytes), run by the last pipeline stage once per micro-batch in each pass direction; not re-run by recomputation (the loss is outside the checkpointed layers)"""
+    return M_loss*lambda_h*m/(B_hbm*eta_hbm)
+
+
 def compute__moe_expert_backward_flops(F_xf, r_x):
     """compute.moe_expert_backward_flops [FLOP]: Narayanan et al. SC'21 section 5.1: backward = 2 x forward (the input and the weight gradients); full recomputation (Korthikanti et al. 2022 section 5) re-runs the experts' forward, Korthikanti's selective recomputation does not touch them; torchtitan's op-level selective does (torch._grouped_mm is not in its save list, models/llama3/infra/parallelize.py L36-52 @ v0.2.2)"""
     return F_xf*(r_x + 2)
