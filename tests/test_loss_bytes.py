@@ -82,6 +82,8 @@ def test_public_rows_run_their_sources_loss():
     assert loss_of(row("llm-foundry scripts/train/benchmarking/README.md")) == ("native",
                                                                                FUSED_XENTROPY)
     assert loss_of(row("NeMo x", cross_entropy="none")) == ("none", {})
+    # a row's own setting wins over its source's default
+    assert loss_of(row("llm-foundry x", cross_entropy="te")) == ("te", {})
 
 
 def test_a_typed_loss_wins_over_the_rows(cat):

@@ -88,9 +88,9 @@ FUSED_XENTROPY = {"loss_forward_bytes_per_logit": 4.0, "loss_backward_bytes_per_
 
 def loss_of(row: PublicRow) -> tuple[str, dict]:
     """(the Megatron --cross-entropy-fusion, the assumptions to set) of ``row``'s runs."""
+    if row.cross_entropy:  # the row's own setting first
+        return row.cross_entropy, {}
     if row.source.startswith(("llm-foundry", "Dao 2023")):
         return "native", FUSED_XENTROPY
-    if row.cross_entropy:
-        return row.cross_entropy, {}
     return ("te" if row.source.startswith("Megatron-Bridge") else "none"
             if row.source.startswith(("Megatron-LM", "NVIDIA ADLR")) else "native"), {}
