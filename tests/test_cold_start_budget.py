@@ -119,14 +119,15 @@ def test_cold_plan_module_and_class_budget(plan):
     # ours: frozen.py; 116 classes of ours: its field, bound and validator records): 318
     # modules, 670 classes. The MoE token dispatcher's enum (specs/training.MoeDispatcher,
     # --moe-dispatcher, issue 32): 117 classes of ours, 671. The loss's fusion enum
-    # (specs/training.CrossEntropyFusion, --cross-entropy-fusion, round 16): 118, 672
-    assert plan["our_modules"] <= 88 and plan["ours"] <= 118
+    # (specs/training.CrossEntropyFusion, --cross-entropy-fusion, round 16): 118, 672. A YaRN
+    # model's unfused RoPE (evaluate/rope.py, compute.rope_bytes, round 17): 89 of ours, 319
+    assert plan["our_modules"] <= 89 and plan["ours"] <= 118
     assert len(plan["schemas"]) == 0
     assert "rich" not in plan["loaded"]
     if plan["versions"] != MEASURED_WITH:
         pytest.skip(f"library versions {plan['versions']}: the totals were counted with "
                     f"{MEASURED_WITH}")
-    assert plan["modules"] <= 318
+    assert plan["modules"] <= 319
     assert plan["classes"] <= 672
 
 

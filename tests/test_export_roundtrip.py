@@ -49,7 +49,11 @@ def model_from_megatron(args: dict, like: Model) -> Model:
          "qk_norm": "--qk-layernorm" in args and "--multi-latent-attention" not in args,
          "attention_sinks": "--softmax-type" in args}
     pos = args["--position-embedding-type"]
-    f["position_embedding"] = {"learned_absolute": "learned"}.get(pos, pos)
+    f["position_embedding"] = {"learned_absolute": "learned", "yarn": "rope"}.get(pos, pos)
+    if pos == "yarn":  # YaRN scales RoPE's frequencies (arguments.py L2400, L3558)
+        f.update(rope_yarn_factor=float(args["--rotary-scaling-factor"]),
+                 rope_yarn_original_max_position=int(
+                     args["--yarn-original-max-position-embeddings"]))
     if pos == "learned_absolute":
         f["max_position"] = int(args["--max-position-embeddings"])
     if "--disable-bias-linear" not in args:

@@ -239,6 +239,31 @@ loss_time = equation(
     "Time of the loss over the logits on the stage in one step, in one pass direction; part of "
     "step's element-wise row.")
 
+b_ro = sym("beta_rope", "HBM bytes per rotated Q/K element the unfused RoPE adds to the fused "
+           "kernel's in one pass direction (Assumptions.rope_unfused_forward_bytes_per_element "
+           "/ rope_unfused_backward_bytes_per_element)")
+u_y = sym("u_yarn", "1 when the model's RoPE has a YaRN scaling (Model.rope_yarn_factor > 1), "
+          "else 0")
+n_rot = sym("n_rot", "rotated elements of one token in one layer: (query heads + KV heads) x "
+            "head dim")
+t_h = sym("t", "tensor-parallel degree (the heads are split over it)", positive=True)
+
+rope_bytes = equation(
+    "compute.rope_bytes", u_y * b_ro * tok_mb * n_rot / t_h, "bytes",
+    "Megatron-core models/common/embeddings/rope_utils.py @ d98e8a6: apply_rotary_pos_emb "
+    "(L340-356) leaves Transformer Engine's fused RoPE for _apply_rotary_pos_emb_bshd (L92-156) "
+    "when mscale != 1, and YaRN's concentration factor is 0.1 ln(f) + 1 (yarn_rotary_pos_"
+    "embedding.py L275-293; attention.py L326 passes it, L1508-1532); the Megatron-LM command "
+    "line turns the fusion off for any embedding but rope (training/arguments.py L1628-1629), "
+    "Megatron-Bridge for YaRN (utils/fusions.py L84-95 @ v0.6.0). Counted per bf16 element "
+    "of Q and K, over the fused kernel's read and write: forward t cos (2), the negated half "
+    "(1), rotate_half's cat (2), x sin (2), the add (3), the final cat (2): 12 passes, 10 more, "
+    "20 bytes; backward the grads x sin (2) and x cos (2), the negation (1), the chunks' cat "
+    "(2), the two grads summed (3), the full-width slice's zeros and copy (3): 13, 11 more, "
+    "22 bytes (the cos/sin tables, s x d, left out)",
+    "HBM bytes one layer's unfused RoPE adds for one micro-batch on one GPU in one pass "
+    "direction (0 without YaRN or with a fused RoPE).")
+
 moe_router_bytes = equation(
     "compute.moe_router_bytes", 3 * tok_mb * E * b_r, "bytes",
     "Megatron-core MoE router (transformer/moe/router.py: logits, softmax, top-k): the "

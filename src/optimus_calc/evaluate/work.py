@@ -15,6 +15,7 @@ from optimus_calc.evaluate.fp8 import (amax_time, bf16_head_flops, fp8_gemm_rati
                                        gather_bytes_per_param, reads_amax)
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord, per_model
+from optimus_calc.evaluate.rope import rope_time
 from optimus_calc.evaluate.shapes import modules_per_layer, op_sac_widths  # noqa: F401
 from optimus_calc.evaluate.stages import broadcast_small, stage_max
 from optimus_calc.evaluate.topology import _RINGS, _either, _ring, _rings  # noqa: F401 (_RINGS)
@@ -195,7 +196,8 @@ def _elementwise(ctx: Ctx, mem: MemoryRecord, scope: str, stored, routing, amax_
                  loss_bpl):
     """The stage's element-wise time in one pass direction (step.elementwise_time): the stored
     activations ``stored`` = (passes, bytes per layer), plus an MoE model's routing buffers
-    ``routing`` (on its MoE layers), a recipe's amax passes and, on the last stage, the loss
+    ``routing`` (on its MoE layers), a recipe's amax passes, a YaRN model's unfused RoPE
+    (evaluate/rope.py: its re-run forward with ``amax_passes`` 2) and, on the last stage, the loss
     over the logits at ``loss_bpl`` bytes each (compute.loss_bytes). The additions are recorded
     under scopes of their own ("forward routing", "forward amax"), made first, so that
     `explain step.elementwise_time` shows the activations' call, not the last addition's (the
@@ -213,9 +215,10 @@ def _elementwise(ctx: Ctx, mem: MemoryRecord, scope: str, stored, routing, amax_
     if reads_amax(ctx):
         set_scope(f"{scope} amax")
         t_amax = amax_time(ctx, mem.layer_args, hbm, amax_passes)
+    t_rope = rope_time(ctx, hbm, scope, amax_passes - 1)  # pass directions - 1: re-run forward
     set_scope(scope)
     T = eq.step__elementwise_time(n_pass=stored[0], L_stage=ctx.st.layers, M_l=stored[1], **hbm)
-    for t in (t_route, t_amax):  # in the order they were summed before: the same numbers
+    for t in (t_route, t_amax, t_rope):  # in the order they were summed before: the same numbers
         if t is not None:
             T = T + t
     return T + t_loss

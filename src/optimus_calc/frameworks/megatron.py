@@ -373,6 +373,12 @@ PROFILE = PhysicsProfile((
     *(Setting(f"loss_{d}_bytes_per_logit", v, _LOSS[impl], when=_loss_is(impl))
       for impl, vals in (("native", (22.0, 10.0)), ("te", (8.0, 14.0)))
       for d, v in zip(("forward", "backward"), vals)),
+    # a YaRN model's RoPE: Megatron-core leaves the fused kernel when mscale != 1 (YaRN's
+    # concentration factor) and runs it in eager torch (compute.rope_bytes counts the bytes)
+    *(Setting(f"rope_unfused_{d}_bytes_per_element", v, "megatron/core/models/common/"
+              "embeddings/rope_utils.py L92-156, L340-356; training/arguments.py L1628-1629 "
+              "@ d98e8a6 (compute.rope_bytes)")
+      for d, v in (("forward", 20.0), ("backward", 22.0))),
 ))
 
 LAUNCH = ("torchrun --nproc-per-node G --nnodes N pretrain_gpt.py ARGS (Megatron-LM's GPT "

@@ -17,7 +17,7 @@ from typing import assert_never
 from optimus_calc.evaluate.shapes import split_layers, virtual_stage_layers
 from optimus_calc.frameworks.megatron import unbuildable
 from optimus_calc.frameworks.megatron_export_moe import (cross_entropy, cuda_graph, dispatcher,
-                                                         ep_overlap, token_drop)
+                                                         ep_overlap, moe_layers, token_drop)
 from optimus_calc.frameworks.exporting import (ExportError, environment_lines,
                                                grad_accumulation, node_split, require)
 from optimus_calc.frameworks import Framework
@@ -167,7 +167,16 @@ def _architecture(a: _Args, m, tr, tp: int) -> None:
         # (core/models/gpt/gpt_layer_specs.py L428-429, the local MLA spec)
         a.add("--qk-layernorm")
     if m.position_embedding == "rope":
-        a.add("--position-embedding-type", "rope")
+        a.add("--position-embedding-type", "yarn" if m.rope_yarn_factor > 1 else "rope")
+        if m.rope_yarn_factor > 1:  # training/argument_utils.py L384-413 (arguments.py L2400,
+            # L3558): beta fast 32, slow 1, --mscale 1, --mscale-all-dim 0 as Megatron's defaults
+            a.add("--rotary-scaling-factor", m.rope_yarn_factor)
+            if m.rope_yarn_original_max_position:
+                a.add("--yarn-original-max-position-embeddings",
+                      m.rope_yarn_original_max_position)
+            a.notes.append("YaRN: beta fast 32, slow 1 and endpoints rounded (Megatron's "
+                           "defaults); HF rope_scaling truncate false is "
+                           "--no-yarn-correction-range-round-to-int")
         if m.rope_base:
             a.add("--rotary-base", int(m.rope_base))
         else:
@@ -200,47 +209,6 @@ def _architecture(a: _Args, m, tr, tp: int) -> None:
                    f"<{m.name} tokenizer> and the data flags (--data-path ...)")
     if m.mtp_layers:
         a.add("--mtp-num-layers", m.mtp_layers)
-
-
-def _moe(a: _Args, m) -> None:
-    """Experts, the dense/MoE layer pattern, the router and the shared experts."""
-    if not m.is_moe:
-        return
-    a.add("--num-experts", m.experts)
-    a.add("--moe-router-topk", m.top_k)
-    a.add("--moe-ffn-hidden-size", m.expert_ffn)
-    if m.shared_experts:
-        # one shared MLP of the summed width (transformer_config.py L701)
-        a.add("--moe-shared-expert-intermediate-size", m.shared_experts * m.shared_ffn)
-        if m.shared_expert_gate:
-            a.add("--moe-shared-expert-gate")  # transformer_config.py L713
-    pattern = [1 if m.is_moe_layer(i) else 0 for i in range(m.layers)]
-    if not all(pattern):
-        # a list expression, evaluated by arguments.py moe_freq_type (L327-347)
-        a.add("--moe-layer-freq", "[" + ",".join(map(str, pattern)) + "]")
-    router = ROUTERS.get(m.family.replace("-", "_"), {})
-    for flag, value in router.items():
-        a.add(flag, value)
-    if m.router_topk_scaling != 1 and "--moe-router-topk-scaling-factor" not in router:
-        a.add("--moe-router-topk-scaling-factor", m.router_topk_scaling)
-    if m.top_k == 1 and "--moe-router-score-function" not in router:
-        # softmax over a single chosen logit has no gradient: Megatron asks for the softmax
-        # over all experts first (transformer_config.py L2661-2669)
-        a.add("--moe-router-pre-softmax")
-    # Megatron's router has a bias exactly when the linear layers do (add_bias_linear,
-    # core/transformer/moe/router.py L67-72): gpt-oss's biased linears build its router bias
-    megatron_bias = ("--disable-bias-linear", None) not in a.pairs
-    if m.router_bias and not megatron_bias and "--moe-router-enable-expert-bias" not in router:
-        a.notes.append("router bias: with --disable-bias-linear Megatron-LM's router has no bias "
-                       f"term; the count differs by {m.router_params - m.hidden * m.experts} "
-                       "parameters per MoE layer")
-    elif megatron_bias and not m.router_bias:
-        a.notes.append("router bias: Megatron-LM's router takes the linear layers' bias "
-                       f"(router.py L67-72), {m.experts} parameters per MoE layer the model "
-                       "does not have")
-    elif m.router_bias and not megatron_bias:
-        a.notes.append("expert bias: Megatron keeps it as a buffer, not a parameter "
-                       f"({m.experts} values per MoE layer outside the parameter count)")
 
 
 def _pipeline(a: _Args, lay, m, n_micro: int) -> None:
@@ -372,7 +340,7 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
     require(layout, training, model, Framework.MEGATRON)
     a = _Args()
     _architecture(a, model, training, layout.tp)
-    _moe(a, model)
+    moe_layers(a, model, ROUTERS)
     _parallel_and_batch(a, layout, training, model)
     _zero_precision(a, layout, training)
     dispatcher(a, model, training)

@@ -1,5 +1,6 @@
-"""The MoE token dispatcher and its overlap and token-drop flags of the Megatron-LM export
-(frameworks/megatron_export.py): --moe-token-dispatcher-type, --moe-flex-dispatcher-backend,
+"""The MoE layers (experts, layer pattern, router), the token dispatcher and its overlap and
+token-drop flags of the Megatron-LM export (frameworks/megatron_export.py): --num-experts and
+the router's flags, --moe-token-dispatcher-type, --moe-flex-dispatcher-backend,
 --overlap-moe-expert-parallel-comm, --moe-pad-expert-input-to-capacity, each written where
 Megatron-LM @ d98e8a6 accepts it."""
 
@@ -7,6 +8,48 @@ from __future__ import annotations
 
 from optimus_calc.frameworks.exporting import ExportError
 from optimus_calc.specs.training import Precision, Recompute
+
+
+def moe_layers(a, m, routers: dict) -> None:
+    """Experts, the dense/MoE layer pattern, the router (``routers``: megatron_export.ROUTERS)
+    and the shared experts."""
+    if not m.is_moe:
+        return
+    a.add("--num-experts", m.experts)
+    a.add("--moe-router-topk", m.top_k)
+    a.add("--moe-ffn-hidden-size", m.expert_ffn)
+    if m.shared_experts:
+        # one shared MLP of the summed width (transformer_config.py L701)
+        a.add("--moe-shared-expert-intermediate-size", m.shared_experts * m.shared_ffn)
+        if m.shared_expert_gate:
+            a.add("--moe-shared-expert-gate")  # transformer_config.py L713
+    pattern = [1 if m.is_moe_layer(i) else 0 for i in range(m.layers)]
+    if not all(pattern):
+        # a list expression, evaluated by arguments.py moe_freq_type (L327-347)
+        a.add("--moe-layer-freq", "[" + ",".join(map(str, pattern)) + "]")
+    router = routers.get(m.family.replace("-", "_"), {})
+    for flag, value in router.items():
+        a.add(flag, value)
+    if m.router_topk_scaling != 1 and "--moe-router-topk-scaling-factor" not in router:
+        a.add("--moe-router-topk-scaling-factor", m.router_topk_scaling)
+    if m.top_k == 1 and "--moe-router-score-function" not in router:
+        # softmax over a single chosen logit has no gradient: Megatron asks for the softmax
+        # over all experts first (transformer_config.py L2661-2669)
+        a.add("--moe-router-pre-softmax")
+    # Megatron's router has a bias exactly when the linear layers do (add_bias_linear,
+    # core/transformer/moe/router.py L67-72): gpt-oss's biased linears build its router bias
+    megatron_bias = ("--disable-bias-linear", None) not in a.pairs
+    if m.router_bias and not megatron_bias and "--moe-router-enable-expert-bias" not in router:
+        a.notes.append("router bias: with --disable-bias-linear Megatron-LM's router has no bias "
+                       f"term; the count differs by {m.router_params - m.hidden * m.experts} "
+                       "parameters per MoE layer")
+    elif megatron_bias and not m.router_bias:
+        a.notes.append("router bias: Megatron-LM's router takes the linear layers' bias "
+                       f"(router.py L67-72), {m.experts} parameters per MoE layer the model "
+                       "does not have")
+    elif m.router_bias and not megatron_bias:
+        a.notes.append("expert bias: Megatron keeps it as a buffer, not a parameter "
+                       f"({m.experts} values per MoE layer outside the parameter count)")
 
 
 def _has_dispatcher(a) -> bool:

@@ -22,7 +22,21 @@ def llama_like(c: Cfg, *, qkv_bias: bool = False, qk_norm: bool = False) -> dict
         mlp_bias=c.bool("mlp_bias", False), qk_norm=qk_norm,
         seq_len=seq_len(c, 4096), dropout=c.prob(*DROPOUT_KEYS),
     )
-    return d
+    return {**d, **yarn(c)}
+
+
+def yarn(c: Cfg) -> dict:
+    """A YaRN ``rope_scaling`` (rope_type or type "yarn": transformers modeling_rope_utils.py
+    _compute_yarn_parameters): its factor and original_max_position_embeddings; any other
+    scaling, or none: nothing (plain RoPE)."""
+    if not isinstance(c.data.get("rope_scaling"), dict):
+        return {}
+    r = c.sub("rope_scaling")
+    if r.str("rope_type", r.str("type", "")) != "yarn":
+        return {}
+    return dict(rope_yarn_factor=r.num("factor", 1.0),
+                rope_yarn_original_max_position=r.int("original_max_position_embeddings",
+                                                      default=0))
 
 
 def mixtral(c: Cfg) -> dict:

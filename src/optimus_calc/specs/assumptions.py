@@ -60,8 +60,7 @@ class Assumptions(Frozen):
     hier_chunk_bytes: float = Field(
         default=4194304, ge=1, le=1e12,
         description="assumed: a hierarchical all-reduce advances through its phases in pieces "
-                    "of NCCL's default buffer, NCCL_BUFFSIZE = 4 MiB (NCCL src/init.cc "
-                    "DEFAULT_BUFFSIZE)")
+                    "of NCCL's default buffer, NCCL_BUFFSIZE 4 MiB (src/init.cc DEFAULT_BUFFSIZE)")
 
     gemm_efficiency: float = Field(
         default=0.60, ge=0.01, le=1,
@@ -235,8 +234,7 @@ class Assumptions(Frozen):
         description="calibrated on seeds/optimusnic.md Table 4 (abs, eq, ne on the 16-bit gradient "
                     "buffer: 75.5M elements in 15.5 ms with 32 threads at 2.45 GHz): elements per "
                     "core-cycle of ATen's CPU comparison/abs/any kernels (element-rate bound). A "
-                    "divisor: at least 0.001 (1,000 cycles per element, slower than a DRAM "
-                    "miss)")
+                    "divisor: at least 0.001 (1,000 cycles per element, slower than a DRAM miss)")
     offload_threads_per_rank: float = Field(
         default=0, ge=0, le=4096,
         description="CPU threads each GPU rank's optimizer work uses; 0 = the node's cores split "
@@ -246,8 +244,7 @@ class Assumptions(Frozen):
         default=0.8, ge=MIN_EFFICIENCY, le=1,
         description="share of the CPU cores SuperOffload gives its CPU-Adam "
                     "(DeepSpeed deepspeed/runtime/superoffload/superoffload_stage3.py L56, "
-                    "cpuadam_cores_perc default 0.8, master edaa722). A divisor: at least 0.01 "
-                    "(MIN_EFFICIENCY)")
+                    "cpuadam_cores_perc 0.8, master edaa722). A divisor: >= 0.01 (MIN_EFFICIENCY)")
     zero1_grad_all_reduce: float = Field(default=0.0, ge=0, le=1, description="1: ZeRO-1 "
                                          "all-reduces the gradients after the backward (DeepSpeed "
                                          "BF16_Optimizer: engine.py L1994-1996, L2970-2982, L3784-"
@@ -324,8 +321,7 @@ class Assumptions(Frozen):
         description="blocking host syncs per parameter tensor of the rank's optimizer "
                     "partition per step in the ZeRO-1/2 CPU-offload step (offload.host_sync_time); "
                     "0 framework-neutral; the DeepSpeed profile sets 2 (overflow check and "
-                    "norm .item(), deepspeed/runtime/zero/stage_1_and_2.py L1498-1500, L1622 "
-                    "@ edaa722)")
+                    "norm .item(), runtime/zero/stage_1_and_2.py L1498-1500, L1622 @ edaa722)")
     host_sync_us: float = Field(
         default=25.0, ge=0, le=1e5,
         description="assumed 25: GPU time lost per blocking host sync, microseconds: the "
@@ -361,6 +357,11 @@ class Assumptions(Frozen):
         "count, assumed for eager losses; the Megatron profile sets its fused ones")
     loss_backward_bytes_per_logit: float = Field(default=14, ge=0, le=1000, description="the "
         "same for the loss's backward (compute.loss_bytes)")
+    rope_unfused_forward_bytes_per_element: float = Field(default=0, ge=0, le=1000, description=
+        "HBM bytes per rotated Q/K element an unfused RoPE's forward adds to the fused kernel's "
+        "on YaRN models (compute.rope_bytes): 0 fused; the Megatron profile sets its fallback's")
+    rope_unfused_backward_bytes_per_element: float = Field(default=0, ge=0, le=1000, description=
+        "the same for the RoPE's backward (compute.rope_bytes)")
     layer_fixed_s: float = Field(
         default=0.0, ge=0, le=10, description="assumed 0: fixed time per transformer layer per "
         "micro-batch (forward and backward together) that the GPU work does not hide, s: "

@@ -191,3 +191,17 @@ def unvalidated(cls: type[Frozen], fields: dict, trusted=()) -> Frozen | None:
             values[name] = value
     obj = cls.model_construct(_fields_set=set(fields), **values)
     return obj if _after_checks_pass(cls, obj) else None
+
+
+# the MLP kind of a transformer layer (specs/model.py re-exports it)
+class FFNType(str, Enum):
+    GELU = "gelu"
+    RELU = "relu"
+    SWIGLU = "swiglu"
+    GEGLU = "geglu"
+    RELU2 = "relu2"
+
+    @property
+    def matrices(self) -> int:
+        """Weight matrices per MLP: 2 for GELU/ReLU/squared ReLU, 3 for gated (SwiGLU/GeGLU)."""
+        return 3 if self in (FFNType.SWIGLU, FFNType.GEGLU) else 2

@@ -11,25 +11,11 @@ multi-token-prediction (MTP) modules are counted apart (``mtp_params``), never i
 ``published_params`` is kept only to check the derivation against.
 """
 
-from enum import Enum
 from typing import ClassVar, Literal
 
 from optimus_calc.specs.frozen import Field, model_validator
 
-from optimus_calc.specs.base import CatalogEntry, Frozen
-
-
-class FFNType(str, Enum):
-    GELU = "gelu"
-    RELU = "relu"
-    SWIGLU = "swiglu"
-    GEGLU = "geglu"
-    RELU2 = "relu2"
-
-    @property
-    def matrices(self) -> int:
-        """Weight matrices per MLP: 2 for GELU/ReLU/squared ReLU, 3 for gated (SwiGLU/GeGLU)."""
-        return 3 if self in (FFNType.SWIGLU, FFNType.GEGLU) else 2
+from optimus_calc.specs.base import CatalogEntry, FFNType, Frozen  # noqa: F401 (FFNType)
 
 
 class Model(CatalogEntry):
@@ -51,6 +37,10 @@ class Model(CatalogEntry):
                               description="learned position table size (learned only)")
     rope_base: float = Field(default=0, ge=0, le=1e12,
                              description="RoPE base theta, HF rope_theta (0 = not recorded)")
+    rope_yarn_factor: float = Field(default=1, ge=1, le=1e6, description="YaRN RoPE scaling "
+                                    "factor, HF rope_scaling.factor of rope_type yarn (1: none)")
+    rope_yarn_original_max_position: int = Field(default=0, ge=0, le=100_000_000, description=
+                                                 "YaRN's original_max_position_embeddings")
     norm: Literal["layernorm", "rmsnorm"] = Field(description="normalisation layer")
     norm_bias: bool = Field(default=True, description="LayerNorm has a bias (False: Cohere)")
     attention_bias: bool = Field(default=False, description="biases on Q, K, V projections")
@@ -133,6 +123,8 @@ class Model(CatalogEntry):
             raise ValueError(f"top_k {self.top_k} exceeds experts {self.experts}")
         if self.position_embedding == "learned" and not self.max_position:
             raise ValueError("learned position embeddings need max_position")
+        if self.rope_yarn_factor > 1 and self.position_embedding != "rope":
+            raise ValueError("rope_yarn_factor scales RoPE: position_embedding must be rope")
         if self.kv_lora_rank and not (self.qk_nope_head_dim + self.qk_rope_head_dim
                                       and self.v_head_dim):
             raise ValueError("an MLA model (kv_lora_rank > 0) needs qk_nope_head_dim or "

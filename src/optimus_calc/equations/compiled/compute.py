@@ -100,6 +100,11 @@ def compute__published_flops_per_token(L, N_pub, c_pub, h, s):
     return L*c_pub*h*s + 6*N_pub
 
 
+def compute__rope_bytes(beta_rope, n_rot, t, tau_mb, u_yarn):
+    """compute.rope_bytes [bytes]: Megatron-core models/common/embeddings/rope_utils.py @ d98e8a6: apply_rotary_pos_emb (L340-356) leaves Transformer Engine's fused RoPE for _apply_rotary_pos_emb_bshd (L92-156) when mscale != 1, and YaRN's concentration factor is 0.1 ln(f) + 1 (yarn_rotary_pos_embedding.py L275-293; attention.py L326 passes it, L1508-1532); the Megatron-LM command line turns the fusion off for any embedding but rope (training/arguments.py L1628-1629), Megatron-Bridge for YaRN (utils/fusions.py L84-95 @ v0.6.0). Counted per bf16 element of Q and K, over the fused kernel's read and write: forward t cos (2), the negated half (1), rotate_half's cat (2), x sin (2), the add (3), the final cat (2): 12 passes, 10 more, 20 bytes; backward the grads x sin (2) and x cos (2), the negation (1), the chunks' cat (2), the two grads summed (3), the full-width slice's zeros and copy (3): 13, 11 more, 22 bytes (the cos/sin tables, s x d, left out)"""
+    return beta_rope*n_rot*tau_mb*u_yarn/t
+
+
 def compute__six_n_flops(N_act, tokens):
     """compute.six_n_flops [FLOP]: Kaplan et al. 2020 (arXiv 2001.08361) section 2.1, C = 6 N D; Hoffmann et al. 2022 (Chinchilla) section 3: the convention planners use (2 N forward, 4 N backward per token, attention scores left out)"""
     return 6*N_act*tokens

@@ -1,0 +1,28 @@
+"""The unfused RoPE's HBM time (compute.rope_bytes): Megatron-core leaves Transformer Engine's
+fused RoPE on models with a YaRN scaling, whose concentration factor it refuses."""
+
+from __future__ import annotations
+
+from optimus_calc.equations.recording import eq, set_scope
+
+
+def rope_time(ctx, hbm: dict, scope: str, refwd):
+    """The stage's unfused-RoPE time in one pass direction (``scope`` "forward" or "backward";
+    ``refwd`` 1 where full recomputation re-runs the forward in the backward, else 0), or None
+    where nothing is added: no YaRN scaling (or MLA, whose RoPE is not modelled here) or a
+    profile whose RoPE stays fused (Assumptions.rope_unfused_*_bytes_per_element 0)."""
+    model, asm = ctx.model, ctx.asm
+    fwd = asm.rope_unfused_forward_bytes_per_element
+    bwd = asm.rope_unfused_backward_bytes_per_element
+    if (getattr(model, "rope_yarn_factor", 1) <= 1 or getattr(model, "is_mla", True)
+            or not (fwd or bwd)):
+        return None
+    set_scope(f"{scope} rope")
+    args = dict(tau_mb=ctx.s * ctx.mb / ctx.cp, n_rot=float((model.heads + model.n_kv)
+                                                            * model.d_head), t=ctx.t, u_yarn=1.0)
+    m_f = eq.compute__rope_bytes(beta_rope=fwd, **args)
+    if scope == "forward":
+        return eq.step__elementwise_time(n_pass=1, L_stage=ctx.st.layers, M_l=m_f, **hbm)
+    m_b = eq.compute__rope_bytes(beta_rope=bwd, **args)
+    return (eq.step__elementwise_time(n_pass=1, L_stage=ctx.st.layers, M_l=m_b, **hbm)
+            + eq.step__elementwise_time(n_pass=refwd, L_stage=ctx.st.layers, M_l=m_f, **hbm))
