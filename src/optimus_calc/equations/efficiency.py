@@ -21,6 +21,8 @@ the A100 values are fitted on Narayanan et al. SC'21 Table 1 (benchmarks/calibra
 
 from __future__ import annotations
 
+import sympy as sp
+
 from optimus_calc.equations.registry import equation, sym
 
 W = sym("W_g", "FLOPs of one weight GEMM on one GPU: 2 (s b) h (h / t)", positive=True)
@@ -129,3 +131,22 @@ moe_layer_efficiency = equation(
     "GEMMs' efficiency)",
     "Effective efficiency of compute whose FLOPs are F_d in weight GEMMs, F_a in the attention "
     "core and F_x in the routed experts' GEMMs.")
+
+eta_k = sym("eta_k", "the fused attention kernel's end-to-end efficiency at head dim 128 (the "
+            "catalog's flash_attention_eta / attention_kernel_eta, fitted on training runs)",
+            positive=True)
+r_64 = sym("r_64", "the kernel's forward + backward speed at head dim 64 over its speed at 128 "
+           "(the catalog's attention_head_dim64; 1 where none is published)", positive=True)
+d_h = sym("d_h", "attention head dim (query/key)", positive=True)
+
+head_dim_attention_efficiency = equation(
+    "efficiency.head_dim_attention_efficiency",
+    eta_k * (r_64 + (1 - r_64) * sp.Min(1, sp.Max(0, (d_h - 64) / 64))), "1",
+    "Shah et al. 2024 (FlashAttention-3, arXiv 2407.08608) on H100 SXM5 at 8k tokens: Fig. 5's "
+    "causal forward and Fig. 6's backward at head dims 64 and 128, the backward at 2.5x the "
+    "forward's FLOPs (flash-attention benchmarks/benchmark_flash_attention.py): the speed at 64 "
+    "over that at 128 is r_64 (per kernel in the catalog); linear between 64 and 128 (assumed), "
+    "r_64 below 64 and 1 above 128 (assumed: no backward value published past 128). Half the "
+    "head dim halves a score's matmul FLOPs but not its exponential (the paper's section 3.2)",
+    "End-to-end efficiency of the fused attention kernel on the causally halved FLOPs it "
+    "executes, at the model's head dim.")

@@ -54,34 +54,42 @@ def attention_kernel_name(gpu: GPU, training) -> str:
     return kernel_of(gpu, training.attention_kernel)
 
 
-def kernel_efficiency(gpu: GPU, kernel=None, asm: Assumptions | None = None) -> float:
+def kernel_efficiency(gpu: GPU, kernel=None, asm: Assumptions | None = None,
+                      d_head: float = 128.0) -> float:
     """End-to-end (forward + backward) efficiency of the fused attention kernel on the causally
     halved FLOPs it executes: --assume attention_efficiency=X, else the catalog's value for the
     kernel on this GPU, never above the GEMM curve's ceiling ``gemm_eta_max`` (an attention
-    kernel's tensor-core work runs no faster than the largest GEMMs; issue 32 item 1)."""
+    kernel's tensor-core work runs no faster than the largest GEMMs; issue 32 item 1), at the
+    model's head dim ``d_head`` where the catalog has the kernel's speed at 64
+    (efficiency.head_dim_attention_efficiency)."""
     k = kernel_of(gpu, kernel)
     if asm is not None and "attention_efficiency" in asm.model_fields_set:
         return float(asm.attention_efficiency)
-    return float(min(gpu.flash_attention_eta if k == gpu.attention_kernel
-                     else gpu.attention_kernel_eta[k], gpu.gemm_eta_max))
+    eta = min(gpu.flash_attention_eta if k == gpu.attention_kernel
+              else gpu.attention_kernel_eta[k], gpu.gemm_eta_max)
+    if (r := gpu.attention_head_dim64.get(k)) is None:
+        return float(eta)
+    return float(eq.efficiency__head_dim_attention_efficiency(eta_k=eta, r_64=r, d_h=d_head))
 
 
-def attention_efficiency(gpu: GPU, flash, kernel=None, asm: Assumptions | None = None):
-    """Efficiency of the attention core: the fused kernel's (on the FLOPs it executes) or the
-    unfused path's."""
-    fused = kernel_efficiency(gpu, kernel, asm) if np.any(np.asarray(flash, dtype=bool)) else 0.0
+def attention_efficiency(gpu: GPU, flash, kernel=None, asm: Assumptions | None = None,
+                         d_head: float = 128.0):
+    """Efficiency of the attention core: the fused kernel's (on the FLOPs it executes, at head
+    dim ``d_head``) or the unfused path's."""
+    fused = (kernel_efficiency(gpu, kernel, asm, d_head)
+             if np.any(np.asarray(flash, dtype=bool)) else 0.0)
     return np.where(np.asarray(flash, dtype=bool), fused, gpu.attention_eta)
 
 
 def attention_seconds(flops, peak, gpu: GPU, flash, kernel=None, asm: Assumptions | None = None,
-                      curve=None):
+                      curve=None, d_head: float = 128.0):
     """The attention core's executed ``flops`` at its efficiency (``curve`` when computed;
     --assume gemm_efficiency=X replaces it as in compute_efficiency), compute.compute_time:
     what a context-parallel ring's traffic can hide behind (step.cp_comm_time)."""
     if asm is not None and "gemm_efficiency" in asm.model_fields_set:
         curve = asm.gemm_efficiency
     elif curve is None:
-        curve = attention_efficiency(gpu, flash, kernel, asm)
+        curve = attention_efficiency(gpu, flash, kernel, asm, d_head)
     return eq.compute__compute_time(FLOPs=flops, eta_g=curve, peak=peak)
 
 
@@ -137,7 +145,7 @@ def expert_efficiency(gpu: GPU, h, t, tokens_mb, top_k, experts, ep, expert_ffn,
 def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
                        asm: Assumptions | None = None, kernel=None, expert_flops=0.0,
                        eta_x=None, fp8: float | None = None, bf16_gemm_flops=0.0,
-                       curves: tuple | None = None):
+                       curves: tuple | None = None, d_head: float = 128.0):
     """Effective efficiency of ``total_flops`` of which ``attn_flops`` are the attention core
     (as the kernel executes them), ``expert_flops`` the routed experts' GEMMs (at ``eta_x``) and
     the rest weight GEMMs. Compute time is then total_flops / (peak x this).
@@ -156,7 +164,8 @@ def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
         return np.broadcast_to(np.float64(asm.gemm_efficiency), np.broadcast(
             total, np.asarray(h), np.asarray(t), np.asarray(s), np.asarray(b)).shape).copy()
     if not fixed and curves is None:
-        curves = gemm_efficiency(gpu, h, t, s, b), attention_efficiency(gpu, flash, kernel, asm)
+        curves = (gemm_efficiency(gpu, h, t, s, b),
+                  attention_efficiency(gpu, flash, kernel, asm, d_head))
     eta_d = np.float64(asm.gemm_efficiency) if fixed else curves[0]
     eta_a = np.float64(asm.gemm_efficiency) if fixed else curves[1]
     f_a = np.clip(np.asarray(attn_flops, dtype=float), 0.0, total)

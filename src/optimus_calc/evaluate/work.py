@@ -151,12 +151,13 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     x_f, x_b, eta_x, route = _moe_work(ctx, tau, r_x)
     eff = dict(gpu=hw.gpu, h=model.hidden, t=ctx.t, s=s / ctx.cp, b=ctx.mb,
                flash=tr.flash_attention, asm=asm, kernel=tr.attention_kernel, eta_x=eta_x,
-               fp8=fp8_gemm_ratio(tr, asm))
+               fp8=fp8_gemm_ratio(tr, asm), d_head=getattr(model, "d_head", 128))
     if not recording_active() and "gemm_efficiency" not in asm.model_fields_set:
         # the weight GEMMs' and attention kernel's curves, once for both passes (`explain`
         # shows each pass's calls as made)
         eff["curves"] = (gemm_efficiency(hw.gpu, eff["h"], eff["t"], eff["s"], eff["b"]),
-                         attention_efficiency(hw.gpu, eff["flash"], eff["kernel"], asm))
+                         attention_efficiency(hw.gpu, eff["flash"], eff["kernel"], asm,
+                                              eff["d_head"]))
     act0 = (mem.act0 if mem.act0 is not None and not recording_active()  # `explain`: as made
             else eq.memory__activation_layer_bytes(r=0, **mem.layer_args))
     fwd_pass = eq.step__elementwise_forward_passes(f_e=asm.elementwise_factor)
@@ -175,7 +176,7 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     a_b = eq.compute__causal_attention_flops(F_af=f_run_b, kappa_c=kappa)
     set_scope("attention core")   # what a CP ring hides (step.cp_comm_time); recorded before
     T_att = attention_seconds(a_f + a_b, peak, hw.gpu, tr.flash_attention, tr.attention_kernel,
-                              asm, eff.get("curves", (0, None))[1])   # the backward's, shown
+                              asm, eff.get("curves", (0, None))[1], eff["d_head"])  # shown
     set_scope("backward")   # by default (`explain compute.compute_time`: the last call)
     F_bx = F_bwd - (f_att_b - a_b)
     eta_b = compute_efficiency(total_flops=F_bx, attn_flops=a_b, expert_flops=x_b, **eff,

@@ -141,13 +141,14 @@ def pct(fraction: float | None) -> float | None:
     return None if fraction is None else 100.0 * fraction
 
 
-def efficiency_text(gpu, asm, kernel=None) -> str:
+def efficiency_text(gpu, asm, kernel=None, d_head: float = 128.0) -> str:
     """Where the GEMM efficiency comes from: the GPU family's curve, or --assume's constant;
-    the attention kernel and its efficiency (on causally halved FLOPs)."""
+    the attention kernel and its efficiency (on causally halved FLOPs, at the head dim)."""
     from optimus_calc.evaluate.efficiency import kernel_efficiency, kernel_of
     k = kernel_of(gpu, kernel)
-    attn = (f"attention kernel {k} at {kernel_efficiency(gpu, kernel, asm):g} on the causally "
-            f"halved FLOPs it executes, unfused {gpu.attention_eta:g} on all of them")
+    attn = (f"attention kernel {k} at {kernel_efficiency(gpu, kernel, asm, d_head):.3g}"
+            f"{head_dim_note(gpu, kernel, asm, d_head)} on the causally halved FLOPs it "
+            f"executes, unfused {gpu.attention_eta:g} on all of them")
     if "gemm_efficiency" in asm.model_fields_set:
         return (f"GEMM efficiency {asm.gemm_efficiency:g} for every GEMM (--assume "
                 "gemm_efficiency replaces the curve)")
@@ -267,3 +268,11 @@ def framework_header(inp) -> list[tuple[str, str]]:
 def framework_data(inp) -> dict:
     choice = getattr(inp, "framework", None)
     return {} if choice is None else {"physics_profile": choice.data()}
+
+
+def head_dim_note(gpu, kernel, asm, d_head: float) -> str:
+    """" (0.26 at head dim 128)" where the head dim moves the kernel's efficiency, else ""."""
+    from optimus_calc.evaluate.efficiency import kernel_efficiency
+    at = kernel_efficiency(gpu, kernel, asm)
+    return (f" ({at:g} at head dim 128, efficiency.head_dim_attention_efficiency)"
+            if kernel_efficiency(gpu, kernel, asm, d_head) != at else "")

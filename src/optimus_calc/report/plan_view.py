@@ -87,7 +87,7 @@ def plan_header(res, si) -> list[tuple[str, str]]:
         ("efficiencies", ("GEMM " + (f"{asm.gemm_efficiency:g} (--assume)" if "gemm_efficiency"
                                      in asm.model_fields_set else
                                      f"{hw.gpu.name} curve (max {hw.gpu.gemm_eta_max:g})"))
-                         + f", attention {attention_text(hw.gpu, tr, asm)}, HBM "
+                         + f", attention {attention_text(hw.gpu, tr, asm, m.d_head)}, HBM "
                          f"{asm.hbm_efficiency:g}, {hw.intra_link.name} "
                          f"{hw.intra_link.efficiency:g}, {hw.nic.name} {hw.nic.efficiency:g} "
                          "(see `optimus-calc explain --assumptions`)"),
@@ -235,12 +235,14 @@ def _plan_data(res, si, ranged) -> dict:
     }
 
 
-def attention_text(gpu, tr, asm) -> str:
-    """The attention kernel and its efficiency (on causally halved FLOPs), or unfused; and
-    which FLOPs MFU counts."""
+def attention_text(gpu, tr, asm, d_head: float = 128.0) -> str:
+    """The attention kernel and its efficiency (on causally halved FLOPs, at the head dim), or
+    unfused; and which FLOPs MFU counts."""
     from optimus_calc.evaluate.efficiency import kernel_efficiency, kernel_of
-    kernel = (f"{kernel_of(gpu, tr.attention_kernel)} "
-              f"{kernel_efficiency(gpu, tr.attention_kernel, asm):g} on the halved causal FLOPs"
+    from optimus_calc.report.common import head_dim_note
+    k = tr.attention_kernel
+    kernel = (f"{kernel_of(gpu, k)} {kernel_efficiency(gpu, k, asm, d_head):.3g}"
+              f"{head_dim_note(gpu, k, asm, d_head)} on the halved causal FLOPs"
               if tr.flash_attention else f"unfused {gpu.attention_eta:g}")
     return kernel + ("; MFU on model FLOPs with attention un-halved (mfu_causal: halved, as "
                      "Megatron-LM logs; mfu_6n: 6 N tokens)")

@@ -79,7 +79,8 @@ def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> 
              f"recomputation, attention un-halved), {st.tokens_per_s:,.0f} tokens/s",
              f"GPU memory {mem.worst.total_bytes / GB:.1f} GB of {mem.capacity_bytes / GB:.0f} GB: "
              + ("fits" if mem.fits else "DOES NOT FIT: " + "; ".join(mem.reasons)),
-             efficiency_text(inp.hw.gpu, inp.assumptions, inp.training.attention_kernel)]
+             efficiency_text(inp.hw.gpu, inp.assumptions, inp.training.attention_kernel,
+                             getattr(inp.model, "d_head", 128))]
     if hint.note:
         notes.insert(3, hint.note)
     notes += (fp8_notes(inp.hw.gpu, inp.training, inp.assumptions)

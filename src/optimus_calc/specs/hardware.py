@@ -160,6 +160,10 @@ class GPU(CatalogEntry):
         description="efficiency of the other fused attention kernels that run on this GPU "
                     "(causally halved FLOPs); a kernel absent here and not the default does not "
                     "run on it")
+    attention_head_dim64: dict[Literal["fa2", "fa3", "cudnn", "fa1"], float] = Field(
+        default_factory=dict,
+        description="a fused kernel's forward + backward speed at head dim 64 over its speed at "
+                    "128 (efficiency.head_dim_attention_efficiency); a kernel absent here: 1")
     efficiency_label: Literal["calibrated", "derived", "assumed", "unvalidated"] = Field(
         default="assumed", description="how the efficiency parameters were obtained "
                                        "(unvalidated: no public training data for this GPU)")
@@ -167,12 +171,12 @@ class GPU(CatalogEntry):
         default="A100 values (Narayanan et al. SC'21 Table 1 fit) assumed for this GPU",
         description="where the efficiency parameters come from")
 
-    @field_validator("attention_kernel_eta")
+    @field_validator("attention_kernel_eta", "attention_head_dim64")
     @classmethod
     def _kernel_etas(cls, v: dict) -> dict:
         for k, eta in v.items():
             if not 0 < eta <= 1:
-                raise ValueError(f"attention_kernel_eta.{k} = {eta}: an efficiency in (0, 1]")
+                raise ValueError(f"{k} = {eta}: an efficiency (or a ratio of two) in (0, 1]")
         return v
 
     @model_validator(mode="after")

@@ -33,6 +33,11 @@ def efficiency__gemm_flops(b, h, s, t):
     return 2*b*h**2*s/t
 
 
+def efficiency__head_dim_attention_efficiency(d_h, eta_k, r_64):
+    """efficiency.head_dim_attention_efficiency [1]: Shah et al. 2024 (FlashAttention-3, arXiv 2407.08608) on H100 SXM5 at 8k tokens: Fig. 5's causal forward and Fig. 6's backward at head dims 64 and 128, the backward at 2.5x the forward's FLOPs (flash-attention benchmarks/benchmark_flash_attention.py): the speed at 64 over that at 128 is r_64 (per kernel in the catalog); linear between 64 and 128 (assumed), r_64 below 64 and 1 above 128 (assumed: no backward value published past 128). Half the head dim halves a score's matmul FLOPs but not its exponential (the paper's section 3.2)"""
+    return eta_k*(r_64 + (1 - r_64)*numpy.minimum(1, numpy.maximum(0, (1/64)*d_h - 1)))
+
+
 def efficiency__layer_efficiency(F_a, F_d, eta_a, eta_d):
     """efficiency.layer_efficiency [1]: times add: FLOP-weighted harmonic mean of the weight GEMMs' and the attention core's efficiencies (Narayanan et al. section 5.1 split of 24 h^2 + 4 s h FLOPs per token)"""
     return (F_a + F_d)/(F_a/eta_a + F_d/eta_d)
