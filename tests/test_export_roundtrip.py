@@ -53,7 +53,8 @@ def model_from_megatron(args: dict, like: Model) -> Model:
     if pos == "yarn":  # YaRN scales RoPE's frequencies (arguments.py L2400, L3558)
         f.update(rope_yarn_factor=float(args["--rotary-scaling-factor"]),
                  rope_yarn_original_max_position=int(
-                     args["--yarn-original-max-position-embeddings"]))
+                     args["--yarn-original-max-position-embeddings"]),
+                 rope_yarn_truncate="--no-yarn-correction-range-round-to-int" not in args)
     if pos == "learned_absolute":
         f["max_position"] = int(args["--max-position-embeddings"])
     if "--disable-bias-linear" not in args:

@@ -28,24 +28,24 @@ def test_rope_bytes_by_hand():
     assert float(eq.compute__rope_bytes(beta_rope=20, tau_mb=4096, n_rot=4608, t=1,
                                         u_yarn=1)) == 377_487_360
     # TP 2 halves the heads of each GPU; without YaRN (u 0) nothing
-    assert float(eq.compute__rope_bytes(beta_rope=22, tau_mb=4096, n_rot=4608, t=2,
-                                        u_yarn=1)) == 22 * ROT / 2
-    assert float(eq.compute__rope_bytes(beta_rope=22, tau_mb=4096, n_rot=4608, t=1,
+    assert float(eq.compute__rope_bytes(beta_rope=24, tau_mb=4096, n_rot=4608, t=2,
+                                        u_yarn=1)) == 24 * ROT / 2
+    assert float(eq.compute__rope_bytes(beta_rope=24, tau_mb=4096, n_rot=4608, t=1,
                                         u_yarn=0)) == 0
 
 
 def test_megatron_times_the_eager_rope_by_hand(run):
-    # forward 36 layers x 20 B x 18,874,368 / (3,350 GB/s x 0.9) = 4.507 ms; backward 22 B:
-    # 4.958 ms; full recomputation re-runs the forward's 4.507 ms in the backward
+    # forward 36 layers x 20 B x 18,874,368 / (3,350 GB/s x 0.9) = 4.507 ms; backward 24 B:
+    # 5.409 ms; full recomputation re-runs the forward's 4.507 ms in the backward
     meg = run(*OSS, "--framework", "megatron").json()
     fused = run(*OSS, "--framework", "megatron", *OFF).json()
     assert meg["forward_s"] - fused["forward_s"] == pytest.approx(36 * 20 * ROT / HBM, rel=1e-9)
-    assert meg["backward_s"] - fused["backward_s"] == pytest.approx(36 * 22 * ROT / HBM,
+    assert meg["backward_s"] - fused["backward_s"] == pytest.approx(36 * 24 * ROT / HBM,
                                                                     rel=1e-9)
     rf = ("--recompute", "full")
     full = run(*OSS, "--framework", "megatron", *rf).json()
     full0 = run(*OSS, "--framework", "megatron", *rf, *OFF).json()
-    assert full["backward_s"] - full0["backward_s"] == pytest.approx(36 * 42 * ROT / HBM,
+    assert full["backward_s"] - full0["backward_s"] == pytest.approx(36 * 44 * ROT / HBM,
                                                                      rel=1e-9)
 
 
@@ -84,3 +84,49 @@ def test_the_megatron_export_builds_yarn(run, tmp_path):
     r = run("plan", "llama-3-8b", "--nodes", "1", "--framework", "megatron", "--export",
             "megatron")
     assert "--position-embedding-type rope" in r.out and "yarn" not in r.out
+
+
+def test_tp_past_the_kv_heads_keeps_one_kv_head_per_rank(run):
+    # TP 16 over 8 KV heads: each rank rotates 64 / 16 = 4 query heads and one whole KV head
+    # (Megatron-core attention.py L353-360), (64 + 16) x 64 / 16 = 320 elements per token, not
+    # (64 + 8) x 64 / 16 = 288: forward 36 x 20 B x 4,096 x 320 / (3,350 GB/s x 0.9)
+    tp16 = ("step", "gpt-oss-120b", "--node", "dgx-h100", "--nodes", "16", "--tp", "16",
+            "--pp", "1", "--ep", "8", "--etp", "1", "--zero", "1", "--seq-len", "4096",
+            "--micro-batch", "1", "--global-batch", "8", "--framework", "megatron",
+            "--format", "json")
+    on, off = run(*tp16).json(), run(*tp16, *OFF).json()
+    assert on["forward_s"] - off["forward_s"] == pytest.approx(36 * 20 * 4096 * 320 / HBM,
+                                                               rel=1e-9)
+
+
+@pytest.mark.parametrize("scaling, field", [
+    ('[1, 2]', "rope_scaling"), ('"yarn"', "rope_scaling"),
+    ('{"rope_type": "yarn"}', "rope_scaling.factor"),
+    ('{"rope_type": "yarn", "factor": "32"}', "rope_scaling.factor"),
+    ('{"rope_type": "yarn", "factor": 32, "truncate": 0}', "rope_scaling.truncate")])
+def test_a_bad_rope_scaling_is_named(tmp_path, scaling, field):
+    import json
+    from optimus_calc.errors import InputError
+    cfg = json.loads((Path(__file__).parent / "data" / "hf" / "gpt_oss" / "config.json")
+                     .read_text())
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg).replace(json.dumps(cfg["rope_scaling"]), scaling))
+    with pytest.raises(InputError, match=f"'{field}'"):
+        load_hf_config(p)
+
+
+def test_truncate_false_is_exported(cat):
+    # gpt-oss's YaRN keeps its correction range unrounded (HF truncate false; Megatron-Bridge
+    # yarn_correction_range_round_to_int False): the export says so, Megatron rounds by default
+    from optimus_calc.frameworks.megatron_export import megatron_args
+    from optimus_calc.specs.training import Layout, Training
+    m = cat.get("gpt-oss-20b", "model")
+    got = load_hf_config(Path(__file__).parent / "data" / "hf" / "gpt_oss" / "config.json")
+    assert m.rope_yarn_truncate is False and got.rope_yarn_truncate is False
+    text = megatron_args(Layout(tp=1, pp=1, dp=8, ep=8, zero=1),
+                         Training(seq_len=4096, global_batch=64), m, 8)
+    assert "--no-yarn-correction-range-round-to-int" in text
+    rounded = m.model_copy(update={"rope_yarn_truncate": True})
+    assert "round-to-int" not in megatron_args(Layout(tp=1, pp=1, dp=8, ep=8, zero=1),
+                                               Training(seq_len=4096, global_batch=64),
+                                               rounded, 8)

@@ -244,8 +244,8 @@ b_ro = sym("beta_rope", "HBM bytes per rotated Q/K element the unfused RoPE adds
            "/ rope_unfused_backward_bytes_per_element)")
 u_y = sym("u_yarn", "1 when the model's RoPE has a YaRN scaling (Model.rope_yarn_factor > 1), "
           "else 0")
-n_rot = sym("n_rot", "rotated elements of one token in one layer: (query heads + KV heads) x "
-            "head dim")
+n_rot = sym("n_rot", "rotated elements of one token in one layer: (query heads + KV heads, at "
+            "least t) x head dim")
 t_h = sym("t", "tensor-parallel degree (the heads are split over it)", positive=True)
 
 rope_bytes = equation(
@@ -258,9 +258,10 @@ rope_bytes = equation(
     "Megatron-Bridge for YaRN (utils/fusions.py L84-95 @ v0.6.0). Counted per bf16 element "
     "of Q and K, over the fused kernel's read and write: forward t cos (2), the negated half "
     "(1), rotate_half's cat (2), x sin (2), the add (3), the final cat (2): 12 passes, 10 more, "
-    "20 bytes; backward the grads x sin (2) and x cos (2), the negation (1), the chunks' cat "
-    "(2), the two grads summed (3), the full-width slice's zeros and copy (3): 13, 11 more, "
-    "22 bytes (the cos/sin tables, s x d, left out)",
+    "20 bytes; backward (autograd, traced op by op) the grads x sin (2) and x cos (2), the "
+    "negation (1), the chunks' cat (2), the two grads summed (3), the empty t_pass slice's "
+    "zero gradient (1) and its sum into the input's (3): 14, 12 more, 24 bytes (the cos/sin "
+    "tables, s x d, left out)",
     "HBM bytes one layer's unfused RoPE adds for one micro-batch on one GPU in one pass "
     "direction (0 without YaRN or with a fused RoPE).")
 

@@ -3,6 +3,8 @@ fused RoPE on models with a YaRN scaling, whose concentration factor it refuses.
 
 from __future__ import annotations
 
+import numpy as np
+
 from optimus_calc.equations.recording import eq, set_scope
 
 
@@ -18,11 +20,15 @@ def rope_time(ctx, hbm: dict, scope: str, refwd):
             or not (fwd or bwd)):
         return None
     set_scope(f"{scope} rope")
-    args = dict(tau_mb=ctx.s * ctx.mb / ctx.cp, n_rot=float((model.heads + model.n_kv)
-                                                            * model.d_head), t=ctx.t, u_yarn=1.0)
+    # a rank keeps at least one whole KV head (Megatron-core attention.py L353-360)
+    n_rot = (model.heads + np.maximum(model.n_kv, ctx.t)) * float(model.d_head)
+    args = dict(tau_mb=ctx.s * ctx.mb / ctx.cp, n_rot=n_rot, t=ctx.t, u_yarn=1.0)
     m_f = eq.compute__rope_bytes(beta_rope=fwd, **args)
     if scope == "forward":
         return eq.step__elementwise_time(n_pass=1, L_stage=ctx.st.layers, M_l=m_f, **hbm)
+    # the re-run forward first, where recomputation has one, so that `explain` shows the
+    # backward's own call (the last one recorded)
+    rerun = (eq.step__elementwise_time(n_pass=refwd, L_stage=ctx.st.layers, M_l=m_f, **hbm)
+             if np.any(refwd) else 0.0)
     m_b = eq.compute__rope_bytes(beta_rope=bwd, **args)
-    return (eq.step__elementwise_time(n_pass=1, L_stage=ctx.st.layers, M_l=m_b, **hbm)
-            + eq.step__elementwise_time(n_pass=refwd, L_stage=ctx.st.layers, M_l=m_f, **hbm))
+    return eq.step__elementwise_time(n_pass=1, L_stage=ctx.st.layers, M_l=m_b, **hbm) + rerun

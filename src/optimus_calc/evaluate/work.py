@@ -193,12 +193,13 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                          T_f / ctx.m, T_b / ctx.m, T_att)
 
 
-def _elementwise(ctx: Ctx, mem: MemoryRecord, scope: str, stored, routing, amax_passes, hbm,
+def _elementwise(ctx: Ctx, mem: MemoryRecord, scope: str, stored, routing, directions, hbm,
                  loss_bpl):
     """The stage's element-wise time in one pass direction (step.elementwise_time): the stored
     activations ``stored`` = (passes, bytes per layer), plus an MoE model's routing buffers
     ``routing`` (on its MoE layers), a recipe's amax passes, a YaRN model's unfused RoPE
-    (evaluate/rope.py: its re-run forward with ``amax_passes`` 2) and, on the last stage, the loss
+    (evaluate/rope.py), each over ``directions`` pass directions (forward 1; backward 1, 2 where
+    full recomputation re-runs the forward) and, on the last stage, the loss
     over the logits at ``loss_bpl`` bytes each (compute.loss_bytes). The additions are recorded
     under scopes of their own ("forward routing", "forward amax"), made first, so that
     `explain step.elementwise_time` shows the activations' call, not the last addition's (the
@@ -215,8 +216,8 @@ def _elementwise(ctx: Ctx, mem: MemoryRecord, scope: str, stored, routing, amax_
                                             M_l=routing[1], **hbm)
     if reads_amax(ctx):
         set_scope(f"{scope} amax")
-        t_amax = amax_time(ctx, mem.layer_args, hbm, amax_passes)
-    t_rope = rope_time(ctx, hbm, scope, amax_passes - 1)  # pass directions - 1: re-run forward
+        t_amax = amax_time(ctx, mem.layer_args, hbm, directions)
+    t_rope = rope_time(ctx, hbm, scope, directions - 1)  # 1 where the forward re-runs
     set_scope(scope)
     T = eq.step__elementwise_time(n_pass=stored[0], L_stage=ctx.st.layers, M_l=stored[1], **hbm)
     for t in (t_route, t_amax, t_rope):  # in the order they were summed before: the same numbers

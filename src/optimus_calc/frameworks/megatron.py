@@ -379,7 +379,7 @@ PROFILE = PhysicsProfile((
     *(Setting(f"rope_unfused_{d}_bytes_per_element", v, "megatron/core/models/common/"
               "embeddings/rope_utils.py L92-156, L340-356; training/arguments.py L1628-1629 "
               "@ d98e8a6 (compute.rope_bytes)")
-      for d, v in (("forward", 20.0), ("backward", 22.0))),
+      for d, v in (("forward", 20.0), ("backward", 24.0))),
 ))
 
 LAUNCH = ("torchrun --nproc-per-node G --nnodes N pretrain_gpt.py ARGS (Megatron-LM's GPT "

@@ -174,9 +174,8 @@ def _architecture(a: _Args, m, tr, tp: int) -> None:
             if m.rope_yarn_original_max_position:
                 a.add("--yarn-original-max-position-embeddings",
                       m.rope_yarn_original_max_position)
-            a.notes.append("YaRN: beta fast 32, slow 1 and endpoints rounded (Megatron's "
-                           "defaults); HF rope_scaling truncate false is "
-                           "--no-yarn-correction-range-round-to-int")
+            if not m.rope_yarn_truncate:  # HF truncate false: endpoints not rounded
+                a.add("--no-yarn-correction-range-round-to-int")  # arguments.py L2406-2410
         if m.rope_base:
             a.add("--rotary-base", int(m.rope_base))
         else:

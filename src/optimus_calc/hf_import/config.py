@@ -59,8 +59,8 @@ class Cfg:
             raise self._bad(k, "true or false (a JSON boolean)", v)
         return v
 
-    def num(self, key: str, default: float) -> float:
-        """A finite, non-negative number (e.g. rope_theta)."""
+    def num(self, key: str, default: Any = _MISSING) -> float:
+        """A finite, non-negative number (e.g. rope_theta); without ``default`` required."""
         k, v = self._raw((key,), default)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
                 math.isfinite(v) and v >= 0):

@@ -27,16 +27,18 @@ def llama_like(c: Cfg, *, qkv_bias: bool = False, qk_norm: bool = False) -> dict
 
 def yarn(c: Cfg) -> dict:
     """A YaRN ``rope_scaling`` (rope_type or type "yarn": transformers modeling_rope_utils.py
-    _compute_yarn_parameters): its factor and original_max_position_embeddings; any other
-    scaling, or none: nothing (plain RoPE)."""
-    if not isinstance(c.data.get("rope_scaling"), dict):
+    _compute_yarn_parameters): its factor (required), original_max_position_embeddings and
+    truncate (default true, as there); another scaling, or null: nothing (plain RoPE); not a
+    JSON object: an error naming the field."""
+    if c.data.get("rope_scaling") is None:
         return {}
     r = c.sub("rope_scaling")
     if r.str("rope_type", r.str("type", "")) != "yarn":
         return {}
-    return dict(rope_yarn_factor=r.num("factor", 1.0),
+    return dict(rope_yarn_factor=r.num("factor"),
                 rope_yarn_original_max_position=r.int("original_max_position_embeddings",
-                                                      default=0))
+                                                      default=0),
+                rope_yarn_truncate=r.bool("truncate", True))
 
 
 def mixtral(c: Cfg) -> dict:

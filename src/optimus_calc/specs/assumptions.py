@@ -60,7 +60,7 @@ class Assumptions(Frozen):
     hier_chunk_bytes: float = Field(
         default=4194304, ge=1, le=1e12,
         description="assumed: a hierarchical all-reduce advances through its phases in pieces "
-                    "of NCCL's default buffer, NCCL_BUFFSIZE 4 MiB (src/init.cc DEFAULT_BUFFSIZE)")
+                    "of NCCL's default buffer, 4 MiB (NCCL src/init.cc DEFAULT_BUFFSIZE)")
 
     gemm_efficiency: float = Field(
         default=0.60, ge=0.01, le=1,
@@ -320,8 +320,8 @@ class Assumptions(Frozen):
         default=0.0, ge=0, le=100,
         description="blocking host syncs per parameter tensor of the rank's optimizer "
                     "partition per step in the ZeRO-1/2 CPU-offload step (offload.host_sync_time); "
-                    "0 framework-neutral; the DeepSpeed profile sets 2 (overflow check and "
-                    "norm .item(), runtime/zero/stage_1_and_2.py L1498-1500, L1622 @ edaa722)")
+                    "0 framework-neutral; DeepSpeed's profile 2 (overflow check, norm .item(): "
+                    "deepspeed/runtime/zero/stage_1_and_2.py L1498-1500, L1622 @ edaa722)")
     host_sync_us: float = Field(
         default=25.0, ge=0, le=1e5,
         description="assumed 25: GPU time lost per blocking host sync, microseconds: the "

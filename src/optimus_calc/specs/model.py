@@ -41,6 +41,8 @@ class Model(CatalogEntry):
                                     "factor, HF rope_scaling.factor of rope_type yarn (1: none)")
     rope_yarn_original_max_position: int = Field(default=0, ge=0, le=100_000_000, description=
                                                  "YaRN's original_max_position_embeddings")
+    rope_yarn_truncate: bool = Field(default=True, description="YaRN's correction range rounded "
+                                     "to integers (HF rope_scaling.truncate; gpt-oss false)")
     norm: Literal["layernorm", "rmsnorm"] = Field(description="normalisation layer")
     norm_bias: bool = Field(default=True, description="LayerNorm has a bias (False: Cohere)")
     attention_bias: bool = Field(default=False, description="biases on Q, K, V projections")
