@@ -70,7 +70,8 @@ def test_compare_json_and_csv_name_the_layout_the_table_shows(run):
     # script reading them could not rebuild the layout (step with the same flags gives TP 1).
     args = ("compare", "llama70b", "--node", "dgx-h100", "--nodes", "8")
     d = run(*args, "--format", "json").json()
-    assert d["layout"] == {"tp": 8, "pp": 1, "dp": 8, "cp": 1, "ep": 1, "etp": 8, "zero": 3,
+    # etp null: a dense model, whose layout copies into step without --etp (round 17)
+    assert d["layout"] == {"tp": 8, "pp": 1, "dp": 8, "cp": 1, "ep": 1, "etp": None, "zero": 3,
                            "interleave": 1}
     assert (d["training"]["recompute"], d["training"]["micro_batch"]) == ("selective", 1)
     rows = list(csv.DictReader(io.StringIO(run(*args, "--format", "csv").out)))
@@ -190,3 +191,20 @@ def test_megatron_refuses_a_sequence_tp_does_not_split(run, seq, cp, extra, runs
     if not runs and cp == 1:
         assert verdict.startswith("Megatron-LM: sequence parallelism splits each CP rank's "
                                   "sequence over TP")
+
+
+def test_a_dense_rows_layout_copies_into_step(run):
+    # plan's CSV gave a dense model's rows etp = TP (8), and `step ... --etp 8` refuses a dense
+    # model: etp is empty where EP is 1 and --etp was not given (report/common.layout_data)
+    import csv
+    import io
+    text = run("plan", "llama-3-8b", "--nodes", "2", "--format", "csv").out
+    row = next(csv.DictReader(io.StringIO(text)))
+    assert row["ep"] == "1" and row["etp"] == ""
+    flags = [f"--{k}" if k != "micro_batch" else "--micro-batch" for k in ("tp", "pp", "ep")]
+    args = [x for k, f in zip(("tp", "pp", "ep"), flags) for x in (f, row[k])]
+    assert run("step", "llama-3-8b", "--nodes", "2", *args, "--format", "json").code == 0
+    # with an expert grid (EP > 1) the experts' TP is shown: TP by default
+    moe = run("step", "mixtral-8x7b", "--node", "dgx-h100", "--tp", "2", "--ep", "4",
+              "--format", "json").json()["layout"]
+    assert (moe["ep"], moe["etp"]) == (4, 2)

@@ -25,8 +25,12 @@ def hardware_data(hw) -> dict[str, Any]:
 
 
 def layout_data(layout) -> dict[str, Any]:
+    """The layout's columns; ``etp`` only where there is an expert grid to split (EP > 1) or
+    --etp was given, empty otherwise (the experts take TP): a dense model's row then copies
+    into `step` without the --etp that step refuses for it."""
+    etp = layout.etp if layout.etp is not None or layout.ep == 1 else layout.expert_tp
     return {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "cp": layout.cp,
-            "ep": layout.ep, "etp": layout.expert_tp, "zero": int(layout.zero),
+            "ep": layout.ep, "etp": etp, "zero": int(layout.zero),
             "offload": layout.offload.value,
             "interleave": layout.interleave, "offload_params": layout.offload_params,
             "smartnic": layout.smartnic if layout.offload is Offload.SMARTNIC else None}
