@@ -271,6 +271,9 @@ class FrameworkPlugin:
     exporter: Exporter | None = None
     exported_by: str | None = None  # another plug-in's exporter that covers this framework
     profile: PhysicsProfile = field(default_factory=PhysicsProfile)
+    # (Training field, its flag) of the launch flags only this framework's profile reads: set
+    # off their default under another profile they move nothing, and `step` says so
+    launch_flags: tuple[tuple[str, str], ...] = ()
 
     @property
     def offload_rule(self) -> Rule | None:

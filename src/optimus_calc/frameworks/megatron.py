@@ -382,11 +382,19 @@ PROFILE = PhysicsProfile((
       for d, v in (("forward", 20.0), ("backward", 24.0))),
 ))
 
-LAUNCH = ("torchrun --nproc-per-node G --nnodes N pretrain_gpt.py ARGS (Megatron-LM's GPT "
-          "pretraining script)")
+LAUNCH = "torchrun --nproc-per-node G --nnodes N pretrain_gpt.py ARGS (Megatron-LM's GPT trainer)"
 
 PLUGIN = FrameworkPlugin(
     key="megatron", label="Megatron-LM", repo="NVIDIA/Megatron-LM", commit=COMMIT,
     rules=RULES, launch=LAUNCH, environment=environment, profile=PROFILE,
     exporter=Exporter("megatron", "a Megatron-LM launch script (torchrun pretrain_gpt.py)",
-                      "optimus_calc.frameworks.megatron_export", "megatron_args"))
+                      "optimus_calc.frameworks.megatron_export", "megatron_args"),
+    launch_flags=(("overlap_grad_reduce", "--overlap-grad-reduce"),
+                  ("overlap_param_gather", "--overlap-param-gather"),
+                  ("overlap_p2p_comm", "--overlap-p2p-communication"),
+                  ("overlap_moe_expert_parallel_comm", "--overlap-moe-expert-parallel-comm"),
+                  ("cuda_graph_full_iteration", "--cuda-graph-impl full_iteration"),
+                  ("cross_entropy_fusion", "--cross-entropy-fusion"),
+                  ("moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity"),
+                  ("tp_comm_overlap", "--tp-comm-overlap"),
+                  ("fp8_param_gather", "--fp8-param-gather")))

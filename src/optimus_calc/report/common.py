@@ -280,3 +280,38 @@ def head_dim_note(gpu, kernel, asm, d_head: float) -> str:
     at = kernel_efficiency(gpu, kernel, asm)
     return (f" ({at:g} at head dim 128, efficiency.head_dim_attention_efficiency)"
             if kernel_efficiency(gpu, kernel, asm, d_head) != at else "")
+
+
+def unread_flags_note(inp) -> str:
+    """The launch flags set off their default that only another framework's profile reads
+    (FrameworkPlugin.launch_flags): under this profile, or framework-neutral physics, they move
+    nothing, which the note says ("" when none is)."""
+    from optimus_calc.frameworks import plugins
+    tr, choice = inp.training, getattr(inp, "framework", None)
+    key = getattr(choice, "key", None)
+    mine = {f for p in plugins() if p.key == key for f, _ in p.launch_flags}
+    fields = type(tr).model_fields
+    off: dict[str, list[str]] = {}
+    for p in plugins():
+        for name, flag in p.launch_flags:
+            v, d = getattr(tr, name), fields[name].default
+            if name in mine or v == d:
+                continue
+            text = (flag if v is True else "--no-" + flag[2:] if v is False
+                    else f"{flag} {getattr(v, 'value', v)}")
+            off.setdefault(p.label, []).append(text)
+    if not off:
+        return ""
+    under = (f"the {choice.label} profile" if key else "framework-neutral physics")
+    return "; ".join(f"{', '.join(flags)}: {label} launch flag{'s' if len(flags) > 1 else ''}, "
+                     f"which {under} does not read (no effect here; --framework "
+                     f"{next(p.key for p in plugins() if p.label == label)} reads "
+                     f"{'them' if len(flags) > 1 else 'it'})" for label, flags in off.items())
+
+
+def add_unread_flags_note(inp, notes: list, data: dict) -> None:
+    """:func:`unread_flags_note` appended to ``notes`` and as ``data["unread_launch_flags"]``
+    (nothing when no flag is unread)."""
+    if unread := unread_flags_note(inp):
+        notes.append(unread)
+        data["unread_launch_flags"] = unread

@@ -7,7 +7,8 @@ from dataclasses import asdict
 from optimus_calc.evaluate.memory import MemoryEstimate
 from optimus_calc.report.common import (context_row, framework_data, framework_header,
                                         frameworks_of, hardware_data, layout_data, layout_text,
-                                        model_data, training_data, training_text)
+                                        model_data, training_data, training_text,
+                                        add_unread_flags_note)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB, GiB
@@ -140,6 +141,7 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False, fit=None) ->
         notes.insert(1, hint.note)
     if fw_note:
         notes.append(fw_note)
+    add_unread_flags_note(inp, notes, data)
     tr = inp.training
     notes.append(f"model states in total: {est.model_states_total_bytes / div:.1f} {unit} "
                  f"({tr.weight_bytes + tr.gradient_bytes + tr.optimizer_bytes}"

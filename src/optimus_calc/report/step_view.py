@@ -9,7 +9,7 @@ from optimus_calc.report.common import (TrainRequest, context_row, efficiency_te
                                         framework_data, framework_header, frameworks_of,
                                         hardware_data, layout_data,
                                         layout_text, model_data, pct, train_figures,
-                                        training_data, training_text)
+                                        training_data, training_text, add_unread_flags_note)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.units import GB
 
@@ -88,6 +88,7 @@ def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> 
               + window_notes(inp.model, inp.training) + st.notes)
     if fw_note:
         notes.append(fw_note)
+    add_unread_flags_note(inp, notes, data)
     if figures:
         notes.append(train_note(figures, inp.assumptions.pue))
         notes.append(f"days from the modelled step time (no FLOP convention enters); a "
