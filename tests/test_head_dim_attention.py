@@ -60,10 +60,15 @@ def test_step_names_it_and_assume_replaces_it(run):
     oss = ("step", "gpt-oss-120b", "--node", "dgx-h100", "--nodes", "8", "--ep", "8",
            "--global-batch", "512", "--seq-len", "4096", "--framework", "megatron")
     out = run(*oss).out
-    assert "cudnn at 0.207 (0.26 at head dim 128, efficiency.head_dim_attention_efficiency)" in (
+    assert "cudnn at 0.20722 (0.26 at head dim 128, efficiency.head_dim_attention_efficiency)" in (
         " ".join(out.split()))
     # --assume attention_efficiency is the user's end-to-end value: no head-dim factor on it
-    assumed = " ".join(run(*oss, "--assume", "attention_efficiency=0.26").out.split())
-    assert "cudnn at 0.26 on the causally" in assumed
+    assumed = " ".join(run(*oss, "--assume", "attention_efficiency=0.2345").out.split())
+    assert ("cudnn at 0.2345 (--assume attention_efficiency, at every head dim) on the causally"
+            in assumed)
+    # without FlashAttention the step runs the unfused core, and says so
+    unfused = " ".join(run(*oss, "--no-flash-attn").out.split())
+    assert "attention unfused (FlashAttention off) at 0.21" in unfused and "cudnn at" not in (
+        unfused)
     llama = " ".join(run("step", "llama-3-8b", "--node", "dgx-h100", "--nodes", "1").out.split())
     assert "cudnn at 0.26 on the causally" in llama

@@ -15,8 +15,8 @@ def test_megatron_flags_under_torchtitan_are_named(run):
     assert off["step_time_s"] == tt["step_time_s"]
     assert off["unread_launch_flags"] == (
         "--no-overlap-grad-reduce, --cross-entropy-fusion te: Megatron-LM launch flags, which "
-        "the torchtitan (FSDP2) profile does not read (no effect here; --framework megatron "
-        "reads them)")
+        "the torchtitan (FSDP2) profile does not read (it moves no number here; --framework "
+        "megatron reads them)")
     assert "unread_launch_flags" not in tt
 
 

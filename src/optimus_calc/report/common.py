@@ -145,14 +145,16 @@ def pct(fraction: float | None) -> float | None:
     return None if fraction is None else 100.0 * fraction
 
 
-def efficiency_text(gpu, asm, kernel=None, d_head: float = 128.0) -> str:
+def efficiency_text(gpu, asm, kernel=None, d_head: float = 128.0, flash: bool = True) -> str:
     """Where the GEMM efficiency comes from: the GPU family's curve, or --assume's constant;
-    the attention kernel and its efficiency (on causally halved FLOPs, at the head dim)."""
+    the attention kernel and its efficiency (on causally halved FLOPs, at the head dim), or the
+    unfused path's without FlashAttention."""
     from optimus_calc.evaluate.efficiency import kernel_efficiency, kernel_of
     k = kernel_of(gpu, kernel)
-    attn = (f"attention kernel {k} at {kernel_efficiency(gpu, kernel, asm, d_head):.3g}"
+    attn = (f"attention kernel {k} at {kernel_efficiency(gpu, kernel, asm, d_head):g}"
             f"{head_dim_note(gpu, kernel, asm, d_head)} on the causally halved FLOPs it "
-            f"executes, unfused {gpu.attention_eta:g} on all of them")
+            f"executes, unfused {gpu.attention_eta:g} on all of them" if flash else
+            f"attention unfused (FlashAttention off) at {gpu.attention_eta:g}")
     if "gemm_efficiency" in asm.model_fields_set:
         return (f"GEMM efficiency {asm.gemm_efficiency:g} for every GEMM (--assume "
                 "gemm_efficiency replaces the curve)")
@@ -277,6 +279,8 @@ def framework_data(inp) -> dict:
 def head_dim_note(gpu, kernel, asm, d_head: float) -> str:
     """" (0.26 at head dim 128)" where the head dim moves the kernel's efficiency, else ""."""
     from optimus_calc.evaluate.efficiency import kernel_efficiency
+    if asm is not None and "attention_efficiency" in asm.model_fields_set:
+        return " (--assume attention_efficiency, at every head dim)"
     at = kernel_efficiency(gpu, kernel, asm)
     return (f" ({at:g} at head dim 128, efficiency.head_dim_attention_efficiency)"
             if kernel_efficiency(gpu, kernel, asm, d_head) != at else "")
@@ -304,7 +308,7 @@ def unread_flags_note(inp) -> str:
         return ""
     under = (f"the {choice.label} profile" if key else "framework-neutral physics")
     return "; ".join(f"{', '.join(flags)}: {label} launch flag{'s' if len(flags) > 1 else ''}, "
-                     f"which {under} does not read (no effect here; --framework "
+                     f"which {under} does not read (it moves no number here; --framework "
                      f"{next(p.key for p in plugins() if p.label == label)} reads "
                      f"{'them' if len(flags) > 1 else 'it'})" for label, flags in off.items())
 

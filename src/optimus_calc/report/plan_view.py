@@ -241,7 +241,7 @@ def attention_text(gpu, tr, asm, d_head: float = 128.0) -> str:
     from optimus_calc.evaluate.efficiency import kernel_efficiency, kernel_of
     from optimus_calc.report.common import head_dim_note
     k = tr.attention_kernel
-    kernel = (f"{kernel_of(gpu, k)} {kernel_efficiency(gpu, k, asm, d_head):.3g}"
+    kernel = (f"{kernel_of(gpu, k)} {kernel_efficiency(gpu, k, asm, d_head):g}"
               f"{head_dim_note(gpu, k, asm, d_head)} on the halved causal FLOPs"
               if tr.flash_attention else f"unfused {gpu.attention_eta:g}")
     return kernel + ("; MFU on model FLOPs with attention un-halved (mfu_causal: halved, as "

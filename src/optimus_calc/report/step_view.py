@@ -80,7 +80,7 @@ def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> 
              f"GPU memory {mem.worst.total_bytes / GB:.1f} GB of {mem.capacity_bytes / GB:.0f} GB: "
              + ("fits" if mem.fits else "DOES NOT FIT: " + "; ".join(mem.reasons)),
              efficiency_text(inp.hw.gpu, inp.assumptions, inp.training.attention_kernel,
-                             getattr(inp.model, "d_head", 128))]
+                             getattr(inp.model, "d_head", 128), inp.training.flash_attention)]
     if hint.note:
         notes.insert(3, hint.note)
     notes += (fp8_notes(inp.hw.gpu, inp.training, inp.assumptions)
