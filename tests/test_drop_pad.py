@@ -153,11 +153,13 @@ def test_the_shipped_constants_are_the_fit_of_the_public_moe_rows(cat):
     # Round 16, with the loss over the logits timed (compute.loss_bytes): from 1.4 ms and 0.55
     # the grid gave 1.2 ms and 0.58, then 1.3 ms at 0.58, which gives 0.58 again. Round 17,
     # with the attention kernel's head-dim factor (efficiency.head_dim_attention_efficiency):
-    # at 1.3 ms the share refits to 0.60, at 0.60 the sync stays 1.3 ms
+    # at 1.3 ms the share refits to 0.60, at 0.60 the sync stays 1.3 ms; but at the round's
+    # shipped state 0.60 gives validate's leave-one-source-out 9.96% against 0.58's 9.95% (506
+    # rows): a refit that does not lower the held-out error is not shipped, 0.58 stays
     from optimus_calc.frameworks.megatron import EP_OVERLAP_SHARE
     from optimus_calc.validate_moe import fit_overlap
     a = Assumptions()
     assert fit(every) == pytest.approx((a.moe_layer_host_s, a.moe_layer_fixed_s))
     assert (a.moe_layer_host_s, a.moe_layer_fixed_s) == (0.0013, 0.002)
     assert sum(h.A > 0 for h in every) == 39
-    assert fit_overlap(every) == EP_OVERLAP_SHARE == 0.60
+    assert fit_overlap(every) == 0.60 and EP_OVERLAP_SHARE == 0.58

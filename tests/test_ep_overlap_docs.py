@@ -49,7 +49,7 @@ def test_changelog_command_runs_one_micro_batch(run):
 
 def test_guide_gpt_oss_ranges_are_validates(cases):
     # GPT-OSS 120B from Megatron-Bridge 26.02 on ("(26." in the label; the 25.11 GB200 row, at
-    # +7%, is not one of them): GB200 +30% to +118%, GB300 +18% to +124%, B300 16-bit +27% to
+    # +7%, is not one of them): GB200 +30% to +118%, GB300 +18% to +123%, B300 16-bit +27% to
     # +54% (validate's in-sample column; the expert bias passes took 3-5 points off each, the
     # loss over the logits and the refits with it 1-6 more, the unfused YaRN RoPE 2-11 more,
     # the attention kernel at head dim 64 1-5 more)
@@ -75,7 +75,7 @@ def test_moe_md_ranges_are_validates(cases, cat):
     assert len(ov) == 39 and at1[1] < 0 < at1[2]
     assert f"({at1[0]:+.0%} to {at1[-1]:+.0%})" == "(-1% to +152%)"
     assert "all but two of them (-1% to +152%;" in text
-    # GPT-OSS 120B on Blackwell, every row fast: +3% to +124%; the other rows on a
+    # GPT-OSS 120B on Blackwell, every row fast: +3% to +123%; the other rows on a
     # full-iteration graph -9% to +11%
     graph = {r.label for r in public_rows() if r.cuda_graph and not r.why_not}
     oss = _errors(cases, lambda x: x.startswith(BLACKWELL) and "gpt-oss" in x.lower())
