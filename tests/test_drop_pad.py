@@ -143,8 +143,10 @@ def test_the_shipped_constants_are_the_fit_of_the_public_moe_rows(cat):
     # DeepSeek-V3 4, GPT-OSS, Qwen3-30B and Qwen3-235B 3 each; B300 Qwen3-30B at 26.06)
     bw = {i for i, c in enumerate(cases) if c.case.startswith(("GB300", "B300"))}
     ultra = [h for h in every if h.key in bw]
-    assert len(every) == 26 + 36 + 19 + 48 and len(ultra) == 48
-    assert sum(h.K == 0 for h in ultra) == 4 + 3 + 3 + 3 + 1
+    # round 18: less 26.06.01's GPT-OSS rows on GB200 and GB300 (full-iteration graphs, K = 0),
+    # listed as the known regression their table calls them
+    assert len(every) == 26 + 36 + 19 + 48 - 2 and len(ultra) == 48 - 1
+    assert sum(h.K == 0 for h in ultra) == 4 + 3 + 3 + 3 + 1 - 1
     # round 15: the constants are fitted on all 129 together with the share of the EP
     # all-to-all the Megatron profile's overlap hides (validate_moe.fit_overlap, on the 39 rows
     # that run it): the sync 1.4 ms, the launches 2.0 ms, the share 0.55, each the fit with the
@@ -155,11 +157,12 @@ def test_the_shipped_constants_are_the_fit_of_the_public_moe_rows(cat):
     # with the attention kernel's head-dim factor (efficiency.head_dim_attention_efficiency):
     # at 1.3 ms the share refits to 0.60, at 0.60 the sync stays 1.3 ms; but at the round's
     # shipped state 0.60 gives validate's leave-one-source-out 9.96% against 0.58's 9.95% (506
-    # rows): a refit that does not lower the held-out error is not shipped, 0.58 stays
+    # rows): a refit that does not lower the held-out error is not shipped, 0.58 stays. Round 18
+    # (26.06.01's two GPT-OSS rows listed): the same fixed point on the 127
     from optimus_calc.frameworks.megatron import EP_OVERLAP_SHARE
     from optimus_calc.validate_moe import fit_overlap
     a = Assumptions()
     assert fit(every) == pytest.approx((a.moe_layer_host_s, a.moe_layer_fixed_s))
     assert (a.moe_layer_host_s, a.moe_layer_fixed_s) == (0.0013, 0.002)
-    assert sum(h.A > 0 for h in every) == 39
+    assert sum(h.A > 0 for h in every) == 39 - 2
     assert fit_overlap(every) == 0.60 and EP_OVERLAP_SHARE == 0.58

@@ -370,6 +370,7 @@ def test_public_fp8_rows_carry_their_published_recipe():
     # GB300's MXFP8 rows, Llama 3 70B (4) and Llama 3.1 405B (5): 9; the Blackwell Ultra MoE
     # rows (public_cases_mb26_bw.py), all MXFP8 but GPT-OSS 120B's BF16 of 26.02-26.04.01:
     # GB300 DeepSeek-V3 (8), Qwen3-30B-A3B (7), Qwen3-235B-A22B (7), GPT-OSS 26.06-26.08 (3): 25;
-    # B300 DeepSeek-V3 (5), Qwen3-30B-A3B (5), Qwen3-235B-A22B (4), GPT-OSS 26.06 (1): 15
+    # B300 DeepSeek-V3 (5), Qwen3-30B-A3B (5), Qwen3-235B-A22B (4), GPT-OSS 26.06 (1): 15;
+    # less 26.06.01's GPT-OSS rows on GB200 and GB300, listed (the table's known regression)
     assert sum(r.source == NEMO2412 for r in fp8) == 4
-    assert sum(r.fp8_recipe == "mxfp8" for r in fp8) == 8 + 9 + 25 + 18 + 9 + 25 + 15
+    assert sum(r.fp8_recipe == "mxfp8" for r in fp8) == 8 + 9 + 25 + 18 + 9 + 25 + 15 - 2
