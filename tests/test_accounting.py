@@ -52,13 +52,14 @@ def test_six_n_csv_percent_positive(run):
 def test_dp_total_counts_the_recomputed_forward_gathers():
     # ZeRO-3, 4 micro-batches, reduction 0.2 s, one gather pass 0.1 s + 0.01 s of per-module
     # fixed cost: without recompute 4 x (0.2 + 2 x 0.11) = 1.68 s; with full recompute the
-    # recomputed forward gathers once more: 4 x (0.2 + 3 x 0.11) = 2.12 s
+    # recomputed forward gathers once more where it re-gathers (r_z 1, DeepSpeed; FSDP2 r_z 0):
+    # 4 x (0.2 + 3 x 0.11) = 2.12 s
     args = dict(A_g=0.01, T_gat=0.1, T_red=0.2, Z=3, m=4)
-    assert float(eq.step__dp_comm_time(r_full=0, **args)) == pytest.approx(1.68, rel=1e-12)
-    assert float(eq.step__dp_comm_time(r_full=1, **args)) == pytest.approx(2.12, rel=1e-12)
+    assert float(eq.step__dp_comm_time(r_z=0, **args)) == pytest.approx(1.68, rel=1e-12)
+    assert float(eq.step__dp_comm_time(r_z=1, **args)) == pytest.approx(2.12, rel=1e-12)
     # ZeRO-1/2 have no per-module gathers: recompute changes nothing (0.2 + 0.1; 4 x 0.2 + 0.1)
-    assert float(eq.step__dp_comm_time(r_full=1, **{**args, "Z": 1})) == pytest.approx(0.3)
-    assert float(eq.step__dp_comm_time(r_full=1, **{**args, "Z": 2})) == pytest.approx(0.9)
+    assert float(eq.step__dp_comm_time(r_z=1, **{**args, "Z": 1})) == pytest.approx(0.3)
+    assert float(eq.step__dp_comm_time(r_z=1, **{**args, "Z": 2})) == pytest.approx(0.9)
 
 
 def test_dp_exposed_capped_by_total_when_window_shorter_than_a_bucket():
@@ -67,11 +68,11 @@ def test_dp_exposed_capped_by_total_when_window_shorter_than_a_bucket():
     # (1.0 - 0.1) + 0.5 = 1.4 s, more than the 1.0 s the reduction takes: capped at the
     # total 1.0 + 0.2 = 1.2 s
     x = eq.step__dp_exposed_time(A_g=0.0, G_x=0.0, T_bkt=0.5, T_gat=0.2, T_red=1.0, W_b=0.1,
-                                 W_f=0.3, Z=1, m=1, o_dr=1, o_pg=1, r_full=0)
+                                 W_f=0.3, Z=1, m=1, o_dr=1, o_pg=1, r_z=0)
     assert float(x) == pytest.approx(1.2, rel=1e-12)
     # a long backward window hides all but the last bucket: 0.5 s (below the cap)
     x = eq.step__dp_exposed_time(A_g=0.0, G_x=0.0, T_bkt=0.5, T_gat=0.2, T_red=1.0, W_b=5.0,
-                                 W_f=0.3, Z=1, m=1, o_dr=1, o_pg=1, r_full=0)
+                                 W_f=0.3, Z=1, m=1, o_dr=1, o_pg=1, r_z=0)
     assert float(x) == pytest.approx(0.5, rel=1e-12)
 
 

@@ -116,7 +116,7 @@ def test_reduction_after_the_backward_is_exposed_whole():
     # 1 s hidden by a 10 s forward. Overlapped: max(0, 2 - 3) + min(2, 0.5) = 0.5 s; Megatron
     # without --overlap-grad-reduce (o_dr = 0): the whole 2 s.
     kw = dict(G_x=0.0, T_bkt=0.5, T_gat=1.0, T_red=2.0, W_b=3.0, W_f=10.0, Z=1, m=1, A_g=0.0, o_pg=1.0,
-              r_full=0)
+              r_z=0)
     assert float(eq.step__dp_exposed_time(o_dr=1.0, **kw)) == pytest.approx(0.5)
     assert float(eq.step__dp_exposed_time(o_dr=0.0, **kw)) == pytest.approx(2.0)
 
@@ -126,7 +126,7 @@ def test_zero3_reduction_shares_the_backward_link_with_the_gathers():
     # offload.zero3_exposed_gather_time); only the last 0.5 s bucket follows each backward:
     # 2 x (1 + 0.5) = 3 s. Reduced after the backward (o_dr = 0): 2 x (1 + 2) = 6 s.
     kw = dict(G_x=1.0, T_bkt=0.5, T_gat=1.0, T_red=2.0, W_b=3.0, W_f=10.0, Z=3, m=2, A_g=0.0, o_pg=1.0,
-              r_full=0)
+              r_z=0)
     assert float(eq.step__dp_exposed_time(o_dr=1.0, **kw)) == pytest.approx(3.0)
     assert float(eq.step__dp_exposed_time(o_dr=0.0, **kw)) == pytest.approx(6.0)
 

@@ -93,7 +93,7 @@ def test_param_gather_follows_the_step_without_overlap():
     --overlap-param-gather (o_pg = 0); reduction 2 s in 0.5 s buckets behind a 3 s backward:
     0.5 s overlapped. Totals 0.5 + 0.6 = 1.1 s and 0.5 + 1 = 1.5 s."""
     kw = dict(G_x=0.0, T_bkt=0.5, T_gat=1.0, T_red=2.0, W_b=3.0, W_f=0.4, Z=1, m=1, o_dr=1.0,
-              A_g=0.0, r_full=0)
+              A_g=0.0, r_z=0)
     assert float(eq.step__dp_exposed_time(o_pg=1.0, **kw)) == pytest.approx(1.1)
     assert float(eq.step__dp_exposed_time(o_pg=0.0, **kw)) == pytest.approx(1.5)
 

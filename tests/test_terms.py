@@ -185,11 +185,11 @@ def test_step_time_is_the_sum_of_its_terms(run):
 ])
 def test_dp_exposed_time_by_hand(Z, expected):
     got = eq.step__dp_exposed_time(o_dr=1, o_pg=1, G_x=0.5, T_bkt=0.25, T_gat=1.0, T_red=3.0, W_b=2.0,
-                                   W_f=0.5, Z=Z, m=4, A_g=0.0, r_full=0)
+                                   W_f=0.5, Z=Z, m=4, A_g=0.0, r_z=0)
     assert float(got) == pytest.approx(expected)
     # a backward longer than the reduction hides all but the last bucket
     hidden = eq.step__dp_exposed_time(o_dr=1, o_pg=1, G_x=0.0, T_bkt=0.25, T_gat=0.0, T_red=3.0, W_b=10.0,
-                                      W_f=0.5, Z=Z, m=4, A_g=0.0, r_full=0)
+                                      W_f=0.5, Z=Z, m=4, A_g=0.0, r_z=0)
     assert float(hidden) == pytest.approx(0.25 if Z < 2 else 4 * 0.25)
 
 

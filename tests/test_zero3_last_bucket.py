@@ -65,7 +65,7 @@ def test_small_case_by_hand():
     g_off = eq.offload__zero3_exposed_gather_time(T_rb=0.0, **SMALL)
     assert float(g_off) == pytest.approx(1.75 + 1.0)
     step = dict(A_g=0.0, T_bkt=1.0, T_gat=4.0, T_red=4.0, W_b=6.0, W_f=3.0, Z=3, m=1, o_pg=1.0,
-                r_full=0)
+                r_z=0)
     on = eq.step__dp_exposed_time(G_x=g_on, o_dr=1.0, **step)
     off = eq.step__dp_exposed_time(G_x=g_off, o_dr=0.0, **step)
     assert float(on) == pytest.approx(1.75 + 3.0)  # the last bucket once
@@ -77,7 +77,7 @@ def test_link_bound_exposes_the_link_work_once():
     # reductions = 12 s = step.dp_comm_time, with or without overlap
     kw = dict(SMALL, t_cb=0.0, t_cf=0.0)
     step = dict(A_g=0.0, T_bkt=1.0, T_gat=4.0, T_red=4.0, W_b=0.0, W_f=0.0, Z=3, m=1, o_pg=1.0,
-                r_full=0)
+                r_z=0)
     g_on = eq.offload__zero3_exposed_gather_time(T_rb=3.0, **kw)
     assert float(eq.step__dp_exposed_time(G_x=g_on, o_dr=1.0, **step)) == pytest.approx(12.0)
     g_off = eq.offload__zero3_exposed_gather_time(T_rb=0.0, **kw)
@@ -97,7 +97,7 @@ def test_equation_sweep_overlap_never_slower():
     T_red, T_bkt = rng.exponential(1.0, n), rng.exponential(0.3, n)
     step = dict(A_g=0.0, T_bkt=T_bkt, T_gat=x["n_mod"] * x["t_g"], T_red=T_red,
                 W_b=rng.exponential(1.0, n), W_f=rng.exponential(0.5, n), Z=3,
-                m=rng.choice([1.0, 8.0], n), o_pg=1.0, r_full=x["c_pass"] - 2)
+                m=rng.choice([1.0, 8.0], n), o_pg=1.0, r_z=x["c_pass"] - 2)
     out = {}
     for o in (0.0, 1.0):
         T_rb = eq.offload__zero3_overlapped_reduce_time(o_dr=o, T_red=T_red, T_bkt=T_bkt)

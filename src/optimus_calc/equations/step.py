@@ -33,12 +33,11 @@ T_cb = sym("T_cb", "GEMM time of the stage's backward passes (and recompute) in 
 T_ef = sym("T_ef", "element-wise (HBM-bound) time of the forward passes, s")
 T_eb = sym("T_eb", "element-wise (HBM-bound) time of the backward passes, s")
 sig = sym("sigma_sp", "1 with sequence parallelism, else 0")
-T_ag = sym("T_ag", "one all-gather, s")
-T_rs = sym("T_rs", "one reduce-scatter, s")
-T_ar = sym("T_ar", "one all-reduce, s")
-T_a2a = sym("T_a2a", "one all-to-all, s")
-T_p2p = sym("T_p2p", "one point-to-point send, s")
+T_ag, T_rs = sym("T_ag", "one all-gather, s"), sym("T_rs", "one reduce-scatter, s")
+T_ar, T_a2a = sym("T_ar", "one all-reduce, s"), sym("T_a2a", "one all-to-all, s")
 r_f = sym("r_full", "1 with full recomputation, else 0")
+r_z = sym("r_z", "1 when full recomputation gathers each ZeRO-3 module again (r_full x "
+          "Assumptions.zero3_recompute_regathers), else 0")
 o_tp = sym("o_tp", "fraction of TP communication hidden behind compute (assumed)")
 o_cp = sym("o_cp", "1 if the CP ring's K/V traffic hides behind the attention, else 0")
 o_pp = sym("o_pp", "fraction of PP point-to-point time hidden, plain 1F1B (assumed)")
@@ -50,10 +49,9 @@ o_dr = sym("o_dr", "1 if bucketed gradient reductions overlap the backward, 0 if
 o_pg = sym("o_pg", "1 if the ZeRO-1/2 parameter all-gather overlaps the next forward, 0 if "
            "it runs whole before it (Megatron-LM without --overlap-param-gather)")
 o_ep = sym("o_ep", "fraction of the EP all-to-alls hidden behind compute (framework profile)")
-L_moe = sym("L_moe", "MoE layers on the pipeline stage")
 v = sym("v", "model chunks per GPU (interleaving)", positive=True)
 p_pp = sym("p", "pipeline-parallel degree", positive=True)
-Z = sym("Z", "ZeRO stage 0..3")
+Z, L_moe = sym("Z", "ZeRO stage 0..3"), sym("L_moe", "MoE layers on the pipeline stage")
 T_red = sym("T_red", "gradient reduction of the stage's gradients once (all buckets), s")
 T_bkt = sym("T_bkt", "gradient reduction of one bucket, s")
 T_gat = sym("T_gat", "parameter all-gather of the stage's weights once (all pieces), s")
@@ -63,11 +61,11 @@ W_f = sym("W_f", "forward time of one micro-batch (overlap window), s")
 W_b = sym("W_b", "backward time of one micro-batch (overlap window), s")
 T_f = sym("T_f", "forward time of the stage in the step (GEMM + element-wise), s")
 T_b = sym("T_b", "backward time of the stage in the step (GEMM + element-wise), s")
-T_bub = sym("T_bubble", "pipeline bubble, s")
-T_tp = sym("T_tp", "exposed tensor-parallel communication, s")
-T_cp = sym("T_cp", "exposed context-parallel communication, s")
-T_ep = sym("T_ep", "exposed expert-parallel all-to-all, s")
-T_pp = sym("T_pp", "exposed pipeline point-to-point, s")
+T_p2p, T_bub = sym("T_p2p", "one point-to-point send, s"), sym("T_bubble", "pipeline bubble, s")
+T_tp, T_cp = (sym("T_tp", "exposed tensor-parallel communication, s"),
+              sym("T_cp", "exposed context-parallel communication, s"))
+T_ep, T_pp = (sym("T_ep", "exposed expert-parallel all-to-all, s"),
+              sym("T_pp", "exposed pipeline point-to-point, s"))
 T_dpx = sym("T_dp", "exposed data-parallel communication, s")
 T_ox = sym("T_opt", "exposed optimizer step and offload transfers, s")
 T_po = sym("T_po", "exposed parameter streaming from host or NVMe (ZeRO-Infinity), s")
@@ -177,7 +175,7 @@ _red_x = o_dr * (_ex(T_red, W_b) + _t_last) + (1 - o_dr) * T_red
 # exposed ZeRO-1/2 gather: hidden by the next forward as far as it lasts (o_pg = 1) or whole
 # (o_pg = 0, Megatron-LM without --overlap-param-gather: arguments.py L3148-3149 @ d98e8a6)
 _gat_x = o_pg * _ex(T_gat, W_f) + (1 - o_pg) * T_gat
-_dp_total = ((m * (T_red + (2 + r_f) * (T_gat + A_g)), Z >= 3), (m * T_red + T_gat, Z >= 2),
+_dp_total = ((m * (T_red + (2 + r_z) * (T_gat + A_g)), Z >= 3), (m * T_red + T_gat, Z >= 2),
              (T_red + T_gat, True))
 dp_comm_time = equation(
     "step.dp_comm_time",
@@ -186,7 +184,9 @@ dp_comm_time = equation(
     "and again in the backward, gradients reduce-scattered, every micro-batch); with full "
     "recomputation the recomputed forward gathers each module once more "
     "(runtime/zero/parameter_offload.py pre_sub_module_forward_function fetches in every forward, "
-    "the recompute inside the backward included: DeepSpeed issue #4784), the 2 + r_full passes "
+    "the recompute inside the backward included: DeepSpeed issue #4784; FSDP2 does not: "
+    "torchtitan fully_shards the checkpointed block, whose recompute runs inside the backward "
+    "after the block's pre-backward unshard, r_z 0), the 2 + r_z passes "
     "step.dp_exposed_time charges, each with its per-module fixed cost; "
     "stage_1_and_2.py (ZeRO-2 reduces gradients every micro-batch as buckets fill; ZeRO-1 at "
     "the gradient-accumulation boundary); PyTorch DDP no_sync and Megatron-LM "

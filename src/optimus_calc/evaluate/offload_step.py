@@ -373,5 +373,6 @@ def zero3_exposed_gather(*, modules, module_params, gather_s, forward_s, backwar
     t_cf = np.asarray(forward_s) / n
     t_cb = np.maximum(0.0, np.asarray(backward_s) - r * np.asarray(forward_s)) / n
     return eq.offload__zero3_exposed_gather_time(
-        alpha_g=asm.zero3_gather_latency_us * 1e-6, c_pass=2.0 + r, d_p=depth, n_mod=n,
+        alpha_g=asm.zero3_gather_latency_us * 1e-6, d_p=depth, n_mod=n,
+        c_pass=2.0 + r * asm.zero3_recompute_regathers,  # the recompute's own gathers
         t_cb=t_cb, t_cf=t_cf, t_g=gather_s, T_rb=reduce_s)

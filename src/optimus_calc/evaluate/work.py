@@ -357,11 +357,11 @@ def _data_parallel(ctx: Ctx, mem: MemoryRecord, comp: ComputeRecord, nic: float)
             ctx, "all-gather", x["n"], x["stride"], z_px, x["beta"], x["alpha"]), 0.0)
         set_scope("dp")
     T_gat = eq.step__dp_gather_time(Z=z, k_w=k_w, t_g=t_piece)
-    r_full = ctx.r_full
     g_x = _zero3_wait(ctx, (z == 3) & (n_dp > 1), n_mod, P, t_piece, comp, T_red, T_bkt)
     # the per-module fixed cost of every gather pass, as the exposed term charges it (in G_x)
     A_g = np.where(n_dp > 1, n_mod * asm.zero3_gather_latency_us * 1e-6, 0.0)
-    dp_args = dict(T_gat=T_gat, T_red=T_red, Z=z, m=ctx.m, A_g=A_g, r_full=r_full)
+    dp_args = dict(T_gat=T_gat, T_red=T_red, Z=z, m=ctx.m, A_g=A_g,
+                   r_z=ctx.r_full * asm.zero3_recompute_regathers)
     T_dp = eq.step__dp_comm_time(**dp_args)
     # o_dr 0 after the backward: ZeRO-1's all-reduce, PP's flush, an engine's ZeRO-0 all-reduce
     after = ((ar & (z == 1)) | ((ctx.pp > 1) & (asm.dp_reduce_after_pipeline > 0))

@@ -48,48 +48,39 @@ class Assumptions(Frozen):
     host_reserved_fraction: float = Field(default=0.1, ge=0, le=1, description="assumed: host RAM "
                                           "kept for the OS, data loaders and pinned buffers")
 
-    gpu_compress_GBps: float = Field(
-        default=21.6, ge=0.001, le=1e5,
+    gpu_compress_GBps: float = Field(default=21.6, ge=0.001, le=1e5,
         description="GPU 1-bit compression throughput: BERT-Large's 335M fp32 gradients "
                     "(1.34 GB) in 0.062 s on a V100, SqueezeNIC Table 2. A divisor: at least "
                     "1 MB/s (specs/hardware.py MIN_GBPS)")
-    nic_compress_GBps: float = Field(
-        default=800.0, ge=0.001, le=1e5,
+    nic_compress_GBps: float = Field(default=800.0, ge=0.001, le=1e5,
         description="in-NIC (FPGA) compression throughput: 6400 Gb/s host side, SqueezeNIC "
                     "Table 6 (line rate). A divisor: at least 1 MB/s (MIN_GBPS)")
-    hier_chunk_bytes: float = Field(
-        default=4194304, ge=1, le=1e12,
+    hier_chunk_bytes: float = Field(default=4194304, ge=1, le=1e12,
         description="assumed: a hierarchical all-reduce advances through its phases in pieces "
                     "of NCCL's default buffer, 4 MiB (NCCL src/init.cc DEFAULT_BUFFSIZE)")
 
-    gemm_efficiency: float = Field(
-        default=0.60, ge=0.01, le=1,
+    gemm_efficiency: float = Field(default=0.60, ge=0.01, le=1,
         description="constant achieved / peak dense FLOP/s (0.60: one value fitted on Narayanan "
                     "et al. SC'21 Table 1, +7.5% to -10% per row). Given with --assume it "
                     "replaces the per-GPU efficiency curve (evaluate/efficiency.py, catalog "
                     "gemm_* fields), which follows the GEMM shapes instead. At least 0.01 (MIN_EFFICIENCY)")
-    attention_efficiency: float = Field(
-        default=0.50, ge=0.01, le=1,
+    attention_efficiency: float = Field(default=0.50, ge=0.01, le=1,
         description="achieved / peak of the fused attention kernel on causally halved FLOPs "
                     "(FlashAttention's convention). Given with --assume it replaces the catalog "
                     "value of the kernel in use (GPU flash_attention_eta, attention_kernel_eta: "
                     "FlashAttention-2/3 papers, cuDNN numbers in the FlashAttention-3 paper)")
-    moe_router_logit_bytes: float = Field(
-        default=4.0, ge=1, le=8,
+    moe_router_logit_bytes: float = Field(default=4.0, ge=1, le=8,
         description="assumed: bytes per router logit of the softmax and top-k; 4 = fp32 "
                     "routing (Megatron-core --moe-router-dtype fp32, transformer/moe/router.py), "
                     "2 = routing in the activations' bf16")
-    hbm_efficiency: float = Field(
-        default=0.9, ge=0.01, le=1,
+    hbm_efficiency: float = Field(default=0.9, ge=0.01, le=1,
         description="achievable fraction of HBM bandwidth: calculon and llm-analysis use 0.9; "
                     "GH200 STREAM 85% (KTH). A divisor: at least 0.01 (MIN_EFFICIENCY)")
-    elementwise_factor: float = Field(
-        default=4.0, ge=0, le=100,
+    elementwise_factor: float = Field(default=4.0, ge=0, le=100,
         description="HBM passes of element-wise work over the stored activation bytes: written "
                     "forward, read backward, gradient written and read (4); a recomputed "
                     "forward adds one (derived, not measured)")
-    selective_policy: float = Field(
-        default=0, ge=0, le=2,
+    selective_policy: float = Field(default=0, ge=0, le=2,
         description="what --recompute selective keeps: 0 = Korthikanti et al. 2022 (Megatron "
                     "core_attn: the attention core re-runs); 1 = torchtitan's op AC (every other "
                     "aten.mm and the SDPA output saved: memory.op_sac_layer_bytes, step.op_sac_"
@@ -99,8 +90,7 @@ class Assumptions(Frozen):
     sac_saves_ep_all_to_all: float = Field(default=1, ge=0, le=1, description="selective_policy "
         "1-2, EP > 1: 1 = op AC saves the MoE all-to-alls' outputs (memory.op_sac_ep_saved_bytes)"
         ", 0 = its re-run re-sends them (step.ep_comm_time). Assumed 1; torchtitan: per family")
-    fp8_gemm_efficiency: float = Field(
-        default=0.925, ge=MIN_EFFICIENCY, le=1,
+    fp8_gemm_efficiency: float = Field(default=0.925, ge=MIN_EFFICIENCY, le=1,
         description="torchao float8 (--fp8-recipe torchao): FP8 weight GEMMs reach this "
                     "fraction of the BF16 GEMM efficiency of the same shape, against the FP8 "
                     "peak (casts and amax included). Fitted (benchmarks/fit_torchao.py) on "
@@ -109,8 +99,7 @@ class Assumptions(Frozen):
                     "profile, the rows on FlashAttention-2: in-sample 8.0%, leave-one-source-out "
                     "9.1% (9.6% at 0.753, the fit on Table 1's single pair; flat from 0.925 to "
                     "the argmin 0.935; docs/fp8-and-megatron.md). At least 0.01 (MIN_EFFICIENCY)")
-    fp8_te_delayed_gemm_efficiency: float = Field(
-        default=FIT_TE_DELAYED, ge=MIN_EFFICIENCY, le=1,
+    fp8_te_delayed_gemm_efficiency: float = Field(default=FIT_TE_DELAYED, ge=MIN_EFFICIENCY, le=1,
         description="Transformer Engine delayed scaling (--fp8-recipe te-delayed): as "
                     "fp8_gemm_efficiency. Fitted (benchmarks/fit_fp8_recipes.py) on the public "
                     "NeMo 24.12 and 25.02 H100 FP8 rows (NeMo 2.1 and 2.2 had delayed scaling "
@@ -118,23 +107,20 @@ class Assumptions(Frozen):
                     "v2.1.0, v2.2.0): GPT3-175B (x2), Llama2-70B, Llama3-70B, Llama3-8B; see "
                     "docs/fp8-and-megatron.md for the rows, per-row and leave-one-out errors. "
                     "A divisor: at least 0.01 (MIN_EFFICIENCY)")
-    fp8_te_current_gemm_efficiency: float = Field(
-        default=FIT_TE_CURRENT, ge=MIN_EFFICIENCY, le=1,
+    fp8_te_current_gemm_efficiency: float = Field(default=FIT_TE_CURRENT, ge=MIN_EFFICIENCY, le=1,
         description="Transformer Engine per-tensor current scaling (--fp8-recipe te-current, "
                     "Megatron tensorwise): as fp8_gemm_efficiency, its amax pass timed apart "
                     "(fp8.amax_layer_bytes). Fitted (benchmarks/fit_fp8_recipes.py) on the "
                     "public Megatron-Bridge 25.11 H100 FP8-CS rows (docs/performance-summary.md "
                     "@ 00b7660: Llama3 8B and 70B; 405B is not expressible there); see "
                     "docs/fp8-and-megatron.md. A divisor: at least 0.01 (MIN_EFFICIENCY)")
-    fp8_mxfp8_gemm_efficiency: float = Field(
-        default=FIT_MXFP8, ge=MIN_EFFICIENCY, le=1,
+    fp8_mxfp8_gemm_efficiency: float = Field(default=FIT_MXFP8, ge=MIN_EFFICIENCY, le=1,
         description="Transformer Engine MXFP8 (--fp8-recipe mxfp8, Blackwell only): as "
                     "fp8_gemm_efficiency. Fitted (benchmarks/fit_fp8_recipes.py) on the public "
                     "Megatron-Bridge 25.11 DGX-B200 FP8-MX rows (Llama3 8B, Llama3.1 405B); "
                     "the B200 BF16 curve is itself derived from FP8 rows (catalog b200 "
                     "efficiency_source). A divisor: at least 0.01 (MIN_EFFICIENCY)")
-    fp8_weight_copy_bytes: float = Field(
-        default=1.0, ge=0, le=4,
+    fp8_weight_copy_bytes: float = Field(default=1.0, ge=0, le=4,
         description="bytes per GEMM weight of each FP8 copy Transformer Engine keeps beside "
                     "the bf16 weight: 1 (TransformerEngine performance_considerations.rst L247 "
                     "@ d0067d0: 2 MB bf16 weight + 1 MB weight in FP8); 2 copies (rowwise and "
@@ -145,14 +131,12 @@ class Assumptions(Frozen):
         "Megatron-LM profile: 1 with --fp8-param-gather (fp8.primary_weight_saving_bytes)")
     tp_overlap: float = Field(default=0.0, ge=0, le=1, description="assumed: fraction of TP "
                               "communication hidden behind compute (0: exposed)")
-    tp_backward_overlap: float = Field(
-        default=0.0, ge=0, le=1,
+    tp_backward_overlap: float = Field(default=0.0, ge=0, le=1,
         description="fraction of the backward's TP collectives hidden behind the "
                     "weight-gradient GEMM; 0 = exposed (framework-neutral); the Megatron-LM "
                     "profile sets 1 (megatron/core/tensor_parallel/layers.py L694-711, L790, "
                     "L807 @ d98e8a6: async dgrad collectives)")
-    dp_reduce_overlap: float = Field(
-        default=1.0, ge=0, le=1,
+    dp_reduce_overlap: float = Field(default=1.0, ge=0, le=1,
         description="1 = bucketed gradient reductions overlap the backward, all but the last "
                     "bucket (framework-neutral); 0 = the whole reduction follows the backward: "
                     "the Megatron-LM profile without --overlap-grad-reduce (distributed_data_"
@@ -163,14 +147,12 @@ class Assumptions(Frozen):
     dp_reduce_after_backward: float = Field(default=0.0, ge=0, le=1, description="1: ZeRO-0's "
                                             "all-reduce follows the whole backward (the DeepSpeed "
                                             "profile: engine.py L2970-2982, L2891-2914)")
-    dp_gather_overlap: float = Field(
-        default=1.0, ge=0, le=1,
+    dp_gather_overlap: float = Field(default=1.0, ge=0, le=1,
         description="1 = the ZeRO-1/2 parameter all-gather after the optimizer step overlaps "
                     "the next forward (framework-neutral; Megatron-LM --overlap-param-gather); "
                     "0 = it runs whole before the forward (Megatron-LM --no-overlap-param-"
                     "gather, arguments.py L3148-3149 @ d98e8a6; DeepSpeed's step())")
-    grads_stay_on_gpu: float = Field(
-        default=0.0, ge=0, le=1,
+    grads_stay_on_gpu: float = Field(default=0.0, ge=0, le=1,
         description="1 = the gradient buffer stays on the GPU under optimizer offload "
                     "(Megatron-LM --optimizer-cpu-offload, HybridDeviceOptimizer: hybrid_"
                     "optimizer.py L100-115 @ d98e8a6); 0 = ZeRO-2/3 move each reduced "
@@ -182,8 +164,7 @@ class Assumptions(Frozen):
                               "sends hidden behind compute but the fill's and drain's, any schedule")
     pp_overlap_interleaved: float = Field(default=0.0, ge=0, le=1, description="the same, "
                                           "interleaved (v > 1; Megatron's profile: 1; >= pp_overlap)")
-    nccl_latency_model: float = Field(
-        default=1.0, ge=0, le=1,
+    nccl_latency_model: float = Field(default=1.0, ge=0, le=1,
         description="1 (default) = ring and tree collectives take NCCL's own latency model "
                     "(base latency per algorithm and protocol + per-step hardware latencies, "
                     "the fastest protocol; NCCL src/graph/tuning.cc @ 5067397c, "
@@ -191,21 +172,18 @@ class Assumptions(Frozen):
                     "0 = the catalog's per-step alpha. On by default because it lowered "
                     "validate's leave-one-source-out error (16.84% -> 16.78%) and keeps the "
                     "nccl-tests case within tolerance (docs/communication.md)")
-    nccl_net_overhead_us: float = Field(
-        default=1.0, ge=0, le=1e3,
+    nccl_net_overhead_us: float = Field(default=1.0, ge=0, le=1e3,
         description="assumed: NCCL's network post overhead per ring step across nodes, "
                     "microseconds (Simple protocol: 3x); NCCL src/graph/tuning.cc L226-233 @ "
                     "5067397c: 1.0 on Intel x86 hosts (the assumption), 2.0 on AMD, "
                     "NCCL_NET_OVERHEAD overrides")
-    moe_expert_gemm_streams: float = Field(
-        default=4.0, ge=1, le=1e6,
+    moe_expert_gemm_streams: float = Field(default=4.0, ge=1, le=1e6,
         description="assumed: local experts whose GEMMs run concurrently, sharing one GEMM-curve "
                     "fixed cost (W_half). 4 = Megatron-LM --moe-grouped-gemm on Transformer "
                     "Engine's default path (one cuBLAS GEMM per expert over 4 streams); 1 = "
                     "SequentialMLP; large = one grouped kernel (torchtitan's torch._grouped_mm). "
                     "Sources with file and line: docs/moe.md")
-    moe_imbalance: float = Field(
-        default=1.0, ge=1, le=1024,
+    moe_imbalance: float = Field(default=1.0, ge=1, le=1024,
         description="assumed balanced (1.0): tokens the most-loaded expert-parallel rank "
                     "processes / its balanced share; its expert GEMMs and all-to-all scale by "
                     "it. At most Megatron-LM's --moe-expert-capacity-factor with token dropping, "
@@ -213,8 +191,7 @@ class Assumptions(Frozen):
     ep_overlap_needs_interleave: float = Field(
         default=0, ge=0, le=1, description="1: no ep_overlap at PP > 1 without interleaving "
         "(Megatron-LM refuses it there, transformer_config.py L3007-3011; its profile sets 1)")
-    ep_overlap: float = Field(
-        default=0.0, ge=0, le=1,
+    ep_overlap: float = Field(default=0.0, ge=0, le=1,
         description="fraction of the expert-parallel all-to-alls (MoE dispatch and combine) "
                     "hidden behind another micro-batch's compute; 0 = exposed "
                     "(framework-neutral, and Megatron-LM's default: "
@@ -222,26 +199,22 @@ class Assumptions(Frozen):
                     "model_parallel_config.py L343 @ d98e8a6); a framework profile sets it")
 
     # ---- the offloaded optimizer step as DeepSpeed runs it (equations/offload.py) ----------
-    cpu_pass_efficiency: float = Field(
-        default=0.47, ge=MIN_EFFICIENCY, le=1,
+    cpu_pass_efficiency: float = Field(default=0.47, ge=MIN_EFFICIENCY, le=1,
         description="calibrated on seeds/optimusnic.md Table 4: the fp32 unscale pass (mul_, 8 B "
                     "per element over 75.5M elements in 15.403 ms = 39.2 GB/s per rank) over the "
                     "rank's share of STREAM (0.81 x 204.8 GB/s / 2 ranks): fraction of STREAM a "
                     "framework's CPU pass (ATen op, DeepSpeed CPUAdam) reaches. A divisor: at "
                     "least 0.01 (MIN_EFFICIENCY)")
-    cpu_mask_elems_per_cycle: float = Field(
-        default=0.062, ge=MIN_MASK_ELEMS_PER_CYCLE, le=64,
+    cpu_mask_elems_per_cycle: float = Field(default=0.062, ge=MIN_MASK_ELEMS_PER_CYCLE, le=64,
         description="calibrated on seeds/optimusnic.md Table 4 (abs, eq, ne on the 16-bit gradient "
                     "buffer: 75.5M elements in 15.5 ms with 32 threads at 2.45 GHz): elements per "
                     "core-cycle of ATen's CPU comparison/abs/any kernels (element-rate bound). A "
                     "divisor: at least 0.001 (1,000 cycles per element, slower than a DRAM miss)")
-    offload_threads_per_rank: float = Field(
-        default=0, ge=0, le=4096,
+    offload_threads_per_rank: float = Field(default=0, ge=0, le=4096,
         description="CPU threads each GPU rank's optimizer work uses; 0 = the node's cores split "
                     "over its GPUs (DeepSpeed launcher --bind_cores_to_rank, launch.py L230-232); "
                     "otherwise at least 1 (a rank runs on at least one thread)")
-    superoffload_core_fraction: float = Field(
-        default=0.8, ge=MIN_EFFICIENCY, le=1,
+    superoffload_core_fraction: float = Field(default=0.8, ge=MIN_EFFICIENCY, le=1,
         description="share of the CPU cores SuperOffload gives its CPU-Adam "
                     "(DeepSpeed deepspeed/runtime/superoffload/superoffload_stage3.py L56, "
                     "cpuadam_cores_perc 0.8, master edaa722). A divisor: >= 0.01 (MIN_EFFICIENCY)")
@@ -249,32 +222,27 @@ class Assumptions(Frozen):
                                          "all-reduces the gradients after the backward (DeepSpeed "
                                          "BF16_Optimizer: engine.py L1994-1996, L2970-2982, L3784-"
                                          "3794 @ edaa722), 0: reduce-scatters")
-    ds_zero1_overlap_comm: float = Field(
-        default=0.0, ge=0, le=1,
+    ds_zero1_overlap_comm: float = Field(default=0.0, ge=0, le=1,
         description="DeepSpeed overlap_comm for ZeRO-1 (default false, deepspeed/runtime/zero/"
                     "config.py L383-386 @ edaa722): 0 = ZeRO-1 + CPU offload reduces and copies "
                     "gradients to the host after the backward (stage_1_and_2.py L1758-1769)")
-    ds_zero2_overlap_comm: float = Field(
-        default=1.0, ge=0, le=1,
+    ds_zero2_overlap_comm: float = Field(default=1.0, ge=0, le=1,
         description="DeepSpeed overlap_comm for ZeRO-2 as DeepSpeed's ZeRO-Offload tutorial "
                     "configures it (docs/_tutorials/zero-offload.md L44-52 @ edaa722: true; "
                     "the config default is false): 1 = gradient copies to the host overlap the "
                     "boundary backward on a side stream; 0 = they serialise with it")
-    superoffload_clipping: float = Field(
-        default=0.0, ge=0, le=1,
+    superoffload_clipping: float = Field(default=0.0, ge=0, le=1,
         description="1 if SuperOffload runs with gradient_clipping > 0: every CPU sub-group is "
                     "then stepped after the backward (superoffload_stage3.py L165-184, "
                     "L232-252 @ edaa722); 0 (the published Qwen3-14B config, DeepSpeedExamples "
                     "finetune_qwen3-14b_1gpu.sh @ 51495dc): CPU-Adam overlaps the backward")
-    zero_sub_group_params: float = Field(
-        default=4e8, ge=1e3, le=1e13,
+    zero_sub_group_params: float = Field(default=4e8, ge=1e3, le=1e13,
         description="SuperOffload's sub_group_size, elements: 4e8 in the published config "
                     "(DeepSpeedExamples training/DeepSpeed-SuperOffload/"
                     "finetune_qwen3-14b_1gpu.sh @ 51495dc; DeepSpeed's own default is 1e9, "
                     "zero/config.py L175 @ edaa722): the last speculative CPU-Adam step "
                     "follows the backward")
-    superoffload_step_core_fraction: float = Field(
-        default=1.0, ge=MIN_EFFICIENCY, le=1,
+    superoffload_step_core_fraction: float = Field(default=1.0, ge=MIN_EFFICIENCY, le=1,
         description="share of the rank's cores step()'s ATen passes (unscale, 16-bit cast) "
                     "run on. SuperOffload narrows the main process with psutil "
                     "cpu_affinity (superoffload_utils.py L189-216 @ edaa722), i.e. "
@@ -282,56 +250,50 @@ class Assumptions(Frozen):
                     "created before keeps the rank's cores, and the worker is idle by then (1). "
                     "1 - cpuadam_cores_perc if the pool were confined too. A divisor: at "
                     "least 0.01 (MIN_EFFICIENCY)")
-    superoffload_param_copy: float = Field(
-        default=0.0, ge=0, le=1,
+    superoffload_param_copy: float = Field(default=0.0, ge=0, le=1,
         description="1 if SuperOffload's step() copies each CPU sub-group's fp32 partition "
                     "into the 16-bit GPU partition (blocking, cast on the CPU: DeepSpeed "
                     ">= v0.18.9, superoffload_stage3.py L114-119 since 729df6c); 0 in the "
                     "release the published numbers were measured on (v0.18.0, af56ed4 L173-176: "
                     "CPU sub-groups are only unflattened)")
-    nvme_efficiency: float = Field(
-        default=1.0, ge=MIN_EFFICIENCY, le=1,
+    nvme_efficiency: float = Field(default=1.0, ge=MIN_EFFICIENCY, le=1,
         description="assumed: fraction of the drives' sequential bandwidth a RAID0 of them "
                     "delivers to DeepSpeed's async I/O (1 = the catalog's measured rates). A "
                     "divisor: at least 0.01 (MIN_EFFICIENCY)")
-    zero3_prefetch_bucket_params: float = Field(
-        default=5e7, ge=0, le=1e13,
+    zero3_prefetch_bucket_params: float = Field(default=5e7, ge=0, le=1e13,
         description="DeepSpeed stage3_prefetch_bucket_size default, elements "
                     "(deepspeed/runtime/zero/config.py v0.15.0 L205)")
-    zero3_max_live_params: float = Field(
-        default=1e9, ge=0, le=1e13,
+    zero3_max_live_params: float = Field(default=1e9, ge=0, le=1e13,
         description="DeepSpeed stage3_max_live_parameters default, elements (config.py L228)")
-    zero3_persistence_threshold_params: float = Field(
-        default=1e5, ge=0, le=1e13,
+    zero3_persistence_threshold_params: float = Field(default=1e5, ge=0, le=1e13,
         description="DeepSpeed stage3_param_persistence_threshold default: tensors smaller than "
                     "this stay whole on every GPU, elements (config.py L211)")
-    zero3_modules_per_layer: float = Field(
-        default=0, ge=0, le=1e4,
+    zero3_modules_per_layer: float = Field(default=0, ge=0, le=1e4,
         description="modules ZeRO-3 gathers one by one per layer; 0 = derived from the "
                     "architecture (DeepSpeed hooks every parameterised submodule: q, k, v, o, "
                     "the MLP's matrices, norms, experts; evaluate/engine.py modules_per_layer); "
                     "FSDP2 wraps one module per transformer block: 1. Otherwise at least 1: the "
                     "gathers of a layer are whole modules")
-    zero3_gather_latency_us: float = Field(
-        default=50.0, ge=0, le=1e6,
+    zero3_gather_latency_us: float = Field(default=50.0, ge=0, le=1e6,
         description="assumed: per-module fixed cost of a ZeRO-3 gather (pre-forward hook, "
                     "coordinator bookkeeping, NCCL launch), microseconds, not hidden by prefetch")
-    offload_host_syncs_per_tensor: float = Field(
-        default=0.0, ge=0, le=100,
+    zero3_recompute_regathers: float = Field(default=1.0, ge=0, le=1, description="1: full "
+        "recomputation gathers each ZeRO-3 module again (DeepSpeed's forward hooks fetch in the "
+        "recomputed forward, issue #4784; step.dp_comm_time r_z); 0: the backward's gather "
+        "serves it (FSDP2 around the checkpointed block: torchtitan's profile)")
+    offload_host_syncs_per_tensor: float = Field(default=0.0, ge=0, le=100,
         description="blocking host syncs per parameter tensor of the rank's optimizer "
                     "partition per step in the ZeRO-1/2 CPU-offload step (offload.host_sync_time); "
                     "0 framework-neutral; DeepSpeed's profile 2 (overflow check, norm .item(): "
                     "deepspeed/runtime/zero/stage_1_and_2.py L1498-1500, L1622 @ edaa722)")
-    host_sync_us: float = Field(
-        default=25.0, ge=0, le=1e5,
+    host_sync_us: float = Field(default=25.0, ge=0, le=1e5,
         description="assumed 25: GPU time lost per blocking host sync, microseconds: the "
                     "device-to-host read drains the stream, then the GPU idles while eager "
                     "PyTorch relaunches the next tensor's few small kernels (~5 for "
                     "_has_inf_or_nan, stage_1_and_2.py L2486-2491). No public measurement of it "
                     "and no public per-step time to fit it on (docs/reference/"
                     "framework-physics.md section 5)")
-    step_fixed_s: float = Field(
-        default=0.0, ge=0, le=1e3,
+    step_fixed_s: float = Field(default=0.0, ge=0, le=1e3,
         description="assumed 0 (no public source gives it in seconds): fixed time per optimizer "
                     "step that the GPU work does not hide, s: host-side work once per step "
                     "(overflow/NaN scans with host syncs, gradient clipping, zero_grad, "

@@ -48,19 +48,19 @@ def step__dp_bucket_bytes(P, b_g, n_bk):
     return P*b_g/n_bk
 
 
-def step__dp_comm_time(A_g, T_gat, T_red, Z, m, r_full):
-    """step.dp_comm_time [s]: DeepSpeed deepspeed/runtime/zero/stage3.py (parameters gathered per module in the forward and again in the backward, gradients reduce-scattered, every micro-batch); with full recomputation the recomputed forward gathers each module once more (runtime/zero/parameter_offload.py pre_sub_module_forward_function fetches in every forward, the recompute inside the backward included: DeepSpeed issue #4784), the 2 + r_full passes step.dp_exposed_time charges, each with its per-module fixed cost; stage_1_and_2.py (ZeRO-2 reduces gradients every micro-batch as buckets fill; ZeRO-1 at the gradient-accumulation boundary); PyTorch DDP no_sync and Megatron-LM distributed_data_parallel.py (one reduction per step); calibration.md section 10"""
-    return numpy.where(numpy.greater_equal(Z, 3), m*(T_red + (A_g + T_gat)*(r_full + 2)), numpy.where(numpy.greater_equal(Z, 2), T_gat + T_red*m, T_gat + T_red))
+def step__dp_comm_time(A_g, T_gat, T_red, Z, m, r_z):
+    """step.dp_comm_time [s]: DeepSpeed deepspeed/runtime/zero/stage3.py (parameters gathered per module in the forward and again in the backward, gradients reduce-scattered, every micro-batch); with full recomputation the recomputed forward gathers each module once more (runtime/zero/parameter_offload.py pre_sub_module_forward_function fetches in every forward, the recompute inside the backward included: DeepSpeed issue #4784; FSDP2 does not: torchtitan fully_shards the checkpointed block, whose recompute runs inside the backward after the block's pre-backward unshard, r_z 0), the 2 + r_z passes step.dp_exposed_time charges, each with its per-module fixed cost; stage_1_and_2.py (ZeRO-2 reduces gradients every micro-batch as buckets fill; ZeRO-1 at the gradient-accumulation boundary); PyTorch DDP no_sync and Megatron-LM distributed_data_parallel.py (one reduction per step); calibration.md section 10"""
+    return numpy.where(numpy.greater_equal(Z, 3), m*(T_red + (A_g + T_gat)*(r_z + 2)), numpy.where(numpy.greater_equal(Z, 2), T_gat + T_red*m, T_gat + T_red))
 
 
-def step__dp_exposed_time(A_g, G_x, T_bkt, T_gat, T_red, W_b, W_f, Z, m, o_dr, o_pg, r_full):
+def step__dp_exposed_time(A_g, G_x, T_bkt, T_gat, T_red, W_b, W_f, Z, m, o_dr, o_pg, r_z):
     """step.dp_exposed_time [s]: as step.dp_comm_time; bucketed reductions overlap the backward of their micro-batch except the last bucket (o_dr = 1), or all of it follows the backward (o_dr = 0, Megatron-LM without --overlap-grad-reduce: distributed_data_parallel.py L131-137 @ d98e8a6); ZeRO-1/2 gathers overlap the next forward (o_pg = 1, Megatron --overlap-param-gather) or run whole before it (o_pg = 0); ZeRO-3 gathers wait per module as far as prefetching does not hide them (DeepSpeed partitioned_param_coordinator.py, offload.zero3_exposed_gather_time), and there the overlapped reduce-scatters but the last bucket's share the backward's link with the gathers (in G_x, offload.zero3_overlapped_reduce_time): the last bucket follows the backward, counted here once. Never more than the communication it exposes (step.dp_comm_time): a window shorter than a bucket counts no reduction twice (issue 32 9)"""
     _c0 = numpy.minimum(T_bkt, T_red)
     _c1 = T_gat * (1 - o_pg)
     _c2 = T_red * (1 - o_dr)
     _c3 = o_pg * numpy.maximum(0, T_gat - W_f)
     _c4 = o_dr * (numpy.maximum(0, T_red - W_b) + _c0)
-    return numpy.where(numpy.greater_equal(Z, 3), numpy.minimum(m * (T_red + (A_g + T_gat) * (r_full + 2)), m * (G_x + _c2 + o_dr * _c0)), numpy.where(numpy.greater_equal(Z, 2), numpy.minimum(T_gat + T_red * m, _c1 + m * (_c2 + _c4) + _c3), numpy.minimum(T_gat + T_red, _c1 + _c2 + _c4 + _c3)))
+    return numpy.where(numpy.greater_equal(Z, 3), numpy.minimum(m * (T_red + (A_g + T_gat) * (r_z + 2)), m * (G_x + _c2 + o_dr * _c0)), numpy.where(numpy.greater_equal(Z, 2), numpy.minimum(T_gat + T_red * m, _c1 + m * (_c2 + _c4) + _c3), numpy.minimum(T_gat + T_red, _c1 + _c2 + _c4 + _c3)))
 
 
 def step__dp_gather_piece_bytes(P, b_w, k_w):
