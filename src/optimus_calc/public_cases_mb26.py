@@ -76,8 +76,8 @@ def _dense(rel: str, gpu: str, model: str, prec: str, fsdp: int) -> tuple[str, d
 # Rows the table itself marks as a known performance regression: 26.06.01's GPT-OSS 120B
 # figures carry the footnote [^gpt-oss-note] (docs/performance-summary-archive.md L57-58, L90
 # @ 067f987df), NVIDIA/cudnn-frontend issue #256: the cuteDSL grouped GEMM dGLU kernel
-# (grouped_gemm_dglu_wrapper_sm100) became 10x slower from cudnn-frontend 1.24.0. They
-# measure a defect "to be resolved with the next container release", not the stack the tool
+# (grouped_gemm_dglu_wrapper_sm100) became 10x slower from cudnn-frontend 1.24.0, which the
+# footnote says the next container fixes. They measure a defect, not the stack the tool
 # times (26.06 and 26.08 on the same configs publish 1.6x more).
 REGRESSION = ("the table marks it as a known performance regression (footnote gpt-oss-note: "
               "NVIDIA/cudnn-frontend issue #256, the grouped GEMM dGLU kernel 10x slower from "

@@ -97,8 +97,8 @@ def accuracy_markdown(cases, missing, full_fit: dict | None = None) -> str:
         "Not refitted (those rows' LOSO column equals in-sample): " + "; ".join(NOT_REFIT) + ".",
         "",
         f"**{len(cases)} cases** ({o['rows']} step-time or throughput rows, "
-        f"{o['refitted']} of them refitted); {len(missing)} public rows listed as not "
-        "expressible (below).", "",
+        f"{o['refitted']} of them refitted); {len(missing)} public rows listed, not scored: not "
+        "expressible, or a figure its table marks as a regression (below).", "",
         "| rows | in-sample mean abs error | leave-one-source-out mean abs error |",
         "|---:|---:|---:|",
         f"| {o['rows']} | {_pct(o['mean_abs_error'])} | {_pct(o['loso_mean_abs_error'])} |", "",
@@ -125,7 +125,7 @@ def accuracy_markdown(cases, missing, full_fit: dict | None = None) -> str:
                   "|---|" + "---:|" * len(FIT_NAMES)]
         lines += [f"| {g} | " + " | ".join(f"{p[n]:.3g}" if n in p else "-" for n in FIT_NAMES)
                   + " |" for g, p in full_fit.items()]
-    lines += ["", "## Public rows the tool cannot express", "",
+    lines += ["", "## Public rows listed, not scored", "",
               "| source | row | why |", "|---|---|---|"]
     lines += [f"| {s} | {row} | {why} |" for s, row, why in missing]
     return "\n".join(lines) + "\n"
