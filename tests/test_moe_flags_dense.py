@@ -58,3 +58,26 @@ def test_the_most_loaded_expert_on_a_dense_model_is_an_error(run):
     assert run("plan", *LLAMA, "--assume", "moe_imbalance=1.2").code == 2
     assert run("step", "mixtral-8x7b", "--node", "dgx-h100", "--ep", "8", "--moe-imbalance",
                "1.3").code == 0
+
+
+@pytest.mark.parametrize("cmd", ["nics", "breakeven"])
+def test_etp_alone_pins_the_layout_nics_and_breakeven_size(run, cmd):
+    # round 18: --etp was missing from the options that mean "this layout", so `nics
+    # llama-3-8b --etp 1` sized the planner's layout and said nothing; now a dense model
+    # refuses it as step does, and an MoE model's given layout is the one sized
+    r = run(cmd, *LLAMA, "--etp", "1")
+    assert r.code == 2 and r.err.strip() == ("error: --etp 1: llama-3-8b is dense (no experts); "
+                                             "expert parallelism applies to MoE models")
+
+
+def test_nics_sizes_the_given_expert_layout_and_names_it(run):
+    # qwen3-30b-a3b on one DGX A100, EP 4 x ETP 2 = 8 ranks = TP x CP x DP (parallel folding):
+    # the title names the given layout with its expert degrees, the JSON carries them
+    args = ("nics", "qwen3-30b-a3b", "--node", "dgx-a100", "--ep", "4", "--etp", "2",
+            "--zero", "3")
+    r = run(*args)
+    assert r.code == 0
+    assert r.out.splitlines()[0].endswith(
+        "sized for the given layout (TP=1 PP=1 DP=8 EP=4 ETP=2, ZeRO-3)")
+    d = run(*args, "--format", "json").json()
+    assert (d["layout"]["ep"], d["layout"]["etp"], d["sized_for"]) == (4, 2, "the given layout")

@@ -85,6 +85,7 @@ def test_nics_sizes_for_the_layout_its_objective_ranks_first(run, objective):
     rec = run("plan", "llama70b", "--nodes", 2, "--objective", objective,
               "--format", "json").json()["recommended"]
     d = run("nics", "llama70b", "--nodes", 2, "--objective", objective, "--format", "json").json()
-    assert d["layout"] == {k: rec[k] for k in ("tp", "pp", "dp", "zero")}
+    # the recommended row's degrees (etp: null for a dense model in both)
+    assert d["layout"] == {k: rec[k] for k in ("tp", "pp", "dp", "cp", "ep", "etp", "zero")}
     r = run("nics", "llama70b", "--nodes", 2, "--objective", "cost")
     assert r.code == 2 and "'cost' is not one of 'throughput', 'memory'" in r.err

@@ -8,11 +8,10 @@ import click
 from click.core import ParameterSource
 
 from optimus_calc.cli.common import emit, plot_option
-from optimus_calc.cli.options import model_options
+from optimus_calc.cli.options import LAYOUT_PARAMS, model_options
 from optimus_calc.cli.types import FiniteFloat
 from optimus_calc.errors import InputError
 
-LAYOUT_PARAMS = ("tp", "pp", "dp", "cp", "ep", "zero", "interleave", "micro_batch", "recompute")
 REFERENCE_KEYS = ("tp", "pp", "dp", "cp", "ep", "zero", "interleave", "micro-batch",
                   "recompute", "sp")
 

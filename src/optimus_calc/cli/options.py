@@ -69,6 +69,10 @@ hardware_options = _stack(
 
 
 # Megatron-LM launch flags: read by the Megatron-LM profile, written by --export megatron
+# the single-layout options whose presence means "this layout" rather than the planner's
+# (nics, breakeven): --etp too, which a dense model refuses and an MoE layout reads
+LAYOUT_PARAMS = ("tp", "pp", "dp", "cp", "ep", "etp", "zero", "interleave", "micro_batch",
+                 "recompute")
 LAUNCH_FLAGS = (
     click.option("--overlap-grad-reduce/--no-overlap-grad-reduce", default=True,
                  show_default=True,

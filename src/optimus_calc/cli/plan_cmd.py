@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from optimus_calc.cli.common import emit, output_options, plot_option
-from optimus_calc.cli.options import (model_options, nics_objective_option, objective_option,
-                                      pin_options, plan_options, profile_option,
+from optimus_calc.cli.options import (LAYOUT_PARAMS, model_options, nics_objective_option,
+                                      objective_option, pin_options, plan_options, profile_option,
                                       sweep_training_options, train_options)
 from optimus_calc.errors import InputError
 from optimus_calc.frameworks import export_choices, plugins
@@ -78,8 +78,6 @@ def _exported_search(export: str, given: str | None) -> str | None:
                      f"--framework {given} searches none of them")
 
 
-# the single-layout options whose presence means "size this layout" rather than the plan's
-LAYOUT_PARAMS = ("tp", "pp", "dp", "cp", "ep", "zero", "interleave", "micro_batch", "recompute")
 
 
 @click.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from optimus_calc.report.common import layout_text
 from optimus_calc.report.document import Column, Document, Table
 
 
@@ -28,6 +29,7 @@ def nics_document(model, hw, layout, sizing, source: str, framework: str = "") -
     rows = nics_rows(sizing, hw)
     data = rows[0] if len(rows) == 1 else {"smartnics": rows}
     data = {**data, "layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp,
+                               "cp": layout.cp, "ep": layout.ep, "etp": layout.etp,
                                "zero": int(layout.zero)}, "sized_for": source}
     view = [{**r, "opt_GB": r["optimizer_bytes_per_gpu"] / 1e9,
              "card_GB": r["nic_memory_bytes"] / 1e9,
@@ -36,7 +38,7 @@ def nics_document(model, hw, layout, sizing, source: str, framework: str = "") -
             for r in rows]
     return Document(
         title=f"nics: {model.name} on {hw.nodes} x {hw.node.name}, sized for {source} "
-              f"(TP={layout.tp} PP={layout.pp} DP={layout.dp} ZeRO-{int(layout.zero)})",
+              f"({layout_text(layout).split(', offload')[0]})",  # the offload is what it sizes
         header=[("framework", framework)] if framework else [],
         data=data, tables=[Table(title="", rows=view, columns=[
             Column("smartnic", "SmartNIC", align="left"), Column("card_GB", "card GB", ".0f"),
