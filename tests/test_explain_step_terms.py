@@ -61,3 +61,20 @@ def test_explain_names_the_framework_profile_its_values_come_from(run):
     text = run(*args, "--framework", "megatron").out
     assert "values under the Megatron-LM profile (--framework megatron)" in text
     assert "values under the framework-neutral parameters" in run(*args).out
+
+
+@pytest.mark.parametrize("name, model, node, why", [
+    # A100 lists no head-dim ratio (catalog attention_head_dim64): the kernel keeps its fit
+    ("efficiency.head_dim_attention_efficiency", "llama-3-8b", "dgx-a100",
+     "it runs only where the GPU's catalog entry lists head-dim ratios"),
+    # Llama 3 has no YaRN scaling
+    ("compute.rope_bytes", "llama-3-8b", "dgx-h100", "it runs only for a model with a YaRN"),
+    ("compute.moe_router_bytes", "llama-3-8b", "dgx-h100",
+     "it runs only for an MoE model (this one is dense)"),
+])
+def test_explain_says_why_a_conditional_equation_did_not_run(run, name, model, node, why):
+    # round 18: these said "not evaluated for this configuration (e.g. step time with
+    # --model-states-only ...)", which names none of their conditions
+    r = run("explain", name, model, "--node", node)
+    assert r.code == 2 and "\n" not in r.err.strip()
+    assert r.err.startswith(f"error: {name} is not evaluated for this configuration: {why}")

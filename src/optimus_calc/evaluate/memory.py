@@ -213,6 +213,8 @@ def equation_values(inp: Inputs, name: str, stage: int | None = None,
     est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions,
                           record=True)
     values = est.inputs(name, stage, scope)
+    if values is None and (why := _condition(name, inp.model)):
+        raise InputError(f"{name} is not evaluated for this configuration: {why}")
     if values is None:
         raise InputError(f"{name} is not evaluated for this configuration (e.g. step time "
                          "with --model-states-only or a bare parameter count, or an equation "
@@ -220,3 +222,23 @@ def equation_values(inp: Inputs, name: str, stage: int | None = None,
                          "equations")
     assert est.evaluation is not None
     return values, est.evaluation.scopes(name)
+
+
+# Equations that run only under a condition of the model or the hardware: what `explain` says
+# when one did not run (the generic message otherwise)
+_ONLY_WHEN = {
+    "efficiency.head_dim_attention_efficiency": "it runs only where the GPU's catalog entry "
+    "lists head-dim ratios for its fused attention kernel (attention_head_dim64: the H100 "
+    "family and Blackwell; none on A100 or V100, whose kernel runs at its fitted efficiency "
+    "at every head dim) and FlashAttention is on",
+    "compute.rope_bytes": "it runs only for a model with a YaRN RoPE scaling "
+    "(rope_yarn_factor > 1, e.g. gpt-oss) under a profile whose RoPE is unfused "
+    "(--framework megatron)",
+}
+
+
+def _condition(name: str, model) -> str:
+    """Why equation ``name`` did not run for ``model``, where it runs only under a condition."""
+    if ("moe" in name or "expert" in name) and not getattr(model, "is_moe", False):
+        return "it runs only for an MoE model (this one is dense)"
+    return _ONLY_WHEN.get(name, "")
