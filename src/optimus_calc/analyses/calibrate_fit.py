@@ -63,7 +63,8 @@ CANDIDATES = (
     Param("gemm_eta_max", "gpu", 0.05, 1.0, "GEMM-efficiency curve scale of the GPU"),
     Param("step_fixed_s", "assumptions", 0.0, 60.0,
           "framework fixed time per optimizer step, s", scale=1.0),
-    Param("flash_attention_eta", "gpu", 0.05, 1.0, "FlashAttention kernel efficiency"),
+    Param("flash_attention_eta", "gpu", 0.05, 1.0, "FlashAttention kernel efficiency at head "
+          "dim 128 (a run at head dim 64 reads it times the GPU's attention_head_dim64 ratio)"),
     Param("layer_fixed_s", "assumptions", 0.0, 0.1,
           "framework fixed time per layer per micro-batch, s", scale=1e-3),
     Param("attention_eta", "gpu", 0.02, 1.0, "unfused attention-core efficiency"),
