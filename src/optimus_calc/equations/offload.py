@@ -94,7 +94,7 @@ P_p = sym("P_p", "parameters of the rank's model replica (pipeline stage, after 
 N_d = sym("N_d", "data-parallel degree (ZeRO partitions over it)", positive=True)
 b_w = sym("b_w", "bytes per weight (2 for bf16/fp16)")
 m_b = sym("m_b", "micro-batches per step (gradient accumulation steps)", positive=True)
-r_f = sym("r_f", "1 with full activation recomputation (a second forward fetch), else 0")
+r_f = sym("r_f", "1 when full recomputation fetches again (Assumptions.zero3_recompute_regathers)")
 Q_p = sym("Q_p", "parameter bytes one rank fetches in one step, bytes")
 T_q = sym("T_q", "time to stream one micro-batch's parameters, s")
 W_c = sym("W_c", "compute time of one micro-batch (forward + backward), s")
@@ -105,7 +105,7 @@ d_p = sym("d_p", "prefetch depth in modules (0: no prefetch, 1: the next module)
 p_m = sym("p_m", "parameters of the largest gathered module, elements")
 B_pf = sym("B_pf", "stage3_prefetch_bucket_size, elements")
 M_live = sym("M_live", "stage3_max_live_parameters, elements")
-c_pass = sym("c_pass", "gather passes per micro-batch (forward, backward: 2; +1 with recompute)")
+c_pass = sym("c_pass", "gather passes per micro-batch (2; +1 for a recompute that gathers again)")
 
 _DS = "DeepSpeed v0.15.0 deepspeed/runtime/zero/"
 
@@ -361,8 +361,8 @@ zero3_exposed_gather_time = equation(
     "and reduce-scatters one TransformerLayer at a time, the next one always prefetched",
     "Gather time one micro-batch waits for: the per-module fixed cost of every pass, then per "
     "pass the link time each module's gather adds beyond the previous module's compute. The "
-    "forward and each recomputed forward carry the gathers (c_pass - 1 = 1 + r_f passes, windows "
-    "of the forward's compute); in the backward (compute 2x the forward's) the link carries "
+    "forward and a recomputed forward that gathers again carry the gathers (c_pass - 1 passes, "
+    "windows of the forward's compute); in the backward (2x the forward's) the link carries "
     "the next module's gather and the previous module's reduce-scatter (T_rb / (n_mod - 1) "
     "each, every bucket but the last, which step.dp_exposed_time adds once) behind each "
     "module's compute: at hundreds of GPUs the ring latency (n - 1) alpha of every per-module "

@@ -330,9 +330,11 @@ def param_offload_traffic(stage_params, *, dp, micro_batches, weight_bytes=2.0, 
                           asm: Assumptions) -> ParamOffload:
     """ZeRO-3 offload_param (target Offload.CPU) or ZeRO-Infinity (Offload.NVME; the strings
     "cpu" and "nvme" are accepted): every micro-batch fetches the rank's parameter partition in
-    its forward and backward (and recomputed forward)."""
+    its forward and backward (and recomputed forward where it gathers again: a fetch per
+    gather, Assumptions.zero3_recompute_regathers)."""
+    r_g = np.asarray(recompute_full, dtype=float) * asm.zero3_recompute_regathers
     Q = eq.offload__param_stream_bytes(N_d=_positive("dp", dp), P_p=stage_params,
-                                       b_w=weight_bytes, r_f=recompute_full,
+                                       b_w=weight_bytes, r_f=r_g,
                                        m_b=_positive("micro-batches", micro_batches))
     B_l = _positive("GPU-host link bandwidth", link_GBps) * GB
     try:
@@ -360,8 +362,9 @@ def param_offload_traffic(stage_params, *, dp, micro_batches, weight_bytes=2.0, 
 
 def zero3_exposed_gather(*, modules, module_params, gather_s, forward_s, backward_s,
                          asm: Assumptions, recompute_full=0.0, reduce_s=0.0):
-    """Gather time one micro-batch waits for under ZeRO-3 (forward, recomputed forward and
-    backward passes), with DeepSpeed's prefetch limits from the assumptions. ``forward_s`` and
+    """Gather time one micro-batch waits for under ZeRO-3 (forward and backward passes, and a
+    recomputed forward's where it gathers again: Assumptions.zero3_recompute_regathers), with
+    DeepSpeed's prefetch limits from the assumptions. ``forward_s`` and
     ``backward_s`` are one micro-batch's compute windows (the backward's with its recomputed
     forward); ``reduce_s`` the micro-batch's gradient reduce-scatters that overlap the backward
     (every bucket but the last, offload.zero3_overlapped_reduce_time: they share the
@@ -369,10 +372,11 @@ def zero3_exposed_gather(*, modules, module_params, gather_s, forward_s, backwar
     depth = eq.offload__zero3_prefetch_depth(B_pf=asm.zero3_prefetch_bucket_params,
                                              M_live=asm.zero3_max_live_params, p_m=module_params)
     n = _positive("modules", modules)
-    r = np.asarray(recompute_full, dtype=float)
+    # a recomputed forward that gathers again is a pass of its own, out of the backward's
+    # window; one that reuses the backward's gather (FSDP2, Megatron-FSDP) runs inside it
+    r = np.asarray(recompute_full, dtype=float) * asm.zero3_recompute_regathers
     t_cf = np.asarray(forward_s) / n
     t_cb = np.maximum(0.0, np.asarray(backward_s) - r * np.asarray(forward_s)) / n
     return eq.offload__zero3_exposed_gather_time(
-        alpha_g=asm.zero3_gather_latency_us * 1e-6, d_p=depth, n_mod=n,
-        c_pass=2.0 + r * asm.zero3_recompute_regathers,  # the recompute's own gathers
+        alpha_g=asm.zero3_gather_latency_us * 1e-6, c_pass=2.0 + r, d_p=depth, n_mod=n,
         t_cb=t_cb, t_cf=t_cf, t_g=gather_s, T_rb=reduce_s)

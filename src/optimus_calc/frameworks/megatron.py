@@ -331,11 +331,12 @@ PROFILE = PhysicsProfile((
     # mcore_fsdp_adapter.py L163-173), one all-gather per layer, not per submodule
     Setting("zero3_modules_per_layer", 1, "megatron/core/distributed/fsdp/"
             "mcore_fsdp_adapter.py L163-173"),
-    # ... and always prefetches the next unit while the current one computes: the
-    # AllGatherPipeline adds the following bucket group before it checks the prefetch size
-    # (suggested_AG_prefetch_size, at least one unit), with no cap on live parameters
-    # (DeepSpeed's stage3_max_live_parameters, which stops the prefetch of a unit larger
-    # than half of it): the cap set to the field's largest value turns that limit off
+    # a recomputed layer reuses its backward's gather (one gather for both)
+    Setting("zero3_recompute_regathers", 0, "megatron/core/distributed/fsdp/src/megatron_fsdp/"
+            "megatron_fsdp.py L128-130 @ d98e8a6"),
+    # ... and always prefetches the next unit (the AllGatherPipeline adds the next bucket group
+    # before it checks suggested_AG_prefetch_size), uncapped: DeepSpeed's cap on live
+    # parameters (stops a unit above half of it) set to its largest value turns it off
     Setting("zero3_max_live_params", 1e13, "megatron/core/distributed/fsdp/src/"
             "megatron_fsdp/param_and_grad_buffer.py L4487-4512; megatron_fsdp.py L420-444"),
     # --moe-pad-expert-input-to-capacity (with --moe-expert-capacity-factor): the alltoall
@@ -348,10 +349,9 @@ PROFILE = PhysicsProfile((
             "transformer/moe/token_dispatcher.py L444-467 @ core_v0.14.0 (L517-540 @ d98e8a6)",
             when=lambda tr: bool(tr.moe_pad_expert_input_to_capacity)),
     # --cuda-graph-impl full_iteration: one graph per iteration replays every kernel without a
-    # host launch, and a graph cannot hold a host sync (cuda_graph.md L114-127 @ d98e8a6: the
-    # NaN check is turned off for that reason); on MoE models it runs with HybridEP's paged
-    # stash, whose dispatch buffers are pre-sized (L162-182): neither the MoE layer's launches
-    # nor its sync reach the host
+    # host launch and cannot hold a host sync (cuda_graph.md L114-127 @ d98e8a6: the NaN check
+    # is off for that reason); with HybridEP's paged stash the dispatch buffers are pre-sized
+    # (L162-182): neither the MoE layer's launches nor its sync reach the host
     # --fp8-param-gather (NVIDIA's FP8 recipes): Transformer Engine FP8 parameters, no 16-bit
     # copy of the GEMM weights, gathered in FP8 (fp8.primary_weight_saving_bytes; with the
     # distributed optimizer or Megatron-FSDP only, arguments.py L1095-1097: ZeRO >= 1 there)

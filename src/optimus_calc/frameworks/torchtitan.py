@@ -287,13 +287,17 @@ PROFILE = PhysicsProfile((
             "not the MixedPrecisionPolicy)", ("bf16", "fp8")),
     # fully_shard on each transformer block: one all-gather per block, not per submodule; the
     # block is the checkpoint-wrapped one (apply_ac before apply_fsdp), so full AC's recompute
-    # runs inside the block's backward, on the parameters its pre-backward hook unsharded
+    # runs inside the block's backward, on the parameters its pre-backward hook unsharded. An
+    # MoE block's experts are an FSDP unit of their own inside it (llama4/infra/parallelize.py
+    # apply_fsdp @ 73a0e69; into the block's unit only from 18a46d4): the recompute's forward
+    # hook gathers them again, so MoE models keep the neutral 1
     Setting("zero3_modules_per_layer", 1, "torchtitan/models/llama3/infra/parallelize.py "
             "L334-357"),
     Setting("zero3_recompute_regathers", 0, "torchtitan/models/llama3/infra/parallelize.py "
             "parallelize_llama: apply_ac, then apply_fsdp's fully_shard per block, L334-357 @ "
             "73a0e69; torch/distributed/fsdp/_fully_shard/_fsdp_state.py _pre_backward "
-            "unshards before the block's backward, where checkpoint re-runs the inner module"),
+            "unshards before the block's backward, where checkpoint re-runs the inner module",
+            per_model=lambda m: None if m.is_moe else 0.0),
     # MoE experts: one torch._grouped_mm per projection over all local experts
     Setting("moe_expert_gemm_streams", 1e6, "torchtitan/models/moe/moe.py L37, L113-128"),
     # --recompute selective is torchtitan's op AC (selective_ac_option "op", the recipes'

@@ -280,7 +280,7 @@ class Assumptions(Frozen):
     zero3_recompute_regathers: float = Field(default=1.0, ge=0, le=1, description="1: full "
         "recomputation gathers each ZeRO-3 module again (DeepSpeed's forward hooks fetch in the "
         "recomputed forward, issue #4784; step.dp_comm_time r_z); 0: the backward's gather "
-        "serves it (FSDP2 around the checkpointed block: torchtitan's profile)")
+        "serves it (FSDP2 around the checkpointed block, Megatron-FSDP: their profiles)")
     offload_host_syncs_per_tensor: float = Field(default=0.0, ge=0, le=100,
         description="blocking host syncs per parameter tensor of the rank's optimizer "
                     "partition per step in the ZeRO-1/2 CPU-offload step (offload.host_sync_time); "
