@@ -274,3 +274,18 @@ def test_sensitivity_plot(tmp_path):
     code, _, err = cli("breakeven", *LAYOUT, "--device", "bluefield-3", "--plot",
                        str(tmp_path / "t.png"))
     assert code == 2 and "--sensitivity" in err
+
+
+def test_a_named_reference_keeps_and_takes_the_experts_tp(run):
+    # round 18: --reference KEY=VALUE kept every layout degree of the command but --etp (a
+    # named reference of `--ep 4 --etp 2` ran ETP unset) and refused the key etp. Now the
+    # key-less case keeps ETP 2, and etp= sets it (EP 8 x ETP 1 = 8 ranks of one DGX H100)
+    base = ("breakeven", "qwen3-30b-a3b", "--node", "dgx-h100", "--zero", "3", "--goal",
+            "match", "--device", "bluefield-3")
+    kept = run(*base, "--ep", "4", "--etp", "2", "--reference", "tp=1")
+    assert kept.code == 0 and "the named layout: TP=1 PP=1 DP=8 EP=4 ETP=2, ZeRO-3" in kept.out
+    same = run(*base, "--ep", "4", "--etp", "2", "--reference", "same")
+    ref = [ln for ln in kept.out.splitlines() if "vs reference" in ln]
+    assert ref and ref == [ln for ln in same.out.splitlines() if "vs reference" in ln]
+    named = run(*base, "--ep", "4", "--reference", "ep=8,etp=1")
+    assert named.code == 0 and "the named layout: TP=1 PP=1 DP=8 EP=8 ETP=1, ZeRO-3" in named.out

@@ -86,6 +86,7 @@ def test_nics_sizes_for_the_layout_its_objective_ranks_first(run, objective):
               "--format", "json").json()["recommended"]
     d = run("nics", "llama70b", "--nodes", 2, "--objective", objective, "--format", "json").json()
     # the recommended row's degrees (etp: null for a dense model in both)
-    assert d["layout"] == {k: rec[k] for k in ("tp", "pp", "dp", "cp", "ep", "etp", "zero")}
+    assert d["layout"] == {k: rec[k] for k in ("tp", "pp", "dp", "cp", "ep", "etp",
+                                               "interleave", "zero")}
     r = run("nics", "llama70b", "--nodes", 2, "--objective", "cost")
     assert r.code == 2 and "'cost' is not one of 'throughput', 'memory'" in r.err

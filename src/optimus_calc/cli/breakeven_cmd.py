@@ -12,7 +12,7 @@ from optimus_calc.cli.options import LAYOUT_PARAMS, model_options
 from optimus_calc.cli.types import FiniteFloat
 from optimus_calc.errors import InputError
 
-REFERENCE_KEYS = ("tp", "pp", "dp", "cp", "ep", "zero", "interleave", "micro-batch",
+REFERENCE_KEYS = ("tp", "pp", "dp", "cp", "ep", "etp", "zero", "interleave", "micro-batch",
                   "recompute", "sp")
 
 
@@ -37,7 +37,7 @@ def parse_reference(text: str, inp):
 
     lay, tr = inp.layout, inp.training
     vals: dict = {"tp": lay.tp, "pp": lay.pp, "dp": None, "cp": lay.cp, "ep": lay.ep,
-                  "zero": int(lay.zero), "interleave": lay.interleave,
+                  "etp": lay.etp, "zero": int(lay.zero), "interleave": lay.interleave,
                   "micro-batch": tr.micro_batch, "recompute": tr.recompute.value,
                   "sp": "on" if tr.sequence_parallel else "off"}
     for item in text.split(","):
@@ -62,7 +62,7 @@ def parse_reference(text: str, inp):
     if vals["zero"] > 3:
         raise InputError(f"--reference zero={vals['zero']}: ZeRO stages are 0-3")
     layout = fill_layout(inp.hw, vals["tp"], vals["pp"], vals["dp"], vals["cp"], ep=vals["ep"],
-                         zero=ZeroStage(vals["zero"]), offload=Offload.NONE,
+                         etp=vals["etp"], zero=ZeroStage(vals["zero"]), offload=Offload.NONE,
                          interleave=vals["interleave"])
     training = tr.model_copy(update={"micro_batch": vals["micro-batch"],
                                      "recompute": Recompute(vals["recompute"]),

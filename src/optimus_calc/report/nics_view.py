@@ -30,7 +30,8 @@ def nics_document(model, hw, layout, sizing, source: str, framework: str = "") -
     data = rows[0] if len(rows) == 1 else {"smartnics": rows}
     data = {**data, "layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp,
                                "cp": layout.cp, "ep": layout.ep, "etp": layout.etp,
-                               "zero": int(layout.zero)}, "sized_for": source}
+                               "interleave": layout.interleave, "zero": int(layout.zero)},
+            "sized_for": source}
     view = [{**r, "opt_GB": r["optimizer_bytes_per_gpu"] / 1e9,
              "card_GB": r["nic_memory_bytes"] / 1e9,
              "spill_GB": r["host_spill_bytes_per_nic"] / 1e9,
