@@ -78,3 +78,12 @@ def test_explain_says_why_a_conditional_equation_did_not_run(run, name, model, n
     r = run("explain", name, model, "--node", node)
     assert r.code == 2 and "\n" not in r.err.strip()
     assert r.err.startswith(f"error: {name} is not evaluated for this configuration: {why}")
+
+
+def test_the_condition_is_named_only_when_the_inputs_miss_it(run):
+    # H100 lists head-dim ratios: with --model-states-only nothing of the step runs, and the
+    # message is the generic one, not a wrong "the GPU lists no ratios" (review)
+    r = run("explain", "efficiency.head_dim_attention_efficiency", "llama-3-8b", "--node",
+            "dgx-h100", "--model-states-only")
+    assert r.code == 2 and "(e.g. step time with --model-states-only" in r.err
+    assert "head-dim ratios" not in r.err

@@ -81,3 +81,12 @@ def test_nics_sizes_the_given_expert_layout_and_names_it(run):
         "sized for the given layout (TP=1 PP=1 DP=8 EP=4 ETP=2, ZeRO-3)")
     d = run(*args, "--format", "json").json()
     assert (d["layout"]["ep"], d["layout"]["etp"], d["sized_for"]) == (4, 2, "the given layout")
+
+
+def test_nics_refuses_parameter_offload(run):
+    # nics sizes the SmartNIC offload, which keeps the weights on the GPU; --offload-params was
+    # ignored (planner mode) or sized without effect (given layout) before round 18
+    for extra in ((), ("--zero", "3")):
+        r = run("nics", "llama70b", "--nodes", "2", "--offload-params", *extra)
+        assert r.code == 2 and r.err.startswith("error: --offload-params: nics sizes the "
+                                                "SmartNIC offload")

@@ -100,6 +100,9 @@ def nics(ctx, model, fmt, output, objective, **kw) -> None:
     if ctx.get_parameter_source("offload") != ParameterSource.DEFAULT:  # it would be ignored
         raise InputError(f"--offload {kw['offload']}: nics sizes the SmartNIC offload of the "
                          "layout; leave it out")
+    if kw.get("offload_params"):  # ignored before: the sized offload keeps the weights
+        raise InputError("--offload-params: nics sizes the SmartNIC offload, which keeps the "
+                         "weights on the GPU (--offload-params needs cpu or nvme); leave it out")
     for flag, given in (("--smartnics-per-node", kw["smartnics_per_node"]),
                         ("--no-spill", kw["no_spill"])):  # the count is what nics solves for
         if given:

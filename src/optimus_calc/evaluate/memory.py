@@ -213,7 +213,7 @@ def equation_values(inp: Inputs, name: str, stage: int | None = None,
     est = estimate_memory(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions,
                           record=True)
     values = est.inputs(name, stage, scope)
-    if values is None and (why := _condition(name, inp.model)):
+    if values is None and (why := _condition(name, inp)):
         raise InputError(f"{name} is not evaluated for this configuration: {why}")
     if values is None:
         raise InputError(f"{name} is not evaluated for this configuration (e.g. step time "
@@ -237,8 +237,14 @@ _ONLY_WHEN = {
 }
 
 
-def _condition(name: str, model) -> str:
-    """Why equation ``name`` did not run for ``model``, where it runs only under a condition."""
+def _condition(name: str, inp) -> str:
+    """Why equation ``name`` did not run, where it runs only under a condition that these
+    inputs miss ("" where they meet it: something else kept it from running)."""
+    model, asm = inp.model, inp.assumptions
     if ("moe" in name or "expert" in name) and not getattr(model, "is_moe", False):
         return "it runs only for an MoE model (this one is dense)"
-    return _ONLY_WHEN.get(name, "")
+    missed = {"efficiency.head_dim_attention_efficiency": not inp.hw.gpu.attention_head_dim64,
+              "compute.rope_bytes": getattr(model, "rope_yarn_factor", 1) <= 1 or not (
+                  asm.rope_unfused_forward_bytes_per_element
+                  or asm.rope_unfused_backward_bytes_per_element)}
+    return _ONLY_WHEN[name] if missed.get(name) else ""
