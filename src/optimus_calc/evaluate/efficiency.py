@@ -27,10 +27,15 @@ def gemm_efficiency(gpu: GPU, h, t, s, b):
                                           eta_max=gpu.gemm_eta_max)
 
 
-def kernel_of(gpu: GPU, kernel=None) -> str:
+def kernel_of(gpu: GPU, kernel=None, asm: Assumptions | None = None) -> str:
     """The fused attention kernel a layout runs: ``kernel`` (--attention-kernel) or the GPU's
-    default; an input error when it does not run on the GPU (FA3 is Hopper-only)."""
+    default, FlashAttention-2 in place of a cuDNN default where the framework runs it
+    (Assumptions.flash_attention_2_over_cudnn); an input error when it does not run on the GPU
+    (FA3 is Hopper-only)."""
     k = str(getattr(kernel, "value", kernel) or gpu.attention_kernel)
+    if (not getattr(kernel, "value", kernel) and asm is not None and k == "cudnn"
+            and asm.flash_attention_2_over_cudnn and "fa2" in gpu.attention_kernel_eta):
+        k = "fa2"
     if k != gpu.attention_kernel and k not in gpu.attention_kernel_eta:
         runs = sorted({gpu.attention_kernel, *gpu.attention_kernel_eta})
         if k == "cudnn" and gpu.vendor != "nvidia":
@@ -46,12 +51,12 @@ def kernel_of(gpu: GPU, kernel=None) -> str:
     return k
 
 
-def attention_kernel_name(gpu: GPU, training) -> str:
+def attention_kernel_name(gpu: GPU, training, asm: Assumptions | None = None) -> str:
     """The attention kernel a layout runs, as regimes.py names it: the fused kernel
-    (--attention-kernel or the GPU's default) or "unfused"."""
+    (--attention-kernel or the GPU's default, :func:`kernel_of`) or "unfused"."""
     if not training.flash_attention:
         return "unfused"
-    return kernel_of(gpu, training.attention_kernel)
+    return kernel_of(gpu, training.attention_kernel, asm)
 
 
 def kernel_efficiency(gpu: GPU, kernel=None, asm: Assumptions | None = None,
@@ -62,7 +67,7 @@ def kernel_efficiency(gpu: GPU, kernel=None, asm: Assumptions | None = None,
     kernel's tensor-core work runs no faster than the largest GEMMs; issue 32 item 1), at the
     model's head dim ``d_head`` where the catalog has the kernel's speed at 64
     (efficiency.head_dim_attention_efficiency)."""
-    k = kernel_of(gpu, kernel)
+    k = kernel_of(gpu, kernel, asm)
     if asm is not None and "attention_efficiency" in asm.model_fields_set:
         return float(asm.attention_efficiency)
     eta = min(gpu.flash_attention_eta if k == gpu.attention_kernel

@@ -223,6 +223,13 @@ ENGINE_PROFILE = PhysicsProfile((
     # (Megatron-DeepSpeed builds the same layer: --disable-moe-token-dropping turns it off)
     Setting("moe_layer_host_s", 0, "DeepSpeed @ edaa722 deepspeed/moe/sharded_moe.py "
             "L162-171, L264, L554; Megatron-DeepSpeed @ 4efb479 megatron/arguments.py L910"),
+    # the attention is the model's, not Transformer Engine's: Megatron-DeepSpeed's flash_attn
+    # (--use-flash-attn-v2, which its export writes), so FlashAttention-2 where the GPU's
+    # default fused kernel is cuDNN's (Hopper, Blackwell); a DeepSpeed script's model likewise
+    # (PyTorch SDPA's flash backend, assumed)
+    Setting("flash_attention_2_over_cudnn", 1, "Megatron-DeepSpeed @ 4efb479 megatron/"
+            "arguments.py L927-935, megatron/model/transformer.py L396-410; DeepSpeed: the "
+            "model's attention, FlashAttention-2 assumed"),
 ))
 
 LAUNCH = ("deepspeed --num_nodes N --num_gpus G train.py --deepspeed_config ds_config.json "

@@ -150,7 +150,7 @@ def efficiency_text(gpu, asm, kernel=None, d_head: float = 128.0, flash: bool = 
     the attention kernel and its efficiency (on causally halved FLOPs, at the head dim), or the
     unfused path's without FlashAttention."""
     from optimus_calc.evaluate.efficiency import kernel_efficiency, kernel_of
-    k = kernel_of(gpu, kernel)
+    k = kernel_of(gpu, kernel, asm)
     attn = (f"attention kernel {k} at {kernel_efficiency(gpu, kernel, asm, d_head):g}"
             f"{head_dim_note(gpu, kernel, asm, d_head)} on the causally halved FLOPs it "
             f"executes, unfused {gpu.attention_eta:g} on all of them" if flash else

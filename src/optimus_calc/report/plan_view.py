@@ -26,6 +26,12 @@ def candidate_data(c) -> dict:
             "frameworks": list(c.frameworks), "framework": c.framework}
 
 
+def _asm_of(c):
+    """The assumptions a candidate was evaluated under (its framework's profile applied)."""
+    key = c.memory.inputs_key if c.memory is not None else ()
+    return key[2] if len(key) > 2 else None
+
+
 def candidate_ranges(c, res, profile, fig: dict) -> dict:
     """``*_low``/``*_high`` of a layout's headline figures (regimes.py); ``profile``: the
     calibration profile in use or None."""
@@ -36,7 +42,7 @@ def candidate_ranges(c, res, profile, fig: dict) -> dict:
     from optimus_calc.evaluate.efficiency import attention_kernel_name
     kw = dict(profile=profile, precision=res.training.precision.value,
               seq_len=res.training.seq_len, nodes=res.hw.nodes, gpus=res.hw.gpus,
-              kernel=attention_kernel_name(res.hw.gpu, res.training))
+              kernel=attention_kernel_name(res.hw.gpu, res.training, _asm_of(c)))
     return range_fields({**candidate_data(c), **fig}, error_range(*common, **kw),
                         error_range(*common, memory=True, **kw))
 
@@ -241,7 +247,7 @@ def attention_text(gpu, tr, asm, d_head: float = 128.0) -> str:
     from optimus_calc.evaluate.efficiency import kernel_efficiency, kernel_of
     from optimus_calc.report.common import head_dim_note
     k = tr.attention_kernel
-    kernel = (f"{kernel_of(gpu, k)} {kernel_efficiency(gpu, k, asm, d_head):g}"
+    kernel = (f"{kernel_of(gpu, k, asm)} {kernel_efficiency(gpu, k, asm, d_head):g}"
               f"{head_dim_note(gpu, k, asm, d_head)} on the halved causal FLOPs"
               if tr.flash_attention else f"unfused {gpu.attention_eta:g}")
     return kernel + ("; MFU on model FLOPs with attention un-halved (mfu_causal: halved, as "

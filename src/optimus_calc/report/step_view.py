@@ -139,7 +139,7 @@ def step_ranges(inp, fws: dict):
     common = (inp.hw.gpu.name, running, inp.layout.offload.value, inp.model)
     kw = dict(profile=inp.profile, precision=inp.training.precision.value,
               seq_len=inp.training.seq_len, nodes=inp.hw.nodes, gpus=inp.hw.gpus,
-              kernel=attention_kernel_name(inp.hw.gpu, inp.training))
+              kernel=attention_kernel_name(inp.hw.gpu, inp.training, inp.assumptions))
     return error_range(*common, **kw), error_range(*common, memory=True, **kw)
 
 

@@ -69,6 +69,10 @@ class Assumptions(Frozen):
                     "(FlashAttention's convention). Given with --assume it replaces the catalog "
                     "value of the kernel in use (GPU flash_attention_eta, attention_kernel_eta: "
                     "FlashAttention-2/3 papers, cuDNN numbers in the FlashAttention-3 paper)")
+    flash_attention_2_over_cudnn: float = Field(default=0, ge=0, le=1, description="1: the "
+        "fused attention is FlashAttention-2 where the GPU's default kernel is cuDNN's and no "
+        "--attention-kernel is named (the DeepSpeed engine's profiles: the model's own "
+        "flash_attn); 0: the GPU's default (evaluate/efficiency.kernel_of)")
     moe_router_logit_bytes: float = Field(default=4.0, ge=1, le=8,
         description="assumed: bytes per router logit of the softmax and top-k; 4 = fp32 "
                     "routing (Megatron-core --moe-router-dtype fp32, transformer/moe/router.py), "

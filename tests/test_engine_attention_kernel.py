@@ -1,0 +1,36 @@
+"""The DeepSpeed engine's profiles time the model's own attention, FlashAttention-2, where the
+GPU's default fused kernel is cuDNN's (Assumptions.flash_attention_2_over_cudnn): Megatron-
+DeepSpeed runs flash_attn (--use-flash-attn-v2, megatron/arguments.py L927-935 @ 4efb479),
+which its export writes, and refuses a named cuDNN kernel. Round 18: it was timed with
+Transformer Engine's cuDNN attention on Hopper and Blackwell."""
+
+import pytest
+
+H100 = ("step", "llama-3-8b", "--node", "dgx-h100", "--zero", "3", "--format", "json")
+
+
+def _compute(run, *extra):
+    return run(*H100, *extra).json()["compute_s"]
+
+
+@pytest.mark.parametrize("framework", ["megatron-deepspeed", "deepspeed"])
+def test_the_engine_times_flash_attention_2_on_hopper(run, framework):
+    fw = ("--framework", framework)
+    # the same numbers as with FlashAttention-2 named (h100-sxm attention_kernel_eta fa2 0.22)
+    assert _compute(run, *fw) == pytest.approx(_compute(run, *fw, "--attention-kernel", "fa2"),
+                                               rel=1e-12)
+    # slower than the neutral cuDNN default (0.26 against 0.22 on the same attention FLOPs)
+    assert _compute(run, *fw) > _compute(run)
+    text = run(*H100[:-2], *fw).out
+    assert "attention kernel fa2 at 0.22" in " ".join(text.split())
+
+
+def test_megatron_keeps_cudnn_and_a100_keeps_its_default(run):
+    # Megatron-LM runs Transformer Engine's attention (cuDNN on Hopper): unchanged; on A100
+    # the default is FlashAttention-2 already, so the engine's profile moves nothing there
+    assert _compute(run, "--framework", "megatron") == pytest.approx(
+        _compute(run, "--framework", "megatron", "--attention-kernel", "cudnn"), rel=1e-12)
+    a100 = ("step", "llama-3-8b", "--node", "dgx-a100", "--zero", "3", "--format", "json")
+    assert run(*a100, "--framework", "megatron-deepspeed").json()["compute_s"] == pytest.approx(
+        run(*a100, "--framework", "megatron-deepspeed", "--attention-kernel", "fa2").json()[
+            "compute_s"], rel=1e-12)
