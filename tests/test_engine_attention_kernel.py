@@ -34,3 +34,21 @@ def test_megatron_keeps_cudnn_and_a100_keeps_its_default(run):
     assert run(*a100, "--framework", "megatron-deepspeed").json()["compute_s"] == pytest.approx(
         run(*a100, "--framework", "megatron-deepspeed", "--attention-kernel", "fa2").json()[
             "compute_s"], rel=1e-12)
+
+
+def test_the_switch_is_zero_or_one(run):
+    r = run("step", "llama-3-8b", "--node", "dgx-h100", "--assume",
+            "flash_attention_2_over_cudnn=0.5")
+    assert r.code == 2 and "flash_attention_2_over_cudnn: must be 0 or 1" in r.err
+
+
+def test_the_plan_header_names_the_rows_kernel_and_the_export_note_agrees(run):
+    # the header's efficiencies are framework-neutral (cuDNN 0.26 on H100); the recommended
+    # row runs under the engine's profile (FlashAttention-2 0.22), which it now says (review)
+    args = ("plan", "llama-3-8b", "--node", "dgx-h100", "--nodes", "2", "--seq-len", "16384",
+            "--framework", "megatron-deepspeed")
+    head = " ".join(run(*args).out.split())
+    assert ("attention cudnn 0.26 on the halved causal FLOPs (the recommended row's "
+            "megatron-deepspeed profile runs fa2 at 0.22)") in head
+    out = run(*args, "--export", "deepspeed").out
+    assert "--use-flash-attn-v2" in out and "plan with --attention-kernel fa2" not in out

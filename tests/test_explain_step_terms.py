@@ -87,3 +87,11 @@ def test_the_condition_is_named_only_when_the_inputs_miss_it(run):
             "dgx-h100", "--model-states-only")
     assert r.code == 2 and "(e.g. step time with --model-states-only" in r.err
     assert "head-dim ratios" not in r.err
+
+
+def test_the_head_dim_condition_names_flash_attention_off(run):
+    # H100 lists ratios, but without FlashAttention the unfused core runs: the condition's
+    # "and FlashAttention is on" is what the inputs miss (review)
+    r = run("explain", "efficiency.head_dim_attention_efficiency", "llama-3-8b", "--node",
+            "dgx-h100", "--no-flash-attn")
+    assert r.code == 2 and "and FlashAttention is on" in r.err

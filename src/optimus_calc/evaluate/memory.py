@@ -243,7 +243,8 @@ def _condition(name: str, inp) -> str:
     model, asm = inp.model, inp.assumptions
     if ("moe" in name or "expert" in name) and not getattr(model, "is_moe", False):
         return "it runs only for an MoE model (this one is dense)"
-    missed = {"efficiency.head_dim_attention_efficiency": not inp.hw.gpu.attention_head_dim64,
+    missed = {"efficiency.head_dim_attention_efficiency": not inp.hw.gpu.attention_head_dim64
+              or not inp.training.flash_attention,
               "compute.rope_bytes": getattr(model, "rope_yarn_factor", 1) <= 1 or not (
                   asm.rope_unfused_forward_bytes_per_element
                   or asm.rope_unfused_backward_bytes_per_element)}

@@ -82,9 +82,9 @@ def model_args(layout, training, model) -> tuple[list[tuple[str, str | None]], l
     if tr.flash_attention:
         add("--use-flash-attn-v1" if named_kernel(tr) == "fa1" else "--use-flash-attn-v2")
         if not named_kernel(tr):
-            notes.append("--use-flash-attn-v2: FlashAttention-2, the plan's kernel on A100; "
-                         "where the plan assumed the GPU's cuDNN fused attention (H100, B200) "
-                         "Megatron-DeepSpeed has none: plan with --attention-kernel fa2")
+            notes.append("--use-flash-attn-v2: FlashAttention-2, the kernel the DeepSpeed "
+                         "engine's profile times (flash_attention_2_over_cudnn: also where the "
+                         "GPU's default is cuDNN's, H100, B200)")
     rate = m.dropout if tr.dropout else 0.0  # its defaults are 0.1 (L768-771)
     add("--attention-dropout", rate)
     add("--hidden-dropout", rate)

@@ -26,6 +26,20 @@ def candidate_data(c) -> dict:
             "frameworks": list(c.frameworks), "framework": c.framework}
 
 
+def _row_kernel_note(res, gpu, tr, asm, d_head: float) -> str:
+    """" (the recommended row's framework profile runs fa2 at 0.22)" where that profile's
+    kernel differs from the neutral one the header names (Assumptions.flash_attention_2_over_
+    cudnn), else ""."""
+    from optimus_calc.evaluate.efficiency import kernel_efficiency, kernel_of
+    row = _asm_of(res.recommended) if res.recommended is not None else None
+    if not tr.flash_attention or row is None:
+        return ""
+    k = kernel_of(gpu, tr.attention_kernel, row)
+    return "" if k == kernel_of(gpu, tr.attention_kernel, asm) else (
+        f" (the recommended row's {res.recommended.framework} profile runs {k} at "
+        f"{kernel_efficiency(gpu, tr.attention_kernel, row, d_head):g})")
+
+
 def _asm_of(c):
     """The assumptions a candidate was evaluated under (its framework's profile applied)."""
     key = c.memory.inputs_key if c.memory is not None else ()
@@ -74,6 +88,7 @@ def plan_header(res, si) -> list[tuple[str, str]]:
     """``si``: the :class:`optimus_calc.inputs.SearchInputs` the plan ran on."""
     m, hw, tr = res.model, res.hw, shown_training(res.training)
     asm = si.assumptions
+    note = _row_kernel_note(res, hw.gpu, tr, asm, m.d_head)
     return [
         ("model", f"{m.name}: {m.total_params / 1e9:.2f}B params"
                   + (f" ({m.active_params / 1e9:.2f}B active)" if m.is_moe else "")
@@ -93,7 +108,7 @@ def plan_header(res, si) -> list[tuple[str, str]]:
         ("efficiencies", ("GEMM " + (f"{asm.gemm_efficiency:g} (--assume)" if "gemm_efficiency"
                                      in asm.model_fields_set else
                                      f"{hw.gpu.name} curve (max {hw.gpu.gemm_eta_max:g})"))
-                         + f", attention {attention_text(hw.gpu, tr, asm, m.d_head)}, HBM "
+                         + f", attention {attention_text(hw.gpu, tr, asm, m.d_head, note)}, HBM "
                          f"{asm.hbm_efficiency:g}, {hw.intra_link.name} "
                          f"{hw.intra_link.efficiency:g}, {hw.nic.name} {hw.nic.efficiency:g} "
                          "(see `optimus-calc explain --assumptions`)"),
@@ -241,14 +256,14 @@ def _plan_data(res, si, ranged) -> dict:
     }
 
 
-def attention_text(gpu, tr, asm, d_head: float = 128.0) -> str:
+def attention_text(gpu, tr, asm, d_head: float = 128.0, note: str = "") -> str:
     """The attention kernel and its efficiency (on causally halved FLOPs, at the head dim), or
     unfused; and which FLOPs MFU counts."""
     from optimus_calc.evaluate.efficiency import kernel_efficiency, kernel_of
     from optimus_calc.report.common import head_dim_note
     k = tr.attention_kernel
     kernel = (f"{kernel_of(gpu, k, asm)} {kernel_efficiency(gpu, k, asm, d_head):g}"
-              f"{head_dim_note(gpu, k, asm, d_head)} on the halved causal FLOPs"
+              f"{head_dim_note(gpu, k, asm, d_head)} on the halved causal FLOPs{note}"
               if tr.flash_attention else f"unfused {gpu.attention_eta:g}")
     return kernel + ("; MFU on model FLOPs with attention un-halved (mfu_causal: halved, as "
                      "Megatron-LM logs; mfu_6n: 6 N tokens)")

@@ -354,7 +354,8 @@ class Assumptions(Frozen):
             raise PydanticCustomError("policy", "must be 0, 1 or 2 (a policy)")
         return value
 
-    @field_validator("nccl_latency_model", "sac_saves_ep_all_to_all")
+    @field_validator("nccl_latency_model", "sac_saves_ep_all_to_all",
+                     "flash_attention_2_over_cudnn")
     @classmethod
     def _a_switch(cls, value: float) -> float:
         """A switch: 0 or 1 (NCCL's model or the catalog's alpha; saved or re-run), no between."""
