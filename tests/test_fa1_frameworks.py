@@ -89,6 +89,23 @@ def test_calibrate_says_a_profile_does_not_carry_a_named_kernel(cat):
     assert other_kernel_notes([r(), r(attention_kernel=AttentionKernel.FA2)]) == []
 
 
+def test_calibrate_says_the_engine_profile_times_another_kernel(cat):
+    # round 18: the DeepSpeed engine's profile times FlashAttention-2 on H100, whose default
+    # (the kernel flash_attention_eta stands for) is cuDNN: those runs get the same note
+    from types import SimpleNamespace as NS
+    from optimus_calc.report.calibrate_view import other_kernel_notes
+    from optimus_calc.specs.assumptions import Assumptions
+    from optimus_calc.specs.training import Training
+    gpu = cat.get("h100-sxm", "gpu")
+    tr = Training(seq_len=2048, micro_batch=1, global_batch=8)
+    engine = NS(inputs=NS(training=tr, hw=NS(gpu=gpu),
+                          assumptions=Assumptions(flash_attention_2_over_cudnn=1)))
+    neutral = NS(inputs=NS(training=tr, hw=NS(gpu=gpu), assumptions=Assumptions()))
+    (note,) = other_kernel_notes([engine, neutral])
+    assert note.startswith("1 run(s) time fa2 under their framework's profile, not h100-sxm's "
+                           "default (cudnn)")
+
+
 def test_plan_html_of_a_row_two_frameworks_share(run, tmp_path):
     # fa1 leaves DeepSpeed and Megatron-DeepSpeed, whose profiles apply identically: the row's
     # framework is both ("deepspeed, megatron-deepspeed"); the page re-applies the first one

@@ -74,18 +74,25 @@ def calibrate_document(cal, runs_file: str, output: str) -> Document:
 
 
 def other_kernel_notes(runs) -> list[str]:
-    """A note per fused attention kernel the runs name that is not their GPU's default: a
-    profile carries the default kernel's efficiency only (flash_attention_eta)."""
+    """A note per fused attention kernel the runs time that is not their GPU's default (named
+    with --attention-kernel, or their framework profile's: the DeepSpeed engine's
+    FlashAttention-2, evaluate/efficiency.kernel_of): a profile carries the default kernel's
+    efficiency only (flash_attention_eta)."""
+    from optimus_calc.evaluate.efficiency import kernel_of
     from optimus_calc.frameworks.registry import named_kernel
-    named: dict[tuple[str, str, str], int] = {}
+    named: dict[tuple[str, str, str, str], int] = {}
     for r in runs:
-        gpu = r.inputs.hw.gpu
-        k = named_kernel(r.inputs.training)
+        gpu, tr = r.inputs.hw.gpu, r.inputs.training
+        k = named_kernel(tr)
+        how = f"name --attention-kernel {k}"
+        if not k and tr.flash_attention:
+            k = kernel_of(gpu, None, getattr(r.inputs, "assumptions", None))
+            how = f"time {k} under their framework's profile"
         if k and k != gpu.attention_kernel:
-            key = (k, gpu.name, gpu.attention_kernel)
+            key = (k, gpu.name, gpu.attention_kernel, how)
             named[key] = named.get(key, 0) + 1
-    return [f"{n} run(s) name --attention-kernel {k}, not {g}'s default ({d}): a profile carries "
+    return [f"{n} run(s) {how}, not {g}'s default ({d}): a profile carries "
             f"the default kernel's efficiency only (flash_attention_eta), so their attention "
             f"time is fitted through the other parameters, and a --attention-kernel {k} "
             f"prediction keeps the catalog's {k} efficiency"
-            for (k, g, d), n in named.items()]
+            for (k, g, d, how), n in named.items()]
