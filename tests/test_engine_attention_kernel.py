@@ -52,3 +52,14 @@ def test_the_plan_header_names_the_rows_kernel_and_the_export_note_agrees(run):
             "megatron-deepspeed profile runs fa2 at 0.22)") in head
     out = run(*args, "--export", "deepspeed").out
     assert "--use-flash-attn-v2" in out and "plan with --attention-kernel fa2" not in out
+
+
+def test_the_kernel_switch_moves_compute_by_hand(run):
+    # llama-3-8b on one DGX H100, ZeRO-3, seq 8192 (its default), global batch 512 (the
+    # default) over DP 8: 524,288 tokens a GPU. The causal attention core executes
+    # 3 x (2 x 8192 x (4096 + 4096) / 2) = 201,326,592 FLOPs per token and layer (forward +
+    # backward, halved), x 32 layers x 524,288 tokens = 3.3777e15 FLOPs; at 989 TFLOP/s, the
+    # cuDNN default 0.26 against FlashAttention-2's 0.22 (h100-sxm catalog, head dim 128):
+    # 3.3777e15 / 989e12 x (1 / 0.22 - 1 / 0.26) = 2.38830 s more compute
+    engine = _compute(run, "--framework", "megatron-deepspeed")
+    assert engine - _compute(run) == pytest.approx(2.38830, rel=1e-4)

@@ -88,3 +88,29 @@ def test_a_recompute_inside_the_backward_widens_its_window(run):
     inside = run(*args).json()["dp_comm_exposed_s"]
     own = run(*args, "--assume", "zero3_recompute_regathers=1").json()["dp_comm_exposed_s"]
     assert inside < own
+
+
+@pytest.mark.parametrize("regathers, expected", [(1, 3.6006), (0, 1.9004)])
+def test_exposed_gathers_by_hand(regathers, expected):
+    # offload.zero3_exposed_gather_time, 4 modules prefetched one ahead (d_p 1: 1e6 params a
+    # module, under DeepSpeed's default bucket and live-parameter caps), a gather t_g 0.5 s,
+    # one micro-batch's forward 0.8 s (t_cf 0.2 a module), backward 2.4 s with its recompute
+    # (0.8 s) inside, no overlapped reduce-scatter, 50 us a gather pass and module:
+    # - the recompute gathers again (r 1, DeepSpeed): 3 passes, 3 x 4 x 50e-6 = 6e-4; two
+    #   forward-type passes of 0.5 + 3 x max(0, 0.5 - 0.2) = 1.4 each = 2.8; the backward's
+    #   window without the recompute, t_cb = (2.4 - 0.8) / 4 = 0.4: 0.5 + 0.1 + 2 x 0.1 = 0.8;
+    #   3.6006 s
+    # - it reuses the backward's gather (r 0, FSDP2 / Megatron-FSDP): 2 passes, 4e-4; one
+    #   forward pass 1.4; the recompute inside the backward's window, t_cb = 2.4 / 4 = 0.6:
+    #   0.5 + 0 + 0 = 0.5; 1.9004 s
+    from optimus_calc.evaluate.offload_step import zero3_exposed_gather
+    from optimus_calc.specs.assumptions import Assumptions
+    got = zero3_exposed_gather(modules=4, module_params=1e6, gather_s=0.5, forward_s=0.8,
+                               backward_s=2.4, recompute_full=1.0, reduce_s=0.0,
+                               asm=Assumptions(zero3_recompute_regathers=regathers))
+    assert float(got) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_regather_switch_is_zero_or_one(run):
+    r = run(*BASE, "--assume", "zero3_recompute_regathers=0.5")
+    assert r.code == 2 and "zero3_recompute_regathers: must be 0 or 1" in r.err

@@ -59,6 +59,13 @@ def attention_kernel_name(gpu: GPU, training, asm: Assumptions | None = None) ->
     return kernel_of(gpu, training.attention_kernel, asm)
 
 
+def head_dim_ratio(gpu: GPU, kernel=None, asm: Assumptions | None = None) -> float | None:
+    """The kernel's speed at head dim 64 over 128 (catalog attention_head_dim64) for the kernel
+    :func:`kernel_of` gives, or None where the catalog has none (the head dim then moves
+    nothing: efficiency.head_dim_attention_efficiency does not run; `explain` says so)."""
+    return gpu.attention_head_dim64.get(kernel_of(gpu, kernel, asm))
+
+
 def kernel_efficiency(gpu: GPU, kernel=None, asm: Assumptions | None = None,
                       d_head: float = 128.0) -> float:
     """End-to-end (forward + backward) efficiency of the fused attention kernel on the causally
@@ -72,7 +79,7 @@ def kernel_efficiency(gpu: GPU, kernel=None, asm: Assumptions | None = None,
         return float(asm.attention_efficiency)
     eta = min(gpu.flash_attention_eta if k == gpu.attention_kernel
               else gpu.attention_kernel_eta[k], gpu.gemm_eta_max)
-    if (r := gpu.attention_head_dim64.get(k)) is None:
+    if (r := head_dim_ratio(gpu, k)) is None:
         return float(eta)
     return float(eq.efficiency__head_dim_attention_efficiency(eta_k=eta, r_64=r, d_h=d_head))
 

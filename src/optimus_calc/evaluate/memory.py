@@ -232,7 +232,7 @@ _ONLY_WHEN = {
     "family and Blackwell; none on A100 or V100, whose kernel runs at its fitted efficiency "
     "at every head dim) and FlashAttention is on",
     "compute.rope_bytes": "it runs only for a model with a YaRN RoPE scaling "
-    "(rope_yarn_factor > 1, e.g. gpt-oss) under a profile whose RoPE is unfused "
+    "(rope_yarn_factor > 1, e.g. gpt-oss; not MLA) under a profile whose RoPE is unfused "
     "(--framework megatron)",
 }
 
@@ -240,12 +240,13 @@ _ONLY_WHEN = {
 def _condition(name: str, inp) -> str:
     """Why equation ``name`` did not run, where it runs only under a condition that these
     inputs miss ("" where they meet it: something else kept it from running)."""
-    model, asm = inp.model, inp.assumptions
+    from optimus_calc.evaluate.efficiency import head_dim_ratio
+    from optimus_calc.evaluate.rope import rope_unfused
+    model, asm, tr = inp.model, inp.assumptions, inp.training
     if ("moe" in name or "expert" in name) and not getattr(model, "is_moe", False):
         return "it runs only for an MoE model (this one is dense)"
-    missed = {"efficiency.head_dim_attention_efficiency": not inp.hw.gpu.attention_head_dim64
-              or not inp.training.flash_attention,
-              "compute.rope_bytes": getattr(model, "rope_yarn_factor", 1) <= 1 or not (
-                  asm.rope_unfused_forward_bytes_per_element
-                  or asm.rope_unfused_backward_bytes_per_element)}
+    # the evaluator's own conditions (evaluate/efficiency.py, rope.py), not a copy of them
+    missed = {"efficiency.head_dim_attention_efficiency": not tr.flash_attention
+              or head_dim_ratio(inp.hw.gpu, tr.attention_kernel, asm) is None,
+              "compute.rope_bytes": not rope_unfused(model, asm)}
     return _ONLY_WHEN[name] if missed.get(name) else ""

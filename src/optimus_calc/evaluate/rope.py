@@ -8,6 +8,15 @@ import numpy as np
 from optimus_calc.equations.recording import eq, set_scope
 
 
+def rope_unfused(model, asm) -> bool:
+    """Whether the stage runs the unfused RoPE compute.rope_bytes counts: a YaRN scaling (not
+    MLA, whose RoPE is not modelled here) under a profile whose RoPE is unfused (its bytes per
+    element above 0). `explain` names this condition where it did not hold."""
+    return (getattr(model, "rope_yarn_factor", 1) > 1 and not getattr(model, "is_mla", True)
+            and bool(asm.rope_unfused_forward_bytes_per_element
+                     or asm.rope_unfused_backward_bytes_per_element))
+
+
 def rope_time(ctx, hbm: dict, scope: str, refwd):
     """The stage's unfused-RoPE time in one pass direction (``scope`` "forward" or "backward";
     ``refwd`` 1 where full recomputation re-runs the forward in the backward, else 0), or None
@@ -16,8 +25,7 @@ def rope_time(ctx, hbm: dict, scope: str, refwd):
     model, asm = ctx.model, ctx.asm
     fwd = asm.rope_unfused_forward_bytes_per_element
     bwd = asm.rope_unfused_backward_bytes_per_element
-    if (getattr(model, "rope_yarn_factor", 1) <= 1 or getattr(model, "is_mla", True)
-            or not (fwd or bwd)):
+    if not rope_unfused(model, asm):
         return None
     set_scope(f"{scope} rope")
     # a rank keeps at least one whole KV head (Megatron-core attention.py L353-360)

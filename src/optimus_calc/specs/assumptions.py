@@ -355,7 +355,7 @@ class Assumptions(Frozen):
         return value
 
     @field_validator("nccl_latency_model", "sac_saves_ep_all_to_all",
-                     "flash_attention_2_over_cudnn")
+                     "flash_attention_2_over_cudnn", "zero3_recompute_regathers")
     @classmethod
     def _a_switch(cls, value: float) -> float:
         """A switch: 0 or 1 (NCCL's model or the catalog's alpha; saved or re-run), no between."""
