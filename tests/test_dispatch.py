@@ -205,7 +205,8 @@ def test_flops_per_s_for_every_dtype(cat):
     peak = cat.get("h100-sxm", "gpu").peak_TFLOPS
     got = {d: peak.flops_per_s(d) for d in Dtype}
     assert got == {Dtype.FP64: 34e12, Dtype.FP32: 67e12, Dtype.TF32: 494.5e12,
-                   Dtype.BF16: 989e12, Dtype.FP16: 989e12, Dtype.FP8: 1979e12}
+                   Dtype.BF16: 989e12, Dtype.FP16: 989e12, Dtype.FP8: 1979e12,
+                   Dtype.FP4: 0.0}  # Hopper has no FP4 tensor cores
 
 
 # ---- Precision, Optimizer in the exports ----------------------------------------------------
@@ -223,11 +224,15 @@ def test_exports_for_every_precision_and_optimizer(cat):
             c = replace(c, training=c.training.model_copy(update={"precision": p,
                                                                   "optimizer": o}))
             meg = megatron_args(c, m, 8)
-            if p is Precision.FP8:  # DeepSpeed's config has no FP8 switch (rule DS_FP8)
-                with pytest.raises(ExportError, match="no FP8 training switch"):
+            if p in (Precision.FP8, Precision.NVFP4):  # DeepSpeed has neither (rule DS_FP8)
+                with pytest.raises(ExportError, match="no FP8 or NVFP4 training switch"):
                     deepspeed_config(c, m)
-                assert "--bf16" in meg and "--fp8-format hybrid" in meg
-                assert "--fp8-recipe delayed" in meg  # the default recipe, te-delayed
+                assert "--bf16" in meg
+                if p is Precision.FP8:
+                    assert "--fp8-format hybrid" in meg
+                    assert "--fp8-recipe delayed" in meg  # the default recipe, te-delayed
+                else:  # TransformerConfig.fp4 / fp4_recipe, transformer_config.py L671-681
+                    assert "--fp4-format e2m1" in meg and "--fp4-recipe nvfp4" in meg
                 continue
             ds = json.loads(deepspeed_config(c, m))
             # DeepSpeed: bf16 / fp16 sections, none for fp32; its optimizer type names

@@ -220,7 +220,7 @@ def test_framework_rules_for_each_recipe(cat):
         ok = {f for f, r in layout_support(lay, tr, m).items() if r.name == "OK"}
         assert ok == runs, recipe
     lay, tr = _fp8("te-delayed")
-    with pytest.raises(ExportError, match="DeepSpeed: the config has no FP8 training switch"):
+    with pytest.raises(ExportError, match="DeepSpeed: the config has no FP8 or NVFP4 training switch"):
         deepspeed_config(lay, tr, m)
 
 
@@ -275,7 +275,9 @@ def test_current_scaling_amax_pass_by_hand():
     assert float(eq.fp8__amax_layer_bytes(n_a=1, sigma=1, t=4, **kw)) == 47_710_208
     assert float(eq.fp8__amax_layer_bytes(n_a=0, sigma=0, t=1, **kw)) == 0
     from optimus_calc.specs.training import Fp8Recipe
-    assert [r.amax_passes for r in Fp8Recipe] == [0, 1, 0, 0]  # delayed, current, torchao, mx
+    # delayed, current, torchao, mx; NVFP4's per-tensor scale from an amax read (quantizer.cpp
+    # L2630-2660 @ d0067d0)
+    assert [r.amax_passes for r in Fp8Recipe] == [0, 1, 0, 0, 1]
 
 
 def test_current_scaling_adds_its_amax_time_to_the_step(cat):

@@ -34,20 +34,21 @@ def test_a_subclass_instance_is_its_base_spec_as_a_nested_value():
     class RackNode(Node):
         rack: str = Field(default="r1", description="rack")
 
-    class Fp4Flops(Flops):
-        fp4: float = Field(default=0.0, ge=0, le=1e6)
+    class Fp6Flops(Flops):
+        fp6: float = Field(default=0.0, ge=0, le=1e6)
 
     cat = C.load(())
     node = RackNode(**{**cat.get("dgx-a100", "node").model_dump(), "rack": "r9"})
     cluster = Cluster(node=node, count=2)
     assert cluster.node is node and cluster.node.rack == "r9"
     assert cluster.gpus == 16  # 2 nodes x 8 GPUs (catalog dgx-a100)
-    peak = Fp4Flops(fp32=1, bf16=10, fp4=40)
+    peak = Fp6Flops(fp32=1, bf16=10, fp6=40)
     gpu = GPU(**{**cat.get("a100-80gb", "gpu").model_dump(), "peak_TFLOPS": peak})
     assert gpu.peak_TFLOPS is peak
-    # pydantic dumps a nested value by its declared class: Flops's six fields, no fp4
+    # pydantic dumps a nested value by its declared class: Flops's seven fields, no fp6
     assert gpu.model_dump()["peak_TFLOPS"] == {"fp64": 0.0, "fp32": 1.0, "tf32": 0.0,
-                                               "bf16": 10.0, "fp16": 0.0, "fp8": 0.0}
+                                               "bf16": 10.0, "fp16": 0.0, "fp8": 0.0,
+                                               "fp4": 0.0}
     assert "rack" not in cluster.model_dump()["node"] and node.model_dump()["rack"] == "r9"
     with pytest.raises(ValidationError, match="Node"):  # another spec is still not a Node
         Cluster(node=cat.get("a100-80gb", "gpu"), count=2)

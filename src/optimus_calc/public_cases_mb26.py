@@ -10,8 +10,8 @@ listed). Three 26.02 rows are cases already (public_cases._megatron_dense, MB26:
 70B MXFP8 3,613 and FP8 FSDP 4,040, H100 70B 1,621) and are not repeated here.
 
 Precision per cell: FP8 is per-tensor current scaling (the scripts' FP8_CS configs; ``CS``),
-MXFP8 Transformer Engine's MXFP8 recipe (``MXR``), BF16 plain; NVFP4 has no recipe in the
-tool (listed). Kimi-K2, Nemotron 3 (Nano, Super, Ultra), Nemotron 3.5 Lightning and DeepSeek-V4
+MXFP8 Transformer Engine's MXFP8 recipe (``MXR``), NVFP4 its NVFP4 recipe (``NV4``:
+Megatron-Bridge's bf16_with_nvfp4_mixed, FP4 parameters gathered), BF16 plain. Kimi-K2, Nemotron 3 (Nano, Super, Ultra), Nemotron 3.5 Lightning and DeepSeek-V4
 Flash are not in the catalog (listed). GB200 and GB300 rows run on their racks (gpu="gb200" or
 "gb300"; public_cases._on_nvl72), B300 rows on dgx-b300 nodes; the MoE rows run their
 release's config (dispatcher, CUDA graphs, overlap): public_cases_mb26_moe.py reads the H100,
@@ -33,7 +33,7 @@ from dataclasses import replace
 
 from optimus_calc.public_cases_mb26_bw import bw_settings
 from optimus_calc.public_cases_mb26_moe import DEEP, HEP, moe_settings
-from optimus_calc.public_row import CS, FP, MEG, MXR, PublicRow
+from optimus_calc.public_row import CS, FP, MEG, MXR, NV4, PublicRow
 
 # one publication per release (validate_loso.fold_of: the text before the parenthesis), the
 # 26.02 rows with public_cases.MB26's: each release was docs/performance-summary.md's newest
@@ -60,6 +60,9 @@ _GB300_TABLE = {("26.02.01", "l70", "MXFP8"): "the table's VP 1 and micro-batch 
                 "PRETRAIN_CONFIG_GB300_FP8_CS_V2 runs TP 4 PP 8 VP 4); "}
 
 
+def _recipe(prec: str) -> dict:
+    """The table's precision column as the tool's flags (FP8 is current scaling)."""
+    return {"BF16": {}, "MXFP8": MXR, "NVFP4": NV4}.get(prec, CS)
 def _dense(rel: str, gpu: str, model: str, prec: str, fsdp: int) -> tuple[str, dict]:
     if gpu == "GB300" and (rel, model, prec) in _GB300_TABLE:
         asm, kw = _dense(rel, "GB200", model, prec, fsdp)
@@ -69,7 +72,7 @@ def _dense(rel: str, gpu: str, model: str, prec: str, fsdp: int) -> tuple[str, d
         return (f"Megatron FSDP (use_megatron_fsdp), micro-batch 2; activation offload of {n} "
                 f"layers (cpu_offloading_num_layers {n}) not modelled: assumed hidden behind "
                 "compute", dict(framework="megatron", zero=3, **CS))
-    return _DENSE, dict(**(MXR if prec == "MXFP8" else CS), **MEG)
+    return _DENSE, dict(**_recipe(prec), **MEG)
 
 
 
@@ -88,8 +91,6 @@ _REGRESSED = {("26.06.01", "oss")}
 def _why_not(rel: str, model: str, prec: str) -> str:
     if model not in _MODEL:
         return _CAT.format(m=model)
-    if prec == "NVFP4":
-        return "NVFP4 has no recipe in the tool"
     if (rel, model) in _REGRESSED:
         return REGRESSION
     return ""
@@ -111,7 +112,7 @@ def _row(rel, gpu, model, prec, gpus, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep,
                         moe_settings(rel, gpu, model, ep, pp))
         disp = "hybridep" if HEP in asm else "deepep" if DEEP in asm else "alltoall"
         kw = dict(etp=1, dispatcher=disp, **kw,
-                  **({} if prec == "BF16" else MXR if prec == "MXFP8" else CS),
+                  **_recipe(prec),
                   **MEG)
         asm = asm + "; " + _BAL
     elif not why:

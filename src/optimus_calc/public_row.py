@@ -13,6 +13,8 @@ MEG = dict(framework="megatron", zero=1)
 CS = dict(precision="fp8", fp8_recipe="te-current")
 # Transformer Engine MXFP8 (--fp8-recipe mxfp8), the recipe the row's label names
 MXR = dict(precision="fp8", fp8_recipe="mxfp8")
+# Transformer Engine NVFP4 (--precision nvfp4; Megatron-Bridge's bf16_with_nvfp4_mixed)
+NV4 = dict(precision="nvfp4")
 # NeMo 2.1 (the NeMo 24.12 container) had delayed scaling only: nemo/collections/llm/recipes/
 # precision/mixed_precision.py L46-54 @ v2.1.0 (benchmarks/fit_fp8_recipes.py NEMO_2412); so had
 # NeMo 2.2 (container 25.02), the same lines @ v2.2.0

@@ -116,7 +116,8 @@ LAUNCH_FLAGS = (
     click.option("--fp8-param-gather/--no-fp8-param-gather", default=True, show_default=True,
                  help="Megatron-LM launch flag: FP8 GEMM weights with no 16-bit copy, "
                       "all-gathered in FP8 (with --precision fp8, a Transformer Engine "
-                      "recipe and --zero 1 or more; NVIDIA's FP8 recipes set it)."),
+                      "recipe and --zero 1 or more; NVIDIA's FP8 recipes set it); with "
+                      "--precision nvfp4 --fp4-param-gather, the same in NVFP4."),
     click.option("--moe-pad-expert-input-to-capacity/--no-moe-pad-expert-input-to-capacity",
                  default=False, show_default=True,
                  help="Megatron-LM launch flag: token drop at capacity factor 1.0, every "
@@ -153,8 +154,10 @@ def _training(global_batch_help: str, per_layout: bool, lists: bool = False) -> 
         click.option("--precision", type=click.Choice([p.value for p in Precision]),
                      default=Precision.BF16.value, show_default=True,
                      help="Training precision; fp8: weight GEMMs in FP8 (needs an FP8 GPU), "
-                          "weights, gradients and optimizer as bf16."),
-        click.option("--fp8-recipe", type=click.Choice([r.value for r in Fp8Recipe]),
+                          "weights, gradients and optimizer as bf16; nvfp4: the same in NVFP4 "
+                          "(Transformer Engine's recipe, Blackwell)."),
+        click.option("--fp8-recipe", type=click.Choice([r.value for r in Fp8Recipe
+                                                        if r is not Fp8Recipe.NVFP4]),
                      default=Fp8Recipe.TE_DELAYED.value, show_default=True,
                      help="With --precision fp8: Transformer Engine delayed or current scaling "
                           "(Megatron-LM), or torchao float8 (torchtitan)."),

@@ -29,11 +29,14 @@ r_8 = sym("r_8", "FP8 GEMM efficiency as a fraction of the BF16 one of the same 
 eta_8 = sym("eta_8", "efficiency of the FP8 weight GEMMs against the FP8 peak", positive=True)
 P_8 = sym("P_8", "dense FP8 peak of the GPU, FLOP/s", positive=True)
 P_16 = sym("P_16", "dense BF16 peak of the GPU, FLOP/s", positive=True)
-b_8 = sym("b_8", "bytes per weight of the FP8 weight copy (assumption fp8_weight_copy_bytes; "
+b_8 = sym("b_8", "bytes per weight of the quantized weight copy (FP8: assumption "
+          "fp8_weight_copy_bytes; NVFP4: 0.5, its E2M1 element; "
           "0 for torchao)")
 P_g = sym("P_g", "GEMM weights on the GPU (the transformer layers' matrices, after TP/PP/EP)")
 Z = sym("Z", "ZeRO stage 0..3")
-k_te = sym("k_te", "1 with a Transformer Engine recipe (GEMM inputs saved in FP8), else 0")
+k_te = sym("k_te", "bytes a saved GEMM input element takes less than bf16's 2: 1 with a "
+           "Transformer Engine FP8 recipe, 1.4375 with NVFP4 (0.5 and an E4M3 scale per 16 "
+           "values), 0 for torchao")
 M_layer = sym("M_layer", "activation bytes per layer per micro-batch (memory.activation_layer_bytes)")
 s = sym("s", "sequence length, tokens", positive=True)
 b = sym("b", "micro-batch size, sequences", positive=True)
@@ -58,10 +61,12 @@ bf16_equivalent_efficiency = equation(
     "add their times in efficiency.layer_efficiency against one (BF16) peak",
     "The FP8 weight GEMMs' achieved FLOP/s as a fraction of the BF16 peak (may exceed 1).")
 
-k_o = sym("k_o", "FP8 orientations of each weight Transformer Engine keeps: 2 (rowwise and "
-          "the transpose) on Hopper and for MXFP8, 1 for per-tensor FP8 on Blackwell; 0 torchao")
+k_o = sym("k_o", "quantized orientations of each weight Transformer Engine keeps: 2 (rowwise "
+          "and the transpose) on Hopper, for MXFP8 and NVFP4, 1 for per-tensor FP8 on "
+          "Blackwell; 0 torchao")
 q_s = sym("q_s", "scale bytes per weight: MXFP8's E8M0 scale per 32 elements per orientation, "
-          "2/32; 0 for per-tensor recipes")
+          "2/32; NVFP4's E4M3 scale per 16 x 16 block per orientation, 2/256; 0 for per-tensor "
+          "recipes")
 weight_copy_bytes = equation(
     "fp8.weight_copy_bytes", (b_8 * k_o + q_s) * P_g * sp.Piecewise((0, Z >= 3), (1, True)),
     "bytes",
@@ -74,8 +79,11 @@ weight_copy_bytes = equation(
     "copy lives only "
     "while a layer is gathered and the transpose cache is dropped unless "
     "--keep-fp8-transpose-cache (Megatron-LM megatron/training/arguments.py L3212-3213 @ "
-    "d98e8a6): counted in the gathered-layer overhead, not here",
-    "FP8 copies of the GPU's GEMM weights kept by Transformer Engine beside the bf16 weights.")
+    "d98e8a6): counted in the gathered-layer overhead, not here; NVFP4 keeps rowwise and "
+    "columnwise 4-bit data, each cast from the bf16 tensor, with an E4M3 scale per 16 x 16 "
+    "block (common/recipe/__init__.py NVFP4BlockScaling L499-518)",
+    "FP8 or NVFP4 copies of the GPU's GEMM weights kept by Transformer Engine beside the bf16 "
+    "weights.")
 
 k_pw = sym("k_pw", "1 where the GEMM weights are the FP8 parameters themselves (Megatron-LM "
            "--fp8-param-gather: Assumptions.fp8_primary_weights), else 0")
@@ -150,6 +158,7 @@ activation_layer_bytes = equation(
     "backward all-gathers it); the GEMM inputs of Korthikanti et al. 2022 Table 2: "
     "the QKV and MLP inputs (layer-norm outputs, sequence-parallel shards), the output "
     "projection's input and the down projection's input (TP shards); full recompute keeps only "
-    "the layer input",
-    "Activation bytes per layer with the GEMM inputs saved in FP8: one byte less per element "
-    "of each saved GEMM input.")
+    "the layer input; NVFP4 saves its 4-bit input with an E4M3 scale per 16 values "
+    "(TransformerEngine common/recipe/__init__.py NVFP4BlockScaling L489-532 @ d0067d0)",
+    "Activation bytes per layer with the GEMM inputs saved quantized: k_te bytes less per "
+    "element of each saved GEMM input.")

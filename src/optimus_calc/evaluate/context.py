@@ -216,12 +216,15 @@ def check_layout(model: Model | BareModel, layout: Layout, training: Training) -
 
 def check_precision(gpu: GPU, precision) -> float:
     """Dense peak FLOP/s of the GPU for the training precision; an error if it has none. FP8
-    training is timed against the BF16 peak (its attention runs in bf16; the FP8 GEMMs' rate is
-    expressed against it, evaluate/fp8.py), once the GPU is known to have an FP8 peak."""
-    if precision.value == "fp8":
-        if gpu.peak_TFLOPS.fp8 <= 0:
-            raise InputError(f"--precision fp8: {gpu.name} has no FP8 tensor cores (no FP8 "
-                             "peak in the catalog); use --precision bf16")
+    and NVFP4 training are timed against the BF16 peak (their attention runs in bf16; the
+    quantized GEMMs' rate is expressed against it, evaluate/fp8.py), once the GPU is known to
+    have the recipe's peak."""
+    if precision.value in ("fp8", "nvfp4"):
+        peak = "fp8" if precision.value == "fp8" else "fp4"
+        if gpu.peak_TFLOPS.flops_per_s(peak) <= 0:
+            what = "FP8" if peak == "fp8" else "FP4 (NVFP4)"
+            raise InputError(f"--precision {precision.value}: {gpu.name} has no {what} tensor "
+                             f"cores (no {peak.upper()} peak in the catalog); use --precision bf16")
         precision = type(precision)("bf16")
     peak = gpu.peak_TFLOPS.flops_per_s(precision.value)
     if peak <= 0:

@@ -157,14 +157,16 @@ def expert_efficiency(gpu: GPU, h, t, tokens_mb, top_k, experts, ep, expert_ffn,
 def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
                        asm: Assumptions | None = None, kernel=None, expert_flops=0.0,
                        eta_x=None, fp8: float | None = None, bf16_gemm_flops=0.0,
-                       curves: tuple | None = None, d_head: float = 128.0):
+                       curves: tuple | None = None, d_head: float = 128.0,
+                       fp8_peak: str = "fp8"):
     """Effective efficiency of ``total_flops`` of which ``attn_flops`` are the attention core
     (as the kernel executes them), ``expert_flops`` the routed experts' GEMMs (at ``eta_x``) and
     the rest weight GEMMs. Compute time is then total_flops / (peak x this).
 
     When the user set ``gemm_efficiency`` explicitly (``--assume gemm_efficiency=X``), X is
     returned for every layout: the curve is replaced, not combined. With ``fp8`` (the FP8 GEMM
-    efficiency ratio, evaluate/fp8.py) the weight and expert GEMMs run at the FP8 peak and the
+    efficiency ratio, evaluate/fp8.py) the weight and expert GEMMs run at the ``fp8_peak``
+    (catalog peak: fp8, or fp4 for NVFP4) and the
     result is against the BF16 peak (X then stands for the BF16 GEMMs and the attention core),
     but for ``bf16_gemm_flops`` of them (the output head), which stay bf16 on the BF16 curve.
     ``curves``: (gemm_efficiency, attention_efficiency) at these arguments, when already
@@ -194,9 +196,9 @@ def compute_efficiency(gpu: GPU, h, t, s, b, total_flops, attn_flops, flash,
         d_safe = np.where(f_dd > 0, f_dd, 1.0)
         eta_d = eq.efficiency__layer_efficiency(
             F_a=f_h / d_safe, F_d=np.where(f_dd > 0, (f_dd - f_h) / d_safe, 1.0), eta_a=eta_d,
-            eta_d=bf16_equivalent(gpu, eta_d, fp8))
+            eta_d=bf16_equivalent(gpu, eta_d, fp8, fp8_peak))
         if eta_x is not None:
-            eta_x = bf16_equivalent(gpu, eta_x, fp8)
+            eta_x = bf16_equivalent(gpu, eta_x, fp8, fp8_peak)
     f_d = (total - f_a - f_x) / safe if work else np.where(pos, (total - f_a - f_x) / safe, 1.0)
     if eta_x is None or not np.any(f_x > 0):
         mixed = eq.efficiency__layer_efficiency(F_a=f_a / safe, F_d=f_d, eta_a=eta_a, eta_d=eta_d)

@@ -176,9 +176,10 @@ def memory_from(ev: Evaluation, model: Model | BareModel, hw: Hardware, layout: 
                         fits_dev, one(ev.host_bytes_per_node), ev.host_capacity_bytes, cards)
     copy = ev.last_call("fp8.weight_copy_bytes")
     if copy is not None and stage_value(ev, copy.result, "memory", k) > 0:
-        notes.append(f"FP8 ({tr.fp8_recipe.value}): the weights include "
-                     f"{fmt_gb(stage_value(ev, copy.result, 'memory', k))} of FP8 weight copies "
-                     "(fp8.weight_copy_bytes); GEMM inputs are saved in FP8 "
+        q = "NVFP4" if tr.gemm_recipe.peak == "fp4" else "FP8"
+        notes.append(f"{q} ({tr.gemm_recipe.value}): the weights include "
+                     f"{fmt_gb(stage_value(ev, copy.result, 'memory', k))} of {q} weight copies "
+                     f"(fp8.weight_copy_bytes); GEMM inputs are saved in {q} "
                      "(fp8.activation_layer_bytes)")
     if asm is not None and asm.zero1_grad_all_reduce and int(layout.zero) == 1:
         notes.append(f"gradients: the {tr.gradient_bytes}-byte buffer and the {tr.weight_bytes}-"

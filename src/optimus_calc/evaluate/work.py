@@ -151,7 +151,8 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     x_f, x_b, eta_x, route = _moe_work(ctx, tau, r_x)
     eff = dict(gpu=hw.gpu, h=model.hidden, t=ctx.t, s=s / ctx.cp, b=ctx.mb,
                flash=tr.flash_attention, asm=asm, kernel=tr.attention_kernel, eta_x=eta_x,
-               fp8=fp8_gemm_ratio(tr, asm), d_head=getattr(model, "d_head", 128))
+               fp8=fp8_gemm_ratio(tr, asm), fp8_peak=tr.gemm_recipe.peak,
+               d_head=getattr(model, "d_head", 128))
     if not recording_active() and "gemm_efficiency" not in asm.model_fields_set:
         # the weight GEMMs' and attention kernel's curves, once for both passes (`explain`
         # shows each pass's calls as made)

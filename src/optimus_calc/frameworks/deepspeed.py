@@ -132,8 +132,8 @@ ENGINE_RULES: tuple[Rule, ...] = (
                        "bf16_optimizer.py L311-327; hybrid_engine.enable_cuda_graph the RLHF "
                        "generation, runtime/config.py L522): --cuda-graph-impl full_iteration "
                        "is Megatron-LM's", "runtime/constants.py L264-273"),
-    runs_precisions("DS_FP8", f"{_DS}: the config has no FP8 training switch: its precision "
-                    "sections are bf16 and fp16 only (runtime/precision_config.py L30, L92; no "
+    runs_precisions("DS_FP8", f"{_DS}: the config has no FP8 or NVFP4 training switch: its "
+                    "precision sections are bf16 and fp16 only (runtime/precision_config.py L30, L92; no "
                     "fp8 key in runtime/config.py)",
                     "runtime/precision_config.py L30, L92; no fp8 key in runtime/config.py",
                     PRECISIONS),

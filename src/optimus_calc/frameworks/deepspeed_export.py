@@ -77,8 +77,8 @@ def _precision_and_optimizer(cfg: dict, layout, training) -> None:
             cfg["fp16"] = {"enabled": True, "loss_scale": 0}  # 0 = dynamic loss scaling
         case Precision.FP32:
             pass  # DeepSpeed trains in fp32 unless bf16/fp16 is enabled
-        case Precision.FP8:  # refused before this by the DS_FP8 rule (frameworks/deepspeed.py)
-            raise AssertionError("the DeepSpeed config has no FP8 switch")
+        case Precision.FP8 | Precision.NVFP4:  # refused before this (frameworks/deepspeed.py)
+            raise AssertionError("the DeepSpeed config has no FP8 or FP4 switch")
         case _:
             assert_never(prec)
     cfg["optimizer"] = {"type": _OPTIMIZER_TYPE[training.optimizer]}

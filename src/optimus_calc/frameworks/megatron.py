@@ -63,22 +63,22 @@ def unbuildable(m) -> str | None:
 
 
 
-
 _ARCH_SOURCE = ("training/arguments.py L2397 (position embeddings), L2450 (--swiglu); "
                 "core/transformer/transformer_config.py L212-218 (biases)")
 
 # What Megatron-LM runs (an allowlist: a target not named here is refused): the optimizer on
 # the GPU, or on the host with --optimizer-cpu-offload (training/arguments.py L2918).
 OFFLOAD_TARGETS: tuple[Offload, ...] = (Offload.NONE, Offload.CPU)
-# --bf16, --fp16 or fp32, and FP8 through Transformer Engine (MG_FP8_TE checks the recipe).
-PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp32", "fp8")
+# --bf16, --fp16 or fp32, FP8 (MG_FP8_TE checks the recipe) and NVFP4 through Transformer Engine
+PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp32", "fp8", "nvfp4")
 
 RULES: tuple[Rule, ...] = (
     SMARTNIC,
     runs_offloads("MG_OFFLOAD_TARGET", _MG, OFFLOAD_TARGETS, "training/arguments.py L2918",
                   "--optimizer-cpu-offload"),
-    runs_precisions("MG_PRECISION", f"{_MG}: trains in fp16, bf16, fp32 or FP8 (args.fp16, "
-                    "args.bf16, training/arguments.py L1195-1206; FP8 as MG_FP8_TE)",
+    runs_precisions("MG_PRECISION", f"{_MG}: trains in fp16, bf16, fp32, FP8 or NVFP4 (args."
+                    "fp16, args.bf16, training/arguments.py L1195-1206; FP8 as MG_FP8_TE; "
+                    "--fp4-format e2m1, L1099-1109)",
                     "training/arguments.py L1195-1206", PRECISIONS),
     refuses_kernel("MG_FA1", f"{_MG}: no FlashAttention-1 (--attention-kernel fa1): "
                    "--flash-attention-version is 2, 3 or 4 (core/transformer/"
@@ -263,8 +263,8 @@ PROFILE = PhysicsProfile((
     # bf16 forces fp32 gradient accumulation and all-reduce (accumulate_allreduce_grads_in_fp32)
     # unless --grad-reduce-in-bf16; the DDP main-grad buffer then holds fp32: 4 bytes/param.
     # FP8 runs launch with --bf16 too (megatron_export.py): the same rule
-    Setting("grad_bytes", 4, "megatron/training/arguments.py L1204-1217; "
-            "megatron/core/distributed/param_and_grad_buffer.py L888-924", ("bf16", "fp8")),
+    Setting("grad_bytes", 4, "megatron/training/arguments.py L1204-1217; megatron/core/"
+            "distributed/param_and_grad_buffer.py L888-924", ("bf16", "fp8", "nvfp4")),
     # --optimizer-cpu-offload (HybridDeviceOptimizer) reads the GPU param's grad and copies it
     # to pinned CPU grads at step(): the fp32 gradient buffer stays on the GPU
     Setting("grads_stay_on_gpu", 1, "megatron/core/optimizer/cpu_offloading/"
@@ -358,8 +358,8 @@ PROFILE = PhysicsProfile((
     Setting("fp8_primary_weights", 1, "--fp8-param-gather: megatron/training/arguments.py "
             "L2016-2018; Megatron-Bridge src/megatron/bridge/training/mixed_precision.py L218, "
             "L251, L289 @ v0.3.0", when=lambda tr: bool(
-                tr.fp8_param_gather and tr.precision.value == "fp8"
-                and tr.fp8_recipe.transformer_engine)),
+                tr.fp8_param_gather and tr.precision.value in ("fp8", "nvfp4")
+                and tr.gemm_recipe.transformer_engine)),
     Setting("moe_layer_fixed_s", 0.0, _CUDA_GRAPH, when=lambda tr: tr.cuda_graph_full_iteration),
     Setting("moe_layer_host_s", 0.0, _CUDA_GRAPH, when=lambda tr: tr.cuda_graph_full_iteration),
     # the eager expert-bias add (TEGroupedMLP._apply_bias) cannot be captured; the graph recipes

@@ -299,9 +299,20 @@ def _zero_precision(a: _Args, lay, tr) -> None:
             if (tr.fp8_param_gather and lay.zero >= ZeroStage.OS
                     and lay.offload is Offload.NONE):
                 a.add("--fp8-param-gather")  # arguments.py L2016-2018
+        case Precision.NVFP4:
+            # bf16 weights with Transformer Engine NVFP4 GEMMs (TransformerConfig.fp4 'e2m1',
+            # fp4_recipe 'nvfp4', transformer_config.py L671-686 @ d98e8a6; TE >= 2.7,
+            # arguments.py L1107-1109), FP4 parameters as Megatron-Bridge's bf16_with_nvfp4_mixed
+            # sets (fp4_param_gather True) where the plan timed them, as for FP8
+            a.add("--bf16")
+            a.add("--fp4-format", "e2m1")
+            a.add("--fp4-recipe", "nvfp4")
+            if (tr.fp8_param_gather and lay.zero >= ZeroStage.OS
+                    and lay.offload is Offload.NONE):
+                a.add("--fp4-param-gather")  # transformer_config.py L683-689
         case _:
             assert_never(prec)
-    if prec in (Precision.BF16, Precision.FP8) and tr.grad_bytes == 2:
+    if prec in (Precision.BF16, Precision.FP8, Precision.NVFP4) and tr.grad_bytes == 2:
         # --grad-bytes 2: bf16 gradients, accumulated and reduced in bf16 (arguments.py
         # L1213-1214; L3053), where Megatron-LM's bf16 default is fp32 (the profile's 4 bytes)
         a.add("--grad-reduce-in-bf16")

@@ -175,7 +175,8 @@ RULES: tuple[Rule, ...] = (
          "torchtitan/components/quantization/float8.py L28-100, L238",
          lambda x: x.fp8_unless("torchao")),
     runs_precisions("TT_FP16", f"{_TT}: mixed precision is bfloat16 or float32, no fp16 "
-                    "(torchtitan/config/job_config.py L282)",
+                    "(torchtitan/config/job_config.py L282); no NVFP4 at 73a0e69 (an "
+                    "experimental torchao converter from bcc09297a, #3914)",
                     "torchtitan/config/job_config.py L282", PRECISIONS),
     refuses_kernel("TT_FA1", f"{_TT}: no FlashAttention-1 (--attention-kernel fa1): attention "
                    "is PyTorch SDPA (cuDNN, its FlashAttention-2 or math), FlexAttention or "

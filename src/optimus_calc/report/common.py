@@ -203,18 +203,22 @@ def window_notes(model, tr) -> list[str]:
 
 
 def fp8_notes(gpu, tr, asm) -> list[str]:
-    """With --precision fp8: where the GEMMs run, what stays bf16, what MFU is measured against."""
-    if tr.precision.value != "fp8":
+    """With --precision fp8 or nvfp4: where the GEMMs run, what stays bf16, what MFU is
+    measured against."""
+    if tr.precision.value not in ("fp8", "nvfp4"):
         return []
     from optimus_calc.evaluate.fp8 import RATIO_FIELD
-    te = tr.fp8_recipe.value != "torchao"
-    field = RATIO_FIELD[tr.fp8_recipe]
-    amax = (", one amax read of each GEMM input" if tr.fp8_recipe.amax_passes else "")
-    return [f"FP8 ({tr.fp8_recipe.value}): weight GEMMs at the FP8 peak "
-            f"{gpu.peak_TFLOPS.fp8:g} TFLOP/s x {getattr(asm, field):g} of the GEMM "
-            f"efficiency ({field}){amax}; attention in bf16; MFU and TFLOP/s against the "
-            f"BF16 peak {gpu.peak_TFLOPS.bf16:g}; "
-            + ("FP8 weight copies and FP8-saved GEMM inputs in memory" if te
+    recipe = tr.gemm_recipe
+    te = recipe.value != "torchao"
+    field = RATIO_FIELD[recipe]
+    amax = (", one amax read of each GEMM input" if recipe.amax_passes else "")
+    fmt = "NVFP4" if recipe.peak == "fp4" else "FP8"
+    head = "NVFP4" if recipe.peak == "fp4" else f"FP8 ({recipe.value})"
+    return [f"{head}: weight GEMMs at the {recipe.peak.upper()} peak "
+            f"{gpu.peak_TFLOPS.flops_per_s(recipe.peak) / 1e12:g} TFLOP/s x "
+            f"{getattr(asm, field):g} of the GEMM efficiency ({field}){amax}; attention in "
+            f"bf16; MFU and TFLOP/s against the BF16 peak {gpu.peak_TFLOPS.bf16:g}; "
+            + (f"{fmt} weight copies and {fmt}-saved GEMM inputs in memory" if te
                else "memory as bf16 (torchao casts again in the backward)")]
 
 

@@ -15,6 +15,7 @@ from optimus_calc.specs.hardware import MIN_EFFICIENCY
 FIT_TE_DELAYED = 0.970
 FIT_TE_CURRENT = 1.0
 FIT_MXFP8 = FIT_TE_CURRENT  # assumed: one expressible public row, no cross-validation
+FIT_NVFP4 = 0.665  # fitted by benchmarks/fit_nvfp4.py on 18 public rows (docs/fp8-and-megatron.md)
 
 # Floors of the assumptions the step model divides by (issue 23), as the catalog's (specs/
 # hardware.py MIN_EFFICIENCY, MIN_GBPS): far below any measured value, every time finite.
@@ -124,6 +125,13 @@ class Assumptions(Frozen):
                     "Megatron-Bridge 25.11 DGX-B200 FP8-MX rows (Llama3 8B, Llama3.1 405B); "
                     "the B200 BF16 curve is itself derived from FP8 rows (catalog b200 "
                     "efficiency_source). A divisor: at least 0.01 (MIN_EFFICIENCY)")
+    nvfp4_gemm_efficiency: float = Field(default=FIT_NVFP4, ge=MIN_EFFICIENCY, le=1,
+        description="Transformer Engine NVFP4 (--precision nvfp4, Blackwell): as "
+                    "fp8_gemm_efficiency against the FP4 peak, the amax pass timed apart. "
+                    "Fitted (benchmarks/fit_nvfp4.py) on the public Megatron-Bridge 26.02-26.06 "
+                    "dense NVFP4 rows (GB200 and GB300, Llama 3 70B and Llama 3.1 405B), "
+                    "leave-one-release-out; see docs/fp8-and-megatron.md. A divisor: at least "
+                    "0.01 (MIN_EFFICIENCY)")
     fp8_weight_copy_bytes: float = Field(default=1.0, ge=0, le=4,
         description="bytes per GEMM weight of each FP8 copy Transformer Engine keeps beside "
                     "the bf16 weight: 1 (TransformerEngine performance_considerations.rst L247 "

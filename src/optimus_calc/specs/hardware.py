@@ -46,6 +46,7 @@ class Dtype(str, Enum):
     BF16 = "bf16"
     FP16 = "fp16"
     FP8 = "fp8"
+    FP4 = "fp4"
 
 
 class Flops(Frozen):
@@ -57,6 +58,7 @@ class Flops(Frozen):
     bf16: float = Field(default=0.0, ge=0, le=1e6, description="dense BF16 TFLOP/s")
     fp16: float = Field(default=0.0, ge=0, le=1e6, description="dense FP16 TFLOP/s")
     fp8: float = Field(default=0.0, ge=0, le=1e6, description="dense FP8 TFLOP/s")
+    fp4: float = Field(default=0.0, ge=0, le=1e6, description="dense FP4 (NVFP4) TFLOP/s")
 
     @field_validator("*")
     @classmethod
@@ -80,6 +82,8 @@ class Flops(Frozen):
                 tflops = self.fp16
             case Dtype.FP8:
                 tflops = self.fp8
+            case Dtype.FP4:
+                tflops = self.fp4
             case _:
                 assert_never(d)
         return float(tflops) * TFLOPS

@@ -114,6 +114,10 @@ class Precision(str, Enum):
     # weights and moments (Transformer Engine and torchao quantize before each GEMM), so the
     # bytes per parameter are bf16's; the GEMMs run at the FP8 peak (evaluate/fp8.py)
     FP8 = "fp8"
+    # NVFP4 GEMMs over bf16 weights, as FP8's (Transformer Engine's NVFP4BlockScaling recipe,
+    # Megatron-LM --fp4-format e2m1 --fp4-recipe nvfp4): the GEMMs at the FP4 peak, 4-bit
+    # copies with an E4M3 scale per 16-element block (evaluate/fp8.py, Fp8Recipe.NVFP4)
+    NVFP4 = "nvfp4"
 
     @property
     def weight_bytes(self) -> int:
@@ -121,12 +125,15 @@ class Precision(str, Enum):
 
 
 class Fp8Recipe(str, Enum):
-    """How FP8 training scales and keeps its FP8 tensors (with ``--precision fp8``)."""
+    """How low-precision GEMM training scales and keeps its quantized tensors: the FP8 recipes
+    (``--precision fp8 --fp8-recipe``) and NVFP4, which ``--precision nvfp4`` implies
+    (:attr:`Training.gemm_recipe`; not an ``--fp8-recipe`` choice)."""
 
     TE_DELAYED = "te-delayed"    # Transformer Engine DelayedScaling (Megatron --fp8-recipe delayed)
     TE_CURRENT = "te-current"    # TE Float8CurrentScaling (Megatron --fp8-recipe tensorwise)
     TORCHAO = "torchao"          # torchao Float8Linear, tensorwise (torchtitan quantize.linear.float8)
     MXFP8 = "mxfp8"              # TE MXFP8BlockScaling (Megatron --fp8-recipe mxfp8), Blackwell only
+    NVFP4 = "nvfp4"              # TE NVFP4BlockScaling (Megatron --fp4-recipe nvfp4), Blackwell only
 
     @property
     def transformer_engine(self) -> bool:
@@ -144,8 +151,16 @@ class Fp8Recipe(str, Enum):
         amax-history update is one small kernel over history x tensors per step. mxfp8: the
         scale of each 32-element block comes from that block inside the cast kernel: 0.
         torchao: its tensorwise amax runs under torch.compile, which the fitted rows use, fused
-        with the kernel producing the input; inside its fitted ratio: 0."""
-        return 1 if self is Fp8Recipe.TE_CURRENT else 0
+        with the kernel producing the input; inside its fitted ratio: 0. nvfp4: the per-tensor
+        FP32 scale (the recipe's second level) comes from the tensor's amax, computed before
+        the cast (nvte_compute_amax_with_config, or nvte_hadamard_transform_amax with the
+        random Hadamard transform: NVFP4Quantizer::quantize_impl, quantizer.cpp L2630-2660): 1."""
+        return 1 if self in (Fp8Recipe.TE_CURRENT, Fp8Recipe.NVFP4) else 0
+
+    @property
+    def peak(self) -> str:
+        """The catalog peak its GEMMs run at (peak_TFLOPS.fp8 or .fp4)."""
+        return "fp4" if self is Fp8Recipe.NVFP4 else "fp8"
 
 
 class Optimizer(str, Enum):
@@ -232,11 +247,19 @@ class Training(Frozen):
     fp8_param_gather: bool = Field(
         default=True, description="Megatron-LM --fp8-param-gather: with a Transformer Engine "
         "FP8 recipe and the distributed optimizer (ZeRO >= 1), the GEMM weights are kept and "
-        "all-gathered in FP8 only, as NVIDIA's FP8 recipes set (fp8.primary_weight_saving_bytes)")
+        "all-gathered in FP8 only, as NVIDIA's FP8 recipes set (fp8.primary_weight_saving_bytes); "
+        "with --precision nvfp4 Megatron-LM's --fp4-param-gather, as Megatron-Bridge's NVFP4 "
+        "recipe sets (bf16_with_nvfp4_mixed)")
 
     @property
     def weight_bytes(self) -> int:
         return self.precision.weight_bytes
+
+    @property
+    def gemm_recipe(self) -> Fp8Recipe:
+        """The quantization recipe in effect: NVFP4 with ``--precision nvfp4``, else the FP8
+        recipe (meaningful with ``--precision fp8`` only)."""
+        return Fp8Recipe.NVFP4 if self.precision is Precision.NVFP4 else self.fp8_recipe
 
     @property
     def gradient_bytes(self) -> int:
