@@ -108,6 +108,10 @@ def test_megatron_runs_it_with_its_fp4_flags(cat):
     assert not any(a.startswith("--fp8") for a, _ in args)
     d = dict(megatron_arg_list(Layout(dp=8, zero=0), tr, m, 8)[0])
     assert "--fp4-param-gather" not in d  # no distributed optimizer: bf16 parameters
+    # Megatron-FSDP (ZeRO 3) keeps no NVFP4 parameters (Fp8Recipe.params_max_zero): the
+    # flag is not written (found by running Megatron-LM's own validate_args on the export)
+    d = dict(megatron_arg_list(Layout(dp=8, zero=3), tr, m, 8)[0])
+    assert "--fp4-param-gather" not in d and "--fp4-format" in d
 
 
 def test_fp4_parameters_save_memory_under_the_distributed_optimizer(cat):
@@ -127,6 +131,13 @@ def test_fp4_parameters_save_memory_under_the_distributed_optimizer(cat):
     # 3 x 4096 x 14336 per layer = 33,554,432 + 176,160,768 = 209,715,200; x 32 = 6.7109e9
     p_g = 32 * (4096 * (4096 + 2 * 1024 + 4096) + 3 * 4096 * 14336)
     assert got[False] - got[True] == pytest.approx(2 * p_g, rel=1e-9)
+    # under Megatron-FSDP (ZeRO 3) the flag saves nothing: no NVFP4 parameters there
+    lay3 = Layout(dp=8, zero=3)
+    for gather in (True, False):
+        tr, asm, _ = apply_framework("megatron", lay3, _nvfp4(fp8_param_gather=gather),
+                                     Assumptions(), m)
+        got[gather] = estimate_memory(m, hw, lay3, tr, asm).worst.weights_bytes
+    assert got[False] == got[True]
 
 
 def test_public_rows_are_cases():

@@ -117,7 +117,8 @@ LAUNCH_FLAGS = (
                  help="Megatron-LM launch flag: FP8 GEMM weights with no 16-bit copy, "
                       "all-gathered in FP8 (with --precision fp8, a Transformer Engine "
                       "recipe and --zero 1 or more; NVIDIA's FP8 recipes set it); with "
-                      "--precision nvfp4 --fp4-param-gather, the same in NVFP4."),
+                      "--precision nvfp4 --fp4-param-gather, the same in NVFP4 (--zero 1 "
+                      "only: Megatron-FSDP has no NVFP4 parameters)."),
     click.option("--moe-pad-expert-input-to-capacity/--no-moe-pad-expert-input-to-capacity",
                  default=False, show_default=True,
                  help="Megatron-LM launch flag: token drop at capacity factor 1.0, every "

@@ -152,11 +152,15 @@ def weight_copy_bytes(ctx) -> np.ndarray | float:
                                      k_o=k_o, q_s=q_s)
 
 
-def _primary(ctx) -> float:
-    """k_pw: Assumptions.fp8_primary_weights under a Transformer Engine FP8 recipe, else 0."""
+def _primary(ctx):
+    """k_pw: Assumptions.fp8_primary_weights under a Transformer Engine recipe, else 0; per
+    layout where the recipe keeps its parameters up to a lower ZeRO stage than 3 (NVFP4:
+    Fp8Recipe.params_max_zero)."""
     tr = ctx.tr
     te = is_fp8(tr) and tr.gemm_recipe.transformer_engine and isinstance(ctx.model, Model)
-    return float(ctx.asm.fp8_primary_weights) if te else 0.0
+    k = float(ctx.asm.fp8_primary_weights) if te else 0.0
+    top = tr.gemm_recipe.params_max_zero
+    return k * (np.asarray(ctx.z) <= top) if k and top < 3 else k
 
 
 def _gemm_params(ctx):
@@ -167,7 +171,7 @@ def _gemm_params(ctx):
 def primary_weight_saving_bytes(ctx, n_sh, flags) -> np.ndarray | float:
     """fp8.primary_weight_saving_bytes of each stage (0 without FP8 parameters); ``flags``:
     the stage's offload flags (o_w, o_g, o_o, f_k of strategies.offload_flags)."""
-    if not (k := _primary(ctx)):
+    if not np.any(k := _primary(ctx)):
         return 0.0
     return eq.fp8__primary_weight_saving_bytes(
         N_d=n_sh, P_g=_gemm_params(ctx), Z=ctx.z, b_8=quantized_bytes(ctx.tr, ctx.asm),
@@ -177,7 +181,7 @@ def primary_weight_saving_bytes(ctx, n_sh, flags) -> np.ndarray | float:
 def gather_bytes_per_param(ctx, P, flags):
     """fp8.gather_bytes_per_param: the ZeRO all-gathers' bytes per parameter (the 16-bit
     weight bytes without FP8 parameters)."""
-    if not (k := _primary(ctx)):
+    if not np.any(k := _primary(ctx)):
         return ctx.tr.weight_bytes
     share = _gemm_params(ctx) / np.maximum(np.asarray(P, dtype=float), 1.0)
     return eq.fp8__gather_bytes_per_param(Z=ctx.z, b_8=quantized_bytes(ctx.tr, ctx.asm),

@@ -303,11 +303,12 @@ def _zero_precision(a: _Args, lay, tr) -> None:
             # bf16 weights with Transformer Engine NVFP4 GEMMs (TransformerConfig.fp4 'e2m1',
             # fp4_recipe 'nvfp4', transformer_config.py L671-686 @ d98e8a6; TE >= 2.7,
             # arguments.py L1107-1109), FP4 parameters as Megatron-Bridge's bf16_with_nvfp4_mixed
-            # sets (fp4_param_gather True) where the plan timed them, as for FP8
+            # sets (fp4_param_gather True) where the plan timed them: the distributed optimizer
+            # only (Fp8Recipe.params_max_zero; Megatron-FSDP does not act on it)
             a.add("--bf16")
             a.add("--fp4-format", "e2m1")
             a.add("--fp4-recipe", "nvfp4")
-            if (tr.fp8_param_gather and lay.zero >= ZeroStage.OS
+            if (tr.fp8_param_gather and lay.zero == ZeroStage.OS
                     and lay.offload is Offload.NONE):
                 a.add("--fp4-param-gather")  # transformer_config.py L683-689
         case _:

@@ -162,6 +162,17 @@ class Fp8Recipe(str, Enum):
         """The catalog peak its GEMMs run at (peak_TFLOPS.fp8 or .fp4)."""
         return "fp4" if self is Fp8Recipe.NVFP4 else "fp8"
 
+    @property
+    def params_max_zero(self) -> int:
+        """The highest ZeRO stage whose sharding keeps the GEMM weights in this format
+        (Megatron-LM --fp8-param-gather / --fp4-param-gather): 3 for FP8, the distributed
+        optimizer and Megatron-FSDP (arguments.py L1095-1097 @ d98e8a6); 1 for NVFP4, whose
+        shard quantization only the distributed optimizer has (core/optimizer/
+        distrib_optimizer.py, quantize_nvfp4_param_shard; nothing under core/distributed/fsdp
+        reads fp4_param_gather, and Megatron-FSDP v2 refuses FP4, mcore_fsdp_adapter.py
+        L676-677)."""
+        return 1 if self is Fp8Recipe.NVFP4 else 3
+
 
 class Optimizer(str, Enum):
     ADAM = "adam"
@@ -248,8 +259,9 @@ class Training(Frozen):
         default=True, description="Megatron-LM --fp8-param-gather: with a Transformer Engine "
         "FP8 recipe and the distributed optimizer (ZeRO >= 1), the GEMM weights are kept and "
         "all-gathered in FP8 only, as NVIDIA's FP8 recipes set (fp8.primary_weight_saving_bytes); "
-        "with --precision nvfp4 Megatron-LM's --fp4-param-gather, as Megatron-Bridge's NVFP4 "
-        "recipe sets (bf16_with_nvfp4_mixed)")
+        "with --precision nvfp4 Megatron-LM's --fp4-param-gather under the distributed optimizer "
+        "(ZeRO 1: Fp8Recipe.params_max_zero), as Megatron-Bridge's NVFP4 recipe sets "
+        "(bf16_with_nvfp4_mixed)")
 
     @property
     def weight_bytes(self) -> int:
