@@ -9,9 +9,10 @@ each a published tokens/s/GPU of a whole training step, run as `validate` runs i
 Megatron-LM profile, the release's layout). The ratio r is the value on a 0.005 grid that
 minimises the rows' mean |predicted / published - 1|. Leave-one-release-out: each release's
 rows are predicted with the ratio fitted on the other releases' (validate_loso.fold_of: one
-release, one publication). A fitted value is kept only if that held-out error is below the
-held-out error of the prior, 1.0 (the GEMM at the BF16 curve's fraction of the FP4 peak, as
-MXFP8 and current scaling are fitted).
+release, one publication). The releases re-measure the same GPU x model cells, so it also
+reports leave-one-GPU-out (GB200's rows predicted from GB300's and back). A fitted value is
+kept only if the leave-one-release-out error is below the prior's, 1.0 (the GEMM at the BF16
+curve's fraction of the FP4 peak, as MXFP8 and current scaling are fitted).
 """
 
 from __future__ import annotations
@@ -57,9 +58,18 @@ def main() -> None:
     for f in sorted(set(folds)):
         m = np.array([x == f for x in folds])
         held[m] = err[best(~m)][m]
+    # the releases re-measure the same GPU x model cells: leaving a GPU out is the harder test
+    gpus = [r.label.split()[0] for r in rs]
+    held_gpu = np.zeros(len(rs))
+    for g in sorted(set(gpus)):
+        m = np.array([x == g for x in gpus])
+        held_gpu[m] = err[best(~m)][m]
     print(f"{len(rs)} rows, {len(set(folds))} releases")
     print(f"fitted ratio {fit:.3f}: in-sample {np.abs(err[fit]).mean():.1%}, "
-          f"leave-one-release-out {np.abs(held).mean():.1%}")
+          f"leave-one-release-out {np.abs(held).mean():.1%}, "
+          f"leave-one-GPU-out {np.abs(held_gpu).mean():.1%} "
+          f"(GB200 alone {best(np.array([g == 'GB200' for g in gpus])):.3f}, "
+          f"GB300 alone {best(np.array([g == 'GB300' for g in gpus])):.3f})")
     print(f"prior {PRIOR:.3f}: {np.abs(err[PRIOR]).mean():.1%}")
     for r, e, h in zip(rs, err[fit], held):
         print(f"  {r.label:60s} {r.published:8.0f} {e:+7.1%} held out {h:+7.1%}")

@@ -57,17 +57,21 @@ def test_listed_rows_say_why():
     # Qwen3-30B-A3B and Qwen3-235B-A22B in all 7: 7 each) and B300's 19 on dgx-b300 (DeepSeek-V3,
     # GPT-OSS and Qwen3-30B in 26.02-26.06: 5 each; Qwen3-235B in 26.02-26.04.01: 4)
     # then 26.06.01's two GPT-OSS 120B rows, listed again: the table's footnote marks them as
-    # a known regression; then the 18 dense NVFP4 rows (--precision nvfp4: Llama 3 70B on GB200
-    # and GB300 in 26.02-26.04.01, 4 + 4; Llama 3.1 405B in 26.02-26.06, 5 + 5)
-    assert len(listed) == 162 - 19 - 18 - 29 - 19 + 2 - 18
+    # a known regression; then 17 of the 18 dense NVFP4 rows (--precision nvfp4: Llama 3 70B on
+    # GB200 and GB300 in 26.02-26.04.01, 4 + 4; Llama 3.1 405B in 26.02-26.06, 5 + 5), all but
+    # 26.02.01's GB300 70B cell, whose TP 1 PP 1 cannot hold the model (_IMPOSSIBLE)
+    assert len(listed) == 162 - 19 - 18 - 29 - 19 + 2 - 17
     assert all(r.why_not.strip() for r in listed)
     # "26.06.01", Nemotron_3_Super on GB300, NVFP4: the model is the first reason
     # | DGX-GB300 | 64 | NVFP4 | 512 | 1 | 8192 | 1 | 1 | 1 | n/a | 64 | 9984 | 845 |
     (r,) = [r for r in listed if r.published == 9984]
     assert r.why_not == "model not in the catalog (Nemotron 3 Super)"
-    # the GB300 and B300 rows still listed are so for their model or the regression
-    assert {r.why_not.split(" (")[0] for r in listed if r.label.startswith(("GB300", "B300"))} \
-        == {"model not in the catalog", "the table marks it as a known performance regression"}
+    # the GB300 and B300 rows still listed are so for their model, the regression or a layout
+    # that cannot run
+    assert {r.why_not.split(" (")[0].split(":")[0] for r in listed
+            if r.label.startswith(("GB300", "B300"))} == {
+        "model not in the catalog", "the table marks it as a known performance regression",
+        "the table's layout cannot run"}
     # "26.02", LLAMA3_70B on GB200 in NVFP4: a case, run with --precision nvfp4
     # | DGX-GB200 | 64 | NVFP4 | 256 | 1 | 8192 | 0 | 2 | 4 | 1 | 5 | n/a | 4458 | 2004 |
     (r,) = [r for r in rows if r.published == 4458]
@@ -88,7 +92,7 @@ def test_cases_name_their_settings_and_run_on_the_rack():
     gb300 = [r for r in public_rows() if r.label.startswith("GB300") and not r.why_not]
     assert {(r.node, r.nodes, r.gpus_per_node) for r in gb300} == {
         ("gb300-nvl72", 1, 8), ("gb300-nvl72", 1, 64), ("gb300-nvl72", 4, 64)}
-    assert len(gb300) == 18 + 29 - 1 + 9  # and its 9 dense NVFP4 rows (4 Llama 3 70B, 5 405B)
+    assert len(gb300) == 18 + 29 - 1 + 8  # and 8 dense NVFP4 rows (3 Llama 3 70B, 5 405B)
     # the B300 rows on DGX B300 nodes of 8: 8, 64 and 256 GPUs are 1, 8 and 32 nodes
     b300 = [r for r in public_rows() if r.label.startswith("B300") and not r.why_not]
     assert {(r.node, r.nodes) for r in b300} == {("dgx-b300", 1), ("dgx-b300", 8),

@@ -53,8 +53,9 @@ def test_gemm_time_at_the_fp4_peak(cat):
 
 def test_weight_copies_and_saved_inputs(cat):
     """Per GEMM weight: rowwise and columnwise 4-bit copies (both made from the bf16 tensor,
-    recipe L499-505) with an E4M3 scale per 16 x 16 block each: 2 x 0.5 + 2 / 256 =
-    1.0078125 bytes. A saved GEMM input element: 0.5 + 1/16 = 0.5625 bytes where bf16 keeps 2,
+    recipe L499-505), each with an E4M3 scale stored per 16 values (the 16 x 16 weight-block
+    scales too: nvfp4_tensor.py get_scale_shape L273-307): 2 x 0.5 + 2 / 16 = 1.125 bytes.
+    A saved GEMM input element: 0.5 + 1/16 = 0.5625 bytes where bf16 keeps 2,
     1.4375 less; llama-2-7b's GEMM inputs of one layer at seq 4096, TP 1 (2h + d_v + f =
     8,192 + 4,096 + 11,008 = 23,296 per token) then save 4096 x 23,296 x 1.4375 =
     137,166,848 bytes."""
@@ -62,7 +63,7 @@ def test_weight_copies_and_saved_inputs(cat):
     b200 = cat.get("b200", "gpu")
     assert quantized_bytes(tr, Assumptions()) == 0.5
     k_o, q_s = weight_orientations(b200, Fp8Recipe.NVFP4)
-    assert float(eq.fp8__weight_copy_bytes(P_g=1, Z=1, b_8=0.5, k_o=k_o, q_s=q_s)) == 1.0078125
+    assert float(eq.fp8__weight_copy_bytes(P_g=1, Z=1, b_8=0.5, k_o=k_o, q_s=q_s)) == 1.125
     assert saved_input_bytes_less(tr) == 1.4375
     full = float(eq.fp8__activation_layer_bytes(M_layer=2e9, b=1, c=1, d_v=4096, f_a=11008,
                                                 h=4096, k_te=1.4375, r=0, s=4096, sigma=0,
@@ -127,9 +128,9 @@ def test_fp4_parameters_save_memory_under_the_distributed_optimizer(cat):
         tr, asm, _ = apply_framework("megatron", lay, _nvfp4(fp8_param_gather=gather),
                                      Assumptions(), m)
         got[gather] = estimate_memory(m, hw, lay, tr, asm).worst.weights_bytes
-    # the GEMM weights of the 32 layers: attention 4096 x (4096 + 2 x 1024 + 4096) and MLP
-    # 3 x 4096 x 14336 per layer = 33,554,432 + 176,160,768 = 209,715,200; x 32 = 6.7109e9
-    p_g = 32 * (4096 * (4096 + 2 * 1024 + 4096) + 3 * 4096 * 14336)
+    # the GEMM weights of the 32 layers: attention 4096 x (4096 + 2 x 1024 + 4096) = 41,943,040
+    # and MLP 3 x 4096 x 14336 = 176,160,768 per layer, 218,103,808; x 32 = 6,979,321,856
+    p_g = 6_979_321_856
     assert got[False] - got[True] == pytest.approx(2 * p_g, rel=1e-9)
     # under Megatron-FSDP (ZeRO 3) the flag saves nothing: no NVFP4 parameters there
     lay3 = Layout(dp=8, zero=3)
@@ -141,13 +142,15 @@ def test_fp4_parameters_save_memory_under_the_distributed_optimizer(cat):
 
 
 def test_public_rows_are_cases():
-    """Megatron-Bridge 26.02-26.06's dense NVFP4 rows are validate cases (18: Llama 3 70B and
-    Llama 3.1 405B on GB200 and GB300), not listed; Nemotron 3 Super stays listed (not in the
-    catalog)."""
+    """Megatron-Bridge 26.02-26.06's dense NVFP4 rows are validate cases (17: Llama 3 70B and
+    Llama 3.1 405B on GB200 and GB300), not listed; 26.02.01's GB300 70B cell, whose TP 1 PP 1
+    layout cannot hold the model, and Nemotron 3 Super (not in the catalog) stay listed."""
     rows = [r for r in public_rows() if "NVFP4" in r.label]
     scored = [r for r in rows if not r.why_not]
-    assert len(scored) == 18 and {r.precision for r in scored} == {"nvfp4"}
-    assert all("not in the catalog" in r.why_not for r in rows if r.why_not)
+    assert len(scored) == 17 and {r.precision for r in scored} == {"nvfp4"}
+    listed = [r.why_not for r in rows if r.why_not]
+    assert sum("not in the catalog" in w for w in listed) == len(listed) - 1
+    assert sum(w.startswith("the table's layout cannot run") for w in listed) == 1
 
 
 def test_step_time_moves_with_the_ratio(cat):
@@ -158,3 +161,53 @@ def test_step_time_moves_with_the_ratio(cat):
     a = estimate_step(m, hw, lay, tr, Assumptions(nvfp4_gemm_efficiency=0.6)).step_time_s
     b = estimate_step(m, hw, lay, tr, Assumptions(nvfp4_gemm_efficiency=0.3)).step_time_s
     assert a < b < 2 * a
+
+
+def test_activations_and_amax_wired_into_the_step(cat, monkeypatch):
+    """The evaluator's wiring. Activations: llama-3-8b at seq 4096, micro-batch 1, TP 1, no
+    recomputation: each layer's saved GEMM inputs are 4096 x (2 x 4096 + 4096 + 14336) =
+    109,051,904 elements; NVFP4 keeps 1.4375 bytes less of each, current-scaling FP8 1 byte
+    less, so NVFP4's activations are 0.4375 x 109,051,904 x 32 layers = 1,526,726,656 bytes
+    below te-current's. The amax pass: llama-2-7b on 8 B200 at ZeRO-1, seq 4096, global 64
+    (8 micro-batches a GPU): forward and backward each read the 95,420,416 input elements of
+    a layer once more in bf16, 2 x 190,840,832 bytes x 32 layers x 8 = 97.71 GB at B200's
+    8,000 GB/s x 0.9 (hbm_efficiency) = 13.571 ms, what the step loses with it."""
+    from optimus_calc.evaluate.memory import estimate_memory
+    m, hw = cat.get("llama-3-8b", "model"), resolve_hardware(cat, "dgx-b200", 1)
+    lay = Layout(dp=8, zero=1)
+    act = {}
+    for kw in (dict(precision=Precision.NVFP4), dict(precision=Precision.FP8,
+                                                       fp8_recipe="te-current")):
+        tr = Training(seq_len=4096, global_batch=8, **kw)
+        act[kw["precision"]] = estimate_memory(m, hw, lay, tr, Assumptions()).worst.activations_bytes
+    assert act[Precision.FP8] - act[Precision.NVFP4] == pytest.approx(1_526_726_656, rel=1e-9)
+    m2 = cat.get("llama-2-7b", "model")
+    assert hw.gpu.hbm_bandwidth_GBps == 8000
+    tr = Training(seq_len=4096, global_batch=64, precision=Precision.NVFP4)
+    with_amax = estimate_step(m2, hw, lay, tr, Assumptions()).step_time_s
+    monkeypatch.setattr(Fp8Recipe, "amax_passes", property(lambda self: 0))
+    without = estimate_step(m2, hw, lay, tr, Assumptions()).step_time_s
+    assert 2 * 190_840_832 * 32 * 8 / (8000e9 * 0.9) == pytest.approx(0.013571, rel=1e-4)
+    assert with_amax - without == pytest.approx(2 * 190_840_832 * 32 * 8 / (8000e9 * 0.9),
+                                                rel=1e-6)
+
+
+def test_sensitivity_and_calibrate_read_the_fp4_peak(run, tmp_path):
+    """`breakeven --sensitivity` varies the FP4 peak under NVFP4 (it crashed looking for a
+    peak named nvfp4), and `calibrate` bounds an NVFP4 run by the FP4 peak, not the BF16 one:
+    Megatron-Bridge 26.02's GB300 Llama 3 70B NVFP4 row, 6,798 tokens/s/GPU x 64, implies an
+    MFU of about 1.3 against the BF16 peak but stays below 15,000 / 2,500 = 6 (catalog gb300)."""
+    r = run("breakeven", "llama-3-8b", "--node", "dgx-b200", "--precision", "nvfp4",
+            "--sensitivity", "--format", "json")
+    assert r.code == 0, r.err
+    assert "peak_TFLOPS.fp4" in r.out
+    runs = tmp_path / "runs.csv"
+    runs.write_text("model,node,gpus_per_node,tp,pp,interleave,zero,seq_len,global_batch,"
+                    "micro_batch,framework,precision,measured_tokens_per_s\n"
+                    "llama-3-70b,gb300-nvl72,64,1,4,5,1,8192,256,1,megatron,nvfp4,435072\n"
+                    "llama-3-70b,gb300-nvl72,64,2,4,5,1,8192,256,1,megatron,nvfp4,420000\n")
+    r = run("calibrate", runs, "-o", tmp_path / "p.toml")
+    assert r.code == 0, r.err
+    runs.write_text(runs.read_text().replace("420000", "9000000"))
+    r = run("calibrate", runs, "-o", tmp_path / "q.toml")
+    assert r.code == 2 and "above the 6 its FP4 peak allows" in r.err

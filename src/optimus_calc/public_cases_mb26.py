@@ -86,11 +86,23 @@ REGRESSION = ("the table marks it as a known performance regression (footnote gp
               "NVIDIA/cudnn-frontend issue #256, the grouped GEMM dGLU kernel 10x slower from "
               "cudnn-frontend 1.24.0), not the software the tool times")
 _REGRESSED = {("26.06.01", "oss")}
+# a table layout that cannot have run: 26.02.01's GB300 Llama 3 70B NVFP4 cell says TP 1 PP 1
+# without FSDP (micro-batch 2), 684 GB per GPU (`optimus-calc memory llama-3-70b --node
+# gb300-nvl72 --gpus-per-node 64 --tp 1 --pp 1 --zero 1 --micro-batch 2 --seq-len 8192
+# --global-batch 256 --precision nvfp4 --framework megatron`) on a 279 GB GPU; the release's
+# config runs PP 4 VP 5, micro-batch 1 (LLAMA3_70B_PRETRAIN_CONFIG_GB300_NVFP4_V2,
+# scripts/performance/configs/llama/llama3_workload_base_configs.py L225-231 @ v0.4.0)
+_IMPOSSIBLE = {("26.02.01", "GB300", "l70", "NVFP4"): (
+    "the table's layout cannot run: TP 1 PP 1 without FSDP needs 684 GB per GPU on a 279 GB "
+    "GB300 (optimus-calc memory); the release's config runs PP 4 VP 5, micro-batch 1 "
+    "(LLAMA3_70B_PRETRAIN_CONFIG_GB300_NVFP4_V2 @ v0.4.0)")}
 
 
-def _why_not(rel: str, model: str, prec: str) -> str:
+def _why_not(rel: str, model: str, prec: str, gpu: str = "") -> str:
     if model not in _MODEL:
         return _CAT.format(m=model)
+    if (rel, gpu, model, prec) in _IMPOSSIBLE:
+        return _IMPOSSIBLE[rel, gpu, model, prec]
     if (rel, model) in _REGRESSED:
         return REGRESSION
     return ""
@@ -106,7 +118,7 @@ def _row(rel, gpu, model, prec, gpus, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep,
     node = {"H100": "dgx-h100", "B300": "dgx-b300"}.get(gpu, "dgx-b200")
     where = dict(node=node, nodes=max(1, gpus // 8),
                  tp=tp, pp=pp, cp=cp, vp=vp, ep=ep, seq=seq, gbs=gbs, mbs=mbs)
-    why = _why_not(rel, model, prec)
+    why = _why_not(rel, model, prec, gpu)
     if not why and ep > 1:
         why, asm, kw = (bw_settings(rel, gpu, model, ep) if gpu in ("GB300", "B300") else
                         moe_settings(rel, gpu, model, ep, pp))

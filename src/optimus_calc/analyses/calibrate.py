@@ -54,9 +54,22 @@ def impossible(rs: RunSet, defaults: dict[str, float], source: str = "") -> None
             continue
         pred, mfu = predict(r, defaults), _figure(r, "mfu")
         implied = mfu * (r.measured / pred if r.figure == "tokens_per_s" else pred / r.measured)
-        if implied > 1:
+        # MFU is against the BF16 peak; FP8 and NVFP4 GEMMs may run up to their own peak
+        bound = _quantized_peak_ratio(inp)
+        if implied > bound:
+            above = ("above 100%" if bound == 1 else f"above the {bound:.3g} its "
+                     f"{inp.training.gemm_recipe.peak.upper()} peak allows")
             raise InputError(f"{where}: {r.measured:.4g} is faster than the GPUs' dense peak "
-                             f"allows (it implies an MFU of {implied:.3g}, above 100%)")
+                             f"allows (it implies an MFU of {implied:.3g}, {above})")
+
+
+def _quantized_peak_ratio(inp) -> float:
+    """The quantized GEMMs' peak over the BF16 peak (1 without FP8 or NVFP4)."""
+    from optimus_calc.evaluate.fp8 import is_fp8
+    tr, peaks = inp.training, inp.hw.gpu.peak_TFLOPS
+    if not is_fp8(tr):
+        return 1.0
+    return max(1.0, peaks.flops_per_s(tr.gemm_recipe.peak) / peaks.flops_per_s("bf16"))
 
 
 def _figure(run: Run, figure: str) -> float:

@@ -27,7 +27,8 @@ eta_d = sym("eta_d", "efficiency of the weight GEMMs", positive=True)
 r_8 = sym("r_8", "FP8 GEMM efficiency as a fraction of the BF16 one of the same shape "
           "(assumption fp8_gemm_efficiency)", positive=True)
 eta_8 = sym("eta_8", "efficiency of the FP8 weight GEMMs against the FP8 peak", positive=True)
-P_8 = sym("P_8", "dense FP8 peak of the GPU, FLOP/s", positive=True)
+P_8 = sym("P_8", "dense peak of the quantized GEMMs, FLOP/s: FP8's, FP4's under NVFP4",
+          positive=True)
 P_16 = sym("P_16", "dense BF16 peak of the GPU, FLOP/s", positive=True)
 b_8 = sym("b_8", "bytes per weight of the quantized weight copy (FP8: assumption "
           "fp8_weight_copy_bytes; NVFP4: 0.5, its E2M1 element; "
@@ -65,7 +66,7 @@ k_o = sym("k_o", "quantized orientations of each weight Transformer Engine keeps
           "and the transpose) on Hopper, for MXFP8 and NVFP4, 1 for per-tensor FP8 on "
           "Blackwell; 0 torchao")
 q_s = sym("q_s", "scale bytes per weight: MXFP8's E8M0 scale per 32 elements per orientation, "
-          "2/32; NVFP4's E4M3 scale per 16 x 16 block per orientation, 2/256; 0 for per-tensor "
+          "2/32; NVFP4's E4M3 scale per 16 elements per orientation, 2/16; 0 for per-tensor "
           "recipes")
 weight_copy_bytes = equation(
     "fp8.weight_copy_bytes", (b_8 * k_o + q_s) * P_g * sp.Piecewise((0, Z >= 3), (1, True)),
@@ -80,8 +81,9 @@ weight_copy_bytes = equation(
     "while a layer is gathered and the transpose cache is dropped unless "
     "--keep-fp8-transpose-cache (Megatron-LM megatron/training/arguments.py L3212-3213 @ "
     "d98e8a6): counted in the gathered-layer overhead, not here; NVFP4 keeps rowwise and "
-    "columnwise 4-bit data, each cast from the bf16 tensor, with an E4M3 scale per 16 x 16 "
-    "block (common/recipe/__init__.py NVFP4BlockScaling L499-518)",
+    "columnwise 4-bit data, each cast from the bf16 tensor (common/recipe/__init__.py "
+    "NVFP4BlockScaling L499-518), each with an E4M3 scale stored per 16 values, its 16 x 16 "
+    "weight-block scales included (pytorch/tensor/nvfp4_tensor.py get_scale_shape L273-307)",
     "FP8 or NVFP4 copies of the GPU's GEMM weights kept by Transformer Engine beside the bf16 "
     "weights.")
 
@@ -119,7 +121,7 @@ gather_bytes_per_param = equation(
     "Bytes per parameter of the ZeRO weight all-gathers, averaged over the parameters.")
 
 n_a = sym("n_a", "extra reads of each GEMM input before its cast: 1 for Transformer Engine "
-          "current scaling, 0 for the others (specs.training.Fp8Recipe.amax_passes)")
+          "current scaling and NVFP4, 0 for the others (specs.training.Fp8Recipe.amax_passes)")
 b_16 = sym("b_16", "bytes per element of the high-precision GEMM input (bf16: 2)")
 
 amax_layer_bytes = equation(

@@ -21,12 +21,12 @@ def is_fp8(tr: Training) -> bool:
 
 
 # NVFP4's element: E2M1, 4 bits (TransformerEngine transformer_engine/common/recipe/__init__.py
-# NVFP4BlockScaling @ d0067d0, L489-532), with an E4M3 (1-byte) scale per 16 consecutive values
-# of activations and gradients and per 16 x 16 block of weights (its 2D weight quantization,
-# on by default: disable_2d_quantization False)
+# NVFP4BlockScaling @ d0067d0, L489-532), with an E4M3 (1-byte) scale per 16 consecutive values;
+# the weights' 16 x 16 block scales (2D quantization, on by default) are stored in that same
+# shape, one per 16 values of a row (pytorch/tensor/nvfp4_tensor.py get_scale_shape L273-307
+# has no 2D branch; csrc/quantizer.cpp L2767-2790)
 NVFP4_BYTES = 0.5
-NVFP4_INPUT_SCALE_BYTES = 1.0 / 16
-NVFP4_WEIGHT_SCALE_BYTES = 1.0 / 256
+NVFP4_SCALE_BYTES = 1.0 / 16
 
 
 def check_fp8_gpu(gpu: GPU, tr: Training) -> None:
@@ -92,11 +92,11 @@ def weight_orientations(gpu: GPU, recipe: Fp8Recipe) -> tuple[float, float]:
     compute capability 10.x (common/transformer_engine.cpp L1191-1201; catalog mxfp8 marks
     those GPUs); MXFP8 keeps both, each with an E8M0 scale per 32 elements (quantizer.cpp
     L1517-1545); NVFP4 keeps both too ("both versions are computed from the high precision
-    input", recipe/__init__.py L499-505), each with an E4M3 scale per 16 x 16 block."""
+    input", recipe/__init__.py L499-505), each with an E4M3 scale stored per 16 values."""
     if not recipe.transformer_engine:
         return 0.0, 0.0
     if recipe is Fp8Recipe.NVFP4:
-        return 2.0, 2.0 * NVFP4_WEIGHT_SCALE_BYTES
+        return 2.0, 2.0 * NVFP4_SCALE_BYTES
     if recipe is Fp8Recipe.MXFP8:
         return 2.0, 2.0 / 32
     return (1.0 if gpu.mxfp8 else 2.0), 0.0
@@ -205,7 +205,7 @@ def saved_input_bytes_less(tr: Training) -> float:
     (4 bits and a 1-byte scale per 16 values), 0 under torchao."""
     recipe = tr.gemm_recipe
     if recipe is Fp8Recipe.NVFP4:
-        return 2.0 - NVFP4_BYTES - NVFP4_INPUT_SCALE_BYTES
+        return 2.0 - NVFP4_BYTES - NVFP4_SCALE_BYTES
     return float(recipe.transformer_engine)
 
 

@@ -214,9 +214,11 @@ def host_params(link: str = "GPU-host link") -> list[Param]:
 
 
 def system_params(hw: Hardware, precision: str) -> list[Param]:
-    """The GPU's and the network's fields that enter the step time (for --sensitivity)."""
+    """The GPU's and the network's fields that enter the step time (for --sensitivity); the
+    peak of the precision's GEMMs (NVFP4's is the catalog's fp4)."""
+    peak = "fp4" if precision == "nvfp4" else precision
     return [
-        Param("gpu", f"peak_TFLOPS.{precision}", f"GPU peak ({precision})", "TFLOP/s"),
+        Param("gpu", f"peak_TFLOPS.{peak}", f"GPU peak ({peak})", "TFLOP/s"),
         Param("gpu", "hbm_bandwidth_GBps", "GPU HBM bandwidth", "GB/s"),
         Param("gpu", "memory_GB", "GPU memory", "GB"),
         Param("intra_link", "bandwidth_GBps", "scale-up link", "GB/s"),

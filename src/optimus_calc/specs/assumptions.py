@@ -136,7 +136,8 @@ class Assumptions(Frozen):
         description="bytes per GEMM weight of each FP8 copy Transformer Engine keeps beside "
                     "the bf16 weight: 1 (TransformerEngine performance_considerations.rst L247 "
                     "@ d0067d0: 2 MB bf16 weight + 1 MB weight in FP8); 2 copies (rowwise and "
-                    "transpose) on Hopper and for MXFP8, 1 on Blackwell (fp8.weight_copy_bytes)")
+                    "transpose) on Hopper and for MXFP8, 1 on Blackwell (fp8.weight_copy_bytes); "
+                    "FP8 recipes only: NVFP4's copies are its 4-bit format, 0.5")
     fp8_primary_weights: float = Field(
         default=0.0, ge=0, le=1, description="1 = the GEMM weights are the FP8 parameters "
         "(no 16-bit copy) and all-gathered in FP8 where ZeRO >= 1; 0 framework-neutral; the "
