@@ -158,11 +158,17 @@ def test_the_shipped_constants_are_the_fit_of_the_public_moe_rows(cat):
     # at 1.3 ms the share refits to 0.60, at 0.60 the sync stays 1.3 ms; but at the round's
     # shipped state 0.60 gives validate's leave-one-source-out 9.96% against 0.58's 9.95% (506
     # rows): a refit that does not lower the held-out error is not shipped, 0.58 stays. Round 18
-    # (26.06.01's two GPT-OSS rows listed): the same fixed point on the 127
+    # (26.06.01's two GPT-OSS rows listed): the same fixed point on the 127. Round 19, with
+    # the embedding and the loss counted as a layer in uneven pipeline splits (shapes.
+    # embedding_and_loss_split): at the shipped 1.3 ms and 0.58 the sync refits to 1.4 ms and
+    # the share to 0.56; validate's leave-one-source-out error (521 rows) is 9.31% shipped,
+    # 9.30% at 1.4 ms, 9.29% at 1.4 ms and 0.57, at which the sync refits to 1.3 ms again: no
+    # fixed point on the grids and 0.02 point at most, so the shipped constants stay (every
+    # hand-computed MoE fixed cost, 0.1584 s and the rest, with them)
     from optimus_calc.frameworks.megatron import EP_OVERLAP_SHARE
     from optimus_calc.validate_moe import fit_overlap
     a = Assumptions()
-    assert fit(every) == pytest.approx((a.moe_layer_host_s, a.moe_layer_fixed_s))
+    assert fit(every) == pytest.approx((0.0014, a.moe_layer_fixed_s))
     assert (a.moe_layer_host_s, a.moe_layer_fixed_s) == (0.0013, 0.002)
     assert sum(h.A > 0 for h in every) == 39 - 2
-    assert fit_overlap(every) == 0.60 and EP_OVERLAP_SHARE == 0.58
+    assert fit_overlap(every) == 0.56 and EP_OVERLAP_SHARE == 0.58

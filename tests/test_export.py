@@ -252,13 +252,12 @@ def test_mixtral_megatron_has_the_experts(cat):
 
 
 def test_405b_pp16_export_has_the_evaluated_split(cat):
-    # 126 layers over 16 stages: 126 = 16 x 7 + 14, the evaluator gives the 14 extra layers to
-    # the last 14 stages (evaluate/shapes.py split_layers): 7 + 7 + 14 x 8 = 126
-    assert split_layers(126, 16) == [7, 7] + [8] * 14
+    # 126 + 2 = 128 = 16 x 8: the embedding and the loss a layer each (7, 8 x 14, 7; shapes.py)
+    assert split_layers(126, 16) == [7] + [8] * 14 + [7]
     lay, tr, m = _case(cat, 7)
     args = dict(megatron_arg_list(lay, tr, m, 8)[0])
     layout = args["--pipeline-model-parallel-layout"]
-    assert layout == "Et*7|t*7|" + "|".join(["t*8"] * 13) + "|t*8L"
+    assert layout == "Et*7|" + "|".join(["t*8"] * 14) + "|t*7L"
     # read back the way Megatron parses it (pipeline_parallel_layer_layout.py L283-310)
     stages = [st.replace("E", "").replace("L", "") for st in layout.split("|")]
     assert [int(st[2:]) for st in stages] == split_layers(126, 16)
@@ -270,11 +269,12 @@ def test_405b_pp16_export_has_the_evaluated_split(cat):
 def test_405b_interleaved_export_writes_the_evaluated_virtual_stages(cat):
     # Megatron-Bridge's H100 405B layout TP 8 PP 8 CP 2 VP 8 (public_cases._megatron_dense):
     # 126 layers over 8 x 8 = 64 chunks do not divide, so no --num-layers-per-virtual-
-    # pipeline-stage; the ranks hold split_layers(126, 8) = 15, 15, 16 x 6, cut into 8 chunks
-    # each: 15 = 1 + 7 x 2, 16 = 8 x 2; chunk v of rank p is virtual stage v x 8 + p
+    # pipeline-stage; the ranks hold split_layers(126, 8) = 15, 16 x 6, 15 cut into 8 chunks:
+    # 16 = 8 x 2, 15 = 1 + 7 x 2, the short chunk first on rank 0 (the embedding's) and last
+    # on rank 7 (the loss's); chunk v of rank p is virtual stage v x 8 + p
     from optimus_calc.evaluate.shapes import virtual_stage_layers
     chunks = virtual_stage_layers(126, 8, 8)
-    assert chunks[:8] == [1, 1, 2, 2, 2, 2, 2, 2] and chunks[8:] == [2] * 56
+    assert chunks[:8] == [1] + [2] * 7 and chunks[8:63] == [2] * 55 and chunks[63] == 1
     m = cat.get("llama-3-405b", "model")
     lay = Layout(tp=8, pp=8, cp=2, dp=8, zero=1, interleave=8)
     tr = Training(seq_len=8192, global_batch=512, micro_batch=1)
@@ -282,7 +282,7 @@ def test_405b_interleaved_export_writes_the_evaluated_virtual_stages(cat):
     assert "--num-layers-per-virtual-pipeline-stage" not in args
     layout = args["--pipeline-model-parallel-layout"]
     stages = layout.split("|")
-    assert len(stages) == 64 and stages[0] == "Et*1" and stages[-1] == "t*2L"
+    assert len(stages) == 64 and stages[0] == "Et*1" and stages[-1] == "t*1L"
     assert [int(st.replace("E", "").replace("L", "")[2:]) for st in stages] == chunks
     assert sum(chunks) == 126
     # at most 126 layers + the embedding's and the loss's chunks: the GB200 recipe's PP 16 x 8
@@ -373,8 +373,8 @@ def test_torchtitan_pipeline_keys_reproduce_the_evaluated_split(cat):
                                     cat.get("llama-3-405b", "model"))
     parts = uneven["parallelism"]["module_fqns_per_model_part"]
     assert "pipeline_parallel_layers_per_stage" not in uneven["parallelism"]
-    # 126 = 2 x 7 + 14 x 8, the short stages first (evaluate/shapes.py split_layers)
-    assert [sum(n.startswith("layers.") for n in s) for s in parts] == [7, 7] + [8] * 14
+    # 126 = 7 + 14 x 8 + 7, the short stages first and last (evaluate/shapes.py split_layers)
+    assert [sum(n.startswith("layers.") for n in s) for s in parts] == [7] + [8] * 14 + [7]
     assert parts[0][:2] == ["tok_embeddings", "layers.0"]
     assert parts[-1][-3:] == ["layers.125", "norm", "output"]
     # interleaved: virtual stage j runs on rank j mod pp. 27 layers over 4 ranks: 6, 7, 7, 7

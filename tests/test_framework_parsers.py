@@ -160,7 +160,7 @@ def test_megatron_core_parses_the_405b_pp16_layout_as_planned(run, tmp_path):
     layout.validate_layer_layout(126, 0)  # the layers --num-layers says, no MTP
     assert "--num-layers 126" in text
     built = [stage[0].count(LayerType.decoder) for stage in layout.layout]
-    assert built == planned == [7, 7] + [8] * 14  # 126 = 2 x 7 + 14 x 8
+    assert built == planned == [7] + [8] * 14 + [7]  # 126 + embedding + loss = 16 x 8
 
 
 def test_megatron_core_takes_the_exported_token_drop(run, tmp_path):
@@ -322,7 +322,7 @@ def test_torchtitan_pipeline_splitter_builds_the_evaluated_split(run, tmp_path, 
         per_rank[j % pp] += sum(n.startswith("layers.") for n in names)
     assert per_rank == lay["stage_layers"]
     if args[0] == "llama-3-405b":
-        assert per_rank == [7, 7] + [8] * 14
+        assert per_rank == [7] + [8] * 14 + [7]  # torchtitan's own default split too
     # every layer once, in order; embedding first, norm and head last; every name a module
     flat = [n for names in stages for n in names]
     layers = [n for n in flat if n.startswith("layers.")]

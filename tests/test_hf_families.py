@@ -193,7 +193,7 @@ def test_stage_split_follows_the_moe_layer_rule():
     st = stage_shapes(m, 4)
     assert [(s.layers, s.moe_layers) for s in st] == [(12, 6)] * 4
     assert sum(s.A + s.X + s.R for s in st) == m.total_params
-    g = _load("glm4_moe")               # 46 layers, the one dense layer in the first stage
-    st = stage_shapes(g, 4)
-    assert [(s.layers, s.moe_layers) for s in st] == [(11, 10), (11, 11), (12, 12), (12, 12)]
+    g = _load("glm4_moe")               # 46 layers, the one dense layer in the first stage;
+    st = stage_shapes(g, 4)             # 46 + 2 = 48 = 4 x 12: 11 on the first and last stage
+    assert [(s.layers, s.moe_layers) for s in st] == [(11, 10), (12, 12), (12, 12), (11, 11)]
     assert sum(s.A + s.X + s.R for s in st) == g.total_params

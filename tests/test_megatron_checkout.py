@@ -197,14 +197,18 @@ def test_megatron_405b_pp16_split_is_the_planned_one(run, tmp_path, monkeypatch,
     layout = PipelineParallelLayerLayout(margs.pipeline_model_parallel_layout, 16)
     layout.validate_layer_layout(margs.num_layers, 0)
     built = [stage[0].count(LayerType.decoder) for stage in layout.layout]
-    assert built == planned == [7, 7] + [8] * 14  # 126 layers over 16 stages
+    # 126 layers + the embedding and the loss = 128 over 16 stages (shapes.py
+    # embedding_and_loss_split, as Megatron-LM's account_for_* flags split them)
+    assert built == planned == [7] + [8] * 14 + [7]
 
 
 # Megatron-Bridge's 405B recipes: H100 TP 8 PP 8 CP 2 VP 8 (126 layers over 64 chunks; the
-# ranks hold split_layers(126, 8) = 15, 15, 16 x 6: 15 = 1 + 7 x 2, 16 = 8 x 2) and GB200 TP 4
-# PP 16 VP 8 (128 chunks for 126 layers; 7, 7, 8 x 14: the first chunk of ranks 0 and 1 has no
-# layer, rank 0's holding the embedding). Both run as a layout (arguments.py L941-951 derives
-# VP 8 from its stages); each rank builds the chunks the evaluator timed
+# ranks hold split_layers(126, 8) = 15, 16 x 6, 15: 15 = 1 + 7 x 2, 16 = 8 x 2, the short chunk
+# first on rank 0 and last on the last rank) and GB200 TP 4 PP 16 VP 8 (128 chunks for 126
+# layers; 7, 8 x 14, 7: rank 0's first chunk holds only the embedding, the last rank's last
+# only the loss, as the recipes' account_for_* flags build them). Both run as a layout
+# (arguments.py L941-951 derives VP 8 from its stages); each rank builds the chunks the
+# evaluator timed
 @pytest.mark.parametrize("nodes,tp,pp,extra,first,rest", [
     (128, 8, 8, ("--cp", 2, "--global-batch", 512), [1] + [2] * 7, [2] * 8),
     (32, 4, 16, ("--global-batch", 1536), [0] + [1] * 7, [1] * 8)], ids=["pp8", "pp16"])
@@ -224,8 +228,8 @@ def test_megatron_405b_uneven_interleave_is_the_planned_split(run, tmp_path, mon
     layout = PipelineParallelLayerLayout(margs.pipeline_model_parallel_layout, pp)
     layout.validate_layer_layout(margs.num_layers, 0)
     per_rank = [[chunk.count(LayerType.decoder) for chunk in rank] for rank in layout.layout]
-    assert per_rank[0] == per_rank[1] == first
-    assert all(r == rest for r in per_rank[2:]) and sum(map(sum, per_rank)) == 126
+    assert per_rank[0] == first and per_rank[-1] == first[::-1]
+    assert all(r == rest for r in per_rank[1:-1]) and sum(map(sum, per_rank)) == 126
 
 
 @pytest.mark.parametrize("flag,expect", [((), True), (("--no-overlap-p2p-communication",), False)],

@@ -65,10 +65,10 @@ BLOOM = ("bigscience-workshop/bigscience train/tr11-176B-ml/README.md @ 9e64ede 
          "training log, {})")
 _BLOOM_ASSUMED = ("ZeRO-1 for DeepSpeed's BF16 optimizer (sharded optimizer state, as the "
                   "config's comment says); the 'AMD' host CPU as EPYC 7742 (jean-zay-a100); no "
-                  "sequence parallelism (the fork has no flag); the 70 layers split 5, 5, 6 x 10 "
-                  "with the logits on a 6-layer last stage, where the run's --pp-partition-method "
-                  "'type:transformer|embedding' (slurm L104) put 6 items on each stage, the "
-                  "first and last 5 layers and an embedding (not expressible)")
+                  "sequence parallelism (the fork has no flag); the 70 layers split 5, 6 x 10, 5 "
+                  "as the run's --pp-partition-method 'type:transformer|embedding' (slurm L104) "
+                  "put them: 6 items on each stage, the first and the last 5 layers and an "
+                  "embedding (shapes.embedding_and_loss_split)")
 
 
 def bloom_rows() -> list[PublicRow]:

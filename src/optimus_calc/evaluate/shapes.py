@@ -29,11 +29,35 @@ def max_chunks(layers):
     return layers + 2
 
 
+def embedding_and_loss_split(layers: int, pp: int) -> bool:
+    """Whether ``layers`` over ``pp`` stages split with the embedding and the loss counted as a
+    layer each: where the layers do not divide the stages but layers + 2 do. Megatron-LM's
+    account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split (core/
+    transformer/transformer_block.py L147-203 @ d98e8a6: (layers + 2) / pp per stage, one
+    less on the first and the last), which Megatron-Bridge's Llama 3.1 405B and Qwen3-235B
+    recipes set (src/megatron/bridge/recipes/llama/llama3.py L1873-1874, recipes/qwen/
+    qwen3_moe.py L405-406 @ c81012934); torchtitan's default (pipeline_parallel_first_stage_
+    less_layers and _last_stage_less_layers 1, job_config.py L377, L383); BLOOM's
+    'type:transformer|embedding' partition (public_cases_mds); Meta's Llama 3 405B, one layer
+    less on the first and the last stage (Dubey et al. 2024 section 3.3.2)."""
+    return pp > 2 and layers % pp != 0 and (layers + 2) % pp == 0
+
+
 def split_layers(layers: int, pp: int) -> list[int]:
-    """Layers per stage. An uneven split gives the extra layers to the last stages, which hold
-    the fewest in-flight micro-batches under 1F1B (Korthikanti et al. 2022 section 4.2.3)."""
-    base, extra = divmod(layers, pp)
-    return [base + (1 if i >= pp - extra else 0) for i in range(pp)]
+    """Layers per stage. Where the embedding and the loss count as a layer each
+    (:func:`embedding_and_loss_split`), (layers + 2) / pp a stage, one less on the first and
+    the last; else an uneven split gives the extra layers to the last stages, which hold the
+    fewest in-flight micro-batches under 1F1B (Korthikanti et al. 2022 section 4.2.3)."""
+    if embedding_and_loss_split(layers, pp):
+        per = (layers + 2) // pp
+        return [per - 1] + [per] * (pp - 2) + [per - 1]
+    return _even(layers, pp)
+
+
+def _even(n: int, parts: int) -> list[int]:
+    """``n`` in ``parts`` as evenly as possible, the extra ones last."""
+    base, extra = divmod(n, parts)
+    return [base + (1 if i >= parts - extra else 0) for i in range(parts)]
 
 
 def virtual_stage_layers(layers: int, pp: int, interleave: int) -> list[int]:
@@ -43,10 +67,15 @@ def virtual_stage_layers(layers: int, pp: int, interleave: int) -> list[int]:
     transformer_layer.py L200-202 @ d98e8a6; torchtitan's "loop" style, distributed/
     pipeline_parallel.py L451-461 @ v0.2.2), each rank holding the layers of
     :func:`split_layers`, cut as evenly as possible into its ``interleave`` chunks (evenly when
-    pp x interleave divides the layers)."""
+    pp x interleave divides the layers; under :func:`embedding_and_loss_split` the first
+    rank's short chunk first and the last rank's last, as Megatron-LM builds them)."""
     out = [0] * (pp * interleave)
+    ends = embedding_and_loss_split(layers, pp)
     for rank, n in enumerate(split_layers(layers, pp)):
-        for chunk, c in enumerate(split_layers(n, interleave)):
+        chunks = _even(n, interleave)
+        if ends and rank == pp - 1:  # the loss takes the last virtual stage's layer slot
+            chunks = chunks[::-1]
+        for chunk, c in enumerate(chunks):
             out[rank + chunk * pp] = c
     return out
 
