@@ -36,6 +36,20 @@ def test_torchtitan_refuses_an_interleave_with_a_chunk_holding_nothing(run):
     assert one["frameworks"]["torchtitan"] == "runs"
 
 
+def test_torchtitan_runs_the_embedding_and_loss_split_at_layers_plus_two(run):
+    # round 19's split counts the embedding and the loss as a layer where layers + 2 divides PP
+    # (shapes.embedding_and_loss_split): 126 + 2 = 128 = 16 x 8 chunks of one, the first
+    # holding only tok_embeddings and the last only norm and output, as torchtitan's own
+    # default (layers per stage 1, first/last stage less layers 1) builds them: every model
+    # part has parameters, so TT_EMPTY_PART no longer refuses it (found by a cold review)
+    assert virtual_stage_layers(126, 16, 8)[0] == virtual_stage_layers(126, 16, 8)[-1] == 0
+    assert virtual_stage_layers(126, 16, 8).count(0) == 2
+    d = run("step", "llama-3-405b", "--node", "dgx-h100", "--nodes", "32", "--tp", "8", "--pp",
+            "16", "--interleave", "8", "--zero", "1", "--recompute", "full", "--framework",
+            "torchtitan", "--format", "json").json()
+    assert d["frameworks"]["torchtitan"] == "runs"
+
+
 @pytest.mark.parametrize("pin, rule", [
     # llama-3-8b on one DGX H100: PP <= 8 GPUs, so PP x 40 >= 80 > 32 layers + 2 everywhere
     (("--interleave", "40"), "interleave > 1 needs PP > 1, PP x interleave <= 34 (32 layers, "

@@ -35,9 +35,12 @@ def embedding_and_loss_split(layers: int, pp: int) -> bool:
     account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split (core/
     transformer/transformer_block.py L147-203 @ d98e8a6: (layers + 2) / pp per stage, one
     less on the first and the last), which Megatron-Bridge's Llama 3.1 405B and Qwen3-235B
-    recipes set (src/megatron/bridge/recipes/llama/llama3.py L1873-1874, recipes/qwen/
-    qwen3_moe.py L405-406 @ c81012934); torchtitan's default (pipeline_parallel_first_stage_
-    less_layers and _last_stage_less_layers 1, job_config.py L377, L383); BLOOM's
+    pretraining recipes set (src/megatron/bridge/recipes/llama/llama3.py L1132-1133 in
+    llama31_405b_pretrain_config, recipes/qwen/qwen3_moe.py L166-167 in qwen3_235b_a22b_
+    pretrain_config @ c81012934, which the performance scripts build on); torchtitan's
+    default where layers + 2 divides its stages (pipeline_parallel_first_stage_less_layers and
+    _last_stage_less_layers 1, job_config.py L377, L383; it takes them off the first and the
+    last stage even where PP divides the layers, and puts extra layers first); BLOOM's
     'type:transformer|embedding' partition (public_cases_mds); Meta's Llama 3 405B, one layer
     less on the first and the last stage (Dubey et al. 2024 section 3.3.2)."""
     return pp > 2 and layers % pp != 0 and (layers + 2) % pp == 0

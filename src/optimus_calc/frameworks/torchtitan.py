@@ -6,6 +6,8 @@ the TOML job config the exporter writes; every file and line below refers to it.
 
 from __future__ import annotations
 
+import numpy as np
+
 from optimus_calc.frameworks.base import (OFF_CPU, SMARTNIC, Exporter, FrameworkPlugin,
                                           PhysicsProfile, Rule, Setting, no_iteration_graph,
                                           refuses_kernel, runs_dispatchers, runs_offloads,
@@ -166,6 +168,13 @@ OFFLOAD_TARGETS: tuple[Offload, ...] = (Offload.NONE, Offload.CPU)
 # Float8Linear over bf16 (components/quantization/float8.py), checked by TT_FP8_TORCHAO.
 PRECISIONS: tuple[str, ...] = ("bf16", "fp32", "fp8")
 
+def _ends(x):
+    """1 where the pipeline split counts the embedding and the loss as a layer each
+    (shapes.embedding_and_loss_split, elementwise), else 0."""
+    pp = np.asarray(x.pp)
+    return ((pp > 2) & (x.layers % pp != 0) & ((x.layers + 2) % pp == 0)).astype(int)
+
+
 RULES: tuple[Rule, ...] = (
     SMARTNIC,
     runs_offloads("TT_OFFLOAD_TARGET", _TT, OFFLOAD_TARGETS,
@@ -247,13 +256,15 @@ RULES: tuple[Rule, ...] = (
          "(\"Currently we only support ETP=TP or ETP=1\")",
          "torchtitan/distributed/parallel_dims.py L58-59",
          lambda x: (x.ep > 1) & x.etp_not_tp & (x.etp != 1)),
-    # PP x V = shapes.max_chunks(layers) leaves virtual stage 1 without a layer, the
-    # embedding or the output (shapes.virtual_stage_layers); at layers + 1 only stage 0 is
-    # empty of layers, and it holds tok_embeddings
+    # a virtual stage without a layer has no parameters unless it is the first (tok_embeddings)
+    # or the last (norm, output): at PP x V = layers + 1 only stage 0 is empty; at layers + 2
+    # stages 0 and PP x V - 1 where the split counts the embedding and the loss as layers
+    # (shapes.embedding_and_loss_split, PP > 2), else an inner one (PP 2)
     _row("TT_EMPTY_PART", "interleaving leaves a model part with no parameters (PP x interleave "
-         "> layers + 1), and each part gets its own optimizer, which torch.optim refuses on an "
-         "empty parameter list", "torchtitan/distributed/pipeline_parallel.py L390-431, "
-         "components/optimizer.py L80-81", lambda x: (x.v > 1) & (x.pp * x.v > x.layers + 1)),
+         "> layers + 1, or layers + 2 where the split is not the embedding-and-loss one), and "
+         "each part gets its own optimizer, which torch.optim refuses on an empty parameter "
+         "list", "torchtitan/distributed/pipeline_parallel.py L390-431, components/optimizer.py "
+         "L80-81", lambda x: (x.v > 1) & (x.pp * x.v > x.layers + 1 + _ends(x))),
     _row("TT_SEQ_DIVISOR", "the sequence must be a multiple of TP x 2 x CP (sequence "
          "parallelism over TP, load-balanced CP chunks)", "models/llama3/infra/parallelize.py "
          "L69-74, distributed/parallel_dims.py L365-372",

@@ -98,8 +98,9 @@ def torchtitan_sections(layout, training, model) -> tuple[dict[str, dict], list[
         par["pipeline_parallel_schedule"] = "Interleaved1F1B" if lay.interleave > 1 else "1F1B"
         per_stage = virtual_stage_layers(m.layers, lay.pp, lay.interleave)
         # torchtitan weighs the embedding and the output head as one layer each by default
-        # (job_config.py L377, L383), taking a layer from the first and last stages: the plan
-        # evaluated none, so both are 0 (pipeline_parallel.py L67-68, L75-76)
+        # (job_config.py L377, L383), taking a layer from the first and last stages whatever
+        # PP; the plan's split (shapes.split_layers) is written stage by stage instead, so
+        # both are 0 (pipeline_parallel.py L67-68, L75-76)
         par["pipeline_parallel_first_stage_less_layers"] = 0
         par["pipeline_parallel_last_stage_less_layers"] = 0
         if len(set(per_stage)) == 1:
