@@ -31,8 +31,9 @@ NVFP4_SCALE_BYTES = 1.0 / 16
 
 def check_fp8_gpu(gpu: GPU, tr: Training) -> None:
     """--precision fp8 needs FP8 tensor cores: a catalog entry with an FP8 peak (Hopper, Ada,
-    Blackwell, MI300); refused otherwise (A100, V100, MI250X). A recipe other than the default
-    without --precision fp8 would be ignored: refused too."""
+    Blackwell, MI300); refused otherwise (A100, V100, MI250X); --precision nvfp4 an FP4 peak
+    (Blackwell). A recipe other than the default without --precision fp8 would be ignored:
+    refused too."""
     if tr.precision is not Precision.FP8 and tr.fp8_recipe is not Fp8Recipe.TE_DELAYED:
         raise InputError(f"--fp8-recipe {tr.fp8_recipe.value} needs --precision fp8 (got "
                          f"--precision {tr.precision.value})")
@@ -58,8 +59,8 @@ RATIO_FIELD = {Fp8Recipe.TE_DELAYED: "fp8_te_delayed_gemm_efficiency",
 
 
 def fp8_gemm_ratio(tr: Training, asm: Assumptions) -> float | None:
-    """The FP8 GEMM efficiency ratio of the recipe (RATIO_FIELD) with --precision fp8, else
-    None (the GEMMs run at the training precision's peak)."""
+    """The quantized GEMM efficiency ratio of the recipe (RATIO_FIELD) with --precision fp8 or
+    nvfp4, else None (the GEMMs run at the training precision's peak)."""
     return getattr(asm, RATIO_FIELD[tr.gemm_recipe]) if is_fp8(tr) else None
 
 
