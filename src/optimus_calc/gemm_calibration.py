@@ -123,9 +123,15 @@ def _affine(model: Model, hw, layout, tr: Training, asm: Assumptions, model_flop
     f_l, f_h = layer_flops(model, s)
     rc = RECOMPUTE_CODES.index(tr.recompute)
     f_r = float(recompute_flops(model, s, rc, f_l, asm.selective_policy))
-    layers = max(split_layers(model.layers, layout.pp))
-    work = dict(F_h=f_h, F_l=f_l, L_stage=layers, lambda_h=1, tau_g=1.0)
-    total = float(eq.step__forward_flops(**work) + eq.step__backward_flops(F_r=f_r, **work))
+    # the most loaded stage: the last (its layers and the head) or the largest without the head
+    # (the embedding-and-loss split gives the last stage one layer less, shapes.split_layers)
+    split = split_layers(model.layers, layout.pp)
+
+    def stage_flops(n, head):
+        work = dict(F_h=f_h, F_l=f_l, L_stage=n, lambda_h=head, tau_g=1.0)
+        return float(eq.step__forward_flops(**work) + eq.step__backward_flops(F_r=f_r, **work))
+    total, layers = max((stage_flops(split[-1], 1), split[-1]),
+                        (stage_flops(max(split), 0), max(split)))
     attn = float(attention_flops(1.0, layers, s, (model.score_dim + model.value_dim) / 2,
                                  bool(attention_recomputed(rc, asm.selective_policy))))
     # a fused kernel executes half of the causal attention core (compute.causal_attention_flops)
