@@ -220,11 +220,8 @@ def check_precision(gpu: GPU, precision) -> float:
     quantized GEMMs' rate is expressed against it, evaluate/fp8.py), once the GPU is known to
     have the recipe's peak."""
     if precision.value in ("fp8", "nvfp4"):
-        peak = "fp8" if precision.value == "fp8" else "fp4"
-        if gpu.peak_TFLOPS.flops_per_s(peak) <= 0:
-            what = "FP8" if peak == "fp8" else "FP4 (NVFP4)"
-            raise InputError(f"--precision {precision.value}: {gpu.name} has no {what} tensor "
-                             f"cores (no {peak.upper()} peak in the catalog); use --precision bf16")
+        from optimus_calc.evaluate.fp8 import check_quantized_peak
+        check_quantized_peak(gpu, precision)
         precision = type(precision)("bf16")
     peak = gpu.peak_TFLOPS.flops_per_s(precision.value)
     if peak <= 0:

@@ -39,15 +39,22 @@ def check_fp8_gpu(gpu: GPU, tr: Training) -> None:
                          f"--precision {tr.precision.value})")
     if tr.precision is Precision.FP8 and tr.fp8_recipe is Fp8Recipe.NVFP4:
         raise InputError("--fp8-recipe nvfp4: NVFP4 is --precision nvfp4")
-    if is_fp8(tr) and gpu.peak_TFLOPS.flops_per_s(tr.gemm_recipe.peak) <= 0:
-        what = "FP8" if tr.precision is Precision.FP8 else "FP4 (NVFP4)"
-        raise InputError(f"--precision {tr.precision.value}: {gpu.name} has no {what} tensor "
-                         f"cores (no {tr.gemm_recipe.peak.upper()} peak in the catalog); use "
-                         "--precision bf16")
+    check_quantized_peak(gpu, tr.precision)
     if is_fp8(tr) and tr.fp8_recipe is Fp8Recipe.MXFP8 and not gpu.mxfp8:
         raise InputError(f"--fp8-recipe mxfp8: {gpu.name} has no MXFP8 tensor cores (Blackwell "
                          "only, Transformer Engine quantization.py L162-168); use te-current "
                          "or te-delayed")
+
+
+def check_quantized_peak(gpu: GPU, precision: Precision) -> None:
+    """FP8 and NVFP4 need their GEMMs' peak in the GPU's catalog entry; refused otherwise."""
+    if precision not in (Precision.FP8, Precision.NVFP4):
+        return
+    dtype = precision.gemm_dtype
+    if gpu.peak_TFLOPS.flops_per_s(dtype) <= 0:
+        what = "FP8" if precision is Precision.FP8 else "FP4 (NVFP4)"
+        raise InputError(f"--precision {precision.value}: {gpu.name} has no {what} tensor "
+                         f"cores (no {dtype.upper()} peak in the catalog); use --precision bf16")
 
 
 # The assumption holding each recipe's FP8 GEMM ratio (specs/assumptions.py: sources, fits)

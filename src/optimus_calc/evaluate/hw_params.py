@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.specs.training import Layout
+from optimus_calc.specs.training import Layout, Precision
 from optimus_calc.record import record
 
 LINK_ROLES = {
@@ -216,7 +216,7 @@ def host_params(link: str = "GPU-host link") -> list[Param]:
 def system_params(hw: Hardware, precision: str) -> list[Param]:
     """The GPU's and the network's fields that enter the step time (for --sensitivity); the
     peak of the precision's GEMMs (NVFP4's is the catalog's fp4)."""
-    peak = "fp4" if precision == "nvfp4" else precision
+    peak = Precision(precision).gemm_dtype
     return [
         Param("gpu", f"peak_TFLOPS.{peak}", f"GPU peak ({peak})", "TFLOP/s"),
         Param("gpu", "hbm_bandwidth_GBps", "GPU HBM bandwidth", "GB/s"),

@@ -176,7 +176,7 @@ def memory_from(ev: Evaluation, model: Model | BareModel, hw: Hardware, layout: 
                         fits_dev, one(ev.host_bytes_per_node), ev.host_capacity_bytes, cards)
     copy = ev.last_call("fp8.weight_copy_bytes")
     if copy is not None and stage_value(ev, copy.result, "memory", k) > 0:
-        q = "NVFP4" if tr.gemm_recipe.peak == "fp4" else "FP8"
+        q = tr.gemm_recipe.label
         notes.append(f"{q} ({tr.gemm_recipe.value}): the weights include "
                      f"{fmt_gb(stage_value(ev, copy.result, 'memory', k))} of {q} weight copies "
                      f"(fp8.weight_copy_bytes); GEMM inputs are saved in {q} "

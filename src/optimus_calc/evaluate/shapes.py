@@ -42,8 +42,9 @@ def embedding_and_loss_split(layers: int, pp: int) -> bool:
     _last_stage_less_layers 1, job_config.py L377, L383; it takes them off the first and the
     last stage even where PP divides the layers, and puts extra layers first); BLOOM's
     'type:transformer|embedding' partition (public_cases_mds); Meta's Llama 3 405B, one layer
-    less on the first and the last stage (Dubey et al. 2024 section 3.3.2)."""
-    return pp > 2 and layers % pp != 0 and (layers + 2) % pp == 0
+    less on the first and the last stage (Dubey et al. 2024 section 3.3.2). Array-friendly
+    (torchtitan's TT_EMPTY_PART rule reads it over a grid)."""
+    return (layers % pp != 0) & ((layers + 2) % pp == 0)
 
 
 def split_layers(layers: int, pp: int) -> list[int]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from optimus_calc.evaluate.shapes import embedding_and_loss_split
 from optimus_calc.frameworks.base import (OFF_CPU, SMARTNIC, Exporter, FrameworkPlugin,
                                           PhysicsProfile, Rule, Setting, no_iteration_graph,
                                           refuses_kernel, runs_dispatchers, runs_offloads,
@@ -171,8 +172,7 @@ PRECISIONS: tuple[str, ...] = ("bf16", "fp32", "fp8")
 def _ends(x):
     """1 where the pipeline split counts the embedding and the loss as a layer each
     (shapes.embedding_and_loss_split, elementwise), else 0."""
-    pp = np.asarray(x.pp)
-    return ((pp > 2) & (x.layers % pp != 0) & ((x.layers + 2) % pp == 0)).astype(int)
+    return np.asarray(embedding_and_loss_split(x.layers, np.asarray(x.pp)), dtype=int)
 
 
 RULES: tuple[Rule, ...] = (
@@ -259,7 +259,7 @@ RULES: tuple[Rule, ...] = (
     # a virtual stage without a layer has no parameters unless it is the first (tok_embeddings)
     # or the last (norm, output): at PP x V = layers + 1 only stage 0 is empty; at layers + 2
     # stages 0 and PP x V - 1 where the split counts the embedding and the loss as layers
-    # (shapes.embedding_and_loss_split, PP > 2), else an inner one (PP 2)
+    # (shapes.embedding_and_loss_split), else an inner one (PP 2, 32 layers x VP 17)
     _row("TT_EMPTY_PART", "interleaving leaves a model part with no parameters (PP x interleave "
          "> layers + 1, or layers + 2 where the split is not the embedding-and-loss one), and "
          "each part gets its own optimizer, which torch.optim refuses on an empty parameter "

@@ -212,8 +212,8 @@ def fp8_notes(gpu, tr, asm) -> list[str]:
     te = recipe.value != "torchao"
     field = RATIO_FIELD[recipe]
     amax = (", one amax read of each GEMM input" if recipe.amax_passes else "")
-    fmt = "NVFP4" if recipe.peak == "fp4" else "FP8"
-    head = "NVFP4" if recipe.peak == "fp4" else f"FP8 ({recipe.value})"
+    fmt = recipe.label
+    head = fmt if recipe is recipe.NVFP4 else f"FP8 ({recipe.value})"
     return [f"{head}: weight GEMMs at the {recipe.peak.upper()} peak "
             f"{gpu.peak_TFLOPS.flops_per_s(recipe.peak) / 1e12:g} TFLOP/s x "
             f"{getattr(asm, field):g} of the GEMM efficiency ({field}){amax}; attention in "

@@ -123,6 +123,11 @@ class Precision(str, Enum):
     def weight_bytes(self) -> int:
         return 4 if self is Precision.FP32 else 2
 
+    @property
+    def gemm_dtype(self) -> str:
+        """The catalog peak its weight GEMMs run at (Flops field): NVFP4's is fp4."""
+        return "fp4" if self is Precision.NVFP4 else self.value
+
 
 class Fp8Recipe(str, Enum):
     """How low-precision GEMM training scales and keeps its quantized tensors: the FP8 recipes
@@ -160,7 +165,12 @@ class Fp8Recipe(str, Enum):
     @property
     def peak(self) -> str:
         """The catalog peak its GEMMs run at (peak_TFLOPS.fp8 or .fp4)."""
-        return "fp4" if self is Fp8Recipe.NVFP4 else "fp8"
+        return (Precision.NVFP4 if self is Fp8Recipe.NVFP4 else Precision.FP8).gemm_dtype
+
+    @property
+    def label(self) -> str:
+        """The quantized format as reports name it: NVFP4, else FP8."""
+        return "NVFP4" if self is Fp8Recipe.NVFP4 else "FP8"
 
     @property
     def params_max_zero(self) -> int:
