@@ -168,7 +168,10 @@ def test_the_shipped_constants_are_the_fit_of_the_public_moe_rows(cat):
     from optimus_calc.frameworks.megatron import EP_OVERLAP_SHARE
     from optimus_calc.validate_moe import fit_overlap
     a = Assumptions()
-    assert fit(every) == pytest.approx((0.0014, a.moe_layer_fixed_s))
+    # the decision rests on the refit staying within one grid step of the shipped values (0.1
+    # ms for the sync, 0.02 for the share), not on the refit's exact value
+    sync, launches = fit(every)
+    assert abs(sync - a.moe_layer_host_s) <= 0.0001 + 1e-12 and launches == a.moe_layer_fixed_s
     assert (a.moe_layer_host_s, a.moe_layer_fixed_s) == (0.0013, 0.002)
     assert sum(h.A > 0 for h in every) == 39 - 2
-    assert fit_overlap(every) == 0.56 and EP_OVERLAP_SHARE == 0.58
+    assert abs(fit_overlap(every) - EP_OVERLAP_SHARE) <= 0.02 + 1e-12 and EP_OVERLAP_SHARE == 0.58
