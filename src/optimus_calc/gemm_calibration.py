@@ -125,7 +125,7 @@ def _affine(model: Model, hw, layout, tr: Training, asm: Assumptions, model_flop
     f_r = float(recompute_flops(model, s, rc, f_l, asm.selective_policy))
     # the most loaded stage: the last (its layers and the head) or the largest without the head
     # (the embedding-and-loss split gives the last stage one layer less, shapes.split_layers)
-    split = split_layers(model.layers, layout.pp)
+    split = split_layers(model.layers, layout.pp, asm.pipeline_extra_layers_first > 0)
 
     def stage_flops(n, head):
         work = dict(F_h=f_h, F_l=f_l, L_stage=n, lambda_h=head, tau_g=1.0)

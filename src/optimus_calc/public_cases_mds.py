@@ -68,14 +68,15 @@ _BLOOM_ASSUMED = ("ZeRO-1 for DeepSpeed's BF16 optimizer (sharded optimizer stat
                   "sequence parallelism (the fork has no flag); the 70 layers split 5, 6 x 10, 5 "
                   "as the run's --pp-partition-method 'type:transformer|embedding' (slurm L104) "
                   "put them: 6 items on each stage, the first and the last 5 layers and an "
-                  "embedding (shapes.embedding_and_loss_split)")
+                  "embedding (shapes.embedding_and_loss_split: pipeline_extra_layers_first 0 "
+                  "against the profile's 'type:transformer' split)")
 
 
 def bloom_rows() -> list[PublicRow]:
     common = dict(model="bloom-176b", node="jean-zay-a100", nodes=48, unit="s", tp=4, pp=12,
                   zero=1, seq=2048, mbs=2, precision="bf16", recompute="full", flash=False,
                   sp=False, dropout=True, framework="megatron-deepspeed",
-                  assumed=_BLOOM_ASSUMED)
+                  assumed=_BLOOM_ASSUMED, assume=(("pipeline_extra_layers_first", 0.0),))
     return [PublicRow(BLOOM.format("L661-663: the first epoch's end"),
                       "BLOOM-176B TP4 PP12 DP8, 384 A100-80GB (Jean Zay, Omni-Path)",
                       published=104.70, gbs=2048, **common),

@@ -75,6 +75,8 @@ class PublicRow:
     mem_gib: float = 0.0   # the published GPU memory (GiB, torchtitan) when there is one
     assumed: str = ""      # settings not in the source, from the recipe or default
     cross_entropy: str | None = None  # the loss the run ran; None: by its source (loss_of)
+    assume: tuple = ()     # ((assumption, value), ...) the run set against its framework's
+    #                        profile, as `--assume` would (a typed `validate --assume` wins)
     why_not: str = ""      # non-empty: the tool cannot express the row (listed, not run)
 
 

@@ -71,8 +71,10 @@ def setup(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> RowSe
     from optimus_calc.frameworks.physics import apply_framework
     fusion, loss_asm = loss_of(row)
     asm = asm or Assumptions()
-    if loss := {k: v for k, v in loss_asm.items() if k not in asm.model_fields_set}:
-        asm = asm.model_copy(update=loss)  # the row's loss, unless `validate --assume` typed one
+    own = {**loss_asm, **dict(row.assume)}
+    if own := {k: v for k, v in own.items() if k not in asm.model_fields_set}:
+        asm = asm.model_copy(update=own)  # the row's loss and settings, unless `validate
+        #                                   --assume` typed them
     model = _model(cat, row.model)
     hw = resolve_hardware(cat, row.node, row.nodes, row.gpu, row.gpus_per_node)
     lay = fill_layout(hw, row.tp, row.pp, None, row.cp, ep=row.ep, etp=row.etp,

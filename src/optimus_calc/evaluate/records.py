@@ -140,7 +140,8 @@ def make_ctx(batch: Batch, model, hw: Hardware, tr: Training, asm: Assumptions,
     L = lambda x: np.asarray(x)[..., None]  # noqa: E731  per-layout value -> stage axis
     dp, mb = L(batch.dp), L(batch.mb)
     gb = resolve_global_batch(dp, mb, tr)  # per layout: the training's or the batch rule's
-    st = (stages or stage_table(model, batch.pp, all_stages, batch.v)).lookup(
+    st = (stages or stage_table(model, batch.pp, all_stages, batch.v,
+                                asm.pipeline_extra_layers_first > 0)).lookup(
         batch.pp, batch.v)  # stage-major
     return Ctx(model=model, hw=hw, tr=tr, asm=asm, t=L(batch.tp), pp=L(batch.pp), dp=dp,
                cp=L(batch.cp), ep=L(batch.ep), z=L(batch.zero), off=L(batch.offload),

@@ -47,11 +47,22 @@ def embedding_and_loss_split(layers: int, pp: int) -> bool:
     return (layers % pp != 0) & ((layers + 2) % pp == 0)
 
 
-def split_layers(layers: int, pp: int) -> list[int]:
+def split_layers(layers: int, pp: int, extra_first: bool = False) -> list[int]:
     """Layers per stage. Where the embedding and the loss count as a layer each
     (:func:`embedding_and_loss_split`), (layers + 2) / pp a stage, one less on the first and
     the last; else an uneven split gives the extra layers to the last stages, which hold the
-    fewest in-flight micro-batches under 1F1B (Korthikanti et al. 2022 section 4.2.3)."""
+    fewest in-flight micro-batches under 1F1B (Korthikanti et al. 2022 section 4.2.3).
+    ``extra_first`` (Assumptions.pipeline_extra_layers_first, the DeepSpeed profile): the
+    transformer layers as evenly as possible, the extra ones on the first stages, the embedding
+    and the loss weighing nothing. DeepSpeed's PipelineModule with partition_method
+    'type:<layer class>' (pipe/module.py L412-417 @ edaa722; Megatron-DeepSpeed's GPTModelPipe
+    sets 'type:transformer', megatron/model/gpt_model.py L459-463 @ 4efb479) weighs the layers
+    of that class 1 and the rest 0 and cuts them with partition_balanced (runtime/utils.py
+    L627-665), whose dynamic programme keeps the last of equally balanced cut points: run on
+    30 layers over 4 stages it gives 8, 8, 7, 7; 126 over 16, 8 x 14, 7, 7."""
+    if extra_first:
+        base, extra = divmod(layers, pp)
+        return [base + (1 if i < extra else 0) for i in range(pp)]
     if embedding_and_loss_split(layers, pp):
         per = (layers + 2) // pp
         return [per - 1] + [per] * (pp - 2) + [per - 1]
@@ -64,7 +75,8 @@ def _even(n: int, parts: int) -> list[int]:
     return [base + (1 if i >= parts - extra else 0) for i in range(parts)]
 
 
-def virtual_stage_layers(layers: int, pp: int, interleave: int) -> list[int]:
+def virtual_stage_layers(layers: int, pp: int, interleave: int,
+                         extra_first: bool = False) -> list[int]:
     """Layers of each virtual stage in order, virtual stage j running on PP rank j mod pp (the
     interleaved schedule's assignment: Megatron-LM's model chunk v of rank p starts at layer
     v x L / V + p x L / (pp V), i.e. it is virtual stage v x pp + p, core/transformer/
@@ -74,8 +86,8 @@ def virtual_stage_layers(layers: int, pp: int, interleave: int) -> list[int]:
     pp x interleave divides the layers; under :func:`embedding_and_loss_split` the first
     rank's short chunk first and the last rank's last, as Megatron-LM builds them)."""
     out = [0] * (pp * interleave)
-    ends = embedding_and_loss_split(layers, pp)
-    for rank, n in enumerate(split_layers(layers, pp)):
+    ends = embedding_and_loss_split(layers, pp) and not extra_first
+    for rank, n in enumerate(split_layers(layers, pp, extra_first)):
         chunks = _even(n, interleave)
         if ends and rank == pp - 1:  # the loss takes the last virtual stage's layer slot
             chunks = chunks[::-1]
@@ -84,19 +96,20 @@ def virtual_stage_layers(layers: int, pp: int, interleave: int) -> list[int]:
     return out
 
 
-def rank_layer_ranges(layers: int, pp: int, interleave: int = 1) -> list[list[tuple[int, int]]]:
+def rank_layer_ranges(layers: int, pp: int, interleave: int = 1,
+                      extra_first: bool = False) -> list[list[tuple[int, int]]]:
     """Per PP rank, the (start, stop) ranges of the model's layers it holds: one contiguous
     range without interleaving; with it, the ranges of its virtual stages r, r + pp, ...
     (:func:`virtual_stage_layers`), which are not contiguous."""
     if interleave <= 1:
         out, start = [], 0
-        for n in split_layers(layers, pp):
+        for n in split_layers(layers, pp, extra_first):
             out.append([(start, start + n)])
             start += n
         return out
     ranks: list[list[tuple[int, int]]] = [[] for _ in range(pp)]
     start = 0
-    for j, n in enumerate(virtual_stage_layers(layers, pp, interleave)):
+    for j, n in enumerate(virtual_stage_layers(layers, pp, interleave, extra_first)):
         ranks[j % pp].append((start, start + n))
         start += n
     return ranks
@@ -126,7 +139,8 @@ def _moe_layers_in(model: Model, start: int, stop: int) -> int:
     return max(0, b // q - (a - 1) // q) if b >= a else 0
 
 
-def stage_shapes(model: Model | BareModel, pp: int, interleave: int = 1) -> list[StageShape]:
+def stage_shapes(model: Model | BareModel, pp: int, interleave: int = 1,
+                 extra_first: bool = False) -> list[StageShape]:
     """Per PP rank its layers, MoE layers and parameters. With ``interleave`` > 1 a rank holds
     its virtual stages' layers (:func:`rank_layer_ranges`): the same count, but the MoE layers
     among them follow the chunks (DeepSeek-V3's 3 leading dense layers over PP 8 x 4 chunks
@@ -134,7 +148,7 @@ def stage_shapes(model: Model | BareModel, pp: int, interleave: int = 1) -> list
     if isinstance(model, BareModel):
         share = model.total_params / pp  # no architecture: an even split of the count
         return [StageShape(i, 0, 0, share, 0.0, 0.0, i == 0, i == pp - 1) for i in range(pp)]
-    ranges = rank_layer_ranges(model.layers, pp, interleave)
+    ranges = rank_layer_ranges(model.layers, pp, interleave, extra_first)
     norms = model.layer_norm_params + model.attention_norm_params  # replicated under TP
     attn_sharded = model.attention_params - model.attention_norm_params
     out = []

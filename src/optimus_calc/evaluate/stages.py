@@ -277,11 +277,13 @@ def _keys(pp, v, by_v: bool) -> np.ndarray:
     return pp * V_KEY + (np.asarray(v, dtype=np.int64) if by_v else 1)
 
 
-def stage_table(model: Model | BareModel, pps, all_stages: bool, vs=1) -> StageTable:
+def stage_table(model: Model | BareModel, pps, all_stages: bool, vs=1,
+                extra_first: bool = False) -> StageTable:
     """The stages evaluated for each pipeline degree of ``pps`` with the interleave of ``vs``
     (paired with them, broadcast; used only where interleaving changes a rank's MoE layers,
-    shapes.interleave_matters). Cached per model, keys and ``all_stages``: a report asks for
-    the same table on every call; its arrays are read-only."""
+    shapes.interleave_matters), the layers split as shapes.split_layers with ``extra_first``
+    (Assumptions.pipeline_extra_layers_first). Cached per model, keys, ``all_stages`` and the
+    split: a report asks for the same table on every call; its arrays are read-only."""
     by_v = interleave_matters(model)
     pp, v = np.asarray(pps, dtype=np.int64), np.asarray(vs, dtype=np.int64)
     if pp.size == 1 and v.size == 1:  # a batch of one: its key, as _keys makes it
@@ -291,15 +293,15 @@ def stage_table(model: Model | BareModel, pps, all_stages: bool, vs=1) -> StageT
             pp, v = np.broadcast_arrays(pp, v)
         keys = _keys(pp, v, by_v).reshape(-1)  # a grid's: one sort; a flat batch's in Python
         keys = sorted(set(keys.tolist())) if keys.size <= 256 else sorted_unique(keys).tolist()
-    return _stage_table(model, tuple(keys), bool(all_stages), by_v)
+    return _stage_table(model, tuple(keys), bool(all_stages), by_v, bool(extra_first))
 
 
 @functools.lru_cache(maxsize=64)
 def _stage_table(model: Model | BareModel, keys: tuple[int, ...], all_stages: bool,
-                 by_v: bool) -> StageTable:
+                 by_v: bool, extra_first: bool = False) -> StageTable:
     rows = []
     for key in keys:
-        shapes = stage_shapes(model, key // V_KEY, key % V_KEY)
+        shapes = stage_shapes(model, key // V_KEY, key % V_KEY, extra_first)
         if not all_stages:
             seen, keep = set(), []
             for sh in shapes:

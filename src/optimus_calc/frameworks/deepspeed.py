@@ -193,6 +193,13 @@ ENGINE_PROFILE = PhysicsProfile((
     # ReduceGrads, OptimizerStep at its last step) with overlap_comm turned off
     Setting("dp_reduce_after_pipeline", 1, "DeepSpeed @ edaa722 deepspeed/runtime/pipe/"
             "schedule.py L237-241; runtime/engine.py L2390-2393"),
+    # the pipeline engine's PipelineModule cuts the layers with partition_method 'type:<layer
+    # class>' (Megatron-DeepSpeed's GPTModelPipe: 'type:transformer'; the DeepSpeed export asks
+    # a script's PipelineModule for it): the transformer layers evenly, the extra ones on the
+    # first stages, the embedding and the loss weighing nothing (shapes.split_layers)
+    Setting("pipeline_extra_layers_first", 1, "DeepSpeed @ edaa722 deepspeed/runtime/pipe/"
+            "module.py L412-417, runtime/utils.py L627-665; Megatron-DeepSpeed @ 4efb479 "
+            "megatron/model/gpt_model.py L459-463"),
     # at ZeRO-0 the engine all-reduces in _backward_epilogue, after the whole backward
     # (allreduce_gradients -> buffered_allreduce_fallback): no hook overlaps it
     Setting("dp_reduce_after_backward", 1, "DeepSpeed @ edaa722 deepspeed/runtime/engine.py "

@@ -24,6 +24,7 @@ import json
 from math import ceil
 from typing import assert_never
 
+from optimus_calc.evaluate.shapes import split_layers
 from optimus_calc.frameworks.deepspeed import fp32_grads
 from optimus_calc.frameworks.exporting import grad_accumulation, node_split, require
 from optimus_calc.frameworks.megatron_deepspeed_export import launch_args
@@ -174,13 +175,31 @@ def autoep_note(layout, model) -> str:
             "router_pattern and expert_pattern in the block")
 
 
+def _pipeline_note(layout, model, fw) -> str:
+    """How the pipeline engine splits the layers (shapes.split_layers with extra_first, the
+    DeepSpeed profile's pipeline_extra_layers_first), for a layout with PP > 1."""
+    split = split_layers(model.layers, layout.pp, extra_first=True)
+    how = ("the extra ones on the first stages" if len(set(split)) > 1 else "evenly")
+    if fw is Framework.DEEPSPEED:
+        return (f"pipeline split: give the PipelineModule partition_method='type:<the class "
+                f"name of your transformer block>' (deepspeed/runtime/pipe/module.py L412-417 "
+                f"@ edaa722): it splits the {model.layers} blocks {split} over the {layout.pp} "
+                f"stages, {how}, as the plan assumed; the default 'parameters' weighs the "
+                "embedding and the head by their parameters and splits otherwise")
+    return (f"pipeline split: GPTModelPipe's partition_method 'type:transformer' (megatron/"
+            f"model/gpt_model.py L459-463 @ 4efb479d; no flag changes it) splits the "
+            f"{model.layers} layers {split} over the {layout.pp} stages, {how}, as the plan "
+            "assumed")
+
+
 def _launch(layout, training, model, fw, gpus_per_node: int | None) -> dict:
     """The ``_launch`` block: which launcher, the command, what the model code must do."""
     lay = layout
     gpn, nodes = node_split(lay.gpus, gpus_per_node)
     notes = []
     if fw is Framework.DEEPSPEED:
-        model_arg = (f"a deepspeed.pipe.PipelineModule(..., num_stages={lay.pp}), whose "
+        model_arg = (f"a deepspeed.pipe.PipelineModule(..., num_stages={lay.pp}, "
+                     "partition_method='type:<block class>'), whose "
                      "topology deepspeed.initialize takes as the mpu (deepspeed/__init__.py "
                      "L243)" if lay.pp > 1 else "the model, without an mpu")
         cmd = (f"deepspeed --num_nodes {nodes} --num_gpus {gpn} <train.py> "
@@ -208,6 +227,8 @@ def _launch(layout, training, model, fw, gpus_per_node: int | None) -> dict:
         launcher = "Megatron-DeepSpeed (pretrain_gpt.py, its mpu)"
         notes.append("Megatron-DeepSpeed @ 4efb479d flags (megatron/arguments.py): the model "
                      "(L599-687) and --zero-stage (L1487), --no-pipeline-parallel (L954)")
+    if lay.pp > 1:
+        notes.append(_pipeline_note(lay, model, fw))
     return {"launcher": launcher, "command": cmd, "notes": notes}
 
 

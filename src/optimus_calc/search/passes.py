@@ -318,7 +318,8 @@ def search(model: Model, hw: Hardware, base: Training, asm: Assumptions, space: 
     the best SmartNIC layout apart (no framework runs OptimusNIC); count the rest by reason
     (the rules first, then memory); the figures `_why` needs. Memory is bounded by the chunk.
     ``rules``: space.grid_rules over ``space`` (computed here when None)."""
-    table = stage_table(model, space.base[:, 1], False, space.base[:, 6])  # (pp, v) pairs
+    table = stage_table(model, space.base[:, 1], False, space.base[:, 6],  # (pp, v) pairs
+                        asm.pipeline_extra_layers_first > 0)
     width = table.index.shape[1]
     rows = max(1, CHUNK_ELEMENTS // (space.switch_count * width))
     tally = Tally(counts=np.zeros(len(Reason), dtype=np.int64))

@@ -159,6 +159,11 @@ class Assumptions(Frozen):
     dp_reduce_after_pipeline: float = Field(default=0.0, ge=0, le=1, description="1: with PP > "
                                             "1 the reduction follows the pipeline's flush (the "
                                             "DeepSpeed profile: pipe/schedule.py L237-241)")
+    pipeline_extra_layers_first: float = Field(
+        default=0.0, ge=0, le=1, description="1: an uneven pipeline split puts the extra layers "
+        "on the first stages and never counts the embedding or the loss as a layer (the DeepSpeed "
+        "profile: PipelineModule's partition_method 'type:...', pipe/module.py L412-417); 0: "
+        "shapes.split_layers' (Megatron-LM's and torchtitan's)")
     dp_reduce_after_backward: float = Field(default=0.0, ge=0, le=1, description="1: ZeRO-0's "
                                             "all-reduce follows the whole backward (the DeepSpeed "
                                             "profile: engine.py L2970-2982, L2891-2914)")

@@ -56,7 +56,8 @@ class Case:
     @classmethod
     def of(cls, model: Model, hw: Hardware, layout: Layout, tr: Training,
            asm: Assumptions) -> "Case":
-        return cls(model, hw, layout, tr, asm, stage_table(model, [layout.pp], False, [layout.interleave]))
+        return cls(model, hw, layout, tr, asm, stage_table(
+            model, [layout.pp], False, [layout.interleave], asm.pipeline_extra_layers_first > 0))
 
     def with_param(self, p: Param, value: float) -> "Case":
         hw, lay = p.apply(self.hw, self.layout, value)
@@ -326,6 +327,8 @@ def best_without_offload(case: Case) -> Reference | None:
 def reference_of(case: Case, layout: Layout, tr: Training, label: str) -> Reference:
     """A named layout's step time, through the same evaluator."""
     ref = dataclasses.replace(case, layout=layout, training=tr,
-                              stages=stage_table(case.model, [layout.pp], False, [layout.interleave]))
+                              stages=stage_table(case.model, [layout.pp], False,
+                                                 [layout.interleave],
+                                                 case.asm.pipeline_extra_layers_first > 0))
     st = measure(ref)
     return Reference(label, layout, tr, st.step_time_s, st.reasons == 0)

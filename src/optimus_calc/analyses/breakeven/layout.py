@@ -34,4 +34,6 @@ def planned_case(base: Case, offload: Offload | None) -> Case:
     kept = {k: getattr(base.layout, k) for k in _DEVICE_FIELDS}
     return dataclasses.replace(base, layout=rec.layout.model_copy(update=kept),
                                training=rec.training,
-                               stages=stage_table(base.model, [rec.layout.pp], False, [rec.layout.interleave]))
+                               stages=stage_table(base.model, [rec.layout.pp], False,
+                                                  [rec.layout.interleave],
+                                                  base.asm.pipeline_extra_layers_first > 0))
