@@ -92,3 +92,38 @@ def test_deepspeed_exports_say_the_split_the_plan_assumed(run, tmp_path, framewo
     notes = json.loads(out.read_text())["_launch"]["notes"]
     split = [n for n in notes if n.startswith("pipeline split")]
     assert len(split) == 1 and needle in split[0] and "[11, 11, 10]" in split[0]
+
+
+def _export(run, tmp_path, *args) -> str:
+    out = tmp_path / "export.out"
+    r = run("plan", "--nodes", 3, "--pp", 3, "--tp", 1, "--zero", 1, *args, "-o", out)
+    assert r.code == 0, r.err
+    return out.read_text()
+
+
+def test_deepspeed_export_says_when_the_plan_evaluated_another_split(run, tmp_path):
+    # the typed assumption makes the plan evaluate 10, 11, 11, which no partition_method of
+    # PipelineModule makes: the note says so instead of "as the plan assumed"
+    text = _export(run, tmp_path, "llama-2-7b", "--framework", "deepspeed", "--assume",
+                   "pipeline_extra_layers_first=0", "--export", "deepspeed")
+    note = [n for n in json.loads(text)["_launch"]["notes"] if n.startswith("pipeline split")]
+    assert len(note) == 1
+    assert "the plan evaluated [10, 11, 11]" in note[0] and "[11, 11, 10]" in note[0]
+    assert "as the plan assumed" not in note[0]
+
+
+def test_megatron_and_torchtitan_exports_pin_the_evaluated_split(run, tmp_path):
+    # Megatron-LM pins any split with --pipeline-model-parallel-layout (E: embedding, t: a
+    # layer, L: the loss); the plan evaluated 11, 11, 10 under the typed assumption
+    text = _export(run, tmp_path, "llama-2-7b", "--framework", "megatron", "--assume",
+                   "pipeline_extra_layers_first=1", "--export", "megatron")
+    assert "--pipeline-model-parallel-layout 'Et*11|t*11|t*10L'" in text
+    neutral = _export(run, tmp_path, "llama-2-7b", "--framework", "megatron", "--export",
+                      "megatron")
+    assert "--pipeline-model-parallel-layout 'Et*10|t*11|t*11L'" in neutral
+    # torchtitan names each stage's modules: the first stage the embedding and layers 0-10
+    toml = _export(run, tmp_path, "llama-3-8b", "--framework", "torchtitan", "--assume",
+                   "pipeline_extra_layers_first=1", "--export", "torchtitan")
+    line = next(x for x in toml.splitlines() if x.startswith("module_fqns_per_model_part"))
+    first = line.split("], [")[0]
+    assert first.count('"layers.') == 11 and '"layers.10"' in first and '"layers.11"' not in first

@@ -243,18 +243,21 @@ class PhysicsProfile:
 
 @record
 class Exporter:
-    """``plan --export NAME``: ``render(layout, training, model, gpus_per_node) -> str``,
-    imported lazily from ``module`` (exporters stay off the cold-start path)."""
+    """``plan --export NAME``: ``render(layout, training, model, gpus_per_node, extra_first)
+    -> str``, imported lazily from ``module`` (exporters stay off the cold-start path);
+    ``extra_first``: the pipeline split the plan evaluated (Assumptions.
+    pipeline_extra_layers_first; None: the framework's own)."""
 
     name: str
     describes: str   # "a DeepSpeed JSON config", for the --export help
     module: str
     function: str
 
-    def render(self, layout, training, model, gpus_per_node: int | None = None) -> str:
+    def render(self, layout, training, model, gpus_per_node: int | None = None,
+               extra_first: bool | None = None) -> str:
         from importlib import import_module
         return getattr(import_module(self.module), self.function)(
-            layout, training, model, gpus_per_node)
+            layout, training, model, gpus_per_node, extra_first=extra_first)
 
 
 @record

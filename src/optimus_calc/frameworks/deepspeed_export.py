@@ -175,11 +175,22 @@ def autoep_note(layout, model) -> str:
             "router_pattern and expert_pattern in the block")
 
 
-def _pipeline_note(layout, model, fw) -> str:
+def _pipeline_note(layout, model, fw, extra_first: bool | None = None) -> str:
     """How the pipeline engine splits the layers (shapes.split_layers with extra_first, the
-    DeepSpeed profile's pipeline_extra_layers_first), for a layout with PP > 1."""
+    DeepSpeed profile's pipeline_extra_layers_first), for a layout with PP > 1, and whether
+    that is the split the plan evaluated (``extra_first``; None: the engine's own)."""
     split = split_layers(model.layers, layout.pp, extra_first=True)
+    evaluated = split_layers(model.layers, layout.pp, extra_first is not False)
     how = ("the extra ones on the first stages" if len(set(split)) > 1 else "evenly")
+    if evaluated != split:
+        name = ("PipelineModule's partition_method='type:<the class name of your transformer "
+                "block>'" if fw is Framework.DEEPSPEED else "GPTModelPipe's partition_method "
+                "'type:transformer' (megatron/model/gpt_model.py L459-463 @ 4efb479d)")
+        return (f"pipeline split: the plan evaluated {evaluated} layers per stage (a physics "
+                "profile with pipeline_extra_layers_first 0), which the pipeline engine does "
+                f"not make: {name} splits the {model.layers} layers {split}, {how} "
+                "(deepspeed/runtime/pipe/module.py L412-417 @ edaa722); a plan with "
+                "--framework deepspeed evaluates that split")
     if fw is Framework.DEEPSPEED:
         return (f"pipeline split: give the PipelineModule partition_method='type:<the class "
                 f"name of your transformer block>' (deepspeed/runtime/pipe/module.py L412-417 "
@@ -192,7 +203,8 @@ def _pipeline_note(layout, model, fw) -> str:
             "assumed")
 
 
-def _launch(layout, training, model, fw, gpus_per_node: int | None) -> dict:
+def _launch(layout, training, model, fw, gpus_per_node: int | None,
+            extra_first: bool | None = None) -> dict:
     """The ``_launch`` block: which launcher, the command, what the model code must do."""
     lay = layout
     gpn, nodes = node_split(lay.gpus, gpus_per_node)
@@ -228,12 +240,13 @@ def _launch(layout, training, model, fw, gpus_per_node: int | None) -> dict:
         notes.append("Megatron-DeepSpeed @ 4efb479d flags (megatron/arguments.py): the model "
                      "(L599-687) and --zero-stage (L1487), --no-pipeline-parallel (L954)")
     if lay.pp > 1:
-        notes.append(_pipeline_note(lay, model, fw))
+        notes.append(_pipeline_note(lay, model, fw, extra_first))
     return {"launcher": launcher, "command": cmd, "notes": notes}
 
 
 def deepspeed_config_dict(layout, training, model, asm: Assumptions | None = None,
-                          gpus_per_node: int | None = None) -> dict:
+                          gpus_per_node: int | None = None,
+                          extra_first: bool | None = None) -> dict:
     """The config as a dict, for plain DeepSpeed when it runs the layout, else for
     Megatron-DeepSpeed (the ``_launch`` block says which)."""
     fw = require(layout, training, model, Framework.DEEPSPEED, Framework.MEGATRON_DEEPSPEED)
@@ -258,12 +271,12 @@ def deepspeed_config_dict(layout, training, model, asm: Assumptions | None = Non
         # Megatron-DeepSpeed's checkpointing reads this block; activations partitioned over TP
         cfg["activation_checkpointing"] = {"partition_activations": layout.tp > 1,
                                            "contiguous_memory_optimization": False}
-    launch = _launch(layout, training, model, fw, gpus_per_node)
+    launch = _launch(layout, training, model, fw, gpus_per_node, extra_first)
     launch["notes"] = batch_notes + grad_notes + launch["notes"]
     return {"_launch": launch, **cfg}
 
 
 def deepspeed_config(layout, training, model, gpus_per_node: int | None = None,
-                     asm: Assumptions | None = None) -> str:
-    return json.dumps(deepspeed_config_dict(layout, training, model, asm, gpus_per_node),
-                      indent=2) + "\n"
+                     asm: Assumptions | None = None, extra_first: bool | None = None) -> str:
+    return json.dumps(deepspeed_config_dict(layout, training, model, asm, gpus_per_node,
+                                            extra_first), indent=2) + "\n"

@@ -210,12 +210,14 @@ def _architecture(a: _Args, m, tr, tp: int) -> None:
         a.add("--mtp-num-layers", m.mtp_layers)
 
 
-def _pipeline(a: _Args, lay, m, n_micro: int) -> None:
+def _pipeline(a: _Args, lay, m, n_micro: int, extra_first: bool = False) -> None:
+    """The evaluated split (shapes.split_layers / virtual_stage_layers with ``extra_first``,
+    the plan's Assumptions.pipeline_extra_layers_first), pinned where it is uneven."""
     if lay.interleave > 1:
         if m.layers % (lay.pp * lay.interleave):
             # the evaluated virtual stages in Megatron's order (stage v x pp + p runs on rank p,
             # pipeline_parallel_layer_layout.py L47-54); the layout sets the interleave
-            chunks = virtual_stage_layers(m.layers, lay.pp, lay.interleave)
+            chunks = virtual_stage_layers(m.layers, lay.pp, lay.interleave, extra_first)
             a.add("--pipeline-model-parallel-layout", stage_layout(chunks, m.mtp_layers))
             a.notes.append(f"virtual pipeline split as evaluated: {chunks} layers per chunk")
         else:
@@ -225,14 +227,14 @@ def _pipeline(a: _Args, lay, m, n_micro: int) -> None:
             # all of them satisfies schedules.py L1160-1178
             a.add("--microbatch-group-size-per-virtual-pipeline-stage", n_micro)
         return
-    planned = split_layers(m.layers, lay.pp)
+    planned = split_layers(m.layers, lay.pp, extra_first)
     if len(set(planned)) > 1:
         # the evaluator's split, stage by stage (arguments.py L3103)
         a.add("--pipeline-model-parallel-layout", stage_layout(planned, m.mtp_layers))
         a.notes.append(f"pipeline split as evaluated: {planned} layers per stage")
 
 
-def _parallel_and_batch(a: _Args, lay, tr, m) -> None:
+def _parallel_and_batch(a: _Args, lay, tr, m, extra_first: bool = False) -> None:
     a.add("--tensor-model-parallel-size", lay.tp)
     a.add("--pipeline-model-parallel-size", lay.pp)
     if lay.cp > 1:
@@ -245,7 +247,7 @@ def _parallel_and_batch(a: _Args, lay, tr, m) -> None:
         a.add("--sequence-parallel")
     a.add("--micro-batch-size", tr.micro_batch)
     a.add("--global-batch-size", tr.global_batch)
-    _pipeline(a, lay, m, grad_accumulation(lay, tr))
+    _pipeline(a, lay, m, grad_accumulation(lay, tr), extra_first)
     mode = tr.recompute
     match mode:
         case Recompute.NONE:
@@ -344,15 +346,17 @@ def _overlaps(a: _Args, lay, tr) -> None:
                        "@ d0067d0)")
 
 
-def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
+def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None,
+                      extra_first: bool | None = None
                       ) -> tuple[list[tuple[str, str | None]], list[str]]:
-    """The (flag, value) pairs (value None for a switch) and comment lines."""
+    """The (flag, value) pairs (value None for a switch) and comment lines; ``extra_first``:
+    the pipeline split the plan evaluated (None: Megatron-LM's, shapes.split_layers)."""
     _refuse_unbuildable(model)  # the specific refusal first
     require(layout, training, model, Framework.MEGATRON)
     a = _Args()
     _architecture(a, model, training, layout.tp)
     moe_layers(a, model, ROUTERS)
-    _parallel_and_batch(a, layout, training, model)
+    _parallel_and_batch(a, layout, training, model, bool(extra_first))
     _zero_precision(a, layout, training)
     dispatcher(a, model, training)
     _overlaps(a, layout, training)
@@ -365,8 +369,9 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None
     return a.pairs, head + [f"# {n}" for n in a.notes]
 
 
-def megatron_args(layout, training, model, gpus_per_node: int | None = None) -> str:
-    args, head = megatron_arg_list(layout, training, model, gpus_per_node)
+def megatron_args(layout, training, model, gpus_per_node: int | None = None,
+                  extra_first: bool | None = None) -> str:
+    args, head = megatron_arg_list(layout, training, model, gpus_per_node, extra_first)
     gpn, nodes = node_split(layout.gpus, gpus_per_node)
     env = environment_lines(layout, Framework.MEGATRON)
     launch = (f"torchrun --nproc-per-node {gpn} --nnodes {nodes} --node-rank ${{NODE_RANK:-0}} "

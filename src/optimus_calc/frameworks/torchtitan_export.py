@@ -59,7 +59,11 @@ def _model_section(m) -> tuple[dict, list[str]]:
     return {"name": name, "flavor": flavor}, notes
 
 
-def torchtitan_sections(layout, training, model) -> tuple[dict[str, dict], list[str]]:
+def torchtitan_sections(layout, training, model, extra_first: bool | None = None
+                        ) -> tuple[dict[str, dict], list[str]]:
+    """The TOML's sections and comment lines; ``extra_first``: the pipeline split the plan
+    evaluated (shapes.virtual_stage_layers; None: the neutral one torchtitan's profile
+    evaluates)."""
     model_section, notes = _model_section(model)  # the specific refusal first
     require(layout, training, model, Framework.TORCHTITAN)
     lay, tr, m = layout, training, model
@@ -96,7 +100,7 @@ def torchtitan_sections(layout, training, model) -> tuple[dict[str, dict], list[
     if lay.pp > 1:
         par["pipeline_parallel_microbatch_size"] = tr.micro_batch
         par["pipeline_parallel_schedule"] = "Interleaved1F1B" if lay.interleave > 1 else "1F1B"
-        per_stage = virtual_stage_layers(m.layers, lay.pp, lay.interleave)
+        per_stage = virtual_stage_layers(m.layers, lay.pp, lay.interleave, bool(extra_first))
         # torchtitan weighs the embedding and the output head as one layer each by default
         # (job_config.py L377, L383), taking a layer from the first and last stages whatever
         # PP; the plan's split (shapes.split_layers) is written stage by stage instead, so
@@ -108,7 +112,7 @@ def torchtitan_sections(layout, training, model) -> tuple[dict[str, dict], list[
             par["pipeline_parallel_layers_per_stage"] = per_stage[0]
         else:
             # torchtitan's own uneven split gives the extra layers to the first stages
-            # (pipeline_parallel.py L305-307); the plan evaluated them on the last, so the
+            # (pipeline_parallel.py L305-307); the plan's split is written instead: the
             # modules of each stage are named (job_config.py L367, taken as is by L117-119)
             par["module_fqns_per_model_part"] = stage_fqns(per_stage)
     if lay.ep > 1:
@@ -155,8 +159,9 @@ def _toml_value(v) -> str:
     return f'"{s}"'
 
 
-def torchtitan_toml(layout, training, model, gpus_per_node: int | None = None) -> str:
-    sec, notes = torchtitan_sections(layout, training, model)
+def torchtitan_toml(layout, training, model, gpus_per_node: int | None = None,
+                    extra_first: bool | None = None) -> str:
+    sec, notes = torchtitan_sections(layout, training, model, extra_first)
     lines = [f"# torchtitan v0.2.2 job config ({layout.gpus} GPUs): "
              "NGPU=<GPUs per node> CONFIG_FILE=this.toml ./run_train.sh (torchrun per node)"]
     lines += [f"# {n}" for n in notes]

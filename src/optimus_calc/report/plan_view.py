@@ -335,4 +335,6 @@ def torchtitan_config(c, model) -> str:
 def export_text(target, c, model, gpus_per_node: int | None = None) -> str:
     """The candidate ``c`` as ``target``'s configuration (the framework plug-in's exporter)."""
     from optimus_calc.frameworks import exporter
-    return exporter(target).render(c.layout, c.training, model, gpus_per_node)
+    asm = _asm_of(c)  # the split the candidate was evaluated with
+    extra_first = None if asm is None else bool(asm.pipeline_extra_layers_first > 0)
+    return exporter(target).render(c.layout, c.training, model, gpus_per_node, extra_first)
