@@ -190,16 +190,33 @@ def test_expert_bias_bytes_by_hand():
 
 
 def test_expert_bias_reaches_the_step_outside_a_cuda_graph(run):
-    # gpt-oss-20b (expert biases) on one DGX H100, EP 8, one 4096-token micro-batch per GPU:
-    # 24 MoE layers x 2 passes x 660,602,880 bytes / (3350e9 x 0.9) = 0.0105171 s of element-
-    # wise time; a full-iteration CUDA graph cannot hold the eager add (experts.py @ d98e8a6
-    # L357-361), so that run has none of it
+    # gpt-oss-20b (expert biases, clamped GLU) on one DGX H100, EP 8, one 4096-token
+    # micro-batch per GPU: the bias 7 x 4096 x 4 x 2880 x 2 = 660,602,880 bytes a pass, the
+    # clamp 4.5 x 4096 x 4 x (2 x 2880) x 2 = 849,346,560 (compute.moe_act_clamp_bytes); 24 MoE
+    # layers x 2 passes x their sum / (3350e9 x 0.9) = 0.0240380 s of element-wise time; a
+    # full-iteration CUDA graph cannot hold the eager ops (experts.py @ d98e8a6 L357-361): the
+    # Megatron profile's fused grouped MLP has none of them
     args = ("gpt-oss-20b", "--node", "dgx-h100", "--nodes", 1, "--ep", 8, "--seq-len", 4096,
             "--global-batch", 8, "--framework", "megatron", "--moe-dispatcher", "hybridep")
     eager = step_json(run, *args)
     graph = step_json(run, *args, "--cuda-graph-impl", "full_iteration")
     assert eager["elementwise_s"] - graph["elementwise_s"] == pytest.approx(
-        2 * 24 * 660_602_880 / (3350e9 * 0.9), rel=1e-6)
+        2 * 24 * (660_602_880 + 849_346_560) / (3350e9 * 0.9), rel=1e-6)
+
+
+def test_glu_clamp_passes_are_a_named_assumption_of_clamped_models_only(run):
+    # the same gpt-oss-20b layout: --assume moe_act_clamp_passes=0 removes 2 x 24 x
+    # 849,346,560 B / (3350e9 x 0.9) = 0.0135222 s; Qwen3-30B-A3B has no clamp, so the
+    # assumption moves nothing there
+    args = ("--node", "dgx-h100", "--nodes", 1, "--ep", 8, "--seq-len", 4096,
+            "--global-batch", 8)
+    on = step_json(run, "gpt-oss-20b", *args)
+    off = step_json(run, "gpt-oss-20b", *args, "--assume", "moe_act_clamp_passes=0")
+    assert on["elementwise_s"] - off["elementwise_s"] == pytest.approx(
+        2 * 24 * 849_346_560 / (3350e9 * 0.9), rel=1e-6)
+    q = step_json(run, "qwen3-30b-a3b", *args)
+    q0 = step_json(run, "qwen3-30b-a3b", *args, "--assume", "moe_act_clamp_passes=0")
+    assert q["elementwise_s"] == q0["elementwise_s"]
 
 
 def test_expert_bias_passes_are_a_named_assumption_the_megatron_graph_sets(run):
@@ -217,3 +234,17 @@ def test_expert_bias_passes_are_a_named_assumption_the_megatron_graph_sets(run):
     assert neutral["elementwise_s"] - off["elementwise_s"] == pytest.approx(bias, rel=1e-6)
     meg = step_json(run, *args, "--framework", "megatron", "--cuda-graph-impl", "full_iteration")
     assert meg["physics_profile"]["applied"]["moe_expert_bias_passes"] == 0.0
+
+
+def test_gpt_oss_import_and_catalog_clamp_the_glu():
+    # GptOssExperts clamps both halves at swiglu_limit (7.0 by default), Megatron-Bridge's
+    # provider sets activation_func_clamp_value 7.0; a Llama config clamps nothing
+    from pathlib import Path
+    from optimus_calc.catalog import load
+    from optimus_calc.hf_import import load_hf_config
+    data = Path(__file__).parent / "data" / "hf"
+    assert load_hf_config(data / "gpt_oss" / "config.json").glu_clamp is True
+    assert load_hf_config(data / "llama" / "config.json").glu_clamp is False
+    cat = load()
+    assert cat.get("gpt-oss-120b", "model").glu_clamp and cat.get("gpt-oss-20b", "model").glu_clamp
+    assert not cat.get("qwen3-30b-a3b", "model").glu_clamp

@@ -299,3 +299,19 @@ moe_expert_backward_flops = equation(
     "selective does (torch._grouped_mm is not in its save list, models/llama3/infra/"
     "parallelize.py L36-52 @ v0.2.2)",
     "Routed-expert FLOPs of the stage's backward pass, with the recomputed forward.")
+
+n_c = sym("n_c", "HBM passes over the expert fc1 output of the eager GLU clamp, forward + "
+          "backward (Assumptions.moe_act_clamp_passes)")
+
+moe_act_clamp_bytes = equation(
+    "compute.moe_act_clamp_bytes", n_c / 2 * tok_mb * k_top * 2 * f_x * b_a, "bytes",
+    "Megatron-core weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py L424-432 @ "
+    "d98e8a6), which TEGroupedMLP runs with a clamp value (moe/experts.py L973-981; GPT-OSS: "
+    "activation_func_clamp_value 7.0, Megatron-Bridge gpt_oss_provider.py L84 @ v0.3.0): "
+    "before the fused kernel, in eager torch, the fc1 output (2 f_x bf16 per routed row) is "
+    "chunked, each half clamped (a read and a write of the whole) and concatenated (a read "
+    "and a write): 4 passes; backward each clamp's grad reads the grad and the saved input and "
+    "writes its grad (3) and the chunk's backward concatenates the two (2): n_c = 4 + 5 = 9, "
+    "moved as half in each pass as the routing bytes",
+    "HBM bytes of one MoE layer's eager clamp of the gated expert MLP for one micro-batch, "
+    "forward (the backward moves as many again); 0 without the clamp.")

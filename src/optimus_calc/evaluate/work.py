@@ -91,10 +91,9 @@ def ep_all_to_all_rerun(rc, policy: float, saves: float):
 
 
 def _moe_work(ctx: Ctx, tau, r_full):
-    """(forward, backward) FLOPs of the routed experts on the stage, their grouped-GEMM
-    efficiency, and the routing HBM bytes of one MoE layer and micro-batch (router softmax and
-    top-k, token permutation and unpermutation, an eager expert bias); zeros for a dense model."""
-    model = ctx.model
+    """(forward, backward) routed-expert FLOPs of the stage, their grouped-GEMM efficiency and
+    one MoE layer's routing HBM bytes per micro-batch (router, permutation, eager bias, clamp)."""
+    model, asm = ctx.model, ctx.asm
     if not model.is_moe:
         return 0.0, 0.0, None, 0.0
     fwd = eq.compute__moe_expert_forward_flops(L_moe=ctx.st.moe_layers, f_x=model.expert_ffn,
@@ -102,17 +101,20 @@ def _moe_work(ctx: Ctx, tau, r_full):
                                                m_m=model.ffn_type.matrices)
     bwd = eq.compute__moe_expert_backward_flops(F_xf=fwd, r_x=r_full)
     tokens_mb = ctx.s * ctx.mb / ctx.cp
-    fixed = ctx.asm.gemm_efficiency if "gemm_efficiency" in ctx.asm.model_fields_set else None
+    fixed = asm.gemm_efficiency if "gemm_efficiency" in asm.model_fields_set else None
     eta_x = expert_efficiency(ctx.hw.gpu, model.hidden, ctx.t, tokens_mb, model.top_k,
-                              model.experts, ctx.ep, model.expert_ffn,
-                              streams=ctx.asm.moe_expert_gemm_streams,
-                              imbalance=ctx.asm.moe_imbalance, etp=ctx.t_x, fixed=fixed)
-    rows = dict(b_a=ctx.tr.weight_bytes, h=model.hidden, k=model.top_k, tau_mb=tokens_mb)
-    route = (eq.compute__moe_permute_bytes(**rows)
-             + eq.compute__moe_router_bytes(E=model.experts, b_r=ctx.asm.moe_router_logit_bytes,
+                              model.experts, ctx.ep, model.expert_ffn, etp=ctx.t_x, fixed=fixed,
+                              streams=asm.moe_expert_gemm_streams, imbalance=asm.moe_imbalance)
+    rows = dict(b_a=ctx.tr.weight_bytes, k=model.top_k, tau_mb=tokens_mb)
+    route = (eq.compute__moe_permute_bytes(h=model.hidden, **rows)
+             + eq.compute__moe_router_bytes(E=model.experts, b_r=asm.moe_router_logit_bytes,
                                             tau_mb=tokens_mb))
     if model.mlp_bias:  # expert biases: eager unless a profile's fused MLP adds them (0)
-        route += eq.compute__moe_expert_bias_bytes(n_b=ctx.asm.moe_expert_bias_passes, **rows)
+        route += eq.compute__moe_expert_bias_bytes(n_b=asm.moe_expert_bias_passes,
+                                                   h=model.hidden, **rows)
+    if model.glu_clamp:  # the GLU's clamp: likewise
+        route += eq.compute__moe_act_clamp_bytes(n_c=asm.moe_act_clamp_passes,
+                                                 f_x=model.expert_ffn, **rows)
     return fwd, bwd, eta_x, route
 
 

@@ -362,12 +362,12 @@ PROFILE = PhysicsProfile((
                 and tr.gemm_recipe.transformer_engine)),
     Setting("moe_layer_fixed_s", 0.0, _CUDA_GRAPH, when=lambda tr: tr.cuda_graph_full_iteration),
     Setting("moe_layer_host_s", 0.0, _CUDA_GRAPH, when=lambda tr: tr.cuda_graph_full_iteration),
-    # the eager expert-bias add (TEGroupedMLP._apply_bias) cannot be captured; the graph recipes
-    # run the fused grouped MLP, which scales and adds fc2's bias inside the fused op (assumed
-    # for any full-iteration graph; without it the packed fp32 path runs, not counted)
-    Setting("moe_expert_bias_passes", 0.0, "core/transformer/moe/experts.py L357-361, L623-636 "
-            "@ d98e8a6 (scale_bias in the fused grouped MLP)",
-            when=lambda tr: tr.cuda_graph_full_iteration),
+    # the eager expert-bias add and GLU clamp (TEGroupedMLP) cannot be captured: the graph
+    # recipes' fused grouped MLP adds fc2's bias and clamps in its ops (assumed for any graph)
+    *(Setting(k, 0.0, "core/transformer/moe/experts.py L357-361, L547-575, L623-636 @ d98e8a6 "
+              "(scale_bias, ScaledClampedQGeGLU in the fused grouped MLP)",
+              when=lambda tr: tr.cuda_graph_full_iteration)
+      for k in ("moe_expert_bias_passes", "moe_act_clamp_passes")),
     # the loss over the logits (compute.loss_bytes): --cross-entropy-loss-fusion, natively
     # fused (what the export writes) or Transformer Engine's (Megatron-Bridge's recipes);
     # without the flag Megatron-LM's unfused count, the assumptions' default

@@ -87,7 +87,9 @@ def qwen2_moe(c: Cfg) -> dict:
 def gpt_oss(c: Cfg) -> dict:
     """gpt-oss: GptOssConfig's 128-token window on every other layer (the first of each pair)."""
     d = llama_like(c)
+    # GptOssExperts clamps both halves at swiglu_limit (GptOssConfig default 7.0)
     d.update(attention_bias=True, attention_out_bias=True, mlp_bias=True, attention_sinks=True,
+             glu_clamp=True,
              experts=c.int("num_local_experts"), top_k=c.int("num_experts_per_tok"),
              router_bias=True, **sliding(c, d["layers"], 128, 2))
     return d

@@ -58,6 +58,11 @@ def compute__loss_time(B_hbm, M_loss, eta_hbm, lambda_h, m):
     return M_loss*lambda_h*m/(B_hbm*eta_hbm)
 
 
+def compute__moe_act_clamp_bytes(b_a, f_x, k, n_c, tau_mb):
+    """compute.moe_act_clamp_bytes [bytes]: Megatron-core weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py L424-432 @ d98e8a6), which TEGroupedMLP runs with a clamp value (moe/experts.py L973-981; GPT-OSS: activation_func_clamp_value 7.0, Megatron-Bridge gpt_oss_provider.py L84 @ v0.3.0): before the fused kernel, in eager torch, the fc1 output (2 f_x bf16 per routed row) is chunked, each half clamped (a read and a write of the whole) and concatenated (a read and a write): 4 passes; backward each clamp's grad reads the grad and the saved input and writes its grad (3) and the chunk's backward concatenates the two (2): n_c = 4 + 5 = 9, moved as half in each pass as the routing bytes"""
+    return b_a*f_x*k*n_c*tau_mb
+
+
 def compute__moe_expert_backward_flops(F_xf, r_x):
     """compute.moe_expert_backward_flops [FLOP]: Narayanan et al. SC'21 section 5.1: backward = 2 x forward (the input and the weight gradients); full recomputation (Korthikanti et al. 2022 section 5) re-runs the experts' forward, Korthikanti's selective recomputation does not touch them; torchtitan's op-level selective does (torch._grouped_mm is not in its save list, models/llama3/infra/parallelize.py L36-52 @ v0.2.2)"""
     return F_xf*(r_x + 2)
