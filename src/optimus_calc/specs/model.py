@@ -54,7 +54,7 @@ class Model(CatalogEntry):
     attention_sinks: bool = Field(default=False, description="one learned sink logit per head")
     glu_clamp: bool = Field(default=False, description="the gated MLP clamps both halves "
                             "before the activation (GPT-OSS swiglu_limit; Megatron-core "
-                            "activation_func_clamp_value)")
+                            "activation_func_clamp_value); timed for the routed experts")
     sliding_window: int = Field(default=0, ge=0, le=100_000_000, description="tokens a "
                                 "windowed layer attends to (0 = no sliding window)")
     sliding_window_layers: int = Field(default=0, ge=0, le=100_000, description="layers with "
