@@ -5,8 +5,8 @@ pairwise stage maxima the same as numpy's reductions.
 10,000 random layouts drawn from the planner's own spaces (MoE, context parallelism, interleaved
 pipelines, every offload strategy with its switches), in one batch per space: the pruned and
 the full evaluation must agree exactly (same operations on the same numbers), layout by layout,
-and the planner's lower bound on the step time (compute and fixed host time) must hold for
-every one of them.
+and the planner's lower bound on the step time (compute, EP all-to-alls, fixed host time) must
+hold for every one of them.
 """
 
 import numpy as np
@@ -78,7 +78,7 @@ def test_pruned_stages_equal_every_stage(cat, name, node, nodes, seq, card):
                                       _pick(full.stage_index, getattr(full, which)))
     for term in TERMS:
         np.testing.assert_array_equal(pruned.term(term), full.term(term), err_msg=term)
-    # the lower bound (compute and fixed host time) the planner skips second-pass layouts with
+    # the lower bound (compute, EP and fixed host time) the planner skips second-pass layouts with
     # (engine.compute_bound_s) never exceeds the step time, and is no trivial bound
     _, bound = evaluate_window(batch, model, hw, tr, asm, compute_bound_s)
     step = np.asarray(pruned.step_time_s)
@@ -192,9 +192,11 @@ def _cols(c) -> dict:
 
 
 def test_bound_adds_the_fixed_host_time(cat):
-    """The planner's bound is T_b + T_bubble + T_f + T_fix of the most loaded stage, summed as
-    step.time sums them: equal, bit for bit, to that sum of the full evaluation's terms, no
-    larger than the step, and above the compute-only sum by the fixed time when it is set."""
+    """The planner's bound is T_b + T_bubble + T_ep + T_f + T_fix of the most loaded stage,
+    summed as step.time sums them: equal, bit for bit, to that sum of the full evaluation's
+    terms, no larger than the step, above the compute and EP sum by the fixed time when it is
+    set, and (an MoE model's all-to-alls) above the sum without T_ep. A dense model's bound
+    (no T_ep computed) is that sum without T_ep, bit for bit."""
     rng = np.random.default_rng(5)
     model = cat.get("qwen3-30b-a3b", "model")
     hw = resolve_hardware(cat, "dgx-h100", 2)
@@ -206,9 +208,20 @@ def test_bound_adds_the_fixed_host_time(cat):
     ev = evaluate(batch, model, hw, tr, asm)
     _, bound = evaluate_window(batch, model, hw, tr, asm, compute_bound_s)
     t = ev.stage_terms
-    compute = t["backward_s"] + t["bubble_s"] + t["forward_s"]
+    compute = t["backward_s"] + t["bubble_s"] + t["ep_comm_s"] + t["forward_s"]
     np.testing.assert_array_equal(bound, stage_max(compute + t["fixed_s"]))
     step = np.asarray(ev.step_time_s)
     assert (bound <= step).all()
     # every stage holds MoE layers: at least 20 ms + 6.1 ms per micro-batch above compute
     assert (bound - stage_max(compute) >= 0.02 + 0.0061 * ev.micro_batches - 1e-9).all()
+    no_ep = t["backward_s"] + t["bubble_s"] + t["forward_s"] + t["fixed_s"]
+    assert (bound > stage_max(no_ep)).mean() > 0.5
+    dense = cat.get("llama-3-8b", "model")
+    batch = Batch.from_columns(_random_batch(cat, dense, hw, 8192, rng))
+    ev = evaluate(batch, dense, hw, Training(seq_len=8192), asm)
+    _, bound = evaluate_window(batch, dense, hw, Training(seq_len=8192), asm, compute_bound_s)
+    t = ev.stage_terms
+    assert not t["ep_comm_s"].any()
+    np.testing.assert_array_equal(bound, stage_max(
+        t["backward_s"] + t["bubble_s"] + t["forward_s"] + t["fixed_s"]))
+    assert (bound <= np.asarray(ev.step_time_s)).all()

@@ -1,5 +1,5 @@
 """The planner's exact filters (search/passes.py), checked against brute force: the rules
-before memory, and the lower bound (compute, fixed host time) that skips the step time of
+before memory, and the lower bound (compute, EP, fixed host time) that skips the step time of
 layouts that cannot reach the top K, the best step without offload or the SmartNIC what-if,
 evaluated in batches gathered over chunks. With small chunks, a small probe and small batches
 (so every filter acts, over several chunks), the search must return

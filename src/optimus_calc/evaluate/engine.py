@@ -41,6 +41,7 @@ from optimus_calc.evaluate.shapes import activation_coefficients, op_sac_widths
 from optimus_calc.evaluate.stages import (STAGE_MAJOR_FROM, StageTable, broadcast_small,
                                           by_strategy, ndim, shaped, stage_argmax, stage_max)
 from optimus_calc.evaluate.strategies.base import bit
+from optimus_calc.evaluate.topology import ep_comm_time, nic_Bps
 from optimus_calc.evaluate.work import comm_stage, compute_stage, experts_rerun
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.assumptions import Assumptions
@@ -330,11 +331,16 @@ def fixed_time_s(ctx: Ctx):  # step.fixed_time per stage: compose's T_fix, the b
 
 
 def compute_bound_s(comp: ComputeRecord, ctx: Ctx) -> np.ndarray:
-    """A lower bound on step.time: the most loaded stage's T_b + T_bubble + T_f + T_fix, which
-    step.time sums in this order with only non-negative terms between and after them (the
-    properties tests check each >= 0); rounded addition is monotone, so the bound never exceeds
-    the step from the same records. The planner skips the steps it rules out (test_pruning)."""
-    return stage_max(comp.T_b + comp.bubble + comp.T_f + fixed_time_s(ctx))
+    """A lower bound on step.time: the most loaded stage's T_b + T_bubble (+ T_ep for an MoE
+    model) + T_f + T_fix, which step.time sums in this order with only non-negative terms
+    between and after them (the properties tests check each >= 0); rounded addition is
+    monotone, so the bound never exceeds the step from the same records. A dense model's T_ep
+    is +0, which would change no sum, so it is not computed. The planner skips the steps it
+    rules out (test_pruning); with T_ep an MoE plan evaluates far fewer of them."""
+    T = comp.T_b + comp.bubble
+    if ctx.model.is_moe:
+        T = T + ep_comm_time(ctx, nic_Bps(ctx.hw))
+    return stage_max(T + comp.T_f + fixed_time_s(ctx))
 
 
 # ---- compose ---------------------------------------------------------------------------------

@@ -8,7 +8,9 @@ bandwidth capped by its host PCIe link (comm.nic_bandwidth) and its own latency 
 The evaluator's ring collectives (TP, CP, DP) are here too (:func:`_ring`, :func:`_rings`,
 :func:`reduce_and_gather`): the per-step alpha model, or NCCL's latency model and fastest
 protocol (evaluate/nccl.py), with the small-batch speed tactics that give the same numbers
-(docs/ARCHITECTURE.md, "Speed tactics"; tests/test_small_batch.py).
+(docs/ARCHITECTURE.md, "Speed tactics"; tests/test_small_batch.py), and the EP all-to-alls'
+time per stage (:func:`ep_comm_time`), which the planner's bound on the step adds to the compute
+(engine.compute_bound_s).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from optimus_calc.equations.recording import active as recording_active
-from optimus_calc.equations.recording import eq
+from optimus_calc.equations.recording import eq, set_scope
 from optimus_calc.evaluate import nccl
+from optimus_calc.evaluate.batch import R_FULL, R_SELECTIVE
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.evaluate.stages import broadcast_small
 from optimus_calc.record import record
@@ -324,3 +327,43 @@ def _where(cond, t):
     shape = np.broadcast_shapes(cond.shape, t.shape) if cond.shape != t.shape else t.shape
     return np.array(t if shape == t.shape else np.broadcast_to(t, shape),
                     dtype=np.result_type(t, np.float64))
+
+
+# ---- the EP all-to-alls (step.ep_comm_time): comm_stage's and the planner's bound's ---------
+
+def ep_all_to_all_rerun(rc, policy: float, saves: float):
+    """r_a2a of step.ep_comm_time: full recomputation re-sends the forward's EP all-to-alls,
+    and so does torchtitan's op AC (policy 1, 2) where its save list lacks them
+    (Assumptions.sac_saves_ep_all_to_all 0); Korthikanti's selective keeps the MoE layer."""
+    rc = np.asarray(rc)
+    return ((rc == R_FULL) | ((rc == R_SELECTIVE) & (policy > 0) & (saves == 0))).astype(float)
+
+
+def ep_comm_time(ctx: Ctx, nic: float):
+    """T_ep per stage (step.ep_comm_time over the EP group's all-to-alls): comm_stage's, and
+    the planner's bound's (engine.compute_bound_s)."""
+    model, asm, m = ctx.model, ctx.asm, ctx.m
+    set_scope("ep")
+    a2a = 0.0
+    if model.is_moe:
+        # the EP group: ranks ETP apart (Megatron's expert grid, ETP innermost:
+        # parallel_state.py L887-896 @ d98e8a6); ETP = TP unless parallel folding sets it
+        z_ep = eq.step__ep_message_bytes(b=ctx.mb, b_w=ctx.tr.weight_bytes, c=ctx.cp,
+                                         h=model.hidden, k=model.top_k, s=ctx.s,
+                                         iota=asm.moe_imbalance, t=ctx.t, t_x=ctx.t_x)
+        ep_group = all_to_all(ctx.hw, ctx.ep, ctx.t_x, nic=nic)
+        m_n, N = dict(m=ep_group["m"], n=ep_group["n"]), ep_group.pop("N")
+        x = (eq.comm__dedup_cross_share(k=model.top_k, N=N, **m_n)  # DeepEP / HybridEP: a
+             if ctx.tr.moe_dispatcher.dedups_nodes                  # token crosses to a node
+             else eq.comm__pairwise_cross_share(**m_n))             # once
+        a2a = eq.comm__all_to_all_time(z=z_ep, x=x, **ep_group)
+    if not model.is_moe and not recording_active():
+        # no all-to-all: L_moe x 0 x m x (1 - o_ep) x (2 r + 4), every factor finite and >= 0
+        # (o_ep <= 1), is +0 on the shape its inputs give (`explain` sees the call)
+        return np.zeros(broadcast_small(ctx.st.moe_layers.shape, np.shape(m), ctx.pp.shape,
+                                        ctx.v.shape, ctx.rc.shape))
+    # the overlap a framework refuses at PP > 1 without interleaving hides nothing there
+    o_ep = np.where((ctx.pp > 1) & (ctx.v <= 1) & (asm.ep_overlap_needs_interleave > 0),
+                    0.0, asm.ep_overlap)
+    r_a2a = ep_all_to_all_rerun(ctx.rc, asm.selective_policy, asm.sac_saves_ep_all_to_all)
+    return eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m, o_ep=o_ep, r_a2a=r_a2a)

@@ -19,8 +19,8 @@ from optimus_calc.evaluate.rope import rope_time
 from optimus_calc.evaluate.shapes import modules_per_layer, op_sac_widths  # noqa: F401
 from optimus_calc.evaluate.stages import broadcast_small, stage_max
 from optimus_calc.evaluate.topology import _RINGS, _either, _ring, _rings  # noqa: F401 (_RINGS)
-from optimus_calc.evaluate.topology import (all_to_all, group, group_placed, neighbour, nic_Bps,
-                                            reduce_and_gather)
+from optimus_calc.evaluate.topology import (ep_comm_time, group, group_placed, neighbour,
+                                            nic_Bps, reduce_and_gather)
 from optimus_calc.specs.model import Model
 from optimus_calc.specs.assumptions import Assumptions
 
@@ -80,14 +80,6 @@ def experts_rerun(ctx: Ctx):
     collectives and the fixed costs read it)."""
     return ctx.memo("experts_recomputed",
                     lambda c: experts_recomputed(c.rc, c.asm.selective_policy))
-
-
-def ep_all_to_all_rerun(rc, policy: float, saves: float):
-    """r_a2a of step.ep_comm_time: full recomputation re-sends the forward's EP all-to-alls,
-    and so does torchtitan's op AC (policy 1, 2) where its save list lacks them
-    (Assumptions.sac_saves_ep_all_to_all 0); Korthikanti's selective keeps the MoE layer."""
-    rc = np.asarray(rc)
-    return ((rc == R_FULL) | ((rc == R_SELECTIVE) & (policy > 0) & (saves == 0))).astype(float)
 
 
 def _moe_work(ctx: Ctx, tau, r_full):
@@ -230,7 +222,7 @@ def _elementwise(ctx: Ctx, mem: MemoryRecord, scope: str, stored, routing, direc
 
 
 def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
-    """TP, CP and EP per stage (step.tp/cp/ep_comm_time over their rings)."""
+    """TP, CP and EP per stage (step.tp/cp/ep_comm_time over their rings; EP: ep_comm_time)."""
     model, hw, asm, s, mb, wb = ctx.model, ctx.hw, ctx.asm, ctx.s, ctx.mb, ctx.tr.weight_bytes
     t, cp, Ls, m = ctx.t, ctx.cp, ctx.st.layers, ctx.m
     set_scope("tp")
@@ -259,31 +251,7 @@ def _model_parallel(ctx: Ctx, mem: MemoryRecord, nic: float, T_att=0.0):
         T_cp = eq.step__cp_comm_time(
             L_stage=Ls, T_ag=T_ag, T_rs=T_rs, m=m, o_cp=asm.cp_overlap, T_att=T_att,
             r_full=ctx.r_full)
-    set_scope("ep")
-    a2a = 0.0
-    if model.is_moe:
-        # the EP group: ranks ETP apart (Megatron's expert grid, ETP innermost:
-        # parallel_state.py L887-896 @ d98e8a6); ETP = TP unless parallel folding sets it
-        z_ep = eq.step__ep_message_bytes(b=mb, b_w=wb, c=cp, h=model.hidden, k=model.top_k,
-                                         s=s, iota=asm.moe_imbalance, t=t, t_x=ctx.t_x)
-        ep_group = all_to_all(hw, ctx.ep, ctx.t_x, nic=nic)
-        m_n, N = dict(m=ep_group["m"], n=ep_group["n"]), ep_group.pop("N")
-        x = (eq.comm__dedup_cross_share(k=model.top_k, N=N, **m_n)  # DeepEP / HybridEP: a
-             if ctx.tr.moe_dispatcher.dedups_nodes                  # token crosses to a node
-             else eq.comm__pairwise_cross_share(**m_n))             # once
-        a2a = eq.comm__all_to_all_time(z=z_ep, x=x, **ep_group)
-    if not model.is_moe and not recording_active():
-        # no all-to-all: L_moe x 0 x m x (1 - o_ep) x (2 r + 4), every factor finite and >= 0
-        # (o_ep <= 1), is +0 on the shape its inputs give (`explain` sees the call)
-        T_ep = np.zeros(broadcast_small(ctx.st.moe_layers.shape, np.shape(m), ctx.pp.shape,
-                                        ctx.v.shape, ctx.rc.shape))
-    else:
-        # the overlap a framework refuses at PP > 1 without interleaving hides nothing there
-        o_ep = np.where((ctx.pp > 1) & (ctx.v <= 1) & (asm.ep_overlap_needs_interleave > 0),
-                        0.0, asm.ep_overlap)
-        r_a2a = ep_all_to_all_rerun(ctx.rc, asm.selective_policy, asm.sac_saves_ep_all_to_all)
-        T_ep = eq.step__ep_comm_time(L_moe=ctx.st.moe_layers, T_a2a=a2a, m=m, o_ep=o_ep,
-                                     r_a2a=r_a2a)
+    T_ep = ep_comm_time(ctx, nic)
     set_scope("pp")
     # a pipeline over more than one node hops between nodes (stages of s = t x cp x dp ranks
     # fill, tile or straddle nodes); 1F1B's steady state runs at its slowest hop

@@ -122,8 +122,8 @@ def _runnable(space: Space, i: int, parts: list) -> list:
 
 def _first_pass(chunk: Chunk, runs, want, cx: SearchState):
     """Filter 1, over the (sub-)chunk's grid x switches: memory and feasibility, counted over
-    the runnable layouts, and a lower bound on the step time from compute and the fixed host
-    time (engine.compute_bound_s, computed on the axes they depend on). Returns (fits: wanted and feasible, GPU bytes, bound or None),
+    the runnable layouts, and a lower bound on the step time from compute, the EP all-to-alls
+    and the fixed host time (engine.compute_bound_s, computed on the axes they depend on). Returns (fits: wanted and feasible, GPU bytes, bound or None),
     arrays of the chunk's shape; the bound is a function computing it on demand (on the grid
     points ``rows`` when given; broadcast against the chunk: :func:`_bound_at`), or None."""
     ev, bound = evaluate_window(Batch.from_columns(chunk.views()), cx.model, cx.hw, cx.base,
