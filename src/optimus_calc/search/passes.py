@@ -245,16 +245,18 @@ BOUND_ROWS_SHARE = 0.8
 
 def _bound_at(chunk: Chunk, flat: np.ndarray, bound) -> np.ndarray:
     """The step's lower bound (``bound``: _first_pass's) at flat positions ``flat`` of the
-    chunk, computed on the grid points holding them."""
-    ix = np.unravel_index(flat, chunk.shape)
-    held = np.zeros(chunk.shape[-1], dtype=bool)
-    held[ix[-1]] = True
+    chunk, computed on the grid points holding them (the grid is the last axis: a position is
+    switch index x grid points + grid point)."""
+    nb = chunk.shape[-1]
+    switch, point = np.divmod(flat, nb)
+    held = np.zeros(nb, dtype=bool)
+    held[point] = True
     rows = np.flatnonzero(held)
     if rows.size >= BOUND_ROWS_SHARE * held.size:
         return np.broadcast_to(bound(), chunk.shape).reshape(-1)[flat]
     at = np.cumsum(held) - 1  # a grid point's position among ``rows``
-    cut = np.broadcast_to(bound(rows), chunk.shape[:-1] + (rows.size,))
-    return cut[ix[:-1] + (at[ix[-1]],)]
+    cut = np.broadcast_to(bound(rows), chunk.shape[:-1] + (rows.size,)).reshape(-1)
+    return cut[switch * rows.size + at[point]]
 
 
 def _step_pass(chunk: Chunk, flat: np.ndarray, gpu, runs, bound, cx: SearchState,
