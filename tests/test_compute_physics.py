@@ -192,8 +192,8 @@ def test_expert_bias_bytes_by_hand():
 def test_expert_bias_reaches_the_step_outside_a_cuda_graph(run):
     # gpt-oss-20b (expert biases, clamped GLU) on one DGX H100, EP 8, one 4096-token
     # micro-batch per GPU: the bias 7 x 4096 x 4 x 2880 x 2 = 660,602,880 bytes a pass, the
-    # clamp 4.5 x 4096 x 4 x (2 x 2880) x 2 = 849,346,560 (compute.moe_act_clamp_bytes); 24 MoE
-    # layers x 2 passes x their sum / (3350e9 x 0.9) = 0.0240380 s of element-wise time; a
+    # clamp 5.75 x 4096 x 4 x (2 x 2880) x 2 = 1,085,276,160 (compute.moe_act_clamp_bytes); 24 MoE
+    # layers x 2 passes x their sum / (3350e9 x 0.9) = 0.0277951 s of element-wise time; a
     # full-iteration CUDA graph cannot hold the eager ops (experts.py @ d98e8a6 L357-361): the
     # Megatron profile's fused grouped MLP has none of them
     args = ("gpt-oss-20b", "--node", "dgx-h100", "--nodes", 1, "--ep", 8, "--seq-len", 4096,
@@ -201,19 +201,19 @@ def test_expert_bias_reaches_the_step_outside_a_cuda_graph(run):
     eager = step_json(run, *args)
     graph = step_json(run, *args, "--cuda-graph-impl", "full_iteration")
     assert eager["elementwise_s"] - graph["elementwise_s"] == pytest.approx(
-        2 * 24 * (660_602_880 + 849_346_560) / (3350e9 * 0.9), rel=1e-6)
+        2 * 24 * (660_602_880 + 1_085_276_160) / (3350e9 * 0.9), rel=1e-6)
 
 
 def test_glu_clamp_passes_are_a_named_assumption_of_clamped_models_only(run):
     # the same gpt-oss-20b layout: --assume moe_act_clamp_passes=0 removes 2 x 24 x
-    # 849,346,560 B / (3350e9 x 0.9) = 0.0135222 s; Qwen3-30B-A3B has no clamp, so the
+    # 1,085,276,160 B / (3350e9 x 0.9) = 0.0172780 s; Qwen3-30B-A3B has no clamp, so the
     # assumption moves nothing there
     args = ("--node", "dgx-h100", "--nodes", 1, "--ep", 8, "--seq-len", 4096,
             "--global-batch", 8)
     on = step_json(run, "gpt-oss-20b", *args)
     off = step_json(run, "gpt-oss-20b", *args, "--assume", "moe_act_clamp_passes=0")
     assert on["elementwise_s"] - off["elementwise_s"] == pytest.approx(
-        2 * 24 * 849_346_560 / (3350e9 * 0.9), rel=1e-6)
+        2 * 24 * 1_085_276_160 / (3350e9 * 0.9), rel=1e-6)
     q = step_json(run, "qwen3-30b-a3b", *args)
     q0 = step_json(run, "qwen3-30b-a3b", *args, "--assume", "moe_act_clamp_passes=0")
     assert q["elementwise_s"] == q0["elementwise_s"]

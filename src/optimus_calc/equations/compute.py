@@ -310,8 +310,11 @@ moe_act_clamp_bytes = equation(
     "activation_func_clamp_value 7.0, Megatron-Bridge gpt_oss_provider.py L84 @ v0.3.0): "
     "before the fused kernel, in eager torch, the fc1 output (2 f_x bf16 per routed row) is "
     "chunked, each half clamped (a read and a write of the whole) and concatenated (a read "
-    "and a write): 4 passes; backward each clamp's grad reads the grad and the saved input and "
-    "writes its grad (3) and the chunk's backward concatenates the two (2): n_c = 4 + 5 = 9, "
-    "moved as half in each pass as the routing bytes",
+    "and a write): 4 passes; backward PyTorch's clamp_backward (FunctionsManual.cpp) runs "
+    "where(self <= max, grad, 0) on the one-sided half (the compare: 2 + 1 bytes, the where: "
+    "1 + 2 + 2) and where((self >= min).logical_and_(self <= max), grad, 0) on the other "
+    "(3 + 3 + 3 + 5): 22 bytes per pair of elements, 5.5 passes of the bf16 whole, and the "
+    "chunk's backward concatenates the two grads (2): n_c = 4 + 7.5 = 11.5, moved as half in "
+    "each pass as the routing bytes",
     "HBM bytes of one MoE layer's eager clamp of the gated expert MLP for one micro-batch, "
     "forward (the backward moves as many again); 0 without the clamp.")

@@ -334,7 +334,7 @@ class Assumptions(Frozen):
     moe_expert_bias_passes: float = Field(default=14, ge=0, le=100, description="HBM passes "
         "of an expert bias added eagerly, forward + backward (compute.moe_expert_bias_bytes: "
         "counted from Megatron-core experts.py); a fused grouped MLP adds it in the GEMM: 0")
-    moe_act_clamp_passes: float = Field(default=9, ge=0, le=100, description="HBM passes over "
+    moe_act_clamp_passes: float = Field(default=11.5, ge=0, le=100, description="HBM passes over "
         "the expert fc1 output of an eager GLU clamp, forward + backward (compute."
         "moe_act_clamp_bytes: counted from Megatron-core fused_bias_geglu.py); a fused grouped "
         "MLP clamps in its kernel: 0")
