@@ -7,11 +7,10 @@ below refers to it. ZeRO-1 is the distributed optimizer, ZeRO-2/3 are Megatron-F
 from __future__ import annotations
 
 from optimus_calc.evaluate.shapes import max_chunks
-from optimus_calc.frameworks.base import (OFF_CPU, SMARTNIC, EnvVar, Exporter,
-                                          FrameworkPlugin, PhysicsProfile, Rule, Setting,
-                                          dividing_into, not_dividing, runs_offloads,
-                                          refuses_kernel, runs_precisions,
-                                          unbuildable_everywhere)
+from optimus_calc.frameworks.base import (OFF_CPU, SMARTNIC, EnvVar, Exporter, FrameworkPlugin,
+                                          PhysicsProfile, Rule, Setting, dividing_into,
+                                          not_dividing, runs_offloads, refuses_kernel,
+                                          runs_precisions, unbuildable_everywhere)
 from optimus_calc.specs.training import Offload, Precision, Recompute
 
 COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
@@ -98,6 +97,10 @@ RULES: tuple[Rule, ...] = (
          "EP > 1 (MoEFlexTokenDispatcher asserts \"DeepEP dispatcher requires TPxEP > 1\", "
          "its tp_size the expert TP group's, L86-89)",
          "megatron/core/transformer/moe/token_dispatcher.py L1836", _deepep_one_rank),
+    _row("MG_GRAPH_EXPERT_TP", "--cuda-graph-impl full_iteration on an MoE model runs the TE op "
+         "fuser's grouped MLP (--use-transformer-engine-op-fuser), which refuses expert TP > 1",
+         "megatron/core/transformer/moe/experts.py L287-289, L397-398",
+         lambda x: (x.etp > 1) if x.experts and x.cuda_graph else None),  # None: not MoE+graph
     _row("MG_FSDP_PP", "ZeRO-2/3 is Megatron-FSDP, documented to compose with TP, CP and EP "
          "but not PP", "docs/user-guide/features/megatron_fsdp.md L318; Megatron-FSDP v2 "
          "rejects PP, core/distributed/fsdp/mcore_fsdp_adapter.py L627-638",
@@ -167,10 +170,6 @@ def environment(layout) -> tuple[EnvVar, ...]:
 # TP > 1, sequence parallelism and Transformer Engine; @ 067f987): the Training defaults, which
 # the export writes (megatron_export.py) and the user turns off with --no-... flags.
 BRIDGE = "Megatron-Bridge src/megatron/bridge/recipes/common.py L83-84 @ 067f987"
-
-
-def _grad_overlap(tr) -> bool:
-    return bool(tr.overlap_grad_reduce)
 
 
 def _gather_overlap(tr) -> bool:
@@ -282,10 +281,10 @@ PROFILE = PhysicsProfile((
     # hidden); without it one bucket, reduced after the backward
     Setting("dp_reduce_overlap", 1, "--overlap-grad-reduce: megatron/training/arguments.py "
             "L3121-3122; megatron/core/distributed/distributed_data_parallel.py L131-137; "
-            + BRIDGE, when=_grad_overlap),
+            + BRIDGE, when=lambda tr: bool(tr.overlap_grad_reduce)),
     Setting("dp_reduce_overlap", 0, "--no-overlap-grad-reduce: megatron/training/"
             "arguments.py L3121-3122; megatron/core/distributed/distributed_data_parallel.py "
-            "L131-137; finalize_model_grads.py L640", when=lambda tr: not _grad_overlap(tr)),
+            "L131-137; finalize_model_grads.py L640", when=lambda tr: not tr.overlap_grad_reduce),
     # --overlap-param-gather: the distributed optimizer's all-gather overlaps the next forward;
     # without it (or without --overlap-grad-reduce, which it needs) it follows the step
     Setting("dp_gather_overlap", 1, "--overlap-param-gather: megatron/training/arguments.py "
@@ -362,8 +361,8 @@ PROFILE = PhysicsProfile((
                 and tr.gemm_recipe.transformer_engine)),
     Setting("moe_layer_fixed_s", 0.0, _CUDA_GRAPH, when=lambda tr: tr.cuda_graph_full_iteration),
     Setting("moe_layer_host_s", 0.0, _CUDA_GRAPH, when=lambda tr: tr.cuda_graph_full_iteration),
-    # the eager expert-bias add and GLU clamp (TEGroupedMLP) cannot be captured: the graph
-    # recipes' fused grouped MLP adds fc2's bias and clamps in its ops (assumed for any graph)
+    # the graph's MoE layers run the TE op fuser's grouped MLP (the export's flag; MG_GRAPH_
+    # EXPERT_TP), which adds fc2's bias and clamps in its fused ops, not in eager torch
     *(Setting(k, 0.0, "core/transformer/moe/experts.py L357-361, L547-575, L623-636 @ d98e8a6 "
               "(scale_bias, ScaledClampedQGeGLU in the fused grouped MLP)",
               when=lambda tr: tr.cuda_graph_full_iteration)

@@ -17,7 +17,8 @@ from typing import assert_never
 from optimus_calc.evaluate.shapes import split_layers, virtual_stage_layers
 from optimus_calc.frameworks.megatron import unbuildable
 from optimus_calc.frameworks.megatron_export_moe import (cross_entropy, cuda_graph, dispatcher,
-                                                         ep_overlap, moe_layers, token_drop)
+                                                         ep_overlap, graph_environment,
+                                                         moe_layers, token_drop)
 from optimus_calc.frameworks.exporting import (ExportError, environment_lines,
                                                grad_accumulation, node_split, require)
 from optimus_calc.frameworks import Framework
@@ -373,7 +374,7 @@ def megatron_args(layout, training, model, gpus_per_node: int | None = None,
                   extra_first: bool | None = None) -> str:
     args, head = megatron_arg_list(layout, training, model, gpus_per_node, extra_first)
     gpn, nodes = node_split(layout.gpus, gpus_per_node)
-    env = environment_lines(layout, Framework.MEGATRON)
+    env = environment_lines(layout, Framework.MEGATRON) + graph_environment(model, training)
     launch = (f"torchrun --nproc-per-node {gpn} --nnodes {nodes} --node-rank ${{NODE_RANK:-0}} "
               "--master-addr ${MASTER_ADDR:-localhost} --master-port ${MASTER_PORT:-6000} "
               "pretrain_gpt.py")

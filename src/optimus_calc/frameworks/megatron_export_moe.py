@@ -94,6 +94,18 @@ def cuda_graph(a, m, tr) -> None:
                        "perf_recipes/qwen/common.py L45 @ v0.6.0); the plan timed no drop")
 
 
+def graph_environment(m, tr) -> list[str]:
+    """The environment a full-iteration graph's MoE layers need: TEGroupedMLP asserts under
+    --use-transformer-engine-op-fuser that its fused grouped MLP is supported (megatron/core/
+    transformer/moe/experts.py L287-289 @ d98e8a6), which for a gated (GLU) expert MLP it is
+    only with NVTE_CUTEDSL_FUSED_GROUPED_MLP > 0 (L454) and expert TP 1 (L397, the rule
+    MG_GRAPH_EXPERT_TP)."""
+    if not (tr.cuda_graph_full_iteration and m.is_moe and m.ffn_type.matrices == 3):
+        return []
+    return ["export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1  # the TE op fuser's grouped MLP for a "
+            "gated expert MLP (megatron/core/transformer/moe/experts.py L287-289, L454)"]
+
+
 def cross_entropy(a, tr) -> None:
     """The loss the profile timed (compute.loss_bytes): --cross-entropy-loss-fusion for the
     native fused one; Transformer Engine's is refused at d98e8a6 (training/arguments.py
