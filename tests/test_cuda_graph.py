@@ -70,3 +70,33 @@ def test_an_moe_graph_refuses_expert_tp(run):
     assert "refuses expert TP > 1" in why and "experts.py L287-289, L397-398" in why
     assert run(*args, *graph, "--etp", "1").json()["frameworks"]["megatron"] == "runs"
     assert run(*args).json()["frameworks"]["megatron"] == "runs"
+
+
+def test_rows_on_a_graph_do_not_fit_the_host_constants(cat):
+    # the GB200 Qwen3-30B-A3B rows of 26.06-26.08 run a full-iteration graph: their step does
+    # not move with the default host constants, so their slopes are 0 (validate_moe.host_row)
+    from optimus_calc.validate import run_all
+    cases = run_all(cat, cross_validate=False)
+    rows = {c.case: c.host(i) for i, c in enumerate(cases) if c.host is not None}
+    graph = [h for k, h in rows.items() if "GB200 qwen3-30b-a3b" in k and "(26.06)" in k]
+    assert len(graph) == 1 and graph[0].K == 0.0 and graph[0].K_f == 0.0
+    eager = [h for k, h in rows.items() if "GB200 qwen3-30b-a3b" in k and "(26.04)" in k]
+    assert len(eager) == 1 and eager[0].K_f > 0
+
+
+def test_the_export_refuses_graphed_attention_recompute_with_dropout(run, tmp_path):
+    # Megatron-LM's TransformerConfig: with --recompute-granularity selective (recompute_modules
+    # default ["core_attn"], transformer_config.py L1940-1941) under a full-iteration graph,
+    # "attention dropout is not supported with graphed attention recomputation" (L2874-2884
+    # @ d98e8a6): --dropout writes --attention-dropout 0.1, which Megatron would refuse
+    base = ("plan", "llama-3-8b", "--node", "dgx-h100", "--framework", "megatron", "--tp", "1",
+            "--pp", "1", "--cuda-graph-impl", "full_iteration", "--export", "megatron")
+    out = tmp_path / "run.sh"
+    r = run(*base, "--recompute", "selective", "--dropout", "-o", out)
+    assert r.code == 2 and "L2874-2884" in r.err and "\n" not in r.err.strip()
+    assert not out.exists()
+    # without dropout, or with full recompute (L2855-2858: full recompute needs the graph), it
+    # is written
+    for extra in (("--recompute", "selective"), ("--recompute", "full", "--dropout")):
+        assert run(*base, *extra, "-o", out).code == 0
+        assert "--cuda-graph-impl full_iteration" in out.read_text()
