@@ -127,3 +127,10 @@ def test_megatron_and_torchtitan_exports_pin_the_evaluated_split(run, tmp_path):
     line = next(x for x in toml.splitlines() if x.startswith("module_fqns_per_model_part"))
     first = line.split("], [")[0]
     assert first.count('"layers.') == 11 and '"layers.10"' in first and '"layers.11"' not in first
+
+
+def test_the_switch_refuses_values_between(run):
+    # a switch, as the other on/off assumptions: 0.5 is neither split
+    r = run("memory", "llama-2-7b", "--nodes", 3, "--pp", 3, "--zero", 1, "--assume",
+            "pipeline_extra_layers_first=0.5")
+    assert r.code == 2 and "pipeline_extra_layers_first: must be 0 or 1 (a switch)" in r.err

@@ -363,7 +363,7 @@ PROFILE = PhysicsProfile((
     Setting("moe_layer_host_s", 0.0, _CUDA_GRAPH, when=lambda tr: tr.cuda_graph_full_iteration),
     # the graph's MoE layers run the TE op fuser's grouped MLP (the export's flag; MG_GRAPH_
     # EXPERT_TP), which adds fc2's bias and clamps in its fused ops, not in eager torch
-    *(Setting(k, 0.0, "core/transformer/moe/experts.py L357-361, L547-575, L623-636 @ d98e8a6 "
+    *(Setting(k, 0.0, "core/transformer/moe/experts.py L357-361, L548-589, L623-636 @ d98e8a6 "
               "(scale_bias, ScaledClampedQGeGLU in the fused grouped MLP)",
               when=lambda tr: tr.cuda_graph_full_iteration)
       for k in ("moe_expert_bias_passes", "moe_act_clamp_passes")),

@@ -163,7 +163,7 @@ class Assumptions(Frozen):
         default=0.0, ge=0, le=1, description="1: an uneven pipeline split puts the extra layers "
         "on the first stages and never counts the embedding or the loss as a layer (the DeepSpeed "
         "profile: PipelineModule's partition_method 'type:...', pipe/module.py L412-417); 0: "
-        "shapes.split_layers' (Megatron-LM's and torchtitan's); a switch: above 0 is on")
+        "shapes.split_layers' (Megatron-LM's and torchtitan's); a switch, 0 or 1")
     dp_reduce_after_backward: float = Field(default=0.0, ge=0, le=1, description="1: ZeRO-0's "
                                             "all-reduce follows the whole backward (the DeepSpeed "
                                             "profile: engine.py L2970-2982, L2891-2914)")
@@ -375,7 +375,8 @@ class Assumptions(Frozen):
         return value
 
     @field_validator("nccl_latency_model", "sac_saves_ep_all_to_all",
-                     "flash_attention_2_over_cudnn", "zero3_recompute_regathers")
+                     "flash_attention_2_over_cudnn", "zero3_recompute_regathers",
+                     "pipeline_extra_layers_first")
     @classmethod
     def _a_switch(cls, value: float) -> float:
         """A switch: 0 or 1 (NCCL's model or the catalog's alpha; saved or re-run), no between."""
