@@ -182,25 +182,19 @@ def _pipeline_note(layout, model, fw, extra_first: bool | None = None) -> str:
     split = split_layers(model.layers, layout.pp, extra_first=True)
     evaluated = split_layers(model.layers, layout.pp, extra_first is not False)
     how = ("the extra ones on the first stages" if len(set(split)) > 1 else "evenly")
+    ds = fw is Framework.DEEPSPEED
+    name = ("a PipelineModule with partition_method='type:<the class name of your transformer "
+            "block>'" if ds else "GPTModelPipe's partition_method 'type:transformer' (megatron/"
+            "model/gpt_model.py L459-463 @ 4efb479d; no flag changes it)")
+    made = (f"{name} (deepspeed/runtime/pipe/module.py L412-417 @ edaa722) splits the "
+            f"{model.layers} layers {split} over the {layout.pp} stages, {how}")
     if evaluated != split:
-        name = ("PipelineModule's partition_method='type:<the class name of your transformer "
-                "block>'" if fw is Framework.DEEPSPEED else "GPTModelPipe's partition_method "
-                "'type:transformer' (megatron/model/gpt_model.py L459-463 @ 4efb479d)")
         return (f"pipeline split: the plan evaluated {evaluated} layers per stage (a physics "
                 "profile with pipeline_extra_layers_first 0), which the pipeline engine does "
-                f"not make: {name} splits the {model.layers} layers {split}, {how} "
-                "(deepspeed/runtime/pipe/module.py L412-417 @ edaa722); a plan with "
-                "--framework deepspeed evaluates that split")
-    if fw is Framework.DEEPSPEED:
-        return (f"pipeline split: give the PipelineModule partition_method='type:<the class "
-                f"name of your transformer block>' (deepspeed/runtime/pipe/module.py L412-417 "
-                f"@ edaa722): it splits the {model.layers} blocks {split} over the {layout.pp} "
-                f"stages, {how}, as the plan assumed; the default 'parameters' weighs the "
-                "embedding and the head by their parameters and splits otherwise")
-    return (f"pipeline split: GPTModelPipe's partition_method 'type:transformer' (megatron/"
-            f"model/gpt_model.py L459-463 @ 4efb479d; no flag changes it) splits the "
-            f"{model.layers} layers {split} over the {layout.pp} stages, {how}, as the plan "
-            "assumed")
+                f"not make: {made}; a plan with --framework deepspeed evaluates that split")
+    return (f"pipeline split: {made}, as the plan assumed" + (
+        "; pass it: the default 'parameters' weighs the embedding and the head by their "
+        "parameters and splits otherwise" if ds else ""))
 
 
 def _launch(layout, training, model, fw, gpus_per_node: int | None,

@@ -336,8 +336,8 @@ class Assumptions(Frozen):
         "counted from Megatron-core experts.py); a fused grouped MLP adds it in the GEMM: 0")
     moe_act_clamp_passes: float = Field(default=11.5, ge=0, le=100, description="HBM passes over "
         "the expert fc1 output of an eager GLU clamp, forward + backward (compute."
-        "moe_act_clamp_bytes: counted from Megatron-core fused_bias_geglu.py); a fused grouped "
-        "MLP clamps in its kernel: 0")
+        "moe_act_clamp_bytes: counted from Megatron-core fused_bias_geglu.py and PyTorch's "
+        "clamp_backward); a fused grouped MLP clamps in its kernel: 0")
     loss_forward_bytes_per_logit: float = Field(default=38, ge=0, le=1000, description="HBM "
         "bytes per logit of the loss's forward (compute.loss_bytes): Megatron-LM's unfused "
         "count, assumed for eager losses; the Megatron profile sets its fused ones")
