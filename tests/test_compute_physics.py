@@ -143,21 +143,43 @@ def test_tokens_per_expert_and_expert_gemm(cat):
 def test_routing_bytes_by_hand():
     # permute + unpermute, each a read and a write of 4096 tokens x 2 copies x 4096 x 2 bytes:
     # 4 x 4096 x 2 x 4096 x 2 = 268,435,456 bytes; router: 3 x 4096 x 8 logits x 4 bytes = 393,216
-    assert eq.compute__moe_permute_bytes(b_a=2, h=4096, k=2, tau_mb=4096) == 268_435_456
-    assert eq.compute__moe_router_bytes(E=8, b_r=4, tau_mb=4096) == 393_216
+    assert eq.compute__moe_permute_bytes(b_a=2, h=4096, k=2, tau_mb=4096, t=1,
+                                         t_x=1) == 268_435_456
+    assert eq.compute__moe_router_bytes(E=8, b_r=4, tau_mb=4096, t=1) == 393_216
+
+
+def test_routing_bytes_count_the_sequence_parallel_shard():
+    # TP 2: each GPU's MoE layer takes its sequence-parallel shard, 4096 / 2 = 2048 tokens
+    # (Megatron-core moe_layer.py L636-640, token_dispatcher.py L57 @ d98e8a6). With expert TP
+    # 1 (parallel folding) a GPU permutes only its shard's rows: 268,435,456 / 2 = 134,217,728;
+    # with expert TP 2 the all-gather over the expert-TP group brings the other shard's rows:
+    # 268,435,456 again. The router reads the shard's logits: 393,216 / 2 = 196,608.
+    assert eq.compute__moe_permute_bytes(b_a=2, h=4096, k=2, tau_mb=4096, t=2,
+                                         t_x=1) == 134_217_728
+    assert eq.compute__moe_permute_bytes(b_a=2, h=4096, k=2, tau_mb=4096, t=2,
+                                         t_x=2) == 268_435_456
+    assert eq.compute__moe_router_bytes(E=8, b_r=4, tau_mb=4096, t=2) == 196_608
+    # GPT-OSS's eager bias at TP 2, expert TP 1: 660,602,880 / 2 = 330,301,440 (rows as the
+    # permutation's); its clamp at TP 2, expert TP 2: the rows of both shards, each 2 f_x / 2
+    # wide: 5.75 x 4096 x 4 x (2 x 2880) x 2 / 2 = 542,638,080 (half of 1,085,276,160)
+    assert eq.compute__moe_expert_bias_bytes(b_a=2, h=2880, k=4, n_b=14, tau_mb=4096, t=2,
+                                             t_x=1) == 330_301_440
+    assert eq.compute__moe_act_clamp_bytes(b_a=2, f_x=2880, k=4, n_c=11.5, tau_mb=4096,
+                                           t=2) == 542_638_080
 
 
 def test_router_bytes_reach_the_step(run):
     # Mixtral on 4 x DGX H100, TP 2, EP 8, DP 16, global batch 16: one micro-batch per step;
-    # fp64 router logits (8 bytes) instead of fp32 (4) add 3 x 4096 x 8 x 4 = 393,216 bytes per
-    # MoE layer and pass; 32 MoE layers, one forward and one backward pass:
-    # 2 x 32 x 393,216 / (3350e9 x 0.9) = 8.3467e-6 s of element-wise time
+    # each GPU's router reads its sequence-parallel shard, 4096 / 2 = 2048 tokens: fp64 router
+    # logits (8 bytes) instead of fp32 (4) add 3 x 2048 x 8 x 4 = 196,608 bytes per MoE layer
+    # and pass; 32 MoE layers, one forward and one backward pass:
+    # 2 x 32 x 196,608 / (3350e9 x 0.9) = 4.1734e-6 s of element-wise time
     args = ("mixtral-8x7b", "--node", "dgx-h100", "--nodes", 4, "--tp", 2, "--ep", 8,
             "--seq-len", 4096, "--global-batch", 16)
     d4 = step_json(run, *args)
     d8 = step_json(run, *args, "--assume", "moe_router_logit_bytes=8")
     assert d8["elementwise_s"] - d4["elementwise_s"] == pytest.approx(
-        2 * 32 * 393_216 / (3350e9 * 0.9), rel=1e-6)
+        2 * 32 * 196_608 / (3350e9 * 0.9), rel=1e-6)
 
 
 def test_full_recompute_working_set(run):
@@ -185,8 +207,8 @@ def test_expert_bias_bytes_by_hand():
     # GPT-OSS's eager fc2 bias add (Megatron-core experts.py _apply_bias): 14 passes of the
     # tau_mb x k x h bf16 rows over a forward and a backward, 7 a pass: 7 x 4096 x 4 x 2880 x 2
     # = 660,602,880 bytes per MoE layer and pass
-    assert eq.compute__moe_expert_bias_bytes(b_a=2, h=2880, k=4, n_b=14,
-                                             tau_mb=4096) == 660_602_880
+    assert eq.compute__moe_expert_bias_bytes(b_a=2, h=2880, k=4, n_b=14, tau_mb=4096, t=1,
+                                             t_x=1) == 660_602_880
 
 
 def test_expert_bias_reaches_the_step_outside_a_cuda_graph(run):

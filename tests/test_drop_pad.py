@@ -164,7 +164,11 @@ def test_the_shipped_constants_are_the_fit_of_the_public_moe_rows(cat):
     # the share to 0.56; validate's leave-one-source-out error (521 rows) is 9.31% shipped,
     # 9.30% at 1.4 ms, 9.29% at 1.4 ms and 0.57, at which the sync refits to 1.3 ms again: no
     # fixed point on the grids and 0.02 point at most, so the shipped constants stay (every
-    # hand-computed MoE fixed cost, 0.1584 s and the rest, with them)
+    # hand-computed MoE fixed cost, 0.1584 s and the rest, with them). Round 21, with the
+    # routing bytes counted per sequence-parallel shard at TP > 1 (compute.moe_permute_bytes):
+    # at 1.3 ms the share refits to 0.52, and at 0.52 the sync and the launches stay 1.3 and
+    # 2.0 ms, a fixed point; the leave-one-source-out error (521 rows) 9.129% at 0.58, 9.089%
+    # at 0.52: shipped
     from optimus_calc.frameworks.megatron import EP_OVERLAP_SHARE
     from optimus_calc.validate_moe import fit_overlap
     a = Assumptions()
@@ -174,4 +178,4 @@ def test_the_shipped_constants_are_the_fit_of_the_public_moe_rows(cat):
     assert abs(sync - a.moe_layer_host_s) <= 0.0001 + 1e-12 and launches == a.moe_layer_fixed_s
     assert (a.moe_layer_host_s, a.moe_layer_fixed_s) == (0.0013, 0.002)
     assert sum(h.A > 0 for h in every) == 39 - 2
-    assert abs(fit_overlap(every) - EP_OVERLAP_SHARE) <= 0.02 + 1e-12 and EP_OVERLAP_SHARE == 0.58
+    assert abs(fit_overlap(every) - EP_OVERLAP_SHARE) <= 0.02 + 1e-12 and EP_OVERLAP_SHARE == 0.52

@@ -180,13 +180,32 @@ published_flops_per_token = equation(
     "Training FLOPs per token as a publication counts them: `validate` "
     "turns a prediction into the published TFLOP/s with the publication's own formula.")
 
+
+
+def _t_moe():
+    """The attention TP as the MoE layers see it, declared again where used ("t" names other
+    splits in this module too, and a symbol's meaning is the last one declared)."""
+    return sym("t", "tensor-parallel degree of the attention: each GPU's MoE layer takes the "
+               "sequence-parallel shard of tau_mb / t tokens (Megatron-core moe/moe_layer.py "
+               "L636-640 @ d98e8a6 refuses TP without SP in training; token_dispatcher.py L57: "
+               "S/TP x B local tokens)", positive=True)
+
+
+t_m = _t_moe()
+t_xm = sym("t_x", "expert tensor-parallel degree (--etp; TP unless parallel folding sets it): "
+           "the expert-TP all-gather after the dispatch gives each GPU its t_x ranks' rows "
+           "(token_dispatcher.py L86, expt_tp)", positive=True)
+_SHARD = ("; per GPU the rows of its sequence-parallel shard, tau_mb / t, times the t_x expert-TP "
+          "ranks whose rows it gathers (Megatron-core moe_layer.py L636-640, token_dispatcher.py "
+          "L57, L86 @ d98e8a6; 1 without TP)")
+
 moe_permute_bytes = equation(
-    "compute.moe_permute_bytes", 2 * 2 * tok_mb * k_top * h * b_a, "bytes",
+    "compute.moe_permute_bytes", 2 * 2 * tok_mb * k_top * h * b_a * t_xm / t_m, "bytes",
     "Megatron-core MoE (transformer/moe/moe_utils.py permute/unpermute, token_dispatcher.py): "
     "each token is gathered into k expert-ordered rows before the experts and scattered back "
     "and summed after; each is a read and a write of tau_mb x k x h activations "
     "(MegaBlocks, Gale et al. 2023, arXiv 2211.15841, section 5: gather/scatter are "
-    "memory-bound)",
+    "memory-bound)" + _SHARD,
     "HBM bytes of one MoE layer's token permutation and unpermutation for one micro-batch, "
     "forward (the backward moves as many again).")
 
@@ -194,7 +213,7 @@ n_b = sym("n_b", "HBM passes of the eager expert bias add over a forward and a b
           "(Assumptions.moe_expert_bias_passes)")
 
 moe_expert_bias_bytes = equation(
-    "compute.moe_expert_bias_bytes", n_b / 2 * tok_mb * k_top * h * b_a, "bytes",
+    "compute.moe_expert_bias_bytes", n_b / 2 * tok_mb * k_top * h * b_a * t_xm / t_m, "bytes",
     "Megatron-core TEGroupedMLP._apply_bias (transformer/moe/experts.py @ core_v0.16.0 "
     "L609-626, @ d98e8a6 L345-380): with expert biases (GPT-OSS, add_bias_linear) fc2 returns "
     "its bias (skip_bias_add=True) and every expert's rows get t + b p in eager torch, then "
@@ -202,7 +221,7 @@ moe_expert_bias_bytes = equation(
     "the router's bf16: TE fused_topk_with_score_function): forward b p written (1), the add "
     "(3), the cat (2); backward the split's cat (2), the mul's grad x p and grad x b each "
     "written and summed (3 + 3): n_b = 6 + 8 = 14, moved as 7 in each pass as the routing "
-    "bytes",
+    "bytes" + _SHARD,
     "HBM bytes of one MoE layer's eager expert output-bias add for one micro-batch, forward "
     "(the backward moves as many again); 0 without expert biases.")
 
@@ -266,10 +285,12 @@ rope_bytes = equation(
     "direction (0 without YaRN or with a fused RoPE).")
 
 moe_router_bytes = equation(
-    "compute.moe_router_bytes", 3 * tok_mb * E * b_r, "bytes",
+    "compute.moe_router_bytes", 3 * tok_mb * E * b_r / _t_moe(), "bytes",
     "Megatron-core MoE router (transformer/moe/router.py: logits, softmax, top-k): the "
-    "tau_mb x E logits written by the router GEMM, read and written by the softmax, read by "
-    "the top-k (fused or not: three passes assumed)",
+    "tau_mb / t x E logits of the GPU's sequence-parallel shard (moe_layer.py L636-640, "
+    "token_dispatcher.py L57 @ d98e8a6; torchtitan's router reads the replicated tau_mb, "
+    "counted as Megatron's) written by the router GEMM, read and written by the softmax, "
+    "read by the top-k (fused or not: three passes assumed)",
     "HBM bytes of one MoE layer's softmax and top-k over the router logits for one micro-batch "
     "(the router GEMM's FLOPs are in compute.flops_per_token_layer as 2 h E).")
 
@@ -304,7 +325,8 @@ n_c = sym("n_c", "HBM passes over the expert fc1 output of the eager GLU clamp, 
           "backward (Assumptions.moe_act_clamp_passes)")
 
 moe_act_clamp_bytes = equation(
-    "compute.moe_act_clamp_bytes", n_c / 2 * tok_mb * k_top * 2 * f_x * b_a, "bytes",
+    "compute.moe_act_clamp_bytes", n_c / 2 * tok_mb * k_top * 2 * f_x * b_a / _t_moe(),
+    "bytes",
     "Megatron-core weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py L424-432 @ "
     "d98e8a6), which TEGroupedMLP runs with a clamp value (moe/experts.py L973-981; GPT-OSS: "
     "activation_func_clamp_value 7.0, Megatron-Bridge gpt_oss_provider.py L84 @ v0.3.0): "
@@ -315,6 +337,7 @@ moe_act_clamp_bytes = equation(
     "1 + 2 + 2) and where((self >= min).logical_and_(self <= max), grad, 0) on the other "
     "(3 + 3 + 3 + 5): 22 bytes per pair of elements, 5.5 passes of the bf16 whole, and the "
     "chunk's backward concatenates the two grads (2): n_c = 4 + 7.5 = 11.5, moved as half in "
-    "each pass as the routing bytes",
+    "each pass as the routing bytes; rows of 2 f_x / t_x elements (expert TP splits the "
+    "width)" + _SHARD,
     "HBM bytes of one MoE layer's eager clamp of the gated expert MLP for one micro-batch, "
     "forward (the backward moves as many again); 0 without the clamp.")

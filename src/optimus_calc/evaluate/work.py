@@ -97,13 +97,13 @@ def _moe_work(ctx: Ctx, tau, r_full):
     eta_x = expert_efficiency(ctx.hw.gpu, model.hidden, ctx.t, tokens_mb, model.top_k,
                               model.experts, ctx.ep, model.expert_ffn, etp=ctx.t_x, fixed=fixed,
                               streams=asm.moe_expert_gemm_streams, imbalance=asm.moe_imbalance)
-    rows = dict(b_a=ctx.tr.weight_bytes, k=model.top_k, tau_mb=tokens_mb)
-    route = (eq.compute__moe_permute_bytes(h=model.hidden, **rows)
+    rows = dict(b_a=ctx.tr.weight_bytes, k=model.top_k, tau_mb=tokens_mb, t=ctx.t)
+    route = (eq.compute__moe_permute_bytes(h=model.hidden, t_x=ctx.t_x, **rows)
              + eq.compute__moe_router_bytes(E=model.experts, b_r=asm.moe_router_logit_bytes,
-                                            tau_mb=tokens_mb))
+                                            tau_mb=tokens_mb, t=ctx.t))
     if model.mlp_bias:  # expert biases: eager unless a profile's fused MLP adds them (0)
         route += eq.compute__moe_expert_bias_bytes(n_b=asm.moe_expert_bias_passes,
-                                                   h=model.hidden, **rows)
+                                                   h=model.hidden, t_x=ctx.t_x, **rows)
     if model.glu_clamp:  # the GLU's clamp: likewise
         route += eq.compute__moe_act_clamp_bytes(n_c=asm.moe_act_clamp_passes,
                                                  f_x=model.expert_ffn, **rows)
