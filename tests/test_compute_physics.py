@@ -144,28 +144,74 @@ def test_routing_bytes_by_hand():
     # permute + unpermute, each a read and a write of 4096 tokens x 2 copies x 4096 x 2 bytes:
     # 4 x 4096 x 2 x 4096 x 2 = 268,435,456 bytes; router: 3 x 4096 x 8 logits x 4 bytes = 393,216
     assert eq.compute__moe_permute_bytes(b_a=2, h=4096, k=2, tau_mb=4096, t=1,
-                                         t_x=1) == 268_435_456
-    assert eq.compute__moe_router_bytes(E=8, b_r=4, tau_mb=4096, t=1) == 393_216
+                                         g_p=1) == 268_435_456
+    assert eq.compute__moe_router_bytes(E=8, b_r=4, tau_mb=4096, t=1, rho_r=0) == 393_216
 
 
 def test_routing_bytes_count_the_sequence_parallel_shard():
     # TP 2: each GPU's MoE layer takes its sequence-parallel shard, 4096 / 2 = 2048 tokens
-    # (Megatron-core moe_layer.py L636-640, token_dispatcher.py L57 @ d98e8a6). With expert TP
-    # 1 (parallel folding) a GPU permutes only its shard's rows: 268,435,456 / 2 = 134,217,728;
-    # with expert TP 2 the all-gather over the expert-TP group brings the other shard's rows:
-    # 268,435,456 again. The router reads the shard's logits: 393,216 / 2 = 196,608.
+    # (Megatron-core moe_layer.py L636-640, token_dispatcher.py L57 @ d98e8a6). Megatron's
+    # alltoall dispatcher permutes that shard's rows before the all-to-all and unpermutes them
+    # after, whatever the expert TP (L665-675, L889-895; g_p = 1): 268,435,456 / 2 =
+    # 134,217,728. A dispatcher that permutes the rows it receives (DeepEP, HybridEP,
+    # torchtitan) at expert TP 2 has the other shard's rows too (g_p = 2): 268,435,456.
     assert eq.compute__moe_permute_bytes(b_a=2, h=4096, k=2, tau_mb=4096, t=2,
-                                         t_x=1) == 134_217_728
+                                         g_p=1) == 134_217_728
     assert eq.compute__moe_permute_bytes(b_a=2, h=4096, k=2, tau_mb=4096, t=2,
-                                         t_x=2) == 268_435_456
-    assert eq.compute__moe_router_bytes(E=8, b_r=4, tau_mb=4096, t=2) == 196_608
-    # GPT-OSS's eager bias at TP 2, expert TP 1: 660,602,880 / 2 = 330,301,440 (rows as the
-    # permutation's); its clamp at TP 2, expert TP 2: the rows of both shards, each 2 f_x / 2
-    # wide: 5.75 x 4096 x 4 x (2 x 2880) x 2 / 2 = 542,638,080 (half of 1,085,276,160)
+                                         g_p=2) == 268_435_456
+    # the router reads the shard's logits, 393,216 / 2 = 196,608, or, run on the TP-replicated
+    # tokens (torchtitan, DeepSpeed: rho_r = 1), all 393,216
+    assert eq.compute__moe_router_bytes(E=8, b_r=4, tau_mb=4096, t=2, rho_r=0) == 196_608
+    assert eq.compute__moe_router_bytes(E=8, b_r=4, tau_mb=4096, t=2, rho_r=1) == 393_216
+    # GPT-OSS's eager bias at TP 2, expert TP 1: the expert MLP's rows after the expert-TP
+    # gather (L741-750), 660,602,880 / 2 = 330,301,440; its clamp at TP 2, expert TP 2: the
+    # rows of both shards, each 2 f_x / 2 wide: 5.75 x 4096 x 4 x (2 x 2880) x 2 / 2 =
+    # 542,638,080 (half of 1,085,276,160)
     assert eq.compute__moe_expert_bias_bytes(b_a=2, h=2880, k=4, n_b=14, tau_mb=4096, t=2,
                                              t_x=1) == 330_301_440
     assert eq.compute__moe_act_clamp_bytes(b_a=2, f_x=2880, k=4, n_c=11.5, tau_mb=4096,
                                            t=2) == 542_638_080
+
+
+# qwen3-30b-a3b (48 MoE layers, h 2048, top-8 of 128 experts) on 2 x DGX H100, TP 2, EP 8,
+# DP 8, one 4096-token micro-batch per GPU (global batch 8)
+_Q30_TP2 = ("qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", 2, "--tp", 2, "--ep", 8,
+            "--seq-len", 4096, "--micro-batch", 1, "--global-batch", 8)
+
+
+def test_permuting_the_received_rows_reaches_the_step(run):
+    # expert TP = TP = 2: permuting the received rows (g_p = 2) instead of the shard's (1) adds
+    # 4 x 4096 x 8 x 2048 x 2 / 2 = 268,435,456 bytes per MoE layer and pass: 48 layers x 2
+    # passes / (3350e9 x 0.9) = 8.5474e-3 s of element-wise time
+    own = step_json(run, *_Q30_TP2)
+    rec = step_json(run, *_Q30_TP2, "--assume", "moe_permute_received_rows=1")
+    assert rec["elementwise_s"] - own["elementwise_s"] == pytest.approx(
+        2 * 48 * 268_435_456 / (3350e9 * 0.9), rel=1e-6)
+    # DeepEP permutes what it receives whatever the switch says: the same bytes
+    deepep = step_json(run, *_Q30_TP2, "--moe-dispatcher", "deepep")
+    assert deepep["elementwise_s"] == pytest.approx(rec["elementwise_s"], rel=1e-9)
+
+
+def test_a_router_on_the_replicated_tokens_reaches_the_step(run):
+    # the router on all 4096 tokens (rho_r = 1) instead of the 2048 of the shard: 3 x 4096 x
+    # 128 x 4 / 2 = 3,145,728 bytes more per MoE layer and pass; x 48 x 2 / (3350e9 x 0.9) =
+    # 1.00162e-4 s. torchtitan's profile sets both switches (its router on the replicated
+    # input, its reorderer on the received rows): the same sum as the two typed
+    base = step_json(run, *_Q30_TP2)
+    rep = step_json(run, *_Q30_TP2, "--assume", "moe_router_tp_replicated=1")
+    assert rep["elementwise_s"] - base["elementwise_s"] == pytest.approx(
+        2 * 48 * 3_145_728 / (3350e9 * 0.9), rel=1e-6)
+    tt = run("step", *_Q30_TP2, "--framework", "torchtitan", "--format", "json").json()
+    applied = tt["physics_profile"]["applied"]
+    assert (applied["moe_router_tp_replicated"], applied["moe_permute_received_rows"]) == (1, 1)
+
+
+def test_megatron_refuses_moe_with_tp_and_no_sequence_parallelism(run):
+    # Megatron-core raises in training for an MoE layer with TP > 1 and SP off (moe_layer.py
+    # L636-640 @ d98e8a6); the routing bytes count the SP shard on that ground
+    r = run("step", *_Q30_TP2, "--no-sp", "--framework", "megatron")
+    assert r.code == 2 and "MoE model with TP > 1 trains only with sequence parallelism" in r.err
+    assert run("step", *_Q30_TP2, "--framework", "megatron").code == 0
 
 
 def test_router_bytes_reach_the_step(run):

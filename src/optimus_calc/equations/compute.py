@@ -101,10 +101,12 @@ kappa = sym("kappa_c", "1 when the attention kernel skips the blocks a causal ma
             "(FlashAttention-2/3, cuDNN fused attention), 0 when it computes the full s x s "
             "scores (unfused baddbmm + softmax + bmm)")
 N_p = sym("N_act", "parameters a token passes through (active parameters for MoE)")
-tok_mb = sym("tau_mb", "tokens of one micro-batch on one GPU (s b / cp)")
+tok_mb = sym("tau_mb", "tokens of one micro-batch on one GPU (s b / cp), before any TP split")
 k_top = sym("k", "experts each token is routed to (top-k)")
 b_a = sym("b_a", "bytes per activation element (bf16: 2)")
 b_r = sym("b_r", "bytes per router logit (fp32 softmax: 4)")
+rho_r = sym("rho_r", "1 where the router runs on the TP-replicated tokens, 0 on the "
+            "sequence-parallel shard (Assumptions.moe_router_tp_replicated)")
 
 causal_attention_flops = equation(
     "compute.causal_attention_flops", F_af * (1 - kappa / 2), "FLOP",
@@ -194,18 +196,26 @@ def _t_moe():
 t_m = _t_moe()
 t_xm = sym("t_x", "expert tensor-parallel degree (--etp; TP unless parallel folding sets it): "
            "the expert-TP all-gather after the dispatch gives each GPU its t_x ranks' rows "
-           "(token_dispatcher.py L86, expt_tp)", positive=True)
+           "(token_dispatcher.py L86, expt_tp; L741-750)", positive=True)
 _SHARD = ("; per GPU the rows of its sequence-parallel shard, tau_mb / t, times the t_x expert-TP "
           "ranks whose rows it gathers (Megatron-core moe_layer.py L636-640, token_dispatcher.py "
-          "L57, L86 @ d98e8a6; 1 without TP)")
+          "L57, L86, L741-750 @ d98e8a6; 1 without TP)")
+g_p = sym("g_p", "expert-TP ranks whose rows a GPU permutes: 1 where it permutes its own "
+          "tau_mb / t tokens before the all-to-all and unpermutes them after (Megatron-core's "
+          "alltoall dispatcher, token_dispatcher.py L665-675, L889-895 @ d98e8a6; DeepSpeed's), "
+          "t_x where it permutes the rows it receives, the other expert-TP ranks' included "
+          "(DeepEP and HybridEP: each token sent to every expert-TP rank, L1836-1841; "
+          "torchtitan; Assumptions.moe_permute_received_rows)", positive=True)
 
 moe_permute_bytes = equation(
-    "compute.moe_permute_bytes", 2 * 2 * tok_mb * k_top * h * b_a * t_xm / t_m, "bytes",
+    "compute.moe_permute_bytes", 2 * 2 * tok_mb * k_top * h * b_a * g_p / t_m, "bytes",
     "Megatron-core MoE (transformer/moe/moe_utils.py permute/unpermute, token_dispatcher.py): "
     "each token is gathered into k expert-ordered rows before the experts and scattered back "
     "and summed after; each is a read and a write of tau_mb x k x h activations "
     "(MegaBlocks, Gale et al. 2023, arXiv 2211.15841, section 5: gather/scatter are "
-    "memory-bound)" + _SHARD,
+    "memory-bound); per GPU the rows of its sequence-parallel shard, tau_mb / t (moe_layer.py "
+    "L636-640, token_dispatcher.py L57), times g_p (the alltoall dispatcher's sort of the "
+    "gathered rows by local expert, L741-750, is not counted)",
     "HBM bytes of one MoE layer's token permutation and unpermutation for one micro-batch, "
     "forward (the backward moves as many again).")
 
@@ -216,7 +226,7 @@ moe_expert_bias_bytes = equation(
     "compute.moe_expert_bias_bytes", n_b / 2 * tok_mb * k_top * h * b_a * t_xm / t_m, "bytes",
     "Megatron-core TEGroupedMLP._apply_bias (transformer/moe/experts.py @ core_v0.16.0 "
     "L609-626, @ d98e8a6 L345-380): with expert biases (GPT-OSS, add_bias_linear) fc2 returns "
-    "its bias (skip_bias_add=True) and every expert's rows get t + b p in eager torch, then "
+    "its bias (skip_bias_add=True) and every expert's rows get out + b p in eager torch, then "
     "torch.cat; fc1's bias runs in the GEMM. Passes of the tau_mb x k x h bf16 rows (probs in "
     "the router's bf16: TE fused_topk_with_score_function): forward b p written (1), the add "
     "(3), the cat (2); backward the split's cat (2), the mul's grad x p and grad x b each "
@@ -285,12 +295,14 @@ rope_bytes = equation(
     "direction (0 without YaRN or with a fused RoPE).")
 
 moe_router_bytes = equation(
-    "compute.moe_router_bytes", 3 * tok_mb * E * b_r / _t_moe(), "bytes",
+    "compute.moe_router_bytes", 3 * tok_mb * E * b_r * (rho_r + (1 - rho_r) / _t_moe()),
+    "bytes",
     "Megatron-core MoE router (transformer/moe/router.py: logits, softmax, top-k): the "
     "tau_mb / t x E logits of the GPU's sequence-parallel shard (moe_layer.py L636-640, "
-    "token_dispatcher.py L57 @ d98e8a6; torchtitan's router reads the replicated tau_mb, "
-    "counted as Megatron's) written by the router GEMM, read and written by the softmax, "
-    "read by the top-k (fused or not: three passes assumed)",
+    "token_dispatcher.py L57 @ d98e8a6), or of all tau_mb tokens where the router runs on the "
+    "TP-replicated input (rho_r = 1: torchtitan's NoParallel router.gate, models/gpt_oss/"
+    "infra/parallelize.py L273-284 @ v0.2.2; DeepSpeed), written by the router GEMM, read and "
+    "written by the softmax, read by the top-k (fused or not: three passes assumed)",
     "HBM bytes of one MoE layer's softmax and top-k over the router logits for one micro-batch "
     "(the router GEMM's FLOPs are in compute.flops_per_token_layer as 2 h E).")
 
@@ -337,7 +349,9 @@ moe_act_clamp_bytes = equation(
     "1 + 2 + 2) and where((self >= min).logical_and_(self <= max), grad, 0) on the other "
     "(3 + 3 + 3 + 5): 22 bytes per pair of elements, 5.5 passes of the bf16 whole, and the "
     "chunk's backward concatenates the two grads (2): n_c = 4 + 7.5 = 11.5, moved as half in "
-    "each pass as the routing bytes; rows of 2 f_x / t_x elements (expert TP splits the "
-    "width)" + _SHARD,
+    "each pass as the routing bytes; per GPU tau_mb k t_x / t rows of 2 f_x / t_x elements, "
+    "so t_x cancels: the sequence-parallel shard's tokens, the expert-TP ranks' rows gathered "
+    "and the width split over them (moe_layer.py L636-640, token_dispatcher.py L57, L741-750 "
+    "@ d98e8a6)",
     "HBM bytes of one MoE layer's eager clamp of the gated expert MLP for one micro-batch, "
     "forward (the backward moves as many again); 0 without the clamp.")

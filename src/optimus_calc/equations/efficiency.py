@@ -63,7 +63,7 @@ layer_efficiency = equation(
 
 
 # ---- MoE: routed experts are small grouped GEMMs (issue 19) ---------------------------------
-tok_mb = sym("tau_mb", "tokens of one micro-batch on one GPU (s b / cp)")
+tok_mb = sym("tau_mb", "tokens of one micro-batch on one GPU (s b / cp), before any TP split")
 k_top = sym("k", "experts each token is routed to (top-k)")
 E = sym("E", "routed experts (router width); 0 for dense")
 e_p = sym("e_p", "expert-parallel degree")

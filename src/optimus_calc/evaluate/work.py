@@ -98,9 +98,12 @@ def _moe_work(ctx: Ctx, tau, r_full):
                               model.experts, ctx.ep, model.expert_ffn, etp=ctx.t_x, fixed=fixed,
                               streams=asm.moe_expert_gemm_streams, imbalance=asm.moe_imbalance)
     rows = dict(b_a=ctx.tr.weight_bytes, k=model.top_k, tau_mb=tokens_mb, t=ctx.t)
-    route = (eq.compute__moe_permute_bytes(h=model.hidden, t_x=ctx.t_x, **rows)
+    received = asm.moe_permute_received_rows or ctx.tr.moe_dispatcher.value != "alltoall"
+    route = (eq.compute__moe_permute_bytes(h=model.hidden, g_p=ctx.t_x if received else 1,
+                                           **rows)
              + eq.compute__moe_router_bytes(E=model.experts, b_r=asm.moe_router_logit_bytes,
-                                            tau_mb=tokens_mb, t=ctx.t))
+                                            tau_mb=tokens_mb, t=ctx.t,
+                                            rho_r=asm.moe_router_tp_replicated))
     if model.mlp_bias:  # expert biases: eager unless a profile's fused MLP adds them (0)
         route += eq.compute__moe_expert_bias_bytes(n_b=asm.moe_expert_bias_passes,
                                                    h=model.hidden, t_x=ctx.t_x, **rows)

@@ -178,6 +178,10 @@ RULES: tuple[Rule, ...] = ENGINE_RULES + (
 
 # The DeepSpeed engine's physics (shared with Megatron-DeepSpeed, which runs on the engine).
 ENGINE_PROFILE = PhysicsProfile((
+    # the MoE gate runs on every TP rank's replicated tokens (AutoEP; the engine's MOELayer
+    # gates first and drops the TP duplicates after)
+    Setting("moe_router_tp_replicated", 1, "DeepSpeed @ edaa722 deepspeed/module_inject/"
+            "auto_ep_layer.py L588-592; deepspeed/moe/sharded_moe.py L679-682"),
     # gradients accumulate in the model dtype unless data_types.grad_accum_dtype is set, and
     # reduce in bf16/fp16 unless communication_data_type is set: 2 bytes per gradient
     Setting("grad_bytes", 2, "DeepSpeed @ edaa722 deepspeed/runtime/engine.py L1404-1417, "

@@ -61,7 +61,6 @@ def unbuildable(m) -> str | None:
     return None
 
 
-
 _ARCH_SOURCE = ("training/arguments.py L2397 (position embeddings), L2450 (--swiglu); "
                 "core/transformer/transformer_config.py L212-218 (biases)")
 
@@ -97,6 +96,9 @@ RULES: tuple[Rule, ...] = (
          "EP > 1 (MoEFlexTokenDispatcher asserts \"DeepEP dispatcher requires TPxEP > 1\", "
          "its tp_size the expert TP group's, L86-89)",
          "megatron/core/transformer/moe/token_dispatcher.py L1836", _deepep_one_rank),
+    _row("MG_MOE_SP", "an MoE model with TP > 1 trains only with sequence parallelism (not "
+         "--no-sp)", "megatron/core/transformer/moe/moe_layer.py L636-640",
+         lambda x: x.tp_without_sp if x.experts else None),
     _row("MG_GRAPH_EXPERT_TP", "--cuda-graph-impl full_iteration on an MoE model runs the TE op "
          "fuser's grouped MLP (--use-transformer-engine-op-fuser), which refuses expert TP > 1",
          "megatron/core/transformer/moe/experts.py L287-289, L397-398",
@@ -183,9 +185,8 @@ def _gather_overlap(tr) -> bool:
 # (Assumptions.moe_layer_host_s, moe_layer_fixed_s; validate_moe.fit_overlap); every one of the
 # 39 was predicted fast with 1. Below 1: the dispatcher's kernels take SMs from the compute they
 # overlap (Megatron-Bridge perf_recipes/gpt_oss/common.py L32-33 @ 067f987df: HybridEP on 32
-# SMs), and a micro-batch's all-to-all can outlast the other one's compute (round 17's refit,
-# 0.60, raised the held-out error: not shipped; round 21's, 0.52 after the routing bytes
-# counted the sequence-parallel shard, lowered it: shipped, tests/test_drop_pad.py)
+# SMs), and a micro-batch's all-to-all can outlast the other one's compute (refits: round 17's
+# 0.60 raised the held-out error, round 21's 0.52 lowered it; tests/test_drop_pad.py)
 EP_OVERLAP_SHARE = 0.52
 EP_OVERLAP_SOURCE = ("--overlap-moe-expert-parallel-comm: megatron/core/model_parallel_config.py "
                      "L343-346, transformer/transformer_config.py L3002-3041; Megatron-Bridge "
@@ -259,6 +260,7 @@ def _loss_is(impl: str):
 
 
 # What the exported launch (megatron_export.py) runs. Every Megatron-LM line at d98e8a6.
+_HYBRID_OPT = "megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py L150-179"
 PROFILE = PhysicsProfile((
     # bf16 forces fp32 gradient accumulation and all-reduce (accumulate_allreduce_grads_in_fp32)
     # unless --grad-reduce-in-bf16; the DDP main-grad buffer then holds fp32: 4 bytes/param.
@@ -270,10 +272,8 @@ PROFILE = PhysicsProfile((
     Setting("grads_stay_on_gpu", 1, "megatron/core/optimizer/cpu_offloading/"
             "hybrid_optimizer.py L100-115, L150-179"),
     # ... and the D2H copies run after the backward and the DP reduction, not during it
-    Setting("ds_zero1_overlap_comm", 0, "megatron/core/optimizer/cpu_offloading/"
-            "hybrid_optimizer.py L150-179"),
-    Setting("ds_zero2_overlap_comm", 0, "megatron/core/optimizer/cpu_offloading/"
-            "hybrid_optimizer.py L150-179"),
+    Setting("ds_zero1_overlap_comm", 0, _HYBRID_OPT),
+    Setting("ds_zero2_overlap_comm", 0, _HYBRID_OPT),
     # the backward's TP collectives are issued async before the weight-gradient GEMM
     # (CUDA_DEVICE_MAX_CONNECTIONS=1, which environment() exports) and waited after it
     Setting("tp_backward_overlap", 1, "megatron/core/tensor_parallel/layers.py L694-711, "

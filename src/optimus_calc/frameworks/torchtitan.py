@@ -312,6 +312,12 @@ PROFILE = PhysicsProfile((
             per_model=lambda m: None if m.is_moe else 0.0),
     # MoE experts: one torch._grouped_mm per projection over all local experts
     Setting("moe_expert_gemm_streams", 1e6, "torchtitan/models/moe/moe.py L37, L113-128"),
+    # MoE under TP: the block's input all-gathered to Replicate, the router on all of it; the
+    # routed rows split over TP by the reorderer (expert TP 1) or all kept (expert TP = TP)
+    Setting("moe_router_tp_replicated", 1, "torchtitan/models/llama4/infra/parallelize.py "
+            "L519-529 (moe.router.gate NoParallel)"),
+    Setting("moe_permute_received_rows", 1, "torchtitan/models/llama4/infra/parallelize.py "
+            "L530-536; distributed/expert_parallel.py L258-289 (ReordererSequenceParallel)"),
     # --recompute selective is torchtitan's op AC (selective_ac_option "op", the recipes'
     # default): every other aten.mm and the SDPA output saved, the rest re-run. With torchao
     # float8 linears the same (1): their forward calls torch.mm on Float8 tensor subclasses

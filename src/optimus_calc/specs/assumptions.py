@@ -331,6 +331,13 @@ class Assumptions(Frozen):
     moe_host_sync_min_ep: float = Field(default=1, ge=1, le=1e6, description="moe_layer_host_s "
         "is paid from this EP degree up; torchtitan 2 (only the EP all-to-all syncs), Megatron-LM "
         "with --moe-pad-expert-input-to-capacity 1e6 (no sync)")
+    moe_permute_received_rows: float = Field(default=0.0, ge=0, le=1, description="1: the "
+        "token permutation runs on the rows a GPU receives, its expert-TP ranks' included "
+        "(torchtitan; DeepEP and HybridEP are so whatever this says); 0: on its own sequence-"
+        "parallel shard (Megatron-LM's alltoall dispatcher, compute.moe_permute_bytes); a switch")
+    moe_router_tp_replicated: float = Field(default=0.0, ge=0, le=1, description="1: the router "
+        "runs on the TP-replicated tokens (torchtitan, DeepSpeed); 0: on the sequence-parallel "
+        "shard (Megatron-LM; compute.moe_router_bytes); a switch")
     moe_expert_bias_passes: float = Field(default=14, ge=0, le=100, description="HBM passes "
         "of an expert bias added eagerly, forward + backward (compute.moe_expert_bias_bytes: "
         "counted from Megatron-core experts.py); a fused grouped MLP adds it in the GEMM: 0")
@@ -376,7 +383,8 @@ class Assumptions(Frozen):
 
     @field_validator("nccl_latency_model", "sac_saves_ep_all_to_all",
                      "flash_attention_2_over_cudnn", "zero3_recompute_regathers",
-                     "pipeline_extra_layers_first")
+                     "pipeline_extra_layers_first", "moe_permute_received_rows",
+                     "moe_router_tp_replicated")
     @classmethod
     def _a_switch(cls, value: float) -> float:
         """A switch: 0 or 1 (NCCL's model or the catalog's alpha; saved or re-run), no between."""

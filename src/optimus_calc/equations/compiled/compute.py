@@ -59,7 +59,7 @@ def compute__loss_time(B_hbm, M_loss, eta_hbm, lambda_h, m):
 
 
 def compute__moe_act_clamp_bytes(b_a, f_x, k, n_c, t, tau_mb):
-    """compute.moe_act_clamp_bytes [bytes]: Megatron-core weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py L424-432 @ d98e8a6), which TEGroupedMLP runs with a clamp value (moe/experts.py L973-981; GPT-OSS: activation_func_clamp_value 7.0, Megatron-Bridge gpt_oss_provider.py L84 @ v0.3.0): before the fused kernel, in eager torch, the fc1 output (2 f_x bf16 per routed row) is chunked, each half clamped (a read and a write of the whole) and concatenated (a read and a write): 4 passes; backward PyTorch's clamp_backward (FunctionsManual.cpp) runs where(self <= max, grad, 0) on the one-sided half (the compare: 2 + 1 bytes, the where: 1 + 2 + 2) and where((self >= min).logical_and_(self <= max), grad, 0) on the other (3 + 3 + 3 + 5): 22 bytes per pair of elements, 5.5 passes of the bf16 whole, and the chunk's backward concatenates the two grads (2): n_c = 4 + 7.5 = 11.5, moved as half in each pass as the routing bytes; rows of 2 f_x / t_x elements (expert TP splits the width); per GPU the rows of its sequence-parallel shard, tau_mb / t, times the t_x expert-TP ranks whose rows it gathers (Megatron-core moe_layer.py L636-640, token_dispatcher.py L57, L86 @ d98e8a6; 1 without TP)"""
+    """compute.moe_act_clamp_bytes [bytes]: Megatron-core weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py L424-432 @ d98e8a6), which TEGroupedMLP runs with a clamp value (moe/experts.py L973-981; GPT-OSS: activation_func_clamp_value 7.0, Megatron-Bridge gpt_oss_provider.py L84 @ v0.3.0): before the fused kernel, in eager torch, the fc1 output (2 f_x bf16 per routed row) is chunked, each half clamped (a read and a write of the whole) and concatenated (a read and a write): 4 passes; backward PyTorch's clamp_backward (FunctionsManual.cpp) runs where(self <= max, grad, 0) on the one-sided half (the compare: 2 + 1 bytes, the where: 1 + 2 + 2) and where((self >= min).logical_and_(self <= max), grad, 0) on the other (3 + 3 + 3 + 5): 22 bytes per pair of elements, 5.5 passes of the bf16 whole, and the chunk's backward concatenates the two grads (2): n_c = 4 + 7.5 = 11.5, moved as half in each pass as the routing bytes; per GPU tau_mb k t_x / t rows of 2 f_x / t_x elements, so t_x cancels: the sequence-parallel shard's tokens, the expert-TP ranks' rows gathered and the width split over them (moe_layer.py L636-640, token_dispatcher.py L57, L741-750 @ d98e8a6)"""
     return b_a*f_x*k*n_c*tau_mb/t
 
 
@@ -69,7 +69,7 @@ def compute__moe_expert_backward_flops(F_xf, r_x):
 
 
 def compute__moe_expert_bias_bytes(b_a, h, k, n_b, t, t_x, tau_mb):
-    """compute.moe_expert_bias_bytes [bytes]: Megatron-core TEGroupedMLP._apply_bias (transformer/moe/experts.py @ core_v0.16.0 L609-626, @ d98e8a6 L345-380): with expert biases (GPT-OSS, add_bias_linear) fc2 returns its bias (skip_bias_add=True) and every expert's rows get t + b p in eager torch, then torch.cat; fc1's bias runs in the GEMM. Passes of the tau_mb x k x h bf16 rows (probs in the router's bf16: TE fused_topk_with_score_function): forward b p written (1), the add (3), the cat (2); backward the split's cat (2), the mul's grad x p and grad x b each written and summed (3 + 3): n_b = 6 + 8 = 14, moved as 7 in each pass as the routing bytes; per GPU the rows of its sequence-parallel shard, tau_mb / t, times the t_x expert-TP ranks whose rows it gathers (Megatron-core moe_layer.py L636-640, token_dispatcher.py L57, L86 @ d98e8a6; 1 without TP)"""
+    """compute.moe_expert_bias_bytes [bytes]: Megatron-core TEGroupedMLP._apply_bias (transformer/moe/experts.py @ core_v0.16.0 L609-626, @ d98e8a6 L345-380): with expert biases (GPT-OSS, add_bias_linear) fc2 returns its bias (skip_bias_add=True) and every expert's rows get out + b p in eager torch, then torch.cat; fc1's bias runs in the GEMM. Passes of the tau_mb x k x h bf16 rows (probs in the router's bf16: TE fused_topk_with_score_function): forward b p written (1), the add (3), the cat (2); backward the split's cat (2), the mul's grad x p and grad x b each written and summed (3 + 3): n_b = 6 + 8 = 14, moved as 7 in each pass as the routing bytes; per GPU the rows of its sequence-parallel shard, tau_mb / t, times the t_x expert-TP ranks whose rows it gathers (Megatron-core moe_layer.py L636-640, token_dispatcher.py L57, L86, L741-750 @ d98e8a6; 1 without TP)"""
     return (1/2)*b_a*h*k*n_b*t_x*tau_mb/t
 
 
@@ -78,14 +78,14 @@ def compute__moe_expert_forward_flops(L_moe, f_x, h, k, m_m, tau_g):
     return 2*L_moe*f_x*h*k*m_m*tau_g
 
 
-def compute__moe_permute_bytes(b_a, h, k, t, t_x, tau_mb):
-    """compute.moe_permute_bytes [bytes]: Megatron-core MoE (transformer/moe/moe_utils.py permute/unpermute, token_dispatcher.py): each token is gathered into k expert-ordered rows before the experts and scattered back and summed after; each is a read and a write of tau_mb x k x h activations (MegaBlocks, Gale et al. 2023, arXiv 2211.15841, section 5: gather/scatter are memory-bound); per GPU the rows of its sequence-parallel shard, tau_mb / t, times the t_x expert-TP ranks whose rows it gathers (Megatron-core moe_layer.py L636-640, token_dispatcher.py L57, L86 @ d98e8a6; 1 without TP)"""
-    return 4*b_a*h*k*t_x*tau_mb/t
+def compute__moe_permute_bytes(b_a, g_p, h, k, t, tau_mb):
+    """compute.moe_permute_bytes [bytes]: Megatron-core MoE (transformer/moe/moe_utils.py permute/unpermute, token_dispatcher.py): each token is gathered into k expert-ordered rows before the experts and scattered back and summed after; each is a read and a write of tau_mb x k x h activations (MegaBlocks, Gale et al. 2023, arXiv 2211.15841, section 5: gather/scatter are memory-bound); per GPU the rows of its sequence-parallel shard, tau_mb / t (moe_layer.py L636-640, token_dispatcher.py L57), times g_p (the alltoall dispatcher's sort of the gathered rows by local expert, L741-750, is not counted)"""
+    return 4*b_a*g_p*h*k*tau_mb/t
 
 
-def compute__moe_router_bytes(E, b_r, t, tau_mb):
-    """compute.moe_router_bytes [bytes]: Megatron-core MoE router (transformer/moe/router.py: logits, softmax, top-k): the tau_mb / t x E logits of the GPU's sequence-parallel shard (moe_layer.py L636-640, token_dispatcher.py L57 @ d98e8a6; torchtitan's router reads the replicated tau_mb, counted as Megatron's) written by the router GEMM, read and written by the softmax, read by the top-k (fused or not: three passes assumed)"""
-    return 3*E*b_r*tau_mb/t
+def compute__moe_router_bytes(E, b_r, rho_r, t, tau_mb):
+    """compute.moe_router_bytes [bytes]: Megatron-core MoE router (transformer/moe/router.py: logits, softmax, top-k): the tau_mb / t x E logits of the GPU's sequence-parallel shard (moe_layer.py L636-640, token_dispatcher.py L57 @ d98e8a6), or of all tau_mb tokens where the router runs on the TP-replicated input (rho_r = 1: torchtitan's NoParallel router.gate, models/gpt_oss/infra/parallelize.py L273-284 @ v0.2.2; DeepSpeed), written by the router GEMM, read and written by the softmax, read by the top-k (fused or not: three passes assumed)"""
+    return 3*E*b_r*tau_mb*(rho_r + (1 - rho_r)/t)
 
 
 def compute__optimizer_step_time(B_core, B_mem, F_core, F_dev, P_n, beta_p, c_n, eta_m, n_t, phi_p):
