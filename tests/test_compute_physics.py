@@ -152,13 +152,17 @@ def test_routing_bytes_count_the_sequence_parallel_shard():
     # TP 2: each GPU's MoE layer takes its sequence-parallel shard, 4096 / 2 = 2048 tokens
     # (Megatron-core moe_layer.py L636-640, token_dispatcher.py L57 @ d98e8a6). Megatron's
     # alltoall dispatcher permutes that shard's rows before the all-to-all and unpermutes them
-    # after, whatever the expert TP (L665-675, L889-895; g_p = 1): 268,435,456 / 2 =
+    # after (L665-675, L889-895; g_p = 1 with one local expert): 268,435,456 / 2 =
     # 134,217,728. A dispatcher that permutes the rows it receives (DeepEP, HybridEP,
-    # torchtitan) at expert TP 2 has the other shard's rows too (g_p = 2): 268,435,456.
+    # torchtitan) at expert TP 2 has the other shard's rows too (g_p = 2): 268,435,456; the
+    # alltoall dispatcher with several local experts also sorts those (g_p = 1 + 2 = 3):
+    # 402,653,184.
     assert eq.compute__moe_permute_bytes(b_a=2, h=4096, k=2, tau_mb=4096, t=2,
                                          g_p=1) == 134_217_728
     assert eq.compute__moe_permute_bytes(b_a=2, h=4096, k=2, tau_mb=4096, t=2,
                                          g_p=2) == 268_435_456
+    assert eq.compute__moe_permute_bytes(b_a=2, h=4096, k=2, tau_mb=4096, t=2,
+                                         g_p=3) == 402_653_184
     # the router reads the shard's logits, 393,216 / 2 = 196,608, or, run on the TP-replicated
     # tokens (torchtitan, DeepSpeed: rho_r = 1), all 393,216
     assert eq.compute__moe_router_bytes(E=8, b_r=4, tau_mb=4096, t=2, rho_r=0) == 196_608
@@ -180,16 +184,29 @@ _Q30_TP2 = ("qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", 2, "--tp", 2, "--e
 
 
 def test_permuting_the_received_rows_reaches_the_step(run):
-    # expert TP = TP = 2: permuting the received rows (g_p = 2) instead of the shard's (1) adds
-    # 4 x 4096 x 8 x 2048 x 2 / 2 = 268,435,456 bytes per MoE layer and pass: 48 layers x 2
-    # passes / (3350e9 x 0.9) = 8.5474e-3 s of element-wise time
+    # expert TP = TP = 2, 128 / 8 = 16 local experts: the alltoall dispatcher permutes its own
+    # shard (1 row pass) and sorts the received rows of both expert-TP ranks by local expert
+    # (token_dispatcher.py L757-789, L803-822: 2 more), g_p = 3; a dispatcher that permutes the
+    # received rows instead moves them once, g_p = 2: 4 x 4096 x 8 x 2048 x 2 / 2 =
+    # 268,435,456 bytes less per MoE layer and pass; x 48 layers x 2 passes / (3350e9 x 0.9)
+    # = 8.5474e-3 s of element-wise time
     own = step_json(run, *_Q30_TP2)
     rec = step_json(run, *_Q30_TP2, "--assume", "moe_permute_received_rows=1")
-    assert rec["elementwise_s"] - own["elementwise_s"] == pytest.approx(
+    assert own["elementwise_s"] - rec["elementwise_s"] == pytest.approx(
         2 * 48 * 268_435_456 / (3350e9 * 0.9), rel=1e-6)
     # DeepEP permutes what it receives whatever the switch says: the same bytes
     deepep = step_json(run, *_Q30_TP2, "--moe-dispatcher", "deepep")
     assert deepep["elementwise_s"] == pytest.approx(rec["elementwise_s"], rel=1e-9)
+    # one local expert (Mixtral, 8 experts on EP 8): no sort, the alltoall dispatcher's own
+    # shard only, g_p = 1; the received rows at expert TP 2, g_p = 2: 4 x 4096 x 2 x 4096 x 2
+    # / 2 = 134,217,728 bytes more per MoE layer and pass, 32 layers x 2 / (3350e9 x 0.9) =
+    # 2.8494e-3 s
+    mix = ("mixtral-8x7b", "--node", "dgx-h100", "--nodes", 2, "--tp", 2, "--ep", 8,
+           "--seq-len", 4096, "--micro-batch", 1, "--global-batch", 8)
+    own = step_json(run, *mix)
+    rec = step_json(run, *mix, "--assume", "moe_permute_received_rows=1")
+    assert rec["elementwise_s"] - own["elementwise_s"] == pytest.approx(
+        2 * 32 * 134_217_728 / (3350e9 * 0.9), rel=1e-6)
 
 
 def test_a_router_on_the_replicated_tokens_reaches_the_step(run):

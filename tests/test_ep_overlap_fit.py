@@ -26,10 +26,10 @@ def _host(cat, row, asm=None):
 
 
 def test_the_profiles_share_is_refitted_a_typed_one_is_not(cat):
-    # shipped: the Megatron profile hides 0.52 of the flagged row's all-to-all, which the fit
+    # shipped: the Megatron profile hides 0.56 of the flagged row's all-to-all, which the fit
     # moves (A > 0); the row without the flag hides none (o0 0, A 0)
     on, off = _host(cat, _row(FLAG)), _host(cat, _row(NO_FLAG))
-    assert (on.o0, off.o0, off.A) == (0.52, 0.0, 0.0) and on.A > 0
+    assert (on.o0, off.o0, off.A) == (0.56, 0.0, 0.0) and on.A > 0
     # --assume ep_overlap=1 is the user's share, on every MoE row of any framework (the
     # profile keeps it: frameworks/base.apply); validate's LOSO column must not refit it (it
     # did, fitting one share to all 129 MoE rows: `validate --assume ep_overlap=1` printed
@@ -42,9 +42,9 @@ def test_the_profiles_share_is_refitted_a_typed_one_is_not(cat):
 
 def test_pp_without_interleave_hides_nothing_so_its_slope_is_zero(cat):
     # Megatron refuses the overlap at PP > 1 without a virtual pipeline (transformer_config.py
-    # L3007-3011): the profile still sets 0.52, the evaluator zeroes o_ep (evaluate/work.py),
+    # L3007-3011): the profile still sets 0.56, the evaluator zeroes o_ep (evaluate/work.py),
     # so the step does not move with the share and A is exactly 0 (the fit leaves it out)
     vp = _host(cat, _row(PP_VP))
     plain = _host(cat, replace(_row(PP_VP), vp=1))
-    assert vp.o0 == plain.o0 == 0.52
+    assert vp.o0 == plain.o0 == 0.56
     assert vp.A > 0 and plain.A == 0.0

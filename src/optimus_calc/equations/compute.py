@@ -200,12 +200,14 @@ t_xm = sym("t_x", "expert tensor-parallel degree (--etp; TP unless parallel fold
 _SHARD = ("; per GPU the rows of its sequence-parallel shard, tau_mb / t, times the t_x expert-TP "
           "ranks whose rows it gathers (Megatron-core moe_layer.py L636-640, token_dispatcher.py "
           "L57, L86, L741-750 @ d98e8a6; 1 without TP)")
-g_p = sym("g_p", "expert-TP ranks whose rows a GPU permutes: 1 where it permutes its own "
-          "tau_mb / t tokens before the all-to-all and unpermutes them after (Megatron-core's "
-          "alltoall dispatcher, token_dispatcher.py L665-675, L889-895 @ d98e8a6; DeepSpeed's), "
-          "t_x where it permutes the rows it receives, the other expert-TP ranks' included "
-          "(DeepEP and HybridEP: each token sent to every expert-TP rank, L1836-1841; "
-          "torchtitan; Assumptions.moe_permute_received_rows)", positive=True)
+g_p = sym("g_p", "row passes of a GPU's permutation, in tau_mb k / t rows: Megatron-core's "
+          "alltoall dispatcher permutes its own tau_mb / t tokens before the all-to-all and "
+          "unpermutes them after (token_dispatcher.py L665-675, L889-895 @ d98e8a6: 1) and, "
+          "with more than one local expert, sorts the t_x expert-TP ranks' received rows by "
+          "expert and back (L757-789, L803-822: + t_x; DeepSpeed reads them in place, "
+          "Assumptions.moe_sort_by_local_expert 0); DeepEP, HybridEP and torchtitan permute "
+          "the rows they receive (a token sent to every expert-TP rank, L1836-1841: t_x; "
+          "Assumptions.moe_permute_received_rows)", positive=True)
 
 moe_permute_bytes = equation(
     "compute.moe_permute_bytes", 2 * 2 * tok_mb * k_top * h * b_a * g_p / t_m, "bytes",
@@ -214,8 +216,8 @@ moe_permute_bytes = equation(
     "and summed after; each is a read and a write of tau_mb x k x h activations "
     "(MegaBlocks, Gale et al. 2023, arXiv 2211.15841, section 5: gather/scatter are "
     "memory-bound); per GPU the rows of its sequence-parallel shard, tau_mb / t (moe_layer.py "
-    "L636-640, token_dispatcher.py L57), times g_p (the alltoall dispatcher's sort of the "
-    "gathered rows by local expert, L741-750, is not counted)",
+    "L636-640, token_dispatcher.py L57), times the row passes g_p (the sort by local expert "
+    "included)",
     "HBM bytes of one MoE layer's token permutation and unpermutation for one micro-batch, "
     "forward (the backward moves as many again).")
 

@@ -99,8 +99,10 @@ def _moe_work(ctx: Ctx, tau, r_full):
                               streams=asm.moe_expert_gemm_streams, imbalance=asm.moe_imbalance)
     rows = dict(b_a=ctx.tr.weight_bytes, k=model.top_k, tau_mb=tokens_mb, t=ctx.t)
     received = asm.moe_permute_received_rows or ctx.tr.moe_dispatcher.value != "alltoall"
-    route = (eq.compute__moe_permute_bytes(h=model.hidden, g_p=ctx.t_x if received else 1,
-                                           **rows)
+    # the alltoall dispatcher's own shard, and its sort by local expert where a GPU has several
+    g_p = (ctx.t_x if received else
+           1 + ctx.t_x * asm.moe_sort_by_local_expert * (model.experts > ctx.ep))
+    route = (eq.compute__moe_permute_bytes(h=model.hidden, g_p=g_p, **rows)
              + eq.compute__moe_router_bytes(E=model.experts, b_r=asm.moe_router_logit_bytes,
                                             tau_mb=tokens_mb, t=ctx.t,
                                             rho_r=asm.moe_router_tp_replicated))

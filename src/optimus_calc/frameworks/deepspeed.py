@@ -182,6 +182,10 @@ ENGINE_PROFILE = PhysicsProfile((
     # gates first and drops the TP duplicates after)
     Setting("moe_router_tp_replicated", 1, "DeepSpeed @ edaa722 deepspeed/module_inject/"
             "auto_ep_layer.py L588-592; deepspeed/moe/sharded_moe.py L679-682"),
+    # ... and its experts read the received rows in place: a reshape to (EP, local experts)
+    # and one chunk view per expert, no sort by local expert
+    Setting("moe_sort_by_local_expert", 0, "DeepSpeed @ edaa722 deepspeed/moe/sharded_moe.py "
+            "L735-736; deepspeed/moe/experts.py L28-33"),
     # gradients accumulate in the model dtype unless data_types.grad_accum_dtype is set, and
     # reduce in bf16/fp16 unless communication_data_type is set: 2 bytes per gradient
     Setting("grad_bytes", 2, "DeepSpeed @ edaa722 deepspeed/runtime/engine.py L1404-1417, "

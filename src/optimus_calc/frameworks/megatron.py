@@ -187,7 +187,7 @@ def _gather_overlap(tr) -> bool:
 # overlap (Megatron-Bridge perf_recipes/gpt_oss/common.py L32-33 @ 067f987df: HybridEP on 32
 # SMs), and a micro-batch's all-to-all can outlast the other one's compute (refits: round 17's
 # 0.60 raised the held-out error, round 21's 0.52 lowered it; tests/test_drop_pad.py)
-EP_OVERLAP_SHARE = 0.52
+EP_OVERLAP_SHARE = 0.56
 EP_OVERLAP_SOURCE = ("--overlap-moe-expert-parallel-comm: megatron/core/model_parallel_config.py "
                      "L343-346, transformer/transformer_config.py L3002-3041; Megatron-Bridge "
                      "scripts/performance/utils/helpers.py L183-187 @ v0.2.1; the share "

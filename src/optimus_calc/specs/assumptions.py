@@ -320,12 +320,12 @@ class Assumptions(Frozen):
                     "scheduler, logging, garbage collection; docs/reference/framework-physics.md "
                     "section 5). Fitted by calibrate; a framework profile may set it")
     moe_layer_host_s: float = Field(
-        default=0.0013, ge=0, le=10, description="host time per MoE layer per micro-batch "
+        default=0.0015, ge=0, le=10, description="host time per MoE layer per micro-batch "
         "(forward and backward) the GPU waits for: the dropless token dispatcher syncs the host "
         "on the token counts (Megatron-LM token_dispatcher.py L452-470, L590-616; torchtitan "
         "expert_parallel.py L134-135), exposing the launches after it (step.fixed_time). "
         "Fitted with moe_layer_fixed_s and Megatron's EP overlap share (validate_moe.py)")
-    moe_layer_fixed_s: float = Field(default=0.0020, ge=0, le=10, description="host time per "
+    moe_layer_fixed_s: float = Field(default=0.0018, ge=0, le=10, description="host time per "
         "MoE layer per micro-batch of its short kernels launched one by one (router, permutation, "
         "dispatch), sync or not (step.fixed_time). Fitted with moe_layer_host_s (validate_moe.py)")
     moe_host_sync_min_ep: float = Field(default=1, ge=1, le=1e6, description="moe_layer_host_s "
@@ -338,6 +338,9 @@ class Assumptions(Frozen):
     moe_router_tp_replicated: float = Field(default=0.0, ge=0, le=1, description="1: the router "
         "runs on the TP-replicated tokens (torchtitan, DeepSpeed); 0: on the sequence-parallel "
         "shard (Megatron-LM; compute.moe_router_bytes); a switch")
+    moe_sort_by_local_expert: float = Field(default=1.0, ge=0, le=1, description="1: the "
+        "alltoall dispatcher sorts the received rows by local expert and back (Megatron-LM; "
+        "compute.moe_permute_bytes), 0: it reads them in place (DeepSpeed); a switch")
     moe_expert_bias_passes: float = Field(default=14, ge=0, le=100, description="HBM passes "
         "of an expert bias added eagerly, forward + backward (compute.moe_expert_bias_bytes: "
         "counted from Megatron-core experts.py); a fused grouped MLP adds it in the GEMM: 0")
@@ -384,7 +387,7 @@ class Assumptions(Frozen):
     @field_validator("nccl_latency_model", "sac_saves_ep_all_to_all",
                      "flash_attention_2_over_cudnn", "zero3_recompute_regathers",
                      "pipeline_extra_layers_first", "moe_permute_received_rows",
-                     "moe_router_tp_replicated")
+                     "moe_router_tp_replicated", "moe_sort_by_local_expert")
     @classmethod
     def _a_switch(cls, value: float) -> float:
         """A switch: 0 or 1 (NCCL's model or the catalog's alpha; saved or re-run), no between."""

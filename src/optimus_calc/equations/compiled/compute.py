@@ -79,7 +79,7 @@ def compute__moe_expert_forward_flops(L_moe, f_x, h, k, m_m, tau_g):
 
 
 def compute__moe_permute_bytes(b_a, g_p, h, k, t, tau_mb):
-    """compute.moe_permute_bytes [bytes]: Megatron-core MoE (transformer/moe/moe_utils.py permute/unpermute, token_dispatcher.py): each token is gathered into k expert-ordered rows before the experts and scattered back and summed after; each is a read and a write of tau_mb x k x h activations (MegaBlocks, Gale et al. 2023, arXiv 2211.15841, section 5: gather/scatter are memory-bound); per GPU the rows of its sequence-parallel shard, tau_mb / t (moe_layer.py L636-640, token_dispatcher.py L57), times g_p (the alltoall dispatcher's sort of the gathered rows by local expert, L741-750, is not counted)"""
+    """compute.moe_permute_bytes [bytes]: Megatron-core MoE (transformer/moe/moe_utils.py permute/unpermute, token_dispatcher.py): each token is gathered into k expert-ordered rows before the experts and scattered back and summed after; each is a read and a write of tau_mb x k x h activations (MegaBlocks, Gale et al. 2023, arXiv 2211.15841, section 5: gather/scatter are memory-bound); per GPU the rows of its sequence-parallel shard, tau_mb / t (moe_layer.py L636-640, token_dispatcher.py L57), times the row passes g_p (the sort by local expert included)"""
     return 4*b_a*g_p*h*k*tau_mb/t
 
 
