@@ -136,13 +136,18 @@ def _training(global_batch_help: str, per_layout: bool, lists: bool = False) -> 
         click.option("--recompute", type=click.Choice([r.value for r in Recompute]),
                      default=Recompute.NONE.value, show_default=True,
                      help="Activation recomputation."),
+        click.option("--recompute-modules", default=None, metavar="LIST",
+                     help="With --recompute selective: Megatron-LM's --recompute-modules, "
+                          "layernorm,moe_act (the norm outputs and the routed experts' "
+                          "activation re-run in the backward; the attention core is not)."),
         click.option("--sp/--no-sp", default=None,
                      help="Sequence parallelism (with TP > 1; default: on, or the one value "
                           "the --framework named runs the layout with)."),
         click.option("--model-states-only", is_flag=True,
                      help="Only weights, gradients and optimizer state (papers' arithmetic)."),
     ]
-    micro_batch, recompute, sp, states_only = layout_only if per_layout else [None] * 4
+    micro_batch, recompute, modules, sp, states_only = (layout_only if per_layout
+                                                        else [None] * 5)
     return _stack(*[opt for opt in (
         click.option("--seq-len", type=str if lists else click.IntRange(1, 10_000_000),
                      default=None, metavar="N[,N...]" if lists else None,
@@ -168,6 +173,7 @@ def _training(global_batch_help: str, per_layout: bool, lists: bool = False) -> 
                      help="Bytes per gradient on the GPU (default: as the weights; 4 gives the "
                           "18 bytes/param DeepSpeed/Megatron convention)."),
         recompute,
+        modules,
         sp,
         click.option("--flash-attn/--no-flash-attn", default=True, show_default=True,
                      help="FlashAttention (no s^2 score matrices stored)."),

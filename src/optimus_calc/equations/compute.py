@@ -357,3 +357,35 @@ moe_act_clamp_bytes = equation(
     "@ d98e8a6)",
     "HBM bytes of one MoE layer's eager clamp of the gated expert MLP for one micro-batch, "
     "forward (the backward moves as many again); 0 without the clamp.")
+
+# ---- Megatron-LM's output-discarding selective recomputation (--recompute-modules) ----------
+n_cf = sym("n_cf", "forward HBM passes over the expert fc1 output (2 f_x wide) of the eager GLU "
+           "clamp (Assumptions.moe_act_clamp_forward_passes; 0 without the clamp)")
+moe_act_recompute_bytes = equation(
+    "compute.moe_act_recompute_bytes", tok_mb * k_top * f_x * b_a / _t_moe() * (mm + 2 * n_cf),
+    "bytes",
+    "Megatron-core TEGroupedMLP with recompute_modules moe_act (transformer/moe/experts.py "
+    "L269-272, L1019-1030 @ d98e8a6): bias_act_func runs under CheckpointWithoutOutput, its "
+    "output (the fc2 input) is discarded once fc2 has run and re-computed before fc2's "
+    "backward (transformer_config.py L560-582: output-discarding). The re-run forward reads the "
+    "fc1 output and writes the activation: a gated MLP reads 2 f_x and writes f_x, a 2-matrix "
+    "one reads and writes f_x: m_m passes of f_x; with a clamp (GPT-OSS) the eager chunk, clamp "
+    "and cat before the fused kernel run again, n_cf passes of the 2 f_x row "
+    "(compute.moe_act_clamp_bytes). Per GPU tau_mb k t_x / t rows of width / t_x, as there",
+    "HBM bytes one MoE layer's backward adds for one micro-batch when moe_act is recomputed.")
+
+n_n = sym("n_n", "separate norms per MoE layer whose output layernorm recompute discards: "
+          "the pre_mlp_layernorm (Transformer Engine spec, gpt_layer_specs.py L336 @ d98e8a6; "
+          "the input norm is fused into the QKV linear, L323, an IdentityOp, L278 of "
+          "transformer_layer.py); an MLA layer's input_layernorm too (L296; a dense MLA layer's not "
+          "counted)")
+t_n = sym("t_n", "TP shards of the norm's tokens (t with sequence parallelism, else 1)",
+          positive=True)
+norm_recompute_bytes = equation(
+    "compute.norm_recompute_bytes", n_n * 2 * h * b_a * tok_mb / t_n, "bytes",
+    "Megatron-core TransformerLayer with recompute_modules layernorm (transformer/"
+    "transformer_layer.py L475-527, L712-723 @ d98e8a6): a norm that is not an IdentityOp runs "
+    "under CheckpointWithoutOutput and is re-run in the backward: one read of its input and one "
+    "write of its output, h wide per token of the GPU's sequence-parallel shard (the weight "
+    "and the fp32 statistics neglected)",
+    "HBM bytes one MoE layer's backward adds for one micro-batch when layernorm is recomputed.")

@@ -218,6 +218,29 @@ def activation_coefficients(model: Model) -> tuple[float, float]:
     return q_c, m_c
 
 
+def separate_norms(model: Model) -> int:
+    """n_n of compute.norm_recompute_bytes: the norms of an MoE layer that are modules of their
+    own under Megatron-core's Transformer Engine spec, the ones --recompute-modules layernorm
+    re-runs (transformer_layer.py L475-527 @ d98e8a6): the pre_mlp_layernorm (gpt_layer_specs.py
+    L336; a dense layer's is fused into fc1, and the input norm into the QKV linear, L323) and
+    an MLA layer's input_layernorm (L296)."""
+    return 1 + int(model.is_mla)
+
+
+def discarded_coefficients(model: Model, modules) -> tuple[float, float]:
+    """(l_r, x_r) of memory.activation_layer_bytes: what --recompute-modules discard, in units
+    of s*b*h bytes averaged over the layers (MoE layers only): layernorm the separate norms'
+    outputs, 2 each (2 bytes x h per token); moe_act the routed experts' activation output, the
+    down-projection input 2 k f_x / h of the MLP term of :func:`activation_coefficients`."""
+    names = {getattr(m, "value", m) for m in modules}
+    if not names or not model.is_moe:
+        return 0.0, 0.0
+    share = model.moe_layers / model.layers
+    l_r = 2 * separate_norms(model) * share if "layernorm" in names else 0.0
+    x_r = 2 * model.top_k * model.expert_ffn / model.hidden * share if "moe_act" in names else 0.0
+    return float(l_r), float(x_r)
+
+
 def _block_mms(model: Model, moe: bool) -> list[tuple[float, float, bool]]:
     """The aten.mm calls of one torchtitan block in order: (input width, output width, whether
     TP shards the output). Attention: Llama's wq, wk, wv, wo (models/llama3/model/model.py

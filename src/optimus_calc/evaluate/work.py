@@ -16,7 +16,7 @@ from optimus_calc.evaluate.fp8 import (amax_time, bf16_head_flops, fp8_gemm_rati
 from optimus_calc.evaluate.offload_step import zero3_exposed_gather
 from optimus_calc.evaluate.records import CommRecord, ComputeRecord, Ctx, MemoryRecord, per_model
 from optimus_calc.evaluate.rope import rope_time
-from optimus_calc.evaluate.shapes import modules_per_layer, op_sac_widths  # noqa: F401
+from optimus_calc.evaluate.shapes import modules_per_layer, op_sac_widths, separate_norms
 from optimus_calc.evaluate.stages import broadcast_small, stage_max
 from optimus_calc.evaluate.topology import _RINGS, _either, _ring, _rings  # noqa: F401 (_RINGS)
 from optimus_calc.evaluate.topology import (ep_comm_time, group, group_placed, neighbour,
@@ -38,29 +38,32 @@ def layer_flops(model: Model, seq: int) -> tuple[float, float]:
     return f_l, float(eq.compute__logits_flops_per_token(V=model.vocab, h=model.hidden))
 
 
-def recompute_flops(model: Model, seq: int, rc, f_l: float, policy: float = 0):
+def recompute_flops(model: Model, seq: int, rc, f_l: float, policy: float = 0,
+                    core: bool = True):
     """F_r of step.backward_flops: full recomputation re-runs the layer's forward, selective
-    the attention core (scores and values, Korthikanti et al. 2022 section 5), or under
+    the attention core (scores and values, Korthikanti et al. 2022 section 5; not where
+    ``core`` is False: Megatron's --recompute-modules replace its core_attn), or under
     torchtitan's op AC (``policy`` 1, Assumptions.selective_policy) every second weight GEMM,
     and with no weight GEMM saved (``policy`` 2, no profile sets it) every one."""
     rc = np.asarray(rc)
-    core = eq.step__attention_core_flops_per_token(d_s=model.score_dim, d_v=model.value_dim,
+    core_flops = eq.step__attention_core_flops_per_token(d_s=model.score_dim, d_v=model.value_dim,
                                                    s=attention_span(model, seq))
     if policy == 2:  # no weight GEMM saved: every one re-runs, not the core
-        sel = f_l - core
+        sel = f_l - core_flops
     elif policy:
         _, _, w_r = op_sac_widths(model, policy)
         sel = eq.step__op_sac_recompute_flops_per_token(W_r=w_r)
     else:
-        sel = core
+        sel = core_flops if core else 0.0
     return np.where(rc == R_FULL, f_l, np.where(rc == R_SELECTIVE, sel, 0.0))
 
 
-def attention_recomputed(rc, policy: float):
+def attention_recomputed(rc, policy: float, core: bool = True):
     """r_a of step.attention_backward_flops: full recomputation re-runs the attention core, and
-    so does Korthikanti's selective; torchtitan's op AC (policy 1, 2) saves the SDPA output."""
+    so does Korthikanti's selective (not with ``core`` False: --recompute-modules); torchtitan's
+    op AC (policy 1, 2) saves the SDPA output."""
     rc = np.asarray(rc)
-    return (rc == R_FULL) | ((rc == R_SELECTIVE) & (policy == 0))
+    return (rc == R_FULL) | ((rc == R_SELECTIVE) & (policy == 0) & core)
 
 
 def experts_recomputed(rc, policy: float):
@@ -126,7 +129,7 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                 else layer_flops(model, s))
     none = quiet and not rc.any()
     f_r = (np.zeros(rc.shape) if none
-           else recompute_flops(model, s, rc, f_l, asm.selective_policy))
+           else recompute_flops(model, s, rc, f_l, asm.selective_policy, not tr.recompute_modules))
     tokens = ctx.gb * s
     tau = tokens / (ctx.dp * ctx.cp * ctx.t)
     F_fwd = eq.step__forward_flops(F_h=f_h, F_l=f_l, L_stage=Ls, lambda_h=last, tau_g=tau)
@@ -138,7 +141,7 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     f_att = eq.step__attention_core_flops(L_stage=Ls, d_s=model.score_dim, d_v=model.value_dim,
                                           s=attention_span(model, s), tau_g=tau)
     r_a = (np.zeros(rc.shape, dtype=bool) if none
-           else attention_recomputed(rc, asm.selective_policy))
+           else attention_recomputed(rc, asm.selective_policy, not tr.recompute_modules))
     f_att_b = eq.step__attention_backward_flops(F_af=f_att, r_a=r_a)
     f_run, f_run_b = f_att, f_att_b  # what the kernel runs: unfused, the whole window-masked s
     if getattr(model, "sliding_window_layers", 0):
@@ -182,8 +185,9 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
     eta_b = compute_efficiency(total_flops=F_bx, attn_flops=a_b, expert_flops=x_b, **eff,
                                bf16_gemm_flops=bf16_head_flops(tr, f_h, last, tau, True))
     T_cb = eq.compute__compute_time(FLOPs=F_bx, eta_g=eta_b, peak=peak)
+    t_rm = _modules_rerun(ctx, hbm)  # before: `explain` shows the activations' call
     T_eb = _elementwise(ctx, mem, "backward", (bwd_pass, act0), (1 + r_x, route),
-                        1 + (rc == R_FULL), hbm, asm.loss_backward_bytes_per_logit)
+                        1 + (rc == R_FULL), hbm, asm.loss_backward_bytes_per_logit) + t_rm
     set_scope("")
     T_f = eq.step__forward_time(T_cf=T_cf, T_ef=T_ef)
     T_b = eq.step__backward_time(T_cb=T_cb, T_eb=T_eb)
@@ -191,6 +195,28 @@ def compute_stage(ctx: Ctx, mem: MemoryRecord) -> ComputeRecord:
                                          p=ctx.pp, v=ctx.v)
     return ComputeRecord(f_l, f_h, f_r, tokens, peak, T_cf, T_cb, T_ef, T_eb, T_f, T_b, bubble,
                          T_f / ctx.m, T_b / ctx.m, T_att)
+
+
+def _modules_rerun(ctx: Ctx, hbm):
+    """The backward's element-wise time of Megatron's --recompute-modules on the stage's MoE
+    layers where the layout recomputes selectively (step.elementwise_time; 0 without them)."""
+    model, tr, asm = ctx.model, ctx.tr, ctx.asm
+    if not (tr.recompute_modules and model.is_moe):
+        return 0.0
+    set_scope("backward recompute modules")
+    mods = {m.value for m in tr.recompute_modules}
+    rows = dict(b_a=tr.weight_bytes, tau_mb=ctx.s * ctx.mb / ctx.cp, t=ctx.t)
+    m_r = 0.0
+    if "moe_act" in mods:
+        m_r = eq.compute__moe_act_recompute_bytes(
+            f_x=model.expert_ffn, k=model.top_k, m_m=model.ffn_type.matrices,
+            n_cf=asm.moe_act_clamp_forward_passes * model.glu_clamp, **rows)
+    if "layernorm" in mods:
+        m_r = m_r + eq.compute__norm_recompute_bytes(
+            b_a=rows["b_a"], h=model.hidden, n_n=separate_norms(model), tau_mb=rows["tau_mb"],
+            t_n=np.where(ctx.spf == 1, ctx.t, 1))
+    on = (ctx.rc == R_SELECTIVE) & (asm.selective_policy == 0)
+    return eq.step__elementwise_time(n_pass=on, L_stage=ctx.st.moe_layers, M_l=m_r, **hbm)
 
 
 def _elementwise(ctx: Ctx, mem: MemoryRecord, scope: str, stored, routing, directions, hbm,

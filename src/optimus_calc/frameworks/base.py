@@ -352,3 +352,8 @@ def unbuildable_everywhere(unbuildable: Callable[[object], str | None]):
             return None
         return x.everywhere()
     return test
+
+
+# launch flags framework-neutral physics reads as well (a profile not listing them drops them:
+# physics.apply_framework): Megatron-LM's --recompute-modules
+NEUTRAL_READS = frozenset({"recompute_modules"})

@@ -48,10 +48,9 @@ def unbuildable(m) -> str | None:
         return (f"{m.name}: a {m.ffn_type.value} MLP has no Megatron-LM flag (--swiglu or the "
                 "default GeLU)")
     if getattr(m, "qk_norm_full", False):
-        return (f"{m.name}: Q/K norms over all heads (OLMo-2) have no Megatron-LM flag: "
-                "--qk-layernorm builds one head_dim-wide norm per head "
-                "(megatron/core/transformer/attention.py, hidden_size_per_attention_head); the "
-                "export would build a different model")
+        return (f"{m.name}: Q/K norms over all heads (OLMo-2) have no Megatron-LM flag: --qk-"
+                "layernorm builds one head_dim-wide norm per head (megatron/core/transformer/"
+                "attention.py, hidden_size_per_attention_head); the export would build another")
     if m.position_embedding not in ("rope", "learned", "none"):
         return f"{m.name}: {m.position_embedding} position embeddings have no Megatron-LM setting"
     biases = (m.attention_bias, m.attention_out_bias, m.mlp_bias)
@@ -167,10 +166,9 @@ def environment(layout) -> tuple[EnvVar, ...]:
     return ()
 
 
-# Megatron-Bridge's recipes launch with all three overlaps on (recipes/common.py L83-84;
-# training/comm_overlap.py L575-578 with DP > 1; L442-451 keep --tp-comm-overlap only with
-# TP > 1, sequence parallelism and Transformer Engine; @ 067f987): the Training defaults, which
-# the export writes (megatron_export.py) and the user turns off with --no-... flags.
+# Megatron-Bridge's recipes launch with all three overlaps on (recipes/common.py L83-84; comm_
+# overlap.py L575-578 with DP > 1; L442-451 keep --tp-comm-overlap only with TP > 1, SP and TE;
+# @ 067f987): the Training defaults, which the export writes and --no-... flags turn off.
 BRIDGE = "Megatron-Bridge src/megatron/bridge/recipes/common.py L83-84 @ 067f987"
 
 
@@ -196,7 +194,6 @@ EP_OVERLAP_SOURCE = ("--overlap-moe-expert-parallel-comm: megatron/core/model_pa
 _CUDA_GRAPH = ("--cuda-graph-impl full_iteration: docs/user-guide/features/cuda_graph.md "
                "L114-127, L162-182 @ d98e8a6")
 
-
 GRAPH_DROPOUT = ("--cuda-graph-impl full_iteration with --recompute selective and --dropout: "
                  "Megatron-LM refuses attention dropout in graphed attention recomputation "
                  "(core/transformer/transformer_config.py L2874-2884 @ d98e8a6); leave out "
@@ -205,21 +202,25 @@ GRAPH_DROPOUT = ("--cuda-graph-impl full_iteration with --recompute selective an
 
 def refused_recomputes(tr) -> tuple[Recompute, ...]:
     """The recompute modes Megatron-LM refuses with ``tr``'s launch flags: selective under a
-    full-iteration graph with dropout (its core_attn, recompute_modules' default L1940-1941,
-    would replay a dropout mask inside the graph: transformer_config.py L2874-2884)."""
-    if tr.cuda_graph_full_iteration and tr.dropout:
+    full-iteration graph with dropout (its core_attn, recompute_modules' default L1940-1941 but
+    for --recompute-modules, would replay a dropout mask: transformer_config.py L2874-2884)."""
+    if tr.cuda_graph_full_iteration and tr.dropout and not tr.recompute_modules:
         return (Recompute.SELECTIVE,)
     return ()
 
 
 def launch_flag_error(model, tr) -> str | None:
-    """Why Megatron-LM refuses this combination of its launch flags on ``model``, or None:
-    a full-iteration graph with dropout under selective recompute (:func:`refused_recomputes`),
-    a full-iteration CUDA graph on an MoE model without HybridEP's paged stash
-    (docs/user-guide/features/cuda_graph.md L162-182), and padding to capacity on the flex
-    dispatcher's DeepEP backend (transformer_config.py L1754-1761)."""
+    """Why Megatron-LM refuses this combination of its launch flags on ``model``, or None: a
+    full-iteration graph with dropout under selective recompute (:func:`refused_recomputes`),
+    --recompute-modules under delayed FP8 scaling, a full-iteration CUDA graph on an MoE model
+    without HybridEP's paged stash (docs/user-guide/features/cuda_graph.md L162-182), and
+    padding to capacity on the flex dispatcher's DeepEP backend (transformer_config.py
+    L1754-1761)."""
     if tr.recompute in refused_recomputes(tr):
         return GRAPH_DROPOUT
+    if tr.recompute_modules and (tr.precision.value, tr.fp8_recipe.value) == ("fp8", "te-delayed"):
+        return ("--recompute-modules with --fp8-recipe te-delayed: Megatron-LM refuses them under "
+                "delayed scaling (transformer_config.py L2001-2006 @ d98e8a6): use te-current")
     if not getattr(model, "is_moe", False):
         return None
     if tr.cuda_graph_full_iteration and tr.moe_dispatcher.value != "hybridep":
@@ -367,7 +368,8 @@ PROFILE = PhysicsProfile((
     *(Setting(k, 0.0, "core/transformer/moe/experts.py L357-361, L548-589, L623-636 @ d98e8a6 "
               "(scale_bias, ScaledClampedQGeGLU in the fused grouped MLP)",
               when=lambda tr: tr.cuda_graph_full_iteration)
-      for k in ("moe_expert_bias_passes", "moe_act_clamp_passes")),
+      for k in ("moe_expert_bias_passes", "moe_act_clamp_passes",
+                "moe_act_clamp_forward_passes")),
     # the loss over the logits (compute.loss_bytes): --cross-entropy-loss-fusion, natively
     # fused (what the export writes) or Transformer Engine's (Megatron-Bridge's recipes);
     # without the flag Megatron-LM's unfused count, the assumptions' default
@@ -389,12 +391,10 @@ PLUGIN = FrameworkPlugin(
     rules=RULES, launch=LAUNCH, environment=environment, profile=PROFILE,
     exporter=Exporter("megatron", "a Megatron-LM launch script (torchrun pretrain_gpt.py)",
                       "optimus_calc.frameworks.megatron_export", "megatron_args"),
-    launch_flags=(("overlap_grad_reduce", "--overlap-grad-reduce"),
-                  ("overlap_param_gather", "--overlap-param-gather"),
-                  ("overlap_p2p_comm", "--overlap-p2p-communication"),
-                  ("overlap_moe_expert_parallel_comm", "--overlap-moe-expert-parallel-comm"),
-                  ("cuda_graph_full_iteration", "--cuda-graph-impl full_iteration"),
-                  ("cross_entropy_fusion", "--cross-entropy-fusion"),
-                  ("moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity"),
-                  ("tp_comm_overlap", "--tp-comm-overlap"),
-                  ("fp8_param_gather", "--fp8-param-gather")))
+    launch_flags=tuple((f, {"overlap_p2p_comm": "--overlap-p2p-communication",
+                            "cuda_graph_full_iteration": "--cuda-graph-impl full_iteration"}
+                        .get(f, "--" + f.replace("_", "-"))) for f in (
+        "overlap_grad_reduce", "overlap_param_gather", "overlap_p2p_comm",
+        "overlap_moe_expert_parallel_comm", "cuda_graph_full_iteration", "cross_entropy_fusion",
+        "moe_pad_expert_input_to_capacity", "tp_comm_overlap", "fp8_param_gather",
+        "recompute_modules")))

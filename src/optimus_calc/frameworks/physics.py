@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import field, replace
 
 from optimus_calc.errors import InputError
-from optimus_calc.frameworks.base import FrameworkPlugin, Setting
+from optimus_calc.frameworks.base import NEUTRAL_READS, FrameworkPlugin, Setting
 from optimus_calc.frameworks.registry import layout_support, plugin, plugins
 from optimus_calc.record import record
 
@@ -116,6 +116,9 @@ def apply_framework(name: str | None, layout, training, assumptions, model,
         return training, assumptions, Choice(None, "", why, requested=name, before=before,
                                              yields=yields)
     tr, asm, applied, kept = p.profile.apply(training, assumptions, model, yields)
+    reads = {f for f, _ in p.launch_flags}  # a neutral-read flag another framework lacks
+    if drop := {f: () for f in NEUTRAL_READS - reads if getattr(tr, f, None)}:
+        tr = tr.model_copy(update=drop)  # moves nothing (report.common.unread_flags_note)
     return tr, asm, Choice(p.key, p.label, why, applied, kept, name, before, yields)
 
 

@@ -295,9 +295,13 @@ def unread_flags_note(inp) -> str:
     (FrameworkPlugin.launch_flags): under this profile, or framework-neutral physics, they move
     nothing, which the note says ("" when none is)."""
     from optimus_calc.frameworks import plugins
+    from optimus_calc.frameworks.base import NEUTRAL_READS
     tr, choice = inp.training, getattr(inp, "framework", None)
     key = getattr(choice, "key", None)
+    if choice is not None and choice.before:  # as given: a profile drops what it does not read
+        tr = choice.before[0]
     mine = {f for p in plugins() if p.key == key for f, _ in p.launch_flags}
+    mine |= NEUTRAL_READS if key is None else set()
     fields = type(tr).model_fields
     off: dict[str, list[str]] = {}
     for p in plugins():
@@ -306,7 +310,8 @@ def unread_flags_note(inp) -> str:
             if name in mine or v == d:
                 continue
             text = (flag if v is True else "--no-" + flag[2:] if v is False
-                    else f"{flag} {getattr(v, 'value', v)}")
+                    else f"{flag} {','.join(getattr(x, 'value', x) for x in v)}"
+                    if isinstance(v, tuple) else f"{flag} {getattr(v, 'value', v)}")
             off.setdefault(p.label, []).append(text)
     if not off:
         return ""

@@ -348,6 +348,8 @@ class Assumptions(Frozen):
         "the expert fc1 output of an eager GLU clamp, forward + backward (compute."
         "moe_act_clamp_bytes: counted from Megatron-core fused_bias_geglu.py and PyTorch's "
         "clamp_backward); a fused grouped MLP clamps in its kernel: 0")
+    moe_act_clamp_forward_passes: float = Field(default=4, ge=0, le=100, description="of those "
+        "the forward's (chunk, clamp, cat), re-run by --recompute-modules moe_act in the backward")
     loss_forward_bytes_per_logit: float = Field(default=38, ge=0, le=1000, description="HBM "
         "bytes per logit of the loss's forward (compute.loss_bytes): Megatron-LM's unfused "
         "count, assumed for eager losses; the Megatron profile sets its fused ones")
@@ -358,12 +360,11 @@ class Assumptions(Frozen):
         "on YaRN models (compute.rope_bytes): 0 fused; the Megatron profile sets its fallback's")
     rope_unfused_backward_bytes_per_element: float = Field(default=0, ge=0, le=1000, description=
         "the same for the RoPE's backward (compute.rope_bytes)")
-    layer_fixed_s: float = Field(
-        default=0.0, ge=0, le=10, description="assumed 0: fixed time per transformer layer per "
-        "micro-batch (forward and backward together) that the GPU work does not hide, s: "
-        "host-side kernel launches and module hooks that leave the GPU idle when its kernels "
-        "are short (small models, small micro-batches); ZeRO-3 gathers have their own "
-        "zero3_gather_latency_us. Fitted by calibrate; a framework profile may set it")
+    layer_fixed_s: float = Field(default=0.0, ge=0, le=10, description="assumed 0: fixed time "
+        "per transformer layer per micro-batch (forward and backward together) that the GPU work "
+        "does not hide, s: host-side kernel launches and module hooks that leave the GPU idle "
+        "when its kernels are short (small models, small micro-batches); ZeRO-3 gathers have "
+        "their own zero3_gather_latency_us. Fitted by calibrate; a framework profile may set it")
     pue: float = Field(
         default=1.2, ge=1, le=5, description="assumed: data-centre power usage effectiveness "
         "for --tokens energy; between hyperscale fleets (Google reports 1.10 fleet-wide, 2023) "

@@ -53,6 +53,13 @@ class Recompute(str, Enum):
         return list(Recompute).index(self)
 
 
+class RecomputeModule(str, Enum):
+    """Megatron-LM's output-discarding selective recomputation modules modelled here
+    (--recompute-modules; core/transformer/transformer_config.py L560-582 @ d98e8a6)."""
+    LAYERNORM = "layernorm"  # the separate norms' outputs (an MoE layer's pre_mlp_layernorm)
+    MOE_ACT = "moe_act"      # the routed experts' activation output (the fc2 input)
+
+
 class AttentionKernel(str, Enum):
     """Fused attention kernels with a per-GPU efficiency (catalog attention_kernel_eta)."""
     FA2 = "fa2"      # FlashAttention-2 (Dao 2023): Ampere, Ada, Hopper
@@ -214,6 +221,11 @@ class Training(Frozen):
     grad_bytes: int = Field(default=0, ge=0, le=8,
                             description="bytes per gradient on the GPU (0 = weight bytes)")
     recompute: Recompute = Recompute.NONE
+    recompute_modules: tuple[RecomputeModule, ...] = Field(
+        default=(), description="Megatron-LM --recompute-modules under --recompute selective "
+        "(its list replaces the default core_attn: the attention core is not re-run): layernorm "
+        "and moe_act discard their outputs and re-run them in the backward (transformer_config"
+        ".py L560-582 @ d98e8a6; compute.norm_recompute_bytes, compute.moe_act_recompute_bytes)")
     sequence_parallel: bool = True
     flash_attention: bool = True
     attention_kernel: AttentionKernel | None = Field(

@@ -63,6 +63,11 @@ def compute__moe_act_clamp_bytes(b_a, f_x, k, n_c, t, tau_mb):
     return b_a*f_x*k*n_c*tau_mb/t
 
 
+def compute__moe_act_recompute_bytes(b_a, f_x, k, m_m, n_cf, t, tau_mb):
+    """compute.moe_act_recompute_bytes [bytes]: Megatron-core TEGroupedMLP with recompute_modules moe_act (transformer/moe/experts.py L269-272, L1019-1030 @ d98e8a6): bias_act_func runs under CheckpointWithoutOutput, its output (the fc2 input) is discarded once fc2 has run and re-computed before fc2's backward (transformer_config.py L560-582: output-discarding). The re-run forward reads the fc1 output and writes the activation: a gated MLP reads 2 f_x and writes f_x, a 2-matrix one reads and writes f_x: m_m passes of f_x; with a clamp (GPT-OSS) the eager chunk, clamp and cat before the fused kernel run again, n_cf passes of the 2 f_x row (compute.moe_act_clamp_bytes). Per GPU tau_mb k t_x / t rows of width / t_x, as there"""
+    return b_a*f_x*k*tau_mb*(m_m + 2*n_cf)/t
+
+
 def compute__moe_expert_backward_flops(F_xf, r_x):
     """compute.moe_expert_backward_flops [FLOP]: Narayanan et al. SC'21 section 5.1: backward = 2 x forward (the input and the weight gradients); full recomputation (Korthikanti et al. 2022 section 5) re-runs the experts' forward, Korthikanti's selective recomputation does not touch them; torchtitan's op-level selective does (torch._grouped_mm is not in its save list, models/llama3/infra/parallelize.py L36-52 @ v0.2.2)"""
     return F_xf*(r_x + 2)
@@ -86,6 +91,11 @@ def compute__moe_permute_bytes(b_a, g_p, h, k, t, tau_mb):
 def compute__moe_router_bytes(E, b_r, rho_r, t, tau_mb):
     """compute.moe_router_bytes [bytes]: Megatron-core MoE router (transformer/moe/router.py: logits, softmax, top-k): the tau_mb / t x E logits of the GPU's sequence-parallel shard (moe_layer.py L636-640, token_dispatcher.py L57 @ d98e8a6), or of all tau_mb tokens where the router runs on the TP-replicated input (rho_r = 1: torchtitan's NoParallel router.gate, models/gpt_oss/infra/parallelize.py L273-284 @ v0.2.2; DeepSpeed), written by the router GEMM, read and written by the softmax, read by the top-k (fused or not: three passes assumed)"""
     return 3*E*b_r*tau_mb*(rho_r + (1 - rho_r)/t)
+
+
+def compute__norm_recompute_bytes(b_a, h, n_n, t_n, tau_mb):
+    """compute.norm_recompute_bytes [bytes]: Megatron-core TransformerLayer with recompute_modules layernorm (transformer/transformer_layer.py L475-527, L712-723 @ d98e8a6): a norm that is not an IdentityOp runs under CheckpointWithoutOutput and is re-run in the backward: one read of its input and one write of its output, h wide per token of the GPU's sequence-parallel shard (the weight and the fp32 statistics neglected)"""
+    return 2*b_a*h*n_n*tau_mb/t_n
 
 
 def compute__optimizer_step_time(B_core, B_mem, F_core, F_dev, P_n, beta_p, c_n, eta_m, n_t, phi_p):

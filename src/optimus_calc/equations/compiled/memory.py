@@ -8,10 +8,10 @@ alike without importing sympy. `optimus-calc explain NAME` shows the source expr
 import numpy
 
 
-def memory__activation_layer_bytes(a, b, c, d, h, m_c, phi, q_c, r, s, sigma, t):
-    """memory.activation_layer_bytes [bytes]: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2; coefficients generalised here: attention (4 q_dim + 4 kv_dim)/h for GQA, MLP 4f/h (2-matrix) or 6f/h (SwiGLU, fused kernel keeps gate and up), x (top-k + shared) experts for MoE; dropout masks only with dropout; FlashAttention drops the score matrices; context parallelism divides s"""
+def memory__activation_layer_bytes(a, b, c, d, h, l_r, m_c, phi, q_c, r, s, sigma, t, x_r):
+    """memory.activation_layer_bytes [bytes]: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2; coefficients generalised here: attention (4 q_dim + 4 kv_dim)/h for GQA, MLP 4f/h (2-matrix) or 6f/h (SwiGLU, fused kernel keeps gate and up), x (top-k + shared) experts for MoE; dropout masks only with dropout; FlashAttention drops the score matrices; context parallelism divides s; Megatron-LM's output-discarding --recompute-modules (transformer_config.py L560-582 @ d98e8a6) drop, under selective, the MoE layer's input (the pre_mlp_layernorm output, the MLP input 2sbh of Table 2's replicated 10) and the routed experts' activation output (the down-projection input 2f of the 6f/h or 4f/h)"""
     _c0 = sigma * (t - 1) + 1
-    return numpy.where(numpy.equal(r, 2), 2 * b * h * s / (c * _c0), b * h * s * ((2 * d + 8) / _c0 + (m_c + q_c) / t) / c + numpy.where(numpy.greater_equal(r, 1), 0, a * b * s ** 2 * (1 - phi) * (3 * d + 2) / (c * t)))
+    return numpy.where(numpy.equal(r, 2), 2 * b * h * s / (c * _c0), b * h * s * ((2 * d + 8) / _c0 - numpy.where(numpy.equal(r, 1), l_r / _c0 + x_r / t, 0) + (m_c + q_c) / t) / c + numpy.where(numpy.greater_equal(r, 1), 0, a * b * s ** 2 * (1 - phi) * (3 * d + 2) / (c * t)))
 
 
 def memory__bucket_bytes(B_cap, P, b_g):
