@@ -4,6 +4,8 @@ public_cases_mb26._TAG) runs, as (why not, assumed, PublicRow flags). Data only.
 
 from __future__ import annotations
 
+from optimus_calc.public_row import RC_OSS, RC_OSS_TEXT
+
 HEP = ("HybridEP dispatcher (moe_flex_dispatcher_backend hybridep): --moe-dispatcher "
        "hybridep, a token crosses to each other node once")
 DEEP = ("DeepEP dispatcher (moe_flex_dispatcher_backend deepep): --moe-dispatcher deepep, a "
@@ -38,16 +40,17 @@ def moe_settings(rel: str, gpu: str, model: str, ep: int, pp: int) -> tuple[str,
                "rc2 runs PP 8 VP 2 EP 32); ") + HEP + "; " + _RC.format(m="mla_up_proj")
         return "", asm + "; no CUDA graphs; " + _MTP, {}
     if model == "oss":
-        rc = _RC.format(m="layernorm, moe_act") + "; " + _SWA
+        rc = RC_OSS_TEXT + "; " + _SWA
         if gpu == "GB200" or (gpu == "B200" and rel in ("26.02", "26.04.01")):
             ov = gpu == "GB200" and rel == "26.04.01"
             return "", ("alltoall dispatcher (no flex backend in the config: models/gpt_oss/"
                         "gpt_oss_provider.py L72 @ v0.3.0, recipes/gpt_oss/gpt_oss.py L76 @ "
                         "v0.4.2)"
-                        + ("; " + _A2A if ov else "") + "; " + rc), dict(ep_comm_overlap=ov)
+                        + ("; " + _A2A if ov else "") + "; " + rc), dict(ep_comm_overlap=ov,
+                                                                         **RC_OSS)
         if gpu == "B200":
-            return "", HEP + " (EP 8 inside the node); " + rc, {}
-        return "", "alltoall dispatcher, micro-batch 1; " + rc, {}
+            return "", HEP + " (EP 8 inside the node); " + rc, dict(RC_OSS)
+        return "", "alltoall dispatcher, micro-batch 1; " + rc, dict(RC_OSS)
     if model == "q30":
         if gpu == "GB200":
             if not early:
@@ -105,8 +108,8 @@ def _gb200(rel: str, model: str, ep: int) -> tuple[str, str, dict]:
                               x="FP8 dot-product attention and output projection, cuteDSL "
                                 "fused grouped MLP")
             return "", hep + "; " + g + "; recompute none (recompute_modules []); " + _SWA, graph
-        return "", (hep + "; " + _A2A + "; no CUDA graphs; " + _RC.format(m="layernorm, moe_act")
-                    + "; " + _SWA), dict(ep_comm_overlap=True)
+        return "", (hep + "; " + _A2A + "; no CUDA graphs; " + RC_OSS_TEXT + "; " + _SWA), \
+            dict(ep_comm_overlap=True, **RC_OSS)
     # qwen3_workload_base_configs.py GB200_FP8_CS_V2/FP8_MX_V2: PP 8 EP 32 hybridep, TE graphs
     # attn/moe_router/moe_preprocess, VP 3 from v0.4.0; FP8_MX_V2 @ v0.5.0 L229-237 and
     # perf_recipes/qwen/gb200/qwen3_moe.py 256gpu fp8mx @ 381d0b825: full_iteration

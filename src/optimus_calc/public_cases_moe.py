@@ -13,7 +13,7 @@ from __future__ import annotations
 from optimus_calc.public_cases_mb26_moe import _SWA as SWA
 from optimus_calc.public_row import CS as _CS
 from optimus_calc.public_row import MEG as _MEG
-from optimus_calc.public_row import MOE, PublicRow
+from optimus_calc.public_row import MOE, RC_OSS, RC_OSS_TEXT, PublicRow
 from optimus_calc.public_row import MXR as _MXR
 
 _MB = "Megatron-Bridge @ v0.2.1 scripts/performance/configs/"
@@ -45,7 +45,7 @@ _GB = "64 GPUs per GB200 NVL72 rack (gb200-nvl72), assumed"
 
 def _gpt_oss() -> list[PublicRow]:
     r, m25 = PublicRow, MOE.format(r="25.11")
-    rc = _RC.format(m="layernorm, moe_act")
+    rc = RC_OSS_TEXT
     return [
         r(m25, "GB200 GPT-OSS 120B BF16 EP64, 64 GPUs", "gpt-oss-120b", "dgx-b200", 8, 15876,
           gpu="gb200", ep=64, etp=1, gbs=1280, mbs=1, seq=8192, dispatcher="hybridep",
@@ -54,19 +54,19 @@ def _gpt_oss() -> list[PublicRow]:
                   "1280) and gpt_oss_llm_pretrain.py L33-34 (seq 8192): "
                   + _HEP.format(ep=64) + ", no EP overlap, no CUDA graphs; " + rc
                   + "; " + SWA + "; " + _COMMON + "; " + _GB,
-          **_MEG),
+          **_MEG, **RC_OSS),
         r(m25, "B200 GPT-OSS 120B BF16 EP64, 64 GPUs", "gpt-oss-120b", "dgx-b200", 8, 8213,
           ep=64, etp=1, gbs=512, mbs=4, seq=4096,
           assumed=f"EP 64 as {_MB}gpt_oss/workload_base_configs.py L50-55 sets (the table's "
                   "EP column says 8; its GA 2 = 512 / (4 x 64) fits either); " + rc + "; "
                   "alltoall dispatcher (models/gpt_oss/gpt_oss_provider.py L72); " + SWA + "; "
-                  + _COMMON, **_MEG),
+                  + _COMMON, **_MEG, **RC_OSS),
         r(m25, "H100 GPT-OSS 120B BF16 PP4 EP8, 64 GPUs", "gpt-oss-120b", "dgx-h100", 8, 5630,
           pp=4, ep=8, etp=1, gbs=512, mbs=1, seq=4096,
           assumed=f"micro-batch 1 as {_MB}gpt_oss/workload_base_configs.py L22-28, L58-62 "
                   "sets (the table's MBS 4 with GA 2 is inconsistent: 512 / (4 x DP 16) = 8); "
                   + rc + "; alltoall dispatcher; " + SWA + "; "
-                  + _COMMON, **_MEG),
+                  + _COMMON, **_MEG, **RC_OSS),
     ]
 
 

@@ -31,6 +31,12 @@ DAO_DROPOUT = dict(dropout=0.1, dropout_source="GPT2Config pdrop 0.1 (flash-atte
 MEGATRON_DROPOUT = dict(dropout=0.1, dropout_source="Megatron-LM defaults (transformer_config"
                         ".py L188-191 @ d98e8a6)")
 
+# Megatron-Bridge's GPT-OSS recipes: recompute_modules ["layernorm", "moe_act"] (selective,
+# output-discarding; Training.recompute_modules)
+RC_OSS = dict(recompute="selective", recompute_modules=("layernorm", "moe_act"))
+RC_OSS_TEXT = ("recompute_modules layernorm, moe_act: --recompute selective --recompute-modules "
+               "layernorm,moe_act")
+
 # NeMo 2's GPT-3 175B runs without dropout (GPTConfig175B sets hidden_dropout and
 # attention_dropout 0.0: nemo/collections/llm/gpt/model/base.py L550-551 @ 8cfedd7), unlike the
 # catalog's gpt3-175b (Brown et al.'s, dropout assumed 0.1)
@@ -60,6 +66,7 @@ class PublicRow:
     precision: str = "bf16"
     fp8_recipe: str | None = None
     recompute: str = "none"
+    recompute_modules: tuple = ()  # Megatron --recompute-modules (with recompute "selective")
     flash: bool = True
     kernel: str | None = None
     framework: str | None = None

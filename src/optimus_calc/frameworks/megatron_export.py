@@ -253,8 +253,12 @@ def _parallel_and_batch(a: _Args, lay, tr, m, extra_first: bool = False) -> None
     match mode:
         case Recompute.NONE:
             pass
-        case Recompute.SELECTIVE:
-            a.add("--recompute-granularity", "selective")
+        case Recompute.SELECTIVE:  # --recompute-modules' list replaces the default core_attn
+            a.add("--recompute-granularity", "selective")  # (transformer_config.py L1940-1941)
+            if tr.recompute_modules:
+                a.add("--recompute-modules", " ".join(m.value for m in tr.recompute_modules))
+            if any(m.value == "moe_act" for m in tr.recompute_modules):  # which it needs
+                a.add("--moe-grouped-gemm")  # (transformer_config.py L1964-1967)
         case Recompute.FULL:
             a.add("--recompute-granularity", "full")
             a.add("--recompute-method", "uniform")
@@ -370,6 +374,12 @@ def megatron_arg_list(layout, training, model, gpus_per_node: int | None = None,
     return a.pairs, head + [f"# {n}" for n in a.notes]
 
 
+def _quoted(flag: str, value: str) -> str:
+    """The value as shell words: a list flag (nargs "+") one word per item."""
+    items = value.split(" ") if flag == "--recompute-modules" else [value]
+    return " ".join(shlex.quote(x) for x in items)
+
+
 def megatron_args(layout, training, model, gpus_per_node: int | None = None,
                   extra_first: bool | None = None) -> str:
     args, head = megatron_arg_list(layout, training, model, gpus_per_node, extra_first)
@@ -378,7 +388,7 @@ def megatron_args(layout, training, model, gpus_per_node: int | None = None,
     launch = (f"torchrun --nproc-per-node {gpn} --nnodes {nodes} --node-rank ${{NODE_RANK:-0}} "
               "--master-addr ${MASTER_ADDR:-localhost} --master-port ${MASTER_PORT:-6000} "
               "pretrain_gpt.py")
-    lines = [launch] + [f if v is None else f"{f} {shlex.quote(v)}" for f, v in args]
+    lines = [launch] + [f if v is None else f"{f} {_quoted(f, v)}" for f, v in args]
     return "\n".join(["#!/bin/bash"] + head + env + [" \\\n  ".join(lines)]) + "\n"
 
 

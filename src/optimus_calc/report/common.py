@@ -65,7 +65,9 @@ def launch_data(tr) -> dict[str, Any]:
                if tr.moe_dispatcher.value != "alltoall" else {}),
             **({"cuda_graph_impl": "full_iteration"} if tr.cuda_graph_full_iteration else {}),
             **({"cross_entropy_fusion": tr.cross_entropy_fusion.value}
-               if tr.cross_entropy_fusion.value != "native" else {})}
+               if tr.cross_entropy_fusion.value != "native" else {}),
+            **({"recompute_modules": ",".join(m.value for m in tr.recompute_modules)}
+               if getattr(tr, "recompute_modules", ()) else {})}
 
 
 def launch_text(tr) -> str:

@@ -1,0 +1,153 @@
+"""Megatron-LM's --recompute-modules layernorm,moe_act under --recompute selective
+(transformer_config.py L560-582 @ d98e8a6): the bytes the backward re-runs, the activations the
+forward no longer keeps, the errors, the export, the unread-flag note and the public rows."""
+
+import pytest
+
+from optimus_calc.equations import compiled as eq
+
+# gpt-oss-20b (catalog): h 2880, expert_ffn 2880, top-4 of 32 experts, 24 MoE layers, SwiGLU
+# (m_m 3) with the GLU clamp; dgx-h100: HBM 3.35e12 B/s, hbm_efficiency 0.9
+OSS = ("gpt-oss-20b", "--node", "dgx-h100", "--ep", "8", "--seq-len", "4096", "--global-batch",
+       "8", "--recompute", "selective")
+
+
+def test_moe_act_recompute_bytes_by_hand():
+    # tau_mb k f_x b_a / t x (m_m + 2 n_cf): 4096 x 4 x 2880 x 2 = 94,371,840; gated with the
+    # clamp's 4 forward passes of the 2 f_x row: x (3 + 8) = 1,038,090,240
+    assert eq.compute__moe_act_recompute_bytes(
+        tau_mb=4096, k=4, f_x=2880, b_a=2, t=1, m_m=3, n_cf=4) == 1_038_090_240
+    # a 2-matrix MLP without clamp: read and write f_x; TP 2 halves the rows:
+    # 4096 x 2 x 1024 x 2 / 2 = 8,388,608, x m_m 2 = 16,777,216
+    assert eq.compute__moe_act_recompute_bytes(
+        tau_mb=4096, k=2, f_x=1024, b_a=2, t=2, m_m=2, n_cf=0) == 16_777_216
+
+
+def test_norm_recompute_bytes_by_hand():
+    # n_n 2 h b_a tau_mb / t_n: one norm, 2 x 2880 x 2 x 4096 / 1 = 47,185,920 (read + write)
+    assert eq.compute__norm_recompute_bytes(n_n=1, h=2880, b_a=2, tau_mb=4096,
+                                            t_n=1) == 47_185_920
+    # MLA (two norms) at TP 4 with SP: 2 x 2 x 7168 x 2 x 4096 / 4 = 234,881,024 / 4
+    # = 58,720,256
+    assert eq.compute__norm_recompute_bytes(n_n=2, h=7168, b_a=2, tau_mb=4096,
+                                            t_n=4) == 58_720_256
+
+
+def test_activation_layer_bytes_drops_the_discarded_outputs():
+    base = dict(a=64, b=1, c=1, d=0, h=2880, m_c=52.0, phi=1, q_c=4.0, s=4096, sigma=0, t=1)
+    # selective (r 1): s b h (8 + q_c + m_c - l_r - x_r); l_r 2 (one norm), x_r 2 k f_x / h = 8
+    # (2 x 4 x 2880 / 2880): 4096 x 2880 x 10 = 117,964,800 bytes less
+    none = eq.memory__activation_layer_bytes(r=1, l_r=0, x_r=0, **base)
+    both = eq.memory__activation_layer_bytes(r=1, l_r=2, x_r=8, **base)
+    assert none - both == pytest.approx(117_964_800)
+    # no recompute (r 0) keeps them: the same bytes
+    assert (eq.memory__activation_layer_bytes(r=0, l_r=2, x_r=8, **base)
+            == eq.memory__activation_layer_bytes(r=0, l_r=0, x_r=0, **base))
+
+
+def test_step_backward_elementwise_grows_by_hand(run):
+    a = run("step", *OSS, "--format", "json")
+    b = run("step", *OSS, "--recompute-modules", "moe_act", "--format", "json")
+    assert a.code == b.code == 0, (a.err, b.err)
+    # 24 layers x 1,038,090,240 bytes x 1 micro-batch (8 / (dp 8 x 1)) / (3.35e12 x 0.9)
+    # = 24,914,165,760 / 3.015e12 = 0.0082634 s
+    grow = b.json()["elementwise_s"] - a.json()["elementwise_s"]
+    assert grow == pytest.approx(24 * 1_038_090_240 / (3.35e12 * 0.9), rel=1e-9)
+    # the list replaces core_attn: the attention core is not re-run, less compute
+    assert b.json()["compute_s"] < a.json()["compute_s"]
+    assert b.json()["training"]["recompute_modules"] == "moe_act"
+
+
+def test_memory_decrease_by_hand(run):
+    a = run("memory", *OSS, "--format", "json")
+    b = run("memory", *OSS, "--recompute-modules", "moe_act", "--format", "json")
+    c = run("memory", *OSS, "--recompute-modules", "layernorm,moe_act", "--format", "json")
+    act = [r.json()["per_gpu"]["activations_bytes"] for r in (a, b, c)]
+    # moe_act: 2 k f_x bytes per token and layer = 2 x 4 x 2880 x 4096 = 94,371,840 per layer,
+    # x 24 layers x 1 micro-batch in flight = 2,264,924,160
+    assert act[0] - act[1] == pytest.approx(2_264_924_160)
+    # layernorm adds the pre_mlp_layernorm output 2 h per token: 2 x 2880 x 4096 x 24
+    # = 566,231,040
+    assert act[1] - act[2] == pytest.approx(566_231_040)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("--recompute", "none", "--recompute-modules", "moe_act"),
+     "--recompute-modules needs --recompute selective (got --recompute none)"),
+    (("--recompute-modules", "core_attn"),
+     "--recompute-modules: 'core_attn' is not one of layernorm, moe_act"),
+    (("--recompute-modules", "moe_act", "--precision", "fp8", "--framework", "megatron"),
+     "--recompute-modules with --fp8-recipe te-delayed: Megatron-LM refuses them"),
+    (("--recompute-modules", "layernorm", "--no-flash-attn"),
+     "--recompute-modules with --no-flash-attn: not modelled"),
+])
+def test_errors_one_line_exit_2(run, extra, message):
+    r = run("step", *OSS, *extra)
+    assert r.code == 2
+    assert message in r.err and len(r.err.strip().splitlines()) == 1
+
+
+def test_te_current_runs_under_megatron(run):
+    r = run("step", *OSS, "--recompute-modules", "moe_act", "--precision", "fp8",
+            "--fp8-recipe", "te-current", "--framework", "megatron", "--format", "json")
+    assert r.code == 0, r.err
+
+
+def test_torchtitan_reports_it_unread_and_moves_nothing(run):
+    base = ("gpt-oss-20b", "--node", "dgx-h100", "--ep", "8", "--seq-len", "4096",
+            "--global-batch", "8", "--recompute", "selective", "--framework", "torchtitan",
+            "--format", "json")
+    a = run("step", *base)
+    b = run("step", *base, "--recompute-modules", "layernorm,moe_act")
+    assert a.code == b.code == 0, (a.err, b.err)
+    assert b.json()["step_time_s"] == a.json()["step_time_s"]
+    assert "--recompute-modules layernorm,moe_act: Megatron-LM launch flag" in \
+        b.json()["unread_launch_flags"]
+    # framework-neutral physics reads it: no note
+    c = run("step", *OSS, "--recompute-modules", "moe_act", "--format", "json")
+    assert "unread_launch_flags" not in c.json()
+
+
+def test_megatron_export_writes_the_list():
+    from optimus_calc import catalog
+    from optimus_calc.frameworks.megatron_export import megatron_args
+    from optimus_calc.specs.training import Layout, Training
+    m = catalog.load(()).get("gpt-oss-20b", "model")
+    tr = Training(seq_len=4096, global_batch=64, recompute="selective",
+                  recompute_modules=("layernorm", "moe_act"))
+    text = megatron_args(Layout(tp=1, pp=1, dp=8, ep=8, zero=1), tr, m, 8)
+    # Megatron's nargs list, one word each; moe_act needs --moe-grouped-gemm (L1964-1967)
+    assert "--recompute-granularity selective \\\n  --recompute-modules layernorm moe_act " \
+           "\\\n  --moe-grouped-gemm" in text
+    plain = megatron_args(Layout(tp=1, pp=1, dp=8, ep=8, zero=1),
+                          tr.model_copy(update={"recompute_modules": ()}), m, 8)
+    assert "--recompute-modules" not in plain
+
+
+def test_megatron_parses_the_export(monkeypatch, megatron):
+    """Megatron-LM's own parse_args + validate_args on the exported list (a checkout only)."""
+    from test_megatron_checkout import _megatron_validate
+    from optimus_calc import catalog
+    from optimus_calc.frameworks.megatron_export import megatron_args
+    from optimus_calc.specs.training import Layout, Training
+    arguments, _ = megatron
+    m = catalog.load(()).get("gpt-oss-20b", "model")
+    tr = Training(seq_len=4096, global_batch=64, recompute="selective",
+                  recompute_modules=("layernorm", "moe_act"))
+    text = megatron_args(Layout(tp=1, pp=1, dp=8, ep=8, zero=1), tr, m, 8)
+    margs, _ = _megatron_validate(arguments, monkeypatch, text)
+    assert margs.recompute_granularity == "selective"
+    assert margs.recompute_modules == ["layernorm", "moe_act"]
+    assert margs.moe_grouped_gemm
+
+
+def test_gpt_oss_public_rows_run_the_modules():
+    from optimus_calc.public_cases import public_rows
+    oss = [r for r in public_rows() if "moe_act" in r.recompute_modules]
+    assert oss and all(r.recompute == "selective" and r.model.startswith("gpt-oss")
+                       for r in oss)
+    # DeepSeek-V3's mla_up_proj / mlp stay not modelled: recompute none
+    assert all(r.recompute == "none" for r in public_rows() if "mla_up_proj" in r.assumed)
+
+
+from test_megatron_checkout import megatron  # noqa: E402,F401  (the checkout's fixture)
