@@ -31,6 +31,9 @@ LAYOUTS = {
         "--fp8-recipe", "te-current", "--framework", "megatron"],
     "gpt-oss sliding window, unfused": ["gpt-oss-20b", "--node", "dgx-h100", "--nodes", 1,
                                         "--ep", 8, "--zero", 1, "--no-flash-attn"],
+    "gpt-oss selective modules": ["gpt-oss-20b", "--node", "dgx-h100", "--nodes", 1, "--ep", 8,
+                                  "--zero", 1, "--recompute", "selective",
+                                  "--recompute-modules", "layernorm,moe_act"],
 }
 
 

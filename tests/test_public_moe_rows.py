@@ -16,12 +16,13 @@ def _row(label_start):
 def test_b200_gpt_oss_runs_the_scripts_ep64_which_fits_where_ep8_does_not(cat):
     # gpt_oss/workload_base_configs.py L50-55: EP 64, micro-batch 4, global 512 on 64 B200
     row = _row("B200 GPT-OSS")
-    assert (row.ep, row.mbs, row.gbs, row.seq, row.recompute) == (64, 4, 512, 4096, "none")
+    assert (row.ep, row.mbs, row.gbs, row.seq, row.recompute) == (64, 4, 512, 4096, "selective")
+    assert row.recompute_modules == ("layernorm", "moe_act")  # the recipe's, nothing else
     capacity_gib = 180e9 / 2**30  # B200 180 GB (catalog gpus/nvidia.toml)
     assert memory_gib(setup(cat, row)) < capacity_gib
     # the table's EP 8 holds 16 of the 128 experts a GPU: 8x the expert weights, gradients and
-    # their optimizer shard, over capacity with recompute none (the script sets no full
-    # recompute, only recompute_modules layernorm and moe_act)
+    # their optimizer shard, over capacity with the script's recompute (no full recompute, only
+    # recompute_modules layernorm and moe_act)
     assert memory_gib(setup(cat, replace(row, ep=8))) > capacity_gib
 
 

@@ -33,16 +33,17 @@ def test_norm_recompute_bytes_by_hand():
                                             t_n=4) == 58_720_256
 
 
-def test_activation_layer_bytes_drops_the_discarded_outputs():
-    base = dict(a=64, b=1, c=1, d=0, h=2880, m_c=52.0, phi=1, q_c=4.0, s=4096, sigma=0, t=1)
-    # selective (r 1): s b h (8 + q_c + m_c - l_r - x_r); l_r 2 (one norm), x_r 2 k f_x / h = 8
-    # (2 x 4 x 2880 / 2880): 4096 x 2880 x 10 = 117,964,800 bytes less
-    none = eq.memory__activation_layer_bytes(r=1, l_r=0, x_r=0, **base)
-    both = eq.memory__activation_layer_bytes(r=1, l_r=2, x_r=8, **base)
-    assert none - both == pytest.approx(117_964_800)
-    # no recompute (r 0) keeps them: the same bytes
-    assert (eq.memory__activation_layer_bytes(r=0, l_r=2, x_r=8, **base)
-            == eq.memory__activation_layer_bytes(r=0, l_r=0, x_r=0, **base))
+def test_discarded_activation_bytes_by_hand():
+    # s b h (l_r / (1 + sigma (t - 1)) + x_r / t); l_r 2 (one norm's 2 h bytes), x_r 2 k f_x / h
+    # = 2 x 4 x 2880 / 2880 = 8: 4096 x 2880 x 10 = 117,964,800 bytes at t 1
+    assert eq.memory__discarded_activation_bytes(b=1, c=1, h=2880, s=4096, sigma=0, t=1, l_r=2,
+                                                 x_r=8) == 117_964_800
+    # TP 4 with SP shards both: / 4 = 29,491,200; without SP the norm output is whole:
+    # 4096 x 2880 x (2 + 8 / 4) = 47,185,920
+    assert eq.memory__discarded_activation_bytes(b=1, c=1, h=2880, s=4096, sigma=1, t=4, l_r=2,
+                                                 x_r=8) == 29_491_200
+    assert eq.memory__discarded_activation_bytes(b=1, c=1, h=2880, s=4096, sigma=0, t=4, l_r=2,
+                                                 x_r=8) == 47_185_920
 
 
 def test_step_backward_elementwise_grows_by_hand(run):

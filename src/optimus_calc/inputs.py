@@ -208,23 +208,6 @@ def attention_kernel_of(kw: dict):
     return kernel
 
 
-def recompute_modules_of(kw: dict) -> tuple:
-    """--recompute-modules LIST: Megatron-LM's output-discarding modules modelled (layernorm,
-    moe_act), with --recompute selective only, and with a fused attention kernel (the list
-    replaces core_attn, whose s x s scores unfused attention would then store, not modelled)."""
-    from optimus_calc.specs.training import RecomputeModule
-    mods = parse_choices(kw.get("recompute_modules"), RecomputeModule, "--recompute-modules")
-    if not mods:
-        return ()
-    if str(getattr(kw["recompute"], "value", kw["recompute"])) != "selective":
-        raise InputError(f"--recompute-modules needs --recompute selective (got --recompute "
-                         f"{getattr(kw['recompute'], 'value', kw['recompute'])})")
-    if not kw.get("flash_attn", True):
-        raise InputError("--recompute-modules with --no-flash-attn: not modelled (the list "
-                         "replaces Megatron-LM's core_attn, so the unfused scores stay stored)")
-    return tuple(dict.fromkeys(mods))
-
-
 def training_from(kw: dict, model, dp: int) -> tuple[Training, bool, bool]:
     """The single-layout Training, its global batch resolved for the layout's dp by
     :func:`optimus_calc.evaluate.batch.resolve_global_batch` (without --global-batch: the batch
@@ -241,11 +224,11 @@ def training_from(kw: dict, model, dp: int) -> tuple[Training, bool, bool]:
                   precision=kw["precision"], optimizer=kw["optimizer"],
                   fp8_recipe=kw.get("fp8_recipe") or Fp8Recipe.TE_DELAYED,
                   grad_bytes=kw["grad_bytes"] or 0, recompute=kw["recompute"],
+                  recompute_modules=Training.modules_of(kw),
                   sequence_parallel=kw["sp"] is not False, flash_attention=kw["flash_attn"],
                   attention_kernel=attention_kernel_of(kw),
                   dropout=dropout_of(kw, model), model_states_only=kw["model_states_only"],
                   multicast=kw["multicast"], **launch_overlaps(kw))
-    fields["recompute_modules"] = recompute_modules_of(kw)
     tr = make_training(origins, **fields)
     if defaulted:  # validated again: the rule's batch has the field's bounds too
         fields["global_batch"] = int(resolve_global_batch(dp, tr.micro_batch, tr))

@@ -173,8 +173,8 @@ def _training(global_batch_help: str, per_layout: bool, lists: bool = False) -> 
                      help="Bytes per gradient on the GPU (default: as the weights; 4 gives the "
                           "18 bytes/param DeepSpeed/Megatron convention)."),
         recompute,
-        modules,
         sp,
+        modules,
         click.option("--flash-attn/--no-flash-attn", default=True, show_default=True,
                      help="FlashAttention (no s^2 score matrices stored)."),
         click.option("--attention-kernel", type=click.Choice([k.value for k in AttentionKernel]),

@@ -169,30 +169,38 @@ spill_bytes = equation(
 _s_loc = s / c
 _rep = (8 + 2 * d) / (1 + sigma * (t - 1))  # replicated part: 10 with dropout, shards with SP
 _scores = sp.Piecewise((0, r >= 1), ((1 - phi) * (2 + 3 * d) * a * _s_loc * s * b / t, True))
+activation_layer_bytes = equation(
+    "memory.activation_layer_bytes",
+    sp.Piecewise(
+        (2 * _s_loc * b * h / (1 + sigma * (t - 1)), sp.Eq(r, 2)),
+        (_s_loc * b * h * (_rep + (q_c + m_c) / t) + _scores, True)),
+    "bytes",
+    "Korthikanti et al. 2022 (arXiv 2205.05198) Table 2; coefficients generalised here: "
+    "attention (4 q_dim + 4 kv_dim)/h for GQA, MLP 4f/h (2-matrix) or 6f/h (SwiGLU, fused "
+    "kernel keeps gate and up), x (top-k + shared) experts for MoE; dropout masks only with "
+    "dropout; FlashAttention drops the score matrices; context parallelism divides s",
+    "Activation bytes one transformer layer stores for one micro-batch. With d=1, MHA and a 4h "
+    "GELU MLP this is s*b*h*(10 + 24/t + 5*a*s/(h*t)) (Korthikanti's TP row); SP shards the 10; "
+    "selective recompute drops the score term; full recompute keeps only the layer input 2sbh.")
+
 l_r = sym("l_r", "norm outputs selective recompute discards (--recompute-modules layernorm), "
           "units of s b h bytes averaged over the layers: 2 n_n per MoE layer (compute."
           "norm_recompute_bytes), sequence-sharded as the replicated term")
 x_r = sym("x_r", "expert activation outputs selective recompute discards (--recompute-modules "
           "moe_act), units of s b h bytes averaged over the layers: 2 k f_x / h per MoE layer, "
           "of the 6 f / h (gated) or 4 f / h of its routed experts in m_c, TP-sharded as m_c")
-_discard = sp.Piecewise((l_r / (1 + sigma * (t - 1)) + x_r / t, sp.Eq(r, 1)), (0, True))
-activation_layer_bytes = equation(
-    "memory.activation_layer_bytes",
-    sp.Piecewise(
-        (2 * _s_loc * b * h / (1 + sigma * (t - 1)), sp.Eq(r, 2)),
-        (_s_loc * b * h * (_rep + (q_c + m_c) / t - _discard) + _scores, True)),
+discarded_activation_bytes = equation(
+    "memory.discarded_activation_bytes", _s_loc * b * h * (l_r / (1 + sigma * (t - 1)) + x_r / t),
     "bytes",
-    "Korthikanti et al. 2022 (arXiv 2205.05198) Table 2; coefficients generalised here: "
-    "attention (4 q_dim + 4 kv_dim)/h for GQA, MLP 4f/h (2-matrix) or 6f/h (SwiGLU, fused "
-    "kernel keeps gate and up), x (top-k + shared) experts for MoE; dropout masks only with "
-    "dropout; FlashAttention drops the score matrices; context parallelism divides s; "
-    "Megatron-LM's output-discarding --recompute-modules (transformer_config.py L560-582 @ "
-    "d98e8a6) drop, under selective, the MoE layer's input (the pre_mlp_layernorm output, the "
-    "MLP input 2sbh of Table 2's replicated 10) and the routed experts' activation output "
-    "(the down-projection input 2f of the 6f/h or 4f/h)",
-    "Activation bytes one transformer layer stores for one micro-batch. With d=1, MHA and a 4h "
-    "GELU MLP this is s*b*h*(10 + 24/t + 5*a*s/(h*t)) (Korthikanti's TP row); SP shards the 10; "
-    "selective recompute drops the score term; full recompute keeps only the layer input 2sbh.")
+    "Megatron-LM's output-discarding --recompute-modules (core/transformer/transformer_config.py "
+    "L560-582 @ d98e8a6) in Korthikanti et al. 2022 Table 2's composition: layernorm drops the "
+    "separate norm's output, for an MoE layer under the Transformer Engine spec the MoE layer's "
+    "input (the MLP input 2sbh of the replicated 10, sequence-sharded with SP: transformer_layer"
+    ".py L475-527, gpt_layer_specs.py L336); moe_act drops the routed experts' activation "
+    "output, the down-projection input 2 k f_x of their 6f/h (gated) or 4f/h in m_c, TP-sharded "
+    "(moe/experts.py L1019-1030); each is re-computed in the backward from what stays",
+    "Activation bytes one layer no longer keeps for one micro-batch under selective recompute "
+    "with --recompute-modules (subtracted from memory.activation_layer_bytes at r = 1).")
 
 i_c = sym("i_c", "op-SAC saved mm outputs TP does not shard, in units of h x 2 bytes, "
           "averaged over the layers: a row-parallel partial sum (Llama's w2: 2; an MoE layer's "

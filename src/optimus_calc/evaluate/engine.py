@@ -143,11 +143,15 @@ def _activations(ctx: Ctx, P, W, G, O, sigma, n_f):
     model, asm, tr, st = ctx.model, ctx.asm, ctx.tr, ctx.st
     assert isinstance(model, Model)
     q_c, m_c = per_model(model, "activation_coefficients", activation_coefficients)
-    l_r, x_r = discarded_coefficients(model, tr.recompute_modules)  # --recompute-modules
     layer_args = dict(a=model.heads, b=ctx.mb, c=ctx.cp, d=int(tr.dropout), h=model.hidden,
-                      l_r=l_r, m_c=m_c, phi=int(tr.flash_attention), q_c=q_c, s=ctx.s,
-                      sigma=sigma, t=ctx.t, x_r=x_r)
+                      m_c=m_c, phi=int(tr.flash_attention), q_c=q_c, s=ctx.s, sigma=sigma,
+                      t=ctx.t)
     act_layer = raw = eq.memory__activation_layer_bytes(r=ctx.rc, **layer_args)
+    if tr.recompute_modules and model.is_moe:  # what --recompute-modules discard (selective)
+        l_r, x_r = discarded_coefficients(model, tr.recompute_modules)
+        gone = eq.memory__discarded_activation_bytes(l_r=l_r, x_r=x_r, **{
+            k: layer_args[k] for k in ("b", "c", "h", "s", "sigma", "t")})
+        act_layer = act_layer - np.where(ctx.rc == R_SELECTIVE, gone, 0.0)
     if asm.selective_policy:  # torchtitan's op AC keeps its own set (memory.op_sac_layer_bytes)
         i_c, o_c, _ = op_sac_widths(model, asm.selective_policy)
         sac = eq.memory__op_sac_layer_bytes(i_c=i_c, o_c=o_c, **{

@@ -204,7 +204,7 @@ def _modules_rerun(ctx: Ctx, hbm):
     if not (tr.recompute_modules and model.is_moe):
         return 0.0
     set_scope("backward recompute modules")
-    mods = {m.value for m in tr.recompute_modules}
+    mods = set(tr.recompute_modules)
     rows = dict(b_a=tr.weight_bytes, tau_mb=ctx.s * ctx.mb / ctx.cp, t=ctx.t)
     m_r = 0.0
     if "moe_act" in mods:

@@ -256,8 +256,8 @@ def _parallel_and_batch(a: _Args, lay, tr, m, extra_first: bool = False) -> None
         case Recompute.SELECTIVE:  # --recompute-modules' list replaces the default core_attn
             a.add("--recompute-granularity", "selective")  # (transformer_config.py L1940-1941)
             if tr.recompute_modules:
-                a.add("--recompute-modules", " ".join(m.value for m in tr.recompute_modules))
-            if any(m.value == "moe_act" for m in tr.recompute_modules):  # which it needs
+                a.add("--recompute-modules", " ".join(tr.recompute_modules))
+            if "moe_act" in tr.recompute_modules:  # which needs grouped GEMMs
                 a.add("--moe-grouped-gemm")  # (transformer_config.py L1964-1967)
         case Recompute.FULL:
             a.add("--recompute-granularity", "full")

@@ -66,7 +66,7 @@ def launch_data(tr) -> dict[str, Any]:
             **({"cuda_graph_impl": "full_iteration"} if tr.cuda_graph_full_iteration else {}),
             **({"cross_entropy_fusion": tr.cross_entropy_fusion.value}
                if tr.cross_entropy_fusion.value != "native" else {}),
-            **({"recompute_modules": ",".join(m.value for m in tr.recompute_modules)}
+            **({"recompute_modules": ",".join(tr.recompute_modules)}
                if getattr(tr, "recompute_modules", ()) else {})}
 
 

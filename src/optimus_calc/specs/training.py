@@ -1,6 +1,7 @@
 """Training settings, parallel layout and named assumptions. Closed sets are Enums."""
 
 from enum import Enum, IntEnum
+from typing import Literal
 
 from optimus_calc.specs.frozen import Field, model_validator
 
@@ -53,11 +54,34 @@ class Recompute(str, Enum):
         return list(Recompute).index(self)
 
 
-class RecomputeModule(str, Enum):
-    """Megatron-LM's output-discarding selective recomputation modules modelled here
-    (--recompute-modules; core/transformer/transformer_config.py L560-582 @ d98e8a6)."""
-    LAYERNORM = "layernorm"  # the separate norms' outputs (an MoE layer's pre_mlp_layernorm)
-    MOE_ACT = "moe_act"      # the routed experts' activation output (the fc2 input)
+# Megatron-LM's output-discarding selective recomputation modules modelled here
+# (--recompute-modules; core/transformer/transformer_config.py L560-582 @ d98e8a6): layernorm,
+# the separate norms' outputs (an MoE layer's pre_mlp_layernorm); moe_act, the routed experts'
+# activation output (the fc2 input). Strings, not an Enum: no class on the cold path.
+RECOMPUTE_MODULES = ("layernorm", "moe_act")
+
+
+def recompute_modules_of(kw: dict) -> tuple:
+    """--recompute-modules LIST (``kw``: the command's options) as Training.recompute_modules:
+    with --recompute selective only, and with a fused attention kernel (the list replaces
+    core_attn, whose s x s scores unfused attention would then store: not modelled); an
+    InputError naming the flag otherwise."""
+    from optimus_calc.errors import InputError
+    text, recompute = kw.get("recompute_modules"), kw.get("recompute")
+    if text is None:
+        return ()
+    mods = tuple(dict.fromkeys(x.strip() for x in text.split(",")))
+    if bad := [m for m in mods if m not in RECOMPUTE_MODULES]:
+        raise InputError(f"--recompute-modules: {bad[0]!r} is not one of "
+                         + ", ".join(RECOMPUTE_MODULES))
+    mode = getattr(recompute, "value", recompute)
+    if mode != "selective":
+        raise InputError(f"--recompute-modules needs --recompute selective (got --recompute "
+                         f"{mode})")
+    if not kw.get("flash_attn", True):
+        raise InputError("--recompute-modules with --no-flash-attn: not modelled (the list "
+                         "replaces Megatron-LM's core_attn, so the unfused scores stay stored)")
+    return mods
 
 
 class AttentionKernel(str, Enum):
@@ -221,7 +245,7 @@ class Training(Frozen):
     grad_bytes: int = Field(default=0, ge=0, le=8,
                             description="bytes per gradient on the GPU (0 = weight bytes)")
     recompute: Recompute = Recompute.NONE
-    recompute_modules: tuple[RecomputeModule, ...] = Field(
+    recompute_modules: tuple[Literal["layernorm", "moe_act"], ...] = Field(
         default=(), description="Megatron-LM --recompute-modules under --recompute selective "
         "(its list replaces the default core_attn: the attention core is not re-run): layernorm "
         "and moe_act discard their outputs and re-run them in the backward (transformer_config"
@@ -284,6 +308,8 @@ class Training(Frozen):
         "with --precision nvfp4 Megatron-LM's --fp4-param-gather under the distributed optimizer "
         "(ZeRO 1: Fp8Recipe.params_max_zero), as Megatron-Bridge's NVFP4 recipe sets "
         "(bf16_with_nvfp4_mixed)")
+
+    modules_of = staticmethod(recompute_modules_of)  # --recompute-modules as the field
 
     @property
     def weight_bytes(self) -> int:

@@ -8,10 +8,10 @@ alike without importing sympy. `optimus-calc explain NAME` shows the source expr
 import numpy
 
 
-def memory__activation_layer_bytes(a, b, c, d, h, l_r, m_c, phi, q_c, r, s, sigma, t, x_r):
-    """memory.activation_layer_bytes [bytes]: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2; coefficients generalised here: attention (4 q_dim + 4 kv_dim)/h for GQA, MLP 4f/h (2-matrix) or 6f/h (SwiGLU, fused kernel keeps gate and up), x (top-k + shared) experts for MoE; dropout masks only with dropout; FlashAttention drops the score matrices; context parallelism divides s; Megatron-LM's output-discarding --recompute-modules (transformer_config.py L560-582 @ d98e8a6) drop, under selective, the MoE layer's input (the pre_mlp_layernorm output, the MLP input 2sbh of Table 2's replicated 10) and the routed experts' activation output (the down-projection input 2f of the 6f/h or 4f/h)"""
+def memory__activation_layer_bytes(a, b, c, d, h, m_c, phi, q_c, r, s, sigma, t):
+    """memory.activation_layer_bytes [bytes]: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2; coefficients generalised here: attention (4 q_dim + 4 kv_dim)/h for GQA, MLP 4f/h (2-matrix) or 6f/h (SwiGLU, fused kernel keeps gate and up), x (top-k + shared) experts for MoE; dropout masks only with dropout; FlashAttention drops the score matrices; context parallelism divides s"""
     _c0 = sigma * (t - 1) + 1
-    return numpy.where(numpy.equal(r, 2), 2 * b * h * s / (c * _c0), b * h * s * ((2 * d + 8) / _c0 - numpy.where(numpy.equal(r, 1), l_r / _c0 + x_r / t, 0) + (m_c + q_c) / t) / c + numpy.where(numpy.greater_equal(r, 1), 0, a * b * s ** 2 * (1 - phi) * (3 * d + 2) / (c * t)))
+    return numpy.where(numpy.equal(r, 2), 2 * b * h * s / (c * _c0), b * h * s * ((2 * d + 8) / _c0 + (m_c + q_c) / t) / c + numpy.where(numpy.greater_equal(r, 1), 0, a * b * s ** 2 * (1 - phi) * (3 * d + 2) / (c * t)))
 
 
 def memory__bucket_bytes(B_cap, P, b_g):
@@ -27,6 +27,11 @@ def memory__bucket_capacity_bytes(M_ddp, Z, Z_bk, b_g):
 def memory__bytes_per_offload_device(B_gpu, G_n, K_n):
     """memory.bytes_per_offload_device [bytes]: seeds/optimusnic.md section 4.1: a SmartNIC paired with each GPU (K_n = G_n)"""
     return B_gpu*G_n/K_n
+
+
+def memory__discarded_activation_bytes(b, c, h, l_r, s, sigma, t, x_r):
+    """memory.discarded_activation_bytes [bytes]: Megatron-LM's output-discarding --recompute-modules (core/transformer/transformer_config.py L560-582 @ d98e8a6) in Korthikanti et al. 2022 Table 2's composition: layernorm drops the separate norm's output, for an MoE layer under the Transformer Engine spec the MoE layer's input (the MLP input 2sbh of the replicated 10, sequence-sharded with SP: transformer_layer.py L475-527, gpt_layer_specs.py L336); moe_act drops the routed experts' activation output, the down-projection input 2 k f_x of their 6f/h (gated) or 4f/h in m_c, TP-sharded (moe/experts.py L1019-1030); each is re-computed in the backward from what stays"""
+    return b*h*s*(l_r/(sigma*(t - 1) + 1) + x_r/t)/c
 
 
 def memory__gpu_total_bytes(G, M_act, M_over, O, W):
