@@ -5,6 +5,7 @@ forward no longer keeps, the errors, the export, the unread-flag note and the pu
 import pytest
 
 from optimus_calc.equations import compiled as eq
+from test_megatron_checkout import megatron  # noqa: F401  (the checkout's fixture)
 
 # gpt-oss-20b (catalog): h 2880, expert_ffn 2880, top-4 of 32 experts, 24 MoE layers, SwiGLU
 # (m_m 3) with the GLU clamp; dgx-h100: HBM 3.35e12 B/s, hbm_efficiency 0.9
@@ -151,4 +152,13 @@ def test_gpt_oss_public_rows_run_the_modules():
     assert all(r.recompute == "none" for r in public_rows() if "mla_up_proj" in r.assumed)
 
 
-from test_megatron_checkout import megatron  # noqa: E402,F401  (the checkout's fixture)
+def test_fit_hint_may_drop_the_modules_for_full_recompute(run):
+    # full recomputation needs no module list (--recompute-modules needs selective): the hint
+    # resolves its --recompute full candidate without the list, as for the same layout without it
+    args = ("step", "gpt-oss-20b", "--node", "dgx-h100", "--ep", "8", "--zero", "3",
+            "--micro-batch", "2", "--seq-len", "8192", "--global-batch", "16", "--recompute",
+            "selective", "--format", "json")
+    a = run(*args).json()["fit_hint"]
+    b = run(*args, "--recompute-modules", "layernorm,moe_act").json()["fit_hint"]
+    assert a["flags"] == b["flags"] == "--recompute full"
+    assert a["step_time_s"] == b["step_time_s"]

@@ -51,7 +51,8 @@ def _choices(inp, kw: dict) -> dict[str, list[dict]]:
     lay, tr = inp.layout, inp.training
     zero = [{"zero": z} for z in range(int(lay.zero) + 1, 4)]
     cur = RECOMPUTE_ORDER.index(tr.recompute.value)
-    rec = [{"recompute": r} for r in RECOMPUTE_ORDER[cur + 1:]]
+    # full recomputation re-runs all; --recompute-modules needs selective (None: not given)
+    rec = [{"recompute": r, "recompute_modules": None} for r in RECOMPUTE_ORDER[cur + 1:]]
     cps, cp = [], lay.cp * 2
     while inp.hw.gpus % (lay.tp * lay.pp * cp) == 0:
         dp = inp.hw.gpus // (lay.tp * lay.pp * cp)
