@@ -282,3 +282,21 @@ def test_megatron_builds_every_hf_fixture_it_accepts(monkeypatch, megatron, fixt
     # give its router a bias, so there is no comment and the count matches to the parameter
     no_bias = (m.router_params - m.hidden * m.experts) if "# router bias:" in text else 0
     assert built == m.total_params - m.moe_layers * (buffer + no_bias), (built, m)
+
+
+def test_megatron_reads_the_planned_recompute_modules(run, tmp_path, monkeypatch, megatron):
+    """--recompute selective --recompute-modules layernorm,moe_act is exported as Megatron-LM's
+    --recompute-granularity selective --recompute-modules layernorm moe_act (nargs list,
+    transformer_config.py L560-582 @ d98e8a6) with --moe-grouped-gemm, which moe_act needs
+    (L1964-1967): parse_args and validate_args keep all three as planned."""
+    arguments, torch = megatron
+    # --moe-grouped-gemm asks the GPU's compute capability (arguments.py L1378-1380): an H100's
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    args = ("gpt-oss-20b", "--node", "dgx-h100", "--nodes", 1, "--ep", 8, "--tp", 1, "--pp", 1,
+            "--framework", "megatron", "--recompute", "selective", "--recompute-modules",
+            "layernorm,moe_act")
+    text = _export(run, tmp_path, *args, "--export", "megatron")
+    margs, _ = _megatron_validate(arguments, monkeypatch, text)
+    assert margs.recompute_granularity == "selective"
+    assert list(margs.recompute_modules) == ["layernorm", "moe_act"]
+    assert margs.moe_grouped_gemm is True

@@ -132,7 +132,9 @@ def test_megatron_parses_the_export(monkeypatch, megatron):
     from optimus_calc import catalog
     from optimus_calc.frameworks.megatron_export import megatron_args
     from optimus_calc.specs.training import Layout, Training
-    arguments, _ = megatron
+    arguments, torch = megatron
+    # --moe-grouped-gemm asks the GPU's compute capability (arguments.py L1378-1380): an H100's
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
     m = catalog.load(()).get("gpt-oss-20b", "model")
     tr = Training(seq_len=4096, global_batch=64, recompute="selective",
                   recompute_modules=("layernorm", "moe_act"))
@@ -162,3 +164,25 @@ def test_fit_hint_may_drop_the_modules_for_full_recompute(run):
     b = run(*args, "--recompute-modules", "layernorm,moe_act").json()["fit_hint"]
     assert a["flags"] == b["flags"] == "--recompute full"
     assert a["step_time_s"] == b["step_time_s"]
+
+
+def test_plan_takes_the_list_for_its_selective_layouts(run):
+    # the planner searches --recompute modes; --recompute-modules applies to its selective
+    # layouts and needs selective among them (a one-line error otherwise); the Megatron-LM
+    # export of a selective plan writes the list and --moe-grouped-gemm
+    base = ("plan", "gpt-oss-20b", "--node", "dgx-h100", "--nodes", 1, "--ep", 8, "--tp", 1,
+            "--pp", 1, "--framework", "megatron")
+    bad = run(*base, "--recompute", "full", "--recompute-modules", "moe_act")
+    assert bad.code == 2 and len(bad.err.strip().splitlines()) == 1
+    assert bad.err.startswith("error: --recompute-modules needs selective among the --recompute "
+                              "modes searched (got --recompute full)")
+    out = run(*base, "--recompute", "selective", "--recompute-modules", "layernorm,moe_act",
+              "--export", "megatron")
+    assert out.code == 0, out.err
+    assert ("--recompute-granularity selective \\\n  --recompute-modules layernorm moe_act "
+            "\\\n  --moe-grouped-gemm") in out.out
+    # the same layout searched without the list times the selective layout with core_attn,
+    # i.e. differently: the list reaches the plan's evaluation
+    js = [run(*base, "--recompute", "selective", *x, "--format", "json").json()["recommended"]
+          for x in ((), ("--recompute-modules", "moe_act"))]
+    assert js[0]["step_time_s"] != js[1]["step_time_s"]

@@ -331,8 +331,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict, one_model: bool
                           kw.get("smartnic"))
     from optimus_calc.frameworks import Framework
     origins = {"seq_len": f"the sequence length of {model.name}"}
-    # the model's sequence length was validated with Training.seq_len's bounds (specs/model.py);
-    # dropout is a bool of ours (dropout_of)
+    # seq_len: validated with Training's bounds (specs/model.py); dropout: ours (dropout_of)
     tr = make_training(origins, ("dropout",) if kw["seq_len"] else ("dropout", "seq_len"),
                        seq_len=kw["seq_len"] or model.seq_len,
                        global_batch=kw["global_batch"],  # None: the batch rule per layout
@@ -340,6 +339,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict, one_model: bool
                        fp8_recipe=kw.get("fp8_recipe") or Fp8Recipe.TE_DELAYED,
                        grad_bytes=kw["grad_bytes"] or 0, flash_attention=kw["flash_attn"],
                        attention_kernel=attention_kernel_of(kw),
+                       recompute_modules=Training.modules_of(kw, True),
                        dropout=dropout_of(kw, model), multicast=kw["multicast"],
                        **launch_overlaps(kw))
     from optimus_calc.evaluate.fp8 import check_fp8_gpu

@@ -279,6 +279,9 @@ def pin_options(func: Callable) -> Callable:
                           "ZeRO-3 allow it)."),
         click.option("--recompute", "recomputes", default=None, metavar="LIST",
                      help="Recompute modes searched, e.g. full (default: none,selective,full)."),
+        click.option("--recompute-modules", default=None, metavar="LIST",
+                     help="Megatron-LM's --recompute-modules for the selective layouts, "
+                          "layernorm,moe_act (needs selective among the modes searched)."),
         _pin("--tp", "these tensor-parallel degrees"),
         _pin("--pp", "these pipeline-parallel degrees"),
         _pin("--dp", "these data-parallel degrees"),

@@ -61,21 +61,26 @@ class Recompute(str, Enum):
 RECOMPUTE_MODULES = ("layernorm", "moe_act")
 
 
-def recompute_modules_of(kw: dict) -> tuple:
+def recompute_modules_of(kw: dict, searched: bool = False) -> tuple:
     """--recompute-modules LIST (``kw``: the command's options) as Training.recompute_modules:
-    with --recompute selective only, and with a fused attention kernel (the list replaces
-    core_attn, whose s x s scores unfused attention would then store: not modelled); an
-    InputError naming the flag otherwise."""
+    with --recompute selective only (``searched``: a search's --recompute LIST, every mode by
+    default, must hold selective; the list applies to its selective layouts), and with a fused
+    attention kernel (the list replaces core_attn, whose s x s scores unfused attention would
+    then store: not modelled); an InputError naming the flag otherwise."""
     from optimus_calc.errors import InputError
-    text, recompute = kw.get("recompute_modules"), kw.get("recompute")
+    text = kw.get("recompute_modules")
     if text is None:
         return ()
     mods = tuple(dict.fromkeys(x.strip() for x in text.split(",")))
     if bad := [m for m in mods if m not in RECOMPUTE_MODULES]:
         raise InputError(f"--recompute-modules: {bad[0]!r} is not one of "
                          + ", ".join(RECOMPUTE_MODULES))
-    mode = getattr(recompute, "value", recompute)
-    if mode != "selective":
+    if searched:
+        modes = kw.get("recomputes")
+        if modes is not None and "selective" not in [m.strip() for m in modes.split(",")]:
+            raise InputError(f"--recompute-modules needs selective among the --recompute modes "
+                             f"searched (got --recompute {modes})")
+    elif (mode := getattr(kw.get("recompute"), "value", kw.get("recompute"))) != "selective":
         raise InputError(f"--recompute-modules needs --recompute selective (got --recompute "
                          f"{mode})")
     if not kw.get("flash_attn", True):
