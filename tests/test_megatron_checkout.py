@@ -55,6 +55,9 @@ def megatron(monkeypatch):
     from megatron.training import arguments
     monkeypatch.setattr(arguments, "get_device_arch_version", lambda: 9)  # Hopper
     monkeypatch.setattr(torch.cuda, "current_device", lambda: "cpu")  # MLA's rotary table
+    # --moe-grouped-gemm (every MoE export) asks the compute capability (arguments.py
+    # L1378-1380): a Hopper's, as get_device_arch_version above
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
     # MLA's local spec passes k/v_channels, which only TE's attention takes; the unfused core
     # attention has no parameters, so dropping them changes no count
     from megatron.core.transformer.dot_product_attention import DotProductAttention
@@ -289,9 +292,7 @@ def test_megatron_reads_the_planned_recompute_modules(run, tmp_path, monkeypatch
     --recompute-granularity selective --recompute-modules layernorm moe_act (nargs list,
     transformer_config.py L560-582 @ d98e8a6) with --moe-grouped-gemm, which moe_act needs
     (L1964-1967): parse_args and validate_args keep all three as planned."""
-    arguments, torch = megatron
-    # --moe-grouped-gemm asks the GPU's compute capability (arguments.py L1378-1380): an H100's
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    arguments, _ = megatron
     args = ("gpt-oss-20b", "--node", "dgx-h100", "--nodes", 1, "--ep", 8, "--tp", 1, "--pp", 1,
             "--framework", "megatron", "--recompute", "selective", "--recompute-modules",
             "layernorm,moe_act")

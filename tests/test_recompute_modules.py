@@ -35,16 +35,22 @@ def test_norm_recompute_bytes_by_hand():
 
 
 def test_discarded_activation_bytes_by_hand():
-    # s b h (l_r / (1 + sigma (t - 1)) + x_r / t); l_r 2 (one norm's 2 h bytes), x_r 2 k f_x / h
-    # = 2 x 4 x 2880 / 2880 = 8: 4096 x 2880 x 10 = 117,964,800 bytes at t 1
-    assert eq.memory__discarded_activation_bytes(b=1, c=1, h=2880, s=4096, sigma=0, t=1, l_r=2,
-                                                 x_r=8) == 117_964_800
+    # s b h kappa_k (l_r / (1 + sigma (t - 1)) + x_r / t); l_r 2 (one norm's 2 h bytes), x_r
+    # 2 k f_x / h = 2 x 4 x 2880 / 2880 = 8: 4096 x 2880 x 10 = 117,964,800 bytes at t 1 (bf16:
+    # kappa_k 1)
+    one = dict(b=1, c=1, h=2880, s=4096, l_r=2, x_r=8, kappa_k=1)
+    assert eq.memory__discarded_activation_bytes(sigma=0, t=1, **one) == 117_964_800
     # TP 4 with SP shards both: / 4 = 29,491,200; without SP the norm output is whole:
     # 4096 x 2880 x (2 + 8 / 4) = 47,185,920
-    assert eq.memory__discarded_activation_bytes(b=1, c=1, h=2880, s=4096, sigma=1, t=4, l_r=2,
-                                                 x_r=8) == 29_491_200
-    assert eq.memory__discarded_activation_bytes(b=1, c=1, h=2880, s=4096, sigma=0, t=4, l_r=2,
-                                                 x_r=8) == 47_185_920
+    assert eq.memory__discarded_activation_bytes(sigma=1, t=4, **one) == 29_491_200
+    assert eq.memory__discarded_activation_bytes(sigma=0, t=4, **one) == 47_185_920
+    # under FP8 the norm and activation outputs were saved in 1 byte (kappa_k 0.5): 58,982,400
+    assert eq.memory__discarded_activation_bytes(sigma=0, t=1, **dict(one, kappa_k=0.5)) == \
+        58_982_400
+    # a clamped GLU's bf16 second copy, c_k 4 k f_x / h = 16: 4096 x 2880 x 16 = 188,743,680 at
+    # t 1, / 2 at TP 2 (TP-sharded as the MLP term)
+    assert eq.memory__glu_clamp_copy_bytes(b=1, c=1, h=2880, s=4096, t=1, c_k=16) == 188_743_680
+    assert eq.memory__glu_clamp_copy_bytes(b=1, c=1, h=2880, s=4096, t=2, c_k=16) == 94_371_840
 
 
 def test_step_backward_elementwise_grows_by_hand(run):
@@ -65,9 +71,11 @@ def test_memory_decrease_by_hand(run):
     b = run("memory", *OSS, "--recompute-modules", "moe_act", "--format", "json")
     c = run("memory", *OSS, "--recompute-modules", "layernorm,moe_act", "--format", "json")
     act = [r.json()["per_gpu"]["activations_bytes"] for r in (a, b, c)]
-    # moe_act: 2 k f_x bytes per token and layer = 2 x 4 x 2880 x 4096 = 94,371,840 per layer,
-    # x 24 layers x 1 micro-batch in flight = 2,264,924,160
-    assert act[0] - act[1] == pytest.approx(2_264_924_160)
+    # moe_act: the activation output, 2 k f_x bytes per token and layer = 2 x 4 x 2880 x 4096
+    # = 94,371,840, and GPT-OSS's clamped second copy of the fc1 output, 4 k f_x = 188,743,680
+    # (fused_bias_geglu.py L326-327, L424-432), per layer x 24 layers x 1 micro-batch in flight
+    # = 2,264,924,160 + 4,529,848,320 = 6,794,772,480
+    assert act[0] - act[1] == pytest.approx(6_794_772_480)
     # layernorm adds the pre_mlp_layernorm output 2 h per token: 2 x 2880 x 4096 x 24
     # = 566,231,040
     assert act[1] - act[2] == pytest.approx(566_231_040)
@@ -118,9 +126,10 @@ def test_megatron_export_writes_the_list():
     tr = Training(seq_len=4096, global_batch=64, recompute="selective",
                   recompute_modules=("layernorm", "moe_act"))
     text = megatron_args(Layout(tp=1, pp=1, dp=8, ep=8, zero=1), tr, m, 8)
-    # Megatron's nargs list, one word each; moe_act needs --moe-grouped-gemm (L1964-1967)
+    # Megatron's nargs list, one word each; moe_act needs --moe-grouped-gemm (L1964-1967),
+    # which every MoE export writes (the grouped GEMM the step times)
     assert "--recompute-granularity selective \\\n  --recompute-modules layernorm moe_act " \
-           "\\\n  --moe-grouped-gemm" in text
+           "\\\n" in text and "  --moe-grouped-gemm \\\n" in text
     plain = megatron_args(Layout(tp=1, pp=1, dp=8, ep=8, zero=1),
                           tr.model_copy(update={"recompute_modules": ()}), m, 8)
     assert "--recompute-modules" not in plain
@@ -132,9 +141,7 @@ def test_megatron_parses_the_export(monkeypatch, megatron):
     from optimus_calc import catalog
     from optimus_calc.frameworks.megatron_export import megatron_args
     from optimus_calc.specs.training import Layout, Training
-    arguments, torch = megatron
-    # --moe-grouped-gemm asks the GPU's compute capability (arguments.py L1378-1380): an H100's
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    arguments, _ = megatron
     m = catalog.load(()).get("gpt-oss-20b", "model")
     tr = Training(seq_len=4096, global_batch=64, recompute="selective",
                   recompute_modules=("layernorm", "moe_act"))
@@ -180,9 +187,78 @@ def test_plan_takes_the_list_for_its_selective_layouts(run):
               "--export", "megatron")
     assert out.code == 0, out.err
     assert ("--recompute-granularity selective \\\n  --recompute-modules layernorm moe_act "
-            "\\\n  --moe-grouped-gemm") in out.out
+            "\\\n") in out.out and "  --moe-grouped-gemm \\\n" in out.out
     # the same layout searched without the list times the selective layout with core_attn,
     # i.e. differently: the list reaches the plan's evaluation
     js = [run(*base, "--recompute", "selective", *x, "--format", "json").json()["recommended"]
           for x in ((), ("--recompute-modules", "moe_act"))]
     assert js[0]["step_time_s"] != js[1]["step_time_s"]
+
+
+def test_layernorm_at_tp2_counts_the_sequence_parallel_shard(run):
+    # qwen3-30b-a3b (48 MoE layers, h 2048) on 2 x DGX H100, TP 2 with SP, EP 8, DP 8, one
+    # 4096-token micro-batch per GPU: the pre-MLP norm re-run reads and writes the GPU's
+    # 2048 tokens: 1 x 2 x 2048 x 2 x 4096 / 2 = 16,777,216 bytes per layer (compute.
+    # norm_recompute_bytes), x 48 / (3350e9 x 0.9) = 2.6710e-4 s; the discarded norm output
+    # 2 h bytes per token, sequence-sharded: 4096 x 2048 x 2 / 2 x 48 layers = 402,653,184
+    q = ("qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", 2, "--tp", 2, "--ep", 8,
+         "--seq-len", 4096, "--micro-batch", 1, "--global-batch", 8, "--recompute",
+         "selective", "--format", "json")
+    a, b = (run("step", *q, *x).json() for x in ((), ("--recompute-modules", "layernorm")))
+    assert b["elementwise_s"] - a["elementwise_s"] == pytest.approx(
+        48 * 16_777_216 / (3350e9 * 0.9), rel=1e-6)
+    m0, m1 = (run("memory", *q, *x).json()["per_gpu"]["activations_bytes"]
+              for x in ((), ("--recompute-modules", "layernorm")))
+    assert m0 - m1 == pytest.approx(402_653_184)
+
+
+def test_every_moe_export_runs_the_grouped_gemm_and_dense_models_refuse_moe_act(run):
+    # the step times the routed experts as a grouped GEMM: without --moe-grouped-gemm Megatron-LM
+    # builds SequentialMLP (models/gpt/moe_module_specs.py L43, L82 @ d98e8a6); a dense export
+    # has no experts and no flag; moe_act on a dense model is a one-line error
+    moe = run("plan", "qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", 2, "--framework",
+              "megatron", "--export", "megatron").out
+    assert "  --moe-grouped-gemm \\\n" in moe
+    dense = run("plan", "llama-3-8b", "--node", "dgx-h100", "--nodes", 1, "--framework",
+                "megatron", "--export", "megatron").out
+    assert "--moe-grouped-gemm" not in dense
+    r = run("step", "llama-3-8b", "--recompute", "selective", "--recompute-modules", "moe_act")
+    assert r.code == 2 and r.err.strip() == ("error: --recompute-modules moe_act: llama-3-8b is "
+                                             "dense (no experts); it recomputes the routed "
+                                             "experts' activation")
+
+
+def test_the_clamped_copy_is_memory_kept_unless_recomputed(run):
+    # GPT-OSS's eager clamp: the clamps keep the fc1 output and WeightedBiasQuickGeGLUFunction
+    # the clamped cat (fused_bias_geglu.py L326-327, L377-380): a second 2 f_x bf16 copy per
+    # routed row, 4 x 4 x 2880 x 4096 = 188,743,680 bytes a layer x 24 = 4,529,848,320 on the
+    # layout above without recompute (memory.glu_clamp_copy_bytes), kept by selective
+    # recompute, not by full recompute (the layer input only) nor by moe_act's checkpoint
+    base = ("gpt-oss-20b", "--node", "dgx-h100", "--ep", 8, "--seq-len", 4096,
+            "--global-batch", 8, "--format", "json")
+    copy = 4_529_848_320
+
+    def act(*x):
+        r = run("memory", *base, *x)
+        assert r.code == 0, r.err
+        return r.json()["per_gpu"]["activations_bytes"]
+    assert act("--assume", "moe_act_clamp_passes=0") == act()  # a time parameter only
+    sel = act("--recompute", "selective")
+    mods = act("--recompute", "selective", "--recompute-modules", "moe_act")
+    assert sel - mods == pytest.approx(copy + 2_264_924_160)
+    # the step time does not count the copy again (its traffic is the clamp's 11.5 passes)
+    t = [run("step", *base, *x).json()["elementwise_s"]
+         for x in ((), ("--assume", "moe_act_clamp_passes=0"))]
+    assert t[0] - t[1] == pytest.approx(2 * 24 * 5.75 * 4 * 4096 * 2 * 2880 * 2
+                                        / (3350e9 * 0.9), rel=1e-6)
+
+
+def test_plan_under_deepspeed_ignores_the_list(run):
+    # DeepSpeed reads no --recompute-modules: its profile's search drops it as `step` does, so
+    # the plan's layouts are timed and sized as without it (Megatron's change)
+    args = ("plan", "gpt-oss-20b", "--node", "dgx-h100", "--nodes", 1, "--recompute",
+            "selective", "--format", "json")
+    ds = [run(*args, "--framework", "deepspeed", *x).json()["recommended"]
+          for x in ((), ("--recompute-modules", "layernorm,moe_act"))]
+    assert (ds[0]["gpu_memory_bytes"], ds[0]["step_time_s"]) == (
+        ds[1]["gpu_memory_bytes"], ds[1]["step_time_s"])

@@ -189,18 +189,35 @@ l_r = sym("l_r", "norm outputs selective recompute discards (--recompute-modules
 x_r = sym("x_r", "expert activation outputs selective recompute discards (--recompute-modules "
           "moe_act), units of s b h bytes averaged over the layers: 2 k f_x / h per MoE layer, "
           "of the 6 f / h (gated) or 4 f / h of its routed experts in m_c, TP-sharded as m_c")
+kappa_k = sym("kappa_k", "share of a saved GEMM input's bf16 bytes it keeps: 1, or under an FP8 "
+              "recipe 1 - k_te / 2 (fp8.activation_layer_bytes saved the norm and activation "
+              "outputs quantized)")
 discarded_activation_bytes = equation(
-    "memory.discarded_activation_bytes", _s_loc * b * h * (l_r / (1 + sigma * (t - 1)) + x_r / t),
-    "bytes",
+    "memory.discarded_activation_bytes",
+    _s_loc * b * h * kappa_k * (l_r / (1 + sigma * (t - 1)) + x_r / t), "bytes",
     "Megatron-LM's output-discarding --recompute-modules (core/transformer/transformer_config.py "
     "L560-582 @ d98e8a6) in Korthikanti et al. 2022 Table 2's composition: layernorm drops the "
     "separate norm's output, for an MoE layer under the Transformer Engine spec the MoE layer's "
     "input (the MLP input 2sbh of the replicated 10, sequence-sharded with SP: transformer_layer"
     ".py L475-527, gpt_layer_specs.py L336); moe_act drops the routed experts' activation "
     "output, the down-projection input 2 k f_x of their 6f/h (gated) or 4f/h in m_c, TP-sharded "
-    "(moe/experts.py L1019-1030); each is re-computed in the backward from what stays",
+    "(moe/experts.py L1019-1030; with a clamped GLU its second copy too, memory.glu_clamp_copy_"
+    "bytes); each is re-computed in the backward",
     "Activation bytes one layer no longer keeps for one micro-batch under selective recompute "
-    "with --recompute-modules (subtracted from memory.activation_layer_bytes at r = 1).")
+    "with --recompute-modules (subtracted from the layer's activations, FP8's included).")
+
+c_k = sym("c_k", "a clamped GLU's second copy of the fc1 output, units of s b h bytes averaged "
+          "over the layers: 4 k f_x / h per MoE layer; 0 without a clamp")
+glu_clamp_copy_bytes = equation(
+    "memory.glu_clamp_copy_bytes", _s_loc * b * h * c_k / t, "bytes",
+    "Megatron-core weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py L424-432 @ "
+    "d98e8a6): the eager clamps save their unclamped input, the fc1 output, and "
+    "WeightedBiasQuickGeGLUFunction saves the clamped torch.cat output (L326-327, L377-380): "
+    "two bf16 copies of the 2 f_x values of a routed row where Korthikanti's MLP term counts "
+    "one; TP-sharded as the MLP term. Not kept under full recompute, nor under selective "
+    "recompute with --recompute-modules moe_act, whose checkpoint keeps the fc1 output only",
+    "Activation bytes a clamped gated expert MLP (GPT-OSS) keeps beyond memory."
+    "activation_layer_bytes for one layer and micro-batch.")
 
 i_c = sym("i_c", "op-SAC saved mm outputs TP does not shard, in units of h x 2 bytes, "
           "averaged over the layers: a row-parallel partial sum (Llama's w2: 2; an MoE layer's "

@@ -149,6 +149,9 @@ def check_moe_flags(model: Model | BareModel, training: Training, asm=None) -> N
         raise FieldError("overlap_moe_expert_parallel_comm",
                          f"{{overlap_moe_expert_parallel_comm}}: {model.name} is dense (no "
                          "experts); the expert-parallel overlap applies to MoE models")
+    if "moe_act" in training.recompute_modules:
+        raise FieldError("recompute_modules", f"{{recompute_modules}} moe_act: {model.name} is "
+                         "dense (no experts); it recomputes the routed experts' activation")
     if asm is not None:
         check_moe_assumptions(model, asm)
 

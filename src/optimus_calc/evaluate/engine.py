@@ -27,7 +27,7 @@ from optimus_calc.equations.recording import (Recorder, eq, recording, set_scope
                                               active as recording_active)
 from optimus_calc.evaluate import fp8
 from optimus_calc.evaluate import strategies as S
-from optimus_calc.evaluate.batch import R_SELECTIVE, Batch
+from optimus_calc.evaluate.batch import R_FULL, R_SELECTIVE, Batch
 from optimus_calc.evaluate.context import Hardware
 from optimus_calc.evaluate.efficiency import attention_span
 from optimus_calc.evaluate.evaluation import Evaluation
@@ -37,8 +37,8 @@ from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devices, HostState,
                                            MemoryRecord, OptimizerInputs, OptimizerRecord,
                                            active_params, at_grid, make_ctx, number, per_model)
-from optimus_calc.evaluate.shapes import (activation_coefficients, discarded_coefficients,
-                                          op_sac_widths)
+from optimus_calc.evaluate.shapes import (activation_coefficients, clamp_copy,
+                                          discarded_coefficients, op_sac_widths)
 from optimus_calc.evaluate.stages import (STAGE_MAJOR_FROM, StageTable, broadcast_small,
                                           by_strategy, ndim, shaped, stage_argmax, stage_max)
 from optimus_calc.evaluate.strategies.base import bit
@@ -147,17 +147,22 @@ def _activations(ctx: Ctx, P, W, G, O, sigma, n_f):
                       m_c=m_c, phi=int(tr.flash_attention), q_c=q_c, s=ctx.s, sigma=sigma,
                       t=ctx.t)
     act_layer = raw = eq.memory__activation_layer_bytes(r=ctx.rc, **layer_args)
-    if tr.recompute_modules and model.is_moe:  # what --recompute-modules discard (selective)
-        l_r, x_r = discarded_coefficients(model, tr.recompute_modules)
-        gone = eq.memory__discarded_activation_bytes(l_r=l_r, x_r=x_r, **{
-            k: layer_args[k] for k in ("b", "c", "h", "s", "sigma", "t")})
-        act_layer = act_layer - np.where(ctx.rc == R_SELECTIVE, gone, 0.0)
     if asm.selective_policy:  # torchtitan's op AC keeps its own set (memory.op_sac_layer_bytes)
         i_c, o_c, _ = op_sac_widths(model, asm.selective_policy)
         sac = eq.memory__op_sac_layer_bytes(i_c=i_c, o_c=o_c, **{
             k: layer_args[k] for k in ("b", "c", "h", "s", "sigma", "t")})
         act_layer = np.where(ctx.rc == R_SELECTIVE, sac, act_layer)
     act_layer = fp8.activation_layer_bytes(ctx, act_layer, layer_args)
+    sub = {k: layer_args[k] for k in ("b", "c", "h", "s", "sigma", "t")}
+    if tr.recompute_modules and model.is_moe:  # what --recompute-modules discard (selective),
+        l_r, x_r = discarded_coefficients(model, tr.recompute_modules)  # as FP8 saved them
+        kappa = 1 - (fp8.saved_input_bytes_less(tr) / 2 if fp8.is_fp8(tr) else 0.0)
+        gone = eq.memory__discarded_activation_bytes(kappa_k=kappa, l_r=l_r, x_r=x_r, **sub)
+        act_layer = act_layer - np.where(ctx.rc == R_SELECTIVE, gone, 0.0)
+    if c_k := clamp_copy(model):  # memory only (the traffic: compute.moe_act_clamp_bytes); not
+        copy = eq.memory__glu_clamp_copy_bytes(c_k=c_k, **{k: sub[k] for k in "bchst"})  # kept
+        gone = (ctx.rc == R_FULL) | (ctx.rc == R_SELECTIVE) & ("moe_act" in tr.recompute_modules)
+        act_layer = act_layer + np.where(gone, 0.0, copy)  # in full recompute or moe_act's
     if asm.selective_policy and model.is_moe:  # and its save list may keep the EP all-to-alls
         a2a = eq.memory__op_sac_ep_saved_bytes(
             L_moe=st.moe_layers, L_s=np.maximum(st.layers, 1), b=ctx.mb, b_w=tr.weight_bytes,

@@ -227,11 +227,20 @@ def separate_norms(model: Model) -> int:
     return 1 + int(model.is_mla)
 
 
+def clamp_copy(model: Model) -> float:
+    """c_k of memory.glu_clamp_copy_bytes: a clamped GLU's second copy of the fc1 output, in
+    s*b*h bytes averaged over the layers: 4 k f_x / h per MoE layer; 0 without a clamp."""
+    if not (model.is_moe and model.glu_clamp):
+        return 0.0
+    return 4 * model.top_k * model.expert_ffn / model.hidden * model.moe_layers / model.layers
+
+
 def discarded_coefficients(model: Model, modules) -> tuple[float, float]:
-    """(l_r, x_r) of memory.activation_layer_bytes: what --recompute-modules discard, in units
+    """(l_r, x_r) of memory.discarded_activation_bytes: what --recompute-modules discard, in units
     of s*b*h bytes averaged over the layers (MoE layers only): layernorm the separate norms'
     outputs, 2 each (2 bytes x h per token); moe_act the routed experts' activation output, the
-    down-projection input 2 k f_x / h of the MLP term of :func:`activation_coefficients`."""
+    down-projection input 2 k f_x / h of the MLP term of :func:`activation_coefficients` (a
+    clamped GLU's second copy goes too: memory.glu_clamp_copy_bytes)."""
     names = {getattr(m, "value", m) for m in modules}
     if not names or not model.is_moe:
         return 0.0, 0.0

@@ -255,10 +255,8 @@ def _parallel_and_batch(a: _Args, lay, tr, m, extra_first: bool = False) -> None
             pass
         case Recompute.SELECTIVE:  # --recompute-modules' list replaces the default core_attn
             a.add("--recompute-granularity", "selective")  # (transformer_config.py L1940-1941)
-            if tr.recompute_modules:
+            if tr.recompute_modules:  # (moe_act's --moe-grouped-gemm: megatron_export_moe)
                 a.add("--recompute-modules", " ".join(tr.recompute_modules))
-            if "moe_act" in tr.recompute_modules:  # which needs grouped GEMMs
-                a.add("--moe-grouped-gemm")  # (transformer_config.py L1964-1967)
         case Recompute.FULL:
             a.add("--recompute-granularity", "full")
             a.add("--recompute-method", "uniform")

@@ -64,6 +64,11 @@ def dispatcher(a, m, tr) -> None:
     is the flex dispatcher with that backend (moe_flex_dispatcher_backend, L898)."""
     if not m.is_moe:
         return
+    # the routed experts as one grouped GEMM (TEGroupedMLP), as the step times them; without
+    # the flag Megatron-LM builds SequentialMLP, a GEMM per local expert (models/gpt/
+    # moe_module_specs.py L43, L82 @ d98e8a6); --recompute-modules moe_act needs it (transformer_
+    # config.py L1964-1967)
+    a.add("--moe-grouped-gemm")
     if tr.moe_dispatcher.dedups_nodes:
         a.add("--moe-token-dispatcher-type", "flex")
         a.add("--moe-flex-dispatcher-backend", tr.moe_dispatcher.value)

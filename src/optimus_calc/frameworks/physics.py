@@ -116,10 +116,16 @@ def apply_framework(name: str | None, layout, training, assumptions, model,
         return training, assumptions, Choice(None, "", why, requested=name, before=before,
                                              yields=yields)
     tr, asm, applied, kept = p.profile.apply(training, assumptions, model, yields)
-    reads = {f for f, _ in p.launch_flags}  # a neutral-read flag another framework lacks
+    return _read(p, tr), asm, Choice(p.key, p.label, why, applied, kept, name, before, yields)
+
+
+def _read(p, tr):
+    """``tr`` without the framework-neutral launch flags plug-in ``p`` does not read (they move
+    nothing under its profile: report.common.unread_flags_note)."""
+    reads = {f for f, _ in p.launch_flags}
     if drop := {f: () for f in NEUTRAL_READS - reads if getattr(tr, f, None)}:
-        tr = tr.model_copy(update=drop)  # moves nothing (report.common.unread_flags_note)
-    return tr, asm, Choice(p.key, p.label, why, applied, kept, name, before, yields)
+        return tr.model_copy(update=drop)
+    return tr
 
 
 def for_layout(inp, layout):
@@ -142,7 +148,8 @@ def profile_groups(frameworks, training, assumptions, model=None,
     groups: dict[tuple, list] = {}
     for f in frameworks:
         tr, asm, _, _ = plugin(f).profile.apply(training, assumptions, model, yields)
-        key = (tr.grad_bytes, tuple(sorted(dict(asm).items())))  # flat: model_dump's
+        tr = _read(plugin(f), tr)
+        key = (tr.grad_bytes, tr.recompute_modules, tuple(sorted(dict(asm).items())))
         groups.setdefault(key, [tr, asm, []])[2].append(f)
     return [(tuple(fs), tr, asm) for tr, asm, fs in groups.values()]
 
@@ -159,12 +166,14 @@ def profile_parts(frameworks, training, assumptions, model, yields: frozenset,
     pairs = [(r, s) for r in recomputes for s in sps]
     groups: dict[tuple, list] = {}
     for f in frameworks:
-        tr = plugin(f).profile.apply(training, assumptions, model, yields)[0]
+        tr = _read(plugin(f), plugin(f).profile.apply(training, assumptions, model, yields)[0])
         at = {}
         for r, s in pairs:
             t = training.model_copy(update={"recompute": r, "sequence_parallel": s})
             t2, asm, _, _ = plugin(f).profile.apply(t, assumptions, model, yields)
-            at[(r, s)] = ((t2.grad_bytes, tuple(sorted(dict(asm).items()))), asm)
+            t2 = _read(plugin(f), t2)
+            at[(r, s)] = ((t2.grad_bytes, t2.recompute_modules,
+                           tuple(sorted(dict(asm).items()))), asm)
         sig = tuple(at[p][0] for p in pairs)
         groups.setdefault(sig, [tr, at, []])[2].append(f)
     out = []

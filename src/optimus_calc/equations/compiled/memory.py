@@ -29,9 +29,14 @@ def memory__bytes_per_offload_device(B_gpu, G_n, K_n):
     return B_gpu*G_n/K_n
 
 
-def memory__discarded_activation_bytes(b, c, h, l_r, s, sigma, t, x_r):
-    """memory.discarded_activation_bytes [bytes]: Megatron-LM's output-discarding --recompute-modules (core/transformer/transformer_config.py L560-582 @ d98e8a6) in Korthikanti et al. 2022 Table 2's composition: layernorm drops the separate norm's output, for an MoE layer under the Transformer Engine spec the MoE layer's input (the MLP input 2sbh of the replicated 10, sequence-sharded with SP: transformer_layer.py L475-527, gpt_layer_specs.py L336); moe_act drops the routed experts' activation output, the down-projection input 2 k f_x of their 6f/h (gated) or 4f/h in m_c, TP-sharded (moe/experts.py L1019-1030); each is re-computed in the backward from what stays"""
-    return b*h*s*(l_r/(sigma*(t - 1) + 1) + x_r/t)/c
+def memory__discarded_activation_bytes(b, c, h, kappa_k, l_r, s, sigma, t, x_r):
+    """memory.discarded_activation_bytes [bytes]: Megatron-LM's output-discarding --recompute-modules (core/transformer/transformer_config.py L560-582 @ d98e8a6) in Korthikanti et al. 2022 Table 2's composition: layernorm drops the separate norm's output, for an MoE layer under the Transformer Engine spec the MoE layer's input (the MLP input 2sbh of the replicated 10, sequence-sharded with SP: transformer_layer.py L475-527, gpt_layer_specs.py L336); moe_act drops the routed experts' activation output, the down-projection input 2 k f_x of their 6f/h (gated) or 4f/h in m_c, TP-sharded (moe/experts.py L1019-1030; with a clamped GLU its second copy too, memory.glu_clamp_copy_bytes); each is re-computed in the backward"""
+    return b*h*kappa_k*s*(l_r/(sigma*(t - 1) + 1) + x_r/t)/c
+
+
+def memory__glu_clamp_copy_bytes(b, c, c_k, h, s, t):
+    """memory.glu_clamp_copy_bytes [bytes]: Megatron-core weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py L424-432 @ d98e8a6): the eager clamps save their unclamped input, the fc1 output, and WeightedBiasQuickGeGLUFunction saves the clamped torch.cat output (L326-327, L377-380): two bf16 copies of the 2 f_x values of a routed row where Korthikanti's MLP term counts one; TP-sharded as the MLP term. Not kept under full recompute, nor under selective recompute with --recompute-modules moe_act, whose checkpoint keeps the fc1 output only"""
+    return b*c_k*h*s/(c*t)
 
 
 def memory__gpu_total_bytes(G, M_act, M_over, O, W):
