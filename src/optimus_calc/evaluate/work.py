@@ -46,8 +46,8 @@ def recompute_flops(model: Model, seq: int, rc, f_l: float, policy: float = 0,
     torchtitan's op AC (``policy`` 1, Assumptions.selective_policy) every second weight GEMM,
     and with no weight GEMM saved (``policy`` 2, no profile sets it) every one."""
     rc = np.asarray(rc)
-    core_flops = eq.step__attention_core_flops_per_token(d_s=model.score_dim, d_v=model.value_dim,
-                                                   s=attention_span(model, seq))
+    core_flops = eq.step__attention_core_flops_per_token(
+        d_s=model.score_dim, d_v=model.value_dim, s=attention_span(model, seq))
     if policy == 2:  # no weight GEMM saved: every one re-runs, not the core
         sel = f_l - core_flops
     elif policy:
