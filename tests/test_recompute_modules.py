@@ -262,3 +262,17 @@ def test_plan_under_deepspeed_ignores_the_list(run):
           for x in ((), ("--recompute-modules", "layernorm,moe_act"))]
     assert (ds[0]["gpu_memory_bytes"], ds[0]["step_time_s"]) == (
         ds[1]["gpu_memory_bytes"], ds[1]["step_time_s"])
+
+
+def test_the_gpt_oss_export_says_its_clamp_has_no_flag(run):
+    # activation_func_clamp_value and glu_linear_offset are TransformerConfig fields with no
+    # pretrain_gpt.py flag (transformer_config.py L231-237 @ d98e8a6; Megatron-Bridge sets
+    # them, gpt_oss_provider.py L79-84 @ v0.3.0): the script runs --swiglu and says so; a model
+    # without the clamp gets no such note
+    args = ("--node", "dgx-h100", "--nodes", 1, "--framework", "megatron", "--export",
+            "megatron")
+    oss = run("plan", "gpt-oss-20b", *args).out
+    assert "activation_func_clamp_value 7.0" in oss and "has no pretrain_gpt.py flag" in oss
+    qwen = run("plan", "qwen3-30b-a3b", *args[:2], "--nodes", 2, *args[4:])
+    assert qwen.code == 0 and "--swiglu" in qwen.out
+    assert "activation_func_clamp_value" not in qwen.out

@@ -108,7 +108,8 @@ LAUNCH_FLAGS = (
                  help="Megatron-LM launch flag (no other framework runs it): full_iteration "
                       "replays the iteration as one CUDA graph: no host launches or syncs per "
                       "MoE layer (MoE: needs --moe-dispatcher hybridep; not with --dropout "
-                      "under selective recompute)."),
+                      "under selective recompute of core_attn, i.e. without --recompute-"
+                      "modules)."),
     click.option("--cross-entropy-fusion", type=click.Choice(["none", "native", "te"]),
                  default=None, help="Megatron-LM launch flags for the loss over the logits: "
                  "--cross-entropy-loss-fusion (native, the default), with "

@@ -162,6 +162,12 @@ def _architecture(a: _Args, m, tr, tp: int) -> None:
         a.add("--flash-attention-version", version)
     if m.ffn_type.value == "swiglu":
         a.add("--swiglu")
+    if m.glu_clamp:  # GPT-OSS: TransformerConfig fields without a flag (L231-237 there)
+        a.notes.append("the clamped quick-GELU GLU (activation_func quick_gelu, glu_linear_"
+                       "offset 1.0, activation_func_clamp_value 7.0: Megatron-Bridge "
+                       "gpt_oss_provider.py L79-84 @ v0.3.0; core/transformer/transformer_"
+                       "config.py L231-237) has no pretrain_gpt.py flag: this script runs "
+                       "--swiglu; the step timed the clamp")
     a.add("--normalization", "RMSNorm" if m.norm == "rmsnorm" else "LayerNorm")
     if m.qk_norm or m.is_mla:
         # MLA's latent norms (q_a / kv_a layernorm) are built only with this switch
