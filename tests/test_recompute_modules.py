@@ -276,3 +276,29 @@ def test_the_gpt_oss_export_says_its_clamp_has_no_flag(run):
     qwen = run("plan", "qwen3-30b-a3b", *args[:2], "--nodes", 2, *args[4:])
     assert qwen.code == 0 and "--swiglu" in qwen.out
     assert "activation_func_clamp_value" not in qwen.out
+
+
+def test_the_clamped_copy_by_hand_and_where_it_is_not_kept(cat):
+    # gpt-oss-20b against the same model without its clamp, one DGX H100, EP 8, one 4096-token
+    # micro-batch: the copy is 4 k f_x bytes per token and MoE layer, 4 x 4 x 2880 x 4096 x 24
+    # = 4,529,848,320 without recompute and under Korthikanti's selective; none under full
+    # recompute (the layer input only) nor under torchtitan's op SAC (selective_policy 1: mm
+    # outputs saved, element-wise ops re-run)
+    from optimus_calc.evaluate.context import resolve_hardware
+    from optimus_calc.evaluate.memory import estimate_memory
+    from optimus_calc.specs.assumptions import Assumptions
+    from optimus_calc.specs.training import Layout, Training, ZeroStage
+    oss = cat.get("gpt-oss-20b", "model")
+    plain = oss.model_copy(update={"glu_clamp": False})
+    hw = resolve_hardware(cat, "dgx-h100", 1)
+    lay = Layout(dp=8, ep=8, zero=ZeroStage.OS)
+
+    def copy(rc, asm=Assumptions()):
+        tr = Training(seq_len=4096, global_batch=8, recompute=rc)
+        a, b = (estimate_memory(m, hw, lay, tr, asm).worst.activations_bytes
+                for m in (oss, plain))
+        return a - b
+    assert copy("none") == pytest.approx(4_529_848_320)
+    assert copy("selective") == pytest.approx(4_529_848_320)
+    assert copy("full") == 0
+    assert copy("selective", Assumptions(selective_policy=1)) == 0

@@ -215,7 +215,9 @@ glu_clamp_copy_bytes = equation(
     "WeightedBiasQuickGeGLUFunction saves the clamped torch.cat output (L326-327, L377-380): "
     "two bf16 copies of the 2 f_x values of a routed row where Korthikanti's MLP term counts "
     "one; TP-sharded as the MLP term. Not kept under full recompute, nor under selective "
-    "recompute with --recompute-modules moe_act, whose checkpoint keeps the fc1 output only",
+    "recompute with --recompute-modules moe_act, whose checkpoint keeps the fc1 output only, "
+    "nor under torchtitan's op SAC, which saves mm outputs and re-runs element-wise ops "
+    "(activation_checkpoint.py L98-123 @ v0.2.2)",
     "Activation bytes a clamped gated expert MLP (GPT-OSS) keeps beyond memory."
     "activation_layer_bytes for one layer and micro-batch.")
 

@@ -159,10 +159,11 @@ def _activations(ctx: Ctx, P, W, G, O, sigma, n_f):
         kappa = 1 - (fp8.saved_input_bytes_less(tr) / 2 if fp8.is_fp8(tr) else 0.0)
         gone = eq.memory__discarded_activation_bytes(kappa_k=kappa, l_r=l_r, x_r=x_r, **sub)
         act_layer = act_layer - np.where(ctx.rc == R_SELECTIVE, gone, 0.0)
-    if c_k := clamp_copy(model):  # memory only (the traffic: compute.moe_act_clamp_bytes); not
-        copy = eq.memory__glu_clamp_copy_bytes(c_k=c_k, **{k: sub[k] for k in "bchst"})  # kept
-        gone = (ctx.rc == R_FULL) | (ctx.rc == R_SELECTIVE) & ("moe_act" in tr.recompute_modules)
-        act_layer = act_layer + np.where(gone, 0.0, copy)  # in full recompute or moe_act's
+    if c_k := clamp_copy(model):  # memory only (its traffic: compute.moe_act_clamp_bytes)
+        copy = eq.memory__glu_clamp_copy_bytes(c_k=c_k, **{k: sub[k] for k in "bchst"})
+        sel = ("moe_act" in tr.recompute_modules) or asm.selective_policy > 0  # (its text)
+        act_layer = act_layer + np.where((ctx.rc == R_FULL) | (ctx.rc == R_SELECTIVE) & sel,
+                                         0.0, copy)
     if asm.selective_policy and model.is_moe:  # and its save list may keep the EP all-to-alls
         a2a = eq.memory__op_sac_ep_saved_bytes(
             L_moe=st.moe_layers, L_s=np.maximum(st.layers, 1), b=ctx.mb, b_w=tr.weight_bytes,
@@ -197,8 +198,7 @@ def memory_stage(ctx: Ctx) -> MemoryRecord:
     flags = o_w, o_g, o_o, f_k = S.offload_flags(ctx.off, ctx.opar, ctx.gfrac, ctx.codes, ctx.mine)
     t_x = ctx.t_x
     P = eq.memory__params_per_gpu(A=st.A, R=st.R, X=st.X, e=ctx.ep, t=ctx.t, t_x=t_x)
-    # ZeRO/FSDP states shard over DP x CP; expert states over the expert-DP group
-    # DP x CP x TP / (EP x ETP)
+    # ZeRO/FSDP states shard over DP x CP; expert states over expert-DP DP x CP x TP / (EP x ETP)
     p_x = st.X / (ctx.ep * t_x)
     n_sh = eq.memory__zero_shard_degree(D_p=dp, P=P, P_x=p_x, c=ctx.cp, e=ctx.ep, t=ctx.t,
                                         t_x=t_x)

@@ -250,7 +250,7 @@ class Training(Frozen):
     grad_bytes: int = Field(default=0, ge=0, le=8,
                             description="bytes per gradient on the GPU (0 = weight bytes)")
     recompute: Recompute = Recompute.NONE
-    recompute_modules: tuple[Literal["layernorm", "moe_act"], ...] = Field(
+    recompute_modules: tuple[Literal[RECOMPUTE_MODULES], ...] = Field(
         default=(), description="Megatron-LM --recompute-modules under --recompute selective "
         "(its list replaces the default core_attn: the attention core is not re-run): layernorm "
         "and moe_act discard their outputs and re-run them in the backward (transformer_config"

@@ -35,7 +35,7 @@ def memory__discarded_activation_bytes(b, c, h, kappa_k, l_r, s, sigma, t, x_r):
 
 
 def memory__glu_clamp_copy_bytes(b, c, c_k, h, s, t):
-    """memory.glu_clamp_copy_bytes [bytes]: Megatron-core weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py L424-432 @ d98e8a6): the eager clamps save their unclamped input, the fc1 output, and WeightedBiasQuickGeGLUFunction saves the clamped torch.cat output (L326-327, L377-380): two bf16 copies of the 2 f_x values of a routed row where Korthikanti's MLP term counts one; TP-sharded as the MLP term. Not kept under full recompute, nor under selective recompute with --recompute-modules moe_act, whose checkpoint keeps the fc1 output only"""
+    """memory.glu_clamp_copy_bytes [bytes]: Megatron-core weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py L424-432 @ d98e8a6): the eager clamps save their unclamped input, the fc1 output, and WeightedBiasQuickGeGLUFunction saves the clamped torch.cat output (L326-327, L377-380): two bf16 copies of the 2 f_x values of a routed row where Korthikanti's MLP term counts one; TP-sharded as the MLP term. Not kept under full recompute, nor under selective recompute with --recompute-modules moe_act, whose checkpoint keeps the fc1 output only, nor under torchtitan's op SAC, which saves mm outputs and re-runs element-wise ops (activation_checkpoint.py L98-123 @ v0.2.2)"""
     return b*c_k*h*s/(c*t)
 
 
