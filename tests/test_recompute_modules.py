@@ -302,3 +302,63 @@ def test_the_clamped_copy_by_hand_and_where_it_is_not_kept(cat):
     assert copy("selective") == pytest.approx(4_529_848_320)
     assert copy("full") == 0
     assert copy("selective", Assumptions(selective_policy=1)) == 0
+
+
+def test_sweep_and_plan_show_the_list_only_where_the_layout_runs_it(run):
+    # the list is a search setting for its selective layouts (recompute_modules_of): a sweep row
+    # or plan candidate shows it only when that layout recomputes selectively under a framework
+    # that reads the flag. gpt-oss-120b on 8 x DGX H100: the neutral search recommends
+    # DeepSpeed with recompute none (the row once showed "layernorm,moe_act" anyway); under
+    # --framework megatron it recommends a selective layout, which runs the list
+    args = ("sweep", "--models", "gpt-oss-120b", "--node", "dgx-h100", "--nodes", 8,
+            "--recompute-modules", "layernorm,moe_act", "--format", "json")
+    neutral = run(*args).json()["rows"][0]
+    assert (neutral["framework"], neutral["recompute"]) == ("deepspeed", "none")
+    assert neutral["recompute_modules"] == ""
+    meg = run(*args, "--framework", "megatron").json()["rows"][0]
+    assert (meg["recompute"], meg["recompute_modules"]) == ("selective", "layernorm,moe_act")
+    plan = run("plan", "gpt-oss-120b", "--node", "dgx-h100", "--nodes", 8,
+               "--recompute-modules", "layernorm,moe_act", "--framework", "megatron",
+               "--format", "json").json()["candidates"]
+    assert {c["recompute"]: c.get("recompute_modules") for c in plan} == {
+        "selective": "layernorm,moe_act", "full": None}
+
+
+def test_delayed_scaling_refusal_is_megatrons_only(run):
+    # Megatron-LM refuses --recompute-modules under delayed FP8 scaling (transformer_config.py
+    # L2001-2006 @ d98e8a6); a framework whose profile does not read the flag drops it with a
+    # note (physics._read) instead of refusing the run. Neutral physics and any search that
+    # may pick Megatron-LM (no --framework, each, a list naming it) still refuse, one line
+    flags = ("--recompute", "selective", "--recompute-modules", "moe_act", "--precision", "fp8",
+             "--fp8-recipe", "te-delayed", "--format", "json")
+    for fw in ("torchtitan", "deepspeed"):
+        r = run("step", *OSS, *flags, "--framework", fw)
+        assert r.code == 0, (fw, r.err)
+        assert "--recompute-modules moe_act: Megatron-LM launch flag" in \
+            r.json()["unread_launch_flags"]
+    search = ("gpt-oss-20b", "--node", "dgx-h100", "--nodes", 1, *flags[2:])
+    ok = [run("plan", *search, "--framework", "torchtitan,deepspeed"),
+          run("sweep", "--models", *search, "--framework", "torchtitan")]
+    assert [r.code for r in ok] == [0, 0], [r.err for r in ok]
+    refused = [run("step", *OSS, *flags, *x) for x in ((), ("--framework", "megatron"))]
+    refused += [run("plan", *search, *x) for x in ((), ("--framework", "each"),
+                                                  ("--framework", "torchtitan,megatron"))]
+    for r in refused:
+        assert r.code == 2 and len(r.err.strip().splitlines()) == 1, r.err
+        assert "Megatron-LM refuses them under delayed scaling" in r.err
+
+
+def test_the_re_run_clamp_passes_follow_the_clamp_passes(run):
+    # moe_act_clamp_forward_passes (4) are the forward's part of moe_act_clamp_passes (11.5):
+    # a fused kernel's 0 there (--assume moe_act_clamp_passes=0) re-runs no eager clamp under
+    # --recompute-modules moe_act, as if both were 0 (before: the 4 passes stayed)
+    base = ("step", *OSS, "--recompute", "selective", "--recompute-modules", "moe_act",
+            "--assume", "moe_act_clamp_passes=0", "--format", "json")
+    a = run(*base).json()["step_time_s"]
+    b = run(*base, "--assume", "moe_act_clamp_forward_passes=0").json()["step_time_s"]
+    assert a == b
+    # at the default passes the re-run clamp costs time (so the equality above is not vacuous)
+    on = ("step", *OSS, "--recompute", "selective", "--recompute-modules", "moe_act")
+    d = run(*on, "--format", "json").json()["step_time_s"]
+    e = run(*on, "--assume", "moe_act_clamp_forward_passes=0", "--format", "json").json()
+    assert d > e["step_time_s"]

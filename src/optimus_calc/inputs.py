@@ -4,8 +4,7 @@ the option values of a command into validated specs (:func:`build_inputs` for on
 
 The floor just below cli/ (docs/ARCHITECTURE.md, "Floors"): it reads the option dict, names
 flags in its errors and builds the typed specs the analyses, the planner and the evaluator take
-(:class:`Inputs` from evaluate/inputs.py, :class:`SearchInputs` from search/inputs.py,
-re-exported here)."""
+(:class:`Inputs` from evaluate/inputs.py, :class:`SearchInputs` from search/inputs.py)."""
 
 from __future__ import annotations
 
@@ -241,10 +240,10 @@ def check_token_drop(model, tr: Training, asm) -> None:
     1.0, its balanced share (Megatron-LM core_v0.14.0 token_dispatcher.py L444-467: the counts
     are torch.full of the capacity): no rank is more loaded, so moe_imbalance above 1 is
     refused (the assumption is "equal to [the capacity factor] with padding"). The Megatron-LM
-    launch flags' own combinations are that framework's rules (frameworks/megatron.py)."""
+    launch flags' own combinations are that framework's rules (frameworks/megatron.py), read on
+    ``tr`` as the framework runs it (a flag its profile does not read is dropped, not refused)."""
     from optimus_calc.frameworks.megatron import launch_flag_error
-    why = launch_flag_error(model, tr)
-    if why:
+    if why := launch_flag_error(model, tr):
         raise InputError(why)
     if (tr.moe_pad_expert_input_to_capacity and getattr(model, "is_moe", False)
             and asm.moe_imbalance != 1):
@@ -290,12 +289,12 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
     check_fp8_gpu(hw.gpu, tr)
     from optimus_calc.frameworks.physics import apply_framework, framework_sp
     asm = assumptions_from(kw)
-    check_token_drop(model, tr, asm)
     check_moe_assumptions(model, asm)  # check_layout checked the MoE launch flags
     tr, note = framework_sp(kw.get("framework"), kw.get("sp"), layout, tr, model)
-    tr, asm, choice = apply_framework(kw.get("framework"), layout, tr, asm, model,
-                                      profile_only(kw), note)
-    return Inputs(model, hw, layout, tr, asm, gb_default, seq_default, kw.get("profile"),
+    tr, applied, choice = apply_framework(kw.get("framework"), layout, tr, asm, model,
+                                          profile_only(kw), note)
+    check_token_drop(model, tr, asm)  # the flags as the chosen framework reads them
+    return Inputs(model, hw, layout, tr, applied, gb_default, seq_default, kw.get("profile"),
                   choice)
 
 
@@ -325,6 +324,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict, one_model: bool
     the only model searched (a sweep's template is its first of several: the sweep checks its
     MoE-only flags against them all)."""
     from optimus_calc.evaluate.context import check_moe_flags, resolve_hardware, with_positions
+    from optimus_calc.frameworks.physics import unread_dropped
 
     model = search_model(cat, model_text)
     hw = resolve_hardware(cat, kw["node"], kw["nodes"], kw.get("gpu"), kw.get("gpus_per_node"),
@@ -345,7 +345,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict, one_model: bool
     from optimus_calc.evaluate.fp8 import check_fp8_gpu
     check_fp8_gpu(hw.gpu, tr)
     model, asm = with_positions(model, tr.seq_len), assumptions_from(kw)
-    check_token_drop(model, tr, asm)
+    check_token_drop(model, unread_dropped(kw.get("framework"), tr), asm)
     if one_model:
         check_moe_flags(model, tr, asm)
     recomputes = searched_recomputes(kw.get("recomputes"), tr)

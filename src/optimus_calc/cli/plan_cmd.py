@@ -215,23 +215,26 @@ def sweep(app, models, nodes_types, node_counts, smartnics, objective, fmt, outp
         global_batch=gbs[0], offloads=None, offload=None), one_model=False)
     spec = SweepSpec(template, tuple(search_model(cat, m) for m in names), types, tuple(counts),
                      sns, seqs, gbs, offs, kw.get("dropout"), objective)
-    _check_moe_flags(spec)
+    _check_moe_flags(spec, kw.get("framework"))
     from optimus_calc.cli.progress import progress_bar
     with progress_bar("sweep") as bar:
         points = run_sweep(cat, spec, progress=bar)
     emit(sweep_document(points, kw.get("train"), kw.get("profile")), fmt, output)
 
 
-def _check_moe_flags(spec) -> None:
+def _check_moe_flags(spec, framework) -> None:
     """The MoE launch flags checked against every model of the sweep (the template's checks
-    saw the first model only): inputs.check_token_drop, naming the model it refuses."""
+    saw the first model only): inputs.check_token_drop, naming the model it refuses, on the
+    training as the --framework plug-ins read it (physics.unread_dropped)."""
     from optimus_calc.cli.flags import message
     from optimus_calc.errors import InputError
     from optimus_calc.evaluate.context import check_moe_flags
+    from optimus_calc.frameworks.physics import unread_dropped
     from optimus_calc.inputs import check_token_drop
+    tr = unread_dropped(framework, spec.template.training)
     for m in spec.models:
         try:
-            check_token_drop(m, spec.template.training, spec.template.assumptions)
+            check_token_drop(m, tr, spec.template.assumptions)
             if not any(x.is_moe for x in spec.models):  # MoE-only flags: dense models only
                 check_moe_flags(m, spec.template.training, spec.template.assumptions)
         except InputError as exc:

@@ -210,7 +210,8 @@ def _modules_rerun(ctx: Ctx, hbm):
     if "moe_act" in mods:
         m_r = eq.compute__moe_act_recompute_bytes(
             f_x=model.expert_ffn, k=model.top_k, m_m=model.ffn_type.matrices,
-            n_cf=asm.moe_act_clamp_forward_passes * model.glu_clamp, **rows)
+            n_cf=min(asm.moe_act_clamp_forward_passes, asm.moe_act_clamp_passes)
+            * model.glu_clamp, **rows)  # the forward's part of the clamp's passes
     if "layernorm" in mods:
         m_r = m_r + eq.compute__norm_recompute_bytes(
             b_a=rows["b_a"], h=model.hidden, n_n=separate_norms(model), tau_mb=rows["tau_mb"],

@@ -128,6 +128,19 @@ def _read(p, tr):
     return tr
 
 
+def unread_dropped(name, tr):
+    """``tr`` as the plug-ins ``--framework NAME[,NAME...]`` names run it: without the
+    framework-neutral launch flags none of them reads (:func:`_read`); unchanged without a
+    named plug-in (neutral physics, auto, each: some layout may run where they are read)."""
+    names = [n.strip() for n in str(getattr(name, "value", name) or "").split(",")]
+    keys = {str(getattr(p.key, "value", p.key)): p for p in plugins()}
+    ps = [keys[n] for n in names if n in keys]
+    if not ps or len(ps) < len(names):
+        return tr
+    reads = [_read(p, tr) for p in ps]
+    return tr if any(r is tr for r in reads) else reads[0]
+
+
 def for_layout(inp, layout):
     """``inp`` (evaluate.inputs.Inputs) with ``layout`` and the framework profile chosen again
     for it (``compare`` varies the offload target: another framework may run it)."""

@@ -70,6 +70,14 @@ def launch_data(tr) -> dict[str, Any]:
                if getattr(tr, "recompute_modules", ()) else {})}
 
 
+def applied_modules(tr) -> str:
+    """The --recompute-modules list one layout runs, comma-separated: a search's list applies
+    to its selective layouts only (specs/training.recompute_modules_of), and a framework whose
+    profile does not read the flag drops it (frameworks/physics._read); "" otherwise."""
+    mods = getattr(tr, "recompute_modules", ())
+    return ",".join(mods) if mods and tr.recompute.value == "selective" else ""
+
+
 def launch_text(tr) -> str:
     """:func:`launch_data` for a header line ("" with the defaults): ", --moe-dispatcher
     deepep, --cuda-graph-impl full_iteration"."""

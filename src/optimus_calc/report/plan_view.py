@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from optimus_calc.report.common import (TrainRequest, context_row, launch_data, launch_text,
-                                        layout_data, pct, shown_training, train_figures)
+from optimus_calc.report.common import (TrainRequest, applied_modules, context_row, launch_data,
+                                        launch_text, layout_data, pct, shown_training,
+                                        train_figures)
 from optimus_calc.frameworks import Framework, exports_for
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
@@ -15,6 +16,7 @@ def candidate_data(c) -> dict:
     return {**layout_data(c.layout), "micro_batch": c.training.micro_batch,
             "global_batch": c.training.global_batch,
             "recompute": c.training.recompute.value,
+            **({"recompute_modules": m} if (m := applied_modules(c.training)) else {}),
             "sequence_parallel": c.training.sequence_parallel,
             "gpu_memory_bytes": c.gpu_bytes,
             "gpu_headroom_bytes": c.memory.headroom_bytes,

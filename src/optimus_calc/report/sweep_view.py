@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from optimus_calc.report.common import (TrainRequest, launch_data, launch_text, pct,
-                                        shown_training, train_figures)
+from optimus_calc.report.common import (TrainRequest, applied_modules, launch_data, launch_text,
+                                        pct, shown_training, train_figures)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.report.plan_view import candidate_data, candidate_ranges
 
@@ -43,6 +43,8 @@ def sweep_row(p, train: TrainRequest | None = None, profile=None) -> dict:
         row["mfu_pct"] = pct(r.mfu)
         row["mfu"] = r.mfu
         row["sequence_parallel"] = r.training.sequence_parallel
+        if "recompute_modules" in row:  # the search's list, as the winner runs it
+            row["recompute_modules"] = applied_modules(r.training)
         row.update(train_figures(train, r.step_s, r.training, res.hw, p.assumptions))
         ranges = candidate_ranges(r, res, profile, row)
         ranges.update(mfu_pct_low=pct(ranges.get("mfu_low")),
