@@ -22,6 +22,13 @@ _FULLT = ("full-iteration CUDA graph ({w}): --cuda-graph-impl full_iteration, no
 _FULL = _FULLT.format(w="qwen/common.py L36-60 @ v0.6.0", x="FP8 dot-product attention and "
                       "cuteDSL fused grouped MLP")
 _MTP = "with MTP: the MTP module is not timed (about 4% of the FLOPs per token)"
+# Megatron-Bridge docs/releases/known-issues.md @ v0.4.0, "26.02": DeepEP is not supported in the
+# NeMo 26.02 container (the DeepSeek-V3 H100 config moved to hybridep); the Qwen3-30B H100 config
+# still names deepep, and Megatron-LM refuses deepep without the package (token_dispatcher.py
+# L1284 @ d98e8a6), so what the row ran is not known; the alltoall dispatcher times it 4% slower
+_NO_DEEPEP = ("the 26.02 container did not support DeepEP (Megatron-Bridge docs/releases/"
+              "known-issues.md @ v0.4.0), so the dispatcher the row ran is uncertain; "
+              "alltoall times it 4% slower")
 _RC = "recompute_modules {m} has no flag: recompute none"
 
 
@@ -63,7 +70,8 @@ def moe_settings(rel: str, gpu: str, model: str, ep: int, pp: int) -> tuple[str,
                             + _CG.format(s="moe_router, moe_preprocess")), {}
             return "", HEP + "; " + _CG.format(s="attn, moe_router, moe_preprocess"), {}
         if rel == "26.02":    # H100
-            return "", DEEP + "; " + _A2A + "; no CUDA graphs", dict(ep_comm_overlap=True)
+            return "", DEEP + "; " + _A2A + "; no CUDA graphs; " + _NO_DEEPEP, \
+                dict(ep_comm_overlap=True)
         lay = ("the table's PP 2 VP 12 EP 8 (the config runs EP 16); " if pp > 1 else "")
         return "", lay + HEP + " (EP 16 over two nodes' InfiniBand); no CUDA graphs", {}
     if gpu == "B200":     # q235
