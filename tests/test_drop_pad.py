@@ -173,14 +173,19 @@ def test_the_shipped_constants_are_the_fit_of_the_public_moe_rows(cat):
     # same constants, which refit to 1.4 ms, 1.8 ms and 0.56; at those 1.5 ms, 1.8 ms and
     # 0.55; at 1.5 ms, 1.8 ms and 0.56 the fit gives them back, a fixed point: 8.947%, shipped.
     # With GPT-OSS's --recompute-modules timed the sync refits to 1.4 ms (the share and the
-    # launches stay): 8.929% there against 8.928% at 1.5 ms, so 1.5 ms stays
+    # launches stay): 8.929% there against 8.928% at 1.5 ms, so 1.5 ms stays. Round 22, the
+    # Megatron-Bridge and NeMo >= 25.02 rows with the bf16 gradient reduce their scripts set
+    # (public_row.bf16_reduce): the sync and the launches refit to 0.2 and 3.1 ms (the same 3.3
+    # ms sum; the share stays 0.56), but there validate's leave-one-source-out error (521
+    # rows) is 9.695% against the shipped constants' 9.049% (in-sample 8.673% against 8.185%,
+    # one regime more above 20%): not shipped
     from optimus_calc.frameworks.megatron import EP_OVERLAP_SHARE
     from optimus_calc.validate_moe import fit_overlap
     a = Assumptions()
-    # the decision rests on the refit staying within one grid step of the shipped values (0.1
-    # ms for the sync, 0.02 for the share), not on the refit's exact value
+    # the refit that was not shipped, and the shipped values it was weighed against
     sync, launches = fit(every)
-    assert abs(sync - a.moe_layer_host_s) <= 0.0001 + 1e-12 and launches == a.moe_layer_fixed_s
+    assert abs(sync - 0.0002) <= 0.0001 + 1e-12 and abs(launches - 0.0031) <= 0.0001 + 1e-12
+    assert abs(sync + launches - (a.moe_layer_host_s + a.moe_layer_fixed_s)) <= 0.0001 + 1e-12
     assert (a.moe_layer_host_s, a.moe_layer_fixed_s) == (0.0015, 0.0018)
     assert sum(h.A > 0 for h in every) == 39 - 2
     assert abs(fit_overlap(every) - EP_OVERLAP_SHARE) <= 0.02 + 1e-12 and EP_OVERLAP_SHARE == 0.56

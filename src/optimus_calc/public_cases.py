@@ -31,7 +31,7 @@ from optimus_calc.public_cases_nemo2407 import nemo2407_rows
 from optimus_calc.public_row import CS as _CS
 from optimus_calc.public_row import DS as _DS
 from optimus_calc.public_row import FP as _FP
-from optimus_calc.public_row import MEG as _MEG
+from optimus_calc.public_row import MEG as _MEG, bf16_reduce
 from optimus_calc.public_row import MXR as _MXR
 from optimus_calc.public_row import DAO_DROPOUT, MEGATRON_DROPOUT, NEMO_175B, PublicRow
 
@@ -397,4 +397,4 @@ def public_rows() -> list[PublicRow]:
     """Every row, expressible or not, in source order."""
     rows = _fa2_rows() + _megatron_dense() + mlm_llama_rows() + _nemo_dense() + nemo2407_rows() + moe_rows() + rows_2509() \
         + _torchtitan() + long_rows() + _offload_and_small() + _v100() + mpt_rows() + mds_rows() + mb26_rows()
-    return [_on_nvl72(r) for r in rows]
+    return [_on_nvl72(bf16_reduce(r)) for r in rows]

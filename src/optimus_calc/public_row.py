@@ -82,6 +82,8 @@ class PublicRow:
     mem_gib: float = 0.0   # the published GPU memory (GiB, torchtitan) when there is one
     assumed: str = ""      # settings not in the source, from the recipe or default
     cross_entropy: str | None = None  # the loss the run ran; None: by its source (loss_of)
+    grad_bytes: int = 0    # 0: the framework profile's (Megatron-LM bf16: 4, fp32 reduce);
+    #                        2: bf16 gradients reduced in bf16 (grad_reduce_in_fp32 False)
     assume: tuple = ()     # ((assumption, value), ...) the run set against its framework's
     #                        profile, as `--assume` would (a typed `validate --assume` wins)
     why_not: str = ""      # non-empty: the tool cannot express the row (listed, not run)
@@ -105,3 +107,28 @@ def loss_of(row: PublicRow) -> tuple[str, dict]:
         return "native", FUSED_XENTROPY
     return ("te" if row.source.startswith("Megatron-Bridge") else "none"
             if row.source.startswith(("Megatron-LM", "NVIDIA ADLR")) else "native"), {}
+
+
+# The NVIDIA performance scripts reduce gradients in bf16 (grad_reduce_in_fp32 False, Megatron-LM's
+# --grad-reduce-in-bf16: a 2-byte gradient buffer and a bf16 reduce-scatter, where Megatron-LM's
+# own bf16 default is fp32, 4 bytes): every Megatron-Bridge release's configs (scripts/
+# performance/configs/llama3/llama3_llm_pretrain.py L46-47 @ v0.2.0, the set_*_common_configs of
+# each family through v0.5.0, e.g. qwen/qwen3_llm_pretrain.py L41-42 @ v0.4.0; perf_recipes/
+# _common.py L70-72 @ v0.6.0), and NeMo's from container 25.02: the FP8 branch of scripts/llm/
+# performance/pretrain_*.py @ v2.2.0 (pretrain_llama3_8b.py L66), scripts/performance/utils.py
+# L351 @ v2.3.0, scripts/performance/helpers.py L224 @ v2.4.0 (25.07, every precision). NeMo 24.12
+# (v2.1.0) keeps bf16_mixed's fp32 reduce (recipes/precision/mixed_precision.py L30).
+_MB = "Megatron-Bridge docs/performance-summary"
+_NEMO = "NeMo Framework performance summary, container "
+
+
+def bf16_reduce(row: PublicRow) -> PublicRow:
+    """``row`` with grad_bytes 2 where its source's scripts reduce gradients in bf16."""
+    from dataclasses import replace
+    src = row.source
+    nemo = src.startswith(_NEMO) and src[len(_NEMO):len(_NEMO) + 5] in ("25.02", "25.04", "25.07")
+    nemo = nemo and (row.precision != "bf16" or src[len(_NEMO):].startswith("25.07"))
+    if row.grad_bytes or not (src.startswith(_MB) or nemo):
+        return row
+    return replace(row, grad_bytes=2, assumed=row.assumed + "; gradients reduced in bf16 "
+                   "(the scripts' grad_reduce_in_fp32 False: --grad-bytes 2)")
