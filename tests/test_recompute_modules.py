@@ -362,3 +362,37 @@ def test_the_re_run_clamp_passes_follow_the_clamp_passes(run):
     d = run(*on, "--format", "json").json()["step_time_s"]
     e = run(*on, "--assume", "moe_act_clamp_forward_passes=0", "--format", "json").json()
     assert d > e["step_time_s"]
+
+
+def test_review_the_list_per_row_everywhere_and_refusals_in_order(run):
+    # a cold review of round 22's change: (1) Megatron-LM's dropout + full-iteration-graph
+    # refusal reads the list as typed (a list given lifts it), not as DeepSpeed's profile drops
+    # it; (2) plan's CSV rows carry each candidate's list, not the search's; (3) a sweep row
+    # where nothing fits shows none; (4) a dense model's row drops moe_act; (5) a bad
+    # framework name is named before any refusal that depends on the name
+    r = run("step", "llama-3-8b", "--node", "dgx-h100", "--tp", 1, "--seq-len", 4096,
+            "--global-batch", 8, "--recompute", "selective", "--cuda-graph-impl",
+            "full_iteration", "--dropout", "--recompute-modules", "layernorm",
+            "--framework", "deepspeed")
+    assert r.code == 0, r.err
+    import csv
+    import io
+    out = run("plan", "gpt-oss-120b", "--node", "dgx-h100", "--nodes", 8, "--recompute",
+              "selective", "--recompute-modules", "layernorm,moe_act", "--framework", "each",
+              "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out.out)))
+    assert {(x["framework"], x["recompute_modules"]) for x in rows} == {
+        ("deepspeed", ""), ("megatron", "layernorm,moe_act")}
+    none = run("sweep", "--models", "gpt-oss-120b", "--node", "dgx-a100", "--nodes", 1,
+               "--recompute-modules", "layernorm,moe_act", "--framework", "megatron",
+               "--format", "json").json()["rows"]
+    assert [(x["fits"], x["recompute_modules"]) for x in none] == [(False, "")]
+    mixed = run("sweep", "--models", "llama-3-8b,gpt-oss-20b", "--node", "dgx-h100", "--nodes",
+                1, "--recompute", "selective", "--recompute-modules", "layernorm,moe_act",
+                "--framework", "megatron", "--format", "json").json()["rows"]
+    assert [(x["model"], x["recompute_modules"]) for x in mixed] == [
+        ("llama-3-8b", "layernorm"), ("gpt-oss-20b", "layernorm,moe_act")]
+    bad = run("plan", "gpt-oss-20b", "--node", "dgx-h100", "--recompute", "selective",
+              "--recompute-modules", "moe_act", "--precision", "fp8", "--fp8-recipe",
+              "te-delayed", "--framework", "torchtitan,foo")
+    assert bad.code == 2 and bad.err.startswith("error: --framework: 'foo' is not one of")

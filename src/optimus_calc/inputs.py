@@ -235,15 +235,14 @@ def training_from(kw: dict, model, dp: int) -> tuple[Training, bool, bool]:
     return tr, defaulted, kw["seq_len"] is None
 
 
-def check_token_drop(model, tr: Training, asm) -> None:
+def check_token_drop(model, tr: Training, asm, read: Training | None = None) -> None:
     """--moe-pad-expert-input-to-capacity pads every expert to exactly its capacity at factor
     1.0, its balanced share (Megatron-LM core_v0.14.0 token_dispatcher.py L444-467: the counts
     are torch.full of the capacity): no rank is more loaded, so moe_imbalance above 1 is
     refused (the assumption is "equal to [the capacity factor] with padding"). The Megatron-LM
-    launch flags' own combinations are that framework's rules (frameworks/megatron.py), read on
-    ``tr`` as the framework runs it (a flag its profile does not read is dropped, not refused)."""
+    launch flags' own combinations are that framework's rules (megatron.launch_flag_error)."""
     from optimus_calc.frameworks.megatron import launch_flag_error
-    if why := launch_flag_error(model, tr):
+    if why := launch_flag_error(model, tr, read):
         raise InputError(why)
     if (tr.moe_pad_expert_input_to_capacity and getattr(model, "is_moe", False)
             and asm.moe_imbalance != 1):
@@ -287,14 +286,14 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
     check_layout(model, layout, tr)
     from optimus_calc.evaluate.fp8 import check_fp8_gpu
     check_fp8_gpu(hw.gpu, tr)
-    from optimus_calc.frameworks.physics import apply_framework, framework_sp
+    from optimus_calc.frameworks.physics import apply_framework, framework_sp, unread_dropped
     asm = assumptions_from(kw)
+    check_token_drop(model, tr, asm, unread_dropped(kw.get("framework"), tr))
     check_moe_assumptions(model, asm)  # check_layout checked the MoE launch flags
     tr, note = framework_sp(kw.get("framework"), kw.get("sp"), layout, tr, model)
-    tr, applied, choice = apply_framework(kw.get("framework"), layout, tr, asm, model,
-                                          profile_only(kw), note)
-    check_token_drop(model, tr, asm)  # the flags as the chosen framework reads them
-    return Inputs(model, hw, layout, tr, applied, gb_default, seq_default, kw.get("profile"),
+    tr, asm, choice = apply_framework(kw.get("framework"), layout, tr, asm, model,
+                                      profile_only(kw), note)
+    return Inputs(model, hw, layout, tr, asm, gb_default, seq_default, kw.get("profile"),
                   choice)
 
 
@@ -345,7 +344,6 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict, one_model: bool
     from optimus_calc.evaluate.fp8 import check_fp8_gpu
     check_fp8_gpu(hw.gpu, tr)
     model, asm = with_positions(model, tr.seq_len), assumptions_from(kw)
-    check_token_drop(model, unread_dropped(kw.get("framework"), tr), asm)
     if one_model:
         check_moe_flags(model, tr, asm)
     recomputes = searched_recomputes(kw.get("recomputes"), tr)
@@ -363,6 +361,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict, one_model: bool
                          "(every layout under each framework's profile)")
     else:
         frameworks = parse_choices(fw, Framework, "--framework") or tuple(Framework)
+    check_token_drop(model, tr, asm, unread_dropped(fw, tr))  # the names checked first
     pins = {}
     for col, key, flag in (("tp", "tp", "--tp"), ("pp", "pp", "--pp"), ("dp", "dp", "--dp"),
                            ("cp", "cp", "--cp"), ("ep", "ep", "--ep"),

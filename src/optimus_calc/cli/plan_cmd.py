@@ -231,10 +231,10 @@ def _check_moe_flags(spec, framework) -> None:
     from optimus_calc.evaluate.context import check_moe_flags
     from optimus_calc.frameworks.physics import unread_dropped
     from optimus_calc.inputs import check_token_drop
-    tr = unread_dropped(framework, spec.template.training)
+    tr = spec.template.training
     for m in spec.models:
         try:
-            check_token_drop(m, tr, spec.template.assumptions)
+            check_token_drop(m, tr, spec.template.assumptions, unread_dropped(framework, tr))
             if not any(x.is_moe for x in spec.models):  # MoE-only flags: dense models only
                 check_moe_flags(m, spec.template.training, spec.template.assumptions)
         except InputError as exc:

@@ -209,16 +209,16 @@ def refused_recomputes(tr) -> tuple[Recompute, ...]:
     return ()
 
 
-def launch_flag_error(model, tr) -> str | None:
+def launch_flag_error(model, tr, read=None) -> str | None:
     """Why Megatron-LM refuses this combination of its launch flags on ``model``, or None: a
-    full-iteration graph with dropout under selective recompute (:func:`refused_recomputes`),
-    --recompute-modules under delayed FP8 scaling, a full-iteration CUDA graph on an MoE model
-    without HybridEP's paged stash (docs/user-guide/features/cuda_graph.md L162-182), and
-    padding to capacity on the flex dispatcher's DeepEP backend (transformer_config.py
-    L1754-1761)."""
+    graph with dropout under selective recompute (:func:`refused_recomputes`), --recompute-
+    modules under delayed FP8 scaling (as ``read``, the --framework named, reads them: physics.
+    unread_dropped), a graph on MoE without HybridEP (cuda_graph.md L162-182), padding on
+    DeepEP (transformer_config.py L1754-1761)."""
     if tr.recompute in refused_recomputes(tr):
         return GRAPH_DROPOUT
-    if tr.recompute_modules and (tr.precision.value, tr.fp8_recipe.value) == ("fp8", "te-delayed"):
+    mods = (tr if read is None else read).recompute_modules
+    if mods and (tr.precision.value, tr.fp8_recipe.value) == ("fp8", "te-delayed"):
         return ("--recompute-modules with --fp8-recipe te-delayed: Megatron-LM refuses them under "
                 "delayed scaling (transformer_config.py L2001-2006 @ d98e8a6): use te-current")
     if not getattr(model, "is_moe", False):

@@ -70,11 +70,13 @@ def launch_data(tr) -> dict[str, Any]:
                if getattr(tr, "recompute_modules", ()) else {})}
 
 
-def applied_modules(tr) -> str:
+def applied_modules(tr, model=None) -> str:
     """The --recompute-modules list one layout runs, comma-separated: a search's list applies
-    to its selective layouts only (specs/training.recompute_modules_of), and a framework whose
-    profile does not read the flag drops it (frameworks/physics._read); "" otherwise."""
-    mods = getattr(tr, "recompute_modules", ())
+    to its selective layouts only (specs/training.recompute_modules_of), a framework whose
+    profile does not read the flag drops it (frameworks/physics._read), and a dense ``model``
+    has no moe_act; "" otherwise."""
+    mods = [m for m in getattr(tr, "recompute_modules", ())
+            if m != "moe_act" or getattr(model, "is_moe", True)]
     return ",".join(mods) if mods and tr.recompute.value == "selective" else ""
 
 

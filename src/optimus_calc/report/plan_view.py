@@ -12,11 +12,13 @@ from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
 
 
-def candidate_data(c) -> dict:
+def candidate_data(c, model=None) -> dict:
+    """A candidate's columns (``model``: the searched model, whose MoE-ness the recompute
+    modules shown depend on)."""
     return {**layout_data(c.layout), "micro_batch": c.training.micro_batch,
             "global_batch": c.training.global_batch,
             "recompute": c.training.recompute.value,
-            **({"recompute_modules": m} if (m := applied_modules(c.training)) else {}),
+            **({"recompute_modules": m} if (m := applied_modules(c.training, model)) else {}),
             "sequence_parallel": c.training.sequence_parallel,
             "gpu_memory_bytes": c.gpu_bytes,
             "gpu_headroom_bytes": c.memory.headroom_bytes,
@@ -59,7 +61,7 @@ def candidate_ranges(c, res, profile, fig: dict) -> dict:
     kw = dict(profile=profile, precision=res.training.precision.value,
               seq_len=res.training.seq_len, nodes=res.hw.nodes, gpus=res.hw.gpus,
               kernel=attention_kernel_name(res.hw.gpu, res.training, _asm_of(c)))
-    return range_fields({**candidate_data(c), **fig}, error_range(*common, **kw),
+    return range_fields({**candidate_data(c, res.model), **fig}, error_range(*common, **kw),
                         error_range(*common, memory=True, **kw))
 
 
@@ -135,7 +137,7 @@ def _plan_rows(res, ranged) -> list[dict]:
     """The rows of the top-K table: each candidate's data, figures and display texts."""
     rows = []
     for i, c in enumerate(res.top, 1):
-        d = candidate_data(c)
+        d = candidate_data(c, res.model)
         f = ranged(c)
         rows.append({"rank": i, **d, **f, "gpu_GB": d["gpu_memory_bytes"] / GB,
                      "headroom_GB": d["gpu_headroom_bytes"] / GB,
@@ -245,14 +247,15 @@ def _plan_data(res, si, ranged) -> dict:
         "layouts": res.evaluated // res.profiles, "profiles": res.profiles,
         "evaluated": res.evaluated, "feasible": res.feasible,
         "infeasible_by_reason": res.infeasible_by_reason,
-        "candidates": [{**candidate_data(c), **ranged(c)} for c in res.top],
-        "recommended": ({**candidate_data(res.recommended), **ranged(res.recommended)}
+        "candidates": [{**candidate_data(c, res.model), **ranged(c)} for c in res.top],
+        "recommended": ({**candidate_data(res.recommended, res.model), **ranged(res.recommended)}
                         if res.recommended else None),
         **(ranged(res.recommended) if res.recommended else {}),
         "why": res.why, "smartnics": nic_rows(res.nic_sizing), "notes": list(res.notes),
         "frameworks": list(res.frameworks),
         "framework_rejections": dict(res.framework_rejections),
-        "what_if": ({**candidate_data(res.what_if)} if res.what_if is not None else None),
+        "what_if": ({**candidate_data(res.what_if, res.model)} if res.what_if is not None
+                    else None),
         "global_batch_rule": bool(si.global_batch_defaulted),
         "smallest_gpu_memory_bytes": res.smallest_gpu_bytes,
     }
@@ -279,6 +282,8 @@ def _plan_csv(res, rows: list[dict], train: TrainRequest | None) -> Table:
     csv_rows = []
     for r in rows:
         out = dict(ctx)
+        if "recompute_modules" in out:  # the search's list: each row's own (candidate_data)
+            out["recompute_modules"] = r.get("recompute_modules", "")
         for k, v in r.items():
             if k in ("mfu", "mfu_low", "mfu_high", "mfu_6n", "mfu_causal"):  # CSV: percent
                 out[k + "_pct" if k in ("mfu_6n", "mfu_causal") else

@@ -34,17 +34,18 @@ def sweep_row(p, train: TrainRequest | None = None, profile=None) -> dict:
                fits=res.recommended is not None, layouts_evaluated=res.evaluated,
                layouts_feasible=res.feasible, reason="" if res.recommended else res.why,
                smartnic_offered=res.hw.smartnic.name, **launch_data(tr))
+    if "recompute_modules" in row:  # the search's list as the winner runs it; none: ""
+        row["recompute_modules"] = (applied_modules(res.recommended.training, res.model)
+                                    if res.recommended else "")
     if train:
         row["tokens"] = train.tokens  # context, also where nothing fits
     if res.recommended:
         r = res.recommended
-        d = candidate_data(r)
+        d = candidate_data(r, res.model)
         row.update({k: d[k] for k in d if k in row})
         row["mfu_pct"] = pct(r.mfu)
         row["mfu"] = r.mfu
         row["sequence_parallel"] = r.training.sequence_parallel
-        if "recompute_modules" in row:  # the search's list, as the winner runs it
-            row["recompute_modules"] = applied_modules(r.training)
         row.update(train_figures(train, r.step_s, r.training, res.hw, p.assumptions))
         ranges = candidate_ranges(r, res, profile, row)
         ranges.update(mfu_pct_low=pct(ranges.get("mfu_low")),
