@@ -76,9 +76,13 @@ def moe_settings(rel: str, gpu: str, model: str, ep: int, pp: int) -> tuple[str,
         return "", lay + HEP + " (EP 16 over two nodes' InfiniBand); no CUDA graphs", {}
     if gpu == "B200":     # q235
         return "", "alltoall dispatcher (no flex backend in the config); no CUDA graphs", {}
-    return "", ("alltoall dispatcher; " + _A2A + "; TP overlap on (qwen3_llm_pretrain.py "
-                "CommOverlapConfig(tp_comm_overlap=True)); the recipe's embedding and loss "
-                "pipeline slots not modelled"), dict(ep_comm_overlap=True)
+    # H100 Qwen3-235B: qwen3_235b_a22b_pretrain_config_h100 sets CommOverlapConfig(
+    # tp_comm_overlap=False) in every release (qwen3_llm_pretrain.py L184 @ v0.3.0, L167 @
+    # v0.4.0 and v0.4.2, L193 @ 26.04-alpha.rc2), as the 25.11 row's config (L153 @ v0.2.0)
+    return "", ("alltoall dispatcher; " + _A2A + "; TP overlap off (qwen3_llm_pretrain.py "
+                "CommOverlapConfig(tp_comm_overlap=False) for H100); the recipe's embedding "
+                "and loss pipeline slots not modelled"), dict(ep_comm_overlap=True,
+                                                            tp_comm_overlap=False)
 
 
 # GB200 DeepSeek-V3, Qwen3-235B and (26.02.01, 26.04, 26.06 on) GPT-OSS: HybridEP in every

@@ -13,8 +13,11 @@ MEG = dict(framework="megatron", zero=1)
 CS = dict(precision="fp8", fp8_recipe="te-current")
 # Transformer Engine MXFP8 (--fp8-recipe mxfp8), the recipe the row's label names
 MXR = dict(precision="fp8", fp8_recipe="mxfp8")
-# Transformer Engine NVFP4 (--precision nvfp4; Megatron-Bridge's bf16_with_nvfp4_mixed)
-NV4 = dict(precision="nvfp4")
+# Transformer Engine NVFP4 (--precision nvfp4; Megatron-Bridge's bf16_with_nvfp4_mixed), whose
+# performance configs turn the TP overlap off (cfg.comm_overlap.tp_comm_overlap = False if
+# precision == "nvfp4": llama/llama31_llm_pretrain.py L74 and llama3_llm_pretrain.py L79 @
+# v0.3.0, the same lines through v0.5.0)
+NV4 = dict(precision="nvfp4", tp_comm_overlap=False)
 # NeMo 2.1 (the NeMo 24.12 container) had delayed scaling only: nemo/collections/llm/recipes/
 # precision/mixed_precision.py L46-54 @ v2.1.0 (benchmarks/fit_fp8_recipes.py NEMO_2412); so had
 # NeMo 2.2 (container 25.02), the same lines @ v2.2.0
