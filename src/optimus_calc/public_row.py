@@ -16,7 +16,7 @@ MXR = dict(precision="fp8", fp8_recipe="mxfp8")
 # Transformer Engine NVFP4 (--precision nvfp4; Megatron-Bridge's bf16_with_nvfp4_mixed), whose
 # performance configs turn the TP overlap off (cfg.comm_overlap.tp_comm_overlap = False if
 # precision == "nvfp4": llama/llama31_llm_pretrain.py L74 and llama3_llm_pretrain.py L79 @
-# v0.3.0, the same lines through v0.5.0)
+# v0.3.0, the same statement through v0.5.0, e.g. L87 and L80 there)
 NV4 = dict(precision="nvfp4", tp_comm_overlap=False)
 # NeMo 2.1 (the NeMo 24.12 container) had delayed scaling only: nemo/collections/llm/recipes/
 # precision/mixed_precision.py L46-54 @ v2.1.0 (benchmarks/fit_fp8_recipes.py NEMO_2412); so had
