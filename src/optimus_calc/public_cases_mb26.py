@@ -11,7 +11,7 @@ listed). Three 26.02 rows are cases already (public_cases._megatron_dense, MB26:
 
 Precision per cell: FP8 is per-tensor current scaling (the scripts' FP8_CS configs; ``CS``),
 MXFP8 Transformer Engine's MXFP8 recipe (``MXR``), NVFP4 its NVFP4 recipe (``NV4``:
-Megatron-Bridge's bf16_with_nvfp4_mixed, FP4 parameters gathered), BF16 plain. Kimi-K2, Nemotron 3 (Nano, Super, Ultra), Nemotron 3.5 Lightning and DeepSeek-V4
+Megatron-Bridge's bf16_with_nvfp4_mixed, FP4 parameters gathered from 26.04), BF16 plain. Kimi-K2, Nemotron 3 (Nano, Super, Ultra), Nemotron 3.5 Lightning and DeepSeek-V4
 Flash are not in the catalog (listed). GB200 and GB300 rows run on their racks (gpu="gb200" or
 "gb300"; public_cases._on_nvl72), B300 rows on dgx-b300 nodes; the MoE rows run their
 release's config (dispatcher, CUDA graphs, overlap): public_cases_mb26_moe.py reads the H100,
@@ -86,6 +86,12 @@ REGRESSION = ("the table marks it as a known performance regression (footnote gp
               "NVIDIA/cudnn-frontend issue #256, the grouped GEMM dGLU kernel 10x slower from "
               "cudnn-frontend 1.24.0), not the software the tool times")
 _REGRESSED = {("26.06.01", "oss")}
+# bf16_with_nvfp4_mixed gathers no FP4 parameters before 26.04 (fp8_param_gather False and no
+# fp4_param_gather: training/mixed_precision.py L402 @ v0.3.0, L407 @ v0.4.0; fp4_param_gather
+# True from L422 @ 26.04-alpha.rc2): the 16-bit weights are gathered (--no-fp8-param-gather)
+_NO_FP4_GATHER = ("no FP4 parameter gather (bf16_with_nvfp4_mixed sets fp8_param_gather False "
+                  "and fp4_param_gather only from 26.04: training/mixed_precision.py L402 @ "
+                  "v0.3.0, L422 @ 26.04-alpha.rc2)")
 # a table layout that cannot have run: 26.02.01's GB300 Llama 3 70B NVFP4 cell says TP 1 PP 1
 # without FSDP (micro-batch 2), 684 GB per GPU (`optimus-calc memory llama-3-70b --node
 # gb300-nvl72 --gpus-per-node 64 --tp 1 --pp 1 --zero 1 --micro-batch 2 --seq-len 8192
@@ -129,6 +135,8 @@ def _row(rel, gpu, model, prec, gpus, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep,
         asm = asm + "; " + _BAL
     elif not why:
         asm, kw = _dense(rel, gpu, model, prec, fsdp)
+        if prec == "NVFP4" and rel in ("26.02", "26.02.01"):
+            asm, kw = asm + "; " + _NO_FP4_GATHER, dict(kw, fp8_param_gather=False)
     if why:
         return PublicRow(src, label, model, published=tps, why_not=why, **where)
     if gpu in ("GB200", "GB300"):

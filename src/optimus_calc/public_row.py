@@ -85,6 +85,7 @@ class PublicRow:
     mem_gib: float = 0.0   # the published GPU memory (GiB, torchtitan) when there is one
     assumed: str = ""      # settings not in the source, from the recipe or default
     cross_entropy: str | None = None  # the loss the run ran; None: by its source (loss_of)
+    fp8_param_gather: bool = True  # Megatron --fp8-param-gather / --fp4-param-gather
     grad_bytes: int = 0    # 0: the framework profile's (Megatron-LM bf16: 4, fp32 reduce);
     #                        2: bf16 gradients reduced in bf16 (grad_reduce_in_fp32 False)
     assume: tuple = ()     # ((assumption, value), ...) the run set against its framework's

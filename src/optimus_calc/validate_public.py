@@ -92,7 +92,7 @@ def setup(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> RowSe
                   moe_pad_expert_input_to_capacity=row.drop_pad,
                   moe_dispatcher=MoeDispatcher(row.dispatcher),
                   cuda_graph_full_iteration=row.cuda_graph, cross_entropy_fusion=fusion,
-                  grad_bytes=row.grad_bytes,
+                  grad_bytes=row.grad_bytes, fp8_param_gather=row.fp8_param_gather,
                   dropout=model.has_dropout if row.dropout is None else row.dropout,  # as `step`
                   **({} if row.sp is None else {"sequence_parallel": row.sp}))
     check_layout(model, lay, tr)
