@@ -212,13 +212,13 @@ def refused_recomputes(tr) -> tuple[Recompute, ...]:
 def launch_flag_error(model, tr, read=None) -> str | None:
     """Why Megatron-LM refuses this combination of its launch flags on ``model``, or None: a
     graph with dropout under selective recompute (:func:`refused_recomputes`), --recompute-
-    modules under delayed FP8 scaling (as ``read``, the --framework named, reads them: physics.
-    unread_dropped), a graph on MoE without HybridEP (cuda_graph.md L162-182), padding on
-    DeepEP (transformer_config.py L1754-1761)."""
+    modules under delayed FP8 scaling, a graph on MoE without HybridEP (cuda_graph.md
+    L162-182), padding on DeepEP (transformer_config.py L1754-1761); on ``read``, ``tr`` as
+    the --framework named reads its flags (physics.unread_dropped), if given."""
+    tr = tr if read is None else read
     if tr.recompute in refused_recomputes(tr):
         return GRAPH_DROPOUT
-    mods = (tr if read is None else read).recompute_modules
-    if mods and (tr.precision.value, tr.fp8_recipe.value) == ("fp8", "te-delayed"):
+    if tr.recompute_modules and (tr.precision.value, tr.fp8_recipe.value) == ("fp8", "te-delayed"):
         return ("--recompute-modules with --fp8-recipe te-delayed: Megatron-LM refuses them under "
                 "delayed scaling (transformer_config.py L2001-2006 @ d98e8a6): use te-current")
     if not getattr(model, "is_moe", False):

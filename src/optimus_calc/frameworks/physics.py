@@ -129,16 +129,21 @@ def _read(p, tr):
 
 
 def unread_dropped(name, tr):
-    """``tr`` as the plug-ins ``--framework NAME[,NAME...]`` names run it: without the
-    framework-neutral launch flags none of them reads (:func:`_read`); unchanged without a
-    named plug-in (neutral physics, auto, each: some layout may run where they are read)."""
+    """``tr`` as the plug-ins ``--framework NAME[,NAME...]`` names read it: every launch flag
+    none of them declares (FrameworkPlugin.launch_flags) back at its default, as their physics
+    moves nothing for it (where the checks of another framework's flags read it); unchanged
+    without a named plug-in (neutral physics, auto, each: a layout may run where they are
+    read)."""
     names = [n.strip() for n in str(getattr(name, "value", name) or "").split(",")]
     keys = {str(getattr(p.key, "value", p.key)): p for p in plugins()}
     ps = [keys[n] for n in names if n in keys]
     if not ps or len(ps) < len(names):
         return tr
-    reads = [_read(p, tr) for p in ps]
-    return tr if any(r is tr for r in reads) else reads[0]
+    reads = {f for p in ps for f, _ in p.launch_flags}
+    fields = type(tr).model_fields
+    back = {f: fields[f].default for p in plugins() for f, _ in p.launch_flags
+            if f not in reads and getattr(tr, f) != fields[f].default}
+    return tr.model_copy(update=back) if back else tr
 
 
 def for_layout(inp, layout):
