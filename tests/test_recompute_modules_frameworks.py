@@ -117,3 +117,24 @@ def test_megatron_refusals_only_where_its_flags_are_read(run):
         for fw in ((), ("--framework", "megatron")):
             r = run(*base, *flags, *fw)
             assert r.code == 2 and msg in r.err and len(r.err.strip().splitlines()) == 1
+
+
+def test_plan_and_sweep_name_the_flags_no_searched_profile_reads(run):
+    # as `step` does (report.common.unread_flags_note): a search names the launch flags none of
+    # the profiles it applies reads (--framework NAMES: theirs; each: all four, so Megatron-LM
+    # reads them; any: framework-neutral physics, which reads only --recompute-modules)
+    base = ("gpt-oss-20b", "--node", "dgx-h100", "--nodes", 1, "--recompute", "selective",
+            "--recompute-modules", "moe_act", "--format", "json")
+    tt = run("plan", *base, "--framework", "torchtitan").json()["unread_launch_flags"]
+    assert tt == ("--recompute-modules moe_act: Megatron-LM launch flag, which the torchtitan "
+                  "(FSDP2) profile does not read (it moves no number here; --framework "
+                  "megatron reads it)")
+    assert "unread_launch_flags" not in run("plan", *base, "--framework", "each").json()
+    assert "unread_launch_flags" not in run("plan", *base, "--framework", "any").json()
+    neutral = run("plan", *base, "--framework", "any", "--no-overlap-grad-reduce").json()
+    assert neutral["unread_launch_flags"].startswith(
+        "--no-overlap-grad-reduce: Megatron-LM launch flag, which framework-neutral physics "
+        "does not read")
+    sw = run("sweep", "--models", *base, "--framework", "torchtitan,deepspeed").json()
+    assert "which the torchtitan (FSDP2) and the DeepSpeed profiles do not read" in \
+        sw["unread_launch_flags"]

@@ -219,7 +219,7 @@ def sweep(app, models, nodes_types, node_counts, smartnics, objective, fmt, outp
     from optimus_calc.cli.progress import progress_bar
     with progress_bar("sweep") as bar:
         points = run_sweep(cat, spec, progress=bar)
-    emit(sweep_document(points, kw.get("train"), kw.get("profile")), fmt, output)
+    emit(sweep_document(points, kw.get("train"), kw.get("profile"), template), fmt, output)
 
 
 def _check_moe_flags(spec, framework) -> None:

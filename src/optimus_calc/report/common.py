@@ -306,14 +306,21 @@ def unread_flags_note(inp) -> str:
     """The launch flags set off their default that only another framework's profile reads
     (FrameworkPlugin.launch_flags): under this profile, or framework-neutral physics, they move
     nothing, which the note says ("" when none is)."""
-    from optimus_calc.frameworks import plugins
-    from optimus_calc.frameworks.base import NEUTRAL_READS
     tr, choice = inp.training, getattr(inp, "framework", None)
     key = getattr(choice, "key", None)
     if choice is not None and choice.before:  # as given: a profile drops what it does not read
         tr = choice.before[0]
-    mine = {f for p in plugins() if p.key == key for f, _ in p.launch_flags}
-    mine |= NEUTRAL_READS if key is None else set()
+    return unread_text(tr, (key,) if key else (), f"the {choice.label} profile" if key else "")
+
+
+def unread_text(tr, keys: tuple = (), under: str = "", verb: str = "does") -> str:
+    """:func:`unread_flags_note` of ``tr`` under the profiles of the plug-ins ``keys`` (none:
+    framework-neutral physics, which reads NEUTRAL_READS), named ``under`` in the note."""
+    from optimus_calc.frameworks import plugins
+    from optimus_calc.frameworks.base import NEUTRAL_READS
+    keys = {str(getattr(k, "value", k)) for k in keys}
+    mine = {f for p in plugins() if str(getattr(p.key, "value", p.key)) in keys
+            for f, _ in p.launch_flags} | (set() if keys else NEUTRAL_READS)
     fields = type(tr).model_fields
     off: dict[str, list[str]] = {}
     for p in plugins():
@@ -327,11 +334,23 @@ def unread_flags_note(inp) -> str:
             off.setdefault(p.label, []).append(text)
     if not off:
         return ""
-    under = (f"the {choice.label} profile" if key else "framework-neutral physics")
+    under = under or "framework-neutral physics"
     return "; ".join(f"{', '.join(flags)}: {label} launch flag{'s' if len(flags) > 1 else ''}, "
-                     f"which {under} does not read (it moves no number here; --framework "
+                     f"which {under} {verb} not read (it moves no number here; --framework "
                      f"{next(p.key for p in plugins() if p.label == label)} reads "
                      f"{'them' if len(flags) > 1 else 'it'})" for label, flags in off.items())
+
+
+def search_unread_note(si) -> str:
+    """:func:`unread_text` of a search (`plan`, `sweep`): the flags none of the profiles it
+    applies reads (--framework NAMES or each: theirs; any: framework-neutral physics)."""
+    if not si.physics:
+        return unread_text(si.training)
+    from optimus_calc.frameworks import plugin
+    labels = [plugin(f).label for f in si.frameworks]
+    return unread_text(si.training, tuple(si.frameworks), "the " + " and the ".join(labels)
+                       + " profile" + ("s" if len(labels) > 1 else ""),
+                       "do" if len(labels) > 1 else "does")
 
 
 def add_unread_flags_note(inp, notes: list, data: dict) -> None:

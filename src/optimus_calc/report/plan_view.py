@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from optimus_calc.report.common import (TrainRequest, applied_modules, context_row, launch_data,
-                                        launch_text, layout_data, pct, shown_training,
-                                        train_figures)
+                                        launch_text, layout_data, pct, search_unread_note,
+                                        shown_training, train_figures)
 from optimus_calc.frameworks import Framework, exports_for
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
@@ -321,9 +321,13 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
     if rec:
         from optimus_calc.report.step_view import train_note
         notes.append("recommended layout, " + train_note(rec, asm.pue))
+    data = _plan_data(res, si, ranged)
+    if unread := search_unread_note(si):  # as `step` says it (unread_flags_note)
+        notes.append(unread)
+        data["unread_launch_flags"] = unread
     return Document(title=f"plan: {res.model.name} on {res.hw.nodes} x {res.hw.node.name} "
                           f"({res.hw.gpus} x {res.hw.gpu.name})",
-                    header=plan_header(res, si), data=_plan_data(res, si, ranged),
+                    header=plan_header(res, si), data=data,
                     tables=tables, notes=notes, csv=_plan_csv(res, rows, train))
 
 

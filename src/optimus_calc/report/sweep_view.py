@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from optimus_calc.report.common import (TrainRequest, applied_modules, launch_data, launch_text,
-                                        pct, shown_training, train_figures)
+                                        pct, search_unread_note, shown_training, train_figures)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.report.plan_view import candidate_data, candidate_ranges
 
@@ -77,7 +77,10 @@ def sweep_rows(points, train: TrainRequest | None = None, profile=None) -> list[
     return rows
 
 
-def sweep_document(points, train: TrainRequest | None = None, profile=None) -> Document:
+def sweep_document(points, train: TrainRequest | None = None, profile=None,
+                   si=None) -> Document:
+    """The sweep's rows; ``si``: the search's shared inputs (SearchInputs), for the note on
+    launch flags none of its profiles reads."""
     from optimus_calc.report.plan_view import objective_text
     rows = sweep_rows(points, train, profile)
     launch = launch_data(points[0].result.training) if points else {}  # one for every point
@@ -104,6 +107,11 @@ def sweep_document(points, train: TrainRequest | None = None, profile=None) -> D
         points[0].result.objective))] if points else [])
     if launch:
         header.append(("launch", launch_text(points[0].result.training).removeprefix(", ")))
-    return Document(title=f"sweep: {len(rows)} configurations", data={"rows": rows},
+    data: dict = {"rows": rows}
+    notes = []
+    if si is not None and (unread := search_unread_note(si)):
+        notes.append(unread)
+        data["unread_launch_flags"] = unread
+    return Document(title=f"sweep: {len(rows)} configurations", data=data, notes=notes,
                     header=header,
                     tables=[view], csv=table, plot="sweep")
