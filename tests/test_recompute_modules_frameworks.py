@@ -138,3 +138,22 @@ def test_plan_and_sweep_name_the_flags_no_searched_profile_reads(run):
     sw = run("sweep", "--models", *base, "--framework", "torchtitan,deepspeed").json()
     assert "which the torchtitan (FSDP2) and the DeepSpeed profiles do not read" in \
         sw["unread_launch_flags"]
+
+
+def test_compare_and_nics_name_unread_flags_and_nics_says_why_no_card_count_hides(run):
+    # compare and nics note the launch flags their profile does not read, as step does; and a
+    # nics row whose optimizer step no card count hides ('-': none of 1..16 per GPU, analyses/
+    # nics.py MAX_CARDS_PER_GPU) no longer blames a bare parameter count: gpt-oss-20b's
+    # planner-mode layout under DeepSpeed keeps 250.98 GB of state per GPU (ZeRO-0)
+    flags = ("--recompute", "selective", "--recompute-modules", "layernorm,moe_act",
+             "--framework", "deepspeed")
+    msg = ("--recompute-modules layernorm,moe_act: Megatron-LM launch flag, which the DeepSpeed "
+           "profile does not read")
+    cmp = run("compare", "gpt-oss-20b", "--node", "dgx-h100", "--tp", 1, "--ep", 8,
+              "--seq-len", 4096, "--global-batch", 8, *flags, "--format", "json")
+    assert cmp.code == 0 and cmp.json()["unread_launch_flags"].startswith(msg), cmp.err
+    nics = run("nics", "gpt-oss-20b", "--node", "dgx-h100", "--seq-len", 4096, *flags)
+    assert nics.code == 0, nics.err
+    text = " ".join(nics.out.split())
+    assert msg in text and "bare parameter counts" not in text
+    assert "no count up to 16 cards per GPU hides the optimizer step" in text

@@ -114,6 +114,8 @@ def nics(ctx, model, fmt, output, objective, **kw) -> None:
         mdl, hw, lay, tr, asm = inp.model, inp.hw, inp.layout, inp.training, inp.assumptions
         source = "the given layout"
         fw = inp.framework.text() if inp.framework is not None else ""
+        from optimus_calc.report.common import unread_flags_note
+        unread = unread_flags_note(inp)
     else:
         shared = {k: v for k, v in kw.items() if k not in LAYOUT_PARAMS + ("offload",)}
         si = build_search_inputs(cat, model, shared)  # the single-layout defaults pin nothing
@@ -125,8 +127,10 @@ def nics(ctx, model, fmt, output, objective, **kw) -> None:
         source = "the recommended layout"
         fw = (f"{r.framework} profile (the recommended row's)" if r.framework else
               "framework-neutral parameters (--framework any)")
+        from optimus_calc.report.common import search_unread_note
+        unread = search_unread_note(si)
     sizing = size_nics(cat, mdl, hw, lay, tr, asm, only=kw["smartnic"])
-    emit(nics_document(mdl, hw, lay, sizing, source, fw), fmt, output)
+    emit(nics_document(mdl, hw, lay, sizing, source, fw, unread), fmt, output)
 
 
 def _split(text: str, flag: str) -> list[str]:

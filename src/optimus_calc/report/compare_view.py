@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from optimus_calc.report.common import (TrainRequest, context_row, launch_data, layout_data,
-                                        layout_text, pct, train_figures, training_data,
-                                        training_text)
+from optimus_calc.report.common import (TrainRequest, add_unread_flags_note, context_row,
+                                        launch_data, layout_data, layout_text, pct,
+                                        train_figures, training_data, training_text)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
@@ -51,10 +51,9 @@ def _layout_columns(r) -> dict:
 
 
 def compare_document(cmp, train: TrainRequest | None = None) -> Document:
-    """The document of a :class:`optimus_calc.analyses.compare.Comparison` (the evaluation and
-    the choice of the best are analyses/compare.py's)."""
-    inp = cmp.inputs
-    rows = [strategy_row(r, train) for r in cmp.results]
+    """The document of a :class:`optimus_calc.analyses.compare.Comparison` (its evaluation and
+    choice of the best are analyses/compare.py's), with step's note on unread launch flags."""
+    inp, rows = cmp.inputs, [strategy_row(r, train) for r in cmp.results]
     best = next((row for r, row in zip(cmp.results, rows) if r is cmp.best), None)
     base = next(row for r, row in zip(cmp.results, rows) if r is cmp.baseline)
     notes = []
@@ -123,6 +122,7 @@ def compare_document(cmp, train: TrainRequest | None = None) -> Document:
             "layout": _layout(cmp.baseline), "training": training_data(inp.training),
             "strategies": rows,
             "best": best["strategy"] if best else None}
+    add_unread_flags_note(inp, notes, data)
     return Document(
         title=f"compare: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name} "
               f"({inp.hw.gpus} x {inp.hw.gpu.name})",

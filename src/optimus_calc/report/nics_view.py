@@ -23,15 +23,17 @@ def nics_rows(sizing, hw) -> list[dict]:
         "gpu_bytes_with_offload": n.gpu_bytes_with_offload} for n in sizing]
 
 
-def nics_document(model, hw, layout, sizing, source: str, framework: str = "") -> Document:
+def nics_document(model, hw, layout, sizing, source: str, framework: str = "",
+                  unread: str = "") -> Document:
     """``source`` says which layout was sized ("the given layout", "the recommended layout");
-    ``framework`` whose physics profile the sizing used, and why (header line)."""
+    ``framework`` whose physics profile the sizing used, and why (header line); ``unread`` the
+    launch flags it does not read (report.common.unread_flags_note)."""
     rows = nics_rows(sizing, hw)
     data = rows[0] if len(rows) == 1 else {"smartnics": rows}
     data = {**data, "layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp,
                                "cp": layout.cp, "ep": layout.ep, "etp": layout.etp,
                                "interleave": layout.interleave, "zero": int(layout.zero)},
-            "sized_for": source}
+            "sized_for": source, **({"unread_launch_flags": unread} if unread else {})}
     view = [{**r, "opt_GB": r["optimizer_bytes_per_gpu"] / 1e9,
              "card_GB": r["nic_memory_bytes"] / 1e9,
              "spill_GB": r["host_spill_bytes_per_nic"] / 1e9,
@@ -49,7 +51,18 @@ def nics_document(model, hw, layout, sizing, source: str, framework: str = "") -
             Column("cmp", "cluster (hide step)"),
             Column("recommended_nics_per_node", "per node"),
             Column("spill_GB", "spill GB, 1 per GPU", ".2f")])],
-        notes=["bare parameter counts have no step time: only memory sizing"
-               if any(r["nics_for_compute"] is None for r in rows) else
-               "per node = max(memory, compute) cards per GPU x GPUs per node"],
+        notes=[_compute_note(model, rows)] + ([unread] if unread else []),
         csv=Table(title="", rows=rows, columns=[Column(k, k) for k in rows[0]]))
+
+
+def _compute_note(model, rows) -> str:
+    """What the cards to hide the step say: none for a bare count (no step time), '-' where no
+    count up to analyses.nics.MAX_CARDS_PER_GPU per GPU hides it, else how per node is taken."""
+    from optimus_calc.analyses.nics import MAX_CARDS_PER_GPU
+    from optimus_calc.specs.model import BareModel
+    if isinstance(model, BareModel):
+        return "bare parameter counts have no step time: only memory sizing"
+    if any(r["nics_for_compute"] is None for r in rows):
+        return (f"cluster (hide step) '-': no count up to {MAX_CARDS_PER_GPU} cards per GPU "
+                "hides the optimizer step and its transfers; per node = the memory count there")
+    return "per node = max(memory, compute) cards per GPU x GPUs per node"
