@@ -157,3 +157,16 @@ def test_compare_and_nics_name_unread_flags_and_nics_says_why_no_card_count_hide
     text = " ".join(nics.out.split())
     assert msg in text and "bare parameter counts" not in text
     assert "no count up to 16 cards per GPU hides the optimizer step" in text
+
+
+def test_explain_says_why_a_recompute_module_equation_did_not_run(run):
+    # under a profile that drops --recompute-modules (torchtitan) the module's equations do not
+    # run; explain names the condition instead of its generic "not evaluated" message
+    args = ("gpt-oss-20b", "--node", "dgx-h100", "--ep", 8, "--tp", 1, "--seq-len", 4096,
+            "--global-batch", 8, "--recompute", "selective", "--recompute-modules", "moe_act")
+    r = run("explain", "compute.moe_act_recompute_bytes", *args, "--framework", "torchtitan")
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1
+    assert "it runs only with --recompute selective --recompute-modules moe_act" in r.err
+    assert run("explain", "compute.moe_act_recompute_bytes", *args).code == 0
+    n = run("explain", "compute.norm_recompute_bytes", *args)  # moe_act only: no norm re-run
+    assert n.code == 2 and "--recompute-modules layernorm" in n.err

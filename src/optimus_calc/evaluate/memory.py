@@ -235,6 +235,12 @@ _ONLY_WHEN = {
     "compute.rope_bytes": "it runs only for a model with a YaRN RoPE scaling "
     "(rope_yarn_factor > 1, e.g. gpt-oss; not MLA) under a profile whose RoPE is unfused "
     "(--framework megatron)",
+    **{eq: f"it runs only with --recompute selective --recompute-modules {mod} (Megatron-LM's "
+       "list: framework-neutral physics and --framework megatron read it; the other profiles "
+       "drop it, which step notes)" for eq, mod in (
+           ("compute.moe_act_recompute_bytes", "moe_act"),
+           ("compute.norm_recompute_bytes", "layernorm"),
+           ("memory.discarded_activation_bytes", "layernorm or moe_act"))},
 }
 
 
@@ -247,7 +253,11 @@ def _condition(name: str, inp) -> str:
     if ("moe" in name or "expert" in name) and not getattr(model, "is_moe", False):
         return "it runs only for an MoE model (this one is dense)"
     # the evaluator's own conditions (evaluate/efficiency.py, rope.py), not a copy of them
+    sel = tr.recompute.value == "selective"
     missed = {"efficiency.head_dim_attention_efficiency": not tr.flash_attention
               or head_dim_ratio(inp.hw.gpu, tr.attention_kernel, asm) is None,
-              "compute.rope_bytes": not rope_unfused(model, asm)}
+              "compute.rope_bytes": not rope_unfused(model, asm),
+              "compute.moe_act_recompute_bytes": not sel or "moe_act" not in tr.recompute_modules,
+              "compute.norm_recompute_bytes": not sel or "layernorm" not in tr.recompute_modules,
+              "memory.discarded_activation_bytes": not sel or not tr.recompute_modules}
     return _ONLY_WHEN[name] if missed.get(name) else ""
