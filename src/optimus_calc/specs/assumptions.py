@@ -15,7 +15,7 @@ from optimus_calc.specs.hardware import MIN_EFFICIENCY
 FIT_TE_DELAYED = 0.970
 FIT_TE_CURRENT = 1.0
 FIT_MXFP8 = FIT_TE_CURRENT  # assumed: one expressible public row, no cross-validation
-FIT_NVFP4 = 0.665  # fitted by benchmarks/fit_nvfp4.py on 17 public rows (docs/fp8-and-megatron.md)
+FIT_NVFP4 = 0.705  # fitted by benchmarks/fit_nvfp4.py on 17 public rows (docs/fp8-and-megatron.md)
 
 # Floors of the assumptions the step model divides by (issue 23), as the catalog's (specs/
 # hardware.py MIN_EFFICIENCY, MIN_GBPS): far below any measured value, every time finite.
