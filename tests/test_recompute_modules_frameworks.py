@@ -170,3 +170,20 @@ def test_explain_says_why_a_recompute_module_equation_did_not_run(run):
     assert run("explain", "compute.moe_act_recompute_bytes", *args).code == 0
     n = run("explain", "compute.norm_recompute_bytes", *args)  # moe_act only: no norm re-run
     assert n.code == 2 and "--recompute-modules layernorm" in n.err
+
+
+def test_compare_shows_the_list_per_strategy(run):
+    # compare --framework auto: DeepSpeed runs the GPU, CPU and NVMe rows and drops the list;
+    # the SmartNIC what-ifs, which no framework runs, are framework-neutral physics and run it.
+    # Each row (JSON and CSV) says which
+    import csv
+    import io
+    args = ("compare", "gpt-oss-20b", "--node", "dgx-h100", "--tp", 1, "--ep", 8, "--seq-len",
+            4096, "--global-batch", 8, "--recompute", "selective", "--recompute-modules",
+            "moe_act", "--framework", "auto")
+    js = run(*args, "--format", "json").json()["strategies"]
+    assert {(r["framework"], r.get("recompute_modules")) for r in js} == {
+        ("deepspeed", None), ("neutral", "moe_act")}
+    rows = list(csv.DictReader(io.StringIO(run(*args, "--format", "csv").out)))
+    assert {(r["framework"], r["recompute_modules"]) for r in rows} == {
+        ("deepspeed", ""), ("neutral", "moe_act")}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from optimus_calc.report.common import (TrainRequest, add_unread_flags_note, context_row,
-                                        launch_data, layout_data, layout_text, pct,
+from optimus_calc.report.common import (TrainRequest, add_unread_flags_note, applied_modules,
+                                        context_row, launch_data, layout_data, layout_text, pct,
                                         train_figures, training_data, training_text)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
@@ -31,7 +31,19 @@ def strategy_row(r, train: TrainRequest | None = None) -> dict:
         "fits": mem.fits, "reasons": mem.reasons, "what_if": strat.what_if,
         "frameworks": list(r.frameworks),
         "framework": getattr(getattr(inp, "framework", None), "key", None) or "neutral",
+        **({"recompute_modules": m} if (m := applied_modules(inp.training, inp.model)) else {}),
         **train_figures(train, st.step_time_s, inp.training, inp.hw, inp.assumptions)}
+
+
+def _csv_rows(cmp, rows: list[dict], ctx: dict) -> list[dict]:
+    """The CSV rows: the context columns, the layout, each strategy's own columns; a
+    --recompute-modules list as each strategy runs it (empty where its profile drops it)."""
+    skip = {"reasons", "mfu", "tokens"}
+    mods = any("recompute_modules" in r for r in rows) or "recompute_modules" in ctx
+    return [{**ctx, **_layout_columns(res), **{k: v for k, v in r.items() if k not in skip},
+             **({"recompute_modules": r.get("recompute_modules", "")} if mods else {}),
+             "mfu_pct": pct(r["mfu"]), "reasons": r["reasons"]}
+            for res, r in zip(cmp.results, rows)]
 
 
 def _layout(r) -> dict:
@@ -111,11 +123,7 @@ def compare_document(cmp, train: TrainRequest | None = None) -> Document:
         Column("step_time_s", "step s", ".2f"),
         Column("mfu", "MFU", ".1%"),
         Column("fits", "fits"), *extra])
-    ctx = context_row(inp.model.name, inp.hw, inp.training, train)
-    skip = {"reasons", "mfu", "tokens"}
-    csv_rows = [{**ctx, **_layout_columns(res), **{k: v for k, v in r.items() if k not in skip},
-                 "mfu_pct": pct(r["mfu"]), "reasons": r["reasons"]}
-                for res, r in zip(cmp.results, rows)]
+    csv_rows = _csv_rows(cmp, rows, context_row(inp.model.name, inp.hw, inp.training, train))
     data = {"model": inp.model.name, "node": inp.hw.node.name, "nodes": inp.hw.nodes,
             "gpus": inp.hw.gpus, "seq_len": inp.training.seq_len,
             "global_batch": inp.training.global_batch, **launch_data(inp.training),
