@@ -187,3 +187,11 @@ def test_compare_shows_the_list_per_strategy(run):
     rows = list(csv.DictReader(io.StringIO(run(*args, "--format", "csv").out)))
     assert {(r["framework"], r["recompute_modules"]) for r in rows} == {
         ("deepspeed", ""), ("neutral", "moe_act")}
+
+
+def test_explain_the_discarded_activations_need_an_moe_model(run):
+    # memory.discarded_activation_bytes runs for an MoE model only (engine._activations): a
+    # dense model with --recompute-modules layernorm gets its condition, not the generic message
+    r = run("explain", "memory.discarded_activation_bytes", "llama-3-8b", "--node", "dgx-h100",
+            "--recompute", "selective", "--recompute-modules", "layernorm")
+    assert r.code == 2 and "layernorm or moe_act, on an MoE model" in r.err

@@ -240,7 +240,7 @@ _ONLY_WHEN = {
        "drop it, which step notes)" for eq, mod in (
            ("compute.moe_act_recompute_bytes", "moe_act"),
            ("compute.norm_recompute_bytes", "layernorm"),
-           ("memory.discarded_activation_bytes", "layernorm or moe_act"))},
+           ("memory.discarded_activation_bytes", "layernorm or moe_act, on an MoE model"))},
 }
 
 
@@ -259,5 +259,6 @@ def _condition(name: str, inp) -> str:
               "compute.rope_bytes": not rope_unfused(model, asm),
               "compute.moe_act_recompute_bytes": not sel or "moe_act" not in tr.recompute_modules,
               "compute.norm_recompute_bytes": not sel or "layernorm" not in tr.recompute_modules,
-              "memory.discarded_activation_bytes": not sel or not tr.recompute_modules}
+              "memory.discarded_activation_bytes": not sel or not tr.recompute_modules
+              or not getattr(model, "is_moe", False)}
     return _ONLY_WHEN[name] if missed.get(name) else ""
