@@ -349,7 +349,7 @@ class Assumptions(Frozen):
         "moe_act_clamp_bytes: counted from Megatron-core fused_bias_geglu.py and PyTorch's "
         "clamp_backward); a fused grouped MLP clamps in its kernel: 0")
     moe_act_clamp_forward_passes: float = Field(default=4, ge=0, le=100, description="their "
-        "forward's (at most them), re-run by --recompute-modules moe_act: 2 clamps + cat")
+        "forward's, capped at them, re-run by moe_act: 2 clamps + cat (fused_bias_geglu L424-432)")
     loss_forward_bytes_per_logit: float = Field(default=38, ge=0, le=1000, description="HBM "
         "bytes per logit of the loss's forward (compute.loss_bytes): Megatron-LM's unfused "
         "count, assumed for eager losses; the Megatron profile sets its fused ones")
