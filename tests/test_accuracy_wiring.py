@@ -70,11 +70,14 @@ def test_torchtitans_hopper_rows_run_flashattention2():
     # (pytorch/pytorch#138522): every published torchtitan run on H100/H200 ran FA2
     rows = [r for r in public_rows() if not r.why_not]
     tt = [r for r in rows if r.framework == "torchtitan"]
-    hopper = [r for r in tt if r.node != "dgx-a100"]
+    hopper = [r for r in tt if r.node not in ("dgx-a100", "dgx-b200")]
     assert len(hopper) >= 20 and all(r.kernel == "fa2" for r in hopper)
     assert all("FlashAttention-2" in r.assumed for r in hopper)
     # the rule touches torchtitan rows only: no Megatron / NeMo row names torchtitan's kernel
     assert not [r for r in rows if r.framework != "torchtitan" and "6a3a9da95" in r.assumed]
+    # from compute capability 10.0 cuDNN comes first (torchtitan/models/attention.py L210-211 @
+    # 6fc499f6f): the B200 rows of its mxfp8.md run the B200 catalog's default, cuDNN
+    assert {r.kernel for r in tt if r.node == "dgx-b200"} == {None}
 
 
 def test_gb200_rows_run_on_nvl72_racks_of_64():

@@ -101,7 +101,11 @@ def test_torchao_ratio_is_the_fit_on_every_public_torchao_row(cat):
     import numpy as np
     from optimus_calc.public_cases import public_rows
     from optimus_calc.validate_public import predicted_value, setup, step_time
-    rows = [r for r in public_rows() if not r.why_not and r.fp8_recipe == "torchao"]
+    from optimus_calc.public_cases_tt import TT_B200
+    # not the B200 row of torchtitan's mxfp8.md (power limit unpublished: its BF16 row is
+    # +104%, a gap the ratio would absorb; benchmarks/fit_torchao.py leaves it out too)
+    rows = [r for r in public_rows()
+            if not r.why_not and r.fp8_recipe == "torchao" and r.source != TT_B200]
     assert len(rows) == 17
 
     def loss(g):

@@ -22,10 +22,9 @@ from optimus_calc.public_cases_long import long_rows
 from optimus_calc.public_cases_mb26 import mb26_rows
 from optimus_calc.public_cases_mlm import mlm_llama_rows
 from optimus_calc.public_cases_moe import moe_rows
-from optimus_calc.public_cases_mpt import mpt_rows
-from optimus_calc.public_cases_mds import mds_rows
-from optimus_calc.public_cases_mds import shapes as _mds_shapes
-from optimus_calc.public_cases_mpt import shapes as _mpt_shapes
+from optimus_calc.public_cases_mpt import mpt_rows, shapes as _mpt_shapes
+from optimus_calc.public_cases_mds import mds_rows, shapes as _mds_shapes
+from optimus_calc.public_cases_tt import tt_b200_rows
 from optimus_calc.public_cases_nemo2407 import SHAPES as _NEMO2407_SHAPES
 from optimus_calc.public_cases_nemo2407 import nemo2407_rows
 from optimus_calc.public_row import CS as _CS
@@ -396,5 +395,6 @@ def _on_nvl72(row: PublicRow) -> PublicRow:
 def public_rows() -> list[PublicRow]:
     """Every row, expressible or not, in source order."""
     rows = _fa2_rows() + _megatron_dense() + mlm_llama_rows() + _nemo_dense() + nemo2407_rows() + moe_rows() + rows_2509() \
-        + _torchtitan() + long_rows() + _offload_and_small() + _v100() + mpt_rows() + mds_rows() + mb26_rows()
+        + _torchtitan() + long_rows() + _offload_and_small() + _v100() + mpt_rows() + mds_rows() + mb26_rows() \
+        + tt_b200_rows()
     return [_on_nvl72(bf16_reduce(r)) for r in rows]

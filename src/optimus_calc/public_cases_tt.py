@@ -1,0 +1,42 @@
+"""torchtitan's dense B200 table: ``torchtitan/components/quantization/mxfp8.md`` "Performance",
+"Dense Models" (copied from torchao's MX formats benchmarks), the one published dense BF16
+training row on Blackwell the project has found (issue 32 item 8). Data only:
+validate_public.py runs them (public_cases.public_rows).
+
+The table (L157-168 @ 5b5f578a4): Llama 3 8B on one node of 8 "power limited" B200, FSDP2,
+local batch 1, sequence 8,192, 100 steps, torch.compile, per-op selective AC, torchtitan
+6fc499f6f: median tokens/s (torchtitan's per-device ``tps``) and peak memory per scaling method.
+At that commit torchtitan puts cuDNN first among SDPA's backends from compute capability 10.0
+(torchtitan/models/attention.py L200-211 @ 6fc499f6f): the B200 catalog's default kernel.
+"""
+
+from __future__ import annotations
+
+from optimus_calc.public_row import FP as _FP
+from optimus_calc.public_row import PublicRow
+
+TT_B200 = (f"torchtitan torchtitan/components/quantization/mxfp8.md @ 5b5f578a4, Dense Models "
+           f"({_FP} 7.4)")
+_ASM = ("the power limit is not published: the catalog's B200 (1,000 W), assumed; per-op SAC as "
+        "selective recompute (llama3_8b.toml L56-57 @ 6fc499f6f); compile folded in; peak "
+        "memory in GiB as torchtitan's memory monitor logs it (the table says GB)")
+_MX = ("torchao's MXFP8 (cuBLAS block-scaled GEMMs, casts by torch.compile): the tool's mxfp8 "
+       "recipe is Transformer Engine's, whose casts and ratio are not torchao's")
+
+
+def tt_b200_rows() -> list[PublicRow]:
+    """The table's four rows as published: BF16 and float8 tensorwise (torchao's recipe) run;
+    the two MXFP8 rows are listed."""
+    r = PublicRow
+    base = dict(model="llama-3-8b", node="dgx-b200", nodes=1, mbs=1, seq=8192,
+                framework="torchtitan", zero=3, recompute="selective", assumed=_ASM)
+    return [
+        r(TT_B200, "B200 Llama 3 8B FSDP 8, bf16, 8 GPUs (torchtitan)", published=8307.5,
+          mem_gib=33.71, **base),
+        r(TT_B200, "B200 Llama 3 8B FSDP 8, float8 tensorwise, 8 GPUs (torchtitan)",
+          published=10417.0, mem_gib=33.38, precision="fp8", fp8_recipe="torchao", **base),
+        r(TT_B200, "B200 Llama 3 8B FSDP 8, mxfp8_cublas, 8 GPUs (torchtitan)",
+          published=9969.0, mem_gib=33.88, why_not=_MX, **base),
+        r(TT_B200, "B200 Llama 3 8B FSDP 8, mxfp8_cublas_rceil, 8 GPUs (torchtitan)",
+          published=9642.0, mem_gib=33.88, why_not=_MX, **base),
+    ]
