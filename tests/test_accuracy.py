@@ -70,8 +70,8 @@ def test_every_public_row_has_a_source_and_a_value():
     # 31 + 14 + 18 = 220 rows, 58 of them expressible; 77 once the 19 GB200 HybridEP rows
     # (DeepSeek-V3 7, Qwen3-235B-A22B 7, GPT-OSS 120B 5) run --moe-dispatcher hybridep;
     # BLOOM-176B's training logs (public_cases_mds.bloom_rows): 2; torchtitan's mxfp8.md B200
-    # table (public_cases_tt.py): 4
-    assert len(rows) == 125 + 26 + 216 + 3 + 3 + 10 + 12 + 220 + 2 + 4
+    # table (public_cases_tt.py): 4; DistFlashAttn's Tables 1 and 4 (public_cases_dfa.py): 40
+    assert len(rows) == 125 + 26 + 216 + 3 + 3 + 10 + 12 + 220 + 2 + 4 + 40
     assert all(r.source.strip() and r.label.strip() and r.published > 0 for r in rows)
     # a row the tool cannot express says why; the others are layouts the tool runs
     assert all(r.why_not or r.node for r in rows)
@@ -106,10 +106,11 @@ def test_validate_counts(cat):
     # ...; Megatron-Bridge 26.02-26.06's dense NVFP4 rows (--precision nvfp4): 17 cases, 17
     # fewer listed (the 18th, 26.02.01's GB300 70B cell, has a layout that cannot run);
     # torchtitan's mxfp8.md B200 table: BF16 and float8 tensorwise with their peak memory, 4
-    # cases; its two MXFP8 rows (torchao's casts) listed
+    # cases; its two MXFP8 rows (torchao's casts) listed; DistFlashAttn's Megatron-LM LLaMA-7B
+    # times on one A100 box: 3 cases, its other 37 times listed
     assert (len(public), len(missing)) == (
-        98 + 25 + 4 + 216 + 3 + 2 + 5 + 58 + 4 + 19 + 18 + 29 + 19 + 2 - 2 + 17 + 4,
-        44 + 1 - 4 + 1 + 10 + 7 + 162 - 4 - 19 - 18 - 29 - 19 + 2 - 17 + 2)
+        98 + 25 + 4 + 216 + 3 + 2 + 5 + 58 + 4 + 19 + 18 + 29 + 19 + 2 - 2 + 17 + 4 + 3,
+        44 + 1 - 4 + 1 + 10 + 7 + 162 - 4 - 19 - 18 - 29 - 19 + 2 - 17 + 2 + 37)
     assert len(cases) + len(missing) >= 150
     assert all(why for _, _, why in missing)
     o = overall(cases)
@@ -128,9 +129,10 @@ def test_validate_counts(cat):
     # two GPT-OSS rows now listed (a known regression, GB200 group): 504 and 501; the 17 dense
     # NVFP4 rows (GB200 group, curves refitted without their source; the NVFP4 ratio is not
     # refitted there, benchmarks/fit_nvfp4.py): 521 and 518; torchtitan's two B200 rows (B200
-    # group, refitted without their source): 523 and 520
-    assert o["rows"] == 102 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2 - 2 + 17 + 2
-    assert o["refitted"] == 99 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2 - 2 + 17 + 2
+    # group, refitted without their source): 523 and 520; DistFlashAttn's 3 (A100 group): 526
+    # and 523
+    assert o["rows"] == 102 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2 - 2 + 17 + 2 + 3
+    assert o["refitted"] == 99 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2 - 2 + 17 + 2 + 3
 
 
 def _mfu(run, node, seq, cp, key="mfu"):

@@ -113,10 +113,10 @@ def test_unhalved_mfu_falls_with_sequence_on_fa1(run, node):
 
 
 def test_long_sequences_match_cases_of_their_kernel(run):
-    # past 8K the regime carries the kernel: the A100 rows at 64K ran FlashAttention-1, so a
-    # FlashAttention-2 prediction there has no public case like it, an FA1 one has MPT's six
-    # (the README's A100 80GB table at 65536 tokens on 8 GPUs: 7b, 3b, 1b, 760m, 350m, 125m;
-    # its A100 40GB table has no 64K row)
+    # past 8K the regime carries the kernel: MPT's A100 rows at 64K ran FlashAttention-1 (the
+    # README's A100 80GB table at 65536 tokens on 8 GPUs: 7b, 3b, 1b, 760m, 350m, 125m; its
+    # A100 40GB table has no 64K row), DistFlashAttn's Megatron-LM LLaMA-7B times at 64K-256K
+    # FlashAttention-2 (public_cases_dfa.py): a prediction of each kernel reads its own rows
     from optimus_calc.regimes import seq_band
     assert (seq_band(65536, "fa2"), seq_band(16384, "fa1"), seq_band(8192, "fa2")) == \
         (">32K fa2", "8K-32K fa1", "<=8K")
@@ -124,6 +124,7 @@ def test_long_sequences_match_cases_of_their_kernel(run):
             "--micro-batch", "1", "--global-batch", "8", "--zero", "3", "--recompute", "full",
             "--cp", "2", "--format", "json")
     fa2, fa1 = run(*args).json(), run(*args, "--attention-kernel", "fa1").json()
-    assert fa2["error_range"] == "widened" and "seq >32K fa2" in fa2["error_range_basis"]
+    assert fa2["error_range"] == "public"
+    assert fa2["error_range_basis"].startswith("3 public cases like this")
     assert fa1["error_range"] == "public"
     assert fa1["error_range_basis"].startswith("6 public cases like this")

@@ -119,7 +119,8 @@ def test_validate_command(run):
     # BLOOM-176B's training logs (2); less 26.06.01's two GPT-OSS rows (a known regression)
     assert d["total"] == (52 + 98 + 25 + 4 + 216 + 3 + 2 + 5 + 58 + 4 + 19 + 18 + 29 + 19 + 2 - 2
                           + 17  # the dense NVFP4 rows (--precision nvfp4)
-                          + 4)  # torchtitan's B200 BF16 and float8 rows, with their memory
+                          + 4  # torchtitan's B200 BF16 and float8 rows, with their memory
+                          + 3)  # DistFlashAttn's Megatron-LM LLaMA-7B times on one A100 box
     # the overall accuracy is printed: mean and largest |error| over every case
     errs = [abs(c["error"]) for c in d["cases"]]
     assert d["mean_abs_error"] == pytest.approx(sum(errs) / len(errs))

@@ -151,6 +151,6 @@ def residuals_source(rows: list[tuple]) -> str:
                 lines.append(line)
                 line = " " * 7
             line += f" {e!r},"
-        lines += [line, "    ),"]
+        lines.append(line + "),")  # the tuple closed on its last line (the module <= 400 lines)
     lines.append("}")
     return "\n".join(lines) + "\n"
