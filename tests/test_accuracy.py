@@ -70,8 +70,9 @@ def test_every_public_row_has_a_source_and_a_value():
     # 31 + 14 + 18 = 220 rows, 58 of them expressible; 77 once the 19 GB200 HybridEP rows
     # (DeepSeek-V3 7, Qwen3-235B-A22B 7, GPT-OSS 120B 5) run --moe-dispatcher hybridep;
     # BLOOM-176B's training logs (public_cases_mds.bloom_rows): 2; torchtitan's mxfp8.md B200
-    # table (public_cases_tt.py): 4; DistFlashAttn's Tables 1 and 4 (public_cases_dfa.py): 40
-    assert len(rows) == 125 + 26 + 216 + 3 + 3 + 10 + 12 + 220 + 2 + 4 + 40
+    # table (public_cases_tt.py) and torchao's rowwise row: 5; DistFlashAttn's Tables 1 and 4
+    # (public_cases_dfa.py): 40
+    assert len(rows) == 125 + 26 + 216 + 3 + 3 + 10 + 12 + 220 + 2 + 5 + 40
     assert all(r.source.strip() and r.label.strip() and r.published > 0 for r in rows)
     # a row the tool cannot express says why; the others are layouts the tool runs
     assert all(r.why_not or r.node for r in rows)
@@ -106,11 +107,11 @@ def test_validate_counts(cat):
     # ...; Megatron-Bridge 26.02-26.06's dense NVFP4 rows (--precision nvfp4): 17 cases, 17
     # fewer listed (the 18th, 26.02.01's GB300 70B cell, has a layout that cannot run);
     # torchtitan's mxfp8.md B200 table: BF16 and float8 tensorwise with their peak memory, 4
-    # cases; its two MXFP8 rows (torchao's casts) listed; DistFlashAttn's Megatron-LM LLaMA-7B
-    # times on one A100 box: 3 cases, its other 37 times listed
+    # cases; its two MXFP8 rows (torchao's casts) and torchao's float8 rowwise listed;
+    # DistFlashAttn's Megatron-LM LLaMA-7B times on one A100 box: 3 cases, its other 37 listed
     assert (len(public), len(missing)) == (
         98 + 25 + 4 + 216 + 3 + 2 + 5 + 58 + 4 + 19 + 18 + 29 + 19 + 2 - 2 + 17 + 4 + 3,
-        44 + 1 - 4 + 1 + 10 + 7 + 162 - 4 - 19 - 18 - 29 - 19 + 2 - 17 + 2 + 37)
+        44 + 1 - 4 + 1 + 10 + 7 + 162 - 4 - 19 - 18 - 29 - 19 + 2 - 17 + 3 + 37)
     assert len(cases) + len(missing) >= 150
     assert all(why for _, _, why in missing)
     o = overall(cases)

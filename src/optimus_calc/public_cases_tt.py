@@ -20,13 +20,15 @@ TT_B200 = (f"torchtitan torchtitan/components/quantization/mxfp8.md @ 5b5f578a4,
 _ASM = ("the power limit is not published: the catalog's B200 (1,000 W), assumed; per-op SAC as "
         "selective recompute (llama3_8b.toml L56-57 @ 6fc499f6f); compile folded in; peak "
         "memory in GiB as torchtitan's memory monitor logs it (the table says GB)")
+TT_AO = ("pytorch/ao torchao/prototype/mx_formats/README.md, Training e2e benchmarks on NVIDIA "
+         f"B200 (the table torchtitan's copies; {_FP} 7.4)")
 _MX = ("torchao's MXFP8 (cuBLAS block-scaled GEMMs, casts by torch.compile): the tool's mxfp8 "
        "recipe is Transformer Engine's, whose casts and ratio are not torchao's")
 
 
 def tt_b200_rows() -> list[PublicRow]:
-    """The table's four rows as published: BF16 and float8 tensorwise (torchao's recipe) run;
-    the two MXFP8 rows are listed."""
+    """The table's four rows as published: BF16 and float8 tensorwise (torchao's recipe, its
+    FP8 all-gather) run; the two MXFP8 rows are listed, as is torchao's float8 rowwise row."""
     r = PublicRow
     base = dict(model="llama-3-8b", node="dgx-b200", nodes=1, mbs=1, seq=8192,
                 framework="torchtitan", zero=3, recompute="selective", assumed=_ASM)
@@ -39,4 +41,7 @@ def tt_b200_rows() -> list[PublicRow]:
           published=9969.0, mem_gib=33.88, why_not=_MX, **base),
         r(TT_B200, "B200 Llama 3 8B FSDP 8, mxfp8_cublas_rceil, 8 GPUs (torchtitan)",
           published=9642.0, mem_gib=33.88, why_not=_MX, **base),
+        # the row torchtitan's copy leaves out
+        r(TT_AO, "B200 Llama 3 8B FSDP 8, float8 rowwise, 8 GPUs (torchao)", published=8640.5,
+          mem_gib=33.72, why_not="float8 rowwise scaling is not a recipe of the tool", **base),
     ]
