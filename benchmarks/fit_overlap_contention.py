@@ -14,8 +14,9 @@ shipped one times (T + K sigma) / T, applied to validate's in-sample column for 
 its LOSO column for the held-out error. sigma is fitted on a 0.01 grid (least mean
 |log(predicted / published)|) over all rows and again without each source
 (validate_loso.fold_of), as benchmarks/fit_layer_fixed.py does for its constant.
-Round 23: 499 rows, sigma 0.34; in-sample 7.87% -> 7.53%, LOSO 8.80% -> 9.07% (372 dense rows:
-0.30, 6.43% -> 6.08%, LOSO 7.60% -> 7.89%): not kept; no parameter was added.
+Round 23 (rows matched to validate's cases by label and source): 504 rows, sigma 0.35;
+in-sample 8.12% -> 7.76%, LOSO 9.05% -> 9.31% (377 dense rows: 0.31, 6.79% -> 6.42%, LOSO
+7.95% -> 8.41%): not kept; no parameter was added.
 """
 
 from __future__ import annotations
@@ -34,10 +35,12 @@ GRID = np.arange(0, 0.60001, 0.01)
 
 def rows() -> list[dict]:
     cat = load()
-    cases = {c.case: c for c in run_all(cat) if c.section == "12" and c.kind != "memory"}
+    # by label and source: a label can recur across releases (GB200 Llama3 8B FP8-CS, 8 GPUs)
+    cases = {(c.case, c.source): c for c in run_all(cat)
+             if c.section == "12" and c.kind != "memory"}
     out = []
     for r in run_public(cat, Assumptions()):
-        c = cases.get(r.row.label)
+        c = cases.get((r.row.label, r.row.source))
         if r.predicted is None or c is None or c.loso is None:
             continue
         s = r.setup

@@ -91,6 +91,8 @@ class PublicRow:
     assume: tuple = ()     # ((assumption, value), ...) the run set against its framework's
     #                        profile, as `--assume` would (a typed `validate --assume` wins)
     why_not: str = ""      # non-empty: the tool cannot express the row (listed, not run)
+    unfitted: str = ""     # non-empty: scored, never a training row of the curves' fit (why:
+    #                        hardware not as catalogued, e.g. an unpublished power cap)
 
 
 # The loss over the logits each source's runs ran (compute.loss_bytes). Megatron-Bridge: TE's

@@ -13,9 +13,9 @@ a value that left every FP8 row slow, changes/jointfit.md). Not refitted (their 
 shipped prediction in the LOSO column, and `validate` says so): the FP8 GEMM ratios
 (``fp8_gemm_efficiency`` and the recipes', evaluate/fp8.py), V100's curve (derived: one
 public row, which the curve alone cannot fit), the framework profiles, the memory model
-(arithmetic, no fit). GB200 is fitted on FP8 rows alone (no public dense BF16 row on it),
-B200 on FP8 rows and one BF16 source (torchtitan's mxfp8.md table, power-limited B200s:
-public_cases_tt.py), each FP8 row at its recipe's ratio held.
+(arithmetic, no fit). The Blackwell groups (B200, GB200) are fitted on FP8 rows alone, each at
+its recipe's ratio held; the one public dense BF16 Blackwell source (torchtitan's mxfp8.md
+table, power-limited B200s: public_cases_tt.py) is scored, never fitted (PublicRow.unfitted).
 
 A row's prediction under parameters theta uses its sensitivity (validate_public.Sensitivity):
 P(theta) = P(shipped) x S(shipped) / S(theta) for rates (tokens/s, TFLOP/s), x S(theta) /

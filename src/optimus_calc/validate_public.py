@@ -251,7 +251,7 @@ def public_fit(res: PublicResult):
     sens = _sensitivity_of(s)
     return lambda key: _fit_row(key, res.row.source, s.hw.gpu.name, s.kernel, sens, s.gemm_W,
                                 res.row.published, res.predicted, res.row.unit == "s",
-                                not s.model.experts)
+                                not s.model.experts and not res.row.unfitted)
 
 
 def affine_fit(c, gpu, source: str):
