@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from optimus_calc.public_cases_2509 import rows_2509
 from optimus_calc.public_cases_dfa import dfa_rows
+from optimus_calc.public_cases_fms import fms_rows
 from optimus_calc.public_cases_long import long_rows
 from optimus_calc.public_cases_mb26 import mb26_rows
 from optimus_calc.public_cases_mlm import mlm_llama_rows
@@ -29,8 +30,7 @@ from optimus_calc.public_cases_tt import tt_b200_rows
 from optimus_calc.public_cases_nemo2407 import SHAPES as _NEMO2407_SHAPES
 from optimus_calc.public_cases_nemo2407 import nemo2407_rows
 from optimus_calc.public_row import CS as _CS, DS as _DS
-from optimus_calc.public_row import FP as _FP
-from optimus_calc.public_row import MEG as _MEG, bf16_reduce
+from optimus_calc.public_row import FP as _FP, MEG as _MEG, bf16_reduce
 from optimus_calc.public_row import MXR as _MXR
 from optimus_calc.public_row import DAO_DROPOUT, MEGATRON_DROPOUT, NEMO_175B, PublicRow
 
@@ -396,5 +396,5 @@ def public_rows() -> list[PublicRow]:
     """Every row, expressible or not, in source order."""
     rows = _fa2_rows() + _megatron_dense() + mlm_llama_rows() + _nemo_dense() + nemo2407_rows() + moe_rows() + rows_2509() \
         + _torchtitan() + long_rows() + _offload_and_small() + _v100() + mpt_rows() + mds_rows() + mb26_rows() \
-        + tt_b200_rows() + dfa_rows()
+        + tt_b200_rows() + dfa_rows() + fms_rows()
     return [_on_nvl72(bf16_reduce(r)) for r in rows]
