@@ -121,7 +121,8 @@ def test_validate_command(run):
                           + 17  # the dense NVFP4 rows (--precision nvfp4)
                           + 4  # torchtitan's B200 BF16 and float8 rows, with their memory
                           + 3  # DistFlashAttn's Megatron-LM LLaMA-7B times on one A100 box
-                          + 1)  # fms-fsdp's Llama 2 70B on 128 A100
+                          + 1  # fms-fsdp's Llama 2 70B on 128 A100
+                          + 1)  # TinyLlama 1.1B on 8 A100-40GB
     # the overall accuracy is printed: mean and largest |error| over every case
     errs = [abs(c["error"]) for c in d["cases"]]
     assert d["mean_abs_error"] == pytest.approx(sum(errs) / len(errs))

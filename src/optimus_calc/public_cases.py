@@ -20,6 +20,7 @@ from dataclasses import replace
 from optimus_calc.public_cases_2509 import rows_2509
 from optimus_calc.public_cases_dfa import dfa_rows
 from optimus_calc.public_cases_fms import fms_rows
+from optimus_calc.public_cases_small import SHAPES as _SMALL_SHAPES, small_rows
 from optimus_calc.public_cases_long import long_rows
 from optimus_calc.public_cases_mb26 import mb26_rows
 from optimus_calc.public_cases_mlm import mlm_llama_rows
@@ -47,11 +48,9 @@ SHAPES = {
                                max_position=1024, seq_len=1024, **MEGATRON_DROPOUT),
     "gpt3-2.7b": dict(layers=32, hidden=2560, heads=32, ffn_hidden=10240, vocab=50257,
                       max_position=8192, seq_len=2048, **DAO_DROPOUT),
-    # MosaicML's MPT benchmark models, one shape per sequence (public_cases_mpt.py)
-    **_mpt_shapes(),
-    # Megatron-DeepSpeed's long-sequence GPT 30B, one shape per sequence (public_cases_mds.py)
-    **_mds_shapes(),
-    **_NEMO2407_SHAPES,  # NeMo's GPT-3 5B and 20B (public_cases_nemo2407.py)
+    # MosaicML's MPT models and Megatron-DeepSpeed's GPT 30B, one shape per sequence; NeMo's
+    # GPT-3 5B and 20B; TinyLlama (public_cases_mpt, _mds, _nemo2407, _small)
+    **_mpt_shapes(), **_mds_shapes(), **_NEMO2407_SHAPES, **_SMALL_SHAPES,
 }
 
 # NeMo 24.12's rows of the same figure as the 24.07 table's publish no batch; the 24.07 table
@@ -396,5 +395,5 @@ def public_rows() -> list[PublicRow]:
     """Every row, expressible or not, in source order."""
     rows = _fa2_rows() + _megatron_dense() + mlm_llama_rows() + _nemo_dense() + nemo2407_rows() + moe_rows() + rows_2509() \
         + _torchtitan() + long_rows() + _offload_and_small() + _v100() + mpt_rows() + mds_rows() + mb26_rows() \
-        + tt_b200_rows() + dfa_rows() + fms_rows()
+        + tt_b200_rows() + dfa_rows() + fms_rows() + small_rows()
     return [_on_nvl72(bf16_reduce(r)) for r in rows]

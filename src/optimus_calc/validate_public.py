@@ -46,9 +46,9 @@ class RowSetup:
 def _model(cat: Catalog, name: str) -> Model:
     if name.startswith("shape:"):
         key = name.removeprefix("shape:")
-        return Model(name=key, family="gpt", ffn_type="gelu", tied_embeddings=True,
-                     position_embedding="learned", norm="layernorm",
-                     source="public_cases.SHAPES", **SHAPES[key])
+        gpt = dict(family="gpt", ffn_type="gelu", tied_embeddings=True,
+                   position_embedding="learned", norm="layernorm")  # unless the shape says
+        return Model(name=key, source="public_cases.SHAPES", **{**gpt, **SHAPES[key]})
     return cat.get(name, "model")  # type: ignore[return-value]
 
 
