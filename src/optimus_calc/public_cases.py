@@ -27,7 +27,7 @@ from optimus_calc.public_cases_mlm import mlm_llama_rows
 from optimus_calc.public_cases_moe import moe_rows
 from optimus_calc.public_cases_mpt import mpt_rows, shapes as _mpt_shapes
 from optimus_calc.public_cases_mds import mds_rows, shapes as _mds_shapes
-from optimus_calc.public_cases_tt import tt_b200_rows
+from optimus_calc.public_cases_tt import TT_A100, tt_a100_llama2_rows, tt_b200_rows
 from optimus_calc.public_cases_nemo2407 import SHAPES as _NEMO2407_SHAPES
 from optimus_calc.public_cases_nemo2407 import nemo2407_rows
 from optimus_calc.public_row import CS as _CS, DS as _DS
@@ -65,8 +65,6 @@ NEMO2412 = f"NeMo 24.12 docs performance_summary.html ({_FP} 7.2)"
 TT = f"torchtitan benchmarks/llama3_h100_202412_torchtitan.md @ 73a0e69 Table {{t}} ({_FP} 7.4)"
 TT_ASYNC = (f"torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md ({_FP} 7.4)")
 TT_H200 = f"torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md ({_FP} 7.4)"
-TT_A100 = (f"torchtitan docs/performance.md, fork will-thompson-k/torchtitan, status U "
-           f"({_FP} 7.4)")
 FA2 = f"Dao 2023, FlashAttention-2 (arXiv 2307.08691) section 4.2 Table 1 ({_FP} 7.1)"
 SO = "seeds/superoffload.md (DeepSpeed blog deepspeed-superoffload)"
 NANO = f"karpathy/nanoGPT README.md efficiency notes ({_FP} 7.5)"
@@ -393,7 +391,8 @@ def _on_nvl72(row: PublicRow) -> PublicRow:
 
 def public_rows() -> list[PublicRow]:
     """Every row, expressible or not, in source order."""
-    rows = _fa2_rows() + _megatron_dense() + mlm_llama_rows() + _nemo_dense() + nemo2407_rows() + moe_rows() + rows_2509() \
-        + _torchtitan() + long_rows() + _offload_and_small() + _v100() + mpt_rows() + mds_rows() + mb26_rows() \
-        + tt_b200_rows() + dfa_rows() + fms_rows() + small_rows()
+    rows = (_fa2_rows() + _megatron_dense() + mlm_llama_rows() + _nemo_dense() + nemo2407_rows()
+            + moe_rows() + rows_2509() + _torchtitan() + long_rows() + _offload_and_small()
+            + _v100() + mpt_rows() + mds_rows() + mb26_rows() + tt_b200_rows() + dfa_rows()
+            + fms_rows() + small_rows() + tt_a100_llama2_rows())
     return [_on_nvl72(bf16_reduce(r)) for r in rows]

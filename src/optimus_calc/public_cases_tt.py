@@ -20,6 +20,11 @@ TT_B200 = (f"torchtitan torchtitan/components/quantization/mxfp8.md @ 5b5f578a4,
 _ASM = ("the power limit is not published: the catalog's B200 (1,000 W), assumed; per-op SAC as "
         "selective recompute (llama3_8b.toml L56-57 @ 6fc499f6f); compile folded in; peak "
         "memory in GiB as torchtitan's memory monitor logs it (the table says GB)")
+# torchtitan's own A100 table (docs/performance.md, "Llama 3 performance numbers" and "Llama 2
+# performance numbers", @ 157a12c; read in a fork's copy before round 23): FSDP2 over 64 A100
+# 80GB, WPS (tokens/s) per GPU; Llama 3 at seq 8,192 (public_cases._torchtitan_other), Llama 2
+# at 4,096 (below), "local batch size 2 (global batch size 128)" but the 70B's first row
+TT_A100 = f"torchtitan docs/performance.md @ 157a12c ({_FP} 7.4)"
 TT_AO = ("pytorch/ao torchao/prototype/mx_formats/README.md @ 4446ad91b, Training e2e benchmarks "
          f"on NVIDIA B200 (the table torchtitan's copies; {_FP} 7.4)")
 # scored, but no training row of the B200 group's fit: an unknown power cap would pull the curve
@@ -49,4 +54,25 @@ def tt_b200_rows() -> list[PublicRow]:
         # the row torchtitan's copy leaves out
         r(TT_AO, "B200 Llama 3 8B FSDP 8, float8 rowwise, 8 GPUs (torchao)", published=8640.5,
           mem_gib=33.72, why_not="float8 rowwise scaling is not a recipe of the tool", **base),
+    ]
+
+
+def tt_a100_llama2_rows() -> list[PublicRow]:
+    """The Llama 2 table's five rows: 13B with no, selective-layer and selective-op AC, 70B
+    with selective-op AC (local batch 1) and full AC (local batch 2)."""
+    r = PublicRow
+    base = dict(node="dgx-a100", nodes=8, seq=4096, framework="torchtitan", zero=3, kernel="fa2")
+    layer = ("layer AC every other layer taken as full recompute (the tool has layer-wise AC "
+             "only as full), as the Llama 3 8B row")
+    return [
+        r(TT_A100, "Llama 2 13B 64 A100 FSDP, local batch 2, no AC", "llama-2-13b",
+          published=2162, mbs=2, **base),
+        r(TT_A100, "Llama 2 13B 64 A100 FSDP, local batch 2, selective layer AC", "llama-2-13b",
+          published=1914, mbs=2, recompute="full", assumed=layer, **base),
+        r(TT_A100, "Llama 2 13B 64 A100 FSDP, local batch 2, selective op AC", "llama-2-13b",
+          published=1904, mbs=2, recompute="selective", **base),
+        r(TT_A100, "Llama 2 70B 64 A100 FSDP, local batch 1, selective op AC", "llama-2-70b",
+          published=355, mbs=1, recompute="selective", **base),
+        r(TT_A100, "Llama 2 70B 64 A100 FSDP, local batch 2, full AC", "llama-2-70b",
+          published=353, mbs=2, recompute="full", **base),
     ]
