@@ -25,6 +25,9 @@ _ASM = ("the power limit is not published: the catalog's B200 (1,000 W), assumed
 # 80GB, WPS (tokens/s) per GPU; Llama 3 at seq 8,192 (public_cases._torchtitan_other), Llama 2
 # at 4,096 (below), "local batch size 2 (global batch size 128)" but the 70B's first row
 TT_A100 = f"torchtitan docs/performance.md @ 157a12c ({_FP} 7.4)"
+# the same file @ 4d88a8a44: Llama 3.1 405B on 128 H100 "HBM2e based lower TDP SXM H100(95GB)"
+# (its footnote 1), FSDP 16 x TP 8, local batch 2 (global 32), full AC
+TT_405 = f"torchtitan docs/performance.md @ 4d88a8a44 ({_FP} 7.4)"
 TT_AO = ("pytorch/ao torchao/prototype/mx_formats/README.md @ 4446ad91b, Training e2e benchmarks "
          f"on NVIDIA B200 (the table torchtitan's copies; {_FP} 7.4)")
 # scored, but no training row of the B200 group's fit: an unknown power cap would pull the curve
@@ -75,4 +78,22 @@ def tt_a100_llama2_rows() -> list[PublicRow]:
           published=355, mbs=1, recompute="selective", **base),
         r(TT_A100, "Llama 2 70B 64 A100 FSDP, local batch 2, full AC", "llama-2-70b",
           published=353, mbs=2, recompute="full", **base),
+    ]
+
+
+def tt_405b_rows() -> list[PublicRow]:
+    """The 405B table's three rows: bf16 and Float8 (torchao, tensorwise with the FP8
+    all-gather of train_configs/llama3_405b.toml L57-60 @ 4d88a8a44) run; async TP listed."""
+    r = PublicRow
+    base = dict(model="llama-3-405b", node="grand-teton-h100", nodes=16, tp=8, zero=3, mbs=2,
+                seq=8192, recompute="full", framework="torchtitan",
+                assumed="seq 8192 (the 405B config); compile folded into Float8")
+    return [
+        r(TT_405, "Llama 3.1 405B FSDP 16 TP 8, 128 H100 (docs/performance.md)", published=109,
+          **base),
+        r(TT_405, "Llama 3.1 405B FSDP 16 TP 8, Float8, 128 H100 (docs/performance.md)",
+          published=177, precision="fp8", fp8_recipe="torchao", **base),
+        r(TT_405, "Llama 3.1 405B FSDP 16 TP 8, Float8 + async TP, 128 H100 "
+          "(docs/performance.md)", published=185, precision="fp8", fp8_recipe="torchao",
+          why_not="async TP has no switch in the tool", **base),
     ]
