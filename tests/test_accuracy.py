@@ -73,8 +73,8 @@ def test_every_public_row_has_a_source_and_a_value():
     # table (public_cases_tt.py) and torchao's rowwise row: 5; DistFlashAttn's Tables 1 and 4
     # (public_cases_dfa.py): 40; IBM's fms-fsdp table (public_cases_fms.py): 8; TinyLlama's
     # README (public_cases_small.py): 1; torchtitan's A100 Llama 2 table (public_cases_tt.py): 5;
-    # its 405B table on 128 H100: 3
-    assert len(rows) == 125 + 26 + 216 + 3 + 3 + 10 + 12 + 220 + 2 + 5 + 40 + 8 + 1 + 5 + 3
+    # its 405B table on 128 H100: 3; the PyTorch blog's table of the fms-fsdp runs: 8
+    assert len(rows) == 125 + 26 + 216 + 3 + 3 + 10 + 12 + 220 + 2 + 5 + 40 + 8 + 1 + 5 + 3 + 8
     assert all(r.source.strip() and r.label.strip() and r.published > 0 for r in rows)
     # a row the tool cannot express says why; the others are layouts the tool runs
     assert all(r.why_not or r.node for r in rows)
@@ -112,11 +112,12 @@ def test_validate_counts(cat):
     # cases; its two MXFP8 rows (torchao's casts) and torchao's float8 rowwise listed;
     # DistFlashAttn's Megatron-LM LLaMA-7B times on one A100 box: 3 cases, its other 37 listed;
     # fms-fsdp's 70B on 128 A100: 1 case, its other 7 cells listed; TinyLlama 1.1B: 1 case;
-    # torchtitan's A100 Llama 2 table: 5 cases; its 405B table: 2 cases, async TP listed
+    # torchtitan's A100 Llama 2 table: 5 cases; its 405B table: 2 cases, async TP listed; the
+    # PyTorch blog's fms-fsdp table: 1 case (70B on A100), 7 listed
     assert (len(public), len(missing)) == (
         98 + 25 + 4 + 216 + 3 + 2 + 5 + 58 + 4 + 19 + 18 + 29 + 19 + 2 - 2 + 17 + 4 + 3 + 1 + 1
-        + 5 + 2,
-        44 + 1 - 4 + 1 + 10 + 7 + 162 - 4 - 19 - 18 - 29 - 19 + 2 - 17 + 3 + 37 + 7 + 1)
+        + 5 + 2 + 1,
+        44 + 1 - 4 + 1 + 10 + 7 + 162 - 4 - 19 - 18 - 29 - 19 + 2 - 17 + 3 + 37 + 7 + 1 + 7)
     assert len(cases) + len(missing) >= 150
     assert all(why for _, _, why in missing)
     o = overall(cases)
@@ -137,11 +138,12 @@ def test_validate_counts(cat):
     # refitted there, benchmarks/fit_nvfp4.py): 521 and 518; torchtitan's two B200 rows (B200
     # group, refitted without their source): 523 and 520; DistFlashAttn's 3 (A100 group): 526
     # and 523; fms-fsdp's 70B (A100 group): 527 and 524; TinyLlama (A100 group): 528 and 525;
-    # torchtitan's A100 Llama 2 rows (A100 group): 533 and 530; its 405B (H100 group): 535, 532
+    # torchtitan's A100 Llama 2 rows (A100 group): 533 and 530; its 405B (H100 group): 535, 532;
+    # the blog's 70B (A100 group): 536 and 533
     assert o["rows"] == (102 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2 - 2 + 17 + 2 + 3 + 1
-                         + 1 + 5 + 2)
+                         + 1 + 5 + 2 + 1)
     assert o["refitted"] == (99 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2 - 2 + 17 + 2 + 3 + 1
-                             + 1 + 5 + 2)
+                             + 1 + 5 + 2 + 1)
 
 
 def _mfu(run, node, seq, cp, key="mfu"):

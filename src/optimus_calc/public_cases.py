@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from optimus_calc.public_cases_2509 import rows_2509
 from optimus_calc.public_cases_dfa import dfa_rows
-from optimus_calc.public_cases_fms import fms_rows
+from optimus_calc.public_cases_fms import blog_rows, fms_rows
 from optimus_calc.public_cases_small import SHAPES as _SMALL_SHAPES, small_rows
 from optimus_calc.public_cases_long import long_rows
 from optimus_calc.public_cases_mb26 import mb26_rows
@@ -395,6 +395,6 @@ def public_rows() -> list[PublicRow]:
     rows = (_fa2_rows() + _megatron_dense() + mlm_llama_rows() + _nemo_dense() + nemo2407_rows()
             + moe_rows() + rows_2509() + _torchtitan() + long_rows() + _offload_and_small()
             + _v100() + mpt_rows() + mds_rows() + mb26_rows() + tt_b200_rows() + dfa_rows()
-            + fms_rows() + small_rows() + tt_a100_llama2_rows()
+            + fms_rows() + blog_rows() + small_rows() + tt_a100_llama2_rows()
             + [_on_fa2(r) for r in tt_405b_rows()])  # torchtitan on Hopper: FA2 (_TT_FA2)
     return [_on_nvl72(bf16_reduce(r)) for r in rows]
