@@ -31,40 +31,37 @@ _34B = "model not in the catalog (Llama 2 34B)"
 _H100 = "the 96-H100 cluster with 800 Gb/s is not a catalog node ({why})"
 
 
-def fms_rows() -> list[PublicRow]:
-    """The table's eight tokens/s/GPU cells (its MFU / HFU table is the same runs): A100 70B
-    runs, the others are listed."""
-    r, out = PublicRow, []
-    a100 = dict(node="a100-400g", nodes=16, mbs=2, seq=4096, zero=3, recompute="full")
-    for size, tps, why in (("7B", 4550, _HSDP), ("13B", 2150, _FRAC.format(r="0.69 / 0.61")),
-                           ("34B", 820, _34B), ("70B", 410, "")):
-        out.append(r(FMS, f"Llama 2 {size} FSDP, 128 A100-80GB 400 Gb/s (fms-fsdp)",
-                     f"llama-2-{size.lower()}", published=tps, why_not=why,
-                     assumed=_ASM.format(r="0.74 / 0.55", c="compile folded in"), **a100))
-    for size, tps, ratio in (("7B", 9600, ""), ("13B", 4850, "0.46 / 0.43"),
-                             ("34B", 1830, ""), ("70B", 890, "0.47 / 0.38")):
-        why = _HSDP if size == "7B" else _34B if size == "34B" else _FRAC.format(r=ratio)
-        out.append(r(FMS, f"Llama 2 {size} FSDP, 96 H100 800 Gb/s (fms-fsdp)",
-                     f"llama-2-{size.lower()}", "dgx-h100", 12, tps, mbs=2, seq=4096, zero=3,
-                     why_not=_H100.format(why=why)))
+def _table(src: str, tag: str, asm: str, a100: dict, h100: dict) -> list[PublicRow]:
+    """One table's eight cells: ``a100`` / ``h100`` map each size to (tokens/s/GPU, HFU / MFU);
+    the A100 70B (every block checkpointed) runs, the other cells are listed."""
+    out = []
+    for size, (tps, ratio) in a100.items():
+        why = {"7B": _HSDP, "34B": _34B, "70B": ""}.get(size, _FRAC.format(r=ratio))
+        out.append(PublicRow(src, f"Llama 2 {size} FSDP, 128 A100-80GB 400 Gb/s ({tag})",
+                             f"llama-2-{size.lower()}", "a100-400g", 16, tps, mbs=2, seq=4096,
+                             zero=3, recompute="full", assumed=asm.format(r=a100["70B"][1]),
+                             why_not=why))
+    for size, (tps, ratio) in h100.items():
+        why = {"7B": _HSDP, "34B": _34B}.get(size, _FRAC.format(r=ratio))
+        out.append(PublicRow(src, f"Llama 2 {size} FSDP, 96 H100 800 Gb/s ({tag})",
+                             f"llama-2-{size.lower()}", "dgx-h100", 12, tps, mbs=2, seq=4096,
+                             zero=3, why_not=_H100.format(why=why)))
     return out
+
+
+def fms_rows() -> list[PublicRow]:
+    """The README's table (its MFU / HFU table is the same runs)."""
+    return _table(FMS, "fms-fsdp", _ASM.replace("{c}", "compile folded in"),
+                  {"7B": (4550, ""), "13B": (2150, "0.69 / 0.61"), "34B": (820, ""),
+                   "70B": (410, "0.74 / 0.55")},
+                  {"7B": (9600, ""), "13B": (4850, "0.46 / 0.43"), "34B": (1830, ""),
+                   "70B": (890, "0.47 / 0.38")})
 
 
 def blog_rows() -> list[PublicRow]:
-    """The blog's Table 1, the same sizes on the same clusters before compile: 7B (the config's
-    HSDP, no AC), 13B (a fraction of the blocks checkpointed: HFU / MFU 0.59 / 0.51), 34B and
-    the H100 cells listed; 70B ("Yes", HFU / MFU 0.67 / 0.50 = 4/3: every block) runs."""
-    r, out = PublicRow, []
-    a100 = dict(node="a100-400g", nodes=16, mbs=2, seq=4096, zero=3, recompute="full",
-                assumed=_ASM.format(r="0.67 / 0.50", c="no compile"))
-    for size, tps, why in (("7B", 3700, _HSDP), ("13B", 1800, _FRAC.format(r="0.59 / 0.51")),
-                           ("34B", 700, _34B), ("70B", 370, "")):
-        out.append(r(BLOG, f"Llama 2 {size} FSDP, 128 A100-80GB 400 Gb/s (blog, no compile)",
-                     f"llama-2-{size.lower()}", published=tps, why_not=why, **a100))
-    for size, tps, ratio in (("7B", 7500, ""), ("13B", 3800, "0.40 / 0.35"),
-                             ("34B", 1550, ""), ("70B", 800, "0.45 / 0.34")):
-        why = _HSDP if size == "7B" else _34B if size == "34B" else _FRAC.format(r=ratio)
-        out.append(r(BLOG, f"Llama 2 {size} FSDP, 96 H100 800 Gb/s (blog, no compile)",
-                     f"llama-2-{size.lower()}", "dgx-h100", 12, tps, mbs=2, seq=4096, zero=3,
-                     why_not=_H100.format(why=why)))
-    return out
+    """The blog's Table 1: the same sizes on the same clusters before compile."""
+    return _table(BLOG, "blog, no compile", _ASM.replace("{c}", "no compile"),
+                  {"7B": (3700, ""), "13B": (1800, "0.59 / 0.51"), "34B": (700, ""),
+                   "70B": (370, "0.67 / 0.50")},
+                  {"7B": (7500, ""), "13B": (3800, "0.40 / 0.35"), "34B": (1550, ""),
+                   "70B": (800, "0.45 / 0.34")})
