@@ -21,7 +21,6 @@ import numpy as np
 
 from optimus_calc.catalog import load
 from optimus_calc.public_cases import public_rows
-from optimus_calc.public_cases_tt import TT_B200
 from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.validate_loso import fold_of
 from optimus_calc.validate_public import predicted_value, setup, step_time
@@ -34,7 +33,7 @@ def table(cat) -> dict[str, tuple[str, np.ndarray]]:
     """label -> (source, log(predicted / published) at each GRID value)."""
     out = {}
     for r in public_rows():
-        if r.why_not or r.fp8_recipe != "torchao" or r.source == TT_B200:
+        if r.why_not or r.fp8_recipe != "torchao" or r.unfitted:  # PublicRow.unfitted
             continue
         errs = []
         for g in GRID:

@@ -244,3 +244,26 @@ def test_power_capped_b200_rows_are_scored_not_fitted(cat):
     for row in runnable:
         fit_row = public_fit(run_row(cat, row))(0)
         assert fit_row.group == "b200" and fit_row.fitted is False
+
+
+def test_fms_fsdp_node_carries_the_published_400_gbps(cat):
+    # fms-fsdp README.md L14 @ 5a296af: "A100 80G 128 GPUs with 400Gbps": 8 A100-80GB a node and
+    # 4 x 100 Gb/s NICs (the split assumed) = 400 Gb/s, 50 Gb/s a GPU
+    node = cat.get("a100-400g", "node")
+    nic = cat.get(node.nic, "nic")
+    assert (node.gpu, node.gpus) == ("a100-80gb", 8)
+    assert node.nics * nic.line_rate_Gbps == 400
+    assert "nics" in node.assumed and "nic" in node.assumed
+
+
+def test_tinyllama_shape_counts_its_published_parameters(cat):
+    # TinyLlama 1.1B (lit_gpt/config.py L250-265 @ bf12224), by hand: untied embedding and head
+    # 2 x 32,000 x 2,048 = 131,072,000; a layer's attention 2 x 2,048^2 (Q, O) + 2 x 2,048 x 256
+    # (K, V: 4 groups of 64) = 9,437,184, SwiGLU 3 x 2,048 x 5,632 = 34,603,008, two RMSNorms
+    # 4,096: 44,044,288 x 22 = 968,974,336; the final norm 2,048: 1,100,048,384 (the "1.1B" of
+    # its name). The public shape must keep its own FFN, embeddings and norm, not the GPT
+    # defaults of public_cases.SHAPES' other models (validate_public._model)
+    from optimus_calc.validate_public import _model
+    m = _model(cat, "shape:tinyllama-1.1b")
+    assert (m.ffn_type.value if hasattr(m.ffn_type, "value") else m.ffn_type) == "swiglu"
+    assert m.total_params == 1_100_048_384

@@ -101,11 +101,10 @@ def test_torchao_ratio_is_the_fit_on_every_public_torchao_row(cat):
     import numpy as np
     from optimus_calc.public_cases import public_rows
     from optimus_calc.validate_public import predicted_value, setup, step_time
-    from optimus_calc.public_cases_tt import TT_B200
-    # not the B200 row of torchtitan's mxfp8.md (power limit unpublished: its BF16 row is
-    # +104%, a gap the ratio would absorb; benchmarks/fit_torchao.py leaves it out too)
+    # not the unfitted B200 row of torchtitan's mxfp8.md (PublicRow.unfitted: power limit
+    # unpublished, its BF16 row +104%, a gap the ratio would absorb; fit_torchao.py too)
     rows = [r for r in public_rows()
-            if not r.why_not and r.fp8_recipe == "torchao" and r.source != TT_B200]
+            if not r.why_not and r.fp8_recipe == "torchao" and not r.unfitted]
     assert len(rows) == 18  # 17, and torchtitan's 405B Float8 row on 128 H100 (round 23)
 
     def loss(g):
