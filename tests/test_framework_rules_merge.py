@@ -27,3 +27,29 @@ def test_merged_rules_equal_rule_by_rule(cat, monkeypatch):
         np.testing.assert_array_equal(merged[f], ref[f], err_msg=str(f))
     # each framework rejects some layouts with several different rules
     assert all(len(np.unique(ref[f])) > 3 for f in Framework)
+
+
+def test_one_layouts_first_rule_is_the_grids_code(cat):
+    # layout_support (a single command's one layout) scans the rules front to back and stops at
+    # the first that holds (registry.first_rule); run_rules writes them back to front over a
+    # grid. Same code on every layout of a grid where several rules often hold at once.
+    import itertools
+
+    from optimus_calc.frameworks.base import Layouts
+    model = cat.get("qwen3-30b-a3b", "model")
+    axes = dict(tp=[1, 2, 3, 8], pp=[1, 3, 4], dp=[1, 3, 16], cp=[1, 2], ep=[1, 2, 128],
+                zero=[0, 1, 3], off=[0, 1, 2, 3], opar=[False, True], v=[1, 2], mb=[1, 3])
+    points = list(itertools.product(*axes.values()))[::37]  # 186 of the 6,912, spread
+    cols = [np.array(c) for c in zip(*points)]
+    shape = dict(heads=model.heads, n_kv=model.n_kv, experts=model.experts,
+                 layers=model.layers, global_batch=96, model=model, seq_len=4096)
+    grid = Layouts(*cols, **shape)
+    several = 0
+    for p in registry.plugins():
+        codes = registry.run_rules(p.rules, grid)
+        for j, pt in enumerate(points):
+            one = Layouts(*pt, **shape)
+            assert registry.first_rule(p.rules, one) == codes[j], (p.key, pt)
+            several += sum(r.when(one) is not None and bool(np.any(r.when(one)))
+                           for r in p.rules) > 1
+    assert several > 100  # the order matters on these layouts
