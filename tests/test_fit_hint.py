@@ -201,3 +201,32 @@ def test_the_csv_row_carries_the_hint(run, cmd):
                                                                    rel=1e-6)
     fits = next(csv.DictReader(io.StringIO(run(*args, "--zero", "3", "--format", "csv").out)))
     assert fits["fits"] == "TRUE" and fits["fit_hint"] == "" == fits["fit_hint_step_time_s"]
+
+
+@pytest.mark.parametrize("args", [
+    # the hint needs two changes: round one's CP-and-recompute mixes are skipped per ZeRO pick
+    # where the strongest of them does not fit
+    ("llama-3-8b", "--node", "dgx-h100", "--nodes", "1", "--seq-len", "131072"),
+    ("llama-3-70b", "--node", "dgx-h200", "--nodes", "64", "--tp", "4", "--seq-len", "512",
+     "--micro-batch", "2", "--cp", "2", "--framework", "torchtitan"),
+    ("gpt3-175b", "--node", "dgx-h200", "--nodes", "16", "--tp", "2", "--pp", "8",
+     "--micro-batch", "2"),
+])
+def test_skipping_what_cannot_fit_gives_the_same_hint(run, monkeypatch, args):
+    # fit_hint._picks skips the mixes weaker than one measured not to fit; the full product
+    # (every candidate measured) must give the same hint, and fewer candidates are measured
+    from itertools import product
+
+    from optimus_calc.analyses import fit_hint as fh
+    measured = []
+    real = fh._measure
+    monkeypatch.setattr(fh, "_measure", lambda c, u, memory_only=False: (
+        measured.append(memory_only), real(c, u, memory_only))[1])
+    pruned = _json(run, "step", *args)["fit_hint"]
+    n_pruned = sum(not m for m in measured)
+    measured.clear()
+    monkeypatch.setattr(fh, "_picks", lambda choices, names, cand_of: product(
+        *(choices[k] for k in names)))
+    full = _json(run, "step", *args)["fit_hint"]
+    assert pruned == full and pruned is not None
+    assert n_pruned < sum(not m for m in measured)

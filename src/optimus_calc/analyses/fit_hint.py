@@ -132,6 +132,22 @@ def _none_can_fit(resolve, kw: dict, choices: dict) -> bool:
     return True
 
 
+def _picks(choices: dict, names: tuple, cand_of):
+    """The candidates of one combination of changed options, in product order (ZeRO's outermost),
+    less those that cannot fit: for each ZeRO pick, where the strongest recomputation and CP
+    on offer do not fit (measured memory-only), no weaker mix of them does (memory falls with
+    both, as :func:`_none_can_fit` reads it), so that pick's others are not measured."""
+    zeros = choices["zero"] if "zero" in names else [None]
+    rest = [k for k in names if k != "zero"]
+    for z in zeros:
+        if rest and all(choices[n] for n in rest):
+            update = {**(z or {}), **{k: v for n in rest for k, v in choices[n][-1].items()}}
+            cand = cand_of(update)
+            if cand is not None and _measure(cand, update, memory_only=True) is None:
+                continue
+        yield from product(*([z] if n == "zero" else choices[n] for n in names))
+
+
 def fit_hint(resolve, kw: dict, inp) -> FitHint | None:
     """The fastest layout that fits with the fewest of --zero, --recompute, --cp changed from
     ``kw`` (the command's options, resolved as ``inp``; ``resolve(kw)`` resolves a candidate's,
@@ -142,15 +158,25 @@ def fit_hint(resolve, kw: dict, inp) -> FitHint | None:
         return None
     what_if = not _runs(inp)
     fallback, unfit = None, []   # the first round's best refused one; what did not fit
+    resolved: dict[tuple, object] = {}
+
+    def cand_of(update: dict):
+        """The resolved candidate, once per update; None where a check refuses it."""
+        key = tuple(update.items())
+        if key not in resolved:
+            try:
+                resolved[key] = resolve({**kw, **update})
+            except (InputError, ValueError):
+                resolved[key] = None  # a check refuses it: not a layout the user could run
+        return resolved[key]
     for n in range(1, MAX_CHANGES + 1):
         best = {True: None, False: None}
         for names in combinations(choices, n):
-            for picks in product(*(choices[k] for k in names)):
+            for picks in _picks(choices, names, cand_of):
                 update = {k: v for p in picks for k, v in p.items()}
-                try:
-                    cand = resolve({**kw, **update})
-                except (InputError, ValueError):
-                    continue  # a check refuses it: not a layout the user could run
+                cand = cand_of(update)
+                if cand is None:
+                    continue
                 hint = _measure(cand, update)
                 if hint is None:
                     unfit += [cand] if what_if else []
