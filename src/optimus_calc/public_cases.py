@@ -33,7 +33,7 @@ from optimus_calc.public_cases_nemo2407 import SHAPES as _NEMO2407_SHAPES
 from optimus_calc.public_cases_nemo2407 import nemo2407_rows
 from optimus_calc.public_row import CS as _CS, DS as _DS
 from optimus_calc.public_row import FP as _FP, MEG as _MEG, bf16_reduce
-from optimus_calc.public_row import MXR as _MXR
+from optimus_calc.public_row import ASYNC_TP, MXR as _MXR
 from optimus_calc.public_row import DAO_DROPOUT, MEGATRON_DROPOUT, NEMO_175B, PublicRow
 
 
@@ -262,16 +262,15 @@ def _torchtitan() -> list[PublicRow]:
         out.append(r(t4, f"Llama 3.1 70B FSDP 32 TP 8 {name}, compile + Float8, 256 GPUs",
                      "llama-3-70b", "grand-teton-h100", 32, tps, tp=8, seq=8192, mbs=16,
                      precision="fp8", fp8_recipe="torchao", framework="torchtitan", zero=3,
-                     recompute="full", assumed=long_asm, mem_gib=gib,
-                     why_not="" if name == "2D" else
-                     "async TP (micro-pipelined TP collectives) has no switch in the tool"))
+                     recompute="full", mem_gib=gib,
+                     assumed=long_asm if name == "2D" else f"{ASYNC_TP}; {long_asm}"))
     # torchtitan splits a PP rank's local batch into pipeline_parallel_degree micro-batches
     # unless told otherwise (torchtitan/parallelisms/pipelining_utils.py L79-81 @ 9dec370)
     mb_pp = ("micro-batch = local batch / 8, torchtitan's default of PP-degree micro-batches "
              "(parallelisms/pipelining_utils.py L79-81 @ 9dec370); FSDP under PP keeps "
              "parameters and gradients unsharded through the step (parallelize_llama.py "
-             "L326-329 @ 9dec370, torch pipelining): ZeRO-1; AsyncTP (in the table's title) has "
-             "no switch: TP collectives priced exposed; " + long_asm)
+             "L326-329 @ 9dec370, torch pipelining): ZeRO-1; AsyncTP (in the table's title): "
+             f"{ASYNC_TP}; " + long_asm)
     for name, tps, v, gib in (("1F1B", 100, 1, 82.5), ("interleaved 1F1B", 128, 2, 72.7)):
         out.append(r(t5, f"Llama 3.1 405B FSDP 8 TP 8 PP 8 {name}, 512 GPUs", "llama-3-405b",
                      "grand-teton-h100", 64, tps, tp=8, pp=8, vp=v, seq=8192, mbs=4, gbs=256,
@@ -305,10 +304,10 @@ def _torchtitan_other() -> list[PublicRow]:
                                             dict(precision="fp8", fp8_recipe="torchao")),
                                            ("float8 rowwise", None))):
             for j, mode in enumerate(("TP", "async TP")):
-                why = ("float8 rowwise scaling is not a recipe of the tool" if extra is None
-                       else "async TP has no switch in the tool" if j else "")
+                why = "float8 rowwise scaling is not a recipe of the tool" if extra is None else ""
                 out.append(r(TT_ASYNC, f"Llama3 {name}, {prec}, {mode}", published=vals[2 * i + j],
-                             why_not=why, **(extra or {}), **base))
+                             why_not=why, **(extra or {}), **{**base, "assumed": base["assumed"]
+                                                                + (f"; {ASYNC_TP}" if j else "")}))
     h200 = dict(model="llama-3-8b", node="dgx-h200", mbs=2, seq=8192, precision="fp8",
                 fp8_recipe="torchao", framework="torchtitan", zero=3, recompute="selective",
                 assumed="seq 8192; selective AC as the 8B recipe; compile folded into torchao")
