@@ -132,15 +132,17 @@ def _none_can_fit(resolve, kw: dict, choices: dict) -> bool:
     return True
 
 
-def _picks(choices: dict, names: tuple, cand_of):
+def _picks(choices: dict, names: tuple, cand_of, prune: bool = True):
     """The candidates of one combination of changed options, in product order (ZeRO's outermost),
     less those that cannot fit: for each ZeRO pick, where the strongest recomputation and CP
     on offer do not fit (measured memory-only), no weaker mix of them does (memory falls with
-    both, as :func:`_none_can_fit` reads it), so that pick's others are not measured."""
+    both, as :func:`_none_can_fit` reads it), so that pick's others are not measured. Not
+    ``prune``: every candidate (a what-if search reads whether the rules run any that does not
+    fit, and the rules are not monotone in CP)."""
     zeros = choices["zero"] if "zero" in names else [None]
     rest = [k for k in names if k != "zero"]
     for z in zeros:
-        if rest and all(choices[n] for n in rest):
+        if prune and rest and all(choices[n] for n in rest):
             update = {**(z or {}), **{k: v for n in rest for k, v in choices[n][-1].items()}}
             cand = cand_of(update)
             if cand is not None and _measure(cand, update, memory_only=True) is None:
@@ -172,7 +174,7 @@ def fit_hint(resolve, kw: dict, inp) -> FitHint | None:
     for n in range(1, MAX_CHANGES + 1):
         best = {True: None, False: None}
         for names in combinations(choices, n):
-            for picks in _picks(choices, names, cand_of):
+            for picks in _picks(choices, names, cand_of, prune=not what_if):
                 update = {k: v for p in picks for k, v in p.items()}
                 cand = cand_of(update)
                 if cand is None:
