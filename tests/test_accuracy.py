@@ -143,8 +143,9 @@ def test_validate_counts(cat):
     # group, refitted without their source): 523 and 520; DistFlashAttn's 3 (A100 group): 526
     # and 523; fms-fsdp's 70B (A100 group): 527 and 524; TinyLlama (A100 group): 528 and 525;
     # torchtitan's A100 Llama 2 rows (A100 group): 533 and 530; its 405B (H100 group): 535, 532;
-    # the blog's 70B (A100 group): 536 and 533; the 6 async-TP throughput rows (H100 group,
-    # fitted as the 405B Tables 5-6 rows that run async TP always were): 542 and 539
+    # the blog's 70B (A100 group): 536 and 533; the 6 async-TP throughput rows (H100 group;
+    # scored, not fitted, as the 405B Tables 5-6 rows that run async TP now are, each
+    # predicted with the curves refitted without its source): 542 and 539
     assert o["rows"] == (102 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2 - 2 + 17 + 2 + 3 + 1
                          + 1 + 5 + 2 + 1 + 6)
     assert o["refitted"] == (99 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2 - 2 + 17 + 2 + 3 + 1

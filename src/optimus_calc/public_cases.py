@@ -33,7 +33,7 @@ from optimus_calc.public_cases_nemo2407 import SHAPES as _NEMO2407_SHAPES
 from optimus_calc.public_cases_nemo2407 import nemo2407_rows
 from optimus_calc.public_row import CS as _CS, DS as _DS
 from optimus_calc.public_row import FP as _FP, MEG as _MEG, bf16_reduce
-from optimus_calc.public_row import ASYNC_TP, MXR as _MXR
+from optimus_calc.public_row import ASYNC_FIT, ASYNC_TP, MXR as _MXR
 from optimus_calc.public_row import DAO_DROPOUT, MEGATRON_DROPOUT, NEMO_175B, PublicRow
 
 
@@ -262,7 +262,7 @@ def _torchtitan() -> list[PublicRow]:
         out.append(r(t4, f"Llama 3.1 70B FSDP 32 TP 8 {name}, compile + Float8, 256 GPUs",
                      "llama-3-70b", "grand-teton-h100", 32, tps, tp=8, seq=8192, mbs=16,
                      precision="fp8", fp8_recipe="torchao", framework="torchtitan", zero=3,
-                     recompute="full", mem_gib=gib,
+                     recompute="full", mem_gib=gib, **({} if name == "2D" else ASYNC_FIT),
                      assumed=long_asm if name == "2D" else f"{ASYNC_TP}; {long_asm}"))
     # torchtitan splits a PP rank's local batch into pipeline_parallel_degree micro-batches
     # unless told otherwise (torchtitan/parallelisms/pipelining_utils.py L79-81 @ 9dec370)
@@ -275,15 +275,14 @@ def _torchtitan() -> list[PublicRow]:
         out.append(r(t5, f"Llama 3.1 405B FSDP 8 TP 8 PP 8 {name}, 512 GPUs", "llama-3-405b",
                      "grand-teton-h100", 64, tps, tp=8, pp=8, vp=v, seq=8192, mbs=4, gbs=256,
                      precision="fp8", fp8_recipe="torchao", framework="torchtitan", zero=1,
-                     recompute="full", mem_gib=gib,
+                     recompute="full", mem_gib=gib, **ASYNC_FIT,
                      assumed=mb_pp + ("; two stages a rank" if v > 1 else "")))
     for seq, cp, tps, gib in ((32768, 1, 76, 75.3), (65536, 2, 47, 75.9), (131072, 4, 31, 77.1),
                               (262144, 8, 16, 84.9)):
         out.append(r(t6, f"Llama 3.1 405B TP 8 PP 8 FSDP {8 // cp} CP {cp}, seq {seq // 1024}k, "
                          "512 GPUs", "llama-3-405b", "grand-teton-h100", 64, tps, tp=8, pp=8, cp=cp,
                      seq=seq, mbs=1, gbs=8 * 8 // cp, precision="fp8", fp8_recipe="torchao",
-                     framework="torchtitan", zero=1, recompute="full",
-                     mem_gib=gib,
+                     framework="torchtitan", zero=1, recompute="full", mem_gib=gib, **ASYNC_FIT,
                      assumed="Float8 as the table's title says; " + mb_pp))
     return [_on_fa2(r) for r in out + _torchtitan_other()]
 
@@ -305,9 +304,10 @@ def _torchtitan_other() -> list[PublicRow]:
                                            ("float8 rowwise", None))):
             for j, mode in enumerate(("TP", "async TP")):
                 why = "float8 rowwise scaling is not a recipe of the tool" if extra is None else ""
+                asm = base["assumed"] + (f"; {ASYNC_TP}" if j else "")
                 out.append(r(TT_ASYNC, f"Llama3 {name}, {prec}, {mode}", published=vals[2 * i + j],
-                             why_not=why, **(extra or {}), **{**base, "assumed": base["assumed"]
-                                                                + (f"; {ASYNC_TP}" if j else "")}))
+                             why_not=why, **(extra or {}), **(ASYNC_FIT if j else {}),
+                             **{**base, "assumed": asm}))
     h200 = dict(model="llama-3-8b", node="dgx-h200", mbs=2, seq=8192, precision="fp8",
                 fp8_recipe="torchao", framework="torchtitan", zero=3, recompute="selective",
                 assumed="seq 8192; selective AC as the 8B recipe; compile folded into torchao")

@@ -15,7 +15,8 @@ shipped prediction in the LOSO column, and `validate` says so): the FP8 GEMM rat
 public row, which the curve alone cannot fit), the framework profiles, the memory model
 (arithmetic, no fit). The Blackwell groups (B200, GB200) are fitted on FP8 rows alone, each at
 its recipe's ratio held; the one public dense BF16 Blackwell source (torchtitan's mxfp8.md
-table, power-limited B200s: public_cases_tt.py) is scored, never fitted (PublicRow.unfitted).
+table, power-limited B200s: public_cases_tt.py) is scored, never fitted (PublicRow.unfitted),
+as are torchtitan's rows that run async TP (public_row.ASYNC_FIT: TP priced exposed).
 
 A row's prediction under parameters theta uses its sensitivity (validate_public.Sensitivity):
 P(theta) = P(shipped) x S(shipped) / S(theta) for rates (tokens/s, TFLOP/s), x S(theta) /

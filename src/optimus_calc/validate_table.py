@@ -44,7 +44,8 @@ def overall(cases: list) -> dict:
 NOT_REFIT = ("the FP8 GEMM ratios (fp8_gemm_efficiency and the recipes': FP8 rows enter the "
              "fit with their ratio held)",
              "the V100 curve (derived, no fit routine); B200 and GB200 are fitted on their "
-             "FP8 rows alone (the power-limited B200 BF16 rows scored, not fitted)",
+             "FP8 rows alone (the power-limited B200 BF16 rows scored, not fitted); "
+             "torchtitan's rows that run async TP scored, not fitted (TP priced exposed)",
              "the framework profiles and the collective model", "the GEMM curve's fit leaves "
              "MoE rows out (their expert GEMMs move with the dense curve at the dense GEMM "
              "size, approximate); their three constants, the dropless dispatcher's host "
