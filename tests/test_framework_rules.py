@@ -148,6 +148,28 @@ def test_a_registered_framework_takes_part_in_the_rules_and_the_counts():
     assert "toy" not in [p.key for p in plugins()]
 
 
+def test_a_plugin_rule_may_answer_with_a_python_number(cat):
+    # a plug-in's rule that holds for the whole run may return a plain True or 1 (run_rules
+    # writes it as a mask, np.copyto's where=1); one layout's scan (registry.first_rule) reads
+    # it the same way: the toy refuses every fp32 layout, and no bf16 one
+    from optimus_calc.frameworks import FrameworkPlugin, Rule, register
+    from optimus_calc.frameworks.registry import rule_of, unregister
+    rule = Rule("TOY_FP32", "toy: no fp32 (toy/engine.py L2)", "toy/engine.py L2",
+                lambda x: 1 if x.precision == "fp32" else None)
+    register(FrameworkPlugin(key="toy32", label="Toy", repo="example/toy", commit="0" * 40,
+                             rules=(rule,), launch="toy-run"))
+    try:
+        model, lay = cat.get("llama-2-7b", "model"), Layout(tp=1, dp=8)
+        got = {str(getattr(f, "value", f)): int(r) for f, r in layout_support(
+            lay, Training(seq_len=4096, precision="fp32"), model).items()}
+        assert got["toy32"] != 0 and rule_of(got["toy32"]) is rule
+        got = {str(getattr(f, "value", f)): int(r) for f, r in layout_support(
+            lay, Training(seq_len=4096), model).items()}
+        assert got["toy32"] == 0
+    finally:
+        unregister("toy32")
+
+
 def test_every_rule_row_names_its_source_in_its_text():
     from optimus_calc.frameworks import plugins
     for p in plugins():

@@ -179,7 +179,9 @@ def first_rule(rules: tuple[Rule, ...], x: Layouts) -> int:
     layout; the broadcasting writes were two thirds of its rules' time)."""
     for rule in rules:
         fail = rule.when(x)
-        if fail is not None and (fail if isinstance(fail, bool) else fail.any()):
+        if fail is None:
+            continue
+        if fail.any() if isinstance(fail, (np.ndarray, np.generic)) else np.any(fail):
             return _CODES[rule.name]
     return 0
 
