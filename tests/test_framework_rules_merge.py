@@ -53,3 +53,16 @@ def test_one_layouts_first_rule_is_the_grids_code(cat):
             several += sum(r.when(one) is not None and bool(np.any(r.when(one)))
                            for r in p.rules) > 1
     assert several > 100  # the order matters on these layouts
+
+
+def test_the_offload_allowlist_reads_as_np_isin():
+    # runs_offloads' mask (frameworks/base._none_of: one comparison a code) is ~np.isin on the
+    # planner's offload axis and on one layout alike, for empty, partial and full allowlists
+    from optimus_calc.frameworks.base import _none_of
+    rng = np.random.default_rng(24)
+    for codes in (np.array([], dtype=np.int64), np.array([0]), np.array([0, 2, 5]),
+                  np.arange(6)):
+        for values in (rng.integers(0, 6, size=(3, 1, 7)), np.int64(2), np.array(5)):
+            got = _none_of(values, codes)
+            np.testing.assert_array_equal(got, ~np.isin(values, codes))
+            assert np.shape(got) == np.shape(values)
