@@ -237,9 +237,8 @@ def test_power_capped_b200_rows_are_scored_not_fitted(cat):
     # and B300 source is predicted from; the only other rows held out of the fit this way are
     # those that run torchtitan's async TP (below)
     from optimus_calc.public_cases_tt import TT_AO, TT_B200
-    from optimus_calc.public_row import ASYNC_TP
     from optimus_calc.validate_public import public_fit, run_row
-    held = [r for r in public_rows() if r.unfitted and ASYNC_TP not in (r.assumed or "")]
+    held = [r for r in public_rows() if r.unfitted and not r.async_tp]
     assert {r.source for r in held} == {TT_B200, TT_AO}  # the table and torchao's copy
     runnable = [r for r in held if not r.why_not]
     assert len(runnable) == 2
@@ -251,14 +250,16 @@ def test_power_capped_b200_rows_are_scored_not_fitted(cat):
 def test_async_tp_rows_are_scored_not_fitted(cat):
     # torchtitan's async TP hides part of the TP collectives the tool prices exposed
     # (public_row.ASYNC_TP): every runnable row that runs it is scored but never a training row
-    # of the H100 group's fit (public_row.ASYNC_FIT). By hand: the 2024-12 file's Table 4 2D +
-    # AsyncTP, Table 5's two schedules and Table 6's four sequence lengths (7), the 2025-06 file's
-    # bf16 and float8 tensorwise 70B and 8B (4; its float8 rowwise rows are not expressible),
-    # docs/performance.md's 405B Float8 + async TP (1): 12
+    # of the H100 group's fit (public_row.with_async_tp). By hand: the 2024-12 file's Table 4
+    # 2D + AsyncTP, Table 5's two schedules and Table 6's four sequence lengths (7), the 2025-06
+    # file's bf16 and float8 tensorwise 70B and 8B (4; its float8 rowwise rows are not
+    # expressible), docs/performance.md's 405B Float8 + async TP (1): 12
     from optimus_calc.public_row import ASYNC_TP
     from optimus_calc.validate_public import public_fit, run_row
-    rows = [r for r in public_rows() if ASYNC_TP in (r.assumed or "") and not r.why_not]
-    assert len(rows) == 12 and all(r.unfitted for r in rows)
+    rows = [r for r in public_rows() if r.async_tp and not r.why_not]
+    assert len(rows) == 12 and all(r.unfitted and ASYNC_TP in r.assumed for r in rows)
+    # and no row says async TP that is not flagged as running it
+    assert not [r for r in public_rows() if not r.async_tp and ASYNC_TP in (r.assumed or "")]
     for row in rows:
         fit_row = public_fit(run_row(cat, row))(0)
         assert fit_row.group == "h100" and fit_row.fitted is False

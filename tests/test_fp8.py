@@ -99,7 +99,7 @@ def test_torchao_ratio_is_the_fit_on_every_public_torchao_row(cat):
     0.925), and validate's leave-one-source-out error (521 rows) 9.31% at 0.925, 9.33% at 0.91
     and 9.42% at 0.895: the refit was not shipped. Since round 24 the rows that run async TP
     (the 405B Tables 5-6 rows among them, its TP collectives priced exposed) are scored, not
-    fitted (public_row.ASYNC_FIT): on the 12 left the in-sample minimum is 0.83 (7.54% against
+    fitted (public_row.with_async_tp): on the 12 left the in-sample minimum is 0.83 (7.54% against
     7.95% at 0.925, a flat valley), and the leave-one-source-out error (542 rows) 9.52% at
     0.925 against 9.62% at 0.88 and 9.79% at 0.84: still not shipped."""
     import numpy as np

@@ -33,7 +33,7 @@ from optimus_calc.public_cases_nemo2407 import SHAPES as _NEMO2407_SHAPES
 from optimus_calc.public_cases_nemo2407 import nemo2407_rows
 from optimus_calc.public_row import CS as _CS, DS as _DS
 from optimus_calc.public_row import FP as _FP, MEG as _MEG, bf16_reduce
-from optimus_calc.public_row import ASYNC_FIT, ASYNC_TP, MXR as _MXR
+from optimus_calc.public_row import MXR as _MXR, with_async_tp
 from optimus_calc.public_row import DAO_DROPOUT, MEGATRON_DROPOUT, NEMO_175B, PublicRow
 
 
@@ -262,27 +262,26 @@ def _torchtitan() -> list[PublicRow]:
         out.append(r(t4, f"Llama 3.1 70B FSDP 32 TP 8 {name}, compile + Float8, 256 GPUs",
                      "llama-3-70b", "grand-teton-h100", 32, tps, tp=8, seq=8192, mbs=16,
                      precision="fp8", fp8_recipe="torchao", framework="torchtitan", zero=3,
-                     recompute="full", mem_gib=gib, **({} if name == "2D" else ASYNC_FIT),
-                     assumed=long_asm if name == "2D" else f"{ASYNC_TP}; {long_asm}"))
+                     recompute="full", assumed=long_asm, mem_gib=gib, async_tp=name != "2D"))
     # torchtitan splits a PP rank's local batch into pipeline_parallel_degree micro-batches
     # unless told otherwise (torchtitan/parallelisms/pipelining_utils.py L79-81 @ 9dec370)
     mb_pp = ("micro-batch = local batch / 8, torchtitan's default of PP-degree micro-batches "
              "(parallelisms/pipelining_utils.py L79-81 @ 9dec370); FSDP under PP keeps "
              "parameters and gradients unsharded through the step (parallelize_llama.py "
-             "L326-329 @ 9dec370, torch pipelining): ZeRO-1; AsyncTP (in the table's title): "
-             f"{ASYNC_TP}; " + long_asm)
+             "L326-329 @ 9dec370, torch pipelining): ZeRO-1; AsyncTP as the table's title "
+             "says; " + long_asm)
     for name, tps, v, gib in (("1F1B", 100, 1, 82.5), ("interleaved 1F1B", 128, 2, 72.7)):
         out.append(r(t5, f"Llama 3.1 405B FSDP 8 TP 8 PP 8 {name}, 512 GPUs", "llama-3-405b",
                      "grand-teton-h100", 64, tps, tp=8, pp=8, vp=v, seq=8192, mbs=4, gbs=256,
                      precision="fp8", fp8_recipe="torchao", framework="torchtitan", zero=1,
-                     recompute="full", mem_gib=gib, **ASYNC_FIT,
+                     recompute="full", mem_gib=gib, async_tp=True,
                      assumed=mb_pp + ("; two stages a rank" if v > 1 else "")))
     for seq, cp, tps, gib in ((32768, 1, 76, 75.3), (65536, 2, 47, 75.9), (131072, 4, 31, 77.1),
                               (262144, 8, 16, 84.9)):
         out.append(r(t6, f"Llama 3.1 405B TP 8 PP 8 FSDP {8 // cp} CP {cp}, seq {seq // 1024}k, "
                          "512 GPUs", "llama-3-405b", "grand-teton-h100", 64, tps, tp=8, pp=8, cp=cp,
                      seq=seq, mbs=1, gbs=8 * 8 // cp, precision="fp8", fp8_recipe="torchao",
-                     framework="torchtitan", zero=1, recompute="full", mem_gib=gib, **ASYNC_FIT,
+                     framework="torchtitan", zero=1, recompute="full", mem_gib=gib, async_tp=True,
                      assumed="Float8 as the table's title says; " + mb_pp))
     return [_on_fa2(r) for r in out + _torchtitan_other()]
 
@@ -304,10 +303,8 @@ def _torchtitan_other() -> list[PublicRow]:
                                            ("float8 rowwise", None))):
             for j, mode in enumerate(("TP", "async TP")):
                 why = "float8 rowwise scaling is not a recipe of the tool" if extra is None else ""
-                asm = base["assumed"] + (f"; {ASYNC_TP}" if j else "")
                 out.append(r(TT_ASYNC, f"Llama3 {name}, {prec}, {mode}", published=vals[2 * i + j],
-                             why_not=why, **(extra or {}), **(ASYNC_FIT if j else {}),
-                             **{**base, "assumed": asm}))
+                             why_not=why, async_tp=bool(j), **(extra or {}), **base))
     h200 = dict(model="llama-3-8b", node="dgx-h200", mbs=2, seq=8192, precision="fp8",
                 fp8_recipe="torchao", framework="torchtitan", zero=3, recompute="selective",
                 assumed="seq 8192; selective AC as the 8B recipe; compile folded into torchao")
@@ -396,4 +393,4 @@ def public_rows() -> list[PublicRow]:
             + _v100() + mpt_rows() + mds_rows() + mb26_rows() + tt_b200_rows() + dfa_rows()
             + fms_rows() + blog_rows() + small_rows() + tt_a100_llama2_rows()
             + [_on_fa2(r) for r in tt_405b_rows()])  # torchtitan on Hopper: FA2 (_TT_FA2)
-    return [_on_nvl72(bf16_reduce(r)) for r in rows]
+    return [_on_nvl72(bf16_reduce(with_async_tp(r))) for r in rows]

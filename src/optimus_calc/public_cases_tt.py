@@ -12,7 +12,7 @@ At that commit torchtitan puts cuDNN first among SDPA's backends from compute ca
 
 from __future__ import annotations
 
-from optimus_calc.public_row import ASYNC_FIT, ASYNC_TP, FP as _FP
+from optimus_calc.public_row import FP as _FP
 from optimus_calc.public_row import PublicRow
 
 TT_B200 = (f"torchtitan torchtitan/components/quantization/mxfp8.md @ 5b5f578a4, Dense Models "
@@ -95,5 +95,5 @@ def tt_405b_rows() -> list[PublicRow]:
           published=177, precision="fp8", fp8_recipe="torchao", **base),
         r(TT_405, "Llama 3.1 405B FSDP 16 TP 8, Float8 + async TP, 128 H100 "
           "(docs/performance.md)", published=185, precision="fp8", fp8_recipe="torchao",
-          **ASYNC_FIT, **{**base, "assumed": f"{base['assumed']}; {ASYNC_TP}"}),
+          async_tp=True, **base),
     ]

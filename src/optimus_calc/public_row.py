@@ -42,15 +42,15 @@ RC_OSS_TEXT = ("recompute_modules layernorm, moe_act: --recompute selective --re
 
 # torchtitan's async TP (parallelism.enable_async_tensor_parallel: PyTorch's micro-pipelined
 # all-gather / reduce-scatter matmuls) has no switch: a fitted share of the TP collectives hidden
-# raised the held-out error on its three public sources (benchmarks/fit_async_tp.py), so its
-# rows are priced with the collectives exposed, as the vanilla TP rows beside them
+# raised the held-out error on its three public sources (benchmarks/fit_async_tp.py), so a row
+# that ran it (PublicRow.async_tp) is priced with the collectives exposed, as the vanilla TP rows
+# beside it, and scored, not fitted (PublicRow.unfitted, as the power-capped B200s): what async
+# TP hides (1.05-1.16x published) would enter the H100 curve and the 500 W H100's fitted scale
+# and move the rows without it (fitted, torchtitan's BF16 Table 1 went 1.0% -> 10.0% held out
+# while its Float8 long-context rows improved). with_async_tp applies both.
 ASYNC_TP = ("async TP has no switch (a fitted hidden share raised the held-out error: "
             "benchmarks/fit_async_tp.py): TP collectives priced exposed")
-# ... and such a row is scored, not fitted (PublicRow.unfitted, as the power-capped B200s): what
-# async TP hides (1.05-1.16x published) would enter the H100 curve and the 500 W H100's fitted
-# scale and move the rows without it (fitted, torchtitan's BF16 Table 1 went 1.0% -> 10.0% held
-# out while its Float8 long-context rows improved)
-ASYNC_FIT = dict(unfitted="async TP hides part of the TP collectives priced exposed")
+ASYNC_UNFITTED = "async TP hides part of the TP collectives priced exposed"
 
 # NeMo 2's GPT-3 175B runs without dropout (GPTConfig175B sets hidden_dropout and
 # attention_dropout 0.0: nemo/collections/llm/gpt/model/base.py L550-551 @ 8cfedd7), unlike the
@@ -106,6 +106,17 @@ class PublicRow:
     unfitted: str = ""     # non-empty: scored, never a training row of the curves' fit (why:
     #                        hardware not as catalogued, e.g. an unpublished power cap, or a
     #                        mechanism the tool does not price, e.g. async TP)
+    async_tp: bool = False  # ran torchtitan's async TP (with_async_tp: priced exposed, unfitted)
+
+
+def with_async_tp(row: PublicRow) -> PublicRow:
+    """A row that ran async TP as validate scores it: ASYNC_TP said in its ``assumed`` and not
+    a training row of the fit (ASYNC_UNFITTED); any other row as it is."""
+    if not row.async_tp:
+        return row
+    from dataclasses import replace
+    return replace(row, unfitted=row.unfitted or ASYNC_UNFITTED,
+                   assumed="; ".join(x for x in (row.assumed, ASYNC_TP) if x))
 
 
 # The loss over the logits each source's runs ran (compute.loss_bytes). Megatron-Bridge: TE's

@@ -16,7 +16,7 @@ public row, which the curve alone cannot fit), the framework profiles, the memor
 (arithmetic, no fit). The Blackwell groups (B200, GB200) are fitted on FP8 rows alone, each at
 its recipe's ratio held; the one public dense BF16 Blackwell source (torchtitan's mxfp8.md
 table, power-limited B200s: public_cases_tt.py) is scored, never fitted (PublicRow.unfitted),
-as are torchtitan's rows that run async TP (public_row.ASYNC_FIT: TP priced exposed).
+as are torchtitan's rows that run async TP (public_row.with_async_tp: TP priced exposed).
 
 A row's prediction under parameters theta uses its sensitivity (validate_public.Sensitivity):
 P(theta) = P(shipped) x S(shipped) / S(theta) for rates (tokens/s, TFLOP/s), x S(theta) /
