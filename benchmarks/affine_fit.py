@@ -47,14 +47,23 @@ def errors(rs: list[dict], key: str, grid: np.ndarray) -> np.ndarray:
     return np.abs(np.log(pred / np.array([r["pub"] for r in rs])))
 
 
+def held_out(fit: np.ndarray, held: np.ndarray, folds: list[str]) -> tuple[np.ndarray, dict]:
+    """Leave one source out over a grid: for each fold, the grid index (first axis) whose mean
+    of ``fit`` over the other folds' rows (second axis) is least, and ``held`` at that index
+    for the fold's own rows. Returns (held value per row, fold -> index)."""
+    out, picks = np.empty(len(folds)), {}
+    for fold in dict.fromkeys(folds):
+        others = [i for i, f in enumerate(folds) if f != fold]
+        picks[fold] = j = int(np.argmin(fit[:, others].mean(1))) if others else 0
+        mine = [i for i, f in enumerate(folds) if f == fold]
+        out[mine] = held[j, mine]
+    return out, picks
+
+
 def report(rs: list[dict], name: str, grid: np.ndarray, label: Callable[[float], str]) -> None:
     E, EL = errors(rs, "ins", grid), errors(rs, "lo", grid)
     best = int(np.argmin(E.mean(1)))
-    held = []
-    for fold in {r["fold"] for r in rs}:
-        others = [i for i, r in enumerate(rs) if r["fold"] != fold]
-        j = int(np.argmin(E[:, others].mean(1))) if others else 0
-        held += [EL[j, i] for i, r in enumerate(rs) if r["fold"] == fold]
+    held, _ = held_out(E, EL, [r["fold"] for r in rs])
     print(f"{name}: {len(rs)} rows, fit {label(grid[best])}; in-sample {E[0].mean():.2%} -> "
           f"{E[best].mean():.2%}; LOSO {EL[0].mean():.2%} -> {np.mean(held):.2%}")
 

@@ -8,7 +8,7 @@ all-gather / reduce-scatter matmuls) overlaps the TP collectives with the matmul
 Three public sources time it on the same Grand Teton H100s: torchtitan's 2024-12 benchmark
 (Table 4's 70B 2D + AsyncTP, the 405B Tables 5-6 that run it), its 2025-06 async-TP benchmark
 (70B and 8B, bf16 and float8 tensorwise) and docs/performance.md's 405B Float8 + async TP row.
-Every such row of `validate` (its ``assumed`` names public_row.ASYNC_TP) is evaluated with the
+Every such row of `validate` (PublicRow.async_tp; public_row.with_async_tp) is evaluated with the
 assumption ``tp_overlap`` (the share of TP communication hidden) at each grid value; the share
 is fitted (least mean |log(predicted / published)|) without each source and that source
 predicted with it; the alternative is today's: the collectives priced exposed (share 0).
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from affine_fit import held_out
 from optimus_calc import catalog
 from optimus_calc.public_cases import public_rows
-from optimus_calc.public_row import ASYNC_TP
 from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.validate_loso import fold_of
 from optimus_calc.validate_public import predicted_value, setup, step_time
@@ -42,24 +42,20 @@ def errors(cat, row) -> np.ndarray:
 
 def main() -> None:
     cat = catalog.load()
-    rows = [r for r in public_rows() if not r.why_not and ASYNC_TP in (r.assumed or "")]
-    err = {id(r): errors(cat, r) for r in rows}
-    for r in rows:
-        e = err[id(r)]
-        print(f"{fold_of(r.source)[:40]:40s} {r.label[:58]:58s} exposed {e[0]:+.3f} "
-              f"hidden {e[-1]:+.3f}")
-    loss = lambda rs: np.mean([np.abs(np.log1p(err[id(r)])) for r in rs], axis=0)  # noqa: E731
-    held, exposed = [], []
-    for fold in sorted({fold_of(r.source) for r in rows}):
-        test = [r for r in rows if fold_of(r.source) == fold]
-        k = int(np.argmin(loss([r for r in rows if fold_of(r.source) != fold])))
-        held += [abs(err[id(r)][k]) for r in test]
-        exposed += [abs(err[id(r)][0]) for r in test]
-        print(f"without {fold[:60]}: share {GRID[k]:.2f}, held out "
-              f"{np.mean(held[-len(test):]):.1%} vs exposed {np.mean(exposed[-len(test):]):.1%}"
-              f" ({len(test)} rows)")
-    print(f"all {len(rows)} rows: share {GRID[int(np.argmin(loss(rows)))]:.2f}; held out "
-          f"{np.mean(held):.1%} vs exposed {np.mean(exposed):.1%}")
+    rows = [r for r in public_rows() if not r.why_not and r.async_tp]
+    err = np.array([errors(cat, r) for r in rows]).T  # grid x rows
+    for k, r in enumerate(rows):
+        print(f"{fold_of(r.source)[:40]:40s} {r.label[:58]:58s} exposed {err[0, k]:+.3f} "
+              f"hidden {err[-1, k]:+.3f}")
+    folds = [fold_of(r.source) for r in rows]
+    held, picks = held_out(np.abs(np.log1p(err)), np.abs(err), folds)
+    for fold, k in picks.items():
+        mine = [i for i, f in enumerate(folds) if f == fold]
+        print(f"without {fold[:60]}: share {GRID[k]:.2f}, held out {held[mine].mean():.1%} vs "
+              f"exposed {np.abs(err[0, mine]).mean():.1%} ({len(mine)} rows)")
+    best = int(np.argmin(np.abs(np.log1p(err)).mean(1)))
+    print(f"all {len(rows)} rows: share {GRID[best]:.2f}; held out {held.mean():.1%} vs exposed "
+          f"{np.abs(err[0]).mean():.1%}")
 
 
 if __name__ == "__main__":
