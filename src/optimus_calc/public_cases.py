@@ -24,7 +24,7 @@ from optimus_calc.public_cases_small import SHAPES as _SMALL_SHAPES, small_rows
 from optimus_calc.public_cases_long import long_rows
 from optimus_calc.public_cases_mb26 import mb26_rows
 from optimus_calc.public_cases_mlm import mlm_llama_rows
-from optimus_calc.public_cases_moe import moe_rows
+from optimus_calc.public_cases_moe import MIXTRAL_22B, moe_rows
 from optimus_calc.public_cases_mpt import mpt_rows, shapes as _mpt_shapes
 from optimus_calc.public_cases_mds import mds_rows, shapes as _mds_shapes
 from optimus_calc.public_cases_tt import (TT_A100, tt_405b_rows, tt_a100_llama2_rows,
@@ -92,6 +92,8 @@ def _on_fa2(row: PublicRow) -> PublicRow:
     return replace(row, kernel="fa2", assumed="; ".join(x for x in (row.assumed, _TT_FA2) if x))
 _GB = "64 GPUs per GB200 NVL72 rack (gb200-nvl72; one rack for 64 GPUs or fewer), assumed"
 _CAT = "model not in the catalog"
+_SAME_2407 = ("the same figure as NeMo's 24.07 table's row, which publishes its batch "
+              "(public_cases_nemo2407.py): counted once")
 # NeMo's Mixtral 8x7B perf recipe (nemo/collections/llm/recipes/mixtral_8x7b.py L214-235,
 # v2.2.0 = v2.3.0): token drop at capacity 1.0 padded to capacity (callbacks/moe_token_drop.py
 # L38-39: every expert takes its balanced share), GC every 100 steps; the model sets neither
@@ -190,8 +192,8 @@ def _nemo_dense() -> list[PublicRow]:
           "recipe (pretrain_mixtral_8x7b.py L66-68, mixed_precision.py L46-54 @ NeMo v2.2.0); "
           "CUDA graphs on for B200 (L70-72) not modelled; " + _MIXTRAL, drop_pad=True, **_DS,
           **_MEG),
-        r(c(c="25.02"), "B200 Mixtral-8x22B FP8, 256 GPUs, seq 64k", "mixtral-8x22b",
-          "dgx-b200", 32, 2232, why_not=_CAT + " (Mixtral-8x22B)"),
+        r(c(c="25.02"), "B200 Mixtral-8x22B FP8 TP2 PP4 CP8 VP14 EP8, 256 GPUs, seq 64k",
+          "mixtral-8x22b", "dgx-b200", 32, 2232, **MIXTRAL_22B),
         r(c(c="25.02"), "H100 GPT3-175B FP8 TP4 PP8 VP6, 512 GPUs", "gpt3-175b", "dgx-h100", 64,
           866, tp=4, pp=8, vp=6, gbs=2048, mbs=2, seq=2048, assumed=asm_22, **NEMO_175B, **_DS, **_MEG),
         r(c(c="25.04"), "GB200 Llama3 8B FP8, 8 GPUs", "llama-3-8b", "dgx-b200", 1, 33099,
@@ -227,8 +229,8 @@ def _nemo_dense() -> list[PublicRow]:
         r(NEMO2412, "H100 Llama3-8B FP8 CP2, 8 GPUs", "llama-3-8b", "dgx-h100", 1, 12273, cp=2,
           gbs=128, assumed=asm_ds + _NEMO2407_BATCH, **_DS,
           **_MEG),
-        r(NEMO2412, "H100 Nemotron-340B FP8 TP8 PP8 VP12, 128 GPUs", "nemotron-340b",
-          "dgx-h100", 16, 326, why_not=_CAT + " (Nemotron-4 340B)"),
+        r(NEMO2412, "H100 Nemotron-340B FP8 TP8 PP8 VP12, 128 GPUs", "nemotron-4-340b",
+          "dgx-h100", 16, 326, why_not=_SAME_2407),
     ]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from optimus_calc.public_cases_mb26_moe import _SWA as SWA
 from optimus_calc.public_row import CS as _CS
+from optimus_calc.public_row import DS as _DS
 from optimus_calc.public_row import MEG as _MEG
 from optimus_calc.public_row import MOE, RC_OSS, RC_OSS_TEXT, PublicRow
 from optimus_calc.public_row import MXR as _MXR
@@ -42,6 +43,21 @@ _HEP = ("HybridEP dispatcher (moe_flex_dispatcher_backend hybridep): --moe-dispa
         "(EP {ep} in the rack's NVLink domain)")
 _GB = "64 GPUs per GB200 NVL72 rack (gb200-nvl72), assumed"
 
+
+# NeMo 25.02's B200 Mixtral-8x22B FP8 row (public_cases._nemo_dense): the layout of NVIDIA/NeMo
+# scripts/llm/performance/recommended_model_configs/model_configs_b200.csv L19 @ v2.2.0 (TP 2
+# PP 4 CP 8 DP 4 EP 8 ETP 1 VP 14, MBS 1, GBS 64, seq 65,536), FP8 through bf16_with_fp8_mixed
+# (pretrain_mixtral_8x22b.py L65-67: delayed scaling, NeMo 2.2's only recipe), the recipe's
+# MegatronTokenDropCallback (recipes/mixtral_8x22b.py L233) and overlapped DP (L100-107)
+MIXTRAL_22B = dict(
+    tp=2, pp=4, cp=8, vp=14, ep=8, etp=1, gbs=64, mbs=1, seq=65536, drop_pad=True,
+    assumed="NeMo v2.2.0 scripts/llm/performance/recommended_model_configs/model_configs_b200"
+            ".csv L19 (TP 2 PP 4 CP 8 VP 14 EP 8 ETP 1, MBS 1, GBS 64, seq 65,536); FP8 delayed "
+            "scaling (bf16_with_fp8_mixed, NeMo 2.2's only recipe: pretrain_mixtral_8x22b.py "
+            "L65-67); token drop at capacity factor 1.0, padded (= balanced; MegatronTokenDrop"
+            "Callback, recipes/mixtral_8x22b.py L233); alltoall dispatcher; recompute none; "
+            "distributed optimizer with overlapped grad reduce and param gather (L100-107)",
+    **_DS, **_MEG)
 
 def _gpt_oss() -> list[PublicRow]:
     r, m25 = PublicRow, MOE.format(r="25.11")
