@@ -59,8 +59,9 @@ def test_listed_rows_say_why():
     # then 26.06.01's two GPT-OSS 120B rows, listed again: the table's footnote marks them as
     # a known regression; then 17 of the 18 dense NVFP4 rows (--precision nvfp4: Llama 3 70B on
     # GB200 and GB300 in 26.02-26.04.01, 4 + 4; Llama 3.1 405B in 26.02-26.06, 5 + 5), all but
-    # 26.02.01's GB300 70B cell, whose TP 1 PP 1 cannot hold the model (_IMPOSSIBLE)
-    assert len(listed) == 162 - 19 - 18 - 29 - 19 + 2 - 17
+    # 26.02.01's GB300 70B cell, whose TP 1 PP 1 cannot hold the model (_IMPOSSIBLE); then
+    # GB300's four Kimi-K2 MXFP8 rows (26.02.01-26.06) as a public shape (round 25)
+    assert len(listed) == 162 - 19 - 18 - 29 - 19 + 2 - 17 - 4
     assert all(r.why_not.strip() for r in listed)
     # "26.06.01", Nemotron_3_Super on GB300, NVFP4: the model is the first reason
     # | DGX-GB300 | 64 | NVFP4 | 512 | 1 | 8192 | 1 | 1 | 1 | n/a | 64 | 9984 | 845 |
@@ -92,7 +93,8 @@ def test_cases_name_their_settings_and_run_on_the_rack():
     gb300 = [r for r in public_rows() if r.label.startswith("GB300") and not r.why_not]
     assert {(r.node, r.nodes, r.gpus_per_node) for r in gb300} == {
         ("gb300-nvl72", 1, 8), ("gb300-nvl72", 1, 64), ("gb300-nvl72", 4, 64)}
-    assert len(gb300) == 18 + 29 - 1 + 8  # and 8 dense NVFP4 rows (3 Llama 3 70B, 5 405B)
+    # and 8 dense NVFP4 rows (3 Llama 3 70B, 5 405B), and Kimi-K2's 4 on four racks
+    assert len(gb300) == 18 + 29 - 1 + 8 + 4
     # the B300 rows on DGX B300 nodes of 8: 8, 64 and 256 GPUs are 1, 8 and 32 nodes
     b300 = [r for r in public_rows() if r.label.startswith("B300") and not r.why_not]
     assert {(r.node, r.nodes) for r in b300} == {("dgx-b300", 1), ("dgx-b300", 8),
@@ -190,3 +192,31 @@ def test_a_row_its_table_marks_as_a_regression_is_listed_not_scored():
     # 26.06 and 26.08 on the same configs stay cases (28,947 and 28,672 on GB200)
     assert {r.published for r in rows if not r.why_not and r.label.startswith("GB200")
             and "MXFP8" in r.label} == {28947, 28672}
+
+
+def test_kimi_k2_rows_run_their_gb300_config_on_the_public_shape():
+    # "26.02.01", Kimi_K2 on GB300 (docs/performance-summary.md @ v0.4.0 L122):
+    # | DGX-GB300 | 256 | MXFP8 | 4096 | 2 | 4096 | 0 | 1 | 4 | 1 | 4 | 64 | 5072 | 1037 |
+    # kimi_workload_base_configs.py L27-42 @ v0.4.0: PP 4 VP 4 EP 64, hybridep, no overlap, no
+    # graphs; kimi_llm_pretrain.py L35-44: Muon with MXFP8 gathers 16-bit parameters
+    (r,) = [r for r in public_rows() if r.model == "shape:kimi-k2"
+            and r.label.endswith("(26.02.01)")]
+    assert (r.published, r.gbs, r.mbs, r.pp, r.vp, r.ep, r.etp, r.dispatcher) == (
+        5072, 4096, 2, 4, 4, 64, 1, "hybridep")
+    assert (r.node, r.nodes, r.gpus_per_node, r.fp8_param_gather) == ("gb300-nvl72", 4, 64,
+                                                                      False)
+    assert (r.ep_comm_overlap, r.cuda_graph) == (False, False) and "Muon" in r.assumed
+    assert sum(x.model == "shape:kimi-k2" and not x.why_not for x in public_rows()) == 4
+
+
+def test_kimi_k2_shape_counts_its_published_trillion():
+    from optimus_calc.validate_public import _model
+    m = _model(None, "shape:kimi-k2")
+    # routed experts 60 MoE layers x 384 x 3 x 7168 x 2048 = 1,014,686,023,680; the shared
+    # expert 60 x 3 x 7168 x 2048 = 2,642,411,520; the dense layer's MLP 3 x 7168 x 18432 =
+    # 396,361,728; routers 60 x 384 x 7168 + 60 x 384 biases = 165,173,760; MLA per layer
+    # q_a 7168 x 1536 + q_b 1536 x 64 x 192 + kv_a 7168 x 576 + kv_b 512 x 64 x 256 + o 8192 x
+    # 7168 + norms 1536 + 512 = 101,124,096, x 61 = 6,168,569,856; layer norms 2 x 7168 x 61 =
+    # 874,496; embedding and head 2 x 163840 x 7168 = 2,348,810,240; final norm 7,168
+    assert m.total_params == 1_026_408_232_448  # "1T total" (the Kimi-K2 model card)
+    assert abs(m.active_params / 32e9 - 1) < 0.03  # "32B activated"

@@ -127,8 +127,9 @@ def test_validate_command(run):
                           + 2  # torchtitan's 405B on 128 H100, bf16 and Float8
                           + 1  # the PyTorch blog's Llama 2 70B on 128 A100
                           + 7  # torchtitan's async-TP rows (TP priced exposed), 1 memory
-                          + 5)  # round 25's models: Mixtral-8x22B, Nemotron 8B / 22B / 340B,
-    #                             fms-fsdp's Llama 2 34B on A100
+                          + 5  # round 25's models: Mixtral-8x22B, Nemotron 8B / 22B / 340B,
+                          #   fms-fsdp's Llama 2 34B on A100
+                          + 4)  # Megatron-Bridge's GB300 Kimi-K2 rows (a public shape)
     # the overall accuracy is printed: mean and largest |error| over every case
     errs = [abs(c["error"]) for c in d["cases"]]
     assert d["mean_abs_error"] == pytest.approx(sum(errs) / len(errs))

@@ -22,7 +22,7 @@ from optimus_calc.public_cases_dfa import dfa_rows
 from optimus_calc.public_cases_fms import blog_rows, fms_rows
 from optimus_calc.public_cases_small import SHAPES as _SMALL_SHAPES, small_rows
 from optimus_calc.public_cases_long import long_rows
-from optimus_calc.public_cases_mb26 import mb26_rows
+from optimus_calc.public_cases_mb26 import SHAPES as _MB26_SHAPES, mb26_rows
 from optimus_calc.public_cases_mlm import mlm_llama_rows
 from optimus_calc.public_cases_moe import MIXTRAL_22B, moe_rows
 from optimus_calc.public_cases_mpt import mpt_rows, shapes as _mpt_shapes
@@ -50,8 +50,9 @@ SHAPES = {
     "gpt3-2.7b": dict(layers=32, hidden=2560, heads=32, ffn_hidden=10240, vocab=50257,
                       max_position=8192, seq_len=2048, **DAO_DROPOUT),
     # MosaicML's MPT models and Megatron-DeepSpeed's GPT 30B, one shape per sequence; NeMo's
-    # GPT-3 5B and 20B; TinyLlama (public_cases_mpt, _mds, _nemo2407, _small)
-    **_mpt_shapes(), **_mds_shapes(), **_NEMO2407_SHAPES, **_SMALL_SHAPES,
+    # GPT-3 5B, 20B, Nemotron 8B, 22B; TinyLlama; Kimi-K2 (public_cases_mpt, _mds, _nemo2407,
+    # _small, _mb26_bw)
+    **_mpt_shapes(), **_mds_shapes(), **_NEMO2407_SHAPES, **_SMALL_SHAPES, **_MB26_SHAPES,
 }
 
 # NeMo 24.12's rows of the same figure as the 24.07 table's publish no batch; the 24.07 table

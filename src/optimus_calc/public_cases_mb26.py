@@ -11,8 +11,9 @@ listed). Three 26.02 rows are cases already (public_cases._megatron_dense, MB26:
 
 Precision per cell: FP8 is per-tensor current scaling (the scripts' FP8_CS configs; ``CS``),
 MXFP8 Transformer Engine's MXFP8 recipe (``MXR``), NVFP4 its NVFP4 recipe (``NV4``:
-Megatron-Bridge's bf16_with_nvfp4_mixed, FP4 parameters gathered from 26.04), BF16 plain. Kimi-K2, Nemotron 3 (Nano, Super, Ultra), Nemotron 3.5 Lightning and DeepSeek-V4
-Flash are not in the catalog (listed). GB200 and GB300 rows run on their racks (gpu="gb200" or
+Megatron-Bridge's bf16_with_nvfp4_mixed, FP4 parameters gathered from 26.04), BF16 plain.
+Kimi-K2 runs as a public shape (public_cases_mb26_bw.SHAPES); Nemotron 3 (Nano, Super,
+Ultra), Nemotron 3.5 Lightning and DeepSeek-V4 Flash are not in the catalog (listed). GB200 and GB300 rows run on their racks (gpu="gb200" or
 "gb300"; public_cases._on_nvl72), B300 rows on dgx-b300 nodes; the MoE rows run their
 release's config (dispatcher, CUDA graphs, overlap): public_cases_mb26_moe.py reads the H100,
 B200 and GB200 ones, public_cases_mb26_bw.py the GB300 and B300 ones.
@@ -31,7 +32,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from optimus_calc.public_cases_mb26_bw import bw_settings
+from optimus_calc.public_cases_mb26_bw import SHAPES, bw_settings
 from optimus_calc.public_cases_mb26_moe import DEEP, HEP, moe_settings
 from optimus_calc.public_row import CS, FP, MEG, MXR, NV4, PublicRow
 
@@ -44,7 +45,8 @@ _TAG = {"26.02": "v0.3.0 (21b02e0cf)", "26.02.01": "v0.4.0 (0fbfe7d3e)",
         "26.04": "26.04-alpha.rc2 (fd5c4737f)", "26.04.01": "v0.4.2 (c81012934)",
         "26.06": "v0.5.0 (fcbb60311)", "26.06.01": "381d0b825", "26.08": "v0.6.0 (51885cf13)"}
 _MODEL = {"l70": "llama-3-70b", "l405": "llama-3-405b", "dsv3": "deepseek-v3",
-          "oss": "gpt-oss-120b", "q30": "qwen3-30b-a3b", "q235": "qwen3-235b-a22b"}
+          "oss": "gpt-oss-120b", "q30": "qwen3-30b-a3b", "q235": "qwen3-235b-a22b",
+          "Kimi-K2": "shape:kimi-k2"}
 _GB = "64 GPUs per {g} NVL72 rack ({n}-nvl72), assumed"
 _DENSE = "recompute none and the distributed optimizer (the recipes' defaults)"
 _BAL = ("force-balanced dropless routing (the tables' footnote); distributed optimizer with "
@@ -119,7 +121,7 @@ def _row(rel, gpu, model, prec, gpus, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep,
     src = _SRC.format(a="" if rel == "26.08" else "-archive", r=rel)
     lay = ("FSDP" if fsdp else f"TP{tp} PP{pp}" + (f" CP{cp}" if cp > 1 else "")
            + (f" VP{vp}" if vp > 1 else "")) + (f" EP{ep}" if ep > 1 else "")
-    label = f"{gpu} {model if model not in _MODEL else _MODEL[model]} {prec} {lay}, " \
+    label = f"{gpu} {_MODEL.get(model, model).removeprefix('shape:')} {prec} {lay}, " \
             f"{gpus} GPUs ({rel})"
     node = {"H100": "dgx-h100", "B300": "dgx-b300"}.get(gpu, "dgx-b200")
     where = dict(node=node, nodes=max(1, gpus // 8),

@@ -21,6 +21,32 @@ _PPS = "the recipe's embedding and loss pipeline slots not modelled"
 _LAYOUT = "pipeline layout Et*4|(t*4|)*14tmL not modelled"
 _NOG = "no CUDA graphs (cuda_graph_scope [], no cuda_graph_impl)"
 
+# Kimi-K2, which Megatron-Bridge builds from moonshotai/Kimi-K2-Instruct's config.json
+# (recipes/kimi/kimi_k2.py L63-66 @ v0.4.0, AutoBridge): DeepSeek-V3's architecture with 384
+# routed experts, 64 heads, one dense layer first and no MTP module (hidden 7168, intermediate
+# 18432, MLA q_lora_rank 1536 / kv_lora_rank 512 / qk_nope 128 / qk_rope 64 / v 128, one
+# shared expert, top-8, moe_intermediate_size 2048, routed_scaling_factor 2.827, vocabulary
+# 163,840, untied, num_nextn_predict_layers 0)
+SHAPES = {"kimi-k2": dict(
+    family="kimi_k2", layers=61, hidden=7168, heads=64, kv_heads=64, ffn_hidden=18432,
+    ffn_type="swiglu", vocab=163840, tied_embeddings=False, position_embedding="rope",
+    norm="rmsnorm", experts=384, top_k=8, shared_experts=1, moe_ffn_hidden=2048,
+    router_bias=True, router_topk_scaling=2.827, first_dense_layers=1, q_lora_rank=1536,
+    kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128, seq_len=4096,
+    dropout=0.0, dropout_source="Kimi-K2 config.json attention_dropout 0.0")}
+# kimi_workload_base_configs.py KIMI_K2_PRETRAIN_CONFIG_GB300 (= _FP8_MX) L27-42, the same at
+# v0.4.0, 26.04-alpha.rc2, v0.4.2 and v0.5.0: PP 4 VP 4 EP 64, micro-batch 2, hybridep, no
+# moe_a2a_overlap, cuda_graph_scope [], recompute_modules ["mla_up_proj"]; the pipeline layout
+# of recipes/kimi/kimi_k2.py L28-40 ((4, 4): embedding + 4 layers, 14 chunks of 4, 1 + loss);
+# kimi_llm_pretrain.py L35-44 turns fp8_param_gather off for Muon with MXFP8, L53 forces
+# balanced routing; the table's note and argument_parser.py L594-601 (default muon): Muon
+_KIMI = ("no EP overlap; " + _NOG + "; " + _RC.format(m="mla_up_proj") + "; pipeline layout "
+         "E t*4|(t*4|)*14 t L (recipes/kimi/kimi_k2.py L36) not modelled; the Muon optimizer "
+         "(the table's note, optimizer_type muon by default: argument_parser.py L594-601) is "
+         "priced as Adam (its Newton-Schulz iterations, about 1% of this step, not modelled); "
+         "parameters gathered in 16 bits (fp8_param_gather off for Muon with MXFP8: "
+         "kimi_llm_pretrain.py L35-44)")
+
 # the full-iteration MXFP8 configs of 26.06 (v0.5.0), 26.06.01 (381d0b825) and 26.08 (v0.6.0)
 _FULL_AT = {
     # deepseek_workload_base_configs.py @ v0.5.0 L68-76 (GB300_FP8_MX_V1: micro-batch 1,
@@ -61,6 +87,8 @@ def bw_settings(rel: str, gpu: str, model: str, ep: int) -> tuple[str, str, dict
 def _gb300(rel: str, model: str, ep: int) -> tuple[str, str, dict]:
     """A GB300 row: HybridEP inside the rack's NVLink domain, except GPT-OSS to 26.04.01."""
     hep = HEP + f" (EP {ep} in the rack's NVLink domain)"
+    if model == "Kimi-K2":  # the same configuration in every release that lists it
+        return "", hep + "; " + _KIMI, dict(fp8_param_gather=False)
     if rel not in _EARLY:
         g = _FULLT.format(w=_FULL_AT[model][rel], x=_FULL_X[model])
         tail = {"dsv3": "recompute none (recompute_modules []); " + _LAYOUT + "; " + _MTP,
