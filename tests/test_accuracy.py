@@ -119,12 +119,13 @@ def test_validate_counts(cat):
     # memory, the 2025-06 benchmark's bf16 and float8 tensorwise 70B and 8B, the 405B Float8 of
     # docs/performance.md: 7 cases, 6 fewer listed; round 25's models (Mixtral-8x22B, the
     # Nemotron 8B / 22B / 340B of NeMo's 24.07 table, fms-fsdp's Llama 2 34B on A100): 5 cases,
-    # 5 fewer listed; Megatron-Bridge's four GB300 Kimi-K2 rows (a public shape): 4 more
+    # 5 fewer listed; Megatron-Bridge's four GB300 Kimi-K2 rows (a public shape): 4 more;
+    # DistFlashAttn's Megatron-LM LLaMA-7B GQA times on one box (a public shape): 3 more
     assert (len(public), len(missing)) == (
         98 + 25 + 4 + 216 + 3 + 2 + 5 + 58 + 4 + 19 + 18 + 29 + 19 + 2 - 2 + 17 + 4 + 3 + 1 + 1
-        + 5 + 2 + 1 + 7 + 5 + 4,
+        + 5 + 2 + 1 + 7 + 5 + 4 + 3,
         44 + 1 - 4 + 1 + 10 + 7 + 162 - 4 - 19 - 18 - 29 - 19 + 2 - 17 + 3 + 37 + 7 + 1 + 7 - 6
-        - 5 - 4)
+        - 5 - 4 - 3)
     assert len(cases) + len(missing) >= 150
     assert all(why for _, _, why in missing)
     o = overall(cases)
@@ -150,11 +151,12 @@ def test_validate_counts(cat):
     # scored, not fitted, as the 405B Tables 5-6 rows that run async TP now are, each
     # predicted with the curves refitted without its source): 542 and 539; round 25's 5
     # (Mixtral-8x22B in the B200 group, the three Nemotrons in the H100 group, Llama 2 34B in
-    # the A100 group): 547 and 544; Kimi-K2's 4 (GB300 in GB200's group): 551 and 548
+    # the A100 group): 547 and 544; Kimi-K2's 4 (GB300 in GB200's group): 551 and 548;
+    # DistFlashAttn's 3 GQA rows (A100 group): 554 and 551
     assert o["rows"] == (102 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2 - 2 + 17 + 2 + 3 + 1
-                         + 1 + 5 + 2 + 1 + 6 + 5 + 4)
+                         + 1 + 5 + 2 + 1 + 6 + 5 + 4 + 3)
     assert o["refitted"] == (99 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2 - 2 + 17 + 2 + 3 + 1
-                             + 1 + 5 + 2 + 1 + 6 + 5 + 4)
+                             + 1 + 5 + 2 + 1 + 6 + 5 + 4 + 3)
 
 
 def _mfu(run, node, seq, cp, key="mfu"):

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from optimus_calc.public_cases_2509 import rows_2509
-from optimus_calc.public_cases_dfa import dfa_rows
+from optimus_calc.public_cases_dfa import SHAPES as _DFA_SHAPES, dfa_rows
 from optimus_calc.public_cases_fms import blog_rows, fms_rows
 from optimus_calc.public_cases_small import SHAPES as _SMALL_SHAPES, small_rows
 from optimus_calc.public_cases_long import long_rows
@@ -50,9 +50,10 @@ SHAPES = {
     "gpt3-2.7b": dict(layers=32, hidden=2560, heads=32, ffn_hidden=10240, vocab=50257,
                       max_position=8192, seq_len=2048, **DAO_DROPOUT),
     # MosaicML's MPT models and Megatron-DeepSpeed's GPT 30B, one shape per sequence; NeMo's
-    # GPT-3 5B, 20B, Nemotron 8B, 22B; TinyLlama; Kimi-K2 (public_cases_mpt, _mds, _nemo2407,
-    # _small, _mb26_bw)
+    # GPT-3 5B, 20B, Nemotron 8B, 22B; TinyLlama; Kimi-K2; DistFlashAttn's LLaMA-7B with GQA
+    # (public_cases_mpt, _mds, _nemo2407, _small, _mb26_bw, _dfa)
     **_mpt_shapes(), **_mds_shapes(), **_NEMO2407_SHAPES, **_SMALL_SHAPES, **_MB26_SHAPES,
+    **_DFA_SHAPES,
 }
 
 # NeMo 24.12's rows of the same figure as the 24.07 table's publish no batch; the 24.07 table

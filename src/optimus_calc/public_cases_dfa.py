@@ -41,6 +41,12 @@ _TIMES = {  # (method, boxes) -> {model: seconds at the three lengths}
 }
 _ULYSSES = {"LLaMA-7B": (37.53, 134.09), "LLaMA-33H": (56.63, 202.89)}  # Table 4, 256K, 512K
 _VARIANT = "model not in the catalog (LLaMA-7B with {v})"
+# the paper's GQA variant: LLaMA-7B's shape with 8 KV heads (its section 5.1 and Table 1)
+SHAPES = {"llama-7b-gqa8": dict(family="llama", layers=32, hidden=4096, heads=32, kv_heads=8,
+                                ffn_hidden=11008, ffn_type="swiglu", vocab=32000,
+                                tied_embeddings=False, position_embedding="rope",
+                                norm="rmsnorm", seq_len=4096)}
+_SHAPE = {"LLaMA-7B": "llama-2-7b", "LLaMA-GQA": "shape:llama-7b-gqa8", "LLaMA-33H": "llama-2-7b"}
 _OWN = ("DistFlashAttn's own schedule (sequence-parallel ring with token-level balancing, "
         "checkpoints at the attention outputs, FSDP for the weights) is not a layout of the tool")
 _TWO = ("the two boxes' interconnect ('a stable 100 Gbps Infiniband') is not a catalog node "
@@ -49,15 +55,16 @@ _ULY = "DeepSpeed-Ulysses' all-to-all sequence parallelism is not modelled"
 
 
 def _why(method: str, boxes: int, model: str) -> str:
-    if model != "LLaMA-7B":
-        return _VARIANT.format(v="8 KV heads" if model == "LLaMA-GQA" else "33 heads")
+    if model == "LLaMA-33H":  # 33 heads, padded by Megatron-LM to a multiple of the TP degree
+        return _VARIANT.format(v="33 heads")
     if method != "Megatron-LM":
         return _OWN
     return _TWO if boxes == 2 else ""
 
 
 def dfa_rows() -> list[PublicRow]:
-    """Table 1's 36 times (the Megatron-LM LLaMA-7B rows on one box run; the others listed)
+    """Table 1's 36 times (the Megatron-LM LLaMA-7B and GQA rows on one box run; the others
+    listed)
     and Table 4's four DeepSpeed-Ulysses times (listed)."""
     r, out = PublicRow, []
     for (method, boxes), models in _TIMES.items():
@@ -65,7 +72,7 @@ def dfa_rows() -> list[PublicRow]:
         for model, times in models.items():
             for seq, t in zip(seqs, times):
                 out.append(r(DFA.format(t=1), f"{method} {model} seq {seq // 1024}K, "
-                             f"{boxes}x8 A100 80GB", "llama-2-7b", "dgx-a100", boxes, t,
+                             f"{boxes}x8 A100 80GB", _SHAPE[model], "dgx-a100", boxes, t,
                              unit="s", tp=8 * boxes, seq=seq, gbs=1, mbs=1, recompute="full",
                              framework="megatron", kernel="fa2", tp_comm_overlap=False,
                              assumed=_ASM,
