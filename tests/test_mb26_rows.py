@@ -66,7 +66,8 @@ def test_listed_rows_say_why():
     # "26.06.01", Nemotron_3_Super on GB300, NVFP4: the model is the first reason
     # | DGX-GB300 | 64 | NVFP4 | 512 | 1 | 8192 | 1 | 1 | 1 | n/a | 64 | 9984 | 845 |
     (r,) = [r for r in listed if r.published == 9984]
-    assert r.why_not == "model not in the catalog (Nemotron 3 Super)"
+    assert r.why_not == ("model not in the catalog (Nemotron 3 Super): a hybrid of Mamba-2, "
+                         "attention and MoE layers (NemotronH); the tool has no Mamba layer")
     # the GB300 and B300 rows still listed are so for their model, the regression or a layout
     # that cannot run
     assert {r.why_not.split(" (")[0].split(":")[0] for r in listed

@@ -52,6 +52,16 @@ _DENSE = "recompute none and the distributed optimizer (the recipes' defaults)"
 _BAL = ("force-balanced dropless routing (the tables' footnote); distributed optimizer with "
         "overlapped grad reduce and param gather (the recipe)")
 _CAT = "model not in the catalog ({m})"
+# what the tool lacks for the models it cannot express: NemotronH's Mamba-2 layers (the configs
+# put "mamba" in cuda_graph_scope: nemotronh/nemotron_3_workload_base_configs.py L39 @ v0.4.0;
+# models/nemotronh/nemotron_h_bridge.py L241 maps hybrid_override_pattern) and DeepSeek-V4's
+# compressed sparse attention and hyper-connections (models/deepseek/deepseek_v4_bridge.py
+# L31, L58-59, L94-98 @ v0.6.0)
+_MAMBA = ("model not in the catalog ({m}): a hybrid of Mamba-2, attention and MoE layers "
+          "(NemotronH); the tool has no Mamba layer")
+_ARCH = {"Nemotron 3 Nano": _MAMBA, "Nemotron 3 Super": _MAMBA, "Nemotron 3 Ultra": _MAMBA,
+         "DeepSeek-V4 Flash": "model not in the catalog ({m}): its compressed sparse attention "
+                              "and hyper-connections are not modelled"}
 
 
 # dense GB300 rows whose table and config disagree (the table's layout runs):
@@ -108,7 +118,7 @@ _IMPOSSIBLE = {("26.02.01", "GB300", "l70", "NVFP4"): (
 
 def _why_not(rel: str, model: str, prec: str, gpu: str = "") -> str:
     if model not in _MODEL:
-        return _CAT.format(m=model)
+        return _ARCH.get(model, _CAT).format(m=model)
     if (rel, gpu, model, prec) in _IMPOSSIBLE:
         return _IMPOSSIBLE[rel, gpu, model, prec]
     if (rel, model) in _REGRESSED:
