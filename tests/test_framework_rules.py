@@ -238,3 +238,19 @@ def test_deepspeed_autoep_rules_with_autotp():
     # Megatron-DeepSpeed builds its expert groups from its own mpu: not these rows
     assert _one(tp=2, dp=4, ep=4, experts=12)[Framework.MEGATRON_DEEPSPEED] is not \
         Reason.DS_AUTOEP_TP_EXPERTS
+
+
+def test_squared_relu_models_run_and_export_on_megatron(run):
+    # Megatron-LM builds Nemotron-4's squared-ReLU MLP from --squared-relu (megatron/training/
+    # arguments.py L2448, argument_utils.py L320-322 @ d98e8a6); NeMo's 24.07 table runs the
+    # 340B as TP 8 PP 8 VP 12 on 128 H100 (public_cases_nemo2407.py), so the rules take it
+    r = run("step", "nemotron-4-340b", "--node", "dgx-h100", "--nodes", 16, "--tp", 8, "--pp", 8,
+            "--interleave", 12, "--global-batch", 32, "--framework", "megatron", "--format",
+            "json")
+    assert r.code == 0, r.err
+    assert r.json()["frameworks"]["megatron"] == "runs"  # was: cannot build the architecture
+    r = run("plan", "nemotron-4-340b", "--node", "dgx-h100", "--nodes", 16, "--tp", 8, "--pp",
+            8, "--global-batch", 32, "--export", "megatron")
+    assert r.code == 0, r.err
+    assert "--squared-relu" in r.out and "--swiglu" not in r.out
+    assert "--normalization LayerNorm" in r.out

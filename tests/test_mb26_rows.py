@@ -196,7 +196,7 @@ def test_a_row_its_table_marks_as_a_regression_is_listed_not_scored():
 
 
 def test_kimi_k2_rows_run_their_gb300_config_on_the_public_shape():
-    # "26.02.01", Kimi_K2 on GB300 (docs/performance-summary.md @ v0.4.0 L122):
+    # "26.02.01", Kimi_K2 on GB300 (docs/performance-summary.md @ v0.4.0 L123):
     # | DGX-GB300 | 256 | MXFP8 | 4096 | 2 | 4096 | 0 | 1 | 4 | 1 | 4 | 64 | 5072 | 1037 |
     # kimi_workload_base_configs.py L27-42 @ v0.4.0: PP 4 VP 4 EP 64, hybridep, no overlap, no
     # graphs; kimi_llm_pretrain.py L35-44: Muon with MXFP8 gathers 16-bit parameters
@@ -207,6 +207,7 @@ def test_kimi_k2_rows_run_their_gb300_config_on_the_public_shape():
     assert (r.node, r.nodes, r.gpus_per_node, r.fp8_param_gather) == ("gb300-nvl72", 4, 64,
                                                                       False)
     assert (r.ep_comm_overlap, r.cuda_graph) == (False, False) and "Muon" in r.assumed
+    assert "distributed optimizer with overlapped" not in r.assumed  # Muon's DDP has neither
     assert sum(x.model == "shape:kimi-k2" and not x.why_not for x in public_rows()) == 4
 
 

@@ -28,8 +28,8 @@ BLOG = (f"pytorch.org/blog/maximizing-training (IBM and Meta, 2024-03-13), Table
 _HSDP = "HSDP (sharded within a node, replicated across nodes) is not a layout of the tool"
 _FRAC = ("a fraction of the blocks checkpointed (fms-fsdp selective_checkpointing, HFU / MFU "
          "{r}) is not a layout of the tool")
-_34B = ("the blog's HFU / MFU of this cell is not recorded here, so the fraction of blocks "
-        "checkpointed is not known")
+_34B = ("the fraction of blocks checkpointed is not known: the blog's HFU / MFU for this cell "
+        "was not transcribed (framework-physics.md 7.4), and no copy of the table is stored")
 _H100 = "the 96-H100 cluster with 800 Gb/s is not a catalog node ({why})"
 
 

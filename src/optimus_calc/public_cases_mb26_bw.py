@@ -39,13 +39,17 @@ SHAPES = {"kimi-k2": dict(
 # moe_a2a_overlap, cuda_graph_scope [], recompute_modules ["mla_up_proj"]; the pipeline layout
 # of recipes/kimi/kimi_k2.py L28-40 ((4, 4): embedding + 4 layers, 14 chunks of 4, 1 + loss);
 # kimi_llm_pretrain.py L35-44 turns fp8_param_gather off for Muon with MXFP8, L53 forces
-# balanced routing; the table's note and argument_parser.py L594-601 (default muon): Muon
+# balanced routing; the table's note and argument_parser.py's --optimizer_type (default muon;
+# L594-601 @ v0.4.0, L596-603 @ 26.04-alpha.rc2, L601-608 @ v0.4.2, L683-690 @ v0.5.0): Muon,
+# whose DDP runs without the distributed optimizer and its param-gather overlap
+# (recipes/kimi/kimi_k2.py L198-200 @ v0.4.0)
 _KIMI = ("no EP overlap; " + _NOG + "; " + _RC.format(m="mla_up_proj") + "; pipeline layout "
-         "E t*4|(t*4|)*14 t L (recipes/kimi/kimi_k2.py L36) not modelled; the Muon optimizer "
-         "(the table's note, optimizer_type muon by default: argument_parser.py L594-601) is "
-         "priced as Adam (its Newton-Schulz iterations, about 1% of this step, not modelled); "
-         "parameters gathered in 16 bits (fp8_param_gather off for Muon with MXFP8: "
-         "kimi_llm_pretrain.py L35-44)")
+         "E t*4|(t*4|)*14 t L (recipes/kimi/kimi_k2.py L37) not modelled; the Muon optimizer "
+         "(the table's note; --optimizer_type's default, performance/argument_parser.py) is "
+         "priced as Adam's distributed optimizer (Muon's Newton-Schulz iterations, about 1% "
+         "of this step, and its DDP without the distributed optimizer or the param-gather "
+         "overlap, recipes/kimi/kimi_k2.py L198-200, are not modelled); parameters gathered "
+         "in 16 bits (fp8_param_gather off for Muon with MXFP8: kimi_llm_pretrain.py L35-44)")
 
 # the full-iteration MXFP8 configs of 26.06 (v0.5.0), 26.06.01 (381d0b825) and 26.08 (v0.6.0)
 _FULL_AT = {

@@ -44,9 +44,9 @@ def unbuildable(m) -> str | None:
         return (f"{m.name}: parallel attention + MLP blocks (Falcon, GPT-J) have no Megatron-LM "
                 "flag at d98e8a64 (TransformerLayer runs attention, then the MLP); the export "
                 "would build a different model")
-    if m.ffn_type.value not in ("swiglu", "gelu"):
-        return (f"{m.name}: a {m.ffn_type.value} MLP has no Megatron-LM flag (--swiglu or the "
-                "default GeLU)")
+    if m.ffn_type.value not in ("swiglu", "gelu", "relu2"):  # relu2: argument_utils.py L320
+        return (f"{m.name}: a {m.ffn_type.value} MLP has no Megatron-LM flag (--swiglu, "
+                "--squared-relu or the default GeLU)")
     if getattr(m, "qk_norm_full", False):
         return (f"{m.name}: Q/K norms over all heads (OLMo-2) have no Megatron-LM flag: --qk-"
                 "layernorm builds one head_dim-wide norm per head (megatron/core/transformer/"

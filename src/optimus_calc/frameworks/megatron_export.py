@@ -160,8 +160,8 @@ def _architecture(a: _Args, m, tr, tp: int) -> None:
         a.add("--attention-backend", backend)
     if version:
         a.add("--flash-attention-version", version)
-    if m.ffn_type.value == "swiglu":
-        a.add("--swiglu")
+    if m.ffn_type.value in ("swiglu", "relu2"):  # relu2: argument_utils.py L320-322 @ d98e8a6
+        a.add({"swiglu": "--swiglu", "relu2": "--squared-relu"}[m.ffn_type.value])
     if m.glu_clamp:  # GPT-OSS: TransformerConfig fields without a flag (L231-237 there)
         a.notes.append("the clamped quick-GELU GLU (activation_func quick_gelu, glu_linear_"
                        "offset 1.0, activation_func_clamp_value 7.0: Megatron-Bridge "
