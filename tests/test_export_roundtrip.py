@@ -43,7 +43,10 @@ def model_from_megatron(args: dict, like: Model) -> Model:
          "layers": int(args["--num-layers"]), "hidden": int(args["--hidden-size"]),
          "ffn_hidden": int(args["--ffn-hidden-size"]),
          "heads": int(args["--num-attention-heads"]), "vocab": int(args["--vocab-size"]),
-         "ffn_type": "swiglu" if "--swiglu" in args else "gelu",
+         "ffn_type": ("swiglu" if "--swiglu" in args else "relu2" if "--squared-relu" in args
+                      else "gelu"),
+         "rotary_percent": float(args.get("--rotary-percent") or 1.0),
+         "norm_zero_centered_gamma": "--apply-layernorm-1p" in args,
          "norm": "rmsnorm" if args["--normalization"] == "RMSNorm" else "layernorm",
          "tied_embeddings": "--untie-embeddings-and-output-weights" not in args,
          "qk_norm": "--qk-layernorm" in args and "--multi-latent-attention" not in args,
@@ -133,6 +136,10 @@ def test_megatron_export_builds_the_planned_model(name, m):
         assert (value is None) == (MEG[flag]["type"] == "flag"), flag
     back = model_from_megatron(dict(args), m)
     assert back.total_params == m.total_params - _documented_difference(m, notes), name
+    # the MLP, RoPE share and norm the flags build are the model's (a relu2 model read as gelu
+    # would count the same parameters)
+    assert (back.ffn_type, back.rotary_percent, back.norm_zero_centered_gamma) == (
+        m.ffn_type, m.rotary_percent, m.norm_zero_centered_gamma), name
     if m.is_moe:
         assert back.active_params == m.active_params - _documented_difference(m, notes)
 
@@ -383,3 +390,4 @@ def test_megatron_deepspeed_refuses_what_it_cannot_build(fixture, why):
     with pytest.raises(ExportError, match=why):
         from optimus_calc.frameworks.megatron_deepspeed_export import model_args
         model_args(lay, tr, m)
+

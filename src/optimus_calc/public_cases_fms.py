@@ -29,7 +29,8 @@ _HSDP = "HSDP (sharded within a node, replicated across nodes) is not a layout o
 _FRAC = ("a fraction of the blocks checkpointed (fms-fsdp selective_checkpointing, HFU / MFU "
          "{r}) is not a layout of the tool")
 _34B = ("the fraction of blocks checkpointed is not known: the blog's HFU / MFU for this cell "
-        "was not transcribed (framework-physics.md 7.4), and no copy of the table is stored")
+        "was not transcribed with its throughput (blog_rows), and no copy of the table is "
+        "stored")
 _H100 = "the 96-H100 cluster with 800 Gb/s is not a catalog node ({why})"
 
 

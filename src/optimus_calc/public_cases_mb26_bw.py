@@ -46,8 +46,10 @@ SHAPES = {"kimi-k2": dict(
 _KIMI = ("no EP overlap; " + _NOG + "; " + _RC.format(m="mla_up_proj") + "; pipeline layout "
          "E t*4|(t*4|)*14 t L (recipes/kimi/kimi_k2.py L37) not modelled; the Muon optimizer "
          "(the table's note; --optimizer_type's default, performance/argument_parser.py) is "
-         "priced as Adam's distributed optimizer (Muon's Newton-Schulz iterations, about 1% "
-         "of this step, and its DDP without the distributed optimizer or the param-gather "
+         "priced as Adam's distributed optimizer (Muon runs as dist_muon, Megatron-core's "
+         "LayerWiseDistributedOptimizer, its state sharded over the data-parallel ranks by "
+         "layer: kimi_llm_pretrain.py L35-37; its Newton-Schulz iterations, about 1% of this "
+         "step, and its DDP without the distributed optimizer's buffers or the param-gather "
          "overlap, recipes/kimi/kimi_k2.py L198-200, are not modelled); parameters gathered "
          "in 16 bits (fp8_param_gather off for Muon with MXFP8: kimi_llm_pretrain.py L35-44)")
 

@@ -48,7 +48,7 @@ _GB = "64 GPUs per GB200 NVL72 rack (gb200-nvl72), assumed"
 # scripts/llm/performance/recommended_model_configs/model_configs_b200.csv L19 @ v2.2.0 (TP 2
 # PP 4 CP 8 DP 4 EP 8 ETP 1 VP 14, MBS 1, GBS 64, seq 65,536), FP8 through bf16_with_fp8_mixed
 # (pretrain_mixtral_8x22b.py L65-67: delayed scaling, NeMo 2.2's only recipe), the recipe's
-# MegatronTokenDropCallback (recipes/mixtral_8x22b.py L233), overlapped DP (L120-121) and
+# MegatronTokenDropCallback (recipes/mixtral_8x22b.py L233), DP overlap flags (L120-121) and
 # MegatronCommOverlapCallback without tp_comm_overlap (L226-230), which leaves it off
 # (lightning/pytorch/callbacks/megatron_comm_overlap.py L135, L142)
 MIXTRAL_22B = dict(
@@ -59,7 +59,8 @@ MIXTRAL_22B = dict(
             "scaling (bf16_with_fp8_mixed, NeMo 2.2's only recipe: pretrain_mixtral_8x22b.py "
             "L65-67); token drop at capacity factor 1.0, padded (= balanced; MegatronTokenDrop"
             "Callback, recipes/mixtral_8x22b.py L233); alltoall dispatcher; recompute none; "
-            "distributed optimizer with overlapped grad reduce and param gather (L120-121); "
+            "distributed optimizer with overlapped grad reduce and param gather (the overlap "
+            "flags: L120-121); "
             "no TP communication overlap (the recipe's MegatronCommOverlapCallback, L226-230, "
             "sets no tp_comm_overlap: off, lightning/pytorch/callbacks/megatron_comm_overlap"
             ".py L135)",

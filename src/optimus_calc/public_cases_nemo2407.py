@@ -31,6 +31,7 @@ _DROPOUT = dict(dropout=0.1, dropout_source="Megatron-core TransformerConfig def
 # L12); the layouts match NeMo v2.2.0's model_configs_h100.csv L22, L24
 _NEMOTRON = dict(family="nemotron", ffn_type="relu2", tied_embeddings=False,
                  position_embedding="rope", norm="layernorm", vocab=256000, seq_len=4096,
+                 rotary_percent=0.5, norm_zero_centered_gamma=True,
                  dropout=0.0, dropout_source="NemotronConfig hidden_dropout and "
                  "attention_dropout 0.0 (nemotron.py L44-45 @ 8e3d65dcfe)")
 SHAPES = {

@@ -60,8 +60,8 @@ def unbuildable(m) -> str | None:
     return None
 
 
-_ARCH_SOURCE = ("training/arguments.py L2397 (position embeddings), L2450 (--swiglu); "
-                "core/transformer/transformer_config.py L212-218 (biases)")
+_ARCH_SOURCE = ("training/arguments.py L2397 (position embeddings), L2450 (--swiglu), L2448 "
+                "(--squared-relu); core/transformer/transformer_config.py L212-218 (biases)")
 
 # What Megatron-LM runs (an allowlist: a target not named here is refused): the optimizer on
 # the GPU, or on the host with --optimizer-cpu-offload (training/arguments.py L2918).
@@ -147,7 +147,7 @@ RULES: tuple[Rule, ...] = (
          "pytorch/attention/dot_product_attention/context_parallel.py L5054-5060",
          lambda x: None if not getattr(x.model, "sliding_window_layers", 0) else x.cp > 1),
     Rule("MG_ARCH", f"{_MG}: pretrain_gpt.py cannot build this architecture from its flags (an "
-         "encoder, parallel attention + MLP, a GEGLU/ReLU MLP, ALiBi or partial biases) "
+         "encoder, parallel attention + MLP, a GEGLU or plain ReLU MLP, ALiBi or partial biases) "
          f"({_ARCH_SOURCE})", _ARCH_SOURCE, unbuildable_everywhere(unbuildable), on_model=True),
 )
 

@@ -16,9 +16,9 @@ from typing import assert_never
 
 from optimus_calc.evaluate.shapes import split_layers, virtual_stage_layers
 from optimus_calc.frameworks.megatron import unbuildable
-from optimus_calc.frameworks.megatron_export_moe import (cross_entropy, cuda_graph, dispatcher,
-                                                         ep_overlap, graph_environment,
-                                                         moe_layers, token_drop)
+from optimus_calc.frameworks.megatron_export_moe import (
+    ROUTERS, cross_entropy, cuda_graph, dispatcher, ep_overlap, graph_environment, moe_layers,
+    token_drop)
 from optimus_calc.frameworks.exporting import (ExportError, environment_lines,
                                                grad_accumulation, node_split, require)
 from optimus_calc.frameworks import Framework
@@ -34,36 +34,6 @@ MEGATRON_DEFAULT_DROPOUT = 0.1
 BACKENDS = {"fa2": ("flash", 2), "fa3": ("flash", 3), "cudnn": ("fused", None)}
 # arguments.py L2441: --make-vocab-size-divisible-by default 128 (padding multiple per TP rank)
 MEGATRON_VOCAB_MULTIPLE = 128
-
-
-# Routers the Model record does not carry, by family, from the models' published config.json:
-# deepseek-ai/DeepSeek-V3: scoring_func "sigmoid", topk_method "noaux_tc" (a per-expert bias
-# updated outside the gradient), n_group 8, topk_group 4, routed_scaling_factor 2.5;
-# deepseek-ai/DeepSeek-V2: scoring_func "softmax", group_limited_greedy, n_group 8,
-# topk_group 3, routed_scaling_factor 16.0, norm_topk_prob false; Qwen/Qwen1.5-MoE-A2.7B:
-# norm_topk_prob false (Qwen2MoeConfig's default too). Without renormalising the top-k weights
-# the softmax runs over all experts before the top-k: Megatron's --moe-router-pre-softmax
-# (its default softmax after the top-k renormalises). Flags: transformer_config.py L780-821.
-ROUTERS: dict[str, dict[str, str | None]] = {
-    "deepseek_v3": {"--moe-router-score-function": "sigmoid",
-                    "--moe-router-enable-expert-bias": None,
-                    "--moe-router-num-groups": "8", "--moe-router-group-topk": "4",
-                    "--moe-router-topk-scaling-factor": "2.5"},
-    "deepseek_v2": {"--moe-router-score-function": "softmax",
-                    "--moe-router-num-groups": "8", "--moe-router-group-topk": "3",
-                    "--moe-router-topk-scaling-factor": "16.0",
-                    "--moe-router-pre-softmax": None},
-    "qwen2_moe": {"--moe-router-pre-softmax": None},
-    # meta-llama/Llama-4-Scout config.json: top-1 routing, the chosen expert's logit through a
-    # sigmoid (transformers Llama4TextMoe); Megatron refuses softmax after a top-1 choice
-    # (transformer_config.py L2661-2669)
-    "llama4": {"--moe-router-score-function": "sigmoid"},
-    # zai-org GLM-4.5 / 4.5-Air config.json, transformers modeling_glm4_moe.py Glm4MoeTopkRouter:
-    # sigmoid scores with e_score_correction_bias (Megatron's expert bias, a buffer); n_group = 1
-    # (no group-limited routing); routed_scaling_factor from the model (below)
-    "glm4_moe": {"--moe-router-score-function": "sigmoid",
-                 "--moe-router-enable-expert-bias": None},
-}
 
 
 def stage_layout(stage_layers: list[int], mtp_layers: int = 0) -> str:
@@ -146,6 +116,25 @@ def _window(a: _Args, m) -> None:
                        "config's layer_types as its 1/0 list")
 
 
+def _mlp_and_norm(a: _Args, m) -> None:
+    """The MLP's activation and the norm: --swiglu, --squared-relu (argument_utils.py L320-322
+    @ d98e8a6, with bias-GeLU fusion off: on unless biases are, arguments.py L1605-1606, L2892,
+    and refused with squared ReLU, transformer_config.py L2420-2425), --normalization and
+    --apply-layernorm-1p (layernorm_zero_centered_gamma, transformer_config.py L206)."""
+    for flag in {"swiglu": ("--swiglu",), "relu2": ("--squared-relu", "--no-bias-gelu-fusion")
+                 }.get(m.ffn_type.value, ()):
+        a.add(flag)
+    if m.glu_clamp:  # GPT-OSS: TransformerConfig fields without a flag (L231-237 there)
+        a.notes.append("the clamped quick-GELU GLU (activation_func quick_gelu, glu_linear_"
+                       "offset 1.0, activation_func_clamp_value 7.0: Megatron-Bridge "
+                       "gpt_oss_provider.py L79-84 @ v0.3.0; core/transformer/transformer_"
+                       "config.py L231-237) has no pretrain_gpt.py flag: this script runs "
+                       "--swiglu; the step timed the clamp")
+    a.add("--normalization", "RMSNorm" if m.norm == "rmsnorm" else "LayerNorm")
+    if m.norm_zero_centered_gamma:
+        a.add("--apply-layernorm-1p")
+
+
 def _architecture(a: _Args, m, tr, tp: int) -> None:
     a.add("--num-layers", m.layers)
     a.add("--hidden-size", m.hidden)
@@ -160,15 +149,7 @@ def _architecture(a: _Args, m, tr, tp: int) -> None:
         a.add("--attention-backend", backend)
     if version:
         a.add("--flash-attention-version", version)
-    if m.ffn_type.value in ("swiglu", "relu2"):  # relu2: argument_utils.py L320-322 @ d98e8a6
-        a.add({"swiglu": "--swiglu", "relu2": "--squared-relu"}[m.ffn_type.value])
-    if m.glu_clamp:  # GPT-OSS: TransformerConfig fields without a flag (L231-237 there)
-        a.notes.append("the clamped quick-GELU GLU (activation_func quick_gelu, glu_linear_"
-                       "offset 1.0, activation_func_clamp_value 7.0: Megatron-Bridge "
-                       "gpt_oss_provider.py L79-84 @ v0.3.0; core/transformer/transformer_"
-                       "config.py L231-237) has no pretrain_gpt.py flag: this script runs "
-                       "--swiglu; the step timed the clamp")
-    a.add("--normalization", "RMSNorm" if m.norm == "rmsnorm" else "LayerNorm")
+    _mlp_and_norm(a, m)
     if m.qk_norm or m.is_mla:
         # MLA's latent norms (q_a / kv_a layernorm) are built only with this switch
         # (core/models/gpt/gpt_layer_specs.py L428-429, the local MLA spec)
@@ -183,6 +164,8 @@ def _architecture(a: _Args, m, tr, tp: int) -> None:
                       m.rope_yarn_original_max_position)
             if not m.rope_yarn_truncate:  # HF truncate false: endpoints not rounded
                 a.add("--no-yarn-correction-range-round-to-int")  # arguments.py L2406-2410
+        if m.rotary_percent < 1:  # arguments.py L2420 (Nemotron-4: 0.5)
+            a.add("--rotary-percent", m.rotary_percent)
         if m.rope_base:
             a.add("--rotary-base", int(m.rope_base))
         else:

@@ -10,8 +10,38 @@ from optimus_calc.frameworks.exporting import ExportError
 from optimus_calc.specs.training import Precision, Recompute
 
 
+# Routers the Model record does not carry, by family, from the models' published config.json:
+# deepseek-ai/DeepSeek-V3: scoring_func "sigmoid", topk_method "noaux_tc" (a per-expert bias
+# updated outside the gradient), n_group 8, topk_group 4, routed_scaling_factor 2.5;
+# deepseek-ai/DeepSeek-V2: scoring_func "softmax", group_limited_greedy, n_group 8,
+# topk_group 3, routed_scaling_factor 16.0, norm_topk_prob false; Qwen/Qwen1.5-MoE-A2.7B:
+# norm_topk_prob false (Qwen2MoeConfig's default too). Without renormalising the top-k weights
+# the softmax runs over all experts before the top-k: Megatron's --moe-router-pre-softmax
+# (its default softmax after the top-k renormalises). Flags: transformer_config.py L780-821.
+ROUTERS: dict[str, dict[str, str | None]] = {
+    "deepseek_v3": {"--moe-router-score-function": "sigmoid",
+                    "--moe-router-enable-expert-bias": None,
+                    "--moe-router-num-groups": "8", "--moe-router-group-topk": "4",
+                    "--moe-router-topk-scaling-factor": "2.5"},
+    "deepseek_v2": {"--moe-router-score-function": "softmax",
+                    "--moe-router-num-groups": "8", "--moe-router-group-topk": "3",
+                    "--moe-router-topk-scaling-factor": "16.0",
+                    "--moe-router-pre-softmax": None},
+    "qwen2_moe": {"--moe-router-pre-softmax": None},
+    # meta-llama/Llama-4-Scout config.json: top-1 routing, the chosen expert's logit through a
+    # sigmoid (transformers Llama4TextMoe); Megatron refuses softmax after a top-1 choice
+    # (transformer_config.py L2661-2669)
+    "llama4": {"--moe-router-score-function": "sigmoid"},
+    # zai-org GLM-4.5 / 4.5-Air config.json, transformers modeling_glm4_moe.py Glm4MoeTopkRouter:
+    # sigmoid scores with e_score_correction_bias (Megatron's expert bias, a buffer); n_group = 1
+    # (no group-limited routing); routed_scaling_factor from the model (below)
+    "glm4_moe": {"--moe-router-score-function": "sigmoid",
+                 "--moe-router-enable-expert-bias": None},
+}
+
+
 def moe_layers(a, m, routers: dict) -> None:
-    """Experts, the dense/MoE layer pattern, the router (``routers``: megatron_export.ROUTERS)
+    """Experts, the dense/MoE layer pattern, the router (``routers``: ROUTERS)
     and the shared experts."""
     if not m.is_moe:
         return
@@ -92,6 +122,8 @@ def cuda_graph(a, m, tr) -> None:
     a.add("--no-check-for-nan-in-loss-and-grad")
     if m.is_moe:
         a.add("--use-transformer-engine-op-fuser")
+        if m.ffn_type.value == "relu2":  # the fused path's squared ReLU (experts.py L417-421,
+            a.add("--use-fused-weighted-squared-relu")  # transformer_config.py L516 @ d98e8a6)
         a.add("--moe-expert-rank-capacity-factor", "1.5")
         a.add("--moe-paged-stash")
         a.notes.append("--cuda-graph-impl full_iteration on MoE: HybridEP's paged stash drops "

@@ -100,7 +100,11 @@ FLAVOUR_NOTES: dict[tuple[str, str], str] = {
 
 
 def flavour_of(model) -> tuple[str, str, str] | None:
-    """(name, flavor, source) of the torchtitan flavour with this model's shape, or None."""
+    """(name, flavor, source) of the torchtitan flavour with this model's shape, or None. Every
+    flavour's MLP is SwiGLU (w2(silu(w1 x) * w3 x): llama3/model/model.py L343, qwen3 L331,
+    llama4 L337, moe/moe.py L68 @ 73a0e697), so another MLP of the same shape has none."""
+    if getattr(model.ffn_type, "value", model.ffn_type) != "swiglu":
+        return None
     for name, flavor, source, shape in FLAVOURS:
         if all(getattr(model, k) == v for k, v in shape.items()):
             return name, flavor, source

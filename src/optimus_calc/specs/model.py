@@ -105,15 +105,16 @@ class Model(CatalogEntry):
     seq_len: int = Field(default=2048, gt=0, le=10_000_000,
                          description="default training sequence length (at most Training's "
                                      "bound, specs/training.py)")
-    published_params: float = Field(
-        default=0, ge=0, le=1e16,
-        description="published total parameters (check only, never used; at most 1e16 as "
-                    "units.MAX_COUNT)")
+    published_params: float = Field(default=0, ge=0, le=1e16, description="published total "
+                                    "parameters (check only; at most 1e16 as units.MAX_COUNT)")
     published_active_params: float = Field(
         default=0, ge=0, le=1e16, description="published active parameters (check only)")
-    published_params_digits: int = Field(
-        default=0, ge=0, le=12,
-        description="significant decimals in the published billions (0 = use 1% tolerance)")
+    published_params_digits: int = Field(default=0, ge=0, le=12, description="significant "
+                                         "decimals in the published billions (0 = 1% tolerance)")
+    rotary_percent: float = Field(default=1.0, gt=0, le=1, description="share of each head's "
+                                  "dims RoPE rotates (Nemotron-4: 0.5; exported, not timed)")
+    norm_zero_centered_gamma: bool = Field(default=False, description="norm weights stored as "
+                                           "gamma - 1 (Nemotron-4; exported, not timed)")
 
     @model_validator(mode="after")
     def _consistent(self) -> "Model":
