@@ -148,6 +148,8 @@ def test_nemotron_minitron_8b_squared_relu_layernorm1p():
     # 2 LayerNorm1P with bias 2*2*4096 -> 192,954,368; x 32 + 2*256000*4096 + final 2*4096
     assert m.total_params == 32 * 192_954_368 + 2 * 1_048_576_000 + 8192 == 8_271_699_968
     assert round(m.total_params / 1e9) == 8                     # model card: "8B"
+    # config.json partial_rotary_factor 0.5; LayerNorm1P's weight stored as an offset from 1
+    assert (m.rotary_percent, m.norm_zero_centered_gamma) == (0.5, True)
 
 
 def test_nemotron_4_15b_report_counts():

@@ -119,7 +119,8 @@ def nemotron(c: Cfg) -> dict:
     """Nemotron-4 / Minitron (transformers modeling_nemotron.py): a 2-matrix MLP (up_proj,
     down_proj) with squared ReLU (``hidden_act`` relu2), LayerNorm1P (a LayerNorm with weight and
     bias, the weight stored as an offset from 1: the same count), GQA with an explicit
-    ``head_dim``, partial rotary (no parameters), untied embeddings by default,
+    ``head_dim``, partial rotary (``partial_rotary_factor``: rotary_percent, no parameters;
+    the 1P norm: norm_zero_centered_gamma), untied embeddings by default,
     ``attention_bias`` (Q, K, V and O) and ``mlp_bias`` False by default."""
     bias = c.bool("attention_bias", False)
     return dict(
@@ -129,6 +130,7 @@ def nemotron(c: Cfg) -> dict:
         ffn_type=act(c, "hidden_act", "relu2"), vocab=c.int("vocab_size"),
         tied_embeddings=c.bool("tie_word_embeddings", False), position_embedding="rope",
         rope_base=c.num("rope_theta", 0.0), norm="layernorm", attention_bias=bias,
+        rotary_percent=c.num("partial_rotary_factor", 1.0), norm_zero_centered_gamma=True,
         attention_out_bias=bias, mlp_bias=c.bool("mlp_bias", False), seq_len=seq_len(c, 4096),
         dropout=c.prob(*DROPOUT_KEYS),
     )
