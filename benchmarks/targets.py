@@ -79,8 +79,8 @@ def cpu_of(argv: list[str], src: str | None, check: bool = True, cwd: str | None
     if os.waitstatus_to_exitcode(status) != 0:
         if check:
             raise SystemExit(f"{' '.join(argv)} (PYTHONPATH={src}) failed")
-        print(f"(exit {os.waitstatus_to_exitcode(status)}: {' '.join(argv[-1:])})",
-              file=sys.stderr)
+        print(f"(exit {os.waitstatus_to_exitcode(status)}: {' '.join(argv[-1:])} in "
+              f"{cwd or '.'}, PYTHONPATH={src})", file=sys.stderr)
     return usage.ru_utime + usage.ru_stime
 
 
