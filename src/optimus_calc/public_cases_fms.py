@@ -28,9 +28,9 @@ BLOG = (f"pytorch.org/blog/maximizing-training (IBM and Meta, 2024-03-13), Table
 _HSDP = "HSDP (sharded within a node, replicated across nodes) is not a layout of the tool"
 _FRAC = ("a fraction of the blocks checkpointed (fms-fsdp selective_checkpointing, HFU / MFU "
          "{r}) is not a layout of the tool")
-_34B = ("the fraction of blocks checkpointed is not known: the blog's HFU / MFU for this cell "
-        "was not transcribed with its throughput (blog_rows), and no copy of the table is "
-        "stored")
+_NO_RATIO = ("the fraction of blocks checkpointed is not known: the blog's HFU / MFU for this "
+             "cell was not transcribed with its throughput (blog_rows), and no copy of the "
+             "table is stored")
 _H100 = "the 96-H100 cluster with 800 Gb/s is not a catalog node ({why})"
 
 
@@ -46,7 +46,7 @@ def _table(src: str, tag: str, asm: str, a100: dict, h100: dict) -> list[PublicR
     listed."""
     out = []
     for size, (tps, ratio) in a100.items():
-        why = _HSDP if size == "7B" else _FRAC.format(r=ratio) if ratio else _34B
+        why = _HSDP if size == "7B" else _FRAC.format(r=ratio) if ratio else _NO_RATIO
         if ratio and abs(_hfu_over_mfu(ratio) - 4 / 3) < 0.02:
             why = ""  # every block re-run: full recomputation
         out.append(PublicRow(src, f"Llama 2 {size} FSDP, 128 A100-80GB 400 Gb/s ({tag})",
@@ -54,7 +54,7 @@ def _table(src: str, tag: str, asm: str, a100: dict, h100: dict) -> list[PublicR
                              zero=3, recompute="full", assumed=asm.format(r=ratio),
                              why_not=why))
     for size, (tps, ratio) in h100.items():
-        why = {"7B": _HSDP}.get(size, _FRAC.format(r=ratio) if ratio else _34B)
+        why = {"7B": _HSDP}.get(size, _FRAC.format(r=ratio) if ratio else _NO_RATIO)
         out.append(PublicRow(src, f"Llama 2 {size} FSDP, 96 H100 800 Gb/s ({tag})",
                              f"llama-2-{size.lower()}", "dgx-h100", 12, tps, mbs=2, seq=4096,
                              zero=3, why_not=_H100.format(why=why)))

@@ -49,8 +49,9 @@ _MODEL = {"l70": "llama-3-70b", "l405": "llama-3-405b", "dsv3": "deepseek-v3",
           "Kimi-K2": "shape:kimi-k2"}
 _GB = "64 GPUs per {g} NVL72 rack ({n}-nvl72), assumed"
 _DENSE = "recompute none and the distributed optimizer (the recipes' defaults)"
-_BAL = ("force-balanced dropless routing (the tables' footnote); distributed optimizer with "
-        "overlapped grad reduce and param gather (the recipe)")
+_ROUTING = "force-balanced dropless routing (the tables' footnote)"
+_DDP = "distributed optimizer with overlapped grad reduce and param gather (the recipe)"
+_OWN_DDP = {"Kimi-K2"}  # Muon's DDP, said in its settings (public_cases_mb26_bw._KIMI)
 _CAT = "model not in the catalog ({m})"
 # what the tool lacks for the models it cannot express: NemotronH's Mamba-2 layers (the configs
 # put "mamba" in cuda_graph_scope: nemotronh/nemotron_3_workload_base_configs.py L39 @ v0.4.0;
@@ -144,7 +145,7 @@ def _row(rel, gpu, model, prec, gpus, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep,
         kw = dict(etp=1, dispatcher=disp, **kw,
                   **_recipe(prec),
                   **MEG)
-        asm = asm + "; " + (_BAL if model != "Kimi-K2" else _BAL.split(";")[0])  # its own DDP
+        asm = "; ".join([asm, _ROUTING] + ([] if model in _OWN_DDP else [_DDP]))
     elif not why:
         asm, kw = _dense(rel, gpu, model, prec, fsdp)
         if prec == "NVFP4" and rel in ("26.02", "26.02.01"):

@@ -23,10 +23,13 @@ _NOG = "no CUDA graphs (cuda_graph_scope [], no cuda_graph_impl)"
 
 # Kimi-K2, which Megatron-Bridge builds from moonshotai/Kimi-K2-Instruct's config.json
 # (recipes/kimi/kimi_k2.py L63-66 @ v0.4.0, AutoBridge): DeepSeek-V3's architecture with 384
-# routed experts, 64 heads, one dense layer first and no MTP module (hidden 7168, intermediate
-# 18432, MLA q_lora_rank 1536 / kv_lora_rank 512 / qk_nope 128 / qk_rope 64 / v 128, one
-# shared expert, top-8, moe_intermediate_size 2048, routed_scaling_factor 2.827, vocabulary
-# 163,840, untied, num_nextn_predict_layers 0)
+# routed experts, 64 heads, one dense layer first and no MTP module. The values as Megatron-
+# Bridge's own test of the Kimi text config gives them (tests/unit_tests/models/kimi_vl/
+# test_kimi_k25_vl_bridge.py L64-82 @ v0.4.0: 61 layers, hidden 7168, intermediate 18432, 64
+# heads, MLA q_lora_rank 1536 / kv_lora_rank 512 / qk_nope 128 / qk_rope 64 / v 128, 384
+# routed experts, one shared, top-8, moe_intermediate_size 2048, first_k_dense_replace 1,
+# routed_scaling_factor 2.827, vocabulary 163,840); untied and without MTP as Kimi-K2's
+# config.json (tie_word_embeddings false, num_nextn_predict_layers 0), assumed from it
 SHAPES = {"kimi-k2": dict(
     family="kimi_k2", layers=61, hidden=7168, heads=64, kv_heads=64, ffn_hidden=18432,
     ffn_type="swiglu", vocab=163840, tied_embeddings=False, position_embedding="rope",
@@ -39,7 +42,11 @@ SHAPES = {"kimi-k2": dict(
 # moe_a2a_overlap, cuda_graph_scope [], recompute_modules ["mla_up_proj"]; the pipeline layout
 # of recipes/kimi/kimi_k2.py L28-40 ((4, 4): embedding + 4 layers, 14 chunks of 4, 1 + loss);
 # kimi_llm_pretrain.py L35-44 turns fp8_param_gather off for Muon with MXFP8, L53 forces
-# balanced routing; the table's note and argument_parser.py's --optimizer_type (default muon;
+# balanced routing; Muon's Newton-Schulz, about 1% of the step: 5 iterations of ~4 m^2 n +
+# 2 m^3 FLOPs on each m x n matrix, for one GPU's 270 expert matrices (6 experts x 15 layers x
+# 3, 2048 x 7168) ~1.9e14 FLOP, ~0.1 s at ~2 PFLOP/s against 12.9 s a step (65,536 tokens a GPU
+# at the published 5,072 tokens/s), estimated, not timed; the table's note and
+# argument_parser.py's --optimizer_type (default muon;
 # L594-601 @ v0.4.0, L596-603 @ 26.04-alpha.rc2, L601-608 @ v0.4.2, L683-690 @ v0.5.0): Muon,
 # whose DDP runs without the distributed optimizer and its param-gather overlap
 # (recipes/kimi/kimi_k2.py L198-200 @ v0.4.0)
