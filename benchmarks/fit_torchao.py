@@ -6,7 +6,7 @@ torchtitan Float8 training row, and report per-row in-sample and leave-one-sourc
 The rows are the expressible public cases with ``--fp8-recipe torchao`` (public_cases.py:
 torchtitan's 2024-12 benchmark file, its 2025-06 async-TP file, the 2025-06 H200 file and its
 docs/performance.md 405B row; not the float8 row of torchtitan's mxfp8.md B200 table,
-public_cases_tt.py: its B200s' power limit is unpublished and its BF16 row is +104%, a gap the
+public_cases_tt.py: its B200s' power limit is unpublished and its BF16 row is +91%, a gap the
 ratio would absorb; nor, since round 24, the rows that run async TP, whose TP collectives are
 priced exposed: PublicRow.unfitted), each run through the torchtitan profile as `validate`
 runs it. The ratio is the value on a 0.005 grid that minimises the rows' mean

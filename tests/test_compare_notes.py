@@ -1,7 +1,7 @@
 """compare's notes say why a row's exposed optimizer time can exceed its optimizer step."""
 
 # llama-3-8b at 2,048 tokens (gpt-oss-20b at the default length until round 26, when B200's
-# slower small GEMMs, gemm_half_GFLOP 13.1 -> 36.5, widened the card's window: the U280 then
+# slower small GEMMs, gemm_half_GFLOP 13.1 -> 40.3, widened the card's window: the U280 then
 # exposed 0.063 s < its 0.068 s step; here 0.033 s > 0.020 s, a margin the next physics change
 # does not erase)
 ARGS = ("compare", "llama-3-8b", "--node", "dgx-b200", "--nodes", 4, "--tp", 4, "--pp", 4,

@@ -180,17 +180,21 @@ def test_the_shipped_constants_are_the_fit_of_the_public_moe_rows(cat):
     # (public_row.bf16_reduce): the sync and the launches refit to 0.2 and 3.1 ms (the same 3.3
     # ms sum; the share stays 0.56), but there validate's leave-one-source-out error (521
     # rows) is 9.695% against the shipped constants' 9.049% (in-sample 8.673% against 8.185%,
-    # one regime more above 20%): not shipped. Round 26, with B200's and B300's fixed time
-    # per GEMM at GB200's (gemm_half_GFLOP 13.1 -> 36.5): the refit gives 0.6 and 2.5 ms (sum
-    # 3.1 ms) and the share 0.58, at which validate's leave-one-source-out error (554 rows) is
-    # 9.88% against the shipped constants' 9.28% (in-sample 8.72% against 8.25%, two regimes
-    # more above 20%): not shipped
+    # one regime more above 20%): not shipped. (Round 26 found that figure suspect: measured
+    # with `validate --assume`, which also overrides the zeros the Megatron profile sets under a
+    # full-iteration CUDA graph, so the shipped constants typed the same way give 9.89%.)
+    # Round 26, with B200's and B300's fixed time per GEMM at GB200's (gemm_half_GFLOP 13.1 ->
+    # 40.3), measured with the defaults edited: at the shipped constants the grid gives 0.7
+    # and 2.4 ms and the share 0.58; at 0.7 ms, 2.4 ms and 0.56 the fit gives them back, a
+    # fixed point: validate's leave-one-source-out error (554 rows) 9.293% there against the
+    # shipped 9.302% (in-sample 8.219% against 8.226%, three regimes above 20% either way):
+    # 0.01 point, under round 19's 0.02, so the shipped constants stay
     from optimus_calc.frameworks.megatron import EP_OVERLAP_SHARE
     from optimus_calc.validate_moe import fit_overlap
     a = Assumptions()
     # the refit that was not shipped, and the shipped values it was weighed against
     sync, launches = fit(every)
-    assert abs(sync - 0.0006) <= 0.0001 + 1e-12 and abs(launches - 0.0025) <= 0.0001 + 1e-12
+    assert abs(sync - 0.0007) <= 0.0001 + 1e-12 and abs(launches - 0.0024) <= 0.0001 + 1e-12
     assert (a.moe_layer_host_s, a.moe_layer_fixed_s) == (0.0015, 0.0018)
     assert sum(h.A > 0 for h in every) == 39 - 2
     assert abs(fit_overlap(every) - EP_OVERLAP_SHARE) <= 0.02 + 1e-12 and EP_OVERLAP_SHARE == 0.56

@@ -106,7 +106,7 @@ def test_torchao_ratio_is_the_fit_on_every_public_torchao_row(cat):
     from optimus_calc.public_cases import public_rows
     from optimus_calc.validate_public import predicted_value, setup, step_time
     # not the unfitted rows (PublicRow.unfitted): the B200 row of torchtitan's mxfp8.md (power
-    # limit unpublished, its BF16 row +104%, a gap the ratio would absorb; fit_torchao.py too)
+    # limit unpublished, its BF16 row +91%, a gap the ratio would absorb; fit_torchao.py too)
     # and the async-TP rows (what async TP hides, the ratio would absorb too)
     rows = [r for r in public_rows()
             if not r.why_not and r.fp8_recipe == "torchao" and not r.unfitted]
