@@ -52,7 +52,7 @@ def test_guide_gpt_oss_ranges_are_validates(cases):
     # row, at -1%, is not one of them; the 16-bit regimes the sentence names, so BF16 rows
     # only): GB200 +21% to +31%, GB300 +9% to +10% (MXFP8 rows +36% to +38%, +118% and +123%
     # with 26.06.01's rows, listed since round 18: their table calls them a known regression),
-    # B300 16-bit +21% to +45% (+22% to +47% before round 26's B200/B300 GEMM curve;
+    # B300 16-bit +21% to +45% (+26% to +47% before round 26's B200/B300 GEMM curve;
     # validate's in-sample column; the eager GLU clamp 2-6 points
     # off each, round 20; the expert bias passes 3-5, the
     # loss over the logits and the refits with it 1-6 more, the unfused YaRN RoPE 2-11 more,
@@ -84,7 +84,8 @@ def test_moe_md_ranges_are_validates(cases, cat):
     assert f"({at1[0]:+.0%} to {at1[-1]:+.0%})" == "(+5% to +139%)"
     assert "every one of them (+5% to +139%;" in text
     # GPT-OSS 120B on Blackwell, every row but 25.11's GB200 one fast: -3% to +45% since
-    # round 26 (-1% to +47% before the recipes' recompute modules were run; +3% to
+    # round 26 (-3% to +47% before it; -1% to +47% before the recipes' recompute modules
+    # were run; +3% to
     # +54% before the eager GLU clamp, round 20; +123% with 26.06.01's listed row); the other
     # rows on a
     # full-iteration graph -9% to +11%

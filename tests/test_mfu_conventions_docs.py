@@ -33,7 +33,8 @@ def test_step_guide_quotes_the_mfu_step_prints(run):
     a, a_c = _mfus(run, "dgx-a100")
     h, h_c = _mfus(run, "dgx-h100")
     text = _text("docs/guide/step.md")
-    assert (f"MFU is {_slash(a)} (it rises" in text
+    assert (f"--node dgx-a100 --nodes 1 --micro-batch 1 --global-batch 8` with S = 8K, 32K (CP 2), "
+            f"128K (CP 8), MFU is {_slash(a)} (it rises" in text
             and f"while MFU (causal) is {_slash(a_c)} (it falls); on H100 MFU is {_slash(h)}"
             in text and f"and MFU (causal) {_slash(h_c)} (it falls" in text)
     # FlashAttention-2 at 0.43 on A100's executed half: the un-halved MFU rises; cuDNN at 0.26
