@@ -178,3 +178,28 @@ def test_compiled_equation_matches_formula():
     assert eq.efficiency__gemm_efficiency(W_g=10.0, W_half=30.0, eta_max=0.5) == 0.125
 
 
+
+
+def test_b200_takes_gb200s_fixed_time_per_gemm(cat):
+    # round 26: the curve's fixed time per GEMM is W_half / (eta_max x peak)
+    # (equations/efficiency.py); GB200's 40.6 / (0.49 x 2,500e12) = 33.1 us, so on the same die
+    # B200's W_half = 40.6 x (0.54 x 2,250) / (0.49 x 2,500) = 40.27 GFLOP (B300 takes B200's)
+    b200, gb200, b300 = (cat.get(n, "gpu") for n in ("b200", "gb200", "b300"))
+    t_gb200 = gb200.gemm_half_GFLOP / (gb200.gemm_eta_max * gb200.peak_TFLOPS.bf16)
+    t_b200 = b200.gemm_half_GFLOP / (b200.gemm_eta_max * b200.peak_TFLOPS.bf16)
+    assert t_gb200 * 1e3 == pytest.approx(33.14, abs=0.01)  # us (GFLOP / TFLOP/s = ms)
+    assert b200.gemm_half_GFLOP == b300.gemm_half_GFLOP == 40.3
+    assert t_b200 == pytest.approx(t_gb200, rel=0.002)  # 40.3 against 40.27: rounding
+
+
+def test_loso_refit_starts_where_told():
+    # validate_loso.fit from a given start (benchmarks/loso_start.py): with no sweep the informed
+    # parameters are the start's, the others the shipped ones; one row informs eta_max alone
+    from optimus_calc.validate_loso import FitRow, fit
+    row = FitRow(key=0, fold="s", group="h100", gpu="h100-sxm", kernel="cudnn", a=0.1, c_d=1.0,
+                 c_a=0.1, W=1e10, published=2.0, pred0=2.0, time_like=True)
+    p0 = {"eta_max": 0.59, "W_half": 11.5, "eta_u": 0.21, "eta_a:cudnn": 0.26}
+    names = ("eta_max", "W_half")
+    assert fit([row], p0, names, start={"eta_max": 0.7, "W_half": 3.0}, sweeps=0) == {
+        **p0, "eta_max": 0.7}
+    assert fit([row], p0, names, sweeps=0) == p0

@@ -332,15 +332,15 @@ def not_expressed(cat: Catalog, asm: Assumptions | None = None) -> list[tuple[st
             for r in run_public(cat, asm or Assumptions()) if r.predicted is None]
 
 
-def with_loso(cases: list[Case], cat: Catalog, names=None):
+def with_loso(cases: list[Case], cat: Catalog, names=None, **refit):
     """The cases with their leave-one-source-out prediction (validate_loso.py), and the
-    LosoResult."""
+    LosoResult; ``refit``: validate_loso.loso's ``start`` and ``sweeps``."""
     from optimus_calc.validate_loso import FIT_NAMES, loso, shipped_params, GROUPS
     rows = [r for i, c in enumerate(cases) if c.fit is not None
             for r in [c.fit(i)] if r is not None]
     shipped = {g: shipped_params(gpu, cat) for g, names_ in GROUPS.items()
                for gpu in [cat.find(names_[0], "gpu")] if gpu is not None}
-    res = loso(rows, shipped, tuple(names or FIT_NAMES))
+    res = loso(rows, shipped, tuple(names or FIT_NAMES), **refit)
     out = [replace(c, loso=res.predictions.get(i)) for i, c in enumerate(cases)]
     # MoE rows: the host-sync constant refitted without their source too (validate_moe.py)
     from optimus_calc.validate_moe import loso as host_loso

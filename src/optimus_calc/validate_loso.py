@@ -240,14 +240,18 @@ def informed(rows: list[FitRow], names: tuple[str, ...]) -> list[str]:
     return out
 
 
-def fit(rows: list[FitRow], p0: dict[str, float], names: tuple[str, ...]) -> dict[str, float]:
+def fit(rows: list[FitRow], p0: dict[str, float], names: tuple[str, ...],
+        start: dict[str, float] | None = None, sweeps: int = SWEEPS) -> dict[str, float]:
     """Coordinate descent over GRIDS of the parameters ``names`` the rows inform, from the
-    shipped values; the others stay shipped. Kernel efficiencies stay <= eta_max (the
-    executed-FLOP rate of attention never above the GEMM curve's ceiling)."""
+    shipped values (or, given ``start``, from its value for each informed parameter, keyed by
+    the name before any ':'); the others stay shipped. Kernel efficiencies stay <= eta_max
+    (the executed-FLOP rate of attention never above the GEMM curve's ceiling)."""
     p = dict(p0)
     rows = [r for r in rows if r.fitted]
     group = rows[0].group if rows else None
     free = informed(rows, names)
+    if start:
+        p.update({n: start[n.split(":")[0]] for n in free if n.split(":")[0] in start})
     for n in names:  # a factor the rows cannot tell apart from the curve: the prior, no factor
         if n.startswith("scale:") and n not in free and n in p:
             p[n] = 1.0
@@ -255,7 +259,7 @@ def fit(rows: list[FitRow], p0: dict[str, float], names: tuple[str, ...]) -> dic
         return _prior(p, names, free, group)
     k = _pack(rows)
     s0 = _S(k, p0, own=True)
-    for _ in range(SWEEPS):
+    for _ in range(sweeps):
         for n in free:
             best = (loss(k, p, p0, s0), p[n])
             vals = GRIDS[n][GRIDS[n] <= p["eta_max"]] if n.startswith("eta_a:") else GRIDS[n]
@@ -291,20 +295,23 @@ class LosoResult:
     folds: dict                # group -> the sources that inform it
 
 
-def loso(rows: list[FitRow], shipped: dict[str, dict], names: tuple[str, ...]) -> LosoResult:
-    """For each group and each source among its rows: refit without the source, predict it."""
+def loso(rows: list[FitRow], shipped: dict[str, dict], names: tuple[str, ...],
+         start: dict[str, float] | None = None, sweeps: int = SWEEPS) -> LosoResult:
+    """For each group and each source among its rows: refit without the source, predict it
+    (``start``, ``sweeps``: fit's; benchmarks/loso_start.py measures how the held-out error
+    depends on where the refit starts)."""
     preds: dict[int, float] = {}
     full, folds = {}, {}
     for g, p0 in shipped.items():
         mine = [r for r in rows if r.group == g]
         if not mine:
             continue
-        full[g] = fit(mine, p0, names)
+        full[g] = fit(mine, p0, names, start, sweeps)
         folds[g] = sorted({r.fold for r in mine})
         for f in folds[g]:
             train = [r for r in mine if r.fold != f]
             test = [r for r in mine if r.fold == f]
-            p = fit(train, p0, names) if train else p0
+            p = fit(train, p0, names, start, sweeps) if train else p0
             # each row at its own kernel's value in the refit (_prior sets a TIED one from its
             # reference); nothing to refit on (no other source): the shipped values
             for r, v in zip(test, predict(test, p, p0, own=True)):
