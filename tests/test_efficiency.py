@@ -203,3 +203,25 @@ def test_loso_refit_starts_where_told():
     assert fit([row], p0, names, start={"eta_max": 0.7, "W_half": 3.0}, sweeps=0) == {
         **p0, "eta_max": 0.7}
     assert fit([row], p0, names, sweeps=0) == p0
+
+
+def test_loso_starts_are_the_grids_quartiles_and_the_old_refit_is_one_of_them():
+    # validate_loso.STARTS: eta_max's grid is 0.30..0.95 by 0.01 (66 values): indices 16, 33,
+    # 49 -> 0.46, 0.63, 0.79; W_half's 48 values from 0.5 to 100 geometric: index 24 ->
+    # 0.5 x 200^(24/47) = 7.48 GFLOP
+    from optimus_calc.validate_loso import STARTS, FitRow, fit, fit_best
+    assert [round(s["eta_max"], 2) for s in STARTS] == [0.46, 0.63, 0.79]
+    assert STARTS[1]["W_half"] == pytest.approx(0.5 * 200 ** (24 / 47))
+    # starts=(None,) with 4 sweeps is the refit before round 26: fit from the shipped values
+    row = FitRow(key=0, fold="s", group="h100", gpu="h100-sxm", kernel="cudnn", a=0.1, c_d=1.0,
+                 c_a=0.1, W=1e10, published=2.2, pred0=2.0, time_like=True)
+    p0 = {"eta_max": 0.59, "W_half": 11.5, "eta_u": 0.21, "eta_a:cudnn": 0.26}
+    names = ("eta_max",)
+    assert fit_best([row], p0, names, (None,), 4) == fit([row], p0, names)
+    # one row informs eta_max alone, and every start reaches the same optimum. By hand: the
+    # GEMM at 10 GFLOP runs at eta x 10 / (10 + 11.5); the shipped step's S = 0.1 + 1 / (0.59 x
+    # 0.4651) + 0.1 / 0.26 = 4.129; the refit reads the tied cuDNN kernel through FA2, which
+    # p0 lacks, so at eta_max: S(eta) = 0.1 + (1 / 0.4651 + 0.1) / eta; 2.2 published against
+    # 2.0 predicted asks S = 4.129 x 1.1 = 4.542, so eta = 2.250 / 4.442 = 0.507: 0.51 on the grid
+    assert fit_best([row], p0, names)["eta_max"] == pytest.approx(0.51)
+    assert fit_best([row], p0, names) == fit([row], p0, names, None, 24)
