@@ -334,7 +334,7 @@ def not_expressed(cat: Catalog, asm: Assumptions | None = None) -> list[tuple[st
 
 def with_loso(cases: list[Case], cat: Catalog, names=None, **refit):
     """The cases with their leave-one-source-out prediction (validate_loso.py), and the
-    LosoResult; ``refit``: validate_loso.loso's ``start`` and ``sweeps``."""
+    LosoResult; ``refit``: validate_loso.loso's ``starts`` and ``sweeps``."""
     from optimus_calc.validate_loso import FIT_NAMES, loso, shipped_params, GROUPS
     rows = [r for i, c in enumerate(cases) if c.fit is not None
             for r in [c.fit(i)] if r is not None]

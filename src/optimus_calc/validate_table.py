@@ -116,12 +116,14 @@ def accuracy_markdown(cases, missing, full_fit: dict | None = None) -> str:
                      f"{_pct(r['mean_abs_error'])} | {_pct(r['loso_mean_abs_error'])} |")
     if full_fit:
         lines += ["", "## Parameters refitted on every row", "",
-                  "What the refit gives with no source held out, starting from the shipped "
-                  "values. The catalog (hardware_catalog/gpus/nvidia.toml) carries the fit "
-                  "made from the 0.2.x values; the step model is linearised around the "
-                  "shipped values (validate_loso.py), so a refit from them moves a little. "
-                  "After a physics change, a larger move is the signal to copy these into "
-                  "the catalog and check that the LOSO error falls.", "",
+                  "What the refit gives with no source held out, the least loss from the "
+                  "three data-independent starts the held-out refits use (validate_loso."
+                  "fit_best, since round 26). The catalog (hardware_catalog/gpus/nvidia.toml) "
+                  "carries the fit made from the 0.2.x values; the step model is linearised "
+                  "around the shipped values (validate_loso.py). Where the rows leave a "
+                  "parameter flat the refit can land far from the shipped value without a "
+                  "better fit; after a physics change, a move is the signal to copy these "
+                  "into the catalog and check that the LOSO error falls.", "",
                   "| group | " + " | ".join(FIT_NAMES) + " |",
                   "|---|" + "---:|" * len(FIT_NAMES)]
         lines += [f"| {g} | " + " | ".join(f"{p[n]:.3g}" if n in p else "-" for n in FIT_NAMES)
