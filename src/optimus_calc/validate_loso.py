@@ -281,18 +281,23 @@ def fit(rows: list[FitRow], p0: dict[str, float], names: tuple[str, ...],
             p[n] = best[1]
         if not moved:  # a sweep that changes nothing: converged
             break
+    for n in free:  # a kernel value above the ceiling only ties with it (_S caps it): cap it
+        if n.startswith("eta_a:"):
+            p[n] = min(p[n], p["eta_max"])
     return _prior(p, names, free, group)
 
 
 def fit_best(rows: list[FitRow], p0: dict[str, float], names: tuple[str, ...],
-             starts: tuple = None, sweeps: int = 0) -> dict[str, float]:
+             starts: tuple | None = None, sweeps: int | None = None) -> dict[str, float]:
     """fit from each of ``starts`` (None: the shipped values), run to convergence, and the
     refit of least training loss (the first on a tie): the coordinate descent's optimum
     depends on its start where the rows leave the loss flat or with several minima, and a
     start at the shipped values (fitted with every source) carries a held-out source into its
     own refit (round 26, benchmarks/loso_start.py)."""
     starts = STARTS if starts is None else starts
-    sweeps = sweeps or MAX_SWEEPS
+    sweeps = MAX_SWEEPS if sweeps is None else sweeps
+    if not starts:
+        raise ValueError("fit_best needs at least one start (None: the shipped values)")
     fitted = [r for r in rows if r.fitted]
     if not fitted or not informed(fitted, names):
         return fit(rows, p0, names, None, sweeps)
@@ -331,7 +336,7 @@ class LosoResult:
 
 
 def loso(rows: list[FitRow], shipped: dict[str, dict], names: tuple[str, ...],
-         starts: tuple = None, sweeps: int = 0) -> LosoResult:
+         starts: tuple | None = None, sweeps: int | None = None) -> LosoResult:
     """For each group and each source among its rows: refit without the source (fit_best from
     ``starts``, STARTS by default; ``(None,)`` and 4 sweeps is the refit before round 26,
     from the shipped values), predict it."""
