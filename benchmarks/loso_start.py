@@ -42,7 +42,7 @@ from __future__ import annotations
 from optimus_calc.catalog import load
 from optimus_calc.validate import run_all, with_loso
 from optimus_calc.validate_loso import STARTS
-from optimus_calc.validate_table import by_regime, overall
+from optimus_calc.validate_table import overall, regimes_of_three
 
 # One start for every group, read from no row: mid-range GEMM curve, a fused kernel near the
 # Hopper/Blackwell fits' level, no scale factor
@@ -54,8 +54,7 @@ MIDDLE = {"eta_max": 0.625, "W_half": (0.5 * 100.0) ** 0.5, "eta_u": 0.325, "eta
 
 def report(label: str, cases: list) -> None:
     o = overall(cases)
-    above = [f"{r['regime']} {r['loso_mean_abs_error']:.1%}" for r in by_regime(cases)
-             if r["cases"] >= 3 and r["loso_mean_abs_error"] > 0.20]
+    above = [f"{r['regime']} {r['loso_mean_abs_error']:.1%}" for r in regimes_of_three(cases)[1]]
     print(f"{label}: held out {o['loso_mean_abs_error']:.3%} over {o['rows']} rows "
           f"(in-sample {o['mean_abs_error']:.3%}); regimes of 3+ rows above 20%: {len(above)}")
     for a in above:

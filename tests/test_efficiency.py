@@ -228,9 +228,9 @@ def test_loso_starts_are_the_grids_quartiles_and_the_old_refit_is_one_of_them():
 
 
 def test_fit_best_keeps_the_start_of_least_training_loss(monkeypatch):
-    # fit stubbed to stop where it starts: the quartile starts put eta_max at 0.46, 0.63, 0.79,
-    # and the row is published at the prediction under 0.63, so fit_best must keep the middle
-    # start, and loso must hand its folds STARTS (the shipped start would give 0.59)
+    # the descent stubbed to stop where it starts: the quartile starts put eta_max at 0.46,
+    # 0.63, 0.79, and the row is published at the prediction under 0.63, so fit_best must keep
+    # the middle start, and loso must hand its folds STARTS (the shipped start would give 0.59)
     from dataclasses import replace
 
     import optimus_calc.validate_loso as vl
@@ -239,8 +239,7 @@ def test_fit_best_keeps_the_start_of_least_training_loss(monkeypatch):
     p0 = {"eta_max": 0.59, "W_half": 11.5, "eta_u": 0.21, "eta_a:cudnn": 0.26}
     at = float(vl.predict([row], {**p0, "eta_max": 0.63}, p0)[0])
     row = replace(row, published=at)
-    monkeypatch.setattr(vl, "fit", lambda rows, p, names, st, sweeps: {
-        **p, "eta_max": st["eta_max"] if st else p["eta_max"]})
+    monkeypatch.setattr(vl, "_descend", lambda k, s0, p, *rest: p)
     assert vl.fit_best([row], p0, ("eta_max",))["eta_max"] == pytest.approx(0.63)
     assert vl.fit_best([row], p0, ("eta_max",), (None,))["eta_max"] == 0.59
     other = vl.FitRow(key=1, fold="t", group="h100", gpu="h100-sxm", kernel="cudnn", a=0.1,

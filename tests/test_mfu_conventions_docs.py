@@ -37,9 +37,9 @@ def test_step_guide_quotes_the_mfu_step_prints(run):
             f"128K (CP 8), MFU is {_slash(a)} (it rises" in text
             and f"while MFU (causal) is {_slash(a_c)} (it falls); on H100 MFU is {_slash(h)}"
             in text and f"and MFU (causal) {_slash(h_c)} (it falls" in text)
-    # FlashAttention-2 at 0.43 on A100's executed half: the un-halved MFU rises; cuDNN at 0.26
-    # on H100's, about half the GEMM ceiling (0.59): flat past 32K; the causal count falls on both
-    assert a[0] < a[1] < a[2] and abs(h[2] - h[1]) <= 0.5
+    # FlashAttention-2 at 0.43 on A100's executed half, above half the GEMM ceiling (0.76 / 2):
+    # the un-halved MFU rises; the causal count (executed FLOPs) falls on both GPUs
+    assert a[0] < a[1] < a[2]
     assert a_c[0] > a_c[1] > a_c[2] and h_c[0] > h_c[1] > h_c[2]
 
 

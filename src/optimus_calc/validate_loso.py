@@ -254,19 +254,21 @@ def fit(rows: list[FitRow], p0: dict[str, float], names: tuple[str, ...],
     shipped values (or, given ``start``, from its value for each informed parameter, keyed by
     the name before any ':'); the others stay shipped. Kernel efficiencies stay <= eta_max
     (the executed-FLOP rate of attention never above the GEMM curve's ceiling)."""
-    p = dict(p0)
     rows = [r for r in rows if r.fitted]
     group = rows[0].group if rows else None
     free = informed(rows, names)
-    if start:
-        p.update({n: start[n.split(":")[0]] for n in free if n.split(":")[0] in start})
-    for n in names:  # a factor the rows cannot tell apart from the curve: the prior, no factor
-        if n.startswith("scale:") and n not in free and n in p:
-            p[n] = 1.0
+    p = _start(p0, names, free, start)
     if not rows or not free:
         return _prior(p, names, free, group)
     k = _pack(rows)
-    s0 = _S(k, p0, own=True)
+    return _descend(k, _S(k, p0, own=True), p, p0, free, names, group, sweeps)
+
+
+def _descend(k: _Pack, s0: np.ndarray, p: dict[str, float], p0: dict[str, float],
+             free: list[str], names: tuple[str, ...], group: str | None,
+             sweeps: int) -> dict[str, float]:
+    """fit's coordinate descent of the ``free`` parameters from ``p`` (``k``, ``s0``: the rows
+    packed and their step at ``p0``, built once per row set)."""
     for _ in range(sweeps):
         moved = False
         for n in free:
@@ -287,6 +289,19 @@ def fit(rows: list[FitRow], p0: dict[str, float], names: tuple[str, ...],
     return _prior(p, names, free, group)
 
 
+def _start(p0: dict[str, float], names: tuple[str, ...], free: list[str],
+           start: dict[str, float] | None) -> dict[str, float]:
+    """The descent's first point: the shipped values, each informed parameter at ``start``'s
+    value (keyed by the name before any ':') when given, an uninformed scale factor at 1."""
+    p = dict(p0)
+    if start:
+        p.update({n: start[n.split(":")[0]] for n in free if n.split(":")[0] in start})
+    for n in names:  # a factor the rows cannot tell apart from the curve: the prior, no factor
+        if n.startswith("scale:") and n not in free and n in p:
+            p[n] = 1.0
+    return p
+
+
 def fit_best(rows: list[FitRow], p0: dict[str, float], names: tuple[str, ...],
              starts: tuple | None = None, sweeps: int | None = None) -> dict[str, float]:
     """fit from each of ``starts`` (None: the shipped values), run to convergence, and the
@@ -299,13 +314,15 @@ def fit_best(rows: list[FitRow], p0: dict[str, float], names: tuple[str, ...],
     if not starts:
         raise ValueError("fit_best needs at least one start (None: the shipped values)")
     fitted = [r for r in rows if r.fitted]
-    if not fitted or not informed(fitted, names):
+    free = informed(fitted, names)
+    if not fitted or not free:
         return fit(rows, p0, names, None, sweeps)
     k = _pack(fitted)
     s0 = _S(k, p0, own=True)
     best = None
     for st in starts:
-        p = fit(rows, p0, names, st, sweeps)
+        p = _descend(k, s0, _start(p0, names, free, st), p0, free, names, fitted[0].group,
+                     sweeps)
         lo = loss(k, p, p0, s0)
         if best is None or lo < best[0] - 1e-12:
             best = (lo, p)
