@@ -32,9 +32,9 @@ regime above 20% that the shipped start hid is NeMo's long-sequence rows past 32
 16 nodes (H100 FP8, cuDNN: 13.8% -> 25.1% held out). What no start removes: a held-out
 prediction is the shipped one scaled by the linearised step (validate_loso.predict), and the
 linearisation is taken at the shipped values; evaluating the model at each fold's refit instead
-(a cold review's own script, round 26, not in the repo) gives 10.2% where the linearised column of those rows gives 9.9%, and
-NeMo's 256K-1M rows +50% to +54% where it gives +22% to +32% (not changed yet:
-docs/guide/validate.md).
+(a cold review's own script, round 26, not in the repo) gives 10.2% where the linearised
+column of those rows gives 9.9%, and NeMo's 256K-1M rows +50% to +54% where it gives +22% to
++32% (not changed yet: docs/guide/validate.md).
 """
 
 from __future__ import annotations
