@@ -27,6 +27,7 @@ The fit minimises the mean |log(P / published)| by coordinate descent on grids.
 from __future__ import annotations
 
 import re
+from dataclasses import field
 
 import numpy as np
 
@@ -120,6 +121,9 @@ class FitRow:
     #                      approximately (Sensitivity). An FP8 row enters with its recipe's GEMM
     #                      ratio held (specs/assumptions.py; its sensitivity is taken at that
     #                      ratio), so it informs the BF16 curve and the attention kernels
+    exact: object = field(default=None, compare=False, repr=False)  # (params, shipped) ->
+    #                      the row's prediction by the step model itself at ``params`` (a
+    #                      held-out row's price: validate_public.at_params); None: linearised
 
 
 def shipped_params(gpu, cat=None) -> dict[str, float]:
@@ -353,10 +357,14 @@ class LosoResult:
 
 
 def loso(rows: list[FitRow], shipped: dict[str, dict], names: tuple[str, ...],
-         starts: tuple | None = None, sweeps: int | None = None) -> LosoResult:
+         starts: tuple | None = None, sweeps: int | None = None,
+         exact: bool = True) -> LosoResult:
     """For each group and each source among its rows: refit without the source (fit_best from
     ``starts``, STARTS by default; ``(None,)`` and 4 sweeps is the refit before round 26,
-    from the shipped values), predict it."""
+    from the shipped values), predict it: by the step model at the refit (FitRow.exact, since
+    round 27) where the row carries it and ``exact``, else by the linearisation (:func:`predict`,
+    the fit's own reading: taken at the shipped values, it understated how far a held-out
+    row moves; ``exact=False`` is the column before round 27)."""
     preds: dict[int, float] = {}
     full, folds = {}, {}
     for g, p0 in shipped.items():
@@ -372,5 +380,6 @@ def loso(rows: list[FitRow], shipped: dict[str, dict], names: tuple[str, ...],
             # each row at its own kernel's value in the refit (_prior sets a TIED one from its
             # reference); nothing to refit on (no other source): the shipped values
             for r, v in zip(test, predict(test, p, p0, own=True)):
-                preds[r.key] = float(v)
+                preds[r.key] = float(r.exact(p, p0) if exact and r.exact is not None and train
+                                     else v)
     return LosoResult(preds, full, shipped, names, folds)

@@ -134,6 +134,31 @@ def with_gpu(s: RowSetup, **params) -> RowSetup:
     return replace(s, hw=replace(s.hw, gpu=g.model_copy(update=upd)))
 
 
+def at_params(s: RowSetup, p: dict[str, float], p0: dict[str, float]) -> RowSetup:
+    """The row on its GPU at the leave-one-source-out parameters ``p`` (validate_loso's names:
+    eta_max, W_half, eta_u, eta_a:<kernel>, scale:<gpu>) where its catalog values are the
+    shipped ``p0``: each value the catalog's times its change, the curve's ceiling and the
+    attention efficiencies with the row's GPU's factor where it has one (a SCALED member's
+    catalog values are its head's times the factor, rounded: validate_loso.shipped_params), a
+    kernel's never above the ceiling and, without a value in ``p``, at it (validate_loso._S)."""
+    from optimus_calc.validate_loso import SCALED
+    g = s.hw.gpu
+
+    def level(q):  # (eta_max, W_half, eta_u, eta_a) the row runs at under ``q``
+        sc = q.get(f"scale:{g.name}", 1.0) if g.name in SCALED else 1.0
+        em = q["eta_max"]
+        return (em * sc, q["W_half"], q["eta_u"] * sc,
+                min(q.get(f"eta_a:{s.kernel}", em), em) * sc)
+    r = [a / b for a, b in zip(level(p), level(p0))]
+    kw = dict(eta_max=g.gemm_eta_max * r[0], W_half=g.gemm_half_GFLOP * r[1],
+              eta_u=g.attention_eta * r[2])
+    if s.kernel:
+        own = (g.flash_attention_eta if s.kernel == g.attention_kernel
+               else g.attention_kernel_eta[s.kernel])
+        kw["eta_a"] = own * r[3]
+    return with_gpu(s, **kw)
+
+
 def memory_gib(s: RowSetup) -> float:
     """The worst stage's GPU memory in GiB (torchtitan publishes GiB)."""
     from optimus_calc.evaluate.memory import estimate_memory
@@ -231,13 +256,13 @@ def _sensitivity_of(s: RowSetup) -> Sensitivity:
 
 
 def _fit_row(key: int, source: str, gpu_name: str, kernel: str, sens: Sensitivity, W: float,
-             published: float, pred0: float, time_like: bool, fitted: bool = True):
+             published: float, pred0: float, time_like: bool, fitted: bool = True, exact=None):
     from optimus_calc.validate_loso import FitRow, fold_of, group_of
     group = group_of(gpu_name)
     if group is None:
         return None
     return FitRow(key, fold_of(source), group, gpu_name, kernel, sens.a, sens.c_d, sens.c_a, W,
-                  published, pred0, time_like, fitted)
+                  published, pred0, time_like, fitted, exact)
 
 
 def public_fit(res: PublicResult):
@@ -249,9 +274,12 @@ def public_fit(res: PublicResult):
     if group_of(s.hw.gpu.name) is None:
         return None
     sens = _sensitivity_of(s)
+
+    def exact(p: dict[str, float], p0: dict[str, float]) -> float:  # the step model at ``p``
+        return predicted_value(res.row, s, step_time(at_params(s, p, p0)))
     return lambda key: _fit_row(key, res.row.source, s.hw.gpu.name, s.kernel, sens, s.gemm_W,
                                 res.row.published, res.predicted, res.row.unit == "s",
-                                not s.model.experts and not res.row.unfitted)
+                                not s.model.experts and not res.row.unfitted, exact)
 
 
 def affine_fit(c, gpu, source: str):
