@@ -91,9 +91,10 @@ def accuracy_markdown(cases, missing, full_fit: dict | None = None) -> str:
         "`validate`'s sections 1-10 keep the earlier calibration cases). The headline is the "
         "**leave-one-source-out** (LOSO) error: for each source (one publication or benchmark "
         "file), the fitted efficiency parameters of its GPU group are refitted on every other "
-        "source's rows and the source's rows are predicted with them "
-        "(`src/optimus_calc/validate_loso.py`). In-sample is the shipped catalog's error on the "
-        "same rows.", "",
+        "source's rows and the source's rows are predicted with them, by the step model at "
+        "the refitted values (`src/optimus_calc/validate_loso.py`, "
+        "`validate_public.at_params`; the refit itself reads the step linearised at the "
+        "shipped values). In-sample is the shipped catalog's error on the same rows.", "",
         f"Refitted per GPU group ({', '.join(f'{g}: ' + ', '.join(n) for g, n in GROUPS.items())}"
         f"): {', '.join(FIT_NAMES)}; "
         + "; ".join(f"in the {g} group " + ", ".join(
