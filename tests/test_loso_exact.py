@@ -78,3 +78,51 @@ def test_exact_pricing_at_the_shipped_values_is_the_shipped_prediction():
     assert step_time(at_params(s, p0, p0)) == pytest.approx(step_time(s), rel=1e-12)
     # and a slower ceiling slows the step (the GEMMs are most of it)
     assert step_time(at_params(s, {**p0, "eta_max": 0.5}, p0)) > 1.1 * step_time(s)
+
+
+# ---- the fit's sensitivity: secants from the shipped values (round 27) -----------------------
+
+def _sens_row(label, group_head):
+    from optimus_calc.validate_public import sensitivity
+    cat = load()
+    row = next(r for r in public_rows() if r.label == label)
+    s = setup(cat, row)
+    return s, sensitivity(s), shipped_params(cat.find(group_head, "gpu"), cat)
+
+
+def test_the_gemm_coefficient_holds_no_attention_time():
+    # NeMo's Llama2-7B at 1M tokens (TP 8, CP 32): per token and layer the attention core
+    # executes 2 s h = 2 x 1,048,576 x 4,096 FLOPs (causal half of 4 s h) against the weight
+    # GEMMs' 24 h^2 = 24 x 4,096^2, 21.3x more, at cuDNN's 0.26 of the BF16 peak while the
+    # GEMMs run FP8 at ~0.5 of a twice higher peak: the GEMMs are under 2% of the step. The
+    # sensitivity before round 27 measured c_d across the kernel's cap (attention halved with
+    # the ceiling): c_d x (1 / eta_d) was ~40x the GEMMs' time
+    s, sens, _ = _sens_row("H100 Llama2-7B FP8 seq 1024K TP8 PP1 CP32, 1024 GPUs", "h100-sxm")
+    g = s.hw.gpu
+    t0 = step_time(s)
+    gemm_s = sens.c_d * (s.gemm_W + g.gemm_half_GFLOP * 1e9) / (g.gemm_eta_max * s.gemm_W)
+    attn_s = sens.c_a / 0.26
+    assert 0 < gemm_s < 0.02 * t0
+    assert attn_s > 0.9 * t0
+    assert sens.a >= 0
+
+
+@pytest.mark.parametrize("label, head, kernel", [
+    ("H100 Llama2-7B FP8 seq 1024K TP8 PP1 CP32, 1024 GPUs", "h100-sxm", "cudnn"),
+    ("gpt3-2.7b seq 8k, FlashAttention-2", "a100-80gb", "fa2"),
+    ("gpt3-2.7b seq 8k, no FlashAttention", "a100-80gb", "")])
+def test_the_linearisation_is_the_model_at_its_two_ends(label, head, kernel):
+    # the fit's step (validate_loso.predict) and the model (at_params) agree at the shipped
+    # values and at the secant's far end (ceiling and attention x 0.8), by construction:
+    # t_da = a + (c_d / eta_d + c_a / eta_a) / 0.8
+    from optimus_calc.validate_loso import FitRow, predict
+    s, sens, p0 = _sens_row(label, head)
+    assert s.kernel == kernel
+    t0 = step_time(s)
+    row = FitRow(0, "A", "x", s.hw.gpu.name, s.kernel, sens.a, sens.c_d, sens.c_a, s.gemm_W,
+                 1.0, t0, True)
+    key = f"eta_a:{kernel}" if kernel else "eta_u"
+    p = {**p0, "eta_max": 0.8 * p0["eta_max"], key: 0.8 * p0[key]}
+    assert predict([row], p0, p0)[0] == pytest.approx(t0, rel=1e-12)
+    assert predict([row], p, p0, own=True)[0] == pytest.approx(
+        step_time(at_params(s, p, p0)), rel=1e-9)

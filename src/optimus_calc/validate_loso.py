@@ -20,8 +20,10 @@ as are torchtitan's rows that run async TP (public_row.with_async_tp: TP priced 
 
 A row's prediction under parameters theta uses its sensitivity (validate_public.Sensitivity):
 P(theta) = P(shipped) x S(shipped) / S(theta) for rates (tokens/s, TFLOP/s), x S(theta) /
-S(shipped) for times, with S = a + c_d / eta_d(theta, W) + c_a / min(eta_a(theta), eta_max).
-The fit minimises the mean |log(P / published)| by coordinate descent on grids.
+S(shipped) for times, with S = a + c_d / eta_d(theta, W) + c_a / min(eta_a(theta), eta_max)
+(secants from the shipped values: validate_public.sensitivity). The fit minimises the mean
+|log(P / published)| by coordinate descent on grids; a held-out row is then priced by the step
+model itself at its fold's refit (FitRow.exact, since round 27).
 """
 
 from __future__ import annotations
@@ -362,9 +364,9 @@ def loso(rows: list[FitRow], shipped: dict[str, dict], names: tuple[str, ...],
     """For each group and each source among its rows: refit without the source (fit_best from
     ``starts``, STARTS by default; ``(None,)`` and 4 sweeps is the refit before round 26,
     from the shipped values), predict it: by the step model at the refit (FitRow.exact, since
-    round 27) where the row carries it and ``exact``, else by the linearisation (:func:`predict`,
-    the fit's own reading: taken at the shipped values, it understated how far a held-out
-    row moves; ``exact=False`` is the column before round 27)."""
+    round 27) where the row carries it and ``exact``, else by the fit's own linearised step
+    (:func:`predict`; ``exact=False`` prices every row so). A fold without a fitted row
+    keeps the shipped values."""
     preds: dict[int, float] = {}
     full, folds = {}, {}
     for g, p0 in shipped.items():
@@ -376,10 +378,11 @@ def loso(rows: list[FitRow], shipped: dict[str, dict], names: tuple[str, ...],
         for f in folds[g]:
             train = [r for r in mine if r.fold != f]
             test = [r for r in mine if r.fold == f]
-            p = fit_best(train, p0, names, starts, sweeps) if train else p0
+            refit = any(r.fitted for r in train)  # rows to fit on (else the shipped values)
+            p = fit_best(train, p0, names, starts, sweeps) if refit else p0
             # each row at its own kernel's value in the refit (_prior sets a TIED one from its
             # reference); nothing to refit on (no other source): the shipped values
             for r, v in zip(test, predict(test, p, p0, own=True)):
-                preds[r.key] = float(r.exact(p, p0) if exact and r.exact is not None and train
+                preds[r.key] = float(r.exact(p, p0) if exact and r.exact is not None and refit
                                      else v)
     return LosoResult(preds, full, shipped, names, folds)

@@ -91,10 +91,12 @@ def accuracy_markdown(cases, missing, full_fit: dict | None = None) -> str:
         "`validate`'s sections 1-10 keep the earlier calibration cases). The headline is the "
         "**leave-one-source-out** (LOSO) error: for each source (one publication or benchmark "
         "file), the fitted efficiency parameters of its GPU group are refitted on every other "
-        "source's rows and the source's rows are predicted with them, by the step model at "
-        "the refitted values (`src/optimus_calc/validate_loso.py`, "
-        "`validate_public.at_params`; the refit itself reads the step linearised at the "
-        "shipped values). In-sample is the shipped catalog's error on the same rows.", "",
+        "source's rows and the source's rows are predicted with them: a public row by the "
+        "step model at the refitted values (`src/optimus_calc/validate_loso.py`, "
+        "`validate_public.at_params`), a calibration row of sections 4 and 9 by its affine "
+        "form; the refit reads each row's step as secants from the shipped values "
+        "(`validate_public.sensitivity`). In-sample is the shipped catalog's error on the "
+        "same rows.", "",
         f"Refitted per GPU group ({', '.join(f'{g}: ' + ', '.join(n) for g, n in GROUPS.items())}"
         f"): {', '.join(FIT_NAMES)}; "
         + "; ".join(f"in the {g} group " + ", ".join(
@@ -125,11 +127,11 @@ def accuracy_markdown(cases, missing, full_fit: dict | None = None) -> str:
                   "What the refit gives with no source held out, the least loss from the "
                   "three data-independent starts the held-out refits use (validate_loso."
                   "fit_best, since round 26). The catalog (hardware_catalog/gpus/nvidia.toml) "
-                  "carries the fit made from the 0.2.x values; the step model is linearised "
-                  "around the shipped values (validate_loso.py). Where the rows leave a "
-                  "parameter flat the refit can land far from the shipped value without a "
-                  "better fit; after a physics change, a move is the signal to copy these "
-                  "into the catalog and check that the LOSO error falls.", "",
+                  "carries the fit made from the 0.2.x values; the refit reads the step as "
+                  "secants from the shipped values (validate_public.sensitivity). Where the "
+                  "rows leave a parameter flat the refit can land far from the shipped value "
+                  "without a better fit; after a physics change, a move is the signal to copy "
+                  "these into the catalog and check that the LOSO error falls.", "",
                   "| group | " + " | ".join(FIT_NAMES) + " |",
                   "|---|" + "---:|" * len(FIT_NAMES)]
         lines += [f"| {g} | " + " | ".join(f"{p[n]:.3g}" if n in p else "-" for n in FIT_NAMES)

@@ -39,8 +39,9 @@ def validate_document(cases, missing=()) -> Document:
              "public rows in all",
              f"step time and throughput, {cv['rows']} rows: mean |error| in-sample "
              f"{cv['mean_abs_error']:.1%}, leave-one-source-out {cv['loso_mean_abs_error']:.1%} "
-             f"({cv['refitted']} rows refitted without their source and priced by the step "
-             "model at the refit; the others' LOSO error is their in-sample error)",
+             f"({cv['refitted']} rows refitted without their source, the public rows priced "
+             "by the step model at the refit, sections 4 and 9 by their affine form; the "
+             "others' LOSO error is their in-sample error)",
              "not refitted: " + "; ".join(NOT_REFIT)]
     notes += [f"{c.case}: {c.note}" for c in cases if c.note]
     notes.append("per regime (GPU family x framework x offload x model class x precision x "
