@@ -15,6 +15,8 @@ predicted with it; the alternative is today's: the collectives priced exposed (s
 Round 24 (12 rows): fitted 0.25 on all, held out 7.5% against 6.9% priced exposed (2024-12:
 0.25, 5.7% vs 5.6%; 2025-06: 0.30, 11.4% vs 9.9%; docs/performance.md: 0.05, 3.9% vs 4.7%):
 not kept; the rows stay priced exposed.
+Round 27 (the LOSO column priced by the step model, the fit's sensitivity corrected): the same
+figures (the share is fitted on these rows' own step, not through that column): not kept.
 """
 
 from __future__ import annotations
