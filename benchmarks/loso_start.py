@@ -33,9 +33,10 @@ then measured the sensitivity as secants from the shipped values below the cap (
 
 With B the two prices agree within 0.03 point (the fit reads the model it is priced by); the
 starts move the column by up to 0.3 point. NeMo's long-sequence rows past 16 nodes (H100 FP8,
-cuDNN), the regime the shipped start hid (13.8%): 25.1% in round 26, 46.5% with A, 24.3% with
-B. SECANT 0.9 instead of 0.8 gives 9.471% (4) for validate's line (validate_public.SECANT,
-chosen before measuring).
+cuDNN): 13.8% from the shipped start in round 26, 25.1% from the quartiles, 46.5% with A, 24.3%
+with B from every start (the 13.8% came from the old sensitivity, not from the start alone).
+SECANT 0.9 instead of 0.8 gives 9.471% (4) for validate's line (validate_public.SECANT, chosen
+before measuring).
 """
 
 from __future__ import annotations

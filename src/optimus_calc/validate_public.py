@@ -212,7 +212,7 @@ def sensitivity(s: RowSetup) -> Sensitivity:
     no attention time), so S(shipped) is the step itself. Before round 27 the secants ran
     from efficiency 1 to 1/2 with W_half ~ 0, far from the rows' operating point, and c_d was
     measured across the kernel's cap (the attention halved with the ceiling: a cold review
-    found c_d = 3.50 s on NeMo's 1M row whose GEMMs take 0.09 s). validate_loso fits with it;
+    found c_d = 3.50 s on NeMo's 1M row, the GEMMs' own 0.09 s). validate_loso fits with it;
     the held-out rows are priced by the step model itself (at_params)."""
     g, k = s.hw.gpu, SECANT
     em, ea, eu = float(g.gemm_eta_max), _attention_eta(s), float(g.attention_eta)
