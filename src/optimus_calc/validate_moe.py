@@ -46,7 +46,7 @@ def host_row(key: int, res, t0: float, f0: float = 0.0) -> HostRow | None:
     s = res.setup
     if s is None or res.predicted is None or not s.model.is_moe:
         return None
-    T = step_time(s)
+    T = step_time(s) if res.step_s is None else res.step_s
 
     def slope(name: str, x0: float) -> float:
         if getattr(s.asm, name) != x0:  # the row's framework profile sets its own value (the

@@ -205,7 +205,7 @@ def _attention_eta(s: RowSetup) -> float:
     return float(min(own, g.gemm_eta_max))
 
 
-def sensitivity(s: RowSetup) -> Sensitivity:
+def sensitivity(s: RowSetup, t0: float | None = None) -> Sensitivity:
     """The step's affine form in 1 / eta_d and 1 / eta_a, as secants from the row's shipped
     values: t0 there, t_a with the attention efficiency x SECANT, t_da with the GEMM curve's
     ceiling x SECANT too (the kernel's cap moves with it: measured below the cap, c_d holds
@@ -213,10 +213,11 @@ def sensitivity(s: RowSetup) -> Sensitivity:
     from efficiency 1 to 1/2 with W_half ~ 0, far from the rows' operating point, and c_d was
     measured across the kernel's cap (the attention halved with the ceiling: a cold review
     found c_d = 3.50 s on NeMo's 1M row, the GEMMs' own 0.09 s). validate_loso fits with it;
-    the held-out rows are priced by the step model itself (at_params)."""
+    the held-out rows are priced by the step model itself (at_params). ``t0``: the row's step
+    time when the caller holds it."""
     g, k = s.hw.gpu, SECANT
     em, ea, eu = float(g.gemm_eta_max), _attention_eta(s), float(g.attention_eta)
-    t0 = step_time(s)
+    t0 = step_time(s) if t0 is None else t0
     t_a = step_time(with_gpu(s, eta_a=ea * k, eta_u=eu * k))
     t_da = step_time(with_gpu(s, eta_max=em * k, eta_a=ea * k, eta_u=eu * k))
     x_d = (s.gemm_W + g.gemm_half_GFLOP * 1e9) / (em * s.gemm_W)  # 1 / eta_d at the row's W
@@ -235,6 +236,7 @@ class PublicResult:
     eps: float | None            # the step-time-sense residual (regimes.py)
     setup: RowSetup | None
     refused: str = ""            # the tool's own refusal of an expressible row
+    step_s: float | None = None  # the step time the prediction was made from
 
 
 def run_row(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> PublicResult:
@@ -242,14 +244,15 @@ def run_row(cat: Catalog, row: PublicRow, asm: Assumptions | None = None) -> Pub
         return PublicResult(row, None, None, None, None, None)
     try:
         s = setup(cat, row, asm)
-        pred = predicted_value(row, s, step_time(s))
+        t = step_time(s)
+        pred = predicted_value(row, s, t)
     except (InputError, ValueError) as e:
         return PublicResult(row, None, None, None, None, None, str(e).splitlines()[0][:200])
     err = pred / row.published - 1
     eps = err if row.unit == "s" else 1 / (1 + err) - 1
     reg = regime_for(s.hw.gpu.name, row.framework or "none", "none", s.model, row.precision,
                      row.seq, s.hw.nodes, s.kernel or "unfused", s.hw.gpus)
-    return PublicResult(row, pred, reg, err, eps, s)
+    return PublicResult(row, pred, reg, err, eps, s, step_s=t)
 
 
 _LAST: list = []  # the last run: (catalog, assumptions, results); `validate` asks twice
@@ -271,12 +274,12 @@ def run_public(cat: Catalog, asm: Assumptions | None = None) -> list[PublicResul
 _SENS: dict[int, tuple] = {}  # id(RowSetup) -> (the setup, its Sensitivity), for _LAST's rows
 
 
-def _sensitivity_of(s: RowSetup) -> Sensitivity:
+def _sensitivity_of(s: RowSetup, t0: float | None = None) -> Sensitivity:
     """:func:`sensitivity` of a row setup, once per setup of the cached run (three step
     evaluations a row; `validate` and the tests ask for the same rows again)."""
     got = _SENS.get(id(s))
     if got is None or got[0] is not s:
-        got = (s, sensitivity(s))
+        got = (s, sensitivity(s, t0))
         _SENS[id(s)] = got
     return got[1]
 
@@ -299,7 +302,7 @@ def public_fit(res: PublicResult):
     from optimus_calc.validate_loso import group_of
     if group_of(s.hw.gpu.name) is None:
         return None
-    sens = _sensitivity_of(s)
+    sens = _sensitivity_of(s, res.step_s)
 
     def exact(p: dict[str, float], p0: dict[str, float]) -> float:  # the step model at ``p``
         return predicted_value(res.row, s, step_time(at_params(s, p, p0)))
