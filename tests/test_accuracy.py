@@ -73,8 +73,10 @@ def test_every_public_row_has_a_source_and_a_value():
     # table (public_cases_tt.py) and torchao's rowwise row: 5; DistFlashAttn's Tables 1 and 4
     # (public_cases_dfa.py): 40; IBM's fms-fsdp table (public_cases_fms.py): 8; TinyLlama's
     # README (public_cases_small.py): 1; torchtitan's A100 Llama 2 table (public_cases_tt.py): 5;
-    # its 405B table on 128 H100: 3; the PyTorch blog's table of the fms-fsdp runs: 8
-    assert len(rows) == 125 + 26 + 216 + 3 + 3 + 10 + 12 + 220 + 2 + 5 + 40 + 8 + 1 + 5 + 3 + 8
+    # its 405B table on 128 H100: 3; the PyTorch blog's table of the fms-fsdp runs: 8; NeMo
+    # AutoModel's pre-training table on H100 (public_cases_automodel.py): 10
+    assert len(rows) == (125 + 26 + 216 + 3 + 3 + 10 + 12 + 220 + 2 + 5 + 40 + 8 + 1 + 5 + 3 + 8
+                         + 10)
     assert all(r.source.strip() and r.label.strip() and r.published > 0 for r in rows)
     # a row the tool cannot express says why; the others are layouts the tool runs
     assert all(r.why_not or r.node for r in rows)
@@ -120,12 +122,15 @@ def test_validate_counts(cat):
     # docs/performance.md: 7 cases, 6 fewer listed; round 25's models (Mixtral-8x22B, the
     # Nemotron 8B / 22B / 340B of NeMo's 24.07 table, fms-fsdp's Llama 2 34B on A100): 5 cases,
     # 5 fewer listed; Megatron-Bridge's four GB300 Kimi-K2 rows (a public shape): 4 more;
-    # DistFlashAttn's Megatron-LM LLaMA-7B GQA times on one box (a public shape): 3 more
+    # DistFlashAttn's Megatron-LM LLaMA-7B GQA times on one box (a public shape): 3 more;
+    # NeMo AutoModel's H100 table (public_cases_automodel.py): DeepSeek-V3 twice, Kimi-K2,
+    # Qwen3-30B-A3B and Llama 3.1 70B, 5 cases; GPT-OSS twice (FlexAttention) and the three
+    # Nemotron V3 (Mamba layers) listed, 5
     assert (len(public), len(missing)) == (
         98 + 25 + 4 + 216 + 3 + 2 + 5 + 58 + 4 + 19 + 18 + 29 + 19 + 2 - 2 + 17 + 4 + 3 + 1 + 1
-        + 5 + 2 + 1 + 7 + 5 + 4 + 3,
+        + 5 + 2 + 1 + 7 + 5 + 4 + 3 + 5,
         44 + 1 - 4 + 1 + 10 + 7 + 162 - 4 - 19 - 18 - 29 - 19 + 2 - 17 + 3 + 37 + 7 + 1 + 7 - 6
-        - 5 - 4 - 3)
+        - 5 - 4 - 3 + 5)
     assert len(cases) + len(missing) >= 150
     assert all(why for _, _, why in missing)
     o = overall(cases)
@@ -152,11 +157,12 @@ def test_validate_counts(cat):
     # predicted with the curves refitted without its source): 542 and 539; round 25's 5
     # (Mixtral-8x22B in the B200 group, the three Nemotrons in the H100 group, Llama 2 34B in
     # the A100 group): 547 and 544; Kimi-K2's 4 (GB300 in GB200's group): 551 and 548;
-    # DistFlashAttn's 3 GQA rows (A100 group): 554 and 551
+    # DistFlashAttn's 3 GQA rows (A100 group): 554 and 551; AutoModel's 5 (H100 group; the
+    # MoE rows' constants and the dense row's curves refitted without their source): 559, 556
     assert o["rows"] == (102 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2 - 2 + 17 + 2 + 3 + 1
-                         + 1 + 5 + 2 + 1 + 6 + 5 + 4 + 3)
+                         + 1 + 5 + 2 + 1 + 6 + 5 + 4 + 3 + 5)
     assert o["refitted"] == (99 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2 - 2 + 17 + 2 + 3 + 1
-                             + 1 + 5 + 2 + 1 + 6 + 5 + 4 + 3)
+                             + 1 + 5 + 2 + 1 + 6 + 5 + 4 + 3 + 5)
 
 
 def _mfu(run, node, seq, cp, key="mfu"):

@@ -71,7 +71,7 @@ FLOORS = (
     ("analyses", "validate", "gemm_calibration", "public_row", "public_cases",
      "public_cases_moe", "public_cases_long", "public_cases_mpt", "public_cases_2509",
      "public_cases_mlm", "public_cases_tt", "public_cases_dfa", "public_cases_fms",
-     "public_cases_small",
+     "public_cases_small", "public_cases_automodel",
      "public_cases_mds", "public_cases_nemo2407", "public_cases_mb26",
      "public_cases_mb26_moe", "public_cases_mb26_bw",
      "validate_public",

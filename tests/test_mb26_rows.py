@@ -208,7 +208,8 @@ def test_kimi_k2_rows_run_their_gb300_config_on_the_public_shape():
                                                                       False)
     assert (r.ep_comm_overlap, r.cuda_graph) == (False, False) and "Muon" in r.assumed
     assert "distributed optimizer with overlapped" not in r.assumed  # Muon's DDP has neither
-    assert sum(x.model == "shape:kimi-k2" and not x.why_not for x in public_rows()) == 4
+    assert sum(x.model == "shape:kimi-k2" and not x.why_not and x.source.startswith(
+        "Megatron-Bridge") for x in public_rows()) == 4
 
 
 def test_kimi_k2_shape_counts_its_published_trillion():

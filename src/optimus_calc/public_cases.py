@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from optimus_calc.public_cases_2509 import rows_2509
+from optimus_calc.public_cases_automodel import automodel_rows
 from optimus_calc.public_cases_dfa import SHAPES as _DFA_SHAPES, dfa_rows
 from optimus_calc.public_cases_fms import blog_rows, fms_rows
 from optimus_calc.public_cases_small import SHAPES as _SMALL_SHAPES, small_rows
@@ -35,7 +36,6 @@ from optimus_calc.public_row import CS as _CS, DS as _DS
 from optimus_calc.public_row import FP as _FP, MEG as _MEG, bf16_reduce
 from optimus_calc.public_row import MXR as _MXR, with_async_tp
 from optimus_calc.public_row import DAO_DROPOUT, MEGATRON_DROPOUT, NEMO_175B, PublicRow
-
 
 # Shapes of models the catalog does not hold (from the row's own source)
 SHAPES = {
@@ -396,5 +396,5 @@ def public_rows() -> list[PublicRow]:
             + moe_rows() + rows_2509() + _torchtitan() + long_rows() + _offload_and_small()
             + _v100() + mpt_rows() + mds_rows() + mb26_rows() + tt_b200_rows() + dfa_rows()
             + fms_rows() + blog_rows() + small_rows() + tt_a100_llama2_rows()
-            + [_on_fa2(r) for r in tt_405b_rows()])  # torchtitan on Hopper: FA2 (_TT_FA2)
+            + [_on_fa2(r) for r in tt_405b_rows()] + automodel_rows())  # _on_fa2: _TT_FA2
     return [_on_nvl72(bf16_reduce(with_async_tp(r))) for r in rows]
