@@ -243,16 +243,10 @@ def test_power_capped_b200_rows_are_scored_not_fitted(cat):
     # published (public_cases_tt.py): its two runnable rows are scored (a prediction, a LOSO
     # column) but never a training row of the B200 group's fit, whose curve every other B200
     # and B300 source is predicted from; the only other rows held out of the fit this way are
-    # those that run torchtitan's async TP (below) and NeMo AutoModel's 70B, whose explicit
-    # FSDP2 prefetch has no switch (public_cases_automodel._PREFETCH, round 27)
-    from optimus_calc.public_cases_automodel import AM_HEAD
+    # those that run torchtitan's async TP (below)
     from optimus_calc.public_cases_tt import TT_AO, TT_B200
     from optimus_calc.validate_public import public_fit, run_row
     held = [r for r in public_rows() if r.unfitted and not r.async_tp]
-    (am,) = [r for r in held if r.source == AM_HEAD]
-    assert am.model == "llama-3-70b" and "prefetch" in am.unfitted
-    assert public_fit(run_row(cat, am))(0).fitted is False
-    held = [r for r in held if r is not am]
     assert {r.source for r in held} == {TT_B200, TT_AO}  # the table and torchao's copy
     runnable = [r for r in held if not r.why_not]
     assert len(runnable) == 2

@@ -16,8 +16,9 @@ the torchtitan (FSDP2) profile: under pipeline parallelism FSDP2 keeps the stage
 and gradients unsharded until the last micro-batch, which the tool plans as ZeRO-1 (the
 torchtitan profile's rule). The dense Llama 3 70B row was added by 2013a4dd6 (2026-04-10) with
 its config examples/llm_pretrain/custom_llama3_1_70b_pretrain_benchmark_8nodes.yaml: FSDP2 x
-CP 2, every block checkpointed, per-layer torch.compile, ``attn_implementation: sdpa``; FSDP2's
-default reduce in bf16 (components/distributed/config.py L118-124 @ 2013a4dd6).
+CP 2, attention and MLP checkpointed, per-layer torch.compile, ``attn_implementation: sdpa``,
+explicit FSDP2 prefetch; FSDP2's default reduce in bf16 (components/distributed/config.py
+L116-123 @ 2013a4dd6). A cold review checked every figure and setting against the mirror.
 """
 
 from __future__ import annotations
@@ -26,17 +27,25 @@ from optimus_calc.public_row import FP as _FP
 from optimus_calc.public_row import PublicRow
 
 AM = f"NVIDIA-NeMo/Automodel docs/performance-summary.md @ 89e3a9fdd, Pre-Training ({_FP} 7.4)"
+AM_Q3 = (f"NVIDIA-NeMo/Automodel docs/performance-summary.md @ 8d9bfb90e, Pre-Training "
+         f"({_FP} 7.4)")
 AM_HEAD = (f"NVIDIA-NeMo/Automodel docs/performance-summary.mdx @ 36044ad3d, Pre-Training "
            f"({_FP} 7.4)")
 _MOE = ("the torchtitan (FSDP2) profile: AutoModel's MoE parallelizer shards as torchtitan does "
         "(fully_shard, reshard_after_forward = not pp_enabled, fp32 reduce; moe/parallelizer.py "
         "L124-133 @ 89e3a9fdd); every block checkpointed and TE attention (cuDNN) as the "
         "config at that commit; balanced routing (fake_balanced_gate)")
-_PP = "; FSDP2 under pipeline parallelism planned as ZeRO-1 (the torchtitan profile's rule)"
-# as torchtitan's async-TP rows (public_row.with_async_tp): an overlap the tool has no switch for
-_PREFETCH = ("AutoModel's explicit FSDP2 prefetch chains (enable_fsdp2_prefetch, backward depth "
-             "2) have no switch: the gathers are priced as the torchtitan profile exposes them, "
-             "so the row is scored, not a training row of the curves' fit")
+_PP = ("; FSDP2 under pipeline parallelism planned as ZeRO-1 (the torchtitan profile's rule); "
+       "one pipeline flush priced per step where AutoModel runs schedule.step once per "
+       "gradient-accumulation step (recipes/llm/train_ft.py L935-938 @ 89e3a9fdd: the table's GA "
+       "flushes, bubble under-priced); the weights stored in bf16 with Adam on them (the tool "
+       "plans 2 + 4 + 12 bytes a parameter: memory only)")
+# AutoModel's explicit FSDP2 prefetch chains (enable_fsdp2_prefetch: backward depth 2, forward
+# 1; components/distributed/config.py L92-114 @ 2013a4dd6) gather the next units whatever their
+# size: DeepSpeed's cap on live parameters, which the torchtitan profile keeps (1e9: a 70B block,
+# 0.86e9, prefetches nothing), turned off as the Megatron-FSDP profile turns it off
+# (frameworks/megatron.py, zero3_max_live_params 1e13)
+_PREFETCH = (("zero3_max_live_params", 1e13),)
 _FLEX = ("attention on PyTorch's FlexAttention (GPT-OSS's sinks): no training efficiency of it "
          "in the catalog; EP not published ('-')")
 
@@ -57,21 +66,26 @@ def automodel_rows() -> list[PublicRow]:
         r(AM, "H100 Kimi-K2 PP8 VP4 EP32 FSDP, 256 GPUs (AutoModel)", "shape:kimi-k2",
           nodes=32, published=924, pp=8, vp=4, ep=32, zero=1, mbs=1, gbs=512,
           assumed=_MOE + _PP, **moe),
-        r(AM, "H100 Qwen3-30B-A3B EP8 FSDP8, 8 GPUs (AutoModel)", "qwen3-30b-a3b",
-          nodes=1, published=11842, ep=8, zero=3, mbs=4, gbs=512,
-          assumed=_MOE + "; the table's micro-batch 4 and global batch 512 (the config at "
-                         "that commit says 2 and 256)", **moe),
+        r(AM_Q3, "H100 Qwen3-30B-A3B EP8 FSDP8, 8 GPUs (AutoModel)", "qwen3-30b-a3b",
+          nodes=1, published=12040, ep=8, zero=3, mbs=4, gbs=512,
+          assumed=_MOE + "; the table's global batch 512 (the config at 89e3a9fdd says 256); "
+                         "12,040 as re-measured at 8d9bfb90e (first published 11,842); the "
+                         "gradient reduce-scatter priced per micro-batch where AutoModel "
+                         "defers it to the last (train_ft.py L947-948); DeepEP as AutoModel "
+                         "runs it (torchtitan's own qwen3 reads no dispatcher)", **moe),
         r(AM, "H100 GPT-OSS 20B FSDP8, 8 GPUs (AutoModel)", "gpt-oss-20b", nodes=1,
           published=13058, zero=3, mbs=2, gbs=256, why_not=_FLEX, **moe),
         r(AM, "H100 GPT-OSS 120B FSDP64, 64 GPUs (AutoModel)", "gpt-oss-120b", nodes=8,
           published=7626, zero=3, mbs=2, gbs=512, why_not=_FLEX, **moe),
         r(AM_HEAD, "H100 Llama 3.1 70B FSDP32 CP2, 64 GPUs (AutoModel)", "llama-3-70b",
           "dgx-h100", 8, 866.77, cp=2, zero=3, mbs=1, gbs=128, seq=8192, recompute="full",
-          framework="torchtitan", grad_bytes=2, kernel="fa2", unfitted=_PREFETCH,
+          framework="torchtitan", grad_bytes=2, kernel="fa2", assume=_PREFETCH,
           assumed="the torchtitan (FSDP2) profile with FSDP2's default bf16 reduce "
-                  "(components/distributed/config.py L118-124 @ 2013a4dd6); every block "
-                  "checkpointed, per-layer compile folded in; SDPA on FlashAttention-2 "
-                  "(PyTorch's cuDNN backend opt-in since 2.5.1: pytorch/pytorch#138522)"),
+                  "(components/distributed/config.py L116-123 @ 2013a4dd6) and the explicit "
+                  "prefetch chains it runs (enable_fsdp2_prefetch: no cap on live "
+                  "parameters); attention and MLP checkpointed (full recompute's FLOPs), "
+                  "per-layer compile folded in; SDPA limited to its flash and efficient "
+                  "backends under CP (components/distributed/cp_utils.py L54-59): FlashAttention-2"),
         *[r(AM_HEAD, f"H100 Nemotron V3 {m}, {g} GPUs (AutoModel)", "shape:none", "dgx-h100",
             g // 8, v, why_not=f"model not in the catalog (Nemotron V3 {m}): a hybrid of "
                               "Mamba-2, attention and MoE layers (NemotronH); the tool has no "
