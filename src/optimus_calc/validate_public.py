@@ -275,8 +275,9 @@ _SENS: dict[int, tuple] = {}  # id(RowSetup) -> (the setup, its Sensitivity), fo
 
 
 def _sensitivity_of(s: RowSetup, t0: float | None = None) -> Sensitivity:
-    """:func:`sensitivity` of a row setup, once per setup of the cached run (three step
-    evaluations a row; `validate` and the tests ask for the same rows again)."""
+    """:func:`sensitivity` of a row setup, once per setup of the cached run (two step
+    evaluations a row given its step time ``t0``, else three; `validate` and the tests ask for
+    the same rows again)."""
     got = _SENS.get(id(s))
     if got is None or got[0] is not s:
         got = (s, sensitivity(s, t0))
