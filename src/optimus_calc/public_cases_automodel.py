@@ -23,6 +23,7 @@ L116-123 @ 2013a4dd6). A cold review checked every figure and setting against th
 
 from __future__ import annotations
 
+from optimus_calc.public_cases_mb26 import MAMBA
 from optimus_calc.public_row import FP as _FP
 from optimus_calc.public_row import PublicRow
 
@@ -85,11 +86,10 @@ def automodel_rows() -> list[PublicRow]:
                   "prefetch chains it runs (enable_fsdp2_prefetch: no cap on live "
                   "parameters); attention and MLP checkpointed (full recompute's FLOPs), "
                   "per-layer compile folded in; SDPA limited to its flash and efficient "
-                  "backends under CP (components/distributed/cp_utils.py L54-59): FlashAttention-2"),
-        *[r(AM_HEAD, f"H100 Nemotron V3 {m}, {g} GPUs (AutoModel)", "shape:none", "dgx-h100",
-            g // 8, v, why_not=f"model not in the catalog (Nemotron V3 {m}): a hybrid of "
-                              "Mamba-2, attention and MoE layers (NemotronH); the tool has no "
-                              "Mamba layer")
+                  "backends under CP (components/distributed/cp_utils.py L54-59): "
+                  "FlashAttention-2"),
+        *[r(AM_HEAD, f"H100 Nemotron V3 {m}, {g} GPUs (AutoModel)", f"Nemotron V3 {m}",
+            "dgx-h100", g // 8, v, why_not=MAMBA.format(m=f"Nemotron V3 {m}"))
           for m, g, v in (("Super 120B (26.02)", 64, 4497), ("Nano 30B (26.02)", 8, 16789),
                           ("Ultra 550B (26.04)", 128, 815))],
     ]

@@ -58,9 +58,9 @@ _CAT = "model not in the catalog ({m})"
 # models/nemotronh/nemotron_h_bridge.py L241 maps hybrid_override_pattern) and DeepSeek-V4's
 # compressed sparse attention and hyper-connections (models/deepseek/deepseek_v4_bridge.py
 # L31, L58-59, L94-98 @ v0.6.0)
-_MAMBA = ("model not in the catalog ({m}): a hybrid of Mamba-2, attention and MoE layers "
+MAMBA = ("model not in the catalog ({m}): a hybrid of Mamba-2, attention and MoE layers "
           "(NemotronH); the tool has no Mamba layer")
-_ARCH = {"Nemotron 3 Nano": _MAMBA, "Nemotron 3 Super": _MAMBA, "Nemotron 3 Ultra": _MAMBA,
+_ARCH = {"Nemotron 3 Nano": MAMBA, "Nemotron 3 Super": MAMBA, "Nemotron 3 Ultra": MAMBA,
          "DeepSeek-V4 Flash": "model not in the catalog ({m}): its compressed sparse attention "
                               "and hyper-connections are not modelled"}
 

@@ -16,7 +16,7 @@ from optimus_calc.catalog import Catalog
 from optimus_calc.equations import compiled as eq
 from optimus_calc.errors import InputError
 from optimus_calc.evaluate.context import check_layout, fill_layout, resolve_hardware
-from optimus_calc.evaluate.efficiency import kernel_of
+from optimus_calc.evaluate.efficiency import catalog_kernel_eta, kernel_of
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.engine import evaluate
 from optimus_calc.public_cases import SHAPES
@@ -153,9 +153,7 @@ def at_params(s: RowSetup, p: dict[str, float], p0: dict[str, float]) -> RowSetu
     kw = dict(eta_max=g.gemm_eta_max * r[0], W_half=g.gemm_half_GFLOP * r[1],
               eta_u=g.attention_eta * r[2])
     if s.kernel:
-        own = (g.flash_attention_eta if s.kernel == g.attention_kernel
-               else g.attention_kernel_eta[s.kernel])
-        kw["eta_a"] = own * r[3]
+        kw["eta_a"] = catalog_kernel_eta(g, s.kernel) * r[3]
     return with_gpu(s, **kw)
 
 
@@ -200,9 +198,7 @@ def _attention_eta(s: RowSetup) -> float:
     g = s.hw.gpu
     if not s.kernel:
         return float(g.attention_eta)
-    own = (g.flash_attention_eta if s.kernel == g.attention_kernel
-           else g.attention_kernel_eta[s.kernel])
-    return float(min(own, g.gemm_eta_max))
+    return float(min(catalog_kernel_eta(g, s.kernel), g.gemm_eta_max))
 
 
 def sensitivity(s: RowSetup, t0: float | None = None) -> Sensitivity:

@@ -66,6 +66,13 @@ def head_dim_ratio(gpu: GPU, kernel=None, asm: Assumptions | None = None) -> flo
     return gpu.attention_head_dim64.get(kernel_of(gpu, kernel, asm))
 
 
+def catalog_kernel_eta(gpu: GPU, kernel: str) -> float:
+    """The catalog's end-to-end efficiency of fused attention ``kernel`` on ``gpu``: its default
+    kernel's ``flash_attention_eta``, another's ``attention_kernel_eta`` entry (uncapped)."""
+    return (gpu.flash_attention_eta if kernel == gpu.attention_kernel
+            else gpu.attention_kernel_eta[kernel])
+
+
 def kernel_efficiency(gpu: GPU, kernel=None, asm: Assumptions | None = None,
                       d_head: float = 128.0) -> float:
     """End-to-end (forward + backward) efficiency of the fused attention kernel on the causally
@@ -77,8 +84,7 @@ def kernel_efficiency(gpu: GPU, kernel=None, asm: Assumptions | None = None,
     k = kernel_of(gpu, kernel, asm)
     if asm is not None and "attention_efficiency" in asm.model_fields_set:
         return float(asm.attention_efficiency)
-    eta = min(gpu.flash_attention_eta if k == gpu.attention_kernel
-              else gpu.attention_kernel_eta[k], gpu.gemm_eta_max)
+    eta = min(catalog_kernel_eta(gpu, k), gpu.gemm_eta_max)
     if (r := head_dim_ratio(gpu, k)) is None:
         return float(eta)
     return float(eq.efficiency__head_dim_attention_efficiency(eta_k=eta, r_64=r, d_h=d_head))
