@@ -131,7 +131,8 @@ def test_validate_command(run):
                           #   fms-fsdp's Llama 2 34B on A100
                           + 4  # Megatron-Bridge's GB300 Kimi-K2 rows (a public shape)
                           + 3  # DistFlashAttn's Megatron-LM LLaMA-7B GQA times (a shape)
-                          + 5)  # NeMo AutoModel's H100 rows (public_cases_automodel.py)
+                          + 5  # NeMo AutoModel's H100 rows (public_cases_automodel.py)
+                          + 8)  # NeMo's B200 long-sequence rows (public_cases_long.py)
     # the overall accuracy is printed: mean and largest |error| over every case
     errs = [abs(c["error"]) for c in d["cases"]]
     assert d["mean_abs_error"] == pytest.approx(sum(errs) / len(errs))

@@ -23,14 +23,25 @@ _ASM = ("FP8 delayed scaling (te-delayed: Transformer Engine had no other recipe
         "(NeMo defaults; the page publishes none of these)")
 _NO_CP = ("the layout of the run without CP is not published ('the most performant model- and "
           "data-parallel configurations without CP')")
-_B200_WHY = ("the published layout does not fill the GPUs (TP x PP x DP x CP = 1/4 of '# of "
-             "GPUs' on every row of the B200 table)")
+# The B200 table's GPU column: its first version (14d427f575, 2025-04-28, "update the perf number
+# for B200 (#13112)") lists 2, 4, 8, ..., 256 GPUs, the product of its TP, CP and DP on every row;
+# 19fadb67b0 (2025-05-08, #13468) rewrote the table with 8, 16, ..., 1024 GPUs (the H100 table's
+# "# of GPUs = SeqLen (K)") and the same TP, CP, DP and TFLOP/s, so its layouts fill a quarter of
+# the GPUs it names. The rows run the layout as published (TP x CP x DP GPUs, PP 1), as the first
+# version counts them; TFLOP/s per GPU reads no GPU count
+_B200_GPUS = ("the layout as published (TP x CP x DP GPUs, the GPU column of the table's first "
+              "version, 14d427f575; 19fadb67b0 lists 4x as many GPUs for the same layout and "
+              "TFLOP/s); PP 1 (the first version has no PP column); ")
+_B200_ASM = ("FP8 delayed scaling (te-delayed: the default of NeMo's scripts/performance "
+             "argument_parser.py L80-91 @ 7ba2253, --fp8_recipe ds); micro-batch 1; recompute "
+             "none; distributed optimizer with the recipe's overlaps (NeMo defaults; the page "
+             "publishes none of these)")
 
 
 def long_rows() -> list[PublicRow]:
     """The H100 table's runs with CP, as published (sequence in K tokens, GPUs, global batch,
-    TP, PP, DP, CP, TFLOP/s per GPU); the runs without CP and the B200 table are listed with
-    the reason the tool cannot run them."""
+    TP, PP, DP, CP, TFLOP/s per GPU) and the B200 table's; the H100 runs without CP are listed
+    with the reason the tool cannot run them."""
     h100 = [(4, 4, 1024, 1, 1, 4, 1, 768, 768), (8, 8, 512, 1, 2, 4, 1, 730, 730),
             (16, 16, 256, 2, 1, 8, 1, 660, 660), (32, 32, 128, 2, 1, 8, 2, 610, 595),
             (64, 64, 64, 4, 1, 8, 2, 574, 534), (128, 128, 32, 4, 1, 8, 4, 555, 424),
@@ -48,12 +59,17 @@ def long_rows() -> list[PublicRow]:
             out.append(PublicRow(_H100, f"H100 Llama2-7B FP8 seq {k}K without CP, {gpus} GPUs",
                                  "llama-2-7b", "dgx-h100", published=without,
                                  unit="tflops:unhalved", seq=k * 1024, why_not=_NO_CP, **node))
-    b200 = [(8, 8, 1671), (16, 16, 1717), (32, 32, 1624), (64, 64, 1600), (128, 128, 1588),
-            (256, 256, 1590), (512, 512, 1619), (1024, 1024, 1608)]
-    for k, gpus, v in b200:
-        out.append(PublicRow(_B200, f"B200 Llama3-8B FP8 seq {k}K with CP, {gpus} GPUs",
-                             "llama-3-8b", "dgx-b200", max(1, gpus // 8), v,
-                             unit="tflops:unhalved", seq=k * 1024, why_not=_B200_WHY))
+    # (sequence in K, global batch, TP, CP, DP, TFLOP/s per GPU), the table's columns
+    b200 = [(8, 512, 1, 1, 2, 1671), (16, 256, 1, 1, 4, 1717), (32, 128, 1, 2, 4, 1624),
+            (64, 64, 1, 4, 4, 1600), (128, 32, 2, 4, 4, 1588), (256, 16, 4, 4, 4, 1590),
+            (512, 8, 4, 8, 4, 1619), (1024, 4, 4, 16, 4, 1608)]
+    for k, gbs, tp, cp, dp, v in b200:
+        gpus = tp * cp * dp
+        node = dict(nodes=max(1, gpus // 8), gpus_per_node=gpus if gpus < 8 else None)
+        out.append(PublicRow(_B200, f"B200 Llama3-8B FP8 seq {k}K TP{tp} CP{cp} DP{dp}, "
+                             f"{gpus} GPUs", "llama-3-8b", "dgx-b200", published=v,
+                             unit="tflops:unhalved", tp=tp, cp=cp, seq=k * 1024, gbs=gbs,
+                             assumed=_B200_GPUS + _B200_ASM, **node, **_DS, **_MEG))
     return out + llama3_rows()
 
 
