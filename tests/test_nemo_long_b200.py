@@ -31,12 +31,19 @@ def test_the_rows_run_the_layout_as_first_published():
             "tflops:unhalved", "fp8", "te-delayed", "megatron")
 
 
-def test_b200_cudnn_is_what_the_attention_bound_row_implies(cat):
+def test_b200_cudnn_is_near_what_the_attention_bound_row_implies(cat):
     # at 1M tokens Llama 3 8B's attention is 12 L d s = 12 x 32 x 4096 x 1,048,576 = 1.65e12
-    # FLOPs a token (un-halved) against 6 N = 4.8e10: 97% of the count. 1,608 un-halved TFLOP/s
-    # per GPU is 804 executed (causal half), 804 / 2,250 (B200 dense BF16) = 0.357
-    assert 12 * 32 * 4096 * 1024 ** 2 / (12 * 32 * 4096 * 1024 ** 2 + 6 * 8.03e9) > 0.97
-    implied = 1608 / 2 / 2250
-    assert implied == pytest.approx(0.357, abs=5e-4)
+    # FLOPs a token (un-halved) against 6 N = 4.8e10: 97% of the count. Of 1,608 un-halved
+    # TFLOP/s per GPU, attention executes 1,608 x 0.97 / 2 = 782 (causal half); the GEMMs' 3%
+    # in FP8 at about half of 4,500 take about 2% of the step, so attention runs at
+    # 782 / 0.98 / 2,250 (B200 dense BF16) = 0.355 of the peak
+    share = 12 * 32 * 4096 * 1024 ** 2 / (12 * 32 * 4096 * 1024 ** 2 + 6 * 8.03e9)
+    assert share == pytest.approx(0.97, abs=0.005)
+    implied = 1608 * share / 2 / 0.98 / 2250
+    assert implied == pytest.approx(0.355, abs=0.002)
+    # shipped: 0.34, validate's in-sample fit over every row with the GEMM curve held (0.33
+    # and 0.34 tie, 8.383% / 8.384%; 8.501% at H100's 0.26, which B200 carried before round
+    # 28); B300 shares B200's value
     for gpu in ("b200", "b300"):
-        assert cat.get(gpu, "gpu").flash_attention_eta == pytest.approx(implied, abs=0.005)
+        eta = cat.get(gpu, "gpu").flash_attention_eta
+        assert eta == pytest.approx(0.34) and abs(eta - implied) <= 0.02

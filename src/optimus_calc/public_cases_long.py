@@ -27,11 +27,12 @@ _NO_CP = ("the layout of the run without CP is not published ('the most performa
 # for B200 (#13112)") lists 2, 4, 8, ..., 256 GPUs, the product of its TP, CP and DP on every row;
 # 19fadb67b0 (2025-05-08, #13468) rewrote the table with 8, 16, ..., 1024 GPUs (the H100 table's
 # "# of GPUs = SeqLen (K)") and the same TP, CP, DP and TFLOP/s, so its layouts fill a quarter of
-# the GPUs it names. The rows run the layout as published (TP x CP x DP GPUs, PP 1), as the first
-# version counts them; TFLOP/s per GPU reads no GPU count
+# the GPUs it names (at 4x the GPUs DP would be 16, which the 512K and 1M rows' batches of 8 and
+# 4 do not divide). The rows run the layout as published (TP x CP x DP GPUs, the later version's
+# PP 1), as the first version counts them; TFLOP/s per GPU reads no GPU count
 _B200_GPUS = ("the layout as published (TP x CP x DP GPUs, the GPU column of the table's first "
               "version, 14d427f575; 19fadb67b0 lists 4x as many GPUs for the same layout and "
-              "TFLOP/s); PP 1 (the first version has no PP column); ")
+              "TFLOP/s); PP 1 (the later version's column; the first has none); ")
 _B200_ASM = ("FP8 delayed scaling (te-delayed: the default of NeMo's scripts/performance "
              "argument_parser.py L80-91 @ 7ba2253, --fp8_recipe ds); micro-batch 1; recompute "
              "none; distributed optimizer with the recipe's overlaps (NeMo defaults; the page "
