@@ -195,13 +195,15 @@ def test_the_shipped_constants_are_the_fit_of_the_public_moe_rows(cat):
     # Round 28, with NeMo's B200 long-sequence rows and B200/B300 cuDNN at 0.34 (was 0.26):
     # the grid gives 0.5 and 2.7 ms (the share 0.57); with the defaults edited to those,
     # validate's leave-one-source-out error (567 rows) is 9.857% against the shipped 9.853%
-    # (in-sample 8.353% against 8.384%): the held-out error does not fall, the constants stay
+    # (in-sample 8.353% against 8.384%): the held-out error does not fall, the constants stay.
+    # Then with AutoModel's gate routing each token to one node (moe_max_nodes 1): 0.6 and
+    # 2.7 ms, 9.756% held out against the shipped 9.751% (in-sample 8.246% against 8.292%)
     from optimus_calc.frameworks.megatron import EP_OVERLAP_SHARE
     from optimus_calc.validate_moe import fit_overlap
     a = Assumptions()
     # the refit that was not shipped, and the shipped values it was weighed against
     sync, launches = fit(every)
-    assert abs(sync - 0.0005) <= 0.0001 + 1e-12 and abs(launches - 0.0027) <= 0.0001 + 1e-12
+    assert abs(sync - 0.0006) <= 0.0001 + 1e-12 and abs(launches - 0.0027) <= 0.0001 + 1e-12
     assert (a.moe_layer_host_s, a.moe_layer_fixed_s) == (0.0015, 0.0018)
     assert sum(h.A > 0 for h in every) == 39 - 2
     assert abs(fit_overlap(every) - EP_OVERLAP_SHARE) <= 0.02 + 1e-12 and EP_OVERLAP_SHARE == 0.56

@@ -35,7 +35,9 @@ AM_HEAD = (f"NVIDIA-NeMo/Automodel docs/performance-summary.mdx @ 36044ad3d, Pre
 _MOE = ("the torchtitan (FSDP2) profile: AutoModel's MoE parallelizer shards as torchtitan does "
         "(fully_shard, reshard_after_forward = not pp_enabled, fp32 reduce; moe/parallelizer.py "
         "L124-133 @ 89e3a9fdd); every block checkpointed and TE attention (cuDNN) as the "
-        "config at that commit; balanced routing (fake_balanced_gate)")
+        "config at that commit; balanced routing (fake_balanced_gate), each token to k "
+        "consecutive experts on one node (FakeBalancedGate, moe/layers.py L509-548: moe_max_nodes "
+        "1)")
 _PP = ("; FSDP2 under pipeline parallelism planned as ZeRO-1 (the torchtitan profile's rule); "
        "one pipeline flush priced per step where AutoModel runs schedule.step once per "
        "gradient-accumulation step (recipes/llm/train_ft.py L935-938 @ 89e3a9fdd: the table's GA "
@@ -47,6 +49,13 @@ _PP = ("; FSDP2 under pipeline parallelism planned as ZeRO-1 (the torchtitan pro
 # 0.86e9, prefetches nothing), turned off as the Megatron-FSDP profile turns it off
 # (frameworks/megatron.py, zero3_max_live_params 1e13)
 _PREFETCH = (("zero3_max_live_params", 1e13),)
+# fake_balanced_gate (FakeBalancedGate, nemo_automodel/components/moe/layers.py L509-548 @
+# 89e3a9fdd) routes token t to experts tk ... tk + k - 1 (mod the expert count), and the experts
+# lie in order over the EP ranks: on DeepSeek-V3 (256 experts, top 8) at EP 64 a node holds 32
+# experts, on Kimi-K2 (384, top 8) at EP 32 96, both multiples of 8, so every token's experts
+# sit on one node and DeepEP sends it across the network at most once
+# (comm.node_limited_cross_share at M = 1; Qwen3-30B-A3B's EP 8 is one node)
+_GATE = (("moe_max_nodes", 1.0),)
 _FLEX = ("attention on PyTorch's FlexAttention (GPT-OSS's sinks): no training efficiency of it "
          "in the catalog; EP not published ('-')")
 
@@ -56,7 +65,7 @@ def automodel_rows() -> list[PublicRow]:
     added later run; GPT-OSS (FlexAttention) and the Nemotron V3 rows are listed."""
     r = PublicRow
     moe = dict(node="dgx-h100", seq=4096, framework="torchtitan", recompute="full",
-               dispatcher="deepep")
+               dispatcher="deepep", assume=_GATE)
     return [
         r(AM, "H100 DeepSeek-V3 PP4 VP8 EP64 FSDP, 1024 GPUs (AutoModel)", "deepseek-v3",
           nodes=128, published=865, pp=4, vp=8, ep=64, zero=1, mbs=1, gbs=8192,

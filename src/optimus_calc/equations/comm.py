@@ -139,6 +139,24 @@ dedup_cross_share = equation(
     "hidden under the NIC time (one fused kernel, README L310). One node (m = n) crosses "
     "nothing.")
 
+M_r = sym("M_r", "nodes a token's experts span at most (node-limited routing; "
+          "Assumptions.moe_max_nodes), below the group's node count", positive=True)
+
+node_limited_cross_share = equation(
+    "comm.node_limited_cross_share", M_r * (n - m) / n * (1 - (1 - 1 / M_r) ** k_d) / k_d, "1",
+    "DeepSeek-V3 arXiv 2412.19437 section 2.1.2 (node-limited routing: each token is sent to "
+    "at most M nodes, M = 4) and section 3.2.2 (once to each node, then NVLink); NeMo "
+    "AutoModel's FakeBalancedGate (nemo_automodel/components/moe/layers.py L509-548 @ "
+    "89e3a9fdd: token t's k experts are tk ... tk + k - 1 mod the expert count, a block that "
+    "never straddles a node when a node's experts are a multiple of k: M = 1); balanced "
+    "routing (assumed)",
+    "comm.dedup_cross_share where routing limits a token to M of the group's N nodes (read "
+    "only for M < N): the token's M nodes are drawn evenly from the group's, so "
+    "M (n - m) / n of them are other nodes, and its k experts fall evenly among those M "
+    "nodes, reaching each with probability 1 - (1 - 1/M)^k; a copy (z / k bytes) crosses "
+    "to each other node reached. M = N gives comm.dedup_cross_share for a group that tiles "
+    "its nodes; M = 1 sends each token across at most once: (n - m) / (n k) of the buffer.")
+
 tree_all_reduce_time = equation(
     "comm.tree_all_reduce_time", 2 * D * alpha + 2 * (n - 1) / n * beta * z, "s",
     "Sanders, Speck & Traeff 2009 (two-tree reduction/broadcast); NCCL 2.4 double binary trees",

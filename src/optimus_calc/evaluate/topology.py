@@ -339,6 +339,17 @@ def ep_all_to_all_rerun(rc, policy: float, saves: float):
     return ((rc == R_FULL) | ((rc == R_SELECTIVE) & (policy > 0) & (saves == 0))).astype(float)
 
 
+def _dedup_share(k, N, limit, m_n: dict):
+    """The share of a deduplicating dispatcher's buffer that crosses nodes: node-limited routing
+    (Assumptions.moe_max_nodes) where it binds, below the group's N nodes, else every node the
+    token's experts fall on."""
+    free = eq.comm__dedup_cross_share(k=k, N=N, **m_n)
+    if np.all(limit >= np.asarray(N)):
+        return free  # the default (1e6) and any limit at or above the group's nodes
+    return np.where(limit < N, eq.comm__node_limited_cross_share(M_r=np.minimum(limit, N), k=k,
+                                                                  **m_n), free)
+
+
 def ep_comm_time(ctx: Ctx, nic: float):
     """T_ep per stage (step.ep_comm_time over the EP group's all-to-alls): comm_stage's, and
     the planner's bound's (engine.compute_bound_s)."""
@@ -353,7 +364,7 @@ def ep_comm_time(ctx: Ctx, nic: float):
                                          iota=asm.moe_imbalance, t=ctx.t, t_x=ctx.t_x)
         ep_group = all_to_all(ctx.hw, ctx.ep, ctx.t_x, nic=nic)
         m_n, N = dict(m=ep_group["m"], n=ep_group["n"]), ep_group.pop("N")
-        x = (eq.comm__dedup_cross_share(k=model.top_k, N=N, **m_n)  # DeepEP / HybridEP: a
+        x = (_dedup_share(model.top_k, N, asm.moe_max_nodes, m_n)  # DeepEP / HybridEP: a
              if ctx.tr.moe_dispatcher.dedups_nodes                  # token crosses to a node
              else eq.comm__pairwise_cross_share(**m_n))             # once
         a2a = eq.comm__all_to_all_time(z=z_ep, x=x, **ep_group)

@@ -201,22 +201,22 @@ class Assumptions(Frozen):
         description="assumed: local experts whose GEMMs run concurrently, sharing one GEMM-curve "
                     "fixed cost (W_half). 4 = Megatron-LM --moe-grouped-gemm on Transformer "
                     "Engine's default path (one cuBLAS GEMM per expert over 4 streams); 1 = "
-                    "SequentialMLP; large = one grouped kernel (torchtitan's torch._grouped_mm). "
-                    "Sources with file and line: docs/moe.md")
+                    "SequentialMLP; large = torchtitan's grouped kernel (docs/moe.md)")
     moe_imbalance: float = Field(default=1.0, ge=1, le=1024,
-        description="assumed balanced (1.0): tokens the most-loaded expert-parallel rank "
-                    "processes / its balanced share; its expert GEMMs and all-to-all scale by "
-                    "it. At most Megatron-LM's --moe-expert-capacity-factor with token dropping, "
-                    "equal to it with padding (docs/moe.md); --moe-imbalance sets it")
+        description="assumed balanced (1.0): tokens the most-loaded expert-parallel rank processes"
+                    " / its balanced share; its expert GEMMs and all-to-all scale by it. At most "
+                    "Megatron-LM's --moe-expert-capacity-factor with token dropping, equal to it "
+                    "with padding (docs/moe.md); --moe-imbalance sets it")
     ep_overlap_needs_interleave: float = Field(
         default=0, ge=0, le=1, description="1: no ep_overlap at PP > 1 without interleaving "
         "(Megatron-LM refuses it there, transformer_config.py L3007-3011; its profile sets 1)")
     ep_overlap: float = Field(default=0.0, ge=0, le=1,
         description="fraction of the expert-parallel all-to-alls (MoE dispatch and combine) "
-                    "hidden behind another micro-batch's compute; 0 = exposed "
-                    "(framework-neutral, and Megatron-LM's default: "
-                    "--overlap-moe-expert-parallel-comm is off, megatron/core/"
-                    "model_parallel_config.py L343 @ d98e8a6); a framework profile sets it")
+                    "hidden behind another micro-batch's compute; 0 = exposed (framework-neutral, "
+                    "and Megatron-LM's default: --overlap-moe-expert-parallel-comm is off, "
+                    "megatron/core/model_parallel_config.py L343 @ d98e8a6); a profile sets it")
+    moe_max_nodes: float = Field(default=1e6, ge=1, le=1e6, description="assumed 1e6 (no "
+        "limit): nodes a token's experts span at most (comm.node_limited_cross_share; docs/moe.md)")
 
     # ---- the offloaded optimizer step as DeepSpeed runs it (equations/offload.py) ----------
     cpu_pass_efficiency: float = Field(default=0.47, ge=MIN_EFFICIENCY, le=1,

@@ -1,0 +1,68 @@
+"""Node-limited routing (Assumptions.moe_max_nodes, comm.node_limited_cross_share): a token whose
+experts span at most M of the EP group's nodes crosses the network at most once to each of them
+under a deduplicating dispatcher (DeepSeek-V3 arXiv 2412.19437 sections 2.1.2 and 3.2.2), and NeMo
+AutoModel's benchmark gate puts every token's experts on one node (M = 1)."""
+
+import pytest
+
+from optimus_calc.equations import compiled as eq
+from optimus_calc.public_cases import public_rows
+
+DSV3 = ("step", "deepseek-v3", "--node", "dgx-h100", "--nodes", "32", "--pp", "4",
+        "--interleave", "8", "--ep", "64", "--zero", "1", "--micro-batch", "1",
+        "--global-batch", "512", "--seq-len", "4096", "--framework", "torchtitan",
+        "--recompute", "full", "--moe-dispatcher", "deepep", "--format", "json")
+
+
+def test_the_share_by_hand():
+    # DeepSeek-V3, top 8, EP 64 over 8 nodes (m = 8 of n = 64 on each): at M = 1 a token's
+    # one node is another with probability 56/64, one copy of its 8 crosses: 56 / 64 / 8
+    assert eq.comm__node_limited_cross_share(M_r=1, k=8, m=8, n=64) == pytest.approx(0.109375)
+    # at M = 4 (DeepSeek-V3's own limit): 4 x 56/64 = 3.5 other nodes chosen, each reached
+    # with probability 1 - (3/4)^8 = 0.899887: 3.149605 copies of 8 = 0.393701
+    assert eq.comm__node_limited_cross_share(M_r=4, k=8, m=8, n=64) == pytest.approx(
+        3.5 * (1 - 0.75 ** 8) / 8, rel=1e-12)
+    assert eq.comm__node_limited_cross_share(M_r=4, k=8, m=8, n=64) == pytest.approx(
+        0.393701, abs=1e-6)
+    # at M = N = 8 it is the unlimited share (comm.dedup_cross_share: 7 (1 - (7/8)^8) / 8)
+    assert eq.comm__node_limited_cross_share(M_r=8, k=8, m=8, n=64) == pytest.approx(
+        eq.comm__dedup_cross_share(k=8, m=8, n=64, N=8), rel=1e-12)
+
+
+def test_the_limit_moves_only_a_deduplicating_dispatcher_below_the_groups_nodes(run):
+    base = run(*DSV3).json()
+    one = run(*DSV3, "--assume", "moe_max_nodes=1").json()
+    eight = run(*DSV3, "--assume", "moe_max_nodes=8").json()  # the group's 8 nodes: no limit
+    nccl = run(*DSV3[:-4], "--moe-dispatcher", "alltoall", "--assume", "moe_max_nodes=1",
+               "--format", "json").json()
+    nccl0 = run(*DSV3[:-4], "--moe-dispatcher", "alltoall", "--format", "json").json()
+    assert eight["ep_comm_s"] == base["ep_comm_s"]
+    assert nccl["ep_comm_s"] == nccl0["ep_comm_s"]  # NCCL's all-to-all sends every copy
+    # the network term falls 0.574342 / 0.109375 = 5.25x; the NVLink term and the latencies
+    # stay: 4.77 s -> 1.04 s of EP time on this layout
+    assert one["ep_comm_s"] < base["ep_comm_s"] / 4
+    assert one["ep_comm_s"] == pytest.approx(1.044, abs=0.005)
+
+
+def test_a_limit_below_one_node_is_refused(run):
+    r = run(*DSV3, "--assume", "moe_max_nodes=0.5")
+    assert r.code == 2 and "moe_max_nodes" in r.err and len(r.err.strip().splitlines()) == 1
+
+
+def test_automodels_moe_rows_route_each_token_to_one_node():
+    # FakeBalancedGate: token t to experts 8t ... 8t + 7 (mod the count); a node holds 32
+    # (DeepSeek-V3, 256 / EP 64 x 8) or 96 (Kimi-K2, 384 / EP 32 x 8) experts, multiples of 8
+    rows = [r for r in public_rows() if r.source.startswith("NVIDIA-NeMo/Automodel")
+            and r.ep > 1]
+    assert len(rows) == 4 and all(dict(r.assume) == {"moe_max_nodes": 1.0} for r in rows)
+    # the gate's indices (arange(tokens * k).view(-1, k) % experts), experts in order over the
+    # EP ranks, 8 ranks a node: every token of a 4,096-token micro-batch on one node, and the
+    # tokens spread over the nodes within 2% (balanced; exactly on DeepSeek-V3's 8 nodes, and
+    # Kimi-K2's 4,096 x 8 / 384 is not a whole number of cycles: 1,020-1,032 a node)
+    for experts, ep, k in ((256, 64, 8), (384, 32, 8)):
+        per_node = experts // ep * 8
+        nodes = [{(t * k + j) % experts // per_node for j in range(k)} for t in range(4096)]
+        assert all(len(s) == 1 for s in nodes)
+        counts = [sum(s == {i} for s in nodes) for i in range(ep // 8)]
+        assert max(counts) <= 1.02 * min(counts)
+    # a gate drawing experts independently would reach 7 (1 - (7/8)^8) = 4.59 other nodes
