@@ -66,3 +66,11 @@ def test_automodels_moe_rows_route_each_token_to_one_node():
         counts = [sum(s == {i} for s in nodes) for i in range(ep // 8)]
         assert max(counts) <= 1.02 * min(counts)
     # a gate drawing experts independently would reach 7 (1 - (7/8)^8) = 4.59 other nodes
+
+
+def test_megatron_bridges_h100_deepseek_row_routes_to_four_nodes():
+    # DeepSeekV3Provider: 8 groups of 32 experts, 4 a token (deepseek_provider.py L178-179 @
+    # v0.1.0rc4); at EP 64 over 8 DGX H100 (4 experts a GPU) a group is a node: M = 4
+    (row,) = [r for r in public_rows() if r.label.startswith("H100 DeepSeek-V3 FP8 TP2 PP8")]
+    assert dict(row.assume) == {"moe_max_nodes": 4.0} and row.dispatcher == "deepep"
+    assert (256 // 8) == (256 // row.ep) * 8  # a group's experts are one node's

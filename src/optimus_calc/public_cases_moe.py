@@ -159,7 +159,14 @@ def _deepseek() -> list[PublicRow]:
         r(m09, "H100 DeepSeek-V3 FP8 TP2 PP8 VP4 EP64, 1024 GPUs", "deepseek-v3", "dgx-h100",
           128, 1297, tp=2, pp=8, vp=4, ep=64, etp=1, gbs=8192, seq=4096,
           overlap_grad_reduce=False, ep_comm_overlap=True, dispatcher="deepep",
-          assumed="Megatron-Bridge @ r0.1.0 scripts/performance/configs/deepseek/"
+          assume=(("moe_max_nodes", 4.0),),
+          assumed="node-limited routing, 4 of the EP group's 8 nodes (DeepSeekV3Provider "
+                  "moe_router_num_groups 8, moe_router_group_topk 4, src/megatron/bridge/models/"
+                  "deepseek/deepseek_provider.py L178-179 @ v0.1.0rc4; run_script.py L77-78 "
+                  "forces balanced routing with DeepEP, random logits through the same "
+                  "group-limited top-k, Megatron-LM moe/router.py L861-863, L779-785 @ d98e8a6; "
+                  "8 groups of 32 experts over EP 64 are its 8 nodes, moe_utils.py L694-696); "
+                  "Megatron-Bridge @ r0.1.0 scripts/performance/configs/deepseek/"
                   "deepseek_v3_llm_pretrain.yaml L58-73 (TP2 PP8 VP4 EP64 ETP1, no CUDA "
                   "graphs) and run_script.py L55-102: overlap_grad_reduce off (L101-102: "
                   "--no-overlap-grad-reduce), DeepEP dispatcher (L56): --moe-dispatcher "
