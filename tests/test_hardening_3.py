@@ -45,7 +45,7 @@ FLOOR_CMDS = [
 ]
 
 
-MOE_ONLY = {"moe_imbalance"}
+MOE_ONLY = {"moe_imbalance", "moe_max_nodes"}
 FLOOR_CMDS_MOE = [("step", "mixtral-8x7b", "--nodes", "2", "--ep", "8", "--zero", "1"),
                   ("step", "qwen3-30b-a3b", "--nodes", "2", "--ep", "16", "--zero", "3")]
 

@@ -44,9 +44,57 @@ def test_the_limit_moves_only_a_deduplicating_dispatcher_below_the_groups_nodes(
     assert one["ep_comm_s"] == pytest.approx(1.044, abs=0.005)
 
 
-def test_a_limit_below_one_node_is_refused(run):
-    r = run(*DSV3, "--assume", "moe_max_nodes=0.5")
+@pytest.mark.parametrize("value", ["0.5", "1.5", "0", "1e7"])
+def test_a_limit_that_is_not_a_whole_number_of_nodes_is_refused(run, value):
+    r = run(*DSV3, "--assume", f"moe_max_nodes={value}")
     assert r.code == 2 and "moe_max_nodes" in r.err and len(r.err.strip().splitlines()) == 1
+
+
+def test_a_dense_model_refuses_it(run):
+    r = run("step", "llama-3-8b", "--assume", "moe_max_nodes=2")
+    assert r.code == 2 and "dense" in r.err and "moe_max_nodes" in r.err
+
+
+def test_a_group_that_straddles_racks_never_crosses_more_than_unlimited(run):
+    # EP 32 on 72-GPU racks (topology.placement): 8 ranks on one rack, 24 on the next (N = 2).
+    # At M = 1 a token crosses with probability 24/32, one copy of 8: 0.75 / 8 = 0.09375 of
+    # the buffer against the unlimited 1 - (8/32)^8 over 8 = 0.124998; the even draw's form
+    # at M = 2 would be 2 x 0.75 x (1 - 0.5^8) / 8 = 0.187, above it, and is capped: M = 2 is
+    # the unlimited time
+    base = ("step", "qwen3-235b-a22b", "--node", "gb200-nvl72", "--nodes", "4", "--ep", "32",
+            "--tp", "1", "--pp", "1", "--zero", "1", "--framework", "megatron",
+            "--moe-dispatcher", "hybridep", "--format", "json")
+    free = run(*base).json()["ep_comm_s"]
+    one = run(*base, "--assume", "moe_max_nodes=1").json()["ep_comm_s"]
+    two = run(*base, "--assume", "moe_max_nodes=2").json()["ep_comm_s"]
+    assert two == free and one < free
+    assert eq.comm__node_limited_cross_share(M_r=1, k=8, m=8, n=32) == pytest.approx(0.09375)
+    assert eq.comm__dedup_cross_share(k=8, m=8, n=32, N=2) == pytest.approx(
+        (1 - 0.25 ** 8) / 8)
+
+
+def test_the_planners_layouts_are_steps_layouts(run):
+    # a plan over EP 16 (2 nodes: the limit of 4 does not bind), 64 and 128 (8 and 16 nodes:
+    # it binds) evaluates them in one batch; each candidate's time is `step`'s on its layout
+    d = run("plan", "qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", "16", "--ep",
+            "16,64,128", "--tp", "1", "--pp", "1", "--moe-dispatcher", "deepep", "--framework",
+            "megatron", "--assume", "moe_max_nodes=4", "--top", "30", "--format", "json").json()
+    cands = d["candidates"]
+    assert {c["ep"] for c in cands} == {16, 64, 128}
+    for ep in (16, 64, 128):
+        c = next(c for c in cands if c["ep"] == ep)
+        lay = ("step", "qwen3-30b-a3b", "--node", "dgx-h100", "--nodes", "16", "--tp", "1",
+               "--pp", "1", "--dp", c["dp"], "--ep", ep, "--zero", c["zero"], "--micro-batch",
+               c["micro_batch"], "--global-batch", c["global_batch"], "--recompute",
+               c["recompute"], "--interleave", c["interleave"],
+               "--sp" if c["sequence_parallel"] else "--no-sp", "--moe-dispatcher", "deepep",
+               "--framework", "megatron", "--format", "json")
+        s = run(*lay, "--assume", "moe_max_nodes=4")
+        assert s.code == 0, s.err
+        assert s.json()["step_time_s"] == pytest.approx(c["step_time_s"], rel=1e-9), ep
+        # EP 16 spans 2 nodes, under the limit: the unlimited time; EP 64 and 128 are faster
+        free = run(*lay).json()["ep_comm_s"]
+        assert (s.json()["ep_comm_s"] == free) if ep == 16 else (s.json()["ep_comm_s"] < free)
 
 
 def test_automodels_moe_rows_route_each_token_to_one_node():
@@ -56,7 +104,8 @@ def test_automodels_moe_rows_route_each_token_to_one_node():
             and r.ep > 1]
     assert len(rows) == 4 and all(dict(r.assume) == {"moe_max_nodes": 1.0} for r in rows)
     # the gate's indices (arange(tokens * k).view(-1, k) % experts), experts in order over the
-    # EP ranks, 8 ranks a node: every token of a 4,096-token micro-batch on one node, and the
+    # EP ranks (ExpertParallel shards dimension 0: layers.py L426-429 @ 89e3a9fdd), EP the
+    # innermost mesh dimension (fsdp2.py L251-264), 8 ranks a node: every token of a 4,096-token micro-batch on one node, and the
     # tokens spread over the nodes within 2% (balanced; exactly on DeepSeek-V3's 8 nodes, and
     # Kimi-K2's 4,096 x 8 / 384 is not a whole number of cycles: 1,020-1,032 a node)
     for experts, ep, k in ((256, 64, 8), (384, 32, 8)):
@@ -65,7 +114,6 @@ def test_automodels_moe_rows_route_each_token_to_one_node():
         assert all(len(s) == 1 for s in nodes)
         counts = [sum(s == {i} for s in nodes) for i in range(ep // 8)]
         assert max(counts) <= 1.02 * min(counts)
-    # a gate drawing experts independently would reach 7 (1 - (7/8)^8) = 4.59 other nodes
 
 
 def test_megatron_bridges_h100_deepseek_row_routes_to_four_nodes():

@@ -191,6 +191,11 @@ def moe_notes(model, asm, tr=None) -> list[str]:
         return []
     disp = "" if tr is None else (f"; tokens dispatched by {_DISPATCH[tr.moe_dispatcher.value]}"
                                   f" (--moe-dispatcher {tr.moe_dispatcher.value})")
+    if tr is not None and "moe_max_nodes" in asm.model_fields_set:
+        disp += (f"; each token's experts on at most {asm.moe_max_nodes:g} nodes "
+                 + ("(comm.node_limited_cross_share where the EP group spans more)"
+                    if tr.moe_dispatcher.dedups_nodes else
+                    "(moe_max_nodes: NCCL's all-to-all sends every copy, so no change)"))
     route = ("balanced routing (--moe-imbalance 1.0, the default)" if asm.moe_imbalance == 1
              else f"the most-loaded expert-parallel rank at {asm.moe_imbalance:g}x its balanced "
                   "tokens (--moe-imbalance): its expert GEMMs and all-to-all set the pace")

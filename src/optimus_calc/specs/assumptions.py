@@ -215,8 +215,8 @@ class Assumptions(Frozen):
                     "hidden behind another micro-batch's compute; 0 = exposed (framework-neutral, "
                     "and Megatron-LM's default: --overlap-moe-expert-parallel-comm is off, "
                     "megatron/core/model_parallel_config.py L343 @ d98e8a6); a profile sets it")
-    moe_max_nodes: float = Field(default=1e6, ge=1, le=1e6, description="assumed 1e6 (no "
-        "limit): nodes a token's experts span at most (comm.node_limited_cross_share; docs/moe.md)")
+    moe_max_nodes: float = Field(default=1e6, ge=1, le=1e6, multiple_of=1, description="assumed "
+        "1e6 (no limit): nodes a token's experts span at most (comm.node_limited_cross_share)")
 
     # ---- the offloaded optimizer step as DeepSpeed runs it (equations/offload.py) ----------
     cpu_pass_efficiency: float = Field(default=0.47, ge=MIN_EFFICIENCY, le=1,
