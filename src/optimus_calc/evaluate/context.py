@@ -163,7 +163,8 @@ def check_moe_assumptions(model: Model | BareModel, asm) -> None:
         raise FieldError("moe_imbalance", f"{{moe_imbalance}} {asm.moe_imbalance:g} (or --assume "
                          f"moe_imbalance): {model.name} is dense (no experts); the most-loaded "
                          "expert applies to MoE models")
-    if not getattr(model, "is_moe", False) and "moe_max_nodes" in asm.model_fields_set:
+    no_limit = type(asm).model_fields["moe_max_nodes"].default  # 1e6: no limit
+    if not getattr(model, "is_moe", False) and asm.moe_max_nodes < no_limit:
         raise FieldError("moe_max_nodes", f"--assume moe_max_nodes={asm.moe_max_nodes:g}: "
                          f"{model.name} is dense (no experts); node-limited routing applies to "
                          "MoE models")
