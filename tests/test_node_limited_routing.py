@@ -53,6 +53,8 @@ def test_a_limit_that_is_not_a_whole_number_of_nodes_is_refused(run, value):
 def test_a_dense_model_refuses_it(run):
     r = run("step", "llama-3-8b", "--assume", "moe_max_nodes=2")
     assert r.code == 2 and "dense" in r.err and "moe_max_nodes" in r.err
+    # the no-limit default typed (a profile listing every assumption) is no limit: accepted
+    assert run("step", "llama-3-8b", "--assume", "moe_max_nodes=1000000").code == 0
 
 
 def test_a_group_that_straddles_racks_never_crosses_more_than_unlimited(run):
