@@ -120,8 +120,9 @@ k_d = sym("k", "experts each token is routed to (top-k)", positive=True)
 
 c_o = sp.Max(N - 1, 1)  # the group's other nodes (one node: none, its term 0)
 
+_dedup = c_o / k_d * (1 - (1 - (n - m) / (c_o * n)) ** k_d)
 dedup_cross_share = equation(
-    "comm.dedup_cross_share", c_o / k_d * (1 - (1 - (n - m) / (c_o * n)) ** k_d), "1",
+    "comm.dedup_cross_share", _dedup, "1",
     "DeepSeek-V3 arXiv 2412.19437 section 3.2.2 (a token crosses IB once to each node hosting "
     "its experts, then NVLink forwards it); Megatron-LM megatron/core/transformer/moe/README.md "
     "L310-311 @ d98e8a6 (the flex dispatcher's DeepEP backend 'removes redundant tokens during "
@@ -140,22 +141,28 @@ dedup_cross_share = equation(
     "nothing.")
 
 M_r = sym("M_r", "nodes a token's experts span at most (node-limited routing; "
-          "Assumptions.moe_max_nodes), below the group's node count", positive=True)
+          "Assumptions.moe_max_nodes)", positive=True)
+_M = sp.Min(M_r, N)  # a limit at or above the group's nodes does not bind
 
 node_limited_cross_share = equation(
-    "comm.node_limited_cross_share", M_r * (n - m) / n * (1 - (1 - 1 / M_r) ** k_d) / k_d, "1",
+    "comm.node_limited_cross_share",
+    sp.Min(_M * (n - m) / n * (1 - (1 - 1 / _M) ** k_d) / k_d, _dedup), "1",
     "DeepSeek-V3 arXiv 2412.19437 section 2.1.2 (node-limited routing: each token is sent to "
     "at most M nodes, M = 4) and section 3.2.2 (once to each node, then NVLink); NeMo "
     "AutoModel's FakeBalancedGate (nemo_automodel/components/moe/layers.py L509-548 @ "
     "89e3a9fdd: token t's k experts are tk ... tk + k - 1 mod the expert count, a block that "
     "never straddles a node when a node's experts are a multiple of k: M = 1); balanced "
     "routing (assumed)",
-    "comm.dedup_cross_share where routing limits a token to M of the group's N nodes (read "
-    "only for M < N): the token's M nodes are drawn evenly from the group's, so "
-    "M (n - m) / n of them are other nodes, and its k experts fall evenly among those M "
-    "nodes, reaching each with probability 1 - (1 - 1/M)^k; a copy (z / k bytes) crosses "
-    "to each other node reached. M = N gives comm.dedup_cross_share for a group that tiles "
-    "its nodes; M = 1 sends each token across at most once: (n - m) / (n k) of the buffer.")
+    "comm.dedup_cross_share where routing limits a token to M of the group's N nodes: the "
+    "token's min(M, N) nodes are drawn evenly from the group's, so min(M, N) (n - m) / n of "
+    "them are other nodes, and its k experts fall evenly among them, reaching each with "
+    "probability 1 - (1 - 1/min(M, N))^k; a copy (z / k bytes) crosses to each other node "
+    "reached. M >= N gives comm.dedup_cross_share for a group that tiles its nodes; M = 1 "
+    "sends each token across at most once: (n - m) / (n k) of the buffer. Never above the "
+    "unlimited share: a group that straddles two racks (topology.placement) holds unequal "
+    "shares of the experts on its nodes, which the even draw does not see (EP 32 on NVL72 "
+    "racks: at M = 1 0.75 / k, below the unlimited 0.125; the even form at M = 2, 0.187, is "
+    "capped at it).")
 
 tree_all_reduce_time = equation(
     "comm.tree_all_reduce_time", 2 * D * alpha + 2 * (n - 1) / n * beta * z, "s",

@@ -156,6 +156,12 @@ def check_moe_flags(model: Model | BareModel, training: Training, asm=None) -> N
         check_moe_assumptions(model, asm)
 
 
+def node_limited(asm) -> bool:
+    """Whether ``asm`` limits a token's experts to fewer nodes than the no-limit default
+    (Assumptions.moe_max_nodes 1e6): by value, so a profile listing the default is no limit."""
+    return asm.moe_max_nodes < type(asm).model_fields["moe_max_nodes"].default
+
+
 def check_moe_assumptions(model: Model | BareModel, asm) -> None:
     """The MoE-only assumption (--moe-imbalance, --assume moe_imbalance) on a model without
     experts: a FieldError, as check_moe_flags' launch choices."""
@@ -163,8 +169,7 @@ def check_moe_assumptions(model: Model | BareModel, asm) -> None:
         raise FieldError("moe_imbalance", f"{{moe_imbalance}} {asm.moe_imbalance:g} (or --assume "
                          f"moe_imbalance): {model.name} is dense (no experts); the most-loaded "
                          "expert applies to MoE models")
-    no_limit = type(asm).model_fields["moe_max_nodes"].default  # 1e6: no limit
-    if not getattr(model, "is_moe", False) and asm.moe_max_nodes < no_limit:
+    if not getattr(model, "is_moe", False) and node_limited(asm):
         raise FieldError("moe_max_nodes", f"--assume moe_max_nodes={asm.moe_max_nodes:g}: "
                          f"{model.name} is dense (no experts); node-limited routing applies to "
                          "MoE models")

@@ -340,17 +340,13 @@ def ep_all_to_all_rerun(rc, policy: float, saves: float):
 
 
 def _dedup_share(k, N, limit, m_n: dict):
-    """The share of a deduplicating dispatcher's buffer that crosses nodes: node-limited routing
-    (Assumptions.moe_max_nodes) where it binds, below the group's N nodes, else every node the
-    token's experts fall on. Never above the unlimited share: on a group that does not tile its
-    nodes (topology.placement) the nodes hold unequal shares of the experts, which the limited
-    form's even draw does not see (EP 32 on NVL72 racks at M = 1: 0.75 / k, below; its even
-    form at M = 2 would be 0.187 against the unlimited 0.125)."""
-    free = eq.comm__dedup_cross_share(k=k, N=N, **m_n)
-    if np.all(limit >= np.asarray(N)):
-        return free  # the default (1e6) and any limit at or above the group's nodes
-    limited = eq.comm__node_limited_cross_share(M_r=np.minimum(limit, N), k=k, **m_n)
-    return np.where(limit < N, np.minimum(limited, free), free)
+    """The share of a deduplicating dispatcher's buffer that crosses nodes: every node the
+    token's experts fall on (comm.dedup_cross_share), or with node-limited routing
+    (Assumptions.moe_max_nodes) below the group's N nodes comm.node_limited_cross_share, which
+    holds that limit and the cap at the unlimited share."""
+    if np.all(limit >= np.asarray(N)):  # the default (1e6): the unlimited equation itself
+        return eq.comm__dedup_cross_share(k=k, N=N, **m_n)
+    return eq.comm__node_limited_cross_share(M_r=limit, k=k, N=N, **m_n)
 
 
 def ep_comm_time(ctx: Ctx, nic: float):

@@ -191,7 +191,8 @@ def moe_notes(model, asm, tr=None) -> list[str]:
         return []
     disp = "" if tr is None else (f"; tokens dispatched by {_DISPATCH[tr.moe_dispatcher.value]}"
                                   f" (--moe-dispatcher {tr.moe_dispatcher.value})")
-    if tr is not None and asm.moe_max_nodes < type(asm).model_fields["moe_max_nodes"].default:
+    from optimus_calc.evaluate.context import node_limited
+    if tr is not None and node_limited(asm):
         disp += (f"; each token's experts on at most {asm.moe_max_nodes:g} "
                  f"{'node' if asm.moe_max_nodes == 1 else 'nodes'} "
                  + ("(comm.node_limited_cross_share where the EP group spans more)"

@@ -70,9 +70,12 @@ def comm__nic_bandwidth(B_line, B_pcie, eta_n, eta_p):
     return numpy.minimum(B_line*eta_n, B_pcie*eta_p)
 
 
-def comm__node_limited_cross_share(M_r, k, m, n):
+def comm__node_limited_cross_share(M_r, N, k, m, n):
     """comm.node_limited_cross_share [1]: DeepSeek-V3 arXiv 2412.19437 section 2.1.2 (node-limited routing: each token is sent to at most M nodes, M = 4) and section 3.2.2 (once to each node, then NVLink); NeMo AutoModel's FakeBalancedGate (nemo_automodel/components/moe/layers.py L509-548 @ 89e3a9fdd: token t's k experts are tk ... tk + k - 1 mod the expert count, a block that never straddles a node when a node's experts are a multiple of k: M = 1); balanced routing (assumed)"""
-    return M_r*(1 - (1 - 1/M_r)**k)*(-m + n)/(k*n)
+    _c0 = numpy.minimum(M_r, N)
+    _c1 = -m + n
+    _c2 = numpy.maximum(1, N - 1)
+    return numpy.minimum((1 - (1 - 1 / _c0) ** k) * _c1 * _c0 / (k * n), (1 - (1 - _c1 / (n * _c2)) ** k) * _c2 / k)
 
 
 def comm__node_network_bandwidth(B_nic, K):
