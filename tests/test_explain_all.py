@@ -19,6 +19,10 @@ LAYOUTS = {
     "GH200 superchip": ["llama-3-8b", "--node", "gh200", "--nodes", 4, "--zero", 2,
                         "--offload", "superchip"],
     "Mixtral EP": ["mixtral-8x7b", "--nodes", 2, "--tp", 2, "--ep", 8, "--zero", 1],
+    "DeepSeek-V3 DeepEP over 8 nodes, group-limited": [
+        "deepseek-v3", "--node", "dgx-h100", "--nodes", 32, "--pp", 4, "--interleave", 8,
+        "--ep", 64, "--zero", 1, "--global-batch", 512, "--seq-len", 4096,
+        "--moe-dispatcher", "deepep"],
     "Llama-3-8B CP 4 at 128K": ["llama-3-8b", "--nodes", 2, "--cp", 4, "--tp", 4,
                                 "--seq-len", 131072, "--zero", 1, "--tokens", "1e12",
                                 "--gpu-hour-price", 2],

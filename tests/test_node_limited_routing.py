@@ -5,6 +5,7 @@ AutoModel's benchmark gate puts every token's experts on one node (M = 1)."""
 
 import pytest
 
+from optimus_calc.catalog import load
 from optimus_calc.equations import compiled as eq
 from optimus_calc.public_cases import public_rows
 
@@ -31,21 +32,23 @@ def test_the_share_by_hand():
 
 
 def test_the_limit_moves_only_a_deduplicating_dispatcher_below_the_groups_nodes(run):
+    # DeepSeek-V3's own group-limited routing already limits it to 4 nodes
+    # (tests/test_group_limited_routing.py): 8, the group's nodes, changes nothing
     base = run(*DSV3).json()
     one = run(*DSV3, "--assume", "moe_max_nodes=1").json()
-    eight = run(*DSV3, "--assume", "moe_max_nodes=8").json()  # the group's 8 nodes: no limit
+    eight = run(*DSV3, "--assume", "moe_max_nodes=8").json()
     nccl = run(*DSV3[:-4], "--moe-dispatcher", "alltoall", "--assume", "moe_max_nodes=1",
                "--format", "json").json()
     nccl0 = run(*DSV3[:-4], "--moe-dispatcher", "alltoall", "--format", "json").json()
     assert eight["ep_comm_s"] == base["ep_comm_s"]
     assert nccl["ep_comm_s"] == nccl0["ep_comm_s"]  # NCCL's all-to-all sends every copy
     # only the network term moves (the NVLink term and the latencies stay): per all-to-all
-    # (0.574342 - 0.109375) x z / B_g with z = 4,096 tokens x 7,168 x 8 copies x 2 bytes =
+    # (0.393701 - 0.109375) x z / B_g with z = 4,096 tokens x 7,168 x 8 copies x 2 bytes =
     # 469,762,048 bytes and B_g = one ConnectX-7, 400 Gb/s = 50 GB/s x 0.9 = 45e9 bytes/s:
-    # 4.8538 ms; the stage's 16 MoE layers x 8 micro-batches x 6 all-to-alls (dispatch and
-    # combine, forward, backward and full recomputation's forward again) = 768: 3.7277 s
-    per = (7 * (1 - (7 / 8) ** 8) / 8 - 7 / 64) * 469_762_048 / 45e9
-    assert per == pytest.approx(4.8538e-3, rel=1e-4)
+    # 2.9682 ms; the stage's 16 MoE layers x 8 micro-batches x 6 all-to-alls (dispatch and
+    # combine, forward, backward and full recomputation's forward again) = 768: 2.2796 s
+    per = (3.5 * (1 - 0.75 ** 8) / 8 - 7 / 64) * 469_762_048 / 45e9
+    assert per == pytest.approx(2.9682e-3, rel=1e-4)
     assert base["ep_comm_s"] - one["ep_comm_s"] == pytest.approx(768 * per, rel=1e-4)
 
 
@@ -130,5 +133,9 @@ def test_megatron_bridges_h100_deepseek_row_routes_to_four_nodes():
     # DeepSeekV3Provider: 8 groups of 32 experts, 4 a token (deepseek_provider.py L178-179 @
     # v0.1.0rc4); at EP 64 over 8 DGX H100 (4 experts a GPU) a group is a node: M = 4
     (row,) = [r for r in public_rows() if r.label.startswith("H100 DeepSeek-V3 FP8 TP2 PP8")]
-    assert dict(row.assume) == {"moe_max_nodes": 4.0} and row.dispatcher == "deepep"
+    # the model's own routing gives it (comm.routing_node_limit), nothing typed for the row
+    assert "moe_max_nodes" not in dict(row.assume) and row.dispatcher == "deepep"
+    m = load().get(row.model, "model")
+    assert (m.router_groups, m.router_group_topk) == (8, 4)
     assert (256 // 8) == (256 // row.ep) * 8  # a group's experts are one node's
+    assert eq.comm__routing_node_limit(G_r=8, M_a=1e6, N=row.ep // 8, g_r=4) == 4

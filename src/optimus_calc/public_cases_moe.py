@@ -159,8 +159,8 @@ def _deepseek() -> list[PublicRow]:
         r(m09, "H100 DeepSeek-V3 FP8 TP2 PP8 VP4 EP64, 1024 GPUs", "deepseek-v3", "dgx-h100",
           128, 1297, tp=2, pp=8, vp=4, ep=64, etp=1, gbs=8192, seq=4096,
           overlap_grad_reduce=False, ep_comm_overlap=True, dispatcher="deepep",
-          assume=(("moe_max_nodes", 4.0),),
-          assumed="node-limited routing, 4 of the EP group's 8 nodes (DeepSeekV3Provider "
+          assumed="node-limited routing, 4 of the EP group's 8 nodes, as the model's "
+                  "group-limited routing gives it (comm.routing_node_limit; DeepSeekV3Provider "
                   "moe_router_num_groups 8, moe_router_group_topk 4, src/megatron/bridge/models/"
                   "deepseek/deepseek_provider.py L178-179 @ v0.1.0rc4; run_script.py L77-78 "
                   "forces balanced routing with DeepEP, random logits through the same "

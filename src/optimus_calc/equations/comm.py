@@ -164,6 +164,31 @@ node_limited_cross_share = equation(
     "racks: at M = 1 0.75 / k, below the unlimited 0.125; the even form at M = 2, 0.187, is "
     "capped at it).")
 
+G_r = sym("G_r", "expert groups of the model's group-limited routing (Model.router_groups; 1: "
+          "none)", positive=True)
+g_r = sym("g_r", "groups a token's experts are chosen from (Model.router_group_topk)",
+          positive=True)
+M_a = sym("M_a", "nodes a token's experts span at most by the run's routing "
+          "(Assumptions.moe_max_nodes; 1e6: no limit)", positive=True)
+_span = sp.ceiling(N / G_r)  # nodes one group's contiguous experts fill where groups nest in nodes
+
+routing_node_limit = equation(
+    "comm.routing_node_limit",
+    sp.Min(M_a, sp.Piecewise((g_r * _span, sp.Eq(G_r / N, sp.ceiling(G_r / N))
+                              | sp.Eq(N / G_r, _span)), (g_r * (_span + 1), True))), "nodes",
+    "DeepSeek-V3 arXiv 2412.19437 section 2.1.2 (node-limited routing) and its config.json "
+    "(n_group 8, topk_group 4); Megatron-LM @ d98e8a6 moe_utils.py group_limited_topk L673-725 "
+    "(the experts in num_groups equal contiguous groups, scores.view(tokens, groups, -1); a "
+    "token's top-k from its best group_topk groups; router.py L779-785 passes them) and "
+    "moe_layer.py L188-196 (local experts contiguous by EP rank); EP ranks contiguous on a node "
+    "(topology.placement)",
+    "Nodes a token's experts can span: at most M_a (the run's limit, --assume moe_max_nodes), and "
+    "where the model routes group-limited, its g_r groups' nodes. The EP group's experts lie in "
+    "order over its N nodes and each group is a contiguous block of them, so where the groups "
+    "and nodes nest (N divides G_r, or G_r divides N) a group fills ceil(N / G_r) nodes, else it "
+    "may straddle one more. DeepSeek-V3 (8 groups, 4 a token) over EP 64 on 8 nodes: 4; over "
+    "EP 128 on 16 nodes: 8; a model without groups (G_r = g_r = 1): N, no limit.")
+
 tree_all_reduce_time = equation(
     "comm.tree_all_reduce_time", 2 * D * alpha + 2 * (n - 1) / n * beta * z, "s",
     "Sanders, Speck & Traeff 2009 (two-tree reduction/broadcast); NCCL 2.4 double binary trees",

@@ -339,14 +339,17 @@ def ep_all_to_all_rerun(rc, policy: float, saves: float):
     return ((rc == R_FULL) | ((rc == R_SELECTIVE) & (policy > 0) & (saves == 0))).astype(float)
 
 
-def _dedup_share(k, N, limit, m_n: dict):
+def _dedup_share(model, N, asm, m_n: dict):
     """The share of a deduplicating dispatcher's buffer that crosses nodes: every node the
-    token's experts fall on (comm.dedup_cross_share), or with node-limited routing
-    (Assumptions.moe_max_nodes) below the group's N nodes comm.node_limited_cross_share, which
-    holds that limit and the cap at the unlimited share."""
-    if np.all(limit >= np.asarray(N)):  # the default (1e6): the unlimited equation itself
-        return eq.comm__dedup_cross_share(k=k, N=N, **m_n)
-    return eq.comm__node_limited_cross_share(M_r=limit, k=k, N=N, **m_n)
+    token's experts fall on (comm.dedup_cross_share), or where routing limits them to fewer
+    than the group's N nodes (comm.routing_node_limit: Assumptions.moe_max_nodes, the model's
+    group-limited routing) comm.node_limited_cross_share, which holds that limit and the cap at
+    the unlimited share."""
+    limit = eq.comm__routing_node_limit(G_r=model.router_groups, M_a=asm.moe_max_nodes, N=N,
+                                        g_r=model.router_group_topk)
+    if np.all(limit >= np.asarray(N)):  # no limit binds: the unlimited equation itself
+        return eq.comm__dedup_cross_share(k=model.top_k, N=N, **m_n)
+    return eq.comm__node_limited_cross_share(M_r=limit, k=model.top_k, N=N, **m_n)
 
 
 def ep_comm_time(ctx: Ctx, nic: float):
@@ -363,7 +366,7 @@ def ep_comm_time(ctx: Ctx, nic: float):
                                          iota=asm.moe_imbalance, t=ctx.t, t_x=ctx.t_x)
         ep_group = all_to_all(ctx.hw, ctx.ep, ctx.t_x, nic=nic)
         m_n, N = dict(m=ep_group["m"], n=ep_group["n"]), ep_group.pop("N")
-        x = (_dedup_share(model.top_k, N, asm.moe_max_nodes, m_n)  # DeepEP / HybridEP: a
+        x = (_dedup_share(model, N, asm, m_n)                      # DeepEP / HybridEP: a
              if ctx.tr.moe_dispatcher.dedups_nodes                  # token crosses to a node
              else eq.comm__pairwise_cross_share(**m_n))             # once
         a2a = eq.comm__all_to_all_time(z=z_ep, x=x, **ep_group)

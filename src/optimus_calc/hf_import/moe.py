@@ -40,6 +40,11 @@ def deepseek(c: Cfg, *, v3: bool) -> dict:
                  first_dense_layers=c.int("first_k_dense_replace", default=0),
                  moe_layer_freq=c.int("moe_layer_freq", default=1, minimum=1),
                  router_bias=v3 and c.str("topk_method", "noaux_tc") == "noaux_tc")
+        # group-limited routing: V3 always (transformers DeepseekV3TopkRouter; its config's
+        # defaults n_group 8, topk_group 4), V2 under topk_method group_limited_greedy
+        if v3 or c.str("topk_method", "greedy") == "group_limited_greedy":
+            d.update(router_groups=c.int("n_group", default=8 if v3 else 1, minimum=1),
+                     router_group_topk=c.int("topk_group", default=4 if v3 else 1, minimum=1))
     return d
 
 

@@ -198,6 +198,10 @@ def moe_notes(model, asm, tr=None) -> list[str]:
                  + ("(comm.node_limited_cross_share where the EP group spans more)"
                     if tr.moe_dispatcher.dedups_nodes else
                     "(moe_max_nodes: NCCL's all-to-all sends every copy, so no change)"))
+    if tr is not None and tr.moe_dispatcher.dedups_nodes and model.router_groups > 1:
+        disp += (f"; the model routes a token to {model.router_group_topk} of its "
+                 f"{model.router_groups} expert groups, so to at most their nodes "
+                 "(comm.routing_node_limit)")
     route = ("balanced routing (--moe-imbalance 1.0, the default)" if asm.moe_imbalance == 1
              else f"the most-loaded expert-parallel rank at {asm.moe_imbalance:g}x its balanced "
                   "tokens (--moe-imbalance): its expert GEMMs and all-to-all set the pace")

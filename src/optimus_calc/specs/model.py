@@ -72,6 +72,8 @@ class Model(CatalogEntry):
                                 description="every k-th layer is MoE (1 = all)")
     router_bias: bool = Field(default=False, description="bias on the router (one per expert; "
                               "DeepSeek-V3's e_score_correction_bias)")
+    router_groups: int = Field(default=1, ge=1, le=100_000, description="expert groups (HF n_group)")
+    router_group_topk: int = Field(default=1, ge=1, le=100_000, description="HF topk_group")
     router_topk_scaling: float = Field(default=1.0, gt=0, le=1000,
                                        description="factor on the routed experts' weights "
                                        "(HF routed_scaling_factor; no parameters)")
@@ -141,6 +143,10 @@ class Model(CatalogEntry):
                 self.sliding_window_layers > 0) != (self.sliding_window > 0):
             raise ValueError("sliding_window_layers must be 1..layers with a sliding_window "
                              "> 0, and 0 without one")
+        g, gk, e = self.router_groups, self.router_group_topk, self.experts
+        if (g > 1 or gk > 1) and not (e and e % g == 0 and gk <= g and self.top_k <= gk * e // g):
+            raise ValueError(f"router_groups {g} / router_group_topk {gk}: groups must split the "
+                             "experts evenly and a token's fewer groups hold its top_k experts")
         if self.first_dense_layers >= self.layers and self.experts:
             raise ValueError(f"first_dense_layers {self.first_dense_layers} leaves no MoE layer "
                              f"of {self.layers}")
@@ -346,26 +352,22 @@ class Model(CatalogEntry):
                 + self.dense_layers * self.dense_layer_params
                 + self.moe_layers * self.moe_layer_active_params)
 
+    def _mtp(self, layer: int) -> int:
+        return self.mtp_layers * (3 * self._norm_params(self.hidden)
+                                  + 2 * self.hidden * self.hidden + layer)
+
     @property
     def mtp_params(self) -> int:
         """Multi-token-prediction modules, not in ``total_params`` (DeepSeek-V3 arXiv 2412.19437
         section 2.2; README_WEIGHTS.md of deepseek-ai/DeepSeek-V3): each has two RMSNorms
         (enorm, hnorm), the projection 2h x h (eh_proj), one transformer layer (an MoE layer
         when the model is MoE) and a final norm; embedding and output head are shared."""
-        if not self.mtp_layers:
-            return 0
-        layer = self.moe_layer_params if self.is_moe else self.dense_layer_params
-        return self.mtp_layers * (3 * self._norm_params(self.hidden)
-                                  + 2 * self.hidden * self.hidden + layer)
+        return self._mtp(self.moe_layer_params if self.is_moe else self.dense_layer_params)
 
     @property
     def mtp_active_params(self) -> int:
         """Per-token parameters of the MTP modules (top-k + shared experts), shared parts apart."""
-        if not self.mtp_layers:
-            return 0
-        layer = self.moe_layer_active_params if self.is_moe else self.dense_layer_params
-        return self.mtp_layers * (3 * self._norm_params(self.hidden)
-                                  + 2 * self.hidden * self.hidden + layer)
+        return self._mtp(self.moe_layer_active_params if self.is_moe else self.dense_layer_params)
 
     @property
     def layer_params_avg(self) -> float:

@@ -1,0 +1,132 @@
+"""The model's group-limited routing (Model.router_groups / router_group_topk, HF n_group /
+topk_group; comm.routing_node_limit): Megatron-LM splits the experts into equal contiguous
+groups and takes a token's top-k from its best group_topk groups (moe_utils.py
+group_limited_topk L673-725 @ d98e8a6), local experts lie contiguous by EP rank (moe_layer.py
+L188-196), so where the groups nest in the EP group's nodes a token reaches at most its groups'
+nodes, and a deduplicating dispatcher sends it across the network at most to those."""
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from optimus_calc.catalog import load
+from optimus_calc.equations import compiled as eq
+from optimus_calc.frameworks.megatron_export import megatron_arg_list
+from optimus_calc.hf_import import load_hf_config
+from optimus_calc.specs.model import Model
+from optimus_calc.specs.training import Layout, Training
+
+HF = Path(__file__).parent / "data" / "hf"
+DSV3 = ("step", "deepseek-v3", "--node", "dgx-h100", "--nodes", "32", "--pp", "4",
+        "--interleave", "8", "--ep", "64", "--zero", "1", "--micro-batch", "1",
+        "--global-batch", "512", "--seq-len", "4096", "--framework", "torchtitan",
+        "--recompute", "full", "--moe-dispatcher", "deepep", "--format", "json")
+
+
+@pytest.mark.parametrize("G, g, N, nodes", [
+    (8, 4, 8, 4),    # DeepSeek-V3 over EP 64 on 8 nodes: a group is a node, 4 of them
+    (8, 4, 16, 8),   # EP 128 on 16 nodes: a group fills 2 nodes, 4 groups 8 nodes
+    (8, 4, 4, 4),    # EP 32 on 4 nodes: 2 groups a node, 4 groups reach all 4
+    (8, 4, 2, 4),    # 2 nodes: at least 2 (the share takes min(limit, N))
+    (8, 4, 3, 8),    # 3 nodes do not nest with 8 groups: a group may straddle 2 nodes
+    (1, 1, 8, 8),    # no groups: the group's own nodes, no limit
+])
+def test_the_limit_by_hand(G, g, N, nodes):
+    assert eq.comm__routing_node_limit(G_r=G, M_a=1e6, N=N, g_r=g) == nodes
+    # the run's limit (--assume moe_max_nodes) binds below it
+    assert eq.comm__routing_node_limit(G_r=G, M_a=1, N=N, g_r=g) == 1
+
+
+# DeepSeek-V3, top 8, EP 64 over 8 nodes (m = 8 of n = 64 on each): unlimited, a token's 8
+# experts reach 7 (1 - (7/8)^8) other nodes, one copy of 8 each: 0.574342 of the buffer; at 4
+# nodes, 4 x 56/64 = 3.5 other nodes chosen, each reached with probability 1 - (3/4)^8: 0.393701
+UNLIMITED, LIMITED = 7 * (1 - (7 / 8) ** 8) / 8, 3.5 * (1 - 0.75 ** 8) / 8
+
+
+def test_deepseek_v3_routes_to_four_nodes_by_its_groups(run):
+    assert (UNLIMITED, LIMITED) == pytest.approx((0.574342, 0.393701), abs=1e-6)
+    # the catalog's DeepSeek-V3 (config.json n_group 8, topk_group 4): the limit is 4 without
+    # --assume, so typing 4 (or 8, the group's nodes: min(8, 4)) changes nothing
+    base = run(*DSV3).json()
+    assert run(*DSV3, "--assume", "moe_max_nodes=4").json()["ep_comm_s"] == base["ep_comm_s"]
+    assert run(*DSV3, "--assume", "moe_max_nodes=8").json()["ep_comm_s"] == base["ep_comm_s"]
+
+
+def test_against_the_same_model_without_groups(run, tmp_path):
+    # the HF config (the catalog's source) as is, and with n_group = topk_group = 1
+    cfg = json.loads((HF / "deepseek_v3" / "config.json").read_text())
+    (tmp_path / "grouped.json").write_text(json.dumps(cfg))
+    (tmp_path / "free.json").write_text(json.dumps({**cfg, "n_group": 1, "topk_group": 1}))
+    grouped = run("step", str(tmp_path / "grouped.json"), *DSV3[2:]).json()
+    free = run("step", str(tmp_path / "free.json"), *DSV3[2:]).json()
+    assert grouped["ep_comm_s"] == run(*DSV3).json()["ep_comm_s"]  # the catalog's model
+    # only the network term moves, by (0.574342 - 0.393701) of the buffer per all-to-all:
+    # z = 4,096 tokens x 7,168 x 8 copies x 2 bytes = 469,762,048 bytes over one ConnectX-7
+    # (50 GB/s x 0.9 = 45e9 B/s), 768 all-to-alls (16 MoE layers x 8 micro-batches x 6:
+    # dispatch and combine, forward, backward, recomputed forward;
+    # tests/test_node_limited_routing.py): 768 x 0.180641 x 469,762,048 / 45e9 = 1.4483 s
+    fall = 768 * (UNLIMITED - LIMITED) * 469_762_048 / 45e9
+    assert fall == pytest.approx(1.4483, rel=1e-4)
+    assert free["ep_comm_s"] - grouped["ep_comm_s"] == pytest.approx(fall, rel=1e-4)
+
+
+def test_nccl_all_to_all_does_not_move(run):
+    # NCCL's all-to-all sends every copy whatever the routing
+    a2a = run(*DSV3[:-4], "--moe-dispatcher", "alltoall", "--format", "json").json()
+    a2a_4 = run(*DSV3[:-4], "--moe-dispatcher", "alltoall", "--assume", "moe_max_nodes=4",
+                "--format", "json").json()
+    assert a2a["ep_comm_s"] == a2a_4["ep_comm_s"]
+
+
+def test_the_step_says_so(run):
+    text = run(*DSV3[:-2]).out
+    assert "4 of its 8 expert groups" in " ".join(text.split())
+    assert "comm.routing_node_limit" in text
+
+
+@pytest.mark.parametrize("name, groups", [("deepseek_v3", (8, 4)), ("deepseek_v2", (8, 3)),
+                                          ("glm4_moe", (1, 1))])
+def test_hugging_face_configs_carry_their_groups(name, groups):
+    m = load_hf_config(HF / name / "config.json")
+    assert (m.router_groups, m.router_group_topk) == groups
+
+
+def test_a_greedy_v2_config_has_no_groups(tmp_path):
+    # DeepSeek-V2-Lite routes greedily (topk_method "greedy"): n_group is not read
+    cfg = json.loads((HF / "deepseek_v2" / "config.json").read_text())
+    cfg.update(topk_method="greedy")
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    m = load_hf_config(tmp_path / "config.json")
+    assert (m.router_groups, m.router_group_topk) == (1, 1)
+
+
+def test_the_export_writes_the_models_groups_only():
+    m = load_hf_config(HF / "deepseek_v3" / "config.json")
+    lay, tr = Layout(tp=1, pp=1, dp=8, ep=8, zero=1), Training(seq_len=2048, global_batch=64)
+    args = dict(megatron_arg_list(lay, tr, m, 8)[0])
+    assert (args["--moe-router-num-groups"], args["--moe-router-group-topk"]) == ("8", "4")
+    # a DeepSeek-V3-family model without groups (Kimi-K2's n_group 1) writes none: the family
+    # table wrote 8 and 4 for every deepseek_v3 model before
+    flat = m.model_copy(update={"router_groups": 1, "router_group_topk": 1})
+    args = dict(megatron_arg_list(lay, tr, flat, 8)[0])
+    assert "--moe-router-num-groups" not in args and "--moe-router-group-topk" not in args
+
+
+@pytest.mark.parametrize("update", [
+    dict(router_groups=7),                          # 256 experts do not split into 7
+    dict(router_groups=8, router_group_topk=9),     # more groups a token than groups
+    dict(router_groups=64, router_group_topk=1),    # 1 group of 4 experts cannot hold top 8
+    dict(router_groups=1, router_group_topk=2),
+])
+def test_inconsistent_groups_are_refused(update):
+    base = load().get("deepseek-v3", "model").model_dump()
+    with pytest.raises(ValidationError, match="router_groups"):
+        Model(**{**base, **update})
+
+
+def test_a_dense_model_refuses_groups():
+    base = load().get("llama-3-8b", "model").model_dump()
+    with pytest.raises(ValidationError, match="router_groups"):
+        Model(**{**base, "router_groups": 8, "router_group_topk": 4})
