@@ -25,18 +25,56 @@ DSV3 = ("step", "deepseek-v3", "--node", "dgx-h100", "--nodes", "32", "--pp", "4
         "--recompute", "full", "--moe-dispatcher", "deepep", "--format", "json")
 
 
-@pytest.mark.parametrize("G, g, N, nodes", [
-    (8, 4, 8, 4),    # DeepSeek-V3 over EP 64 on 8 nodes: a group is a node, 4 of them
-    (8, 4, 16, 8),   # EP 128 on 16 nodes: a group fills 2 nodes, 4 groups 8 nodes
-    (8, 4, 4, 4),    # EP 32 on 4 nodes: 2 groups a node, 4 groups reach all 4
-    (8, 4, 2, 4),    # 2 nodes: at least 2 (the share takes min(limit, N))
-    (8, 4, 3, 8),    # 3 nodes do not nest with 8 groups: a group may straddle 2 nodes
-    (1, 1, 8, 8),    # no groups: the group's own nodes, no limit
+@pytest.mark.parametrize("G, g, N, tiled, nodes", [
+    (8, 4, 8, 1, 4),    # DeepSeek-V3 over EP 64 on 8 DGX nodes: a group is a node, 4 of them
+    (8, 4, 16, 1, 8),   # EP 128 on 16 nodes: a group fills 2 nodes, 4 groups 8 nodes
+    (8, 4, 4, 1, 4),    # EP 32 on 4 nodes: 2 groups a node, 4 groups reach all 4
+    (8, 4, 2, 1, 4),    # 2 nodes: at least 2 (the share takes min(limit, N))
+    (8, 4, 3, 1, 8),    # 3 nodes do not nest with 8 groups: a group may straddle 2 nodes
+    (8, 4, 8, 0, 8),    # EP 64 at stride 8 on 72-GPU racks: blocks straddle racks, 2 a group
+    (1, 1, 8, 1, 8),    # no groups: the group's own nodes, no limit
 ])
-def test_the_limit_by_hand(G, g, N, nodes):
-    assert eq.comm__routing_node_limit(G_r=G, M_a=1e6, N=N, g_r=g) == nodes
+def test_the_limit_by_hand(G, g, N, tiled, nodes):
+    assert eq.comm__routing_node_limit(G_r=G, M_a=1e6, N=N, T_n=tiled, g_r=g) == nodes
     # the run's limit (--assume moe_max_nodes) binds below it
-    assert eq.comm__routing_node_limit(G_r=G, M_a=1, N=N, g_r=g) == 1
+    assert eq.comm__routing_node_limit(G_r=G, M_a=1, N=N, T_n=tiled, g_r=g) == 1
+
+
+def test_the_bound_is_never_below_the_worst_token_by_enumeration():
+    # Megatron's rank order (topology._straddle): EP group q of block j holds ranks
+    # j size stride + q + i stride; EP rank i holds experts [i E/size, (i+1) E/size); group k
+    # the experts [k E/G, (k+1) E/G). For every placement of a period of the tiling, the most
+    # nodes any g groups cover is at most the limit (a cold review's brute force, round 29,
+    # found the untiled NVL72 layouts below it before T_n)
+    from itertools import combinations
+    import numpy as np
+    from optimus_calc.evaluate.topology import _placement, tiles
+    for gpn, size, stride, G, g in [(72, 64, 8, 8, 4), (72, 32, 1, 8, 4), (72, 16, 2, 8, 2),
+                                    (8, 64, 1, 8, 4), (8, 128, 2, 8, 4), (16, 32, 4, 4, 1),
+                                    (72, 128, 4, 16, 3), (4, 16, 2, 8, 2)]:
+        E, worst = 256, 0
+        for j in range(int(np.lcm(gpn, size * stride)) // (size * stride) + 1):
+            for q in range(stride):
+                node = [(j * size * stride + q + i * stride) // gpn for i in range(size)]
+                groups = [{node[e * size // E] for e in range(k * E // G, (k + 1) * E // G)}
+                          for k in range(G)]
+                worst = max([worst] + [len(set().union(*c)) for c in combinations(groups, g)])
+        N = _placement(gpn, np.array([size]), np.array([stride]))[1][0]
+        limit = eq.comm__routing_node_limit(G_r=G, M_a=1e6, N=N, g_r=g,
+                                            T_n=float(tiles(gpn, size, stride)))
+        assert min(limit, N) >= worst, (gpn, size, stride, G, g)
+
+
+def test_a_straddling_rack_layout_is_timed_as_without_groups(run, tmp_path):
+    # GB200 NVL72 racks (72 GPUs), TP 8 with EP 64 (experts' TP 8): the EP blocks of 512 ranks
+    # straddle racks, so groups are not nodes and the limit (8) does not bind
+    cfg = json.loads((HF / "deepseek_v3" / "config.json").read_text())
+    (tmp_path / "free.json").write_text(json.dumps({**cfg, "n_group": 1, "topk_group": 1}))
+    args = ("--node", "gb200-nvl72", "--nodes", "64", "--tp", "8", "--ep", "64", "--seq-len",
+            "4096", "--global-batch", "4608", "--moe-dispatcher", "hybridep", "--format", "json")
+    grouped = run("step", "deepseek-v3", *args).json()
+    free = run("step", str(tmp_path / "free.json"), *args).json()
+    assert grouped["ep_comm_s"] == free["ep_comm_s"]
 
 
 # DeepSeek-V3, top 8, EP 64 over 8 nodes (m = 8 of n = 64 on each): unlimited, a token's 8
@@ -86,11 +124,30 @@ def test_the_step_says_so(run):
     assert "comm.routing_node_limit" in text
 
 
-@pytest.mark.parametrize("name, groups", [("deepseek_v3", (8, 4)), ("deepseek_v2", (8, 3)),
-                                          ("glm4_moe", (1, 1))])
-def test_hugging_face_configs_carry_their_groups(name, groups):
+@pytest.mark.parametrize("name, groups, scaling", [("deepseek_v3", (8, 4), 2.5),
+                                                   ("deepseek_v2", (8, 3), 16.0),
+                                                   ("glm4_moe", (1, 1), 1.0)])
+def test_hugging_face_configs_carry_their_groups(name, groups, scaling):
+    # each config.json's n_group / topk_group and routed_scaling_factor
     m = load_hf_config(HF / name / "config.json")
-    assert (m.router_groups, m.router_group_topk) == groups
+    assert (m.router_groups, m.router_group_topk, m.router_topk_scaling) == (*groups, scaling)
+
+
+def test_a_glm_config_with_groups_keeps_them(tmp_path):
+    # Glm4MoeTopkRouter routes by n_group / topk_group as DeepSeek-V3's: 128 experts in 8 groups
+    cfg = json.loads((HF / "glm4_moe" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, "n_group": 8, "topk_group": 4}))
+    m = load_hf_config(tmp_path / "config.json")
+    assert (m.router_groups, m.router_group_topk) == (8, 4)
+
+
+def test_an_inconsistent_config_is_a_one_line_error(run, tmp_path):
+    # 256 experts do not split into 7 groups
+    cfg = json.loads((HF / "deepseek_v3" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, "n_group": 7}))
+    r = run("step", str(tmp_path / "config.json"), "--node", "dgx-h100")
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1
+    assert "n_group" in r.err and "config.json" in r.err
 
 
 def test_a_greedy_v2_config_has_no_groups(tmp_path):
@@ -109,9 +166,16 @@ def test_the_export_writes_the_models_groups_only():
     assert (args["--moe-router-num-groups"], args["--moe-router-group-topk"]) == ("8", "4")
     # a DeepSeek-V3-family model without groups (Kimi-K2's n_group 1) writes none: the family
     # table wrote 8 and 4 for every deepseek_v3 model before
-    flat = m.model_copy(update={"router_groups": 1, "router_group_topk": 1})
+    flat = m.model_copy(update={"router_groups": 1, "router_group_topk": 1,
+                                "router_topk_scaling": 2.827})
     args = dict(megatron_arg_list(lay, tr, flat, 8)[0])
     assert "--moe-router-num-groups" not in args and "--moe-router-group-topk" not in args
+    # and its own scaling factor (Kimi-K2's routed_scaling_factor 2.827), not the family's 2.5
+    assert args["--moe-router-topk-scaling-factor"] == "2.827"
+    v2 = load_hf_config(HF / "deepseek_v2" / "config.json")
+    args = dict(megatron_arg_list(Layout(tp=1, pp=1, dp=8, ep=8, zero=1), tr, v2, 8)[0])
+    assert (args["--moe-router-num-groups"], args["--moe-router-group-topk"],
+            args["--moe-router-topk-scaling-factor"]) == ("8", "3", "16.0")
 
 
 @pytest.mark.parametrize("update", [
@@ -128,5 +192,5 @@ def test_inconsistent_groups_are_refused(update):
 
 def test_a_dense_model_refuses_groups():
     base = load().get("llama-3-8b", "model").model_dump()
-    with pytest.raises(ValidationError, match="router_groups"):
+    with pytest.raises(ValidationError, match="a dense model has no experts"):
         Model(**{**base, "router_groups": 8, "router_group_topk": 4})

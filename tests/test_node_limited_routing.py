@@ -138,4 +138,5 @@ def test_megatron_bridges_h100_deepseek_row_routes_to_four_nodes():
     m = load().get(row.model, "model")
     assert (m.router_groups, m.router_group_topk) == (8, 4)
     assert (256 // 8) == (256 // row.ep) * 8  # a group's experts are one node's
-    assert eq.comm__routing_node_limit(G_r=8, M_a=1e6, N=row.ep // 8, g_r=4) == 4
+    # EP 64 at stride 1 (the row's ETP 1): blocks of 64 ranks, 8 whole nodes: tiled (T_n = 1)
+    assert eq.comm__routing_node_limit(G_r=8, M_a=1e6, N=row.ep // 8, T_n=1, g_r=4) == 4

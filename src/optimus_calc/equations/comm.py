@@ -140,8 +140,8 @@ dedup_cross_share = equation(
     "hidden under the NIC time (one fused kernel, README L310). One node (m = n) crosses "
     "nothing.")
 
-M_r = sym("M_r", "nodes a token's experts span at most (node-limited routing; "
-          "Assumptions.moe_max_nodes)", positive=True)
+M_r = sym("M_r", "nodes a token's experts span at most (comm.routing_node_limit: "
+          "Assumptions.moe_max_nodes and the model's group-limited routing)", positive=True)
 _M = sp.Min(M_r, N)  # a limit at or above the group's nodes does not bind
 
 node_limited_cross_share = equation(
@@ -170,12 +170,15 @@ g_r = sym("g_r", "groups a token's experts are chosen from (Model.router_group_t
           positive=True)
 M_a = sym("M_a", "nodes a token's experts span at most by the run's routing "
           "(Assumptions.moe_max_nodes; 1e6: no limit)", positive=True)
+T_n = sym("T_n", "1 where the EP groups' blocks of ranks tile the nodes (a node's GPUs a "
+          "multiple of the block or the block of them: topology.tiles), 0 where some group "
+          "straddles a node boundary", nonnegative=True)
 _span = sp.ceiling(N / G_r)  # nodes one group's contiguous experts fill where groups nest in nodes
+_nests = (sp.Eq(G_r / N, sp.ceiling(G_r / N)) | sp.Eq(N / G_r, _span)) & sp.Eq(T_n, 1)
 
 routing_node_limit = equation(
     "comm.routing_node_limit",
-    sp.Min(M_a, sp.Piecewise((g_r * _span, sp.Eq(G_r / N, sp.ceiling(G_r / N))
-                              | sp.Eq(N / G_r, _span)), (g_r * (_span + 1), True))), "nodes",
+    sp.Min(M_a, sp.Piecewise((g_r * _span, _nests), (g_r * (_span + 1), True))), "nodes",
     "DeepSeek-V3 arXiv 2412.19437 section 2.1.2 (node-limited routing) and its config.json "
     "(n_group 8, topk_group 4); Megatron-LM @ d98e8a6 moe_utils.py group_limited_topk L673-725 "
     "(the experts in num_groups equal contiguous groups, scores.view(tokens, groups, -1); a "
@@ -185,9 +188,10 @@ routing_node_limit = equation(
     "Nodes a token's experts can span: at most M_a (the run's limit, --assume moe_max_nodes), and "
     "where the model routes group-limited, its g_r groups' nodes. The EP group's experts lie in "
     "order over its N nodes and each group is a contiguous block of them, so where the groups "
-    "and nodes nest (N divides G_r, or G_r divides N) a group fills ceil(N / G_r) nodes, else it "
-    "may straddle one more. DeepSeek-V3 (8 groups, 4 a token) over EP 64 on 8 nodes: 4; over "
-    "EP 128 on 16 nodes: 8; a model without groups (G_r = g_r = 1): N, no limit.")
+    "and nodes nest (N divides G_r, or G_r divides N) and the EP groups tile the nodes (T_n = 1) "
+    "a group fills ceil(N / G_r) nodes; else it may straddle one more (EP 64 at stride 8 on "
+    "72-GPU NVL72 racks: 8, not 4). DeepSeek-V3 (8 groups, 4 a token) over EP 64 on 8 DGX "
+    "nodes: 4; over EP 128 on 16: 8; a model without groups (G_r = g_r = 1): N, no limit.")
 
 tree_all_reduce_time = equation(
     "comm.tree_all_reduce_time", 2 * D * alpha + 2 * (n - 1) / n * beta * z, "s",

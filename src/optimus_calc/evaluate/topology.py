@@ -76,9 +76,7 @@ def _placement(gpn: int, size: np.ndarray, stride: np.ndarray):
     per_node = np.where(stride < gpn, np.maximum(1, np.minimum(size, gpn // np.maximum(stride, 1))),
                         1)
     nodes = np.maximum(1, size // per_node)
-    span = size * stride
-    # a block tiles the node (it divides the node's GPUs) or the nodes (a multiple of them)
-    tiled = (span % gpn) * (gpn % np.maximum(span, 1)) == 0
+    tiled = tiles(gpn, size, stride)
     if tiled.all():
         return per_node, nodes
     pairs, inverse = np.unique(np.stack(np.broadcast_arrays(size, stride)).reshape(2, -1),
@@ -87,6 +85,13 @@ def _placement(gpn: int, size: np.ndarray, stride: np.ndarray):
     shape = np.broadcast_shapes(size.shape, stride.shape)
     m_w, n_w = (w[inverse.reshape(-1)].reshape(shape) for w in worst)
     return np.where(tiled, per_node, m_w), np.where(tiled, nodes, n_w)
+
+
+def tiles(gpn: int, size, stride):
+    """Whether the groups' blocks of size x stride ranks tile the nodes: a block divides a node's
+    GPUs or is a multiple of them (else some group straddles a node boundary)."""
+    span = np.asarray(size) * np.asarray(stride)
+    return (span % gpn) * (gpn % np.maximum(span, 1)) == 0
 
 
 _STRADDLE: dict[tuple[int, int, int], tuple[int, int]] = {}
@@ -339,13 +344,14 @@ def ep_all_to_all_rerun(rc, policy: float, saves: float):
     return ((rc == R_FULL) | ((rc == R_SELECTIVE) & (policy > 0) & (saves == 0))).astype(float)
 
 
-def _dedup_share(model, N, asm, m_n: dict):
+def _dedup_share(model, N, asm, m_n: dict, tiled):
     """The share of a deduplicating dispatcher's buffer that crosses nodes: every node the
     token's experts fall on (comm.dedup_cross_share), or where routing limits them to fewer
     than the group's N nodes (comm.routing_node_limit: Assumptions.moe_max_nodes, the model's
-    group-limited routing) comm.node_limited_cross_share, which holds that limit and the cap at
-    the unlimited share."""
+    group-limited routing, looser where the EP groups do not tile the nodes: ``tiled``)
+    comm.node_limited_cross_share, which holds that limit and the cap at the unlimited share."""
     limit = eq.comm__routing_node_limit(G_r=model.router_groups, M_a=asm.moe_max_nodes, N=N,
+                                        T_n=np.where(tiled, 1.0, 0.0),
                                         g_r=model.router_group_topk)
     if np.all(limit >= np.asarray(N)):  # no limit binds: the unlimited equation itself
         return eq.comm__dedup_cross_share(k=model.top_k, N=N, **m_n)
@@ -366,9 +372,9 @@ def ep_comm_time(ctx: Ctx, nic: float):
                                          iota=asm.moe_imbalance, t=ctx.t, t_x=ctx.t_x)
         ep_group = all_to_all(ctx.hw, ctx.ep, ctx.t_x, nic=nic)
         m_n, N = dict(m=ep_group["m"], n=ep_group["n"]), ep_group.pop("N")
-        x = (_dedup_share(model, N, asm, m_n)                      # DeepEP / HybridEP: a
-             if ctx.tr.moe_dispatcher.dedups_nodes                  # token crosses to a node
-             else eq.comm__pairwise_cross_share(**m_n))             # once
+        # DeepEP / HybridEP: a token crosses to a node once
+        x = (_dedup_share(model, N, asm, m_n, tiles(ctx.gpn, ctx.ep, ctx.t_x))
+             if ctx.tr.moe_dispatcher.dedups_nodes else eq.comm__pairwise_cross_share(**m_n))
         a2a = eq.comm__all_to_all_time(z=z_ep, x=x, **ep_group)
     if not model.is_moe and not recording_active():
         # no all-to-all: L_moe x 0 x m x (1 - o_ep) x (2 r + 4), every factor finite and >= 0

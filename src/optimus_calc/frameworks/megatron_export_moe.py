@@ -11,20 +11,19 @@ from optimus_calc.specs.training import Precision, Recompute
 
 
 # Routers the Model record does not carry, by family, from the models' published config.json
-# (the group-limited routing, n_group / topk_group, is the model's: Model.router_groups):
+# (the group-limited routing, n_group / topk_group, and routed_scaling_factor are the model's:
+# Model.router_groups, router_topk_scaling):
 # deepseek-ai/DeepSeek-V3: scoring_func "sigmoid", topk_method "noaux_tc" (a per-expert bias
-# updated outside the gradient), routed_scaling_factor 2.5;
-# deepseek-ai/DeepSeek-V2: scoring_func "softmax", group_limited_greedy,
-# routed_scaling_factor 16.0, norm_topk_prob false; Qwen/Qwen1.5-MoE-A2.7B:
+# updated outside the gradient);
+# deepseek-ai/DeepSeek-V2: scoring_func "softmax", group_limited_greedy, norm_topk_prob false;
+# Qwen/Qwen1.5-MoE-A2.7B:
 # norm_topk_prob false (Qwen2MoeConfig's default too). Without renormalising the top-k weights
 # the softmax runs over all experts before the top-k: Megatron's --moe-router-pre-softmax
 # (its default softmax after the top-k renormalises). Flags: transformer_config.py L780-821.
 ROUTERS: dict[str, dict[str, str | None]] = {
     "deepseek_v3": {"--moe-router-score-function": "sigmoid",
-                    "--moe-router-enable-expert-bias": None,
-                    "--moe-router-topk-scaling-factor": "2.5"},
+                    "--moe-router-enable-expert-bias": None},
     "deepseek_v2": {"--moe-router-score-function": "softmax",
-                    "--moe-router-topk-scaling-factor": "16.0",
                     "--moe-router-pre-softmax": None},
     "qwen2_moe": {"--moe-router-pre-softmax": None},
     # meta-llama/Llama-4-Scout config.json: top-1 routing, the chosen expert's logit through a
@@ -59,7 +58,7 @@ def moe_layers(a, m, routers: dict) -> None:
     router = routers.get(m.family.replace("-", "_"), {})
     for flag, value in router.items():
         a.add(flag, value)
-    if m.router_groups > 1:  # group-limited routing (transformer_config.py L780-821)
+    if m.router_groups > 1:  # group-limited routing (transformer_config.py L2671-2688 checks)
         a.add("--moe-router-num-groups", m.router_groups)
         a.add("--moe-router-group-topk", m.router_group_topk)
     if m.router_topk_scaling != 1 and "--moe-router-topk-scaling-factor" not in router:

@@ -39,7 +39,8 @@ def deepseek(c: Cfg, *, v3: bool) -> dict:
                  shared_experts=c.int("n_shared_experts", default=0),
                  first_dense_layers=c.int("first_k_dense_replace", default=0),
                  moe_layer_freq=c.int("moe_layer_freq", default=1, minimum=1),
-                 router_bias=v3 and c.str("topk_method", "noaux_tc") == "noaux_tc")
+                 router_bias=v3 and c.str("topk_method", "noaux_tc") == "noaux_tc",
+                 router_topk_scaling=c.num("routed_scaling_factor", 1.0))
         # group-limited routing: V3 always (transformers DeepseekV3TopkRouter; its config's
         # defaults n_group 8, topk_group 4), V2 under topk_method group_limited_greedy
         if v3 or c.str("topk_method", "greedy") == "group_limited_greedy":
@@ -71,6 +72,9 @@ def glm4_moe(c: Cfg) -> dict:
         shared_experts=c.int("n_shared_experts", default=1),
         first_dense_layers=c.int("first_k_dense_replace", default=1), router_bias=True,
         router_topk_scaling=c.num("routed_scaling_factor", 1.0),
+        # Glm4MoeTopkRouter routes group-limited as DeepSeek-V3's (its config's defaults 1 / 1)
+        router_groups=c.int("n_group", default=1, minimum=1),
+        router_group_topk=c.int("topk_group", default=1, minimum=1),
         mtp_layers=c.int("num_nextn_predict_layers", default=0),
         seq_len=seq_len(c, 4096), dropout=c.prob(*DROPOUT_KEYS),
     )

@@ -74,9 +74,8 @@ class Model(CatalogEntry):
                               "DeepSeek-V3's e_score_correction_bias)")
     router_groups: int = Field(default=1, ge=1, le=100_000, description="expert groups (HF n_group)")
     router_group_topk: int = Field(default=1, ge=1, le=100_000, description="HF topk_group")
-    router_topk_scaling: float = Field(default=1.0, gt=0, le=1000,
-                                       description="factor on the routed experts' weights "
-                                       "(HF routed_scaling_factor; no parameters)")
+    router_topk_scaling: float = Field(default=1.0, gt=0, le=1000, description="factor on the "
+                                       "routed experts' weights (HF routed_scaling_factor)")
     shared_expert_ffn: int = Field(default=0, ge=0, le=10_000_000,
                                    description="shared expert intermediate size (0 = expert's)")
     shared_expert_gate: bool = Field(default=False,
@@ -145,8 +144,9 @@ class Model(CatalogEntry):
                              "> 0, and 0 without one")
         g, gk, e = self.router_groups, self.router_group_topk, self.experts
         if (g > 1 or gk > 1) and not (e and e % g == 0 and gk <= g and self.top_k <= gk * e // g):
-            raise ValueError(f"router_groups {g} / router_group_topk {gk}: groups must split the "
-                             "experts evenly and a token's fewer groups hold its top_k experts")
+            raise ValueError(f"router_groups {g} / router_group_topk {gk} (n_group / topk_group): "
+                             + ("groups must split the experts evenly and a token's groups hold "
+                                "its top_k experts" if e else "a dense model has no experts"))
         if self.first_dense_layers >= self.layers and self.experts:
             raise ValueError(f"first_dense_layers {self.first_dense_layers} leaves no MoE layer "
                              f"of {self.layers}")

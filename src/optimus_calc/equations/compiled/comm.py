@@ -138,12 +138,12 @@ def comm__ring_reduce_time(alpha, beta, n, z):
     return alpha * _c0 + beta * z * numpy.minimum(1, _c0)
 
 
-def comm__routing_node_limit(G_r, M_a, N, g_r):
+def comm__routing_node_limit(G_r, M_a, N, T_n, g_r):
     """comm.routing_node_limit [nodes]: DeepSeek-V3 arXiv 2412.19437 section 2.1.2 (node-limited routing) and its config.json (n_group 8, topk_group 4); Megatron-LM @ d98e8a6 moe_utils.py group_limited_topk L673-725 (the experts in num_groups equal contiguous groups, scores.view(tokens, groups, -1); a token's top-k from its best group_topk groups; router.py L779-785 passes them) and moe_layer.py L188-196 (local experts contiguous by EP rank); EP ranks contiguous on a node (topology.placement)"""
     _c0 = G_r / N
     _c1 = N / G_r
     _c2 = numpy.ceil(_c1)
-    return numpy.minimum(M_a, numpy.where(numpy.logical_or(numpy.equal(_c1, _c2), numpy.equal(_c0, numpy.ceil(_c0))), g_r * _c2, g_r * (_c2 + 1)))
+    return numpy.minimum(M_a, numpy.where(numpy.logical_and(numpy.equal(T_n, 1), numpy.logical_or(numpy.equal(_c1, _c2), numpy.equal(_c0, numpy.ceil(_c0)))), g_r * _c2, g_r * (_c2 + 1)))
 
 
 def comm__squeezenic_app1_time(N, alpha_e, alpha_i, beta_e, beta_i, m, r, theta_c, theta_d, z):
