@@ -1,7 +1,7 @@
 """Megatron-DeepSpeed's long-sequence table: ``examples_deepspeed/deepspeed4science/
 megatron_long_seq_support/README.md`` (GPT 30B, TP 32 with sequence parallelism over 4 DGX
-A100-40GB, 2K-256K tokens), and BLOOM-176B's training run on BigScience's fork of it. Data
-only: validate_public.py runs them (public_cases.public_rows)."""
+A100-40GB, 2K-256K tokens), BLOOM-176B's training run on BigScience's fork of it, and MT-NLG
+530B's scaling rows (listed). Data only: validate_public.py runs them (public_cases.public_rows)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,34 @@ ROWS = [(2, 25, 68), (4, 28, 80), (8, 0, 86), (16, 0, 92), (32, 0, 100), (64, 0,
 
 
 def shapes() -> dict[str, dict]:
-    return {f"mds-gpt-30b-s{k * 1024}": shape(k * 1024) for k, _, _ in ROWS}
+    return {**{f"mds-gpt-30b-s{k * 1024}": shape(k * 1024) for k, _, _ in ROWS},
+            "mt-nlg-530b": MTNLG_SHAPE}
+
+
+# Megatron-Turing NLG 530B (Smith et al. 2022, arXiv 2201.11990), trained with Megatron-DeepSpeed:
+# 105 layers, hidden 20480, 128 heads, sequence 2,048, global batch 1,920; a replica is 8-way TP
+# inside a DGX A100 (8 x A100 80 GB, Selene) and 35-way PP across nodes, with ZeRO data
+# parallelism and 1F1B. Its section 2.4 times the iteration at batch 1,920 on 280, 350 and 420
+# DGX A100: 60.1, 50.2 and 44.4 s (126, 121, 113 TFLOP/s per GPU), as quoted in
+# cli99/llm-analysis examples/megatron-turing-nlg/README.md @ b60b392 (not read in the paper
+# itself here). The micro-batch is not published, and over 35 stages it sets the bubble: at 420
+# nodes micro-batch 1 gives 160 micro-batches a pipeline, 2 gives 80 (the tool, dropout 0 as
+# none is published: -16% to -20% at micro-batch 1, -10% to -11% at 2). Listed, not scored.
+MTNLG = "Smith et al. 2022, MT-NLG 530B (arXiv 2201.11990) section 2.4"
+MTNLG_SHAPE = dict(layers=105, hidden=20480, heads=128, ffn_hidden=4 * 20480, vocab=50257,
+                   max_position=2048, seq_len=2048, attention_bias=True, attention_out_bias=True,
+                   mlp_bias=True)
+_MTNLG_WHY = ("micro-batch size not published: over 35 pipeline stages it sets the bubble "
+              "(the tool gives -16% to -20% at micro-batch 1, -10% to -11% at 2)")
+
+
+def mtnlg_rows() -> list[PublicRow]:
+    return [PublicRow(MTNLG, f"MT-NLG 530B TP8 PP35 DP{dp}, {nodes * 8} A100-80GB (Selene)",
+                      "shape:mt-nlg-530b", "dgx-a100", nodes, t, unit="s", tp=8, pp=35, zero=1,
+                      seq=2048, gbs=1920, mbs=1, precision="bf16", recompute="full",
+                      flash=False, sp=False, framework="megatron-deepspeed",
+                      why_not=_MTNLG_WHY)
+            for nodes, dp, t in ((280, 8, 60.1), (350, 10, 50.2), (420, 12, 44.4))]
 
 
 # BLOOM-176B (bigscience-workshop/bigscience @ 9e64ede, train/tr11-176B-ml): 384 A100-80GB on 48
@@ -88,7 +115,7 @@ def bloom_rows() -> list[PublicRow]:
 def mds_rows() -> list[PublicRow]:
     """The new code's eight rows and the old code's two measured ones, listed (_WHY, _OLD),
     and BLOOM-176B's run (:func:`bloom_rows`)."""
-    out = bloom_rows()
+    out = bloom_rows() + mtnlg_rows()
     for k, old, new in ROWS:
         seq = k * 1024
         common = dict(model=f"shape:mds-gpt-30b-s{seq}", node="dgx-a100", nodes=4,
