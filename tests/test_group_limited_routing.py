@@ -119,9 +119,14 @@ def test_nccl_all_to_all_does_not_move(run):
 
 
 def test_the_step_says_so(run):
-    text = run(*DSV3[:-2]).out
-    assert "4 of its 8 expert groups" in " ".join(text.split())
-    assert "comm.routing_node_limit" in text
+    # the layout's reach (topology.ep_reach): EP 64 over 8 DGX nodes, 4 of them
+    text = " ".join(run(*DSV3[:-2]).out.split())
+    assert ("4 of its 8 expert groups, so to at most their nodes: 4 of the EP group's 8 "
+            "(comm.routing_node_limit)") in text
+    # one node: nothing crosses, no count
+    one = " ".join(run("step", "deepseek-v3", "--node", "dgx-h100", "--nodes", "2", "--ep", "8",
+                       "--global-batch", "16", "--moe-dispatcher", "deepep").out.split())
+    assert "at most their nodes (comm.routing_node_limit)" in one
 
 
 @pytest.mark.parametrize("name, groups, scaling", [("deepseek_v3", (8, 4), 2.5),

@@ -358,6 +358,16 @@ def _dedup_share(model, N, asm, m_n: dict, tiled):
     return eq.comm__node_limited_cross_share(M_r=limit, k=model.top_k, N=N, **m_n)
 
 
+def ep_reach(hw: Hardware, model, asm, ep: int, etp: int) -> tuple[int, int]:
+    """(the most nodes a token's experts reach, the EP group's nodes) for one layout, as
+    :func:`_dedup_share` limits them (the step's MoE note)."""
+    _, N = placement(hw, ep, etp)
+    limit = eq.comm__routing_node_limit(G_r=model.router_groups, M_a=asm.moe_max_nodes, N=N,
+                                        T_n=float(tiles(hw.gpus_per_node, ep, etp)),
+                                        g_r=model.router_group_topk)
+    return int(min(limit, N)), int(N)
+
+
 def ep_comm_time(ctx: Ctx, nic: float):
     """T_ep per stage (step.ep_comm_time over the EP group's all-to-alls): comm_stage's, and
     the planner's bound's (engine.compute_bound_s)."""

@@ -183,10 +183,11 @@ _DISPATCH = {"alltoall": "NCCL's all-to-all (comm.pairwise_cross_share)",
              "hybridep": "HybridEP, timed as DeepEP (comm.dedup_cross_share)"}
 
 
-def moe_notes(model, asm, tr=None) -> list[str]:
+def moe_notes(model, asm, tr=None, reach=None) -> list[str]:
     """For an MoE model: the routing the expert time assumes (--moe-imbalance, balanced by
     default), how many expert GEMMs run concurrently, sharing one fixed cost, and the token
-    dispatcher the all-to-all is timed with (--moe-dispatcher)."""
+    dispatcher the all-to-all is timed with (--moe-dispatcher); ``reach``, the layout's
+    (nodes a token's experts reach at most, the EP group's nodes): topology.ep_reach."""
     if not getattr(model, "is_moe", False):
         return []
     disp = "" if tr is None else (f"; tokens dispatched by {_DISPATCH[tr.moe_dispatcher.value]}"
@@ -200,8 +201,9 @@ def moe_notes(model, asm, tr=None) -> list[str]:
                     "(moe_max_nodes: NCCL's all-to-all sends every copy, so no change)"))
     if tr is not None and tr.moe_dispatcher.dedups_nodes and model.router_groups > 1:
         disp += (f"; the model routes a token to {model.router_group_topk} of its "
-                 f"{model.router_groups} expert groups, so to at most their nodes "
-                 "(comm.routing_node_limit)")
+                 f"{model.router_groups} expert groups, so to at most their nodes"
+                 + (f": {reach[0]} of the EP group's {reach[1]}" if reach and reach[1] > 1
+                    else "") + " (comm.routing_node_limit)")
     route = ("balanced routing (--moe-imbalance 1.0, the default)" if asm.moe_imbalance == 1
              else f"the most-loaded expert-parallel rank at {asm.moe_imbalance:g}x its balanced "
                   "tokens (--moe-imbalance): its expert GEMMs and all-to-all set the pace")

@@ -84,7 +84,7 @@ def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> 
     if hint.note:
         notes.insert(3, hint.note)
     notes += (fp8_notes(inp.hw.gpu, inp.training, inp.assumptions)
-              + moe_notes(inp.model, inp.assumptions, inp.training)
+              + moe_notes(inp.model, inp.assumptions, inp.training, _reach(inp))
               + window_notes(inp.model, inp.training) + st.notes)
     if fw_note:
         notes.append(fw_note)
@@ -113,6 +113,16 @@ def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> 
                 ("training", training_text(inp))],
         data=data, tables=tables, notes=notes,
         csv=Table(title="", rows=[csv_row], columns=[Column(k, k) for k in csv_row]))
+
+
+def _reach(inp):
+    """The layout's (nodes a token's experts reach at most, the EP group's nodes), for the MoE
+    note of a deduplicating dispatcher on a model that routes group-limited; else None."""
+    m, lay = inp.model, inp.layout
+    if not (getattr(m, "router_groups", 1) > 1 and inp.training.moe_dispatcher.dedups_nodes):
+        return None
+    from optimus_calc.evaluate.topology import ep_reach
+    return ep_reach(inp.hw, m, inp.assumptions, lay.ep, lay.expert_tp)
 
 
 def mfu_conventions(st, figures: dict) -> dict:
