@@ -48,11 +48,15 @@ def test_the_bound_is_never_below_the_worst_token_by_enumeration():
     # found the untiled NVL72 layouts below it before T_n)
     from itertools import combinations
     import numpy as np
-    from optimus_calc.evaluate.topology import _placement, tiles
-    for gpn, size, stride, G, g in [(72, 64, 8, 8, 4), (72, 32, 1, 8, 4), (72, 16, 2, 8, 2),
-                                    (8, 64, 1, 8, 4), (8, 128, 2, 8, 4), (16, 32, 4, 4, 1),
-                                    (72, 128, 4, 16, 3), (4, 16, 2, 8, 2)]:
-        E, worst = 256, 0
+    from optimus_calc.evaluate.topology import _placement, nests
+    for gpn, size, stride, G, g, E in [
+            (72, 64, 8, 8, 4, 256), (72, 32, 1, 8, 4, 256), (72, 16, 2, 8, 2, 256),
+            (8, 64, 1, 8, 4, 256), (8, 128, 2, 8, 4, 256), (16, 32, 4, 4, 1, 256),
+            (72, 128, 4, 16, 3, 256), (4, 16, 2, 8, 2, 256),
+            # a stride that does not nest in the node: 72-rank blocks of stride 3 tile 8-GPU
+            # nodes but hold 3, 3 and 2 of a group (the second review's case, 96 experts)
+            (8, 24, 3, 12, 4, 96), (16, 48, 3, 12, 4, 96), (72, 9, 16, 3, 1, 288)]:
+        worst = 0
         for j in range(int(np.lcm(gpn, size * stride)) // (size * stride) + 1):
             for q in range(stride):
                 node = [(j * size * stride + q + i * stride) // gpn for i in range(size)]
@@ -61,7 +65,7 @@ def test_the_bound_is_never_below_the_worst_token_by_enumeration():
                 worst = max([worst] + [len(set().union(*c)) for c in combinations(groups, g)])
         N = _placement(gpn, np.array([size]), np.array([stride]))[1][0]
         limit = eq.comm__routing_node_limit(G_r=G, M_a=1e6, N=N, g_r=g,
-                                            T_n=float(tiles(gpn, size, stride)))
+                                            T_n=float(nests(gpn, size, stride)))
         assert min(limit, N) >= worst, (gpn, size, stride, G, g)
 
 
@@ -121,12 +125,20 @@ def test_nccl_all_to_all_does_not_move(run):
 def test_the_step_says_so(run):
     # the layout's reach (topology.ep_reach): EP 64 over 8 DGX nodes, 4 of them
     text = " ".join(run(*DSV3[:-2]).out.split())
-    assert ("4 of its 8 expert groups, so to at most their nodes: 4 of the EP group's 8 "
+    assert ("4 of its 8 expert groups: at most 4 of the EP group's 8 nodes "
             "(comm.routing_node_limit)") in text
+    # the run's own limit is said apart, not credited to the groups
+    one_node = " ".join(run(*DSV3[:-2], "--assume", "moe_max_nodes=1").out.split())
+    assert "at most 4 of the EP group's 8 nodes" in one_node and "at most 1 node" in one_node
+    # NVL72 racks at the experts' TP 8: the groups span every rack, no limit
+    rack = " ".join(run("step", "deepseek-v3", "--node", "gb200-nvl72", "--nodes", "64", "--tp",
+                        "8", "--ep", "64", "--seq-len", "4096", "--global-batch", "4608",
+                        "--moe-dispatcher", "hybridep").out.split())
+    assert "they can span all 8 of the EP group's nodes here, no limit" in rack
     # one node: nothing crosses, no count
     one = " ".join(run("step", "deepseek-v3", "--node", "dgx-h100", "--nodes", "2", "--ep", "8",
                        "--global-batch", "16", "--moe-dispatcher", "deepep").out.split())
-    assert "at most their nodes (comm.routing_node_limit)" in one
+    assert "8 expert groups (comm.routing_node_limit)" in one
 
 
 @pytest.mark.parametrize("name, groups, scaling", [("deepseek_v3", (8, 4), 2.5),
@@ -153,6 +165,16 @@ def test_an_inconsistent_config_is_a_one_line_error(run, tmp_path):
     r = run("step", str(tmp_path / "config.json"), "--node", "dgx-h100")
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1
     assert "n_group" in r.err and "config.json" in r.err
+
+
+def test_a_v3_config_without_the_keys_takes_the_config_class_defaults(tmp_path):
+    # DeepseekV3Config: n_group 8, topk_group 4, routed_scaling_factor 2.5
+    cfg = json.loads((HF / "deepseek_v3" / "config.json").read_text())
+    for key in ("n_group", "topk_group", "routed_scaling_factor"):
+        cfg.pop(key)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    m = load_hf_config(tmp_path / "config.json")
+    assert (m.router_groups, m.router_group_topk, m.router_topk_scaling) == (8, 4, 2.5)
 
 
 def test_a_greedy_v2_config_has_no_groups(tmp_path):

@@ -48,15 +48,16 @@ def shapes() -> dict[str, dict]:
             "mt-nlg-530b": MTNLG_SHAPE}
 
 
-# Megatron-Turing NLG 530B (Smith et al. 2022, arXiv 2201.11990), trained with Megatron-DeepSpeed:
-# 105 layers, hidden 20480, 128 heads, sequence 2,048, global batch 1,920; a replica is 8-way TP
-# inside a DGX A100 (8 x A100 80 GB, Selene) and 35-way PP across nodes, with ZeRO data
-# parallelism and 1F1B. Its section 2.4 times the iteration at batch 1,920 on 280, 350 and 420
-# DGX A100: 60.1, 50.2 and 44.4 s (126, 121, 113 TFLOP/s per GPU), as quoted in
-# cli99/llm-analysis examples/megatron-turing-nlg/README.md @ b60b392 (not read in the paper
-# itself here). The micro-batch is not published, and over 35 stages it sets the bubble: at 420
-# nodes micro-batch 1 gives 160 micro-batches a pipeline, 2 gives 80 (the tool, dropout 0 as
-# none is published: -16% to -20% at micro-batch 1, -10% to -11% at 2). Listed, not scored.
+# Megatron-Turing NLG 530B (Smith et al. 2022, arXiv 2201.11990), trained with Megatron-DeepSpeed.
+# Its section 2.4 times the iteration at global batch 1,920 on 280, 350 and 420 DGX A100: 60.1,
+# 50.2 and 44.4 s (126, 121, 113 TFLOP/s per GPU), as quoted in cli99/llm-analysis
+# examples/megatron-turing-nlg/README.md @ b60b392 with the shape (105 layers, hidden 20480, 128
+# heads, sequence 2,048) and TP 8 x PP 35 (the paper's own text was not read here). Assumed: the
+# A100's 80 GB (the Microsoft/NVIDIA announcement's Selene; llm-analysis says 40 GB, which moves
+# no time here), bf16, ZeRO-1 (the paper's "ZeRO data parallelism"), 1F1B, GPT-2's 50,257-token
+# vocabulary unpadded, dropout 0. The micro-batch is not published, and over 35 stages it sets
+# the bubble: at 420 nodes micro-batch 1 gives 160 micro-batches a pipeline, 2 gives 80 (the
+# tool: -16% to -20% at micro-batch 1, -10% to -11% at 2). Listed, not scored.
 MTNLG = "Smith et al. 2022, MT-NLG 530B (arXiv 2201.11990) section 2.4"
 MTNLG_SHAPE = dict(layers=105, hidden=20480, heads=128, ffn_hidden=4 * 20480, vocab=50257,
                    max_position=2048, seq_len=2048, attention_bias=True, attention_out_bias=True,
@@ -70,7 +71,8 @@ def mtnlg_rows() -> list[PublicRow]:
                       "shape:mt-nlg-530b", "dgx-a100", nodes, t, unit="s", tp=8, pp=35, zero=1,
                       seq=2048, gbs=1920, mbs=1, precision="bf16", recompute="full",
                       flash=False, sp=False, framework="megatron-deepspeed",
-                      why_not=_MTNLG_WHY)
+                      assumed="A100 80 GB, bf16, ZeRO-1, 1F1B, vocabulary 50,257, dropout 0 "
+                              "(public_cases_mds.py)", why_not=_MTNLG_WHY)
             for nodes, dp, t in ((280, 8, 60.1), (350, 10, 50.2), (420, 12, 44.4))]
 
 

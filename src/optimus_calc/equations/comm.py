@@ -170,9 +170,9 @@ g_r = sym("g_r", "groups a token's experts are chosen from (Model.router_group_t
           positive=True)
 M_a = sym("M_a", "nodes a token's experts span at most by the run's routing "
           "(Assumptions.moe_max_nodes; 1e6: no limit)", positive=True)
-T_n = sym("T_n", "1 where the EP groups' blocks of ranks tile the nodes (a node's GPUs a "
-          "multiple of the block or the block of them: topology.tiles), 0 where some group "
-          "straddles a node boundary", nonnegative=True)
+T_n = sym("T_n", "1 where the EP groups' blocks of ranks tile the nodes and their stride "
+          "nests in a node (topology.nests: each node holds as many of a group's ranks), 0 "
+          "where some group straddles a node boundary or holds unequal shares", nonnegative=True)
 _span = sp.ceiling(N / G_r)  # nodes one group's contiguous experts fill where groups nest in nodes
 _nests = (sp.Eq(G_r / N, sp.ceiling(G_r / N)) | sp.Eq(N / G_r, _span)) & sp.Eq(T_n, 1)
 

@@ -9,8 +9,7 @@ The evaluator's ring collectives (TP, CP, DP) are here too (:func:`_ring`, :func
 :func:`reduce_and_gather`): the per-step alpha model, or NCCL's latency model and fastest
 protocol (evaluate/nccl.py), with the small-batch speed tactics that give the same numbers
 (docs/ARCHITECTURE.md, "Speed tactics"; tests/test_small_batch.py), and the EP all-to-alls'
-time per stage (:func:`ep_comm_time`), which the planner's bound on the step adds to the compute
-(engine.compute_bound_s).
+time per stage (:func:`ep_comm_time`), which the planner's bound adds (engine.compute_bound_s).
 """
 
 from __future__ import annotations
@@ -88,10 +87,16 @@ def _placement(gpn: int, size: np.ndarray, stride: np.ndarray):
 
 
 def tiles(gpn: int, size, stride):
-    """Whether the groups' blocks of size x stride ranks tile the nodes: a block divides a node's
-    GPUs or is a multiple of them (else some group straddles a node boundary)."""
+    """Whether blocks of size x stride ranks divide a node's GPUs or are a multiple of them."""
     span = np.asarray(size) * np.asarray(stride)
     return (span % gpn) * (gpn % np.maximum(span, 1)) == 0
+
+
+def nests(gpn: int, size, stride):
+    """T_n of comm.routing_node_limit: the blocks tile the nodes and so does the stride (3 on
+    8-GPU nodes tiles 72-rank blocks but puts 3, 3 and 2 of a group on them)."""
+    stride = np.asarray(stride)
+    return tiles(gpn, size, stride) & ((stride % gpn) * (gpn % np.maximum(stride, 1)) == 0)
 
 
 _STRADDLE: dict[tuple[int, int, int], tuple[int, int]] = {}
@@ -345,25 +350,22 @@ def ep_all_to_all_rerun(rc, policy: float, saves: float):
 
 
 def _dedup_share(model, N, asm, m_n: dict, tiled):
-    """The share of a deduplicating dispatcher's buffer that crosses nodes: every node the
-    token's experts fall on (comm.dedup_cross_share), or where routing limits them to fewer
-    than the group's N nodes (comm.routing_node_limit: Assumptions.moe_max_nodes, the model's
-    group-limited routing, looser where the EP groups do not tile the nodes: ``tiled``)
-    comm.node_limited_cross_share, which holds that limit and the cap at the unlimited share."""
+    """The share of a deduplicating dispatcher's buffer that crosses nodes: comm.dedup_cross_share,
+    or where routing limits a token to fewer than N nodes (comm.routing_node_limit: the run's
+    limit, the model's groups; ``tiled`` its T_n) comm.node_limited_cross_share."""
     limit = eq.comm__routing_node_limit(G_r=model.router_groups, M_a=asm.moe_max_nodes, N=N,
-                                        T_n=np.where(tiled, 1.0, 0.0),
-                                        g_r=model.router_group_topk)
+                                        T_n=np.where(tiled, 1.0, 0.0), g_r=model.router_group_topk)
     if np.all(limit >= np.asarray(N)):  # no limit binds: the unlimited equation itself
         return eq.comm__dedup_cross_share(k=model.top_k, N=N, **m_n)
     return eq.comm__node_limited_cross_share(M_r=limit, k=model.top_k, N=N, **m_n)
 
 
-def ep_reach(hw: Hardware, model, asm, ep: int, etp: int) -> tuple[int, int]:
-    """(the most nodes a token's experts reach, the EP group's nodes) for one layout, as
-    :func:`_dedup_share` limits them (the step's MoE note)."""
+def ep_reach(hw: Hardware, model, ep: int, etp: int) -> tuple[int, int]:
+    """(most nodes the model's groups let a token reach, the EP group's nodes), without the
+    run's --assume moe_max_nodes: the step's MoE note, by :func:`_dedup_share`'s equation."""
     _, N = placement(hw, ep, etp)
-    limit = eq.comm__routing_node_limit(G_r=model.router_groups, M_a=asm.moe_max_nodes, N=N,
-                                        T_n=float(tiles(hw.gpus_per_node, ep, etp)),
+    limit = eq.comm__routing_node_limit(G_r=model.router_groups, M_a=1e6, N=N,
+                                        T_n=float(nests(hw.gpus_per_node, ep, etp)),
                                         g_r=model.router_group_topk)
     return int(min(limit, N)), int(N)
 
@@ -383,7 +385,7 @@ def ep_comm_time(ctx: Ctx, nic: float):
         ep_group = all_to_all(ctx.hw, ctx.ep, ctx.t_x, nic=nic)
         m_n, N = dict(m=ep_group["m"], n=ep_group["n"]), ep_group.pop("N")
         # DeepEP / HybridEP: a token crosses to a node once
-        x = (_dedup_share(model, N, asm, m_n, tiles(ctx.gpn, ctx.ep, ctx.t_x))
+        x = (_dedup_share(model, N, asm, m_n, nests(ctx.gpn, ctx.ep, ctx.t_x))
              if ctx.tr.moe_dispatcher.dedups_nodes else eq.comm__pairwise_cross_share(**m_n))
         a2a = eq.comm__all_to_all_time(z=z_ep, x=x, **ep_group)
     if not model.is_moe and not recording_active():

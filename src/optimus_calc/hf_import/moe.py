@@ -40,7 +40,8 @@ def deepseek(c: Cfg, *, v3: bool) -> dict:
                  first_dense_layers=c.int("first_k_dense_replace", default=0),
                  moe_layer_freq=c.int("moe_layer_freq", default=1, minimum=1),
                  router_bias=v3 and c.str("topk_method", "noaux_tc") == "noaux_tc",
-                 router_topk_scaling=c.num("routed_scaling_factor", 1.0))
+                 # DeepseekV3Config's default 2.5, DeepseekV2Config's 1.0
+                 router_topk_scaling=c.num("routed_scaling_factor", 2.5 if v3 else 1.0))
         # group-limited routing: V3 always (transformers DeepseekV3TopkRouter; its config's
         # defaults n_group 8, topk_group 4), V2 under topk_method group_limited_greedy
         if v3 or c.str("topk_method", "greedy") == "group_limited_greedy":

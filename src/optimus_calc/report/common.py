@@ -200,10 +200,11 @@ def moe_notes(model, asm, tr=None, reach=None) -> list[str]:
                     if tr.moe_dispatcher.dedups_nodes else
                     "(moe_max_nodes: NCCL's all-to-all sends every copy, so no change)"))
     if tr is not None and tr.moe_dispatcher.dedups_nodes and model.router_groups > 1:
+        where = ("" if not reach or reach[1] <= 1 else
+                 f": at most {reach[0]} of the EP group's {reach[1]} nodes" if reach[0] < reach[1]
+                 else f": they can span all {reach[1]} of the EP group's nodes here, no limit")
         disp += (f"; the model routes a token to {model.router_group_topk} of its "
-                 f"{model.router_groups} expert groups, so to at most their nodes"
-                 + (f": {reach[0]} of the EP group's {reach[1]}" if reach and reach[1] > 1
-                    else "") + " (comm.routing_node_limit)")
+                 f"{model.router_groups} expert groups{where} (comm.routing_node_limit)")
     route = ("balanced routing (--moe-imbalance 1.0, the default)" if asm.moe_imbalance == 1
              else f"the most-loaded expert-parallel rank at {asm.moe_imbalance:g}x its balanced "
                   "tokens (--moe-imbalance): its expert GEMMs and all-to-all set the pace")

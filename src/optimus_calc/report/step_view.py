@@ -122,7 +122,7 @@ def _reach(inp):
     if not (getattr(m, "router_groups", 1) > 1 and inp.training.moe_dispatcher.dedups_nodes):
         return None
     from optimus_calc.evaluate.topology import ep_reach
-    return ep_reach(inp.hw, m, inp.assumptions, lay.ep, lay.expert_tp)
+    return ep_reach(inp.hw, m, lay.ep, lay.expert_tp)
 
 
 def mfu_conventions(st, figures: dict) -> dict:
