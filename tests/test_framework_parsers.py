@@ -193,6 +193,36 @@ def test_megatron_core_takes_the_exported_token_drop(run, tmp_path):
         TransformerConfig(**kw)
 
 
+def test_megatron_core_takes_the_exported_group_limited_routing(run, tmp_path):
+    """DeepSeek-V3's router as the Megatron-LM export writes it from the model (8 groups, 4 a
+    token, scaling 2.5, sigmoid scores with the expert bias), given to megatron-core's
+    TransformerConfig, whose __post_init__ checks the groups (transformer_config.py L2671-2688
+    @ d98e8a6: the experts divisible by the groups, at most that many a token)."""
+    _need("megatron.core.transformer.transformer_config")
+    from megatron.core.transformer.transformer_config import TransformerConfig
+    text = _export(run, tmp_path, "deepseek-v3", "--node", "dgx-h100", "--nodes", 32, "--pp", 4,
+                   "--ep", 64, "--tp", 1, "--framework", "megatron",
+                   "--moe-dispatcher", "deepep", "--export", "megatron")
+
+    def flag(name):
+        return re.search(rf"--{name}\s+(\S+)", text).group(1)
+    kw = dict(num_layers=int(flag("num-layers")), hidden_size=int(flag("hidden-size")),
+              num_attention_heads=int(flag("num-attention-heads")),
+              num_moe_experts=int(flag("num-experts")),
+              moe_router_topk=int(flag("moe-router-topk")),
+              moe_router_num_groups=int(flag("moe-router-num-groups")),
+              moe_router_group_topk=int(flag("moe-router-group-topk")),
+              moe_router_topk_scaling_factor=float(flag("moe-router-topk-scaling-factor")),
+              moe_router_score_function=flag("moe-router-score-function"),
+              moe_router_enable_expert_bias="--moe-router-enable-expert-bias" in text,
+              expert_model_parallel_size=int(flag("expert-model-parallel-size")))
+    c = TransformerConfig(**kw)
+    assert (c.moe_router_num_groups, c.moe_router_group_topk, c.moe_router_topk_scaling_factor,
+            c.num_moe_experts) == (8, 4, 2.5, 256)
+    with pytest.raises(AssertionError, match="moe_router_group_topk"):
+        TransformerConfig(**{**kw, "moe_router_group_topk": 9})
+
+
 # ---- torchtitan ---------------------------------------------------------------------------
 
 @pytest.fixture
