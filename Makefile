@@ -48,7 +48,8 @@ $(FRAMEWORKS_VENV)/.installed: pyproject.toml tests/requirements-frameworks.txt
 test-frameworks: $(FRAMEWORKS_VENV)/.installed
 	OPTIMUS_FRAMEWORKS_REQUIRED=1 PYTHONDONTWRITEBYTECODE= $(FRAMEWORKS_VENV)/bin/python -m pytest \
 		-p no:xdist -W ignore::UserWarning -rs tests/test_framework_parsers.py \
-		tests/test_framework_parsers_dtypes.py tests/test_framework_parsers_pipe.py
+		tests/test_framework_parsers_dtypes.py tests/test_framework_parsers_pipe.py \
+		tests/test_framework_parsers_moe.py
 
 # BASE / RELEASE: the commits issue 35's targets are paired against (benchmarks/targets.py);
 # every row, the test suite's CPU against BASE's included (two runs of the suite: minutes).
