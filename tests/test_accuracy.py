@@ -75,9 +75,9 @@ def test_every_public_row_has_a_source_and_a_value():
     # README (public_cases_small.py): 1; torchtitan's A100 Llama 2 table (public_cases_tt.py): 5;
     # its 405B table on 128 H100: 3; the PyTorch blog's table of the fms-fsdp runs: 8; NeMo
     # AutoModel's pre-training table on H100 (public_cases_automodel.py): 10; MT-NLG 530B's
-    # scaling rows (public_cases_mds.mtnlg_rows): 3, listed
+    # scaling rows (public_cases_mds.mtnlg_rows): 3, listed; torchtitan's nvfp4.md: 6
     assert len(rows) == (125 + 26 + 216 + 3 + 3 + 10 + 12 + 220 + 2 + 5 + 40 + 8 + 1 + 5 + 3 + 8
-                         + 10 + 3)
+                         + 10 + 3 + 6)
     assert all(r.source.strip() and r.label.strip() and r.published > 0 for r in rows)
     # a row the tool cannot express says why; the others are layouts the tool runs
     assert all(r.why_not or r.node for r in rows)
@@ -128,12 +128,14 @@ def test_validate_counts(cat):
     # Qwen3-30B-A3B and Llama 3.1 70B, 5 cases; GPT-OSS twice (FlexAttention) and the three
     # Nemotron V3 (Mamba layers) listed, 5; NeMo's B200 long-sequence table at the layout as
     # published, its GPU column as the table's first version counts it (round 28): 8 cases,
-    # 8 fewer listed; MT-NLG 530B's three scaling rows (micro-batch unpublished): 3 listed
+    # 8 fewer listed; MT-NLG 530B's three scaling rows (micro-batch unpublished): 3 listed;
+    # torchtitan's nvfp4.md (GB200, round 30): Llama 3 8B BF16 and its memory, 2 cases; its
+    # MXFP8 and NVFP4 runs and the three Qwen3 8B runs, 5 listed
     assert (len(public), len(missing)) == (
         98 + 25 + 4 + 216 + 3 + 2 + 5 + 58 + 4 + 19 + 18 + 29 + 19 + 2 - 2 + 17 + 4 + 3 + 1 + 1
-        + 5 + 2 + 1 + 7 + 5 + 4 + 3 + 5 + 8,
+        + 5 + 2 + 1 + 7 + 5 + 4 + 3 + 5 + 8 + 2,
         44 + 1 - 4 + 1 + 10 + 7 + 162 - 4 - 19 - 18 - 29 - 19 + 2 - 17 + 3 + 37 + 7 + 1 + 7 - 6
-        - 5 - 4 - 3 + 5 - 8 + 3)
+        - 5 - 4 - 3 + 5 - 8 + 3 + 5)
     assert len(cases) + len(missing) >= 150
     assert all(why for _, _, why in missing)
     o = overall(cases)
@@ -162,11 +164,13 @@ def test_validate_counts(cat):
     # the A100 group): 547 and 544; Kimi-K2's 4 (GB300 in GB200's group): 551 and 548;
     # DistFlashAttn's 3 GQA rows (A100 group): 554 and 551; AutoModel's 5 (H100 group; the
     # MoE rows' constants and the dense row's curves refitted without their source): 559, 556;
-    # NeMo's 8 B200 long-sequence rows (B200 group, refitted without their source): 567, 564
+    # NeMo's 8 B200 long-sequence rows (B200 group, refitted without their source): 567, 564;
+    # torchtitan's nvfp4.md GB200 BF16 row (GB200 group, scored, refitted without its source):
+    # 568 and 565
     assert o["rows"] == (102 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2 - 2 + 17 + 2 + 3 + 1
-                         + 1 + 5 + 2 + 1 + 6 + 5 + 4 + 3 + 5 + 8)
+                         + 1 + 5 + 2 + 1 + 6 + 5 + 4 + 3 + 5 + 8 + 1)
     assert o["refitted"] == (99 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2 - 2 + 17 + 2 + 3 + 1
-                             + 1 + 5 + 2 + 1 + 6 + 5 + 4 + 3 + 5 + 8)
+                             + 1 + 5 + 2 + 1 + 6 + 5 + 4 + 3 + 5 + 8 + 1)
 
 
 def _mfu(run, node, seq, cp, key="mfu"):

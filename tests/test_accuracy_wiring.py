@@ -73,14 +73,16 @@ def test_torchtitans_hopper_rows_run_flashattention2():
     # public_cases_automodel.py; its dense row's SDPA is FlashAttention-2 too)
     tt = [r for r in rows if r.framework == "torchtitan" and not r.source.startswith(
         "NVIDIA-NeMo/Automodel")]
-    hopper = [r for r in tt if r.node not in ("dgx-a100", "dgx-b200")]
+    blackwell = ("dgx-b200", "gb200-nvl72")
+    hopper = [r for r in tt if r.node not in ("dgx-a100", *blackwell)]
     assert len(hopper) >= 20 and all(r.kernel == "fa2" for r in hopper)
     assert all("FlashAttention-2" in r.assumed for r in hopper)
     # the rule touches torchtitan rows only: no Megatron / NeMo row names torchtitan's kernel
     assert not [r for r in rows if r.framework != "torchtitan" and "6a3a9da95" in r.assumed]
     # from compute capability 10.0 cuDNN comes first (torchtitan/models/attention.py L210-211 @
-    # 6fc499f6f): the B200 rows of its mxfp8.md run the B200 catalog's default, cuDNN
-    assert {r.kernel for r in tt if r.node == "dgx-b200"} == {None}
+    # 6fc499f6f): the B200 rows of its mxfp8.md run the B200 catalog's default, cuDNN; the
+    # GB200 row of its nvfp4.md (FlexAttention, about 4% of its FLOPs) is timed on it too
+    assert {r.kernel for r in tt if r.node in blackwell} == {None}
 
 
 def test_gb200_rows_run_on_nvl72_racks_of_64():
@@ -244,10 +246,13 @@ def test_power_capped_b200_rows_are_scored_not_fitted(cat):
     # column) but never a training row of the B200 group's fit, whose curve every other B200
     # and B300 source is predicted from; the only other rows held out of the fit this way are
     # those that run torchtitan's async TP (below)
-    from optimus_calc.public_cases_tt import TT_AO, TT_B200
+    from optimus_calc.public_cases_tt import TT_AO, TT_B200, TT_NVFP4
     from optimus_calc.validate_public import public_fit, run_row
     held = [r for r in public_rows() if r.unfitted and not r.async_tp]
-    assert {r.source for r in held} == {TT_B200, TT_AO}  # the table and torchao's copy
+    # the table and torchao's copy; and torchtitan's nvfp4.md GB200 BF16 row, the GB200 group's
+    # one dense BF16 row, scored as a check of its FP8-fitted curve (test_tt_nvfp4_rows.py)
+    assert {r.source for r in held} == {TT_B200, TT_AO, TT_NVFP4}
+    held = [r for r in held if r.source != TT_NVFP4]
     runnable = [r for r in held if not r.why_not]
     assert len(runnable) == 2
     for row in runnable:

@@ -29,7 +29,7 @@ from optimus_calc.public_cases_moe import MIXTRAL_22B, moe_rows
 from optimus_calc.public_cases_mpt import mpt_rows, shapes as _mpt_shapes
 from optimus_calc.public_cases_mds import mds_rows, shapes as _mds_shapes
 from optimus_calc.public_cases_tt import (TT_A100, tt_405b_rows, tt_a100_llama2_rows,
-                                         tt_b200_rows)
+                                         tt_b200_rows, tt_nvfp4_rows)
 from optimus_calc.public_cases_nemo2407 import SHAPES as _NEMO2407_SHAPES
 from optimus_calc.public_cases_nemo2407 import nemo2407_rows
 from optimus_calc.public_row import CS as _CS, DS as _DS
@@ -394,7 +394,7 @@ def public_rows() -> list[PublicRow]:
     """Every row, expressible or not, in source order."""
     rows = (_fa2_rows() + _megatron_dense() + mlm_llama_rows() + _nemo_dense() + nemo2407_rows()
             + moe_rows() + rows_2509() + _torchtitan() + long_rows() + _offload_and_small()
-            + _v100() + mpt_rows() + mds_rows() + mb26_rows() + tt_b200_rows() + dfa_rows()
-            + fms_rows() + blog_rows() + small_rows() + tt_a100_llama2_rows()
+            + _v100() + mpt_rows() + mds_rows() + mb26_rows() + tt_b200_rows() + tt_nvfp4_rows()
+            + dfa_rows() + fms_rows() + blog_rows() + small_rows() + tt_a100_llama2_rows()
             + [_on_fa2(r) for r in tt_405b_rows()] + automodel_rows())  # _on_fa2: _TT_FA2
     return [_on_nvl72(bf16_reduce(with_async_tp(r))) for r in rows]

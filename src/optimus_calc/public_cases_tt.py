@@ -60,6 +60,64 @@ def tt_b200_rows() -> list[PublicRow]:
     ]
 
 
+# torchtitan's NVFP4 page (torchtitan/components/quantization/nvfp4.md @ b5bcd76c6): eager +
+# torch.compile runs of 200M tokens, FSDP 4, sequence 2,048, tokens/s per GPU and torchtitan's
+# peak reserved memory (components/metrics.py L44-47, L58-59, L68-70: max reserved over
+# torch's total_memory). The GPU is not named ("Blackwell SM100 or later"): 174.49 GiB at
+# 94.7% and 78.63 GiB at 42.67% both put the device at 184.3 GiB, which is GB200's (nvidia-smi
+# 189,471 MiB, 185.0 GiB, less the driver's reserve; B200 reads 183,359 MiB, 179.1 GiB, GB300
+# 284,208 MiB) and the usage line launches 4 GPUs, one GB200 compute tray: GB200, assumed.
+TT_NVFP4 = f"torchtitan torchtitan/components/quantization/nvfp4.md @ b5bcd76c6 ({_FP} 7.4)"
+_NV_GPU = ("GB200 from the memory columns (174.49 GiB = 94.7% of 184.3 GiB, GB200's capacity; "
+           "B200 179.1 GiB, GB300 277.5 GiB) and the 4-GPU launch (one compute tray), assumed")
+_NV_ASM = ("llama3_8b (models/llama3/config_registry.py L194-226 @ b5bcd76c6): per-op selective "
+           "AC (L221), compile; local batch 32 x 2,048 tokens (the page's command, "
+           "num_tokens_per_microbatch_per_dp_rank 65536), global batch 128; FlexAttention with "
+           "the model's mask (attn_backend flex, models/llama3/__init__.py L371) timed as the "
+           "catalog's kernel (about 4% of the FLOPs at 2,048 tokens); the chunked loss "
+           "(ChunkedLossWrapper, L196) timed as the tool's native loss; " + _NV_GPU)
+# ChunkedLossWrapper (components/loss.py L501-548 @ b5bcd76c6): the LM head and the loss run on
+# one of 8 token chunks at a time, each chunk's backward before the next, so the loss holds an
+# eighth of the logits the unchunked path does: the profile's 10 bytes per logit / 8
+_CHUNKED = (("logits_bytes", 10 / 8),)
+# scored, not fitted: the GB200 group is fitted on FP8 rows (validate_loso.py), and one BF16
+# row would fit its curve on one case
+_NV_UNFIT = ("the first dense BF16 GB200 row: scored as a check of the FP8-fitted GB200 curve, "
+             "not a training row of it (one row would fit it on one case)")
+_NV_TAIL = ("torchao's NVFP4 prototype on the first 85% of the layers, the last 15% and the LM "
+            "head in BF16 (nvfp4_bf16_tail_fqns): the tool's nvfp4 is Transformer Engine's on "
+            "every layer")
+_NV_Q3 = ("Qwen3 8B is not in the catalog, and its runs start from sft_qwen3_8b_math "
+          "(models/qwen3/config_registry.py L462-507 @ b5bcd76c6: varlen attention over packed "
+          "documents) with the dataset and initialisation changed; the AC and loss they ran "
+          "are not stated")
+
+
+def tt_nvfp4_rows() -> list[PublicRow]:
+    """The NVFP4 page's two tables (L81-85, L103-107): Llama 3 8B in BF16 runs (and its peak
+    memory); its MXFP8 (torchao's) and NVFP4 runs and the three Qwen3 8B runs are listed."""
+    r = PublicRow
+    base = dict(model="llama-3-8b", node="dgx-b200", gpu="gb200", nodes=1, gpus_per_node=4,
+                zero=3, mbs=32, gbs=128, seq=2048, framework="torchtitan",
+                recompute="selective", assumed=_NV_ASM, assume=_CHUNKED)
+    q3 = dict(model="shape:qwen3-8b", node="dgx-b200", gpu="gb200", nodes=1, gpus_per_node=4,
+              zero=3, mbs=16, gbs=64, seq=2048, framework="torchtitan", why_not=_NV_Q3)
+    return [
+        r(TT_NVFP4, "GB200 Llama 3 8B FSDP 4, BF16, 4 GPUs (torchtitan nvfp4.md)",
+          published=21919.0, mem_gib=174.49, unfitted=_NV_UNFIT, **base),
+        r(TT_NVFP4, "GB200 Llama 3 8B FSDP 4, MXFP8, 4 GPUs (torchtitan nvfp4.md)",
+          published=28084.0, mem_gib=179.94, why_not=_MX, **base),
+        r(TT_NVFP4, "GB200 Llama 3 8B FSDP 4, NVFP4 (bf16 tail), 4 GPUs (torchtitan nvfp4.md)",
+          published=30040.0, mem_gib=110.95, why_not=_NV_TAIL, **base),
+        r(TT_NVFP4, "GB200 Qwen3 8B FSDP 4, BF16, 4 GPUs (torchtitan nvfp4.md)",
+          published=20913.0, mem_gib=112.88, **q3),
+        r(TT_NVFP4, "GB200 Qwen3 8B FSDP 4, MXFP8, 4 GPUs (torchtitan nvfp4.md)",
+          published=27587.0, mem_gib=112.63, **q3),
+        r(TT_NVFP4, "GB200 Qwen3 8B FSDP 4, NVFP4 (bf16 tail), 4 GPUs (torchtitan nvfp4.md)",
+          published=26732.0, mem_gib=78.63, **q3),
+    ]
+
+
 def tt_a100_llama2_rows() -> list[PublicRow]:
     """The Llama 2 table's five rows: 13B with no, selective-layer and selective-op AC, 70B
     with selective-op AC (local batch 1) and full AC (local batch 2)."""
