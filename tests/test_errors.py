@@ -28,6 +28,10 @@ BATTERY = [
     (["memory", "llama70b", "--assume", "fragmentation=2"], "less than or equal to 1"),
     (["memory", "llama70b", "--assume", "fragmentation"], "expected NAME=VALUE"),
     (["comm", "all-reduce", "--size", "1.5GB", "--ranks", "12"], "not a multiple"),
+    # round 30: a gradient of 3 bytes is no dtype; SuperOffload needs a superchip's Grace
+    (["step", "llama-2-7b", "--grad-bytes", "3"], "3 is not a gradient dtype's size"),
+    (["memory", "llama-2-7b", "--zero", "3", "--offload", "superchip"],
+     "dgx-a100 is not a superchip node"),
     (["comm", "all-reduce", "--size", "abc"], "'abc' is not a size"),
     (["comm", "all-reduce", "--size", "1e"], "'1e' is not a size"),
     (["comm", "all-reduce", "--size", "-1GB"], "--size '-1GB' must be > 0"),

@@ -48,6 +48,9 @@ FLOOR_CMDS = [
 MOE_ONLY = {"moe_imbalance", "moe_max_nodes"}
 FLOOR_CMDS_MOE = [("step", "mixtral-8x7b", "--nodes", "2", "--ep", "8", "--zero", "1"),
                   ("step", "qwen3-30b-a3b", "--nodes", "2", "--ep", "16", "--zero", "3")]
+# the imbalance a layout's routing allows (efficiency.moe_imbalance_cap, EP min(k, E / EP) / k):
+# Mixtral-8x7B at EP 8, 8 x min(2, 8 / 8) / 2 = 4; Qwen3-30B-A3B at EP 16, 16 x min(8, 8) / 8 = 16
+ROUTING_CAP = {"mixtral-8x7b": 4.0, "qwen3-30b-a3b": 16.0}
 
 
 @pytest.mark.parametrize("name", Assumptions().names())
@@ -65,7 +68,11 @@ def test_every_assumption_has_a_floor_that_keeps_times_physical(run, name):
     # at the floor: an answer, every number finite, in every format (an MoE-only assumption
     # on an MoE model: on a dense one it is refused, evaluate/context.check_moe_flags)
     for args in (FLOOR_CMDS_MOE if name in MOE_ONLY else FLOOR_CMDS):
-        for value in {lo, hi}:
+        top = ROUTING_CAP[args[1]] if name == "moe_imbalance" else hi
+        if top < hi:  # above the layout's routing cap: refused, the cap stated
+            err = one_line(run(*args, "--assume", f"{name}={hi!r}"))
+            assert f"at most {top:g}x its balanced share" in err
+        for value in {lo, top}:
             r = run(*args, "--assume", f"{name}={value!r}", "--format", "json")
             assert r.code == 0, (args, value, r.err)
             d = r.json()
@@ -182,15 +189,15 @@ def test_usable_csv_separators_still_work(run, sep):
     assert r.code == 0 and r.out.startswith("kind" + ("\t" if "t" in sep else sep) + "name")
 
 
-def test_superchip_offload_on_a_dgx_a100_never_says_it_fits(run):
-    """Before: "fits on device yes", then "DOES NOT FIT: dgx-a100 is not a superchip node"."""
-    args = ("memory", "llama70b", "--nodes", "2", "--tp", "8", "--zero", "3",
-            "--offload", "superchip")
-    r = run(*args)
-    assert r.code == 0
-    assert re.search(r"fits on device\s+no\b", r.out) and "not a superchip node" in r.out
-    d = run(*args, "--format", "json").json()
-    assert d["offload"]["fits_on_device"] is False and d["fits"] is False
+@pytest.mark.parametrize("cmd", [("memory",), ("step",), ("explain", "step.time")])
+def test_superchip_offload_on_a_dgx_a100_is_refused(run, cmd):
+    """Round 29: "fits on device no" beside 49.9 GB of 921.6 GB, and `step` priced GraceAdam at
+    0 s on an "epyc-7742 (NVLink-C2C)" that does not exist, where `plan --offloads superchip`
+    refused: now the one-layout commands refuse it too (OffloadStrategy.refusal), exit 2."""
+    r = run(*cmd, "llama70b", "--nodes", "2", "--tp", "8", "--zero", "3", "--offload", "superchip")
+    assert r.code == 2 and r.out == ""
+    assert one_line(r) == ("error: --offload superchip: dgx-a100 is not a superchip node (no "
+                           "NVLink-C2C CPU); use --node gh200 or gh200-nvl2\n")
     gh = run("memory", "llama70b", "--node", "gh200", "--nodes", "16", "--tp", "1", "--zero",
              "3", "--offload", "superchip", "--format", "json").json()
     assert gh["offload"]["fits_on_device"] is True  # a superchip node still holds it

@@ -114,8 +114,8 @@ def test_superchip_by_hand(run):
 
 
 def test_superchip_infeasible(run):
-    d = mem(run, *OPTIMUS, "--offload", "superchip")
-    assert any("dgx-a100 is not a superchip node" in r for r in d["reasons"])
+    r = run("memory", *OPTIMUS, "--offload", "superchip")  # no Grace: refused (hardening_3)
+    assert r.code == 2 and "dgx-a100 is not a superchip node" in r.err
     # and too large for one GH200's Grace: 40e9 x (12 + 4) = 640 GB > 432 GB with all state on
     # Grace; with the default 10% of the optimizer kept on the GPU (offload ratio 0.90):
     # 40e9 x (0.9 x 12 + 4) = 592 GB

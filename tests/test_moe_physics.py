@@ -124,6 +124,38 @@ def test_imbalance_is_a_named_assumption_said_in_the_notes(run):
     assert bad.code == 2 and "moe_imbalance" in bad.err
 
 
+def test_imbalance_is_capped_by_what_routing_can_put_on_one_rank(run):
+    """efficiency.moe_imbalance_cap: a token sends at most min(k, E / EP) of its k rows to one
+    rank, so the most-loaded of EP ranks gets at most EP min(k, E / EP) / k times its share."""
+    from optimus_calc.equations.recording import eq
+    cap = lambda E, k, e: float(eq.efficiency__moe_imbalance_cap(E=E, e_p=e, iota_u=1e9, k=k))
+    assert cap(8, 2, 8) == 4.0        # Mixtral at EP 8: 8 x min(2, 1) / 2
+    assert cap(8, 2, 2) == 2.0        # EP 2: 2 x min(2, 4) / 2, every row of a token on one rank
+    assert cap(128, 8, 16) == 16.0    # Qwen3-30B-A3B at EP 16: 16 x min(8, 8) / 8
+    assert cap(256, 8, 64) == 32.0    # DeepSeek-V3 at EP 64: 64 x min(8, 4) / 8
+    assert cap(8, 2, 1) == 1.0        # one rank holds every expert
+    assert float(eq.efficiency__moe_imbalance_cap(E=8, e_p=8, iota_u=1.5, k=2)) == 1.5
+    base = ("mixtral-8x7b", "--ep", 8, "--zero", 3)
+    at_cap = run("step", *base, "--moe-imbalance", 4, "--format", "json")
+    assert at_cap.code == 0
+    over = run("step", *base, "--moe-imbalance", 4.5)
+    assert over.code == 2 and "at EP 8 the most-loaded rank receives at most 4x" in over.err
+    assert run("memory", "mixtral-8x7b", "--moe-imbalance", 1.5).code == 2  # EP 1: cap 1
+
+
+def test_imbalance_grows_the_routed_activations_by_hand(run):
+    # Mixtral-8x7B (h 4096, gated experts f_x 14336, k 2, 32 MoE layers), seq 4096, micro-batch
+    # 1, TP 1, no recompute: the routed term of m_c is 6 k f_x / h = 42 s b h bytes a layer, so
+    # each unit of imbalance adds 42 x 4096 x 4096 x 32 = 22,548,578,304 bytes on the most-loaded
+    # rank; the memory of imbalance 2 is that of 1 plus it
+    args = ("memory", "mixtral-8x7b", "--ep", 8, "--zero", 3, "--seq-len", 4096,
+            "--micro-batch", 1, "--format", "json")
+    one, two = (run(*args, "--moe-imbalance", x).json()["per_gpu"] for x in (1, 2))
+    assert two["activations_bytes"] - one["activations_bytes"] == pytest.approx(
+        42 * 4096 * 4096 * 32, rel=1e-9)
+    assert two["weights_bytes"] == one["weights_bytes"]
+
+
 # ---- Megatron-LM's MoE parallel folding (--etp) -----------------------------------------------
 
 def test_folding_layout_rule():

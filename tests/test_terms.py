@@ -124,9 +124,10 @@ def test_smartnic_spill_note(run, args, spills):
 
 
 def test_not_superchip_reason_word_for_word(run):
-    d = _json(run, "memory", "llama-2-7b", "--offload", "superchip")
-    assert d["reasons"] == ["dgx-a100 is not a superchip node (no NVLink-C2C CPU); use --node "
-                            "gh200 or gh200-nvl2"]
+    r = run("memory", "llama-2-7b", "--offload", "superchip")
+    assert r.code == 2 and r.err.strip() == ("error: --offload superchip: dgx-a100 is not a "
+                                             "superchip node (no NVLink-C2C CPU); use --node "
+                                             "gh200 or gh200-nvl2")
 
 
 def test_exposed_time_and_multicast_gather_by_hand():

@@ -258,6 +258,7 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
     --offload-params applies to the targets moving weights; ``step_time``: it times the step."""
     from optimus_calc.evaluate.context import (check_layout, check_moe_assumptions,
                                             fill_layout, resolve_hardware, with_positions)
+    from optimus_calc.evaluate.strategies.registry import check_target
     model = resolve_model(model_text, cat)
     if isinstance(model, BareModel) and (step_time or not kw["model_states_only"]):
         raise InputError(f"MODEL {model_text!r} is a bare parameter count: " + (
@@ -272,8 +273,8 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
         zero=ZeroStage(kw["zero"]), offload=Offload(kw["offload"]), interleave=kw["interleave"],
         offload_params=kw["offload_params"], smartnic=hw.smartnic.name if hw.smartnic else None,
         smartnics_per_node=kw["smartnics_per_node"] or 0, allow_spill=not kw["no_spill"], **frac)
-    if layout.offload_params and layout.zero == 3 and not strategies_vary:  # < 3: check_layout
-        check_params_target(layout)
+    if not strategies_vary:
+        check_target(layout, hw)
     for flag, given, target in (("--smartnic", kw["smartnic"], "smartnic"),
                                 ("--smartnics-per-node", kw["smartnics_per_node"], "smartnic"),
                                 ("--no-spill", kw["no_spill"], "smartnic"),
@@ -289,22 +290,12 @@ def build_inputs(cat: Catalog, model_text: str, kw: dict, strategies_vary: bool 
     from optimus_calc.frameworks.physics import apply_framework, framework_sp, unread_dropped
     asm = assumptions_from(kw)
     check_token_drop(model, tr, asm, unread_dropped(kw.get("framework"), tr))
-    check_moe_assumptions(model, asm)  # check_layout checked the MoE launch flags
+    check_moe_assumptions(model, asm, layout)  # check_layout checked the MoE launch flags
     tr, note = framework_sp(kw.get("framework"), kw.get("sp"), layout, tr, model)
     tr, asm, choice = apply_framework(kw.get("framework"), layout, tr, asm, model,
                                       profile_only(kw), note)
     return Inputs(model, hw, layout, tr, asm, gb_default, seq_default, kw.get("profile"),
                   choice)
-
-
-def check_params_target(layout) -> None:
-    """--offload-params on a target that keeps the weights on the GPU: an error (not ignored)."""
-    from optimus_calc.evaluate import strategies
-    movers = [st.key for st in strategies.strategies() if st.offloads_params]
-    if layout.offload.value not in movers:
-        raise InputError(f"--offload-params needs an offload target that moves the weights "
-                         f"({', '.join(movers)}); --offload {layout.offload.value} keeps them "
-                         "on the GPU")
 
 
 def search_model(cat: Catalog, model_text: str) -> Model:

@@ -33,6 +33,14 @@ def _stack(*options: Callable) -> Callable:
     return decorate
 
 
+def _dtype_size(ctx, param, value):
+    """--grad-bytes: the size of a gradient dtype (fp8 1, bf16/fp16 2, fp32 4, fp64 8)."""
+    if value is not None and value not in (1, 2, 4, 8):
+        raise click.BadParameter(f"{value} is not a gradient dtype's size: 1 (fp8), 2 (bf16, "
+                                 "fp16), 4 (fp32) or 8 (fp64)")
+    return value
+
+
 def _load_profile(ctx: click.Context, param: click.Parameter, value: str | None):
     """--profile FILE / OPTIMUS_CALC_PROFILE: read and check the profile, apply it to the app's
     catalog (GPU efficiency fields); its assumptions reach the specs through ``kw["profile"]``."""
@@ -171,8 +179,10 @@ def _training(global_batch_help: str, per_layout: bool, lists: bool = False) -> 
         click.option("--optimizer", type=click.Choice([o.value for o in Optimizer]),
                      default=Optimizer.ADAM.value, show_default=True),
         click.option("--grad-bytes", type=click.IntRange(1, 8), default=None,
-                     help="Bytes per gradient on the GPU (default: as the weights; 4 gives the "
-                          "18 bytes/param DeepSpeed/Megatron convention)."),
+                     callback=_dtype_size,
+                     help="Bytes per gradient on the GPU, a dtype's size: 1, 2, 4 or 8 "
+                          "(default: as the weights; 4 gives the 18 bytes/param "
+                          "DeepSpeed/Megatron convention)."),
         recompute,
         sp,
         modules,

@@ -113,6 +113,19 @@ expert_launch_flops = equation(
     "FLOPs of one expert GEMM launch: the size the GEMM curve (efficiency.gemm_efficiency, "
     "W_half charged once per launch) is read at for the routed experts.")
 
+iota_u = sym("iota_u", "the imbalance the user typed (Assumptions.moe_imbalance, "
+             "--moe-imbalance; 1 balanced)", positive=True)
+moe_imbalance_cap = equation(
+    "efficiency.moe_imbalance_cap", sp.Min(iota_u, e_p * sp.Min(k_top, E / e_p) / k_top), "1",
+    "derived: a token sends at most min(k, E / e_p) of its k expert assignments to one expert-"
+    "parallel rank (the rank's E / e_p local experts), so the most-loaded of e_p ranks receives "
+    "at most that many rows per token against the balanced k / e_p: e_p min(k, E / e_p) / k "
+    "times its balanced share (Mixtral, E 8, k 2, at EP 8: 4; 1 at EP 1, where one rank holds "
+    "every expert)",
+    "The most-loaded expert-parallel rank's tokens over its balanced share at this layout: the "
+    "typed imbalance, capped at what top-k routing over E experts on e_p ranks can reach (the "
+    "iota every MoE term reads).")
+
 expert_critical_efficiency = equation(
     "efficiency.expert_critical_efficiency", eta_l / iota, "1",
     "derived: the step waits for the most-loaded expert-parallel rank, which runs iota times "

@@ -37,8 +37,7 @@ from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devices, HostState,
                                            MemoryRecord, OptimizerInputs, OptimizerRecord,
                                            active_params, at_grid, make_ctx, number, per_model)
-from optimus_calc.evaluate.shapes import (activation_coefficients, clamp_copy,
-                                          discarded_coefficients, op_sac_widths)
+from optimus_calc.evaluate.shapes import clamp_copy, discarded_coefficients, op_sac_widths
 from optimus_calc.evaluate.stages import (STAGE_MAJOR_FROM, StageTable, broadcast_small,
                                           by_strategy, ndim, shaped, stage_argmax, stage_max)
 from optimus_calc.evaluate.strategies.base import bit
@@ -142,7 +141,7 @@ def _activations(ctx: Ctx, P, W, G, O, sigma, n_f):
     """(activations, overheads, layer_args) per stage; zeros with model states only."""
     model, asm, tr, st = ctx.model, ctx.asm, ctx.tr, ctx.st
     assert isinstance(model, Model)
-    q_c, m_c = per_model(model, "activation_coefficients", activation_coefficients)
+    q_c, m_c = ctx.coefficients()
     layer_args = dict(a=model.heads, b=ctx.mb, c=ctx.cp, d=int(tr.dropout), h=model.hidden,
                       m_c=m_c, phi=int(tr.flash_attention), q_c=q_c, s=ctx.s, sigma=sigma,
                       t=ctx.t)
@@ -167,7 +166,7 @@ def _activations(ctx: Ctx, P, W, G, O, sigma, n_f):
     if asm.selective_policy and model.is_moe:  # and its save list may keep the EP all-to-alls
         a2a = eq.memory__op_sac_ep_saved_bytes(
             L_moe=st.moe_layers, L_s=np.maximum(st.layers, 1), b=ctx.mb, b_w=tr.weight_bytes,
-            c=ctx.cp, e=ctx.ep, h=model.hidden, iota=asm.moe_imbalance, k=model.top_k, s=ctx.s,
+            c=ctx.cp, e=ctx.ep, h=model.hidden, iota=ctx.iota, k=model.top_k, s=ctx.s,
             t=ctx.t, t_x=ctx.t_x, w_a=asm.sac_saves_ep_all_to_all)
         act_layer = act_layer + np.where(ctx.rc == R_SELECTIVE, a2a, 0.0)
     act = eq.memory__stage_activation_bytes(

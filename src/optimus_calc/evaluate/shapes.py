@@ -218,6 +218,24 @@ def activation_coefficients(model: Model) -> tuple[float, float]:
     return q_c, m_c
 
 
+def imbalance_at(model: Model, ep, imbalance: float):
+    """The most-loaded EP rank's share at EP ``ep`` (efficiency.moe_imbalance_cap): the typed
+    imbalance, capped at what the model's top-k routing can put on one rank."""
+    import numpy as np
+
+    from optimus_calc.equations.recording import eq
+    return eq.efficiency__moe_imbalance_cap(E=model.experts, e_p=np.asarray(ep, dtype=float),
+                                            iota_u=imbalance, k=model.top_k)
+
+
+def routed_coefficient(model: Model) -> float:
+    """The routed experts' part of :func:`activation_coefficients`' m_c (per * k * f_x / h,
+    averaged over the layers): the part the most-loaded EP rank keeps iota times
+    (efficiency.moe_imbalance_cap), its rows being iota times the balanced share."""
+    per = 6 if model.ffn_type.matrices == 3 else 4
+    return per * model.top_k * model.expert_ffn / model.hidden * model.moe_layers / model.layers
+
+
 def separate_norms(model: Model) -> int:
     """n_n of compute.norm_recompute_bytes: the norms of an MoE layer that are modules of their
     own under Megatron-core's Transformer Engine spec, the ones --recompute-modules layernorm

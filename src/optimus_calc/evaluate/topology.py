@@ -381,7 +381,7 @@ def ep_comm_time(ctx: Ctx, nic: float):
         # parallel_state.py L887-896 @ d98e8a6); ETP = TP unless parallel folding sets it
         z_ep = eq.step__ep_message_bytes(b=ctx.mb, b_w=ctx.tr.weight_bytes, c=ctx.cp,
                                          h=model.hidden, k=model.top_k, s=ctx.s,
-                                         iota=asm.moe_imbalance, t=ctx.t, t_x=ctx.t_x)
+                                         iota=ctx.iota, t=ctx.t, t_x=ctx.t_x)
         ep_group = all_to_all(ctx.hw, ctx.ep, ctx.t_x, nic=nic)
         m_n, N = dict(m=ep_group["m"], n=ep_group["n"]), ep_group.pop("N")
         # DeepEP / HybridEP: a token crosses to a node once

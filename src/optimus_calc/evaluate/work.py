@@ -99,7 +99,7 @@ def _moe_work(ctx: Ctx, tau, r_full):
     fixed = asm.gemm_efficiency if "gemm_efficiency" in asm.model_fields_set else None
     eta_x = expert_efficiency(ctx.hw.gpu, model.hidden, ctx.t, tokens_mb, model.top_k,
                               model.experts, ctx.ep, model.expert_ffn, etp=ctx.t_x, fixed=fixed,
-                              streams=asm.moe_expert_gemm_streams, imbalance=asm.moe_imbalance)
+                              streams=asm.moe_expert_gemm_streams, imbalance=ctx.iota)
     rows = dict(b_a=ctx.tr.weight_bytes, k=model.top_k, tau_mb=tokens_mb, t=ctx.t)
     received = asm.moe_permute_received_rows or ctx.tr.moe_dispatcher.value != "alltoall"
     # the alltoall dispatcher's own shard, and its sort by local expert where a GPU has several

@@ -203,10 +203,10 @@ class Assumptions(Frozen):
                     "Engine's default path (one cuBLAS GEMM per expert over 4 streams); 1 = "
                     "SequentialMLP; large = torchtitan's grouped kernel (docs/moe.md)")
     moe_imbalance: float = Field(default=1.0, ge=1, le=1024,
-        description="assumed balanced (1.0): tokens the most-loaded expert-parallel rank processes"
-                    " / its balanced share; its expert GEMMs and all-to-all scale by it. At most "
-                    "Megatron-LM's --moe-expert-capacity-factor with token dropping, equal to it "
-                    "with padding (docs/moe.md); --moe-imbalance sets it")
+        description="assumed balanced (1.0): the most-loaded EP rank's tokens / its balanced share,"
+                    " which its expert GEMMs, all-to-all and routed activations scale by; capped"
+                    " per layout (efficiency.moe_imbalance_cap), at most the capacity factor "
+                    "when dropping, equal when padding (docs/moe.md); --moe-imbalance")
     ep_overlap_needs_interleave: float = Field(
         default=0, ge=0, le=1, description="1: no ep_overlap at PP > 1 without interleaving "
         "(Megatron-LM refuses it there, transformer_config.py L3007-3011; its profile sets 1)")

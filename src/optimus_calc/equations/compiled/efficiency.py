@@ -43,6 +43,11 @@ def efficiency__layer_efficiency(F_a, F_d, eta_a, eta_d):
     return (F_a + F_d)/(F_a/eta_a + F_d/eta_d)
 
 
+def efficiency__moe_imbalance_cap(E, e_p, iota_u, k):
+    """efficiency.moe_imbalance_cap [1]: derived: a token sends at most min(k, E / e_p) of its k expert assignments to one expert-parallel rank (the rank's E / e_p local experts), so the most-loaded of e_p ranks receives at most that many rows per token against the balanced k / e_p: e_p min(k, E / e_p) / k times its balanced share (Mixtral, E 8, k 2, at EP 8: 4; 1 at EP 1, where one rank holds every expert)"""
+    return numpy.minimum(iota_u, e_p*numpy.minimum(k, E/e_p)/k)
+
+
 def efficiency__moe_layer_efficiency(F_a, F_d, F_x, eta_a, eta_d, eta_x):
     """efficiency.moe_layer_efficiency [1]: times add, as efficiency.layer_efficiency, with the routed experts' grouped GEMMs as a third kind of work (MegaBlocks section 5: small per-expert GEMMs run below the dense GEMMs' efficiency)"""
     return (F_a + F_d + F_x)/(F_a/eta_a + F_d/eta_d + F_x/eta_x)

@@ -63,6 +63,12 @@ class OffloadStrategy:
         """Whether the node has what the strategy needs (the planner searches only these)."""
         return True
 
+    def refusal(self, hw: Hardware) -> str | None:
+        """Why a one-layout command (step, memory, explain, fit) refuses this target on ``hw``,
+        or None: a target the node cannot have at all, where a what-if would price a device
+        that does not exist (the planner searches only the offered ones)."""
+        return None
+
     def devices(self, ctx: Ctx, host: HostState) -> DeviceUse:
         from optimus_calc.evaluate.records import DeviceUse
         return DeviceUse(0.0, 0.0, 0.0, 0, 0.0, 0.0)

@@ -102,3 +102,17 @@ def _by_code(pairs: list, off, codes):
     for _, f, code in pairs:
         table[code] = f
     return table[off]
+
+
+def check_target(layout, hw) -> None:
+    """A one-layout command's offload target: --offload-params on a target that keeps the
+    weights on the GPU (ZeRO-3; below, check_layout), or a target the node cannot have
+    (OffloadStrategy.refusal: SuperOffload without a Grace), is an error, not ignored."""
+    from optimus_calc.errors import InputError
+    st = strategy(layout.offload)
+    movers = [s.key for s in strategies() if s.offloads_params]
+    if layout.offload_params and layout.zero == 3 and st.key not in movers:
+        raise InputError(f"--offload-params needs an offload target that moves the weights "
+                         f"({', '.join(movers)}); --offload {st.key} keeps them on the GPU")
+    if why := st.refusal(hw):
+        raise InputError(why)

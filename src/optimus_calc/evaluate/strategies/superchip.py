@@ -33,6 +33,13 @@ class SuperchipOffload(OffloadStrategy):
     def offered(self, hw):
         return bool(hw.node.superchip)
 
+    def refusal(self, hw):
+        # no what-if: the step on a CPU without NVLink-C2C would be GraceAdam's on no Grace
+        if self.offered(hw):
+            return None
+        return (f"--offload superchip: {hw.node.name} is not a superchip node (no NVLink-C2C "
+                "CPU); use --node gh200 or gh200-nvl2")
+
     def devices(self, ctx, host):
         cpus = ctx.hw.node.cpus
         state = host.optimizer + host.gradients + host.weights
