@@ -104,6 +104,16 @@ def test_env_var_and_header_name_the_profile(run, tmp_path, monkeypatch):
     assert res.code == 0 and "profile: " in res.out and "fitted on x.csv" in res.out
     res = run("plan", "llama-2-7b", "--top", "1")
     assert res.code == 0 and "fitted on x.csv" in res.out
+    # on another GPU the header says the GPU fields do not reach it (round 30's cold review:
+    # the header implied the profile applied while every number was the catalog's)
+    h100 = ("step", "llama-2-7b", "--node", "dgx-h100")
+    text = " ".join(run(*h100).out.split())
+    assert ("its GPU fields are a100-80gb's: h100-sxm keeps the catalog's, so nothing of it "
+            "applies") in text
+    assert "keeps the catalog" not in run("step", "llama-2-7b").out  # its own GPU: applies
+    with_it = run(*h100, "--format", "json").json()["step_time_s"]
+    monkeypatch.delenv("OPTIMUS_CALC_PROFILE")
+    assert run(*h100, "--format", "json").json()["step_time_s"] == with_it  # nothing applied
 
 
 @pytest.mark.parametrize("text,field", [
@@ -151,6 +161,9 @@ def test_bad_runs_file_is_one_line_naming_row_and_column(run, tmp_path, text, ex
     res = run("calibrate", runs, "-o", tmp_path / "p.toml")
     assert res.code == 2 and res.err.count("\n") == 1 and expect in res.err, res.err
     assert not (tmp_path / "p.toml").exists()
+    if "unknown column" in expect:  # each column named once (framework was listed twice)
+        names = res.err.split("option names: ")[1].strip().split(", ")
+        assert len(names) == len(set(names)) and "framework" in names
 
 
 def test_select_keeps_separable_determined_columns():

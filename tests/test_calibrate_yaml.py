@@ -48,6 +48,18 @@ def test_top_level_list_and_scalar_forms():
         (8, {"model": 'a "b"'})]
 
 
+def test_runs_key_with_its_items_at_column_one():
+    # block style puts a key's list at the key's own indentation (what kubectl and prettier
+    # write); round 30's cold review found it refused as "only one top-level key"
+    text = "runs:\n- model: llama-2-7b\n  nodes: 2\n- model: x\nother: 1\n"
+    with pytest.raises(InputError, match="line 5: expected a list item"):
+        parse_runs_yaml(text, "r.yaml")
+    assert parse_runs_yaml(text.replace("other: 1\n", ""), "r.yaml") == [
+        (2, {"model": "llama-2-7b", "nodes": "2"}), (4, {"model": "x"})]
+    with pytest.raises(InputError, match="line 2: only one top-level key"):
+        parse_runs_yaml("runs:\nother: 1\n", "r.yaml")
+
+
 @pytest.mark.parametrize("text,expect", [
     ("- model: &a llama-2-7b\n", "line 1, key model: anchors are not supported"),
     ("- model: llama-2-7b\n- model: *a\n", "line 2, key model: aliases are not supported"),

@@ -137,3 +137,14 @@ def test_example_options_select_and_size():
     assert render(ex, ["a", "b", "c", "d"]) == ["$ optimus-calc x", "a", "...", "c", "..."]
     (cat,) = find("<!-- example -->\n```\n$ cat docs/examples/runs.csv\n```\n")
     assert cat.program == "cat" and cat.args == ("docs/examples/runs.csv",)
+
+
+def test_the_examples_tool_answers_help_and_a_missing_page_in_one_line(capsys, tmp_path):
+    # `python -m optimus_calc.cli.examples --help` (the README names it) raised FileNotFoundError
+    # on '--help' as a page (round 30's cold review); it changes no file when it refuses
+    from optimus_calc.cli.examples import main
+    assert main(["--help"]) == 0 and "usage: python -m optimus_calc.cli.examples" in \
+        capsys.readouterr().err
+    assert main(["--bogus"]) == 2 and capsys.readouterr().err.startswith("usage:")
+    assert main([str(tmp_path / "nope.md")]) == 2
+    assert capsys.readouterr().err == f"error: no such page: {tmp_path / 'nope.md'}\n"

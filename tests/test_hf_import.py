@@ -293,3 +293,15 @@ def test_catalog_show_config_refusals(run, tmp_path):
     bad = _cfg(tmp_path, json.dumps(_llama(hidden_size="8192")))
     r = run("catalog", "show", str(bad))
     assert r.code == 2 and "hidden_size" in r.err
+
+
+def test_a_bare_directory_name_holding_a_config_json_is_the_model(run, tmp_path, monkeypatch):
+    # docs/guide/catalog.md: MODEL may be "the directory holding it"; `step hf` said "unknown
+    # model 'hf'" where `step ./hf` worked (round 30's cold review)
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "config.json").write_text((DATA / "llama" / "config.json").read_text())
+    (tmp_path / "empty").mkdir()
+    monkeypatch.chdir(tmp_path)
+    bare, dotted = (run("memory", m, "--format", "json") for m in ("hf", "./hf"))
+    assert bare.code == 0 and bare.json()["per_gpu"] == dotted.json()["per_gpu"]
+    assert run("memory", "empty").code == 2  # a directory without one stays an unknown name

@@ -4,6 +4,7 @@ a command's input, and a full device is an error (split by subject from test_har
 from __future__ import annotations
 
 import json
+import os
 
 from catalog_files import _entry_file
 from cli_process import HF, cli, one_line_exit_2
@@ -55,6 +56,20 @@ def test_output_is_written_whole_with_the_old_mode(run, tmp_path):
     assert json.loads(out.read_text())["model"]
     assert (out.stat().st_mode & 0o777) == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_a_new_script_is_executable_other_new_files_are_not(run, tmp_path):
+    # the Megatron-LM export is a bash script (#!/bin/bash): a new file gets the execute bits
+    # the umask allows, as a new JSON gets 0o666 less the umask (round 30's cold review)
+    umask = os.umask(0o022)
+    try:
+        sh, js = tmp_path / "launch.sh", tmp_path / "ds.json"
+        assert run("plan", "llama-2-7b", "--export", "megatron", "-o", sh).code == 0
+        assert run("plan", "llama-2-7b", "--export", "deepspeed", "-o", js).code == 0
+    finally:
+        os.umask(umask)
+    assert sh.read_text().startswith("#!") and (sh.stat().st_mode & 0o777) == 0o755
+    assert (js.stat().st_mode & 0o777) == 0o644
 
 
 def test_stdout_on_a_full_device():

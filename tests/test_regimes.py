@@ -167,3 +167,16 @@ def test_past_the_largest_public_run_no_case_vouches(run, cat):
     assert far["error_range"] == "widened" and ">16384 GPUs" in far["error_range_basis"]
     near = run("step", "llama70b", "--nodes", 2000, "--tp", 8, "--format", "json").json()
     assert near["error_range"] == "public"
+
+
+def test_past_the_longest_public_sequence_no_case_vouches(run):
+    # NeMo's long-sequence rows reach 1,048,576 tokens (public_cases_long.py); a 10M-token step
+    # said "6 public cases like this" from the >32K band (round 30's cold review)
+    from optimus_calc.public_cases import public_rows
+    from optimus_calc.regimes import PUBLIC_MAX_SEQ, seq_band
+    assert max(r.seq for r in public_rows() if not r.why_not) == PUBLIC_MAX_SEQ == 1048576
+    assert (seq_band(1048576, "fa2"), seq_band(1048577, "fa2")) == (">32K fa2", ">1024K fa2")
+    args = ("step", "llama-2-7b", "--cp", 8, "--format", "json")
+    far = run(*args[:2], "--seq-len", 10_000_000, *args[2:]).json()
+    assert far["error_range"] == "widened" and "seq >1024K fa2" in far["error_range_basis"]
+    assert run(*args[:2], "--seq-len", 65536, *args[2:]).json()["error_range"] == "public"

@@ -51,3 +51,12 @@ def test_less_than_one_byte_or_one_parameter_is_refused(run):
     assert parse_size("1.5GB") == 1.5e9 and parse_count("70B") == 70e9
     r = run("comm", "all-gather", "--size", "0.5")
     assert r.code == 2 and "--size '0.5' is less than one byte" in r.err
+    # nor a fraction of one past one (round 30: --size 1.5 ran as "2 B", --params 1.5 as "0M
+    # parameters"); a unit or suffix makes it a whole number (1.5KiB = 1,536 bytes)
+    with pytest.raises(InputError, match="'1.5' is not a whole number of bytes"):
+        parse_size("1.5", "--size")
+    with pytest.raises(InputError, match="'1.5' is not a whole number"):
+        parse_count("1.5", "--params")
+    assert parse_size("1.5KiB") == 1536 and parse_size("1e3") == 1000 and parse_count("1.5k") == 1500
+    r = run("optimizer-step", "--params", "2.5", "--device", "epyc-7742")
+    assert r.code == 2 and "--params '2.5' is not a whole number" in r.err

@@ -41,8 +41,10 @@ def resolve_model(text: str, cat: Catalog) -> Model | BareModel:
         return entry  # type: ignore[return-value]
     st = safe_stat(raw)  # never raises: a name too long for the file system is "no file"
     is_dir = st is not None and stat.S_ISDIR(st.st_mode)
-    # Any existing non-directory (a file, or a FIFO or device the loader will refuse by name).
-    if raw.endswith(".json") or "/" in raw or (st is not None and not is_dir):
+    # Any existing non-directory (a file, or a FIFO or device the loader will refuse by name),
+    # or a directory holding a config.json, named bare ("hf" as "./hf")
+    has_config = is_dir and safe_stat(str(Path(raw) / "config.json")) is not None
+    if raw.endswith(".json") or "/" in raw or (st is not None and not is_dir) or has_config:
         from optimus_calc.hf_import import load_hf_config
         if is_dir:
             raw = str(Path(raw) / "config.json")

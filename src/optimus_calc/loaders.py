@@ -339,7 +339,7 @@ def parse_runs_yaml(text: str, path: str | os.PathLike) -> list[tuple[int, dict[
     lines = list(_yaml_lines(text, p))
     if lines and lines[0][1] == 0 and re.fullmatch(r"runs[ \t]*:", lines[0][2]):
         lines = lines[1:]
-        if lines and lines[0][1] == 0:
+        if lines and lines[0][1] == 0 and not re.match(r"-( |$)", lines[0][2]):  # items at col 1 ok
             raise InputError(f"runs file {p} line {lines[0][0]}: only one top-level key, "
                              "'runs:', holding the list of runs, is supported")
     if not lines:

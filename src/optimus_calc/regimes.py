@@ -28,7 +28,11 @@ MEMORY_FIGURES = ("gpu_memory_bytes",)
 TIME_KINDS = ("throughput", "step_time")
 
 
-SEQ_BANDS = ("<=8K", "8K-32K", ">32K")          # tokens per sequence
+# The longest sequence a public case holds: NeMo's 1,048,576-token rows (public_cases_long.py;
+# tests/test_regimes.py checks it against the cases); past it, as past PUBLIC_MAX_GPUS, a band
+# of its own that no case matches
+PUBLIC_MAX_SEQ = 1048576
+SEQ_BANDS = ("<=8K", "8K-32K", ">32K", f">{PUBLIC_MAX_SEQ // 1024}K")  # tokens per sequence
 # The largest run a public case holds: the Llama 3 paper's 16,384 H100 (2,048 nodes of 8;
 # public_cases_long.llama3_rows; tests/test_regimes.py checks it against the cases). Past it
 # a prediction is an extrapolation: its own band, which no case matches. Counted in GPUs, not
@@ -77,7 +81,8 @@ def seq_band(seq_len: int, kernel: str = "") -> str:
     """The sequence band; past 8K tokens with the attention kernel that ran (``kernel``: fa1,
     fa2, fa3, cudnn, "unfused"), where the kernel's efficiency sets much of the step (a
     FlashAttention-1 row does not validate a FlashAttention-2 prediction at 64K)."""
-    band = SEQ_BANDS[0] if seq_len <= 8192 else SEQ_BANDS[1] if seq_len <= 32768 else SEQ_BANDS[2]
+    band = (SEQ_BANDS[0] if seq_len <= 8192 else SEQ_BANDS[1] if seq_len <= 32768
+            else SEQ_BANDS[2] if seq_len <= PUBLIC_MAX_SEQ else SEQ_BANDS[3])
     return f"{band} {kernel}" if kernel and seq_len > 8192 else band
 
 

@@ -48,8 +48,8 @@ def run_kw(row: dict[str, str], where: str, ctx: click.Context) -> tuple[str, di
             continue
         if name not in cols:
             raise InputError(f"{where}: unknown column {key[:40]!r}; columns are step's option "
-                             f"names: model, {', '.join(cols)}, framework, "
-                             f"{', '.join(MEASURES)}")
+                             f"names: model, {', '.join(dict.fromkeys([*cols, 'framework']))}"
+                             f", {', '.join(MEASURES)}")
         try:
             kw[name] = cols[name].type.convert(text, cols[name], ctx)
         except click.BadParameter as exc:

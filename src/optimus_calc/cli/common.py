@@ -124,11 +124,18 @@ def with_command(doc: Document) -> Document:
 
 def with_profile(doc: Document, ctx: click.Context | None) -> Document:
     """Name the calibration profile in use (--profile) in the header and the JSON."""
-    profile = getattr(ctx.find_root().obj, "profile", None) if ctx is not None else None
+    app = ctx.find_root().obj if ctx is not None else None
+    profile = getattr(app, "profile", None)
     if profile is None:
         return doc
     from dataclasses import replace
-    return replace(doc, header=[("profile", profile.label)] + list(doc.header),
+    label, gpu = profile.label, ((doc.data or {}).get("hardware") or {}).get("gpu")
+    fitted = {getattr(app.catalog.find(n, "gpu"), "name", n) for n in profile.gpus}
+    if gpu and fitted and gpu not in fitted:  # its GPU fields are another GPU's
+        label += (f"; its GPU fields are {', '.join(sorted(fitted))}'s: {gpu} keeps the "
+                  "catalog's" + (" (its assumptions apply)" if profile.assumptions
+                                 else ", so nothing of it applies"))
+    return replace(doc, header=[("profile", label)] + list(doc.header),
                    data={**doc.data, "profile": profile.data()})
 
 
@@ -291,10 +298,10 @@ def _atomic_write(target: str, data: bytes, st: os.stat_result | None) -> None:
             os.fsync(fh.fileno())
         if st is not None:
             mode = stat.S_IMODE(st.st_mode)
-        else:
+        else:  # a new file; a script (the Megatron-LM export's #!/bin/bash) made executable
             umask = os.umask(0)
             os.umask(umask)
-            mode = 0o666 & ~umask
+            mode = (0o777 if data.startswith(b"#!") else 0o666) & ~umask
         os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:

@@ -175,7 +175,16 @@ def pages(base: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a developer's tool
     """Regenerate the examples of the pages named (default: README.md and docs/**/*.md)."""
-    named = [Path(a).resolve() for a in (sys.argv[1:] if argv is None else argv)]
+    args = sys.argv[1:] if argv is None else argv
+    if any(a.startswith("-") for a in args):  # no options: a usage line, not a missing file
+        print("usage: python -m optimus_calc.cli.examples [PAGE.md ...] (default: README.md "
+              "and docs/**/*.md)", file=sys.stderr)
+        return 0 if set(args) & {"-h", "--help"} else 2
+    named = [Path(a).resolve() for a in args]
+    missing = [str(p) for p in named if not p.is_file()]
+    if missing:
+        print(f"error: no such page: {', '.join(missing)}", file=sys.stderr)
+        return 2
     base = root()
     os.chdir(base)  # example paths are relative to the repository root
     for path in named or pages(base):

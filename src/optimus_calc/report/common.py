@@ -86,7 +86,8 @@ def launch_text(tr) -> str:
     return "".join(f", --{k.replace('_', '-')} {v}" for k, v in launch_data(tr).items())
 
 
-def layout_text(layout) -> str:
+def parallel_text(layout) -> str:
+    """"TP=.. PP=.. DP=..", with CP, EP, ETP and the interleave where they are not 1."""
     s = f"TP={layout.tp} PP={layout.pp} DP={layout.dp}"
     if layout.cp > 1:
         s += f" CP={layout.cp}"
@@ -96,7 +97,11 @@ def layout_text(layout) -> str:
         s += f" ETP={layout.etp}"
     if layout.interleave > 1:
         s += f" interleave={layout.interleave}"
-    s += f", ZeRO-{int(layout.zero)}, offload {layout.offload.value}"
+    return s
+
+
+def layout_text(layout) -> str:
+    s = parallel_text(layout) + f", ZeRO-{int(layout.zero)}, offload {layout.offload.value}"
     if layout.offload is Offload.SMARTNIC:
         s += f" ({layout.smartnic})"
     return s

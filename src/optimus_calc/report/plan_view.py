@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from optimus_calc.report.common import (TrainRequest, applied_modules, context_row, launch_data,
-                                        launch_text, layout_data, pct, search_unread_note,
-                                        shown_training, train_figures)
+                                        launch_text, layout_data, parallel_text, pct,
+                                        search_unread_note, shown_training, train_figures)
 from optimus_calc.frameworks import Framework, exports_for
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
@@ -178,7 +178,7 @@ def _plan_notes(res, ranged) -> list[str]:
     notes = []
     if res.recommended:
         r = res.recommended
-        notes.append(f"recommended: #1, TP={r.layout.tp} PP={r.layout.pp} DP={r.layout.dp}, "
+        notes.append(f"recommended: #1, {parallel_text(r.layout)}, "
                      f"ZeRO-{int(r.layout.zero)}, offload {offload_text(r.layout)}, recompute "
                      f"{r.training.recompute.value}, micro-batch {r.training.micro_batch}: "
                      f"{res.why}")
@@ -202,8 +202,7 @@ def _plan_notes(res, ranged) -> list[str]:
         w = res.what_if
         base = f" vs {res.recommended.step_s:.2f} s recommended" if res.recommended else ""
         notes.append(f"what-if (no framework runs OptimusNIC): the best SmartNIC layout is "
-                     f"TP={w.layout.tp} PP={w.layout.pp} DP={w.layout.dp} "
-                     f"ZeRO-{int(w.layout.zero)} with {w.layout.smartnic}, "
+                     f"{parallel_text(w.layout)} ZeRO-{int(w.layout.zero)} with {w.layout.smartnic}, "
                      f"{w.gpu_bytes / GB:.1f} GB per GPU, step {w.step_s:.2f} s{base}")
     return notes
 
@@ -223,7 +222,7 @@ def _nic_table(res) -> Table:
     r = res.recommended
     return Table(
         title=f"What-if: SmartNIC offload (OptimusNIC) for the recommended layout's "
-              f"TP={r.layout.tp} PP={r.layout.pp} DP={r.layout.dp} ZeRO-{int(r.layout.zero)} "
+              f"{parallel_text(r.layout)} ZeRO-{int(r.layout.zero)} "
               "(optimizer state per GPU on its SmartNIC)",
         rows=nrows, columns=[
             Column("smartnic", "SmartNIC", align="left"), Column("card_GB", "card GB", ".0f"),
