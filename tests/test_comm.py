@@ -307,6 +307,8 @@ def test_multi_node_ring_bottleneck(run):
 def test_one_rank_cli_zero(run):
     d = run("comm", "all-reduce", "--size", "1GB", "--ranks", 1, "--format", "json").json()
     assert d["time_s"] == 0 and d["busbw_GBps"] == 0
+    text = run("comm", "all-reduce", "--size", "1GB", "--ranks", 1).out
+    assert "one rank: the collective moves nothing" in " ".join(text.split())
 
 
 def test_sizes_sweep_and_csv(run):

@@ -63,6 +63,9 @@ def comm_document(rep, binary: bool = False) -> Document:
              f"{rep.nic_efficiency:g}; alphas "
              f"{'overridden' if rep.alpha_overridden else 'assumed (catalog)'}; "
              "see `optimus-calc catalog show LINK` for sources"]
+    if topo.ranks == 1:
+        notes.append("one rank: the collective moves nothing (0 s); its bandwidths are shown as "
+                     "0 by convention, not measured")
     if first.uncompressed.protocol:
         notes.append("latency: NCCL's tuning model (src/graph/tuning.cc), base + per-step "
                      "latency of the protocol (LL, LL128, Simple) its model predicts fastest"
