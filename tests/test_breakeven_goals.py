@@ -235,7 +235,10 @@ def test_symbolic_agrees_with_search(cat):
     (("--device", "a100-80gb"), "is a gpu; breakeven takes an offload device"),
     (("--device", "bluefield-2", "--offload", "none"), "--offload none"),
     (("--device", "bluefield-2", "--offload", "cpu"), "--offload cpu does not run on"),
-    (("--device", "epyc-7742", "--offload", "superchip"), "needs the CPU of a superchip node"),
+    # the node (dgx-a100) has no superchip: refused for --offload superchip before the device
+    (("--device", "epyc-7742", "--offload", "superchip"), "dgx-a100 is not a superchip node"),
+    (("--device", "epyc-7742", "--offload", "superchip", "--node", "gh200", "--nodes", 8),
+     "needs the CPU of a superchip node"),
     (("--device", "bluefield-2", "--reference", "same"), "--reference applies to --goal match"),
     (("--device", "bluefield-2", "--goal", "match", "--reference", "tp=x"),
      "expected a positive integer"),

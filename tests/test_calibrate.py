@@ -111,6 +111,10 @@ def test_env_var_and_header_name_the_profile(run, tmp_path, monkeypatch):
     assert ("its GPU fields are a100-80gb's: h100-sxm keeps the catalog's, so nothing of it "
             "applies") in text
     assert "keeps the catalog" not in run("step", "llama-2-7b").out  # its own GPU: applies
+    link = tmp_path / "link.toml"  # a link table still applies on another GPU, and says so
+    link.write_text('[gpu."a100-80gb"]\ngemm_eta_max = 0.6\n[link."nvlink4"]\nefficiency = 0.5\n')
+    said = " ".join(run(*h100, "--profile", link).out.split())
+    assert "h100-sxm keeps the catalog's (its link tables apply)" in said
     with_it = run(*h100, "--format", "json").json()["step_time_s"]
     monkeypatch.delenv("OPTIMUS_CALC_PROFILE")
     assert run(*h100, "--format", "json").json()["step_time_s"] == with_it  # nothing applied
@@ -147,6 +151,9 @@ def test_malformed_profile_is_one_line_naming_file_and_field(run, tmp_path, text
 @pytest.mark.parametrize("text,expect", [
     ("model,tp,measured_tokens_per_s\nllama-2-7b,x,1\n", "row 2, column tp"),
     ("model,colour,measured_tokens_per_s\nllama-2-7b,red,1\n", "unknown column 'colour'"),
+    # a runs file's column is the flag's type: --grad-bytes takes a dtype's size (round 30)
+    ("model,grad_bytes,measured_tokens_per_s\nllama-2-7b,3,1\n",
+     "column grad_bytes: 3 is not a gradient dtype's size"),
     ("model,tp\nllama-2-7b,1\n", "give exactly one of"),
     ("model,measured_tokens_per_s,measured_step_time_s\nllama-2-7b,1,2\n", "exactly one"),
     ("model,measured_tokens_per_s\nllama-2-7b,-5\n", "positive"),

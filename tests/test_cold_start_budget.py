@@ -121,14 +121,16 @@ def test_cold_plan_module_and_class_budget(plan):
     # --moe-dispatcher, issue 32): 117 classes of ours, 671. The loss's fusion enum
     # (specs/training.CrossEntropyFusion, --cross-entropy-fusion, round 16): 118, 672. A YaRN
     # model's unfused RoPE (evaluate/rope.py, compute.rope_bytes, round 17): 89 of ours, 319
-    assert plan["our_modules"] <= 89 and plan["ours"] <= 118
+    # --grad-bytes' parameter type (cli/types.DtypeBytes: a dtype's size, checked in calibrate's
+    # runs files too, round 30): 119 classes of ours, 673
+    assert plan["our_modules"] <= 89 and plan["ours"] <= 119
     assert len(plan["schemas"]) == 0
     assert "rich" not in plan["loaded"]
     if plan["versions"] != MEASURED_WITH:
         pytest.skip(f"library versions {plan['versions']}: the totals were counted with "
                     f"{MEASURED_WITH}")
     assert plan["modules"] <= 319
-    assert plan["classes"] <= 672
+    assert plan["classes"] <= 673
 
 
 def _deep_same(a, b, where=""):

@@ -143,6 +143,17 @@ def test_imbalance_is_capped_by_what_routing_can_put_on_one_rank(run):
     assert run("memory", "mixtral-8x7b", "--moe-imbalance", 1.5).code == 2  # EP 1: cap 1
 
 
+def test_imbalance_is_checked_at_the_layout_each_command_evaluates(run):
+    # breakeven without a layout plans one (EP 1 here, cap 1) and caps the imbalance there; a
+    # typed layout, compare's and breakeven's alike, is checked; plan says where it capped
+    assert run("breakeven", "mixtral-8x7b", "--nodes", 4, "--moe-imbalance", 2).code == 0
+    for cmd in ("breakeven", "compare"):
+        r = run(cmd, "mixtral-8x7b", "--tp", 1, "--ep", 8, "--moe-imbalance", 8)
+        assert r.code == 2 and "at EP 8 the most-loaded rank receives at most 4x" in r.err
+    out = " ".join(run("plan", "mixtral-8x7b", "--nodes", 2, "--moe-imbalance", 3).out.split())
+    assert "--moe-imbalance 3 capped at 1 at the recommended layout's EP 1" in out
+
+
 def test_imbalance_grows_the_routed_activations_by_hand(run):
     # Mixtral-8x7B (h 4096, gated experts f_x 14336, k 2, 32 MoE layers), seq 4096, micro-batch
     # 1, TP 1, no recompute: the routed term of m_c is 6 k f_x / h = 42 s b h bytes a layer, so

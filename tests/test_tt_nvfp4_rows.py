@@ -57,7 +57,9 @@ def test_the_chunked_loss_holds_an_eighth_of_the_logits(cat):
     s = setup(cat, row)
     assert s.asm.logits_bytes == 10 / 8  # ChunkedLossWrapper's 8 chunks of the profile's 10
     m = estimate_memory(s.model, s.hw, s.layout, s.training, s.asm).worst
-    # by hand, per GPU (FSDP 4, 8,030,261,248 parameters; 32 layers; 32 x 2,048 tokens):
+    # the tool's count by hand (its torchtitan v0.2.2 op-SAC block and 18-byte model states;
+    # the run's commit fuses QKV, +0.5 h a layer, which the row's `assumed` states), per GPU
+    # (FSDP 4, 8,030,261,248 parameters; 32 layers; 32 x 2,048 tokens):
     # weights 2 P / 4 = 4.015 GB, fp32 gradients 4 P / 4 = 8.030 GB, Adam 12 P / 4 = 24.09 GB;
     # op SAC per layer and token (memory.op_sac_layer_bytes, TP 1): h x (2 input + 2 w2's
     # output + wq 2 + wv 2 x 1024 / 4096 + w1 2 x 14336 / 4096 + SDPA 2) = 15.5 h bytes:

@@ -58,5 +58,8 @@ def test_less_than_one_byte_or_one_parameter_is_refused(run):
     with pytest.raises(InputError, match="'1.5' is not a whole number"):
         parse_count("1.5", "--params")
     assert parse_size("1.5KiB") == 1536 and parse_size("1e3") == 1000 and parse_count("1.5k") == 1500
+    # a unit's fraction of a byte or a parameter rounds (0.3 x 2**30 = 322,122,547.2 bytes)
+    assert parse_size("0.3GiB") == 322_122_547 and parse_size("1.0005k") == 1000
+    assert parse_count("1.0007k") == 1001
     r = run("optimizer-step", "--params", "2.5", "--device", "epyc-7742")
     assert r.code == 2 and "--params '2.5' is not a whole number" in r.err

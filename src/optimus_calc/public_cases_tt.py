@@ -75,7 +75,10 @@ _NV_ASM = ("llama3_8b (models/llama3/config_registry.py L194-226 @ b5bcd76c6): p
            "num_tokens_per_microbatch_per_dp_rank 65536), global batch 128; FlexAttention with "
            "the model's mask (attn_backend flex, models/llama3/__init__.py L371) timed as the "
            "catalog's kernel (about 4% of the FLOPs at 2,048 tokens); the chunked loss "
-           "(ChunkedLossWrapper, L196) timed as the tool's native loss; " + _NV_GPU)
+           "(ChunkedLossWrapper, L196) timed as the tool's native loss; op SAC's saved outputs "
+           "counted on the profile's v0.2.2 block (wq, wv: memory.op_sac_layer_bytes), where "
+           "this commit fuses QKV (models/llama3/__init__.py L257, fuse_qkv) and saves wqkv, "
+           "+0.5 h bytes a token and layer (4.3 GB here), not modelled; " + _NV_GPU)
 # ChunkedLossWrapper (components/loss.py L501-548 @ b5bcd76c6): the LM head and the loss run on
 # one of 8 token chunks at a time, each chunk's backward before the next, so the loss holds an
 # eighth of the logits the unchunked path does: the profile's 10 bytes per logit / 8

@@ -69,8 +69,9 @@ def parse_size(text: str, what: str = "size", allow_zero: bool = False) -> float
     _finite_positive(value, what, raw, allow_zero)
     if 0 < value < 1:
         raise InputError(f"{what} {text!r} is less than one byte")
-    if not prefix and not value.is_integer():  # 1.5 bytes; 1.5GB is a whole number of them
-        raise InputError(f"{what} {text!r} is not a whole number of bytes")
+    if not prefix and not value.is_integer():  # 1.5 bytes; with a unit (0.3GiB = 322,122,547.2)
+        raise InputError(f"{what} {text!r} is not a whole number of bytes")  # it rounds
+    value = float(round(value))
     if value > MAX_BYTES:
         raise InputError(f"{what} {text!r} is larger than {MAX_BYTES:.0e} bytes")
     return value
@@ -91,8 +92,9 @@ def parse_count(text: str, what: str = "count") -> float:
     _finite_positive(value, what, raw, allow_zero=False)
     if value < 1:
         raise InputError(f"{what} {text!r} is less than one")
-    if not m.group("suffix") and not value.is_integer():  # 1.5 parameters; 1.5B is a count
-        raise InputError(f"{what} {text!r} is not a whole number")
+    if not m.group("suffix") and not value.is_integer():  # 1.5 parameters; with a suffix
+        raise InputError(f"{what} {text!r} is not a whole number")  # (1.0005k) it rounds
+    value = float(round(value))
     if value > MAX_COUNT:
         raise InputError(f"{what} {text!r} is larger than {MAX_COUNT:.0e}")
     return value

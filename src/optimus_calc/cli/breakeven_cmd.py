@@ -137,6 +137,7 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
                          "out to use the device's)")
     entry = _device_for(cat, device, kw)
     inp = build_inputs(app, model, kw, strategies_vary=True, step_time=True)
+    _offered(asked, inp.hw)
     if inp.training.model_states_only:
         raise InputError("--model-states-only does not apply to breakeven (it needs the step)")
     base = B.Case.of(inp.model, inp.hw, inp.layout, inp.training, inp.assumptions)
@@ -147,6 +148,9 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
         target = B.offload_for(entry, inp.hw, asked) if entry is not None else asked
         base = planned_case(base, target)
         inp = dataclasses.replace(inp, layout=base.layout, training=base.training)
+    else:  # the typed layout: the imbalance within its routing (a planned one caps it)
+        from optimus_calc.evaluate.context import check_moe_assumptions
+        check_moe_assumptions(inp.model, inp.assumptions, inp.layout)
 
     ref = None
     if g is B.Goal.MATCH:
@@ -189,6 +193,14 @@ def _page(doc, fmt: str, inp):
     from optimus_calc.report.html_parts import assumption_rows, with_html
     return with_html(doc, kind="breakeven", assumptions=assumption_rows(inp.assumptions))
 
+
+
+def _offered(asked, hw) -> None:
+    """--offload typed: a target the node can have (SuperOffload needs a Grace, ZeRO-Infinity
+    drives: OffloadStrategy.refusal), as step and memory refuse it."""
+    from optimus_calc.evaluate.strategies.registry import strategy
+    if asked is not None and (why := strategy(asked).refusal(hw)):
+        raise InputError(why)
 
 def _device_for(cat, device: str | None, kw: dict):
     """The --device catalog entry (a SmartNIC also becomes the layout's --smartnic)."""

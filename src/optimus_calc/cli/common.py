@@ -132,8 +132,10 @@ def with_profile(doc: Document, ctx: click.Context | None) -> Document:
     label, gpu = profile.label, ((doc.data or {}).get("hardware") or {}).get("gpu")
     fitted = {getattr(app.catalog.find(n, "gpu"), "name", n) for n in profile.gpus}
     if gpu and fitted and gpu not in fitted:  # its GPU fields are another GPU's
+        rest = [k for k, t in (("assumptions", profile.assumptions), ("link", profile.links),
+                               ("NIC", profile.nics)) if t]
         label += (f"; its GPU fields are {', '.join(sorted(fitted))}'s: {gpu} keeps the "
-                  "catalog's" + (" (its assumptions apply)" if profile.assumptions
+                  "catalog's" + (f" (its {', '.join(rest)} tables apply)" if rest
                                  else ", so nothing of it applies"))
     return replace(doc, header=[("profile", label)] + list(doc.header),
                    data={**doc.data, "profile": profile.data()})

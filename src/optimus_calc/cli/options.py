@@ -17,7 +17,7 @@ from typing import Callable
 
 import click
 
-from optimus_calc.cli.types import FiniteFloat, OffloadChoice
+from optimus_calc.cli.types import DtypeBytes, FiniteFloat, OffloadChoice
 from optimus_calc.errors import InputError
 from optimus_calc.inputs import build_inputs as _build_inputs
 from optimus_calc.specs.training import (AttentionKernel, Fp8Recipe, Offload, Optimizer,
@@ -31,14 +31,6 @@ def _stack(*options: Callable) -> Callable:
             func = opt(func)
         return func
     return decorate
-
-
-def _dtype_size(ctx, param, value):
-    """--grad-bytes: the size of a gradient dtype (fp8 1, bf16/fp16 2, fp32 4, fp64 8)."""
-    if value is not None and value not in (1, 2, 4, 8):
-        raise click.BadParameter(f"{value} is not a gradient dtype's size: 1 (fp8), 2 (bf16, "
-                                 "fp16), 4 (fp32) or 8 (fp64)")
-    return value
 
 
 def _load_profile(ctx: click.Context, param: click.Parameter, value: str | None):
@@ -178,8 +170,7 @@ def _training(global_batch_help: str, per_layout: bool, lists: bool = False) -> 
                           "(Megatron-LM), or torchao float8 (torchtitan)."),
         click.option("--optimizer", type=click.Choice([o.value for o in Optimizer]),
                      default=Optimizer.ADAM.value, show_default=True),
-        click.option("--grad-bytes", type=click.IntRange(1, 8), default=None,
-                     callback=_dtype_size,
+        click.option("--grad-bytes", type=DtypeBytes(), default=None,
                      help="Bytes per gradient on the GPU, a dtype's size: 1, 2, 4 or 8 "
                           "(default: as the weights; 4 gives the 18 bytes/param "
                           "DeepSpeed/Megatron convention)."),

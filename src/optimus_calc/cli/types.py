@@ -35,3 +35,18 @@ class OffloadChoice(click.Choice):
     @choices.setter
     def choices(self, value) -> None:  # click's __init__ and copies set it: the registry wins
         pass
+
+
+class DtypeBytes(click.IntRange):
+    """``--grad-bytes``: the size of a gradient dtype, 1 (fp8), 2 (bf16, fp16), 4 (fp32) or 8
+    (fp64); a type, so a runs file's column (calibrate) is checked as the flag is."""
+
+    def __init__(self) -> None:
+        super().__init__(1, 8)
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if rv not in (1, 2, 4, 8):
+            self.fail(f"{rv} is not a gradient dtype's size: 1 (fp8), 2 (bf16, fp16), 4 (fp32) "
+                      "or 8 (fp64)", param, ctx)
+        return rv

@@ -188,6 +188,20 @@ _DISPATCH = {"alltoall": "NCCL's all-to-all (comm.pairwise_cross_share)",
              "hybridep": "HybridEP, timed as DeepEP (comm.dedup_cross_share)"}
 
 
+def imbalance_note(model, asm, layout, where: str = "") -> list[str]:
+    """The note where --moe-imbalance exceeds what the layout's routing can reach: a search
+    caps it per layout (efficiency.moe_imbalance_cap), and says so for its recommendation."""
+    if not getattr(model, "is_moe", False) or asm.moe_imbalance <= 1 or layout is None:
+        return []
+    from optimus_calc.evaluate.shapes import imbalance_at
+    cap = float(imbalance_at(model, layout.ep, asm.moe_imbalance))
+    if cap >= asm.moe_imbalance:
+        return []
+    return [f"--moe-imbalance {asm.moe_imbalance:g} capped at {cap:g} at {where}EP {layout.ep}: "
+            f"the most-loaded rank can get no more ({model.name} sends a token to "
+            f"{model.top_k} of {model.experts} experts; efficiency.moe_imbalance_cap)"]
+
+
 def moe_notes(model, asm, tr=None, reach=None) -> list[str]:
     """For an MoE model: the routing the expert time assumes (--moe-imbalance, balanced by
     default), how many expert GEMMs run concurrently, sharing one fixed cost, and the token
@@ -212,7 +226,8 @@ def moe_notes(model, asm, tr=None, reach=None) -> list[str]:
                  f"{model.router_groups} expert groups{where} (comm.routing_node_limit)")
     route = ("balanced routing (--moe-imbalance 1.0, the default)" if asm.moe_imbalance == 1
              else f"the most-loaded expert-parallel rank at {asm.moe_imbalance:g}x its balanced "
-                  "tokens (--moe-imbalance): its expert GEMMs and all-to-all set the pace")
+                  "tokens (--moe-imbalance): its expert GEMMs and all-to-all set the pace, its "
+                  "routed experts' activations the memory")
     launch = (f"the local experts' GEMMs {asm.moe_expert_gemm_streams:g} at a time "
               "(moe_expert_gemm_streams)")
     return [f"MoE: {route}; {launch} (`optimus-calc explain efficiency.expert_launch_flops`)"

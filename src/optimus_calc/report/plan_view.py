@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from optimus_calc.report.common import (TrainRequest, applied_modules, context_row, launch_data,
+from optimus_calc.report.common import (TrainRequest, applied_modules, context_row, imbalance_note,
+                                        launch_data,
                                         launch_text, layout_data, parallel_text, pct,
                                         search_unread_note, shown_training, train_figures)
 from optimus_calc.frameworks import Framework, exports_for
@@ -309,6 +310,8 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
     tables = [Table(title=f"top {len(rows)} layouts", rows=rows,
                     columns=_plan_columns(rows, train))]
     notes = _plan_notes(res, ranged)
+    notes += imbalance_note(res.model, asm, getattr(res.recommended, "layout", None),
+                            "the recommended layout's ")
     notes += res.notes
     if res.nic_sizing:
         tables.append(_nic_table(res))

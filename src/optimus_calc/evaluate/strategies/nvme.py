@@ -29,13 +29,20 @@ class NVMeOffload(OffloadStrategy):
     exposed_equation_name = "offload.exposed_zero_offload"
 
     def compare_entries(self, cat, node):
-        return [("ZeRO-Infinity (NVMe)", None, False)]
+        return [("ZeRO-Infinity (NVMe)", None, False)] if node.nvme_drives else []
 
     def flags(self, opar, gfrac):
         return (np.asarray(opar) == 1).astype(np.float64), 1.0, 1.0, 0.0
 
     def offered(self, hw):
         return bool(drives(hw))
+
+    def refusal(self, hw):
+        # no what-if: the step would stream the optimizer state to drives that do not exist
+        if self.offered(hw):
+            return None
+        return (f"--offload nvme: {hw.node.name} has no NVMe drives for ZeRO-Infinity (a node "
+                "with drives in the catalog, or --catalog-dir with your own)")
 
     def devices(self, ctx, host):
         hw, asm = ctx.hw, ctx.asm
