@@ -129,13 +129,13 @@ def test_validate_counts(cat):
     # Nemotron V3 (Mamba layers) listed, 5; NeMo's B200 long-sequence table at the layout as
     # published, its GPU column as the table's first version counts it (round 28): 8 cases,
     # 8 fewer listed; MT-NLG 530B's three scaling rows (micro-batch unpublished): 3 listed;
-    # torchtitan's nvfp4.md (GB200, round 30): Llama 3 8B BF16 and its memory, 2 cases; its
-    # MXFP8 and NVFP4 runs and the three Qwen3 8B runs, 5 listed
+    # torchtitan's nvfp4.md (GB200, round 30): Llama 3 8B and Qwen3 8B BF16 with their memory,
+    # 4 cases; their MXFP8 and NVFP4 runs (torchao's recipes), 4 listed
     assert (len(public), len(missing)) == (
         98 + 25 + 4 + 216 + 3 + 2 + 5 + 58 + 4 + 19 + 18 + 29 + 19 + 2 - 2 + 17 + 4 + 3 + 1 + 1
-        + 5 + 2 + 1 + 7 + 5 + 4 + 3 + 5 + 8 + 2,
+        + 5 + 2 + 1 + 7 + 5 + 4 + 3 + 5 + 8 + 4,
         44 + 1 - 4 + 1 + 10 + 7 + 162 - 4 - 19 - 18 - 29 - 19 + 2 - 17 + 3 + 37 + 7 + 1 + 7 - 6
-        - 5 - 4 - 3 + 5 - 8 + 3 + 5)
+        - 5 - 4 - 3 + 5 - 8 + 3 + 4)
     assert len(cases) + len(missing) >= 150
     assert all(why for _, _, why in missing)
     o = overall(cases)
@@ -165,12 +165,12 @@ def test_validate_counts(cat):
     # DistFlashAttn's 3 GQA rows (A100 group): 554 and 551; AutoModel's 5 (H100 group; the
     # MoE rows' constants and the dense row's curves refitted without their source): 559, 556;
     # NeMo's 8 B200 long-sequence rows (B200 group, refitted without their source): 567, 564;
-    # torchtitan's nvfp4.md GB200 BF16 row (GB200 group, scored, refitted without its source):
-    # 568 and 565
+    # torchtitan's nvfp4.md GB200 BF16 rows (GB200 group, scored, refitted without their
+    # source): 569 and 566
     assert o["rows"] == (102 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2 - 2 + 17 + 2 + 3 + 1
-                         + 1 + 5 + 2 + 1 + 6 + 5 + 4 + 3 + 5 + 8 + 1)
+                         + 1 + 5 + 2 + 1 + 6 + 5 + 4 + 3 + 5 + 8 + 2)
     assert o["refitted"] == (99 + 25 + 220 + 3 + 2 + 5 + 58 + 23 + 18 + 48 + 2 - 2 + 17 + 2 + 3 + 1
-                             + 1 + 5 + 2 + 1 + 6 + 5 + 4 + 3 + 5 + 8 + 1)
+                             + 1 + 5 + 2 + 1 + 6 + 5 + 4 + 3 + 5 + 8 + 2)
 
 
 def _mfu(run, node, seq, cp, key="mfu"):

@@ -133,7 +133,7 @@ def test_validate_command(run):
                           + 3  # DistFlashAttn's Megatron-LM LLaMA-7B GQA times (a shape)
                           + 5  # NeMo AutoModel's H100 rows (public_cases_automodel.py)
                           + 8  # NeMo's B200 long-sequence rows (public_cases_long.py)
-                          + 2)  # torchtitan's nvfp4.md GB200 Llama 3 8B BF16, its memory
+                          + 4)  # torchtitan's nvfp4.md GB200 Llama 3 8B and Qwen3 8B BF16, memory
     # the overall accuracy is printed: mean and largest |error| over every case
     errs = [abs(c["error"]) for c in d["cases"]]
     assert d["mean_abs_error"] == pytest.approx(sum(errs) / len(errs))

@@ -25,7 +25,7 @@ def test_the_memory_columns_put_the_runs_on_a_gb200():
     assert b200 == pytest.approx(179.06, abs=0.01) and gb200 == pytest.approx(185.03, abs=0.01)
     assert b200 < llama < gb200 and gb200 - llama < 1.0
     rows = _rows()
-    # the case runs on the NVL72 rack's 4 GPUs (public_cases._on_nvl72), the listed rows as typed
+    # the cases run on the NVL72 rack's 4 GPUs (public_cases._on_nvl72), the listed rows as typed
     assert len(rows) == 6
     assert {(r.node, r.gpu, r.gpus_per_node) for r in rows if not r.why_not} == {
         ("gb200-nvl72", None, 4)}
@@ -33,21 +33,40 @@ def test_the_memory_columns_put_the_runs_on_a_gb200():
     assert all("GB200" in r.label for r in rows)
 
 
-def test_one_run_is_a_case_the_others_are_listed_with_a_reason():
+def test_the_bf16_runs_are_cases_the_torchao_recipes_are_listed():
     rows = _rows()
     cases = [r for r in rows if not r.why_not]
     assert [(r.label, r.published, r.mem_gib) for r in cases] == [
-        ("GB200 Llama 3 8B FSDP 4, BF16, 4 GPUs (torchtitan nvfp4.md)", 21919.0, 174.49)]
-    row = cases[0]
+        ("GB200 Llama 3 8B FSDP 4, BF16, 4 GPUs (torchtitan nvfp4.md)", 21919.0, 174.49),
+        ("GB200 Qwen3 8B FSDP 4, BF16, 4 GPUs (torchtitan nvfp4.md)", 20913.0, 112.88)]
+    llama, qwen = cases
     # the page's command: 65,536 tokens per micro-batch per rank at 2,048 = local batch 32;
-    # global batch 128 over FSDP 4; per-op SAC (llama3_8b's SelectiveAC)
-    assert (row.mbs, row.seq, row.gbs, row.zero, row.recompute) == (32, 2048, 128, 3, "selective")
-    assert row.unfitted and "one case" in row.unfitted
-    assert "GB200 from the memory columns" in row.assumed and "assumed" in row.assumed
-    llama = {r.label.split(", ")[1]: r.why_not for r in rows if r.why_not and "Llama" in r.label}
-    assert "torchao's MXFP8" in llama["MXFP8"]
-    assert "first 85% of the layers" in llama["NVFP4 (bf16 tail)"]
-    assert sum("Qwen3 8B is not in the catalog" in r.why_not for r in rows) == 3
+    # global batch 128 over FSDP 4; per-op SAC (llama3_8b's SelectiveAC); the Qwen3 table's
+    # local batch 16, global 64 (sft_qwen3_8b_math's SelectiveAC, L518)
+    assert (llama.mbs, llama.seq, llama.gbs, llama.zero, llama.recompute) == (
+        32, 2048, 128, 3, "selective")
+    assert (qwen.model, qwen.mbs, qwen.seq, qwen.gbs, qwen.recompute) == (
+        "qwen3-8b", 16, 2048, 64, "selective")
+    assert all(r.unfitted and "one case" in r.unfitted and r.assume == (("logits_bytes", 1.25),)
+               for r in cases)
+    assert all("GB200 from the memory columns" in r.assumed for r in cases)
+    listed = {r.label.split(" FSDP")[0].split("GB200 ")[1] + ", " + r.label.split(", ")[1]:
+              r.why_not for r in rows if r.why_not}
+    assert len(listed) == 4
+    assert "torchao's MXFP8" in listed["Llama 3 8B, MXFP8"] == listed["Qwen3 8B, MXFP8"]
+    assert "first 85% of the layers" in listed["Qwen3 8B, NVFP4 (bf16 tail)"]
+
+
+def test_qwen3_8b_is_the_published_shape(cat):
+    # Qwen/Qwen3-8B by hand: embeddings 151,936 x 4,096 = 622,329,856, untied x 2 =
+    # 1,244,659,712; a layer: attention 4096 x 4096 (q) + 2 x 4096 x 1024 (k, v) + 4096 x 4096
+    # (o) = 41,943,040, SwiGLU 3 x 4096 x 12288 = 150,994,944, norms 2 x 4096 + QK-norms
+    # 2 x 128 = 8,448: 192,946,432, x 36 = 6,946,071,552; the final norm 4,096: 8,190,735,360,
+    # the card's 8.2B
+    m = cat.get("qwen3-8b", "model")
+    assert (m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.vocab) == (
+        36, 4096, 32, 8, 12288, 151936)
+    assert m.total_params == 8_190_735_360
 
 
 def test_the_chunked_loss_holds_an_eighth_of_the_logits(cat):
@@ -75,12 +94,14 @@ def test_the_chunked_loss_holds_an_eighth_of_the_logits(cat):
     assert m.activations_bytes == pytest.approx(sac + logits, rel=1e-3)
 
 
-def test_validate_scores_the_gb200_bf16_row_without_fitting_it(cat):
+def test_validate_scores_the_gb200_bf16_rows_without_fitting_them(cat):
     from optimus_calc.validate_public import public_fit, run_row
-    row = next(r for r in _rows() if not r.why_not)
-    res = run_row(cat, row)
-    assert public_fit(res)(0).group == "gb200" and public_fit(res)(0).fitted is False
-    # the FP8-fitted GB200 curve on its first dense BF16 row: 21,108 tokens/s predicted against
-    # 21,919 published (-3.7%), within validate's 20% (its memory: 179.2 GiB against 174.49,
-    # +2.7%, from the hand count of test_the_chunked_loss_holds_an_eighth_of_the_logits)
-    assert res.error == pytest.approx(-0.037, abs=0.01)
+    llama, qwen = (run_row(cat, r) for r in _rows() if not r.why_not)
+    for res in (llama, qwen):
+        assert public_fit(res)(0).group == "gb200" and public_fit(res)(0).fitted is False
+    # the FP8-fitted GB200 curve on its first dense BF16 rows: Llama 3 8B 21,108 tokens/s
+    # predicted against 21,919 published (-3.7%; its memory 179.2 GiB against 174.49, +2.7%,
+    # from the hand count of test_the_chunked_loss_holds_an_eighth_of_the_logits), Qwen3 8B
+    # 20,320 against 20,913 (-2.8%; memory 114.0 GiB against 112.88, +1.0%)
+    assert llama.error == pytest.approx(-0.037, abs=0.01)
+    assert qwen.error == pytest.approx(-0.028, abs=0.01)

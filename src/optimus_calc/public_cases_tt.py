@@ -85,15 +85,18 @@ _NV_ASM = ("llama3_8b (models/llama3/config_registry.py L194-226 @ b5bcd76c6): p
 _CHUNKED = (("logits_bytes", 10 / 8),)
 # scored, not fitted: the GB200 group is fitted on FP8 rows (validate_loso.py), and one BF16
 # row would fit its curve on one case
-_NV_UNFIT = ("the first dense BF16 GB200 row: scored as a check of the FP8-fitted GB200 curve, "
-             "not a training row of it (one row would fit it on one case)")
+_NV_UNFIT = ("the first dense BF16 GB200 rows: scored as a check of the FP8-fitted GB200 curve, "
+             "not training rows of it (one source would fit it on one case)")
 _NV_TAIL = ("torchao's NVFP4 prototype on the first 85% of the layers, the last 15% and the LM "
             "head in BF16 (nvfp4_bf16_tail_fqns): the tool's nvfp4 is Transformer Engine's on "
             "every layer")
-_NV_Q3 = ("Qwen3 8B is not in the catalog, and its runs start from sft_qwen3_8b_math "
-          "(models/qwen3/config_registry.py L462-507 @ b5bcd76c6: varlen attention over packed "
-          "documents) with the dataset and initialisation changed; the AC and loss they ran "
-          "are not stated")
+# the Qwen3 8B runs start from sft_qwen3_8b_math (models/qwen3/config_registry.py L462-518 @
+# b5bcd76c6: per-op SAC, the chunked loss, varlen attention) with C4 and a random start
+_NV_Q3 = ("sft_qwen3_8b_math (models/qwen3/config_registry.py L462-518 @ b5bcd76c6): per-op "
+          "selective AC, the chunked loss (ChunkedLossWrapper) timed as the tool's native loss; "
+          "varlen attention over the packed C4 documents timed as causal over the 2,048 tokens "
+          "(an upper bound; about 4% of the FLOPs); local batch 16 x 2,048, global 64; fused "
+          "QKV (models/qwen3/__init__.py L385) not modelled, as for Llama; " + _NV_GPU)
 
 
 def tt_nvfp4_rows() -> list[PublicRow]:
@@ -103,8 +106,9 @@ def tt_nvfp4_rows() -> list[PublicRow]:
     base = dict(model="llama-3-8b", node="dgx-b200", gpu="gb200", nodes=1, gpus_per_node=4,
                 zero=3, mbs=32, gbs=128, seq=2048, framework="torchtitan",
                 recompute="selective", assumed=_NV_ASM, assume=_CHUNKED)
-    q3 = dict(model="shape:qwen3-8b", node="dgx-b200", gpu="gb200", nodes=1, gpus_per_node=4,
-              zero=3, mbs=16, gbs=64, seq=2048, framework="torchtitan", why_not=_NV_Q3)
+    q3 = dict(model="qwen3-8b", node="dgx-b200", gpu="gb200", nodes=1, gpus_per_node=4, zero=3,
+              mbs=16, gbs=64, seq=2048, framework="torchtitan", recompute="selective",
+              assumed=_NV_Q3, assume=_CHUNKED)
     return [
         r(TT_NVFP4, "GB200 Llama 3 8B FSDP 4, BF16, 4 GPUs (torchtitan nvfp4.md)",
           published=21919.0, mem_gib=174.49, unfitted=_NV_UNFIT, **base),
@@ -113,11 +117,11 @@ def tt_nvfp4_rows() -> list[PublicRow]:
         r(TT_NVFP4, "GB200 Llama 3 8B FSDP 4, NVFP4 (bf16 tail), 4 GPUs (torchtitan nvfp4.md)",
           published=30040.0, mem_gib=110.95, why_not=_NV_TAIL, **base),
         r(TT_NVFP4, "GB200 Qwen3 8B FSDP 4, BF16, 4 GPUs (torchtitan nvfp4.md)",
-          published=20913.0, mem_gib=112.88, **q3),
+          published=20913.0, mem_gib=112.88, unfitted=_NV_UNFIT, **q3),
         r(TT_NVFP4, "GB200 Qwen3 8B FSDP 4, MXFP8, 4 GPUs (torchtitan nvfp4.md)",
-          published=27587.0, mem_gib=112.63, **q3),
+          published=27587.0, mem_gib=112.63, why_not=_MX, **q3),
         r(TT_NVFP4, "GB200 Qwen3 8B FSDP 4, NVFP4 (bf16 tail), 4 GPUs (torchtitan nvfp4.md)",
-          published=26732.0, mem_gib=78.63, **q3),
+          published=26732.0, mem_gib=78.63, why_not=_NV_TAIL, **q3),
     ]
 
 
