@@ -100,29 +100,21 @@ _NV_Q3 = ("sft_qwen3_8b_math (models/qwen3/config_registry.py L462-518 @ b5bcd76
 
 
 def tt_nvfp4_rows() -> list[PublicRow]:
-    """The NVFP4 page's two tables (L81-85, L103-107): Llama 3 8B in BF16 runs (and its peak
-    memory); its MXFP8 (torchao's) and NVFP4 runs and the three Qwen3 8B runs are listed."""
-    r = PublicRow
-    base = dict(model="llama-3-8b", node="dgx-b200", gpu="gb200", nodes=1, gpus_per_node=4,
-                zero=3, mbs=32, gbs=128, seq=2048, framework="torchtitan",
-                recompute="selective", assumed=_NV_ASM, assume=_CHUNKED)
-    q3 = dict(model="qwen3-8b", node="dgx-b200", gpu="gb200", nodes=1, gpus_per_node=4, zero=3,
-              mbs=16, gbs=64, seq=2048, framework="torchtitan", recompute="selective",
-              assumed=_NV_Q3, assume=_CHUNKED)
-    return [
-        r(TT_NVFP4, "GB200 Llama 3 8B FSDP 4, BF16, 4 GPUs (torchtitan nvfp4.md)",
-          published=21919.0, mem_gib=174.49, unfitted=_NV_UNFIT, **base),
-        r(TT_NVFP4, "GB200 Llama 3 8B FSDP 4, MXFP8, 4 GPUs (torchtitan nvfp4.md)",
-          published=28084.0, mem_gib=179.94, why_not=_MX, **base),
-        r(TT_NVFP4, "GB200 Llama 3 8B FSDP 4, NVFP4 (bf16 tail), 4 GPUs (torchtitan nvfp4.md)",
-          published=30040.0, mem_gib=110.95, why_not=_NV_TAIL, **base),
-        r(TT_NVFP4, "GB200 Qwen3 8B FSDP 4, BF16, 4 GPUs (torchtitan nvfp4.md)",
-          published=20913.0, mem_gib=112.88, unfitted=_NV_UNFIT, **q3),
-        r(TT_NVFP4, "GB200 Qwen3 8B FSDP 4, MXFP8, 4 GPUs (torchtitan nvfp4.md)",
-          published=27587.0, mem_gib=112.63, why_not=_MX, **q3),
-        r(TT_NVFP4, "GB200 Qwen3 8B FSDP 4, NVFP4 (bf16 tail), 4 GPUs (torchtitan nvfp4.md)",
-          published=26732.0, mem_gib=78.63, why_not=_NV_TAIL, **q3),
-    ]
+    """The NVFP4 page's two tables (L81-85, L103-107): Llama 3 8B and Qwen3 8B in BF16 run (with
+    their peak memory); their MXFP8 (torchao's) and NVFP4 (bf16 tail) runs are listed."""
+    llama = dict(model="llama-3-8b", mbs=32, gbs=128, assumed=_NV_ASM)
+    qwen = dict(model="qwen3-8b", mbs=16, gbs=64, assumed=_NV_Q3)
+    common = dict(node="dgx-b200", gpu="gb200", nodes=1, gpus_per_node=4, zero=3, seq=2048,
+                  framework="torchtitan", recompute="selective", assume=_CHUNKED)
+    recipes = (("BF16", dict(unfitted=_NV_UNFIT)), ("MXFP8", dict(why_not=_MX)),
+               ("NVFP4 (bf16 tail)", dict(why_not=_NV_TAIL)))
+    # (tokens/s per GPU, peak reserved GiB) per recipe, as the tables give them
+    runs = (("Llama 3 8B", llama, ((21919.0, 174.49), (28084.0, 179.94), (30040.0, 110.95))),
+            ("Qwen3 8B", qwen, ((20913.0, 112.88), (27587.0, 112.63), (26732.0, 78.63))))
+    return [PublicRow(TT_NVFP4, f"GB200 {name} FSDP 4, {recipe}, 4 GPUs (torchtitan nvfp4.md)",
+                      published=tps, mem_gib=mem, **how, **shape, **common)
+            for name, shape, figures in runs
+            for (recipe, how), (tps, mem) in zip(recipes, figures)]
 
 
 def tt_a100_llama2_rows() -> list[PublicRow]:
