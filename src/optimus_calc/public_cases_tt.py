@@ -34,6 +34,12 @@ TT_AO = ("pytorch/ao torchao/prototype/mx_formats/README.md @ 4446ad91b, Trainin
 # that every other B200 / B300 source is predicted from (a cold review's finding, round 23)
 _CAP = ("the power limit is not published: not a training row of the B200 curve's fit (the "
         "cap would pull it for every other source)")
+TT_MOE = (f"torchtitan torchtitan/components/quantization/mxfp8.md @ b5bcd76c6, MoE models ({_FP} "
+          "7.4)")
+_SCOUT = ("model not in the catalog (Llama4 Scout: 16 routed experts and a shared one, chunked "
+          "local attention on three of four layers); the table says 512 GPUs on 64 nodes where "
+          "its configuration says 64 nodes of 4, 256; tokens/s per GPU, local batch 10 at "
+          "8,192, no AC, compile")
 _MX = ("torchao's MXFP8 (cuBLAS block-scaled GEMMs, casts by torch.compile): the tool's mxfp8 "
        "recipe is Transformer Engine's, whose casts and ratio are not torchao's")
 
@@ -57,6 +63,11 @@ def tt_b200_rows() -> list[PublicRow]:
         # the row torchtitan's copy leaves out
         r(TT_AO, "B200 Llama 3 8B FSDP 8, float8 rowwise, 8 GPUs (torchao)", published=8640.5,
           mem_gib=33.72, why_not="float8 rowwise scaling is not a recipe of the tool", **base),
+        # the same page's "MoE models" table @ b5bcd76c6 (L172-198): Llama4 Scout on GB200
+        *(r(TT_MOE, f"GB200 Llama4 Scout FSDP 256 EP 16, {p}, 256 GPUs (torchtitan)",
+            "llama-4-scout", "gb200-nvl72", 4, tps, seq=8192, mbs=10, zero=3, ep=16,
+            framework="torchtitan", why_not=_SCOUT)
+          for p, tps in (("bf16", 6169.0), ("mxfp8", 7401.0))),
     ]
 
 
