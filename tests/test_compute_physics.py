@@ -261,7 +261,7 @@ def test_full_recompute_working_set(run):
     # layer inputs, norm outputs and residuals without dropout masks)
     layer0 = float(eq.memory__activation_layer_bytes(
         a=32, b=2, c=1, d=0, h=4096, m_c=6 * 11008 / 4096, phi=1, q_c=8, r=0, s=4096,
-        sigma=0, t=1))
+        sigma=0, t=1, iota=1, x_c=0))
     assert layer0 == 1_077_936_128
     assert d["activations_bytes"] == 2_147_483_648 + 1_572_864_000 + 1_077_936_128
 

@@ -13,7 +13,8 @@ SBH = S * B * H  # 25,165,824
 
 def layer(t=T, sigma=0, phi=0, r=0, d=1, q_c=8, m_c=16, c=1):
     return float(eq.memory__activation_layer_bytes(a=A, b=B, c=c, d=d, h=H, m_c=m_c, phi=phi,
-                                                   q_c=q_c, r=r, s=S, sigma=sigma, t=t))
+                                                   q_c=q_c, r=r, s=S, sigma=sigma, t=t,
+                                                   iota=1, x_c=0))
 
 
 @pytest.mark.parametrize("kwargs,expected", [
@@ -110,3 +111,17 @@ def test_lambdified_equals_compiled():
         a = float(e.lambdified()(*[vals[s.name] for s in e.args]))
         b = float(compiled[e.func_name](**vals))
         assert a == pytest.approx(b), name
+
+
+def test_the_most_loaded_rank_keeps_its_routed_rows_iota_times():
+    # memory.activation_layer_bytes' routed term: s b h (iota - 1) x_c / t more. With the
+    # module's s, b, h, t and x_c = 42 (Mixtral: 6 x 2 x 14,336 / 4,096), iota 2 adds
+    # 42 s b h / t bytes; iota 1 adds nothing
+    base = float(eq.memory__activation_layer_bytes(a=A, b=B, c=1, d=1, h=H, m_c=16, phi=0,
+                                                   q_c=8, r=0, s=S, sigma=0, t=T, iota=1,
+                                                   x_c=42))
+    loaded = float(eq.memory__activation_layer_bytes(a=A, b=B, c=1, d=1, h=H, m_c=16, phi=0,
+                                                     q_c=8, r=0, s=S, sigma=0, t=T, iota=2,
+                                                     x_c=42))
+    assert base == layer()
+    assert loaded - base == 42 * S * B * H / T

@@ -20,7 +20,7 @@ def test_mpt_rows_store_no_dropout_masks(cat):
     # MPT-3B: s 8192, b 3, h 2560 -> 32 x 8192 x 3 x 2560 = 2,013,265,920 bytes
     got = float(eq.memory__activation_layer_bytes(
         a=s.model.heads, b=3, c=1, d=int(s.training.dropout), h=s.model.hidden, s=8192, t=1,
-        sigma=0, phi=1, r=0, q_c=8, m_c=16))
+        sigma=0, phi=1, r=0, q_c=8, m_c=16, iota=1, x_c=0))
     assert abs(got - 2_013_265_920) < 1
 
 

@@ -75,12 +75,15 @@ def tt_b200_rows() -> list[PublicRow]:
 # torch.compile runs of 200M tokens, FSDP 4, sequence 2,048, tokens/s per GPU and torchtitan's
 # peak reserved memory (components/metrics.py L44-47, L58-59, L68-70: max reserved over
 # torch's total_memory). The GPU is not named ("Blackwell SM100 or later"): 174.49 GiB at
-# 94.7% and 78.63 GiB at 42.67% both put the device at 184.3 GiB, which is GB200's (nvidia-smi
-# 189,471 MiB, 185.0 GiB, less the driver's reserve; B200 reads 183,359 MiB, 179.1 GiB, GB300
-# 284,208 MiB) and the usage line launches 4 GPUs, one GB200 compute tray: GB200, assumed.
+# 94.7% and 78.63 GiB at 42.67% both put the device at 184.3 GiB, which is GB200's (the total
+# nvidia-smi prints for it in public GPU listings, 189,471 MiB = 185.0 GiB, less the driver's
+# reserve; for B200 183,359 MiB = 179.1 GiB, GB300 284,208 MiB: observed totals, not datasheet
+# figures, which give none of them) and the usage line launches 4 GPUs, one GB200 compute tray:
+# GB200, assumed.
 TT_NVFP4 = f"torchtitan torchtitan/components/quantization/nvfp4.md @ b5bcd76c6 ({_FP} 7.4)"
-_NV_GPU = ("GB200 from the memory columns (174.49 GiB = 94.7% of 184.3 GiB, GB200's capacity; "
-           "B200 179.1 GiB, GB300 277.5 GiB) and the 4-GPU launch (one compute tray), assumed")
+_NV_GPU = ("GB200 from the memory columns (174.49 GiB = 94.7% of 184.3 GiB, GB200's capacity as "
+           "nvidia-smi reports it in public listings; B200 179.1 GiB, GB300 277.5 GiB) and the "
+           "4-GPU launch (one compute tray), assumed")
 _NV_ASM = ("llama3_8b (models/llama3/config_registry.py L194-226 @ b5bcd76c6): per-op selective "
            "AC (L221), compile; local batch 32 x 2,048 tokens (the page's command, "
            "num_tokens_per_microbatch_per_dp_rank 65536), global batch 128; FlexAttention with "

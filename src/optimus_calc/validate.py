@@ -118,7 +118,8 @@ def _korthikanti_cases() -> list[Case]:
             ("full recompute", 2 * sbh, dict(r=2))]
     out = []
     for name, pub, kw in rows:
-        args = dict(a=a, b=b, c=1, d=1, h=h, m_c=16, phi=0, q_c=8, r=0, s=s, sigma=0, t=t)
+        args = dict(a=a, b=b, c=1, d=1, h=h, iota=1, m_c=16, phi=0, q_c=8, r=0, s=s, sigma=0,
+                    t=t, x_c=0)
         args.update(kw)
         out.append(Case("3", name, pub / 1e6, float(eq.memory__activation_layer_bytes(**args))
                         / 1e6, "MB/layer", 1e-9, src,

@@ -47,8 +47,12 @@ phi = sym("phi", "1 with FlashAttention (no s^2 score matrices stored), else 0")
 d = sym("d", "1 if dropout is used (1-byte masks stored), else 0")
 r = sym("r", "recompute mode: 0 none, 1 selective, 2 full")
 q_c = sym("q_c", "attention activation coefficient (4 q_dim + 4 kv_dim)/h; 8 for MHA")
-m_c = sym("m_c", "MLP activation coefficient x active experts; 16 for a 4h GELU MLP; an MoE "
-          "layer's routed term x the most-loaded EP rank's share (efficiency.moe_imbalance_cap)")
+m_c = sym("m_c", "MLP activation coefficient x active experts; 16 for a 4h GELU MLP")
+x_c = sym("x_c", "the routed experts' part of m_c (6 k f_x / h gated, 4 k f_x / h otherwise, "
+          "averaged over the layers; 0 for a dense model)")
+iota = sym("iota", "tokens the most-loaded expert-parallel rank receives / the balanced share "
+           "(>= 1; Assumptions.moe_imbalance capped by efficiency.moe_imbalance_cap)",
+           positive=True)
 L_s = sym("L_s", "layers on the pipeline stage")
 n_f = sym("n_f", "micro-batches in flight on the stage (1F1B: min(p - i, micro-batches))")
 p = sym("p", "pipeline-parallel degree", positive=True)
@@ -174,12 +178,14 @@ activation_layer_bytes = equation(
     "memory.activation_layer_bytes",
     sp.Piecewise(
         (2 * _s_loc * b * h / (1 + sigma * (t - 1)), sp.Eq(r, 2)),
-        (_s_loc * b * h * (_rep + (q_c + m_c) / t) + _scores, True)),
+        (_s_loc * b * h * (_rep + (q_c + m_c + (iota - 1) * x_c) / t) + _scores, True)),
     "bytes",
     "Korthikanti et al. 2022 (arXiv 2205.05198) Table 2; coefficients generalised here: "
     "attention (4 q_dim + 4 kv_dim)/h for GQA, MLP 4f/h (2-matrix) or 6f/h (SwiGLU, fused "
-    "kernel keeps gate and up), x (top-k + shared) experts for MoE; dropout masks only with "
-    "dropout; FlashAttention drops the score matrices; context parallelism divides s",
+    "kernel keeps gate and up), x (top-k + shared) experts for MoE, the routed experts' part "
+    "iota times on the most-loaded expert-parallel rank (its rows are iota times the balanced "
+    "share: efficiency.moe_imbalance_cap); dropout masks only with dropout; FlashAttention "
+    "drops the score matrices; context parallelism divides s",
     "Activation bytes one transformer layer stores for one micro-batch. With d=1, MHA and a 4h "
     "GELU MLP this is s*b*h*(10 + 24/t + 5*a*s/(h*t)) (Korthikanti's TP row); SP shards the 10; "
     "selective recompute drops the score term; full recompute keeps only the layer input 2sbh.")
@@ -251,8 +257,6 @@ op_sac_layer_bytes = equation(
     "recomputation (Assumptions.selective_policy = 1).")
 
 k_x = sym("k", "experts each token is routed to (top-k)", positive=True)
-iota = sym("iota", "tokens the most-loaded expert-parallel rank receives / the balanced share "
-           "(>= 1; Assumptions.moe_imbalance)", positive=True)
 w_a = sym("w_a", "1 if op SAC saves the EP all-to-alls' outputs (Assumptions."
           "sac_saves_ep_all_to_all), else 0")
 L_moe = sym("L_moe", "MoE layers on the pipeline stage")

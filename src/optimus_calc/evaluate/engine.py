@@ -37,7 +37,8 @@ from optimus_calc.evaluate.reasons import Reason
 from optimus_calc.evaluate.records import (CommRecord, ComputeRecord, Ctx, Devices, HostState,
                                            MemoryRecord, OptimizerInputs, OptimizerRecord,
                                            active_params, at_grid, make_ctx, number, per_model)
-from optimus_calc.evaluate.shapes import clamp_copy, discarded_coefficients, op_sac_widths
+from optimus_calc.evaluate.shapes import (activation_coefficients, clamp_copy, op_sac_widths,
+                                          discarded_coefficients, routed_coefficient)
 from optimus_calc.evaluate.stages import (STAGE_MAJOR_FROM, StageTable, broadcast_small,
                                           by_strategy, ndim, shaped, stage_argmax, stage_max)
 from optimus_calc.evaluate.strategies.base import bit
@@ -141,10 +142,10 @@ def _activations(ctx: Ctx, P, W, G, O, sigma, n_f):
     """(activations, overheads, layer_args) per stage; zeros with model states only."""
     model, asm, tr, st = ctx.model, ctx.asm, ctx.tr, ctx.st
     assert isinstance(model, Model)
-    q_c, m_c = ctx.coefficients()
+    q_c, m_c = per_model(model, "activation_coefficients", activation_coefficients)
     layer_args = dict(a=model.heads, b=ctx.mb, c=ctx.cp, d=int(tr.dropout), h=model.hidden,
-                      m_c=m_c, phi=int(tr.flash_attention), q_c=q_c, s=ctx.s, sigma=sigma,
-                      t=ctx.t)
+                      iota=ctx.iota, m_c=m_c, phi=int(tr.flash_attention), q_c=q_c, s=ctx.s,
+                      sigma=sigma, t=ctx.t, x_c=routed_coefficient(model))
     act_layer = raw = eq.memory__activation_layer_bytes(r=ctx.rc, **layer_args)
     if asm.selective_policy:  # torchtitan's op AC keeps its own set (memory.op_sac_layer_bytes)
         i_c, o_c, _ = op_sac_widths(model, asm.selective_policy)

@@ -80,15 +80,6 @@ class Ctx:
         from optimus_calc.evaluate.shapes import imbalance_at
         return imbalance_at(self.model, self.ep, self.asm.moe_imbalance)
 
-    def coefficients(self):
-        """(q_c, m_c) of shapes.activation_coefficients (made once per model) on the most-loaded
-        EP rank: the routed experts' term iota times (shapes.routed_coefficient)."""
-        from optimus_calc.evaluate.shapes import activation_coefficients, routed_coefficient
-        q_c, m_c = per_model(self.model, "activation_coefficients", activation_coefficients)
-        if not self.model.is_moe:
-            return q_c, m_c
-        return q_c, m_c + (self.iota - 1) * routed_coefficient(self.model)
-
     @functools.cached_property
     def r_full(self) -> Array:
         return (self.rc == R_FULL).astype(np.float64)

@@ -229,9 +229,11 @@ def imbalance_at(model: Model, ep, imbalance: float):
 
 
 def routed_coefficient(model: Model) -> float:
-    """The routed experts' part of :func:`activation_coefficients`' m_c (per * k * f_x / h,
-    averaged over the layers): the part the most-loaded EP rank keeps iota times
-    (efficiency.moe_imbalance_cap), its rows being iota times the balanced share."""
+    """x_c of memory.activation_layer_bytes: the routed experts' part of
+    :func:`activation_coefficients`' m_c (per * k * f_x / h, averaged over the layers), which
+    the most-loaded EP rank keeps iota times (efficiency.moe_imbalance_cap); 0 when dense."""
+    if not model.is_moe:
+        return 0.0
     per = 6 if model.ffn_type.matrices == 3 else 4
     return per * model.top_k * model.expert_ffn / model.hidden * model.moe_layers / model.layers
 

@@ -146,7 +146,7 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False, fit=None) ->
     if getattr(inp.model, "is_moe", False) and asm.moe_imbalance != 1:
         notes.append(f"the most-loaded expert-parallel rank keeps its routed experts' "
                      f"activations at {asm.moe_imbalance:g}x the balanced share (--moe-imbalance;"
-                     " memory.activation_layer_bytes' m_c)")
+                     " memory.activation_layer_bytes' (iota - 1) x_c)")
     notes.append(f"model states in total: {est.model_states_total_bytes / div:.1f} {unit} "
                  f"({tr.weight_bytes + tr.gradient_bytes + tr.optimizer_bytes}"
                  f" bytes x {inp.model.total_params / 1e9:.2f}B params)")

@@ -8,10 +8,10 @@ alike without importing sympy. `optimus-calc explain NAME` shows the source expr
 import numpy
 
 
-def memory__activation_layer_bytes(a, b, c, d, h, m_c, phi, q_c, r, s, sigma, t):
-    """memory.activation_layer_bytes [bytes]: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2; coefficients generalised here: attention (4 q_dim + 4 kv_dim)/h for GQA, MLP 4f/h (2-matrix) or 6f/h (SwiGLU, fused kernel keeps gate and up), x (top-k + shared) experts for MoE; dropout masks only with dropout; FlashAttention drops the score matrices; context parallelism divides s"""
+def memory__activation_layer_bytes(a, b, c, d, h, iota, m_c, phi, q_c, r, s, sigma, t, x_c):
+    """memory.activation_layer_bytes [bytes]: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2; coefficients generalised here: attention (4 q_dim + 4 kv_dim)/h for GQA, MLP 4f/h (2-matrix) or 6f/h (SwiGLU, fused kernel keeps gate and up), x (top-k + shared) experts for MoE, the routed experts' part iota times on the most-loaded expert-parallel rank (its rows are iota times the balanced share: efficiency.moe_imbalance_cap); dropout masks only with dropout; FlashAttention drops the score matrices; context parallelism divides s"""
     _c0 = sigma * (t - 1) + 1
-    return numpy.where(numpy.equal(r, 2), 2 * b * h * s / (c * _c0), b * h * s * ((2 * d + 8) / _c0 + (m_c + q_c) / t) / c + numpy.where(numpy.greater_equal(r, 1), 0, a * b * s ** 2 * (1 - phi) * (3 * d + 2) / (c * t)))
+    return numpy.where(numpy.equal(r, 2), 2 * b * h * s / (c * _c0), b * h * s * ((2 * d + 8) / _c0 + (m_c + q_c + x_c * (iota - 1)) / t) / c + numpy.where(numpy.greater_equal(r, 1), 0, a * b * s ** 2 * (1 - phi) * (3 * d + 2) / (c * t)))
 
 
 def memory__bucket_bytes(B_cap, P, b_g):
