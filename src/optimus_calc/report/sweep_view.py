@@ -39,6 +39,8 @@ def sweep_row(p, train: TrainRequest | None = None, profile=None) -> dict:
                                     if res.recommended else "")
     if train:
         row["tokens"] = train.tokens  # context, also where nothing fits
+    if not res.recommended and getattr(p, "offload", None) is not None:
+        row["offload"] = p.offload.value  # the target the point was asked for
     if res.recommended:
         r = res.recommended
         d = candidate_data(r, res.model)
@@ -101,17 +103,28 @@ def sweep_document(points, train: TrainRequest | None = None, profile=None,
         Column("global_batch", "batch", compact=False),
         Column("fits", "fits", compact=False),
         Column("nics_per_gpu_for_memory", "NICs/GPU", compact=False)]
-    view = Table(title="", rows=[{**r, "gpu_GB": (r["gpu_memory_bytes"] or 0) / 1e9}
-                                 for r in rows], columns=view_cols)
+    view = Table(title="", rows=[{**r, "gpu_GB": None if r["gpu_memory_bytes"] is None
+                                  else r["gpu_memory_bytes"] / 1e9} for r in rows],
+                 columns=view_cols)
     header = ([("objective", "each point's first layout by " + objective_text(
         points[0].result.objective))] if points else [])
     if launch:
         header.append(("launch", launch_text(points[0].result.training).removeprefix(", ")))
     data: dict = {"rows": rows}
-    notes = []
+    notes = _no_layout_notes(rows)
     if si is not None and (unread := search_unread_note(si)):
         notes.append(unread)
         data["unread_launch_flags"] = unread
     return Document(title=f"sweep: {len(rows)} configurations", data=data, notes=notes,
                     header=header,
                     tables=[view], csv=table, plot="sweep")
+
+
+def _no_layout_notes(rows: list[dict], most: int = 10) -> list[str]:
+    """Why each row without a layout has none (the text table shows dashes there; the CSV's
+    reason column says it too), the first ``most`` and a count of the rest."""
+    out = [f"{r['model']} on {r['nodes']} x {r['node']}"
+           + (f", offload {r['offload']}" if r["offload"] else "") + f": {r['reason']}"
+           for r in rows if not r["fits"]]
+    return out[:most] + ([f"... and {len(out) - most} more rows without a layout (the CSV's "
+                          "reason column)"] if len(out) > most else [])

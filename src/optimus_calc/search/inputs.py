@@ -46,12 +46,21 @@ def offload_targets(hw: Hardware) -> list[Offload]:
     return strategies.offered(hw)
 
 
+def unoffered(hw: Hardware, offloads: tuple[Offload, ...] | None) -> Offload | None:
+    """The first of ``offloads`` the node does not offer; None: it offers them all."""
+    offered = offload_targets(hw)
+    return next((o for o in offloads or () if o not in offered), None)
+
+
+def offers_text(hw: Hardware) -> str:
+    """"offers none, cpu, nvme": the targets the node offers, for a message."""
+    return "offers " + ", ".join(x.value for x in offload_targets(hw))
+
+
 def check_offloads(hw: Hardware, offloads: tuple[Offload, ...] | None) -> None:
     """Every target asked for is one the node offers (a FieldError on ``offloads`` if not)."""
-    offered = offload_targets(hw)
-    for o in offloads or ():
-        if o not in offered:
-            hint = (" (name a card with {smartnic} for the what-if)"
-                    if o is Offload.SMARTNIC else "")
-            raise FieldError("offloads", f"{{offloads}} {o.value}: {hw.node.name} does not "
-                             f"offer it (offers {', '.join(x.value for x in offered)}){hint}")
+    if (o := unoffered(hw, offloads)) is not None:
+        hint = (" (name a card with {smartnic} for the what-if)"
+                if o is Offload.SMARTNIC else "")
+        raise FieldError("offloads", f"{{offloads}} {o.value}: {hw.node.name} does not offer "
+                                     f"it ({offers_text(hw)}){hint}")
