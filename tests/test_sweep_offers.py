@@ -53,3 +53,14 @@ def test_a_target_no_node_offers_is_refused_before_any_point_runs(run, tmp_path)
     assert r.err.strip() == ("error: --offloads superchip: dgx-a100 does not offer it "
                              "(offers none, cpu, nvme)")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("cmd", [("plan", "llama-3-8b"), ("sweep", "--models", "llama-3-8b")])
+def test_the_error_names_the_flag_the_target_was_typed_with(run, cmd):
+    """--offload (one target) and --offloads (a list) both restrict the targets; the refusal
+    names the one the user typed."""
+    for typed in ("--offload", "--offloads"):
+        r = run(*cmd, "--node", "dgx-a100", "--nodes", 1, typed, "superchip")
+        assert r.code == 2
+        assert r.err.strip() == (f"error: {typed} superchip: dgx-a100 does not offer it "
+                                 "(offers none, cpu, nvme)")

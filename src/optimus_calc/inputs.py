@@ -345,7 +345,7 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict, one_model: bool
     offloads = parse_choices(kw.get("offloads"), Offload, "--offloads") or ()
     offloads += parse_choices(kw.get("offload"), Offload, "--offload") or ()
     offloads = tuple(dict.fromkeys(offloads)) or None
-    check_offloads(hw, offloads)
+    check_offloads(hw, offloads, "offloads" if kw.get("offloads") else "offload")
     max_zero = kw.get("max_zero")
     fw = "each" if kw.get("framework") is None else kw["framework"]  # '': an error below
     if fw in ("any", "each"):

@@ -57,10 +57,12 @@ def offers_text(hw: Hardware) -> str:
     return "offers " + ", ".join(x.value for x in offload_targets(hw))
 
 
-def check_offloads(hw: Hardware, offloads: tuple[Offload, ...] | None) -> None:
-    """Every target asked for is one the node offers (a FieldError on ``offloads`` if not)."""
+def check_offloads(hw: Hardware, offloads: tuple[Offload, ...] | None,
+                   field: str = "offloads") -> None:
+    """Every target asked for is one the node offers (a FieldError on ``field``, the flag the
+    targets came from, if not)."""
     if (o := unoffered(hw, offloads)) is not None:
         hint = (" (name a card with {smartnic} for the what-if)"
                 if o is Offload.SMARTNIC else "")
-        raise FieldError("offloads", f"{{offloads}} {o.value}: {hw.node.name} does not offer "
-                                     f"it ({offers_text(hw)}){hint}")
+        raise FieldError(field, f"{{{field}}} {o.value}: {hw.node.name} does not offer "
+                                f"it ({offers_text(hw)}){hint}")
