@@ -246,6 +246,24 @@ def _load_dir(directory: Path, cat: Catalog, builtin: bool) -> None:
                 _register(cat, kind, entry, path, builtin)
 
 
+def check_entries(text: str, label: str) -> None:
+    """Validate catalog TOML ``text`` (a file about to be written as ``label``) as loading it
+    would, each table against its kind's fields and bounds: a CatalogError with the loader's
+    message otherwise (names and references across files are checked when a catalog loads)."""
+    import tomllib
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{label}: not valid TOML: {exc}") from None
+    for kind, items in data.items():
+        for i, raw in enumerate(items if kind in KINDS and isinstance(items, list) else ()):
+            try:
+                KINDS[kind].model_validate(raw)
+            except ValidationError as exc:
+                raise CatalogError(f"{label}: [[{kind}]] {raw.get('name', i + 1)!s}: "
+                                   f"{_format_validation(exc)}") from None
+
+
 def _register(cat: Catalog, kind: str, entry: CatalogEntry, path: Path, builtin: bool) -> None:
     names = (entry.name, *entry.aliases)
     for n in names:

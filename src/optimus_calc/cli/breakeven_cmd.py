@@ -264,6 +264,9 @@ def _save(card, path: str, scale: float, goal, model: str, inp) -> None:
 
     if card is None:
         raise InputError("--save-card needs a SmartNIC --device (the card to size)")
+    if not path.lower().endswith(".toml"):  # --catalog-dir loads *.toml files only
+        raise InputError(f"--save-card {path[:200]!r}: a card is a catalog TOML file; name "
+                         "it *.toml")
     mc = card[0]
     if mc.corner is None:
         raise InputError(f"--save-card: no {mc.named.card.name} multiple meets --goal "
@@ -276,7 +279,16 @@ def _save(card, path: str, scale: float, goal, model: str, inp) -> None:
                   + (f", every field x {scale:g}" if scale != 1.0 else ""))
     name = card_name(mc.named.card.name, goal.value, scale)
     _check_name_free(path, name)
-    write_file(path, card_toml(spec, name, derivation), flag="--save-card")
+    text = card_toml(spec, name, derivation)
+    from optimus_calc.catalog import check_entries
+    from optimus_calc.errors import CatalogError
+    try:  # a card the catalog would refuse to load is not written
+        check_entries(text, path)
+    except CatalogError as exc:
+        raise InputError(f"--save-card: nothing written: the card would not load as a "
+                         f"catalog entry ({str(exc)[:300]}); --save-scale scales every "
+                         "field") from None
+    write_file(path, text, flag="--save-card")
 
 
 def _layout_flags(inp) -> str:
