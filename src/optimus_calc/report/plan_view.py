@@ -276,7 +276,7 @@ def attention_text(gpu, tr, asm, d_head: float = 128.0, note: str = "") -> str:
 
 def _plan_csv(res, rows: list[dict], train: TrainRequest | None) -> Table:
     """The CSV table: the context columns, then each row less its display-only fields (MFU in
-    percent)."""
+    percent); where no layout fits, one row of the context, an empty rank and the reason."""
     ctx = context_row(res.model.name, res.hw, shown_training(res.training), train)
     view_only = ("gpu_GB", "headroom_GB", "offload_txt", "sp_txt", "mfu", "tokens")
     csv_rows = []
@@ -291,8 +291,9 @@ def _plan_csv(res, rows: list[dict], train: TrainRequest | None) -> Table:
             elif k not in view_only:
                 out[k] = v
         csv_rows.append(out)
-    keys = list(csv_rows[0]) if csv_rows else list(ctx) + ["rank"]
-    return Table(title="", rows=csv_rows, columns=[Column(k, k) for k in keys])
+    if not csv_rows:  # nothing fits: the search's answer is the reason, as sweep's rows say
+        csv_rows = [{**ctx, "rank": None, "reason": res.why}]
+    return Table(title="", rows=csv_rows, columns=[Column(k, k) for k in csv_rows[0]])
 
 
 def plan_document(res, si, train: TrainRequest | None = None) -> Document:

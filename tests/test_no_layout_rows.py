@@ -1,6 +1,7 @@
-"""`sweep` over node types that offer different offload targets: a node without the target
-asked for gets a row saying so, and the other nodes still get theirs; a target that no node
-type of the sweep offers is a mistyped flag, refused before anything runs."""
+"""Rows without a layout say why. `sweep` over node types that offer different offload
+targets: a node without the target asked for gets a row saying so, and the other nodes still
+get theirs; a target that no node type of the sweep offers is a mistyped flag, refused before
+anything runs. `plan --format csv` where nothing fits: one row with the reason."""
 
 import csv
 import io
@@ -64,3 +65,15 @@ def test_the_error_names_the_flag_the_target_was_typed_with(run, cmd):
         assert r.code == 2
         assert r.err.strip() == (f"error: {typed} superchip: dgx-a100 does not offer it "
                                  "(offers none, cpu, nvme)")
+
+
+def test_plan_csv_where_nothing_fits_carries_the_reason(run):
+    """`plan --format csv` wrote only its header where no layout fits; the table, JSON and a
+    sweep row give the reason, so the CSV does too (one row, empty rank)."""
+    j = run("plan", "gpt-1008b", "--format", "json").json()
+    assert j["recommended"] is None
+    r = run("plan", "gpt-1008b", "--format", "csv")
+    assert r.code == 0
+    (row,) = _rows(r.out)
+    assert (row["model"], row["node"], row["rank"]) == ("gpt-1008b", "dgx-a100", "")
+    assert row["reason"] == j["why"] and row["reason"].startswith("no layout fits")
