@@ -148,9 +148,6 @@ def breakeven(ctx, model: str, device: str | None, goal: str, reference: str,
         target = B.offload_for(entry, inp.hw, asked) if entry is not None else asked
         base = planned_case(base, target)
         inp = dataclasses.replace(inp, layout=base.layout, training=base.training)
-    else:  # the typed layout: the imbalance within its routing (a planned one caps it)
-        from optimus_calc.evaluate.context import check_moe_assumptions
-        check_moe_assumptions(inp.model, inp.assumptions, inp.layout)
 
     ref = None
     if g is B.Goal.MATCH:

@@ -43,8 +43,6 @@ def compare(ctx, model: str, fmt: str, output: str | None, **kw) -> None:
         kw["recompute"] = Recompute.SELECTIVE.value
     inp = build_inputs(cat, model, dict(kw, offload="none"), strategies_vary=True,
                        step_time=True)
-    from optimus_calc.evaluate.context import check_moe_assumptions
-    check_moe_assumptions(inp.model, inp.assumptions, inp.layout)
     doc = compare_document(run_compare(cat, inp), kw.get("train"))
     if fmt == "html":
         from optimus_calc.report.html_parts import assumption_rows, with_html

@@ -112,8 +112,6 @@ def nics(ctx, model, fmt, output, objective, **kw) -> None:
     if given or kw["model_states_only"]:
         inp = build_inputs(cat, model, dict(kw, offload="none"), strategies_vary=True)
         mdl, hw, lay, tr, asm = inp.model, inp.hw, inp.layout, inp.training, inp.assumptions
-        from optimus_calc.evaluate.context import check_moe_assumptions
-        check_moe_assumptions(mdl, asm, lay)
         source = "the given layout"
         fw = inp.framework.text() if inp.framework is not None else ""
         from optimus_calc.report.common import unread_flags_note

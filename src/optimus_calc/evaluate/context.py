@@ -162,20 +162,12 @@ def node_limited(asm) -> bool:
     return asm.moe_max_nodes < type(asm).model_fields["moe_max_nodes"].default
 
 
-def check_moe_assumptions(model: Model | BareModel, asm, layout: Layout | None = None) -> None:
-    """The MoE-only assumption (--moe-imbalance, --assume moe_imbalance) on a model without
-    experts, or above what top-k routing can put on one rank of ``layout``'s EP group
-    (efficiency.moe_imbalance_cap; a search caps it per layout): a FieldError, as
-    check_moe_flags' launch choices."""
-    if layout is not None and getattr(model, "is_moe", False) and asm.moe_imbalance > 1:
-        from optimus_calc.evaluate.shapes import imbalance_at
-        cap = float(imbalance_at(model, layout.ep, float("inf")))
-        if asm.moe_imbalance > cap * (1 + 1e-12):
-            raise FieldError("moe_imbalance", f"{{moe_imbalance}} {asm.moe_imbalance:g} (or "
-                             f"--assume moe_imbalance): at EP {layout.ep} the most-loaded rank "
-                             f"receives at most {cap:g}x its balanced share ({model.name} sends "
-                             f"each token to {model.top_k} of {model.experts} experts; "
-                             "efficiency.moe_imbalance_cap)")
+def check_moe_assumptions(model: Model | BareModel, asm) -> None:
+    """The MoE-only assumptions (--moe-imbalance, --assume moe_imbalance, moe_max_nodes) on a
+    model without experts: a FieldError, as check_moe_flags' launch choices. An imbalance above
+    what top-k routing can put on one rank of a layout's EP group is capped there by the
+    equations (efficiency.moe_imbalance_cap), as a search caps it per layout, and the reports
+    say so (report/common.imbalance_note): the layout `plan` recommends runs in `step`."""
     if not getattr(model, "is_moe", False) and asm.moe_imbalance != 1:
         raise FieldError("moe_imbalance", f"{{moe_imbalance}} {asm.moe_imbalance:g} (or --assume "
                          f"moe_imbalance): {model.name} is dense (no experts); the most-loaded "

@@ -202,11 +202,12 @@ def imbalance_note(model, asm, layout, where: str = "") -> list[str]:
             f"{model.top_k} of {model.experts} experts; efficiency.moe_imbalance_cap)"]
 
 
-def moe_notes(model, asm, tr=None, reach=None) -> list[str]:
+def moe_notes(model, asm, tr=None, reach=None, ep: int | None = None) -> list[str]:
     """For an MoE model: the routing the expert time assumes (--moe-imbalance, balanced by
     default), how many expert GEMMs run concurrently, sharing one fixed cost, and the token
     dispatcher the all-to-all is timed with (--moe-dispatcher); ``reach``, the layout's
-    (nodes a token's experts reach at most, the EP group's nodes): topology.ep_reach."""
+    (nodes a token's experts reach at most, the EP group's nodes): topology.ep_reach; ``ep``,
+    the layout's EP degree (the imbalance as capped there)."""
     if not getattr(model, "is_moe", False):
         return []
     disp = "" if tr is None else (f"; tokens dispatched by {_DISPATCH[tr.moe_dispatcher.value]}"
@@ -224,8 +225,13 @@ def moe_notes(model, asm, tr=None, reach=None) -> list[str]:
                  else f": they can span all {reach[1]} of the EP group's nodes here, no limit")
         disp += (f"; the model routes a token to {model.router_group_topk} of its "
                  f"{model.router_groups} expert groups{where} (comm.routing_node_limit)")
+    iota = asm.moe_imbalance
+    if ep is not None and iota > 1:  # the layout's cap (imbalance_note says so)
+        from optimus_calc.evaluate.shapes import imbalance_at
+        iota = float(imbalance_at(model, ep, iota))
     route = ("balanced routing (--moe-imbalance 1.0, the default)" if asm.moe_imbalance == 1
-             else f"the most-loaded expert-parallel rank at {asm.moe_imbalance:g}x its balanced "
+             else "balanced routing at this EP" if iota == 1
+             else f"the most-loaded expert-parallel rank at {iota:g}x its balanced "
                   "tokens (--moe-imbalance): its expert GEMMs and all-to-all set the pace, its "
                   "routed experts' activations the memory")
     launch = (f"the local experts' GEMMs {asm.moe_expert_gemm_streams:g} at a time "

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from optimus_calc.report.common import (TrainRequest, add_unread_flags_note, applied_modules,
                                         context_row, launch_data, layout_data, layout_text, pct,
-                                        train_figures, training_data, training_text)
+                                        imbalance_note, train_figures, training_data,
+                                        training_text)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
@@ -68,7 +69,7 @@ def compare_document(cmp, train: TrainRequest | None = None) -> Document:
     inp, rows = cmp.inputs, [strategy_row(r, train) for r in cmp.results]
     best = next((row for r, row in zip(cmp.results, rows) if r is cmp.best), None)
     base = next(row for r, row in zip(cmp.results, rows) if r is cmp.baseline)
-    notes = []
+    notes = imbalance_note(inp.model, inp.assumptions, inp.layout)
     if best:
         verdict = (f"best on this hardware: {best['strategy']}, step {best['step_time_s']:.2f} s, "
                    f"GPU memory {best['gpu_memory_bytes'] / GB:.1f} GB")

@@ -8,7 +8,7 @@ from optimus_calc.evaluate.memory import MemoryEstimate
 from optimus_calc.report.common import (context_row, framework_data, framework_header,
                                         frameworks_of, hardware_data, layout_data, layout_text,
                                         model_data, training_data, training_text,
-                                        add_unread_flags_note)
+                                        add_unread_flags_note, imbalance_note)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB, GiB
@@ -144,9 +144,13 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False, fit=None) ->
     add_unread_flags_note(inp, notes, data)
     tr, asm = inp.training, inp.assumptions
     if getattr(inp.model, "is_moe", False) and asm.moe_imbalance != 1:
-        notes.append(f"the most-loaded expert-parallel rank keeps its routed experts' "
-                     f"activations at {asm.moe_imbalance:g}x the balanced share (--moe-imbalance;"
-                     " memory.activation_layer_bytes' (iota - 1) x_c)")
+        from optimus_calc.evaluate.shapes import imbalance_at
+        iota = float(imbalance_at(inp.model, inp.layout.ep, asm.moe_imbalance))
+        if iota > 1:
+            notes.append(f"the most-loaded expert-parallel rank keeps its routed experts' "
+                         f"activations at {iota:g}x the balanced share (--moe-imbalance;"
+                         " memory.activation_layer_bytes' (iota - 1) x_c)")
+        notes += imbalance_note(inp.model, asm, inp.layout)
     notes.append(f"model states in total: {est.model_states_total_bytes / div:.1f} {unit} "
                  f"({tr.weight_bytes + tr.gradient_bytes + tr.optimizer_bytes}"
                  f" bytes x {inp.model.total_params / 1e9:.2f}B params)")
