@@ -112,9 +112,12 @@ EXPLAIN = ["explain", "memory.weights_bytes", "--format", "json"]
 # the design-review page lists its equations from the generated text (compiled/text.py)
 HTML = ["step", "llama-2-7b", "--format", "html", "-o",
         os.path.join(tempfile.gettempdir(), f"optimus-calc-probe-{os.getpid()}.html")]
-# the machine formats, the HTML page, then `explain` in the same process (the positive
-# control for sympy): one fresh interpreter for the tests of this module and of the two above
-MACHINE_THEN_EXPLAIN = [*MACHINE, HTML, EXPLAIN]
+# `explain`'s list of equations and an unknown name read the generated text (compiled/text.py)
+EXPLAIN_TEXT = [["explain"], ["explain", "no.such_equation"]]
+# the machine formats, the HTML page, explain's list and an unknown name, then `explain` of one
+# equation in the same process (the positive control for sympy): one fresh interpreter for the
+# tests of this module and of the two above
+MACHINE_THEN_EXPLAIN = [*MACHINE, HTML, *EXPLAIN_TEXT, EXPLAIN]
 # the hot tables, then a misspelt model (the positive control for difflib, which only "did you
 # mean" loads): one fresh interpreter
 MISSPELT = ["memory", "llama-70"]
@@ -142,6 +145,13 @@ def test_the_html_page_lists_its_equations_without_sympy():
     if os.path.exists(HTML[-1]):
         os.remove(HTML[-1])
     assert r["code"] == 0 and "sympy" not in r["loaded"]
+
+
+@pytest.mark.parametrize("i", range(len(EXPLAIN_TEXT)))
+def test_explain_lists_and_refuses_an_unknown_name_without_sympy(i):
+    # before: `explain` took 1.7 s building every equation to list their names (cold review)
+    r = probe_sequence(MACHINE_THEN_EXPLAIN)[len(MACHINE) + 1 + i]
+    assert r["code"] == (0, 2)[i] and "sympy" not in r["loaded"]
 
 
 def test_explain_does_load_sympy():

@@ -1,4 +1,5 @@
-"""Documents for `explain`: the registry, one equation, its symbols' values. Imports sympy."""
+"""Documents for `explain`: the registry, one equation, its symbols' values. One equation's
+document imports sympy; the list and a name's lookup read the generated text."""
 
 from __future__ import annotations
 
@@ -15,26 +16,35 @@ def _registry():
     return load_all()
 
 
+def _text() -> dict:
+    """Every equation's name, unit, source and description as generated from the registry
+    (equations/compiled/text.py, kept fresh by a test): the list and a name's lookup need no
+    sympy."""
+    from optimus_calc.equations.compiled.text import TEXT
+    return TEXT
+
+
 def find_equation(name: str):
-    from optimus_calc.equations.registry import load_module
-    key = name.strip().lower()
-    if key in (one := load_module(key.split(".", 1)[0])):  # the one module named first
-        return one[key]
-    reg = _registry()
-    if key in reg:
-        return reg[key]
-    short = [n for n in reg if n.split(".", 1)[1] == key]
-    if len(short) == 1:
-        return reg[short[0]]
-    close = difflib.get_close_matches(key, list(reg), n=3, cutoff=0.4)
-    hint = f"; did you mean {', '.join(close)}?" if close else "; see 'optimus-calc explain'"
-    raise UnknownNameError(f"unknown equation {name[:80]!r}{hint}")
+    """The registry's equation ``name`` (or its unique short name): the name is looked up in
+    the generated text first, so an unknown one is refused without building any expression;
+    then only its module is built."""
+    key, names = name.strip().lower(), _text()
+    if key not in names:
+        short = [n for n in names if n.split(".", 1)[1] == key]
+        if len(short) != 1:
+            close = difflib.get_close_matches(key, list(names), n=3, cutoff=0.4)
+            hint = (f"; did you mean {', '.join(close)}?" if close
+                    else "; see 'optimus-calc explain'")
+            raise UnknownNameError(f"unknown equation {name[:80]!r}{hint}")
+        key = short[0]
+    from optimus_calc.equations.registry import load_module  # sympy: a known name only
+    one = load_module(key.split(".", 1)[0])  # the module named first
+    return one[key] if key in one else _registry()[key]
 
 
 def list_document() -> Document:
-    reg = _registry()
-    rows = [{"name": n, "unit": e.unit, "source": cite(e.source), "doc": e.doc}
-            for n, e in sorted(reg.items())]
+    rows = [{"name": n, "unit": t[1], "source": cite(t[2]), "doc": t[3]}
+            for n, t in sorted(_text().items())]
     view = Table(title="", rows=rows, columns=[  # sources wrap at word boundaries
         Column("name", "equation", align="left"), Column("unit", "unit", align="left"),
         Column("source", "source", align="left")])
