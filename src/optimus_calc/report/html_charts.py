@@ -1,4 +1,6 @@
-"""The HTML page's charts as inline SVG (matplotlib, as report/plots.py draws ``--plot``).
+"""The HTML page's charts as inline SVG: the memory and step bars written directly
+(report/svg_bars.py: no matplotlib on the `plan`, `step` and `memory` pages), a command's
+``--plot`` chart through matplotlib, as report/plots.py draws it.
 
 Drawn from a Document's plain data only. Text stays text in the SVG (``svg.fonttype: none``:
 smaller, crisp at any zoom, readable by a screen reader); colour is never the only carrier:
@@ -41,14 +43,6 @@ _RC = {"svg.hashsalt": "optimus-calc", "svg.fonttype": "none", "path.simplify": 
        "font.size": 10, "font.family": "sans-serif", "hatch.linewidth": 0.6}
 
 
-def _bars(height: float):
-    """A figure and its axes without pyplot (matplotlib's object API: pyplot and its backend
-    machinery cost ~0.1 s to import, more than drawing a bar)."""
-    from matplotlib.figure import Figure
-    fig = Figure(figsize=(10, height))
-    return fig, fig.subplots()
-
-
 def _svg(fig, plt, label: str) -> str:
     """The figure as an ``<svg>`` element (no XML prolog, no fixed size: the page scales it),
     with an accessible name; ``plt``: pyplot, where it drew the figure (to close it)."""
@@ -71,69 +65,40 @@ def _attr(text: str) -> str:
             .replace(">", "&gt;"))
 
 
-def _segments(ax, y: float, parts: list[tuple[str, float]], styles=None,
-              height: float = 0.55) -> None:
-    """One stacked horizontal bar; ``styles``: (colour, hatch, alpha) per part, else the
-    palette's and hatches' i-th."""
-    left = 0.0
-    for i, (name, v) in enumerate(parts):
-        colour, hatch, alpha = (styles[i] if styles else
-                                (PALETTE[i % len(PALETTE)], HATCHES[i % len(HATCHES)], 1.0))
-        if v <= 0:
-            continue
-        ax.barh(y, v, left=left, height=height, color=colour, hatch=hatch, alpha=alpha,
-                edgecolor="white", linewidth=0.8, label=name)
-        left += v
-
-
 def memory_chart(per_gpu: dict[str, Any]) -> str:
     """One GPU's memory (the most loaded stage) as a stacked bar against the usable memory
     (capacity less the --headroom margin, solid) and the capacity (dashed), in GB."""
-    import matplotlib
-    with matplotlib.rc_context(_RC):
-        fig, ax = _bars(1.5)
-        parts = [(name, per_gpu.get(key, 0.0) / GB) for key, name in MEMORY_PARTS]
-        _segments(ax, 0, parts)
-        usable, cap = per_gpu["usable_bytes"] / GB, per_gpu["capacity_bytes"] / GB
-        ax.axvline(usable, color="black", linewidth=1.6, label=f"usable {usable:.1f} GB")
-        ax.axvline(cap, color="black", linestyle="--", linewidth=1.2,
-                   label=f"capacity {cap:g} GB")
-        ax.text(usable, 0.42, "usable ", ha="right", va="center", fontsize=9)
-        ax.text(cap, 0.42, " capacity", ha="left", va="center", fontsize=9)
-        ax.set_ylim(-0.6, 0.6)
-        ax.set_yticks([0], [f"stage {per_gpu.get('stage', 0)}"])
-        ax.set_xlabel("GB per GPU (decimal, 10^9 bytes)")
-        ax.set_xlim(0, max(cap, per_gpu["total_bytes"] / GB) * 1.12)
-        ax.spines[["top", "right"]].set_visible(False)
-        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=7, frameon=False,
-                  fontsize=9)
-        return _svg(fig, None, "GPU memory per part against the usable memory and capacity")
+    from optimus_calc.report.svg_bars import Segment, VLine, stacked_bars
+    segs = [Segment(name, per_gpu.get(key, 0.0) / GB, PALETTE[i % len(PALETTE)],
+                    HATCHES[i % len(HATCHES)]) for i, (key, name) in enumerate(MEMORY_PARTS)]
+    usable, cap = per_gpu["usable_bytes"] / GB, per_gpu["capacity_bytes"] / GB
+    lines = (VLine(usable, f"usable {usable:.1f} GB", "usable", tag_left=True),
+             VLine(cap, f"capacity {cap:g} GB", "capacity", dashed=True))
+    return stacked_bars([(f"stage {per_gpu.get('stage', 0)}", segs)],
+                        max(cap, per_gpu["total_bytes"] / GB) * 1.12,
+                        "GB per GPU (decimal, 10^9 bytes)",
+                        "GPU memory per part against the usable memory and capacity", lines,
+                        legend_cols=4)
 
 
 def step_chart(data: dict[str, Any]) -> str:
     """The step as a stacked bar of its named terms (what the step pays), and beside it what
     is overlapped and hidden (DP communication and the optimizer step beyond their exposed
     parts), in seconds. ``data``: a step Document's data."""
-    import matplotlib
+    from optimus_calc.report.svg_bars import Segment, stacked_bars
     b = data["breakdown"]
-    exposed = [(name, b.get(key, 0.0)) for key, name in STEP_TERMS]
+    exposed = [Segment(name, b.get(key, 0.0), PALETTE[i % len(PALETTE)],
+                       HATCHES[i % len(HATCHES)]) for i, (key, name) in enumerate(STEP_TERMS)]
     hidden = hidden_parts(data)
-    with matplotlib.rc_context(_RC):
-        fig, ax = _bars(2.0)
-        _segments(ax, 1, exposed)
-        # a hidden part wears its exposed part's colour, faded, with a hatch of its own
-        keys = [k for k, _ in STEP_TERMS]
-        styles = [(PALETTE[keys.index(k) % len(PALETTE)], "//", 0.45)
-                  for k in ("dp_comm_exposed_s", "optimizer_exposed_s")]
-        _segments(ax, 0, [(f"{n} (hidden)", v) for n, v in hidden], styles)
-        ax.set_ylim(-0.6, 1.6)
-        ax.set_yticks([1, 0], ["step (exposed)", "overlapped (hidden)"])
-        ax.set_xlabel("seconds per step")
-        ax.set_xlim(0, max(data["step_time_s"], sum(v for _, v in hidden)) * 1.04)
-        ax.spines[["top", "right"]].set_visible(False)
-        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=5, frameon=False,
-                  fontsize=9)
-        return _svg(fig, None, "step time as named terms, and the overlapped work beside it")
+    # a hidden part wears its exposed part's colour, faded, with a hatch of its own
+    keys = [k for k, _ in STEP_TERMS]
+    colours = [PALETTE[keys.index(k) % len(PALETTE)]
+               for k in ("dp_comm_exposed_s", "optimizer_exposed_s")]
+    faded = [Segment(f"{n} (hidden)", v, c, "//", 0.45) for (n, v), c in zip(hidden, colours)]
+    return stacked_bars([("step (exposed)", exposed), ("overlapped (hidden)", faded)],
+                        max(data["step_time_s"], sum(v for _, v in hidden)) * 1.04,
+                        "seconds per step",
+                        "step time as named terms, and the overlapped work beside it")
 
 
 def hidden_parts(data: dict[str, Any]) -> list[tuple[str, float]]:
