@@ -156,9 +156,10 @@ def test_imbalance_is_capped_at_the_layout_each_command_evaluates(run):
     # where it capped, and its recommendation runs in step with the same flags (a cold review
     # found step refusing `plan mixtral-8x7b --moe-imbalance 2`'s layout)
     assert run("breakeven", "mixtral-8x7b", "--nodes", 4, "--moe-imbalance", 2).code == 0
-    assert run("breakeven", "mixtral-8x7b", "--tp", 1, "--ep", 8, "--moe-imbalance", 8).code == 0
-    cmp = run("compare", "mixtral-8x7b", "--tp", 1, "--ep", 8, "--moe-imbalance", 8)
-    assert cmp.code == 0 and "--moe-imbalance 8 capped at 4 at EP 8" in " ".join(cmp.out.split())
+    for cmd in (("breakeven",), ("compare",), ("nics",), ("fit", "--solve", "micro-batch")):
+        r = run(*cmd, "mixtral-8x7b", "--tp", 1, "--ep", 8, "--moe-imbalance", 8)
+        assert r.code == 0 and "--moe-imbalance 8 capped at 4 at EP 8" in " ".join(
+            r.out.split()), cmd
     out = " ".join(run("plan", "mixtral-8x7b", "--nodes", 2, "--moe-imbalance", 3).out.split())
     assert "--moe-imbalance 3 capped at 1 at the recommended layout's EP 1" in out
     rec = run("plan", "mixtral-8x7b", "--moe-imbalance", 2, "--format", "json").json()

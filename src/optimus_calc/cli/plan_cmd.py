@@ -130,7 +130,7 @@ def nics(ctx, model, fmt, output, objective, **kw) -> None:
         from optimus_calc.report.common import search_unread_note
         unread = search_unread_note(si)
     sizing = size_nics(cat, mdl, hw, lay, tr, asm, only=kw["smartnic"])
-    emit(nics_document(mdl, hw, lay, sizing, source, fw, unread), fmt, output)
+    emit(nics_document(mdl, hw, lay, sizing, source, fw, unread, asm), fmt, output)
 
 
 def _split(text: str, flag: str) -> list[str]:

@@ -6,8 +6,8 @@ from typing import assert_never
 
 from optimus_calc.analyses.breakeven.case import Goal
 from optimus_calc.evaluate.hw_params import LINK_ROLES
-from optimus_calc.report.common import (framework_header, hardware_data, layout_data,
-                                        layout_text, model_data,
+from optimus_calc.report.common import (framework_header, hardware_data, imbalance_note,
+                                        layout_data, layout_text, model_data,
                                         training_data, training_text)
 from optimus_calc.report.batch_sweep_view import sweep_data, sweep_note, sweep_table
 from optimus_calc.report.card_view import card_data, card_notes, card_table
@@ -257,6 +257,7 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool, card=None,
         data["sensitivity"] = sdata
         tables.append(stable)
         csv = scsv
+    notes += imbalance_note(inp.model, inp.assumptions, inp.layout)
     notes.append("methods: sympy = closed form on the registry's expressions (`optimus-calc "
                  "explain compute.optimizer_step_time`, optimusnic.pipeline_time, "
                  "memory.spill_bytes), checked against the evaluator; floor = the strategy's "

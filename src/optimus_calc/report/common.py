@@ -202,12 +202,12 @@ def imbalance_note(model, asm, layout, where: str = "") -> list[str]:
             f"{model.top_k} of {model.experts} experts; efficiency.moe_imbalance_cap)"]
 
 
-def moe_notes(model, asm, tr=None, reach=None, ep: int | None = None) -> list[str]:
+def moe_notes(model, asm, tr=None, reach=None, layout=None) -> list[str]:
     """For an MoE model: the routing the expert time assumes (--moe-imbalance, balanced by
     default), how many expert GEMMs run concurrently, sharing one fixed cost, and the token
     dispatcher the all-to-all is timed with (--moe-dispatcher); ``reach``, the layout's
-    (nodes a token's experts reach at most, the EP group's nodes): topology.ep_reach; ``ep``,
-    the layout's EP degree (the imbalance as capped there)."""
+    (nodes a token's experts reach at most, the EP group's nodes): topology.ep_reach; ``layout``,
+    the imbalance as capped at its EP, and the note where it caps."""
     if not getattr(model, "is_moe", False):
         return []
     disp = "" if tr is None else (f"; tokens dispatched by {_DISPATCH[tr.moe_dispatcher.value]}"
@@ -225,10 +225,8 @@ def moe_notes(model, asm, tr=None, reach=None, ep: int | None = None) -> list[st
                  else f": they can span all {reach[1]} of the EP group's nodes here, no limit")
         disp += (f"; the model routes a token to {model.router_group_topk} of its "
                  f"{model.router_groups} expert groups{where} (comm.routing_node_limit)")
-    iota = asm.moe_imbalance
-    if ep is not None and iota > 1:  # the layout's cap (imbalance_note says so)
-        from optimus_calc.evaluate.shapes import imbalance_at
-        iota = float(imbalance_at(model, ep, iota))
+    from optimus_calc.evaluate.shapes import imbalance_at  # as capped at the layout's EP
+    iota = float(imbalance_at(model, layout.ep, asm.moe_imbalance) if layout else asm.moe_imbalance)
     route = ("balanced routing (--moe-imbalance 1.0, the default)" if asm.moe_imbalance == 1
              else "balanced routing at this EP" if iota == 1
              else f"the most-loaded expert-parallel rank at {iota:g}x its balanced "
@@ -237,7 +235,7 @@ def moe_notes(model, asm, tr=None, reach=None, ep: int | None = None) -> list[st
     launch = (f"the local experts' GEMMs {asm.moe_expert_gemm_streams:g} at a time "
               "(moe_expert_gemm_streams)")
     return [f"MoE: {route}; {launch} (`optimus-calc explain efficiency.expert_launch_flops`)"
-            + disp]
+            + disp] + imbalance_note(model, asm, layout)
 
 
 def window_notes(model, tr) -> list[str]:

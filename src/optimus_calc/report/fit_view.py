@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import assert_never
 
 from optimus_calc.report.common import (context_row, framework_data, framework_header,
-                                        layout_data, layout_text, training_text)
+                                        imbalance_note, layout_data, layout_text,
+                                        training_text)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.model import BareModel
 
@@ -30,7 +31,7 @@ def fit_document(inp, what, res, why=None) -> Document:
             assert_never(what)
     data.update(method=res.method, equation=res.equation, detail=res.detail)
     data.update(framework_data(inp))  # the --framework profile the memory was computed with
-    notes = []
+    notes = imbalance_note(inp.model, inp.assumptions, inp.layout)
     if why is not None:
         data.update(binding=why.binding, binding_part=why.binding_part,
                     binding_stage=why.binding_stage, suggestions=list(why.suggestions))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from optimus_calc.report.common import layout_text
+from optimus_calc.report.common import imbalance_note, layout_text
 from optimus_calc.report.document import Column, Document, Table
 
 
@@ -24,10 +24,11 @@ def nics_rows(sizing, hw) -> list[dict]:
 
 
 def nics_document(model, hw, layout, sizing, source: str, framework: str = "",
-                  unread: str = "") -> Document:
+                  unread: str = "", asm=None) -> Document:
     """``source`` says which layout was sized ("the given layout", "the recommended layout");
     ``framework`` whose physics profile the sizing used, and why (header line); ``unread`` the
-    launch flags it does not read (report.common.unread_flags_note)."""
+    launch flags it does not read (report.common.unread_flags_note); ``asm`` the assumptions
+    sized with (an --moe-imbalance capped at the layout is said)."""
     rows = nics_rows(sizing, hw)
     data = rows[0] if len(rows) == 1 else {"smartnics": rows}
     data = {**data, "layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp,
@@ -51,7 +52,8 @@ def nics_document(model, hw, layout, sizing, source: str, framework: str = "",
             Column("cmp", "cluster (hide step)"),
             Column("recommended_nics_per_node", "per node"),
             Column("spill_GB", "spill GB, 1 per GPU", ".2f")])],
-        notes=[_compute_note(model, rows)] + ([unread] if unread else []),
+        notes=([_compute_note(model, rows)] + ([unread] if unread else [])
+               + (imbalance_note(model, asm, layout) if asm is not None else [])),
         csv=Table(title="", rows=rows, columns=[Column(k, k) for k in rows[0]]))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from optimus_calc.report.common import (TrainRequest, context_row, efficiency_text, fp8_notes,
-                                        imbalance_note, moe_notes, window_notes,
+                                        moe_notes, window_notes,
                                         framework_data, framework_header, frameworks_of,
                                         hardware_data, layout_data,
                                         layout_text, model_data, pct, train_figures,
@@ -84,8 +84,7 @@ def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> 
     if hint.note:
         notes.insert(3, hint.note)
     notes += (fp8_notes(inp.hw.gpu, inp.training, inp.assumptions)
-              + moe_notes(inp.model, inp.assumptions, inp.training, _reach(inp), inp.layout.ep)
-              + imbalance_note(inp.model, inp.assumptions, inp.layout)
+              + moe_notes(inp.model, inp.assumptions, inp.training, _reach(inp), inp.layout)
               + window_notes(inp.model, inp.training) + st.notes)
     if fw_note:
         notes.append(fw_note)
