@@ -112,12 +112,15 @@ EXPLAIN = ["explain", "memory.weights_bytes", "--format", "json"]
 # the design-review page lists its equations from the generated text (compiled/text.py)
 HTML = ["step", "llama-2-7b", "--format", "html", "-o",
         os.path.join(tempfile.gettempdir(), f"optimus-calc-probe-{os.getpid()}.html")]
+# ... and compare's, whose chart is bars too (report/svg_bars.py)
+HTML_COMPARE = ["compare", "llama-2-7b", "--format", "html", "-o",
+                os.path.join(tempfile.gettempdir(), f"optimus-calc-probe-c-{os.getpid()}.html")]
 # `explain`'s list of equations and an unknown name read the generated text (compiled/text.py)
 EXPLAIN_TEXT = [["explain"], ["explain", "no.such_equation"]]
 # the machine formats, the HTML page, explain's list and an unknown name, then `explain` of one
 # equation in the same process (the positive control for sympy): one fresh interpreter for the
 # tests of this module and of the two above
-MACHINE_THEN_EXPLAIN = [*MACHINE, HTML, *EXPLAIN_TEXT, EXPLAIN]
+MACHINE_THEN_EXPLAIN = [*MACHINE, HTML, HTML_COMPARE, *EXPLAIN_TEXT, EXPLAIN]
 # the hot tables, then a misspelt model (the positive control for difflib, which only "did you
 # mean" loads): one fresh interpreter
 MISSPELT = ["memory", "llama-70"]
@@ -140,20 +143,22 @@ def test_machine_formats_do_not_load_rich(i):
     assert r["code"] == 0 and r["loaded"] == ["numpy", "pydantic", "click"]
 
 
-def test_the_html_page_lists_its_equations_without_sympy():
-    r = probe_sequence(MACHINE_THEN_EXPLAIN)[len(MACHINE)]
-    if os.path.exists(HTML[-1]):
-        os.remove(HTML[-1])
+@pytest.mark.parametrize("i", range(2))
+def test_the_html_page_lists_its_equations_without_sympy(i):
+    r = probe_sequence(MACHINE_THEN_EXPLAIN)[len(MACHINE) + i]
+    for page in (HTML, HTML_COMPARE):
+        if os.path.exists(page[-1]):
+            os.remove(page[-1])
     assert r["code"] == 0 and "sympy" not in r["loaded"]
-    # its memory and step charts are written as SVG directly (report/svg_bars.py): before,
-    # importing matplotlib for them was ~1 s of a 1.6 s page (cold review)
+    # the step page's memory and step charts and compare's chart are written as SVG directly
+    # (report/svg_bars.py): before, importing matplotlib for them was ~1 s of a 1.6 s page
     assert "matplotlib" not in r["loaded"]
 
 
 @pytest.mark.parametrize("i", range(len(EXPLAIN_TEXT)))
 def test_explain_lists_and_refuses_an_unknown_name_without_sympy(i):
     # before: `explain` took 1.7 s building every equation to list their names (cold review)
-    r = probe_sequence(MACHINE_THEN_EXPLAIN)[len(MACHINE) + 1 + i]
+    r = probe_sequence(MACHINE_THEN_EXPLAIN)[len(MACHINE) + 2 + i]
     assert r["code"] == (0, 2)[i] and "sympy" not in r["loaded"]
 
 

@@ -40,3 +40,16 @@ def test_text_is_escaped_and_output_deterministic():
     root = ET.fromstring(svg)  # well-formed: the page is parsed strictly
     assert root.get("aria-label") == 'q"t'
     assert {'say "x" <y>', "<r&>", "a<b"} <= {t.text for t in root.iter("text")}
+
+
+def test_rows_share_legend_entries_and_long_labels_widen_the_margin():
+    seg = lambda n, v: Segment(n, v, "#000000")  # noqa: E731
+    label = "OptimusNIC (intel-ipu-e2100, what-if)"  # 37 characters
+    root = ET.fromstring(stacked_bars([("a", [seg("w", 1.0)]), (label, [seg("w", 2.0)])],
+                                      4.0, "x", "c"))
+    assert [t.text for t in root.iter("text")].count("w") == 1   # one entry for both rows
+    # margin 16 + 7.2 x 37 = 282.4; plot 1000 - 282.4 - 20 = 697.6 wide for 0..4: every row
+    # starts at the margin, the second bar 2 / 4 of the plot wide
+    bars = [r for r in root.iter("rect") if r.find("title") is not None]
+    assert [float(r.get("x")) for r in bars] == [282.4, 282.4]
+    assert float(bars[1].get("width")) == 348.8

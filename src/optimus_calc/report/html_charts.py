@@ -101,6 +101,22 @@ def step_chart(data: dict[str, Any]) -> str:
                         "step time as named terms, and the overlapped work beside it")
 
 
+def compare_chart(data: dict[str, Any]) -> str:
+    """`compare`'s GPU memory per offload strategy: a stacked bar per strategy (its parts as in
+    memory_chart) against the GPU's capacity (dashed), in GB; ``data``: compare's data."""
+    from optimus_calc.report.svg_bars import Segment, VLine, stacked_bars
+    rows = data["strategies"]
+    bars = [(r["strategy"], [Segment(name, r.get(f"gpu_{key}", 0.0) / GB,
+                                     PALETTE[i % len(PALETTE)], HATCHES[i % len(HATCHES)])
+                             for i, (key, name) in enumerate(MEMORY_PARTS)]) for r in rows]
+    cap = (rows[0].get("gpu_capacity_bytes") or 0.0) / GB if rows else 0.0
+    lines = (VLine(cap, f"capacity {cap:g} GB", "capacity", dashed=True),) if cap else ()
+    top = max([sum(s.value for s in segs) for _, segs in bars] + [cap]) * 1.12
+    return stacked_bars(bars, top, "GB per GPU (decimal, 10^9 bytes)",
+                        f"GPU memory per offload strategy: {data.get('model', '')}", lines,
+                        legend_cols=4)
+
+
 def hidden_parts(data: dict[str, Any]) -> list[tuple[str, float]]:
     """What runs under the step without adding to it: the DP communication and the optimizer
     step (with its transfers) less their exposed parts, from the step Document's data."""

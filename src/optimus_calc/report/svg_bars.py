@@ -86,21 +86,25 @@ def stacked_bars(rows: list[tuple[str, list[Segment]]], xmax: float, xlabel: str
         for s in segs:
             styles.setdefault((s.colour, s.hatch, s.alpha), f"p{len(styles)}")
     named = [s for _, segs in rows for s in segs if s.value > 0]
-    entries = [(s.name, f"url(#{styles[s.colour, s.hatch, s.alpha]})", "") for s in named]
+    # one legend entry per part (rows that share a part share its entry)
+    entries = list(dict.fromkeys((s.name, f"url(#{styles[s.colour, s.hatch, s.alpha]})", "")
+                                 for s in named))
     entries += [(v.label, "none", "4,3" if v.dashed else "-") for v in vlines]
     n_leg = math.ceil(len(entries) / legend_cols) if entries else 0
     top = 10 + n_leg * LEGEND_ROW + 10
     plot_h = len(rows) * ROW_H
     height = top + plot_h + 48
-    span = W - LEFT - RIGHT
+    # room for the longest row label (about 7 units a character at font size 13)
+    left = max(LEFT, 16 + 7.2 * max((len(name) for name, _ in rows), default=0))
+    span = W - left - RIGHT
     xmax = xmax if math.isfinite(xmax) and xmax > 0 else 1.0
-    sx = (lambda v: LEFT + span * v / xmax)
+    sx = (lambda v: left + span * v / xmax)
     out = [f'<svg viewBox="0 0 {W:g} {height:g}" role="img" aria-label="{_esc(label)}" '
            'font-family="sans-serif" font-size="13">',
            "<defs>" + "".join(_pattern(pid, *key) for key, pid in styles.items()) + "</defs>"]
-    col_w = (W - LEFT) / legend_cols
+    col_w = (W - left) / legend_cols
     for i, (name, fill, dash) in enumerate(entries):
-        x, y = LEFT + (i % legend_cols) * col_w, 10 + (i // legend_cols) * LEGEND_ROW
+        x, y = left + (i % legend_cols) * col_w, 10 + (i // legend_cols) * LEGEND_ROW
         if dash:
             extra = f' stroke-dasharray="{dash}"' if dash != "-" else ""
             out.append(f'<line x1="{x:g}" y1="{y + 7:g}" x2="{x + 18:g}" y2="{y + 7:g}" '
@@ -110,22 +114,22 @@ def stacked_bars(rows: list[tuple[str, list[Segment]]], xmax: float, xlabel: str
         out.append(f'<text x="{x + 24:g}" y="{y + 12:g}">{_esc(name)}</text>')
     for r, (name, segs) in enumerate(rows):
         yc = top + r * ROW_H + ROW_H / 2
-        out.append(f'<text x="{LEFT - 8:g}" y="{yc + 4:g}" text-anchor="end">{_esc(name)}'
+        out.append(f'<text x="{left - 8:g}" y="{yc + 4:g}" text-anchor="end">{_esc(name)}'
                    "</text>")
-        left = 0.0
+        acc = 0.0  # the row's total so far
         for s in segs:
             if s.value <= 0:
                 continue
-            x0, x1 = sx(left), sx(min(left + s.value, xmax))
+            x0, x1 = sx(acc), sx(min(acc + s.value, xmax))
             out.append(f'<rect x="{x0:.2f}" y="{yc - BAR_H / 2:g}" width="{max(x1 - x0, 0):.2f}" '
                        f'height="{BAR_H:g}" fill="url(#{styles[s.colour, s.hatch, s.alpha]})" '
                        f'stroke="#ffffff" stroke-width="0.8"><title>{_esc(s.name)}: '
                        f"{_num(s.value)}</title></rect>")
-            left += s.value
+            acc += s.value
     base = top + plot_h
-    out.append(f'<line x1="{LEFT:g}" y1="{base:g}" x2="{W - RIGHT:g}" y2="{base:g}" '
+    out.append(f'<line x1="{left:g}" y1="{base:g}" x2="{W - RIGHT:g}" y2="{base:g}" '
                'stroke="#000000" stroke-width="1"/>')
-    out.append(f'<line x1="{LEFT:g}" y1="{top:g}" x2="{LEFT:g}" y2="{base:g}" '
+    out.append(f'<line x1="{left:g}" y1="{top:g}" x2="{left:g}" y2="{base:g}" '
                'stroke="#000000" stroke-width="1"/>')
     for t in nice_ticks(xmax):
         x = sx(t)
@@ -133,7 +137,7 @@ def stacked_bars(rows: list[tuple[str, list[Segment]]], xmax: float, xlabel: str
                    'stroke="#000000" stroke-width="1"/>')
         out.append(f'<text x="{x:.2f}" y="{base + 19:g}" text-anchor="middle">'
                    f"{_tick_text(t)}</text>")
-    out.append(f'<text x="{LEFT + span / 2:g}" y="{base + 40:g}" text-anchor="middle">'
+    out.append(f'<text x="{left + span / 2:g}" y="{base + 40:g}" text-anchor="middle">'
                f"{_esc(xlabel)}</text>")
     for v in vlines:
         x = sx(min(max(v.x, 0.0), xmax))
