@@ -78,7 +78,7 @@ def memory_chart(per_gpu: dict[str, Any]) -> str:
                         max(cap, per_gpu["total_bytes"] / GB) * 1.12,
                         "GB per GPU (decimal, 10^9 bytes)",
                         "GPU memory per part against the usable memory and capacity", lines,
-                        legend_cols=4)
+                        legend_cols=4, ident="mem")
 
 
 def step_chart(data: dict[str, Any]) -> str:
@@ -98,7 +98,8 @@ def step_chart(data: dict[str, Any]) -> str:
     return stacked_bars([("step (exposed)", exposed), ("overlapped (hidden)", faded)],
                         max(data["step_time_s"], sum(v for _, v in hidden)) * 1.04,
                         "seconds per step",
-                        "step time as named terms, and the overlapped work beside it")
+                        "step time as named terms, and the overlapped work beside it",
+                        ident="step")
 
 
 def compare_chart(data: dict[str, Any]) -> str:
@@ -114,7 +115,7 @@ def compare_chart(data: dict[str, Any]) -> str:
     top = max([sum(s.value for s in segs) for _, segs in bars] + [cap]) * 1.12
     return stacked_bars(bars, top, "GB per GPU (decimal, 10^9 bytes)",
                         f"GPU memory per offload strategy: {data.get('model', '')}", lines,
-                        legend_cols=4)
+                        legend_cols=4, ident="cmp")
 
 
 def hidden_parts(data: dict[str, Any]) -> list[tuple[str, float]]:

@@ -77,34 +77,15 @@ def _pattern(pid: str, colour: str, hatch: str, alpha: float) -> str:
             f"{path}</pattern>")
 
 
-def stacked_bars(rows: list[tuple[str, list[Segment]]], xmax: float, xlabel: str, label: str,
-                 vlines: tuple[VLine, ...] = (), legend_cols: int = 5) -> str:
-    """``rows`` (a label and its segments, top to bottom) as stacked bars on one x axis from 0
-    to ``xmax``, the legend above, ``vlines`` across the plot; ``label``: the accessible name."""
-    styles: dict[tuple, str] = {}
-    for _, segs in rows:
-        for s in segs:
-            styles.setdefault((s.colour, s.hatch, s.alpha), f"p{len(styles)}")
-    named = [s for _, segs in rows for s in segs if s.value > 0]
-    # one legend entry per part (rows that share a part share its entry)
-    entries = list(dict.fromkeys((s.name, f"url(#{styles[s.colour, s.hatch, s.alpha]})", "")
-                                 for s in named))
-    entries += [(v.label, "none", "4,3" if v.dashed else "-") for v in vlines]
-    n_leg = math.ceil(len(entries) / legend_cols) if entries else 0
-    top = 10 + n_leg * LEGEND_ROW + 10
-    plot_h = len(rows) * ROW_H
-    height = top + plot_h + 48
-    # room for the longest row label (about 7 units a character at font size 13)
-    left = max(LEFT, 16 + 7.2 * max((len(name) for name, _ in rows), default=0))
-    span = W - left - RIGHT
-    xmax = xmax if math.isfinite(xmax) and xmax > 0 else 1.0
-    sx = (lambda v: left + span * v / xmax)
-    out = [f'<svg viewBox="0 0 {W:g} {height:g}" role="img" aria-label="{_esc(label)}" '
-           'font-family="sans-serif" font-size="13">',
-           "<defs>" + "".join(_pattern(pid, *key) for key, pid in styles.items()) + "</defs>"]
-    col_w = (W - left) / legend_cols
+def _legend(entries: list[tuple[str, str, str]], x0: float, most: int) -> tuple[list[str], int]:
+    """The legend's elements from ``x0`` to the right edge, and its rows: columns as wide as
+    the longest entry (swatch, gap and ~7 units a character), at most ``most`` of them, so no
+    entry runs into the next or past the edge."""
+    widest = max((34 + 7.2 * len(name) for name, _, _ in entries), default=0.0)
+    cols = max(1, min(most, int((W - x0) // widest))) if widest else most
+    col_w, out = (W - x0) / cols, []
     for i, (name, fill, dash) in enumerate(entries):
-        x, y = left + (i % legend_cols) * col_w, 10 + (i // legend_cols) * LEGEND_ROW
+        x, y = x0 + (i % cols) * col_w, 10 + (i // cols) * LEGEND_ROW
         if dash:
             extra = f' stroke-dasharray="{dash}"' if dash != "-" else ""
             out.append(f'<line x1="{x:g}" y1="{y + 7:g}" x2="{x + 18:g}" y2="{y + 7:g}" '
@@ -112,6 +93,35 @@ def stacked_bars(rows: list[tuple[str, list[Segment]]], xmax: float, xlabel: str
         else:
             out.append(f'<rect x="{x:g}" y="{y:g}" width="18" height="14" fill="{fill}"/>')
         out.append(f'<text x="{x + 24:g}" y="{y + 12:g}">{_esc(name)}</text>')
+    return out, math.ceil(len(entries) / cols) if entries else 0
+
+
+def stacked_bars(rows: list[tuple[str, list[Segment]]], xmax: float, xlabel: str, label: str,
+                 vlines: tuple[VLine, ...] = (), legend_cols: int = 5, ident: str = "b") -> str:
+    """``rows`` (a label and its segments, top to bottom) as stacked bars on one x axis from 0
+    to ``xmax``, the legend above, ``vlines`` across the plot; ``label``: the accessible name;
+    ``ident``: the prefix of the chart's pattern ids (unique on a page of several charts)."""
+    styles: dict[tuple, str] = {}
+    for _, segs in rows:
+        for s in segs:
+            styles.setdefault((s.colour, s.hatch, s.alpha), f"{ident}-p{len(styles)}")
+    # one legend entry per part (rows that share a part share its entry)
+    entries = list(dict.fromkeys((s.name, f"url(#{styles[s.colour, s.hatch, s.alpha]})", "")
+                                 for _, segs in rows for s in segs if s.value > 0))
+    entries += [(v.label, "none", "4,3" if v.dashed else "-") for v in vlines]
+    # room for the longest row label (about 7 units a character at font size 13)
+    left = max(LEFT, 16 + 7.2 * max((len(name) for name, _ in rows), default=0))
+    legend, n_leg = _legend(entries, left, legend_cols)
+    top = 10 + n_leg * LEGEND_ROW + 10
+    plot_h = len(rows) * ROW_H
+    height = top + plot_h + 48
+    span = W - left - RIGHT
+    xmax = xmax if math.isfinite(xmax) and xmax > 0 else 1.0
+    sx = (lambda v: left + span * v / xmax)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W:g} {height:g}" role="img" '
+           f'aria-label="{_esc(label)}" font-family="sans-serif" font-size="13">',
+           "<defs>" + "".join(_pattern(pid, *key) for key, pid in styles.items()) + "</defs>",
+           *legend]
     for r, (name, segs) in enumerate(rows):
         yc = top + r * ROW_H + ROW_H / 2
         out.append(f'<text x="{left - 8:g}" y="{yc + 4:g}" text-anchor="end">{_esc(name)}'
