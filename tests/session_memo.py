@@ -96,7 +96,7 @@ def share(module: str, name: str, cacheable=lambda *a, **k: True) -> None:
     setattr(mod, name, shared)
 
 
-def _no_progress(cat, spec, progress=None, offloads_field="offloads"):
+def _no_progress(cat, spec, progress=None, typed=None):
     from optimus_calc.cli.progress import _noop
     return progress is None or progress is _noop
 

@@ -51,8 +51,9 @@ def test_a_target_no_node_offers_is_refused_before_any_point_runs(run, tmp_path)
     r = run("sweep", "--models", "llama-3-8b", "--node", "dgx-a100,dgx-h100", "--nodes", "1,2",
             "--offloads", "none,superchip", "--format", "csv", "--output", out)
     assert r.code == 2
-    assert r.err.strip() == ("error: --offloads superchip: dgx-a100 does not offer it "
-                             "(offers none, cpu, nvme)")
+    assert r.err.strip() == ("error: --offloads superchip: no node type of the sweep offers it "
+                             "(dgx-a100 offers none, cpu, nvme; dgx-h100 offers none, cpu, "
+                             "nvme)")
     assert not out.exists()
 
 
@@ -65,6 +66,9 @@ def test_the_error_names_the_flag_the_target_was_typed_with(run, cmd):
         assert r.code == 2
         assert r.err.strip() == (f"error: {typed} superchip: dgx-a100 does not offer it "
                                  "(offers none, cpu, nvme)")
+    # both flags: the one the refused target came from (a cold review found --offloads here)
+    r = run(*cmd, "--node", "dgx-a100", "--nodes", 1, "--offload", "superchip", "--offloads", "cpu")
+    assert r.code == 2 and r.err.startswith("error: --offload superchip: dgx-a100 does not")
 
 
 def test_plan_csv_where_nothing_fits_carries_the_reason(run):
@@ -77,3 +81,13 @@ def test_plan_csv_where_nothing_fits_carries_the_reason(run):
     (row,) = _rows(r.out)
     assert (row["model"], row["node"], row["rank"]) == ("gpt-1008b", "dgx-a100", "")
     assert row["reason"] == j["why"] and row["reason"].startswith("no layout fits")
+
+
+def test_a_sweep_plot_where_no_point_has_a_layout(run, tmp_path):
+    """`sweep --plot` stopped with an internal error (no panel to draw) when no row had a
+    layout; it draws an empty panel that says so."""
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "s.svg"
+    r = run("sweep", "--models", "gpt-1008b", "--node", "dgx-a100", "--nodes", 1, "--plot", out)
+    assert r.code == 0, r.err
+    assert "no point has a layout" in out.read_text()

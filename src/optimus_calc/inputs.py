@@ -342,10 +342,10 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict, one_model: bool
     if one_model:
         check_moe_flags(model, tr, asm)
     recomputes = searched_recomputes(kw.get("recomputes"), tr)
-    offloads = parse_choices(kw.get("offloads"), Offload, "--offloads") or ()
-    offloads += parse_choices(kw.get("offload"), Offload, "--offload") or ()
-    offloads = tuple(dict.fromkeys(offloads)) or None
-    check_offloads(hw, offloads, "offloads" if kw.get("offloads") else "offload")
+    many = parse_choices(kw.get("offloads"), Offload, "--offloads") or ()
+    one = parse_choices(kw.get("offload"), Offload, "--offload") or ()
+    offloads = tuple(dict.fromkeys(many + one)) or None
+    check_offloads(hw, offloads, {o: "offload" for o in one if o not in many})
     max_zero = kw.get("max_zero")
     fw = "each" if kw.get("framework") is None else kw["framework"]  # '': an error below
     if fw in ("any", "each"):

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Callable
 
 from optimus_calc.catalog import Catalog
+from optimus_calc.errors import FieldError
 from optimus_calc.evaluate.context import resolve_hardware, with_positions
 from optimus_calc.search.inputs import (SearchInputs, check_offloads, offers_text,
                                          unoffered)
@@ -49,15 +50,15 @@ class SweepSpec:
 
 def sweep(cat: Catalog, spec: SweepSpec,
           progress: Callable[[int, int], None] | None = None,
-          offloads_field: str = "offloads") -> list[SweepPoint]:
+          typed: dict[Offload, str] | None = None) -> list[SweepPoint]:
     """One planner run per combination, in the nesting order of :class:`SweepSpec`; an offload
     value restricts the search to that target, so each target gets its own row. The SmartNIC
     sizing is that of the SmartNIC what-if layout. ``progress(done, total)`` is called after
     each point (the CLI draws a bar with it). A target one node type of the sweep does not
     offer gives that node's points a row saying so (its reason); one that no node type
-    offers is refused before any point runs (a FieldError on ``offloads_field``, the flag the
-    targets came from)."""
-    _some_node_offers(cat, spec, offloads_field)
+    offers is refused before any point runs (a FieldError on the flag it was typed with:
+    ``typed`` maps a target to "offload", else "offloads")."""
+    _some_node_offers(cat, spec, typed)
     out: list[SweepPoint] = []
     combos = list(itertools.product(
         spec.models, spec.seq_lens, spec.global_batches, spec.offloads, spec.node_types,
@@ -103,7 +104,7 @@ def _point(cat: Catalog, si: SearchInputs, objective: str = "throughput") -> Swe
     return SweepPoint(si.hw.nodes, res, sizing, si.assumptions, _one(si.offloads))
 
 
-def _some_node_offers(cat: Catalog, spec: SweepSpec, field: str) -> None:
+def _some_node_offers(cat: Catalog, spec: SweepSpec, typed: dict | None) -> None:
     """Refuse a target that no node type of the sweep offers (with any of its SmartNICs): a
     sweep of rows that all say "does not offer it" is a mistyped flag, not a plan."""
     for off in spec.offloads:
@@ -111,8 +112,14 @@ def _some_node_offers(cat: Catalog, spec: SweepSpec, field: str) -> None:
             continue
         hws = [resolve_hardware(cat, nt, spec.node_counts[0], None, None, sn)
                for nt in spec.node_types for sn in spec.smartnics]
-        if all(unoffered(hw, (off,)) for hw in hws):
-            check_offloads(hws[0], (off,), field)
+        if not all(unoffered(hw, (off,)) for hw in hws):
+            continue
+        if len({hw.node.name for hw in hws}) == 1:
+            check_offloads(hws[0], (off,), typed)  # one node type: plan's message
+        field = (typed or {}).get(off, "offloads")
+        offers = "; ".join(dict.fromkeys(f"{hw.node.name} {offers_text(hw)}" for hw in hws))
+        raise FieldError(field, f"{{{field}}} {off.value}: no node type of the sweep offers "
+                                f"it ({offers})")
 
 
 def _not_offered(si: SearchInputs, objective: str, lacks: Offload) -> SweepPoint:

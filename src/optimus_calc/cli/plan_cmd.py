@@ -205,10 +205,10 @@ def sweep(app, models, nodes_types, node_counts, smartnics, objective, fmt, outp
                                or (None,)))
     gbs = tuple(dict.fromkeys(parse_ints(kw.pop("global_batch"), "--global-batch", 1,
                                          100_000_000) or (None,)))
-    field = "offloads" if kw.get("offloads") else "offload"  # the flag an error names
-    offs = parse_choices(kw.pop("offloads"), Offload, "--offloads") or ()
-    offs += parse_choices(kw.pop("offload"), Offload, "--offload") or ()
-    offs = tuple(dict.fromkeys(offs)) or (None,)
+    many = parse_choices(kw.pop("offloads"), Offload, "--offloads") or ()
+    one = parse_choices(kw.pop("offload"), Offload, "--offload") or ()
+    offs = tuple(dict.fromkeys(many + one)) or (None,)
+    typed = {o: "offload" for o in one if o not in many}  # the flag an error names
     cat = app.catalog
     names, types = _split(models, "--models"), tuple(_split(nodes_types, "--node"))
     sns = tuple(_split(smartnics, "--smartnic")) if smartnics is not None else (None,)
@@ -223,7 +223,7 @@ def sweep(app, models, nodes_types, node_counts, smartnics, objective, fmt, outp
     _check_moe_flags(spec, kw.get("framework"))
     from optimus_calc.cli.progress import progress_bar
     with progress_bar("sweep") as bar:
-        points = run_sweep(cat, spec, progress=bar, offloads_field=field)
+        points = run_sweep(cat, spec, progress=bar, typed=typed)
     emit(sweep_document(points, kw.get("train"), kw.get("profile"), template), fmt, output)
 
 

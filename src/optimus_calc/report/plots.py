@@ -160,7 +160,8 @@ def _sweep(plt, data: dict[str, Any]):
     """Tokens/s, MFU, and with ``--tokens`` days to train (and cost when priced) against nodes,
     every axis from 0, every point labelled with its recommended layout (issue 20)."""
     rows = data["rows"]
-    panels = [p for p in SWEEP_PANELS if any(r.get(p[0]) is not None for r in rows)]
+    panels = ([p for p in SWEEP_PANELS if any(r.get(p[0]) is not None for r in rows)]
+              or SWEEP_PANELS[:1])  # no point has a layout: an empty tokens/s panel says so
     fig, axes = plt.subplots(len(panels), 1, figsize=(7.5, 2.6 * len(panels) + 0.6),
                              sharex=True, squeeze=False)
     axes = [a[0] for a in axes]
@@ -196,7 +197,11 @@ def _sweep(plt, data: dict[str, Any]):
         ax.grid(True, linewidth=0.3)
     axes[0].set_title("sweep: recommended layout per node count (labels: TP PP DP ZeRO, "
                       "offload)", fontsize=10)
-    axes[0].legend(fontsize=7)
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize=7)
+    else:
+        axes[0].text(0.5, 0.5, "no point has a layout (the reason column says why)",
+                     transform=axes[0].transAxes, ha="center", va="center", fontsize=9)
     axes[-1].set_xlabel("nodes")
     axes[-1].set_xticks(sorted({r["nodes"] for r in rows}))
     return fig

@@ -58,11 +58,12 @@ def offers_text(hw: Hardware) -> str:
 
 
 def check_offloads(hw: Hardware, offloads: tuple[Offload, ...] | None,
-                   field: str = "offloads") -> None:
-    """Every target asked for is one the node offers (a FieldError on ``field``, the flag the
-    targets came from, if not)."""
+                   typed: dict[Offload, str] | None = None) -> None:
+    """Every target asked for is one the node offers (a FieldError on the flag it was typed
+    with if not: ``typed`` maps a target to its field, "offload"; else "offloads")."""
     if (o := unoffered(hw, offloads)) is not None:
         hint = (" (name a card with {smartnic} for the what-if)"
                 if o is Offload.SMARTNIC else "")
+        field = (typed or {}).get(o, "offloads")
         raise FieldError(field, f"{{{field}}} {o.value}: {hw.node.name} does not offer "
                                 f"it ({offers_text(hw)}){hint}")
