@@ -141,11 +141,14 @@ def test_imbalance_is_capped_by_what_routing_can_put_on_one_rank(run):
     at_cap = run("step", *base, "--moe-imbalance", 4, "--format", "json").json()
     over = run("step", *base, "--moe-imbalance", 4.5, "--format", "json").json()
     assert over["step_time_s"] == at_cap["step_time_s"]
+    # the JSON says what ran beside what was typed (Mixtral at EP 8: cap 4)
+    assert (over["assumptions"]["moe_imbalance"], over["moe_imbalance_applied"]) == (4.5, 4.0)
+    assert "moe_imbalance_applied" not in run("step", "llama-3-8b", "--format", "json").json()
     text = " ".join(run("step", *base, "--moe-imbalance", 4.5).out.split())
     assert "--moe-imbalance 4.5 capped at 4 at EP 8: the most-loaded rank can get no more" in text
     one = run("memory", "mixtral-8x7b", "--moe-imbalance", 1.5, "--format", "json").json()
     none = run("memory", "mixtral-8x7b", "--format", "json").json()  # EP 1: cap 1
-    assert one["per_gpu"] == none["per_gpu"]
+    assert one["per_gpu"] == none["per_gpu"] and one["moe_imbalance_applied"] == 1.0
     text = " ".join(run("memory", "mixtral-8x7b", "--moe-imbalance", 1.5).out.split())
     assert "--moe-imbalance 1.5 capped at 1 at EP 1" in text
 
@@ -164,6 +167,7 @@ def test_imbalance_is_capped_at_the_layout_each_command_evaluates(run):
     assert "--moe-imbalance 3 capped at 1 at the recommended layout's EP 1" in out
     rec = run("plan", "mixtral-8x7b", "--moe-imbalance", 2, "--format", "json").json()
     lay = rec["recommended"]
+    assert lay["ep"] == 1 and lay["moe_imbalance_applied"] == 1.0
     flags = ["--tp", lay["tp"], "--pp", lay["pp"], "--ep", lay["ep"], "--zero", lay["zero"],
              "--micro-batch", lay["micro_batch"], "--recompute", lay["recompute"],
              "--offload", lay["offload"], "--framework", lay["framework"].split(",")[0]]

@@ -43,9 +43,10 @@ def test_a_card_below_the_catalogs_bounds_is_not_written(run, tmp_path):
     assert not out.exists()
 
 
-def test_a_card_file_must_be_toml(run, tmp_path):
+@pytest.mark.parametrize("name", ["c.txt", "c.TOML"])  # catalog._toml_files: "*.toml" only
+def test_a_card_file_must_be_toml(run, tmp_path, name):
     r = run("breakeven", "llama-2-7b", "--device", "bluefield-3", "--save-card",
-            tmp_path / "c.txt")
+            tmp_path / name)
     assert r.code == 2
     assert "a card is a catalog TOML file; name it *.toml" in r.err
-    assert not (tmp_path / "c.txt").exists()
+    assert not (tmp_path / name).exists()

@@ -261,7 +261,7 @@ def _save(card, path: str, scale: float, goal, model: str, inp) -> None:
 
     if card is None:
         raise InputError("--save-card needs a SmartNIC --device (the card to size)")
-    if not path.lower().endswith(".toml"):  # --catalog-dir loads *.toml files only
+    if not path.endswith(".toml"):  # --catalog-dir loads *.toml files only (case-sensitive)
         raise InputError(f"--save-card {path[:200]!r}: a card is a catalog TOML file; name "
                          "it *.toml")
     mc = card[0]

@@ -52,10 +52,13 @@ def explain(app, name: str | None, model: str | None, latex: bool, show_assumpti
     if model is None and (typed := _typed_layout_flag()):
         raise InputError(f"{typed} sets the values of a layout: give MODEL (explain {name} "
                          "MODEL [layout options]); without it the equation has no values")
-    values, scopes, choice = None, [], None
+    values, scopes, choice, capped = None, [], None, []
     if model is not None:
-        values, scopes, choice = _values(app, eq.name, model, kw, pipeline_stage, scope, train)
+        values, scopes, choice, capped = _values(app, eq.name, model, kw, pipeline_stage,
+                                                 scope, train)
     doc = V.equation_document(eq, values, latex)
+    if capped:  # an --moe-imbalance the layout's routing caps: the values are the cap's
+        doc = dataclasses.replace(doc, notes=doc.notes + capped)
     if choice is not None:  # whose physics the values are: step's and memory's header and key
         doc = dataclasses.replace(doc, notes=doc.notes + [f"values under the {choice.text()}"],
                                   data={**doc.data, "physics_profile": choice.data()})
@@ -99,18 +102,20 @@ def _explain_all(app, name, model, pipeline_stage, train, fmt, output, kw) -> No
 
 
 def _values(app, name, model, kw, pipeline_stage, scope, train):
-    """(values, scopes, choice) of equation ``name`` for the layout: the evaluator's call,
-    else one of the figures `explain --all` adds (training time with --tokens, the
+    """(values, scopes, choice, capped) of equation ``name`` for the layout: the evaluator's
+    call, else one of the figures `explain --all` adds (training time with --tokens, the
     collectives); ``choice`` the framework profile applied (frameworks.physics.Choice, or
-    None)."""
+    None); ``capped`` the note where the layout caps --moe-imbalance (report.common)."""
     from optimus_calc.analyses.explain import evaluated_equations
     from optimus_calc.evaluate.memory import equation_values
     from optimus_calc.inputs import build_inputs
+    from optimus_calc.report.common import imbalance_note
 
     inp = build_inputs(app.catalog, model, kw)
     physics = getattr(inp, "framework", None)
+    capped = imbalance_note(inp.model, inp.assumptions, inp.layout)
     try:
-        return (*equation_values(inp, name, pipeline_stage, scope), physics)
+        return (*equation_values(inp, name, pipeline_stage, scope), physics, capped)
     except InputError as err:
         rows = [r for r in evaluated_equations(inp, pipeline_stage,
                                                train.tokens if train else None,
@@ -119,7 +124,7 @@ def _values(app, name, model, kw, pipeline_stage, scope, train):
                 and scope in (None, r.scope)]
         if not rows:
             raise err
-        return rows[-1].inputs, [r.scope for r in rows], physics
+        return rows[-1].inputs, [r.scope for r in rows], physics, capped
 
 
 # the options of explain itself; every other option describes the layout and its training

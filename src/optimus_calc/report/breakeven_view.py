@@ -6,9 +6,9 @@ from typing import assert_never
 
 from optimus_calc.analyses.breakeven.case import Goal
 from optimus_calc.evaluate.hw_params import LINK_ROLES
-from optimus_calc.report.common import (framework_header, hardware_data, imbalance_note,
-                                        layout_data, layout_text, model_data,
-                                        training_data, training_text)
+from optimus_calc.report.common import (framework_header, hardware_data, layout_data, layout_text,
+                                        model_data, training_data, training_text)
+from optimus_calc.report.common import applied_imbalance, imbalance_note
 from optimus_calc.report.batch_sweep_view import sweep_data, sweep_note, sweep_table
 from optimus_calc.report.card_view import card_data, card_notes, card_table
 from optimus_calc.report.document import Column, Document, Table
@@ -218,6 +218,7 @@ def breakeven_document(inp, goal, results, ref, sens, single: bool, card=None,
     data: dict = {"model": model_data(inp.model), "hardware": hardware_data(inp.hw),
                   "layout": layout_data(inp.layout), "training": training_data(inp.training),
                   "assumptions": dict(inp.assumptions), "goal": goal.value,
+                  **applied_imbalance(inp.model, inp.assumptions, inp.layout),
                   "goal_text": goal.text}
     lay_text = (layout_text(results[0].case.layout) if single else
                 layout_text(inp.layout).split(", offload")[0] + ", the optimizer on each device "

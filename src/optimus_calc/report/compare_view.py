@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from optimus_calc.report.common import (TrainRequest, add_unread_flags_note, applied_modules,
                                         context_row, launch_data, layout_data, layout_text, pct,
-                                        imbalance_note, train_figures, training_data,
-                                        training_text)
+                                        train_figures, training_data, training_text)
+from optimus_calc.report.common import applied_imbalance, imbalance_note
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB
@@ -129,7 +129,7 @@ def compare_document(cmp, train: TrainRequest | None = None) -> Document:
             "gpus": inp.hw.gpus, "seq_len": inp.training.seq_len,
             "global_batch": inp.training.global_batch, **launch_data(inp.training),
             "layout": _layout(cmp.baseline), "training": training_data(inp.training),
-            "strategies": rows,
+            **applied_imbalance(inp.model, inp.assumptions, inp.layout), "strategies": rows,
             "best": best["strategy"] if best else None}
     add_unread_flags_note(inp, notes, data)
     return Document(

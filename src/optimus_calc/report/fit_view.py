@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from optimus_calc.report.common import (context_row, framework_data, framework_header,
-                                        imbalance_note, layout_data, layout_text,
-                                        training_text)
+from optimus_calc.report.common import (context_row, framework_data, framework_header, layout_data,
+                                        layout_text, training_text)
+from optimus_calc.report.common import imbalance_note
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.model import BareModel
 

@@ -8,7 +8,8 @@ from optimus_calc.evaluate.memory import MemoryEstimate
 from optimus_calc.report.common import (context_row, framework_data, framework_header,
                                         frameworks_of, hardware_data, layout_data, layout_text,
                                         model_data, training_data, training_text,
-                                        add_unread_flags_note, imbalance_note)
+                                        add_unread_flags_note)
+from optimus_calc.report.common import applied_imbalance, imbalance_note
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB, GiB
@@ -110,6 +111,7 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False, fit=None) ->
         "model": model_data(inp.model), "hardware": hardware_data(inp.hw),
         "layout": layout_data(inp.layout), "training": training_data(inp.training),
         "assumptions": dict(inp.assumptions),
+        **applied_imbalance(inp.model, inp.assumptions, inp.layout),
         "model_states_total_bytes": est.model_states_total_bytes,
         "micro_batches": est.micro_batches,
         "per_gpu": per_gpu, "offload": offload,

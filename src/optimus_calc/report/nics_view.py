@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from optimus_calc.report.common import imbalance_note, layout_text
+from optimus_calc.report.common import layout_text
+from optimus_calc.report.common import applied_imbalance, imbalance_note
 from optimus_calc.report.document import Column, Document, Table
 
 
@@ -34,7 +35,8 @@ def nics_document(model, hw, layout, sizing, source: str, framework: str = "",
     data = {**data, "layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp,
                                "cp": layout.cp, "ep": layout.ep, "etp": layout.etp,
                                "interleave": layout.interleave, "zero": int(layout.zero)},
-            "sized_for": source, **({"unread_launch_flags": unread} if unread else {})}
+            "sized_for": source, **({"unread_launch_flags": unread} if unread else {}),
+            **(applied_imbalance(model, asm, layout) if asm is not None else {})}
     view = [{**r, "opt_GB": r["optimizer_bytes_per_gpu"] / 1e9,
              "card_GB": r["nic_memory_bytes"] / 1e9,
              "spill_GB": r["host_spill_bytes_per_nic"] / 1e9,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from optimus_calc.report.common import (TrainRequest, applied_modules, context_row, imbalance_note,
-                                        launch_data,
+from optimus_calc.report.common import (TrainRequest, applied_modules, context_row, launch_data,
                                         launch_text, layout_data, parallel_text, pct,
                                         search_unread_note, shown_training, train_figures)
+from optimus_calc.report.common import applied_imbalance, imbalance_note
 from optimus_calc.frameworks import Framework, exports_for
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
@@ -248,7 +248,8 @@ def _plan_data(res, si, ranged) -> dict:
         "evaluated": res.evaluated, "feasible": res.feasible,
         "infeasible_by_reason": res.infeasible_by_reason,
         "candidates": [{**candidate_data(c, res.model), **ranged(c)} for c in res.top],
-        "recommended": ({**candidate_data(res.recommended, res.model), **ranged(res.recommended)}
+        "recommended": ({**candidate_data(res.recommended, res.model), **ranged(res.recommended),
+                         **applied_imbalance(res.model, si.assumptions, res.recommended.layout)}
                         if res.recommended else None),
         **(ranged(res.recommended) if res.recommended else {}),
         "why": res.why, "smartnics": nic_rows(res.nic_sizing), "notes": list(res.notes),

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from optimus_calc.report.common import (TrainRequest, context_row, efficiency_text, fp8_notes,
-                                        moe_notes, window_notes,
-                                        framework_data, framework_header, frameworks_of,
-                                        hardware_data, layout_data,
-                                        layout_text, model_data, pct, train_figures,
-                                        training_data, training_text, add_unread_flags_note)
+                                        window_notes, framework_data, framework_header,
+                                        frameworks_of, hardware_data, layout_data, layout_text,
+                                        model_data, pct, train_figures, training_data,
+                                        training_text, add_unread_flags_note)
+from optimus_calc.report.common import applied_imbalance
+from optimus_calc.report.moe_text import moe_notes
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.units import GB
 
@@ -42,11 +43,11 @@ def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> 
     data = {"model": model_data(inp.model), "hardware": hardware_data(inp.hw),
             "layout": layout_data(inp.layout), "training": training_data(inp.training),
             "assumptions": dict(inp.assumptions),
+            **applied_imbalance(inp.model, inp.assumptions, inp.layout),
             **{k: v for k, v in terms.items() if k != "notes"},
             "breakdown": {k: terms[k] for k in BREAKDOWN_KEYS},
             "fits": mem.fits, "reasons": mem.reasons,
-            "gpu_memory_bytes": mem.worst.total_bytes, "notes": st.notes,
-            "fit_hint": hint.data}
+            "gpu_memory_bytes": mem.worst.total_bytes, "notes": st.notes, "fit_hint": hint.data}
     fws, fw_note = frameworks_of(inp)
     data["frameworks"] = fws
     data.update(framework_data(inp))
