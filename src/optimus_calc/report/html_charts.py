@@ -29,7 +29,8 @@ STEP_TERMS = (("compute_s", "compute"), ("elementwise_s", "element-wise"),
               ("bubble_s", "pipeline bubble"), ("tp_comm_s", "TP exposed"),
               ("cp_comm_s", "CP exposed"), ("ep_comm_s", "EP exposed"),
               ("pp_comm_s", "PP exposed"), ("dp_comm_exposed_s", "DP exposed"),
-              ("optimizer_exposed_s", "optimizer exposed"), ("fixed_s", "fixed costs"))
+              ("optimizer_exposed_s", "optimizer exposed"),
+              ("param_offload_exposed_s", "weights streamed in"), ("fixed_s", "fixed costs"))
 
 
 def _pyplot():

@@ -25,13 +25,17 @@ BREAKDOWN = [
     ("pp_comm_s", "PP point-to-point", "step.pp_comm_time"),
     ("dp_comm_exposed_s", "DP communication, exposed", "step.dp_exposed_time"),
     ("optimizer_exposed_s", "optimizer step + transfers, exposed", "compute.exposed_time"),
+    # step.time's T_po: --offload-params streams the weights from host RAM or NVMe
+    ("param_offload_exposed_s", "offloaded weights streamed in, exposed",
+     "offload.param_stream_exposed"),
     ("fixed_s", "fixed costs (per step, layer, MoE host sync)", "step.fixed_time"),
 ]
 
 
 BREAKDOWN_KEYS = ("compute_s", "elementwise_s", "bubble_s", "tp_comm_s", "cp_comm_s",
                   "ep_comm_s", "pp_comm_s", "dp_comm_s", "dp_comm_exposed_s", "optimizer_s",
-                  "optimizer_exposed_s", "offload_transfer_s", "fixed_s")
+                  "optimizer_exposed_s", "offload_transfer_s", "fixed_s",
+                  "param_offload_exposed_s")  # last: a column added after the others
 
 
 def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> Document:
