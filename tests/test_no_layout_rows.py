@@ -91,4 +91,3 @@ def test_a_sweep_plot_where_no_point_has_a_layout(run, tmp_path):
     r = run("sweep", "--models", "gpt-1008b", "--node", "dgx-a100", "--nodes", 1, "--plot", out)
     assert r.code == 0, r.err
     assert "no point has a layout" in out.read_text()
-
