@@ -71,6 +71,9 @@ def test_explain_names_the_framework_profile_its_values_come_from(run):
     ("compute.rope_bytes", "llama-3-8b", "dgx-h100", "it runs only for a model with a YaRN"),
     ("compute.moe_router_bytes", "llama-3-8b", "dgx-h100",
      "it runs only for an MoE model (this one is dense)"),
+    # step's table cites it on every step; it runs only with the weights offloaded
+    ("offload.param_stream_exposed", "llama-3-8b", "dgx-h100",
+     "it runs only when the weights are offloaded (--offload-params"),
 ])
 def test_explain_says_why_a_conditional_equation_did_not_run(run, name, model, node, why):
     # round 18: these said "not evaluated for this configuration (e.g. step time with

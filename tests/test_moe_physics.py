@@ -253,3 +253,18 @@ def test_folding_is_megatron_and_torchtitan_only(cat):
           for kw in ({}, {"etp": 1})]
     assert ds == [True, False]
     assert not one["megatron-deepspeed"] and not one["deepspeed"]
+
+
+def test_sweep_and_the_json_without_an_assumptions_block_say_what_was_capped(run):
+    # Mixtral-8x7B's sweep row on one DGX A100 runs EP 1: cap 1 (a cold review: a sweep never
+    # said so); compare and nics JSON have no assumptions block, so they carry the typed value
+    out = " ".join(run("sweep", "--models", "mixtral-8x7b", "--nodes", 1,
+                       "--moe-imbalance", 6).out.split())
+    assert "--moe-imbalance 6 capped at 1 at mixtral-8x7b on 1 x dgx-a100's EP 1" in out
+    (row,) = run("sweep", "--models", "mixtral-8x7b", "--nodes", 1, "--moe-imbalance", 6,
+                 "--format", "json").json()["rows"]
+    assert row["ep"] == 1 and row["moe_imbalance_applied"] == 1.0
+    for cmd in ("compare", "nics"):
+        d = run(cmd, "mixtral-8x7b", "--tp", 1, "--ep", 8, "--moe-imbalance", 6,
+                "--format", "json").json()
+        assert (d["moe_imbalance"], d["moe_imbalance_applied"]) == (6.0, 4.0), cmd

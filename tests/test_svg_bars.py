@@ -71,3 +71,16 @@ def test_legend_columns_fit_their_longest_entry():
     swatches = [r for r in els(root, "rect") if r.get("width") == "18"]
     assert [float(r.get("x")) for r in swatches] == [150, 575, 150]
     assert all(p.get("id").startswith("step-p") for p in els(root, "pattern"))
+
+
+def test_a_long_label_is_cut_and_the_plot_keeps_its_width():
+    # a 110-character card name (a cold review) took 966 of the 1,000 units; a label is cut at
+    # 48 characters (47 and an ellipsis): margin 16 + 7.2 x 48 = 361.6
+    root = ET.fromstring(stacked_bars([("n" * 110, [Segment("e" * 200, 1.0, "#000000")])],
+                                      2.0, "x", "c"))
+    texts = [t.text for t in els(root, "text")]
+    assert "n" * 47 + "\u2026" in texts
+    bar = next(r for r in els(root, "rect") if r.find(NS + "title") is not None)
+    assert float(bar.get("x")) == 361.6 and float(bar.get("width")) == 309.2  # (1000-381.6)/2
+    # the legend entry is cut to the width left of the margin: (1000 - 361.6 - 34) / 7.2 = 83
+    assert "e" * 82 + "\u2026" in texts

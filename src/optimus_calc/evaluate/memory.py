@@ -241,6 +241,10 @@ _ONLY_WHEN = {
            ("compute.moe_act_recompute_bytes", "moe_act"),
            ("compute.norm_recompute_bytes", "layernorm"),
            ("memory.discarded_activation_bytes", "layernorm or moe_act, on an MoE model"))},
+    **{eq: "it runs only when the weights are offloaded (--offload-params, with --offload cpu "
+       "or nvme at --zero 3): they are then streamed in every micro-batch" for eq in (
+           "offload.param_stream_exposed", "offload.param_stream_bytes",
+           "offload.param_stream_time_cpu", "offload.param_stream_time_nvme")},
 }
 
 
@@ -259,6 +263,10 @@ def _condition(name: str, inp) -> str:
               "compute.rope_bytes": not rope_unfused(model, asm),
               "compute.moe_act_recompute_bytes": not sel or "moe_act" not in tr.recompute_modules,
               "compute.norm_recompute_bytes": not sel or "layernorm" not in tr.recompute_modules,
+              **dict.fromkeys(("offload.param_stream_exposed", "offload.param_stream_bytes",
+                               "offload.param_stream_time_cpu",
+                               "offload.param_stream_time_nvme"),
+                              not inp.layout.offload_params),
               "memory.discarded_activation_bytes": not sel or not tr.recompute_modules
               or not getattr(model, "is_moe", False)}
     return _ONLY_WHEN[name] if missed.get(name) else ""

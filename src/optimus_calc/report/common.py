@@ -182,14 +182,16 @@ def efficiency_text(gpu, asm, kernel=None, d_head: float = 128.0, flash: bool = 
             "(`optimus-calc explain efficiency.gemm_efficiency`)")
 
 
-def applied_imbalance(model, asm, layout) -> dict:
+def applied_imbalance(model, asm, layout, typed: bool = False) -> dict:
     """``{"moe_imbalance_applied": x}``: the most-loaded rank's share the equations ran at this
     layout (--moe-imbalance capped at efficiency.moe_imbalance_cap), for an MoE model's JSON
-    beside the typed ``assumptions.moe_imbalance``; ``{}`` for a dense model."""
+    beside the typed ``assumptions.moe_imbalance`` (``typed``: a JSON without that block gets
+    it as ``moe_imbalance``); ``{}`` for a dense model."""
     if not getattr(model, "is_moe", False) or layout is None:
         return {}
     from optimus_calc.evaluate.shapes import imbalance_at
-    return {"moe_imbalance_applied": float(imbalance_at(model, layout.ep, asm.moe_imbalance))}
+    return {**({"moe_imbalance": asm.moe_imbalance} if typed else {}),
+            "moe_imbalance_applied": float(imbalance_at(model, layout.ep, asm.moe_imbalance))}
 
 
 def imbalance_note(model, asm, layout, where: str = "") -> list[str]:

@@ -129,7 +129,8 @@ def compare_document(cmp, train: TrainRequest | None = None) -> Document:
             "gpus": inp.hw.gpus, "seq_len": inp.training.seq_len,
             "global_batch": inp.training.global_batch, **launch_data(inp.training),
             "layout": _layout(cmp.baseline), "training": training_data(inp.training),
-            **applied_imbalance(inp.model, inp.assumptions, inp.layout), "strategies": rows,
+            **applied_imbalance(inp.model, inp.assumptions, inp.layout, typed=True),
+            "strategies": rows,
             "best": best["strategy"] if best else None}
     add_unread_flags_note(inp, notes, data)
     return Document(

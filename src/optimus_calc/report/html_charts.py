@@ -95,7 +95,9 @@ def step_chart(data: dict[str, Any]) -> str:
     keys = [k for k, _ in STEP_TERMS]
     colours = [PALETTE[keys.index(k) % len(PALETTE)]
                for k in ("dp_comm_exposed_s", "optimizer_exposed_s")]
-    faded = [Segment(f"{n} (hidden)", v, c, "//", 0.45) for (n, v), c in zip(hidden, colours)]
+    # the sparse cross no exposed term wears (HATCHES: "xx" is TP's), so a hidden part never
+    # looks like an exposed one of a similar grey
+    faded = [Segment(f"{n} (hidden)", v, c, "x", 0.45) for (n, v), c in zip(hidden, colours)]
     return stacked_bars([("step (exposed)", exposed), ("overlapped (hidden)", faded)],
                         max(data["step_time_s"], sum(v for _, v in hidden)) * 1.04,
                         "seconds per step",

@@ -36,7 +36,7 @@ def nics_document(model, hw, layout, sizing, source: str, framework: str = "",
                                "cp": layout.cp, "ep": layout.ep, "etp": layout.etp,
                                "interleave": layout.interleave, "zero": int(layout.zero)},
             "sized_for": source, **({"unread_launch_flags": unread} if unread else {}),
-            **(applied_imbalance(model, asm, layout) if asm is not None else {})}
+            **(applied_imbalance(model, asm, layout, typed=True) if asm is not None else {})}
     view = [{**r, "opt_GB": r["optimizer_bytes_per_gpu"] / 1e9,
              "card_GB": r["nic_memory_bytes"] / 1e9,
              "spill_GB": r["host_spill_bytes_per_nic"] / 1e9,

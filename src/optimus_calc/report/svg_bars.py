@@ -13,6 +13,7 @@ import math
 from optimus_calc.record import record
 
 W, LEFT, RIGHT, ROW_H, BAR_H, LEGEND_ROW = 1000.0, 150.0, 20.0, 46.0, 28.0, 20.0
+MAX_LABEL = 48  # characters of a row label: a margin of at most 16 + 7.2 x 48 = 362 units
 
 
 @record
@@ -77,10 +78,18 @@ def _pattern(pid: str, colour: str, hatch: str, alpha: float) -> str:
             f"{path}</pattern>")
 
 
+def _cut(text: str, chars: int) -> str:
+    """``text`` cut to ``chars`` characters with an ellipsis (the full text stays in the table
+    beside the chart and in the bar's tooltip)."""
+    return text if len(text) <= chars else text[:max(chars - 1, 1)] + "\u2026"
+
+
 def _legend(entries: list[tuple[str, str, str]], x0: float, most: int) -> tuple[list[str], int]:
     """The legend's elements from ``x0`` to the right edge, and its rows: columns as wide as
     the longest entry (swatch, gap and ~7 units a character), at most ``most`` of them, so no
-    entry runs into the next or past the edge."""
+    entry runs into the next or past the edge (an entry longer than the width is cut)."""
+    fit = int((W - x0 - 34) / 7.2)
+    entries = [(_cut(name, fit), fill, dash) for name, fill, dash in entries]
     widest = max((34 + 7.2 * len(name) for name, _, _ in entries), default=0.0)
     cols = max(1, min(most, int((W - x0) // widest))) if widest else most
     col_w, out = (W - x0) / cols, []
@@ -109,7 +118,9 @@ def stacked_bars(rows: list[tuple[str, list[Segment]]], xmax: float, xlabel: str
     entries = list(dict.fromkeys((s.name, f"url(#{styles[s.colour, s.hatch, s.alpha]})", "")
                                  for _, segs in rows for s in segs if s.value > 0))
     entries += [(v.label, "none", "4,3" if v.dashed else "-") for v in vlines]
-    # room for the longest row label (about 7 units a character at font size 13)
+    # room for the longest row label (about 7 units a character at font size 13), at most
+    # MAX_LABEL characters: a longer one is cut, the plot keeps most of the width
+    rows = [(_cut(name, MAX_LABEL), segs) for name, segs in rows]
     left = max(LEFT, 16 + 7.2 * max((len(name) for name, _ in rows), default=0))
     legend, n_leg = _legend(entries, left, legend_cols)
     top = 10 + n_leg * LEGEND_ROW + 10

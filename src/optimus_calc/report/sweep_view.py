@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from optimus_calc.report.common import (TrainRequest, applied_modules, launch_data, launch_text,
-                                        pct, search_unread_note, shown_training, train_figures)
+from optimus_calc.report.common import (TrainRequest, applied_imbalance, applied_modules,
+                                        imbalance_note, launch_data, launch_text, pct,
+                                        search_unread_note, shown_training, train_figures)
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.report.plan_view import candidate_data, candidate_ranges
 
@@ -47,6 +48,7 @@ def sweep_row(p, train: TrainRequest | None = None, profile=None) -> dict:
         row.update({k: d[k] for k in d if k in row})
         row["mfu_pct"] = pct(r.mfu)
         row["mfu"] = r.mfu
+        row.update(applied_imbalance(res.model, p.assumptions, r.layout))  # JSON only
         row["sequence_parallel"] = r.training.sequence_parallel
         row.update(train_figures(train, r.step_s, r.training, res.hw, p.assumptions))
         ranges = candidate_ranges(r, res, profile, row)
@@ -111,7 +113,7 @@ def sweep_document(points, train: TrainRequest | None = None, profile=None,
     if launch:
         header.append(("launch", launch_text(points[0].result.training).removeprefix(", ")))
     data: dict = {"rows": rows}
-    notes = _no_layout_notes(rows)
+    notes = _no_layout_notes(rows) + _imbalance_notes(points)
     if si is not None and (unread := search_unread_note(si)):
         notes.append(unread)
         data["unread_launch_flags"] = unread
@@ -128,3 +130,15 @@ def _no_layout_notes(rows: list[dict], most: int = 10) -> list[str]:
            for r in rows if not r["fits"]]
     return out[:most] + ([f"... and {len(out) - most} more rows without a layout (the CSV's "
                           "reason column)"] if len(out) > most else [])
+
+
+def _imbalance_notes(points, most: int = 10) -> list[str]:
+    """Where a point's recommended layout caps --moe-imbalance (report.common.imbalance_note),
+    the first ``most`` and a count of the rest."""
+    out = [n for p in points if p.result.recommended is not None
+           for n in imbalance_note(p.result.model, p.assumptions, p.result.recommended.layout,
+                                   f"{p.result.model.name} on {p.nodes} x "
+                                   f"{p.result.hw.node.name}'s ")]
+    out = list(dict.fromkeys(out))
+    return out[:most] + ([f"... and {len(out) - most} more points where it is capped"]
+                         if len(out) > most else [])
