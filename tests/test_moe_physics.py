@@ -168,6 +168,9 @@ def test_imbalance_is_capped_at_the_layout_each_command_evaluates(run):
     rec = run("plan", "mixtral-8x7b", "--moe-imbalance", 2, "--format", "json").json()
     lay = rec["recommended"]
     assert lay["ep"] == 1 and lay["moe_imbalance_applied"] == 1.0
+    # each candidate at its own EP (Mixtral: EP min(2, 8 / EP) x EP / 2 = 1, 2, 4 at 1, 2, 8)
+    assert all(c["moe_imbalance_applied"] == min(2.0, {1: 1.0, 2: 2.0, 4: 4.0, 8: 4.0}[c["ep"]])
+               for c in rec["candidates"])
     flags = ["--tp", lay["tp"], "--pp", lay["pp"], "--ep", lay["ep"], "--zero", lay["zero"],
              "--micro-batch", lay["micro_batch"], "--recompute", lay["recompute"],
              "--offload", lay["offload"], "--framework", lay["framework"].split(",")[0]]

@@ -247,7 +247,9 @@ def _plan_data(res, si, ranged) -> dict:
         "layouts": res.evaluated // res.profiles, "profiles": res.profiles,
         "evaluated": res.evaluated, "feasible": res.feasible,
         "infeasible_by_reason": res.infeasible_by_reason,
-        "candidates": [{**candidate_data(c, res.model), **ranged(c)} for c in res.top],
+        "candidates": [{**candidate_data(c, res.model), **ranged(c),
+                        **applied_imbalance(res.model, si.assumptions, c.layout)}
+                       for c in res.top],
         "recommended": ({**candidate_data(res.recommended, res.model), **ranged(res.recommended),
                          **applied_imbalance(res.model, si.assumptions, res.recommended.layout)}
                         if res.recommended else None),
