@@ -208,14 +208,22 @@ def activation_coefficients(model: Model) -> tuple[float, float]:
     q_c = 2 * (model.score_dim + model.n_kv * d_qk + model.n_kv * d_v + model.value_dim) / h
     if model.is_mla:
         q_c += 2 * (model.q_lora_rank + model.kv_lora_rank) / h
-    per = 6 if model.ffn_type.matrices == 3 else 4
+    per = _mlp_per(model)
     dense_c = per * model.ffn_hidden / h
     if not model.is_moe:
         return q_c, dense_c
-    moe_c = (per * (model.top_k * model.expert_ffn + model.shared_experts * model.shared_ffn) / h
-             + 4 * model.experts / h)
-    m_c = (model.dense_layers * dense_c + model.moe_layers * moe_c) / model.layers
+    # the routed experts' part is routed_coefficient's; shared experts and router probabilities
+    rest_c = per * model.shared_experts * model.shared_ffn / h + 4 * model.experts / h
+    m_c = ((model.dense_layers * dense_c + model.moe_layers * rest_c) / model.layers
+           + routed_coefficient(model))
     return q_c, m_c
+
+
+def _mlp_per(model: Model) -> int:
+    """An MLP's activation coefficient per unit of width / h: 2 bytes x the width-f tensors it
+    keeps for the backward, 2 for a 2-matrix MLP (the activation's input and output: 4), 3 for
+    a gated one (gate, up, the down-projection's input: 6)."""
+    return 6 if model.ffn_type.matrices == 3 else 4
 
 
 def imbalance_at(model: Model, ep, imbalance: float):
@@ -234,8 +242,8 @@ def routed_coefficient(model: Model) -> float:
     the most-loaded EP rank keeps iota times (efficiency.moe_imbalance_cap); 0 when dense."""
     if not model.is_moe:
         return 0.0
-    per = 6 if model.ffn_type.matrices == 3 else 4
-    return per * model.top_k * model.expert_ffn / model.hidden * model.moe_layers / model.layers
+    return (_mlp_per(model) * model.top_k * model.expert_ffn / model.hidden * model.moe_layers
+            / model.layers)
 
 
 def separate_norms(model: Model) -> int:

@@ -182,16 +182,26 @@ def efficiency_text(gpu, asm, kernel=None, d_head: float = 128.0, flash: bool = 
             "(`optimus-calc explain efficiency.gemm_efficiency`)")
 
 
+def imbalance_applied(model, asm, layout) -> float:
+    """The most-loaded EP rank's share the equations ran at ``layout``: --moe-imbalance capped
+    at efficiency.moe_imbalance_cap (evaluate/shapes.imbalance_at, as Ctx.iota); the typed
+    value without a layout, 1 on a dense model. The one reading every report shares."""
+    if not getattr(model, "is_moe", False):
+        return 1.0
+    if layout is None:
+        return float(asm.moe_imbalance)
+    from optimus_calc.evaluate.shapes import imbalance_at
+    return float(imbalance_at(model, layout.ep, asm.moe_imbalance))
+
+
 def applied_imbalance(model, asm, layout, typed: bool = False) -> dict:
-    """``{"moe_imbalance_applied": x}``: the most-loaded rank's share the equations ran at this
-    layout (--moe-imbalance capped at efficiency.moe_imbalance_cap), for an MoE model's JSON
+    """``{"moe_imbalance_applied": x}`` (:func:`imbalance_applied`) for an MoE model's JSON
     beside the typed ``assumptions.moe_imbalance`` (``typed``: a JSON without that block gets
     it as ``moe_imbalance``); ``{}`` for a dense model."""
     if not getattr(model, "is_moe", False) or layout is None:
         return {}
-    from optimus_calc.evaluate.shapes import imbalance_at
     return {**({"moe_imbalance": asm.moe_imbalance} if typed else {}),
-            "moe_imbalance_applied": float(imbalance_at(model, layout.ep, asm.moe_imbalance))}
+            "moe_imbalance_applied": imbalance_applied(model, asm, layout)}
 
 
 def imbalance_note(model, asm, layout, where: str = "") -> list[str]:
@@ -199,8 +209,7 @@ def imbalance_note(model, asm, layout, where: str = "") -> list[str]:
     caps it per layout (efficiency.moe_imbalance_cap), and says so for its recommendation."""
     if not getattr(model, "is_moe", False) or asm.moe_imbalance <= 1 or layout is None:
         return []
-    from optimus_calc.evaluate.shapes import imbalance_at
-    cap = float(imbalance_at(model, layout.ep, asm.moe_imbalance))
+    cap = imbalance_applied(model, asm, layout)
     if cap * (1 + 1e-6) >= asm.moe_imbalance:  # within rounding of the cap: not capped
         return []
     return [f"--moe-imbalance {asm.moe_imbalance:g} capped at {cap:g} at {where}EP {layout.ep}: "

@@ -9,7 +9,7 @@ from optimus_calc.report.common import (context_row, framework_data, framework_h
                                         frameworks_of, hardware_data, layout_data, layout_text,
                                         model_data, training_data, training_text,
                                         add_unread_flags_note)
-from optimus_calc.report.common import applied_imbalance, imbalance_note
+from optimus_calc.report.common import applied_imbalance, imbalance_applied, imbalance_note
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
 from optimus_calc.units import GB, GiB
@@ -146,8 +146,7 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False, fit=None) ->
     add_unread_flags_note(inp, notes, data)
     tr, asm = inp.training, inp.assumptions
     if getattr(inp.model, "is_moe", False) and asm.moe_imbalance != 1:
-        from optimus_calc.evaluate.shapes import imbalance_at
-        iota = float(imbalance_at(inp.model, inp.layout.ep, asm.moe_imbalance))
+        iota = imbalance_applied(inp.model, asm, inp.layout)
         if iota > 1:
             notes.append(f"the most-loaded expert-parallel rank keeps its routed experts' "
                          f"activations at {iota:g}x the balanced share (--moe-imbalance;"

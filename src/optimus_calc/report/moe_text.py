@@ -4,7 +4,7 @@ token dispatcher."""
 
 from __future__ import annotations
 
-from optimus_calc.report.common import imbalance_note
+from optimus_calc.report.common import imbalance_applied, imbalance_note
 
 _DISPATCH = {"alltoall": "NCCL's all-to-all (comm.pairwise_cross_share)",
              "deepep": "DeepEP, a token across the network once per node "
@@ -35,8 +35,7 @@ def moe_notes(model, asm, tr=None, reach=None, layout=None) -> list[str]:
                  else f": they can span all {reach[1]} of the EP group's nodes here, no limit")
         disp += (f"; the model routes a token to {model.router_group_topk} of its "
                  f"{model.router_groups} expert groups{where} (comm.routing_node_limit)")
-    from optimus_calc.evaluate.shapes import imbalance_at  # as capped at the layout's EP
-    iota = float(imbalance_at(model, layout.ep, asm.moe_imbalance) if layout else asm.moe_imbalance)
+    iota = imbalance_applied(model, asm, layout)  # as capped at the layout's EP
     route = ("balanced routing (--moe-imbalance 1.0, the default)" if asm.moe_imbalance == 1
              else "balanced routing at this EP" if iota == 1
              else f"the most-loaded expert-parallel rank at {iota:g}x its balanced "
