@@ -163,8 +163,14 @@ def test_each_equation_module_registers_only_its_own_prefix(monkeypatch):
     from optimus_calc import equations
     from optimus_calc.equations import registry as R
     for m in R.MODULES:
-        monkeypatch.delitem(sys.modules, f"optimus_calc.equations.{m}", raising=False)
-        monkeypatch.delattr(equations, m, raising=False)
+        # set first, so undo also removes a module this test imports that was not imported
+        # before (delitem/delattr record nothing for a missing key): left behind, it is
+        # registered only in this test's registry, and load_all() would miss its equations
+        name = f"optimus_calc.equations.{m}"
+        monkeypatch.setitem(sys.modules, name, sys.modules.get(name))
+        monkeypatch.delitem(sys.modules, name)
+        monkeypatch.setattr(equations, m, getattr(equations, m, None), raising=False)
+        monkeypatch.delattr(equations, m)
     monkeypatch.setattr(R, "REGISTRY", {})
     monkeypatch.setattr(R, "_MEANINGS", {})
     added = {}
