@@ -35,7 +35,9 @@ CASES = {
                 "--pp", "4", "--zero", "3", "--model-states-only"],
 }
 FORMATS = ["table", "json", "csv"]
-SKIP = {("explain", "table")}  # sympy's pretty printer output may change between versions
+# every pair pinned: explain's table prints the generated text (equations/compiled/shown.py), which
+# the freshness test ties to the installed sympy, not sympy's printer at run time
+SKIP: set[tuple[str, str]] = set()
 
 
 def render(name: str, fmt: str) -> str:

@@ -1,8 +1,10 @@
 """Cold start (issue 15, Speed): what a fresh process imports, and the single-threaded BLAS.
 
 Each check runs in a fresh interpreter (a subprocess), because in-process the test session has
-already imported everything. Heavy libraries load only where they are used: sympy for `explain`
-and `fit` closed forms (`breakeven`'s are generated: tests/test_breakeven_forms.py); matplotlib only with `--plot`; rich only to draw a text table with text other than printable ASCII;
+already imported everything. Heavy libraries load only where they are used: sympy for `fit`'s
+closed forms (`breakeven`'s are generated: tests/test_breakeven_forms.py; `explain` prints the
+generated text and evaluates the compiled functions); matplotlib only with `--plot`; rich only
+to draw a text table with text other than printable ASCII;
 numpy and pydantic not at all for `--version` and `--help`.
 """
 
@@ -108,19 +110,25 @@ MACHINE = [
     # test_outputs_display.py: no matplotlib without --plot
     ["memory", "70e9", "--model-states-only", "--format", "json"],
 ]
-EXPLAIN = ["explain", "memory.weights_bytes", "--format", "json"]
+# fit's closed form for the layers of a bare parameter count: a command that does load sympy
+SYMPY_CONTROL = ["fit", "1e9", "--solve", "layers", "--node", "dgx-2", "--nodes", "4", "--zero",
+                 "1", "--model-states-only", "--precision", "fp16", "--format", "json"]
 # the design-review page lists its equations from the generated text (compiled/text.py)
 HTML = ["step", "llama-2-7b", "--format", "html", "-o",
         os.path.join(tempfile.gettempdir(), f"optimus-calc-probe-{os.getpid()}.html")]
 # ... and compare's, whose chart is bars too (report/svg_bars.py)
 HTML_COMPARE = ["compare", "llama-2-7b", "--format", "html", "-o",
                 os.path.join(tempfile.gettempdir(), f"optimus-calc-probe-c-{os.getpid()}.html")]
-# `explain`'s list of equations and an unknown name read the generated text (compiled/text.py)
-EXPLAIN_TEXT = [["explain"], ["explain", "no.such_equation"]]
-# the machine formats, the HTML page, explain's list and an unknown name, then `explain` of one
-# equation in the same process (the positive control for sympy): one fresh interpreter for the
+# `explain`'s list of equations and an unknown name read the generated text (compiled/text.py);
+# one equation, its values and its LaTeX the generated text too (compiled/shown.py) and the
+# compiled function of the expression (before: 1.2 s, sympy built and printed it)
+EXPLAIN_TEXT = [["explain"], ["explain", "no.such_equation"],
+                ["explain", "memory.weights_bytes", "--format", "json"],
+                ["explain", "step.time", "llama-2-7b", "--latex"]]
+# the machine formats, the HTML page, explain's pages and an unknown name, then fit's closed
+# form in the same process (the positive control for sympy): one fresh interpreter for the
 # tests of this module and of the two above
-MACHINE_THEN_EXPLAIN = [*MACHINE, HTML, HTML_COMPARE, *EXPLAIN_TEXT, EXPLAIN]
+MACHINE_THEN_EXPLAIN = [*MACHINE, HTML, HTML_COMPARE, *EXPLAIN_TEXT, SYMPY_CONTROL]
 # the hot tables, then a misspelt model (the positive control for difflib, which only "did you
 # mean" loads): one fresh interpreter
 MISSPELT = ["memory", "llama-70"]
@@ -156,13 +164,13 @@ def test_the_html_page_lists_its_equations_without_sympy(i):
 
 
 @pytest.mark.parametrize("i", range(len(EXPLAIN_TEXT)))
-def test_explain_lists_and_refuses_an_unknown_name_without_sympy(i):
+def test_explain_lists_refuses_and_prints_an_equation_without_sympy(i):
     # before: `explain` took 1.7 s building every equation to list their names (cold review)
     r = probe_sequence(MACHINE_THEN_EXPLAIN)[len(MACHINE) + 2 + i]
-    assert r["code"] == (0, 2)[i] and "sympy" not in r["loaded"]
+    assert r["code"] == (0, 2, 0, 0)[i] and "sympy" not in r["loaded"]
 
 
-def test_explain_does_load_sympy():
+def test_fit_closed_form_does_load_sympy():
     # the positive control: the probe sees a lazily imported library when a command needs it,
     # also as a later command of a sequence (the ones before it did not load it)
     *_, first, r = probe_sequence(MACHINE_THEN_EXPLAIN)

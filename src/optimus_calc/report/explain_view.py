@@ -1,19 +1,17 @@
-"""Documents for `explain`: the registry, one equation, its symbols' values. One equation's
-document imports sympy; the list and a name's lookup read the generated text."""
+"""Documents for `explain`: the registry, one equation, its symbols' values. Every page reads
+the text generated from the sympy registry (equations/compiled/, kept fresh by a test) and
+evaluates the compiled function generated from the same expression: none imports sympy."""
 
 from __future__ import annotations
 
 import difflib
 import math
+from dataclasses import dataclass
+from typing import Callable
 
 from optimus_calc.errors import InputError, UnknownNameError
 from optimus_calc.report.common import cite
 from optimus_calc.report.document import Column, Document, Table
-
-
-def _registry():
-    from optimus_calc.equations.registry import load_all
-    return load_all()
 
 
 def _text() -> dict:
@@ -24,10 +22,26 @@ def _text() -> dict:
     return TEXT
 
 
-def find_equation(name: str):
-    """The registry's equation ``name`` (or its unique short name): the name is looked up in
-    the generated text first, so an unknown one is refused without building any expression;
-    then only its module is built."""
+@dataclass(frozen=True)
+class ShownEquation:
+    """One registered equation as `explain` prints it, read from the generated text: its sympy
+    expression printed three ways (sstr, pretty, latex) and the compiled function of it."""
+    name: str
+    unit: str
+    source: str
+    doc: str
+    symbols: dict
+    expression: str
+    pretty: str
+    latex: str
+    args: tuple
+    compiled: Callable  # the numpy function equations/codegen.py printed from the same
+    #                     expression (test_memory_equations: equal to sympy.lambdify of it)
+
+
+def find_equation(name: str) -> ShownEquation:
+    """The registry's equation ``name`` (or its unique short name) from the generated text; an
+    unknown one is refused with the closest names."""
     key, names = name.strip().lower(), _text()
     if key not in names:
         short = [n for n in names if n.split(".", 1)[1] == key]
@@ -37,9 +51,9 @@ def find_equation(name: str):
                     else "; see 'optimus-calc explain'")
             raise UnknownNameError(f"unknown equation {name[:80]!r}{hint}")
         key = short[0]
-    from optimus_calc.equations.registry import load_module  # sympy: a known name only
-    one = load_module(key.split(".", 1)[0])  # the module named first
-    return one[key] if key in one else _registry()[key]
+    from optimus_calc.equations.compiled.shown import SHOWN
+    expression, unit, source, doc, symbols = names[key]
+    return ShownEquation(key, unit, source, doc, symbols, expression, *SHOWN[key])
 
 
 def list_document() -> Document:
@@ -72,22 +86,19 @@ def assumptions_document(in_effect=None) -> Document:
                         *value, Column("description", "source / meaning", align="left")])])
 
 
-def equation_document(eq, values: dict[str, float] | None, latex: bool) -> Document:
-    import sympy as sp
-
-    shown = sp.latex(eq.expr) if latex else sp.pretty(eq.expr, use_unicode=True, wrap_line=False)
+def equation_document(eq: ShownEquation, values: dict[str, float] | None,
+                      latex: bool) -> Document:
     data: dict = {"name": eq.name, "unit": eq.unit, "source": cite(eq.source), "doc": eq.doc,
-                  "expression": sp.sstr(eq.expr), "latex": sp.latex(eq.expr),
-                  "symbols": eq.symbols}
+                  "expression": eq.expression, "latex": eq.latex, "symbols": eq.symbols}
     notes = [f"source: {cite(eq.source)}", eq.doc]
     rows = [{"symbol": s, "meaning": m, "value": None} for s, m in eq.symbols.items()]
     if values is not None:
         import numpy as np
         # as numpy floats: a Piecewise evaluates every branch, and the one not taken may divide
         # by zero (compute.optimizer_step_time's CPU branch on a GPU); numpy gives inf there
-        args = [np.float64(values[s.name]) for s in eq.args]
+        args = [np.float64(values[s]) for s in eq.args]
         with np.errstate(divide="ignore", invalid="ignore"):
-            result = float(eq.lambdified()(*args))  # the very expression printed above
+            result = float(eq.compiled(*args))  # the very expression printed above
         if not math.isfinite(result):
             raise InputError(f"{eq.name} is not finite for these inputs")
         for row in rows:
@@ -98,6 +109,7 @@ def equation_document(eq, values: dict[str, float] | None, latex: bool) -> Docum
     table = Table(title="symbols", rows=rows, columns=[
         Column("symbol", "symbol", align="left"), Column("value", "value", ".6g"),
         Column("meaning", "meaning", align="left")])
+    shown = eq.latex if latex else eq.pretty
     return Document(title=f"{eq.name} [{eq.unit}]\n\n{shown}\n", data=data, tables=[table],
                     notes=notes)
 
