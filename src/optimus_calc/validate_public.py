@@ -166,12 +166,32 @@ def memory_gib(s: RowSetup) -> float:
 
 def step_time(s: RowSetup) -> float:
     """The row's step time: the one-layout evaluation estimate_step reads it from, without the
-    memory and step reports built around it (validate asks ~2,000: each row, its sensitivity
-    and the MoE slopes; a fifth of each)."""
-    ev = evaluate(Batch.of(s.layout, s.training), s.model, s.hw, s.training, s.asm,
-                  all_stages=True)
-    assert ev.has_step
-    return float(np.asarray(ev.step_time_s).reshape(-1)[0])
+    memory and step reports built around it (validate asks ~2,600: each row, its sensitivity,
+    its held-out prediction and the MoE slopes). A table republished release after release
+    repeats its layouts (548 rows, 428 distinct setups), so equal inputs are evaluated once:
+    the step is a pure function of them."""
+    key = _inputs_key(s)
+    got = _STEP.get(key)
+    if got is None:
+        ev = evaluate(Batch.of(s.layout, s.training), s.model, s.hw, s.training, s.asm,
+                      all_stages=True)
+        assert ev.has_step
+        got = _STEP[key] = float(np.asarray(ev.step_time_s).reshape(-1)[0])
+        if len(_STEP) > 20_000:  # a bound (one validate holds ~2,000), not a cache policy
+            _STEP.clear()
+    return got
+
+
+_STEP: dict[tuple, float] = {}
+
+
+def _inputs_key(s: RowSetup) -> tuple:
+    """Everything the step reads (the model, hardware, layout, training and assumptions), as
+    a dict key: the GPU entry's per-kernel tables are dicts, so it enters by its fields."""
+    gpu = s.hw.gpu
+    fields = tuple((k, tuple(sorted(v.items())) if isinstance(v, dict) else v)
+                   for k, v in gpu.__dict__.items())
+    return (s.model, replace(s.hw, gpu=None), fields, type(gpu), s.layout, s.training, s.asm)
 
 
 @record
