@@ -108,5 +108,5 @@ def install() -> None:
     share("optimus_calc.cli.breakeven_cmd", "_minimum_card")
     share("optimus_calc.analyses.fit", "solve")
     share("optimus_calc.analyses.fit", "explain_fit")
-    for chart in ("memory_chart", "step_chart", "plot_chart"):  # an HTML page's SVG charts
+    for chart in ("memory_chart", "step_chart", "compare_chart"):  # an HTML page's SVG charts
         share("optimus_calc.report.html_charts", chart)

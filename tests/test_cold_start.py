@@ -119,6 +119,9 @@ HTML = ["step", "llama-2-7b", "--format", "html", "-o",
 # ... and compare's, whose chart is bars too (report/svg_bars.py)
 HTML_COMPARE = ["compare", "llama-2-7b", "--format", "html", "-o",
                 os.path.join(tempfile.gettempdir(), f"optimus-calc-probe-c-{os.getpid()}.html")]
+# ... and comm's, whose bandwidth lines are written as SVG directly (report/svg_lines.py)
+HTML_COMM = ["comm", "all-reduce", "--sizes", "1KB..1GB", "--nodes", "2", "--format", "html",
+             "-o", os.path.join(tempfile.gettempdir(), f"optimus-calc-probe-l-{os.getpid()}.html")]
 # `explain`'s list of equations and an unknown name read the generated text (compiled/text.py);
 # one equation, its values and its LaTeX the generated text too (compiled/shown.py) and the
 # compiled function of the expression (before: 1.2 s, sympy built and printed it)
@@ -128,7 +131,8 @@ EXPLAIN_TEXT = [["explain"], ["explain", "no.such_equation"],
 # the machine formats, the HTML page, explain's pages and an unknown name, then fit's closed
 # form in the same process (the positive control for sympy): one fresh interpreter for the
 # tests of this module and of the two above
-MACHINE_THEN_EXPLAIN = [*MACHINE, HTML, HTML_COMPARE, *EXPLAIN_TEXT, SYMPY_CONTROL]
+MACHINE_THEN_EXPLAIN = [*MACHINE, HTML, HTML_COMPARE, HTML_COMM, *EXPLAIN_TEXT,
+                        SYMPY_CONTROL]
 # the hot tables, then a misspelt model (the positive control for difflib, which only "did you
 # mean" loads): one fresh interpreter
 MISSPELT = ["memory", "llama-70"]
@@ -151,22 +155,23 @@ def test_machine_formats_do_not_load_rich(i):
     assert r["code"] == 0 and r["loaded"] == ["numpy", "pydantic", "click"]
 
 
-@pytest.mark.parametrize("i", range(2))
+@pytest.mark.parametrize("i", range(3))
 def test_the_html_page_lists_its_equations_without_sympy(i):
     r = probe_sequence(MACHINE_THEN_EXPLAIN)[len(MACHINE) + i]
-    for page in (HTML, HTML_COMPARE):
+    for page in (HTML, HTML_COMPARE, HTML_COMM):
         if os.path.exists(page[-1]):
             os.remove(page[-1])
     assert r["code"] == 0 and "sympy" not in r["loaded"]
     # the step page's memory and step charts and compare's chart are written as SVG directly
-    # (report/svg_bars.py): before, importing matplotlib for them was ~1 s of a 1.6 s page
+    # (report/svg_bars.py), comm's lines too (report/svg_lines.py): before, importing
+    # matplotlib for them was ~1 s of a 1.6 s page
     assert "matplotlib" not in r["loaded"]
 
 
 @pytest.mark.parametrize("i", range(len(EXPLAIN_TEXT)))
 def test_explain_lists_refuses_and_prints_an_equation_without_sympy(i):
     # before: `explain` took 1.7 s building every equation to list their names (cold review)
-    r = probe_sequence(MACHINE_THEN_EXPLAIN)[len(MACHINE) + 2 + i]
+    r = probe_sequence(MACHINE_THEN_EXPLAIN)[len(MACHINE) + 3 + i]
     assert r["code"] == (0, 2, 0, 0)[i] and "sympy" not in r["loaded"]
 
 

@@ -176,13 +176,12 @@ def _charts(doc: Document, kind: str, mem: Document | None, step: Document | Non
         out["memory"] = C.memory_chart(mem.data["per_gpu"])
     if step is not None and isinstance(step.data.get("breakdown"), dict):
         out["step"] = C.step_chart(step.data)
-    from optimus_calc.report.plots import KINDS
     if doc.plot == "compare" and isinstance(doc.data.get("strategies"), list):
         out["compare"] = C.compare_chart(doc.data)  # bars written directly, as memory's
-    elif kind not in ("plan", "step", "memory") and doc.plot in KINDS:
-        # the command's --plot chart (compare: GPU memory per offload strategy; sweep, comm;
-        # breakeven with --sensitivity or --sweep)
-        out[doc.plot] = C.plot_chart(doc.plot, doc.data, doc.title.split("\n")[0])
+    elif kind not in ("plan", "step", "memory") and doc.plot in C.LINE_CHARTS:
+        # the command's --plot chart as SVG lines (sweep, comm; breakeven with --sweep) or
+        # signed bars (breakeven --sensitivity)
+        out[doc.plot] = C.LINE_CHARTS[doc.plot](doc.data, doc.title.split("\n")[0])
     return out
 
 

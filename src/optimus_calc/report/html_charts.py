@@ -1,17 +1,17 @@
-"""The HTML page's charts as inline SVG: the memory and step bars written directly
-(report/svg_bars.py: no matplotlib on the `plan`, `step` and `memory` pages), a command's
-``--plot`` chart through matplotlib, as report/plots.py draws it.
+"""The HTML page's charts as inline SVG, written directly: the memory, step and compare bars
+(report/svg_bars.py) and the lines of `sweep`, `comm` and `breakeven --sweep/--sensitivity`
+(report/svg_lines.py), the same data report/plots.py draws into a ``--plot`` file. No page
+imports matplotlib (it cost each about 1 s).
 
-Drawn from a Document's plain data only. Text stays text in the SVG (``svg.fonttype: none``:
-smaller, crisp at any zoom, readable by a screen reader); colour is never the only carrier:
-every segment has its own hatch and its name in the legend, and the same numbers are in the
-table beside the chart. Deterministic: a fixed hash salt, no metadata.
+Drawn from a Document's plain data only. Text stays text in the SVG (smaller, crisp at any
+zoom, readable by a screen reader); colour is never the only carrier: every segment has its
+own hatch, every line its marker and dash, each its name in the legend, and the same numbers
+are in the table beside the chart. Deterministic.
 """
 
 from __future__ import annotations
 
-import io
-import re
+import math
 from typing import Any
 
 GB = 1e9
@@ -31,39 +31,6 @@ STEP_TERMS = (("compute_s", "compute"), ("elementwise_s", "element-wise"),
               ("pp_comm_s", "PP exposed"), ("dp_comm_exposed_s", "DP exposed"),
               ("optimizer_exposed_s", "optimizer exposed"),
               ("param_offload_exposed_s", "weights streamed in"), ("fixed_s", "fixed costs"))
-
-
-def _pyplot():
-    import matplotlib
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-    return plt
-
-
-_RC = {"svg.hashsalt": "optimus-calc", "svg.fonttype": "none", "path.simplify": False,
-       "font.size": 10, "font.family": "sans-serif", "hatch.linewidth": 0.6}
-
-
-def _svg(fig, plt, label: str) -> str:
-    """The figure as an ``<svg>`` element (no XML prolog, no fixed size: the page scales it),
-    with an accessible name; ``plt``: pyplot, where it drew the figure (to close it)."""
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-    if plt is not None:
-        plt.close(fig)
-    text = buf.getvalue()
-    text = text[text.index("<svg"):]
-    # no RDF metadata: its namespace URLs would be the page's only addresses
-    text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, flags=re.S)
-    text = re.sub(r'\s+xmlns:(dc|cc|rdf)="[^"]*"', "", text)
-    text = re.sub(r'<svg ([^>]*?)width="[^"]*" height="[^"]*"',
-                  r'<svg \1role="img" aria-label="' + _attr(label) + '"', text, count=1)
-    return text
-
-
-def _attr(text: str) -> str:
-    return (text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
-            .replace(">", "&gt;"))
 
 
 def memory_chart(per_gpu: dict[str, Any]) -> str:
@@ -130,21 +97,105 @@ def hidden_parts(data: dict[str, Any]) -> list[tuple[str, float]]:
              max(0.0, b["optimizer_s"] + b["offload_transfer_s"] - b["optimizer_exposed_s"]))]
 
 
-def plot_chart(kind: str, data: dict[str, Any], label: str) -> str:
-    """A ``--plot`` chart (report/plots.py) as inline SVG."""
-    import matplotlib
+def _binary(v: float) -> str:
+    """A power-of-two byte count as 1 KiB, 4 MiB, ...; any other as bytes (3 significant)."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if v >= size:
+            return f"{v / size:g} {unit}"
+    return f"{v:g} B"
 
-    from optimus_calc.report.plots import build_figure
-    plt = _pyplot()
-    with matplotlib.rc_context(_RC):
-        fig = build_figure(kind, data)
-        matplotlib.rcParams.update(_RC)  # plots.py's own settings are for files
-        for ax in fig.axes:  # a hatch per stacked part: colour is not the only carrier
-            for i, bars in enumerate(ax.containers):
-                for patch in bars:
-                    patch.set_hatch(HATCHES[i % len(HATCHES)])
-                    patch.set_edgecolor("white")
-            if ax.get_legend() is not None:
-                ax.legend(fontsize=8)
-        fig.tight_layout()
-        return _svg(fig, plt, label)
+
+def _log2_ticks(xs: list[float], name=_binary) -> list[tuple[float, str]]:
+    """A tick at each power of two over the points (fewer past ten), named by ``name``."""
+    xs = [x for x in xs if x > 0]
+    lo, hi = (math.floor(math.log2(min(xs))), math.ceil(math.log2(max(xs)))) if xs else (0, 1)
+    step = max(1, math.ceil((hi - lo + 1) / 10))
+    return [(2.0 ** k, name(2.0 ** k)) for k in range(lo, hi + 1, step)]
+
+
+def sweep_chart(data: dict[str, Any], label: str) -> str:
+    """`sweep`: tokens/s, MFU and (with --tokens) days and cost to train against nodes, a line
+    per model / node type / swept setting, the SmartNIC what-if dashed, each point labelled with
+    its recommended layout (report/plots.py's panels and groups)."""
+    from optimus_calc.report.plots import SWEEP_PANELS, _sweep_groups, layout_label
+    from optimus_calc.report.svg_lines import MARKERS, Panel, Series, line_panels
+    rows = data["rows"]
+    panels = ([p for p in SWEEP_PANELS if any(r.get(p[0]) is not None for r in rows)]
+              or SWEEP_PANELS[:1])
+    groups = list(_sweep_groups(rows).items())
+    whatif: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r.get("smartnic") and r.get("whatif_smartnic_tokens_per_s") is not None:
+            whatif.setdefault((r["model"], r["node"], f"what-if {r['smartnic']}"), []).append(r)
+    out = []
+    for key, ylabel, scale in panels:
+        series = []
+        for i, (name, pts) in enumerate(groups):
+            pts = sorted((p for p in pts if p.get(key) is not None), key=lambda p: p["nodes"])
+            if pts:
+                series.append(Series(" / ".join(str(x) for x in name if x),
+                                     tuple(p["nodes"] for p in pts),
+                                     tuple(p[key] * scale for p in pts),
+                                     PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)],
+                                     labels=tuple(layout_label(p) for p in pts)))
+        if key == "tokens_per_s":
+            for j, (name, pts) in enumerate(whatif.items(), start=len(groups)):
+                pts = sorted(pts, key=lambda p: p["nodes"])
+                series.append(Series(" / ".join(name), tuple(p["nodes"] for p in pts),
+                                     tuple(p["whatif_smartnic_tokens_per_s"] for p in pts),
+                                     PALETTE[j % len(PALETTE)], "x", dashed=True))
+        out.append(Panel(ylabel, tuple(series)))
+    empty = not any(p.series for p in out)
+    nodes = sorted({r["nodes"] for r in rows})
+    return line_panels(out, [(n, f"{n:g}") for n in nodes], "nodes", label,
+                       note="no point has a layout (the reason column says why)" if empty
+                       else "")
+
+
+def comm_chart(data: dict[str, Any], label: str) -> str:
+    """`comm`: bus and algorithm bandwidth against the message size, log-2 x axis, as
+    nccl-tests plots it."""
+    from optimus_calc.report.svg_lines import Panel, Series, line_panels
+    rows = data.get("rows") or [data]
+    xs = tuple(float(r["size_bytes"]) for r in rows)
+    panel = Panel("GB/s", (
+        Series("busbw", xs, tuple(r["busbw_GBps"] for r in rows), PALETTE[0], "o"),
+        Series("algbw", xs, tuple(r["algbw_GBps"] for r in rows), PALETTE[1], "s",
+               dashed=True)))
+    return line_panels([panel], _log2_ticks(list(xs)), "message size (bytes)", label,
+                       log2_x=True)
+
+
+def batch_sweep_chart(data: dict[str, Any], label: str) -> str:
+    """`breakeven --sweep`: the step offloaded less the step on the GPU, and the optimizer
+    step exposed, per batch (log-2 x axis); the break-even is where the first crosses 0."""
+    from optimus_calc.report.svg_lines import Panel, Series, line_panels
+    sw = data["batch_sweep"]
+    rows = sw["rows"]
+    by_batch = sw["what"] == "global-batch"
+    xs = tuple(float(r["global_batch"] if by_batch else r["micro_batches"]) for r in rows)
+    be = sw["breakeven_global_batch"] if by_batch else sw["breakeven_micro_batches"]
+    panel = Panel("seconds", (
+        Series("step offloaded - step on the GPU", xs,
+               tuple(r["offload_step_s"] - r["gpu_step_s"] for r in rows), PALETTE[0], "o"),
+        Series("optimizer exposed (offloaded)", xs,
+               tuple(r["optimizer_exposed_s"] for r in rows), PALETTE[1], "x", dashed=True)),
+        zero_line=True, vline=None if be is None else (float(be), "break-even"))
+    return line_panels([panel], _log2_ticks(list(xs), lambda v: f"{v:g}"),
+                       "global batch" if by_batch else "micro-batches per step", label,
+                       log2_x=True)
+
+
+def sensitivity_chart(data: dict[str, Any], label: str) -> str:
+    """`breakeven --sensitivity`: % change of the step per +1% of each hardware parameter."""
+    from optimus_calc.report.svg_lines import signed_bars
+    return signed_bars([(f"{r['label']} ({r['entry']})", r["step_time_elasticity"])
+                        for r in data["sensitivity"]],
+                       "% change of step time per +1% of the parameter (negative: faster)",
+                       label)
+
+
+# the --plot charts the page draws as SVG directly, by Document.plot (memory and compare: the
+# bars above; every --plot kind has one, so no page imports matplotlib)
+LINE_CHARTS = {"sweep": sweep_chart, "comm": comm_chart, "batch_sweep": batch_sweep_chart,
+               "sensitivity": sensitivity_chart}
