@@ -2,6 +2,9 @@
 W_half per concurrent group, not per expert), the most-loaded expert-parallel rank
 (--moe-imbalance) and Megatron-LM's parallel folding (--etp)."""
 
+import csv
+import io
+
 import pytest
 
 from optimus_calc.equations import compiled as eq
@@ -178,6 +181,28 @@ def test_imbalance_is_capped_at_the_layout_each_command_evaluates(run):
     step = run("step", "mixtral-8x7b", "--moe-imbalance", 2, *flags, "--format", "json")
     assert step.code == 0, step.err
     assert step.json()["step_time_s"] == pytest.approx(lay["step_time_s"], rel=1e-9)
+
+
+def test_every_csv_carries_the_typed_and_applied_imbalance(run):
+    # the JSON had them and the CSV neither: Mixtral at EP 8 is capped at 4 (8 experts, top-2:
+    # 8 / 2), so 1.3 applies as typed; at EP 1 one rank holds every expert, capped at 1
+    def rows(*args):
+        r = run(*args, "--moe-imbalance", 1.3, "--format", "csv")
+        assert r.code == 0, (args, r.err)
+        return list(csv.DictReader(io.StringIO(r.out)))
+    ep8 = ("mixtral-8x7b", "--nodes", 2, "--tp", 2, "--ep", 8)
+    for cmd in ("step", "memory", "compare", "nics"):
+        got = rows(cmd, *ep8)
+        assert got and all(float(r["moe_imbalance"]) == 1.3 and
+                           float(r["moe_imbalance_applied"]) == 1.3 for r in got), cmd
+    cap = {"1": 1.0, "2": 1.3, "4": 1.3, "8": 1.3}  # caps 1, 2, 4, 4 (the test above)
+    for r in rows("plan", "mixtral-8x7b", "--nodes", 2, "--top", 5):
+        assert float(r["moe_imbalance_applied"]) == cap[r["ep"]], r["ep"]
+    mixed = rows("sweep", "--models", "mixtral-8x7b,llama-2-7b", "--nodes", 1)
+    assert [(r["moe_imbalance"], r["moe_imbalance_applied"]) for r in mixed
+            if r["model"] == "llama-2-7b"] == [("", "")]  # a dense row: empty cells
+    dense = run("step", "llama-2-7b", "--format", "csv").out.splitlines()[0]
+    assert "moe_imbalance" not in dense  # a dense model's CSV has no such columns
 
 
 def test_imbalance_grows_the_routed_activations_by_hand(run):

@@ -124,7 +124,9 @@ def compare_document(cmp, train: TrainRequest | None = None) -> Document:
         Column("step_time_s", "step s", ".2f"),
         Column("mfu", "MFU", ".1%"),
         Column("fits", "fits"), *extra])
-    csv_rows = _csv_rows(cmp, rows, context_row(inp.model.name, inp.hw, inp.training, train))
+    csv_rows = _csv_rows(cmp, rows, {
+        **context_row(inp.model.name, inp.hw, inp.training, train),
+        **applied_imbalance(inp.model, inp.assumptions, inp.layout, typed=True)})
     data = {"model": inp.model.name, "node": inp.hw.node.name, "nodes": inp.hw.nodes,
             "gpus": inp.hw.gpus, "seq_len": inp.training.seq_len,
             "global_batch": inp.training.global_batch, **launch_data(inp.training),

@@ -131,6 +131,7 @@ def memory_document(inp, est: MemoryEstimate, binary: bool = False, fit=None) ->
                **{k: v for k, v in layout_data(inp.layout).items()},
                "micro_batch": inp.training.micro_batch,
                "recompute": inp.training.recompute.value,
+               **applied_imbalance(inp.model, inp.assumptions, inp.layout, typed=True),
                "stage_layers": [s.layers for s in est.stages],
                **{f"gpu_{k}": v for k, v in per_gpu.items()},
                **{f"offload_{k}": v for k, v in offload.items()},

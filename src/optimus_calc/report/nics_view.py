@@ -31,12 +31,15 @@ def nics_document(model, hw, layout, sizing, source: str, framework: str = "",
     launch flags it does not read (report.common.unread_flags_note); ``asm`` the assumptions
     sized with (an --moe-imbalance capped at the layout is said)."""
     rows = nics_rows(sizing, hw)
+    # an MoE model's typed and applied --moe-imbalance, in the JSON and on each CSV row
+    imb = applied_imbalance(model, asm, layout, typed=True) if asm is not None else {}
     data = rows[0] if len(rows) == 1 else {"smartnics": rows}
     data = {**data, "layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp,
                                "cp": layout.cp, "ep": layout.ep, "etp": layout.etp,
                                "interleave": layout.interleave, "zero": int(layout.zero)},
             "sized_for": source, **({"unread_launch_flags": unread} if unread else {}),
-            **(applied_imbalance(model, asm, layout, typed=True) if asm is not None else {})}
+            **imb}
+    csv_rows = [{**r, **imb} for r in rows]
     view = [{**r, "opt_GB": r["optimizer_bytes_per_gpu"] / 1e9,
              "card_GB": r["nic_memory_bytes"] / 1e9,
              "spill_GB": r["host_spill_bytes_per_nic"] / 1e9,
@@ -56,7 +59,7 @@ def nics_document(model, hw, layout, sizing, source: str, framework: str = "",
             Column("spill_GB", "spill GB, 1 per GPU", ".2f")])],
         notes=([_compute_note(model, rows)] + ([unread] if unread else [])
                + (imbalance_note(model, asm, layout) if asm is not None else [])),
-        csv=Table(title="", rows=rows, columns=[Column(k, k) for k in rows[0]]))
+        csv=Table(title="", rows=csv_rows, columns=[Column(k, k) for k in csv_rows[0]]))
 
 
 def _compute_note(model, rows) -> str:

@@ -134,13 +134,15 @@ def offload_text(layout) -> str:
             + ("+weights" if layout.offload_params else ""))
 
 
-def _plan_rows(res, ranged) -> list[dict]:
-    """The rows of the top-K table: each candidate's data, figures and display texts."""
+def _plan_rows(res, ranged, asm) -> list[dict]:
+    """The rows of the top-K table: each candidate's data, figures and display texts (and an
+    MoE model's typed and applied --moe-imbalance, for the CSV)."""
     rows = []
     for i, c in enumerate(res.top, 1):
         d = candidate_data(c, res.model)
         f = ranged(c)
-        rows.append({"rank": i, **d, **f, "gpu_GB": d["gpu_memory_bytes"] / GB,
+        rows.append({"rank": i, **d, **f, **applied_imbalance(res.model, asm, c.layout, True),
+                     "gpu_GB": d["gpu_memory_bytes"] / GB,
                      "headroom_GB": d["gpu_headroom_bytes"] / GB,
                      "offload_txt": offload_text(c.layout),
                      "sp_txt": "on" if c.training.sequence_parallel else "off"})
@@ -310,7 +312,7 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
     def ranged(c) -> dict:  # the --tokens figures and the error ranges (regimes.py)
         fig = figures(c)
         return {**fig, **candidate_ranges(c, res, si.profile, fig)}
-    rows = _plan_rows(res, ranged)
+    rows = _plan_rows(res, ranged, asm)
     tables = [Table(title=f"top {len(rows)} layouts", rows=rows,
                     columns=_plan_columns(rows, train))]
     notes = _plan_notes(res, ranged)

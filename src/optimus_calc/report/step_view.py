@@ -38,6 +38,22 @@ BREAKDOWN_KEYS = ("compute_s", "elementwise_s", "bubble_s", "tp_comm_s", "cp_com
                   "param_offload_exposed_s")  # last: a column added after the others
 
 
+def _csv_row(inp, mem, st, data, train, extra: dict, ranges: dict) -> dict:
+    """The CSV's one row: the context, the layout (an MoE model's typed and applied
+    --moe-imbalance), the step and its breakdown, memory, ``extra`` (the fit hint's and the
+    --tokens figures' columns), the error ranges (MFU in percent)."""
+    return {**context_row(inp.model.name, inp.hw, inp.training, train),
+            **layout_data(inp.layout), "micro_batch": inp.training.micro_batch,
+            "recompute": inp.training.recompute.value,
+            **applied_imbalance(inp.model, inp.assumptions, inp.layout, typed=True),
+            "step_time_s": st.step_time_s, "mfu_pct": pct(st.mfu),
+            "mfu_6n_pct": pct(st.mfu_6n), "mfu_causal_pct": pct(st.mfu_causal),
+            "tflops_per_gpu": st.tflops_per_gpu, "tokens_per_s": st.tokens_per_s,
+            **data["breakdown"], "gpu_memory_bytes": mem.worst.total_bytes, "fits": mem.fits,
+            **extra, **{k.replace("mfu", "mfu_pct"): pct(v) if k.startswith("mfu") else v
+                        for k, v in ranges.items()}}
+
+
 def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> Document:
     """``fit``: (fits, analyses.fit_hint.FitHint or None) from the command: the note after
     DOES NOT FIT, and ``fit_hint`` in the data (None where the layout fits)."""
@@ -99,18 +115,8 @@ def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> 
         notes.append(f"days from the modelled step time (no FLOP convention enters); a "
                      f"6 x N x tokens estimate at MFU {st.mfu:.1%} would say "
                      f"{data['train_days_6n_at_mfu']:,.1f} days, attention left out")
-    csv_row = {**context_row(inp.model.name, inp.hw, inp.training, train),
-               **layout_data(inp.layout), "micro_batch": inp.training.micro_batch,
-               "recompute": inp.training.recompute.value, "step_time_s": st.step_time_s,
-               "mfu_pct": pct(st.mfu), "mfu_6n_pct": pct(st.mfu_6n),
-               "mfu_causal_pct": pct(st.mfu_causal),
-               "tflops_per_gpu": st.tflops_per_gpu,
-               "tokens_per_s": st.tokens_per_s, **data["breakdown"],
-               "gpu_memory_bytes": mem.worst.total_bytes, "fits": mem.fits,
-               **hint.columns,
-               **{k: v for k, v in figures.items() if k != "tokens"},
-               **{k.replace("mfu", "mfu_pct"): pct(v) if k.startswith("mfu") else v
-                  for k, v in ranges.items()}}
+    csv_row = _csv_row(inp, mem, st, data, train, {**hint.columns, **{
+        k: v for k, v in figures.items() if k != "tokens"}}, ranges)
     return Document(
         title=f"step: {inp.model.name} on {inp.hw.nodes} x {inp.hw.node.name} "
               f"({inp.hw.gpus} x {inp.hw.gpu.name})",

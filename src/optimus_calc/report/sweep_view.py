@@ -48,7 +48,7 @@ def sweep_row(p, train: TrainRequest | None = None, profile=None) -> dict:
         row.update({k: d[k] for k in d if k in row})
         row["mfu_pct"] = pct(r.mfu)
         row["mfu"] = r.mfu
-        row.update(applied_imbalance(res.model, p.assumptions, r.layout))  # JSON only
+        row.update(applied_imbalance(res.model, p.assumptions, r.layout, typed=True))
         row["sequence_parallel"] = r.training.sequence_parallel
         row.update(train_figures(train, r.step_s, r.training, res.hw, p.assumptions))
         ranges = candidate_ranges(r, res, profile, row)
@@ -88,8 +88,10 @@ def sweep_document(points, train: TrainRequest | None = None, profile=None,
     from optimus_calc.report.plan_view import objective_text
     rows = sweep_rows(points, train, profile)
     launch = launch_data(points[0].result.training) if points else {}  # one for every point
-    csv_cols = (SWEEP_COLUMNS + list(launch) + (TRAIN_COLUMNS if train else []) + RANGE_COLUMNS
-                + (TRAIN_RANGE_COLUMNS if train else []))
+    moe = (["moe_imbalance", "moe_imbalance_applied"]  # an MoE model's rows (empty: dense)
+           if any("moe_imbalance_applied" in r for r in rows) else [])
+    csv_cols = (SWEEP_COLUMNS + list(launch) + moe + (TRAIN_COLUMNS if train else [])
+                + RANGE_COLUMNS + (TRAIN_RANGE_COLUMNS if train else []))
     table = Table(title="", rows=rows, columns=[Column(k, k) for k in csv_cols])
     # most telling columns first: a narrow terminal hides them from the right
     view_cols = [Column(k, k, align="left") for k in ("model", "node", "nodes", "smartnic")]
