@@ -205,6 +205,19 @@ def test_every_csv_carries_the_typed_and_applied_imbalance(run):
     assert "moe_imbalance" not in dense  # a dense model's CSV has no such columns
 
 
+def test_explain_json_and_all_carry_the_applied_imbalance(run):
+    # Mixtral at the default layout (EP 1): 8 typed, capped at 1 (one rank holds all 8 experts)
+    one = run("explain", "memory.activation_layer_bytes", "mixtral-8x7b", "--moe-imbalance", 8,
+              "--format", "json").json()
+    assert (one["moe_imbalance"], one["moe_imbalance_applied"]) == (8.0, 1.0)
+    every = run("explain", "--all", "mixtral-8x7b", "--moe-imbalance", 8, "--format", "json")
+    assert (every.json()["moe_imbalance"], every.json()["moe_imbalance_applied"]) == (8.0, 1.0)
+    table = " ".join(run("explain", "--all", "mixtral-8x7b", "--moe-imbalance", 8).out.split())
+    assert "--moe-imbalance 8 capped at 1 at EP 1" in table
+    assert "moe_imbalance" not in run("explain", "--all", "llama-2-7b", "--format",
+                                      "json").json()  # a dense model: no such keys
+
+
 def test_imbalance_grows_the_routed_activations_by_hand(run):
     # Mixtral-8x7B (h 4096, gated experts f_x 14336, k 2, 32 MoE layers), seq 4096, micro-batch
     # 1, TP 1, no recompute: the routed term of m_c is 6 k f_x / h = 42 s b h bytes a layer, so

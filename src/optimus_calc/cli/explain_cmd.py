@@ -52,13 +52,13 @@ def explain(app, name: str | None, model: str | None, latex: bool, show_assumpti
     if model is None and (typed := _typed_layout_flag()):
         raise InputError(f"{typed} sets the values of a layout: give MODEL (explain {name} "
                          "MODEL [layout options]); without it the equation has no values")
-    values, scopes, choice, capped = None, [], None, []
+    values, scopes, choice, moe = None, [], None, ([], {})
     if model is not None:
-        values, scopes, choice, capped = _values(app, eq.name, model, kw, pipeline_stage,
-                                                 scope, train)
+        values, scopes, choice, moe = _values(app, eq.name, model, kw, pipeline_stage, scope,
+                                              train)
     doc = V.equation_document(eq, values, latex)
-    if capped:  # an --moe-imbalance the layout's routing caps: the values are the cap's
-        doc = dataclasses.replace(doc, notes=doc.notes + capped)
+    if moe[1]:  # an MoE model's typed and applied --moe-imbalance, and the note where capped
+        doc = dataclasses.replace(doc, notes=doc.notes + moe[0], data={**doc.data, **moe[1]})
     if choice is not None:  # whose physics the values are: step's and memory's header and key
         doc = dataclasses.replace(doc, notes=doc.notes + [f"values under the {choice.text()}"],
                                   data={**doc.data, "physics_profile": choice.data()})
@@ -95,27 +95,35 @@ def _explain_all(app, name, model, pipeline_stage, train, fmt, output, kw) -> No
 
     if name is None or model is not None:
         raise InputError("explain --all takes one MODEL and layout options (no equation NAME)")
-    rows = evaluated_equations(build_inputs(app.catalog, name, kw), pipeline_stage,
-                               train.tokens if train else None,
+    from optimus_calc.report.common import applied_imbalance, imbalance_note
+
+    inp = build_inputs(app.catalog, name, kw)
+    rows = evaluated_equations(inp, pipeline_stage, train.tokens if train else None,
                                train.gpu_hour_price if train else None)
-    emit(V.all_document(rows, name), fmt, output)
+    doc = V.all_document(rows, name)
+    # an MoE model's typed and applied --moe-imbalance, and the note where the layout caps it
+    moe = applied_imbalance(inp.model, inp.assumptions, inp.layout, typed=True)
+    emit(dataclasses.replace(doc, data={**doc.data, **moe}, notes=doc.notes + imbalance_note(
+        inp.model, inp.assumptions, inp.layout)), fmt, output)
 
 
 def _values(app, name, model, kw, pipeline_stage, scope, train):
-    """(values, scopes, choice, capped) of equation ``name`` for the layout: the evaluator's
+    """(values, scopes, choice, moe) of equation ``name`` for the layout: the evaluator's
     call, else one of the figures `explain --all` adds (training time with --tokens, the
     collectives); ``choice`` the framework profile applied (frameworks.physics.Choice, or
-    None); ``capped`` the note where the layout caps --moe-imbalance (report.common)."""
+    None); ``moe`` the note where the layout caps --moe-imbalance and an MoE model's typed and
+    applied values (report.common: ([], {}) for a dense model)."""
     from optimus_calc.analyses.explain import evaluated_equations
     from optimus_calc.evaluate.memory import equation_values
     from optimus_calc.inputs import build_inputs
-    from optimus_calc.report.common import imbalance_note
+    from optimus_calc.report.common import applied_imbalance, imbalance_note
 
     inp = build_inputs(app.catalog, model, kw)
     physics = getattr(inp, "framework", None)
-    capped = imbalance_note(inp.model, inp.assumptions, inp.layout)
+    moe = (imbalance_note(inp.model, inp.assumptions, inp.layout),
+           applied_imbalance(inp.model, inp.assumptions, inp.layout, typed=True))
     try:
-        return (*equation_values(inp, name, pipeline_stage, scope), physics, capped)
+        return (*equation_values(inp, name, pipeline_stage, scope), physics, moe)
     except InputError as err:
         rows = [r for r in evaluated_equations(inp, pipeline_stage,
                                                train.tokens if train else None,
@@ -124,7 +132,7 @@ def _values(app, name, model, kw, pipeline_stage, scope, train):
                 and scope in (None, r.scope)]
         if not rows:
             raise err
-        return rows[-1].inputs, [r.scope for r in rows], physics, capped
+        return rows[-1].inputs, [r.scope for r in rows], physics, moe
 
 
 # the options of explain itself; every other option describes the layout and its training
