@@ -29,14 +29,15 @@ pytestmark = pytest.mark.xdist_group("cold_start")
 # After its report the probe runs THEN's commands in the same process, each one's exit status
 # and whether sympy is then loaded on a line of their own: test_breakeven_forms.py's check that
 # one card's parameters and the fit goal need no sympy after the README example, nor `explain`
-# (the generated text, equations/compiled/shown.py), and that `fit`'s closed form of a bare
-# parameter count loads it (the probe sees it when it is there), without a process of its own.
+# (the generated text, equations/compiled/shown.py) nor `fit`'s closed form of a bare parameter
+# count, and that the probe sees sympy once it is there (imported by the probe's last step),
+# without a process of its own.
 THEN = """
 after = []
 for args in json.loads(sys.argv[2]):
     code, sys.stdout, keep = 0, io.StringIO(), sys.stdout
     try:
-        main(args)
+        __import__(args[1]) if args[0] == "@import" else main(args)
     except SystemExit as exc:
         code = exc.code
     sys.stdout = keep
@@ -47,7 +48,8 @@ AFTER_README = [README + ["--device", "bluefield-3"],
                 README + ["--goal", "fit", "--device", "bluefield-3"],
                 ["explain", "memory.spill_bytes", "--format", "json"],
                 ["fit", "1e9", "--solve", "layers", "--node", "dgx-2", "--nodes", "4", "--zero",
-                 "1", "--model-states-only", "--precision", "fp16", "--format", "json"]]
+                 "1", "--model-states-only", "--precision", "fp16", "--format", "json"],
+                ["@import", "sympy"]]
 
 
 def cold(args, then=()):

@@ -102,10 +102,10 @@ def test_breakeven_prints_the_cards_scale_as_a_named_constant(run):
 @pytest.mark.xdist_group("cold_start")  # the probe's process is test_breakeven_cold.py's
 def test_numeric_breakeven_imports_no_sympy():
     """The README example (every card, closed forms for the SmartNICs' rooflines), then one
-    card's parameters, the fit goal (memory.spill_bytes' form) and `explain` of that form run
-    without sympy in one fresh interpreter; `fit`'s closed form then loads it in the same
-    process (the probe sees it when it is there). The process is test_breakeven_cold.py's
-    README probe, which goes on with them."""
+    card's parameters, the fit goal (memory.spill_bytes' form), `explain` of that form and
+    `fit`'s closed form run without sympy in one fresh interpreter; the probe then imports it
+    and sees it. The process is test_breakeven_cold.py's README probe, which goes on with
+    them."""
     from test_breakeven_cold import AFTER_README, NOT_LOADED, README, cold
     assert README == README_EXAMPLE and "sympy" in NOT_LOADED
     first, after = cold(README, AFTER_README)
@@ -114,5 +114,6 @@ def test_numeric_breakeven_imports_no_sympy():
                                 README_EXAMPLE + ["--goal", "fit", "--device", "bluefield-3"]]
     assert AFTER_README[2] == ["explain", "memory.spill_bytes", "--format", "json"]
     assert AFTER_README[3][:4] == ["fit", "1e9", "--solve", "layers"]
-    assert [r["code"] for r in after] == [0, 0, 0, 0]
-    assert [r["sympy"] for r in after] == [False, False, False, True]
+    assert AFTER_README[4] == ["@import", "sympy"]
+    assert [r["code"] for r in after] == [0, 0, 0, 0, 0]
+    assert [r["sympy"] for r in after] == [False, False, False, False, True]

@@ -203,6 +203,25 @@ def test_fit_zero1_64_v100(run):
     assert d["max_params"] / 1e9 == pytest.approx(7.26, abs=0.005)
 
 
+def test_fit_closed_form_by_hand(run):
+    # the printed equation: 67 Psi / 16 bytes (4.1875 = 67 / 16) against 30.4 GB
+    base = ("fit", "1e9", "--solve", "layers", "--node", "dgx-2", "--nodes", 4,
+            "--model-states-only", "--precision", "fp16", "--format", "json")
+    d = run(*base, "--zero", 1).json()
+    assert d["equation"] == "67*Psi/16 = 3.04e+10 bytes"
+    # ZeRO-3 with CPU offload: the fp16 weights sharded over 64 ranks (2 / 64 = 1 / 32 byte a
+    # parameter), the gradients' partitions and the optimizer state moved off the GPU: Psi / 32
+    d = run(*base, "--zero", 3, "--offload", "cpu").json()
+    assert d["equation"] == "Psi/32 = 3.04e+10 bytes"
+    assert d["max_params"] == pytest.approx(32 * 30.4e9, rel=1e-9)
+    # every state off the GPU: nothing there grows with Psi, so no GPU bound (sympy.solve said
+    # "W_res = 3.04e+10 bytes", "no solution", and that no change made it fit)
+    r = run(*base[:-2], "--zero", 3, "--offload", "nvme", "--offload-params")
+    assert r.code == 0 and "no GPU bound" in r.out and "alone makes it fit" not in r.out
+    d = run(*base, "--zero", 3, "--offload", "nvme", "--offload-params").json()
+    assert d["max_params"] is None and d["unbounded"] is True
+
+
 def test_fit_layers_is_the_boundary(run):
     base = ["--nodes", 2, "--tp", 8, "--pp", 2, "--zero", 1, "--recompute", "full",
             "--seq-len", 4096]

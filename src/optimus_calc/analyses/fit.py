@@ -40,6 +40,7 @@ class FitResult:
     method: str = ""
     equation: str = ""
     detail: str = ""
+    unbounded: bool = False      # no GPU bound: nothing that grows with the answer stays on it
 
 
 def largest_true(pred: Callable[[int], bool], lo: int, hi: int) -> int | None:
@@ -62,31 +63,44 @@ def largest_true(pred: Callable[[int], bool], lo: int, hi: int) -> int | None:
 
 def solve_params_closed_form(hw: Hardware, layout: Layout, tr: Training,
                              asm: Assumptions | None = None) -> FitResult:
-    """Model states only: total(P) = (b_w/d_w + b_g/d_g + b_o/d_o) * P / (t*p) = the usable
-    capacity (the GPU's memory less the gpu_headroom margin, as `memory` judges it)."""
-    import sympy as sp
+    """Model states only: the most-loaded GPU's weights, gradients and optimizer state are
+    affine in the parameter count Psi (memory.weights_bytes, gradients_bytes, optimizer_bytes
+    with P = Psi / (t p): a Psi + b, b the resident weights where they are offloaded), so the
+    largest count that fits the usable capacity (the GPU's memory less the gpu_headroom margin,
+    as `memory` judges it) is (usable - b) / a. a and b are read from the memory model itself
+    at two counts (it is exactly affine in Psi), so the answer is `memory`'s verdict: no
+    symbolic solve at run time (sympy's took ~1 s)."""
+    from fractions import Fraction
 
-    from optimus_calc.equations.memory import (b_g, b_o, b_w, gradients_bytes, N_d,
-                                               optimizer_bytes, weights_bytes)
-    from optimus_calc.equations.memory import P as P_sym
-    from optimus_calc.equations.memory import Z, a_bf, f_k, k_g, o_g, o_o, o_w
-
-    psi = sp.Symbol("Psi", positive=True)
-    o_w_v, o_g_v, o_o_v, f_k_v = offload_flags(layout)
-    subs = {b_w: tr.weight_bytes, b_g: tr.gradient_bytes, b_o: tr.optimizer_bytes,
-            N_d: layout.dp * layout.cp, Z: int(layout.zero), o_w: o_w_v, o_g: o_g_v, o_o: o_o_v, f_k: f_k_v,
-            k_g: (asm or Assumptions()).grads_stay_on_gpu,
-            a_bf: (asm or Assumptions()).zero1_grad_all_reduce,
-            P_sym: psi / (layout.tp * layout.pp)}
-    total = sum(e.expr.subs(subs) for e in (weights_bytes, gradients_bytes, optimizer_bytes))
-    total = sp.nsimplify(sp.simplify(total))
     from optimus_calc.evaluate.engine import usable_gpu_bytes
-    cap = usable_gpu_bytes(hw, asm or Assumptions())
-    sol = sp.solve(sp.Eq(total, sp.Integer(int(cap))), psi)
-    value = float(sol[0]) if sol else None
-    return FitResult("params", value, value, "closed form (sympy.solve)",
-                     f"{sp.sstr(total)} = {cap:.4g} bytes",
-                     f"Psi = {value:.4g} parameters" if value else "no solution")
+    asm = asm or Assumptions()
+
+    def total(psi: float) -> float:
+        return estimate_memory(BareModel(name="Psi", total_params=psi), hw, layout, tr,
+                               asm).worst.total_bytes
+    t1, t2 = total(1e9), total(2e9)
+    a = (t2 - t1) / 1e9  # bytes per parameter on the most-loaded GPU
+    b = t1 - a * 1e9     # bytes that do not grow with it
+    cap = usable_gpu_bytes(hw, asm)
+    per = Fraction(a).limit_denominator(1 << 20)
+    if abs(float(per) - a) > 1e-9 * max(a, 1.0):
+        per = None       # not a simple ratio: written as a decimal
+    coef = (f"{a:.6g}*Psi" if per is None else "0" if per == 0 else  # as sympy.sstr writes it
+            ("Psi" if per.numerator == 1 else f"{per.numerator}*Psi")
+            + (f"/{per.denominator}" if per.denominator > 1 else ""))
+    equation = (f"{coef} + {b:.4g}" if b > 0.5 else coef) + f" = {cap:.4g} bytes"
+    if a <= 0:  # every model state offloaded: none grows on the GPU
+        return FitResult("params", None, None, "closed form (linear in Psi)", equation,
+                         "no GPU bound: the GPU keeps no model state that grows with the "
+                         "parameters (weights, gradients and optimizer state offloaded); the "
+                         "offload device's capacity bounds them (`optimus-calc memory`)",
+                         unbounded=True)
+    value = (cap - b) / a
+    if value <= 0:
+        return FitResult("params", None, None, "closed form (linear in Psi)", equation,
+                         "no solution: the resident part alone exceeds the usable memory")
+    return FitResult("params", value, value, "closed form (linear in Psi)", equation,
+                     f"Psi = {value:.4g} parameters")
 
 
 def _fits(model, hw, layout, tr, asm) -> bool:

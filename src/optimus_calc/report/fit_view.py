@@ -30,6 +30,8 @@ def fit_document(inp, what, res, why=None) -> Document:
         case _:
             assert_never(what)
     data.update(method=res.method, equation=res.equation, detail=res.detail)
+    if res.unbounded:  # none of the GPU's memory grows with the answer (fit.py)
+        data["unbounded"] = True
     data.update(framework_data(inp))  # the --framework profile the memory was computed with
     notes = imbalance_note(inp.model, inp.assumptions, inp.layout)
     if why is not None:
@@ -43,7 +45,7 @@ def fit_document(inp, what, res, why=None) -> Document:
                          + (" (the search's cap)" if sgt.get("at_least") else "")
                          if isinstance(sgt["value"], (int, float))
                          else f"with {sgt['change']} ({sgt['flags']})")
-        if not why.suggestions and res.value is None:
+        if not why.suggestions and res.value is None and not res.unbounded:
             notes.append("none of recompute, micro-batch 1, ZeRO-3, CPU offload or twice the "
                          f"pipeline stages alone makes it fit ({unit.get(what.value, '')})")
     rows = [{"k": k, "v": v} for k, v in data.items()
