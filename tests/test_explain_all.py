@@ -153,11 +153,10 @@ def test_explain_training_and_collectives_outside_the_evaluator(run):
     assert c["time_s"] == pytest.approx(tree["result"], rel=1e-9)
 
 
-def test_each_equation_module_registers_only_its_own_prefix(monkeypatch):
-    # `explain memory.x` imports equations/memory.py alone (registry.load_module): that is
-    # right only while every module names its equations after itself. This process's registry
-    # is already full, so each module is imported again, in MODULES' order, into an empty
-    # registry as in a fresh interpreter (monkeypatch then puts the modules and registry back)
+def _reimport(monkeypatch, order) -> dict[str, list[str]]:
+    """The equation modules imported again, in ``order``, into an empty registry as in a fresh
+    interpreter (monkeypatch then puts the modules and registry back): per module, the
+    equations its import added."""
     import importlib
     import sys
     from optimus_calc import equations
@@ -174,13 +173,32 @@ def test_each_equation_module_registers_only_its_own_prefix(monkeypatch):
     monkeypatch.setattr(R, "REGISTRY", {})
     monkeypatch.setattr(R, "_MEANINGS", {})
     added = {}
-    for m in R.MODULES:
+    for m in order:
         before = set(R.REGISTRY)
         importlib.import_module("optimus_calc.equations." + m)
         added[m] = sorted(set(R.REGISTRY) - before)
+    return added
+
+
+def test_each_equation_module_registers_only_its_own_prefix(monkeypatch):
+    # `explain memory.x` imports equations/memory.py alone (registry.load_module): that is
+    # right only while every module names its equations after itself
+    from optimus_calc.equations import registry as R
+    added = _reimport(monkeypatch, R.MODULES)
     assert sum(len(v) for v in added.values()) >= 120
     for module, names in added.items():
         assert names and all(n.split(".", 1)[0] == module for n in names), module
+
+
+def test_the_generated_text_does_not_depend_on_the_import_order(monkeypatch):
+    # comm's m (GPUs per node) and step's m (micro-batches) share a name: the meanings were
+    # whichever module wrote last when an equation was defined, so importing fp8, train, ...
+    # memory (a reverse order) gave another compiled/text.py and the freshness test failed
+    # in a worker where a test had imported the modules in another order
+    from optimus_calc.equations import registry as R
+    from optimus_calc.equations.codegen import TARGET, _text
+    _reimport(monkeypatch, tuple(reversed(R.MODULES)))
+    assert _text(R.REGISTRY) == (TARGET / "text.py").read_text()
 
 
 def test_explain_without_a_model_refuses_layout_flags(run):

@@ -2,6 +2,9 @@
 sibling module, through :func:`equation`."""
 
 from __future__ import annotations
+
+import sys
+
 from optimus_calc.record import record
 
 
@@ -16,7 +19,15 @@ class Equation:
     unit: str
     source: str              # paper + equation/table number
     doc: str
-    symbols: dict[str, str]  # symbol name -> meaning (with unit)
+    module: str              # the module that defined it (its symbols' meanings are read there)
+    local: dict[str, str]    # the meanings its module had given its symbols' names by then
+
+    @property
+    def symbols(self) -> dict[str, str]:
+        """Symbol name -> meaning (with unit): its own module's at the equation (a module may
+        reuse a name: compute's t), else the module it reads the symbol from (:func:`meaning`)."""
+        return {s.name: self.local.get(s.name) or meaning(s.name, self.module)
+                for s in self.args}
 
     @property
     def func_name(self) -> str:
@@ -28,21 +39,45 @@ class Equation:
 
 
 REGISTRY: dict[str, Equation] = {}
-_MEANINGS: dict[str, str] = {}
+# module -> symbol name -> meaning, as each module's sym() calls gave them: two modules may name
+# different quantities alike (comm's m, GPUs per node; step's m, micro-batches)
+_MEANINGS: dict[str, dict[str, str]] = {}
+
+
+def _caller_module(depth: int = 2) -> str:
+    return sys._getframe(depth).f_globals.get("__name__", "")
 
 
 def sym(name: str, meaning: str, **assumptions) -> sp.Symbol:
     """A documented symbol. Symbols are positive reals unless told otherwise."""
     assumptions.setdefault("nonnegative", True)
     s = sp.Symbol(name, real=True, **assumptions)
-    _MEANINGS[name] = meaning
+    _MEANINGS.setdefault(_caller_module(), {})[name] = meaning
     return s
+
+
+def meaning(name: str, module: str) -> str:
+    """What ``name`` means in equations of ``module``: its own sym() if it made one, else the
+    nearest module before it in MODULES' order that did (the one it reads the symbol from, as
+    codegen's canonical import order has it), else the first after it. Independent of the
+    order in which the modules were imported (a test compares the generated text)."""
+    order = [f"{__package__}.{m}" for m in MODULES]
+    if name in _MEANINGS.get(module, {}):
+        return _MEANINGS[module][name]
+    i = order.index(module) if module in order else len(order)
+    others = sorted(set(_MEANINGS) - set(order))
+    for m in [*reversed(order[:i]), *order[i:], *others]:
+        if name in _MEANINGS.get(m, {}):
+            return _MEANINGS[m][name]
+    return ""
 
 
 def equation(name: str, expr: sp.Expr, unit: str, source: str, doc: str) -> Equation:
     args = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
+    module = _caller_module()
+    own = _MEANINGS.get(module, {})
     eq = Equation(name=name, expr=expr, args=args, unit=unit, source=source, doc=doc,
-                  symbols={s.name: _MEANINGS.get(s.name, "") for s in args})
+                  module=module, local={s.name: own[s.name] for s in args if s.name in own})
     if name in REGISTRY:
         raise ValueError(f"equation {name} defined twice")
     REGISTRY[name] = eq
