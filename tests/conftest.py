@@ -31,7 +31,10 @@ _RUN_ALL_DONE: dict[str, list] = {}
 
 
 def _key(cat, asm, *rest) -> str:
-    return repr((cat.entries, cat.aliases, asm or Assumptions(), *rest))
+    # the fields given too: an efficiency typed at its default value is not the default
+    # (evaluate/efficiency.py reads model_fields_set)
+    given = sorted(asm.model_fields_set) if asm is not None else []
+    return repr((cat.entries, cat.aliases, asm or Assumptions(), given, *rest))
 
 
 def _run_all_once(cat, asm=None, cross_validate=True):

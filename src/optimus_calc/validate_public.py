@@ -187,11 +187,16 @@ _STEP: dict[tuple, float] = {}
 
 def _inputs_key(s: RowSetup) -> tuple:
     """Everything the step reads (the model, hardware, layout, training and assumptions), as
-    a dict key: the GPU entry's per-kernel tables are dicts, so it enters by its fields."""
+    a dict key: the GPU entry's per-kernel tables are dicts, so it enters by its fields; each
+    spec with the fields given, which the evaluator reads too (an efficiency typed at its
+    default replaces the GEMM curve, evaluate/efficiency.py: equal values are not equal
+    inputs)."""
     gpu = s.hw.gpu
     fields = tuple((k, tuple(sorted(v.items())) if isinstance(v, dict) else v)
                    for k, v in gpu.__dict__.items())
-    return (s.model, replace(s.hw, gpu=None), fields, type(gpu), s.layout, s.training, s.asm)
+    specs = (s.model, s.layout, s.training, s.asm)
+    return (replace(s.hw, gpu=None), fields, type(gpu), *specs,
+            *(frozenset(getattr(x, "model_fields_set", ())) for x in (gpu, *specs)))
 
 
 @record
@@ -279,10 +284,11 @@ def run_public(cat: Catalog, asm: Assumptions | None = None) -> list[PublicResul
     assumptions as the previous call return its results (validate's cases and its list of
     rows not expressed read the same run)."""
     from optimus_calc.public_cases import public_rows
-    if _LAST and _LAST[0] is cat and _LAST[1] == asm:
+    given = frozenset(asm.model_fields_set) if asm is not None else None  # read as values are
+    if _LAST and _LAST[0] is cat and _LAST[1] == asm and _LAST[3] == given:
         return list(_LAST[2])
     out = [run_row(cat, r, asm) for r in public_rows()]
-    _LAST[:] = [cat, asm, tuple(out)]
+    _LAST[:] = [cat, asm, tuple(out), given]
     _SENS.clear()
     return out
 
