@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from optimus_calc.report import html_charts as C
-from optimus_calc.report.svg_lines import (LEFT, PANEL_H, Panel, Series, line_panels,
-                                           signed_bars, ticks)
+from optimus_calc.report.svg_lines import (PANEL_H, Panel, Series, line_panels, signed_bars,
+                                           ticks, value_text)
 
 NS = "{http://www.w3.org/2000/svg}"
 
@@ -39,7 +39,8 @@ def test_a_line_is_drawn_at_its_values():
     assert (x2 - x1) / (x4 - x1) == pytest.approx(1 / 3, abs=1e-3)
     assert y1 - y4 == pytest.approx(PANEL_H * 100 / 112, abs=0.02)
     assert y1 - y2 == pytest.approx(PANEL_H * 50 / 112, abs=0.02)
-    assert x1 > LEFT  # inside the plot
+    frame = next(r for r in root.iter(f"{NS}rect"))
+    assert x1 > float(frame.get("x"))  # inside the plot
     assert svg == line_panels([Panel("tokens/s", (Series("a", (1, 2, 4), (0, 50, 100),
                                                          "#0072B2"),))],
                               [(1, "1"), (2, "2"), (4, "4")], "nodes", "chart")
@@ -103,3 +104,34 @@ def test_the_commands_charts_read_their_data():
     empty = {"rows": [{"model": "m", "node": "dgx-h100", "nodes": 1, "fits": False}]}
     assert "no point has a layout" in C.sweep_chart(empty, "sweep")
     assert not re.search(r"\bnan\b|\binf\b", C.sweep_chart(empty, "sweep"))
+
+
+def test_value_ticks_stay_short_and_inside_the_margin():
+    # a cost axis reaches millions: "3,000,000" ran into the axis title (a cold review); from
+    # 1e6 on the ticks read 3M, 1.5G, 2T; the margin is as wide as the widest tick
+    assert [value_text(v) for v in (50, 150, 250_000, 3e6, 1.5e9, 2e12, -0.5)] == [
+        "50", "150", "250,000", "3M", "1.5G", "2T", "-0.5"]
+    svg = line_panels([Panel("cost to train (USD)", (Series("a", (1, 2), (1e12, 3e13),
+                                                            "#0072B2"),))],
+                      [(1, "1"), (2, "2")], "nodes", "c")
+    root = ET.fromstring(svg)
+    frame = float(next(root.iter(f"{NS}rect")).get("x"))
+    ticks_x = [float(t.get("x")) for t in root.iter(f"{NS}text") if t.get("text-anchor") ==
+               "end" and t.text and t.text[0].isdigit()]
+    widest = max(len(t.text) for t in root.iter(f"{NS}text") if t.get("text-anchor") == "end"
+                 and t.text and t.text[0].isdigit())
+    assert all(x == frame - 6 for x in ticks_x) and frame - 6 - 7.4 * widest > 30  # title room
+
+
+def test_nothing_to_draw_is_drawn_as_nothing():
+    # all zero (a sensitivity page whose elasticities are all 0) or no row: an axis from -1 to
+    # 1, no division by zero; x of 0, nan or inf on a log axis: left out, never "nan"
+    for rows in ([("a", 0.0)], [], [("b", float("nan"))]):
+        ET.fromstring(signed_bars(rows, "x", "l"))
+    svg = line_panels([Panel("y", (Series("a", (0, 1, 2, float("nan"), float("inf")),
+                                          (1, 2, 3, 4, 5), "#000000"),))],
+                      [(0, "0"), (1, "1"), (2, "2")], "x", "l", log2_x=True, title="t <&>")
+    root = ET.fromstring(svg)
+    assert "nan" not in svg and "inf" not in svg
+    assert [len(_points(p)) for p in root.iter(f"{NS}polyline")] == [2]  # x 1 and 2 only
+    assert "t <&>" in [t.text for t in root.iter(f"{NS}text")]  # the title, escaped

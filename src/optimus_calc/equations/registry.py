@@ -34,7 +34,8 @@ class Equation:
         return self.name.replace(".", "__")
 
     def lambdified(self):
-        """The expression compiled by sympy.lambdify (used by `explain`, which shows it)."""
+        """The expression compiled by sympy.lambdify (the tests check the generated compiled
+        function, which `explain` evaluates, against it)."""
         return sp.lambdify(self.args, self.expr, modules="numpy")
 
 

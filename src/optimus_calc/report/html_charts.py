@@ -18,7 +18,7 @@ GB = 1e9
 # Okabe-Ito, a palette readable with the common colour-vision deficiencies
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
            "#999999", "#000000", "#6A3D9A", "#B15928")
-# line hatches only (matplotlib's dot, circle and star hatches cost 100+ kB of SVG each)
+# line hatches only (report/svg_bars.py draws each as white lines across the colour)
 HATCHES = ("", "//", "\\\\", "xx", "--", "||", "++", "/", "\\", "-", "|")
 
 MEMORY_PARTS = (("weights_bytes", "weights"), ("gradients_bytes", "gradients"),
@@ -98,8 +98,9 @@ def hidden_parts(data: dict[str, Any]) -> list[tuple[str, float]]:
 
 
 def _binary(v: float) -> str:
-    """A power-of-two byte count as 1 KiB, 4 MiB, ...; any other as bytes (3 significant)."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+    """A power-of-two byte count as 1 KiB, 4 MiB, ... 2 PiB; below 1 KiB as bytes."""
+    for unit, size in (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20),
+                       ("KiB", 2**10)):
         if v >= size:
             return f"{v / size:g} {unit}"
     return f"{v:g} B"
@@ -107,7 +108,7 @@ def _binary(v: float) -> str:
 
 def _log2_ticks(xs: list[float], name=_binary) -> list[tuple[float, str]]:
     """A tick at each power of two over the points (fewer past ten), named by ``name``."""
-    xs = [x for x in xs if x > 0]
+    xs = [x for x in xs if math.isfinite(x) and x > 0]
     lo, hi = (math.floor(math.log2(min(xs))), math.ceil(math.log2(max(xs)))) if xs else (0, 1)
     step = max(1, math.ceil((hi - lo + 1) / 10))
     return [(2.0 ** k, name(2.0 ** k)) for k in range(lo, hi + 1, step)]
@@ -117,18 +118,13 @@ def sweep_chart(data: dict[str, Any], label: str) -> str:
     """`sweep`: tokens/s, MFU and (with --tokens) days and cost to train against nodes, a line
     per model / node type / swept setting, the SmartNIC what-if dashed, each point labelled with
     its recommended layout (report/plots.py's panels and groups)."""
-    from optimus_calc.report.plots import SWEEP_PANELS, _sweep_groups, layout_label
+    from optimus_calc.report.plots import (SWEEP_TITLE, layout_label, sweep_groups,
+                                           sweep_panels, whatif_groups)
     from optimus_calc.report.svg_lines import MARKERS, Panel, Series, line_panels
     rows = data["rows"]
-    panels = ([p for p in SWEEP_PANELS if any(r.get(p[0]) is not None for r in rows)]
-              or SWEEP_PANELS[:1])
-    groups = list(_sweep_groups(rows).items())
-    whatif: dict[tuple, list[dict]] = {}
-    for r in rows:
-        if r.get("smartnic") and r.get("whatif_smartnic_tokens_per_s") is not None:
-            whatif.setdefault((r["model"], r["node"], f"what-if {r['smartnic']}"), []).append(r)
+    groups, whatif = list(sweep_groups(rows).items()), whatif_groups(rows)
     out = []
-    for key, ylabel, scale in panels:
+    for key, ylabel, scale in sweep_panels(rows):
         series = []
         for i, (name, pts) in enumerate(groups):
             pts = sorted((p for p in pts if p.get(key) is not None), key=lambda p: p["nodes"])
@@ -149,12 +145,13 @@ def sweep_chart(data: dict[str, Any], label: str) -> str:
     nodes = sorted({r["nodes"] for r in rows})
     return line_panels(out, [(n, f"{n:g}") for n in nodes], "nodes", label,
                        note="no point has a layout (the reason column says why)" if empty
-                       else "")
+                       else "", title=SWEEP_TITLE)
 
 
 def comm_chart(data: dict[str, Any], label: str) -> str:
     """`comm`: bus and algorithm bandwidth against the message size, log-2 x axis, as
     nccl-tests plots it."""
+    from optimus_calc.report.plots import comm_title
     from optimus_calc.report.svg_lines import Panel, Series, line_panels
     rows = data.get("rows") or [data]
     xs = tuple(float(r["size_bytes"]) for r in rows)
@@ -163,12 +160,13 @@ def comm_chart(data: dict[str, Any], label: str) -> str:
         Series("algbw", xs, tuple(r["algbw_GBps"] for r in rows), PALETTE[1], "s",
                dashed=True)))
     return line_panels([panel], _log2_ticks(list(xs)), "message size (bytes)", label,
-                       log2_x=True)
+                       log2_x=True, title=comm_title(data))
 
 
 def batch_sweep_chart(data: dict[str, Any], label: str) -> str:
     """`breakeven --sweep`: the step offloaded less the step on the GPU, and the optimizer
     step exposed, per batch (log-2 x axis); the break-even is where the first crosses 0."""
+    from optimus_calc.report.plots import BATCH_SWEEP_TITLE
     from optimus_calc.report.svg_lines import Panel, Series, line_panels
     sw = data["batch_sweep"]
     rows = sw["rows"]
@@ -183,7 +181,7 @@ def batch_sweep_chart(data: dict[str, Any], label: str) -> str:
         zero_line=True, vline=None if be is None else (float(be), "break-even"))
     return line_panels([panel], _log2_ticks(list(xs), lambda v: f"{v:g}"),
                        "global batch" if by_batch else "micro-batches per step", label,
-                       log2_x=True)
+                       log2_x=True, title=BATCH_SWEEP_TITLE)
 
 
 def sensitivity_chart(data: dict[str, Any], label: str) -> str:

@@ -138,7 +138,7 @@ SWEEP_PANELS = [("tokens_per_s", "tokens/s", 1.0), ("mfu", "MFU (%)", 100.0),
                 ("train_days", "days to train", 1.0), ("cost_usd", "cost to train (USD)", 1.0)]
 
 
-def _sweep_groups(rows: list[dict]) -> dict[tuple, list[dict]]:
+def sweep_groups(rows: list[dict]) -> dict[tuple, list[dict]]:
     """One line per model / node type and per swept setting (sequence, batch, SmartNIC offered,
     and the offload target when the sweep varies it)."""
     fields = [f for f in ("seq_len", "global_batch", "smartnic_offered")
@@ -156,20 +156,34 @@ def _sweep_groups(rows: list[dict]) -> dict[tuple, list[dict]]:
     return groups
 
 
-def _sweep(plt, data: dict[str, Any]):
-    """Tokens/s, MFU, and with ``--tokens`` days to train (and cost when priced) against nodes,
-    every axis from 0, every point labelled with its recommended layout (issue 20)."""
-    rows = data["rows"]
-    panels = ([p for p in SWEEP_PANELS if any(r.get(p[0]) is not None for r in rows)]
-              or SWEEP_PANELS[:1])  # no point has a layout: an empty tokens/s panel says so
-    fig, axes = plt.subplots(len(panels), 1, figsize=(7.5, 2.6 * len(panels) + 0.6),
-                             sharex=True, squeeze=False)
-    axes = [a[0] for a in axes]
-    groups = _sweep_groups(rows)
+def sweep_panels(rows: list[dict]) -> list[tuple[str, str, float]]:
+    """The panels some row has a value for (key, axis label, scale); no point has a layout:
+    an empty tokens/s panel, which says so."""
+    return ([p for p in SWEEP_PANELS if any(r.get(p[0]) is not None for r in rows)]
+            or SWEEP_PANELS[:1])
+
+
+def whatif_groups(rows: list[dict]) -> dict[tuple, list[dict]]:
+    """The SmartNIC what-if's tokens/s, one dashed line per model / node type / card."""
     whatif: dict[tuple, list[dict]] = {}
     for r in rows:
         if r.get("smartnic") and r.get("whatif_smartnic_tokens_per_s") is not None:
             whatif.setdefault((r["model"], r["node"], f"what-if {r['smartnic']}"), []).append(r)
+    return whatif
+
+
+SWEEP_TITLE = "sweep: recommended layout per node count (labels: TP PP DP ZeRO, offload)"
+
+
+def _sweep(plt, data: dict[str, Any]):
+    """Tokens/s, MFU, and with ``--tokens`` days to train (and cost when priced) against nodes,
+    every axis from 0, every point labelled with its recommended layout (issue 20)."""
+    rows = data["rows"]
+    panels = sweep_panels(rows)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7.5, 2.6 * len(panels) + 0.6),
+                             sharex=True, squeeze=False)
+    axes = [a[0] for a in axes]
+    groups, whatif = sweep_groups(rows), whatif_groups(rows)
     for ax, (key, label, scale) in zip(axes, panels):
         top = 0.0
         for name, pts in groups.items():
@@ -195,8 +209,7 @@ def _sweep(plt, data: dict[str, Any]):
         ax.yaxis.set_major_formatter(_thousands())
         ax.margins(x=0.12)  # the last point's label stays inside
         ax.grid(True, linewidth=0.3)
-    axes[0].set_title("sweep: recommended layout per node count (labels: TP PP DP ZeRO, "
-                      "offload)", fontsize=10)
+    axes[0].set_title(SWEEP_TITLE, fontsize=10)
     if axes[0].get_legend_handles_labels()[0]:
         axes[0].legend(fontsize=7)
     else:
@@ -205,6 +218,16 @@ def _sweep(plt, data: dict[str, Any]):
     axes[-1].set_xlabel("nodes")
     axes[-1].set_xticks(sorted({r["nodes"] for r in rows}))
     return fig
+
+
+def comm_title(data: dict[str, Any]) -> str:
+    topo = data.get("topology", {})
+    where = f", {topo['ranks']} ranks on {topo['nodes']} node(s)" if topo else ""
+    return (f"{data.get('algo', '')} {data.get('collective', '')}{where}: bus bandwidth "
+            "(nccl-tests convention)")
+
+
+BATCH_SWEEP_TITLE = "breakeven: where the offload pays off"
 
 
 def _comm(plt, data: dict[str, Any]):
@@ -217,10 +240,7 @@ def _comm(plt, data: dict[str, Any]):
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("GB/s")
     _from_zero(ax, max([0.0, *(r["busbw_GBps"] for r in rows), *(r["algbw_GBps"] for r in rows)]))
-    topo = data.get("topology", {})
-    where = f", {topo['ranks']} ranks on {topo['nodes']} node(s)" if topo else ""
-    ax.set_title(f"{data.get('algo', '')} {data.get('collective', '')}{where}: bus bandwidth "
-                 "(nccl-tests convention)", fontsize=10)
+    ax.set_title(comm_title(data), fontsize=10)
     ax.grid(True, which="both", linewidth=0.3)
     ax.legend(fontsize=8)
     return fig
@@ -270,7 +290,7 @@ def _batch_sweep(plt, data: dict[str, Any]):
     ax.set_ylabel("seconds")
     ax.grid(True, linewidth=0.3)
     ax.legend(fontsize=7)
-    ax.set_title("breakeven: where the offload pays off", fontsize=10)
+    ax.set_title(BATCH_SWEEP_TITLE, fontsize=10)
     return fig
 
 

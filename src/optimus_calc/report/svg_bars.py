@@ -34,12 +34,12 @@ class VLine:
     tag_left: bool = False
 
 
-def _esc(text: str) -> str:
+def esc(text: str) -> str:
     return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace('"', "&quot;"))
 
 
-def _num(v: float) -> str:
+def num(v: float) -> str:
     return f"{v:.2f}".rstrip("0").rstrip(".")
 
 
@@ -53,7 +53,7 @@ def nice_ticks(top: float) -> list[float]:
     return [i * step for i in range(int(top / step + 1e-9) + 1)]
 
 
-def _tick_text(v: float) -> str:
+def tick_text(v: float) -> str:
     return f"{v:g}" if abs(v) < 1e6 else f"{v:.3g}"
 
 
@@ -78,18 +78,18 @@ def _pattern(pid: str, colour: str, hatch: str, alpha: float) -> str:
             f"{path}</pattern>")
 
 
-def _cut(text: str, chars: int) -> str:
+def cut(text: str, chars: int) -> str:
     """``text`` cut to ``chars`` characters with an ellipsis (the full text stays in the table
     beside the chart and in the bar's tooltip)."""
     return text if len(text) <= chars else text[:max(chars - 1, 1)] + "\u2026"
 
 
-def _legend(entries: list[tuple[str, str, str]], x0: float, most: int) -> tuple[list[str], int]:
+def legend(entries: list[tuple[str, str, str]], x0: float, most: int) -> tuple[list[str], int]:
     """The legend's elements from ``x0`` to the right edge, and its rows: columns as wide as
     the longest entry (swatch, gap and ~7 units a character), at most ``most`` of them, so no
     entry runs into the next or past the edge (an entry longer than the width is cut)."""
     fit = int((W - x0 - 34) / 7.2)
-    entries = [(_cut(name, fit), fill, dash) for name, fill, dash in entries]
+    entries = [(cut(name, fit), fill, dash) for name, fill, dash in entries]
     widest = max((34 + 7.2 * len(name) for name, _, _ in entries), default=0.0)
     cols = max(1, min(most, int((W - x0) // widest))) if widest else most
     col_w, out = (W - x0) / cols, []
@@ -101,7 +101,7 @@ def _legend(entries: list[tuple[str, str, str]], x0: float, most: int) -> tuple[
                        f'stroke="#000000" stroke-width="1.5"{extra}/>')
         else:
             out.append(f'<rect x="{x:g}" y="{y:g}" width="18" height="14" fill="{fill}"/>')
-        out.append(f'<text x="{x + 24:g}" y="{y + 12:g}">{_esc(name)}</text>')
+        out.append(f'<text x="{x + 24:g}" y="{y + 12:g}">{esc(name)}</text>')
     return out, math.ceil(len(entries) / cols) if entries else 0
 
 
@@ -120,9 +120,9 @@ def stacked_bars(rows: list[tuple[str, list[Segment]]], xmax: float, xlabel: str
     entries += [(v.label, "none", "4,3" if v.dashed else "-") for v in vlines]
     # room for the longest row label (about 7 units a character at font size 13), at most
     # MAX_LABEL characters: a longer one is cut, the plot keeps most of the width
-    rows = [(_cut(name, MAX_LABEL), segs) for name, segs in rows]
+    rows = [(cut(name, MAX_LABEL), segs) for name, segs in rows]
     left = max(LEFT, 16 + 7.2 * max((len(name) for name, _ in rows), default=0))
-    legend, n_leg = _legend(entries, left, legend_cols)
+    legend_svg, n_leg = legend(entries, left, legend_cols)
     top = 10 + n_leg * LEGEND_ROW + 10
     plot_h = len(rows) * ROW_H
     height = top + plot_h + 48
@@ -130,12 +130,12 @@ def stacked_bars(rows: list[tuple[str, list[Segment]]], xmax: float, xlabel: str
     xmax = xmax if math.isfinite(xmax) and xmax > 0 else 1.0
     sx = (lambda v: left + span * v / xmax)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W:g} {height:g}" role="img" '
-           f'aria-label="{_esc(label)}" font-family="sans-serif" font-size="13">',
+           f'aria-label="{esc(label)}" font-family="sans-serif" font-size="13">',
            "<defs>" + "".join(_pattern(pid, *key) for key, pid in styles.items()) + "</defs>",
-           *legend]
+           *legend_svg]
     for r, (name, segs) in enumerate(rows):
         yc = top + r * ROW_H + ROW_H / 2
-        out.append(f'<text x="{left - 8:g}" y="{yc + 4:g}" text-anchor="end">{_esc(name)}'
+        out.append(f'<text x="{left - 8:g}" y="{yc + 4:g}" text-anchor="end">{esc(name)}'
                    "</text>")
         acc = 0.0  # the row's total so far
         for s in segs:
@@ -144,8 +144,8 @@ def stacked_bars(rows: list[tuple[str, list[Segment]]], xmax: float, xlabel: str
             x0, x1 = sx(acc), sx(min(acc + s.value, xmax))
             out.append(f'<rect x="{x0:.2f}" y="{yc - BAR_H / 2:g}" width="{max(x1 - x0, 0):.2f}" '
                        f'height="{BAR_H:g}" fill="url(#{styles[s.colour, s.hatch, s.alpha]})" '
-                       f'stroke="#ffffff" stroke-width="0.8"><title>{_esc(s.name)}: '
-                       f"{_num(s.value)}</title></rect>")
+                       f'stroke="#ffffff" stroke-width="0.8"><title>{esc(s.name)}: '
+                       f"{num(s.value)}</title></rect>")
             acc += s.value
     base = top + plot_h
     out.append(f'<line x1="{left:g}" y1="{base:g}" x2="{W - RIGHT:g}" y2="{base:g}" '
@@ -157,9 +157,9 @@ def stacked_bars(rows: list[tuple[str, list[Segment]]], xmax: float, xlabel: str
         out.append(f'<line x1="{x:.2f}" y1="{base:g}" x2="{x:.2f}" y2="{base + 5:g}" '
                    'stroke="#000000" stroke-width="1"/>')
         out.append(f'<text x="{x:.2f}" y="{base + 19:g}" text-anchor="middle">'
-                   f"{_tick_text(t)}</text>")
+                   f"{tick_text(t)}</text>")
     out.append(f'<text x="{left + span / 2:g}" y="{base + 40:g}" text-anchor="middle">'
-               f"{_esc(xlabel)}</text>")
+               f"{esc(xlabel)}</text>")
     for v in vlines:
         x = sx(min(max(v.x, 0.0), xmax))
         dash = ' stroke-dasharray="4,3"' if v.dashed else ""
@@ -167,6 +167,6 @@ def stacked_bars(rows: list[tuple[str, list[Segment]]], xmax: float, xlabel: str
                    f'stroke="#000000" stroke-width="{1.2 if v.dashed else 1.6}"{dash}/>')
         anchor, dx = ("end", -4) if v.tag_left else ("start", 4)
         out.append(f'<text x="{x + dx:.2f}" y="{top + 10:g}" text-anchor="{anchor}" '
-                   f'font-size="12">{_esc(v.tag)}</text>')
+                   f'font-size="12">{esc(v.tag)}</text>')
     out.append("</svg>")
     return "\n".join(out)
