@@ -209,17 +209,30 @@ def test_fit_closed_form_by_hand(run):
             "--model-states-only", "--precision", "fp16", "--format", "json")
     d = run(*base, "--zero", 1).json()
     assert d["equation"] == "67*Psi/16 = 3.04e+10 bytes"
-    # ZeRO-3 with CPU offload: the fp16 weights sharded over 64 ranks (2 / 64 = 1 / 32 byte a
-    # parameter), the gradients' partitions and the optimizer state moved off the GPU: Psi / 32
+    # ZeRO-3 with CPU offload: on the GPU the fp16 weights sharded over 64 ranks, 2 / 64 = 1 /
+    # 32 byte a parameter (the GPU alone would hold 32 x 30.4e9 = 9.73e11); the host of each
+    # 16-GPU node holds 16 ranks' fp32 state and gradients, 16 x (12 + 4) / 64 = 4 bytes a
+    # parameter, in its 1,536 GB less the 10% host_reserved_fraction: 0.9 x 1536e9 / 4 =
+    # 3.456e11 binds first (it answered 9.73e11, which `memory` said does not fit)
     d = run(*base, "--zero", 3, "--offload", "cpu").json()
     assert d["equation"] == "Psi/32 = 3.04e+10 bytes"
-    assert d["max_params"] == pytest.approx(32 * 30.4e9, rel=1e-9)
-    # every state off the GPU: nothing there grows with Psi, so no GPU bound (sympy.solve said
-    # "W_res = 3.04e+10 bytes", "no solution", and that no change made it fit)
-    r = run(*base[:-2], "--zero", 3, "--offload", "nvme", "--offload-params")
-    assert r.code == 0 and "no GPU bound" in r.out and "alone makes it fit" not in r.out
+    assert d["max_params"] == pytest.approx(0.9 * 1536e9 / 4, rel=1e-8)
+    assert "the offload side binds first" in d["detail"]
+    fits = ("memory", f"{d['max_params']:.6e}", *base[4:-2], "--zero", 3, "--offload", "cpu",
+            "--format", "json")
+    assert run(*fits).json()["fits"]
+    over = list(fits)
+    over[1] = f"{d['max_params'] * 1.0001:.6e}"
+    assert not run(*over).json()["fits"]
+    # every state off the GPU: nothing there grows with Psi (sympy.solve said "W_res =
+    # 3.04e+10 bytes", "no solution" and that no change made it fit); the host binds: with
+    # NVMe offload each node's RAM holds its 16 ranks' fp32 gradients, 16 x 4 / 64 = 1 byte a
+    # parameter, and 4 pinned swap buffers of 1e8 fp32 elements a rank, 16 x 1.6 GB = 25.6 GB
+    # (memory.nvme_host_bytes): (1382.4 - 25.6) GB / 1 byte = 1.3568e12
     d = run(*base, "--zero", 3, "--offload", "nvme", "--offload-params").json()
-    assert d["max_params"] is None and d["unbounded"] is True
+    assert d["equation"] == "0 = 3.04e+10 bytes"
+    assert d["max_params"] == pytest.approx(1.3568e12, rel=1e-8)
+    assert "nothing on the GPU grows with it" in d["detail"]
 
 
 def test_fit_layers_is_the_boundary(run):

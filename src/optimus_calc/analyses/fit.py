@@ -1,8 +1,9 @@
 """Solve for the largest model, the fewest nodes or the largest micro-batch that fits.
 
 Where the per-GPU total is invertible in closed form (model states only: linear in the
-parameter count) it is solved symbolically; otherwise the monotone expression is searched
-exactly over integers (doubling, then bisection).
+parameter count) it is solved directly (then bisected on `memory`'s verdict where the offload
+side binds first); otherwise the monotone expression is searched exactly over integers
+(doubling, then bisection).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, assert_never
 from optimus_calc.errors import InputError
 from optimus_calc.evaluate.batch import resolve_global_batch
 from optimus_calc.evaluate.context import Hardware, check_layout, fill_layout
-from optimus_calc.evaluate.memory import estimate_memory, offload_flags
+from optimus_calc.evaluate.memory import estimate_memory
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.specs.training import Layout, Training
@@ -40,7 +41,7 @@ class FitResult:
     method: str = ""
     equation: str = ""
     detail: str = ""
-    unbounded: bool = False      # no GPU bound: nothing that grows with the answer stays on it
+    unbounded: bool = False      # no bound: nothing that grows with the answer fills up
 
 
 def largest_true(pred: Callable[[int], bool], lo: int, hi: int) -> int | None:
@@ -61,46 +62,59 @@ def largest_true(pred: Callable[[int], bool], lo: int, hi: int) -> int | None:
     return good
 
 
+MAX_COUNT = 1e16  # BareModel's bound on a parameter count (specs/model.py)
+
+
 def solve_params_closed_form(hw: Hardware, layout: Layout, tr: Training,
                              asm: Assumptions | None = None) -> FitResult:
-    """Model states only: the most-loaded GPU's weights, gradients and optimizer state are
-    affine in the parameter count Psi (memory.weights_bytes, gradients_bytes, optimizer_bytes
-    with P = Psi / (t p): a Psi + b, b the resident weights where they are offloaded), so the
-    largest count that fits the usable capacity (the GPU's memory less the gpu_headroom margin,
-    as `memory` judges it) is (usable - b) / a. a and b are read from the memory model itself
-    at two counts (it is exactly affine in Psi), so the answer is `memory`'s verdict: no
-    symbolic solve at run time (sympy's took ~1 s)."""
-    from fractions import Fraction
-
+    """Model states only, a bare parameter count Psi: the most-loaded GPU's weights, gradients
+    and optimizer state are a Psi (memory.weights_bytes, gradients_bytes, optimizer_bytes with
+    P = Psi / (t p); a bare count keeps nothing resident), so the GPU holds Psi up to the
+    usable capacity (the GPU's memory less the gpu_headroom margin) / a, a read from the memory
+    model itself. Where the offload device or the host (RAM, NVMe, a SmartNIC without spill)
+    binds first, the largest Psi `memory` says fits is searched by bisection on its verdict
+    (monotone in Psi). No symbolic solve at run time (sympy's took ~1 s)."""
     from optimus_calc.evaluate.engine import usable_gpu_bytes
     asm = asm or Assumptions()
 
-    def total(psi: float) -> float:
-        return estimate_memory(BareModel(name="Psi", total_params=psi), hw, layout, tr,
-                               asm).worst.total_bytes
-    t1, t2 = total(1e9), total(2e9)
-    a = (t2 - t1) / 1e9  # bytes per parameter on the most-loaded GPU
-    b = t1 - a * 1e9     # bytes that do not grow with it
+    def est(psi: float):
+        return estimate_memory(BareModel(name="Psi", total_params=psi), hw, layout, tr, asm)
+    a = est(1e9).worst.total_bytes / 1e9  # bytes per parameter on the most-loaded GPU
     cap = usable_gpu_bytes(hw, asm)
-    per = Fraction(a).limit_denominator(1 << 20)
-    if abs(float(per) - a) > 1e-9 * max(a, 1.0):
-        per = None       # not a simple ratio: written as a decimal
-    coef = (f"{a:.6g}*Psi" if per is None else "0" if per == 0 else  # as sympy.sstr writes it
-            ("Psi" if per.numerator == 1 else f"{per.numerator}*Psi")
-            + (f"/{per.denominator}" if per.denominator > 1 else ""))
-    equation = (f"{coef} + {b:.4g}" if b > 0.5 else coef) + f" = {cap:.4g} bytes"
-    if a <= 0:  # every model state offloaded: none grows on the GPU
-        return FitResult("params", None, None, "closed form (linear in Psi)", equation,
-                         "no GPU bound: the GPU keeps no model state that grows with the "
-                         "parameters (weights, gradients and optimizer state offloaded); the "
-                         "offload device's capacity bounds them (`optimus-calc memory`)",
+    equation = f"{_coefficient_text(a)} = {cap:.4g} bytes"
+    gpu = cap / a if a > 0 else None
+    method = "closed form (linear in Psi)"
+    if gpu is not None and est(gpu).fits:
+        return FitResult("params", gpu, gpu, method, equation, f"Psi = {gpu:.4g} parameters")
+    top = min(gpu or MAX_COUNT, MAX_COUNT)
+    if est(top).fits:  # every state offloaded and the offload side never full
+        return FitResult("params", None, None, method, equation,
+                         "no bound: the GPU keeps no model state that grows with the "
+                         f"parameters and the offload side holds {MAX_COUNT:.0e}",
                          unbounded=True)
-    value = (cap - b) / a
-    if value <= 0:
-        return FitResult("params", None, None, "closed form (linear in Psi)", equation,
-                         "no solution: the resident part alone exceeds the usable memory")
-    return FitResult("params", value, value, "closed form (linear in Psi)", equation,
-                     f"Psi = {value:.4g} parameters")
+    if not est(1.0).fits:
+        return FitResult("params", None, None, method, equation, "even 1 parameter does not fit")
+    lo, hi = 1.0, top
+    while hi / lo > 1 + 1e-9:  # geometric bisection: ~60 evaluations over 16 decades
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if est(mid).fits else (lo, mid)
+    why = ("; the GPU alone would hold " + f"{gpu:.4g}") if gpu is not None else \
+        "; nothing on the GPU grows with it"
+    return FitResult("params", lo, lo, method + ", then bisection on memory's verdict", equation,
+                     f"Psi = {lo:.4g} parameters: the offload side binds first{why}")
+
+
+def _coefficient_text(a: float) -> str:
+    """``a*Psi`` as sympy.sstr writes an exact rational (67*Psi/16, Psi/32, 4*Psi, 0) where
+    ``a`` is one to the float's precision, else a decimal."""
+    from fractions import Fraction
+    per = Fraction(a).limit_denominator(1 << 20)
+    if abs(float(per) - a) > 4e-16 * max(abs(a), 1.0):
+        return f"{a:.10g}*Psi"
+    if per == 0:
+        return "0"
+    return (("Psi" if per.numerator == 1 else f"{per.numerator}*Psi")
+            + (f"/{per.denominator}" if per.denominator > 1 else ""))
 
 
 def _fits(model, hw, layout, tr, asm) -> bool:

@@ -59,9 +59,10 @@ def sym(name: str, meaning: str, **assumptions) -> sp.Symbol:
 
 def meaning(name: str, module: str) -> str:
     """What ``name`` means in equations of ``module``: its own sym() if it made one, else the
-    nearest module before it in MODULES' order that did (the one it reads the symbol from, as
-    codegen's canonical import order has it), else the first after it. Independent of the
-    order in which the modules were imported (a test compares the generated text)."""
+    nearest module before it in MODULES' order that did (the meaning an equation took when
+    codegen imported the modules in that order; not necessarily the module it imports the
+    symbol from), else the first after it. Independent of the order in which the modules were
+    imported (a test compares the generated text)."""
     order = [f"{__package__}.{m}" for m in MODULES]
     if name in _MEANINGS.get(module, {}):
         return _MEANINGS[module][name]

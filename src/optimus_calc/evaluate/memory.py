@@ -107,13 +107,6 @@ class MemoryEstimate:
                 for k, v in call.inputs.items()}
 
 
-def offload_flags(layout: Layout) -> tuple[int, int, int, float]:
-    """(o_w, o_g, o_o, f_k) of one layout (its strategy's rule)."""
-    o_w, o_g, o_o, f_k = strategy(layout.offload).flags(int(layout.offload_params),
-                                                        layout.superchip_gpu_fraction)
-    return int(o_w), int(o_g), int(o_o), float(f_k)
-
-
 def _stages(ev: Evaluation) -> list[StageMemory]:
     n = np.shape(ev.total_stage)[-1]
 
