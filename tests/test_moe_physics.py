@@ -201,6 +201,19 @@ def test_every_csv_carries_the_typed_and_applied_imbalance(run):
     mixed = rows("sweep", "--models", "mixtral-8x7b,llama-2-7b", "--nodes", 1)
     assert [(r["moe_imbalance"], r["moe_imbalance_applied"]) for r in mixed
             if r["model"] == "llama-2-7b"] == [("", "")]  # a dense row: empty cells
+    assert [float(r["moe_imbalance"]) for r in mixed if r["model"] == "mixtral-8x7b"] == [1.3]
+    # an MoE row where nothing fits: the typed value, no applied one, the same columns
+    none = rows("sweep", "--models", "deepseek-v3", "--nodes", 1)
+    assert [(r["fits"], float(r["moe_imbalance"]), r["moe_imbalance_applied"])
+            for r in none] == [("FALSE", 1.3, "")]
+    # typed above the cap: 100 at EP 8, capped at 4 (8 experts, top-2), in every command's CSV
+    for cmd in ("step", "memory", "compare", "nics", "fit"):
+        extra = ("--solve", "micro-batch") if cmd == "fit" else ()
+        r = run(cmd, *ep8, *extra, "--moe-imbalance", 100, "--format", "csv")
+        got = list(csv.DictReader(io.StringIO(r.out)))
+        assert r.code == 0 and got and all(
+            (float(x["moe_imbalance"]), float(x["moe_imbalance_applied"])) == (100.0, 4.0)
+            for x in got), cmd
     dense = run("step", "llama-2-7b", "--format", "csv").out.splitlines()[0]
     assert "moe_imbalance" not in dense  # a dense model's CSV has no such columns
 

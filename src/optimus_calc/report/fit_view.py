@@ -6,7 +6,7 @@ from typing import assert_never
 
 from optimus_calc.report.common import (context_row, framework_data, framework_header, layout_data,
                                         layout_text, training_text)
-from optimus_calc.report.common import imbalance_note
+from optimus_calc.report.common import applied_imbalance, imbalance_note
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.model import BareModel
 
@@ -33,6 +33,8 @@ def fit_document(inp, what, res, why=None) -> Document:
     if res.unbounded:  # none of the GPU's memory grows with the answer (fit.py)
         data["unbounded"] = True
     data.update(framework_data(inp))  # the --framework profile the memory was computed with
+    moe = applied_imbalance(inp.model, inp.assumptions, inp.layout, typed=True)
+    data.update(moe)  # an MoE model's typed and applied --moe-imbalance (JSON and CSV)
     notes = imbalance_note(inp.model, inp.assumptions, inp.layout)
     if why is not None:
         data.update(binding=why.binding, binding_part=why.binding_part,
@@ -67,7 +69,7 @@ def fit_document(inp, what, res, why=None) -> Document:
             row["v"] = f"{row['v']:.4g} ({row['v'] / 1e9:.2f}B)"
     # CSV: one row with headers (context, layout, the answer), not the key/value view
     csv_row = {**context_row(inp.model.name, inp.hw, inp.training),
-               **layout_data(inp.layout), "micro_batch": inp.training.micro_batch,
+               **layout_data(inp.layout), "micro_batch": inp.training.micro_batch, **moe,
                "solve": what.value, "max_layers": data.get("max_layers"),
                "max_params": data.get("max_params"), "min_nodes": data.get("min_nodes"),
                "max_micro_batch": data.get("max_micro_batch"), "method": res.method,

@@ -40,6 +40,8 @@ def sweep_row(p, train: TrainRequest | None = None, profile=None) -> dict:
                                     if res.recommended else "")
     if train:
         row["tokens"] = train.tokens  # context, also where nothing fits
+    if res.model.is_moe:  # the typed value on every MoE row, the applied one with a layout
+        row.update(moe_imbalance=p.assumptions.moe_imbalance, moe_imbalance_applied=None)
     if not res.recommended and getattr(p, "offload", None) is not None:
         row["offload"] = p.offload.value  # the target the point was asked for
     if res.recommended:
@@ -89,7 +91,7 @@ def sweep_document(points, train: TrainRequest | None = None, profile=None,
     rows = sweep_rows(points, train, profile)
     launch = launch_data(points[0].result.training) if points else {}  # one for every point
     moe = (["moe_imbalance", "moe_imbalance_applied"]  # an MoE model's rows (empty: dense)
-           if any("moe_imbalance_applied" in r for r in rows) else [])
+           if any(p.result.model.is_moe for p in points) else [])
     csv_cols = (SWEEP_COLUMNS + list(launch) + moe + (TRAIN_COLUMNS if train else [])
                 + RANGE_COLUMNS + (TRAIN_RANGE_COLUMNS if train else []))
     table = Table(title="", rows=rows, columns=[Column(k, k) for k in csv_cols])
