@@ -135,3 +135,22 @@ def test_nothing_to_draw_is_drawn_as_nothing():
     assert "nan" not in svg and "inf" not in svg
     assert [len(_points(p)) for p in root.iter(f"{NS}polyline")] == [2]  # x 1 and 2 only
     assert "t <&>" in [t.text for t in root.iter(f"{NS}text")]  # the title, escaped
+
+
+def test_crowded_x_labels_are_thinned_and_doubling_nodes_go_log():
+    # node counts 1, 2, 4 ... 128 on a linear axis drew "1" and "2" as "12" (a cold review):
+    # the sweep draws them on a log-2 axis, evenly apart, and a label that would touch the last
+    # one drawn is left out (its tick stays)
+    rows = [{"model": "m", "node": "dgx-h100", "nodes": n, "tokens_per_s": 1000.0 * n,
+             "mfu": 0.5, "tp": 8, "pp": 1, "dp": n, "zero": 1, "fits": True}
+            for n in (1, 2, 4, 8, 16, 32, 64, 128)]
+    root = ET.fromstring(C.sweep_chart({"rows": rows}, "sweep"))
+    xs = [float(t.get("x")) for t in root.iter(f"{NS}text") if t.text in
+          {"1", "2", "4", "8", "16", "32", "64", "128"} and t.get("text-anchor") == "middle"]
+    gaps = [b - a for a, b in zip(xs, xs[1:])]
+    assert len(xs) == 8 and max(gaps) - min(gaps) < 1e-6  # log 2: equal steps
+    svg = line_panels([Panel("y", (Series("a", (1, 1.01, 1.02, 5), (1, 2, 3, 4), "#000000"),))],
+                      [(1, "1000"), (1.01, "1010"), (1.02, "1020"), (5, "5000")], "x", "l")
+    labels = [t.text for t in ET.fromstring(svg).iter(f"{NS}text") if t.text in
+              {"1000", "1010", "1020", "5000"}]
+    assert labels == ["1000", "5000"]

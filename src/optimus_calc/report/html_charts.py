@@ -97,21 +97,21 @@ def hidden_parts(data: dict[str, Any]) -> list[tuple[str, float]]:
              max(0.0, b["optimizer_s"] + b["offload_transfer_s"] - b["optimizer_exposed_s"]))]
 
 
-def _binary(v: float) -> str:
-    """A power-of-two byte count as 1 KiB, 4 MiB, ... 2 PiB; below 1 KiB as bytes."""
-    for unit, size in (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20),
-                       ("KiB", 2**10)):
-        if v >= size:
-            return f"{v / size:g} {unit}"
-    return f"{v:g} B"
+def _size_ticks(xs: list[float]) -> list[tuple[float, str]]:
+    """A tick at each message size, named as `comm`'s table names it: binary units where every
+    size is a power of two (sizes typed as KiB, GiB), decimal else (units.fmt_bytes)."""
+    from optimus_calc.units import fmt_bytes
+    xs = sorted({x for x in xs if math.isfinite(x) and x > 0})
+    binary = bool(xs) and all(float(x).is_integer() and int(x) & (int(x) - 1) == 0 for x in xs)
+    return [(x, fmt_bytes(x, binary=binary).replace(".00 ", " ")) for x in xs]
 
 
-def _log2_ticks(xs: list[float], name=_binary) -> list[tuple[float, str]]:
-    """A tick at each power of two over the points (fewer past ten), named by ``name``."""
+def _log2_ticks(xs: list[float]) -> list[tuple[float, str]]:
+    """A tick at each power of two over the points (fewer past ten), as a number."""
     xs = [x for x in xs if math.isfinite(x) and x > 0]
     lo, hi = (math.floor(math.log2(min(xs))), math.ceil(math.log2(max(xs)))) if xs else (0, 1)
     step = max(1, math.ceil((hi - lo + 1) / 10))
-    return [(2.0 ** k, name(2.0 ** k)) for k in range(lo, hi + 1, step)]
+    return [(2.0 ** k, f"{2.0 ** k:g}") for k in range(lo, hi + 1, step)]
 
 
 def sweep_chart(data: dict[str, Any], label: str) -> str:
@@ -143,7 +143,10 @@ def sweep_chart(data: dict[str, Any], label: str) -> str:
         out.append(Panel(ylabel, tuple(series)))
     empty = not any(p.series for p in out)
     nodes = sorted({r["nodes"] for r in rows})
-    return line_panels(out, [(n, f"{n:g}") for n in nodes], "nodes", label,
+    # node counts that double (1, 2, 4 ... 128) crowd a linear axis at its left: log 2 where
+    # they span 8x or more
+    wide = len(nodes) > 2 and nodes[0] > 0 and nodes[-1] / nodes[0] >= 8
+    return line_panels(out, [(n, f"{n:g}") for n in nodes], "nodes", label, log2_x=wide,
                        note="no point has a layout (the reason column says why)" if empty
                        else "", title=SWEEP_TITLE)
 
@@ -159,7 +162,7 @@ def comm_chart(data: dict[str, Any], label: str) -> str:
         Series("busbw", xs, tuple(r["busbw_GBps"] for r in rows), PALETTE[0], "o"),
         Series("algbw", xs, tuple(r["algbw_GBps"] for r in rows), PALETTE[1], "s",
                dashed=True)))
-    return line_panels([panel], _log2_ticks(list(xs)), "message size (bytes)", label,
+    return line_panels([panel], _size_ticks(list(xs)), "message size", label,
                        log2_x=True, title=comm_title(data))
 
 
@@ -179,7 +182,7 @@ def batch_sweep_chart(data: dict[str, Any], label: str) -> str:
         Series("optimizer exposed (offloaded)", xs,
                tuple(r["optimizer_exposed_s"] for r in rows), PALETTE[1], "x", dashed=True)),
         zero_line=True, vline=None if be is None else (float(be), "break-even"))
-    return line_panels([panel], _log2_ticks(list(xs), lambda v: f"{v:g}"),
+    return line_panels([panel], _log2_ticks(list(xs)),
                        "global batch" if by_batch else "micro-batches per step", label,
                        log2_x=True, title=BATCH_SWEEP_TITLE)
 

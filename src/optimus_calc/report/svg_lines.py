@@ -180,13 +180,16 @@ def _panel(p: Panel, yr: tuple, y0: float, sx, left: float, log2_x: bool, x_tick
     if p.zero_line and lo < 0:
         out.append(f'<line x1="{left:g}" y1="{sy(0):.2f}" x2="{right:g}" y2="{sy(0):.2f}" '
                    'stroke="#000000" stroke-width="0.8"/>')
+    shown = None  # (x, text) of the last tick labelled: a label that would touch it is left out
     for v, text in x_ticks:
         x = sx(v)
         out.append(f'<line x1="{x:.2f}" y1="{base:g}" x2="{x:.2f}" y2="{base + 5:g}" '
                    'stroke="#000000" stroke-width="1"/>')
-        if last:
+        if last and (shown is None or x - shown[0] >= 8 + CHAR_W * (len(text) + len(shown[1]))
+                     / 2):
             out.append(f'<text x="{x:.2f}" y="{base + 19:g}" text-anchor="middle">'
                        f"{esc(text)}</text>")
+            shown = (x, text)
     if p.vline is not None and _ok_x(p.vline[0], log2_x):
         x = sx(p.vline[0])
         out.append(f'<line x1="{x:.2f}" y1="{y0:g}" x2="{x:.2f}" y2="{base:g}" '
