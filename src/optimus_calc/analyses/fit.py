@@ -82,7 +82,7 @@ def solve_params_closed_form(hw: Hardware, layout: Layout, tr: Training,
     a = est(1e9).worst.total_bytes / 1e9  # bytes per parameter on the most-loaded GPU
     cap = usable_gpu_bytes(hw, asm)
     equation = f"{_coefficient_text(a)} = {cap:.4g} bytes"
-    gpu = cap / a if a > 0 else None
+    gpu = float(math.floor(cap / a)) if a > 0 else None  # a count: the largest whole one
     method = "closed form (linear in Psi)"
     if gpu is not None and est(gpu).fits:
         return FitResult("params", gpu, gpu, method, equation, f"Psi = {gpu:.4g} parameters")
@@ -100,6 +100,7 @@ def solve_params_closed_form(hw: Hardware, layout: Layout, tr: Training,
         lo, hi = (mid, hi) if est(mid).fits else (lo, mid)
     why = ("; the GPU alone would hold " + f"{gpu:.4g}") if gpu is not None else \
         "; nothing on the GPU grows with it"
+    lo = float(math.floor(lo))
     return FitResult("params", lo, lo, method + ", then bisection on memory's verdict", equation,
                      f"Psi = {lo:.4g} parameters: the offload side binds first{why}")
 

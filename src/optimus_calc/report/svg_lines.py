@@ -44,7 +44,7 @@ class Panel:
 
 def ticks(lo: float, hi: float) -> list[float]:
     """Ticks from ``lo`` to ``hi`` (``lo`` <= 0 <= ``hi``) at a step of 1, 2 or 5 x 10^k,
-    four to ten of them, 0 among them."""
+    three to ten of them, 0 among them."""
     span = hi - lo
     if not (math.isfinite(span) and span > 0):
         return [0.0]
