@@ -154,3 +154,15 @@ def test_crowded_x_labels_are_thinned_and_doubling_nodes_go_log():
     labels = [t.text for t in ET.fromstring(svg).iter(f"{NS}text") if t.text in
               {"1000", "1010", "1020", "5000"}]
     assert labels == ["1000", "5000"]
+
+
+def test_breakeven_sweep_and_sensitivity_draw_both_charts(run, tmp_path):
+    # the page drew only the sweep's chart when both were asked (a cold review)
+    page = tmp_path / "b.html"
+    r = run("breakeven", "llama70b", "--nodes", 2, "--tp", 2, "--pp", 4, "--zero", 3,
+            "--recompute", "full", "--seq-len", 2048, "--global-batch", 16, "--device",
+            "bluefield-3", "--sweep", "global-batch", "--sensitivity", "--format", "html",
+            "-o", page)
+    assert r.code == 0
+    labels = re.findall(r'<svg [^>]*aria-label="([^"]*)"', page.read_text())
+    assert len(labels) == 2

@@ -182,6 +182,9 @@ def _charts(doc: Document, kind: str, mem: Document | None, step: Document | Non
         # the command's --plot chart as SVG lines (sweep, comm; breakeven with --sweep) or
         # signed bars (breakeven --sensitivity)
         out[doc.plot] = C.LINE_CHARTS[doc.plot](doc.data, doc.title.split("\n")[0])
+        if doc.plot == "batch_sweep" and isinstance(doc.data.get("sensitivity"), list):
+            # breakeven --sweep with --sensitivity: both charts (--plot FILE draws the sweep's)
+            out["sensitivity"] = C.sensitivity_chart(doc.data, doc.title.split("\n")[0])
     return out
 
 
