@@ -235,6 +235,31 @@ def test_fit_closed_form_by_hand(run):
     assert "nothing on the GPU grows with it" in d["detail"]
 
 
+def test_fit_count_is_the_largest_whole_one_memory_fits(run):
+    # a third cold review: (1) a GPU bound above BareModel's 1e16 crashed (exit 1, a
+    # ValidationError): 13,888 GB200 racks hold 1.1e16 parameters at ZeRO-3, so the count's
+    # own bound answers; (2) float rounding put floor(usable / a) one count above what `memory`
+    # fits, and the answer fell to a bisection that blamed an offload side the layout does not
+    # have; (3) the bisection stopped 10-140 counts short (1.152e11 exactly, now)
+    big = run("fit", "7e9", "--solve", "layers", "--model-states-only", "--node",
+              "gb200-nvl72", "--nodes", 13888, "--zero", 3, "--format", "json")
+    assert big.code == 0 and big.json()["max_params"] == 1e16
+    base = ("--solve", "layers", "--model-states-only", "--gpus-per-node", 9, "--nodes", 13,
+            "--zero", 3)
+    d = run("fit", "7e9", *base, "--format", "json").json()
+    assert d["method"] == "closed form (linear in Psi)" and "offload" not in d["detail"]
+    n = int(d["max_params"])
+    assert abs(n - 7.6e10 * 117 / 16) <= 1  # 117 ranks x 76 GB usable / 16 B (2 B sharded)
+    fits = [run("memory", str(x), *base[2:], "--format", "json").json()["fits"]
+            for x in (n, n + 1)]
+    assert fits == [True, False]
+    d = run("fit", "1e9", "--solve", "layers", "--model-states-only", "--zero", 3, "--offload",
+            "cpu", "--format", "json").json()
+    assert d["max_params"] == 0.9 * 2048e9 / 16  # tests/test_terms_offload.py: 1.152e11
+    # what binds is said at the answer, on the side that binds
+    assert d["binding"].startswith("host RAM: 1843.2 GB of the 1843.2 GB usable per node")
+
+
 def test_fit_layers_is_the_boundary(run):
     base = ["--nodes", 2, "--tp", 8, "--pp", 2, "--zero", 1, "--recompute", "full",
             "--seq-len", 4096]

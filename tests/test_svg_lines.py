@@ -88,7 +88,7 @@ def test_signed_bars_are_as_long_as_their_values():
 
 
 def test_the_commands_charts_read_their_data():
-    comm = {"collective": "all-reduce", "algo": "ring", "rows": [
+    comm = {"collective": "all-reduce", "algo": "ring", "size_units": "binary", "rows": [
         {"size_bytes": 1024.0 * 2 ** k, "busbw_GBps": 10.0 * k, "algbw_GBps": 5.0 * k}
         for k in range(1, 5)]}
     root = ET.fromstring(C.comm_chart(comm, "comm"))
@@ -154,6 +154,12 @@ def test_crowded_x_labels_are_thinned_and_doubling_nodes_go_log():
     labels = [t.text for t in ET.fromstring(svg).iter(f"{NS}text") if t.text in
               {"1000", "1010", "1020", "5000"}]
     assert labels == ["1000", "5000"]
+    # the axis keeps its end labelled: 1, 64, 127, 128 drop 127 rather than 128
+    svg = line_panels([Panel("y", (Series("a", (1, 64, 127, 128), (1, 2, 3, 4), "#000000"),))],
+                      [(n, f"{n}") for n in (1, 64, 127, 128)], "nodes", "l")
+    shown = [t.text for t in ET.fromstring(svg).iter(f"{NS}text") if t.get("y") and
+             t.get("text-anchor") == "middle" and t.text in {"1", "64", "127", "128"}]
+    assert shown == ["1", "64", "128"]
 
 
 def test_breakeven_sweep_and_sensitivity_draw_both_charts(run, tmp_path):

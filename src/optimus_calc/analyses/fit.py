@@ -19,6 +19,7 @@ from optimus_calc.evaluate.memory import estimate_memory
 from optimus_calc.specs.model import BareModel, Model
 from optimus_calc.specs.assumptions import Assumptions
 from optimus_calc.specs.training import Layout, Training
+from optimus_calc.analyses.fit_count import FitResult, solve_params_closed_form
 from optimus_calc.record import record
 
 if TYPE_CHECKING:
@@ -31,17 +32,6 @@ class Solve(str, Enum):
     LAYERS = "layers"            # the most layers (a bare count: the most parameters)
     NODES = "nodes"              # the fewest nodes
     MICRO_BATCH = "micro-batch"  # the largest micro-batch
-
-
-@record
-class FitResult:
-    solve: str
-    value: float | None          # max_layers / min_nodes / max_micro_batch / max_params
-    max_params: float | None = None
-    method: str = ""
-    equation: str = ""
-    detail: str = ""
-    unbounded: bool = False      # no bound: nothing that grows with the answer fills up
 
 
 def largest_true(pred: Callable[[int], bool], lo: int, hi: int) -> int | None:
@@ -60,62 +50,6 @@ def largest_true(pred: Callable[[int], bool], lo: int, hi: int) -> int | None:
         else:
             bad = mid
     return good
-
-
-MAX_COUNT = 1e16  # BareModel's bound on a parameter count (specs/model.py)
-
-
-def solve_params_closed_form(hw: Hardware, layout: Layout, tr: Training,
-                             asm: Assumptions | None = None) -> FitResult:
-    """Model states only, a bare parameter count Psi: the most-loaded GPU's weights, gradients
-    and optimizer state are a Psi (memory.weights_bytes, gradients_bytes, optimizer_bytes with
-    P = Psi / (t p); a bare count keeps nothing resident), so the GPU holds Psi up to the
-    usable capacity (the GPU's memory less the gpu_headroom margin) / a, a read from the memory
-    model itself. Where the offload device or the host (RAM, NVMe, a SmartNIC without spill)
-    binds first, the largest Psi `memory` says fits is searched by bisection on its verdict
-    (monotone in Psi). No symbolic solve at run time (sympy's took ~1 s)."""
-    from optimus_calc.evaluate.engine import usable_gpu_bytes
-    asm = asm or Assumptions()
-
-    def est(psi: float):
-        return estimate_memory(BareModel(name="Psi", total_params=psi), hw, layout, tr, asm)
-    a = est(1e9).worst.total_bytes / 1e9  # bytes per parameter on the most-loaded GPU
-    cap = usable_gpu_bytes(hw, asm)
-    equation = f"{_coefficient_text(a)} = {cap:.4g} bytes"
-    gpu = float(math.floor(cap / a)) if a > 0 else None  # a count: the largest whole one
-    method = "closed form (linear in Psi)"
-    if gpu is not None and est(gpu).fits:
-        return FitResult("params", gpu, gpu, method, equation, f"Psi = {gpu:.4g} parameters")
-    top = min(gpu or MAX_COUNT, MAX_COUNT)
-    if est(top).fits:  # every state offloaded and the offload side never full
-        return FitResult("params", None, None, method, equation,
-                         "no bound: the GPU keeps no model state that grows with the "
-                         f"parameters and the offload side holds {MAX_COUNT:.0e}",
-                         unbounded=True)
-    if not est(1.0).fits:
-        return FitResult("params", None, None, method, equation, "even 1 parameter does not fit")
-    lo, hi = 1.0, top
-    while hi / lo > 1 + 1e-9:  # geometric bisection: ~60 evaluations over 16 decades
-        mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if est(mid).fits else (lo, mid)
-    why = ("; the GPU alone would hold " + f"{gpu:.4g}") if gpu is not None else \
-        "; nothing on the GPU grows with it"
-    lo = float(math.floor(lo))
-    return FitResult("params", lo, lo, method + ", then bisection on memory's verdict", equation,
-                     f"Psi = {lo:.4g} parameters: the offload side binds first{why}")
-
-
-def _coefficient_text(a: float) -> str:
-    """``a*Psi`` as sympy.sstr writes an exact rational (67*Psi/16, Psi/32, 4*Psi, 0) where
-    ``a`` is one to the float's precision, else a decimal."""
-    from fractions import Fraction
-    per = Fraction(a).limit_denominator(1 << 20)
-    if abs(float(per) - a) > 4e-16 * max(abs(a), 1.0):
-        return f"{a:.10g}*Psi"
-    if per == 0:
-        return "0"
-    return (("Psi" if per.numerator == 1 else f"{per.numerator}*Psi")
-            + (f"/{per.denominator}" if per.denominator > 1 else ""))
 
 
 def _fits(model, hw, layout, tr, asm) -> bool:
@@ -331,6 +265,23 @@ def _binding(est) -> tuple[str, str, int | None]:
             part, est.worst.index)
 
 
+def _offload_binding(est) -> str:
+    """What binds where the offload side fills before the GPU: the host's RAM or the device
+    (the fuller of the two at the answer)."""
+    o = est.offload
+    host = o.host_bytes_per_node / o.host_capacity_bytes_per_node if \
+        o.host_capacity_bytes_per_node else 0.0
+    dev = o.bytes_per_device / o.capacity_bytes_per_device if o.capacity_bytes_per_device \
+        else 0.0
+    if host >= dev:
+        return (f"host RAM: {o.host_bytes_per_node / 1e9:.1f} GB of the "
+                f"{o.host_capacity_bytes_per_node / 1e9:.1f} GB usable per node (the GPU holds "
+                f"{est.worst.total_bytes / 1e9:.1f} GB of {est.usable_bytes / 1e9:.1f} GB)")
+    return (f"{o.device}: {o.bytes_per_device / 1e9:.1f} GB of its "
+            f"{o.capacity_bytes_per_device / 1e9:.1f} GB (the GPU holds "
+            f"{est.worst.total_bytes / 1e9:.1f} GB of {est.usable_bytes / 1e9:.1f} GB)")
+
+
 def _suggestions(solve: str, model, hw: Hardware, layout: Layout, tr: Training,
                  asm: Assumptions, res: FitResult) -> list[dict]:
     """Each common change, the same solver run again; those that do better. For nodes each
@@ -373,7 +324,12 @@ def explain_fit(solve: str, inp: Inputs, res: FitResult) -> FitExplanation:
         probe = (hw, layout, tr.model_copy(update={"micro_batch": int(res.value)}))
     elif solve == "layers" and res.value is not None and not isinstance(model, BareModel):
         at = with_layers(model, int(res.value))
-    binding, part, stage = _binding(_estimate(at, *probe, asm))
+    elif solve == "layers" and res.max_params is not None:  # a bare count: at the answer
+        at = BareModel(name=model.name, total_params=res.max_params)
+    est = _estimate(at, *probe, asm)
+    binding, part, stage = _binding(est)
+    if "offload side binds" in res.detail and est is not None:
+        binding = _offload_binding(est)
     starved = ""
     if solve == "nodes" and res.value is not None:
         starved = _starved(model, hw, layout, tr, asm, int(res.value))

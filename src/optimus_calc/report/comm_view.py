@@ -109,5 +109,6 @@ def comm_document(rep, binary: bool = False) -> Document:
                         "intra_Bps": topo.intra_Bps, "nic_Bps": topo.nic_Bps,
                         "node_network_Bps": topo.node_network_Bps,
                         "alpha_intra_s": topo.alpha_intra_s, "alpha_inter_s": topo.alpha_inter_s}
+    data["size_units"] = "binary" if binary else "decimal"  # how the table names the sizes
     return Document(title=f"comm: {rep.collective.value} on {rep.node}", data=data,
                     header=header, tables=tables, notes=notes, csv=csv, plot="comm")

@@ -97,12 +97,11 @@ def hidden_parts(data: dict[str, Any]) -> list[tuple[str, float]]:
              max(0.0, b["optimizer_s"] + b["offload_transfer_s"] - b["optimizer_exposed_s"]))]
 
 
-def _size_ticks(xs: list[float]) -> list[tuple[float, str]]:
-    """A tick at each message size, named as `comm`'s table names it: binary units where every
-    size is a power of two (sizes typed as KiB, GiB), decimal else (units.fmt_bytes)."""
+def _size_ticks(xs: list[float], binary: bool) -> list[tuple[float, str]]:
+    """A tick at each message size, named as `comm`'s table names it (units.fmt_bytes: KiB where
+    the sizes were typed in binary units, kB else)."""
     from optimus_calc.units import fmt_bytes
     xs = sorted({x for x in xs if math.isfinite(x) and x > 0})
-    binary = bool(xs) and all(float(x).is_integer() and int(x) & (int(x) - 1) == 0 for x in xs)
     return [(x, fmt_bytes(x, binary=binary).replace(".00 ", " ")) for x in xs]
 
 
@@ -162,7 +161,8 @@ def comm_chart(data: dict[str, Any], label: str) -> str:
         Series("busbw", xs, tuple(r["busbw_GBps"] for r in rows), PALETTE[0], "o"),
         Series("algbw", xs, tuple(r["algbw_GBps"] for r in rows), PALETTE[1], "s",
                dashed=True)))
-    return line_panels([panel], _size_ticks(list(xs)), "message size", label,
+    return line_panels([panel], _size_ticks(list(xs), data.get("size_units") == "binary"),
+                       "message size", label,
                        log2_x=True, title=comm_title(data))
 
 
@@ -193,7 +193,8 @@ def sensitivity_chart(data: dict[str, Any], label: str) -> str:
     return signed_bars([(f"{r['label']} ({r['entry']})", r["step_time_elasticity"])
                         for r in data["sensitivity"]],
                        "% change of step time per +1% of the parameter (negative: faster)",
-                       label)
+                       label, title="breakeven --sensitivity: the step's change per +1% of each "
+                                    "parameter")
 
 
 # the --plot charts the page draws as SVG directly, by Document.plot (memory and compare: the

@@ -164,6 +164,22 @@ def _coloured_legend(entries: list[tuple[str, tuple]], left: float,
     return out, rows
 
 
+def _thinned(labels: list[tuple[float, str]]) -> list[tuple[float, str]]:
+    """The x labels that do not touch their neighbours, from the left, the last one always (an
+    axis keeps its end labelled)."""
+    def apart(a, b) -> bool:
+        return abs(b[0] - a[0]) >= 8 + CHAR_W * (len(a[1]) + len(b[1])) / 2
+    kept: list[tuple[float, str]] = []
+    for lab in labels:
+        if not kept or apart(kept[-1], lab):
+            kept.append(lab)
+    if labels and kept[-1] != labels[-1]:
+        while kept and not apart(kept[-1], labels[-1]):
+            kept.pop()
+        kept.append(labels[-1])
+    return kept
+
+
 def _panel(p: Panel, yr: tuple, y0: float, sx, left: float, log2_x: bool, x_ticks,
            last: bool) -> list[str]:
     lo, hi, t = yr
@@ -180,16 +196,12 @@ def _panel(p: Panel, yr: tuple, y0: float, sx, left: float, log2_x: bool, x_tick
     if p.zero_line and lo < 0:
         out.append(f'<line x1="{left:g}" y1="{sy(0):.2f}" x2="{right:g}" y2="{sy(0):.2f}" '
                    'stroke="#000000" stroke-width="0.8"/>')
-    shown = None  # (x, text) of the last tick labelled: a label that would touch it is left out
-    for v, text in x_ticks:
+    for v, _ in x_ticks:
         x = sx(v)
         out.append(f'<line x1="{x:.2f}" y1="{base:g}" x2="{x:.2f}" y2="{base + 5:g}" '
                    'stroke="#000000" stroke-width="1"/>')
-        if last and (shown is None or x - shown[0] >= 8 + CHAR_W * (len(text) + len(shown[1]))
-                     / 2):
-            out.append(f'<text x="{x:.2f}" y="{base + 19:g}" text-anchor="middle">'
-                       f"{esc(text)}</text>")
-            shown = (x, text)
+    for x, text in (_thinned([(sx(v), t) for v, t in x_ticks]) if last else []):
+        out.append(f'<text x="{x:.2f}" y="{base + 19:g}" text-anchor="middle">{esc(text)}</text>')
     if p.vline is not None and _ok_x(p.vline[0], log2_x):
         x = sx(p.vline[0])
         out.append(f'<line x1="{x:.2f}" y1="{y0:g}" x2="{x:.2f}" y2="{base:g}" '
@@ -215,7 +227,7 @@ def _panel(p: Panel, yr: tuple, y0: float, sx, left: float, log2_x: bool, x_tick
     return out
 
 
-def signed_bars(rows: list[tuple[str, float]], xlabel: str, label: str) -> str:
+def signed_bars(rows: list[tuple[str, float]], xlabel: str, label: str, title: str = "") -> str:
     """One horizontal bar per row from 0 to its value (negative to the left, drawn hatched;
     the value written beside it), on one x axis: `breakeven --sensitivity`. A row whose value
     is not finite is left out; all zero (or none) gives an axis from -1 to 1."""
@@ -230,13 +242,16 @@ def signed_bars(rows: list[tuple[str, float]], xlabel: str, label: str) -> str:
     lo, hi = min(lo, t[0]), max(hi, t[-1])
     span = W - left - RIGHT
     sx = (lambda v: left + span * (v - lo) / (hi - lo))
-    top, row_h = 14.0, 26.0
+    top, row_h = 14.0 + (TITLE_H if title else 0.0), 26.0
     base = top + max(len(rows), 1) * row_h
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W:g} {base + 50:g}" '
            f'role="img" aria-label="{esc(label)}" font-family="sans-serif" font-size="13">',
            '<defs><pattern id="neg" width="6" height="6" patternUnits="userSpaceOnUse">'
            '<rect width="6" height="6" fill="#009E73"/><path d="M0,6 L6,0" stroke="#ffffff" '
            'stroke-width="0.8"/></pattern></defs>']
+    if title:
+        out.append(f'<text x="{W / 2:g}" y="16" text-anchor="middle" font-weight="bold">'
+                   f"{esc(cut(title, int((W - 20) / CHAR_W)))}</text>")
     for i, (name, v) in enumerate(rows):
         yc = top + i * row_h + row_h / 2
         x0, x1 = sorted((sx(0.0), sx(v)))
