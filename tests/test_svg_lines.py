@@ -172,3 +172,18 @@ def test_breakeven_sweep_and_sensitivity_draw_both_charts(run, tmp_path):
     assert r.code == 0
     labels = re.findall(r'<svg [^>]*aria-label="([^"]*)"', page.read_text())
     assert len(labels) == 2
+
+
+def test_the_batch_rule_splits_no_line(run):
+    # 1, 3, 5, 7, 13 nodes take the rule's 512, 516, 515, 518, 520 sequences (a multiple of DP
+    # x micro-batch holding 512): one line, not five one-point series (a cold review); a typed
+    # list of batches still gives a line per batch
+    d = run("sweep", "--models", "llama70b", "--node", "dgx-h100", "--nodes", "1,3,5,7,13",
+            "--format", "json").json()
+    assert len({r["global_batch"] for r in d["rows"]}) > 1
+    assert all(r["global_batch_rule"] for r in d["rows"])
+    root = ET.fromstring(C.sweep_chart(d, "sweep"))
+    assert len(list(root.iter(f"{NS}polyline"))) == 2  # tokens/s and MFU, one line each
+    typed = [dict(r, global_batch_rule=False) for r in d["rows"]]
+    root = ET.fromstring(C.sweep_chart({"rows": typed}, "sweep"))
+    assert not list(root.iter(f"{NS}polyline"))  # five batches: five one-point series

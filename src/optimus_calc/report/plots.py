@@ -140,9 +140,11 @@ SWEEP_PANELS = [("tokens_per_s", "tokens/s", 1.0), ("mfu", "MFU (%)", 100.0),
 
 def sweep_groups(rows: list[dict]) -> dict[tuple, list[dict]]:
     """One line per model / node type and per swept setting (sequence, batch, SmartNIC offered,
-    and the offload target when the sweep varies it)."""
-    fields = [f for f in ("seq_len", "global_batch", "smartnic_offered")
-              if len({r.get(f) for r in rows}) > 1]
+    and the offload target when the sweep varies it). A batch the rule sets per layout
+    (``global_batch_rule``) is no swept setting: it splits no line."""
+    swept = [f for f in ("seq_len", "global_batch", "smartnic_offered")
+             if f != "global_batch" or not all(r.get("global_batch_rule") for r in rows)]
+    fields = [f for f in swept if len({r.get(f) for r in rows}) > 1]
     same_point: dict[tuple, int] = {}
     for r in rows:
         k = (r["model"], r["node"], r["nodes"], *(r.get(f) for f in fields), r.get("smartnic"))

@@ -34,7 +34,8 @@ def sweep_row(p, train: TrainRequest | None = None, profile=None) -> dict:
                seq_len=tr.seq_len, global_batch=tr.global_batch, precision=tr.precision.value,
                fits=res.recommended is not None, layouts_evaluated=res.evaluated,
                layouts_feasible=res.feasible, reason="" if res.recommended else res.why,
-               smartnic_offered=res.hw.smartnic.name, **launch_data(tr))
+               smartnic_offered=res.hw.smartnic.name, **launch_data(tr),
+               global_batch_rule=res.training.global_batch is None)  # JSON: the rule's batch
     if "recompute_modules" in row:  # the search's list as the winner runs it; none: ""
         row["recompute_modules"] = (applied_modules(res.recommended.training, res.model)
                                     if res.recommended else "")
