@@ -241,7 +241,7 @@ def test_gpu_memory_reason_names_the_model_states_by_hand(run):
 ])
 def test_fit_closed_form_with_offload_by_hand(run, args, max_params):
     d = _json(run, "fit", "1e9", "--solve", "layers", "--model-states-only", *args)
-    assert d["max_params"] == pytest.approx(max_params, rel=1e-8)  # bisection: to 1e-9
+    assert d["max_params"] == pytest.approx(max_params, rel=1e-9)
 
 
 def test_fit_with_offloaded_weights_has_no_gpu_bound(run):

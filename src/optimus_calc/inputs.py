@@ -141,6 +141,14 @@ def parse_ints(text: str | None, flag: str, lo: int = 1, hi: int = 1_000_000
     return tuple(dict.fromkeys(out))
 
 
+def offload_choices(kw: dict) -> tuple[tuple[Offload, ...], dict[Offload, str]]:
+    """The targets of --offloads and --offload (a search's), each once, and the flag an error
+    names for each: "offload" where only --offload gave it (search.inputs.check_offloads)."""
+    many = parse_choices(kw.get("offloads"), Offload, "--offloads") or ()
+    one = parse_choices(kw.get("offload"), Offload, "--offload") or ()
+    return tuple(dict.fromkeys(many + one)), {o: "offload" for o in one if o not in many}
+
+
 def parse_choices(text: str | None, enum: type[E], flag: str) -> tuple[E, ...] | None:
     """A comma-separated list of an Enum's values (``--offloads none,cpu``); None when empty."""
     if text is None:  # not given; an empty --offloads '' is an error, as ',' is
@@ -342,10 +350,8 @@ def build_search_inputs(cat: Catalog, model_text: str, kw: dict, one_model: bool
     if one_model:
         check_moe_flags(model, tr, asm)
     recomputes = searched_recomputes(kw.get("recomputes"), tr)
-    many = parse_choices(kw.get("offloads"), Offload, "--offloads") or ()
-    one = parse_choices(kw.get("offload"), Offload, "--offload") or ()
-    offloads = tuple(dict.fromkeys(many + one)) or None
-    check_offloads(hw, offloads, {o: "offload" for o in one if o not in many})
+    offloads, typed = offload_choices(kw)
+    check_offloads(hw, offloads or None, typed)
     max_zero = kw.get("max_zero")
     fw = "each" if kw.get("framework") is None else kw["framework"]  # '': an error below
     if fw in ("any", "each"):

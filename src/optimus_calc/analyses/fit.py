@@ -328,7 +328,7 @@ def explain_fit(solve: str, inp: Inputs, res: FitResult) -> FitExplanation:
         at = BareModel(name=model.name, total_params=res.max_params)
     est = _estimate(at, *probe, asm)
     binding, part, stage = _binding(est)
-    if "offload side binds" in res.detail and est is not None:
+    if res.offload_bound and est is not None:
         binding = _offload_binding(est)
     starved = ""
     if solve == "nodes" and res.value is not None:

@@ -14,6 +14,11 @@ from optimus_calc.specs.model import BareModel
 from optimus_calc.specs.training import Layout, Training
 from optimus_calc.units import MAX_COUNT  # BareModel's bound on a parameter count
 
+# counts either side of floor(usable / a) searched for the largest that fits: a, read from the
+# memory model in floating point, is off by a few units in the last place, which moves a count
+# of 1e10-1e16 by at most one or two (a cold review found one off)
+ROUNDING_COUNTS = 3
+
 
 @record
 class FitResult:
@@ -24,6 +29,7 @@ class FitResult:
     equation: str = ""
     detail: str = ""
     unbounded: bool = False      # no bound: nothing that grows with the answer fills up
+    offload_bound: bool = False  # the offload side (host RAM, NVMe, a card) binds, not the GPU
 
 
 def solve_params_closed_form(hw: Hardware, layout: Layout, tr: Training,
@@ -49,8 +55,10 @@ def solve_params_closed_form(hw: Hardware, layout: Layout, tr: Training,
     method = "closed form (linear in Psi)"
     gpu = min(float(math.floor(cap / a)), MAX_COUNT) if a > 0 else None
     if gpu is not None:  # the closed form's count, give or take the rounding of a
-        near = _largest_whole(fits, max(gpu - 3, 1.0), min(gpu + 3, MAX_COUNT))
-        if near is not None and (near > gpu - 3 or gpu <= 4):
+        near = _largest_whole(fits, max(gpu - ROUNDING_COUNTS, 1.0),
+                              min(gpu + ROUNDING_COUNTS, MAX_COUNT))
+        # at the window's bottom edge the offload side may bind lower: the bisection below
+        if near is not None and (near > gpu - ROUNDING_COUNTS or gpu <= ROUNDING_COUNTS + 1):
             return FitResult("params", near, near, method, equation,
                              f"Psi = {near:.4g} parameters" + (
                                  f" (the count's bound, {MAX_COUNT:.0e})" if near >= MAX_COUNT
@@ -72,7 +80,8 @@ def solve_params_closed_form(hw: Hardware, layout: Layout, tr: Training,
     why = ("; the GPU alone would hold " + f"{gpu:.4g}") if gpu is not None else \
         "; nothing on the GPU grows with it"
     return FitResult("params", best, best, method + ", then bisection on memory's verdict",
-                     equation, f"Psi = {best:.4g} parameters: the offload side binds first{why}")
+                     equation, f"Psi = {best:.4g} parameters: the offload side binds first{why}",
+                     offload_bound=True)
 
 
 def _largest_whole(fits: Callable[[float], bool], lo: float, hi: float) -> float | None:

@@ -194,9 +194,8 @@ def sweep(app, models, nodes_types, node_counts, smartnics, objective, fmt, outp
     a list of offload targets gives each target its own row."""
     from optimus_calc.analyses.sweep import SweepSpec
     from optimus_calc.analyses.sweep import sweep as run_sweep
-    from optimus_calc.inputs import build_search_inputs, parse_choices, parse_ints, search_model
+    from optimus_calc.inputs import build_search_inputs, offload_choices, parse_ints, search_model
     from optimus_calc.report.sweep_view import sweep_document
-    from optimus_calc.specs.training import Offload
 
     from optimus_calc.cli.options import check_objective
     check_objective(objective, kw.get("train"))
@@ -205,10 +204,9 @@ def sweep(app, models, nodes_types, node_counts, smartnics, objective, fmt, outp
                                or (None,)))
     gbs = tuple(dict.fromkeys(parse_ints(kw.pop("global_batch"), "--global-batch", 1,
                                          100_000_000) or (None,)))
-    many = parse_choices(kw.pop("offloads"), Offload, "--offloads") or ()
-    one = parse_choices(kw.pop("offload"), Offload, "--offload") or ()
-    offs = tuple(dict.fromkeys(many + one)) or (None,)
-    typed = {o: "offload" for o in one if o not in many}  # the flag an error names
+    offs, typed = offload_choices(kw)  # typed: the flag an error names for each target
+    offs = offs or (None,)
+    kw.pop("offloads"), kw.pop("offload")
     cat = app.catalog
     names, types = _split(models, "--models"), tuple(_split(nodes_types, "--node"))
     sns = tuple(_split(smartnics, "--smartnic")) if smartnics is not None else (None,)

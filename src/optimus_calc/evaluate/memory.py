@@ -220,6 +220,9 @@ def equation_values(inp: Inputs, name: str, stage: int | None = None,
 
 # Equations that run only under a condition of the model or the hardware: what `explain` says
 # when one did not run (the generic message otherwise)
+# the equations that run only with the weights offloaded (--offload-params)
+_PARAM_STREAM = ("offload.param_stream_exposed", "offload.param_stream_bytes",
+                 "offload.param_stream_time_cpu", "offload.param_stream_time_nvme")
 _ONLY_WHEN = {
     "efficiency.head_dim_attention_efficiency": "it runs only where the GPU's catalog entry "
     "lists head-dim ratios for its fused attention kernel (attention_head_dim64: the H100 "
@@ -235,9 +238,8 @@ _ONLY_WHEN = {
            ("compute.norm_recompute_bytes", "layernorm"),
            ("memory.discarded_activation_bytes", "layernorm or moe_act, on an MoE model"))},
     **{eq: "it runs only when the weights are offloaded (--offload-params, with --offload cpu "
-       "or nvme at --zero 3): they are then streamed in every micro-batch" for eq in (
-           "offload.param_stream_exposed", "offload.param_stream_bytes",
-           "offload.param_stream_time_cpu", "offload.param_stream_time_nvme")},
+       "or nvme at --zero 3): they are then streamed in every micro-batch"
+       for eq in _PARAM_STREAM},
 }
 
 
@@ -256,10 +258,7 @@ def _condition(name: str, inp) -> str:
               "compute.rope_bytes": not rope_unfused(model, asm),
               "compute.moe_act_recompute_bytes": not sel or "moe_act" not in tr.recompute_modules,
               "compute.norm_recompute_bytes": not sel or "layernorm" not in tr.recompute_modules,
-              **dict.fromkeys(("offload.param_stream_exposed", "offload.param_stream_bytes",
-                               "offload.param_stream_time_cpu",
-                               "offload.param_stream_time_nvme"),
-                              not inp.layout.offload_params),
+              **dict.fromkeys(_PARAM_STREAM, not inp.layout.offload_params),
               "memory.discarded_activation_bytes": not sel or not tr.recompute_modules
               or not getattr(model, "is_moe", False)}
     return _ONLY_WHEN[name] if missed.get(name) else ""
