@@ -82,6 +82,18 @@ def test_copy_construct_equality_hash_and_frozen():
     assert dict(lay)["dp"] == 4 and list(dict(lay)) == list(Layout.model_fields)
     for clone in (copy.copy(lay), copy.deepcopy(lay), pickle.loads(pickle.dumps(lay))):
         assert clone == lay and clone.model_fields_set == lay.model_fields_set
+        assert hash(clone) == hash(lay)
+
+
+def test_the_hash_is_kept_once_computed_and_copies_compute_their_own():
+    # the hash is computed once per instance (62,000 hashes in a validate); a copy with a
+    # changed field must not inherit its source's kept value
+    lay = Layout(tp=2, dp=4)
+    first = hash(lay)
+    assert lay._hash_value == first and hash(lay) == first
+    wider = lay.model_copy(update={"tp": 4})
+    assert hash(wider) == hash(Layout(tp=4, dp=4)) != first
+    assert hash(copy.deepcopy(lay)) == first and hash(lay.model_copy()) == first
 
 
 def test_model_validate_and_json_dump():

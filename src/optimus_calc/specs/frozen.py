@@ -124,7 +124,7 @@ def _hints(cls: type) -> dict[str, Any]:
 
 class Frozen:
     """A frozen, value-compared spec (see the module's docstring)."""
-    __slots__ = ("__dict__", "__weakref__", "_fields_set")
+    __slots__ = ("__dict__", "__weakref__", "_fields_set", "_hash_value")
 
     model_config: ClassVar[dict] = {"frozen": True, "extra": "forbid", "validate_default": True}
     model_fields: ClassVar[dict[str, FieldInfo]] = {}
@@ -229,8 +229,11 @@ class Frozen:
         # as pydantic: the fields only (model_copy(update=...) may have added other keys)
         return all(mine.get(k, _MISSING) == theirs.get(k, _MISSING) for k in self.model_fields)
 
-    def __hash__(self) -> int:
-        return hash(tuple(self.__dict__.get(k, _MISSING) for k in self.model_fields))
+    def __hash__(self) -> int:  # computed once: the fields never change (nor, hashable, theirs)
+        if (h := getattr(self, "_hash_value", None)) is None:
+            h = hash(tuple(self.__dict__.get(k, _MISSING) for k in self.model_fields))
+            object.__setattr__(self, "_hash_value", h)
+        return h
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise _frozen_error(self, name, value)
@@ -336,9 +339,7 @@ def twin(cls: type[Frozen]) -> type:
     cell = types.CellType()  # the twin, for its methods' super() (filled in below)
     ns: dict[str, Any] = _members(cls, cell)
     annotations: dict[str, Any] = dict(cls.class_vars)
-    for name in cls.class_vars:
-        if hasattr(cls, name):
-            ns[name] = getattr(cls, name)
+    ns.update({name: getattr(cls, name) for name in cls.class_vars if hasattr(cls, name)})
     for name, info in cls.model_fields.items():
         annotations[name] = _twin_type(info.annotation)
         ns[name] = (PydanticField(**info.kwargs) if info.default is _MISSING else
@@ -362,14 +363,13 @@ def to_twin(value: Any) -> Any:
     """A spec instance as its twin's instance (unvalidated: it was validated or trusted)."""
     if not isinstance(value, Frozen):
         return value
-    fields = {k: to_twin(v) for k, v in value.__dict__.items()}
-    return twin(type(value)).model_construct(_fields_set=set(value.model_fields_set), **fields)
+    return twin(type(value)).model_construct(_fields_set=set(value.model_fields_set),
+                                             **{k: to_twin(v) for k, v in value.__dict__.items()})
 
 
 def from_twin(value: Any) -> Any:
     """A twin's instance as its spec class's instance (other values unchanged)."""
-    spec = _SPEC_OF.get(type(value))
-    if spec is None:
+    if (spec := _SPEC_OF.get(type(value))) is None:
         return value
     return spec.model_construct(_fields_set=set(value.model_fields_set),
                                 **{k: from_twin(v) for k, v in value.__dict__.items()})
