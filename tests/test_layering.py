@@ -216,3 +216,23 @@ def test_result_objects_are_frozen():
                 NicSizing, PlanResult, SweepPoint, Case, Column, Document, Table, DeviceResult,
                 SweepSpec):
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls.__name__
+
+
+def test_the_repository_tracks_no_stray_outputs():
+    """Plots and pages a command writes belong in a temporary directory, never in the tree:
+    020e8bde committed four (sweep.png, compare.png, memory.svg, busbw.svg) from a hand run of
+    docs/guide/outputs.md's --plot examples in the repository root. The tracked top level is
+    the project's own files; the only tracked image is the README's screenshot."""
+    import shutil
+    import subprocess
+    root = Path(__file__).resolve().parents[1]
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout (an installed or unpacked copy)")
+    files = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True,
+                           check=True).stdout.split()
+    top = {f.split("/")[0] for f in files}
+    assert top <= {".ci", ".gitignore", "CHANGELOG.md", "CONTRIBUTING.md", "Makefile", "README.md",
+                   "benchmarks", "docs", "hardware_catalog", "mkdocs.yml", "pyproject.toml", "src",
+                   "tests", "tools"}, sorted(top)
+    images = [f for f in files if f.rsplit(".", 1)[-1] in ("png", "svg", "jpg", "pdf", "html")]
+    assert images == ["docs/img/plan-html.png"], images
