@@ -72,21 +72,24 @@ def _has_step(inp) -> bool:
 
 def _measure(cand, update: dict, memory_only: bool = False) -> FitHint | None:
     """The candidate's hint when it fits, else None (``memory_only``: no step evaluated).
-    Memory from the evaluator's memory-only pass (the planner's first pass: the same memory
-    stage), the step only where it fits."""
+    One evaluation: memory only (the planner's first pass: the same memory stage) where no
+    step is asked, else memory and step together (`step`'s own evaluation, read by
+    estimate_step as `step` reads it; a second, full one for each candidate that fits cost
+    a non-fitting `step` half its time)."""
     from optimus_calc.evaluate.batch import Batch
     from optimus_calc.evaluate.engine import evaluate
     from optimus_calc.evaluate.memory import memory_from
     from optimus_calc.evaluate.step import estimate_step
     lay, tr, asm = cand.layout, cand.training, cand.assumptions
+    stepping = not memory_only and _has_step(cand)
     ev = evaluate(Batch.of(lay, tr), cand.model, cand.hw, tr, asm, all_stages=True,
-                  with_step=False)
+                  with_step=stepping)
     mem = memory_from(ev, cand.model, cand.hw, lay, tr, asm)
     if not mem.fits:
         return None
-    if memory_only or not _has_step(cand):
+    if not stepping:
         return FitHint(_flags(update), mem.worst.total_bytes, None, None)
-    st = estimate_step(cand.model, cand.hw, lay, tr, asm)  # one full evaluation
+    st = estimate_step(cand.model, cand.hw, lay, tr, asm, mem)  # reads ``ev``
     return FitHint(_flags(update), mem.worst.total_bytes, st.step_time_s, st.mfu)
 
 
