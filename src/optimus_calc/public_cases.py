@@ -16,6 +16,7 @@ catalog model.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import cache
 
 from optimus_calc.public_cases_2509 import rows_2509
 from optimus_calc.public_cases_automodel import automodel_rows
@@ -30,10 +31,8 @@ from optimus_calc.public_cases_mpt import mpt_rows, shapes as _mpt_shapes
 from optimus_calc.public_cases_mds import mds_rows, shapes as _mds_shapes
 from optimus_calc.public_cases_tt import (TT_A100, tt_405b_rows, tt_a100_llama2_rows,
                                          tt_b200_rows, tt_nvfp4_rows)
-from optimus_calc.public_cases_nemo2407 import SHAPES as _NEMO2407_SHAPES
-from optimus_calc.public_cases_nemo2407 import nemo2407_rows
-from optimus_calc.public_row import CS as _CS, DS as _DS
-from optimus_calc.public_row import FP as _FP, MEG as _MEG, bf16_reduce
+from optimus_calc.public_cases_nemo2407 import SHAPES as _NEMO2407_SHAPES, nemo2407_rows
+from optimus_calc.public_row import CS as _CS, DS as _DS, FP as _FP, MEG as _MEG, bf16_reduce
 from optimus_calc.public_row import MXR as _MXR, with_async_tp
 from optimus_calc.public_row import DAO_DROPOUT, MEGATRON_DROPOUT, NEMO_175B, PublicRow
 
@@ -390,11 +389,12 @@ def _on_nvl72(row: PublicRow) -> PublicRow:
     return replace(row, node=f"{row.gpu}-nvl72", gpu=None, nodes=racks, gpus_per_node=gpus // racks)
 
 
-def public_rows() -> list[PublicRow]:
-    """Every row, expressible or not, in source order."""
+@cache
+def public_rows() -> tuple[PublicRow, ...]:
+    """Every row, expressible or not, in source order (built once: frozen, from constants)."""
     rows = (_fa2_rows() + _megatron_dense() + mlm_llama_rows() + _nemo_dense() + nemo2407_rows()
             + moe_rows() + rows_2509() + _torchtitan() + long_rows() + _offload_and_small()
             + _v100() + mpt_rows() + mds_rows() + mb26_rows() + tt_b200_rows() + tt_nvfp4_rows()
             + dfa_rows() + fms_rows() + blog_rows() + small_rows() + tt_a100_llama2_rows()
             + [_on_fa2(r) for r in tt_405b_rows()] + automodel_rows())  # _on_fa2: _TT_FA2
-    return [_on_nvl72(bf16_reduce(with_async_tp(r))) for r in rows]
+    return tuple(_on_nvl72(bf16_reduce(with_async_tp(r))) for r in rows)
