@@ -203,7 +203,9 @@ def calibrate(runs: list[Run], source: str = "") -> Calibration:
     jac = jacobian(rs, defaults, names, base)
     by = {p.name: p for p in CANDIDATES}
     up_only = tuple(j for j, n in enumerate(names) if by[n].scale and defaults[n] == 0)
-    kept, why = select(jac, len(runs), base - rs.log_meas, up_only)
+    room = np.array([[by[n].to_x(by[n].lo if k == 0 else by[n].hi) - by[n].to_x(defaults[n])
+                      for n in names] for k in (0, 1)])
+    kept, why = select(jac, len(rs.reps), base - rs.log_meas, up_only, room)
     fixed = {p.name for p in CANDIDATES if p.scale}
     why_named = {**{names[j]: w + (FIXED_HINT if names[j] in fixed and "separable" in w else "")
                     for j, w in why.items()}, **several}

@@ -211,13 +211,16 @@ def jacobian(runs, values: dict[str, float], names: list[str],
 
 
 def select(jac: np.ndarray, n_runs: int, resid: np.ndarray | None = None,
-           up_only: tuple[int, ...] = ()) -> tuple[list[int], dict[int, str]]:
+           up_only: tuple[int, ...] = (), room: np.ndarray | None = None
+           ) -> tuple[list[int], dict[int, str]]:
     """Which candidate columns the runs determine (module docstring): kept indices, and the
     reason for each one left at its default. Without ``resid`` the columns are taken in order;
     with the runs' log residuals (prediction over measured) each round takes, among the
-    determinable columns, the one whose linearised fit leaves the least residual (the earlier
-    on a tie), so a fixed cost does not take the place of the efficiency the runs point at.
-    ``up_only``: columns at a lower bound of 0 (fixed costs), which cannot move down."""
+    determinable columns, the one whose linearised fit leaves the least cost (:func:`_left`;
+    the earlier on a tie), so a fixed cost does not take the place of the efficiency the runs
+    point at. ``up_only``: columns at a lower bound of 0 (fixed costs), which cannot move down;
+    ``room``: (down, up) per column, how far each may move in its coordinate (its bounds).
+    ``n_runs``: the distinct layouts (copies of one layout determine nothing more)."""
     limit = max(1, n_runs - 1)
     kept: list[int] = []
     why: dict[int, str] = {}
@@ -238,20 +241,21 @@ def select(jac: np.ndarray, n_runs: int, resid: np.ndarray | None = None,
             break
         if len(kept) >= limit:
             for j in open_:
-                why[j] = (f"{n_runs} run{'s determine' if n_runs != 1 else ' determines'} at "
-                          f"most {limit} parameter(s) with one run left out")
+                why[j] = ("one layout determines one parameter" if n_runs == 1 else
+                          f"{n_runs} distinct layouts determine at most {limit} parameter(s), "
+                          "so that each leave-one-out refit still determines them")
             break
-        pick = open_[0] if resid is None else _best(jac, kept, open_, resid, up_only)
+        pick = open_[0] if resid is None else _best(jac, kept, open_, resid, up_only, room)
         kept.append(pick)
         open_.remove(pick)
     return kept, why
 
 
-def _best(jac, kept, open_, resid, up_only) -> int:
-    """The column to fit next: the one leaving the least linearised residual; a fixed cost only
+def _best(jac, kept, open_, resid, up_only, room=None) -> int:
+    """The column to fit next: the one leaving the least linearised cost; a fixed cost only
     when it leaves < :data:`FIXED_PREFERENCE` x the best efficiency's (a constant absorbs any
     gap, an efficiency carries to other layouts)."""
-    left = {j: _left(jac, kept + [j], resid, up_only) for j in open_}
+    left = {j: _left(jac, kept + [j], resid, up_only, room) for j in open_}
     tie = TIE_RESIDUAL * len(resid)   # within it, the earlier candidate (CANDIDATES order)
 
     def first(js):
@@ -263,14 +267,23 @@ def _best(jac, kept, open_, resid, up_only) -> int:
     return best_eff
 
 
-def _left(jac: np.ndarray, cols: list[int], resid: np.ndarray, up_only) -> float:
-    """The residual a linearised least-squares step on ``cols`` leaves (no step when it would
-    push a fixed cost below 0)."""
-    delta = np.linalg.lstsq(jac[:, cols], -resid, rcond=None)[0]
+def _left(jac: np.ndarray, cols: list[int], resid: np.ndarray, up_only,
+          room: np.ndarray | None = None) -> float:
+    """The cost :func:`fit` minimises (squared log residual plus the prior's pull) that a
+    linearised step on ``cols`` leaves, the step kept inside the bounds (``room``) as the fit
+    keeps it; no step when it would push a fixed cost below 0. Without the prior and the
+    bounds a column the runs barely move would win by asking for a tenfold change (a review:
+    hbm_efficiency 0.9 -> 0.09 on two compute-bound runs, where gemm_eta_max fits them)."""
+    a = jac[:, cols]
+    ridge = np.vstack([a, math.sqrt(PRIOR_WEIGHT) * np.eye(len(cols))])
+    delta = np.linalg.lstsq(ridge, np.concatenate([-resid, np.zeros(len(cols))]),
+                            rcond=None)[0]
     if any(d < 0 for c, d in zip(cols, delta) if c in up_only):
         return float(resid @ resid)
-    left = resid + jac[:, cols] @ delta
-    return float(left @ left)
+    if room is not None:
+        delta = np.clip(delta, room[0][cols], room[1][cols])
+    left = resid + a @ delta
+    return float(left @ left + PRIOR_WEIGHT * delta @ delta)
 
 
 def fit(runs, start: dict[str, float], names: list[str],
