@@ -35,7 +35,7 @@ def _sizes(size: str | None, sizes: str | None) -> tuple[float, ...]:
 @click.option("--size", default=None, help="Message size: 4096, 1.5GB, 256MiB (GB = 1e9).")
 @click.option("--sizes", default=None, metavar="FROM..TO",
               help="A doubling sweep, nccl-tests style, e.g. 1KB..8GB.")
-@click.option("--ranks", type=click.IntRange(1, 10_000_000), default=None,
+@click.option("--ranks", type=click.IntRange(1, 1_000_000), default=None,
               help="Ranks (default: the node's GPUs).")
 @click.option("--nodes", type=click.IntRange(1, 1_000_000), default=None,
               help="Nodes (ranks = nodes x GPUs per node).")
@@ -72,6 +72,12 @@ def comm(app, collective, size, sizes, ranks, nodes, node, algo, compression, co
     from optimus_calc.evaluate.comm import CommRequest, evaluate_comm
     from optimus_calc.report.comm_view import comm_document
 
+    ctx = click.get_current_context()
+    typed = [f"--{n.replace('_', '-')}" for n in ("compress_on", "approach")
+             if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
+    if typed and compression is None:  # a flag is never silently ignored (guide/errors.md)
+        raise InputError(f"{' and '.join(typed)} appl{'y' if len(typed) > 1 else 'ies'} with "
+                         "--compression R (SqueezeNIC)")
     req = CommRequest(
         Collective(collective), Algo(algo), _sizes(size, sizes), node, ranks, nodes, compression,
         CompressSite(compress_on), Approach(approach), alpha_us, intra_efficiency,
