@@ -209,3 +209,25 @@ def test_explain_without_a_model_refuses_layout_flags(run):
         "options]); without it the equation has no values")
     assert run("explain", "step.time", "--format", "json").code == 0
     assert run("explain", "step.time", "llama-3-8b", "--tp", "2", "--format", "json").code == 0
+
+
+def test_a_collectives_equation_names_the_algorithm_it_was_evaluated_for(run):
+    """`explain comm.ring_all_reduce_time MODEL --nodes 2` printed n = 2 and 0.0749 s with no
+    word that this is the hierarchical all-reduce's inter-node leg, next to `comm`'s flat ring
+    of 140,392 us over the 16 GPUs (a cold review). Each algorithm's calls now carry its name:
+    over 2 DGX A100 the ring equation runs inside the hierarchical all-reduce (n = 2 nodes,
+    beta of 8 x 25 GB/s x 0.9: 2 x 1/2 x 1.348e10 / 180e9 = 0.0749 s, plus 2 x 3 us), and
+    the flat ring's own time is NCCL's (comm.nccl_pipelined_time, scope "ring all-reduce")."""
+    out = " ".join(run("explain", "comm.ring_all_reduce_time", "llama-2-7b", "--nodes",
+                       2).out.split())
+    assert "evaluated for hierarchical all-reduce; shown: hierarchical all-reduce" in out
+    rows = run("explain", "--all", "llama-2-7b", "--nodes", 2, "--format", "json").json()
+    rows = rows["equations"] if "equations" in rows else rows["rows"]
+    flat = [r for r in rows if r["name"] == "comm.nccl_pipelined_time"
+            and r["scope"] == "ring all-reduce"]
+    c = run("comm", "all-reduce", "--size", 13476831232, "--nodes", 2, "--format",
+            "json").json()
+    assert len(flat) == 1 and flat[0]["result"] == pytest.approx(c["time_s"], rel=1e-9)
+    leg = [r for r in rows if r["name"] == "comm.ring_all_reduce_time"]
+    assert [r["scope"] for r in leg] == ["hierarchical all-reduce"]
+    assert leg[0]["result"] == pytest.approx(1.3476831232e10 / 180e9 + 6e-6, rel=1e-6)

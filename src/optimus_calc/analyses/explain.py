@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from optimus_calc.equations.recording import STAGES, Recorder, recording, set_stage
+from optimus_calc.equations.recording import STAGES, Recorder, recording, set_scope, set_stage
 from optimus_calc.errors import InputError
 from optimus_calc.evaluate.evaluation import Evaluation, binding_kind, stage_value
 from optimus_calc.record import record
@@ -92,7 +92,9 @@ def _training(inp: Inputs, step_s: float, tokens: float, price: float | None) ->
 def _collectives(inp: Inputs, params: float) -> None:
     """What `comm` reports for this cluster: every algorithm on an all-reduce (all-gather,
     broadcast, reduce) of one GPU's 16-bit gradients over all GPUs; SqueezeNIC's equations at
-    r = 1 (no compression) across nodes."""
+    r = 1 (no compression) across nodes. Each algorithm's calls carry its name as their scope
+    (a hierarchical all-reduce times its legs with the ring's equation on part of the GPUs: the
+    ring's own call over every GPU is the "ring all-reduce" one)."""
     from optimus_calc.evaluate import comm as C
     from optimus_calc.evaluate import squeezenic as SQ
     hw = inp.hw
@@ -103,7 +105,10 @@ def _collectives(inp: Inputs, params: float) -> None:
             continue
         for coll in sorted(colls, key=lambda c: c.value):
             asm = inp.assumptions
+            set_scope(f"{algo.value} {coll.value}")
             C.collective_time(coll, algo, z, topo, asm.hier_chunk_bytes,
                               asm.nccl_net_overhead_us, bool(asm.nccl_latency_model))
     if topo.nodes > 1:
+        set_scope("squeezenic all-reduce")
         SQ.squeezenic(z, topo, 1.0, SQ.CompressSite.SMARTNIC, SQ.Approach.ONE, inp.assumptions)
+    set_scope("")

@@ -52,18 +52,17 @@ def explain(app, name: str | None, model: str | None, latex: bool, show_assumpti
     if model is None and (typed := _typed_layout_flag()):
         raise InputError(f"{typed} sets the values of a layout: give MODEL (explain {name} "
                          "MODEL [layout options]); without it the equation has no values")
-    values, scopes, choice, moe = None, [], None, ([], {})
+    values, scopes, shown, choice, moe = None, [], scope, None, ([], {})
     if model is not None:
-        values, scopes, choice, moe = _values(app, eq.name, model, kw, pipeline_stage, scope,
-                                              train)
+        values, scopes, shown, choice, moe = _values(app, eq.name, model, kw, pipeline_stage,
+                                                     scope, train)
     doc = V.equation_document(eq, values, latex)
     if moe[1]:  # an MoE model's typed and applied --moe-imbalance, and the note where capped
         doc = dataclasses.replace(doc, notes=doc.notes + moe[0], data={**doc.data, **moe[1]})
     if choice is not None:  # whose physics the values are: step's and memory's header and key
         doc = dataclasses.replace(doc, notes=doc.notes + [f"values under the {choice.text()}"],
                                   data={**doc.data, "physics_profile": choice.data()})
-    if len(scopes) > 1:
-        shown = scope if scope is not None else scopes[-1]
+    if len(scopes) > 1 or (scopes and shown and eq.name.startswith("comm.")):
         doc = dataclasses.replace(doc, notes=doc.notes + [
             f"evaluated for {', '.join(scopes)}; shown: {shown} (--for SCOPE picks one; "
             "'explain --all' lists each)"])
@@ -108,9 +107,12 @@ def _explain_all(app, name, model, pipeline_stage, train, fmt, output, kw) -> No
 
 
 def _values(app, name, model, kw, pipeline_stage, scope, train):
-    """(values, scopes, choice, moe) of equation ``name`` for the layout: the evaluator's
-    call, else one of the figures `explain --all` adds (training time with --tokens, the
-    collectives); ``choice`` the framework profile applied (frameworks.physics.Choice, or
+    """(values, scopes, shown, choice, moe) of equation ``name`` for the layout: the
+    evaluator's call (by default its last scope), else one of the figures `explain --all` adds
+    (training time with --tokens; the collectives, by default the first scope: the collective
+    over every GPU, before the algorithms that reuse its equation on part of them); ``shown``
+    the scope whose values these are; ``choice`` the framework profile applied
+    (frameworks.physics.Choice, or
     None); ``moe`` the note where the layout caps --moe-imbalance and an MoE model's typed and
     applied values (report.common: ([], {}) for a dense model)."""
     from optimus_calc.analyses.explain import evaluated_equations
@@ -123,7 +125,8 @@ def _values(app, name, model, kw, pipeline_stage, scope, train):
     moe = (imbalance_note(inp.model, inp.assumptions, inp.layout),
            applied_imbalance(inp.model, inp.assumptions, inp.layout, typed=True))
     try:
-        return (*equation_values(inp, name, pipeline_stage, scope), physics, moe)
+        values, scopes = equation_values(inp, name, pipeline_stage, scope)
+        return values, scopes, scope or (scopes[-1] if scopes else None), physics, moe
     except InputError as err:
         rows = [r for r in evaluated_equations(inp, pipeline_stage,
                                                train.tokens if train else None,
@@ -132,7 +135,7 @@ def _values(app, name, model, kw, pipeline_stage, scope, train):
                 and scope in (None, r.scope)]
         if not rows:
             raise err
-        return rows[-1].inputs, [r.scope for r in rows], physics, moe
+        return rows[0].inputs, [r.scope for r in rows], rows[0].scope, physics, moe
 
 
 # the options of explain itself; every other option describes the layout and its training
