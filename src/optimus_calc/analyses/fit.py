@@ -122,12 +122,16 @@ def node_unit(gpus_per_node: int, tp: int, pp: int, cp: int, ep: int = 1,
 
 
 def solve_nodes(model, hw: Hardware, layout: Layout, tr: Training, asm: Assumptions,
-                max_nodes: int = 100_000) -> FitResult:
-    """The fewest nodes at which the layout fits; ``tr.global_batch`` None: the batch rule's
-    batch at each node count (evaluate.batch.resolve_global_batch)."""
+                max_nodes: int | None = None) -> FitResult:
+    """The fewest nodes at which the layout fits (up to ``max_nodes``, default the most the
+    tool models: MAX_GPUS GPUs); ``tr.global_batch`` None: the batch rule's batch at each node
+    count (evaluate.batch.resolve_global_batch)."""
+    from optimus_calc.evaluate.context import MAX_GPUS
     group = layout.tp * layout.pp * layout.cp
+    max_nodes = MAX_GPUS // hw.gpus_per_node if max_nodes is None else max_nodes
 
-    def at(n: int):
+    def runs(n: int):
+        """The layout at ``n`` nodes, None where it cannot run there (cheap: no evaluation)."""
         if (hw.gpus_per_node * n) % group:
             return None
         try:  # the layout's own checks (EP dividing the stage's GPUs) refuse some counts
@@ -135,28 +139,47 @@ def solve_nodes(model, hw: Hardware, layout: Layout, tr: Training, asm: Assumpti
             check_layout(model, lay, t)
         except InputError:
             return None
-        return _fits(model, h, lay, t, asm)
+        return h, lay, t
+
+    def at(n: int):
+        got = runs(n)
+        return None if got is None else _fits(model, *got, asm)
 
     # only multiples of the fewest nodes holding the layout can run it: doubling over those
     # (not over 1, 2, 4, ...: TP x PP 40 on 8-GPU nodes needs a multiple of 5 nodes, EP 16 of
     # 2 on 8-GPU nodes)
     unit = node_unit(hw.gpus_per_node, layout.tp, layout.pp, layout.cp, layout.ep, layout.etp)
-    k, found = 1, None
-    while unit * k <= max_nodes:  # doubling to bracket, then a linear scan of its lower half
+    top = max_nodes // unit   # doubling to bracket (the largest count last), then bisection
+    prev, k, found = 0, 1, None
+    while k <= top:
         if at(unit * k):
-            found = unit * k
+            found = k
             break
-        k *= 2
+        if k == top:
+            break
+        prev, k = k, min(2 * k, top)
     if found is None:
         return FitResult("nodes", None, None, "search over node counts",
                          detail=f"no node count up to {max_nodes} fits (ZeRO-{int(layout.zero)}"
                                 + (": ZeRO-0 replicates all model states)" if not layout.zero
-                                   else ")"))
-    for m in range(unit * (k // 2 + 1), found, unit):
-        if at(m):
-            found = m
-            break
-    return FitResult("nodes", found, None, "search over node counts (doubling, then scan)")
+                                   else ")"), tried_to=unit * top if top else None)
+    # bisection over the multiples of ``unit`` in (unit * k/2, found]: memory never grows with
+    # the node count at a pinned TP, PP, CP (DP shards the states, micro-batches per GPU only
+    # fall; tests/test_properties.py), so where a count that runs does not fit, none below it
+    # does. A count that cannot run is stepped over to the next that can (a linear scan took
+    # 17 s for 52,632 nodes)
+    lo, hi, best = prev, found, found
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        v = next((j for j in range(mid, hi) if runs(unit * j) is not None), None)
+        if v is None:
+            hi = mid
+        elif at(unit * v):
+            best = hi = v
+        else:
+            lo = v
+    return FitResult("nodes", unit * best, None, "search over node counts (doubling, then "
+                     "bisection)")
 
 
 def fit_training(inp: Inputs) -> Training:
@@ -311,15 +334,15 @@ def _suggestions(solve: str, model, hw: Hardware, layout: Layout, tr: Training,
 
 
 def explain_fit(solve: str, inp: Inputs, res: FitResult) -> FitExplanation:
-    """What binds at the answer (or, when nothing fits, at the smallest configuration tried) and
-    what each common change would give. For nodes, an answer that fits only because the batch
+    """What binds at the answer (or, when nothing fits, at the smallest configuration tried;
+    for nodes, the largest count searched) and what each common change would give. For nodes, an answer that fits only because the batch
     starves the pipeline is no layout to run: the fewest nodes among the changes that do not
     starve it leads (``lead``)."""
     model, hw, layout, asm = inp.model, inp.hw, inp.layout, inp.assumptions
     tr = fit_training(inp) if solve == "nodes" else inp.training
     probe, at = (hw, layout, tr), model
-    if solve == "nodes" and res.value is not None:
-        probe = at_nodes(hw, layout, tr, int(res.value))
+    if solve == "nodes" and (res.value is not None or res.tried_to is not None):
+        probe = at_nodes(hw, layout, tr, int(res.value or res.tried_to))
     elif solve == "micro-batch" and res.value is not None:
         probe = (hw, layout, tr.model_copy(update={"micro_batch": int(res.value)}))
     elif solve == "layers" and res.value is not None and not isinstance(model, BareModel):

@@ -30,6 +30,7 @@ class FitResult:
     detail: str = ""
     unbounded: bool = False      # no bound: nothing that grows with the answer fills up
     offload_bound: bool = False  # the offload side (host RAM, NVMe, a card) binds, not the GPU
+    tried_to: float | None = None  # nodes, no answer: the largest count searched
 
 
 def solve_params_closed_form(hw: Hardware, layout: Layout, tr: Training,
