@@ -376,3 +376,20 @@ def add_unread_flags_note(inp, notes: list, data: dict) -> None:
     if unread := unread_flags_note(inp):
         notes.append(unread)
         data["unread_launch_flags"] = unread
+
+
+def over_peak_note(mfu: float, mfu_causal: float, mfu_high: float | None = None) -> list[str]:
+    """The note where the un-halved MFU (or the top of its range) passes 100%: the count charges
+    the causal attention core over the whole sequence, twice what the kernels execute, so where
+    attention dominates (long sequences) it reaches about twice the kernel's efficiency; the
+    executed count (mfu_causal) stays below the peak. [] below 100%."""
+    top = max(mfu, mfu_high or 0.0)
+    if not top > 1:
+        return []
+    return [f"MFU above 100% ({mfu:.1%}" + (f", range to {mfu_high:.1%}" if mfu_high and
+                                            mfu_high > 1 else "")
+            + "): the un-halved count (PaLM appendix B) charges the causal attention core at "
+            "the whole sequence, twice the FLOPs its kernels execute, so where attention "
+            f"dominates it passes the GPU's peak; on the FLOPs executed (mfu_causal, as "
+            f"Megatron-LM logs) it is {mfu_causal:.1%}"
+            + (f" (range to {mfu_causal * mfu_high / mfu:.1%})" if mfu_high and mfu > 0 else "")]

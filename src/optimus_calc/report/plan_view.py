@@ -6,7 +6,7 @@ from dataclasses import asdict
 from optimus_calc.report.common import (TrainRequest, applied_modules, context_row, launch_data,
                                         launch_text, layout_data, parallel_text, pct,
                                         search_unread_note, shown_training, train_figures)
-from optimus_calc.report.common import applied_imbalance, imbalance_note
+from optimus_calc.report.common import applied_imbalance, imbalance_note, over_peak_note
 from optimus_calc.frameworks import Framework, exports_for
 from optimus_calc.report.document import Column, Document, Table
 from optimus_calc.specs.training import Offload
@@ -187,6 +187,7 @@ def _plan_notes(res, ranged) -> list[str]:
                      f"{res.why}")
         rf = ranged(r)
         notes.append(f"recommended step {r.step_s:,.4g} s {range_text(rf, candidate_data(r))}")
+        notes += over_peak_note(r.mfu, r.step.mfu_causal, rf.get("mfu_high"))
         if r.memory.stages and len({s.layers for s in r.memory.stages}) > 1:
             notes.append(f"uneven pipeline split: {[s.layers for s in r.memory.stages]} layers "
                          "per stage")

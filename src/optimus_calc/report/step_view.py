@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from optimus_calc.report.common import (TrainRequest, context_row, efficiency_text, fp8_notes,
+                                        over_peak_note,
                                         window_notes, framework_data, framework_header,
                                         frameworks_of, hardware_data, layout_data, layout_text,
                                         model_data, pct, train_figures, training_data,
@@ -98,6 +99,7 @@ def step_document(inp, mem, st, train: TrainRequest | None = None, fit=None) -> 
              f"logs it: {st.mfu_causal:.1%}; 6 x N x tokens convention: {st.mfu_6n:.1%}), "
              f"{st.tflops_per_gpu:.1f} TFLOP/s per GPU counting hardware FLOPs (with "
              f"recomputation, attention un-halved), {st.tokens_per_s:,.0f} tokens/s",
+             *over_peak_note(st.mfu, st.mfu_causal, ranges.get("mfu_high")),
              f"GPU memory {mem.worst.total_bytes / GB:.1f} GB of {mem.capacity_bytes / GB:.0f} GB: "
              + ("fits" if mem.fits else "DOES NOT FIT: " + "; ".join(mem.reasons)),
              efficiency_text(inp.hw.gpu, inp.assumptions, inp.training.attention_kernel,
