@@ -337,8 +337,14 @@ def test_every_other_command_writes_a_generic_page(tmp_path, argv):
 
 
 def test_plan_assumptions_are_the_jsons(pages):
+    # the values the recommended row was timed with: the plan's own (``assumed``) with its
+    # framework's profile over them (a cold review: the page showed the plan's neutral values
+    # as "the values this answer used" for a row timed under Megatron's, tp_overlap 0 for 1)
     doc, data = tree(pages, "plan"), pages["plan"][1]
-    used = data["assumed"]["assumptions"]
+    profile = data["recommended"]["physics_profile"]["applied"]
+    own = data["assumed"]["assumptions"]
+    used = {**own, **{k: v for k, v in profile.items() if k in own}}  # (grad_bytes: training)
+    assert profile["tp_overlap"] == 1 != own["tp_overlap"]
     rows = rows_of(doc, "assumptions-table")
     assert len(rows) == len(used) >= 45  # every named assumption (45 before this round's)
     for r in rows:

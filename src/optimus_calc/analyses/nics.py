@@ -20,7 +20,7 @@ from optimus_calc.catalog import Catalog
 from optimus_calc.equations import compiled as eq
 from optimus_calc.evaluate.batch import Batch
 from optimus_calc.evaluate.context import Hardware
-from optimus_calc.evaluate.engine import evaluate_window
+from optimus_calc.evaluate.engine import evaluate_window, usable_gpu_bytes
 from optimus_calc.evaluate.strategies.smartnic import SMARTNIC
 from optimus_calc.evaluate.optimusnic import card_update_time, pipeline
 from optimus_calc.specs.assumptions import Assumptions
@@ -43,7 +43,13 @@ class NicSizing:
     recommended_nics_per_node: int | None
     gpu_bytes_without_offload: float
     gpu_bytes_with_offload: float
+    gpu_usable_bytes: float               # the GPU's memory less the headroom (engine)
     pipeline_s_one_card: float = 0.0      # the card's pipeline (optimusnic.pipeline_time)
+
+    @property
+    def gpu_fits_with_offload(self) -> bool:
+        """Whether the GPU holds what stays on it once the state is on the cards."""
+        return self.gpu_bytes_with_offload <= self.gpu_usable_bytes
 
     def nics_for_memory(self, gpus: int) -> int:
         """Cards in a cluster of ``gpus`` GPUs to hold every GPU's optimizer shard."""
@@ -114,6 +120,7 @@ def size_nics(cat: Catalog, model, hw: Hardware, layout: Layout, tr: Training,
     ev, window_s = evaluate_window(batch, model, hw_sn, tr, asm, SMARTNIC.window_of,
                                    comm=True)
     gpu_bytes = np.asarray(ev.gpu_bytes, dtype=np.float64).reshape(-1)
+    usable = usable_gpu_bytes(hw, asm)
     opt = float(np.asarray(ev.offload_bytes_per_gpu).reshape(-1)[1])
     pipe = update = None
     window = 0.0
@@ -134,15 +141,18 @@ def size_nics(cat: Catalog, model, hw: Hardware, layout: Layout, tr: Training,
         rec = max(k_mem, k_cmp) * hw.gpus_per_node if k_cmp is not None else None
         out.append(NicSizing(sn.name, sn.memory_bytes, opt, k_mem,
                              max(0.0, opt - sn.memory_bytes), k_cmp, t_one, window, rec,
-                             float(gpu_bytes[0]), float(gpu_bytes[1]), p_one))
+                             float(gpu_bytes[0]), float(gpu_bytes[1]), usable, p_one))
     return out
 
 
 def with_nic_sizing(cat, si, res):
-    """``res`` (a PlanResult) with every SmartNIC type sized for its recommended layout."""
+    """``res`` (a PlanResult) with every SmartNIC type sized for its recommended layout, under
+    the physics its row was timed with (its framework's training and assumptions together:
+    search/plan.recommended_inputs; the neutral assumptions with the profile's training before)."""
     from dataclasses import replace
+    from optimus_calc.search.plan import recommended_inputs
     if res.recommended is None:
         return res
-    r = res.recommended
-    return replace(res, nic_sizing=tuple(size_nics(cat, si.model, si.hw, r.layout, r.training,
-                                                   si.assumptions)))
+    inp = recommended_inputs(res, si)
+    return replace(res, nic_sizing=tuple(size_nics(cat, si.model, si.hw, inp.layout,
+                                                   inp.training, inp.assumptions)))

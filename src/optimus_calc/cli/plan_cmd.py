@@ -123,7 +123,9 @@ def nics(ctx, model, fmt, output, objective, **kw) -> None:
         if res.recommended is None:
             raise InputError(f"nothing to size: {res.why}")
         r = res.recommended
-        mdl, hw, lay, tr, asm = res.model, res.hw, r.layout, r.training, si.assumptions
+        from optimus_calc.search.plan import recommended_inputs
+        rec = recommended_inputs(res, si)  # the physics its row was timed with
+        mdl, hw, lay, tr, asm = res.model, res.hw, r.layout, rec.training, rec.assumptions
         source = "the recommended layout"
         fw = (f"{r.framework} profile (the recommended row's)" if r.framework else
               "framework-neutral parameters (--framework any)")

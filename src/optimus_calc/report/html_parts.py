@@ -51,21 +51,10 @@ def assumption_rows(asm) -> list[dict[str, Any]]:
 
 
 def layout_inputs(res, si):
-    """The recommended layout of a plan as one layout's inputs, its framework's physics
-    profile applied again as the planner applied it (frameworks/physics.py)."""
-    from optimus_calc.evaluate.inputs import Inputs
-    from optimus_calc.frameworks.physics import apply_framework
-
-    r = res.recommended
-    # ``framework`` joins the frameworks of the row's profile group ("deepspeed,
-    # megatron-deepspeed"), whose profiles apply identically: the first of them; a plan
-    # searched with framework-neutral physics (--framework any) lists the frameworks that run
-    # the row there too, and its page keeps the neutral parameters its table used
-    name = r.frameworks[0] if r.framework and si.physics else None
-    tr, asm, choice = apply_framework(name, r.layout, r.training, si.assumptions, res.model,
-                                      si.yields)
-    return Inputs(res.model, res.hw, r.layout, tr, asm, si.global_batch_defaulted,
-                  si.seq_len_defaulted, si.profile, choice)
+    """The recommended layout of a plan as one layout's inputs (search/plan.recommended_inputs:
+    its framework's physics profile applied as the planner applied it)."""
+    from optimus_calc.search.plan import recommended_inputs
+    return recommended_inputs(res, si)
 
 
 def layout_parts(inp, train=None, memory: bool = True, step: bool = True) -> dict[str, Any]:
@@ -95,10 +84,10 @@ def plan_parts(res, si, train=None) -> dict[str, Any]:
     r = res.recommended
     if r is None:
         return parts
+    # the values the recommended row was timed with: the plan's own, with its framework's
+    # physics profile over them (the page's framework-physics part says which it set); the
+    # plan's own values before showed there as "the values this answer used"
     parts.update(layout_parts(layout_inputs(res, si), train))
-    # the plan's own assumptions, as its JSON states them; the recommended framework's physics
-    # profile (what it sets over them) is the page's framework-physics part
-    parts["assumptions"] = assumption_rows(si.assumptions)
     parts["exports"] = {t: export_text(t, r, res.model, res.hw.gpus_per_host)
                         for t in exports_for(r.frameworks)} if r.frameworks else {}
     return parts

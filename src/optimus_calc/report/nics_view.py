@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from optimus_calc.report.common import layout_text
 from optimus_calc.report.common import applied_imbalance, imbalance_note
+from optimus_calc.report import plan_view
 from optimus_calc.report.document import Column, Document, Table
 
 
@@ -21,7 +22,8 @@ def nics_rows(sizing, hw) -> list[dict]:
         "host_spill_bytes_per_nic": n.host_spill_bytes_per_nic,
         "optimizer_s_one_card": n.optimizer_s_one_card, "window_s": n.window_s,
         "gpu_bytes_without_offload": n.gpu_bytes_without_offload,
-        "gpu_bytes_with_offload": n.gpu_bytes_with_offload} for n in sizing]
+        "gpu_bytes_with_offload": n.gpu_bytes_with_offload,
+        "gpu_fits_with_offload": n.gpu_fits_with_offload} for n in sizing]
 
 
 def nics_document(model, hw, layout, sizing, source: str, framework: str = "",
@@ -57,7 +59,8 @@ def nics_document(model, hw, layout, sizing, source: str, framework: str = "",
             Column("cmp", "cluster (hide step)"),
             Column("recommended_nics_per_node", "per node"),
             Column("spill_GB", "spill GB, 1 per GPU", ".2f")])],
-        notes=([_compute_note(model, rows)] + ([unread] if unread else [])
+        notes=([_compute_note(model, rows)] + plan_view.still_unfit_note(sizing)
+               + ([unread] if unread else [])
                + (imbalance_note(model, asm, layout) if asm is not None else [])),
         csv=Table(title="", rows=csv_rows, columns=[Column(k, k) for k in csv_rows[0]]))
 
@@ -73,3 +76,4 @@ def _compute_note(model, rows) -> str:
         return (f"cluster (hide step) '-': no count up to {MAX_CARDS_PER_GPU} cards per GPU "
                 "hides the optimizer step and its transfers; per node = the memory count there")
     return "per node = max(memory, compute) cards per GPU x GPUs per node"
+

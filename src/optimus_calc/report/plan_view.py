@@ -76,7 +76,7 @@ def range_text(fig: dict, d: dict) -> str:
 
 
 def nic_rows(sizing) -> list[dict]:
-    return [asdict(n) for n in sizing]
+    return [{**asdict(n), "gpu_fits_with_offload": n.gpu_fits_with_offload} for n in sizing]
 
 
 def objective_text(objective) -> str:
@@ -237,6 +237,14 @@ def _nic_table(res) -> Table:
             Column("gpu", "GPU GB before -> after")])
 
 
+def _row_physics(res, si) -> dict:
+    """The recommended row's framework physics profile (what it set over the plan's own
+    assumptions, ``assumed``): the values its numbers, its page and its SmartNIC what-if use."""
+    from optimus_calc.search.plan import recommended_inputs
+    choice = recommended_inputs(res, si).framework
+    return {"physics_profile": choice.data()} if choice is not None else {}
+
+
 def _plan_data(res, si, ranged) -> dict:
     """The machine-readable (JSON) data of the plan."""
     return {
@@ -254,7 +262,8 @@ def _plan_data(res, si, ranged) -> dict:
                         **applied_imbalance(res.model, si.assumptions, c.layout)}
                        for c in res.top],
         "recommended": ({**candidate_data(res.recommended, res.model), **ranged(res.recommended),
-                         **applied_imbalance(res.model, si.assumptions, res.recommended.layout)}
+                         **applied_imbalance(res.model, si.assumptions, res.recommended.layout),
+                         **_row_physics(res, si)}
                         if res.recommended else None),
         **(ranged(res.recommended) if res.recommended else {}),
         "why": res.why, "smartnics": nic_rows(res.nic_sizing), "notes": list(res.notes),
@@ -322,6 +331,7 @@ def plan_document(res, si, train: TrainRequest | None = None) -> Document:
     notes += res.notes
     if res.nic_sizing:
         tables.append(_nic_table(res))
+        notes += still_unfit_note(res.nic_sizing)
         notes.append("cards/GPU (hide step): SmartNICs per GPU so that the optimizer step and "
                      "its transfers fit in the last micro-batch's backward + the next forward "
                      "+ the exposed DP time; "
@@ -358,3 +368,16 @@ def export_text(target, c, model, gpus_per_node: int | None = None) -> str:
     asm = _asm_of(c)  # the split the candidate was evaluated with
     extra_first = None if asm is None else bool(asm.pipeline_extra_layers_first > 0)
     return exporter(target).render(c.layout, c.training, model, gpus_per_node, extra_first)
+
+
+def still_unfit_note(sizing) -> list[str]:
+    """The note where the GPU does not hold what stays on it with the optimizer state on the
+    cards (the same for every card type: the state leaves the GPU whichever holds it); []
+    where it does."""
+    n = next((x for x in sizing if not x.gpu_fits_with_offload), None)
+    if n is None:
+        return []
+    return [f"with the optimizer state on SmartNICs the GPU still holds "
+            f"{n.gpu_bytes_with_offload / 1e9:.1f} GB of {n.gpu_usable_bytes / 1e9:.1f} GB "
+            "usable: this layout DOES NOT FIT with SmartNICs either (`memory ... --offload "
+            "smartnic` says why); the card counts are for its optimizer state only"]

@@ -292,3 +292,25 @@ def _why(rec: Candidate, n: int, best_none_tps: float, objective: Objective) -> 
     else:
         s += "; the optimizer stays on the GPU"
     return s
+
+
+def recommended_inputs(res: PlanResult, si: SearchInputs):
+    """The recommended layout as one layout's inputs (evaluate.inputs.Inputs): its framework's
+    physics profile applied to the plan's own training and assumptions as the planner applied it
+    (frameworks/physics.py), so a page, a SmartNIC what-if or a `step` of it reads the values
+    its row was timed with. Applied to the plan's training with the row's micro-batch, batch,
+    recompute and SP, not to the row's training: a value the profile set there is no user's
+    ("your values kept for grad_bytes" before, with no --grad-bytes). ``framework`` joins the
+    frameworks of the row's profile group, whose profiles apply identically: the first of them;
+    a plan searched with framework-neutral physics (--framework any) keeps the neutral values
+    its table used."""
+    from optimus_calc.evaluate.inputs import Inputs
+    from optimus_calc.frameworks.physics import apply_framework
+    r = res.recommended
+    name = r.frameworks[0] if r.framework and si.physics else None
+    base = si.training.model_copy(update={
+        "micro_batch": r.training.micro_batch, "global_batch": r.training.global_batch,
+        "recompute": r.training.recompute, "sequence_parallel": r.training.sequence_parallel})
+    tr, asm, choice = apply_framework(name, r.layout, base, si.assumptions, res.model, si.yields)
+    return Inputs(res.model, res.hw, r.layout, tr, asm, si.global_batch_defaulted,
+                  si.seq_len_defaulted, si.profile, choice)

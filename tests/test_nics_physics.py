@@ -1,0 +1,35 @@
+"""The SmartNIC sizing of a plan's recommended layout reads the physics its row was timed with,
+and says when the GPU does not fit even with the state on the cards (a cold review: `nics
+llama70b --nodes 1` said "torchtitan profile (the recommended row's)" but sized with the
+neutral assumptions and torchtitan's grad_bytes, 108.09 GB and a 4.578 s window, where
+`nics ... --tp 4 --zero 3 --framework torchtitan` gives 109.19 GB and 4.516 s; and sized cards
+for a GPU left at 108 GB of 76 GB usable with no word). Each test failed before the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_the_recommended_rows_sizing_is_its_frameworks(run):
+    planned = run("nics", "llama70b", "--nodes", 1, "--format", "json").json()
+    assert planned["layout"]["tp"] == 4 and planned["layout"]["zero"] == 3
+    given = run("nics", "llama70b", "--nodes", 1, "--tp", 4, "--zero", 3, "--framework",
+                "torchtitan", "--format", "json").json()
+    for a, b in zip(planned["smartnics"], given["smartnics"]):
+        assert a["window_s"] == pytest.approx(b["window_s"], rel=1e-12)
+        assert a["gpu_bytes_with_offload"] == pytest.approx(b["gpu_bytes_with_offload"],
+                                                            rel=1e-12)
+
+
+def test_a_gpu_that_does_not_fit_with_the_cards_is_said(run):
+    # 109.2 GB stay on each A100 (weights, gradients, activations) with the state on the
+    # cards: more than 80 GB less the 5% headroom = 76.0 GB
+    r = run("nics", "llama70b", "--nodes", 1)
+    text = " ".join(r.out.split())
+    assert "the GPU still holds 109.2 GB of 76.0 GB usable: this layout DOES NOT FIT" in text
+    d = run("nics", "llama70b", "--nodes", 1, "--format", "json").json()
+    assert {x["gpu_fits_with_offload"] for x in d["smartnics"]} == {False}
+    plan = " ".join(run("plan", "llama70b", "--nodes", 1).out.split())
+    assert "DOES NOT FIT with SmartNICs either" in plan
+    two = run("nics", "llama70b", "--nodes", 2, "--format", "json").json()
+    assert {x["gpu_fits_with_offload"] for x in two["smartnics"]} == {True}
