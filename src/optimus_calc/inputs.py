@@ -2,9 +2,8 @@
 the option values of a command into validated specs (:func:`build_inputs` for one layout,
 :func:`build_search_inputs` for the planner). Pure: no click, no printing; the CLI parses.
 
-The floor just below cli/ (docs/ARCHITECTURE.md, "Floors"): it reads the option dict, names
-flags in its errors and builds the typed specs the analyses, the planner and the evaluator take
-(:class:`Inputs` from evaluate/inputs.py, :class:`SearchInputs` from search/inputs.py)."""
+The floor below cli/ (docs/ARCHITECTURE.md, "Floors"): it names flags in its errors and builds
+the specs the analyses, planner and evaluator take (Inputs and SearchInputs)."""
 
 from __future__ import annotations
 
@@ -83,6 +82,8 @@ def parse_assumptions(items: tuple[str, ...] | list[str]) -> Assumptions:
             raise InputError(f"--assume {name[:80]!r}: unknown assumption; {hint}")
         if not re.match(_NUM, raw):
             raise InputError(f"--assume {name}={raw!r}: not a number")
+        if values.get(name, v := float(raw)) != v:  # the last would win, silently
+            raise InputError(f"--assume {name} given twice ({values[name]:g} and {raw})")
         values[name] = float(raw)
     if not values:
         return base
@@ -98,11 +99,10 @@ def assumptions_from(kw: dict) -> Assumptions:
     moe_imbalance assumptions by their own flags)."""
     from optimus_calc.profile import assumptions_with
     asm = assumptions_with(kw.get("profile"), parse_assumptions(kw.get("assume") or ()))
-    if kw.get("headroom") is not None:
-        asm = asm.model_copy(update={"gpu_headroom": float(kw["headroom"])})
-    if kw.get("moe_imbalance") is not None:  # the moe_imbalance assumption by its own flag
-        asm = asm.model_copy(update={"moe_imbalance": float(kw["moe_imbalance"])})
-    return asm
+    own = {n: float(kw[f]) for n, f in (("gpu_headroom", "headroom"), ("moe_imbalance",
+                                                                     "moe_imbalance"))
+           if kw.get(f) is not None}
+    return asm.model_copy(update=own) if own else asm
 
 
 def profile_only(kw: dict) -> frozenset:

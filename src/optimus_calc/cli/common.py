@@ -51,8 +51,14 @@ def output_options(func: Callable) -> Callable:
                   metavar="CHAR", help="CSV decimal mark: '.' or ','.")
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
+        ctx = click.get_current_context()
+        typed = [f"--{n.replace('_', '-')}" for n in ("csv_sep", "csv_decimal")
+                 if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
+        if typed and kwargs.get("fmt") != Format.CSV.value:  # never silently ignored
+            raise InputError(f"{' and '.join(typed)} appl{'y' if len(typed) > 1 else 'ies'} "
+                             "to --format csv")
         opts = csv_options(kwargs.pop("csv_sep"), kwargs.pop("csv_decimal"))
-        click.get_current_context().meta.setdefault(_META, {})["csv"] = opts
+        ctx.meta.setdefault(_META, {})["csv"] = opts
         return func(*args, **kwargs)
     return wrapper
 

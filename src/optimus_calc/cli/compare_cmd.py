@@ -34,6 +34,13 @@ def compare(ctx, model: str, fmt: str, output: str | None, **kw) -> None:
     if src("offload") != ParameterSource.DEFAULT:  # it would be ignored: every target is a row
         raise InputError(f"--offload {kw['offload']}: compare evaluates every offload target in "
                          "turn; leave it out")
+    if src("smartnic") != ParameterSource.DEFAULT:  # likewise: every card is a row
+        raise InputError(f"--smartnic {kw['smartnic']}: compare evaluates every SmartNIC in the "
+                         "catalog in turn; leave it out")
+    if src("gpu_fraction") != ParameterSource.DEFAULT and not cat.get(
+            kw["node"], "node", what="node").superchip:  # the superchip row's only
+        raise InputError(f"--gpu-fraction applies to the superchip row (SuperOffload); "
+                         f"{kw['node']} has no superchip")
     if src("tp") == ParameterSource.DEFAULT:
         node = cat.get(kw["node"], "node", what="node")
         kw["tp"] = default_tp(resolve_model(model, cat), kw["gpus_per_node"] or node.gpus)

@@ -36,6 +36,10 @@ def plan_cmd(app, model, objective, top, export, fmt, output, **kw) -> None:
 
     from optimus_calc.cli.options import check_objective
     check_objective(objective, kw.get("train"))
+    if export and click.get_current_context().get_parameter_source("fmt") is not \
+            click.core.ParameterSource.DEFAULT:  # the launch file has one format: its own
+        raise InputError(f"--export writes {export}'s launch file, not a report: leave "
+                         f"--format {fmt} out (or drop --export for the plan's {fmt})")
     if export and kw.get("framework") != "any":
         # the layout exported is the best one timed with the exported framework's physics,
         # not another framework's best that it also happens to run
@@ -103,6 +107,9 @@ def nics(ctx, model, fmt, output, objective, **kw) -> None:
     if kw.get("offload_params"):  # ignored before: the sized offload keeps the weights
         raise InputError("--offload-params: nics sizes the SmartNIC offload, which keeps the "
                          "weights on the GPU (--offload-params needs cpu or nvme); leave it out")
+    if ctx.get_parameter_source("gpu_fraction") != ParameterSource.DEFAULT:
+        raise InputError("--gpu-fraction applies to --offload superchip; nics sizes the "
+                         "SmartNIC offload of the layout: leave it out")
     for flag, given in (("--smartnics-per-node", kw["smartnics_per_node"]),
                         ("--no-spill", kw["no_spill"])):  # the count is what nics solves for
         if given:
