@@ -81,7 +81,9 @@ def is_int_key(key: str) -> bool:
 
 
 def float_decimals(key: str) -> int:
-    """Fixed decimals by unit: seconds to the nanosecond, rates and percentages to 0.001."""
+    """Fixed decimals by unit: seconds to the nanosecond, rates and percentages to 0.001; the
+    unit read before a qualifier (``step_time_s_low``, ``optimizer_s_one_card``)."""
+    key = re.sub(r"_(low|high|one_card)$", "", key)
     if key.endswith(("_per_s", "_pct", "_GBps", "_Bps", "_MWh", "_usd", "_hours", "_days")):
         return 3
     if key.endswith("_s"):
