@@ -85,3 +85,15 @@ def test_copies_of_a_layout_fit_no_more_parameters(run, tmp_path):
         fitted.append(r.json()["fitted"])
     assert len(fitted[0]) == len(fitted[1]) == 1 and fitted[0].keys() == fitted[1].keys()
     assert "step_fixed_s" not in fitted[1]
+
+
+def test_a_semicolon_runs_file_is_named_as_such(run, tmp_path):
+    # a spreadsheet's ';' export read as one column: the error was "row 2: give exactly one of
+    # measured_step_time_s, ... (none given)" (a cold review)
+    p = tmp_path / "semi.csv"
+    p.write_text("model;node;nodes;measured_tokens_per_s\nllama-2-7b;dgx-a100;1;25118\n")
+    r = run("calibrate", p, "-o", tmp_path / "p.toml")
+    assert r.code == 2 and not (tmp_path / "p.toml").exists()
+    assert r.err.strip() == (f"error: runs file {p}: the header is one column "
+                             "('model;node;nodes;measured_tokens_per_s'): a runs CSV is "
+                             "comma-separated")

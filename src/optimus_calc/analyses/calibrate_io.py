@@ -28,6 +28,9 @@ def _read_rows(reader, path: str) -> list[tuple[int, dict[str, str]]]:
     if not reader.fieldnames:
         raise InputError(f"runs file {path}: empty (expected a header row of option names)")
     names = [str(n).strip() for n in reader.fieldnames]
+    if len(names) == 1 and any(c in names[0] for c in ";\t"):  # another separator
+        raise InputError(f"runs file {path}: the header is one column ({names[0][:60]!r}): "
+                         "a runs CSV is comma-separated")
     if len(set(names)) != len(names):
         raise InputError(f"runs file {path}: a column name appears twice")
     rows = []
