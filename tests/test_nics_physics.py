@@ -33,3 +33,11 @@ def test_a_gpu_that_does_not_fit_with_the_cards_is_said(run):
     assert "DOES NOT FIT with SmartNICs either" in plan
     two = run("nics", "llama70b", "--nodes", 2, "--format", "json").json()
     assert {x["gpu_fits_with_offload"] for x in two["smartnics"]} == {True}
+
+
+def test_the_card_count_and_the_spill_agree_on_a_fraction_of_a_byte():
+    # 32,000,000,000.25 bytes on a 32 GB card spill a quarter byte (memory says DOES NOT FIT
+    # with --no-spill); the count that holds it is then 2, not the 1 int() truncation gave
+    from optimus_calc.evaluate.strategies.smartnic import cards_per_gpu
+    assert cards_per_gpu(32e9 + 0.25, 32e9) == 2 and cards_per_gpu(32e9, 32e9) == 1
+    assert cards_per_gpu(0.0, 32e9) == 0 and cards_per_gpu(1.0, 32e9) == 1

@@ -18,10 +18,12 @@ from optimus_calc.units import fmt_gb
 
 
 def cards_per_gpu(bytes_per_gpu: float, card_bytes: float) -> int:
-    """SmartNICs one GPU's offloaded state needs to fit without spilling (0 when none moves)."""
+    """SmartNICs one GPU's offloaded state needs to fit without spilling (0 when none moves):
+    the same comparison as the spill (memory.spill_bytes), fractions of a byte included (a
+    state a quarter byte over one card spills, so it needs two; int() had said one)."""
     if bytes_per_gpu <= 0:
         return 0
-    return max(1, -(-int(bytes_per_gpu) // int(card_bytes)))
+    return max(1, int(-(-float(bytes_per_gpu) // float(card_bytes))))
 
 
 def cards_per_node(ctx):
