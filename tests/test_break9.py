@@ -278,15 +278,13 @@ def test_optimizer_step_sockets_on_a_card_is_an_error(run):
 
 
 @pytest.mark.parametrize("args, rule", [
-    (("llama-2-7b", "--global-batch", 512, "--micro-batch", 513),
-     "a micro-batch must divide the global batch / DP"),
+    (("llama-2-7b", "--micro-batch", 513), "a micro-batch must divide the global batch / DP"),
     (("mixtral", "--ep", 16, "--nodes", 2), "EP must divide the experts and DP x CP"),
     (("llama70b", "--ep", 2), "EP > 1 needs experts: llama-3-70b is dense"),
 ])
 def test_plan_without_layouts_names_the_rule_of_the_pinned_column(run, args, rule):
-    # the hint was "(TP must divide the heads and the node's GPUs)" whatever was pinned: a
-    # batch of 512 gives 512 / DP sequences per replica, which 513 does not divide (without
-    # --global-batch the rule runs micro-batch 513 at 513 x DP sequences, as `step` does); Mixtral
+    # the hint was "(TP must divide the heads and the node's GPUs)" whatever was pinned: the
+    # default batch gives 512 / DP sequences per replica, which 513 does not divide; Mixtral
     # has 8 experts, which EP 16 does not divide
     r = run("plan", *args)
     assert r.code == 2 and r.err.startswith("error: no layout of ")

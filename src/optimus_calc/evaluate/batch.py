@@ -2,13 +2,10 @@
 
 One layout (the `memory`, `step`, `compare`, `fit`, `nics` commands) is a batch of one; the planner
 passes the whole search grid. Fields may be numpy arrays of any broadcastable shape, or scalars.
-The global batch of a layout (the one rule every command and the planner use) and the
-micro-batches the planner searches for it live here too.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import fields
 
 import numpy as np
@@ -48,58 +45,6 @@ def resolve_global_batch(dp, micro_batch, tr: Training):
             shape = np.broadcast_shapes(shape, np.shape(micro_batch))
         return np.broadcast_to(np.asarray(tr.global_batch), shape).copy()
     return rule_global_batch(dp, micro_batch)
-
-
-# Micro-batch candidates (a search bound, not physics): at most MAX_MICRO_BATCH sequences and
-# MAX_MICRO_BATCH_TOKENS tokens per micro-batch. Past a million tokens a micro-batch's GEMMs are
-# long saturated (efficiency.gemm_efficiency) while its activations keep growing, and without a
-# bound a huge global batch has hundreds of divisors (99,792,000 has 640) that multiply the space.
-MAX_MICRO_BATCH = 256
-MAX_MICRO_BATCH_TOKENS = 1 << 20
-
-
-def divisors(n: int) -> list[int]:
-    """The divisors of ``n`` in ascending order, from its prime factorisation (trial division
-    up to sqrt(n), so 1e8 takes about 1e4 steps instead of 1e8); the enumeration asks for the
-    same few numbers thousands of times, so each is factorised once."""
-    return list(_divisors(int(n)))
-
-
-@functools.lru_cache(maxsize=4096)
-def _divisors(n: int) -> tuple[int, ...]:
-    if n < 1:
-        return ()
-    factors: list[tuple[int, int]] = []
-    m, p = n, 2
-    while p * p <= m:
-        if m % p == 0:
-            e = 0
-            while m % p == 0:
-                m //= p
-                e += 1
-            factors.append((p, e))
-        p += 1 if p == 2 else 2
-    if m > 1:
-        factors.append((m, 1))
-    out = [1]
-    for prime, exp in factors:
-        out = [d * prime ** k for d in out for k in range(exp + 1)]
-    return tuple(sorted(out))
-
-
-def micro_batches(per_replica: int, rule: bool, pinned=None) -> list[int]:
-    """The micro-batches searched for a replica's share of the batch, ascending: the divisors
-    of ``per_replica`` (a given global batch must be split exactly); under the batch rule
-    (``rule``: no --global-batch) also the powers of two, for which the rule takes a larger
-    batch (the smallest multiple of dp x micro-batch holding 512 sequences: at DP 512 the share
-    is 1, so micro-batch 2 runs 1,024 sequences); ``pinned``: the given ones (the rule runs
-    any of them, a given batch those that divide its share)."""
-    if pinned is not None:
-        return sorted(m for m in pinned if m > 0 and (rule or per_replica % m == 0))
-    out = set(divisors(per_replica))
-    if rule:
-        out.update(1 << i for i in range(MAX_MICRO_BATCH.bit_length()))
-    return sorted(out)
 
 
 @record

@@ -10,8 +10,7 @@ import numpy as np
 from optimus_calc.evaluate.shapes import max_chunks, tp_degrees
 from optimus_calc.evaluate.stages import broadcast_small
 from optimus_calc.specs.model import Model
-from optimus_calc.evaluate.batch import (MAX_MICRO_BATCH, MAX_MICRO_BATCH_TOKENS, divisors,
-                                         micro_batches, offload_code, resolve_global_batch)
+from optimus_calc.evaluate.batch import offload_code, resolve_global_batch
 from optimus_calc.specs.base import unvalidated
 from optimus_calc.specs.training import RECOMPUTE_CODES, Offload, Training
 from optimus_calc.record import record
@@ -20,6 +19,43 @@ from optimus_calc.record import record
 # interleaving up to 8 model chunks per GPU. Widen them here if a model calls for it.
 LONG_CONTEXT = 32768
 MAX_CP = 16
+# Micro-batch candidates (a search bound, not physics): at most MAX_MICRO_BATCH sequences and
+# MAX_MICRO_BATCH_TOKENS tokens per micro-batch. Past a million tokens a micro-batch's GEMMs are
+# long saturated (efficiency.gemm_efficiency) while its activations keep growing, and without a
+# bound a huge global batch has hundreds of divisors (99,792,000 has 640) that multiply the space.
+MAX_MICRO_BATCH = 256
+MAX_MICRO_BATCH_TOKENS = 1 << 20
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of ``n`` in ascending order, from its prime factorisation (trial division
+    up to sqrt(n), so 1e8 takes about 1e4 steps instead of 1e8); the enumeration asks for the
+    same few numbers thousands of times, so each is factorised once."""
+    return list(_divisors(int(n)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _divisors(n: int) -> tuple[int, ...]:
+    if n < 1:
+        return ()
+    factors: list[tuple[int, int]] = []
+    m, p = n, 2
+    while p * p <= m:
+        if m % p == 0:
+            e = 0
+            while m % p == 0:
+                m //= p
+                e += 1
+            factors.append((p, e))
+        p += 1 if p == 2 else 2
+    if m > 1:
+        factors.append((m, 1))
+    out = [1]
+    for prime, exp in factors:
+        out = [d * prime ** k for d in out for k in range(exp + 1)]
+    return tuple(sorted(out))
+
+
 BASE_COLS = ("tp", "pp", "dp", "cp", "ep", "mb", "v", "gb")
 SWITCH_COLS = ("zero", "offload", "recompute", "sp")
 FIELDS = BASE_COLS + SWITCH_COLS + ("offload_params",)
@@ -199,13 +235,13 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
     TP: divisors of the node's GPUs (TP inside a node first) that divide the heads and fit
     the KV heads. PP: divisors of what is left, at most the layers (uneven splits allowed). CP
     and interleaving: :func:`_cp_and_interleave` (micro-batches a multiple of PP, Megatron's
-    rule); EP only for MoE models; micro-batch: :func:`micro_batches`. ``pins``
+    rule); EP only for MoE models; micro-batch: divisors of the per-replica batch. ``pins``
     fixes grid columns (tp, pp, dp, cp, ep, mb, v). ``offload_params``: whether the weights
     stay (False) and/or leave with the optimizer (True: ZeRO-3 only, to targets whose
-    strategy offloads them). A grid point's global batch is ``resolve_global_batch(dp, mb,
-    ...)``: ``global_batch`` (every micro-batch divides its per-replica share), or (None) the
-    rule's, the smallest multiple of dp x micro-batch holding 512 sequences, as every command
-    resolves it for the layout.
+    strategy offloads them). A grid point's global batch is ``resolve_global_batch(dp, 1,
+    ...)``: ``global_batch``, or (None) the smallest multiple of dp holding 512 sequences;
+    every micro-batch divides its per-replica share, so ``resolve_global_batch(dp, mb,
+    training)`` gives the same batch for each layout.
     """
     blocks = []
     # the batch fields only, both a validated Training's (specs/base.unvalidated)
@@ -220,8 +256,6 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
         e for e in divisors(n) if model.experts % e == 0 and ok("ep", e)] if model.is_moe
         else [1] if ok("ep", 1) else [])
     batch_of = functools.lru_cache(maxsize=None)(lambda d: int(resolve_global_batch(d, 1, batch)))
-    rule_of = functools.lru_cache(maxsize=None)(
-        lambda d, mb: int(resolve_global_batch(d, mb, batch)))
     for t in tps:
         for c in cps:
             rest = gpus // t
@@ -237,19 +271,21 @@ def enumerate_space(model: Model, gpus: int, gpus_per_node: int, global_batch: i
                 if gb % d:
                     continue
                 eps = eps_of(d * c)
-                mv = []  # the (micro-batch, interleave, batch) of this (t, c, p): any EP's
-                for mb in micro_batches(gb // d, global_batch is None, pin.get("mb")):
+                per_replica = gb // d
+                mbs = (divisors(per_replica) if capped else
+                       sorted(m for m in pin["mb"] if m > 0 and per_replica % m == 0))
+                mv = []  # the (micro-batch, interleave) pairs of this (t, c, p): any EP's
+                for mb in mbs:
                     if capped and mb > 1 and (mb > MAX_MICRO_BATCH
                                               or mb * seq_len > MAX_MICRO_BATCH_TOKENS):
-                        break  # candidates come in increasing order
-                    g = gb if global_batch is not None else rule_of(d, mb)
-                    vs = interleaves(p) if (g // d // mb) % p == 0 else interleaves(1)
-                    mv += [(mb, v, g) for v in vs]
+                        break  # divisors come in increasing order
+                    vs = interleaves(p) if (per_replica // mb) % p == 0 else interleaves(1)
+                    mv += [(mb, v) for v in vs]
                 if eps and mv:  # rows in the order e, then micro-batch, then interleave
                     block = np.empty((len(eps), len(mv), len(BASE_COLS)), dtype=np.int64)
-                    block[...] = (t, p, d, c, 0, 0, 0, 0)
+                    block[...] = (t, p, d, c, 0, 0, 0, gb)
                     block[:, :, 4] = np.asarray(eps, dtype=np.int64)[:, None]
-                    block[:, :, 5:8] = np.asarray(mv, dtype=np.int64)
+                    block[:, :, 5:7] = np.asarray(mv, dtype=np.int64)
                     blocks.append(block.reshape(-1, len(BASE_COLS)))
     base = (np.concatenate(blocks) if blocks else
             np.zeros((0, len(BASE_COLS)), dtype=np.int64))
