@@ -36,3 +36,16 @@ def test_the_same_flags_where_they_apply_still_work(run):
     assert run("step", "llama70b", "--nodes", 2, "--tp", 8, "--pp", 2, "--assume",
                "gemm_efficiency=0.5", "--assume", "gemm_efficiency=0.5").code == 0
     assert run("plan", "llama70b", "--nodes", 2, "--export", "megatron").code == 0
+
+
+def test_an_assumption_given_by_its_flag_and_by_assume_is_one_value(run):
+    # `step llama-3-8b --assume gpu_headroom=0.1 --headroom 0.2` ran at 0.2 with no word (a
+    # cold review); the same value both ways is accepted, as a repeated --assume is
+    r = run("step", "llama-3-8b", "--assume", "gpu_headroom=0.1", "--headroom", 0.2)
+    assert r.code == 2 and r.err.strip() == ("error: --headroom and --assume gpu_headroom both "
+                                             "set it: give one")
+    r = run("step", "mixtral-8x7b", "--node", "dgx-h100", "--nodes", 2, "--ep", 8, "--assume",
+            "moe_imbalance=1.5", "--moe-imbalance", 1.2)
+    assert r.code == 2 and "--moe-imbalance and --assume moe_imbalance" in r.err
+    assert run("step", "llama-3-8b", "--assume", "gpu_headroom=0.2", "--headroom",
+               0.2).code == 0

@@ -15,7 +15,8 @@ def test_the_note_only_past_the_peak():
     assert note.endswith("it is 72.7%")
     # the range's top: 0.494 x 1.091 / 0.676 = 0.797
     (note,) = over_peak_note(0.676, 0.494, 1.091)
-    assert "(67.6%, range to 109.1%)" in note and note.endswith("it is 49.4% (range to 79.7%)")
+    assert note.startswith("MFU 67.6% with a range above 100% (to 109.1%): the un-halved")
+    assert note.endswith("it is 49.4% (range to 79.7%)")
 
 
 def test_step_says_it_where_attention_dominates(run):

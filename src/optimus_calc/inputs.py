@@ -63,6 +63,7 @@ def resolve_model(text: str, cat: Catalog) -> Model | BareModel:
 
 # a plain decimal, optionally signed (a negative value is a number out of range, said as such)
 _NUM = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"  # compiled on first use
+_OWN_FLAGS = {"gpu_headroom": "headroom", "moe_imbalance": "moe_imbalance"}  # by their flags
 
 
 def parse_assumptions(items: tuple[str, ...] | list[str]) -> Assumptions:
@@ -96,12 +97,14 @@ def parse_assumptions(items: tuple[str, ...] | list[str]) -> Assumptions:
 
 def assumptions_from(kw: dict) -> Assumptions:
     """``--assume`` items plus ``--headroom`` and ``--moe-imbalance`` (the gpu_headroom and
-    moe_imbalance assumptions by their own flags)."""
+    moe_imbalance assumptions by their own flags; both for one is an error, not last-wins)."""
     from optimus_calc.profile import assumptions_with
     asm = assumptions_with(kw.get("profile"), parse_assumptions(kw.get("assume") or ()))
-    own = {n: float(kw[f]) for n, f in (("gpu_headroom", "headroom"), ("moe_imbalance",
-                                                                     "moe_imbalance"))
-           if kw.get(f) is not None}
+    own = {n: float(kw[f]) for n, f in _OWN_FLAGS.items() if kw.get(f) is not None}
+    typed = {str(i).partition("=")[0].strip() for i in kw.get("assume") or ()}
+    if both := sorted(n for n in set(own) & typed if getattr(asm, n) != own[n]):
+        raise InputError(f"--{_OWN_FLAGS[both[0]].replace('_', '-')} and --assume {both[0]} both "
+                         "set it: give one")
     return asm.model_copy(update=own) if own else asm
 
 
@@ -113,8 +116,7 @@ def profile_only(kw: dict) -> frozenset:
     if prof is None or not prof.assumptions:
         return frozenset()
     typed = {str(i).partition("=")[0].strip() for i in kw.get("assume") or ()}
-    typed |= {n for n, f in (("gpu_headroom", "headroom"), ("moe_imbalance", "moe_imbalance"))
-              if kw.get(f) is not None}
+    typed |= {n for n, f in _OWN_FLAGS.items() if kw.get(f) is not None}
     return frozenset(set(prof.assumptions) - typed)
 
 
@@ -162,8 +164,7 @@ def parse_choices(text: str | None, enum: type[E], flag: str) -> tuple[E, ...] |
             if enum is Offload:  # the registered strategies, plug-ins included
                 from optimus_calc.evaluate import strategies
                 names = [st.key for st in strategies.strategies()]
-            raise InputError(f"{flag}: {item.strip()!r} is not one of "
-                             f"{', '.join(names)}") from None
+            raise InputError(f"{flag}: {item.strip()!r} is not one of {', '.join(names)}") from None
     return tuple(out)
 
 
@@ -201,11 +202,10 @@ def make_training(origins: dict[str, str] | None = None, trusted: tuple[str, ...
         name = str(first["loc"][0]) if first["loc"] else ""
         msg = str(first["msg"]).removeprefix("Value error, ")
         flag = _TRAINING_FLAGS.get(name, name)
-        value = fields.get(name)
         origin = (origins or {}).get(name)
         if origin:
-            raise InputError(f"{origin} is {value}: {msg}; give {flag}") from None
-        raise InputError(f"{flag} {value}: {msg}") from None
+            raise InputError(f"{origin} is {fields.get(name)}: {msg}; give {flag}") from None
+        raise InputError(f"{flag} {fields.get(name)}: {msg}") from None
 
 
 def attention_kernel_of(kw: dict):

@@ -386,9 +386,10 @@ def over_peak_note(mfu: float, mfu_causal: float, mfu_high: float | None = None)
     top = max(mfu, mfu_high or 0.0)
     if not top > 1:
         return []
-    return [f"MFU above 100% ({mfu:.1%}" + (f", range to {mfu_high:.1%}" if mfu_high and
-                                            mfu_high > 1 else "")
-            + "): the un-halved count (PaLM appendix B) charges the causal attention core at "
+    head = (f"MFU above 100% ({mfu:.1%}" + (f", range to {mfu_high:.1%})" if mfu_high and
+                                             mfu_high > 1 else ")") if mfu > 1 else
+            f"MFU {mfu:.1%} with a range above 100% (to {mfu_high:.1%})")
+    return [head + ": the un-halved count (PaLM appendix B) charges the causal attention core at "
             "the whole sequence, twice the FLOPs its kernels execute, so where attention "
             f"dominates it passes the GPU's peak; on the FLOPs executed (mfu_causal, as "
             f"Megatron-LM logs) it is {mfu_causal:.1%}"
