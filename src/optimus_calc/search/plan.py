@@ -266,21 +266,16 @@ def _refused(frameworks, offloads, model=None) -> str:
 
 
 def _everywhere(frameworks, base: Training, model) -> str:
-    """": <each framework's rule>" when the most permissive layouts (TP, PP, DP, CP 1, no
-    offload, micro-batch 1) break the same rule of every framework at every ZeRO stage under
-    the searched training: a rule every layout breaks (a recipe the framework does not run),
-    which the count of first-failing rules (_most_rejected) can hide behind a layout rule; ""
-    otherwise (a rule that depends on the stage, as DeepSpeed's on fp32 gradients, is left to
-    the count: the stages searched may be pinned)."""
+    """": <each framework's rule>" when even the most permissive layout (TP, PP, DP, CP 1,
+    ZeRO-0, no offload, micro-batch 1) breaks one of every framework's rules under the searched
+    training: a rule every layout breaks (a recipe the framework does not run), which the count
+    of first-failing rules (_most_rejected) can hide behind a layout rule; "" when one runs it."""
     from optimus_calc.frameworks.registry import reason_text
     tr = base.model_copy(update={"micro_batch": 1, "global_batch": base.global_batch or 1})
-    per = [layout_support(Layout(tp=1, pp=1, dp=1, zero=z), tr, model) for z in range(4)]
-    codes = []
-    for f in frameworks:
-        seen = {s.get(f) for s in per}
-        if len(seen) != 1 or None in seen or int(next(iter(seen))) == 0:
-            return ""
-        codes.append(next(iter(seen)))
+    support = layout_support(Layout(tp=1, pp=1, dp=1), tr, model)
+    codes = [support.get(f) for f in frameworks]
+    if any(c is None or int(c) == 0 for c in codes):
+        return ""
     return ": " + "; ".join(dict.fromkeys(reason_text(c) for c in codes))
 
 
