@@ -220,7 +220,7 @@ def plan(model: Model, hw: Hardware, base: Training, asm: Assumptions,
                   what_if=what_if, framework_rejections=res.framework_rejections,
                   frameworks=names, profiles=profile_count(groups))
     if res.feasible == 0:
-        refused = _refused(frameworks, offloads, model) or _everywhere(frameworks, base, model)
+        refused = _refused(frameworks, offloads, model)
         why = (_no_fit_why(res, names, hw, asm) if np.isfinite(res.smallest_gpu_bytes) else
                "no framework runs any layout searched (" + ", ".join(names) + "; see "
                "framework_rejections; SmartNIC layouts are a what-if)"
@@ -263,20 +263,6 @@ def _refused(frameworks, offloads, model=None) -> str:
     texts = model_refusals(frameworks, model) + (
         offload_refusals(frameworks, real) if real else [])
     return (": " + "; ".join(texts)) if texts else ""
-
-
-def _everywhere(frameworks, base: Training, model) -> str:
-    """": <each framework's rule>" when even the most permissive layout (TP, PP, DP, CP 1,
-    ZeRO-0, no offload, micro-batch 1) breaks one of every framework's rules under the searched
-    training: a rule every layout breaks (a recipe the framework does not run), which the count
-    of first-failing rules (_most_rejected) can hide behind a layout rule; "" when one runs it."""
-    from optimus_calc.frameworks.registry import reason_text
-    tr = base.model_copy(update={"micro_batch": 1, "global_batch": base.global_batch or 1})
-    support = layout_support(Layout(tp=1, pp=1, dp=1), tr, model)
-    codes = [support.get(f) for f in frameworks]
-    if any(c is None or int(c) == 0 for c in codes):
-        return ""
-    return ": " + "; ".join(dict.fromkeys(reason_text(c) for c in codes))
 
 
 def _why(rec: Candidate, n: int, best_none_tps: float, objective: Objective) -> str:
