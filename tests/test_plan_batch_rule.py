@@ -28,3 +28,12 @@ def test_a_given_batch_is_split_by_every_micro_batch_dividing_its_share(run):
             "--recompute", r["recompute"], "--offload", r["offload"], "--framework",
             r["framework"].split(",")[0], "--format", "json").json()
     assert abs(s["step_time_s"] / r["step_time_s"] - 1) < 1e-9
+
+
+def test_a_refused_micro_batch_says_how_to_run_it(run):
+    # `plan llama-2-7b --micro-batch 3` (no layout: DP's share of the rule's batch is 64 at DP
+    # 8, which 3 does not divide) named TP's rule, which TP 8 meets, and not the way out
+    r = run("plan", "llama-2-7b", "--micro-batch", 3)
+    assert r.code == 2 and "TP must divide" not in r.err
+    assert "give --global-batch to run a larger micro-batch" in r.err
+    assert run("plan", "llama-2-7b", "--micro-batch", 3, "--global-batch", 24).code == 0

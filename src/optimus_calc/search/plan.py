@@ -164,9 +164,12 @@ def _no_space(model: Model, hw: Hardware, base: Training, pins: dict) -> FieldEr
     pinned = "".join(f" {{{k}}} {','.join(map(str, v))}" for k, v in pins.items())
     batch = (f"{{global_batch}} {base.global_batch}" if base.global_batch is not None else
              "the default global batch")
-    rules = ["TP must divide the heads and the node's GPUs"]
+    rules = ["TP must divide the heads and the node's GPUs"] if "tp" in pins or not pins else []
     if "mb" in pins:
-        rules.append("a micro-batch must divide the global batch / DP")
+        rules.append("a micro-batch must divide the global batch / DP" + (
+            "; without --global-batch the planner's batch is the smallest multiple of DP holding "
+            "512 sequences (docs/guide/plan.md): give --global-batch to run a larger micro-batch"
+            if base.global_batch is None else ""))
     if "ep" in pins:
         rules.append("EP must divide the experts and DP x CP" if model.is_moe else
                      f"EP > 1 needs experts: {model.name} is dense")
@@ -176,6 +179,9 @@ def _no_space(model: Model, hw: Hardware, base: Training, pins: dict) -> FieldEr
         rules.append(f"interleave > 1 needs PP > 1, PP x interleave <= {max_chunks(model.layers)}"
                      f" ({model.layers} layers, the embedding and the loss) and the "
                      "micro-batches a multiple of PP")
+    if "pp" in pins or "dp" in pins:
+        rules.append("TP x PP x CP x DP must be the GPUs, PP at most the layers")
+    rules = rules or ["TP must divide the heads and the node's GPUs"]
     return FieldError(next(iter(pins or {"global_batch": 0})),
                       f"no layout of {model.name} divides {hw.gpus} GPUs with {batch}"
                       f"{' and' + pinned if pinned else ''} ({'; '.join(rules)})")
