@@ -47,7 +47,7 @@ def test_smartnic_no_spill_is_infeasible_with_reason(run):
     assert d["fits"] is False
     assert d["reasons"] == ["optimizer shard 52.50 GB per card exceeds bluefield-3 memory "
                             "32.00 GB and spill to host is disabled (--no-spill); 2 cards per "
-                            "GPU would hold it"]
+                            "GPU (16 per node, --smartnics-per-node) would hold it"]
 
 
 def test_smartnic_two_per_gpu_and_v80(run):

@@ -31,3 +31,9 @@ def test_step_says_it_where_attention_dominates(run):
                         "--cp", 8, "--recompute", "full", "--assume",
                         "attention_efficiency=1").out.split())
     assert "MFU above 100%" in text and "on the FLOPs executed" in text, notes
+
+
+def test_a_value_printed_as_100_0_is_not_above_100():
+    # 1.0004 prints as 100.0%: "MFU 100.0% with a range above 100% (to 100.0%)" (a cold review)
+    assert over_peak_note(0.99, 0.6, 1.0004) == [] and over_peak_note(1.0004, 0.6) == []
+    assert over_peak_note(0.99, 0.6, 1.0006) != []

@@ -383,11 +383,11 @@ def over_peak_note(mfu: float, mfu_causal: float, mfu_high: float | None = None)
     the causal attention core over the whole sequence, twice what the kernels execute, so where
     attention dominates (long sequences) it reaches about twice the kernel's efficiency; the
     executed count (mfu_causal) stays below the peak. [] below 100%."""
-    top = max(mfu, mfu_high or 0.0)
-    if not top > 1:
+    over = lambda x: x is not None and round(x, 3) > 1  # noqa: E731 (as printed: 100.0% is not)
+    if not (over(mfu) or over(mfu_high)):
         return []
-    head = (f"MFU above 100% ({mfu:.1%}" + (f", range to {mfu_high:.1%})" if mfu_high and
-                                             mfu_high > 1 else ")") if mfu > 1 else
+    head = (f"MFU above 100% ({mfu:.1%}" + (f", range to {mfu_high:.1%})" if over(mfu_high)
+                                             else ")") if over(mfu) else
             f"MFU {mfu:.1%} with a range above 100% (to {mfu_high:.1%})")
     return [head + ": the un-halved count (PaLM appendix B) charges the causal attention core at "
             "the whole sequence, twice the FLOPs its kernels execute, so where attention "

@@ -26,6 +26,12 @@ def cards_per_gpu(bytes_per_gpu: float, card_bytes: float) -> int:
     return max(1, int(-(-float(bytes_per_gpu) // float(card_bytes))))
 
 
+def _holding(cards: int, hw) -> str:
+    """"2 cards per GPU (16 per node, --smartnics-per-node) would hold it"."""
+    return (f"{cards} card{'s' if cards != 1 else ''} per GPU ({cards * hw.gpus_per_node} per "
+            "node, --smartnics-per-node) would hold it")
+
+
 def cards_per_node(ctx):
     """K_n: SmartNICs per node (--smartnics-per-node; 0 means one per GPU), made once per
     context (the devices, the reasons and the optimizer step ask)."""
@@ -74,7 +80,7 @@ class SmartNICOffload(OffloadStrategy):
             cards = cards_per_gpu(info["per_gpu"], info["cap"])
             return (f"optimizer shard {fmt_gb(info['dev'])} per card exceeds "
                     f"{info['hw'].smartnic.name} memory {fmt_gb(info['cap'])} and spill to host "
-                    f"is disabled (--no-spill); {cards} cards per GPU would hold it")
+                    f"is disabled (--no-spill); {_holding(cards, info['hw'])}")
         return None
 
     def fits_on_device(self, bytes_per_device, capacity, spill) -> bool:
@@ -89,7 +95,7 @@ class SmartNICOffload(OffloadStrategy):
         if info["spill"] > 0 and layout.allow_spill:
             out.append(f"optimizer shard {fmt_gb(info['dev'])} per card exceeds {sn.name} memory "
                        f"{fmt_gb(sn.memory_bytes)}: {fmt_gb(info['spill'])} per card spills to "
-                       f"host RAM ({cards} cards per GPU would hold it)")
+                       f"host RAM ({_holding(cards, hw)})")
         if hw.smartnic_implicit:
             out.append(f"{hw.node.name} has no SmartNIC; assuming one {sn.name} per GPU "
                        "(--smartnic NAME)")
