@@ -14,7 +14,8 @@ def test_the_unit_before_the_qualifier_sets_the_decimals():
     assert [float_decimals(k) for k in ("step_time_s_low", "step_time_s_high",
                                         "optimizer_s_one_card", "tokens_per_s_low",
                                         "mfu_pct_high", "train_days_low", "step_time_s",
-                                        "ratio")] == [9, 9, 9, 3, 3, 3, 9, 6]
+                                        "ratio", "tflops_per_gpu_high")] == [9, 9, 9, 3, 3, 3, 9,
+                                                                              6, 3]
 
 
 def test_a_plan_csv_row(run):

@@ -84,7 +84,8 @@ def float_decimals(key: str) -> int:
     """Fixed decimals by unit: seconds to the nanosecond, rates and percentages to 0.001; the
     unit read before a qualifier (``step_time_s_low``, ``optimizer_s_one_card``)."""
     key = re.sub(r"_(low|high|one_card)$", "", key)
-    if key.endswith(("_per_s", "_pct", "_GBps", "_Bps", "_MWh", "_usd", "_hours", "_days")):
+    if key.endswith(("_per_s", "_pct", "_GBps", "_Bps", "_MWh", "_usd", "_hours", "_days",
+                     "tflops_per_gpu")):  # TFLOP/s per GPU: a rate
         return 3
     if key.endswith("_s"):
         return 9
