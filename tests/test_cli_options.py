@@ -63,7 +63,9 @@ def test_field_error_names_the_field_in_the_core_and_the_flag_in_the_cli(run, ca
     assert r.code == 2 and r.err == (
         "error: no layout of llama-2-7b divides 8 GPUs with the default global batch and --tp 3 "
         "--micro-batch 5 --interleave 2 (TP must divide the heads and the node's GPUs; a "
-        "micro-batch must divide the global batch / DP; interleave > 1 needs PP > 1, PP x "
+        "micro-batch must divide the global batch / DP; without --global-batch the planner's "
+        "batch is the smallest multiple of DP holding 512 sequences: give --global-batch to run "
+        "a larger micro-batch; interleave > 1 needs PP > 1, PP x "
         "interleave <= 34 (32 layers, the embedding and the loss) and the micro-batches a "
         "multiple of PP)\n")
 

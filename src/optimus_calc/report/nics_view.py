@@ -76,4 +76,3 @@ def _compute_note(model, rows) -> str:
         return (f"cluster (hide step) '-': no count up to {MAX_CARDS_PER_GPU} cards per GPU "
                 "hides the optimizer step and its transfers; per node = the memory count there")
     return "per node = max(memory, compute) cards per GPU x GPUs per node"
-

@@ -215,4 +215,3 @@ def train_note(figures: dict, pue: float) -> str:
     if figures.get("cost_usd") is not None:
         s += f", ${amount(figures['cost_usd'], 0)}"
     return s
-

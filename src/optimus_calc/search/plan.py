@@ -168,7 +168,7 @@ def _no_space(model: Model, hw: Hardware, base: Training, pins: dict) -> FieldEr
     if "mb" in pins:
         rules.append("a micro-batch must divide the global batch / DP" + (
             "; without --global-batch the planner's batch is the smallest multiple of DP holding "
-            "512 sequences (docs/guide/plan.md): give --global-batch to run a larger micro-batch"
+            "512 sequences: give --global-batch to run a larger micro-batch"
             if base.global_batch is None else ""))
     if "ep" in pins:
         rules.append("EP must divide the experts and DP x CP" if model.is_moe else
