@@ -97,3 +97,21 @@ def test_a_semicolon_runs_file_is_named_as_such(run, tmp_path):
     assert r.err.strip() == (f"error: runs file {p}: the header is one column "
                              "('model;node;nodes;measured_tokens_per_s'): a runs CSV is "
                              "comma-separated")
+
+
+def test_one_layouts_time_given_twice_is_one_layout(run, tmp_path):
+    # the first layout's 25,118 tokens/s given again as the step time it means (tokens per
+    # step / tokens/s): one fact, so with one other layout the runs determine one parameter
+    # (they fitted gemm_eta_max and step_fixed_s: a fourth cold review)
+    d = run("step", "llama-2-7b", "--node", "dgx-a100", "--nodes", 1, "--framework", "megatron",
+            "--format", "json").json()
+    step_s = d["tokens_per_s"] * d["step_time_s"] / 25118
+    p = tmp_path / "runs.csv"
+    p.write_text("model,node,nodes,tp,pp,zero,micro_batch,framework,measured_tokens_per_s,"
+                 "measured_step_time_s\n"
+                 "llama-2-7b,dgx-a100,1,1,1,1,1,megatron,25118,\n"
+                 f"llama-2-7b,dgx-a100,1,1,1,1,1,megatron,,{step_s!r}\n"
+                 "llama-2-7b,dgx-a100,2,2,1,1,2,megatron,48486,\n")
+    r = run("calibrate", p, "-o", tmp_path / "p.toml", "--format", "json")
+    assert r.code == 0, r.err
+    assert len(r.json()["fitted"]) == 1, r.json()["fitted"]

@@ -205,7 +205,10 @@ def calibrate(runs: list[Run], source: str = "") -> Calibration:
     up_only = tuple(j for j, n in enumerate(names) if by[n].scale and defaults[n] == 0)
     room = np.array([[by[n].to_x(by[n].lo if k == 0 else by[n].hi) - by[n].to_x(defaults[n])
                       for n in names] for k in (0, 1)])
-    kept, why = select(jac, len(rs.reps), base - rs.log_meas, up_only, room)
+    # distinct layouts: copies count once, and so does one layout's time given as tokens/s and
+    # as step time (one fact); its memory is another
+    layouts = len({(r.figure == "gpu_memory_bytes", repr(r.inputs)) for r in runs})
+    kept, why = select(jac, layouts, base - rs.log_meas, up_only, room)
     fixed = {p.name for p in CANDIDATES if p.scale}
     why_named = {**{names[j]: w + (FIXED_HINT if names[j] in fixed and "separable" in w else "")
                     for j, w in why.items()}, **several}
