@@ -99,10 +99,10 @@ def assumptions_from(kw: dict) -> Assumptions:
     """``--assume`` items plus ``--headroom`` and ``--moe-imbalance`` (the gpu_headroom and
     moe_imbalance assumptions by their own flags; both for one is an error, not last-wins)."""
     from optimus_calc.profile import assumptions_with
-    asm = assumptions_with(kw.get("profile"), parse_assumptions(kw.get("assume") or ()))
+    typed = parse_assumptions(kw.get("assume") or ())  # its fields set: the names --assume gave
+    asm = assumptions_with(kw.get("profile"), typed)
     own = {n: float(kw[f]) for n, f in _OWN_FLAGS.items() if kw.get(f) is not None}
-    typed = {str(i).partition("=")[0].strip() for i in kw.get("assume") or ()}
-    if both := sorted(n for n in set(own) & typed if getattr(asm, n) != own[n]):
+    if both := sorted(n for n in set(own) & typed.model_fields_set if getattr(typed, n) != own[n]):
         raise InputError(f"--{_OWN_FLAGS[both[0]].replace('_', '-')} and --assume {both[0]} both "
                          "set it: give one")
     return asm.model_copy(update=own) if own else asm

@@ -163,21 +163,20 @@ def solve_nodes(model, hw: Hardware, layout: Layout, tr: Training, asm: Assumpti
                          detail=f"no node count up to {max_nodes} fits (ZeRO-{int(layout.zero)}"
                                 + (": ZeRO-0 replicates all model states)" if not layout.zero
                                    else ")"), tried_to=unit * top if top else None)
-    # bisection over the multiples of ``unit`` in (unit * k/2, found]: memory never grows with
-    # the node count at a pinned TP, PP, CP (DP shards the states, micro-batches per GPU only
-    # fall; tests/test_properties.py), so where a count that runs does not fit, none below it
-    # does. A count that cannot run is stepped over to the next that can (a linear scan took
-    # 17 s for 52,632 nodes)
+    # bisection over the multiples of ``unit`` in (unit * prev, unit * found]: memory never
+    # grows with the node count at a pinned TP, PP, CP (DP shards the states, micro-batches per
+    # GPU only fall; tests/test_properties.py), so where a count that runs does not fit, none
+    # below it does. A count that cannot run is stepped over to the next that can (a linear
+    # scan took 17 s for 52,632 nodes)
     lo, hi, best = prev, found, found
     while hi - lo > 1:
-        mid = (lo + hi) // 2
-        v = next((j for j in range(mid, hi) if runs(unit * j) is not None), None)
-        if v is None:
-            hi = mid
-        elif at(unit * v):
-            best = hi = v
+        got = next(((j, g) for j in range((lo + hi) // 2, hi) if (g := runs(unit * j))), None)
+        if got is None:
+            hi = (lo + hi) // 2
+        elif _fits(model, *got[1], asm):
+            best = hi = got[0]
         else:
-            lo = v
+            lo = got[0]
     return FitResult("nodes", unit * best, None, "search over node counts (doubling, then "
                      "bisection)")
 
@@ -335,9 +334,9 @@ def _suggestions(solve: str, model, hw: Hardware, layout: Layout, tr: Training,
 
 def explain_fit(solve: str, inp: Inputs, res: FitResult) -> FitExplanation:
     """What binds at the answer (or, when nothing fits, at the smallest configuration tried;
-    for nodes, the largest count searched) and what each common change would give. For nodes, an answer that fits only because the batch
-    starves the pipeline is no layout to run: the fewest nodes among the changes that do not
-    starve it leads (``lead``)."""
+    for nodes, the largest count searched) and what each common change would give. For nodes,
+    an answer that fits only because the batch starves the pipeline is no layout to run: the
+    fewest nodes among the changes that do not starve it leads (``lead``)."""
     model, hw, layout, asm = inp.model, inp.hw, inp.layout, inp.assumptions
     tr = fit_training(inp) if solve == "nodes" else inp.training
     probe, at = (hw, layout, tr), model

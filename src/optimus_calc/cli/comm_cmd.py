@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from optimus_calc.cli.common import emit, output_options, plot_option
+from optimus_calc.cli.common import emit, output_options, plot_option, refuse_typed
 from optimus_calc.cli.options import profile_option
 from optimus_calc.cli.types import FiniteFloat
 from optimus_calc.errors import InputError
@@ -72,12 +72,8 @@ def comm(app, collective, size, sizes, ranks, nodes, node, algo, compression, co
     from optimus_calc.evaluate.comm import CommRequest, evaluate_comm
     from optimus_calc.report.comm_view import comm_document
 
-    ctx = click.get_current_context()
-    typed = [f"--{n.replace('_', '-')}" for n in ("compress_on", "approach")
-             if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
-    if typed and compression is None:  # a flag is never silently ignored (guide/errors.md)
-        raise InputError(f"{' and '.join(typed)} appl{'y' if len(typed) > 1 else 'ies'} with "
-                         "--compression R (SqueezeNIC)")
+    refuse_typed(("compress_on", "approach"), compression is not None,
+                 "with --compression R (SqueezeNIC)")
     req = CommRequest(
         Collective(collective), Algo(algo), _sizes(size, sizes), node, ranks, nodes, compression,
         CompressSite(compress_on), Approach(approach), alpha_us, intra_efficiency,

@@ -40,6 +40,19 @@ def csv_options(sep: str, decimal: str) -> CsvOptions:
     return CsvOptions(sep=sep, decimal=decimal)
 
 
+def refuse_typed(names: tuple[str, ...], applies: bool, needs: str) -> None:
+    """A flag is never silently ignored (docs/guide/errors.md): where ``applies`` is False, an
+    error naming those of the options ``names`` the command line gave ("--compress-on applies
+    with --compression R"); nothing where none was given."""
+    if applies:
+        return
+    ctx = click.get_current_context()
+    typed = [f"--{n.replace('_', '-')}" for n in names
+             if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
+    if typed:
+        raise InputError(f"{' and '.join(typed)} appl{'y' if len(typed) > 1 else 'ies'} {needs}")
+
+
 def output_options(func: Callable) -> Callable:
     @click.option("--format", "fmt", type=click.Choice([f.value for f in Format]),
                   default=Format.TABLE.value, show_default=True, help="Output format.")
@@ -51,14 +64,10 @@ def output_options(func: Callable) -> Callable:
                   metavar="CHAR", help="CSV decimal mark: '.' or ','.")
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        ctx = click.get_current_context()
-        typed = [f"--{n.replace('_', '-')}" for n in ("csv_sep", "csv_decimal")
-                 if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
-        if typed and kwargs.get("fmt") != Format.CSV.value:  # never silently ignored
-            raise InputError(f"{' and '.join(typed)} appl{'y' if len(typed) > 1 else 'ies'} "
-                             "to --format csv")
+        refuse_typed(("csv_sep", "csv_decimal"), kwargs.get("fmt") == Format.CSV.value,
+                     "to --format csv")
         opts = csv_options(kwargs.pop("csv_sep"), kwargs.pop("csv_decimal"))
-        ctx.meta.setdefault(_META, {})["csv"] = opts
+        click.get_current_context().meta.setdefault(_META, {})["csv"] = opts
         return func(*args, **kwargs)
     return wrapper
 

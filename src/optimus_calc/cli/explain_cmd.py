@@ -62,7 +62,7 @@ def explain(app, name: str | None, model: str | None, latex: bool, show_assumpti
     if choice is not None:  # whose physics the values are: step's and memory's header and key
         doc = dataclasses.replace(doc, notes=doc.notes + [f"values under the {choice.text()}"],
                                   data={**doc.data, "physics_profile": choice.data()})
-    if len(scopes) > 1 or (scopes and shown and eq.name.startswith("comm.")):
+    if scopes and (len(scopes) > 1 or shown):
         doc = dataclasses.replace(doc, notes=doc.notes + [
             f"evaluated for {', '.join(scopes)}; shown: {shown} (--for SCOPE picks one; "
             "'explain --all' lists each)"])

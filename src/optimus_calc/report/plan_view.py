@@ -378,6 +378,6 @@ def still_unfit_note(sizing) -> list[str]:
     if n is None:
         return []
     return [f"with the optimizer state on SmartNICs the GPU still holds "
-            f"{n.gpu_bytes_with_offload / 1e9:.1f} GB of {n.gpu_usable_bytes / 1e9:.1f} GB "
+            f"{n.gpu_bytes_with_offload / GB:.1f} GB of {n.gpu_usable_bytes / GB:.1f} GB "
             "usable: this layout DOES NOT FIT with SmartNICs either (`memory ... --offload "
             "smartnic` says why); the card counts are for its optimizer state only"]

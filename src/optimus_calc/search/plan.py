@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, replace
 from typing import assert_never
 
 import numpy as np
@@ -65,6 +65,8 @@ class PlanResult:
     framework_rejections: dict[str, int] = field(default_factory=dict)
     frameworks: tuple[str, ...] = ()   # the frameworks searched
     profiles: int = 1  # physics profiles each layout was evaluated under (evaluated: pairs)
+    recommended_inputs: object = None  # evaluate.inputs.Inputs of the recommendation, its
+    #                                    physics applied (plan_search; recommended_inputs)
 
 
 def layout_of(cols: dict, i: int, hw: Hardware, smartnic: str | None) -> Layout:
@@ -247,11 +249,14 @@ def plan_search(cat: Catalog, si: SearchInputs,
     """`plan`: rank the layouts of ``si`` (the SmartNIC sizing of the recommendation is an
     analysis on top: analyses.nics.with_nic_sizing)."""
     del cat  # kept for a stable signature: the search needs no catalog lookup
-    return plan(si.model, si.hw, si.training, si.assumptions, objective, top_k, si.offloads,
-                si.max_zero, si.recomputes, si.distinct,
-                frameworks=si.frameworks or tuple(Framework), pins=si.pins,
-                zero_stages=si.zero_stages, physics=si.physics,
-                offload_params=si.offload_params, yields=si.yields)
+    res = plan(si.model, si.hw, si.training, si.assumptions, objective, top_k, si.offloads,
+               si.max_zero, si.recomputes, si.distinct,
+               frameworks=si.frameworks or tuple(Framework), pins=si.pins,
+               zero_stages=si.zero_stages, physics=si.physics,
+               offload_params=si.offload_params, yields=si.yields)
+    if res.recommended is None:
+        return res
+    return replace(res, recommended_inputs=recommended_inputs(res, si))  # once: page, what-if
 
 
 def _most_rejected(rejections: dict) -> str:
@@ -309,7 +314,9 @@ def recommended_inputs(res: PlanResult, si: SearchInputs):
     ("your values kept for grad_bytes" before, with no --grad-bytes). ``framework`` joins the
     frameworks of the row's profile group, whose profiles apply identically: the first of them;
     a plan searched with framework-neutral physics (--framework any) keeps the neutral values
-    its table used."""
+    its table used. Made once by plan_search (``res.recommended_inputs``)."""
+    if res.recommended_inputs is not None:
+        return res.recommended_inputs
     from optimus_calc.evaluate.inputs import Inputs
     from optimus_calc.frameworks.physics import apply_framework
     r = res.recommended
